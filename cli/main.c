@@ -1,0 +1,52 @@
+/* tessera — one entry point; each subcommand lives in its own cmd_*.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"run", cmd_run, "generate text from a prompt"},
+    {"chat", cmd_chat, "interactive chat using the model's chat template"},
+    {"tokenize", cmd_tokenize, "print the token ids and pieces of a text"},
+    {"perplexity", cmd_perplexity, "measure perplexity over a text file"},
+    {"inspect", cmd_inspect, "print a GGUF file's header, metadata and tensors"},
+    {"devices", cmd_devices, "list compute devices and backend plugins"},
+    {"plugin", cmd_plugin, "check a backend plugin against the reference (plugin check PATH)"},
+    {"quantize", cmd_quantize, "convert a GGUF model to another weight type"},
+    {"bench", cmd_bench, "measure prompt and generation speed"},
+    {"serve", cmd_serve, "serve an OpenAI-compatible HTTP API"},
+};
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: tessera <command> [options]\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'tessera <command> --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(name, "--version") || !strcmp(name, "version")) {
+        printf("tessera %s\n", TESSERA_VERSION);
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tessera: unknown command '%s' (see 'tessera --help')\n", name);
+    return 2;
+}

@@ -1,0 +1,65 @@
+/*
+ * dtype — element types: block geometry, names, conversions.
+ *
+ * Type numbers are GGUF's (see tsr_dtype in tessera/plugin.h). For each type
+ * the table says how many elements a block holds and how many bytes it takes,
+ * and points at the reference conversions in this module:
+ *   to_f32    dequantize n elements (n a multiple of block_size)
+ *   from_f32  quantize n elements exactly as llama.cpp's reference quantizer
+ *             does (same bytes), NULL where the type cannot be produced
+ *   vec_dot   sum_i x[i]*y[i] over n elements, x of this type and y of
+ *             vec_dot_type (the 8-bit activation type matching the weight
+ *             type: Q8_0 for Q4_0/Q4_1*/Q5_*/Q8_0, Q8_1 for Q4_1/Q5_1,
+ *             Q8_K for the K-quants; F32 for F32/F16/BF16)
+ * Types GGUF defines that Tessera does not implement (IQ*, TQ*, MXFP4) are
+ * recognized by name and size where known but have supported == false.
+ */
+#ifndef TESSERA_TENSOR_DTYPE_H
+#define TESSERA_TENSOR_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tessera/plugin.h>
+
+typedef void (*dtype_to_f32_fn)(const void *src, float *dst, int64_t n);
+typedef void (*dtype_from_f32_fn)(const float *src, void *dst, int64_t n);
+typedef void (*dtype_vec_dot_fn)(int64_t n, float *out, const void *x, const void *y);
+
+typedef struct dtype_traits {
+    const char *name;       /* "F32", "Q4_K", ... as GGUF tools print them  */
+    int64_t block_size;     /* elements per block (1 for plain types)       */
+    size_t block_bytes;     /* bytes per block                              */
+    bool quantized;         /* block-quantized type                         */
+    bool supported;         /* Tessera can compute with it                  */
+    dtype_to_f32_fn to_f32;
+    dtype_from_f32_fn from_f32;
+    int32_t vec_dot_type;
+    dtype_vec_dot_fn vec_dot;
+} dtype_traits;
+
+/* The traits of a type number, or NULL if the number is not a GGUF type. */
+const dtype_traits *dtype_traits_get(int32_t dtype);
+
+/* True if dtype is a known GGUF type number (supported or not). */
+bool dtype_is_known(int32_t dtype);
+
+/* "Q4_K", or "unknown" for an unknown number; never NULL. */
+const char *dtype_name(int32_t dtype);
+
+/* Type number for a name (case-insensitive, "q4_k" == "Q4_K"), or -1. */
+int32_t dtype_from_name(const char *name);
+
+/* Bytes of n elements of dtype; 0 if n is not a multiple of the block size or
+ * the type is unknown. */
+size_t dtype_row_bytes(int32_t dtype, int64_t n);
+
+/* Scalar conversions, bit-exact with ggml's (round to nearest even; NaN kept
+ * as NaN). */
+float fp16_to_f32(uint16_t h);
+uint16_t f32_to_fp16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+#endif

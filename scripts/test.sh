@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Set up, build and run the whole test suite; the last line printed is
+#   N passed, N failed, N skipped
+# Usage: scripts/test.sh [build-dir] [extra meson setup options...]
+#   TESSERA_SANITIZE=1   also build and run the suite with ASan+UBSan
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+shift || true
+
+scripts/setup.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+
+configure() {  # dir, options...
+  local dir=$1; shift
+  if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
+  else meson setup "$dir" "$@" >/dev/null; fi
+}
+
+run_suite() {  # dir, meson test options...
+  local dir=$1; shift
+  meson compile -C "$dir" || return 1
+  meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)" "$@"
+  return 0
+}
+
+status=0
+configure "$build" "$@" && run_suite "$build" || status=1
+logs=("$build/meson-logs/testlog.json")
+
+if [ "${TESSERA_SANITIZE:-0}" = "1" ]; then
+  configure "$build-sanitize" -Dsanitize=true -Dbuildtype=debugoptimized "$@" &&
+    run_suite "$build-sanitize" --no-suite slow || status=1
+  logs+=("$build-sanitize/meson-logs/testlog.json")
+fi
+
+python3 scripts/test_summary.py "${logs[@]}" || status=1
+exit $status

@@ -4,6 +4,19 @@
  * Every call that can fail returns a status (0 on success, negative on
  * failure) or NULL, and tessera_last_error() then says what went wrong in
  * one line naming the file, key, tensor, flag or device at fault.
+ *
+ * A typical program:
+ *
+ *     tessera_init(NULL);
+ *     tessera_model_params mp = tessera_model_default_params();
+ *     tessera_model *m = tessera_model_load("model.gguf", &mp);
+ *     tessera_context_params cp = tessera_context_default_params();
+ *     tessera_context *ctx = tessera_context_new(m, &cp);
+ *     n = tessera_tokenize(m, text, len, toks, max, true, false);
+ *     tessera_decode(ctx, toks, n, 0, 0);          // prompt at positions 0..n-1
+ *     const float *logits = tessera_logits(ctx, -1); // last token's logits
+ *     ...
+ *     tessera_context_free(ctx); tessera_model_free(m); tessera_shutdown();
  */
 #ifndef TESSERA_TESSERA_H
 #define TESSERA_TESSERA_H
@@ -21,6 +34,173 @@ const char *tessera_last_error(void);
 
 /* The library version, e.g. "0.1.0". */
 const char *tessera_version(void);
+
+/* ====================================================================
+ * Runtime, models, contexts, tokens, decoding  (engineer "model")
+ * ==================================================================== */
+
+typedef int32_t tessera_token;
+typedef struct tessera_model tessera_model;
+typedef struct tessera_context tessera_context;
+
+/* ------------------------------------------------------------ runtime */
+
+typedef struct tessera_init_params {
+    /* Extra plugin directories searched first (--plugin-dir), may be NULL. */
+    const char *const *plugin_dirs;
+    int32_t n_plugin_dirs;
+    /* 0 quiet, 1 info (--verbose), 2 debug. Plugin log lines at or below
+     * this level go to stderr; errors always do. */
+    int32_t verbosity;
+} tessera_init_params;
+
+/* Discover backend plugins (--plugin-dir, TESSERA_PLUGIN_PATH, next to the
+ * executable, install libdir) and register the built-in ref backend. May be
+ * called once per process before loading models; params may be NULL. A
+ * second call is a no-op returning 0. Plugins that fail to load are listed by
+ * `tessera devices`, they never make this call fail. */
+int tessera_init(const tessera_init_params *params);
+void tessera_shutdown(void);
+
+/* Ask running computations to stop (async-signal-safe: call it from a SIGINT
+ * handler). tessera_decode then fails with "aborted". */
+void tessera_abort(void);
+/* Clear the abort request (before the next decode). */
+void tessera_abort_clear(void);
+bool tessera_aborted(void);
+
+/* -------------------------------------------------------------- models */
+
+/* progress in [0, 1]; return false to cancel the load. */
+typedef bool (*tessera_progress_fn)(float progress, void *user);
+
+typedef struct tessera_model_params {
+    /* Comma-separated device list as for --device ("vulkan0,cpu-avx0"), or
+     * NULL for the default order (GPU, best CPU, ref). The first CPU device
+     * in the list computes the layers kept in host memory; the first GPU
+     * device gets the last n_gpu_layers layers. */
+    const char *devices;
+    int32_t n_gpu_layers;
+    tessera_progress_fn progress; /* NULL: none */
+    void *progress_user;
+} tessera_model_params;
+
+tessera_model_params tessera_model_default_params(void);
+
+/* Map a GGUF file and prepare its weights (read in place from the mapping on
+ * CPU devices, uploaded to the GPU for offloaded layers). */
+tessera_model *tessera_model_load(const char *path, const tessera_model_params *params);
+void tessera_model_free(tessera_model *model);
+
+/* A one-line description: "llama 5 layers, dim 64, 8 heads (4 kv), ...". */
+const char *tessera_model_desc(const tessera_model *model);
+const char *tessera_model_arch(const tessera_model *model);
+int32_t tessera_model_n_vocab(const tessera_model *model);
+int32_t tessera_model_n_ctx_train(const tessera_model *model);
+int32_t tessera_model_n_embd(const tessera_model *model);
+int32_t tessera_model_n_layer(const tessera_model *model);
+uint64_t tessera_model_n_params(const tessera_model *model);
+uint64_t tessera_model_size_bytes(const tessera_model *model);
+/* A string metadata value of the model's GGUF file (e.g.
+ * "tokenizer.chat_template"), NUL-terminated copy owned by the model, or NULL
+ * when absent / not a string. */
+const char *tessera_model_meta_str(const tessera_model *model, const char *key);
+
+/* ---------------------------------------------------------------- tokens */
+
+tessera_token tessera_token_bos(const tessera_model *model); /* -1 if none */
+tessera_token tessera_token_eos(const tessera_model *model); /* -1 if none */
+tessera_token tessera_token_eot(const tessera_model *model); /* -1 if none */
+/* True for tokens that end generation (EOS, EOT, EOM, ...). */
+bool tessera_token_is_eog(const tessera_model *model, tessera_token token);
+
+/* Tokenize text[0..len). add_special: add BOS (and EOS) as the vocabulary
+ * says; parse_special: recognise special-token strings in the text.
+ * Returns the number of tokens written, or when max_tokens is too small the
+ * negated number needed (nothing written then); INT32_MIN on error. */
+int32_t tessera_tokenize(const tessera_model *model, const char *text, size_t len,
+                         tessera_token *tokens, int32_t max_tokens, bool add_special,
+                         bool parse_special);
+
+/* The bytes of one token (not NUL-terminated). Returns the length, the
+ * negated length needed when buf is too small, INT32_MIN on error (bad id). */
+int32_t tessera_token_to_piece(const tessera_model *model, tessera_token token, char *buf,
+                               int32_t size, bool render_special);
+
+/* Text of a token sequence, NUL-terminated when it fits. remove_special drops
+ * a leading BOS / trailing EOS. Returns the length, or the negated length
+ * needed (plus the NUL) when buf is too small; INT32_MIN on error. */
+int32_t tessera_detokenize(const tessera_model *model, const tessera_token *tokens,
+                           int32_t n_tokens, char *buf, int32_t size, bool remove_special,
+                           bool render_special);
+
+/* ------------------------------------------------------------- contexts */
+
+typedef enum tessera_kv_type {
+    TESSERA_KV_F16 = 0, /* default, as llama.cpp */
+    TESSERA_KV_F32 = 1
+} tessera_kv_type;
+
+typedef struct tessera_context_params {
+    uint32_t n_ctx;    /* 0: the model's training context */
+    uint32_t n_batch;  /* tokens per micro-batch (default 512) */
+    int32_t n_threads; /* 0: number of online CPUs */
+    tessera_kv_type kv_type;
+    /* Print the scheduler's placement (splits, copies, fallbacks) to stderr
+     * for the first graph of each shape (prompt and single-token). */
+    bool explain;
+    bool verbose; /* timings and sizes to stderr */
+} tessera_context_params;
+
+tessera_context_params tessera_context_default_params(void);
+
+tessera_context *tessera_context_new(tessera_model *model, const tessera_context_params *params);
+void tessera_context_free(tessera_context *ctx);
+
+uint32_t tessera_context_n_ctx(const tessera_context *ctx);
+uint32_t tessera_context_n_batch(const tessera_context *ctx);
+const tessera_model *tessera_context_model(const tessera_context *ctx);
+int tessera_context_set_threads(tessera_context *ctx, int32_t n_threads);
+
+/* ------------------------------------------------------------- decoding */
+
+enum {
+    /* Keep the logits of every token of the call (perplexity); default is
+     * the last token only. */
+    TESSERA_DECODE_ALL_LOGITS = 1 << 0
+};
+
+/* Run tokens[0..n) at positions pos..pos+n-1 of sequence 0. The cache keeps
+ * positions < pos and forgets anything at or after pos (so pos lower than the
+ * current length rewinds, e.g. to re-use a chat prefix). Calls longer than
+ * n_batch are split into micro-batches. Errors: pos + n > n_ctx ("context
+ * full"), pos greater than the current length, token id out of range,
+ * aborted. On error the cache is left at its length before the call. */
+int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens,
+                   int32_t pos, uint32_t flags);
+
+/* Logits (n_vocab floats) of token i of the last decode call; i = -1 means
+ * its last token. NULL (with an error) when i was not kept (no
+ * TESSERA_DECODE_ALL_LOGITS) or is out of range. Valid until the next decode. */
+const float *tessera_logits(tessera_context *ctx, int32_t i);
+
+/* Number of positions held in the KV cache of sequence 0. */
+int32_t tessera_kv_len(const tessera_context *ctx);
+/* Forget positions >= pos (0 clears). */
+int tessera_kv_truncate(tessera_context *ctx, int32_t pos);
+
+/* Timings of the context since creation (or the last reset). */
+typedef struct tessera_timings {
+    double load_ms;     /* model load */
+    double prompt_ms;   /* decode calls with more than one token */
+    int64_t n_prompt;   /* tokens in those calls */
+    double gen_ms;      /* decode calls with one token */
+    int64_t n_gen;
+} tessera_timings;
+void tessera_context_timings(const tessera_context *ctx, tessera_timings *out);
+void tessera_context_timings_reset(tessera_context *ctx);
+
+/* ==================================================================== */
 
 #ifdef __cplusplus
 }

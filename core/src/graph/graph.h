@@ -177,4 +177,7 @@ graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph
 /* The ABI node for a computed tensor (pointers into g's tensors). */
 void graph_node_to_tsr(const graph_tensor *t, tsr_node *out);
 
+/* "mul_mat", "rope", ...; "unknown-op" for numbers outside tsr_op. */
+const char *graph_op_name(int32_t op);
+
 #endif

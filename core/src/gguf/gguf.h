@@ -108,6 +108,30 @@ int64_t gguf_tensor_count(const gguf_file *f);
 const gguf_tensor_info *gguf_tensor(const gguf_file *f, int64_t i);
 const gguf_tensor_info *gguf_find_tensor(const gguf_file *f, const char *name); /* NULL */
 
+/* ------------------------------------------------------------ values */
+
+/* Name of a metadata type ("uint32", "string", "array", ...), "invalid" for
+ * a number outside the enum. */
+const char *gguf_type_name(gguf_type t);
+
+/* Any metadata value, nested arrays included, as a view into the file. */
+typedef struct gguf_value {
+    gguf_type type;
+    /* scalars: the value's bytes (maybe unaligned; memcpy them);
+     * strings: the characters (not NUL-terminated);
+     * arrays: the encoding of the first element */
+    const void *data;
+    uint64_t size;       /* bytes at data: scalar size, string length, or array elements */
+    gguf_type elem_type; /* arrays only */
+    uint64_t count;      /* arrays only: number of elements */
+} gguf_value;
+
+/* The value of kv i. */
+int gguf_kv_value(const gguf_file *f, int64_t i, gguf_value *out);
+/* Element j of an array value (O(1) for fixed-size elements, O(j) for
+ * strings and arrays; prefer gguf_get_arr_str for top-level string arrays). */
+int gguf_value_elem(const gguf_value *arr, uint64_t j, gguf_value *out);
+
 /* ---------------------------------------------------------------- writer */
 
 /* Builds metadata and a tensor table in memory, then writes the header and

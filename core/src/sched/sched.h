@@ -1,0 +1,77 @@
+/*
+ * sched — runs a graph across devices: placement, splits, copies, per-device
+ * compute buffers and CPU fallback (DESIGN.md, "Scheduler").
+ *
+ * Usage, once per step (the graph may differ from step to step):
+ *
+ *     sched *s = sched_new(devices, n_devices, NULL);   // once
+ *     graph *g = build...;                               // bind weights/KV first
+ *     sched_alloc(s, g);          // place, split, plan memory, set t.data
+ *     memcpy(input->t.data, ...); // inputs live in host memory
+ *     sched_compute(s, g);        // run every split in order, wait for it
+ *     read output->t.data;        // outputs live in host memory
+ *
+ * Placement: a node goes to the device holding its weight input when that
+ * device supports it (weights in plain host memory go to the first chosen
+ * device that reads host memory); nodes without weights follow their
+ * sources; a CPY into a persistent tensor runs where that storage can be
+ * addressed; a node no chosen device supports falls back to the best CPU
+ * device and ultimately to "ref". Devices are tried in the order given.
+ *
+ * Consecutive nodes on one device form a split. A tensor a split's device
+ * cannot address (another device's buffer, or host memory for a device that
+ * does not read it) is copied once into that split. Each device gets ONE
+ * compute buffer, planned by liveness with in-place reuse of dead
+ * intermediates, kept across calls and grown when a graph needs more.
+ *
+ * Inputs (graph_set_input, unbound leaves) and outputs (graph_set_output)
+ * are in plain host memory at t.data after sched_alloc / sched_compute.
+ */
+#ifndef TESSERA_SCHED_H
+#define TESSERA_SCHED_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graph/graph.h"
+#include "host/host.h"
+
+typedef struct sched sched;
+
+typedef struct sched_params {
+    /* Do not add fallback devices: a node no given device supports is an
+     * error naming the node and the devices (tests use this). */
+    int no_fallback;
+} sched_params;
+
+/* A scheduler over devices (tried in this order). params may be NULL. */
+sched *sched_new(host_device *const *devices, int n_devices, const sched_params *params);
+void sched_free(sched *s);
+
+/* Place and split g, plan and (re)allocate compute buffers, set every
+ * tensor's location; inputs get host memory at t.data. -1 with an error
+ * naming the node/tensor/device on failure. */
+int sched_alloc(sched *s, graph *g);
+
+/* Run g (as allocated by the last sched_alloc) and wait for it. Returns -1
+ * with "aborted" when the host's abort flag is raised. */
+int sched_compute(sched *s, graph *g);
+
+/* Print the placement of the last sched_alloc: devices, splits, copies,
+ * every fallback (op, node, device, reason), and compute buffer sizes. */
+void sched_explain(const sched *s, FILE *out);
+
+/* Statistics of the last sched_alloc. */
+typedef struct sched_stats {
+    int32_t n_splits;
+    int32_t n_copies;
+    int32_t n_fallbacks;
+    uint64_t peak_bytes;        /* sum over devices of the planned buffer peak */
+    uint64_t intermediate_bytes; /* sum of all intermediate sizes (no reuse)    */
+} sched_stats;
+void sched_get_stats(const sched *s, sched_stats *out);
+
+/* Device that computes node i of the last allocated graph (NULL if none). */
+host_device *sched_node_device(const sched *s, int32_t node_index);
+
+#endif

@@ -179,4 +179,11 @@ int gguf_writer_write_tensor_data(gguf_writer *w, FILE *fp, int64_t index, const
                                   uint64_t size);
 int gguf_writer_finish(gguf_writer *w, FILE *fp);
 
+/* Never leave a half-written file at path: open "<path>.tmp-XXXXXX" beside
+ * it, stream into that, then commit (flush, fsync, rename onto path) or abort
+ * (remove it). Both free *tmp_path and close fp. */
+FILE *gguf_tmpfile_open(const char *path, char **tmp_path);
+int gguf_tmpfile_commit(FILE *fp, char *tmp_path, const char *path);
+void gguf_tmpfile_abort(FILE *fp, char *tmp_path);
+
 #endif

@@ -72,7 +72,7 @@ static int read_u64(parser *p, uint64_t *out, const char *thing) {
 
 static int read_str(parser *p, gguf_str *out, const char *thing) {
     uint64_t at = p->pos;
-    uint64_t len;
+    uint64_t len = 0;
     if (read_u64(p, &len, thing)) return -1;
     if (len > parser_left(p))
         return parse_fail(p, at, "%s length %" PRIu64 " runs past the end of the file (%" PRIu64
@@ -87,7 +87,7 @@ static int read_str(parser *p, gguf_str *out, const char *thing) {
  * NUL bytes inside are rejected (they could not be looked up). */
 static char *read_name(parser *p, const char *thing) {
     uint64_t at = p->pos;
-    gguf_str s;
+    gguf_str s = {0};
     if (read_str(p, &s, thing)) return NULL;
     if (s.len == 0) {
         parse_fail(p, at, "%s is empty", thing);
@@ -109,7 +109,7 @@ static char *read_name(parser *p, const char *thing) {
 
 static int read_type(parser *p, gguf_type *out, const char *thing) {
     uint64_t at = p->pos;
-    uint32_t t;
+    uint32_t t = 0;
     if (read_u32(p, &t, thing)) return -1;
     if (t >= GGUF_TYPE_COUNT)
         return parse_fail(p, at, "invalid %s %" PRIu32 " (valid: 0..%d)", thing, t,
@@ -132,8 +132,8 @@ static int parse_value(parser *p, gguf_type type, int depth, gguf_kv *kv);
 static int parse_array(parser *p, int depth, gguf_kv *kv) {
     if (depth >= GGUF_MAX_NESTING)
         return parse_fail(p, p->pos, "arrays nested deeper than %d levels", GGUF_MAX_NESTING);
-    gguf_type elem;
-    uint64_t count;
+    gguf_type elem = GGUF_TYPE_UINT8;
+    uint64_t count = 0;
     if (read_type(p, &elem, "array element type")) return -1;
     uint64_t count_at = p->pos;
     if (read_u64(p, &count, "array length")) return -1;
@@ -169,7 +169,7 @@ static int parse_array(parser *p, int depth, gguf_kv *kv) {
 static int parse_value(parser *p, gguf_type type, int depth, gguf_kv *kv) {
     uint64_t at = p->pos;
     if (type == GGUF_TYPE_STRING) {
-        gguf_str s;
+        gguf_str s = {0};
         return read_str(p, &s, "string");
     }
     if (type == GGUF_TYPE_ARRAY) return parse_array(p, depth, kv);
@@ -239,7 +239,7 @@ static int parse_kvs(parser *p, gguf_file *f) {
     for (int64_t i = 0; i < f->n_kv; i++) {
         if (parse_kv(p, &f->kv[i], i)) return -1;
     }
-    int64_t a, b;
+    int64_t a = -1, b = -1;
     f->kv_sorted = build_name_index((const char *const *)&f->kv[0].key, sizeof(gguf_kv), f->n_kv,
                                     &a, &b);
     if (!f->kv_sorted) return error_set("%s: out of memory indexing keys", p->label);
@@ -276,7 +276,7 @@ static int parse_tensor_info(parser *p, gguf_file *f, gguf_tensor_info *t, int64
     snprintf(p->what, sizeof p->what, "tensor '%.120s'", name);
 
     uint64_t at = p->pos;
-    uint32_t n_dims;
+    uint32_t n_dims = 0;
     if (read_u32(p, &n_dims, "tensor dimension count")) return -1;
     if (n_dims < 1 || n_dims > 4)
         return parse_fail(p, at, "n_dims %" PRIu32 " is outside 1..4", n_dims);
@@ -284,7 +284,7 @@ static int parse_tensor_info(parser *p, gguf_file *f, gguf_tensor_info *t, int64
     int64_t nelem = 1;
     for (int d = 0; d < 4; d++) t->ne[d] = 1;
     for (uint32_t d = 0; d < n_dims; d++) {
-        uint64_t ne;
+        uint64_t ne = 0;
         at = p->pos;
         if (read_u64(p, &ne, "tensor dimension")) return -1;
         if (ne == 0 || ne > (uint64_t)INT64_MAX)
@@ -296,10 +296,10 @@ static int parse_tensor_info(parser *p, gguf_file *f, gguf_tensor_info *t, int64
     }
 
     at = p->pos;
-    uint32_t dtype;
+    uint32_t dtype = 0;
     if (read_u32(p, &dtype, "tensor type")) return -1;
-    int64_t block_size;
-    uint64_t block_bytes;
+    int64_t block_size = 1;
+    uint64_t block_bytes = 0;
     if (dtype > INT32_MAX || gguf_dtype_geometry((int32_t)dtype, &block_size, &block_bytes))
         return parse_fail(p, at, "unknown tensor type %" PRIu32, dtype);
     t->dtype = (int32_t)dtype;
@@ -367,7 +367,7 @@ static int parse_tensors(parser *p, gguf_file *f) {
     for (int64_t i = 0; i < f->n_tensors; i++) {
         if (parse_tensor_info(p, f, &f->tensors[i], i, &info_at[i])) goto done;
     }
-    int64_t a, b;
+    int64_t a = -1, b = -1;
     f->tensor_sorted = build_name_index(&f->tensors[0].name, sizeof(gguf_tensor_info),
                                         f->n_tensors, &a, &b);
     if (!f->tensor_sorted) {
@@ -437,7 +437,7 @@ static gguf_file *gguf_parse(const uint8_t *base, uint64_t size, const char *lab
         goto fail;
     }
     p.label = f->path;
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0;
     if (parse_header(&p, f, &n_tensors, &n_kv)) goto fail;
     /* counts are bounded by the file size above, so these allocations are too */
     f->kv = calloc((size_t)(n_kv > 0 ? n_kv : 1), sizeof *f->kv);

@@ -9,7 +9,7 @@
  *             does (same bytes), NULL where the type cannot be produced
  *   vec_dot   sum_i x[i]*y[i] over n elements, x of this type and y of
  *             vec_dot_type (the 8-bit activation type matching the weight
- *             type: Q8_0 for Q4_0/Q4_1*/Q5_*/Q8_0, Q8_1 for Q4_1/Q5_1,
+ *             type: Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1,
  *             Q8_K for the K-quants; F32 for F32/F16/BF16)
  * Types GGUF defines that Tessera does not implement (IQ*, TQ*, MXFP4) are
  * recognized by name and size where known but have supported == false.
@@ -61,5 +61,11 @@ float fp16_to_f32(uint16_t h);
 uint16_t f32_to_fp16(float f);
 float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
+
+/* Row conversions with checks: 0 on success; -1 with error_get() naming the
+ * dtype when it is unknown, cannot be produced (from_f32 NULL) / read, or n is
+ * not a multiple of its block size. */
+int dtype_quantize_row(int32_t dtype, const float *src, void *dst, int64_t n);
+int dtype_dequantize_row(int32_t dtype, const void *src, float *dst, int64_t n);
 
 #endif

@@ -1,0 +1,712 @@
+/*
+ * quant_kquants — the 256-element super-block formats Q2_K, Q3_K, Q4_K,
+ * Q5_K, Q6_K and the activation format Q8_K.
+ *
+ * The quantizers reproduce llama.cpp's reference (*_ref) quantizers, which is
+ * what llama-quantize uses without an importance matrix:
+ *   Q2_K  16 sub-blocks of 16, 2-bit quants with a min; per sub-block scale and
+ *         min from make_qkx2 (weights |x|, mean absolute error), then both
+ *         requantized to 4 bits against fp16 super-scales d and dmin.
+ *   Q3_K  16 sub-blocks of 16, signed 3-bit quants; scales from make_q3
+ *         (iterative weighted least squares, weights x^2), requantized to 6 bits.
+ *   Q4_K  8 sub-blocks of 32, 4-bit quants with a min; make_qkx2 with weights
+ *         rms(x) + |x|, 20 steps; scales/mins to 6 bits.
+ *   Q5_K  as Q4_K with 5-bit quants and 15 steps.
+ *   Q6_K  16 sub-blocks of 16, signed 6-bit quants; make_qx with weights x^2,
+ *         scales to signed 8 bits.
+ * The float arithmetic below keeps llama.cpp's operation order, because a
+ * different order changes the chosen quants on real data.
+ *
+ * Element e of a super-block maps to packed storage as follows (a = e/128,
+ * k = (e%128)/32, l = e%32 unless noted):
+ *   Q2_K/Q3_K low bits: qs[32a + l] >> 2k; Q3_K high bit: hmask[e%32] bit e/32
+ *   Q4_K/Q5_K (a = e/64, h = (e%64)/32): qs[32a + l] nibble h; Q5_K high bit
+ *            qh[l] bit 2a+h
+ *   Q6_K low bits: ql[64a + 32(k&1) + l] nibble k>>1; high: qh[32a + l] >> 2k
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "tensor/dtype.h"
+#include "tensor/quant_blocks.h"
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Below this a group counts as all zero (llama.cpp's GROUP_MAX_EPS). */
+#define GROUP_MAX_EPS 1e-15f
+
+/* Symmetric quants in [-nmax, nmax-1] for x; returns the scale. rmse_type 1
+ * weights the least-squares fit by x^2 and tries 18 scales around nmax/max.
+ * L receives quants offset by nmax. */
+static float make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type) {
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GROUP_MAX_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = -nmax / max;
+    if (rmse_type == 0) {
+        for (int i = 0; i < n; i++) {
+            const int l = quant_nearest_int(iscale * x[i]);
+            L[i] = (int8_t)(nmax + MAX(-nmax, MIN(nmax - 1, l)));
+        }
+        return 1 / iscale;
+    }
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = quant_nearest_int(iscale * x[i]);
+        l = MAX(-nmax, MIN(nmax - 1, l));
+        L[i] = (int8_t)(l + nmax);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    float scale = suml2 ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / max;
+        sumlx = suml2 = 0.0f;
+        for (int i = 0; i < n; i++) {
+            int l = quant_nearest_int(iscale * x[i]);
+            l = MAX(-nmax, MIN(nmax - 1, l));
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * (float)l;
+            suml2 += w * (float)l * (float)l;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; i++) {
+                const int l = quant_nearest_int(iscale * x[i]);
+                L[i] = (int8_t)(nmax + MAX(-nmax, MIN(nmax - 1, l)));
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+/* Symmetric 3-bit-style quants in [-nmax, nmax-1] refined by coordinate
+ * descent on the x^2-weighted error (up to 5 sweeps). L offset by nmax. */
+static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GROUP_MAX_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    const float iscale = -nmax / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = quant_nearest_int(iscale * x[i]);
+        l = MAX(-nmax, MIN(nmax - 1, l));
+        L[i] = (int8_t)l;
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int n_changed = 0;
+        for (int i = 0; i < n; i++) {
+            const float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * (float)L[i];
+            if (slx > 0) {
+                float sl2 = suml2 - w * (float)L[i] * (float)L[i];
+                int new_l = quant_nearest_int(x[i] * sl2 / slx);
+                new_l = MAX(-nmax, MIN(nmax - 1, new_l));
+                if (new_l != L[i]) {
+                    slx += w * x[i] * (float)new_l;
+                    sl2 += w * (float)new_l * (float)new_l;
+                    if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (int8_t)new_l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        n_changed++;
+                    }
+                }
+            }
+        }
+        if (!n_changed) break;
+    }
+    for (int i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* Asymmetric quants in [0, nmax] with x ~ scale*L - the_min: a grid of
+ * nstep+1 candidate scales, each refit by weighted least squares, keeping the
+ * one of least weighted error (absolute when use_mad, else squared). */
+static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
+                              float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
+                              bool use_mad) {
+    float min = x[0], max = x[0];
+    float sum_w = weights[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        const float w = weights[i];
+        sum_w += w;
+        sum_x += w * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        memset(L, 0, (size_t)n);
+        *the_min = -min;
+        return 0.0f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const int l = quant_nearest_int(iscale * (x[i] - min));
+        L[i] = (uint8_t)MAX(0, MIN(nmax, l));
+        float diff = scale * (float)L[i] + min - x[i];
+        diff = use_mad ? fabsf(diff) : diff * diff;
+        best_error += weights[i] * diff;
+    }
+    for (int is = 0; is <= nstep; is++) {
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
+        float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+        for (int i = 0; i < n; i++) {
+            int l = quant_nearest_int(iscale * (x[i] - min));
+            l = MAX(0, MIN(nmax, l));
+            Laux[i] = (uint8_t)l;
+            const float w = weights[i];
+            sum_l += w * (float)l;
+            sum_l2 += w * (float)l * (float)l;
+            sum_xl += w * (float)l * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0.0f;
+            for (int i = 0; i < n; i++) {
+                float diff = this_scale * (float)Laux[i] + this_min - x[i];
+                diff = use_mad ? fabsf(diff) : diff * diff;
+                cur_error += weights[i] * diff;
+            }
+            if (cur_error < best_error) {
+                memcpy(L, Laux, (size_t)n);
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+/* Scale and min (6 bits each) of sub-block j of a Q4_K/Q5_K block: j < 4 in
+ * the low 6 bits of bytes j and j+4; j >= 4 split between a nibble of byte
+ * j+4 and the top 2 bits of bytes j-4 (scale) and j (min). */
+static inline void kquant_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+static void kquant_pack_scale_min(int j, uint8_t ls, uint8_t lm, uint8_t *q) {
+    if (j < 4) {
+        q[j] = ls;
+        q[j + 4] = lm;
+    } else {
+        q[j + 4] = (uint8_t)((ls & 0x0f) | ((lm & 0x0f) << 4));
+        q[j - 4] |= (uint8_t)((ls >> 4) << 6);
+        q[j] |= (uint8_t)((lm >> 4) << 6);
+    }
+}
+
+/* Signed 6-bit scale j (-32..31) of a Q3_K block: low nibble in byte j (j<8)
+ * or the high nibble of byte j-8; top 2 bits in byte 8 + j%4 at bit 2*(j/4). */
+static inline int q3k_scale(const uint8_t *s, int j) {
+    int lo = j < 8 ? (s[j] & 0x0f) : (s[j - 8] >> 4);
+    int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+/* ------------------------------------------------------------------ Q2_K */
+
+void quant_q2_K_from_f32(const float *x, void *dst, int64_t n) {
+    block_q2_K *y = dst;
+    uint8_t L[QK_K], Laux[16];
+    float weights[16], mins[QK_K / 16], scales[QK_K / 16];
+    const float q4scale = 15.f;
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        float max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < QK_K / 16; j++) {
+            for (int l = 0; l < 16; l++) weights[l] = fabsf(x[16 * j + l]);
+            scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+                                         -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        if (max_scale > 0) {
+            const float iscale = q4scale / max_scale;
+            for (int j = 0; j < QK_K / 16; j++)
+                y[i].scales[j] = (uint8_t)quant_nearest_int(iscale * scales[j]);
+            y[i].d = f32_to_fp16(max_scale / q4scale);
+        } else {
+            memset(y[i].scales, 0, sizeof y[i].scales);
+            y[i].d = f32_to_fp16(0.0f);
+        }
+        if (max_min > 0) {
+            const float iscale = q4scale / max_min;
+            for (int j = 0; j < QK_K / 16; j++)
+                y[i].scales[j] |= (uint8_t)(quant_nearest_int(iscale * mins[j]) << 4);
+            y[i].dmin = f32_to_fp16(max_min / q4scale);
+        } else {
+            y[i].dmin = f32_to_fp16(0.0f);
+        }
+        for (int j = 0; j < QK_K / 16; j++) {
+            const float d = fp16_to_f32(y[i].d) * (float)(y[i].scales[j] & 0x0f);
+            if (!d) continue;
+            const float dm = fp16_to_f32(y[i].dmin) * (float)(y[i].scales[j] >> 4);
+            for (int ii = 0; ii < 16; ii++) {
+                const int l = quant_nearest_int((x[16 * j + ii] + dm) / d);
+                L[16 * j + ii] = (uint8_t)MAX(0, MIN(3, l));
+            }
+        }
+        for (int j = 0; j < QK_K; j += 128)
+            for (int l = 0; l < 32; l++)
+                y[i].qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) |
+                                               (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+    }
+}
+
+static inline int q2k_quant(const uint8_t *qs, int e) {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+void quant_q2_K_to_f32(const void *src, float *y, int64_t n) {
+    const block_q2_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
+        const float d = fp16_to_f32(x[i].d), min = fp16_to_f32(x[i].dmin);
+        for (int e = 0; e < QK_K; e++) {
+            const uint8_t sc = x[i].scales[e / 16];
+            const float dl = d * (float)(sc & 0x0f), ml = min * (float)(sc >> 4);
+            y[e] = dl * (float)q2k_quant(x[i].qs, e) - ml;
+        }
+    }
+}
+
+void quant_q2_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
+    const block_q2_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int summs = 0, isum = 0;
+        for (int j = 0; j < QK_K / 16; j++) {
+            summs += (x[i].scales[j] >> 4) * y[i].bsums[j];
+            int sub = 0;
+            for (int l = 0; l < 16; l++) sub += q2k_quant(x[i].qs, 16 * j + l) * y[i].qs[16 * j + l];
+            isum += (x[i].scales[j] & 0x0f) * sub;
+        }
+        const float dall = y[i].d * fp16_to_f32(x[i].d);
+        const float dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        sum += dall * (float)isum - dmin * (float)summs;
+    }
+    *out = sum;
+}
+
+/* ------------------------------------------------------------------ Q3_K */
+
+void quant_q3_K_from_f32(const float *x, void *dst, int64_t n) {
+    block_q3_K *y = dst;
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        float max_scale = 0.0f, amax = 0.0f;
+        for (int j = 0; j < QK_K / 16; j++) {
+            scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+            const float scale = fabsf(scales[j]);
+            if (scale > amax) {
+                amax = scale;
+                max_scale = scales[j];
+            }
+        }
+        memset(y[i].scales, 0, sizeof y[i].scales);
+        if (max_scale) {
+            const float iscale = -32.f / max_scale;
+            for (int j = 0; j < QK_K / 16; j++) {
+                /* llama.cpp stores nearest_int in an int8_t before clamping */
+                int8_t l = (int8_t)quant_nearest_int(iscale * scales[j]);
+                l = (int8_t)(MAX(-32, MIN(31, l)) + 32);
+                if (j < 8)
+                    y[i].scales[j] = (uint8_t)(l & 0x0f);
+                else
+                    y[i].scales[j - 8] |= (uint8_t)((l & 0x0f) << 4);
+                l = (int8_t)(l >> 4);
+                y[i].scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
+            }
+            y[i].d = f32_to_fp16(1 / iscale);
+        } else {
+            y[i].d = f32_to_fp16(0.0f);
+        }
+        for (int j = 0; j < QK_K / 16; j++) {
+            const float d = fp16_to_f32(y[i].d) * (float)q3k_scale(y[i].scales, j);
+            if (!d) continue;
+            for (int ii = 0; ii < 16; ii++) {
+                const int l = quant_nearest_int(x[16 * j + ii] / d);
+                L[16 * j + ii] = (int8_t)(MAX(-4, MIN(3, l)) + 4);
+            }
+        }
+        memset(y[i].hmask, 0, sizeof y[i].hmask);
+        for (int j = 0; j < QK_K; j++) {
+            if (L[j] > 3) {
+                y[i].hmask[j % 32] |= (uint8_t)(1u << (j / 32));
+                L[j] = (int8_t)(L[j] - 4);
+            }
+        }
+        for (int j = 0; j < QK_K; j += 128)
+            for (int l = 0; l < 32; l++)
+                y[i].qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) |
+                                               (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+    }
+}
+
+/* Signed 3-bit quant (-4..3) of element e. */
+static inline int q3k_quant(const block_q3_K *b, int e) {
+    const int low = q2k_quant(b->qs, e);
+    const int high = (b->hmask[e % 32] >> (e / 32)) & 1;
+    return low - (high ? 0 : 4);
+}
+
+void quant_q3_K_to_f32(const void *src, float *y, int64_t n) {
+    const block_q3_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int e = 0; e < QK_K; e++) {
+            const float dl = d * (float)q3k_scale(x[i].scales, e / 16);
+            y[e] = dl * (float)q3k_quant(&x[i], e);
+        }
+    }
+}
+
+void quant_q3_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
+    const block_q3_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int isum = 0;
+        for (int j = 0; j < QK_K / 16; j++) {
+            int sub = 0;
+            for (int l = 0; l < 16; l++) sub += q3k_quant(&x[i], 16 * j + l) * y[i].qs[16 * j + l];
+            isum += q3k_scale(x[i].scales, j) * sub;
+        }
+        sum += fp16_to_f32(x[i].d) * y[i].d * (float)isum;
+    }
+    *out = sum;
+}
+
+/* ------------------------------------------------------------ Q4_K, Q5_K */
+
+/* Shared first half of Q4_K and Q5_K: per 32-element sub-block scale and
+ * min from make_qkx2, packed to 6 bits against fp16 super-scales, then the
+ * quants recomputed with the stored (rounded) scales. */
+static void kquant_4_5_quants(const float *x, int nmax, float rmin, int nstep, uint16_t *d_out,
+                              uint16_t *dmin_out, uint8_t *packed_scales, uint8_t *L) {
+    uint8_t Laux[32];
+    float weights[32], mins[QK_K / 32], scales[QK_K / 32];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < QK_K / 32; j++) {
+        float sum_x2 = 0.0f;
+        for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
+        const float av_x = sqrtf(sum_x2 / 32);
+        for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(x[32 * j + l]);
+        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+                                     0.1f, nstep, false);
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.0f;
+    memset(packed_scales, 0, K_SCALE_SIZE);
+    for (int j = 0; j < QK_K / 32; j++) {
+        uint8_t ls = (uint8_t)quant_nearest_int(inv_scale * scales[j]);
+        uint8_t lm = (uint8_t)quant_nearest_int(inv_min * mins[j]);
+        ls = MIN(63, ls);
+        lm = MIN(63, lm);
+        kquant_pack_scale_min(j, ls, lm, packed_scales);
+    }
+    *d_out = f32_to_fp16(max_scale / 63.f);
+    *dmin_out = f32_to_fp16(max_min / 63.f);
+    for (int j = 0; j < QK_K / 32; j++) {
+        uint8_t sc, m;
+        kquant_scale_min(j, packed_scales, &sc, &m);
+        const float d = fp16_to_f32(*d_out) * (float)sc;
+        if (!d) continue;
+        const float dm = fp16_to_f32(*dmin_out) * (float)m;
+        for (int ii = 0; ii < 32; ii++) {
+            const int l = quant_nearest_int((x[32 * j + ii] + dm) / d);
+            L[32 * j + ii] = (uint8_t)MAX(0, MIN(nmax, l));
+        }
+    }
+}
+
+void quant_q4_K_from_f32(const float *x, void *dst, int64_t n) {
+    block_q4_K *y = dst;
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        kquant_4_5_quants(x, 15, -1.0f, 20, &y[i].d, &y[i].dmin, y[i].scales, L);
+        for (int j = 0; j < QK_K; j += 64)
+            for (int l = 0; l < 32; l++)
+                y[i].qs[j / 2 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+    }
+}
+
+static inline int q4k_quant(const uint8_t *qs, int e) {
+    const uint8_t b = qs[32 * (e / 64) + e % 32];
+    return (e % 64) < 32 ? (b & 0x0f) : (b >> 4);
+}
+
+void quant_q4_K_to_f32(const void *src, float *y, int64_t n) {
+    const block_q4_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
+        const float d = fp16_to_f32(x[i].d), min = fp16_to_f32(x[i].dmin);
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, m;
+            kquant_scale_min(j, x[i].scales, &sc, &m);
+            const float d1 = d * (float)sc, m1 = min * (float)m;
+            for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)q4k_quant(x[i].qs, 32 * j + l) - m1;
+        }
+    }
+}
+
+void quant_q4_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
+    const block_q4_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int sumi = 0, summs = 0;
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, m;
+            kquant_scale_min(j, x[i].scales, &sc, &m);
+            int sub = 0;
+            for (int l = 0; l < 32; l++) sub += q4k_quant(x[i].qs, 32 * j + l) * y[i].qs[32 * j + l];
+            sumi += sc * sub;
+            summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        }
+        const float d = y[i].d * fp16_to_f32(x[i].d);
+        const float dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        sum += d * (float)sumi - dmin * (float)summs;
+    }
+    *out = sum;
+}
+
+void quant_q5_K_from_f32(const float *x, void *dst, int64_t n) {
+    block_q5_K *y = dst;
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        kquant_4_5_quants(x, 31, -0.5f, 15, &y[i].d, &y[i].dmin, y[i].scales, L);
+        memset(y[i].qh, 0, sizeof y[i].qh);
+        for (int j = 0; j < QK_K; j += 64) {
+            const int a = j / 64;
+            for (int l = 0; l < 32; l++) {
+                int l1 = L[j + l], l2 = L[j + l + 32];
+                if (l1 > 15) {
+                    l1 -= 16;
+                    y[i].qh[l] |= (uint8_t)(1u << (2 * a));
+                }
+                if (l2 > 15) {
+                    l2 -= 16;
+                    y[i].qh[l] |= (uint8_t)(2u << (2 * a));
+                }
+                y[i].qs[j / 2 + l] = (uint8_t)(l1 | (l2 << 4));
+            }
+        }
+    }
+}
+
+static inline int q5k_quant(const block_q5_K *b, int e) {
+    const int a = e / 64, h = (e % 64) / 32;
+    return q4k_quant(b->qs, e) | (((b->qh[e % 32] >> (2 * a + h)) & 1) << 4);
+}
+
+void quant_q5_K_to_f32(const void *src, float *y, int64_t n) {
+    const block_q5_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
+        const float d = fp16_to_f32(x[i].d), min = fp16_to_f32(x[i].dmin);
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, m;
+            kquant_scale_min(j, x[i].scales, &sc, &m);
+            const float d1 = d * (float)sc, m1 = min * (float)m;
+            for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)q5k_quant(&x[i], 32 * j + l) - m1;
+        }
+    }
+}
+
+void quant_q5_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
+    const block_q5_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int sumi = 0, summs = 0;
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, m;
+            kquant_scale_min(j, x[i].scales, &sc, &m);
+            int sub = 0;
+            for (int l = 0; l < 32; l++) sub += q5k_quant(&x[i], 32 * j + l) * y[i].qs[32 * j + l];
+            sumi += sc * sub;
+            summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        }
+        const float d = y[i].d * fp16_to_f32(x[i].d);
+        const float dmin = y[i].d * fp16_to_f32(x[i].dmin);
+        sum += d * (float)sumi - dmin * (float)summs;
+    }
+    *out = sum;
+}
+
+/* ------------------------------------------------------------------ Q6_K */
+
+void quant_q6_K_from_f32(const float *x, void *dst, int64_t n) {
+    block_q6_K *y = dst;
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        float max_scale = 0.0f, max_abs_scale = 0.0f;
+        for (int ib = 0; ib < QK_K / 16; ib++) {
+            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1);
+            scales[ib] = scale;
+            if (fabsf(scale) > max_abs_scale) {
+                max_abs_scale = fabsf(scale);
+                max_scale = scale;
+            }
+        }
+        if (max_abs_scale < GROUP_MAX_EPS) {
+            memset(&y[i], 0, sizeof y[i]);
+            y[i].d = f32_to_fp16(0.0f);
+            continue;
+        }
+        const float iscale = -128.f / max_scale;
+        y[i].d = f32_to_fp16(1 / iscale);
+        for (int ib = 0; ib < QK_K / 16; ib++)
+            y[i].scales[ib] = (int8_t)MIN(127, quant_nearest_int(iscale * scales[ib]));
+        for (int j = 0; j < QK_K / 16; j++) {
+            const float d = fp16_to_f32(y[i].d) * (float)y[i].scales[j];
+            if (!d) continue;
+            for (int ii = 0; ii < 16; ii++) {
+                const int l = quant_nearest_int(x[16 * j + ii] / d);
+                L[16 * j + ii] = (int8_t)(MAX(-32, MIN(31, l)) + 32);
+            }
+        }
+        for (int j = 0; j < QK_K; j += 128) {
+            uint8_t *ql = y[i].ql + j / 2, *qh = y[i].qh + j / 4;
+            for (int l = 0; l < 32; l++) {
+                const int q1 = L[j + l] & 0x0f, q2 = L[j + l + 32] & 0x0f;
+                const int q3 = L[j + l + 64] & 0x0f, q4 = L[j + l + 96] & 0x0f;
+                ql[l] = (uint8_t)(q1 | (q3 << 4));
+                ql[l + 32] = (uint8_t)(q2 | (q4 << 4));
+                qh[l] = (uint8_t)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                  ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+/* Signed 6-bit quant (-32..31) of element e. */
+static inline int q6k_quant(const block_q6_K *b, int e) {
+    const int a = e / 128, k = (e % 128) / 32, l = e % 32;
+    const uint8_t lb = b->ql[64 * a + 32 * (k & 1) + l];
+    const int low = (k >> 1) ? (lb >> 4) : (lb & 0x0f);
+    const int high = (b->qh[32 * a + l] >> (2 * k)) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+void quant_q6_K_to_f32(const void *src, float *y, int64_t n) {
+    const block_q6_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
+        const float d = fp16_to_f32(x[i].d);
+        for (int e = 0; e < QK_K; e++) y[e] = d * (float)x[i].scales[e / 16] * (float)q6k_quant(&x[i], e);
+    }
+}
+
+void quant_q6_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
+    const block_q6_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int isum = 0;
+        for (int j = 0; j < QK_K / 16; j++) {
+            int sub = 0;
+            for (int l = 0; l < 16; l++) sub += q6k_quant(&x[i], 16 * j + l) * y[i].qs[16 * j + l];
+            isum += x[i].scales[j] * sub;
+        }
+        sum += fp16_to_f32(x[i].d) * y[i].d * (float)isum;
+    }
+    *out = sum;
+}
+
+/* ------------------------------------------------------------------ Q8_K */
+
+void quant_q8_K_from_f32(const float *x, void *dst, int64_t n) {
+    block_q8_K *y = dst;
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        float max = 0.0f, amax = 0.0f;
+        for (int j = 0; j < QK_K; j++) {
+            const float ax = fabsf(x[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[j];
+            }
+        }
+        if (!amax) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        /* -127 (not -128) so that no quant needs the value -128 */
+        const float iscale = -127.f / max;
+        for (int j = 0; j < QK_K; j++) {
+            const int v = quant_nearest_int(iscale * x[j]);
+            y[i].qs[j] = (int8_t)MIN(127, v);
+        }
+        for (int j = 0; j < QK_K / 16; j++) {
+            int sum = 0;
+            for (int ii = 0; ii < 16; ii++) sum += y[i].qs[16 * j + ii];
+            y[i].bsums[j] = (int16_t)sum;
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
+void quant_q8_K_to_f32(const void *src, float *y, int64_t n) {
+    const block_q8_K *x = src;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K)
+        for (int j = 0; j < QK_K; j++) y[j] = x[i].d * (float)x[i].qs[j];
+}
+
+void quant_q8_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
+    const block_q8_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        int sumi = 0;
+        for (int j = 0; j < QK_K; j++) sumi += x[i].qs[j] * y[i].qs[j];
+        sum += x[i].d * y[i].d * (float)sumi;
+    }
+    *out = sum;
+}

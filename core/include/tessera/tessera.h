@@ -200,6 +200,105 @@ typedef struct tessera_timings {
 void tessera_context_timings(const tessera_context *ctx, tessera_timings *out);
 void tessera_context_timings_reset(tessera_context *ctx);
 
+/* ====================================================================
+ * Sampling and chat templates  (engineer "sample")
+ * ==================================================================== */
+
+/* ------------------------------------------------------------- sampling
+ * The chain runs in llama.cpp's default order: logit bias -> repetition /
+ * frequency / presence penalties -> top-k -> typical -> top-p -> min-p ->
+ * temperature -> draw. temp <= 0 is greedy (argmax after bias and
+ * penalties). The draw uses the sampler's own PRNG, so one seed gives the
+ * same tokens on every machine. */
+
+typedef struct tessera_sampler tessera_sampler;
+
+typedef struct tessera_logit_bias {
+    tessera_token token;
+    float bias; /* added to the logit; -INFINITY bans the token */
+} tessera_logit_bias;
+
+/* Seed value that asks for a seed from the clock (tessera_sampler_seed()
+ * tells which one was used). */
+#define TESSERA_SEED_RANDOM 0xFFFFFFFFu
+
+typedef struct tessera_sampler_params {
+    uint32_t seed;           /* default TESSERA_SEED_RANDOM */
+    float temp;              /* 0.8; <= 0: greedy */
+    int32_t top_k;           /* 40; <= 0: off */
+    float top_p;             /* 0.95; 1: off */
+    float min_p;             /* 0.05; 0: off */
+    float typical_p;         /* 1 (off) */
+    int32_t penalty_last_n;  /* 64 last tokens; 0: penalties off */
+    float penalty_repeat;    /* 1 (off): logit > 0 ? logit / r : logit * r */
+    float penalty_freq;      /* 0 (off): minus freq * occurrences */
+    float penalty_present;   /* 0 (off): minus present if it occurred */
+    const tessera_logit_bias *logit_bias; /* copied by tessera_sampler_new */
+    int32_t n_logit_bias;
+} tessera_sampler_params;
+
+tessera_sampler_params tessera_sampler_default_params(void);
+
+/* A sampler for rows of n_vocab logits (tessera_model_n_vocab()). NULL with
+ * an error naming the parameter when one is out of range. */
+tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_params *params);
+void tessera_sampler_free(tessera_sampler *sampler);
+/* Pick a token from a row of logits (not modified). */
+tessera_token tessera_sampler_sample(tessera_sampler *sampler, const float *logits);
+/* Record a token of the sequence (prompt or generated) for the penalties. */
+void tessera_sampler_accept(tessera_sampler *sampler, tessera_token token);
+/* Forget the recorded tokens and restart the PRNG from the seed. */
+void tessera_sampler_reset(tessera_sampler *sampler);
+uint32_t tessera_sampler_seed(const tessera_sampler *sampler);
+
+/* -------------------------------------------------------- chat templates
+ * Built-in renderers for the common template families, detected from the
+ * Jinja text in tokenizer.chat_template (tessera_model_meta_str). Each
+ * renders exactly what its reference template produces. */
+
+typedef enum tessera_chat_family {
+    TESSERA_CHAT_CHATML = 0, /* <|im_start|>role\n...<|im_end|>\n */
+    TESSERA_CHAT_LLAMA2,     /* <s>[INST] <<SYS>>...<</SYS>> ... [/INST] */
+    TESSERA_CHAT_LLAMA3,     /* <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
+    TESSERA_CHAT_GEMMA,      /* <start_of_turn>user\n...<end_of_turn>\n */
+    TESSERA_CHAT_PHI3,       /* <|user|>\n...<|end|>\n */
+    TESSERA_CHAT_ZEPHYR,     /* <|user|>\n...</s>\n */
+    TESSERA_CHAT_MISTRAL,    /* <s>[INST] ... [/INST]...</s> */
+    TESSERA_CHAT_N_FAMILIES
+} tessera_chat_family;
+
+typedef struct tessera_chat_format {
+    tessera_chat_family family;
+    /* The template writes the BOS token's text itself: tokenize the rendered
+     * text with parse_special and WITHOUT add_special, or BOS comes twice. */
+    bool bos_in_text;
+    /* No template, or one no family matched: ChatML is used instead. */
+    bool fallback;
+} tessera_chat_format;
+
+typedef struct tessera_chat_message {
+    const char *role; /* "system", "user", "assistant" */
+    const char *content;
+} tessera_chat_message;
+
+/* The family of a Jinja template text; NULL or an unknown text gives ChatML
+ * with fallback set. */
+tessera_chat_format tessera_chat_format_detect(const char *jinja);
+/* The family by name ("chatml", "llama2", "llama3", "gemma", "phi3",
+ * "zephyr", "mistral") with its reference template's BOS handling; -1 with
+ * an error listing the names when unknown. */
+int tessera_chat_format_from_name(const char *name, tessera_chat_format *out);
+const char *tessera_chat_family_name(tessera_chat_family family);
+
+/* Render messages; add_generation_prompt appends the assistant's header.
+ * bos_text / eos_text are the BOS / EOS tokens' text (as the template's
+ * bos_token / eos_token; NULL means ""). Writes a NUL-terminated string and
+ * returns its length, or when size is too small returns minus the size
+ * needed (length + 1) and writes nothing; INT32_MIN on error. */
+int32_t tessera_chat_render(const tessera_chat_format *format, const tessera_chat_message *messages,
+                            size_t n_messages, bool add_generation_prompt, const char *bos_text,
+                            const char *eos_text, char *buf, int32_t size);
+
 /* ==================================================================== */
 
 #ifdef __cplusplus

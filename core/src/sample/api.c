@@ -1,0 +1,123 @@
+/* api — the public tessera_sampler_* calls over the internal chain. */
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tessera/tessera.h>
+
+#include "sample/sample.h"
+#include "util/error.h"
+
+struct tessera_sampler {
+    sample_chain *chain;
+    uint32_t seed;
+};
+
+tessera_sampler_params tessera_sampler_default_params(void) {
+    sample_params d = sample_params_default();
+    return (tessera_sampler_params){
+        .seed = TESSERA_SEED_RANDOM,
+        .temp = d.temp,
+        .top_k = d.top_k,
+        .top_p = d.top_p,
+        .min_p = d.min_p,
+        .typical_p = d.typical_p,
+        .penalty_last_n = d.penalty_last_n,
+        .penalty_repeat = d.penalty_repeat,
+        .penalty_freq = d.penalty_freq,
+        .penalty_present = d.penalty_present,
+        .logit_bias = NULL,
+        .n_logit_bias = 0,
+    };
+}
+
+/* Only for TESSERA_SEED_RANDOM: the clock and the pid, mixed. */
+static uint32_t seed_from_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec ^
+                 ((uint64_t)getpid() << 32);
+    sample_rng rng;
+    sample_rng_seed(&rng, x);
+    uint32_t seed = (uint32_t)sample_rng_next(&rng);
+    return seed == TESSERA_SEED_RANDOM ? 0 : seed;
+}
+
+tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_params *params) {
+    if (!params) {
+        error_set("sampler: params is NULL");
+        return NULL;
+    }
+    if (params->n_logit_bias < 0 || (params->n_logit_bias > 0 && !params->logit_bias)) {
+        error_set("sampler: logit bias list of %d entries is invalid", (int)params->n_logit_bias);
+        return NULL;
+    }
+    /* tessera_logit_bias and sample_bias have the same layout; copy anyway
+     * so neither header depends on the other. */
+    sample_bias *bias = NULL;
+    if (params->n_logit_bias > 0) {
+        bias = malloc((size_t)params->n_logit_bias * sizeof *bias);
+        if (!bias) {
+            error_set("sampler: out of memory");
+            return NULL;
+        }
+        for (int32_t i = 0; i < params->n_logit_bias; i++) {
+            bias[i].id = params->logit_bias[i].token;
+            bias[i].bias = params->logit_bias[i].bias;
+        }
+    }
+    tessera_sampler *s = calloc(1, sizeof *s);
+    if (!s) {
+        free(bias);
+        error_set("sampler: out of memory");
+        return NULL;
+    }
+    s->seed = params->seed == TESSERA_SEED_RANDOM ? seed_from_clock() : params->seed;
+    sample_params p = {
+        .seed = s->seed,
+        .temp = params->temp,
+        .top_k = params->top_k,
+        .top_p = params->top_p,
+        .min_p = params->min_p,
+        .typical_p = params->typical_p,
+        .penalty_last_n = params->penalty_last_n,
+        .penalty_repeat = params->penalty_repeat,
+        .penalty_freq = params->penalty_freq,
+        .penalty_present = params->penalty_present,
+        .bias = bias,
+        .n_bias = (size_t)params->n_logit_bias,
+    };
+    s->chain = sample_chain_new(&p, n_vocab);
+    free(bias);
+    if (!s->chain) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void tessera_sampler_free(tessera_sampler *sampler) {
+    if (!sampler) return;
+    sample_chain_free(sampler->chain);
+    free(sampler);
+}
+
+tessera_token tessera_sampler_sample(tessera_sampler *sampler, const float *logits) {
+    if (!sampler || !logits) {
+        error_set("sampler: %s is NULL", sampler ? "logits" : "sampler");
+        return -1;
+    }
+    return sample_chain_sample(sampler->chain, logits);
+}
+
+void tessera_sampler_accept(tessera_sampler *sampler, tessera_token token) {
+    if (sampler) sample_chain_accept(sampler->chain, token);
+}
+
+void tessera_sampler_reset(tessera_sampler *sampler) {
+    if (sampler) sample_chain_reset(sampler->chain);
+}
+
+uint32_t tessera_sampler_seed(const tessera_sampler *sampler) {
+    return sampler ? sampler->seed : 0;
+}

@@ -1,0 +1,116 @@
+/* chain — the sampler object: parameters, candidate storage, penalty window
+ * and PRNG, run in llama.cpp's default order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sample/sample.h"
+#include "util/error.h"
+
+struct sample_chain {
+    sample_params params;
+    sample_bias *bias; /* owned copy of params.bias */
+    int32_t n_vocab;
+    sample_cand *storage; /* n_vocab candidates, refilled every call */
+    sample_history history;
+    sample_rng rng;
+};
+
+sample_params sample_params_default(void) {
+    return (sample_params){
+        .seed = 0,
+        .temp = 0.8f,
+        .top_k = 40,
+        .top_p = 0.95f,
+        .min_p = 0.05f,
+        .typical_p = 1.0f,
+        .penalty_last_n = 64,
+        .penalty_repeat = 1.0f,
+        .penalty_freq = 0.0f,
+        .penalty_present = 0.0f,
+        .bias = NULL,
+        .n_bias = 0,
+    };
+}
+
+/* Rejects values no step can make sense of; names the parameter at fault. */
+static int params_check(const sample_params *p, int32_t n_vocab) {
+    if (n_vocab <= 0) return error_set("sampler: vocabulary size %d is not positive", (int)n_vocab);
+    if (isnan(p->temp)) return error_set("sampler: temperature is NaN");
+    if (isnan(p->top_p) || p->top_p < 0.0f)
+        return error_set("sampler: top-p %g must be in [0, 1]", (double)p->top_p);
+    if (isnan(p->min_p) || p->min_p > 1.0f)
+        return error_set("sampler: min-p %g must be in [0, 1]", (double)p->min_p);
+    if (isnan(p->typical_p) || p->typical_p < 0.0f)
+        return error_set("sampler: typical-p %g must be in [0, 1]", (double)p->typical_p);
+    if (p->penalty_last_n < 0)
+        return error_set("sampler: penalty window %d must be >= 0", (int)p->penalty_last_n);
+    if (!(p->penalty_repeat > 0.0f))
+        return error_set("sampler: repeat penalty %g must be > 0", (double)p->penalty_repeat);
+    if (!isfinite(p->penalty_freq) || !isfinite(p->penalty_present))
+        return error_set("sampler: frequency/presence penalties must be finite");
+    if (p->n_bias > 0 && !p->bias) return error_set("sampler: logit bias list is NULL");
+    for (size_t i = 0; i < p->n_bias; i++) {
+        if (p->bias[i].id < 0 || p->bias[i].id >= n_vocab)
+            return error_set("sampler: logit bias token %d is outside the vocabulary (0..%d)",
+                             (int)p->bias[i].id, (int)n_vocab - 1);
+        if (isnan(p->bias[i].bias))
+            return error_set("sampler: logit bias for token %d is NaN", (int)p->bias[i].id);
+    }
+    return 0;
+}
+
+sample_chain *sample_chain_new(const sample_params *p, int32_t n_vocab) {
+    if (params_check(p, n_vocab) < 0) return NULL;
+    sample_chain *s = calloc(1, sizeof *s);
+    if (!s) goto oom;
+    s->params = *p;
+    s->n_vocab = n_vocab;
+    s->storage = malloc((size_t)n_vocab * sizeof *s->storage);
+    if (!s->storage) goto oom;
+    if (p->n_bias > 0) {
+        s->bias = malloc(p->n_bias * sizeof *s->bias);
+        if (!s->bias) goto oom;
+        memcpy(s->bias, p->bias, p->n_bias * sizeof *s->bias);
+    }
+    s->params.bias = s->bias;
+    if (sample_history_init(&s->history, (size_t)p->penalty_last_n) < 0) goto fail;
+    sample_rng_seed(&s->rng, p->seed);
+    return s;
+oom:
+    error_set("sampler: out of memory for a vocabulary of %d tokens", (int)n_vocab);
+fail:
+    sample_chain_free(s);
+    return NULL;
+}
+
+void sample_chain_free(sample_chain *s) {
+    if (!s) return;
+    sample_history_free(&s->history);
+    free(s->storage);
+    free(s->bias);
+    free(s);
+}
+
+int32_t sample_chain_sample(sample_chain *s, const float *logits) {
+    const sample_params *p = &s->params;
+    sample_cands c;
+    sample_cands_init(&c, s->storage, logits, s->n_vocab);
+    sample_logit_bias(&c, p->bias, p->n_bias);
+    sample_penalties(&c, &s->history, p->penalty_repeat, p->penalty_freq, p->penalty_present);
+    /* Greedy: every truncation keeps the best candidate, so skip them. */
+    if (p->temp <= 0.0f) return sample_argmax(&c);
+    sample_top_k(&c, p->top_k);
+    sample_typical(&c, p->typical_p);
+    sample_top_p(&c, p->top_p);
+    sample_min_p(&c, p->min_p);
+    sample_temperature(&c, p->temp);
+    return sample_dist(&c, &s->rng);
+}
+
+void sample_chain_accept(sample_chain *s, int32_t id) { sample_history_push(&s->history, id); }
+
+void sample_chain_reset(sample_chain *s) {
+    sample_history_clear(&s->history);
+    sample_rng_seed(&s->rng, s->params.seed);
+}

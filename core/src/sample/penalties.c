@@ -1,0 +1,82 @@
+/* penalties — logit bias and the repetition / frequency / presence penalties
+ * over the last N accepted tokens (llama.cpp semantics). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sample/sample.h"
+#include "util/error.h"
+
+void sample_logit_bias(sample_cands *c, const sample_bias *bias, size_t n_bias) {
+    if (n_bias == 0) return;
+    for (size_t i = 0; i < c->size; i++) {
+        for (size_t j = 0; j < n_bias; j++)
+            if (bias[j].id == c->data[i].id) c->data[i].logit += bias[j].bias;
+    }
+    c->sorted = false;
+}
+
+int sample_history_init(sample_history *h, size_t cap) {
+    memset(h, 0, sizeof *h);
+    if (cap == 0) return 0;
+    h->ring = malloc(cap * sizeof *h->ring);
+    h->scratch = malloc(cap * sizeof *h->scratch);
+    if (!h->ring || !h->scratch) {
+        sample_history_free(h);
+        return error_set("sampler: out of memory for a penalty window of %zu tokens", cap);
+    }
+    h->cap = cap;
+    return 0;
+}
+
+void sample_history_free(sample_history *h) {
+    free(h->ring);
+    free(h->scratch);
+    memset(h, 0, sizeof *h);
+}
+
+void sample_history_push(sample_history *h, int32_t id) {
+    if (h->cap == 0) return;
+    h->ring[h->head] = id;
+    h->head = (h->head + 1) % h->cap;
+    if (h->count < h->cap) h->count++;
+}
+
+void sample_history_clear(sample_history *h) {
+    h->count = 0;
+    h->head = 0;
+}
+
+static int id_cmp(const void *pa, const void *pb) {
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* How often id occurs in the sorted window (binary search for its run). */
+static size_t count_in_sorted(const int32_t *ids, size_t n, int32_t id) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t count = 0;
+    while (lo + count < n && ids[lo + count] == id) count++;
+    return count;
+}
+
+void sample_penalties(sample_cands *c, sample_history *h, float repeat, float freq,
+                      float present) {
+    if (h->count == 0 || (repeat == 1.0f && freq == 0.0f && present == 0.0f)) return;
+    /* The window in any order will do: only the counts matter. */
+    memcpy(h->scratch, h->ring, h->count * sizeof *h->scratch);
+    qsort(h->scratch, h->count, sizeof *h->scratch, id_cmp);
+    for (size_t i = 0; i < c->size; i++) {
+        sample_cand *cand = &c->data[i];
+        size_t n = count_in_sorted(h->scratch, h->count, cand->id);
+        if (n == 0) continue;
+        if (cand->logit > 0.0f) cand->logit /= repeat;
+        else cand->logit *= repeat;
+        cand->logit -= (float)n * freq + present;
+    }
+    c->sorted = false;
+}

@@ -175,7 +175,7 @@ enum {
  * current length rewinds, e.g. to re-use a chat prefix). Calls longer than
  * n_batch are split into micro-batches. Errors: pos + n > n_ctx ("context
  * full"), pos greater than the current length, token id out of range,
- * aborted. On error the cache is left at its length before the call. */
+ * aborted. On error the cache holds positions < pos. */
 int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens,
                    int32_t pos, uint32_t flags);
 

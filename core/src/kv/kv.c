@@ -1,0 +1,168 @@
+#include "kv/kv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+static uint64_t kv_elem_bytes(int32_t dtype) { return dtype == TSR_DTYPE_F32 ? 4 : 2; }
+
+static uint64_t kv_layer_k_bytes(const kv_cache *kv) {
+    return (uint64_t)kv->n_embd_k * (uint64_t)kv->n_ctx * kv_elem_bytes(kv->dtype);
+}
+
+static uint64_t kv_layer_v_bytes(const kv_cache *kv) {
+    return (uint64_t)kv->n_embd_v * (uint64_t)kv->n_ctx * kv_elem_bytes(kv->dtype);
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+/* Device memory starts zeroed too: empty cells are masked, but 0 * NaN from
+ * uninitialised bytes would still poison the V product. */
+static int kv_device_zero(tsr_device *dev, tsr_buffer *buf, uint64_t size) {
+    tsr_queue *q = NULL;
+    if (dev->api->queue_create(dev, &q) != TSR_OK) return error_set("kv cache: cannot create a queue");
+    enum { CHUNK = 1 << 20 };
+    void *zeros = calloc(1, CHUNK);
+    int rc = zeros ? 0 : error_set("kv cache: out of memory");
+    for (uint64_t off = 0; rc == 0 && off < size; off += CHUNK) {
+        uint64_t n = size - off < CHUNK ? size - off : CHUNK;
+        if (q->api->write(q, buf, off, zeros, n) != TSR_OK) rc = error_set("kv cache: device write failed");
+    }
+    if (rc == 0 && q->api->synchronize(q) != TSR_OK) rc = error_set("kv cache: device synchronize failed");
+    free(zeros);
+    q->api->destroy(q);
+    return rc;
+}
+
+kv_cache *kv_cache_new(const kv_cache_params *p) {
+    if (p->n_layer <= 0 || p->n_ctx <= 0 || p->n_embd_k <= 0 || p->n_embd_v <= 0) {
+        error_set("kv cache: bad size (%d layers, %d cells, k %d, v %d)", p->n_layer, p->n_ctx,
+                  p->n_embd_k, p->n_embd_v);
+        return NULL;
+    }
+    if (p->dtype != TSR_DTYPE_F16 && p->dtype != TSR_DTYPE_F32) {
+        error_set("kv cache: dtype %d not supported (F16 or F32)", p->dtype);
+        return NULL;
+    }
+    kv_cache *kv = calloc(1, sizeof *kv);
+    if (!kv) goto oom;
+    kv->n_layer = p->n_layer;
+    kv->n_ctx = p->n_ctx;
+    kv->n_embd_k = p->n_embd_k;
+    kv->n_embd_v = p->n_embd_v;
+    kv->dtype = p->dtype;
+    kv->layers = calloc((size_t)p->n_layer, sizeof *kv->layers);
+    kv->cell_pos = malloc((size_t)p->n_ctx * sizeof *kv->cell_pos);
+    kv->cell_seq = calloc((size_t)p->n_ctx, sizeof *kv->cell_seq);
+    if (!kv->layers || !kv->cell_pos || !kv->cell_seq) goto oom;
+    for (int32_t i = 0; i < p->n_ctx; i++) kv->cell_pos[i] = -1;
+
+    uint64_t k_bytes = kv_layer_k_bytes(kv), v_bytes = kv_layer_v_bytes(kv);
+    uint64_t layer_bytes = align_up(k_bytes, 64) + align_up(v_bytes, 64);
+    int32_t n_host = 0;
+    for (int32_t il = 0; il < p->n_layer; il++)
+        if (!p->layer_device || !p->layer_device[il]) n_host++;
+    if (n_host > 0) {
+        kv->host_mem = aligned_alloc(64, layer_bytes * (uint64_t)n_host);
+        if (!kv->host_mem) {
+            error_set("kv cache: cannot allocate %.1f MiB of host memory",
+                      (double)(layer_bytes * (uint64_t)n_host) / (1024.0 * 1024.0));
+            goto fail;
+        }
+        memset(kv->host_mem, 0, layer_bytes * (uint64_t)n_host);
+    }
+    int32_t host_i = 0;
+    for (int32_t il = 0; il < p->n_layer; il++) {
+        kv_layer *L = &kv->layers[il];
+        tsr_device *dev = p->layer_device ? p->layer_device[il] : NULL;
+        if (!dev) {
+            char *base = (char *)kv->host_mem + layer_bytes * (uint64_t)host_i++;
+            L->home_device = -1;
+            L->k_data = base;
+            L->v_data = base + align_up(k_bytes, 64);
+            continue;
+        }
+        L->home_device = p->layer_home ? p->layer_home[il] : -1;
+        L->device = dev;
+        if (dev->api->buffer_alloc(dev, layer_bytes, &L->buffer) != TSR_OK || !L->buffer) {
+            L->buffer = NULL;
+            error_set("kv cache: device %d cannot allocate %.1f MiB for layer %d", L->home_device,
+                      (double)layer_bytes / (1024.0 * 1024.0), il);
+            goto fail;
+        }
+        L->k_offset = 0;
+        L->v_offset = align_up(k_bytes, 64);
+        char *host = dev->api->buffer_host_ptr ? dev->api->buffer_host_ptr(dev, L->buffer) : NULL;
+        if (host) {
+            memset(host, 0, layer_bytes);
+            L->k_data = host;
+            L->v_data = host + L->v_offset;
+        } else if (kv_device_zero(dev, L->buffer, layer_bytes) != 0) {
+            goto fail;
+        }
+    }
+    return kv;
+oom:
+    error_set("kv cache: out of memory");
+fail:
+    kv_cache_free(kv);
+    return NULL;
+}
+
+void kv_cache_free(kv_cache *kv) {
+    if (!kv) return;
+    if (kv->layers)
+        for (int32_t il = 0; il < kv->n_layer; il++) {
+            kv_layer *L = &kv->layers[il];
+            if (L->buffer) L->device->api->buffer_free(L->device, L->buffer);
+        }
+    free(kv->host_mem);
+    free(kv->layers);
+    free(kv->cell_pos);
+    free(kv->cell_seq);
+    free(kv);
+}
+
+uint64_t kv_cache_nbytes(const kv_cache *kv) {
+    return (kv_layer_k_bytes(kv) + kv_layer_v_bytes(kv)) * (uint64_t)kv->n_layer;
+}
+
+static graph_tensor *kv_leaf(graph *g, const kv_cache *kv, int32_t il, bool is_k) {
+    const kv_layer *L = &kv->layers[il];
+    graph_tensor *t = is_k ? graph_tensor_new_2d(g, kv->dtype, kv->n_embd_k, kv->n_ctx)
+                           : graph_tensor_new_2d(g, kv->dtype, kv->n_ctx, kv->n_embd_v);
+    if (!t) return NULL;
+    graph_tensor_set_name(t, "%s_cache-%d", is_k ? "k" : "v", il);
+    graph_tensor_bind(t, GRAPH_PERSISTENT, L->home_device, L->buffer,
+                      is_k ? L->k_offset : L->v_offset, is_k ? L->k_data : L->v_data);
+    return t;
+}
+
+graph_tensor *kv_cache_k_leaf(graph *g, const kv_cache *kv, int32_t il) {
+    return kv_leaf(g, kv, il, true);
+}
+
+graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il) {
+    return kv_leaf(g, kv, il, false);
+}
+
+int32_t kv_cache_seq_len(const kv_cache *kv) { return kv->n_used; }
+
+void kv_cache_seq_truncate(kv_cache *kv, int32_t pos) {
+    if (pos < 0) pos = 0;
+    for (int32_t i = 0; i < kv->n_ctx; i++)
+        if (kv->cell_pos[i] >= pos) {
+            kv->cell_pos[i] = -1;
+            kv->cell_seq[i] &= ~(uint64_t)1;
+        }
+    if (kv->n_used > pos) kv->n_used = pos;
+}
+
+void kv_cache_seq_append(kv_cache *kv, int32_t head, int32_t pos0, int32_t n) {
+    for (int32_t i = 0; i < n && head + i < kv->n_ctx; i++) {
+        kv->cell_pos[head + i] = pos0 + i;
+        kv->cell_seq[head + i] |= 1;
+    }
+    if (head + n > kv->n_used) kv->n_used = head + n;
+}

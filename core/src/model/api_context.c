@@ -1,0 +1,249 @@
+/* Public API: contexts (KV cache + scheduler) and decoding. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/public.h"
+#include "util/error.h"
+
+tessera_context_params tessera_context_default_params(void) {
+    return (tessera_context_params){
+        .n_ctx = 0, .n_batch = 512, .n_threads = 0, .kv_type = TESSERA_KV_F16};
+}
+
+static int32_t default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && n < 1024 ? (int32_t)n : 1;
+}
+
+tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_params *params) {
+    if (!tm) {
+        error_set("context: no model");
+        return NULL;
+    }
+    tessera_context_params p = params ? *params : tessera_context_default_params();
+    const model *m = tm->m;
+    if (p.n_ctx == 0) p.n_ctx = (uint32_t)m->hp.n_ctx_train;
+    if (p.n_ctx > (1u << 24)) {
+        error_set("context: n_ctx %u is too large", p.n_ctx);
+        return NULL;
+    }
+    if (p.n_batch == 0) p.n_batch = 512;
+    if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
+    if (p.n_threads < 0) {
+        error_set("context: n_threads %d is negative", p.n_threads);
+        return NULL;
+    }
+    if (p.n_threads == 0) p.n_threads = default_threads();
+    if (p.kv_type != TESSERA_KV_F16 && p.kv_type != TESSERA_KV_F32) {
+        error_set("context: unknown KV cache type %d (F16 or F32)", (int)p.kv_type);
+        return NULL;
+    }
+    tessera_context *ctx = calloc(1, sizeof *ctx);
+    tsr_device **layer_dev = calloc((size_t)m->hp.n_layer, sizeof *layer_dev);
+    int32_t *layer_home = calloc((size_t)m->hp.n_layer, sizeof *layer_home);
+    if (!ctx || !layer_dev || !layer_home) {
+        error_set("context: out of memory");
+        goto fail;
+    }
+    ctx->model = tm;
+    ctx->params = p;
+    ctx->timings.load_ms = tm->load_ms;
+    /* The KV cache of an offloaded layer lives with its weights. */
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        layer_home[il] = model_layer_device(m, il);
+        layer_dev[il] = layer_home[il] >= 0 ? m->gpu : NULL;
+    }
+    kv_cache_params kp = {
+        .n_layer = m->hp.n_layer,
+        .n_ctx = (int32_t)p.n_ctx,
+        .n_embd_k = m->hp.head_dim * m->hp.n_head_kv,
+        .n_embd_v = m->hp.head_dim * m->hp.n_head_kv,
+        .dtype = p.kv_type == TESSERA_KV_F32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16,
+        .layer_device = layer_dev,
+        .layer_home = layer_home,
+    };
+    ctx->kv = kv_cache_new(&kp);
+    if (!ctx->kv) goto fail;
+    ctx->sched = sched_new(tm->devices, tm->n_devices, NULL);
+    if (!ctx->sched) goto fail;
+    free(layer_dev);
+    free(layer_home);
+    if (p.verbose)
+        fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, KV %s %.1f MiB\n", p.n_ctx,
+                p.n_batch, p.n_threads, p.kv_type == TESSERA_KV_F32 ? "F32" : "F16",
+                (double)kv_cache_nbytes(ctx->kv) / (1024.0 * 1024.0));
+    return ctx;
+fail:
+    free(layer_dev);
+    free(layer_home);
+    tessera_context_free(ctx);
+    return NULL;
+}
+
+void tessera_context_free(tessera_context *ctx) {
+    if (!ctx) return;
+    sched_free(ctx->sched);
+    kv_cache_free(ctx->kv);
+    free(ctx->logits);
+    free(ctx);
+}
+
+uint32_t tessera_context_n_ctx(const tessera_context *ctx) { return ctx->params.n_ctx; }
+uint32_t tessera_context_n_batch(const tessera_context *ctx) { return ctx->params.n_batch; }
+const tessera_model *tessera_context_model(const tessera_context *ctx) { return ctx->model; }
+
+int tessera_context_set_threads(tessera_context *ctx, int32_t n_threads) {
+    if (n_threads < 0) return error_set("context: n_threads %d is negative", n_threads);
+    ctx->params.n_threads = n_threads ? n_threads : default_threads();
+    return 0;
+}
+
+int32_t tessera_kv_len(const tessera_context *ctx) { return kv_cache_seq_len(ctx->kv); }
+
+int tessera_kv_truncate(tessera_context *ctx, int32_t pos) {
+    if (pos < 0) return error_set("kv truncate: position %d is negative", pos);
+    kv_cache_seq_truncate(ctx->kv, pos);
+    return 0;
+}
+
+void tessera_context_timings(const tessera_context *ctx, tessera_timings *out) { *out = ctx->timings; }
+
+void tessera_context_timings_reset(tessera_context *ctx) {
+    double load = ctx->timings.load_ms;
+    memset(&ctx->timings, 0, sizeof ctx->timings);
+    ctx->timings.load_ms = load;
+}
+
+/* ------------------------------------------------------------- decoding */
+
+static int ensure_logits(tessera_context *ctx, int64_t rows) {
+    if (rows <= ctx->logits_cap) return 0;
+    size_t n = (size_t)rows * (size_t)ctx->model->m->hp.n_vocab;
+    float *p = realloc(ctx->logits, n * sizeof *p);
+    if (!p) return error_set("decode: out of memory for %lld rows of logits", (long long)rows);
+    ctx->logits = p;
+    ctx->logits_cap = rows;
+    return 0;
+}
+
+/* Causal mask: token t (at position p_t) sees cell j when the cell holds a
+ * position <= p_t of sequence 0. Cells kv_head.. are being written by this
+ * batch with positions pos0... */
+static void fill_mask(float *mask, const kv_cache *kv, int32_t n_kv, int32_t n_tokens,
+                      int32_t kv_head, int32_t pos0) {
+    for (int32_t t = 0; t < n_tokens; t++) {
+        int32_t p_t = pos0 + t;
+        float *row = mask + (size_t)t * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++) {
+            int32_t cp;
+            if (j >= kv_head && j < kv_head + n_tokens)
+                cp = pos0 + (j - kv_head);
+            else
+                cp = (kv->cell_seq[j] & 1) ? kv->cell_pos[j] : -1;
+            row[j] = cp >= 0 && cp <= p_t ? 0.0f : -INFINITY;
+        }
+    }
+}
+
+/* One micro-batch: tokens at positions pos.. written to cells pos.. . */
+static int decode_ubatch(tessera_context *ctx, const tessera_token *tokens, int32_t n, int32_t pos,
+                         bool all, float *logits_out) {
+    const model *m = ctx->model->m;
+    kv_cache *kv = ctx->kv;
+    int32_t n_kv = pos + n; /* single sequence: cells 0..pos+n-1 hold positions 0..pos+n-1 */
+    int32_t n_out = all ? n : 1;
+    model_batch_graph bg;
+    if (model_build_graph(m, kv, n, pos, n_kv, n_out, &bg) != 0) return -1;
+    int rc = -1;
+    if (sched_alloc(ctx->sched, bg.g) != 0) goto done;
+    bool *explained = n > 1 ? &ctx->explained_prompt : &ctx->explained_gen;
+    if (ctx->params.explain && !*explained) {
+        fprintf(stderr, "tessera: placement of the %s graph (%d tokens, %d cells):\n",
+                n > 1 ? "prompt" : "generation", n, n_kv);
+        sched_explain(ctx->sched, stderr);
+        *explained = true;
+    }
+    int32_t *tok = bg.tokens->t.data, *posv = bg.pos->t.data;
+    for (int32_t i = 0; i < n; i++) {
+        tok[i] = tokens[i];
+        posv[i] = pos + i;
+    }
+    fill_mask(bg.mask->t.data, kv, n_kv, n, pos, pos);
+    if (bg.out_ids) ((int32_t *)bg.out_ids->t.data)[0] = n - 1;
+    host_set_n_threads(ctx->params.n_threads);
+    if (sched_compute(ctx->sched, bg.g) != 0) goto done;
+    kv_cache_seq_append(kv, pos, pos, n);
+    if (logits_out)
+        memcpy(logits_out, bg.logits->t.data,
+               (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
+    rc = 0;
+done:
+    graph_free(bg.g);
+    return rc;
+}
+
+int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens, int32_t pos,
+                   uint32_t flags) {
+    const model *m = ctx->model->m;
+    int32_t n_ctx = (int32_t)ctx->params.n_ctx;
+    int32_t len = kv_cache_seq_len(ctx->kv);
+    ctx->n_last = 0;
+    if (n_tokens <= 0 || !tokens) return error_set("decode: no tokens given");
+    if (pos < 0 || pos > len)
+        return error_set("decode: position %d is not in 0..%d (the cache holds %d positions)", pos, len, len);
+    if ((int64_t)pos + n_tokens > n_ctx)
+        return error_set("decode: context full: %d tokens at position %d need %lld cells, the context has %d (-c)",
+                         n_tokens, pos, (long long)pos + n_tokens, n_ctx);
+    for (int32_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+            return error_set("decode: token %d at index %d is out of range (vocabulary of %d)", tokens[i], i,
+                             m->hp.n_vocab);
+    bool all = (flags & TESSERA_DECODE_ALL_LOGITS) != 0;
+    if (ensure_logits(ctx, all ? n_tokens : 1) != 0) return -1;
+    kv_cache_seq_truncate(ctx->kv, pos);
+
+    double t0 = tessera_now_ms();
+    int32_t n_batch = (int32_t)ctx->params.n_batch;
+    for (int32_t b0 = 0; b0 < n_tokens; b0 += n_batch) {
+        int32_t nb = n_tokens - b0 < n_batch ? n_tokens - b0 : n_batch;
+        bool last = b0 + nb == n_tokens;
+        float *out = all ? ctx->logits + (size_t)b0 * (size_t)m->hp.n_vocab : (last ? ctx->logits : NULL);
+        if (decode_ubatch(ctx, tokens + b0, nb, pos + b0, all, out) != 0) {
+            kv_cache_seq_truncate(ctx->kv, pos);
+            return error_wrap("decode");
+        }
+    }
+    double dt = tessera_now_ms() - t0;
+    if (n_tokens > 1) {
+        ctx->timings.prompt_ms += dt;
+        ctx->timings.n_prompt += n_tokens;
+    } else {
+        ctx->timings.gen_ms += dt;
+        ctx->timings.n_gen += 1;
+    }
+    ctx->n_last = n_tokens;
+    ctx->last_all = all;
+    return 0;
+}
+
+const float *tessera_logits(tessera_context *ctx, int32_t i) {
+    if (ctx->n_last == 0) {
+        error_set("logits: no successful decode call yet");
+        return NULL;
+    }
+    if (i < 0) i = ctx->n_last + i;
+    if (i < 0 || i >= ctx->n_last) {
+        error_set("logits: index %d is outside the last call's %d tokens", i, ctx->n_last);
+        return NULL;
+    }
+    size_t nv = (size_t)ctx->model->m->hp.n_vocab;
+    if (ctx->last_all) return ctx->logits + (size_t)i * nv;
+    if (i != ctx->n_last - 1) {
+        error_set("logits: token %d was not kept (decode with TESSERA_DECODE_ALL_LOGITS)", i);
+        return NULL;
+    }
+    return ctx->logits;
+}

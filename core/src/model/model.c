@@ -1,0 +1,233 @@
+/* Model loading: find every weight by name, check its shape, place it. */
+#include "model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/dtype.h"
+#include "util/error.h"
+
+static void shape_str(char *buf, size_t size, int n_dims, const int64_t *ne) {
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, size - n, "[");
+    for (int d = 0; d < n_dims && n < size; d++)
+        n += (size_t)snprintf(buf + n, size - n, d ? ", %lld" : "%lld", (long long)ne[d]);
+    if (n < size) snprintf(buf + n, size - n, "]");
+}
+
+/* Look up tensor `name`, check it has exactly the expected shape and a dtype
+ * we can compute with. optional: absent is fine (w->nbytes stays 0). */
+static int weight_find(const model *m, model_weight *w, const char *name, int n_dims, int64_t ne0,
+                       int64_t ne1, bool optional) {
+    const gguf_file *f = m->file;
+    memset(w, 0, sizeof *w);
+    const gguf_tensor_info *ti = gguf_find_tensor(f, name);
+    if (!ti) {
+        if (optional) return 0;
+        return error_set("%s: tensor '%s' is missing", gguf_path(f), name);
+    }
+    int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, 1, 1};
+    bool same = ti->n_dims == n_dims;
+    for (int d = 0; d < 4 && same; d++) same = ti->ne[d] == want[d];
+    /* Trailing 1-sized dims written explicitly are still the same shape. */
+    if (!same && ti->n_dims > n_dims) {
+        same = true;
+        for (int d = 0; d < 4 && same; d++) same = ti->ne[d] == want[d];
+    }
+    if (!same) {
+        char got[96], exp[96];
+        shape_str(got, sizeof got, ti->n_dims, ti->ne);
+        shape_str(exp, sizeof exp, n_dims, want);
+        return error_set("%s: tensor '%s' has shape %s, expected %s", gguf_path(f), name, got, exp);
+    }
+    const dtype_traits *tr = dtype_traits_get(ti->dtype);
+    if (!tr || !tr->supported)
+        return error_set("%s: tensor '%s' has type %s, which Tessera cannot compute with",
+                         gguf_path(f), name, dtype_name(ti->dtype));
+    if (n_dims == 1 && ti->dtype != TSR_DTYPE_F32)
+        return error_set("%s: tensor '%s' has type %s, expected F32", gguf_path(f), name,
+                         dtype_name(ti->dtype));
+    w->name = ti->name;
+    w->dtype = ti->dtype;
+    w->n_dims = n_dims;
+    memcpy(w->ne, want, sizeof want);
+    w->nbytes = ti->size;
+    w->home_device = -1;
+    w->data = (void *)ti->data;
+    return 0;
+}
+
+static int layer_find(model *m, int32_t il) {
+    const model_hparams *hp = &m->hp;
+    model_layer *L = &m->layers[il];
+    int64_t n_q = (int64_t)hp->head_dim * hp->n_head;
+    int64_t n_kv = (int64_t)hp->head_dim * hp->n_head_kv;
+    char name[96];
+#define FIND(field, suffix, nd, a, b, opt)                                   \
+    do {                                                                     \
+        snprintf(name, sizeof name, "blk.%d." suffix, (int)il);              \
+        if (weight_find(m, &L->field, name, nd, a, b, opt) != 0) return -1;  \
+    } while (0)
+    FIND(attn_norm, "attn_norm.weight", 1, hp->n_embd, 1, false);
+    FIND(wq, "attn_q.weight", 2, hp->n_embd, n_q, false);
+    FIND(wk, "attn_k.weight", 2, hp->n_embd, n_kv, false);
+    FIND(wv, "attn_v.weight", 2, hp->n_embd, n_kv, false);
+    FIND(wo, "attn_output.weight", 2, n_q, hp->n_embd, false);
+    FIND(bq, "attn_q.bias", 1, n_q, 1, !hp->qkv_bias);
+    FIND(bk, "attn_k.bias", 1, n_kv, 1, !hp->qkv_bias);
+    FIND(bv, "attn_v.bias", 1, n_kv, 1, !hp->qkv_bias);
+    FIND(ffn_norm, "ffn_norm.weight", 1, hp->n_embd, 1, false);
+    FIND(ffn_gate, "ffn_gate.weight", 2, hp->n_embd, hp->n_ff, false);
+    FIND(ffn_up, "ffn_up.weight", 2, hp->n_embd, hp->n_ff, false);
+    FIND(ffn_down, "ffn_down.weight", 2, hp->n_ff, hp->n_embd, false);
+#undef FIND
+    return 0;
+}
+
+int32_t model_layer_device(const model *m, int32_t il) {
+    if (m->gpu_device < 0 || m->n_gpu_layers <= 0) return -1;
+    return il >= m->hp.n_layer - m->n_gpu_layers ? m->gpu_device : -1;
+}
+
+/* The weights of a layer as an array, for placement loops. */
+static model_weight *layer_weights(model_layer *L, int *n) {
+    *n = (int)(sizeof *L / sizeof(model_weight));
+    return (model_weight *)L;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+/* Copy the last n_gpu_layers layers' weights into one device buffer. */
+static int model_offload(model *m, const model_load_params *p, uint64_t *done, uint64_t total) {
+    tsr_device *dev = p->gpu;
+    uint64_t size = 0;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        if (model_layer_device(m, il) < 0) continue;
+        int n;
+        model_weight *w = layer_weights(&m->layers[il], &n);
+        for (int i = 0; i < n; i++) size += align_up(w[i].nbytes, 256);
+    }
+    if (size == 0) return 0;
+    if (dev->api->buffer_alloc(dev, size, &m->gpu_buffer) != TSR_OK || !m->gpu_buffer) {
+        m->gpu_buffer = NULL;
+        return error_set("device %d: cannot allocate %.1f MiB for %d offloaded layers", p->gpu_device,
+                         (double)size / (1024.0 * 1024.0), m->n_gpu_layers);
+    }
+    char *host = dev->api->buffer_host_ptr ? dev->api->buffer_host_ptr(dev, m->gpu_buffer) : NULL;
+    tsr_queue *q = NULL;
+    if (dev->api->queue_create(dev, &q) != TSR_OK || !q)
+        return error_set("device %d: cannot create a queue to upload weights", p->gpu_device);
+    uint64_t off = 0;
+    int rc = 0;
+    for (int32_t il = 0; il < m->hp.n_layer && rc == 0; il++) {
+        if (model_layer_device(m, il) < 0) continue;
+        int n;
+        model_weight *w = layer_weights(&m->layers[il], &n);
+        for (int i = 0; i < n && rc == 0; i++) {
+            if (w[i].nbytes == 0) continue;
+            if (q->api->write(q, m->gpu_buffer, off, w[i].data, w[i].nbytes) != TSR_OK) {
+                rc = error_set("device %d: uploading tensor '%s' failed", p->gpu_device, w[i].name);
+                break;
+            }
+            w[i].home_device = p->gpu_device;
+            w[i].buffer = m->gpu_buffer;
+            w[i].offset = off;
+            w[i].data = host ? host + off : NULL;
+            off += align_up(w[i].nbytes, 256);
+            *done += w[i].nbytes;
+            if (p->progress && !p->progress((float)((double)*done / (double)total), p->progress_user))
+                rc = error_set("model load cancelled");
+        }
+    }
+    if (rc == 0 && q->api->synchronize(q) != TSR_OK)
+        rc = error_set("device %d: synchronize after upload failed", p->gpu_device);
+    q->api->destroy(q);
+    return rc;
+}
+
+/* Read every page of the host weights once so the first decode does not stall
+ * on page faults, reporting progress as we go. */
+static int model_prefault(model *m, const model_load_params *p, uint64_t *done, uint64_t total) {
+    int64_t n = gguf_tensor_count(m->file);
+    volatile unsigned char sink = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const gguf_tensor_info *ti = gguf_tensor(m->file, i);
+        const unsigned char *b = ti->data;
+        for (uint64_t o = 0; o < ti->size; o += 4096) sink ^= b[o];
+        *done += ti->size;
+        if (p->progress && !p->progress((float)((double)*done / (double)total), p->progress_user))
+            return error_set("model load cancelled");
+    }
+    (void)sink;
+    return 0;
+}
+
+model *model_load(gguf_file *f, const model_load_params *p) {
+    model *m = calloc(1, sizeof *m);
+    if (!m) {
+        gguf_close(f);
+        error_set("model: out of memory");
+        return NULL;
+    }
+    m->file = f;
+    m->gpu_device = -1;
+    m->cpu_device = p->cpu_device;
+    if (model_hparams_load(&m->hp, f) != 0) goto fail;
+    const model_hparams *hp = &m->hp;
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) {
+        error_set("model: out of memory");
+        goto fail;
+    }
+    if (weight_find(m, &m->tok_embd, "token_embd.weight", 2, hp->n_embd, hp->n_vocab, false) ||
+        weight_find(m, &m->output_norm, "output_norm.weight", 1, hp->n_embd, 1, false) ||
+        weight_find(m, &m->output, "output.weight", 2, hp->n_embd, hp->n_vocab, true) ||
+        weight_find(m, &m->rope_freqs, "rope_freqs.weight", 1, hp->n_rot / 2, 1, true))
+        goto fail;
+    if (m->output.nbytes == 0) m->output = m->tok_embd; /* tied embeddings */
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        if (layer_find(m, il) != 0) goto fail;
+
+    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor_info *ti = gguf_tensor(f, i);
+        m->nbytes += ti->size;
+        int64_t ne = ti->ne[0] * ti->ne[1] * ti->ne[2] * ti->ne[3];
+        m->n_params += (uint64_t)ne;
+    }
+
+    uint64_t done = 0, total = m->nbytes;
+    if (p->gpu && p->n_gpu_layers > 0) {
+        m->gpu = p->gpu;
+        m->gpu_device = p->gpu_device;
+        m->n_gpu_layers = p->n_gpu_layers > hp->n_layer ? hp->n_layer : p->n_gpu_layers;
+        for (int32_t il = hp->n_layer - m->n_gpu_layers; il < hp->n_layer; il++) {
+            int n;
+            model_weight *w = layer_weights(&m->layers[il], &n);
+            for (int i = 0; i < n; i++) total += w[i].nbytes; /* uploaded, then prefaulted */
+        }
+        if (model_offload(m, p, &done, total) != 0) goto fail;
+    }
+    if (model_prefault(m, p, &done, total) != 0) goto fail;
+    if (p->progress) p->progress(1.0f, p->progress_user);
+    return m;
+fail:
+    model_free(m);
+    return NULL;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    if (m->gpu_buffer) m->gpu->api->buffer_free(m->gpu, m->gpu_buffer);
+    free(m->layers);
+    gguf_close(m->file);
+    free(m);
+}
+
+graph_tensor *model_weight_leaf(graph *g, const model_weight *w) {
+    graph_tensor *t = graph_tensor_new(g, w->dtype, w->n_dims, w->ne);
+    if (!t) return NULL;
+    graph_tensor_set_name(t, "%s", w->name);
+    graph_tensor_bind(t, GRAPH_WEIGHT, w->home_device, w->buffer, w->offset, w->data);
+    return t;
+}

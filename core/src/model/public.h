@@ -1,0 +1,47 @@
+/*
+ * The structs behind the public handles tessera_model and tessera_context,
+ * shared by the files implementing the public API of the model module.
+ */
+#ifndef TESSERA_MODEL_PUBLIC_H
+#define TESSERA_MODEL_PUBLIC_H
+
+#include <tessera/tessera.h>
+
+#include "host/host.h"
+#include "kv/kv.h"
+#include "model/model.h"
+#include "sched/sched.h"
+#include "vocab/vocab.h"
+
+enum { TESSERA_MAX_DEVICES = 32 };
+
+struct tessera_model {
+    model *m;
+    vocab *vocab;
+    host_device *devices[TESSERA_MAX_DEVICES]; /* chosen, in preference order */
+    int32_t n_devices;
+    double load_ms;
+    char desc[256];
+    char arch[32];
+    /* NUL-terminated copies handed out by tessera_model_meta_str */
+    char **meta_keys;
+    char **meta_vals;
+    int32_t n_meta;
+};
+
+struct tessera_context {
+    tessera_model *model;
+    tessera_context_params params;
+    kv_cache *kv;
+    sched *sched;
+    float *logits;        /* n_logits rows of n_vocab */
+    int64_t logits_cap;   /* rows allocated */
+    int32_t n_last;       /* tokens of the last decode call */
+    bool last_all;        /* the last call kept every row */
+    bool explained_prompt, explained_gen;
+    tessera_timings timings;
+};
+
+double tessera_now_ms(void);
+
+#endif

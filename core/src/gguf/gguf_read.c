@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gguf/gguf_internal.h"
+#include "tensor/dtype.h"
 #include "util/error.h"
 
 typedef struct parser {
@@ -305,7 +306,7 @@ static int parse_tensor_info(parser *p, gguf_file *f, gguf_tensor_info *t, int64
     t->dtype = (int32_t)dtype;
     if (t->ne[0] % block_size != 0)
         return parse_fail(p, at, "ne[0] = %" PRId64 " is not a multiple of the block size %" PRId64
-                          " of type %" PRIu32, t->ne[0], block_size, dtype);
+                          " of type %s", t->ne[0], block_size, dtype_name((int32_t)dtype));
     uint64_t size = (uint64_t)(nelem / block_size);
     if (__builtin_mul_overflow(size, block_bytes, &size))
         return parse_fail(p, at, "byte size overflows 64 bits");

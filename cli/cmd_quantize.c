@@ -1,11 +1,149 @@
-/* tessera quantize — placeholder until its issue lands. */
+/* tessera quantize — convert a GGUF model's weights to another dtype. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "quant/quant.h"
+#include "tensor/dtype.h"
+#include "util/error.h"
+
+/* Raised by SIGINT/SIGTERM; the quantizer polls it and removes its temporary
+ * file. A signal handler can only reach a file-scope variable. */
+static volatile sig_atomic_t quantize_interrupted;
+
+static void on_signal(int sig) {
+    (void)sig;
+    quantize_interrupted = 1;
+}
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: tessera quantize IN.gguf OUT.gguf TYPE [options]\n"
+            "\n"
+            "Convert the weights of IN.gguf (F32, F16 or BF16) to TYPE and write OUT.gguf.\n"
+            "Metadata is kept and general.file_type is set. Norms and other 1-D tensors keep\n"
+            "their type. OUT is written to a temporary file beside it and renamed into place\n"
+            "only when complete. See docs/quantize.md for the per-tensor rules of mixtures.\n"
+            "\n"
+            "options:\n"
+            "  --pure               every 2-D weight in TYPE's base dtype (no mixture rules)\n"
+            "  --allow-requantize   accept already-quantized input (dequantized first; loses\n"
+            "                       precision)\n"
+            "  -t, --threads N      worker threads (default: all CPUs)\n"
+            "  -q, --quiet          no progress lines\n"
+            "  -h, --help           this help\n"
+            "\n"
+            "TYPE (Q3_K, Q4_K, Q5_K are the _M mixtures):\n");
+    int n;
+    const quant_ftype *ft = quant_ftype_list(&n);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "  %-8s %-5s %s\n", ft[i].name, dtype_name(ft[i].default_dtype), ft[i].summary);
+}
+
+typedef struct progress_state {
+    int quiet;
+    uint64_t in_total, out_total;
+} progress_state;
+
+static void on_progress(const quant_progress *pr, void *user) {
+    progress_state *ps = user;
+    ps->in_total += pr->in_bytes;
+    ps->out_total += pr->out_bytes;
+    if (ps->quiet) return;
+    fprintf(stderr, "[%3lld/%3lld] %-32s %-6s -> %-6s %9.3f MiB -> %8.3f MiB\n",
+            (long long)pr->index + 1, (long long)pr->count, pr->name, dtype_name(pr->from_dtype),
+            dtype_name(pr->to_dtype), pr->in_bytes / 1048576.0, pr->out_bytes / 1048576.0);
+}
+
+static int parse_threads(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1 || v > 256) return -1;
+    *out = (int)v;
+    return 0;
+}
 
 int cmd_quantize(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tessera quantize: not available in this build yet\n");
-    return 2;
+    const char *pos[3];
+    int n_pos = 0;
+    progress_state ps = {0};
+    quant_params p = {0};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    p.n_threads = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--pure")) {
+            p.pure = true;
+        } else if (!strcmp(a, "--allow-requantize")) {
+            p.allow_requantize = true;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            ps.quiet = 1;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (i + 1 >= argc || parse_threads(argv[i + 1], &p.n_threads) != 0) {
+                fprintf(stderr, "tessera quantize: %s needs a thread count from 1 to 256\n", a);
+                return 2;
+            }
+            i++;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "tessera quantize: unknown option '%s' (see --help)\n", a);
+            return 2;
+        } else if (n_pos < 3) {
+            pos[n_pos++] = a;
+        } else {
+            fprintf(stderr, "tessera quantize: unexpected argument '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (n_pos != 3) {
+        fprintf(stderr, "tessera quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n");
+        return 2;
+    }
+    p.ftype = quant_ftype_find(pos[2]);
+    if (!p.ftype) {
+        fprintf(stderr, "tessera quantize: unknown TYPE '%s' (see --help for the list)\n", pos[2]);
+        return 2;
+    }
+    if (!strcmp(pos[0], pos[1])) {
+        fprintf(stderr, "tessera quantize: IN and OUT are the same file '%s'\n", pos[0]);
+        return 2;
+    }
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    quantize_interrupted = 0;
+    p.abort_flag = &quantize_interrupted;
+    p.progress = on_progress;
+    p.progress_user = &ps;
+
+    if (!ps.quiet)
+        fprintf(stderr, "quantizing %s -> %s as %s%s, %d threads\n", pos[0], pos[1], p.ftype->name,
+                p.pure ? " (pure)" : "", p.n_threads);
+    int rc = quant_model_file(pos[0], pos[1], &p);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (rc != 0) {
+        if (quantize_interrupted) {
+            fprintf(stderr, "tessera quantize: interrupted; %s not written\n", pos[1]);
+            return 130;
+        }
+        fprintf(stderr, "tessera quantize: %s\n", error_get());
+        return 1;
+    }
+    if (!ps.quiet)
+        fprintf(stderr, "done: %.2f MiB -> %.2f MiB\n", ps.in_total / 1048576.0,
+                ps.out_total / 1048576.0);
+    return 0;
 }

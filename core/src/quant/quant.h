@@ -1,0 +1,80 @@
+/*
+ * quant — convert a GGUF model to another weight type (`tessera quantize`).
+ *
+ * A target is a llama.cpp "ftype": a name users know (Q4_K_M, Q8_0, ...), its
+ * LLAMA_FTYPE number (written to general.file_type) and the default dtype of
+ * 2-D weights. Mixtures pick a dtype per tensor with llama.cpp's rules (see
+ * docs/quantize.md); pure mode uses the default dtype for every weight.
+ */
+#ifndef TESSERA_QUANT_H
+#define TESSERA_QUANT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct quant_ftype {
+    const char *name;      /* "Q4_K_M"                                   */
+    int32_t llama_ftype;   /* LLAMA_FTYPE_MOSTLY_Q4_K_M = 15             */
+    int32_t default_dtype; /* TSR_DTYPE_Q4_K                             */
+    const char *summary;   /* one line for --help                        */
+} quant_ftype;
+
+/* The target of a name (case-insensitive; aliases Q3_K, Q4_K, Q5_K mean the
+ * _M mixtures as in llama-quantize), or NULL. */
+const quant_ftype *quant_ftype_find(const char *name);
+/* Targets in --help order; *count receives their number. */
+const quant_ftype *quant_ftype_list(int *count);
+
+/* Model facts the per-tensor rules need. */
+typedef struct quant_model_info {
+    char arch[64];      /* general.architecture                      */
+    int n_layer;        /* <arch>.block_count                        */
+    int n_head, n_head_kv;
+    int n_expert;       /* <arch>.expert_count, 0 if none            */
+    bool has_output;    /* output.weight exists (untied embeddings)  */
+    int n_attention_wv; /* attn_v / attn_qkv / attn_kv_b tensors     */
+} quant_model_info;
+
+/* Counters the rules advance as tensors are visited in file order. */
+typedef struct quant_rule_state {
+    int i_attention_wv;
+    int i_ffn_down, i_ffn_gate, i_ffn_up;
+} quant_rule_state;
+
+/* Whether llama.cpp would quantize this tensor at all (a 2-D+ weight that is
+ * not a norm, router, positional embedding, ...). ne has 4 entries. */
+bool quant_tensor_is_weight(const char *name, const int64_t *ne);
+
+/* The dtype a weight gets under ftype's mixture (llama.cpp's
+ * llama_tensor_get_type), including the fallback when the row length is not
+ * a multiple of the chosen block size. Advances st. */
+int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
+                            quant_rule_state *st, const char *name, const int64_t *ne);
+
+typedef struct quant_progress {
+    int64_t index, count; /* tensor index (0-based) and total          */
+    const char *name;
+    int32_t from_dtype, to_dtype;
+    int64_t n_elements;
+    uint64_t in_bytes, out_bytes;
+} quant_progress;
+
+typedef struct quant_params {
+    const quant_ftype *ftype;
+    bool pure;             /* every weight in ftype->default_dtype       */
+    bool allow_requantize; /* accept quantized input tensors             */
+    int n_threads;         /* >= 1                                      */
+    /* Set (e.g. from a SIGINT handler) to stop; the output is removed. */
+    volatile sig_atomic_t *abort_flag;
+    void (*progress)(const quant_progress *p, void *user);
+    void *progress_user;
+} quant_params;
+
+/* Quantize in_path into out_path, streaming one tensor at a time. Writes a
+ * temporary file beside out_path and renames it into place only on success;
+ * on any error (or abort) nothing is left at out_path. 0, or -1 with
+ * error_get() naming the file, tensor or dtype at fault. */
+int quant_model_file(const char *in_path, const char *out_path, const quant_params *p);
+
+#endif

@@ -1,0 +1,308 @@
+/*
+ * quant_model — stream a GGUF model through the quantizers into a new file.
+ *
+ * Plan first (choose every tensor's output dtype and check everything that
+ * can fail: requantization, unsupported dtypes, row lengths), then write the
+ * header and one tensor at a time: rows are split across threads, each
+ * converting its rows to f32 (if needed) and quantizing them. Memory holds
+ * one output tensor plus one f32 row per thread; the input is read in place
+ * from the mapping. Tensors are written in llama.cpp's order (non-layer
+ * tensors, then layer by layer, by name inside each) so the per-layer
+ * counters of the mixture rules see the same sequence as llama-quantize.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+#include "tensor/dtype.h"
+#include "util/error.h"
+
+/* llama.cpp's GGML_QNT_VERSION, written as general.quantization_version. */
+#define QUANT_FORMAT_VERSION 2
+
+typedef struct tensor_plan {
+    const gguf_tensor_info *info;
+    int layer;         /* N of "blk.N.", -1 for other tensors */
+    int32_t out_dtype;
+    uint64_t out_bytes;
+} tensor_plan;
+
+static int tensor_layer(const char *name) {
+    int layer = -1;
+    if (sscanf(name, "blk.%d.", &layer) != 1) return -1;
+    return layer;
+}
+
+static int plan_compare(const void *a, const void *b) {
+    const tensor_plan *x = a, *y = b;
+    if (x->layer != y->layer) return x->layer < y->layer ? -1 : 1;
+    return strcmp(x->info->name, y->info->name);
+}
+
+static int64_t tensor_nelements(const gguf_tensor_info *t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+static int read_int_key(const gguf_file *f, const char *arch, const char *suffix, int fallback) {
+    char key[160];
+    int64_t v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (gguf_find_key(f, key) < 0 || gguf_get_int(f, key, &v) != 0 || v < 0 || v > 1 << 20)
+        return fallback;
+    return (int)v;
+}
+
+static void model_info_read(const gguf_file *f, quant_model_info *info) {
+    memset(info, 0, sizeof *info);
+    gguf_str arch;
+    if (gguf_find_key(f, "general.architecture") >= 0 &&
+        gguf_get_str(f, "general.architecture", &arch) == 0 && arch.len < sizeof info->arch) {
+        memcpy(info->arch, arch.ptr, arch.len);
+        info->arch[arch.len] = '\0';
+    }
+    int max_layer = -1;
+    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const char *name = gguf_tensor(f, i)->name;
+        int layer = tensor_layer(name);
+        if (layer > max_layer) max_layer = layer;
+        if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight") ||
+            strstr(name, "attn_kv_b.weight"))
+            info->n_attention_wv++;
+        else if (!strcmp(name, "output.weight"))
+            info->has_output = true;
+    }
+    info->n_layer = read_int_key(f, info->arch, "block_count", max_layer + 1);
+    info->n_head = read_int_key(f, info->arch, "attention.head_count", 1);
+    info->n_head_kv = read_int_key(f, info->arch, "attention.head_count_kv", info->n_head);
+    info->n_expert = read_int_key(f, info->arch, "expert_count", 0);
+    error_clear();
+}
+
+/* Choose and check the output dtype of every tensor. */
+static int plan_tensors(const gguf_file *f, const char *in_path, const quant_params *p,
+                        tensor_plan *plan) {
+    const int64_t n = gguf_tensor_count(f);
+    quant_model_info info;
+    model_info_read(f, &info);
+    for (int64_t i = 0; i < n; i++) {
+        plan[i].info = gguf_tensor(f, i);
+        plan[i].layer = tensor_layer(plan[i].info->name);
+    }
+    qsort(plan, (size_t)n, sizeof *plan, plan_compare);
+
+    const int32_t target = p->ftype->default_dtype;
+    const bool mixture = !p->pure && dtype_traits_get(target)->quantized;
+    quant_rule_state st = {0};
+    for (int64_t i = 0; i < n; i++) {
+        const gguf_tensor_info *t = plan[i].info;
+        int32_t out = t->dtype;
+        if (quant_tensor_is_weight(t->name, t->ne))
+            out = mixture ? quant_mixture_dtype(p->ftype, &info, &st, t->name, t->ne) : target;
+        plan[i].out_dtype = out;
+        plan[i].out_bytes = t->size;
+        if (out == t->dtype) continue;
+
+        const dtype_traits *in_tr = dtype_traits_get(t->dtype);
+        const dtype_traits *out_tr = dtype_traits_get(out);
+        if (!in_tr || !in_tr->to_f32)
+            return error_set("%s: tensor '%s' has dtype %s, which Tessera cannot read", in_path,
+                             t->name, dtype_name(t->dtype));
+        if (in_tr->quantized && !p->allow_requantize)
+            return error_set("%s: tensor '%s' is already quantized (%s); requantizing loses "
+                             "precision, pass --allow-requantize to do it anyway",
+                             in_path, t->name, in_tr->name);
+        if (!out_tr->from_f32)
+            return error_set("%s: tensor '%s': Tessera cannot produce dtype %s", in_path,
+                             t->name, out_tr->name);
+        if (t->ne[0] % out_tr->block_size != 0)
+            return error_set("%s: tensor '%s': row length %lld is not a multiple of the %s "
+                             "block size %lld",
+                             in_path, t->name, (long long)t->ne[0], out_tr->name,
+                             (long long)out_tr->block_size);
+        plan[i].out_bytes = dtype_row_bytes(out, tensor_nelements(t));
+    }
+    return 0;
+}
+
+static int writer_setup(gguf_writer *w, const gguf_file *f, const tensor_plan *plan, int64_t n,
+                        const quant_params *p) {
+    for (int64_t i = 0; i < gguf_kv_count(f); i++) {
+        const char *key = gguf_kv_key(f, i);
+        /* rewritten below, at the end as llama-quantize does */
+        if (!strcmp(key, "general.file_type") || !strcmp(key, "general.quantization_version"))
+            continue;
+        if (gguf_writer_copy_kv(w, f, i) != 0) return -1;
+    }
+    if (gguf_writer_set_u32(w, "general.quantization_version", QUANT_FORMAT_VERSION) != 0 ||
+        gguf_writer_set_u32(w, "general.file_type", (uint32_t)p->ftype->llama_ftype) != 0)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        const gguf_tensor_info *t = plan[i].info;
+        if (gguf_writer_add_tensor(w, t->name, plan[i].out_dtype, t->n_dims, t->ne, NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ conversion */
+
+typedef struct convert_job {
+    const void *src;
+    int32_t in_dtype, out_dtype;
+    int64_t row_len, row_begin, row_end;
+    size_t in_row_bytes, out_row_bytes;
+    unsigned char *dst;
+    volatile sig_atomic_t *abort_flag;
+    int failed; /* 1: out of memory */
+} convert_job;
+
+static void *convert_rows(void *arg) {
+    convert_job *j = arg;
+    const dtype_traits *in_tr = dtype_traits_get(j->in_dtype);
+    const dtype_traits *out_tr = dtype_traits_get(j->out_dtype);
+    float *scratch = NULL;
+    if (j->in_dtype != TSR_DTYPE_F32) {
+        scratch = malloc((size_t)j->row_len * sizeof *scratch);
+        if (!scratch) {
+            j->failed = 1;
+            return NULL;
+        }
+    }
+    for (int64_t r = j->row_begin; r < j->row_end; r++) {
+        if (j->abort_flag && *j->abort_flag) break;
+        const unsigned char *in = (const unsigned char *)j->src + (size_t)r * j->in_row_bytes;
+        const float *row = (const float *)(const void *)in;
+        if (scratch) {
+            in_tr->to_f32(in, scratch, j->row_len);
+            row = scratch;
+        }
+        out_tr->from_f32(row, j->dst + (size_t)r * j->out_row_bytes, j->row_len);
+    }
+    free(scratch);
+    return NULL;
+}
+
+/* Convert tensor t into dst (plan->out_bytes) using up to n_threads. */
+static int convert_tensor(const gguf_tensor_info *t, int32_t out_dtype, unsigned char *dst,
+                          const quant_params *p) {
+    enum { MAX_THREADS = 256 };
+    const int64_t row_len = t->ne[0];
+    const int64_t n_rows = tensor_nelements(t) / row_len;
+    int n_threads = p->n_threads < 1 ? 1 : p->n_threads > MAX_THREADS ? MAX_THREADS : p->n_threads;
+    if (n_threads > n_rows) n_threads = (int)n_rows;
+    if (n_threads < 1) n_threads = 1;
+
+    convert_job jobs[MAX_THREADS];
+    pthread_t threads[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (int k = 0; k < n_threads; k++) {
+        jobs[k] = (convert_job){
+            .src = t->data,
+            .in_dtype = t->dtype,
+            .out_dtype = out_dtype,
+            .row_len = row_len,
+            .row_begin = n_rows * k / n_threads,
+            .row_end = n_rows * (k + 1) / n_threads,
+            .in_row_bytes = dtype_row_bytes(t->dtype, row_len),
+            .out_row_bytes = dtype_row_bytes(out_dtype, row_len),
+            .dst = dst,
+            .abort_flag = p->abort_flag,
+        };
+        /* the calling thread takes the first share */
+        if (k > 0 && pthread_create(&threads[k], NULL, convert_rows, &jobs[k]) == 0)
+            started[k] = true;
+    }
+    convert_rows(&jobs[0]);
+    int failed = jobs[0].failed;
+    for (int k = 1; k < n_threads; k++) {
+        if (started[k])
+            pthread_join(threads[k], NULL);
+        else
+            convert_rows(&jobs[k]); /* thread creation failed: do it here */
+        failed |= jobs[k].failed;
+    }
+    if (failed) return error_set("tensor '%s': out of memory converting rows", t->name);
+    if (p->abort_flag && *p->abort_flag) return error_set("interrupted");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ main */
+
+int quant_model_file(const char *in_path, const char *out_path, const quant_params *p) {
+    int rc = -1;
+    gguf_file *f = NULL;
+    tensor_plan *plan = NULL;
+    gguf_writer *w = NULL;
+    FILE *fp = NULL;
+    char *tmp_path = NULL;
+    unsigned char *buf = NULL;
+
+    if (!p || !p->ftype) return error_set("quantize: no target type given");
+    f = gguf_open(in_path);
+    if (!f) goto done;
+    const int64_t n = gguf_tensor_count(f);
+    plan = calloc((size_t)(n > 0 ? n : 1), sizeof *plan);
+    if (!plan) {
+        error_set("%s: out of memory", in_path);
+        goto done;
+    }
+    if (plan_tensors(f, in_path, p, plan) != 0) goto done;
+
+    w = gguf_writer_new();
+    if (!w || writer_setup(w, f, plan, n, p) != 0) goto done;
+    fp = gguf_tmpfile_open(out_path, &tmp_path);
+    if (!fp) goto done;
+    if (gguf_writer_begin(w, fp) != 0) goto fail_write;
+
+    uint64_t max_out = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (plan[i].out_dtype != plan[i].info->dtype && plan[i].out_bytes > max_out)
+            max_out = plan[i].out_bytes;
+    if (max_out > 0 && !(buf = malloc(max_out))) {
+        error_set("%s: out of memory (%llu bytes for one tensor)", out_path,
+                  (unsigned long long)max_out);
+        goto fail_write;
+    }
+
+    for (int64_t i = 0; i < n; i++) {
+        if (p->abort_flag && *p->abort_flag) {
+            error_set("interrupted");
+            goto fail_write;
+        }
+        const gguf_tensor_info *t = plan[i].info;
+        const void *data = t->data;
+        if (plan[i].out_dtype != t->dtype) {
+            if (convert_tensor(t, plan[i].out_dtype, buf, p) != 0) goto fail_write;
+            data = buf;
+        }
+        if (gguf_writer_write_tensor_data(w, fp, i, data, plan[i].out_bytes) != 0) goto fail_write;
+        if (p->progress) {
+            quant_progress pr = {
+                .index = i, .count = n, .name = t->name,
+                .from_dtype = t->dtype, .to_dtype = plan[i].out_dtype,
+                .n_elements = tensor_nelements(t),
+                .in_bytes = t->size, .out_bytes = plan[i].out_bytes,
+            };
+            p->progress(&pr, p->progress_user);
+        }
+    }
+    if (gguf_writer_finish(w, fp) != 0) goto fail_write;
+    rc = gguf_tmpfile_commit(fp, tmp_path, out_path);
+    fp = NULL;
+    tmp_path = NULL;
+    goto done;
+
+fail_write:
+    gguf_tmpfile_abort(fp, tmp_path);
+    fp = NULL;
+    tmp_path = NULL;
+done:
+    free(buf);
+    gguf_writer_free(w);
+    free(plan);
+    gguf_close(f);
+    return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * quant_policy — which dtype each tensor gets: the targets users name and
+ * llama.cpp's per-tensor mixture rules (llama_tensor_get_type), for the
+ * targets Tessera can produce. docs/quantize.md explains the rules.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "quant/quant.h"
+#include "tensor/dtype.h"
+
+static const quant_ftype ftypes[] = {
+    {"Q4_0", 2, TSR_DTYPE_Q4_0, "4.5 bpw, legacy symmetric 4-bit"},
+    {"Q4_1", 3, TSR_DTYPE_Q4_1, "5.0 bpw, legacy 4-bit with minimum"},
+    {"Q5_0", 8, TSR_DTYPE_Q5_0, "5.5 bpw, legacy symmetric 5-bit"},
+    {"Q5_1", 9, TSR_DTYPE_Q5_1, "6.0 bpw, legacy 5-bit with minimum"},
+    {"Q8_0", 7, TSR_DTYPE_Q8_0, "8.5 bpw, nearly lossless"},
+    {"Q2_K", 10, TSR_DTYPE_Q2_K, "K-quant mixture, mostly 2-bit"},
+    {"Q3_K_S", 11, TSR_DTYPE_Q3_K, "K-quant mixture, all 3-bit"},
+    {"Q3_K_M", 12, TSR_DTYPE_Q3_K, "K-quant mixture, 3-bit, attn_v/ffn_down/attn_output higher"},
+    {"Q3_K_L", 13, TSR_DTYPE_Q3_K, "K-quant mixture, 3-bit, attn_v/ffn_down/attn_output Q5_K"},
+    {"Q4_K_S", 14, TSR_DTYPE_Q4_K, "K-quant mixture, 4-bit, first layers' attn_v/ffn_down Q5_K"},
+    {"Q4_K_M", 15, TSR_DTYPE_Q4_K, "K-quant mixture, 4-bit, half of attn_v/ffn_down Q6_K"},
+    {"Q5_K_S", 16, TSR_DTYPE_Q5_K, "K-quant mixture, all 5-bit"},
+    {"Q5_K_M", 17, TSR_DTYPE_Q5_K, "K-quant mixture, 5-bit, half of attn_v/ffn_down Q6_K"},
+    {"Q6_K", 18, TSR_DTYPE_Q6_K, "K-quant, 6-bit"},
+    {"F16", 1, TSR_DTYPE_F16, "IEEE half precision"},
+    {"BF16", 32, TSR_DTYPE_BF16, "bfloat16"},
+    {"F32", 0, TSR_DTYPE_F32, "single precision (no quantization)"},
+};
+enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
+
+enum {
+    FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
+    FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17,
+};
+
+const quant_ftype *quant_ftype_find(const char *name) {
+    if (!name) return NULL;
+    /* llama-quantize's aliases: the bare K names mean the _M mixtures */
+    if (!strcasecmp(name, "Q3_K")) name = "Q3_K_M";
+    else if (!strcasecmp(name, "Q4_K")) name = "Q4_K_M";
+    else if (!strcasecmp(name, "Q5_K")) name = "Q5_K_M";
+    for (int i = 0; i < N_FTYPES; i++)
+        if (!strcasecmp(ftypes[i].name, name)) return &ftypes[i];
+    return NULL;
+}
+
+const quant_ftype *quant_ftype_list(int *count) {
+    *count = N_FTYPES;
+    return ftypes;
+}
+
+static bool contains(const char *s, const char *sub) { return strstr(s, sub) != NULL; }
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int tensor_n_dims(const int64_t *ne) {
+    int n = 1;
+    for (int d = 1; d < 4; d++)
+        if (ne[d] > 1) n = d + 1;
+    return n;
+}
+
+bool quant_tensor_is_weight(const char *name, const int64_t *ne) {
+    /* Small or special 2-D tensors llama.cpp keeps in their input type. */
+    static const char *const keep[] = {
+        "_norm.weight", "ffn_gate_inp.weight", "altup", "laurel", "per_layer_model_proj",
+        "ssm_conv1d.weight", "shortconv.conv.weight", "time_mix_first.weight",
+        "time_mix_w0.weight", "time_mix_w1.weight", "time_mix_w2.weight",
+        "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
+        "time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight",
+        "time_mix_g1.weight", "time_mix_g2.weight", "time_mix_decay_w1.weight",
+        "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight", "attn_rel_b.weight",
+    };
+    if (!ends_with(name, "weight")) return false;
+    if (tensor_n_dims(ne) < 2) return false;
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        if (contains(name, keep[i])) return false;
+    if (!strcmp(name, "position_embd.weight") || !strcmp(name, "token_types.weight")) return false;
+    return true;
+}
+
+/* Layers that get more bits in the _M mixtures: the first and last eighth
+ * and every third layer in between, where errors hurt perplexity most. */
+static bool use_more_bits(int i_layer, int n_layer) {
+    return i_layer < n_layer / 8 || i_layer >= 7 * n_layer / 8 || (i_layer - n_layer / 8) % 3 == 2;
+}
+
+/* Layer index of a per-layer tensor: the counter for dense models, the
+ * number in "blk.N." for mixture-of-experts models (several per layer). */
+static int layer_of(const quant_model_info *info, int counter, const char *name) {
+    if (info->n_expert > 1) {
+        int layer = -1;
+        if (sscanf(name, "blk.%d.", &layer) == 1) return layer;
+    }
+    return counter;
+}
+
+/* A type whose block does not divide the row: llama.cpp's fallback table. */
+static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
+    int32_t fb;
+    switch (dtype) {
+    case TSR_DTYPE_Q2_K:
+    case TSR_DTYPE_Q3_K:
+        /* llama.cpp uses IQ4_NL; without its quantizer Tessera uses Q4_0 */
+        fb = dtype_traits_get(TSR_DTYPE_IQ4_NL)->from_f32 ? TSR_DTYPE_IQ4_NL : TSR_DTYPE_Q4_0;
+        break;
+    case TSR_DTYPE_Q4_K: fb = TSR_DTYPE_Q5_0; break;
+    case TSR_DTYPE_Q5_K: fb = TSR_DTYPE_Q5_1; break;
+    case TSR_DTYPE_Q6_K: fb = TSR_DTYPE_Q8_0; break;
+    default: fb = dtype; break;
+    }
+    if (nx % dtype_traits_get(fb)->block_size != 0) fb = TSR_DTYPE_F16;
+    return fb;
+}
+
+int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
+                            quant_rule_state *st, const char *name, const int64_t *ne) {
+    const int f = ft->llama_ftype;
+    const bool falcon = !strcmp(info->arch, "falcon");
+    const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
+    int32_t t = ft->default_dtype;
+
+    if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
+        /* The output projection decides every logit: keep it at 6 bits. */
+        if (falcon || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
+        else if (t != TSR_DTYPE_Q8_0) t = TSR_DTYPE_Q6_K;
+    } else if (!strcmp(name, "token_embd.weight")) {
+        /* rows are looked up, not multiplied: the default type is fine */
+    } else if (contains(name, "attn_v.weight")) {
+        /* V is small under GQA and its errors pass straight to the output */
+        if (f == FT_Q2_K) t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
+        else if (f == FT_Q3_K_M) t = st->i_attention_wv < 2 ? TSR_DTYPE_Q5_K : TSR_DTYPE_Q4_K;
+        else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
+        else if ((f == FT_Q4_K_M || f == FT_Q5_K_M) &&
+                 use_more_bits(st->i_attention_wv, info->n_attention_wv))
+            t = TSR_DTYPE_Q6_K;
+        else if (f == FT_Q4_K_S && st->i_attention_wv < 4) t = TSR_DTYPE_Q5_K;
+        /* llama.cpp's "70B" rule: 80-layer llama, 8 heads share each V */
+        if (!strcmp(info->arch, "llama") && info->n_layer == 80 &&
+            (t == TSR_DTYPE_Q3_K || t == TSR_DTYPE_Q4_K))
+            t = TSR_DTYPE_Q5_K;
+        if (info->n_expert == 8) t = TSR_DTYPE_Q8_0;
+        st->i_attention_wv++;
+    } else if (contains(name, "attn_k.weight")) {
+        if (info->n_expert == 8) t = TSR_DTYPE_Q8_0;
+    } else if (contains(name, "ffn_down")) {
+        const int i_layer = layer_of(info, st->i_ffn_down, name), n_layer = info->n_layer;
+        if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
+        else if (f == FT_Q3_K_M)
+            t = i_layer < n_layer / 16 ? TSR_DTYPE_Q5_K
+                : (!falcon || use_more_bits(i_layer, n_layer)) ? TSR_DTYPE_Q4_K
+                : TSR_DTYPE_Q3_K;
+        else if (f == FT_Q3_K_L) t = falcon ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q5_K;
+        else if (f == FT_Q4_K_M) {
+            if (falcon)
+                t = i_layer < n_layer / 16 ? TSR_DTYPE_Q6_K
+                    : use_more_bits(i_layer, n_layer) ? TSR_DTYPE_Q5_K : TSR_DTYPE_Q4_K;
+            else if (use_more_bits(i_layer, n_layer))
+                t = TSR_DTYPE_Q6_K;
+        } else if (f == FT_Q5_K_M && use_more_bits(i_layer, n_layer))
+            t = TSR_DTYPE_Q6_K;
+        else if (f == FT_Q4_K_S && !falcon && i_layer < n_layer / 8)
+            t = TSR_DTYPE_Q5_K;
+        st->i_ffn_down++;
+    } else if (contains(name, "attn_output.weight")) {
+        if (!falcon) {
+            if (info->n_expert == 8) {
+                if (f == FT_Q2_K || f == FT_Q3_K_S || f == FT_Q3_K_M || f == FT_Q4_K_S ||
+                    f == FT_Q4_K_M)
+                    t = TSR_DTYPE_Q5_K;
+            } else {
+                if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
+                else if (f == FT_Q3_K_M) t = TSR_DTYPE_Q4_K;
+                else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
+            }
+        } else if (f == FT_Q3_K_L) {
+            t = TSR_DTYPE_Q4_K;
+        }
+    } else if (contains(name, "attn_qkv.weight")) {
+        if (f == FT_Q3_K_M || f == FT_Q3_K_L) t = TSR_DTYPE_Q4_K;
+        else if (f == FT_Q4_K_M) t = TSR_DTYPE_Q5_K;
+        else if (f == FT_Q5_K_M) t = TSR_DTYPE_Q6_K;
+    } else if (contains(name, "ffn_gate")) {
+        st->i_ffn_gate++;
+    } else if (contains(name, "ffn_up")) {
+        st->i_ffn_up++;
+    }
+
+    if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
+    return t;
+}

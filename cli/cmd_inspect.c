@@ -1,11 +1,311 @@
-/* tessera inspect — placeholder until its issue lands. */
+/*
+ * tessera inspect FILE [--json] [--full] — print a GGUF file's header, its
+ * metadata and its tensor table, as text for people or as one JSON document.
+ *
+ * Long arrays show their first elements and how many more there are; in text
+ * mode long strings are cut (at a UTF-8 character boundary) with their
+ * length. --full prints everything.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "gguf/gguf.h"
+#include "tensor/dtype.h"
+#include "util/error.h"
+
+enum {
+    ARRAY_HEAD = 8,   /* elements shown of a top-level array */
+    NESTED_HEAD = 4,  /* elements shown of an array inside an array */
+    STRING_HEAD = 96, /* bytes shown of a string (text mode) */
+};
+
+typedef struct inspect_opts {
+    bool json;
+    bool full;
+} inspect_opts;
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: tessera inspect FILE [--json] [--full]\n"
+            "\n"
+            "Print a GGUF file's header (version, alignment, counts, data offset, file size),\n"
+            "all metadata and all tensors (name, type, shape, offset, bytes).\n"
+            "\n"
+            "  --json   print one JSON document instead of text\n"
+            "  --full   do not shorten long arrays and strings\n"
+            "  --help   show this help\n"
+            "\n"
+            "Tensor offsets are relative to the data section, as stored in the file.\n"
+            "Exit status: 0 on success, 1 if the file cannot be read or is not valid GGUF,\n"
+            "2 on a usage error.\n");
+}
+
+/* ------------------------------------------------------------ strings */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* A string in double quotes. JSON: escaped per RFC 8259, invalid UTF-8 bytes
+ * become U+FFFD. Text: control and invalid bytes as \xNN. */
+static void put_string(FILE *o, const char *ptr, uint64_t len, const inspect_opts *opt) {
+    const unsigned char *s = (const unsigned char *)ptr;
+    uint64_t shown = len;
+    if (!opt->json && !opt->full && len > STRING_HEAD) shown = STRING_HEAD;
+    fputc('"', o);
+    uint64_t i = 0;
+    while (i < shown) {
+        unsigned c = s[i];
+        size_t seq = utf8_seq_len(s + i, (size_t)(len - i));
+        if (seq > 1) {
+            if (i + seq > shown) break; /* do not cut a character in half */
+            fwrite(s + i, 1, seq, o);
+            i += seq;
+            continue;
+        }
+        i++;
+        if (seq == 0) {
+            if (opt->json) fputs("\\ufffd", o);
+            else fprintf(o, "\\x%02x", c);
+        } else if (c == '"') fputs("\\\"", o);
+        else if (c == '\\') fputs("\\\\", o);
+        else if (c == '\n') fputs("\\n", o);
+        else if (c == '\t') fputs("\\t", o);
+        else if (c == '\r') fputs("\\r", o);
+        else if (c < 0x20 || c == 0x7f) {
+            if (opt->json) fprintf(o, "\\u%04x", c);
+            else fprintf(o, "\\x%02x", c);
+        } else fputc((int)c, o);
+    }
+    fputc('"', o);
+    if (i < len) fprintf(o, "... (%" PRIu64 " bytes)", len);
+}
+
+/* ------------------------------------------------------------- values */
+
+/* The shortest %g form that reads back as the same value (1e-05, not
+ * 9.99999975e-06). */
+static void put_float(FILE *o, double x, bool is_f32, const inspect_opts *opt) {
+    if (isfinite(x)) {
+        char buf[40];
+        for (int digits = is_f32 ? 6 : 15; digits <= (is_f32 ? 9 : 17); digits++) {
+            snprintf(buf, sizeof buf, "%.*g", digits, x);
+            if (is_f32 ? strtof(buf, NULL) == (float)x : strtod(buf, NULL) == x) break;
+        }
+        fputs(buf, o);
+        return;
+    }
+    const char *s = isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
+    /* JSON has no NaN or infinity: spell them as strings */
+    if (opt->json) fprintf(o, "\"%s\"", s);
+    else fputs(s, o);
+}
+
+static void put_scalar(FILE *o, const gguf_value *v, const inspect_opts *opt) {
+    const unsigned char *p = v->data;
+    union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32;
+            uint64_t u64; int64_t i64; float f32; double f64; } x;
+    memcpy(&x, p, v->size <= sizeof x ? v->size : sizeof x);
+    switch (v->type) {
+    case GGUF_TYPE_UINT8: fprintf(o, "%" PRIu8, x.u8); break;
+    case GGUF_TYPE_INT8: fprintf(o, "%" PRId8, x.i8); break;
+    case GGUF_TYPE_UINT16: fprintf(o, "%" PRIu16, x.u16); break;
+    case GGUF_TYPE_INT16: fprintf(o, "%" PRId16, x.i16); break;
+    case GGUF_TYPE_UINT32: fprintf(o, "%" PRIu32, x.u32); break;
+    case GGUF_TYPE_INT32: fprintf(o, "%" PRId32, x.i32); break;
+    case GGUF_TYPE_UINT64: fprintf(o, "%" PRIu64, x.u64); break;
+    case GGUF_TYPE_INT64: fprintf(o, "%" PRId64, x.i64); break;
+    case GGUF_TYPE_FLOAT32: put_float(o, x.f32, true, opt); break;
+    case GGUF_TYPE_FLOAT64: put_float(o, x.f64, false, opt); break;
+    case GGUF_TYPE_BOOL: fputs(x.u8 ? "true" : "false", o); break;
+    default: fputs("null", o); break;
+    }
+}
+
+static void put_value(FILE *o, const gguf_value *v, int depth, const inspect_opts *opt);
+
+static void put_array(FILE *o, const gguf_value *v, int depth, const inspect_opts *opt) {
+    uint64_t head = opt->full ? v->count : depth == 0 ? ARRAY_HEAD : NESTED_HEAD;
+    uint64_t shown = v->count < head ? v->count : head;
+    uint64_t pos = 0;
+    fputc('[', o);
+    for (uint64_t j = 0; j < shown; j++) {
+        gguf_value e;
+        if (gguf_value_next(v, &pos, &e) != 0) break;
+        if (j) fputs(", ", o);
+        put_value(o, &e, depth + 1, opt);
+    }
+    /* JSON: the count beside the array says how many were left out */
+    if (shown < v->count && !opt->json)
+        fprintf(o, "%s... (%" PRIu64 " more)", shown ? ", " : "", v->count - shown);
+    fputc(']', o);
+}
+
+static void put_value(FILE *o, const gguf_value *v, int depth, const inspect_opts *opt) {
+    if (v->type == GGUF_TYPE_STRING) put_string(o, v->data, v->size, opt);
+    else if (v->type == GGUF_TYPE_ARRAY) put_array(o, v, depth, opt);
+    else put_scalar(o, v, opt);
+}
+
+/* "uint32", "array[string; 512]", "array[array; 3]" */
+static void type_label(char *buf, size_t n, const gguf_value *v) {
+    if (v->type == GGUF_TYPE_ARRAY)
+        snprintf(buf, n, "array[%s; %" PRIu64 "]", gguf_type_name(v->elem_type), v->count);
+    else snprintf(buf, n, "%s", gguf_type_name(v->type));
+}
+
+/* "[64, 512]" */
+static void shape_label(char *buf, size_t n, const gguf_tensor_info *t) {
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < t->n_dims && used < n; d++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%" PRId64, d ? ", " : "", t->ne[d]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+static uint64_t tensor_bytes_total(const gguf_file *f) {
+    uint64_t total = 0;
+    for (int64_t i = 0; i < gguf_tensor_count(f); i++) total += gguf_tensor(f, i)->size;
+    return total;
+}
+
+/* --------------------------------------------------------------- text */
+
+static void print_text(FILE *o, const gguf_file *f, const inspect_opts *opt) {
+    fprintf(o, "file         %s\n", gguf_path(f));
+    fprintf(o, "version      %" PRIu32 "\n", gguf_version(f));
+    fprintf(o, "alignment    %" PRIu64 "\n", gguf_alignment(f));
+    fprintf(o, "file size    %" PRIu64 " bytes\n", gguf_file_size(f));
+    fprintf(o, "data offset  %" PRIu64 "\n", gguf_data_offset(f));
+    fprintf(o, "metadata     %" PRId64 " keys\n", gguf_kv_count(f));
+    fprintf(o, "tensors      %" PRId64 " (%" PRIu64 " bytes)\n", gguf_tensor_count(f),
+            tensor_bytes_total(f));
+
+    fprintf(o, "\nmetadata:\n");
+    for (int64_t i = 0; i < gguf_kv_count(f); i++) {
+        gguf_value v;
+        char type[64];
+        if (gguf_kv_value(f, i, &v) != 0) continue;
+        type_label(type, sizeof type, &v);
+        fprintf(o, "  %-42s %-20s ", gguf_kv_key(f, i), type);
+        put_value(o, &v, 0, opt);
+        fputc('\n', o);
+    }
+
+    fprintf(o, "\ntensors:\n");
+    fprintf(o, "  %5s  %-36s %-8s %-22s %12s %12s\n", "#", "name", "type", "shape", "offset",
+            "bytes");
+    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor_info *t = gguf_tensor(f, i);
+        char shape[128];
+        shape_label(shape, sizeof shape, t);
+        fprintf(o, "  %5" PRId64 "  %-36s %-8s %-22s %12" PRIu64 " %12" PRIu64 "\n", i, t->name,
+                dtype_name(t->dtype), shape, t->offset, t->size);
+    }
+}
+
+/* --------------------------------------------------------------- json */
+
+static void print_json(FILE *o, const gguf_file *f, const inspect_opts *opt) {
+    fputs("{\n  \"file\": ", o);
+    const char *path = gguf_path(f);
+    put_string(o, path, strlen(path), opt);
+    fprintf(o, ",\n  \"version\": %" PRIu32 ",\n  \"alignment\": %" PRIu64
+            ",\n  \"file_size\": %" PRIu64 ",\n  \"data_offset\": %" PRIu64
+            ",\n  \"kv_count\": %" PRId64 ",\n  \"tensor_count\": %" PRId64
+            ",\n  \"tensor_bytes\": %" PRIu64 ",\n  \"metadata\": {",
+            gguf_version(f), gguf_alignment(f), gguf_file_size(f), gguf_data_offset(f),
+            gguf_kv_count(f), gguf_tensor_count(f), tensor_bytes_total(f));
+    for (int64_t i = 0; i < gguf_kv_count(f); i++) {
+        gguf_value v;
+        if (gguf_kv_value(f, i, &v) != 0) continue;
+        const char *key = gguf_kv_key(f, i);
+        fputs(i ? ",\n    " : "\n    ", o);
+        put_string(o, key, strlen(key), opt);
+        fprintf(o, ": {\"type\": \"%s\"", gguf_type_name(v.type));
+        if (v.type == GGUF_TYPE_ARRAY) {
+            uint64_t head = opt->full ? v.count : ARRAY_HEAD;
+            fprintf(o, ", \"elem_type\": \"%s\", \"count\": %" PRIu64 ", \"truncated\": %s",
+                    gguf_type_name(v.elem_type), v.count, v.count > head ? "true" : "false");
+        }
+        fputs(", \"value\": ", o);
+        put_value(o, &v, 0, opt);
+        fputc('}', o);
+    }
+    fputs(gguf_kv_count(f) ? "\n  },\n  \"tensors\": [" : "},\n  \"tensors\": [", o);
+    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor_info *t = gguf_tensor(f, i);
+        fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", o);
+        put_string(o, t->name, strlen(t->name), opt);
+        fprintf(o, ", \"type\": \"%s\", \"type_id\": %" PRId32 ", \"shape\": [", dtype_name(t->dtype),
+                t->dtype);
+        for (int d = 0; d < t->n_dims; d++) fprintf(o, "%s%" PRId64, d ? ", " : "", t->ne[d]);
+        fprintf(o, "], \"offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", t->offset, t->size);
+    }
+    fputs(gguf_tensor_count(f) ? "\n  ]\n}\n" : "]\n}\n", o);
+}
+
+/* ---------------------------------------------------------------- main */
 
 int cmd_inspect(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tessera inspect: not available in this build yet\n");
-    return 2;
+    inspect_opts opt = {0};
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            opt.json = true;
+        } else if (!strcmp(a, "--full")) {
+            opt.full = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "tessera inspect: unknown option '%s' (see --help)\n", a);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "tessera inspect: more than one file given ('%s' and '%s')\n", path,
+                    a);
+            return 2;
+        } else {
+            path = a;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "tessera inspect: no file given (usage: tessera inspect FILE [--json])\n");
+        return 2;
+    }
+    gguf_file *f = gguf_open(path);
+    if (!f) {
+        fprintf(stderr, "tessera inspect: %s\n", error_get());
+        return 1;
+    }
+    if (opt.json) print_json(stdout, f, &opt);
+    else print_text(stdout, f, &opt);
+    gguf_close(f);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "tessera inspect: error writing the output\n");
+        return 1;
+    }
+    return 0;
 }

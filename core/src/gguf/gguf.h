@@ -131,6 +131,9 @@ int gguf_kv_value(const gguf_file *f, int64_t i, gguf_value *out);
 /* Element j of an array value (O(1) for fixed-size elements, O(j) for
  * strings and arrays; prefer gguf_get_arr_str for top-level string arrays). */
 int gguf_value_elem(const gguf_value *arr, uint64_t j, gguf_value *out);
+/* Walk an array's elements in order in O(1) each: start with *pos = 0 and
+ * call it arr->count times; fails past the last element. */
+int gguf_value_next(const gguf_value *arr, uint64_t *pos, gguf_value *out);
 
 /* ---------------------------------------------------------------- writer */
 

@@ -287,6 +287,16 @@ int gguf_value_elem(const gguf_value *arr, uint64_t j, gguf_value *out) {
     return 0;
 }
 
+int gguf_value_next(const gguf_value *arr, uint64_t *pos, gguf_value *out) {
+    if (arr->type != GGUF_TYPE_ARRAY)
+        return error_set("gguf value of type %s is not an array", gguf_type_name(arr->type));
+    if (*pos >= arr->size)
+        return error_set("gguf array walked past its last element (byte %" PRIu64 " of %" PRIu64
+                         ")", *pos, arr->size);
+    *pos += decode_elem(arr->elem_type, (const uint8_t *)arr->data + *pos, out);
+    return 0;
+}
+
 /* ------------------------------------------------------------ tensors */
 
 int64_t gguf_tensor_count(const gguf_file *f) { return f->n_tensors; }

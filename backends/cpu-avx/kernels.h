@@ -1,0 +1,26 @@
+/*
+ * kernels — the per-ISA kernel table. kernels_avx2.c and kernels_avx512.c
+ * compile the same kernel source (kernels_impl.h) with different target
+ * flags; the plugin picks one table at init from the detected CPU (or
+ * TESSERA_AVX_LEVEL) and calls through it. Types without a vector kernel use
+ * the plain C ones from quants.c.
+ */
+#ifndef TESSERA_CPU_AVX_KERNELS_H
+#define TESSERA_CPU_AVX_KERNELS_H
+
+#include <tessera/plugin.h>
+
+#include "quants.h"
+
+typedef struct avx_kernels {
+    const char *name;                 /* "avx2" or "avx512" */
+    avx_dot_fn dot[TSR_DTYPE_COUNT];  /* per weight dtype; NULL: not supported */
+    void (*act8_from_f32)(const float *x, act8 *y, int64_t n);
+    void (*act8k_from_f32)(const float *x, act8k *y, int64_t n);
+} avx_kernels;
+
+void kernels_init_avx2(avx_kernels *k);
+void kernels_init_avx512(avx_kernels *k);
+void kernels_init_avx512vnni(avx_kernels *k);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * kernels_impl.h — the vector kernels, compiled once per ISA level by
+ * kernels_<level>.c, which define KERNELS_INIT, KERNELS_NAME, KERNELS_AVX512
+ * (0/1) and optionally KERNELS_VNNI before including this file.
+ *
+ * Every dot kernel computes one weight row against nc <= AVX_NC activation
+ * columns (out[c] = sum_k w[k] * a_c[k]) so a weight block is loaded and
+ * unpacked once and reused for all columns: the GEMM driver (matmul.c) tiles
+ * columns in fours for prompt processing, and calls with nc = 1 for decoding,
+ * where the loop is bound by reading the weights. The straightforward version
+ * of each is the plain C kernel of the same name in quants.c.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#ifndef KERNELS_VNNI
+#define KERNELS_VNNI 0
+#endif
+
+
+/* ------------------------------------------------------- float vectors */
+
+#if KERNELS_AVX512
+#define VF __m512
+#define VF_W 16
+#define vf_zero() _mm512_setzero_ps()
+#define vf_load(p) _mm512_loadu_ps(p)
+#define vf_fma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vf_load_f16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define vf_load_bf16(p) \
+    _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define vf_hsum(v) _mm512_reduce_add_ps(v)
+#else
+#define VF __m256
+#define VF_W 8
+#define vf_zero() _mm256_setzero_ps()
+#define vf_load(p) _mm256_loadu_ps(p)
+#define vf_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vf_load_f16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define vf_load_bf16(p) \
+    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define vf_hsum(v) hsum256(v)
+#endif
+
+static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline int hsum256_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
+
+#define ACT(c) ((const void *)((const uint8_t *)act + (size_t)(c) * act_stride))
+
+/* F32/F16/BF16 weights x f32 activations: widen VF_W weights, one FMA per
+ * column; four partial accumulators would not help (nc columns already give
+ * independent chains). Tail elements in scalar. */
+#define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
+                     float *out) {                                                         \
+        const T *x = w;                                                                    \
+        const float *a0 = ACT(0), *a1 = ACT(nc > 1 ? 1 : 0), *a2 = ACT(nc > 2 ? 2 : 0),    \
+                    *a3 = ACT(nc > 3 ? 3 : 0);                                             \
+        int64_t k = 0;                                                                     \
+        if (nc == 1) {                                                                     \
+            VF s0 = vf_zero(), s1 = vf_zero();                                             \
+            for (; k + 2 * VF_W <= K; k += 2 * VF_W) {                                     \
+                s0 = vf_fma(LOADW(x + k), vf_load(a0 + k), s0);                            \
+                s1 = vf_fma(LOADW(x + k + VF_W), vf_load(a0 + k + VF_W), s1);              \
+            }                                                                              \
+            for (; k + VF_W <= K; k += VF_W) s0 = vf_fma(LOADW(x + k), vf_load(a0 + k), s0); \
+            float s = vf_hsum(s0) + vf_hsum(s1);                                           \
+            for (; k < K; k++) s += SCALARW(x[k]) * a0[k];                                 \
+            out[0] = s;                                                                    \
+            return;                                                                        \
+        }                                                                                  \
+        VF s0 = vf_zero(), s1 = vf_zero(), s2 = vf_zero(), s3 = vf_zero();                 \
+        for (; k + VF_W <= K; k += VF_W) {                                                 \
+            VF wv = LOADW(x + k);                                                          \
+            s0 = vf_fma(wv, vf_load(a0 + k), s0);                                          \
+            s1 = vf_fma(wv, vf_load(a1 + k), s1);                                          \
+            s2 = vf_fma(wv, vf_load(a2 + k), s2);                                          \
+            s3 = vf_fma(wv, vf_load(a3 + k), s3);                                          \
+        }                                                                                  \
+        float r[4] = {vf_hsum(s0), vf_hsum(s1), vf_hsum(s2), vf_hsum(s3)};                 \
+        const float *ac[4] = {a0, a1, a2, a3};                                             \
+        for (; k < K; k++) {                                                               \
+            float wk = SCALARW(x[k]);                                                      \
+            for (int c = 0; c < 4; c++) r[c] += wk * ac[c][k];                             \
+        }                                                                                  \
+        for (int c = 0; c < nc; c++) out[c] = r[c];                                        \
+    }
+
+static inline float w_f32(float v) { return v; }
+static inline float w_f16(uint16_t v) { return f16s(v); }
+static inline float w_bf16(uint16_t v) { return avx_bf16_to_f32(v); }
+
+FLOAT_DOT(dot_f32_v, float, vf_load, w_f32)
+FLOAT_DOT(dot_f16_v, uint16_t, vf_load_f16, w_f16)
+FLOAT_DOT(dot_bf16_v, uint16_t, vf_load_bf16, w_bf16)
+
+/* ------------------------------------------------ 8-bit integer products */
+
+/* 32 u8 x s8 products summed in fours into 8 i32 lanes, added to acc. */
+static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
+#if KERNELS_VNNI
+    return _mm256_dpbusd_epi32(acc, u, s);
+#else
+    __m256i p16 = _mm256_maddubs_epi16(u, s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+#endif
+}
+
+/* Same, each pair-sum of i16 products scaled by the i16 in `scale`: used by
+ * the K-quants to apply sub-block scales for free. u*s pairs must fit i16. */
+static inline __m256i dot_u8s8_scaled(__m256i acc, __m256i u, __m256i s, __m256i scale) {
+    __m256i p16 = _mm256_maddubs_epi16(u, s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, scale));
+}
+
+static inline __m256i load_nibbles_q4(const uint8_t *qs) {
+    /* 16 bytes -> 32 values: low nibbles are elements 0..15, high 16..31 */
+    __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    __m128i m = _mm_set1_epi8(0x0f);
+    __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+    return _mm256_set_m128i(hi, lo);
+}
+
+/* Q4_0 x act8: sum_b dw*da*(sum(nib*a) - 8*sum(a)). The -8 offset is applied
+ * once per block through a->isum instead of per element. */
+static void dot_q4_0_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q4_0 *x = w;
+    const int64_t nb = K / 32;
+    if (nc == 1) {
+        const act8 *a = act;
+        __m256 acc = _mm256_setzero_ps();
+        float corr = 0.0f;
+        for (int64_t ib = 0; ib < nb; ib++) {
+            __m256i q = load_nibbles_q4(x[ib].qs);
+            __m256i p = dot_u8s8(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)a[ib].qs));
+            float dd = f16s(x[ib].d) * a[ib].d;
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dd), acc);
+            corr += dd * (float)a[ib].isum;
+        }
+        out[0] = hsum256(acc) - 8.0f * corr;
+        return;
+    }
+    __m256 acc[AVX_NC];
+    float corr[AVX_NC] = {0};
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        __m256i q = load_nibbles_q4(x[ib].qs);
+        float dw = f16s(x[ib].d);
+        for (int c = 0; c < nc; c++) {
+            const act8 *a = (const act8 *)ACT(c) + ib;
+            __m256i p = dot_u8s8(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)a->qs));
+            float dd = dw * a->d;
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dd), acc[c]);
+            corr[c] += dd * (float)a->isum;
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) - 8.0f * corr[c];
+}
+
+/* Q8_0 x act8: |w| as u8 times a with w's sign moved onto it. */
+static void dot_q8_0_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q8_0 *x = w;
+    const int64_t nb = K / 32;
+    __m256 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)x[ib].qs);
+        __m256i aq = _mm256_sign_epi8(q, q);
+        float dw = f16s(x[ib].d);
+        for (int c = 0; c < nc; c++) {
+            const act8 *a = (const act8 *)ACT(c) + ib;
+            __m256i sa = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a->qs), q);
+            __m256i p = dot_u8s8(_mm256_setzero_si256(), aq, sa);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a->d), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+}
+
+/* Q4_K / Q5_K scales: 8 six-bit scales and mins packed in 12 bytes. */
+static inline void k4_unpack(const uint8_t *s, uint8_t *sc, uint8_t *mn) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((s[j + 8] & 0xF) | ((s[j] >> 6) << 4));
+        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    }
+}
+
+/* Q4_K x act8k: per 64-element chunk c, low nibbles of qs[32c..] are
+ * sub-block 2c, high nibbles 2c+1. isum = sum_j sc_j*dot_j (scales applied
+ * in madd), min term = sum_j mn_j * (bsums[2j] + bsums[2j+1]). */
+static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q4_k *x = w;
+    const int64_t nb = K / 256;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const blk_q4_k *b = x + ib;
+        uint8_t sc[8], mn[8];
+        k4_unpack(b->scales, sc, mn);
+        float d = f16s(b->d), dmin = f16s(b->dmin);
+        /* mins repeated per 16-element bsum: lanes 2j, 2j+1 get mn[j] */
+        __m256i mins16 = _mm256_cvtepu8_epi16(_mm_set_epi8(
+            (char)mn[7], (char)mn[7], (char)mn[6], (char)mn[6], (char)mn[5], (char)mn[5], (char)mn[4], (char)mn[4],
+            (char)mn[3], (char)mn[3], (char)mn[2], (char)mn[2], (char)mn[1], (char)mn[1], (char)mn[0], (char)mn[0]));
+        __m256i q[8];
+        for (int c4 = 0; c4 < 4; c4++) {
+            __m256i bytes = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c4));
+            q[2 * c4] = _mm256_and_si256(bytes, m4);
+            q[2 * c4 + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+        }
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) {
+                __m256i av = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * j));
+                sumi = dot_u8s8_scaled(sumi, q[j], av, _mm256_set1_epi16(sc[j]));
+            }
+            __m256i bs = _mm256_loadu_si256((const __m256i *)a->bsums);
+            __m256i mins = _mm256_madd_epi16(bs, mins16);
+            __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * a->d));
+            v = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(dmin * a->d), v);
+            acc[c] = _mm256_add_ps(acc[c], v);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+}
+
+/* Q6_K x act8k: for half n (128 elements) and quarter k, the 32 values are
+ * ql[64n + 32(k&1) + l] nibble (k>>1) | ((qh[32n + l] >> 2k) & 3) << 4, and
+ * their two groups of 16 use scales[8n + 2k] and [8n + 2k + 1]. The -32
+ * offset: isum -= 32 * sum_g scales[g] * bsums[g]. */
+static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q6_k *x = w;
+    const int64_t nb = K / 256;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+    __m256 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const blk_q6_k *b = x + ib;
+        __m256i q[8], scl[8];
+        for (int n = 0; n < 2; n++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n + 32));
+            __m256i h = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * n));
+            __m256i lows[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                               _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                               _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+            for (int k = 0; k < 4; k++) {
+                __m256i hk = _mm256_and_si256(_mm256_srli_epi16(h, 2 * k), m2);
+                q[4 * n + k] = _mm256_or_si256(lows[k], _mm256_slli_epi16(hk, 4));
+                int g = 8 * n + 2 * k;
+                scl[4 * n + k] = _mm256_set_m128i(_mm_set1_epi16(b->scales[g + 1]), _mm_set1_epi16(b->scales[g]));
+            }
+        }
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+        float d = f16s(b->d);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) {
+                __m256i av = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * j));
+                sumi = dot_u8s8_scaled(sumi, q[j], av, scl[j]);
+            }
+            __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), sc16);
+            sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(off, 5));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * a->d), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+}
+
+/* ------------------------------------------------ activation quantizers */
+
+/* f32 -> act8 (as quants_act8_from_f32): amax by vector max, round to
+ * nearest even with cvtps. */
+static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t ib = 0; ib < n / 32; ib++, x += 32) {
+        __m256 v[4];
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < 4; i++) {
+            v[i] = _mm256_loadu_ps(x + 8 * i);
+            mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[i]));
+        }
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        float amax = _mm_cvtss_f32(m);
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        __m256 idv = _mm256_set1_ps(id);
+        __m256i q32[4];
+        for (int i = 0; i < 4; i++) q32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], idv));
+        __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q32[0], q32[1]), _mm256_add_epi32(q32[2], q32[3]));
+        /* pack 32 i32 -> 32 i8 and undo the lane interleaving of packs */
+        __m256i p16a = _mm256_packs_epi32(q32[0], q32[1]);
+        __m256i p16b = _mm256_packs_epi32(q32[2], q32[3]);
+        __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+        p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)y[ib].qs, p8);
+        int isum = hsum256_i32(sum);
+        y[ib].d = _cvtsh_ss(_cvtss_sh(d, 0));
+        y[ib].isum = isum;
+        y[ib].s = _cvtsh_ss(_cvtss_sh(d * (float)isum, 0));
+        y[ib].pad = 0;
+    }
+}
+
+/* ------------------------------------------------------------- table */
+
+void KERNELS_INIT(avx_kernels *k) {
+    memset(k, 0, sizeof *k);
+    k->name = KERNELS_NAME;
+    for (int t = 0; t < TSR_DTYPE_COUNT; t++) k->dot[t] = quants_scalar_dot(t);
+    k->dot[TSR_DTYPE_F32] = dot_f32_v;
+    k->dot[TSR_DTYPE_F16] = dot_f16_v;
+    k->dot[TSR_DTYPE_BF16] = dot_bf16_v;
+    k->dot[TSR_DTYPE_Q4_0] = dot_q4_0_v;
+    k->dot[TSR_DTYPE_Q8_0] = dot_q8_0_v;
+    k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_v;
+    k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_v;
+    k->act8_from_f32 = act8_from_f32_v;
+    k->act8k_from_f32 = quants_act8k_from_f32;
+}

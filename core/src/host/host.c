@@ -1,0 +1,540 @@
+/*
+ * host — plugin registry: discovery, dlopen, ABI negotiation, device list,
+ * host services. See host.h.
+ */
+#include "host/host.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ref/ref.h"
+#include "util/error.h"
+
+#define PLUGIN_PREFIX "libtessera-backend-"
+#define PLUGIN_SUFFIX ".so"
+#define BUILTIN_PATH "(built-in)"
+
+enum { PLUGIN_NAME_MAX = 32, PLUGIN_VERSION_MAX = 64 };
+
+/* One plugin file considered, whatever became of it. */
+typedef struct plugin_slot {
+    host_plugin_record rec; /* points into the arrays below */
+    char path[PATH_MAX];
+    char name[PLUGIN_NAME_MAX];
+    char version[PLUGIN_VERSION_MAX];
+    char reason[HOST_REASON_MAX];
+    void *dl;               /* dlopen handle; NULL for the built-in */
+    const tsr_plugin *table;
+    bool needs_shutdown;    /* init succeeded */
+} plugin_slot;
+
+/* The registry: the library's only global mutable state (DESIGN.md). */
+static struct {
+    bool initialized;
+    plugin_slot *plugins;
+    int32_t n_plugins, cap_plugins;
+    host_device *devices;
+    int32_t n_devices;
+    tsr_host services;
+    char cache_dir[PATH_MAX];
+} reg;
+
+/* Written from signal handlers: kept outside the struct, plain int as the
+ * ABI's tsr_host.abort_flag requires. */
+static volatile int abort_flag;
+static int32_t log_verbosity = TSR_LOG_WARN;
+
+/* ---------------------------------------------------------- services */
+
+static void log_to_stderr(int level, const char *who, const char *message) {
+    static const char *const level_names[] = {"error", "warning", "info", "debug"};
+    if (level > log_verbosity) return;
+    const char *lv = level >= 0 && level <= TSR_LOG_DEBUG ? level_names[level] : "log";
+    fprintf(stderr, "tessera: %s: %s: %s\n", who ? who : "?", lv, message ? message : "");
+}
+
+void host_log(int level, const char *who, const char *fmt, ...) {
+    if (level > log_verbosity) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_to_stderr(level, who, msg);
+}
+
+void host_set_verbosity(int32_t level) { log_verbosity = level; }
+
+void host_set_n_threads(int32_t n) {
+    if (n <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cpus > 0 ? (int32_t)cpus : 1;
+    }
+    reg.services.n_threads = n;
+}
+
+void host_request_abort(void) { abort_flag = 1; }
+void host_clear_abort(void) { abort_flag = 0; }
+bool host_abort_requested(void) { return abort_flag != 0; }
+
+const tsr_host *host_services(void) { return &reg.services; }
+
+const char *host_device_kind_name(int32_t kind) {
+    switch (kind) {
+    case TSR_DEVICE_CPU: return "CPU";
+    case TSR_DEVICE_GPU: return "GPU";
+    case TSR_DEVICE_ACCEL: return "accelerator";
+    default: return "unknown";
+    }
+}
+
+static void services_init(const host_options *opt) {
+    memset(&reg.services, 0, sizeof reg.services);
+    reg.services.struct_size = sizeof reg.services;
+    reg.services.abi_version = TSR_ABI_VERSION;
+    reg.services.log = log_to_stderr;
+    reg.services.abort_flag = &abort_flag;
+    host_set_n_threads(opt ? opt->n_threads : 0);
+    if (opt) log_verbosity = opt->verbosity;
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    reg.cache_dir[0] = '\0';
+    if (xdg && xdg[0] == '/')
+        snprintf(reg.cache_dir, sizeof reg.cache_dir, "%s/tessera", xdg);
+    else if (home && home[0])
+        snprintf(reg.cache_dir, sizeof reg.cache_dir, "%s/.cache/tessera", home);
+    reg.services.cache_dir = reg.cache_dir[0] ? reg.cache_dir : NULL;
+}
+
+/* ----------------------------------------------------------- plugins */
+
+static plugin_slot *slot_add(const char *path) {
+    if (reg.n_plugins == reg.cap_plugins) {
+        int32_t cap = reg.cap_plugins ? reg.cap_plugins * 2 : 8;
+        plugin_slot *p = realloc(reg.plugins, (size_t)cap * sizeof *p);
+        if (!p) return NULL;
+        reg.plugins = p;
+        reg.cap_plugins = cap;
+    }
+    plugin_slot *s = &reg.plugins[reg.n_plugins++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    s->rec.state = HOST_PLUGIN_REJECTED;
+    return s;
+}
+
+static void slot_reject(plugin_slot *s, const char *fmt, ...) TSR_PRINTF(2, 3);
+static void slot_reject(plugin_slot *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->reason, sizeof s->reason, fmt, ap);
+    va_end(ap);
+    s->rec.state = HOST_PLUGIN_REJECTED;
+    s->table = NULL;
+    if (s->dl) dlclose(s->dl);
+    s->dl = NULL;
+    host_log(TSR_LOG_INFO, "host", "plugin %s rejected: %s", s->path, s->reason);
+}
+
+static bool name_is_valid(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0 || n >= PLUGIN_NAME_MAX) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+/* Check the table a plugin returned; false with s rejected. */
+static bool table_accept(plugin_slot *s, const tsr_plugin *p) {
+    if (!p) {
+        slot_reject(s, "tsr_plugin_entry returned NULL for host ABI %u.%u (the plugin cannot "
+                       "serve this host)",
+                    TSR_ABI_MAJOR, TSR_ABI_MINOR);
+        return false;
+    }
+    if (TSR_ABI_MAJOR_OF(p->abi_version) != TSR_ABI_MAJOR) {
+        slot_reject(s, "ABI %u.%u, host speaks %u.x", TSR_ABI_MAJOR_OF(p->abi_version),
+                    TSR_ABI_MINOR_OF(p->abi_version), TSR_ABI_MAJOR);
+        return false;
+    }
+    const size_t need = offsetof(tsr_plugin, shutdown) + sizeof p->shutdown;
+    if (p->struct_size < need) {
+        slot_reject(s, "plugin table is %u bytes, ABI %u.x needs at least %zu", p->struct_size,
+                    TSR_ABI_MAJOR, need);
+        return false;
+    }
+    if (!p->name || !p->init || !p->device_count || !p->device_get) {
+        slot_reject(s, "plugin table lacks %s", !p->name ? "a name" : !p->init ? "init"
+                                                : !p->device_count ? "device_count"
+                                                                   : "device_get");
+        return false;
+    }
+    if (!name_is_valid(p->name)) {
+        slot_reject(s, "plugin name '%.40s' is not 1-31 characters of [a-z0-9_-]", p->name);
+        return false;
+    }
+    snprintf(s->name, sizeof s->name, "%s", p->name);
+    snprintf(s->version, sizeof s->version, "%s", p->version ? p->version : "");
+    if (strcmp(p->name, "ref") == 0 && s->dl) {
+        slot_reject(s, "plugin name 'ref' is reserved for the built-in reference backend");
+        return false;
+    }
+    s->rec.score = p->score ? p->score() : 1;
+    if (s->rec.score <= 0) {
+        slot_reject(s, "score %d: this build cannot run on this machine", s->rec.score);
+        return false;
+    }
+    s->table = p;
+    s->rec.state = HOST_PLUGIN_LOADED;
+    return true;
+}
+
+static void plugin_open(const char *path) {
+    plugin_slot *s = slot_add(path);
+    if (!s) return;
+    dlerror();
+    s->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!s->dl) {
+        const char *why = dlerror();
+        slot_reject(s, "not a loadable library: %s", why ? why : "dlopen failed");
+        return;
+    }
+    tsr_plugin_entry_fn entry;
+    /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
+    *(void **)&entry = dlsym(s->dl, TSR_PLUGIN_ENTRY_SYMBOL);
+    if (!entry) {
+        slot_reject(s, "no %s symbol (not a Tessera plugin)", TSR_PLUGIN_ENTRY_SYMBOL);
+        return;
+    }
+    table_accept(s, entry(TSR_ABI_VERSION));
+}
+
+/* Same plugin name from several files: keep the best score (first found on
+ * ties), mark the others superseded. */
+static void resolve_duplicates(void) {
+    for (int32_t i = 0; i < reg.n_plugins; i++) {
+        plugin_slot *a = &reg.plugins[i];
+        if (a->rec.state != HOST_PLUGIN_LOADED) continue;
+        for (int32_t j = i + 1; j < reg.n_plugins; j++) {
+            plugin_slot *b = &reg.plugins[j];
+            if (b->rec.state != HOST_PLUGIN_LOADED || strcmp(a->name, b->name) != 0) continue;
+            plugin_slot *loser = b->rec.score > a->rec.score ? a : b;
+            plugin_slot *winner = loser == a ? b : a;
+            snprintf(loser->reason, sizeof loser->reason,
+                     "superseded by %.200s (score %d vs %d)", winner->path, winner->rec.score,
+                     loser->rec.score);
+            loser->rec.state = HOST_PLUGIN_SUPERSEDED;
+            loser->table = NULL;
+            if (loser->dl) dlclose(loser->dl);
+            loser->dl = NULL;
+            if (loser == a) break;
+        }
+    }
+}
+
+/* Init a kept plugin and add its devices. */
+static void plugin_start(plugin_slot *s) {
+    const tsr_plugin *p = s->table;
+    char why[HOST_REASON_MAX] = "";
+    tsr_status st = p->init(&reg.services, why, sizeof why);
+    why[sizeof why - 1] = '\0';
+    if (st != TSR_OK) {
+        slot_reject(s, "init failed (status %d): %s", (int)st, why[0] ? why : "no reason given");
+        return;
+    }
+    s->needs_shutdown = true;
+    int32_t n = p->device_count();
+    if (n <= 0) {
+        if (p->shutdown) p->shutdown();
+        s->needs_shutdown = false;
+        slot_reject(s, "no devices: %s", why[0] ? why : "the plugin found none");
+        return;
+    }
+    host_device *grown = realloc(reg.devices, (size_t)(reg.n_devices + n) * sizeof *grown);
+    if (!grown) {
+        slot_reject(s, "out of memory listing %d devices", n);
+        return;
+    }
+    reg.devices = grown;
+    int32_t added = 0;
+    for (int32_t i = 0; i < n; i++) {
+        tsr_device *dev = p->device_get(i);
+        const size_t api_need = offsetof(tsr_device_api, queue_create) + sizeof(void *);
+        if (!dev || !dev->api || dev->api->struct_size < api_need || !dev->api->get_info ||
+            !dev->api->supports_op || !dev->api->buffer_alloc || !dev->api->queue_create) {
+            host_log(TSR_LOG_WARN, s->name, "device %d has an incomplete table; skipped", i);
+            continue;
+        }
+        host_device *d = &reg.devices[reg.n_devices];
+        memset(d, 0, sizeof *d);
+        d->info.struct_size = sizeof d->info;
+        if (dev->api->get_info(dev, &d->info) != TSR_OK) {
+            host_log(TSR_LOG_WARN, s->name, "device %d: get_info failed; skipped", i);
+            continue;
+        }
+        if (!d->info.description) d->info.description = "";
+        if (!d->info.features) d->info.features = "";
+        d->dev = dev;
+        d->plugin = p;
+        d->plugin_path = BUILTIN_PATH; /* fixed up once the slots stop moving */
+        if (strcmp(s->name, "ref") == 0)
+            snprintf(d->name, sizeof d->name, "ref");
+        else
+            snprintf(d->name, sizeof d->name, "%s%d", s->name, i);
+        reg.n_devices++;
+        added++;
+    }
+    s->rec.n_devices = added;
+    if (added == 0) {
+        if (p->shutdown) p->shutdown();
+        s->needs_shutdown = false;
+        slot_reject(s, "no usable devices (device tables incomplete or get_info failed)");
+    }
+}
+
+/* --------------------------------------------------------- discovery */
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool is_plugin_file(const char *name) {
+    size_t n = strlen(name), lp = strlen(PLUGIN_PREFIX), ls = strlen(PLUGIN_SUFFIX);
+    return n > lp + ls && strncmp(name, PLUGIN_PREFIX, lp) == 0 &&
+           strcmp(name + n - ls, PLUGIN_SUFFIX) == 0;
+}
+
+/* True if path (resolved) was already considered. */
+static bool already_seen(const char *path) {
+    char real[PATH_MAX];
+    if (!realpath(path, real)) snprintf(real, sizeof real, "%s", path);
+    for (int32_t i = 0; i < reg.n_plugins; i++) {
+        char other[PATH_MAX];
+        if (!realpath(reg.plugins[i].path, other))
+            snprintf(other, sizeof other, "%s", reg.plugins[i].path);
+        if (strcmp(real, other) == 0) return true;
+    }
+    return false;
+}
+
+static void scan_dir(const char *dir) {
+    if (!dir || !dir[0]) return;
+    DIR *d = opendir(dir);
+    if (!d) {
+        host_log(TSR_LOG_DEBUG, "host", "plugin directory %s: cannot open", dir);
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_plugin_file(e->d_name)) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            char **grown = realloc(names, nc * sizeof *grown);
+            if (!grown) break;
+            names = grown;
+            cap = nc;
+        }
+        names[n] = strdup(e->d_name);
+        if (names[n]) n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        int len = snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (len > 0 && (size_t)len < sizeof path && !already_seen(path)) plugin_open(path);
+        free(names[i]);
+    }
+    free(names);
+}
+
+static void scan_path_list(const char *list) {
+    if (!list) return;
+    char *copy = strdup(list);
+    if (!copy) return;
+    char *save = NULL;
+    for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
+        scan_dir(dir);
+    free(copy);
+}
+
+static void scan_exe_dir(void) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    *slash = '\0';
+    scan_dir(exe[0] ? exe : "/");
+}
+
+/* ------------------------------------------------------------ devices */
+
+static int device_rank(const host_device *d) {
+    if (strcmp(d->name, "ref") == 0) return 3;
+    switch (d->info.kind) {
+    case TSR_DEVICE_GPU: return 0;
+    case TSR_DEVICE_ACCEL: return 1;
+    default: return 2;
+    }
+}
+
+static int cmp_devices(const void *pa, const void *pb) {
+    const host_device *a = pa, *b = pb;
+    int ra = device_rank(a), rb = device_rank(b);
+    if (ra != rb) return ra - rb;
+    if (a->info.priority != b->info.priority) return a->info.priority > b->info.priority ? -1 : 1;
+    return a->index - b->index; /* load order */
+}
+
+static void add_builtin_ref(void) {
+    plugin_slot *s = slot_add(BUILTIN_PATH);
+    if (!s) return;
+    if (table_accept(s, ref_plugin_entry(TSR_ABI_VERSION))) plugin_start(s);
+}
+
+int host_init(const host_options *opt) {
+    if (reg.initialized) return 0;
+    services_init(opt);
+    if (opt)
+        for (int32_t i = 0; i < opt->n_plugin_dirs; i++) scan_dir(opt->plugin_dirs[i]);
+    if (!opt || !opt->only_plugin_dirs) {
+        scan_path_list(getenv("TESSERA_PLUGIN_PATH"));
+        scan_exe_dir();
+#ifdef TESSERA_PLUGIN_DIR
+        scan_dir(TESSERA_PLUGIN_DIR);
+#endif
+    }
+    resolve_duplicates();
+    for (int32_t i = 0; i < reg.n_plugins; i++)
+        if (reg.plugins[i].rec.state == HOST_PLUGIN_LOADED) plugin_start(&reg.plugins[i]);
+    add_builtin_ref();
+    for (int32_t i = 0; i < reg.n_devices; i++) reg.devices[i].index = i;
+    qsort(reg.devices, (size_t)reg.n_devices, sizeof *reg.devices, cmp_devices);
+    for (int32_t i = 0; i < reg.n_devices; i++) reg.devices[i].index = i;
+    /* Records and devices point into the slots, which no longer move. */
+    for (int32_t i = 0; i < reg.n_plugins; i++) {
+        plugin_slot *s = &reg.plugins[i];
+        s->rec.path = s->path;
+        s->rec.name = s->name;
+        s->rec.version = s->version;
+        s->rec.reason = s->reason;
+        for (int32_t j = 0; j < reg.n_devices; j++)
+            if (s->table && reg.devices[j].plugin == s->table) reg.devices[j].plugin_path = s->path;
+    }
+    reg.initialized = true;
+    if (!host_device_ref()) return error_set("host: the built-in reference backend failed to load: %s",
+                                             reg.n_plugins ? reg.plugins[reg.n_plugins - 1].reason
+                                                           : "out of memory");
+    return 0;
+}
+
+void host_shutdown(void) {
+    for (int32_t i = 0; i < reg.n_devices; i++) {
+        host_device *d = &reg.devices[i];
+        if (d->queue && d->queue->api && d->queue->api->destroy) d->queue->api->destroy(d->queue);
+    }
+    /* Shut plugins down in reverse load order, then unload them. */
+    for (int32_t i = reg.n_plugins - 1; i >= 0; i--) {
+        plugin_slot *s = &reg.plugins[i];
+        if (s->needs_shutdown && s->table && s->table->shutdown) s->table->shutdown();
+        if (s->dl) dlclose(s->dl);
+    }
+    free(reg.devices);
+    free(reg.plugins);
+    memset(&reg, 0, sizeof reg);
+}
+
+bool host_is_initialized(void) { return reg.initialized; }
+
+int32_t host_device_count(void) { return reg.n_devices; }
+
+host_device *host_device_get(int32_t index) {
+    if (index < 0 || index >= reg.n_devices) return NULL;
+    return &reg.devices[index];
+}
+
+host_device *host_device_find(const char *name) {
+    for (int32_t i = 0; i < reg.n_devices; i++)
+        if (strcmp(reg.devices[i].name, name) == 0) return &reg.devices[i];
+    return NULL;
+}
+
+host_device *host_device_ref(void) { return host_device_find("ref"); }
+
+tsr_queue *host_device_queue(host_device *d) {
+    if (d->queue) return d->queue;
+    tsr_queue *q = NULL;
+    tsr_status st = d->dev->api->queue_create(d->dev, &q);
+    if (st != TSR_OK || !q || !q->api) {
+        error_set("device %s: queue_create failed (status %d)", d->name, (int)st);
+        return NULL;
+    }
+    d->queue = q;
+    return q;
+}
+
+int32_t host_plugin_count(void) { return reg.n_plugins; }
+
+const host_plugin_record *host_plugin_get(int32_t index) {
+    if (index < 0 || index >= reg.n_plugins) return NULL;
+    return &reg.plugins[index].rec;
+}
+
+/* "cpu-avx0, ref" */
+static void available_list(char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < reg.n_devices && len + 1 < size; i++) {
+        int w = snprintf(buf + len, size - len, "%s%s", i ? ", " : "", reg.devices[i].name);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+int32_t host_select_devices(const char *list, host_device **out, int32_t max) {
+    if (!list || !list[0]) {
+        int32_t n = reg.n_devices < max ? reg.n_devices : max;
+        for (int32_t i = 0; i < n; i++) out[i] = &reg.devices[i];
+        return n;
+    }
+    char avail[512];
+    available_list(avail, sizeof avail);
+    int32_t n = 0;
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char name[HOST_DEVICE_NAME_MAX];
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        if (len == 0) return error_set("--device '%s': empty device name (available: %s)", list, avail);
+        if (len >= sizeof name)
+            return error_set("--device: unknown device '%.*s' (available: %s)", (int)len, p, avail);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        host_device *d = host_device_find(name);
+        if (!d) return error_set("--device: unknown device '%s' (available: %s)", name, avail);
+        for (int32_t i = 0; i < n; i++)
+            if (out[i] == d) return error_set("--device: device '%s' is listed twice", name);
+        if (n == max) return error_set("--device: more than %d devices listed", max);
+        out[n++] = d;
+        if (!end) break;
+        p = end + 1;
+        if (!*p) return error_set("--device '%s': empty device name (available: %s)", list, avail);
+    }
+    return n;
+}

@@ -1,0 +1,218 @@
+/*
+ * sched run — executes the plan of the last sched_alloc: per split, copy in
+ * what the device cannot address, hand it the split's nodes as it must see
+ * them, then read back outputs the host cannot see. And sched_explain.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched.h"
+#include "sched/sched_internal.h"
+#include "util/error.h"
+
+void sched_present(const sched *s, graph_tensor *t, int32_t slot, int32_t split,
+                   tsr_tensor *out) {
+    *out = t->t;
+    const sched_slot *sl = &s->slots[slot];
+    const sched_split *sp = &s->splits[split];
+    for (int32_t c = sp->copy_begin; c < sp->copy_begin + sp->n_copies; c++) {
+        if (s->copies[c].tensor != t->index) continue;
+        out->buffer = sl->buf;
+        out->offset = s->copies[c].dst_offset;
+        out->data = sl->buf_host ? sl->buf_host + out->offset : NULL;
+        return;
+    }
+    uint64_t off;
+    graph_tensor *r = graph_tensor_storage(t, &off);
+    const sched_loc *L = &s->loc[r->index];
+    if (L->owner && L->owner == sl->hd) {
+        out->buffer = L->buffer;
+        out->offset = L->offset + off;
+        out->data = L->host ? L->host + off : NULL;
+    } else {
+        /* Host memory (plain or a host-visible buffer): placement made sure
+         * this device reads it. */
+        out->buffer = NULL;
+        out->offset = 0;
+        out->data = L->host ? L->host + off : NULL;
+    }
+}
+
+static int staging_reserve(sched *s, uint64_t size) {
+    if (size <= s->staging_size) return 0;
+    unsigned char *p = realloc(s->staging, size);
+    if (!p) return error_set("sched: out of memory for a %llu-byte copy", (unsigned long long)size);
+    s->staging = p;
+    s->staging_size = size;
+    return 0;
+}
+
+static int run_copy(sched *s, const sched_copy *c, int32_t slot) {
+    sched_slot *sl = &s->slots[slot];
+    const sched_loc *L = &s->loc[c->root];
+    const unsigned char *src = L->host ? L->host + c->start : NULL;
+    const graph_tensor *t = graph_tensor_at(s->g, c->tensor);
+    if (!src) {
+        /* In a buffer the host cannot see: read it through its device. */
+        if (!L->owner || !L->buffer)
+            return error_set("sched: tensor '%s' has no memory to copy from", t->name);
+        tsr_queue *q = host_device_queue(L->owner);
+        if (!q || staging_reserve(s, c->size)) return -1;
+        tsr_status st = q->api->synchronize(q);
+        if (st == TSR_OK) st = q->api->read(q, L->buffer, L->offset + c->start, s->staging, c->size);
+        if (st == TSR_OK) st = q->api->synchronize(q);
+        if (st != TSR_OK)
+            return error_set("device %s: reading '%s' (%llu bytes) failed (status %d)",
+                             L->owner->name, t->name, (unsigned long long)c->size, (int)st);
+        src = s->staging;
+    }
+    if (sl->buf_host) {
+        memcpy(sl->buf_host + c->dst_offset, src, c->size);
+        return 0;
+    }
+    tsr_queue *q = host_device_queue(sl->hd);
+    if (!q) return -1;
+    tsr_status st = q->api->write(q, sl->buf, c->dst_offset, src, c->size);
+    /* The source may be the staging buffer, reused by the next copy. */
+    if (st == TSR_OK && src == s->staging) st = q->api->synchronize(q);
+    if (st != TSR_OK)
+        return error_set("device %s: writing '%s' (%llu bytes) failed (status %d)", sl->hd->name,
+                         t->name, (unsigned long long)c->size, (int)st);
+    return 0;
+}
+
+static int run_split(sched *s, int32_t k) {
+    const sched_split *sp = &s->splits[k];
+    sched_slot *sl = &s->slots[sp->slot];
+    for (int32_t c = sp->copy_begin; c < sp->copy_begin + sp->n_copies; c++)
+        if (run_copy(s, &s->copies[c], sp->slot)) return -1;
+    int32_t n = 0;
+    tsr_tensor *tensors = s->run_tensors;
+    for (int32_t pos = sp->first; pos <= sp->last; pos++, n++) {
+        graph_tensor *t = graph_node_at(s->g, pos);
+        tsr_node *node = &s->run_nodes[n];
+        graph_node_to_tsr(t, node);
+        tsr_tensor *mine = &tensors[(size_t)n * (1 + TSR_MAX_SRC)];
+        sched_present(s, t, sp->slot, k, &mine[0]);
+        node->dst = &mine[0];
+        for (int i = 0; i < t->n_src; i++) {
+            if (!t->src[i]) continue;
+            sched_present(s, t->src[i], sp->slot, k, &mine[1 + i]);
+            node->src[i] = &mine[1 + i];
+        }
+    }
+    tsr_queue *q = host_device_queue(sl->hd);
+    if (!q) return -1;
+    tsr_status st = q->api->compute(q, s->run_nodes, n);
+    if (st == TSR_ERR_ABORTED) return error_set("aborted");
+    if (st != TSR_OK) {
+        const graph_tensor *first = graph_node_at(s->g, sp->first);
+        return error_set("device %s: compute failed (status %d) in split %d (%d nodes from '%s' %s)",
+                         sl->hd->name, (int)st, k, n, first->name, graph_op_name(first->op));
+    }
+    return 0;
+}
+
+static int sync_all(sched *s) {
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        tsr_queue *q = s->slots[i].hd->queue;
+        if (!q) continue;
+        tsr_status st = q->api->synchronize(q);
+        if (st == TSR_ERR_ABORTED) return error_set("aborted");
+        if (st != TSR_OK)
+            return error_set("device %s: synchronize failed (status %d)", s->slots[i].hd->name,
+                             (int)st);
+    }
+    return 0;
+}
+
+static int read_outputs(sched *s) {
+    for (int32_t i = 0; i < s->n_tensors; i++) {
+        graph_tensor *r = graph_tensor_at(s->g, i);
+        if (r->op == TSR_OP_NONE || r->view_src || s->host_offset[i] == UINT64_MAX) continue;
+        const sched_loc *L = &s->loc[i];
+        tsr_queue *q = host_device_queue(L->owner);
+        if (!q) return -1;
+        uint64_t size = graph_tensor_nbytes(r);
+        tsr_status st = q->api->read(q, L->buffer, L->offset, s->host_arena + s->host_offset[i], size);
+        if (st == TSR_OK) st = q->api->synchronize(q);
+        if (st != TSR_OK)
+            return error_set("device %s: reading output '%s' failed (status %d)", L->owner->name,
+                             r->name, (int)st);
+    }
+    return 0;
+}
+
+int sched_compute(sched *s, graph *g) {
+    if (!s || !g) return error_set("sched_compute: %s is NULL", s ? "graph" : "scheduler");
+    if (s->g != g) return error_set("sched_compute: graph was not allocated by sched_alloc");
+    int32_t prev = -1;
+    for (int32_t k = 0; k < s->n_splits; k++) {
+        if (host_abort_requested()) return error_set("aborted");
+        /* Splits on other devices read what earlier ones wrote. */
+        if (prev >= 0 && s->splits[k].slot != prev && sync_all(s)) return -1;
+        if (run_split(s, k)) return -1;
+        prev = s->splits[k].slot;
+    }
+    if (sync_all(s)) return -1;
+    return read_outputs(s);
+}
+
+/* ------------------------------------------------------------- explain */
+
+static void print_bytes(FILE *out, uint64_t n) {
+    if (n >= (1u << 20))
+        fprintf(out, "%.2f MiB", (double)n / (1 << 20));
+    else if (n >= 1024)
+        fprintf(out, "%.2f KiB", (double)n / 1024);
+    else
+        fprintf(out, "%llu B", (unsigned long long)n);
+}
+
+static const char *where_name(const sched *s, int32_t root) {
+    const sched_loc *L = &s->loc[root];
+    return L->owner ? L->owner->name : "host";
+}
+
+void sched_explain(const sched *s, FILE *out) {
+    if (!s->g) {
+        fprintf(out, "scheduler: no graph allocated\n");
+        return;
+    }
+    fprintf(out, "devices:");
+    for (int32_t i = 0; i < s->n_slots; i++)
+        fprintf(out, " %s%s", s->slots[i].hd->name, s->slots[i].fallback ? " (fallback)" : "");
+    fprintf(out, "\n%d nodes, %d splits, %d copies, %d fallbacks\n", s->n_nodes, s->n_splits,
+            s->n_copies, s->n_fallbacks);
+    for (int32_t k = 0; k < s->n_splits; k++) {
+        const sched_split *sp = &s->splits[k];
+        fprintf(out, "split %d: %s, nodes %d..%d (%d: '%s' .. '%s')\n", k,
+                s->slots[sp->slot].hd->name, sp->first, sp->last, sp->last - sp->first + 1,
+                graph_node_at(s->g, sp->first)->name, graph_node_at(s->g, sp->last)->name);
+        for (int32_t c = sp->copy_begin; c < sp->copy_begin + sp->n_copies; c++) {
+            const sched_copy *cp = &s->copies[c];
+            fprintf(out, "  copy '%s' %s -> %s, ", graph_tensor_at(s->g, cp->tensor)->name,
+                    where_name(s, cp->root), s->slots[sp->slot].hd->name);
+            print_bytes(out, cp->size);
+            fputc('\n', out);
+        }
+    }
+    for (int32_t f = 0; f < s->n_fallbacks; f++) {
+        const sched_fallback *fb = &s->fallbacks[f];
+        const graph_tensor *t = graph_node_at(s->g, fb->node);
+        fprintf(out, "fallback: %s '%s' -> %s: %s\n", graph_op_name(t->op), t->name,
+                s->slots[fb->slot].hd->name, fb->reason);
+    }
+    uint64_t total = 0;
+    fprintf(out, "compute buffers:");
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        fprintf(out, " %s ", s->slots[i].hd->name);
+        print_bytes(out, s->slots[i].plan.peak);
+        total += s->slots[i].plan.peak;
+    }
+    fprintf(out, "; peak ");
+    print_bytes(out, total);
+    fprintf(out, " (");
+    print_bytes(out, s->intermediate_bytes);
+    fprintf(out, " without reuse)\n");
+}

@@ -1,0 +1,128 @@
+/*
+ * sched internals shared by sched.c (placement, splits, copies, memory),
+ * memplan.c (the liveness allocator) and run.c (compute, explain).
+ */
+#ifndef TESSERA_SCHED_INTERNAL_H
+#define TESSERA_SCHED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/sched.h"
+
+enum {
+    SCHED_MAX_DEVICES = 16,
+    SCHED_ALIGN = 256,       /* offsets in compute buffers */
+    SCHED_HOST_ALIGN = 64,   /* offsets in the host arena  */
+    SCHED_REASON_MAX = 200
+};
+
+/* ------------------------------------------------------- memory planner */
+
+/* Offsets in one growing buffer: best-fit from a free list, new space at the
+ * top; peak is the largest top ever reached. */
+typedef struct memplan_block {
+    uint64_t offset, size;
+} memplan_block;
+
+typedef struct memplan {
+    memplan_block *free_blocks;
+    int32_t n_free, cap_free;
+    uint64_t top;
+    uint64_t peak;
+} memplan;
+
+void memplan_reset(memplan *p);
+void memplan_release(memplan *p);
+/* Offset of size bytes (size rounded up to SCHED_ALIGN). */
+uint64_t memplan_alloc(memplan *p, uint64_t size);
+/* Return [offset, offset+size) (same size as allocated). -1 out of memory. */
+int memplan_free(memplan *p, uint64_t offset, uint64_t size);
+uint64_t memplan_aligned(uint64_t size);
+
+/* ------------------------------------------------------------- state */
+
+typedef struct sched_slot {
+    host_device *hd;
+    bool fallback;      /* added by the scheduler, not chosen by the user */
+    bool host_visible;  /* buffers have host addresses                    */
+    bool reads_host;    /* nodes may read plain host memory               */
+    tsr_buffer *buf;    /* the one compute buffer, kept across calls      */
+    uint64_t buf_size;
+    unsigned char *buf_host;
+    memplan plan;
+} sched_slot;
+
+/* Where a storage root's bytes are. */
+typedef struct sched_loc {
+    host_device *owner;   /* device whose buffer holds it; NULL: plain host */
+    tsr_buffer *buffer;
+    uint64_t offset;
+    unsigned char *host;  /* host address of the first byte, or NULL */
+} sched_loc;
+
+typedef struct sched_copy {
+    int32_t split;
+    int32_t tensor;       /* graph tensor index of the source (may be a view) */
+    int32_t root;         /* its storage root                                 */
+    uint64_t start;       /* byte offset of the source within the root        */
+    uint64_t size;
+    uint64_t dst_offset;  /* in the split device's compute buffer             */
+} sched_copy;
+
+typedef struct sched_split {
+    int32_t slot;
+    int32_t first, last; /* node positions, inclusive */
+    int32_t copy_begin, n_copies;
+} sched_split;
+
+typedef struct sched_fallback {
+    int32_t node;
+    int32_t slot;
+    char reason[SCHED_REASON_MAX];
+} sched_fallback;
+
+struct sched {
+    sched_slot slots[SCHED_MAX_DEVICES];
+    int32_t n_slots;
+    int32_t n_chosen;
+    sched_params params;
+
+    /* The last allocated graph. */
+    const graph *g;
+    int32_t n_nodes, n_tensors, cap_nodes, cap_tensors;
+    int32_t *node_slot;     /* [n_nodes] slot computing node i           */
+    int32_t *node_pos;      /* [n_tensors] node position, -1 for leaves  */
+    int32_t *last_use;      /* [n_tensors] per root: last reading node   */
+    bool *is_output;        /* [n_tensors] per root                      */
+    bool *in_place;         /* [n_tensors] root handed its block on      */
+    bool *released;         /* [n_tensors] root's block already freed    */
+    uint64_t *plan_offset;  /* [n_tensors] per root in its compute buffer */
+    uint64_t *host_offset;  /* [n_tensors] per root in the host arena, or UINT64_MAX */
+    sched_loc *loc;         /* [n_tensors] per root                      */
+
+    sched_split *splits;
+    int32_t n_splits, cap_splits;
+    sched_copy *copies;
+    int32_t n_copies, cap_copies;
+    sched_fallback *fallbacks;
+    int32_t n_fallbacks, cap_fallbacks;
+
+    unsigned char *host_arena; /* inputs and read-back outputs */
+    uint64_t host_arena_size, host_arena_used;
+    unsigned char *staging;    /* bounce buffer for device-to-device copies */
+    uint64_t staging_size;
+    tsr_node *run_nodes;       /* [n_nodes] scratch for compute */
+    tsr_tensor *run_tensors;   /* [n_nodes * (1 + TSR_MAX_SRC)] */
+
+    uint64_t intermediate_bytes;
+};
+
+/* Storage root of tensor index i and the byte offset of i within it. */
+graph_tensor *sched_root(const sched *s, int32_t i, uint64_t *offset);
+
+/* The tensor as device `slot` sees it during split `split`: copied, in the
+ * device's own buffer, or in host memory. */
+void sched_present(const sched *s, graph_tensor *t, int32_t slot, int32_t split, tsr_tensor *out);
+
+#endif

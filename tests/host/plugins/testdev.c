@@ -1,0 +1,249 @@
+/*
+ * testdev — a test backend plugin built from plugins-api/ alone.
+ *
+ * One accelerator device whose memory is ordinary malloc'd host memory, but
+ * which pretends otherwise: its buffers are NOT host-visible and its nodes do
+ * NOT read plain host memory, so the scheduler must copy every input in and
+ * every result out through the queue's write/read. It computes a subset of
+ * the ops (ADD, MUL, MUL_MAT, F32 only); everything else must fall back.
+ *
+ * Build-time knobs (the test builds this file several times):
+ *   TESTDEV_NAME        plugin name (default "testdev")
+ *   TESTDEV_ABI_MAJOR   ABI major to claim (default TSR_ABI_MAJOR)
+ *   TESTDEV_INIT_FAIL   init fails with a reason, as with no driver
+ *   TESTDEV_SCORE       score() result (default 10)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/plugin.h>
+
+#ifndef TESTDEV_NAME
+#define TESTDEV_NAME "testdev"
+#endif
+#ifndef TESTDEV_ABI_MAJOR
+#define TESTDEV_ABI_MAJOR TSR_ABI_MAJOR
+#endif
+#ifndef TESTDEV_SCORE
+#define TESTDEV_SCORE 10
+#endif
+
+struct tsr_buffer {
+    unsigned char *mem;
+    uint64_t size;
+};
+
+static const tsr_host *host;
+
+/* ------------------------------------------------------------ compute */
+
+/* Address of a tensor's element (i0..i3): device buffers only. */
+static float *at(const tsr_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return (float *)(t->buffer->mem + t->offset + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] +
+                     i3 * t->nb[3]);
+}
+
+/* Every byte the tensor spans lies inside its buffer. */
+static int in_buffer(const tsr_tensor *t) {
+    if (!t || !t->buffer) return 0;
+    uint64_t span = 4;
+    for (int d = 0; d < TSR_MAX_DIMS; d++) span += (uint64_t)(t->ne[d] - 1) * (uint64_t)t->nb[d];
+    return t->offset <= t->buffer->size && span <= t->buffer->size - t->offset;
+}
+
+static void binary(const tsr_node *n) {
+    const tsr_tensor *a = n->src[0], *b = n->src[1], *d = n->dst;
+    for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < d->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < d->ne[0]; i0++) {
+                    float x = *at(a, i0, i1, i2, i3);
+                    float y = *at(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+                    *at(d, i0, i1, i2, i3) = n->op == TSR_OP_ADD ? x + y : x * y;
+                }
+}
+
+static void mul_mat(const tsr_node *n) {
+    const tsr_tensor *w = n->src[0], *x = n->src[1], *d = n->dst;
+    const int64_t r2 = d->ne[2] / w->ne[2], r3 = d->ne[3] / w->ne[3];
+    for (int64_t b3 = 0; b3 < d->ne[3]; b3++)
+        for (int64_t b2 = 0; b2 < d->ne[2]; b2++)
+            for (int64_t j = 0; j < d->ne[1]; j++)
+                for (int64_t i = 0; i < d->ne[0]; i++) {
+                    double sum = 0;
+                    for (int64_t k = 0; k < w->ne[0]; k++)
+                        sum += (double)*at(w, k, i, b2 / r2, b3 / r3) * *at(x, k, j, b2, b3);
+                    *at(d, i, j, b2, b3) = (float)sum;
+                }
+}
+
+static int32_t supports(const tsr_node *n) {
+    if (n->op != TSR_OP_ADD && n->op != TSR_OP_MUL && n->op != TSR_OP_MUL_MAT) return 0;
+    if (n->n_src != 2 || !n->src[0] || !n->src[1] || n->dst->dtype != TSR_DTYPE_F32) return 0;
+    return n->src[0]->dtype == TSR_DTYPE_F32 && n->src[1]->dtype == TSR_DTYPE_F32;
+}
+
+static tsr_status queue_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes) {
+    (void)q;
+    for (int32_t i = 0; i < n_nodes; i++) {
+        const tsr_node *n = &nodes[i];
+        if (host && host->abort_flag && *host->abort_flag) return TSR_ERR_ABORTED;
+        if (!supports(n)) return TSR_ERR_UNSUPPORTED;
+        /* This device cannot see host memory: every tensor must be ours. */
+        if (!in_buffer(n->dst) || !in_buffer(n->src[0]) || !in_buffer(n->src[1])) {
+            if (host && host->log)
+                host->log(TSR_LOG_ERROR, TESTDEV_NAME, "tensor outside device buffers");
+            return TSR_ERR_INVALID;
+        }
+        if (n->op == TSR_OP_MUL_MAT)
+            mul_mat(n);
+        else
+            binary(n);
+    }
+    return TSR_OK;
+}
+
+static tsr_status queue_write(tsr_queue *q, tsr_buffer *b, uint64_t off, const void *src,
+                              uint64_t size) {
+    (void)q;
+    if (!b || off > b->size || size > b->size - off) return TSR_ERR_INVALID;
+    memcpy(b->mem + off, src, size);
+    return TSR_OK;
+}
+
+static tsr_status queue_read(tsr_queue *q, tsr_buffer *b, uint64_t off, void *dst,
+                             uint64_t size) {
+    (void)q;
+    if (!b || off > b->size || size > b->size - off) return TSR_ERR_INVALID;
+    memcpy(dst, b->mem + off, size);
+    return TSR_OK;
+}
+
+static tsr_status queue_sync(tsr_queue *q) {
+    (void)q;
+    return TSR_OK;
+}
+
+static void queue_destroy(tsr_queue *q) { free(q); }
+
+static const tsr_queue_api queue_api = {
+    .struct_size = sizeof(tsr_queue_api),
+    .compute = queue_compute,
+    .write = queue_write,
+    .read = queue_read,
+    .synchronize = queue_sync,
+    .destroy = queue_destroy,
+};
+
+/* ------------------------------------------------------------- device */
+
+static tsr_status dev_info(tsr_device *d, tsr_device_info *info) {
+    (void)d;
+    if (info->struct_size < sizeof *info) return TSR_ERR_INVALID;
+    info->kind = TSR_DEVICE_ACCEL;
+    info->description = "Tessera test device (" TESTDEV_NAME ")";
+    info->features = "add mul mul_mat";
+    info->memory_total = 1u << 30;
+    info->memory_free = 1u << 30;
+    info->host_visible = 0;
+    info->reads_host_memory = 0;
+    info->priority = 50;
+    return TSR_OK;
+}
+
+static int32_t dev_supports(tsr_device *d, const tsr_node *n) {
+    (void)d;
+    return supports(n);
+}
+
+static tsr_status dev_alloc(tsr_device *d, uint64_t size, tsr_buffer **out) {
+    (void)d;
+    tsr_buffer *b = calloc(1, sizeof *b);
+    if (!b) return TSR_ERR_NO_MEMORY;
+    b->mem = calloc(1, size ? size : 1);
+    if (!b->mem) {
+        free(b);
+        return TSR_ERR_NO_MEMORY;
+    }
+    b->size = size;
+    *out = b;
+    return TSR_OK;
+}
+
+static void dev_free(tsr_device *d, tsr_buffer *b) {
+    (void)d;
+    if (!b) return;
+    free(b->mem);
+    free(b);
+}
+
+static void *dev_host_ptr(tsr_device *d, tsr_buffer *b) {
+    (void)d;
+    (void)b;
+    return NULL; /* not host-visible, on purpose */
+}
+
+static tsr_status dev_queue(tsr_device *d, tsr_queue **out) {
+    (void)d;
+    tsr_queue *q = calloc(1, sizeof *q);
+    if (!q) return TSR_ERR_NO_MEMORY;
+    q->api = &queue_api;
+    *out = q;
+    return TSR_OK;
+}
+
+static const tsr_device_api device_api = {
+    .struct_size = sizeof(tsr_device_api),
+    .get_info = dev_info,
+    .supports_op = dev_supports,
+    .buffer_alloc = dev_alloc,
+    .buffer_free = dev_free,
+    .buffer_host_ptr = dev_host_ptr,
+    .queue_create = dev_queue,
+};
+
+static tsr_device the_device = {.api = &device_api, .impl = NULL};
+
+/* ------------------------------------------------------------- plugin */
+
+static int32_t score(void) { return TESTDEV_SCORE; }
+
+static tsr_status init(const tsr_host *h, char *reason, size_t reason_size) {
+    host = h;
+#ifdef TESTDEV_INIT_FAIL
+    if (reason && reason_size) {
+        const char msg[] = "no test device driver (built with TESTDEV_INIT_FAIL)";
+        size_t n = sizeof msg < reason_size ? sizeof msg : reason_size;
+        memcpy(reason, msg, n);
+        reason[n - 1] = '\0';
+    }
+    return TSR_ERR_DEVICE;
+#else
+    (void)reason;
+    (void)reason_size;
+    return TSR_OK;
+#endif
+}
+
+static int32_t device_count(void) { return 1; }
+
+static tsr_device *device_get(int32_t i) { return i == 0 ? &the_device : NULL; }
+
+static void shutdown(void) { host = NULL; }
+
+static const tsr_plugin plugin = {
+    .abi_version = ((uint32_t)TESTDEV_ABI_MAJOR << 16) | TSR_ABI_MINOR,
+    .struct_size = sizeof(tsr_plugin),
+    .name = TESTDEV_NAME,
+    .version = "1.0",
+    .score = score,
+    .init = init,
+    .device_count = device_count,
+    .device_get = device_get,
+    .shutdown = shutdown,
+};
+
+TSR_PLUGIN_EXPORT const tsr_plugin *tsr_plugin_entry(uint32_t host_abi_version) {
+    (void)host_abi_version; /* answer every host: the host must check the major */
+    return &plugin;
+}

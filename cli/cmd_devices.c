@@ -1,11 +1,179 @@
-/* tessera devices — placeholder until its issue lands. */
+/* tessera devices — list compute devices and every plugin that was rejected. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "host/host.h"
+#include "util/error.h"
+
+enum { MAX_PLUGIN_DIRS = 16, MAX_DEVICES = 64 };
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: tessera devices [--json] [--plugin-dir DIR]... [--device LIST] [-v]\n"
+            "\n"
+            "List every compute device (index, name, kind, description, features, memory,\n"
+            "host visibility, plugin and file) and every backend plugin that was rejected\n"
+            "or superseded, with the reason.\n"
+            "\n"
+            "  --json            machine-readable output\n"
+            "  --plugin-dir DIR  look for libtessera-backend-*.so in DIR first (repeatable);\n"
+            "                    then TESSERA_PLUGIN_PATH, the executable's directory and\n"
+            "                    the install libdir are searched\n"
+            "  --device LIST     show only these devices, in this order (e.g. vulkan0,ref);\n"
+            "                    an unknown name is an error listing the available ones\n"
+            "  -v, --verbose     show what plugins log while loading\n"
+            "  -h, --help        this text\n");
+}
+
+/* JSON string literal of s (control characters escaped). */
+static void json_str(FILE *out, const char *s) {
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static const char *state_name(int32_t state) {
+    switch (state) {
+    case HOST_PLUGIN_LOADED: return "loaded";
+    case HOST_PLUGIN_SUPERSEDED: return "superseded";
+    default: return "rejected";
+    }
+}
+
+static void print_mib(FILE *out, uint64_t bytes) {
+    if (bytes == 0)
+        fprintf(out, "unknown");
+    else
+        fprintf(out, "%.0f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+static void print_text(FILE *out, host_device **devs, int32_t n) {
+    fprintf(out, "devices:\n");
+    for (int32_t i = 0; i < n; i++) {
+        const host_device *d = devs[i];
+        fprintf(out, "  %d  %-12s %-11s %s\n", d->index, d->name,
+                host_device_kind_name(d->info.kind), d->info.description);
+        fprintf(out, "      memory: ");
+        print_mib(out, d->info.memory_total);
+        fprintf(out, " total, ");
+        print_mib(out, d->info.memory_free);
+        fprintf(out, " free; host-visible: %s; reads host memory: %s; priority %d\n",
+                d->info.host_visible ? "yes" : "no", d->info.reads_host_memory ? "yes" : "no",
+                d->info.priority);
+        if (d->info.features[0]) fprintf(out, "      features: %s\n", d->info.features);
+        fprintf(out, "      plugin: %s %s (%s)\n", d->plugin->name,
+                d->plugin->version ? d->plugin->version : "", d->plugin_path);
+    }
+    int32_t shown = 0;
+    for (int32_t i = 0; i < host_plugin_count(); i++) {
+        const host_plugin_record *p = host_plugin_get(i);
+        if (p->state == HOST_PLUGIN_LOADED) continue;
+        if (!shown++) fprintf(out, "rejected plugins:\n");
+        fprintf(out, "  %s: %s: %s\n", p->path, state_name(p->state), p->reason);
+    }
+}
+
+static void print_json(FILE *out, host_device **devs, int32_t n) {
+    fprintf(out, "{\n  \"devices\": [");
+    for (int32_t i = 0; i < n; i++) {
+        const host_device *d = devs[i];
+        fprintf(out, "%s\n    {\"index\": %d, \"name\": ", i ? "," : "", d->index);
+        json_str(out, d->name);
+        fprintf(out, ", \"kind\": ");
+        json_str(out, host_device_kind_name(d->info.kind));
+        fprintf(out, ", \"description\": ");
+        json_str(out, d->info.description);
+        fprintf(out, ", \"features\": ");
+        json_str(out, d->info.features);
+        fprintf(out,
+                ", \"memory_total\": %llu, \"memory_free\": %llu, \"host_visible\": %s, "
+                "\"reads_host_memory\": %s, \"priority\": %d, \"plugin\": ",
+                (unsigned long long)d->info.memory_total, (unsigned long long)d->info.memory_free,
+                d->info.host_visible ? "true" : "false",
+                d->info.reads_host_memory ? "true" : "false", d->info.priority);
+        json_str(out, d->plugin->name);
+        fprintf(out, ", \"plugin_version\": ");
+        json_str(out, d->plugin->version);
+        fprintf(out, ", \"path\": ");
+        json_str(out, d->plugin_path);
+        fprintf(out, "}");
+    }
+    fprintf(out, "\n  ],\n  \"plugins\": [");
+    for (int32_t i = 0; i < host_plugin_count(); i++) {
+        const host_plugin_record *p = host_plugin_get(i);
+        fprintf(out, "%s\n    {\"path\": ", i ? "," : "");
+        json_str(out, p->path);
+        fprintf(out, ", \"name\": ");
+        json_str(out, p->name);
+        fprintf(out, ", \"version\": ");
+        json_str(out, p->version);
+        fprintf(out, ", \"state\": ");
+        json_str(out, state_name(p->state));
+        fprintf(out, ", \"score\": %d, \"devices\": %d, \"reason\": ", p->score, p->n_devices);
+        json_str(out, p->reason);
+        fprintf(out, "}");
+    }
+    fprintf(out, "\n  ]\n}\n");
+}
 
 int cmd_devices(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tessera devices: not available in this build yet\n");
-    return 2;
+    const char *dirs[MAX_PLUGIN_DIRS];
+    int32_t n_dirs = 0;
+    bool json = false;
+    const char *device_list = NULL;
+    int verbosity = TSR_LOG_ERROR;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            verbosity = TSR_LOG_DEBUG;
+        } else if (!strcmp(a, "--plugin-dir") || !strcmp(a, "--device")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tessera devices: %s needs a value\n", a);
+                return 2;
+            }
+            if (!strcmp(a, "--device")) {
+                device_list = argv[++i];
+            } else if (n_dirs == MAX_PLUGIN_DIRS) {
+                fprintf(stderr, "tessera devices: more than %d --plugin-dir\n", MAX_PLUGIN_DIRS);
+                return 2;
+            } else {
+                dirs[n_dirs++] = argv[++i];
+            }
+        } else {
+            fprintf(stderr, "tessera devices: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    host_options opt = {.plugin_dirs = dirs, .n_plugin_dirs = n_dirs, .verbosity = verbosity};
+    if (host_init(&opt)) {
+        fprintf(stderr, "tessera devices: %s\n", error_get());
+        return 1;
+    }
+    host_device *devs[MAX_DEVICES];
+    int32_t n = host_select_devices(device_list, devs, MAX_DEVICES);
+    if (n < 0) {
+        fprintf(stderr, "tessera devices: %s\n", error_get());
+        host_shutdown();
+        return 1;
+    }
+    if (json)
+        print_json(stdout, devs, n);
+    else
+        print_text(stdout, devs, n);
+    host_shutdown();
+    return 0;
 }

@@ -2,16 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "model/public.h"
 #include "util/error.h"
-
-double tessera_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 tessera_model_params tessera_model_default_params(void) {
     return (tessera_model_params){.devices = NULL, .n_gpu_layers = 0};

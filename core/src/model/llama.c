@@ -24,6 +24,7 @@
 
 #include "kv/kv.h"
 #include "model/model.h"
+#include "tensor/dtype.h"
 #include "util/error.h"
 
 /* llama.cpp's CPU backend multiplies an F16 cache with F16 copies of q and
@@ -41,8 +42,26 @@ static graph_tensor *norm_mul(graph *g, graph_tensor *x, const model_weight *w, 
     return t;
 }
 
+/* llama.cpp's CPU backend converts the activations of a matrix product to the
+ * weight's "vec_dot_type" first: F16 for F16 weights, BF16 for BF16, and an
+ * 8-bit block type (Q8_0, Q8_1, Q8_K) for quantized weights. Doing the same
+ * rounding here (convert there and back) makes an exact engine such as ref
+ * land on llama.cpp's numbers. Only for weights on the host: a GPU computes
+ * its layers its own way. */
+static graph_tensor *round_like_cpu(graph *g, const model_weight *w, graph_tensor *x) {
+    if (w->dtype == TSR_DTYPE_F32 || w->home_device >= 0 || !x) return x;
+    const dtype_traits *tr = dtype_traits_get(w->dtype);
+    if (!tr) return x;
+    /* (our dtype table pairs F16/BF16 with F32 for its exact dot product) */
+    int32_t act = w->dtype == TSR_DTYPE_F16 || w->dtype == TSR_DTYPE_BF16 ? w->dtype : tr->vec_dot_type;
+    const dtype_traits *vt = dtype_traits_get(act);
+    if (act == TSR_DTYPE_F32 || !vt || !vt->from_f32 || !vt->to_f32 || x->t.ne[0] % vt->block_size != 0)
+        return x;
+    return graph_cast(g, graph_cast(g, x, act), TSR_DTYPE_F32);
+}
+
 static graph_tensor *linear(graph *g, const model_weight *w, const model_weight *b, graph_tensor *x) {
-    graph_tensor *t = graph_mul_mat(g, model_weight_leaf(g, w), x);
+    graph_tensor *t = graph_mul_mat(g, model_weight_leaf(g, w), round_like_cpu(g, w, x));
     if (b && b->nbytes) t = graph_add(g, t, model_weight_leaf(g, b));
     return t;
 }

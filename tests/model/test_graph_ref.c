@@ -1,0 +1,133 @@
+/*
+ * The llama graph alone on the ref backend (no scheduler, no tokenizer):
+ * feed the golden token ids of ../shared/golden/<model>.jsonl and compare the
+ * logits at every prompt position and the greedy continuation.
+ *
+ * usage: test_graph_ref MODEL_NAME [f16|f32] [TOLERANCE]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden.h"
+#include "gguf/gguf.h"
+#include "kv/kv.h"
+#include "mini_runner.h"
+#include "model/model.h"
+#include "util/error.h"
+
+/* Run tokens at positions pos..; copy n_out rows of logits to out. */
+static int forward(const model *m, kv_cache *kv, const int32_t *tokens, int32_t n, int32_t pos, bool all,
+                   float *out) {
+    model_batch_graph bg;
+    int32_t n_out = all ? n : 1;
+    if (model_build_graph(m, kv, n, pos, pos + n, n_out, &bg) != 0) return -1;
+    int rc = -1;
+    if (mini_alloc(bg.g) != 0) goto done;
+    for (int32_t i = 0; i < n; i++) {
+        ((int32_t *)bg.tokens->t.data)[i] = tokens[i];
+        ((int32_t *)bg.pos->t.data)[i] = pos + i;
+    }
+    float *mask = bg.mask->t.data;
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t j = 0; j < pos + n; j++) mask[t * (pos + n) + j] = j <= pos + t ? 0.0f : -INFINITY;
+    if (bg.out_ids) ((int32_t *)bg.out_ids->t.data)[0] = n - 1;
+    if (mini_compute(bg.g) != 0) goto done;
+    memcpy(out, bg.logits->t.data, (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
+    rc = 0;
+done:
+    mini_release(bg.g);
+    graph_free(bg.g);
+    return rc;
+}
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+int main(int argc, char **argv) {
+    const char *name = argc > 1 ? argv[1] : "stories260K";
+    int kv_f32 = argc > 2 && !strcmp(argv[2], "f32");
+    double tol = argc > 3 ? atof(argv[3]) : 1e-3;
+    const char *shared = getenv("TESSERA_SHARED");
+    if (!shared) shared = "../shared";
+    char path[1024], gpath[1024];
+    snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
+    snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
+    golden_case *cases;
+    int n_cases = golden_load(gpath, &cases);
+    if (n_cases <= 0) return 1;
+    gguf_file *f = gguf_open(path);
+    if (!f) {
+        fprintf(stderr, "%s\n", error_get());
+        return 1;
+    }
+    model_load_params lp = {.gpu_device = -1, .cpu_device = -1};
+    model *m = model_load(f, &lp);
+    if (!m) {
+        fprintf(stderr, "%s\n", error_get());
+        return 1;
+    }
+    const int32_t nv = m->hp.n_vocab;
+    int failures = 0;
+    for (int c = 0; c < n_cases; c++) {
+        golden_case *g = &cases[c];
+        kv_cache_params kp = {.n_layer = m->hp.n_layer, .n_ctx = g->n_tokens + g->n_greedy + 1,
+                              .n_embd_k = m->hp.head_dim * m->hp.n_head_kv,
+                              .n_embd_v = m->hp.head_dim * m->hp.n_head_kv,
+                              .dtype = kv_f32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16};
+        kv_cache *kv = kv_cache_new(&kp);
+        float *logits = malloc((size_t)g->n_tokens * (size_t)nv * sizeof(float));
+        if (!kv || !logits || forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) != 0) {
+            fprintf(stderr, "FAIL %s case %d: %s\n", name, c, error_get());
+            return 1;
+        }
+        double top_err = 0, all_err = 0;
+        for (int32_t p = 0; p < g->n_tokens; p++) {
+            for (int k = 0; k < GOLDEN_TOP; k++) {
+                const golden_top *t = &g->top[p * GOLDEN_TOP + k];
+                double e = fabs((double)logits[(size_t)p * nv + t->id] - t->logit);
+                if (e > top_err) top_err = e;
+            }
+            if (getenv("GOLDEN_DEBUG")) {
+                double pe = 0;
+                for (int k = 0; k < GOLDEN_TOP; k++) {
+                    const golden_top *t = &g->top[p * GOLDEN_TOP + k];
+                    double e = fabs((double)logits[(size_t)p * nv + t->id] - t->logit);
+                    if (e > pe) pe = e;
+                }
+                printf("  pos %d: top-8 err %.3g\n", p, pe);
+            }
+            if (g->all && g->n_vocab == nv)
+                for (int32_t i = 0; i < nv; i++) {
+                    double e = fabs((double)logits[(size_t)p * nv + i] - g->all[(size_t)p * nv + i]);
+                    if (e > all_err) all_err = e;
+                }
+        }
+        /* Greedy continuation, one token at a time. */
+        int32_t tok = argmax(logits + (size_t)(g->n_tokens - 1) * nv, nv);
+        int matched = 0;
+        for (int32_t i = 0; i < g->n_greedy; i++) {
+            if (tok != g->greedy[i]) break;
+            matched++;
+            if (forward(m, kv, &tok, 1, g->n_tokens + i, false, logits) != 0) {
+                fprintf(stderr, "FAIL %s: %s\n", name, error_get());
+                return 1;
+            }
+            tok = argmax(logits, nv);
+        }
+        int ok = top_err <= tol && (!g->all || all_err <= tol) && matched == g->n_greedy;
+        printf("%s %s case %d (%d tokens): top-8 max err %.3g, all-logits max err %.3g, greedy %d/%d\n",
+               ok ? "ok  " : "FAIL", name, c, g->n_tokens, top_err, all_err, matched, g->n_greedy);
+        failures += !ok;
+        free(logits);
+        kv_cache_free(kv);
+    }
+    model_free(m);
+    golden_free(cases, n_cases);
+    return failures ? 1 : 0;
+}

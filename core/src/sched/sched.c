@@ -245,6 +245,15 @@ static int32_t fallback_slot(sched *s, graph_tensor *t) {
     return -1;
 }
 
+/* Why slot cannot run t, for explain. */
+static void why_not(sched *s, int32_t slot, graph_tensor *t, char *buf, size_t size) {
+    if (t->view_src && !slot_can_address(s, slot, t->view_src))
+        snprintf(buf, size, "%s cannot write its destination '%s'", s->slots[slot].hd->name,
+                 t->view_src->name);
+    else
+        snprintf(buf, size, "%s does not support it", s->slots[slot].hd->name);
+}
+
 static int place_node(sched *s, int32_t pos) {
     graph_tensor *t = graph_node_at(s->g, pos);
     int32_t pref = preferred_slot(s, t, pos);
@@ -252,12 +261,12 @@ static int place_node(sched *s, int32_t pos) {
         s->node_slot[pos] = pref;
         return 0;
     }
+    char why[SCHED_REASON_MAX] = "";
+    if (pref >= 0) why_not(s, pref, t, why, sizeof why);
     for (int32_t i = 0; i < s->n_chosen; i++) {
         if (i == pref || !slot_fits(s, i, t)) continue;
         s->node_slot[pos] = i;
-        if (pref >= 0)
-            return fallback_note(s, pos, i, "%s cannot run it", s->slots[pref].hd->name);
-        return 0;
+        return pref >= 0 ? fallback_note(s, pos, i, "%s", why) : 0;
     }
     if (s->params.no_fallback) {
         char tried[256] = "";
@@ -276,8 +285,8 @@ static int place_node(sched *s, int32_t pos) {
                          graph_op_name(t->op),
                          t->view_src ? " (its destination storage is not reachable)" : "");
     s->node_slot[pos] = fb;
-    return fallback_note(s, pos, fb, "no chosen device supports it%s%s",
-                         pref >= 0 ? "; preferred " : "", pref >= 0 ? s->slots[pref].hd->name : "");
+    if (!why[0]) snprintf(why, sizeof why, "no chosen device supports it");
+    return fallback_note(s, pos, fb, "%s", why);
 }
 
 /* -------------------------------------------------------- splits, copies */

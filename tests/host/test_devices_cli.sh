@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# tessera devices: lists devices and rejected plugins with their reasons;
+# --json is valid JSON; an unknown --device name lists the available ones.
+# usage: test_devices_cli.sh PLUGIN_DIR   (TESSERA_BIN from the test env)
+set -u
+dir=$1
+bin=${TESSERA_BIN:?TESSERA_BIN not set}
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "not a library" > "$tmp/libtessera-backend-bogus.so"
+
+expect() {  # description, file, fixed string
+  if ! grep -qF -- "$3" "$2"; then
+    echo "FAIL: $1: '$3' not in output:"; cat "$2"; fail=1
+  fi
+}
+
+"$bin" devices --help > "$tmp/help" || { echo "FAIL: --help exit status"; fail=1; }
+expect "help" "$tmp/help" "usage: tessera devices"
+
+if ! "$bin" devices --plugin-dir "$dir" --plugin-dir "$tmp" > "$tmp/out" 2> "$tmp/err"; then
+  echo "FAIL: tessera devices exited non-zero"; cat "$tmp/err"; fail=1
+fi
+expect "test device" "$tmp/out" "testdev0"
+expect "ref device" "$tmp/out" "ref"
+expect "ABI" "$tmp/out" "libtessera-backend-testabi.so: rejected: ABI 2.0, host speaks 1.x"
+expect "init" "$tmp/out" "libtessera-backend-testfail.so: rejected: init failed"
+expect "bogus" "$tmp/out" "libtessera-backend-bogus.so: rejected: not a loadable library"
+expect "superseded" "$tmp/out" "libtessera-backend-testdev-old.so: superseded: superseded by"
+expect "memory" "$tmp/out" "1024 MiB total"
+
+"$bin" devices --json --plugin-dir "$dir" --plugin-dir "$tmp" > "$tmp/json" || fail=1
+if ! python3 - "$tmp/json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [x["name"] for x in d["devices"]]
+assert "testdev0" in names and names[-1] == "ref", names
+states = {p["path"].rsplit("/", 1)[-1]: (p["state"], p["reason"]) for p in d["plugins"]}
+assert states["libtessera-backend-testabi.so"][0] == "rejected", states
+assert "ABI 2.0" in states["libtessera-backend-testabi.so"][1], states
+assert states["libtessera-backend-testdev.so"][0] == "loaded", states
+PY
+then echo "FAIL: --json"; cat "$tmp/json"; fail=1; fi
+
+if "$bin" devices --plugin-dir "$dir" --device testdev0,nosuch > "$tmp/out" 2> "$tmp/err"; then
+  echo "FAIL: unknown --device accepted"; fail=1
+fi
+expect "unknown device" "$tmp/err" "unknown device 'nosuch' (available: "
+expect "lists testdev0" "$tmp/err" "testdev0"
+
+"$bin" devices --plugin-dir "$dir" --device ref,testdev0 > "$tmp/out" || fail=1
+if [ "$(grep -cE '^  [0-9]+  ' "$tmp/out")" != 2 ]; then
+  echo "FAIL: --device ref,testdev0 should list 2 devices"; cat "$tmp/out"; fail=1
+fi
+
+[ $fail = 0 ] && echo "tessera devices: all checks passed"
+exit $fail

@@ -1,0 +1,295 @@
+/*
+ * Plugin host and scheduler, proven with the test plugins built beside this
+ * program (tests/host/plugins/testdev.c):
+ *   - testdev      ADD/MUL/MUL_MAT F32 on buffers the host cannot see
+ *   - testdev-old  the same plugin name with a lower score: superseded
+ *   - testabi      claims ABI major 2: rejected with the reason
+ *   - testfail     init fails: listed with its reason
+ *   - bogus        a text file named like a plugin: not a loadable library
+ * Graphs run through testdev (with fallbacks to ref) must equal ref alone.
+ *
+ * usage: test_host_sched PLUGIN_DIR
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph/graph.h"
+#include "host/host.h"
+#include "sched/sched.h"
+#include "util/error.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, "\n");                                           \
+            failures++;                                                      \
+        }                                                                    \
+    } while (0)
+
+static const host_plugin_record *find_plugin(const char *file_part) {
+    for (int32_t i = 0; i < host_plugin_count(); i++) {
+        const host_plugin_record *p = host_plugin_get(i);
+        const char *slash = strrchr(p->path, '/');
+        if (slash && strcmp(slash + 1, file_part) == 0) return p;
+    }
+    return NULL;
+}
+
+static void test_registry(void) {
+    host_device *d = host_device_find("testdev0");
+    CHECK(d != NULL, "testdev0 not loaded");
+    CHECK(host_device_ref() != NULL, "ref missing");
+    CHECK(host_device_get(0) == d, "accelerator should sort before CPUs and ref");
+    CHECK(host_device_get(host_device_count() - 1) == host_device_ref(), "ref should be last");
+    if (d) {
+        CHECK(d->info.host_visible == 0 && d->info.reads_host_memory == 0, "testdev info");
+        CHECK(strstr(d->plugin_path, "libtessera-backend-testdev.so") != NULL,
+              "best score kept, got %s", d->plugin_path);
+    }
+    const host_plugin_record *p = find_plugin("libtessera-backend-testdev-old.so");
+    CHECK(p && p->state == HOST_PLUGIN_SUPERSEDED && strstr(p->reason, "superseded by"),
+          "old build: %s", p ? p->reason : "not listed");
+    p = find_plugin("libtessera-backend-testabi.so");
+    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "ABI 2.0, host speaks 1.x"),
+          "ABI 2 plugin: %s", p ? p->reason : "not listed");
+    p = find_plugin("libtessera-backend-testfail.so");
+    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "init failed") &&
+              strstr(p->reason, "no test device driver"),
+          "failing init: %s", p ? p->reason : "not listed");
+    p = find_plugin("libtessera-backend-bogus.so");
+    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "not a loadable library"),
+          "bogus file: %s", p ? p->reason : "not listed");
+
+    host_device *sel[8];
+    CHECK(host_select_devices("ref,testdev0", sel, 8) == 2 && sel[0] == host_device_ref(),
+          "select ref,testdev0: %s", error_get());
+    CHECK(host_select_devices("testdev0,nosuch", sel, 8) < 0, "unknown device accepted");
+    CHECK(strstr(error_get(), "unknown device 'nosuch'") && strstr(error_get(), "testdev0") &&
+              strstr(error_get(), "ref"),
+          "message: %s", error_get());
+    CHECK(host_select_devices("ref,ref", sel, 8) < 0, "duplicate accepted");
+    CHECK(host_select_devices("ref,", sel, 8) < 0, "trailing comma accepted");
+}
+
+/* ------------------------------------------------------------- graphs */
+
+typedef struct net {
+    graph *g;
+    graph_tensor *x, *out_dev, *out_host, *kv_slot_node;
+    float w1[16 * 12], b1[12], w2[12 * 8], kv[64];
+} net;
+
+static void fill(float *v, int n, float scale, int seed) {
+    for (int i = 0; i < n; i++) v[i] = scale * (float)(((i * 37 + seed * 11) % 23) - 11) / 11.0f;
+}
+
+/* x[16,3] -> mul_mat(w1) + b1 -> *self -> rms_norm -> silu -> mul_mat(w2) -> add(scale)
+ * plus a cpy of the first product into a persistent kv view. */
+static int net_build(net *n) {
+    memset(n->kv, 0, sizeof n->kv);
+    fill(n->w1, 16 * 12, 0.5f, 1);
+    fill(n->b1, 12, 0.1f, 2);
+    fill(n->w2, 12 * 8, 0.3f, 3);
+    graph *g = graph_new(64);
+    n->g = g;
+    graph_tensor *w1 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 16, 12), "w1");
+    graph_tensor *b1 = graph_tensor_set_name(graph_tensor_new_1d(g, TSR_DTYPE_F32, 12), "b1");
+    graph_tensor *w2 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 12, 8), "w2");
+    graph_tensor *kv = graph_tensor_set_name(graph_tensor_new_1d(g, TSR_DTYPE_F32, 64), "kv");
+    graph_tensor_bind(w1, GRAPH_WEIGHT, -1, NULL, 0, n->w1);
+    graph_tensor_bind(b1, GRAPH_WEIGHT, -1, NULL, 0, n->b1);
+    graph_tensor_bind(w2, GRAPH_WEIGHT, -1, NULL, 0, n->w2);
+    graph_tensor_bind(kv, GRAPH_PERSISTENT, -1, NULL, 0, n->kv);
+    n->x = graph_set_input(graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 16, 3), "x"));
+    graph_tensor *h = graph_tensor_set_name(graph_mul_mat(g, w1, n->x), "h");
+    graph_tensor *hb = graph_tensor_set_name(graph_add(g, h, b1), "hb");
+    graph_tensor *sq = graph_tensor_set_name(graph_mul(g, hb, hb), "sq");
+    n->out_dev = graph_set_output(sq); /* computed on testdev: read back */
+    graph_tensor *nrm = graph_tensor_set_name(graph_rms_norm(g, sq, 1e-5f), "norm");
+    graph_tensor *act = graph_tensor_set_name(graph_silu(g, nrm), "act");
+    graph_tensor *o = graph_tensor_set_name(graph_mul_mat(g, w2, act), "o");
+    graph_tensor *os = graph_tensor_set_name(graph_scale(g, o, 2.0f, 0.5f), "o_scaled");
+    n->out_host = graph_set_output(os);
+    graph_tensor *slot = graph_view_1d(g, kv, 36, 4 * 8);
+    n->kv_slot_node = graph_cpy(g, h, slot);
+    return graph_check(g);
+}
+
+static int run_on(const char *devices, int no_fallback, net *n, float *out_dev, float *out_host,
+                  float *kv, sched_stats *stats, FILE *explain) {
+    host_device *sel[8];
+    int32_t nd = host_select_devices(devices, sel, 8);
+    if (nd < 0) return -1;
+    sched_params params = {.no_fallback = no_fallback};
+    sched *s = sched_new(sel, nd, &params);
+    if (!s || net_build(n)) goto fail;
+    if (sched_alloc(s, n->g)) goto fail;
+    CHECK(n->x->t.data != NULL && n->x->t.buffer == NULL, "input must be in host memory");
+    float xin[48];
+    fill(xin, 48, 1.0f, 7);
+    memcpy(n->x->t.data, xin, sizeof xin);
+    if (sched_compute(s, n->g)) goto fail;
+    CHECK(n->out_dev->t.data && n->out_host->t.data, "outputs must have host addresses");
+    memcpy(out_dev, n->out_dev->t.data, 36 * sizeof(float));
+    memcpy(out_host, n->out_host->t.data, 24 * sizeof(float));
+    memcpy(kv, n->kv, sizeof n->kv);
+    if (stats) sched_get_stats(s, stats);
+    if (explain) sched_explain(s, explain);
+    sched_free(s);
+    graph_free(n->g);
+    return 0;
+fail:
+    sched_free(s);
+    graph_free(n->g);
+    n->g = NULL;
+    return -1;
+}
+
+static int close_enough(const float *a, const float *b, int n, float tol) {
+    for (int i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= tol * (1.0f + fabsf(b[i])))) return 0;
+    return 1;
+}
+
+static void test_split_graph(void) {
+    net n;
+    float ref_dev[36], ref_host[24], ref_kv[64];
+    float dev_dev[36], dev_host[24], dev_kv[64];
+    sched_stats st;
+    int rc = run_on("ref", 0, &n, ref_dev, ref_host, ref_kv, &st, NULL);
+    CHECK(rc == 0, "ref run: %s", error_get());
+    CHECK(st.n_splits == 1 && st.n_copies == 0 && st.n_fallbacks == 0,
+          "ref alone: %d splits %d copies %d fallbacks", st.n_splits, st.n_copies, st.n_fallbacks);
+    CHECK(ref_kv[8] != 0.0f && ref_kv[7] == 0.0f && ref_kv[44] == 0.0f, "kv slot written in place");
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    rc = run_on("testdev0", 0, &n, dev_dev, dev_host, dev_kv, &st, mem);
+    fclose(mem);
+    CHECK(rc == 0, "testdev run: %s", error_get());
+    printf("--- explain (testdev0 with fallback)\n%s", text ? text : "");
+    CHECK(close_enough(dev_dev, ref_dev, 36, 1e-5f), "testdev output read back differs from ref");
+    CHECK(close_enough(dev_host, ref_host, 24, 1e-5f), "final output differs from ref");
+    CHECK(close_enough(dev_kv, ref_kv, 64, 1e-5f), "kv cache differs from ref");
+    /* mul_mat+add+mul on testdev; rms_norm, silu on ref; mul_mat on testdev;
+     * scale and cpy on ref. */
+    CHECK(st.n_splits == 4, "splits %d", st.n_splits);
+    CHECK(st.n_fallbacks >= 2, "fallbacks %d", st.n_fallbacks);
+    CHECK(st.n_copies >= 4, "copies %d", st.n_copies);
+    CHECK(text && strstr(text, "fallback: rms_norm 'norm' -> ref"), "explain lacks rms_norm fallback");
+    CHECK(text && strstr(text, "fallback: scale 'o_scaled' -> ref"), "explain lacks scale fallback");
+    CHECK(text && strstr(text, "copy 'x' host -> testdev0"), "explain lacks input copy");
+    CHECK(text && strstr(text, "copy 'sq' testdev0 -> ref"), "explain lacks device-to-host copy");
+    free(text);
+
+    /* Without fallback the first unsupported node is an error naming it. */
+    rc = run_on("testdev0", 1, &n, dev_dev, dev_host, dev_kv, NULL, NULL);
+    CHECK(rc != 0 && strstr(error_get(), "'norm' (rms_norm): no device supports it (tried testdev0)"),
+          "no_fallback: %s", error_get());
+}
+
+/* Copies in and out of testdev buffers, many sizes, exact. */
+static void test_copies(void) {
+    host_device *d = host_device_find("testdev0");
+    if (!d) return;
+    sched *s = sched_new(&d, 1, NULL);
+    for (int len = 1; len <= 300; len += 37) {
+        graph *g = graph_new(8);
+        graph_tensor *a = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, len));
+        graph_tensor *b = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, len));
+        graph_tensor *c = graph_set_output(graph_add(g, a, b));
+        CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+        float *pa = a->t.data, *pb = b->t.data;
+        for (int i = 0; i < len; i++) {
+            pa[i] = (float)i * 0.25f;
+            pb[i] = 1000.0f - (float)i;
+        }
+        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        CHECK(c->t.buffer == NULL && c->t.data != NULL, "output in host memory");
+        const float *pc = c->t.data;
+        int bad = 0;
+        for (int i = 0; i < len && pc; i++) bad += pc[i] != (float)i * 0.25f + 1000.0f - (float)i;
+        CHECK(bad == 0, "len %d: %d wrong elements", len, bad);
+        host_device *where = sched_node_device(s, 0);
+        CHECK(where == d, "add must run on testdev0, ran on %s", where ? where->name : "?");
+        graph_free(g);
+    }
+    sched_free(s);
+}
+
+static void test_abort(void) {
+    host_device *ref = host_device_ref();
+    sched *s = sched_new(&ref, 1, NULL);
+    graph *g = graph_new(8);
+    graph_tensor *a = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, 4));
+    graph_set_output(graph_silu(g, a));
+    CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+    memset(a->t.data, 0, 16);
+    host_request_abort();
+    CHECK(sched_compute(s, g) != 0 && strstr(error_get(), "aborted"), "abort: %s", error_get());
+    host_clear_abort();
+    CHECK(sched_compute(s, g) == 0, "after clearing abort: %s", error_get());
+    /* a weight that was never bound is an error naming it */
+    graph *g2 = graph_new(8);
+    graph_tensor *w = graph_tensor_set_name(graph_tensor_new_2d(g2, TSR_DTYPE_F32, 4, 4), "w.unbound");
+    w->flags |= GRAPH_WEIGHT;
+    graph_tensor *x = graph_set_input(graph_tensor_new_1d(g2, TSR_DTYPE_F32, 4));
+    graph_mul_mat(g2, w, x);
+    CHECK(sched_alloc(s, g2) != 0 && strstr(error_get(), "weight 'w.unbound' is not bound"),
+          "unbound weight: %s", error_get());
+    CHECK(sched_compute(s, g) != 0, "compute of a graph that is not the allocated one");
+    graph_free(g2);
+    graph_free(g);
+    sched_free(s);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s PLUGIN_DIR\n", argv[0]);
+        return 2;
+    }
+    /* A file named like a plugin that is no library at all. */
+    char bogus_dir[] = "/tmp/tessera-host-test-XXXXXX";
+    if (!mkdtemp(bogus_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char bogus[sizeof bogus_dir + 64];
+    snprintf(bogus, sizeof bogus, "%s/libtessera-backend-bogus.so", bogus_dir);
+    FILE *f = fopen(bogus, "w");
+    if (!f) {
+        perror(bogus);
+        return 1;
+    }
+    fputs("this is not an ELF file\n", f);
+    fclose(f);
+
+    const char *dirs[] = {argv[1], bogus_dir};
+    host_options opt = {.plugin_dirs = dirs, .n_plugin_dirs = 2, .only_plugin_dirs = true,
+                        .verbosity = TSR_LOG_WARN};
+    if (host_init(&opt)) {
+        fprintf(stderr, "host_init: %s\n", error_get());
+        return 1;
+    }
+    test_registry();
+    test_split_graph();
+    test_copies();
+    test_abort();
+    host_shutdown();
+    unlink(bogus);
+    rmdir(bogus_dir);
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("host and scheduler: all checks passed\n");
+    return 0;
+}

@@ -166,6 +166,45 @@ static void test_top_p(void) {
     CHECK(f.c.size == 5, "top-p 1 must keep all, kept %zu", f.c.size);
 }
 
+/* Over 1024 unsorted candidates top-p sorts only a growing best prefix;
+ * it must keep exactly what the full sort keeps. */
+static void test_top_p_large(void) {
+    enum { N = 5000 };
+    float *logits = malloc(N * sizeof *logits);
+    sample_cand *sa = malloc(N * sizeof *sa), *sb = malloc(N * sizeof *sb);
+    if (!logits || !sa || !sb) {
+        CHECK(0, "out of memory");
+        goto done;
+    }
+    sample_rng r;
+    sample_rng_seed(&r, 11);
+    const float ps[] = {0.1f, 0.5f, 0.9f, 0.95f, 0.999f};
+    for (int round = 0; round < 2; round++) {
+        /* Peaked (Gaussian x 4) then nearly flat (uniform in [0, 1)). */
+        for (int i = 0; i < N; i++) {
+            double u1 = sample_rng_uniform(&r) + 1e-12, u2 = sample_rng_uniform(&r);
+            logits[i] = round == 0 ? (float)(4.0 * sqrt(-2 * log(u1)) * cos(6.283185307 * u2))
+                                   : (float)u2;
+        }
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+            sample_cands a, b;
+            sample_cands_init(&a, sa, logits, N);
+            sample_cands_init(&b, sb, logits, N);
+            sample_sort(&b); /* sorted: the plain path */
+            sample_top_p(&a, ps[k]);
+            sample_top_p(&b, ps[k]);
+            bool same = a.size == b.size;
+            for (size_t i = 0; same && i < a.size; i++) same = a.data[i].id == b.data[i].id;
+            CHECK(same, "round %d top-p %g: kept %zu, full sort kept %zu", round, (double)ps[k],
+                  a.size, b.size);
+        }
+    }
+done:
+    free(logits);
+    free(sa);
+    free(sb);
+}
+
 /* ----------------------------------------------------------------- min-p */
 
 static void test_min_p(void) {
@@ -268,6 +307,16 @@ static void test_penalties(void) {
     for (int i = 0; i < 6; i++)
         CHECK(fabsf(f.c.data[i].logit - want_all[i]) < 1e-6f, "all: logit[%d] = %g, expected %g",
               i, (double)f.c.data[i].logit, (double)want_all[i]);
+
+    /* Same result when the candidates are no longer in id order. */
+    fixture_init(&f, logits, 6);
+    sample_sort(&f.c);
+    sample_penalties(&f.c, &h, 2.0f, 0.5f, 0.25f);
+    for (size_t i = 0; i < f.c.size; i++) {
+        int32_t id = f.c.data[i].id;
+        CHECK(fabsf(f.c.data[i].logit - want_all[id]) < 1e-6f, "sorted: logit[%d] = %g, expected %g",
+              (int)id, (double)f.c.data[i].logit, (double)want_all[id]);
+    }
 
     /* The window holds the last N tokens only. */
     sample_history w;
@@ -502,6 +551,7 @@ int main(void) {
     test_sort_softmax();
     test_top_k();
     test_top_p();
+    test_top_p_large();
     test_min_p();
     test_typical();
     test_temperature();

@@ -19,7 +19,7 @@ void sample_cands_init(sample_cands *c, sample_cand *storage, const float *logit
 
 /* Descending logit, then ascending id: a total order, so qsort's lack of
  * stability never changes the outcome. NaN logits sort last. */
-static int cand_cmp(const void *pa, const void *pb) {
+int sample_cand_cmp(const void *pa, const void *pb) {
     const sample_cand *a = pa, *b = pb;
     if (a->logit > b->logit) return -1;
     if (a->logit < b->logit) return 1;
@@ -29,12 +29,12 @@ static int cand_cmp(const void *pa, const void *pb) {
 }
 
 bool sample_cand_before(const sample_cand *a, const sample_cand *b) {
-    return cand_cmp(a, b) < 0;
+    return sample_cand_cmp(a, b) < 0;
 }
 
 void sample_sort(sample_cands *c) {
     if (c->sorted) return;
-    if (c->size > 1) qsort(c->data, c->size, sizeof *c->data, cand_cmp);
+    if (c->size > 1) qsort(c->data, c->size, sizeof *c->data, sample_cand_cmp);
     c->sorted = true;
 }
 

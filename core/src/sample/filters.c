@@ -22,33 +22,68 @@ static void heap_sift_down(sample_cand *h, size_t n, size_t i) {
     }
 }
 
-/* Moves the k best candidates to the front in O(n log k), then sorts them;
- * a full sort of a 150k vocabulary for k = 40 would cost far more. */
+/* Moves the k best candidates to the front, sorted, in O(n log k); the
+ * others stay behind them in some order (swapped, never lost). A full sort
+ * of a 150k vocabulary for k = 40 would cost far more. */
+static void select_best(sample_cands *c, size_t k) {
+    sample_cand *h = c->data;
+    for (size_t i = k / 2; i-- > 0;) heap_sift_down(h, k, i);
+    for (size_t i = k; i < c->size; i++) {
+        if (sample_cand_before(&h[i], &h[0])) {
+            sample_cand t = h[0];
+            h[0] = h[i];
+            h[i] = t;
+            heap_sift_down(h, k, 0);
+        }
+    }
+    qsort(h, k, sizeof *h, sample_cand_cmp);
+}
+
 void sample_top_k(sample_cands *c, int32_t k) {
     if (k <= 0 || (size_t)k >= c->size) {
         if (k > 0) sample_sort(c);
         return;
     }
-    size_t kk = (size_t)k;
-    if (!c->sorted) {
-        sample_cand *h = c->data;
-        for (size_t i = kk / 2; i-- > 0;) heap_sift_down(h, kk, i);
-        for (size_t i = kk; i < c->size; i++) {
-            if (sample_cand_before(&h[i], &h[0])) {
-                h[0] = h[i];
-                heap_sift_down(h, kk, 0);
-            }
-        }
-    }
-    c->size = kk;
-    c->sorted = false;
-    sample_sort(c);
+    if (!c->sorted) select_best(c, (size_t)k);
+    c->size = (size_t)k;
+    c->sorted = true;
 }
 
 /* ------------------------------------------------------------------ top-p */
 
+/* How many of the first n (sorted) candidates reach mass p, with
+ * probabilities taken against the whole set (max, sum); 0 if they do not. */
+static size_t top_p_prefix(const sample_cands *c, size_t n, float max, double sum, float p) {
+    double cum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        cum += (float)(expf(c->data[i].logit - max) / sum);
+        if (cum >= p) return i + 1;
+    }
+    return 0;
+}
+
 void sample_top_p(sample_cands *c, float p) {
     if (p >= 1.0f || c->size == 0) return;
+    /* A large unsorted set: sort only a growing best prefix until it holds
+     * mass p, instead of the whole vocabulary. */
+    if (!c->sorted && c->size > 1024) {
+        float max = c->data[0].logit;
+        for (size_t i = 1; i < c->size; i++)
+            if (c->data[i].logit > max) max = c->data[i].logit;
+        if (isfinite(max)) {
+            double sum = 0.0;
+            for (size_t i = 0; i < c->size; i++) sum += expf(c->data[i].logit - max);
+            for (size_t k = 256; k < c->size / 2; k *= 4) {
+                select_best(c, k);
+                size_t keep = top_p_prefix(c, k, max, sum, p);
+                if (keep > 0) {
+                    c->size = keep;
+                    c->sorted = true;
+                    return;
+                }
+            }
+        }
+    }
     sample_softmax(c);
     double cum = 0.0;
     for (size_t i = 0; i < c->size; i++) {

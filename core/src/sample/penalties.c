@@ -64,19 +64,37 @@ static size_t count_in_sorted(const int32_t *ids, size_t n, int32_t id) {
     return count;
 }
 
+static void penalize(sample_cand *cand, size_t n, float repeat, float freq, float present) {
+    if (cand->logit > 0.0f) cand->logit /= repeat;
+    else cand->logit *= repeat;
+    cand->logit -= (float)n * freq + present;
+}
+
 void sample_penalties(sample_cands *c, sample_history *h, float repeat, float freq,
                       float present) {
     if (h->count == 0 || (repeat == 1.0f && freq == 0.0f && present == 0.0f)) return;
     /* The window in any order will do: only the counts matter. */
-    memcpy(h->scratch, h->ring, h->count * sizeof *h->scratch);
-    qsort(h->scratch, h->count, sizeof *h->scratch, id_cmp);
-    for (size_t i = 0; i < c->size; i++) {
-        sample_cand *cand = &c->data[i];
-        size_t n = count_in_sorted(h->scratch, h->count, cand->id);
-        if (n == 0) continue;
-        if (cand->logit > 0.0f) cand->logit /= repeat;
-        else cand->logit *= repeat;
-        cand->logit -= (float)n * freq + present;
+    int32_t *ids = h->scratch;
+    size_t n_ids = h->count;
+    memcpy(ids, h->ring, n_ids * sizeof *ids);
+    qsort(ids, n_ids, sizeof *ids, id_cmp);
+    /* Usual case: the candidates are still the whole row in id order, so
+     * each distinct id of the window is found by indexing. */
+    bool by_index = true;
+    for (size_t i = 0; i < n_ids && by_index; i++)
+        by_index = ids[i] >= 0 && (size_t)ids[i] < c->size && c->data[ids[i]].id == ids[i];
+    if (by_index) {
+        for (size_t i = 0; i < n_ids;) {
+            size_t run = 1;
+            while (i + run < n_ids && ids[i + run] == ids[i]) run++;
+            penalize(&c->data[ids[i]], run, repeat, freq, present);
+            i += run;
+        }
+    } else {
+        for (size_t i = 0; i < c->size; i++) {
+            size_t n = count_in_sorted(ids, n_ids, c->data[i].id);
+            if (n > 0) penalize(&c->data[i], n, repeat, freq, present);
+        }
     }
     c->sorted = false;
 }

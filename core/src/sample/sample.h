@@ -52,6 +52,8 @@ void sample_cands_init(sample_cands *c, sample_cand *storage, const float *logit
 /* Sort descending by logit, ties by ascending id (a total order, so the
  * result does not depend on the sort algorithm). */
 void sample_sort(sample_cands *c);
+/* qsort comparator for that order. */
+int sample_cand_cmp(const void *a, const void *b);
 /* True when a sorts before b in that order. */
 bool sample_cand_before(const sample_cand *a, const sample_cand *b);
 /* Sort, then p = softmax(logit) over the current candidates. */

@@ -21,7 +21,7 @@
 enum {
     ARRAY_HEAD = 8,   /* elements shown of a top-level array */
     NESTED_HEAD = 4,  /* elements shown of an array inside an array */
-    STRING_HEAD = 96, /* bytes shown of a string (text mode) */
+    STRING_HEAD = 96, /* bytes shown of a metadata string */
 };
 
 typedef struct inspect_opts {
@@ -37,7 +37,8 @@ static void usage(FILE *out) {
             "all metadata and all tensors (name, type, shape, offset, bytes).\n"
             "\n"
             "  --json   print one JSON document instead of text\n"
-            "  --full   do not shorten long arrays and strings\n"
+            "  --full   do not shorten long arrays and strings (JSON marks shortened\n"
+            "           values with \"truncated\": true and gives \"count\" or \"length\")\n"
             "  --help   show this help\n"
             "\n"
             "Tensor offsets are relative to the data section, as stored in the file.\n"
@@ -68,12 +69,14 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n) {
     return len;
 }
 
-/* A string in double quotes. JSON: escaped per RFC 8259, invalid UTF-8 bytes
- * become U+FFFD. Text: control and invalid bytes as \xNN. */
-static void put_string(FILE *o, const char *ptr, uint64_t len, const inspect_opts *opt) {
+/* At most max bytes of a string, in double quotes, never cutting a UTF-8
+ * character. JSON: escaped per RFC 8259, invalid UTF-8 bytes become U+FFFD.
+ * Text: control and invalid bytes as \xNN, and a cut string says its length.
+ * Returns the bytes shown. */
+static uint64_t put_string_max(FILE *o, const char *ptr, uint64_t len, uint64_t max,
+                               const inspect_opts *opt) {
     const unsigned char *s = (const unsigned char *)ptr;
-    uint64_t shown = len;
-    if (!opt->json && !opt->full && len > STRING_HEAD) shown = STRING_HEAD;
+    uint64_t shown = len < max ? len : max;
     fputc('"', o);
     uint64_t i = 0;
     while (i < shown) {
@@ -100,7 +103,17 @@ static void put_string(FILE *o, const char *ptr, uint64_t len, const inspect_opt
         } else fputc((int)c, o);
     }
     fputc('"', o);
-    if (i < len) fprintf(o, "... (%" PRIu64 " bytes)", len);
+    if (i < len && !opt->json) fprintf(o, "... (%" PRIu64 " bytes)", len);
+    return i;
+}
+
+static void put_string(FILE *o, const char *ptr, uint64_t len, const inspect_opts *opt) {
+    put_string_max(o, ptr, len, UINT64_MAX, opt);
+}
+
+/* Metadata strings are shortened unless --full. */
+static uint64_t put_meta_string(FILE *o, const char *ptr, uint64_t len, const inspect_opts *opt) {
+    return put_string_max(o, ptr, len, opt->full ? UINT64_MAX : STRING_HEAD, opt);
 }
 
 /* ------------------------------------------------------------- values */
@@ -164,7 +177,7 @@ static void put_array(FILE *o, const gguf_value *v, int depth, const inspect_opt
 }
 
 static void put_value(FILE *o, const gguf_value *v, int depth, const inspect_opts *opt) {
-    if (v->type == GGUF_TYPE_STRING) put_string(o, v->data, v->size, opt);
+    if (v->type == GGUF_TYPE_STRING) put_meta_string(o, v->data, v->size, opt);
     else if (v->type == GGUF_TYPE_ARRAY) put_array(o, v, depth, opt);
     else put_scalar(o, v, opt);
 }
@@ -250,7 +263,14 @@ static void print_json(FILE *o, const gguf_file *f, const inspect_opts *opt) {
                     gguf_type_name(v.elem_type), v.count, v.count > head ? "true" : "false");
         }
         fputs(", \"value\": ", o);
-        put_value(o, &v, 0, opt);
+        if (v.type == GGUF_TYPE_STRING) {
+            /* a shortened string says so, and how long it is */
+            uint64_t shown = put_meta_string(o, v.data, v.size, opt);
+            if (shown < v.size)
+                fprintf(o, ", \"length\": %" PRIu64 ", \"truncated\": true", v.size);
+        } else {
+            put_value(o, &v, 0, opt);
+        }
         fputc('}', o);
     }
     fputs(gguf_kv_count(f) ? "\n  },\n  \"tensors\": [" : "},\n  \"tensors\": [", o);

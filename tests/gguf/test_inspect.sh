@@ -90,5 +90,37 @@ if [ -f "$shared/vocab/ggml-vocab-gpt-2.gguf" ]; then
     || bad "--json --full of the gpt-2 vocab does not hold all 50257 tokens"
 fi
 
+# hand-made file: long, odd and non-UTF-8 strings, nested arrays, NaN
+python3 - "$tmp/odd.gguf" <<'PY'
+import struct, sys
+def s(b): return struct.pack('<Q', len(b)) + b
+kvs = [
+    s(b'long.str') + struct.pack('<I', 8) + s(b'x' * 300),
+    s(b'odd.str') + struct.pack('<I', 8) + s(b'a"b\\c\n\x01\xff\xc3\xa9'),
+    s(b'nested') + struct.pack('<IIQ', 9, 9, 2) + struct.pack('<IQII', 4, 2, 1, 2)
+        + struct.pack('<IQ', 4, 0),
+    s(b'f.nan') + struct.pack('<I', 6) + struct.pack('<f', float('nan')),
+]
+open(sys.argv[1], 'wb').write(b'GGUF' + struct.pack('<IQQ', 3, 0, len(kvs)) + b''.join(kvs))
+PY
+expect 0 "odd text" -- "$tmp/odd.gguf"
+for s in "... (300 bytes)" '"a\"b\\c\n\x01\xff' "[[1, 2], []]" "array[array; 2]" " nan"; do
+  grep -qF -- "$s" "$tmp/out" || bad "odd text output lacks '$s': $(cat "$tmp/out")"
+done
+expect 0 "odd json" -- --json "$tmp/odd.gguf"
+python3 - "$tmp/out" <<'PY' || fail=1
+import json, sys
+m = json.load(open(sys.argv[1], encoding="utf-8"))["metadata"]
+ok = (m["long.str"]["truncated"] and m["long.str"]["length"] == 300
+      and m["long.str"]["value"] == "x" * 96
+      and m["odd.str"]["value"] == 'a"b\\c\n\x01\ufffd\u00e9'
+      and m["nested"]["value"] == [[1, 2], []] and m["f.nan"]["value"] == "nan")
+if not ok:
+    print("FAIL: odd json:", m); sys.exit(1)
+PY
+expect 0 "odd json --full" -- --json --full "$tmp/odd.gguf"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["metadata"]; assert m["long.str"]["value"]=="x"*300 and "truncated" not in m["long.str"]' "$tmp/out" \
+  || bad "--full still shortens strings"
+
 [ $fail = 0 ] && echo "tessera inspect: all checks passed"
 exit $fail

@@ -1,0 +1,225 @@
+/*
+ * pretok_table — the BPE pre-tokenizers llama.cpp knows: for each family the
+ * regexes it applies in order (each splits every piece the previous ones
+ * left), and which tokenizer.ggml.pre names select it with which flags.
+ *
+ * The regexes are llama.cpp's (src/llama-vocab.cpp, llm_tokenizer_bpe), in
+ * their "adapted" form where llama.cpp rewrote a tokenizer.json regex (e.g.
+ * (?i:'s|...) spelled as '[sS]|...). \s and \S are rewritten by pretok.c to
+ * the exact Unicode White_Space set before compiling with PCRE2.
+ *
+ * Included only from pretok.c.
+ */
+#ifndef TESSERA_VOCAB_PRETOK_TABLE_H
+#define TESSERA_VOCAB_PRETOK_TABLE_H
+
+enum { PRETOK_MAX_REGEX = 6 };
+
+#define RX_CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
+#define RX_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
+#define RX_LLAMA3                                                                              \
+    RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" \
+                    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define RX_QWEN2                                                                             \
+    RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" \
+                    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define RX_PORO " ?[^(\\s|.,!?…。，、।۔،)]+"
+#define RX_CJK_DEEPSEEK "[一-龥ࠀ-一가-퟿]+"
+#define RX_CJK_KANA "[一-龥぀-ゟ゠-ヿ]+"
+#define RX_ASCII_PUNCT_WORD "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
+/* "Uppercase-ish then lowercase-ish letters", llama.cpp's rewrite of
+ * [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* / [\p{Ll}\p{Lm}\p{Lo}\p{M}]+. */
+#define RX_UPPER(cls) "((?=[" cls "])([^a-z]))"
+#define RX_LOWER(cls) "((?=[" cls "])([^A-Z]))"
+#define RX_GPT4O_LIKE(cls)                                                                    \
+    "[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER(cls) "*" RX_LOWER(cls) "+" RX_CONTRACTIONS              \
+    "?|[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER(cls) "+" RX_LOWER(cls) "*" RX_CONTRACTIONS            \
+    "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+typedef enum pretok_family {
+    PF_DEFAULT,
+    PF_LLAMA3,
+    PF_JAIS2,
+    PF_DEEPSEEK_LLM,
+    PF_DEEPSEEK3,
+    PF_SPARK2_5,
+    PF_YOUTU,
+    PF_DEEPSEEK_CODER,
+    PF_FALCON,
+    PF_STARCODER,
+    PF_GPT2,
+    PF_QWEN2,
+    PF_QWEN35,
+    PF_PORO,
+    PF_VIKING,
+    PF_TEKKEN,
+    PF_CHAMELEON,
+    PF_GPT4O,
+    PF_GRANITE_EMB_MULTI,
+    PF_BAILINGMOE,
+    PF_SEED_CODER,
+    PF_UFAKZEKA,
+    PF_LAGUNA,
+    PF_EXAONE_MOE,
+    PF_MINICPM5,
+    PF_COUNT
+} pretok_family;
+
+static const char *const pretok_regexes[PF_COUNT][PRETOK_MAX_REGEX] = {
+    [PF_DEFAULT] = {"[\\p{P}\\$\\+<=>\\^~\\|]+", RX_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"},
+    [PF_LLAMA3] = {RX_LLAMA3},
+    [PF_JAIS2] = {RX_CONTRACTIONS
+                  "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+                  "\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|"
+                  "\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|"
+                  "\\s{1}"},
+    [PF_DEEPSEEK_LLM] =
+        {"[\r\n]",
+         "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-"
+         "ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-"
+         "ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+         "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", RX_CJK_DEEPSEEK, "\\p{N}+"},
+    [PF_DEEPSEEK3] = {"\\p{N}{1,3}", RX_CJK_KANA,
+                      RX_ASCII_PUNCT_WORD "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+                                          "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+    [PF_SPARK2_5] = {"\\p{N}{1,3}", RX_CJK_KANA,
+                     RX_ASCII_PUNCT_WORD "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+                                         "?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+",
+                     "\\p{N}"},
+    [PF_YOUTU] = {"[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|" RX_CJK_KANA,
+                  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{"
+                  "Lo}\\p{M}]+" RX_CONTRACTIONS
+                  "?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{"
+                  "Lo}\\p{M}]*" RX_CONTRACTIONS
+                  "?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    [PF_DEEPSEEK_CODER] = {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RX_CJK_DEEPSEEK, "\\p{N}"},
+    [PF_FALCON] = {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RX_GPT2, "[0-9][0-9][0-9]"},
+    [PF_STARCODER] = {"\\p{N}", RX_GPT2},
+    [PF_GPT2] = {RX_GPT2},
+    [PF_QWEN2] = {RX_QWEN2},
+    [PF_QWEN35] = {RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| "
+                                   "?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|"
+                                   "\\s+"},
+    [PF_PORO] = {RX_PORO},
+    [PF_VIKING] = {RX_PORO, "\\p{N}"},
+    [PF_TEKKEN] = {"[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER("\\p{L}") "*" RX_LOWER("\\p{L}") "+"
+                   "|[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER("\\p{L}") "+" RX_LOWER("\\p{L}") "*"
+                   "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    [PF_CHAMELEON] = {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+                      "([\\t\\n]|    |  )", "\\p{N}", "[\\p{P}!-/:-@\\[-`{-~]", RX_GPT2},
+    [PF_GPT4O] = {RX_GPT4O_LIKE("\\p{L}")},
+    [PF_GRANITE_EMB_MULTI] = {RX_GPT4O_LIKE("\\p{L}\\p{M}")},
+    [PF_BAILINGMOE] = {"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+                       "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
+    [PF_SEED_CODER] = {RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| "
+                                       "?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    [PF_UFAKZEKA] = {"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*["
+                     "\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    [PF_LAGUNA] = {"[^\\n]+|[\\n]+", RX_QWEN2},
+    [PF_EXAONE_MOE] = {RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: "
+                                       "\\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/"
+                                       "]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
+    [PF_MINICPM5] = {"\\p{N}{1,3}", RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| "
+                                                    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+                                                    "\\s+(?!\\S)|\\s+"},
+};
+
+/* Flags a name sets on the vocabulary (llama.cpp's llama_vocab::impl::load). */
+enum {
+    PN_NO_CLEAN = 1 << 0,      /* clean_spaces = false (BPE default: true) */
+    PN_IGNORE_MERGES = 1 << 1, /* a word that is a token is not merged */
+    PN_ADD_BOS = 1 << 2,       /* add_bos defaults to true */
+    PN_NO_BOS = 1 << 3,        /* no default BOS id */
+};
+
+typedef struct pretok_name {
+    const char *name;
+    pretok_family family;
+    unsigned flags;
+} pretok_name;
+
+static const pretok_name pretok_names[] = {
+    {"default", PF_DEFAULT, 0},
+    {"llama3", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"llama-v3", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"llama-bpe", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"falcon3", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"falcon-h1", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"pixtral", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"midm-2.0", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"lfm2", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"jina-v5-nano", PF_LLAMA3, PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"deepseek-llm", PF_DEEPSEEK_LLM, PN_NO_CLEAN},
+    {"deepseek-coder", PF_DEEPSEEK_CODER, PN_NO_CLEAN},
+    {"deepseek-v3", PF_DEEPSEEK3, PN_NO_CLEAN},
+    {"spark2_5", PF_SPARK2_5, PN_NO_CLEAN},
+    {"youtu", PF_YOUTU, PN_NO_CLEAN | PN_IGNORE_MERGES},
+    {"falcon", PF_FALCON, 0},
+    {"mpt", PF_GPT2, 0},
+    {"starcoder", PF_STARCODER, 0},
+    {"gpt-2", PF_GPT2, 0},
+    {"phi-2", PF_GPT2, 0},
+    {"jina-es", PF_GPT2, 0},
+    {"jina-de", PF_GPT2, 0},
+    {"gigachat", PF_GPT2, 0},
+    {"jina-v2-es", PF_GPT2, 0},
+    {"jina-v2-de", PF_GPT2, 0},
+    {"a.x-4.0", PF_GPT2, 0},
+    {"mellum", PF_GPT2, 0},
+    {"modern-bert", PF_GPT2, 0},
+    {"jais-2", PF_JAIS2, 0},
+    {"jina-v1-en", PF_GPT2, 0},
+    {"jina-v2-code", PF_GPT2, 0},
+    {"roberta-bpe", PF_GPT2, 0},
+    {"refact", PF_STARCODER, 0},
+    {"command-r", PF_STARCODER, PN_NO_CLEAN},
+    {"qwen2", PF_QWEN2, PN_NO_CLEAN},
+    {"deepseek-r1-qwen", PF_QWEN2, PN_NO_CLEAN},
+    {"kormo", PF_QWEN2, PN_NO_CLEAN},
+    {"f2llmv2", PF_QWEN2, PN_NO_CLEAN},
+    {"qwen35", PF_QWEN35, PN_NO_CLEAN},
+    {"stablelm2", PF_QWEN2, 0},
+    {"olmo", PF_GPT2, 0},
+    {"dbrx", PF_LLAMA3, 0},
+    {"smaug-bpe", PF_LLAMA3, 0},
+    {"poro-chat", PF_PORO, PN_NO_CLEAN},
+    {"glm4", PF_LLAMA3, PN_NO_BOS},
+    {"chatglm-bpe", PF_LLAMA3, PN_NO_BOS},
+    {"viking", PF_VIKING, PN_NO_CLEAN},
+    {"jais", PF_GPT2, 0},
+    {"tekken", PF_TEKKEN, PN_NO_CLEAN | PN_IGNORE_MERGES | PN_ADD_BOS},
+    {"smollm", PF_STARCODER, PN_NO_CLEAN},
+    {"codeshell", PF_STARCODER, 0},
+    {"bloom", PF_PORO, 0},
+    {"gpt3-finnish", PF_PORO, 0},
+    {"exaone", PF_STARCODER, 0},
+    {"exaone4", PF_GPT2, 0},
+    {"exaone-moe", PF_EXAONE_MOE, 0},
+    {"chameleon", PF_CHAMELEON, PN_NO_CLEAN | PN_ADD_BOS},
+    {"minerva-7b", PF_STARCODER, 0},
+    {"megrez", PF_QWEN2, 0},
+    {"gpt-4o", PF_GPT4O, PN_NO_CLEAN},
+    {"llama4", PF_GPT4O, PN_NO_CLEAN},
+    {"kanana2", PF_GPT4O, PN_NO_CLEAN},
+    {"talkie", PF_GPT4O, PN_NO_CLEAN},
+    {"minimax-m2", PF_GPT4O, PN_NO_CLEAN},
+    {"granite-embed-multi-97m", PF_GRANITE_EMB_MULTI, PN_NO_CLEAN | PN_IGNORE_MERGES},
+    {"trillion", PF_GPT2, PN_NO_CLEAN},
+    {"granite-docling", PF_GPT2, PN_NO_CLEAN},
+    {"bailingmoe", PF_BAILINGMOE, PN_NO_CLEAN},
+    {"bailingmoe2", PF_BAILINGMOE, PN_NO_CLEAN},
+    {"llada-moe", PF_BAILINGMOE, PN_NO_CLEAN},
+    {"seed-coder", PF_SEED_CODER, PN_NO_CLEAN},
+    {"hunyuan", PF_QWEN2, PN_NO_CLEAN},
+    {"hunyuan-dense", PF_DEEPSEEK3, PN_NO_CLEAN},
+    {"hy_v4", PF_DEEPSEEK3, PN_NO_CLEAN},
+    {"joyai-llm", PF_DEEPSEEK3, PN_NO_CLEAN},
+    {"ufakzeka", PF_UFAKZEKA, PN_NO_CLEAN},
+    {"grok-2", PF_QWEN2, PN_NO_CLEAN},
+    {"laguna", PF_LAGUNA, PN_NO_CLEAN},
+    {"solar-open", PF_QWEN2, PN_NO_CLEAN},
+    {"mellum2", PF_STARCODER, 0},
+    {"minicpm5", PF_MINICPM5, PN_IGNORE_MERGES},
+};
+
+#endif

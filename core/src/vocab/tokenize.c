@@ -1,0 +1,194 @@
+/*
+ * tokenize — the entry point: split the text on special-token strings
+ * (llama.cpp's tokenizer_st_partition), run the model's tokenizer on each
+ * remaining raw fragment, add BOS/EOS.
+ *
+ * Special tokens are tried longest first; each one splits every raw
+ * fragment at all its occurrences. Control and unknown tokens are matched
+ * only with parse_special; user-defined tokens always (as Hugging Face's
+ * tokenizers do).
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "vocab/vocab_internal.h"
+
+void vocab_tokens_free(vocab_tokens *t) {
+    free(t->ids);
+    t->ids = NULL;
+    t->n = t->cap = 0;
+}
+
+int vocab_tokens_push(vocab_tokens *t, int32_t id) {
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        int32_t *p = realloc(t->ids, cap * sizeof *p);
+        if (!p) return error_set("vocab: out of memory for %zu tokens", cap);
+        t->ids = p;
+        t->cap = cap;
+    }
+    t->ids[t->n++] = id;
+    return 0;
+}
+
+/* A fragment: a special token (id >= 0) or raw text [off, off+len). */
+typedef struct fragment {
+    int32_t id;
+    size_t off, len;
+} fragment;
+
+typedef struct fragment_list {
+    fragment *f;
+    size_t n, cap;
+} fragment_list;
+
+static int frag_push(fragment_list *l, int32_t id, size_t off, size_t len) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        fragment *f = realloc(l->f, cap * sizeof *f);
+        if (!f) return error_set("vocab: out of memory");
+        l->f = f;
+        l->cap = cap;
+    }
+    l->f[l->n++] = (fragment){id, off, len};
+    return 0;
+}
+
+/* Split the raw fragment [off, off+len) of text on every occurrence of
+ * special token id, appending the pieces to out. */
+static int split_on(const vocab *v, int32_t id, const char *text, size_t off, size_t len,
+                    fragment_list *out) {
+    const vocab_token_data *t = &v->tokens[id];
+    size_t end = off + len;
+    while (off < end) {
+        const char *hit = memmem(text + off, end - off, t->text, t->len);
+        if (!hit) break;
+        size_t m = (size_t)(hit - text);
+        size_t left = m - off;
+        if (t->attr & VOCAB_ATTR_LSTRIP)
+            while (left > 0 && isspace((unsigned char)text[off + left - 1])) left--;
+        if (left > 0 && frag_push(out, -1, off, left)) return -1;
+        if (frag_push(out, id, 0, 0)) return -1;
+        off = m + t->len;
+        if (t->attr & VOCAB_ATTR_RSTRIP)
+            while (off < end && isspace((unsigned char)text[off])) off++;
+    }
+    if (off < end && frag_push(out, -1, off, end - off)) return -1;
+    return 0;
+}
+
+static int partition(const vocab *v, const char *text, size_t len, bool parse_special,
+                     fragment_list *frags) {
+    fragment_list next = {0};
+    if (len > 0 && frag_push(frags, -1, 0, len)) return -1;
+    for (size_t s = 0; s < v->n_special; s++) {
+        int32_t id = v->special_order[s];
+        const vocab_token_data *t = &v->tokens[id];
+        if (!parse_special && (t->attr & (VOCAB_ATTR_CONTROL | VOCAB_ATTR_UNKNOWN))) continue;
+        /* Cheap pre-check: skip tokens that occur in no raw fragment. */
+        bool any = false;
+        for (size_t i = 0; i < frags->n && !any; i++)
+            any = frags->f[i].id < 0 &&
+                  memmem(text + frags->f[i].off, frags->f[i].len, t->text, t->len) != NULL;
+        if (!any) continue;
+        next.n = 0;
+        for (size_t i = 0; i < frags->n; i++) {
+            const fragment *f = &frags->f[i];
+            int rc = f->id >= 0 ? frag_push(&next, f->id, 0, 0)
+                                : split_on(v, id, text, f->off, f->len, &next);
+            if (rc) {
+                free(next.f);
+                return -1;
+            }
+        }
+        fragment_list tmp = *frags;
+        *frags = next;
+        next = tmp;
+    }
+    free(next.f);
+    return 0;
+}
+
+/* SPM: prefix a space (after a special token or at the start) when the
+ * vocabulary asks for it, then escape spaces as U+2581. */
+static int spm_fragment(const vocab *v, const char *text, size_t len, bool prefix,
+                        vocab_tokens *out) {
+    size_t spaces = prefix ? 1 : 0;
+    for (size_t i = 0; i < len; i++) spaces += text[i] == ' ';
+    char *buf = malloc(len + 2 * spaces + 1);
+    if (!buf) return error_set("spm: out of memory for %zu bytes of text", len);
+    size_t n = 0;
+    if (prefix) {
+        memcpy(buf, "\xe2\x96\x81", 3);
+        n = 3;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(buf + n, "\xe2\x96\x81", 3);
+            n += 3;
+        } else {
+            buf[n++] = text[i];
+        }
+    }
+    int rc = spm_tokenize(v, buf, n, out);
+    free(buf);
+    return rc;
+}
+
+int vocab_tokenize(const vocab *v, const char *text, size_t len, bool add_special,
+                   bool parse_special, vocab_tokens *out) {
+    fragment_list frags = {0};
+    int rc = -1;
+    if (!text && len > 0) return error_set("vocab_tokenize: NULL text");
+    if (partition(v, text, len, parse_special, &frags)) goto done;
+
+    bool bos = add_special && (v->type == VOCAB_TYPE_WPM || v->add_bos);
+    if (bos && vocab_tokens_push(out, v->bos)) goto done;
+
+    bool prev_special = true; /* SPM: the first fragment gets the prefix too */
+    for (size_t i = 0; i < frags.n; i++) {
+        const fragment *f = &frags.f[i];
+        if (f->id >= 0) {
+            if (vocab_tokens_push(out, f->id)) goto done;
+            prev_special = true;
+            continue;
+        }
+        int r = 0;
+        switch (v->type) {
+        case VOCAB_TYPE_SPM:
+            r = spm_fragment(v, text + f->off, f->len, v->add_space_prefix && prev_special, out);
+            break;
+        case VOCAB_TYPE_BPE: r = bpe_tokenize(v, text + f->off, f->len, out); break;
+        case VOCAB_TYPE_WPM: r = wpm_tokenize(v, text + f->off, f->len, out); break;
+        }
+        if (r) goto done;
+        prev_special = false;
+    }
+
+    if (add_special) {
+        if (v->type == VOCAB_TYPE_WPM) {
+            if (v->sep >= 0 && vocab_tokens_push(out, v->sep)) goto done;
+        } else if (v->add_eos && vocab_tokens_push(out, v->eos)) {
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(frags.f);
+    return rc;
+}
+
+int64_t vocab_tokenize_buf(const vocab *v, const char *text, size_t len, bool add_special,
+                           bool parse_special, int32_t *buf, int64_t cap) {
+    vocab_tokens t = {0};
+    if (vocab_tokenize(v, text, len, add_special, parse_special, &t)) {
+        vocab_tokens_free(&t);
+        return INT64_MIN;
+    }
+    int64_t n = (int64_t)t.n;
+    if (n <= cap) memcpy(buf, t.ids, t.n * sizeof *buf);
+    vocab_tokens_free(&t);
+    return n <= cap ? n : -n;
+}

@@ -52,7 +52,6 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
     if (!f) goto fail;
     tm->vocab = vocab_load(f);
     if (!tm->vocab) {
-        error_wrap("%s", path);
         gguf_close(f);
         goto fail;
     }

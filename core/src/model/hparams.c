@@ -24,7 +24,7 @@ static int hp_int(const hp_reader *r, const char *suffix, int32_t *out) {
     int64_t v;
     hp_key(r, suffix, key);
     if (gguf_get_int(r->f, key, &v) != 0)
-        return error_wrap("%s", gguf_path(r->f));
+        return -1; /* the reader names the file and key */
     if (v <= 0 || v > INT32_MAX)
         return error_set("%s: key '%s' = %lld is out of range", gguf_path(r->f), key,
                          (long long)v);
@@ -44,7 +44,7 @@ static int hp_f32_opt(const hp_reader *r, const char *suffix, float *out) {
     hp_key(r, suffix, key);
     if (gguf_find_key(r->f, key) < 0) return 0;
     float v;
-    if (gguf_get_f32(r->f, key, &v) != 0) return error_wrap("%s", gguf_path(r->f));
+    if (gguf_get_f32(r->f, key, &v) != 0) return -1; /* the reader names the file and key */
     if (!isfinite(v))
         return error_set("%s: key '%s' is not a finite number", gguf_path(r->f), key);
     *out = v;
@@ -60,7 +60,7 @@ static int hp_rope_scaling(const hp_reader *r, model_hparams *hp) {
     hp_key(r, "rope.scaling.type", key);
     if (gguf_find_key(r->f, key) >= 0) {
         gguf_str s;
-        if (gguf_get_str(r->f, key, &s) != 0) return error_wrap("%s", gguf_path(r->f));
+        if (gguf_get_str(r->f, key, &s) != 0) return -1; /* the reader names the file and key */
         bool linear = s.len == 6 && !memcmp(s.ptr, "linear", 6);
         bool none = s.len == 4 && !memcmp(s.ptr, "none", 4);
         bool llama3 = s.len == 6 && !memcmp(s.ptr, "llama3", 6);
@@ -80,7 +80,7 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     memset(hp, 0, sizeof *hp);
     gguf_str arch;
     if (gguf_get_str(f, "general.architecture", &arch) != 0)
-        return error_wrap("%s", gguf_path(f));
+        return -1;
     const model_arch_info *ai = model_arch_find(arch.ptr, arch.len);
     if (!ai) return error_wrap("%s", gguf_path(f));
     hp_reader r = {.f = f};

@@ -1,0 +1,166 @@
+/*
+ * Model goldens through the public API, on every CPU device (ref and each
+ * CPU backend plugin found in the build tree):
+ *   - the prompt's tokens equal llama.cpp's;
+ *   - logits at every prompt position: the golden top-8 (and every logit when
+ *     the golden has all_logits) within TOL;
+ *   - the greedy continuation equals llama.cpp's.
+ * Mode "quant" (quantized weights, where llama.cpp's SIMD kernels round
+ * activations slightly differently): prints max and RMS error and requires
+ * the greedy tokens to match up to the first step whose golden margin is
+ * below the measured error.
+ *
+ * usage: test_golden MODEL_NAME strict|quant [TOL]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/tessera.h>
+
+#include "golden.h"
+#include "host/host.h"
+
+typedef struct result {
+    double top_err, all_err, rms;
+    int matched, needed, n_greedy;
+    int tokens_ok;
+} result;
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static int run_case(tessera_model *m, const golden_case *g, const char *mode, result *r) {
+    memset(r, 0, sizeof *r);
+    const int32_t nv = tessera_model_n_vocab(m);
+    tessera_token toks[512];
+    int32_t n = tessera_tokenize(m, g->prompt, strlen(g->prompt), toks, 512, true, false);
+    r->tokens_ok = n == g->n_tokens && !memcmp(toks, g->tokens, (size_t)n * sizeof *toks);
+    if (!r->tokens_ok) printf("  tokens differ: got %d tokens, golden %d\n", n, g->n_tokens);
+
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = (uint32_t)(g->n_tokens + g->n_greedy + 1);
+    cp.n_threads = 2;
+    tessera_context *ctx = tessera_context_new(m, &cp);
+    if (!ctx) {
+        printf("  context: %s\n", tessera_last_error());
+        return -1;
+    }
+    /* The golden tokens, so a tokenizer difference does not hide the rest. */
+    if (tessera_decode(ctx, g->tokens, g->n_tokens, 0, TESSERA_DECODE_ALL_LOGITS) != 0) {
+        printf("  decode: %s\n", tessera_last_error());
+        tessera_context_free(ctx);
+        return -1;
+    }
+    double sq = 0;
+    int64_t cnt = 0;
+    for (int32_t p = 0; p < g->n_tokens; p++) {
+        const float *lg = tessera_logits(ctx, p);
+        for (int k = 0; k < GOLDEN_TOP; k++) {
+            const golden_top *t = &g->top[p * GOLDEN_TOP + k];
+            double e = fabs((double)lg[t->id] - t->logit);
+            if (e > r->top_err) r->top_err = e;
+            if (!g->all) {
+                sq += e * e;
+                cnt++;
+            }
+        }
+        if (g->all && g->n_vocab == nv)
+            for (int32_t i = 0; i < nv; i++) {
+                double e = fabs((double)lg[i] - g->all[(size_t)p * (size_t)nv + (size_t)i]);
+                if (e > r->all_err) r->all_err = e;
+                sq += e * e;
+                cnt++;
+            }
+    }
+    r->rms = cnt ? sqrt(sq / (double)cnt) : 0;
+    double err = r->top_err > r->all_err ? r->top_err : r->all_err;
+    r->n_greedy = g->n_greedy;
+    r->needed = g->n_greedy;
+    if (!strcmp(mode, "quant"))
+        for (int i = 0; i < g->n_greedy && i < g->n_margin; i++)
+            if (g->margin[i] < err) {
+                r->needed = i;
+                break;
+            }
+    tessera_token tok = argmax(tessera_logits(ctx, -1), nv);
+    for (int32_t i = 0; i < g->n_greedy; i++) {
+        if (tok != g->greedy[i]) break;
+        r->matched++;
+        if (tessera_decode(ctx, &tok, 1, g->n_tokens + i, 0) != 0) {
+            printf("  decode: %s\n", tessera_last_error());
+            tessera_context_free(ctx);
+            return -1;
+        }
+        tok = argmax(tessera_logits(ctx, -1), nv);
+    }
+    tessera_context_free(ctx);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_golden MODEL_NAME strict|quant [TOL]\n");
+        return 2;
+    }
+    const char *name = argv[1], *mode = argv[2];
+    double tol = argc > 3 ? atof(argv[3]) : 1e-3;
+    const char *shared = getenv("TESSERA_SHARED");
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    if (!shared) shared = "../shared";
+    char path[1024], gpath[1024];
+    snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
+    snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
+    golden_case *cases;
+    int n_cases = golden_load(gpath, &cases);
+    if (n_cases <= 0) return 1;
+
+    const char *dirs[1] = {build};
+    tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0};
+    if (tessera_init(&ip) != 0) {
+        fprintf(stderr, "init: %s\n", tessera_last_error());
+        return 1;
+    }
+    int failures = 0, n_dev = 0;
+    for (int32_t d = 0; d < host_device_count(); d++) {
+        host_device *dev = host_device_get(d);
+        if (dev->info.kind != TSR_DEVICE_CPU) continue;
+        n_dev++;
+        tessera_model_params mp = tessera_model_default_params();
+        mp.devices = dev->name;
+        tessera_model *m = tessera_model_load(path, &mp);
+        if (!m) {
+            printf("FAIL %s on %s: %s\n", name, dev->name, tessera_last_error());
+            failures++;
+            continue;
+        }
+        for (int c = 0; c < n_cases; c++) {
+            result r;
+            if (run_case(m, &cases[c], mode, &r) != 0) {
+                printf("FAIL %s on %s, case %d\n", name, dev->name, c);
+                failures++;
+                continue;
+            }
+            int ok;
+            if (!strcmp(mode, "quant"))
+                ok = r.tokens_ok && r.matched >= r.needed;
+            else
+                ok = r.tokens_ok && r.top_err <= tol && r.all_err <= tol && r.matched == r.n_greedy;
+            printf("%s %s on %s, case %d (%d tokens): tokens %s, top-8 max err %.3g, all-logits max err %.3g, "
+                   "RMS %.3g, greedy %d/%d matched (%d required)\n",
+                   ok ? "ok  " : "FAIL", name, dev->name, c, cases[c].n_tokens, r.tokens_ok ? "same" : "DIFFER",
+                   r.top_err, r.all_err, r.rms, r.matched, r.n_greedy, r.needed);
+            failures += !ok;
+        }
+        tessera_model_free(m);
+    }
+    printf("%d CPU device(s), tolerance %g (%s)\n", n_dev, tol, mode);
+    golden_free(cases, n_cases);
+    tessera_shutdown();
+    return failures ? 1 : 0;
+}

@@ -66,12 +66,13 @@ static int opt_bool(const gguf_file *f, const char *key, bool *out) {
     return gguf_get_bool(f, key, out);
 }
 
-/* Optional special id: -1 (as written by some converters) means none. */
+/* Optional special id: -1, stored signed or as uint32 0xFFFFFFFF (llama.cpp's
+ * LLAMA_TOKEN_NULL, written by its converters), means none. */
 static int opt_id(const vocab *v, const gguf_file *f, const char *key, int32_t *id) {
     if (gguf_find_key(f, key) < 0) return 0;
     int64_t x;
     if (gguf_get_int(f, key, &x)) return -1;
-    if (x == -1) {
+    if (x == -1 || x == (int64_t)UINT32_MAX) {
         *id = VOCAB_TOKEN_NULL;
         return 0;
     }

@@ -1,0 +1,306 @@
+/*
+ * conf_gen_math — cases for the ops that compute: MUL_MAT, RMS_NORM, NORM,
+ * SOFT_MAX, ROPE, FLASH_ATTN; and MALFORMED, nodes every device must decline.
+ */
+#include <math.h>
+
+#include "conformance/conf_internal.h"
+#include "tensor/dtype.h"
+
+#define NE(a, b, c, d) ((const int64_t[4]){a, b, c, d})
+#define F32 TSR_DTYPE_F32
+
+/* -------------------------------------------------------------- MUL_MAT */
+
+void conf_gen_mul_mat(conf_runner *r) {
+    int32_t dts[TSR_DTYPE_COUNT];
+    int32_t n_dts = conf_weight_dtypes(dts, TSR_DTYPE_COUNT);
+    for (int32_t k = 0; k < n_dts; k++) {
+        const int32_t dt = dts[k];
+        const int64_t bs = tsr_dtype_block_size(dt);
+        int64_t Ks[4] = {1, 17, 64, 255};
+        int n_K = 4;
+        if (bs > 1) {
+            Ks[0] = bs == 32 ? 32 : 256;
+            Ks[1] = bs == 32 ? 96 : 512;
+            n_K = 2;
+        }
+        for (int ki = 0; ki < n_K; ki++)
+            for (int v = 0; v < 5; v++) {
+                const int64_t K = Ks[ki];
+                /* v0 matrix x vector (decode), v1 small batch, v2 N > M,
+                 * v3 broadcast over both batch dims (GQA-like r2 = 2, r3 = 3),
+                 * v4 padded weight rows, permuted activations, padded dst */
+                int64_t w[4] = {K, 33, 1, 1}, x[4] = {K, 1, 1, 1};
+                if (v == 1) x[1] = 7;
+                if (v == 2) { w[1] = 3; x[1] = 17; }
+                if (v == 3) { w[1] = 5; w[2] = 2; x[1] = 3; x[2] = 4; x[3] = 3; }
+                if (v == 4) { w[1] = 9; w[2] = 3; x[1] = 4; x[2] = 3; }
+                const conf_layout wl = v == 4 ? CONF_PADDED : CONF_CONTIG;
+                const conf_layout xl = v == 4 ? CONF_PERMUTED : CONF_CONTIG;
+                conf_case c;
+                conf_case_init(&c, TSR_OP_MUL_MAT,
+                               "%s [%lld, %lld, %lld, %lld]%s x F32 [%lld, %lld, %lld, %lld]%s",
+                               dtype_name(dt), (long long)w[0], (long long)w[1], (long long)w[2],
+                               (long long)w[3], v == 4 ? " padded" : "", (long long)x[0],
+                               (long long)x[1], (long long)x[2], (long long)x[3],
+                               v == 4 ? " permuted" : "");
+                c.weight_src0 = true;
+                c.tol = conf_tolerance(TSR_OP_MUL_MAT, dt);
+                conf_case_src(r, &c, 0, dt, w, wl, conf_uniform(-1, 1));
+                conf_case_src(r, &c, 1, F32, x, xl, conf_uniform(-1, 1));
+                conf_case_dst(&c, F32, NE(w[1], x[1], x[2], x[3]), v == 4 ? CONF_PADDED : CONF_CONTIG);
+                conf_case_run(r, &c);
+            }
+    }
+}
+
+/* ------------------------------------------------------- RMS_NORM, NORM */
+
+static void gen_norm(conf_runner *r, int32_t op, const char *name, float lo, float hi) {
+    static const int64_t shapes[][4] = {
+        {1, 3, 1, 1}, {3, 3, 1, 1}, {17, 3, 1, 1}, {64, 3, 2, 2}, {255, 2, 1, 1}, {1024, 2, 1, 1},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int v = 0; v < 3; v++) {
+            /* v0 contiguous, eps 1e-5; v1 permuted source, padded dst, eps
+             * 1e-6; v2 in place */
+            const int64_t *ne = shapes[s];
+            conf_case c;
+            static const char *const vname[] = {"", " permuted/padded", " in place"};
+            conf_case_init(&c, op, "%s [%lld, %lld, %lld, %lld]%s", name, (long long)ne[0],
+                           (long long)ne[1], (long long)ne[2], (long long)ne[3], vname[v]);
+            c.tol = conf_tolerance(op, F32);
+            c.node.fparams[0] = v == 1 ? 1e-6f : 1e-5f;
+            conf_case_src(r, &c, 0, F32, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(lo, hi));
+            if (v == 2)
+                conf_case_dst_inplace(&c, 0);
+            else
+                conf_case_dst(&c, F32, ne, v == 1 ? CONF_PADDED : CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
+void conf_gen_rms_norm(conf_runner *r) { gen_norm(r, TSR_OP_RMS_NORM, "RMS_NORM", -2, 2); }
+/* an offset mean, so the subtraction matters */
+void conf_gen_norm(conf_runner *r) { gen_norm(r, TSR_OP_NORM, "NORM", -1, 3); }
+
+/* ------------------------------------------------------------- SOFT_MAX */
+
+void conf_gen_soft_max(conf_runner *r) {
+    static const int64_t widths[] = {1, 3, 17, 32, 255};
+    static const int64_t row_shapes[][2] = {{1, 1}, {5, 4}}; /* rows, ne2 (heads) */
+    static const int32_t masks[] = {-1, TSR_DTYPE_F32, TSR_DTYPE_F16};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (int rs = 0; rs < 2; rs++)
+            for (int m = 0; m < 3; m++)
+                for (int v = 0; v < 4; v++) {
+                    /* v0 scale 1; v1 scale 0.125 and ALiBi (max_bias 8) when
+                     * masked; v2 permuted source + padded dst; v3 in place */
+                    const int64_t n = widths[w], rows = row_shapes[rs][0], heads = row_shapes[rs][1];
+                    if (v >= 2 && n != 32) continue;
+                    const int32_t mdt = masks[m];
+                    conf_case c;
+                    static const char *const vname[] = {"", " scaled", " permuted/padded", " in place"};
+                    conf_case_init(&c, TSR_OP_SOFT_MAX, "SOFT_MAX [%lld, %lld, %lld] mask %s%s%s",
+                                   (long long)n, (long long)rows, (long long)heads,
+                                   mdt < 0 ? "none" : dtype_name(mdt), vname[v],
+                                   v == 1 && mdt >= 0 ? " alibi" : "");
+                    c.tol = conf_tolerance(TSR_OP_SOFT_MAX, F32);
+                    c.node.fparams[0] = v == 1 ? 0.125f : 1.0f;
+                    c.node.fparams[1] = v == 1 && mdt >= 0 ? 8.0f : 0.0f;
+                    const int64_t ne[4] = {n, rows, heads, 1};
+                    conf_case_src(r, &c, 0, F32, ne, v == 2 ? CONF_PERMUTED : CONF_CONTIG,
+                                  conf_uniform(-5, 5));
+                    if (mdt >= 0) {
+                        /* rows padded past the batch, as llama.cpp pads its KQ mask */
+                        const int64_t gap = rows < n ? rows : n;
+                        conf_case_src(r, &c, 1, mdt, NE(n, rows + 3, 1, 1), CONF_CONTIG,
+                                      conf_mask(gap, -2.0f));
+                    }
+                    if (v == 3)
+                        conf_case_dst_inplace(&c, 0);
+                    else
+                        conf_case_dst(&c, F32, ne, v == 2 ? CONF_PADDED : CONF_CONTIG);
+                    conf_case_run(r, &c);
+                }
+}
+
+/* ----------------------------------------------------------------- ROPE */
+
+typedef struct rope_config {
+    const char *what;
+    int64_t head_dim, n_head, n_tokens;
+    int32_t n_dims, n_ctx_orig;
+    float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
+    int freq_factors;
+} rope_config;
+
+static const rope_config rope_configs[] = {
+    {"llama", 64, 3, 5, 64, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 0},
+    {"llama3 freq factors", 128, 2, 3, 128, 8192, 500000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 1},
+    {"partial n_dims", 64, 2, 4, 32, 0, 10000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f, 0},
+    {"yarn", 64, 2, 3, 64, 4096, 10000.0f, 0.25f, 1.0f, 1.0f, 32.0f, 1.0f, 0},
+    {"linear scaling", 32, 4, 2, 32, 0, 10000.0f, 0.5f, 0.0f, 1.0f, 32.0f, 1.0f, 0},
+    {"odd head_dim", 18, 1, 1, 16, 0, 1000000.0f, 1.0f, 0.0f, 0.8f, 32.0f, 1.0f, 0},
+};
+
+void conf_gen_rope(conf_runner *r) {
+    for (size_t k = 0; k < sizeof rope_configs / sizeof rope_configs[0]; k++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int v = 0; v < 4; v++) {
+                /* v0 contiguous; v1 permuted source, padded dst; v2 in
+                 * place; v3 F16 source and dst */
+                const rope_config *rc = &rope_configs[k];
+                const int64_t ne[4] = {rc->head_dim, rc->n_head, rc->n_tokens, 1};
+                conf_case c;
+                static const char *const vname[] = {"", " permuted/padded", " in place", " F16"};
+                conf_case_init(&c, TSR_OP_ROPE, "ROPE %s %s [%lld, %lld, %lld] n_dims %d%s",
+                               mode ? "neox" : "normal", rc->what, (long long)ne[0], (long long)ne[1],
+                               (long long)ne[2], (int)rc->n_dims, vname[v]);
+                c.tol = conf_tolerance(TSR_OP_ROPE, F32);
+                c.node.iparams[0] = rc->n_dims;
+                c.node.iparams[1] = mode ? TSR_ROPE_NEOX : TSR_ROPE_NORMAL;
+                c.node.iparams[2] = rc->n_ctx_orig;
+                const float fp[6] = {rc->freq_base, rc->freq_scale, rc->ext_factor,
+                                     rc->attn_factor, rc->beta_fast, rc->beta_slow};
+                for (int i = 0; i < 6; i++) c.node.fparams[i] = fp[i];
+                const int32_t dt = v == 3 ? TSR_DTYPE_F16 : F32;
+                conf_case_src(r, &c, 0, dt, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(-1, 1));
+                conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(rc->n_tokens, 1, 1, 1), CONF_CONTIG,
+                              conf_index(300));
+                if (rc->freq_factors)
+                    conf_case_src(r, &c, 2, F32, NE(rc->n_dims / 2, 1, 1, 1), CONF_CONTIG,
+                                  conf_uniform(1, 8));
+                if (v == 2)
+                    conf_case_dst_inplace(&c, 0);
+                else
+                    conf_case_dst(&c, dt, ne, v == 1 ? CONF_PADDED : CONF_CONTIG);
+                conf_case_run(r, &c);
+            }
+}
+
+/* ----------------------------------------------------------- FLASH_ATTN */
+
+void conf_gen_flash_attn(conf_runner *r) {
+    static const int64_t configs[][5] = {
+        /* D, n_q, n_kv, H, H_kv */
+        {64, 1, 17, 4, 4}, {64, 7, 33, 4, 2}, {32, 5, 64, 8, 1}, {128, 3, 256, 2, 2}, {64, 1, 1, 2, 1},
+    };
+    static const int32_t kv_types[] = {TSR_DTYPE_F32, TSR_DTYPE_F16};
+    static const int32_t masks[] = {-1, TSR_DTYPE_F16, TSR_DTYPE_F32};
+    for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)
+        for (int t = 0; t < 2; t++)
+            for (int m = 0; m < 3; m++)
+                for (int v = 0; v < 2; v++) {
+                    /* v1: q a permuted view, k/v padded views of a cache
+                     * (only with an F16 mask, to keep the count small) */
+                    if (v == 1 && m != 1) continue;
+                    const int64_t D = configs[k][0], n_q = configs[k][1], n_kv = configs[k][2];
+                    const int64_t H = configs[k][3], H_kv = configs[k][4];
+                    const int32_t kvt = kv_types[t], mdt = masks[m];
+                    conf_case c;
+                    conf_case_init(&c, TSR_OP_FLASH_ATTN,
+                                   "FLASH_ATTN D %lld n_q %lld n_kv %lld H %lld/%lld K/V %s mask %s%s",
+                                   (long long)D, (long long)n_q, (long long)n_kv, (long long)H,
+                                   (long long)H_kv, dtype_name(kvt), mdt < 0 ? "none" : dtype_name(mdt),
+                                   v ? " views" : "");
+                    c.tol = conf_tolerance(TSR_OP_FLASH_ATTN, kvt);
+                    c.node.fparams[0] = 1.0f / sqrtf((float)D);
+                    conf_case_src(r, &c, 0, F32, NE(D, n_q, H, 1), v ? CONF_PERMUTED : CONF_CONTIG,
+                                  conf_uniform(-1, 1));
+                    conf_case_src(r, &c, 1, kvt, NE(D, n_kv, H_kv, 1), v ? CONF_PADDED : CONF_CONTIG,
+                                  conf_uniform(-1, 1));
+                    conf_case_src(r, &c, 2, kvt, NE(D, n_kv, H_kv, 1), v ? CONF_PADDED : CONF_CONTIG,
+                                  conf_uniform(-1, 1));
+                    if (mdt >= 0)
+                        conf_case_src(r, &c, 3, mdt, NE(n_kv, n_q + 3, 1, 1), CONF_CONTIG,
+                                      conf_mask(n_q < n_kv ? n_q : n_kv, -1.0f));
+                    conf_case_dst(&c, F32, NE(D, H, n_q, 1), CONF_CONTIG);
+                    conf_case_run(r, &c);
+                }
+}
+
+/* ------------------------------------------------------------ MALFORMED */
+
+/* Nodes the ABI's op list forbids; a device must answer supports_op = 0. */
+void conf_gen_malformed(conf_runner *r) {
+    conf_case c;
+
+    conf_case_init(&c, TSR_OP_MUL_MAT, "MUL_MAT with K 64 vs 32");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(64, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(32, 2, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, F32, NE(3, 2, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_MUL_MAT, "MUL_MAT with a dst of the wrong shape");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(64, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(64, 2, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, F32, NE(3, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_MUL_MAT, "MUL_MAT batch 3 of weights does not divide 4");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(32, 3, 3, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(32, 2, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, F32, NE(3, 2, 4, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_ADD, "ADD with src1 [5, 3] not dividing [17, 3]");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(17, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(5, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, F32, NE(17, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    for (int bad = 0; bad < 2; bad++) {
+        conf_case_init(&c, TSR_OP_ROPE, "ROPE with n_dims %d for head_dim 64", bad ? 66 : 63);
+        c.expect_decline = true;
+        c.node.iparams[0] = bad ? 66 : 63;
+        c.node.fparams[0] = 10000.0f;
+        c.node.fparams[1] = 1.0f;
+        c.node.fparams[3] = 1.0f;
+        conf_case_src(r, &c, 0, F32, NE(64, 2, 3, 1), CONF_CONTIG, conf_uniform(-1, 1));
+        conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(3, 1, 1, 1), CONF_CONTIG, conf_index(10));
+        conf_case_dst(&c, F32, NE(64, 2, 3, 1), CONF_CONTIG);
+        conf_case_run(r, &c);
+    }
+
+    conf_case_init(&c, TSR_OP_SOFT_MAX, "SOFT_MAX with a mask of 2 rows for 5");
+    c.expect_decline = true;
+    c.node.fparams[0] = 1.0f;
+    conf_case_src(r, &c, 0, F32, NE(17, 5, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(17, 2, 1, 1), CONF_CONTIG, conf_uniform(-1, 0));
+    conf_case_dst(&c, F32, NE(17, 5, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_GET_ROWS, "GET_ROWS with a dst of the wrong width");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(17, 5, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(3, 1, 1, 1), CONF_CONTIG, conf_index(5));
+    conf_case_dst(&c, F32, NE(16, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_FLASH_ATTN, "FLASH_ATTN with 3 query heads over 2 kv heads");
+    c.expect_decline = true;
+    c.node.fparams[0] = 0.125f;
+    conf_case_src(r, &c, 0, F32, NE(64, 1, 3, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(64, 4, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 2, F32, NE(64, 4, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, F32, NE(64, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_CPY, "CPY of 51 elements into 48");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(17, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, F32, NE(16, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_COUNT + 100, "op number %d, unknown to this ABI", TSR_OP_COUNT + 100);
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(17, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, F32, NE(17, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+}

@@ -175,7 +175,8 @@ int gguf_writer_add_tensor(gguf_writer *w, const char *name, int32_t dtype, int 
 int gguf_writer_write_file(gguf_writer *w, const char *path);
 
 /* Streaming: begin writes the header to fp; then one call per tensor in the
- * order added (size bytes each); then finish pads the end. */
+ * order added (size bytes each, padded to the alignment as written); then
+ * finish checks that every tensor was written and flushes fp. */
 #include <stdio.h>
 int gguf_writer_begin(gguf_writer *w, FILE *fp);
 int gguf_writer_write_tensor_data(gguf_writer *w, FILE *fp, int64_t index, const void *data,

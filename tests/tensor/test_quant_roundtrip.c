@@ -38,6 +38,7 @@ static const type_bound bounds[] = {
     {TSR_DTYPE_Q4_1, 0.068, 0.068},
     {TSR_DTYPE_Q5_0, 0.064, 0.035},
     {TSR_DTYPE_Q5_1, 0.034, 0.034},
+    {TSR_DTYPE_IQ4_NL, 0.13, 0.06},
     {TSR_DTYPE_Q2_K, 0.60, 0.30},
     {TSR_DTYPE_Q3_K, 0.30, 0.12},
     {TSR_DTYPE_Q4_K, 0.14, 0.06},

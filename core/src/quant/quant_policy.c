@@ -106,10 +106,7 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
     int32_t fb;
     switch (dtype) {
     case TSR_DTYPE_Q2_K:
-    case TSR_DTYPE_Q3_K:
-        /* llama.cpp uses IQ4_NL; without its quantizer Tessera uses Q4_0 */
-        fb = dtype_traits_get(TSR_DTYPE_IQ4_NL)->from_f32 ? TSR_DTYPE_IQ4_NL : TSR_DTYPE_Q4_0;
-        break;
+    case TSR_DTYPE_Q3_K: fb = TSR_DTYPE_IQ4_NL; break;
     case TSR_DTYPE_Q4_K: fb = TSR_DTYPE_Q5_0; break;
     case TSR_DTYPE_Q5_K: fb = TSR_DTYPE_Q5_1; break;
     case TSR_DTYPE_Q6_K: fb = TSR_DTYPE_Q8_0; break;

@@ -42,10 +42,7 @@ static const dtype_traits dtype_table[TSR_DTYPE_COUNT] = {
     [TSR_DTYPE_Q5_K] = QUANT("Q5_K", 256, 176, q5_K, TSR_DTYPE_Q8_K),
     [TSR_DTYPE_Q6_K] = QUANT("Q6_K", 256, 210, q6_K, TSR_DTYPE_Q8_K),
     [TSR_DTYPE_Q8_K] = QUANT("Q8_K", 256, 292, q8_K, TSR_DTYPE_Q8_K),
-    /* IQ4_NL: dequantize and dot only; its quantizer is not implemented */
-    [TSR_DTYPE_IQ4_NL] = {.name = "IQ4_NL", .block_size = 32, .block_bytes = 18, .quantized = true,
-                          .supported = true, .to_f32 = quant_iq4_nl_to_f32,
-                          .vec_dot_type = TSR_DTYPE_Q8_0, .vec_dot = quant_iq4_nl_dot},
+    [TSR_DTYPE_IQ4_NL] = QUANT("IQ4_NL", 32, 18, iq4_nl, TSR_DTYPE_Q8_0),
     [TSR_DTYPE_IQ2_XXS] = KNOWN("IQ2_XXS", 256, 66, true),
     [TSR_DTYPE_IQ2_XS] = KNOWN("IQ2_XS", 256, 74, true),
     [TSR_DTYPE_IQ3_XXS] = KNOWN("IQ3_XXS", 256, 98, true),

@@ -1,6 +1,6 @@
 /*
  * quant_legacy — the 32-element block formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
- * Q8_1 and IQ4_NL (dequantize only).
+ * Q8_1 and IQ4_NL.
  *
  * Quantizers follow llama.cpp's reference row quantizers step by step (same
  * float operations in the same order) so that they produce the same bytes:
@@ -8,6 +8,8 @@
  *              q = min(15|31, (int8)(x/d + 8.5|16.5))  (truncation, not rounding)
  *   Q4_1/Q5_1: d = (max - min) / 15|31, m = min, q = (x - min)/d + 0.5 truncated
  *   Q8_0/Q8_1: d = amax / 127, q = roundf(x/d)
+ *   IQ4_NL:    nearest entry of a fixed 16-value codebook; the scale is the
+ *              x^2-weighted least-squares fit, best of 15 starting scales
  * Dot products take y quantized to Q8_0 (or Q8_1 for the *_1 types) and sum
  * integer products per block before scaling, the integer formulation fast
  * backends implement.
@@ -311,6 +313,72 @@ void quant_q8_1_to_f32(const void *src, float *y, int64_t n) {
 static const int8_t iq4nl_values[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
+
+/* Index of the codebook value nearest to x (ties to the upper value unless
+ * strictly nearer the lower one, as llama.cpp's best_index_int8). */
+static int iq4nl_best_index(float x) {
+    if (x <= iq4nl_values[0]) return 0;
+    if (x >= iq4nl_values[15]) return 15;
+    int lo = 0, hi = 15;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (x < iq4nl_values[mid]) hi = mid;
+        else lo = mid;
+    }
+    return x - iq4nl_values[hi - 1] < iq4nl_values[hi] - x ? hi - 1 : hi;
+}
+
+/* Weighted fit of the scale for codebook indices chosen with inverse scale
+ * id: returns sum(w*q*x) and sum(w*q*q) with w = x^2. */
+static void iq4nl_fit(const float *x, float id, float *sumqx, float *sumq2) {
+    float sx = 0.0f, s2 = 0.0f;
+    for (int j = 0; j < QK4_NL; j++) {
+        const float q = iq4nl_values[iq4nl_best_index(id * x[j])];
+        const float w = x[j] * x[j];
+        sx += w * q * x[j];
+        s2 += w * q * q;
+    }
+    *sumqx = sx;
+    *sumq2 = s2;
+}
+
+/* llama.cpp's quantize_row_iq4_nl_ref: quantize_row_iq4_nl_impl with one
+ * 32-block per super-block, no importance weights and ntry = 7. */
+void quant_iq4_nl_from_f32(const float *x, void *dst, int64_t n) {
+    enum { NTRY = 7 };
+    block_iq4_nl *y = dst;
+    for (int64_t i = 0; i < n / QK4_NL; i++, x += QK4_NL) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < QK4_NL; j++) {
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        }
+        float scale = 0.0f;
+        if (amax >= 1e-15f) { /* llama.cpp's GROUP_MAX_EPS */
+            float sumqx, sumq2;
+            iq4nl_fit(x, 1 / (-max / iq4nl_values[0]), &sumqx, &sumq2);
+            float d = sumqx / sumq2;
+            float best = d * sumqx;
+            for (int itry = -NTRY; itry <= NTRY; itry++) {
+                iq4nl_fit(x, (float)(itry + iq4nl_values[0]) / max, &sumqx, &sumq2);
+                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                    d = sumqx / sumq2;
+                    best = d * sumqx;
+                }
+            }
+            scale = d;
+        }
+        y[i].d = f32_to_fp16(scale);
+        const float id = scale ? 1 / scale : 0.0f;
+        for (int j = 0; j < QK4_NL / 2; j++) {
+            const int l0 = iq4nl_best_index(id * x[j]);
+            const int l1 = iq4nl_best_index(id * x[j + QK4_NL / 2]);
+            y[i].qs[j] = (uint8_t)(l0 | (l1 << 4));
+        }
+    }
+}
 
 void quant_iq4_nl_to_f32(const void *src, float *y, int64_t n) {
     const block_iq4_nl *x = src;

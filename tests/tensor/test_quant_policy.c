@@ -1,0 +1,164 @@
+/*
+ * test_quant_policy — per-tensor type choice on a small synthetic model whose
+ * rows are not multiples of 256 (so the K-quant fallbacks apply), and the
+ * data written for each choice.
+ *
+ * Model (llama, 1 layer, rows of 96 and 80 elements):
+ *   token_embd [96 x 8], output [96 x 8], blk.0.attn_norm [96],
+ *   blk.0.attn_q [96 x 96], blk.0.ffn_down [96 x 96], blk.0.ffn_up [80 x 4]
+ * Expected (llama.cpp's llama_tensor_get_type + fallbacks):
+ *   Q4_K_M: attn_q Q4_K->Q5_0, ffn_down Q6_K->Q8_0 (use_more_bits(0,1)),
+ *           output Q8_0 (row not a multiple of 256), token_embd Q5_0,
+ *           ffn_up Q4_K->Q5_0->F16 (80 % 32 != 0), attn_norm F32 (copied)
+ *   Q2_K:   attn_q Q2_K->IQ4_NL, ffn_down Q3_K->IQ4_NL
+ *   Q5_K_S: attn_q Q5_K->Q5_1
+ *   --pure Q4_K: refused, naming the first offending tensor (output.weight
+ *           in llama.cpp's order) and the block size
+ * Each converted tensor must dequantize to within 15% of the source block max.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+#include "tensor/dtype.h"
+#include "util/error.h"
+
+static int failures;
+
+static void check(int ok, const char *what) {
+    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+    if (!ok) failures++;
+}
+
+typedef struct spec {
+    const char *name;
+    int n_dims;
+    int64_t ne0, ne1;
+} spec;
+
+static const spec tensors[] = {
+    {"token_embd.weight", 2, 96, 8},      {"output.weight", 2, 96, 8},
+    {"blk.0.attn_norm.weight", 1, 96, 1}, {"blk.0.attn_q.weight", 2, 96, 96},
+    {"blk.0.ffn_down.weight", 2, 96, 96}, {"blk.0.ffn_up.weight", 2, 80, 4},
+};
+enum { N_TENSORS = sizeof tensors / sizeof tensors[0] };
+
+static float *data[N_TENSORS];
+
+static int write_model(const char *path) {
+    gguf_writer *w = gguf_writer_new();
+    int rc = -1;
+    if (!w) return -1;
+    if (gguf_writer_set_str(w, "general.architecture", "llama", 5) ||
+        gguf_writer_set_u32(w, "llama.block_count", 1) ||
+        gguf_writer_set_u32(w, "llama.attention.head_count", 2) ||
+        gguf_writer_set_u32(w, "llama.attention.head_count_kv", 2))
+        goto done;
+    unsigned seed = 12345;
+    for (int t = 0; t < N_TENSORS; t++) {
+        int64_t ne[4] = {tensors[t].ne0, tensors[t].ne1, 1, 1};
+        int64_t n = ne[0] * ne[1];
+        data[t] = malloc((size_t)n * sizeof(float));
+        for (int64_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            data[t][i] = ((float)((seed >> 8) & 0xffff) / 65535.0f - 0.5f) * 0.2f;
+        }
+        if (gguf_writer_add_tensor(w, tensors[t].name, TSR_DTYPE_F32, tensors[t].n_dims, ne, data[t]))
+            goto done;
+    }
+    rc = gguf_writer_write_file(w, path);
+done:
+    gguf_writer_free(w);
+    return rc;
+}
+
+static int quantize(const char *in, const char *out, const char *type, bool pure) {
+    quant_params p = {.ftype = quant_ftype_find(type), .pure = pure, .n_threads = 3};
+    return quant_model_file(in, out, &p);
+}
+
+/* dtype of name in path (after checking its data), or -1 */
+static int32_t out_dtype(const char *path, const char *name) {
+    gguf_file *f = gguf_open(path);
+    if (!f) return -1;
+    const gguf_tensor_info *t = gguf_find_tensor(f, name);
+    int32_t dt = t ? t->dtype : -1;
+    int idx = -1;
+    for (int i = 0; i < N_TENSORS; i++)
+        if (!strcmp(tensors[i].name, name)) idx = i;
+    if (t && idx >= 0) {
+        int64_t n = t->ne[0] * t->ne[1];
+        float *y = malloc((size_t)n * sizeof *y);
+        double amax = 0, err = 0;
+        if (dtype_dequantize_row(dt, t->data, y, n) != 0) dt = -1;
+        for (int64_t i = 0; i < n && dt >= 0; i++) {
+            amax = fmax(amax, fabs(data[idx][i]));
+            err = fmax(err, fabs(data[idx][i] - y[i]));
+        }
+        if (dt >= 0 && err > 0.15 * amax) {
+            printf("     %s (%s): max error %g vs block max %g\n", name, dtype_name(dt), err, amax);
+            dt = -2;
+        }
+        free(y);
+    }
+    gguf_close(f);
+    return dt;
+}
+
+int main(void) {
+    char dir[] = "/tmp/tessera-policy-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char in[256], out[256], line[256];
+    snprintf(in, sizeof in, "%s/odd.gguf", dir);
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    if (write_model(in) != 0) {
+        printf("FAIL cannot write the test model: %s\n", error_get());
+        return 1;
+    }
+    static const struct {
+        const char *type, *tensor;
+        int32_t want;
+    } cases[] = {
+        {"Q4_K_M", "blk.0.attn_q.weight", TSR_DTYPE_Q5_0},
+        {"Q4_K_M", "blk.0.ffn_down.weight", TSR_DTYPE_Q8_0},
+        {"Q4_K_M", "output.weight", TSR_DTYPE_Q8_0},
+        {"Q4_K_M", "token_embd.weight", TSR_DTYPE_Q5_0},
+        {"Q4_K_M", "blk.0.ffn_up.weight", TSR_DTYPE_F16},
+        {"Q4_K_M", "blk.0.attn_norm.weight", TSR_DTYPE_F32},
+        {"Q2_K", "blk.0.attn_q.weight", TSR_DTYPE_IQ4_NL},
+        {"Q2_K", "blk.0.ffn_down.weight", TSR_DTYPE_IQ4_NL},
+        {"Q5_K_S", "blk.0.attn_q.weight", TSR_DTYPE_Q5_1},
+        {"Q8_0", "output.weight", TSR_DTYPE_Q8_0},
+        {"Q4_0", "output.weight", TSR_DTYPE_Q8_0},
+    };
+    const char *done_type = "";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(done_type, cases[i].type) != 0) {
+            if (quantize(in, out, cases[i].type, false) != 0) {
+                printf("FAIL quantize %s: %s\n", cases[i].type, error_get());
+                failures++;
+                continue;
+            }
+            done_type = cases[i].type;
+        }
+        int32_t got = out_dtype(out, cases[i].tensor);
+        snprintf(line, sizeof line, "%-6s %-24s -> %-6s (want %s)", cases[i].type, cases[i].tensor,
+                 got >= 0 ? dtype_name(got) : "error", dtype_name(cases[i].want));
+        check(got == cases[i].want, line);
+    }
+    unlink(out);
+    int rc = quantize(in, out, "Q4_K", true);
+    snprintf(line, sizeof line, "--pure Q4_K refused: %s", error_get());
+    check(rc != 0 && strstr(error_get(), "'output.weight'") && strstr(error_get(), "256") &&
+              access(out, F_OK) != 0,
+          line);
+    unlink(in);
+    rmdir(dir);
+    for (int t = 0; t < N_TENSORS; t++) free(data[t]);
+    printf("%s\n", failures ? "policy: FAILED" : "policy: all choices as llama.cpp");
+    return failures ? 1 : 0;
+}

@@ -43,6 +43,10 @@ assert states["libtessera-backend-testdev.so"][0] == "loaded", states
 PY
 then echo "FAIL: --json"; cat "$tmp/json"; fail=1; fi
 
+# TESSERA_PLUGIN_PATH is searched too (colon-separated).
+TESSERA_PLUGIN_PATH="/nonexistent:$dir" "$bin" devices > "$tmp/env" 2>&1 || fail=1
+expect "TESSERA_PLUGIN_PATH" "$tmp/env" "testdev0"
+
 if "$bin" devices --plugin-dir "$dir" --device testdev0,nosuch > "$tmp/out" 2> "$tmp/err"; then
   echo "FAIL: unknown --device accepted"; fail=1
 fi

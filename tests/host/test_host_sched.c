@@ -5,6 +5,8 @@
  *   - testdev-old  the same plugin name with a lower score: superseded
  *   - testabi      claims ABI major 2: rejected with the reason
  *   - testfail     init fails: listed with its reason
+ *   - testrefuse   tsr_plugin_entry returns NULL: rejected
+ *   - testnoentry  no tsr_plugin_entry symbol: rejected
  *   - bogus        a text file named like a plugin: not a loadable library
  * Graphs run through testdev (with fallbacks to ref) must equal ref alone.
  *
@@ -63,6 +65,12 @@ static void test_registry(void) {
     CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "init failed") &&
               strstr(p->reason, "no test device driver"),
           "failing init: %s", p ? p->reason : "not listed");
+    p = find_plugin("libtessera-backend-testrefuse.so");
+    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "returned NULL for host ABI 1."),
+          "refusing plugin: %s", p ? p->reason : "not listed");
+    p = find_plugin("libtessera-backend-testnoentry.so");
+    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no tsr_plugin_entry symbol"),
+          "plugin without entry: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-bogus.so");
     CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "not a loadable library"),
           "bogus file: %s", p ? p->reason : "not listed");

@@ -12,6 +12,8 @@
  *   TESTDEV_ABI_MAJOR   ABI major to claim (default TSR_ABI_MAJOR)
  *   TESTDEV_INIT_FAIL   init fails with a reason, as with no driver
  *   TESTDEV_SCORE       score() result (default 10)
+ *   TESTDEV_REFUSE      tsr_plugin_entry returns NULL (cannot serve the host)
+ *   TESTDEV_NO_ENTRY    export no tsr_plugin_entry at all
  */
 #include <stdlib.h>
 #include <string.h>
@@ -243,7 +245,15 @@ static const tsr_plugin plugin = {
     .shutdown = shutdown,
 };
 
+#ifdef TESTDEV_NO_ENTRY
+TSR_PLUGIN_EXPORT const tsr_plugin *testdev_misnamed_entry(uint32_t host_abi_version);
+TSR_PLUGIN_EXPORT const tsr_plugin *testdev_misnamed_entry(uint32_t host_abi_version) {
+#else
 TSR_PLUGIN_EXPORT const tsr_plugin *tsr_plugin_entry(uint32_t host_abi_version) {
+#endif
     (void)host_abi_version; /* answer every host: the host must check the major */
+#ifdef TESTDEV_REFUSE
+    if (host_abi_version != 0) return NULL; /* always, for any real host */
+#endif
     return &plugin;
 }

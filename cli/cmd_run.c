@@ -386,7 +386,7 @@ int cmd_run(int argc, char **argv) {
     }
     rc = generate(&o, model, ctx, prompt, prompt_len);
     if (rc == 130) fprintf(stderr, "\ntessera run: interrupted\n");
-    print_timings(ctx);
+    if (rc == 0 || rc == 130) print_timings(ctx);
 done:
     tessera_context_free(ctx);
     tessera_model_free(model);

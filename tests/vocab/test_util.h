@@ -28,7 +28,7 @@ static int g_failures;
     } while (0)
 
 /* Whole file in a malloc'd buffer (NUL-terminated); NULL if unreadable. */
-static char *read_file(const char *path, size_t *len) {
+static inline char *read_file(const char *path, size_t *len) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return NULL;
     size_t cap = 1 << 16, n = 0;
@@ -48,12 +48,12 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-static const char *shared_dir(void) {
+static inline const char *shared_dir(void) {
     const char *s = getenv("TESSERA_SHARED");
     return s && *s ? s : "../shared";
 }
 
-static void shared_path(char *out, size_t size, const char *rel) {
+static inline void shared_path(char *out, size_t size, const char *rel) {
     int w = snprintf(out, size, "%s/%s", shared_dir(), rel);
     if (w < 0 || (size_t)w >= size) {
         fprintf(stderr, "path too long: %s/%s\n", shared_dir(), rel);
@@ -63,7 +63,7 @@ static void shared_path(char *out, size_t size, const char *rel) {
 
 /* Load the vocabulary of a GGUF under shared/; NULL (and a message) if the
  * file is missing or does not load. */
-static vocab *load_shared_vocab(const char *rel) {
+static inline vocab *load_shared_vocab(const char *rel) {
     char path[4096];
     shared_path(path, sizeof path, rel);
     gguf_file *f = gguf_open(path);
@@ -77,11 +77,11 @@ static vocab *load_shared_vocab(const char *rel) {
     return v;
 }
 
-static void print_ids(FILE *fp, const int32_t *ids, size_t n) {
+static inline void print_ids(FILE *fp, const int32_t *ids, size_t n) {
     for (size_t i = 0; i < n; i++) fprintf(fp, " %d", ids[i]);
 }
 
-static void print_escaped(FILE *fp, const char *s, size_t n) {
+static inline void print_escaped(FILE *fp, const char *s, size_t n) {
     fputc('\'', fp);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -93,7 +93,7 @@ static void print_escaped(FILE *fp, const char *s, size_t n) {
     fputc('\'', fp);
 }
 
-static int finish(const char *name) {
+static inline int finish(const char *name) {
     if (g_failures) {
         fprintf(stderr, "%s: %d check(s) failed\n", name, g_failures);
         return 1;

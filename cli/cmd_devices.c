@@ -70,7 +70,7 @@ static void print_text(FILE *out, host_device **devs, int32_t n) {
                 d->info.host_visible ? "yes" : "no", d->info.reads_host_memory ? "yes" : "no",
                 d->info.priority);
         if (d->info.features[0]) fprintf(out, "      features: %s\n", d->info.features);
-        fprintf(out, "      plugin: %s %s (%s)\n", d->plugin->name,
+        fprintf(out, "      plugin: %s %s, %s\n", d->plugin->name,
                 d->plugin->version ? d->plugin->version : "", d->plugin_path);
     }
     int32_t shown = 0;

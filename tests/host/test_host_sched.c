@@ -7,6 +7,8 @@
  *   - testfail     init fails: listed with its reason
  *   - testrefuse   tsr_plugin_entry returns NULL: rejected
  *   - testnoentry  no tsr_plugin_entry symbol: rejected
+ *   - testnodev    init succeeds, zero devices: rejected with its reason
+ *   - testsmall    plugin table smaller than the ABI needs: rejected
  *   - bogus        a text file named like a plugin: not a loadable library
  * Graphs run through testdev (with fallbacks to ref) must equal ref alone.
  *
@@ -71,6 +73,12 @@ static void test_registry(void) {
     p = find_plugin("libtessera-backend-testnoentry.so");
     CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no tsr_plugin_entry symbol"),
           "plugin without entry: %s", p ? p->reason : "not listed");
+    p = find_plugin("libtessera-backend-testnodev.so");
+    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no devices: no test device present"),
+          "plugin without devices: %s", p ? p->reason : "not listed");
+    p = find_plugin("libtessera-backend-testsmall.so");
+    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "plugin table is 16 bytes"),
+          "small table: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-bogus.so");
     CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "not a loadable library"),
           "bogus file: %s", p ? p->reason : "not listed");

@@ -25,6 +25,23 @@ static int32_t default_threads(void) {
     return n > 0 && n < 1024 ? (int32_t)n : 1;
 }
 
+/* Whether dev can write the cache itself (CPY of F32 rows into the cache
+ * type). A device that cannot keeps its layers' cache in host memory, where
+ * the CPU writes it and the scheduler copies what the device reads. */
+static bool device_writes_cache(tsr_device *dev, int32_t kv_dtype, int64_t n_embd) {
+    if (!dev->api->supports_op) return false;
+    tsr_tensor src = {.dtype = TSR_DTYPE_F32, .ne = {n_embd, 1, 1, 1}, .name = "k"};
+    tsr_tensor dst = {.dtype = kv_dtype, .ne = {n_embd, 1, 1, 1}, .name = "k_cache"};
+    src.nb[0] = 4;
+    dst.nb[0] = kv_dtype == TSR_DTYPE_F32 ? 4 : 2;
+    for (int d = 1; d < TSR_MAX_DIMS; d++) {
+        src.nb[d] = src.nb[d - 1] * src.ne[d - 1];
+        dst.nb[d] = dst.nb[d - 1] * dst.ne[d - 1];
+    }
+    tsr_node node = {.op = TSR_OP_CPY, .n_src = 1, .dst = &dst, .src = {&src}};
+    return dev->api->supports_op(dev, &node) != 0;
+}
+
 tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_params *params) {
     if (!tm) {
         error_set("context: no model");
@@ -58,9 +75,15 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     ctx->model = tm;
     ctx->params = p;
     ctx->timings.load_ms = tm->load_ms;
-    /* The KV cache of an offloaded layer lives with its weights. */
+    /* The KV cache of an offloaded layer lives with its weights when that
+     * device can write it. */
+    const int32_t kv_dtype = p.kv_type == TESSERA_KV_F32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16;
+    const int64_t n_embd_kv = (int64_t)m->hp.head_dim * m->hp.n_head_kv;
+    bool kv_on_gpu = m->gpu && device_writes_cache(m->gpu, kv_dtype, n_embd_kv);
+    if (m->gpu && m->n_gpu_layers > 0 && !kv_on_gpu)
+        host_log(TSR_LOG_INFO, "model", "the GPU device cannot write the KV cache: keeping it in host memory");
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        layer_home[il] = model_layer_device(m, il);
+        layer_home[il] = kv_on_gpu ? model_layer_device(m, il) : -1;
         layer_dev[il] = layer_home[il] >= 0 ? m->gpu : NULL;
     }
     kv_cache_params kp = {
@@ -68,7 +91,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         .n_ctx = (int32_t)p.n_ctx,
         .n_embd_k = m->hp.head_dim * m->hp.n_head_kv,
         .n_embd_v = m->hp.head_dim * m->hp.n_head_kv,
-        .dtype = p.kv_type == TESSERA_KV_F32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16,
+        .dtype = kv_dtype,
         .layer_device = layer_dev,
         .layer_home = layer_home,
     };

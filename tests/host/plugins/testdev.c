@@ -14,6 +14,8 @@
  *   TESTDEV_SCORE       score() result (default 10)
  *   TESTDEV_REFUSE      tsr_plugin_entry returns NULL (cannot serve the host)
  *   TESTDEV_NO_ENTRY    export no tsr_plugin_entry at all
+ *   TESTDEV_NO_DEVICES  init succeeds but finds no device (with a reason)
+ *   TESTDEV_SMALL_TABLE claim a plugin table too small for this ABI
  */
 #include <stdlib.h>
 #include <string.h>
@@ -221,13 +223,26 @@ static tsr_status init(const tsr_host *h, char *reason, size_t reason_size) {
     }
     return TSR_ERR_DEVICE;
 #else
+#ifdef TESTDEV_NO_DEVICES
+    if (reason && reason_size) {
+        const char msg[] = "no test device present (built with TESTDEV_NO_DEVICES)";
+        size_t n = sizeof msg < reason_size ? sizeof msg : reason_size;
+        memcpy(reason, msg, n);
+        reason[n - 1] = '\0';
+    }
+#else
     (void)reason;
     (void)reason_size;
+#endif
     return TSR_OK;
 #endif
 }
 
+#ifdef TESTDEV_NO_DEVICES
+static int32_t device_count(void) { return 0; }
+#else
 static int32_t device_count(void) { return 1; }
+#endif
 
 static tsr_device *device_get(int32_t i) { return i == 0 ? &the_device : NULL; }
 
@@ -235,7 +250,11 @@ static void shutdown(void) { host = NULL; }
 
 static const tsr_plugin plugin = {
     .abi_version = ((uint32_t)TESTDEV_ABI_MAJOR << 16) | TSR_ABI_MINOR,
+#ifdef TESTDEV_SMALL_TABLE
+    .struct_size = 16,
+#else
     .struct_size = sizeof(tsr_plugin),
+#endif
     .name = TESTDEV_NAME,
     .version = "1.0",
     .score = score,

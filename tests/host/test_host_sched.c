@@ -241,6 +241,44 @@ static void test_copies(void) {
     sched_free(s);
 }
 
+/* A weight that lives in a testdev buffer (as -ngl puts it on a GPU) pulls
+ * its mul_mat there with no copy of the weight; only the input is copied. */
+static void test_weight_on_device(void) {
+    host_device *d = host_device_find("testdev0");
+    if (!d) return;
+    float w[8 * 4], xin[8 * 2], want[4 * 2];
+    fill(w, 32, 1.0f, 5);
+    fill(xin, 16, 1.0f, 6);
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 4; i++) {
+            double acc = 0;
+            for (int k = 0; k < 8; k++) acc += (double)w[i * 8 + k] * xin[j * 8 + k];
+            want[j * 4 + i] = (float)acc;
+        }
+    tsr_buffer *wbuf = NULL;
+    CHECK(d->dev->api->buffer_alloc(d->dev, 512, &wbuf) == TSR_OK, "buffer_alloc");
+    tsr_queue *q = host_device_queue(d);
+    CHECK(q && q->api->write(q, wbuf, 128, w, sizeof w) == TSR_OK, "write weights");
+    host_device *sel[2] = {host_device_ref(), d}; /* ref first: the weight decides */
+    sched *s = sched_new(sel, 2, NULL);
+    graph *g = graph_new(8);
+    graph_tensor *wt = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 4), "w.dev");
+    graph_tensor_bind(wt, GRAPH_WEIGHT, d->index, wbuf, 128, NULL);
+    graph_tensor *x = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 2));
+    graph_tensor *y = graph_set_output(graph_mul_mat(g, wt, x));
+    CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+    memcpy(x->t.data, xin, sizeof xin);
+    CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+    CHECK(sched_node_device(s, 0) == d, "mul_mat should follow its weight to testdev0");
+    sched_stats st;
+    sched_get_stats(s, &st);
+    CHECK(st.n_copies == 1 && st.n_splits == 1, "copies %d splits %d", st.n_copies, st.n_splits);
+    CHECK(y->t.data && close_enough(y->t.data, want, 8, 1e-6f), "result differs");
+    graph_free(g);
+    sched_free(s);
+    d->dev->api->buffer_free(d->dev, wbuf);
+}
+
 static void test_abort(void) {
     host_device *ref = host_device_ref();
     sched *s = sched_new(&ref, 1, NULL);
@@ -253,6 +291,16 @@ static void test_abort(void) {
     CHECK(sched_compute(s, g) != 0 && strstr(error_get(), "aborted"), "abort: %s", error_get());
     host_clear_abort();
     CHECK(sched_compute(s, g) == 0, "after clearing abort: %s", error_get());
+    /* an input bound to the caller's memory stays there */
+    float mine[4] = {1, 2, 3, 4};
+    graph *g3 = graph_new(8);
+    graph_tensor *in = graph_tensor_new_1d(g3, TSR_DTYPE_F32, 4);
+    graph_tensor_bind(in, GRAPH_INPUT, -1, NULL, 0, mine);
+    graph_tensor *sc = graph_set_output(graph_scale(g3, in, 2.0f, 0.0f));
+    CHECK(sched_alloc(s, g3) == 0 && in->t.data == mine, "bound input moved: %s", error_get());
+    CHECK(sched_compute(s, g3) == 0 && sc->t.data && ((float *)sc->t.data)[3] == 8.0f,
+          "bound input result: %s", error_get());
+    graph_free(g3);
     /* a weight that was never bound is an error naming it */
     graph *g2 = graph_new(8);
     graph_tensor *w = graph_tensor_set_name(graph_tensor_new_2d(g2, TSR_DTYPE_F32, 4, 4), "w.unbound");
@@ -298,6 +346,7 @@ int main(int argc, char **argv) {
     test_registry();
     test_split_graph();
     test_copies();
+    test_weight_on_device();
     test_abort();
     host_shutdown();
     unlink(bogus);

@@ -270,7 +270,7 @@ graph_tensor *graph_set_output(graph_tensor *t) {
 void graph_tensor_bind(graph_tensor *t, uint32_t role, int32_t home_device, tsr_buffer *buffer,
                        uint64_t offset, void *data) {
     if (!t) return;
-    t->flags |= role;
+    t->flags |= role | GRAPH_BOUND;
     t->home_device = home_device;
     t->t.buffer = buffer;
     t->t.offset = offset;
@@ -336,7 +336,7 @@ static graph_tensor *view_new(graph *g, const char *what, graph_tensor *a, const
     memcpy(v->t.nb, nb, sizeof v->t.nb);
     v->view_src = root;
     v->view_offset = base + offset;
-    v->flags = root->flags & (GRAPH_WEIGHT | GRAPH_PERSISTENT);
+    v->flags = root->flags & (GRAPH_WEIGHT | GRAPH_PERSISTENT | GRAPH_BOUND);
     v->home_device = root->home_device;
     snprintf(v->name, sizeof v->name, "%.*s (view)", GRAPH_NAME_MAX - 8, a->name);
     return v;

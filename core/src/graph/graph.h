@@ -35,7 +35,8 @@ enum {
     GRAPH_INPUT = 1 << 0,
     GRAPH_OUTPUT = 1 << 1,
     GRAPH_WEIGHT = 1 << 2,     /* constant, bound to model memory            */
-    GRAPH_PERSISTENT = 1 << 3  /* outlives the graph (KV cache), bound       */
+    GRAPH_PERSISTENT = 1 << 3, /* outlives the graph (KV cache), bound       */
+    GRAPH_BOUND = 1 << 4       /* set by graph_tensor_bind: caller's memory  */
 };
 
 typedef struct graph_tensor graph_tensor;

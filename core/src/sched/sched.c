@@ -137,9 +137,11 @@ static bool device_supports(const sched_slot *sl, const graph_tensor *t) {
  * they were bound; inputs in the host arena. */
 static bool root_is_computed(const graph_tensor *r) { return r->op != TSR_OP_NONE; }
 
-/* Bound by the caller (weights, KV cache); other leaves are inputs. */
+/* Bound by the caller (weights, KV cache, or any graph_tensor_bind); other
+ * leaves are inputs the scheduler places in its host arena. */
 static bool root_is_bound(const graph_tensor *r) {
-    return !root_is_computed(r) && (r->flags & (GRAPH_WEIGHT | GRAPH_PERSISTENT)) != 0;
+    return !root_is_computed(r) &&
+           (r->flags & (GRAPH_WEIGHT | GRAPH_PERSISTENT | GRAPH_BOUND)) != 0;
 }
 
 /* Who owns root r's bytes and whether they have a host address, as known
@@ -548,7 +550,9 @@ static int check_leaves(sched *s) {
         if (t->view_src || !root_is_bound(t)) continue;
         if (!t->t.buffer && !t->t.data)
             return error_set("sched: %s '%s' is not bound to memory (graph_tensor_bind)",
-                             (t->flags & GRAPH_WEIGHT) ? "weight" : "persistent tensor", t->name);
+                             (t->flags & GRAPH_WEIGHT) ? "weight"
+                             : (t->flags & GRAPH_PERSISTENT) ? "persistent tensor" : "tensor",
+                             t->name);
         if (!t->t.buffer) continue;
         host_device *owner = host_device_get(t->home_device);
         if (!owner)

@@ -1,0 +1,231 @@
+/*
+ * test_load — vocabularies built by hand in memory:
+ *   - broken tokenizer data is one clear error naming the key at fault;
+ *   - BPE merges apply by rank, ignore_merges takes whole-word tokens;
+ *   - SPM merges by score with byte fallback;
+ *   - defaults and overrides of BOS/EOS/add_* keys, EOG detection by text,
+ *     user-defined tokens split even without parse_special.
+ */
+#include "gguf_mini.h"
+#include "test_util.h"
+
+/* SPM vocabulary: specials, U+2581, a few merges with scores, bytes for
+ * 'x' and '\n'. */
+static const char *const spm_tokens[] = {
+    "<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "a", "ab",
+    "\xe2\x96\x81" "ab", "<0x78>", "<0x0A>", "<|user|>", "<|eot_id|>",
+};
+#define SPM_N (sizeof spm_tokens / sizeof spm_tokens[0])
+static const float spm_scores[SPM_N] = {0, 0, 0, -1, -2, -2, -3, -1.5f, -0.5f, 0, 0, 0, 0};
+static const int32_t spm_types[SPM_N] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 6, 6, 4, 3};
+
+enum { NO_TOKENS = 1, SHORT_SCORES = 2, SHORT_TYPES = 4, FLOAT_TYPES = 8 };
+
+static void spm_base(mini *m, unsigned omit) {
+    mini_begin(m);
+    kv_str(m, "general.architecture", "llama");
+    kv_str(m, "tokenizer.ggml.model", "llama");
+    if (!(omit & NO_TOKENS)) kv_arr_str(m, "tokenizer.ggml.tokens", spm_tokens, SPM_N);
+    kv_arr_f32(m, "tokenizer.ggml.scores", spm_scores, (omit & SHORT_SCORES) ? SPM_N - 1 : SPM_N);
+    if (omit & FLOAT_TYPES)
+        kv_arr_f32(m, "tokenizer.ggml.token_type", spm_scores, SPM_N);
+    else
+        kv_arr_i32(m, "tokenizer.ggml.token_type", spm_types, (omit & SHORT_TYPES) ? 3 : SPM_N);
+}
+
+/* Load m's vocabulary; on failure the error must mention every needle. */
+static vocab *load_expect(mini *m, bool ok, const char *what, const char *needle1,
+                          const char *needle2) {
+    gguf_file *f = mini_open(m);
+    CHECK(f != NULL, "%s: image does not open: %s", what, error_get());
+    vocab *v = f ? vocab_load(f) : NULL;
+    if (ok) {
+        CHECK(v != NULL, "%s: should load: %s", what, error_get());
+    } else {
+        CHECK(v == NULL, "%s: should fail", what);
+        CHECK(!needle1 || strstr(error_get(), needle1), "%s: error lacks '%s': %s", what, needle1,
+              error_get());
+        CHECK(!needle2 || strstr(error_get(), needle2), "%s: error lacks '%s': %s", what, needle2,
+              error_get());
+        if (!v) printf("  %-28s -> %s\n", what, error_get());
+    }
+    gguf_close(f);
+    mini_free(m);
+    return v;
+}
+
+static bool ids_are(const vocab_tokens *t, const int32_t *want, size_t n) {
+    return t->n == n && memcmp(t->ids, want, n * sizeof *want) == 0;
+}
+
+static void test_errors(void) {
+    mini m;
+    printf("errors:\n");
+    spm_base(&m, NO_TOKENS);
+    load_expect(&m, false, "no tokens", "tokenizer.ggml.tokens", "not found");
+    spm_base(&m, SHORT_SCORES);
+    load_expect(&m, false, "short scores", "tokenizer.ggml.scores", "12");
+    spm_base(&m, SHORT_TYPES);
+    load_expect(&m, false, "short token types", "tokenizer.ggml.token_type", "3");
+    spm_base(&m, FLOAT_TYPES);
+    load_expect(&m, false, "float token types", "tokenizer.ggml.token_type", "float32");
+
+    spm_base(&m, 0);
+    kv_u32(&m, "tokenizer.ggml.bos_token_id", 99);
+    load_expect(&m, false, "bos out of range", "tokenizer.ggml.bos_token_id", "99");
+
+    spm_base(&m, 0);
+    kv_u32(&m, "tokenizer.ggml.eos_token_id", 0xFFFFFFFFu);
+    kv_bool(&m, "tokenizer.ggml.add_eos_token", true);
+    load_expect(&m, false, "add_eos without eos", "tokenizer.ggml.add_eos_token", "eos_token_id");
+
+    mini_begin(&m);
+    kv_arr_str(&m, "tokenizer.ggml.tokens", spm_tokens, SPM_N);
+    load_expect(&m, false, "no model", "tokenizer.ggml.model", "not found");
+
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "t5");
+    kv_arr_str(&m, "tokenizer.ggml.tokens", spm_tokens, SPM_N);
+    load_expect(&m, false, "unsupported model", "tokenizer.ggml.model", "t5");
+
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "llama");
+    kv_arr_f32(&m, "tokenizer.ggml.tokens", spm_scores, SPM_N);
+    load_expect(&m, false, "tokens not strings", "tokenizer.ggml.tokens", "float32");
+
+    static const char *const dup[] = {"a", "b", "a"};
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "llama");
+    kv_arr_str(&m, "tokenizer.ggml.tokens", dup, 3);
+    load_expect(&m, false, "duplicate token", "tokenizer.ggml.tokens", "duplicate");
+
+    static const char *const bpe_tokens[] = {"a", "b", "c"};
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "gpt2");
+    kv_str(&m, "tokenizer.ggml.pre", "gpt-2");
+    kv_arr_str(&m, "tokenizer.ggml.tokens", bpe_tokens, 3);
+    load_expect(&m, false, "gpt2 without merges", "tokenizer.ggml.merges", "not found");
+
+    static const char *const merges[] = {"a b"};
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "gpt2");
+    kv_str(&m, "tokenizer.ggml.pre", "klingon-bpe");
+    kv_arr_str(&m, "tokenizer.ggml.tokens", bpe_tokens, 3);
+    kv_arr_str(&m, "tokenizer.ggml.merges", merges, 1);
+    load_expect(&m, false, "unknown pre-tokenizer", "klingon-bpe", "qwen2");
+}
+
+static void test_spm(void) {
+    mini m;
+    spm_base(&m, 0);
+    vocab *v = load_expect(&m, true, "spm base", NULL, NULL);
+    if (!v) return;
+    CHECK(vocab_get_type(v) == VOCAB_TYPE_SPM, "type");
+    CHECK(vocab_bos(v) == 1 && vocab_eos(v) == 2 && vocab_unk(v) == 0, "llama defaults");
+    CHECK(vocab_add_bos(v) && !vocab_add_eos(v) && vocab_add_space_prefix(v), "spm flags");
+    CHECK(vocab_eot(v) == 12 && vocab_is_eog(v, 12) && vocab_is_eog(v, 2), "eot by text");
+    CHECK(vocab_nl(v) == 10, "newline is <0x0A>, got %d", vocab_nl(v));
+
+    vocab_tokens t = {0};
+    /* "ab" -> "▁ab": best-score merges ("▁ab" -0.5 beats "ab" -1.5) */
+    CHECK(vocab_tokenize(v, "ab", 2, false, false, &t) == 0, "%s", error_get());
+    CHECK(ids_are(&t, (int32_t[]){8}, 1), "'ab' -> [8], got %zu ids, first %d", t.n,
+          t.n ? t.ids[0] : -1);
+    t.n = 0;
+    /* "ax\n" -> ▁a, <0x78>, <0x0A>; 'y' has no byte token -> <unk> */
+    CHECK(vocab_tokenize(v, "ax\ny", 4, true, false, &t) == 0, "%s", error_get());
+    CHECK(ids_are(&t, (int32_t[]){1, 6, 9, 10, 0}, 5), "'ax\\ny' byte fallback");
+    t.n = 0;
+    /* user-defined tokens split even without parse_special; the text after
+     * one gets the space prefix again */
+    CHECK(vocab_tokenize(v, "a<|user|>b", 10, false, false, &t) == 0, "%s", error_get());
+    CHECK(ids_are(&t, (int32_t[]){6, 11, 3, 5}, 4), "user-defined split");
+    t.n = 0;
+    /* control tokens only with parse_special */
+    CHECK(vocab_tokenize(v, "</s>", 4, false, true, &t) == 0, "%s", error_get());
+    CHECK(ids_are(&t, (int32_t[]){2}, 1), "parse_special </s>");
+    t.n = 0;
+
+    char *text;
+    size_t len;
+    int32_t ids[] = {1, 6, 3, 5, 2};
+    CHECK(vocab_detokenize(v, ids, 5, 0, &text, &len) == 0, "%s", error_get());
+    CHECK(strcmp(text, " a b") == 0, "detok keeps space after BOS: '%s'", text);
+    free(text);
+    CHECK(vocab_detokenize(v, ids + 1, 3, 0, &text, &len) == 0, "%s", error_get());
+    CHECK(strcmp(text, "a b") == 0, "detok strips the prefix space: '%s'", text);
+    free(text);
+    CHECK(vocab_detokenize(v, ids, 5, VOCAB_DETOK_UNPARSE_SPECIAL, &text, &len) == 0, "x");
+    CHECK(strcmp(text, "<s> a b</s>") == 0, "unparse special: '%s'", text);
+    free(text);
+    int32_t bad[] = {6, 13};
+    CHECK(vocab_detokenize(v, bad, 2, 0, &text, &len) == -1 && strstr(error_get(), "13"),
+          "bad id is an error naming it: %s", error_get());
+    char small[2];
+    CHECK(vocab_token_to_piece(v, 8, small, 2, 0, false) == -3, "needs 3 bytes");
+    CHECK(vocab_token_to_piece(v, 8, small, 2, 1, false) == 2 && memcmp(small, "ab", 2) == 0,
+          "lstrip 1");
+    CHECK(vocab_token_to_piece(v, 99, small, 2, 0, false) == INT32_MIN, "bad id");
+    int32_t buf[2];
+    CHECK(vocab_tokenize_buf(v, "ax\n", 3, true, false, buf, 2) == -4, "buf too small");
+    vocab_tokens_free(&t);
+    vocab_free(v);
+}
+
+static vocab *bpe_vocab(const char *pre, const char *const *merges, size_t n_merges) {
+    static const char *const tokens[] = {"a", "b", "c", "ab", "bc", "abc", "\xc4\xa0", "<|end|>"};
+    static const int32_t types[] = {1, 1, 1, 1, 1, 1, 1, 3};
+    mini m;
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "gpt2");
+    kv_str(&m, "tokenizer.ggml.pre", pre);
+    kv_arr_str(&m, "tokenizer.ggml.tokens", tokens, 8);
+    kv_arr_i32(&m, "tokenizer.ggml.token_type", types, 8);
+    kv_arr_str(&m, "tokenizer.ggml.merges", merges, n_merges);
+    kv_u32(&m, "tokenizer.ggml.eos_token_id", 7);
+    kv_u32(&m, "tokenizer.ggml.bos_token_id", 7);
+    return load_expect(&m, true, pre, NULL, NULL);
+}
+
+static void test_bpe(void) {
+    vocab_tokens t = {0};
+    static const char *const bc_first[] = {"b c", "a b", "a bc"};
+    vocab *v = bpe_vocab("gpt-2", bc_first, 3);
+    if (v) {
+        CHECK(vocab_tokenize(v, "abc", 3, true, false, &t) == 0, "%s", error_get());
+        CHECK(ids_are(&t, (int32_t[]){5}, 1), "b+c (rank 0) then a+bc -> abc");
+        CHECK(!vocab_add_bos(v) && vocab_bos(v) == 7, "gpt-2 adds no BOS");
+        CHECK(vocab_is_eog(v, 7), "eos is eog");
+        t.n = 0;
+        /* " a": the space is its own byte char, and "Ġa" is no token: the
+         * merge-less symbols Ġ and a come out one by one. */
+        CHECK(vocab_tokenize(v, " a", 2, false, false, &t) == 0, "%s", error_get());
+        CHECK(ids_are(&t, (int32_t[]){6, 0}, 2), "' a' -> [6 0], got %zu", t.n);
+        t.n = 0;
+        vocab_free(v);
+    }
+    static const char *const ab_first[] = {"a b", "b c", "a bc"};
+    v = bpe_vocab("gpt-2", ab_first, 3);
+    if (v) {
+        CHECK(vocab_tokenize(v, "abc", 3, false, false, &t) == 0, "%s", error_get());
+        CHECK(ids_are(&t, (int32_t[]){3, 2}, 2), "a+b (rank 0) blocks bc -> ab c");
+        t.n = 0;
+        vocab_free(v);
+    }
+    /* llama-bpe ignores merges for words that are tokens */
+    v = bpe_vocab("llama-bpe", ab_first, 3);
+    if (v) {
+        CHECK(vocab_tokenize(v, "abc", 3, true, false, &t) == 0, "%s", error_get());
+        CHECK(ids_are(&t, (int32_t[]){7, 5}, 2), "llama-bpe adds BOS; ignore_merges: abc whole");
+        t.n = 0;
+        vocab_free(v);
+    }
+    vocab_tokens_free(&t);
+}
+
+int main(void) {
+    test_errors();
+    test_spm();
+    test_bpe();
+    return finish("test_load");
+}

@@ -140,9 +140,9 @@ static int parse_array(parser *p, int depth, gguf_kv *kv) {
     if (read_u64(p, &count, "array length")) return -1;
     uint64_t min = min_encoded_size(elem);
     if (count > parser_left(p) / min)
-        return parse_fail(p, count_at, "array of %" PRIu64 " %s elements needs at least %" PRIu64
-                          " bytes per element, only %" PRIu64 " bytes left", count,
-                          gguf_type_name(elem), min, parser_left(p));
+        return parse_fail(p, count_at, "array of %" PRIu64 " %s elements cannot fit in the %"
+                          PRIu64 " bytes left (each takes at least %" PRIu64 ")", count,
+                          gguf_type_name(elem), parser_left(p), min);
     uint64_t first = p->pos;
     if (kv) {
         kv->elem_type = elem;

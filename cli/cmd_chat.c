@@ -337,10 +337,14 @@ static void on_sigint(int sig) {
     raise(sig);
 }
 
+/* user: the last percentage printed, so each is printed once. */
 static bool on_progress(float progress, void *user) {
-    (void)user;
-    fprintf(stderr, "\rloading %3d%%", (int)(progress * 100.0f + 0.5f));
-    if (progress >= 1.0f) fputs("\r            \r", stderr);
+    int *last = user;
+    int pct = (int)(progress * 100.0f + 0.5f);
+    if (pct == *last) return true;
+    *last = pct;
+    fprintf(stderr, "\rloading %3d%%", pct);
+    if (pct >= 100) fputs("\r            \r", stderr);
     return true;
 }
 
@@ -354,6 +358,7 @@ typedef struct chat_state {
     tessera_chat_format format;
     char bos_text[64], eos_text[64];
     int32_t n_ctx;
+    int load_pct; /* progress shown so far */
     conversation conv;
     token_list cached; /* the tokens held in the KV cache, in order */
     token_list prompt; /* scratch: the latest rendering, tokenized */
@@ -437,13 +442,14 @@ static int decode_prompt(chat_state *st) {
 }
 
 /* Sample, print and decode the reply token by token into reply.
- * 0 ok (end of turn, limit, full context or Ctrl-C), -1 error. */
-static int generate_reply(chat_state *st, text_buf *reply) {
+ * 0 ok (end of turn, limit, full context or Ctrl-C), -1 error; *full says
+ * the context filled up. */
+static int generate_reply(chat_state *st, text_buf *reply, bool *full) {
     char piece[256];
     for (int32_t n = 0; st->args->n_predict < 0 || n < st->args->n_predict; n++) {
         if (g_interrupted) break;
         if (st->cached.n >= st->n_ctx) {
-            fprintf(stderr, "\n[context full: %d tokens; the reply was cut]", (int)st->n_ctx);
+            *full = true;
             break;
         }
         const float *logits = tessera_logits(st->ctx, -1);
@@ -478,7 +484,6 @@ static int generate_reply(chat_state *st, text_buf *reply) {
             return -1;
         }
     }
-    if (g_interrupted) fputs("\n[interrupted]", stderr);
     return 0;
 }
 
@@ -496,14 +501,16 @@ static int chat_turn(chat_state *st, const char *line) {
     g_generating = 1;
     rc = decode_prompt(st);
     text_buf reply = {0};
-    if (rc == 0) rc = generate_reply(st, &reply);
-    if (rc > 0) {
-        fputs("[interrupted]", stderr);
-        rc = 0;
-    }
+    bool full = false;
+    if (rc == 0) rc = generate_reply(st, &reply, &full);
+    if (rc > 0) rc = 0; /* interrupted while reading the prompt */
     g_generating = 0;
     putchar('\n');
     fflush(stdout);
+    /* Notes go to stderr after the reply's line is complete. */
+    if (g_interrupted) fputs("[interrupted]\n", stderr);
+    else if (full)
+        fprintf(stderr, "[context full: %d tokens; the reply was cut]\n", (int)st->n_ctx);
     tessera_abort_clear();
     if (rc == 0 && conv_add(&st->conv, "assistant", reply.data ? reply.data : "", reply.len) < 0) {
         fprintf(stderr, "tessera chat: out of memory\n");
@@ -518,7 +525,11 @@ static int chat_setup(chat_state *st) {
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = a->devices;
     mp.n_gpu_layers = a->n_gpu_layers;
-    if (isatty(STDERR_FILENO)) mp.progress = on_progress;
+    if (isatty(STDERR_FILENO)) {
+        st->load_pct = -1;
+        mp.progress = on_progress;
+        mp.progress_user = &st->load_pct;
+    }
     st->model = tessera_model_load(a->model, &mp);
     if (!st->model) return -1;
 

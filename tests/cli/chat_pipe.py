@@ -2,13 +2,17 @@
 ChatML fallback with a note). Two turns, the second reusing the cached
 prefix; same seed, same output; /exit and EOF end the chat."""
 import re
+import signal
+import subprocess
+import time
 
-from cli_common import STORIES, Checker, require, run, crashed
+from cli_common import BIN, STORIES, Checker, require, run, crashed
 
 require(STORIES)
 c = Checker("chat_pipe")
 
-BASE = ["chat", "-m", STORIES, "-n", "16", "--seed", "42", "--verbose"]
+# -c 256: room for both turns, so the second reuses the first from the cache.
+BASE = ["chat", "-m", STORIES, "-c", "256", "-n", "16", "--seed", "42", "--verbose"]
 TWO_TURNS = "Hello\nTell me a story about a dog.\n"
 
 
@@ -28,9 +32,9 @@ c.check(len(t) == 2, f"expected 2 turns, saw {len(t)}: {err[-500:]!r}")
 if len(t) == 2 and "[dropped" not in err:
     first, second = t
     c.check(first[1] == 0 and first[2] == first[0], f"first turn {first}: nothing to reuse yet")
-    # The second rendering starts with the first turn's prompt, so at least
-    # that much is reused and only the rest is decoded.
-    c.check(second[1] >= first[0] - 1, f"second turn {second} reused less than {first[0] - 1}")
+    # ChatML renders the first turn and the reply exactly as generated, so
+    # the second turn reuses (nearly) all of it and decodes only the rest.
+    c.check(second[1] >= first[0] + 8, f"second turn {second} reused less than {first[0] + 8}")
     c.check(second[1] + second[2] == second[0], f"second turn {second} does not add up")
 
 rc2, out2, err2 = run(BASE, TWO_TURNS)
@@ -64,4 +68,30 @@ c.check(rc == 0 and not crashed(rc, err), f"--chat-template llama2: rc {rc}: {er
 long_chat = "".join(f"Message number {i} about a cat and a dog.\n" for i in range(6))
 rc, out, err = run(["chat", "-m", STORIES, "--seed", "3", "-n", "-1"], long_chat)
 c.check(rc == 0 and not crashed(rc, err), f"long chat: rc {rc}: {err[-300:]}")
+# Ctrl-C stops the reply, not the chat. EOS (id 2) is banned so the reply
+# would otherwise run until the 4096-token context is full.
+proc = subprocess.Popen([BIN, "chat", "-m", STORIES, "-c", "4096", "--logit-bias", "2-inf",
+                         "--seed", "5"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE)
+proc.stdin.write(b"Once upon a time\n")
+proc.stdin.flush()
+started = time.monotonic()
+first = proc.stdout.read(1)  # the reply has begun
+proc.send_signal(signal.SIGINT)
+try:
+    proc.stdin.write(b"/exit\n")
+    proc.stdin.flush()
+except BrokenPipeError:
+    pass
+try:
+    out, err = proc.communicate(timeout=60)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    out, err = proc.communicate()
+elapsed = time.monotonic() - started
+err = err.decode("utf-8", "replace")
+c.check(first != b"", "Ctrl-C test: no reply started")
+c.check(proc.returncode == 0, f"Ctrl-C during a reply: exit status {proc.returncode}: {err[-300:]}")
+c.check("[interrupted]" in err, f"Ctrl-C during a reply: no [interrupted] note: {err[-300:]!r}")
+c.check("context full" not in err, f"Ctrl-C did not stop the reply ({elapsed:.1f} s)")
 c.finish()

@@ -119,7 +119,7 @@ static int run_file(const char *name) {
         vocab_tokens got = {0};
         int rc = vocab_tokenize(v, t.inp[i], t.inp_len[i], false, false, &got);
         CHECK(rc == 0, "%s: input %zu: %s", name, i, error_get());
-        bool same = rc == 0 && got.n == n_want && memcmp(got.ids, want, n_want * 4) == 0;
+        bool same = rc == 0 && got.n == n_want && (n_want == 0 || memcmp(got.ids, want, n_want * 4) == 0);
         if (same) {
             passed++;
         } else {
@@ -138,7 +138,7 @@ static int run_file(const char *name) {
         size_t text_len = 0;
         unsigned flags = vocab_get_type(v) == VOCAB_TYPE_BPE ? VOCAB_DETOK_NO_CLEANUP : 0;
         rc = vocab_detokenize(v, got.ids, got.n, flags, &text, &text_len);
-        CHECK(rc == 0 && text_len == t.inp_len[i] && memcmp(text, t.inp[i], text_len) == 0,
+        CHECK(rc == 0 && text_len == t.inp_len[i] && (text_len == 0 || memcmp(text, t.inp[i], text_len) == 0),
               "%s: input %zu does not round-trip (got %zu bytes)", name, i, text_len);
         if (rc == 0 && text_len == t.inp_len[i] && memcmp(text, t.inp[i], text_len) == 0)
             roundtrips++;

@@ -132,7 +132,7 @@ int32_t vocab_token_to_piece(const vocab *v, int32_t id, char *buf, int32_t size
     for (int32_t i = 0; i < lstrip && n > 0 && *p == ' '; i++) p++, n--;
     if (n > (size_t)INT32_MAX) return INT32_MIN;
     if (size < 0 || (size_t)size < n) return -(int32_t)n;
-    memcpy(buf, p, n);
+    if (n > 0) memcpy(buf, p, n);
     return (int32_t)n;
 }
 

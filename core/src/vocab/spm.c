@@ -103,44 +103,63 @@ static int emit_symbol(spm_session *s, const spm_symbol *sym, vocab_tokens *out)
     return 0;
 }
 
-int spm_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out) {
-    if (len == 0) return 0;
-    if (len > (size_t)INT32_MAX) return error_set("spm: text of %zu bytes is too long", len);
-    spm_session s = {.v = v, .text = text};
-    s.sym = malloc(len * sizeof *s.sym);
-    if (!s.sym) return error_set("spm: out of memory for %zu bytes of text", len);
-    int rc = -1;
-
+/* Merge one region of the text (no token spans its ends). */
+static int spm_region(spm_session *s, const char *text, size_t len, vocab_tokens *out) {
+    s->text = text;
+    s->heap.n = 0;
     int n = 0;
     for (size_t off = 0; off < len;) {
         size_t cl = utf8_len_lead((uint8_t)text[off]);
         if (cl > len - off) cl = len - off;
-        s.sym[n] = (spm_symbol){n - 1, off + cl == len ? -1 : n + 1, off, cl};
+        s->sym[n] = (spm_symbol){n - 1, off + cl == len ? -1 : n + 1, off, cl};
         off += cl;
         n++;
     }
     for (int i = 1; i < n; i++)
-        if (try_add_bigram(&s, i - 1, i)) goto oom;
+        if (try_add_bigram(s, i - 1, i)) return -1;
 
-    while (s.heap.n > 0) {
-        spm_bigram b = spm_heap_pop(&s.heap);
-        spm_symbol *l = &s.sym[b.left], *r = &s.sym[b.right];
+    while (s->heap.n > 0) {
+        spm_bigram b = spm_heap_pop(&s->heap);
+        spm_symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
         /* Stale: one side was merged away or grew since it was queued. */
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;
         l->n += r->n;
         r->n = 0;
         l->next = r->next;
-        if (r->next >= 0) s.sym[r->next].prev = b.left;
-        if (try_add_bigram(&s, l->prev, b.left) || try_add_bigram(&s, b.left, l->next)) goto oom;
+        if (r->next >= 0) s->sym[r->next].prev = b.left;
+        if (try_add_bigram(s, l->prev, b.left) || try_add_bigram(s, b.left, l->next)) return -1;
     }
 
-    for (int i = 0; i != -1; i = s.sym[i].next)
-        if (emit_symbol(&s, &s.sym[i], out)) goto oom;
-    rc = 0;
-    goto done;
-oom:
-    error_set("spm: out of memory");
-done:
+    for (int i = 0; i != -1; i = s->sym[i].next)
+        if (emit_symbol(s, &s->sym[i], out)) return -1;
+    return 0;
+}
+
+static bool pair_seen(const vocab *v, uint8_t a, uint8_t b) {
+    unsigned pair = (unsigned)a << 8 | b;
+    return v->pair_seen[pair >> 3] & (1u << (pair & 7));
+}
+
+int spm_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out) {
+    if (len == 0) return 0;
+    if (len > (size_t)INT32_MAX) return error_set("spm: text of %zu bytes is too long", len);
+    spm_session s = {.v = v};
+    s.sym = malloc(len * sizeof *s.sym);
+    if (!s.sym) return error_set("spm: out of memory for %zu bytes of text", len);
+    int rc = 0;
+    /* Cut between characters whose boundary bytes never meet in a token. */
+    size_t start = 0;
+    for (size_t off = 0; off < len && rc == 0;) {
+        size_t cl = utf8_len_lead((uint8_t)text[off]);
+        if (cl > len - off) cl = len - off;
+        size_t next = off + cl;
+        if (next == len || !pair_seen(v, (uint8_t)text[next - 1], (uint8_t)text[next])) {
+            rc = spm_region(&s, text + start, next - start, out);
+            start = next;
+        }
+        off = next;
+    }
+    if (rc) error_set("spm: out of memory");
     free(s.heap.b);
     free(s.sym);
     return rc;

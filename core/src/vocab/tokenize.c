@@ -188,7 +188,7 @@ int64_t vocab_tokenize_buf(const vocab *v, const char *text, size_t len, bool ad
         return INT64_MIN;
     }
     int64_t n = (int64_t)t.n;
-    if (n <= cap) memcpy(buf, t.ids, t.n * sizeof *buf);
+    if (n <= cap && n > 0) memcpy(buf, t.ids, t.n * sizeof *buf);
     vocab_tokens_free(&t);
     return n <= cap ? n : -n;
 }

@@ -45,6 +45,11 @@ struct vocab {
 
     /* SPM byte fallback: the <0xXX> token (or the 1-byte token) per byte. */
     int32_t byte_token[256];
+    /* SPM: bit (a << 8 | b) set when bytes a, b appear next to each other in
+     * some token's text. Where they do not, no merge can ever join the
+     * symbols around them, so the text is cut there and each piece merged
+     * on its own: same result, far smaller work queues. */
+    uint8_t pair_seen[256 * 256 / 8];
 
     int32_t bos, eos, eot, eom, unk, sep, pad, mask, nl;
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;

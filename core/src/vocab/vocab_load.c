@@ -492,6 +492,16 @@ static void build_byte_tokens(vocab *v) {
     }
 }
 
+static void build_pair_table(vocab *v) {
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        const uint8_t *t = (const uint8_t *)v->tokens[i].text;
+        for (uint32_t j = 0; j + 1 < v->tokens[i].len; j++) {
+            unsigned pair = (unsigned)t[j] << 8 | t[j + 1];
+            v->pair_seen[pair >> 3] |= (uint8_t)(1u << (pair & 7));
+        }
+    }
+}
+
 static int find_newline(vocab *v) {
     v->nl = VOCAB_TOKEN_NULL;
     if (v->type == VOCAB_TYPE_SPM) {
@@ -527,6 +537,7 @@ vocab *vocab_load(const gguf_file *f) {
     build_eog(v);
     if (build_special_order(v)) goto fail;
     build_byte_tokens(v);
+    build_pair_table(v);
     if (vocab_build_pieces(v)) goto fail;
     name_attr_fixups(v, f);
     if (find_newline(v)) goto fail;

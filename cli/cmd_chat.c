@@ -47,6 +47,7 @@ static void usage(FILE *out) {
             "  -c, --ctx-size N           context size (default: the model's, at most 4096)\n"
             "  -b, --batch-size N         tokens per micro-batch (default 512)\n"
             "  -t, --threads N            CPU threads (default: all)\n"
+            "      --kv-type TYPE         KV cache type: f16 (default) or f32\n"
             "      --device LIST          devices to use, e.g. vulkan0,cpu-avx0\n"
             "  -ngl, --n-gpu-layers N     layers offloaded to the GPU device (default 0)\n"
             "      --plugin-dir DIR       look for backend plugins in DIR first\n"
@@ -75,6 +76,7 @@ typedef struct chat_args {
     const char *template_name;
     const char *devices;
     const char *plugin_dir;
+    tessera_kv_type kv_type;
     int32_t n_predict;
     int32_t n_ctx;
     int32_t n_batch;
@@ -126,8 +128,59 @@ static int parse_bias(const char *s, tessera_logit_bias *out) {
     return 0;
 }
 
+static int parse_seed(const char *flag, const char *s, uint32_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || *s == '-' || v > UINT32_MAX)
+        return bad_value(flag, s, "an integer in 0..4294967295");
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_kv_type(const char *flag, const char *s, tessera_kv_type *out) {
+    if (!strcmp(s, "f16")) *out = TESSERA_KV_F16;
+    else if (!strcmp(s, "f32")) *out = TESSERA_KV_F32;
+    else return bad_value(flag, s, "f16 or f32");
+    return 0;
+}
+
+typedef enum flag_kind { FLAG_STR, FLAG_I32, FLAG_F32, FLAG_SEED, FLAG_KV, FLAG_BIAS } flag_kind;
+
+typedef struct flag_spec {
+    const char *name, *alias; /* alias may be NULL */
+    flag_kind kind;
+    void *dst;
+    int32_t min; /* FLAG_I32 */
+} flag_spec;
+
 /* 0 ok, 1 help printed, -1 error printed. */
 static int parse_args(int argc, char **argv, chat_args *a) {
+    tessera_sampler_params *sp = &a->sp;
+    const flag_spec flags[] = {
+        {"-m", "--model", FLAG_STR, &a->model, 0},
+        {"--system", NULL, FLAG_STR, &a->system, 0},
+        {"--chat-template", NULL, FLAG_STR, &a->template_name, 0},
+        {"--device", NULL, FLAG_STR, &a->devices, 0},
+        {"--plugin-dir", NULL, FLAG_STR, &a->plugin_dir, 0},
+        {"--kv-type", NULL, FLAG_KV, &a->kv_type, 0},
+        {"-n", "--n-predict", FLAG_I32, &a->n_predict, -1},
+        {"-c", "--ctx-size", FLAG_I32, &a->n_ctx, 0},
+        {"-b", "--batch-size", FLAG_I32, &a->n_batch, 1},
+        {"-t", "--threads", FLAG_I32, &a->n_threads, 0},
+        {"-ngl", "--n-gpu-layers", FLAG_I32, &a->n_gpu_layers, 0},
+        {"--seed", NULL, FLAG_SEED, &sp->seed, 0},
+        {"--temp", NULL, FLAG_F32, &sp->temp, 0},
+        {"--top-k", NULL, FLAG_I32, &sp->top_k, INT32_MIN},
+        {"--top-p", NULL, FLAG_F32, &sp->top_p, 0},
+        {"--min-p", NULL, FLAG_F32, &sp->min_p, 0},
+        {"--typical", NULL, FLAG_F32, &sp->typical_p, 0},
+        {"--repeat-penalty", NULL, FLAG_F32, &sp->penalty_repeat, 0},
+        {"--repeat-last-n", NULL, FLAG_I32, &sp->penalty_last_n, -1},
+        {"--frequency-penalty", NULL, FLAG_F32, &sp->penalty_freq, 0},
+        {"--presence-penalty", NULL, FLAG_F32, &sp->penalty_present, 0},
+        {"--logit-bias", NULL, FLAG_BIAS, NULL, 0},
+    };
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
@@ -138,17 +191,11 @@ static int parse_args(int argc, char **argv, chat_args *a) {
             a->verbose = true;
             continue;
         }
-        /* Every other flag takes a value. */
-        static const char *const with_value[] = {
-            "-m", "--model", "--system", "--chat-template", "-n", "--n-predict", "-c",
-            "--ctx-size", "-b", "--batch-size", "-t", "--threads", "--device", "-ngl",
-            "--n-gpu-layers", "--plugin-dir", "--seed", "--temp", "--top-k", "--top-p",
-            "--min-p", "--typical", "--repeat-penalty", "--repeat-last-n",
-            "--frequency-penalty", "--presence-penalty", "--logit-bias"};
-        bool known = false;
-        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
-            known |= !strcmp(f, with_value[k]);
-        if (!known) {
+        const flag_spec *spec = NULL;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0] && !spec; k++)
+            if (!strcmp(f, flags[k].name) || (flags[k].alias && !strcmp(f, flags[k].alias)))
+                spec = &flags[k];
+        if (!spec) {
             fprintf(stderr, "tessera chat: unknown flag '%s' (see tessera chat --help)\n", f);
             return -1;
         }
@@ -158,40 +205,20 @@ static int parse_args(int argc, char **argv, chat_args *a) {
         }
         const char *v = argv[++i];
         int rc = 0;
-        tessera_sampler_params *sp = &a->sp;
-        if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
-        else if (!strcmp(f, "--system")) a->system = v;
-        else if (!strcmp(f, "--chat-template")) a->template_name = v;
-        else if (!strcmp(f, "--device")) a->devices = v;
-        else if (!strcmp(f, "--plugin-dir")) a->plugin_dir = v;
-        else if (!strcmp(f, "-n") || !strcmp(f, "--n-predict")) rc = parse_i32(f, v, -1, &a->n_predict);
-        else if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) rc = parse_i32(f, v, 0, &a->n_ctx);
-        else if (!strcmp(f, "-b") || !strcmp(f, "--batch-size")) rc = parse_i32(f, v, 1, &a->n_batch);
-        else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) rc = parse_i32(f, v, 0, &a->n_threads);
-        else if (!strcmp(f, "-ngl") || !strcmp(f, "--n-gpu-layers")) rc = parse_i32(f, v, 0, &a->n_gpu_layers);
-        else if (!strcmp(f, "--top-k")) rc = parse_i32(f, v, INT32_MIN, &sp->top_k);
-        else if (!strcmp(f, "--repeat-last-n")) rc = parse_i32(f, v, -1, &sp->penalty_last_n);
-        else if (!strcmp(f, "--temp")) rc = parse_f32(f, v, &sp->temp);
-        else if (!strcmp(f, "--top-p")) rc = parse_f32(f, v, &sp->top_p);
-        else if (!strcmp(f, "--min-p")) rc = parse_f32(f, v, &sp->min_p);
-        else if (!strcmp(f, "--typical")) rc = parse_f32(f, v, &sp->typical_p);
-        else if (!strcmp(f, "--repeat-penalty")) rc = parse_f32(f, v, &sp->penalty_repeat);
-        else if (!strcmp(f, "--frequency-penalty")) rc = parse_f32(f, v, &sp->penalty_freq);
-        else if (!strcmp(f, "--presence-penalty")) rc = parse_f32(f, v, &sp->penalty_present);
-        else if (!strcmp(f, "--seed")) {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (errno || end == v || *end || *v == '-' || s > UINT32_MAX)
-                rc = bad_value(f, v, "an integer in 0..4294967295");
-            else sp->seed = (uint32_t)s;
-        } else if (!strcmp(f, "--logit-bias")) {
+        switch (spec->kind) {
+        case FLAG_STR: *(const char **)spec->dst = v; break;
+        case FLAG_I32: rc = parse_i32(f, v, spec->min, spec->dst); break;
+        case FLAG_F32: rc = parse_f32(f, v, spec->dst); break;
+        case FLAG_SEED: rc = parse_seed(f, v, spec->dst); break;
+        case FLAG_KV: rc = parse_kv_type(f, v, spec->dst); break;
+        case FLAG_BIAS:
             if (sp->n_logit_bias >= CHAT_MAX_BIAS) {
                 fprintf(stderr, "tessera chat: more than %d --logit-bias flags\n", CHAT_MAX_BIAS);
                 return -1;
             }
             rc = parse_bias(v, &a->bias[sp->n_logit_bias]);
             if (rc == 0) sp->n_logit_bias++;
+            break;
         }
         if (rc < 0) return -1;
     }
@@ -538,6 +565,7 @@ static int chat_setup(chat_state *st) {
     cp.n_ctx = (uint32_t)(a->n_ctx > 0 ? a->n_ctx : (train > 0 && train < 4096 ? train : 4096));
     if (a->n_batch > 0) cp.n_batch = (uint32_t)a->n_batch;
     cp.n_threads = a->n_threads;
+    cp.kv_type = a->kv_type;
     cp.verbose = a->verbose;
     st->ctx = tessera_context_new(st->model, &cp);
     if (!st->ctx) return -1;
@@ -576,7 +604,8 @@ static int chat_setup(chat_state *st) {
 }
 
 int cmd_chat(int argc, char **argv) {
-    chat_args a = {.n_predict = -1, .sp = tessera_sampler_default_params()};
+    chat_args a = {.n_predict = -1, .kv_type = TESSERA_KV_F16,
+                   .sp = tessera_sampler_default_params()};
     int rc = parse_args(argc, argv, &a);
     if (rc != 0) return rc > 0 ? 0 : 2;
 

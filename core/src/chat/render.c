@@ -8,7 +8,8 @@
  *   llama3   [bos] <|start_header_id|>{role}<|end_header_id|>\n\n{trim(content)}<|eot_id|> ...
  *            gen: <|start_header_id|>assistant<|end_header_id|>\n\n
  *   gemma    [bos] system folded into the first user turn as {sys}\n\n;
- *            <start_of_turn>{user|model}\n{trim(content)}<end_of_turn>\n  gen: <start_of_turn>model\n
+ *            <start_of_turn>{user|model}\n{trim(content)}<end_of_turn>\n
+ *            gen: <start_of_turn>model\n
  *   phi3     [bos] <|{role}|>\n{content}<|end|>\n ...  gen: <|assistant|>\n, else {eos}
  *   zephyr   <|{role}|>\n{content}{eos}\n ...  gen: <|assistant|>\n
  *   mistral  [bos] system folded into the first user turn as {sys}\n\n;

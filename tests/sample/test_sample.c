@@ -315,7 +315,8 @@ static void test_penalties(void) {
     for (size_t i = 0; i < f.c.size; i++) {
         int32_t id = f.c.data[i].id;
         CHECK(fabsf(f.c.data[i].logit - want_all[id]) < 1e-6f,
-              "sorted: logit[%d] = %g, expected %g", (int)id, (double)f.c.data[i].logit, (double)want_all[id]);
+              "sorted: logit[%d] = %g, expected %g", (int)id, (double)f.c.data[i].logit,
+              (double)want_all[id]);
     }
 
     /* The window holds the last N tokens only. */

@@ -94,8 +94,9 @@ void sample_chain_free(sample_chain *s) {
 
 int32_t sample_chain_sample(sample_chain *s, const float *logits) {
     const sample_params *p = &s->params;
-    bool penalties = s->history.count > 0 && (p->penalty_repeat != 1.0f ||
-                                              p->penalty_freq != 0.0f || p->penalty_present != 0.0f);
+    bool penalized = p->penalty_repeat != 1.0f || p->penalty_freq != 0.0f ||
+                     p->penalty_present != 0.0f;
+    bool penalties = s->history.count > 0 && penalized;
     /* Plain greedy needs no candidate list: scan the row. */
     if (p->temp <= 0.0f && p->n_bias == 0 && !penalties) {
         int32_t best = 0;

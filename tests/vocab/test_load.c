@@ -223,8 +223,43 @@ static void test_bpe(void) {
     vocab_tokens_free(&t);
 }
 
+static void test_wpm(void) {
+    static const char *const tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                         "\xe2\x96\x81hello", "\xe2\x96\x81world",
+                                         "\xe2\x96\x81un", "aff", "able", "\xe2\x96\x81!",
+                                         "\xe2\x96\x81\xe4\xb8\xad"};
+    static const int32_t types[] = {3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    mini m;
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "bert");
+    kv_arr_str(&m, "tokenizer.ggml.tokens", tokens, 11);
+    kv_arr_i32(&m, "tokenizer.ggml.token_type", types, 11);
+    kv_u32(&m, "tokenizer.ggml.bos_token_id", 2);
+    kv_u32(&m, "tokenizer.ggml.unknown_token_id", 1);
+    kv_u32(&m, "tokenizer.ggml.seperator_token_id", 3);
+    kv_u32(&m, "tokenizer.ggml.padding_token_id", 0);
+    vocab *v = load_expect(&m, true, "bert", NULL, NULL);
+    if (!v) return;
+    /* words: hello , world ! unaffable 中 x zz (accents stripped, lowered,
+     * punctuation and CJK split off); ',', 'x', 'zz' have no tokens: UNK */
+    const char *text = "H\xc3\xa9llo, WORLD! unaffable \xe4\xb8\xadx zz";
+    vocab_tokens t = {0};
+    CHECK(vocab_tokenize(v, text, strlen(text), true, false, &t) == 0, "%s", error_get());
+    CHECK(ids_are(&t, (int32_t[]){2, 4, 1, 5, 9, 6, 7, 8, 10, 1, 1, 3}, 12),
+          "wordpiece ids (got %zu)", t.n);
+    char *out = NULL;
+    size_t n = 0;
+    CHECK(vocab_detokenize(v, (int32_t[]){2, 4, 5, 3}, 4, 0, &out, &n) == 0 &&
+              strcmp(out, " hello world") == 0,
+          "wpm detokenize: '%s'", out ? out : "");
+    free(out);
+    vocab_tokens_free(&t);
+    vocab_free(v);
+}
+
 int main(void) {
     test_errors();
+    test_wpm();
     test_spm();
     test_bpe();
     return finish("test_load");

@@ -142,6 +142,9 @@ int vocab_tokenize(const vocab *v, const char *text, size_t len, bool add_specia
     fragment_list frags = {0};
     int rc = -1;
     if (!text && len > 0) return error_set("vocab_tokenize: NULL text");
+    /* Symbol indices are int and BPE words double in size: stay far below. */
+    if (len > ((size_t)1 << 29))
+        return error_set("vocab_tokenize: text of %zu bytes is too long (limit 512 MiB)", len);
     if (partition(v, text, len, parse_special, &frags)) goto done;
 
     bool bos = add_special && (v->type == VOCAB_TYPE_WPM || v->add_bos);

@@ -200,6 +200,9 @@ static int load_tokens(vocab *v, const gguf_file *f) {
     for (uint64_t i = 0; i < count; i++) {
         gguf_str s;
         if (gguf_kv_arr_str(f, k, i, &s)) return -1;
+        if (s.len > (1u << 20))
+            return error_set("%s: key '%s': token %" PRIu64 " is %" PRIu64 " bytes long",
+                             gguf_path(f), KEY_TOKENS, i, s.len);
         arena += (s.len ? s.len : 24) + 1;
     }
     v->text_arena = malloc(arena);

@@ -7,8 +7,12 @@
  *     each invalid byte replaced by U+FFFD;
  *   - random valid UTF-8 from many scripts: exact round trip;
  *   - long runs (one 200 KB word, 200 KB of spaces / newlines / CJK);
- *   - special-token parsing on and off.
+ *   - special-token parsing on and off;
+ *   - one vocabulary shared by 4 threads tokenizing at once gives each the
+ *     same ids as a single thread (the vocabulary is immutable).
  */
+#include <pthread.h>
+
 #include "test_util.h"
 #include "vocab/utf8.h"
 
@@ -190,6 +194,45 @@ static void test_specials(const vocab *v, const char *name) {
     vocab_tokens_free(&plain);
 }
 
+typedef struct job {
+    const vocab *v;
+    const char *text;
+    size_t len;
+    vocab_tokens out;
+    int rc;
+} job;
+
+static void *run_job(void *arg) {
+    job *j = arg;
+    j->rc = 0;
+    for (int rep = 0; rep < 20 && j->rc == 0; rep++) {
+        j->out.n = 0;
+        j->rc = vocab_tokenize(j->v, j->text, j->len, true, true, &j->out);
+    }
+    return NULL;
+}
+
+static void test_threads(const vocab *v, const char *name) {
+    const char *text = "Hello, y'all! How are you \xf0\x9f\x98\x81 ?\xe6\x88\x91 1314151 "
+                       "don't  \n\n  stop";
+    vocab_tokens ref = {0};
+    CHECK(vocab_tokenize(v, text, strlen(text), true, true, &ref) == 0, "x");
+    job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (job){.v = v, .text = text, .len = strlen(text)};
+        pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i].rc == 0 && jobs[i].out.n == ref.n &&
+                  memcmp(jobs[i].out.ids, ref.ids, ref.n * sizeof *ref.ids) == 0,
+              "%s: thread %d differs", name, i);
+        vocab_tokens_free(&jobs[i].out);
+    }
+    vocab_tokens_free(&ref);
+}
+
 int main(void) {
     static const char *const files[] = {"vocab/ggml-vocab-llama-spm.gguf",
                                         "vocab/ggml-vocab-gpt-2.gguf", "models/stories260K.gguf"};
@@ -203,6 +246,7 @@ int main(void) {
         test_random_utf8(v, files[i]);
         test_long(v, files[i]);
         test_specials(v, files[i]);
+        test_threads(v, files[i]);
         vocab_free(v);
     }
     if (!loaded) {

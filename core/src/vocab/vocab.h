@@ -114,7 +114,8 @@ int vocab_tokens_push(vocab_tokens *t, int32_t id);
  * add_special: prepend BOS (and append EOS) when the vocabulary says so.
  * parse_special: text equal to a control token's string becomes that token
  *   (user-defined tokens are always matched, as in llama.cpp).
- * Returns 0, or -1 (out of memory, internal regex failure) with error_get(). */
+ * Returns 0, or -1 (text over 512 MiB, out of memory, regex failure) with
+ * error_get(); out may then hold a partial result. */
 int vocab_tokenize(const vocab *v, const char *text, size_t len, bool add_special,
                    bool parse_special, vocab_tokens *out);
 

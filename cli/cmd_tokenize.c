@@ -3,6 +3,7 @@
  * Only the vocabulary is loaded (gguf + vocab, no weights), so this also
  * works on vocabulary-only GGUF files such as llama.cpp's ggml-vocab-*. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static void usage(FILE *out) {
             "      --parse-special  turn special-token text such as <s> into its token\n"
             "  -h, --help           show this help\n"
             "\n"
-            "Pieces are printed with control characters escaped (\\n, \\t, \\xNN).\n");
+            "Pieces are printed with control characters and bytes that are not valid\n"
+            "UTF-8 escaped (\\n, \\t, \\r, \\xNN; a backslash as \\\\).\n");
 }
 
 /* Whole file into a malloc'd buffer (NUL-terminated for convenience). */
@@ -64,15 +66,46 @@ static char *read_file(const char *path, size_t *len) {
     return NULL;
 }
 
-/* A piece with control bytes escaped, so each token stays on one line. */
-static void print_piece(const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+/* Length of the valid UTF-8 sequence at s[0..n), 0 if it is not one. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n) {
+    size_t len;
+    uint32_t cp;
+    if (s[0] < 0x80) return 1;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) len = 2, cp = s[0] & 0x1F;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF) len = 3, cp = s[0] & 0x0F;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4) len = 4, cp = s[0] & 0x07;
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    /* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* A piece on one line: control bytes escaped (\n, \t, \r, \xNN, and a
+ * backslash as \\), and so are bytes that are not valid UTF-8 (byte-fallback
+ * tokens, partial characters). */
+static void print_piece(const char *piece, size_t n) {
+    const unsigned char *s = (const unsigned char *)piece;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        size_t len = utf8_seq_len(s + i, n - i);
         if (c == '\n') fputs("\\n", stdout);
         else if (c == '\t') fputs("\\t", stdout);
         else if (c == '\r') fputs("\\r", stdout);
-        else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
-        else putchar(c);
+        else if (c == '\\') fputs("\\\\", stdout);
+        else if (len == 0 || c < 0x20 || c == 0x7f) printf("\\x%02x", c);
+        else {
+            fwrite(s + i, 1, len, stdout);
+            i += len;
+            continue;
+        }
+        i++;
     }
 }
 

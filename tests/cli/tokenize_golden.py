@@ -24,9 +24,9 @@ def ids_of(out):
 
 
 def unescape(piece):
-    """Undo the escapes tokenize prints for control bytes (\\n \\t \\r \\xNN)."""
+    """Undo the escapes tokenize prints (\\n \\t \\r \\xNN \\\\)."""
     b, out, i = piece.encode("utf-8"), bytearray(), 0
-    simple = {ord("n"): 10, ord("t"): 9, ord("r"): 13}
+    simple = {ord("n"): 10, ord("t"): 9, ord("r"): 13, 0x5C: 0x5C}
     while i < len(b):
         if b[i] == 0x5C and i + 1 < len(b) and b[i + 1] in simple:
             out.append(simple[b[i + 1]])
@@ -37,7 +37,19 @@ def unescape(piece):
         else:
             out.append(b[i])
             i += 1
-    return out.decode("utf-8", "replace")
+    return bytes(out)
+
+
+def pieces_of(out):
+    """Parse "id -> 'piece'" lines into ([ids], [piece bytes]); None if malformed."""
+    ids, pieces = [], []
+    for line in out.splitlines():
+        head, sep, rest = line.partition(" -> '")
+        if not sep or not rest.endswith("'"):
+            return None
+        ids.append(int(head))
+        pieces.append(unescape(rest[:-1]))
+    return ids, pieces
 
 
 prompts = [json.loads(line) for line in open(GOLDEN, encoding="utf-8") if line.strip()]
@@ -60,19 +72,14 @@ for g in prompts:
     # Default output: one "id -> 'piece'" line per token; after BOS the
     # pieces spell the prompt with SentencePiece's leading space.
     rc, out, err = run(["tokenize", "-m", STORIES, "-p", prompt])
-    lines = out.splitlines()
-    ids, pieces = [], []
-    for line in lines:
-        head, sep, rest = line.partition(" -> '")
-        if not sep or not rest.endswith("'"):
-            c.check(False, f"{prompt!r}: malformed line {line!r}")
-            break
-        ids.append(int(head))
-        pieces.append(unescape(rest[:-1]))
+    parsed = pieces_of(out)
+    if not c.check(parsed is not None, f"{prompt!r}: malformed output {out[:200]!r}"):
+        continue
+    ids, pieces = parsed
     c.check(ids == want, f"{prompt!r}: listed ids {ids} != {want}")
-    c.check(pieces[:1] == ["<s>"], f"{prompt!r}: first piece {pieces[:1]} is not <s>")
-    c.check("".join(pieces[1:]) == " " + prompt,
-            f"{prompt!r}: pieces spell {''.join(pieces[1:])!r}")
+    c.check(pieces[:1] == [b"<s>"], f"{prompt!r}: first piece {pieces[:1]} is not <s>")
+    text = b"".join(pieces[1:])
+    c.check(text == (" " + prompt).encode(), f"{prompt!r}: pieces spell {text!r}")
 
 # Special-token text is only a token with --parse-special.
 rc, out, err = run(["tokenize", "-m", STORIES, "-p", "<s>Once", "--ids", "--no-bos",
@@ -98,6 +105,16 @@ for i, text in enumerate(inputs):
     want = [int(x) for x in outputs[i].split()]
     c.check(rc == 0 and ids_of(out) == want,
             f"spm vector {i} {text[:30]!r}: rc {rc} {out.strip()[:120]} != {want[:20]} {err.strip()}")
+    # The pieces, escapes undone, spell the input (after SentencePiece's
+    # leading space): one line per token whatever bytes the token holds.
+    rc, out, err = run(["tokenize", "-m", SPM, "-f", path, "--no-bos"])
+    parsed = pieces_of(out)
+    c.check(parsed is not None and parsed[0] == want,
+            f"spm vector {i} {text[:30]!r}: pieces listing malformed or ids differ")
+    if parsed is not None and text:
+        spelled = b"".join(parsed[1])
+        c.check(spelled == (" " + text).encode(),
+                f"spm vector {i}: pieces spell {spelled[:60]!r}, input {text[:60]!r}")
 
 for p in os.listdir(tmp):
     os.unlink(os.path.join(tmp, p))

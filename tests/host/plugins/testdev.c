@@ -81,10 +81,23 @@ static void mul_mat(const tsr_node *n) {
                 }
 }
 
+/* Truthful for the exact node: op, dtypes and every shape must fit. */
 static int32_t supports(const tsr_node *n) {
     if (n->op != TSR_OP_ADD && n->op != TSR_OP_MUL && n->op != TSR_OP_MUL_MAT) return 0;
-    if (n->n_src != 2 || !n->src[0] || !n->src[1] || n->dst->dtype != TSR_DTYPE_F32) return 0;
-    return n->src[0]->dtype == TSR_DTYPE_F32 && n->src[1]->dtype == TSR_DTYPE_F32;
+    if (n->n_src != 2 || !n->dst || !n->src[0] || !n->src[1]) return 0;
+    const tsr_tensor *a = n->src[0], *b = n->src[1], *d = n->dst;
+    if (a->dtype != TSR_DTYPE_F32 || b->dtype != TSR_DTYPE_F32 || d->dtype != TSR_DTYPE_F32)
+        return 0;
+    for (int i = 0; i < TSR_MAX_DIMS; i++)
+        if (a->ne[i] <= 0 || b->ne[i] <= 0 || d->ne[i] <= 0) return 0;
+    if (n->op == TSR_OP_MUL_MAT) {
+        return a->ne[0] == b->ne[0] && d->ne[0] == a->ne[1] && d->ne[1] == b->ne[1] &&
+               d->ne[2] == b->ne[2] && d->ne[3] == b->ne[3] && b->ne[2] % a->ne[2] == 0 &&
+               b->ne[3] % a->ne[3] == 0;
+    }
+    for (int i = 0; i < TSR_MAX_DIMS; i++)
+        if (d->ne[i] != a->ne[i] || a->ne[i] % b->ne[i] != 0) return 0;
+    return 1;
 }
 
 static tsr_status queue_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes) {

@@ -165,6 +165,49 @@ static void test_render(void) {
     expect_render(TESSERA_CHAT_CHATML, false, NULL, 0, false, "");
 }
 
+/* Qwen2-style ChatML: a fixed system message when the conversation has none. */
+static const char TMPL_QWEN2[] =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+/* Qwen2.5-style: the tools branch writes a non-literal system header first. */
+static const char TMPL_QWEN25[] =
+    "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- if messages[0]['role'] == 'system' %}"
+    "{{- messages[0]['content'] }}{%- endif %}{%- else %}{%- if messages[0]['role'] == "
+    "'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a "
+    "helpful assistant.<|im_end|>\\n' }}{%- endif %}{%- endif %}";
+
+static void test_default_system(void) {
+    tessera_chat_format f = tessera_chat_format_detect(TMPL_QWEN2);
+    CHECK(f.family == TESSERA_CHAT_CHATML && !strcmp(f.default_system,
+                                                     "You are a helpful assistant."),
+          "qwen2 default system '%s'", f.default_system);
+    f = tessera_chat_format_detect(TMPL_QWEN25);
+    CHECK(!strcmp(f.default_system,
+                  "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."),
+          "qwen2.5 default system '%s'", f.default_system);
+    f = tessera_chat_format_detect(TMPL_CHATML);
+    CHECK(f.default_system[0] == '\0', "plain chatml has default system '%s'", f.default_system);
+
+    f = tessera_chat_format_detect(TMPL_QWEN2);
+    char *got = chat_render_alloc(&f, CONV + 1, 1, true, "", "", NULL);
+    const char *want = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+                       "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
+    CHECK(got && !strcmp(got, want), "qwen2 without system:\n%s", got ? got : "(null)");
+    free(got);
+    /* A system message of the conversation replaces it. */
+    got = chat_render_alloc(&f, CONV, 2, false, "", "", NULL);
+    want = "<|im_start|>system\nYou are kind.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n";
+    CHECK(got && !strcmp(got, want), "qwen2 with system:\n%s", got ? got : "(null)");
+    free(got);
+    /* An empty conversation stays empty. */
+    got = chat_render_alloc(&f, NULL, 0, false, "", "", NULL);
+    CHECK(got && !strcmp(got, ""), "qwen2 empty: '%s'", got ? got : "(null)");
+    free(got);
+}
+
 static void test_render_buffer(void) {
     tessera_chat_format f = tessera_chat_format_detect(TMPL_CHATML);
     const char *want = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
@@ -192,6 +235,7 @@ int main(void) {
     test_detect();
     test_render();
     test_render_buffer();
+    test_default_system();
     if (failures) {
         fprintf(stderr, "test_chat: %d check(s) failed\n", failures);
         return 1;

@@ -274,6 +274,10 @@ typedef struct tessera_chat_format {
     bool bos_in_text;
     /* No template, or one no family matched: ChatML is used instead. */
     bool fallback;
+    /* ChatML templates that write a fixed system message when the
+     * conversation has none (Qwen2's "You are a helpful assistant."): that
+     * text, else "". */
+    char default_system[256];
 } tessera_chat_format;
 
 typedef struct tessera_chat_message {

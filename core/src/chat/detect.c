@@ -38,6 +38,26 @@ static int family_of(const char *t) {
     return -1;
 }
 
+/* A ChatML template's built-in system message: a string literal
+ * '<|im_start|>system\n...<|im_end|>' whose text has no Jinja in it (the
+ * "\n" is the two characters of the escape in the template source). */
+static void find_default_system(const char *t, char *out, size_t size) {
+    static const char head[] = "<|im_start|>system\\n";
+    static const char tail[] = "<|im_end|>";
+    out[0] = '\0';
+    for (const char *p = strstr(t, head); p; p = strstr(p + 1, head)) {
+        const char *text = p + strlen(head);
+        const char *end = strstr(text, tail);
+        if (!end) return;
+        size_t len = (size_t)(end - text);
+        const char *jinja = strpbrk(text, "'\"{}+\\");
+        if (len == 0 || len >= size || (jinja && jinja < end)) continue;
+        memcpy(out, text, len);
+        out[len] = '\0';
+        return;
+    }
+}
+
 tessera_chat_format tessera_chat_format_detect(const char *jinja) {
     tessera_chat_format f = {.family = TESSERA_CHAT_CHATML, .bos_in_text = false, .fallback = true};
     if (!jinja) return f;
@@ -46,12 +66,15 @@ tessera_chat_format tessera_chat_format_detect(const char *jinja) {
     f.family = (tessera_chat_family)family;
     f.bos_in_text = has(jinja, "bos_token");
     f.fallback = false;
+    if (f.family == TESSERA_CHAT_CHATML)
+        find_default_system(jinja, f.default_system, sizeof f.default_system);
     return f;
 }
 
 int tessera_chat_format_from_name(const char *name, tessera_chat_format *out) {
     for (int i = 0; name && i < TESSERA_CHAT_N_FAMILIES; i++) {
         if (strcmp(name, family_names[i]) != 0) continue;
+        memset(out, 0, sizeof *out);
         out->family = (tessera_chat_family)i;
         out->bos_in_text = family_bos[i];
         out->fallback = false;

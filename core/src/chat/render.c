@@ -2,6 +2,7 @@
  * family's reference Jinja template writes for a list of messages:
  *
  *   chatml   [bos] <|im_start|>{role}\n{content}<|im_end|>\n ...  gen: <|im_start|>assistant\n
+ *            (a template's fixed system message first when the conversation has none)
  *   llama2   system folded into the first turn as <<SYS>>\n{sys}\n<</SYS>>\n\n;
  *            user: [bos][INST] {strip(content)} [/INST]   assistant: ' '{strip(content)}' '{eos}
  *            (the template has no generation prompt)
@@ -74,6 +75,7 @@ typedef struct render_args {
     bool bos_in_text;
     const char *bos;
     const char *eos;
+    const char *default_system; /* chatml: "" or the template's own */
 } render_args;
 
 static bool role_is(const tessera_chat_message *m, const char *role) {
@@ -82,6 +84,11 @@ static bool role_is(const tessera_chat_message *m, const char *role) {
 
 static void render_chatml(strbuf *b, const render_args *a) {
     if (a->bos_in_text) sb_put(b, a->bos);
+    if (a->default_system[0] && a->n > 0 && !role_is(&a->msgs[0], "system")) {
+        sb_put(b, "<|im_start|>system\n");
+        sb_put(b, a->default_system);
+        sb_put(b, "<|im_end|>\n");
+    }
     for (size_t i = 0; i < a->n; i++) {
         sb_put(b, "<|im_start|>");
         sb_put(b, a->msgs[i].role);
@@ -233,6 +240,10 @@ char *chat_render_alloc(const tessera_chat_format *format, const tessera_chat_me
         error_set("chat template: unknown family %d", format ? (int)format->family : -1);
         return NULL;
     }
+    if (!memchr(format->default_system, '\0', sizeof format->default_system)) {
+        error_set("chat template: default system message is not NUL-terminated");
+        return NULL;
+    }
     if (n_messages > 0 && !messages) {
         error_set("chat template: message list is NULL");
         return NULL;
@@ -251,6 +262,7 @@ char *chat_render_alloc(const tessera_chat_format *format, const tessera_chat_me
         .bos_in_text = format->bos_in_text,
         .bos = bos_text ? bos_text : "",
         .eos = eos_text ? eos_text : "",
+        .default_system = format->default_system,
     };
     strbuf b = {0};
     sb_put(&b, ""); /* an empty conversation still gives "" */

@@ -381,8 +381,10 @@ static graph_tensor *in_place_donor(const sched *s, graph_tensor *t, int32_t pos
     if (!graph_tensor_is_contiguous(a) || a->t.dtype != t->t.dtype ||
         graph_tensor_nbytes(a) != graph_tensor_nbytes(t))
         return NULL;
-    /* A copy of a made for another split must have been taken already:
-     * copies read at their split's start, before pos, which last_use covers. */
+    /* Another source viewing a's bytes at other indices would read what
+     * this node already overwrote. */
+    for (int i = 1; i < t->n_src; i++)
+        if (t->src[i] && t->src[i] != a && graph_tensor_storage(t->src[i], NULL) == a) return NULL;
     return a;
 }
 

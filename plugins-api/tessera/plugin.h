@@ -275,7 +275,9 @@ typedef struct tsr_device_api {
     uint32_t struct_size;
     tsr_status (*get_info)(tsr_device *device, tsr_device_info *info);
     /* 1 if the device can compute this exact node (op, dtypes, shapes,
-     * params), else 0. Must be truthful: the host falls back on 0. */
+     * params), else 0. Must be truthful: the host falls back on 0.
+     * The host asks while placing nodes, before memory is planned: tensor
+     * locations (buffer, offset, data) are not assigned yet; ignore them. */
     int32_t (*supports_op)(tsr_device *device, const tsr_node *node);
     tsr_status (*buffer_alloc)(tsr_device *device, uint64_t size, tsr_buffer **out);
     void (*buffer_free)(tsr_device *device, tsr_buffer *buffer);

@@ -8,7 +8,8 @@
  *     digits runs, CJK, emoji, code, whitespace runs, Cyrillic, case changes)
  *     equal the reference below, produced by Python's `regex` module running
  *     the same regexes with llama.cpp's piece-by-piece split;
- *   - invalid UTF-8 bytes become U+FFFD (one per byte), never a crash.
+ *   - invalid UTF-8 bytes become U+FFFD (one per byte), never a crash;
+ *   - 256 KB runs of one letter split without hitting PCRE2's limits.
  */
 #include "test_util.h"
 #include "vocab/pretok_table.h"
@@ -174,6 +175,26 @@ int main(void) {
         pretok_free(p);
     }
     printf("%zu reference splits checked\n", sizeof expected / sizeof expected[0]);
+
+    /* Long runs of one letter: the case-splitting families (tekken, gpt-4o)
+     * once ran into PCRE2's match limit here. */
+    static const char *const heavy[] = {"tekken", "gpt-4o", "granite-embed-multi-97m", "llama-bpe"};
+    size_t run = 256 * 1024;
+    char *letters = malloc(run);
+    for (size_t h = 0; h < sizeof heavy / sizeof heavy[0]; h++) {
+        pretok_info hi;
+        pretok *hp = pretok_new(heavy[h], &hi);
+        for (int c = 0; c < 2 && hp; c++) {
+            memset(letters, c ? 'a' : 'A', run);
+            vocab_words hw = {0};
+            CHECK(pretok_split(hp, letters, run, &hw) == 0 && hw.n == 1,
+                  "%s: a run of %zu '%c' is one word: %s", heavy[h], run, c ? 'a' : 'A',
+                  error_get());
+            vocab_words_free(&hw);
+        }
+        pretok_free(hp);
+    }
+    free(letters);
 
     /* Unknown name: an error that names it and lists known ones. */
     pretok_info info;

@@ -29,14 +29,19 @@ enum { PRETOK_MAX_REGEX = 6 };
 #define RX_CJK_DEEPSEEK "[一-龥ࠀ-一가-퟿]+"
 #define RX_CJK_KANA "[一-龥぀-ゟ゠-ヿ]+"
 #define RX_ASCII_PUNCT_WORD "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
-/* "Uppercase-ish then lowercase-ish letters", llama.cpp's rewrite of
- * [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* / [\p{Ll}\p{Lm}\p{Lo}\p{M}]+. */
-#define RX_UPPER(cls) "((?=[" cls "])([^a-z]))"
-#define RX_LOWER(cls) "((?=[" cls "])([^A-Z]))"
-#define RX_GPT4O_LIKE(cls)                                                                    \
-    "[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER(cls) "*" RX_LOWER(cls) "+" RX_CONTRACTIONS              \
-    "?|[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER(cls) "+" RX_LOWER(cls) "*" RX_CONTRACTIONS            \
-    "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* "Uppercase-ish then lowercase-ish letters". tokenizer.json has
+ * [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* / [\p{Ll}\p{Lm}\p{Lo}\p{M}]+; llama.cpp
+ * rewrote them as ((?=[\p{L}])([^a-z]))* / ((?=[\p{L}])([^A-Z]))+ (a letter
+ * that is not a-z / not A-Z; non-ASCII letters are both), which we keep for
+ * its results, spelled as plain classes: the lookahead-and-capture form
+ * backtracks itself into PCRE2's match limit on long runs of letters. */
+#define RX_UPPER_L "[^\\P{L}a-z]"
+#define RX_LOWER_L "[^\\P{L}A-Z]"
+#define RX_UPPER_LM "(?:[^\\P{L}a-z]|\\p{M})"
+#define RX_LOWER_LM "(?:[^\\P{L}A-Z]|\\p{M})"
+#define RX_GPT4O_LIKE(UP, LO)                                                                  \
+    "[^\\r\\n\\p{L}\\p{N}]?" UP "*" LO "+" RX_CONTRACTIONS "?|[^\\r\\n\\p{L}\\p{N}]?" UP "+" LO \
+    "*" RX_CONTRACTIONS "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 typedef enum pretok_family {
     PF_DEFAULT,
@@ -119,13 +124,13 @@ static const char *const pretok_regexes[PF_COUNT][PRETOK_MAX_REGEX] = {
                                    "\\s+"},
     [PF_PORO] = {RX_PORO},
     [PF_VIKING] = {RX_PORO, "\\p{N}"},
-    [PF_TEKKEN] = {"[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER("\\p{L}") "*" RX_LOWER("\\p{L}") "+"
-                   "|[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER("\\p{L}") "+" RX_LOWER("\\p{L}") "*"
+    [PF_TEKKEN] = {"[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER_L "*" RX_LOWER_L "+"
+                   "|[^\\r\\n\\p{L}\\p{N}]?" RX_UPPER_L "+" RX_LOWER_L "*"
                    "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
     [PF_CHAMELEON] = {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
                       "([\\t\\n]|    |  )", "\\p{N}", "[\\p{P}!-/:-@\\[-`{-~]", RX_GPT2},
-    [PF_GPT4O] = {RX_GPT4O_LIKE("\\p{L}")},
-    [PF_GRANITE_EMB_MULTI] = {RX_GPT4O_LIKE("\\p{L}\\p{M}")},
+    [PF_GPT4O] = {RX_GPT4O_LIKE(RX_UPPER_L, RX_LOWER_L)},
+    [PF_GRANITE_EMB_MULTI] = {RX_GPT4O_LIKE(RX_UPPER_LM, RX_LOWER_LM)},
     [PF_BAILINGMOE] = {"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
                        "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
     [PF_SEED_CODER] = {RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| "

@@ -12,6 +12,8 @@
 
 #include <tessera/tessera.h>
 
+#include "host/host.h"
+
 static int failures;
 
 #define CHECK(cond, ...)                                \
@@ -54,8 +56,17 @@ int main(void) {
     const char *shared = getenv("TESSERA_SHARED");
     char path[1024];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");
+    /* Only the built-in ref backend: nothing is searched for. */
+    host_options ho = {.only_plugin_dirs = true};
+    if (host_init(&ho) != 0) {
+        printf("FAIL host init: %s\n", tessera_last_error());
+        return 1;
+    }
     tessera_init_params ip = {0};
-    if (tessera_init(&ip) != 0) return 1;
+    if (tessera_init(&ip) != 0) {
+        printf("FAIL init: %s\n", tessera_last_error());
+        return 1;
+    }
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = "ref";
     tessera_model *m = tessera_model_load(path, &mp);

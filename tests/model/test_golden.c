@@ -134,8 +134,14 @@ int main(int argc, char **argv) {
     int n_cases = golden_load(gpath, &cases);
     if (n_cases <= 0) return 1;
 
+    /* The plugins built in this tree, and nothing installed elsewhere. */
     const char *dirs[1] = {build};
-    tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0};
+    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
+    if (host_init(&ho) != 0) {
+        fprintf(stderr, "host init: %s\n", tessera_last_error());
+        return 1;
+    }
+    tessera_init_params ip = {0};
     if (tessera_init(&ip) != 0) {
         fprintf(stderr, "init: %s\n", tessera_last_error());
         return 1;

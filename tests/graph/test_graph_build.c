@@ -120,6 +120,31 @@ static void test_errors(void) {
     graph_free(g);
 
     g = graph_new(32);
+    a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
+    CHECK(graph_view_2d(g, a, 2, (int64_t)1 << 62, 16, 0) == NULL, "overflowing view");
+    expect_error(g, "view overflow", "view_2d: view of 'a' [6, 4]");
+    graph_free(g);
+
+    g = graph_new(32);
+    a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
+    CHECK(graph_view_1d(g, a, 2, UINT64_MAX - 4) == NULL, "offset near UINT64_MAX");
+    expect_error(g, "view offset", "past the end of 'a'");
+    graph_free(g);
+
+    g = graph_new(32);
+    a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
+    CHECK(graph_reshape_2d(g, a, (int64_t)1 << 40, (int64_t)1 << 40) == NULL, "huge reshape");
+    expect_error(g, "reshape overflow", "has 24 elements");
+    CHECK(graph_view_1d(g, a, (int64_t)1 << 62, 0) == NULL, "huge view_1d");
+    graph_free(g);
+
+    g = graph_new(32);
+    CHECK(graph_tensor_new_4d(g, TSR_DTYPE_F32, (int64_t)1 << 40, 1 << 20, 1 << 10, 1) == NULL,
+          "huge tensor");
+    expect_error(g, "huge", "is too large");
+    graph_free(g);
+
+    g = graph_new(32);
     CHECK(graph_tensor_new_2d(g, TSR_DTYPE_Q4_0, 30, 2) == NULL, "Q4_0 row of 30");
     expect_error(g, "block", "ne[0] is 30");
     graph_free(g);

@@ -208,6 +208,31 @@ static bool dtype_shape_ok(graph *g, const char *what, int32_t dtype, const int6
                    dtype_name(dtype), (long long)bs, (long long)ne[0]);
         return false;
     }
+    /* The byte size must fit in int64 (strides are int64). */
+    int64_t bytes = tsr_dtype_block_bytes(dtype) * (ne[0] / bs);
+    for (int d = 1; d < TSR_MAX_DIMS; d++) {
+        if (__builtin_mul_overflow(bytes, ne[d], &bytes)) {
+            graph_fail(g, "%s: [%lld, %lld, %lld, %lld] %s is too large", what,
+                       (long long)ne[0], (long long)ne[1], (long long)ne[2], (long long)ne[3],
+                       dtype_name(dtype));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Bytes a view with these ne/nb spans; false if that overflows or a stride
+ * is negative. */
+static bool view_span(int32_t dtype, const int64_t ne[4], const int64_t nb[4], uint64_t *out) {
+    const int64_t bs = tsr_dtype_block_size(dtype);
+    uint64_t span = (uint64_t)tsr_dtype_block_bytes(dtype), step;
+    for (int d = 0; d < TSR_MAX_DIMS; d++) {
+        const uint64_t count = (uint64_t)(d == 0 ? ne[0] / bs : ne[d]) - 1;
+        if (nb[d] < 0 || __builtin_mul_overflow(count, (uint64_t)nb[d], &step) ||
+            __builtin_add_overflow(span, step, &span))
+            return false;
+    }
+    *out = span;
     return true;
 }
 
@@ -317,14 +342,14 @@ static graph_tensor *view_new(graph *g, const char *what, graph_tensor *a, const
                           (long long)bs);
     uint64_t base = 0;
     graph_tensor *root = graph_tensor_storage(a, &base);
-    graph_tensor probe;
-    memset(&probe, 0, sizeof probe);
-    probe.t.dtype = a->t.dtype;
-    memcpy(probe.t.ne, ne, sizeof probe.t.ne);
-    memcpy(probe.t.nb, nb, sizeof probe.t.nb);
-    const uint64_t span = graph_tensor_nbytes(&probe);
+    uint64_t span;
+    if (!view_span(a->t.dtype, ne, nb, &span))
+        return graph_fail(g, "%s: view of %s: strides (%lld, %lld, %lld, %lld) are negative or "
+                             "overflow",
+                          what, SHAPE(a), (long long)nb[0], (long long)nb[1], (long long)nb[2],
+                          (long long)nb[3]);
     const uint64_t limit = graph_tensor_nbytes(root);
-    if (base + offset > limit || span > limit - (base + offset))
+    if (offset > limit || base > limit - offset || span > limit - (base + offset))
         return graph_fail(g, "%s: view of %s at offset %llu spans %llu bytes, past the end of "
                              "'%s' (%llu bytes)",
                           what, SHAPE(a), (unsigned long long)offset, (unsigned long long)span,
@@ -346,8 +371,8 @@ graph_tensor *graph_view_1d(graph *g, graph_tensor *a, int64_t ne0, uint64_t off
     if (!sources_ok(g, "view_1d", 1, &a)) return NULL;
     const int64_t ne[4] = {ne0, 1, 1, 1};
     int64_t nb[4] = {a->t.nb[0], 0, 0, 0};
-    nb[1] = nb[0] * (ne0 / (tsr_dtype_block_size(a->t.dtype) > 0
-                                ? tsr_dtype_block_size(a->t.dtype) : 1));
+    const int64_t bs = tsr_dtype_block_size(a->t.dtype) > 0 ? tsr_dtype_block_size(a->t.dtype) : 1;
+    nb[1] = (int64_t)((uint64_t)nb[0] * (uint64_t)(ne0 / bs)); /* only matters for ne1 > 1 */
     nb[2] = nb[3] = nb[1];
     return view_new(g, "view_1d", a, ne, nb, offset);
 }
@@ -356,7 +381,9 @@ graph_tensor *graph_view_2d(graph *g, graph_tensor *a, int64_t ne0, int64_t ne1,
                             uint64_t offset) {
     if (!sources_ok(g, "view_2d", 1, &a)) return NULL;
     const int64_t ne[4] = {ne0, ne1, 1, 1};
-    const int64_t nb[4] = {a->t.nb[0], (int64_t)nb1, (int64_t)nb1 * ne1, (int64_t)nb1 * ne1};
+    /* nb[2], nb[3] only matter for ne = 1; unsigned products cannot trap. */
+    const int64_t nb[4] = {a->t.nb[0], (int64_t)nb1, (int64_t)(nb1 * (uint64_t)ne1),
+                           (int64_t)(nb1 * (uint64_t)ne1)};
     return view_new(g, "view_2d", a, ne, nb, offset);
 }
 
@@ -364,7 +391,8 @@ graph_tensor *graph_view_3d(graph *g, graph_tensor *a, int64_t ne0, int64_t ne1,
                             uint64_t nb1, uint64_t nb2, uint64_t offset) {
     if (!sources_ok(g, "view_3d", 1, &a)) return NULL;
     const int64_t ne[4] = {ne0, ne1, ne2, 1};
-    const int64_t nb[4] = {a->t.nb[0], (int64_t)nb1, (int64_t)nb2, (int64_t)nb2 * ne2};
+    const int64_t nb[4] = {a->t.nb[0], (int64_t)nb1, (int64_t)nb2,
+                           (int64_t)(nb2 * (uint64_t)ne2)};
     return view_new(g, "view_3d", a, ne, nb, offset);
 }
 
@@ -381,8 +409,11 @@ static graph_tensor *reshape(graph *g, const char *what, graph_tensor *a, const 
     if (!sources_ok(g, what, 1, &a)) return NULL;
     if (!graph_tensor_is_contiguous(a))
         return graph_fail(g, "%s: %s is not contiguous (use graph_cont first)", what, SHAPE(a));
-    const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
-    if (ne[0] <= 0 || ne[1] <= 0 || ne[2] <= 0 || ne[3] <= 0 || n != graph_tensor_nelements(a))
+    int64_t n = 1;
+    bool overflow = false;
+    for (int d = 0; d < TSR_MAX_DIMS; d++) overflow |= __builtin_mul_overflow(n, ne[d], &n);
+    if (ne[0] <= 0 || ne[1] <= 0 || ne[2] <= 0 || ne[3] <= 0 || overflow ||
+        n != graph_tensor_nelements(a))
         return graph_fail(g, "%s: %s has %lld elements, cannot become [%lld, %lld, %lld, %lld]",
                           what, SHAPE(a), (long long)graph_tensor_nelements(a),
                           (long long)ne[0], (long long)ne[1], (long long)ne[2],

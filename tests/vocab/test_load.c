@@ -223,22 +223,10 @@ static void test_bpe(void) {
     vocab_tokens_free(&t);
 }
 
+static vocab *bert_vocab(int lowercase);
+
 static void test_wpm(void) {
-    static const char *const tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]",
-                                         "\xe2\x96\x81hello", "\xe2\x96\x81world",
-                                         "\xe2\x96\x81un", "aff", "able", "\xe2\x96\x81!",
-                                         "\xe2\x96\x81\xe4\xb8\xad"};
-    static const int32_t types[] = {3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1};
-    mini m;
-    mini_begin(&m);
-    kv_str(&m, "tokenizer.ggml.model", "bert");
-    kv_arr_str(&m, "tokenizer.ggml.tokens", tokens, 11);
-    kv_arr_i32(&m, "tokenizer.ggml.token_type", types, 11);
-    kv_u32(&m, "tokenizer.ggml.bos_token_id", 2);
-    kv_u32(&m, "tokenizer.ggml.unknown_token_id", 1);
-    kv_u32(&m, "tokenizer.ggml.seperator_token_id", 3);
-    kv_u32(&m, "tokenizer.ggml.padding_token_id", 0);
-    vocab *v = load_expect(&m, true, "bert", NULL, NULL);
+    vocab *v = bert_vocab(-1);
     if (!v) return;
     /* words: hello , world ! unaffable 中 x zz (accents stripped, lowered,
      * punctuation and CJK split off); ',', 'x', 'zz' have no tokens: UNK */
@@ -253,8 +241,37 @@ static void test_wpm(void) {
               strcmp(out, " hello world") == 0,
           "wpm detokenize: '%s'", out ? out : "");
     free(out);
-    vocab_tokens_free(&t);
     vocab_free(v);
+
+    /* normalizer.lowercase = false: "WORLD" stays upper case, no token */
+    v = bert_vocab(0);
+    if (v) {
+        t.n = 0;
+        CHECK(vocab_tokenize(v, "WORLD world", 11, false, false, &t) == 0, "%s", error_get());
+        CHECK(ids_are(&t, (int32_t[]){1, 5}, 2), "no lowercasing when the key says so");
+        vocab_free(v);
+    }
+    vocab_tokens_free(&t);
+}
+
+/* lowercase: -1 key absent, 0/1 tokenizer.ggml.normalizer.lowercase */
+static vocab *bert_vocab(int lowercase) {
+    static const char *const tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                         "\xe2\x96\x81hello", "\xe2\x96\x81world",
+                                         "\xe2\x96\x81un", "aff", "able", "\xe2\x96\x81!",
+                                         "\xe2\x96\x81\xe4\xb8\xad"};
+    static const int32_t types[] = {3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    mini m;
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "bert");
+    kv_arr_str(&m, "tokenizer.ggml.tokens", tokens, 11);
+    kv_arr_i32(&m, "tokenizer.ggml.token_type", types, 11);
+    kv_u32(&m, "tokenizer.ggml.bos_token_id", 2);
+    kv_u32(&m, "tokenizer.ggml.unknown_token_id", 1);
+    kv_u32(&m, "tokenizer.ggml.seperator_token_id", 3);
+    kv_u32(&m, "tokenizer.ggml.padding_token_id", 0);
+    if (lowercase >= 0) kv_bool(&m, "tokenizer.ggml.normalizer.lowercase", lowercase);
+    return load_expect(&m, true, "bert", NULL, NULL);
 }
 
 int main(void) {

@@ -324,6 +324,13 @@ static int load_special_ids(vocab *v, const gguf_file *f) {
     if (opt_bool(f, KEY_ADD_PREFIX, &v->add_space_prefix) || opt_bool(f, KEY_ADD_BOS, &v->add_bos) ||
         opt_bool(f, KEY_ADD_EOS, &v->add_eos) || opt_bool(f, KEY_ADD_SEP, &v->add_sep))
         return -1;
+    /* BERT normaliser: both default to true; strip_accents follows lowercase
+     * unless given (as Hugging Face's BertNormalizer). */
+    v->wpm_lowercase = true;
+    if (opt_bool(f, "tokenizer.ggml.normalizer.lowercase", &v->wpm_lowercase)) return -1;
+    v->wpm_strip_accents = v->wpm_lowercase;
+    if (opt_bool(f, "tokenizer.ggml.normalizer.strip_accents", &v->wpm_strip_accents)) return -1;
+
     if (v->add_bos && v->bos == VOCAB_TOKEN_NULL)
         return error_set("%s: %s is true, but tokenizer.ggml.bos_token_id is not set",
                          gguf_path(f), KEY_ADD_BOS);

@@ -9,8 +9,8 @@
  *      the left again and again; a word with a position no token matches
  *      becomes a single UNK.
  *
- * Unicode data from utf8proc. The BERT normaliser options are llama.cpp's
- * defaults (lowercase, strip accents).
+ * Unicode data from utf8proc. Lowercasing and accent stripping follow
+ * tokenizer.ggml.normalizer.{lowercase,strip_accents} (default on).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,15 +69,16 @@ static int w_end(words *w) {
     return 0;
 }
 
-static int add_cpt(words *w, uint32_t c) {
+static int add_cpt(const vocab *v, words *w, uint32_t c) {
     if (utf8_is_whitespace(c)) return w_end(w);
     utf8proc_category_t cat = category(c);
     bool control = cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
                    cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CS ||
                    cat == UTF8PROC_CATEGORY_CN;
     if (c == 0 || c == UTF8_REPLACEMENT || control) return 0;
-    if (cat == UTF8PROC_CATEGORY_MN) return 0; /* accent mark (strip_accents) */
-    uint32_t lc = valid_cpt(c) ? (uint32_t)utf8proc_tolower((utf8proc_int32_t)c) : c;
+    if (v->wpm_strip_accents && cat == UTF8PROC_CATEGORY_MN) return 0; /* accent mark */
+    uint32_t lc = c;
+    if (v->wpm_lowercase && valid_cpt(c)) lc = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
     char u[4];
     size_t n = utf8_encode(lc, u);
     bool punct = cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
@@ -89,22 +90,22 @@ static int add_cpt(words *w, uint32_t c) {
     return w_put(w, u, n);
 }
 
-static int preprocess(const char *text, size_t len, words *w) {
+static int preprocess(const vocab *v, const char *text, size_t len, words *w) {
     for (size_t off = 0; off < len;) {
         uint32_t c = utf8_decode(text, len, &off);
         utf8proc_int32_t parts[8];
         utf8proc_ssize_t np = 0;
-        if (valid_cpt(c)) {
+        if (v->wpm_strip_accents && valid_cpt(c)) {
             int boundclass = 0;
             np = utf8proc_decompose_char((utf8proc_int32_t)c, parts, 8, UTF8PROC_DECOMPOSE,
                                          &boundclass);
         }
         if (np <= 0 || np > 8) {
-            if (add_cpt(w, c)) return -1;
+            if (add_cpt(v, w, c)) return -1;
             continue;
         }
         for (utf8proc_ssize_t i = 0; i < np; i++)
-            if (add_cpt(w, (uint32_t)parts[i])) return -1;
+            if (add_cpt(v, w, (uint32_t)parts[i])) return -1;
     }
     return w_end(w);
 }
@@ -144,7 +145,7 @@ static int wpm_word(const vocab *v, const char *word, size_t len, vocab_tokens *
 int wpm_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out) {
     words w = {0};
     int rc = -1;
-    if (preprocess(text, len, &w)) {
+    if (preprocess(v, text, len, &w)) {
         error_set("wpm: out of memory");
         goto done;
     }

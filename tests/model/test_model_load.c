@@ -118,7 +118,7 @@ static int write_model(const char *path, const spec *s) {
 static model *load(const char *path) {
     gguf_file *f = gguf_open(path);
     if (!f) return NULL;
-    model_load_params lp = {.gpu_device = -1, .cpu_device = -1};
+    model_load_params lp = {.gpu_device = -1, .cpu_device = -1, .round_activations = true};
     return model_load(f, &lp);
 }
 

@@ -62,6 +62,8 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
         .gpu_device = gpu ? gpu->index : -1,
         .gpu = gpu ? gpu->dev : NULL,
         .cpu_device = cpu ? cpu->index : -1,
+        /* ref computes exact products: make it round like llama.cpp's CPU */
+        .round_activations = !cpu || cpu == host_device_ref(),
         .progress = p.progress,
         .progress_user = p.progress_user,
     };

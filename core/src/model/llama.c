@@ -48,8 +48,8 @@ static graph_tensor *norm_mul(graph *g, graph_tensor *x, const model_weight *w, 
  * rounding here (convert there and back) makes an exact engine such as ref
  * land on llama.cpp's numbers. Only for weights on the host: a GPU computes
  * its layers its own way. */
-static graph_tensor *round_like_cpu(graph *g, const model_weight *w, graph_tensor *x) {
-    if (w->dtype == TSR_DTYPE_F32 || w->home_device >= 0 || !x) return x;
+static graph_tensor *round_like_cpu(graph *g, const model *m, const model_weight *w, graph_tensor *x) {
+    if (!m->round_activations || w->dtype == TSR_DTYPE_F32 || w->home_device >= 0 || !x) return x;
     const dtype_traits *tr = dtype_traits_get(w->dtype);
     if (!tr) return x;
     /* (our dtype table pairs F16/BF16 with F32 for its exact dot product) */
@@ -60,8 +60,9 @@ static graph_tensor *round_like_cpu(graph *g, const model_weight *w, graph_tenso
     return graph_cast(g, graph_cast(g, x, act), TSR_DTYPE_F32);
 }
 
-static graph_tensor *linear(graph *g, const model_weight *w, const model_weight *b, graph_tensor *x) {
-    graph_tensor *t = graph_mul_mat(g, model_weight_leaf(g, w), round_like_cpu(g, w, x));
+static graph_tensor *linear(graph *g, const model *m, const model_weight *w, const model_weight *b,
+                            graph_tensor *x) {
+    graph_tensor *t = graph_mul_mat(g, model_weight_leaf(g, w), round_like_cpu(g, m, w, x));
     if (b && b->nbytes) t = graph_add(g, t, model_weight_leaf(g, b));
     return t;
 }
@@ -74,9 +75,9 @@ static graph_tensor *attention(graph *g, const model *m, kv_cache *kv, int il, g
     const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
     const int64_t T = io->n_tokens, n_kv = io->n_kv;
 
-    graph_tensor *q = graph_reshape_3d(g, linear(g, &L->wq, &L->bq, h), D, H, T);
-    graph_tensor *k = graph_reshape_3d(g, linear(g, &L->wk, &L->bk, h), D, Hkv, T);
-    graph_tensor *v = linear(g, &L->wv, &L->bv, h); /* [D*Hkv, T] */
+    graph_tensor *q = graph_reshape_3d(g, linear(g, m, &L->wq, &L->bq, h), D, H, T);
+    graph_tensor *k = graph_reshape_3d(g, linear(g, m, &L->wk, &L->bk, h), D, Hkv, T);
+    graph_tensor *v = linear(g, m, &L->wv, &L->bv, h); /* [D*Hkv, T] */
 
     graph_rope_params rp = {
         .n_dims = hp->n_rot,
@@ -146,11 +147,11 @@ int llama_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv
         const model_layer *L = &m->layers[il];
         graph_tensor *h = norm_mul(g, x, &L->attn_norm, hp->rms_eps, "attn_norm", il);
         graph_tensor *att = attention(g, m, kv, il, h, out, kv_head);
-        x = graph_add(g, linear(g, &L->wo, NULL, att), x);
+        x = graph_add(g, linear(g, m, &L->wo, NULL, att), x);
         h = norm_mul(g, x, &L->ffn_norm, hp->rms_eps, "ffn_norm", il);
-        graph_tensor *gate = linear(g, &L->ffn_gate, NULL, h);
-        graph_tensor *up = linear(g, &L->ffn_up, NULL, h);
-        graph_tensor *ffn = linear(g, &L->ffn_down, NULL, graph_swiglu(g, gate, up));
+        graph_tensor *gate = linear(g, m, &L->ffn_gate, NULL, h);
+        graph_tensor *up = linear(g, m, &L->ffn_up, NULL, h);
+        graph_tensor *ffn = linear(g, m, &L->ffn_down, NULL, graph_swiglu(g, gate, up));
         x = graph_add(g, ffn, x);
         if (x) graph_tensor_set_name(x, "l_out-%d", il);
     }
@@ -160,7 +161,7 @@ int llama_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv
         x = graph_get_rows(g, x, out->out_ids);
     }
     x = norm_mul(g, x, &m->output_norm, hp->rms_eps, "result_norm", 0);
-    out->logits = graph_set_output(linear(g, &m->output, NULL, x));
+    out->logits = graph_set_output(linear(g, m, &m->output, NULL, x));
     if (out->logits) graph_tensor_set_name(out->logits, "logits");
     if (graph_check(g) != 0 || !out->logits) {
         error_wrap("llama graph");

@@ -173,6 +173,7 @@ model *model_load(gguf_file *f, const model_load_params *p) {
     m->file = f;
     m->gpu_device = -1;
     m->cpu_device = p->cpu_device;
+    m->round_activations = p->round_activations;
     if (model_hparams_load(&m->hp, f) != 0) goto fail;
     const model_hparams *hp = &m->hp;
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);

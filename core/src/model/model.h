@@ -96,6 +96,7 @@ typedef struct model {
     int32_t n_gpu_layers;     /* the last n_gpu_layers layers live on gpu_device */
     int32_t gpu_device;       /* host device index, -1 if none */
     int32_t cpu_device;       /* host device index computing host layers */
+    bool round_activations;   /* see model_load_params */
     tsr_device *gpu;
     tsr_buffer *gpu_buffer;   /* one buffer holding the offloaded weights */
     uint64_t n_params;
@@ -109,6 +110,9 @@ typedef struct model_load_params {
     int32_t gpu_device; /* host device index or -1 */
     tsr_device *gpu;    /* that device (NULL: no offload) */
     int32_t cpu_device; /* host device index */
+    /* Round matrix-product activations as llama.cpp's CPU backend does (for
+     * an exact engine such as ref; fast CPU backends do it in their kernels). */
+    bool round_activations;
     model_progress_fn progress;
     void *progress_user;
 } model_load_params;

@@ -27,6 +27,7 @@
 
 #include "chat/chat.h"
 #include "commands.h"
+#include "util/error.h"
 
 #define CHAT_MAX_BIAS 64
 
@@ -261,10 +262,7 @@ static int tokenize_into(const tessera_model *m, const char *text, size_t len, b
             t->n = n;
             return 0;
         }
-        if (token_list_reserve(t, -n) < 0) {
-            fprintf(stderr, "tessera chat: out of memory for %d tokens\n", -n);
-            return -1;
-        }
+        if (token_list_reserve(t, -n) < 0) return error_set("out of memory for %d tokens", -n);
     }
 }
 
@@ -409,10 +407,13 @@ static int render_fitting(chat_state *st) {
         size_t len = 0;
         char *text = chat_render_alloc(&st->format, st->conv.msgs, st->conv.n, true, st->bos_text,
                                        st->eos_text, &len);
-        if (!text) return -1;
-        int rc = tokenize_into(st->model, text, len, !st->format.bos_in_text, &st->prompt);
+        int rc = text ? tokenize_into(st->model, text, len, !st->format.bos_in_text, &st->prompt)
+                      : -1;
         free(text);
-        if (rc < 0) return -1;
+        if (rc < 0) {
+            fprintf(stderr, "tessera chat: %s\n", tessera_last_error());
+            return -1;
+        }
         if (st->prompt.n <= st->n_ctx - room) return 0;
         /* Drop the oldest user turn and the reply after it; keep a system message. */
         size_t first = st->conv.n > 0 && !strcmp(st->conv.msgs[0].role, "system") ? 1 : 0;

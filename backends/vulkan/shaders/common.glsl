@@ -1,0 +1,236 @@
+// common.glsl — what every Tessera compute shader shares.
+//
+// Bindings: t0..t3 the node's sources, t4 its dst, each bound as the byte
+// range that holds the tensor (offset aligned down; P.off[k] is where the
+// tensor starts inside it). P (binding 5) is the parameter block written by
+// vk_op_plan (vk_internal.h: vk_params, same std430 layout).
+//
+// Tensors are addressed in bytes through uint words, so any dtype at any
+// 2-byte alignment reads correctly; 16-bit stores use atomics on the word
+// so neighbouring invocations never clobber each other's halves.
+// Conversions (f16, bf16) are done with integer ops: round to nearest even,
+// the same bits as the host's, whatever the driver's packHalf2x16 does.
+
+layout(std430, binding = 0) buffer T0 { uint d[]; } t0;
+layout(std430, binding = 1) buffer T1 { uint d[]; } t1;
+layout(std430, binding = 2) buffer T2 { uint d[]; } t2;
+layout(std430, binding = 3) buffer T3 { uint d[]; } t3;
+layout(std430, binding = 4) buffer T4 { uint d[]; } t4;
+layout(std430, binding = 5) readonly buffer Params {
+    uint off[8];
+    uvec4 ne[5];
+    uvec4 nb[5];
+    uint dt[8];
+    int ip[8];
+    float fp[8];
+    uint u[8];
+    float f[8];
+} P;
+
+// GGUF dtype numbers
+const uint DT_F32 = 0u, DT_F16 = 1u, DT_Q4_0 = 2u, DT_Q4_1 = 3u, DT_Q5_0 = 6u, DT_Q5_1 = 7u,
+           DT_Q8_0 = 8u, DT_Q8_1 = 9u, DT_Q2_K = 10u, DT_Q3_K = 11u, DT_Q4_K = 12u, DT_Q5_K = 13u,
+           DT_Q6_K = 14u, DT_Q8_K = 15u, DT_IQ4_NL = 20u, DT_I32 = 26u, DT_BF16 = 30u;
+
+uint group_linear() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
+
+uvec4 unflat(uint i, uvec4 ne) {
+    uint i0 = i % ne.x; i /= ne.x;
+    uint i1 = i % ne.y; i /= ne.y;
+    uint i2 = i % ne.z;
+    return uvec4(i0, i1, i2, i / ne.z);
+}
+
+// byte offset of element idx of tensor k (plain dtypes; for block dtypes
+// idx.x counts blocks)
+uint elem_off(uint k, uvec4 idx) {
+    return P.off[k] + idx.x * P.nb[k].x + idx.y * P.nb[k].y + idx.z * P.nb[k].z + idx.w * P.nb[k].w;
+}
+
+float f16_to_f32(uint h) {
+    uint s = (h & 0x8000u) << 16;
+    uint e = (h >> 10) & 0x1fu;
+    uint m = h & 0x3ffu;
+    if (e == 0u) {
+        float v = float(m) * 5.9604644775390625e-8; // m * 2^-24, exact
+        return s != 0u ? -v : v;
+    }
+    if (e == 31u) return uintBitsToFloat(s | 0x7f800000u | (m << 13));
+    return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
+}
+
+uint f32_to_f16(float v) {
+    uint x = floatBitsToUint(v);
+    uint sign = (x >> 16) & 0x8000u;
+    uint ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u);
+    if (ax >= 0x477ff000u) return sign | 0x7c00u; // rounds to infinity
+    if (ax < 0x38800000u) {                     // half subnormal or zero
+        uint e = ax >> 23;
+        if (e < 102u) return sign;
+        uint m = (ax & 0x7fffffu) | 0x800000u;
+        uint shift = 126u - e;                  // value in units of 2^-24 is m >> shift
+        uint q = m >> shift;
+        uint rem = m & ((1u << shift) - 1u), half_ = 1u << (shift - 1u);
+        if (rem > half_ || (rem == half_ && (q & 1u) != 0u)) q++;
+        return sign | q;
+    }
+    ax += 0xc8000fffu + ((ax >> 13) & 1u);      // rebias exponent, round to nearest even
+    return sign | (ax >> 13);
+}
+
+uint f32_to_bf16(float v) {
+    uint x = floatBitsToUint(v);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;
+    return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+// Readers of bytes, 16-bit and 32-bit words at any byte offset, and of one
+// float element (F32, F16, BF16), for each tensor binding.
+#define DEF_READERS(T)                                                                  \
+    uint T##_u8(uint o) { return (T.d[o >> 2] >> ((o & 3u) << 3)) & 0xffu; }            \
+    uint T##_u16(uint o) {                                                              \
+        uint s = (o & 3u) << 3;                                                         \
+        uint w = T.d[o >> 2] >> s;                                                      \
+        if (s == 24u) w |= T.d[(o >> 2) + 1u] << 8;                                     \
+        return w & 0xffffu;                                                             \
+    }                                                                                   \
+    uint T##_u32(uint o) {                                                              \
+        uint s = (o & 3u) << 3;                                                         \
+        uint w = T.d[o >> 2];                                                           \
+        if (s != 0u) w = (w >> s) | (T.d[(o >> 2) + 1u] << (32u - s));                  \
+        return w;                                                                       \
+    }                                                                                   \
+    float T##_float(uint dtype, uint o) {                                               \
+        if (dtype == DT_F32) return uintBitsToFloat(T##_u32(o));                        \
+        if (dtype == DT_F16) return f16_to_f32(T##_u16(o));                             \
+        return uintBitsToFloat(T##_u16(o) << 16);                                       \
+    }
+
+DEF_READERS(t0)
+DEF_READERS(t1)
+DEF_READERS(t2)
+DEF_READERS(t3)
+DEF_READERS(t4)
+
+float t0_f16(uint o) { return f16_to_f32(t0_u16(o)); }
+int t0_i8(uint o) { return int(t0_u8(o) << 24) >> 24; }
+
+// Store one float into dst (t4) at byte offset o, in dst's dtype.
+void store_dst(uint o, float v) {
+    uint dtype = P.dt[4];
+    if (dtype == DT_F32) {
+        t4.d[o >> 2] = floatBitsToUint(v);
+        return;
+    }
+    uint h = dtype == DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+    uint s = (o & 2u) << 3;
+    atomicAnd(t4.d[o >> 2], ~(0xffffu << s));
+    atomicOr(t4.d[o >> 2], h << s);
+}
+
+// ------------------------------------------------------------ dequantize
+// Element j of the block at byte offset b of t0 (GGUF block layouts, see
+// core/src/tensor/quant_blocks.h).
+
+const int IQ4NL_VALUES[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+
+uint block_size_of(uint dtype) {
+    if (dtype == DT_F32 || dtype == DT_F16 || dtype == DT_BF16) return 1u;
+    if (dtype >= DT_Q2_K && dtype <= DT_Q8_K) return 256u;
+    return 32u;
+}
+
+// 4-bit quant j of a 32-element block whose 16 nibble bytes start at qs
+uint nibble32(uint qs, uint j) {
+    uint byte = t0_u8(qs + (j & 15u));
+    return j < 16u ? byte & 0xfu : byte >> 4;
+}
+
+// K-quants' 6-bit scale and min number i (0..7) packed in 12 bytes at sc
+void scale_min_k4(uint sc, uint i, out float scale, out float mn) {
+    if (i < 4u) {
+        scale = float(t0_u8(sc + i) & 63u);
+        mn = float(t0_u8(sc + i + 4u) & 63u);
+    } else {
+        scale = float((t0_u8(sc + i + 4u) & 0xfu) | ((t0_u8(sc + i - 4u) >> 6) << 4));
+        mn = float((t0_u8(sc + i + 4u) >> 4) | ((t0_u8(sc + i) >> 6) << 4));
+    }
+}
+
+float dequant(uint dtype, uint b, uint j) {
+    if (dtype == DT_Q4_0) return t0_f16(b) * float(int(nibble32(b + 2u, j)) - 8);
+    if (dtype == DT_Q4_1) return t0_f16(b) * float(nibble32(b + 4u, j)) + t0_f16(b + 2u);
+    if (dtype == DT_Q5_0) {
+        uint hi = (t0_u32(b + 2u) >> j) & 1u;
+        return t0_f16(b) * float(int(nibble32(b + 6u, j) | (hi << 4)) - 16);
+    }
+    if (dtype == DT_Q5_1) {
+        uint hi = (t0_u32(b + 4u) >> j) & 1u;
+        return t0_f16(b) * float(nibble32(b + 8u, j) | (hi << 4)) + t0_f16(b + 2u);
+    }
+    if (dtype == DT_Q8_0) return t0_f16(b) * float(t0_i8(b + 2u + j));
+    if (dtype == DT_Q8_1) return t0_f16(b) * float(t0_i8(b + 4u + j)); // d, s, qs[32]
+    if (dtype == DT_Q8_K) return uintBitsToFloat(t0_u32(b)) * float(t0_i8(b + 4u + j)); // f32 d, qs[256]
+    if (dtype == DT_IQ4_NL) return t0_f16(b) * float(IQ4NL_VALUES[nibble32(b + 2u, j)]);
+    if (dtype == DT_Q2_K) {
+        // scales[16] qs[64] d dmin; element j: half h, 32-run r (shift 2r), lane l
+        uint h = j >> 7, r = (j >> 5) & 3u, l = j & 31u;
+        uint q = (t0_u8(b + 16u + h * 32u + l) >> (2u * r)) & 3u;
+        uint sc = t0_u8(b + h * 8u + r * 2u + (l >> 4));
+        return t0_f16(b + 80u) * float(sc & 0xfu) * float(q) - t0_f16(b + 82u) * float(sc >> 4);
+    }
+    if (dtype == DT_Q3_K) {
+        // hmask[32] qs[64] scales[12] d
+        uint h = j >> 7, r = (j >> 5) & 3u, l = j & 31u;
+        uint q = (t0_u8(b + 32u + h * 32u + l) >> (2u * r)) & 3u;
+        uint high = (t0_u8(b + l) >> (h * 4u + r)) & 1u;
+        uint i = h * 8u + r * 2u + (l >> 4);                // scale number 0..15
+        uint lo4 = i < 8u ? t0_u8(b + 96u + i) & 0xfu : t0_u8(b + 96u + i - 8u) >> 4;
+        uint hi2 = (t0_u8(b + 104u + (i & 3u)) >> (2u * (i >> 2))) & 3u;
+        int sc = int(lo4 | (hi2 << 4)) - 32;
+        return t0_f16(b + 108u) * float(sc) * float(int(q) - (high != 0u ? 0 : 4));
+    }
+    if (dtype == DT_Q4_K) {
+        // d dmin scales[12] qs[128]; 64-element groups g, low then high nibbles
+        uint g = j >> 6, hi = (j >> 5) & 1u, l = j & 31u;
+        uint byte = t0_u8(b + 16u + g * 32u + l);
+        uint q = hi != 0u ? byte >> 4 : byte & 0xfu;
+        float sc, mn;
+        scale_min_k4(b + 4u, g * 2u + hi, sc, mn);
+        return t0_f16(b) * sc * float(q) - t0_f16(b + 2u) * mn;
+    }
+    if (dtype == DT_Q5_K) {
+        // d dmin scales[12] qh[32] qs[128]
+        uint g = j >> 6, hi = (j >> 5) & 1u, l = j & 31u;
+        uint byte = t0_u8(b + 48u + g * 32u + l);
+        uint q = (hi != 0u ? byte >> 4 : byte & 0xfu) | (((t0_u8(b + 16u + l) >> (2u * g + hi)) & 1u) << 4);
+        float sc, mn;
+        scale_min_k4(b + 4u, g * 2u + hi, sc, mn);
+        return t0_f16(b) * sc * float(q) - t0_f16(b + 2u) * mn;
+    }
+    if (dtype == DT_Q6_K) {
+        // ql[128] qh[64] scales[16] (int8) d
+        uint h = j >> 7, r = (j >> 5) & 3u, l = j & 31u;
+        uint lbyte = t0_u8(b + h * 64u + l + (r & 1u) * 32u);
+        uint lo = r >= 2u ? lbyte >> 4 : lbyte & 0xfu;
+        uint hb = (t0_u8(b + 128u + h * 32u + l) >> (2u * r)) & 3u;
+        int q = int(lo | (hb << 4)) - 32;
+        int sc = t0_i8(b + 192u + h * 8u + (l >> 4) + 2u * r);
+        return t0_f16(b + 208u) * float(sc) * float(q);
+    }
+    return uintBitsToFloat(0x7fc00000u); // not reached: supports_op declines other types
+}
+
+// Element idx (idx.x along the row) of tensor 0, any supported dtype.
+float load0(uvec4 idx) {
+    uint dtype = P.dt[0];
+    uint bs = block_size_of(dtype);
+    if (bs == 1u) return t0_float(dtype, elem_off(0u, idx));
+    uint row = P.off[0] + idx.y * P.nb[0].y + idx.z * P.nb[0].z + idx.w * P.nb[0].w;
+    return dequant(dtype, row + (idx.x / bs) * P.nb[0].x, idx.x % bs);
+}
+
+float load1(uvec4 idx) { return t1_float(P.dt[1], elem_off(1u, idx)); }
+float load2(uvec4 idx) { return t2_float(P.dt[2], elem_off(2u, idx)); }
+float load3(uvec4 idx) { return t3_float(P.dt[3], elem_off(3u, idx)); }

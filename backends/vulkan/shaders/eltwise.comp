@@ -1,0 +1,64 @@
+// eltwise — one invocation per dst element: ADD, MUL (src1 broadcast),
+// SCALE, SILU, GELU, SWIGLU, CPY/convert (src0 may be quantized; elements
+// pair up in flat ne order), GET_ROWS (src0 any dtype) and CONCAT.
+// Every tensor is read and written through its own strides.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+
+// P.u[0]: the mode, P.u[1]: dst element count
+const uint M_ADD = 0u, M_MUL = 1u, M_SCALE = 2u, M_SILU = 3u, M_GELU = 4u, M_SWIGLU = 5u,
+           M_CPY = 6u, M_GET_ROWS = 7u, M_CONCAT = 8u;
+
+float silu(float x) { return x / (1.0 + exp(-x)); }
+
+// tanh through exp of a non-positive argument: no overflow for any x
+float tanh_safe(float x) {
+    float t = exp(-2.0 * abs(x));
+    float r = (1.0 - t) / (1.0 + t);
+    return x < 0.0 ? -r : r;
+}
+
+float gelu(float x) {
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876;
+    return 0.5 * x * (1.0 + tanh_safe(sqrt_2_over_pi * x * (1.0 + 0.044715 * x * x)));
+}
+
+void main() {
+    uint i = group_linear() * 256u + gl_LocalInvocationID.x;
+    if (i >= P.u[1]) return;
+    uint mode = P.u[0];
+    uvec4 di = unflat(i, P.ne[4]);
+    float v;
+    if (mode == M_CPY) {
+        v = load0(unflat(i, P.ne[0]));
+    } else if (mode == M_GET_ROWS) {
+        // rows I32 [m, b2, b3]: dst[:, i1, i2, i3] = src0[:, rows[i1, i2, i3], i2, i3]
+        int r = int(t1_u32(P.off[1] + di.y * P.nb[1].x + di.z * P.nb[1].y + di.w * P.nb[1].z));
+        if (r < 0 || uint(r) >= P.ne[0].y)
+            v = uintBitsToFloat(0x7fc00000u); // out of range: NaN shows it
+        else
+            v = load0(uvec4(di.x, uint(r), di.z, di.w));
+    } else if (mode == M_CONCAT) {
+        uint dim = uint(P.ip[0]);
+        uvec4 n0 = P.ne[0];
+        if (di[dim] < n0[dim]) {
+            v = load0(di);
+        } else {
+            uvec4 dj = di;
+            dj[dim] -= n0[dim];
+            v = load1(dj);
+        }
+    } else {
+        float a = load0(di);
+        if (mode == M_ADD) v = a + load1(di % P.ne[1]);
+        else if (mode == M_MUL) v = a * load1(di % P.ne[1]);
+        else if (mode == M_SCALE) v = a * P.fp[0] + P.fp[1];
+        else if (mode == M_SILU) v = silu(a);
+        else if (mode == M_GELU) v = gelu(a);
+        else v = silu(a) * load1(di); // M_SWIGLU
+    }
+    store_dst(elem_off(4u, di), v);
+}

@@ -1,0 +1,71 @@
+// rope — rotary position embedding, one invocation per row (head i1 of
+// token i2). Like ref and ggml, theta_i advances by repeated
+// multiplication with theta_scale (computed on the host with powf), so the
+// angles are the same floats; sin and cos come from sincos_acc below, not
+// the driver's (whose accuracy Vulkan leaves loose), after an exact
+// reduction of the angle.
+//   P.u: [0] n_dims, [1] 1 = NeoX pairs (i, i + n_dims/2), [2] freq factors bound
+//   P.f: [0] theta_scale, [1] [2] YaRN correction dims, [3] YaRN mscale factor
+//   P.fp: the node's fparams ([1] freq_scale, [2] ext_factor, [3] attn_factor)
+// The straightforward version: ref_rope.c.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 64) in;
+
+// sin and cos of x: reduce by pi/2 with a three-part constant (exact for
+// the angles rope meets), then minimax polynomials on [-pi/4, pi/4].
+void sincos_acc(float x, out float s, out float c) {
+    float ax = abs(x);
+    float j = floor(ax * 0.63661977236758134308 + 0.5);
+    precise float r = ((ax - j * 1.5703125) - j * 4.837512969970703125e-4) - j * 7.54978995489188216e-8;
+    float z = r * r;
+    float sp = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+    float cp = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+    uint q = uint(j) & 3u;
+    if (q == 0u) { s = sp; c = cp; }
+    else if (q == 1u) { s = cp; c = -sp; }
+    else if (q == 2u) { s = -sp; c = -cp; }
+    else { s = -cp; c = sp; }
+    if (x < 0.0) s = -s;
+}
+
+void main() {
+    uint row = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
+    uvec4 ne = P.ne[0];
+    if (row >= ne.y * ne.z * ne.w) return;
+    uvec4 r = unflat(row * ne.x, ne); // (0, head, token, i3)
+    uint n_dims = P.u[0], half_ = n_dims / 2u;
+    bool neox = P.u[1] != 0u;
+    float freq_scale = P.fp[1], ext_factor = P.fp[2], attn_factor = P.fp[3];
+    int pos = int(t1_u32(P.off[1] + r.z * P.nb[1].x));
+    precise float theta = float(pos);
+    for (uint i = 0u; i < half_; i++) {
+        float factor = P.u[2] != 0u ? t2_float(DT_F32, P.off[2] + i * P.nb[2].x) : 1.0;
+        precise float theta_extrap = theta / factor;
+        precise float theta_interp = freq_scale * theta_extrap;
+        precise float th = theta_interp;
+        float mscale = attn_factor;
+        if (ext_factor != 0.0) {
+            float y = (float(i) - P.f[1]) / max(0.001, P.f[2] - P.f[1]);
+            float ramp_mix = (1.0 - min(1.0, max(0.0, y))) * ext_factor;
+            th = theta_interp * (1.0 - ramp_mix) + theta_extrap * ramp_mix;
+            mscale *= P.f[3];
+        }
+        float sn, cs;
+        sincos_acc(th, sn, cs);
+        cs *= mscale;
+        sn *= mscale;
+        uint j0 = neox ? i : 2u * i, j1 = neox ? i + half_ : 2u * i + 1u;
+        uvec4 a = uvec4(j0, r.yzw), b = uvec4(j1, r.yzw);
+        float x0 = load0(a), x1 = load0(b);
+        store_dst(elem_off(4u, a), x0 * cs - x1 * sn);
+        store_dst(elem_off(4u, b), x0 * sn + x1 * cs);
+        theta *= P.f[0];
+    }
+    for (uint i = n_dims; i < ne.x; i++) {
+        uvec4 a = uvec4(i, r.yzw);
+        store_dst(elem_off(4u, a), load0(a));
+    }
+}

@@ -1,0 +1,250 @@
+/*
+ * vk_internal — the Vulkan plugin's shared state: the loader's function
+ * table (libvulkan is opened with dlopen, so a machine without it gets zero
+ * devices and a reason instead of a plugin that fails to load), devices,
+ * buffers, queues and the shader parameter block.
+ */
+#ifndef TESSERA_VK_INTERNAL_H
+#define TESSERA_VK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <tessera/plugin.h>
+#include <vulkan/vulkan.h>
+
+#define VK_PLUGIN_NAME "vulkan"
+
+/* --------------------------------------------------------------- loader */
+
+/* Every Vulkan entry point the plugin calls, fetched with
+ * vkGetInstanceProcAddr (device-level ones through the loader's trampolines). */
+#define VK_GLOBAL_FUNCS(X)                                                                        \
+    X(vkCreateInstance)                                                                           \
+    X(vkEnumerateInstanceExtensionProperties)
+
+#define VK_INSTANCE_FUNCS(X)                                                                      \
+    X(vkDestroyInstance)                                                                          \
+    X(vkEnumeratePhysicalDevices)                                                                 \
+    X(vkGetPhysicalDeviceProperties)                                                              \
+    X(vkGetPhysicalDeviceProperties2)                                                             \
+    X(vkGetPhysicalDeviceFeatures)                                                                \
+    X(vkGetPhysicalDeviceMemoryProperties)                                                        \
+    X(vkGetPhysicalDeviceMemoryProperties2)                                                       \
+    X(vkGetPhysicalDeviceQueueFamilyProperties)                                                   \
+    X(vkEnumerateDeviceExtensionProperties)                                                       \
+    X(vkCreateDevice)                                                                             \
+    X(vkDestroyDevice)                                                                            \
+    X(vkGetDeviceQueue)                                                                           \
+    X(vkDeviceWaitIdle)                                                                           \
+    X(vkCreateBuffer)                                                                             \
+    X(vkDestroyBuffer)                                                                            \
+    X(vkGetBufferMemoryRequirements)                                                              \
+    X(vkAllocateMemory)                                                                           \
+    X(vkFreeMemory)                                                                               \
+    X(vkBindBufferMemory)                                                                         \
+    X(vkMapMemory)                                                                                \
+    X(vkUnmapMemory)                                                                              \
+    X(vkCreateShaderModule)                                                                       \
+    X(vkDestroyShaderModule)                                                                      \
+    X(vkCreateDescriptorSetLayout)                                                                \
+    X(vkDestroyDescriptorSetLayout)                                                               \
+    X(vkCreatePipelineLayout)                                                                     \
+    X(vkDestroyPipelineLayout)                                                                    \
+    X(vkCreateComputePipelines)                                                                   \
+    X(vkDestroyPipeline)                                                                          \
+    X(vkCreateDescriptorPool)                                                                     \
+    X(vkDestroyDescriptorPool)                                                                    \
+    X(vkResetDescriptorPool)                                                                      \
+    X(vkAllocateDescriptorSets)                                                                   \
+    X(vkUpdateDescriptorSets)                                                                     \
+    X(vkCreateCommandPool)                                                                        \
+    X(vkDestroyCommandPool)                                                                       \
+    X(vkAllocateCommandBuffers)                                                                   \
+    X(vkResetCommandBuffer)                                                                       \
+    X(vkBeginCommandBuffer)                                                                       \
+    X(vkEndCommandBuffer)                                                                         \
+    X(vkCmdBindPipeline)                                                                          \
+    X(vkCmdBindDescriptorSets)                                                                    \
+    X(vkCmdDispatch)                                                                              \
+    X(vkCmdPipelineBarrier)                                                                       \
+    X(vkCmdCopyBuffer)                                                                            \
+    X(vkQueueSubmit)                                                                              \
+    X(vkCreateFence)                                                                              \
+    X(vkDestroyFence)                                                                             \
+    X(vkWaitForFences)                                                                            \
+    X(vkResetFences)
+
+typedef struct vk_funcs {
+    void *lib; /* dlopen handle of libvulkan */
+    PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+#define VK_FN_FIELD(name) PFN_##name name;
+    VK_GLOBAL_FUNCS(VK_FN_FIELD)
+    VK_INSTANCE_FUNCS(VK_FN_FIELD)
+#undef VK_FN_FIELD
+} vk_funcs;
+
+/* The one function table (filled by vk_loader_open, cleared by close). */
+extern vk_funcs vkf;
+
+/* Open libvulkan and create the instance; -1 with reason filled on failure. */
+int vk_loader_open(VkInstance *instance, char *reason, size_t reason_size);
+void vk_loader_close(VkInstance instance);
+
+/* ------------------------------------------------------------- devices */
+
+/* Shaders the plugin runs; each is one SPIR-V module in vk_spirv_table. */
+typedef enum vk_shader_id {
+    VK_SHADER_ELTWISE,
+    VK_SHADER_MUL_MAT_VEC,      /* N == 1: one column per workgroup     */
+    VK_SHADER_MUL_MAT,          /* N > 1: VK_MUL_MAT_COLS columns        */
+    VK_SHADER_MUL_MAT_VEC_SG,   /* the same with subgroup reductions     */
+    VK_SHADER_MUL_MAT_SG,
+    VK_SHADER_ROW_NORM,
+    VK_SHADER_ROW_NORM_SG,
+    VK_SHADER_SOFT_MAX,
+    VK_SHADER_SOFT_MAX_SG,
+    VK_SHADER_ROPE,
+    VK_SHADER_COUNT
+} vk_shader_id;
+
+enum { VK_MUL_MAT_COLS = 8 }; /* must match NCOLS of the mul_mat variants */
+
+typedef struct vk_device {
+    tsr_device base; /* what the host sees; base.impl points here */
+    int32_t index;
+    VkPhysicalDevice phys;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem_props;
+    bool has_budget;          /* VK_EXT_memory_budget */
+    bool subgroup_arith;      /* subgroupAdd/Max in compute shaders */
+    uint32_t subgroup_size;
+    uint32_t queue_family;
+    bool unified;             /* device-local memory is host-visible: no staging */
+    char description[300];
+    char features[200];
+
+    /* Created at first use (buffer or queue), under lock. */
+    pthread_mutex_t lock;
+    bool ready;
+    bool failed;
+    VkDevice dev;
+    VkQueue queue;
+    pthread_mutex_t submit_lock; /* vkQueueSubmit needs external sync */
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipe_layout;
+    VkPipeline pipelines[VK_SHADER_COUNT];
+    VkBuffer dummy;              /* bound to unused tensor slots */
+    VkDeviceMemory dummy_mem;
+    uint32_t device_type;        /* memory type index of tensor buffers */
+    uint32_t host_type;          /* memory type index of staging/params */
+} vk_device;
+
+/* Plugin-wide state (vk_plugin.c). */
+extern const tsr_host *vk_host;
+void vk_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool vk_abort_requested(void);
+
+/* Create the logical device, pipelines and dummy buffer; -1 on failure
+ * (logged). Safe to call repeatedly. */
+int vk_device_ready(vk_device *d);
+void vk_device_release(vk_device *d);
+
+/* The compute pipeline of a shader, created at first use; VK_NULL_HANDLE on
+ * failure (logged). */
+VkPipeline vk_pipeline_get(vk_device *d, vk_shader_id id);
+
+/* Memory type index with the wanted flags among type_bits, or -1. */
+int vk_memory_type(const vk_device *d, uint32_t type_bits, VkMemoryPropertyFlags want);
+
+/* Device-local memory: total and free (budget - usage where known) bytes. */
+void vk_device_memory(const vk_device *d, uint64_t *total, uint64_t *free_bytes);
+
+/* ------------------------------------------------------------- buffers */
+
+#define VK_BUFFER_MAGIC 0x564b4246u /* "VKBF" */
+
+typedef struct vk_buffer {
+    uint32_t magic;
+    vk_device *owner;
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    uint64_t size;       /* as asked */
+    uint64_t alloc_size; /* VkBuffer size: size rounded up to 4 bytes */
+    uint8_t *mapped;     /* host address when unified memory, else NULL */
+} vk_buffer;
+
+/* A plain buffer + memory with the given usage and memory type. */
+VkResult vk_raw_buffer_create(vk_device *d, uint64_t size, VkBufferUsageFlags usage, uint32_t mem_type,
+                              VkBuffer *buf, VkDeviceMemory *mem, void **mapped);
+void vk_raw_buffer_destroy(vk_device *d, VkBuffer buf, VkDeviceMemory mem);
+
+tsr_status vk_buffer_alloc(tsr_device *device, uint64_t size, tsr_buffer **out);
+void vk_buffer_free(tsr_device *device, tsr_buffer *buffer);
+void *vk_buffer_host_ptr(tsr_device *device, tsr_buffer *buffer);
+/* The plugin's buffer behind a tsr_buffer of device d, or NULL. */
+vk_buffer *vk_buffer_of(const vk_device *d, tsr_buffer *buffer);
+
+/* ------------------------------------------------------------- queues */
+
+/* A growable host-visible buffer (staging, parameter blocks). */
+typedef struct vk_host_buffer {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    uint8_t *mapped;
+    uint64_t size;
+} vk_host_buffer;
+
+typedef struct vk_queue {
+    tsr_queue base;
+    vk_device *dev;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;      /* compute: one per compute() call */
+    VkCommandBuffer xfer;     /* staging copies */
+    VkFence fence;
+    bool pending;             /* cmd submitted, fence not yet waited */
+    VkDescriptorPool desc_pool;
+    uint32_t desc_capacity;   /* sets the pool holds */
+    vk_host_buffer params;    /* one parameter block per dispatch */
+    vk_host_buffer staging;
+} vk_queue;
+
+tsr_status vk_queue_create(tsr_device *device, tsr_queue **out);
+
+/* ------------------------------------------------------------- ops */
+
+/* The parameter block every shader reads at binding 5 (std430; keep in
+ * step with shaders/common.glsl). Tensors: 0..3 sources, 4 dst. */
+typedef struct vk_params {
+    uint32_t off[8];     /* byte offset of each tensor within its bound range */
+    uint32_t ne[5][4];
+    uint32_t nb[5][4];
+    uint32_t dt[8];      /* dtypes of the tensors, then op-specific codes */
+    int32_t ip[8];       /* the node's iparams */
+    float fp[8];         /* the node's fparams */
+    uint32_t u[8];       /* op-specific integers */
+    float f[8];          /* op-specific floats */
+} vk_params;
+
+enum { VK_PARAMS_STRIDE = 512 }; /* >= sizeof(vk_params), a multiple of every offset alignment */
+
+/* How to run one node: which shader, its parameters and its grid. */
+typedef struct vk_dispatch {
+    vk_shader_id shader;
+    vk_params p;
+    uint32_t groups[3];
+} vk_dispatch;
+
+/* 1 if the device computes this node (the truthful supports_op). When
+ * why is given, a reason is written for a 0. */
+int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size);
+
+/* Fill the shader choice, parameters (all but off[]) and grid for a node
+ * that passed vk_op_supported. */
+void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out);
+
+/* Bytes [lo, hi) a tensor touches relative to its offset start (lo = 0). */
+uint64_t vk_tensor_extent(const tsr_tensor *t);
+
+#endif

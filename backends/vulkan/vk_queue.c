@@ -1,0 +1,430 @@
+/*
+ * vk_queue — compute, copies and synchronization.
+ *
+ * compute() records one command buffer for the whole node list (one split)
+ * and submits it once with a fence; it returns at once and synchronize()
+ * waits on the fence. Each node is one dispatch with its own descriptor set
+ * (five tensor ranges and its parameter block). A pipeline barrier goes in
+ * only where a dispatch touches bytes an earlier dispatch since the last
+ * barrier wrote (or writes bytes one read), so independent nodes overlap.
+ *
+ * write()/read() are synchronous: they wait for pending work, then copy in
+ * place (unified memory) or through the queue's staging buffer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+enum {
+    VK_STAGING_CHUNK = 64 << 20, /* largest staging buffer */
+    VK_MAX_HAZARDS = 64,
+};
+
+static vk_queue *queue_of(tsr_queue *queue) { return queue ? (vk_queue *)queue->impl : NULL; }
+
+static void host_buffer_free(vk_device *d, vk_host_buffer *h) {
+    vk_raw_buffer_destroy(d, h->buf, h->mem);
+    memset(h, 0, sizeof *h);
+}
+
+/* Grow h to at least size bytes (contents not kept). */
+static tsr_status host_buffer_reserve(vk_device *d, vk_host_buffer *h, uint64_t size, VkBufferUsageFlags usage) {
+    if (h->size >= size) return TSR_OK;
+    host_buffer_free(d, h);
+    void *mapped = NULL;
+    VkResult r = vk_raw_buffer_create(d, size, usage, d->host_type, &h->buf, &h->mem, &mapped);
+    if (r != VK_SUCCESS) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: cannot allocate a %.1f MiB host-visible buffer (VkResult %d)", d->index,
+               (double)size / (1024.0 * 1024.0), (int)r);
+        return TSR_ERR_NO_MEMORY;
+    }
+    h->mapped = mapped;
+    h->size = size;
+    return TSR_OK;
+}
+
+static tsr_status wait_pending(vk_queue *q) {
+    if (!q->pending) return TSR_OK;
+    VkResult r = vkf.vkWaitForFences(q->dev->dev, 1, &q->fence, VK_TRUE, UINT64_MAX);
+    q->pending = false;
+    vkf.vkResetFences(q->dev->dev, 1, &q->fence);
+    if (r != VK_SUCCESS) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: waiting for the device failed (VkResult %d%s)", q->dev->index, (int)r,
+               r == VK_ERROR_DEVICE_LOST ? ", device lost" : "");
+        return TSR_ERR_DEVICE;
+    }
+    return TSR_OK;
+}
+
+static tsr_status submit(vk_queue *q, VkCommandBuffer cmd) {
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &cmd,
+    };
+    pthread_mutex_lock(&q->dev->submit_lock);
+    VkResult r = vkf.vkQueueSubmit(q->dev->queue, 1, &si, q->fence);
+    pthread_mutex_unlock(&q->dev->submit_lock);
+    if (r != VK_SUCCESS) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: vkQueueSubmit failed (VkResult %d)", q->dev->index, (int)r);
+        return TSR_ERR_DEVICE;
+    }
+    q->pending = true;
+    return TSR_OK;
+}
+
+static void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
+                           VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = src_access,
+        .dstAccessMask = dst_access,
+    };
+    vkf.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+/* ---------------------------------------------------------------- copies */
+
+static tsr_status check_range(vk_queue *q, vk_buffer *b, uint64_t offset, uint64_t size, const void *ptr,
+                              const char *what) {
+    if (!b || offset > b->size || size > b->size - offset || (size && !ptr)) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: %s of %llu bytes at offset %llu is outside the buffer (%llu bytes)",
+               q->dev->index, what, (unsigned long long)size, (unsigned long long)offset,
+               (unsigned long long)(b ? b->size : 0));
+        return TSR_ERR_INVALID;
+    }
+    return TSR_OK;
+}
+
+/* One staged copy of n bytes between the staging buffer and b at offset. */
+static tsr_status staged_copy(vk_queue *q, vk_buffer *b, uint64_t offset, uint64_t n, bool upload) {
+    VkCommandBuffer cmd = q->xfer;
+    vkf.vkResetCommandBuffer(cmd, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (vkf.vkBeginCommandBuffer(cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    /* Earlier compute or copies (other submissions) wrote what we touch. */
+    memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    VkBufferCopy region = {.srcOffset = upload ? 0 : offset, .dstOffset = upload ? offset : 0, .size = n};
+    if (upload)
+        vkf.vkCmdCopyBuffer(cmd, q->staging.buf, b->buf, 1, &region);
+    else
+        vkf.vkCmdCopyBuffer(cmd, b->buf, q->staging.buf, 1, &region);
+    memory_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    if (vkf.vkEndCommandBuffer(cmd) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    tsr_status st = submit(q, cmd);
+    return st == TSR_OK ? wait_pending(q) : st;
+}
+
+static tsr_status queue_write(tsr_queue *queue, tsr_buffer *buffer, uint64_t offset, const void *src,
+                              uint64_t size) {
+    vk_queue *q = queue_of(queue);
+    if (!q) return TSR_ERR_INVALID;
+    vk_buffer *b = vk_buffer_of(q->dev, buffer);
+    tsr_status st = check_range(q, b, offset, size, src, "write");
+    if (st == TSR_OK) st = wait_pending(q);
+    if (st != TSR_OK || size == 0) return st;
+    if (b->mapped) {
+        memcpy(b->mapped + offset, src, size);
+        return TSR_OK;
+    }
+    const uint64_t chunk = size < VK_STAGING_CHUNK ? size : VK_STAGING_CHUNK;
+    st = host_buffer_reserve(q->dev, &q->staging, chunk,
+                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    for (uint64_t done = 0; st == TSR_OK && done < size; done += chunk) {
+        uint64_t n = size - done < chunk ? size - done : chunk;
+        memcpy(q->staging.mapped, (const uint8_t *)src + done, n);
+        st = staged_copy(q, b, offset + done, n, true);
+    }
+    return st;
+}
+
+static tsr_status queue_read(tsr_queue *queue, tsr_buffer *buffer, uint64_t offset, void *dst, uint64_t size) {
+    vk_queue *q = queue_of(queue);
+    if (!q) return TSR_ERR_INVALID;
+    vk_buffer *b = vk_buffer_of(q->dev, buffer);
+    tsr_status st = check_range(q, b, offset, size, dst, "read");
+    if (st == TSR_OK) st = wait_pending(q);
+    if (st != TSR_OK || size == 0) return st;
+    if (b->mapped) {
+        memcpy(dst, b->mapped + offset, size);
+        return TSR_OK;
+    }
+    const uint64_t chunk = size < VK_STAGING_CHUNK ? size : VK_STAGING_CHUNK;
+    st = host_buffer_reserve(q->dev, &q->staging, chunk,
+                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+    for (uint64_t done = 0; st == TSR_OK && done < size; done += chunk) {
+        uint64_t n = size - done < chunk ? size - done : chunk;
+        st = staged_copy(q, b, offset + done, n, false);
+        if (st == TSR_OK) memcpy((uint8_t *)dst + done, q->staging.mapped, n);
+    }
+    return st;
+}
+
+static tsr_status queue_synchronize(tsr_queue *queue) {
+    vk_queue *q = queue_of(queue);
+    return q ? wait_pending(q) : TSR_ERR_INVALID;
+}
+
+/* ---------------------------------------------------------------- compute */
+
+typedef struct hazard {
+    VkBuffer buf;
+    uint64_t lo, hi;
+    bool write;
+} hazard;
+
+typedef struct hazard_set {
+    hazard h[VK_MAX_HAZARDS];
+    int n;
+} hazard_set;
+
+/* Does access [lo, hi) of buf (a write or a read) depend on one recorded
+ * since the last barrier? */
+static bool hazard_conflicts(const hazard_set *s, VkBuffer buf, uint64_t lo, uint64_t hi, bool write) {
+    for (int i = 0; i < s->n; i++) {
+        const hazard *h = &s->h[i];
+        if (h->buf != buf || hi <= h->lo || h->hi <= lo) continue;
+        if (h->write || write) return true;
+    }
+    return false;
+}
+
+static tsr_status ensure_desc_pool(vk_queue *q, uint32_t n_sets) {
+    vk_device *d = q->dev;
+    if (q->desc_pool != VK_NULL_HANDLE && q->desc_capacity >= n_sets) {
+        vkf.vkResetDescriptorPool(d->dev, q->desc_pool, 0);
+        return TSR_OK;
+    }
+    if (q->desc_pool != VK_NULL_HANDLE) vkf.vkDestroyDescriptorPool(d->dev, q->desc_pool, NULL);
+    q->desc_pool = VK_NULL_HANDLE;
+    uint32_t cap = q->desc_capacity ? q->desc_capacity : 64;
+    while (cap < n_sets) cap *= 2;
+    VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = cap * 6};
+    VkDescriptorPoolCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = cap,
+        .poolSizeCount = 1,
+        .pPoolSizes = &ps,
+    };
+    if (vkf.vkCreateDescriptorPool(d->dev, &pi, NULL, &q->desc_pool) != VK_SUCCESS) {
+        q->desc_pool = VK_NULL_HANDLE;
+        q->desc_capacity = 0;
+        vk_log(TSR_LOG_ERROR, "vulkan%d: cannot create a descriptor pool of %u sets", d->index, cap);
+        return TSR_ERR_NO_MEMORY;
+    }
+    q->desc_capacity = cap;
+    return TSR_OK;
+}
+
+static const char *tensor_label(const tsr_node *node) {
+    return node->dst && node->dst->name && node->dst->name[0] ? node->dst->name : "?";
+}
+
+/* Bind one tensor: its buffer range (offset aligned down as the device
+ * needs) and its offset within that range. */
+static tsr_status bind_tensor(vk_queue *q, const tsr_node *node, const tsr_tensor *t, int slot,
+                              VkDescriptorBufferInfo *info, vk_params *p, hazard_set *reads, hazard *access) {
+    vk_device *d = q->dev;
+    (void)reads;
+    vk_buffer *b = vk_buffer_of(d, t->buffer);
+    if (!b) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: node '%s': tensor %d ('%s') is not in a buffer of this device",
+               d->index, tensor_label(node), slot, t->name ? t->name : "");
+        return TSR_ERR_INVALID;
+    }
+    const uint64_t extent = vk_tensor_extent(t);
+    if (t->offset > b->size || extent > b->size - t->offset) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: node '%s': tensor %d ('%s') spans bytes %llu..%llu of a %llu-byte buffer",
+               d->index, tensor_label(node), slot, t->name ? t->name : "", (unsigned long long)t->offset,
+               (unsigned long long)(t->offset + extent), (unsigned long long)b->size);
+        return TSR_ERR_INVALID;
+    }
+    const uint64_t align = d->props.limits.minStorageBufferOffsetAlignment > 4
+                               ? d->props.limits.minStorageBufferOffsetAlignment : 4;
+    const uint64_t start = t->offset / align * align;
+    uint64_t range = (t->offset + extent - start + 3) / 4 * 4;
+    if (range > b->alloc_size - start) range = b->alloc_size - start;
+    if (range > d->props.limits.maxStorageBufferRange) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: node '%s': tensor %d spans %llu bytes, more than the device binds (%u)",
+               d->index, tensor_label(node), slot, (unsigned long long)range,
+               d->props.limits.maxStorageBufferRange);
+        return TSR_ERR_UNSUPPORTED;
+    }
+    *info = (VkDescriptorBufferInfo){.buffer = b->buf, .offset = start, .range = range};
+    p->off[slot] = (uint32_t)(t->offset - start);
+    *access = (hazard){.buf = b->buf, .lo = t->offset, .hi = t->offset + extent, .write = slot == 4};
+    return TSR_OK;
+}
+
+/* Record node i: plan, bind, barrier if needed, dispatch. */
+static tsr_status record_node(vk_queue *q, const tsr_node *node, uint32_t i, hazard_set *hz) {
+    vk_device *d = q->dev;
+    char why[256];
+    if (!vk_op_supported(d, node, why, sizeof why)) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: node %u cannot run here: %s", d->index, i, why);
+        return TSR_ERR_INVALID;
+    }
+    vk_dispatch disp;
+    vk_op_plan(d, node, &disp);
+    VkPipeline pipe = vk_pipeline_get(d, disp.shader);
+    if (pipe == VK_NULL_HANDLE) return TSR_ERR_DEVICE;
+
+    VkDescriptorBufferInfo infos[6];
+    hazard access[5];
+    bool used[5] = {false};
+    for (int s = 0; s < 5; s++) {
+        const tsr_tensor *t = s == 4 ? node->dst : (s < node->n_src ? node->src[s] : NULL);
+        infos[s] = (VkDescriptorBufferInfo){.buffer = d->dummy, .offset = 0, .range = VK_WHOLE_SIZE};
+        if (!t) continue;
+        tsr_status st = bind_tensor(q, node, t, s, &infos[s], &disp.p, hz, &access[s]);
+        if (st != TSR_OK) return st;
+        used[s] = true;
+    }
+    infos[5] = (VkDescriptorBufferInfo){.buffer = q->params.buf, .offset = (uint64_t)i * VK_PARAMS_STRIDE,
+                                        .range = sizeof(vk_params)};
+    memcpy(q->params.mapped + (uint64_t)i * VK_PARAMS_STRIDE, &disp.p, sizeof disp.p);
+
+    bool barrier = false;
+    for (int s = 0; s < 5 && !barrier; s++)
+        if (used[s]) barrier = hazard_conflicts(hz, access[s].buf, access[s].lo, access[s].hi, access[s].write);
+    if (!barrier && hz->n + 5 > VK_MAX_HAZARDS) barrier = true;
+    if (barrier) {
+        memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+        hz->n = 0;
+    }
+    for (int s = 0; s < 5; s++)
+        if (used[s]) hz->h[hz->n++] = access[s];
+
+    VkDescriptorSetAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = q->desc_pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &d->set_layout,
+    };
+    VkDescriptorSet set;
+    if (vkf.vkAllocateDescriptorSets(d->dev, &ai, &set) != VK_SUCCESS) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: out of descriptor sets at node %u", d->index, i);
+        return TSR_ERR_NO_MEMORY;
+    }
+    VkWriteDescriptorSet w[6];
+    for (uint32_t s = 0; s < 6; s++)
+        w[s] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = s,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &infos[s],
+        };
+    vkf.vkUpdateDescriptorSets(d->dev, 6, w, 0, NULL);
+    vkf.vkCmdBindPipeline(q->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    vkf.vkCmdBindDescriptorSets(q->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipe_layout, 0, 1, &set, 0, NULL);
+    vkf.vkCmdDispatch(q->cmd, disp.groups[0], disp.groups[1], disp.groups[2]);
+    return TSR_OK;
+}
+
+static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
+    vk_queue *q = queue_of(queue);
+    if (!q || n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
+    if (n_nodes == 0) return TSR_OK;
+    if (vk_abort_requested()) return TSR_ERR_ABORTED;
+    vk_device *d = q->dev;
+    tsr_status st = wait_pending(q);
+    if (st == TSR_OK) st = ensure_desc_pool(q, (uint32_t)n_nodes);
+    if (st == TSR_OK)
+        st = host_buffer_reserve(d, &q->params, (uint64_t)n_nodes * VK_PARAMS_STRIDE,
+                                 VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    if (st != TSR_OK) return st;
+
+    vkf.vkResetCommandBuffer(q->cmd, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (vkf.vkBeginCommandBuffer(q->cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    /* Uploads (staged copies, host writes to mapped memory) come first. */
+    memory_barrier(q->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                   VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    hazard_set hz = {.n = 0};
+    for (int32_t i = 0; i < n_nodes && st == TSR_OK; i++) st = record_node(q, &nodes[i], (uint32_t)i, &hz);
+    /* Results become visible to the host, to copies and to the next split. */
+    memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                       VK_ACCESS_SHADER_WRITE_BIT);
+    if (vkf.vkEndCommandBuffer(q->cmd) != VK_SUCCESS && st == TSR_OK) st = TSR_ERR_DEVICE;
+    if (st != TSR_OK) return st;
+    return submit(q, q->cmd);
+}
+
+/* ---------------------------------------------------------------- lifetime */
+
+static void queue_destroy(tsr_queue *queue) {
+    vk_queue *q = queue_of(queue);
+    if (!q) return;
+    vk_device *d = q->dev;
+    wait_pending(q);
+    host_buffer_free(d, &q->params);
+    host_buffer_free(d, &q->staging);
+    if (q->desc_pool != VK_NULL_HANDLE) vkf.vkDestroyDescriptorPool(d->dev, q->desc_pool, NULL);
+    if (q->fence != VK_NULL_HANDLE) vkf.vkDestroyFence(d->dev, q->fence, NULL);
+    if (q->pool != VK_NULL_HANDLE) vkf.vkDestroyCommandPool(d->dev, q->pool, NULL);
+    free(q);
+}
+
+static const tsr_queue_api vk_queue_api = {
+    .struct_size = sizeof(tsr_queue_api),
+    .compute = queue_compute,
+    .write = queue_write,
+    .read = queue_read,
+    .synchronize = queue_synchronize,
+    .destroy = queue_destroy,
+};
+
+tsr_status vk_queue_create(tsr_device *device, tsr_queue **out) {
+    vk_device *d = device ? (vk_device *)device->impl : NULL;
+    if (!d || !out) return TSR_ERR_INVALID;
+    *out = NULL;
+    if (vk_device_ready(d)) return TSR_ERR_DEVICE;
+    vk_queue *q = calloc(1, sizeof *q);
+    if (!q) return TSR_ERR_NO_MEMORY;
+    q->dev = d;
+    q->base.api = &vk_queue_api;
+    q->base.impl = q;
+    VkCommandPoolCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = d->queue_family,
+    };
+    VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkCommandBuffer cmds[2];
+    bool ok = vkf.vkCreateCommandPool(d->dev, &pi, NULL, &q->pool) == VK_SUCCESS;
+    if (ok) {
+        VkCommandBufferAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = q->pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 2,
+        };
+        ok = vkf.vkAllocateCommandBuffers(d->dev, &ai, cmds) == VK_SUCCESS;
+    }
+    if (ok) {
+        q->cmd = cmds[0];
+        q->xfer = cmds[1];
+        ok = vkf.vkCreateFence(d->dev, &fi, NULL, &q->fence) == VK_SUCCESS;
+    }
+    if (!ok) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: cannot create a command pool, buffers or fence", d->index);
+        queue_destroy(&q->base);
+        return TSR_ERR_DEVICE;
+    }
+    *out = &q->base;
+    return TSR_OK;
+}

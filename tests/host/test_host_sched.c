@@ -8,6 +8,7 @@
  *   - testrefuse   tsr_plugin_entry returns NULL: rejected
  *   - testnoentry  no tsr_plugin_entry symbol: rejected
  *   - testnodev    init succeeds, zero devices: rejected with its reason
+ *   - testcpu      the same kernels as a CPU backend (host-visible, reads host)
  *   - testsmall    plugin table smaller than the ABI needs: rejected
  *   - bogus        a text file named like a plugin: not a loadable library
  * Graphs run through testdev (with fallbacks to ref) must equal ref alone.
@@ -205,6 +206,17 @@ static void test_split_graph(void) {
     CHECK(text && strstr(text, "copy 'x' host -> testdev0"), "explain lacks input copy");
     CHECK(text && strstr(text, "copy 'sq' testdev0 -> ref"), "explain lacks device-to-host copy");
     free(text);
+
+    /* A CPU backend reading host memory needs no copies at all, neither of
+     * host inputs and weights nor of ref's host-visible results. */
+    rc = run_on("testcpu0", 0, &n, dev_dev, dev_host, dev_kv, &st, NULL);
+    CHECK(rc == 0, "testcpu run: %s", error_get());
+    CHECK(st.n_copies == 0, "testcpu: %d copies", st.n_copies);
+    CHECK(st.n_splits == 4 && st.n_fallbacks >= 2, "testcpu: %d splits %d fallbacks", st.n_splits,
+          st.n_fallbacks);
+    CHECK(close_enough(dev_dev, ref_dev, 36, 1e-5f) && close_enough(dev_host, ref_host, 24, 1e-5f) &&
+              close_enough(dev_kv, ref_kv, 64, 1e-5f),
+          "testcpu results differ from ref");
 
     /* Without fallback the first unsupported node is an error naming it. */
     rc = run_on("testdev0", 1, &n, dev_dev, dev_host, dev_kv, NULL, NULL);

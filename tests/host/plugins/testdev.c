@@ -16,6 +16,8 @@
  *   TESTDEV_NO_ENTRY    export no tsr_plugin_entry at all
  *   TESTDEV_NO_DEVICES  init succeeds but finds no device (with a reason)
  *   TESTDEV_SMALL_TABLE claim a plugin table too small for this ABI
+ *   TESTDEV_HOST_CPU    behave like a CPU backend instead: kind CPU, buffers
+ *                       host-visible, nodes read plain host memory
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +43,23 @@ static const tsr_host *host;
 
 /* ------------------------------------------------------------ compute */
 
-/* Address of a tensor's element (i0..i3): device buffers only. */
+#ifdef TESTDEV_HOST_CPU
+enum { HOST_CPU = 1 };
+#else
+enum { HOST_CPU = 0 };
+#endif
+
+/* Address of a tensor's element (i0..i3). The accelerator build addresses
+ * its own buffers only; the CPU build uses host addresses. */
 static float *at(const tsr_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-    return (float *)(t->buffer->mem + t->offset + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] +
-                     i3 * t->nb[3]);
+    unsigned char *base = HOST_CPU ? (unsigned char *)t->data : t->buffer->mem + t->offset;
+    return (float *)(base + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]);
 }
 
-/* Every byte the tensor spans lies inside its buffer. */
+/* Every byte the tensor spans lies inside its buffer (CPU build: it has a
+ * host address). */
 static int in_buffer(const tsr_tensor *t) {
+    if (HOST_CPU) return t && t->data;
     if (!t || !t->buffer) return 0;
     uint64_t span = 4;
     for (int d = 0; d < TSR_MAX_DIMS; d++) span += (uint64_t)(t->ne[d] - 1) * (uint64_t)t->nb[d];
@@ -157,13 +168,13 @@ static const tsr_queue_api queue_api = {
 static tsr_status dev_info(tsr_device *d, tsr_device_info *info) {
     (void)d;
     if (info->struct_size < sizeof *info) return TSR_ERR_INVALID;
-    info->kind = TSR_DEVICE_ACCEL;
+    info->kind = HOST_CPU ? TSR_DEVICE_CPU : TSR_DEVICE_ACCEL;
     info->description = "Tessera test device (" TESTDEV_NAME ")";
     info->features = "add mul mul_mat";
     info->memory_total = 1u << 30;
     info->memory_free = 1u << 30;
-    info->host_visible = 0;
-    info->reads_host_memory = 0;
+    info->host_visible = HOST_CPU;
+    info->reads_host_memory = HOST_CPU;
     info->priority = 50;
     return TSR_OK;
 }
@@ -196,8 +207,7 @@ static void dev_free(tsr_device *d, tsr_buffer *b) {
 
 static void *dev_host_ptr(tsr_device *d, tsr_buffer *b) {
     (void)d;
-    (void)b;
-    return NULL; /* not host-visible, on purpose */
+    return HOST_CPU && b ? b->mem : NULL; /* the accelerator: not host-visible, on purpose */
 }
 
 static tsr_status dev_queue(tsr_device *d, tsr_queue **out) {

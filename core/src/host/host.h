@@ -62,8 +62,9 @@ typedef struct host_plugin_record {
     const char *reason; /* "" when loaded */
 } host_plugin_record;
 
-/* Load the registry (no-op if already loaded). opt may be NULL. Fails only
- * when memory runs out; bad plugins are recorded, not fatal. */
+/* Load the registry (no-op if already loaded). opt may be NULL. Bad plugins
+ * are recorded, not fatal; fails only if the built-in reference backend
+ * cannot start (out of memory). */
 int host_init(const host_options *opt);
 void host_shutdown(void);
 bool host_is_initialized(void);

@@ -44,7 +44,8 @@ typedef struct sched_params {
     int no_fallback;
 } sched_params;
 
-/* A scheduler over devices (tried in this order). params may be NULL. */
+/* A scheduler over devices (tried in this order). params may be NULL.
+ * Free it before host_shutdown(): it holds buffers of the devices. */
 sched *sched_new(host_device *const *devices, int n_devices, const sched_params *params);
 void sched_free(sched *s);
 

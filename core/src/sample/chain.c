@@ -38,11 +38,12 @@ static int params_check(const sample_params *p, int32_t n_vocab) {
     if (n_vocab <= 0) return error_set("sampler: vocabulary size %d is not positive", (int)n_vocab);
     if (isnan(p->temp)) return error_set("sampler: temperature is NaN");
     if (isnan(p->top_p) || p->top_p < 0.0f)
-        return error_set("sampler: top-p %g must be in [0, 1]", (double)p->top_p);
-    if (isnan(p->min_p) || p->min_p > 1.0f)
-        return error_set("sampler: min-p %g must be in [0, 1]", (double)p->min_p);
+        return error_set("sampler: top-p %g must be in [0, 1] (1 turns it off)", (double)p->top_p);
+    if (isnan(p->min_p) || p->min_p < 0.0f || p->min_p > 1.0f)
+        return error_set("sampler: min-p %g must be in [0, 1] (0 turns it off)", (double)p->min_p);
     if (isnan(p->typical_p) || p->typical_p < 0.0f)
-        return error_set("sampler: typical-p %g must be in [0, 1]", (double)p->typical_p);
+        return error_set("sampler: typical-p %g must be in [0, 1] (1 turns it off)",
+                         (double)p->typical_p);
     if (p->penalty_last_n < 0)
         return error_set("sampler: penalty window %d must be >= 0", (int)p->penalty_last_n);
     if (!(p->penalty_repeat > 0.0f))

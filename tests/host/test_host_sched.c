@@ -291,6 +291,44 @@ static void test_weight_on_device(void) {
     d->dev->api->buffer_free(d->dev, wbuf);
 }
 
+/* After a fallback, weightless nodes return to the first chosen device as
+ * soon as it can run them without copies (a CPU backend reading ref's
+ * host-visible results), instead of staying on ref. */
+static void test_return_after_fallback(void) {
+    host_device *cpu = host_device_find("testcpu0");
+    if (!cpu) {
+        CHECK(0, "testcpu0 not loaded");
+        return;
+    }
+    sched *s = sched_new(&cpu, 1, NULL);
+    graph *g = graph_new(16);
+    graph_tensor *x = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, 8));
+    graph_tensor *a = graph_add(g, x, x);                  /* testcpu0 */
+    graph_tensor *n = graph_rms_norm(g, a, 1e-5f);         /* ref: fallback */
+    graph_tensor *b = graph_set_output(graph_mul(g, n, x)); /* back to testcpu0 */
+    CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+    CHECK(sched_node_device(s, 0) == cpu && sched_node_device(s, 2) == cpu,
+          "add/mul should run on testcpu0 (mul ran on %s)",
+          sched_node_device(s, 2) ? sched_node_device(s, 2)->name : "?");
+    CHECK(sched_node_device(s, 1) == host_device_ref(), "rms_norm should fall back to ref");
+    float *px = x->t.data;
+    for (int i = 0; i < 8; i++) px[i] = (float)i + 1.0f;
+    CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+    double ss = 0;
+    for (int i = 0; i < 8; i++) ss += 4.0 * (i + 1) * (i + 1);
+    const float k = (float)(1.0 / sqrt(ss / 8 + 1e-5));
+    const float *pb = b->t.data;
+    for (int i = 0; i < 8 && pb; i++) {
+        float want = 2.0f * (float)(i + 1) * k * (float)(i + 1);
+        CHECK(fabsf(pb[i] - want) <= 1e-5f * (1 + fabsf(want)), "element %d: %g vs %g", i, pb[i], want);
+    }
+    sched_stats st;
+    sched_get_stats(s, &st);
+    CHECK(st.n_copies == 0 && st.n_splits == 3, "copies %d splits %d", st.n_copies, st.n_splits);
+    graph_free(g);
+    sched_free(s);
+}
+
 static void test_abort(void) {
     host_device *ref = host_device_ref();
     sched *s = sched_new(&ref, 1, NULL);
@@ -359,6 +397,7 @@ int main(int argc, char **argv) {
     test_split_graph();
     test_copies();
     test_weight_on_device();
+    test_return_after_fallback();
     test_abort();
     host_shutdown();
     unlink(bogus);

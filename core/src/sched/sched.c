@@ -256,9 +256,28 @@ static void why_not(sched *s, int32_t slot, graph_tensor *t, char *buf, size_t s
         snprintf(buf, size, "%s does not support it", s->slots[slot].hd->name);
 }
 
+/* t's sources all reachable from slot without a copy. */
+static bool sources_reachable(const sched *s, int32_t slot, const graph_tensor *t) {
+    for (int i = 0; i < t->n_src; i++)
+        if (t->src[i] && !slot_can_address(s, slot, graph_tensor_storage(t->src[i], NULL)))
+            return false;
+    return true;
+}
+
 static int place_node(sched *s, int32_t pos) {
     graph_tensor *t = graph_node_at(s->g, pos);
     int32_t pref = preferred_slot(s, t, pos);
+    /* Following a neighbour must not strand the graph on a fallback or a
+     * less preferred device: return to an earlier chosen device as soon as
+     * it can run the node without any copy. */
+    if (pref > 0 && !weight_source(t)) {
+        for (int32_t i = 0; i < pref && i < s->n_chosen; i++) {
+            if (sources_reachable(s, i, t) && slot_fits(s, i, t)) {
+                s->node_slot[pos] = i;
+                return 0;
+            }
+        }
+    }
     if (pref >= 0 && slot_fits(s, pref, t)) {
         s->node_slot[pos] = pref;
         return 0;

@@ -14,7 +14,8 @@
  * Placement: a node goes to the device holding its weight input when that
  * device supports it (weights in plain host memory go to the first chosen
  * device that reads host memory); nodes without weights follow their
- * sources; a CPY into a persistent tensor runs where that storage can be
+ * sources, or return to an earlier chosen device that can run them without
+ * a copy; a CPY into a persistent tensor runs where that storage can be
  * addressed; a node no chosen device supports falls back to the best CPU
  * device and ultimately to "ref". Devices are tried in the order given.
  *

@@ -1,0 +1,176 @@
+/*
+ * dequant.cl - quantized rows to f32, 32 elements ("a chunk") at a time.
+ *
+ * dequant32(row, type, c, out) writes elements 32c .. 32c+31 of a row whose
+ * blocks start at row. For the 32-element types a chunk is one block; for
+ * the k-quants (256-element super-blocks) it is sub-block c % 8 of
+ * super-block c / 8. Block layouts are ggml's (byte for byte), written out
+ * here from their definitions:
+ *   Q4_0  {f16 d; u8 qs[16]}                      x = d * (q - 8)
+ *   Q4_1  {f16 d, m; u8 qs[16]}                   x = d * q + m
+ *   Q5_0  {f16 d; u8 qh[4]; u8 qs[16]}            x = d * (q - 16), q 5 bits
+ *   Q5_1  {f16 d, m; u8 qh[4]; u8 qs[16]}         x = d * q + m
+ *   Q8_0  {f16 d; i8 qs[32]}                      x = d * q
+ *   IQ4_NL {f16 d; u8 qs[16]}                     x = d * table[q]
+ *   (nibbles: element j < 16 is the low nibble of qs[j], j >= 16 the high
+ *   nibble of qs[j - 16]; Q5's fifth bit of element j is bit j of qh)
+ *   Q2_K  {u8 scales[16]; u8 qs[64]; f16 d, dmin}
+ *   Q3_K  {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d}
+ *   Q4_K  {f16 d, dmin; u8 scales[12]; u8 qs[128]}
+ *   Q5_K  {f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]}
+ *   Q6_K  {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}
+ */
+#define BYTES_Q4_0 18
+#define BYTES_Q4_1 20
+#define BYTES_Q5_0 22
+#define BYTES_Q5_1 24
+#define BYTES_Q8_0 34
+#define BYTES_Q2_K 84
+#define BYTES_Q3_K 110
+#define BYTES_Q4_K 144
+#define BYTES_Q5_K 176
+#define BYTES_Q6_K 210
+
+constant char iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+inline uint load_u32_bytes(const global uchar *p) {
+    return (uint)p[0] | ((uint)p[1] << 8) | ((uint)p[2] << 16) | ((uint)p[3] << 24);
+}
+
+/* 4-bit nibble j (0..31) of a 16-byte qs array. */
+inline int nibble(const global uchar *qs, int j) {
+    return j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+}
+
+/* Scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block: 6 bits
+ * each, packed in 12 bytes. */
+inline void scale_min_k4(int j, const global uchar *q, float *sc, float *m) {
+    if (j < 4) {
+        *sc = (float)(q[j] & 63);
+        *m = (float)(q[j + 4] & 63);
+    } else {
+        *sc = (float)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (float)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* Signed 6-bit scale is (0..15) of a Q3_K super-block, minus 32. */
+inline int scale_q3_k(const global uchar *s, int is) {
+    int low = is < 8 ? (s[is] & 0xF) : (s[is - 8] >> 4);
+    int high = (s[8 + is % 4] >> (2 * (is / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+void dequant32(const global uchar *row, int type, long c, float *out) {
+    switch (type) {
+    case DT_Q4_0: {
+        const global uchar *b = row + c * BYTES_Q4_0;
+        float d = load_f16(b);
+        for (int j = 0; j < 32; j++) out[j] = d * (float)(nibble(b + 2, j) - 8);
+        break;
+    }
+    case DT_Q4_1: {
+        const global uchar *b = row + c * BYTES_Q4_1;
+        float d = load_f16(b), m = load_f16(b + 2);
+        for (int j = 0; j < 32; j++) out[j] = d * (float)nibble(b + 4, j) + m;
+        break;
+    }
+    case DT_Q5_0: {
+        const global uchar *b = row + c * BYTES_Q5_0;
+        float d = load_f16(b);
+        uint qh = load_u32_bytes(b + 2);
+        for (int j = 0; j < 32; j++)
+            out[j] = d * (float)((nibble(b + 6, j) | (int)(((qh >> j) & 1) << 4)) - 16);
+        break;
+    }
+    case DT_Q5_1: {
+        const global uchar *b = row + c * BYTES_Q5_1;
+        float d = load_f16(b), m = load_f16(b + 2);
+        uint qh = load_u32_bytes(b + 4);
+        for (int j = 0; j < 32; j++)
+            out[j] = d * (float)(nibble(b + 8, j) | (((qh >> j) & 1) << 4)) + m;
+        break;
+    }
+    case DT_Q8_0: {
+        const global uchar *b = row + c * BYTES_Q8_0;
+        float d = load_f16(b);
+        const global char *qs = (const global char *)(b + 2);
+        for (int j = 0; j < 32; j++) out[j] = d * (float)qs[j];
+        break;
+    }
+    case DT_IQ4_NL: {
+        const global uchar *b = row + c * BYTES_Q4_0;
+        float d = load_f16(b);
+        for (int j = 0; j < 32; j++) out[j] = d * (float)iq4nl_values[nibble(b + 2, j)];
+        break;
+    }
+    case DT_Q2_K: {
+        /* sub-block c: half h = c / 4 of 128 elements, shift 2 * (c % 4);
+         * each 16 elements have their own 4-bit scale and min */
+        const global uchar *b = row + (c / 8) * BYTES_Q2_K;
+        const int sub = (int)(c % 8), h = sub / 4, j = sub % 4;
+        float d = load_f16(b + 80), dmin = load_f16(b + 82);
+        for (int l = 0; l < 32; l++) {
+            int sc = b[h * 8 + j * 2 + l / 16];
+            int q = (b[16 + h * 32 + l] >> (2 * j)) & 3;
+            out[l] = d * (float)(sc & 0xF) * (float)q - dmin * (float)(sc >> 4);
+        }
+        break;
+    }
+    case DT_Q3_K: {
+        const global uchar *b = row + (c / 8) * BYTES_Q3_K;
+        const int sub = (int)(c % 8), h = sub / 4, j = sub % 4;
+        const global uchar *hmask = b, *qs = b + 32, *scales = b + 96;
+        float d = load_f16(b + 108);
+        for (int l = 0; l < 32; l++) {
+            int sc = scale_q3_k(scales, h * 8 + j * 2 + l / 16);
+            int q = (qs[h * 32 + l] >> (2 * j)) & 3;
+            int hi = (hmask[l] >> (h * 4 + j)) & 1;
+            out[l] = d * (float)sc * (float)(q - (hi ? 0 : 4));
+        }
+        break;
+    }
+    case DT_Q4_K: {
+        const global uchar *b = row + (c / 8) * BYTES_Q4_K;
+        const int sub = (int)(c % 8);
+        float d = load_f16(b), dmin = load_f16(b + 2), sc, m;
+        scale_min_k4(sub, b + 4, &sc, &m);
+        const global uchar *qs = b + 16 + (sub / 2) * 32;
+        for (int l = 0; l < 32; l++) {
+            int q = sub % 2 ? qs[l] >> 4 : qs[l] & 0xF;
+            out[l] = d * sc * (float)q - dmin * m;
+        }
+        break;
+    }
+    case DT_Q5_K: {
+        const global uchar *b = row + (c / 8) * BYTES_Q5_K;
+        const int sub = (int)(c % 8);
+        float d = load_f16(b), dmin = load_f16(b + 2), sc, m;
+        scale_min_k4(sub, b + 4, &sc, &m);
+        const global uchar *qh = b + 16, *qs = b + 48 + (sub / 2) * 32;
+        for (int l = 0; l < 32; l++) {
+            int q = (sub % 2 ? qs[l] >> 4 : qs[l] & 0xF) | (((qh[l] >> sub) & 1) << 4);
+            out[l] = d * sc * (float)q - dmin * m;
+        }
+        break;
+    }
+    case DT_Q6_K: {
+        /* half h = sub / 4 of 128 elements, quarter k = sub % 4 */
+        const global uchar *b = row + (c / 8) * BYTES_Q6_K;
+        const int sub = (int)(c % 8), h = sub / 4, k = sub % 4;
+        const global uchar *ql = b + h * 64 + (k & 1) * 32, *qh = b + 128 + h * 32;
+        const global char *scales = (const global char *)(b + 192) + h * 8;
+        float d = load_f16(b + 208);
+        for (int l = 0; l < 32; l++) {
+            int lo = k >= 2 ? ql[l] >> 4 : ql[l] & 0xF;
+            int q = (lo | (((qh[l] >> (2 * k)) & 3) << 4)) - 32;
+            out[l] = d * (float)scales[l / 16 + 2 * k] * (float)q;
+        }
+        break;
+    }
+    default:
+        for (int j = 0; j < 32; j++) out[j] = 0.0f;
+        break;
+    }
+}

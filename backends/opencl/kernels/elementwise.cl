@@ -1,0 +1,75 @@
+/*
+ * elementwise.cl - ADD, MUL (src1 broadcast), SCALE, SILU, GELU, SWIGLU,
+ * CONCAT.
+ *
+ * Work-item (i0, i1, i2 + ne2 * i3) of dst's shape computes that one element;
+ * it reads its sources before writing, so dst may alias src0 in place.
+ */
+#define OP_ADD 2
+#define OP_MUL 3
+#define OP_SCALE 4
+#define OP_SILU 10
+#define OP_GELU 11
+
+/* The dst coordinates of this work-item, or 0 when it is past the end. */
+inline int item_coords(long4 ne, long *i0, long *i1, long *i2, long *i3) {
+    *i0 = get_global_id(0);
+    *i1 = get_global_id(1);
+    long i23 = get_global_id(2);
+    *i2 = i23 % ne.s2;
+    *i3 = i23 / ne.s2;
+    return *i0 < ne.s0 && *i1 < ne.s1 && *i3 < ne.s3;
+}
+
+kernel void k_binary(TENSOR(a), TENSOR(b), TENSOR(d), int op) {
+    long i0, i1, i2, i3;
+    if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
+    float x = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
+    float y = load_float(b_type, BASE(b) + OFFSET(b, i0 % b_ne.s0, i1 % b_ne.s1, i2 % b_ne.s2,
+                                                  i3 % b_ne.s3));
+    store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), op == OP_MUL ? x * y : x + y);
+}
+
+inline float silu(float x) { return x / (1.0f + exp(-x)); }
+
+inline float gelu(float x) {
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    return 0.5f * x * (1.0f + tanh(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
+}
+
+kernel void k_unary(TENSOR(a), TENSOR(d), int op, float p0, float p1) {
+    long i0, i1, i2, i3;
+    if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
+    float x = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
+    float y = op == OP_SCALE ? x * p0 + p1 : op == OP_SILU ? silu(x) : gelu(x);
+    store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), y);
+}
+
+kernel void k_swiglu(TENSOR(a), TENSOR(b), TENSOR(d)) {
+    long i0, i1, i2, i3;
+    if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
+    float x = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
+    float g = load_float(b_type, BASE(b) + OFFSET(b, i0, i1, i2, i3));
+    store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), silu(x) * g);
+}
+
+/* dst = a followed by b along dimension dim */
+kernel void k_concat(TENSOR(a), TENSOR(b), TENSOR(d), int dim) {
+    long i0, i1, i2, i3;
+    if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
+    long4 i = (long4)(i0, i1, i2, i3);
+    long along = dim == 0 ? i.s0 : dim == 1 ? i.s1 : dim == 2 ? i.s2 : i.s3;
+    long a_len = dim == 0 ? a_ne.s0 : dim == 1 ? a_ne.s1 : dim == 2 ? a_ne.s2 : a_ne.s3;
+    float v;
+    if (along < a_len) {
+        v = load_float(a_type, BASE(a) + OFFSET(a, i.s0, i.s1, i.s2, i.s3));
+    } else {
+        long4 j = i;
+        if (dim == 0) j.s0 -= a_len;
+        else if (dim == 1) j.s1 -= a_len;
+        else if (dim == 2) j.s2 -= a_len;
+        else j.s3 -= a_len;
+        v = load_float(b_type, BASE(b) + OFFSET(b, j.s0, j.s1, j.s2, j.s3));
+    }
+    store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), v);
+}

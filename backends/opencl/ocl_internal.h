@@ -1,0 +1,145 @@
+/*
+ * ocl_internal — what the OpenCL plugin's files share.
+ *
+ *   ocl_plugin.c   the plugin table: probe platforms/devices, device info
+ *   ocl_program.c  build the kernels once per device at first use, with an
+ *                  on-disk cache of program binaries
+ *   ocl_memory.c   buffers (mapped on unified-memory devices)
+ *   ocl_queue.c    queues: compute a node list, write, read, synchronize
+ *   ocl_check.c    supports_op: is a node well-formed and ours to compute
+ *   ocl_ops.c      one enqueue function per op
+ *
+ * Only tessera/plugin.h and CL/cl.h (plus libc) are included: the plugin
+ * knows nothing of core.
+ */
+#ifndef TESSERA_OCL_INTERNAL_H
+#define TESSERA_OCL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <CL/cl.h>
+#include <tessera/plugin.h>
+
+#define OCL_PLUGIN_NAME "opencl"
+#define OCL_MAX_DEVICES 16
+
+/* The kernels in the program, in kernels/ (*.cl files). */
+typedef enum ocl_kernel_id {
+    OCL_K_BINARY,
+    OCL_K_UNARY,
+    OCL_K_SWIGLU,
+    OCL_K_CONCAT,
+    OCL_K_GET_ROWS_FLOAT,
+    OCL_K_GET_ROWS_QUANT,
+    OCL_K_CPY_FLOAT,
+    OCL_K_CPY_DEQUANT,
+    OCL_K_ARGMAX,
+    OCL_K_NORM,
+    OCL_K_SOFT_MAX,
+    OCL_K_ROPE,
+    OCL_K_MUL_MAT,
+    OCL_K_FLASH_ATTN,
+    OCL_K_COUNT
+} ocl_kernel_id;
+
+/* Program state of a device: built at first use, once. */
+typedef enum ocl_program_state {
+    OCL_PROGRAM_UNBUILT = 0,
+    OCL_PROGRAM_READY = 1,
+    OCL_PROGRAM_FAILED = 2 /* every supports_op answers 0: the work falls back */
+} ocl_program_state;
+
+typedef struct ocl_device {
+    tsr_device dev; /* what the host sees; dev.impl points back here */
+    int32_t index;
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context ctx;
+    cl_device_type type;
+    char name[128];        /* CL_DEVICE_NAME */
+    char driver[64];       /* CL_DRIVER_VERSION */
+    char description[400]; /* "<name> (<platform> <driver>, OpenCL x.y)" */
+    char features[128];
+    uint64_t mem_total;
+    uint64_t max_alloc;
+    size_t max_wg;       /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    int32_t wg;          /* work-group size of the reduction kernels (power of 2) */
+    bool unified;        /* CL_DEVICE_HOST_UNIFIED_MEMORY: buffers are mapped */
+    bool has_fp16;       /* cl_khr_fp16 (informational: kernels compute in F32) */
+
+    pthread_mutex_t build_lock;   /* guards the program build */
+    pthread_mutex_t enqueue_lock; /* kernel objects are shared: args + enqueue as one step */
+    int32_t program_state;
+    cl_program program;
+    cl_kernel kernels[OCL_K_COUNT];
+    /* The internal queue buffers are allocated and mapped with. */
+    cl_command_queue alloc_queue;
+} ocl_device;
+
+typedef struct ocl_buffer {
+    uint64_t magic; /* OCL_BUFFER_MAGIC while alive */
+    ocl_device *dev;
+    cl_mem mem;
+    uint64_t size;
+    void *host; /* the mapped address on unified-memory devices, else NULL */
+} ocl_buffer;
+
+#define OCL_BUFFER_MAGIC 0x6f636c6275660001ull /* "oclbuf" */
+
+typedef struct ocl_queue {
+    tsr_queue q;
+    ocl_device *dev;
+    cl_command_queue cq;
+} ocl_queue;
+
+/* ------------------------------------------------------------ ocl_plugin */
+
+/* The host's services (log, abort flag, cache dir); NULL before init. */
+const tsr_host *ocl_host(void);
+/* Log one printf-style line through the host. */
+void ocl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The name of an OpenCL error code, e.g. "CL_OUT_OF_RESOURCES". */
+const char *ocl_error_name(cl_int err);
+/* Device name as the host shows it ("opencl0"). */
+const char *ocl_device_label(const ocl_device *d, char *buf, size_t size);
+
+/* ----------------------------------------------------------- ocl_program */
+
+/* Build (or load from the cache) the program of d if not done yet. Returns
+ * true when the kernels are ready; false after a failed build (logged once,
+ * with the build log). Thread-safe. */
+bool ocl_program_ensure(ocl_device *d);
+void ocl_program_release(ocl_device *d);
+
+/* ------------------------------------------------------------ ocl_memory */
+
+tsr_status ocl_buffer_alloc(tsr_device *device, uint64_t size, tsr_buffer **out);
+void ocl_buffer_free(tsr_device *device, tsr_buffer *buffer);
+void *ocl_buffer_host_ptr(tsr_device *device, tsr_buffer *buffer);
+/* The buffer behind a tsr_buffer handed to d, or NULL if it is not ours. */
+ocl_buffer *ocl_buffer_of(const ocl_device *d, tsr_buffer *buffer);
+
+/* ------------------------------------------------------------- ocl_queue */
+
+tsr_status ocl_queue_create(tsr_device *device, tsr_queue **out);
+
+/* ------------------------------------------------------------- ocl_check */
+
+/* 1 if d can compute the node exactly as the ABI defines it, else 0 (with
+ * the reason in why when why_size > 0). Looks at shapes, dtypes and params,
+ * never at addresses. */
+int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, size_t why_size);
+/* The op's name ("MUL_MAT"). */
+const char *ocl_op_name(int32_t op);
+/* Whether kernels read this dtype as a quantized row (dequant32). */
+bool ocl_dtype_is_quant(int32_t dtype);
+
+/* --------------------------------------------------------------- ocl_ops */
+
+/* Enqueue the kernels of one node on cq (the node passed ocl_node_supported
+ * and its tensors live in d's buffers). */
+tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *node);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * ocl_ops — one enqueue function per op: set the kernel's arguments and
+ * launch it over the right index space. The kernels (kernels/ (*.cl files)) say what
+ * each work-item computes; this file only sizes the launches and computes
+ * the few per-node constants the CPU reference computes the same way
+ * (ROPE's theta scale and YaRN dims, SOFT_MAX's ALiBi bases).
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "ocl_internal.h"
+
+#define MM_COLS 4 /* columns per MUL_MAT work-group, as in kernels/matmul.cl */
+
+/* Kernel argument cursor: the first error sticks. */
+typedef struct kargs {
+    cl_kernel k;
+    cl_uint i;
+    cl_int err;
+} kargs;
+
+static void arg(kargs *a, size_t size, const void *value) {
+    if (a->err == CL_SUCCESS) a->err = clSetKernelArg(a->k, a->i, size, value);
+    a->i++;
+}
+
+static void arg_int(kargs *a, int32_t v) {
+    cl_int x = v;
+    arg(a, sizeof x, &x);
+}
+
+static void arg_float(kargs *a, float v) {
+    cl_float x = v;
+    arg(a, sizeof x, &x);
+}
+
+static void arg_long(kargs *a, int64_t v) {
+    cl_long x = v;
+    arg(a, sizeof x, &x);
+}
+
+/* The five arguments of TENSOR(x) in kernels/common.cl. */
+static void arg_tensor(kargs *a, const tsr_tensor *t) {
+    const ocl_buffer *b = (const ocl_buffer *)(const void *)t->buffer;
+    cl_mem mem = b->mem;
+    cl_ulong off = t->offset;
+    cl_long4 ne, nb;
+    for (int d = 0; d < 4; d++) {
+        ne.s[d] = t->ne[d];
+        nb.s[d] = t->nb[d];
+    }
+    arg(a, sizeof mem, &mem);
+    arg(a, sizeof off, &off);
+    arg(a, sizeof ne, &ne);
+    arg(a, sizeof nb, &nb);
+    arg_int(a, t->dtype);
+}
+
+static tsr_status launch(ocl_device *d, cl_command_queue cq, const tsr_node *node, kargs *a,
+                         size_t g0, size_t g1, size_t g2, size_t l0) {
+    char label[32];
+    if (a->err != CL_SUCCESS) {
+        ocl_log(TSR_LOG_ERROR, "%s: %s '%s': setting argument %u failed: %s",
+                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                node->dst->name ? node->dst->name : "", (unsigned)(a->i - 1), ocl_error_name(a->err));
+        return TSR_ERR_DEVICE;
+    }
+    size_t global[3] = {g0, g1, g2}, local[3] = {l0, 1, 1};
+    if (!g0 || !g1 || !g2) return TSR_OK; /* nothing to do */
+    cl_int err = clEnqueueNDRangeKernel(cq, a->k, 3, NULL, global, l0 ? local : NULL, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        ocl_log(TSR_LOG_ERROR, "%s: %s '%s': launching the kernel failed: %s",
+                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                node->dst->name ? node->dst->name : "", ocl_error_name(err));
+        return err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY ||
+                       err == CL_MEM_OBJECT_ALLOCATION_FAILURE
+                   ? TSR_ERR_NO_MEMORY
+                   : TSR_ERR_DEVICE;
+    }
+    return TSR_OK;
+}
+
+static size_t rows_of(const tsr_tensor *t) { return (size_t)(t->ne[2] * t->ne[3]); }
+
+static tsr_status op_binary(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    kargs a = {d->kernels[OCL_K_BINARY], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, n->dst);
+    arg_int(&a, n->op);
+    return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
+}
+
+static tsr_status op_unary(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    kargs a = {d->kernels[OCL_K_UNARY], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->dst);
+    arg_int(&a, n->op);
+    arg_float(&a, n->fparams[0]);
+    arg_float(&a, n->fparams[1]);
+    return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
+}
+
+static tsr_status op_swiglu(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    kargs a = {d->kernels[OCL_K_SWIGLU], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, n->dst);
+    return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
+}
+
+static tsr_status op_concat(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    kargs a = {d->kernels[OCL_K_CONCAT], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, n->dst);
+    arg_int(&a, n->iparams[0]);
+    return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
+}
+
+static tsr_status op_get_rows(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    bool quant = ocl_dtype_is_quant(n->src[0]->dtype);
+    kargs a = {d->kernels[quant ? OCL_K_GET_ROWS_QUANT : OCL_K_GET_ROWS_FLOAT], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, n->dst);
+    size_t g0 = (size_t)(quant ? n->dst->ne[0] / 32 : n->dst->ne[0]);
+    return launch(d, cq, n, &a, g0, (size_t)n->dst->ne[1], rows_of(n->dst), 0);
+}
+
+static tsr_status op_cpy(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *src = n->src[0];
+    bool quant = ocl_dtype_is_quant(src->dtype);
+    kargs a = {d->kernels[quant ? OCL_K_CPY_DEQUANT : OCL_K_CPY_FLOAT], 0, CL_SUCCESS};
+    arg_tensor(&a, src);
+    arg_tensor(&a, n->dst);
+    size_t g0 = (size_t)(quant ? src->ne[0] / 32 : src->ne[0]);
+    return launch(d, cq, n, &a, g0, (size_t)src->ne[1], rows_of(src), 0);
+}
+
+static tsr_status op_argmax(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    kargs a = {d->kernels[OCL_K_ARGMAX], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->dst);
+    return launch(d, cq, n, &a, (size_t)d->wg, (size_t)n->src[0]->ne[1], rows_of(n->src[0]),
+                  (size_t)d->wg);
+}
+
+static tsr_status op_norm(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    kargs a = {d->kernels[OCL_K_NORM], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->dst);
+    arg_float(&a, n->fparams[0]);
+    arg_int(&a, n->op == TSR_OP_RMS_NORM);
+    return launch(d, cq, n, &a, (size_t)d->wg, (size_t)n->src[0]->ne[1], rows_of(n->src[0]),
+                  (size_t)d->wg);
+}
+
+/* ALiBi's bases as ggml defines them (see ref_ops_norm.c). */
+static tsr_status op_soft_max(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *x = n->src[0], *mask = n->n_src > 1 ? n->src[1] : NULL;
+    const float max_bias = n->fparams[1];
+    int32_t n_head_log2 = 1;
+    while ((int64_t)n_head_log2 * 2 <= x->ne[2]) n_head_log2 *= 2;
+    const float m0 = powf(2.0f, -max_bias / (float)n_head_log2);
+    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
+    kargs a = {d->kernels[OCL_K_SOFT_MAX], 0, CL_SUCCESS};
+    arg_tensor(&a, x);
+    arg_tensor(&a, mask ? mask : x); /* a stand-in when there is no mask */
+    arg_tensor(&a, n->dst);
+    arg_int(&a, mask != NULL);
+    arg_float(&a, n->fparams[0]);
+    arg_float(&a, max_bias);
+    arg_float(&a, m0);
+    arg_float(&a, m1);
+    arg_int(&a, n_head_log2);
+    return launch(d, cq, n, &a, (size_t)d->wg, (size_t)x->ne[1], rows_of(x), (size_t)d->wg);
+}
+
+/* YaRN's correction dims, as ref_rope.c computes them. */
+static float yarn_corr_dim(int32_t n_dims, int32_t n_ctx_orig, float n_rot, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
+}
+
+static tsr_status op_rope(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *x = n->src[0], *ff = n->n_src > 2 ? n->src[2] : NULL;
+    const int32_t n_dims = n->iparams[0], n_ctx_orig = n->iparams[2];
+    const float freq_base = n->fparams[0];
+    const float theta_scale = powf(freq_base, -2.0f / (float)n_dims);
+    float start = floorf(yarn_corr_dim(n_dims, n_ctx_orig, n->fparams[4], freq_base));
+    float end = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, n->fparams[5], freq_base));
+    const float corr0 = fmaxf(0.0f, start), corr1 = fminf((float)(n_dims - 1), end);
+    kargs a = {d->kernels[OCL_K_ROPE], 0, CL_SUCCESS};
+    arg_tensor(&a, x);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, ff ? ff : n->src[1]); /* a stand-in when there are no factors */
+    arg_tensor(&a, n->dst);
+    arg_int(&a, ff != NULL);
+    arg_int(&a, n_dims);
+    arg_int(&a, n->iparams[1] == TSR_ROPE_NEOX);
+    arg_float(&a, theta_scale);
+    arg_float(&a, n->fparams[1]);
+    arg_float(&a, n->fparams[2]);
+    arg_float(&a, n->fparams[3]);
+    arg_float(&a, corr0);
+    arg_float(&a, corr1);
+    size_t g0 = (size_t)(n_dims / 2 + (x->ne[0] - n_dims));
+    return launch(d, cq, n, &a, g0, (size_t)x->ne[1], rows_of(x), 0);
+}
+
+static tsr_status op_mul_mat(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *w = n->src[0], *x = n->src[1], *dst = n->dst;
+    kargs a = {d->kernels[OCL_K_MUL_MAT], 0, CL_SUCCESS};
+    arg_tensor(&a, w);
+    arg_tensor(&a, x);
+    arg_tensor(&a, dst);
+    arg_long(&a, x->ne[2] / w->ne[2]);
+    arg_long(&a, x->ne[3] / w->ne[3]);
+    arg_int(&a, ocl_dtype_is_quant(w->dtype));
+    size_t cols = (size_t)((dst->ne[1] + MM_COLS - 1) / MM_COLS);
+    return launch(d, cq, n, &a, (size_t)d->wg * (size_t)dst->ne[0], cols, rows_of(dst), (size_t)d->wg);
+}
+
+static tsr_status op_flash_attn(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *q = n->src[0], *mask = n->n_src > 3 ? n->src[3] : NULL;
+    kargs a = {d->kernels[OCL_K_FLASH_ATTN], 0, CL_SUCCESS};
+    arg_tensor(&a, q);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, n->src[2]);
+    arg_tensor(&a, mask ? mask : q);
+    arg_tensor(&a, n->dst);
+    arg_int(&a, mask != NULL);
+    arg_float(&a, n->fparams[0]);
+    return launch(d, cq, n, &a, (size_t)q->ne[2], (size_t)q->ne[1], 1, 0);
+}
+
+tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *node) {
+    switch (node->op) {
+    case TSR_OP_ADD:
+    case TSR_OP_MUL: return op_binary(d, cq, node);
+    case TSR_OP_SCALE:
+    case TSR_OP_SILU:
+    case TSR_OP_GELU: return op_unary(d, cq, node);
+    case TSR_OP_SWIGLU: return op_swiglu(d, cq, node);
+    case TSR_OP_CONCAT: return op_concat(d, cq, node);
+    case TSR_OP_GET_ROWS: return op_get_rows(d, cq, node);
+    case TSR_OP_CPY: return op_cpy(d, cq, node);
+    case TSR_OP_ARGMAX: return op_argmax(d, cq, node);
+    case TSR_OP_RMS_NORM:
+    case TSR_OP_NORM: return op_norm(d, cq, node);
+    case TSR_OP_SOFT_MAX: return op_soft_max(d, cq, node);
+    case TSR_OP_ROPE: return op_rope(d, cq, node);
+    case TSR_OP_MUL_MAT: return op_mul_mat(d, cq, node);
+    case TSR_OP_FLASH_ATTN: return op_flash_attn(d, cq, node);
+    default: return TSR_ERR_UNSUPPORTED;
+    }
+}

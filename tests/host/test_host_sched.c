@@ -287,6 +287,18 @@ static void test_weight_on_device(void) {
     CHECK(st.n_copies == 1 && st.n_splits == 1, "copies %d splits %d", st.n_copies, st.n_splits);
     CHECK(y->t.data && close_enough(y->t.data, want, 8, 1e-6f), "result differs");
     graph_free(g);
+
+    /* A KV cache in testdev memory, written by a CPY testdev cannot do and
+     * ref cannot reach: an error naming the node, not a wrong answer. */
+    g = graph_new(8);
+    graph_tensor *kv = graph_tensor_set_name(graph_tensor_new_1d(g, TSR_DTYPE_F32, 16), "kv.dev");
+    graph_tensor_bind(kv, GRAPH_PERSISTENT, d->index, wbuf, 0, NULL);
+    x = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, 4));
+    graph_tensor_set_name(graph_cpy(g, x, graph_view_1d(g, kv, 4, 16)), "store");
+    CHECK(sched_alloc(s, g) != 0 && strstr(error_get(), "'store' (cpy): no device can run it") &&
+              strstr(error_get(), "destination storage is not reachable"),
+          "unreachable KV: %s", error_get());
+    graph_free(g);
     sched_free(s);
     d->dev->api->buffer_free(d->dev, wbuf);
 }

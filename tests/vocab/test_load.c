@@ -274,7 +274,58 @@ static vocab *bert_vocab(int lowercase) {
     return load_expect(&m, true, "bert", NULL, NULL);
 }
 
+/* Corrupt bytes of a real file's metadata (stories260K) at random: the GGUF
+ * reader or the vocabulary loader must refuse it with a message, or load
+ * something that tokenizes without trouble. Never a crash (ASan run). */
+static void test_fuzz(void) {
+    char path[4096];
+    shared_path(path, sizeof path, "models/stories260K.gguf");
+    size_t size;
+    char *orig = read_file(path, &size);
+    if (!orig) {
+        printf("fuzz: %s not found, skipped\n", path);
+        return;
+    }
+    gguf_file *f = gguf_open_memory(orig, size, "stories260K");
+    CHECK(f != NULL, "stories260K does not open");
+    size_t meta = f ? (size_t)gguf_data_offset(f) : 0;
+    gguf_close(f);
+    char *img = malloc(size);
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    int loaded = 0, refused = 0;
+    for (int iter = 0; iter < 300 && meta > 0; iter++) {
+        memcpy(img, orig, size);
+        int flips = 1 + iter % 4;
+        for (int k = 0; k < flips; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            img[x % meta] = (char)(x >> 24);
+        }
+        gguf_file *g = gguf_open_memory(img, size, "fuzz.gguf");
+        vocab *v = g ? vocab_load(g) : NULL;
+        if (!v) {
+            refused++;
+            CHECK(error_get()[0] != '\0', "refused without a message");
+        } else {
+            loaded++;
+            vocab_tokens t = {0};
+            const char *text = "Once upon a time, <s> there was \xff\xfe a dog.";
+            CHECK(vocab_tokenize(v, text, strlen(text), true, true, &t) == 0, "fuzzed tokenize");
+            char *out = NULL;
+            CHECK(vocab_detokenize(v, t.ids, t.n, VOCAB_DETOK_UNPARSE_SPECIAL, &out, NULL) == 0,
+                  "fuzzed detokenize");
+            free(out);
+            vocab_tokens_free(&t);
+            vocab_free(v);
+        }
+        gguf_close(g);
+    }
+    printf("fuzz: %d corrupted files loaded, %d refused with a message\n", loaded, refused);
+    free(img);
+    free(orig);
+}
+
 int main(void) {
+    test_fuzz();
     test_errors();
     test_wpm();
     test_spm();

@@ -181,10 +181,8 @@ static tsr_status device_get_info(tsr_device *device, tsr_device_info *info) {
 static int32_t device_supports_op(tsr_device *device, const tsr_node *node) {
     (void)device;
     if (!node || !node->dst || node->op <= TSR_OP_NONE || node->op >= TSR_OP_COUNT) return 0;
-    for (int i = 0; i < node->n_src && i < TSR_MAX_SRC; i++) {
-        const tsr_tensor *s = node->src[i];
-        if (s && !s->buffer && !s->data) return 0;
-    }
+    /* No location check here: the host asks before it plans memory, so
+     * tensors have neither buffer nor data yet. */
     return node_supported(node);
 }
 

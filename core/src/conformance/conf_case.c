@@ -7,16 +7,38 @@
  * suite has one definition of every dtype.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conformance/conf_internal.h"
 #include "ref/ref.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
-enum { CONF_MAX_FAILURES_SHOWN = 8 };
+enum {
+    CONF_MAX_FAILURES_SHOWN = 8,
+    /* A case on the device taking longer than this is a hang: a deadlocked
+     * or lost compute cannot be cancelled from here, so the suite reports
+     * the case and exits (status 1). Generous for first-use shader builds. */
+    CONF_CASE_TIMEOUT_S = 120
+};
+
+/* The case on the device right now, for the hang report. */
+static const char *volatile case_on_device;
+
+static void on_hang(int sig) {
+    (void)sig;
+    static const char head[] = "\nFAIL (hang) the device did not finish within 120 s: ";
+    const char *name = case_on_device ? case_on_device : "?";
+    ssize_t ignored = write(STDERR_FILENO, head, sizeof head - 1);
+    ignored = write(STDERR_FILENO, name, strlen(name));
+    ignored = write(STDERR_FILENO, "\n", 1);
+    (void)ignored;
+    _exit(1);
+}
 
 /* ------------------------------------------------------------------ random */
 
@@ -564,7 +586,15 @@ void conf_case_run(conf_runner *r, conf_case *c) {
         case_free(r, c);
         return;
     }
-    switch (run_device(r, c, detail, sizeof detail)) {
+    /* the report so far reaches the terminal even if the device hangs */
+    fflush(r->out);
+    case_on_device = c->name;
+    signal(SIGALRM, on_hang);
+    alarm(CONF_CASE_TIMEOUT_S);
+    dev_result dr = run_device(r, c, detail, sizeof detail);
+    alarm(0);
+    case_on_device = NULL;
+    switch (dr) {
     case DEV_DECLINED: record(r, c, 2, 0.0, ""); break;
     case DEV_ERROR: record(r, c, 1, INFINITY, detail); break;
     case DEV_DONE: {

@@ -1,0 +1,207 @@
+/*
+ * broken_plugin — a deliberately wrong backend, built from plugins-api/ only,
+ * to prove the conformance suite catches what it claims to catch.
+ *
+ * One CPU device with host-visible malloc'd buffers. Per op:
+ *   ADD    correct for F32 (honours strides and broadcasting): must pass
+ *   MUL    correct except the first element of dst is off by 1e-3: must fail
+ *   GELU   assumes contiguous tensors (ignores nb): must fail on views
+ *   SCALE  correct values, but zeroes 4 bytes after dst's last element
+ *          when there is room in the buffer: must fail
+ *   MUL_MAT says yes to every node, even malformed ones, then computes
+ *          nothing: must fail (and MALFORMED must fail)
+ *   others declined: "unsupported (falls back)"
+ * With BROKEN_PLUGIN_NO_DEVICE=1 in the environment, init reports zero
+ * devices and a reason (the suite must skip, exit 77).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/plugin.h>
+
+typedef struct broken_buffer {
+    uint64_t size;
+    unsigned char *data;
+} broken_buffer;
+
+static int no_device;
+
+static unsigned char *base_of(const tsr_tensor *t) {
+    if (t->data) return t->data;
+    broken_buffer *b = (broken_buffer *)(void *)t->buffer;
+    return b ? b->data + t->offset : NULL;
+}
+
+static float *at(const tsr_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return (float *)(void *)(base_of(t) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] +
+                             i3 * t->nb[3]);
+}
+
+static int all_f32(const tsr_node *n) {
+    if (!n->dst || n->dst->dtype != TSR_DTYPE_F32) return 0;
+    for (int i = 0; i < n->n_src; i++)
+        if (!n->src[i] || n->src[i]->dtype != TSR_DTYPE_F32) return 0;
+    return 1;
+}
+
+static void binary(const tsr_node *n, int mul) {
+    const tsr_tensor *a = n->src[0], *b = n->src[1], *d = n->dst;
+    for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < d->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < d->ne[0]; i0++) {
+                    float x = *at(a, i0, i1, i2, i3);
+                    float y = *at(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+                    *at(d, i0, i1, i2, i3) = mul ? x * y : x + y;
+                }
+    if (mul) *at(d, 0, 0, 0, 0) += 1e-3f; /* the bug */
+}
+
+static void gelu_contiguous(const tsr_node *n) {
+    const float *x = (const float *)(void *)base_of(n->src[0]);
+    float *y = (float *)(void *)base_of(n->dst);
+    int64_t count = tsr_tensor_nelements(n->dst);
+    for (int64_t i = 0; i < count; i++) /* the bug: strides ignored */
+        y[i] = 0.5f * x[i] * (1.0f + tanhf(0.7978845608f * x[i] * (1.0f + 0.044715f * x[i] * x[i])));
+}
+
+static void scale_and_scribble(const tsr_node *n) {
+    const tsr_tensor *a = n->src[0], *d = n->dst;
+    for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < d->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < d->ne[0]; i0++)
+                    *at(d, i0, i1, i2, i3) = *at(a, i0, i1, i2, i3) * n->fparams[0] + n->fparams[1];
+    broken_buffer *b = (broken_buffer *)(void *)d->buffer;
+    unsigned char *end = (unsigned char *)(at(d, d->ne[0] - 1, d->ne[1] - 1, d->ne[2] - 1, d->ne[3] - 1) + 1);
+    if (b && end + 4 <= b->data + b->size) memset(end, 0, 4); /* the bug */
+}
+
+static tsr_status q_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes) {
+    (void)q;
+    for (int32_t i = 0; i < n_nodes; i++) {
+        const tsr_node *n = &nodes[i];
+        switch (n->op) {
+        case TSR_OP_ADD: binary(n, 0); break;
+        case TSR_OP_MUL: binary(n, 1); break;
+        case TSR_OP_GELU: gelu_contiguous(n); break;
+        case TSR_OP_SCALE: scale_and_scribble(n); break;
+        case TSR_OP_MUL_MAT: break; /* the bug: nothing computed */
+        default: return TSR_ERR_UNSUPPORTED;
+        }
+    }
+    return TSR_OK;
+}
+
+static int range_ok(const broken_buffer *b, uint64_t off, uint64_t size) {
+    return b && off <= b->size && size <= b->size - off;
+}
+
+static tsr_status q_write(tsr_queue *q, tsr_buffer *buf, uint64_t off, const void *src, uint64_t size) {
+    (void)q;
+    broken_buffer *b = (broken_buffer *)(void *)buf;
+    if (!range_ok(b, off, size)) return TSR_ERR_INVALID;
+    memcpy(b->data + off, src, size);
+    return TSR_OK;
+}
+
+static tsr_status q_read(tsr_queue *q, tsr_buffer *buf, uint64_t off, void *dst, uint64_t size) {
+    (void)q;
+    broken_buffer *b = (broken_buffer *)(void *)buf;
+    if (!range_ok(b, off, size)) return TSR_ERR_INVALID;
+    memcpy(dst, b->data + off, size);
+    return TSR_OK;
+}
+
+static tsr_status q_sync(tsr_queue *q) {
+    (void)q;
+    return TSR_OK;
+}
+
+static void q_destroy(tsr_queue *q) { free(q); }
+
+static const tsr_queue_api queue_api = {sizeof(tsr_queue_api), q_compute, q_write, q_read, q_sync,
+                                        q_destroy};
+
+static tsr_status d_info(tsr_device *d, tsr_device_info *info) {
+    (void)d;
+    tsr_device_info full = {.struct_size = info->struct_size, .kind = TSR_DEVICE_CPU,
+                            .description = "deliberately broken test backend", .features = "",
+                            .host_visible = 1, .reads_host_memory = 1, .priority = 0};
+    memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
+    return TSR_OK;
+}
+
+static int32_t d_supports(tsr_device *d, const tsr_node *n) {
+    (void)d;
+    switch (n->op) {
+    case TSR_OP_MUL_MAT: return 1; /* the bug: never declines */
+    case TSR_OP_ADD:
+    case TSR_OP_MUL:
+    case TSR_OP_GELU:
+    case TSR_OP_SCALE: return all_f32(n);
+    default: return 0;
+    }
+}
+
+static tsr_status d_alloc(tsr_device *d, uint64_t size, tsr_buffer **out) {
+    (void)d;
+    broken_buffer *b = malloc(sizeof *b);
+    if (!b) return TSR_ERR_NO_MEMORY;
+    b->size = size;
+    b->data = malloc(size ? size : 1);
+    if (!b->data) {
+        free(b);
+        return TSR_ERR_NO_MEMORY;
+    }
+    *out = (tsr_buffer *)(void *)b;
+    return TSR_OK;
+}
+
+static void d_free(tsr_device *d, tsr_buffer *buf) {
+    (void)d;
+    broken_buffer *b = (broken_buffer *)(void *)buf;
+    if (b) free(b->data);
+    free(b);
+}
+
+static void *d_host_ptr(tsr_device *d, tsr_buffer *buf) {
+    (void)d;
+    return ((broken_buffer *)(void *)buf)->data;
+}
+
+static tsr_status d_queue(tsr_device *d, tsr_queue **out) {
+    (void)d;
+    tsr_queue *q = malloc(sizeof *q);
+    if (!q) return TSR_ERR_NO_MEMORY;
+    q->api = &queue_api;
+    q->impl = NULL;
+    *out = q;
+    return TSR_OK;
+}
+
+static const tsr_device_api device_api = {sizeof(tsr_device_api), d_info,     d_supports, d_alloc,
+                                          d_free,                 d_host_ptr, d_queue};
+static tsr_device device = {&device_api, NULL};
+
+static int32_t p_score(void) { return 1; }
+
+static tsr_status p_init(const tsr_host *host, char *reason, size_t reason_size) {
+    (void)host;
+    const char *e = getenv("BROKEN_PLUGIN_NO_DEVICE");
+    no_device = e && e[0] == '1';
+    if (no_device && reason && reason_size > 40) strcpy(reason, "BROKEN_PLUGIN_NO_DEVICE is set");
+    return TSR_OK;
+}
+
+static int32_t p_count(void) { return no_device ? 0 : 1; }
+static tsr_device *p_get(int32_t i) { return i == 0 && !no_device ? &device : NULL; }
+static void p_shutdown(void) {}
+
+static const tsr_plugin plugin = {TSR_ABI_VERSION, sizeof(tsr_plugin), "broken", "0", p_score,
+                                  p_init, p_count, p_get, p_shutdown};
+
+TSR_PLUGIN_EXPORT const tsr_plugin *tsr_plugin_entry(uint32_t host_abi_version) {
+    return TSR_ABI_MAJOR_OF(host_abi_version) == TSR_ABI_MAJOR ? &plugin : NULL;
+}

@@ -275,7 +275,7 @@ void quants_act8_from_f32(const float *x, act8 *y, int64_t n) {
 }
 
 /* As ggml's Q8_K: scale from the signed value of largest magnitude so that
- * it maps to -128; q clamped to 127. */
+ * it maps to -127 (no quant needs -128); q clamped to 127. */
 void quants_act8k_from_f32(const float *x, act8k *y, int64_t n) {
     for (int64_t ib = 0; ib < n / 256; ib++, x += 256) {
         float amax = 0.0f, max = 0.0f;
@@ -292,7 +292,7 @@ void quants_act8k_from_f32(const float *x, act8k *y, int64_t n) {
             memset(y[ib].bsums, 0, sizeof y[ib].bsums);
             continue;
         }
-        float iscale = -128.0f / max;
+        float iscale = -127.0f / max;
         for (int j = 0; j < 256; j++) {
             int v = (int)lrintf(iscale * x[j]);
             y[ib].qs[j] = (int8_t)(v > 127 ? 127 : v);

@@ -25,6 +25,7 @@ typedef struct worker {
     avx_pool *pool;
     pthread_t thread;
     int ith;
+    uint32_t start_gen; /* job_gen when created: a job published later is its first */
 } worker;
 
 struct avx_pool {
@@ -77,7 +78,7 @@ static void wake_if_sleeping(_Atomic uint32_t *word, _Atomic int *sleepers) {
 static void *worker_main(void *arg) {
     worker *w = arg;
     avx_pool *pool = w->pool;
-    uint32_t seen = atomic_load(&pool->job_gen);
+    uint32_t seen = w->start_gen;
     for (;;) {
         wait_change(&pool->job_gen, seen, &pool->job_sleepers);
         seen = atomic_load_explicit(&pool->job_gen, memory_order_acquire);
@@ -113,6 +114,7 @@ int pool_reserve(avx_pool *pool, int nth) {
         worker *w = &pool->workers[pool->n_workers];
         w->pool = pool;
         w->ith = pool->n_workers + 1;
+        w->start_gen = atomic_load(&pool->job_gen);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
         pool->n_workers++;
     }

@@ -429,6 +429,11 @@ static void test_plugin_tables(void) {
     tsr_node no_dst = {.op = TSR_OP_SILU, .n_src = 1, .dst = NULL, .src = {&ty}};
     CHECK(dev->api->supports_op(dev, &no_dst) == 0, "missing dst declined");
     CHECK(ref_compute(&no_dst, 1, NULL) == TSR_ERR_INVALID, "missing dst is an error, not a crash");
+    /* strides whose byte offsets would overflow int64 are refused up front */
+    tsr_tensor huge = tensor(TSR_DTYPE_F32, 4, 1 << 20, 1, 1, x);
+    huge.nb[1] = INT64_C(1) << 47;
+    tsr_node hn = {.op = TSR_OP_SILU, .n_src = 1, .dst = &huge, .src = {&huge}};
+    CHECK(ref_node_check(&hn, why, sizeof why) != 0 && strstr(why, "spans"), "huge span: %s", why);
     tsr_tensor nowhere = tensor(TSR_DTYPE_F32, 1, 1, 1, 1, NULL);
     tsr_node unbound = {.op = TSR_OP_SILU, .n_src = 1, .dst = &ty, .src = {&nowhere}};
     CHECK(ref_compute(&unbound, 1, NULL) == TSR_ERR_INVALID, "tensor without memory is an error");

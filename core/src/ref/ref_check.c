@@ -37,6 +37,7 @@ const char *ref_node_label(const tsr_node *node) {
 /* Largest element count ref accepts for one tensor (2^48): keeps every
  * index and byte offset computation far from int64 overflow. */
 #define REF_MAX_ELEMENTS (INT64_C(1) << 48)
+#define REF_MAX_SPAN (INT64_C(1) << 60)
 
 typedef struct checker {
     const tsr_node *node;
@@ -70,7 +71,7 @@ static int check_tensor(checker *c, const tsr_tensor *t, const char *role) {
         if (t->ne[d] > 1 && (t->nb[d] <= 0 || t->nb[d] > REF_MAX_ELEMENTS))
             return fail(c, "%s nb[%d] = %lld is not a usable stride", role, d, (long long)t->nb[d]);
     }
-    int64_t bs = tsr_dtype_block_size(t->dtype);
+    const int64_t bs = tsr_dtype_block_size(t->dtype);
     if (bs > 1) {
         if (t->ne[0] % bs)
             return fail(c, "%s %s ne[0] = %lld is not a multiple of the block size %lld", role,
@@ -78,6 +79,15 @@ static int check_tensor(checker *c, const tsr_tensor *t, const char *role) {
         if (t->nb[0] != tsr_dtype_block_bytes(t->dtype))
             return fail(c, "%s %s blocks are not contiguous along ne[0] (nb[0] = %lld)", role,
                         dtype_name(t->dtype), (long long)t->nb[0]);
+    }
+    /* The byte span (the last element's offset) must stay far from overflow. */
+    int64_t span = 0;
+    for (int d = 0; d < TSR_MAX_DIMS; d++) {
+        const int64_t steps = (d == 0 && bs > 1 ? t->ne[0] / bs : t->ne[d]) - 1;
+        if (steps <= 0) continue;
+        if (t->nb[d] > REF_MAX_SPAN / steps || steps * t->nb[d] > REF_MAX_SPAN - span)
+            return fail(c, "%s spans more than 2^60 bytes", role);
+        span += steps * t->nb[d];
     }
     return 0;
 }

@@ -260,6 +260,13 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
     }
     g_host = host;
 
+    /* PoCL compiles a specialized copy of a kernel for every new launch
+     * size unless told otherwise; with the KV cache growing by one cell per
+     * token that is a compile per token (a cold first run of a small model:
+     * 15 s instead of 0.5 s). Ask for its generic work-group code, unless
+     * the user chose. Only PoCL reads this variable, before it loads. */
+    setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
+
     cl_uint n_platforms = 0;
     cl_platform_id platforms[8];
     cl_int err = clGetPlatformIDs(8, platforms, &n_platforms);

@@ -1,0 +1,297 @@
+/*
+ * test_ocl_plugin — the OpenCL plugin through its ABI, on the first OpenCL
+ * device (PoCL in CI): what the conformance suite does not cover.
+ *
+ *   - device info: a description, a kind, host visibility as the features say;
+ *   - the kernels build at the first supports_op, the program binary lands in
+ *     the cache, and a second start loads it from there (times printed);
+ *   - buffers: write/read round trip, mapped memory seen by the host on
+ *     unified-memory devices, out-of-range copies refused;
+ *   - compute: a small ADD is right; tensors outside this device's buffers
+ *     (no buffer, past the end, a foreign pointer) are errors, not crashes;
+ *     the abort flag stops compute;
+ *   - a kernel build failure (TESSERA_OPENCL_INJECT_BUILD_ERROR=1) logs the
+ *     driver's build log once and every node is declined (falls back);
+ *   - with --corrupt-cache: a cache file the driver rejects is ignored and
+ *     rewritten (a full source build: slow on PoCL).
+ *
+ * Exits 77 when the plugin finds no OpenCL device (the reason is printed).
+ */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tessera/plugin.h>
+
+static int failures;
+static char logbuf[1 << 16];
+static size_t loglen;
+static volatile int abort_flag;
+
+#define CHECK(cond, ...)                                   \
+    do {                                                   \
+        if (!(cond)) {                                     \
+            failures++;                                    \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
+            printf(__VA_ARGS__);                           \
+            printf("\n");                                  \
+        }                                                  \
+    } while (0)
+
+static void host_log(int level, const char *plugin, const char *msg) {
+    int n = snprintf(logbuf + loglen, sizeof logbuf - loglen, "[%d] %s: %s\n", level, plugin, msg);
+    if (n > 0) loglen += (size_t)n < sizeof logbuf - loglen ? (size_t)n : sizeof logbuf - loglen - 1;
+}
+
+static void log_clear(void) {
+    loglen = 0;
+    logbuf[0] = '\0';
+}
+
+static char cache_dir[1024];
+static tsr_host host = {
+    .struct_size = sizeof(tsr_host),
+    .abi_version = TSR_ABI_VERSION,
+    .log = host_log,
+    .abort_flag = &abort_flag,
+    .n_threads = 2,
+    .cache_dir = cache_dir,
+};
+
+static const tsr_plugin *plugin;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* (Re)start the plugin; returns its first device or NULL. */
+static tsr_device *restart(char *reason, size_t size) {
+    plugin->shutdown();
+    reason[0] = '\0';
+    if (plugin->init(&host, reason, size) != TSR_OK || plugin->device_count() < 1) return NULL;
+    return plugin->device_get(0);
+}
+
+static void contiguous(tsr_tensor *t, int32_t dtype, int64_t n0, int64_t n1) {
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->ne[0] = n0;
+    t->ne[1] = n1;
+    t->ne[2] = t->ne[3] = 1;
+    t->nb[0] = 4;
+    t->nb[1] = 4 * n0;
+    t->nb[2] = t->nb[3] = 4 * n0 * n1;
+    t->name = "t";
+}
+
+/* An ADD node: a [n0, n1] + b [n0, 1] -> dst [n0, n1]. */
+static tsr_node add_node(tsr_tensor *a, tsr_tensor *b, tsr_tensor *dst, int64_t n0, int64_t n1) {
+    contiguous(a, TSR_DTYPE_F32, n0, n1);
+    contiguous(b, TSR_DTYPE_F32, n0, 1);
+    contiguous(dst, TSR_DTYPE_F32, n0, n1);
+    tsr_node n = {.op = TSR_OP_ADD, .n_src = 2, .dst = dst, .src = {a, b}};
+    return n;
+}
+
+static int cache_files(const char *dir, char *first, size_t size) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls %s/opencl/*.bin 2>/dev/null", dir);
+    FILE *p = popen(cmd, "r");
+    if (!p) return 0;
+    int n = 0;
+    char line[1100];
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (n++ == 0 && first) snprintf(first, size, "%s", line);
+    }
+    pclose(p);
+    return n;
+}
+
+static void test_compute(tsr_device *dev) {
+    const tsr_device_api *api = dev->api;
+    tsr_device_info info = {.struct_size = sizeof info};
+    CHECK(api->get_info(dev, &info) == TSR_OK, "get_info");
+    tsr_queue *q = NULL;
+    CHECK(api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
+    if (!q) return;
+    enum { N0 = 37, N1 = 3 };
+    tsr_tensor a, b, dst;
+    tsr_node node = add_node(&a, &b, &dst, N0, N1);
+    /* one buffer: a at 0, b after it, dst after b */
+    const uint64_t size = 4 * (N0 * N1 * 2 + N0);
+    tsr_buffer *buf = NULL;
+    CHECK(api->buffer_alloc(dev, size, &buf) == TSR_OK && buf, "buffer_alloc(%llu)", (unsigned long long)size);
+    if (!buf) return;
+    float in[N0 * N1 + N0], out[N0 * N1];
+    for (int i = 0; i < N0 * N1 + N0; i++) in[i] = (float)(i % 13) * 0.25f - 1.0f;
+    CHECK(q->api->write(q, buf, 0, in, sizeof in) == TSR_OK, "write");
+    a.buffer = b.buffer = dst.buffer = buf;
+    b.offset = 4 * N0 * N1;
+    dst.offset = 4 * (N0 * N1 + N0);
+    CHECK(api->supports_op(dev, &node) == 1, "supports_op(ADD)");
+    CHECK(q->api->compute(q, &node, 1) == TSR_OK && q->api->synchronize(q) == TSR_OK, "compute ADD");
+    CHECK(q->api->read(q, buf, dst.offset, out, sizeof out) == TSR_OK, "read");
+    int wrong = 0;
+    for (int i = 0; i < N0 * N1; i++) wrong += out[i] != in[i] + in[N0 * N1 + i % N0];
+    CHECK(wrong == 0, "ADD: %d of %d elements wrong", wrong, N0 * N1);
+
+    void *hp = api->buffer_host_ptr(dev, buf);
+    CHECK(!!hp == !!info.host_visible, "buffer_host_ptr %p but host_visible %d", hp, (int)info.host_visible);
+    if (hp) CHECK(!memcmp((char *)hp + dst.offset, out, sizeof out), "the mapped bytes differ from read()");
+
+    /* copies out of range */
+    CHECK(q->api->write(q, buf, size - 4, in, 8) == TSR_ERR_INVALID, "write past the end accepted");
+    CHECK(q->api->read(q, buf, size + 1, out, 0) == TSR_ERR_INVALID, "read at offset past the end accepted");
+
+    /* tensors that are not in this device's buffers */
+    log_clear();
+    dst.offset = size - 8;
+    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "dst past the buffer's end accepted");
+    CHECK(strstr(logbuf, "runs past its buffer") != NULL, "no message for a dst past the end: %s", logbuf);
+    dst.offset = 4 * (N0 * N1 + N0);
+    a.buffer = NULL;
+    a.data = in;
+    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a host-memory source accepted");
+    struct { uint64_t junk[8]; } fake = {{0}};
+    a.buffer = (tsr_buffer *)(void *)&fake;
+    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a foreign buffer accepted");
+    a.buffer = buf;
+
+    /* the abort flag */
+    abort_flag = 1;
+    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_ABORTED, "compute ignored the abort flag");
+    abort_flag = 0;
+    CHECK(q->api->synchronize(q) == TSR_OK, "synchronize");
+    api->buffer_free(dev, buf);
+    q->api->destroy(q);
+}
+
+/* Overwrite the cached binary with a valid header and garbage: the driver
+ * must refuse it, the plugin rebuild from source and rewrite the file. */
+static void test_corrupt_cache(void) {
+    char file[1100], reason[256];
+    if (cache_files(cache_dir, file, sizeof file) < 1) {
+        CHECK(0, "no cache file to corrupt");
+        return;
+    }
+    FILE *f = fopen(file, "wb");
+    uint64_t n = 4096;
+    CHECK(f && fwrite("TSROCLB1", 1, 8, f) == 8 && fwrite(&n, sizeof n, 1, f) == 1, "write %s", file);
+    for (uint64_t i = 0; f && i < n; i++) fputc((int)(i * 131 % 251), f);
+    if (f) fclose(f);
+    log_clear();
+    tsr_device *dev = restart(reason, sizeof reason);
+    tsr_tensor a, b, dst;
+    tsr_node node = add_node(&a, &b, &dst, 8, 2);
+    double t0 = now_ms();
+    CHECK(dev && dev->api->supports_op(dev, &node) == 1, "no kernels after a corrupt cache: %s", logbuf);
+    printf("rebuild after a corrupt cache file: %.0f ms\n", now_ms() - t0);
+    struct stat st;
+    CHECK(stat(file, &st) == 0 && st.st_size > 4096 + 16, "the cache file was not rewritten");
+}
+
+int main(int argc, char **argv) {
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    bool corrupt = argc > 1 && !strcmp(argv[1], "--corrupt-cache");
+    if (!build) {
+        printf("skip: TESSERA_BUILD_ROOT is not set\n");
+        return 77;
+    }
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    snprintf(cache_dir, sizeof cache_dir, "%s/tessera%s", xdg ? xdg : "/tmp", corrupt ? "-corrupt" : "");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/libtessera-backend-opencl.so", build);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        printf("FAIL: cannot load %s: %s\n", path, dlerror());
+        return 1;
+    }
+    tsr_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(dl, TSR_PLUGIN_ENTRY_SYMBOL);
+    plugin = entry ? entry(TSR_ABI_VERSION) : NULL;
+    if (!plugin) {
+        printf("FAIL: %s has no usable tsr_plugin_entry\n", path);
+        return 1;
+    }
+    CHECK(entry(TSR_ABI_VERSION + (1u << 16)) == NULL, "accepted another ABI major");
+    char reason[256] = "";
+    if (plugin->init(&host, reason, sizeof reason) != TSR_OK || plugin->device_count() < 1) {
+        printf("skip: no OpenCL device: %s\n", reason);
+        return 77;
+    }
+    tsr_device *dev = plugin->device_get(0);
+    CHECK(plugin->device_get(plugin->device_count()) == NULL, "device_get past the end");
+    tsr_device_info info = {.struct_size = sizeof info};
+    CHECK(dev->api->get_info(dev, &info) == TSR_OK, "get_info");
+    printf("opencl0: %s [%s]\n", info.description, info.features);
+    CHECK(info.description && info.description[0], "no description");
+    CHECK(info.kind == TSR_DEVICE_GPU || info.kind == TSR_DEVICE_ACCEL, "kind %d", (int)info.kind);
+    CHECK(!info.reads_host_memory, "an OpenCL device cannot read host memory in place");
+    CHECK(info.host_visible == (strstr(info.features, "unified-memory") != NULL),
+          "host_visible %d does not match features '%s'", (int)info.host_visible, info.features);
+
+    if (corrupt) {
+        /* make sure there is a cache file, then break it */
+        dev = restart(reason, sizeof reason);
+        tsr_tensor a, b, dst;
+        tsr_node node = add_node(&a, &b, &dst, 8, 2);
+        CHECK(dev && dev->api->supports_op(dev, &node) == 1, "supports_op");
+        test_corrupt_cache();
+    } else {
+        /* first use builds (or loads) the kernels and leaves a cache file */
+        tsr_tensor a, b, dst;
+        tsr_node node = add_node(&a, &b, &dst, 8, 2);
+        log_clear();
+        double t0 = now_ms();
+        CHECK(dev->api->supports_op(dev, &node) == 1, "supports_op(ADD) on first use: %s", logbuf);
+        double t_first = now_ms() - t0;
+        CHECK(cache_files(cache_dir, NULL, 0) >= 1, "no program binary in %s/opencl", cache_dir);
+        test_compute(dev);
+
+        /* a second start loads the binary */
+        dev = restart(reason, sizeof reason);
+        CHECK(dev != NULL, "restart: %s", reason);
+        log_clear();
+        t0 = now_ms();
+        CHECK(dev && dev->api->supports_op(dev, &node) == 1, "supports_op after restart: %s", logbuf);
+        double t_second = now_ms() - t0;
+        CHECK(strstr(logbuf, "kernels loaded from") != NULL, "the second start did not use the cache: %s",
+              logbuf);
+        printf("kernels ready: first start %.0f ms, second start (cache) %.0f ms\n", t_first, t_second);
+        if (dev) test_compute(dev);
+
+        /* a build failure: the build log, once, then every node declined */
+        setenv("TESSERA_OPENCL_INJECT_BUILD_ERROR", "1", 1);
+        dev = restart(reason, sizeof reason);
+        log_clear();
+        CHECK(dev && dev->api->supports_op(dev, &node) == 0, "a failed build still accepts nodes");
+        CHECK(dev && dev->api->supports_op(dev, &node) == 0, "a failed build accepts nodes the 2nd time");
+        CHECK(strstr(logbuf, "building the kernels failed") && strstr(logbuf, "Build log"),
+              "no build failure message: %s", logbuf);
+        CHECK(strstr(logbuf, "fall back to the CPU") != NULL, "the message does not say what happens");
+        const char *first = strstr(logbuf, "building the kernels failed");
+        CHECK(!first || !strstr(first + 1, "building the kernels failed"), "the failure was logged twice");
+        printf("build failure message:\n%.600s\n", logbuf);
+        if (dev) {
+            tsr_queue *q = NULL;
+            CHECK(dev->api->queue_create(dev, &q) == TSR_OK, "queue_create after a failed build");
+            if (q) {
+                CHECK(q->api->compute(q, &node, 1) == TSR_ERR_UNSUPPORTED, "compute after a failed build");
+                q->api->destroy(q);
+            }
+        }
+        unsetenv("TESSERA_OPENCL_INJECT_BUILD_ERROR");
+    }
+    plugin->shutdown();
+    printf("%s\n", failures ? "FAILED" : "passed");
+    return failures ? 1 : 0;
+}

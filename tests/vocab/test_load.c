@@ -254,6 +254,41 @@ static void test_wpm(void) {
     vocab_tokens_free(&t);
 }
 
+/* gemma4: BPE over raw UTF-8 with spaces escaped to U+2581, <0xXX> byte
+ * fallback, runs of newlines whole, BOS forced on. */
+static void test_gemma4(void) {
+    static const char *const tokens[] = {
+        "<pad>", "<eos>", "<bos>", "<unk>", "\xe2\x96\x81", "h", "i", "\xe2\x96\x81h",
+        "\xe2\x96\x81hi", "\n", "\n\n", "<0x21>", "<0xC3>", "<0xA9>"};
+    static const int32_t types[] = {3, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6};
+    static const char *const merges[] = {"\xe2\x96\x81 h", "\xe2\x96\x81h i"};
+    mini m;
+    mini_begin(&m);
+    kv_str(&m, "tokenizer.ggml.model", "gemma4");
+    kv_arr_str(&m, "tokenizer.ggml.tokens", tokens, 14);
+    kv_arr_i32(&m, "tokenizer.ggml.token_type", types, 14);
+    kv_arr_str(&m, "tokenizer.ggml.merges", merges, 2);
+    kv_u32(&m, "tokenizer.ggml.bos_token_id", 2);
+    kv_u32(&m, "tokenizer.ggml.eos_token_id", 1);
+    kv_bool(&m, "tokenizer.ggml.add_bos_token", false);
+    vocab *v = load_expect(&m, true, "gemma4", NULL, NULL);
+    if (!v) return;
+    CHECK(strcmp(vocab_pre_name(v), "gemma4") == 0 && vocab_add_bos(v), "gemma4 flags");
+    /* words "hi▁hi!", "\n\n", "é": h i ▁hi <0x21> | \n\n | <0xC3> <0xA9> */
+    const char *text = "hi hi!\n\n\xc3\xa9";
+    vocab_tokens t = {0};
+    CHECK(vocab_tokenize(v, text, strlen(text), true, false, &t) == 0, "%s", error_get());
+    CHECK(ids_are(&t, (int32_t[]){2, 5, 6, 8, 11, 10, 12, 13}, 8), "gemma4 ids (got %zu)", t.n);
+    char *out = NULL;
+    size_t n = 0;
+    CHECK(vocab_detokenize(v, t.ids, t.n, VOCAB_DETOK_REMOVE_SPECIAL, &out, &n) == 0 &&
+              n == strlen(text) && memcmp(out, text, n) == 0,
+          "gemma4 round trip: '%s'", out ? out : "");
+    free(out);
+    vocab_tokens_free(&t);
+    vocab_free(v);
+}
+
 /* lowercase: -1 key absent, 0/1 tokenizer.ggml.normalizer.lowercase */
 static vocab *bert_vocab(int lowercase) {
     static const char *const tokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]",
@@ -328,6 +363,7 @@ int main(void) {
     test_fuzz();
     test_errors();
     test_wpm();
+    test_gemma4();
     test_spm();
     test_bpe();
     return finish("test_load");

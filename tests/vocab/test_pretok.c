@@ -107,16 +107,20 @@ static const struct {
     {"refact", 2, "I\x01""'\x01""VE\x01"" don\x01""'t\x01"" We\x01""'\x01""Ve\x01"" a\x01""'\x01""lL\x01"" \xd0""\x9f""\xd1""\x80""\xd0""\xb8""\xd0""\xb2""\xd0""\xb5""\xd1""\x82""\xd0""\x9c""\xd0""\xb8""\xd1""\x80""\x01"" HelloWorld\x01"" helloWORLD\x01"" \xc3""\x89""coleNormale\x01"" \x01""1\x01""2\x01""3\x01""4\x01""5\x01"" \x01""\xd9""\xa1""\x01""\xd9""\xa2""\x01""\xd9""\xa3""\x01"" \x01""\xc2""\xbd"""},
 };
 
-/* The words of text under pre-tokenizer p, decoded back to raw bytes and
- * joined by \x01. */
-static char *split_joined(pretok *p, const char *text, size_t len) {
+/* The words of text under pre-tokenizer p, decoded back to raw bytes (unless
+ * the family keeps raw UTF-8) and joined by \x01. */
+static char *split_joined_as(pretok *p, const char *text, size_t len, bool raw) {
     vocab_words w = {0};
     if (pretok_split(p, text, len, &w)) return NULL;
     char *out = malloc(w.len + w.n + 1);
     size_t n = 0, start = 0;
     for (size_t i = 0; i < w.n; i++) {
         if (i) out[n++] = '\x01';
-        for (size_t off = start; off < w.ends[i];) {
+        if (raw) {
+            memcpy(out + n, w.buf + start, w.ends[i] - start);
+            n += w.ends[i] - start;
+        }
+        for (size_t off = start; !raw && off < w.ends[i];) {
             int b = gpt2_cpt_to_byte(utf8_decode(w.buf, w.ends[i], &off));
             out[n++] = (char)b;
         }
@@ -125,6 +129,10 @@ static char *split_joined(pretok *p, const char *text, size_t len) {
     out[n] = '\0';
     vocab_words_free(&w);
     return out;
+}
+
+static char *split_joined(pretok *p, const char *text, size_t len) {
+    return split_joined_as(p, text, len, false);
 }
 
 static void strip_sep(char *s) {
@@ -144,7 +152,7 @@ int main(void) {
               pretok_names[k].name);
         if (!p) continue;
         for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
-            char *joined = split_joined(p, texts[t], strlen(texts[t]));
+            char *joined = split_joined_as(p, texts[t], strlen(texts[t]), info.spm_style);
             CHECK(joined != NULL, "%s: split failed: %s", pretok_names[k].name, error_get());
             if (!joined) continue;
             strip_sep(joined);

@@ -4,7 +4,8 @@
  *
  *   1. the pre-tokenizer splits the fragment into words (GPT-2 byte chars);
  *   2. a word that is itself a token is taken whole when the vocabulary
- *      ignores merges (llama3 and friends);
+ *      ignores merges (llama3 and friends), or (gemma4) when it is a run of
+ *      newlines;
  *   3. otherwise its characters are merged pairwise, lowest merge rank
  *      first (ties: leftmost first), until no adjacent pair has a rank;
  *   4. each final symbol is emitted as its token; a symbol that is not a
@@ -103,20 +104,36 @@ static int add_bigram(bpe_session *s, int left, int right) {
     return bpe_heap_push(&s->heap, b);
 }
 
+/* A symbol's token; else the tokens of its bytes where they exist: the
+ * 1-byte token (GPT-2 style; this looks up the raw byte of the mapped text,
+ * as llama.cpp does) or <0xXX> (SentencePiece style). */
 static int emit(bpe_session *s, size_t start, size_t n, vocab_tokens *out) {
+    static const char hex[] = "0123456789ABCDEF";
     int32_t id = vocab_lookup(s->v, s->word + start, n);
     if (id >= 0) return vocab_tokens_push(out, id);
     for (size_t j = 0; j < n; j++) {
-        id = vocab_lookup(s->v, s->word + start + j, 1);
+        uint8_t b = (uint8_t)s->word[start + j];
+        if (s->v->escape_spaces) {
+            char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+            id = vocab_lookup(s->v, name, 6);
+        } else {
+            id = vocab_lookup(s->v, s->word + start + j, 1);
+        }
         if (id >= 0 && vocab_tokens_push(out, id)) return -1;
     }
     return 0;
 }
 
+static bool all_newlines(const char *w, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (w[i] != '\n') return false;
+    return true;
+}
+
 static int bpe_word(bpe_session *s, const char *word, size_t len, vocab_tokens *out) {
     s->word = word;
     if (len == 0) return 0;
-    if (s->v->ignore_merges) {
+    if (s->v->ignore_merges || (s->v->newline_words && all_newlines(word, len))) {
         int32_t id = vocab_lookup(s->v, word, len);
         if (id >= 0) return vocab_tokens_push(out, id);
     }

@@ -88,7 +88,8 @@ static int build_piece(const vocab *v, const vocab_token_data *t, bytes *b) {
     const uint32_t shown = VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED;
     if (t->attr & shown) return put(b, t->text, t->len);
     if (t->attr & VOCAB_ATTR_NORMAL) {
-        if (v->type == VOCAB_TYPE_BPE) return put_gpt2_decoded(b, t->text, t->len);
+        if (v->type == VOCAB_TYPE_BPE && !v->escape_spaces)
+            return put_gpt2_decoded(b, t->text, t->len);
         return put_unescaped(b, t->text, t->len);
     }
     if (t->attr & VOCAB_ATTR_BYTE) {

@@ -28,6 +28,7 @@
 
 struct pretok {
     const char *name;
+    bool byte_encode; /* words as GPT-2 byte characters (else raw UTF-8) */
     size_t n;
     pcre2_code *code[PRETOK_MAX_REGEX];
 };
@@ -129,6 +130,9 @@ pretok *pretok_new(const char *name, pretok_info *info) {
     info->ignore_merges = (entry->flags & PN_IGNORE_MERGES) != 0;
     info->add_bos = (entry->flags & PN_ADD_BOS) != 0;
     info->no_bos = (entry->flags & PN_NO_BOS) != 0;
+    info->spm_style = (entry->flags & PN_SPM_STYLE) != 0;
+    info->force_bos = (entry->flags & PN_FORCE_BOS) != 0;
+    info->newline_words = (entry->flags & PN_NEWLINE_WORDS) != 0;
 
     pretok *p = calloc(1, sizeof *p);
     if (!p) {
@@ -136,6 +140,7 @@ pretok *pretok_new(const char *name, pretok_info *info) {
         return NULL;
     }
     p->name = entry->name;
+    p->byte_encode = !info->spm_style;
     const char *const *rx = pretok_regexes[entry->family];
     for (size_t i = 0; i < PRETOK_MAX_REGEX && rx[i]; i++) {
         char *pattern = rewrite_whitespace(rx[i]);
@@ -307,10 +312,16 @@ static int words_reserve(vocab_words *w, size_t extra_bytes) {
     return 0;
 }
 
-/* Append bytes [s, s+n) as one word of GPT-2 byte characters. */
-static int words_push_encoded(vocab_words *w, const char *s, size_t n) {
+/* Append bytes [s, s+n) as one word: GPT-2 byte characters, or as is. */
+static int words_push(vocab_words *w, const char *s, size_t n, bool byte_encode) {
     if (words_reserve(w, n * 2)) return -1; /* every byte maps to <= 2 bytes */
-    for (size_t i = 0; i < n; i++) w->len += utf8_encode(gpt2_byte_to_cpt((uint8_t)s[i]), w->buf + w->len);
+    if (byte_encode) {
+        for (size_t i = 0; i < n; i++)
+            w->len += utf8_encode(gpt2_byte_to_cpt((uint8_t)s[i]), w->buf + w->len);
+    } else {
+        memcpy(w->buf + w->len, s, n);
+        w->len += n;
+    }
     w->ends[w->n++] = w->len;
     return 0;
 }
@@ -343,7 +354,8 @@ int pretok_split(const pretok *p, const char *text, size_t len, vocab_words *wor
         next = t;
     }
     for (size_t i = 0; i < cur.n; i++) {
-        if (words_push_encoded(words, enc + cur.p[i].start, cur.p[i].end - cur.p[i].start)) goto oom;
+        if (words_push(words, enc + cur.p[i].start, cur.p[i].end - cur.p[i].start, p->byte_encode))
+            goto oom;
     }
     rc = 0;
     goto done;

@@ -69,6 +69,7 @@ typedef enum pretok_family {
     PF_LAGUNA,
     PF_EXAONE_MOE,
     PF_MINICPM5,
+    PF_GEMMA4,
     PF_COUNT
 } pretok_family;
 
@@ -141,6 +142,7 @@ static const char *const pretok_regexes[PF_COUNT][PRETOK_MAX_REGEX] = {
     [PF_EXAONE_MOE] = {RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: "
                                        "\\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/"
                                        "]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
+    [PF_GEMMA4] = {"[^\\n]+|[\\n]+"},
     [PF_MINICPM5] = {"\\p{N}{1,3}", RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| "
                                                     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
                                                     "\\s+(?!\\S)|\\s+"},
@@ -152,6 +154,11 @@ enum {
     PN_IGNORE_MERGES = 1 << 1, /* a word that is a token is not merged */
     PN_ADD_BOS = 1 << 2,       /* add_bos defaults to true */
     PN_NO_BOS = 1 << 3,        /* no default BOS id */
+    /* SentencePiece-style BPE (gemma4): spaces escaped to U+2581, raw UTF-8
+     * instead of GPT-2 byte characters, <0xXX> byte fallback. */
+    PN_SPM_STYLE = 1 << 4,
+    PN_FORCE_BOS = 1 << 5,     /* add_bos even when the file says false */
+    PN_NEWLINE_WORDS = 1 << 6, /* a word of newlines that is a token is whole */
 };
 
 typedef struct pretok_name {
@@ -242,6 +249,9 @@ static const pretok_name pretok_names[] = {
     {"solar-open", PF_QWEN2, PN_NO_CLEAN},
     {"mellum2", PF_STARCODER, 0},
     {"minicpm5", PF_MINICPM5, PN_IGNORE_MERGES},
+    {"gemma4", PF_GEMMA4, PN_SPM_STYLE | PN_FORCE_BOS | PN_NEWLINE_WORDS},
+    {"granite-embed-multi-311m", PF_GEMMA4, PN_SPM_STYLE | PN_FORCE_BOS | PN_NEWLINE_WORDS},
+    {"sarvam-moe", PF_GEMMA4, PN_SPM_STYLE | PN_NO_CLEAN},
 };
 
 #endif

@@ -111,14 +111,16 @@ static int partition(const vocab *v, const char *text, size_t len, bool parse_sp
     return 0;
 }
 
-/* SPM: prefix a space (after a special token or at the start) when the
- * vocabulary asks for it, then escape spaces as U+2581. */
-static int spm_fragment(const vocab *v, const char *text, size_t len, bool prefix,
-                        vocab_tokens *out) {
+/* SentencePiece escaping: an optional leading space, then every ' ' as
+ * U+2581. Returns a malloc'd buffer (length in *n) or NULL. */
+static char *escape_spaces(const char *text, size_t len, bool prefix, size_t *out_n) {
     size_t spaces = prefix ? 1 : 0;
     for (size_t i = 0; i < len; i++) spaces += text[i] == ' ';
     char *buf = malloc(len + 2 * spaces + 1);
-    if (!buf) return error_set("spm: out of memory for %zu bytes of text", len);
+    if (!buf) {
+        error_set("vocab: out of memory for %zu bytes of text", len);
+        return NULL;
+    }
     size_t n = 0;
     if (prefix) {
         memcpy(buf, "\xe2\x96\x81", 3);
@@ -132,7 +134,28 @@ static int spm_fragment(const vocab *v, const char *text, size_t len, bool prefi
             buf[n++] = text[i];
         }
     }
+    *out_n = n;
+    return buf;
+}
+
+/* SPM: prefix a space (after a special token or at the start) when the
+ * vocabulary asks for it, then escape spaces. */
+static int spm_fragment(const vocab *v, const char *text, size_t len, bool prefix,
+                        vocab_tokens *out) {
+    size_t n;
+    char *buf = escape_spaces(text, len, prefix, &n);
+    if (!buf) return -1;
     int rc = spm_tokenize(v, buf, n, out);
+    free(buf);
+    return rc;
+}
+
+static int bpe_fragment(const vocab *v, const char *text, size_t len, vocab_tokens *out) {
+    if (!v->escape_spaces) return bpe_tokenize(v, text, len, out);
+    size_t n;
+    char *buf = escape_spaces(text, len, false, &n);
+    if (!buf) return -1;
+    int rc = bpe_tokenize(v, buf, n, out);
     free(buf);
     return rc;
 }
@@ -163,7 +186,7 @@ int vocab_tokenize(const vocab *v, const char *text, size_t len, bool add_specia
         case VOCAB_TYPE_SPM:
             r = spm_fragment(v, text + f->off, f->len, v->add_space_prefix && prev_special, out);
             break;
-        case VOCAB_TYPE_BPE: r = bpe_tokenize(v, text + f->off, f->len, out); break;
+        case VOCAB_TYPE_BPE: r = bpe_fragment(v, text + f->off, f->len, out); break;
         case VOCAB_TYPE_WPM: r = wpm_tokenize(v, text + f->off, f->len, out); break;
         }
         if (r) goto done;

@@ -57,6 +57,9 @@ struct vocab {
     bool add_bos, add_eos, add_sep;
     bool add_space_prefix;
     bool ignore_merges;  /* BPE: a word that is a token is not merged */
+    bool escape_spaces;  /* BPE, SPM-style (gemma4): ' ' -> U+2581, no GPT-2 bytes */
+    bool force_bos;
+    bool newline_words;
     bool clean_spaces;   /* clean_up_tokenization_spaces on detokenize */
     bool wpm_lowercase;  /* WPM normalizer */
     bool wpm_strip_accents;
@@ -69,6 +72,9 @@ typedef struct pretok_info {
     bool ignore_merges;
     bool add_bos;
     bool no_bos; /* the family has no BOS by default (chatglm) */
+    bool spm_style;     /* escaped spaces, raw UTF-8 words, <0xXX> bytes */
+    bool force_bos;     /* add_bos whatever the file says (gemma4) */
+    bool newline_words; /* a run of newlines that is a token stays whole */
 } pretok_info;
 
 /* Look up a pre-tokenizer by its tokenizer.ggml.pre name and compile its
@@ -78,8 +84,9 @@ pretok *pretok_new(const char *name, pretok_info *info);
 void pretok_free(pretok *p);
 
 /* Split UTF-8 text into words as the pre-tokenizer's regexes do, each word
- * appended to words (bytes) with its end offset in ends. Invalid UTF-8 bytes
- * become U+FFFD first. 0 or -1 with an error. */
+ * appended to words with its end offset in ends: as GPT-2 byte characters,
+ * or raw UTF-8 for SPM-style families. Invalid UTF-8 bytes become U+FFFD
+ * first. 0 or -1 with an error. */
 typedef struct vocab_words {
     char *buf; /* concatenated words */
     size_t len, cap;

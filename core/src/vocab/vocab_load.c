@@ -110,6 +110,10 @@ static int load_model_kind(vocab *v, const gguf_file *f) {
     } else if (s.len == 4 && memcmp(s.ptr, "gpt2", 4) == 0) {
         v->type = VOCAB_TYPE_BPE;
         v->bos = 11, v->eos = 11, v->unk = nul, v->sep = nul, v->pad = nul, v->mask = nul;
+    } else if (s.len == 6 && memcmp(s.ptr, "gemma4", 6) == 0) {
+        /* BPE with SentencePiece-style pieces; ids come from the keys. */
+        v->type = VOCAB_TYPE_BPE;
+        v->bos = v->eos = v->unk = v->sep = v->pad = v->mask = nul;
     } else if (s.len == 4 && memcmp(s.ptr, "bert", 4) == 0) {
         v->type = VOCAB_TYPE_WPM;
         v->bos = 101, v->eos = nul, v->unk = 100, v->sep = 102, v->pad = 0, v->mask = 103;
@@ -118,7 +122,7 @@ static int load_model_kind(vocab *v, const gguf_file *f) {
         v->clean_spaces = true;
     } else {
         return error_set("%s: key '%s': unsupported tokenizer '%.*s' (supported: llama, gpt2, "
-                         "bert)",
+                         "gemma4, bert)",
                          gguf_path(f), KEY_MODEL, (int)(s.len > 64 ? 64 : s.len), s.ptr);
     }
     memcpy(v->model_name, s.ptr, s.len);
@@ -139,6 +143,7 @@ static int load_pre(vocab *v, const gguf_file *f) {
             name[s.len] = '\0';
         }
     }
+    if (strcmp(v->model_name, "gemma4") == 0) strcpy(name, "gemma4"); /* as llama.cpp */
     v->pre_name = strdup(name);
     if (!v->pre_name) return error_set("vocab: out of memory");
     if (v->type != VOCAB_TYPE_BPE) return 0;
@@ -151,6 +156,9 @@ static int load_pre(vocab *v, const gguf_file *f) {
     v->ignore_merges = info.ignore_merges;
     v->add_bos = info.add_bos;
     if (info.no_bos) v->bos = VOCAB_TOKEN_NULL;
+    v->escape_spaces = info.spm_style;
+    v->force_bos = info.force_bos;
+    v->newline_words = info.newline_words;
     return 0;
 }
 
@@ -324,6 +332,7 @@ static int load_special_ids(vocab *v, const gguf_file *f) {
     if (opt_bool(f, KEY_ADD_PREFIX, &v->add_space_prefix) || opt_bool(f, KEY_ADD_BOS, &v->add_bos) ||
         opt_bool(f, KEY_ADD_EOS, &v->add_eos) || opt_bool(f, KEY_ADD_SEP, &v->add_sep))
         return -1;
+    if (v->force_bos) v->add_bos = true; /* llama.cpp's gemma4 workaround */
     /* BERT normaliser: both default to true; strip_accents follows lowercase
      * unless given (as Hugging Face's BertNormalizer). */
     v->wpm_lowercase = true;

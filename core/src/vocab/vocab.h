@@ -8,6 +8,8 @@
  *                  tokenizer.ggml.pre) splits the text into words, each
  *                  word's bytes are mapped to GPT-2's printable characters
  *                  and merged by the rank of tokenizer.ggml.merges;
+ *   model "gemma4" BPE in SentencePiece style: spaces escaped to U+2581,
+ *                  words kept as raw UTF-8, <0xXX> byte fallback;
  *   model "bert"   WordPiece (WPM): longest-prefix matching per word.
  * An unknown tokenizer.ggml.pre is an error that lists the known names
  * (llama.cpp refuses it too); a missing one means "default".
@@ -32,7 +34,7 @@
 
 typedef enum vocab_type {
     VOCAB_TYPE_SPM = 1, /* tokenizer.ggml.model = "llama" */
-    VOCAB_TYPE_BPE = 2, /* "gpt2" */
+    VOCAB_TYPE_BPE = 2, /* "gpt2", "gemma4" */
     VOCAB_TYPE_WPM = 3, /* "bert" */
 } vocab_type;
 
@@ -65,7 +67,7 @@ void vocab_free(vocab *v);
 /* ---------------------------------------------------------- properties */
 
 vocab_type vocab_get_type(const vocab *v);
-const char *vocab_model_name(const vocab *v); /* "llama", "gpt2", "bert" */
+const char *vocab_model_name(const vocab *v); /* "llama", "gpt2", "gemma4", "bert" */
 const char *vocab_pre_name(const vocab *v);   /* e.g. "llama-bpe"; "default" */
 int32_t vocab_n_tokens(const vocab *v);
 

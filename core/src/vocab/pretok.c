@@ -10,9 +10,11 @@
  *   - each final piece is one word, handed to BPE as its UTF-8 bytes mapped
  *     to GPT-2's byte characters.
  *
- * llama.cpp approximates Unicode classes with std::regex; PCRE2 (UTF + UCP)
- * gives the real ones. \s is pinned to Unicode White_Space, the set llama.cpp
- * uses (PCRE2's own \s adds U+180E).
+ * llama.cpp runs std::regex over a "collapsed" text (each non-ASCII
+ * character replaced by its category) or its own code for the gpt2 / llama3
+ * patterns; PCRE2 (UTF + UCP) matches the real text. The few places where
+ * the two would differ are spelled out in pretok_table.h. \s is pinned to
+ * Unicode White_Space, the set llama.cpp uses (PCRE2's own \s adds U+180E).
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

@@ -29,6 +29,13 @@ enum { PRETOK_MAX_REGEX = 6 };
 #define RX_CJK_DEEPSEEK "[一-龥ࠀ-一가-퟿]+"
 #define RX_CJK_KANA "[一-龥぀-ゟ゠-ヿ]+"
 #define RX_ASCII_PUNCT_WORD "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
+/* llama.cpp matches \p{...} on a "collapsed" text where each ASCII character
+ * stays and every other one becomes its category, and spells \p{S} as the
+ * ASCII symbols $+<=>^`| plus that category: '~' is left out. These keep its
+ * results with PCRE2's real categories. */
+#define RX_PS_LLAMA "(?:(?!~)[\\p{P}\\p{S}])"
+#define RX_NOT_LPS_LLAMA "(?:~|[^\r\n\\p{L}\\p{P}\\p{S}])"
+
 /* "Uppercase-ish then lowercase-ish letters". tokenizer.json has
  * [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* / [\p{Ll}\p{Lm}\p{Lo}\p{M}]+; llama.cpp
  * rewrote them as ((?=[\p{L}])([^a-z]))* / ((?=[\p{L}])([^A-Z]))+ (a letter
@@ -101,19 +108,20 @@ static const char *const pretok_regexes[PF_COUNT][PRETOK_MAX_REGEX] = {
          "\\x{FB13}-\\x{FB17}\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}"
          "\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}"
          "\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+",
-         "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", RX_CJK_DEEPSEEK, "\\p{N}+"},
+         /* U+3000 (first of "　-。") is whitespace, which llama.cpp turns into
+          * \v before matching: the range effectively starts at U+3001. */
+         "\\s?[!-/:-~！-／：-～‘-‟、-。]+", "\\s+$", RX_CJK_DEEPSEEK, "\\p{N}+"},
     [PF_DEEPSEEK3] = {"\\p{N}{1,3}", RX_CJK_KANA,
-                      RX_ASCII_PUNCT_WORD "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
-                                          "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+                      RX_ASCII_PUNCT_WORD "|" RX_NOT_LPS_LLAMA "?[\\p{L}\\p{M}]+| ?" RX_PS_LLAMA
+                                          "+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
     [PF_SPARK2_5] = {"\\p{N}{1,3}", RX_CJK_KANA,
-                     RX_ASCII_PUNCT_WORD "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
-                                         "?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+",
+                     RX_ASCII_PUNCT_WORD "|" RX_NOT_LPS_LLAMA "?[\\p{L}\\p{M}]+| ?" RX_PS_LLAMA
+                                         "+|[\r\n]|\\s+(?!\\S)|\\s+",
                      "\\p{N}"},
     [PF_YOUTU] = {"[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|" RX_CJK_KANA,
-                  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{"
-                  "Lo}\\p{M}]+" RX_CONTRACTIONS
-                  "?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{"
-                  "Lo}\\p{M}]*" RX_CONTRACTIONS
+                  /* llama.cpp collapses \\p{Lu} \\p{Ll} \\p{Lt} \\p{Lm} \\p{Lo} to "letter" */
+                  "[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]*[\\p{L}\\p{M}]+" RX_CONTRACTIONS
+                  "?|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+[\\p{L}\\p{M}]*" RX_CONTRACTIONS
                   "?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
     [PF_DEEPSEEK_CODER] = {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", RX_CJK_DEEPSEEK, "\\p{N}"},
     [PF_FALCON] = {"[\\p{P}\\$\\+<=>\\^~\\|`]+", RX_GPT2, "[0-9][0-9][0-9]"},

@@ -303,6 +303,29 @@ int32_t tessera_chat_render(const tessera_chat_format *format, const tessera_cha
                             size_t n_messages, bool add_generation_prompt, const char *bos_text,
                             const char *eos_text, char *buf, int32_t size);
 
+/* ====================================================================
+ * Several sequences in one context  (added for `tessera serve`)
+ * ==================================================================== */
+
+/* Sequence ids of tessera_decode_batch are 0..TESSERA_MAX_SEQ-1. */
+#define TESSERA_MAX_SEQ 64
+
+/* Decode tokens of several sequences together (continuous batching): token
+ * i goes to sequence seq[i] at position pos[i]. All sequences share the
+ * context's n_ctx cache cells; each sees only its own positions. A sequence
+ * forgets what it held at or after the first position given for it (as
+ * tessera_decode does). want_logits (may be NULL: none) marks the tokens
+ * whose logits are kept: afterwards tessera_logits(ctx, j) is the j-th kept
+ * row in token order. Fails with "context full" when fewer cells are free
+ * than tokens given. A context is driven either by tessera_decode or by this
+ * call, not both. */
+int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
+                         const int32_t *seq, const bool *want_logits, int32_t n_tokens);
+/* Forget positions >= pos of sequence seq (0: all of it), freeing its cells. */
+int tessera_seq_remove(tessera_context *ctx, int32_t seq, int32_t pos);
+/* Cache cells holding a position of some sequence. */
+int32_t tessera_kv_cells_used(const tessera_context *ctx);
+
 /* ==================================================================== */
 
 #ifdef __cplusplus

@@ -1,0 +1,205 @@
+/*
+ * Public API: decoding several sequences in one step (a server's slots).
+ *
+ * All sequences share the context's KV cache cells. Each micro-batch takes a
+ * contiguous run of free cells (the graph writes K/V to cells
+ * kv_head..kv_head+n-1); the cells record (position, sequence) and the mask
+ * lets a token see only the cells of its own sequence at positions <= its
+ * own. When no run is long enough the micro-batch is cut to the longest free
+ * run, so the call succeeds while any cell is free.
+ *
+ * A context is driven either by tessera_decode (sequence 0, cells in
+ * position order) or by tessera_decode_batch, not both.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/public.h"
+#include "util/error.h"
+
+static int batch_ensure_logits(tessera_context *ctx, int64_t rows) {
+    if (rows <= ctx->logits_cap) return 0;
+    size_t n = (size_t)rows * (size_t)ctx->model->m->hp.n_vocab;
+    float *p = realloc(ctx->logits, n * sizeof *p);
+    if (!p) return error_set("decode batch: out of memory for %lld rows of logits", (long long)rows);
+    ctx->logits = p;
+    ctx->logits_cap = rows;
+    return 0;
+}
+
+static void cell_clear(kv_cache *kv, int32_t j) {
+    kv->cell_seq[j] = 0;
+    kv->cell_pos[j] = -1;
+}
+
+/* Forget the cells of seq at positions >= pos. */
+static void seq_forget_from(kv_cache *kv, int32_t seq, int32_t pos) {
+    const uint64_t bit = (uint64_t)1 << seq;
+    for (int32_t j = 0; j < kv->n_ctx; j++)
+        if ((kv->cell_seq[j] & bit) && kv->cell_pos[j] >= pos) {
+            kv->cell_seq[j] &= ~bit;
+            if (!kv->cell_seq[j]) kv->cell_pos[j] = -1;
+        }
+}
+
+/* The lowest run of up to want free cells: the first run of length want, or
+ * else the longest run. Returns its length (0: the cache is full). */
+static int32_t find_free_run(const kv_cache *kv, int32_t want, int32_t *head) {
+    int32_t best_len = 0, best_head = 0;
+    for (int32_t j = 0; j < kv->n_ctx;) {
+        if (kv->cell_seq[j]) {
+            j++;
+            continue;
+        }
+        int32_t s = j;
+        while (j < kv->n_ctx && !kv->cell_seq[j] && j - s < want) j++;
+        if (j - s == want) {
+            *head = s;
+            return want;
+        }
+        if (j - s > best_len) {
+            best_len = j - s;
+            best_head = s;
+        }
+    }
+    *head = best_head;
+    return best_len;
+}
+
+/* Token t (sequence s_t at position p_t) sees cell j when the cell holds a
+ * position <= p_t of s_t. The micro-batch's own cells are marked already. */
+static void batch_fill_mask(float *mask, const kv_cache *kv, int32_t n_kv, int32_t n,
+                            const int32_t *pos, const int32_t *seq) {
+    for (int32_t t = 0; t < n; t++) {
+        const uint64_t bit = (uint64_t)1 << seq[t];
+        float *row = mask + (size_t)t * (size_t)n_kv;
+        for (int32_t j = 0; j < n_kv; j++)
+            row[j] = (kv->cell_seq[j] & bit) && kv->cell_pos[j] <= pos[t] ? 0.0f : -INFINITY;
+    }
+}
+
+/* One micro-batch of n tokens into cells head..head+n-1; kept rows go to
+ * logits_out in token order. */
+static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
+                        const int32_t *seq, const bool *want, int32_t n, int32_t head, float *logits_out) {
+    const model *m = ctx->model->m;
+    kv_cache *kv = ctx->kv;
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++) n_out += want && want[i];
+    for (int32_t i = 0; i < n; i++) {
+        kv->cell_pos[head + i] = pos[i];
+        kv->cell_seq[head + i] = (uint64_t)1 << seq[i];
+    }
+    int32_t n_kv = 0;
+    for (int32_t j = kv->n_ctx - 1; j >= 0; j--)
+        if (kv->cell_seq[j]) {
+            n_kv = j + 1;
+            break;
+        }
+    /* The graph needs at least one output row; an unwanted one is dropped. */
+    model_batch_graph bg;
+    int rc = -1;
+    if (model_build_graph(m, kv, n, head, n_kv, n_out > 0 ? n_out : 1, &bg) != 0) goto fail;
+    if (sched_alloc(ctx->sched, bg.g) != 0) goto done;
+    int32_t *tok = bg.tokens->t.data, *posv = bg.pos->t.data;
+    for (int32_t i = 0; i < n; i++) {
+        tok[i] = tokens[i];
+        posv[i] = pos[i];
+    }
+    batch_fill_mask(bg.mask->t.data, kv, n_kv, n, pos, seq);
+    if (bg.out_ids) {
+        int32_t *ids = bg.out_ids->t.data, k = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (want && want[i]) ids[k++] = i;
+        if (k == 0) ids[0] = n - 1;
+    }
+    host_set_n_threads(ctx->params.n_threads);
+    if (sched_compute(ctx->sched, bg.g) != 0) goto done;
+    if (n_out > 0 && logits_out)
+        memcpy(logits_out, bg.logits->t.data, (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
+    rc = 0;
+done:
+    graph_free(bg.g);
+fail:
+    if (rc != 0)
+        for (int32_t i = 0; i < n; i++) cell_clear(kv, head + i);
+    return rc;
+}
+
+int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
+                         const int32_t *seq, const bool *want_logits, int32_t n_tokens) {
+    if (!ctx) return error_set("decode batch: no context");
+    const model *m = ctx->model->m;
+    kv_cache *kv = ctx->kv;
+    ctx->n_last = 0;
+    if (n_tokens <= 0 || !tokens || !pos || !seq) return error_set("decode batch: no tokens given");
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n_tokens; i++) {
+        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+            return error_set("decode batch: token %d at index %d is out of range (vocabulary of %d)",
+                             tokens[i], i, m->hp.n_vocab);
+        if (seq[i] < 0 || seq[i] >= TESSERA_MAX_SEQ)
+            return error_set("decode batch: sequence %d at index %d is not in 0..%d", seq[i], i,
+                             TESSERA_MAX_SEQ - 1);
+        if (pos[i] < 0) return error_set("decode batch: position %d at index %d is negative", pos[i], i);
+        n_out += want_logits && want_logits[i];
+    }
+    if (batch_ensure_logits(ctx, n_out > 0 ? n_out : 1) != 0) return -1;
+    /* As tessera_decode: a sequence forgets what it held at or after the
+     * first position given for it. */
+    for (int32_t i = 0; i < n_tokens; i++) {
+        bool first = true;
+        for (int32_t k = 0; k < i && first; k++) first = seq[k] != seq[i];
+        if (!first) continue;
+        int32_t lo = pos[i];
+        for (int32_t k = i + 1; k < n_tokens; k++)
+            if (seq[k] == seq[i] && pos[k] < lo) lo = pos[k];
+        seq_forget_from(kv, seq[i], lo);
+    }
+    int32_t n_free = 0;
+    for (int32_t j = 0; j < kv->n_ctx; j++) n_free += kv->cell_seq[j] == 0;
+    if (n_free < n_tokens)
+        return error_set("decode batch: context full: %d tokens need cells, %d of %d are free (-c)", n_tokens,
+                         n_free, kv->n_ctx);
+
+    double t0 = tessera_now_ms();
+    const size_t nv = (size_t)m->hp.n_vocab;
+    int32_t n_batch = (int32_t)ctx->params.n_batch, done_out = 0;
+    for (int32_t b0 = 0; b0 < n_tokens;) {
+        int32_t want = n_tokens - b0 < n_batch ? n_tokens - b0 : n_batch, head = 0;
+        int32_t nb = find_free_run(kv, want, &head);
+        if (nb == 0) return error_set("decode batch: no free cell left");
+        const bool *w = want_logits ? want_logits + b0 : NULL;
+        if (batch_ubatch(ctx, tokens + b0, pos + b0, seq + b0, w, nb, head,
+                         ctx->logits + (size_t)done_out * nv) != 0)
+            return error_wrap("decode batch");
+        for (int32_t i = 0; i < nb; i++) done_out += w && w[i];
+        b0 += nb;
+    }
+    double dt = tessera_now_ms() - t0;
+    if (n_tokens > 1) {
+        ctx->timings.prompt_ms += dt;
+        ctx->timings.n_prompt += n_tokens;
+    } else {
+        ctx->timings.gen_ms += dt;
+        ctx->timings.n_gen += 1;
+    }
+    ctx->n_last = n_out;
+    ctx->last_all = true;
+    return 0;
+}
+
+int tessera_seq_remove(tessera_context *ctx, int32_t seq, int32_t pos) {
+    if (!ctx) return error_set("seq remove: no context");
+    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
+        return error_set("seq remove: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
+    seq_forget_from(ctx->kv, seq, pos < 0 ? 0 : pos);
+    return 0;
+}
+
+int32_t tessera_kv_cells_used(const tessera_context *ctx) {
+    int32_t n = 0;
+    for (int32_t j = 0; j < ctx->kv->n_ctx; j++) n += ctx->kv->cell_seq[j] != 0;
+    return n;
+}

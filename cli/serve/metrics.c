@@ -1,0 +1,80 @@
+/* metrics — the Prometheus text exposition of the server's counters. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve.h"
+
+typedef struct text_buf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} text_buf;
+
+static void put(text_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text_buf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)n;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+static void metric(text_buf *b, const char *name, const char *type, const char *help, double v) {
+    put(b, "# HELP tessera_%s %s\n# TYPE tessera_%s %s\ntessera_%s %.6g\n", name, help, name, type, name, v);
+}
+
+char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_slots, size_t *len) {
+    text_buf b = {.cap = 4096};
+    b.s = malloc(b.cap);
+    if (!b.s) return NULL;
+    b.s[0] = '\0';
+    put(&b, "# HELP tessera_requests_total HTTP requests answered, by status class.\n"
+            "# TYPE tessera_requests_total counter\n");
+    static const char *const cls[] = {"0xx", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    for (int c = 2; c < 6; c++)
+        put(&b, "tessera_requests_total{status=\"%s\"} %llu\n", cls[c], (unsigned long long)m->requests[c]);
+    metric(&b, "completions_total", "counter", "Generations finished.", (double)m->completions);
+    metric(&b, "requests_cancelled_total", "counter", "Generations dropped because the client went away.",
+           (double)m->cancelled);
+    metric(&b, "prompt_tokens_total", "counter", "Prompt tokens decoded.", (double)m->prompt_tokens);
+    metric(&b, "tokens_generated_total", "counter", "Tokens generated.", (double)m->gen_tokens);
+    metric(&b, "decode_steps_total", "counter", "Batched decode calls.", (double)m->steps);
+    metric(&b, "batch_tokens_total", "counter", "Tokens over all decode calls.", (double)m->batch_tokens);
+    metric(&b, "decode_seconds_total", "counter", "Time spent decoding.", m->decode_ms / 1e3);
+    double up_s = uptime_ms / 1e3;
+    metric(&b, "tokens_per_second", "gauge", "Generated tokens per second of decode time.",
+           m->decode_ms > 0 ? (double)m->gen_tokens * 1e3 / m->decode_ms : 0.0);
+    metric(&b, "uptime_seconds", "gauge", "Seconds since the server started.", up_s);
+    metric(&b, "slots_total", "gauge", "Parallel slots (--parallel).", n_slots);
+    metric(&b, "slots_busy", "gauge", "Slots serving a request now.", m->slots_busy);
+    metric(&b, "slot_utilization", "gauge", "Average share of slots busy since start.",
+           up_s > 0 && n_slots > 0 ? m->busy_slot_ms / (uptime_ms * n_slots) : 0.0);
+    metric(&b, "requests_queued", "gauge", "Requests waiting for a slot.", m->queued);
+    metric(&b, "kv_cells_used", "gauge", "KV cache cells in use.", m->kv_cells_used);
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    *len = b.len;
+    return b.s;
+}

@@ -26,7 +26,9 @@ enum { PRETOK_MAX_REGEX = 6 };
 /* Ranges are spelled \x{...}: some characters (U+1FD3, U+2126, U+212A, ...)
  * are not stable under Unicode normalisation, which editors may apply. */
 #define RX_PORO " ?[^(\\s|.,!?…。，、।۔،)]+"
-#define RX_CJK_DEEPSEEK "[一-龥ࠀ-一가-퟿]+"
+/* The middle range U+0800-U+4E00 holds whitespace (U+1680, U+2000.., U+3000)
+ * that llama.cpp turns into \v before matching: keep it out. */
+#define RX_CJK_DEEPSEEK "(?:(?!\\s)[一-龥ࠀ-一가-퟿])+"
 #define RX_CJK_KANA "[一-龥぀-ゟ゠-ヿ]+"
 #define RX_ASCII_PUNCT_WORD "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
 /* llama.cpp matches \p{...} on a "collapsed" text where each ASCII character

@@ -230,7 +230,47 @@ void conf_case_dst_inplace(conf_case *c, int i) {
     c->dst.storage = c->src[i].storage;
 }
 
+void conf_case_next_node(conf_case *c, int32_t op) {
+    if (c->n_earlier >= CONF_MAX_NODES - 1) {
+        c->failed_to_build = true;
+        return;
+    }
+    conf_node *n = &c->earlier[c->n_earlier++];
+    *n = (conf_node){.node = c->node, .dst = c->dst, .tol = c->tol, .weight_src0 = c->weight_src0};
+    memcpy(n->src, c->src, sizeof n->src);
+    memset(&c->node, 0, sizeof c->node);
+    c->node.op = op;
+    c->dst.storage = -1;
+    for (int i = 0; i < TSR_MAX_SRC; i++) c->src[i].storage = -1;
+    c->tol = (conf_tol){0, 0, 0};
+    c->weight_src0 = false;
+}
+
+void conf_case_src_from(conf_case *c, int i, int k) {
+    if (k < 0 || k >= c->n_earlier) {
+        c->failed_to_build = true;
+        return;
+    }
+    c->src[i] = c->earlier[k].dst;
+    if (c->node.n_src < i + 1) c->node.n_src = i + 1;
+}
+
 /* ------------------------------------------------------------- running */
+
+/* The case's nodes in order: earlier ones, then the one built last. */
+static int32_t case_nodes(const conf_case *c, conf_node *list) {
+    for (int32_t k = 0; k < c->n_earlier; k++) list[k] = c->earlier[k];
+    conf_node *last = &list[c->n_earlier];
+    *last = (conf_node){.node = c->node, .dst = c->dst, .tol = c->tol, .weight_src0 = c->weight_src0};
+    memcpy(last->src, c->src, sizeof last->src);
+    return c->n_earlier + 1;
+}
+
+static bool storage_is_written(const conf_node *list, int32_t n, int32_t s) {
+    for (int32_t k = 0; k < n; k++)
+        if (list[k].dst.storage == s) return true;
+    return false;
+}
 
 static void case_free(conf_runner *r, conf_case *c) {
     for (int32_t s = 0; s < c->n_storage; s++) {
@@ -244,22 +284,23 @@ static void case_free(conf_runner *r, conf_case *c) {
     c->n_storage = 0;
 }
 
+/* The ABI tensors of one node. */
 typedef struct node_tensors {
     tsr_tensor src[TSR_MAX_SRC];
     tsr_tensor dst;
 } node_tensors;
 
-/* c->node with its tensors pointing into per-storage host copies. */
-static tsr_node node_on_host(conf_case *c, node_tensors *nt, uint8_t *const bases[]) {
-    tsr_node node = c->node;
+/* Node k with its tensors pointing into per-storage host copies. */
+static tsr_node node_on_host(const conf_node *cn, node_tensors *nt, uint8_t *const bases[]) {
+    tsr_node node = cn->node;
     for (int i = 0; i < TSR_MAX_SRC; i++) {
         node.src[i] = NULL;
-        if (i < node.n_src && c->src[i].storage >= 0) {
-            nt->src[i] = host_view(&c->src[i].t, bases[c->src[i].storage]);
+        if (i < node.n_src && cn->src[i].storage >= 0) {
+            nt->src[i] = host_view(&cn->src[i].t, bases[cn->src[i].storage]);
             node.src[i] = &nt->src[i];
         }
     }
-    nt->dst = host_view(&c->dst.t, bases[c->dst.storage]);
+    nt->dst = host_view(&cn->dst.t, bases[cn->dst.storage]);
     node.dst = &nt->dst;
     return node;
 }
@@ -278,19 +319,15 @@ static void record(conf_runner *r, conf_case *c, int outcome, double ratio, cons
     }
 }
 
-/* Bytes of the dst storage that hold dst's elements. */
-static uint8_t *coverage_mask(const conf_case *c) {
-    const tsr_tensor *t = &c->dst.t;
-    const conf_storage *s = &c->storage[c->dst.storage];
-    uint8_t *mask = calloc(s->size ? s->size : 1, 1);
-    if (!mask) return NULL;
+/* Mark the bytes of storage s that hold some node's dst elements. */
+static void cover_dst(const conf_tensor *dst, uint8_t *mask) {
+    const tsr_tensor *t = &dst->t;
     int64_t bs = tsr_dtype_block_size(t->dtype), bb = tsr_dtype_block_bytes(t->dtype);
     for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < t->ne[0]; i0 += bs)
                     memset(element_ptr(t, mask, i0, i1, i2, i3), 1, (size_t)bb);
-    return mask;
 }
 
 /* Allowed error for one element. */
@@ -299,7 +336,7 @@ static double allowed(const conf_tol *tol, double want, double max_want) {
 }
 
 /* Compare float values; returns 0 pass / 1 fail, worst ratio and detail. */
-static int compare_values(const conf_case *c, const float *want, const float *got, int64_t n,
+static int compare_values(const conf_node *cn, const float *want, const float *got, int64_t n,
                           bool exact, double *ratio_out, char *detail, size_t detail_size) {
     double max_want = 0.0;
     for (int64_t i = 0; i < n; i++)
@@ -313,7 +350,7 @@ static int compare_values(const conf_case *c, const float *want, const float *go
         } else if (isinf(w) || isinf(g)) {
             ratio = w == g ? 0.0 : INFINITY;
         } else {
-            double diff = fabs(g - w), lim = exact ? 0.0 : allowed(&c->tol, w, max_want);
+            double diff = fabs(g - w), lim = exact ? 0.0 : allowed(&cn->tol, w, max_want);
             ratio = diff == 0.0 ? 0.0 : lim > 0.0 ? diff / lim : INFINITY;
         }
         if (ratio > worst || worst_i < 0) {
@@ -322,8 +359,8 @@ static int compare_values(const conf_case *c, const float *want, const float *go
         }
     }
     *ratio_out = worst;
-    if (worst_i >= 0 && (worst > 1.0 || isnan(worst))) {
-        const tsr_tensor *t = &c->dst.t;
+    if (worst_i >= 0 && worst > 1.0) {
+        const tsr_tensor *t = &cn->dst.t;
         int64_t i = worst_i;
         snprintf(detail, detail_size,
                  "element %lld [%lld,%lld,%lld,%lld] = %.9g, ref %.9g (error %.3g, %.3g x allowed)",
@@ -339,9 +376,8 @@ static int compare_values(const conf_case *c, const float *want, const float *go
 /* Quantized dst (CPY into a quantized type): quantizers may round
  * differently, so judge the quantization error against the f32 source:
  * RMS error within 5% of ref's and max error within 2x ref's. */
-static int compare_quantized(const conf_case *c, const float *want, const float *got,
-                             const float *source, int64_t n, double *ratio_out, char *detail,
-                             size_t detail_size) {
+static int compare_quantized(const float *want, const float *got, const float *source, int64_t n,
+                             double *ratio_out, char *detail, size_t detail_size) {
     double se_ref = 0, se_dev = 0, max_ref = 0, max_dev = 0;
     for (int64_t i = 0; i < n; i++) {
         double er = fabs((double)want[i] - source[i]), ed = fabs((double)got[i] - source[i]);
@@ -355,19 +391,17 @@ static int compare_quantized(const conf_case *c, const float *want, const float 
     double lim_rms = 1.05 * rms_ref + 1e-6, lim_max = 2.0 * max_ref + 1e-6;
     double ratio = fmax(rms_dev / lim_rms, max_dev / lim_max);
     *ratio_out = ratio;
-    (void)c;
     if (!(ratio <= 1.0)) {
-        snprintf(detail, detail_size,
-                 "quantization error rms %.3g max %.3g, ref's rms %.3g max %.3g", rms_dev, max_dev,
-                 rms_ref, max_ref);
+        snprintf(detail, detail_size, "quantization error rms %.3g max %.3g, ref's rms %.3g max %.3g",
+                 rms_dev, max_dev, rms_ref, max_ref);
         return 1;
     }
     return 0;
 }
 
-static int compare_i32(const conf_case *c, const uint8_t *want_base, const uint8_t *got_base,
+static int compare_i32(const conf_node *cn, const uint8_t *want_base, const uint8_t *got_base,
                        double *ratio, char *detail, size_t detail_size) {
-    const tsr_tensor *t = &c->dst.t;
+    const tsr_tensor *t = &cn->dst.t;
     int64_t flat = 0;
     *ratio = 0.0;
     for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
@@ -387,36 +421,13 @@ static int compare_i32(const conf_case *c, const uint8_t *want_base, const uint8
     return 0;
 }
 
-/* Everything the device wrote, judged; 0 pass / 1 fail. */
-static int judge(conf_runner *r, conf_case *c, double *ratio, char *detail, size_t detail_size) {
+/* One node's dst values, judged; 0 pass / 1 fail. */
+static int judge_node(conf_runner *r, const conf_case *c, const conf_node *cn, double *ratio,
+                      char *detail, size_t detail_size) {
+    const conf_storage *ds = &c->storage[cn->dst.storage];
+    const tsr_tensor *t = &cn->dst.t;
     *ratio = 0.0;
-    /* sources must come back untouched (unless dst shares their storage) */
-    for (int32_t s = 0; s < c->n_storage; s++) {
-        if (s == c->dst.storage) continue;
-        if (memcmp(c->storage[s].dev_out, c->storage[s].init, c->storage[s].size)) {
-            snprintf(detail, detail_size, "the device modified a source buffer (storage %d)", (int)s);
-            *ratio = INFINITY;
-            return 1;
-        }
-    }
-    const conf_storage *ds = &c->storage[c->dst.storage];
-    uint8_t *mask = coverage_mask(c);
-    if (!mask) {
-        snprintf(detail, detail_size, "out of memory while comparing");
-        return 1;
-    }
-    for (uint64_t b = 0; b < ds->size; b++)
-        if (!mask[b] && ds->dev_out[b] != ds->ref_out[b]) {
-            snprintf(detail, detail_size, "byte %llu of dst's buffer lies outside dst and was changed",
-                     (unsigned long long)b);
-            free(mask);
-            *ratio = INFINITY;
-            return 1;
-        }
-    free(mask);
-
-    const tsr_tensor *t = &c->dst.t;
-    if (t->dtype == TSR_DTYPE_I32) return compare_i32(c, ds->ref_out, ds->dev_out, ratio, detail, detail_size);
+    if (t->dtype == TSR_DTYPE_I32) return compare_i32(cn, ds->ref_out, ds->dev_out, ratio, detail, detail_size);
 
     int64_t n = tsr_tensor_nelements(t);
     float *want = load_f32(t, ds->ref_out), *got = load_f32(t, ds->dev_out), *source = NULL;
@@ -430,20 +441,16 @@ static int judge(conf_runner *r, conf_case *c, double *ratio, char *detail, size
             rc = 0; /* same bytes as ref's quantizer */
             goto done;
         }
-        const conf_tensor *s0 = &c->src[0];
-        source = load_f32(&s0->t, c->storage[s0->storage].init);
+        const conf_tensor *s0 = &cn->src[0];
+        source = load_f32(&s0->t, c->storage[s0->storage].ref_out);
         if (!source) {
             snprintf(detail, detail_size, "cannot convert src0 to f32: %s", error_get());
             goto done;
         }
-        rc = compare_quantized(c, want, got, source, n, ratio, detail, detail_size);
+        rc = compare_quantized(want, got, source, n, ratio, detail, detail_size);
         goto done;
     }
-    rc = compare_values(c, want, got, n, r->exact, ratio, detail, detail_size);
-    if (rc == 0 && r->exact && memcmp(ds->dev_out, ds->ref_out, ds->size)) {
-        snprintf(detail, detail_size, "values equal but bytes differ (NaN payload or -0)");
-        rc = 1;
-    }
+    rc = compare_values(cn, want, got, n, r->exact, ratio, detail, detail_size);
 done:
     free(want);
     free(got);
@@ -451,8 +458,65 @@ done:
     return rc;
 }
 
+/* Everything the device wrote, judged; 0 pass / 1 fail. */
+static int judge(conf_runner *r, conf_case *c, const conf_node *list, int32_t n_nodes,
+                 double *ratio, char *detail, size_t detail_size) {
+    *ratio = 0.0;
+    for (int32_t s = 0; s < c->n_storage; s++) {
+        const conf_storage *st = &c->storage[s];
+        if (!storage_is_written(list, n_nodes, s)) {
+            /* sources come back untouched */
+            if (memcmp(st->dev_out, st->init, st->size)) {
+                snprintf(detail, detail_size, "the device modified a source buffer (storage %d)", (int)s);
+                *ratio = INFINITY;
+                return 1;
+            }
+            continue;
+        }
+        /* bytes of a dst buffer outside every dst stay as they were */
+        uint8_t *mask = calloc(st->size ? st->size : 1, 1);
+        if (!mask) {
+            snprintf(detail, detail_size, "out of memory while comparing");
+            return 1;
+        }
+        for (int32_t k = 0; k < n_nodes; k++)
+            if (list[k].dst.storage == s) cover_dst(&list[k].dst, mask);
+        for (uint64_t b = 0; b < st->size; b++)
+            if (!mask[b] && st->dev_out[b] != st->ref_out[b]) {
+                snprintf(detail, detail_size, "byte %llu of a dst buffer lies outside dst and was changed",
+                         (unsigned long long)b);
+                free(mask);
+                *ratio = INFINITY;
+                return 1;
+            }
+        free(mask);
+        if (r->exact && memcmp(st->dev_out, st->ref_out, st->size)) {
+            snprintf(detail, detail_size, "bytes differ from ref's (storage %d)", (int)s);
+            *ratio = INFINITY;
+            /* fall through to the values for a more precise message */
+        }
+    }
+    int failed = *ratio > 0.0;
+    for (int32_t k = 0; k < n_nodes; k++) {
+        double node_ratio = 0.0;
+        char node_detail[400] = "";
+        if (judge_node(r, c, &list[k], &node_ratio, node_detail, sizeof node_detail)) {
+            if (n_nodes > 1)
+                snprintf(detail, detail_size, "node %d (%s): %s", (int)k, ref_op_name(list[k].node.op),
+                         node_detail);
+            else
+                snprintf(detail, detail_size, "%s", node_detail);
+            *ratio = fmax(*ratio, node_ratio);
+            return 1;
+        }
+        if (node_ratio > *ratio) *ratio = node_ratio;
+    }
+    return failed;
+}
+
 /* Compute the case with ref on host copies (ref_out). */
-static int run_ref(conf_case *c, char *detail, size_t detail_size) {
+static int run_ref(conf_case *c, const conf_node *list, int32_t n_nodes, char *detail,
+                   size_t detail_size) {
     uint8_t *bases[CONF_MAX_STORAGE] = {0};
     for (int32_t s = 0; s < c->n_storage; s++) {
         conf_storage *st = &c->storage[s];
@@ -464,9 +528,10 @@ static int run_ref(conf_case *c, char *detail, size_t detail_size) {
         memcpy(st->ref_out, st->init, st->size);
         bases[s] = st->ref_out;
     }
-    node_tensors nt;
-    tsr_node node = node_on_host(c, &nt, bases);
-    if (ref_compute(&node, 1, NULL) != TSR_OK) {
+    node_tensors nt[CONF_MAX_NODES];
+    tsr_node nodes[CONF_MAX_NODES];
+    for (int32_t k = 0; k < n_nodes; k++) nodes[k] = node_on_host(&list[k], &nt[k], bases);
+    if (ref_compute(nodes, n_nodes, NULL) != TSR_OK) {
         snprintf(detail, detail_size, "the case is broken, ref cannot compute it: %s", error_get());
         return -1;
     }
@@ -475,12 +540,39 @@ static int run_ref(conf_case *c, char *detail, size_t detail_size) {
 
 typedef enum { DEV_DONE, DEV_DECLINED, DEV_ERROR } dev_result;
 
-/* Upload, ask supports_op, compute, read back into dev_out. */
-static dev_result run_device(conf_runner *r, conf_case *c, char *detail, size_t detail_size) {
+/* Storage s is passed as plain host memory (a weight read in place). */
+static bool storage_in_host_memory(const conf_runner *r, const conf_node *list, int32_t n_nodes,
+                                   int32_t s) {
+    if (!r->info.reads_host_memory || storage_is_written(list, n_nodes, s)) return false;
+    for (int32_t k = 0; k < n_nodes; k++)
+        if (list[k].weight_src0 && list[k].src[0].storage == s) return true;
+    return false;
+}
+
+/* The device-side view of a tensor: in its buffer, or in host memory. */
+static void device_tensor(const conf_runner *r, const conf_case *c, const conf_tensor *ct,
+                          tsr_tensor *out) {
+    const conf_storage *st = &c->storage[ct->storage];
+    *out = ct->t;
+    if (!st->buf) {
+        out->buffer = NULL;
+        out->data = st->dev_out + ct->t.offset;
+        out->offset = 0;
+        return;
+    }
+    out->buffer = st->buf;
+    out->offset = ct->t.offset;
+    uint8_t *host = r->info.host_visible && r->dev->api->buffer_host_ptr
+                        ? r->dev->api->buffer_host_ptr(r->dev, st->buf) : NULL;
+    out->data = host ? host + ct->t.offset : NULL;
+}
+
+/* Upload, ask supports_op for every node, compute them in one call, read
+ * back into dev_out. */
+static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list, int32_t n_nodes,
+                             char *detail, size_t detail_size) {
     const tsr_device_api *api = r->dev->api;
     const tsr_queue_api *q = r->queue->api;
-    bool host_weight = c->weight_src0 && r->info.reads_host_memory && c->src[0].storage >= 0 &&
-                       c->src[0].storage != c->dst.storage;
     for (int32_t s = 0; s < c->n_storage; s++) {
         conf_storage *st = &c->storage[s];
         st->dev_out = malloc(st->size ? st->size : 1);
@@ -489,7 +581,7 @@ static dev_result run_device(conf_runner *r, conf_case *c, char *detail, size_t 
             return DEV_ERROR;
         }
         memcpy(st->dev_out, st->init, st->size);
-        if (host_weight && s == c->src[0].storage) continue; /* read in place, like an mmap'd weight */
+        if (storage_in_host_memory(r, list, n_nodes, s)) continue; /* like an mmap'd weight */
         tsr_status rc = api->buffer_alloc(r->dev, st->size ? st->size : 1, &st->buf);
         if (rc != TSR_OK || !st->buf) {
             st->buf = NULL;
@@ -504,40 +596,28 @@ static dev_result run_device(conf_runner *r, conf_case *c, char *detail, size_t 
             return DEV_ERROR;
         }
     }
-    node_tensors nt;
-    tsr_node node = c->node;
-    conf_tensor *all[TSR_MAX_SRC + 1];
-    tsr_tensor *out[TSR_MAX_SRC + 1];
-    for (int i = 0; i < TSR_MAX_SRC; i++) {
-        all[i] = i < node.n_src && c->src[i].storage >= 0 ? &c->src[i] : NULL;
-        out[i] = &nt.src[i];
-        node.src[i] = all[i] ? out[i] : NULL;
-    }
-    all[TSR_MAX_SRC] = &c->dst;
-    out[TSR_MAX_SRC] = &nt.dst;
-    node.dst = &nt.dst;
-    for (int i = 0; i <= TSR_MAX_SRC; i++) {
-        if (!all[i]) continue;
-        conf_storage *st = &c->storage[all[i]->storage];
-        *out[i] = all[i]->t;
-        if (!st->buf) { /* plain host memory */
-            out[i]->buffer = NULL;
-            out[i]->data = st->dev_out + all[i]->t.offset;
-            out[i]->offset = 0;
-            continue;
+    node_tensors nt[CONF_MAX_NODES];
+    tsr_node nodes[CONF_MAX_NODES];
+    for (int32_t k = 0; k < n_nodes; k++) {
+        const conf_node *cn = &list[k];
+        nodes[k] = cn->node;
+        for (int i = 0; i < TSR_MAX_SRC; i++) {
+            nodes[k].src[i] = NULL;
+            if (i < cn->node.n_src && cn->src[i].storage >= 0) {
+                device_tensor(r, c, &cn->src[i], &nt[k].src[i]);
+                nodes[k].src[i] = &nt[k].src[i];
+            }
         }
-        out[i]->buffer = st->buf;
-        out[i]->offset = all[i]->t.offset;
-        uint8_t *host = r->info.host_visible && api->buffer_host_ptr
-                            ? api->buffer_host_ptr(r->dev, st->buf) : NULL;
-        out[i]->data = host ? host + all[i]->t.offset : NULL;
+        device_tensor(r, c, &cn->dst, &nt[k].dst);
+        nodes[k].dst = &nt[k].dst;
     }
-    if (!api->supports_op(r->dev, &node)) return DEV_DECLINED;
+    for (int32_t k = 0; k < n_nodes; k++)
+        if (!api->supports_op(r->dev, &nodes[k])) return DEV_DECLINED;
     if (c->expect_decline) {
         snprintf(detail, detail_size, "supports_op accepted a malformed node");
         return DEV_ERROR;
     }
-    tsr_status rc = q->compute(r->queue, &node, 1);
+    tsr_status rc = q->compute(r->queue, nodes, n_nodes);
     if (rc == TSR_OK) rc = q->synchronize(r->queue);
     if (rc != TSR_OK) {
         snprintf(detail, detail_size, "supports_op said yes but compute failed with status %d", (int)rc);
@@ -556,10 +636,27 @@ static dev_result run_device(conf_runner *r, conf_case *c, char *detail, size_t 
     return DEV_DONE;
 }
 
+/* Run the device part with the hang watchdog armed. */
+static dev_result run_device_watched(conf_runner *r, conf_case *c, const conf_node *list,
+                                     int32_t n_nodes, char *detail, size_t detail_size) {
+    fflush(r->out); /* the report so far reaches the terminal even if the device hangs */
+    case_on_device = c->name;
+    signal(SIGALRM, on_hang);
+    alarm(CONF_CASE_TIMEOUT_S);
+    dev_result d = run_device(r, c, list, n_nodes, detail, detail_size);
+    alarm(0);
+    case_on_device = NULL;
+    return d;
+}
+
 void conf_case_run(conf_runner *r, conf_case *c) {
     char detail[512] = "";
     double ratio = 0.0;
-    if (c->failed_to_build || c->dst.storage < 0) {
+    conf_node list[CONF_MAX_NODES];
+    const int32_t n_nodes = case_nodes(c, list);
+    bool built = !c->failed_to_build;
+    for (int32_t k = 0; k < n_nodes && built; k++) built = list[k].dst.storage >= 0;
+    if (!built) {
         snprintf(detail, sizeof detail, "could not build the case (out of memory or a bad dtype)");
         record(r, c, 1, INFINITY, detail);
         case_free(r, c);
@@ -569,11 +666,11 @@ void conf_case_run(conf_runner *r, conf_case *c) {
         uint8_t *bases[CONF_MAX_STORAGE];
         for (int32_t s = 0; s < c->n_storage; s++) bases[s] = c->storage[s].init;
         node_tensors nt;
-        tsr_node node = node_on_host(c, &nt, bases);
+        tsr_node node = node_on_host(&list[n_nodes - 1], &nt, bases);
         if (ref_node_check(&node, NULL, 0) == 0) {
             record(r, c, 1, INFINITY, "suite bug: ref accepts this 'malformed' node");
         } else {
-            dev_result d = run_device(r, c, detail, sizeof detail);
+            dev_result d = run_device_watched(r, c, list, n_nodes, detail, sizeof detail);
             /* declining is the right answer: count it as a pass */
             record(r, c, d == DEV_DECLINED ? 0 : 1, d == DEV_DECLINED ? 0.0 : INFINITY,
                    d == DEV_DECLINED ? "declined" : detail);
@@ -581,24 +678,16 @@ void conf_case_run(conf_runner *r, conf_case *c) {
         case_free(r, c);
         return;
     }
-    if (run_ref(c, detail, sizeof detail)) {
+    if (run_ref(c, list, n_nodes, detail, sizeof detail)) {
         record(r, c, 1, INFINITY, detail);
         case_free(r, c);
         return;
     }
-    /* the report so far reaches the terminal even if the device hangs */
-    fflush(r->out);
-    case_on_device = c->name;
-    signal(SIGALRM, on_hang);
-    alarm(CONF_CASE_TIMEOUT_S);
-    dev_result dr = run_device(r, c, detail, sizeof detail);
-    alarm(0);
-    case_on_device = NULL;
-    switch (dr) {
+    switch (run_device_watched(r, c, list, n_nodes, detail, sizeof detail)) {
     case DEV_DECLINED: record(r, c, 2, 0.0, ""); break;
     case DEV_ERROR: record(r, c, 1, INFINITY, detail); break;
     case DEV_DONE: {
-        int failed = judge(r, c, &ratio, detail, sizeof detail);
+        int failed = judge(r, c, list, n_nodes, &ratio, detail, sizeof detail);
         if (!failed && r->verbose) snprintf(detail, sizeof detail, "%.3g x allowed", ratio);
         record(r, c, failed, ratio, detail);
         break;

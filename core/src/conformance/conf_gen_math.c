@@ -304,3 +304,137 @@ void conf_gen_malformed(conf_runner *r) {
     conf_case_dst(&c, F32, NE(17, 3, 1, 1), CONF_CONTIG);
     conf_case_run(r, &c);
 }
+
+/* ---------------------------------------------------------------- GRAPH */
+
+/* Several dependent nodes in one compute() call: a backend that runs work
+ * asynchronously must order it (a later node reads what an earlier one
+ * wrote, or overwrites it in place). Errors propagate along a chain, so
+ * later nodes get the tolerance of the loosest node before them. */
+
+static conf_tol tol_max(conf_tol a, conf_tol b) {
+    return (conf_tol){fmax(a.abs, b.abs), fmax(a.rel, b.rel), fmax(a.norm, b.norm)};
+}
+
+/* rms_norm -> mul by a norm weight -> mul_mat -> silu -> add bias */
+static void graph_ffn(conf_runner *r, int32_t wdt) {
+    const int64_t K = 256, M = 48, N = 5;
+    conf_case c;
+    conf_case_init(&c, TSR_OP_RMS_NORM, "GRAPH rms_norm, mul, mul_mat %s, silu, add", dtype_name(wdt));
+    conf_tol tol = conf_tolerance(TSR_OP_RMS_NORM, F32);
+    c.tol = tol;
+    c.node.fparams[0] = 1e-5f;
+    conf_case_src(r, &c, 0, F32, NE(K, N, 1, 1), CONF_CONTIG, conf_uniform(-2, 2));
+    conf_case_dst(&c, F32, NE(K, N, 1, 1), CONF_CONTIG);
+
+    conf_case_next_node(&c, TSR_OP_MUL);
+    c.tol = tol = tol_max(tol, conf_tolerance(TSR_OP_MUL, F32));
+    conf_case_src_from(&c, 0, 0);
+    conf_case_src(r, &c, 1, F32, NE(K, 1, 1, 1), CONF_CONTIG, conf_uniform(0.5f, 1.5f));
+    conf_case_dst(&c, F32, NE(K, N, 1, 1), CONF_CONTIG);
+
+    conf_case_next_node(&c, TSR_OP_MUL_MAT);
+    c.tol = tol = tol_max(tol, conf_tolerance(TSR_OP_MUL_MAT, wdt));
+    c.weight_src0 = true;
+    conf_case_src(r, &c, 0, wdt, NE(K, M, 1, 1), CONF_CONTIG, conf_uniform(-0.1f, 0.1f));
+    conf_case_src_from(&c, 1, 1);
+    conf_case_dst(&c, F32, NE(M, N, 1, 1), CONF_CONTIG);
+
+    /* silu's and add's outputs are judged relative to the matmul's scale */
+    conf_case_next_node(&c, TSR_OP_SILU);
+    c.tol = tol = tol_max(tol, conf_tolerance(TSR_OP_SILU, F32));
+    conf_case_src_from(&c, 0, 2);
+    conf_case_dst(&c, F32, NE(M, N, 1, 1), CONF_CONTIG);
+
+    conf_case_next_node(&c, TSR_OP_ADD);
+    c.tol = tol_max(tol, conf_tolerance(TSR_OP_ADD, F32));
+    conf_case_src_from(&c, 0, 3);
+    conf_case_src(r, &c, 1, F32, NE(M, 1, 1, 1), CONF_CONTIG, conf_uniform(-0.5f, 0.5f));
+    conf_case_dst(&c, F32, NE(M, N, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+}
+
+/* Swap dims 1 and 2 of the source just taken from an earlier node. */
+static void permute_src_12(conf_case *c, int i) {
+    tsr_tensor *t = &c->src[i].t;
+    int64_t ne = t->ne[1], nb = t->nb[1];
+    t->ne[1] = t->ne[2];
+    t->nb[1] = t->nb[2];
+    t->ne[2] = ne;
+    t->nb[2] = nb;
+}
+
+/* rope q and k [D, heads, tokens], then attention over permuted views */
+static void graph_attention(conf_runner *r, int32_t kv_dtype) {
+    const int64_t D = 32, H = 4, H_kv = 2, T = 3;
+    conf_case c;
+    conf_case_init(&c, TSR_OP_ROPE, "GRAPH rope q, rope k, flash_attn over permuted views, v %s",
+                   dtype_name(kv_dtype));
+    for (int k = 0; k < 2; k++) {
+        if (k) conf_case_next_node(&c, TSR_OP_ROPE);
+        c.tol = conf_tolerance(TSR_OP_ROPE, F32);
+        c.node.iparams[0] = (int32_t)D;
+        c.node.iparams[1] = TSR_ROPE_NEOX;
+        c.node.fparams[0] = 10000.0f;
+        c.node.fparams[1] = 1.0f;
+        c.node.fparams[3] = 1.0f;
+        conf_case_src(r, &c, 0, F32, NE(D, k ? H_kv : H, T, 1), CONF_CONTIG, conf_uniform(-1, 1));
+        conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(T, 1, 1, 1), CONF_CONTIG, conf_index(64));
+        conf_case_dst(&c, F32, NE(D, k ? H_kv : H, T, 1), CONF_CONTIG);
+    }
+    conf_case_next_node(&c, TSR_OP_FLASH_ATTN);
+    c.tol = tol_max(conf_tolerance(TSR_OP_ROPE, F32), conf_tolerance(TSR_OP_FLASH_ATTN, kv_dtype));
+    c.node.fparams[0] = 1.0f / sqrtf((float)D);
+    conf_case_src_from(&c, 0, 0);
+    permute_src_12(&c, 0); /* [D, T, H] */
+    if (kv_dtype == F32) {
+        conf_case_src_from(&c, 1, 1);
+        permute_src_12(&c, 1); /* [D, T, H_kv] */
+    } else {
+        conf_case_src(r, &c, 1, kv_dtype, NE(D, T, H_kv, 1), CONF_PERMUTED, conf_uniform(-1, 1));
+    }
+    conf_case_src(r, &c, 2, kv_dtype, NE(D, T, H_kv, 1), CONF_PERMUTED, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 3, TSR_DTYPE_F16, NE(T, T + 3, 1, 1), CONF_CONTIG, conf_mask(T, 0.0f));
+    conf_case_dst(&c, F32, NE(D, H, T, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+}
+
+/* scale, silu, add, mul, each in place on one buffer */
+static void graph_in_place(conf_runner *r) {
+    const int64_t ne[4] = {255, 3, 1, 1};
+    conf_case c;
+    conf_case_init(&c, TSR_OP_SCALE, "GRAPH scale, silu, add, mul all in place on [255, 3]");
+    conf_tol tol = conf_tolerance(TSR_OP_SILU, F32);
+    c.tol = tol;
+    c.node.fparams[0] = 0.5f;
+    c.node.fparams[1] = 1.0f;
+    conf_case_src(r, &c, 0, F32, ne, CONF_PADDED, conf_uniform(-4, 4));
+    conf_case_dst_inplace(&c, 0);
+    conf_case_next_node(&c, TSR_OP_SILU);
+    c.tol = tol;
+    conf_case_src_from(&c, 0, 0);
+    conf_case_dst_inplace(&c, 0);
+    conf_case_next_node(&c, TSR_OP_ADD);
+    c.tol = tol;
+    conf_case_src_from(&c, 0, 1);
+    conf_case_src(r, &c, 1, F32, NE(255, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst_inplace(&c, 0);
+    conf_case_next_node(&c, TSR_OP_MUL);
+    c.tol = tol;
+    conf_case_src_from(&c, 0, 2);
+    conf_case_src(r, &c, 1, F32, NE(1, 3, 1, 1), CONF_CONTIG, conf_uniform(-2, 2));
+    conf_case_dst_inplace(&c, 0);
+    conf_case_run(r, &c);
+}
+
+void conf_gen_graph(conf_runner *r) {
+    int32_t dts[TSR_DTYPE_COUNT];
+    int32_t n_dts = conf_weight_dtypes(dts, TSR_DTYPE_COUNT);
+    static const int32_t wanted[] = {TSR_DTYPE_F32, TSR_DTYPE_F16, TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_K};
+    for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++)
+        for (int32_t k = 0; k < n_dts; k++)
+            if (dts[k] == wanted[w]) graph_ffn(r, wanted[w]);
+    graph_attention(r, F32);
+    graph_attention(r, TSR_DTYPE_F16);
+    graph_in_place(r);
+}

@@ -97,9 +97,9 @@ static void gen_unary(conf_runner *r, int32_t op, const char *name, float lo, fl
                 const int64_t *ne = shapes[s];
                 conf_case c;
                 static const char *const vname[] = {"", " permuted/padded", " in place", " F16"};
-                conf_case_init(&c, op, "%s [%lld, %lld, %lld] %s%s", name, (long long)ne[0],
+                conf_case_init(&c, op, "%s [%lld, %lld, %lld]%s%s", name, (long long)ne[0],
                                (long long)ne[1], (long long)ne[2], op == TSR_OP_SCALE ?
-                               (p ? "x*-2+1.5" : "x*0.5") : "", vname[v]);
+                               (p ? " x*-2+1.5" : " x*0.5") : "", vname[v]);
                 c.tol = conf_tolerance(op, F32);
                 c.node.fparams[0] = params[p][0];
                 c.node.fparams[1] = params[p][1];

@@ -56,7 +56,7 @@ typedef struct conf_fill {
     int64_t visible_gap; /* MASK: n_q rows used (row i sees n_kv - gap + 1 + i) */
 } conf_fill;
 
-#define CONF_MAX_STORAGE (TSR_MAX_SRC + 1)
+#define CONF_MAX_STORAGE 16
 
 typedef struct conf_storage {
     uint64_t size;
@@ -76,17 +76,34 @@ typedef struct conf_tol {
     double abs, rel, norm;
 } conf_tol;
 
-typedef struct conf_case {
-    char name[200];
+/* One node of a case with its tensors. */
+typedef struct conf_node {
     tsr_node node;          /* op, n_src, params; tensors filled in when run */
     conf_tensor src[TSR_MAX_SRC];
     conf_tensor dst;
-    conf_storage storage[CONF_MAX_STORAGE];
-    int32_t n_storage;
     conf_tol tol;
     bool weight_src0;       /* src0 is a weight: plain host memory on devices that read it */
+} conf_node;
+
+#define CONF_MAX_NODES 8
+
+/* A case is a short list of nodes computed in one compute() call (most
+ * cases have one). The fields node..weight_src0 describe the node being
+ * built, the last of the list; conf_case_next_node() files it under
+ * earlier[] and starts another. */
+typedef struct conf_case {
+    char name[200];
+    tsr_node node;
+    conf_tensor src[TSR_MAX_SRC];
+    conf_tensor dst;
+    conf_tol tol;
+    bool weight_src0;
+    conf_node earlier[CONF_MAX_NODES - 1];
+    int32_t n_earlier;
+    conf_storage storage[CONF_MAX_STORAGE];
+    int32_t n_storage;
     bool expect_decline;    /* malformed: the device must say no */
-    bool failed_to_build;   /* a builder ran out of memory */
+    bool failed_to_build;   /* a builder ran out of memory or room */
 } conf_case;
 
 /* ----------------------------------------------------------------- runner */
@@ -122,6 +139,10 @@ conf_tensor *conf_case_dst(conf_case *c, int32_t dtype, const int64_t ne[4], con
 void conf_case_dst_inplace(conf_case *c, int i);
 /* An optional source left out (e.g. no mask): counts in n_src as NULL. */
 void conf_case_src_none(conf_case *c, int i);
+/* Finish the node being built and start another computing op. */
+void conf_case_next_node(conf_case *c, int32_t op);
+/* Source slot i of the node being built is the dst of earlier node k. */
+void conf_case_src_from(conf_case *c, int i, int k);
 
 /* The tolerance of op when its key dtype (weights, K/V, source) is
  * key_dtype; the table with reasons is in conf_tolerance.c. */
@@ -169,5 +190,6 @@ void conf_gen_concat(conf_runner *r);
 void conf_gen_argmax(conf_runner *r);
 void conf_gen_flash_attn(conf_runner *r);
 void conf_gen_malformed(conf_runner *r);
+void conf_gen_graph(conf_runner *r);
 
 #endif

@@ -65,7 +65,7 @@ void ops_compute(avx_exec *ex, const tsr_node *node, int ith, int nth);
 
 /* matmul.c */
 int matmul_supports(const avx_kernels *k, const tsr_node *node);
-size_t matmul_work_size(const tsr_node *node, int nth);
+size_t matmul_work_size(const avx_kernels *k, const tsr_node *node, int nth);
 void matmul_compute(avx_exec *ex, const tsr_node *node, int ith, int nth);
 
 #endif

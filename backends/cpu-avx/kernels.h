@@ -15,6 +15,10 @@
 typedef struct avx_kernels {
     const char *name;                 /* "avx2" or "avx512" */
     avx_dot_fn dot[TSR_DTYPE_COUNT];  /* per weight dtype; NULL: not supported */
+    /* Faster kernels over act8p activations, used when K % 64 == 0; NULL
+     * where there is none. pair_offset: the zero point act8p.corr uses. */
+    avx_dot_fn dot_pair[TSR_DTYPE_COUNT];
+    int pair_offset[TSR_DTYPE_COUNT];
     void (*act8_from_f32)(const float *x, act8 *y, int64_t n);
     void (*act8k_from_f32)(const float *x, act8k *y, int64_t n);
 } avx_kernels;

@@ -195,6 +195,148 @@ static void dot_q8_0_v(int64_t K, const void *w, const void *act, size_t act_str
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
 
+
+/* ----------------------------------------- Q4_0 / Q8_0 over act8p pairs */
+
+/* Two 32-blocks at a time. Straightforward version: dot_q4_0 / dot_q8_0 in
+ * quants.c. Layout: weight blocks as stored; activations act8p (blocks.h),
+ * whose corr lanes pre-load the -8 * sum(a) of Q4_0 into the accumulator.
+ * Per pair and column: one u8 x s8 dot (vpdpbusd with VNNI), one convert,
+ * one scale product and one FMA. */
+#if KERNELS_AVX512
+static inline __m512i dot_u8s8_512(__m512i acc, __m512i u, __m512i s) {
+#if KERNELS_VNNI
+    return _mm512_dpbusd_epi32(acc, u, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#endif
+}
+
+static inline __m512 scale_pair(float a, float b) {
+    __m512d lo = _mm512_castps_pd(_mm512_castps256_ps512(_mm256_set1_ps(a)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+}
+
+static inline __m512i join256(__m256i a, __m256i b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const blk_q4_0 *x = w;
+    const int64_t np = K / 64;
+    if (nc == 1) { /* decoding: two chains so FMA latency never binds */
+        const act8p *a = act;
+        __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+        int64_t ip = 0;
+        for (; ip + 2 <= np; ip += 2) {
+            const blk_q4_0 *b = x + 2 * ip;
+            __m512i q0 = join256(load_nibbles_q4(b[0].qs), load_nibbles_q4(b[1].qs));
+            __m512i q1 = join256(load_nibbles_q4(b[2].qs), load_nibbles_q4(b[3].qs));
+            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q0, _mm512_loadu_si512(a[ip].qs));
+            __m512i p1 = dot_u8s8_512(_mm512_loadu_si512(a[ip + 1].corr), q1, _mm512_loadu_si512(a[ip + 1].qs));
+            __m512 d0 = _mm512_mul_ps(scale_pair(f16s(b[0].d), f16s(b[1].d)), _mm512_loadu_ps(a[ip].d));
+            __m512 d1 = _mm512_mul_ps(scale_pair(f16s(b[2].d), f16s(b[3].d)), _mm512_loadu_ps(a[ip + 1].d));
+            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), d0, s0);
+            s1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), d1, s1);
+        }
+        for (; ip < np; ip++) {
+            const blk_q4_0 *b = x + 2 * ip;
+            __m512i q0 = join256(load_nibbles_q4(b[0].qs), load_nibbles_q4(b[1].qs));
+            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q0, _mm512_loadu_si512(a[ip].qs));
+            __m512 d0 = _mm512_mul_ps(scale_pair(f16s(b[0].d), f16s(b[1].d)), _mm512_loadu_ps(a[ip].d));
+            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), d0, s0);
+        }
+        out[0] = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+        return;
+    }
+    __m512 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t ip = 0; ip < np; ip++) {
+        const blk_q4_0 *b = x + 2 * ip;
+        __m512i q = join256(load_nibbles_q4(b[0].qs), load_nibbles_q4(b[1].qs));
+        __m512 dw = scale_pair(f16s(b[0].d), f16s(b[1].d));
+        for (int c = 0; c < nc; c++) {
+            const act8p *a = (const act8p *)ACT(c) + ip;
+            __m512i p = dot_u8s8_512(_mm512_loadu_si512(a->corr), q, _mm512_loadu_si512(a->qs));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(a->d)), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+/* Q8_0: |w| as u8, w's sign moved onto a (AVX-512 has no vpsignb: a masked
+ * subtract from zero where w < 0). */
+static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const blk_q8_0 *x = w;
+    const int64_t np = K / 64;
+    __m512 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t ip = 0; ip < np; ip++) {
+        const blk_q8_0 *b = x + 2 * ip;
+        __m512i q = join256(_mm256_loadu_si256((const __m256i *)b[0].qs), _mm256_loadu_si256((const __m256i *)b[1].qs));
+        __mmask64 neg = _mm512_movepi8_mask(q);
+        __m512i aq = _mm512_abs_epi8(q);
+        __m512 dw = scale_pair(f16s(b[0].d), f16s(b[1].d));
+        for (int c = 0; c < nc; c++) {
+            const act8p *a = (const act8p *)ACT(c) + ip;
+            __m512i av = _mm512_loadu_si512(a->qs);
+            __m512i sa = _mm512_mask_sub_epi8(av, neg, _mm512_setzero_si512(), av);
+            __m512i p = dot_u8s8_512(_mm512_setzero_si512(), aq, sa);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(a->d)), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+#else
+/* AVX2: the same pairs, one 256-bit half per block. */
+static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const blk_q4_0 *x = w;
+    const int64_t np = K / 64;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[AVX_NC], acc2[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = acc2[c] = _mm256_setzero_ps();
+    for (int64_t ip = 0; ip < np; ip++) {
+        const blk_q4_0 *b = x + 2 * ip;
+        __m256i qa = load_nibbles_q4(b[0].qs), qb = load_nibbles_q4(b[1].qs);
+        __m256 da = _mm256_set1_ps(f16s(b[0].d)), db = _mm256_set1_ps(f16s(b[1].d));
+        for (int c = 0; c < nc; c++) {
+            const act8p *a = (const act8p *)ACT(c) + ip;
+            __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(qa, _mm256_loadu_si256((const __m256i *)a->qs)), ones);
+            __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(qb, _mm256_loadu_si256((const __m256i *)(a->qs + 32))), ones);
+            pa = _mm256_add_epi32(pa, _mm256_loadu_si256((const __m256i *)a->corr));
+            pb = _mm256_add_epi32(pb, _mm256_loadu_si256((const __m256i *)(a->corr + 8)));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pa), _mm256_mul_ps(da, _mm256_loadu_ps(a->d)), acc[c]);
+            acc2[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pb), _mm256_mul_ps(db, _mm256_loadu_ps(a->d + 8)), acc2[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(_mm256_add_ps(acc[c], acc2[c]));
+}
+
+static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const blk_q8_0 *x = w;
+    const int64_t np = K / 64;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[AVX_NC], acc2[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = acc2[c] = _mm256_setzero_ps();
+    for (int64_t ip = 0; ip < np; ip++) {
+        const blk_q8_0 *b = x + 2 * ip;
+        __m256i qa = _mm256_loadu_si256((const __m256i *)b[0].qs), qb = _mm256_loadu_si256((const __m256i *)b[1].qs);
+        __m256i ua = _mm256_sign_epi8(qa, qa), ub = _mm256_sign_epi8(qb, qb);
+        __m256 da = _mm256_set1_ps(f16s(b[0].d)), db = _mm256_set1_ps(f16s(b[1].d));
+        for (int c = 0; c < nc; c++) {
+            const act8p *a = (const act8p *)ACT(c) + ip;
+            __m256i sa = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a->qs), qa);
+            __m256i sb = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(a->qs + 32)), qb);
+            __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, sa), ones);
+            __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(ub, sb), ones);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pa), _mm256_mul_ps(da, _mm256_loadu_ps(a->d)), acc[c]);
+            acc2[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pb), _mm256_mul_ps(db, _mm256_loadu_ps(a->d + 8)), acc2[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(_mm256_add_ps(acc[c], acc2[c]));
+}
+#endif
+
 /* Q4_K / Q5_K scales: 8 six-bit scales and mins packed in 12 bytes. */
 static inline void k4_unpack(const uint8_t *s, uint8_t *sc, uint8_t *mn) {
     for (int j = 0; j < 4; j++) {
@@ -342,6 +484,10 @@ void KERNELS_INIT(avx_kernels *k) {
     k->dot[TSR_DTYPE_Q8_0] = dot_q8_0_v;
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_v;
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_v;
+    k->dot_pair[TSR_DTYPE_Q4_0] = dot_q4_0_pair;
+    k->pair_offset[TSR_DTYPE_Q4_0] = 8;
+    k->dot_pair[TSR_DTYPE_Q8_0] = dot_q8_0_pair;
+    k->pair_offset[TSR_DTYPE_Q8_0] = 0;
     k->act8_from_f32 = act8_from_f32_v;
     k->act8k_from_f32 = quants_act8k_from_f32;
 }

@@ -42,15 +42,33 @@ int matmul_supports(const avx_kernels *k, const tsr_node *node) {
     return 1;
 }
 
+/* Which kernel and activation format a product uses. */
+typedef struct mm_plan {
+    act_kind kind;
+    avx_dot_fn dot;
+    int offset; /* act8p zero point */
+} mm_plan;
+
+static mm_plan plan_for(const avx_kernels *k, const tsr_node *node) {
+    int32_t t = node->src[0]->dtype;
+    mm_plan p = {quants_act_kind(t), k->dot[t], 0};
+    if (k->dot_pair[t] && node->src[0]->ne[0] % 64 == 0) {
+        p.kind = ACT_Q8P;
+        p.dot = k->dot_pair[t];
+        p.offset = k->pair_offset[t];
+    }
+    return p;
+}
+
 /* f32 activations with unit stride are used where they are. */
 static int act_in_place(const tsr_node *node) {
     return quants_act_kind(node->src[0]->dtype) == ACT_F32 && node->src[1]->nb[0] == 4;
 }
 
-size_t matmul_work_size(const tsr_node *node, int nth) {
+size_t matmul_work_size(const avx_kernels *k, const tsr_node *node, int nth) {
     const tsr_tensor *x = node->src[1];
     if (act_in_place(node)) return 0;
-    act_kind kind = quants_act_kind(node->src[0]->dtype);
+    act_kind kind = plan_for(k, node).kind;
     size_t rows = (size_t)(x->ne[1] * batch_count(node));
     size_t act = rows * quants_act_row_bytes(kind, x->ne[0]);
     act = (act + 63) & ~(size_t)63;
@@ -59,10 +77,10 @@ size_t matmul_work_size(const tsr_node *node, int nth) {
 }
 
 /* Step 1: activation rows -> work, row r = n + N*(b2 + B2*b3). */
-static void convert_activations(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void convert_activations(avx_exec *ex, const tsr_node *node, const mm_plan *plan, int ith, int nth) {
     const tsr_tensor *x = node->src[1];
     const int64_t K = x->ne[0], N = x->ne[1], B2 = x->ne[2];
-    act_kind kind = quants_act_kind(node->src[0]->dtype);
+    act_kind kind = plan->kind;
     size_t row_bytes = quants_act_row_bytes(kind, K);
     int64_t nrows = N * batch_count(node);
     size_t act_total = ((size_t)nrows * row_bytes + 63) & ~(size_t)63;
@@ -78,6 +96,7 @@ static void convert_activations(avx_exec *ex, const tsr_node *node, int ith, int
         uint8_t *dst = ex->work + (size_t)r * row_bytes;
         if (kind == ACT_Q8) ex->k->act8_from_f32(row, (act8 *)dst, K);
         else if (kind == ACT_Q8K) ex->k->act8k_from_f32(row, (act8k *)dst, K);
+        else if (kind == ACT_Q8P) quants_act8p_from_f32(row, (act8p *)dst, K, plan->offset, ex->k->act8_from_f32);
         else memcpy(dst, row, (size_t)K * 4);
     }
 }
@@ -87,16 +106,16 @@ void matmul_compute(avx_exec *ex, const tsr_node *node, int ith, int nth) {
     tsr_tensor *d = node->dst;
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2], B3 = x->ne[3];
     const int64_t r2 = B2 / w->ne[2], r3 = B3 / w->ne[3];
-    const avx_dot_fn dot = ex->k->dot[w->dtype];
+    const mm_plan plan = plan_for(ex->k, node);
+    const avx_dot_fn dot = plan.dot;
     const size_t w_row_bytes = (size_t)(K / tsr_dtype_block_size(w->dtype)) * (size_t)w->nb[0];
 
     if (ith == 0) atomic_store(&ex->next_chunk, 0);
     int in_place = act_in_place(node);
-    if (!in_place) convert_activations(ex, node, ith, nth);
+    if (!in_place) convert_activations(ex, node, &plan, ith, nth);
     exec_barrier(ex);
 
-    act_kind kind = quants_act_kind(w->dtype);
-    size_t act_row = quants_act_row_bytes(kind, K);
+    size_t act_row = quants_act_row_bytes(plan.kind, K);
 
     int64_t rb, cb;
     if (N == 1) {

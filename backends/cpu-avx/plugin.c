@@ -25,6 +25,7 @@ typedef struct avx_state {
     char features[160];
     char description[160];
     int n_devices;
+    int force_threads; /* TESSERA_AVX_FORCE_THREADS=1: no small-work shortcut (tests) */
 } avx_state;
 
 static avx_state g; /* the plugin's registry entry: one per loaded plugin */
@@ -55,8 +56,31 @@ static int node_supported(const tsr_node *node) {
     return ops_supports(node);
 }
 
+/* Every tensor a node touches has an address by compute time. */
+static int node_located(const tsr_node *node) {
+    if (!node->dst || (!node->dst->buffer && !node->dst->data)) return 0;
+    for (int i = 0; i < node->n_src && i < TSR_MAX_SRC; i++) {
+        const tsr_tensor *s = node->src[i];
+        if (s && !s->buffer && !s->data) return 0;
+    }
+    return 1;
+}
+
+/* Rough cost of a node in multiply-adds (matmul) or elements (the rest). */
+static double node_cost(const tsr_node *node) {
+    const tsr_tensor *d = node->dst;
+    if (node->op == TSR_OP_MUL_MAT) return (double)node->src[0]->ne[0] * (double)tsr_tensor_nelements(d);
+    if (node->op == TSR_OP_FLASH_ATTN) return (double)tsr_tensor_nelements(d) * (double)node->src[1]->ne[1] * 2.0;
+    return (double)tsr_tensor_nelements(d);
+}
+
+/* Below this much work per node list, waking threads and meeting at a
+ * barrier after every node costs more than it saves (tiny models, and
+ * machines where the other cores are busy). */
+#define MIN_COST_PER_EXTRA_THREAD 1.0e7
+
 static size_t node_work_size(const tsr_node *node, int nth) {
-    if (node->op == TSR_OP_MUL_MAT) return matmul_work_size(node, nth);
+    if (node->op == TSR_OP_MUL_MAT) return matmul_work_size(&g.kernels, node, nth);
     return ops_work_size(node, nth);
 }
 
@@ -83,15 +107,21 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     if (nth > AVX_POOL_MAX_THREADS) nth = AVX_POOL_MAX_THREADS;
 
     size_t need = 0;
+    double cost = 0.0;
     for (int32_t i = 0; i < n_nodes; i++) {
         if (nodes[i].op == TSR_OP_NONE) continue;
-        if (!node_supported(&nodes[i])) {
+        if (!node_supported(&nodes[i]) || !node_located(&nodes[i])) {
             plog(TSR_LOG_ERROR, "node %d (op %d, tensor '%s') is not supported by cpu-avx0", i,
                  nodes[i].op, nodes[i].dst && nodes[i].dst->name ? nodes[i].dst->name : "");
             return TSR_ERR_UNSUPPORTED;
         }
         size_t w = node_work_size(&nodes[i], nth);
         if (w > need) need = w;
+        cost += node_cost(&nodes[i]);
+    }
+    if (nth > 1 && !g.force_threads && cost / (nth - 1) < MIN_COST_PER_EXTRA_THREAD) {
+        int fit = (int)(cost / MIN_COST_PER_EXTRA_THREAD) + 1;
+        nth = fit < nth ? fit : nth;
     }
     if (need > q->ex.work_size) {
         size_t size = (need + 4095) & ~(size_t)4095;
@@ -279,6 +309,8 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
         return TSR_ERR_UNSUPPORTED;
     }
     g.level = requested_level(best);
+    const char *force = getenv("TESSERA_AVX_FORCE_THREADS");
+    g.force_threads = force && *force && strcmp(force, "0") != 0;
     if (g.level == AVX_LEVEL_AVX512 && g.cpu.avx512vnni) kernels_init_avx512vnni(&g.kernels);
     else if (g.level == AVX_LEVEL_AVX512) kernels_init_avx512(&g.kernels);
     else kernels_init_avx2(&g.kernels);

@@ -250,6 +250,7 @@ size_t quants_act_row_bytes(act_kind kind, int64_t K) {
     case ACT_F32: return (size_t)K * 4;
     case ACT_Q8: return (size_t)(K / 32) * sizeof(act8);
     case ACT_Q8K: return (size_t)(K / 256) * sizeof(act8k);
+    case ACT_Q8P: return (size_t)(K / 64) * sizeof(act8p);
     default: return 0;
     }
 }
@@ -271,6 +272,22 @@ void quants_act8_from_f32(const float *x, act8 *y, int64_t n) {
         y[ib].isum = sum;
         y[ib].s = fp16_round(d * (float)sum);
         y[ib].pad = 0;
+    }
+}
+
+void quants_act8p_from_f32(const float *x, act8p *y, int64_t n, int offset, act8_quantizer q8) {
+    act8 half[2];
+    if (!q8) q8 = quants_act8_from_f32;
+    for (int64_t ip = 0; ip < n / 64; ip++, x += 64) {
+        q8(x, half, 64);
+        for (int h = 0; h < 2; h++) {
+            memcpy(y[ip].qs + 32 * h, half[h].qs, 32);
+            for (int l = 0; l < 8; l++) {
+                const int8_t *q = half[h].qs + 4 * l;
+                y[ip].d[8 * h + l] = half[h].d;
+                y[ip].corr[8 * h + l] = -offset * (q[0] + q[1] + q[2] + q[3]);
+            }
+        }
     }
 }
 

@@ -22,7 +22,7 @@ typedef void (*avx_dot_fn)(int64_t K, const void *w, const void *act, size_t act
                            int nc, float *out);
 
 /* Which activation format a weight dtype's dot reads. */
-typedef enum { ACT_F32 = 0, ACT_Q8 = 1, ACT_Q8K = 2, ACT_NONE = -1 } act_kind;
+typedef enum { ACT_F32 = 0, ACT_Q8 = 1, ACT_Q8K = 2, ACT_Q8P = 3, ACT_NONE = -1 } act_kind;
 act_kind quants_act_kind(int32_t dtype);
 
 /* Bytes of one activation row of K elements in that format. */
@@ -41,6 +41,11 @@ void quants_row_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
 /* Activation quantizers; n a multiple of 32 (act8) or 256 (act8k). */
 void quants_act8_from_f32(const float *x, act8 *y, int64_t n);
 void quants_act8k_from_f32(const float *x, act8k *y, int64_t n);
+/* n a multiple of 64; offset is the weight type's zero point (see act8p);
+ * q8 quantizes the 32-blocks (a vector act8 quantizer, or NULL for the
+ * plain C one). */
+typedef void (*act8_quantizer)(const float *x, act8 *y, int64_t n);
+void quants_act8p_from_f32(const float *x, act8p *y, int64_t n, int offset, act8_quantizer q8);
 
 /* Plain C dot kernel for dtype, or NULL if the plugin cannot multiply it. */
 avx_dot_fn quants_scalar_dot(int32_t dtype);

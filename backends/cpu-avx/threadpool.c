@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,8 +19,10 @@
 #define cpu_relax() ((void)0)
 #endif
 
-/* Pause iterations before a waiter goes to sleep (~tens of microseconds). */
-enum { SPIN_LIMIT = 4000 };
+/* Pause iterations, then yields, before a waiter goes to sleep: spinning
+ * keeps token-by-token decoding fast; yielding lets a preempted partner
+ * thread run when the machine is oversubscribed. */
+enum { SPIN_LIMIT = 2000, YIELD_LIMIT = 50 };
 
 typedef struct worker {
     avx_pool *pool;
@@ -63,6 +66,10 @@ static void wait_change(_Atomic uint32_t *word, uint32_t seen, _Atomic int *slee
     for (int i = 0; i < SPIN_LIMIT; i++) {
         if (atomic_load_explicit(word, memory_order_acquire) != seen) return;
         cpu_relax();
+    }
+    for (int i = 0; i < YIELD_LIMIT; i++) {
+        if (atomic_load_explicit(word, memory_order_acquire) != seen) return;
+        sched_yield();
     }
     while (atomic_load_explicit(word, memory_order_acquire) == seen) {
         atomic_fetch_add(sleepers, 1);

@@ -211,12 +211,14 @@ static void test_mul_mat(void) {
         /* K, M, N, B2 (src1), B2 (src0) */
         {512, 1, 1, 1, 1}, {512, 7, 1, 1, 1}, {256, 33, 3, 1, 1}, {512, 16, 4, 1, 1},
         {256, 70, 9, 1, 1}, {256, 5, 130, 1, 1}, {256, 9, 2, 4, 2},
+        {96, 6, 5, 1, 1}, /* K % 64 != 0: the 32-block types' other path */
     };
     for (int t = 0; t < N_WEIGHT_TYPES; t++) {
         int32_t wt = weight_types[t];
         const dtype_traits *tr = dtype_traits_get(wt);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             int64_t K = shapes[s][0], M = shapes[s][1], N = shapes[s][2], B = shapes[s][3], Bw = shapes[s][4];
+            if (K % tr->block_size != 0) continue;
             tensor *w = tensor_new(wt, K, M, Bw, 1);
             tensor *x = tensor_new(TSR_DTYPE_F32, K, N, B, 1);
             tensor *oa = tensor_new(TSR_DTYPE_F32, M, N, B, 1), *or_ = tensor_new(TSR_DTYPE_F32, M, N, B, 1);

@@ -110,6 +110,74 @@ def test_concurrent_equals_alone():
         expect(m["tessera_slots_busy"] == 0 and m["tessera_kv_cells_used"] == 0, "slots not freed: %r" % m)
 
 
+def test_small_batches():
+    """-b 4: prompts go in over several steps, mixed with other slots'
+    generated tokens; alone the server still equals `tessera run -b 4`."""
+    long_prompts = ["Lily and Tom went to the park to play with a ball and a kite",
+                    "Once upon a time there was a little girl who liked to sing",
+                    "The big dog ran after the red ball in the green garden"]
+    with Server("--parallel", "3", "-b", "4") as srv:
+        alone = []
+        for p in long_prompts:
+            want = run_greedy(p, 24, ["-b", "4"])
+            got = complete(srv, p, 24)["choices"][0]["text"]
+            expect(got == want, "-b 4 alone %r != run -b 4 %r" % (got, want))
+            alone.append(got)
+        out = [None] * 3
+
+        def worker(i):
+            out[i] = complete(srv, long_prompts[i], 24)["choices"][0]["text"]
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        expect(out == alone, "-b 4 concurrent %r != alone %r" % (out, alone))
+
+
+def raw_exchange(port, head, body=b"", timeout=20):
+    """Send raw bytes, return the status code of the reply."""
+    s = socket.create_connection((HOST, port), timeout=timeout)
+    try:
+        s.sendall(head + body)
+        data = b""
+        while b"\r\n" not in data:
+            try:
+                chunk = s.recv(4096)
+            except socket.timeout:
+                return None
+            if not chunk:
+                break
+            data += chunk
+        return int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.") else None
+    finally:
+        s.close()
+
+
+def test_body_limits():
+    with Server("--max-body", "4096") as srv:
+        # a huge declared length is answered at once, without reading it
+        t0 = time.time()
+        st = raw_exchange(srv.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                                    b"Content-Length: 100000000000\r\n\r\n")
+        expect(st == 413 and time.time() - t0 < 5, "huge Content-Length: status %r" % st)
+        # a chunked body over the limit
+        chunk = b"x" * 3000
+        body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(3)) + b"0\r\n\r\n"
+        st = raw_exchange(srv.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                                    b"Transfer-Encoding: chunked\r\n\r\n", body)
+        expect(st == 413, "chunked 9000 bytes: status %r" % st)
+        expect_error(srv, "/v1/completions", {"prompt": "x" * 5000}, 413, what="5000-byte body")
+        st, obj = srv.json("POST", "/v1/completions", {"prompt": "Once", "max_tokens": 2})
+        expect(st == 200, "small body after 413s: %d" % st)
+        # garbage that is not HTTP at all
+        st = raw_exchange(srv.port, b"\x00\xff GARBAGE / HTTP/9.9\r\n\r\n", timeout=2)
+        expect(st in (None, 400, 404, 405, 501, 505), "garbage request: %r" % st)
+        st, obj = srv.json("GET", "/health")
+        expect(st == 200, "unhealthy after bad bodies")
+
+
 def test_sampling_fields():
     with Server() as srv:
         base = {"prompt": "Once upon a time", "max_tokens": 20}
@@ -325,7 +393,9 @@ if __name__ == "__main__":
         ("completions equal tessera run, streamed and not", test_completions_equal_run),
         ("chat uses the template, streamed and not", test_chat_uses_template),
         ("concurrent requests equal the same alone", test_concurrent_equals_alone),
+        ("prompts over several steps (-b 4)", test_small_batches),
         ("sampling fields: seed, stop, logit_bias, penalties", test_sampling_fields),
+        ("body limits: declared, chunked, garbage", test_body_limits),
         ("malformed requests: status and OpenAI error body", test_errors),
         ("--api-key", test_api_key),
         ("busy slots 503, disconnect frees the slot", test_busy_and_disconnect),

@@ -181,4 +181,7 @@ def main(tests):
         except Failure as ex:
             failed += 1
             print("FAIL %s: %s" % (name, ex))
+        except Exception as ex:  # a crash of the test itself is a failure too
+            failed += 1
+            print("FAIL %s: %s: %s" % (name, type(ex).__name__, ex))
     sys.exit(1 if failed else 0)

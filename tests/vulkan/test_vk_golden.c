@@ -1,0 +1,143 @@
+/*
+ * Model goldens with layers offloaded to a Vulkan device, through the
+ * public API:
+ *   - logits at every prompt position within TOL of llama.cpp's (the
+ *     golden top-8, and every logit where the golden has them all);
+ *   - the greedy continuation equals llama.cpp's ("strict"), or, for
+ *     quantized weights ("quant": llama.cpp rounds activations to 8 bits,
+ *     the GPU does not), equals it up to the first step whose golden margin
+ *     is below the measured logit error.
+ * Exit 77 when the device is not there (no Vulkan driver).
+ *
+ * usage: test_vk_golden MODEL_NAME strict|quant TOL DEVICES N_GPU_LAYERS
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/tessera.h>
+
+#include "golden.h"
+#include "host/host.h"
+
+static int32_t best_of(const float *x, int32_t n, float *second) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    *second = -INFINITY;
+    for (int32_t i = 0; i < n; i++)
+        if (i != best && x[i] > *second) *second = x[i];
+    return best;
+}
+
+/* Max |logit error| over the prompt positions. */
+static double prompt_error(tessera_context *ctx, const golden_case *g, int32_t nv) {
+    double err = 0.0;
+    for (int32_t p = 0; p < g->n_tokens; p++) {
+        const float *lg = tessera_logits(ctx, p);
+        for (int k = 0; k < GOLDEN_TOP; k++) {
+            const golden_top *t = &g->top[p * GOLDEN_TOP + k];
+            err = fmax(err, fabs((double)lg[t->id] - t->logit));
+        }
+        if (g->all && g->n_vocab == nv)
+            for (int32_t i = 0; i < nv; i++)
+                err = fmax(err, fabs((double)lg[i] - g->all[(size_t)p * (size_t)nv + (size_t)i]));
+    }
+    return err;
+}
+
+/* Returns 0 pass, 1 fail. */
+static int run_case(tessera_model *m, const golden_case *g, int ci, const char *mode, double tol) {
+    const int32_t nv = tessera_model_n_vocab(m);
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = (uint32_t)(g->n_tokens + g->n_greedy + 1);
+    cp.n_threads = 2;
+    tessera_context *ctx = tessera_context_new(m, &cp);
+    if (!ctx) {
+        printf("FAIL case %d: context: %s\n", ci, tessera_last_error());
+        return 1;
+    }
+    if (tessera_decode(ctx, g->tokens, g->n_tokens, 0, TESSERA_DECODE_ALL_LOGITS) != 0) {
+        printf("FAIL case %d: decode: %s\n", ci, tessera_last_error());
+        tessera_context_free(ctx);
+        return 1;
+    }
+    double err = prompt_error(ctx, g, nv);
+    const bool quant = strcmp(mode, "quant") == 0;
+    int matched = 0, needed = g->n_greedy;
+    double err_seen = err;
+    const float *lg = tessera_logits(ctx, -1);
+    for (int32_t i = 0; i < g->n_greedy; i++) {
+        float second;
+        tessera_token tok = best_of(lg, nv, &second);
+        if (tok != g->greedy[i]) {
+            if (quant && i < g->n_margin && g->margin[i] < err_seen) needed = i;
+            break;
+        }
+        if (i < g->n_margin) err_seen = fmax(err_seen, fabs((double)(lg[tok] - second) - g->margin[i]));
+        matched++;
+        if (tessera_decode(ctx, &tok, 1, g->n_tokens + i, 0) != 0) {
+            printf("FAIL case %d: decode of greedy token %d: %s\n", ci, i, tessera_last_error());
+            tessera_context_free(ctx);
+            return 1;
+        }
+        lg = tessera_logits(ctx, -1);
+    }
+    tessera_context_free(ctx);
+    const bool ok = quant ? matched >= needed : err <= tol && matched == g->n_greedy;
+    printf("%s case %d (%d tokens): prompt logits max err %.3g (tolerance %g%s), greedy %d/%d matched (%d required)\n",
+           ok ? "ok  " : "FAIL", ci, g->n_tokens, err, tol, quant ? ", informative" : "", matched, g->n_greedy,
+           quant ? needed : g->n_greedy);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 6) {
+        fprintf(stderr, "usage: test_vk_golden MODEL_NAME strict|quant TOL DEVICES N_GPU_LAYERS\n");
+        return 2;
+    }
+    const char *name = argv[1], *mode = argv[2], *devices = argv[4];
+    const double tol = atof(argv[3]);
+    const int ngl = atoi(argv[5]);
+    const char *shared = getenv("TESSERA_SHARED"), *build = getenv("TESSERA_BUILD_ROOT");
+    if (!shared) shared = "../shared";
+    char path[1024], gpath[1024];
+    snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
+    snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
+    golden_case *cases;
+    int n_cases = golden_load(gpath, &cases);
+    if (n_cases <= 0) return 1;
+
+    const char *dirs[1] = {build};
+    tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0};
+    if (tessera_init(&ip) != 0) {
+        fprintf(stderr, "init: %s\n", tessera_last_error());
+        return 1;
+    }
+    char first[64];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(devices, ","), devices);
+    if (!host_device_find(first)) {
+        printf("skip: no device %s (no Vulkan driver?)\n", first);
+        golden_free(cases, n_cases);
+        tessera_shutdown();
+        return 77;
+    }
+    tessera_model_params mp = tessera_model_default_params();
+    mp.devices = devices;
+    mp.n_gpu_layers = ngl;
+    tessera_model *m = tessera_model_load(path, &mp);
+    if (!m) {
+        printf("FAIL %s on %s: %s\n", name, devices, tessera_last_error());
+        golden_free(cases, n_cases);
+        tessera_shutdown();
+        return 1;
+    }
+    printf("%s on %s, -ngl %d\n", name, devices, ngl);
+    int failures = 0;
+    for (int c = 0; c < n_cases; c++) failures += run_case(m, &cases[c], c, mode, tol);
+    tessera_model_free(m);
+    golden_free(cases, n_cases);
+    tessera_shutdown();
+    return failures ? 1 : 0;
+}

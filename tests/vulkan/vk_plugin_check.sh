@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# tessera plugin check on the Vulkan plugin: every op family against ref on
+# every Vulkan device; exit 77 (skip) when the plugin reports no device.
+# usage: vk_plugin_check.sh PLUGIN.so   (TESSERA_BIN from the test env)
+set -u
+bin=${TESSERA_BIN:?TESSERA_BIN not set}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$bin" plugin check "$1" > "$out" 2>&1
+rc=$?
+cat "$out"
+if [ $rc -eq 77 ]; then echo "skip: no Vulkan device"; exit 77; fi
+if [ $rc -ne 0 ]; then echo "FAIL: tessera plugin check exited $rc"; exit 1; fi
+# The ops the llama graphs need must run on the device, not fall back.
+for fam in GET_ROWS ADD MUL SCALE MUL_MAT RMS_NORM ROPE SOFT_MAX SILU SWIGLU; do
+  if ! grep -qE "^  $fam +[0-9]+ cases: +[1-9][0-9]* passed, 0 failed, 0 unsupported" "$out"; then
+    echo "FAIL: $fam is not fully supported on the device"; exit 1
+  fi
+done
+exit 0

@@ -434,6 +434,106 @@ static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_str
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
 
+
+#if KERNELS_AVX512
+/* 512-bit Q4_K / Q6_K: two sub-blocks per register (64 contiguous elements,
+ * matching 64 contiguous activation bytes), the pair's two scales in the
+ * i16 halves of the madd operand. Same sums as the 256-bit versions above. */
+static inline __m512i i16_halves(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)a)), _mm256_set1_epi16((short)b), 1);
+}
+
+static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const blk_q4_k *x = w;
+    const int64_t nb = K / 256;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const blk_q4_k *b = x + ib;
+        uint8_t sc[8], mn[8];
+        k4_unpack(b->scales, sc, mn);
+        const float d = f16s(b->d), dmin = f16s(b->dmin);
+        __m256i mins16 = _mm256_cvtepu8_epi16(_mm_set_epi8(
+            (char)mn[7], (char)mn[7], (char)mn[6], (char)mn[6], (char)mn[5], (char)mn[5], (char)mn[4], (char)mn[4],
+            (char)mn[3], (char)mn[3], (char)mn[2], (char)mn[2], (char)mn[1], (char)mn[1], (char)mn[0], (char)mn[0]));
+        __m512i q[4], scl[4];
+        for (int c4 = 0; c4 < 4; c4++) {
+            __m256i bytes = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c4));
+            __m512i both = join256(bytes, _mm256_srli_epi16(bytes, 4));
+            q[c4] = _mm512_and_si512(both, m4);
+            scl[c4] = i16_halves(sc[2 * c4], sc[2 * c4 + 1]);
+        }
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            __m512i sumi = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                __m512i p16 = _mm512_maddubs_epi16(q[j], _mm512_loadu_si512(a->qs + 64 * j));
+                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p16, scl[j]));
+            }
+            __m256i mins = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), mins16);
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * a->d));
+            acc[c] = _mm512_add_ps(acc[c], v);
+            /* the min term is one 8-lane vector: fold it into the low half */
+            __m512 m = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(dmin * a->d)));
+            acc[c] = _mm512_mask_sub_ps(acc[c], 0x00ff, acc[c], m);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const blk_q6_k *x = w;
+    const int64_t nb = K / 256;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+    /* i16 lanes of a pair register use scales g, g+1, g+2, g+3 (8 lanes each) */
+    const __m128i idx_lo = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m128i idx_hi = _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    __m512 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const blk_q6_k *b = x + ib;
+        __m512i q[4], scl[4];
+        const __m128i sc_all = _mm_loadu_si128((const __m128i *)b->scales);
+        for (int n = 0; n < 2; n++) {
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n));
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n + 32));
+            __m256i h = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * n));
+            __m256i lows[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                               _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                               _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+            __m256i qq[4];
+            for (int k = 0; k < 4; k++) {
+                __m256i hk = _mm256_and_si256(_mm256_srli_epi16(h, 2 * k), m2);
+                qq[k] = _mm256_or_si256(lows[k], _mm256_slli_epi16(hk, 4));
+            }
+            for (int t = 0; t < 2; t++) {
+                q[2 * n + t] = join256(qq[2 * t], qq[2 * t + 1]);
+                /* groups 8n+4t .. 8n+4t+3 */
+                __m128i s4 = _mm_shuffle_epi8(sc_all, _mm_add_epi8(idx_lo, _mm_set1_epi8((char)(8 * n + 4 * t))));
+                __m128i s4h = _mm_shuffle_epi8(sc_all, _mm_add_epi8(idx_hi, _mm_set1_epi8((char)(8 * n + 4 * t))));
+                scl[2 * n + t] = _mm512_cvtepi8_epi16(_mm256_set_m128i(s4h, s4));
+            }
+        }
+        __m256i sc16 = _mm256_cvtepi8_epi16(sc_all);
+        const float d = f16s(b->d);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            __m512i sumi = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                __m512i p16 = _mm512_maddubs_epi16(q[j], _mm512_loadu_si512(a->qs + 64 * j));
+                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p16, scl[j]));
+            }
+            __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), sc16);
+            __m512i offz = _mm512_castsi256_si512(_mm256_slli_epi32(off, 5));
+            sumi = _mm512_mask_sub_epi32(sumi, 0x00ff, sumi, offz);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * a->d), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+#endif
+
 /* ------------------------------------------------ activation quantizers */
 
 /* f32 -> act8 (as quants_act8_from_f32): amax by vector max, round to
@@ -484,6 +584,10 @@ void KERNELS_INIT(avx_kernels *k) {
     k->dot[TSR_DTYPE_Q8_0] = dot_q8_0_v;
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_v;
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_v;
+#if KERNELS_AVX512
+    k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_512;
+    k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_512;
+#endif
     k->dot_pair[TSR_DTYPE_Q4_0] = dot_q4_0_pair;
     k->pair_offset[TSR_DTYPE_Q4_0] = 8;
     k->dot_pair[TSR_DTYPE_Q8_0] = dot_q8_0_pair;

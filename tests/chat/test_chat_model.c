@@ -120,7 +120,8 @@ static void check_family(const char *path, const family_case *fc, const char *bi
     if (!bin) return;
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "printf 'Hello\\nAnd then?\\n' | '%s' chat -m '%s' -n 4 --seed 1 --verbose 2>&1",
+             "printf 'Hello\\nAnd then?\\n' | '%s' chat -m '%s' -n 4 --seed 1 --verbose "
+             "--device ref 2>&1",
              bin, path);
     FILE *p = popen(cmd, "r");
     CHECK(p != NULL, "%s: cannot run %s", fc->name, bin);

@@ -111,7 +111,8 @@ static graph_tensor *attention(graph *g, const model *m, kv_cache *kv, int il, g
      * after them). */
     graph_tensor *K = graph_view_3d(g, kc, D, n_kv, Hkv, k_row, D * es, 0);         /* [D, n_kv, Hkv] */
     graph_tensor *V = graph_view_3d(g, vc, n_kv, D, Hkv, v_row, v_row * D, 0);      /* [n_kv, D, Hkv] */
-    graph_tensor *qp = round_like_cache(g, graph_permute(g, q, 0, 2, 1, 3), kv);  /* [D, T, H] */
+    /* (rounded while contiguous, then permuted) */
+    graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv), 0, 2, 1, 3);  /* [D, T, H] */
     graph_tensor *kq = graph_mul_mat(g, K, qp);                                     /* [n_kv, T, H] */
     kq = graph_soft_max(g, kq, io->mask, 1.0f / sqrtf((float)D), 0.0f);
     if (kq) graph_tensor_set_name(kq, "kq_soft_max-%d", il);

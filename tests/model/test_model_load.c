@@ -27,6 +27,7 @@ typedef struct spec {
     int tied;               /* no output.weight */
     float rope_factor;      /* > 0: write rope_freqs.weight filled with it */
     float bias_value;
+    const char *rope_scaling; /* rope.scaling.type, with factor 4 */
 } spec;
 
 static int failures;
@@ -70,6 +71,12 @@ static int write_model(const char *path, const spec *s) {
     SETU("attention.head_count_kv", HKV);
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
     gguf_writer_set_f32(w, key, 1e-5f);
+    if (s->rope_scaling) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+        gguf_writer_set_str(w, key, s->rope_scaling, strlen(s->rope_scaling));
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
+        gguf_writer_set_f32(w, key, 4.0f);
+    }
 #undef SETU
     float *bufs[64];
     int nb = 0;
@@ -180,7 +187,7 @@ int main(void) {
     CHECK(write_model(path, &good) == 0, "write: %s", error_get());
     model *m = load(path);
     CHECK(m, "llama: %s", error_get());
-    float base[V], other[V];
+    float base[V], other[V], ff4[V];
     if (m) {
         CHECK(m->hp.n_embd == E && m->hp.n_layer == L && m->hp.n_head == H && m->hp.n_head_kv == HKV &&
                   m->hp.head_dim == D && m->hp.n_ff == F && m->hp.n_vocab == V && m->hp.n_rot == D,
@@ -218,6 +225,22 @@ int main(void) {
     if (m && forward(m, other) == 0) {
         CHECK(max_diff(base, other) > 1e-4, "factors of 4 did not change logits");
         printf("ok   rope_freqs of 4: max diff %.3g\n", max_diff(base, other));
+        memcpy(ff4, other, sizeof ff4);
+    }
+    model_free(m);
+
+    /* Linear RoPE scaling: positions divided by the factor. */
+    spec lin = good;
+    lin.rope_scaling = "linear";
+    write_model(path, &lin);
+    m = load(path);
+    CHECK(m && m->hp.rope_freq_scale == 0.25f, "linear scaling: %s", error_get());
+    if (m && forward(m, other) == 0) {
+        CHECK(max_diff(base, other) > 1e-4, "linear scaling did not change logits");
+        printf("ok   linear rope scaling x4: freq_scale 0.25, logits differ by %.3g\n", max_diff(base, other));
+        /* dividing every frequency by 4 is the same rotation either way */
+        CHECK(max_diff(ff4, other) < 1e-4, "factors of 4 and linear x4 differ by %g", max_diff(ff4, other));
+        printf("ok   frequency factors of 4 == linear scaling x4: max diff %.3g\n", max_diff(ff4, other));
     }
     model_free(m);
 
@@ -258,6 +281,8 @@ int main(void) {
     expect_error(path, &s, "missing key", "llama.embedding_length", NULL, NULL);
     s = good, s.head_count = 5;
     expect_error(path, &s, "heads do not divide", "head_count", NULL, NULL);
+    s = good, s.rope_scaling = "yarn";
+    expect_error(path, &s, "unsupported rope scaling", "rope.scaling.type", "yarn", NULL);
     s = good, s.drop = "token_embd.weight";
     expect_error(path, &s, "missing embeddings", "token_embd.weight", NULL, NULL);
 

@@ -67,6 +67,44 @@ static int32_t find_free_run(const kv_cache *kv, int32_t want, int32_t *head) {
     return best_len;
 }
 
+/* Cells after the last used one are not attended to, but holes below it are:
+ * every token of a step computes attention over all n_kv cells. Sequences
+ * finishing at different times leave holes, so n_kv would creep up to n_ctx;
+ * moving the used cells down to 0..used-1 keeps it near the cells in use.
+ * Done in place when every layer's K/V is in host-addressable memory (the
+ * decode calls are synchronous, nothing is computing meanwhile). K rows are
+ * contiguous per cell; V is transposed, so a cell is one element per row. */
+static void kv_compact(kv_cache *kv) {
+    int32_t used = 0, n_kv = 0;
+    for (int32_t j = 0; j < kv->n_ctx; j++)
+        if (kv->cell_seq[j]) {
+            used++;
+            n_kv = j + 1;
+        }
+    int32_t slack = used / 4 > 64 ? used / 4 : 64;
+    if (n_kv - used <= slack) return;
+    for (int32_t il = 0; il < kv->n_layer; il++)
+        if (!kv->layers[il].k_data || !kv->layers[il].v_data) return;
+    const size_t es = kv->dtype == TSR_DTYPE_F32 ? 4 : 2;
+    const size_t k_row = (size_t)kv->n_embd_k * es, v_row = (size_t)kv->n_ctx * es;
+    int32_t dst = 0;
+    for (int32_t j = 0; j < n_kv; j++) {
+        if (!kv->cell_seq[j]) continue;
+        if (j != dst) {
+            for (int32_t il = 0; il < kv->n_layer; il++) {
+                char *k = kv->layers[il].k_data, *v = kv->layers[il].v_data;
+                memcpy(k + (size_t)dst * k_row, k + (size_t)j * k_row, k_row);
+                for (int32_t r = 0; r < kv->n_embd_v; r++)
+                    memcpy(v + (size_t)r * v_row + (size_t)dst * es, v + (size_t)r * v_row + (size_t)j * es, es);
+            }
+            kv->cell_seq[dst] = kv->cell_seq[j];
+            kv->cell_pos[dst] = kv->cell_pos[j];
+            cell_clear(kv, j);
+        }
+        dst++;
+    }
+}
+
 /* Token t (sequence s_t at position p_t) sees cell j when the cell holds a
  * position <= p_t of s_t. The micro-batch's own cells are marked already. */
 static void batch_fill_mask(float *mask, const kv_cache *kv, int32_t n_kv, int32_t n,
@@ -162,6 +200,8 @@ int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, cons
     if (n_free < n_tokens)
         return error_set("decode batch: context full: %d tokens need cells, %d of %d are free (-c)", n_tokens,
                          n_free, kv->n_ctx);
+
+    kv_compact(kv);
 
     double t0 = tessera_now_ms();
     const size_t nv = (size_t)m->hp.n_vocab;

@@ -11,6 +11,7 @@
  * Each slot may hold slot_ctx = n_ctx / n_slots positions, so all slots
  * together always fit the cache.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,10 +200,14 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t) {
         request_finish(e, r, "stop");
         return;
     }
-    char piece[256];
-    int32_t len = tessera_token_to_piece(e->p.model, t, piece, sizeof piece, false);
+    char small[256], *piece = small;
+    int32_t len = tessera_token_to_piece(e->p.model, t, small, sizeof small, false);
+    if (len < 0 && len != INT32_MIN && (piece = malloc((size_t)-len)) != NULL) /* a long token */
+        len = tessera_token_to_piece(e->p.model, t, piece, -len, false);
     size_t from = r->len;
-    if (len > 0 && serve_text_append(r, piece, (size_t)len) != 0) {
+    int app = piece && len > 0 ? serve_text_append(r, piece, (size_t)len) : 0;
+    if (piece != small) free(piece);
+    if (!piece || app != 0) {
         snprintf(r->error, sizeof r->error, "out of memory for the generated text");
         request_finish(e, r, "stop");
         return;

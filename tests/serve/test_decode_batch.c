@@ -6,6 +6,7 @@
  *     each per step, micro-batches of 5) give each sequence's own logits
  *     within float noise and the same greedy tokens;
  *   - a sequence removed and restarted mid-way leaves the others unchanged;
+ *   - a sequence whose cells are compacted past a big hole goes on the same;
  *   - bad sequence ids, tokens, positions and a full cache are errors, and
  *     the context works afterwards.
  */
@@ -266,6 +267,44 @@ int main(void) {
               tessera_last_error());
         const float *l = tessera_logits(multi, 0);
         CHECK(l && max_diff(l, ref[2].logits, n_vocab) < 1e-3f, "after errors: logits differ");
+    }
+
+    /* 4. Holes below the last used cell are compacted away: sequence 11
+     * sits after 200 cells of sequence 10, which then goes; its K/V move to
+     * the start of the cache and it must go on exactly as before. */
+    {
+        for (int q = 0; q < TESSERA_MAX_SEQ; q++) tessera_seq_remove(multi, q, 0);
+        enum { FILL = 200 };
+        tessera_token tok[FILL];
+        int32_t pos[FILL], seq[FILL];
+        for (int i = 0; i < FILL; i++) {
+            tok[i] = 3 + i % 200;
+            pos[i] = i;
+            seq[i] = 10;
+        }
+        int rc = tessera_decode_batch(multi, tok, pos, seq, NULL, FILL);
+        const reference *r = &ref[0];
+        const int h = N_STEPS / 2;
+        int n = 0;
+        for (int i = 0; i < r->n_prompt + h; i++, n++) {
+            tok[n] = i < r->n_prompt ? r->prompt[i] : r->tokens[i - r->n_prompt];
+            pos[n] = i;
+            seq[n] = 11;
+        }
+        if (rc == 0) rc = tessera_decode_batch(multi, tok, pos, seq, NULL, n);
+        CHECK(rc == 0, "compaction setup: %s", tessera_last_error());
+        tessera_seq_remove(multi, 10, 0);
+        for (int k = h; rc == 0 && k < N_STEPS; k++) {
+            int32_t p = r->n_prompt + k, sq = 11;
+            bool w = true;
+            rc = tessera_decode_batch(multi, &r->tokens[k], &p, &sq, &w, 1);
+            CHECK(rc == 0, "after compaction: %s", tessera_last_error());
+            const float *l = rc == 0 ? tessera_logits(multi, 0) : NULL;
+            float d = l ? max_diff(l, r->logits + (size_t)(k + 1) * n_vocab, n_vocab) : -1.0f;
+            CHECK(l && d < 1e-2f, "after compaction step %d: logits differ by %g", k, d);
+        }
+        CHECK(tessera_kv_cells_used(multi) == r->n_prompt + N_STEPS, "compaction: %d cells used",
+              tessera_kv_cells_used(multi));
     }
 
     for (int q = 0; q < N_SEQ; q++) free(ref[q].logits);

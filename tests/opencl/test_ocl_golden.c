@@ -8,8 +8,11 @@
  * not) requires the greedy tokens to match up to the first step whose golden
  * margin is below the measured error, as tests/model/test_golden.c does.
  *
- * usage: test_ocl_golden MODEL_NAME strict|quant TOL N_GPU_LAYERS
- * Exits 77 (skipped) when no OpenCL device is present.
+ * usage: test_ocl_golden MODEL_NAME strict|quant TOL N_GPU_LAYERS [CPU_DEVICE]
+ * CPU_DEVICE computes the layers not offloaded: "ref" (the default; exact,
+ * so any error measured is the OpenCL device's) or e.g. "cpu-avx0".
+ * Exits 77 (skipped) when no OpenCL device is present. TESSERA_TEST_KV_F32=1
+ * uses an F32 KV cache (to tell F16 rounding effects from kernel errors).
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@ static int run_case(tessera_model *m, const golden_case *g, bool quant, double t
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = (uint32_t)(g->n_tokens + g->n_greedy + 1);
     cp.n_threads = 2;
+    if (getenv("TESSERA_TEST_KV_F32")) cp.kv_type = TESSERA_KV_F32; /* (for investigating errors) */
     tessera_context *ctx = tessera_context_new(m, &cp);
     if (!ctx || tessera_decode(ctx, g->tokens, g->n_tokens, 0, TESSERA_DECODE_ALL_LOGITS) != 0) {
         printf("  case %d: %s\n", c, tessera_last_error());
@@ -83,7 +87,7 @@ static int run_case(tessera_model *m, const golden_case *g, bool quant, double t
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: test_ocl_golden MODEL_NAME strict|quant TOL N_GPU_LAYERS\n");
+        fprintf(stderr, "usage: test_ocl_golden MODEL_NAME strict|quant TOL N_GPU_LAYERS [CPU_DEVICE]\n");
         return 2;
     }
     const char *name = argv[1];
@@ -114,7 +118,15 @@ int main(int argc, char **argv) {
         tessera_shutdown();
         return 77;
     }
-    const char *devices = host_device_find("cpu-avx0") ? "opencl0,cpu-avx0" : "opencl0,ref";
+    const char *cpu = argc > 5 ? argv[5] : "ref";
+    if (!host_device_find(cpu)) {
+        printf("skip: no CPU device '%s'\n", cpu);
+        golden_free(cases, n_cases);
+        tessera_shutdown();
+        return 77;
+    }
+    char devices[64];
+    snprintf(devices, sizeof devices, "opencl0,%s", cpu);
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = devices;
     mp.n_gpu_layers = ngl;

@@ -1,0 +1,27 @@
+"""Op conformance (`tessera plugin check`) of the opencl plugin in the path
+the default run does not take: copies instead of mapped buffers
+(TESSERA_OPENCL_NO_MAP=1, as on a discrete GPU). The default, mapped path is
+tests/conformance's conformance-opencl. Also: with no ICD the check is
+skipped with the reason (exit 77)."""
+import os
+import re
+import tempfile
+
+from ocl_common import BUILD, Checker, require_opencl, run
+
+require_opencl()
+plugin = os.path.join(BUILD, "libtessera-backend-opencl.so")
+c = Checker("opencl_conformance")
+
+rc, out, err = run(["plugin", "check", plugin], env={"TESSERA_OPENCL_NO_MAP": "1"}, timeout=600)
+print("\n".join(l for l in out.splitlines() if l.startswith(("device", "summary")) or "FAIL" in l))
+c.check(rc == 0, f"plugin check with copies: exit {rc}\n{out[-3000:]}{err[-1000:]}")
+c.check("host-visible" not in out.split("\n", 2)[1] if out.count("\n") > 1 else False,
+        "TESSERA_OPENCL_NO_MAP=1 still reports host-visible buffers")
+m = re.search(r"summary: (\d+) cases: (\d+) passed, (\d+) failed", out)
+c.check(m is not None and int(m.group(2)) > 600 and m.group(3) == "0", f"summary: {m.group(0) if m else out[-500:]}")
+
+with tempfile.TemporaryDirectory() as empty:
+    rc, out, err = run(["plugin", "check", plugin], env={"OCL_ICD_VENDORS": empty})
+    c.check(rc == 77 and "no OpenCL platform" in out, f"no ICD: exit {rc}:\n{out}{err}")
+c.finish()

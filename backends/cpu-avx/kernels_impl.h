@@ -64,49 +64,70 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
 #define ACT(c) ((const void *)((const uint8_t *)act + (size_t)(c) * act_stride))
 
 /* F32/F16/BF16 weights x f32 activations: widen VF_W weights, one FMA per
- * column; four partial accumulators would not help (nc columns already give
- * independent chains). Tail elements in scalar. */
+ * column. Like ggml's vec_dot_f16/f32, only the first K & ~31 elements go
+ * through the vector loop; the rest (all of a short row, e.g. attention over
+ * few cells or a head of 8) are summed in double: tiny models are sensitive
+ * enough to that order that llama.cpp's logits depend on it. */
 #define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \
     static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
                      float *out) {                                                         \
         const T *x = w;                                                                    \
         const float *a0 = ACT(0), *a1 = ACT(nc > 1 ? 1 : 0), *a2 = ACT(nc > 2 ? 2 : 0),    \
                     *a3 = ACT(nc > 3 ? 3 : 0);                                             \
+        const int64_t kv = K & ~(int64_t)31;                                               \
         int64_t k = 0;                                                                     \
         if (nc == 1) {                                                                     \
             VF s0 = vf_zero(), s1 = vf_zero();                                             \
-            for (; k + 2 * VF_W <= K; k += 2 * VF_W) {                                     \
+            for (; k < kv; k += 2 * VF_W) {                                                \
                 s0 = vf_fma(LOADW(x + k), vf_load(a0 + k), s0);                            \
                 s1 = vf_fma(LOADW(x + k + VF_W), vf_load(a0 + k + VF_W), s1);              \
             }                                                                              \
-            for (; k + VF_W <= K; k += VF_W) s0 = vf_fma(LOADW(x + k), vf_load(a0 + k), s0); \
-            float s = vf_hsum(s0) + vf_hsum(s1);                                           \
-            for (; k < K; k++) s += SCALARW(x[k]) * a0[k];                                 \
-            out[0] = s;                                                                    \
+            double s = (double)(vf_hsum(s0) + vf_hsum(s1));                                \
+            for (; k < K; k++) s += (double)(SCALARW(x[k]) * a0[k]);                       \
+            out[0] = (float)s;                                                             \
             return;                                                                        \
         }                                                                                  \
         VF s0 = vf_zero(), s1 = vf_zero(), s2 = vf_zero(), s3 = vf_zero();                 \
-        for (; k + VF_W <= K; k += VF_W) {                                                 \
+        for (; k < kv; k += VF_W) {                                                        \
             VF wv = LOADW(x + k);                                                          \
             s0 = vf_fma(wv, vf_load(a0 + k), s0);                                          \
             s1 = vf_fma(wv, vf_load(a1 + k), s1);                                          \
             s2 = vf_fma(wv, vf_load(a2 + k), s2);                                          \
             s3 = vf_fma(wv, vf_load(a3 + k), s3);                                          \
         }                                                                                  \
-        float r[4] = {vf_hsum(s0), vf_hsum(s1), vf_hsum(s2), vf_hsum(s3)};                 \
+        double r[4] = {vf_hsum(s0), vf_hsum(s1), vf_hsum(s2), vf_hsum(s3)};                \
         const float *ac[4] = {a0, a1, a2, a3};                                             \
         for (; k < K; k++) {                                                               \
             float wk = SCALARW(x[k]);                                                      \
-            for (int c = 0; c < 4; c++) r[c] += wk * ac[c][k];                             \
+            for (int c = 0; c < 4; c++) r[c] += (double)(wk * ac[c][k]);                   \
         }                                                                                  \
-        for (int c = 0; c < nc; c++) out[c] = r[c];                                        \
+        for (int c = 0; c < nc; c++) out[c] = (float)r[c];                                 \
     }
 
-static inline float w_f32(float v) { return v; }
 static inline float w_f16(uint16_t v) { return f16s(v); }
 static inline float w_bf16(uint16_t v) { return avx_bf16_to_f32(v); }
 
-FLOAT_DOT(dot_f32_v, float, vf_load, w_f32)
+/* F32 weights: products and sums in double, as the ref oracle does. F32
+ * weights only occur in small models, whose logits are sensitive enough to
+ * summation order to miss llama.cpp's by more than 1e-3 with f32 sums; the
+ * cost (half the f32 rate) does not matter there. */
+static void dot_f32_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const float *x = w;
+    for (int c = 0; c < nc; c++) {
+        const float *a = ACT(c);
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+            s0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k)), _mm256_cvtps_pd(_mm_loadu_ps(a + k)), s0);
+            s1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k + 4)), _mm256_cvtps_pd(_mm_loadu_ps(a + k + 4)), s1);
+        }
+        __m256d s = _mm256_add_pd(s0, s1);
+        __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        double r = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+        for (; k < K; k++) r += (double)x[k] * (double)a[k];
+        out[c] = (float)r;
+    }
+}
 FLOAT_DOT(dot_f16_v, uint16_t, vf_load_f16, w_f16)
 FLOAT_DOT(dot_bf16_v, uint16_t, vf_load_bf16, w_bf16)
 

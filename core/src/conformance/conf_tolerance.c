@@ -29,6 +29,8 @@
  *                                   <= 1.05x ref's, max error <= 2x ref's)
  *  CONCAT       any                0       0       0
  *  ARGMAX       I32                exact
+ *  GRAPH        each node of a chain gets the loosest tolerance of the nodes
+ *               up to it (errors propagate)
  */
 #include "conformance/conf_internal.h"
 

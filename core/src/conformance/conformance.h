@@ -3,9 +3,10 @@
  * shapes, run on a backend's devices through the plugin ABI and compared with
  * the ref backend.
  *
- * For each case the suite builds one node (sources with deterministic random
- * data, sometimes as strided, padded or permuted views, sometimes computing
- * in place), computes it with ref on host memory, then on the device under
+ * For each case the suite builds one node — or, in the GRAPH family, a short
+ * chain of dependent nodes computed in one call — (sources with deterministic
+ * random data, sometimes as strided, padded or permuted views, sometimes
+ * computing in place), computes it with ref on host memory, then on the device under
  * test: device buffers from buffer_alloc, inputs uploaded with queue write,
  * compute + synchronize, results read back with queue read. It checks
  *   - dst's values against ref's within the op's tolerance (see the

@@ -19,7 +19,7 @@ static uint64_t read_xcr0(void) {
 void cpu_features_detect(cpu_features *f) {
     memset(f, 0, sizeof *f);
     unsigned a, b, c, d;
-    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    unsigned max_leaf = (unsigned)__get_cpuid_max(0, NULL);
     if (max_leaf < 1) return;
     __cpuid(1, a, b, c, d);
     int osxsave = (c >> 27) & 1;
@@ -45,7 +45,7 @@ void cpu_features_detect(cpu_features *f) {
     if (!f->os_zmm) f->avx512f = f->avx512bw = f->avx512vl = f->avx512vnni = f->avx512bf16 = 0;
 
     unsigned brand[12];
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
         for (unsigned i = 0; i < 3; i++)
             __cpuid(0x80000002u + i, brand[4 * i], brand[4 * i + 1], brand[4 * i + 2], brand[4 * i + 3]);
         memcpy(f->brand, brand, 48);

@@ -388,6 +388,24 @@ def test_busy_and_disconnect():
         expect(st == 200, "unhealthy at the end")
 
 
+def test_stop_while_streaming():
+    """SIGTERM while a long stream runs: the stream ends, the server exits 0."""
+    srv = Server("--parallel", "1", "-c", "4096")
+    with srv:
+        body = json.dumps({"prompt": "Once upon a time", "max_tokens": 4000, "temperature": 0,
+                           "stream": True, "logit_bias": {"2": -100}}).encode()
+        s = socket.create_connection((HOST, srv.port), timeout=30)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        f = s.makefile("rb")
+        read_first_event(f)
+        t0 = time.time()
+        srv.stop()  # raises when the exit status is not 0
+        expect(time.time() - t0 < 20, "stopping took %.1f s" % (time.time() - t0))
+        rest = f.read()  # EOF must come: the server closed the stream
+        expect(b"[DONE]" in rest or rest == b"" or b"0\r\n\r\n" in rest, "stream tail %r" % rest[-200:])
+        s.close()
+
+
 if __name__ == "__main__":
     main([
         ("completions equal tessera run, streamed and not", test_completions_equal_run),
@@ -399,4 +417,5 @@ if __name__ == "__main__":
         ("malformed requests: status and OpenAI error body", test_errors),
         ("--api-key", test_api_key),
         ("busy slots 503, disconnect frees the slot", test_busy_and_disconnect),
+        ("SIGTERM while streaming", test_stop_while_streaming),
     ])

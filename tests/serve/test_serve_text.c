@@ -1,0 +1,114 @@
+/*
+ * The server's generated-text rules (cli/serve/text.c): a stop string is cut
+ * off even when it arrives over several tokens, the earliest of several
+ * wins, a tail that may begin a stop string or is an unfinished UTF-8
+ * character is held back from streaming, and nothing is held back wrongly.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "serve/serve.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                \
+    do {                                                                \
+        if (!(cond)) {                                                  \
+            failures++;                                                 \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fprintf(stderr, "\n");                                      \
+        }                                                               \
+    } while (0)
+
+/* Append a piece; returns whether a stop string ended the text. */
+static bool feed(serve_request *r, const char *piece) {
+    size_t from = r->len;
+    if (serve_text_append(r, piece, strlen(piece)) != 0) {
+        failures++;
+        fprintf(stderr, "FAIL: out of memory\n");
+        return false;
+    }
+    return serve_text_check_stop(r, from);
+}
+
+static serve_request *with_stops(const char *a, const char *b) {
+    serve_request *r = serve_request_new();
+    if (!r) return NULL;
+    if (a) r->stop[r->n_stop++] = strdup(a);
+    if (b) r->stop[r->n_stop++] = strdup(b);
+    return r;
+}
+
+static void test_utf8(void) {
+    static const struct {
+        const char *s;
+        size_t want;
+    } cases[] = {
+        {"abc", 3},          {"a\xC3", 1},          {"a\xC3\xA9", 3},        {"\xE2\x82", 0},
+        {"x\xE2\x82\xAC", 4}, {"\xF0\x9F\x98", 0},   {"\xF0\x9F\x98\x80", 4}, {"", 0},
+        {"\x80\x80", 2}, /* stray continuation bytes: nothing to wait for */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t got = serve_utf8_complete(cases[i].s, strlen(cases[i].s));
+        CHECK(got == cases[i].want, "utf8_complete case %zu: %zu, want %zu", i, got, cases[i].want);
+    }
+}
+
+static void test_stop_over_pieces(void) {
+    serve_request *r = with_stops("END", NULL);
+    CHECK(!feed(r, "hello E"), "stopped early");
+    CHECK(r->n_ready == 6, "ready %zu, want 6 ('E' may start END)", r->n_ready);
+    CHECK(!feed(r, "N"), "stopped early");
+    CHECK(r->n_ready == 6, "ready %zu, want 6 ('EN' may start END)", r->n_ready);
+    CHECK(feed(r, "D and more"), "END not found");
+    CHECK(r->len == 6 && !strcmp(r->text, "hello "), "text '%s', want 'hello '", r->text);
+    serve_request_free(r);
+}
+
+static void test_earliest_stop(void) {
+    serve_request *r = with_stops("cd", "b");
+    CHECK(feed(r, "abcd"), "no stop found");
+    CHECK(!strcmp(r->text, "a"), "text '%s', want 'a'", r->text);
+    serve_request_free(r);
+}
+
+static void test_false_start(void) {
+    serve_request *r = with_stops("abc", NULL);
+    CHECK(!feed(r, "xab"), "stopped early");
+    CHECK(r->n_ready == 1, "ready %zu, want 1", r->n_ready);
+    CHECK(!feed(r, "x"), "abx is no stop");
+    CHECK(r->n_ready == 4, "ready %zu, want 4 after the false start", r->n_ready);
+    serve_request_free(r);
+}
+
+static void test_utf8_held(void) {
+    serve_request *r = with_stops(NULL, NULL);
+    CHECK(!feed(r, "caf\xC3"), "stopped");
+    CHECK(r->n_ready == 3, "ready %zu, want 3 (half an e-acute)", r->n_ready);
+    CHECK(!feed(r, "\xA9!"), "stopped");
+    CHECK(r->n_ready == 6, "ready %zu, want 6", r->n_ready);
+    serve_request_free(r);
+}
+
+static void test_stop_in_one_piece_and_prefix(void) {
+    serve_request *r = with_stops("\n\n", NULL);
+    CHECK(feed(r, "\n\nrest"), "stop at the very start not found");
+    CHECK(r->len == 0, "text not empty");
+    serve_request_free(r);
+}
+
+int main(void) {
+    test_utf8();
+    test_stop_over_pieces();
+    test_earliest_stop();
+    test_false_start();
+    test_utf8_held();
+    test_stop_in_one_piece_and_prefix();
+    if (failures) {
+        fprintf(stderr, "%d checks failed\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}

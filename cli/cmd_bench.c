@@ -122,6 +122,15 @@ static int push_models(str_list *l, char *arg) {
     return 0;
 }
 
+static int is_value_flag(const char *a) {
+    static const char *const flags[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads",
+                                        "-r", "--repetitions", "-b", "--batch-size", "--device", "-ngl",
+                                        "--n-gpu-layers", "--kv-type", "-o", "--output", "--plugin-dir"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strcmp(a, flags[i])) return 1;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, bench_opts *o) {
     memset(o, 0, sizeof *o);
     o->prompts = (int_list){1, {512}};
@@ -140,6 +149,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
         if (!strcmp(a, "--no-warmup")) { o->warmup = 0; continue; }
         if (!strcmp(a, "--verbose")) { o->verbose = 1; continue; }
+        if (!is_value_flag(a)) {
+            fprintf(stderr, "tessera bench: unknown option '%s' (see --help)\n", a);
+            return -1;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "tessera bench: %s needs a value (see --help)\n", a);
             return -1;

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""tessera bench end to end: every output format on a small shared model,
+the numbers are positive and consistent, and bad flags are one-line errors."""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+BIN = os.environ["TESSERA_BIN"]
+MODEL = os.path.join(os.environ["TESSERA_SHARED"], "models", "synth-s-Q4_0.gguf")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures += 1
+
+
+def bench(*args):
+    return subprocess.run([BIN, "bench", *args], capture_output=True, text=True, timeout=300)
+
+
+if not os.path.exists(MODEL):
+    print("SKIP: " + MODEL + " is missing")
+    sys.exit(77)
+
+r = bench("--help")
+check(r.returncode == 0 and "-p, --n-prompt" in r.stdout and "-o, --output" in r.stdout, "--help lists the flags")
+
+r = bench("-m", MODEL, "-p", "16,8", "-n", "4", "-t", "1,2", "-r", "2", "-o", "json")
+check(r.returncode == 0, "json run exits 0 (stderr: %s)" % r.stderr.strip()[-200:])
+rows = json.loads(r.stdout) if r.returncode == 0 else []
+check(len(rows) == 6, "json: 2 thread counts x (pp16, pp8, tg4) = 6 rows, got %d" % len(rows))
+for row in rows:
+    ok = (len(row["samples_ts"]) == 2 and all(s > 0 for s in row["samples_ts"])
+          and abs(row["avg_ts"] - sum(row["samples_ts"]) / 2) < 1e-3 * row["avg_ts"] + 1e-3
+          and row["stddev_ts"] >= 0 and row["model_n_params"] > 0)
+    check(ok, "json row %s t=%d: mean of 2 positive samples, stddev >= 0" % (row["test"], row["n_threads"]))
+
+r = bench("-m", MODEL, "-p", "8", "-n", "0", "-r", "1", "-o", "csv", "--device", "ref")
+lines = list(csv.DictReader(io.StringIO(r.stdout)))
+check(r.returncode == 0 and len(lines) == 1 and lines[0]["n_prompt"] == "8" and float(lines[0]["avg_ts"]) > 0
+      and lines[0]["devices"] == "ref", "csv: one pp8 row on ref")
+
+r = bench("-m", MODEL, "-p", "0", "-n", "3", "-r", "1")
+check(r.returncode == 0 and "| tg3 |" in r.stdout and "± " in r.stdout, "md: a tg3 row with mean ± sd")
+
+for args, needle in [(["-m", MODEL, "-p", "x"], "-p 'x'"), (["-m", MODEL, "-o", "xml"], "-o 'xml'"),
+                     (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "no model"),
+                     (["-m", MODEL, "--frobnicate"], "unknown option '--frobnicate'"),
+                     (["-m", MODEL, "-r"], "-r needs a value"),
+                     (["-m", MODEL, "--device", "nosuchdev9", "-p", "4", "-n", "0", "-r", "1"], "nosuchdev9")]:
+    r = bench(*args)
+    err = r.stderr.strip()
+    check(r.returncode != 0 and needle in err and len(err.splitlines()) == 1,
+          "bad input %s: one-line error naming it (%r)" % (args[-1] if args else "(none)", err[:120]))
+
+print("%d failed" % failures)
+sys.exit(1 if failures else 0)

@@ -5,6 +5,7 @@
  * device, queue), buffers, and the node loop that runs on the thread pool.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,14 @@ typedef struct avx_state {
 } avx_state;
 
 static avx_state g; /* the plugin's registry entry: one per loaded plugin */
+
+/* A host field may be read only if the host's struct is that long. */
+#define HOST_HAS(field) \
+    (g.host && g.host->struct_size >= offsetof(tsr_host, field) + sizeof(g.host->field))
 static tsr_device g_device;
 
 static void plog(int level, const char *fmt, ...) {
-    if (!g.host || !g.host->log) return;
+    if (!HOST_HAS(log) || !g.host->log) return;
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
@@ -93,7 +98,7 @@ static void run_nodes(void *ctx, int ith, int nth) {
         if (node->op == TSR_OP_NONE) continue;
         if (node->op == TSR_OP_MUL_MAT) matmul_compute(ex, node, ith, nth);
         else ops_compute(ex, node, ith, nth);
-        if (ith == 0 && g.host && g.host->abort_flag && *g.host->abort_flag) q->stop = 1;
+        if (ith == 0 && HOST_HAS(abort_flag) && g.host->abort_flag && *g.host->abort_flag) q->stop = 1;
         exec_barrier(ex);
         if (q->stop || atomic_load(&ex->error)) break;
     }
@@ -102,7 +107,7 @@ static void run_nodes(void *ctx, int ith, int nth) {
 static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
     avx_queue *q = queue->impl;
     if (n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
-    int nth = g.host && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = HOST_HAS(n_threads) && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
     if (nth > AVX_POOL_MAX_THREADS) nth = AVX_POOL_MAX_THREADS;
 

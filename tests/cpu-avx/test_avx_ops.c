@@ -484,6 +484,20 @@ static void test_bad_input(void) {
     } else {
         printf("ok   GET_ROWS out-of-range index is an error\n");
     }
+    /* the host's abort flag stops a node list */
+    static volatile int abort_now = 1;
+    bad[1] = 2;
+    memcpy(idx->mem, bad, sizeof bad);
+    host.abort_flag = &abort_now;
+    checks++;
+    tsr_status st = queue->api->compute(queue, &g, 1);
+    host.abort_flag = NULL;
+    if (st != TSR_ERR_ABORTED) {
+        printf("FAIL compute with the abort flag raised returned %d, not TSR_ERR_ABORTED\n", st);
+        failures++;
+    } else {
+        printf("ok   abort flag -> TSR_ERR_ABORTED\n");
+    }
     tensor_free(w), tensor_free(x), tensor_free(o), tensor_free(tab), tensor_free(idx), tensor_free(out);
 }
 

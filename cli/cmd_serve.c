@@ -249,6 +249,9 @@ int cmd_serve(int argc, char **argv) {
             "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s%s)\n",
             api.model_id, o.host, serve_http_port(http), o.parallel, api.slot_ctx,
             tessera_chat_family_name(api.format.family), api.format.fallback ? " (fallback)" : "");
+    if (!o.api_key && strcmp(o.host, "127.0.0.1") && strcmp(o.host, "::1") && strcmp(o.host, "localhost"))
+        fprintf(stderr, "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
+                o.host);
     fflush(stderr);
     int sig = 0;
     sigwait(&stop_sigs, &sig);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -299,7 +300,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         if (cl) {
             unsigned long long n = strtoull(cl, NULL, 10);
             if (n > h->p.max_body) cs->too_large = true;
-            if (n > SERVE_DISCARD_LIMIT) { /* do not read it at all */
+            /* Answer before the body when it is huge, or when the client
+             * waits for "100 Continue" before sending it (curl does). */
+            const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+            if (n > SERVE_DISCARD_LIMIT || (cs->too_large && ex && !strcasecmp(ex, "100-continue"))) {
                 cs->seen = n;
                 return route(h, c, url, method, cs);
             }

@@ -162,6 +162,10 @@ def test_body_limits():
         st = raw_exchange(srv.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
                                     b"Content-Length: 100000000000\r\n\r\n")
         expect(st == 413 and time.time() - t0 < 5, "huge Content-Length: status %r" % st)
+        # a client that waits for "100 Continue" gets the 413 before sending
+        st = raw_exchange(srv.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                                    b"Content-Length: 10000\r\n\r\n", timeout=5)
+        expect(st == 413, "Expect: 100-continue over the limit: status %r" % st)
         # a chunked body over the limit
         chunk = b"x" * 3000
         body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(3)) + b"0\r\n\r\n"

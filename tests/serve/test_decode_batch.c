@@ -73,6 +73,12 @@ int main(void) {
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared);
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        printf("SKIP: model missing: %s\n", path);
+        return 77;
+    }
+    fclose(probe);
     const char *dirs[1] = {build};
     tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0};
     if (tessera_init(&ip) != 0) {

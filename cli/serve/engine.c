@@ -130,21 +130,25 @@ static void schedule(serve_engine *e) {
         }
         if (s->req->state == SERVE_DONE) slot_free(e, i);
     }
+    /* Requests whose client left while queued go at once (they would hold a
+     * queue place until a slot frees). */
+    int32_t kept = 0;
+    for (int32_t k = 0; k < e->q_len; k++) {
+        serve_request *r = e->queue[(e->q_head + k) % e->q_cap];
+        if (r->cancelled) {
+            e->m.cancelled++;
+            request_finish(e, r, "stop");
+            request_unref(r);
+            continue;
+        }
+        e->queue[(e->q_head + kept++) % e->q_cap] = r;
+    }
+    e->q_len = kept;
     for (int32_t i = 0; i < e->p.n_slots && e->q_len > 0; i++) {
         if (e->slots[i].req) continue;
-        serve_request *r = NULL;
-        while (e->q_len > 0 && !r) {
-            r = e->queue[e->q_head];
-            e->q_head = (e->q_head + 1) % e->q_cap;
-            e->q_len--;
-            if (r->cancelled) { /* left while queued */
-                e->m.cancelled++;
-                request_finish(e, r, "stop");
-                request_unref(r);
-                r = NULL;
-            }
-        }
-        if (!r) break;
+        serve_request *r = e->queue[e->q_head];
+        e->q_head = (e->q_head + 1) % e->q_cap;
+        e->q_len--;
         r->state = SERVE_RUNNING;
         e->slots[i] = (serve_slot){.req = r, .t_start_ms = now_ms()};
         e->m.slots_busy++;

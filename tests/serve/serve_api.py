@@ -388,6 +388,28 @@ def test_busy_and_disconnect():
             time.sleep(0.01)
         expect(metric(srv, "tessera_slots_busy") == 0, "non-streamed disconnect kept the slot")
         expect(metric(srv, "tessera_requests_cancelled_total") == 2, "second cancel not counted")
+        # a queued request whose client leaves gives its queue place back at once
+        body = json.dumps({"prompt": "Once upon a time", "max_tokens": 4000, "temperature": 0, "stream": True,
+                           "logit_bias": {"2": -100}}).encode()
+        hold = socket.create_connection((HOST, srv.port), timeout=30)
+        hold.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        hold_f = hold.makefile("rb")
+        read_first_event(hold_f)
+        q = socket.create_connection((HOST, srv.port), timeout=30)
+        small = b'{"prompt": "Tom", "max_tokens": 3}'
+        q.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(small) + small)
+        deadline = time.time() + 10
+        while metric(srv, "tessera_requests_queued") < 1 and time.time() < deadline:
+            time.sleep(0.01)
+        expect(metric(srv, "tessera_requests_queued") == 1, "second request not queued")
+        q.close()
+        deadline = time.time() + 5
+        while metric(srv, "tessera_requests_queued") > 0 and time.time() < deadline:
+            time.sleep(0.01)
+        expect(metric(srv, "tessera_requests_queued") == 0, "a left request kept its queue place")
+        expect(metric(srv, "tessera_slots_busy") == 1, "the long stream lost its slot")
+        hold_f.close()
+        hold.close()
         st, obj = srv.json("GET", "/health")
         expect(st == 200, "unhealthy at the end")
 

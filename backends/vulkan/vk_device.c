@@ -16,6 +16,8 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT] = "mul_mat",
     [VK_SHADER_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
     [VK_SHADER_MUL_MAT_SG] = "mul_mat_sg",
+    [VK_SHADER_MUL_MAT_VEC_INV] = "mul_mat_vec_inv",
+    [VK_SHADER_MUL_MAT_INV] = "mul_mat_inv",
     [VK_SHADER_ROW_NORM] = "row_norm",
     [VK_SHADER_ROW_NORM_SG] = "row_norm_sg",
     [VK_SHADER_SOFT_MAX] = "soft_max",
@@ -169,9 +171,8 @@ int vk_device_ready(vk_device *d) {
 void vk_device_release(vk_device *d) {
     if (d->dev == VK_NULL_HANDLE) return;
     vkf.vkDeviceWaitIdle(d->dev);
-    for (int i = 0; i < VK_SHADER_COUNT; i++)
-        if (d->pipelines[i] != VK_NULL_HANDLE) vkf.vkDestroyPipeline(d->dev, d->pipelines[i], NULL);
-    memset(d->pipelines, 0, sizeof d->pipelines);
+    for (int i = 0; i < d->n_pipelines; i++) vkf.vkDestroyPipeline(d->dev, d->pipelines[i].pipe, NULL);
+    d->n_pipelines = 0;
     vk_raw_buffer_destroy(d, d->dummy, d->dummy_mem);
     d->dummy = VK_NULL_HANDLE;
     d->dummy_mem = VK_NULL_HANDLE;
@@ -190,42 +191,64 @@ static const vk_spirv *find_spirv(const char *name) {
     return NULL;
 }
 
-VkPipeline vk_pipeline_get(vk_device *d, vk_shader_id id) {
+static VkPipeline create_pipeline(vk_device *d, vk_shader_id id, const uint32_t spec[2]) {
+    const vk_spirv *spv = find_spirv(shader_names[id]);
+    VkShaderModule mod = VK_NULL_HANDLE;
+    VkResult r = VK_ERROR_INITIALIZATION_FAILED;
+    VkPipeline pipe = VK_NULL_HANDLE;
+    if (spv) {
+        VkShaderModuleCreateInfo mi = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+            .codeSize = spv->size,
+            .pCode = spv->words,
+        };
+        r = vkf.vkCreateShaderModule(d->dev, &mi, NULL, &mod);
+    }
+    if (r == VK_SUCCESS) {
+        const VkSpecializationMapEntry map[2] = {
+            {.constantID = 0, .offset = 0, .size = sizeof(uint32_t)},
+            {.constantID = 1, .offset = sizeof(uint32_t), .size = sizeof(uint32_t)},
+        };
+        const VkSpecializationInfo si = {.mapEntryCount = 2, .pMapEntries = map, .dataSize = 2 * sizeof(uint32_t),
+                                         .pData = spec};
+        VkComputePipelineCreateInfo ci = {
+            .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+            .stage = {
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = mod,
+                .pName = "main",
+                .pSpecializationInfo = &si,
+            },
+            .layout = d->pipe_layout,
+        };
+        r = vkf.vkCreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, &pipe);
+        vkf.vkDestroyShaderModule(d->dev, mod, NULL);
+    }
+    if (r != VK_SUCCESS) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: cannot create the pipeline of shader '%s' (%s, VkResult %d)", d->index,
+               shader_names[id], spv ? "driver refused it" : "not embedded", (int)r);
+        return VK_NULL_HANDLE;
+    }
+    return pipe;
+}
+
+VkPipeline vk_pipeline_get(vk_device *d, vk_shader_id id, const uint32_t spec[2]) {
     if (id < 0 || id >= VK_SHADER_COUNT) return VK_NULL_HANDLE;
     pthread_mutex_lock(&d->lock);
-    VkPipeline pipe = d->pipelines[id];
+    VkPipeline pipe = VK_NULL_HANDLE;
+    for (int i = 0; i < d->n_pipelines && pipe == VK_NULL_HANDLE; i++) {
+        const vk_pipeline_entry *e = &d->pipelines[i];
+        if (e->shader == id && e->spec[0] == spec[0] && e->spec[1] == spec[1]) pipe = e->pipe;
+    }
     if (pipe == VK_NULL_HANDLE) {
-        const vk_spirv *spv = find_spirv(shader_names[id]);
-        VkShaderModule mod = VK_NULL_HANDLE;
-        VkResult r = VK_ERROR_INITIALIZATION_FAILED;
-        if (spv) {
-            VkShaderModuleCreateInfo mi = {
-                .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                .codeSize = spv->size,
-                .pCode = spv->words,
-            };
-            r = vkf.vkCreateShaderModule(d->dev, &mi, NULL, &mod);
+        if (d->n_pipelines == VK_MAX_PIPELINES) {
+            vk_log(TSR_LOG_ERROR, "vulkan%d: more than %d pipelines", d->index, VK_MAX_PIPELINES);
+        } else {
+            pipe = create_pipeline(d, id, spec);
+            if (pipe != VK_NULL_HANDLE)
+                d->pipelines[d->n_pipelines++] = (vk_pipeline_entry){.shader = id, .spec = {spec[0], spec[1]}, .pipe = pipe};
         }
-        if (r == VK_SUCCESS) {
-            VkComputePipelineCreateInfo ci = {
-                .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-                .stage = {
-                    .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                    .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                    .module = mod,
-                    .pName = "main",
-                },
-                .layout = d->pipe_layout,
-            };
-            r = vkf.vkCreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &ci, NULL, &pipe);
-            vkf.vkDestroyShaderModule(d->dev, mod, NULL);
-        }
-        if (r != VK_SUCCESS) {
-            pipe = VK_NULL_HANDLE;
-            vk_log(TSR_LOG_ERROR, "vulkan%d: cannot create the pipeline of shader '%s' (%s, VkResult %d)",
-                   d->index, shader_names[id], spv ? "driver refused it" : "not embedded", (int)r);
-        }
-        d->pipelines[id] = pipe;
     }
     pthread_mutex_unlock(&d->lock);
     return pipe;

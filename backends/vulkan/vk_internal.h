@@ -101,6 +101,8 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT,          /* N > 1: VK_MUL_MAT_COLS columns        */
     VK_SHADER_MUL_MAT_VEC_SG,   /* the same with subgroup reductions     */
     VK_SHADER_MUL_MAT_SG,
+    VK_SHADER_MUL_MAT_VEC_INV,  /* one output per invocation (CPU devices) */
+    VK_SHADER_MUL_MAT_INV,
     VK_SHADER_ROW_NORM,
     VK_SHADER_ROW_NORM_SG,
     VK_SHADER_SOFT_MAX,
@@ -110,6 +112,16 @@ typedef enum vk_shader_id {
 } vk_shader_id;
 
 enum { VK_MUL_MAT_COLS = 8 }; /* must match NCOLS of the mul_mat variants */
+
+/* A pipeline is a shader with its two specialization constants (the
+ * matrix products take their dtypes that way). */
+typedef struct vk_pipeline_entry {
+    vk_shader_id shader;
+    uint32_t spec[2];
+    VkPipeline pipe;
+} vk_pipeline_entry;
+
+enum { VK_MAX_PIPELINES = 256 };
 
 typedef struct vk_device {
     tsr_device base; /* what the host sees; base.impl points here */
@@ -122,6 +134,7 @@ typedef struct vk_device {
     uint32_t subgroup_size;
     uint32_t queue_family;
     bool unified;             /* device-local memory is host-visible: no staging */
+    bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
     char description[300];
     char features[200];
 
@@ -134,7 +147,8 @@ typedef struct vk_device {
     pthread_mutex_t submit_lock; /* vkQueueSubmit needs external sync */
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipe_layout;
-    VkPipeline pipelines[VK_SHADER_COUNT];
+    vk_pipeline_entry pipelines[VK_MAX_PIPELINES];
+    int n_pipelines;
     VkBuffer dummy;              /* bound to unused tensor slots */
     VkDeviceMemory dummy_mem;
     uint32_t device_type;        /* memory type index of tensor buffers */
@@ -151,9 +165,9 @@ bool vk_abort_requested(void);
 int vk_device_ready(vk_device *d);
 void vk_device_release(vk_device *d);
 
-/* The compute pipeline of a shader, created at first use; VK_NULL_HANDLE on
- * failure (logged). */
-VkPipeline vk_pipeline_get(vk_device *d, vk_shader_id id);
+/* The compute pipeline of a shader with specialization constants spec[0..1],
+ * created at first use; VK_NULL_HANDLE on failure (logged). */
+VkPipeline vk_pipeline_get(vk_device *d, vk_shader_id id, const uint32_t spec[2]);
 
 /* Memory type index with the wanted flags among type_bits, or -1. */
 int vk_memory_type(const vk_device *d, uint32_t type_bits, VkMemoryPropertyFlags want);
@@ -232,6 +246,7 @@ enum { VK_PARAMS_STRIDE = 512 }; /* >= sizeof(vk_params), a multiple of every of
 /* How to run one node: which shader, its parameters and its grid. */
 typedef struct vk_dispatch {
     vk_shader_id shader;
+    uint32_t spec[2]; /* specialization constants (0 where unused) */
     vk_params p;
     uint32_t groups[3];
 } vk_dispatch;
@@ -246,5 +261,8 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out);
 
 /* Bytes [lo, hi) a tensor touches relative to its offset start (lo = 0). */
 uint64_t vk_tensor_extent(const tsr_tensor *t);
+
+/* Byte alignment the shaders need for a tensor of this dtype. */
+int64_t vk_dtype_alignment(int32_t dtype);
 
 #endif

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -66,6 +67,10 @@ static bool is_readable(int32_t dt) {
     }
 }
 
+int64_t vk_dtype_alignment(int32_t dtype) {
+    return dtype == TSR_DTYPE_F32 || dtype == TSR_DTYPE_I32 ? 4 : 2;
+}
+
 uint64_t vk_tensor_extent(const tsr_tensor *t) {
     const int64_t bs = tsr_dtype_block_size(t->dtype), bb = tsr_dtype_block_bytes(t->dtype);
     if (bs <= 0 || bb <= 0) return 0;
@@ -91,6 +96,12 @@ static int tensor_ok(checker *c, const tsr_tensor *t, const char *role) {
     if (t->ne[0] % bs) return decline(c, "%s ne[0] is not a whole number of blocks", role);
     if (bs > 1 && t->nb[0] != bb) return decline(c, "%s blocks are not contiguous along ne[0]", role);
     if (vk_tensor_extent(t) >= (uint64_t)VK_MAX_SPAN) return decline(c, "%s spans 2 GiB or more", role);
+    /* The shaders read F32/I32 as whole words, everything else at even
+     * offsets (common.glsl). */
+    const int64_t align = vk_dtype_alignment(t->dtype);
+    for (int d = 0; d < TSR_MAX_DIMS; d++)
+        if (t->ne[d] > 1 && t->nb[d] % align) return decline(c, "%s nb[%d] is not a multiple of %lld", role, d, (long long)align);
+    if (t->buffer && t->offset % (uint64_t)align) return decline(c, "%s offset is not a multiple of %lld", role, (long long)align);
     return 1;
 }
 
@@ -109,16 +120,9 @@ static int i32_ok(checker *c, const tsr_tensor *t, const char *role) {
     return t->dtype == TSR_DTYPE_I32 ? 1 : decline(c, "%s is not I32", role);
 }
 
-/* dst: a float type, stored aligned to its element size (16-bit stores are
- * atomics on the word; f32 stores whole words). */
-static int dst_ok(checker *c, const tsr_tensor *t) {
-    if (!float_ok(c, t, "dst")) return 0;
-    const int64_t es = t->dtype == TSR_DTYPE_F32 ? 4 : 2;
-    for (int d = 0; d < TSR_MAX_DIMS; d++)
-        if (t->ne[d] > 1 && t->nb[d] % es) return decline(c, "dst nb[%d] is not a multiple of %lld", d, (long long)es);
-    if (t->buffer && t->offset % (uint64_t)es) return decline(c, "dst offset is not a multiple of %lld", (long long)es);
-    return 1;
-}
+/* dst: a float type (16-bit stores are atomics on the word, f32 stores
+ * whole words; tensor_ok checked the alignment). */
+static int dst_ok(checker *c, const tsr_tensor *t) { return float_ok(c, t, "dst"); }
 
 static int same_shape(checker *c, const tsr_tensor *a, const tsr_tensor *b, const char *what) {
     for (int d = 0; d < TSR_MAX_DIMS; d++)
@@ -173,6 +177,7 @@ static int check_node(checker *c) {
     case TSR_OP_MUL_MAT:
         if (!n_src_ok(c, 2, 2) || !readable_ok(c, a, "src0") || !float_ok(c, b, "src1") || !dst_ok(c, dst)) return 0;
         if (a->ne[0] != b->ne[0]) return decline(c, "src0 and src1 differ in ne[0]");
+        if (a->nb[0] != tsr_dtype_block_bytes(a->dtype)) return decline(c, "src0 rows are not contiguous");
         if (b->ne[2] % a->ne[2] || b->ne[3] % a->ne[3]) return decline(c, "src0 batch dims do not divide src1's");
         return shape_is(c, dst, a->ne[1], b->ne[1], b->ne[2], b->ne[3]);
     case TSR_OP_ROPE: {
@@ -230,6 +235,8 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
     if (!node) return 0;
     if (node->n_src < 0 || node->n_src > TSR_MAX_SRC) return decline(&c, "n_src %d", (int)node->n_src);
     if (!node->dst) return decline(&c, "dst is missing");
+    const char *off = getenv("TESSERA_VULKAN_DECLINE");
+    if (off && strstr(off, op_name(node->op))) return decline(&c, "declined by TESSERA_VULKAN_DECLINE");
     return check_node(&c);
 }
 
@@ -272,8 +279,13 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_MUL_MAT: {
         const tsr_tensor *x = node->src[1];
         const uint32_t N = (uint32_t)x->ne[1], cols = N == 1 ? 1 : VK_MUL_MAT_COLS;
-        out->shader = N == 1 ? (sg ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC)
-                             : (sg ? VK_SHADER_MUL_MAT_SG : VK_SHADER_MUL_MAT);
+        if (d->matmul_per_invocation)
+            out->shader = N == 1 ? VK_SHADER_MUL_MAT_VEC_INV : VK_SHADER_MUL_MAT_INV;
+        else
+            out->shader = N == 1 ? (sg ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC)
+                                 : (sg ? VK_SHADER_MUL_MAT_SG : VK_SHADER_MUL_MAT);
+        out->spec[0] = (uint32_t)a->dtype;
+        out->spec[1] = (uint32_t)x->dtype;
         p->u[0] = (uint32_t)a->ne[1];
         p->u[1] = N;
         p->u[2] = (N + cols - 1) / cols;
@@ -282,7 +294,8 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->u[5] = (uint32_t)a->ne[0];
         p->u[6] = (uint32_t)x->ne[2];
         p->u[7] = (uint32_t)(x->ne[2] * x->ne[3]);
-        grid((uint64_t)p->u[0] * p->u[2] * p->u[7], out->groups);
+        const uint64_t blocks = (uint64_t)p->u[0] * p->u[2] * p->u[7];
+        grid(d->matmul_per_invocation ? (blocks + 63) / 64 : blocks, out->groups);
         return;
     }
     case TSR_OP_RMS_NORM:

@@ -148,6 +148,11 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
                                           VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     d->unified = uma && vk_memory_type(d, ~0u, unified) >= 0 && !env_flag("TESSERA_VULKAN_STAGING");
+    /* A CPU implementation runs a workgroup barrier as a coroutine switch:
+     * matrix products there go one output per invocation instead. */
+    const char *mm = getenv("TESSERA_VULKAN_MATMUL");
+    d->matmul_per_invocation = mm && mm[0] ? strcmp(mm, "invocation") == 0
+                                           : p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 
     snprintf(d->description, sizeof d->description, "%.200s (Vulkan %u.%u, %s)", p->deviceName,
              VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion),

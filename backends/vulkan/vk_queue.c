@@ -240,6 +240,12 @@ static tsr_status bind_tensor(vk_queue *q, const tsr_node *node, const tsr_tenso
         return TSR_ERR_INVALID;
     }
     const uint64_t extent = vk_tensor_extent(t);
+    if (t->offset % (uint64_t)vk_dtype_alignment(t->dtype)) {
+        vk_log(TSR_LOG_ERROR, "vulkan%d: node '%s': tensor %d ('%s') at offset %llu is not %lld-byte aligned",
+               d->index, tensor_label(node), slot, t->name ? t->name : "", (unsigned long long)t->offset,
+               (long long)vk_dtype_alignment(t->dtype));
+        return TSR_ERR_INVALID;
+    }
     if (t->offset > b->size || extent > b->size - t->offset) {
         vk_log(TSR_LOG_ERROR, "vulkan%d: node '%s': tensor %d ('%s') spans bytes %llu..%llu of a %llu-byte buffer",
                d->index, tensor_label(node), slot, t->name ? t->name : "", (unsigned long long)t->offset,
@@ -273,7 +279,7 @@ static tsr_status record_node(vk_queue *q, const tsr_node *node, uint32_t i, haz
     }
     vk_dispatch disp;
     vk_op_plan(d, node, &disp);
-    VkPipeline pipe = vk_pipeline_get(d, disp.shader);
+    VkPipeline pipe = vk_pipeline_get(d, disp.shader, disp.spec);
     if (pipe == VK_NULL_HANDLE) return TSR_ERR_DEVICE;
 
     VkDescriptorBufferInfo infos[6];

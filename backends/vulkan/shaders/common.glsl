@@ -5,8 +5,8 @@
 // tensor starts inside it). P (binding 5) is the parameter block written by
 // vk_op_plan (vk_internal.h: vk_params, same std430 layout).
 //
-// Tensors are addressed in bytes through uint words, so any dtype at any
-// 2-byte alignment reads correctly; 16-bit stores use atomics on the word
+// Tensors are addressed in bytes through uint words (F32/I32 tensors 4-byte
+// aligned, all others 2-byte aligned); 16-bit stores use atomics on the word
 // so neighbouring invocations never clobber each other's halves.
 // Conversions (f16, bf16) are done with integer ops: round to nearest even,
 // the same bits as the host's, whatever the driver's packHalf2x16 does.
@@ -85,26 +85,20 @@ uint f32_to_bf16(float v) {
     return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
 }
 
-// Readers of bytes, 16-bit and 32-bit words at any byte offset, and of one
-// float element (F32, F16, BF16), for each tensor binding.
+// Readers of bytes, 16-bit words (at even offsets), 32-bit words (at
+// multiples of 4; u32_2 at even offsets) and of one float element (F32,
+// F16, BF16), for each tensor binding. vk_op_supported guarantees the
+// alignment: F32 and I32 tensors at multiples of 4 bytes, everything else
+// at even ones.
 #define DEF_READERS(T)                                                                  \
     uint T##_u8(uint o) { return (T.d[o >> 2] >> ((o & 3u) << 3)) & 0xffu; }            \
-    uint T##_u16(uint o) {                                                              \
-        uint s = (o & 3u) << 3;                                                         \
-        uint w = T.d[o >> 2] >> s;                                                      \
-        if (s == 24u) w |= T.d[(o >> 2) + 1u] << 8;                                     \
-        return w & 0xffffu;                                                             \
-    }                                                                                   \
-    uint T##_u32(uint o) {                                                              \
-        uint s = (o & 3u) << 3;                                                         \
-        uint w = T.d[o >> 2];                                                           \
-        if (s != 0u) w = (w >> s) | (T.d[(o >> 2) + 1u] << (32u - s));                  \
-        return w;                                                                       \
-    }                                                                                   \
+    uint T##_u16(uint o) { return (T.d[o >> 2] >> ((o & 2u) << 3)) & 0xffffu; }         \
+    uint T##_u32(uint o) { return T.d[o >> 2]; }                                        \
+    uint T##_u32_2(uint o) { return T##_u16(o) | (T##_u16(o + 2u) << 16); }             \
     float T##_float(uint dtype, uint o) {                                               \
-        if (dtype == DT_F32) return uintBitsToFloat(T##_u32(o));                        \
-        if (dtype == DT_F16) return f16_to_f32(T##_u16(o));                             \
-        return uintBitsToFloat(T##_u16(o) << 16);                                       \
+        if (dtype == DT_F32) return uintBitsToFloat(T.d[o >> 2]);                       \
+        uint h = T##_u16(o);                                                            \
+        return dtype == DT_F16 ? f16_to_f32(h) : uintBitsToFloat(h << 16);              \
     }
 
 DEF_READERS(t0)
@@ -162,16 +156,16 @@ float dequant(uint dtype, uint b, uint j) {
     if (dtype == DT_Q4_0) return t0_f16(b) * float(int(nibble32(b + 2u, j)) - 8);
     if (dtype == DT_Q4_1) return t0_f16(b) * float(nibble32(b + 4u, j)) + t0_f16(b + 2u);
     if (dtype == DT_Q5_0) {
-        uint hi = (t0_u32(b + 2u) >> j) & 1u;
+        uint hi = (t0_u32_2(b + 2u) >> j) & 1u;
         return t0_f16(b) * float(int(nibble32(b + 6u, j) | (hi << 4)) - 16);
     }
     if (dtype == DT_Q5_1) {
-        uint hi = (t0_u32(b + 4u) >> j) & 1u;
+        uint hi = (t0_u32_2(b + 4u) >> j) & 1u;
         return t0_f16(b) * float(nibble32(b + 8u, j) | (hi << 4)) + t0_f16(b + 2u);
     }
     if (dtype == DT_Q8_0) return t0_f16(b) * float(t0_i8(b + 2u + j));
     if (dtype == DT_Q8_1) return t0_f16(b) * float(t0_i8(b + 4u + j)); // d, s, qs[32]
-    if (dtype == DT_Q8_K) return uintBitsToFloat(t0_u32(b)) * float(t0_i8(b + 4u + j)); // f32 d, qs[256]
+    if (dtype == DT_Q8_K) return uintBitsToFloat(t0_u32_2(b)) * float(t0_i8(b + 4u + j)); // f32 d, qs[256]
     if (dtype == DT_IQ4_NL) return t0_f16(b) * float(IQ4NL_VALUES[nibble32(b + 2u, j)]);
     if (dtype == DT_Q2_K) {
         // scales[16] qs[64] d dmin; element j: half h, 32-run r (shift 2r), lane l

@@ -195,7 +195,7 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
         get_number(root, "frequency_penalty", -2.0, 2.0, &freq, err) ||
         get_int(root, "seed", -9.2e18, 9.2e18, &seed, err))
         return -1;
-    static tessera_logit_bias bias_none[1];
+    static const tessera_logit_bias bias_none[1];
     tessera_logit_bias *bias = malloc(SERVE_MAX_BIAS * sizeof *bias);
     if (!bias) return fail(err, 500, NULL, NULL, "out of memory");
     int32_t n_bias = 0;
@@ -383,6 +383,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     if ((kind == SERVE_CHAT ? parse_messages(api, root, r, err) : parse_prompt(api, root, r, err)) != 0) goto done;
     for (int32_t i = 0; i < r->n_prompt; i++) tessera_sampler_accept(r->sampler, r->prompt[i]);
 
+    /* Response ids only need to differ: seconds plus a process-wide count. */
     static unsigned long long counter;
     unsigned long long id = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
     snprintf(call->id, sizeof call->id, "%s-%llx%04llx", kind == SERVE_CHAT ? "chatcmpl" : "cmpl",

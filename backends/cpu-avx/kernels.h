@@ -19,6 +19,9 @@ typedef struct avx_kernels {
      * where there is none. pair_offset: the zero point act8p.corr uses. */
     avx_dot_fn dot_pair[TSR_DTYPE_COUNT];
     int pair_offset[TSR_DTYPE_COUNT];
+    /* x[i] = exp(x[i] - max) for n values (exactly 0 where x is -inf);
+     * returns the sum in double, as the softmax reference sums. */
+    double (*exp_sub_sum)(float *x, int64_t n, float max);
     void (*act8_from_f32)(const float *x, act8 *y, int64_t n);
     void (*act8k_from_f32)(const float *x, act8k *y, int64_t n);
 } avx_kernels;

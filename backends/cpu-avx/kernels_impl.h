@@ -11,6 +11,7 @@
  * of each is the plain C kernel of the same name in quants.c.
  */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -555,6 +556,58 @@ static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_s
 }
 #endif
 
+
+/* ------------------------------------------------------------ exp */
+
+/* expf for 8 lanes, Cephes' method: n = round(x / ln 2), r = x - n ln 2 in
+ * two steps, exp(r) by a degree-6 polynomial, times 2^n through the exponent
+ * bits; about 1 ulp. Inputs below -87.3 (including -inf) give exactly 0. */
+static inline __m256 exp8(__m256 x) {
+    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365478515625f);
+    __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(underflow, y);
+}
+
+static double exp_sub_sum_v(float *x, int64_t n, float max) {
+    const __m256 mv = _mm256_set1_ps(max);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+        _mm256_storeu_ps(x + i, y);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(y)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(y, 1)));
+    }
+    __m256d s = _mm256_add_pd(s0, s1);
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    double sum = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    if (i < n) { /* tail through a padded vector */
+        float buf[8];
+        int m = (int)(n - i);
+        for (int j = 0; j < 8; j++) buf[j] = j < m ? x[i + j] - max : -INFINITY;
+        _mm256_storeu_ps(buf, exp8(_mm256_loadu_ps(buf)));
+        for (int j = 0; j < m; j++) {
+            x[i + j] = buf[j];
+            sum += buf[j];
+        }
+    }
+    return sum;
+}
+
 /* ------------------------------------------------ activation quantizers */
 
 /* f32 -> act8 (as quants_act8_from_f32): amax by vector max, round to
@@ -613,6 +666,7 @@ void KERNELS_INIT(avx_kernels *k) {
     k->pair_offset[TSR_DTYPE_Q4_0] = 8;
     k->dot_pair[TSR_DTYPE_Q8_0] = dot_q8_0_pair;
     k->pair_offset[TSR_DTYPE_Q8_0] = 0;
+    k->exp_sub_sum = exp_sub_sum_v;
     k->act8_from_f32 = act8_from_f32_v;
     k->act8k_from_f32 = quants_act8k_from_f32;
 }

@@ -235,10 +235,7 @@ static void op_soft_max(avx_exec *ex, const tsr_node *node, int ith, int nth) {
         if (mx == -INFINITY) { /* fully masked row: ggml yields zeros */
             for (int64_t i = 0; i < n; i++) tmp[i] = 0.0f;
         } else {
-            for (int64_t i = 0; i < n; i++) {
-                tmp[i] = expf(tmp[i] - mx);
-                sum += tmp[i];
-            }
+            sum = ex->k->exp_sub_sum(tmp, n, mx);
         }
         const float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
         for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], tmp[i] * inv);

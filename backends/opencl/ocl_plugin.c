@@ -247,6 +247,22 @@ static void device_release(ocl_device *d) {
 
 /* ----------------------------------------------------------------- plugin */
 
+/* TESSERA_OPENCL_DEVICE_TYPE picks the kinds of device to use (e.g. "gpu"
+ * on a machine with both a GPU driver and PoCL); unset or "all": every one. */
+static bool device_type_from_name(const char *name, cl_device_type *out) {
+    static const struct { const char *name; cl_device_type type; } types[] = {
+        {"all", CL_DEVICE_TYPE_ALL}, {"gpu", CL_DEVICE_TYPE_GPU},
+        {"cpu", CL_DEVICE_TYPE_CPU}, {"accelerator", CL_DEVICE_TYPE_ACCELERATOR},
+    };
+    if (!name || !name[0]) return true;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(name, types[i].name)) {
+            *out = types[i].type;
+            return true;
+        }
+    return false;
+}
+
 static int32_t plugin_score(void) { return 1; }
 
 static void plugin_shutdown(void);
@@ -280,12 +296,18 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
         return TSR_OK;
     }
     if (n_platforms > 8) n_platforms = 8;
+    cl_device_type want = CL_DEVICE_TYPE_ALL;
+    const char *type_env = getenv("TESSERA_OPENCL_DEVICE_TYPE");
+    if (!device_type_from_name(type_env, &want)) {
+        snprintf(reason, reason_size, "TESSERA_OPENCL_DEVICE_TYPE='%s' is not one of all, gpu, cpu, "
+                                      "accelerator", type_env);
+        return TSR_OK;
+    }
     int n_seen = 0;
     for (cl_uint p = 0; p < n_platforms && g_n_devices < OCL_MAX_DEVICES; p++) {
         cl_device_id ids[OCL_MAX_DEVICES];
         cl_uint n_ids = 0;
-        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, OCL_MAX_DEVICES, ids, &n_ids) != CL_SUCCESS)
-            continue;
+        if (clGetDeviceIDs(platforms[p], want, OCL_MAX_DEVICES, ids, &n_ids) != CL_SUCCESS) continue;
         if (n_ids > OCL_MAX_DEVICES) n_ids = OCL_MAX_DEVICES;
         for (cl_uint i = 0; i < n_ids && g_n_devices < OCL_MAX_DEVICES; i++) {
             n_seen++;
@@ -303,7 +325,9 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
     }
     if (g_n_devices == 0) {
         if (n_seen == 0)
-            snprintf(reason, reason_size, "%u OpenCL platform(s) but no device", (unsigned)n_platforms);
+            snprintf(reason, reason_size, "%u OpenCL platform(s) but no %sdevice", (unsigned)n_platforms,
+                     want == CL_DEVICE_TYPE_ALL ? "" : want == CL_DEVICE_TYPE_GPU ? "GPU "
+                     : want == CL_DEVICE_TYPE_CPU ? "CPU " : "accelerator ");
         else
             snprintf(reason, reason_size, "no usable OpenCL device: %s", why);
     }

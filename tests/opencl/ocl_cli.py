@@ -5,6 +5,8 @@
 - copies instead of mapped memory (TESSERA_OPENCL_NO_MAP=1) give the same text;
 - a kernel build failure (TESSERA_OPENCL_INJECT_BUILD_ERROR=1) prints the
   build log once and the run falls back to the CPU with the same text;
+- TESSERA_OPENCL_DEVICE_TYPE=gpu on a machine with only a CPU driver, or a
+  misspelt type: opencl is rejected with the reason;
 - no ICD (OCL_ICD_VENDORS pointing at an empty folder): opencl is listed as
   rejected with the reason, a run on the CPU is unaffected, and asking
   for opencl0 is a one-line error."""
@@ -49,6 +51,16 @@ c.check(out.rstrip("\n") == want, f"build failure: the CPU fallback's text diffe
 c.check(err.count("building the kernels failed") == 1, f"build failure: not reported exactly once:\n{err[-1500:]}")
 c.check("Build log:" in err and "error" in err.split("Build log:")[-1],
         f"build failure: no build log:\n{err[-1500:]}")
+
+# Devices of another type than asked for: none, with the reason.
+rc, out, err = run(["devices"])
+if re.search(r"^\s*\d+\s+opencl0\s+accelerator", out, re.M):
+    rc, out, err = run(["devices"], env={"TESSERA_OPENCL_DEVICE_TYPE": "gpu"})
+    c.check(re.search(r"libtessera-backend-opencl\.so: rejected: .*no GPU device", out + err) is not None,
+            f"TESSERA_OPENCL_DEVICE_TYPE=gpu: opencl not rejected with a reason:\n{out}{err}")
+rc, out, err = run(["devices"], env={"TESSERA_OPENCL_DEVICE_TYPE": "gpus"})
+c.check(re.search(r"rejected: .*TESSERA_OPENCL_DEVICE_TYPE='gpus' is not one of", out + err) is not None,
+        f"a bad TESSERA_OPENCL_DEVICE_TYPE is not named:\n{out}{err}")
 
 with tempfile.TemporaryDirectory() as empty:
     no_icd = {"OCL_ICD_VENDORS": empty}

@@ -350,7 +350,7 @@ static void scan_dir(const char *dir) {
         if (names[n]) n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n > 1) qsort(names, n, sizeof *names, cmp_names); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
         int len = snprintf(path, sizeof path, "%s/%s", dir, names[i]);

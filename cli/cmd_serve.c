@@ -112,24 +112,41 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         }
         const char *v = argv[++i];
         int rc = 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--host")) o->host = v;
-        else if (!strcmp(a, "--api-key")) o->api_key = v;
-        else if (!strcmp(a, "--alias")) o->alias = v;
-        else if (!strcmp(a, "--chat-template")) o->template_name = v;
-        else if (!strcmp(a, "--device")) o->devices = v;
-        else if (!strcmp(a, "--plugin-dir")) o->plugin_dir = v;
-        else if (!strcmp(a, "--port")) rc = parse_long(a, v, 0, 65535, &o->port);
-        else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) rc = parse_long(a, v, 1, TESSERA_MAX_SEQ, &o->parallel);
-        else if (!strcmp(a, "--queue")) rc = parse_long(a, v, 0, 100000, &o->queue);
-        else if (!strcmp(a, "--max-body")) rc = parse_long(a, v, 1024, 1L << 30, &o->max_body);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) rc = parse_long(a, v, 2, 1 << 24, &o->n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) rc = parse_long(a, v, 1, 1 << 20, &o->n_batch);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = parse_long(a, v, 1, 1024, &o->n_threads);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) rc = parse_long(a, v, 0, 100000, &o->n_gpu_layers);
+        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
+            o->model = v;
+        else if (!strcmp(a, "--host"))
+            o->host = v;
+        else if (!strcmp(a, "--api-key"))
+            o->api_key = v;
+        else if (!strcmp(a, "--alias"))
+            o->alias = v;
+        else if (!strcmp(a, "--chat-template"))
+            o->template_name = v;
+        else if (!strcmp(a, "--device"))
+            o->devices = v;
+        else if (!strcmp(a, "--plugin-dir"))
+            o->plugin_dir = v;
+        else if (!strcmp(a, "--port"))
+            rc = parse_long(a, v, 0, 65535, &o->port);
+        else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
+            rc = parse_long(a, v, 1, TESSERA_MAX_SEQ, &o->parallel);
+        else if (!strcmp(a, "--queue"))
+            rc = parse_long(a, v, 0, 100000, &o->queue);
+        else if (!strcmp(a, "--max-body"))
+            rc = parse_long(a, v, 1024, 1L << 30, &o->max_body);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
+            rc = parse_long(a, v, 2, 1 << 24, &o->n_ctx);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
+            rc = parse_long(a, v, 1, 1 << 20, &o->n_batch);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
+            rc = parse_long(a, v, 1, 1024, &o->n_threads);
+        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers"))
+            rc = parse_long(a, v, 0, 100000, &o->n_gpu_layers);
         else if (!strcmp(a, "--kv-type")) {
-            if (!strcmp(v, "f16") || !strcmp(v, "F16")) o->kv_type = TESSERA_KV_F16;
-            else if (!strcmp(v, "f32") || !strcmp(v, "F32")) o->kv_type = TESSERA_KV_F32;
+            if (!strcmp(v, "f16") || !strcmp(v, "F16"))
+                o->kv_type = TESSERA_KV_F16;
+            else if (!strcmp(v, "f32") || !strcmp(v, "F32"))
+                o->kv_type = TESSERA_KV_F32;
             else {
                 fprintf(stderr, "tessera serve: --kv-type expects f16 or f32, got '%s'\n", v);
                 rc = -1;
@@ -180,7 +197,8 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     const char *dirs[1] = {o.plugin_dir};
-    tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = o.plugin_dir ? 1 : 0, .verbosity = o.verbose};
+    tessera_init_params ip = {
+        .plugin_dirs = dirs, .n_plugin_dirs = o.plugin_dir ? 1 : 0, .verbosity = o.verbose};
     tessera_model *model = NULL;
     tessera_context *ctx = NULL;
     serve_engine *engine = NULL;
@@ -221,7 +239,8 @@ int cmd_serve(int argc, char **argv) {
         goto done;
     }
 
-    serve_api api = {.model = model, .model_id = o.alias ? o.alias : base_name(o.model),
+    serve_api api = {.model = model,
+                     .model_id = o.alias ? o.alias : base_name(o.model),
                      .slot_ctx = (int32_t)(n_ctx / o.parallel)};
     if (o.template_name) {
         if (tessera_chat_format_from_name(o.template_name, &api.format) != 0) {
@@ -234,23 +253,29 @@ int cmd_serve(int argc, char **argv) {
     special_text(model, tessera_token_bos(model), api.bos_text, sizeof api.bos_text);
     special_text(model, tessera_token_eos(model), api.eos_text, sizeof api.eos_text);
 
-    serve_engine_params ep = {.model = model, .ctx = ctx, .n_slots = (int32_t)o.parallel,
-                              .max_queue = (int32_t)o.queue, .slot_ctx = api.slot_ctx};
+    serve_engine_params ep = {.model = model,
+                              .ctx = ctx,
+                              .n_slots = (int32_t)o.parallel,
+                              .max_queue = (int32_t)o.queue,
+                              .slot_ctx = api.slot_ctx};
     engine = serve_engine_new(&ep);
     if (!engine || serve_engine_start(engine) != 0) {
         fprintf(stderr, "tessera serve: cannot start the engine (out of memory or threads)\n");
         goto done;
     }
-    serve_http_params hp = {.host = o.host, .port = (int)o.port, .api_key = o.api_key,
-                            .max_body = (size_t)o.max_body, .max_connections = (int)(o.parallel + o.queue + 64)};
+    serve_http_params hp = {.host = o.host,
+                            .port = (int)o.port,
+                            .api_key = o.api_key,
+                            .max_body = (size_t)o.max_body,
+                            .max_connections = (int)(o.parallel + o.queue + 64)};
     http = serve_http_start(&hp, engine, &api);
     if (!http) goto done;
-    fprintf(stderr,
-            "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s%s)\n",
+    fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s%s)\n",
             api.model_id, o.host, serve_http_port(http), o.parallel, api.slot_ctx,
             tessera_chat_family_name(api.format.family), api.format.fallback ? " (fallback)" : "");
     if (!o.api_key && strcmp(o.host, "127.0.0.1") && strcmp(o.host, "::1") && strcmp(o.host, "localhost"))
-        fprintf(stderr, "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
+        fprintf(stderr,
+                "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
                 o.host);
     fflush(stderr);
     int sig = 0;

@@ -27,10 +27,14 @@ char *serve_api_error_json(const char *message, const char *type, const char *pa
     cJSON *e = cJSON_AddObjectToObject(root, "error");
     cJSON_AddStringToObject(e, "message", message);
     cJSON_AddStringToObject(e, "type", type);
-    if (param) cJSON_AddStringToObject(e, "param", param);
-    else cJSON_AddNullToObject(e, "param");
-    if (code) cJSON_AddStringToObject(e, "code", code);
-    else cJSON_AddNullToObject(e, "code");
+    if (param)
+        cJSON_AddStringToObject(e, "param", param);
+    else
+        cJSON_AddNullToObject(e, "param");
+    if (code)
+        cJSON_AddStringToObject(e, "code", code);
+    else
+        cJSON_AddNullToObject(e, "code");
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;
@@ -46,7 +50,8 @@ static int fail(serve_error *err, int status, const char *param, const char *cod
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     err->status = status;
-    err->body = serve_api_error_json(msg, status >= 500 ? "server_error" : "invalid_request_error", param, code);
+    err->body =
+        serve_api_error_json(msg, status >= 500 ? "server_error" : "invalid_request_error", param, code);
     return -1;
 }
 
@@ -59,7 +64,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     if (len == 0 || len > n) return 0;
     for (size_t i = 1; i < len; i++)
         if ((s[i] & 0xC0) != 0x80) return 0;
-    if (len == 3 && s[0] == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
+    if (len == 3 && s[0] == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
     if (len == 3 && s[0] == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
     if (len == 4 && s[0] == 0xF0 && s[1] < 0x90) return 0;
     if (len == 4 && s[0] == 0xF4 && s[1] >= 0x90) return 0;
@@ -109,7 +114,8 @@ static int get_number(const cJSON *root, const char *key, double lo, double hi, 
     if (is_null(v)) return 0;
     if (!cJSON_IsNumber(v)) return fail(err, 400, key, NULL, "'%s' must be a number", key);
     double d = v->valuedouble;
-    if (!(d >= lo && d <= hi)) return fail(err, 400, key, NULL, "'%s' is %g, expected %g..%g", key, d, lo, hi);
+    if (!(d >= lo && d <= hi))
+        return fail(err, 400, key, NULL, "'%s' is %g, expected %g..%g", key, d, lo, hi);
     *out = d;
     return 0;
 }
@@ -121,7 +127,8 @@ static int get_int(const cJSON *root, const char *key, double lo, double hi, lon
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
         return fail(err, 400, key, NULL, "'%s' must be an integer", key);
     double d = v->valuedouble;
-    if (!(d >= lo && d <= hi)) return fail(err, 400, key, NULL, "'%s' is %.0f, expected %.0f..%.0f", key, d, lo, hi);
+    if (!(d >= lo && d <= hi))
+        return fail(err, 400, key, NULL, "'%s' is %.0f, expected %.0f..%.0f", key, d, lo, hi);
     *out = (long long)d;
     return 0;
 }
@@ -148,7 +155,8 @@ static int get_stop(const cJSON *root, serve_request *r, serve_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "stop");
     if (is_null(v)) return 0;
     if (cJSON_IsString(v)) return add_stop(r, v->valuestring, err);
-    if (!cJSON_IsArray(v)) return fail(err, 400, "stop", NULL, "'stop' must be a string or an array of strings");
+    if (!cJSON_IsArray(v))
+        return fail(err, 400, "stop", NULL, "'stop' must be a string or an array of strings");
     if (cJSON_GetArraySize(v) > SERVE_MAX_STOP)
         return fail(err, 400, "stop", NULL, "'stop' has %d strings, at most %d", cJSON_GetArraySize(v),
                     SERVE_MAX_STOP);
@@ -165,20 +173,24 @@ static int get_logit_bias(const cJSON *root, int32_t n_vocab, tessera_logit_bias
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
     *n = 0;
     if (is_null(v)) return 0;
-    if (!cJSON_IsObject(v)) return fail(err, 400, "logit_bias", NULL, "'logit_bias' must be an object of token id: bias");
+    if (!cJSON_IsObject(v))
+        return fail(err, 400, "logit_bias", NULL, "'logit_bias' must be an object of token id: bias");
     const cJSON *b;
     cJSON_ArrayForEach(b, v) {
         char *end;
         long id = strtol(b->string, &end, 10);
         if (end == b->string || *end || id < 0 || id >= n_vocab)
-            return fail(err, 400, "logit_bias", NULL, "'logit_bias' key '%.40s' is not a token id in 0..%d", b->string,
-                        n_vocab - 1);
+            return fail(err, 400, "logit_bias", NULL, "'logit_bias' key '%.40s' is not a token id in 0..%d",
+                        b->string, n_vocab - 1);
         if (!cJSON_IsNumber(b) || !(b->valuedouble >= -100.0 && b->valuedouble <= 100.0))
-            return fail(err, 400, "logit_bias", NULL, "'logit_bias' of token %ld must be a number in -100..100", id);
+            return fail(err, 400, "logit_bias", NULL,
+                        "'logit_bias' of token %ld must be a number in -100..100", id);
         if (*n == SERVE_MAX_BIAS)
-            return fail(err, 400, "logit_bias", NULL, "'logit_bias' has more than %d entries", SERVE_MAX_BIAS);
+            return fail(err, 400, "logit_bias", NULL, "'logit_bias' has more than %d entries",
+                        SERVE_MAX_BIAS);
         /* -100 bans the token, as OpenAI documents. */
-        bias[*n] = (tessera_logit_bias){(tessera_token)id, b->valuedouble <= -100.0 ? -INFINITY : (float)b->valuedouble};
+        bias[*n] = (tessera_logit_bias){(tessera_token)id,
+                                        b->valuedouble <= -100.0 ? -INFINITY : (float)b->valuedouble};
         (*n)++;
     }
     return 0;
@@ -189,8 +201,10 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
     tessera_sampler_params sp = tessera_sampler_default_params();
     double temp = sp.temp, top_p = sp.top_p, min_p = sp.min_p, pres = 0.0, freq = 0.0;
     long long top_k = sp.top_k, seed = LLONG_MIN; /* LLONG_MIN: not given */
-    if (get_number(root, "temperature", 0.0, 1e6, &temp, err) || get_number(root, "top_p", 0.0, 1.0, &top_p, err) ||
-        get_number(root, "min_p", 0.0, 1.0, &min_p, err) || get_int(root, "top_k", 0, INT32_MAX, &top_k, err) ||
+    if (get_number(root, "temperature", 0.0, 1e6, &temp, err) ||
+        get_number(root, "top_p", 0.0, 1.0, &top_p, err) ||
+        get_number(root, "min_p", 0.0, 1.0, &min_p, err) ||
+        get_int(root, "top_k", 0, INT32_MAX, &top_k, err) ||
         get_number(root, "presence_penalty", -2.0, 2.0, &pres, err) ||
         get_number(root, "frequency_penalty", -2.0, 2.0, &freq, err) ||
         get_int(root, "seed", -9.2e18, 9.2e18, &seed, err))
@@ -220,15 +234,17 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
 
 /* ------------------------------------------------------------ prompts */
 
-static int tokenize_text(const serve_api *api, const char *text, size_t len, bool add_special, serve_request *r,
-                         const char *param, serve_error *err) {
+static int tokenize_text(const serve_api *api, const char *text, size_t len, bool add_special,
+                         serve_request *r, const char *param, serve_error *err) {
     int32_t n = tessera_tokenize(api->model, text, len, NULL, 0, add_special, true);
-    if (n == INT32_MIN) return fail(err, 400, param, NULL, "cannot tokenize '%s': %s", param, tessera_last_error());
+    if (n == INT32_MIN)
+        return fail(err, 400, param, NULL, "cannot tokenize '%s': %s", param, tessera_last_error());
     if (n < 0) n = -n;
     if (n == 0) return fail(err, 400, param, NULL, "'%s' gives no tokens", param);
     if (n >= api->slot_ctx)
         return fail(err, 400, param, "context_length_exceeded",
-                    "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n, api->slot_ctx);
+                    "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n,
+                    api->slot_ctx);
     r->prompt = malloc((size_t)n * sizeof *r->prompt);
     if (!r->prompt) return fail(err, 500, NULL, NULL, "out of memory");
     r->n_prompt = tessera_tokenize(api->model, text, len, r->prompt, n, add_special, true);
@@ -249,16 +265,19 @@ static int message_text(const cJSON *content, char **out, serve_error *err) {
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
             const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
             if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
-                return fail(err, 400, "messages", NULL, "message content parts must be {\"type\": \"text\", \"text\": ...}");
+                return fail(err, 400, "messages", NULL,
+                            "message content parts must be {\"type\": \"text\", \"text\": ...}");
             len += strlen(text->valuestring);
         }
         *out = malloc(len + 1);
         if (*out) {
             (*out)[0] = '\0';
-            cJSON_ArrayForEach(part, content) strcat(*out, cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
+            cJSON_ArrayForEach(part, content)
+                strcat(*out, cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
         }
     } else {
-        return fail(err, 400, "messages", NULL, "message 'content' must be a string or an array of text parts");
+        return fail(err, 400, "messages", NULL,
+                    "message 'content' must be a string or an array of text parts");
     }
     return *out ? 0 : fail(err, 500, NULL, NULL, "out of memory");
 }
@@ -287,7 +306,8 @@ static int parse_messages(const serve_api *api, const cJSON *root, serve_request
         const char *rs = role->valuestring;
         if (!strcmp(rs, "developer")) rs = "system";
         if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant")) {
-            fail(err, 400, "messages", NULL, "message %d has role '%.32s' (system, developer, user or assistant)", i, rs);
+            fail(err, 400, "messages", NULL,
+                 "message %d has role '%.32s' (system, developer, user or assistant)", i, rs);
             goto done;
         }
         if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &texts[i], err) != 0) goto done;
@@ -316,13 +336,16 @@ static int parse_prompt(const serve_api *api, const cJSON *root, serve_request *
     if (is_null(p)) return fail(err, 400, "prompt", NULL, "'prompt' is required");
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(cJSON_GetArrayItem(p, 0)))
         p = cJSON_GetArrayItem(p, 0);
-    if (cJSON_IsString(p)) return tokenize_text(api, p->valuestring, strlen(p->valuestring), true, r, "prompt", err);
-    if (!cJSON_IsArray(p)) return fail(err, 400, "prompt", NULL, "'prompt' must be a string or an array of token ids");
+    if (cJSON_IsString(p))
+        return tokenize_text(api, p->valuestring, strlen(p->valuestring), true, r, "prompt", err);
+    if (!cJSON_IsArray(p))
+        return fail(err, 400, "prompt", NULL, "'prompt' must be a string or an array of token ids");
     int n = cJSON_GetArraySize(p);
     if (n == 0) return fail(err, 400, "prompt", NULL, "'prompt' is empty");
     if (n >= api->slot_ctx)
         return fail(err, 400, "prompt", "context_length_exceeded",
-                    "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n, api->slot_ctx);
+                    "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n,
+                    api->slot_ctx);
     r->prompt = malloc((size_t)n * sizeof *r->prompt);
     if (!r->prompt) return fail(err, 500, NULL, NULL, "out of memory");
     int32_t n_vocab = tessera_model_n_vocab(api->model);
@@ -330,7 +353,8 @@ static int parse_prompt(const serve_api *api, const cJSON *root, serve_request *
     cJSON_ArrayForEach(t, p) {
         if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
             t->valuedouble >= n_vocab)
-            return fail(err, 400, "prompt", NULL, "'prompt' must be one string or token ids in 0..%d", n_vocab - 1);
+            return fail(err, 400, "prompt", NULL, "'prompt' must be one string or token ids in 0..%d",
+                        n_vocab - 1);
         r->prompt[r->n_prompt++] = (tessera_token)t->valuedouble;
     }
     return 0;
@@ -366,7 +390,8 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     }
     long long max_tokens = -1, n = 1;
     const char *mt_key = kind == SERVE_CHAT && cJSON_GetObjectItemCaseSensitive(root, "max_completion_tokens")
-                             ? "max_completion_tokens" : "max_tokens";
+                             ? "max_completion_tokens"
+                             : "max_tokens";
     if (get_int(root, mt_key, 1, INT32_MAX, &max_tokens, err) || get_int(root, "n", 1, 1, &n, err) ||
         get_bool(root, "stream", &call->stream, err))
         goto done;
@@ -380,7 +405,8 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     }
     r->max_tokens = (int32_t)max_tokens;
     if (get_stop(root, r, err) || parse_sampling(api, root, r, err)) goto done;
-    if ((kind == SERVE_CHAT ? parse_messages(api, root, r, err) : parse_prompt(api, root, r, err)) != 0) goto done;
+    if ((kind == SERVE_CHAT ? parse_messages(api, root, r, err) : parse_prompt(api, root, r, err)) != 0)
+        goto done;
     for (int32_t i = 0; i < r->n_prompt; i++) tessera_sampler_accept(r->sampler, r->prompt[i]);
 
     /* Response ids only need to differ: seconds plus a process-wide count. */
@@ -470,8 +496,10 @@ char *serve_api_chunk(const serve_api *api, const serve_call *call, const char *
         add_text(choice, "text", text, n);
     }
     cJSON_AddNullToObject(choice, "logprobs");
-    if (finish) cJSON_AddStringToObject(choice, "finish_reason", finish);
-    else cJSON_AddNullToObject(choice, "finish_reason");
+    if (finish)
+        cJSON_AddStringToObject(choice, "finish_reason", finish);
+    else
+        cJSON_AddNullToObject(choice, "finish_reason");
     char *out = sse_append(NULL, root);
     if (finish && call->include_usage) {
         cJSON *u = response_head(api, call, object);

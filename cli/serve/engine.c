@@ -20,10 +20,10 @@
 #include "serve.h"
 
 typedef struct serve_slot {
-    serve_request *req;   /* NULL: free */
-    int32_t n_past;       /* positions in the cache */
-    int32_t n_fed;        /* prompt tokens decoded */
-    tessera_token next;   /* sampled, not yet decoded */
+    serve_request *req; /* NULL: free */
+    int32_t n_past;     /* positions in the cache */
+    int32_t n_fed;      /* prompt tokens decoded */
+    tessera_token next; /* sampled, not yet decoded */
     bool has_next;
     double t_start_ms;
 } serve_slot;
@@ -34,7 +34,7 @@ struct serve_engine {
     pthread_t thread;
     bool started, stopping;
     pthread_mutex_t mu;
-    pthread_cond_t wake;  /* new work, a cancel, or stop */
+    pthread_cond_t wake; /* new work, a cancel, or stop */
     serve_slot *slots;
     serve_request **queue; /* FIFO ring of q_cap = n_slots + max_queue */
     int32_t q_head, q_len, q_cap;

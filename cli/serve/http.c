@@ -39,7 +39,7 @@ struct serve_http {
 typedef struct conn_state {
     char *body;
     size_t len, cap;
-    uint64_t seen;   /* body bytes received, kept or not */
+    uint64_t seen; /* body bytes received, kept or not */
     bool too_large;
 } conn_state;
 
@@ -111,11 +111,11 @@ typedef struct stream_state {
     serve_request *r;
     serve_call call;
     int fd;
-    char *pending;       /* SSE bytes not yet handed to MHD */
+    char *pending; /* SSE bytes not yet handed to MHD */
     size_t pend_len, pend_off;
-    size_t sent;         /* text bytes already turned into events */
-    bool opened;         /* the chat stream's first (role) chunk is out */
-    bool finished;       /* the final events are in pending */
+    size_t sent;   /* text bytes already turned into events */
+    bool opened;   /* the chat stream's first (role) chunk is out */
+    bool finished; /* the final events are in pending */
 } stream_state;
 
 static char *concat_free(char *a, char *b) {
@@ -218,7 +218,8 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
     if (call.stream) {
         stream_state *st = calloc(1, sizeof *st);
         struct MHD_Response *resp =
-            st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free) : NULL;
+            st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free)
+               : NULL;
         if (!resp) {
             if (st) free(st);
             serve_engine_release(h->e, r);
@@ -256,8 +257,8 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         return send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
     }
     if (!authorized(h, c))
-        return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY)", "invalid_request_error",
-                          "invalid_api_key");
+        return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY)",
+                          "invalid_request_error", "invalid_api_key");
     if (cs->too_large) {
         char msg[128];
         snprintf(msg, sizeof msg, "the request body of %llu bytes is over the limit of %zu bytes",
@@ -265,8 +266,10 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         return send_error(h, c, 413, msg, "invalid_request_error", "request_too_large");
     }
     serve_kind kind;
-    if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions")) kind = SERVE_CHAT;
-    else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions")) kind = SERVE_COMPLETION;
+    if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions"))
+        kind = SERVE_CHAT;
+    else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions"))
+        kind = SERVE_COMPLETION;
     else if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
         if (!get) return send_error(h, c, 405, "use GET /v1/models", "invalid_request_error", NULL);
         return send_json(h, c, 200, serve_api_models(h->api));
@@ -288,7 +291,8 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                 const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+                                 const char *version, const char *upload, size_t *upload_size,
+                                 void **con_cls) {
     (void)version;
     serve_http *h = cls;
     conn_state *cs = *con_cls;
@@ -338,7 +342,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     return route(h, c, url, method, cs);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t) {
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode t) {
     (void)cls;
     (void)c;
     (void)t;
@@ -371,13 +376,14 @@ serve_http *serve_http_start(const serve_http_params *p, serve_engine *e, const 
     h->api = api;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)p->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                            MHD_OPTION_END);
+    h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR,
+                            ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->d) {
-        fprintf(stderr, "tessera serve: cannot listen on %s port %d (in use, or not an address of this machine)\n",
+        fprintf(stderr,
+                "tessera serve: cannot listen on %s port %d (in use, or not an address of this machine)\n",
                 p->host, p->port);
         free(h);
         return NULL;

@@ -21,14 +21,14 @@ enum { N_SEQ = 3, N_STEPS = 16, MAX_PROMPT = 64 };
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                       \
-        if (!(cond)) {                                                                                         \
-            failures++;                                                                                        \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                               \
-            fprintf(stderr, __VA_ARGS__);                                                                      \
-            fprintf(stderr, "\n");                                                                             \
-        }                                                                                                      \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            failures++;                                          \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+        }                                                        \
     } while (0)
 
 static int argmax(const float *v, int n) {
@@ -47,8 +47,8 @@ static float max_diff(const float *a, const float *b, int n) {
 typedef struct reference {
     tessera_token prompt[MAX_PROMPT];
     int32_t n_prompt;
-    tessera_token tokens[N_STEPS];       /* greedy continuation */
-    float *logits;                       /* (N_STEPS + 1) rows: after the prompt, after each token */
+    tessera_token tokens[N_STEPS]; /* greedy continuation */
+    float *logits;                 /* (N_STEPS + 1) rows: after the prompt, after each token */
 } reference;
 
 /* The greedy run of one prompt through tessera_decode. */
@@ -111,7 +111,8 @@ int main(void) {
                                                "Lily and Tom went to the park to play with a ball"};
     reference ref[N_SEQ];
     for (int q = 0; q < N_SEQ; q++) {
-        ref[q].n_prompt = tessera_tokenize(m, prompts[q], strlen(prompts[q]), ref[q].prompt, MAX_PROMPT, true, true);
+        ref[q].n_prompt =
+            tessera_tokenize(m, prompts[q], strlen(prompts[q]), ref[q].prompt, MAX_PROMPT, true, true);
         ref[q].logits = malloc((size_t)(N_STEPS + 1) * n_vocab * sizeof(float));
         if (ref[q].n_prompt <= 0 || !ref[q].logits || make_reference(solo, n_vocab, &ref[q]) != 0) {
             fprintf(stderr, "reference %d: %s\n", q, tessera_last_error());
@@ -182,8 +183,9 @@ int main(void) {
                  * measured 2.6e-3 with micro-batches of 5, 5e-4 with one. */
                 CHECK(d < 1e-2f, "multi step %d seq %d: logits differ by %g", s, q, d);
                 if (s < N_STEPS)
-                    CHECK(argmax(l, n_vocab) == ref[q].tokens[s], "multi step %d seq %d: greedy token %d, alone %d",
-                          s, q, argmax(l, n_vocab), ref[q].tokens[s]);
+                    CHECK(argmax(l, n_vocab) == ref[q].tokens[s],
+                          "multi step %d seq %d: greedy token %d, alone %d", s, q, argmax(l, n_vocab),
+                          ref[q].tokens[s]);
             }
             if (s == N_STEPS) break;
             /* sequence 1 is dropped and restarted half-way; the others go on */
@@ -225,7 +227,8 @@ int main(void) {
     {
         tessera_token t = 5;
         int32_t p = 0, s = TESSERA_MAX_SEQ;
-        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 && strstr(tessera_last_error(), "sequence"),
+        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
+                  strstr(tessera_last_error(), "sequence"),
               "sequence %d accepted", s);
         s = -1;
         CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0, "sequence -1 accepted");
@@ -235,14 +238,16 @@ int main(void) {
               "token %d accepted", n_vocab);
         t = 5;
         p = -3;
-        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 && strstr(tessera_last_error(), "position"),
+        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
+                  strstr(tessera_last_error(), "position"),
               "position -3 accepted");
         CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 0) != 0, "zero tokens accepted");
         CHECK(tessera_seq_remove(multi, 99, 0) != 0, "seq remove 99 accepted");
         /* fill the cache: more tokens than free cells */
         int free_cells = 512 - tessera_kv_cells_used(multi);
         tessera_token *many = calloc((size_t)free_cells + 1, sizeof *many);
-        int32_t *mp_ = calloc((size_t)free_cells + 1, sizeof *mp_), *ms = calloc((size_t)free_cells + 1, sizeof *ms);
+        int32_t *mp_ = calloc((size_t)free_cells + 1, sizeof *mp_),
+                *ms = calloc((size_t)free_cells + 1, sizeof *ms);
         for (int i = 0; i <= free_cells; i++) {
             many[i] = 3 + i % 100;
             mp_[i] = i;
@@ -269,8 +274,8 @@ int main(void) {
             seq[i] = 63;
             want[i] = i == ref[2].n_prompt - 1;
         }
-        CHECK(tessera_decode_batch(multi, ref[2].prompt, pos, seq, want, ref[2].n_prompt) == 0, "after errors: %s",
-              tessera_last_error());
+        CHECK(tessera_decode_batch(multi, ref[2].prompt, pos, seq, want, ref[2].n_prompt) == 0,
+              "after errors: %s", tessera_last_error());
         const float *l = tessera_logits(multi, 0);
         CHECK(l && max_diff(l, ref[2].logits, n_vocab) < 1e-3f, "after errors: logits differ");
     }

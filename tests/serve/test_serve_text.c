@@ -11,14 +11,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            failures++;                                                 \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, "\n");                                      \
-        }                                                               \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            failures++;                                          \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+        }                                                        \
     } while (0)
 
 /* Append a piece; returns whether a stop string ended the text. */
@@ -45,8 +45,8 @@ static void test_utf8(void) {
         const char *s;
         size_t want;
     } cases[] = {
-        {"abc", 3},          {"a\xC3", 1},          {"a\xC3\xA9", 3},        {"\xE2\x82", 0},
-        {"x\xE2\x82\xAC", 4}, {"\xF0\x9F\x98", 0},   {"\xF0\x9F\x98\x80", 4}, {"", 0},
+        {"abc", 3},           {"a\xC3", 1},        {"a\xC3\xA9", 3},        {"\xE2\x82", 0},
+        {"x\xE2\x82\xAC", 4}, {"\xF0\x9F\x98", 0}, {"\xF0\x9F\x98\x80", 4}, {"", 0},
         {"\x80\x80", 2}, /* stray continuation bytes: nothing to wait for */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

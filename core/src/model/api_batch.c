@@ -95,7 +95,8 @@ static void kv_compact(kv_cache *kv) {
                 char *k = kv->layers[il].k_data, *v = kv->layers[il].v_data;
                 memcpy(k + (size_t)dst * k_row, k + (size_t)j * k_row, k_row);
                 for (int32_t r = 0; r < kv->n_embd_v; r++)
-                    memcpy(v + (size_t)r * v_row + (size_t)dst * es, v + (size_t)r * v_row + (size_t)j * es, es);
+                    memcpy(v + (size_t)r * v_row + (size_t)dst * es, v + (size_t)r * v_row + (size_t)j * es,
+                           es);
             }
             kv->cell_seq[dst] = kv->cell_seq[j];
             kv->cell_pos[dst] = kv->cell_pos[j];
@@ -107,8 +108,8 @@ static void kv_compact(kv_cache *kv) {
 
 /* Token t (sequence s_t at position p_t) sees cell j when the cell holds a
  * position <= p_t of s_t. The micro-batch's own cells are marked already. */
-static void batch_fill_mask(float *mask, const kv_cache *kv, int32_t n_kv, int32_t n,
-                            const int32_t *pos, const int32_t *seq) {
+static void batch_fill_mask(float *mask, const kv_cache *kv, int32_t n_kv, int32_t n, const int32_t *pos,
+                            const int32_t *seq) {
     for (int32_t t = 0; t < n; t++) {
         const uint64_t bit = (uint64_t)1 << seq[t];
         float *row = mask + (size_t)t * (size_t)n_kv;

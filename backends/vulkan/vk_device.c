@@ -23,6 +23,7 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_SOFT_MAX] = "soft_max",
     [VK_SHADER_SOFT_MAX_SG] = "soft_max_sg",
     [VK_SHADER_ROPE] = "rope",
+    [VK_SHADER_ROPE_F64] = "rope_f64",
 };
 
 enum { VK_N_BINDINGS = 6 };
@@ -128,10 +129,12 @@ static int create_device(vk_device *d) {
         .queueCount = 1,
         .pQueuePriorities = &prio,
     };
+    VkPhysicalDeviceFeatures features = {.shaderFloat64 = d->has_f64 ? VK_TRUE : VK_FALSE};
     VkDeviceCreateInfo di = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qi,
+        .pEnabledFeatures = &features,
     };
     VkResult r = vkf.vkCreateDevice(d->phys, &di, NULL, &d->dev);
     if (r != VK_SUCCESS) {

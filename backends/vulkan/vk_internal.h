@@ -108,6 +108,7 @@ typedef enum vk_shader_id {
     VK_SHADER_SOFT_MAX,
     VK_SHADER_SOFT_MAX_SG,
     VK_SHADER_ROPE,
+    VK_SHADER_ROPE_F64,         /* sin/cos in double (shaderFloat64) */
     VK_SHADER_COUNT
 } vk_shader_id;
 
@@ -135,6 +136,7 @@ typedef struct vk_device {
     uint32_t queue_family;
     bool unified;             /* device-local memory is host-visible: no staging */
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
+    bool has_f64;             /* shaderFloat64, enabled on the logical device */
     char description[300];
     char features[200];
 

@@ -321,7 +321,7 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         return;
     }
     case TSR_OP_ROPE: {
-        out->shader = VK_SHADER_ROPE;
+        out->shader = d->has_f64 ? VK_SHADER_ROPE_F64 : VK_SHADER_ROPE;
         const int32_t n_dims = node->iparams[0], n_ctx_orig = node->iparams[2];
         const float freq_base = node->fparams[0], freq_scale = node->fparams[1];
         const float beta_fast = node->fparams[4], beta_slow = node->fparams[5];

@@ -139,6 +139,9 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         sg.subgroupSize >= 1 && !env_flag("TESSERA_VULKAN_NO_SUBGROUPS");
     d->has_budget = device_has_extension(phys, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    VkPhysicalDeviceFeatures feats;
+    vkf.vkGetPhysicalDeviceFeatures(phys, &feats);
+    d->has_f64 = feats.shaderFloat64 && !env_flag("TESSERA_VULKAN_NO_F64");
 
     /* Unified memory (SoCs, CPU implementations): device-local memory the
      * host can map, used in place without staging copies. */
@@ -157,8 +160,8 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
     snprintf(d->description, sizeof d->description, "%.200s (Vulkan %u.%u, %s)", p->deviceName,
              VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion),
              type_name(p->deviceType));
-    snprintf(d->features, sizeof d->features, "%s%s%s%s",
-             d->subgroup_arith ? "subgroups " : "",
+    snprintf(d->features, sizeof d->features, "%s%s%s%s%s",
+             d->subgroup_arith ? "subgroups " : "", d->has_f64 ? "fp64 " : "",
              d->unified ? "unified-memory " : "staging ",
              d->has_budget ? "memory-budget " : "",
              p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? "cpu-implementation" : "");

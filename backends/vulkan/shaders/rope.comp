@@ -3,7 +3,10 @@
 // multiplication with theta_scale (computed on the host with powf), so the
 // angles are the same floats; sin and cos come from sincos_acc below, not
 // the driver's (whose accuracy Vulkan leaves loose), after an exact
-// reduction of the angle.
+// reduction of the angle. With USE_F64 (devices with shaderFloat64) they
+// are computed in double and rounded once, which gives the correctly
+// rounded floats libm gives ref: q and k then round to the same F16 values
+// in the cache as on the CPU.
 //   P.u: [0] n_dims, [1] 1 = NeoX pairs (i, i + n_dims/2), [2] freq factors bound
 //   P.f: [0] theta_scale, [1] [2] YaRN correction dims, [3] YaRN mscale factor
 //   P.fp: the node's fparams ([1] freq_scale, [2] ext_factor, [3] attn_factor)
@@ -31,6 +34,32 @@ void sincos_acc(float x, out float s, out float c) {
     if (x < 0.0) s = -s;
 }
 
+#ifdef USE_F64
+// sin and cos in double: reduce by pi/2 (fdlibm's two-part constant: the
+// first part has 33 bits, so j * PIO2_1 is exact), then Taylor series to
+// the 1/17! and 1/18! terms on [-pi/4, pi/4] (error below 1e-16).
+void sincos_f64(float xf, out float s, out float c) {
+    double x = double(xf);
+    double j = floor(x * 0.63661977236758134308LF + 0.5LF);
+    precise double r = (x - j * 1.57079632673412561417LF) - j * 6.07710050650619224932e-11LF;
+    double z = r * r;
+    double sp = r * (1.0LF + z * (-1.0LF / 6.0LF + z * (1.0LF / 120.0LF + z * (-1.0LF / 5040.0LF +
+                z * (1.0LF / 362880.0LF + z * (-1.0LF / 39916800.0LF + z * (1.0LF / 6227020800.0LF +
+                z * (-1.0LF / 1307674368000.0LF + z * (1.0LF / 355687428096000.0LF)))))))));
+    double cp = 1.0LF + z * (-0.5LF + z * (1.0LF / 24.0LF + z * (-1.0LF / 720.0LF + z * (1.0LF / 40320.0LF +
+                z * (-1.0LF / 3628800.0LF + z * (1.0LF / 479001600.0LF + z * (-1.0LF / 87178291200.0LF +
+                z * (1.0LF / 20922789888000.0LF + z * (-1.0LF / 6402373705728000.0LF)))))))));
+    int q = int(j) & 3;
+    double sd, cd;
+    if (q == 0) { sd = sp; cd = cp; }
+    else if (q == 1) { sd = cp; cd = -sp; }
+    else if (q == 2) { sd = -sp; cd = -cp; }
+    else { sd = -cp; cd = sp; }
+    s = float(sd);
+    c = float(cd);
+}
+#endif
+
 void main() {
     uint row = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
     uvec4 ne = P.ne[0];
@@ -43,7 +72,11 @@ void main() {
     precise float theta = float(pos);
     for (uint i = 0u; i < half_; i++) {
         float factor = P.u[2] != 0u ? t2_float(DT_F32, P.off[2] + i * P.nb[2].x) : 1.0;
+#ifdef USE_F64
+        precise float theta_extrap = float(double(theta) / double(factor)); // correctly rounded
+#else
         precise float theta_extrap = theta / factor;
+#endif
         precise float theta_interp = freq_scale * theta_extrap;
         precise float th = theta_interp;
         float mscale = attn_factor;
@@ -54,14 +87,22 @@ void main() {
             mscale *= P.f[3];
         }
         float sn, cs;
+#ifdef USE_F64
+        sincos_f64(th, sn, cs);
+#else
         sincos_acc(th, sn, cs);
-        cs *= mscale;
-        sn *= mscale;
+#endif
+        precise float cs_m = cs * mscale, sn_m = sn * mscale;
+        cs = cs_m;
+        sn = sn_m;
         uint j0 = neox ? i : 2u * i, j1 = neox ? i + half_ : 2u * i + 1u;
         uvec4 a = uvec4(j0, r.yzw), b = uvec4(j1, r.yzw);
         float x0 = load0(a), x1 = load0(b);
-        store_dst(elem_off(4u, a), x0 * cs - x1 * sn);
-        store_dst(elem_off(4u, b), x0 * sn + x1 * cs);
+        // precise: no fused multiply-add, the same two roundings as ref
+        precise float y0 = x0 * cs - x1 * sn;
+        precise float y1 = x0 * sn + x1 * cs;
+        store_dst(elem_off(4u, a), y0);
+        store_dst(elem_off(4u, b), y1);
         theta *= P.f[0];
     }
     for (uint i = n_dims; i < ne.x; i++) {

@@ -30,6 +30,16 @@ static bool tensor_in_buffer(ocl_device *d, const tsr_tensor *t, const char *rol
                 node->dst->name ? node->dst->name : "", role, t->name ? t->name : "");
         return false;
     }
+    /* kernels load whole elements: F32/I32 at 4-byte, the rest at 2-byte addresses */
+    int64_t bytes = tsr_dtype_block_bytes(t->dtype);
+    uint64_t align = tsr_dtype_block_size(t->dtype) == 1 && bytes == 4 ? 4 : 2;
+    if (t->offset % align) {
+        ocl_log(TSR_LOG_ERROR, "%s: %s '%s': %s '%s' at offset %llu is not %llu-byte aligned",
+                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                node->dst->name ? node->dst->name : "", role, t->name ? t->name : "",
+                (unsigned long long)t->offset, (unsigned long long)align);
+        return false;
+    }
     uint64_t ext = tensor_extent(t);
     if (ext == UINT64_MAX || t->offset > b->size || ext > b->size - t->offset) {
         ocl_log(TSR_LOG_ERROR, "%s: %s '%s': %s '%s' at offset %llu runs past its buffer of %llu bytes",

@@ -8,7 +8,8 @@
  *   - buffers: write/read round trip, mapped memory seen by the host on
  *     unified-memory devices, out-of-range copies refused;
  *   - compute: a small ADD is right; tensors outside this device's buffers
- *     (no buffer, past the end, a foreign pointer) are errors, not crashes;
+ *     (no buffer, past the end, a foreign pointer) or misaligned are errors,
+ *     not crashes;
  *     the abort flag stops compute;
  *   - a kernel build failure (TESSERA_OPENCL_INJECT_BUILD_ERROR=1) logs the
  *     driver's build log once and every node is declined (falls back);
@@ -157,6 +158,8 @@ static void test_compute(tsr_device *dev) {
     dst.offset = size - 8;
     CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "dst past the buffer's end accepted");
     CHECK(strstr(logbuf, "runs past its buffer") != NULL, "no message for a dst past the end: %s", logbuf);
+    dst.offset = 4 * (N0 * N1 + N0) - 2;
+    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a misaligned F32 dst accepted");
     dst.offset = 4 * (N0 * N1 + N0);
     a.buffer = NULL;
     a.data = in;

@@ -137,6 +137,10 @@ typedef struct vk_device {
     bool unified;             /* device-local memory is host-visible: no staging */
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
     bool has_f64;             /* shaderFloat64, enabled on the logical device */
+    /* TESSERA_VULKAN_MEMORY_LIMIT_MIB (tests): the device pretends to have
+     * only this much memory (0 = no limit); allocated counts our buffers. */
+    uint64_t memory_limit;
+    uint64_t allocated;
     char description[300];
     char features[200];
 

@@ -24,7 +24,7 @@ vk_buffer *vk_buffer_of(const vk_device *d, tsr_buffer *buffer) {
 static tsr_status no_memory(vk_device *d, uint64_t size, const char *what) {
     uint64_t total, free_bytes;
     vk_device_memory(d, &total, &free_bytes);
-    if (free_bytes)
+    if (d->has_budget || d->memory_limit)
         vk_log(TSR_LOG_ERROR, "vulkan%d: out of device memory: %s %.1f MiB, %.1f MiB free of %.1f MiB",
                d->index, what, mib(size), mib(free_bytes), mib(total));
     else
@@ -41,10 +41,12 @@ tsr_status vk_buffer_alloc(tsr_device *device, uint64_t size, tsr_buffer **out) 
     /* Whole 4-byte words: shaders address buffers as uint arrays. */
     if (size > UINT64_MAX - 4) return no_memory(d, size, "needed");
     uint64_t alloc = size < 4 ? 4 : (size + 3) / 4 * 4;
-    uint64_t total, free_bytes;
-    vk_device_memory(d, &total, &free_bytes);
     const uint32_t heap = d->mem_props.memoryTypes[d->device_type].heapIndex;
     if (alloc > d->mem_props.memoryHeaps[heap].size) return no_memory(d, size, "needed");
+    pthread_mutex_lock(&d->lock);
+    const bool over = d->memory_limit && (alloc > d->memory_limit || d->allocated > d->memory_limit - alloc);
+    pthread_mutex_unlock(&d->lock);
+    if (over) return no_memory(d, size, "needed");
 
     vk_buffer *b = calloc(1, sizeof *b);
     if (!b) return TSR_ERR_NO_MEMORY;
@@ -67,6 +69,9 @@ tsr_status vk_buffer_alloc(tsr_device *device, uint64_t size, tsr_buffer **out) 
     b->size = size;
     b->alloc_size = alloc;
     b->mapped = mapped;
+    pthread_mutex_lock(&d->lock);
+    d->allocated += alloc;
+    pthread_mutex_unlock(&d->lock);
     *out = (tsr_buffer *)(void *)b;
     return TSR_OK;
 }
@@ -79,6 +84,9 @@ void vk_buffer_free(tsr_device *device, tsr_buffer *buffer) {
      * thread could still use it, so wait for the device to be idle. */
     vkf.vkDeviceWaitIdle(d->dev);
     vk_raw_buffer_destroy(d, b->buf, b->mem);
+    pthread_mutex_lock(&d->lock);
+    d->allocated -= b->alloc_size;
+    pthread_mutex_unlock(&d->lock);
     b->magic = 0;
     free(b);
 }

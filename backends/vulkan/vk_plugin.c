@@ -62,7 +62,18 @@ int vk_memory_type(const vk_device *d, uint32_t type_bits, VkMemoryPropertyFlags
     return -1;
 }
 
+static void device_memory_real(const vk_device *d, uint64_t *total, uint64_t *free_bytes);
+
 void vk_device_memory(const vk_device *d, uint64_t *total, uint64_t *free_bytes) {
+    device_memory_real(d, total, free_bytes);
+    if (d->memory_limit) {
+        uint64_t left = d->memory_limit > d->allocated ? d->memory_limit - d->allocated : 0;
+        *total = d->memory_limit < *total || *total == 0 ? d->memory_limit : *total;
+        *free_bytes = *free_bytes && *free_bytes < left ? *free_bytes : left;
+    }
+}
+
+static void device_memory_real(const vk_device *d, uint64_t *total, uint64_t *free_bytes) {
     *total = 0;
     *free_bytes = 0;
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
@@ -142,6 +153,8 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
     VkPhysicalDeviceFeatures feats;
     vkf.vkGetPhysicalDeviceFeatures(phys, &feats);
     d->has_f64 = feats.shaderFloat64 && !env_flag("TESSERA_VULKAN_NO_F64");
+    const char *limit = getenv("TESSERA_VULKAN_MEMORY_LIMIT_MIB");
+    if (limit && limit[0]) d->memory_limit = (uint64_t)(strtod(limit, NULL) * 1048576.0);
 
     /* Unified memory (SoCs, CPU implementations): device-local memory the
      * host can map, used in place without staging copies. */

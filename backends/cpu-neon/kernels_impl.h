@@ -1,0 +1,465 @@
+/*
+ * kernels_impl.h — the NEON kernels, compiled once per feature level by
+ * kernels_<level>.c, which define KERNELS_INIT, KERNELS_NAME,
+ * KERNELS_DOTPROD (0/1: sdot) and KERNELS_I8MM (0/1: smmla) before including
+ * this file; meson.build gives each the matching -march.
+ *
+ * Every dot kernel computes one weight row against nc <= NEON_NC activation
+ * columns (out[c] = sum_k w[k] * a_c[k]), so a weight block is loaded and
+ * unpacked once and reused for all columns: the GEMM driver (matmul.c) tiles
+ * columns in fours for prompt processing and calls with nc = 1 for decoding,
+ * where the loop is bound by reading the weights. The i8mm tiles compute
+ * 2 rows x 2 columns. The straightforward version of each kernel is the
+ * plain C kernel of the same name in quants.c: one integer dot per block
+ * (or group) and column, times the block's scales.
+ *
+ * Integer layout: weights are unpacked to signed 8-bit values with their
+ * zero point already subtracted (Q4_0: q-8, Q5_0: q-16, Q6_K: q-32), in
+ * element order, so one s8 x s8 dot against the act8/act8k values (blocks.h)
+ * gives the block's integer sum directly.
+ */
+#include <arm_neon.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define ACT(c) ((const void *)((const uint8_t *)act + (size_t)(c) * act_stride))
+
+static inline float f16s(uint16_t h) { return neon_fp16_to_f32(h); }
+
+/* --------------------------------------------------------- float dots */
+
+/* 4 f16 / bf16 values widened to f32 (fcvtl is ARMv8.0 Advanced SIMD). */
+static inline float32x4_t load4_f16(const uint16_t *p) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+static inline float32x4_t load4_bf16(const uint16_t *p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+
+static inline float32x4_t load4_f32(const float *p) { return vld1q_f32(p); }
+static inline float w_f32(float v) { return v; }
+static inline float w_f16(uint16_t v) { return f16s(v); }
+static inline float w_bf16(uint16_t v) { return neon_bf16_to_f32(v); }
+
+/* F32/F16/BF16 weights x f32 activations: 8 weights widened per step, one
+ * FMA per column and half (two chains per column); scalar tail. */
+#define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
+                     float *out) {                                                         \
+        const T *x = w;                                                                    \
+        const float *ac[NEON_NC];                                                          \
+        float32x4_t s[NEON_NC][2];                                                         \
+        for (int c = 0; c < NEON_NC; c++) {                                                \
+            ac[c] = ACT(c < nc ? c : 0);                                                   \
+            s[c][0] = s[c][1] = vdupq_n_f32(0.0f);                                         \
+        }                                                                                  \
+        int64_t k = 0;                                                                     \
+        for (; k + 8 <= K; k += 8) {                                                       \
+            float32x4_t w0 = LOADW(x + k), w1 = LOADW(x + k + 4);                          \
+            for (int c = 0; c < nc; c++) {                                                 \
+                s[c][0] = vfmaq_f32(s[c][0], w0, vld1q_f32(ac[c] + k));                    \
+                s[c][1] = vfmaq_f32(s[c][1], w1, vld1q_f32(ac[c] + k + 4));                \
+            }                                                                              \
+        }                                                                                  \
+        for (int c = 0; c < nc; c++) {                                                     \
+            float r = vaddvq_f32(vaddq_f32(s[c][0], s[c][1]));                             \
+            for (int64_t j = k; j < K; j++) r += SCALARW(x[j]) * ac[c][j];                 \
+            out[c] = r;                                                                    \
+        }                                                                                  \
+    }
+
+FLOAT_DOT(dot_f32_v, float, load4_f32, w_f32)
+FLOAT_DOT(dot_f16_v, uint16_t, load4_f16, w_f16)
+FLOAT_DOT(dot_bf16_v, uint16_t, load4_bf16, w_bf16)
+
+/* ------------------------------------------------ 8-bit integer products */
+
+/* acc[i] += sum of a[4i..4i+3] * b[4i..4i+3] (which lanes get which products
+ * differs between the two versions; only the lane total matters). Baseline:
+ * widening multiplies into i16 (|a| <= 128, |b| <= 127, so a pair of
+ * products fits) and a pairwise add into i32. */
+static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+#if KERNELS_DOTPROD
+    return vdotq_s32(acc, a, b);
+#else
+    int16x8_t p = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+    p = vmlal_high_s8(p, a, b);
+    return vpadalq_s16(acc, p);
+#endif
+}
+
+/* The 32 signed values of a 32-block, elements 0..15 in v[0], 16..31 in
+ * v[1], zero point subtracted for the _0 types. */
+typedef struct { int8x16_t v[2]; } q32x2;
+
+static inline q32x2 nibbles(const uint8_t *qs) {
+    uint8x16_t b = vld1q_u8(qs);
+    q32x2 q = {{vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(b, 4))}};
+    return q;
+}
+
+/* Q5: bit j of the little-endian u32 qh is the 5th bit of element j. */
+static inline q32x2 add_fifth_bit(q32x2 q, const uint8_t *qh) {
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t sel = vld1q_u8(bit), sixteen = vdupq_n_u8(0x10);
+    uint8x16_t h0 = vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1]));
+    uint8x16_t h1 = vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3]));
+    q.v[0] = vorrq_s8(q.v[0], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h0, sel), sixteen)));
+    q.v[1] = vorrq_s8(q.v[1], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h1, sel), sixteen)));
+    return q;
+}
+
+static inline q32x2 offset(q32x2 q, int z) {
+    q.v[0] = vsubq_s8(q.v[0], vdupq_n_s8((int8_t)z));
+    q.v[1] = vsubq_s8(q.v[1], vdupq_n_s8((int8_t)z));
+    return q;
+}
+
+static inline q32x2 unpack_q4_0(const void *blk) { return offset(nibbles(((const blk_q4_0 *)blk)->qs), 8); }
+static inline q32x2 unpack_q4_1(const void *blk) { return nibbles(((const blk_q4_1 *)blk)->qs); }
+static inline q32x2 unpack_q5_0(const void *blk) {
+    const blk_q5_0 *b = blk;
+    return offset(add_fifth_bit(nibbles(b->qs), b->qh), 16);
+}
+static inline q32x2 unpack_q5_1(const void *blk) {
+    const blk_q5_1 *b = blk;
+    return add_fifth_bit(nibbles(b->qs), b->qh);
+}
+static inline q32x2 unpack_q8_0(const void *blk) {
+    const blk_q8_0 *b = blk;
+    q32x2 q = {{vld1q_s8(b->qs), vld1q_s8(b->qs + 16)}};
+    return q;
+}
+
+/* Scale d and min m of a 32-block (m = 0 for the _0 types). */
+static inline float scale_q4_0(const void *b) { return f16s(((const blk_q4_0 *)b)->d); }
+static inline float scale_q4_1(const void *b) { return f16s(((const blk_q4_1 *)b)->d); }
+static inline float scale_q5_0(const void *b) { return f16s(((const blk_q5_0 *)b)->d); }
+static inline float scale_q5_1(const void *b) { return f16s(((const blk_q5_1 *)b)->d); }
+static inline float scale_q8_0(const void *b) { return f16s(((const blk_q8_0 *)b)->d); }
+static inline float min_q4_1(const void *b) { return f16s(((const blk_q4_1 *)b)->m); }
+static inline float min_q5_1(const void *b) { return f16s(((const blk_q5_1 *)b)->m); }
+static inline float min_none(const void *b) { (void)b; return 0.0f; }
+
+/* 32-block types x act8: per block and column one integer dot (two dot16),
+ * converted and scaled by d_w * d_a into a vector accumulator; the _1 types
+ * add m_w * s_a (s_a = d_a * sum(a), precomputed in act8). */
+#define DOT32(NAME, BLK, UNPACK, SCALE, MIN, HAS_MIN)                                      \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
+                     float *out) {                                                         \
+        const BLK *x = w;                                                                  \
+        const int64_t nb = K / 32;                                                         \
+        float32x4_t acc[NEON_NC];                                                          \
+        float macc[NEON_NC];                                                               \
+        for (int c = 0; c < NEON_NC; c++) acc[c] = vdupq_n_f32(0.0f), macc[c] = 0.0f;      \
+        for (int64_t ib = 0; ib < nb; ib++) {                                              \
+            q32x2 q = UNPACK(x + ib);                                                      \
+            float dw = SCALE(x + ib);                                                      \
+            for (int c = 0; c < nc; c++) {                                                 \
+                const act8 *a = (const act8 *)ACT(c) + ib;                                 \
+                int32x4_t p = dot16(vdupq_n_s32(0), q.v[0], vld1q_s8(a->qs));              \
+                p = dot16(p, q.v[1], vld1q_s8(a->qs + 16));                                \
+                acc[c] = vfmaq_n_f32(acc[c], vcvtq_f32_s32(p), dw * a->d);                 \
+                if (HAS_MIN) macc[c] += MIN(x + ib) * a->s;                                \
+            }                                                                              \
+        }                                                                                  \
+        for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]) + macc[c];                \
+    }
+
+DOT32(dot_q4_0_v, blk_q4_0, unpack_q4_0, scale_q4_0, min_none, 0)
+DOT32(dot_q4_1_v, blk_q4_1, unpack_q4_1, scale_q4_1, min_q4_1, 1)
+DOT32(dot_q5_0_v, blk_q5_0, unpack_q5_0, scale_q5_0, min_none, 0)
+DOT32(dot_q5_1_v, blk_q5_1, unpack_q5_1, scale_q5_1, min_q5_1, 1)
+DOT32(dot_q8_0_v, blk_q8_0, unpack_q8_0, scale_q8_0, min_none, 0)
+
+#if KERNELS_I8MM
+/* 2x2 tiles with smmla. smmla(acc, X, Y) treats X and Y as 2x8 matrices
+ * (bytes 0..7 row 0, 8..15 row 1) and adds X * Y^T: lanes are
+ * [x0.y0, x0.y1, x1.y0, x1.y1]. Per 32-block the two weight rows' values are
+ * interleaved 8 at a time into X, the two columns' into Y, and four smmla
+ * cover the block. Result lanes = out[2r + c], scaled by d_wr * d_ac. */
+static inline int8x16_t rows8(int8x16_t r0, int8x16_t r1, int hi) {
+    int64x2_t a = vreinterpretq_s64_s8(r0), b = vreinterpretq_s64_s8(r1);
+    return vreinterpretq_s8_s64(hi ? vzip2q_s64(a, b) : vzip1q_s64(a, b));
+}
+
+static inline int32x4_t mmla32(q32x2 w0, q32x2 w1, const int8_t *a0, const int8_t *a1) {
+    int32x4_t p = vdupq_n_s32(0);
+    for (int h = 0; h < 2; h++) {
+        int8x16_t c0 = vld1q_s8(a0 + 16 * h), c1 = vld1q_s8(a1 + 16 * h);
+        p = vmmlaq_s32(p, rows8(w0.v[h], w1.v[h], 0), rows8(c0, c1, 0));
+        p = vmmlaq_s32(p, rows8(w0.v[h], w1.v[h], 1), rows8(c0, c1, 1));
+    }
+    return p;
+}
+
+#define TILE32(NAME, BLK, UNPACK, SCALE, MIN, HAS_MIN)                                        \
+    static void NAME(int64_t K, const void *w, size_t w_stride, const void *act,               \
+                     size_t act_stride, float *out) {                                          \
+        const BLK *x0 = w, *x1 = (const BLK *)((const uint8_t *)w + w_stride);                 \
+        const act8 *a0 = ACT(0), *a1 = ACT(1);                                                 \
+        float32x4_t acc = vdupq_n_f32(0.0f), macc = vdupq_n_f32(0.0f);                         \
+        for (int64_t ib = 0; ib < K / 32; ib++) {                                              \
+            int32x4_t p = mmla32(UNPACK(x0 + ib), UNPACK(x1 + ib), a0[ib].qs, a1[ib].qs);      \
+            float32x2_t dw = {SCALE(x0 + ib), SCALE(x1 + ib)};                                 \
+            float32x2_t da = {a0[ib].d, a1[ib].d};                                             \
+            /* [dw0*da0, dw0*da1, dw1*da0, dw1*da1] */                                         \
+            float32x4_t dd = vmulq_f32(vcombine_f32(vdup_lane_f32(dw, 0), vdup_lane_f32(dw, 1)), \
+                                       vcombine_f32(da, da));                                  \
+            acc = vfmaq_f32(acc, vcvtq_f32_s32(p), dd);                                        \
+            if (HAS_MIN) {                                                                     \
+                float32x2_t mw = {MIN(x0 + ib), MIN(x1 + ib)};                                 \
+                float32x2_t sa = {a0[ib].s, a1[ib].s};                                         \
+                macc = vfmaq_f32(macc, vcombine_f32(vdup_lane_f32(mw, 0), vdup_lane_f32(mw, 1)), \
+                                 vcombine_f32(sa, sa));                                        \
+            }                                                                                  \
+        }                                                                                      \
+        vst1q_f32(out, vaddq_f32(acc, macc));                                                  \
+    }
+
+TILE32(tile_q4_0, blk_q4_0, unpack_q4_0, scale_q4_0, min_none, 0)
+TILE32(tile_q4_1, blk_q4_1, unpack_q4_1, scale_q4_1, min_q4_1, 1)
+TILE32(tile_q5_0, blk_q5_0, unpack_q5_0, scale_q5_0, min_none, 0)
+TILE32(tile_q5_1, blk_q5_1, unpack_q5_1, scale_q5_1, min_q5_1, 1)
+TILE32(tile_q8_0, blk_q8_0, unpack_q8_0, scale_q8_0, min_none, 0)
+#endif
+
+/* ------------------------------------------------------------ K-quants */
+
+/* Sum over 8 groups of 32: sum_j mn[j] * (bsums[2j] + bsums[2j+1]). */
+static inline int32_t mins_dot(const int16_t *bsums, const int16_t *mn8) {
+    int16x8_t g = vpaddq_s16(vld1q_s16(bsums), vld1q_s16(bsums + 8));
+    int16x8_t m = vld1q_s16(mn8);
+    int32x4_t s = vmull_s16(vget_low_s16(g), vget_low_s16(m));
+    s = vmlal_high_s16(s, g, m);
+    return vaddvq_s32(s);
+}
+
+/* Q4_K x act8k. Layout: qs[32c + l] holds element 64c + l (low nibble) and
+ * 64c + 32 + l (high nibble); sub-block j (32 elements) has a 6-bit scale
+ * sc[j] and min mn[j]. value = d*sc*q - dmin*mn, so
+ *   dot = d_a * (d * sum_j sc_j * dot_j - dmin * sum_j mn_j * asum_j). */
+static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q4_k *x = w;
+    float acc[NEON_NC] = {0};
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const blk_q4_k *b = x + ib;
+        int sc[8], mn[8];
+        int16_t mn16[8];
+        quants_k4_scales(b->scales, sc, mn);
+        for (int j = 0; j < 8; j++) mn16[j] = (int16_t)mn[j];
+        int8x16_t q[16]; /* sub-block j: q[2j], q[2j+1] */
+        for (int c4 = 0; c4 < 4; c4++) {
+            for (int h = 0; h < 2; h++) {
+                uint8x16_t bytes = vld1q_u8(b->qs + 32 * c4 + 16 * h);
+                q[4 * c4 + h] = vreinterpretq_s8_u8(vandq_u8(bytes, m4));
+                q[4 * c4 + 2 + h] = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4));
+            }
+        }
+        float d = f16s(b->d), dmin = f16s(b->dmin);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            int32x4_t sumv = vdupq_n_s32(0);
+            for (int j = 0; j < 8; j++) {
+                int32x4_t p = dot16(vdupq_n_s32(0), q[2 * j], vld1q_s8(a->qs + 32 * j));
+                p = dot16(p, q[2 * j + 1], vld1q_s8(a->qs + 32 * j + 16));
+                sumv = vmlaq_n_s32(sumv, p, sc[j]);
+            }
+            int32_t isum = vaddvq_s32(sumv), imin = mins_dot(a->bsums, mn16);
+            acc[c] += a->d * (d * (float)isum - dmin * (float)imin);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = acc[c];
+}
+
+/* Q6_K x act8k. For half n (128 elements) and quarter k (32 elements), value
+ * l is ql[64n + 32(k&1) + l] nibble (k>>1) | ((qh[32n + l] >> 2k) & 3) << 4,
+ * minus 32; its two groups of 16 use scales[8n + 2k] and [8n + 2k + 1]. */
+static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q6_k *x = w;
+    float acc[NEON_NC] = {0};
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);
+    const int8x16_t m32 = vdupq_n_s8(32);
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const blk_q6_k *b = x + ib;
+        int8x16_t q[16]; /* group g of 16 elements: q[g] */
+        for (int n = 0; n < 2; n++) {
+            for (int h = 0; h < 2; h++) { /* first or second 16 of each 32 */
+                uint8x16_t l0 = vld1q_u8(b->ql + 64 * n + 16 * h);
+                uint8x16_t l1 = vld1q_u8(b->ql + 64 * n + 32 + 16 * h);
+                uint8x16_t hb = vld1q_u8(b->qh + 32 * n + 16 * h);
+                uint8x16_t lows[4] = {vandq_u8(l0, m4), vandq_u8(l1, m4), vshrq_n_u8(l0, 4), vshrq_n_u8(l1, 4)};
+                uint8x16_t highs[4] = {vandq_u8(hb, m2), vandq_u8(vshrq_n_u8(hb, 2), m2),
+                                       vandq_u8(vshrq_n_u8(hb, 4), m2), vshrq_n_u8(hb, 6)};
+                for (int k = 0; k < 4; k++) {
+                    uint8x16_t v = vorrq_u8(lows[k], vshlq_n_u8(highs[k], 4));
+                    q[8 * n + 2 * k + h] = vsubq_s8(vreinterpretq_s8_u8(v), m32);
+                }
+            }
+        }
+        float d = f16s(b->d);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            int32x4_t sumv = vdupq_n_s32(0);
+            for (int g = 0; g < 16; g++) {
+                int32x4_t p = dot16(vdupq_n_s32(0), q[g], vld1q_s8(a->qs + 16 * g));
+                sumv = vmlaq_n_s32(sumv, p, b->scales[g]);
+            }
+            acc[c] += a->d * d * (float)vaddvq_s32(sumv);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = acc[c];
+}
+
+/* Q2_K, Q3_K, Q5_K: the block is decoded once to 256 integers with the plain
+ * C decoder (quants.c), then each column is 16 (or 8) vector group dots.
+ * Q2_K: value = d*(sc&15)*q - dmin*(sc>>4) per group of 16; Q3_K: d*sc*q;
+ * Q5_K: as Q4_K with 5-bit q. */
+static void dot_q2_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q2_k *x = w;
+    float acc[NEON_NC] = {0};
+    int8_t q[256];
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const blk_q2_k *b = x + ib;
+        quants_decode_q2k(b, q);
+        float d = f16s(b->d), dmin = f16s(b->dmin);
+        int16_t mn16[16];
+        for (int g = 0; g < 16; g++) mn16[g] = (int16_t)(b->scales[g] >> 4);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            int32x4_t sumv = vdupq_n_s32(0);
+            for (int g = 0; g < 16; g++) {
+                int32x4_t p = dot16(vdupq_n_s32(0), vld1q_s8(q + 16 * g), vld1q_s8(a->qs + 16 * g));
+                sumv = vmlaq_n_s32(sumv, p, b->scales[g] & 0xF);
+            }
+            int16x8_t b0 = vld1q_s16(a->bsums), b1 = vld1q_s16(a->bsums + 8);
+            int16x8_t n0 = vld1q_s16(mn16), n1 = vld1q_s16(mn16 + 8);
+            int32x4_t mv = vmull_s16(vget_low_s16(b0), vget_low_s16(n0));
+            mv = vmlal_high_s16(mv, b0, n0);
+            mv = vmlal_s16(mv, vget_low_s16(b1), vget_low_s16(n1));
+            mv = vmlal_high_s16(mv, b1, n1);
+            acc[c] += a->d * (d * (float)vaddvq_s32(sumv) - dmin * (float)vaddvq_s32(mv));
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = acc[c];
+}
+
+static void dot_q3_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q3_k *x = w;
+    float acc[NEON_NC] = {0};
+    int8_t q[256];
+    int sc[16];
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const blk_q3_k *b = x + ib;
+        quants_decode_q3k(b, q);
+        quants_q3k_scales(b->scales, sc);
+        float d = f16s(b->d);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            int32x4_t sumv = vdupq_n_s32(0);
+            for (int g = 0; g < 16; g++) {
+                int32x4_t p = dot16(vdupq_n_s32(0), vld1q_s8(q + 16 * g), vld1q_s8(a->qs + 16 * g));
+                sumv = vmlaq_n_s32(sumv, p, sc[g]);
+            }
+            acc[c] += a->d * d * (float)vaddvq_s32(sumv);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = acc[c];
+}
+
+static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q5_k *x = w;
+    float acc[NEON_NC] = {0};
+    int8_t q[256];
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const blk_q5_k *b = x + ib;
+        int sc[8], mn[8];
+        int16_t mn16[8];
+        quants_decode_q5k(b, q);
+        quants_k4_scales(b->scales, sc, mn);
+        for (int j = 0; j < 8; j++) mn16[j] = (int16_t)mn[j];
+        float d = f16s(b->d), dmin = f16s(b->dmin);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            int32x4_t sumv = vdupq_n_s32(0);
+            for (int j = 0; j < 8; j++) {
+                int32x4_t p = dot16(vdupq_n_s32(0), vld1q_s8(q + 32 * j), vld1q_s8(a->qs + 32 * j));
+                p = dot16(p, vld1q_s8(q + 32 * j + 16), vld1q_s8(a->qs + 32 * j + 16));
+                sumv = vmlaq_n_s32(sumv, p, sc[j]);
+            }
+            int32_t imin = mins_dot(a->bsums, mn16);
+            acc[c] += a->d * (d * (float)vaddvq_s32(sumv) - dmin * (float)imin);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = acc[c];
+}
+
+/* ------------------------------------------------ activation quantizers */
+
+/* f32 -> act8, as quants_act8_from_f32: amax by vector max, q = x/d rounded
+ * to nearest even (fcvtns, like lrintf), narrowed with saturation. */
+static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
+    for (int64_t ib = 0; ib < n / 32; ib++, x += 32) {
+        float32x4_t v[8];
+        float32x4_t mx = vdupq_n_f32(0.0f);
+        for (int i = 0; i < 8; i++) {
+            v[i] = vld1q_f32(x + 4 * i);
+            mx = vmaxq_f32(mx, vabsq_f32(v[i]));
+        }
+        float amax = vmaxvq_f32(mx);
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int32x4_t sum = vdupq_n_s32(0);
+        for (int i = 0; i < 8; i += 2) {
+            int32x4_t q0 = vcvtnq_s32_f32(vmulq_n_f32(v[i], id));
+            int32x4_t q1 = vcvtnq_s32_f32(vmulq_n_f32(v[i + 1], id));
+            sum = vaddq_s32(sum, vaddq_s32(q0, q1));
+            int16x8_t q16 = vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1));
+            vst1_s8(y[ib].qs + 4 * i, vqmovn_s16(q16));
+        }
+        int isum = vaddvq_s32(sum);
+        y[ib].d = fp16_round(d);
+        y[ib].isum = isum;
+        y[ib].s = fp16_round(d * (float)isum);
+        y[ib].pad = 0;
+    }
+}
+
+/* ------------------------------------------------------------- table */
+
+void KERNELS_INIT(neon_kernels *k) {
+    memset(k, 0, sizeof *k);
+    k->name = KERNELS_NAME;
+    for (int t = 0; t < TSR_DTYPE_COUNT; t++) k->dot[t] = quants_scalar_dot(t);
+    k->dot[TSR_DTYPE_F32] = dot_f32_v;
+    k->dot[TSR_DTYPE_F16] = dot_f16_v;
+    k->dot[TSR_DTYPE_BF16] = dot_bf16_v;
+    k->dot[TSR_DTYPE_Q4_0] = dot_q4_0_v;
+    k->dot[TSR_DTYPE_Q4_1] = dot_q4_1_v;
+    k->dot[TSR_DTYPE_Q5_0] = dot_q5_0_v;
+    k->dot[TSR_DTYPE_Q5_1] = dot_q5_1_v;
+    k->dot[TSR_DTYPE_Q8_0] = dot_q8_0_v;
+    k->dot[TSR_DTYPE_Q2_K] = dot_q2_k_v;
+    k->dot[TSR_DTYPE_Q3_K] = dot_q3_k_v;
+    k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_v;
+    k->dot[TSR_DTYPE_Q5_K] = dot_q5_k_v;
+    k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_v;
+#if KERNELS_I8MM
+    k->tile[TSR_DTYPE_Q4_0] = tile_q4_0;
+    k->tile[TSR_DTYPE_Q4_1] = tile_q4_1;
+    k->tile[TSR_DTYPE_Q5_0] = tile_q5_0;
+    k->tile[TSR_DTYPE_Q5_1] = tile_q5_1;
+    k->tile[TSR_DTYPE_Q8_0] = tile_q8_0;
+#endif
+    k->act8_from_f32 = act8_from_f32_v;
+    k->act8k_from_f32 = quants_act8k_from_f32;
+}

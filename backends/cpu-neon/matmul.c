@@ -1,0 +1,182 @@
+/*
+ * matmul — MUL_MAT driver: dst[m, n, b2, b3] = sum_k src0[k, m, b2/r2, b3/r3]
+ * * src1[k, n, b2, b3].
+ *
+ * 1. Activations (src1 rows) are converted once, by all threads, to the
+ *    format the weight type's dot kernel reads (act8 / act8k blocks for
+ *    quantized weights, f32 otherwise; f32 rows with unit stride are read in
+ *    place). Weights (src0) are always read in place.
+ * 2. The output is cut into chunks of (batch, column block, row block),
+ *    handed out through an atomic counter so a thread slowed by another
+ *    process does not hold the others up. Within a chunk, columns go in
+ *    groups of NEON_NC and each weight row of the block is dotted with the
+ *    whole group: the row block (~16 KiB of weights) stays in L1 across the
+ *    column groups and the group's activations stay in L1 across the rows.
+ *    With one column (decoding) a chunk is simply a run of weight rows and
+ *    the loop streams the weights once: bandwidth-bound.
+ *    With the i8mm kernels, quantized 32-block weights go two rows by two
+ *    columns through smmla tiles instead (half the loads per product).
+ * The straightforward version: for each (m, n, b) one dot of weight row m
+ * with activation column n.
+ */
+#include <string.h>
+
+#include "exec.h"
+
+enum { COL_BLOCK = 128, ROW_BLOCK_BYTES = 16 * 1024 };
+
+static int64_t batch_count(const tsr_node *node) { return node->src[1]->ne[2] * node->src[1]->ne[3]; }
+
+int matmul_supports(const neon_kernels *k, const tsr_node *node) {
+    const tsr_tensor *w = node->src[0], *x = node->src[1], *d = node->dst;
+    if (node->n_src < 2 || !w || !x || !d) return 0;
+    if (w->dtype < 0 || w->dtype >= TSR_DTYPE_COUNT || !k->dot[w->dtype]) return 0;
+    if (quants_act_kind(w->dtype) == ACT_NONE) return 0;
+    if (x->dtype != TSR_DTYPE_F32 || d->dtype != TSR_DTYPE_F32) return 0;
+    int64_t bs = tsr_dtype_block_size(w->dtype);
+    if (w->ne[0] % bs != 0 || w->nb[0] != tsr_dtype_block_bytes(w->dtype)) return 0;
+    if (x->ne[0] != w->ne[0]) return 0;
+    for (int i = 0; i < 4; i++)
+        if (w->ne[i] <= 0 || x->ne[i] <= 0) return 0;
+    if (x->ne[2] % w->ne[2] != 0 || x->ne[3] % w->ne[3] != 0) return 0;
+    if (d->ne[0] != w->ne[1] || d->ne[1] != x->ne[1] || d->ne[2] != x->ne[2] || d->ne[3] != x->ne[3])
+        return 0;
+    return 1;
+}
+
+/* Which kernel and activation format a product uses. */
+typedef struct mm_plan {
+    act_kind kind;
+    neon_dot_fn dot;
+    neon_tile_fn tile; /* 2x2 tiles (i8mm), used when N >= 2; may be NULL */
+} mm_plan;
+
+static mm_plan plan_for(const neon_kernels *k, const tsr_node *node) {
+    int32_t t = node->src[0]->dtype;
+    mm_plan p = {quants_act_kind(t), k->dot[t], k->tile[t]};
+    return p;
+}
+
+/* f32 activations with unit stride are used where they are. */
+static int act_in_place(const tsr_node *node) {
+    return quants_act_kind(node->src[0]->dtype) == ACT_F32 && node->src[1]->nb[0] == 4;
+}
+
+size_t matmul_work_size(const neon_kernels *k, const tsr_node *node, int nth) {
+    const tsr_tensor *x = node->src[1];
+    if (act_in_place(node)) return 0;
+    act_kind kind = plan_for(k, node).kind;
+    size_t rows = (size_t)(x->ne[1] * batch_count(node));
+    size_t act = rows * quants_act_row_bytes(kind, x->ne[0]);
+    act = (act + 63) & ~(size_t)63;
+    /* plus one gathered f32 row per thread for strided src1 */
+    return act + (size_t)nth * ((size_t)x->ne[0] * 4 + 64);
+}
+
+/* Step 1: activation rows -> work, row r = n + N*(b2 + B2*b3). */
+static void convert_activations(neon_exec *ex, const tsr_node *node, const mm_plan *plan, int ith, int nth) {
+    const tsr_tensor *x = node->src[1];
+    const int64_t K = x->ne[0], N = x->ne[1], B2 = x->ne[2];
+    act_kind kind = plan->kind;
+    size_t row_bytes = quants_act_row_bytes(kind, K);
+    int64_t nrows = N * batch_count(node);
+    size_t act_total = ((size_t)nrows * row_bytes + 63) & ~(size_t)63;
+    float *tmp = (float *)(ex->work + act_total + (size_t)ith * ((size_t)K * 4 + 64));
+    for (int64_t r = ith; r < nrows; r += nth) {
+        int64_t n = r % N, b2 = (r / N) % B2, b3 = r / (N * B2);
+        const uint8_t *src = tensor_row(x, n, b2, b3);
+        const float *row = (const float *)src;
+        if (x->nb[0] != 4) {
+            for (int64_t k = 0; k < K; k++) memcpy(&tmp[k], src + k * x->nb[0], 4);
+            row = tmp;
+        }
+        uint8_t *dst = ex->work + (size_t)r * row_bytes;
+        if (kind == ACT_Q8) ex->k->act8_from_f32(row, (act8 *)dst, K);
+        else if (kind == ACT_Q8K) ex->k->act8k_from_f32(row, (act8k *)dst, K);
+        else memcpy(dst, row, (size_t)K * 4);
+    }
+}
+
+void matmul_compute(neon_exec *ex, const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *w = node->src[0], *x = node->src[1];
+    tsr_tensor *d = node->dst;
+    const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2], B3 = x->ne[3];
+    const int64_t r2 = B2 / w->ne[2], r3 = B3 / w->ne[3];
+    const mm_plan plan = plan_for(ex->k, node);
+    const neon_dot_fn dot = plan.dot;
+    const size_t w_row_bytes = (size_t)(K / tsr_dtype_block_size(w->dtype)) * (size_t)w->nb[0];
+
+    if (ith == 0) atomic_store(&ex->next_chunk, 0);
+    int in_place = act_in_place(node);
+    if (!in_place) convert_activations(ex, node, &plan, ith, nth);
+    exec_barrier(ex);
+
+    size_t act_row = quants_act_row_bytes(plan.kind, K);
+
+    int64_t rb, cb;
+    if (N == 1) {
+        /* decoding: a few chunks per thread for balance, >= 8 rows */
+        rb = M / (4 * (int64_t)nth);
+        if (rb < 8) rb = 8;
+        cb = 1;
+    } else {
+        rb = (int64_t)(ROW_BLOCK_BYTES / (w_row_bytes ? w_row_bytes : 1));
+        if (rb < 4) rb = 4;
+        if (rb > 64) rb = 64;
+        cb = COL_BLOCK;
+    }
+    const int64_t n_rb = (M + rb - 1) / rb, n_cb = (N + cb - 1) / cb;
+    const int64_t n_chunks = n_rb * n_cb * B2 * B3;
+
+    for (;;) {
+        int64_t id = atomic_fetch_add_explicit(&ex->next_chunk, 1, memory_order_relaxed);
+        if (id >= n_chunks) break;
+        int64_t irb = id % n_rb, icb = (id / n_rb) % n_cb, b = id / (n_rb * n_cb);
+        int64_t b2 = b % B2, b3 = b / B2;
+        int64_t m0 = irb * rb, m1 = m0 + rb < M ? m0 + rb : M;
+        int64_t n0 = icb * cb, n1 = n0 + cb < N ? n0 + cb : N;
+        const uint8_t *wbase = tensor_ptr(w) + (b2 / r2) * w->nb[2] + (b3 / r3) * w->nb[3];
+
+        int64_t n = n0;
+        if (plan.tile && !in_place) {
+            /* column pairs x row pairs with the 2x2 tile; an odd last row
+             * takes the dot kernel with the pair */
+            for (; n + 2 <= n1; n += 2) {
+                const uint8_t *a = ex->work + (size_t)(n + N * (b2 + B2 * b3)) * act_row;
+                uint8_t *dcol = tensor_ptr(d) + n * d->nb[1] + b2 * d->nb[2] + b3 * d->nb[3];
+                int64_t m = m0;
+                for (; m + 2 <= m1; m += 2) {
+                    float out[4];
+                    plan.tile(K, wbase + m * w->nb[1], (size_t)w->nb[1], a, act_row, out);
+                    for (int r = 0; r < 2; r++)
+                        for (int c = 0; c < 2; c++)
+                            memcpy(dcol + c * d->nb[1] + (m + r) * d->nb[0], &out[2 * r + c], 4);
+                }
+                for (; m < m1; m++) {
+                    float out[2];
+                    dot(K, wbase + m * w->nb[1], a, act_row, 2, out);
+                    for (int c = 0; c < 2; c++) memcpy(dcol + c * d->nb[1] + m * d->nb[0], &out[c], 4);
+                }
+            }
+        }
+        for (; n < n1; n += NEON_NC) {
+            int nc = (int)(n1 - n < NEON_NC ? n1 - n : NEON_NC);
+            const void *a;
+            size_t a_stride;
+            if (in_place) {
+                a = tensor_row(x, n, b2, b3);
+                a_stride = (size_t)x->nb[1];
+            } else {
+                a = ex->work + (size_t)(n + N * (b2 + B2 * b3)) * act_row;
+                a_stride = act_row;
+            }
+            uint8_t *dcol = tensor_ptr(d) + n * d->nb[1] + b2 * d->nb[2] + b3 * d->nb[3];
+            for (int64_t m = m0; m < m1; m++) {
+                float out[NEON_NC];
+                dot(K, wbase + m * w->nb[1], a, a_stride, nc, out);
+                for (int c = 0; c < nc; c++)
+                    memcpy(dcol + c * d->nb[1] + m * d->nb[0], &out[c], 4);
+            }
+        }
+    }
+}

@@ -1,0 +1,566 @@
+/*
+ * ops — every op of the plugin except MUL_MAT (matmul.c). These are cheap
+ * next to the matrix products, so they are plain C written for the compiler
+ * to vectorize, split across threads by rows. All tensors here are F32 unless
+ * the op says otherwise; strides (nb) are honoured everywhere.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "exec.h"
+
+static int is_f32(const tsr_tensor *t) { return t && t->dtype == TSR_DTYPE_F32; }
+static int is_float(int32_t dt) { return dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16; }
+
+static int same_shape(const tsr_tensor *a, const tsr_tensor *b) {
+    for (int i = 0; i < 4; i++)
+        if (a->ne[i] != b->ne[i]) return 0;
+    return 1;
+}
+
+static int positive_shape(const tsr_tensor *t) {
+    for (int i = 0; i < 4; i++)
+        if (t->ne[i] <= 0) return 0;
+    return 1;
+}
+
+/* Element i0 of a row of F32 data with stride nb0. */
+static inline float ld(const uint8_t *row, int64_t i0, int64_t nb0) {
+    float v;
+    memcpy(&v, row + i0 * nb0, 4);
+    return v;
+}
+
+static inline void st(uint8_t *row, int64_t i0, int64_t nb0, float v) { memcpy(row + i0 * nb0, &v, 4); }
+
+/* Row r of t as (i1, i2, i3). */
+static inline void row_index(const tsr_tensor *t, int64_t r, int64_t *i1, int64_t *i2, int64_t *i3) {
+    *i1 = r % t->ne[1];
+    *i2 = (r / t->ne[1]) % t->ne[2];
+    *i3 = r / (t->ne[1] * t->ne[2]);
+}
+
+/* ---------------------------------------------------------- elementwise */
+
+/* ADD, MUL: src1 broadcast by modulo along every dimension. */
+static void op_binary(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0], *b = node->src[1];
+    tsr_tensor *d = node->dst;
+    int mul = node->op == TSR_OP_MUL;
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3);
+        const uint8_t *rb = tensor_row(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        const int64_t n = a->ne[0], nb1 = b->ne[0];
+        if (a->nb[0] == 4 && b->nb[0] == 4 && d->nb[0] == 4 && nb1 == n) {
+            const float *x = (const float *)ra, *y = (const float *)rb;
+            float *z = (float *)rd;
+            if (mul)
+                for (int64_t i = 0; i < n; i++) z[i] = x[i] * y[i];
+            else
+                for (int64_t i = 0; i < n; i++) z[i] = x[i] + y[i];
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            float x = ld(ra, i, a->nb[0]), y = ld(rb, i % nb1, b->nb[0]);
+            st(rd, i, d->nb[0], mul ? x * y : x + y);
+        }
+    }
+}
+
+/* SCALE, SILU, GELU: one input, one output, same shape. */
+static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+
+static inline float gelu(float x) {
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
+}
+
+static void op_unary(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0];
+    tsr_tensor *d = node->dst;
+    const float s = node->fparams[0], bias = node->fparams[1];
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3);
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        const int64_t n = a->ne[0];
+        if (a->nb[0] == 4 && d->nb[0] == 4) {
+            const float *x = (const float *)ra;
+            float *z = (float *)rd;
+            switch (node->op) {
+            case TSR_OP_SCALE: for (int64_t i = 0; i < n; i++) z[i] = x[i] * s + bias; break;
+            case TSR_OP_SILU: for (int64_t i = 0; i < n; i++) z[i] = silu(x[i]); break;
+            default: for (int64_t i = 0; i < n; i++) z[i] = gelu(x[i]); break;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            float x = ld(ra, i, a->nb[0]), z;
+            switch (node->op) {
+            case TSR_OP_SCALE: z = x * s + bias; break;
+            case TSR_OP_SILU: z = silu(x); break;
+            default: z = gelu(x); break;
+            }
+            st(rd, i, d->nb[0], z);
+        }
+    }
+}
+
+static void op_swiglu(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0], *b = node->src[1];
+    tsr_tensor *d = node->dst;
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3), *rb = tensor_row(b, i1, i2, i3);
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        for (int64_t i = 0; i < a->ne[0]; i++)
+            st(rd, i, d->nb[0], silu(ld(ra, i, a->nb[0])) * ld(rb, i, b->nb[0]));
+    }
+}
+
+/* ------------------------------------------------------------- norms */
+
+/* RMS_NORM and NORM; sums in double as ggml does. */
+static void op_norm(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0];
+    tsr_tensor *d = node->dst;
+    const float eps = node->fparams[0];
+    const int64_t n = a->ne[0];
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3);
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        float mean = 0.0f;
+        if (node->op == TSR_OP_NORM) {
+            double sum = 0.0;
+            for (int64_t i = 0; i < n; i++) sum += ld(ra, i, a->nb[0]);
+            mean = (float)(sum / (double)n);
+        }
+        double sum2 = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            float v = ld(ra, i, a->nb[0]) - mean;
+            sum2 += (double)(v * v);
+        }
+        const float scale = 1.0f / sqrtf((float)(sum2 / (double)n) + eps);
+        for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], (ld(ra, i, a->nb[0]) - mean) * scale);
+    }
+}
+
+/* -------------------------------------------------------------- rope */
+
+/* ROPE without YaRN extension (ext_factor == 0; others fall back to ref):
+ * theta_i = pos * freq_scale * base^(-2i/n_dims) / ff_i, built up by
+ * repeated multiplication by theta_scale as ggml does; values scaled by
+ * attn_factor. Normal mode rotates (x[2i], x[2i+1]), NeoX (x[i], x[i+n/2]). */
+static void op_rope(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0], *pos = node->src[1];
+    const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
+    tsr_tensor *d = node->dst;
+    const int n_dims = node->iparams[0], mode = node->iparams[1];
+    const float base = node->fparams[0], freq_scale = node->fparams[1], attn_factor = node->fparams[3];
+    const float theta_scale = powf(base, -2.0f / (float)n_dims);
+    const int64_t head_dim = a->ne[0];
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        int32_t p;
+        memcpy(&p, tensor_ptr(pos) + i2 * pos->nb[0], 4);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3);
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        float theta = (float)p;
+        for (int64_t i0 = 0; i0 < n_dims; i0 += 2) {
+            float f = ff ? ld(tensor_ptr(ff), i0 / 2, ff->nb[0]) : 1.0f;
+            float t = freq_scale * (theta / f);
+            float c = cosf(t) * attn_factor, s = sinf(t) * attn_factor;
+            int64_t j0 = mode == TSR_ROPE_NEOX ? i0 / 2 : i0;
+            int64_t j1 = mode == TSR_ROPE_NEOX ? i0 / 2 + n_dims / 2 : i0 + 1;
+            float x0 = ld(ra, j0, a->nb[0]), x1 = ld(ra, j1, a->nb[0]);
+            st(rd, j0, d->nb[0], x0 * c - x1 * s);
+            st(rd, j1, d->nb[0], x0 * s + x1 * c);
+            theta *= theta_scale;
+        }
+        for (int64_t i0 = n_dims; i0 < head_dim; i0++) st(rd, i0, d->nb[0], ld(ra, i0, a->nb[0]));
+    }
+}
+
+/* ------------------------------------------------------------ softmax */
+
+static inline float mask_at(const tsr_tensor *m, const uint8_t *row, int64_t i) {
+    if (m->dtype == TSR_DTYPE_F16) {
+        uint16_t h;
+        memcpy(&h, row + i * m->nb[0], 2);
+        return neon_fp16_to_f32(h);
+    }
+    return ld(row, i, m->nb[0]);
+}
+
+static void op_soft_max(neon_exec *ex, const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0];
+    const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
+    tsr_tensor *d = node->dst;
+    const float scale = node->fparams[0];
+    const int64_t n = a->ne[0];
+    float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3);
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        const uint8_t *rm = mask ? tensor_row(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : NULL;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            float v = ld(ra, i, a->nb[0]) * scale + (rm ? mask_at(mask, rm, i) : 0.0f);
+            tmp[i] = v;
+            mx = v > mx ? v : mx;
+        }
+        double sum = 0.0;
+        if (mx == -INFINITY) { /* fully masked row: ggml yields zeros */
+            for (int64_t i = 0; i < n; i++) tmp[i] = 0.0f;
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                tmp[i] = expf(tmp[i] - mx);
+                sum += tmp[i];
+            }
+        }
+        const float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
+        for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], tmp[i] * inv);
+    }
+}
+
+/* ----------------------------------------------------------- get_rows */
+
+static void op_get_rows(neon_exec *ex, const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0], *idx = node->src[1];
+    tsr_tensor *d = node->dst;
+    const int64_t n = a->ne[0];
+    float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
+    int64_t lo, hi;
+    split_range(tensor_nrows(d), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i, j, k; /* dst row (i, j, k) */
+        row_index(d, r, &i, &j, &k);
+        int32_t row;
+        memcpy(&row, tensor_ptr(idx) + i * idx->nb[0] + j * idx->nb[1] + k * idx->nb[2], 4);
+        uint8_t *rd = tensor_row(d, i, j, k);
+        if (row < 0 || row >= a->ne[1]) { /* bad index: error, never a wild read */
+            exec_fail(ex, TSR_ERR_INVALID);
+            for (int64_t e = 0; e < n; e++) st(rd, e, d->nb[0], 0.0f);
+            continue;
+        }
+        const uint8_t *ra = tensor_row(a, row, j, k);
+        float *out = d->nb[0] == 4 ? (float *)rd : tmp;
+        quants_row_to_f32(a->dtype, ra, out, n);
+        if (out == tmp)
+            for (int64_t e = 0; e < n; e++) st(rd, e, d->nb[0], tmp[e]);
+    }
+}
+
+/* ---------------------------------------------------------------- cpy */
+
+static inline float load_float(int32_t dt, const uint8_t *p) {
+    uint16_t h;
+    switch (dt) {
+    case TSR_DTYPE_F16: memcpy(&h, p, 2); return neon_fp16_to_f32(h);
+    case TSR_DTYPE_BF16: memcpy(&h, p, 2); return neon_bf16_to_f32(h);
+    default: { float v; memcpy(&v, p, 4); return v; }
+    }
+}
+
+static inline void store_float(int32_t dt, uint8_t *p, float v) {
+    uint16_t h;
+    switch (dt) {
+    case TSR_DTYPE_F16: h = neon_f32_to_fp16(v); memcpy(p, &h, 2); return;
+    case TSR_DTYPE_BF16: h = neon_f32_to_bf16(v); memcpy(p, &h, 2); return;
+    default: memcpy(p, &v, 4); return;
+    }
+}
+
+/* Address of element number e (in ne order) of a plain-typed tensor. */
+static inline uint8_t *elem_addr(const tsr_tensor *t, int64_t e) {
+    int64_t i0 = e % t->ne[0];
+    e /= t->ne[0];
+    int64_t i1 = e % t->ne[1];
+    e /= t->ne[1];
+    int64_t i2 = e % t->ne[2];
+    int64_t i3 = e / t->ne[2];
+    return tensor_ptr(t) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+}
+
+/* CPY between F32/F16/BF16 (any shapes with equal counts, any strides) and
+ * quantized -> F32 (rows of src0 to rows of dst of the same length). */
+static void op_cpy(neon_exec *ex, const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0];
+    tsr_tensor *d = node->dst;
+    const int64_t n = a->ne[0];
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    if (!is_float(a->dtype)) {
+        float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
+        for (int64_t r = lo; r < hi; r++) {
+            int64_t i1, i2, i3;
+            row_index(a, r, &i1, &i2, &i3);
+            quants_row_to_f32(a->dtype, tensor_row(a, i1, i2, i3), tmp, n);
+            int64_t e1, e2, e3;
+            row_index(d, r, &e1, &e2, &e3);
+            uint8_t *rd = tensor_row(d, e1, e2, e3);
+            for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], tmp[i]);
+        }
+        return;
+    }
+    const int64_t da = tsr_dtype_block_bytes(a->dtype), dd = tsr_dtype_block_bytes(d->dtype);
+    if (d->ne[0] == n) { /* rows line up: walk both row by row */
+        for (int64_t r = lo; r < hi; r++) {
+            int64_t i1, i2, i3, e1, e2, e3;
+            row_index(a, r, &i1, &i2, &i3);
+            row_index(d, r, &e1, &e2, &e3);
+            const uint8_t *ra = tensor_row(a, i1, i2, i3);
+            uint8_t *rd = tensor_row(d, e1, e2, e3);
+            if (a->dtype == d->dtype && a->nb[0] == da && d->nb[0] == dd) {
+                memcpy(rd, ra, (size_t)(n * da));
+                continue;
+            }
+            for (int64_t i = 0; i < n; i++)
+                store_float(d->dtype, rd + i * d->nb[0], load_float(a->dtype, ra + i * a->nb[0]));
+        }
+        return;
+    }
+    for (int64_t r = lo; r < hi; r++) { /* general: element by element */
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3);
+        for (int64_t i = 0; i < n; i++)
+            store_float(d->dtype, elem_addr(d, r * n + i), load_float(a->dtype, ra + i * a->nb[0]));
+    }
+}
+
+/* ------------------------------------------------------ concat, argmax */
+
+static void op_concat(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0], *b = node->src[1];
+    tsr_tensor *d = node->dst;
+    const int dim = node->iparams[0];
+    int64_t lo, hi;
+    split_range(tensor_nrows(d), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i[4];
+        row_index(d, r, &i[1], &i[2], &i[3]);
+        uint8_t *rd = tensor_row(d, i[1], i[2], i[3]);
+        for (i[0] = 0; i[0] < d->ne[0]; i[0]++) {
+            const tsr_tensor *s = a;
+            int64_t j[4] = {i[0], i[1], i[2], i[3]};
+            if (j[dim] >= a->ne[dim]) {
+                s = b;
+                j[dim] -= a->ne[dim];
+            }
+            const uint8_t *p = tensor_ptr(s) + j[0] * s->nb[0] + j[1] * s->nb[1] + j[2] * s->nb[2] + j[3] * s->nb[3];
+            float v;
+            memcpy(&v, p, 4);
+            st(rd, i[0], d->nb[0], v);
+        }
+    }
+}
+
+static void op_argmax(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0];
+    tsr_tensor *d = node->dst;
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3);
+        int32_t best = 0;
+        float bv = ld(ra, 0, a->nb[0]);
+        for (int64_t i = 1; i < a->ne[0]; i++) {
+            float v = ld(ra, i, a->nb[0]);
+            if (v > bv) {
+                bv = v;
+                best = (int32_t)i;
+            }
+        }
+        memcpy(elem_addr(d, r), &best, 4);
+    }
+}
+
+/* --------------------------------------------------------- flash_attn */
+
+/* FLASH_ATTN for one (query, head) per task with an online softmax:
+ * out = sum_j softmax_j(scale * q.k_j + mask_j) v_j, GQA head h -> h / (H/H_kv).
+ * K and V are F32 or F16; the query row is read once into f32. */
+static void op_flash_attn(neon_exec *ex, const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
+    const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
+    tsr_tensor *d = node->dst;
+    const int64_t D = q->ne[0], n_q = q->ne[1], H = q->ne[2], n_kv = k->ne[1], H_kv = k->ne[2];
+    const int64_t group = H / H_kv;
+    const float scale = node->fparams[0];
+    float *qf = (float *)(ex->work + (size_t)ith * ((size_t)D * 8 + 128));
+    float *acc = qf + D + 16;
+    int64_t lo, hi;
+    split_range(n_q * H, ith, nth, &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t iq = t / H, h = t % H, hk = h / group;
+        const uint8_t *rq = tensor_row(q, iq, h, 0);
+        for (int64_t i = 0; i < D; i++) qf[i] = ld(rq, i, q->nb[0]);
+        for (int64_t i = 0; i < D; i++) acc[i] = 0.0f;
+        const uint8_t *rm = mask ? tensor_row(mask, iq, 0, 0) : NULL;
+        float mx = -INFINITY, sum = 0.0f;
+        for (int64_t j = 0; j < n_kv; j++) {
+            float mv = rm ? mask_at(mask, rm, j) : 0.0f;
+            if (mv == -INFINITY) continue;
+            const uint8_t *rk = tensor_row(k, j, hk, 0);
+            float s = 0.0f;
+            for (int64_t i = 0; i < D; i++) s += qf[i] * load_float(k->dtype, rk + i * k->nb[0]);
+            s = s * scale + mv;
+            const uint8_t *rv = tensor_row(v, j, hk, 0);
+            if (s > mx) { /* rescale what was accumulated under the old max */
+                float c = mx == -INFINITY ? 0.0f : expf(mx - s);
+                for (int64_t i = 0; i < D; i++) acc[i] *= c;
+                sum *= c;
+                mx = s;
+            }
+            float p = expf(s - mx);
+            sum += p;
+            for (int64_t i = 0; i < D; i++) acc[i] += p * load_float(v->dtype, rv + i * v->nb[0]);
+        }
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        uint8_t *rd = tensor_row(d, h, iq, 0);
+        for (int64_t i = 0; i < D; i++) st(rd, i, d->nb[0], acc[i] * inv);
+    }
+}
+
+/* -------------------------------------------------------- dispatch */
+
+int ops_supports(const tsr_node *node) {
+    const tsr_tensor *d = node->dst, *a = node->src[0], *b = node->src[1];
+    if (!d || !a || node->n_src < 1 || node->n_src > TSR_MAX_SRC) return 0;
+    if (!positive_shape(d) || !positive_shape(a)) return 0;
+    switch (node->op) {
+    case TSR_OP_ADD:
+    case TSR_OP_MUL:
+        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d) || !same_shape(a, d)) return 0;
+        if (!positive_shape(b)) return 0;
+        for (int i = 0; i < 4; i++)
+            if (a->ne[i] % b->ne[i] != 0) return 0;
+        return 1;
+    case TSR_OP_SCALE:
+    case TSR_OP_SILU:
+    case TSR_OP_GELU:
+    case TSR_OP_RMS_NORM:
+    case TSR_OP_NORM:
+        return is_f32(a) && is_f32(d) && same_shape(a, d);
+    case TSR_OP_SWIGLU:
+        return node->n_src >= 2 && is_f32(a) && is_f32(b) && is_f32(d) && same_shape(a, b) && same_shape(a, d);
+    case TSR_OP_ROPE: {
+        const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
+        int n_dims = node->iparams[0], mode = node->iparams[1];
+        if (node->n_src < 2 || !is_f32(a) || !is_f32(d) || !same_shape(a, d)) return 0;
+        if (!b || b->dtype != TSR_DTYPE_I32 || b->ne[0] < a->ne[2]) return 0;
+        if (mode != TSR_ROPE_NORMAL && mode != TSR_ROPE_NEOX) return 0;
+        if (n_dims <= 0 || n_dims > a->ne[0] || n_dims % 2 != 0) return 0;
+        if (node->fparams[2] != 0.0f) return 0; /* YaRN: left to ref */
+        if (ff && (!is_f32(ff) || ff->ne[0] < n_dims / 2)) return 0;
+        return 1;
+    }
+    case TSR_OP_SOFT_MAX: {
+        const tsr_tensor *m = node->n_src > 1 ? b : NULL;
+        if (!is_f32(a) || !is_f32(d) || !same_shape(a, d)) return 0;
+        if (node->fparams[1] != 0.0f) return 0; /* ALiBi: left to ref */
+        if (m) {
+            if (m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) return 0;
+            if (!positive_shape(m) || m->ne[0] != a->ne[0] || m->ne[1] < a->ne[1]) return 0;
+        }
+        return 1;
+    }
+    case TSR_OP_GET_ROWS:
+        if (node->n_src < 2 || !b || b->dtype != TSR_DTYPE_I32 || !is_f32(d)) return 0;
+        if (!quants_row_supported(a->dtype)) return 0;
+        if (a->nb[0] != tsr_dtype_block_bytes(a->dtype) || a->ne[0] % tsr_dtype_block_size(a->dtype)) return 0;
+        return d->ne[0] == a->ne[0] && d->ne[1] == b->ne[0] && d->ne[2] == b->ne[1] && d->ne[3] == b->ne[2] &&
+               b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1;
+    case TSR_OP_CPY:
+        if (tsr_tensor_nelements(a) != tsr_tensor_nelements(d)) return 0;
+        if (is_float(a->dtype) && is_float(d->dtype)) return 1;
+        /* quantized -> F32 row by row */
+        return quants_row_supported(a->dtype) && is_f32(d) && d->ne[0] == a->ne[0] &&
+               a->nb[0] == tsr_dtype_block_bytes(a->dtype) && a->ne[0] % tsr_dtype_block_size(a->dtype) == 0;
+    case TSR_OP_CONCAT: {
+        int dim = node->iparams[0];
+        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d) || dim < 0 || dim > 3) return 0;
+        for (int i = 0; i < 4; i++) {
+            if (i == dim ? d->ne[i] != a->ne[i] + b->ne[i] : (a->ne[i] != d->ne[i] || b->ne[i] != d->ne[i]))
+                return 0;
+        }
+        return 1;
+    }
+    case TSR_OP_ARGMAX:
+        return is_f32(a) && d->dtype == TSR_DTYPE_I32 && tsr_tensor_nelements(d) == tensor_nrows(a);
+    case TSR_OP_FLASH_ATTN: {
+        const tsr_tensor *k = b, *v = node->n_src > 2 ? node->src[2] : NULL;
+        const tsr_tensor *m = node->n_src > 3 ? node->src[3] : NULL;
+        if (node->n_src < 3 || !k || !v || !is_f32(a) || !is_f32(d)) return 0;
+        if (!positive_shape(k) || !positive_shape(v)) return 0;
+        if (!is_float(k->dtype) || !is_float(v->dtype)) return 0;
+        if (k->ne[0] != a->ne[0] || v->ne[0] != a->ne[0] || v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2]) return 0;
+        if (a->ne[2] % k->ne[2] != 0 || a->ne[3] != 1 || k->ne[3] != 1) return 0;
+        if (d->ne[0] != a->ne[0] || d->ne[1] != a->ne[2] || d->ne[2] != a->ne[1]) return 0;
+        if (node->fparams[1] != 0.0f || node->fparams[2] != 0.0f) return 0;
+        if (m && ((m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) || m->ne[0] < k->ne[1] ||
+                  m->ne[1] < a->ne[1]))
+            return 0;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+size_t ops_work_size(const tsr_node *node, int nth) {
+    const tsr_tensor *a = node->src[0];
+    switch (node->op) {
+    case TSR_OP_SOFT_MAX:
+    case TSR_OP_GET_ROWS:
+    case TSR_OP_CPY: return (size_t)nth * ((size_t)a->ne[0] * 4 + 64);
+    case TSR_OP_FLASH_ATTN: return (size_t)nth * ((size_t)a->ne[0] * 8 + 128);
+    default: return 0;
+    }
+}
+
+void ops_compute(neon_exec *ex, const tsr_node *node, int ith, int nth) {
+    switch (node->op) {
+    case TSR_OP_ADD:
+    case TSR_OP_MUL: op_binary(node, ith, nth); break;
+    case TSR_OP_SCALE:
+    case TSR_OP_SILU:
+    case TSR_OP_GELU: op_unary(node, ith, nth); break;
+    case TSR_OP_SWIGLU: op_swiglu(node, ith, nth); break;
+    case TSR_OP_RMS_NORM:
+    case TSR_OP_NORM: op_norm(node, ith, nth); break;
+    case TSR_OP_ROPE: op_rope(node, ith, nth); break;
+    case TSR_OP_SOFT_MAX: op_soft_max(ex, node, ith, nth); break;
+    case TSR_OP_GET_ROWS: op_get_rows(ex, node, ith, nth); break;
+    case TSR_OP_CPY: op_cpy(ex, node, ith, nth); break;
+    case TSR_OP_CONCAT: op_concat(node, ith, nth); break;
+    case TSR_OP_ARGMAX: op_argmax(node, ith, nth); break;
+    case TSR_OP_FLASH_ATTN: op_flash_attn(ex, node, ith, nth); break;
+    default: exec_fail(ex, TSR_ERR_UNSUPPORTED); break;
+    }
+}

@@ -1,0 +1,166 @@
+/* threadpool — see threadpool.h. Linux futexes for sleeping; C11 atomics for
+ * the fast path. */
+#include "threadpool.h"
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__aarch64__)
+#define cpu_relax() __asm__ volatile("yield" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Pause iterations, then yields, before a waiter goes to sleep: spinning
+ * keeps token-by-token decoding fast; yielding lets a preempted partner
+ * thread run when the machine is oversubscribed. */
+enum { SPIN_LIMIT = 2000, YIELD_LIMIT = 50 };
+
+typedef struct worker {
+    neon_pool *pool;
+    pthread_t thread;
+    int ith;
+    uint32_t start_gen; /* job_gen when created: a job published later is its first */
+} worker;
+
+struct neon_pool {
+    /* job, published by bumping job_gen */
+    _Atomic uint32_t job_gen;
+    _Atomic int job_sleepers;
+    neon_pool_fn fn;
+    void *ctx;
+    int nth;
+    _Atomic uint32_t n_done; /* also the futex word the caller sleeps on */
+    _Atomic int stop;
+
+    /* barrier */
+    _Atomic uint32_t bar_gen;
+    _Atomic int bar_arrived;
+    _Atomic int bar_sleepers;
+
+    /* done (main waits) */
+    _Atomic int done_sleepers;
+
+    worker workers[NEON_POOL_MAX_THREADS];
+    int n_workers; /* threads started; worker i has ith = i + 1 */
+};
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t expected) {
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *addr) {
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Wait until *word != seen: spin, then sleep. */
+static void wait_change(_Atomic uint32_t *word, uint32_t seen, _Atomic int *sleepers) {
+    for (int i = 0; i < SPIN_LIMIT; i++) {
+        if (atomic_load_explicit(word, memory_order_acquire) != seen) return;
+        cpu_relax();
+    }
+    for (int i = 0; i < YIELD_LIMIT; i++) {
+        if (atomic_load_explicit(word, memory_order_acquire) != seen) return;
+        sched_yield();
+    }
+    while (atomic_load_explicit(word, memory_order_acquire) == seen) {
+        atomic_fetch_add(sleepers, 1);
+        if (atomic_load(word) == seen) futex_wait(word, seen);
+        atomic_fetch_sub(sleepers, 1);
+    }
+}
+
+static void wake_if_sleeping(_Atomic uint32_t *word, _Atomic int *sleepers) {
+    if (atomic_load(sleepers) > 0) futex_wake_all(word);
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    neon_pool *pool = w->pool;
+    uint32_t seen = w->start_gen;
+    for (;;) {
+        wait_change(&pool->job_gen, seen, &pool->job_sleepers);
+        seen = atomic_load_explicit(&pool->job_gen, memory_order_acquire);
+        if (atomic_load(&pool->stop)) break;
+        if (w->ith < pool->nth) {
+            pool->fn(pool->ctx, w->ith, pool->nth);
+            atomic_fetch_add(&pool->n_done, 1);
+            wake_if_sleeping(&pool->n_done, &pool->done_sleepers);
+        }
+    }
+    return NULL;
+}
+
+neon_pool *pool_create(void) {
+    neon_pool *pool = calloc(1, sizeof *pool);
+    return pool;
+}
+
+void pool_destroy(neon_pool *pool) {
+    if (!pool) return;
+    atomic_store(&pool->stop, 1);
+    atomic_fetch_add(&pool->job_gen, 1);
+    futex_wake_all(&pool->job_gen);
+    for (int i = 0; i < pool->n_workers; i++) pthread_join(pool->workers[i].thread, NULL);
+    free(pool);
+}
+
+int pool_reserve(neon_pool *pool, int nth) {
+    if (nth < 1) nth = 1;
+    if (nth > NEON_POOL_MAX_THREADS) nth = NEON_POOL_MAX_THREADS;
+    int n_workers = nth - 1;
+    while (pool->n_workers < n_workers) {
+        worker *w = &pool->workers[pool->n_workers];
+        w->pool = pool;
+        w->ith = pool->n_workers + 1;
+        w->start_gen = atomic_load(&pool->job_gen);
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+        pool->n_workers++;
+    }
+    return pool->n_workers + 1;
+}
+
+int pool_run(neon_pool *pool, int nth, neon_pool_fn fn, void *ctx) {
+    if (nth < 1) nth = 1;
+    if (nth > NEON_POOL_MAX_THREADS) nth = NEON_POOL_MAX_THREADS;
+    if (nth > 1) nth = pool_reserve(pool, nth);
+    if (nth == 1) {
+        fn(ctx, 0, 1);
+        return 1;
+    }
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->nth = nth;
+    atomic_store(&pool->n_done, 0);
+    atomic_store(&pool->bar_arrived, 0);
+    atomic_fetch_add(&pool->job_gen, 1);
+    wake_if_sleeping(&pool->job_gen, &pool->job_sleepers);
+
+    fn(ctx, 0, nth);
+
+    for (;;) {
+        uint32_t d = atomic_load_explicit(&pool->n_done, memory_order_acquire);
+        if ((int)d == nth - 1) break;
+        wait_change(&pool->n_done, d, &pool->done_sleepers);
+    }
+    return nth;
+}
+
+void pool_barrier(neon_pool *pool, int nth) {
+    if (nth <= 1) return;
+    uint32_t gen = atomic_load_explicit(&pool->bar_gen, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&pool->bar_arrived, 1, memory_order_acq_rel) == nth - 1) {
+        atomic_store_explicit(&pool->bar_arrived, 0, memory_order_relaxed);
+        atomic_fetch_add(&pool->bar_gen, 1);
+        wake_if_sleeping(&pool->bar_gen, &pool->bar_sleepers);
+        return;
+    }
+    wait_change(&pool->bar_gen, gen, &pool->bar_sleepers);
+}

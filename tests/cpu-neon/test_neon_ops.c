@@ -1,0 +1,559 @@
+/*
+ * test_neon_ops — the cpu-neon plugin, op by op, against the ref backend.
+ *
+ * Loads libtessera-backend-cpu-neon.so from TESSERA_BUILD_ROOT (the kernel
+ * level follows TESSERA_NEON_LEVEL, so meson runs this once per level under
+ * qemu -cpu max, which has all three; the test checks the level it asked
+ * for is the one that runs), builds
+ * nodes over random host-memory tensors, computes them with the plugin's
+ * queue and with ref_compute(), and compares.
+ *
+ * Tolerances (error = max |neon - ref| / max |ref| over the output; for
+ * MUL_MAT the divisor is at least sqrt(K) rms(W) rms(X), the size of a
+ * typical output, so outputs that cancel to ~0 do not inflate it):
+ *   float ops, float-weight MUL_MAT            1e-4  (f32 vs ref's double sums)
+ *   quantized MUL_MAT vs ref fed the same 8-bit activations
+ *     (src1 round-tripped through Q8_0 / Q8_1 / Q8_K)  2e-3
+ *   quantized MUL_MAT vs ref's exact product   5e-2  (8-bit activations)
+ *   GET_ROWS, CPY                              1e-6  (same dequantization)
+ *   ROPE                                       1e-4 absolute
+ * Also checks supports_op declines malformed nodes and that a bad GET_ROWS
+ * index is an error, not a crash.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/plugin.h>
+
+#include "ref/ref.h"
+#include "tensor/dtype.h"
+
+static int failures, checks;
+static const tsr_plugin *plugin;
+static tsr_device *device;
+static tsr_queue *queue;
+static tsr_host host = {.struct_size = sizeof(tsr_host), .abi_version = TSR_ABI_VERSION, .n_threads = 2};
+
+/* ----------------------------------------------------------- tensors */
+
+typedef struct tensor {
+    tsr_tensor t;
+    void *mem;
+} tensor;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float frand(void) { /* uniform in [-1, 1) */
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+static void set_strides(tsr_tensor *t) {
+    t->nb[0] = tsr_dtype_block_bytes(t->dtype);
+    t->nb[1] = t->nb[0] * (t->ne[0] / tsr_dtype_block_size(t->dtype));
+    for (int i = 2; i < 4; i++) t->nb[i] = t->nb[i - 1] * t->ne[i - 1];
+}
+
+static size_t tensor_bytes(const tsr_tensor *t) { return (size_t)(t->nb[3] * t->ne[3]); }
+
+/* Contiguous tensor of dtype filled from random f32 values (quantized with
+ * the reference quantizer). */
+static tensor *tensor_new(int32_t dtype, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+    tensor *x = calloc(1, sizeof *x);
+    x->t.dtype = dtype;
+    x->t.ne[0] = n0, x->t.ne[1] = n1, x->t.ne[2] = n2, x->t.ne[3] = n3;
+    set_strides(&x->t);
+    x->mem = calloc(1, tensor_bytes(&x->t) + 64);
+    x->t.data = x->mem;
+    x->t.name = "t";
+    int64_t n = tsr_tensor_nelements(&x->t);
+    if (dtype == TSR_DTYPE_I32) return x;
+    float *f = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) f[i] = frand();
+    if (dtype == TSR_DTYPE_F32) memcpy(x->mem, f, (size_t)n * 4);
+    else dtype_traits_get(dtype)->from_f32(f, x->mem, n);
+    free(f);
+    return x;
+}
+
+static void tensor_free(tensor *x) {
+    if (!x) return;
+    free(x->mem);
+    free(x);
+}
+
+/* A permuted view (swap dims a and b) sharing x's memory. */
+static tsr_tensor view_swap(const tensor *x, int a, int b) {
+    tsr_tensor v = x->t;
+    int64_t ne = v.ne[a], nb = v.nb[a];
+    v.ne[a] = v.ne[b], v.nb[a] = v.nb[b];
+    v.ne[b] = ne, v.nb[b] = nb;
+    return v;
+}
+
+static float get_f32(const tsr_tensor *t, int64_t e) {
+    int64_t i0 = e % t->ne[0], i1 = (e / t->ne[0]) % t->ne[1];
+    int64_t i2 = (e / (t->ne[0] * t->ne[1])) % t->ne[2], i3 = e / (t->ne[0] * t->ne[1] * t->ne[2]);
+    const uint8_t *p = (const uint8_t *)t->data + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+    float v;
+    uint16_t h;
+    switch (t->dtype) {
+    case TSR_DTYPE_F16: memcpy(&h, p, 2); return fp16_to_f32(h);
+    case TSR_DTYPE_BF16: memcpy(&h, p, 2); return bf16_to_f32(h);
+    case TSR_DTYPE_I32: { int32_t i; memcpy(&i, p, 4); return (float)i; }
+    default: memcpy(&v, p, 4); return v;
+    }
+}
+
+/* ---------------------------------------------------------- running */
+
+/* Relative errors divide by max |ref|, but at least by scale_floor: a
+ * matrix product whose outputs cancel to near zero is judged against the
+ * size of its terms (see mm_scale). */
+static double scale_floor = 1e-6;
+
+static double max_err(const tsr_tensor *a, const tsr_tensor *b, int relative) {
+    int64_t n = tsr_tensor_nelements(a);
+    double err = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = get_f32(a, i), y = get_f32(b, i);
+        if (isnan(x) != isnan(y)) return INFINITY;
+        if (isinf(y) || isinf(x)) {
+            if (x != y) return INFINITY;
+            continue;
+        }
+        if (fabs(x - y) > err) err = fabs(x - y);
+        if (fabs(y) > scale) scale = fabs(y);
+    }
+    return relative ? err / (scale > scale_floor ? scale : scale_floor) : err;
+}
+
+/* Run node on neon (dst = out_neon) and on ref (dst = out_ref); compare. */
+static void check_node(const char *what, tsr_node node, tensor *out_neon, tensor *out_ref, double tol,
+                       int relative) {
+    checks++;
+    node.dst = &out_neon->t;
+    if (!device->api->supports_op(device, &node)) {
+        printf("FAIL %-44s supports_op declined a well-formed node\n", what);
+        failures++;
+        return;
+    }
+    tsr_status st = queue->api->compute(queue, &node, 1);
+    if (st != TSR_OK) {
+        printf("FAIL %-44s compute returned %d\n", what, st);
+        failures++;
+        return;
+    }
+    node.dst = &out_ref->t;
+    st = ref_compute(&node, 1, NULL);
+    if (st != TSR_OK) {
+        printf("FAIL %-44s ref_compute returned %d\n", what, st);
+        failures++;
+        return;
+    }
+    double err = max_err(&out_neon->t, &out_ref->t, relative);
+    int ok = err <= tol;
+    printf("%s %-44s err %.3g (tol %.0e)\n", ok ? "ok  " : "FAIL", what, err, tol);
+    if (!ok) failures++;
+}
+
+static tsr_node make_node(int op, int n_src, const tsr_tensor *a, const tsr_tensor *b, const tsr_tensor *c,
+                          const tsr_tensor *d) {
+    tsr_node n;
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.n_src = n_src;
+    n.src[0] = a, n.src[1] = b, n.src[2] = c, n.src[3] = d;
+    return n;
+}
+
+static double rms_of(const tsr_tensor *t) {
+    int64_t n = tsr_tensor_nelements(t);
+    float *f = malloc((size_t)n * 4);
+    dtype_traits_get(t->dtype)->to_f32(t->data, f, n);
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) s += (double)f[i] * f[i];
+    free(f);
+    return sqrt(s / (double)n);
+}
+
+/* The typical size of one output of W x X: sqrt(K) rms(W) rms(X). */
+static double mm_scale(const tsr_tensor *w, const tsr_tensor *x) {
+    return sqrt((double)w->ne[0]) * rms_of(w) * rms_of(x);
+}
+
+/* src1 as the 8-bit activation type would see it: quantize, dequantize. */
+static tensor *roundtrip_activations(const tensor *x, int32_t act_type) {
+    tensor *y = tensor_new(TSR_DTYPE_F32, x->t.ne[0], x->t.ne[1], x->t.ne[2], x->t.ne[3]);
+    const dtype_traits *tr = dtype_traits_get(act_type);
+    int64_t K = x->t.ne[0], rows = tsr_tensor_nelements(&x->t) / K;
+    void *q = malloc((size_t)(K / tr->block_size) * tr->block_bytes);
+    for (int64_t r = 0; r < rows; r++) {
+        tr->from_f32((const float *)x->mem + r * K, q, K);
+        tr->to_f32(q, (float *)y->mem + r * K, K);
+    }
+    free(q);
+    return y;
+}
+
+/* ------------------------------------------------------------ cases */
+
+static const int32_t weight_types[] = {
+    TSR_DTYPE_F32, TSR_DTYPE_F16, TSR_DTYPE_BF16, TSR_DTYPE_Q4_0, TSR_DTYPE_Q4_1, TSR_DTYPE_Q5_0,
+    TSR_DTYPE_Q5_1, TSR_DTYPE_Q8_0, TSR_DTYPE_Q2_K, TSR_DTYPE_Q3_K, TSR_DTYPE_Q4_K, TSR_DTYPE_Q5_K,
+    TSR_DTYPE_Q6_K,
+};
+enum { N_WEIGHT_TYPES = sizeof weight_types / sizeof weight_types[0] };
+
+static void test_mul_mat(void) {
+    static const int64_t shapes[][5] = {
+        /* K, M, N, B2 (src1), B2 (src0) */
+        {512, 1, 1, 1, 1}, {512, 7, 1, 1, 1}, {256, 33, 3, 1, 1}, {512, 16, 4, 1, 1},
+        {256, 70, 9, 1, 1}, {256, 5, 130, 1, 1}, {256, 9, 2, 4, 2},
+        {96, 6, 5, 1, 1}, /* K an odd number of 32-blocks, odd N (tile tail) */
+        {8, 27, 27, 8, 4}, {27, 8, 27, 8, 4}, /* attention: K.q and V.kq, GQA */
+    };
+    for (int t = 0; t < N_WEIGHT_TYPES; t++) {
+        int32_t wt = weight_types[t];
+        const dtype_traits *tr = dtype_traits_get(wt);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int64_t K = shapes[s][0], M = shapes[s][1], N = shapes[s][2], B = shapes[s][3], Bw = shapes[s][4];
+            if (K % tr->block_size != 0) continue;
+            tensor *w = tensor_new(wt, K, M, Bw, 1);
+            tensor *x = tensor_new(TSR_DTYPE_F32, K, N, B, 1);
+            tensor *oa = tensor_new(TSR_DTYPE_F32, M, N, B, 1), *or_ = tensor_new(TSR_DTYPE_F32, M, N, B, 1);
+            char what[96];
+            tsr_node n = make_node(TSR_OP_MUL_MAT, 2, &w->t, &x->t, NULL, NULL);
+            scale_floor = mm_scale(&w->t, &x->t);
+            if (!tr->quantized) {
+                snprintf(what, sizeof what, "MUL_MAT %s K%lld M%lld N%lld B%lld/%lld", tr->name, (long long)K,
+                         (long long)M, (long long)N, (long long)B, (long long)Bw);
+                check_node(what, n, oa, or_, 1e-4, 1);
+            } else {
+                /* same 8-bit activations on both sides: checks the kernels */
+                tensor *xq = roundtrip_activations(x, tr->vec_dot_type);
+                tsr_node nq = n;
+                nq.src[1] = &xq->t;
+                snprintf(what, sizeof what, "MUL_MAT %s K%lld M%lld N%lld B%lld/%lld", tr->name, (long long)K,
+                         (long long)M, (long long)N, (long long)B, (long long)Bw);
+                checks++;
+                n.dst = &oa->t;
+                tsr_status st = queue->api->compute(queue, &n, 1);
+                nq.dst = &or_->t;
+                tsr_status st2 = ref_compute(&nq, 1, NULL);
+                double err = st || st2 ? INFINITY : max_err(&oa->t, &or_->t, 1);
+                int ok = err <= 2e-3;
+                printf("%s %-44s err %.3g vs ref on 8-bit activations (tol 2e-03)\n", ok ? "ok  " : "FAIL", what,
+                       err);
+                if (!ok) failures++;
+                /* and the honest distance to the exact product */
+                snprintf(what, sizeof what, "  %s vs exact f32 product", tr->name);
+                check_node(what, n, oa, or_, 5e-2, 1);
+                tensor_free(xq);
+            }
+            tensor_free(w), tensor_free(x), tensor_free(oa), tensor_free(or_);
+            scale_floor = 1e-6;
+        }
+    }
+    /* strided activations: src1 a permuted view (dims 1 and 2 swapped) */
+    int32_t types[] = {TSR_DTYPE_F32, TSR_DTYPE_F16, TSR_DTYPE_Q8_0};
+    for (int t = 0; t < 3; t++) {
+        tensor *w = tensor_new(types[t], 64, 12, 4, 1);
+        tensor *x = tensor_new(TSR_DTYPE_F32, 64, 4, 5, 1); /* view as [64, 5, 4] */
+        tsr_tensor xv = view_swap(x, 1, 2);
+        tensor *oa = tensor_new(TSR_DTYPE_F32, 12, 5, 4, 1), *or_ = tensor_new(TSR_DTYPE_F32, 12, 5, 4, 1);
+        char what[96];
+        snprintf(what, sizeof what, "MUL_MAT %s permuted src1", dtype_name(types[t]));
+        check_node(what, make_node(TSR_OP_MUL_MAT, 2, &w->t, &xv, NULL, NULL), oa, or_,
+                   types[t] == TSR_DTYPE_Q8_0 ? 2e-2 : 1e-4, 1);
+        tensor_free(w), tensor_free(x), tensor_free(oa), tensor_free(or_);
+    }
+}
+
+static void test_get_rows(void) {
+    for (int t = 0; t < N_WEIGHT_TYPES; t++) {
+        int32_t wt = weight_types[t];
+        int64_t K = tsr_dtype_block_size(wt) == 256 ? 512 : 96;
+        tensor *w = tensor_new(wt, K, 11, 1, 1);
+        tensor *idx = tensor_new(TSR_DTYPE_I32, 5, 1, 1, 1);
+        int32_t rows[5] = {3, 0, 10, 3, 7};
+        memcpy(idx->mem, rows, sizeof rows);
+        tensor *oa = tensor_new(TSR_DTYPE_F32, K, 5, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, K, 5, 1, 1);
+        char what[96];
+        snprintf(what, sizeof what, "GET_ROWS %s", dtype_name(wt));
+        check_node(what, make_node(TSR_OP_GET_ROWS, 2, &w->t, &idx->t, NULL, NULL), oa, or_, 1e-6, 1);
+        tensor_free(w), tensor_free(idx), tensor_free(oa), tensor_free(or_);
+    }
+}
+
+static void test_elementwise(void) {
+    static const int64_t shapes[][4] = {{17, 3, 2, 1}, {256, 33, 1, 1}, {1, 5, 3, 2}};
+    for (size_t s = 0; s < 3; s++) {
+        const int64_t *sh = shapes[s];
+        tensor *a = tensor_new(TSR_DTYPE_F32, sh[0], sh[1], sh[2], sh[3]);
+        tensor *b = tensor_new(TSR_DTYPE_F32, sh[0], sh[1], sh[2], sh[3]);
+        tensor *bb = tensor_new(TSR_DTYPE_F32, sh[0], 1, sh[2], 1); /* broadcast */
+        tensor *oa = tensor_new(TSR_DTYPE_F32, sh[0], sh[1], sh[2], sh[3]);
+        tensor *or_ = tensor_new(TSR_DTYPE_F32, sh[0], sh[1], sh[2], sh[3]);
+        char what[96];
+        int ops[] = {TSR_OP_ADD, TSR_OP_MUL};
+        const char *names[] = {"ADD", "MUL"};
+        for (int o = 0; o < 2; o++) {
+            snprintf(what, sizeof what, "%s [%lld,%lld,%lld,%lld]", names[o], (long long)sh[0], (long long)sh[1],
+                     (long long)sh[2], (long long)sh[3]);
+            check_node(what, make_node(ops[o], 2, &a->t, &b->t, NULL, NULL), oa, or_, 1e-6, 1);
+            snprintf(what, sizeof what, "%s broadcast src1 [%lld,1,%lld,1]", names[o], (long long)sh[0],
+                     (long long)sh[2]);
+            check_node(what, make_node(ops[o], 2, &a->t, &bb->t, NULL, NULL), oa, or_, 1e-6, 1);
+        }
+        tsr_node n = make_node(TSR_OP_SCALE, 1, &a->t, NULL, NULL, NULL);
+        n.fparams[0] = 0.125f, n.fparams[1] = 0.5f;
+        check_node("SCALE", n, oa, or_, 1e-6, 1);
+        check_node("SILU", make_node(TSR_OP_SILU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
+        check_node("GELU", make_node(TSR_OP_GELU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
+        check_node("SWIGLU", make_node(TSR_OP_SWIGLU, 2, &a->t, &b->t, NULL, NULL), oa, or_, 1e-5, 1);
+        n = make_node(TSR_OP_RMS_NORM, 1, &a->t, NULL, NULL, NULL);
+        n.fparams[0] = 1e-5f;
+        check_node("RMS_NORM", n, oa, or_, 1e-5, 1);
+        n.op = TSR_OP_NORM;
+        check_node("NORM", n, oa, or_, 1e-4, 1);
+        tensor_free(a), tensor_free(b), tensor_free(bb), tensor_free(oa), tensor_free(or_);
+    }
+    /* a permuted (non-contiguous) source */
+    tensor *a = tensor_new(TSR_DTYPE_F32, 8, 6, 1, 1);
+    tsr_tensor av = view_swap(a, 0, 1);
+    tensor *oa = tensor_new(TSR_DTYPE_F32, 6, 8, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, 6, 8, 1, 1);
+    tsr_node n = make_node(TSR_OP_RMS_NORM, 1, &av, NULL, NULL, NULL);
+    n.fparams[0] = 1e-6f;
+    check_node("RMS_NORM transposed src", n, oa, or_, 1e-5, 1);
+    check_node("SILU transposed src", make_node(TSR_OP_SILU, 1, &av, NULL, NULL, NULL), oa, or_, 1e-5, 1);
+    tensor_free(a), tensor_free(oa), tensor_free(or_);
+}
+
+static void test_rope(void) {
+    for (int mode = 0; mode <= 2; mode += 2) {
+        for (int with_ff = 0; with_ff < 2; with_ff++) {
+            const int64_t hd = 64, nh = 3, nt = 5;
+            tensor *x = tensor_new(TSR_DTYPE_F32, hd, nh, nt, 1);
+            tensor *pos = tensor_new(TSR_DTYPE_I32, nt, 1, 1, 1);
+            int32_t p[5] = {0, 1, 17, 300, 2047};
+            memcpy(pos->mem, p, sizeof p);
+            tensor *ff = tensor_new(TSR_DTYPE_F32, 24, 1, 1, 1);
+            for (int i = 0; i < 24; i++) ((float *)ff->mem)[i] = 1.0f + (float)i * 0.25f;
+            tensor *oa = tensor_new(TSR_DTYPE_F32, hd, nh, nt, 1), *or_ = tensor_new(TSR_DTYPE_F32, hd, nh, nt, 1);
+            tsr_node n = make_node(TSR_OP_ROPE, with_ff ? 3 : 2, &x->t, &pos->t, with_ff ? &ff->t : NULL, NULL);
+            n.iparams[0] = with_ff ? 48 : 64; /* n_dims < head_dim with factors */
+            n.iparams[1] = mode;
+            n.iparams[2] = 4096;
+            n.fparams[0] = 10000.0f, n.fparams[1] = 1.0f, n.fparams[3] = 1.0f;
+            n.fparams[4] = 32.0f, n.fparams[5] = 1.0f;
+            char what[96];
+            snprintf(what, sizeof what, "ROPE %s%s", mode ? "neox" : "normal", with_ff ? " freq factors, 48/64 dims" : "");
+            check_node(what, n, oa, or_, 1e-4, 0);
+            tensor_free(x), tensor_free(pos), tensor_free(ff), tensor_free(oa), tensor_free(or_);
+        }
+    }
+}
+
+static void test_soft_max(void) {
+    const int64_t nkv = 37, nq = 5, nh = 4;
+    tensor *a = tensor_new(TSR_DTYPE_F32, nkv, nq, nh, 1);
+    int32_t mts[] = {TSR_DTYPE_F32, TSR_DTYPE_F16};
+    for (int m = -1; m < 2; m++) {
+        tensor *mask = NULL;
+        if (m >= 0) {
+            float *mf = malloc(nkv * 8 * 4);
+            for (int64_t i = 0; i < 8; i++) /* causal-ish: -inf beyond position 30 + row */
+                for (int64_t j = 0; j < nkv; j++) mf[i * nkv + j] = j > 30 + i ? -INFINITY : 0.1f * frand();
+            mask = tensor_new(mts[m], nkv, 8, 1, 1);
+            if (mts[m] == TSR_DTYPE_F32) memcpy(mask->mem, mf, nkv * 8 * 4);
+            else dtype_traits_get(TSR_DTYPE_F16)->from_f32(mf, mask->mem, nkv * 8);
+            free(mf);
+        }
+        tensor *oa = tensor_new(TSR_DTYPE_F32, nkv, nq, nh, 1), *or_ = tensor_new(TSR_DTYPE_F32, nkv, nq, nh, 1);
+        tsr_node n = make_node(TSR_OP_SOFT_MAX, mask ? 2 : 1, &a->t, mask ? &mask->t : NULL, NULL, NULL);
+        n.fparams[0] = 0.125f;
+        char what[64];
+        snprintf(what, sizeof what, "SOFT_MAX mask %s", m < 0 ? "none" : dtype_name(mts[m]));
+        check_node(what, n, oa, or_, 1e-5, 1);
+        tensor_free(mask), tensor_free(oa), tensor_free(or_);
+    }
+    tensor_free(a);
+}
+
+static void test_cpy(void) {
+    int32_t ft[] = {TSR_DTYPE_F32, TSR_DTYPE_F16, TSR_DTYPE_BF16};
+    for (int s = 0; s < 3; s++)
+        for (int d = 0; d < 3; d++) {
+            tensor *a = tensor_new(ft[s], 33, 4, 2, 1);
+            tensor *oa = tensor_new(ft[d], 33, 4, 2, 1), *or_ = tensor_new(ft[d], 33, 4, 2, 1);
+            char what[64];
+            snprintf(what, sizeof what, "CPY %s -> %s", dtype_name(ft[s]), dtype_name(ft[d]));
+            check_node(what, make_node(TSR_OP_CPY, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-6, 1);
+            tensor_free(a), tensor_free(oa), tensor_free(or_);
+        }
+    /* transposed source into a reshaped destination */
+    tensor *a = tensor_new(TSR_DTYPE_F32, 6, 10, 1, 1);
+    tsr_tensor av = view_swap(a, 0, 1);
+    tensor *oa = tensor_new(TSR_DTYPE_F16, 60, 1, 1, 1), *or_ = tensor_new(TSR_DTYPE_F16, 60, 1, 1, 1);
+    check_node("CPY F32 transposed -> F16 flat", make_node(TSR_OP_CPY, 1, &av, NULL, NULL, NULL), oa, or_, 1e-6, 1);
+    tensor_free(a), tensor_free(oa), tensor_free(or_);
+    for (int t = 3; t < N_WEIGHT_TYPES; t++) {
+        int64_t K = tsr_dtype_block_size(weight_types[t]) == 256 ? 256 : 64;
+        tensor *q = tensor_new(weight_types[t], K, 3, 1, 1);
+        tensor *o1 = tensor_new(TSR_DTYPE_F32, K, 3, 1, 1), *o2 = tensor_new(TSR_DTYPE_F32, K, 3, 1, 1);
+        char what[64];
+        snprintf(what, sizeof what, "CPY %s -> F32", dtype_name(weight_types[t]));
+        check_node(what, make_node(TSR_OP_CPY, 1, &q->t, NULL, NULL, NULL), o1, o2, 1e-6, 1);
+        tensor_free(q), tensor_free(o1), tensor_free(o2);
+    }
+}
+
+static void test_concat_argmax(void) {
+    for (int dim = 0; dim < 3; dim++) {
+        int64_t sa[4] = {5, 3, 2, 1}, sb[4] = {5, 3, 2, 1}, sd[4] = {5, 3, 2, 1};
+        sb[dim] = 4;
+        sd[dim] = sa[dim] + sb[dim];
+        tensor *a = tensor_new(TSR_DTYPE_F32, sa[0], sa[1], sa[2], sa[3]);
+        tensor *b = tensor_new(TSR_DTYPE_F32, sb[0], sb[1], sb[2], sb[3]);
+        tensor *oa = tensor_new(TSR_DTYPE_F32, sd[0], sd[1], sd[2], sd[3]);
+        tensor *or_ = tensor_new(TSR_DTYPE_F32, sd[0], sd[1], sd[2], sd[3]);
+        tsr_node n = make_node(TSR_OP_CONCAT, 2, &a->t, &b->t, NULL, NULL);
+        n.iparams[0] = dim;
+        char what[64];
+        snprintf(what, sizeof what, "CONCAT dim %d", dim);
+        check_node(what, n, oa, or_, 0.0, 1);
+        tensor_free(a), tensor_free(b), tensor_free(oa), tensor_free(or_);
+    }
+    tensor *a = tensor_new(TSR_DTYPE_F32, 300, 7, 1, 1);
+    tensor *oa = tensor_new(TSR_DTYPE_I32, 7, 1, 1, 1), *or_ = tensor_new(TSR_DTYPE_I32, 7, 1, 1, 1);
+    check_node("ARGMAX", make_node(TSR_OP_ARGMAX, 1, &a->t, NULL, NULL, NULL), oa, or_, 0.0, 0);
+    tensor_free(a), tensor_free(oa), tensor_free(or_);
+}
+
+static void test_flash_attn(void) {
+    int32_t kvt[] = {TSR_DTYPE_F32, TSR_DTYPE_F16};
+    for (int t = 0; t < 2; t++)
+        for (int with_mask = 0; with_mask < 2; with_mask++) {
+            const int64_t D = 64, nq = 3, H = 8, nkv = 21, Hkv = 2;
+            tensor *q = tensor_new(TSR_DTYPE_F32, D, nq, H, 1);
+            tensor *k = tensor_new(kvt[t], D, nkv, Hkv, 1), *v = tensor_new(kvt[t], D, nkv, Hkv, 1);
+            tensor *m = tensor_new(TSR_DTYPE_F16, nkv, 4, 1, 1);
+            float mf[21 * 4];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < nkv; j++) mf[i * nkv + j] = j > 18 + i ? -INFINITY : 0.0f;
+            dtype_traits_get(TSR_DTYPE_F16)->from_f32(mf, m->mem, nkv * 4);
+            tensor *oa = tensor_new(TSR_DTYPE_F32, D, H, nq, 1), *or_ = tensor_new(TSR_DTYPE_F32, D, H, nq, 1);
+            tsr_node n = make_node(TSR_OP_FLASH_ATTN, with_mask ? 4 : 3, &q->t, &k->t, &v->t, with_mask ? &m->t : NULL);
+            n.fparams[0] = 0.125f;
+            char what[64];
+            snprintf(what, sizeof what, "FLASH_ATTN K/V %s GQA 8/2%s", dtype_name(kvt[t]), with_mask ? " mask" : "");
+            check_node(what, n, oa, or_, 1e-4, 1);
+            tensor_free(q), tensor_free(k), tensor_free(v), tensor_free(m), tensor_free(oa), tensor_free(or_);
+        }
+}
+
+/* Malformed nodes are declined; a bad index is an error status. */
+static void test_bad_input(void) {
+    tensor *w = tensor_new(TSR_DTYPE_Q4_0, 64, 4, 1, 1), *x = tensor_new(TSR_DTYPE_F32, 32, 2, 1, 1);
+    tensor *o = tensor_new(TSR_DTYPE_F32, 4, 2, 1, 1);
+    tsr_node n = make_node(TSR_OP_MUL_MAT, 2, &w->t, &x->t, NULL, NULL);
+    n.dst = &o->t;
+    checks++;
+    if (device->api->supports_op(device, &n)) {
+        printf("FAIL supports_op accepted MUL_MAT with K 64 vs 32\n");
+        failures++;
+    }
+    n.op = TSR_OP_COUNT + 3;
+    checks++;
+    if (device->api->supports_op(device, &n)) {
+        printf("FAIL supports_op accepted an unknown op\n");
+        failures++;
+    }
+    tensor *tab = tensor_new(TSR_DTYPE_F32, 8, 4, 1, 1), *idx = tensor_new(TSR_DTYPE_I32, 2, 1, 1, 1);
+    tensor *out = tensor_new(TSR_DTYPE_F32, 8, 2, 1, 1);
+    int32_t bad[2] = {1, 99};
+    memcpy(idx->mem, bad, sizeof bad);
+    tsr_node g = make_node(TSR_OP_GET_ROWS, 2, &tab->t, &idx->t, NULL, NULL);
+    g.dst = &out->t;
+    checks++;
+    if (queue->api->compute(queue, &g, 1) == TSR_OK) {
+        printf("FAIL GET_ROWS with row 99 of 4 returned OK\n");
+        failures++;
+    } else {
+        printf("ok   GET_ROWS out-of-range index is an error\n");
+    }
+    tensor_free(w), tensor_free(x), tensor_free(o), tensor_free(tab), tensor_free(idx), tensor_free(out);
+}
+
+int main(void) {
+    const char *root = getenv("TESSERA_BUILD_ROOT");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libtessera-backend-cpu-neon.so", root ? root : ".");
+    void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!so) {
+        printf("FAIL cannot load %s: %s\n", path, dlerror());
+        return 1;
+    }
+    tsr_plugin_entry_fn entry = (tsr_plugin_entry_fn)dlsym(so, TSR_PLUGIN_ENTRY_SYMBOL);
+    plugin = entry ? entry(TSR_ABI_VERSION) : NULL;
+    if (!plugin) {
+        printf("FAIL %s: no tsr_plugin_entry or it refused ABI %u\n", path, TSR_ABI_VERSION);
+        return 1;
+    }
+    if (entry(TSR_ABI_VERSION + (1u << 16)) != NULL) {
+        printf("FAIL the plugin accepted a host of another major ABI\n");
+        return 1;
+    }
+    char reason[256] = "";
+    tsr_status st = plugin->init(&host, reason, sizeof reason);
+    if (st != TSR_OK || plugin->device_count() < 1) {
+        printf("SKIP cpu-neon offers no device here: %s\n", reason);
+        return 77;
+    }
+    device = plugin->device_get(0);
+    tsr_device_info info = {.struct_size = sizeof info};
+    device->api->get_info(device, &info);
+    printf("device: %s; features: %s; level %s\n", info.description, info.features,
+           getenv("TESSERA_NEON_LEVEL") ? getenv("TESSERA_NEON_LEVEL") : "(best)");
+    const char *level = getenv("TESSERA_NEON_LEVEL");
+    if (level && *level) {
+        char want[64];
+        snprintf(want, sizeof want, "(%s kernels)", level);
+        if (!strstr(info.description, want)) {
+            printf("FAIL TESSERA_NEON_LEVEL=%s but the device says '%s'\n", level, info.description);
+            return 1;
+        }
+    }
+    if (info.kind != TSR_DEVICE_CPU || !info.host_visible || !info.reads_host_memory) {
+        printf("FAIL device info: kind %d host_visible %d reads_host_memory %d\n", info.kind, info.host_visible,
+               info.reads_host_memory);
+        return 1;
+    }
+    if (device->api->queue_create(device, &queue) != TSR_OK) {
+        printf("FAIL queue_create\n");
+        return 1;
+    }
+    for (int nt = 1; nt <= 3; nt += 2) {
+        host.n_threads = nt;
+        printf("--- %d thread(s)\n", nt);
+        test_mul_mat();
+        if (nt > 1) continue; /* the rest split rows the same way; once is enough */
+        test_get_rows();
+        test_elementwise();
+        test_rope();
+        test_soft_max();
+        test_cpy();
+        test_concat_argmax();
+        test_flash_attn();
+        test_bad_input();
+    }
+    queue->api->destroy(queue);
+    plugin->shutdown();
+    dlclose(so);
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}

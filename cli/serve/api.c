@@ -403,6 +403,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
         }
         if (get_bool(so, "include_usage", &call->include_usage, err)) goto done;
     }
+    if (get_bool(root, "cache_prompt", &r->cache_prompt, err)) goto done;
     r->max_tokens = (int32_t)max_tokens;
     if (get_stop(root, r, err) || parse_sampling(api, root, r, err)) goto done;
     if ((kind == SERVE_CHAT ? parse_messages(api, root, r, err) : parse_prompt(api, root, r, err)) != 0)
@@ -441,6 +442,8 @@ static void add_usage(cJSON *root, const serve_request *r) {
     cJSON_AddNumberToObject(u, "prompt_tokens", r->n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", r->n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", r->n_prompt + r->n_gen);
+    cJSON *details = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(details, "cached_tokens", r->n_cached);
 }
 
 char *serve_api_response(const serve_api *api, const serve_call *call, const serve_request *r) {

@@ -22,10 +22,14 @@
 typedef struct serve_slot {
     serve_request *req; /* NULL: free */
     int32_t n_past;     /* positions in the cache */
-    int32_t n_fed;      /* prompt tokens decoded */
+    int32_t n_fed;      /* prompt tokens decoded (or reused) */
     tessera_token next; /* sampled, not yet decoded */
     bool has_next;
     double t_start_ms;
+    /* The tokens at positions 0..n_past-1 of the slot's sequence (slot_ctx
+     * of room). A cache_prompt request leaves them in the cache when it
+     * ends, for the next cache_prompt request with the same prefix. */
+    tessera_token *cached;
 } serve_slot;
 
 struct serve_engine {
@@ -61,6 +65,14 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
     e->n_batch = (int32_t)tessera_context_n_batch(p->ctx);
     if (e->n_batch < p->n_slots) e->n_batch = p->n_slots;
     e->slots = calloc((size_t)p->n_slots, sizeof *e->slots);
+    for (int32_t i = 0; e->slots && i < p->n_slots; i++) {
+        e->slots[i].cached = malloc((size_t)p->slot_ctx * sizeof *e->slots[i].cached);
+        if (!e->slots[i].cached) {
+            for (int32_t k = 0; k < i; k++) free(e->slots[k].cached);
+            free(e->slots);
+            e->slots = NULL;
+        }
+    }
     e->q_cap = p->n_slots + p->max_queue;
     e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
     size_t nb = (size_t)e->n_batch;
@@ -111,12 +123,46 @@ static void request_finish(serve_engine *e, serve_request *r, const char *reason
 static void slot_free(serve_engine *e, int32_t i) {
     serve_slot *s = &e->slots[i];
     if (!s->req) return;
-    tessera_seq_remove(e->p.ctx, i, 0);
+    /* n_past: what the cache holds; a failed or cancelled request's last
+     * step may not have run, so only a clean finish keeps its tokens. */
+    bool keep = s->req->cache_prompt && !s->req->error[0] && !s->req->cancelled;
+    if (!keep) {
+        tessera_seq_remove(e->p.ctx, i, 0);
+        s->n_past = 0;
+    }
     e->m.busy_slot_ms += now_ms() - s->t_start_ms;
     request_unref(s->req);
-    memset(s, 0, sizeof *s);
+    *s = (serve_slot){.cached = s->cached, .n_past = s->n_past};
     e->m.slots_busy--;
     e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
+}
+
+/* Common leading tokens of a and b. */
+static int32_t common_prefix(const tessera_token *a, int32_t na, const tessera_token *b, int32_t nb) {
+    int32_t n = 0;
+    while (n < na && n < nb && a[n] == b[n]) n++;
+    return n;
+}
+
+/* A free slot for r: for a cache_prompt request the one whose cached tokens
+ * share the longest prefix with its prompt (*reuse: how many, leaving at
+ * least the last prompt token to decode for its logits); otherwise an empty
+ * slot first, so that other slots keep their caches. -1 if none is free. */
+static int32_t pick_slot(serve_engine *e, const serve_request *r, int32_t *reuse) {
+    int32_t best = -1, best_len = -1;
+    for (int32_t i = 0; i < e->p.n_slots; i++) {
+        const serve_slot *s = &e->slots[i];
+        if (s->req) continue;
+        int32_t len = r->cache_prompt ? common_prefix(s->cached, s->n_past, r->prompt, r->n_prompt)
+                                      : -s->n_past; /* prefer the emptiest */
+        if (len > best_len) {
+            best = i;
+            best_len = len;
+        }
+    }
+    *reuse = 0;
+    if (best >= 0 && r->cache_prompt) *reuse = best_len < r->n_prompt ? best_len : r->n_prompt - 1;
+    return best;
 }
 
 /* Free finished and abandoned slots; fill free slots from the queue. */
@@ -144,13 +190,18 @@ static void schedule(serve_engine *e) {
         e->queue[(e->q_head + kept++) % e->q_cap] = r;
     }
     e->q_len = kept;
-    for (int32_t i = 0; i < e->p.n_slots && e->q_len > 0; i++) {
-        if (e->slots[i].req) continue;
+    while (e->q_len > 0) {
         serve_request *r = e->queue[e->q_head];
+        int32_t reuse = 0, i = pick_slot(e, r, &reuse);
+        if (i < 0) break;
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_len--;
+        serve_slot *s = &e->slots[i];
+        tessera_seq_remove(e->p.ctx, i, reuse); /* forget what differs */
+        *s = (serve_slot){.req = r, .t_start_ms = now_ms(), .cached = s->cached, .n_past = reuse,
+                          .n_fed = reuse};
         r->state = SERVE_RUNNING;
-        e->slots[i] = (serve_slot){.req = r, .t_start_ms = now_ms()};
+        r->n_cached = reuse;
         e->m.slots_busy++;
     }
     e->m.queued = e->q_len;
@@ -170,7 +221,7 @@ static int32_t build_batch(serve_engine *e) {
         e->b_want[n] = true;
         e->b_slot_of_row[n] = i;
         s->has_next = false;
-        s->n_past++;
+        s->cached[s->n_past++] = s->next;
         n++;
     }
     for (int32_t i = 0; i < e->p.n_slots && n < e->n_batch; i++) {
@@ -183,6 +234,7 @@ static int32_t build_batch(serve_engine *e) {
             e->b_seq[n] = i;
             e->b_want[n] = s->n_fed + 1 == r->n_prompt;
             e->b_slot_of_row[n] = i;
+            s->cached[s->n_fed] = r->prompt[s->n_fed];
             s->n_fed++;
             s->n_past = s->n_fed;
             e->m.prompt_tokens++;
@@ -313,6 +365,7 @@ void serve_engine_free(serve_engine *e) {
     serve_engine_stop(e);
     pthread_cond_destroy(&e->wake);
     pthread_mutex_destroy(&e->mu);
+    for (int32_t i = 0; e->slots && i < e->p.n_slots; i++) free(e->slots[i].cached);
     free(e->slots);
     free(e->queue);
     free(e->b_tok);

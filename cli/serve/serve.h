@@ -40,12 +40,14 @@ typedef struct serve_request {
     tessera_sampler *sampler;  /* owned; the prompt is accepted into it already */
     char *stop[SERVE_MAX_STOP];
     int n_stop;
+    bool cache_prompt;         /* reuse a slot's cached prefix; leave ours for the next */
 
     /* Output, guarded by the engine mutex. */
     char *text;                /* generated text, cut at a stop string */
     size_t len, cap;
     size_t n_ready;            /* bytes of text safe to send (no partial stop or UTF-8) */
     int32_t n_gen;             /* tokens generated */
+    int32_t n_cached;          /* prompt tokens found in a slot's cache (cache_prompt) */
     serve_state state;
     const char *finish_reason; /* "stop" or "length" once done */
     char error[256];           /* non-empty: the engine failed this request */

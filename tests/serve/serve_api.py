@@ -136,6 +136,33 @@ def test_small_batches():
         expect(out == alone, "-b 4 concurrent %r != alone %r" % (out, alone))
 
 
+def test_cache_prompt():
+    """cache_prompt: a request with the same prefix reuses a slot's cached
+    tokens (usage says how many) and still equals `tessera run`; requests
+    without it neither use nor keep caches."""
+    with Server("--parallel", "2") as srv:
+        p = "Lily and Tom went to the park to play with a ball"
+        want = run_greedy(p, 24)
+        a = complete(srv, p, 24, cache_prompt=True)
+        n_prompt = a["usage"]["prompt_tokens"]
+        expect(a["choices"][0]["text"] == want and a["usage"]["prompt_tokens_details"]["cached_tokens"] == 0,
+               "first cache_prompt request: %r" % a)
+        expect(metric(srv, "tessera_kv_cells_used") == n_prompt + 23, "cache not kept: %r cells" %
+               metric(srv, "tessera_kv_cells_used"))
+        # a plain request takes the other, empty slot: the cache survives
+        expect(complete(srv, "The sun was", 8)["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, "plain")
+        expect(metric(srv, "tessera_kv_cells_used") == n_prompt + 23, "plain request touched the cache")
+        b = complete(srv, p, 24, cache_prompt=True)
+        expect(b["usage"]["prompt_tokens_details"]["cached_tokens"] == n_prompt - 1, "reuse %r" % b["usage"])
+        expect(b["choices"][0]["text"] == want, "with the cache %r != run %r" % (b["choices"][0]["text"], want))
+        # a longer prompt that starts the same: the prompt and reply tokens are reused
+        c = complete(srv, p + want + " Then", 8, cache_prompt=True)
+        expect(c["usage"]["prompt_tokens_details"]["cached_tokens"] >= n_prompt, "continuation %r" % c["usage"])
+        expect(c["choices"][0]["text"] == run_greedy(p + want + " Then", 8), "continuation text differs")
+        st, obj = srv.json("POST", "/v1/completions", {"prompt": p, "cache_prompt": "yes"})
+        expect(st == 400 and obj["error"]["param"] == "cache_prompt", "cache_prompt type")
+
+
 def raw_exchange(port, head, body=b"", timeout=20):
     """Send raw bytes, return the status code of the reply."""
     s = socket.create_connection((HOST, port), timeout=timeout)
@@ -438,6 +465,7 @@ if __name__ == "__main__":
         ("chat uses the template, streamed and not", test_chat_uses_template),
         ("concurrent requests equal the same alone", test_concurrent_equals_alone),
         ("prompts over several steps (-b 4)", test_small_batches),
+        ("cache_prompt reuses a slot's prefix", test_cache_prompt),
         ("sampling fields: seed, stop, logit_bias, penalties", test_sampling_fields),
         ("body limits: declared, chunked, garbage", test_body_limits),
         ("malformed requests: status and OpenAI error body", test_errors),

@@ -81,8 +81,11 @@ void vk_buffer_free(tsr_device *device, tsr_buffer *buffer) {
     vk_buffer *b = d ? vk_buffer_of(d, buffer) : NULL;
     if (!b) return;
     /* The host frees buffers only after synchronize; a queue of another
-     * thread could still use it, so wait for the device to be idle. */
+     * thread could still use it, so wait for the device to be idle (with
+     * the queue's submit lock: vkDeviceWaitIdle needs it too). */
+    pthread_mutex_lock(&d->submit_lock);
     vkf.vkDeviceWaitIdle(d->dev);
+    pthread_mutex_unlock(&d->submit_lock);
     vk_raw_buffer_destroy(d, b->buf, b->mem);
     pthread_mutex_lock(&d->lock);
     d->allocated -= b->alloc_size;

@@ -10,7 +10,19 @@ packages=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  # aarch64 cross build (scripts/test-aarch64.sh): the target's libraries
+  # are Debian's arm64 packages, installed side by side through multiarch
+  libc6:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcjson-dev:arm64
+  libvulkan-dev:arm64 ocl-icd-opencl-dev:arm64
 )
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+# Multiarch: apt only offers :arm64 packages once dpkg knows the architecture.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "setup: adding the arm64 architecture (multiarch) for the aarch64 cross build"
+  $sudo dpkg --add-architecture arm64
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -22,8 +34,6 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "setup: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -35,7 +35,7 @@ rm -f "$build/meson-logs/testlog.json"
 if meson compile -C "$build"; then
   # TESSERA_EXE_WRAPPER: test scripts that start the tessera binary
   # themselves prefix it with this (meson wraps only the test's own program).
-  TESSERA_EXE_WRAPPER="qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu" \
+  TESSERA_EXE_WRAPPER="qemu-aarch64 -cpu max" \
     meson test -C "$build" --print-errorlogs --num-processes "$(nproc)" \
       --timeout-multiplier 3 "${suite_args[@]}" "$@" || true
 else

@@ -18,6 +18,9 @@ typedef struct avx_kernels {
     /* Faster kernels over act8p activations, used when K % 64 == 0; NULL
      * where there is none. pair_offset: the zero point act8p.corr uses. */
     avx_dot_fn dot_pair[TSR_DTYPE_COUNT];
+    /* Two-row tiles for prompt processing (same sums, in the same order, as
+     * dot with nc > 1); NULL where there is none. */
+    avx_dot2_fn dot2[TSR_DTYPE_COUNT];
     int pair_offset[TSR_DTYPE_COUNT];
     /* x[i] = exp(x[i] - max) for n values (exactly 0 where x is -inf);
      * returns the sum in double, as the softmax reference sums. */

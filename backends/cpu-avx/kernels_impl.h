@@ -105,6 +105,36 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
         for (int c = 0; c < nc; c++) out[c] = (float)r[c];                                 \
     }
 
+/* Two rows x up to 4 columns of F16/BF16: each activation vector loaded once
+ * feeds both rows, halving activation traffic in prompt processing. Same
+ * per-(row, column) accumulation as FLOAT_DOT with nc > 1. */
+#define FLOAT_DOT2(NAME, T, LOADW, SCALARW)                                                 \
+    static void NAME(int64_t K, const void *w, size_t w_row_stride, const void *act,        \
+                     size_t act_stride, int nc, float *out) {                               \
+        const T *x0 = w, *x1 = (const T *)((const uint8_t *)w + w_row_stride);              \
+        const float *ac[4] = {ACT(0), ACT(nc > 1 ? 1 : 0), ACT(nc > 2 ? 2 : 0), ACT(nc > 3 ? 3 : 0)}; \
+        const int64_t kv = K & ~(int64_t)31;                                                \
+        VF s[2][4];                                                                         \
+        for (int c = 0; c < 4; c++) s[0][c] = s[1][c] = vf_zero();                          \
+        for (int64_t k = 0; k < kv; k += VF_W) {                                            \
+            VF w0 = LOADW(x0 + k), w1 = LOADW(x1 + k);                                      \
+            for (int c = 0; c < 4; c++) {                                                   \
+                VF a = vf_load(ac[c] + k);                                                  \
+                s[0][c] = vf_fma(w0, a, s[0][c]);                                           \
+                s[1][c] = vf_fma(w1, a, s[1][c]);                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (int c = 0; c < nc; c++) {                                                      \
+            double r0 = vf_hsum(s[0][c]), r1 = vf_hsum(s[1][c]);                            \
+            for (int64_t k = kv; k < K; k++) {                                              \
+                r0 += (double)(SCALARW(x0[k]) * ac[c][k]);                                  \
+                r1 += (double)(SCALARW(x1[k]) * ac[c][k]);                                  \
+            }                                                                               \
+            out[c] = (float)r0;                                                             \
+            out[AVX_NC + c] = (float)r1;                                                    \
+        }                                                                                   \
+    }
+
 static inline float w_f16(uint16_t v) { return f16s(v); }
 static inline float w_bf16(uint16_t v) { return avx_bf16_to_f32(v); }
 
@@ -131,6 +161,8 @@ static void dot_f32_v(int64_t K, const void *w, const void *act, size_t act_stri
 }
 FLOAT_DOT(dot_f16_v, uint16_t, vf_load_f16, w_f16)
 FLOAT_DOT(dot_bf16_v, uint16_t, vf_load_bf16, w_bf16)
+FLOAT_DOT2(dot2_f16_v, uint16_t, vf_load_f16, w_f16)
+FLOAT_DOT2(dot2_bf16_v, uint16_t, vf_load_bf16, w_bf16)
 
 /* ------------------------------------------------ 8-bit integer products */
 
@@ -654,6 +686,8 @@ void KERNELS_INIT(avx_kernels *k) {
     k->dot[TSR_DTYPE_F32] = dot_f32_v;
     k->dot[TSR_DTYPE_F16] = dot_f16_v;
     k->dot[TSR_DTYPE_BF16] = dot_bf16_v;
+    k->dot2[TSR_DTYPE_F16] = dot2_f16_v;
+    k->dot2[TSR_DTYPE_BF16] = dot2_bf16_v;
     k->dot[TSR_DTYPE_Q4_0] = dot_q4_0_v;
     k->dot[TSR_DTYPE_Q8_0] = dot_q8_0_v;
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_v;

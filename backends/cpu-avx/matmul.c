@@ -108,6 +108,7 @@ void matmul_compute(avx_exec *ex, const tsr_node *node, int ith, int nth) {
     const int64_t r2 = B2 / w->ne[2], r3 = B3 / w->ne[3];
     const mm_plan plan = plan_for(ex->k, node);
     const avx_dot_fn dot = plan.dot;
+    const avx_dot2_fn dot2 = plan.kind == ACT_F32 ? ex->k->dot2[w->dtype] : NULL;
     const size_t w_row_bytes = (size_t)(K / tsr_dtype_block_size(w->dtype)) * (size_t)w->nb[0];
 
     if (ith == 0) atomic_store(&ex->next_chunk, 0);
@@ -153,7 +154,17 @@ void matmul_compute(avx_exec *ex, const tsr_node *node, int ith, int nth) {
                 a_stride = act_row;
             }
             uint8_t *dcol = tensor_ptr(d) + n * d->nb[1] + b2 * d->nb[2] + b3 * d->nb[3];
-            for (int64_t m = m0; m < m1; m++) {
+            int64_t m = m0;
+            if (dot2 && nc > 1) /* two weight rows per activation load */
+                for (; m + 1 < m1; m += 2) {
+                    float out[2 * AVX_NC];
+                    dot2(K, wbase + m * w->nb[1], (size_t)w->nb[1], a, a_stride, nc, out);
+                    for (int c = 0; c < nc; c++) {
+                        memcpy(dcol + c * d->nb[1] + m * d->nb[0], &out[c], 4);
+                        memcpy(dcol + c * d->nb[1] + (m + 1) * d->nb[0], &out[AVX_NC + c], 4);
+                    }
+                }
+            for (; m < m1; m++) {
                 float out[AVX_NC];
                 dot(K, wbase + m * w->nb[1], a, a_stride, nc, out);
                 for (int c = 0; c < nc; c++)

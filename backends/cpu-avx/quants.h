@@ -21,6 +21,11 @@ enum { AVX_NC = 4 }; /* activation columns one dot call handles at most */
 typedef void (*avx_dot_fn)(int64_t K, const void *w, const void *act, size_t act_stride,
                            int nc, float *out);
 
+/* Two weight rows (w and w + w_row_stride bytes) against nc columns:
+ * out[c] for the first row, out[AVX_NC + c] for the second. */
+typedef void (*avx_dot2_fn)(int64_t K, const void *w, size_t w_row_stride, const void *act,
+                            size_t act_stride, int nc, float *out);
+
 /* Which activation format a weight dtype's dot reads. */
 typedef enum { ACT_F32 = 0, ACT_Q8 = 1, ACT_Q8K = 2, ACT_Q8P = 3, ACT_NONE = -1 } act_kind;
 act_kind quants_act_kind(int32_t dtype);

@@ -235,6 +235,8 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
     if (!node) return 0;
     if (node->n_src < 0 || node->n_src > TSR_MAX_SRC) return decline(&c, "n_src %d", (int)node->n_src);
     if (!node->dst) return decline(&c, "dst is missing");
+    /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
+     * which one a numerical difference comes from. */
     const char *off = getenv("TESSERA_VULKAN_DECLINE");
     if (off && strstr(off, op_name(node->op))) return decline(&c, "declined by TESSERA_VULKAN_DECLINE");
     return check_node(&c);

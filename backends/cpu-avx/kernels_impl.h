@@ -443,6 +443,83 @@ static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_str
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
 
+/* Q5_K x act8k: Q4_K plus a fifth bit: for chunk c, bit 2c of qh[l] joins
+ * the low nibble of qs[32c + l], bit 2c+1 the high nibble. */
+static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q5_k *x = w;
+    const int64_t nb = K / 256;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        const blk_q5_k *b = x + ib;
+        uint8_t sc[8], mn[8];
+        k4_unpack(b->scales, sc, mn);
+        float d = f16s(b->d), dmin = f16s(b->dmin);
+        __m256i mins16 = _mm256_cvtepu8_epi16(_mm_set_epi8(
+            (char)mn[7], (char)mn[7], (char)mn[6], (char)mn[6], (char)mn[5], (char)mn[5], (char)mn[4], (char)mn[4],
+            (char)mn[3], (char)mn[3], (char)mn[2], (char)mn[2], (char)mn[1], (char)mn[1], (char)mn[0], (char)mn[0]));
+        const __m256i hbits = _mm256_loadu_si256((const __m256i *)b->qh);
+        __m256i q[8];
+        for (int c4 = 0; c4 < 4; c4++) {
+            __m256i bytes = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c4));
+            __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c4), one);
+            __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c4 + 1), one);
+            q[2 * c4] = _mm256_or_si256(_mm256_and_si256(bytes, m4), _mm256_slli_epi16(h0, 4));
+            q[2 * c4 + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4), _mm256_slli_epi16(h1, 4));
+        }
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) {
+                __m256i av = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * j));
+                sumi = dot_u8s8_scaled(sumi, q[j], av, _mm256_set1_epi16(sc[j]));
+            }
+            __m256i mins = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), mins16);
+            __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(d * a->d));
+            v = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(dmin * a->d), v);
+            acc[c] = _mm256_add_ps(acc[c], v);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+}
+
+/* The 32 fifth bits of a Q5_0/Q5_1 block (u32 LE, bit j for element j) as
+ * bytes 0x10 / 0x00: byte j takes qh byte j/8 and tests bit j%8. */
+static inline __m256i q5_high_bits(const uint8_t *qh4) {
+    uint32_t qh;
+    memcpy(&qh, qh4, 4);
+    const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), pick);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* Q5_0 x act8: as Q4_0 with the fifth bit, zero point 16. */
+static void dot_q5_0_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const blk_q5_0 *x = w;
+    const int64_t nb = K / 32;
+    __m256 acc[AVX_NC];
+    float corr[AVX_NC] = {0};
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ib++) {
+        __m256i q = _mm256_or_si256(load_nibbles_q4(x[ib].qs), q5_high_bits(x[ib].qh));
+        float dw = f16s(x[ib].d);
+        for (int c = 0; c < nc; c++) {
+            const act8 *a = (const act8 *)ACT(c) + ib;
+            __m256i p = dot_u8s8(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)a->qs));
+            float dd = dw * a->d;
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dd), acc[c]);
+            corr[c] += dd * (float)a->isum;
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) - 16.0f * corr[c];
+}
+
 /* Q6_K x act8k: for half n (128 elements) and quarter k, the 32 values are
  * ql[64n + 32(k&1) + l] nibble (k>>1) | ((qh[32n + l] >> 2k) & 3) << 4, and
  * their two groups of 16 use scales[8n + 2k] and [8n + 2k + 1]. The -32
@@ -692,6 +769,8 @@ void KERNELS_INIT(avx_kernels *k) {
     k->dot[TSR_DTYPE_Q8_0] = dot_q8_0_v;
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_v;
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_v;
+    k->dot[TSR_DTYPE_Q5_K] = dot_q5_k_v;
+    k->dot[TSR_DTYPE_Q5_0] = dot_q5_0_v;
 #if KERNELS_AVX512
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_512;
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_512;

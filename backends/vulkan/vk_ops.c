@@ -5,9 +5,9 @@
  * Every shader reads and writes through the tensors' own strides, so views
  * (permuted, transposed, padded, KV cache slots) are supported wherever the
  * op list allows them. What is declined falls back to a CPU backend:
- * ARGMAX, FLASH_ATTN, quantized dst
- * (CPY into a quantized type), and dtypes without a dequantizer in the
- * shaders. Byte offsets are 32-bit in the shaders: a tensor must span less
+ * FLASH_ATTN (the llama graphs use MUL_MAT + SOFT_MAX), quantized dst (CPY
+ * into a quantized type), and dtypes without a dequantizer in the shaders.
+ * Byte offsets are 32-bit in the shaders: a tensor must span less
  * than 2 GiB.
  */
 #include <math.h>
@@ -212,6 +212,10 @@ static int check_node(checker *c) {
         if (!n_src_ok(c, 1, 1) || !readable_ok(c, a, "src0") || !dst_ok(c, dst)) return 0;
         if (tsr_tensor_nelements(a) != tsr_tensor_nelements(dst)) return decline(c, "element counts differ");
         return 1;
+    case TSR_OP_ARGMAX:
+        if (!n_src_ok(c, 1, 1) || !float_ok(c, a, "src0") || !i32_ok(c, dst, "dst")) return 0;
+        if (tsr_tensor_nelements(dst) != a->ne[1] * a->ne[2] * a->ne[3]) return decline(c, "dst has not one entry per row");
+        return 1;
     case TSR_OP_CONCAT: {
         if (!n_src_ok(c, 2, 2) || !float_ok(c, a, "src0") || !float_ok(c, b, "src1") || !dst_ok(c, dst)) return 0;
         const int32_t dim = n->iparams[0];
@@ -244,7 +248,7 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
 
 /* ------------------------------------------------------------ plans */
 
-enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_SWIGLU, ELT_CPY, ELT_GET_ROWS, ELT_CONCAT };
+enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_SWIGLU, ELT_CPY, ELT_GET_ROWS, ELT_CONCAT, ELT_ARGMAX };
 
 /* n workgroups as an x * y grid within the guaranteed 65535 per dimension */
 static void grid(uint64_t n, uint32_t groups[3]) {
@@ -358,6 +362,7 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_CPY: p->u[0] = ELT_CPY; break;
     case TSR_OP_GET_ROWS: p->u[0] = ELT_GET_ROWS; break;
     case TSR_OP_CONCAT: p->u[0] = ELT_CONCAT; break;
+    case TSR_OP_ARGMAX: p->u[0] = ELT_ARGMAX; break;
     default: break;
     }
     grid((n_dst + 255) / 256, out->groups);

@@ -1,7 +1,9 @@
 // eltwise — one invocation per dst element: ADD, MUL (src1 broadcast),
 // SCALE, SILU, GELU, SWIGLU, CPY/convert (src0 may be quantized; elements
 // pair up in flat ne order), GET_ROWS (src0 any dtype) and CONCAT.
-// Every tensor is read and written through its own strides.
+// ARGMAX: one invocation per row of src0, dst I32 (first largest; NaN never
+// wins; 0 when nothing beats -inf). Every tensor is read and written
+// through its own strides.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -10,7 +12,7 @@ layout(local_size_x = 256) in;
 
 // P.u[0]: the mode, P.u[1]: dst element count
 const uint M_ADD = 0u, M_MUL = 1u, M_SCALE = 2u, M_SILU = 3u, M_GELU = 4u, M_SWIGLU = 5u,
-           M_CPY = 6u, M_GET_ROWS = 7u, M_CONCAT = 8u;
+           M_CPY = 6u, M_GET_ROWS = 7u, M_CONCAT = 8u, M_ARGMAX = 9u;
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
@@ -32,6 +34,20 @@ void main() {
     uint mode = P.u[0];
     uvec4 di = unflat(i, P.ne[4]);
     float v;
+    if (mode == M_ARGMAX) {
+        uvec4 r = unflat(i * P.ne[0].x, P.ne[0]); // (0, i1, i2, i3) of row i
+        float best = uintBitsToFloat(0xff800000u);
+        uint best_k = 0u;
+        for (uint k = 0u; k < P.ne[0].x; k++) {
+            float x = load0(uvec4(k, r.yzw));
+            if (x > best) {
+                best = x;
+                best_k = k;
+            }
+        }
+        t4.d[elem_off(4u, di) >> 2] = best_k;
+        return;
+    }
     if (mode == M_CPY) {
         v = load0(unflat(i, P.ne[0]));
     } else if (mode == M_GET_ROWS) {

@@ -9,6 +9,10 @@
  *
  * F16 is read with vload_half and written with vstore_half_rte, which are
  * core OpenCL: devices without cl_khr_fp16 work, all arithmetic is F32.
+ *
+ * Helpers are "static inline": OpenCL C 1.2 follows C99, where a plain
+ * inline function has no external definition and a compiler that declines
+ * to inline it fails to link the program.
  */
 #define DT_F32 0
 #define DT_F16 1
@@ -33,35 +37,35 @@
 #define OFFSET(x, i0, i1, i2, i3) \
     ((i0) * x##_nb.s0 + (i1) * x##_nb.s1 + (i2) * x##_nb.s2 + (i3) * x##_nb.s3)
 
-inline float load_f16(const global uchar *p) { return vload_half(0, (const global half *)p); }
+static inline float load_f16(const global uchar *p) { return vload_half(0, (const global half *)p); }
 
-inline float load_bf16(const global uchar *p) {
+static inline float load_bf16(const global uchar *p) {
     return as_float((uint)(*(const global ushort *)p) << 16);
 }
 
 /* One element of dtype F32, F16 or BF16 at p. */
-inline float load_float(int type, const global uchar *p) {
+static inline float load_float(int type, const global uchar *p) {
     if (type == DT_F16) return load_f16(p);
     if (type == DT_BF16) return load_bf16(p);
     return *(const global float *)p;
 }
 
 /* f32 -> bf16, round to nearest even; NaNs stay quiet NaNs. */
-inline ushort f32_to_bf16(float v) {
+static inline ushort f32_to_bf16(float v) {
     uint x = as_uint(v);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40);
     return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
 /* Store v at p as F32, F16 (round to nearest even) or BF16. */
-inline void store_float(int type, global uchar *p, float v) {
+static inline void store_float(int type, global uchar *p, float v) {
     if (type == DT_F16) vstore_half_rte(v, 0, (global half *)p);
     else if (type == DT_BF16) *(global ushort *)p = f32_to_bf16(v);
     else *(global float *)p = v;
 }
 
 /* Split a flat element index (i0 fastest) into coordinates of shape ne. */
-inline long4 unflatten(long flat, long4 ne) {
+static inline long4 unflatten(long flat, long4 ne) {
     long4 i;
     i.s0 = flat % ne.s0;
     flat /= ne.s0;

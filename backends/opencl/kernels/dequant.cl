@@ -34,18 +34,18 @@
 constant char iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                    1,    13,   25,  38,  53,  69,  89,  113};
 
-inline uint load_u32_bytes(const global uchar *p) {
+static inline uint load_u32_bytes(const global uchar *p) {
     return (uint)p[0] | ((uint)p[1] << 8) | ((uint)p[2] << 16) | ((uint)p[3] << 24);
 }
 
 /* 4-bit nibble j (0..31) of a 16-byte qs array. */
-inline int nibble(const global uchar *qs, int j) {
+static inline int nibble(const global uchar *qs, int j) {
     return j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
 }
 
 /* Scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block: 6 bits
  * each, packed in 12 bytes. */
-inline void scale_min_k4(int j, const global uchar *q, float *sc, float *m) {
+static inline void scale_min_k4(int j, const global uchar *q, float *sc, float *m) {
     if (j < 4) {
         *sc = (float)(q[j] & 63);
         *m = (float)(q[j + 4] & 63);
@@ -56,7 +56,7 @@ inline void scale_min_k4(int j, const global uchar *q, float *sc, float *m) {
 }
 
 /* Signed 6-bit scale is (0..15) of a Q3_K super-block, minus 32. */
-inline int scale_q3_k(const global uchar *s, int is) {
+static inline int scale_q3_k(const global uchar *s, int is) {
     int low = is < 8 ? (s[is] & 0xF) : (s[is - 8] >> 4);
     int high = (s[8 + is % 4] >> (2 * (is / 4))) & 3;
     return (low | (high << 4)) - 32;

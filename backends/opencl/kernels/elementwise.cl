@@ -12,7 +12,7 @@
 #define OP_GELU 11
 
 /* The dst coordinates of this work-item, or 0 when it is past the end. */
-inline int item_coords(long4 ne, long *i0, long *i1, long *i2, long *i3) {
+static inline int item_coords(long4 ne, long *i0, long *i1, long *i2, long *i3) {
     *i0 = get_global_id(0);
     *i1 = get_global_id(1);
     long i23 = get_global_id(2);
@@ -30,9 +30,9 @@ kernel void k_binary(TENSOR(a), TENSOR(b), TENSOR(d), int op) {
     store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), op == OP_MUL ? x * y : x + y);
 }
 
-inline float silu(float x) { return x / (1.0f + exp(-x)); }
+static inline float silu(float x) { return x / (1.0f + exp(-x)); }
 
-inline float gelu(float x) {
+static inline float gelu(float x) {
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
     return 0.5f * x * (1.0f + tanh(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
 }

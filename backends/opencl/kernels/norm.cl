@@ -9,7 +9,7 @@
  */
 
 /* Sum of v over the work-group; every item gets the result. */
-inline float group_sum(local float *scratch, float v) {
+static inline float group_sum(local float *scratch, float v) {
     const int lid = get_local_id(0);
     scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -22,7 +22,7 @@ inline float group_sum(local float *scratch, float v) {
     return r;
 }
 
-inline float group_max(local float *scratch, float v) {
+static inline float group_max(local float *scratch, float v) {
     const int lid = get_local_id(0);
     scratch[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);

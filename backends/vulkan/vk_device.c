@@ -24,6 +24,8 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_SOFT_MAX_SG] = "soft_max_sg",
     [VK_SHADER_ROPE] = "rope",
     [VK_SHADER_ROPE_F64] = "rope_f64",
+    [VK_SHADER_FLASH_ATTN] = "flash_attn",
+    [VK_SHADER_FLASH_ATTN_SG] = "flash_attn_sg",
 };
 
 enum { VK_N_BINDINGS = 6 };

@@ -109,6 +109,8 @@ typedef enum vk_shader_id {
     VK_SHADER_SOFT_MAX_SG,
     VK_SHADER_ROPE,
     VK_SHADER_ROPE_F64,         /* sin/cos in double (shaderFloat64) */
+    VK_SHADER_FLASH_ATTN,
+    VK_SHADER_FLASH_ATTN_SG,
     VK_SHADER_COUNT
 } vk_shader_id;
 

@@ -5,8 +5,8 @@
  * Every shader reads and writes through the tensors' own strides, so views
  * (permuted, transposed, padded, KV cache slots) are supported wherever the
  * op list allows them. What is declined falls back to a CPU backend:
- * FLASH_ATTN (the llama graphs use MUL_MAT + SOFT_MAX), quantized dst (CPY
- * into a quantized type), and dtypes without a dequantizer in the shaders.
+ * FLASH_ATTN with a head size above 256, quantized dst (CPY into a
+ * quantized type), and dtypes without a dequantizer in the shaders.
  * Byte offsets are 32-bit in the shaders: a tensor must span less
  * than 2 GiB.
  */
@@ -227,6 +227,25 @@ static int check_node(checker *c) {
         }
         return shape_is(c, dst, want[0], want[1], want[2], want[3]);
     }
+    case TSR_OP_FLASH_ATTN: {
+        const tsr_tensor *v = opt_src(n, 2), *mask = opt_src(n, 3);
+        if (!n_src_ok(c, 3, 4) || !float_ok(c, a, "src0 (q)") || !float_ok(c, b, "src1 (k)") ||
+            !float_ok(c, v, "src2 (v)") || !dst_ok(c, dst))
+            return 0;
+        if (dst->dtype != TSR_DTYPE_F32) return decline(c, "dst is not F32");
+        const int64_t D = a->ne[0], n_q = a->ne[1], H = a->ne[2];
+        if (D > 256) return decline(c, "head size %lld is above 256", (long long)D);
+        if (a->ne[3] != 1 || b->ne[0] != D || b->ne[3] != 1) return decline(c, "q and k shapes do not fit");
+        if (!same_shape(c, b, v, "k and v")) return 0;
+        if (H % b->ne[2]) return decline(c, "query heads are not a multiple of kv heads");
+        if (mask) {
+            if (!tensor_ok(c, mask, "src3 (mask)")) return 0;
+            if (mask->dtype != TSR_DTYPE_F32 && mask->dtype != TSR_DTYPE_F16) return decline(c, "mask is not F32 or F16");
+            if (mask->ne[0] != b->ne[1] || mask->ne[1] < n_q || mask->ne[2] != 1 || mask->ne[3] != 1)
+                return decline(c, "mask shape does not fit");
+        }
+        return shape_is(c, dst, D, H, n_q, 1);
+    }
     default:
         return decline(c, "not implemented on this device");
     }
@@ -347,6 +366,11 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         grid((rows + 63) / 64, out->groups);
         return;
     }
+    case TSR_OP_FLASH_ATTN:
+        out->shader = sg ? VK_SHADER_FLASH_ATTN_SG : VK_SHADER_FLASH_ATTN;
+        p->u[0] = node->n_src > 3 && node->src[3] != NULL;
+        grid((uint64_t)(a->ne[1] * a->ne[2]), out->groups);
+        return;
     default:
         break;
     }

@@ -189,7 +189,7 @@ static void test_chain(tsr_device *dev, tsr_queue *q) {
     tsr_node argmax = {.op = TSR_OP_ARGMAX, .n_src = 1, .dst = &t1, .src = {&tx}};
     CHECK(!dev->api->supports_op(dev, &argmax), "ARGMAX into an F32 dst claimed");
     tsr_node attn = {.op = TSR_OP_FLASH_ATTN, .n_src = 3, .dst = &t1, .src = {&tx, &tx, &tx}};
-    CHECK(!dev->api->supports_op(dev, &attn), "FLASH_ATTN claimed");
+    CHECK(!dev->api->supports_op(dev, &attn), "FLASH_ATTN with head size 1000 claimed");
     tsr_tensor q8;
     contiguous(&q8, TSR_DTYPE_F32, 32, 1, b, 0);
     q8.dtype = TSR_DTYPE_Q8_0;

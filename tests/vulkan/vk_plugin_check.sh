@@ -11,8 +11,9 @@ rc=$?
 cat "$out"
 if [ $rc -eq 77 ]; then echo "skip: no Vulkan device"; exit 77; fi
 if [ $rc -ne 0 ]; then echo "FAIL: tessera plugin check exited $rc"; exit 1; fi
-# The ops the llama graphs need must run on the device, not fall back.
-for fam in GET_ROWS ADD MUL SCALE MUL_MAT RMS_NORM ROPE SOFT_MAX SILU SWIGLU; do
+# Every op family but CPY (quantized destinations fall back) runs on the
+# device.
+for fam in GET_ROWS ADD MUL SCALE MUL_MAT RMS_NORM NORM ROPE SOFT_MAX SILU GELU SWIGLU CONCAT ARGMAX FLASH_ATTN; do
   if ! grep -qE "^  $fam +[0-9]+ cases: +[1-9][0-9]* passed, 0 failed, 0 unsupported" "$out"; then
     echo "FAIL: $fam is not fully supported on the device"; exit 1
   fi

@@ -1,0 +1,64 @@
+// flash_attn — fused attention, one workgroup per (query i, head h):
+//   s_j = scale * (q_i . k_j) + mask[j, i];  out = softmax(s) . v
+// Keys go in chunks of WG: each invocation scores one key of the chunk,
+// the chunk's max and weight sum are workgroup reductions, and the softmax
+// runs online (the accumulator is rescaled when the max grows). Invocation
+// t owns output dims t, t + WG, ... (D <= 4 * WG).
+// q [D, n_q, H, 1], k/v [D, n_kv, H_kv, 1] (F32/F16/BF16), mask [n_kv, >= n_q]
+// optional (P.u[0] = 1), dst F32 [D, H, n_q, 1]; query head h reads kv head
+// h / (H / H_kv). A query whose every score is -inf gets zeros, as in ref.
+// The straightforward version: ref_attn.c.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#ifdef USE_SUBGROUPS
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+#include "reduce.glsl"
+
+shared float weights[WG];
+
+void main() {
+    const uint D = P.ne[0].x, n_q = P.ne[0].y, H = P.ne[0].z;
+    const uint n_kv = P.ne[1].y, group = H / P.ne[1].z;
+    uint t = group_linear();
+    if (t >= n_q * H) return; // whole workgroup
+    uint i = t % n_q, h = t / n_q, g = h / group;
+    uint lid = gl_LocalInvocationID.x;
+    const float neg_inf = uintBitsToFloat(0xff800000u);
+    float scale = P.fp[0];
+    float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
+    float m = neg_inf, l = 0.0;
+    for (uint j0 = 0u; j0 < n_kv; j0 += WG) {
+        uint j = j0 + lid;
+        float s = neg_inf;
+        if (j < n_kv) {
+            float dot_ = 0.0;
+            for (uint d = 0u; d < D; d++) dot_ += load0(uvec4(d, i, h, 0u)) * load1(uvec4(d, j, g, 0u));
+            s = scale * dot_;
+            if (P.u[0] != 0u) s += load3(uvec4(j, i, 0u, 0u));
+        }
+        float m_new = max(m, wg_max(s));
+        if (isinf(m_new) && m_new < 0.0) continue; // nothing visible yet (uniform)
+        float p = isinf(s) && s < 0.0 ? 0.0 : exp(s - m_new);
+        float corr = isinf(m) && m < 0.0 ? 0.0 : exp(m - m_new);
+        weights[lid] = p;
+        l = l * corr + wg_sum(p); // its barriers publish weights[]
+        uint n = min(uint(WG), n_kv - j0);
+        for (uint c = 0u; c < 4u; c++) {
+            uint d = lid + c * WG;
+            if (d >= D) break;
+            float a = acc[c] * corr;
+            for (uint jj = 0u; jj < n; jj++) a += weights[jj] * load2(uvec4(d, j0 + jj, g, 0u));
+            acc[c] = a;
+        }
+        barrier(); // weights[] is rewritten by the next chunk
+        m = m_new;
+    }
+    float inv = l > 0.0 ? 1.0 / l : 0.0;
+    for (uint c = 0u; c < 4u; c++) {
+        uint d = lid + c * WG;
+        if (d < D) store_dst(elem_off(4u, uvec4(d, h, i, 0u)), acc[c] * inv);
+    }
+}

@@ -33,10 +33,10 @@ fi || { echo "test-aarch64: meson setup failed"; echo "0 passed, 1 failed, 0 ski
 status=0
 rm -f "$build/meson-logs/testlog.json"
 if meson compile -C "$build"; then
-  # TESSERA_EXE_WRAPPER: test scripts that start the tessera binary
-  # themselves prefix it with this (meson wraps only the test's own program).
-  TESSERA_EXE_WRAPPER="qemu-aarch64 -cpu max" \
-    meson test -C "$build" --print-errorlogs --num-processes "$(nproc)" \
+  # meson wraps each test program in qemu (the cross file's exe_wrapper);
+  # scripts that start tessera themselves get cross/exe-wrapper.sh as
+  # TESSERA_BIN (tests/meson.build).
+  meson test -C "$build" --print-errorlogs --num-processes "$(nproc)" \
       --timeout-multiplier 3 "${suite_args[@]}" "$@" || true
 else
   status=1

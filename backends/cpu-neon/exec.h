@@ -38,10 +38,11 @@ static inline void exec_fail(neon_exec *ex, int status) {
     atomic_compare_exchange_strong(&ex->error, &expected, status);
 }
 
-/* Host address of a tensor's first byte. */
+/* Host address of a tensor's first byte: data when the host set it (plain
+ * memory, or a host-visible buffer), else our buffer plus offset. */
 static inline uint8_t *tensor_ptr(const tsr_tensor *t) {
-    if (t->buffer) return (uint8_t *)((neon_buffer *)t->buffer)->ptr + t->offset;
-    return (uint8_t *)t->data;
+    if (t->data || !t->buffer) return (uint8_t *)t->data;
+    return (uint8_t *)((neon_buffer *)t->buffer)->ptr + t->offset;
 }
 
 /* Address of row (i1, i2, i3). */

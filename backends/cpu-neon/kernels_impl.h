@@ -39,13 +39,15 @@ static inline float32x4_t load4_bf16(const uint16_t *p) {
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
 }
 
-static inline float32x4_t load4_f32(const float *p) { return vld1q_f32(p); }
-static inline float w_f32(float v) { return v; }
 static inline float w_f16(uint16_t v) { return f16s(v); }
 static inline float w_bf16(uint16_t v) { return neon_bf16_to_f32(v); }
 
-/* F32/F16/BF16 weights x f32 activations: 8 weights widened per step, one
- * FMA per column and half (two chains per column); scalar tail. */
+/* F16/BF16 weights x f32 activations: 8 weights widened per step, one FMA
+ * per column and half (two chains per column). Like ggml's vec_dot_f16, only
+ * the first K & ~31 elements go through the vector loop; the rest (all of a
+ * short row, e.g. attention over few cells or a head of 8) are summed in
+ * double: tiny models are sensitive enough to that order that llama.cpp's
+ * logits depend on it. Straightforward version: dot_f16/dot_bf16 in quants.c. */
 #define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \
     static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
                      float *out) {                                                         \
@@ -56,8 +58,8 @@ static inline float w_bf16(uint16_t v) { return neon_bf16_to_f32(v); }
             ac[c] = ACT(c < nc ? c : 0);                                                   \
             s[c][0] = s[c][1] = vdupq_n_f32(0.0f);                                         \
         }                                                                                  \
-        int64_t k = 0;                                                                     \
-        for (; k + 8 <= K; k += 8) {                                                       \
+        const int64_t kv = K & ~(int64_t)31;                                               \
+        for (int64_t k = 0; k < kv; k += 8) {                                              \
             float32x4_t w0 = LOADW(x + k), w1 = LOADW(x + k + 4);                          \
             for (int c = 0; c < nc; c++) {                                                 \
                 s[c][0] = vfmaq_f32(s[c][0], w0, vld1q_f32(ac[c] + k));                    \
@@ -65,15 +67,36 @@ static inline float w_bf16(uint16_t v) { return neon_bf16_to_f32(v); }
             }                                                                              \
         }                                                                                  \
         for (int c = 0; c < nc; c++) {                                                     \
-            float r = vaddvq_f32(vaddq_f32(s[c][0], s[c][1]));                             \
-            for (int64_t j = k; j < K; j++) r += SCALARW(x[j]) * ac[c][j];                 \
-            out[c] = r;                                                                    \
+            double r = (double)vaddvq_f32(vaddq_f32(s[c][0], s[c][1]));                    \
+            for (int64_t j = kv; j < K; j++) r += (double)(SCALARW(x[j]) * ac[c][j]);      \
+            out[c] = (float)r;                                                             \
         }                                                                                  \
     }
 
-FLOAT_DOT(dot_f32_v, float, load4_f32, w_f32)
 FLOAT_DOT(dot_f16_v, uint16_t, load4_f16, w_f16)
 FLOAT_DOT(dot_bf16_v, uint16_t, load4_bf16, w_bf16)
+
+/* F32 weights: products and sums in double, as the ref oracle does. F32
+ * weights only occur in small models, whose logits are sensitive enough to
+ * summation order to miss llama.cpp's by more than 1e-3 with f32 sums; the
+ * cost (half the f32 rate) does not matter there. Straightforward version:
+ * dot_f32 in quants.c, in double. */
+static void dot_f32_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    const float *x = w;
+    for (int c = 0; c < nc; c++) {
+        const float *a = ACT(c);
+        float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
+        int64_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            float32x4_t xv = vld1q_f32(x + k), av = vld1q_f32(a + k);
+            s0 = vfmaq_f64(s0, vcvt_f64_f32(vget_low_f32(xv)), vcvt_f64_f32(vget_low_f32(av)));
+            s1 = vfmaq_f64(s1, vcvt_high_f64_f32(xv), vcvt_high_f64_f32(av));
+        }
+        double r = vaddvq_f64(vaddq_f64(s0, s1));
+        for (; k < K; k++) r += (double)x[k] * (double)a[k];
+        out[c] = (float)r;
+    }
+}
 
 /* ------------------------------------------------ 8-bit integer products */
 

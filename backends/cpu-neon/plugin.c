@@ -1,11 +1,12 @@
 /*
  * cpu-neon — the aarch64 CPU backend plugin: one device "cpu-neon0" that runs
  * the llama ops with NEON kernels chosen at run time (ARMv8.0 Advanced SIMD,
- * ARMv8.2 dotprod or i8mm), reading weights in place from host memory. This file holds the ABI tables (plugin,
- * device, queue), buffers, and the node loop that runs on the thread pool.
+ * ARMv8.2 dotprod or i8mm), reading weights in place from host memory.
+ * This file holds the ABI tables (plugin, device, queue), buffers, and the
+ * node loop that runs on the thread pool.
  */
-#include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,12 @@ typedef struct neon_state {
 static neon_state g; /* the plugin's registry entry: one per loaded plugin */
 static tsr_device g_device;
 
+/* A host field may be read only if the host's struct is that long. */
+#define HOST_HAS(field) \
+    (g.host && g.host->struct_size >= offsetof(tsr_host, field) + sizeof(g.host->field))
+
 static void plog(int level, const char *fmt, ...) {
-    if (!g.host || !g.host->log) return;
+    if (!HOST_HAS(log) || !g.host->log) return;
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
@@ -94,23 +99,8 @@ static void run_nodes(void *ctx, int ith, int nth) {
         if (node->op == TSR_OP_NONE) continue;
         if (node->op == TSR_OP_MUL_MAT) matmul_compute(ex, node, ith, nth);
         else ops_compute(ex, node, ith, nth);
-        if (ith == 0 && g.host && g.host->abort_flag && *g.host->abort_flag) q->stop = 1;
+        if (ith == 0 && HOST_HAS(abort_flag) && g.host->abort_flag && *g.host->abort_flag) q->stop = 1;
         exec_barrier(ex);
-        if (ith == 0 && getenv("NEON_DUMP") && node->op == TSR_OP_MUL_MAT) {
-            const tsr_tensor *w = node->src[0], *x = node->src[1], *d = node->dst;
-            double worst = 0; float wv = 0, dv = 0;
-            for (int64_t b2 = 0; b2 < d->ne[2]; b2++)
-            for (int64_t n = 0; n < d->ne[1]; n++)
-            for (int64_t m = 0; m < d->ne[0]; m++) {
-                double sum = 0;
-                float wr[4096];
-                quants_row_to_f32(w->dtype, tensor_ptr(w) + m * w->nb[1] + (b2 / (x->ne[2] / w->ne[2])) * w->nb[2], wr, w->ne[0]);
-                for (int64_t k = 0; k < w->ne[0]; k++) { float xv; memcpy(&xv, tensor_ptr(x) + k * x->nb[0] + n * x->nb[1] + b2 * x->nb[2], 4); sum += (double)wr[k] * xv; }
-                float got; memcpy(&got, tensor_ptr(d) + m * d->nb[0] + n * d->nb[1] + b2 * d->nb[2], 4);
-                if (fabs(got - sum) > worst) { worst = fabs(got - sum); wv = (float)sum; dv = got; }
-            }
-            fprintf(stderr, "MM %s dt%d K%lld M%lld N%lld B%lld x.nb0=%lld worst %g (%g vs %g)\n", node->dst->name, w->dtype, (long long)w->ne[0], (long long)w->ne[1], (long long)x->ne[1], (long long)x->ne[2], (long long)x->nb[0], worst, dv, wv);
-        }
         if (q->stop || atomic_load(&ex->error)) break;
     }
 }
@@ -118,7 +108,7 @@ static void run_nodes(void *ctx, int ith, int nth) {
 static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
     neon_queue *q = queue->impl;
     if (n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
-    int nth = g.host && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = HOST_HAS(n_threads) && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
     if (nth > NEON_POOL_MAX_THREADS) nth = NEON_POOL_MAX_THREADS;
 
@@ -229,10 +219,6 @@ static int32_t device_supports_op(tsr_device *device, const tsr_node *node) {
     if (!node || !node->dst || node->op <= TSR_OP_NONE || node->op >= TSR_OP_COUNT) return 0;
     /* No location check here: the host asks before it plans memory, so
      * tensors have neither buffer nor data yet. */
-    const char *dbg = getenv("NEON_DECLINE");
-    if (dbg && atoi(dbg) == node->op) return 0;
-    const char *dbt = getenv("NEON_DECLINE_MM");
-    if (dbt && node->op == 5 && atoi(dbt) == node->src[0]->dtype && (!getenv("NEON_N1") || node->src[1]->ne[1] == 1)) return 0;
     return node_supported(node);
 }
 

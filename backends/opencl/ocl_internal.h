@@ -15,6 +15,7 @@
  * Environment:
  *   TESSERA_OPENCL_DEVICE_TYPE=all|gpu|cpu|accelerator   devices to use
  *   TESSERA_OPENCL_NO_MAP=1          copy instead of mapping on unified memory
+ *   TESSERA_OPENCL_WG=N              work-group size of the reduction kernels
  *   TESSERA_OPENCL_INJECT_BUILD_ERROR=1   break the kernel source (tests)
  *   POCL_WORK_GROUP_SPECIALIZATION   set to 0 unless already set (ocl_plugin.c)
  */

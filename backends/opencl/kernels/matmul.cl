@@ -49,6 +49,6 @@ kernel void k_mul_mat(TENSOR(w), TENSOR(x), TENSOR(d), long r2, long r3, int qua
             for (int j = 0; j < MM_COLS; j++) scratch[j][lid] += scratch[j][lid + s];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (lid < cols)
-        *(global float *)(BASE(d) + OFFSET(d, m, n0 + lid, b2, b3)) = scratch[lid][0];
+    for (int j = lid; j < cols; j += WG)
+        *(global float *)(BASE(d) + OFFSET(d, m, n0 + j, b2, b3)) = scratch[j][0];
 }

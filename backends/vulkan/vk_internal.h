@@ -103,6 +103,8 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT_SG,
     VK_SHADER_MUL_MAT_VEC_INV,  /* one output per invocation (CPU devices) */
     VK_SHADER_MUL_MAT_INV,
+    VK_SHADER_MUL_MAT_VEC_INV64, /* the same accumulating in double (fp64) */
+    VK_SHADER_MUL_MAT_INV64,
     VK_SHADER_ROW_NORM,
     VK_SHADER_ROW_NORM_SG,
     VK_SHADER_SOFT_MAX,

@@ -304,7 +304,9 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_MUL_MAT: {
         const tsr_tensor *x = node->src[1];
         const uint32_t N = (uint32_t)x->ne[1], cols = N == 1 ? 1 : VK_MUL_MAT_COLS;
-        if (d->matmul_per_invocation)
+        if (d->matmul_per_invocation && d->has_f64)
+            out->shader = N == 1 ? VK_SHADER_MUL_MAT_VEC_INV64 : VK_SHADER_MUL_MAT_INV64;
+        else if (d->matmul_per_invocation)
             out->shader = N == 1 ? VK_SHADER_MUL_MAT_VEC_INV : VK_SHADER_MUL_MAT_INV;
         else
             out->shader = N == 1 ? (sg ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC)

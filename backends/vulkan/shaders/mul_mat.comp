@@ -9,6 +9,9 @@
 // With PER_INVOCATION each invocation computes its NCOLS outputs alone,
 // k in order, with no shared memory or barriers: the fast shape for CPU
 // implementations (lavapipe), where a barrier costs a coroutine switch.
+// ACC_F64 (with PER_INVOCATION, on devices with fp64) accumulates in double
+// in k order as ref does: the products of two floats are exact in double,
+// so the results are ref's to the bit for float weights.
 // The straightforward version: ref_matmul.c.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -58,7 +61,11 @@ void main() {
     const uint xcol = n0 * xn; // byte offset of column n0
     const uint ncols = min(uint(NCOLS), N - n0);
 
+#ifdef ACC_F64
+    double acc[NCOLS];
+#else
     float acc[NCOLS];
+#endif
     for (uint c = 0u; c < NCOLS; c++) acc[c] = 0.0;
     for (uint k = lid; k < K; k += step) {
         // rows of src0 are contiguous (supports_op): element k at wrow + k * size
@@ -68,11 +75,15 @@ void main() {
         else w = dequant(WDT, wrow + (k / bs) * block_bytes, k % bs);
         uint xo = xbase + xcol + k * xk;
         for (uint c = 0u; c < NCOLS; c++)
+#ifdef ACC_F64
+            if (c < ncols) acc[c] += double(w) * double(t1_float(XDT, xo + c * xn));
+#else
             if (c < ncols) acc[c] += w * t1_float(XDT, xo + c * xn);
+#endif
     }
     for (uint c = 0u; c < NCOLS; c++) {
 #ifdef PER_INVOCATION
-        float s = acc[c];
+        float s = float(acc[c]);
 #else
         float s = wg_sum(acc[c]);
 #endif

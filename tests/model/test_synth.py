@@ -11,6 +11,8 @@ import tempfile
 SHARED = os.environ.get("TESSERA_SHARED", "")
 BIN = os.environ.get("TESSERA_BIN", "")
 SYNTH = sys.argv[1] if len(sys.argv) > 1 else ""
+# cross builds: run the target's tessera-synth through the emulator
+WRAP = os.environ.get("TESSERA_EXE_WRAPPER", "").split()
 VOCAB = os.path.join(SHARED, "models", "stories260K.gguf")
 for p in (BIN, SYNTH, VOCAB):
     if not p or not os.path.exists(p):
@@ -29,7 +31,7 @@ def check(cond, msg):
 
 
 def synth(out, *args):
-    p = subprocess.run([SYNTH, "-q", "-o", out, "--vocab-from", VOCAB] + list(args),
+    p = subprocess.run(WRAP + [SYNTH, "-q", "-o", out, "--vocab-from", VOCAB] + list(args),
                        capture_output=True, text=True, timeout=120)
     return p.returncode, p.stderr
 

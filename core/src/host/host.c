@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -503,6 +504,26 @@ static void available_list(char *buf, size_t size) {
         if (w < 0) break;
         len += (size_t)w;
     }
+}
+
+int32_t host_default_devices(host_device **out, int32_t max) {
+    /* A non-CPU device that ranks itself below the best CPU device (a
+     * software implementation such as Mesa's lavapipe) would only slow
+     * things down: it is used when named with --device, not by default. */
+    int32_t best_cpu = INT32_MIN;
+    for (int32_t i = 0; i < reg.n_devices; i++) {
+        const host_device *d = &reg.devices[i];
+        if (d->info.kind == TSR_DEVICE_CPU && strcmp(d->name, "ref") != 0 &&
+            d->info.priority > best_cpu)
+            best_cpu = d->info.priority;
+    }
+    int32_t n = 0;
+    for (int32_t i = 0; i < reg.n_devices && n < max; i++) {
+        host_device *d = &reg.devices[i];
+        if (d->info.kind != TSR_DEVICE_CPU && d->info.priority < best_cpu) continue;
+        out[n++] = d;
+    }
+    return n;
 }
 
 int32_t host_select_devices(const char *list, host_device **out, int32_t max) {

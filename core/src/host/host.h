@@ -83,6 +83,12 @@ tsr_queue *host_device_queue(host_device *d);
 int32_t host_plugin_count(void);
 const host_plugin_record *host_plugin_get(int32_t index);
 
+/* The devices a model uses when the user names none, in the default order:
+ * every device except non-CPU ones that rank below the best CPU device
+ * (software GPU implementations such as lavapipe), which are used only when
+ * named with --device. */
+int32_t host_default_devices(host_device **out, int32_t max);
+
 /* Parse a --device list ("vulkan0,cpu-avx0") into out[max]; NULL or "" gives
  * every device in the default order. Returns the count, or -1 with an error
  * listing the available devices when a name is unknown. */

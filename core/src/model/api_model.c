@@ -42,7 +42,9 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
         error_set("model load: out of memory");
         return NULL;
     }
-    tm->n_devices = host_select_devices(p.devices, tm->devices, TESSERA_MAX_DEVICES);
+    tm->n_devices = p.devices && p.devices[0]
+                        ? host_select_devices(p.devices, tm->devices, TESSERA_MAX_DEVICES)
+                        : host_default_devices(tm->devices, TESSERA_MAX_DEVICES);
     if (tm->n_devices < 0) goto fail;
     if (tm->n_devices == 0) {
         error_set("model load: no compute device available");

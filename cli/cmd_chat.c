@@ -26,6 +26,7 @@
 #endif
 
 #include "chat/chat.h"
+#include "cli_util.h"
 #include "commands.h"
 #include "util/error.h"
 
@@ -94,21 +95,16 @@ static int bad_value(const char *flag, const char *value, const char *want) {
 }
 
 static int parse_i32(const char *flag, const char *s, int32_t lo, int32_t *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > INT32_MAX)
+    long v;
+    if (cli_parse_long(s, lo, INT32_MAX, &v) != 0)
         return bad_value(flag, s, lo < 0 ? "an integer" : "a non-negative integer");
     *out = (int32_t)v;
     return 0;
 }
 
+/* Any number but NaN (inf included). */
 static int parse_f32(const char *flag, const char *s, float *out) {
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || isnan(v)) return bad_value(flag, s, "a number");
-    *out = v;
+    if (cli_parse_float(s, -INFINITY, INFINITY, out) != 0) return bad_value(flag, s, "a number");
     return 0;
 }
 

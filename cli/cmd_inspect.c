@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "tensor/dtype.h"
@@ -48,27 +49,6 @@ static void usage(FILE *out) {
 
 /* ------------------------------------------------------------ strings */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-    else return 0;
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 /* At most max bytes of a string, in double quotes, never cutting a UTF-8
  * character. JSON: escaped per RFC 8259, invalid UTF-8 bytes become U+FFFD.
  * Text: control and invalid bytes as \xNN, and a cut string says its length.
@@ -81,7 +61,7 @@ static uint64_t put_string_max(FILE *o, const char *ptr, uint64_t len, uint64_t 
     uint64_t i = 0;
     while (i < shown) {
         unsigned c = s[i];
-        size_t seq = utf8_seq_len(s + i, (size_t)(len - i));
+        size_t seq = cli_utf8_seq_len(s + i, (size_t)(len - i));
         if (seq > 1) {
             if (i + seq > shown) break; /* do not cut a character in half */
             fwrite(s + i, 1, seq, o);

@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +16,14 @@
 
 #include <tessera/tessera.h>
 
+#include "cli_util.h"
 #include "commands.h"
-
-enum { MAX_PLUGIN_DIRS = 16 };
 
 typedef struct ppl_opts {
     const char *model;
     const char *file;
     const char *devices;
-    const char *plugin_dirs[MAX_PLUGIN_DIRS];
+    const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
     int n_plugin_dirs;
     long n_ctx, n_batch, n_threads, n_gpu_layers, n_chunks;
     tessera_kv_type kv_type;
@@ -55,19 +53,8 @@ static void ppl_usage(FILE *out) {
             "  -h, --help              this text\n");
 }
 
-static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "tessera perplexity: %s expects an integer in %ld..%ld, got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int ppl_parse(int argc, char **argv, ppl_opts *o) {
+    const char *cmd = "tessera perplexity";
     memset(o, 0, sizeof *o);
     o->n_ctx = 512;
     o->kv_type = TESSERA_KV_F16;
@@ -82,41 +69,24 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
         static const char *const valued[] = {"-m", "--model", "-f", "--file", "-c", "--ctx-size", "-b",
                                              "--batch-size", "--chunks", "-t", "--threads", "--kv-type",
                                              "--device", "-ngl", "--n-gpu-layers", "--plugin-dir", NULL};
-        int known = 0;
-        for (int k = 0; valued[k]; k++) known |= !strcmp(a, valued[k]);
-        if (!known) {
-            fprintf(stderr, "tessera perplexity: unknown option '%s' (see 'tessera perplexity --help')\n", a);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tessera perplexity: %s needs a value\n", a);
-            return -1;
-        }
-        const char *v = argv[++i];
+        const char *v = cli_option_value(cmd, valued, argc, argv, &i);
+        if (!v) return -1;
         int rc = 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->file = v;
         else if (!strcmp(a, "--device")) o->devices = v;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) rc = parse_long(a, v, 4, 1 << 24, &o->n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) rc = parse_long(a, v, 1, 1 << 24, &o->n_batch);
-        else if (!strcmp(a, "--chunks")) rc = parse_long(a, v, 1, 1 << 30, &o->n_chunks);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = parse_long(a, v, 1, 1024, &o->n_threads);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) rc = parse_long(a, v, 0, 100000, &o->n_gpu_layers);
-        else if (!strcmp(a, "--kv-type")) {
-            if (!strcmp(v, "f16") || !strcmp(v, "F16")) o->kv_type = TESSERA_KV_F16;
-            else if (!strcmp(v, "f32") || !strcmp(v, "F32")) o->kv_type = TESSERA_KV_F32;
-            else {
-                fprintf(stderr, "tessera perplexity: --kv-type expects f16 or f32, got '%s'\n", v);
-                rc = -1;
-            }
-        } else if (!strcmp(a, "--plugin-dir")) {
-            if (o->n_plugin_dirs == MAX_PLUGIN_DIRS) {
-                fprintf(stderr, "tessera perplexity: at most %d --plugin-dir options\n", MAX_PLUGIN_DIRS);
-                rc = -1;
-            } else {
-                o->plugin_dirs[o->n_plugin_dirs++] = v;
-            }
-        }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
+            rc = cli_flag_long(cmd, a, v, 4, 1 << 24, &o->n_ctx);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
+            rc = cli_flag_long(cmd, a, v, 1, 1 << 24, &o->n_batch);
+        else if (!strcmp(a, "--chunks")) rc = cli_flag_long(cmd, a, v, 1, 1 << 30, &o->n_chunks);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
+            rc = cli_flag_long(cmd, a, v, 1, 1024, &o->n_threads);
+        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers"))
+            rc = cli_flag_long(cmd, a, v, 0, 100000, &o->n_gpu_layers);
+        else if (!strcmp(a, "--kv-type")) rc = cli_flag_kv_type(cmd, v, &o->kv_type);
+        else if (!strcmp(a, "--plugin-dir"))
+            rc = cli_plugin_dir_add(cmd, o->plugin_dirs, &o->n_plugin_dirs, v);
         if (rc) return -1;
     }
     if (!o->model) {
@@ -131,42 +101,6 @@ static int ppl_parse(int argc, char **argv, ppl_opts *o) {
     return 0;
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "tessera perplexity: cannot open '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 131072;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(fp);
-                fprintf(stderr, "tessera perplexity: out of memory reading '%s'\n", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, 65536, fp);
-        n += r;
-        if (r < 65536) break;
-    }
-    int err = ferror(fp);
-    fclose(fp);
-    if (err) {
-        free(buf);
-        fprintf(stderr, "tessera perplexity: error reading '%s'\n", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 /* -log softmax(logits)[target], in double. */
 static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
     float max = logits[0];
@@ -175,11 +109,6 @@ static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
     double sum = 0.0;
     for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - (double)max);
     return log(sum) - ((double)logits[target] - (double)max);
-}
-
-static void on_sigint(int sig) {
-    (void)sig;
-    tessera_abort();
 }
 
 static int score(const ppl_opts *o, tessera_model *model, tessera_context *ctx, const tessera_token *toks,
@@ -242,7 +171,7 @@ int cmd_perplexity(int argc, char **argv) {
         return 1;
     }
     size_t text_len = 0;
-    char *text = slurp(o.file, &text_len);
+    char *text = cli_read_file("tessera perplexity", NULL, o.file, &text_len);
     if (!text) return 1;
 
     tessera_init_params ip = {.plugin_dirs = o.plugin_dirs, .n_plugin_dirs = o.n_plugin_dirs,
@@ -255,7 +184,7 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "tessera perplexity: %s\n", tessera_last_error());
         goto done;
     }
-    signal(SIGINT, on_sigint);
+    cli_abort_on_sigint();
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = o.devices;
     mp.n_gpu_layers = (int32_t)o.n_gpu_layers;

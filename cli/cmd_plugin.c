@@ -1,8 +1,8 @@
 /* tessera plugin — check a backend plugin against the reference backend. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "conformance/conformance.h"
 #include "util/error.h"
@@ -32,17 +32,10 @@ static void usage(FILE *out) {
             "loaded or bad usage, 77 the plugin has no usable device (reason printed)\n");
 }
 
-static int parse_int(const char *s, int32_t *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < 0 || v > 1 << 20) return -1;
-    *out = (int32_t)v;
-    return 0;
-}
-
 int cmd_plugin(int argc, char **argv) {
     conformance_options opt = {.device = -1, .out = stdout};
     const char *action = NULL;
+    long device;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -58,9 +51,11 @@ int cmd_plugin(int argc, char **argv) {
             const char *v = argv[++i];
             if (!strcmp(a, "--op")) {
                 opt.op = v;
-            } else if (parse_int(v, &opt.device)) {
+            } else if (cli_parse_long(v, 0, 1 << 20, &device) != 0) {
                 fprintf(stderr, "tessera plugin: --device '%s' is not a device index\n", v);
                 return 2;
+            } else {
+                opt.device = (int32_t)device;
             }
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "tessera plugin: unknown option '%s' (see --help)\n", a);

@@ -1,11 +1,11 @@
 /* tessera quantize — convert a GGUF model's weights to another dtype. */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "quant/quant.h"
 #include "tensor/dtype.h"
@@ -59,15 +59,6 @@ static void on_progress(const quant_progress *pr, void *user) {
             dtype_name(pr->to_dtype), pr->in_bytes / 1048576.0, pr->out_bytes / 1048576.0);
 }
 
-static int parse_threads(const char *s, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < 1 || v > 256) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int cmd_quantize(int argc, char **argv) {
     const char *pos[3];
     int n_pos = 0;
@@ -88,10 +79,12 @@ int cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             ps.quiet = 1;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (i + 1 >= argc || parse_threads(argv[i + 1], &p.n_threads) != 0) {
+            long n_threads;
+            if (i + 1 >= argc || cli_parse_long(argv[i + 1], 1, 256, &n_threads) != 0) {
                 fprintf(stderr, "tessera quantize: %s needs a thread count from 1 to 256\n", a);
                 return 2;
             }
+            p.n_threads = (int)n_threads;
             i++;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "tessera quantize: unknown option '%s' (see --help)\n", a);

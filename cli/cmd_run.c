@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +10,15 @@
 
 #include <tessera/tessera.h>
 
+#include "cli_util.h"
 #include "commands.h"
-
-enum { MAX_PLUGIN_DIRS = 16 };
 
 typedef struct run_opts {
     const char *model;
     const char *prompt;
     const char *prompt_file;
     const char *devices;
-    const char *plugin_dirs[MAX_PLUGIN_DIRS];
+    const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
     int n_plugin_dirs;
     long n_predict, n_threads, n_ctx, n_batch, n_gpu_layers;
     tessera_kv_type kv_type;
@@ -61,32 +59,9 @@ static void run_usage(FILE *out) {
             "  -h, --help              this text\n");
 }
 
-static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "tessera run: %s expects an integer in %ld..%ld, got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *flag, const char *s, float lo, float hi, float *out) {
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "tessera run: %s expects a number in %g..%g, got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /* 0 ok, 1 help printed, -1 error printed. */
 static int run_parse(int argc, char **argv, run_opts *o) {
+    const char *cmd = "tessera run";
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
     o->n_batch = 512;
@@ -108,52 +83,37 @@ static int run_parse(int argc, char **argv, run_opts *o) {
             "-c", "--ctx-size", "-b", "--batch-size", "--seed", "--temp", "--top-k", "--top-p",
             "--min-p", "--repeat-penalty", "--repeat-last-n", "--kv-type", "--device", "-ngl",
             "--n-gpu-layers", "--plugin-dir", NULL};
-        int known = 0;
-        for (int k = 0; valued[k]; k++) known |= !strcmp(a, valued[k]);
-        if (!known) {
-            fprintf(stderr, "tessera run: unknown option '%s' (see 'tessera run --help')\n", a);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tessera run: %s needs a value\n", a);
-            return -1;
-        }
-        const char *v = argv[++i];
+        const char *v = cli_option_value(cmd, valued, argc, argv, &i);
+        if (!v) return -1;
         int rc = 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->prompt_file = v;
         else if (!strcmp(a, "--device")) o->devices = v;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) rc = parse_long(a, v, -1, INT32_MAX, &o->n_predict);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = parse_long(a, v, 1, 1024, &o->n_threads);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) rc = parse_long(a, v, 1, 1 << 24, &o->n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) rc = parse_long(a, v, 1, 1 << 20, &o->n_batch);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) rc = parse_long(a, v, 0, 100000, &o->n_gpu_layers);
-        else if (!strcmp(a, "--seed")) rc = parse_long(a, v, 0, (long)UINT32_MAX - 1, &seed);
-        else if (!strcmp(a, "--temp")) rc = parse_float(a, v, 0.0f, 1e6f, &o->sp.temp);
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict"))
+            rc = cli_flag_long(cmd, a, v, -1, INT32_MAX, &o->n_predict);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
+            rc = cli_flag_long(cmd, a, v, 1, 1024, &o->n_threads);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
+            rc = cli_flag_long(cmd, a, v, 1, 1 << 24, &o->n_ctx);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
+            rc = cli_flag_long(cmd, a, v, 1, 1 << 20, &o->n_batch);
+        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers"))
+            rc = cli_flag_long(cmd, a, v, 0, 100000, &o->n_gpu_layers);
+        else if (!strcmp(a, "--seed")) rc = cli_flag_long(cmd, a, v, 0, (long)UINT32_MAX - 1, &seed);
+        else if (!strcmp(a, "--temp")) rc = cli_flag_float(cmd, a, v, 0.0f, 1e6f, &o->sp.temp);
         else if (!strcmp(a, "--top-k")) {
             long k;
-            rc = parse_long(a, v, 0, INT32_MAX, &k);
+            rc = cli_flag_long(cmd, a, v, 0, INT32_MAX, &k);
             o->sp.top_k = (int32_t)k;
-        } else if (!strcmp(a, "--top-p")) rc = parse_float(a, v, 0.0f, 1.0f, &o->sp.top_p);
-        else if (!strcmp(a, "--min-p")) rc = parse_float(a, v, 0.0f, 1.0f, &o->sp.min_p);
-        else if (!strcmp(a, "--repeat-penalty")) rc = parse_float(a, v, 0.0f, 1e6f, &o->sp.penalty_repeat);
-        else if (!strcmp(a, "--repeat-last-n")) rc = parse_long(a, v, 0, INT32_MAX, &last_n);
-        else if (!strcmp(a, "--kv-type")) {
-            if (!strcmp(v, "f16") || !strcmp(v, "F16")) o->kv_type = TESSERA_KV_F16;
-            else if (!strcmp(v, "f32") || !strcmp(v, "F32")) o->kv_type = TESSERA_KV_F32;
-            else {
-                fprintf(stderr, "tessera run: --kv-type expects f16 or f32, got '%s'\n", v);
-                rc = -1;
-            }
-        } else if (!strcmp(a, "--plugin-dir")) {
-            if (o->n_plugin_dirs == MAX_PLUGIN_DIRS) {
-                fprintf(stderr, "tessera run: at most %d --plugin-dir options\n", MAX_PLUGIN_DIRS);
-                rc = -1;
-            } else {
-                o->plugin_dirs[o->n_plugin_dirs++] = v;
-            }
-        }
+        } else if (!strcmp(a, "--top-p")) rc = cli_flag_float(cmd, a, v, 0.0f, 1.0f, &o->sp.top_p);
+        else if (!strcmp(a, "--min-p")) rc = cli_flag_float(cmd, a, v, 0.0f, 1.0f, &o->sp.min_p);
+        else if (!strcmp(a, "--repeat-penalty"))
+            rc = cli_flag_float(cmd, a, v, 0.0f, 1e6f, &o->sp.penalty_repeat);
+        else if (!strcmp(a, "--repeat-last-n")) rc = cli_flag_long(cmd, a, v, 0, INT32_MAX, &last_n);
+        else if (!strcmp(a, "--kv-type")) rc = cli_flag_kv_type(cmd, v, &o->kv_type);
+        else if (!strcmp(a, "--plugin-dir"))
+            rc = cli_plugin_dir_add(cmd, o->plugin_dirs, &o->n_plugin_dirs, v);
         if (rc) return -1;
     }
     if (seed >= 0) o->sp.seed = (uint32_t)seed;
@@ -171,48 +131,6 @@ static int run_parse(int argc, char **argv, run_opts *o) {
         return -1;
     }
     return 0;
-}
-
-/* The whole file, NUL-terminated; NULL after printing an error. */
-static char *read_file(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "tessera run: cannot open prompt file '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(fp);
-                fprintf(stderr, "tessera run: out of memory reading '%s'\n", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, 4096, fp);
-        n += r;
-        if (r < 4096) break;
-    }
-    int err = ferror(fp);
-    fclose(fp);
-    if (err) {
-        free(buf);
-        fprintf(stderr, "tessera run: error reading '%s'\n", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
-static void on_sigint(int sig) {
-    (void)sig;
-    tessera_abort();
 }
 
 typedef struct progress_state {
@@ -334,7 +252,7 @@ int cmd_run(int argc, char **argv) {
     char *file_prompt = NULL;
     size_t prompt_len = 0;
     if (o.prompt_file) {
-        file_prompt = read_file(o.prompt_file, &prompt_len);
+        file_prompt = cli_read_file("tessera run", "prompt file", o.prompt_file, &prompt_len);
         if (!file_prompt) return 1;
     } else {
         prompt_len = strlen(o.prompt);
@@ -350,7 +268,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "tessera run: %s\n", tessera_last_error());
         goto done;
     }
-    signal(SIGINT, on_sigint);
+    cli_abort_on_sigint();
     progress_state ps = {0, -1};
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = o.devices;

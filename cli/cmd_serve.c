@@ -22,6 +22,7 @@ int cmd_serve(int argc, char **argv) {
 
 #include <tessera/tessera.h>
 
+#include "cli_util.h"
 #include "serve/serve.h"
 
 static void usage(FILE *out) {
@@ -64,20 +65,9 @@ typedef struct serve_opts {
     bool verbose;
 } serve_opts;
 
-static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "tessera serve: %s expects an integer in %ld..%ld, got '%s'\n", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /* 0 ok, 1 help printed, -1 error printed. */
 static int parse_args(int argc, char **argv, serve_opts *o) {
+    const char *cmd = "tessera serve";
     memset(o, 0, sizeof *o);
     o->host = "127.0.0.1";
     o->port = 8080;
@@ -100,17 +90,8 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
             "-m", "--model", "--host", "--port", "-np", "--parallel", "--queue", "--api-key", "--max-body",
             "--alias", "--chat-template", "-c", "--ctx-size", "-b", "--batch-size", "-t", "--threads",
             "--kv-type", "--device", "-ngl", "--n-gpu-layers", "--plugin-dir", NULL};
-        bool known = false;
-        for (int k = 0; valued[k]; k++) known |= !strcmp(a, valued[k]);
-        if (!known) {
-            fprintf(stderr, "tessera serve: unknown option '%s' (see 'tessera serve --help')\n", a);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tessera serve: %s needs a value\n", a);
-            return -1;
-        }
-        const char *v = argv[++i];
+        const char *v = cli_option_value(cmd, valued, argc, argv, &i);
+        if (!v) return -1;
         int rc = 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model"))
             o->model = v;
@@ -127,31 +108,23 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         else if (!strcmp(a, "--plugin-dir"))
             o->plugin_dir = v;
         else if (!strcmp(a, "--port"))
-            rc = parse_long(a, v, 0, 65535, &o->port);
+            rc = cli_flag_long(cmd, a, v, 0, 65535, &o->port);
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel"))
-            rc = parse_long(a, v, 1, TESSERA_MAX_SEQ, &o->parallel);
+            rc = cli_flag_long(cmd, a, v, 1, TESSERA_MAX_SEQ, &o->parallel);
         else if (!strcmp(a, "--queue"))
-            rc = parse_long(a, v, 0, 100000, &o->queue);
+            rc = cli_flag_long(cmd, a, v, 0, 100000, &o->queue);
         else if (!strcmp(a, "--max-body"))
-            rc = parse_long(a, v, 1024, 1L << 30, &o->max_body);
+            rc = cli_flag_long(cmd, a, v, 1024, 1L << 30, &o->max_body);
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
-            rc = parse_long(a, v, 2, 1 << 24, &o->n_ctx);
+            rc = cli_flag_long(cmd, a, v, 2, 1 << 24, &o->n_ctx);
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
-            rc = parse_long(a, v, 1, 1 << 20, &o->n_batch);
+            rc = cli_flag_long(cmd, a, v, 1, 1 << 20, &o->n_batch);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-            rc = parse_long(a, v, 1, 1024, &o->n_threads);
+            rc = cli_flag_long(cmd, a, v, 1, 1024, &o->n_threads);
         else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers"))
-            rc = parse_long(a, v, 0, 100000, &o->n_gpu_layers);
-        else if (!strcmp(a, "--kv-type")) {
-            if (!strcmp(v, "f16") || !strcmp(v, "F16"))
-                o->kv_type = TESSERA_KV_F16;
-            else if (!strcmp(v, "f32") || !strcmp(v, "F32"))
-                o->kv_type = TESSERA_KV_F32;
-            else {
-                fprintf(stderr, "tessera serve: --kv-type expects f16 or f32, got '%s'\n", v);
-                rc = -1;
-            }
-        }
+            rc = cli_flag_long(cmd, a, v, 0, 100000, &o->n_gpu_layers);
+        else if (!strcmp(a, "--kv-type"))
+            rc = cli_flag_kv_type(cmd, v, &o->kv_type);
         if (rc) return -1;
     }
     if (!o->model) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "util/error.h"
@@ -32,59 +33,15 @@ static void usage(FILE *out) {
             "UTF-8 escaped (\\n, \\t, \\r, \\xNN; a backslash as \\\\).\n");
 }
 
-/* Whole file into a malloc'd buffer (NUL-terminated for convenience). */
+/* Whole file into a malloc'd buffer (NUL-terminated for convenience); NULL
+ * with the reason in error_get(). */
 static char *read_file(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        error_set("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, fp);
-        if (ferror(fp)) {
-            error_set("%s: read error: %s", path, strerror(errno));
-            break;
-        }
-        if (feof(fp)) {
-            buf[n] = '\0';
-            fclose(fp);
-            *len = n;
-            return buf;
-        }
-        if (n + 1 >= cap) {
-            char *p = realloc(buf, cap * 2);
-            if (!p) break;
-            buf = p;
-            cap *= 2;
-        }
-    }
-    if (!buf || !ferror(fp)) error_set("%s: out of memory reading the file", path);
-    free(buf);
-    fclose(fp);
-    return NULL;
-}
-
-/* Length of the valid UTF-8 sequence at s[0..n), 0 if it is not one. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n) {
-    size_t len;
-    uint32_t cp;
-    if (s[0] < 0x80) return 1;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) len = 2, cp = s[0] & 0x1F;
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF) len = 3, cp = s[0] & 0x0F;
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4) len = 4, cp = s[0] & 0x07;
-    else return 0;
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    /* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
+    cli_read_status status;
+    char *buf = cli_file_load(path, len, &status);
+    if (status == CLI_READ_CANNOT_OPEN) error_set("%s: cannot open: %s", path, strerror(errno));
+    else if (status == CLI_READ_IO_ERROR) error_set("%s: read error: %s", path, strerror(errno));
+    else if (status == CLI_READ_NO_MEMORY) error_set("%s: out of memory reading the file", path);
+    return buf;
 }
 
 /* A piece on one line: control bytes escaped (\n, \t, \r, \xNN, and a
@@ -94,7 +51,7 @@ static void print_piece(const char *piece, size_t n) {
     const unsigned char *s = (const unsigned char *)piece;
     for (size_t i = 0; i < n;) {
         unsigned char c = s[i];
-        size_t len = utf8_seq_len(s + i, n - i);
+        size_t len = cli_utf8_seq_len(s + i, n - i);
         if (c == '\n') fputs("\\n", stdout);
         else if (c == '\t') fputs("\\t", stdout);
         else if (c == '\r') fputs("\\r", stdout);

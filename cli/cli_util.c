@@ -1,0 +1,155 @@
+/* Helpers the tessera subcommands share (see cli_util.h). */
+#include "cli_util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { READ_CHUNK = 65536 };
+
+char *cli_file_load(const char *path, size_t *len, cli_read_status *status) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        *status = CLI_READ_CANNOT_OPEN;
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + READ_CHUNK + 1 > cap) {
+            cap = cap ? cap * 2 : 2 * READ_CHUNK;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(fp);
+                *status = CLI_READ_NO_MEMORY;
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t r = fread(buf + n, 1, READ_CHUNK, fp);
+        n += r;
+        if (r < READ_CHUNK) break; /* end of file or an error */
+    }
+    if (ferror(fp)) {
+        int err = errno; /* the read's reason, not what cleaning up leaves */
+        free(buf);
+        fclose(fp);
+        errno = err;
+        *status = CLI_READ_IO_ERROR;
+        return NULL;
+    }
+    fclose(fp);
+    buf[n] = '\0';
+    *len = n;
+    *status = CLI_READ_OK;
+    return buf;
+}
+
+char *cli_read_file(const char *cmd, const char *what, const char *path, size_t *len) {
+    cli_read_status status;
+    char *buf = cli_file_load(path, len, &status);
+    if (status == CLI_READ_CANNOT_OPEN)
+        fprintf(stderr, "%s: cannot open %s%s'%s': %s\n", cmd, what ? what : "", what ? " " : "", path,
+                strerror(errno));
+    else if (status == CLI_READ_IO_ERROR)
+        fprintf(stderr, "%s: error reading '%s'\n", cmd, path);
+    else if (status == CLI_READ_NO_MEMORY)
+        fprintf(stderr, "%s: out of memory reading '%s'\n", cmd, path);
+    return buf;
+}
+
+const char *cli_option_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i) {
+    const char *opt = argv[*i];
+    int known = 0;
+    for (int k = 0; valued[k]; k++) known |= !strcmp(opt, valued[k]);
+    if (!known) {
+        fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", cmd, opt, cmd);
+        return NULL;
+    }
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "%s: %s needs a value\n", cmd, opt);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_plugin_dir_add(const char *cmd, const char **dirs, int *n, const char *dir) {
+    if (*n == CLI_MAX_PLUGIN_DIRS) {
+        fprintf(stderr, "%s: at most %d --plugin-dir options\n", cmd, CLI_MAX_PLUGIN_DIRS);
+        return -1;
+    }
+    dirs[(*n)++] = dir;
+    return 0;
+}
+
+int cli_parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_float(const char *s, float lo, float hi, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_flag_long(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out) {
+    if (cli_parse_long(s, lo, hi, out) == 0) return 0;
+    fprintf(stderr, "%s: %s expects an integer in %ld..%ld, got '%s'\n", cmd, flag, lo, hi, s);
+    return -1;
+}
+
+int cli_flag_float(const char *cmd, const char *flag, const char *s, float lo, float hi, float *out) {
+    if (cli_parse_float(s, lo, hi, out) == 0) return 0;
+    fprintf(stderr, "%s: %s expects a number in %g..%g, got '%s'\n", cmd, flag, lo, hi, s);
+    return -1;
+}
+
+int cli_flag_kv_type(const char *cmd, const char *s, tessera_kv_type *out) {
+    if (!strcmp(s, "f16") || !strcmp(s, "F16")) *out = TESSERA_KV_F16;
+    else if (!strcmp(s, "f32") || !strcmp(s, "F32")) *out = TESSERA_KV_F32;
+    else {
+        fprintf(stderr, "%s: --kv-type expects f16 or f32, got '%s'\n", cmd, s);
+        return -1;
+    }
+    return 0;
+}
+
+static void abort_on_signal(int sig) {
+    (void)sig;
+    tessera_abort();
+}
+
+void cli_abort_on_sigint(void) {
+    signal(SIGINT, abort_on_signal);
+}
+
+size_t cli_utf8_seq_len(const unsigned char *s, size_t n) {
+    size_t len;
+    uint32_t cp;
+    if (s[0] < 0x80) return 1;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) len = 2, cp = s[0] & 0x1F;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF) len = 3, cp = s[0] & 0x0F;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4) len = 4, cp = s[0] & 0x07;
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}

@@ -103,9 +103,9 @@ static int run_parse(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--seed")) rc = cli_flag_long(cmd, a, v, 0, (long)UINT32_MAX - 1, &seed);
         else if (!strcmp(a, "--temp")) rc = cli_flag_float(cmd, a, v, 0.0f, 1e6f, &o->sp.temp);
         else if (!strcmp(a, "--top-k")) {
-            long k;
+            long k = 0;
             rc = cli_flag_long(cmd, a, v, 0, INT32_MAX, &k);
-            o->sp.top_k = (int32_t)k;
+            if (rc == 0) o->sp.top_k = (int32_t)k;
         } else if (!strcmp(a, "--top-p")) rc = cli_flag_float(cmd, a, v, 0.0f, 1.0f, &o->sp.top_p);
         else if (!strcmp(a, "--min-p")) rc = cli_flag_float(cmd, a, v, 0.0f, 1.0f, &o->sp.min_p);
         else if (!strcmp(a, "--repeat-penalty"))

@@ -5,17 +5,32 @@
 # The last line printed is
 #   N passed, N failed, N skipped
 # Usage: scripts/test-aarch64.sh [--ci] [build-dir] [extra meson test options...]
-#   --ci   only the representative subset (meson suite 'aarch64-ci': core
-#          unit tests, cpu-neon op conformance at every level, the
-#          stories260K and synth-s goldens); sized for .ci/run
+#   --ci   only the representative subset (ci_tests below plus the meson
+#          suite 'aarch64-ci' of tests/cpu-neon: core unit tests, op
+#          conformance of cpu-neon at every level, the stories260K and synth-s
+#          goldens); sized for .ci/run
 #   default: every test except the 'slow' suite
 # Tests run one at a time per core; qemu is ~10-50x slower than native.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# The --ci subset, ~4 minutes of tests under qemu on 2 cores (plus the
+# build): the core's fast unit tests, op conformance of ref and of cpu-neon
+# at every level, tessera devices, and model goldens (stories260K strict and
+# synth-s F32/F16/BF16 and four quantized types on ref and cpu-neon at its
+# best level, plus the level-forced goldens of tests/cpu-neon).
+ci_tests=(
+  gguf_roundtrip gguf_shared gguf_corrupt quant_roundtrip vec_dot quant_policy fp16_bf16
+  graph_build graph_alloc host_sched ref_ops conformance_detects_bugs sample chat
+  vocab_vectors vocab_load vocab_goldens model-load model-api devices_cli
+  conformance-ref conformance-cpu-neon
+  golden-stories260K golden-synth-s-f32 golden-synth-s-F16 golden-synth-s-BF16
+  golden-synth-s-Q4_0 golden-synth-s-Q8_0 golden-synth-s-Q6_K golden-synth-s-Q4_K_M-mix
+)
 suite_args=(--no-suite slow)
 if [ "${1:-}" = "--ci" ]; then
-  suite_args=(--suite aarch64-ci)
+  suite_args=()
+  ci=1
   shift
 fi
 build=${1:-build-aarch64}
@@ -36,8 +51,14 @@ if meson compile -C "$build"; then
   # meson wraps each test program in qemu (the cross file's exe_wrapper);
   # scripts that start tessera themselves get cross/exe-wrapper.sh as
   # TESSERA_BIN (tests/meson.build).
+  names=()
+  if [ "${ci:-0}" = 1 ]; then
+    # plus every test of the aarch64-ci suite (tests/cpu-neon)
+    mapfile -t ours < <(meson test -C "$build" --list --suite aarch64-ci 2>/dev/null | sed -n 's|^.* / ||p')
+    names=("${ci_tests[@]}" "${ours[@]}")
+  fi
   meson test -C "$build" --print-errorlogs --num-processes "$(nproc)" \
-      --timeout-multiplier 3 "${suite_args[@]}" "$@" || true
+      --timeout-multiplier 3 "${suite_args[@]}" "$@" "${names[@]}" || true
 else
   status=1
 fi

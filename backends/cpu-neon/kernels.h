@@ -5,6 +5,11 @@
  * detected CPU (or TESSERA_NEON_LEVEL) and calls through it, so no
  * instruction newer than the chosen level ever runs. Types without a vector
  * kernel use the plain C ones from quants.c.
+ *
+ * FP16 arithmetic (asimdhp) is detected and reported but not used: F16
+ * weights are widened to f32 (fcvtl, ARMv8.0) and summed in f32 like the
+ * reference goldens (llama.cpp's x86 CPU path) and ref; sums kept in fp16
+ * would round at every step (11-bit mantissa) and were not tried.
  */
 #ifndef TESSERA_CPU_NEON_KERNELS_H
 #define TESSERA_CPU_NEON_KERNELS_H

@@ -19,6 +19,7 @@
  * gives the block's integer sum directly.
  */
 #include <arm_neon.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -436,7 +437,7 @@ static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
         float32x4_t mx = vdupq_n_f32(0.0f);
         for (int i = 0; i < 8; i++) {
             v[i] = vld1q_f32(x + 4 * i);
-            mx = vmaxq_f32(mx, vabsq_f32(v[i]));
+            mx = vmaxnmq_f32(mx, vabsq_f32(v[i])); /* NaN ignored, as fmaxf */
         }
         float amax = vmaxvq_f32(mx);
         float d = amax / 127.0f;
@@ -454,6 +455,46 @@ static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
         y[ib].isum = isum;
         y[ib].s = fp16_round(d * (float)isum);
         y[ib].pad = 0;
+    }
+}
+
+/* f32 -> act8k, as quants_act8k_from_f32: the scale comes from the signed
+ * value of largest magnitude (the first one, as the scalar loop finds it),
+ * q = round(x * -127/max) to nearest even, clamped to 127; bsums by
+ * pairwise widening adds of the 16-element groups. */
+static void act8k_from_f32_v(const float *x, act8k *y, int64_t n) {
+    for (int64_t ib = 0; ib < n / 256; ib++, x += 256) {
+        float32x4_t mx = vdupq_n_f32(0.0f);
+        for (int i = 0; i < 256; i += 4) mx = vmaxnmq_f32(mx, vabsq_f32(vld1q_f32(x + i)));
+        float amax = vmaxvq_f32(mx);
+        memset(y[ib].pad, 0, sizeof y[ib].pad);
+        if (amax == 0.0f) {
+            y[ib].d = 0.0f;
+            memset(y[ib].qs, 0, 256);
+            memset(y[ib].bsums, 0, sizeof y[ib].bsums);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < 256; j++)
+            if (fabsf(x[j]) == amax) {
+                max = x[j];
+                break;
+            }
+        const float iscale = -127.0f / max;
+        for (int g = 0; g < 16; g++) {
+            int16x8_t q16[2];
+            for (int h = 0; h < 2; h++) {
+                int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + 16 * g + 8 * h), iscale));
+                int32x4_t b = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + 16 * g + 8 * h + 4), iscale));
+                a = vminq_s32(a, vdupq_n_s32(127));
+                b = vminq_s32(b, vdupq_n_s32(127));
+                q16[h] = vcombine_s16(vmovn_s32(a), vmovn_s32(b));
+            }
+            int8x16_t q8 = vcombine_s8(vmovn_s16(q16[0]), vmovn_s16(q16[1]));
+            vst1q_s8(y[ib].qs + 16 * g, q8);
+            y[ib].bsums[g] = (int16_t)vaddlvq_s8(q8);
+        }
+        y[ib].d = 1.0f / iscale;
     }
 }
 
@@ -484,5 +525,5 @@ void KERNELS_INIT(neon_kernels *k) {
     k->tile[TSR_DTYPE_Q8_0] = tile_q8_0;
 #endif
     k->act8_from_f32 = act8_from_f32_v;
-    k->act8k_from_f32 = quants_act8k_from_f32;
+    k->act8k_from_f32 = act8k_from_f32_v;
 }

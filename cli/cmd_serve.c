@@ -3,10 +3,19 @@
 
 #ifndef TESSERA_HAVE_SERVE
 #include <stdio.h>
+#include <string.h>
 
+/* This build has no HTTP server: --help says so and succeeds, anything else
+ * is an error. */
 int cmd_serve(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: tessera serve -m MODEL [--host ADDR] [--port N] [--parallel N] ...\n\n"
+                   "This build of tessera has no HTTP server: rebuild with libmicrohttpd and\n"
+                   "libcjson installed (meson option -Dserver=enabled).\n");
+            return 0;
+        }
+    }
     fprintf(stderr, "tessera serve: not built in (needs libmicrohttpd and libcjson at build time)\n");
     return 2;
 }

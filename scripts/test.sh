@@ -2,7 +2,9 @@
 # Set up, build and run the whole test suite; the last line printed is
 #   N passed, N failed, N skipped
 # Usage: scripts/test.sh [build-dir] [extra meson setup options...]
-#   TESSERA_SANITIZE=1   also build and run the suite with ASan+UBSan
+#   TESSERA_SANITIZE=1   also build and run the suite (less 'slow') with ASan+UBSan
+#   TESSERA_AARCH64=1    also cross-build for aarch64 and run the representative
+#                        subset under qemu (scripts/test-aarch64.sh --ci)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -31,6 +33,11 @@ if [ "${TESSERA_SANITIZE:-0}" = "1" ]; then
   configure "$build-sanitize" -Dsanitize=true -Dbuildtype=debugoptimized "$@" &&
     run_suite "$build-sanitize" --no-suite slow || status=1
   logs+=("$build-sanitize/meson-logs/testlog.json")
+fi
+
+if [ "${TESSERA_AARCH64:-0}" = "1" ]; then
+  scripts/test-aarch64.sh --ci "$build-aarch64" || status=1
+  logs+=("$build-aarch64/meson-logs/testlog.json")
 fi
 
 python3 scripts/test_summary.py "${logs[@]}" || status=1

@@ -358,6 +358,14 @@ void serve_engine_stop(serve_engine *e) {
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
     e->started = false;
+    /* Nothing will decode any more: end every request still generating or
+     * queued, so that streams send their last event and [DONE] instead of
+     * being cut off when the HTTP side closes. */
+    pthread_mutex_lock(&e->mu);
+    for (int32_t i = 0; i < e->p.n_slots; i++)
+        if (e->slots[i].req) request_finish(e, e->slots[i].req, "stop");
+    for (int32_t k = 0; k < e->q_len; k++) request_finish(e, e->queue[(e->q_head + k) % e->q_cap], "stop");
+    pthread_mutex_unlock(&e->mu);
 }
 
 void serve_engine_free(serve_engine *e) {

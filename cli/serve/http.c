@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -374,7 +375,8 @@ serve_http *serve_http_start(const serve_http_params *p, serve_engine *e, const 
     h->p = *p;
     h->e = e;
     h->api = api;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+    /* ITC: lets serve_http_stop quiesce (stop accepting) while streams drain. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR,
                             ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
@@ -397,6 +399,15 @@ int serve_http_port(const serve_http *h) { return h->port; }
 
 void serve_http_stop(serve_http *h) {
     if (!h) return;
+    /* Stop accepting, then give open responses (streams the engine has just
+     * ended) a moment to send their last bytes before connections close. */
+    MHD_quiesce_daemon(h->d);
+    for (int waited_ms = 0; waited_ms < 3000; waited_ms += 10) {
+        const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!di || di->num_connections == 0) break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     MHD_stop_daemon(h->d);
     free(h);
 }

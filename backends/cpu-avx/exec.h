@@ -14,7 +14,7 @@
 #include <tessera/plugin.h>
 
 #include "kernels.h"
-#include "threadpool.h"
+#include "cpu_pool.h"
 
 typedef struct avx_buffer {
     void *ptr;
@@ -23,7 +23,7 @@ typedef struct avx_buffer {
 
 typedef struct avx_exec {
     const avx_kernels *k;
-    avx_pool *pool;
+    cpu_pool *pool;
     int nth;
     uint8_t *work; /* scratch shared by the threads of one node */
     size_t work_size;
@@ -31,7 +31,7 @@ typedef struct avx_exec {
     _Atomic int error;              /* first error status raised by an op */
 } avx_exec;
 
-static inline void exec_barrier(avx_exec *ex) { pool_barrier(ex->pool, ex->nth); }
+static inline void exec_barrier(avx_exec *ex) { cpu_pool_barrier(ex->pool, ex->nth); }
 
 static inline void exec_fail(avx_exec *ex, int status) {
     int expected = 0;

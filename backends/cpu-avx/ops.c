@@ -205,7 +205,7 @@ static inline float mask_at(const tsr_tensor *m, const uint8_t *row, int64_t i) 
     if (m->dtype == TSR_DTYPE_F16) {
         uint16_t h;
         memcpy(&h, row + i * m->nb[0], 2);
-        return avx_fp16_to_f32(h);
+        return cpu_fp16_to_f32(h);
     }
     return ld(row, i, m->nb[0]);
 }
@@ -264,7 +264,7 @@ static void op_get_rows(avx_exec *ex, const tsr_node *node, int ith, int nth) {
         }
         const uint8_t *ra = tensor_row(a, row, j, k);
         float *out = d->nb[0] == 4 ? (float *)rd : tmp;
-        quants_row_to_f32(a->dtype, ra, out, n);
+        cpu_quants_row_to_f32(a->dtype, ra, out, n);
         if (out == tmp)
             for (int64_t e = 0; e < n; e++) st(rd, e, d->nb[0], tmp[e]);
     }
@@ -275,8 +275,8 @@ static void op_get_rows(avx_exec *ex, const tsr_node *node, int ith, int nth) {
 static inline float load_float(int32_t dt, const uint8_t *p) {
     uint16_t h;
     switch (dt) {
-    case TSR_DTYPE_F16: memcpy(&h, p, 2); return avx_fp16_to_f32(h);
-    case TSR_DTYPE_BF16: memcpy(&h, p, 2); return avx_bf16_to_f32(h);
+    case TSR_DTYPE_F16: memcpy(&h, p, 2); return cpu_fp16_to_f32(h);
+    case TSR_DTYPE_BF16: memcpy(&h, p, 2); return cpu_bf16_to_f32(h);
     default: { float v; memcpy(&v, p, 4); return v; }
     }
 }
@@ -284,8 +284,8 @@ static inline float load_float(int32_t dt, const uint8_t *p) {
 static inline void store_float(int32_t dt, uint8_t *p, float v) {
     uint16_t h;
     switch (dt) {
-    case TSR_DTYPE_F16: h = avx_f32_to_fp16(v); memcpy(p, &h, 2); return;
-    case TSR_DTYPE_BF16: h = avx_f32_to_bf16(v); memcpy(p, &h, 2); return;
+    case TSR_DTYPE_F16: h = cpu_f32_to_fp16(v); memcpy(p, &h, 2); return;
+    case TSR_DTYPE_BF16: h = cpu_f32_to_bf16(v); memcpy(p, &h, 2); return;
     default: memcpy(p, &v, 4); return;
     }
 }
@@ -314,7 +314,7 @@ static void op_cpy(avx_exec *ex, const tsr_node *node, int ith, int nth) {
         for (int64_t r = lo; r < hi; r++) {
             int64_t i1, i2, i3;
             row_index(a, r, &i1, &i2, &i3);
-            quants_row_to_f32(a->dtype, tensor_row(a, i1, i2, i3), tmp, n);
+            cpu_quants_row_to_f32(a->dtype, tensor_row(a, i1, i2, i3), tmp, n);
             int64_t e1, e2, e3;
             row_index(d, r, &e1, &e2, &e3);
             uint8_t *rd = tensor_row(d, e1, e2, e3);
@@ -489,7 +489,7 @@ int ops_supports(const tsr_node *node) {
     }
     case TSR_OP_GET_ROWS:
         if (node->n_src < 2 || !b || b->dtype != TSR_DTYPE_I32 || !is_f32(d)) return 0;
-        if (!quants_row_supported(a->dtype)) return 0;
+        if (!cpu_quants_row_supported(a->dtype)) return 0;
         if (a->nb[0] != tsr_dtype_block_bytes(a->dtype) || a->ne[0] % tsr_dtype_block_size(a->dtype)) return 0;
         return d->ne[0] == a->ne[0] && d->ne[1] == b->ne[0] && d->ne[2] == b->ne[1] && d->ne[3] == b->ne[2] &&
                b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1;
@@ -497,7 +497,7 @@ int ops_supports(const tsr_node *node) {
         if (tsr_tensor_nelements(a) != tsr_tensor_nelements(d)) return 0;
         if (is_float(a->dtype) && is_float(d->dtype)) return 1;
         /* quantized -> F32 row by row */
-        return quants_row_supported(a->dtype) && is_f32(d) && d->ne[0] == a->ne[0] &&
+        return cpu_quants_row_supported(a->dtype) && is_f32(d) && d->ne[0] == a->ne[0] &&
                a->nb[0] == tsr_dtype_block_bytes(a->dtype) && a->ne[0] % tsr_dtype_block_size(a->dtype) == 0;
     case TSR_OP_CONCAT: {
         int dim = node->iparams[0];

@@ -110,7 +110,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     if (n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
     int nth = HOST_HAS(n_threads) && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
-    if (nth > NEON_POOL_MAX_THREADS) nth = NEON_POOL_MAX_THREADS;
+    if (nth > CPU_POOL_MAX_THREADS) nth = CPU_POOL_MAX_THREADS;
 
     size_t need = 0;
     double cost = 0.0;
@@ -137,7 +137,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
         q->ex.work = p;
         q->ex.work_size = size;
     }
-    if (!q->ex.pool && !(q->ex.pool = pool_create())) return TSR_ERR_NO_MEMORY;
+    if (!q->ex.pool && !(q->ex.pool = cpu_pool_create())) return TSR_ERR_NO_MEMORY;
 
     q->nodes = nodes;
     q->n_nodes = n_nodes;
@@ -145,8 +145,8 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     q->ex.k = &g.kernels;
     atomic_store(&q->ex.error, 0);
     /* the barrier count must equal the threads that run */
-    q->ex.nth = pool_reserve(q->ex.pool, nth);
-    pool_run(q->ex.pool, q->ex.nth, run_nodes, q);
+    q->ex.nth = cpu_pool_reserve(q->ex.pool, nth);
+    cpu_pool_run(q->ex.pool, q->ex.nth, run_nodes, q);
     if (q->stop) return TSR_ERR_ABORTED;
     return (tsr_status)atomic_load(&q->ex.error);
 }
@@ -177,7 +177,7 @@ static tsr_status queue_synchronize(tsr_queue *queue) {
 static void queue_destroy(tsr_queue *queue) {
     if (!queue) return;
     neon_queue *q = queue->impl;
-    pool_destroy(q->ex.pool);
+    cpu_pool_destroy(q->ex.pool);
     free(q->ex.work);
     free(q);
 }

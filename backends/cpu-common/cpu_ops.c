@@ -1,5 +1,6 @@
 /*
- * ops — every op of the plugin except MUL_MAT (matmul.c). These are cheap
+ * cpu_ops — every op of the CPU plugins (cpu-avx, cpu-neon) except MUL_MAT
+ * (each plugin's matmul.c). These are cheap
  * next to the matrix products, so they are plain C written for the compiler
  * to vectorize, split across threads by rows. All tensors here are F32 unless
  * the op says otherwise; strides (nb) are honoured everywhere.
@@ -7,7 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec.h"
+#include "cpu_exec.h"
+#include "cpu_quants.h"
 
 static int is_f32(const tsr_tensor *t) { return t && t->dtype == TSR_DTYPE_F32; }
 static int is_float(int32_t dt) { return dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16; }
@@ -210,7 +212,7 @@ static inline float mask_at(const tsr_tensor *m, const uint8_t *row, int64_t i) 
     return ld(row, i, m->nb[0]);
 }
 
-static void op_soft_max(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
     tsr_tensor *d = node->dst;
@@ -235,7 +237,14 @@ static void op_soft_max(avx_exec *ex, const tsr_node *node, int ith, int nth) {
         if (mx == -INFINITY) { /* fully masked row: ggml yields zeros */
             for (int64_t i = 0; i < n; i++) tmp[i] = 0.0f;
         } else {
-            sum = ex->k->exp_sub_sum(tmp, n, mx);
+            if (ex->exp_sub_sum) {
+                sum = ex->exp_sub_sum(tmp, n, mx);
+            } else {
+                for (int64_t i = 0; i < n; i++) {
+                    tmp[i] = expf(tmp[i] - mx);
+                    sum += tmp[i];
+                }
+            }
         }
         const float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
         for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], tmp[i] * inv);
@@ -244,7 +253,7 @@ static void op_soft_max(avx_exec *ex, const tsr_node *node, int ith, int nth) {
 
 /* ----------------------------------------------------------- get_rows */
 
-static void op_get_rows(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_get_rows(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *idx = node->src[1];
     tsr_tensor *d = node->dst;
     const int64_t n = a->ne[0];
@@ -303,7 +312,7 @@ static inline uint8_t *elem_addr(const tsr_tensor *t, int64_t e) {
 
 /* CPY between F32/F16/BF16 (any shapes with equal counts, any strides) and
  * quantized -> F32 (rows of src0 to rows of dst of the same length). */
-static void op_cpy(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
     const int64_t n = a->ne[0];
@@ -402,7 +411,7 @@ static void op_argmax(const tsr_node *node, int ith, int nth) {
 /* FLASH_ATTN for one (query, head) per task with an online softmax:
  * out = sum_j softmax_j(scale * q.k_j + mask_j) v_j, GQA head h -> h / (H/H_kv).
  * K and V are F32 or F16; the query row is read once into f32. */
-static void op_flash_attn(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_flash_attn(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
     const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
     tsr_tensor *d = node->dst;
@@ -541,7 +550,7 @@ size_t ops_work_size(const tsr_node *node, int nth) {
     }
 }
 
-void ops_compute(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     switch (node->op) {
     case TSR_OP_ADD:
     case TSR_OP_MUL: op_binary(node, ith, nth); break;

@@ -1,73 +1,14 @@
 /*
- * blocks.h — the cpu-avx plugin's own copies of the GGUF block layouts it
- * reads (byte for byte the ggml formats, documented in GGUF's spec), the
- * 8-bit activation blocks its quantized matrix products use, and scalar
- * fp16/bf16 conversions. The plugin includes nothing from core.
- *
- * Weight blocks (value of element i; d, m, dmin are fp16 unless noted):
- *   Q4_0  {d; qs[16]}            low nibble of qs[j] -> j, high -> j+16; (q-8)*d
- *   Q4_1  {d; m; qs[16]}         same nibbles; q*d + m
- *   Q5_0  {d; qh[4]; qs[16]}     5th bit j of qh (u32 LE) for element j; (q-16)*d
- *   Q5_1  {d; m; qh[4]; qs[16]}  same bits; q*d + m
- *   Q8_0  {d; int8 qs[32]}       q*d
- *   Q2_K  {scales[16]; qs[64]; d; dmin}   16 groups of 16, 2-bit q, 4-bit scale|min
- *   Q3_K  {hmask[32]; qs[64]; scales[12]; d}   16 groups, 3-bit q, 6-bit scales-32
- *   Q4_K  {d; dmin; scales[12]; qs[128]}  8 groups of 32, 6-bit scale and min
- *   Q5_K  {d; dmin; scales[12]; qh[32]; qs[128]}
- *   Q6_K  {ql[128]; qh[64]; int8 scales[16]; d}  16 groups of 16, (q-32)*d*sc
+ * blocks.h — the block layouts only cpu-avx uses, on top of the ones shared
+ * with cpu-neon (../cpu-common/cpu_blocks.h): act8p, the paired activation
+ * blocks of its vector Q4_0/Q8_0 kernels.
  */
 #ifndef TESSERA_CPU_AVX_BLOCKS_H
 #define TESSERA_CPU_AVX_BLOCKS_H
 
 #include <stdint.h>
-#include <string.h>
 
-#define QK 32
-#define QKK 256
-
-typedef struct { uint16_t d; uint8_t qs[16]; } blk_q4_0;
-typedef struct { uint16_t d, m; uint8_t qs[16]; } blk_q4_1;
-typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } blk_q5_0;
-typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } blk_q5_1;
-typedef struct { uint16_t d; int8_t qs[32]; } blk_q8_0;
-typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } blk_q2_k;
-typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } blk_q3_k;
-typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } blk_q4_k;
-typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } blk_q5_k;
-typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } blk_q6_k;
-
-_Static_assert(sizeof(blk_q4_0) == 18, "Q4_0 block");
-_Static_assert(sizeof(blk_q4_1) == 20, "Q4_1 block");
-_Static_assert(sizeof(blk_q5_0) == 22, "Q5_0 block");
-_Static_assert(sizeof(blk_q5_1) == 24, "Q5_1 block");
-_Static_assert(sizeof(blk_q8_0) == 34, "Q8_0 block");
-_Static_assert(sizeof(blk_q2_k) == 84, "Q2_K block");
-_Static_assert(sizeof(blk_q3_k) == 110, "Q3_K block");
-_Static_assert(sizeof(blk_q4_k) == 144, "Q4_K block");
-_Static_assert(sizeof(blk_q5_k) == 176, "Q5_K block");
-_Static_assert(sizeof(blk_q6_k) == 210, "Q6_K block");
-
-/*
- * Activation blocks (plugin-internal, never stored in a file). They carry the
- * same numbers as ggml's Q8_0/Q8_1/Q8_K (d rounded to fp16 for the 32-blocks,
- * so products round like llama.cpp's) plus the sums the kernels need.
- *   act8:  32 values; d (fp16-rounded), isum = sum(qs), s = d*isum (as Q8_1)
- *   act8k: 256 values; d = 1/iscale (f32), bsums[i] = sum of qs[16i..16i+15]
- */
-typedef struct {
-    float d;
-    float s;
-    int32_t isum;
-    int32_t pad;
-    int8_t qs[32];
-} act8;
-
-typedef struct {
-    float d;
-    int32_t pad[3];
-    int16_t bsums[16];
-    int8_t qs[256];
-} act8k;
+#include "cpu_blocks.h"
 
 /*   act8p: two 32-blocks side by side for the vector Q4_0/Q8_0 kernels:
  *          d[0..7] = d of the first block, d[8..15] of the second (fp16-
@@ -82,49 +23,5 @@ typedef struct {
 } act8p;
 
 _Static_assert(sizeof(act8p) == 192, "act8p keeps 64-byte alignment");
-
-/* ----------------------------------------------------- fp16 / bf16 */
-
-static inline float f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-
-/* IEEE half to float, exact for every input (subnormals, inf, NaN). */
-static inline float avx_fp16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-    if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        if (man == 0) return f32_from_bits(sign);
-        float v = (float)man * (1.0f / 16777216.0f); /* man * 2^-24 */
-        return sign ? -v : v;
-    }
-    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-/* Float to IEEE half, round to nearest even; NaN stays NaN. */
-static inline uint16_t avx_f32_to_fp16(float f) {
-    uint32_t x = f32_bits(f);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
-    if (ax < 0x38800000u) { /* subnormal half or zero */
-        float v = f32_from_bits(ax) * 16777216.0f; /* value / 2^-24 */
-        uint32_t m = (uint32_t)__builtin_rintf(v);
-        return (uint16_t)(sign | m);
-    }
-    uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u) - (112u << 23);
-    return (uint16_t)(sign | (r >> 13));
-}
-
-static inline float avx_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
-
-static inline uint16_t avx_f32_to_bf16(float f) {
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 64u); /* quiet NaN */
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-static inline float fp16_round(float f) { return avx_fp16_to_f32(avx_f32_to_fp16(f)); }
 
 #endif

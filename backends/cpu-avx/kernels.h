@@ -12,7 +12,8 @@
 
 #include "quants.h"
 
-typedef struct avx_kernels {
+/* struct cpu_kernels: cpu_exec.k points at this table. */
+typedef struct cpu_kernels {
     const char *name;                 /* "avx2" or "avx512" */
     avx_dot_fn dot[TSR_DTYPE_COUNT];  /* per weight dtype; NULL: not supported */
     /* Faster kernels over act8p activations, used when K % 64 == 0; NULL

@@ -136,7 +136,7 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
     }
 
 static inline float w_f16(uint16_t v) { return f16s(v); }
-static inline float w_bf16(uint16_t v) { return avx_bf16_to_f32(v); }
+static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
 
 /* F32 weights: products and sums in double, as the ref oracle does. F32
  * weights only occur in small models, whose logits are sensitive enough to
@@ -719,7 +719,7 @@ static double exp_sub_sum_v(float *x, int64_t n, float max) {
 
 /* ------------------------------------------------ activation quantizers */
 
-/* f32 -> act8 (as quants_act8_from_f32): amax by vector max, round to
+/* f32 -> act8 (as cpu_quants_act8_from_f32): amax by vector max, round to
  * nearest even with cvtps. */
 static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -781,5 +781,5 @@ void KERNELS_INIT(avx_kernels *k) {
     k->pair_offset[TSR_DTYPE_Q8_0] = 0;
     k->exp_sub_sum = exp_sub_sum_v;
     k->act8_from_f32 = act8_from_f32_v;
-    k->act8k_from_f32 = quants_act8k_from_f32;
+    k->act8k_from_f32 = cpu_quants_act8k_from_f32;
 }

@@ -1,72 +1,20 @@
 /*
- * exec — what every op kernel of the plugin sees while a node list runs:
- * the kernel table, the thread pool, the shared scratch area and the error
- * slot. Ops run on all threads at once (op(ex, node, ith, nth)); each takes
- * its share of rows and may meet the others at exec_barrier().
+ * exec — the cpu-neon side of ../cpu-common/cpu_exec.h: the plugin's kernel
+ * table (struct cpu_kernels, alias neon_kernels) and its matrix products.
  */
 #ifndef TESSERA_CPU_NEON_EXEC_H
 #define TESSERA_CPU_NEON_EXEC_H
 
-#include <stdatomic.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include <tessera/plugin.h>
 
+#include "cpu_exec.h"
 #include "kernels.h"
-#include "threadpool.h"
-
-typedef struct neon_buffer {
-    void *ptr;
-    uint64_t size;
-} neon_buffer;
-
-typedef struct neon_exec {
-    const neon_kernels *k;
-    neon_pool *pool;
-    int nth;
-    uint8_t *work; /* scratch shared by the threads of one node */
-    size_t work_size;
-    _Atomic int64_t next_chunk;     /* dynamic work distribution in matmul */
-    _Atomic int error;              /* first error status raised by an op */
-} neon_exec;
-
-static inline void exec_barrier(neon_exec *ex) { pool_barrier(ex->pool, ex->nth); }
-
-static inline void exec_fail(neon_exec *ex, int status) {
-    int expected = 0;
-    atomic_compare_exchange_strong(&ex->error, &expected, status);
-}
-
-/* Host address of a tensor's first byte: data when the host set it (plain
- * memory, or a host-visible buffer), else our buffer plus offset. */
-static inline uint8_t *tensor_ptr(const tsr_tensor *t) {
-    if (t->data || !t->buffer) return (uint8_t *)t->data;
-    return (uint8_t *)((neon_buffer *)t->buffer)->ptr + t->offset;
-}
-
-/* Address of row (i1, i2, i3). */
-static inline uint8_t *tensor_row(const tsr_tensor *t, int64_t i1, int64_t i2, int64_t i3) {
-    return tensor_ptr(t) + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
-}
-
-static inline int64_t tensor_nrows(const tsr_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
-
-/* Split [0, n) into nth near-equal parts; part ith is [*lo, *hi). */
-static inline void split_range(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
-    int64_t per = (n + nth - 1) / nth;
-    *lo = per * ith < n ? per * ith : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
-
-/* ops.c: every op but MUL_MAT. */
-int ops_supports(const tsr_node *node);
-size_t ops_work_size(const tsr_node *node, int nth);
-void ops_compute(neon_exec *ex, const tsr_node *node, int ith, int nth);
 
 /* matmul.c */
 int matmul_supports(const neon_kernels *k, const tsr_node *node);
 size_t matmul_work_size(const neon_kernels *k, const tsr_node *node, int nth);
-void matmul_compute(neon_exec *ex, const tsr_node *node, int ith, int nth);
+void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 
 #endif

@@ -24,7 +24,8 @@
 typedef void (*neon_tile_fn)(int64_t K, const void *w, size_t w_stride, const void *act,
                              size_t act_stride, float *out);
 
-typedef struct neon_kernels {
+/* struct cpu_kernels: cpu_exec.k points at this table. */
+typedef struct cpu_kernels {
     const char *name;                  /* "neon", "dotprod" or "i8mm" */
     neon_dot_fn dot[TSR_DTYPE_COUNT];  /* per weight dtype; NULL: not supported */
     neon_tile_fn tile[TSR_DTYPE_COUNT]; /* 2x2 tiles for prompts; NULL where none */

@@ -27,7 +27,7 @@
 
 #define ACT(c) ((const void *)((const uint8_t *)act + (size_t)(c) * act_stride))
 
-static inline float f16s(uint16_t h) { return neon_fp16_to_f32(h); }
+static inline float f16s(uint16_t h) { return cpu_fp16_to_f32(h); }
 
 /* --------------------------------------------------------- float dots */
 
@@ -41,7 +41,7 @@ static inline float32x4_t load4_bf16(const uint16_t *p) {
 }
 
 static inline float w_f16(uint16_t v) { return f16s(v); }
-static inline float w_bf16(uint16_t v) { return neon_bf16_to_f32(v); }
+static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
 
 /* F16/BF16 weights x f32 activations: 8 weights widened per step, one FMA
  * per column and half (two chains per column). Like ggml's vec_dot_f16, only
@@ -429,7 +429,7 @@ static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_str
 
 /* ------------------------------------------------ activation quantizers */
 
-/* f32 -> act8, as quants_act8_from_f32: amax by vector max, q = x/d rounded
+/* f32 -> act8, as cpu_quants_act8_from_f32: amax by vector max, q = x/d rounded
  * to nearest even (fcvtns, like lrintf), narrowed with saturation. */
 static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
     for (int64_t ib = 0; ib < n / 32; ib++, x += 32) {
@@ -458,7 +458,7 @@ static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
     }
 }
 
-/* f32 -> act8k, as quants_act8k_from_f32: the scale comes from the signed
+/* f32 -> act8k, as cpu_quants_act8k_from_f32: the scale comes from the signed
  * value of largest magnitude (the first one, as the scalar loop finds it),
  * q = round(x * -127/max) to nearest even, clamped to 127; bsums by
  * pairwise widening adds of the 16-element groups. */

@@ -74,7 +74,7 @@ size_t matmul_work_size(const neon_kernels *k, const tsr_node *node, int nth) {
 }
 
 /* Step 1: activation rows -> work, row r = n + N*(b2 + B2*b3). */
-static void convert_activations(neon_exec *ex, const tsr_node *node, const mm_plan *plan, int ith, int nth) {
+static void convert_activations(cpu_exec *ex, const tsr_node *node, const mm_plan *plan, int ith, int nth) {
     const tsr_tensor *x = node->src[1];
     const int64_t K = x->ne[0], N = x->ne[1], B2 = x->ne[2];
     act_kind kind = plan->kind;
@@ -97,7 +97,7 @@ static void convert_activations(neon_exec *ex, const tsr_node *node, const mm_pl
     }
 }
 
-void matmul_compute(neon_exec *ex, const tsr_node *node, int ith, int nth) {
+void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *w = node->src[0], *x = node->src[1];
     tsr_tensor *d = node->dst;
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2], B3 = x->ne[3];

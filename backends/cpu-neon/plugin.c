@@ -51,7 +51,7 @@ static void plog(int level, const char *fmt, ...) {
 
 typedef struct neon_queue {
     tsr_queue pub;
-    neon_exec ex;
+    cpu_exec ex;
     const tsr_node *nodes;
     int32_t n_nodes;
     volatile int stop; /* written by thread 0 before a barrier, read after */
@@ -93,7 +93,7 @@ static size_t node_work_size(const tsr_node *node, int nth) {
 /* The node loop, run by every thread of the pool. */
 static void run_nodes(void *ctx, int ith, int nth) {
     neon_queue *q = ctx;
-    neon_exec *ex = &q->ex;
+    cpu_exec *ex = &q->ex;
     for (int32_t i = 0; i < q->n_nodes; i++) {
         const tsr_node *node = &q->nodes[i];
         if (node->op == TSR_OP_NONE) continue;
@@ -110,7 +110,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     if (n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
     int nth = HOST_HAS(n_threads) && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
-    if (nth > NEON_POOL_MAX_THREADS) nth = NEON_POOL_MAX_THREADS;
+    if (nth > CPU_POOL_MAX_THREADS) nth = CPU_POOL_MAX_THREADS;
 
     size_t need = 0;
     double cost = 0.0;
@@ -137,16 +137,17 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
         q->ex.work = p;
         q->ex.work_size = size;
     }
-    if (!q->ex.pool && !(q->ex.pool = pool_create())) return TSR_ERR_NO_MEMORY;
+    if (!q->ex.pool && !(q->ex.pool = cpu_pool_create())) return TSR_ERR_NO_MEMORY;
 
     q->nodes = nodes;
     q->n_nodes = n_nodes;
     q->stop = 0;
     q->ex.k = &g.kernels;
+    q->ex.exp_sub_sum = NULL; /* softmax uses the scalar expf loop */
     atomic_store(&q->ex.error, 0);
     /* the barrier count must equal the threads that run */
-    q->ex.nth = pool_reserve(q->ex.pool, nth);
-    pool_run(q->ex.pool, q->ex.nth, run_nodes, q);
+    q->ex.nth = cpu_pool_reserve(q->ex.pool, nth);
+    cpu_pool_run(q->ex.pool, q->ex.nth, run_nodes, q);
     if (q->stop) return TSR_ERR_ABORTED;
     return (tsr_status)atomic_load(&q->ex.error);
 }
@@ -154,7 +155,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
 static tsr_status queue_write(tsr_queue *queue, tsr_buffer *buffer, uint64_t offset, const void *src,
                               uint64_t size) {
     (void)queue;
-    neon_buffer *b = (neon_buffer *)buffer;
+    cpu_buffer *b = (cpu_buffer *)buffer;
     if (!b || (!src && size) || offset > b->size || size > b->size - offset) return TSR_ERR_INVALID;
     if (size) memcpy((uint8_t *)b->ptr + offset, src, size);
     return TSR_OK;
@@ -163,7 +164,7 @@ static tsr_status queue_write(tsr_queue *queue, tsr_buffer *buffer, uint64_t off
 static tsr_status queue_read(tsr_queue *queue, tsr_buffer *buffer, uint64_t offset, void *dst,
                              uint64_t size) {
     (void)queue;
-    neon_buffer *b = (neon_buffer *)buffer;
+    cpu_buffer *b = (cpu_buffer *)buffer;
     if (!b || (!dst && size) || offset > b->size || size > b->size - offset) return TSR_ERR_INVALID;
     if (size) memcpy(dst, (uint8_t *)b->ptr + offset, size);
     return TSR_OK;
@@ -177,7 +178,7 @@ static tsr_status queue_synchronize(tsr_queue *queue) {
 static void queue_destroy(tsr_queue *queue) {
     if (!queue) return;
     neon_queue *q = queue->impl;
-    pool_destroy(q->ex.pool);
+    cpu_pool_destroy(q->ex.pool);
     free(q->ex.work);
     free(q);
 }
@@ -227,7 +228,7 @@ static tsr_status device_buffer_alloc(tsr_device *device, uint64_t size, tsr_buf
     if (!out) return TSR_ERR_INVALID;
     *out = NULL;
     if (size > (uint64_t)SIZE_MAX - 128) return TSR_ERR_NO_MEMORY;
-    neon_buffer *b = malloc(sizeof *b);
+    cpu_buffer *b = malloc(sizeof *b);
     if (!b) return TSR_ERR_NO_MEMORY;
     size_t bytes = ((size_t)size + 63) & ~(size_t)63;
     b->ptr = aligned_alloc(64, bytes ? bytes : 64);
@@ -242,7 +243,7 @@ static tsr_status device_buffer_alloc(tsr_device *device, uint64_t size, tsr_buf
 
 static void device_buffer_free(tsr_device *device, tsr_buffer *buffer) {
     (void)device;
-    neon_buffer *b = (neon_buffer *)buffer;
+    cpu_buffer *b = (cpu_buffer *)buffer;
     if (!b) return;
     free(b->ptr);
     free(b);
@@ -250,7 +251,7 @@ static void device_buffer_free(tsr_device *device, tsr_buffer *buffer) {
 
 static void *device_buffer_host_ptr(tsr_device *device, tsr_buffer *buffer) {
     (void)device;
-    return buffer ? ((neon_buffer *)buffer)->ptr : NULL;
+    return buffer ? ((cpu_buffer *)buffer)->ptr : NULL;
 }
 
 static tsr_status device_queue_create(tsr_device *device, tsr_queue **out) {

@@ -1,9 +1,9 @@
 /*
- * quants — scalar conversions the plugin needs outside the hot loops:
- * dequantizing rows of any supported weight type to f32 (GET_ROWS, CPY), the
- * activation quantizers feeding the quantized matrix products, and plain C
- * dot kernels (one weight row against up to NEON_NC activation columns) that
- * the SIMD tables use for types without a vector kernel.
+ * quants — the plugin's own scalar quant code (the conversions shared with
+ * the other CPU plugin are in ../cpu-common/cpu_quants.h): activation
+ * formats per weight type, and plain C dot kernels (one weight row against
+ * up to NEON_NC activation columns) that the SIMD tables use for types
+ * without a vector kernel.
  */
 #ifndef TESSERA_CPU_NEON_QUANTS_H
 #define TESSERA_CPU_NEON_QUANTS_H
@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blocks.h"
+#include "cpu_blocks.h"
+#include "cpu_quants.h"
 
 enum { NEON_NC = 4 }; /* activation columns one dot call handles at most */
 
@@ -27,20 +28,6 @@ act_kind quants_act_kind(int32_t dtype);
 
 /* Bytes of one activation row of K elements in that format. */
 size_t quants_act_row_bytes(act_kind kind, int64_t K);
-
-/* 1 if rows of dtype can be converted to f32 by quants_row_to_f32. */
-int quants_row_supported(int32_t dtype);
-
-/* Dequantize (or widen) n elements, n a multiple of the block size. */
-void quants_row_to_f32(int32_t dtype, const void *src, float *dst, int64_t n);
-
-/* f32 -> F16 / BF16 rows (round to nearest even). */
-void quants_row_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
-void quants_row_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
-
-/* Activation quantizers; n a multiple of 32 (act8) or 256 (act8k). */
-void quants_act8_from_f32(const float *x, act8 *y, int64_t n);
-void quants_act8k_from_f32(const float *x, act8k *y, int64_t n);
 
 /* K-quant blocks: the integer value of each of the 256 elements (Q2_K 0..3,
  * Q3_K -4..3, Q5_K 0..31; before scales and mins), for kernels that decode

@@ -1,8 +1,9 @@
 /*
- * blocks.h — the cpu-neon plugin's own copies of the GGUF block layouts it
- * reads (byte for byte the ggml formats, documented in GGUF's spec), the
- * 8-bit activation blocks its quantized matrix products use, and scalar
- * fp16/bf16 conversions. The plugin includes nothing from core.
+ * cpu_blocks.h — the GGUF block layouts the CPU plugins (cpu-avx, cpu-neon)
+ * read (byte for byte the ggml formats, documented in GGUF's spec), the 8-bit
+ * activation blocks their quantized matrix products share, and scalar
+ * fp16/bf16 conversions. Compiled into each plugin, which include nothing
+ * from core.
  *
  * Weight blocks (value of element i; d, m, dmin are fp16 unless noted):
  *   Q4_0  {d; qs[16]}            low nibble of qs[j] -> j, high -> j+16; (q-8)*d
@@ -16,8 +17,8 @@
  *   Q5_K  {d; dmin; scales[12]; qh[32]; qs[128]}
  *   Q6_K  {ql[128]; qh[64]; int8 scales[16]; d}  16 groups of 16, (q-32)*d*sc
  */
-#ifndef TESSERA_CPU_NEON_BLOCKS_H
-#define TESSERA_CPU_NEON_BLOCKS_H
+#ifndef TESSERA_CPU_COMMON_CPU_BLOCKS_H
+#define TESSERA_CPU_COMMON_CPU_BLOCKS_H
 
 #include <stdint.h>
 #include <string.h>
@@ -76,7 +77,7 @@ static inline float f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); retu
 static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
 /* IEEE half to float, exact for every input (subnormals, inf, NaN). */
-static inline float neon_fp16_to_f32(uint16_t h) {
+static inline float cpu_fp16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
     if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (man << 13));
@@ -89,7 +90,7 @@ static inline float neon_fp16_to_f32(uint16_t h) {
 }
 
 /* Float to IEEE half, round to nearest even; NaN stays NaN. */
-static inline uint16_t neon_f32_to_fp16(float f) {
+static inline uint16_t cpu_f32_to_fp16(float f) {
     uint32_t x = f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t ax = x & 0x7fffffffu;
@@ -104,14 +105,14 @@ static inline uint16_t neon_f32_to_fp16(float f) {
     return (uint16_t)(sign | (r >> 13));
 }
 
-static inline float neon_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+static inline float cpu_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
 
-static inline uint16_t neon_f32_to_bf16(float f) {
+static inline uint16_t cpu_f32_to_bf16(float f) {
     uint32_t x = f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 64u); /* quiet NaN */
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-static inline float fp16_round(float f) { return neon_fp16_to_f32(neon_f32_to_fp16(f)); }
+static inline float fp16_round(float f) { return cpu_fp16_to_f32(cpu_f32_to_fp16(f)); }
 
 #endif

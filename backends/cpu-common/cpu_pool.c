@@ -1,6 +1,6 @@
-/* threadpool — see threadpool.h. Linux futexes for sleeping; C11 atomics for
- * the fast path. */
-#include "threadpool.h"
+/* cpu_pool — the CPU plugins' thread pool; see cpu_pool.h. Linux futexes for
+ * sleeping; C11 atomics for the fast path. */
+#include "cpu_pool.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -12,7 +12,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__aarch64__)
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
 #define cpu_relax() __asm__ volatile("yield" ::: "memory")
 #else
 #define cpu_relax() ((void)0)
@@ -24,17 +27,17 @@
 enum { SPIN_LIMIT = 2000, YIELD_LIMIT = 50 };
 
 typedef struct worker {
-    neon_pool *pool;
+    cpu_pool *pool;
     pthread_t thread;
     int ith;
     uint32_t start_gen; /* job_gen when created: a job published later is its first */
 } worker;
 
-struct neon_pool {
+struct cpu_pool {
     /* job, published by bumping job_gen */
     _Atomic uint32_t job_gen;
     _Atomic int job_sleepers;
-    neon_pool_fn fn;
+    cpu_pool_fn fn;
     void *ctx;
     int nth;
     _Atomic uint32_t n_done; /* also the futex word the caller sleeps on */
@@ -48,7 +51,7 @@ struct neon_pool {
     /* done (main waits) */
     _Atomic int done_sleepers;
 
-    worker workers[NEON_POOL_MAX_THREADS];
+    worker workers[CPU_POOL_MAX_THREADS];
     int n_workers; /* threads started; worker i has ith = i + 1 */
 };
 
@@ -83,7 +86,7 @@ static void wake_if_sleeping(_Atomic uint32_t *word, _Atomic int *sleepers) {
 
 static void *worker_main(void *arg) {
     worker *w = arg;
-    neon_pool *pool = w->pool;
+    cpu_pool *pool = w->pool;
     uint32_t seen = w->start_gen;
     for (;;) {
         wait_change(&pool->job_gen, seen, &pool->job_sleepers);
@@ -98,12 +101,12 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-neon_pool *pool_create(void) {
-    neon_pool *pool = calloc(1, sizeof *pool);
+cpu_pool *cpu_pool_create(void) {
+    cpu_pool *pool = calloc(1, sizeof *pool);
     return pool;
 }
 
-void pool_destroy(neon_pool *pool) {
+void cpu_pool_destroy(cpu_pool *pool) {
     if (!pool) return;
     atomic_store(&pool->stop, 1);
     atomic_fetch_add(&pool->job_gen, 1);
@@ -112,9 +115,9 @@ void pool_destroy(neon_pool *pool) {
     free(pool);
 }
 
-int pool_reserve(neon_pool *pool, int nth) {
+int cpu_pool_reserve(cpu_pool *pool, int nth) {
     if (nth < 1) nth = 1;
-    if (nth > NEON_POOL_MAX_THREADS) nth = NEON_POOL_MAX_THREADS;
+    if (nth > CPU_POOL_MAX_THREADS) nth = CPU_POOL_MAX_THREADS;
     int n_workers = nth - 1;
     while (pool->n_workers < n_workers) {
         worker *w = &pool->workers[pool->n_workers];
@@ -127,10 +130,10 @@ int pool_reserve(neon_pool *pool, int nth) {
     return pool->n_workers + 1;
 }
 
-int pool_run(neon_pool *pool, int nth, neon_pool_fn fn, void *ctx) {
+int cpu_pool_run(cpu_pool *pool, int nth, cpu_pool_fn fn, void *ctx) {
     if (nth < 1) nth = 1;
-    if (nth > NEON_POOL_MAX_THREADS) nth = NEON_POOL_MAX_THREADS;
-    if (nth > 1) nth = pool_reserve(pool, nth);
+    if (nth > CPU_POOL_MAX_THREADS) nth = CPU_POOL_MAX_THREADS;
+    if (nth > 1) nth = cpu_pool_reserve(pool, nth);
     if (nth == 1) {
         fn(ctx, 0, 1);
         return 1;
@@ -153,7 +156,7 @@ int pool_run(neon_pool *pool, int nth, neon_pool_fn fn, void *ctx) {
     return nth;
 }
 
-void pool_barrier(neon_pool *pool, int nth) {
+void cpu_pool_barrier(cpu_pool *pool, int nth) {
     if (nth <= 1) return;
     uint32_t gen = atomic_load_explicit(&pool->bar_gen, memory_order_acquire);
     if (atomic_fetch_add_explicit(&pool->bar_arrived, 1, memory_order_acq_rel) == nth - 1) {

@@ -1,5 +1,6 @@
 /*
- * ops — every op of the plugin except MUL_MAT (matmul.c). These are cheap
+ * cpu_ops — every op of the CPU plugins (cpu-avx, cpu-neon) except MUL_MAT
+ * (each plugin's matmul.c). These are cheap
  * next to the matrix products, so they are plain C written for the compiler
  * to vectorize, split across threads by rows. All tensors here are F32 unless
  * the op says otherwise; strides (nb) are honoured everywhere.
@@ -7,7 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec.h"
+#include "cpu_exec.h"
+#include "cpu_quants.h"
 
 static int is_f32(const tsr_tensor *t) { return t && t->dtype == TSR_DTYPE_F32; }
 static int is_float(int32_t dt) { return dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16; }
@@ -205,12 +207,12 @@ static inline float mask_at(const tsr_tensor *m, const uint8_t *row, int64_t i) 
     if (m->dtype == TSR_DTYPE_F16) {
         uint16_t h;
         memcpy(&h, row + i * m->nb[0], 2);
-        return avx_fp16_to_f32(h);
+        return cpu_fp16_to_f32(h);
     }
     return ld(row, i, m->nb[0]);
 }
 
-static void op_soft_max(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
     tsr_tensor *d = node->dst;
@@ -235,7 +237,14 @@ static void op_soft_max(avx_exec *ex, const tsr_node *node, int ith, int nth) {
         if (mx == -INFINITY) { /* fully masked row: ggml yields zeros */
             for (int64_t i = 0; i < n; i++) tmp[i] = 0.0f;
         } else {
-            sum = ex->k->exp_sub_sum(tmp, n, mx);
+            if (ex->exp_sub_sum) {
+                sum = ex->exp_sub_sum(tmp, n, mx);
+            } else {
+                for (int64_t i = 0; i < n; i++) {
+                    tmp[i] = expf(tmp[i] - mx);
+                    sum += tmp[i];
+                }
+            }
         }
         const float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
         for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], tmp[i] * inv);
@@ -244,7 +253,7 @@ static void op_soft_max(avx_exec *ex, const tsr_node *node, int ith, int nth) {
 
 /* ----------------------------------------------------------- get_rows */
 
-static void op_get_rows(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_get_rows(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *idx = node->src[1];
     tsr_tensor *d = node->dst;
     const int64_t n = a->ne[0];
@@ -264,7 +273,7 @@ static void op_get_rows(avx_exec *ex, const tsr_node *node, int ith, int nth) {
         }
         const uint8_t *ra = tensor_row(a, row, j, k);
         float *out = d->nb[0] == 4 ? (float *)rd : tmp;
-        quants_row_to_f32(a->dtype, ra, out, n);
+        cpu_quants_row_to_f32(a->dtype, ra, out, n);
         if (out == tmp)
             for (int64_t e = 0; e < n; e++) st(rd, e, d->nb[0], tmp[e]);
     }
@@ -275,8 +284,8 @@ static void op_get_rows(avx_exec *ex, const tsr_node *node, int ith, int nth) {
 static inline float load_float(int32_t dt, const uint8_t *p) {
     uint16_t h;
     switch (dt) {
-    case TSR_DTYPE_F16: memcpy(&h, p, 2); return avx_fp16_to_f32(h);
-    case TSR_DTYPE_BF16: memcpy(&h, p, 2); return avx_bf16_to_f32(h);
+    case TSR_DTYPE_F16: memcpy(&h, p, 2); return cpu_fp16_to_f32(h);
+    case TSR_DTYPE_BF16: memcpy(&h, p, 2); return cpu_bf16_to_f32(h);
     default: { float v; memcpy(&v, p, 4); return v; }
     }
 }
@@ -284,8 +293,8 @@ static inline float load_float(int32_t dt, const uint8_t *p) {
 static inline void store_float(int32_t dt, uint8_t *p, float v) {
     uint16_t h;
     switch (dt) {
-    case TSR_DTYPE_F16: h = avx_f32_to_fp16(v); memcpy(p, &h, 2); return;
-    case TSR_DTYPE_BF16: h = avx_f32_to_bf16(v); memcpy(p, &h, 2); return;
+    case TSR_DTYPE_F16: h = cpu_f32_to_fp16(v); memcpy(p, &h, 2); return;
+    case TSR_DTYPE_BF16: h = cpu_f32_to_bf16(v); memcpy(p, &h, 2); return;
     default: memcpy(p, &v, 4); return;
     }
 }
@@ -303,7 +312,7 @@ static inline uint8_t *elem_addr(const tsr_tensor *t, int64_t e) {
 
 /* CPY between F32/F16/BF16 (any shapes with equal counts, any strides) and
  * quantized -> F32 (rows of src0 to rows of dst of the same length). */
-static void op_cpy(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
     const int64_t n = a->ne[0];
@@ -314,7 +323,7 @@ static void op_cpy(avx_exec *ex, const tsr_node *node, int ith, int nth) {
         for (int64_t r = lo; r < hi; r++) {
             int64_t i1, i2, i3;
             row_index(a, r, &i1, &i2, &i3);
-            quants_row_to_f32(a->dtype, tensor_row(a, i1, i2, i3), tmp, n);
+            cpu_quants_row_to_f32(a->dtype, tensor_row(a, i1, i2, i3), tmp, n);
             int64_t e1, e2, e3;
             row_index(d, r, &e1, &e2, &e3);
             uint8_t *rd = tensor_row(d, e1, e2, e3);
@@ -402,7 +411,7 @@ static void op_argmax(const tsr_node *node, int ith, int nth) {
 /* FLASH_ATTN for one (query, head) per task with an online softmax:
  * out = sum_j softmax_j(scale * q.k_j + mask_j) v_j, GQA head h -> h / (H/H_kv).
  * K and V are F32 or F16; the query row is read once into f32. */
-static void op_flash_attn(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+static void op_flash_attn(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
     const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
     tsr_tensor *d = node->dst;
@@ -489,7 +498,7 @@ int ops_supports(const tsr_node *node) {
     }
     case TSR_OP_GET_ROWS:
         if (node->n_src < 2 || !b || b->dtype != TSR_DTYPE_I32 || !is_f32(d)) return 0;
-        if (!quants_row_supported(a->dtype)) return 0;
+        if (!cpu_quants_row_supported(a->dtype)) return 0;
         if (a->nb[0] != tsr_dtype_block_bytes(a->dtype) || a->ne[0] % tsr_dtype_block_size(a->dtype)) return 0;
         return d->ne[0] == a->ne[0] && d->ne[1] == b->ne[0] && d->ne[2] == b->ne[1] && d->ne[3] == b->ne[2] &&
                b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1;
@@ -497,7 +506,7 @@ int ops_supports(const tsr_node *node) {
         if (tsr_tensor_nelements(a) != tsr_tensor_nelements(d)) return 0;
         if (is_float(a->dtype) && is_float(d->dtype)) return 1;
         /* quantized -> F32 row by row */
-        return quants_row_supported(a->dtype) && is_f32(d) && d->ne[0] == a->ne[0] &&
+        return cpu_quants_row_supported(a->dtype) && is_f32(d) && d->ne[0] == a->ne[0] &&
                a->nb[0] == tsr_dtype_block_bytes(a->dtype) && a->ne[0] % tsr_dtype_block_size(a->dtype) == 0;
     case TSR_OP_CONCAT: {
         int dim = node->iparams[0];
@@ -541,7 +550,7 @@ size_t ops_work_size(const tsr_node *node, int nth) {
     }
 }
 
-void ops_compute(avx_exec *ex, const tsr_node *node, int ith, int nth) {
+void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     switch (node->op) {
     case TSR_OP_ADD:
     case TSR_OP_MUL: op_binary(node, ith, nth); break;

@@ -10,6 +10,7 @@
 
 #include <tessera/plugin.h>
 
+#include "gemm.h"
 #include "quants.h"
 
 /* struct cpu_kernels: cpu_exec.k points at this table. */
@@ -28,6 +29,8 @@ typedef struct cpu_kernels {
     double (*exp_sub_sum)(float *x, int64_t n, float max);
     void (*act8_from_f32)(const float *x, act8 *y, int64_t n);
     void (*act8k_from_f32)(const float *x, act8k *y, int64_t n);
+    /* Packed-panel products for prompt processing (gemm.h); NULL: none. */
+    const gemm_ops *gemm[TSR_DTYPE_COUNT];
 } avx_kernels;
 
 void kernels_init_avx2(avx_kernels *k);

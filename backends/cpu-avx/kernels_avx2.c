@@ -1,5 +1,6 @@
 /* AVX2 + FMA + F16C build of the kernels (compiled with -mavx2 -mfma -mf16c). */
 #define KERNELS_AVX512 0
-#define KERNELS_INIT kernels_init_avx2
 #define KERNELS_NAME "avx2"
 #include "kernels_impl.h"
+
+void kernels_init_avx2(avx_kernels *k) { kernels_fill(k); }

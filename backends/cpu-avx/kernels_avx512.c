@@ -1,5 +1,6 @@
-/* AVX-512 (F/BW/VL, VNNI when the build allows) build of the kernels. */
+/* AVX-512 (F/BW/VL) build of the kernels, without VNNI. */
 #define KERNELS_AVX512 1
-#define KERNELS_INIT kernels_init_avx512
 #define KERNELS_NAME "avx512"
 #include "kernels_impl.h"
+
+void kernels_init_avx512(avx_kernels *k) { kernels_fill(k); }

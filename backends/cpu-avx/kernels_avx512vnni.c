@@ -1,6 +1,12 @@
-/* AVX-512 build with VNNI: u8 x s8 dot products in one vpdpbusd. */
+/* AVX-512 build with VNNI: u8 x s8 dot products in one vpdpbusd, and the
+ * packed-panel GEMM of the quantized types built on it. */
 #define KERNELS_AVX512 1
 #define KERNELS_VNNI 1
-#define KERNELS_INIT kernels_init_avx512vnni
 #define KERNELS_NAME "avx512vnni"
 #include "kernels_impl.h"
+#include "gemm_q8_impl.h"
+
+void kernels_init_avx512vnni(avx_kernels *k) {
+    kernels_fill(k);
+    gemm_q8_register(k);
+}

@@ -1,7 +1,8 @@
 /*
  * kernels_impl.h — the vector kernels, compiled once per ISA level by
- * kernels_<level>.c, which define KERNELS_INIT, KERNELS_NAME, KERNELS_AVX512
- * (0/1) and optionally KERNELS_VNNI before including this file.
+ * kernels_<level>.c, which define KERNELS_NAME, KERNELS_AVX512 (0/1) and
+ * optionally KERNELS_VNNI before including this file, and whose public
+ * init function calls kernels_fill() and then adds its GEMMs (gemm.h).
  *
  * Every dot kernel computes one weight row against nc <= AVX_NC activation
  * columns (out[c] = sum_k w[k] * a_c[k]) so a weight block is loaded and
@@ -756,7 +757,7 @@ static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
 
 /* ------------------------------------------------------------- table */
 
-void KERNELS_INIT(avx_kernels *k) {
+static void kernels_fill(avx_kernels *k) {
     memset(k, 0, sizeof *k);
     k->name = KERNELS_NAME;
     for (int t = 0; t < TSR_DTYPE_COUNT; t++) k->dot[t] = quants_scalar_dot(t);

@@ -14,6 +14,8 @@
  *    column groups and the group's activations stay in L1 across the rows.
  *    With one column (decoding) a chunk is simply a run of weight rows and
  *    the loop streams the weights once: bandwidth-bound.
+ * With many columns and a gemm_ops for the weight type (gemm.h), steps 1 and
+ * 2 are the packed-panel GEMM's instead: see gemm_compute below.
  * The straightforward version: for each (m, n, b) one dot of weight row m
  * with activation column n.
  */
@@ -65,8 +67,29 @@ static int act_in_place(const tsr_node *node) {
     return quants_act_kind(node->src[0]->dtype) == ACT_F32 && node->src[1]->nb[0] == 4;
 }
 
+/* The packed-panel GEMM for this node, or NULL for the dot kernels. */
+static const gemm_ops *gemm_for(const avx_kernels *k, const tsr_node *node) {
+    const gemm_ops *g = k->gemm[node->src[0]->dtype];
+    if (!g || node->src[1]->ne[1] < GEMM_MIN_N || node->dst->nb[0] != 4) return NULL;
+    if (node->dst->nb[1] % 4 != 0) return NULL;
+    return g;
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Work area of the GEMM path: [activation columns][pack buffer per thread]
+ * [one gathered f32 row per thread]. */
+static size_t gemm_act_bytes(const gemm_ops *g, const tsr_node *node) {
+    const tsr_tensor *x = node->src[1];
+    return (size_t)batch_count(node) * align64(g->act_bytes(x->ne[0], x->ne[1]));
+}
+
 size_t matmul_work_size(const avx_kernels *k, const tsr_node *node, int nth) {
     const tsr_tensor *x = node->src[1];
+    const gemm_ops *g = gemm_for(k, node);
+    if (g)
+        return gemm_act_bytes(g, node) + (size_t)nth * align64(g->pack_bytes(x->ne[0])) +
+               (size_t)nth * align64((size_t)x->ne[0] * 4);
     if (act_in_place(node)) return 0;
     act_kind kind = plan_for(k, node).kind;
     size_t rows = (size_t)(x->ne[1] * batch_count(node));
@@ -101,7 +124,54 @@ static void convert_activations(cpu_exec *ex, const tsr_node *node, const mm_pla
     }
 }
 
+/* The GEMM path: columns converted by all threads, then panels of rows
+ * handed out through the atomic counter, one (panel, batch) per chunk. */
+static void gemm_compute(cpu_exec *ex, const tsr_node *node, const gemm_ops *g, int ith, int nth) {
+    const tsr_tensor *w = node->src[0], *x = node->src[1];
+    tsr_tensor *d = node->dst;
+    const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2];
+    const int64_t r2 = B2 / w->ne[2], r3 = x->ne[3] / w->ne[3];
+    const size_t act_batch = align64(g->act_bytes(K, N));
+    const size_t act_total = gemm_act_bytes(g, node), pack_size = align64(g->pack_bytes(K));
+    uint8_t *pack = ex->work + act_total + (size_t)ith * pack_size;
+    float *gather = (float *)(ex->work + act_total + (size_t)nth * pack_size + (size_t)ith * align64((size_t)K * 4));
+
+    if (ith == 0) atomic_store(&ex->next_chunk, 0);
+    const int64_t nrows = N * batch_count(node);
+    for (int64_t r = ith; r < nrows; r += nth) {
+        int64_t n = r % N, b2 = (r / N) % B2, b3 = r / (N * B2);
+        const uint8_t *src = tensor_row(x, n, b2, b3);
+        const float *row = (const float *)src;
+        if (x->nb[0] != 4) {
+            for (int64_t k = 0; k < K; k++) memcpy(&gather[k], src + k * x->nb[0], 4);
+            row = gather;
+        }
+        g->act_from_f32(ex->k, row, K, ex->work + (size_t)(r / N) * act_batch, n);
+    }
+    exec_barrier(ex);
+
+    const int64_t n_panels = (M + g->rows - 1) / g->rows;
+    const int64_t n_chunks = n_panels * batch_count(node);
+    for (;;) {
+        int64_t id = atomic_fetch_add_explicit(&ex->next_chunk, 1, memory_order_relaxed);
+        if (id >= n_chunks) break;
+        int64_t ip = id % n_panels, b = id / n_panels, b2 = b % B2, b3 = b / B2;
+        int64_t m0 = ip * g->rows;
+        int rows = (int)(M - m0 < g->rows ? M - m0 : g->rows);
+        const uint8_t *wrow = tensor_ptr(w) + m0 * w->nb[1] + (b2 / r2) * w->nb[2] + (b3 / r3) * w->nb[3];
+        g->pack(wrow, (size_t)w->nb[1], rows, K, pack);
+        const uint8_t *act = ex->work + (size_t)b * act_batch;
+        float *dst = (float *)(tensor_ptr(d) + m0 * 4 + b2 * d->nb[2] + b3 * d->nb[3]);
+        g->run(pack, rows, K, act, N, dst, (size_t)d->nb[1] / 4);
+    }
+}
+
 void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
+    const gemm_ops *g = gemm_for(ex->k, node);
+    if (g) {
+        gemm_compute(ex, node, g, ith, nth);
+        return;
+    }
     const tsr_tensor *w = node->src[0], *x = node->src[1];
     tsr_tensor *d = node->dst;
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2], B3 = x->ne[3];

@@ -213,6 +213,7 @@ static void test_mul_mat(void) {
         {256, 70, 9, 1, 1}, {256, 5, 130, 1, 1}, {256, 9, 2, 4, 2},
         {96, 6, 5, 1, 1}, /* K % 64 != 0: the 32-block types' other path */
         {8, 27, 27, 8, 4}, {27, 8, 27, 8, 4}, /* attention: K.q and V.kq, GQA */
+        {512, 40, 67, 1, 1}, {256, 16, 16, 3, 1}, /* packed-panel GEMM: partial panels and tiles */
     };
     for (int t = 0; t < N_WEIGHT_TYPES; t++) {
         int32_t wt = weight_types[t];

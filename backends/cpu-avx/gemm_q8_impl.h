@@ -1,0 +1,325 @@
+/*
+ * gemm_q8_impl.h — the packed-panel GEMM (gemm.h) of every quantized weight
+ * type, on AVX-512 VNNI. Included by kernels_avx512vnni.c after
+ * kernels_impl.h.
+ *
+ * Every quantized type is, per group of S = 32 (or 16) elements of a row,
+ *     w_k = scale_g * q_k + minc_g        (q_k a small integer)
+ * e.g. Q4_0: q = nibble - 8, scale = d, no min; Q4_K: q = nibble, scale =
+ * d * sc_j, minc = -dmin * m_j. With 8-bit activations a_k = ad_g * qa_k
+ * (the same Q8_0 / Q8_1 / Q8_K quantization as the dot kernels), a row's
+ * dot with a column is
+ *     sum_g  scale_g * ad_g * sum_k q_k qa_k  +  minc_g * ad_g * sum_k qa_k.
+ *
+ * Weight panel: 16 rows, one per 32-bit lane of a zmm register; for each
+ * group g (gstride bytes, in order):
+ *     int8  q[S/4][16][4]   q[i][r][j] = element 4i + j of the group, row r
+ *     int32 bias[16]        -128 * (sum of the group's q) for row r
+ *     f32   scale[16]
+ *     f32   minc[16]        (types with a min only)
+ * Activations, in tiles of GQ_NC = 8 columns; for each group g:
+ *     uint8 qs[8][S]        qa + 128: vpdpbusd multiplies u8 by s8
+ *     f32   ad[8]           the activation scale of the group's block
+ *     f32   as[8]           ad * sum of the group's qa (for the min)
+ * so one vpdpbusd of 4 broadcast activation bytes with q[i] adds 4 products
+ * to each of the 16 rows, the sum starts from bias (undoing the +128), and
+ * one convert and two FMAs per group and column apply the scales: about 12
+ * instructions per 16 x 32 products, against 4 per 64 in the dot kernels.
+ *
+ * Straightforward version: the plain C dot kernels of quants.c.
+ */
+#include "cpu_quants_decode.h"
+
+enum { GQ_ROWS = 16, GQ_NC = 8 };
+
+/* One weight type: group size, whether it has a min, which activation
+ * quantization it pairs with (llama.cpp's vec_dot_type), and the decoder
+ * of one block into q, per-group scale and min. */
+typedef struct gq_type {
+    int S;
+    int has_min;
+    int act_k; /* 1: Q8_K activations (256-blocks), 0: Q8_0 / Q8_1 (32-blocks) */
+    int block;
+    size_t block_bytes;
+    void (*decode)(const void *blk, int8_t *q, float *scale, float *minc);
+} gq_type;
+
+/* ------------------------------------------------------------ decoders */
+
+static void gq_decode_q4_0(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q4_0 *b = blk;
+    (void)mn;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)((b->qs[j] & 0xF) - 8);
+        q[j + 16] = (int8_t)((b->qs[j] >> 4) - 8);
+    }
+    sc[0] = f16s(b->d);
+}
+
+static void gq_decode_q4_1(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q4_1 *b = blk;
+    decode_nibbles(b->qs, (uint8_t *)q);
+    sc[0] = f16s(b->d);
+    mn[0] = f16s(b->m);
+}
+
+static void gq_decode_q5_0(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q5_0 *b = blk;
+    (void)mn;
+    decode_nibbles(b->qs, (uint8_t *)q);
+    add_high_bits(b->qh, (uint8_t *)q);
+    for (int j = 0; j < 32; j++) q[j] = (int8_t)(q[j] - 16);
+    sc[0] = f16s(b->d);
+}
+
+static void gq_decode_q5_1(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q5_1 *b = blk;
+    decode_nibbles(b->qs, (uint8_t *)q);
+    add_high_bits(b->qh, (uint8_t *)q);
+    sc[0] = f16s(b->d);
+    mn[0] = f16s(b->m);
+}
+
+static void gq_decode_q8_0(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q8_0 *b = blk;
+    (void)mn;
+    memcpy(q, b->qs, 32);
+    sc[0] = f16s(b->d);
+}
+
+static void gq_decode_q2_k(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q2_k *b = blk;
+    decode_q2k(b, q);
+    const float d = f16s(b->d), dmin = f16s(b->dmin);
+    for (int g = 0; g < 16; g++) {
+        sc[g] = d * (float)(b->scales[g] & 0xF);
+        mn[g] = -dmin * (float)(b->scales[g] >> 4);
+    }
+}
+
+static void gq_decode_q3_k(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q3_k *b = blk;
+    (void)mn;
+    decode_q3k(b, q);
+    int s[16];
+    q3k_scales(b->scales, s);
+    const float d = f16s(b->d);
+    for (int g = 0; g < 16; g++) sc[g] = d * (float)s[g];
+}
+
+static void gq_decode_q4_k(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q4_k *b = blk;
+    decode_q4k(b, q);
+    const float d = f16s(b->d), dmin = f16s(b->dmin);
+    for (int j = 0; j < 8; j++) {
+        int s, m;
+        k4_scale_min(j, b->scales, &s, &m);
+        sc[j] = d * (float)s;
+        mn[j] = -dmin * (float)m;
+    }
+}
+
+static void gq_decode_q5_k(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q5_k *b = blk;
+    decode_q5k(b, q);
+    const float d = f16s(b->d), dmin = f16s(b->dmin);
+    for (int j = 0; j < 8; j++) {
+        int s, m;
+        k4_scale_min(j, b->scales, &s, &m);
+        sc[j] = d * (float)s;
+        mn[j] = -dmin * (float)m;
+    }
+}
+
+static void gq_decode_q6_k(const void *blk, int8_t *q, float *sc, float *mn) {
+    const blk_q6_k *b = blk;
+    (void)mn;
+    decode_q6k(b, q);
+    const float d = f16s(b->d);
+    for (int g = 0; g < 16; g++) sc[g] = d * (float)b->scales[g];
+}
+
+/* ------------------------------------------------------------- layout */
+
+static size_t gq_group_bytes(const gq_type *t) { return (size_t)(GQ_ROWS * t->S + 64 * (2 + t->has_min)); }
+static size_t gq_act_group_bytes(const gq_type *t) { return (size_t)(GQ_NC * t->S + 64); }
+
+static size_t gq_act_bytes(const gq_type *t, int64_t K, int64_t N) {
+    return (size_t)((N + GQ_NC - 1) / GQ_NC) * (size_t)(K / t->S) * gq_act_group_bytes(t);
+}
+
+static size_t gq_pack_bytes(const gq_type *t, int64_t K) { return (size_t)(K / t->S) * gq_group_bytes(t); }
+
+/* Column n of the batch at act: quantize like the dot kernels' activations
+ * and scatter into the tile layout. */
+static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float *x, int64_t K, void *act,
+                            int64_t n) {
+    const int S = t->S;
+    const int64_t G = K / S;
+    const size_t gbytes = gq_act_group_bytes(t);
+    uint8_t *tile = (uint8_t *)act + (size_t)(n / GQ_NC) * (size_t)G * gbytes;
+    const int c = (int)(n % GQ_NC);
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    if (!t->act_k) { /* S == 32: one Q8_0/Q8_1 block per group */
+        for (int64_t g = 0; g < G; g++) {
+            act8 a;
+            k->act8_from_f32(x + 32 * g, &a, 32);
+            uint8_t *grp = tile + (size_t)g * gbytes;
+            __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)a.qs), flip);
+            _mm256_storeu_si256((__m256i *)(grp + 32 * c), v);
+            ((float *)(grp + GQ_NC * 32))[c] = a.d;
+            ((float *)(grp + GQ_NC * 32 + 32))[c] = a.s;
+        }
+        return;
+    }
+    const int per_block = 256 / S;
+    for (int64_t sb = 0; sb < K / 256; sb++) {
+        act8k a;
+        k->act8k_from_f32(x + 256 * sb, &a, 256);
+        for (int gi = 0; gi < per_block; gi++) {
+            uint8_t *grp = tile + (size_t)(sb * per_block + gi) * gbytes;
+            const uint8_t *src = (const uint8_t *)a.qs + S * gi;
+            if (S == 32) {
+                __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)src), flip);
+                _mm256_storeu_si256((__m256i *)(grp + 32 * c), v);
+            } else {
+                __m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src), _mm256_castsi256_si128(flip));
+                _mm_storeu_si128((__m128i *)(grp + 16 * c), v);
+            }
+            int bsum = S == 32 ? a.bsums[2 * gi] + a.bsums[2 * gi + 1] : a.bsums[gi];
+            ((float *)(grp + GQ_NC * S))[c] = a.d;
+            ((float *)(grp + GQ_NC * S + 32))[c] = a.d * (float)bsum;
+        }
+    }
+}
+
+/* Rows -> panel: decode each block of each row, scatter 4-byte runs into
+ * the rows' lanes, then the biases from the packed q. Missing rows (nrows <
+ * 16) are zero, so they compute zeros that run() does not store. */
+static void gq_pack(const gq_type *t, const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
+    const int S = t->S, gpb = t->block / S; /* groups per block */
+    const int64_t G = K / S, nblocks = K / t->block;
+    const size_t gbytes = gq_group_bytes(t);
+    uint8_t *pk = pack;
+    if (nrows < GQ_ROWS) memset(pk, 0, (size_t)G * gbytes);
+    int8_t q[256];
+    float sc[16], mn[16];
+    for (int r = 0; r < nrows; r++) {
+        const uint8_t *row = (const uint8_t *)w + (size_t)r * w_stride;
+        for (int64_t b = 0; b < nblocks; b++) {
+            t->decode(row + (size_t)b * t->block_bytes, q, sc, mn);
+            for (int gi = 0; gi < gpb; gi++) {
+                uint8_t *grp = pk + (size_t)(b * gpb + gi) * gbytes;
+                for (int i = 0; i < S / 4; i++) memcpy(grp + 64 * i + 4 * r, q + S * gi + 4 * i, 4);
+                ((float *)(grp + GQ_ROWS * S + 64))[r] = sc[gi];
+                if (t->has_min) ((float *)(grp + GQ_ROWS * S + 128))[r] = mn[gi];
+            }
+        }
+    }
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    for (int64_t g = 0; g < G; g++) {
+        uint8_t *grp = pk + (size_t)g * gbytes;
+        __m512i s = _mm512_setzero_si512();
+        for (int i = 0; i < S / 4; i++) s = _mm512_dpbusd_epi32(s, u128, _mm512_loadu_si512(grp + 64 * i));
+        _mm512_storeu_si512(grp + GQ_ROWS * S, _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    }
+}
+
+/* One panel x nc (<= 8) columns of one tile, over all G groups. Inlined with
+ * constant S, has_min and nc so the loops unroll and every activation
+ * address is the group pointer plus a constant. */
+static inline __attribute__((always_inline)) void gq_tile(const uint8_t *pk, const uint8_t *tile, int64_t G,
+                                                           const int S, const int has_min, const int nc,
+                                                           float *dst, size_t dst_stride, __mmask16 rmask) {
+    const size_t gbytes = (size_t)(GQ_ROWS * S + 64 * (2 + has_min)), abytes = (size_t)(GQ_NC * S + 64);
+    __m512 acc[GQ_NC];
+    for (int c = 0; c < nc; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < G; g++, pk += gbytes, tile += abytes) {
+        __m512i wq[8];
+        for (int i = 0; i < S / 4; i++) wq[i] = _mm512_load_si512(pk + 64 * i);
+        const __m512i bias = _mm512_load_si512(pk + GQ_ROWS * S);
+        const __m512 sc = _mm512_load_ps(pk + GQ_ROWS * S + 64);
+        const __m512 mn = has_min ? _mm512_load_ps(pk + GQ_ROWS * S + 128) : _mm512_setzero_ps();
+        const float *ad = (const float *)(tile + GQ_NC * S), *as = ad + 8;
+        for (int c = 0; c < nc; c++) {
+            const uint8_t *a = tile + S * c;
+            __m512i p = bias;
+            for (int i = 0; i < S / 4; i++) {
+                int32_t v;
+                memcpy(&v, a + 4 * i, 4);
+                p = _mm512_dpbusd_epi32(p, _mm512_set1_epi32(v), wq[i]);
+            }
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sc, _mm512_set1_ps(ad[c])), acc[c]);
+            if (has_min) acc[c] = _mm512_fmadd_ps(mn, _mm512_set1_ps(as[c]), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(dst + (size_t)c * dst_stride, rmask, acc[c]);
+}
+
+/* All tiles of N columns; the last may be partial. */
+static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int nrows, int64_t K, const void *act,
+                                                            int64_t N, float *dst, size_t dst_stride,
+                                                            const int S, const int has_min) {
+    const int64_t G = K / S;
+    const size_t tile_bytes = (size_t)G * (size_t)(GQ_NC * S + 64);
+    const __mmask16 rmask = (__mmask16)((1u << nrows) - 1);
+    for (int64_t n0 = 0; n0 < N; n0 += GQ_NC) {
+        const uint8_t *tile = (const uint8_t *)act + (size_t)(n0 / GQ_NC) * tile_bytes;
+        float *d = dst + (size_t)n0 * dst_stride;
+        switch (N - n0 < GQ_NC ? (int)(N - n0) : GQ_NC) {
+        case 8: gq_tile(pack, tile, G, S, has_min, 8, d, dst_stride, rmask); break;
+        case 7: gq_tile(pack, tile, G, S, has_min, 7, d, dst_stride, rmask); break;
+        case 6: gq_tile(pack, tile, G, S, has_min, 6, d, dst_stride, rmask); break;
+        case 5: gq_tile(pack, tile, G, S, has_min, 5, d, dst_stride, rmask); break;
+        case 4: gq_tile(pack, tile, G, S, has_min, 4, d, dst_stride, rmask); break;
+        case 3: gq_tile(pack, tile, G, S, has_min, 3, d, dst_stride, rmask); break;
+        case 2: gq_tile(pack, tile, G, S, has_min, 2, d, dst_stride, rmask); break;
+        default: gq_tile(pack, tile, G, S, has_min, 1, d, dst_stride, rmask); break;
+        }
+    }
+}
+
+/* ------------------------------------------------------ per-type tables */
+
+/* The gemm_ops entry points of one type: thin wrappers binding its gq_type
+ * (and, for run, the constant S and has_min). */
+#define GQ_OPS(NAME, S_, MIN_, ACTK_, BLOCK_, BLKT_, DECODE_)                                                  \
+    static const gq_type gq_t_##NAME = {S_, MIN_, ACTK_, BLOCK_, sizeof(BLKT_), DECODE_};                     \
+    static size_t gq_act_bytes_##NAME(int64_t K, int64_t N) { return gq_act_bytes(&gq_t_##NAME, K, N); }       \
+    static void gq_act_##NAME(const avx_kernels *k, const float *x, int64_t K, void *act, int64_t n) {        \
+        gq_act_from_f32(&gq_t_##NAME, k, x, K, act, n);                                                        \
+    }                                                                                                          \
+    static size_t gq_pack_bytes_##NAME(int64_t K) { return gq_pack_bytes(&gq_t_##NAME, K); }                  \
+    static void gq_pack_##NAME(const void *w, size_t ws, int nrows, int64_t K, void *pack) {                  \
+        gq_pack(&gq_t_##NAME, w, ws, nrows, K, pack);                                                          \
+    }                                                                                                          \
+    static void gq_run_##NAME(const void *pack, int nrows, int64_t K, const void *act, int64_t N, float *dst, \
+                              size_t dst_stride) {                                                             \
+        gq_run_s(pack, nrows, K, act, N, dst, dst_stride, S_, MIN_);                                           \
+    }                                                                                                          \
+    static const gemm_ops gq_ops_##NAME = {GQ_ROWS,          gq_act_bytes_##NAME, gq_act_##NAME,             \
+                                           gq_pack_bytes_##NAME, gq_pack_##NAME,  gq_run_##NAME};
+
+GQ_OPS(q4_0, 32, 0, 0, 32, blk_q4_0, gq_decode_q4_0)
+GQ_OPS(q4_1, 32, 1, 0, 32, blk_q4_1, gq_decode_q4_1)
+GQ_OPS(q5_0, 32, 0, 0, 32, blk_q5_0, gq_decode_q5_0)
+GQ_OPS(q5_1, 32, 1, 0, 32, blk_q5_1, gq_decode_q5_1)
+GQ_OPS(q8_0, 32, 0, 0, 32, blk_q8_0, gq_decode_q8_0)
+GQ_OPS(q2_k, 16, 1, 1, 256, blk_q2_k, gq_decode_q2_k)
+GQ_OPS(q3_k, 16, 0, 1, 256, blk_q3_k, gq_decode_q3_k)
+GQ_OPS(q4_k, 32, 1, 1, 256, blk_q4_k, gq_decode_q4_k)
+GQ_OPS(q5_k, 32, 1, 1, 256, blk_q5_k, gq_decode_q5_k)
+GQ_OPS(q6_k, 16, 0, 1, 256, blk_q6_k, gq_decode_q6_k)
+
+static void gemm_q8_register(avx_kernels *k) {
+    k->gemm[TSR_DTYPE_Q4_0] = &gq_ops_q4_0;
+    k->gemm[TSR_DTYPE_Q4_1] = &gq_ops_q4_1;
+    k->gemm[TSR_DTYPE_Q5_0] = &gq_ops_q5_0;
+    k->gemm[TSR_DTYPE_Q5_1] = &gq_ops_q5_1;
+    k->gemm[TSR_DTYPE_Q8_0] = &gq_ops_q8_0;
+    k->gemm[TSR_DTYPE_Q2_K] = &gq_ops_q2_k;
+    k->gemm[TSR_DTYPE_Q3_K] = &gq_ops_q3_k;
+    k->gemm[TSR_DTYPE_Q4_K] = &gq_ops_q4_k;
+    k->gemm[TSR_DTYPE_Q5_K] = &gq_ops_q5_k;
+    k->gemm[TSR_DTYPE_Q6_K] = &gq_ops_q6_k;
+}

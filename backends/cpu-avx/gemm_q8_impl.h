@@ -32,6 +32,9 @@
 
 enum { GQ_ROWS = 16, GQ_NC = 8 };
 
+/* The tile loops must unroll fully so p[] and acc[] live in registers. */
+#define GQ_UNROLL _Pragma("GCC unroll 8")
+
 /* One weight type: group size, whether it has a min, which activation
  * quantization it pairs with (llama.cpp's vec_dot_type), and the decoder
  * of one block into q, per-group scale and min. */
@@ -46,13 +49,16 @@ typedef struct gq_type {
 
 /* ------------------------------------------------------------ decoders */
 
+/* Nibbles of 16 bytes -> 32 values: low nibbles first, then high. */
+static inline __m256i gq_nibbles32(const uint8_t *qs) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4), _mm_and_si128(b, m4));
+}
+
 static void gq_decode_q4_0(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q4_0 *b = blk;
     (void)mn;
-    for (int j = 0; j < 16; j++) {
-        q[j] = (int8_t)((b->qs[j] & 0xF) - 8);
-        q[j + 16] = (int8_t)((b->qs[j] >> 4) - 8);
-    }
+    _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(gq_nibbles32(b->qs), _mm256_set1_epi8(8)));
     sc[0] = f16s(b->d);
 }
 
@@ -107,9 +113,16 @@ static void gq_decode_q3_k(const void *blk, int8_t *q, float *sc, float *mn) {
     for (int g = 0; g < 16; g++) sc[g] = d * (float)s[g];
 }
 
+/* The K-quant decoders below are vector versions of decode_q4k / q5k / q6k
+ * (cpu_quants_decode.h): same element order, 32 values per store. */
 static void gq_decode_q4_k(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q4_k *b = blk;
-    decode_q4k(b, q);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; c++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+        _mm256_storeu_si256((__m256i *)(q + 64 * c), _mm256_and_si256(v, m4));
+        _mm256_storeu_si256((__m256i *)(q + 64 * c + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    }
     const float d = f16s(b->d), dmin = f16s(b->dmin);
     for (int j = 0; j < 8; j++) {
         int s, m;
@@ -121,7 +134,17 @@ static void gq_decode_q4_k(const void *blk, int8_t *q, float *sc, float *mn) {
 
 static void gq_decode_q5_k(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q5_k *b = blk;
-    decode_q5k(b, q);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)b->qh);
+    for (int c = 0; c < 4; c++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+        /* bit 2c of qh -> bit 4 of the low-nibble value, bit 2c+1 -> of the high */
+        __m256i h0 = _mm256_and_si256(c < 2 ? _mm256_slli_epi16(h, 4 - 2 * c) : _mm256_srli_epi16(h, 2 * c - 4), bit4);
+        __m256i h1 = _mm256_and_si256(c < 2 ? _mm256_slli_epi16(h, 3 - 2 * c) : _mm256_srli_epi16(h, 2 * c - 3), bit4);
+        _mm256_storeu_si256((__m256i *)(q + 64 * c), _mm256_or_si256(_mm256_and_si256(v, m4), h0));
+        _mm256_storeu_si256((__m256i *)(q + 64 * c + 32),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1));
+    }
     const float d = f16s(b->d), dmin = f16s(b->dmin);
     for (int j = 0; j < 8; j++) {
         int s, m;
@@ -134,7 +157,19 @@ static void gq_decode_q5_k(const void *blk, int8_t *q, float *sc, float *mn) {
 static void gq_decode_q6_k(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q6_k *b = blk;
     (void)mn;
-    decode_q6k(b, q);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30), off = _mm256_set1_epi8(32);
+    for (int n = 0; n < 2; n++) {
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n));
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n + 32));
+        __m256i h = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * n));
+        /* quarter k: low nibble source and the 2 high bits (bits 2k, 2k+1 of qh) moved to bits 4-5 */
+        __m256i lo[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                         _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+        __m256i hi[4] = {_mm256_and_si256(_mm256_slli_epi16(h, 4), m2), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2),
+                         _mm256_and_si256(h, m2), _mm256_and_si256(_mm256_srli_epi16(h, 2), m2)};
+        for (int k = 0; k < 4; k++)
+            _mm256_storeu_si256((__m256i *)(q + 128 * n + 32 * k), _mm256_sub_epi8(_mm256_or_si256(lo[k], hi[k]), off));
+    }
     const float d = f16s(b->d);
     for (int g = 0; g < 16; g++) sc[g] = d * (float)b->scales[g];
 }
@@ -233,24 +268,27 @@ static inline __attribute__((always_inline)) void gq_tile(const uint8_t *pk, con
                                                            float *dst, size_t dst_stride, __mmask16 rmask) {
     const size_t gbytes = (size_t)(GQ_ROWS * S + 64 * (2 + has_min)), abytes = (size_t)(GQ_NC * S + 64);
     __m512 acc[GQ_NC];
-    for (int c = 0; c < nc; c++) acc[c] = _mm512_setzero_ps();
+    GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t g = 0; g < G; g++, pk += gbytes, tile += abytes) {
-        __m512i wq[8];
-        for (int i = 0; i < S / 4; i++) wq[i] = _mm512_load_si512(pk + 64 * i);
+        /* weight vector outer, columns inner: nc independent sums in flight */
+        __m512i p[GQ_NC];
         const __m512i bias = _mm512_load_si512(pk + GQ_ROWS * S);
-        const __m512 sc = _mm512_load_ps(pk + GQ_ROWS * S + 64);
-        const __m512 mn = has_min ? _mm512_load_ps(pk + GQ_ROWS * S + 128) : _mm512_setzero_ps();
-        const float *ad = (const float *)(tile + GQ_NC * S), *as = ad + 8;
-        for (int c = 0; c < nc; c++) {
-            const uint8_t *a = tile + S * c;
-            __m512i p = bias;
-            for (int i = 0; i < S / 4; i++) {
+        GQ_UNROLL for (int c = 0; c < nc; c++) p[c] = bias;
+        GQ_UNROLL for (int i = 0; i < S / 4; i++) {
+            const __m512i wq = _mm512_load_si512(pk + 64 * i);
+            GQ_UNROLL for (int c = 0; c < nc; c++) {
                 int32_t v;
-                memcpy(&v, a + 4 * i, 4);
-                p = _mm512_dpbusd_epi32(p, _mm512_set1_epi32(v), wq[i]);
+                memcpy(&v, tile + S * c + 4 * i, 4);
+                p[c] = _mm512_dpbusd_epi32(p[c], _mm512_set1_epi32(v), wq);
             }
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sc, _mm512_set1_ps(ad[c])), acc[c]);
-            if (has_min) acc[c] = _mm512_fmadd_ps(mn, _mm512_set1_ps(as[c]), acc[c]);
+        }
+        const __m512 sc = _mm512_load_ps(pk + GQ_ROWS * S + 64);
+        const float *ad = (const float *)(tile + GQ_NC * S), *as = ad + 8;
+        GQ_UNROLL for (int c = 0; c < nc; c++)
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[c]), _mm512_mul_ps(sc, _mm512_set1_ps(ad[c])), acc[c]);
+        if (has_min) {
+            const __m512 mn = _mm512_load_ps(pk + GQ_ROWS * S + 128);
+            GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = _mm512_fmadd_ps(mn, _mm512_set1_ps(as[c]), acc[c]);
         }
     }
     for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(dst + (size_t)c * dst_stride, rmask, acc[c]);

@@ -228,35 +228,36 @@ static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float 
     }
 }
 
-/* Rows -> panel: decode each block of each row, scatter 4-byte runs into
- * the rows' lanes, then the biases from the packed q. Missing rows (nrows <
- * 16) are zero, so they compute zeros that run() does not store. */
+/* Rows -> panel, one block column at a time: decode the block of each of
+ * the 16 rows into tmp (row-major), then gather its 4-byte runs, scales and
+ * mins into the rows' lanes and sum the q for the bias. Missing rows
+ * (nrows < 16) stay zero in tmp, so they compute zeros that run() does not
+ * store. */
 static void gq_pack(const gq_type *t, const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
-    const int S = t->S, gpb = t->block / S; /* groups per block */
-    const int64_t G = K / S, nblocks = K / t->block;
+    const int S = t->S, B = t->block, gpb = B / S; /* groups per block */
+    const int64_t nblocks = K / B;
     const size_t gbytes = gq_group_bytes(t);
-    uint8_t *pk = pack;
-    if (nrows < GQ_ROWS) memset(pk, 0, (size_t)G * gbytes);
-    int8_t q[256];
-    float sc[16], mn[16];
-    for (int r = 0; r < nrows; r++) {
-        const uint8_t *row = (const uint8_t *)w + (size_t)r * w_stride;
-        for (int64_t b = 0; b < nblocks; b++) {
-            t->decode(row + (size_t)b * t->block_bytes, q, sc, mn);
-            for (int gi = 0; gi < gpb; gi++) {
-                uint8_t *grp = pk + (size_t)(b * gpb + gi) * gbytes;
-                for (int i = 0; i < S / 4; i++) memcpy(grp + 64 * i + 4 * r, q + S * gi + 4 * i, 4);
-                ((float *)(grp + GQ_ROWS * S + 64))[r] = sc[gi];
-                if (t->has_min) ((float *)(grp + GQ_ROWS * S + 128))[r] = mn[gi];
-            }
-        }
-    }
+    _Alignas(64) int8_t q[GQ_ROWS][256];
+    _Alignas(64) float sc[GQ_ROWS][16], mn[GQ_ROWS][16];
+    memset(q, 0, sizeof q), memset(sc, 0, sizeof sc), memset(mn, 0, sizeof mn);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i q_idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(256)), s_idx = _mm512_slli_epi32(lane, 4);
     const __m512i u128 = _mm512_set1_epi8((char)0x80);
-    for (int64_t g = 0; g < G; g++) {
-        uint8_t *grp = pk + (size_t)g * gbytes;
-        __m512i s = _mm512_setzero_si512();
-        for (int i = 0; i < S / 4; i++) s = _mm512_dpbusd_epi32(s, u128, _mm512_loadu_si512(grp + 64 * i));
-        _mm512_storeu_si512(grp + GQ_ROWS * S, _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    for (int64_t b = 0; b < nblocks; b++) {
+        for (int r = 0; r < nrows; r++)
+            t->decode((const uint8_t *)w + (size_t)r * w_stride + (size_t)b * t->block_bytes, q[r], sc[r], mn[r]);
+        for (int gi = 0; gi < gpb; gi++) {
+            uint8_t *grp = (uint8_t *)pack + (size_t)(b * gpb + gi) * gbytes;
+            __m512i qsum = _mm512_setzero_si512();
+            for (int i = 0; i < S / 4; i++) {
+                __m512i v = _mm512_i32gather_epi32(q_idx, (const void *)&q[0][S * gi + 4 * i], 1);
+                _mm512_store_si512(grp + 64 * i, v);
+                qsum = _mm512_dpbusd_epi32(qsum, u128, v);
+            }
+            _mm512_store_si512(grp + GQ_ROWS * S, _mm512_sub_epi32(_mm512_setzero_si512(), qsum));
+            _mm512_store_ps(grp + GQ_ROWS * S + 64, _mm512_i32gather_ps(s_idx, &sc[0][gi], 4));
+            if (t->has_min) _mm512_store_ps(grp + GQ_ROWS * S + 128, _mm512_i32gather_ps(s_idx, &mn[0][gi], 4));
+        }
     }
 }
 

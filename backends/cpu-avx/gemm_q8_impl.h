@@ -185,6 +185,41 @@ static size_t gq_act_bytes(const gq_type *t, int64_t K, int64_t N) {
 
 static size_t gq_pack_bytes(const gq_type *t, int64_t K) { return (size_t)(K / t->S) * gq_group_bytes(t); }
 
+/* f32 -> act8k, the vector version of cpu_quants_act8k_from_f32 (same
+ * numbers: the scale comes from the first element of largest magnitude,
+ * values round to nearest even). */
+static void gq_act8k_from_f32(const float *x, act8k *y, int64_t n) {
+    for (int64_t ib = 0; ib < n / 256; ib++, x += 256) {
+        __m512 amax = _mm512_setzero_ps();
+        for (int j = 0; j < 256; j += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(x + j)));
+        const float am = _mm512_reduce_max_ps(amax);
+        memset(y[ib].pad, 0, sizeof y[ib].pad);
+        if (am == 0.0f) {
+            y[ib].d = 0.0f;
+            memset(y[ib].qs, 0, 256);
+            memset(y[ib].bsums, 0, sizeof y[ib].bsums);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < 256; j += 16) { /* the first element with |x| == amax */
+            __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + j)), _mm512_set1_ps(am), _CMP_EQ_OQ);
+            if (hit) {
+                max = x[j + __builtin_ctz(hit)];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m512 is = _mm512_set1_ps(iscale);
+        for (int g = 0; g < 16; g++) {
+            __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(is, _mm512_loadu_ps(x + 16 * g)));
+            v = _mm512_min_epi32(v, _mm512_set1_epi32(127));
+            _mm_storeu_si128((__m128i *)(y[ib].qs + 16 * g), _mm512_cvtsepi32_epi8(v));
+            y[ib].bsums[g] = (int16_t)_mm512_reduce_add_epi32(v);
+        }
+        y[ib].d = 1.0f / iscale;
+    }
+}
+
 /* Column n of the batch at act: quantize like the dot kernels' activations
  * and scatter into the tile layout. */
 static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float *x, int64_t K, void *act,
@@ -210,7 +245,7 @@ static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float 
     const int per_block = 256 / S;
     for (int64_t sb = 0; sb < K / 256; sb++) {
         act8k a;
-        k->act8k_from_f32(x + 256 * sb, &a, 256);
+        gq_act8k_from_f32(x + 256 * sb, &a, 256);
         for (int gi = 0; gi < per_block; gi++) {
             uint8_t *grp = tile + (size_t)(sb * per_block + gi) * gbytes;
             const uint8_t *src = (const uint8_t *)a.qs + S * gi;
@@ -351,6 +386,7 @@ GQ_OPS(q5_k, 32, 1, 1, 256, blk_q5_k, gq_decode_q5_k)
 GQ_OPS(q6_k, 16, 0, 1, 256, blk_q6_k, gq_decode_q6_k)
 
 static void gemm_q8_register(avx_kernels *k) {
+    k->act8k_from_f32 = gq_act8k_from_f32; /* the dot kernels' too */
     k->gemm[TSR_DTYPE_Q4_0] = &gq_ops_q4_0;
     k->gemm[TSR_DTYPE_Q4_1] = &gq_ops_q4_1;
     k->gemm[TSR_DTYPE_Q5_0] = &gq_ops_q5_0;

@@ -2,5 +2,9 @@
 #define KERNELS_AVX512 0
 #define KERNELS_NAME "avx2"
 #include "kernels_impl.h"
+#include "gemm_float_impl.h"
 
-void kernels_init_avx2(avx_kernels *k) { kernels_fill(k); }
+void kernels_init_avx2(avx_kernels *k) {
+    kernels_fill(k);
+    gemm_float_register(k);
+}

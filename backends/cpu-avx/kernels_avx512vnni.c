@@ -5,8 +5,10 @@
 #define KERNELS_NAME "avx512vnni"
 #include "kernels_impl.h"
 #include "gemm_q8_impl.h"
+#include "gemm_float_impl.h"
 
 void kernels_init_avx512vnni(avx_kernels *k) {
     kernels_fill(k);
     gemm_q8_register(k);
+    gemm_float_register(k);
 }

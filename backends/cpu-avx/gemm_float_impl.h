@@ -8,9 +8,10 @@
  * rows, each converted to f32 and laid out [k][GF_MR] (K values for every
  * row), so one k-step of a micro-panel is two aligned vector loads. Rows
  * past nrows are zero; micro-panels past nrows are not written.
- * Activations: tiles of GF_NC columns; within a tile, groups of 8 k laid out
- * [k / 8][GF_NC][8] f32 (K rounded up to 8, zero padded), so a column's
- * conversion is one 8-float store per 8 elements and every activation the
+ * Activations: tiles of GF_NC columns; within a tile, groups of 16 k laid
+ * out [k / 16][GF_NC][16] f32 (K rounded up to 16, zero padded), so a
+ * column's conversion writes whole cache lines (threads converting
+ * neighbouring columns never share one) and every activation the
  * microkernel broadcasts is at a constant offset from one pointer.
  * Microkernel: GF_MR rows x GF_NC columns in 2 x GF_NC accumulators (2 x 12
  * zmm, 2 x 6 ymm); per k one load per row vector, one broadcast per column
@@ -64,7 +65,7 @@ enum {
     GF_VW = GF_MR / 2,  /* floats per vector */
     GF_ROWS = 128,      /* rows per panel: GF_ROWS / GF_MR micro-panels */
     GF_KC = 256,        /* K block */
-    GF_KG = 8,          /* k per activation group */
+    GF_KG = 16,         /* k per activation group: one cache line per column */
 };
 
 static int64_t gf_kpad(int64_t K) { return (K + GF_KG - 1) & ~(int64_t)(GF_KG - 1); }
@@ -80,11 +81,14 @@ static void gf_act_from_f32(const avx_kernels *k, const float *x, int64_t K, voi
     float *tile = (float *)act + (size_t)(n / GF_NC) * (size_t)gf_kpad(K) * GF_NC;
     float *col = tile + (n % GF_NC) * GF_KG;
     int64_t i = 0;
-    for (; i + GF_KG <= K; i += GF_KG) _mm256_storeu_ps(col + i * GF_NC, _mm256_loadu_ps(x + i));
+    for (; i + GF_KG <= K; i += GF_KG) {
+        _mm256_storeu_ps(col + i * GF_NC, _mm256_loadu_ps(x + i));
+        _mm256_storeu_ps(col + i * GF_NC + 8, _mm256_loadu_ps(x + i + 8));
+    }
     if (i < K) {
         float last[GF_KG] = {0};
         memcpy(last, x + i, (size_t)(K - i) * sizeof(float));
-        _mm256_storeu_ps(col + i * GF_NC, _mm256_loadu_ps(last));
+        memcpy(col + i * GF_NC, last, sizeof last);
     }
 }
 
@@ -124,9 +128,15 @@ static inline __attribute__((always_inline)) void gf_pack8(const uint8_t *w, siz
     const uint16_t *row[8];
     for (int i = 0; i < 8; i++) row[i] = (const uint16_t *)(w + (size_t)(r0 + i < nrows ? r0 + i : r0) * w_stride);
     const int live = nrows - r0 < 8 ? nrows - r0 : 8;
+    const int next = nrows - r0 - 8 < 8 ? nrows - r0 - 8 : 8; /* rows of the next group */
     float *col = mp + r0 % GF_MR;
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) {
+        /* the weights come from memory, row by row (the hardware prefetcher
+         * stops at each row's page end): fetch the next group's lines into
+         * L2 one group ahead */
+        if (k % 32 == 0)
+            for (int i = 0; i < next; i++) _mm_prefetch((const char *)(row[i] + k) + 8 * w_stride, _MM_HINT_T1);
         __m256 v[8];
         for (int i = 0; i < 8; i++)
             v[i] = i < live ? (bf16 ? gf_load8_bf16(row[i] + k) : gf_load8_f16(row[i] + k)) : _mm256_setzero_ps();
@@ -155,7 +165,7 @@ static inline __attribute__((always_inline)) void gf_pack(const void *w, size_t 
 /* --------------------------------------------------------------- run */
 
 /* dst (+)= micro-panel block (kc k-steps from wp, [k][GF_MR]) x nc columns
- * of the activation block at ap ([k / 8][GF_NC][8]). nc is a constant in
+ * of the activation block at ap ([k / 16][GF_NC][16]). nc is a constant in
  * each inlined copy so the column loops unroll onto registers. */
 static inline __attribute__((always_inline)) void gf_micro(const float *wp, const float *ap, int64_t kc, const int nc,
                                                           float *dst, size_t dst_stride, int add, GF_MASK m0,
@@ -164,7 +174,7 @@ static inline __attribute__((always_inline)) void gf_micro(const float *wp, cons
 #pragma GCC unroll 12
     for (int c = 0; c < nc; c++) c0[c] = c1[c] = gf_zero();
     for (int64_t g = 0; g < kc; g += GF_KG, wp += GF_KG * GF_MR, ap += GF_KG * GF_NC) {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int j = 0; j < GF_KG; j++) {
             const GF_V w0 = gf_load(wp + j * GF_MR), w1 = gf_load(wp + j * GF_MR + GF_VW);
 #pragma GCC unroll 12

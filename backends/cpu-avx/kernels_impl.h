@@ -276,30 +276,63 @@ static inline __m512i join256(__m256i a, __m256i b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
+/* The nibbles of blocks b[0], b[1] in act8p order, [b0 low | b0 high | b1
+ * low | b1 high] nibbles: each block's 16 bytes broadcast to both 128-bit
+ * lanes of a half (a load, no shuffle), the high lanes shifted by 4, one
+ * AND. */
+static inline __m512i q4_0_pair_nibbles(const blk_q4_0 *b) {
+    __m256i x0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[0].qs));
+    __m256i x1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[1].qs));
+    __m512i v = join256(x0, x1);
+    v = _mm512_mask_srli_epi16(v, (__mmask32)0xff00ff00u, v, 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+
+/* The fp16 scales of four consecutive blocks whose first `first` bytes
+ * hold them (words at 0, s, 2s, 3s for a block of 2s bytes), as two act8p
+ * scale vectors: lo = [d0 x8 | d1 x8], hi = [d2 x8 | d3 x8]. One 64-byte
+ * load, one word permute, two conversions. s: block bytes / 2. */
+static inline void scales_4blocks(const void *first, int s, __m512 *lo, __m512 *hi) {
+    const __m512i idx = _mm512_set_epi16(
+        (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s),
+        (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s),
+        (short)s, (short)s, (short)s, (short)s, (short)s, (short)s, (short)s, (short)s, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i d = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(first));
+    *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(d));
+    *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(d, 1));
+}
+
+/* Two blocks' scales (words at 0 and s), [d0 x8 | d1 x8]: for a lone pair
+ * at the end of a row, where 64 bytes from the first block may run past
+ * the row, so the two words are loaded one by one. */
+static inline __m512 scales_2blocks(const uint16_t *d0, const uint16_t *d1) {
+    __m256i v = _mm256_set_m128i(_mm_set1_epi16((short)*d1), _mm_set1_epi16((short)*d0));
+    return _mm512_cvtph_ps(v);
+}
+
 static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q4_0 *x = w;
     const int64_t np = K / 64;
-    if (nc == 1) { /* decoding: two chains so FMA latency never binds */
+    if (nc == 1) { /* decoding: 4 blocks a step, two independent chains */
         const act8p *a = act;
         __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
         int64_t ip = 0;
         for (; ip + 2 <= np; ip += 2) {
             const blk_q4_0 *b = x + 2 * ip;
-            __m512i q0 = join256(load_nibbles_q4(b[0].qs), load_nibbles_q4(b[1].qs));
-            __m512i q1 = join256(load_nibbles_q4(b[2].qs), load_nibbles_q4(b[3].qs));
-            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q0, _mm512_loadu_si512(a[ip].qs));
-            __m512i p1 = dot_u8s8_512(_mm512_loadu_si512(a[ip + 1].corr), q1, _mm512_loadu_si512(a[ip + 1].qs));
-            __m512 d0 = _mm512_mul_ps(scale_pair(f16s(b[0].d), f16s(b[1].d)), _mm512_loadu_ps(a[ip].d));
-            __m512 d1 = _mm512_mul_ps(scale_pair(f16s(b[2].d), f16s(b[3].d)), _mm512_loadu_ps(a[ip + 1].d));
-            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), d0, s0);
-            s1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), d1, s1);
+            _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
+            __m512 dw0, dw1;
+            scales_4blocks(b, (int)sizeof(blk_q4_0) / 2, &dw0, &dw1);
+            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q4_0_pair_nibbles(b), _mm512_loadu_si512(a[ip].qs));
+            __m512i p1 = dot_u8s8_512(_mm512_loadu_si512(a[ip + 1].corr), q4_0_pair_nibbles(b + 2),
+                                      _mm512_loadu_si512(a[ip + 1].qs));
+            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_mul_ps(dw0, _mm512_loadu_ps(a[ip].d)), s0);
+            s1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_mul_ps(dw1, _mm512_loadu_ps(a[ip + 1].d)), s1);
         }
-        for (; ip < np; ip++) {
+        if (ip < np) {
             const blk_q4_0 *b = x + 2 * ip;
-            __m512i q0 = join256(load_nibbles_q4(b[0].qs), load_nibbles_q4(b[1].qs));
-            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q0, _mm512_loadu_si512(a[ip].qs));
-            __m512 d0 = _mm512_mul_ps(scale_pair(f16s(b[0].d), f16s(b[1].d)), _mm512_loadu_ps(a[ip].d));
-            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), d0, s0);
+            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q4_0_pair_nibbles(b), _mm512_loadu_si512(a[ip].qs));
+            __m512 dw = scales_2blocks(&b[0].d, &b[1].d);
+            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_mul_ps(dw, _mm512_loadu_ps(a[ip].d)), s0);
         }
         out[0] = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
         return;
@@ -568,97 +601,128 @@ static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_str
 
 
 #if KERNELS_AVX512
-/* 512-bit Q4_K / Q6_K: two sub-blocks per register (64 contiguous elements,
- * matching 64 contiguous activation bytes), the pair's two scales in the
- * i16 halves of the madd operand. Same sums as the 256-bit versions above. */
-static inline __m512i i16_halves(int a, int b) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)a)), _mm256_set1_epi16((short)b), 1);
+/* 512-bit Q4_K / Q6_K: a register holds 64 contiguous elements (two Q4_K
+ * sub-blocks, four Q6_K groups), matching 64 contiguous activation bytes;
+ * the u8 x s8 pair sums (maddubs) are multiplied by the i16 scale of their
+ * group and summed into i32 lanes (vpdpwssd with VNNI, madd + add without).
+ * The scales are unpacked with vector word permutes, not scalar inserts.
+ * Same sums as the 256-bit versions above. */
+static inline __m512i dot_scaled_512(__m512i acc, __m512i u, __m512i s, __m512i scale) {
+#if KERNELS_VNNI
+    return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u, s), scale);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), scale));
+#endif
+}
+
+/* 32 bytes as 64 nibbles: [low nibbles | high nibbles]. */
+static inline __m512i nibbles_512(const uint8_t *p) {
+    __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+    v = _mm512_mask_srli_epi16(v, (__mmask32)0xffff0000u, v, 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+
+/* The i16 word permute placing words w0, w1 (w2, w3) in the 8- or
+ * 16-word runs of a scale vector. */
+static inline __m512i words_idx2(int w0, int w1) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)w0)), _mm256_set1_epi16((short)w1), 1);
+}
+
+static inline __m512i words_idx4(int w0) {
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)(w0 + 1)), _mm_set1_epi16((short)w0))),
+        _mm256_set_m128i(_mm_set1_epi16((short)(w0 + 3)), _mm_set1_epi16((short)(w0 + 2))), 1);
+}
+
+/* Q4_K / Q5_K scales: the 8 six-bit scales and 8 mins of 12 packed bytes
+ * as 16 u16 words [sc0..sc7, mn0..mn7] (the bit moves of k4_unpack done
+ * 4 bytes at a time in general registers). */
+static inline __m256i k4_scales_words(const uint8_t *s) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, s, 4);
+    memcpy(&u1, s + 4, 4);
+    memcpy(&u2, s + 8, 4);
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x30303030u;
+    uint64_t sc = (u0 & m6) | (uint64_t)((u2 & m4) | ((u0 >> 2) & m2)) << 32;
+    uint64_t mn = (u1 & m6) | (uint64_t)(((u2 >> 4) & m4) | ((u1 >> 2) & m2)) << 32;
+    return _mm256_cvtepu8_epi16(_mm_set_epi64x((long long)mn, (long long)sc));
 }
 
 static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q4_k *x = w;
     const int64_t nb = K / 256;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    /* the mins, one per pair of 16-element bsums: words 8+j, 8+j for j < 8 */
+    const __m256i min_idx = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     __m512 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    __m256 accm[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps(), accm[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q4_k *b = x + ib;
-        uint8_t sc[8], mn[8];
-        k4_unpack(b->scales, sc, mn);
-        const float d = f16s(b->d), dmin = f16s(b->dmin);
-        __m256i mins16 = _mm256_cvtepu8_epi16(_mm_set_epi8(
-            (char)mn[7], (char)mn[7], (char)mn[6], (char)mn[6], (char)mn[5], (char)mn[5], (char)mn[4], (char)mn[4],
-            (char)mn[3], (char)mn[3], (char)mn[2], (char)mn[2], (char)mn[1], (char)mn[1], (char)mn[0], (char)mn[0]));
+        _mm_prefetch((const char *)b + 1024, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 1024 + 64, _MM_HINT_T0);
+        __m256i sw = k4_scales_words(b->scales);
+        __m512i sw512 = _mm512_castsi256_si512(sw);
+        __m256i mins16 = _mm256_permutexvar_epi16(min_idx, sw);
+        /* [d, dmin] * a->d later: both converted at once */
+        __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)b->d | (uint32_t)b->dmin << 16)));
         __m512i q[4], scl[4];
-        for (int c4 = 0; c4 < 4; c4++) {
-            __m256i bytes = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c4));
-            __m512i both = join256(bytes, _mm256_srli_epi16(bytes, 4));
-            q[c4] = _mm512_and_si512(both, m4);
-            scl[c4] = i16_halves(sc[2 * c4], sc[2 * c4 + 1]);
+        for (int j = 0; j < 4; j++) {
+            q[j] = nibbles_512(b->qs + 32 * j);
+            scl[j] = _mm512_permutexvar_epi16(words_idx2(2 * j, 2 * j + 1), sw512);
         }
         for (int c = 0; c < nc; c++) {
             const act8k *a = (const act8k *)ACT(c) + ib;
             __m512i sumi = _mm512_setzero_si512();
-            for (int j = 0; j < 4; j++) {
-                __m512i p16 = _mm512_maddubs_epi16(q[j], _mm512_loadu_si512(a->qs + 64 * j));
-                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p16, scl[j]));
-            }
+            for (int j = 0; j < 4; j++) sumi = dot_scaled_512(sumi, q[j], _mm512_loadu_si512(a->qs + 64 * j), scl[j]);
             __m256i mins = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), mins16);
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * a->d));
-            acc[c] = _mm512_add_ps(acc[c], v);
-            /* the min term is one 8-lane vector: fold it into the low half */
-            __m512 m = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(dmin * a->d)));
-            acc[c] = _mm512_mask_sub_ps(acc[c], 0x00ff, acc[c], m);
+            __m128 f = _mm_mul_ps(dd, _mm_set1_ps(a->d));
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_broadcastss_ps(f), acc[c]);
+            accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_broadcastss_ps(_mm_movehdup_ps(f)), accm[c]);
         }
     }
-    for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
+    for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]) - hsum256(accm[c]);
 }
 
+/* Q6_K, per half n: ql[64n..64n+63] is one register whose low nibbles are
+ * elements 128n + 0..63 and high nibbles 128n + 64..127; qh[32n + l] holds
+ * the two high bits of element 128n + l + 32k in bits 2k, 2k+1 (k < 4). */
 static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q6_k *x = w;
     const int64_t nb = K / 256;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
-    /* i16 lanes of a pair register use scales g, g+1, g+2, g+3 (8 lanes each) */
-    const __m128i idx_lo = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    const __m128i idx_hi = _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     __m512 acc[AVX_NC];
     for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q6_k *b = x + ib;
+        _mm_prefetch((const char *)b + 1280, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 1280 + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 1280 + 128, _MM_HINT_T0);
         __m512i q[4], scl[4];
-        const __m128i sc_all = _mm_loadu_si128((const __m128i *)b->scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+        const __m512i sc512 = _mm512_castsi256_si512(sc16);
         for (int n = 0; n < 2; n++) {
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n));
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * n + 32));
-            __m256i h = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * n));
-            __m256i lows[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-                               _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                               _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-            __m256i qq[4];
-            for (int k = 0; k < 4; k++) {
-                __m256i hk = _mm256_and_si256(_mm256_srli_epi16(h, 2 * k), m2);
-                qq[k] = _mm256_or_si256(lows[k], _mm256_slli_epi16(hk, 4));
-            }
-            for (int t = 0; t < 2; t++) {
-                q[2 * n + t] = join256(qq[2 * t], qq[2 * t + 1]);
-                /* groups 8n+4t .. 8n+4t+3 */
-                __m128i s4 = _mm_shuffle_epi8(sc_all, _mm_add_epi8(idx_lo, _mm_set1_epi8((char)(8 * n + 4 * t))));
-                __m128i s4h = _mm_shuffle_epi8(sc_all, _mm_add_epi8(idx_hi, _mm_set1_epi8((char)(8 * n + 4 * t))));
-                scl[2 * n + t] = _mm512_cvtepi8_epi16(_mm256_set_m128i(s4h, s4));
-            }
+            __m512i l = _mm512_loadu_si512(b->ql + 64 * n);
+            /* h2: qh in the low half, qh >> 2 in the high half; bits 4-5 of
+             * each byte of h2 << 4 are then the high bits of quarters 0, 1,
+             * and bits 4-5 of h2 those of quarters 2, 3 */
+            __m512i h2 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b->qh + 32 * n)));
+            h2 = _mm512_mask_srli_epi16(h2, (__mmask32)0xffff0000u, h2, 2);
+            __m512i hi01 = _mm512_and_si512(_mm512_slli_epi16(h2, 4), m30);
+            __m512i hi23 = _mm512_and_si512(h2, m30);
+            /* (a & m4) | b */
+            q[2 * n] = _mm512_ternarylogic_epi32(l, hi01, m4, 0xEC);
+            q[2 * n + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), hi23, m4, 0xEC);
+            scl[2 * n] = _mm512_permutexvar_epi16(words_idx4(8 * n), sc512);
+            scl[2 * n + 1] = _mm512_permutexvar_epi16(words_idx4(8 * n + 4), sc512);
         }
-        __m256i sc16 = _mm256_cvtepi8_epi16(sc_all);
         const float d = f16s(b->d);
         for (int c = 0; c < nc; c++) {
             const act8k *a = (const act8k *)ACT(c) + ib;
             __m512i sumi = _mm512_setzero_si512();
-            for (int j = 0; j < 4; j++) {
-                __m512i p16 = _mm512_maddubs_epi16(q[j], _mm512_loadu_si512(a->qs + 64 * j));
-                sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(p16, scl[j]));
-            }
+            for (int j = 0; j < 4; j++) sumi = dot_scaled_512(sumi, q[j], _mm512_loadu_si512(a->qs + 64 * j), scl[j]);
+            /* the -32 offset: 32 * sum_g sc_g * bsums_g, folded into the low half */
             __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), sc16);
-            __m512i offz = _mm512_castsi256_si512(_mm256_slli_epi32(off, 5));
-            sumi = _mm512_mask_sub_epi32(sumi, 0x00ff, sumi, offz);
+            sumi = _mm512_mask_sub_epi32(sumi, 0x00ff, sumi, _mm512_castsi256_si512(_mm256_slli_epi32(off, 5)));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * a->d), acc[c]);
         }
     }

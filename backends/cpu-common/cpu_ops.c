@@ -3,13 +3,15 @@
  * (each plugin's matmul.c). These are cheap
  * next to the matrix products, so they are plain C written for the compiler
  * to vectorize, split across threads by rows. All tensors here are F32 unless
- * the op says otherwise; strides (nb) are honoured everywhere.
+ * the op says otherwise; strides (nb) are honoured everywhere, and rows that
+ * are contiguous (the common case) go through cpu_rows.h's vector loops.
  */
 #include <math.h>
 #include <string.h>
 
 #include "cpu_exec.h"
 #include "cpu_quants.h"
+#include "cpu_rows.h"
 
 static int is_f32(const tsr_tensor *t) { return t && t->dtype == TSR_DTYPE_F32; }
 static int is_float(int32_t dt) { return dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16; }
@@ -34,6 +36,9 @@ static inline float ld(const uint8_t *row, int64_t i0, int64_t nb0) {
 }
 
 static inline void st(uint8_t *row, int64_t i0, int64_t nb0, float v) { memcpy(row + i0 * nb0, &v, 4); }
+
+/* 1 if n bytes at p and at q do not overlap (restrict-qualified loops). */
+static inline int rows_disjoint(const uint8_t *p, const uint8_t *q, int64_t n) { return p + n <= q || q + n <= p; }
 
 /* Row r of t as (i1, i2, i3). */
 static inline void row_index(const tsr_tensor *t, int64_t r, int64_t *i1, int64_t *i2, int64_t *i3) {
@@ -74,8 +79,9 @@ static void op_binary(const tsr_node *node, int ith, int nth) {
     }
 }
 
-/* SCALE, SILU, GELU: one input, one output, same shape. */
-static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+/* SCALE, SILU, GELU: one input, one output, same shape. silu uses the same
+ * exp as the vector rows so strided and contiguous rows agree. */
+static inline float silu(float x) { return x / (1.0f + exp_row_elem(-x)); }
 
 static inline float gelu(float x) {
     const float c = 0.7978845608028654f; /* sqrt(2/pi) */
@@ -99,7 +105,7 @@ static void op_unary(const tsr_node *node, int ith, int nth) {
             float *z = (float *)rd;
             switch (node->op) {
             case TSR_OP_SCALE: for (int64_t i = 0; i < n; i++) z[i] = x[i] * s + bias; break;
-            case TSR_OP_SILU: for (int64_t i = 0; i < n; i++) z[i] = silu(x[i]); break;
+            case TSR_OP_SILU: row_silu(x, z, n); break;
             default: for (int64_t i = 0; i < n; i++) z[i] = gelu(x[i]); break;
             }
             continue;
@@ -126,6 +132,10 @@ static void op_swiglu(const tsr_node *node, int ith, int nth) {
         row_index(a, r, &i1, &i2, &i3);
         const uint8_t *ra = tensor_row(a, i1, i2, i3), *rb = tensor_row(b, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
+        if (a->nb[0] == 4 && b->nb[0] == 4 && d->nb[0] == 4) {
+            row_swiglu((const float *)ra, (const float *)rb, (float *)rd, a->ne[0]);
+            continue;
+        }
         for (int64_t i = 0; i < a->ne[0]; i++)
             st(rd, i, d->nb[0], silu(ld(ra, i, a->nb[0])) * ld(rb, i, b->nb[0]));
     }
@@ -146,6 +156,14 @@ static void op_norm(const tsr_node *node, int ith, int nth) {
         row_index(a, r, &i1, &i2, &i3);
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
+        if (a->nb[0] == 4 && d->nb[0] == 4) { /* same sums, in ROW_LANES partial sums */
+            const float *x = (const float *)ra;
+            float *z = (float *)rd;
+            const float mean = node->op == TSR_OP_NORM ? (float)(row_sum(x, n) / (double)n) : 0.0f;
+            const float scale = 1.0f / sqrtf((float)(row_sum_sq(x, n, mean) / (double)n) + eps);
+            for (int64_t i = 0; i < n; i++) z[i] = (x[i] - mean) * scale;
+            continue;
+        }
         float mean = 0.0f;
         if (node->op == TSR_OP_NORM) {
             double sum = 0.0;
@@ -167,15 +185,34 @@ static void op_norm(const tsr_node *node, int ith, int nth) {
 /* ROPE without YaRN extension (ext_factor == 0; others fall back to ref):
  * theta_i = pos * freq_scale * base^(-2i/n_dims) / ff_i, built up by
  * repeated multiplication by theta_scale as ggml does; values scaled by
- * attn_factor. Normal mode rotates (x[2i], x[2i+1]), NeoX (x[i], x[i+n/2]). */
-static void op_rope(const tsr_node *node, int ith, int nth) {
-    const tsr_tensor *a = node->src[0], *pos = node->src[1];
+ * attn_factor. Normal mode rotates (x[2i], x[2i+1]), NeoX (x[i], x[i+n/2]).
+ * The angles depend only on the position, so each thread computes cos and
+ * sin once per position into its scratch (cs, sn: n_dims/2 each) and reuses
+ * them for every head of that token. */
+static void rope_angles(const tsr_node *node, int32_t p, float *cs, float *sn) {
     const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
-    tsr_tensor *d = node->dst;
-    const int n_dims = node->iparams[0], mode = node->iparams[1];
+    const int n_dims = node->iparams[0];
     const float base = node->fparams[0], freq_scale = node->fparams[1], attn_factor = node->fparams[3];
     const float theta_scale = powf(base, -2.0f / (float)n_dims);
+    float theta = (float)p;
+    for (int64_t i = 0; i < n_dims / 2; i++) {
+        float f = ff ? ld(tensor_ptr(ff), i, ff->nb[0]) : 1.0f;
+        float t = freq_scale * (theta / f);
+        cs[i] = cosf(t) * attn_factor;
+        sn[i] = sinf(t) * attn_factor;
+        theta *= theta_scale;
+    }
+}
+
+static void op_rope(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0], *pos = node->src[1];
+    tsr_tensor *d = node->dst;
+    const int64_t n_dims = node->iparams[0], half = n_dims / 2;
+    const int neox = node->iparams[1] == TSR_ROPE_NEOX;
     const int64_t head_dim = a->ne[0];
+    float *cs = (float *)(ex->work + (size_t)ith * ((size_t)n_dims * 4 + 64)), *sn = cs + half;
+    int have = 0;
+    int32_t have_pos = 0;
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -183,19 +220,37 @@ static void op_rope(const tsr_node *node, int ith, int nth) {
         row_index(a, r, &i1, &i2, &i3);
         int32_t p;
         memcpy(&p, tensor_ptr(pos) + i2 * pos->nb[0], 4);
+        if (!have || p != have_pos) {
+            rope_angles(node, p, cs, sn);
+            have = 1;
+            have_pos = p;
+        }
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
-        float theta = (float)p;
-        for (int64_t i0 = 0; i0 < n_dims; i0 += 2) {
-            float f = ff ? ld(tensor_ptr(ff), i0 / 2, ff->nb[0]) : 1.0f;
-            float t = freq_scale * (theta / f);
-            float c = cosf(t) * attn_factor, s = sinf(t) * attn_factor;
-            int64_t j0 = mode == TSR_ROPE_NEOX ? i0 / 2 : i0;
-            int64_t j1 = mode == TSR_ROPE_NEOX ? i0 / 2 + n_dims / 2 : i0 + 1;
+        if (a->nb[0] == 4 && d->nb[0] == 4 && rows_disjoint(ra, rd, head_dim * 4)) {
+            const float *restrict x = (const float *)ra;
+            float *restrict z = (float *)rd;
+            if (neox) {
+                for (int64_t i = 0; i < half; i++) {
+                    float x0 = x[i], x1 = x[i + half];
+                    z[i] = x0 * cs[i] - x1 * sn[i];
+                    z[i + half] = x0 * sn[i] + x1 * cs[i];
+                }
+            } else {
+                for (int64_t i = 0; i < half; i++) {
+                    float x0 = x[2 * i], x1 = x[2 * i + 1];
+                    z[2 * i] = x0 * cs[i] - x1 * sn[i];
+                    z[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+                }
+            }
+            for (int64_t i = n_dims; i < head_dim; i++) z[i] = x[i];
+            continue;
+        }
+        for (int64_t i = 0; i < half; i++) {
+            int64_t j0 = neox ? i : 2 * i, j1 = neox ? i + half : 2 * i + 1;
             float x0 = ld(ra, j0, a->nb[0]), x1 = ld(ra, j1, a->nb[0]);
-            st(rd, j0, d->nb[0], x0 * c - x1 * s);
-            st(rd, j1, d->nb[0], x0 * s + x1 * c);
-            theta *= theta_scale;
+            st(rd, j0, d->nb[0], x0 * cs[i] - x1 * sn[i]);
+            st(rd, j1, d->nb[0], x0 * sn[i] + x1 * cs[i]);
         }
         for (int64_t i0 = n_dims; i0 < head_dim; i0++) st(rd, i0, d->nb[0], ld(ra, i0, a->nb[0]));
     }
@@ -212,6 +267,12 @@ static inline float mask_at(const tsr_tensor *m, const uint8_t *row, int64_t i) 
     return ld(row, i, m->nb[0]);
 }
 
+/* exp(tmp[i] - mx) in place, returning the sum: the plugin's vector kernel
+ * when it has one, else cpu_rows.h's. */
+static double softmax_exp(cpu_exec *ex, float *tmp, int64_t n, float mx) {
+    return ex->exp_sub_sum ? ex->exp_sub_sum(tmp, n, mx) : row_exp_sub_sum(tmp, n, mx);
+}
+
 static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
@@ -219,6 +280,8 @@ static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const float scale = node->fparams[0];
     const int64_t n = a->ne[0];
     float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
+    const int contiguous = a->nb[0] == 4 && d->nb[0] == 4 &&
+                           (!mask || mask->nb[0] == tsr_dtype_block_bytes(mask->dtype));
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -227,27 +290,40 @@ static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
         const uint8_t *rm = mask ? tensor_row(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : NULL;
-        float mx = -INFINITY;
-        for (int64_t i = 0; i < n; i++) {
-            float v = ld(ra, i, a->nb[0]) * scale + (rm ? mask_at(mask, rm, i) : 0.0f);
-            tmp[i] = v;
-            mx = v > mx ? v : mx;
+        float mx;
+        if (contiguous) { /* the loop below, vectorized: tmp = x*scale + mask, then its max */
+            const float *x = (const float *)ra;
+            if (!rm) {
+                for (int64_t i = 0; i < n; i++) tmp[i] = x[i] * scale;
+            } else if (mask->dtype == TSR_DTYPE_F16) {
+                row_f16_to_f32((const uint16_t *)rm, tmp, n);
+                for (int64_t i = 0; i < n; i++) tmp[i] = x[i] * scale + tmp[i];
+            } else {
+                const float *m = (const float *)rm;
+                for (int64_t i = 0; i < n; i++) tmp[i] = x[i] * scale + m[i];
+            }
+            mx = row_max(tmp, n);
+        } else {
+            mx = -INFINITY;
+            for (int64_t i = 0; i < n; i++) {
+                float v = ld(ra, i, a->nb[0]) * scale + (rm ? mask_at(mask, rm, i) : 0.0f);
+                tmp[i] = v;
+                mx = v > mx ? v : mx;
+            }
         }
         double sum = 0.0;
         if (mx == -INFINITY) { /* fully masked row: ggml yields zeros */
             for (int64_t i = 0; i < n; i++) tmp[i] = 0.0f;
         } else {
-            if (ex->exp_sub_sum) {
-                sum = ex->exp_sub_sum(tmp, n, mx);
-            } else {
-                for (int64_t i = 0; i < n; i++) {
-                    tmp[i] = expf(tmp[i] - mx);
-                    sum += tmp[i];
-                }
-            }
+            sum = softmax_exp(ex, tmp, n, mx);
         }
         const float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
-        for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], tmp[i] * inv);
+        if (d->nb[0] == 4) {
+            float *z = (float *)rd;
+            for (int64_t i = 0; i < n; i++) z[i] = tmp[i] * inv;
+        } else {
+            for (int64_t i = 0; i < n; i++) st(rd, i, d->nb[0], tmp[i] * inv);
+        }
     }
 }
 
@@ -299,15 +375,43 @@ static inline void store_float(int32_t dt, uint8_t *p, float v) {
     }
 }
 
-/* Address of element number e (in ne order) of a plain-typed tensor. */
-static inline uint8_t *elem_addr(const tsr_tensor *t, int64_t e) {
-    int64_t i0 = e % t->ne[0];
-    e /= t->ne[0];
-    int64_t i1 = e % t->ne[1];
-    e /= t->ne[1];
-    int64_t i2 = e % t->ne[2];
-    int64_t i3 = e / t->ne[2];
-    return tensor_ptr(t) + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+/* Index (i[0], i[1], i[2], i[3]) of element number e (in ne order). */
+static inline void elem_index(const tsr_tensor *t, int64_t e, int64_t i[4]) {
+    for (int k = 0; k < 3; k++) {
+        i[k] = e % t->ne[k];
+        e /= t->ne[k];
+    }
+    i[3] = e;
+}
+
+/* Converts n floats from src (dtype sdt, stride snb) to dst (ddt, dnb):
+ * store_float(load_float()) element by element, with fast paths for
+ * contiguous rows. tmp holds n floats. */
+static void cpy_float_row(int32_t sdt, const uint8_t *src, int64_t snb, int32_t ddt, uint8_t *dst, int64_t dnb,
+                          int64_t n, float *tmp) {
+    const int64_t ss = tsr_dtype_block_bytes(sdt), ds = tsr_dtype_block_bytes(ddt);
+    if (sdt == ddt && snb == ss && dnb == ds) {
+        memmove(dst, src, (size_t)(n * ss));
+        return;
+    }
+    /* a strided F32 source into a contiguous F16 row (the transposed V
+     * cache copy): gathered into tmp first, then converted as a row */
+    if (sdt == TSR_DTYPE_F32 && snb != 4 && ddt == TSR_DTYPE_F16 && dnb == 2) {
+        for (int64_t i = 0; i < n; i++) tmp[i] = ld(src, i, snb);
+        src = (const uint8_t *)tmp;
+        snb = 4;
+    }
+    if (snb == ss && dnb == ds && rows_disjoint(src, dst, n * (ss > ds ? ss : ds))) {
+        if (sdt == TSR_DTYPE_F32 && ddt == TSR_DTYPE_F16) {
+            row_f32_to_f16((const float *)src, (uint16_t *)dst, n);
+            return;
+        }
+        if (sdt == TSR_DTYPE_F16 && ddt == TSR_DTYPE_F32) {
+            row_f16_to_f32((const uint16_t *)src, (float *)dst, n);
+            return;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) store_float(ddt, dst + i * dnb, load_float(sdt, src + i * snb));
 }
 
 /* CPY between F32/F16/BF16 (any shapes with equal counts, any strides) and
@@ -316,10 +420,10 @@ static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
     const int64_t n = a->ne[0];
+    float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
     if (!is_float(a->dtype)) {
-        float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
         for (int64_t r = lo; r < hi; r++) {
             int64_t i1, i2, i3;
             row_index(a, r, &i1, &i2, &i3);
@@ -331,29 +435,21 @@ static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
         }
         return;
     }
-    const int64_t da = tsr_dtype_block_bytes(a->dtype), dd = tsr_dtype_block_bytes(d->dtype);
-    if (d->ne[0] == n) { /* rows line up: walk both row by row */
-        for (int64_t r = lo; r < hi; r++) {
-            int64_t i1, i2, i3, e1, e2, e3;
-            row_index(a, r, &i1, &i2, &i3);
-            row_index(d, r, &e1, &e2, &e3);
-            const uint8_t *ra = tensor_row(a, i1, i2, i3);
-            uint8_t *rd = tensor_row(d, e1, e2, e3);
-            if (a->dtype == d->dtype && a->nb[0] == da && d->nb[0] == dd) {
-                memcpy(rd, ra, (size_t)(n * da));
-                continue;
-            }
-            for (int64_t i = 0; i < n; i++)
-                store_float(d->dtype, rd + i * d->nb[0], load_float(a->dtype, ra + i * a->nb[0]));
-        }
-        return;
-    }
-    for (int64_t r = lo; r < hi; r++) { /* general: element by element */
+    for (int64_t r = lo; r < hi; r++) {
         int64_t i1, i2, i3;
         row_index(a, r, &i1, &i2, &i3);
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
-        for (int64_t i = 0; i < n; i++)
-            store_float(d->dtype, elem_addr(d, r * n + i), load_float(a->dtype, ra + i * a->nb[0]));
+        /* elements r*n .. r*n+n-1 in dst's ne order: runs along dst rows
+         * (one run when the rows line up) */
+        int64_t done = 0;
+        while (done < n) {
+            int64_t e[4];
+            elem_index(d, r * n + done, e);
+            int64_t run = d->ne[0] - e[0] < n - done ? d->ne[0] - e[0] : n - done;
+            uint8_t *pd = tensor_row(d, e[1], e[2], e[3]) + e[0] * d->nb[0];
+            cpy_float_row(a->dtype, ra + done * a->nb[0], a->nb[0], d->dtype, pd, d->nb[0], run, tmp);
+            done += run;
+        }
     }
 }
 
@@ -402,7 +498,9 @@ static void op_argmax(const tsr_node *node, int ith, int nth) {
                 best = (int32_t)i;
             }
         }
-        memcpy(elem_addr(d, r), &best, 4);
+        int64_t e[4];
+        elem_index(d, r, e);
+        memcpy(tensor_row(d, e[1], e[2], e[3]) + e[0] * d->nb[0], &best, 4);
     }
 }
 
@@ -546,6 +644,7 @@ size_t ops_work_size(const tsr_node *node, int nth) {
     case TSR_OP_GET_ROWS:
     case TSR_OP_CPY: return (size_t)nth * ((size_t)a->ne[0] * 4 + 64);
     case TSR_OP_FLASH_ATTN: return (size_t)nth * ((size_t)a->ne[0] * 8 + 128);
+    case TSR_OP_ROPE: return (size_t)nth * ((size_t)node->iparams[0] * 4 + 64);
     default: return 0;
     }
 }
@@ -560,7 +659,7 @@ void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     case TSR_OP_SWIGLU: op_swiglu(node, ith, nth); break;
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM: op_norm(node, ith, nth); break;
-    case TSR_OP_ROPE: op_rope(node, ith, nth); break;
+    case TSR_OP_ROPE: op_rope(ex, node, ith, nth); break;
     case TSR_OP_SOFT_MAX: op_soft_max(ex, node, ith, nth); break;
     case TSR_OP_GET_ROWS: op_get_rows(ex, node, ith, nth); break;
     case TSR_OP_CPY: op_cpy(ex, node, ith, nth); break;

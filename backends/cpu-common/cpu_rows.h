@@ -1,0 +1,174 @@
+/*
+ * cpu_rows — the inner loops of cpu_ops over contiguous f32 rows, written so
+ * the compiler vectorizes them: no calls, no branches but selects, and
+ * reductions kept in ROW_LANES independent partial results (a plain
+ * `s += x[i]` loop is left scalar, since reordering float sums changes the
+ * result and the compiler may not do it on its own). Each says what the
+ * straightforward loop is; cpu-avx builds this with AVX2+FMA+F16C, cpu-neon
+ * with plain ARMv8 NEON.
+ */
+#ifndef TESSERA_CPU_COMMON_CPU_ROWS_H
+#define TESSERA_CPU_COMMON_CPU_ROWS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu_blocks.h"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#define ROW_LANES 8
+
+/* ---------------------------------------------------- fp16 rows */
+
+/* y[i] = cpu_f32_to_fp16(x[i]). F16C's conversion with round-to-nearest-even
+ * gives the same bits for every input, NaN payloads included. */
+static inline void row_f32_to_f16(const float *restrict x, uint16_t *restrict y, int64_t n) {
+    int64_t i = 0;
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < n; i++) y[i] = cpu_f32_to_fp16(x[i]);
+}
+
+/* y[i] = cpu_fp16_to_f32(x[i]), exact. F16C gives the same bits except that
+ * a signalling NaN comes back quiet (still NaN; checked over all 2^16). The
+ * f32 -> fp16 direction above was checked over all 2^32 inputs. */
+static inline void row_f16_to_f32(const uint16_t *restrict x, float *restrict y, int64_t n) {
+    int64_t i = 0;
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+#endif
+    for (; i < n; i++) y[i] = cpu_fp16_to_f32(x[i]);
+}
+
+/* ------------------------------------------------------------ exp */
+
+/* expf(x) for vector loops (expf is a call the loop cannot vectorize
+ * through), computed in double so that rounding to float lands on expf's
+ * result but in rare near-halfway cases: the llama goldens are that
+ * sensitive, since activations end up rounded to fp16 (a float exp with a
+ * 1-2 ulp error moved stories260K's logits by 1e-3). e^x = 2^n e^r with
+ * n = round(x / ln 2), |r| <= ln2/2, e^r by its Taylor series to r^9
+ * (relative error < 1e-11). Out-of-range x clamps to where the float result
+ * is already 0 or inf; NaN stays NaN. */
+static inline float exp_row_elem(float x) {
+    const double magic = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
+    float xc = x < -104.0f ? -104.0f : x;
+    xc = xc > 89.0f ? 89.0f : xc;
+    const double xd = (double)xc;
+    const double t = xd * 1.4426950408889634 + magic;
+    const double n = t - magic;
+    uint64_t tb;
+    memcpy(&tb, &t, 8);
+    const int64_t ni = (int64_t)(tb - 0x4338000000000000u); /* n as an integer, in [-150, 129] */
+    const double r = xd - n * 0.6931471805599453;
+    double p = 1.0 / 362880;
+    p = p * r + 1.0 / 40320;
+    p = p * r + 1.0 / 5040;
+    p = p * r + 1.0 / 720;
+    p = p * r + 1.0 / 120;
+    p = p * r + 1.0 / 24;
+    p = p * r + 1.0 / 6;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    const uint64_t sb = (uint64_t)(ni + 1023) << 52;
+    double scale;
+    memcpy(&scale, &sb, 8);
+    return (float)(p * scale);
+}
+
+/* x[i] = exp(x[i] - max), returning the sum in double (as the softmax
+ * reference sums): for (i) { x[i] = expf(x[i] - max); sum += x[i]; } */
+static inline double row_exp_sub_sum(float *restrict x, int64_t n, float max) {
+    double lane[ROW_LANES] = {0};
+    int64_t i = 0;
+    for (; i + ROW_LANES <= n; i += ROW_LANES)
+        for (int j = 0; j < ROW_LANES; j++) {
+            float e = exp_row_elem(x[i + j] - max);
+            x[i + j] = e;
+            lane[j] += (double)e;
+        }
+    double sum = 0.0;
+    for (; i < n; i++) {
+        x[i] = exp_row_elem(x[i] - max);
+        sum += (double)x[i];
+    }
+    for (int j = 0; j < ROW_LANES; j++) sum += lane[j];
+    return sum;
+}
+
+/* --------------------------------------------------- activations */
+
+/* z[i] = silu(x[i]) = x[i] / (1 + e^-x[i]) */
+static inline void row_silu(const float *x, float *z, int64_t n) {
+    for (int64_t i = 0; i < n; i++) z[i] = x[i] / (1.0f + exp_row_elem(-x[i]));
+}
+
+/* z[i] = silu(x[i]) * y[i] */
+static inline void row_swiglu(const float *x, const float *y, float *z, int64_t n) {
+    for (int64_t i = 0; i < n; i++) z[i] = x[i] / (1.0f + exp_row_elem(-x[i])) * y[i];
+}
+
+/* ----------------------------------------------------- reductions */
+
+/* The largest of x[0..n) ignoring NaN, -inf if none:
+ * for (i) max = x[i] > max ? x[i] : max.
+ * In ROW_LANES lanes of a GCC/clang vector (a plain lane array is not
+ * vectorized: without -ffinite-math-only the select is no MAX_EXPR). */
+typedef float row_f32v __attribute__((vector_size(4 * ROW_LANES)));
+typedef int32_t row_i32v __attribute__((vector_size(4 * ROW_LANES)));
+
+static inline float row_max(const float *x, int64_t n) {
+    row_f32v lane;
+    for (int j = 0; j < ROW_LANES; j++) lane[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + ROW_LANES <= n; i += ROW_LANES) {
+        row_f32v v;
+        memcpy(&v, x + i, sizeof v);
+        row_i32v gt = v > lane; /* all ones where v wins */
+        lane = (row_f32v)((gt & (row_i32v)v) | (~gt & (row_i32v)lane));
+    }
+    float mx = -INFINITY;
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    for (int j = 0; j < ROW_LANES; j++) mx = lane[j] > mx ? lane[j] : mx;
+    return mx;
+}
+
+/* sum of x[i] in double: sum += x[i] */
+static inline double row_sum(const float *x, int64_t n) {
+    double lane[ROW_LANES] = {0};
+    int64_t i = 0;
+    for (; i + ROW_LANES <= n; i += ROW_LANES)
+        for (int j = 0; j < ROW_LANES; j++) lane[j] += (double)x[i + j];
+    double sum = 0.0;
+    for (; i < n; i++) sum += (double)x[i];
+    for (int j = 0; j < ROW_LANES; j++) sum += lane[j];
+    return sum;
+}
+
+/* sum of (x[i] - mean)^2, each square rounded to float, summed in double */
+static inline double row_sum_sq(const float *x, int64_t n, float mean) {
+    double lane[ROW_LANES] = {0};
+    int64_t i = 0;
+    for (; i + ROW_LANES <= n; i += ROW_LANES)
+        for (int j = 0; j < ROW_LANES; j++) {
+            float v = x[i + j] - mean;
+            lane[j] += (double)(v * v);
+        }
+    double sum = 0.0;
+    for (; i < n; i++) {
+        float v = x[i] - mean;
+        sum += (double)(v * v);
+    }
+    for (int j = 0; j < ROW_LANES; j++) sum += lane[j];
+    return sum;
+}
+
+#endif

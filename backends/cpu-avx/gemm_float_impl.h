@@ -4,10 +4,14 @@
  * kernels_<level>.c: with KERNELS_AVX512 the vectors are zmm, else ymm
  * (AVX2 + FMA + F16C).
  *
- * Weight panel: GF_ROWS rows cut into micro-panels of GF_MR = 2 vectors of
- * rows, each converted to f32 and laid out [k][GF_MR] (K values for every
- * row), so one k-step of a micro-panel is two aligned vector loads. Rows
- * past nrows are zero; micro-panels past nrows are not written.
+ * Weight panel: pack() only records where the panel's GF_ROWS rows are
+ * (the weights stay in place, valid until run() returns); run() converts
+ * them block by block, just before use, into a GF_KC x GF_MR f32 block of
+ * the pack buffer laid out [k][GF_MR] (GF_MR = 2 vectors of rows: one
+ * k-step is two aligned vector loads; rows past nrows are zero), and
+ * prefetches the next block's weights while the current one is multiplied,
+ * so reading the weights from memory overlaps the arithmetic and the packed
+ * block never leaves L1.
  * Activations: tiles of GF_NC columns; within a tile, groups of 16 k laid
  * out [k / 16][GF_NC][16] f32 (K rounded up to 16, zero padded), so a
  * column's conversion writes whole cache lines (threads converting
@@ -16,10 +20,10 @@
  * Microkernel: GF_MR rows x GF_NC columns in 2 x GF_NC accumulators (2 x 12
  * zmm, 2 x 6 ymm); per k one load per row vector, one broadcast per column
  * and two FMAs per column.
- * Blocking: run() walks K in blocks of GF_KC; for each micro-panel, the
- * block of it (GF_KC x GF_MR floats, 16 or 32 KiB) stays in L1 while every
- * column tile's block streams past it; the first block stores the partial
- * sums into dst, later ones add to them.
+ * Blocking: run() walks K in blocks of GF_KC and the panel in micro-panels;
+ * each (K block, micro-panel) is packed once and every column tile's block
+ * streams past it; the first K block stores the partial sums into dst,
+ * later ones add to them.
  *
  * Exactness: like the dot kernels (FLOAT_DOT in kernels_impl.h), only the
  * first K & ~31 elements are summed in f32; the rest (all of a short row,
@@ -94,21 +98,42 @@ static void gf_act_from_f32(const avx_kernels *k, const float *x, int64_t K, voi
 
 /* ------------------------------------------------------------- panel */
 
-static size_t gf_pack_bytes(int64_t K) { return (size_t)GF_ROWS * (size_t)K * sizeof(float); }
+/* What pack() records: the panel's rows as stored. */
+typedef struct gf_panel {
+    const uint8_t *w;
+    size_t w_stride;
+    int nrows;
+} gf_panel;
+
+enum { GF_HEAD = 64 }; /* bytes before the f32 block, keeping it aligned */
+
+static size_t gf_pack_bytes(int64_t K) {
+    (void)K;
+    return GF_HEAD + (size_t)GF_KC * GF_MR * sizeof(float);
+}
+
+static void gf_pack(const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
+    (void)K;
+    gf_panel pn = {(const uint8_t *)w, w_stride, nrows};
+    memcpy(pack, &pn, sizeof pn);
+}
 
 /* 8 x 8 f32 transpose: r[i] holds row i on entry, column i on exit. */
-static inline void gf_transpose8(__m256 r[8]) {
+static inline __attribute__((always_inline)) void gf_transpose8(__m256 r[8]) {
     __m256 t[8], u[8];
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
+#pragma GCC unroll 2
     for (int i = 0; i < 2; i++) {
         u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
         u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
         u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
         u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
     }
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
         r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
@@ -120,46 +145,56 @@ static inline __m256 gf_load8_bf16(const uint16_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
 }
 
-/* Rows [r0, r0 + 8) of the panel (those < nrows; the others zero) ->
- * columns r0 % GF_MR .. + 8 of their micro-panel: 8 x 8 blocks loaded,
- * converted, transposed and stored as 8 k-steps. */
-static inline __attribute__((always_inline)) void gf_pack8(const uint8_t *w, size_t w_stride, int r0, int nrows,
-                                                          int64_t K, float *mp, int bf16) {
-    const uint16_t *row[8];
-    for (int i = 0; i < 8; i++) row[i] = (const uint16_t *)(w + (size_t)(r0 + i < nrows ? r0 + i : r0) * w_stride);
-    const int live = nrows - r0 < 8 ? nrows - r0 : 8;
-    const int next = nrows - r0 - 8 < 8 ? nrows - r0 - 8 : 8; /* rows of the next group */
-    float *col = mp + r0 % GF_MR;
+/* kc k-steps of one micro-panel: its first `live` rows, from w (row i at
+ * w + i * w_stride, already offset to the block's first k; the others
+ * zero) -> mp, [k][GF_MR]. Per 8 k, each group of 8 rows is loaded,
+ * converted and transposed, so every k-step's GF_MR floats (whole cache
+ * lines) are written together. `full` (live == GF_MR) and bf16 are
+ * constants in each inlined copy. */
+static inline __attribute__((always_inline)) void gf_pack_block(const uint8_t *w, size_t w_stride, int live,
+                                                               int64_t kc, float *mp, const int bf16,
+                                                               const int full) {
+    const uint16_t *row[GF_MR];
+    for (int i = 0; i < GF_MR; i++) row[i] = (const uint16_t *)(w + (size_t)(i < live ? i : 0) * w_stride);
     int64_t k = 0;
-    for (; k + 8 <= K; k += 8) {
-        /* the weights come from memory, row by row (the hardware prefetcher
-         * stops at each row's page end): fetch the next group's lines into
-         * L2 one group ahead */
-        if (k % 32 == 0)
-            for (int i = 0; i < next; i++) _mm_prefetch((const char *)(row[i] + k) + 8 * w_stride, _MM_HINT_T1);
-        __m256 v[8];
-        for (int i = 0; i < 8; i++)
-            v[i] = i < live ? (bf16 ? gf_load8_bf16(row[i] + k) : gf_load8_f16(row[i] + k)) : _mm256_setzero_ps();
-        gf_transpose8(v);
-        for (int j = 0; j < 8; j++) _mm256_storeu_ps(col + (k + j) * GF_MR, v[j]);
+    for (; k + 8 <= kc; k += 8) {
+#pragma GCC unroll 4
+        for (int g = 0; g < GF_MR / 8; g++) {
+            __m256 v[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) {
+                const uint16_t *src = row[8 * g + i] + k;
+                v[i] = full || 8 * g + i < live ? (bf16 ? gf_load8_bf16(src) : gf_load8_f16(src)) : _mm256_setzero_ps();
+            }
+            gf_transpose8(v);
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) _mm256_store_ps(mp + (k + j) * GF_MR + 8 * g, v[j]);
+        }
     }
-    for (; k < K; k++)
-        for (int i = 0; i < 8; i++)
-            col[k * GF_MR + i] = i < live ? (bf16 ? cpu_bf16_to_f32(row[i][k]) : f16s(row[i][k])) : 0.0f;
+    for (; k < kc; k++)
+        for (int i = 0; i < GF_MR; i++)
+            mp[k * GF_MR + i] = i < live ? (bf16 ? cpu_bf16_to_f32(row[i][k]) : f16s(row[i][k])) : 0.0f;
 }
 
-static inline __attribute__((always_inline)) void gf_pack(const void *w, size_t w_stride, int nrows, int64_t K,
-                                                         void *pack, int bf16) {
-    for (int r0 = 0; r0 < nrows; r0 += 8) {
-        float *mp = (float *)pack + (size_t)(r0 / GF_MR) * (size_t)K * GF_MR;
-        gf_pack8(w, w_stride, r0, nrows, K, mp, bf16);
+static void gf_pack_block_n(const uint8_t *w, size_t w_stride, int live, int64_t kc, float *mp, const int bf16) {
+    if (bf16) {
+        if (live == GF_MR) gf_pack_block(w, w_stride, live, kc, mp, 1, 1);
+        else gf_pack_block(w, w_stride, live, kc, mp, 1, 0);
+    } else {
+        if (live == GF_MR) gf_pack_block(w, w_stride, live, kc, mp, 0, 1);
+        else gf_pack_block(w, w_stride, live, kc, mp, 0, 0);
     }
-    /* the rest of the last micro-panel: zero rows */
-    int rend = (nrows + 7) & ~7;
-    if (rend % GF_MR != 0) {
-        float *mp = (float *)pack + (size_t)(rend / GF_MR) * (size_t)K * GF_MR;
-        for (int64_t k = 0; k < K; k++) memset(mp + k * GF_MR + rend % GF_MR, 0, (size_t)(GF_MR - rend % GF_MR) * 4);
-    }
+}
+
+/* Prefetch part `part` of `parts` of a block's weights (live rows of
+ * kc k-steps from w) into L2: the next block's, spread over the column
+ * tiles of the current one. */
+static inline void gf_prefetch_part(const uint8_t *w, size_t w_stride, int live, int64_t kc, int64_t part,
+                                    int64_t parts) {
+    const int64_t lines_per_row = (kc * 2 + 63) / 64, lines = (int64_t)live * lines_per_row;
+    for (int64_t i = part * lines / parts; i < (part + 1) * lines / parts; i++)
+        _mm_prefetch((const char *)(w + (size_t)(i / lines_per_row) * w_stride) + 64 * (i % lines_per_row),
+                     _MM_HINT_T1);
 }
 
 /* --------------------------------------------------------------- run */
@@ -241,33 +276,48 @@ static void gf_micro_n(const float *wp, const float *ap, int64_t kc, int nc, flo
     }
 }
 
-static void gf_run(const void *pack, int nrows, int64_t K, const void *act, int64_t N, float *dst,
-                   size_t dst_stride) {
-    const float *pk = pack, *acts = act;
+static inline __attribute__((always_inline)) void gf_run(const void *pack, int nrows, int64_t K, const void *act,
+                                                        int64_t N, float *dst, size_t dst_stride, const int bf16) {
+    gf_panel pn;
+    memcpy(&pn, pack, sizeof pn);
+    float *blk = (float *)((uint8_t *)(uintptr_t)pack + GF_HEAD);
+    const float *acts = act;
+    if (nrows > pn.nrows) nrows = pn.nrows;
     const int64_t kv = K & ~(int64_t)31, n_tiles = (N + GF_NC - 1) / GF_NC;
-    const size_t tile_floats = (size_t)gf_kpad(K) * GF_NC, mp_floats = (size_t)K * GF_MR;
+    const size_t tile_floats = (size_t)gf_kpad(K) * GF_NC;
     const int n_mp = (nrows + GF_MR - 1) / GF_MR;
     for (int64_t k0 = 0; k0 < kv; k0 += GF_KC) {
         const int64_t kc = kv - k0 < GF_KC ? kv - k0 : GF_KC;
         for (int p = 0; p < n_mp; p++) {
-            const int nr = nrows - p * GF_MR;
+            const int nr = nrows - p * GF_MR, live = nr < GF_MR ? nr : GF_MR;
             const GF_MASK m0 = gf_mask(nr), m1 = gf_mask(nr - GF_VW);
-            const float *wp = pk + (size_t)p * mp_floats + (size_t)k0 * GF_MR;
+            gf_pack_block_n(pn.w + (size_t)(p * GF_MR) * pn.w_stride + (size_t)k0 * 2, pn.w_stride, live, kc, blk,
+                            bf16);
+            /* the block after this one: next micro-panel, else next K block */
+            int np = p + 1;
+            int64_t nk0 = k0;
+            if (np == n_mp) np = 0, nk0 = k0 + GF_KC;
+            const int nlive = nrows - np * GF_MR < GF_MR ? nrows - np * GF_MR : GF_MR;
+            const int64_t nkc = nk0 < kv ? (kv - nk0 < GF_KC ? kv - nk0 : GF_KC) : 0;
+            const uint8_t *nw = pn.w + (size_t)(np * GF_MR) * pn.w_stride + (size_t)nk0 * 2;
             for (int64_t t = 0; t < n_tiles; t++) {
+                if (nkc) gf_prefetch_part(nw, pn.w_stride, nlive, nkc, t, n_tiles);
                 const int nc = N - t * GF_NC < GF_NC ? (int)(N - t * GF_NC) : GF_NC;
                 const float *ap = acts + (size_t)t * tile_floats + (size_t)k0 * GF_NC;
                 float *d = dst + (size_t)(t * GF_NC) * dst_stride + (size_t)p * GF_MR;
-                if (nc == GF_NC) gf_micro(wp, ap, kc, GF_NC, d, dst_stride, k0 > 0, m0, m1);
-                else gf_micro_n(wp, ap, kc, nc, d, dst_stride, k0 > 0, m0, m1);
+                if (nc == GF_NC) gf_micro(blk, ap, kc, GF_NC, d, dst_stride, k0 > 0, m0, m1);
+                else gf_micro_n(blk, ap, kc, nc, d, dst_stride, k0 > 0, m0, m1);
             }
         }
     }
     if (kv == K) return;
     for (int p = 0; p < n_mp; p++) {
         const int nr = nrows - p * GF_MR < GF_MR ? nrows - p * GF_MR : GF_MR;
+        gf_pack_block_n(pn.w + (size_t)(p * GF_MR) * pn.w_stride + (size_t)kv * 2, pn.w_stride, nr, K - kv, blk,
+                        bf16);
         for (int64_t t = 0; t < n_tiles; t++) {
             const int nc = N - t * GF_NC < GF_NC ? (int)(N - t * GF_NC) : GF_NC;
-            gf_tail(pk + (size_t)p * mp_floats + (size_t)kv * GF_MR, acts + (size_t)t * tile_floats, kv, K, nc,
+            gf_tail(blk, acts + (size_t)t * tile_floats, kv, K, nc,
                     dst + (size_t)(t * GF_NC) * dst_stride + (size_t)p * GF_MR, dst_stride, nr);
         }
     }
@@ -275,16 +325,18 @@ static void gf_run(const void *pack, int nrows, int64_t K, const void *act, int6
 
 /* ------------------------------------------------------ per-type tables */
 
-static void gf_pack_f16(const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
-    gf_pack(w, w_stride, nrows, K, pack, 0);
+static void gf_run_f16(const void *pack, int nrows, int64_t K, const void *act, int64_t N, float *dst,
+                       size_t dst_stride) {
+    gf_run(pack, nrows, K, act, N, dst, dst_stride, 0);
 }
 
-static void gf_pack_bf16(const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
-    gf_pack(w, w_stride, nrows, K, pack, 1);
+static void gf_run_bf16(const void *pack, int nrows, int64_t K, const void *act, int64_t N, float *dst,
+                        size_t dst_stride) {
+    gf_run(pack, nrows, K, act, N, dst, dst_stride, 1);
 }
 
-static const gemm_ops gf_ops_f16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack_f16, gf_run};
-static const gemm_ops gf_ops_bf16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack_bf16, gf_run};
+static const gemm_ops gf_ops_f16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_f16};
+static const gemm_ops gf_ops_bf16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_bf16};
 
 static void gemm_float_register(avx_kernels *k) {
     k->gemm[TSR_DTYPE_F16] = &gf_ops_f16;

@@ -735,9 +735,12 @@ static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_s
 
 /* expf for 8 lanes, Cephes' method: n = round(x / ln 2), r = x - n ln 2 in
  * two steps, exp(r) by a degree-6 polynomial, times 2^n through the exponent
- * bits; about 1 ulp. Inputs below -87.3 (including -inf) give exactly 0. */
+ * bits; about 1 ulp. Inputs below -86 (including -inf) give exactly 0. */
 static inline __m256 exp8(__m256 x) {
-    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365478515625f);
+    /* Below -86 the result is flushed to 0 (exp(-86) = 4.4e-38): clamping
+     * there keeps p * 2^n normal. At -87.3 it would go subnormal, and every
+     * masked (-inf) softmax entry would cost a microcode assist. */
+    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-86.0f);
     __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),

@@ -314,8 +314,10 @@ static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
         double sum = 0.0;
         if (mx == -INFINITY) { /* fully masked row: ggml yields zeros */
             for (int64_t i = 0; i < n; i++) tmp[i] = 0.0f;
-        } else {
-            sum = softmax_exp(ex, tmp, n, mx);
+        } else { /* exp(-inf) = 0: a causal mask's -inf tail needs no exp */
+            const int64_t live = row_len_before_ninf(tmp, n);
+            sum = softmax_exp(ex, tmp, live, mx);
+            for (int64_t i = live; i < n; i++) tmp[i] = 0.0f;
         }
         const float inv = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
         if (d->nb[0] == 4) {

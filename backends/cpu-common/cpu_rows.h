@@ -55,33 +55,37 @@ static inline void row_f16_to_f32(const uint16_t *restrict x, float *restrict y,
  * sensitive, since activations end up rounded to fp16 (a float exp with a
  * 1-2 ulp error moved stories260K's logits by 1e-3). e^x = 2^n e^r with
  * n = round(x / ln 2), |r| <= ln2/2, e^r by its Taylor series to r^9
- * (relative error < 1e-11). Out-of-range x clamps to where the float result
- * is already 0 or inf; NaN stays NaN. */
+ * (relative error < 1e-11). x above 89 clamps to where the result is inf;
+ * NaN stays NaN. Results below FLT_MIN (x < -87.33, masked -inf included)
+ * are flushed to 0 rather than made subnormal: a subnormal result costs a
+ * microcode assist of ~100 cycles on Intel, and causal masks make half of
+ * a softmax row -inf. */
 static inline float exp_row_elem(float x) {
     const double magic = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
-    float xc = x < -104.0f ? -104.0f : x;
+    float xc = x < -87.33f ? -87.33f : x;
     xc = xc > 89.0f ? 89.0f : xc;
     const double xd = (double)xc;
     const double t = xd * 1.4426950408889634 + magic;
     const double n = t - magic;
     uint64_t tb;
     memcpy(&tb, &t, 8);
-    const int64_t ni = (int64_t)(tb - 0x4338000000000000u); /* n as an integer, in [-150, 129] */
+    const int64_t ni = (int64_t)(tb - 0x4338000000000000u); /* n as an integer, in [-126, 129] */
     const double r = xd - n * 0.6931471805599453;
-    double p = 1.0 / 362880;
-    p = p * r + 1.0 / 40320;
-    p = p * r + 1.0 / 5040;
-    p = p * r + 1.0 / 720;
-    p = p * r + 1.0 / 120;
-    p = p * r + 1.0 / 24;
-    p = p * r + 1.0 / 6;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    double p = 1.0 / 362880; /* (fma: one instruction where the target has it) */
+    p = fma(p, r, 1.0 / 40320);
+    p = fma(p, r, 1.0 / 5040);
+    p = fma(p, r, 1.0 / 720);
+    p = fma(p, r, 1.0 / 120);
+    p = fma(p, r, 1.0 / 24);
+    p = fma(p, r, 1.0 / 6);
+    p = fma(p, r, 0.5);
+    p = fma(p, r, 1.0);
+    p = fma(p, r, 1.0);
     const uint64_t sb = (uint64_t)(ni + 1023) << 52;
     double scale;
     memcpy(&scale, &sb, 8);
-    return (float)(p * scale);
+    const float y = (float)(p * scale);
+    return x < -87.33f ? 0.0f : y;
 }
 
 /* x[i] = exp(x[i] - max), returning the sum in double (as the softmax
@@ -139,6 +143,22 @@ static inline float row_max(const float *x, int64_t n) {
     for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     for (int j = 0; j < ROW_LANES; j++) mx = lane[j] > mx ? lane[j] : mx;
     return mx;
+}
+
+/* n less the -inf values at the end of x (what a causal mask leaves):
+ * while (n > 0 && x[n - 1] == -INFINITY) n--, a vector at a time. */
+static inline int64_t row_len_before_ninf(const float *x, int64_t n) {
+    row_f32v ninf;
+    for (int j = 0; j < ROW_LANES; j++) ninf[j] = -INFINITY;
+    while (n >= ROW_LANES) {
+        row_f32v v;
+        memcpy(&v, x + n - ROW_LANES, sizeof v);
+        row_i32v diff = v != ninf, none = {0};
+        if (memcmp(&diff, &none, sizeof diff) != 0) break;
+        n -= ROW_LANES;
+    }
+    while (n > 0 && x[n - 1] == -INFINITY) n--;
+    return n;
 }
 
 /* sum of x[i] in double: sum += x[i] */

@@ -268,7 +268,7 @@ static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float 
  * mins into the rows' lanes and sum the q for the bias. Missing rows
  * (nrows < 16) stay zero in tmp, so they compute zeros that run() does not
  * store. */
-static void gq_pack(const gq_type *t, const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
+static inline __attribute__((always_inline)) void gq_pack(const gq_type *t, const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
     const int S = t->S, B = t->block, gpb = B / S; /* groups per block */
     const int64_t nblocks = K / B;
     const size_t gbytes = gq_group_bytes(t);

@@ -251,13 +251,17 @@ static void dot_q8_0_v(int64_t K, const void *w, const void *act, size_t act_str
 }
 
 
-/* ----------------------------------------- Q4_0 / Q8_0 over act8p pairs */
+/* ------------------------------------- Q4_0 / Q8_0 over act8p groups */
 
-/* Two 32-blocks at a time. Straightforward version: dot_q4_0 / dot_q8_0 in
- * quants.c. Layout: weight blocks as stored; activations act8p (blocks.h),
- * whose corr lanes pre-load the -8 * sum(a) of Q4_0 into the accumulator.
- * Per pair and column: one u8 x s8 dot (vpdpbusd with VNNI), one convert,
- * one scale product and one FMA. */
+/* Four 32-blocks at a time against act8p (blocks.h), whose order is that of
+ * a register of Q4_0 nibbles: the low nibbles of 4 blocks' 16 bytes are
+ * elements 0..15 of each, the high nibbles 16..31, and both halves sum
+ * into one i32 accumulator whose lane l belongs to block l/4. The corr
+ * lanes pre-load the -8 * sum(a) of Q4_0. Straightforward version:
+ * dot_q4_0 / dot_q8_0 in quants.c. A row's last group may hold 2 blocks
+ * (K % 128 == 64): the missing blocks' weights are zeros, never read. */
+#define GROUP_NBLK(K, g) ((K) - 128 * (g) >= 128 ? 4 : 2)
+
 #if KERNELS_AVX512
 static inline __m512i dot_u8s8_512(__m512i acc, __m512i u, __m512i s) {
 #if KERNELS_VNNI
@@ -267,161 +271,206 @@ static inline __m512i dot_u8s8_512(__m512i acc, __m512i u, __m512i s) {
 #endif
 }
 
-static inline __m512 scale_pair(float a, float b) {
-    __m512d lo = _mm512_castps_pd(_mm512_castps256_ps512(_mm256_set1_ps(a)));
-    return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_set1_ps(b)), 1));
-}
-
 static inline __m512i join256(__m256i a, __m256i b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
-/* The nibbles of blocks b[0], b[1] in act8p order, [b0 low | b0 high | b1
- * low | b1 high] nibbles: each block's 16 bytes broadcast to both 128-bit
- * lanes of a half (a load, no shuffle), the high lanes shifted by 4, one
- * AND. */
-static inline __m512i q4_0_pair_nibbles(const blk_q4_0 *b) {
-    __m256i x0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[0].qs));
-    __m256i x1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b[1].qs));
-    __m512i v = join256(x0, x1);
-    v = _mm512_mask_srli_epi16(v, (__mmask32)0xff00ff00u, v, 4);
-    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+/* The 16 bytes of qs of nblk (4 or 2) blocks of `size` bytes, one per
+ * 128-bit lane (zeros for missing blocks). */
+static inline __m512i group_lanes(const uint8_t *qs, size_t size, int nblk) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)qs));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(qs + size)), 1);
+    if (nblk == 4) {
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(qs + 2 * size)), 2);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(qs + 3 * size)), 3);
+    } else {
+        v = _mm512_maskz_mov_epi64(0x0f, v);
+    }
+    return v;
 }
 
-/* The fp16 scales of four consecutive blocks whose first `first` bytes
- * hold them (words at 0, s, 2s, 3s for a block of 2s bytes), as two act8p
- * scale vectors: lo = [d0 x8 | d1 x8], hi = [d2 x8 | d3 x8]. One 64-byte
- * load, one word permute, two conversions. s: block bytes / 2. */
-static inline void scales_4blocks(const void *first, int s, __m512 *lo, __m512 *hi) {
-    const __m512i idx = _mm512_set_epi16(
-        (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s),
-        (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s), (short)(2 * s),
-        (short)s, (short)s, (short)s, (short)s, (short)s, (short)s, (short)s, (short)s, 0, 0, 0, 0, 0, 0, 0, 0);
-    __m512i d = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(first));
-    *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(d));
-    *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(d, 1));
+/* The fp16 scales of nblk blocks of 2*s bytes starting at b (scale first)
+ * as act8p lanes [d0 x4 | d1 x4 | d2 x4 | d3 x4]. Four blocks of at least
+ * 64 (128) bytes together: one (two) 64-byte loads and one word permute. */
+static inline __m512 group_scales(const uint8_t *b, int s, int nblk) {
+    if (nblk == 4 && 8 * s >= 64) {
+        const __m512i idx = _mm512_castsi256_si512(_mm256_setr_epi16(
+            0, 0, 0, 0, (short)s, (short)s, (short)s, (short)s, (short)(2 * s), (short)(2 * s), (short)(2 * s),
+            (short)(2 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s), (short)(3 * s)));
+        __m512i d = 8 * s >= 128 ? _mm512_permutex2var_epi16(_mm512_loadu_si512(b), idx, _mm512_loadu_si512(b + 64))
+                                 : _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(b));
+        return _mm512_cvtph_ps(_mm512_castsi512_si256(d));
+    }
+    uint16_t h[4] = {0, 0, 0, 0};
+    for (int i = 0; i < nblk; i++) memcpy(&h[i], b + 2 * (size_t)s * (size_t)i, 2);
+    __m128i d4 = _mm_cvtsi64_si128((long long)((uint64_t)h[0] | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 32 |
+                                               (uint64_t)h[3] << 48));
+    /* words 0..3 -> each repeated 4 times */
+    __m256i r = _mm256_cvtepu32_epi64(_mm_unpacklo_epi16(d4, d4));
+    r = _mm256_or_si256(r, _mm256_slli_epi64(r, 32));
+    return _mm512_cvtph_ps(r);
 }
 
-/* Two blocks' scales (words at 0 and s), [d0 x8 | d1 x8]: for a lone pair
- * at the end of a row, where 64 bytes from the first block may run past
- * the row, so the two words are loaded one by one. */
-static inline __m512 scales_2blocks(const uint16_t *d0, const uint16_t *d1) {
-    __m256i v = _mm256_set_m128i(_mm_set1_epi16((short)*d1), _mm_set1_epi16((short)*d0));
-    return _mm512_cvtph_ps(v);
+/* Q4_0 nibbles of a group: lo = elements 0..15 of each block, hi = 16..31. */
+static inline void q4_0_group(const blk_q4_0 *b, int nblk, __m512i *lo, __m512i *hi) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512i v = group_lanes(b->qs, sizeof(blk_q4_0), nblk);
+    *lo = _mm512_and_si512(v, m4);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
 }
 
 static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q4_0 *x = w;
-    const int64_t np = K / 64;
-    if (nc == 1) { /* decoding: 4 blocks a step, two independent chains */
+    const int64_t ng = (K + 127) / 128;
+    if (nc == 1) { /* decoding: two groups a step, two independent chains */
         const act8p *a = act;
         __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-        int64_t ip = 0;
-        for (; ip + 2 <= np; ip += 2) {
-            const blk_q4_0 *b = x + 2 * ip;
+        int64_t g = 0;
+        for (; g + 2 <= ng && GROUP_NBLK(K, g + 1) == 4; g += 2) {
+            const blk_q4_0 *b = x + 4 * g;
             _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
-            __m512 dw0, dw1;
-            scales_4blocks(b, (int)sizeof(blk_q4_0) / 2, &dw0, &dw1);
-            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q4_0_pair_nibbles(b), _mm512_loadu_si512(a[ip].qs));
-            __m512i p1 = dot_u8s8_512(_mm512_loadu_si512(a[ip + 1].corr), q4_0_pair_nibbles(b + 2),
-                                      _mm512_loadu_si512(a[ip + 1].qs));
-            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_mul_ps(dw0, _mm512_loadu_ps(a[ip].d)), s0);
-            s1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), _mm512_mul_ps(dw1, _mm512_loadu_ps(a[ip + 1].d)), s1);
+            _mm_prefetch((const char *)b + 704, _MM_HINT_T0);
+            __m512i lo0, hi0, lo1, hi1;
+            q4_0_group(b, 4, &lo0, &hi0);
+            q4_0_group(b + 4, 4, &lo1, &hi1);
+            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[g].corr), lo0, _mm512_loadu_si512(a[g].qs));
+            __m512i p1 = dot_u8s8_512(_mm512_loadu_si512(a[g + 1].corr), lo1, _mm512_loadu_si512(a[g + 1].qs));
+            p0 = dot_u8s8_512(p0, hi0, _mm512_loadu_si512(a[g].qs + 64));
+            p1 = dot_u8s8_512(p1, hi1, _mm512_loadu_si512(a[g + 1].qs + 64));
+            __m512 d0 = _mm512_mul_ps(group_scales((const uint8_t *)b, 9, 4), _mm512_loadu_ps(a[g].d));
+            __m512 d1 = _mm512_mul_ps(group_scales((const uint8_t *)(b + 4), 9, 4), _mm512_loadu_ps(a[g + 1].d));
+            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), d0, s0);
+            s1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p1), d1, s1);
         }
-        if (ip < np) {
-            const blk_q4_0 *b = x + 2 * ip;
-            __m512i p0 = dot_u8s8_512(_mm512_loadu_si512(a[ip].corr), q4_0_pair_nibbles(b), _mm512_loadu_si512(a[ip].qs));
-            __m512 dw = scales_2blocks(&b[0].d, &b[1].d);
-            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p0), _mm512_mul_ps(dw, _mm512_loadu_ps(a[ip].d)), s0);
+        for (; g < ng; g++) {
+            const blk_q4_0 *b = x + 4 * g;
+            int nblk = GROUP_NBLK(K, g);
+            __m512i lo, hi;
+            q4_0_group(b, nblk, &lo, &hi);
+            __m512i p = dot_u8s8_512(_mm512_loadu_si512(a[g].corr), lo, _mm512_loadu_si512(a[g].qs));
+            p = dot_u8s8_512(p, hi, _mm512_loadu_si512(a[g].qs + 64));
+            __m512 d = _mm512_mul_ps(group_scales((const uint8_t *)b, 9, nblk), _mm512_loadu_ps(a[g].d));
+            s0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), d, s0);
         }
         out[0] = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
         return;
     }
     __m512 acc[AVX_NC];
     for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
-    for (int64_t ip = 0; ip < np; ip++) {
-        const blk_q4_0 *b = x + 2 * ip;
-        __m512i q = join256(load_nibbles_q4(b[0].qs), load_nibbles_q4(b[1].qs));
-        __m512 dw = scale_pair(f16s(b[0].d), f16s(b[1].d));
+    for (int64_t g = 0; g < ng; g++) {
+        const blk_q4_0 *b = x + 4 * g;
+        int nblk = GROUP_NBLK(K, g);
+        __m512i lo, hi;
+        q4_0_group(b, nblk, &lo, &hi);
+        __m512 dw = group_scales((const uint8_t *)b, 9, nblk);
         for (int c = 0; c < nc; c++) {
-            const act8p *a = (const act8p *)ACT(c) + ip;
-            __m512i p = dot_u8s8_512(_mm512_loadu_si512(a->corr), q, _mm512_loadu_si512(a->qs));
+            const act8p *a = (const act8p *)ACT(c) + g;
+            __m512i p = dot_u8s8_512(_mm512_loadu_si512(a->corr), lo, _mm512_loadu_si512(a->qs));
+            p = dot_u8s8_512(p, hi, _mm512_loadu_si512(a->qs + 64));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(a->d)), acc[c]);
         }
     }
     for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
 }
 
-/* Q8_0: |w| as u8, w's sign moved onto a (AVX-512 has no vpsignb: a masked
- * subtract from zero where w < 0). */
+/* Q8_0: the four blocks' 32 bytes regrouped by 128-bit lane shuffles into
+ * act8p order; |w| as u8, w's sign moved onto a (AVX-512 has no vpsignb: a
+ * masked subtract from zero where w < 0). */
+static inline void q8_0_group(const blk_q8_0 *b, int nblk, __m512i *lo, __m512i *hi) {
+    __m512i z01 = join256(_mm256_loadu_si256((const __m256i *)b[0].qs), _mm256_loadu_si256((const __m256i *)b[1].qs));
+    __m512i z23 = _mm512_setzero_si512();
+    if (nblk == 4)
+        z23 = join256(_mm256_loadu_si256((const __m256i *)b[2].qs), _mm256_loadu_si256((const __m256i *)b[3].qs));
+    *lo = _mm512_shuffle_i32x4(z01, z23, _MM_SHUFFLE(2, 0, 2, 0));
+    *hi = _mm512_shuffle_i32x4(z01, z23, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+static inline __m512i dot_s8s8_512(__m512i acc, __m512i w, __m512i a) {
+    __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(w), _mm512_setzero_si512(), a);
+    return dot_u8s8_512(acc, _mm512_abs_epi8(w), sa);
+}
+
 static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q8_0 *x = w;
-    const int64_t np = K / 64;
+    const int64_t ng = (K + 127) / 128;
     __m512 acc[AVX_NC];
     for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
-    for (int64_t ip = 0; ip < np; ip++) {
-        const blk_q8_0 *b = x + 2 * ip;
-        __m512i q = join256(_mm256_loadu_si256((const __m256i *)b[0].qs), _mm256_loadu_si256((const __m256i *)b[1].qs));
-        __mmask64 neg = _mm512_movepi8_mask(q);
-        __m512i aq = _mm512_abs_epi8(q);
-        __m512 dw = scale_pair(f16s(b[0].d), f16s(b[1].d));
+    for (int64_t g = 0; g < ng; g++) {
+        const blk_q8_0 *b = x + 4 * g;
+        int nblk = GROUP_NBLK(K, g);
+        if (nc == 1) _mm_prefetch((const char *)b + 1024, _MM_HINT_T0);
+        __m512i lo, hi;
+        q8_0_group(b, nblk, &lo, &hi);
+        __m512 dw = group_scales((const uint8_t *)b, 17, nblk);
         for (int c = 0; c < nc; c++) {
-            const act8p *a = (const act8p *)ACT(c) + ip;
-            __m512i av = _mm512_loadu_si512(a->qs);
-            __m512i sa = _mm512_mask_sub_epi8(av, neg, _mm512_setzero_si512(), av);
-            __m512i p = dot_u8s8_512(_mm512_setzero_si512(), aq, sa);
+            const act8p *a = (const act8p *)ACT(c) + g;
+            __m512i p = dot_s8s8_512(_mm512_setzero_si512(), lo, _mm512_loadu_si512(a->qs));
+            p = dot_s8s8_512(p, hi, _mm512_loadu_si512(a->qs + 64));
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, _mm512_loadu_ps(a->d)), acc[c]);
         }
     }
     for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
 }
 #else
-/* AVX2: the same pairs, one 256-bit half per block. */
+/* AVX2: a group as two 256-bit halves, blocks 0-1 (i32 lanes 0..7 of the
+ * act8p group) and blocks 2-3 (lanes 8..15). */
+static inline __m256 scales_2blocks_256(uint16_t d0, uint16_t d1) {
+    return _mm256_set_m128(_mm_set1_ps(f16s(d1)), _mm_set1_ps(f16s(d0)));
+}
+
 static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q4_0 *x = w;
-    const int64_t np = K / 64;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[AVX_NC], acc2[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = acc2[c] = _mm256_setzero_ps();
-    for (int64_t ip = 0; ip < np; ip++) {
-        const blk_q4_0 *b = x + 2 * ip;
-        __m256i qa = load_nibbles_q4(b[0].qs), qb = load_nibbles_q4(b[1].qs);
-        __m256 da = _mm256_set1_ps(f16s(b[0].d)), db = _mm256_set1_ps(f16s(b[1].d));
-        for (int c = 0; c < nc; c++) {
-            const act8p *a = (const act8p *)ACT(c) + ip;
-            __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(qa, _mm256_loadu_si256((const __m256i *)a->qs)), ones);
-            __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(qb, _mm256_loadu_si256((const __m256i *)(a->qs + 32))), ones);
-            pa = _mm256_add_epi32(pa, _mm256_loadu_si256((const __m256i *)a->corr));
-            pb = _mm256_add_epi32(pb, _mm256_loadu_si256((const __m256i *)(a->corr + 8)));
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pa), _mm256_mul_ps(da, _mm256_loadu_ps(a->d)), acc[c]);
-            acc2[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pb), _mm256_mul_ps(db, _mm256_loadu_ps(a->d + 8)), acc2[c]);
+    const int64_t ng = (K + 127) / 128;
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        int nh = GROUP_NBLK(K, g) / 2;
+        for (int h = 0; h < nh; h++) {
+            const blk_q4_0 *b = x + 4 * g + 2 * h;
+            __m256i v = _mm256_loadu2_m128i((const __m128i *)b[1].qs, (const __m128i *)b[0].qs);
+            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            __m256 dw = scales_2blocks_256(b[0].d, b[1].d);
+            for (int c = 0; c < nc; c++) {
+                const act8p *a = (const act8p *)ACT(c) + g;
+                __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(a->qs + 32 * h)));
+                __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(a->qs + 64 + 32 * h)));
+                __m256i p = _mm256_madd_epi16(_mm256_add_epi16(pl, ph), ones);
+                p = _mm256_add_epi32(p, _mm256_loadu_si256((const __m256i *)(a->corr + 8 * h)));
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_loadu_ps(a->d + 8 * h)), acc[c]);
+            }
         }
     }
-    for (int c = 0; c < nc; c++) out[c] = hsum256(_mm256_add_ps(acc[c], acc2[c]));
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
 
 static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q8_0 *x = w;
-    const int64_t np = K / 64;
+    const int64_t ng = (K + 127) / 128;
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[AVX_NC], acc2[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = acc2[c] = _mm256_setzero_ps();
-    for (int64_t ip = 0; ip < np; ip++) {
-        const blk_q8_0 *b = x + 2 * ip;
-        __m256i qa = _mm256_loadu_si256((const __m256i *)b[0].qs), qb = _mm256_loadu_si256((const __m256i *)b[1].qs);
-        __m256i ua = _mm256_sign_epi8(qa, qa), ub = _mm256_sign_epi8(qb, qb);
-        __m256 da = _mm256_set1_ps(f16s(b[0].d)), db = _mm256_set1_ps(f16s(b[1].d));
-        for (int c = 0; c < nc; c++) {
-            const act8p *a = (const act8p *)ACT(c) + ip;
-            __m256i sa = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a->qs), qa);
-            __m256i sb = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(a->qs + 32)), qb);
-            __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(ua, sa), ones);
-            __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(ub, sb), ones);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pa), _mm256_mul_ps(da, _mm256_loadu_ps(a->d)), acc[c]);
-            acc2[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pb), _mm256_mul_ps(db, _mm256_loadu_ps(a->d + 8)), acc2[c]);
+    __m256 acc[AVX_NC];
+    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        int nh = GROUP_NBLK(K, g) / 2;
+        for (int h = 0; h < nh; h++) {
+            const blk_q8_0 *b = x + 4 * g + 2 * h;
+            __m256i y0 = _mm256_loadu_si256((const __m256i *)b[0].qs), y1 = _mm256_loadu_si256((const __m256i *)b[1].qs);
+            /* [block 0 | block 1] elements 0..15, then 16..31 */
+            __m256i lo = _mm256_permute2x128_si256(y0, y1, 0x20), hi = _mm256_permute2x128_si256(y0, y1, 0x31);
+            __m256i ulo = _mm256_sign_epi8(lo, lo), uhi = _mm256_sign_epi8(hi, hi);
+            __m256 dw = scales_2blocks_256(b[0].d, b[1].d);
+            for (int c = 0; c < nc; c++) {
+                const act8p *a = (const act8p *)ACT(c) + g;
+                __m256i sl = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(a->qs + 32 * h)), lo);
+                __m256i sh = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(a->qs + 64 + 32 * h)), hi);
+                /* |w| * a pairs reach 2 * 128 * 127: the i16 sums stay apart */
+                __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ulo, sl), ones),
+                                             _mm256_madd_epi16(_mm256_maddubs_epi16(uhi, sh), ones));
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_loadu_ps(a->d + 8 * h)), acc[c]);
+            }
         }
     }
-    for (int c = 0; c < nc; c++) out[c] = hsum256(_mm256_add_ps(acc[c], acc2[c]));
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
 #endif
 

@@ -26,23 +26,26 @@ size_t quants_act_row_bytes(act_kind kind, int64_t K) {
     case ACT_F32: return (size_t)K * 4;
     case ACT_Q8: return (size_t)(K / 32) * sizeof(act8);
     case ACT_Q8K: return (size_t)(K / 256) * sizeof(act8k);
-    case ACT_Q8P: return (size_t)(K / 64) * sizeof(act8p);
+    case ACT_Q8P: return (size_t)((K + 127) / 128) * sizeof(act8p);
     default: return 0;
     }
 }
 
 void quants_act8p_from_f32(const float *x, act8p *y, int64_t n, int offset, act8_quantizer q8) {
-    act8 half[2];
+    act8 blk[4];
     if (!q8) q8 = cpu_quants_act8_from_f32;
-    for (int64_t ip = 0; ip < n / 64; ip++, x += 64) {
-        q8(x, half, 64);
-        for (int h = 0; h < 2; h++) {
-            memcpy(y[ip].qs + 32 * h, half[h].qs, 32);
-            for (int l = 0; l < 8; l++) {
-                const int8_t *q = half[h].qs + 4 * l;
-                y[ip].d[8 * h + l] = half[h].d;
-                y[ip].corr[8 * h + l] = -offset * (q[0] + q[1] + q[2] + q[3]);
-            }
+    for (int64_t g = 0; g < (n + 127) / 128; g++, x += 128) {
+        int nblk = n - 128 * g >= 128 ? 4 : 2; /* n % 64 == 0 */
+        q8(x, blk, 32 * nblk);
+        memset(&y[g], 0, sizeof y[g]);
+        for (int i = 0; i < nblk; i++) {
+            memcpy(y[g].qs + 16 * i, blk[i].qs, 16);
+            memcpy(y[g].qs + 64 + 16 * i, blk[i].qs + 16, 16);
+        }
+        for (int l = 0; l < 4 * nblk; l++) {
+            const int8_t *lo = y[g].qs + 4 * l, *hi = y[g].qs + 64 + 4 * l;
+            y[g].d[l] = blk[l / 4].d;
+            y[g].corr[l] = -offset * (lo[0] + lo[1] + lo[2] + lo[3] + hi[0] + hi[1] + hi[2] + hi[3]);
         }
     }
 }

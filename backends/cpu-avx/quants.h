@@ -34,7 +34,8 @@ act_kind quants_act_kind(int32_t dtype);
 /* Bytes of one activation row of K elements in that format. */
 size_t quants_act_row_bytes(act_kind kind, int64_t K);
 
-/* n a multiple of 64; offset is the weight type's zero point (see act8p);
+/* f32 -> ceil(n/128) act8p groups (blocks.h), n a multiple of 64; offset
+ * is the weight type's zero point (see act8p);
  * q8 quantizes the 32-blocks (a vector act8 quantizer, or NULL for the
  * plain C one). */
 typedef void (*act8_quantizer)(const float *x, act8 *y, int64_t n);

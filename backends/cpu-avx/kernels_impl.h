@@ -684,24 +684,27 @@ static inline __m512i words_idx4(int w0) {
 }
 
 /* Q4_K / Q5_K scales: the 8 six-bit scales and 8 mins of 12 packed bytes
- * as 16 u16 words [sc0..sc7, mn0..mn7] (the bit moves of k4_unpack done
- * 4 bytes at a time in general registers). */
+ * (k4_unpack's bit moves on all 16 at once) as u16 words in the order
+ * [sc0..sc3, mn0..mn3, sc4..sc7, mn4..mn7]. s + 16 must be readable (the
+ * block goes on with qs). */
 static inline __m256i k4_scales_words(const uint8_t *s) {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4);
-    memcpy(&u1, s + 4, 4);
-    memcpy(&u2, s + 8, 4);
-    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x30303030u;
-    uint64_t sc = (u0 & m6) | (uint64_t)((u2 & m4) | ((u0 >> 2) & m2)) << 32;
-    uint64_t mn = (u1 & m6) | (uint64_t)(((u2 >> 4) & m4) | ((u1 >> 2) & m2)) << 32;
-    return _mm256_cvtepu8_epi16(_mm_set_epi64x((long long)mn, (long long)sc));
+    const __m128i x = _mm_loadu_si128((const __m128i *)s);
+    /* a: [s0..s3, s4..s7, s8..s11, s8..s11]; b: [0 x8, s0..s3, s4..s7] */
+    __m128i a = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 8, 9, 10, 11));
+    __m128i b = _mm_shuffle_epi8(x, _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 2, 3, 4, 5, 6, 7));
+    a = _mm_mask_srli_epi16(a, 0xc0, a, 4); /* bytes 12..15: s8..s11 >> 4 */
+    /* low bits: & 63 for sc0..3/mn0..3, & 15 for the rest; high bits:
+     * (s >> 6) << 4 of s0..s7 into bytes 8..15 */
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30));
+    __m128i m = _mm_setr_epi8(63, 63, 63, 63, 63, 63, 63, 63, 15, 15, 15, 15, 15, 15, 15, 15);
+    return _mm256_cvtepu8_epi16(_mm_ternarylogic_epi32(a, m, hi, 0xEA)); /* (a & m) | hi */
 }
 
 static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q4_k *x = w;
     const int64_t nb = K / 256;
-    /* the mins, one per pair of 16-element bsums: words 8+j, 8+j for j < 8 */
-    const __m256i min_idx = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    /* the mins, one per pair of 16-element bsums (k4_scales_words order) */
+    const __m256i min_idx = _mm256_setr_epi16(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15);
     __m512 acc[AVX_NC];
     __m256 accm[AVX_NC];
     for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps(), accm[c] = _mm256_setzero_ps();
@@ -717,7 +720,7 @@ static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_s
         __m512i q[4], scl[4];
         for (int j = 0; j < 4; j++) {
             q[j] = nibbles_512(b->qs + 32 * j);
-            scl[j] = _mm512_permutexvar_epi16(words_idx2(2 * j, 2 * j + 1), sw512);
+            scl[j] = _mm512_permutexvar_epi16(words_idx2(2 * j + 4 * (j >= 2), 2 * j + 1 + 4 * (j >= 2)), sw512);
         }
         for (int c = 0; c < nc; c++) {
             const act8k *a = (const act8k *)ACT(c) + ib;

@@ -246,13 +246,12 @@ static void gf_pack_block_n(const uint8_t *w, size_t w_stride, int live, int64_t
 
 /* Prefetch part `part` of `parts` of a block's weights (live rows of
  * kc k-steps from w) into L2: the next block's, spread over the column
- * tiles of the current one. */
+ * tiles of the current one, a few rows per tile. */
 static inline void gf_prefetch_part(const uint8_t *w, size_t w_stride, int live, int64_t kc, int64_t part,
                                     int64_t parts) {
-    const int64_t lines_per_row = (kc * 2 + 63) / 64, lines = (int64_t)live * lines_per_row;
-    for (int64_t i = part * lines / parts; i < (part + 1) * lines / parts; i++)
-        _mm_prefetch((const char *)(w + (size_t)(i / lines_per_row) * w_stride) + 64 * (i % lines_per_row),
-                     _MM_HINT_T1);
+    const int64_t r0 = part * live / parts, r1 = (part + 1) * live / parts;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t b = 0; b < kc * 2; b += 64) _mm_prefetch((const char *)(w + (size_t)r * w_stride) + b, _MM_HINT_T1);
 }
 
 /* --------------------------------------------------------------- run */

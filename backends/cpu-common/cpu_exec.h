@@ -33,7 +33,8 @@ typedef struct cpu_exec {
     _Atomic int64_t next_chunk;     /* dynamic work distribution in matmul */
     _Atomic int error;              /* first error status raised by an op */
     /* softmax: x[i] = exp(x[i] - max) for n values, returning the sum in
-     * double; a plugin's vector kernel, or NULL for the scalar expf loop. */
+     * double; a plugin's vector kernel, or NULL for cpu_rows.h's
+     * row_exp_sub_sum (expf's results but in rare near-halfway cases). */
     double (*exp_sub_sum)(float *x, int64_t n, float max);
 } cpu_exec;
 

@@ -64,24 +64,23 @@ static void gq_decode_q4_0(const void *blk, int8_t *q, float *sc, float *mn) {
 
 static void gq_decode_q4_1(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q4_1 *b = blk;
-    decode_nibbles(b->qs, (uint8_t *)q);
+    _mm256_storeu_si256((__m256i *)q, gq_nibbles32(b->qs));
     sc[0] = f16s(b->d);
     mn[0] = f16s(b->m);
 }
 
+/* q5_high_bits (kernels_impl.h) gives the fifth bits as 0x10 bytes. */
 static void gq_decode_q5_0(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q5_0 *b = blk;
     (void)mn;
-    decode_nibbles(b->qs, (uint8_t *)q);
-    add_high_bits(b->qh, (uint8_t *)q);
-    for (int j = 0; j < 32; j++) q[j] = (int8_t)(q[j] - 16);
+    __m256i v = _mm256_or_si256(gq_nibbles32(b->qs), q5_high_bits(b->qh));
+    _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(v, _mm256_set1_epi8(16)));
     sc[0] = f16s(b->d);
 }
 
 static void gq_decode_q5_1(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q5_1 *b = blk;
-    decode_nibbles(b->qs, (uint8_t *)q);
-    add_high_bits(b->qh, (uint8_t *)q);
+    _mm256_storeu_si256((__m256i *)q, _mm256_or_si256(gq_nibbles32(b->qs), q5_high_bits(b->qh)));
     sc[0] = f16s(b->d);
     mn[0] = f16s(b->m);
 }
@@ -93,9 +92,18 @@ static void gq_decode_q8_0(const void *blk, int8_t *q, float *sc, float *mn) {
     sc[0] = f16s(b->d);
 }
 
+/* Q2_K / Q3_K: vector versions of decode_q2k / decode_q3k: element 128n +
+ * 32j + l has bits 2j..2j+1 of qs[32n + l] (and, for Q3_K, bit 4n + j of
+ * hmask[l], clear meaning -4). 16-bit shifts are safe: the mask after the
+ * shift keeps only bits that came from the same byte. */
 static void gq_decode_q2_k(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q2_k *b = blk;
-    decode_q2k(b, q);
+    const __m256i m2 = _mm256_set1_epi8(3);
+    for (int n = 0; n < 2; n++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * n));
+        for (int j = 0; j < 4; j++)
+            _mm256_storeu_si256((__m256i *)(q + 128 * n + 32 * j), _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m2));
+    }
     const float d = f16s(b->d), dmin = f16s(b->dmin);
     for (int g = 0; g < 16; g++) {
         sc[g] = d * (float)(b->scales[g] & 0xF);
@@ -106,7 +114,17 @@ static void gq_decode_q2_k(const void *blk, int8_t *q, float *sc, float *mn) {
 static void gq_decode_q3_k(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q3_k *b = blk;
     (void)mn;
-    decode_q3k(b, q);
+    const __m256i m2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
+    const __m256i hm = _mm256_loadu_si256((const __m256i *)b->hmask);
+    for (int n = 0; n < 2; n++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * n));
+        for (int j = 0; j < 4; j++) {
+            __m256i lo = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), m2);
+            __m256i h = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * n + j), one);
+            __m256i val = _mm256_sub_epi8(_mm256_add_epi8(lo, _mm256_slli_epi16(h, 2)), four);
+            _mm256_storeu_si256((__m256i *)(q + 128 * n + 32 * j), val);
+        }
+    }
     int s[16];
     q3k_scales(b->scales, s);
     const float d = f16s(b->d);

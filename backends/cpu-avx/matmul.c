@@ -69,8 +69,12 @@ static int act_in_place(const tsr_node *node) {
 
 /* The packed-panel GEMM for this node, or NULL for the dot kernels. */
 static const gemm_ops *gemm_for(const avx_kernels *k, const tsr_node *node) {
-    const gemm_ops *g = k->gemm[node->src[0]->dtype];
-    if (!g || node->src[1]->ne[1] < GEMM_MIN_N || node->dst->nb[0] != 4) return NULL;
+    const int32_t t = node->src[0]->dtype;
+    const gemm_ops *g = k->gemm[t];
+    if (!g || node->dst->nb[0] != 4) return NULL;
+    /* few columns: the dot kernels, unless this type only has the plain C
+     * one, which is slower than packing the rows even for one column */
+    if (node->src[1]->ne[1] < GEMM_MIN_N && k->dot[t] != quants_scalar_dot(t)) return NULL;
     if (node->dst->nb[1] % 4 != 0) return NULL;
     return g;
 }

@@ -398,7 +398,10 @@ static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_
     for (int64_t g = 0; g < ng; g++) {
         const blk_q8_0 *b = x + 4 * g;
         int nblk = GROUP_NBLK(K, g);
-        if (nc == 1) _mm_prefetch((const char *)b + 1024, _MM_HINT_T0);
+        if (nc == 1) {
+            _mm_prefetch((const char *)b + 1024, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 1088, _MM_HINT_T0);
+        }
         __m512i lo, hi;
         q8_0_group(b, nblk, &lo, &hi);
         __m512 dw = group_scales((const uint8_t *)b, 17, nblk);

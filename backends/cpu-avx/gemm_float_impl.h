@@ -188,24 +188,23 @@ static inline __m256 gf_load8_bf16(const uint16_t *p) {
 
 /* kc k-steps of one micro-panel: its first `live` rows, from w (row i at
  * w + i * w_stride, already offset to the block's first k; the others
- * zero) -> mp, [k][GF_MR]. Per 16 (zmm) or 8 k, each group of 16 or 8
- * rows is loaded, converted and transposed, so every k-step's GF_MR floats
- * (whole cache lines) are written together. `full` (live == GF_MR) and bf16 are
- * constants in each inlined copy. */
+ * zero) -> mp, [k][GF_MR]: for each group of 16 (zmm) or 8 rows, blocks
+ * of 16 or 8 k are loaded, converted and transposed into 16 or 8 k-steps.
+ * `full` (live == GF_MR) and bf16 are constants in each inlined copy. */
 static inline __attribute__((always_inline)) void gf_pack_block(const uint8_t *w, size_t w_stride, int live,
                                                                int64_t kc, float *mp, const int bf16,
                                                                const int full) {
-    const uint16_t *row[GF_MR];
-    for (int i = 0; i < GF_MR; i++) row[i] = (const uint16_t *)(w + (size_t)(i < live ? i : 0) * w_stride);
-    int64_t k = 0;
+    int64_t k0 = 0;
 #if KERNELS_AVX512
-    for (; k + 16 <= kc; k += 16) {
-#pragma GCC unroll 2
-        for (int g = 0; g < GF_MR / 16; g++) {
+    /* groups of 16 rows, each over the whole block: 16 row pointers fit in
+     * registers, and the block (L1-resident) takes the two half-line writes */
+    for (int g = 0; g < GF_MR / 16; g++) {
+        const uint8_t *wg = w + (size_t)(16 * g) * w_stride;
+        for (int64_t k = 0; k + 16 <= kc; k += 16) {
             __m512 v[16];
 #pragma GCC unroll 16
             for (int i = 0; i < 16; i++) {
-                const uint16_t *src = row[16 * g + i] + k;
+                const uint16_t *src = (const uint16_t *)(wg + (size_t)i * w_stride) + k;
                 v[i] = full || 16 * g + i < live ? (bf16 ? gf_load16_bf16(src) : gf_load16_f16(src))
                                                  : _mm512_setzero_ps();
             }
@@ -214,14 +213,15 @@ static inline __attribute__((always_inline)) void gf_pack_block(const uint8_t *w
             for (int j = 0; j < 16; j++) _mm512_store_ps(mp + (k + j) * GF_MR + 16 * g, v[j]);
         }
     }
+    k0 = kc & ~(int64_t)15;
 #endif
-    for (; k + 8 <= kc; k += 8) {
-#pragma GCC unroll 4
-        for (int g = 0; g < GF_MR / 8; g++) {
+    for (int g = 0; g < GF_MR / 8; g++) {
+        const uint8_t *wg = w + (size_t)(8 * g) * w_stride;
+        for (int64_t k = k0; k + 8 <= kc; k += 8) {
             __m256 v[8];
 #pragma GCC unroll 8
             for (int i = 0; i < 8; i++) {
-                const uint16_t *src = row[8 * g + i] + k;
+                const uint16_t *src = (const uint16_t *)(wg + (size_t)i * w_stride) + k;
                 v[i] = full || 8 * g + i < live ? (bf16 ? gf_load8_bf16(src) : gf_load8_f16(src)) : _mm256_setzero_ps();
             }
             gf_transpose8(v);
@@ -229,9 +229,11 @@ static inline __attribute__((always_inline)) void gf_pack_block(const uint8_t *w
             for (int j = 0; j < 8; j++) _mm256_store_ps(mp + (k + j) * GF_MR + 8 * g, v[j]);
         }
     }
-    for (; k < kc; k++)
-        for (int i = 0; i < GF_MR; i++)
-            mp[k * GF_MR + i] = i < live ? (bf16 ? cpu_bf16_to_f32(row[i][k]) : f16s(row[i][k])) : 0.0f;
+    for (int64_t k = kc & ~(int64_t)7; k < kc; k++)
+        for (int i = 0; i < GF_MR; i++) {
+            const uint16_t h = i < live ? ((const uint16_t *)(w + (size_t)i * w_stride))[k] : 0;
+            mp[k * GF_MR + i] = i < live ? (bf16 ? cpu_bf16_to_f32(h) : f16s(h)) : 0.0f;
+        }
 }
 
 static void gf_pack_block_n(const uint8_t *w, size_t w_stride, int live, int64_t kc, float *mp, const int bf16) {

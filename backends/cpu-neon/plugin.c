@@ -143,7 +143,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     q->n_nodes = n_nodes;
     q->stop = 0;
     q->ex.k = &g.kernels;
-    q->ex.exp_sub_sum = NULL; /* softmax uses the scalar expf loop */
+    q->ex.exp_sub_sum = NULL; /* softmax uses cpu-common's row exp (cpu_rows.h) */
     atomic_store(&q->ex.error, 0);
     /* the barrier count must equal the threads that run */
     q->ex.nth = cpu_pool_reserve(q->ex.pool, nth);

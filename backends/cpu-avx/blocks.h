@@ -1,6 +1,6 @@
 /*
  * blocks.h — the block layouts only cpu-avx uses, on top of the ones shared
- * with cpu-neon (../cpu-common/cpu_blocks.h): act8p, the paired activation
+ * with cpu-neon (../cpu-common/cpu_blocks.h): act8p, the packed activation
  * blocks of its vector Q4_0/Q8_0 kernels.
  */
 #ifndef TESSERA_CPU_AVX_BLOCKS_H

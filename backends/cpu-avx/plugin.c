@@ -282,15 +282,19 @@ static int32_t plugin_score(void) {
     return (int32_t)cpu_features_best_level(&f) * 10;
 }
 
-/* TESSERA_AVX_LEVEL=avx2|avx512 lowers the level (never raises it). */
-static avx_level requested_level(avx_level best) {
+/* TESSERA_AVX_LEVEL=avx2|avx512|avx512-novnni lowers the level (never
+ * raises it); avx512-novnni also leaves VNNI out (sets *no_vnni), so the
+ * plain AVX-512 kernels are tested on a VNNI machine. */
+static avx_level requested_level(avx_level best, int *no_vnni) {
     const char *env = getenv("TESSERA_AVX_LEVEL");
+    *no_vnni = 0;
     if (!env || !*env) return best;
     avx_level want;
     if (!strcmp(env, "avx2")) want = AVX_LEVEL_AVX2;
     else if (!strcmp(env, "avx512")) want = AVX_LEVEL_AVX512;
+    else if (!strcmp(env, "avx512-novnni")) want = AVX_LEVEL_AVX512, *no_vnni = 1;
     else {
-        plog(TSR_LOG_WARN, "TESSERA_AVX_LEVEL='%s' is not avx2 or avx512; using %s", env,
+        plog(TSR_LOG_WARN, "TESSERA_AVX_LEVEL='%s' is not avx2, avx512 or avx512-novnni; using %s", env,
              best == AVX_LEVEL_AVX512 ? "avx512" : "avx2");
         return best;
     }
@@ -314,10 +318,11 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
         g.n_devices = 0;
         return TSR_ERR_UNSUPPORTED;
     }
-    g.level = requested_level(best);
+    int no_vnni;
+    g.level = requested_level(best, &no_vnni);
     const char *force = getenv("TESSERA_AVX_FORCE_THREADS");
     g.force_threads = force && *force && strcmp(force, "0") != 0;
-    if (g.level == AVX_LEVEL_AVX512 && g.cpu.avx512vnni) kernels_init_avx512vnni(&g.kernels);
+    if (g.level == AVX_LEVEL_AVX512 && g.cpu.avx512vnni && !no_vnni) kernels_init_avx512vnni(&g.kernels);
     else if (g.level == AVX_LEVEL_AVX512) kernels_init_avx512(&g.kernels);
     else kernels_init_avx2(&g.kernels);
     snprintf(g.description, sizeof g.description, "%s (%s kernels)",

@@ -194,12 +194,12 @@ void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
 
     int64_t rb, cb;
     if (N == 1) {
-        /* decoding: chunks of about 64 KiB of weights (>= 8 rows), many
-         * per thread, so a thread slowed by another process costs the
+        /* decoding: chunks of about 128 KiB of weights (>= 8 rows, >= 4
+         * per thread), so a thread slowed by another process costs the
          * others at most one short chunk's wait at the barrier; not much
          * smaller, as each chunk's atomic increment moves a cache line
-         * between cores (~80 ns here, ~1.5% of a token at this size) */
-        const size_t chunk_bytes = 64 * 1024;
+         * between cores (~80 ns here: ~3% of a token with 32 KiB chunks) */
+        const size_t chunk_bytes = 128 * 1024;
         rb = (int64_t)(chunk_bytes / (w_row_bytes ? w_row_bytes : 1));
         if (rb > M / (4 * (int64_t)nth)) rb = M / (4 * (int64_t)nth);
         if (rb < 8) rb = 8;

@@ -70,6 +70,11 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
  * through the vector loop; the rest (all of a short row, e.g. attention over
  * few cells or a head of 8) are summed in double: tiny models are sensitive
  * enough to that order that llama.cpp's logits depend on it. */
+/* Decoding streams each weight row once: prefetching this many bytes ahead
+ * keeps more lines in flight than the hardware prefetcher alone. */
+#ifndef FLOAT_DOT_PREFETCH
+#define FLOAT_DOT_PREFETCH 2048
+#endif
 #define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \
     static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
                      float *out) {                                                         \
@@ -81,6 +86,7 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
         if (nc == 1) {                                                                     \
             VF s0 = vf_zero(), s1 = vf_zero();                                             \
             for (; k < kv; k += 2 * VF_W) {                                                \
+                _mm_prefetch((const char *)(x + k) + FLOAT_DOT_PREFETCH, _MM_HINT_T0);     \
                 s0 = vf_fma(LOADW(x + k), vf_load(a0 + k), s0);                            \
                 s1 = vf_fma(LOADW(x + k + VF_W), vf_load(a0 + k + VF_W), s1);              \
             }                                                                              \
@@ -328,8 +334,8 @@ static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_
         int64_t g = 0;
         for (; g + 2 <= ng && GROUP_NBLK(K, g + 1) == 4; g += 2) {
             const blk_q4_0 *b = x + 4 * g;
-            _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
-            _mm_prefetch((const char *)b + 704, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 3136, _MM_HINT_T0);
             __m512i lo0, hi0, lo1, hi1;
             q4_0_group(b, 4, &lo0, &hi0);
             q4_0_group(b + 4, 4, &lo1, &hi1);
@@ -399,8 +405,8 @@ static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_
         const blk_q8_0 *b = x + 4 * g;
         int nblk = GROUP_NBLK(K, g);
         if (nc == 1) {
-            _mm_prefetch((const char *)b + 1024, _MM_HINT_T0);
-            _mm_prefetch((const char *)b + 1088, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 3136, _MM_HINT_T0);
         }
         __m512i lo, hi;
         q8_0_group(b, nblk, &lo, &hi);
@@ -713,8 +719,8 @@ static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_s
     for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps(), accm[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q4_k *b = x + ib;
-        _mm_prefetch((const char *)b + 1024, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + 1024 + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 3072 + 64, _MM_HINT_T0);
         __m256i sw = k4_scales_words(b->scales);
         __m512i sw512 = _mm512_castsi256_si512(sw);
         __m256i mins16 = _mm256_permutexvar_epi16(min_idx, sw);
@@ -749,9 +755,9 @@ static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_s
     for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q6_k *b = x + ib;
-        _mm_prefetch((const char *)b + 1280, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + 1280 + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + 1280 + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 3072 + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 3072 + 128, _MM_HINT_T0);
         __m512i q[4], scl[4];
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
         const __m512i sc512 = _mm512_castsi256_si512(sc16);

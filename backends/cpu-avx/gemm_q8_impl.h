@@ -131,6 +131,16 @@ static void gq_decode_q3_k(const void *blk, int8_t *q, float *sc, float *mn) {
     for (int g = 0; g < 16; g++) sc[g] = d * (float)s[g];
 }
 
+/* Q4_K / Q5_K: per sub-block j, scale d * sc_j and min coefficient -dmin * m_j. */
+static inline void gq_k4_scales(const uint8_t *packed, float d, float dmin, float *sc, float *mn) {
+    for (int j = 0; j < 8; j++) {
+        int s, m;
+        k4_scale_min(j, packed, &s, &m);
+        sc[j] = d * (float)s;
+        mn[j] = -dmin * (float)m;
+    }
+}
+
 /* The K-quant decoders below are vector versions of decode_q4k / q5k / q6k
  * (cpu_quants_decode.h): same element order, 32 values per store. */
 static void gq_decode_q4_k(const void *blk, int8_t *q, float *sc, float *mn) {
@@ -141,13 +151,7 @@ static void gq_decode_q4_k(const void *blk, int8_t *q, float *sc, float *mn) {
         _mm256_storeu_si256((__m256i *)(q + 64 * c), _mm256_and_si256(v, m4));
         _mm256_storeu_si256((__m256i *)(q + 64 * c + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
     }
-    const float d = f16s(b->d), dmin = f16s(b->dmin);
-    for (int j = 0; j < 8; j++) {
-        int s, m;
-        k4_scale_min(j, b->scales, &s, &m);
-        sc[j] = d * (float)s;
-        mn[j] = -dmin * (float)m;
-    }
+    gq_k4_scales(b->scales, f16s(b->d), f16s(b->dmin), sc, mn);
 }
 
 static void gq_decode_q5_k(const void *blk, int8_t *q, float *sc, float *mn) {
@@ -163,13 +167,7 @@ static void gq_decode_q5_k(const void *blk, int8_t *q, float *sc, float *mn) {
         _mm256_storeu_si256((__m256i *)(q + 64 * c + 32),
                             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), h1));
     }
-    const float d = f16s(b->d), dmin = f16s(b->dmin);
-    for (int j = 0; j < 8; j++) {
-        int s, m;
-        k4_scale_min(j, b->scales, &s, &m);
-        sc[j] = d * (float)s;
-        mn[j] = -dmin * (float)m;
-    }
+    gq_k4_scales(b->scales, f16s(b->d), f16s(b->dmin), sc, mn);
 }
 
 static void gq_decode_q6_k(const void *blk, int8_t *q, float *sc, float *mn) {

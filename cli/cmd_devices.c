@@ -3,29 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "commands.h"
 #include "host/host.h"
 #include "util/error.h"
 
-enum { MAX_PLUGIN_DIRS = 16, MAX_DEVICES = 64 };
-
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera devices [--json] [--plugin-dir DIR]... [--device LIST] [-v]\n"
-            "\n"
-            "List every compute device (index, name, kind, description, features, memory,\n"
-            "host visibility, plugin and file) and every backend plugin that was rejected\n"
-            "or superseded, with the reason.\n"
-            "\n"
-            "  --json            machine-readable output\n"
-            "  --plugin-dir DIR  look for libtessera-backend-*.so in DIR first (repeatable);\n"
-            "                    then TESSERA_PLUGIN_PATH, the executable's directory and\n"
-            "                    the install libdir are searched\n"
-            "  --device LIST     show only these devices, in this order (e.g. vulkan0,ref);\n"
-            "                    an unknown name is an error listing the available ones\n"
-            "  -v, --verbose     show what plugins log while loading\n"
-            "  -h, --help        this text\n");
-}
+enum { MAX_DEVICES = 64 };
 
 /* JSON string literal of s (control characters escaped). */
 static void json_str(FILE *out, const char *s) {
@@ -125,39 +108,46 @@ static void print_json(FILE *out, host_device **devs, int32_t n) {
     fprintf(out, "\n  ]\n}\n");
 }
 
+typedef struct devices_opts {
+    cli_params p;
+    int json, verbose;
+    const char *device_list;
+} devices_opts;
+
+static const cli_option devices_own[] = {
+    {NULL, "--json", NULL, "machine-readable output", CLI_SWITCH, CLI_OWN(devices_opts, json), 0, 0, NULL, 0,
+     0},
+    {NULL, "--device", "LIST",
+     "show only these devices, in this order (e.g. vulkan0,ref); an unknown name is an error listing "
+     "the available ones",
+     CLI_STR, CLI_OWN(devices_opts, device_list), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {"-v", "--verbose", NULL, "show what plugins log while loading", CLI_SWITCH,
+     CLI_OWN(devices_opts, verbose), 0, 0, NULL, 0, 0},
+    CLI_END,
+};
+
+static const cli_command devices_cmd = {
+    .name = "tessera devices",
+    .synopsis = "[--json] [--plugin-dir DIR]... [--device LIST] [-v]",
+    .about = "List every compute device (index, name, kind, description, features, memory,\n"
+             "host visibility, plugin and file) and every backend plugin that was rejected\n"
+             "or superseded, with the reason. Plugins are searched in --plugin-dir, then\n"
+             "TESSERA_PLUGIN_PATH, the executable's directory and the install libdir.",
+    .groups = CLI_G_PLUGINS,
+    .own = devices_own,
+};
+
 int cmd_devices(int argc, char **argv) {
-    const char *dirs[MAX_PLUGIN_DIRS];
-    int32_t n_dirs = 0;
-    bool json = false;
-    const char *device_list = NULL;
-    int verbosity = TSR_LOG_ERROR;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbosity = TSR_LOG_DEBUG;
-        } else if (!strcmp(a, "--plugin-dir") || !strcmp(a, "--device")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tessera devices: %s needs a value\n", a);
-                return 2;
-            }
-            if (!strcmp(a, "--device")) {
-                device_list = argv[++i];
-            } else if (n_dirs == MAX_PLUGIN_DIRS) {
-                fprintf(stderr, "tessera devices: more than %d --plugin-dir\n", MAX_PLUGIN_DIRS);
-                return 2;
-            } else {
-                dirs[n_dirs++] = argv[++i];
-            }
-        } else {
-            fprintf(stderr, "tessera devices: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
+    devices_opts o;
+    memset(&o, 0, sizeof o);
+    cli_params_init(&o.p);
+    int rc = cli_parse(&devices_cmd, argc, argv, &o.p, &o);
+    if (rc != 0) return rc > 0 ? 0 : 2;
+    const char *const *dirs = o.p.plugin_dirs;
+    int32_t n_dirs = o.p.n_plugin_dirs;
+    int verbosity = o.verbose ? TSR_LOG_DEBUG : TSR_LOG_ERROR;
+    bool json = o.json;
+    const char *device_list = o.device_list;
     host_options opt = {.plugin_dirs = dirs, .n_plugin_dirs = n_dirs, .verbosity = verbosity};
     if (host_init(&opt)) {
         fprintf(stderr, "tessera devices: %s\n", error_get());

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "tensor/dtype.h"
@@ -26,26 +27,9 @@ enum {
 };
 
 typedef struct inspect_opts {
-    bool json;
-    bool full;
+    int json;
+    int full;
 } inspect_opts;
-
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera inspect FILE [--json] [--full]\n"
-            "\n"
-            "Print a GGUF file's header (version, alignment, counts, data offset, file size),\n"
-            "all metadata and all tensors (name, type, shape, offset, bytes).\n"
-            "\n"
-            "  --json   print one JSON document instead of text\n"
-            "  --full   do not shorten long arrays and strings (JSON marks shortened\n"
-            "           values with \"truncated\": true and gives \"count\" or \"length\")\n"
-            "  --help   show this help\n"
-            "\n"
-            "Tensor offsets are relative to the data section, as stored in the file.\n"
-            "Exit status: 0 on success, 1 if the file cannot be read or is not valid GGUF,\n"
-            "2 on a usage error.\n");
-}
 
 /* ------------------------------------------------------------ strings */
 
@@ -268,33 +252,44 @@ static void print_json(FILE *o, const gguf_file *f, const inspect_opts *opt) {
 
 /* ---------------------------------------------------------------- main */
 
+static const cli_option inspect_own[] = {
+    {NULL, "--json", NULL, "print one JSON document instead of text", CLI_SWITCH, CLI_OWN(inspect_opts, json),
+     0, 0, NULL, 0, 0},
+    {NULL, "--full", NULL,
+     "do not shorten long arrays and strings (JSON marks shortened values with \"truncated\": true and "
+     "gives \"count\" or \"length\")",
+     CLI_SWITCH, CLI_OWN(inspect_opts, full), 0, 0, NULL, 0, 0},
+    CLI_END,
+};
+
+static const cli_command inspect_cmd = {
+    .name = "tessera inspect",
+    .synopsis = "FILE [--json] [--full]",
+    .about = "Print a GGUF file's header (version, alignment, counts, data offset, file size),\n"
+             "all metadata and all tensors (name, type, shape, offset, bytes).",
+    .own = inspect_own,
+    .max_positional = 2, /* a second one is named in the error */
+    .epilog = "Tensor offsets are relative to the data section, as stored in the file.\n"
+              "Exit status: 0 on success, 1 if the file cannot be read or is not valid GGUF,\n"
+              "2 on a usage error.\n",
+};
+
 int cmd_inspect(int argc, char **argv) {
     inspect_opts opt = {0};
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            opt.json = true;
-        } else if (!strcmp(a, "--full")) {
-            opt.full = true;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tessera inspect: unknown option '%s' (see --help)\n", a);
-            return 2;
-        } else if (path) {
-            fprintf(stderr, "tessera inspect: more than one file given ('%s' and '%s')\n", path,
-                    a);
-            return 2;
-        } else {
-            path = a;
-        }
-    }
-    if (!path) {
+    cli_params p;
+    cli_params_init(&p);
+    int rc = cli_parse(&inspect_cmd, argc, argv, &p, &opt);
+    if (rc != 0) return rc > 0 ? 0 : 2;
+    if (p.n_positional == 0) {
         fprintf(stderr, "tessera inspect: no file given (usage: tessera inspect FILE [--json])\n");
         return 2;
     }
+    if (p.n_positional > 1) {
+        fprintf(stderr, "tessera inspect: more than one file given ('%s' and '%s')\n", p.positional[0],
+                p.positional[1]);
+        return 2;
+    }
+    const char *path = p.positional[0];
     gguf_file *f = gguf_open(path);
     if (!f) {
         fprintf(stderr, "tessera inspect: %s\n", error_get());

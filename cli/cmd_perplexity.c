@@ -16,88 +16,56 @@
 
 #include <tessera/tessera.h>
 
+#include "cli_opts.h"
+#include "cli_setup.h"
 #include "cli_util.h"
 #include "commands.h"
 
 typedef struct ppl_opts {
-    const char *model;
-    const char *file;
-    const char *devices;
-    const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
-    int n_plugin_dirs;
-    long n_ctx, n_batch, n_threads, n_gpu_layers, n_chunks;
-    tessera_kv_type kv_type;
-    int verbose, explain;
+    cli_params p;
+    int32_t n_chunks;
 } ppl_opts;
 
-static void ppl_usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera perplexity -m MODEL -f FILE [-c N] [options]\n"
-            "\n"
-            "Measures perplexity as llama.cpp does: chunks of N tokens (each starting\n"
-            "with BOS), scored on the second half of each chunk. Prints the running\n"
-            "estimate after every chunk and the final PPL.\n"
-            "\n"
-            "  -m, --model FILE        GGUF model\n"
-            "  -f, --file FILE         text to score\n"
-            "  -c, --ctx-size N        tokens per chunk (default 512, at most the model's context)\n"
-            "  -b, --batch-size N      tokens per micro-batch (default: N)\n"
-            "      --chunks N          score at most N chunks (default: all)\n"
-            "  -t, --threads N         CPU threads (default: all)\n"
-            "      --kv-type TYPE      KV cache type: f16 (default) or f32\n"
-            "      --device LIST       devices to use (see 'tessera devices')\n"
-            "  -ngl, --n-gpu-layers N  layers to put on the GPU device (default 0)\n"
-            "      --plugin-dir DIR    also look for backend plugins in DIR\n"
-            "      --verbose           model and context details on stderr\n"
-            "      --explain           print where each part of the graph runs\n"
-            "  -h, --help              this text\n");
-}
+static const cli_option ppl_own[] = {
+    {NULL, "--chunks", "N", "score at most N chunks; 0: all", CLI_INT, CLI_OWN(ppl_opts, n_chunks), 0,
+     1 << 30, NULL, 0, 0},
+    CLI_END,
+};
+
+static const cli_command ppl_cmd = {
+    .name = "tessera perplexity",
+    .synopsis = "-m MODEL -f FILE [-c N] [options]",
+    .about = "Measures perplexity as llama.cpp does: chunks of -c tokens (each starting\n"
+             "with BOS), scored on the second half of each chunk. Prints the running\n"
+             "estimate after every chunk and the final PPL. -b is -c unless given.",
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PROMPT,
+    .own = ppl_own,
+};
 
 static int ppl_parse(int argc, char **argv, ppl_opts *o) {
-    const char *cmd = "tessera perplexity";
     memset(o, 0, sizeof *o);
-    o->n_ctx = 512;
-    o->kv_type = TESSERA_KV_F16;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            ppl_usage(stdout);
-            return 1;
-        }
-        if (!strcmp(a, "--verbose")) { o->verbose = 1; continue; }
-        if (!strcmp(a, "--explain")) { o->explain = 1; continue; }
-        static const char *const valued[] = {"-m", "--model", "-f", "--file", "-c", "--ctx-size", "-b",
-                                             "--batch-size", "--chunks", "-t", "--threads", "--kv-type",
-                                             "--device", "-ngl", "--n-gpu-layers", "--plugin-dir", NULL};
-        const char *v = cli_option_value(cmd, valued, argc, argv, &i);
-        if (!v) return -1;
-        int rc = 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->file = v;
-        else if (!strcmp(a, "--device")) o->devices = v;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size"))
-            rc = cli_flag_long(cmd, a, v, 4, 1 << 24, &o->n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
-            rc = cli_flag_long(cmd, a, v, 1, 1 << 24, &o->n_batch);
-        else if (!strcmp(a, "--chunks")) rc = cli_flag_long(cmd, a, v, 1, 1 << 30, &o->n_chunks);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
-            rc = cli_flag_long(cmd, a, v, 1, 1024, &o->n_threads);
-        else if (!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers"))
-            rc = cli_flag_long(cmd, a, v, 0, 100000, &o->n_gpu_layers);
-        else if (!strcmp(a, "--kv-type")) rc = cli_flag_kv_type(cmd, v, &o->kv_type);
-        else if (!strcmp(a, "--plugin-dir"))
-            rc = cli_plugin_dir_add(cmd, o->plugin_dirs, &o->n_plugin_dirs, v);
-        if (rc) return -1;
-    }
-    if (!o->model) {
+    cli_params_init(&o->p);
+    o->p.n_ctx = 512;
+    o->p.n_batch = 0;
+    int rc = cli_parse(&ppl_cmd, argc, argv, &o->p, o);
+    if (rc != 0) return rc;
+    if (!o->p.model) {
         fprintf(stderr, "tessera perplexity: -m MODEL is required (see 'tessera perplexity --help')\n");
         return -1;
     }
-    if (!o->file) {
+    if (!o->p.prompt_file) {
         fprintf(stderr, "tessera perplexity: -f FILE is required\n");
         return -1;
     }
-    if (o->n_batch == 0) o->n_batch = o->n_ctx;
+    if (o->p.prompt) {
+        fprintf(stderr, "tessera perplexity: -p is not used: the text comes from -f FILE\n");
+        return -1;
+    }
+    if (o->p.n_ctx < 4) {
+        fprintf(stderr, "tessera perplexity: -c expects an integer >= 4, got '%d'\n", (int)o->p.n_ctx);
+        return -1;
+    }
+    if (o->p.n_batch == 0) o->p.n_batch = o->p.n_ctx;
     return 0;
 }
 
@@ -113,11 +81,11 @@ static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
 
 static int score(const ppl_opts *o, tessera_model *model, tessera_context *ctx, const tessera_token *toks,
                  int32_t n_toks) {
-    const int32_t n_ctx = (int32_t)o->n_ctx, n_vocab = tessera_model_n_vocab(model);
+    const int32_t n_ctx = (int32_t)o->p.n_ctx, n_vocab = tessera_model_n_vocab(model);
     int32_t n_chunks = n_toks / n_ctx;
     if (o->n_chunks > 0 && o->n_chunks < n_chunks) n_chunks = (int32_t)o->n_chunks;
     if (n_chunks == 0) {
-        fprintf(stderr, "tessera perplexity: '%s' has %d tokens, fewer than one chunk of %d (-c)\n", o->file,
+        fprintf(stderr, "tessera perplexity: '%s' has %d tokens, fewer than one chunk of %d (-c)\n", o->p.prompt_file,
                 n_toks, n_ctx);
         return 1;
     }
@@ -162,57 +130,24 @@ done:
 }
 
 int cmd_perplexity(int argc, char **argv) {
+    const char *cmd = "tessera perplexity";
     ppl_opts o;
     int pr = ppl_parse(argc, argv, &o);
     if (pr != 0) return pr > 0 ? 0 : 2;
-    struct stat st;
-    if (stat(o.model, &st) != 0) {
-        fprintf(stderr, "tessera perplexity: cannot open model '%s': %s\n", o.model, strerror(errno));
-        return 1;
-    }
     size_t text_len = 0;
-    char *text = cli_read_file("tessera perplexity", NULL, o.file, &text_len);
-    if (!text) return 1;
-
-    tessera_init_params ip = {.plugin_dirs = o.plugin_dirs, .n_plugin_dirs = o.n_plugin_dirs,
-                              .verbosity = o.verbose};
-    tessera_model *model = NULL;
-    tessera_context *ctx = NULL;
+    char *text = NULL;
     tessera_token *toks = NULL;
+    cli_session s;
     int rc = 1;
-    if (tessera_init(&ip) != 0) {
-        fprintf(stderr, "tessera perplexity: %s\n", tessera_last_error());
-        goto done;
-    }
     cli_abort_on_sigint();
-    tessera_model_params mp = tessera_model_default_params();
-    mp.devices = o.devices;
-    mp.n_gpu_layers = (int32_t)o.n_gpu_layers;
-    model = tessera_model_load(o.model, &mp);
-    if (!model) {
-        fprintf(stderr, "tessera perplexity: %s\n", tessera_last_error());
-        goto done;
-    }
-    if (o.n_ctx > tessera_model_n_ctx_train(model))
-        fprintf(stderr, "tessera perplexity: warning: -c %ld exceeds the model's training context %d\n", o.n_ctx,
-                tessera_model_n_ctx_train(model));
-    tessera_context_params cp = tessera_context_default_params();
-    cp.n_ctx = (uint32_t)o.n_ctx;
-    cp.n_batch = (uint32_t)o.n_batch;
-    cp.n_threads = (int32_t)o.n_threads;
-    cp.kv_type = o.kv_type;
-    cp.explain = o.explain;
-    cp.verbose = o.verbose;
-    ctx = tessera_context_new(model, &cp);
-    if (!ctx) {
-        fprintf(stderr, "tessera perplexity: %s\n", tessera_last_error());
-        goto done;
-    }
+    if (cli_session_open(&s, cmd, &o.p) < 0) goto done;
+    text = cli_read_file(cmd, NULL, o.p.prompt_file, &text_len);
+    if (!text) goto done;
     if (text_len > (size_t)INT32_MAX) {
-        fprintf(stderr, "tessera perplexity: '%s' is too large\n", o.file);
+        fprintf(stderr, "tessera perplexity: '%s' is too large\n", o.p.prompt_file);
         goto done;
     }
-    int32_t n = tessera_tokenize(model, text, text_len, NULL, 0, true, false);
+    int32_t n = tessera_tokenize(s.model, text, text_len, NULL, 0, true, false);
     if (n == INT32_MIN) {
         fprintf(stderr, "tessera perplexity: %s\n", tessera_last_error());
         goto done;
@@ -223,23 +158,21 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "tessera perplexity: out of memory for %d tokens\n", n);
         goto done;
     }
-    n = tessera_tokenize(model, text, text_len, toks, n, true, false);
+    n = tessera_tokenize(s.model, text, text_len, toks, n, true, false);
     if (n < 0) {
         fprintf(stderr, "tessera perplexity: %s\n", tessera_last_error());
         goto done;
     }
-    rc = score(&o, model, ctx, toks, n);
-    if (o.verbose) {
+    rc = score(&o, s.model, s.ctx, toks, n);
+    if (o.p.verbose) {
         tessera_timings t;
-        tessera_context_timings(ctx, &t);
+        tessera_context_timings(s.ctx, &t);
         fprintf(stderr, "tessera perplexity: %lld tokens in %.2f s (%.2f tokens/s)\n", (long long)t.n_prompt,
                 t.prompt_ms / 1e3, t.prompt_ms > 0 ? 1e3 * (double)t.n_prompt / t.prompt_ms : 0.0);
     }
 done:
     free(toks);
-    tessera_context_free(ctx);
-    tessera_model_free(model);
-    tessera_shutdown();
+    cli_session_close(&s);
     free(text);
     return rc;
 }

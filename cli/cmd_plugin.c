@@ -3,74 +3,64 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "conformance/conformance.h"
 #include "util/error.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera plugin check PATH [--device N] [--op NAME] [--verbose]\n"
-            "\n"
-            "Run the op conformance suite on a backend plugin: every op x dtype x a family\n"
-            "of shapes (odd sizes, broadcasting, strided and permuted views, in-place) on\n"
-            "each of the plugin's devices, compared with the built-in reference backend\n"
-            "within per-op tolerances. Ops a device declines are counted as\n"
-            "\"unsupported (falls back)\", not as failures.\n"
-            "\n"
-            "  PATH          a plugin file (libtessera-backend-NAME.so), or \"ref\" to\n"
-            "                check the reference backend against itself (bit-exact)\n"
-            "  --device N    check only device N of the plugin (default: all)\n"
-            "  --op NAME     check only one op family:\n"
-            "               ");
+static void op_list(FILE *out) {
+    fprintf(out, "\nop families (--op):");
     for (const char *const *f = conformance_families(); *f; f++) fprintf(out, " %s", *f);
     fprintf(out,
-            "\n"
-            "  --verbose     print one line per case\n"
-            "  --help        this text\n"
-            "\n"
-            "exit status: 0 all cases passed, 1 some failed, 2 the plugin could not be\n"
+            "\n\nexit status: 0 all cases passed, 1 some failed, 2 the plugin could not be\n"
             "loaded or bad usage, 77 the plugin has no usable device (reason printed)\n");
 }
 
+typedef struct plugin_opts {
+    int32_t device;
+    const char *op;
+    int verbose;
+} plugin_opts;
+
+static const cli_option plugin_own[] = {
+    {NULL, "--device", "N", "check only device N of the plugin; -1: all", CLI_INT, CLI_OWN(plugin_opts, device),
+     -1, 1 << 20, NULL, 0, 0},
+    {NULL, "--op", "NAME", "check only one op family (listed below)", CLI_STR, CLI_OWN(plugin_opts, op), 0, 0,
+     NULL, CLI_NO_DEFAULT, 0},
+    {"-v", "--verbose", NULL, "print one line per case", CLI_SWITCH, CLI_OWN(plugin_opts, verbose), 0, 0, NULL,
+     0, 0},
+    CLI_END,
+};
+
+static const cli_command plugin_cmd = {
+    .name = "tessera plugin",
+    .synopsis = "check PATH [--device N] [--op NAME] [--verbose]",
+    .about = "Run the op conformance suite on a backend plugin: every op x dtype x a family\n"
+             "of shapes (odd sizes, broadcasting, strided and permuted views, in-place) on\n"
+             "each of the plugin's devices, compared with the built-in reference backend\n"
+             "within per-op tolerances. Ops a device declines are counted as\n"
+             "\"unsupported (falls back)\", not as failures. PATH is a plugin file\n"
+             "(libtessera-backend-NAME.so), or \"ref\" to check the reference backend\n"
+             "against itself (bit-exact).",
+    .own = plugin_own,
+    .max_positional = 2,
+    .more_help = op_list,
+};
+
 int cmd_plugin(int argc, char **argv) {
     conformance_options opt = {.device = -1, .out = stdout};
-    const char *action = NULL;
-    long device;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-            opt.verbose = true;
-        } else if (!strcmp(a, "--device") || !strcmp(a, "--op")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tessera plugin: %s needs a value\n", a);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--op")) {
-                opt.op = v;
-            } else if (cli_parse_long(v, 0, 1 << 20, &device) != 0) {
-                fprintf(stderr, "tessera plugin: --device '%s' is not a device index\n", v);
-                return 2;
-            } else {
-                opt.device = (int32_t)device;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "tessera plugin: unknown option '%s' (see --help)\n", a);
-            return 2;
-        } else if (!action) {
-            action = a;
-        } else if (!opt.target) {
-            opt.target = a;
-        } else {
-            fprintf(stderr, "tessera plugin: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
+    plugin_opts po = {.device = -1};
+    cli_params p;
+    cli_params_init(&p);
+    int prc = cli_parse(&plugin_cmd, argc, argv, &p, &po);
+    if (prc != 0) return prc > 0 ? 0 : 2;
+    opt.device = po.device;
+    opt.op = po.op;
+    opt.verbose = po.verbose;
+    const char *action = p.n_positional > 0 ? p.positional[0] : NULL;
+    opt.target = p.n_positional > 1 ? p.positional[1] : NULL;
     if (!action) {
-        usage(stderr);
+        fprintf(stderr, "tessera plugin: which action? 'tessera plugin check PATH' (see 'tessera plugin --help')\n");
         return 2;
     }
     if (strcmp(action, "check")) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "cli_opts.h"
 #include "commands.h"
 #include "quant/quant.h"
 #include "tensor/dtype.h"
@@ -20,29 +21,41 @@ static void on_signal(int sig) {
     quantize_interrupted = 1;
 }
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera quantize IN.gguf OUT.gguf TYPE [options]\n"
-            "\n"
-            "Convert the weights of IN.gguf (F32, F16 or BF16) to TYPE and write OUT.gguf.\n"
-            "Metadata is kept and general.file_type is set. Norms and other 1-D tensors keep\n"
-            "their type. OUT is written to a temporary file beside it and renamed into place\n"
-            "only when complete. See docs/quantize.md for the per-tensor rules of mixtures.\n"
-            "\n"
-            "options:\n"
-            "  --pure               every 2-D weight in TYPE's base dtype (no mixture rules)\n"
-            "  --allow-requantize   accept already-quantized input (dequantized first; loses\n"
-            "                       precision)\n"
-            "  -t, --threads N      worker threads (default: all CPUs)\n"
-            "  -q, --quiet          no progress lines\n"
-            "  -h, --help           this help\n"
-            "\n"
-            "TYPE (Q3_K, Q4_K, Q5_K are the _M mixtures):\n");
+static void type_list(FILE *out) {
+    fprintf(out, "\nTYPE (Q3_K, Q4_K, Q5_K are the _M mixtures):\n");
     int n;
     const quant_ftype *ft = quant_ftype_list(&n);
     for (int i = 0; i < n; i++)
         fprintf(out, "  %-8s %-5s %s\n", ft[i].name, dtype_name(ft[i].default_dtype), ft[i].summary);
 }
+
+typedef struct quantize_opts {
+    int pure, allow_requantize, quiet;
+    int32_t n_threads;
+} quantize_opts;
+
+static const cli_option quantize_own[] = {
+    {NULL, "--pure", NULL, "every 2-D weight in TYPE's base dtype (no mixture rules)", CLI_SWITCH,
+     CLI_OWN(quantize_opts, pure), 0, 0, NULL, 0, 0},
+    {NULL, "--allow-requantize", NULL, "accept already-quantized input (dequantized first; loses precision)",
+     CLI_SWITCH, CLI_OWN(quantize_opts, allow_requantize), 0, 0, NULL, 0, 0},
+    {"-t", "--threads", "N", "worker threads (default: all CPUs)", CLI_INT, CLI_OWN(quantize_opts, n_threads),
+     1, 256, NULL, CLI_NO_DEFAULT, 0},
+    {"-q", "--quiet", NULL, "no progress lines", CLI_SWITCH, CLI_OWN(quantize_opts, quiet), 0, 0, NULL, 0, 0},
+    CLI_END,
+};
+
+static const cli_command quantize_cmd = {
+    .name = "tessera quantize",
+    .synopsis = "IN.gguf OUT.gguf TYPE [options]",
+    .about = "Convert the weights of IN.gguf (F32, F16 or BF16) to TYPE and write OUT.gguf.\n"
+             "Metadata is kept and general.file_type is set. Norms and other 1-D tensors keep\n"
+             "their type. OUT is written to a temporary file beside it and renamed into place\n"
+             "only when complete. See docs/quantize.md for the per-tensor rules of mixtures.",
+    .own = quantize_own,
+    .max_positional = 3,
+    .more_help = type_list,
+};
 
 typedef struct progress_state {
     int quiet;
@@ -60,42 +73,22 @@ static void on_progress(const quant_progress *pr, void *user) {
 }
 
 int cmd_quantize(int argc, char **argv) {
-    const char *pos[3];
-    int n_pos = 0;
     progress_state ps = {0};
     quant_params p = {0};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     p.n_threads = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--pure")) {
-            p.pure = true;
-        } else if (!strcmp(a, "--allow-requantize")) {
-            p.allow_requantize = true;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            ps.quiet = 1;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            long n_threads;
-            if (i + 1 >= argc || cli_parse_long(argv[i + 1], 1, 256, &n_threads) != 0) {
-                fprintf(stderr, "tessera quantize: %s needs a thread count from 1 to 256\n", a);
-                return 2;
-            }
-            p.n_threads = (int)n_threads;
-            i++;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "tessera quantize: unknown option '%s' (see --help)\n", a);
-            return 2;
-        } else if (n_pos < 3) {
-            pos[n_pos++] = a;
-        } else {
-            fprintf(stderr, "tessera quantize: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
+    quantize_opts qo = {.n_threads = p.n_threads};
+    cli_params cp;
+    cli_params_init(&cp);
+    int prc = cli_parse(&quantize_cmd, argc, argv, &cp, &qo);
+    if (prc != 0) return prc > 0 ? 0 : 2;
+    p.pure = qo.pure;
+    p.allow_requantize = qo.allow_requantize;
+    p.n_threads = qo.n_threads;
+    ps.quiet = qo.quiet;
+    const char *const *pos = cp.positional;
+    int n_pos = cp.n_positional;
     if (n_pos != 3) {
         fprintf(stderr, "tessera quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n");
         return 2;

@@ -8,30 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "gguf/gguf.h"
 #include "util/error.h"
 #include "vocab/vocab.h"
-
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera tokenize -m MODEL (-p TEXT | -f FILE) [options]\n"
-            "\n"
-            "Print the tokens of a text, one per line as  id -> 'piece'.\n"
-            "\n"
-            "options:\n"
-            "  -m, --model PATH     GGUF file holding the vocabulary\n"
-            "  -p, --prompt TEXT    text to tokenize\n"
-            "  -f, --file PATH      read the text from a file\n"
-            "      --ids            print only the id list: [1, 2, 3]\n"
-            "      --no-bos         do not add BOS (and EOS) even if the vocabulary does\n"
-            "      --parse-special  turn special-token text such as <s> into its token\n"
-            "  -h, --help           show this help\n"
-            "\n"
-            "Pieces are printed with control characters and bytes that are not valid\n"
-            "UTF-8 escaped (\\n, \\t, \\r, \\xNN; a backslash as \\\\).\n");
-}
 
 /* Whole file into a malloc'd buffer (NUL-terminated for convenience); NULL
  * with the reason in error_get(). */
@@ -67,49 +49,42 @@ static void print_piece(const char *piece, size_t n) {
 }
 
 typedef struct tokenize_args {
-    const char *model;
-    const char *prompt;
-    const char *file;
-    bool ids_only;
-    bool no_bos;
-    bool parse_special;
+    cli_params p;
+    int ids_only, no_bos, parse_special;
 } tokenize_args;
+
+static const cli_option tokenize_own[] = {
+    {NULL, "--ids", NULL, "print only the id list: [1, 2, 3]", CLI_SWITCH, CLI_OWN(tokenize_args, ids_only),
+     0, 0, NULL, 0, 0},
+    {NULL, "--no-bos", NULL, "do not add BOS (and EOS) even if the vocabulary does", CLI_SWITCH,
+     CLI_OWN(tokenize_args, no_bos), 0, 0, NULL, 0, 0},
+    {NULL, "--parse-special", NULL, "turn special-token text such as <s> into its token", CLI_SWITCH,
+     CLI_OWN(tokenize_args, parse_special), 0, 0, NULL, 0, 0},
+    CLI_END,
+};
+
+static const cli_command tokenize_cmd = {
+    .name = "tessera tokenize",
+    .synopsis = "-m MODEL (-p TEXT | -f FILE) [options]",
+    .about = "Print the tokens of a text, one per line as  id -> 'piece'. Only the\n"
+             "vocabulary is read, so vocabulary-only GGUF files work too.",
+    .groups = CLI_G_MODEL | CLI_G_PROMPT,
+    .own = tokenize_own,
+    .epilog = "Pieces are printed with control characters and bytes that are not valid\n"
+              "UTF-8 escaped (\\n, \\t, \\r, \\xNN; a backslash as \\\\).\n",
+};
 
 /* 0 ok, 1 help printed, -1 error printed. */
 static int parse_args(int argc, char **argv, tokenize_args *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        bool has_value = i + 1 < argc;
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            usage(stdout);
-            return 1;
-        } else if (!strcmp(arg, "-m") || !strcmp(arg, "--model") || !strcmp(arg, "-p") ||
-                   !strcmp(arg, "--prompt") || !strcmp(arg, "-f") || !strcmp(arg, "--file")) {
-            if (!has_value) {
-                fprintf(stderr, "tessera tokenize: flag %s needs a value\n", arg);
-                return -1;
-            }
-            const char *v = argv[++i];
-            if (arg[1] == 'm' || !strcmp(arg, "--model")) a->model = v;
-            else if (arg[1] == 'p' || !strcmp(arg, "--prompt")) a->prompt = v;
-            else a->file = v;
-        } else if (!strcmp(arg, "--ids")) {
-            a->ids_only = true;
-        } else if (!strcmp(arg, "--no-bos")) {
-            a->no_bos = true;
-        } else if (!strcmp(arg, "--parse-special")) {
-            a->parse_special = true;
-        } else {
-            fprintf(stderr, "tessera tokenize: unknown flag '%s' (see tessera tokenize --help)\n",
-                    arg);
-            return -1;
-        }
-    }
-    if (!a->model) {
-        fprintf(stderr, "tessera tokenize: missing -m MODEL (see tessera tokenize --help)\n");
+    memset(a, 0, sizeof *a);
+    cli_params_init(&a->p);
+    int rc = cli_parse(&tokenize_cmd, argc, argv, &a->p, a);
+    if (rc != 0) return rc;
+    if (!a->p.model) {
+        fprintf(stderr, "tessera tokenize: -m MODEL is required (see 'tessera tokenize --help')\n");
         return -1;
     }
-    if (!a->prompt == !a->file) {
+    if (!a->p.prompt == !a->p.prompt_file) {
         fprintf(stderr, "tessera tokenize: give exactly one of -p TEXT or -f FILE\n");
         return -1;
     }
@@ -117,7 +92,7 @@ static int parse_args(int argc, char **argv, tokenize_args *a) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    tokenize_args a = {0};
+    tokenize_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc != 0) return rc > 0 ? 0 : 2;
 
@@ -126,18 +101,18 @@ int cmd_tokenize(int argc, char **argv) {
     vocab *v = NULL;
     char *file_text = NULL;
     vocab_tokens toks = {0};
-    const char *text = a.prompt;
-    size_t len = a.prompt ? strlen(a.prompt) : 0;
-    if (a.file) {
-        file_text = read_file(a.file, &len);
+    const char *text = a.p.prompt;
+    size_t len = a.p.prompt ? strlen(a.p.prompt) : 0;
+    if (a.p.prompt_file) {
+        file_text = read_file(a.p.prompt_file, &len);
         if (!file_text) goto fail;
         text = file_text;
     }
-    f = gguf_open(a.model);
+    f = gguf_open(a.p.model);
     if (!f) goto fail;
     v = vocab_load(f);
     if (!v) {
-        error_wrap("%s", a.model);
+        error_wrap("%s", a.p.model);
         goto fail;
     }
     if (vocab_tokenize(v, text, len, !a.no_bos, a.parse_special, &toks) < 0) goto fail;

@@ -49,8 +49,8 @@ check(r.returncode == 0 and len(lines) == 1 and lines[0]["n_prompt"] == "8" and 
 r = bench("-m", MODEL, "-p", "0", "-n", "3", "-r", "1")
 check(r.returncode == 0 and "| tg3 |" in r.stdout and "± " in r.stdout, "md: a tg3 row with mean ± sd")
 
-for args, needle in [(["-m", MODEL, "-p", "x"], "-p 'x'"), (["-m", MODEL, "-o", "xml"], "-o 'xml'"),
-                     (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "no model"),
+for args, needle in [(["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
+                     (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "-m MODEL is required"),
                      (["-m", MODEL, "--frobnicate"], "unknown option '--frobnicate'"),
                      (["-m", MODEL, "-r"], "-r needs a value"),
                      (["-m", MODEL, "--device", "nosuchdev9", "-p", "4", "-n", "0", "-r", "1"], "nosuchdev9")]:

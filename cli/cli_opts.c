@@ -1,0 +1,449 @@
+/* The shared option table and the one parser of the tessera subcommands
+ * (see cli_opts.h; how to add an option is written there). */
+#include "cli_opts.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define P(field) offsetof(cli_params, field)
+
+/* The shared options, by group. Rows of one group stay together: --help
+ * prints them under the group's heading in this order. */
+static const cli_option common_options[] = {
+    {"-m", "--model", "FILE", "GGUF model file", CLI_STR, P(model), 0, 0, NULL, CLI_NO_DEFAULT,
+     CLI_G_MODEL},
+
+    {"-p", "--prompt", "TEXT", "prompt text", CLI_STR, P(prompt), 0, 0, NULL, CLI_NO_DEFAULT,
+     CLI_G_PROMPT},
+    {"-f", "--file", "FILE", "read the prompt from FILE", CLI_STR, P(prompt_file), 0, 0, NULL,
+     CLI_NO_DEFAULT, CLI_G_PROMPT},
+    {NULL, "--no-escape", NULL,
+     "take -p and --system as written (by default \\n, \\t, \\\\, \\\", \\', \\xNN are processed)",
+     CLI_SWITCH, P(no_escape), 0, 0, NULL, 0, CLI_G_ESCAPE},
+
+    {NULL, "--device", "LIST",
+     "devices to use, in order, e.g. vulkan0,cpu-avx0 (see 'tessera devices'; default: GPU, best "
+     "CPU, ref)",
+     CLI_STR, P(devices), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_DEVICE},
+    {"-ngl", "--n-gpu-layers", "N", "layers whose weights go on the first GPU device", CLI_INT,
+     P(n_gpu_layers), 0, 100000, NULL, 0, CLI_G_DEVICE},
+    {NULL, "--plugin-dir", "DIR", "also look for backend plugins in DIR (repeatable)", CLI_DIR,
+     P(plugin_dirs), 0, 0, NULL, 0, CLI_G_DEVICE | CLI_G_PLUGINS},
+    {NULL, "--explain", NULL, "print where each part of the graph runs (stderr)", CLI_SWITCH,
+     P(explain), 0, 0, NULL, 0, CLI_G_DEVICE},
+
+    {"-c", "--ctx-size", "N", "context size in tokens; 0: the model's training context, at most 4096",
+     CLI_INT, P(n_ctx), 0, 1 << 24, NULL, 0, CLI_G_CONTEXT},
+    {"-b", "--batch-size", "N", "prompt tokens per micro-batch", CLI_INT, P(n_batch), 1, 1 << 20, NULL,
+     0, CLI_G_CONTEXT},
+    {"-t", "--threads", "N", "CPU threads (default: all online CPUs)", CLI_INT, P(n_threads), 1, 1024, NULL,
+     CLI_NO_DEFAULT, CLI_G_CONTEXT},
+    {NULL, "--kv-type", "TYPE", "KV cache type: f16 or f32", CLI_KV, P(kv_type), 0, 0, NULL, 0,
+     CLI_G_CONTEXT},
+
+    {"-n", "--n-predict", "N", "tokens to generate; -1: until the end of text or a full context",
+     CLI_INT, P(n_predict), -1, INT32_MAX, NULL, 0, CLI_G_PREDICT},
+
+    {NULL, "--seed", "N", "sampling seed; -1: random (printed with --verbose)", CLI_SEED, P(sp.seed), 0,
+     0, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--temp", "T", "temperature; <= 0: greedy", CLI_FLOAT, P(sp.temp), -INFINITY, INFINITY, NULL,
+     0, CLI_G_SAMPLING},
+    {NULL, "--top-k", "N", "keep the N most likely tokens; <= 0: off", CLI_INT, P(sp.top_k), INT32_MIN,
+     INT32_MAX, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--top-p", "P", "keep the smallest set of tokens with mass >= P; 1: off", CLI_FLOAT,
+     P(sp.top_p), 0, 1, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--min-p", "P", "drop tokens below P x the most likely one's probability; 0: off",
+     CLI_FLOAT, P(sp.min_p), 0, 1, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--typical", "P", "locally typical sampling; 1: off", CLI_FLOAT, P(sp.typical_p), 0, 1, NULL,
+     0, CLI_G_SAMPLING},
+    {NULL, "--repeat-penalty", "R", "penalize repeated tokens; 1: off", CLI_FLOAT, P(sp.penalty_repeat),
+     0, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--repeat-last-n", "N", "tokens the penalties look back at; 0: off, -1: the context size",
+     CLI_INT, P(sp.penalty_last_n), -1, INT32_MAX, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--presence-penalty", "P", "subtract P from the logit of every token already seen; 0: off",
+     CLI_FLOAT, P(sp.penalty_present), -INFINITY, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--frequency-penalty", "F", "subtract F per occurrence of a token already seen; 0: off",
+     CLI_FLOAT, P(sp.penalty_freq), -INFINITY, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--logit-bias", "ID(+|-)B", "add B to token ID's logit, e.g. 15043+1.5 or 2-inf (repeatable)",
+     CLI_BIAS, P(bias), 0, 0, NULL, 0, CLI_G_SAMPLING},
+
+    {NULL, "--chat-template", "NAME",
+     "chat template instead of the model's: chatml, llama2, llama3, gemma, phi3, zephyr, mistral",
+     CLI_STR, P(chat_template), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_TEMPLATE},
+    {NULL, "--system", "TEXT", "system message", CLI_STR, P(system), 0, 0, NULL, CLI_NO_DEFAULT,
+     CLI_G_CHAT},
+
+    {NULL, "--verbose", NULL, "model, context, device and speed details on stderr", CLI_SWITCH,
+     P(verbose), 0, 0, NULL, 0, CLI_G_ALWAYS},
+};
+enum { N_COMMON = sizeof common_options / sizeof common_options[0] };
+
+static const struct {
+    unsigned group;
+    const char *heading;
+} group_headings[] = {
+    {CLI_G_MODEL, "model"},
+    {CLI_G_PROMPT | CLI_G_ESCAPE, "prompt"},
+    {CLI_G_DEVICE | CLI_G_PLUGINS, "devices"},
+    {CLI_G_CONTEXT, "context"},
+    {CLI_G_PREDICT, "generation"},
+    {CLI_G_SAMPLING, "sampling (llama.cpp's order and defaults)"},
+    {CLI_G_CHAT | CLI_G_TEMPLATE, "chat"},
+    {CLI_G_ALWAYS, "general"},
+};
+
+void cli_params_init(cli_params *p) {
+    memset(p, 0, sizeof *p);
+    p->n_batch = 512;
+    p->kv_type = TESSERA_KV_F16;
+    p->n_predict = -1;
+    p->sp = tessera_sampler_default_params();
+    p->sp.logit_bias = p->bias;
+}
+
+int cli_bad_value(const char *cmd, const char *flag, const char *value, const char *want) {
+    fprintf(stderr, "%s: %s expects %s, got '%s'\n", cmd, flag, want, value);
+    return -1;
+}
+
+/* ------------------------------------------------------------ lookup */
+
+static int spelled(const cli_option *o, const char *name) {
+    return (o->short_name && !strcmp(o->short_name, name)) || (o->long_name && !strcmp(o->long_name, name));
+}
+
+static const cli_option *own_find(const cli_command *cmd, const char *name) {
+    for (const cli_option *o = cmd->own; o && (o->short_name || o->long_name); o++)
+        if (spelled(o, name)) return o;
+    return NULL;
+}
+
+/* A shared row is hidden by an own row with one of its spellings. */
+static int shadowed(const cli_command *cmd, const cli_option *o) {
+    return (o->short_name && own_find(cmd, o->short_name)) || (o->long_name && own_find(cmd, o->long_name));
+}
+
+static unsigned groups_of(const cli_command *cmd) {
+    return cmd->groups | CLI_G_ALWAYS;
+}
+
+static const cli_option *find(const cli_command *cmd, const char *name) {
+    const cli_option *o = own_find(cmd, name);
+    if (o) return o;
+    for (int i = 0; i < N_COMMON; i++)
+        if ((common_options[i].group & groups_of(cmd)) && spelled(&common_options[i], name))
+            return &common_options[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ values */
+
+static int parse_int(const char *cmd, const char *flag, const char *v, const cli_option *o, int32_t *dst) {
+    long x;
+    if (cli_parse_long(v, (long)o->lo, (long)o->hi, &x) == 0) {
+        *dst = (int32_t)x;
+        return 0;
+    }
+    char want[96];
+    if (o->lo <= INT32_MIN && o->hi >= INT32_MAX) snprintf(want, sizeof want, "an integer");
+    else if (o->hi >= INT32_MAX) snprintf(want, sizeof want, "an integer >= %.0f", o->lo);
+    else snprintf(want, sizeof want, "an integer in %.0f..%.0f", o->lo, o->hi);
+    return cli_bad_value(cmd, flag, v, want);
+}
+
+static int parse_float(const char *cmd, const char *flag, const char *v, const cli_option *o, float *dst) {
+    if (cli_parse_float(v, (float)o->lo, (float)o->hi, dst) == 0) return 0;
+    char want[96];
+    if (isinf(o->lo) && isinf(o->hi)) snprintf(want, sizeof want, "a number");
+    else if (isinf(o->hi)) snprintf(want, sizeof want, "a number >= %g", o->lo);
+    else snprintf(want, sizeof want, "a number in %g..%g", o->lo, o->hi);
+    return cli_bad_value(cmd, flag, v, want);
+}
+
+/* -1 (llama.cpp's "random") or 0..4294967295. */
+static int parse_seed(const char *cmd, const char *flag, const char *v, uint32_t *dst) {
+    if (!strcmp(v, "-1")) {
+        *dst = TESSERA_SEED_RANDOM;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || *v == '-' || *v == '+' || x > UINT32_MAX)
+        return cli_bad_value(cmd, flag, v, "-1 (random) or an integer in 0..4294967295");
+    *dst = (uint32_t)x;
+    return 0;
+}
+
+/* "ID+B" or "ID-B" (B may be "inf"), llama.cpp's --logit-bias syntax. */
+static int parse_bias(const char *cmd, const char *flag, const char *v, cli_params *p) {
+    if (p->sp.n_logit_bias >= CLI_MAX_BIAS) {
+        fprintf(stderr, "%s: at most %d %s options\n", cmd, CLI_MAX_BIAS, flag);
+        return -1;
+    }
+    const char *want = "TOKEN+BIAS or TOKEN-BIAS (e.g. 15043+1.5, 2-inf)";
+    char *end;
+    errno = 0;
+    long id = strtol(v, &end, 10);
+    if (errno || end == v || *v == '-' || *v == '+' || id > INT32_MAX || (*end != '+' && *end != '-'))
+        return cli_bad_value(cmd, flag, v, want);
+    float sign = *end == '-' ? -1.0f : 1.0f, b;
+    const char *num = end + 1;
+    if (!strcmp(num, "inf")) b = INFINITY;
+    else if (*num == '+' || *num == '-' || cli_parse_float(num, -INFINITY, INFINITY, &b) != 0)
+        return cli_bad_value(cmd, flag, v, want);
+    p->bias[p->sp.n_logit_bias++] = (tessera_logit_bias){.token = (tessera_token)id, .bias = sign * b};
+    return 0;
+}
+
+static int apply(const char *cmd, const cli_option *o, const char *flag, const char *v, cli_params *p,
+                 void *own) {
+    char *dst = (char *)(o->group ? (void *)p : own) + o->offset;
+    switch (o->type) {
+    case CLI_SWITCH: *(int *)dst = 1; return 0;
+    case CLI_STR: *(const char **)dst = v; return 0;
+    case CLI_INT: return parse_int(cmd, flag, v, o, (int32_t *)dst);
+    case CLI_FLOAT: return parse_float(cmd, flag, v, o, (float *)dst);
+    case CLI_SEED: return parse_seed(cmd, flag, v, (uint32_t *)dst);
+    case CLI_KV:
+        if (!strcmp(v, "f16") || !strcmp(v, "F16")) *(tessera_kv_type *)dst = TESSERA_KV_F16;
+        else if (!strcmp(v, "f32") || !strcmp(v, "F32")) *(tessera_kv_type *)dst = TESSERA_KV_F32;
+        else return cli_bad_value(cmd, flag, v, "f16 or f32");
+        return 0;
+    case CLI_BIAS: return parse_bias(cmd, flag, v, p);
+    case CLI_DIR: {
+        int n = p->n_plugin_dirs;
+        int rc = cli_plugin_dir_add(cmd, p->plugin_dirs, &n, v);
+        p->n_plugin_dirs = n;
+        return rc;
+    }
+    case CLI_FN: return o->fn(cmd, flag, v, dst);
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ parsing */
+
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_params *p, void *own) {
+    const char *name = cmd->name;
+    int options_done = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (options_done || a[0] != '-' || a[1] == '\0') {
+            if (p->n_positional >= cmd->max_positional || p->n_positional >= CLI_MAX_POSITIONAL) {
+                fprintf(stderr, "%s: unexpected argument '%s' (see '%s --help')\n", name, a, name);
+                return -1;
+            }
+            p->positional[p->n_positional++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            options_done = 1;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            cli_print_help(cmd, p, own, stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("tessera %s\n", tessera_version());
+            return 1;
+        }
+        /* --flag=value */
+        char flag[64];
+        const char *inline_value = NULL, *eq = strchr(a, '=');
+        size_t flen = strlen(a);
+        if (a[1] == '-' && eq) {
+            inline_value = eq + 1;
+            flen = (size_t)(eq - a);
+        }
+        const cli_option *o = NULL;
+        if (flen < sizeof flag) {
+            memcpy(flag, a, flen);
+            flag[flen] = '\0';
+            o = find(cmd, flag);
+        }
+        if (!o) {
+            fprintf(stderr, "%s: unknown option '%.*s' (see '%s --help')\n", name, (int)flen, a, name);
+            return -1;
+        }
+        if (o->type == CLI_SWITCH) {
+            if (inline_value) {
+                fprintf(stderr, "%s: option %s takes no value\n", name, flag);
+                return -1;
+            }
+            if (apply(name, o, flag, NULL, p, own) < 0) return -1;
+            continue;
+        }
+        const char *v = inline_value;
+        if (!v) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "%s: option %s needs a value (%s)\n", name, flag, o->metavar);
+                return -1;
+            }
+            v = argv[++i];
+        }
+        if (apply(name, o, flag, v, p, own) < 0) return -1;
+    }
+    p->sp.logit_bias = p->bias;
+    return 0;
+}
+
+/* ------------------------------------------------------------ --help */
+
+enum { HELP_COL = 28, HELP_WIDTH = 80 };
+
+/* The "(default: X)" of a row, read from its destination; "" when none. */
+static void default_text(const cli_option *o, const cli_params *p, const void *own, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (o->flags & CLI_NO_DEFAULT) return;
+    if (!own && !o->group) return;
+    const char *src = (const char *)(o->group ? (const void *)p : own) + o->offset;
+    switch (o->type) {
+    case CLI_STR: {
+        const char *s = *(const char *const *)src;
+        if (s) snprintf(buf, size, " (default: %s)", s);
+        break;
+    }
+    case CLI_INT: snprintf(buf, size, " (default: %d)", (int)*(const int32_t *)src); break;
+    case CLI_FLOAT: snprintf(buf, size, " (default: %g)", (double)*(const float *)src); break;
+    case CLI_SEED: {
+        uint32_t s = *(const uint32_t *)src;
+        if (s == TESSERA_SEED_RANDOM) snprintf(buf, size, " (default: -1)");
+        else snprintf(buf, size, " (default: %u)", s);
+        break;
+    }
+    case CLI_KV:
+        snprintf(buf, size, " (default: %s)", *(const tessera_kv_type *)src == TESSERA_KV_F32 ? "f32" : "f16");
+        break;
+    default: break;
+    }
+}
+
+/* Words of text from column col, wrapped at HELP_WIDTH, continuation lines
+ * at HELP_COL. */
+static void print_wrapped(FILE *out, int col, const char *text) {
+    const char *s = text;
+    while (*s) {
+        const char *w = s;
+        while (*w == ' ') w++;
+        const char *e = w;
+        while (*e && *e != ' ') e++;
+        int len = (int)(e - w);
+        if (col > HELP_COL && col + 1 + len > HELP_WIDTH) {
+            fprintf(out, "\n%*s", HELP_COL, "");
+            col = HELP_COL;
+        } else if (col > HELP_COL) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(w, 1, (size_t)len, out);
+        col += len;
+        s = e;
+    }
+    fputc('\n', out);
+}
+
+static void print_row(FILE *out, const cli_option *o, const cli_params *p, const void *own) {
+    char head[96], dflt[160], text[512];
+    int n;
+    if (o->short_name && o->long_name) n = snprintf(head, sizeof head, "  %s, %s", o->short_name, o->long_name);
+    else n = snprintf(head, sizeof head, "      %s", o->short_name ? o->short_name : o->long_name);
+    if (o->metavar && n < (int)sizeof head) snprintf(head + n, sizeof head - (size_t)n, " %s", o->metavar);
+    default_text(o, p, own, dflt, sizeof dflt);
+    snprintf(text, sizeof text, "%s%s", o->help, dflt);
+    fputs(head, out);
+    int col = (int)strlen(head);
+    if (col + 2 > HELP_COL) {
+        fprintf(out, "\n%*s", HELP_COL, "");
+    } else {
+        fprintf(out, "%*s", HELP_COL - col, "");
+    }
+    print_wrapped(out, HELP_COL, text);
+}
+
+void cli_print_help(const cli_command *cmd, const cli_params *p, const void *own, FILE *out) {
+    fprintf(out, "usage: %s %s\n", cmd->name, cmd->synopsis);
+    if (cmd->about) fprintf(out, "\n%s\n", cmd->about);
+    if (cmd->own && (cmd->own->short_name || cmd->own->long_name)) {
+        fprintf(out, "\noptions:\n");
+        for (const cli_option *o = cmd->own; o->short_name || o->long_name; o++)
+            if (!(o->flags & CLI_HIDDEN)) print_row(out, o, p, own);
+    }
+    unsigned groups = groups_of(cmd);
+    for (size_t g = 0; g < sizeof group_headings / sizeof group_headings[0]; g++) {
+        int printed = 0;
+        for (int i = 0; i < N_COMMON; i++) {
+            const cli_option *o = &common_options[i];
+            if (!(o->group & groups & group_headings[g].group) || shadowed(cmd, o) || (o->flags & CLI_HIDDEN))
+                continue;
+            /* A row of several groups is listed under the first one taken. */
+            int earlier = 0;
+            for (size_t h = 0; h < g; h++) earlier |= (o->group & groups & group_headings[h].group) != 0;
+            if (earlier) continue;
+            if (!printed++) fprintf(out, "\n%s:\n", group_headings[g].heading);
+            print_row(out, o, p, own);
+        }
+        if (group_headings[g].group == CLI_G_ALWAYS) {
+            if (!printed) fprintf(out, "\n%s:\n", group_headings[g].heading);
+            fprintf(out, "  -h, --help%*sthis text\n", HELP_COL - 12, "");
+            fprintf(out, "      --version%*sprint the version and exit\n", HELP_COL - 15, "");
+        }
+    }
+    fprintf(out, "\nValues may follow the flag (--ctx-size 2048) or an '=' (--ctx-size=2048).\n");
+    if (cmd->epilog) fprintf(out, "\n%s", cmd->epilog);
+    if (cmd->more_help) cmd->more_help(out);
+}
+
+/* ------------------------------------------------------------ escapes */
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+size_t cli_unescape(char *s) {
+    char *w = s;
+    for (const char *r = s; *r;) {
+        if (*r != '\\' || !r[1]) {
+            *w++ = *r++;
+            continue;
+        }
+        char c = r[1], out;
+        r += 2;
+        switch (c) {
+        case 'n': out = '\n'; break;
+        case 't': out = '\t'; break;
+        case 'r': out = '\r'; break;
+        case 'a': out = '\a'; break;
+        case 'b': out = '\b'; break;
+        case 'f': out = '\f'; break;
+        case 'v': out = '\v'; break;
+        case '\\': out = '\\'; break;
+        case '\'': out = '\''; break;
+        case '"': out = '"'; break;
+        case '?': out = '?'; break;
+        case 'x':
+            if (hexval(r[0]) >= 0 && hexval(r[1]) >= 0) {
+                out = (char)(hexval(r[0]) * 16 + hexval(r[1]));
+                r += 2;
+                break;
+            }
+            *w++ = '\\'; /* not an escape: kept as written */
+            out = c;
+            break;
+        default:
+            *w++ = '\\';
+            out = c;
+            break;
+        }
+        *w++ = out;
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}

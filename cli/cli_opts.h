@@ -1,0 +1,150 @@
+/*
+ * cli_opts — the one option table of the tessera subcommands.
+ *
+ * Options every model-running command shares (model, devices, context,
+ * prompt, sampling, chat) are defined once, in groups, in cli_opts.c and
+ * parse into one cli_params. A subcommand is a cli_command: the groups it
+ * takes plus a table of its own options (which parse into its own struct).
+ * cli_parse() reads `--flag value`, `--flag=value` and `-f value`, prints
+ * the one spelling of each error and generates --help from the tables.
+ *
+ * HOW TO ADD AN OPTION
+ *  - one command only: add a row to that command's own table, e.g.
+ *      {"-r", "--repetitions", "N", "timed runs per test", CLI_INT,
+ *       CLI_OWN(bench_opts, reps), 1, 64},
+ *  - several commands: add a field to cli_params and a row with its group
+ *    to common_options[] in cli_opts.c (a new group: a new CLI_G_ bit, and
+ *    add it to the commands that take it).
+ *  Types are listed in cli_type; CLI_FN takes your own parse function.
+ *  The help line is generated: spelling, value name, help text, then the
+ *  default read from the destination (unless CLI_NO_DEFAULT).
+ */
+#ifndef TESSERA_CLI_OPTS_H
+#define TESSERA_CLI_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <tessera/tessera.h>
+
+#include "cli_util.h"
+
+enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8 };
+
+/* Option groups (bits of cli_command.groups). */
+enum {
+    CLI_G_MODEL = 1u << 0,    /* -m */
+    CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, --plugin-dir, --explain */
+    CLI_G_CONTEXT = 1u << 2,  /* -c, -b, -t, --kv-type */
+    CLI_G_PROMPT = 1u << 3,   /* -p, -f */
+    CLI_G_PREDICT = 1u << 4,  /* -n */
+    CLI_G_SAMPLING = 1u << 5, /* --seed, --temp, --top-k, ... */
+    CLI_G_CHAT = 1u << 6,     /* --system */
+    CLI_G_TEMPLATE = 1u << 9, /* --chat-template */
+    CLI_G_PLUGINS = 1u << 7,  /* --plugin-dir alone (commands without devices) */
+    CLI_G_ESCAPE = 1u << 8,
+    CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
+    /* What a command that loads a model and generates takes. */
+    CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
+};
+
+/* The values of the shared options. cli_params_init() sets the defaults;
+ * a command may change a default before cli_parse(). */
+typedef struct cli_params {
+    const char *model;
+    /* prompt */
+    const char *prompt, *prompt_file;
+    int no_escape;
+    /* devices */
+    const char *devices;
+    const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
+    int32_t n_plugin_dirs;
+    int32_t n_gpu_layers;
+    int explain;
+    /* context: n_ctx 0 is the model's training context, at most 4096 */
+    int32_t n_ctx, n_batch, n_threads;
+    tessera_kv_type kv_type;
+    /* generation */
+    int32_t n_predict;
+    /* sp.logit_bias points at bias[]; sp.penalty_last_n -1 is the context
+     * size (cli_sampler_new resolves it) */
+    tessera_sampler_params sp;
+    tessera_logit_bias bias[CLI_MAX_BIAS];
+    /* chat */
+    const char *chat_template, *system;
+    int verbose;
+    /* Arguments that are not options (FILE for inspect, ...). */
+    const char *positional[CLI_MAX_POSITIONAL];
+    int n_positional;
+} cli_params;
+
+typedef enum cli_type {
+    CLI_SWITCH, /* no value: sets an int to 1 */
+    CLI_STR,    /* const char * */
+    CLI_INT,    /* int32_t in lo..hi */
+    CLI_FLOAT,  /* float in lo..hi, never NaN */
+    CLI_SEED,   /* uint32_t; -1 (as llama.cpp) is TESSERA_SEED_RANDOM */
+    CLI_KV,     /* tessera_kv_type: f16 or f32 */
+    CLI_BIAS,   /* appends ID+B / ID-B to cli_params.bias */
+    CLI_DIR,    /* appends to cli_params.plugin_dirs */
+    CLI_FN,     /* fn(cmd, flag, value, dst) parses; 0 ok, -1 error printed */
+} cli_type;
+
+typedef int (*cli_parse_fn)(const char *cmd, const char *flag, const char *value, void *dst);
+
+/* Row flags. */
+enum {
+    CLI_NO_DEFAULT = 1u << 0, /* help shows no "(default: ...)" */
+    CLI_HIDDEN = 1u << 1,     /* parsed, not listed in --help */
+};
+
+typedef struct cli_option {
+    const char *short_name; /* "-m", "-ngl" or NULL */
+    const char *long_name;  /* "--model" or NULL */
+    const char *metavar;    /* value name in help ("FILE"); NULL for a switch */
+    const char *help;
+    cli_type type;
+    size_t offset; /* of the destination in cli_params (group rows) or the command's struct */
+    double lo, hi; /* CLI_INT / CLI_FLOAT range */
+    cli_parse_fn fn;
+    unsigned flags;
+    unsigned group; /* 0 in a command's own table */
+} cli_option;
+
+/* The destination of an own-table row: CLI_OWN(my_struct, field). */
+#define CLI_OWN(type, field) offsetof(type, field)
+/* End of an own table. */
+#define CLI_END {0}
+
+typedef struct cli_command {
+    const char *name;     /* "tessera run": errors start with it */
+    const char *synopsis; /* after "usage: tessera run " */
+    const char *about;    /* a paragraph for --help */
+    unsigned groups;
+    const cli_option *own; /* ends with CLI_END; may be NULL */
+    int max_positional;    /* non-option arguments allowed */
+    const char *epilog;    /* text after the options in --help, or NULL */
+    void (*more_help)(FILE *out); /* prints more of --help after epilog, or NULL */
+} cli_command;
+
+void cli_params_init(cli_params *p);
+
+/* Parse argv[1..argc) (argv[0] is the command name). Returns 0 ok, 1 when
+ * --help or --version was printed (exit 0), -1 after printing one error
+ * line (exit 2). own: the struct the command's own rows write into. */
+int cli_parse(const cli_command *cmd, int argc, char **argv, cli_params *p, void *own);
+
+/* The --help text of cmd, generated from its tables. */
+void cli_print_help(const cli_command *cmd, const cli_params *p, const void *own, FILE *out);
+
+/* A value error for flag, printed as every command prints one:
+ * "tessera CMD: FLAG expects WANT, got 'VALUE'". Returns -1. */
+int cli_bad_value(const char *cmd, const char *flag, const char *value, const char *want);
+
+/* Process llama.cpp's escapes in place (\n \t \r \\ \" \' \a \b \f \v \?
+ * \0-\7 octal, \xNN); an unknown escape is kept as written. Returns the
+ * new length. */
+size_t cli_unescape(char *s);
+
+#endif

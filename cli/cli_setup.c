@@ -1,0 +1,183 @@
+/* Model + context set-up shared by the subcommands (see cli_setup.h). */
+#include "cli_setup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+
+int cli_runtime_init(const char *cmd, const cli_params *p) {
+    tessera_init_params ip = {.plugin_dirs = p->plugin_dirs,
+                              .n_plugin_dirs = p->n_plugin_dirs,
+                              .verbosity = p->verbose ? 1 : 0};
+    if (tessera_init(&ip) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* Files above this take long enough to map and prepare to show progress. */
+#define PROGRESS_MIN_BYTES (64ll << 20)
+
+typedef struct load_progress {
+    int last_pct, shown;
+} load_progress;
+
+static bool on_progress(float progress, void *user) {
+    load_progress *lp = user;
+    int pct = (int)(progress * 100.0f);
+    if (pct != lp->last_pct) {
+        fprintf(stderr, "\rloading model: %3d%%", pct);
+        lp->last_pct = pct;
+        lp->shown = 1;
+    }
+    return !tessera_aborted(); /* Ctrl-C cancels the load */
+}
+
+/* The model file exists: checked before plugin discovery for a quick, clear
+ * error. Its size in *size. */
+static int model_path_ok(const char *cmd, const char *path, long long *size) {
+    struct stat st;
+    if (!path) {
+        fprintf(stderr, "%s: -m MODEL is required (see '%s --help')\n", cmd, cmd);
+        return 0;
+    }
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "%s: cannot open model '%s': %s\n", cmd, path, strerror(errno));
+        return 0;
+    }
+    *size = (long long)st.st_size;
+    return 1;
+}
+
+tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *path) {
+    long long size = 0;
+    if (!model_path_ok(cmd, path, &size)) return NULL;
+    tessera_model_params mp = tessera_model_default_params();
+    mp.devices = p->devices;
+    mp.n_gpu_layers = p->n_gpu_layers;
+    load_progress lp = {-1, 0};
+    if (size > PROGRESS_MIN_BYTES && isatty(STDERR_FILENO)) {
+        mp.progress = on_progress;
+        mp.progress_user = &lp;
+    }
+    tessera_model *m = tessera_model_load(path, &mp);
+    if (lp.shown) fputs("\r                    \r", stderr);
+    if (!m) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        return NULL;
+    }
+    if (p->verbose) fprintf(stderr, "%s: model %s\n", cmd, tessera_model_desc(m));
+    return m;
+}
+
+int32_t cli_ctx_size(const tessera_model *m, int32_t n_ctx) {
+    if (n_ctx > 0) return n_ctx;
+    int32_t train = tessera_model_n_ctx_train(m);
+    return train > 0 && train < CLI_DEFAULT_MAX_CTX ? train : CLI_DEFAULT_MAX_CTX;
+}
+
+tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_model *m, int32_t n_ctx) {
+    int32_t train = tessera_model_n_ctx_train(m);
+    n_ctx = cli_ctx_size(m, n_ctx);
+    if (train > 0 && n_ctx > train)
+        fprintf(stderr, "%s: warning: -c %d exceeds the model's training context of %d tokens; "
+                        "past it the output degrades\n", cmd, (int)n_ctx, (int)train);
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_batch = (uint32_t)p->n_batch;
+    cp.n_threads = p->n_threads;
+    cp.kv_type = p->kv_type;
+    cp.explain = p->explain;
+    cp.verbose = p->verbose;
+    tessera_context *ctx = tessera_context_new(m, &cp);
+    if (!ctx) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+    return ctx;
+}
+
+tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx) {
+    tessera_sampler_params sp = p->sp;
+    sp.logit_bias = p->bias;
+    if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;
+    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(m), &sp);
+    if (!s) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+    return s;
+}
+
+int cli_session_open(cli_session *s, const char *cmd, const cli_params *p) {
+    memset(s, 0, sizeof *s);
+    long long size;
+    if (!model_path_ok(cmd, p->model, &size)) return -1;
+    if (cli_runtime_init(cmd, p) < 0) return -1;
+    s->initialized = 1;
+    s->model = cli_model_load(cmd, p, p->model);
+    if (!s->model) return -1;
+    s->ctx = cli_context_new(cmd, p, s->model, p->n_ctx);
+    if (!s->ctx) return -1;
+    s->n_ctx = (int32_t)tessera_context_n_ctx(s->ctx);
+    return 0;
+}
+
+void cli_session_close(cli_session *s) {
+    tessera_context_free(s->ctx);
+    tessera_model_free(s->model);
+    if (s->initialized) tessera_shutdown();
+    memset(s, 0, sizeof *s);
+}
+
+char *cli_prompt_text(const char *cmd, const cli_params *p, int escapes, size_t *len) {
+    if (p->prompt_file) return cli_read_file(cmd, "prompt file", p->prompt_file, len);
+    const char *src = p->prompt ? p->prompt : "";
+    char *s = strdup(src);
+    if (!s) {
+        fprintf(stderr, "%s: out of memory\n", cmd);
+        return NULL;
+    }
+    *len = escapes && !p->no_escape ? cli_unescape(s) : strlen(s);
+    return s;
+}
+
+/* The special token's text, for the template's bos_token / eos_token. */
+static void special_text(const tessera_model *m, tessera_token id, char *buf, int32_t size) {
+    buf[0] = '\0';
+    if (id < 0) return;
+    int32_t n = tessera_token_to_piece(m, id, buf, size - 1, true);
+    buf[n > 0 ? n : 0] = '\0';
+}
+
+int cli_chat_setup(const char *cmd, const cli_params *p, const tessera_model *m, int quiet, cli_chat *out) {
+    memset(out, 0, sizeof *out);
+    if (p->chat_template) {
+        if (tessera_chat_format_from_name(p->chat_template, &out->format) < 0) {
+            fprintf(stderr, "%s: --chat-template: %s\n", cmd, tessera_last_error());
+            return -1;
+        }
+    } else {
+        const char *jinja = tessera_model_meta_str(m, "tokenizer.chat_template");
+        out->format = tessera_chat_format_detect(jinja);
+        if (out->format.fallback && !quiet)
+            fprintf(stderr, jinja ? "%s: note: the model's chat template is not one of the built-in families; "
+                                    "using ChatML (--chat-template to choose)\n"
+                                  : "%s: note: the model has no chat template; using ChatML "
+                                    "(--chat-template to choose)\n",
+                    cmd);
+    }
+    special_text(m, tessera_token_bos(m), out->bos_text, sizeof out->bos_text);
+    special_text(m, tessera_token_eos(m), out->eos_text, sizeof out->eos_text);
+    return 0;
+}
+
+void cli_print_timings(const tessera_context *ctx) {
+    tessera_timings t;
+    tessera_context_timings(ctx, &t);
+    fprintf(stderr, "load time:   %10.2f ms\n", t.load_ms);
+    fprintf(stderr, "prompt:      %10.2f ms / %lld tokens (%.2f tokens/s)\n", t.prompt_ms, (long long)t.n_prompt,
+            t.prompt_ms > 0 ? 1e3 * (double)t.n_prompt / t.prompt_ms : 0.0);
+    fprintf(stderr, "generation:  %10.2f ms / %lld tokens (%.2f tokens/s)\n", t.gen_ms, (long long)t.n_gen,
+            t.gen_ms > 0 ? 1e3 * (double)t.n_gen / t.gen_ms : 0.0);
+}

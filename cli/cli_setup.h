@@ -1,0 +1,66 @@
+/* cli_setup — the model + context set-up every subcommand that runs a model
+ * uses (run, chat, perplexity, bench, serve): runtime init with the plugin
+ * directories, model load with progress and device warnings, context with
+ * the shared defaults, sampler, prompt text and chat template.
+ *
+ * Functions taking cmd print their one error line themselves, starting
+ * with cmd ("tessera run: ..."). */
+#ifndef TESSERA_CLI_SETUP_H
+#define TESSERA_CLI_SETUP_H
+
+#include <stddef.h>
+
+#include <tessera/tessera.h>
+
+#include "cli_opts.h"
+
+/* Default context when -c is 0: the model's training context, at most this. */
+enum { CLI_DEFAULT_MAX_CTX = 4096 };
+
+/* tessera_init with p's --plugin-dir list and --verbose. 0 or -1. */
+int cli_runtime_init(const char *cmd, const cli_params *p);
+
+/* Load the model at path with p's --device and -ngl. A progress line on a
+ * terminal for large files; a warning when -ngl cannot place layers on a
+ * GPU. NULL after printing the error. */
+tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *path);
+
+/* n_ctx 0: the model's training context, at most CLI_DEFAULT_MAX_CTX. A
+ * warning when n_ctx exceeds the training context. NULL after printing. */
+int32_t cli_ctx_size(const tessera_model *m, int32_t n_ctx);
+tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_model *m, int32_t n_ctx);
+
+/* p's sampling options; --repeat-last-n -1 becomes n_ctx. NULL after printing. */
+tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx);
+
+/* The usual set: runtime, model p->model, context p->n_ctx. */
+typedef struct cli_session {
+    tessera_model *model;
+    tessera_context *ctx;
+    int32_t n_ctx;
+    int initialized;
+} cli_session;
+
+/* 0, or -1 after printing the error; call cli_session_close() either way. */
+int cli_session_open(cli_session *s, const char *cmd, const cli_params *p);
+void cli_session_close(cli_session *s);
+
+/* The prompt of -p (escapes processed unless --no-escape, when the command
+ * takes CLI_G_ESCAPE) or the contents of -f; malloc'd, NUL-terminated.
+ * NULL after printing. */
+char *cli_prompt_text(const char *cmd, const cli_params *p, int escapes, size_t *len);
+
+/* A chat set-up: the template (--chat-template or the model's, with a note
+ * on stderr when it falls back to ChatML) and the BOS / EOS token texts the
+ * template writes. */
+typedef struct cli_chat {
+    tessera_chat_format format;
+    char bos_text[64], eos_text[64];
+} cli_chat;
+
+int cli_chat_setup(const char *cmd, const cli_params *p, const tessera_model *m, int quiet, cli_chat *out);
+
+/* "load time / prompt / generation" lines on stderr (run's summary). */
+void cli_print_timings(const tessera_context *ctx);
+
+#endif

@@ -73,7 +73,7 @@ static const cli_option common_options[] = {
     {NULL, "--chat-template", "NAME",
      "chat template instead of the model's: chatml, llama2, llama3, gemma, phi3, zephyr, mistral",
      CLI_STR, P(chat_template), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_TEMPLATE},
-    {NULL, "--system", "TEXT", "system message", CLI_STR, P(system), 0, 0, NULL, CLI_NO_DEFAULT,
+    {"-sys", "--system", "TEXT", "system message", CLI_STR, P(system), 0, 0, NULL, CLI_NO_DEFAULT,
      CLI_G_CHAT},
 
     {NULL, "--verbose", NULL, "model, context, device and speed details on stderr", CLI_SWITCH,

@@ -17,12 +17,20 @@
 
 typedef struct run_opts {
     cli_params p;
-    int no_echo;
+    int no_echo, conversation, no_conversation, single_turn;
 } run_opts;
 
 static const cli_option run_own[] = {
     {NULL, "--no-echo", NULL, "do not print the prompt before the output", CLI_SWITCH,
      CLI_OWN(run_opts, no_echo), 0, 0, NULL, 0, 0},
+    {"-cnv", "--conversation", NULL,
+     "conversation mode, as llama.cpp: the prompt (if any) is the first user message, sent through the "
+     "chat template; then more messages are read as in 'tessera chat'",
+     CLI_SWITCH, CLI_OWN(run_opts, conversation), 0, 0, NULL, 0, 0},
+    {"-no-cnv", "--no-conversation", NULL, "plain text completion (the default)", CLI_SWITCH,
+     CLI_OWN(run_opts, no_conversation), 0, 0, NULL, 0, 0},
+    {"-st", "--single-turn", NULL, "conversation mode for one message only: answer the prompt and exit",
+     CLI_SWITCH, CLI_OWN(run_opts, single_turn), 0, 0, NULL, 0, 0},
     CLI_END,
 };
 
@@ -30,8 +38,9 @@ static const cli_command run_cmd = {
     .name = "tessera run",
     .synopsis = "-m MODEL (-p PROMPT | -f FILE) [options]",
     .about = "Generates text after the prompt and streams it to stdout; load time and\n"
-             "prompt / generation speed go to stderr. Ctrl-C stops generation.",
-    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE,
+             "prompt / generation speed go to stderr. Ctrl-C stops generation.\n"
+             "With -cnv (or --system, or -st) the prompt is a chat message instead.",
+    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE,
     .own = run_own,
 };
 
@@ -46,6 +55,22 @@ static int run_parse(int argc, char **argv, run_opts *o) {
         fprintf(stderr, "tessera run: -m MODEL is required (see 'tessera run --help')\n");
         return -1;
     }
+    if (o->conversation && o->no_conversation) {
+        fprintf(stderr, "tessera run: give either -cnv or -no-cnv, not both\n");
+        return -1;
+    }
+    /* --system and -st only make sense in conversation mode: they ask for it. */
+    if (!o->no_conversation && (o->p.system || o->single_turn)) o->conversation = 1;
+    if (o->no_conversation && (o->p.system || o->p.chat_template)) {
+        fprintf(stderr, "tessera run: %s needs conversation mode, not -no-cnv\n",
+                o->p.system ? "--system" : "--chat-template");
+        return -1;
+    }
+    if (o->single_turn && !o->p.prompt && !o->p.prompt_file) {
+        fprintf(stderr, "tessera run: -st answers one prompt: give -p TEXT or -f FILE\n");
+        return -1;
+    }
+    if (o->conversation) return 0; /* no prompt needed: messages come from stdin */
     if (!o->p.prompt && !o->p.prompt_file) {
         fprintf(stderr, "tessera run: a prompt is required: -p TEXT or -f FILE\n");
         return -1;
@@ -141,6 +166,13 @@ int cmd_run(int argc, char **argv) {
     run_opts o;
     int pr = run_parse(argc, argv, &o);
     if (pr != 0) return pr > 0 ? 0 : 2;
+    if (o.conversation) {
+        if (o.p.prompt && o.p.prompt_file) {
+            fprintf(stderr, "tessera run: give either -p or -f, not both\n");
+            return 2;
+        }
+        return chat_run(cmd, &o.p, !o.single_turn);
+    }
 
     size_t prompt_len = 0;
     char *prompt = cli_prompt_text(cmd, &o.p, 1, &prompt_len);

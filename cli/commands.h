@@ -17,4 +17,10 @@ int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
+/* The chat of `tessera chat` for other commands (run -cnv): p->prompt or
+ * p->prompt_file, when set, is the first message; interactive: then read
+ * more from stdin. Returns the exit status. */
+struct cli_params;
+int chat_run(const char *cmd, const struct cli_params *p, int interactive);
+
 #endif

@@ -8,6 +8,8 @@ packages=(
   build-essential meson ninja-build pkg-config python3
   libpcre2-dev libutf8proc-dev libcjson-dev libcmocka-dev libedit-dev
   libmicrohttpd-dev
+  # tests: the chat REPL through a pseudo-terminal (tests/cli/chat_repl.py)
+  python3-pexpect
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross

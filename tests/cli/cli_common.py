@@ -1,6 +1,7 @@
 """Helpers shared by the end-to-end CLI tests: paths from the test
 environment, running the tessera binary through pipes, and checks."""
 import os
+import re
 import subprocess
 import sys
 
@@ -61,3 +62,26 @@ def run(args, stdin_text=None, timeout=120):
 def crashed(rc, err):
     """A signal, a sanitizer report or an assertion: never acceptable."""
     return rc < 0 or "Sanitizer" in err or "runtime error" in err or "Assertion" in err
+
+
+def real_model(name="SmolLM2-135M-Instruct.Q4_1.gguf"):
+    """Path of a real model fetched by scripts/fetch-models.sh (from
+    TESSERA_MODEL_CACHE or ~/.cache/tessera/models). A missing model is a
+    failure, not a skip: the suite is meant to run with it."""
+    cache = os.environ.get("TESSERA_MODEL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tessera", "models")
+    path = os.path.join(cache, name)
+    if not os.path.exists(path):
+        print(f"FAIL: {path} is missing: run scripts/fetch-models.sh", file=sys.stderr)
+        sys.exit(1)
+    return path
+
+
+def best_cpu_device():
+    """The fastest CPU device this build has (cpu-avx0, cpu-neon0, else ref),
+    so tests do not land on a software GPU such as llvmpipe."""
+    rc, out, _ = run(["devices"])
+    for name in ("cpu-avx0", "cpu-neon0"):
+        if re.search(rf"^\s*\d+\s+{name}\s", out, re.M):
+            return name
+    return "ref"

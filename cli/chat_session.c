@@ -1,0 +1,415 @@
+/* A conversation through the chat template with KV reuse (chat_session.h). */
+#include "chat_session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef TESSERA_HAVE_CJSON
+#include <cJSON.h>
+#endif
+
+#include "chat/chat.h"
+#include "cli_util.h"
+#include "util/error.h"
+
+/* ---------------------------------------------------------- small lists */
+
+static int token_list_reserve(token_list *t, int32_t cap) {
+    if (cap <= t->cap) return 0;
+    tessera_token *p = realloc(t->ids, (size_t)cap * sizeof *p);
+    if (!p) return -1;
+    t->ids = p;
+    t->cap = cap;
+    return 0;
+}
+
+static int token_list_push(token_list *t, tessera_token id) {
+    if (t->n == t->cap && token_list_reserve(t, t->cap ? t->cap * 2 : 256) < 0) return -1;
+    t->ids[t->n++] = id;
+    return 0;
+}
+
+/* Tokenize into t (grown as needed). 0 ok, -1 with tessera_last_error(). */
+static int tokenize_into(const tessera_model *m, const char *text, size_t len, bool add_special,
+                         token_list *t) {
+    for (;;) {
+        int32_t n = tessera_tokenize(m, text, len, t->ids, t->cap, add_special, true);
+        if (n == INT32_MIN) return -1;
+        if (n >= 0) {
+            t->n = n;
+            return 0;
+        }
+        if (token_list_reserve(t, -n) < 0) return error_set("out of memory for %d tokens", -n);
+    }
+}
+
+/* role must be a static string ("system", "user", "assistant"). */
+static int conv_insert(conversation *c, size_t at, const char *role, const char *content, size_t len) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        tessera_chat_message *p = realloc(c->msgs, cap * sizeof *p);
+        if (!p) return -1;
+        c->msgs = p;
+        c->cap = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) return -1;
+    memcpy(copy, content, len);
+    copy[len] = '\0';
+    memmove(&c->msgs[at + 1], &c->msgs[at], (c->n - at) * sizeof *c->msgs);
+    c->msgs[at] = (tessera_chat_message){.role = role, .content = copy};
+    c->n++;
+    return 0;
+}
+
+static int conv_add(conversation *c, const char *role, const char *content, size_t len) {
+    return conv_insert(c, c->n, role, content, len);
+}
+
+static void conv_remove(conversation *c, size_t i) {
+    free((char *)c->msgs[i].content);
+    memmove(&c->msgs[i], &c->msgs[i + 1], (c->n - i - 1) * sizeof *c->msgs);
+    c->n--;
+}
+
+static void conv_free(conversation *c) {
+    for (size_t i = 0; i < c->n; i++) free((char *)c->msgs[i].content);
+    free(c->msgs);
+    memset(c, 0, sizeof *c);
+}
+
+static bool has_system(const conversation *c) {
+    return c->n > 0 && !strcmp(c->msgs[0].role, "system");
+}
+
+/* A growable byte string for the reply being generated. */
+typedef struct text_buf {
+    char *data;
+    size_t len, cap;
+} text_buf;
+
+static int text_append(text_buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->data, cap);
+        if (!p) return -1;
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ------------------------------------------------------------ session */
+
+int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
+    memset(s, 0, sizeof *s);
+    s->cmd = cmd;
+    s->p = p;
+    s->model = cli_model_load(cmd, p, p->model);
+    if (!s->model) return -1;
+    s->ctx = cli_context_new(cmd, p, s->model, p->n_ctx);
+    if (!s->ctx) return -1;
+    s->n_ctx = (int32_t)tessera_context_n_ctx(s->ctx);
+    s->sampler = cli_sampler_new(cmd, p, s->model, s->n_ctx);
+    if (!s->sampler) return -1;
+    if (cli_chat_setup(cmd, p, s->model, 0, &s->chat) < 0) return -1;
+    if (p->verbose)
+        fprintf(stderr, "[%s; template %s%s; context %d; seed %u]\n", tessera_model_desc(s->model),
+                tessera_chat_family_name(s->chat.format.family), s->chat.format.bos_in_text ? " (writes BOS)" : "",
+                (int)s->n_ctx, tessera_sampler_seed(s->sampler));
+    if (p->system && chat_session_set_system(s, p->system) < 0) return -1;
+    return 0;
+}
+
+void chat_session_close(chat_session *s) {
+    conv_free(&s->conv);
+    free(s->cached.ids);
+    free(s->prompt.ids);
+    tessera_sampler_free(s->sampler);
+    tessera_context_free(s->ctx);
+    tessera_model_free(s->model);
+    memset(s, 0, sizeof *s);
+}
+
+void chat_session_clear(chat_session *s, bool keep_system) {
+    while (s->conv.n > (keep_system && has_system(&s->conv) ? 1u : 0u)) conv_remove(&s->conv, s->conv.n - 1);
+    s->cached.n = 0;
+    tessera_kv_truncate(s->ctx, 0);
+    tessera_sampler_reset(s->sampler);
+}
+
+int chat_session_set_system(chat_session *s, const char *text) {
+    if (has_system(&s->conv)) conv_remove(&s->conv, 0);
+    if (text && conv_insert(&s->conv, 0, "system", text, strlen(text)) < 0) {
+        fprintf(stderr, "%s: out of memory\n", s->cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* Render the conversation and tokenize it into s->prompt, dropping the
+ * oldest turns until it leaves a quarter of the context for the reply.
+ * Returns 0, 1 when even the newest message alone does not fit (it is
+ * removed), -1 on error. */
+static int render_fitting(chat_session *s, int *n_dropped) {
+    int32_t room = s->n_ctx / 4 > 0 ? s->n_ctx / 4 : 1;
+    for (;;) {
+        size_t len = 0;
+        char *text = chat_render_alloc(&s->chat.format, s->conv.msgs, s->conv.n, true, s->chat.bos_text,
+                                       s->chat.eos_text, &len);
+        int rc = text ? tokenize_into(s->model, text, len, !s->chat.format.bos_in_text, &s->prompt) : -1;
+        free(text);
+        if (rc < 0) {
+            fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
+            return -1;
+        }
+        if (s->prompt.n <= s->n_ctx - room) return 0;
+        /* Drop the oldest user turn and the reply after it; keep a system message. */
+        size_t first = has_system(&s->conv) ? 1 : 0;
+        if (first + 1 >= s->conv.n) {
+            fprintf(stderr,
+                    "%s: the message (%d tokens with the template) does not fit the context of %d tokens "
+                    "(-c); it was not sent\n",
+                    s->cmd, (int)s->prompt.n, (int)s->n_ctx);
+            conv_remove(&s->conv, s->conv.n - 1);
+            return 1;
+        }
+        conv_remove(&s->conv, first);
+        if (first < s->conv.n - 1 && !strcmp(s->conv.msgs[first].role, "assistant")) conv_remove(&s->conv, first);
+        (*n_dropped)++;
+    }
+}
+
+/* Decode the part of s->prompt that differs from what the cache holds.
+ * 0 ok, 1 interrupted, -1 error. */
+static int decode_prompt(chat_session *s, chat_turn_info *info) {
+    int32_t common = 0;
+    while (common < s->cached.n && common < s->prompt.n && s->cached.ids[common] == s->prompt.ids[common])
+        common++;
+    if (s->prompt.n == 0) {
+        fprintf(stderr, "%s: the template rendered no tokens\n", s->cmd);
+        return -1;
+    }
+    /* Decode at least one token so there are logits to sample from. */
+    if (common == s->prompt.n) common--;
+    int32_t n_new = s->prompt.n - common;
+    info->n_prompt = s->prompt.n;
+    info->n_reused = common;
+    if (s->p->verbose)
+        fprintf(stderr, "[prompt: %d tokens, %d reused from the cache, %d decoded]\n", (int)s->prompt.n,
+                (int)common, (int)n_new);
+    double t0 = now_ms();
+    int rc = tessera_decode(s->ctx, s->prompt.ids + common, n_new, common, 0);
+    info->prompt_ms = now_ms() - t0;
+    if (rc < 0) {
+        /* The cache keeps what it held before the call, up to common. */
+        s->cached.n = common < s->cached.n ? common : s->cached.n;
+        tessera_kv_truncate(s->ctx, s->cached.n);
+        if (tessera_aborted()) return 1;
+        fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
+        return -1;
+    }
+    if (token_list_reserve(&s->cached, s->prompt.n) < 0) {
+        fprintf(stderr, "%s: out of memory\n", s->cmd);
+        return -1;
+    }
+    memcpy(s->cached.ids, s->prompt.ids, (size_t)s->prompt.n * sizeof *s->prompt.ids);
+    s->cached.n = s->prompt.n;
+    for (int32_t i = common; i < s->prompt.n; i++) tessera_sampler_accept(s->sampler, s->prompt.ids[i]);
+    return 0;
+}
+
+/* Sample, emit and decode the reply token by token into reply. 0 ok (the
+ * reason in info->end), -1 error. */
+static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_piece, void *user,
+                          chat_turn_info *info) {
+    char piece[256];
+    const int32_t limit = s->p->n_predict;
+    double t0 = now_ms();
+    info->end = CHAT_END_LIMIT;
+    for (;;) {
+        if (tessera_aborted()) {
+            info->end = CHAT_END_INTERRUPTED;
+            break;
+        }
+        if (limit >= 0 && info->n_gen >= limit) break;
+        if (s->cached.n >= s->n_ctx) {
+            info->end = CHAT_END_FULL;
+            break;
+        }
+        const float *logits = tessera_logits(s->ctx, -1);
+        if (!logits) {
+            fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
+            return -1;
+        }
+        tessera_token tok = tessera_sampler_sample(s->sampler, logits);
+        if (tok < 0) {
+            fprintf(stderr, "%s: sampling failed: %s\n", s->cmd, tessera_last_error());
+            return -1;
+        }
+        tessera_sampler_accept(s->sampler, tok);
+        if (tessera_token_is_eog(s->model, tok)) {
+            info->end = CHAT_END_EOG;
+            break;
+        }
+        info->n_gen++;
+        int32_t len = tessera_token_to_piece(s->model, tok, piece, sizeof piece, false);
+        if (len > 0) {
+            on_piece(piece, (size_t)len, user);
+            if (text_append(reply, piece, (size_t)len) < 0) {
+                fprintf(stderr, "%s: out of memory\n", s->cmd);
+                return -1;
+            }
+        }
+        /* The last token of a limited reply needs no decode: nothing samples after it. */
+        if (limit >= 0 && info->n_gen >= limit) break;
+        if (tessera_decode(s->ctx, &tok, 1, s->cached.n, 0) < 0) {
+            if (tessera_aborted()) {
+                info->end = CHAT_END_INTERRUPTED;
+                break;
+            }
+            fprintf(stderr, "\n%s: %s\n", s->cmd, tessera_last_error());
+            return -1;
+        }
+        if (token_list_push(&s->cached, tok) < 0) {
+            fprintf(stderr, "%s: out of memory\n", s->cmd);
+            return -1;
+        }
+    }
+    info->gen_ms = now_ms() - t0;
+    return 0;
+}
+
+int chat_session_turn(chat_session *s, const char *text, chat_piece_fn on_piece, void *user,
+                      chat_turn_info *info) {
+    memset(info, 0, sizeof *info);
+    if (conv_add(&s->conv, "user", text, strlen(text)) < 0) {
+        fprintf(stderr, "%s: out of memory\n", s->cmd);
+        return -1;
+    }
+    int rc = render_fitting(s, &info->n_dropped);
+    if (rc != 0) {
+        info->end = CHAT_END_NOT_SENT;
+        return rc < 0 ? -1 : 0;
+    }
+    rc = decode_prompt(s, info);
+    if (rc < 0) return -1;
+    text_buf reply = {0};
+    if (rc > 0) info->end = CHAT_END_INTERRUPTED;
+    else if (generate_reply(s, &reply, on_piece, user, info) < 0) rc = -1;
+    if (rc >= 0 && conv_add(&s->conv, "assistant", reply.data ? reply.data : "", reply.len) < 0) {
+        fprintf(stderr, "%s: out of memory\n", s->cmd);
+        rc = -1;
+    }
+    free(reply.data);
+    return rc < 0 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ save/load */
+
+#ifdef TESSERA_HAVE_CJSON
+int chat_session_save(chat_session *s, const char *path) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *msgs = root ? cJSON_AddArrayToObject(root, "messages") : NULL;
+    char *text = NULL;
+    int rc = -1;
+    if (!msgs) goto oom;
+    for (size_t i = 0; i < s->conv.n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        if (!m) goto oom;
+        cJSON_AddItemToArray(msgs, m);
+        if (!cJSON_AddStringToObject(m, "role", s->conv.msgs[i].role) ||
+            !cJSON_AddStringToObject(m, "content", s->conv.msgs[i].content))
+            goto oom;
+    }
+    text = cJSON_Print(root);
+    if (!text) goto oom;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write '%s': %s\n", s->cmd, path, strerror(errno));
+        goto done;
+    }
+    int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
+    bad |= fclose(f) != 0;
+    if (bad) fprintf(stderr, "%s: error writing '%s'\n", s->cmd, path);
+    else rc = 0;
+    goto done;
+oom:
+    fprintf(stderr, "%s: out of memory saving '%s'\n", s->cmd, path);
+done:
+    free(text);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* The static role string for a role name, or NULL. */
+static const char *known_role(const char *r) {
+    static const char *const roles[] = {"system", "user", "assistant"};
+    for (size_t i = 0; i < 3; i++)
+        if (!strcmp(r, roles[i])) return roles[i];
+    return NULL;
+}
+
+int chat_session_load(chat_session *s, const char *path) {
+    size_t len = 0;
+    char *text = cli_read_file(s->cmd, NULL, path, &len);
+    if (!text) return -1;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    conversation conv = {0};
+    int rc = -1;
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (!root || !cJSON_IsArray(msgs)) {
+        fprintf(stderr, "%s: '%s' is not a conversation: expected {\"messages\": [...]}\n", s->cmd, path);
+        goto done;
+    }
+    int i = 0;
+    for (const cJSON *m = msgs->child; m; m = m->next, i++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        const char *r = cJSON_IsString(role) ? known_role(role->valuestring) : NULL;
+        if (!r || !cJSON_IsString(content) || (!strcmp(r, "system") && i > 0)) {
+            fprintf(stderr,
+                    "%s: '%s': messages[%d] needs a \"role\" (system first, user, assistant) and a string "
+                    "\"content\"\n",
+                    s->cmd, path, i);
+            goto done;
+        }
+        if (conv_add(&conv, r, content->valuestring, strlen(content->valuestring)) < 0) {
+            fprintf(stderr, "%s: out of memory loading '%s'\n", s->cmd, path);
+            goto done;
+        }
+    }
+    conv_free(&s->conv);
+    s->conv = conv;
+    memset(&conv, 0, sizeof conv);
+    rc = 0;
+done:
+    conv_free(&conv);
+    cJSON_Delete(root);
+    return rc;
+}
+#else
+int chat_session_save(chat_session *s, const char *path) {
+    fprintf(stderr, "%s: cannot save '%s': this build has no JSON support (libcjson)\n", s->cmd, path);
+    return -1;
+}
+
+int chat_session_load(chat_session *s, const char *path) {
+    fprintf(stderr, "%s: cannot load '%s': this build has no JSON support (libcjson)\n", s->cmd, path);
+    return -1;
+}
+#endif

@@ -251,6 +251,51 @@ void tessera_sampler_accept(tessera_sampler *sampler, tessera_token token);
 void tessera_sampler_reset(tessera_sampler *sampler);
 uint32_t tessera_sampler_seed(const tessera_sampler *sampler);
 
+/* ------------------------------------------------------------- grammars
+ * Constrained generation: a sampler with a grammar only returns tokens
+ * whose text keeps the output a prefix of something the grammar matches,
+ * and end-of-generation tokens only once the output is complete.
+ * Grammars use llama.cpp's GBNF syntax:
+ *
+ *     root   ::= answer "."
+ *     answer ::= "yes" | "no" | [0-9]{1,3}      # comments run to the end of line
+ *
+ * (rules `name ::= ...`, alternatives |, grouping (), literals "..." and
+ * classes [a-z] [^...] with \n \t \" \xHH \uHHHH escapes, . for any
+ * character, repetition * + ? {m} {m,} {m,n}). Left recursion is an
+ * error. A JSON Schema converts to such a grammar. */
+
+typedef struct tessera_grammar tessera_grammar;
+
+/* Parse GBNF text[0..len) with start rule root (NULL: "root"). NULL on
+ * error: "grammar: line L, column C: what". */
+tessera_grammar *tessera_grammar_parse(const char *gbnf, size_t len, const char *root);
+/* A grammar for the JSON values a JSON Schema (JSON text) allows: types,
+ * properties, required, additionalProperties, enum, const, items,
+ * minItems/maxItems, minLength/maxLength, anyOf/oneOf, local $ref, formats
+ * date, time, date-time, uuid. NULL on error: "json schema: #/path: what"
+ * (a keyword it cannot follow, such as pattern or minimum, is an error). */
+tessera_grammar *tessera_grammar_from_json_schema(const char *schema, size_t len);
+/* The GBNF text a JSON Schema converts to (malloc'd: free() it), or NULL. */
+char *tessera_json_schema_to_gbnf(const char *schema, size_t len);
+/* Any JSON object (the OpenAI API's response_format "json_object"). */
+tessera_grammar *tessera_grammar_json_object(void);
+void tessera_grammar_free(tessera_grammar *grammar);
+
+/* Constrain sampler to grammar (copied: free it when you like; NULL
+ * removes the constraint) for the tokens of model. Tokens accepted from
+ * now on (tessera_sampler_accept) advance the grammar, so accept the
+ * prompt first, or call tessera_sampler_grammar_restart after it. When the
+ * grammar allows no token, tessera_sampler_sample returns -1 with an
+ * error. */
+int tessera_sampler_set_grammar(tessera_sampler *sampler, const tessera_model *model,
+                                const tessera_grammar *grammar);
+/* Put the grammar back at its start (e.g. before each reply of a chat);
+ * tessera_sampler_reset does it too. */
+int tessera_sampler_grammar_restart(tessera_sampler *sampler);
+/* The tokens accepted since the start make a complete match. */
+bool tessera_sampler_grammar_complete(const tessera_sampler *sampler);
+
 /* -------------------------------------------------------- chat templates
  * Built-in renderers for the common template families, detected from the
  * Jinja text in tokenizer.chat_template (tessera_model_meta_str). Each

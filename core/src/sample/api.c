@@ -5,12 +5,14 @@
 
 #include <tessera/tessera.h>
 
+#include "sample/grammar_hook.h"
 #include "sample/sample.h"
 #include "util/error.h"
 
 struct tessera_sampler {
     sample_chain *chain;
     uint32_t seed;
+    sample_grammar *grammar; /* NULL: unconstrained */
 };
 
 tessera_sampler_params tessera_sampler_default_params(void) {
@@ -99,6 +101,7 @@ tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_para
 void tessera_sampler_free(tessera_sampler *sampler) {
     if (!sampler) return;
     sample_chain_free(sampler->chain);
+    sample_grammar_free(sampler->grammar);
     free(sampler);
 }
 
@@ -111,11 +114,40 @@ tessera_token tessera_sampler_sample(tessera_sampler *sampler, const float *logi
 }
 
 void tessera_sampler_accept(tessera_sampler *sampler, tessera_token token) {
-    if (sampler) sample_chain_accept(sampler->chain, token);
+    if (!sampler) return;
+    sample_chain_accept(sampler->chain, token);
+    if (sampler->grammar) sample_grammar_accept(sampler->grammar, token);
 }
 
 void tessera_sampler_reset(tessera_sampler *sampler) {
-    if (sampler) sample_chain_reset(sampler->chain);
+    if (!sampler) return;
+    sample_chain_reset(sampler->chain);
+    if (sampler->grammar) sample_grammar_restart(sampler->grammar);
+}
+
+int tessera_sampler_set_grammar(tessera_sampler *sampler, const tessera_model *model,
+                                const tessera_grammar *grammar) {
+    if (!sampler) return error_set("sampler: sampler is NULL");
+    if (grammar && !model) return error_set("sampler: model is NULL");
+    sample_grammar *sg = NULL;
+    if (grammar) {
+        sg = sample_grammar_new(model, grammar);
+        if (!sg) return -1;
+    }
+    sample_grammar_free(sampler->grammar);
+    sampler->grammar = sg;
+    sample_constraint c = sg ? sample_grammar_constraint(sg) : (sample_constraint){0};
+    sample_chain_set_constraint(sampler->chain, sg ? &c : NULL);
+    return 0;
+}
+
+int tessera_sampler_grammar_restart(tessera_sampler *sampler) {
+    if (!sampler) return error_set("sampler: sampler is NULL");
+    return sampler->grammar ? sample_grammar_restart(sampler->grammar) : 0;
+}
+
+bool tessera_sampler_grammar_complete(const tessera_sampler *sampler) {
+    return sampler && sampler->grammar && sample_grammar_complete(sampler->grammar);
 }
 
 uint32_t tessera_sampler_seed(const tessera_sampler *sampler) {

@@ -17,6 +17,16 @@ void sample_cands_init(sample_cands *c, sample_cand *storage, const float *logit
     c->sorted = false;
 }
 
+void sample_cands_init_masked(sample_cands *c, sample_cand *storage, const float *logits, int32_t n_vocab,
+                              const uint8_t *allowed) {
+    size_t n = 0;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (allowed[i]) storage[n++] = (sample_cand){.id = i, .logit = logits[i]};
+    c->data = storage;
+    c->size = n;
+    c->sorted = false;
+}
+
 /* Descending logit, then ascending id: a total order, so qsort's lack of
  * stability never changes the outcome. NaN logits sort last. */
 int sample_cand_cmp(const void *pa, const void *pb) {

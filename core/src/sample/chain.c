@@ -14,6 +14,8 @@ struct sample_chain {
     sample_cand *storage; /* n_vocab candidates, refilled every call */
     sample_history history;
     sample_rng rng;
+    sample_constraint con; /* allows == NULL: none */
+    uint8_t *allowed;      /* n_vocab, for con.mask; allocated on first use */
 };
 
 sample_params sample_params_default(void) {
@@ -88,25 +90,30 @@ fail:
 void sample_chain_free(sample_chain *s) {
     if (!s) return;
     sample_history_free(&s->history);
+    free(s->allowed);
     free(s->storage);
     free(s->bias);
     free(s);
 }
 
-int32_t sample_chain_sample(sample_chain *s, const float *logits) {
+/* The chain over every token, or only over those with allowed[id] set. */
+static int32_t chain_pick(sample_chain *s, const float *logits, const uint8_t *allowed) {
     const sample_params *p = &s->params;
     bool penalized = p->penalty_repeat != 1.0f || p->penalty_freq != 0.0f ||
                      p->penalty_present != 0.0f;
     bool penalties = s->history.count > 0 && penalized;
     /* Plain greedy needs no candidate list: scan the row. */
-    if (p->temp <= 0.0f && p->n_bias == 0 && !penalties) {
+    if (p->temp <= 0.0f && p->n_bias == 0 && !penalties && !allowed) {
         int32_t best = 0;
         for (int32_t i = 1; i < s->n_vocab; i++)
             if (logits[i] > logits[best] || isnan(logits[best])) best = i;
         return best;
     }
     sample_cands c;
-    sample_cands_init(&c, s->storage, logits, s->n_vocab);
+    if (allowed)
+        sample_cands_init_masked(&c, s->storage, logits, s->n_vocab, allowed);
+    else
+        sample_cands_init(&c, s->storage, logits, s->n_vocab);
     sample_logit_bias(&c, p->bias, p->n_bias);
     sample_penalties(&c, &s->history, p->penalty_repeat, p->penalty_freq, p->penalty_present);
     /* Greedy: every truncation keeps the best candidate, so skip them. */
@@ -117,6 +124,67 @@ int32_t sample_chain_sample(sample_chain *s, const float *logits) {
     sample_min_p(&c, p->min_p);
     sample_temperature(&c, p->temp);
     return sample_dist(&c, &s->rng);
+}
+
+/* Greedy under a constraint whose first choice was rejected: the next
+ * best candidates one by one (usually one of them is allowed). Returns
+ * the id, -1 when none of them is, -2 on error. */
+static int32_t greedy_next_allowed(sample_chain *s, const float *logits) {
+    enum { TRIES = 16 };
+    const sample_params *p = &s->params;
+    sample_cands c;
+    sample_cands_init(&c, s->storage, logits, s->n_vocab);
+    sample_logit_bias(&c, p->bias, p->n_bias);
+    sample_penalties(&c, &s->history, p->penalty_repeat, p->penalty_freq, p->penalty_present);
+    /* The TRIES best, best first, by insertion into a short sorted list. */
+    sample_cand top[TRIES];
+    size_t n = 0;
+    for (size_t i = 0; i < c.size; i++) {
+        const sample_cand *x = &c.data[i];
+        if (n == TRIES && !sample_cand_before(x, &top[n - 1])) continue;
+        size_t j = n < TRIES ? n++ : n - 1;
+        while (j > 0 && sample_cand_before(x, &top[j - 1])) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = *x;
+    }
+    /* top[0] is the pick already rejected. */
+    for (size_t i = 1; i < n; i++) {
+        int ok = s->con.allows(s->con.user, top[i].id);
+        if (ok < 0) return -2;
+        if (ok) return top[i].id;
+    }
+    return -1;
+}
+
+int32_t sample_chain_sample(sample_chain *s, const float *logits) {
+    int32_t t = chain_pick(s, logits, NULL);
+    if (!s->con.allows || t < 0) return t;
+    int ok = s->con.allows(s->con.user, t);
+    if (ok) return ok > 0 ? t : -1;
+    if (s->params.temp <= 0.0f) {
+        t = greedy_next_allowed(s, logits);
+        if (t != -1) return t >= 0 ? t : -1;
+    }
+    if (!s->allowed) {
+        s->allowed = malloc((size_t)s->n_vocab);
+        if (!s->allowed) {
+            error_set("sampler: out of memory");
+            return -1;
+        }
+    }
+    int32_t n = s->con.mask(s->con.user, s->allowed);
+    if (n < 0) return -1;
+    if (n == 0) {
+        error_set("sampler: the grammar allows no token here");
+        return -1;
+    }
+    return chain_pick(s, logits, s->allowed);
+}
+
+void sample_chain_set_constraint(sample_chain *s, const sample_constraint *c) {
+    s->con = c ? *c : (sample_constraint){0};
 }
 
 void sample_chain_accept(sample_chain *s, int32_t id) { sample_history_push(&s->history, id); }

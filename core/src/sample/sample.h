@@ -142,4 +142,21 @@ void sample_chain_accept(sample_chain *s, int32_t id);
 /* Forget the history and reseed with the original seed. */
 void sample_chain_reset(sample_chain *s);
 
+/* A constraint on the tokens the chain may return (a grammar). The chain
+ * picks as usual, then asks allows() about the pick; only when it is
+ * rejected does it ask mask() for every allowed token and pick again among
+ * those (greedy first tries the next best few one by one). So the common
+ * step costs one check, not one per vocabulary entry. */
+typedef struct sample_constraint {
+    int (*allows)(void *user, int32_t id);          /* 1 yes, 0 no, -1 error */
+    int32_t (*mask)(void *user, uint8_t *allowed);  /* allowed[n_vocab] = 0/1; count or -1 */
+    void *user;
+} sample_constraint;
+
+/* NULL removes it. The chain keeps a copy of *c (not of what user points at). */
+void sample_chain_set_constraint(sample_chain *s, const sample_constraint *c);
+/* sample_cands_init over the ids with allowed[id] != 0 only. */
+void sample_cands_init_masked(sample_cands *c, sample_cand *storage, const float *logits, int32_t n_vocab,
+                              const uint8_t *allowed);
+
 #endif

@@ -1,0 +1,356 @@
+/*
+ * match — parse stacks over a grammar, advanced one code point at a time,
+ * and the matcher that feeds them UTF-8 bytes (token pieces may cut a
+ * character in two).
+ *
+ * Expansion is iterative (an explicit work list), so a long chain of rule
+ * references cannot overflow the C stack; left recursion, which would
+ * expand forever, was rejected by the parser, and the work per step is
+ * bounded anyway (GRAMMAR_MAX_STACKS, GRAMMAR_MAX_DEPTH).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/grammar.h"
+#include "util/error.h"
+
+/* Work items expanded per step before the grammar is called too ambiguous. */
+enum { MAX_EXPANSIONS = 1 << 20 };
+
+static bool is_seq_end(const grammar *g, uint32_t pos) {
+    uint32_t op = g->elems[pos].op;
+    return op == GRAMMAR_END || op == GRAMMAR_ALT;
+}
+
+/* ------------------------------------------------------------ classes */
+
+/* Does the class at pos accept cp? *end: the element after the class. */
+static bool class_match(const grammar *g, uint32_t pos, uint32_t cp, uint32_t *end) {
+    const grammar_elem *e = g->elems;
+    if (e[pos].op == GRAMMAR_ANY) {
+        *end = pos + 1;
+        return true;
+    }
+    bool neg = e[pos].op == GRAMMAR_CHAR_NOT, found = false;
+    uint32_t i = pos;
+    for (;;) {
+        uint32_t lo = e[i].value, hi = lo;
+        if (e[i + 1].op == GRAMMAR_CHAR_HI) hi = e[++i].value;
+        if (cp >= lo && cp <= hi) found = true;
+        if (e[++i].op != GRAMMAR_CHAR_ALT) break;
+    }
+    *end = i;
+    return found != neg;
+}
+
+/* Does the class at pos accept some code point in [lo, hi]? */
+static bool class_match_range(const grammar *g, uint32_t pos, uint32_t lo, uint32_t hi) {
+    const grammar_elem *e = g->elems;
+    if (e[pos].op == GRAMMAR_ANY) return true;
+    uint32_t end;
+    if (e[pos].op == GRAMMAR_CHAR) {
+        for (uint32_t i = pos;;) {
+            uint32_t a = e[i].value, b = a;
+            if (e[i + 1].op == GRAMMAR_CHAR_HI) b = e[++i].value;
+            if (a <= hi && b >= lo) return true;
+            if (e[++i].op != GRAMMAR_CHAR_ALT) return false;
+        }
+    }
+    /* Negated: some point of [lo, hi] lies outside every range; it is lo
+     * or just past the end of one of the ranges. */
+    if (class_match(g, pos, lo, &end)) return true;
+    for (uint32_t i = pos;;) {
+        uint32_t b = e[i].value;
+        if (e[i + 1].op == GRAMMAR_CHAR_HI) b = e[++i].value;
+        if (b < hi && b + 1 >= lo && class_match(g, pos, b + 1, &end)) return true;
+        if (e[++i].op != GRAMMAR_CHAR_ALT) return false;
+    }
+}
+
+/* ------------------------------------------------------------ stack sets */
+
+void grammar_stacks_free(grammar_stacks *s) {
+    free(s->pool);
+    free(s->off);
+    free(s->len);
+    free(s->hash);
+    memset(s, 0, sizeof *s);
+}
+
+static void stacks_clear(grammar_stacks *s) {
+    s->n = 0;
+    s->pool_len = 0;
+}
+
+static uint32_t stack_hash(const uint32_t *st, size_t n) {
+    uint32_t h = 2166136261u ^ (uint32_t)n;
+    for (size_t i = 0; i < n; i++) h = (h ^ st[i]) * 16777619u;
+    return h;
+}
+
+/* Add st[0..n) unless already present. */
+static int stacks_add(grammar_stacks *s, const uint32_t *st, size_t n) {
+    uint32_t h = stack_hash(st, n);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->hash[i] == h && s->len[i] == n && !memcmp(s->pool + s->off[i], st, n * sizeof *st)) return 0;
+    if (s->n >= GRAMMAR_MAX_STACKS)
+        return error_set("grammar: more than %d parse stacks at once (the grammar is too ambiguous)",
+                         GRAMMAR_MAX_STACKS);
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        uint32_t *off = realloc(s->off, cap * sizeof *off);
+        if (off) s->off = off;
+        uint32_t *len = realloc(s->len, cap * sizeof *len);
+        if (len) s->len = len;
+        uint32_t *hash = realloc(s->hash, cap * sizeof *hash);
+        if (hash) s->hash = hash;
+        if (!off || !len || !hash) return error_set("grammar: out of memory");
+        s->cap = cap;
+    }
+    if (s->pool_len + n > s->pool_cap) {
+        size_t cap = s->pool_cap ? s->pool_cap : 64;
+        while (cap < s->pool_len + n) cap *= 2;
+        uint32_t *pool = realloc(s->pool, cap * sizeof *pool);
+        if (!pool) return error_set("grammar: out of memory");
+        s->pool = pool;
+        s->pool_cap = cap;
+    }
+    memcpy(s->pool + s->pool_len, st, n * sizeof *st);
+    s->off[s->n] = (uint32_t)s->pool_len;
+    s->len[s->n] = (uint32_t)n;
+    s->hash[s->n] = h;
+    s->pool_len += n;
+    s->n++;
+    return 0;
+}
+
+bool grammar_stacks_complete(const grammar_stacks *s) {
+    for (size_t i = 0; i < s->n; i++)
+        if (s->len[i] == 0) return true;
+    return false;
+}
+
+bool grammar_stacks_allow_range(const grammar *g, const grammar_stacks *s, uint32_t lo, uint32_t hi) {
+    for (size_t i = 0; i < s->n; i++)
+        if (s->len[i] > 0 && class_match_range(g, s->pool[s->off[i] + s->len[i] - 1], lo, hi)) return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ expansion */
+
+void grammar_work_free(grammar_work *w) {
+    free(w->pool);
+    free(w->item_off);
+    free(w->item_len);
+    free(w->cur);
+    memset(w, 0, sizeof *w);
+}
+
+static int ensure_u32(uint32_t **p, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    uint32_t *n = realloc(*p, c * sizeof *n);
+    if (!n) return error_set("grammar: out of memory");
+    *p = n;
+    *cap = c;
+    return 0;
+}
+
+/* Queue the stack base[0..n) followed by `top` (if top != UINT32_MAX). */
+static int work_push(grammar_work *w, const uint32_t *base, size_t n, uint32_t top) {
+    size_t len = n + (top != UINT32_MAX);
+    if (len > GRAMMAR_MAX_DEPTH)
+        return error_set("grammar: a parse stack is deeper than %d (nesting too deep)", GRAMMAR_MAX_DEPTH);
+    if (w->n_items == w->items_cap) {
+        size_t cap = w->items_cap ? w->items_cap * 2 : 32;
+        uint32_t *off = realloc(w->item_off, cap * sizeof *off);
+        if (off) w->item_off = off;
+        uint32_t *l = realloc(w->item_len, cap * sizeof *l);
+        if (l) w->item_len = l;
+        if (!off || !l) return error_set("grammar: out of memory");
+        w->items_cap = cap;
+    }
+    if (ensure_u32(&w->pool, &w->pool_cap, w->pool_len + len) < 0) return -1;
+    memcpy(w->pool + w->pool_len, base, n * sizeof *base);
+    if (top != UINT32_MAX) w->pool[w->pool_len + n] = top;
+    w->item_off[w->n_items] = (uint32_t)w->pool_len;
+    w->item_len[w->n_items] = (uint32_t)len;
+    w->pool_len += len;
+    w->n_items++;
+    return 0;
+}
+
+/* Expand every queued stack until its top is a class (or it is empty) and
+ * add those to out. */
+static int work_run(const grammar *g, grammar_work *w, grammar_stacks *out) {
+    size_t budget = MAX_EXPANSIONS;
+    while (w->n_items > 0) {
+        if (budget-- == 0)
+            return error_set("grammar: too many expansions in one step (the grammar is too ambiguous)");
+        /* Pop the last item into cur (the pool tail is reused by pushes). */
+        w->n_items--;
+        size_t n = w->item_len[w->n_items];
+        if (ensure_u32(&w->cur, &w->cur_cap, n + 1) < 0) return -1;
+        memcpy(w->cur, w->pool + w->item_off[w->n_items], n * sizeof *w->cur);
+        w->pool_len = w->item_off[w->n_items];
+        uint32_t *st = w->cur;
+        for (;;) {
+            if (n == 0) {
+                if (stacks_add(out, st, 0) < 0) return -1;
+                break;
+            }
+            uint32_t pos = st[n - 1];
+            uint32_t op = g->elems[pos].op;
+            if (op == GRAMMAR_END || op == GRAMMAR_ALT) {
+                n--; /* this sequence is done: continue below it */
+                continue;
+            }
+            if (op == GRAMMAR_REF) {
+                uint32_t r = g->elems[pos].value;
+                /* The continuation after the reference; none when the
+                 * reference ends its sequence (keeps right recursion flat). */
+                size_t base = n - 1;
+                if (!is_seq_end(g, pos + 1)) st[base++] = pos + 1;
+                for (uint32_t a = g->alt_first[r + 1]; a-- > g->alt_first[r];)
+                    if (work_push(w, st, base, g->alt_start[a]) < 0) return -1;
+                break;
+            }
+            if (stacks_add(out, st, n) < 0) return -1; /* a class: terminal */
+            break;
+        }
+    }
+    return 0;
+}
+
+int grammar_stacks_init(const grammar *g, grammar_stacks *out, grammar_work *w) {
+    stacks_clear(out);
+    w->n_items = 0;
+    w->pool_len = 0;
+    for (uint32_t a = g->alt_first[g->root + 1]; a-- > g->alt_first[g->root];)
+        if (work_push(w, NULL, 0, g->alt_start[a]) < 0) return -1;
+    return work_run(g, w, out);
+}
+
+int grammar_stacks_advance(const grammar *g, const grammar_stacks *in, uint32_t cp, grammar_stacks *out,
+                           grammar_work *w) {
+    stacks_clear(out);
+    w->n_items = 0;
+    w->pool_len = 0;
+    for (size_t i = in->n; i-- > 0;) {
+        size_t n = in->len[i];
+        if (n == 0) continue;
+        const uint32_t *st = in->pool + in->off[i];
+        uint32_t end;
+        if (!class_match(g, st[n - 1], cp, &end)) continue;
+        if (work_push(w, st, n - 1, is_seq_end(g, end) ? UINT32_MAX : end) < 0) return -1;
+    }
+    return work_run(g, w, out);
+}
+
+/* ------------------------------------------------------------ matcher */
+
+int grammar_matcher_init(grammar_matcher *m, const grammar *g) {
+    memset(m, 0, sizeof *m);
+    m->g = g;
+    return grammar_matcher_reset(m);
+}
+
+void grammar_matcher_free(grammar_matcher *m) {
+    grammar_stacks_free(&m->stacks);
+    grammar_stacks_free(&m->tmp[0]);
+    grammar_stacks_free(&m->tmp[1]);
+    grammar_work_free(&m->work);
+}
+
+int grammar_matcher_reset(grammar_matcher *m) {
+    m->partial = (grammar_utf8){0, 0, 0};
+    return grammar_stacks_init(m->g, &m->stacks, &m->work);
+}
+
+int grammar_utf8_step(grammar_utf8 *u, uint8_t b, uint32_t *cp) {
+    if (u->need == 0) {
+        if (b < 0x80) {
+            *cp = b;
+            return 1;
+        }
+        if (b >= 0xC2 && b <= 0xDF) *u = (grammar_utf8){b & 0x1Fu, 1, 0x80};
+        else if (b >= 0xE0 && b <= 0xEF) *u = (grammar_utf8){b & 0x0Fu, 2, 0x800};
+        else if (b >= 0xF0 && b <= 0xF4) *u = (grammar_utf8){b & 0x07u, 3, 0x10000};
+        else return -1;
+        return 0;
+    }
+    if ((b & 0xC0) != 0x80) return -1;
+    u->cp = u->cp << 6 | (b & 0x3Fu);
+    if (--u->need > 0) return 0;
+    if (u->cp < u->min || u->cp > 0x10FFFF || (u->cp >= 0xD800 && u->cp <= 0xDFFF)) return -1;
+    *cp = u->cp;
+    u->cp = 0;
+    return 1;
+}
+
+void grammar_utf8_range(const grammar_utf8 *u, uint32_t *lo, uint32_t *hi) {
+    uint32_t shift = 6 * u->need;
+    *lo = u->cp << shift;
+    *hi = *lo | ((1u << shift) - 1);
+    if (*lo < u->min) *lo = u->min;
+    if (*hi > 0x10FFFF) *hi = 0x10FFFF;
+}
+
+/* Feed bytes from (in, *u); the result lands in one of m->tmp, returned in
+ * *res (may be `in` itself when no code point completed). 1 accepted, 0
+ * rejected, -1 error. */
+static int feed(grammar_matcher *m, const grammar_stacks *in, grammar_utf8 *u, const char *bytes, size_t n,
+                const grammar_stacks **res) {
+    const grammar_stacks *cur = in;
+    int which = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp;
+        int s = grammar_utf8_step(u, (uint8_t)bytes[i], &cp);
+        if (s < 0) return 0;
+        if (s == 0) continue;
+        grammar_stacks *next = &m->tmp[which];
+        which ^= 1;
+        if (grammar_stacks_advance(m->g, cur, cp, next, &m->work) < 0) return -1;
+        if (next->n == 0) return 0;
+        cur = next;
+    }
+    if (u->need > 0) {
+        uint32_t lo, hi;
+        grammar_utf8_range(u, &lo, &hi);
+        if (lo > hi || !grammar_stacks_allow_range(m->g, cur, lo, hi)) return 0;
+    }
+    *res = cur;
+    return 1;
+}
+
+int grammar_matcher_check(grammar_matcher *m, const char *bytes, size_t n) {
+    grammar_utf8 u = m->partial;
+    const grammar_stacks *res;
+    return feed(m, &m->stacks, &u, bytes, n, &res);
+}
+
+int grammar_matcher_accept(grammar_matcher *m, const char *bytes, size_t n) {
+    grammar_utf8 u = m->partial;
+    const grammar_stacks *res;
+    int rc = feed(m, &m->stacks, &u, bytes, n, &res);
+    if (rc <= 0) return rc < 0 ? -1 : 1;
+    if (res != &m->stacks) {
+        /* Swap the result's storage in. */
+        grammar_stacks t = m->stacks;
+        m->stacks = *res;
+        *(grammar_stacks *)res = t;
+    }
+    m->partial = u;
+    return 0;
+}
+
+bool grammar_matcher_complete(const grammar_matcher *m) {
+    return m->partial.need == 0 && grammar_stacks_complete(&m->stacks);
+}
+
+bool grammar_matcher_can_continue(const grammar_matcher *m) {
+    for (size_t i = 0; i < m->stacks.n; i++)
+        if (m->stacks.len[i] > 0) return true;
+    return false;
+}

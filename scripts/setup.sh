@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential meson ninja-build pkg-config python3
   python3-jinja2  # the reference for chat templates (tests/chat/compare_jinja.py)
+  python3-jsonschema  # validates the JSON generated under schemas (tests/grammar)
   libpcre2-dev libutf8proc-dev libcjson-dev libcmocka-dev libedit-dev
   libmicrohttpd-dev
   # tests: the chat REPL through a pseudo-terminal (tests/cli/chat_repl.py)

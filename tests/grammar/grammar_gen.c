@@ -48,7 +48,8 @@ static char *read_all(const char *path, size_t *len) {
 
 int main(int argc, char **argv) {
     if (argc != 8) {
-        fprintf(stderr, "usage: grammar_gen MODEL PROMPT_FILE none|gbnf|schema|json SPEC TEMP SEED N_PREDICT\n");
+        fprintf(stderr,
+                "usage: grammar_gen MODEL PROMPT_FILE none|gbnf|schema|json SPEC TEMP SEED N_PREDICT\n");
         return 2;
     }
     const char *mode = argv[3];
@@ -89,7 +90,8 @@ int main(int argc, char **argv) {
     int32_t n = -tessera_tokenize(model, prompt, prompt_len, NULL, 0, false, true);
     toks = malloc((size_t)(n > 0 ? n : 1) * sizeof *toks);
     if (n <= 0 || !toks || tessera_tokenize(model, prompt, prompt_len, toks, n, false, true) != n) goto fail;
-    for (int32_t i = 0; i < n; i++) tessera_sampler_accept(smp, toks[i]);
+    for (int32_t i = 0; i < n; i++)
+        tessera_sampler_accept(smp, toks[i]);
     /* After the prompt: the grammar starts with the reply. */
     if (gr && tessera_sampler_set_grammar(smp, model, gr) != 0) goto fail;
     if (tessera_decode(ctx, toks, n, 0, 0) != 0) goto fail;
@@ -117,7 +119,8 @@ int main(int argc, char **argv) {
         gen_ms += now_ms() - t0;
     }
     fflush(stdout);
-    fprintf(stderr, "tokens %ld gen_ms %.1f sample_ms %.1f complete %d\n", produced, gen_ms, sample_ms, complete);
+    fprintf(stderr, "tokens %ld gen_ms %.1f sample_ms %.1f complete %d\n", produced, gen_ms, sample_ms,
+            complete);
     rc = 0;
 fail:
     if (rc) fprintf(stderr, "grammar_gen: %s\n", tessera_last_error());

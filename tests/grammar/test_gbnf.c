@@ -73,8 +73,8 @@ static void test_basic_syntax(void **state) {
     (void)state;
     expect_match("root ::= \"yes\" | \"no\"", L("yes", "no"), L("", "y", "n"), L("yes!", "x", "noo"));
     /* Groups, classes, negation, ranges and escapes. */
-    expect_match("root ::= ( [a-c] | [^a-z\\n] )+ \"\\x21\"", L("a!", "abcQ1!", "\t!", "!!"), L("a", "Q", "!"),
-                 L("d!", "a\n!"));
+    expect_match("root ::= ( [a-c] | [^a-z\\n] )+ \"\\x21\"", L("a!", "abcQ1!", "\t!", "!!"),
+                 L("a", "Q", "!"), L("d!", "a\n!"));
     /* Comments, rules defined after use, newlines inside parentheses, a
      * next line starting with '|' continues the rule. */
     expect_match("# leading comment\n"
@@ -90,8 +90,8 @@ static void test_basic_syntax(void **state) {
                  L("abcc", "aabbbbcc", "aabc!"));
     expect_match("root ::= (\"ab\"){0,2} \"!\"", L("!", "ab!", "abab!"), L("a", "aba"), L("ababab!", "b!"));
     /* Any character, and escapes of every kind. */
-    expect_match("root ::= . \"\\u00e9\\U0001F600\\t\\\"\\\\\"", L("x\xc3\xa9\xf0\x9f\x98\x80\t\"\\"),
-                 L("x"), L("x\xc3\xa9\xf0\x9f\x98\x81"));
+    expect_match("root ::= . \"\\u00e9\\U0001F600\\t\\\"\\\\\"", L("x\xc3\xa9\xf0\x9f\x98\x80\t\"\\"), L("x"),
+                 L("x\xc3\xa9\xf0\x9f\x98\x81"));
     /* A class with non-ASCII members and ranges. */
     expect_match("root ::= [\xc3\xa0-\xc3\xbf\xe4\xb8\x80]+", L("\xc3\xa0\xc3\xbf\xe4\xb8\x80"), L(""),
                  L("a", "\xc3\x9f"));
@@ -117,7 +117,8 @@ static void test_right_recursion_flat(void **state) {
     grammar_matcher m;
     assert_int_equal(grammar_matcher_init(&m, g), 0);
     assert_int_equal(grammar_matcher_accept(&m, text, 20000), 0);
-    for (size_t i = 0; i < m.stacks.n; i++) assert_true(m.stacks.len[i] <= 2);
+    for (size_t i = 0; i < m.stacks.n; i++)
+        assert_true(m.stacks.len[i] <= 2);
     grammar_matcher_free(&m);
     grammar_free(g);
 }
@@ -164,11 +165,13 @@ static void test_limits(void **state) {
     /* Nesting: the limit is an error, below it parses. */
     char deep[2 * GRAMMAR_MAX_NEST + 64];
     int n = snprintf(deep, sizeof deep, "root ::= ");
-    for (int i = 0; i < GRAMMAR_MAX_NEST + 1; i++) deep[n++] = '(';
+    for (int i = 0; i < GRAMMAR_MAX_NEST + 1; i++)
+        deep[n++] = '(';
     deep[n++] = '"';
     deep[n++] = 'x';
     deep[n++] = '"';
-    for (int i = 0; i < GRAMMAR_MAX_NEST + 1; i++) deep[n++] = ')';
+    for (int i = 0; i < GRAMMAR_MAX_NEST + 1; i++)
+        deep[n++] = ')';
     deep[n] = '\0';
     expect_err(deep, "line 1", "nested deeper than");
     /* One level less parses and matches. */
@@ -188,7 +191,8 @@ static void test_limits(void **state) {
     size_t cap = 64 * 20000;
     char *chain = malloc(cap);
     size_t off = (size_t)snprintf(chain, cap, "root ::= r0\n");
-    for (int i = 0; i < 20000; i++) off += (size_t)snprintf(chain + off, cap - off, "r%d ::= r%d\n", i, i + 1);
+    for (int i = 0; i < 20000; i++)
+        off += (size_t)snprintf(chain + off, cap - off, "r%d ::= r%d\n", i, i + 1);
     off += (size_t)snprintf(chain + off, cap - off, "r20000 ::= \"z\"\n");
     g = grammar_parse(chain, off, NULL);
     assert_non_null(g);
@@ -292,7 +296,9 @@ static void test_trie_equals_bruteforce(void **state) {
             size_t n;
             const char *p = grammar_vocab_piece(gv, id, &n);
             int ok = n > 0 && grammar_matcher_check(&m, p, n) == 1;
-            if (ok != allowed[id]) fail_msg("token %d '%s' at byte %zu: trie %d, check %d", id, v->pieces[id], pos, allowed[id], ok);
+            if (ok != allowed[id])
+                fail_msg("token %d '%s' at byte %zu: trie %d, check %d", id, v->pieces[id], pos, allowed[id],
+                         ok);
             brute += ok;
         }
         assert_int_equal(count, brute);
@@ -335,7 +341,8 @@ static void test_chain_constraint(void **state) {
     (void)state;
     enum { NV = 100 };
     float logits[NV];
-    for (int i = 0; i < NV; i++) logits[i] = (float)((i * 37) % 100) / 10.0f;
+    for (int i = 0; i < NV; i++)
+        logits[i] = (float)((i * 37) % 100) / 10.0f;
     /* argmax is 27 ((27*37)%100 = 99); the best even one is 54 (98). */
     sample_params p = sample_params_default();
     p.temp = 0.0f;

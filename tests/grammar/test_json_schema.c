@@ -77,19 +77,22 @@ static void test_objects(void **state) {
     expect(person,
            L("{\"name\": \"Ann\", \"age\": 3}", "{\"name\":\"A\",\"age\":1,\"email\":\"a@b\"}",
              "{\n  \"name\": \"A\",\n  \"age\": 1\n}"),
-           L("{\"age\": 3, \"name\": \"Ann\"}", "{\"name\": \"Ann\"}", "{\"name\": \"A\", \"age\": 1, \"x\": 1}",
-             "{\"name\": \"A\", \"age\": 1,}", "{}"));
+           L("{\"age\": 3, \"name\": \"Ann\"}", "{\"name\": \"Ann\"}",
+             "{\"name\": \"A\", \"age\": 1, \"x\": 1}", "{\"name\": \"A\", \"age\": 1,}", "{}"));
     /* All optional: any subset in order, including none. */
     expect("{\"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": {\"type\": \"integer\"}}}",
-           L("{}", "{\"a\": 1}", "{\"b\": 2}", "{\"a\": 1, \"b\": 2}"), L("{,}", "{\"b\": 2, \"a\": 1}", "{\"c\": 1}"));
+           L("{}", "{\"a\": 1}", "{\"b\": 2}", "{\"a\": 1, \"b\": 2}"),
+           L("{,}", "{\"b\": 2, \"a\": 1}", "{\"c\": 1}"));
     /* additionalProperties as a schema, with no listed properties. */
     expect("{\"type\": \"object\", \"additionalProperties\": {\"type\": \"boolean\"}}",
            L("{}", "{\"x\": true, \"y\": false}"), L("{\"x\": 1}"));
     /* Listed plus extra of any value. */
-    expect("{\"properties\": {\"id\": {\"const\": 1}}, \"required\": [\"id\"], \"additionalProperties\": true}",
-           L("{\"id\": 1}", "{\"id\": 1, \"z\": [2]}"), L("{\"z\": 1}", "{\"id\": 2}"));
+    expect(
+        "{\"properties\": {\"id\": {\"const\": 1}}, \"required\": [\"id\"], \"additionalProperties\": true}",
+        L("{\"id\": 1}", "{\"id\": 1, \"z\": [2]}"), L("{\"z\": 1}", "{\"id\": 2}"));
     /* A required name outside properties, with extras allowed. */
-    expect("{\"type\": \"object\", \"required\": [\"k\"]}", L("{\"k\": null}", "{\"k\": 1, \"j\": 2}"), L("{}"));
+    expect("{\"type\": \"object\", \"required\": [\"k\"]}", L("{\"k\": null}", "{\"k\": 1, \"j\": 2}"),
+           L("{}"));
     /* Keys needing escapes. */
     expect("{\"properties\": {\"a\\\"b\": {\"type\": \"null\"}}, \"required\": [\"a\\\"b\"]}",
            L("{\"a\\\"b\": null}"), L("{\"ab\": null}"));
@@ -100,22 +103,24 @@ static void test_arrays_enums_combos(void **state) {
     expect("{\"type\": \"array\", \"items\": {\"type\": \"integer\"}, \"minItems\": 2, \"maxItems\": 3}",
            L("[1, 2]", "[1,2,3]"), L("[]", "[1]", "[1, 2, 3, 4]", "[1, \"2\"]"));
     expect("{\"type\": \"array\", \"maxItems\": 0}", L("[]"), L("[1]"));
-    expect("{\"type\": \"array\", \"items\": {\"type\": \"boolean\"}}", L("[]", "[true]", "[true, false, true]"),
-           L("[true,]"));
+    expect("{\"type\": \"array\", \"items\": {\"type\": \"boolean\"}}",
+           L("[]", "[true]", "[true, false, true]"), L("[true,]"));
     expect("{\"enum\": [\"red\", \"green\", 3, null, {\"a\": [1]}]}",
            L("\"red\"", "\"green\"", "3", "null", "{\"a\":[1]}"), L("\"blue\"", "\"Red\"", "4"));
     expect("{\"const\": \"x\\ny\"}", L("\"x\\ny\""), L("\"x\"", "\"xy\""));
-    expect("{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"string\", \"maxLength\": 2}], \"title\": \"t\"}",
-           L("1", "\"ab\""), L("\"abc\"", "true"));
+    expect(
+        "{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"string\", \"maxLength\": 2}], \"title\": \"t\"}",
+        L("1", "\"ab\""), L("\"abc\"", "true"));
     expect("{\"oneOf\": [{\"type\": \"null\"}, {\"type\": \"boolean\"}]}", L("null", "true"), L("0"));
     expect("{\"allOf\": [{\"type\": \"boolean\"}]}", L("true"), L("0"));
 }
 
 static void test_strings(void **state) {
     (void)state;
-    expect("{\"type\": \"string\", \"minLength\": 2, \"maxLength\": 3}", L("\"ab\"", "\"a\\nb\"", "\"\xc3\xa9\xc3\xa9\""),
-           L("\"a\"", "\"abcd\""));
-    expect("{\"type\": \"string\", \"format\": \"date\"}", L("\"2024-02-28\"", "\"1999-12-31\"", "\"2023-04-30\""),
+    expect("{\"type\": \"string\", \"minLength\": 2, \"maxLength\": 3}",
+           L("\"ab\"", "\"a\\nb\"", "\"\xc3\xa9\xc3\xa9\""), L("\"a\"", "\"abcd\""));
+    expect("{\"type\": \"string\", \"format\": \"date\"}",
+           L("\"2024-02-28\"", "\"1999-12-31\"", "\"2023-04-30\""),
            L("\"2024-13-01\"", "\"2024-02-30\"", "\"2024-04-31\"", "\"24-01-01\"", "\"2024-00-10\""));
     expect("{\"type\": \"string\", \"format\": \"time\"}", L("\"23:59:59Z\"", "\"08:00:00.5+02:00\""),
            L("\"24:00:00Z\"", "\"12:00\"", "\"12:00:00\""));
@@ -129,21 +134,25 @@ static void test_strings(void **state) {
 
 static void test_refs(void **state) {
     (void)state;
-    const char *tree = "{\"$defs\": {\"node\": {\"type\": \"object\", \"properties\": {\"v\": {\"type\": \"integer\"}, "
-                       "\"kids\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/node\"}}}, "
-                       "\"required\": [\"v\"], \"additionalProperties\": false}}, \"$ref\": \"#/$defs/node\"}";
+    const char *tree =
+        "{\"$defs\": {\"node\": {\"type\": \"object\", \"properties\": {\"v\": {\"type\": \"integer\"}, "
+        "\"kids\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/node\"}}}, "
+        "\"required\": [\"v\"], \"additionalProperties\": false}}, \"$ref\": \"#/$defs/node\"}";
     expect(tree, L("{\"v\": 1}", "{\"v\": 1, \"kids\": [{\"v\": 2, \"kids\": []}, {\"v\": 3}]}"),
            L("{\"kids\": []}", "{\"v\": 1, \"kids\": [{}]}"));
-    expect("{\"definitions\": {\"a~b/c\": {\"type\": \"null\"}}, \"type\": \"object\", \"properties\": {\"x\": "
-           "{\"$ref\": \"#/definitions/a~0b~1c\"}}, \"required\": [\"x\"]}",
-           L("{\"x\": null}"), L("{\"x\": 1}"));
+    expect(
+        "{\"definitions\": {\"a~b/c\": {\"type\": \"null\"}}, \"type\": \"object\", \"properties\": {\"x\": "
+        "{\"$ref\": \"#/definitions/a~0b~1c\"}}, \"required\": [\"x\"]}",
+        L("{\"x\": null}"), L("{\"x\": 1}"));
     /* A list that refers to the root. */
-    expect("{\"type\": \"array\", \"items\": {\"$ref\": \"#\"}, \"maxItems\": 2}", L("[]", "[[], [[]]]"), L("[1]"));
+    expect("{\"type\": \"array\", \"items\": {\"$ref\": \"#\"}, \"maxItems\": 2}", L("[]", "[[], [[]]]"),
+           L("[1]"));
 }
 
 static void test_refused(void **state) {
     (void)state;
-    expect_refused("{\"type\": \"string\", \"pattern\": \"^a\"}", "#: the keyword 'pattern' is not supported");
+    expect_refused("{\"type\": \"string\", \"pattern\": \"^a\"}",
+                   "#: the keyword 'pattern' is not supported");
     expect_refused("{\"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 0}}}",
                    "#/properties/n: the keyword 'minimum' is not supported");
     expect_refused("{\"$ref\": \"http://example.com/s.json\"}", "is not local");
@@ -155,15 +164,18 @@ static void test_refused(void **state) {
     expect_refused("{\"type\": \"string\", \"maxLength\": 100000000}", "'maxLength' over");
     expect_refused("{\"type\": \"array\", \"minItems\": 3, \"maxItems\": 2}", "below 'minItems'");
     expect_refused("{\"enum\": []}", "'enum' must be a non-empty array");
-    expect_refused("{\"anyOf\": [{\"type\": \"null\"}], \"type\": \"string\"}", "'anyOf' together with 'type'");
+    expect_refused("{\"anyOf\": [{\"type\": \"null\"}], \"type\": \"string\"}",
+                   "'anyOf' together with 'type'");
     expect_refused("false", "allows no value");
     expect_refused("{\"type\": ", "not valid JSON");
     expect_refused("[1]", "#: a schema must be an object");
     /* Deep nesting is bounded. */
     char deep[4096] = "";
-    for (int i = 0; i < 100; i++) strcat(deep, "{\"items\": ");
+    for (int i = 0; i < 100; i++)
+        strcat(deep, "{\"items\": ");
     strcat(deep, "{}");
-    for (int i = 0; i < 100; i++) strcat(deep, "}");
+    for (int i = 0; i < 100; i++)
+        strcat(deep, "}");
     expect_refused(deep, "nested deeper than");
     /* A reference to itself matches nothing first: the grammar says so. */
     tessera_grammar *tg = tessera_grammar_from_json_schema("{\"$ref\": \"#\"}", 13);
@@ -198,9 +210,12 @@ static void test_public_api(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_primitives),  cmocka_unit_test(test_objects),
-        cmocka_unit_test(test_arrays_enums_combos), cmocka_unit_test(test_strings),
-        cmocka_unit_test(test_refs),        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_primitives),
+        cmocka_unit_test(test_objects),
+        cmocka_unit_test(test_arrays_enums_combos),
+        cmocka_unit_test(test_strings),
+        cmocka_unit_test(test_refs),
+        cmocka_unit_test(test_refused),
         cmocka_unit_test(test_public_api),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,10 +34,10 @@ typedef struct prule {
     char *name;
     evec body;
     bool defined;
-    size_t def_pos;  /* where it was defined (or first referenced) */
-    size_t ref_pos;  /* first reference, for "undefined rule" */
+    size_t def_pos; /* where it was defined (or first referenced) */
+    size_t ref_pos; /* first reference, for "undefined rule" */
     bool referenced;
-    uint32_t owner;  /* the user rule a generated rule belongs to */
+    uint32_t owner; /* the user rule a generated rule belongs to */
     uint32_t n_generated;
 } prule;
 
@@ -125,8 +125,7 @@ static void evec_truncate(parser *p, evec *v, size_t n) {
 
 /* A new rule; returns its index or -1. */
 static int64_t rule_add(parser *p, const char *name, size_t name_len, size_t pos, uint32_t owner) {
-    if (p->n_rules >= GRAMMAR_MAX_ELEMS / 2)
-        return fail_at(p, pos, "the grammar has too many rules");
+    if (p->n_rules >= GRAMMAR_MAX_ELEMS / 2) return fail_at(p, pos, "the grammar has too many rules");
     if (p->n_rules == p->rules_cap) {
         size_t cap = p->rules_cap ? p->rules_cap * 2 : 32;
         prule *r = realloc(p->rules, cap * sizeof *r);
@@ -147,7 +146,8 @@ static int64_t rule_add(parser *p, const char *name, size_t name_len, size_t pos
 
 static uint32_t name_hash(const char *s, size_t n) {
     uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
     return h;
 }
 
@@ -161,7 +161,8 @@ static int64_t rule_find(parser *p, const char *name, size_t n, size_t pos) {
             if (!p->names[i]) continue;
             const char *nm = p->rules[p->names[i] - 1].name;
             size_t j = name_hash(nm, strlen(nm)) & (cap - 1);
-            while (t[j]) j = (j + 1) & (cap - 1);
+            while (t[j])
+                j = (j + 1) & (cap - 1);
             t[j] = p->names[i];
         }
         free(p->names);
@@ -192,8 +193,7 @@ static int64_t rule_generate(parser *p, uint32_t owner) {
 /* ------------------------------------------------------------ lexing */
 
 static bool is_name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
 /* Skip blanks and comments; newlines too when newline_ok. */
@@ -203,7 +203,8 @@ static void skip_space(parser *p, bool newline_ok) {
         if (c == ' ' || c == '\t' || c == '\r') {
             p->pos++;
         } else if (c == '#') {
-            while (p->pos < p->len && p->src[p->pos] != '\n') p->pos++;
+            while (p->pos < p->len && p->src[p->pos] != '\n')
+                p->pos++;
         } else if (c == '\n' && newline_ok) {
             p->pos++;
         } else {
@@ -224,7 +225,11 @@ static int read_utf8(parser *p, uint32_t *out) {
     const unsigned char *s = (const unsigned char *)p->src + p->pos;
     size_t left = p->len - p->pos;
     unsigned char c = s[0];
-    size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t n = c < 0x80                 ? 1
+               : c >= 0xC2 && c <= 0xDF ? 2
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
     if (n == 0 || n > left) return fail_at(p, p->pos, "invalid UTF-8 (byte 0x%02X)", c);
     uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1Fu : n == 3 ? c & 0x0Fu : c & 0x07u;
     for (size_t i = 1; i < n; i++) {
@@ -251,9 +256,14 @@ static int read_char(parser *p, uint32_t *out) {
     case 'n': *out = '\n'; return 0;
     case 'r': *out = '\r'; return 0;
     case 't': *out = '\t'; return 0;
-    case '\\': case '"': case '\'': case '[': case ']': case '-': case '^': case '/':
-        *out = (uint32_t)(unsigned char)e;
-        return 0;
+    case '\\':
+    case '"':
+    case '\'':
+    case '[':
+    case ']':
+    case '-':
+    case '^':
+    case '/': *out = (uint32_t)(unsigned char)e; return 0;
     case 'x': digits = 2; break;
     case 'u': digits = 4; break;
     case 'U': digits = 8; break;
@@ -341,15 +351,14 @@ static int parse_count(parser *p, uint32_t *out) {
 /* Rewrite the atom at the end of rule's body (from `start`) as
  * atom{min,max}. A multi-element atom that is not one class (a literal)
  * becomes its own rule first so that copies of it are single units. */
-static int apply_repeat(parser *p, uint32_t rule, size_t start, bool single, uint32_t owner,
-                        uint32_t min, uint32_t max) {
+static int apply_repeat(parser *p, uint32_t rule, size_t start, bool single, uint32_t owner, uint32_t min,
+                        uint32_t max) {
     enum { MAX_ATOM = 64 };
     if (!single || p->rules[rule].body.n - start > MAX_ATOM) {
         int64_t r = rule_generate(p, owner);
         if (r < 0) return -1;
         evec *v = &p->rules[rule].body, *body = &p->rules[r].body;
-        if (evec_append(p, body, v->data + start, v->n - start) < 0 ||
-            evec_push(p, body, GRAMMAR_END, 0) < 0)
+        if (evec_append(p, body, v->data + start, v->n - start) < 0 || evec_push(p, body, GRAMMAR_END, 0) < 0)
             return -1;
         evec_truncate(p, v, start);
         if (evec_push(p, v, GRAMMAR_REF, (uint32_t)r) < 0) return -1;
@@ -413,7 +422,8 @@ static int parse_sequence(parser *p, uint32_t rule, uint32_t owner, int depth) {
             if (evec_push(p, v, GRAMMAR_ANY, 0) < 0) return -1;
         } else if (is_name_char(c)) {
             size_t s = p->pos;
-            while (p->pos < p->len && is_name_char(p->src[p->pos])) p->pos++;
+            while (p->pos < p->len && is_name_char(p->src[p->pos]))
+                p->pos++;
             int64_t r = rule_find(p, p->src + s, p->pos - s, s);
             if (r < 0) return -1;
             if (!p->rules[r].referenced) {
@@ -440,8 +450,7 @@ static int parse_sequence(parser *p, uint32_t rule, uint32_t owner, int depth) {
             last_single = true;
             if (evec_push(p, v, GRAMMAR_REF, (uint32_t)r) < 0) return -1;
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-            if (last == SIZE_MAX)
-                return fail_at(p, at, "'%c' has nothing before it to repeat", c);
+            if (last == SIZE_MAX) return fail_at(p, at, "'%c' has nothing before it to repeat", c);
             uint32_t min = 0, max = REPEAT_UNBOUNDED;
             p->pos++;
             if (c == '+') min = 1;
@@ -495,7 +504,8 @@ static int parse_rule(parser *p) {
     size_t at = p->pos;
     if (!is_name_char(p->src[p->pos]))
         return fail_at(p, at, "expected a rule name, got %s", char_desc(p, at, (char[16]){0}));
-    while (p->pos < p->len && is_name_char(p->src[p->pos])) p->pos++;
+    while (p->pos < p->len && is_name_char(p->src[p->pos]))
+        p->pos++;
     int64_t r = rule_find(p, p->src + at, p->pos - at, at);
     if (r < 0) return -1;
     skip_space(p, false);
@@ -538,7 +548,8 @@ static bool *nullable_rules(const grammar *g) {
             alt_rule[a] = r;
             bool refs_only = true;
             uint32_t refs = 0;
-            for (uint32_t i = g->alt_start[a]; g->elems[i].op != GRAMMAR_END && g->elems[i].op != GRAMMAR_ALT; i++) {
+            for (uint32_t i = g->alt_start[a]; g->elems[i].op != GRAMMAR_END && g->elems[i].op != GRAMMAR_ALT;
+                 i++) {
                 if (g->elems[i].op != GRAMMAR_REF) {
                     refs_only = false;
                     break;
@@ -553,14 +564,16 @@ static bool *nullable_rules(const grammar *g) {
                 }
         }
     }
-    for (uint32_t r = 0; r < g->n_rules; r++) occ_first[r + 1] += occ_first[r];
+    for (uint32_t r = 0; r < g->n_rules; r++)
+        occ_first[r + 1] += occ_first[r];
     occ = malloc((n_occ ? n_occ : 1) * sizeof *occ);
     fill = malloc((g->n_rules + 1) * sizeof *fill);
     if (!occ || !fill) goto oom;
     memcpy(fill, occ_first, (g->n_rules + 1) * sizeof *fill);
     for (uint32_t a = 0; a < n_alts; a++)
         if (pending[a] != UINT32_MAX)
-            for (uint32_t i = g->alt_start[a]; g->elems[i].op == GRAMMAR_REF; i++) occ[fill[g->elems[i].value]++] = a;
+            for (uint32_t i = g->alt_start[a]; g->elems[i].op == GRAMMAR_REF; i++)
+                occ[fill[g->elems[i].value]++] = a;
     size_t head = 0, tail = 0;
     for (uint32_t a = 0; a < n_alts; a++)
         if (pending[a] == 0 && !nullable[alt_rule[a]]) {
@@ -650,15 +663,16 @@ static int check_left_recursion(parser *p, const grammar *g) {
             if (color[next] == 1) {
                 /* The cycle: path from next to r, then next again. */
                 size_t from = 0;
-                while (path[from] != (uint32_t)next) from++;
+                while (path[from] != (uint32_t)next)
+                    from++;
                 char msg[200];
                 size_t off = 0;
                 uint32_t prev_owner = UINT32_MAX;
                 for (size_t k = from; k <= depth && off + 48 < sizeof msg; k++) {
                     uint32_t ow = p->rules[k < depth ? path[k] : (uint32_t)next].owner;
                     if (ow == prev_owner) continue;
-                    off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%s", prev_owner == UINT32_MAX ? "" : " -> ",
-                                            p->rules[ow].name);
+                    off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%s",
+                                            prev_owner == UINT32_MAX ? "" : " -> ", p->rules[ow].name);
                     prev_owner = ow;
                 }
                 uint32_t ow = p->rules[next].owner;
@@ -703,7 +717,8 @@ static grammar *flatten(parser *p) {
     size_t n_alts = 0;
     for (size_t r = 0; r < p->n_rules; r++) {
         n_alts++;
-        for (size_t i = 0; i < p->rules[r].body.n; i++) n_alts += p->rules[r].body.data[i].op == GRAMMAR_ALT;
+        for (size_t i = 0; i < p->rules[r].body.n; i++)
+            n_alts += p->rules[r].body.data[i].op == GRAMMAR_ALT;
     }
     g->alt_start = malloc(n_alts * sizeof *g->alt_start + 1);
     if (!g->elems || !g->rule_start || !g->alt_first || !g->alt_start) {

@@ -29,11 +29,11 @@
 
 /* Limits against hostile grammars; each is an error naming the place. */
 enum {
-    GRAMMAR_MAX_NEST = 128,        /* nested parentheses */
-    GRAMMAR_MAX_REPEAT = 100000,   /* m and n of x{m,n} */
-    GRAMMAR_MAX_ELEMS = 1 << 21,   /* elements of the whole grammar */
-    GRAMMAR_MAX_STACKS = 4096,     /* live parse stacks (ambiguity) */
-    GRAMMAR_MAX_DEPTH = 4096,      /* entries of one parse stack */
+    GRAMMAR_MAX_NEST = 128,      /* nested parentheses */
+    GRAMMAR_MAX_REPEAT = 100000, /* m and n of x{m,n} */
+    GRAMMAR_MAX_ELEMS = 1 << 21, /* elements of the whole grammar */
+    GRAMMAR_MAX_STACKS = 4096,   /* live parse stacks (ambiguity) */
+    GRAMMAR_MAX_DEPTH = 4096,    /* entries of one parse stack */
 };
 
 typedef enum grammar_op {
@@ -58,8 +58,8 @@ typedef struct grammar {
     uint32_t n_rules;
     uint32_t *rule_start; /* n_rules: first element of each rule */
     /* Alternatives of rule r: alt_start[alt_first[r] .. alt_first[r + 1]). */
-    uint32_t *alt_first;  /* n_rules + 1 */
-    uint32_t *alt_start;  /* first element of each alternative */
+    uint32_t *alt_first; /* n_rules + 1 */
+    uint32_t *alt_start; /* first element of each alternative */
     uint32_t root;
 } grammar;
 
@@ -98,8 +98,8 @@ void grammar_work_free(grammar_work *w);
  * ambiguous, out of memory). */
 int grammar_stacks_init(const grammar *g, grammar_stacks *out, grammar_work *w);
 /* out = the stacks of `in` advanced by code point cp (empty: rejected). */
-int grammar_stacks_advance(const grammar *g, const grammar_stacks *in, uint32_t cp,
-                           grammar_stacks *out, grammar_work *w);
+int grammar_stacks_advance(const grammar *g, const grammar_stacks *in, uint32_t cp, grammar_stacks *out,
+                           grammar_work *w);
 /* Some stack is empty: the text so far is a complete match. */
 bool grammar_stacks_complete(const grammar_stacks *s);
 /* Some stack's top class accepts a code point in [lo, hi]. */

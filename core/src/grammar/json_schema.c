@@ -27,17 +27,17 @@
 #include "util/error.h"
 
 /* The rules every converted schema may use. */
-#define JSON_PRIMITIVES \
-    "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n" \
-    "json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null\n" \
-    "json-object ::= \"{\" ws ( json-string ws \":\" ws json-value ws ( \",\" ws json-string ws \":\" ws " \
-    "json-value ws )* )? \"}\"\n" \
-    "json-array ::= \"[\" ws ( json-value ws ( \",\" ws json-value ws )* )? \"]\"\n" \
-    "json-string ::= \"\\\"\" json-char* \"\\\"\"\n" \
-    "json-char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n" \
-    "json-number ::= json-integer ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n" \
-    "json-integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n" \
-    "json-boolean ::= \"true\" | \"false\"\n" \
+#define JSON_PRIMITIVES                                                                                      \
+    "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n"                                                                \
+    "json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null\n"       \
+    "json-object ::= \"{\" ws ( json-string ws \":\" ws json-value ws ( \",\" ws json-string ws \":\" ws "   \
+    "json-value ws )* )? \"}\"\n"                                                                            \
+    "json-array ::= \"[\" ws ( json-value ws ( \",\" ws json-value ws )* )? \"]\"\n"                         \
+    "json-string ::= \"\\\"\" json-char* \"\\\"\"\n"                                                         \
+    "json-char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n"         \
+    "json-number ::= json-integer ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n"                       \
+    "json-integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"                                                \
+    "json-boolean ::= \"true\" | \"false\"\n"                                                                \
     "json-null ::= \"null\"\n"
 
 static const char json_primitives[] = JSON_PRIMITIVES;
@@ -74,7 +74,8 @@ static void sb_add(strbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *p = realloc(b->s, cap);
         if (!p) {
             b->oom = true;
@@ -162,10 +163,10 @@ static void new_name(conv *c, const char *kind, char name[NAME_LEN]) {
 
 /* Keywords that say nothing about which values are valid. */
 static bool is_annotation(const char *k) {
-    static const char *const names[] = {"title", "description", "default", "examples", "$schema", "$id",
-                                        "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
-                                        "definitions", "format", "contentMediaType", "contentEncoding",
-                                        "$anchor", NULL};
+    static const char *const names[] = {
+        "title",    "description",      "default",         "examples",  "$schema", "$id",
+        "$comment", "deprecated",       "readOnly",        "writeOnly", "$defs",   "definitions",
+        "format",   "contentMediaType", "contentEncoding", "$anchor",   NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(k, names[i])) return true;
     return false;
@@ -189,8 +190,9 @@ static bool keyword_known(const char *k, const char *type) {
         if (!strcmp(k, list[i])) return true;
     /* Keywords of other types do not constrain this one (JSON Schema
      * applies them only to values of their type). */
-    static const char *const other[] = {"properties", "required", "additionalProperties", "items",
-                                        "minItems", "maxItems", "minLength", "maxLength", NULL};
+    static const char *const other[] = {"properties", "required",  "additionalProperties",
+                                        "items",      "minItems",  "maxItems",
+                                        "minLength",  "maxLength", NULL};
     for (int i = 0; other[i]; i++)
         if (!strcmp(k, other[i])) return true;
     return false;
@@ -268,7 +270,8 @@ static int convert_array(conv *c, const cJSON *s, const char *path, int depth, c
     else
         snprintf(rest, sizeof rest, "{%ld,%ld}", lo, max - 1);
     if (min == 0)
-        sb_printf(&c->rules, "%s ::= \"[\" ws ( %s ws ( \",\" ws %s ws )%s )? \"]\"\n", name, item, item, rest);
+        sb_printf(&c->rules, "%s ::= \"[\" ws ( %s ws ( \",\" ws %s ws )%s )? \"]\"\n", name, item, item,
+                  rest);
     else
         sb_printf(&c->rules, "%s ::= \"[\" ws %s ws ( \",\" ws %s ws )%s \"]\"\n", name, item, item, rest);
     return 0;
@@ -293,7 +296,8 @@ static int convert_object(conv *c, const cJSON *s, const char *path, int depth, 
     if (props && !cJSON_IsObject(props)) return fail(c, path, "'properties' must be an object");
     if (required && !cJSON_IsArray(required)) return fail(c, path, "'required' must be an array of names");
     const cJSON *r;
-    cJSON_ArrayForEach(r, required) if (!cJSON_IsString(r)) return fail(c, path, "'required' must hold strings");
+    cJSON_ArrayForEach(r, required) if (!cJSON_IsString(r)) return fail(c, path,
+                                                                        "'required' must hold strings");
     /* Extra properties: a value rule, or none. */
     char extra[NAME_LEN] = "";
     if (!addl) {
@@ -354,16 +358,17 @@ static int convert_object(conv *c, const cJSON *s, const char *path, int depth, 
     if (extra[0]) {
         sb_printf(&c->rules, "object-%u-extra ::= json-string ws \":\" ws %s\n", id, extra);
         sb_printf(&c->rules, "object-%u-b%zu ::= ( \",\" ws object-%u-extra ws )*\n", id, np, id);
-        sb_printf(&c->rules, "object-%u-a%zu ::= ( object-%u-extra ws object-%u-b%zu )?\n", id, np, id, id, np);
+        sb_printf(&c->rules, "object-%u-a%zu ::= ( object-%u-extra ws object-%u-b%zu )?\n", id, np, id, id,
+                  np);
     } else {
         sb_printf(&c->rules, "object-%u-b%zu ::= \"\"\nobject-%u-a%zu ::= \"\"\n", id, np, id, np);
     }
     for (size_t i = np; i-- > 0;) {
-        sb_printf(&c->rules, "object-%u-b%zu ::= \",\" ws object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i, id,
-                  i + 1, ps[i].required ? "\n" : "");
+        sb_printf(&c->rules, "object-%u-b%zu ::= \",\" ws object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i,
+                  id, i + 1, ps[i].required ? "\n" : "");
         if (!ps[i].required) sb_printf(&c->rules, " | object-%u-b%zu\n", id, i + 1);
-        sb_printf(&c->rules, "object-%u-a%zu ::= object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i, id, i + 1,
-                  ps[i].required ? "\n" : "");
+        sb_printf(&c->rules, "object-%u-a%zu ::= object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i, id,
+                  i + 1, ps[i].required ? "\n" : "");
         if (!ps[i].required) sb_printf(&c->rules, " | object-%u-a%zu\n", id, i + 1);
     }
     snprintf(name, NAME_LEN, "object-%u", id);
@@ -378,8 +383,8 @@ done:
 static int convert_type(conv *c, const cJSON *s, const char *type, const char *path, int depth,
                         char name[NAME_LEN]) {
     const cJSON *k;
-    cJSON_ArrayForEach(k, s) if (!keyword_known(k->string, type))
-        return fail(c, path, "the keyword '%s' is not supported", k->string);
+    cJSON_ArrayForEach(k, s) if (!keyword_known(k->string, type)) return fail(
+        c, path, "the keyword '%s' is not supported", k->string);
     if (!strcmp(type, "string")) return convert_string(c, s, path, name);
     if (!strcmp(type, "object")) return convert_object(c, s, path, depth, name);
     if (!strcmp(type, "array")) return convert_array(c, s, path, depth, name);
@@ -389,7 +394,8 @@ static int convert_type(conv *c, const cJSON *s, const char *type, const char *p
             snprintf(name, NAME_LEN, "json-%s", type);
             return 0;
         }
-    return fail(c, path, "unknown type '%.64s' (string, number, integer, boolean, null, object, array)", type);
+    return fail(c, path, "unknown type '%.64s' (string, number, integer, boolean, null, object, array)",
+                type);
 }
 
 /* Alternatives of a list of schemas (anyOf / oneOf / type lists). */
@@ -414,7 +420,8 @@ static int convert_alternatives(conv *c, const cJSON *list, const char *key, con
     }
     new_name(c, "alt", name);
     sb_printf(&c->rules, "%s ::=", name);
-    for (i = 0; i < n; i++) sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
+    for (i = 0; i < n; i++)
+        sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
     sb_add(&c->rules, "\n", 1);
     free(names);
     return 0;
@@ -482,7 +489,8 @@ static int convert_ref(conv *c, const cJSON *ref, const char *path, int depth, c
 }
 
 static int convert(conv *c, const cJSON *s, const char *path, int depth, char name[NAME_LEN]) {
-    if (depth > MAX_SCHEMA_DEPTH) return fail(c, path, "schemas nested deeper than %d levels", MAX_SCHEMA_DEPTH);
+    if (depth > MAX_SCHEMA_DEPTH)
+        return fail(c, path, "schemas nested deeper than %d levels", MAX_SCHEMA_DEPTH);
     if (cJSON_IsTrue(s)) {
         snprintf(name, NAME_LEN, "json-value");
         return 0;
@@ -516,8 +524,8 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(s, combos[i]);
         if (!list) continue;
         const cJSON *k;
-        cJSON_ArrayForEach(k, s) if (strcmp(k->string, combos[i]) && !is_annotation(k->string))
-            return fail(c, path, "'%s' together with '%s' is not supported", combos[i], k->string);
+        cJSON_ArrayForEach(k, s) if (strcmp(k->string, combos[i]) && !is_annotation(k->string)) return fail(
+            c, path, "'%s' together with '%s' is not supported", combos[i], k->string);
         if (i == 2 && cJSON_GetArraySize(list) != 1)
             return fail(c, path, "'allOf' of more than one schema is not supported");
         return convert_alternatives(c, list, combos[i], path, depth, name);
@@ -529,10 +537,11 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
             cJSON_GetObjectItemCaseSensitive(s, "additionalProperties") ||
             cJSON_GetObjectItemCaseSensitive(s, "required"))
             return convert_type(c, s, "object", path, depth, name);
-        if (cJSON_GetObjectItemCaseSensitive(s, "items")) return convert_type(c, s, "array", path, depth, name);
+        if (cJSON_GetObjectItemCaseSensitive(s, "items"))
+            return convert_type(c, s, "array", path, depth, name);
         const cJSON *k;
-        cJSON_ArrayForEach(k, s) if (!keyword_known(k->string, ""))
-            return fail(c, path, "the keyword '%s' is not supported", k->string);
+        cJSON_ArrayForEach(k, s) if (!keyword_known(k->string, "")) return fail(
+            c, path, "the keyword '%s' is not supported", k->string);
         snprintf(name, NAME_LEN, "json-value");
         return 0;
     }
@@ -553,7 +562,8 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
     }
     new_name(c, "types", name);
     sb_printf(&c->rules, "%s ::=", name);
-    for (i = 0; i < n; i++) sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
+    for (i = 0; i < n; i++)
+        sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
     sb_add(&c->rules, "\n", 1);
     free(names);
     return 0;
@@ -583,7 +593,8 @@ char *grammar_json_schema_to_gbnf(const char *schema, size_t len) {
             out = b.s;
         }
     }
-    for (size_t i = 0; i < c.n_refs; i++) free(c.refs[i].ref);
+    for (size_t i = 0; i < c.n_refs; i++)
+        free(c.refs[i].ref);
     free(c.refs);
     free(c.rules.s);
     cJSON_Delete(doc);

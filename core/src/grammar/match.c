@@ -84,7 +84,8 @@ static void stacks_clear(grammar_stacks *s) {
 
 static uint32_t stack_hash(const uint32_t *st, size_t n) {
     uint32_t h = 2166136261u ^ (uint32_t)n;
-    for (size_t i = 0; i < n; i++) h = (h ^ st[i]) * 16777619u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ st[i]) * 16777619u;
     return h;
 }
 
@@ -109,7 +110,8 @@ static int stacks_add(grammar_stacks *s, const uint32_t *st, size_t n) {
     }
     if (s->pool_len + n > s->pool_cap) {
         size_t cap = s->pool_cap ? s->pool_cap : 64;
-        while (cap < s->pool_len + n) cap *= 2;
+        while (cap < s->pool_len + n)
+            cap *= 2;
         uint32_t *pool = realloc(s->pool, cap * sizeof *pool);
         if (!pool) return error_set("grammar: out of memory");
         s->pool = pool;
@@ -149,7 +151,8 @@ void grammar_work_free(grammar_work *w) {
 static int ensure_u32(uint32_t **p, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
     size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
+    while (c < need)
+        c *= 2;
     uint32_t *n = realloc(*p, c * sizeof *n);
     if (!n) return error_set("grammar: out of memory");
     *p = n;
@@ -274,10 +277,14 @@ int grammar_utf8_step(grammar_utf8 *u, uint8_t b, uint32_t *cp) {
             *cp = b;
             return 1;
         }
-        if (b >= 0xC2 && b <= 0xDF) *u = (grammar_utf8){b & 0x1Fu, 1, 0x80};
-        else if (b >= 0xE0 && b <= 0xEF) *u = (grammar_utf8){b & 0x0Fu, 2, 0x800};
-        else if (b >= 0xF0 && b <= 0xF4) *u = (grammar_utf8){b & 0x07u, 3, 0x10000};
-        else return -1;
+        if (b >= 0xC2 && b <= 0xDF)
+            *u = (grammar_utf8){b & 0x1Fu, 1, 0x80};
+        else if (b >= 0xE0 && b <= 0xEF)
+            *u = (grammar_utf8){b & 0x0Fu, 2, 0x800};
+        else if (b >= 0xF0 && b <= 0xF4)
+            *u = (grammar_utf8){b & 0x07u, 3, 0x10000};
+        else
+            return -1;
         return 0;
     }
     if ((b & 0xC0) != 0x80) return -1;

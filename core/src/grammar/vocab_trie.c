@@ -36,7 +36,8 @@ struct grammar_vocab {
 
 static int64_t node_child(grammar_vocab *v, uint32_t parent, uint8_t byte) {
     uint32_t *link = &v->nodes[parent].first_child;
-    while (*link && v->nodes[*link].byte < byte) link = &v->nodes[*link].next_sibling;
+    while (*link && v->nodes[*link].byte < byte)
+        link = &v->nodes[*link].next_sibling;
     if (*link && v->nodes[*link].byte == byte) return *link;
     if (v->n_nodes == v->nodes_cap) {
         size_t cap = v->nodes_cap * 2;
@@ -46,7 +47,8 @@ static int64_t node_child(grammar_vocab *v, uint32_t parent, uint8_t byte) {
         v->nodes_cap = cap;
         link = NULL; /* re-find the link in the moved array */
         link = &v->nodes[parent].first_child;
-        while (*link && v->nodes[*link].byte < byte) link = &v->nodes[*link].next_sibling;
+        while (*link && v->nodes[*link].byte < byte)
+            link = &v->nodes[*link].next_sibling;
     }
     uint32_t id = (uint32_t)v->n_nodes++;
     v->nodes[id] = (trie_node){0, *link, -1, byte};
@@ -76,7 +78,8 @@ grammar_vocab *grammar_vocab_new(int32_t n_vocab, grammar_piece_fn piece, void *
         v->token_next[id] = -1;
         if (n == 0) continue;
         if (n_bytes + (size_t)n > bytes_cap) {
-            while (n_bytes + (size_t)n > bytes_cap) bytes_cap *= 2;
+            while (n_bytes + (size_t)n > bytes_cap)
+                bytes_cap *= 2;
             char *b = realloc(v->bytes, bytes_cap);
             if (!b) goto fail;
             v->bytes = b;
@@ -111,11 +114,14 @@ void grammar_vocab_free(grammar_vocab *v) {
     free(v->token_next);
     free(v->long_tokens);
     free(v->nodes);
-    for (size_t i = 0; i <= GRAMMAR_MAX_PIECE; i++) grammar_stacks_free(&v->level[i]);
+    for (size_t i = 0; i <= GRAMMAR_MAX_PIECE; i++)
+        grammar_stacks_free(&v->level[i]);
     free(v);
 }
 
-int32_t grammar_vocab_size(const grammar_vocab *v) { return v->n_vocab; }
+int32_t grammar_vocab_size(const grammar_vocab *v) {
+    return v->n_vocab;
+}
 
 const char *grammar_vocab_piece(const grammar_vocab *v, int32_t id, size_t *n) {
     if (id < 0 || id >= v->n_vocab) {

@@ -34,7 +34,8 @@ sample_grammar *sample_grammar_new(const tessera_model *model, const tessera_gra
     sg->vocab = grammar_vocab_new(sg->n_vocab, model_piece, (void *)model);
     sg->eog = calloc((size_t)sg->n_vocab, 1);
     if (!sg->vocab || !sg->eog) goto fail;
-    for (int32_t id = 0; id < sg->n_vocab; id++) sg->eog[id] = tessera_token_is_eog(model, id);
+    for (int32_t id = 0; id < sg->n_vocab; id++)
+        sg->eog[id] = tessera_token_is_eog(model, id);
     return sg;
 fail:
     if (!sg->eog && sg->vocab) error_set("sampler: out of memory");

@@ -124,7 +124,7 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
     if (!s->ctx) return -1;
     s->n_ctx = (int32_t)tessera_context_n_ctx(s->ctx);
     s->sampler = cli_sampler_new(cmd, p, s->model, s->n_ctx);
-    if (!s->sampler) return -1;
+    if (!s->sampler || cli_grammar_attach(cmd, p, s->model, s->sampler) != 0) return -1;
     if (cli_chat_setup(cmd, p, s->model, 0, &s->chat) < 0) return -1;
     if (p->verbose)
         fprintf(stderr, "[%s; template %s%s; context %d; seed %u]\n", tessera_model_desc(s->model),
@@ -229,6 +229,11 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
     memcpy(s->cached.ids, s->prompt.ids, (size_t)s->prompt.n * sizeof *s->prompt.ids);
     s->cached.n = s->prompt.n;
     for (int32_t i = common; i < s->prompt.n; i++) tessera_sampler_accept(s->sampler, s->prompt.ids[i]);
+    /* Each reply is one match of --grammar / --json-schema. */
+    if (tessera_sampler_grammar_restart(s->sampler) != 0) {
+        fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
+        return -1;
+    }
     return 0;
 }
 

@@ -70,6 +70,15 @@ static const cli_option common_options[] = {
     {NULL, "--logit-bias", "ID(+|-)B", "add B to token ID's logit, e.g. 15043+1.5 or 2-inf (repeatable)",
      CLI_BIAS, P(bias), 0, 0, NULL, 0, CLI_G_SAMPLING},
 
+    {NULL, "--grammar", "GBNF", "only output the grammar allows (llama.cpp's GBNF, start rule 'root')",
+     CLI_STR, P(grammar), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
+    {NULL, "--grammar-file", "FILE", "--grammar, read from FILE", CLI_STR, P(grammar_file), 0, 0, NULL,
+     CLI_NO_DEFAULT, CLI_G_GRAMMAR},
+    {NULL, "--json-schema", "JSON", "only JSON that the JSON Schema allows", CLI_STR, P(json_schema), 0, 0,
+     NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
+    {NULL, "--json-schema-file", "FILE", "--json-schema, read from FILE", CLI_STR, P(json_schema_file), 0,
+     0, NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
+
     {NULL, "--chat-template", "NAME",
      "chat template instead of the model's: chatml, llama2, llama3, gemma, phi3, zephyr, mistral",
      CLI_STR, P(chat_template), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_TEMPLATE},
@@ -91,6 +100,7 @@ static const struct {
     {CLI_G_CONTEXT, "context"},
     {CLI_G_PREDICT, "generation"},
     {CLI_G_SAMPLING, "sampling (llama.cpp's order and defaults)"},
+    {CLI_G_GRAMMAR, "constrained output"},
     {CLI_G_CHAT | CLI_G_TEMPLATE, "chat"},
     {CLI_G_ALWAYS, "general"},
 };

@@ -44,6 +44,7 @@ enum {
     CLI_G_TEMPLATE = 1u << 9, /* --chat-template */
     CLI_G_PLUGINS = 1u << 7,  /* --plugin-dir alone (commands without devices) */
     CLI_G_ESCAPE = 1u << 8,
+    CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
@@ -71,6 +72,8 @@ typedef struct cli_params {
      * size (cli_sampler_new resolves it) */
     tessera_sampler_params sp;
     tessera_logit_bias bias[CLI_MAX_BIAS];
+    /* constrained output: at most one of these */
+    const char *grammar, *grammar_file, *json_schema, *json_schema_file;
     /* chat */
     const char *chat_template, *system;
     int verbose;

@@ -109,6 +109,47 @@ tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tes
     return s;
 }
 
+int cli_grammar_attach(const char *cmd, const cli_params *p, const tessera_model *m, tessera_sampler *s) {
+    const struct {
+        const char *flag, *value;
+        int file, schema;
+    } srcs[] = {{"--grammar", p->grammar, 0, 0},
+                {"--grammar-file", p->grammar_file, 1, 0},
+                {"--json-schema", p->json_schema, 0, 1},
+                {"--json-schema-file", p->json_schema_file, 1, 1}};
+    int pick = -1;
+    for (int i = 0; i < 4; i++) {
+        if (!srcs[i].value) continue;
+        if (pick >= 0) {
+            fprintf(stderr, "%s: give only one of %s and %s\n", cmd, srcs[pick].flag, srcs[i].flag);
+            return -1;
+        }
+        pick = i;
+    }
+    if (pick < 0) return 0;
+    size_t len = strlen(srcs[pick].value);
+    char *file = NULL;
+    if (srcs[pick].file) {
+        const char *what = srcs[pick].schema ? "JSON Schema file" : "grammar file";
+        file = cli_read_file(cmd, what, srcs[pick].value, &len);
+        if (!file) return -1;
+    }
+    const char *text = file ? file : srcs[pick].value;
+    tessera_grammar *g = srcs[pick].schema ? tessera_grammar_from_json_schema(text, len)
+                                           : tessera_grammar_parse(text, len, NULL);
+    int rc = g ? tessera_sampler_set_grammar(s, m, g) : -1;
+    if (rc != 0) {
+        if (file)
+            fprintf(stderr, "%s: %s '%s': %s\n", cmd, srcs[pick].flag, srcs[pick].value,
+                    tessera_last_error());
+        else
+            fprintf(stderr, "%s: %s: %s\n", cmd, srcs[pick].flag, tessera_last_error());
+    }
+    tessera_grammar_free(g);
+    free(file);
+    return rc;
+}
+
 int cli_session_open(cli_session *s, const char *cmd, const cli_params *p) {
     memset(s, 0, sizeof *s);
     long long size;

@@ -33,6 +33,12 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
 /* p's sampling options; --repeat-last-n -1 becomes n_ctx. NULL after printing. */
 tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx);
 
+/* Attach the grammar of --grammar, --grammar-file, --json-schema or
+ * --json-schema-file (at most one) to s; call it after accepting the
+ * prompt. 0 (also when none is given), -1 after printing the error, which
+ * names the flag. */
+int cli_grammar_attach(const char *cmd, const cli_params *p, const tessera_model *m, tessera_sampler *s);
+
 /* The usual set: runtime, model p->model, context p->n_ctx. */
 typedef struct cli_session {
     tessera_model *model;

@@ -40,7 +40,7 @@ static const cli_command run_cmd = {
     .about = "Generates text after the prompt and streams it to stdout; load time and\n"
              "prompt / generation speed go to stderr. Ctrl-C stops generation.\n"
              "With -cnv (or --system, or -st) the prompt is a chat message instead.",
-    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE,
+    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR,
     .own = run_own,
 };
 
@@ -108,6 +108,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     }
     tessera_tokenize(model, prompt, prompt_len, toks, n, true, true);
     for (int32_t i = 0; i < n; i++) tessera_sampler_accept(smp, toks[i]);
+    if (cli_grammar_attach("tessera run", &o->p, model, smp) != 0) goto done;
     if (o->p.verbose)
         fprintf(stderr, "tessera run: prompt of %d tokens, seed %u\n", n, tessera_sampler_seed(smp));
     if (!o->no_echo) {
@@ -130,6 +131,10 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             goto done;
         }
         tessera_token t = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
+        if (t < 0) {
+            fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
+            goto done;
+        }
         tessera_sampler_accept(smp, t);
         if (tessera_token_is_eog(model, t)) break;
         int32_t len = tessera_token_to_piece(model, t, piece, sizeof piece, false);

@@ -8,8 +8,11 @@
  * JSON Schema file), json (SPEC ignored: any JSON object). The prompt is
  * tokenized with special tokens parsed and no BOS added. Prints the
  * generated text on stdout, and on stderr one line
- *   tokens N gen_ms G sample_ms S complete C
- * (C: 1 when the output ended because the grammar was complete).
+ *   tokens N gen_ms G sample_ms S sample_cpu_ms U attach_ms A complete C
+ * (gen_ms: wall time of the generation loop; sample_ms / sample_cpu_ms:
+ * wall and thread CPU time inside tessera_sampler_sample; attach_ms:
+ * tessera_sampler_set_grammar; C: 1 when the output ended because the
+ * grammar was complete).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +21,14 @@
 
 #include <tessera/tessera.h>
 
-static double now_ms(void) {
+static double clock_ms(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void) {
+    return clock_ms(CLOCK_MONOTONIC);
 }
 
 static char *read_all(const char *path, size_t *len) {
@@ -93,18 +100,20 @@ int main(int argc, char **argv) {
     for (int32_t i = 0; i < n; i++)
         tessera_sampler_accept(smp, toks[i]);
     /* After the prompt: the grammar starts with the reply. */
+    double attach_ms = now_ms();
     if (gr && tessera_sampler_set_grammar(smp, model, gr) != 0) goto fail;
+    attach_ms = now_ms() - attach_ms;
     if (tessera_decode(ctx, toks, n, 0, 0) != 0) goto fail;
-    double gen_ms = 0, sample_ms = 0;
+    double gen_ms = 0, sample_ms = 0, sample_cpu_ms = 0;
     long produced = 0;
     int complete = 0;
     int32_t pos = n;
     char piece[512];
     for (long i = 0; i < n_predict; i++) {
-        double t0 = now_ms();
+        double t0 = now_ms(), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
         tessera_token t = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
-        double t1 = now_ms();
-        sample_ms += t1 - t0;
+        sample_cpu_ms += clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+        sample_ms += now_ms() - t0;
         if (t < 0) goto fail;
         tessera_sampler_accept(smp, t);
         if (tessera_token_is_eog(model, t)) {
@@ -119,8 +128,8 @@ int main(int argc, char **argv) {
         gen_ms += now_ms() - t0;
     }
     fflush(stdout);
-    fprintf(stderr, "tokens %ld gen_ms %.1f sample_ms %.1f complete %d\n", produced, gen_ms, sample_ms,
-            complete);
+    fprintf(stderr, "tokens %ld gen_ms %.1f sample_ms %.1f sample_cpu_ms %.1f attach_ms %.1f complete %d\n",
+            produced, gen_ms, sample_ms, sample_cpu_ms, attach_ms, complete);
     rc = 0;
 fail:
     if (rc) fprintf(stderr, "grammar_gen: %s\n", tessera_last_error());

@@ -3,7 +3,8 @@
  *
  * Requests: /v1/chat/completions (messages) and /v1/completions (prompt),
  * with max_tokens, temperature, top_p, top_k, min_p, stop, seed,
- * presence_penalty, frequency_penalty, logit_bias, stream, stream_options.
+ * presence_penalty, frequency_penalty, logit_bias, stream, stream_options,
+ * response_format (text, json_object, json_schema) and grammar (GBNF).
  * Unknown fields are ignored; a known field of the wrong type is a 400
  * naming it (the "param" of OpenAI's error shape).
  */
@@ -232,6 +233,52 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
     return 0;
 }
 
+/* response_format {"type": "text" | "json_object" | "json_schema"} (with
+ * json_schema.schema; llama-server's json_object "schema" too) and
+ * llama-server's "grammar" (GBNF). *out: the grammar, NULL for none. */
+static int get_grammar(const cJSON *root, tessera_grammar **out, serve_error *err) {
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+    const cJSON *gbnf = cJSON_GetObjectItemCaseSensitive(root, "grammar");
+    if (!is_null(gbnf)) {
+        if (!cJSON_IsString(gbnf)) return fail(err, 400, "grammar", NULL, "'grammar' must be a GBNF string");
+        if (!is_null(rf))
+            return fail(err, 400, "grammar", NULL, "give 'grammar' or 'response_format', not both");
+        *out = tessera_grammar_parse(gbnf->valuestring, strlen(gbnf->valuestring), NULL);
+        return *out ? 0 : fail(err, 400, "grammar", NULL, "%s", tessera_last_error());
+    }
+    if (is_null(rf)) return 0;
+    const char *bad_type =
+        "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"";
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(rf, "type");
+    if (!cJSON_IsObject(rf) || !cJSON_IsString(type))
+        return fail(err, 400, "response_format", NULL, "%s", bad_type);
+    const cJSON *schema = NULL;
+    const char *param = "response_format.json_schema.schema";
+    if (!strcmp(type->valuestring, "text")) return 0;
+    if (!strcmp(type->valuestring, "json_object")) {
+        schema = cJSON_GetObjectItemCaseSensitive(rf, "schema");
+        param = "response_format.schema";
+        if (is_null(schema)) {
+            *out = tessera_grammar_json_object();
+            return *out ? 0 : fail(err, 500, NULL, NULL, "%s", tessera_last_error());
+        }
+    } else if (!strcmp(type->valuestring, "json_schema")) {
+        const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+        if (!cJSON_IsObject(js))
+            return fail(err, 400, "response_format.json_schema", NULL,
+                        "'response_format.json_schema' must be an object");
+        schema = cJSON_GetObjectItemCaseSensitive(js, "schema");
+        if (is_null(schema)) return fail(err, 400, param, NULL, "'%s' is required", param);
+    } else {
+        return fail(err, 400, "response_format.type", NULL, "%s", bad_type);
+    }
+    char *text = cJSON_PrintUnformatted(schema);
+    if (!text) return fail(err, 500, NULL, NULL, "out of memory");
+    *out = tessera_grammar_from_json_schema(text, strlen(text));
+    free(text);
+    return *out ? 0 : fail(err, 400, param, NULL, "'%s': %s", param, tessera_last_error());
+}
+
 /* ------------------------------------------------------------ prompts */
 
 static int tokenize_text(const serve_api *api, const char *text, size_t len, bool add_special,
@@ -374,6 +421,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
         return fail(err, 400, NULL, NULL, "the request body is not valid JSON (at byte %ld)", off);
     }
     serve_request *r = serve_request_new();
+    tessera_grammar *grammar = NULL;
     int rc = -1;
     if (!r) {
         fail(err, 500, NULL, NULL, "out of memory");
@@ -405,10 +453,15 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     }
     if (get_bool(root, "cache_prompt", &r->cache_prompt, err)) goto done;
     r->max_tokens = (int32_t)max_tokens;
-    if (get_stop(root, r, err) || parse_sampling(api, root, r, err)) goto done;
+    if (get_stop(root, r, err) || parse_sampling(api, root, r, err) || get_grammar(root, &grammar, err))
+        goto done;
     if ((kind == SERVE_CHAT ? parse_messages(api, root, r, err) : parse_prompt(api, root, r, err)) != 0)
         goto done;
     for (int32_t i = 0; i < r->n_prompt; i++) tessera_sampler_accept(r->sampler, r->prompt[i]);
+    if (grammar && tessera_sampler_set_grammar(r->sampler, api->model, grammar) != 0) {
+        fail(err, 500, NULL, NULL, "%s", tessera_last_error());
+        goto done;
+    }
 
     /* Response ids only need to differ: seconds plus a process-wide count. */
     static unsigned long long counter;
@@ -420,6 +473,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     r = NULL;
     rc = 0;
 done:
+    tessera_grammar_free(grammar);
     serve_request_free(r);
     cJSON_Delete(root);
     return rc;

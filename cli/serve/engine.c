@@ -248,6 +248,11 @@ static int32_t build_batch(serve_engine *e) {
 static void slot_take_token(serve_engine *e, int32_t i, tessera_token t) {
     serve_slot *s = &e->slots[i];
     serve_request *r = s->req;
+    if (t < 0) { /* the grammar allows no token (or the sampler failed) */
+        snprintf(r->error, sizeof r->error, "sampling failed: %s", tessera_last_error());
+        request_finish(e, r, "stop");
+        return;
+    }
     tessera_sampler_accept(r->sampler, t);
     r->n_gen++;
     e->m.gen_tokens++;

@@ -17,6 +17,7 @@
 #include "grammar/grammar.h"
 #include "sample/sample.h"
 #include "util/error.h"
+#include "grammar_test.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -42,15 +43,8 @@ static void expect_err(const char *text, const char *where, const char *what) {
         fail_msg("error '%s' lacks '%s' / '%s' for:\n%s", e, where, what, text);
 }
 
-/* 1: text is a complete match, 0: a prefix of one, -1: rejected. */
 static int match(const grammar *g, const char *text) {
-    grammar_matcher m;
-    assert_int_equal(grammar_matcher_init(&m, g), 0);
-    int rc = grammar_matcher_accept(&m, text, strlen(text));
-    assert_true(rc >= 0);
-    int out = rc != 0 ? -1 : grammar_matcher_complete(&m) ? 1 : 0;
-    grammar_matcher_free(&m);
-    return out;
+    return grammar_test_match(g, text);
 }
 
 static void expect_match(const char *gbnf, const char *const *full, const char *const *prefix,
@@ -65,7 +59,6 @@ static void expect_match(const char *gbnf, const char *const *full, const char *
     grammar_free(g);
 }
 
-#define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* ------------------------------------------------------------ syntax */
 

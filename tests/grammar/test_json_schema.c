@@ -18,8 +18,8 @@
 
 #include "grammar/grammar.h"
 #include "util/error.h"
+#include "grammar_test.h"
 
-#define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static grammar *schema_grammar(const char *schema) {
     char *gbnf = grammar_json_schema_to_gbnf(schema, strlen(schema));
@@ -30,15 +30,8 @@ static grammar *schema_grammar(const char *schema) {
     return g;
 }
 
-/* 1 complete match, 0 proper prefix, -1 rejected. */
 static int match(const grammar *g, const char *text) {
-    grammar_matcher m;
-    assert_int_equal(grammar_matcher_init(&m, g), 0);
-    int rc = grammar_matcher_accept(&m, text, strlen(text));
-    assert_true(rc >= 0);
-    int out = rc != 0 ? -1 : grammar_matcher_complete(&m) ? 1 : 0;
-    grammar_matcher_free(&m);
-    return out;
+    return grammar_test_match(g, text);
 }
 
 static void expect(const char *schema, const char *const *good, const char *const *bad) {

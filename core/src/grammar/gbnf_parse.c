@@ -590,6 +590,12 @@ static bool *nullable_rules(const grammar *g) {
             }
         }
     }
+    goto done;
+oom:
+    free(nullable);
+    nullable = NULL;
+    error_set("grammar: out of memory");
+done:
     free(pending);
     free(alt_rule);
     free(occ_first);
@@ -597,16 +603,6 @@ static bool *nullable_rules(const grammar *g) {
     free(occ);
     free(fill);
     return nullable;
-oom:
-    free(nullable);
-    free(pending);
-    free(alt_rule);
-    free(occ_first);
-    free(queue);
-    free(occ);
-    free(fill);
-    error_set("grammar: out of memory");
-    return NULL;
 }
 
 /* The next rule r can start with, from the iterator (alternative *a,

@@ -398,6 +398,15 @@ static int convert_type(conv *c, const cJSON *s, const char *type, const char *p
                 type);
 }
 
+/* A new rule "name ::= names[0] | names[1] | ...". */
+static void emit_alternation(conv *c, const char *kind, char (*names)[NAME_LEN], int n, char name[NAME_LEN]) {
+    new_name(c, kind, name);
+    sb_printf(&c->rules, "%s ::=", name);
+    for (int i = 0; i < n; i++)
+        sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
+    sb_add(&c->rules, "\n", 1);
+}
+
 /* Alternatives of a list of schemas (anyOf / oneOf / type lists). */
 static int convert_alternatives(conv *c, const cJSON *list, const char *key, const char *path, int depth,
                                 char name[NAME_LEN]) {
@@ -418,11 +427,7 @@ static int convert_alternatives(conv *c, const cJSON *list, const char *key, con
         }
         i++;
     }
-    new_name(c, "alt", name);
-    sb_printf(&c->rules, "%s ::=", name);
-    for (i = 0; i < n; i++)
-        sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
-    sb_add(&c->rules, "\n", 1);
+    emit_alternation(c, "alt", names, n, name);
     free(names);
     return 0;
 }
@@ -560,11 +565,7 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
         }
         i++;
     }
-    new_name(c, "types", name);
-    sb_printf(&c->rules, "%s ::=", name);
-    for (i = 0; i < n; i++)
-        sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
-    sb_add(&c->rules, "\n", 1);
+    emit_alternation(c, "types", names, n, name);
     free(names);
     return 0;
 }

@@ -117,7 +117,7 @@ static int stacks_add(grammar_stacks *s, const uint32_t *st, size_t n) {
         s->pool = pool;
         s->pool_cap = cap;
     }
-    memcpy(s->pool + s->pool_len, st, n * sizeof *st);
+    if (n) memcpy(s->pool + s->pool_len, st, n * sizeof *st);
     s->off[s->n] = (uint32_t)s->pool_len;
     s->len[s->n] = (uint32_t)n;
     s->hash[s->n] = h;
@@ -174,8 +174,8 @@ static int work_push(grammar_work *w, const uint32_t *base, size_t n, uint32_t t
         if (!off || !l) return error_set("grammar: out of memory");
         w->items_cap = cap;
     }
-    if (ensure_u32(&w->pool, &w->pool_cap, w->pool_len + len) < 0) return -1;
-    memcpy(w->pool + w->pool_len, base, n * sizeof *base);
+    if (ensure_u32(&w->pool, &w->pool_cap, w->pool_len + len + 1) < 0) return -1;
+    if (n) memcpy(w->pool + w->pool_len, base, n * sizeof *base);
     if (top != UINT32_MAX) w->pool[w->pool_len + n] = top;
     w->item_off[w->n_items] = (uint32_t)w->pool_len;
     w->item_len[w->n_items] = (uint32_t)len;
@@ -195,7 +195,7 @@ static int work_run(const grammar *g, grammar_work *w, grammar_stacks *out) {
         w->n_items--;
         size_t n = w->item_len[w->n_items];
         if (ensure_u32(&w->cur, &w->cur_cap, n + 1) < 0) return -1;
-        memcpy(w->cur, w->pool + w->item_off[w->n_items], n * sizeof *w->cur);
+        if (n) memcpy(w->cur, w->pool + w->item_off[w->n_items], n * sizeof *w->cur);
         w->pool_len = w->item_off[w->n_items];
         uint32_t *st = w->cur;
         for (;;) {

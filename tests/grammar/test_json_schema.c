@@ -83,6 +83,9 @@ static void test_objects(void **state) {
     expect(
         "{\"properties\": {\"id\": {\"const\": 1}}, \"required\": [\"id\"], \"additionalProperties\": true}",
         L("{\"id\": 1}", "{\"id\": 1, \"z\": [2]}"), L("{\"z\": 1}", "{\"id\": 2}"));
+    /* A required name outside the listed properties: any value. */
+    expect("{\"properties\": {\"a\": {\"type\": \"null\"}}, \"required\": [\"b\"]}",
+           L("{\"b\": 1}", "{\"a\": null, \"b\": [true]}"), L("{\"a\": null}", "{}"));
     /* A required name outside properties, with extras allowed. */
     expect("{\"type\": \"object\", \"required\": [\"k\"]}", L("{\"k\": null}", "{\"k\": 1, \"j\": 2}"),
            L("{}"));

@@ -328,14 +328,14 @@ static int convert_object(conv *c, const cJSON *s, const char *path, int depth, 
     }
     cJSON_ArrayForEach(r, required) {
         if (props && cJSON_GetObjectItemCaseSensitive(props, r->valuestring)) continue;
-        if (!extra[0]) {
+        if (cJSON_IsFalse(addl)) {
             fail(c, path, "required property '%s' is not in 'properties' and additionalProperties is false",
                  r->valuestring);
             goto done;
         }
         ps[np].key = r->valuestring;
         ps[np].required = true;
-        snprintf(ps[np].value, NAME_LEN, "%s", extra);
+        snprintf(ps[np].value, NAME_LEN, "%s", extra[0] ? extra : "json-value");
         np++;
     }
     /* kv_i: "key" ws ":" ws value. A_i: the members from i on, none

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "host/host.h"
 
 int cli_runtime_init(const char *cmd, const cli_params *p) {
     tessera_init_params ip = {.plugin_dirs = p->plugin_dirs,
@@ -55,12 +56,41 @@ static int model_path_ok(const char *cmd, const char *path, long long *size) {
     return 1;
 }
 
+/* -ngl without --device: the default devices leave out a GPU that is a
+ * CPU implementation (Mesa's llvmpipe/lavapipe: slower than the CPU
+ * backend). Say so and how to use it anyway, instead of the core's bare
+ * "ignored". Returns the -ngl to load with. */
+static int32_t default_gpu_layers(const char *cmd, const cli_params *p) {
+    if (p->n_gpu_layers <= 0 || (p->devices && p->devices[0])) return p->n_gpu_layers;
+    host_device *defaults[64];
+    int32_t n = host_default_devices(defaults, 64);
+    const host_device *cpu = NULL;
+    for (int32_t i = 0; i < n; i++) {
+        if (defaults[i]->info.kind != TSR_DEVICE_CPU) return p->n_gpu_layers; /* a real GPU */
+        if (!cpu && strcmp(defaults[i]->name, "ref")) cpu = defaults[i];
+    }
+    const host_device *slow = NULL;
+    for (int32_t i = 0; i < host_device_count() && !slow; i++)
+        if (host_device_get(i)->info.kind != TSR_DEVICE_CPU) slow = host_device_get(i);
+    if (!slow) {
+        fprintf(stderr, "%s: note: -ngl %d ignored: this machine has no GPU device (see 'tessera devices')\n", cmd,
+                (int)p->n_gpu_layers);
+    } else {
+        fprintf(stderr,
+                "%s: note: -ngl %d ignored: the only GPU, %s (%s), is a CPU implementation, slower than the "
+                "CPU backend, so it is not used by default; to use it anyway: --device %s%s%s -ngl %d\n",
+                cmd, (int)p->n_gpu_layers, slow->name, slow->info.description ? slow->info.description : "?",
+                slow->name, cpu ? "," : "", cpu ? cpu->name : "", (int)p->n_gpu_layers);
+    }
+    return 0;
+}
+
 tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *path) {
     long long size = 0;
     if (!model_path_ok(cmd, path, &size)) return NULL;
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = p->devices;
-    mp.n_gpu_layers = p->n_gpu_layers;
+    mp.n_gpu_layers = default_gpu_layers(cmd, p);
     load_progress lp = {-1, 0};
     if (size > PROGRESS_MIN_BYTES && isatty(STDERR_FILENO)) {
         mp.progress = on_progress;
@@ -211,14 +241,4 @@ int cli_chat_setup(const char *cmd, const cli_params *p, const tessera_model *m,
     special_text(m, tessera_token_bos(m), out->bos_text, sizeof out->bos_text);
     special_text(m, tessera_token_eos(m), out->eos_text, sizeof out->eos_text);
     return 0;
-}
-
-void cli_print_timings(const tessera_context *ctx) {
-    tessera_timings t;
-    tessera_context_timings(ctx, &t);
-    fprintf(stderr, "load time:   %10.2f ms\n", t.load_ms);
-    fprintf(stderr, "prompt:      %10.2f ms / %lld tokens (%.2f tokens/s)\n", t.prompt_ms, (long long)t.n_prompt,
-            t.prompt_ms > 0 ? 1e3 * (double)t.n_prompt / t.prompt_ms : 0.0);
-    fprintf(stderr, "generation:  %10.2f ms / %lld tokens (%.2f tokens/s)\n", t.gen_ms, (long long)t.n_gen,
-            t.gen_ms > 0 ? 1e3 * (double)t.n_gen / t.gen_ms : 0.0);
 }

@@ -66,7 +66,4 @@ typedef struct cli_chat {
 
 int cli_chat_setup(const char *cmd, const cli_params *p, const tessera_model *m, int quiet, cli_chat *out);
 
-/* "load time / prompt / generation" lines on stderr (run's summary). */
-void cli_print_timings(const tessera_context *ctx);
-
 #endif

@@ -391,7 +391,7 @@ int cmd_bench(int argc, char **argv) {
                 snprintf(proto.model_name, sizeof proto.model_name, "%s", base_name(o.models.v[m]));
                 proto.model_bytes = tessera_model_size_bytes(model);
                 proto.model_params = tessera_model_n_params(model);
-                proto.devices = o.devices.v[d] ? o.devices.v[d] : "default";
+                proto.devices = tessera_model_devices(model); /* those used, not those asked for */
                 proto.ngl = o.ngl.v[g];
                 if (o.p.verbose) fprintf(stderr, "bench: %s: %s\n", proto.model_name, tessera_model_desc(model));
                 for (int t = 0; t < o.threads.n && !status; t++)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <tessera/tessera.h>
@@ -82,8 +83,33 @@ static int run_parse(int argc, char **argv, run_opts *o) {
     return 0;
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* What run counts itself: the core's timings count decode calls (a
+ * one-token prompt is a "generation" call there, and the last generated
+ * token is never decoded), not the tokens a person asked about. */
+typedef struct run_counts {
+    int32_t n_prompt, n_gen;
+    double prompt_ms, gen_ms;
+} run_counts;
+
+/* Decode the prompt. With --explain it goes in two calls (all but the last
+ * token, then the last alone) so the placement of both graph shapes is
+ * printed before any generated text, not in the middle of it. */
+static int decode_prompt(const run_opts *o, tessera_context *ctx, const tessera_token *toks, int32_t n) {
+    if (o->p.explain && n > 1) {
+        if (tessera_decode(ctx, toks, n - 1, 0, 0) != 0) return -1;
+        return tessera_decode(ctx, toks + n - 1, 1, n - 1, 0);
+    }
+    return tessera_decode(ctx, toks, n, 0, 0);
+}
+
 static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, const char *prompt,
-                    size_t prompt_len) {
+                    size_t prompt_len, run_counts *cnt) {
     int32_t n_ctx = (int32_t)tessera_context_n_ctx(ctx);
     int32_t n = tessera_tokenize(model, prompt, prompt_len, NULL, 0, true, true);
     if (n == INT32_MIN) {
@@ -111,11 +137,13 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     if (cli_grammar_attach("tessera run", &o->p, model, smp) != 0) goto done;
     if (o->p.verbose)
         fprintf(stderr, "tessera run: prompt of %d tokens, seed %u\n", n, tessera_sampler_seed(smp));
-    if (!o->no_echo) {
+    /* With --explain the placement comes first, then the text. */
+    if (!o->no_echo && !o->p.explain) {
         fwrite(prompt, 1, prompt_len, stdout);
         fflush(stdout);
     }
-    if (tessera_decode(ctx, toks, n, 0, 0) != 0) {
+    double t0 = now_ms();
+    if (decode_prompt(o, ctx, toks, n) != 0) {
         if (tessera_aborted()) {
             rc = 130;
             goto done;
@@ -123,12 +151,22 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         fprintf(stderr, "tessera run: %s\n", tessera_last_error());
         goto done;
     }
+    cnt->n_prompt = n;
+    cnt->prompt_ms = now_ms() - t0;
+    if (!o->no_echo && o->p.explain) {
+        fflush(stderr);
+        fwrite(prompt, 1, prompt_len, stdout);
+        fflush(stdout);
+    }
+    t0 = now_ms();
     int32_t pos = n;
+    int eot = 0;
     char piece[256];
-    for (long i = 0; o->p.n_predict < 0 || i < o->p.n_predict; i++) {
+    rc = 0;
+    while (o->p.n_predict < 0 || cnt->n_gen < o->p.n_predict) {
         if (tessera_aborted()) {
             rc = 130;
-            goto done;
+            break;
         }
         tessera_token t = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
         if (t < 0) {
@@ -136,13 +174,17 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             goto done;
         }
         tessera_sampler_accept(smp, t);
-        if (tessera_token_is_eog(model, t)) break;
+        if (tessera_token_is_eog(model, t)) {
+            eot = 1;
+            break;
+        }
+        cnt->n_gen++;
         int32_t len = tessera_token_to_piece(model, t, piece, sizeof piece, false);
         if (len > 0) {
             fwrite(piece, 1, (size_t)len, stdout);
             fflush(stdout);
         }
-        if (o->p.n_predict >= 0 && i + 1 == o->p.n_predict) break;
+        if (o->p.n_predict >= 0 && cnt->n_gen == o->p.n_predict) break;
         if (pos >= n_ctx) {
             fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
             break;
@@ -150,20 +192,34 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         if (tessera_decode(ctx, &t, 1, pos, 0) != 0) {
             if (tessera_aborted()) {
                 rc = 130;
-                goto done;
+                break;
             }
             fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
-            goto done;
+            rc = 1;
+            break;
         }
         pos++;
     }
-    rc = 0;
-done:
+    cnt->gen_ms = now_ms() - t0;
     fputc('\n', stdout);
     fflush(stdout);
+    /* As llama.cpp: the model ended the text (on stderr: stdout is the text). */
+    if (eot) fputs("[end of text]\n", stderr);
+done:
     tessera_sampler_free(smp);
     free(toks);
     return rc;
+}
+
+static void print_counts(const tessera_context *ctx, const run_counts *c) {
+    tessera_timings t;
+    tessera_context_timings(ctx, &t);
+    fprintf(stderr, "\n");
+    fprintf(stderr, "load time:   %10.2f ms\n", t.load_ms);
+    fprintf(stderr, "prompt:      %10.2f ms / %d tokens (%.2f tokens/s)\n", c->prompt_ms, (int)c->n_prompt,
+            c->prompt_ms > 0 ? 1e3 * c->n_prompt / c->prompt_ms : 0.0);
+    fprintf(stderr, "generation:  %10.2f ms / %d tokens (%.2f tokens/s)\n", c->gen_ms, (int)c->n_gen,
+            c->gen_ms > 0 ? 1e3 * c->n_gen / c->gen_ms : 0.0);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -186,12 +242,10 @@ int cmd_run(int argc, char **argv) {
     cli_session s;
     int rc = 1;
     if (cli_session_open(&s, cmd, &o.p) == 0) {
-        rc = generate(&o, s.model, s.ctx, prompt, prompt_len);
-        if (rc == 130) fprintf(stderr, "\ntessera run: interrupted\n");
-        if (rc == 0 || rc == 130) {
-            fputc('\n', stderr);
-            cli_print_timings(s.ctx);
-        }
+        run_counts cnt = {0};
+        rc = generate(&o, s.model, s.ctx, prompt, prompt_len, &cnt);
+        if (rc == 130) fprintf(stderr, "tessera run: interrupted\n");
+        if (rc == 0 || rc == 130) print_counts(s.ctx, &cnt);
     }
     cli_session_close(&s);
     free(prompt);

@@ -95,6 +95,8 @@ void tessera_model_free(tessera_model *model);
 /* A one-line description: "llama 5 layers, dim 64, 8 heads (4 kv), ...". */
 const char *tessera_model_desc(const tessera_model *model);
 const char *tessera_model_arch(const tessera_model *model);
+/* The devices holding the weights, GPU first: "vulkan0,cpu-avx0", "cpu-avx0". */
+const char *tessera_model_devices(const tessera_model *model);
 int32_t tessera_model_n_vocab(const tessera_model *model);
 int32_t tessera_model_n_ctx_train(const tessera_model *model);
 int32_t tessera_model_n_embd(const tessera_model *model);

@@ -72,6 +72,8 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
     if (p.n_gpu_layers > 0 && !gpu)
         host_log(TSR_LOG_WARN, "model", "-ngl %d ignored: no GPU device among the chosen devices",
                  p.n_gpu_layers);
+    snprintf(tm->weight_devices, sizeof tm->weight_devices, "%s%s%s", lp.n_gpu_layers > 0 ? gpu->name : "",
+             lp.n_gpu_layers > 0 && cpu ? "," : "", cpu ? cpu->name : "");
     tm->m = model_load(f, &lp); /* owns f from here */
     if (!tm->m) goto fail;
 
@@ -105,6 +107,7 @@ void tessera_model_free(tessera_model *tm) {
 
 const char *tessera_model_desc(const tessera_model *tm) { return tm->desc; }
 const char *tessera_model_arch(const tessera_model *tm) { return tm->arch; }
+const char *tessera_model_devices(const tessera_model *tm) { return tm->weight_devices; }
 int32_t tessera_model_n_vocab(const tessera_model *tm) { return tm->m->hp.n_vocab; }
 int32_t tessera_model_n_ctx_train(const tessera_model *tm) { return tm->m->hp.n_ctx_train; }
 int32_t tessera_model_n_embd(const tessera_model *tm) { return tm->m->hp.n_embd; }

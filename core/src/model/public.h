@@ -23,6 +23,7 @@ struct tessera_model {
     double load_ms;
     char desc[256];
     char arch[32];
+    char weight_devices[2 * HOST_DEVICE_NAME_MAX + 2]; /* tessera_model_devices: "vulkan0,cpu-avx0" */
     /* NUL-terminated copies handed out by tessera_model_meta_str */
     char **meta_keys;
     char **meta_vals;

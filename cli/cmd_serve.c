@@ -141,7 +141,8 @@ int cmd_serve(int argc, char **argv) {
 
     serve_api api = {.model = model,
                      .model_id = o.alias ? o.alias : base_name(o.p.model),
-                     .slot_ctx = (int32_t)(n_ctx / o.parallel)};
+                     .slot_ctx = (int32_t)(n_ctx / o.parallel),
+                     .n_slots = (int32_t)o.parallel};
     cli_chat chat;
     if (cli_chat_setup(cmd, &o.p, model, 1, &chat) != 0) goto done;
     api.format = chat.format;

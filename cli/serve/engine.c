@@ -10,6 +10,10 @@
  *
  * Each slot may hold slot_ctx = n_ctx / n_slots positions, so all slots
  * together always fit the cache.
+ *
+ * A request with `n` choices queues n entries; each takes a slot of its own
+ * and generates its own sequence from the same prompt. The request is done
+ * when all of them are.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -20,7 +24,7 @@
 #include "serve.h"
 
 typedef struct serve_slot {
-    serve_request *req; /* NULL: free */
+    serve_choice *ch;   /* NULL: free */
     int32_t n_past;     /* positions in the cache */
     int32_t n_fed;      /* prompt tokens decoded (or reused) */
     tessera_token next; /* sampled, not yet decoded */
@@ -40,7 +44,7 @@ struct serve_engine {
     pthread_mutex_t mu;
     pthread_cond_t wake; /* new work, a cancel, or stop */
     serve_slot *slots;
-    serve_request **queue; /* FIFO ring of q_cap = n_slots + max_queue */
+    serve_choice **queue; /* FIFO ring of q_cap = n_slots + max_queue */
     int32_t q_head, q_len, q_cap;
     serve_metrics m;
     double t_start_ms;
@@ -108,30 +112,43 @@ static void request_unref(serve_request *r) {
     if (--r->refs == 0) serve_request_free(r);
 }
 
-/* Mark r done (lock held) and wake its HTTP thread. */
-static void request_finish(serve_engine *e, serve_request *r, const char *reason) {
-    if (r->state == SERVE_DONE) return;
-    r->state = SERVE_DONE;
-    r->finish_reason = reason;
-    r->n_ready = r->len;
-    r->t_done_ms = now_ms();
-    if (!r->error[0] && !r->cancelled) e->m.completions++;
+/* Mark a choice done (lock held); the last one done ends its request and
+ * wakes its HTTP thread. */
+static void choice_finish(serve_engine *e, serve_choice *ch, const char *reason) {
+    serve_request *r = ch->req;
+    if (ch->state == SERVE_DONE) return;
+    ch->state = SERVE_DONE;
+    ch->finish_reason = reason;
+    ch->n_ready = ch->len;
+    r->progress++;
+    if (++r->n_done == r->n_choices) {
+        r->state = SERVE_DONE;
+        r->t_done_ms = now_ms();
+        if (!r->error[0] && !r->cancelled) e->m.completions++;
+    }
     pthread_cond_broadcast(&r->cond);
+}
+
+/* End every choice of r (lock held), with an error when msg is not NULL. */
+static void request_finish(serve_engine *e, serve_request *r, const char *msg) {
+    if (msg && !r->error[0]) snprintf(r->error, sizeof r->error, "%s", msg);
+    for (int32_t c = 0; c < r->n_choices; c++) choice_finish(e, &r->choices[c], "stop");
 }
 
 /* Give slot i back (lock held): forget its sequence, drop the request. */
 static void slot_free(serve_engine *e, int32_t i) {
     serve_slot *s = &e->slots[i];
-    if (!s->req) return;
+    if (!s->ch) return;
+    serve_request *r = s->ch->req;
     /* n_past: what the cache holds; a failed or cancelled request's last
      * step may not have run, so only a clean finish keeps its tokens. */
-    bool keep = s->req->cache_prompt && !s->req->error[0] && !s->req->cancelled;
+    bool keep = r->cache_prompt && !r->error[0] && !r->cancelled;
     if (!keep) {
         tessera_seq_remove(e->p.ctx, i, 0);
         s->n_past = 0;
     }
     e->m.busy_slot_ms += now_ms() - s->t_start_ms;
-    request_unref(s->req);
+    request_unref(r);
     *s = (serve_slot){.cached = s->cached, .n_past = s->n_past};
     e->m.slots_busy--;
     e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
@@ -152,7 +169,7 @@ static int32_t pick_slot(serve_engine *e, const serve_request *r, int32_t *reuse
     int32_t best = -1, best_len = -1;
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         const serve_slot *s = &e->slots[i];
-        if (s->req) continue;
+        if (s->ch) continue;
         int32_t len = r->cache_prompt ? common_prefix(s->cached, s->n_past, r->prompt, r->n_prompt)
                                       : -s->n_past; /* prefer the emptiest */
         if (len > best_len) {
@@ -169,39 +186,43 @@ static int32_t pick_slot(serve_engine *e, const serve_request *r, int32_t *reuse
 static void schedule(serve_engine *e) {
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         serve_slot *s = &e->slots[i];
-        if (!s->req) continue;
-        if (s->req->cancelled && s->req->state != SERVE_DONE) {
+        if (!s->ch) continue;
+        serve_request *r = s->ch->req;
+        if (r->cancelled && r->state != SERVE_DONE) {
             e->m.cancelled++;
-            request_finish(e, s->req, "stop");
+            request_finish(e, r, NULL);
         }
-        if (s->req->state == SERVE_DONE) slot_free(e, i);
+        if (s->ch->state == SERVE_DONE) slot_free(e, i);
     }
-    /* Requests whose client left while queued go at once (they would hold a
-     * queue place until a slot frees). */
+    /* Choices whose client left while queued, or whose request failed, go at
+     * once (they would hold a queue place until a slot frees). */
     int32_t kept = 0;
     for (int32_t k = 0; k < e->q_len; k++) {
-        serve_request *r = e->queue[(e->q_head + k) % e->q_cap];
-        if (r->cancelled) {
-            e->m.cancelled++;
-            request_finish(e, r, "stop");
+        serve_choice *ch = e->queue[(e->q_head + k) % e->q_cap];
+        serve_request *r = ch->req;
+        if (r->cancelled || ch->state == SERVE_DONE) {
+            if (r->cancelled && r->state != SERVE_DONE) e->m.cancelled++;
+            request_finish(e, r, NULL);
             request_unref(r);
             continue;
         }
-        e->queue[(e->q_head + kept++) % e->q_cap] = r;
+        e->queue[(e->q_head + kept++) % e->q_cap] = ch;
     }
     e->q_len = kept;
     while (e->q_len > 0) {
-        serve_request *r = e->queue[e->q_head];
+        serve_choice *ch = e->queue[e->q_head];
+        serve_request *r = ch->req;
         int32_t reuse = 0, i = pick_slot(e, r, &reuse);
         if (i < 0) break;
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_len--;
         serve_slot *s = &e->slots[i];
         tessera_seq_remove(e->p.ctx, i, reuse); /* forget what differs */
-        *s = (serve_slot){.req = r, .t_start_ms = now_ms(), .cached = s->cached, .n_past = reuse,
+        *s = (serve_slot){.ch = ch, .t_start_ms = now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
+        ch->state = SERVE_RUNNING;
         r->state = SERVE_RUNNING;
-        r->n_cached = reuse;
+        if (ch->index == 0) r->n_cached = reuse;
         e->m.slots_busy++;
     }
     e->m.queued = e->q_len;
@@ -214,7 +235,7 @@ static int32_t build_batch(serve_engine *e) {
     int32_t n = 0;
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         serve_slot *s = &e->slots[i];
-        if (!s->req || !s->has_next) continue;
+        if (!s->ch || !s->has_next) continue;
         e->b_tok[n] = s->next;
         e->b_pos[n] = s->n_past;
         e->b_seq[n] = i;
@@ -226,7 +247,7 @@ static int32_t build_batch(serve_engine *e) {
     }
     for (int32_t i = 0; i < e->p.n_slots && n < e->n_batch; i++) {
         serve_slot *s = &e->slots[i];
-        serve_request *r = s->req;
+        serve_request *r = s->ch ? s->ch->req : NULL;
         if (!r || s->has_next || s->n_fed >= r->n_prompt) continue;
         while (s->n_fed < r->n_prompt && n < e->n_batch) {
             e->b_tok[n] = r->prompt[s->n_fed];
@@ -244,46 +265,77 @@ static int32_t build_batch(serve_engine *e) {
     return n;
 }
 
-/* A sampled token for slot i (lock held). */
-static void slot_take_token(serve_engine *e, int32_t i, tessera_token t) {
+/* Room for one more logprob entry of ch; NULL when out of memory. */
+static serve_logprob *logprob_slot(serve_choice *ch) {
+    if (ch->n_lp == ch->cap_lp) {
+        size_t cap = ch->cap_lp ? ch->cap_lp * 2 : 64;
+        serve_logprob *lp = realloc(ch->lp, cap * sizeof *lp);
+        if (!lp) return NULL;
+        ch->lp = lp;
+        ch->cap_lp = cap;
+    }
+    return &ch->lp[ch->n_lp];
+}
+
+/* A sampled token for slot i (lock held); logits: the row it came from. */
+static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const float *logits) {
     serve_slot *s = &e->slots[i];
-    serve_request *r = s->req;
+    serve_choice *ch = s->ch;
+    serve_request *r = ch->req;
     if (t < 0) { /* the grammar allows no token (or the sampler failed) */
-        snprintf(r->error, sizeof r->error, "sampling failed: %s", tessera_last_error());
-        request_finish(e, r, "stop");
+        char msg[200];
+        snprintf(msg, sizeof msg, "sampling failed: %s", tessera_last_error());
+        request_finish(e, r, msg);
         return;
     }
-    tessera_sampler_accept(r->sampler, t);
-    r->n_gen++;
+    tessera_sampler_accept(ch->sampler, t);
+    ch->n_gen++;
     e->m.gen_tokens++;
-    if (r->n_gen == 1) r->t_first_ms = now_ms();
+    if (r->t_first_ms == 0) r->t_first_ms = now_ms();
     if (tessera_token_is_eog(e->p.model, t)) {
-        request_finish(e, r, "stop");
+        choice_finish(e, ch, "stop");
         return;
+    }
+    serve_logprob *lp = NULL;
+    if (r->top_logprobs >= 0) {
+        lp = logprob_slot(ch);
+        if (!lp) {
+            request_finish(e, r, "out of memory for logprobs");
+            return;
+        }
+        serve_logprobs_compute(logits, e->n_vocab, t, r->top_logprobs, lp);
+        lp->offset = ch->len;
     }
     char small[256], *piece = small;
     int32_t len = tessera_token_to_piece(e->p.model, t, small, sizeof small, false);
     if (len < 0 && len != INT32_MIN && (piece = malloc((size_t)-len)) != NULL) /* a long token */
         len = tessera_token_to_piece(e->p.model, t, piece, -len, false);
-    size_t from = r->len;
-    int app = piece && len > 0 ? serve_text_append(r, piece, (size_t)len) : 0;
+    size_t from = ch->len;
+    int app = piece && len > 0 ? serve_text_append(ch, piece, (size_t)len) : 0;
     if (piece != small) free(piece);
     if (!piece || app != 0) {
-        snprintf(r->error, sizeof r->error, "out of memory for the generated text");
-        request_finish(e, r, "stop");
+        request_finish(e, r, "out of memory for the generated text");
         return;
     }
-    if (serve_text_check_stop(r, from)) {
-        request_finish(e, r, "stop");
+    if (lp) {
+        lp->len = len > 0 ? (uint32_t)len : 0;
+        ch->n_lp++;
+    }
+    size_t ready = ch->n_ready;
+    if (serve_text_check_stop(ch, from)) {
+        choice_finish(e, ch, "stop");
         return;
     }
-    if ((r->max_tokens >= 0 && r->n_gen >= r->max_tokens) || s->n_past >= e->p.slot_ctx) {
-        request_finish(e, r, "length");
+    if ((r->max_tokens >= 0 && ch->n_gen >= r->max_tokens) || s->n_past >= e->p.slot_ctx) {
+        choice_finish(e, ch, "length");
         return;
     }
     s->next = t;
     s->has_next = true;
-    pthread_cond_broadcast(&r->cond);
+    if (ch->n_ready > ready || lp) {
+        r->progress++;
+        pthread_cond_broadcast(&r->cond);
+    }
 }
 
 static void *engine_main(void *arg) {
@@ -311,38 +363,33 @@ static void *engine_main(void *arg) {
         for (int32_t k = 0; k < n; k++) {
             if (!e->b_want[k]) continue;
             int32_t i = e->b_slot_of_row[k];
-            serve_request *r = e->slots[i].req;
+            serve_choice *ch = e->slots[i].ch;
             if (rc != 0) {
-                snprintf(r->error, sizeof r->error, "%s", tessera_last_error());
-                request_finish(e, r, "stop");
+                request_finish(e, ch->req, tessera_last_error());
                 continue;
             }
             const float *logits = tessera_logits(e->p.ctx, row++);
-            if (r->state == SERVE_DONE || r->cancelled) continue;
-            slot_take_token(e, i, tessera_sampler_sample(r->sampler, logits));
+            if (ch->state == SERVE_DONE || ch->req->cancelled) continue;
+            slot_take_token(e, i, tessera_sampler_sample(ch->sampler, logits), logits);
         }
         if (rc != 0) /* prompt chunks without logits fail with the rest of their request */
             for (int32_t k = 0; k < n; k++) {
-                serve_request *r = e->slots[e->b_slot_of_row[k]].req;
-                if (r->state == SERVE_DONE) continue;
-                snprintf(r->error, sizeof r->error, "%s", tessera_last_error());
-                request_finish(e, r, "stop");
+                serve_request *r = e->slots[e->b_slot_of_row[k]].ch->req;
+                if (r->state != SERVE_DONE) request_finish(e, r, tessera_last_error());
             }
     }
     /* Stopping: fail what is still running or queued. */
     for (int32_t i = 0; i < e->p.n_slots; i++)
-        if (e->slots[i].req) {
-            serve_request *r = e->slots[i].req;
-            if (r->state != SERVE_DONE) snprintf(r->error, sizeof r->error, "the server is shutting down");
-            request_finish(e, r, "stop");
+        if (e->slots[i].ch) {
+            serve_request *r = e->slots[i].ch->req;
+            request_finish(e, r, r->state != SERVE_DONE ? "the server is shutting down" : NULL);
             slot_free(e, i);
         }
     while (e->q_len > 0) {
-        serve_request *r = e->queue[e->q_head];
+        serve_request *r = e->queue[e->q_head]->req;
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_len--;
-        snprintf(r->error, sizeof r->error, "the server is shutting down");
-        request_finish(e, r, "stop");
+        request_finish(e, r, r->state != SERVE_DONE ? "the server is shutting down" : NULL);
         request_unref(r);
     }
     pthread_mutex_unlock(&e->mu);
@@ -368,8 +415,8 @@ void serve_engine_stop(serve_engine *e) {
      * being cut off when the HTTP side closes. */
     pthread_mutex_lock(&e->mu);
     for (int32_t i = 0; i < e->p.n_slots; i++)
-        if (e->slots[i].req) request_finish(e, e->slots[i].req, "stop");
-    for (int32_t k = 0; k < e->q_len; k++) request_finish(e, e->queue[(e->q_head + k) % e->q_cap], "stop");
+        if (e->slots[i].ch) request_finish(e, e->slots[i].ch->req, NULL);
+    for (int32_t k = 0; k < e->q_len; k++) request_finish(e, e->queue[(e->q_head + k) % e->q_cap]->req, NULL);
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -392,33 +439,35 @@ void serve_engine_free(serve_engine *e) {
 int serve_engine_submit(serve_engine *e, serve_request *r) {
     pthread_mutex_lock(&e->mu);
     int32_t free_slots = 0;
-    for (int32_t i = 0; i < e->p.n_slots; i++) free_slots += e->slots[i].req == NULL;
-    /* Queued requests take free slots first; beyond them max_queue may wait. */
-    if (e->stopping || e->q_len >= free_slots + e->p.max_queue) {
+    for (int32_t i = 0; i < e->p.n_slots; i++) free_slots += e->slots[i].ch == NULL;
+    /* Queued choices take free slots first; beyond them max_queue may wait. */
+    if (e->stopping || r->n_choices > e->p.n_slots || e->q_len + r->n_choices > free_slots + e->p.max_queue) {
         pthread_mutex_unlock(&e->mu);
         return -1;
     }
-    r->refs = 2; /* the HTTP thread and the engine */
+    r->refs = 1 + r->n_choices; /* the HTTP thread and each choice in the engine */
     r->state = SERVE_QUEUED;
     r->t_submit_ms = now_ms();
-    e->queue[(e->q_head + e->q_len) % e->q_cap] = r;
-    e->q_len++;
+    for (int32_t c = 0; c < r->n_choices; c++) {
+        e->queue[(e->q_head + e->q_len) % e->q_cap] = &r->choices[c];
+        e->q_len++;
+    }
     e->m.queued = e->q_len;
     pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(&e->mu);
     return 0;
 }
 
-bool serve_engine_wait(serve_engine *e, serve_request *r, size_t sent, int timeout_ms) {
+bool serve_engine_wait(serve_engine *e, serve_request *r, uint64_t seen, int timeout_ms) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
     ts.tv_sec += timeout_ms / 1000 + ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&e->mu);
-    while (r->state != SERVE_DONE && r->n_ready <= sent)
+    while (r->state != SERVE_DONE && r->progress <= seen)
         if (pthread_cond_timedwait(&r->cond, &e->mu, &ts) != 0) break;
-    bool ready = r->state == SERVE_DONE || r->n_ready > sent;
+    bool ready = r->state == SERVE_DONE || r->progress > seen;
     pthread_mutex_unlock(&e->mu);
     return ready;
 }
@@ -445,7 +494,7 @@ void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms
     *out = e->m;
     double t = now_ms();
     for (int32_t i = 0; i < e->p.n_slots; i++)
-        if (e->slots[i].req) out->busy_slot_ms += t - e->slots[i].t_start_ms;
+        if (e->slots[i].ch) out->busy_slot_ms += t - e->slots[i].t_start_ms;
     *uptime_ms = t - e->t_start_ms;
     pthread_mutex_unlock(&e->mu);
 }

@@ -114,60 +114,19 @@ typedef struct stream_state {
     int fd;
     char *pending; /* SSE bytes not yet handed to MHD */
     size_t pend_len, pend_off;
-    size_t sent;   /* text bytes already turned into events */
-    bool opened;   /* the chat stream's first (role) chunk is out */
+    uint64_t seen; /* the request's progress already turned into events */
+    bool opened;   /* the first events are out */
     bool finished; /* the final events are in pending */
 } stream_state;
 
-static char *concat_free(char *a, char *b) {
-    if (!a) return b;
-    if (!b) return a;
-    size_t na = strlen(a), nb = strlen(b);
-    char *s = realloc(a, na + nb + 1);
-    if (!s) {
-        free(b);
-        return a;
-    }
-    memcpy(s + na, b, nb + 1);
-    free(b);
-    return s;
-}
-
 /* The next events (lock not held). Returns false when nothing is ready yet. */
 static bool stream_produce(stream_state *st) {
-    const serve_api *api = st->h->api;
-    if (!st->opened) {
-        st->opened = true;
-        if (st->call.kind == SERVE_CHAT) {
-            st->pending = serve_api_chunk(api, &st->call, "", 0, true, NULL, st->r);
-            return true;
-        }
-    }
-    if (!serve_engine_wait(st->h->e, st->r, st->sent, WAIT_SLICE_MS)) return false;
+    if (st->opened && !serve_engine_wait(st->h->e, st->r, st->seen, WAIT_SLICE_MS)) return false;
+    st->opened = true;
     serve_engine_lock(st->h->e);
-    serve_request *r = st->r;
-    char *out = NULL;
-    if (r->n_ready > st->sent) {
-        out = serve_api_chunk(api, &st->call, r->text + st->sent, r->n_ready - st->sent, false, NULL, r);
-        st->sent = r->n_ready;
-    }
-    if (r->state == SERVE_DONE) {
-        if (r->error[0]) {
-            char *ej = serve_api_error_json(r->error, "server_error", NULL, NULL);
-            size_t n = ej ? strlen(ej) : 0;
-            char *ev = ej ? malloc(n + 9) : NULL;
-            if (ev) snprintf(ev, n + 9, "data: %s\n\n", ej);
-            free(ej);
-            out = concat_free(out, ev);
-        } else {
-            out = concat_free(out, serve_api_chunk(api, &st->call, "", 0, false, r->finish_reason, r));
-        }
-        out = concat_free(out, strdup("data: [DONE]\n\n"));
-        st->finished = true;
-    }
+    st->pending = serve_api_stream_next(st->h->api, &st->call, st->r, &st->seen, &st->finished);
     serve_engine_unlock(st->h->e);
-    st->pending = out;
-    return out != NULL || st->finished;
+    return st->pending != NULL || st->finished;
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {

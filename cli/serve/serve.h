@@ -30,47 +30,115 @@ typedef enum serve_state {
     SERVE_DONE
 } serve_state;
 
-enum { SERVE_MAX_STOP = 4, SERVE_MAX_BIAS = 1024 };
+enum { SERVE_MAX_STOP = 4, SERVE_MAX_BIAS = 1024, SERVE_MAX_TOP_LOGPROBS = 20 };
+
+/* One generated token's log-probabilities (log-softmax of the model's
+ * logits, before bias, penalties and temperature), for `logprobs`. */
+typedef struct serve_logprob {
+    tessera_token token;
+    float logprob;
+    size_t offset;   /* where its bytes start in its choice's text */
+    uint32_t len;    /* its byte count */
+    int32_t n_top;
+    tessera_token top_id[SERVE_MAX_TOP_LOGPROBS];
+    float top_lp[SERVE_MAX_TOP_LOGPROBS];
+} serve_logprob;
+
+struct serve_request;
+
+/* One of the request's `n` choices: its own sequence in its own slot. */
+typedef struct serve_choice {
+    struct serve_request *req;
+    int32_t index;
+    tessera_sampler *sampler;  /* owned; the prompt is accepted into it already */
+
+    /* Output, guarded by the engine mutex. */
+    char *text;                /* generated text (after any prefill), cut at a stop string */
+    size_t len, cap;
+    size_t n_ready;            /* bytes of text safe to send (no partial stop or UTF-8) */
+    int32_t n_gen;             /* tokens generated */
+    serve_state state;
+    const char *finish_reason; /* "stop" or "length" once done */
+    serve_logprob *lp;         /* per token when the request asks for logprobs */
+    size_t n_lp, cap_lp;
+
+    /* What a stream has sent of this choice (the HTTP thread, under the lock). */
+    size_t sent_content, sent_reasoning, sent_lp;
+    bool opened, closed;
+} serve_choice;
+
+/* How the chat reply is split: reasoning markers and tool calls. */
+typedef struct serve_reply_rules {
+    const char *think_open, *think_close; /* NULL: no reasoning split */
+    bool starts_in_think;                 /* the prompt ends inside the open marker */
+    bool tools;                           /* parse tool calls out of the text */
+    int tool_format;                      /* chat_tool_format */
+    char **tool_names;                    /* owned */
+    int n_tool_names;
+} serve_reply_rules;
 
 typedef struct serve_request {
     /* Input, fixed once submitted. */
     tessera_token *prompt;
     int32_t n_prompt;
     int32_t max_tokens;        /* -1: until the end of text or the slot is full */
-    tessera_sampler *sampler;  /* owned; the prompt is accepted into it already */
     char *stop[SERVE_MAX_STOP];
     int n_stop;
     bool cache_prompt;         /* reuse a slot's cached prefix; leave ours for the next */
+    int32_t top_logprobs;      /* -1: no logprobs; else alternatives per token (0..20) */
+    serve_reply_rules rules;
+    serve_choice *choices;
+    int32_t n_choices;
 
     /* Output, guarded by the engine mutex. */
-    char *text;                /* generated text, cut at a stop string */
-    size_t len, cap;
-    size_t n_ready;            /* bytes of text safe to send (no partial stop or UTF-8) */
-    int32_t n_gen;             /* tokens generated */
+    uint64_t progress;         /* grows whenever any choice has more ready or ends */
     int32_t n_cached;          /* prompt tokens found in a slot's cache (cache_prompt) */
-    serve_state state;
-    const char *finish_reason; /* "stop" or "length" once done */
+    serve_state state;         /* SERVE_DONE once every choice is */
+    int32_t n_done;            /* choices done */
     char error[256];           /* non-empty: the engine failed this request */
     bool cancelled;            /* the client went away */
-    int refs;                  /* holders: the HTTP thread and, once submitted, the engine */
-    pthread_cond_t cond;       /* signalled on new text and when done */
+    int refs;                  /* holders: the HTTP thread and each choice the engine holds */
+    pthread_cond_t cond;       /* signalled on progress and when done */
     double t_submit_ms, t_first_ms, t_done_ms;
 } serve_request;
 
-serve_request *serve_request_new(void);
-/* Free a request that was never submitted. */
+/* A request with n choices (samplers not made yet); NULL when out of memory. */
+serve_request *serve_request_new(int32_t n_choices);
+/* Free a request that was never submitted (or whose last holder is gone). */
 void serve_request_free(serve_request *r);
+/* Completion tokens over all choices. */
+int32_t serve_request_n_gen(const serve_request *r);
 
 /* ------------------------------------------------------------ text */
 
 /* Append a token's bytes; returns -1 when out of memory. */
-int serve_text_append(serve_request *r, const char *piece, size_t n);
+int serve_text_append(serve_choice *c, const char *piece, size_t n);
 /* After an append: cut the text at the first stop string (true: found) and
  * otherwise update n_ready, holding back a tail that may begin a stop string
  * or an unfinished UTF-8 character. from: the length before the append. */
-bool serve_text_check_stop(serve_request *r, size_t from);
+bool serve_text_check_stop(serve_choice *c, size_t from);
 /* The length of s[0..n) without an unfinished UTF-8 sequence at its end. */
 size_t serve_utf8_complete(const char *s, size_t n);
+
+/* ------------------------------------------------------------ reply */
+
+/* Where a chat choice's text is reasoning and where content that may be
+ * shown: [reasoning_at, reasoning_end) and [content_at, content_end). Until
+ * final, a tail that may begin a marker or a tool call is held back. */
+typedef struct serve_split {
+    size_t reasoning_at, reasoning_end;
+    size_t content_at, content_end;
+} serve_split;
+
+void serve_reply_split(const serve_reply_rules *rules, const char *text, size_t n, bool final,
+                       serve_split *out);
+
+/* ------------------------------------------------------------ logprobs */
+
+/* The log-softmax of logits[0..n_vocab) at chosen, and the k (<= 20) most
+ * likely tokens with theirs (descending; ties: lower id first). */
+void serve_logprobs_compute(const float *logits, int32_t n_vocab, tessera_token chosen, int32_t k,
+                            serve_logprob *out);
 
 /* ------------------------------------------------------------ metrics */
 
@@ -111,9 +179,9 @@ void serve_engine_free(serve_engine *e);
 
 /* Hand a request to the engine. 0, or -1 when the queue is full (503). */
 int serve_engine_submit(serve_engine *e, serve_request *r);
-/* Wait until the request has more than `sent` bytes ready or is done, at
- * most timeout_ms. Returns true when that happened. */
-bool serve_engine_wait(serve_engine *e, serve_request *r, size_t sent, int timeout_ms);
+/* Wait until the request's progress is past `seen` or it is done, at most
+ * timeout_ms. Returns true when that happened. */
+bool serve_engine_wait(serve_engine *e, serve_request *r, uint64_t seen, int timeout_ms);
 /* The HTTP side is done with r (finished or the client left): the engine
  * drops its slot at its next step; the last holder frees r. */
 void serve_engine_release(serve_engine *e, serve_request *r);
@@ -140,6 +208,7 @@ typedef struct serve_api {
     tessera_model *model;
     const char *model_id;        /* name shown in responses and /v1/models */
     tessera_chat_format format;  /* the model's chat template */
+    int32_t n_slots;             /* the most choices (`n`) one request may ask */
     char bos_text[64], eos_text[64];
     int32_t slot_ctx;
 } serve_api;
@@ -149,6 +218,7 @@ typedef struct serve_call {
     serve_kind kind;
     bool stream;
     bool include_usage;  /* stream_options.include_usage */
+    bool single_tool_call; /* parallel_tool_calls: false */
     char id[48];
     long long created;
 } serve_call;
@@ -167,12 +237,51 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
 char *serve_api_error_json(const char *message, const char *type, const char *param, const char *code);
 /* The whole non-streamed response (call r's fields under the engine lock). */
 char *serve_api_response(const serve_api *api, const serve_call *call, const serve_request *r);
-/* One SSE event "data: {...}\n\n" carrying text[0..n) (first: the chunk that
- * opens a chat reply with the role), or the final one with finish_reason
- * (finish != NULL) and, when asked, usage. */
-char *serve_api_chunk(const serve_api *api, const serve_call *call, const char *text, size_t n,
-                      bool first, const char *finish, const serve_request *r);
+/* The next server-sent events of a stream ("data: {...}\n\n" each, malloc'd;
+ * NULL when there is nothing new): the opening chunk of each chat choice,
+ * the content, reasoning, logprobs and tool-call deltas that became ready,
+ * each choice's final chunk, then usage (when asked) and [DONE] once the
+ * request is done (*finished set), or an error event if it failed. *seen
+ * records the request's progress consumed. Call under the engine lock. */
+char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
+                            bool *finished);
 char *serve_api_models(const serve_api *api);
+
+/* Fill err (status, OpenAI error body naming param) and return -1. */
+int serve_fail(serve_error *err, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ------------------------------------------------------------ tools */
+
+struct cJSON;
+
+typedef enum serve_tool_choice {
+    SERVE_TOOLS_NONE = 0,  /* no tools, or tool_choice "none": not offered, output not parsed */
+    SERVE_TOOLS_AUTO,
+    SERVE_TOOLS_REQUIRED,
+    SERVE_TOOLS_NAMED
+} serve_tool_choice;
+
+typedef struct serve_tools {
+    int n;
+    char **json;   /* each tool as JSON text */
+    char **names;  /* each tool's function name */
+    serve_tool_choice choice;
+    char *named;   /* SERVE_TOOLS_NAMED: the function */
+    bool parallel; /* parallel_tool_calls */
+} serve_tools;
+
+/* tools, tool_choice and parallel_tool_calls of a request body. */
+int serve_tools_parse(const struct cJSON *root, serve_tools *t, serve_error *err);
+void serve_tools_free(serve_tools *t);
+/* The system-message text offering the tools (malloc'd). */
+char *serve_tools_system_text(const serve_tools *t);
+/* An assistant message's tool_calls array as the text the model writes. */
+char *serve_tools_calls_text(const struct cJSON *calls, serve_error *err);
+/* The start of a call that tool_choice required / a named function forces
+ * after the generation prompt (malloc'd), or NULL when nothing is forced.
+ * This is where the grammar constraint plugs in. */
+char *serve_tools_prefill(const serve_tools *t, int format);
 
 /* ------------------------------------------------------------ HTTP */
 

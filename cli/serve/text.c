@@ -1,43 +1,62 @@
-/* Generated text of a request: appending pieces, stop strings, and how much
- * of it can be sent without splitting a stop string or a UTF-8 character. */
+/* Generated text of a request's choices: appending pieces, stop strings, and
+ * how much of it can be sent without splitting a stop string or a UTF-8
+ * character. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "serve.h"
 
-serve_request *serve_request_new(void) {
+serve_request *serve_request_new(int32_t n_choices) {
+    if (n_choices < 1) return NULL;
     serve_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
-    if (pthread_cond_init(&r->cond, NULL) != 0) {
+    r->choices = calloc((size_t)n_choices, sizeof *r->choices);
+    if (!r->choices || pthread_cond_init(&r->cond, NULL) != 0) {
+        free(r->choices);
         free(r);
         return NULL;
     }
+    r->n_choices = n_choices;
+    for (int32_t i = 0; i < n_choices; i++) r->choices[i] = (serve_choice){.req = r, .index = i};
     r->max_tokens = -1;
+    r->top_logprobs = -1;
     return r;
 }
 
 void serve_request_free(serve_request *r) {
     if (!r) return;
     free(r->prompt);
-    tessera_sampler_free(r->sampler);
+    for (int32_t i = 0; i < r->n_choices; i++) {
+        tessera_sampler_free(r->choices[i].sampler);
+        free(r->choices[i].text);
+        free(r->choices[i].lp);
+    }
+    free(r->choices);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
-    free(r->text);
+    for (int i = 0; i < r->rules.n_tool_names; i++) free(r->rules.tool_names[i]);
+    free(r->rules.tool_names);
     pthread_cond_destroy(&r->cond);
     free(r);
 }
 
-int serve_text_append(serve_request *r, const char *piece, size_t n) {
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < r->len + n + 1) cap *= 2;
-        char *t = realloc(r->text, cap);
+int32_t serve_request_n_gen(const serve_request *r) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < r->n_choices; i++) n += r->choices[i].n_gen;
+    return n;
+}
+
+int serve_text_append(serve_choice *c, const char *piece, size_t n) {
+    if (c->len + n + 1 > c->cap) {
+        size_t cap = c->cap ? c->cap : 256;
+        while (cap < c->len + n + 1) cap *= 2;
+        char *t = realloc(c->text, cap);
         if (!t) return -1;
-        r->text = t;
-        r->cap = cap;
+        c->text = t;
+        c->cap = cap;
     }
-    memcpy(r->text + r->len, piece, n);
-    r->len += n;
-    r->text[r->len] = '\0';
+    memcpy(c->text + c->len, piece, n);
+    c->len += n;
+    c->text[c->len] = '\0';
     return 0;
 }
 
@@ -64,33 +83,34 @@ static size_t partial_stop(const char *text, size_t len, const char *stop) {
     return 0;
 }
 
-bool serve_text_check_stop(serve_request *r, size_t from) {
-    size_t cut = r->len;
+bool serve_text_check_stop(serve_choice *c, size_t from) {
+    const serve_request *r = c->req;
+    size_t cut = c->len;
     bool found = false;
     for (int i = 0; i < r->n_stop; i++) {
         size_t sl = strlen(r->stop[i]);
-        if (sl == 0 || sl > r->len) continue;
+        if (sl == 0 || sl > c->len) continue;
         /* A match must end in the new bytes; start where it could. */
         size_t start = from >= sl ? from - sl + 1 : 0;
-        for (size_t p = start; p + sl <= r->len && p < cut; p++)
-            if (!memcmp(r->text + p, r->stop[i], sl)) {
+        for (size_t p = start; p + sl <= c->len && p < cut; p++)
+            if (!memcmp(c->text + p, r->stop[i], sl)) {
                 cut = p;
                 found = true;
                 break;
             }
     }
     if (found) {
-        r->len = cut;
-        r->text[cut] = '\0';
-        r->n_ready = cut;
+        c->len = cut;
+        c->text[cut] = '\0';
+        c->n_ready = cut;
         return true;
     }
     size_t hold = 0;
     for (int i = 0; i < r->n_stop; i++) {
-        size_t h = partial_stop(r->text, r->len, r->stop[i]);
+        size_t h = partial_stop(c->text, c->len, r->stop[i]);
         if (h > hold) hold = h;
     }
-    size_t ready = serve_utf8_complete(r->text, r->len - hold);
-    if (ready > r->n_ready) r->n_ready = ready;
+    size_t ready = serve_utf8_complete(c->text, c->len - hold);
+    if (ready > c->n_ready) c->n_ready = ready;
     return false;
 }

@@ -294,10 +294,26 @@ def test_errors():
                      "chat too long", code="context_length_exceeded")
         big = json.dumps({"messages": ok_msgs, "pad": "x" * (2 << 20)})
         expect_error(srv, chat, big, 413, what="2 MiB body")
-        # unknown fields are ignored
-        st, obj = srv.json("POST", chat, {"messages": ok_msgs, "max_tokens": 2, "frobnicate": {"x": [1]},
-                                          "user": "me", "tools": None, "model": "anything"})
-        expect(st == 200 and obj["usage"]["completion_tokens"] <= 2, "unknown fields: %d %r" % (st, obj))
+        # an unknown field is a 400 naming it; harmless ones clients send are accepted
+        expect_error(srv, chat, {"messages": ok_msgs, "max_tokens": 2, "frobnicate": {"x": [1]}}, 400,
+                     "frobnicate", "unknown field")
+        expect_error(srv, chat, {"messages": ok_msgs, "functions": []}, 400, "functions", "legacy functions")
+        expect_error(srv, "/v1/completions", {"prompt": "x", "tools": []}, 400, "tools", "tools on completions")
+        expect_error(srv, "/v1/completions", {"prompt": "x", "echo": True}, 400, "echo", "echo true")
+        expect_error(srv, chat, {"messages": ok_msgs, "top_logprobs": 2}, 400, "top_logprobs", "without logprobs")
+        expect_error(srv, chat, {"messages": ok_msgs, "logprobs": True, "top_logprobs": 21}, 400, "top_logprobs",
+                     "top_logprobs > 20")
+        expect_error(srv, chat, {"messages": ok_msgs, "tool_choice": "required"}, 400, "tool_choice",
+                     "required without tools")
+        expect_error(srv, chat, {"messages": ok_msgs, "tools": [{"type": "function", "function": {"name": "f"}}],
+                                 "tool_choice": {"type": "function", "function": {"name": "g"}}}, 400,
+                     "tool_choice", "named tool not offered")
+        expect_error(srv, chat, {"messages": ok_msgs, "tools": [{"type": "function"}]}, 400, "tools", "tool without name")
+        st, obj = srv.json("POST", chat, {"messages": ok_msgs, "max_tokens": 2, "user": "me", "tools": None,
+                                          "model": "anything", "store": False, "metadata": {"a": "b"},
+                                          "stream_options": None, "parallel_tool_calls": True,
+                                          "response_format": {"type": "text"}})
+        expect(st == 200 and obj["usage"]["completion_tokens"] <= 2, "harmless fields: %d %r" % (st, obj))
         st, obj = srv.json("GET", "/v1/nothing")
         expect(st == 404, "unknown path %d" % st)
         error_body(obj, "404")

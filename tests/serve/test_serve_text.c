@@ -23,17 +23,18 @@ static int failures;
 
 /* Append a piece; returns whether a stop string ended the text. */
 static bool feed(serve_request *r, const char *piece) {
-    size_t from = r->len;
-    if (serve_text_append(r, piece, strlen(piece)) != 0) {
+    serve_choice *c = &r->choices[0];
+    size_t from = c->len;
+    if (serve_text_append(c, piece, strlen(piece)) != 0) {
         failures++;
         fprintf(stderr, "FAIL: out of memory\n");
         return false;
     }
-    return serve_text_check_stop(r, from);
+    return serve_text_check_stop(c, from);
 }
 
 static serve_request *with_stops(const char *a, const char *b) {
-    serve_request *r = serve_request_new();
+    serve_request *r = serve_request_new(1);
     if (!r) return NULL;
     if (a) r->stop[r->n_stop++] = strdup(a);
     if (b) r->stop[r->n_stop++] = strdup(b);
@@ -58,43 +59,43 @@ static void test_utf8(void) {
 static void test_stop_over_pieces(void) {
     serve_request *r = with_stops("END", NULL);
     CHECK(!feed(r, "hello E"), "stopped early");
-    CHECK(r->n_ready == 6, "ready %zu, want 6 ('E' may start END)", r->n_ready);
+    CHECK(r->choices[0].n_ready == 6, "ready %zu, want 6 ('E' may start END)", r->choices[0].n_ready);
     CHECK(!feed(r, "N"), "stopped early");
-    CHECK(r->n_ready == 6, "ready %zu, want 6 ('EN' may start END)", r->n_ready);
+    CHECK(r->choices[0].n_ready == 6, "ready %zu, want 6 ('EN' may start END)", r->choices[0].n_ready);
     CHECK(feed(r, "D and more"), "END not found");
-    CHECK(r->len == 6 && !strcmp(r->text, "hello "), "text '%s', want 'hello '", r->text);
+    CHECK(r->choices[0].len == 6 && !strcmp(r->choices[0].text, "hello "), "text '%s', want 'hello '", r->choices[0].text);
     serve_request_free(r);
 }
 
 static void test_earliest_stop(void) {
     serve_request *r = with_stops("cd", "b");
     CHECK(feed(r, "abcd"), "no stop found");
-    CHECK(!strcmp(r->text, "a"), "text '%s', want 'a'", r->text);
+    CHECK(!strcmp(r->choices[0].text, "a"), "text '%s', want 'a'", r->choices[0].text);
     serve_request_free(r);
 }
 
 static void test_false_start(void) {
     serve_request *r = with_stops("abc", NULL);
     CHECK(!feed(r, "xab"), "stopped early");
-    CHECK(r->n_ready == 1, "ready %zu, want 1", r->n_ready);
+    CHECK(r->choices[0].n_ready == 1, "ready %zu, want 1", r->choices[0].n_ready);
     CHECK(!feed(r, "x"), "abx is no stop");
-    CHECK(r->n_ready == 4, "ready %zu, want 4 after the false start", r->n_ready);
+    CHECK(r->choices[0].n_ready == 4, "ready %zu, want 4 after the false start", r->choices[0].n_ready);
     serve_request_free(r);
 }
 
 static void test_utf8_held(void) {
     serve_request *r = with_stops(NULL, NULL);
     CHECK(!feed(r, "caf\xC3"), "stopped");
-    CHECK(r->n_ready == 3, "ready %zu, want 3 (half an e-acute)", r->n_ready);
+    CHECK(r->choices[0].n_ready == 3, "ready %zu, want 3 (half an e-acute)", r->choices[0].n_ready);
     CHECK(!feed(r, "\xA9!"), "stopped");
-    CHECK(r->n_ready == 6, "ready %zu, want 6", r->n_ready);
+    CHECK(r->choices[0].n_ready == 6, "ready %zu, want 6", r->choices[0].n_ready);
     serve_request_free(r);
 }
 
 static void test_stop_in_one_piece_and_prefix(void) {
     serve_request *r = with_stops("\n\n", NULL);
     CHECK(feed(r, "\n\nrest"), "stop at the very start not found");
-    CHECK(r->len == 0, "text not empty");
+    CHECK(r->choices[0].len == 0, "text not empty");
     serve_request_free(r);
 }
 

@@ -1,0 +1,187 @@
+/*
+ * tools — the request side of tool calling: `tools`, `tool_choice`,
+ * `parallel_tool_calls`, and how tools, earlier calls and tool results are
+ * written into the prompt.
+ *
+ * Until the Jinja engine renders a template's own tool syntax, tools are
+ * written the way Hermes / Qwen 2.5 templates write them (a <tools> block in
+ * the system message, <tool_call> JSON in assistant turns, <tool_response>
+ * in a user turn), and the reply is parsed in that format
+ * (chat_tool_parse, with the generic JSON fallback).
+ *
+ * tool_choice "required" or a named function constrains the output: today by
+ * prefilling the start of a call after the generation prompt
+ * (serve_tools_prefill); the grammar of core/src/grammar plugs in at the
+ * same place once it is on main.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "chat/tool_parse.h"
+#include "serve.h"
+
+void serve_tools_free(serve_tools *t) {
+    for (int i = 0; i < t->n; i++) {
+        free(t->json[i]);
+        free(t->names[i]);
+    }
+    free(t->json);
+    free(t->names);
+    free(t->named);
+    memset(t, 0, sizeof *t);
+}
+
+static int parse_choice(const cJSON *root, serve_tools *t, serve_error *err) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
+    t->choice = t->n > 0 ? SERVE_TOOLS_AUTO : SERVE_TOOLS_NONE;
+    if (!c || cJSON_IsNull(c)) return 0;
+    if (cJSON_IsString(c)) {
+        if (!strcmp(c->valuestring, "auto")) return 0;
+        if (!strcmp(c->valuestring, "none")) t->choice = SERVE_TOOLS_NONE;
+        else if (!strcmp(c->valuestring, "required")) t->choice = SERVE_TOOLS_REQUIRED;
+        else
+            return serve_fail(err, 400, "tool_choice", NULL,
+                              "'tool_choice' is '%.40s' (auto, none, required, or {\"type\": \"function\", ...})",
+                              c->valuestring);
+    } else {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        if (!cJSON_IsObject(c) || !cJSON_IsString(type) || strcmp(type->valuestring, "function") ||
+            !cJSON_IsString(name))
+            return serve_fail(err, 400, "tool_choice", NULL,
+                              "'tool_choice' must be a string or {\"type\": \"function\", \"function\": "
+                              "{\"name\": ...}}");
+        t->choice = SERVE_TOOLS_NAMED;
+        t->named = strdup(name->valuestring);
+        if (!t->named) return serve_fail(err, 500, NULL, NULL, "out of memory");
+    }
+    if (t->choice == SERVE_TOOLS_NONE) return 0;
+    if (t->n == 0)
+        return serve_fail(err, 400, "tool_choice", NULL, "'tool_choice' asks for a tool but 'tools' is empty");
+    if (t->choice == SERVE_TOOLS_NAMED) {
+        for (int i = 0; i < t->n; i++)
+            if (!strcmp(t->names[i], t->named)) return 0;
+        return serve_fail(err, 400, "tool_choice", NULL, "'tool_choice' names '%.64s', which is not in 'tools'",
+                          t->named);
+    }
+    return 0;
+}
+
+int serve_tools_parse(const cJSON *root, serve_tools *t, serve_error *err) {
+    memset(t, 0, sizeof *t);
+    t->parallel = true;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "parallel_tool_calls");
+    if (p && !cJSON_IsNull(p)) {
+        if (!cJSON_IsBool(p))
+            return serve_fail(err, 400, "parallel_tool_calls", NULL, "'parallel_tool_calls' must be true or false");
+        t->parallel = cJSON_IsTrue(p);
+    }
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+    if (tools && !cJSON_IsNull(tools)) {
+        if (!cJSON_IsArray(tools)) return serve_fail(err, 400, "tools", NULL, "'tools' must be an array");
+        int n = cJSON_GetArraySize(tools);
+        if (n > 128) return serve_fail(err, 400, "tools", NULL, "'tools' has %d entries, at most 128", n);
+        t->json = calloc((size_t)n + 1, sizeof *t->json);
+        t->names = calloc((size_t)n + 1, sizeof *t->names);
+        if (!t->json || !t->names) return serve_fail(err, 500, NULL, NULL, "out of memory");
+        const cJSON *tool;
+        cJSON_ArrayForEach(tool, tools) {
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(tool, "type");
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+            const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+            if (!cJSON_IsObject(tool) || !cJSON_IsString(type) || strcmp(type->valuestring, "function") ||
+                !cJSON_IsObject(fn) || !cJSON_IsString(name) || !name->valuestring[0])
+                return serve_fail(err, 400, "tools", NULL,
+                                  "tool %d must be {\"type\": \"function\", \"function\": {\"name\": ...}}", t->n);
+            if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
+                return serve_fail(err, 400, "tools", NULL, "tool '%.64s': 'parameters' must be a JSON Schema object",
+                                  name->valuestring);
+            t->names[t->n] = strdup(name->valuestring);
+            t->json[t->n] = cJSON_PrintUnformatted(tool);
+            t->n++;
+            if (!t->names[t->n - 1] || !t->json[t->n - 1]) return serve_fail(err, 500, NULL, NULL, "out of memory");
+        }
+    }
+    return parse_choice(root, t, err);
+}
+
+static char *join3(const char *a, const char *b, const char *c) {
+    size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+    char *s = malloc(na + nb + nc + 1);
+    if (!s) return NULL;
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb);
+    memcpy(s + na + nb, c, nc + 1);
+    return s;
+}
+
+char *serve_tools_system_text(const serve_tools *t) {
+    size_t len = 0;
+    for (int i = 0; i < t->n; i++) len += strlen(t->json[i]) + 1;
+    char *list = malloc(len + 1), *p = list;
+    if (!list) return NULL;
+    for (int i = 0; i < t->n; i++) p += sprintf(p, "\n%s", t->json[i]);
+    *p = '\0';
+    char *s = join3("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
+                    list,
+                    "\n</tools>\n\nFor each function call, return a json object with function name and "
+                    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+                    "<function-name>, \"arguments\": <args-json-object>}\n</tool_call>");
+    free(list);
+    return s;
+}
+
+char *serve_tools_calls_text(const cJSON *calls, serve_error *err) {
+    char *out = strdup(""), *piece = NULL;
+    const cJSON *c;
+    int i = 0;
+    cJSON_ArrayForEach(c, calls) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        if (!cJSON_IsString(name) || (args && !cJSON_IsString(args) && !cJSON_IsObject(args))) {
+            free(out);
+            serve_fail(err, 400, "messages", NULL,
+                       "tool call %d of an assistant message needs function.name and function.arguments", i);
+            return NULL;
+        }
+        char *a = !args ? strdup("{}") : cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args);
+        cJSON *nm = cJSON_CreateString(name->valuestring);
+        char *nj = nm ? cJSON_PrintUnformatted(nm) : NULL;
+        cJSON_Delete(nm);
+        size_t need = (a ? strlen(a) : 0) + (nj ? strlen(nj) : 0) + 64;
+        piece = a && nj && out ? malloc(need) : NULL;
+        if (piece) snprintf(piece, need, "%s<tool_call>\n{\"name\": %s, \"arguments\": %s}\n</tool_call>",
+                            i ? "\n" : "", nj, a[0] ? a : "{}");
+        free(a);
+        free(nj);
+        char *joined = piece ? join3(out, piece, "") : NULL;
+        free(piece);
+        free(out);
+        out = joined;
+        if (!out) {
+            serve_fail(err, 500, NULL, NULL, "out of memory");
+            return NULL;
+        }
+        i++;
+    }
+    return out;
+}
+
+char *serve_tools_prefill(const serve_tools *t, int format) {
+    (void)format; /* every format is written Hermes style until the Jinja engine lands */
+    if (t->choice == SERVE_TOOLS_REQUIRED) return strdup("<tool_call>\n{\"name\": \"");
+    if (t->choice != SERVE_TOOLS_NAMED) return NULL;
+    cJSON *nm = cJSON_CreateString(t->named);
+    char *nj = nm ? cJSON_PrintUnformatted(nm) : NULL;
+    cJSON_Delete(nm);
+    char *s = nj ? join3("<tool_call>\n{\"name\": ", nj, ", \"arguments\": ") : NULL;
+    free(nj);
+    return s;
+}

@@ -1020,6 +1020,7 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
     cJSON_Delete(lp);
     if (final) {
         choice = chunk_new(api, call, ch, &root, &delta);
+        if (!chat) add_text(choice, "text", "", 0);
         out = chunk_finish(out, root, choice, NULL, finish_of(ch, chat ? &rp : NULL));
         ch->closed = true;
     }

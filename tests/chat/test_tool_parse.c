@@ -101,13 +101,23 @@ static void test_hermes(void) {
     /* Arguments absent: an empty object. */
     expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"name\": \"add\"}</tool_call>", "", NULL, CALLS("add:{}"));
     /* Malformed: broken JSON, missing name, non-object arguments; kept as text. */
-    expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"name\": \"add\", \"arguments\": {</tool_call> ok",
-                 "<tool_call>{\"name\": \"add\", \"arguments\": {</tool_call> ok", NULL, NONE);
+    expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"name\": \"add\", \"arguments\": {]</tool_call> ok",
+                 "<tool_call>{\"name\": \"add\", \"arguments\": {]</tool_call> ok", NULL, NONE);
     expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"arguments\": {}}</tool_call>",
                  "<tool_call>{\"arguments\": {}}</tool_call>", NULL, NONE);
     expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"name\": \"add\", \"arguments\": [1]}</tool_call>",
                  "<tool_call>{\"name\": \"add\", \"arguments\": [1]}</tool_call>", NULL, NONE);
     expect_parse(CHAT_TOOLS_HERMES, "<tool_call>", "<tool_call>", NULL, NONE);
+    /* One or two closing braces short before </tool_call> (small models do
+     * that): repaired; three short or no close tag: text. */
+    expect_parse(CHAT_TOOLS_HERMES, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}\n</tool_call>", "", NULL,
+                 CALLS("add:{\"a\": 1}"));
+    expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": {\"b\": 1}</tool_call>",
+                 "", NULL, CALLS("add:{\"a\": {\"b\": 1}}"));
+    expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": {\"b\": 1</tool_call>",
+                 "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": {\"b\": 1</tool_call>", NULL, NONE);
+    expect_parse(CHAT_TOOLS_HERMES, "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1}",
+                 "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1}", NULL, NONE);
     /* One bad call and one good one: the good one still counts. */
     expect_parse(CHAT_TOOLS_HERMES,
                  "<tool_call>{oops}</tool_call><tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1}}</tool_call>",

@@ -21,6 +21,16 @@ def skip(why):
     sys.exit(77)
 
 
+def model_cache_file(name):
+    """A real model fetched by scripts/fetch-models.sh (TESSERA_MODEL_CACHE or
+    ~/.cache/tessera/models); a test that needs it fails when it is missing."""
+    cache = os.environ.get("TESSERA_MODEL_CACHE") or os.path.expanduser("~/.cache/tessera/models")
+    path = os.path.join(cache, name)
+    if not os.path.exists(path):
+        raise Failure("%s is missing: run scripts/fetch-models.sh" % path)
+    return path
+
+
 def check_env():
     if not BIN or not os.path.exists(BIN):
         skip("TESSERA_BIN is not set or missing")
@@ -45,8 +55,8 @@ def expect(cond, what):
 class Server:
     """A running `tessera serve`; use as a context manager."""
 
-    def __init__(self, *args, threads=1):
-        self.args = [BIN, "serve", "-m", MODEL, "--host", HOST, "--port", "0", "-t", str(threads)] + list(args)
+    def __init__(self, *args, threads=1, model=None):
+        self.args = [BIN, "serve", "-m", model or MODEL, "--host", HOST, "--port", "0", "-t", str(threads)] + list(args)
         self.proc = None
         self.port = None
         self.stderr_lines = []

@@ -1,13 +1,19 @@
 """tessera serve driven by the official `openai` Python client: greedy
 completions and chat (streamed and not) equal `tessera run`, errors come
-back as the client's typed exceptions. The client is imported if it is
+back as the client's typed exceptions, the request fields (logprobs, n,
+stop, seed, logit_bias, an unknown field) as the client sends them, and a
+full tool round trip (call -> tool result -> answer) with SmolLM2-135M,
+streamed and not. The client is imported if it is
 installed, else installed into a venv under the build directory; when that
 cannot reach PyPI the test is skipped and says why."""
 import os
 import subprocess
 import sys
 
-from serve_common import Failure, Server, check_env, expect, main, run_greedy, skip
+import json
+import math
+
+from serve_common import Failure, Server, check_env, expect, main, model_cache_file, run_greedy, skip
 
 VENV = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", "."), "serve-venv")
 
@@ -39,7 +45,7 @@ def ensure_openai():
             last = (r.stderr.strip().splitlines() or ["pip failed"])[-1]
             skip("pip cannot install openai (no PyPI?): " + last)
     env = dict(os.environ, TESSERA_SERVE_IN_VENV="1")
-    r = subprocess.run([py, os.path.abspath(__file__)], env=env, timeout=280)
+    r = subprocess.run([py, os.path.abspath(__file__)], env=env, timeout=1700)
     sys.exit(r.returncode)
 
 
@@ -103,6 +109,100 @@ def test_errors():
         expect(r.usage.completion_tokens <= 2, "after errors")
 
 
+def test_fields():
+    import openai
+    with Server("--parallel", "2") as srv:
+        c = client(srv)
+        msgs = [{"role": "user", "content": "Tell me a story."}]
+        r = c.chat.completions.create(model="m", messages=msgs, max_tokens=8, temperature=0, logprobs=True,
+                                      top_logprobs=4)
+        content = r.choices[0].logprobs.content
+        expect(len(content) == 8 and "".join(t.token for t in content) == r.choices[0].message.content,
+               "logprob tokens do not spell the text")
+        for t in content:
+            expect(sum(math.exp(a.logprob) for a in t.top_logprobs) <= 1 + 1e-5, "top probabilities over 1")
+            expect(t.top_logprobs[0].token == t.token and abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6,
+                   "greedy token is not the most likely: %r" % t)
+            expect(bytes(t.bytes).decode("utf-8", "replace") == t.token, "bytes")
+        two = c.chat.completions.create(model="m", messages=msgs, max_tokens=10, n=2, seed=11, temperature=1.0)
+        expect([ch.index for ch in two.choices] == [0, 1], "n=2 indexes %r" % [ch.index for ch in two.choices])
+        again = c.chat.completions.create(model="m", messages=msgs, max_tokens=10, n=2, seed=11, temperature=1.0)
+        expect([ch.message.content for ch in two.choices] == [ch.message.content for ch in again.choices],
+               "seed does not reproduce")
+        try:
+            c.chat.completions.create(model="m", messages=msgs, max_tokens=2, n=3)
+            raise Failure("n above the slot count accepted")
+        except openai.BadRequestError as ex:
+            expect(ex.param == "n", "n error param %r" % ex.param)
+        full = c.completions.create(model="m", prompt="Once upon a time", max_tokens=30, temperature=0).choices[0].text
+        stop = full[10:15]
+        cut = c.completions.create(model="m", prompt="Once upon a time", max_tokens=30, temperature=0, stop=[stop])
+        expect(cut.choices[0].text == full[:full.index(stop)], "stop %r: %r" % (stop, cut.choices[0].text))
+        lp = c.completions.create(model="m", prompt="Once upon a time", max_tokens=1, temperature=0, logprobs=2)
+        top = lp.choices[0].logprobs.top_logprobs[0]
+        best, second = sorted(top, key=lambda k: -top[k])
+        ids = c.completions.create(model="m", prompt="Once upon a time", max_tokens=1, temperature=0,
+                                   logit_bias={"432": -100})  # 432: stories260K's greedy first token
+        expect(lp.choices[0].text == best and ids.choices[0].text == second,
+               "logit_bias ban: %r then %r, want %r" % (best, ids.choices[0].text, second))
+        try:
+            c.chat.completions.create(model="m", messages=msgs, max_tokens=2, extra_body={"mirostat": 2})
+            raise Failure("unknown field accepted")
+        except openai.BadRequestError as ex:
+            expect(ex.param == "mirostat" and "mirostat" in str(ex), "unknown field error %r" % ex)
+
+
+WEATHER = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+def streamed_reply(stream):
+    """content, tool calls {index: [id, name, arguments]}, finish_reason of a streamed chat reply."""
+    content, calls, finish = [], {}, None
+    for ch in stream:
+        for choice in ch.choices:
+            d = choice.delta
+            content.append(d.content or "")
+            for tc in d.tool_calls or []:
+                cur = calls.setdefault(tc.index, ["", "", ""])
+                cur[0] += tc.id or ""
+                cur[1] += (tc.function.name or "") if tc.function else ""
+                cur[2] += (tc.function.arguments or "") if tc.function else ""
+            finish = choice.finish_reason or finish
+    return "".join(content), calls, finish
+
+
+def test_tool_round_trip():
+    smol = model_cache_file("SmolLM2-135M-Instruct.Q4_1.gguf")
+    with Server("-c", "2048", "--parallel", "1", model=smol) as srv:
+        c = client(srv)
+        c.timeout = 600
+        msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
+        named = {"type": "function", "function": {"name": "get_weather"}}
+        r = c.chat.completions.create(model="m", messages=msgs, tools=WEATHER, tool_choice=named, max_tokens=32,
+                                      temperature=0)
+        ch = r.choices[0]
+        expect(ch.finish_reason == "tool_calls", "finish %r, message %r" % (ch.finish_reason, ch.message))
+        call = ch.message.tool_calls[0]
+        expect(call.type == "function" and call.function.name == "get_weather", "call %r" % call)
+        expect(isinstance(json.loads(call.function.arguments), dict), "arguments %r" % call.function.arguments)
+        text, calls, finish = streamed_reply(c.chat.completions.create(
+            model="m", messages=msgs, tools=WEATHER, tool_choice=named, max_tokens=32, temperature=0, stream=True))
+        expect(finish == "tool_calls" and calls[0][1] == "get_weather" and calls[0][2] == call.function.arguments,
+               "streamed call %r / %r, want %r" % (calls, finish, call))
+        # The result goes back as a tool message; the model answers in text.
+        msgs2 = msgs + [ch.message.model_dump(exclude_none=True),
+                        {"role": "tool", "tool_call_id": call.id, "content": '{"temperature_c": 18, "sky": "sunny"}'}]
+        a = c.chat.completions.create(model="m", messages=msgs2, tools=WEATHER, max_tokens=24, temperature=0)
+        answer = a.choices[0]
+        expect(not answer.message.tool_calls and answer.message.content, "no text answer: %r" % answer.message)
+        text, calls, finish = streamed_reply(c.chat.completions.create(
+            model="m", messages=msgs2, tools=WEATHER, max_tokens=24, temperature=0, stream=True))
+        expect(text == answer.message.content and not calls and finish == answer.finish_reason,
+               "streamed answer %r / %r, want %r" % (text, finish, answer.message.content))
+
+
 if __name__ == "__main__":
     check_env()
     ensure_openai()
@@ -110,4 +210,6 @@ if __name__ == "__main__":
         ("openai client: completions equal tessera run", test_completions),
         ("openai client: chat, streamed and not", test_chat),
         ("openai client: typed errors", test_errors),
+        ("openai client: logprobs, n, seed, stop, logit_bias, unknown field", test_fields),
+        ("openai client: tool round trip with SmolLM2, streamed and not", test_tool_round_trip),
     ])

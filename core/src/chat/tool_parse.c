@@ -450,6 +450,31 @@ static size_t parse_xml_function(parse_state *ps, size_t i) {
     return j;
 }
 
+/* Small models often end a call object one or two braces short before
+ * </tool_call>: {"name": "f", "arguments": {"a": 1}</tool_call>. Accept it
+ * when adding the braces makes a valid call; the offset of </tool_call>, or
+ * BAD. */
+static size_t parse_unclosed(parse_state *ps, size_t j) {
+    const char *close = find(ps->s, ps->n, j, "</tool_call>");
+    if (!close) return BAD;
+    size_t end = (size_t)(close - ps->s);
+    while (end > j && is_ws(ps->s[end - 1])) end--;
+    for (int add = 1; add <= 2; add++) {
+        char *t = malloc(end - j + 3);
+        if (!t) {
+            ps->calls.oom = true;
+            return BAD;
+        }
+        memcpy(t, ps->s + j, end - j);
+        memset(t + end - j, '}', (size_t)add);
+        size_t n = end - j + (size_t)add, ve = scan_value(t, n, 0, 0);
+        bool ok = ve == n && call_from_object(&ps->calls, t, 0, n);
+        free(t);
+        if (ok) return (size_t)(close - ps->s);
+    }
+    return BAD;
+}
+
 /* <tool_call> JSON or <function=...> </tool_call> blocks (hermes and
  * qwen3-coder write the same wrapper). */
 static void parse_tagged(parse_state *ps) {
@@ -467,6 +492,7 @@ static void parse_tagged(parse_state *ps) {
         } else if (j < n && s[j] == '{') {
             size_t ve = scan_value(s, n, j, 0);
             if (ve != BAD && call_from_object(&ps->calls, s, j, ve)) e = ve;
+            else if (ve == BAD && at == tc) e = parse_unclosed(ps, j);
         }
         if (e != BAD) {
             e = skip_ws(s, n, e);

@@ -40,6 +40,7 @@ typedef struct serve_opts {
     cli_params p;
     const char *host, *api_key, *alias;
     int32_t port, parallel, queue, max_body;
+    int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
 } serve_opts;
 
 static const cli_option serve_own[] = {
@@ -57,6 +58,18 @@ static const cli_option serve_own[] = {
      CLI_OWN(serve_opts, max_body), 1024, 1 << 30, NULL, 0, 0},
     {NULL, "--alias", "NAME", "model name in responses (default: the file name)", CLI_STR,
      CLI_OWN(serve_opts, alias), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--max-conns", "N",
+     "connections served at once (default parallel + queue + 64); over it GET /health and "
+     "/metrics are still answered, anything else gets 503",
+     CLI_INT, CLI_OWN(serve_opts, max_conns), 1, 100000, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--max-conns-per-ip", "N",
+     "connections from one client address (default half of --max-conns; 0: no limit); over it: 429",
+     CLI_INT, CLI_OWN(serve_opts, max_conns_per_ip), 0, 100000, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--header-timeout", "S",
+     "seconds for a request line and headers to arrive, else 408; also the keep-alive idle time",
+     CLI_INT, CLI_OWN(serve_opts, header_timeout), 1, 3600, NULL, 0, 0},
+    {NULL, "--body-timeout", "S", "seconds for a body to arrive after its headers, else 408", CLI_INT,
+     CLI_OWN(serve_opts, body_timeout), 1, 3600, NULL, 0, 0},
     {"-c", "--ctx-size", "N",
      "KV cache cells shared by all slots, each holding N / parallel; 0: parallel x the model's "
      "context (at most 4096 per slot)",
@@ -84,6 +97,9 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     o->parallel = 4;
     o->queue = 16;
     o->max_body = 1 << 20;
+    o->max_conns = o->max_conns_per_ip = -1;
+    o->header_timeout = 10;
+    o->body_timeout = 30;
     int rc = cli_parse(&serve_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
     if (!o->p.model) {
@@ -159,11 +175,15 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "tessera serve: cannot start the engine (out of memory or threads)\n");
         goto done;
     }
+    int max_conns = o.max_conns > 0 ? o.max_conns : o.parallel + o.queue + 64;
     serve_http_params hp = {.host = o.host,
                             .port = (int)o.port,
                             .api_key = o.api_key,
                             .max_body = (size_t)o.max_body,
-                            .max_connections = (int)(o.parallel + o.queue + 64)};
+                            .max_connections = max_conns,
+                            .max_conns_per_ip = o.max_conns_per_ip >= 0 ? o.max_conns_per_ip : (max_conns + 1) / 2,
+                            .header_timeout_ms = o.header_timeout * 1000,
+                            .body_timeout_ms = o.body_timeout * 1000};
     http = serve_http_start(&hp, engine, &api);
     if (!http) goto done;
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s%s)\n",

@@ -34,7 +34,7 @@ struct serve_http {
     serve_engine *e;
     const serve_api *api;
     struct MHD_Daemon *d;
-    int port;
+    serve_gate *gate;
 };
 
 typedef struct conn_state {
@@ -59,6 +59,9 @@ static enum MHD_Result send_body(serve_http *h, struct MHD_Connection *c, int st
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    /* After an error the request's framing may be wrong (a Content-Length
+     * shorter than the body): never read what follows as a new request. */
+    if (status >= 400) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     serve_engine_count_status(h->e, status);
@@ -209,6 +212,25 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
 
 /* ------------------------------------------------------------ routing */
 
+static char *render_metrics(serve_http *h) {
+    serve_metrics m;
+    double up;
+    serve_engine_metrics(h->e, &m, &up);
+    serve_gate_stats gs;
+    serve_gate_stats_get(h->gate, &gs);
+    m.conn_open = gs.open;
+    m.conn_refused = gs.refused;
+    m.conn_timeouts = gs.timeouts;
+    m.bad_request_lines = gs.bad_request_lines;
+    size_t len;
+    return serve_metrics_render(&m, up, serve_engine_n_slots(h->e), &len);
+}
+
+static gate_conn *conn_gate(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char *url, const char *method,
                              conn_state *cs) {
     bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
@@ -235,12 +257,7 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         return send_json(h, c, 200, serve_api_models(h->api));
     } else if (!strcmp(url, "/metrics")) {
         if (!get) return send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
-        serve_metrics m;
-        double up;
-        serve_engine_metrics(h->e, &m, &up);
-        size_t len;
-        return send_body(h, c, 200, serve_metrics_render(&m, up, serve_engine_n_slots(h->e), &len),
-                         "text/plain; version=0.0.4");
+        return send_body(h, c, 200, render_metrics(h), "text/plain; version=0.0.4");
     } else {
         char msg[160];
         snprintf(msg, sizeof msg, "no endpoint %.100s", url);
@@ -261,6 +278,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         if (!cs) return MHD_NO;
         *con_cls = cs;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        bool has_body = (cl && strtoull(cl, NULL, 10) > 0) ||
+                        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        serve_gate_phase(h->gate, conn_gate(c), has_body ? GATE_BODY : GATE_BUSY);
         if (cl) {
             unsigned long long n = strtoull(cl, NULL, 10);
             if (n > h->p.max_body) cs->too_large = true;
@@ -299,14 +319,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         cs->body[cs->len] = '\0';
         return MHD_YES;
     }
+    serve_gate_phase(h->gate, conn_gate(c), GATE_BUSY);
     return route(h, c, url, method, cs);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode t) {
-    (void)cls;
-    (void)c;
-    (void)t;
+    serve_http *h = cls;
+    /* Kept alive: the next request's headers have a deadline again. */
+    if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK) serve_gate_phase(h->gate, conn_gate(c), GATE_HEADERS);
     conn_state *cs = *con_cls;
     if (!cs) return;
     free(cs->body);
@@ -316,51 +337,82 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ------------------------------------------------------------ daemon */
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    serve_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        *socket_context = serve_gate_find(h->gate, connection_fd(c));
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        serve_gate_closed(h->gate, *socket_context);
+}
+
+static int gate_admit(void *cls, int fd, const struct sockaddr *sa, socklen_t len) {
+    serve_http *h = cls;
+    return MHD_add_connection(h->d, fd, sa, len) == MHD_YES ? 0 : -1;
+}
+
+/* /health and /metrics for connections over the limits (the gate's thread). */
+static char *gate_quick(void *cls, const char *path, int *status, const char **ctype) {
+    serve_http *h = cls;
+    *status = 200;
+    if (!strcmp(path, "/health")) {
+        *ctype = "application/json";
+        return strdup("{\"status\":\"ok\"}");
+    }
+    *ctype = "text/plain; version=0.0.4";
+    return render_metrics(h);
+}
+
 serve_http *serve_http_start(const serve_http_params *p, serve_engine *e, const serve_api *api) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-    struct addrinfo *ai = NULL;
-    char port[16];
-    snprintf(port, sizeof port, "%d", p->port);
-    int gai = getaddrinfo(p->host, port, &hints, &ai);
-    if (gai != 0) {
-        fprintf(stderr, "tessera serve: --host '%s': %s\n", p->host, gai_strerror(gai));
-        return NULL;
-    }
     serve_http *h = calloc(1, sizeof *h);
-    if (!h) {
-        freeaddrinfo(ai);
-        return NULL;
-    }
+    if (!h) return NULL;
     h->p = *p;
     h->e = e;
     h->api = api;
-    /* ITC: lets serve_http_stop quiesce (stop accepting) while streams drain. */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
-    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
-    h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_access, h, MHD_OPTION_SOCK_ADDR,
-                            ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!h->d) {
-        fprintf(stderr,
-                "tessera serve: cannot listen on %s port %d (in use, or not an address of this machine)\n",
-                p->host, p->port);
+    serve_gate_params gp = {.host = p->host,
+                            .port = p->port,
+                            .max_conns = p->max_connections,
+                            .max_conns_per_ip = p->max_conns_per_ip,
+                            .header_timeout_ms = p->header_timeout_ms,
+                            .body_timeout_ms = p->body_timeout_ms,
+                            .admit = gate_admit,
+                            .quick = gate_quick,
+                            .cls = h};
+    h->gate = serve_gate_new(&gp);
+    if (!h->gate) {
         free(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = di ? di->port : p->port;
+    /* The gate accepts; MHD gets sockets through MHD_add_connection (ITC
+     * wakes its thread for them). Its own limit is above the gate's, so
+     * that it never refuses one silently. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+                     MHD_USE_NO_LISTEN_SOCKET;
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)p->max_connections + 16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                            MHD_OPTION_END);
+    if (!h->d || serve_gate_start(h->gate) != 0) {
+        fprintf(stderr, "tessera serve: cannot start the HTTP server (out of memory or threads)\n");
+        if (h->d) MHD_stop_daemon(h->d);
+        serve_gate_free(h->gate);
+        free(h);
+        return NULL;
+    }
     return h;
 }
 
-int serve_http_port(const serve_http *h) { return h->port; }
+int serve_http_port(const serve_http *h) { return serve_gate_port(h->gate); }
+
+void serve_http_stop_accepting(serve_http *h) {
+    if (h) serve_gate_stop_accepting(h->gate);
+}
 
 void serve_http_stop(serve_http *h) {
     if (!h) return;
     /* Stop accepting, then give open responses (streams the engine has just
      * ended) a moment to send their last bytes before connections close. */
-    MHD_quiesce_daemon(h->d);
+    serve_gate_stop_accepting(h->gate);
     for (int waited_ms = 0; waited_ms < 3000; waited_ms += 10) {
         const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
         if (!di || di->num_connections == 0) break;
@@ -368,5 +420,6 @@ void serve_http_stop(serve_http *h) {
         nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(h->d);
+    serve_gate_free(h->gate);
     free(h);
 }

@@ -71,6 +71,13 @@ char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_s
            up_s > 0 && n_slots > 0 ? m->busy_slot_ms / (uptime_ms * n_slots) : 0.0);
     metric(&b, "requests_queued", "gauge", "Requests waiting for a slot.", m->queued);
     metric(&b, "kv_cells_used", "gauge", "KV cache cells in use.", m->kv_cells_used);
+    metric(&b, "connections_open", "gauge", "Connections being served.", (double)m->conn_open);
+    metric(&b, "connections_refused_total", "counter",
+           "Connections answered 429 or 503 over a connection limit.", (double)m->conn_refused);
+    metric(&b, "request_timeouts_total", "counter", "408s: request line, headers or body too late.",
+           (double)m->conn_timeouts);
+    metric(&b, "bad_request_lines_total", "counter", "Malformed request lines refused.",
+           (double)m->bad_request_lines);
     if (b.oom) {
         free(b.s);
         return NULL;

@@ -70,6 +70,10 @@ static const cli_option serve_own[] = {
      CLI_INT, CLI_OWN(serve_opts, header_timeout), 1, 3600, NULL, 0, 0},
     {NULL, "--body-timeout", "S", "seconds for a body to arrive after its headers, else 408", CLI_INT,
      CLI_OWN(serve_opts, body_timeout), 1, 3600, NULL, 0, 0},
+    {NULL, "--shutdown-grace", "S",
+     "on SIGTERM, seconds for running requests to finish before they end with their text so far "
+     "(finish_reason length); queued ones that never started get 503",
+     CLI_INT, CLI_OWN(serve_opts, shutdown_grace), 0, 86400, NULL, 0, 0},
     {"-c", "--ctx-size", "N",
      "KV cache cells shared by all slots, each holding N / parallel; 0: parallel x the model's "
      "context (at most 4096 per slot)",
@@ -83,7 +87,8 @@ static const cli_command serve_cmd = {
     .about = "Serves the OpenAI API over HTTP: POST /v1/chat/completions, POST /v1/completions,\n"
              "GET /v1/models, GET /health, GET /metrics (Prometheus). --parallel N slots\n"
              "share the model and one KV cache; the requests in them are decoded together,\n"
-             "one batch per step. Ctrl-C (or SIGTERM) stops the server.",
+             "one batch per step. Ctrl-C (or SIGTERM) stops accepting, lets running requests\n"
+             "finish for --shutdown-grace seconds, then stops the server.",
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE,
     .own = serve_own,
 };
@@ -100,6 +105,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     o->max_conns = o->max_conns_per_ip = -1;
     o->header_timeout = 10;
     o->body_timeout = 30;
+    o->shutdown_grace = 10;
     int rc = cli_parse(&serve_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
     if (!o->p.model) {
@@ -115,6 +121,12 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         return -1;
     }
     return 0;
+}
+
+/* A second SIGINT/SIGTERM during the grace period ends it. */
+static bool second_signal(void *cls) {
+    struct timespec zero = {0, 0};
+    return sigtimedwait((const sigset_t *)cls, NULL, &zero) > 0;
 }
 
 static const char *base_name(const char *path) {
@@ -196,7 +208,12 @@ int cmd_serve(int argc, char **argv) {
     fflush(stderr);
     int sig = 0;
     sigwait(&stop_sigs, &sig);
-    fprintf(stderr, "tessera serve: %s, stopping\n", sig == SIGINT ? "interrupted" : "terminated");
+    fprintf(stderr, "tessera serve: %s, no new connections; %d s for running requests (again: at once)\n",
+            sig == SIGINT ? "interrupted" : "terminated", (int)o.shutdown_grace);
+    fflush(stderr);
+    serve_http_stop_accepting(http);
+    serve_engine_drain(engine, o.shutdown_grace * 1000, second_signal, &stop_sigs);
+    fprintf(stderr, "tessera serve: stopping\n");
     rc = 0;
 done:
     /* Engine first: it fails what is still waiting, so connections end. */

@@ -40,7 +40,7 @@ struct serve_engine {
     serve_engine_params p;
     int32_t n_vocab, n_batch;
     pthread_t thread;
-    bool started, stopping;
+    bool started, stopping, draining;
     pthread_mutex_t mu;
     pthread_cond_t wake; /* new work, a cancel, or stop */
     serve_slot *slots;
@@ -133,6 +133,13 @@ static void choice_finish(serve_engine *e, serve_choice *ch, const char *reason)
 static void request_finish(serve_engine *e, serve_request *r, const char *msg) {
     if (msg && !r->error[0]) snprintf(r->error, sizeof r->error, "%s", msg);
     for (int32_t c = 0; c < r->n_choices; c++) choice_finish(e, &r->choices[c], "stop");
+}
+
+/* End every choice of r (lock held) with the text it has, as a shutdown
+ * does: finish_reason "length", and a stream gets its usage. */
+static void request_cut(serve_engine *e, serve_request *r) {
+    r->cut = true;
+    for (int32_t c = 0; c < r->n_choices; c++) choice_finish(e, &r->choices[c], "length");
 }
 
 /* Give slot i back (lock held): forget its sequence, drop the request. */
@@ -378,18 +385,24 @@ static void *engine_main(void *arg) {
                 if (r->state != SERVE_DONE) request_finish(e, r, tessera_last_error());
             }
     }
-    /* Stopping: fail what is still running or queued. */
+    /* Stopping: what runs ends with its text so far, what waits never starts. */
     for (int32_t i = 0; i < e->p.n_slots; i++)
         if (e->slots[i].ch) {
             serve_request *r = e->slots[i].ch->req;
-            request_finish(e, r, r->state != SERVE_DONE ? "the server is shutting down" : NULL);
+            if (r->state != SERVE_DONE) request_cut(e, r);
             slot_free(e, i);
         }
     while (e->q_len > 0) {
         serve_request *r = e->queue[e->q_head]->req;
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_len--;
-        request_finish(e, r, r->state != SERVE_DONE ? "the server is shutting down" : NULL);
+        if (r->state == SERVE_QUEUED) { /* none of its choices started */
+            snprintf(r->error, sizeof r->error, "the server is shutting down; the request was not started");
+            r->error_status = 503;
+            request_finish(e, r, NULL);
+        } else if (r->state != SERVE_DONE) {
+            request_cut(e, r);
+        }
         request_unref(r);
     }
     pthread_mutex_unlock(&e->mu);
@@ -420,6 +433,21 @@ void serve_engine_stop(serve_engine *e) {
     pthread_mutex_unlock(&e->mu);
 }
 
+void serve_engine_drain(serve_engine *e, int grace_ms, bool (*interrupt)(void *), void *cls) {
+    pthread_mutex_lock(&e->mu);
+    e->draining = true;
+    pthread_mutex_unlock(&e->mu);
+    double end = now_ms() + grace_ms;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        bool idle = e->m.slots_busy == 0 && e->q_len == 0;
+        pthread_mutex_unlock(&e->mu);
+        if (idle || now_ms() >= end || (interrupt && interrupt(cls))) return;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void serve_engine_free(serve_engine *e) {
     if (!e) return;
     serve_engine_stop(e);
@@ -441,9 +469,11 @@ int serve_engine_submit(serve_engine *e, serve_request *r) {
     int32_t free_slots = 0;
     for (int32_t i = 0; i < e->p.n_slots; i++) free_slots += e->slots[i].ch == NULL;
     /* Queued choices take free slots first; beyond them max_queue may wait. */
-    if (e->stopping || r->n_choices > e->p.n_slots || e->q_len + r->n_choices > free_slots + e->p.max_queue) {
+    if (e->stopping || e->draining || r->n_choices > e->p.n_slots ||
+        e->q_len + r->n_choices > free_slots + e->p.max_queue) {
+        int rc = e->stopping || e->draining ? -2 : -1;
         pthread_mutex_unlock(&e->mu);
-        return -1;
+        return rc;
     }
     r->refs = 1 + r->n_choices; /* the HTTP thread and each choice in the engine */
     r->state = SERVE_QUEUED;

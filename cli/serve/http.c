@@ -127,7 +127,10 @@ static bool stream_produce(stream_state *st) {
     if (st->opened && !serve_engine_wait(st->h->e, st->r, st->seen, WAIT_SLICE_MS)) return false;
     st->opened = true;
     serve_engine_lock(st->h->e);
-    st->pending = serve_api_stream_next(st->h->api, &st->call, st->r, &st->seen, &st->finished);
+    /* A stream cut by a shutdown says how far it got even unasked. */
+    serve_call call = st->call;
+    if (st->r->cut) call.include_usage = true;
+    st->pending = serve_api_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished);
     serve_engine_unlock(st->h->e);
     return st->pending != NULL || st->finished;
 }
@@ -163,6 +166,13 @@ static void stream_free(void *cls) {
 
 /* ------------------------------------------------------------ generation */
 
+static bool request_queued(serve_engine *e, const serve_request *r) {
+    serve_engine_lock(e);
+    bool q = r->state == SERVE_QUEUED;
+    serve_engine_unlock(e);
+    return q;
+}
+
 static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, serve_kind kind,
                                        const conn_state *cs) {
     serve_call call;
@@ -170,14 +180,38 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
     serve_error err = {0, NULL};
     if (serve_api_parse(h->api, kind, cs->body ? cs->body : "", cs->len, &call, &r, &err) != 0)
         return send_json(h, c, err.status, err.body);
-    if (serve_engine_submit(h->e, r) != 0) {
+    int sub = serve_engine_submit(h->e, r);
+    if (sub != 0) {
         serve_request_free(r);
+        if (sub == -2)
+            return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down", "server_error",
+                              "shutting_down");
         char msg[160];
         snprintf(msg, sizeof msg, "all %d slots are busy and the queue is full; retry later",
                  serve_engine_n_slots(h->e));
         return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, msg, "server_error", "server_busy");
     }
     int fd = connection_fd(c);
+    if (call.stream) {
+        /* The status goes out with the first event: wait for a slot, so that
+         * a request that never starts (shutdown) still gets its 503. */
+        while (request_queued(h->e, r)) {
+            serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS);
+            if (client_gone(fd)) {
+                serve_engine_release(h->e, r);
+                return MHD_NO;
+            }
+        }
+        serve_engine_lock(h->e);
+        bool never_started = r->state == SERVE_DONE && r->error_status;
+        char *body = never_started ? serve_api_error_json(r->error, "server_error", NULL, "shutting_down") : NULL;
+        int status = r->error_status;
+        serve_engine_unlock(h->e);
+        if (never_started) {
+            serve_engine_release(h->e, r);
+            return send_json(h, c, status, body);
+        }
+    }
     if (call.stream) {
         stream_state *st = calloc(1, sizeof *st);
         struct MHD_Response *resp =
@@ -202,9 +236,10 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
             return MHD_NO; /* closes the connection */
         }
     serve_engine_lock(h->e);
-    char *body = r->error[0] ? serve_api_error_json(r->error, "server_error", NULL, NULL)
+    char *body = r->error[0] ? serve_api_error_json(r->error, "server_error", NULL,
+                                                    r->error_status == 503 ? "shutting_down" : NULL)
                              : serve_api_response(h->api, &call, r);
-    int status = r->error[0] ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_OK;
+    int status = !r->error[0] ? MHD_HTTP_OK : r->error_status ? r->error_status : MHD_HTTP_INTERNAL_SERVER_ERROR;
     serve_engine_unlock(h->e);
     serve_engine_release(h->e, r);
     return send_json(h, c, status, body);

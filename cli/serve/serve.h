@@ -99,6 +99,8 @@ typedef struct serve_request {
     serve_state state;         /* SERVE_DONE once every choice is */
     int32_t n_done;            /* choices done */
     char error[256];           /* non-empty: the engine failed this request */
+    int error_status;          /* HTTP status of that error (0: 500) */
+    bool cut;                  /* ended by a shutdown: finish "length", text kept */
     bool cancelled;            /* the client went away */
     int refs;                  /* holders: the HTTP thread and each choice the engine holds */
     pthread_cond_t cond;       /* signalled on progress and when done */
@@ -183,8 +185,15 @@ void serve_engine_stop(serve_engine *e);
 /* Stop (if needed) and free; no HTTP thread may use it any more. */
 void serve_engine_free(serve_engine *e);
 
-/* Hand a request to the engine. 0, or -1 when the queue is full (503). */
+/* Hand a request to the engine. 0, -1 when the queue is full (503), -2
+ * when the server is shutting down (503). */
 int serve_engine_submit(serve_engine *e, serve_request *r);
+/* Shutdown, first part: refuse new requests and wait up to grace_ms for the
+ * running and queued ones to finish; returns early when they have, or when
+ * `interrupt` (may be NULL) returns true. serve_engine_stop then ends what is
+ * left: running requests with their text so far and finish_reason "length"
+ * (cut), queued ones with a 503. */
+void serve_engine_drain(serve_engine *e, int grace_ms, bool (*interrupt)(void *), void *cls);
 /* Wait until the request's progress is past `seen` or it is done, at most
  * timeout_ms. Returns true when that happened. */
 bool serve_engine_wait(serve_engine *e, serve_request *r, uint64_t seen, int timeout_ms);

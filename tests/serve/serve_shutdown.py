@@ -1,0 +1,180 @@
+"""Graceful shutdown of tessera serve (issue 19): on SIGTERM it stops
+accepting; running requests get --shutdown-grace seconds to finish; then
+they end with their text so far and finish_reason "length" (a stream gets a
+final chunk with usage before [DONE]); requests still queued get 503
+(shutting_down). The server exits 0."""
+import json
+import signal
+import socket
+import threading
+import time
+
+from serve_common import HOST, Failure, Server, expect, main
+
+LONG = {"prompt": "Once upon a time", "max_tokens": 100000, "temperature": 0, "logit_bias": {"2": -100}}
+
+
+def metrics(srv):
+    m = {}
+    for line in srv.request("GET", "/metrics")[2].decode().splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            m[k] = float(v)
+    return m
+
+
+def raw(port, body, stream):
+    """POST /v1/completions on a raw socket; returns (status, body bytes)."""
+    body = dict(body, stream=stream)
+    data = json.dumps(body).encode()
+    s = socket.create_connection((HOST, port), timeout=120)
+    try:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+                  % len(data) + data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        s.close()
+    head, _, rest = out.partition(b"\r\n\r\n")
+    expect(head.startswith(b"HTTP/1.1 "), "not an HTTP answer: %r" % out[:200])
+    status = int(head.split(b" ")[1])
+    if b"chunked" in head.lower():
+        body, rest2 = b"", rest
+        while rest2:
+            size_line, _, rest2 = rest2.partition(b"\r\n")
+            n = int(size_line.split(b";")[0], 16)
+            if n == 0:
+                break
+            body += rest2[:n]
+            rest2 = rest2[n + 2:]
+        rest = body
+    return status, rest
+
+
+def sse_events(data):
+    events, done = [], False
+    for block in data.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        expect(block.startswith("data: "), "SSE block %r" % block[:80])
+        p = block[6:]
+        expect(not done, "events after [DONE]")
+        if p == "[DONE]":
+            done = True
+        else:
+            events.append(json.loads(p))
+    return events, done
+
+
+def start_all(srv, plan):
+    results = [None] * len(plan)
+
+    def go(i, body, stream):
+        try:
+            results[i] = raw(srv.port, body, stream)
+        except Exception as ex:  # reported below
+            results[i] = ex
+
+    threads = []
+    for i, (body, stream) in enumerate(plan):
+        t = threading.Thread(target=go, args=(i, body, stream))
+        t.start()
+        threads.append(t)
+        time.sleep(0.2)  # in this order: the first ones take the slots
+    return threads, results
+
+
+def wait_for(srv, cond, what, limit=60):
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        m = metrics(srv)
+        if cond(m):
+            return m
+        time.sleep(0.05)
+    raise Failure("timed out waiting for " + what + ": %r" % m)
+
+
+def check_cut(status, data, stream, what):
+    expect(status == 200, "%s: status %d %r" % (what, status, data[:200]))
+    if not stream:
+        obj = json.loads(data)
+        ch = obj["choices"][0]
+        expect(ch["finish_reason"] == "length", "%s: finish_reason %r" % (what, ch["finish_reason"]))
+        n = obj["usage"]["completion_tokens"]
+        expect(0 < n < 100000 and ch["text"], "%s: %d tokens, text %r" % (what, n, ch["text"][:40]))
+        return
+    events, done = sse_events(data)
+    expect(done, "%s: no [DONE]" % what)
+    finals = [e for e in events if e["choices"] and e["choices"][0].get("finish_reason")]
+    expect(len(finals) == 1 and finals[0]["choices"][0]["finish_reason"] == "length",
+           "%s: final chunks %r" % (what, finals))
+    expect(events[-1].get("usage") and events[-1]["usage"]["completion_tokens"] > 0,
+           "%s: no usage chunk last: %r" % (what, events[-1]))
+    text = "".join(e["choices"][0].get("text", "") for e in events if e["choices"])
+    expect(text, "%s: no text" % what)
+
+
+def test_cut_and_503():
+    """Grace 0: two running requests end with their text, two queued get 503."""
+    with Server("--parallel", "2", "--queue", "4", "-c", "8192", "--shutdown-grace", "0") as srv:
+        plan = [(LONG, False), (LONG, True), (LONG, False), (LONG, True)]
+        threads, results = start_all(srv, plan)
+        wait_for(srv, lambda m: m["tessera_slots_busy"] == 2 and m["tessera_requests_queued"] == 2
+                 and m["tessera_tokens_generated_total"] > 0, "2 running, 2 queued")
+        srv.proc.send_signal(signal.SIGTERM)
+        for t in threads:
+            t.join(120)
+        expect(not any(t.is_alive() for t in threads), "clients still waiting 120 s after SIGTERM")
+        for i, r in enumerate(results):
+            expect(not isinstance(r, Exception), "request %d: %r" % (i, r))
+        check_cut(*results[0], False, "running non-stream")
+        check_cut(*results[1], True, "running stream")
+        for i in (2, 3):
+            st, data = results[i]
+            expect(st == 503, "queued request %d: status %d %r" % (i, st, data[:200]))
+            expect(json.loads(data)["error"]["code"] == "shutting_down", "queued %d: %r" % (i, data[:200]))
+        srv.proc.wait(60)
+        expect(srv.proc.returncode == 0, "exit status %d" % srv.proc.returncode)
+
+
+def test_grace_lets_them_finish():
+    """Grace 60: running requests finish whole; the port is closed meanwhile."""
+    body = dict(LONG, max_tokens=1500)
+    with Server("--parallel", "2", "-c", "4096", "--shutdown-grace", "120") as srv:
+        threads, results = start_all(srv, [(body, False), (body, True)])
+        wait_for(srv, lambda m: m["tessera_slots_busy"] == 2 and m["tessera_tokens_generated_total"] > 0,
+                 "2 running")
+        srv.proc.send_signal(signal.SIGTERM)
+        refused = False
+        deadline = time.time() + 10
+        while time.time() < deadline and not refused:
+            try:
+                socket.create_connection((HOST, srv.port), timeout=5).close()
+                time.sleep(0.02)
+            except OSError:
+                refused = True
+        for t in threads:
+            t.join(120)
+        st, data = results[0]
+        expect(st == 200, "non-stream: %d %r" % (st, data[:200]))
+        obj = json.loads(data)
+        expect(obj["usage"]["completion_tokens"] == 1500, "non-stream cut short: %r" % obj["usage"])
+        st, data = results[1]
+        events, done = sse_events(data)
+        expect(st == 200 and done, "stream: %d, [DONE] %s" % (st, done))
+        n_text = sum(1 for e in events if e["choices"] and e["choices"][0].get("text"))
+        expect(n_text > 0, "stream: no text")
+        srv.proc.wait(60)
+        expect(srv.proc.returncode == 0, "exit status %d" % srv.proc.returncode)
+        expect(refused, "new connections still accepted after SIGTERM")
+
+
+if __name__ == "__main__":
+    main([
+        ("SIGTERM with grace 0: text kept, queued get 503", test_cut_and_503),
+        ("SIGTERM with a grace: running requests finish", test_grace_lets_them_finish),
+    ])

@@ -12,6 +12,8 @@ packages=(
   libmicrohttpd-dev
   # tests: the chat REPL through a pseudo-terminal (tests/cli/chat_repl.py)
   python3-pexpect
+  # libFuzzer builds (scripts/fuzz.sh, meson -Dfuzz=true)
+  clang libclang-rt-14-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross

@@ -5,6 +5,8 @@
 #   TESSERA_SANITIZE=1   also build and run the suite (less 'slow') with ASan+UBSan
 #   TESSERA_AARCH64=1    also cross-build for aarch64 and run the representative
 #                        subset under qemu (scripts/test-aarch64.sh --ci)
+#   TESSERA_FUZZ=1       also build the libFuzzer targets with clang and run each
+#                        for TESSERA_FUZZ_SECONDS (20), two at a time (suite 'fuzz')
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -38,6 +40,20 @@ fi
 if [ "${TESSERA_AARCH64:-0}" = "1" ]; then
   scripts/test-aarch64.sh --ci "$build-aarch64" || status=1
   logs+=("$build-aarch64/meson-logs/testlog.json")
+fi
+
+if [ "${TESSERA_FUZZ:-0}" = "1" ]; then
+  if command -v clang >/dev/null; then
+    fz="$build-fuzz"
+    CC=clang configure "$fz" -Dfuzz=true -Dbuildtype=debugoptimized -Dwerror=false \
+      -Dcpu_avx=disabled -Dcpu_neon=disabled -Dvulkan=disabled -Dopencl=disabled &&
+      meson compile -C "$fz" $(meson introspect "$fz" --tests | python3 -c \
+        'import json,sys; print(" ".join(t["name"] for t in json.load(sys.stdin) if "fuzz" in t["suite"]))') &&
+      meson test -C "$fz" --no-rebuild --print-errorlogs --num-processes 2 --suite fuzz || status=1
+    logs+=("$fz/meson-logs/testlog.json")
+  else
+    echo "fuzz: clang missing, fuzz targets not run"
+  fi
 fi
 
 python3 scripts/test_summary.py "${logs[@]}" || status=1

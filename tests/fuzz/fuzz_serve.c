@@ -1,0 +1,125 @@
+/* Fuzz target: what tessera serve does with a client's bytes before and
+ * after generation. The first byte picks the endpoint (chat or completion)
+ * and the chat template; the rest is the request: its first line goes
+ * through the gate's request-line check, all of it through the OpenAI
+ * request parser, and for a request that parses, the bytes become the
+ * "generated" text: stop strings, the UTF-8-safe ready length, and the JSON
+ * of the response and of stream chunks are rendered from it. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "serve/serve.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static tessera_model *model;
+static const char *const families[] = {"chatml", "llama2", "llama3", "gemma", "phi3", "zephyr", "mistral"};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    tessera_init_params ip = {0};
+    if (tessera_init(&ip) != 0) abort();
+    const char *dir = getenv("TESSERA_SHARED");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", dir ? dir : FUZZ_SHARED_DIR);
+    tessera_model_params mp = tessera_model_default_params();
+    mp.devices = "ref";
+    model = tessera_model_load(path, &mp);
+    if (!model) {
+        fprintf(stderr, "fuzz_serve: %s: %s (set TESSERA_SHARED)\n", path, tessera_last_error());
+        abort();
+    }
+    return 0;
+}
+
+static void must_be_json(char *s, const char *what) {
+    cJSON *j = s ? cJSON_Parse(s) : NULL;
+    if (s && !j) {
+        fprintf(stderr, "fuzz_serve: %s is not JSON: %.200s\n", what, s);
+        abort();
+    }
+    cJSON_Delete(j);
+    free(s);
+}
+
+/* Events "data: JSON\n\n", each JSON. */
+static void must_be_sse(char *s) {
+    if (!s) return; /* out of memory */
+    for (char *p = s; *p;) {
+        char *end = strstr(p, "\n\n");
+        if (strncmp(p, "data: ", 6) != 0 || !end) {
+            fprintf(stderr, "fuzz_serve: not an SSE event: %.200s\n", p);
+            abort();
+        }
+        *end = '\0';
+        must_be_json(strdup(p + 6), "an event");
+        p = end + 2;
+    }
+    free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    uint8_t ctl = data[0];
+    const char *body = (const char *)data + 1;
+    size_t len = size - 1;
+
+    const char *nl = memchr(body, '\n', len);
+    size_t line = nl ? (size_t)(nl - body) : len;
+    if (line > 0 && body[line - 1] == '\r') line--;
+    (void)serve_gate_check_request_line(body, line);
+
+    serve_api api = {.model = model, .model_id = "fuzz", .slot_ctx = 256};
+    tessera_chat_format_from_name(families[(ctl >> 1) % 7], &api.format);
+    strcpy(api.bos_text, "<s>");
+    strcpy(api.eos_text, "</s>");
+    serve_kind kind = ctl & 1 ? SERVE_CHAT : SERVE_COMPLETION;
+    serve_call call;
+    serve_request *r = NULL;
+    serve_error err = {0, NULL};
+    /* The parser gets a NUL-terminated copy, as http.c gives it. */
+    char *copy = malloc(len + 1);
+    if (!copy) return 0;
+    memcpy(copy, body, len);
+    copy[len] = '\0';
+    if (serve_api_parse(&api, kind, copy, len, &call, &r, &err) != 0) {
+        if (err.status < 400 || err.status > 599 || !err.body) {
+            fprintf(stderr, "fuzz_serve: a refusal with status %d and no body\n", err.status);
+            abort();
+        }
+        must_be_json(err.body, "an error body");
+        free(copy);
+        return 0;
+    }
+    /* Generate the request's own bytes, in pieces of up to 7. */
+    size_t sent = 0;
+    for (size_t off = 0; off < len;) {
+        size_t k = len - off < 7 ? len - off : 7, from = r->len;
+        if (serve_text_append(r, body + off, k) != 0) break;
+        off += k;
+        bool stop = serve_text_check_stop(r, from);
+        if (r->n_ready < sent || r->n_ready > r->len) {
+            fprintf(stderr, "fuzz_serve: ready length went from %zu to %zu of %zu\n", sent, r->n_ready, r->len);
+            abort();
+        }
+        if (r->n_ready > sent) {
+            must_be_sse(serve_api_chunk(&api, &call, r->text + sent, r->n_ready - sent, sent == 0, NULL, r));
+            sent = r->n_ready;
+        }
+        r->n_gen++;
+        if (stop) break;
+    }
+    r->finish_reason = ctl & 0x80 ? "length" : "stop";
+    r->cut = ctl & 0x40;
+    must_be_json(serve_api_response(&api, &call, r), "a response");
+    must_be_sse(serve_api_chunk(&api, &call, "", 0, false, r->finish_reason, r));
+    serve_request_free(r);
+    free(copy);
+    return 0;
+}

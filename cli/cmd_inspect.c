@@ -1,6 +1,8 @@
 /*
  * tessera inspect FILE [--json] [--full] — print a GGUF file's header, its
  * metadata and its tensor table, as text for people or as one JSON document.
+ * --validate instead loads the file as a model, with every check the loader
+ * makes, and decodes one token to see that the logits are finite.
  *
  * Long arrays show their first elements and how many more there are; in text
  * mode long strings are cut (at a UTF-8 character boundary) with their
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <tessera/tessera.h>
 
 #include "cli_util.h"
 #include "cli_opts.h"
@@ -27,6 +31,7 @@ enum {
 };
 
 typedef struct inspect_opts {
+    int validate;
     int json;
     int full;
 } inspect_opts;
@@ -250,9 +255,72 @@ static void print_json(FILE *o, const gguf_file *f, const inspect_opts *opt) {
     fputs(gguf_tensor_count(f) ? "\n  ]\n}\n" : "]\n}\n", o);
 }
 
+/* ------------------------------------------------------------ validate */
+
+/* Load path as `tessera run` would and decode its first token (BOS, else 0).
+ * NULL when it is fine, else the error (static storage). */
+static const char *validate_model(const char *path, char *desc, size_t desc_size) {
+    static char why[1024];
+    tessera_init_params ip = {0};
+    if (tessera_init(&ip) != 0) return tessera_last_error();
+    tessera_model *m = tessera_model_load(path, NULL);
+    if (!m) {
+        snprintf(why, sizeof why, "%s", tessera_last_error());
+        tessera_shutdown();
+        return why;
+    }
+    snprintf(desc, desc_size, "%s", tessera_model_desc(m));
+    const char *err = NULL;
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = 8;
+    cp.n_threads = 1;
+    tessera_context *ctx = tessera_context_new(m, &cp);
+    tessera_token t = tessera_token_bos(m) >= 0 ? tessera_token_bos(m) : 0;
+    if (!ctx || tessera_decode(ctx, &t, 1, 0, 0) != 0) {
+        snprintf(why, sizeof why, "%s", tessera_last_error());
+        err = why;
+    }
+    tessera_context_free(ctx);
+    tessera_model_free(m);
+    tessera_shutdown();
+    return err;
+}
+
+static void json_string(FILE *o, const char *s) {
+    fputc('"', o);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(o, "\\%c", c);
+        else if (c < 0x20) fprintf(o, "\\u%04x", c);
+        else fputc(c, o);
+    }
+    fputc('"', o);
+}
+
+static int run_validate(const char *path, bool json) {
+    char desc[512] = "";
+    const char *err = validate_model(path, desc, sizeof desc);
+    if (json) {
+        fputs("{\"file\": ", stdout);
+        json_string(stdout, path);
+        fprintf(stdout, ", \"valid\": %s, \"%s\": ", err ? "false" : "true", err ? "error" : "model");
+        json_string(stdout, err ? err : desc);
+        fputs("}\n", stdout);
+    } else if (!err) {
+        printf("%s: valid: %s; one decode step gives finite logits\n", path, desc);
+    }
+    if (err) fprintf(stderr, "tessera inspect: %s\n", err);
+    return err ? 1 : 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const cli_option inspect_own[] = {
+    {NULL, "--validate", NULL,
+     "load the file as a model with every check the loader makes (hyperparameters, tensors, "
+     "vocabulary) and decode one token; exit 1 naming the fault if it would not load or its "
+     "logits are not finite",
+     CLI_SWITCH, CLI_OWN(inspect_opts, validate), 0, 0, NULL, 0, 0},
     {NULL, "--json", NULL, "print one JSON document instead of text", CLI_SWITCH, CLI_OWN(inspect_opts, json),
      0, 0, NULL, 0, 0},
     {NULL, "--full", NULL,
@@ -264,14 +332,14 @@ static const cli_option inspect_own[] = {
 
 static const cli_command inspect_cmd = {
     .name = "tessera inspect",
-    .synopsis = "FILE [--json] [--full]",
+    .synopsis = "FILE [--json] [--full] [--validate]",
     .about = "Print a GGUF file's header (version, alignment, counts, data offset, file size),\n"
              "all metadata and all tensors (name, type, shape, offset, bytes).",
     .own = inspect_own,
     .max_positional = 2, /* a second one is named in the error */
     .epilog = "Tensor offsets are relative to the data section, as stored in the file.\n"
-              "Exit status: 0 on success, 1 if the file cannot be read or is not valid GGUF,\n"
-              "2 on a usage error.\n",
+              "Exit status: 0 on success, 1 if the file cannot be read or is not valid GGUF\n"
+              "(with --validate: or would not load as a model), 2 on a usage error.\n",
 };
 
 int cmd_inspect(int argc, char **argv) {
@@ -290,6 +358,7 @@ int cmd_inspect(int argc, char **argv) {
         return 2;
     }
     const char *path = p.positional[0];
+    if (opt.validate) return run_validate(path, opt.json);
     gguf_file *f = gguf_open(path);
     if (!f) {
         fprintf(stderr, "tessera inspect: %s\n", error_get());

@@ -218,6 +218,7 @@ int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, cons
         for (int32_t i = 0; i < nb; i++) done_out += w && w[i];
         b0 += nb;
     }
+    if (logits_check_finite(ctx->logits, n_out, (int64_t)nv) != 0) return error_wrap("decode batch");
     double dt = tessera_now_ms() - t0;
     if (n_tokens > 1) {
         ctx->timings.prompt_ms += dt;

@@ -246,6 +246,10 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
             return error_wrap("decode");
         }
     }
+    if (logits_check_finite(ctx->logits, all ? n_tokens : 1, m->hp.n_vocab) != 0) {
+        kv_cache_seq_truncate(ctx->kv, pos);
+        return error_wrap("decode");
+    }
     double dt = tessera_now_ms() - t0;
     if (n_tokens > 1) {
         ctx->timings.prompt_ms += dt;
@@ -256,6 +260,16 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
     }
     ctx->n_last = n_tokens;
     ctx->last_all = all;
+    return 0;
+}
+
+int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n_vocab; j++)
+            if (!isfinite(logits[r * n_vocab + j]))
+                return error_set("the logits of output %lld are not finite (token %lld is %g): the model's "
+                                 "weights or hyperparameters are broken",
+                                 (long long)r, (long long)j, (double)logits[r * n_vocab + j]);
     return 0;
 }
 

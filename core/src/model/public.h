@@ -44,5 +44,8 @@ struct tessera_context {
 };
 
 double tessera_now_ms(void);
+/* -1 with the error set when a row of logits holds a NaN or an infinity
+ * (broken weights or hyperparameters): such logits are never sampled. */
+int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab);
 
 #endif

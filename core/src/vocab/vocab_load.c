@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,10 @@ static int load_tokens(vocab *v, const gguf_file *f) {
         t->score = 0.0f;
         if (scores && score_type == GGUF_TYPE_FLOAT32) {
             memcpy(&t->score, (const char *)scores + 4 * i, 4);
+            /* SPM merges by score: a NaN would make the order meaningless. */
+            if (!isfinite(t->score))
+                return error_set("%s: key '%s': token %" PRIu64 " has score %g (must be finite)",
+                                 gguf_path(f), KEY_SCORES, i, (double)t->score);
         } else if (scores) {
             int32_t x;
             memcpy(&x, (const char *)scores + 4 * i, 4);
@@ -253,6 +258,11 @@ static int load_tokens(vocab *v, const gguf_file *f) {
         if (types) {
             int32_t x;
             memcpy(&x, (const char *)types + 4 * i, 4);
+            if (x < TT_UNDEFINED || x > TT_BYTE)
+                return error_set("%s: key '%s': token %" PRIu64 " has type %" PRId32
+                                 " (types are 0..6: undefined, normal, unknown, control, "
+                                 "user-defined, unused, byte)",
+                                 gguf_path(f), KEY_TYPES, i, x);
             t->attr = attr_of_type(x);
         }
     }
@@ -538,14 +548,28 @@ static int find_newline(vocab *v) {
 
 /* --------------------------------------------------------------- load */
 
+/* A model file's token_embd.weight has one row per token (llama.cpp makes
+ * the same demand): more tokens than rows would index past the matrix,
+ * fewer would let the model pick ids with no text. A vocabulary-only file
+ * has no such tensor. */
+static int check_embedding_rows(const vocab *v, const gguf_file *f) {
+    const gguf_tensor_info *emb = gguf_find_tensor(f, "token_embd.weight");
+    if (!emb || emb->n_dims != 2) return 0; /* a missing or malformed tensor is the model's error */
+    if (emb->ne[1] != v->n_tokens)
+        return error_set("%s: key '%s' has %" PRId32 " tokens but tensor 'token_embd.weight' has %" PRId64
+                         " rows",
+                         gguf_path(f), KEY_TOKENS, v->n_tokens, emb->ne[1]);
+    return 0;
+}
+
 vocab *vocab_load(const gguf_file *f) {
     vocab *v = calloc(1, sizeof *v);
     if (!v) {
         error_set("vocab: out of memory");
         return NULL;
     }
-    if (load_model_kind(v, f) || load_pre(v, f) || load_tokens(v, f) || load_merges(v, f) ||
-        load_special_ids(v, f))
+    if (load_model_kind(v, f) || load_pre(v, f) || load_tokens(v, f) || check_embedding_rows(v, f) ||
+        load_merges(v, f) || load_special_ids(v, f))
         goto fail;
     v->eog = calloc((size_t)v->n_tokens, 1);
     if (!v->eog) {

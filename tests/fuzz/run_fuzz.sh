@@ -20,7 +20,7 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=halt_on_error=1:print
   -print_final_stats=1 -artifact_prefix="$work/crash-$name-" "${dict[@]}" \
   "$work/corpus-$name" "${seeds[@]}" >"$log" 2>&1
 rc=$?
-done_line=$(grep -E '^#[0-9]+ +DONE' "$log" | tail -1)
+done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
 execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
 speed=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}')
 echo "fuzz $name: ${seconds}s, ${execs:-?} runs, ${speed:-?} exec/s; ${done_line:-no DONE line}"

@@ -14,6 +14,8 @@ packages=(
   python3-pexpect
   # libFuzzer builds (scripts/fuzz.sh, meson -Dfuzz=true)
   clang libclang-rt-14-dev
+  # tests: replicas behind a load balancer (tests/serve/serve_haproxy.py, docs/deploy.md)
+  haproxy
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross

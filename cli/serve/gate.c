@@ -214,12 +214,15 @@ static void admit(serve_gate *g, gate_sock *ps, const char *line, size_t n) {
         start_closing(g, fd);
         return;
     }
-    int slot = -1, n_total = 0;
+    int slot = -1;
     for (int i = 0; i < g->p.max_conns; i++) {
-        if (g->conns[i].fd >= 0)
-            n_total++;
-        else if (slot < 0)
-            slot = i;
+        /* The kernel reuses a number only once it is closed: a record with
+         * it is stale (MHD dropped the connection without telling us). */
+        if (g->conns[i].fd == fd) {
+            g->conns[i].fd = -1;
+            g->stats.open--;
+        }
+        if (g->conns[i].fd < 0 && slot < 0) slot = i;
     }
     bool per_ip = g->p.max_conns_per_ip > 0 && count_ip(g, ps->ip) >= g->p.max_conns_per_ip;
     if (slot >= 0 && !per_ip && !g->draining) {

@@ -181,10 +181,10 @@ def test_rounds():
 
 
 def test_sigterm_under_load():
-    with Server("--parallel", "2", "--queue", "6", "-c", "4096", "--shutdown-grace", "1") as srv:
+    with Server("--parallel", "2", "--queue", "6", "-c", "16384", "--shutdown-grace", "1") as srv:
         port = srv.port
         results, lock = [], threading.Lock()
-        body = {"prompt": "Once upon a time", "max_tokens": 2000, "logit_bias": {"2": -100}}
+        body = {"prompt": "Once upon a time", "max_tokens": 8000, "logit_bias": {"2": -100}}
 
         def client(i):
             stream = i % 2 == 1

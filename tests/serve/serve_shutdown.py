@@ -27,7 +27,7 @@ def raw(port, body, stream):
     """POST /v1/completions on a raw socket; returns (status, body bytes)."""
     body = dict(body, stream=stream)
     data = json.dumps(body).encode()
-    s = socket.create_connection((HOST, port), timeout=120)
+    s = socket.create_connection((HOST, port), timeout=300)
     try:
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
                   % len(data) + data)
@@ -142,12 +142,22 @@ def test_cut_and_503():
 
 
 def test_grace_lets_them_finish():
-    """Grace 60: running requests finish whole; the port is closed meanwhile."""
-    body = dict(LONG, max_tokens=1500)
-    with Server("--parallel", "2", "-c", "4096", "--shutdown-grace", "120") as srv:
-        threads, results = start_all(srv, [(body, False), (body, True)])
-        wait_for(srv, lambda m: m["tessera_slots_busy"] == 2 and m["tessera_tokens_generated_total"] > 0,
-                 "2 running")
+    """Grace 300: running requests finish whole; the port is closed meanwhile.
+    SIGTERM goes out when the stream's first text event has arrived, so both
+    requests are generating then (1000 tokens each take far longer)."""
+    body = dict(LONG, max_tokens=1000)
+    with Server("--parallel", "2", "-c", "8192", "--shutdown-grace", "300") as srv:
+        threads, results = start_all(srv, [(body, False)])
+        wait_for(srv, lambda m: m["tessera_slots_busy"] == 1, "the first request running")
+        data = json.dumps(dict(body, stream=True)).encode()
+        s = socket.create_connection((HOST, srv.port), timeout=300)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+                  % len(data) + data)
+        got = b""
+        while b'"text":"' not in got.split(b"\r\n\r\n", 1)[-1]:
+            chunk = s.recv(4096)
+            expect(chunk, "stream closed before its first event: %r" % got[:300])
+            got += chunk
         srv.proc.send_signal(signal.SIGTERM)
         refused = False
         deadline = time.time() + 10
@@ -157,17 +167,34 @@ def test_grace_lets_them_finish():
                 time.sleep(0.02)
             except OSError:
                 refused = True
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        s.close()
         for t in threads:
-            t.join(120)
+            t.join(300)
         st, data = results[0]
         expect(st == 200, "non-stream: %d %r" % (st, data[:200]))
         obj = json.loads(data)
-        expect(obj["usage"]["completion_tokens"] == 1500, "non-stream cut short: %r" % obj["usage"])
-        st, data = results[1]
-        events, done = sse_events(data)
-        expect(st == 200 and done, "stream: %d, [DONE] %s" % (st, done))
-        n_text = sum(1 for e in events if e["choices"] and e["choices"][0].get("text"))
+        expect(obj["usage"]["completion_tokens"] == 1000, "non-stream cut short: %r" % obj["usage"])
+        head, _, rest = got.partition(b"\r\n\r\n")
+        body_raw = b""
+        while rest:  # chunked
+            size, _, rest = rest.partition(b"\r\n")
+            n = int(size.split(b";")[0], 16)
+            if n == 0:
+                break
+            body_raw += rest[:n]
+            rest = rest[n + 2:]
+        events, done = sse_events(body_raw)
+        expect(head.startswith(b"HTTP/1.1 200") and done, "stream: %r, [DONE] %s" % (head[:40], done))
+        finals = [e for e in events if e["choices"] and e["choices"][0].get("finish_reason")]
+        expect(finals and finals[0]["choices"][0]["finish_reason"] == "length", "stream finish: %r" % finals)
+        n_text = sum(len(e["choices"][0].get("text", "")) for e in events if e["choices"])
         expect(n_text > 0, "stream: no text")
+        expect(not any(e.get("usage") for e in events), "the stream was cut (usage chunk unasked)")
         srv.proc.wait(60)
         expect(srv.proc.returncode == 0, "exit status %d" % srv.proc.returncode)
         expect(refused, "new connections still accepted after SIGTERM")

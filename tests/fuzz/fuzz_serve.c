@@ -53,6 +53,10 @@ static void must_be_sse(char *s) {
     if (!s) return; /* out of memory */
     for (char *p = s; *p;) {
         char *end = strstr(p, "\n\n");
+        if (!strncmp(p, "data: [DONE]\n\n", 14)) {
+            p += 14;
+            continue;
+        }
         if (strncmp(p, "data: ", 6) != 0 || !end) {
             fprintf(stderr, "fuzz_serve: not an SSE event: %.200s\n", p);
             abort();
@@ -97,28 +101,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(copy);
         return 0;
     }
-    /* Generate the request's own bytes, in pieces of up to 7. */
-    size_t sent = 0;
-    for (size_t off = 0; off < len;) {
-        size_t k = len - off < 7 ? len - off : 7, from = r->len;
-        if (serve_text_append(r, body + off, k) != 0) break;
-        off += k;
-        bool stop = serve_text_check_stop(r, from);
-        if (r->n_ready < sent || r->n_ready > r->len) {
-            fprintf(stderr, "fuzz_serve: ready length went from %zu to %zu of %zu\n", sent, r->n_ready, r->len);
-            abort();
+    /* Each choice "generates" the request's own bytes, in pieces of up to 7;
+     * the stream's events are rendered as they become ready. */
+    uint64_t seen = 0;
+    bool finished = false;
+    for (int32_t ci = 0; ci < r->n_choices; ci++) {
+        serve_choice *ch = &r->choices[ci];
+        ch->state = SERVE_RUNNING;
+        r->state = SERVE_RUNNING;
+        for (size_t off = 0; off < len;) {
+            size_t k = len - off < 7 ? len - off : 7, from = ch->len, before = ch->n_ready;
+            if (serve_text_append(ch, body + off, k) != 0) break;
+            off += k;
+            bool stop = serve_text_check_stop(ch, from);
+            if (ch->n_ready < before || ch->n_ready > ch->len) {
+                fprintf(stderr, "fuzz_serve: ready length went from %zu to %zu of %zu\n", before, ch->n_ready,
+                        ch->len);
+                abort();
+            }
+            ch->n_gen++;
+            r->progress++;
+            must_be_sse(serve_api_stream_next(&api, &call, r, &seen, &finished));
+            if (stop) break;
         }
-        if (r->n_ready > sent) {
-            must_be_sse(serve_api_chunk(&api, &call, r->text + sent, r->n_ready - sent, sent == 0, NULL, r));
-            sent = r->n_ready;
-        }
-        r->n_gen++;
-        if (stop) break;
+        ch->state = SERVE_DONE;
+        ch->finish_reason = ctl & 0x80 ? "length" : "stop";
+        ch->n_ready = ch->len;
+        r->n_done++;
+        r->progress++;
     }
-    r->finish_reason = ctl & 0x80 ? "length" : "stop";
+    r->state = SERVE_DONE;
     r->cut = ctl & 0x40;
+    for (int i = 0; i < 4 && !finished; i++) must_be_sse(serve_api_stream_next(&api, &call, r, &seen, &finished));
+    if (!finished) {
+        fprintf(stderr, "fuzz_serve: a done request's stream does not finish\n");
+        abort();
+    }
     must_be_json(serve_api_response(&api, &call, r), "a response");
-    must_be_sse(serve_api_chunk(&api, &call, "", 0, false, r->finish_reason, r));
     serve_request_free(r);
     free(copy);
     return 0;

@@ -177,8 +177,8 @@ static int get_logit_bias(const cJSON *root, int32_t n_vocab, tessera_logit_bias
         char *end;
         long id = strtol(b->string, &end, 10);
         if (end == b->string || *end || id < 0 || id >= n_vocab)
-            return serve_fail(err, 400, "logit_bias", NULL, "'logit_bias' key '%.40s' is not a token id in 0..%d",
-                        b->string, n_vocab - 1);
+            return serve_fail(err, 400, "logit_bias", NULL,
+                              "'logit_bias' key '%.40s' is not a token id in 0..%d", b->string, n_vocab - 1);
         if (!cJSON_IsNumber(b) || !(b->valuedouble >= -100.0 && b->valuedouble <= 100.0))
             return serve_fail(err, 400, "logit_bias", NULL,
                         "'logit_bias' of token %ld must be a number in -100..100", id);
@@ -226,7 +226,8 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
     /* One sampler per choice; with a seed, choice i draws from seed + i so
      * that the choices differ and the request is reproducible. */
     for (int32_t c = 0; c < r->n_choices; c++) {
-        if (seed != LLONG_MIN) sp.seed = (uint32_t)(((unsigned long long)seed + (unsigned long long)c) % 0xFFFFFFFFull);
+        if (seed != LLONG_MIN)
+            sp.seed = (uint32_t)(((unsigned long long)seed + (unsigned long long)c) % 0xFFFFFFFFull);
         r->choices[c].sampler = tessera_sampler_new(tessera_model_n_vocab(api->model), &sp);
         if (!r->choices[c].sampler) {
             free(bias);
@@ -244,7 +245,8 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, serve_error *er
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
     const cJSON *gbnf = cJSON_GetObjectItemCaseSensitive(root, "grammar");
     if (!is_null(gbnf)) {
-        if (!cJSON_IsString(gbnf)) return serve_fail(err, 400, "grammar", NULL, "'grammar' must be a GBNF string");
+        if (!cJSON_IsString(gbnf))
+            return serve_fail(err, 400, "grammar", NULL, "'grammar' must be a GBNF string");
         if (!is_null(rf))
             return serve_fail(err, 400, "grammar", NULL, "give 'grammar' or 'response_format', not both");
         *out = tessera_grammar_parse(gbnf->valuestring, strlen(gbnf->valuestring), NULL);
@@ -369,7 +371,10 @@ static void reply_rules(const serve_api *api, const serve_tools *tools, const ch
     rules->tool_format = CHAT_TOOLS_HERMES;
 }
 
-static int parse_messages(const serve_api *api, const cJSON *root, serve_request *r, serve_error *err) {
+/* The conversation into r's prompt; *grammar: the constraint tool_choice
+ * asks for (NULL: none). */
+static int parse_messages(const serve_api *api, const cJSON *root, serve_request *r,
+                          tessera_grammar **grammar, serve_error *err) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required");
     if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array");
@@ -410,8 +415,8 @@ static int parse_messages(const serve_api *api, const cJSON *root, serve_request
         const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
         if (!is_null(calls) && (strcmp(rs, "assistant") || !cJSON_IsArray(calls))) {
             free(content);
-            serve_fail(err, 400, "messages", NULL, "message %d: 'tool_calls' must be an array on an assistant message",
-                       i);
+            serve_fail(err, 400, "messages", NULL,
+                       "message %d: 'tool_calls' must be an array on an assistant message", i);
             goto done;
         }
         if (!is_null(calls) && cJSON_GetArraySize(calls) > 0) {
@@ -489,6 +494,17 @@ static int parse_messages(const serve_api *api, const cJSON *root, serve_request
         }
         len = strlen(text);
     }
+    char *gbnf = serve_tools_grammar(&tools, err);
+    if (!gbnf && err->status) goto done;
+    if (gbnf) {
+        *grammar = tessera_grammar_parse(gbnf, strlen(gbnf), NULL);
+        free(gbnf);
+        if (!*grammar) {
+            serve_fail(err, 500, "tool_choice", NULL, "the tool-call grammar does not parse: %s",
+                       tessera_last_error());
+            goto done;
+        }
+    }
     if (r->rules.tools) {
         r->rules.tool_names = tools.names;
         r->rules.n_tool_names = tools.n;
@@ -549,7 +565,8 @@ static const struct field {
     const char *what; /* for the docs and the reader */
 } FIELDS[] = {
     {"model", FOR_BOTH, "accepted; the server has one model"},
-    {"messages", FOR_CHAT, "the conversation (roles system, developer, user, assistant with tool_calls, tool)"},
+    {"messages", FOR_CHAT,
+     "the conversation (roles system, developer, user, assistant with tool_calls, tool)"},
     {"prompt", FOR_COMPLETION, "a string, or an array of token ids"},
     {"max_tokens", FOR_BOTH, "tokens to generate per choice"},
     {"max_completion_tokens", FOR_CHAT, "the same, newer name"},
@@ -589,8 +606,8 @@ static int check_fields(const cJSON *root, serve_kind kind, serve_error *err) {
         while (i < sizeof FIELDS / sizeof *FIELDS && strcmp(FIELDS[i].name, f->string)) i++;
         if (i == sizeof FIELDS / sizeof *FIELDS || !(FIELDS[i].kinds & want))
             return serve_fail(err, 400, f->string, "unsupported_parameter",
-                              "'%.64s' is not a field Tessera implements for %s (see docs/serve.md)", f->string,
-                              kind == SERVE_CHAT ? "/v1/chat/completions" : "/v1/completions");
+                              "'%.64s' is not a field Tessera implements for %s (see docs/serve.md)",
+                              f->string, kind == SERVE_CHAT ? "/v1/chat/completions" : "/v1/completions");
     }
     /* Fields accepted only with the values that ask for nothing missing. */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "echo");
@@ -598,12 +615,14 @@ static int check_fields(const cJSON *root, serve_kind kind, serve_error *err) {
         return serve_fail(err, 400, "echo", "unsupported_parameter", "'echo' true is not implemented");
     v = cJSON_GetObjectItemCaseSensitive(root, "suffix");
     if (!is_null(v) && !(cJSON_IsString(v) && !v->valuestring[0]))
-        return serve_fail(err, 400, "suffix", "unsupported_parameter", "'suffix' (insertion) is not implemented");
+        return serve_fail(err, 400, "suffix", "unsupported_parameter",
+                          "'suffix' (insertion) is not implemented");
     v = cJSON_GetObjectItemCaseSensitive(root, "store");
     if (!is_null(v) && !cJSON_IsFalse(v))
         return serve_fail(err, 400, "store", "unsupported_parameter", "'store' true: Tessera stores nothing");
     v = cJSON_GetObjectItemCaseSensitive(root, "user");
-    if (!is_null(v) && !cJSON_IsString(v)) return serve_fail(err, 400, "user", NULL, "'user' must be a string");
+    if (!is_null(v) && !cJSON_IsString(v))
+        return serve_fail(err, 400, "user", NULL, "'user' must be a string");
     v = cJSON_GetObjectItemCaseSensitive(root, "metadata");
     if (!is_null(v) && !cJSON_IsObject(v))
         return serve_fail(err, 400, "metadata", NULL, "'metadata' must be an object");
@@ -640,7 +659,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
         return serve_fail(err, 400, NULL, NULL, "the request body is not valid JSON (at byte %ld)", off);
     }
     serve_request *r = NULL;
-    tessera_grammar *grammar = NULL;
+    tessera_grammar *grammar = NULL, *tool_grammar = NULL;
     int rc = -1;
     if (!cJSON_IsObject(root)) {
         serve_fail(err, 400, NULL, NULL, "the request body must be a JSON object");
@@ -664,7 +683,8 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
         goto done;
     }
     if (best_of && best_of != 1 && best_of != n) {
-        serve_fail(err, 400, "best_of", "unsupported_parameter", "'best_of' other than 1 or n is not implemented");
+        serve_fail(err, 400, "best_of", "unsupported_parameter",
+                   "'best_of' other than 1 or n is not implemented");
         goto done;
     }
     r = serve_request_new((int32_t)n);
@@ -686,8 +706,21 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     if (get_stop(root, r, err) || parse_logprobs(root, kind, r, err) || parse_sampling(api, root, r, err) ||
         get_grammar(root, &grammar, err))
         goto done;
-    if ((kind == SERVE_CHAT ? parse_messages(api, root, r, err) : parse_prompt(api, root, r, err)) != 0)
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
+    bool forced = cJSON_IsObject(tc) || (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required"));
+    if (grammar && kind == SERVE_CHAT && forced) {
+        serve_fail(
+            err, 400, "tool_choice", NULL,
+            "'tool_choice' forces a tool call; it cannot be combined with 'response_format' or 'grammar'");
         goto done;
+    }
+    if ((kind == SERVE_CHAT ? parse_messages(api, root, r, &tool_grammar, err)
+                            : parse_prompt(api, root, r, err)) != 0)
+        goto done;
+    if (tool_grammar) { /* the conflict with `grammar` was refused above */
+        grammar = tool_grammar;
+        tool_grammar = NULL;
+    }
     const cJSON *ptc = cJSON_GetObjectItemCaseSensitive(root, "parallel_tool_calls");
     call->single_tool_call = cJSON_IsFalse(ptc);
     for (int32_t c = 0; c < r->n_choices; c++) {
@@ -709,6 +742,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     rc = 0;
 done:
     tessera_grammar_free(grammar);
+    tessera_grammar_free(tool_grammar);
     serve_request_free(r);
     cJSON_Delete(root);
     return rc;
@@ -812,7 +846,8 @@ static cJSON *legacy_logprobs(const serve_api *api, const serve_choice *ch, size
             char buf[256];
             size_t pn = token_piece(api, lp->top_id[k], buf, sizeof buf);
             char *key = utf8_clean(buf, pn);
-            if (key && !cJSON_GetObjectItemCaseSensitive(top, key)) cJSON_AddNumberToObject(top, key, lp->top_lp[k]);
+            if (key && !cJSON_GetObjectItemCaseSensitive(top, key))
+                cJSON_AddNumberToObject(top, key, lp->top_lp[k]);
             free(key);
         }
         cJSON_AddItemToArray(tops, top);
@@ -848,7 +883,8 @@ static int reply_final(const serve_call *call, const serve_request *r, const ser
     out->content_len = sp.content_end - sp.content_at;
     if (!r->rules.tools) return 0;
     if (chat_tool_parse((chat_tool_format)r->rules.tool_format, out->content, out->content_len,
-                        (const char *const *)r->rules.tool_names, (size_t)r->rules.n_tool_names, &out->parsed) != 0)
+                        (const char *const *)r->rules.tool_names, (size_t)r->rules.n_tool_names,
+                        &out->parsed) != 0)
         return -1;
     out->n_calls = out->parsed.n_calls;
     if (call->single_tool_call && out->n_calls > 1) out->n_calls = 1;
@@ -876,8 +912,8 @@ static void add_tool_calls(cJSON *obj, const serve_call *call, const serve_choic
         cJSON *c = cJSON_CreateObject();
         if (delta) cJSON_AddNumberToObject(c, "index", (double)k);
         char id[96];
-        snprintf(id, sizeof id, "call_%s_%d_%zu", strchr(call->id, '-') ? strchr(call->id, '-') + 1 : call->id,
-                 (int)ch->index, k);
+        snprintf(id, sizeof id, "call_%s_%d_%zu",
+                 strchr(call->id, '-') ? strchr(call->id, '-') + 1 : call->id, (int)ch->index, k);
         cJSON_AddStringToObject(c, "id", tc->id ? tc->id : id);
         cJSON_AddStringToObject(c, "type", "function");
         cJSON *fn = cJSON_AddObjectToObject(c, "function");
@@ -911,7 +947,9 @@ char *serve_api_response(const serve_api *api, const serve_call *call, const ser
         } else {
             add_text(choice, "text", ch->text, ch->len);
         }
-        if (r->top_logprobs >= 0) cJSON_AddItemToObject(choice, "logprobs", logprobs_json(api, call, ch, 0, entries_ready(ch, true)));
+        if (r->top_logprobs >= 0)
+            cJSON_AddItemToObject(choice, "logprobs",
+                                  logprobs_json(api, call, ch, 0, entries_ready(ch, true)));
         else cJSON_AddNullToObject(choice, "logprobs");
         cJSON_AddStringToObject(choice, "finish_reason", finish_of(ch, chat ? &rp : NULL));
         if (chat) chat_parsed_free(&rp.parsed);
@@ -959,8 +997,8 @@ static char *chunk_finish(char *out, cJSON *root, cJSON *choice, cJSON *logprobs
 }
 
 /* What of one choice is new since the last call. */
-static char *choice_events(const serve_api *api, const serve_call *call, const serve_request *r, serve_choice *ch,
-                           char *out) {
+static char *choice_events(const serve_api *api, const serve_call *call, const serve_request *r,
+                           serve_choice *ch, char *out) {
     bool chat = call->kind == SERVE_CHAT, final = ch->state == SERVE_DONE;
     cJSON *root, *delta, *choice;
     if (chat && !ch->opened) {
@@ -994,8 +1032,9 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
         if (final && reply_final(call, r, ch, &rp) == 0 && rp.n_calls > 0) {
             /* Content beside calls is what the parse kept; send only what
              * extends what was sent. */
-            bool extends = rp.content_len >= ch->sent_content &&
-                           !memcmp(rp.content, content, ch->sent_content < content_len ? ch->sent_content : content_len);
+            bool extends =
+                rp.content_len >= ch->sent_content &&
+                !memcmp(rp.content, content, ch->sent_content < content_len ? ch->sent_content : content_len);
             content = rp.content;
             content_len = extends ? rp.content_len : ch->sent_content;
         }
@@ -1058,7 +1097,8 @@ char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_
     for (int32_t i = 0; i < r->n_choices; i++) out = choice_events(api, call, r, &r->choices[i], out);
     if (r->state == SERVE_DONE) {
         if (call->include_usage) {
-            cJSON *u = response_head(api, call, call->kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion");
+            cJSON *u = response_head(api, call,
+                                     call->kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion");
             cJSON_AddArrayToObject(u, "choices");
             add_usage(u, r);
             out = sse_append(out, u);

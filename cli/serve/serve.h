@@ -348,6 +348,10 @@ char *serve_tools_calls_text(const struct cJSON *calls, serve_error *err);
  * after the generation prompt (malloc'd), or NULL when nothing is forced.
  * This is where the grammar constraint plugs in. */
 char *serve_tools_prefill(const serve_tools *t, int format);
+/* The GBNF grammar that constrains the reply after that prefill to one call
+ * of an offered tool (arguments following its parameters' JSON Schema), or
+ * NULL: none (err->status 0) or an error (err filled). */
+char *serve_tools_grammar(const serve_tools *t, serve_error *err);
 
 /* ------------------------------------------------------------ HTTP */
 

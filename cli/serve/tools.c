@@ -9,10 +9,10 @@
  * in a user turn), and the reply is parsed in that format
  * (chat_tool_parse, with the generic JSON fallback).
  *
- * tool_choice "required" or a named function constrains the output: today by
- * prefilling the start of a call after the generation prompt
- * (serve_tools_prefill); the grammar of core/src/grammar plugs in at the
- * same place once it is on main.
+ * tool_choice "required" or a named function constrains the output: the
+ * reply starts with the opening of a call (serve_tools_prefill) and a GBNF
+ * grammar (serve_tools_grammar) allows only a call to an offered tool whose
+ * arguments follow its JSON Schema, then the end of the output.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,9 +43,10 @@ static int parse_choice(const cJSON *root, serve_tools *t, serve_error *err) {
         if (!strcmp(c->valuestring, "none")) t->choice = SERVE_TOOLS_NONE;
         else if (!strcmp(c->valuestring, "required")) t->choice = SERVE_TOOLS_REQUIRED;
         else
-            return serve_fail(err, 400, "tool_choice", NULL,
-                              "'tool_choice' is '%.40s' (auto, none, required, or {\"type\": \"function\", ...})",
-                              c->valuestring);
+            return serve_fail(
+                err, 400, "tool_choice", NULL,
+                "'tool_choice' is '%.40s' (auto, none, required, or {\"type\": \"function\", ...})",
+                c->valuestring);
     } else {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
@@ -61,12 +62,13 @@ static int parse_choice(const cJSON *root, serve_tools *t, serve_error *err) {
     }
     if (t->choice == SERVE_TOOLS_NONE) return 0;
     if (t->n == 0)
-        return serve_fail(err, 400, "tool_choice", NULL, "'tool_choice' asks for a tool but 'tools' is empty");
+        return serve_fail(err, 400, "tool_choice", NULL,
+                          "'tool_choice' asks for a tool but 'tools' is empty");
     if (t->choice == SERVE_TOOLS_NAMED) {
         for (int i = 0; i < t->n; i++)
             if (!strcmp(t->names[i], t->named)) return 0;
-        return serve_fail(err, 400, "tool_choice", NULL, "'tool_choice' names '%.64s', which is not in 'tools'",
-                          t->named);
+        return serve_fail(err, 400, "tool_choice", NULL,
+                          "'tool_choice' names '%.64s', which is not in 'tools'", t->named);
     }
     return 0;
 }
@@ -77,7 +79,8 @@ int serve_tools_parse(const cJSON *root, serve_tools *t, serve_error *err) {
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "parallel_tool_calls");
     if (p && !cJSON_IsNull(p)) {
         if (!cJSON_IsBool(p))
-            return serve_fail(err, 400, "parallel_tool_calls", NULL, "'parallel_tool_calls' must be true or false");
+            return serve_fail(err, 400, "parallel_tool_calls", NULL,
+                              "'parallel_tool_calls' must be true or false");
         t->parallel = cJSON_IsTrue(p);
     }
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
@@ -97,14 +100,17 @@ int serve_tools_parse(const cJSON *root, serve_tools *t, serve_error *err) {
             if (!cJSON_IsObject(tool) || !cJSON_IsString(type) || strcmp(type->valuestring, "function") ||
                 !cJSON_IsObject(fn) || !cJSON_IsString(name) || !name->valuestring[0])
                 return serve_fail(err, 400, "tools", NULL,
-                                  "tool %d must be {\"type\": \"function\", \"function\": {\"name\": ...}}", t->n);
+                                  "tool %d must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                                  t->n);
             if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
-                return serve_fail(err, 400, "tools", NULL, "tool '%.64s': 'parameters' must be a JSON Schema object",
+                return serve_fail(err, 400, "tools", NULL,
+                                  "tool '%.64s': 'parameters' must be a JSON Schema object",
                                   name->valuestring);
             t->names[t->n] = strdup(name->valuestring);
             t->json[t->n] = cJSON_PrintUnformatted(tool);
             t->n++;
-            if (!t->names[t->n - 1] || !t->json[t->n - 1]) return serve_fail(err, 500, NULL, NULL, "out of memory");
+            if (!t->names[t->n - 1] || !t->json[t->n - 1])
+                return serve_fail(err, 500, NULL, NULL, "out of memory");
         }
     }
     return parse_choice(root, t, err);
@@ -151,7 +157,9 @@ char *serve_tools_calls_text(const cJSON *calls, serve_error *err) {
                        "tool call %d of an assistant message needs function.name and function.arguments", i);
             return NULL;
         }
-        char *a = !args ? strdup("{}") : cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args);
+        char *a = !args                  ? strdup("{}")
+                  : cJSON_IsString(args) ? strdup(args->valuestring)
+                                         : cJSON_PrintUnformatted(args);
         cJSON *nm = cJSON_CreateString(name->valuestring);
         char *nj = nm ? cJSON_PrintUnformatted(nm) : NULL;
         cJSON_Delete(nm);
@@ -184,4 +192,123 @@ char *serve_tools_prefill(const serve_tools *t, int format) {
     char *s = nj ? join3("<tool_call>\n{\"name\": ", nj, ", \"arguments\": ") : NULL;
     free(nj);
     return s;
+}
+
+/* A GBNF literal for s (quoted, escaped) appended to b, or false when out of
+ * room. */
+static bool gbnf_literal(char *b, size_t cap, size_t *len, const char *s) {
+    if (*len + 1 >= cap) return false;
+    b[(*len)++] = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*len + 5 >= cap) return false;
+        if (*p == '"' || *p == '\\') {
+            b[(*len)++] = '\\';
+            b[(*len)++] = (char)*p;
+        } else if (*p < 0x20) {
+            *len += (size_t)snprintf(b + *len, cap - *len, "\\x%02X", *p);
+        } else {
+            b[(*len)++] = (char)*p;
+        }
+    }
+    b[(*len)++] = '"';
+    b[*len] = '\0';
+    return true;
+}
+
+static bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* gbnf with every rule name prefixed by pre, so that several converted
+ * schemas live in one grammar (literals, classes, repetition counts and
+ * comments are copied as they are). */
+static char *gbnf_prefixed(const char *g, const char *pre) {
+    size_t n = strlen(g), np = strlen(pre), o = 0;
+    char *out = malloc(n * (np + 1) + 1);
+    if (!out) return NULL;
+    for (size_t i = 0; i < n;) {
+        char c = g[i];
+        if (c == '"' || c == '[') { /* literal or class, with escapes */
+            char end = c == '"' ? '"' : ']';
+            out[o++] = g[i++];
+            while (i < n && g[i] != end) {
+                if (g[i] == '\\' && i + 1 < n) out[o++] = g[i++];
+                out[o++] = g[i++];
+            }
+            if (i < n) out[o++] = g[i++];
+        } else if (c == '{' || c == '#') { /* {m,n} or a comment */
+            char end = c == '{' ? '}' : '\n';
+            while (i < n && g[i] != end) out[o++] = g[i++];
+        } else if (is_name_char(c)) {
+            memcpy(out + o, pre, np);
+            o += np;
+            while (i < n && is_name_char(g[i])) out[o++] = g[i++];
+        } else {
+            out[o++] = g[i++];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+char *serve_tools_grammar(const serve_tools *t, serve_error *err) {
+    if (t->choice != SERVE_TOOLS_REQUIRED && t->choice != SERVE_TOOLS_NAMED) return NULL;
+    size_t cap = 1024;
+    for (int i = 0; i < t->n; i++) cap += 64 + 6 * strlen(t->names[i]);
+    char *root = malloc(cap), *all = NULL;
+    size_t len = 0;
+    if (!root) goto oom;
+    len = (size_t)snprintf(root, cap, "root ::= (");
+    all = strdup("");
+    int alt = 0;
+    for (int i = 0; i < t->n && all; i++) {
+        if (t->choice == SERVE_TOOLS_NAMED && strcmp(t->names[i], t->named)) continue;
+        cJSON *tool = cJSON_Parse(t->json[i]);
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(tool, "function"), "parameters");
+        char *schema =
+            cJSON_IsObject(params) ? cJSON_PrintUnformatted(params) : strdup("{\"type\": \"object\"}");
+        cJSON_Delete(tool);
+        char *g = schema ? tessera_json_schema_to_gbnf(schema, strlen(schema)) : NULL;
+        free(schema);
+        if (!g) {
+            free(root);
+            free(all);
+            return serve_fail(err, 400, "tools", NULL,
+                              "tool '%.64s': its parameters cannot constrain the output: %s", t->names[i],
+                              tessera_last_error()),
+                   NULL;
+        }
+        char pre[16];
+        snprintf(pre, sizeof pre, "t%d-", i);
+        char *pg = gbnf_prefixed(g, pre);
+        free(g);
+        char *joined = pg ? join3(all, pg, "\n") : NULL;
+        free(pg);
+        free(all);
+        all = joined;
+        /* required: the prefill ends in {"name": " and the name follows;
+         * named: the prefill holds the name and "arguments": already. */
+        if (len + 32 >= cap) goto oom;
+        if (alt++) len += (size_t)snprintf(root + len, cap - len, " | ");
+        if (t->choice == SERVE_TOOLS_REQUIRED) {
+            char lit[512];
+            snprintf(lit, sizeof lit, "%.400s\", \"arguments\": ", t->names[i]);
+            if (!gbnf_literal(root, cap, &len, lit)) goto oom;
+            len += (size_t)snprintf(root + len, cap - len, " ");
+        }
+        len += (size_t)snprintf(root + len, cap - len, "%sroot", pre);
+    }
+    if (!all || len + 64 >= cap) goto oom;
+    snprintf(root + len, cap - len, ") \"}\\n</tool_call>\"\n");
+    char *out = join3(root, all, "");
+    free(root);
+    free(all);
+    if (!out) serve_fail(err, 500, NULL, NULL, "out of memory");
+    return out;
+oom:
+    free(root);
+    free(all);
+    serve_fail(err, 500, NULL, NULL, "out of memory");
+    return NULL;
 }

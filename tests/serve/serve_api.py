@@ -309,6 +309,15 @@ def test_errors():
                                  "tool_choice": {"type": "function", "function": {"name": "g"}}}, 400,
                      "tool_choice", "named tool not offered")
         expect_error(srv, chat, {"messages": ok_msgs, "tools": [{"type": "function"}]}, 400, "tools", "tool without name")
+        # a forced call is held to the tool's schema by a grammar: one it cannot follow is a 400 naming the tool
+        e = expect_error(srv, chat, {"messages": ok_msgs, "tool_choice": "required", "tools": [
+            {"type": "function", "function": {"name": "f", "parameters": {
+                "type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}}}}]}, 400, "tools",
+            "unsupported schema keyword")
+        expect("'f'" in e["message"] and "pattern" in e["message"], "schema error message %r" % e["message"])
+        expect_error(srv, chat, {"messages": ok_msgs, "tool_choice": "required", "response_format": {"type": "json_object"},
+                                 "tools": [{"type": "function", "function": {"name": "f"}}]}, 400, "tool_choice",
+                     "forced call plus response_format")
         st, obj = srv.json("POST", chat, {"messages": ok_msgs, "max_tokens": 2, "user": "me", "tools": None,
                                           "model": "anything", "store": False, "metadata": {"a": "b"},
                                           "stream_options": None, "parallel_tool_calls": True,

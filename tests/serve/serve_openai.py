@@ -155,6 +155,11 @@ def test_fields():
 WEATHER = [{"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+ADD = {"type": "function", "function": {
+    "name": "add", "description": "Add two integers",
+    "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                   "required": ["a", "b"], "additionalProperties": False}}}
+CACHE = {"cache_prompt": True}  # one slot: each request reuses the last one's prefix
 
 
 def streamed_reply(stream):
@@ -180,27 +185,43 @@ def test_tool_round_trip():
         c.timeout = 600
         msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
         named = {"type": "function", "function": {"name": "get_weather"}}
-        r = c.chat.completions.create(model="m", messages=msgs, tools=WEATHER, tool_choice=named, max_tokens=32,
-                                      temperature=0)
+        r = c.chat.completions.create(model="m", messages=msgs, tools=WEATHER, tool_choice=named, max_tokens=48,
+                                      temperature=0, extra_body=CACHE)
         ch = r.choices[0]
         expect(ch.finish_reason == "tool_calls", "finish %r, message %r" % (ch.finish_reason, ch.message))
         call = ch.message.tool_calls[0]
         expect(call.type == "function" and call.function.name == "get_weather", "call %r" % call)
-        expect(isinstance(json.loads(call.function.arguments), dict), "arguments %r" % call.function.arguments)
+        # The grammar holds the arguments to the schema and ends the output after the call.
+        args = json.loads(call.function.arguments)
+        expect(isinstance(args, dict) and isinstance(args.get("city"), str), "arguments %r" % call.function.arguments)
+        expect(r.usage.completion_tokens < 48, "generation did not end with the call: %r" % r.usage)
         text, calls, finish = streamed_reply(c.chat.completions.create(
-            model="m", messages=msgs, tools=WEATHER, tool_choice=named, max_tokens=32, temperature=0, stream=True))
+            model="m", messages=msgs, tools=WEATHER, tool_choice=named, max_tokens=48, temperature=0, stream=True,
+            extra_body=CACHE))
         expect(finish == "tool_calls" and calls[0][1] == "get_weather" and calls[0][2] == call.function.arguments,
                "streamed call %r / %r, want %r" % (calls, finish, call))
         # The result goes back as a tool message; the model answers in text.
         msgs2 = msgs + [ch.message.model_dump(exclude_none=True),
                         {"role": "tool", "tool_call_id": call.id, "content": '{"temperature_c": 18, "sky": "sunny"}'}]
-        a = c.chat.completions.create(model="m", messages=msgs2, tools=WEATHER, max_tokens=24, temperature=0)
+        a = c.chat.completions.create(model="m", messages=msgs2, tools=WEATHER, max_tokens=24, temperature=0,
+                                      extra_body=CACHE)
         answer = a.choices[0]
         expect(not answer.message.tool_calls and answer.message.content, "no text answer: %r" % answer.message)
         text, calls, finish = streamed_reply(c.chat.completions.create(
-            model="m", messages=msgs2, tools=WEATHER, max_tokens=24, temperature=0, stream=True))
+            model="m", messages=msgs2, tools=WEATHER, max_tokens=24, temperature=0, stream=True, extra_body=CACHE))
         expect(text == answer.message.content and not calls and finish == answer.finish_reason,
                "streamed answer %r / %r, want %r" % (text, finish, answer.message.content))
+        # tool_choice "required" with two tools: a call to one of them, arguments per its schema.
+        r = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "What is 2 plus 3?"}],
+                                      tools=WEATHER + [ADD], tool_choice="required", max_tokens=48, temperature=0.7,
+                                      seed=5, extra_body=CACHE)
+        call = r.choices[0].message.tool_calls[0]
+        args = json.loads(call.function.arguments)
+        if call.function.name == "add":
+            expect(sorted(args) == ["a", "b"] and all(isinstance(v, int) for v in args.values()), "add %r" % args)
+        else:
+            expect(call.function.name == "get_weather" and isinstance(args.get("city"), str), "call %r" % call)
+        expect(r.choices[0].finish_reason == "tool_calls", "required: finish %r" % r.choices[0].finish_reason)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,16 @@ typedef struct serve_opts {
     const char *host, *api_key, *alias;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
+    serve_log_format log_format;
 } serve_opts;
+
+static int opt_log_format(const char *cmd, const char *flag, const char *value, void *dst) {
+    if (!strcmp(value, "text")) *(serve_log_format *)dst = SERVE_LOG_TEXT;
+    else if (!strcmp(value, "json")) *(serve_log_format *)dst = SERVE_LOG_JSON;
+    else if (!strcmp(value, "off")) *(serve_log_format *)dst = SERVE_LOG_OFF;
+    else return cli_bad_value(cmd, flag, value, "text, json or off");
+    return 0;
+}
 
 static const cli_option serve_own[] = {
     {NULL, "--host", "ADDR", "address to listen on (127.0.0.1: this machine only)", CLI_STR,
@@ -56,6 +65,10 @@ static const cli_option serve_own[] = {
      CLI_OWN(serve_opts, api_key), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--max-body", "BYTES", "largest request body; larger: 413", CLI_INT,
      CLI_OWN(serve_opts, max_body), 1024, 1 << 30, NULL, 0, 0},
+    {NULL, "--log-format", "FORMAT",
+     "one line per request on stderr (time, method, path, status, tokens in/out, ms): text (default), "
+     "json or off",
+     CLI_FN, CLI_OWN(serve_opts, log_format), 0, 0, opt_log_format, 0, 0},
     {NULL, "--alias", "NAME", "model name in responses (default: the file name)", CLI_STR,
      CLI_OWN(serve_opts, alias), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--max-conns", "N",
@@ -85,7 +98,9 @@ static const cli_command serve_cmd = {
     .name = "tessera serve",
     .synopsis = "-m MODEL [options]",
     .about = "Serves the OpenAI API over HTTP: POST /v1/chat/completions, POST /v1/completions,\n"
-             "GET /v1/models, GET /health, GET /metrics (Prometheus). --parallel N slots\n"
+             "GET /v1/models, GET /health, GET /metrics (Prometheus), llama-server's GET /props\n"
+             "and GET /slots, and a chat page at GET /. Requests reuse a slot's cached\n"
+             "prompt prefix unless they send \"cache_prompt\": false. --parallel N slots\n"
              "share the model and one KV cache; the requests in them are decoded together,\n"
              "one batch per step. Ctrl-C (or SIGTERM) stops accepting, lets running requests\n"
              "finish for --shutdown-grace seconds, then stops the server.",
@@ -155,6 +170,9 @@ int cmd_serve(int argc, char **argv) {
     int rc = 1, initialized = 0;
     if (cli_runtime_init(cmd, &o.p) != 0) goto done;
     initialized = 1;
+    struct stat st = {0};
+    if (stat(o.p.model, &st) == 0) /* a line before the wait, so a slow start is not silent */
+        fprintf(stderr, "tessera serve: loading %s (%.0f MiB)\n", o.p.model, (double)st.st_size / 1048576.0);
     model = cli_model_load(cmd, &o.p, o.p.model);
     if (!model) goto done;
     long n_ctx = o.p.n_ctx;
@@ -169,8 +187,13 @@ int cmd_serve(int argc, char **argv) {
 
     serve_api api = {.model = model,
                      .model_id = o.alias ? o.alias : base_name(o.p.model),
+                     .model_path = o.p.model,
+                     .created = (long long)st.st_mtime,
                      .slot_ctx = (int32_t)(n_ctx / o.parallel),
                      .n_slots = (int32_t)o.parallel};
+    const char *owner = tessera_model_meta_str(model, "general.organization");
+    if (!owner) owner = tessera_model_meta_str(model, "general.author");
+    snprintf(api.owned_by, sizeof api.owned_by, "%s", owner ? owner : "tessera");
     cli_chat chat;
     if (cli_chat_setup(cmd, &o.p, model, 1, &chat) != 0) goto done;
     api.format = chat.format;
@@ -195,7 +218,8 @@ int cmd_serve(int argc, char **argv) {
                             .max_connections = max_conns,
                             .max_conns_per_ip = o.max_conns_per_ip >= 0 ? o.max_conns_per_ip : (max_conns + 1) / 2,
                             .header_timeout_ms = o.header_timeout * 1000,
-                            .body_timeout_ms = o.body_timeout * 1000};
+                            .body_timeout_ms = o.body_timeout * 1000,
+                            .log_format = o.log_format};
     http = serve_http_start(&hp, engine, &api);
     if (!http) goto done;
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s%s)\n",

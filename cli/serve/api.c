@@ -701,6 +701,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
         }
         if (get_bool(so, "include_usage", &call->include_usage, err)) goto done;
     }
+    r->cache_prompt = true; /* llama-server's default: reuse a slot's cached prefix */
     if (get_bool(root, "cache_prompt", &r->cache_prompt, err)) goto done;
     r->max_tokens = (int32_t)max_tokens;
     if (get_stop(root, r, err) || parse_logprobs(root, kind, r, err) || parse_sampling(api, root, r, err) ||
@@ -1116,8 +1117,8 @@ char *serve_api_models(const serve_api *api) {
     cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), m);
     cJSON_AddStringToObject(m, "id", api->model_id);
     cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", 0);
-    cJSON_AddStringToObject(m, "owned_by", "tessera");
+    cJSON_AddNumberToObject(m, "created", (double)api->created);
+    cJSON_AddStringToObject(m, "owned_by", api->owned_by[0] ? api->owned_by : "tessera");
     cJSON *meta = cJSON_AddObjectToObject(m, "meta");
     cJSON_AddStringToObject(meta, "description", tessera_model_desc(api->model));
     cJSON_AddNumberToObject(meta, "n_ctx_slot", api->slot_ctx);

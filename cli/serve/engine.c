@@ -173,7 +173,7 @@ static int32_t common_prefix(const tessera_token *a, int32_t na, const tessera_t
  * least the last prompt token to decode for its logits); otherwise an empty
  * slot first, so that other slots keep their caches. -1 if none is free. */
 static int32_t pick_slot(serve_engine *e, const serve_request *r, int32_t *reuse) {
-    int32_t best = -1, best_len = -1;
+    int32_t best = -1, best_len = INT32_MIN; /* a slot holding a cache is still a free slot */
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         const serve_slot *s = &e->slots[i];
         if (s->ch) continue;
@@ -527,4 +527,20 @@ void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms
         if (e->slots[i].ch) out->busy_slot_ms += t - e->slots[i].t_start_ms;
     *uptime_ms = t - e->t_start_ms;
     pthread_mutex_unlock(&e->mu);
+}
+
+int32_t serve_engine_slot_info(serve_engine *e, serve_slot_info *out, int32_t max) {
+    pthread_mutex_lock(&e->mu);
+    int32_t n = e->p.n_slots < max ? e->p.n_slots : max;
+    for (int32_t i = 0; i < n; i++) {
+        const serve_slot *s = &e->slots[i];
+        out[i] = (serve_slot_info){.busy = s->ch != NULL, .n_past = s->n_past};
+        if (s->ch) {
+            out[i].n_prompt = s->ch->req->n_prompt;
+            out[i].n_gen = s->ch->n_gen;
+            out[i].cache_prompt = s->ch->req->cache_prompt;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return n;
 }

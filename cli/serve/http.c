@@ -42,7 +42,12 @@ typedef struct conn_state {
     size_t len, cap;
     uint64_t seen; /* body bytes received, kept or not */
     bool too_large;
+    serve_log_entry log; /* the request's log line (log.c) */
 } conn_state;
+
+/* The connection this thread serves (one thread per connection), so the
+ * response helpers can note the status and token counts for the log line. */
+static _Thread_local conn_state *tl_conn;
 
 /* ------------------------------------------------------------ helpers */
 
@@ -65,6 +70,7 @@ static enum MHD_Result send_body(serve_http *h, struct MHD_Connection *c, int st
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     serve_engine_count_status(h->e, status);
+    if (tl_conn) tl_conn->log.status = status;
     return rc;
 }
 
@@ -120,6 +126,7 @@ typedef struct stream_state {
     uint64_t seen; /* the request's progress already turned into events */
     bool opened;   /* the first events are out */
     bool finished; /* the final events are in pending */
+    serve_log_entry log; /* written when the stream ends */
 } stream_state;
 
 /* The next events (lock not held). Returns false when nothing is ready yet. */
@@ -159,6 +166,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream_state *st = cls;
+    serve_engine_lock(st->h->e);
+    st->log.n_in = st->r->n_prompt;
+    st->log.n_out = serve_request_n_gen(st->r);
+    serve_engine_unlock(st->h->e);
+    serve_log_write(st->h->p.log_format, &st->log);
     serve_engine_release(st->h->e, st->r); /* cancels the slot if still generating */
     free(st->pending);
     free(st);
@@ -223,6 +235,11 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
             return send_error(h, c, 500, "out of memory", "server_error", NULL);
         }
         *st = (stream_state){.h = h, .r = r, .call = call, .fd = fd};
+        if (tl_conn) {
+            st->log = tl_conn->log;
+            st->log.status = MHD_HTTP_OK;
+            tl_conn->log.handed_off = true;
+        }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, resp);
@@ -240,6 +257,10 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
                                                     r->error_status == 503 ? "shutting_down" : NULL)
                              : serve_api_response(h->api, &call, r);
     int status = !r->error[0] ? MHD_HTTP_OK : r->error_status ? r->error_status : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    if (tl_conn) {
+        tl_conn->log.n_in = r->n_prompt;
+        tl_conn->log.n_out = serve_request_n_gen(r);
+    }
     serve_engine_unlock(h->e);
     serve_engine_release(h->e, r);
     return send_json(h, c, status, body);
@@ -269,6 +290,10 @@ static gate_conn *conn_gate(struct MHD_Connection *c) {
 static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char *url, const char *method,
                              conn_state *cs) {
     bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) { /* the chat page: static, no key needed */
+        if (!get) return send_error(h, c, 405, "use GET /", "invalid_request_error", NULL);
+        return send_body(h, c, 200, strdup(serve_page_html), "text/html; charset=utf-8");
+    }
     if (!strcmp(url, "/health")) {
         if (!get) return send_error(h, c, 405, "use GET /health", "invalid_request_error", NULL);
         return send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
@@ -290,6 +315,9 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
     else if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
         if (!get) return send_error(h, c, 405, "use GET /v1/models", "invalid_request_error", NULL);
         return send_json(h, c, 200, serve_api_models(h->api));
+    } else if (!strcmp(url, "/props") || !strcmp(url, "/slots")) {
+        if (!get) return send_error(h, c, 405, "use GET", "invalid_request_error", NULL);
+        return send_json(h, c, 200, url[1] == 'p' ? serve_api_props(h->api, h->e) : serve_api_slots(h->api, h->e));
     } else if (!strcmp(url, "/metrics")) {
         if (!get) return send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
         return send_body(h, c, 200, render_metrics(h), "text/plain; version=0.0.4");
@@ -312,6 +340,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         cs = calloc(1, sizeof *cs);
         if (!cs) return MHD_NO;
         *con_cls = cs;
+        serve_log_begin(&cs->log, method, url);
+        tl_conn = cs;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         bool has_body = (cl && strtoull(cl, NULL, 10) > 0) ||
                         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
@@ -329,6 +359,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         }
         return MHD_YES;
     }
+    tl_conn = cs;
     if (*upload_size > 0) {
         size_t n = *upload_size;
         cs->seen += n;
@@ -365,6 +396,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (t == MHD_REQUEST_TERMINATED_COMPLETED_OK) serve_gate_phase(h->gate, conn_gate(c), GATE_HEADERS);
     conn_state *cs = *con_cls;
     if (!cs) return;
+    if (tl_conn == cs) tl_conn = NULL;
+    if (!cs->log.handed_off && cs->log.status) serve_log_write(h->p.log_format, &cs->log);
     free(cs->body);
     free(cs);
     *con_cls = NULL;

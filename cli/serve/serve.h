@@ -273,6 +273,9 @@ typedef enum serve_kind {
 typedef struct serve_api {
     tessera_model *model;
     const char *model_id;        /* name shown in responses and /v1/models */
+    const char *model_path;      /* the GGUF file (/props) */
+    long long created;           /* /v1/models "created": the file's modification time */
+    char owned_by[64];           /* /v1/models "owned_by": general.organization/author, else "tessera" */
     tessera_chat_format format;  /* the model's chat template */
     int32_t n_slots;             /* the most choices (`n`) one request may ask */
     char bos_text[64], eos_text[64];
@@ -353,6 +356,43 @@ char *serve_tools_prefill(const serve_tools *t, int format);
  * NULL: none (err->status 0) or an error (err filled). */
 char *serve_tools_grammar(const serve_tools *t, serve_error *err);
 
+/* ------------------------------------------------------------ request log */
+
+typedef enum serve_log_format { SERVE_LOG_TEXT = 0, SERVE_LOG_JSON = 1, SERVE_LOG_OFF = 2 } serve_log_format;
+
+/* One line per request on stderr (log.c): time, method, path, status,
+ * tokens in/out, milliseconds. */
+typedef struct serve_log_entry {
+    char method[8];
+    char path[96];
+    double t0_ms;        /* CLOCK_MONOTONIC when the request arrived */
+    int status;          /* 0 until a response is queued */
+    int32_t n_in, n_out; /* prompt and generated tokens; -1: not a generation */
+    bool handed_off;     /* a stream writes the line when it ends */
+} serve_log_entry;
+
+void serve_log_begin(serve_log_entry *e, const char *method, const char *path);
+void serve_log_write(serve_log_format f, const serve_log_entry *e);
+
+/* ------------------------------------------------------------ /props, /slots */
+
+typedef struct serve_slot_info {
+    bool busy;
+    int32_t n_past;             /* positions the slot holds in the cache */
+    int32_t n_prompt, n_gen;    /* of the request in it (0 when idle) */
+    bool cache_prompt;
+} serve_slot_info;
+
+/* A snapshot of the slots into out[0..n_slots). Returns n_slots. */
+int32_t serve_engine_slot_info(serve_engine *e, serve_slot_info *out, int32_t max);
+
+/* llama-server's GET /props and GET /slots, malloc'd JSON (info.c). */
+char *serve_api_props(const serve_api *api, serve_engine *e);
+char *serve_api_slots(const serve_api *api, serve_engine *e);
+
+/* The chat page served at GET / (page.html, embedded at build time). */
+extern const char serve_page_html[];
+
 /* ------------------------------------------------------------ HTTP */
 
 typedef struct serve_http_params {
@@ -364,6 +404,7 @@ typedef struct serve_http_params {
     int max_conns_per_ip;  /* 0: no limit */
     int header_timeout_ms; /* request line and headers, from the connection's start */
     int body_timeout_ms;   /* the body, from its headers */
+    serve_log_format log_format;
 } serve_http_params;
 
 typedef struct serve_http serve_http;

@@ -1,0 +1,60 @@
+/* GET /props and GET /slots, shaped as llama-server answers them, so tools
+ * written for it (its web UI, scripts that read n_ctx) find what they need. */
+#include <cJSON.h>
+#include <stdlib.h>
+
+#include "serve.h"
+
+char *serve_api_props(const serve_api *api, serve_engine *e) {
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON *gen = cJSON_AddObjectToObject(root, "default_generation_settings");
+    if (gen) {
+        cJSON_AddNumberToObject(gen, "n_ctx", api->slot_ctx);
+        cJSON_AddStringToObject(gen, "model", api->model_id);
+    }
+    cJSON_AddNumberToObject(root, "total_slots", serve_engine_n_slots(e));
+    cJSON_AddStringToObject(root, "model_alias", api->model_id);
+    cJSON_AddStringToObject(root, "model_path", api->model_path ? api->model_path : "");
+    cJSON_AddNumberToObject(root, "n_ctx", api->slot_ctx);
+    cJSON_AddStringToObject(root, "chat_template_family", tessera_chat_family_name(api->format.family));
+    const char *jinja = tessera_model_meta_str(api->model, "tokenizer.chat_template");
+    cJSON_AddStringToObject(root, "chat_template", jinja ? jinja : "");
+    cJSON_AddStringToObject(root, "bos_token", api->bos_text);
+    cJSON_AddStringToObject(root, "eos_token", api->eos_text);
+    cJSON *mod = cJSON_AddObjectToObject(root, "modalities");
+    if (mod) {
+        cJSON_AddBoolToObject(mod, "vision", 0);
+        cJSON_AddBoolToObject(mod, "audio", 0);
+    }
+    cJSON_AddStringToObject(root, "build_info", tessera_version());
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+char *serve_api_slots(const serve_api *api, serve_engine *e) {
+    serve_slot_info info[TESSERA_MAX_SEQ];
+    int32_t n = serve_engine_slot_info(e, info, TESSERA_MAX_SEQ);
+    cJSON *root = cJSON_CreateArray();
+    if (!root) return NULL;
+    for (int32_t i = 0; i < n; i++) {
+        cJSON *s = cJSON_CreateObject();
+        if (!s) break;
+        cJSON_AddItemToArray(root, s);
+        cJSON_AddNumberToObject(s, "id", i);
+        cJSON_AddNumberToObject(s, "n_ctx", api->slot_ctx);
+        cJSON_AddBoolToObject(s, "is_processing", info[i].busy);
+        cJSON_AddNumberToObject(s, "n_past", info[i].n_past);
+        cJSON *params = cJSON_AddObjectToObject(s, "params");
+        if (params) cJSON_AddBoolToObject(params, "cache_prompt", info[i].cache_prompt);
+        cJSON *next = cJSON_AddObjectToObject(s, "next_token");
+        if (next) {
+            cJSON_AddNumberToObject(next, "n_prompt_tokens", info[i].n_prompt);
+            cJSON_AddNumberToObject(next, "n_decoded", info[i].n_gen);
+        }
+    }
+    char *str = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return str;
+}

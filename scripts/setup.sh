@@ -12,6 +12,9 @@ packages=(
   libmicrohttpd-dev
   # tests: the chat REPL through a pseudo-terminal (tests/cli/chat_repl.py)
   python3-pexpect
+  # tests: the server's chat page in headless Chromium (tests/serve/serve_page.py;
+  # skipped without it). About 300 MB installed, 2.5 minutes to install here.
+  chromium
   # libFuzzer builds (scripts/fuzz.sh, meson -Dfuzz=true)
   clang libclang-rt-14-dev
   # tests: replicas behind a load balancer (tests/serve/serve_haproxy.py, docs/deploy.md)

@@ -102,6 +102,8 @@ int grammar_stacks_advance(const grammar *g, const grammar_stacks *in, uint32_t 
                            grammar_work *w);
 /* Some stack is empty: the text so far is a complete match. */
 bool grammar_stacks_complete(const grammar_stacks *s);
+/* a and b hold the same stacks (in any order). */
+bool grammar_stacks_equal(const grammar_stacks *a, const grammar_stacks *b);
 /* Some stack's top class accepts a code point in [lo, hi]. */
 bool grammar_stacks_allow_range(const grammar *g, const grammar_stacks *s, uint32_t lo, uint32_t hi);
 

@@ -132,6 +132,20 @@ bool grammar_stacks_complete(const grammar_stacks *s) {
     return false;
 }
 
+bool grammar_stacks_equal(const grammar_stacks *a, const grammar_stacks *b) {
+    if (a->n != b->n) return false;
+    /* Both are deduplicated, so equal sizes and a in b means equal sets. */
+    for (size_t i = 0; i < a->n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < b->n && !found; j++)
+            found = a->hash[i] == b->hash[j] && a->len[i] == b->len[j] &&
+                    (a->len[i] == 0 ||
+                     !memcmp(a->pool + a->off[i], b->pool + b->off[j], a->len[i] * sizeof *a->pool));
+        if (!found) return false;
+    }
+    return true;
+}
+
 bool grammar_stacks_allow_range(const grammar *g, const grammar_stacks *s, uint32_t lo, uint32_t hi) {
     for (size_t i = 0; i < s->n; i++)
         if (s->len[i] > 0 && class_match_range(g, s->pool[s->off[i] + s->len[i] - 1], lo, hi)) return true;

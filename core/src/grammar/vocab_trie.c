@@ -14,6 +14,8 @@
 #include "grammar/grammar.h"
 #include "util/error.h"
 
+enum { MEMO_CP = 0x800, MEMO_UNKNOWN = 0, MEMO_REJECT, MEMO_SAME, MEMO_OTHER };
+
 typedef struct trie_node {
     uint32_t first_child;  /* 0: none (node 0 is the root, never a child) */
     uint32_t next_sibling; /* 0: none */
@@ -32,6 +34,11 @@ struct grammar_vocab {
     size_t n_nodes, nodes_cap;
     /* Walk state per depth, reused between walks. */
     grammar_stacks level[GRAMMAR_MAX_PIECE + 1];
+    /* What code point cp (< MEMO_CP) does to the walk's starting stacks:
+     * MEMO_UNKNOWN, MEMO_REJECT, MEMO_SAME (the same set of stacks again,
+     * as inside a JSON string) or MEMO_OTHER. Inside a string almost every
+     * node of the trie is then one table lookup instead of an advance. */
+    uint8_t memo[MEMO_CP];
 };
 
 static int64_t node_child(grammar_vocab *v, uint32_t parent, uint8_t byte) {
@@ -151,11 +158,19 @@ static int walk_node(walk *w, uint32_t node, const grammar_stacks *st, grammar_u
         int step = grammar_utf8_step(&cu, b, &cp);
         if (step < 0) continue;
         bool done = step == 1;
-        if (done) {
+        /* Stacks equal to the start's are always passed on as the start's
+         * own, so the memo applies at any depth. */
+        bool memo = done && st == &w->m->stacks && cp < MEMO_CP;
+        if (memo && v->memo[cp] == MEMO_REJECT) continue;
+        if (memo && v->memo[cp] == MEMO_SAME) {
+            next = st;
+        } else if (done) {
             grammar_stacks *out = &v->level[depth + 1];
             if (grammar_stacks_advance(w->m->g, st, cp, out, &w->m->work) < 0) return -1;
+            bool same = out->n > 0 && st == &w->m->stacks && grammar_stacks_equal(out, st);
+            if (memo) v->memo[cp] = out->n == 0 ? MEMO_REJECT : same ? MEMO_SAME : MEMO_OTHER;
             if (out->n == 0) continue;
-            next = out;
+            next = same ? st : out;
         } else {
             uint32_t lo, hi;
             grammar_utf8_range(&cu, &lo, &hi);
@@ -172,6 +187,7 @@ static int walk_node(walk *w, uint32_t node, const grammar_stacks *st, grammar_u
 
 int32_t grammar_vocab_mask(grammar_vocab *v, grammar_matcher *m, uint8_t *allowed) {
     memset(allowed, 0, (size_t)v->n_vocab);
+    memset(v->memo, MEMO_UNKNOWN, sizeof v->memo);
     walk w = {v, m, allowed, 0};
     if (walk_node(&w, 0, &m->stacks, m->partial, 0) < 0) return -1;
     for (size_t i = 0; i < v->n_long; i++) {

@@ -11,7 +11,6 @@
 #include <cJSON.h>
 #endif
 
-#include "chat/chat.h"
 #include "cli_util.h"
 #include "util/error.h"
 
@@ -127,15 +126,15 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
     if (!s->sampler || cli_grammar_attach(cmd, p, s->model, s->sampler) != 0) return -1;
     if (cli_chat_setup(cmd, p, s->model, 0, &s->chat) < 0) return -1;
     if (p->verbose)
-        fprintf(stderr, "[%s; template %s%s; context %d; seed %u]\n", tessera_model_desc(s->model),
-                tessera_chat_family_name(s->chat.format.family), s->chat.format.bos_in_text ? " (writes BOS)" : "",
-                (int)s->n_ctx, tessera_sampler_seed(s->sampler));
+        fprintf(stderr, "[%s; template %s; context %d; seed %u]\n", tessera_model_desc(s->model),
+                s->chat.source, (int)s->n_ctx, tessera_sampler_seed(s->sampler));
     if (p->system && chat_session_set_system(s, p->system) < 0) return -1;
     return 0;
 }
 
 void chat_session_close(chat_session *s) {
     conv_free(&s->conv);
+    cli_chat_free(&s->chat);
     free(s->cached.ids);
     free(s->prompt.ids);
     tessera_sampler_free(s->sampler);
@@ -168,9 +167,9 @@ static int render_fitting(chat_session *s, int *n_dropped) {
     int32_t room = s->n_ctx / 4 > 0 ? s->n_ctx / 4 : 1;
     for (;;) {
         size_t len = 0;
-        char *text = chat_render_alloc(&s->chat.format, s->conv.msgs, s->conv.n, true, s->chat.bos_text,
-                                       s->chat.eos_text, &len);
-        int rc = text ? tokenize_into(s->model, text, len, !s->chat.format.bos_in_text, &s->prompt) : -1;
+        char *text = tessera_chat_template_render(s->chat.tmpl, s->conv.msgs, s->conv.n, true, &len);
+        bool add_bos = text && !tessera_chat_template_text_has_bos(s->chat.tmpl, text, len);
+        int rc = text ? tokenize_into(s->model, text, len, add_bos, &s->prompt) : -1;
         free(text);
         if (rc < 0) {
             fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());

@@ -79,9 +79,11 @@ static const cli_option common_options[] = {
     {NULL, "--json-schema-file", "FILE", "--json-schema, read from FILE", CLI_STR, P(json_schema_file), 0,
      0, NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
 
-    {NULL, "--chat-template", "NAME",
-     "chat template instead of the model's: chatml, llama2, llama3, gemma, phi3, zephyr, mistral",
-     CLI_STR, P(chat_template), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_TEMPLATE},
+    {NULL, "--chat-template", "NAME|JINJA",
+     "chat template instead of the model's: chatml, llama2, llama3, gemma, phi3, zephyr, mistral, or "
+     "Jinja text", CLI_STR, P(chat_template), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_TEMPLATE},
+    {NULL, "--chat-template-file", "FILE", "Jinja chat template instead of the model's", CLI_STR,
+     P(chat_template_file), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_TEMPLATE},
     {"-sys", "--system", "TEXT", "system message", CLI_STR, P(system), 0, 0, NULL, CLI_NO_DEFAULT,
      CLI_G_CHAT},
 

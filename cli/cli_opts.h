@@ -75,7 +75,7 @@ typedef struct cli_params {
     /* constrained output: at most one of these */
     const char *grammar, *grammar_file, *json_schema, *json_schema_file;
     /* chat */
-    const char *chat_template, *system;
+    const char *chat_template, *chat_template_file, *system;
     int verbose;
     /* Arguments that are not options (FILE for inspect, ...). */
     const char *positional[CLI_MAX_POSITIONAL];

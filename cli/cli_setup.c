@@ -223,22 +223,54 @@ static void special_text(const tessera_model *m, tessera_token id, char *buf, in
 
 int cli_chat_setup(const char *cmd, const cli_params *p, const tessera_model *m, int quiet, cli_chat *out) {
     memset(out, 0, sizeof *out);
-    if (p->chat_template) {
-        if (tessera_chat_format_from_name(p->chat_template, &out->format) < 0) {
+    char bos[256], eos[256];
+    special_text(m, tessera_token_bos(m), bos, sizeof bos);
+    special_text(m, tessera_token_eos(m), eos, sizeof eos);
+    if (p->chat_template_file && p->chat_template) {
+        fprintf(stderr, "%s: give --chat-template or --chat-template-file, not both\n", cmd);
+        return -1;
+    }
+    if (p->chat_template_file) {
+        size_t len;
+        char *text = cli_read_file(cmd, "--chat-template-file", p->chat_template_file, &len);
+        if (!text) return -1;
+        out->tmpl = tessera_chat_template_new(text, len, bos, eos);
+        free(text);
+        if (!out->tmpl) {
+            fprintf(stderr, "%s: --chat-template-file %s: %s\n", cmd, p->chat_template_file, tessera_last_error());
+            return -1;
+        }
+        snprintf(out->source, sizeof out->source, "%s", p->chat_template_file);
+    } else if (p->chat_template) {
+        /* a built-in name, or the Jinja text itself (as llama.cpp takes it) */
+        bool jinja = strstr(p->chat_template, "{{") || strstr(p->chat_template, "{%");
+        out->tmpl = jinja ? tessera_chat_template_new(p->chat_template, strlen(p->chat_template), bos, eos)
+                          : tessera_chat_template_builtin(p->chat_template, bos, eos);
+        if (!out->tmpl) {
             fprintf(stderr, "%s: --chat-template: %s\n", cmd, tessera_last_error());
             return -1;
         }
+        snprintf(out->source, sizeof out->source, "%s", jinja ? "--chat-template" : p->chat_template);
     } else {
-        const char *jinja = tessera_model_meta_str(m, "tokenizer.chat_template");
-        out->format = tessera_chat_format_detect(jinja);
-        if (out->format.fallback && !quiet)
-            fprintf(stderr, jinja ? "%s: note: the model's chat template is not one of the built-in families; "
-                                    "using ChatML (--chat-template to choose)\n"
-                                  : "%s: note: the model has no chat template; using ChatML "
-                                    "(--chat-template to choose)\n",
-                    cmd);
+        bool fallback;
+        out->tmpl = tessera_chat_template_from_model(m, &fallback);
+        if (!out->tmpl) {
+            fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+            return -1;
+        }
+        snprintf(out->source, sizeof out->source, "%s", fallback ? "chatml (fallback)" : "model");
+        if (fallback && !quiet)
+            fprintf(stderr, tessera_model_meta_str(m, "tokenizer.chat_template")
+                                ? "%s: note: the model's chat template cannot be used (%s); using ChatML "
+                                  "(--chat-template-file to choose)\n"
+                                : "%s: note: the model has no chat template; using ChatML "
+                                  "(--chat-template-file to choose)%.0s\n",
+                    cmd, tessera_last_error());
     }
-    special_text(m, tessera_token_bos(m), out->bos_text, sizeof out->bos_text);
-    special_text(m, tessera_token_eos(m), out->eos_text, sizeof out->eos_text);
     return 0;
+}
+
+void cli_chat_free(cli_chat *c) {
+    tessera_chat_template_free(c->tmpl);
+    c->tmpl = NULL;
 }

@@ -56,14 +56,16 @@ void cli_session_close(cli_session *s);
  * NULL after printing. */
 char *cli_prompt_text(const char *cmd, const cli_params *p, int escapes, size_t *len);
 
-/* A chat set-up: the template (--chat-template or the model's, with a note
- * on stderr when it falls back to ChatML) and the BOS / EOS token texts the
- * template writes. */
+/* A chat set-up: the Jinja template of --chat-template-file, of
+ * --chat-template (a built-in name or Jinja text) or the model's, with a
+ * note on stderr when the model's falls back to ChatML. `source` says which
+ * ("model", "chatml (fallback)", a file name, a built-in name). */
 typedef struct cli_chat {
-    tessera_chat_format format;
-    char bos_text[64], eos_text[64];
+    tessera_chat_template *tmpl;
+    char source[128];
 } cli_chat;
 
 int cli_chat_setup(const char *cmd, const cli_params *p, const tessera_model *m, int quiet, cli_chat *out);
+void cli_chat_free(cli_chat *c);
 
 #endif

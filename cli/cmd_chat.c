@@ -248,7 +248,7 @@ static int command(repl *r, char *line) {
 static void banner(const repl *r, const char *model_path) {
     const char *base = strrchr(model_path, '/');
     printf("%s%s%s: %s, chat template %s, context %d\n", col(r, C_PROMPT), base ? base + 1 : model_path,
-           col(r, C_OFF), tessera_model_desc(r->s.model), tessera_chat_family_name(r->s.chat.format.family),
+           col(r, C_OFF), tessera_model_desc(r->s.model), r->s.chat.source,
            (int)r->s.n_ctx);
     printf("Type a message and press Enter. /help for commands, /bye or Ctrl-D to leave;\n"
            "Ctrl-C stops a reply.\n");

@@ -62,9 +62,9 @@ static int run_parse(int argc, char **argv, run_opts *o) {
     }
     /* --system and -st only make sense in conversation mode: they ask for it. */
     if (!o->no_conversation && (o->p.system || o->single_turn)) o->conversation = 1;
-    if (o->no_conversation && (o->p.system || o->p.chat_template)) {
+    if (o->no_conversation && (o->p.system || o->p.chat_template || o->p.chat_template_file)) {
         fprintf(stderr, "tessera run: %s needs conversation mode, not -no-cnv\n",
-                o->p.system ? "--system" : "--chat-template");
+                o->p.system ? "--system" : o->p.chat_template ? "--chat-template" : "--chat-template-file");
         return -1;
     }
     if (o->single_turn && !o->p.prompt && !o->p.prompt_file) {

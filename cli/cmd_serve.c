@@ -167,6 +167,7 @@ int cmd_serve(int argc, char **argv) {
     tessera_context *ctx = NULL;
     serve_engine *engine = NULL;
     serve_http *http = NULL;
+    cli_chat chat = {0};
     int rc = 1, initialized = 0;
     if (cli_runtime_init(cmd, &o.p) != 0) goto done;
     initialized = 1;
@@ -194,11 +195,8 @@ int cmd_serve(int argc, char **argv) {
     const char *owner = tessera_model_meta_str(model, "general.organization");
     if (!owner) owner = tessera_model_meta_str(model, "general.author");
     snprintf(api.owned_by, sizeof api.owned_by, "%s", owner ? owner : "tessera");
-    cli_chat chat;
     if (cli_chat_setup(cmd, &o.p, model, 1, &chat) != 0) goto done;
-    api.format = chat.format;
-    memcpy(api.bos_text, chat.bos_text, sizeof api.bos_text);
-    memcpy(api.eos_text, chat.eos_text, sizeof api.eos_text);
+    api.tmpl = chat.tmpl;
 
     serve_engine_params ep = {.model = model,
                               .ctx = ctx,
@@ -222,9 +220,8 @@ int cmd_serve(int argc, char **argv) {
                             .log_format = o.log_format};
     http = serve_http_start(&hp, engine, &api);
     if (!http) goto done;
-    fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s%s)\n",
-            api.model_id, o.host, serve_http_port(http), (long)o.parallel, api.slot_ctx,
-            tessera_chat_family_name(api.format.family), api.format.fallback ? " (fallback)" : "");
+    fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s)\n",
+            api.model_id, o.host, serve_http_port(http), (long)o.parallel, api.slot_ctx, chat.source);
     if (!o.api_key && strcmp(o.host, "127.0.0.1") && strcmp(o.host, "::1") && strcmp(o.host, "localhost"))
         fprintf(stderr,
                 "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
@@ -244,6 +241,7 @@ done:
     if (engine) serve_engine_stop(engine);
     serve_http_stop(http);
     serve_engine_free(engine);
+    cli_chat_free(&chat);
     tessera_context_free(ctx);
     tessera_model_free(model);
     if (initialized) tessera_shutdown();

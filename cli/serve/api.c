@@ -16,7 +16,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "chat/chat.h"
 #include "chat/tool_parse.h"
 #include "serve.h"
 
@@ -351,8 +350,8 @@ static char *append(char *acc, const char *s) {
 /* The reply rules of a chat request: reasoning markers when the model's
  * template uses them, tool-call parsing when tools are offered. */
 static void reply_rules(const serve_api *api, const serve_tools *tools, const char *prompt_text,
-                        serve_reply_rules *rules) {
-    const char *tmpl = tessera_model_meta_str(api->model, "tokenizer.chat_template");
+                        bool native_tools, serve_reply_rules *rules) {
+    const char *tmpl = tessera_chat_template_source(api->tmpl);
     if (tmpl && strstr(tmpl, "<think>")) {
         rules->think_open = "<think>";
         rules->think_close = "</think>";
@@ -366,9 +365,98 @@ static void reply_rules(const serve_api *api, const serve_tools *tools, const ch
         rules->starts_in_think = n >= k && !memcmp(prompt_text + n - k, rules->think_open, k);
     }
     rules->tools = tools->choice != SERVE_TOOLS_NONE;
-    /* Tools are written Hermes style into every prompt until the Jinja
-     * engine renders the template's own syntax (then: detect the format). */
-    rules->tool_format = CHAT_TOOLS_HERMES;
+    /* A template that renders the tools itself asks for its own call
+     * syntax; else the tools were offered Hermes style. */
+    rules->tool_format = native_tools ? chat_tool_format_detect(tessera_chat_template_source(api->tmpl))
+                                      : CHAT_TOOLS_HERMES;
+}
+
+/* The request's messages through the chat template as the template's own
+ * variables: each message object as given (tool_calls, tool_call_id, name,
+ * reasoning_content reach the template), its role checked ("developer" read
+ * as "system") and its content reduced to text; the request's tools;
+ * add_generation_prompt on. Returns the malloc'd prompt text, or NULL with
+ * *err filled. */
+static char *render_messages(const serve_api *api, const cJSON *root, size_t *len, serve_error *err) {
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required"), NULL;
+    if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array"), NULL;
+    if (cJSON_GetArraySize(msgs) == 0) return serve_fail(err, 400, "messages", NULL, "'messages' is empty"), NULL;
+    cJSON *vars = cJSON_CreateObject();
+    cJSON *list = vars ? cJSON_AddArrayToObject(vars, "messages") : NULL;
+    char *json = NULL, *text = NULL;
+    if (!list) goto oom;
+    int i = 0;
+    const cJSON *msg;
+    cJSON_ArrayForEach(msg, msgs) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        if (!cJSON_IsObject(msg) || !cJSON_IsString(role)) {
+            serve_fail(err, 400, "messages", NULL, "message %d must be an object with a string 'role'", i);
+            goto done;
+        }
+        const char *rs = role->valuestring;
+        if (!strcmp(rs, "developer")) rs = "system";
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool")) {
+            serve_fail(err, 400, "messages", NULL,
+                       "message %d has role '%.32s' (system, developer, user, assistant or tool)", i, rs);
+            goto done;
+        }
+        char *content = NULL;
+        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &content, err) != 0) goto done;
+        cJSON *copy = cJSON_Duplicate(msg, 1);
+        cJSON *rv = cJSON_CreateString(rs), *cv = cJSON_CreateString(content);
+        free(content);
+        if (!copy || !rv || !cv) {
+            cJSON_Delete(copy);
+            cJSON_Delete(rv);
+            cJSON_Delete(cv);
+            goto oom;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "role");
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "content");
+        cJSON_AddItemToObject(copy, "role", rv);
+        cJSON_AddItemToObject(copy, "content", cv);
+        cJSON_AddItemToArray(list, copy);
+        i++;
+    }
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+    if (!is_null(tools)) {
+        cJSON *t = cJSON_Duplicate(tools, 1);
+        if (!t) goto oom;
+        cJSON_AddItemToObject(vars, "tools", t);
+    }
+    if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", 1)) goto oom;
+    json = cJSON_PrintUnformatted(vars);
+    if (!json) goto oom;
+    text = tessera_chat_template_apply(api->tmpl, json, len);
+    if (!text)
+        serve_fail(err, 400, "messages", NULL, "the chat template refuses the conversation: %s", tessera_last_error());
+    goto done;
+oom:
+    serve_fail(err, 500, NULL, NULL, "out of memory");
+done:
+    free(json);
+    cJSON_Delete(vars);
+    return text;
+}
+
+char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err) {
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        serve_fail(err, 400, NULL, NULL, "the request body must be a JSON object with 'messages'");
+        return NULL;
+    }
+    size_t n = 0;
+    char *text = render_messages(api, root, &n, err);
+    cJSON_Delete(root);
+    if (!text) return NULL;
+    cJSON *out = cJSON_CreateObject();
+    char *json = out && add_text(out, "prompt", text, n) ? cJSON_PrintUnformatted(out) : NULL;
+    cJSON_Delete(out);
+    free(text);
+    if (!json) serve_fail(err, 500, NULL, NULL, "out of memory");
+    return json;
 }
 
 /* The conversation into r's prompt; *grammar: the constraint tool_choice
@@ -390,9 +478,19 @@ static int parse_messages(const serve_api *api, const cJSON *root, serve_request
     char **texts = calloc((size_t)n + 1, sizeof *texts);
     char *text = NULL;
     int rc = -1, k = 0;
+    size_t len = 0;
     if (!m || !texts) {
         serve_fail(err, 500, NULL, NULL, "out of memory");
         goto done;
+    }
+    /* A template that writes the tools itself gets them (and the messages
+     * as given); else they are offered Hermes style in the system message,
+     * calls and results as text, through the same template. */
+    bool native_tools = tools.choice != SERVE_TOOLS_NONE && strstr(tessera_chat_template_source(api->tmpl), "tools");
+    if (native_tools) {
+        text = render_messages(api, root, &len, err);
+        if (!text) goto done;
+        goto rendered;
     }
     int i = 0;
     const cJSON *msg;
@@ -475,13 +573,14 @@ static int parse_messages(const serve_api *api, const cJSON *root, serve_request
             goto done;
         }
     }
-    size_t len = 0;
-    text = chat_render_alloc(&api->format, m, (size_t)k, true, api->bos_text, api->eos_text, &len);
+    text = tessera_chat_template_render(api->tmpl, m, (size_t)k, true, &len);
     if (!text) {
-        serve_fail(err, 400, "messages", NULL, "cannot render the chat template: %s", tessera_last_error());
+        serve_fail(err, 400, "messages", NULL, "the chat template refuses the conversation: %s",
+                   tessera_last_error());
         goto done;
     }
-    reply_rules(api, &tools, text, &r->rules);
+rendered:
+    reply_rules(api, &tools, text, native_tools, &r->rules);
     char *prefill = serve_tools_prefill(&tools, r->rules.tool_format);
     if (prefill) { /* the reply starts with it: prompt and generated text both get it */
         text = append(text, prefill);
@@ -512,7 +611,8 @@ static int parse_messages(const serve_api *api, const cJSON *root, serve_request
         for (int j = 0; j < tools.n; j++) free(tools.json[j]);
         tools.n = 0;
     }
-    rc = tokenize_text(api, text, len, !api->format.bos_in_text, r, "messages", err);
+    rc = tokenize_text(api, text, len, !tessera_chat_template_text_has_bos(api->tmpl, text, len), r, "messages",
+                       err);
 done:
     free(text);
     if (texts)

@@ -307,6 +307,12 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
                  (unsigned long long)cs->seen, h->p.max_body);
         return send_error(h, c, 413, msg, "invalid_request_error", "request_too_large");
     }
+    if (!strcmp(url, "/apply-template")) {
+        if (!post) return send_error(h, c, 405, "use POST /apply-template", "invalid_request_error", NULL);
+        serve_error err = {0, NULL};
+        char *body = serve_api_apply_template(h->api, cs->body ? cs->body : "", cs->len, &err);
+        return body ? send_json(h, c, 200, body) : send_json(h, c, err.status, err.body);
+    }
     serve_kind kind;
     if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions"))
         kind = SERVE_CHAT;

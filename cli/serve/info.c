@@ -17,11 +17,9 @@ char *serve_api_props(const serve_api *api, serve_engine *e) {
     cJSON_AddStringToObject(root, "model_alias", api->model_id);
     cJSON_AddStringToObject(root, "model_path", api->model_path ? api->model_path : "");
     cJSON_AddNumberToObject(root, "n_ctx", api->slot_ctx);
-    cJSON_AddStringToObject(root, "chat_template_family", tessera_chat_family_name(api->format.family));
-    const char *jinja = tessera_model_meta_str(api->model, "tokenizer.chat_template");
-    cJSON_AddStringToObject(root, "chat_template", jinja ? jinja : "");
-    cJSON_AddStringToObject(root, "bos_token", api->bos_text);
-    cJSON_AddStringToObject(root, "eos_token", api->eos_text);
+    cJSON_AddStringToObject(root, "chat_template", tessera_chat_template_source(api->tmpl));
+    cJSON_AddStringToObject(root, "bos_token", tessera_chat_template_bos_token(api->tmpl));
+    cJSON_AddStringToObject(root, "eos_token", tessera_chat_template_eos_token(api->tmpl));
     cJSON *mod = cJSON_AddObjectToObject(root, "modalities");
     if (mod) {
         cJSON_AddBoolToObject(mod, "vision", 0);

@@ -276,9 +276,8 @@ typedef struct serve_api {
     const char *model_path;      /* the GGUF file (/props) */
     long long created;           /* /v1/models "created": the file's modification time */
     char owned_by[64];           /* /v1/models "owned_by": general.organization/author, else "tessera" */
-    tessera_chat_format format;  /* the model's chat template */
+    const tessera_chat_template *tmpl; /* renders every chat request */
     int32_t n_slots;             /* the most choices (`n`) one request may ask */
-    char bos_text[64], eos_text[64];
     int32_t slot_ctx;
 } serve_api;
 
@@ -315,6 +314,9 @@ char *serve_api_response(const serve_api *api, const serve_call *call, const ser
 char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
                             bool *finished);
 char *serve_api_models(const serve_api *api);
+/* POST /apply-template (as llama-server): the body's messages (and tools)
+ * through the chat template, as {"prompt": "..."}; NULL with *err filled. */
+char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err);
 
 /* Fill err (status, OpenAI error body naming param) and return -1. */
 int serve_fail(serve_error *err, int status, const char *param, const char *code, const char *fmt, ...)

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     jinja_template *t = jinja_parse(tmpl, tlen);
     if (t) {
         size_t len;
-        char *out = jinja_render(t, vars, vlen, NULL, &len);
+        char *out = jinja_render(t, vars, vlen, NULL, NULL, &len);
         if (out) {
             fwrite(out, 1, len, stdout);
             free(out);

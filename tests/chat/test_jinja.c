@@ -19,7 +19,7 @@
 static char *render_lim(const char *src, const char *vars, const jinja_limits *lim) {
     jinja_template *t = jinja_parse(src, strlen(src));
     if (!t) return NULL;
-    char *out = jinja_render(t, vars, vars ? strlen(vars) : 0, lim, NULL);
+    char *out = jinja_render(t, vars, vars ? strlen(vars) : 0, NULL, lim, NULL);
     jinja_template_free(t);
     return out;
 }

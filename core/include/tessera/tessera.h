@@ -299,56 +299,57 @@ int tessera_sampler_grammar_restart(tessera_sampler *sampler);
 bool tessera_sampler_grammar_complete(const tessera_sampler *sampler);
 
 /* -------------------------------------------------------- chat templates
- * Built-in renderers for the common template families, detected from the
- * Jinja text in tokenizer.chat_template (tessera_model_meta_str). Each
- * renders exactly what its reference template produces. */
+ * Chat templates are Jinja texts (tokenizer.chat_template), rendered
+ * exactly as Hugging Face transformers renders them with Python's jinja2:
+ * sandboxed, trim_blocks and lstrip_blocks on, break/continue, a tojson
+ * filter that keeps non-ASCII, and the globals raise_exception(msg) and
+ * strftime_now(fmt). Rendering is bounded in time, memory and output; a
+ * template error (raise_exception included) is an error naming its line. */
 
-typedef enum tessera_chat_family {
-    TESSERA_CHAT_CHATML = 0, /* <|im_start|>role\n...<|im_end|>\n */
-    TESSERA_CHAT_LLAMA2,     /* <s>[INST] <<SYS>>...<</SYS>> ... [/INST] */
-    TESSERA_CHAT_LLAMA3,     /* <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
-    TESSERA_CHAT_GEMMA,      /* <start_of_turn>user\n...<end_of_turn>\n */
-    TESSERA_CHAT_PHI3,       /* <|user|>\n...<|end|>\n */
-    TESSERA_CHAT_ZEPHYR,     /* <|user|>\n...</s>\n */
-    TESSERA_CHAT_MISTRAL,    /* <s>[INST] ... [/INST]...</s> */
-    TESSERA_CHAT_N_FAMILIES
-} tessera_chat_family;
+typedef struct tessera_chat_template tessera_chat_template;
 
-typedef struct tessera_chat_format {
-    tessera_chat_family family;
-    /* The template writes the BOS token's text itself: tokenize the rendered
-     * text with parse_special and WITHOUT add_special, or BOS comes twice. */
-    bool bos_in_text;
-    /* No template, or one no family matched: ChatML is used instead. */
-    bool fallback;
-    /* ChatML templates that write a fixed system message when the
-     * conversation has none (Qwen2's "You are a helpful assistant."): that
-     * text, else "". */
-    char default_system[256];
-} tessera_chat_format;
+/* Compile a template. bos_text / eos_text (NULL: "") are the bos_token and
+ * eos_token variables unless a render's variables give them. NULL with an
+ * error ("template line N: ...") when the text does not compile. */
+tessera_chat_template *tessera_chat_template_new(const char *jinja, size_t len, const char *bos_text,
+                                                 const char *eos_text);
+/* A built-in template by name ("chatml", "llama2", "llama3", "gemma",
+ * "phi3", "zephyr", "mistral"); NULL with an error listing the names. */
+tessera_chat_template *tessera_chat_template_builtin(const char *name, const char *bos_text,
+                                                     const char *eos_text);
+/* The model's template (tokenizer.chat_template) with the vocabulary's BOS
+ * and EOS texts. A model without a template, or whose template does not
+ * compile, gets ChatML and *fallback = true (fallback may be NULL); in the
+ * second case tessera_last_error() says why. */
+tessera_chat_template *tessera_chat_template_from_model(const tessera_model *model, bool *fallback);
+void tessera_chat_template_free(tessera_chat_template *tmpl);
+
+/* Render with the members of vars_json, a JSON object, as the template's
+ * variables: messages (role, content, and optionally tool_calls,
+ * reasoning_content, name, tool_call_id), tools, add_generation_prompt,
+ * bos_token, eos_token, and extra keyword arguments such as
+ * enable_thinking. Returns a malloc'd NUL-terminated string (free() it),
+ * its length in *len when len is not NULL; NULL with an error. */
+char *tessera_chat_template_apply(const tessera_chat_template *tmpl, const char *vars_json, size_t *len);
 
 typedef struct tessera_chat_message {
-    const char *role; /* "system", "user", "assistant" */
+    const char *role; /* "system", "user", "assistant", "tool", ... */
     const char *content;
 } tessera_chat_message;
 
-/* The family of a Jinja template text; NULL or an unknown text gives ChatML
- * with fallback set. */
-tessera_chat_format tessera_chat_format_detect(const char *jinja);
-/* The family by name ("chatml", "llama2", "llama3", "gemma", "phi3",
- * "zephyr", "mistral") with its reference template's BOS handling; -1 with
- * an error listing the names when unknown. */
-int tessera_chat_format_from_name(const char *name, tessera_chat_format *out);
-const char *tessera_chat_family_name(tessera_chat_family family);
+/* Render plain role/content messages (tessera_chat_template_apply with
+ * {"messages": [...], "add_generation_prompt": ...}). */
+char *tessera_chat_template_render(const tessera_chat_template *tmpl, const tessera_chat_message *messages,
+                                   size_t n_messages, bool add_generation_prompt, size_t *len);
 
-/* Render messages; add_generation_prompt appends the assistant's header.
- * bos_text / eos_text are the BOS / EOS tokens' text (as the template's
- * bos_token / eos_token; NULL means ""). Writes a NUL-terminated string and
- * returns its length, or when size is too small returns minus the size
- * needed (length + 1) and writes nothing; INT32_MIN on error. */
-int32_t tessera_chat_render(const tessera_chat_format *format, const tessera_chat_message *messages,
-                            size_t n_messages, bool add_generation_prompt, const char *bos_text,
-                            const char *eos_text, char *buf, int32_t size);
+/* The template's Jinja text, and its default bos_token / eos_token. */
+const char *tessera_chat_template_source(const tessera_chat_template *tmpl);
+const char *tessera_chat_template_bos_token(const tessera_chat_template *tmpl);
+const char *tessera_chat_template_eos_token(const tessera_chat_template *tmpl);
+
+/* Whether a rendered text starts with the template's bos_token text: then
+ * tokenize it without adding BOS (add_special false), or BOS comes twice. */
+bool tessera_chat_template_text_has_bos(const tessera_chat_template *tmpl, const char *text, size_t len);
 
 /* ====================================================================
  * Several sequences in one context  (added for `tessera serve`)

@@ -53,13 +53,15 @@ typedef struct jinja_template jinja_template;
 jinja_template *jinja_parse(const char *src, size_t len);
 void jinja_template_free(jinja_template *t);
 
-/* Render with the members of the JSON object vars_json as variables.
+/* Render with the members of the JSON object vars_json as variables;
+ * defaults (may be NULL) is a NULL-terminated list of name, value string
+ * pairs for variables the JSON does not give (bos_token, eos_token).
  * Returns a malloc'd NUL-terminated string (*out_len its length), or NULL
  * with error_get() set: "template line N: ..." for template errors
  * (raise_exception included), or a message naming the JSON at fault.
  * limits may be NULL (defaults). */
 char *jinja_render(const jinja_template *t, const char *vars_json, size_t vars_len,
-                   const jinja_limits *limits, size_t *out_len);
+                   const char *const *defaults, const jinja_limits *limits, size_t *out_len);
 
 /* =============================================== internals of the engine */
 

@@ -805,12 +805,14 @@ static void exec_body(jctx *c, jnode *const *items, size_t n, int *ctl) {
 
 /* The render proper; returns 0, or -1 after an error (error_set done). */
 static int render(jctx *c, const jinja_template *t, const char *vars_json, size_t vars_len,
-                  jbuf *out) {
+                  const char *const *defaults, jbuf *out) {
     if (setjmp(c->jmp)) return -1; /* every error unwinds to here */
     jbuf_put(c, out, "", 0);
     c->out = out;
     c->globals = scope_new(c, NULL);
     jinja_add_globals(c, c->globals);
+    for (size_t i = 0; defaults && defaults[i] && defaults[i + 1]; i += 2)
+        scope_set(c, c->globals, defaults[i], jv_cstr(c, defaults[i + 1]));
     if (vars_json) {
         jv vars = jv_from_json(c, vars_json, vars_len);
         if (vars.kind != JV_DICT) jerr(c, "the template variables must be a JSON object");
@@ -825,7 +827,7 @@ static int render(jctx *c, const jinja_template *t, const char *vars_json, size_
 }
 
 char *jinja_render(const jinja_template *t, const char *vars_json, size_t vars_len,
-                   const jinja_limits *limits, size_t *out_len) {
+                   const char *const *defaults, const jinja_limits *limits, size_t *out_len) {
     jctx *c = calloc(1, sizeof *c);
     if (!c) {
         error_set("out of memory");
@@ -836,10 +838,11 @@ char *jinja_render(const jinja_template *t, const char *vars_json, size_t vars_l
     c->t_start = now_s();
     jbuf out = {0};
     char *result = NULL;
-    if (render(c, t, vars_json, vars_len, &out) == 0) {
+    if (render(c, t, vars_json, vars_len, defaults, &out) == 0) {
         result = malloc(out.len + 1);
         if (result) {
-            memcpy(result, out.p, out.len + 1);
+            if (out.len) memcpy(result, out.p, out.len);
+            result[out.len] = '\0';
             if (out_len) *out_len = out.len;
         } else {
             error_set("out of memory");

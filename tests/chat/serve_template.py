@@ -71,6 +71,39 @@ def test_chat_uses_the_template_file():
         expect(got == want, "chat %r != run on the rendering %r" % (got, want))
 
 
+def token_count(text):
+    """Tokens of text as the server tokenizes a rendered chat prompt."""
+    import subprocess
+    from serve_common import BIN, MODEL
+    path = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", "/tmp"), "serve_template_prompt.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    out = subprocess.run([BIN, "tokenize", "-m", MODEL, "-f", path, "--ids", "--parse-special"],
+                         capture_output=True, text=True, timeout=60)
+    expect(out.returncode == 0, "tokenize: " + out.stderr)
+    return len(json.loads(out.stdout))
+
+
+def test_chat_tools_through_the_template():
+    """A template that writes the tools itself (Qwen2.5) gets the request's
+    tools and messages: the chat prompt is exactly /apply-template's."""
+    with Server("-c", "4096", "--chat-template-file", os.path.join(TEMPLATES, "Qwen-Qwen2.5-7B-Instruct.jinja")) as srv:
+        body = {"messages": MESSAGES + [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Bonn\"}"}}]},
+                    {"role": "tool", "tool_call_id": "c2", "content": "12 C"}],
+                "tools": TOOLS}
+        st, obj = srv.json("POST", "/apply-template", body)
+        expect(st == 200, "apply-template %d %r" % (st, obj))
+        prompt = obj["prompt"]
+        expect("<tools>" in prompt and "<tool_response>\n12 C\n</tool_response>" in prompt,
+               "tools or tool result missing from %r" % prompt)
+        st, obj = srv.json("POST", "/v1/chat/completions", dict(body, max_tokens=1, temperature=0))
+        expect(st == 200, "chat with tools %d %r" % (st, obj))
+        want = token_count(prompt)
+        expect(obj["usage"]["prompt_tokens"] == want,
+               "chat prompt has %d tokens, /apply-template's %d" % (obj["usage"]["prompt_tokens"], want))
+
+
 def test_refusals():
     # Qwen3.5's template refuses a conversation without a user message
     with Server("--chat-template-file", os.path.join(TEMPLATES, "Qwen3.5-4B.jinja")) as srv:
@@ -93,4 +126,5 @@ def test_refusals():
 if __name__ == "__main__":
     main([("/apply-template equals jinja2", test_apply_template_equals_jinja2),
           ("chat through --chat-template-file", test_chat_uses_the_template_file),
+          ("chat with tools through a tools template", test_chat_tools_through_the_template),
           ("refusals are 400 naming the line", test_refusals)])

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lim.max_steps = 200000;
     lim.max_seconds = 2.0;
     size_t n = 0;
-    char *out = jinja_render(t, vars, vlen, &lim, &n);
+    char *out = jinja_render(t, vars, vlen, NULL, &lim, &n);
     if (out) {
         if (n > lim.max_output || strlen(out) > n) {
             fprintf(stderr, "fuzz_jinja: %zu bytes of output past the limit of %zu\n", n, lim.max_output);

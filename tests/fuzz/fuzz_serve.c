@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static tessera_model *model;
 static const char *const families[] = {"chatml", "llama2", "llama3", "gemma", "phi3", "zephyr", "mistral"};
+static tessera_chat_template *templates[7];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -34,6 +35,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (!model) {
         fprintf(stderr, "fuzz_serve: %s: %s (set TESSERA_SHARED)\n", path, tessera_last_error());
         abort();
+    }
+    for (int i = 0; i < 7; i++) {
+        templates[i] = tessera_chat_template_builtin(families[i], "<s>", "</s>");
+        if (!templates[i]) abort();
     }
     return 0;
 }
@@ -80,9 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)serve_gate_check_request_line(body, line);
 
     serve_api api = {.model = model, .model_id = "fuzz", .slot_ctx = 256};
-    tessera_chat_format_from_name(families[(ctl >> 1) % 7], &api.format);
-    strcpy(api.bos_text, "<s>");
-    strcpy(api.eos_text, "</s>");
+    api.tmpl = templates[(ctl >> 1) % 7];
     serve_kind kind = ctl & 1 ? SERVE_CHAT : SERVE_COMPLETION;
     serve_call call;
     serve_request *r = NULL;

@@ -93,7 +93,8 @@ static uint32_t stack_hash(const uint32_t *st, size_t n) {
 static int stacks_add(grammar_stacks *s, const uint32_t *st, size_t n) {
     uint32_t h = stack_hash(st, n);
     for (size_t i = 0; i < s->n; i++)
-        if (s->hash[i] == h && s->len[i] == n && !memcmp(s->pool + s->off[i], st, n * sizeof *st)) return 0;
+        if (s->hash[i] == h && s->len[i] == n && (n == 0 || !memcmp(s->pool + s->off[i], st, n * sizeof *st)))
+            return 0; /* (pool is NULL while every stack is empty) */
     if (s->n >= GRAMMAR_MAX_STACKS)
         return error_set("grammar: more than %d parse stacks at once (the grammar is too ambiguous)",
                          GRAMMAR_MAX_STACKS);

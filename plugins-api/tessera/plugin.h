@@ -23,6 +23,40 @@
  *     GGUF/ggml type numbers so weights need no translation;
  *   - tsr_tensor and tsr_node are frozen for a major version.
  *
+ * What 1.1 added (every field appended, every hook optional; a 1.0 plugin
+ * loads and runs unchanged, a 1.1 plugin runs on a 1.0 host when it checks
+ * struct sizes):
+ *   - the host validates every node with tessera/plugin_check.h before it
+ *     calls supports_op, and plugins-api ships the op table, the dtype table,
+ *     block structs and fp16/bf16 helpers (tessera/plugin_util.h);
+ *   - tsr_host.decline: say why supports_op answered 0 (shown by --explain);
+ *   - tsr_device_info.max_alloc_size and .buffer_alignment;
+ *   - tsr_queue_api.set_n_threads: a thread count per queue;
+ *   - tsr_device_api.open / close: per-device setup (compile kernels) done
+ *     once, before the device is used, and only for devices the user picks;
+ *   - tsr_device_api.claim_nodes: whole-subgraph offload;
+ *   - tsr_device_api.weight_size / weight_write: repack weights at upload.
+ *
+ * Contracts (all versions):
+ *   - Copies: queue write() may return before the copy is done ONLY if the
+ *     plugin copied the source bytes first: the host may reuse `src` as soon
+ *     as write() returns. read() may return early; the bytes are in `dst`
+ *     after the next synchronize() on that queue returns TSR_OK. Work on one
+ *     queue runs in call order (compute, write, read).
+ *   - Threads: the host calls one queue from one thread at a time, but
+ *     different queues (several contexts, each with its own queues) may be
+ *     called concurrently from different threads; device functions
+ *     (supports_op, buffer_alloc/free, queue_create) may be called
+ *     concurrently with queue work and must be thread-safe. Plugin-level
+ *     functions (init, device_count, device_get, shutdown) are called from
+ *     one thread. A plugin must not call back into the host from a thread
+ *     of its own except through tsr_host.log.
+ *   - Numerics: results are compared with the host's reference backend
+ *     (exact f32 products, sums in double). CPU backends may, as llama.cpp's
+ *     do, round MUL_MAT activations to the weight's dot type first (Q8_0 for
+ *     Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for K-quants): that is
+ *     within the conformance tolerance and is what the goldens expect.
+ *
  * Conventions: dimensions are counted innermost first, as in GGUF: ne[0] is
  * the number of elements in a row, ne[1] the number of rows, and so on; nb[i]
  * is the stride of dimension i in bytes. Unused trailing dimensions have
@@ -42,7 +76,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define TSR_ABI_MAJOR 1
-#define TSR_ABI_MINOR 0
+#define TSR_ABI_MINOR 1
 #define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
 #define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -222,7 +256,17 @@ typedef struct tsr_host {
     int32_t n_threads;              /* threads the user allows (-t) */
     int32_t reserved;
     const char *cache_dir; /* a directory the plugin may write caches to, or NULL */
+    /* ---- ABI 1.1 (present when struct_size covers it) ---- */
+    /* Inside supports_op, before answering 0: why this device declines
+     * this node, e.g. "F16 activations are not implemented". One line; the
+     * host copies it (shown by `tessera run --explain` and plugin check).
+     * Call it only from supports_op, with the node it was given. */
+    void (*decline)(const tsr_node *node, const char *reason);
 } tsr_host;
+
+/* True when struct s of the given size holds field f (read only such fields
+ * of a struct the other side filled or allocated). */
+#define TSR_HAS_FIELD(s, size, f) ((size) >= offsetof(s, f) + sizeof(((s *)0)->f))
 
 /* -------------------------------------------------------------- devices */
 
@@ -247,6 +291,16 @@ typedef struct tsr_device_info {
     /* Higher is preferred when the user does not order devices. */
     int32_t priority;
     int32_t reserved;
+    /* ---- ABI 1.1: write these only if struct_size covers them ---- */
+    /* Largest single buffer_alloc the device grants (OpenCL's
+     * CL_DEVICE_MAX_MEM_ALLOC_SIZE, Vulkan's maxStorageBufferRange); 0: no
+     * limit beyond memory. The host splits weights over several buffers to
+     * stay under it. */
+    uint64_t max_alloc_size;
+    /* Byte alignment a tensor needs at its offset in a buffer (e.g. OpenCL's
+     * CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8); 0: the host's default (256). The
+     * host never uses less than 64. */
+    uint64_t buffer_alignment;
 } tsr_device_info;
 
 typedef struct tsr_device tsr_device;
@@ -264,6 +318,12 @@ typedef struct tsr_queue_api {
                        void *dst, uint64_t size);
     tsr_status (*synchronize)(tsr_queue *queue);
     void (*destroy)(tsr_queue *queue);
+    /* ---- ABI 1.1 (optional, NULL if absent) ---- */
+    /* Threads this queue may use for the computes that follow (>= 1). The
+     * host calls it before the first compute and whenever the count
+     * changes; a queue that has been told uses its own count and ignores
+     * tsr_host.n_threads (which a 1.0 plugin reads instead). */
+    void (*set_n_threads)(tsr_queue *queue, int32_t n_threads);
 } tsr_queue_api;
 
 struct tsr_queue {
@@ -277,13 +337,53 @@ typedef struct tsr_device_api {
     /* 1 if the device can compute this exact node (op, dtypes, shapes,
      * params), else 0. Must be truthful: the host falls back on 0.
      * The host asks while placing nodes, before memory is planned: tensor
-     * locations (buffer, offset, data) are not assigned yet; ignore them. */
+     * locations (buffer, offset, data) are not assigned yet; ignore them.
+     * A 1.1 host asks only about nodes tsr_node_check (tessera/plugin_check.h)
+     * accepted: answer "can this device do it", and say why not through
+     * tsr_host.decline. */
     int32_t (*supports_op)(tsr_device *device, const tsr_node *node);
     tsr_status (*buffer_alloc)(tsr_device *device, uint64_t size, tsr_buffer **out);
     void (*buffer_free)(tsr_device *device, tsr_buffer *buffer);
     /* Host address of the buffer's first byte, or NULL if not host-visible. */
     void *(*buffer_host_ptr)(tsr_device *device, tsr_buffer *buffer);
     tsr_status (*queue_create)(tsr_device *device, tsr_queue **out);
+
+    /* ---- ABI 1.1 (optional, NULL if absent; check struct_size) ---- */
+
+    /* Called once before the host uses the device for anything but
+     * get_info: compile kernels, create contexts, warm caches. Only devices
+     * a user selects are opened, so listing devices stays cheap. On failure
+     * write a one-line reason; the host then does not use the device. A
+     * 1.0 host never calls it: set up lazily in that case. */
+    tsr_status (*open)(tsr_device *device, char *reason, size_t reason_size);
+    /* After the host freed every buffer and destroyed every queue of the
+     * device (before plugin shutdown). */
+    void (*close)(tsr_device *device);
+
+    /* Whole-subgraph offload. nodes[0..n_nodes) are the graph's next nodes
+     * in order, each already validated; return how many leading nodes the
+     * device takes as one unit (0: none, ask node by node). The host places
+     * them all on this device without asking supports_op and hands them to
+     * one compute call, so the plugin may fuse them or run them as one
+     * device graph. Tensors read by the run that were computed before it,
+     * and the run's results read after it, still go through the host's
+     * copies; intermediates inside the run may be kept in device-private
+     * form only if no node after the run reads them. */
+    int32_t (*claim_nodes)(tsr_device *device, const tsr_node *nodes, int32_t n_nodes);
+
+    /* Weight repacking at upload. weight_size: bytes the device needs for
+     * weight t in its own layout (0: the plain GGUF size). weight_write:
+     * store the plain bytes src (tsr_dtype_row_bytes(ne[0]) * rows) at
+     * offset in buffer in the device's layout; t describes the weight as
+     * nodes will see it (its buffer/offset are the destination). A queue
+     * read() of a range written this way must return the plain bytes
+     * (un-repacked), so the host can still copy the weight to a device
+     * that declines a node. The host calls weight_write instead of a queue
+     * write for weights only; it does not return before the bytes are
+     * stored (src may be freed after). */
+    uint64_t (*weight_size)(tsr_device *device, const tsr_tensor *t);
+    tsr_status (*weight_write)(tsr_device *device, tsr_buffer *buffer, uint64_t offset,
+                               const tsr_tensor *t, const void *src);
 } tsr_device_api;
 
 struct tsr_device {
@@ -316,8 +416,8 @@ typedef const tsr_plugin *(*tsr_plugin_entry_fn)(uint32_t host_abi_version);
 
 /* ------------------------------------------------------ small helpers */
 
-/* Block geometry of the dtypes a plugin most often needs; the host's dtype
- * table is the authority. Returns 0 for unknown dtypes. */
+/* Block geometry of every dtype (tessera/plugin_util.h has the full table
+ * with names and layouts). Returns 0 for unknown dtypes. */
 static inline int64_t tsr_dtype_block_size(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_F32: case TSR_DTYPE_F16: case TSR_DTYPE_BF16:
@@ -327,7 +427,11 @@ static inline int64_t tsr_dtype_block_size(int32_t dtype) {
     case TSR_DTYPE_Q5_1: case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q8_1:
     case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_MXFP4: return 32;
     case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
-    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_Q8_K: return 256;
+    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_Q8_K:
+    case TSR_DTYPE_IQ2_XXS: case TSR_DTYPE_IQ2_XS: case TSR_DTYPE_IQ3_XXS:
+    case TSR_DTYPE_IQ1_S: case TSR_DTYPE_IQ3_S: case TSR_DTYPE_IQ2_S:
+    case TSR_DTYPE_IQ4_XS: case TSR_DTYPE_IQ1_M: case TSR_DTYPE_TQ1_0:
+    case TSR_DTYPE_TQ2_0: return 256;
     default: return 0;
     }
 }
@@ -356,6 +460,17 @@ static inline int64_t tsr_dtype_block_bytes(int32_t dtype) {
     case TSR_DTYPE_Q6_K: return 210;
     case TSR_DTYPE_Q8_K: return 292;
     case TSR_DTYPE_IQ4_NL: return 18;
+    case TSR_DTYPE_IQ2_XXS: return 66;
+    case TSR_DTYPE_IQ2_XS: return 74;
+    case TSR_DTYPE_IQ3_XXS: return 98;
+    case TSR_DTYPE_IQ1_S: return 50;
+    case TSR_DTYPE_IQ3_S: return 110;
+    case TSR_DTYPE_IQ2_S: return 82;
+    case TSR_DTYPE_IQ4_XS: return 136;
+    case TSR_DTYPE_IQ1_M: return 56;
+    case TSR_DTYPE_TQ1_0: return 54;
+    case TSR_DTYPE_TQ2_0: return 66;
+    case TSR_DTYPE_MXFP4: return 17;
     default: return 0;
     }
 }

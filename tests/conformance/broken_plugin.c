@@ -121,8 +121,9 @@ static tsr_status q_sync(tsr_queue *q) {
 
 static void q_destroy(tsr_queue *q) { free(q); }
 
-static const tsr_queue_api queue_api = {sizeof(tsr_queue_api), q_compute, q_write, q_read, q_sync,
-                                        q_destroy};
+static const tsr_queue_api queue_api = {.struct_size = sizeof(tsr_queue_api), .compute = q_compute,
+                                        .write = q_write, .read = q_read, .synchronize = q_sync,
+                                        .destroy = q_destroy};
 
 static tsr_status d_info(tsr_device *d, tsr_device_info *info) {
     (void)d;
@@ -181,8 +182,10 @@ static tsr_status d_queue(tsr_device *d, tsr_queue **out) {
     return TSR_OK;
 }
 
-static const tsr_device_api device_api = {sizeof(tsr_device_api), d_info,     d_supports, d_alloc,
-                                          d_free,                 d_host_ptr, d_queue};
+static const tsr_device_api device_api = {.struct_size = sizeof(tsr_device_api), .get_info = d_info,
+                                          .supports_op = d_supports, .buffer_alloc = d_alloc,
+                                          .buffer_free = d_free, .buffer_host_ptr = d_host_ptr,
+                                          .queue_create = d_queue};
 static tsr_device device = {&device_api, NULL};
 
 static int32_t p_score(void) { return 1; }

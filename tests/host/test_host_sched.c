@@ -11,10 +11,13 @@
  *   - testcpu      the same kernels as a CPU backend (host-visible, reads host)
  *   - testsmall    plugin table smaller than the ABI needs: rejected
  *   - bogus        a text file named like a plugin: not a loadable library
+ *   - testnew      built against ABI 1.1, using every hook it added
+ * All but testnew are built against the frozen ABI 1.0 header.
  * Graphs run through testdev (with fallbacks to ref) must equal ref alone.
  *
  * usage: test_host_sched PLUGIN_DIR
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 
 #include "graph/graph.h"
 #include "host/host.h"
+#include "host/host_weights.h"
 #include "sched/sched.h"
 #include "util/error.h"
 
@@ -377,6 +381,160 @@ static void test_abort(void) {
     sched_free(s);
 }
 
+/* ------------------------------------------------------------ ABI 1.1 */
+
+enum { ST_OPENS, ST_CLOSES, ST_CLAIMS, ST_WEIGHT_WRITES, ST_ASKED, ST_THREADS, ST_OPEN_NOW };
+
+static const char *plugin_dir;
+
+/* testnew's hook counters (testdev_stats, exported for this test). */
+static void testnew_stats(int out[7]) {
+    memset(out, 0, 7 * sizeof *out);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libtessera-backend-testnew.so", plugin_dir);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (!dl) return;
+    void (*fn)(int *);
+    *(void **)&fn = dlsym(dl, "testdev_stats");
+    if (fn) fn(out);
+    dlclose(dl);
+}
+
+static void test_abi11(void) {
+    host_device *d = host_device_find("testnew0");
+    CHECK(d != NULL, "testnew0 (ABI 1.1 plugin) not loaded");
+    if (!d) return;
+    int st[7];
+    testnew_stats(st);
+    CHECK(st[ST_OPENS] == 0, "listing devices must not open them (%d opens)", st[ST_OPENS]);
+    CHECK(host_device_max_alloc(d) == 4096 && host_device_alignment(d) == 128, "limits %llu %llu",
+          (unsigned long long)host_device_max_alloc(d), (unsigned long long)host_device_alignment(d));
+    CHECK(host_device_max_alloc(host_device_find("testdev0")) == 0 &&
+              host_device_alignment(host_device_find("testdev0")) == 256,
+          "a 1.0 plugin has no limits");
+
+    /* The host validates before asking: a malformed node never reaches
+     * supports_op and the reason is the checker's. */
+    float buf[64] = {0};
+    tsr_tensor a = {.dtype = TSR_DTYPE_F32, .ne = {4, 2, 1, 1}, .nb = {4, 16, 32, 32}, .data = buf, .name = "a"};
+    tsr_tensor b = a, out = a;
+    b.ne[0] = 3; /* does not divide 4 */
+    out.name = "sum";
+    tsr_node add = {.op = TSR_OP_ADD, .n_src = 2, .dst = &out, .src = {&a, &b}};
+    char why[256];
+    testnew_stats(st);
+    int asked = st[ST_ASKED];
+    CHECK(!host_device_supports(d, &add, why, sizeof why) && strstr(why, "ADD 'sum'") &&
+              strstr(why, "does not divide"),
+          "malformed ADD: %s", why);
+    testnew_stats(st);
+    CHECK(st[ST_ASKED] == asked, "supports_op was asked about a malformed node");
+    CHECK(st[ST_OPENS] == 0, "a malformed node opened the device");
+    /* A well-formed node it does not compute: the plugin's own reason. */
+    tsr_node silu = {.op = TSR_OP_SILU, .n_src = 1, .dst = &out, .src = {&a}};
+    CHECK(!host_device_supports(d, &silu, why, sizeof why) && strstr(why, "computes ADD, MUL and MUL_MAT only"),
+          "decline reason: %s", why);
+    testnew_stats(st);
+    CHECK(st[ST_OPENS] == 1 && st[ST_OPEN_NOW] == 1, "device opened once before use (%d)", st[ST_OPENS]);
+    b.ne[0] = 4;
+    CHECK(host_device_supports(d, &add, why, sizeof why) && why[0] == 0, "ADD declined: %s", why);
+    /* a 1.0 plugin that gives no reason */
+    CHECK(!host_device_supports(host_device_find("testdev0"), &silu, why, sizeof why) &&
+              strstr(why, "testdev0 does not support it"),
+          "1.0 decline: %s", why);
+
+    /* Weights: split over buffers of at most 4096 bytes, aligned to 128,
+     * sized by weight_size (repacked +64), stored by weight_write. */
+    enum { K = 16, M = 25 };
+    static float w[3][K * M];
+    for (int j = 0; j < 3; j++) fill(w[j], K * M, 1.0f, 20 + j);
+    host_weight hw[3];
+    memset(hw, 0, sizeof hw);
+    const char *names[3] = {"w0", "w1", "w2"};
+    for (int j = 0; j < 3; j++) {
+        hw[j].t = (tsr_tensor){.dtype = TSR_DTYPE_F32, .ne = {K, M, 1, 1}, .nb = {4, 4 * K, 4 * K * M, 4 * K * M},
+                               .flags = TSR_TENSOR_WEIGHT, .name = names[j]};
+        hw[j].src = w[j];
+        hw[j].name = names[j];
+    }
+    host_weight_set set;
+    CHECK(host_weights_alloc(d, hw, 3, &set) == 0, "weights alloc: %s", error_get());
+    CHECK(set.n_buffers == 2, "3 weights of %d bytes in buffers of 4096: %d buffers", 4 * K * M + 64,
+          set.n_buffers);
+    for (int j = 0; j < 3; j++) {
+        CHECK(hw[j].size == 4 * K * M + 64 && hw[j].offset % 128 == 0 && set.sizes[hw[j].buffer] <= 4096,
+              "weight %d: size %llu offset %llu", j, (unsigned long long)hw[j].size,
+              (unsigned long long)hw[j].offset);
+        CHECK(host_weights_upload(d, &set, &hw[j]) == 0, "upload: %s", error_get());
+    }
+    testnew_stats(st);
+    CHECK(st[ST_WEIGHT_WRITES] == 3, "weight_write calls: %d", st[ST_WEIGHT_WRITES]);
+    /* read() returns the plain bytes of a repacked weight */
+    tsr_queue *q = host_device_queue(d);
+    static float back[K * M];
+    CHECK(q && q->api->read(q, set.buffers[hw[2].buffer], hw[2].offset, back, sizeof back) == TSR_OK &&
+              q->api->synchronize(q) == TSR_OK && memcmp(back, w[2], sizeof back) == 0,
+          "read-back of a repacked weight differs");
+    host_weight big = {.t = {.dtype = TSR_DTYPE_F32, .ne = {1024, 2, 1, 1}, .nb = {4, 4096, 8192, 8192}},
+                       .src = NULL, .name = "too.big"};
+    host_weight_set none;
+    CHECK(host_weights_alloc(d, &big, 1, &none) != 0 && strstr(error_get(), "weight 'too.big'") &&
+              strstr(error_get(), "largest allocation (4096 bytes)"),
+          "oversized weight: %s", error_get());
+
+    /* A graph on the repacked weight: y = scale(w2 x) claimed as one run;
+     * rms_norm falls back with the plugin's reason; threads set per queue. */
+    float xin[K * 2], want[M * 2];
+    fill(xin, K * 2, 1.0f, 9);
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < M; i++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++) acc += (double)w[2][i * K + k] * xin[j * K + k];
+            float p = (float)acc;
+            want[j * M + i] = p * 0.5f + 1.0f;
+        }
+    sched_params sp = {.n_threads = 3};
+    host_device *sel[1] = {d};
+    sched *s = sched_new(sel, 1, &sp);
+    graph *g = graph_new(16);
+    graph_tensor *wt = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, K, M), "w2");
+    graph_tensor_bind(wt, GRAPH_WEIGHT, d->index, set.buffers[hw[2].buffer], hw[2].offset, NULL);
+    graph_tensor *x = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, K, 2));
+    graph_tensor *y = graph_tensor_set_name(graph_scale(g, graph_mul_mat(g, wt, x), 0.5f, 1.0f), "y");
+    graph_set_output(y);
+    graph_tensor *nrm = graph_set_output(graph_tensor_set_name(graph_rms_norm(g, y, 1e-5f), "nrm"));
+    const int allocated = s && sched_alloc(s, g) == 0;
+    CHECK(allocated, "alloc: %s", error_get());
+    if (allocated) {
+        memcpy(x->t.data, xin, sizeof xin);
+        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        CHECK(y->t.data && close_enough(y->t.data, want, 2 * M, 1e-5f), "claimed run result differs");
+        CHECK(nrm->t.data != NULL, "norm output");
+        CHECK(sched_node_device(s, 1) == d, "SCALE claimed with its MUL_MAT should run on testnew0");
+        sched_stats sst;
+        sched_get_stats(s, &sst);
+        CHECK(sst.n_claimed == 2 && sst.n_fallbacks == 1, "claimed %d fallbacks %d", sst.n_claimed,
+              sst.n_fallbacks);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        sched_explain(s, mem);
+        fclose(mem);
+        CHECK(text && strstr(text, "computes ADD, MUL and MUL_MAT only") && strstr(text, "2 nodes claimed"),
+              "explain:\n%s", text ? text : "");
+        free(text);
+        testnew_stats(st);
+        CHECK(st[ST_THREADS] == 3, "set_n_threads got %d, want 3", st[ST_THREADS]);
+        sched_set_n_threads(s, 5);
+        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        testnew_stats(st);
+        CHECK(st[ST_THREADS] == 5, "set_n_threads after change got %d, want 5", st[ST_THREADS]);
+    }
+    graph_free(g);
+    sched_free(s);
+    host_weights_free(d, &set);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s PLUGIN_DIR\n", argv[0]);
@@ -398,6 +556,7 @@ int main(int argc, char **argv) {
     fputs("this is not an ELF file\n", f);
     fclose(f);
 
+    plugin_dir = argv[1];
     const char *dirs[] = {argv[1], bogus_dir};
     host_options opt = {.plugin_dirs = dirs, .n_plugin_dirs = 2, .only_plugin_dirs = true,
                         .verbosity = TSR_LOG_WARN};
@@ -411,7 +570,17 @@ int main(int argc, char **argv) {
     test_weight_on_device();
     test_return_after_fallback();
     test_abort();
+    test_abi11();
+    /* Keep testnew loaded across host_shutdown to see that it closed. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libtessera-backend-testnew.so", plugin_dir);
+    void *keep = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
     host_shutdown();
+    int st[7];
+    testnew_stats(st);
+    CHECK(keep && st[ST_OPENS] == 1 && st[ST_CLOSES] == 1 && st[ST_OPEN_NOW] == 0,
+          "open/close: %d opens, %d closes", st[ST_OPENS], st[ST_CLOSES]);
+    if (keep) dlclose(keep);
     unlink(bogus);
     rmdir(bogus_dir);
     if (failures) {

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <tessera/plugin_check.h>
+
 #include "ref/ref.h"
 #include "util/error.h"
 
@@ -51,6 +53,21 @@ static struct {
  * ABI's tsr_host.abort_flag requires. */
 static volatile int abort_flag;
 static int32_t log_verbosity = TSR_LOG_WARN;
+
+/* The supports_op call in progress on this thread, so tsr_host.decline can
+ * put the plugin's reason where the asker wants it. */
+static _Thread_local struct {
+    const tsr_node *node;
+    char *why;
+    size_t why_size;
+    bool said;
+} asking;
+
+static void decline_from_plugin(const tsr_node *node, const char *reason) {
+    if (!asking.node || node != asking.node || !reason) return; /* not inside supports_op */
+    if (asking.why && asking.why_size) snprintf(asking.why, asking.why_size, "%s", reason);
+    asking.said = true;
+}
 
 /* ---------------------------------------------------------- services */
 
@@ -102,6 +119,7 @@ static void services_init(const host_options *opt) {
     reg.services.abi_version = TSR_ABI_VERSION;
     reg.services.log = log_to_stderr;
     reg.services.abort_flag = &abort_flag;
+    reg.services.decline = decline_from_plugin;
     host_set_n_threads(opt ? opt->n_threads : 0);
     if (opt) log_verbosity = opt->verbosity;
     const char *xdg = getenv("XDG_CACHE_HOME");
@@ -303,6 +321,8 @@ static void plugin_start(plugin_slot *s) {
     }
 }
 
+static void device_close(host_device *d);
+
 /* --------------------------------------------------------- discovery */
 
 static int cmp_names(const void *a, const void *b) {
@@ -447,6 +467,8 @@ void host_shutdown(void) {
     for (int32_t i = 0; i < reg.n_devices; i++) {
         host_device *d = &reg.devices[i];
         if (d->queue && d->queue->api && d->queue->api->destroy) d->queue->api->destroy(d->queue);
+        d->queue = NULL;
+        device_close(d);
     }
     /* Shut plugins down in reverse load order, then unload them. */
     for (int32_t i = reg.n_plugins - 1; i >= 0; i--) {
@@ -476,8 +498,80 @@ host_device *host_device_find(const char *name) {
 
 host_device *host_device_ref(void) { return host_device_find("ref"); }
 
+int host_device_open(host_device *d) {
+    if (d->open_state == 1) return 0;
+    if (d->open_state == 0) {
+        const tsr_device_api *api = d->dev->api;
+        d->open_state = 1;
+        if (TSR_HAS_FIELD(tsr_device_api, api->struct_size, open) && api->open) {
+            char why[HOST_REASON_MAX] = "";
+            tsr_status st = api->open(d->dev, why, sizeof why);
+            why[sizeof why - 1] = '\0';
+            if (st != TSR_OK) {
+                d->open_state = -1;
+                snprintf(d->open_reason, sizeof d->open_reason, "open failed (status %d): %s", (int)st,
+                         why[0] ? why : "no reason given");
+            }
+        }
+    }
+    if (d->open_state < 0) return error_set("device %s: %s", d->name, d->open_reason);
+    return 0;
+}
+
+static void device_close(host_device *d) {
+    const tsr_device_api *api = d->dev->api;
+    if (d->open_state == 1 && TSR_HAS_FIELD(tsr_device_api, api->struct_size, close) && api->close)
+        api->close(d->dev);
+    d->open_state = 0;
+}
+
+bool host_device_supports(host_device *d, const tsr_node *node, char *why, size_t why_size) {
+    if (tsr_node_check(node, why, why_size)) return false;
+    if (host_device_open(d)) {
+        if (why && why_size) snprintf(why, why_size, "%s: %s", d->name, d->open_reason);
+        return false;
+    }
+    if (why && why_size) why[0] = '\0';
+    asking.node = node;
+    asking.why = why;
+    asking.why_size = why_size;
+    asking.said = false;
+    int32_t yes = d->dev->api->supports_op(d->dev, node);
+    bool said = asking.said;
+    asking.node = NULL;
+    if (yes) {
+        if (why && why_size) why[0] = '\0';
+        return true;
+    }
+    if (!said && why && why_size) snprintf(why, why_size, "%s does not support it", d->name);
+    return false;
+}
+
+tsr_queue *host_device_queue_new(host_device *d) {
+    if (host_device_open(d)) return NULL;
+    tsr_queue *q = NULL;
+    tsr_status st = d->dev->api->queue_create(d->dev, &q);
+    if (st != TSR_OK || !q || !q->api) {
+        error_set("device %s: queue_create failed (status %d)", d->name, (int)st);
+        return NULL;
+    }
+    return q;
+}
+
+uint64_t host_device_max_alloc(const host_device *d) {
+    return TSR_HAS_FIELD(tsr_device_info, d->info.struct_size, max_alloc_size) ? d->info.max_alloc_size : 0;
+}
+
+uint64_t host_device_alignment(const host_device *d) {
+    uint64_t a = TSR_HAS_FIELD(tsr_device_info, d->info.struct_size, buffer_alignment)
+                     ? d->info.buffer_alignment : 0;
+    if (a == 0) a = 256;
+    return a < 64 ? 64 : a;
+}
+
 tsr_queue *host_device_queue(host_device *d) {
     if (d->queue) return d->queue;
+    if (host_device_open(d)) return NULL;
     tsr_queue *q = NULL;
     tsr_status st = d->dev->api->queue_create(d->dev, &q);
     if (st != TSR_OK || !q || !q->api) {
@@ -521,6 +615,10 @@ int32_t host_default_devices(host_device **out, int32_t max) {
     for (int32_t i = 0; i < reg.n_devices && n < max; i++) {
         host_device *d = &reg.devices[i];
         if (d->info.kind != TSR_DEVICE_CPU && d->info.priority < best_cpu) continue;
+        if (host_device_open(d)) {
+            host_log(TSR_LOG_WARN, d->name, "not used: %s", d->open_reason);
+            continue;
+        }
         out[n++] = d;
     }
     return n;
@@ -529,6 +627,7 @@ int32_t host_default_devices(host_device **out, int32_t max) {
 int32_t host_select_devices(const char *list, host_device **out, int32_t max) {
     if (!list || !list[0]) {
         int32_t n = reg.n_devices < max ? reg.n_devices : max;
+        /* every device, for listing: not opened (opening may compile) */
         for (int32_t i = 0; i < n; i++) out[i] = &reg.devices[i];
         return n;
     }
@@ -552,6 +651,7 @@ int32_t host_select_devices(const char *list, host_device **out, int32_t max) {
         for (int32_t i = 0; i < n; i++)
             if (out[i] == d) return error_set("--device: device '%s' is listed twice", name);
         if (n == max) return error_set("--device: more than %d devices listed", max);
+        if (host_device_open(d)) return -1;
         out[n++] = d;
         if (!end) break;
         p = end + 1;

@@ -43,6 +43,9 @@ typedef struct host_device {
     const char *plugin_path;          /* file it came from, "(built-in)"     */
     tsr_device_info info;             /* as reported at load                 */
     tsr_queue *queue;                 /* created on first host_device_queue */
+    /* ABI 1.1 open hook: 0 not yet, 1 open, -1 open failed (open_reason). */
+    int32_t open_state;
+    char open_reason[HOST_REASON_MAX];
 } host_device;
 
 /* Why a plugin file is not serving devices. */
@@ -78,6 +81,28 @@ host_device *host_device_find(const char *name);
 host_device *host_device_ref(void);
 /* The queue of a device, created on first use; NULL with an error. */
 tsr_queue *host_device_queue(host_device *d);
+
+/* Run the device's open hook (ABI 1.1) once; 0 if open (or it has no
+ * hook), -1 with an error naming the device and its reason. Selecting a
+ * device (host_select_devices, host_default_devices) opens it; every use
+ * through the functions here does too. */
+int host_device_open(host_device *d);
+
+/* May d compute node? The node is validated first with the ABI's checker
+ * (tessera/plugin_check.h); only a well-formed node reaches the device's
+ * supports_op. On "no", why[why_size] (may be NULL) says why: the
+ * checker's message, the reason the plugin gave through tsr_host.decline,
+ * or "<device> does not support it" from a plugin that gave none. */
+bool host_device_supports(host_device *d, const tsr_node *node, char *why, size_t why_size);
+
+/* A new queue of d for one user (a scheduler); destroy with
+ * q->api->destroy. NULL with an error. */
+tsr_queue *host_device_queue_new(host_device *d);
+
+/* The device's ABI 1.1 memory limits: largest single allocation (0: none
+ * known) and tensor offset alignment (at least 64). */
+uint64_t host_device_max_alloc(const host_device *d);
+uint64_t host_device_alignment(const host_device *d);
 
 /* Every plugin file considered (loaded, rejected or superseded). */
 int32_t host_plugin_count(void);

@@ -56,7 +56,7 @@ static int run_copy(sched *s, const sched_copy *c, int32_t slot) {
         /* In a buffer the host cannot see: read it through its device. */
         if (!L->owner || !L->buffer)
             return error_set("sched: tensor '%s' has no memory to copy from", t->name);
-        tsr_queue *q = host_device_queue(L->owner);
+        tsr_queue *q = sched_device_queue(s, L->owner);
         if (!q || staging_reserve(s, c->size)) return -1;
         tsr_status st = q->api->synchronize(q);
         if (st == TSR_OK) st = q->api->read(q, L->buffer, L->offset + c->start, s->staging, c->size);
@@ -70,7 +70,7 @@ static int run_copy(sched *s, const sched_copy *c, int32_t slot) {
         memcpy(sl->buf_host + c->dst_offset, src, c->size);
         return 0;
     }
-    tsr_queue *q = host_device_queue(sl->hd);
+    tsr_queue *q = sched_slot_queue(s, slot);
     if (!q) return -1;
     tsr_status st = q->api->write(q, sl->buf, c->dst_offset, src, c->size);
     /* The source may be the staging buffer, reused by the next copy. */
@@ -101,8 +101,15 @@ static int run_split(sched *s, int32_t k) {
             node->src[i] = &mine[1 + i];
         }
     }
-    tsr_queue *q = host_device_queue(sl->hd);
+    tsr_queue *q = sched_slot_queue(s, sp->slot);
     if (!q) return -1;
+    /* ABI 1.1: this queue's own thread count (1.0 plugins read the host's). */
+    const int32_t threads = s->n_threads > 0 ? s->n_threads : host_services()->n_threads;
+    if (TSR_HAS_FIELD(tsr_queue_api, q->api->struct_size, set_n_threads) && q->api->set_n_threads &&
+        sl->queue_threads != threads) {
+        q->api->set_n_threads(q, threads);
+        sl->queue_threads = threads;
+    }
     tsr_status st = q->api->compute(q, s->run_nodes, n);
     if (st == TSR_ERR_ABORTED) return error_set("aborted");
     if (st != TSR_OK) {
@@ -115,7 +122,7 @@ static int run_split(sched *s, int32_t k) {
 
 static int sync_all(sched *s) {
     for (int32_t i = 0; i < s->n_slots; i++) {
-        tsr_queue *q = s->slots[i].hd->queue;
+        tsr_queue *q = s->slots[i].queue;
         if (!q) continue;
         tsr_status st = q->api->synchronize(q);
         if (st == TSR_ERR_ABORTED) return error_set("aborted");
@@ -131,7 +138,7 @@ static int read_outputs(sched *s) {
         graph_tensor *r = graph_tensor_at(s->g, i);
         if (r->op == TSR_OP_NONE || r->view_src || s->host_offset[i] == UINT64_MAX) continue;
         const sched_loc *L = &s->loc[i];
-        tsr_queue *q = host_device_queue(L->owner);
+        tsr_queue *q = sched_device_queue(s, L->owner);
         if (!q) return -1;
         uint64_t size = graph_tensor_nbytes(r);
         tsr_status st = q->api->read(q, L->buffer, L->offset, s->host_arena + s->host_offset[i], size);
@@ -182,8 +189,10 @@ void sched_explain(const sched *s, FILE *out) {
     fprintf(out, "devices:");
     for (int32_t i = 0; i < s->n_slots; i++)
         fprintf(out, " %s%s", s->slots[i].hd->name, s->slots[i].fallback ? " (fallback)" : "");
-    fprintf(out, "\n%d nodes, %d splits, %d copies, %d fallbacks\n", s->n_nodes, s->n_splits,
+    fprintf(out, "\n%d nodes, %d splits, %d copies, %d fallbacks", s->n_nodes, s->n_splits,
             s->n_copies, s->n_fallbacks);
+    if (s->n_claimed) fprintf(out, ", %d nodes claimed as runs (whole-subgraph offload)", s->n_claimed);
+    fputc('\n', out);
     for (int32_t k = 0; k < s->n_splits; k++) {
         const sched_split *sp = &s->splits[k];
         fprintf(out, "split %d: %s, nodes %d..%d (%d: '%s' .. '%s')\n", k,

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_check.h>
+
 #include "sched/sched_internal.h"
 #include "util/error.h"
 
@@ -43,15 +45,45 @@ sched *sched_new(host_device *const *devices, int n_devices, const sched_params 
         return NULL;
     }
     if (params) s->params = *params;
-    for (int i = 0; i < n_devices; i++) slot_init(&s->slots[i], devices[i], false);
+    s->n_threads = s->params.n_threads;
+    for (int i = 0; i < n_devices; i++) {
+        if (host_device_open(devices[i])) {
+            free(s);
+            return NULL;
+        }
+        if (host_device_alignment(devices[i]) > SCHED_ALIGN) {
+            error_set("sched_new: device %s needs %llu-byte alignment, the scheduler plans %d",
+                      devices[i]->name, (unsigned long long)host_device_alignment(devices[i]), SCHED_ALIGN);
+            free(s);
+            return NULL;
+        }
+        slot_init(&s->slots[i], devices[i], false);
+    }
     s->n_slots = s->n_chosen = n_devices;
     return s;
+}
+
+void sched_set_n_threads(sched *s, int32_t n_threads) {
+    if (s) s->n_threads = n_threads > 0 ? n_threads : 0;
+}
+
+tsr_queue *sched_slot_queue(sched *s, int32_t slot) {
+    sched_slot *sl = &s->slots[slot];
+    if (!sl->queue) sl->queue = host_device_queue_new(sl->hd);
+    return sl->queue;
+}
+
+tsr_queue *sched_device_queue(sched *s, host_device *hd) {
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].hd == hd) return sched_slot_queue(s, i);
+    return host_device_queue(hd);
 }
 
 void sched_free(sched *s) {
     if (!s) return;
     for (int32_t i = 0; i < s->n_slots; i++) {
         sched_slot *sl = &s->slots[i];
+        if (sl->queue && sl->queue->api->destroy) sl->queue->api->destroy(sl->queue);
         if (sl->buf && sl->hd->dev->api->buffer_free) sl->hd->dev->api->buffer_free(sl->hd->dev, sl->buf);
         memplan_release(&sl->plan);
     }
@@ -127,10 +159,10 @@ graph_tensor *sched_root(const sched *s, int32_t i, uint64_t *offset) {
 
 /* ----------------------------------------------------------- placement */
 
-static bool device_supports(const sched_slot *sl, const graph_tensor *t) {
+static bool device_supports(const sched_slot *sl, const graph_tensor *t, char *why, size_t why_size) {
     tsr_node node;
     graph_node_to_tsr(t, &node);
-    return sl->hd->dev->api->supports_op(sl->hd->dev, &node) != 0;
+    return host_device_supports(sl->hd, &node, why, why_size);
 }
 
 /* Computed roots live in their producer's compute buffer; bound ones where
@@ -222,7 +254,7 @@ static int32_t preferred_slot(sched *s, graph_tensor *t, int32_t pos) {
  * where that storage can be written. */
 static bool slot_fits(sched *s, int32_t slot, graph_tensor *t) {
     if (t->view_src && !slot_can_address(s, slot, t->view_src)) return false;
-    return device_supports(&s->slots[slot], t);
+    return device_supports(&s->slots[slot], t, NULL, 0);
 }
 
 /* Best CPU device, then ref: appended to the slots on first use. */
@@ -252,8 +284,8 @@ static void why_not(sched *s, int32_t slot, graph_tensor *t, char *buf, size_t s
     if (t->view_src && !slot_can_address(s, slot, t->view_src))
         snprintf(buf, size, "%s cannot write its destination '%s'", s->slots[slot].hd->name,
                  t->view_src->name);
-    else
-        snprintf(buf, size, "%s does not support it", s->slots[slot].hd->name);
+    else if (device_supports(&s->slots[slot], t, buf, size))
+        snprintf(buf, size, "%s does not support it", s->slots[slot].hd->name); /* not reached */
 }
 
 /* t's sources all reachable from slot without a copy. */
@@ -308,6 +340,39 @@ static int place_node(sched *s, int32_t pos) {
     s->node_slot[pos] = fb;
     if (!why[0]) snprintf(why, sizeof why, "no chosen device supports it");
     return fallback_note(s, pos, fb, "%s", why);
+}
+
+/* Offer the nodes from pos on to each chosen device that claims runs
+ * (whole-subgraph offload). Returns how many nodes were placed, 0 if no
+ * device claimed, -1 on error. */
+static int32_t claim_run(sched *s, int32_t pos) {
+    int32_t window = s->n_nodes - pos < SCHED_CLAIM_WINDOW ? s->n_nodes - pos : SCHED_CLAIM_WINDOW;
+    for (int32_t i = 0; i < s->n_chosen; i++) {
+        const tsr_device_api *api = s->slots[i].hd->dev->api;
+        if (!TSR_HAS_FIELD(tsr_device_api, api->struct_size, claim_nodes) || !api->claim_nodes) continue;
+        /* Only well-formed nodes are offered: stop at the first that is not. */
+        int32_t n = 0;
+        for (; n < window; n++) {
+            graph_node_to_tsr(graph_node_at(s->g, pos + n), &s->run_nodes[n]);
+            if (tsr_node_check(&s->run_nodes[n], NULL, 0)) break;
+        }
+        if (n == 0) return 0;
+        int32_t k = api->claim_nodes(s->slots[i].hd->dev, s->run_nodes, n);
+        if (k <= 0) continue;
+        if (k > n)
+            return error_set("device %s: claim_nodes claimed %d of the %d nodes offered", s->slots[i].hd->name,
+                             (int)k, (int)n);
+        bool writable = true; /* a CPY into storage the device cannot reach stays out */
+        for (int32_t j = 0; j < k; j++) {
+            graph_tensor *t = graph_node_at(s->g, pos + j);
+            if (t->view_src && !slot_can_address(s, i, t->view_src)) writable = false;
+        }
+        if (!writable) continue;
+        for (int32_t j = 0; j < k; j++) s->node_slot[pos + j] = i;
+        s->n_claimed += k;
+        return k;
+    }
+    return 0;
 }
 
 /* -------------------------------------------------------- splits, copies */
@@ -472,6 +537,11 @@ static int buffers_grow(sched *s) {
         sched_slot *sl = &s->slots[i];
         if (sl->plan.peak == 0 || sl->plan.peak <= sl->buf_size) continue;
         const tsr_device_api *api = sl->hd->dev->api;
+        const uint64_t limit = host_device_max_alloc(sl->hd);
+        if (limit && sl->plan.peak > limit)
+            return error_set("device %s: the graph needs a %llu-byte compute buffer, above the device's "
+                             "largest allocation (%llu bytes); use a smaller batch (-b)",
+                             sl->hd->name, (unsigned long long)sl->plan.peak, (unsigned long long)limit);
         if (sl->buf && api->buffer_free) api->buffer_free(sl->hd->dev, sl->buf);
         sl->buf = NULL;
         sl->buf_size = 0;
@@ -588,7 +658,7 @@ int sched_alloc(sched *s, graph *g) {
     if (!s || !g) return error_set("sched_alloc: %s is NULL", s ? "graph" : "scheduler");
     if (graph_check(g)) return error_wrap("sched_alloc");
     s->g = NULL;
-    s->n_splits = s->n_copies = s->n_fallbacks = 0;
+    s->n_splits = s->n_copies = s->n_fallbacks = s->n_claimed = 0;
     s->n_nodes = graph_n_nodes(g);
     s->n_tensors = graph_n_tensors(g);
     if (arrays_reserve(s, s->n_nodes > 0 ? s->n_nodes : 1, s->n_tensors > 0 ? s->n_tensors : 1))
@@ -597,8 +667,16 @@ int sched_alloc(sched *s, graph *g) {
     for (int32_t i = 0; i < s->n_tensors; i++) s->node_pos[i] = -1;
     for (int32_t pos = 0; pos < s->n_nodes; pos++) s->node_pos[graph_node_at(g, pos)->index] = pos;
     if (check_leaves(s)) goto fail;
-    for (int32_t pos = 0; pos < s->n_nodes; pos++)
+    for (int32_t pos = 0; pos < s->n_nodes;) {
+        int32_t k = claim_run(s, pos);
+        if (k < 0) goto fail;
+        if (k > 0) {
+            pos += k;
+            continue;
+        }
         if (place_node(s, pos)) goto fail;
+        pos++;
+    }
     if (build_splits(s)) goto fail;
     for (int32_t k = 0; k < s->n_splits; k++)
         if (add_copies(s, k)) goto fail;
@@ -619,6 +697,7 @@ void sched_get_stats(const sched *s, sched_stats *out) {
     out->n_fallbacks = s->n_fallbacks;
     for (int32_t i = 0; i < s->n_slots; i++) out->peak_bytes += s->slots[i].plan.peak;
     out->intermediate_bytes = s->intermediate_bytes;
+    out->n_claimed = s->n_claimed;
 }
 
 host_device *sched_node_device(const sched *s, int32_t node_index) {

@@ -11,6 +11,13 @@
  *     sched_compute(s, g);        // run every split in order, wait for it
  *     read output->t.data;        // outputs live in host memory
  *
+ * Whole-subgraph offload (ABI 1.1 claim_nodes): before placing a node, each
+ * chosen device with the hook is offered the next nodes; a run it claims is
+ * placed on it as a unit, without supports_op.
+ *
+ * Queues: the scheduler creates its own queue on each device it uses, so
+ * schedulers (contexts) never share one, and gives each its thread count.
+ *
  * Placement: a node goes to the device holding its weight input when that
  * device supports it (weights in plain host memory go to the first chosen
  * device that reads host memory); nodes without weights follow their
@@ -43,12 +50,21 @@ typedef struct sched_params {
     /* Do not add fallback devices: a node no given device supports is an
      * error naming the node and the devices (tests use this). */
     int no_fallback;
+    /* Threads each of this scheduler's queues may use (ABI 1.1
+     * set_n_threads); 0: the host's process-wide count (host_set_n_threads),
+     * which is all a 1.0 plugin reads. */
+    int32_t n_threads;
 } sched_params;
 
 /* A scheduler over devices (tried in this order). params may be NULL.
  * Free it before host_shutdown(): it holds buffers of the devices. */
 sched *sched_new(host_device *const *devices, int n_devices, const sched_params *params);
 void sched_free(sched *s);
+
+/* Change the thread count of this scheduler's queues (0: the host's).
+ * Each context owns its scheduler, so two contexts no longer share one
+ * count. */
+void sched_set_n_threads(sched *s, int32_t n_threads);
 
 /* Place and split g, plan and (re)allocate compute buffers, set every
  * tensor's location; inputs get host memory at t.data. -1 with an error
@@ -70,6 +86,7 @@ typedef struct sched_stats {
     int32_t n_fallbacks;
     uint64_t peak_bytes;        /* sum over devices of the planned buffer peak */
     uint64_t intermediate_bytes; /* sum of all intermediate sizes (no reuse)    */
+    int32_t n_claimed;           /* nodes placed by a device's claim_nodes      */
 } sched_stats;
 void sched_get_stats(const sched *s, sched_stats *out);
 

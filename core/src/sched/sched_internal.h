@@ -14,7 +14,8 @@ enum {
     SCHED_MAX_DEVICES = 16,
     SCHED_ALIGN = 256,       /* offsets in compute buffers */
     SCHED_HOST_ALIGN = 64,   /* offsets in the host arena  */
-    SCHED_REASON_MAX = 200
+    SCHED_REASON_MAX = 200,
+    SCHED_CLAIM_WINDOW = 64  /* nodes offered to claim_nodes at once */
 };
 
 /* ------------------------------------------------------- memory planner */
@@ -51,6 +52,8 @@ typedef struct sched_slot {
     uint64_t buf_size;
     unsigned char *buf_host;
     memplan plan;
+    tsr_queue *queue;       /* this scheduler's own queue, created on use */
+    int32_t queue_threads;  /* last count given to set_n_threads; 0 none  */
 } sched_slot;
 
 /* Where a storage root's bytes are. */
@@ -116,7 +119,15 @@ struct sched {
     tsr_tensor *run_tensors;   /* [n_nodes * (1 + TSR_MAX_SRC)] */
 
     uint64_t intermediate_bytes;
+    int32_t n_claimed;      /* nodes placed by a device's claim_nodes     */
+    int32_t n_threads;      /* per-queue thread count; 0: the host's      */
 };
+
+/* The scheduler's queue on slot's device (created on first use). */
+tsr_queue *sched_slot_queue(sched *s, int32_t slot);
+/* The queue to reach a buffer of device hd: the slot's when hd is one of
+ * the scheduler's devices, else the device's shared one. */
+tsr_queue *sched_device_queue(sched *s, host_device *hd);
 
 /* Storage root of tensor index i and the byte offset of i within it. */
 graph_tensor *sched_root(const sched *s, int32_t i, uint64_t *offset);

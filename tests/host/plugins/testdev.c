@@ -18,11 +18,38 @@
  *   TESTDEV_SMALL_TABLE claim a plugin table too small for this ABI
  *   TESTDEV_HOST_CPU    behave like a CPU backend instead: kind CPU, buffers
  *                       host-visible, nodes read plain host memory
+ *
+ * Built against the frozen ABI 1.0 header (tests/host/plugins/abi-1.0) the
+ * plugin is exactly what a vendor built for 1.0. Built against the live
+ * header (ABI 1.1) with TESTDEV_V11 it uses every 1.1 hook:
+ *   - supports_op relies on the host's validation (tsr_node_check) and only
+ *     says what it computes, giving reasons through tsr_host.decline;
+ *   - max_alloc_size 4096 and buffer_alignment 128 (buffer_alloc refuses
+ *     more than 4096 bytes);
+ *   - set_n_threads: compute refuses to run on a queue never told its count;
+ *   - open/close: supports_op, buffer_alloc and queue_create refuse to work
+ *     on a device that was not opened;
+ *   - claim_nodes: claims MUL_MAT followed by a SCALE of its result as one
+ *     run (a "fused" product), although supports_op declines SCALE alone;
+ *   - weight_size/weight_write: weights are stored XOR 0xA5 with 64 bytes
+ *     of slack; kernels and read() undo it.
+ * testdev_stats() (exported for the test only) counts the hook calls.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tessera/plugin.h>
+
+#if defined(TESTDEV_V11)
+#if TSR_ABI_MINOR < 1
+#error "TESTDEV_V11 needs the ABI 1.1 header"
+#endif
+#include <tessera/plugin_check.h>
+enum { V11 = 1 };
+#else
+enum { V11 = 0 };
+#endif
 
 #ifndef TESTDEV_NAME
 #define TESTDEV_NAME "testdev"
@@ -34,12 +61,28 @@
 #define TESTDEV_SCORE 10
 #endif
 
+enum { MAX_REPACKED = 16, REPACK_SLACK = 64, MAX_ALLOC = 4096, ALIGNMENT = 128 };
+
 struct tsr_buffer {
     unsigned char *mem;
     uint64_t size;
+    /* byte ranges holding repacked (XOR 0xA5) weights */
+    uint64_t packed_begin[MAX_REPACKED], packed_end[MAX_REPACKED];
+    int n_packed;
 };
 
 static const tsr_host *host;
+
+/* Hook counters, read by the test through testdev_stats(). */
+static struct {
+    int opens, closes, claims, weight_writes, supports_asked, last_threads, open_now;
+} stats;
+
+static int is_packed(const tsr_buffer *b, uint64_t byte) {
+    for (int i = 0; b && i < b->n_packed; i++)
+        if (byte >= b->packed_begin[i] && byte < b->packed_end[i]) return 1;
+    return 0;
+}
 
 /* ------------------------------------------------------------ compute */
 
@@ -66,14 +109,26 @@ static int in_buffer(const tsr_tensor *t) {
     return t->offset <= t->buffer->size && span <= t->buffer->size - t->offset;
 }
 
+/* Read element (i0..i3), undoing the repacking of weights. */
+static float rd(const tsr_tensor *t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    float *p = at(t, i0, i1, i2, i3);
+    if (!V11 || HOST_CPU || !is_packed(t->buffer, (uint64_t)((unsigned char *)p - t->buffer->mem))) return *p;
+    unsigned char bytes[4];
+    memcpy(bytes, p, 4);
+    for (int i = 0; i < 4; i++) bytes[i] ^= 0xA5;
+    float v;
+    memcpy(&v, bytes, 4);
+    return v;
+}
+
 static void binary(const tsr_node *n) {
     const tsr_tensor *a = n->src[0], *b = n->src[1], *d = n->dst;
     for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < d->ne[1]; i1++)
                 for (int64_t i0 = 0; i0 < d->ne[0]; i0++) {
-                    float x = *at(a, i0, i1, i2, i3);
-                    float y = *at(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+                    float x = rd(a, i0, i1, i2, i3);
+                    float y = rd(b, i0 % b->ne[0], i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
                     *at(d, i0, i1, i2, i3) = n->op == TSR_OP_ADD ? x + y : x * y;
                 }
 }
@@ -87,11 +142,39 @@ static void mul_mat(const tsr_node *n) {
                 for (int64_t i = 0; i < d->ne[0]; i++) {
                     double sum = 0;
                     for (int64_t k = 0; k < w->ne[0]; k++)
-                        sum += (double)*at(w, k, i, b2 / r2, b3 / r3) * *at(x, k, j, b2, b3);
+                        sum += (double)rd(w, k, i, b2 / r2, b3 / r3) * rd(x, k, j, b2, b3);
                     *at(d, i, j, b2, b3) = (float)sum;
                 }
 }
 
+/* dst = src0 * fparams[0] + fparams[1]; only inside a claimed run. */
+static void scale(const tsr_node *n) {
+    const tsr_tensor *a = n->src[0], *d = n->dst;
+    for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < d->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < d->ne[0]; i0++)
+                    *at(d, i0, i1, i2, i3) = rd(a, i0, i1, i2, i3) * n->fparams[0] + n->fparams[1];
+}
+
+#if defined(TESTDEV_V11)
+/* ABI 1.1: the host validated the node; say only what this device computes,
+ * and why not. */
+static const char *cannot(const tsr_node *n) {
+    if (n->op == TSR_OP_SCALE) return "SCALE only inside a claimed MUL_MAT+SCALE run";
+    if (n->op != TSR_OP_ADD && n->op != TSR_OP_MUL && n->op != TSR_OP_MUL_MAT)
+        return TESTDEV_NAME " computes ADD, MUL and MUL_MAT only";
+    for (int i = 0; i < n->n_src; i++)
+        if (n->src[i] && n->src[i]->dtype != TSR_DTYPE_F32) return TESTDEV_NAME " computes F32 only";
+    if (n->dst->dtype != TSR_DTYPE_F32) return TESTDEV_NAME " computes F32 only";
+    return NULL;
+}
+
+static int32_t supports(const tsr_node *n) {
+    /* The host checked the node; a 1.0 host would not have: check again. */
+    return tsr_node_check(n, NULL, 0) == 0 && cannot(n) == NULL;
+}
+#else
 /* Truthful for the exact node: op, dtypes and every shape must fit. */
 static int32_t supports(const tsr_node *n) {
     if (n->op != TSR_OP_ADD && n->op != TSR_OP_MUL && n->op != TSR_OP_MUL_MAT) return 0;
@@ -110,21 +193,36 @@ static int32_t supports(const tsr_node *n) {
         if (d->ne[i] != a->ne[i] || a->ne[i] % b->ne[i] != 0) return 0;
     return 1;
 }
+#endif
+
+/* The queue: its thread count (ABI 1.1 set_n_threads; 0 = never told). */
+typedef struct testdev_queue {
+    tsr_queue base;
+    int32_t n_threads;
+} testdev_queue;
 
 static tsr_status queue_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes) {
-    (void)q;
+    const testdev_queue *tq = (const testdev_queue *)q;
+    if (V11 && tq->n_threads < 1) {
+        if (host && host->log) host->log(TSR_LOG_ERROR, TESTDEV_NAME, "compute before set_n_threads");
+        return TSR_ERR_INVALID;
+    }
     for (int32_t i = 0; i < n_nodes; i++) {
         const tsr_node *n = &nodes[i];
         if (host && host->abort_flag && *host->abort_flag) return TSR_ERR_ABORTED;
-        if (!supports(n)) return TSR_ERR_UNSUPPORTED;
+        /* a SCALE right after its MUL_MAT was claimed as one run */
+        const int claimed = V11 && n->op == TSR_OP_SCALE && i > 0 && nodes[i - 1].op == TSR_OP_MUL_MAT;
+        if (!claimed && !supports(n)) return TSR_ERR_UNSUPPORTED;
         /* This device cannot see host memory: every tensor must be ours. */
-        if (!in_buffer(n->dst) || !in_buffer(n->src[0]) || !in_buffer(n->src[1])) {
+        if (!in_buffer(n->dst) || !in_buffer(n->src[0]) || (n->n_src > 1 && !in_buffer(n->src[1]))) {
             if (host && host->log)
                 host->log(TSR_LOG_ERROR, TESTDEV_NAME, "tensor outside device buffers");
             return TSR_ERR_INVALID;
         }
         if (n->op == TSR_OP_MUL_MAT)
             mul_mat(n);
+        else if (n->op == TSR_OP_SCALE)
+            scale(n);
         else
             binary(n);
     }
@@ -144,6 +242,9 @@ static tsr_status queue_read(tsr_queue *q, tsr_buffer *b, uint64_t off, void *ds
     (void)q;
     if (!b || off > b->size || size > b->size - off) return TSR_ERR_INVALID;
     memcpy(dst, b->mem + off, size);
+    /* repacked weights read back in their plain form (ABI 1.1 contract) */
+    for (uint64_t i = 0; V11 && i < size; i++)
+        if (is_packed(b, off + i)) ((unsigned char *)dst)[i] ^= 0xA5;
     return TSR_OK;
 }
 
@@ -154,6 +255,13 @@ static tsr_status queue_sync(tsr_queue *q) {
 
 static void queue_destroy(tsr_queue *q) { free(q); }
 
+#if defined(TESTDEV_V11)
+static void queue_set_threads(tsr_queue *q, int32_t n) {
+    ((testdev_queue *)q)->n_threads = n;
+    stats.last_threads = n;
+}
+#endif
+
 static const tsr_queue_api queue_api = {
     .struct_size = sizeof(tsr_queue_api),
     .compute = queue_compute,
@@ -161,6 +269,9 @@ static const tsr_queue_api queue_api = {
     .read = queue_read,
     .synchronize = queue_sync,
     .destroy = queue_destroy,
+#if defined(TESTDEV_V11)
+    .set_n_threads = queue_set_threads,
+#endif
 };
 
 /* ------------------------------------------------------------- device */
@@ -176,16 +287,31 @@ static tsr_status dev_info(tsr_device *d, tsr_device_info *info) {
     info->host_visible = HOST_CPU;
     info->reads_host_memory = HOST_CPU;
     info->priority = 50;
+#if defined(TESTDEV_V11)
+    /* fields the caller's struct has (a 1.0 host's is shorter) */
+    if (TSR_HAS_FIELD(tsr_device_info, info->struct_size, max_alloc_size)) info->max_alloc_size = MAX_ALLOC;
+    if (TSR_HAS_FIELD(tsr_device_info, info->struct_size, buffer_alignment)) info->buffer_alignment = ALIGNMENT;
+#endif
     return TSR_OK;
 }
 
 static int32_t dev_supports(tsr_device *d, const tsr_node *n) {
     (void)d;
+    stats.supports_asked++;
+#if defined(TESTDEV_V11)
+    if (!stats.open_now) return 0;
+    const char *why = tsr_node_check(n, NULL, 0) ? "malformed node" : cannot(n);
+    if (why && host && TSR_HAS_FIELD(tsr_host, host->struct_size, decline) && host->decline)
+        host->decline(n, why);
+    return why == NULL;
+#else
     return supports(n);
+#endif
 }
 
 static tsr_status dev_alloc(tsr_device *d, uint64_t size, tsr_buffer **out) {
     (void)d;
+    if (V11 && (!stats.open_now || size > MAX_ALLOC)) return TSR_ERR_NO_MEMORY;
     tsr_buffer *b = calloc(1, sizeof *b);
     if (!b) return TSR_ERR_NO_MEMORY;
     b->mem = calloc(1, size ? size : 1);
@@ -212,12 +338,72 @@ static void *dev_host_ptr(tsr_device *d, tsr_buffer *b) {
 
 static tsr_status dev_queue(tsr_device *d, tsr_queue **out) {
     (void)d;
-    tsr_queue *q = calloc(1, sizeof *q);
+    if (V11 && !stats.open_now) return TSR_ERR_DEVICE;
+    testdev_queue *q = calloc(1, sizeof *q);
     if (!q) return TSR_ERR_NO_MEMORY;
-    q->api = &queue_api;
-    *out = q;
+    q->base.api = &queue_api;
+    q->base.impl = q;
+    *out = &q->base;
     return TSR_OK;
 }
+
+#if defined(TESTDEV_V11)
+static tsr_status dev_open(tsr_device *d, char *reason, size_t reason_size) {
+    (void)d;
+    if (getenv("TESTDEV_OPEN_FAIL")) {
+        snprintf(reason, reason_size, "TESTDEV_OPEN_FAIL is set");
+        return TSR_ERR_DEVICE;
+    }
+    stats.opens++;
+    stats.open_now = 1;
+    return TSR_OK;
+}
+
+static void dev_close(tsr_device *d) {
+    (void)d;
+    stats.closes++;
+    stats.open_now = 0;
+}
+
+/* A MUL_MAT and the SCALE of its result: one run ("fused"). */
+static int32_t dev_claim(tsr_device *d, const tsr_node *nodes, int32_t n) {
+    (void)d;
+    if (n < 2 || nodes[0].op != TSR_OP_MUL_MAT || nodes[1].op != TSR_OP_SCALE) return 0;
+    if (nodes[1].src[0] != nodes[0].dst || cannot(&nodes[0])) return 0;
+    if (nodes[1].src[0]->dtype != TSR_DTYPE_F32 || nodes[1].dst->dtype != TSR_DTYPE_F32) return 0;
+    stats.claims++;
+    return 2;
+}
+
+static uint64_t weight_bytes(const tsr_tensor *t) {
+    return (uint64_t)tsr_tensor_nelements(t) * tsr_dtype_block_bytes(t->dtype) / tsr_dtype_block_size(t->dtype);
+}
+
+static uint64_t dev_weight_size(tsr_device *d, const tsr_tensor *t) {
+    (void)d;
+    return weight_bytes(t) + REPACK_SLACK;
+}
+
+static tsr_status dev_weight_write(tsr_device *d, tsr_buffer *b, uint64_t off, const tsr_tensor *t,
+                                   const void *src) {
+    (void)d;
+    const uint64_t n = weight_bytes(t);
+    if (!b || t->dtype != TSR_DTYPE_F32 || off > b->size || n > b->size - off || b->n_packed == MAX_REPACKED)
+        return TSR_ERR_INVALID;
+    for (uint64_t i = 0; i < n; i++) b->mem[off + i] = ((const unsigned char *)src)[i] ^ 0xA5;
+    b->packed_begin[b->n_packed] = off;
+    b->packed_end[b->n_packed++] = off + n;
+    stats.weight_writes++;
+    return TSR_OK;
+}
+
+TSR_PLUGIN_EXPORT void testdev_stats(int out[7]);
+TSR_PLUGIN_EXPORT void testdev_stats(int out[7]) {
+    const int v[7] = {stats.opens, stats.closes, stats.claims, stats.weight_writes, stats.supports_asked,
+                      stats.last_threads, stats.open_now};
+    memcpy(out, v, sizeof v);
+}
+#endif
 
 static const tsr_device_api device_api = {
     .struct_size = sizeof(tsr_device_api),
@@ -227,6 +413,13 @@ static const tsr_device_api device_api = {
     .buffer_free = dev_free,
     .buffer_host_ptr = dev_host_ptr,
     .queue_create = dev_queue,
+#if defined(TESTDEV_V11)
+    .open = dev_open,
+    .close = dev_close,
+    .claim_nodes = dev_claim,
+    .weight_size = dev_weight_size,
+    .weight_write = dev_weight_write,
+#endif
 };
 
 static tsr_device the_device = {.api = &device_api, .impl = NULL};

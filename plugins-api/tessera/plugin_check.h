@@ -1,0 +1,380 @@
+/*
+ * tessera/plugin_check.h — is a node well-formed? The op rules of
+ * tessera/plugin.h as code, the same checks the host runs (ABI 1.1).
+ *
+ *     char why[256];
+ *     if (tsr_node_check(node, why, sizeof why) != 0) ... // why: "ROPE 'q': mode 5 is ..."
+ *
+ * A 1.1 host validates every node with this function before it calls
+ * supports_op, so supports_op only has to answer "can this device do it"
+ * (dtypes, sizes, parameters its kernels handle). Calling it again inside
+ * supports_op is cheap and keeps a plugin safe under a 1.0 host, which did
+ * not validate. A node that passes may be computed without any further
+ * shape test: every size is >= 1, every stride usable, every byte span far
+ * from overflow (under 2^60 bytes, 2^48 elements per tensor).
+ *
+ * What is NOT checked: tensor locations (buffer, offset, data), whether
+ * views of one storage overlap, and what a device implements.
+ *
+ * Header-only, C99; includes <stdarg.h>, <stdio.h> and tessera/plugin_util.h.
+ */
+#ifndef TESSERA_PLUGIN_CHECK_H
+#define TESSERA_PLUGIN_CHECK_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "plugin_util.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TSR_CHECK_PRINTF_ __attribute__((format(printf, 2, 3)))
+#else
+#define TSR_CHECK_PRINTF_
+#endif
+
+/* Largest element count ref accepts for one tensor (2^48): keeps every
+ * index and byte offset computation far from int64 overflow. */
+#define TSR_CHECK_MAX_ELEMENTS (INT64_C(1) << 48)
+#define TSR_CHECK_MAX_SPAN (INT64_C(1) << 60)
+
+typedef struct tsr_checker_ {
+    const tsr_node *node;
+    char *why;
+    size_t why_size;
+} tsr_checker_;
+
+/* Record the reason (prefixed with the op and node name) and return -1. */
+TSR_CHECK_PRINTF_ static inline int tsr_chk_fail_(tsr_checker_ *c, const char *fmt, ...) {
+    if (!c->why || c->why_size == 0) return -1;
+    int n = snprintf(c->why, c->why_size, "%s '%s': ", tsr_op_name(c->node->op),
+                     c->node->dst && c->node->dst->name ? c->node->dst->name : "");
+    if (n < 0 || (size_t)n >= c->why_size) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why + n, c->why_size - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Geometry every tensor must have: positive sizes, sane strides, whole
+ * blocks with contiguous blocks along ne[0]. */
+static inline int tsr_chk_tensor_(tsr_checker_ *c, const tsr_tensor *t, const char *role) {
+    if (!t) return tsr_chk_fail_(c, "%s is missing", role);
+    if (!tsr_dtype_traits_get(t->dtype)) return tsr_chk_fail_(c, "%s has unknown dtype %d", role, (int)t->dtype);
+    int64_t n = 1;
+    for (int d = 0; d < TSR_MAX_DIMS; d++) {
+        if (t->ne[d] < 1) return tsr_chk_fail_(c, "%s ne[%d] = %lld (must be >= 1)", role, d, (long long)t->ne[d]);
+        if (t->ne[d] > TSR_CHECK_MAX_ELEMENTS / n) return tsr_chk_fail_(c, "%s has too many elements", role);
+        n *= t->ne[d];
+        if (t->ne[d] > 1 && (t->nb[d] <= 0 || t->nb[d] > TSR_CHECK_MAX_ELEMENTS))
+            return tsr_chk_fail_(c, "%s nb[%d] = %lld is not a usable stride", role, d, (long long)t->nb[d]);
+    }
+    const int64_t bs = tsr_dtype_traits_get(t->dtype)->block_size;
+    if (bs > 1) {
+        if (t->ne[0] % bs)
+            return tsr_chk_fail_(c, "%s %s ne[0] = %lld is not a multiple of the block size %lld", role,
+                        tsr_dtype_name(t->dtype), (long long)t->ne[0], (long long)bs);
+        if (t->nb[0] != tsr_dtype_traits_get(t->dtype)->block_bytes)
+            return tsr_chk_fail_(c, "%s %s blocks are not contiguous along ne[0] (nb[0] = %lld)", role,
+                        tsr_dtype_name(t->dtype), (long long)t->nb[0]);
+    }
+    /* The byte span (the last element's offset) must stay far from overflow. */
+    int64_t span = 0;
+    for (int d = 0; d < TSR_MAX_DIMS; d++) {
+        const int64_t steps = (d == 0 && bs > 1 ? t->ne[0] / bs : t->ne[d]) - 1;
+        if (steps <= 0) continue;
+        if (t->nb[d] > TSR_CHECK_MAX_SPAN / steps || steps * t->nb[d] > TSR_CHECK_MAX_SPAN - span)
+            return tsr_chk_fail_(c, "%s spans more than 2^60 bytes", role);
+        span += steps * t->nb[d];
+    }
+    return 0;
+}
+
+static inline int tsr_chk_float_(tsr_checker_ *c, const tsr_tensor *t, const char *role) {
+    if (tsr_chk_tensor_(c, t, role)) return -1;
+    if (!tsr_dtype_is_float(t->dtype))
+        return tsr_chk_fail_(c, "%s dtype %s is not F32, F16 or BF16", role, tsr_dtype_name(t->dtype));
+    return 0;
+}
+
+static inline int tsr_chk_f32_(tsr_checker_ *c, const tsr_tensor *t, const char *role) {
+    if (tsr_chk_tensor_(c, t, role)) return -1;
+    if (t->dtype != TSR_DTYPE_F32) return tsr_chk_fail_(c, "%s dtype %s is not F32", role, tsr_dtype_name(t->dtype));
+    return 0;
+}
+
+static inline int tsr_chk_readable_(tsr_checker_ *c, const tsr_tensor *t, const char *role) {
+    /* any known dtype: which ones a device reads is its own business */
+    return tsr_chk_tensor_(c, t, role);
+}
+
+static inline int tsr_chk_i32_(tsr_checker_ *c, const tsr_tensor *t, const char *role) {
+    if (tsr_chk_tensor_(c, t, role)) return -1;
+    if (t->dtype != TSR_DTYPE_I32) return tsr_chk_fail_(c, "%s dtype %s is not I32", role, tsr_dtype_name(t->dtype));
+    return 0;
+}
+
+static inline int tsr_chk_shape_(tsr_checker_ *c, const tsr_tensor *t, const char *role, int64_t n0, int64_t n1,
+                       int64_t n2, int64_t n3) {
+    if (t->ne[0] != n0 || t->ne[1] != n1 || t->ne[2] != n2 || t->ne[3] != n3)
+        return tsr_chk_fail_(c, "%s is [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]", role,
+                    (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                    (long long)n0, (long long)n1, (long long)n2, (long long)n3);
+    return 0;
+}
+
+static inline int tsr_chk_same_shape_(tsr_checker_ *c, const tsr_tensor *t, const char *role, const tsr_tensor *like) {
+    return tsr_chk_shape_(c, t, role, like->ne[0], like->ne[1], like->ne[2], like->ne[3]);
+}
+
+static inline int tsr_chk_n_src_(tsr_checker_ *c, int lo, int hi) {
+    int32_t n = c->node->n_src;
+    if (n < lo || n > hi) return tsr_chk_fail_(c, "has %d sources, expected %d..%d", (int)n, lo, hi);
+    for (int i = 0; i < lo; i++)
+        if (!c->node->src[i]) return tsr_chk_fail_(c, "src%d is missing", i);
+    return 0;
+}
+
+/* src[i] if present (optional sources may be NULL or beyond n_src). */
+static inline const tsr_tensor *tsr_chk_opt_src_(const tsr_node *node, int i) {
+    return i < node->n_src ? node->src[i] : NULL;
+}
+
+/* --------------------------------------------------------- per op checks */
+
+static inline int tsr_chk_get_rows_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *a = n->src[0], *rows = n->src[1], *dst = n->dst;
+    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_readable_(c, a, "src0") || tsr_chk_i32_(c, rows, "src1 (rows)") ||
+        tsr_chk_float_(c, dst, "dst"))
+        return -1;
+    /* a [n, r, b2, b3], rows [m, b2, b3] -> dst [n, m, b2, b3] */
+    if (rows->ne[3] != 1) return tsr_chk_fail_(c, "src1 (rows) must have ne[3] = 1");
+    if (rows->ne[1] != a->ne[2] || rows->ne[2] != a->ne[3])
+        return tsr_chk_fail_(c, "src1 (rows) batch dims [%lld, %lld] differ from src0's [%lld, %lld]",
+                    (long long)rows->ne[1], (long long)rows->ne[2], (long long)a->ne[2],
+                    (long long)a->ne[3]);
+    return tsr_chk_shape_(c, dst, "dst", a->ne[0], rows->ne[0], rows->ne[1], rows->ne[2]);
+}
+
+static inline int tsr_chk_binary_broadcast_(tsr_checker_ *c) {
+    const tsr_tensor *a = c->node->src[0], *b = c->node->src[1], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
+        tsr_chk_float_(c, dst, "dst") || tsr_chk_same_shape_(c, dst, "dst", a))
+        return -1;
+    for (int d = 0; d < TSR_MAX_DIMS; d++)
+        if (a->ne[d] % b->ne[d])
+            return tsr_chk_fail_(c, "src1 ne[%d] = %lld does not divide src0 ne[%d] = %lld", d,
+                        (long long)b->ne[d], d, (long long)a->ne[d]);
+    return 0;
+}
+
+static inline int tsr_chk_unary_(tsr_checker_ *c) {
+    const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c, 1, 1) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, dst, "dst") ||
+        tsr_chk_same_shape_(c, dst, "dst", a))
+        return -1;
+    return 0;
+}
+
+static inline int tsr_chk_swiglu_(tsr_checker_ *c) {
+    const tsr_tensor *a = c->node->src[0], *b = c->node->src[1], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
+        tsr_chk_float_(c, dst, "dst") || tsr_chk_same_shape_(c, b, "src1", a) ||
+        tsr_chk_same_shape_(c, dst, "dst", a))
+        return -1;
+    return 0;
+}
+
+static inline int tsr_chk_mul_mat_(tsr_checker_ *c) {
+    const tsr_tensor *w = c->node->src[0], *x = c->node->src[1], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_readable_(c, w, "src0 (weights)") || tsr_chk_float_(c, x, "src1") ||
+        tsr_chk_float_(c, dst, "dst"))
+        return -1;
+    /* w [K, M, B2/r2, B3/r3], x [K, N, B2, B3] -> dst [M, N, B2, B3] */
+    if (w->ne[0] != x->ne[0])
+        return tsr_chk_fail_(c, "src0 ne[0] = %lld differs from src1 ne[0] = %lld", (long long)w->ne[0],
+                    (long long)x->ne[0]);
+    if (x->ne[2] % w->ne[2] || x->ne[3] % w->ne[3])
+        return tsr_chk_fail_(c, "src0 batch dims [%lld, %lld] do not divide src1's [%lld, %lld]",
+                    (long long)w->ne[2], (long long)w->ne[3], (long long)x->ne[2], (long long)x->ne[3]);
+    return tsr_chk_shape_(c, dst, "dst", w->ne[1], x->ne[1], x->ne[2], x->ne[3]);
+}
+
+static inline int tsr_chk_rope_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *a = n->src[0], *pos = n->src[1], *ff = tsr_chk_opt_src_(n, 2), *dst = n->dst;
+    if (tsr_chk_n_src_(c, 2, 3) || tsr_chk_float_(c, a, "src0") || tsr_chk_i32_(c, pos, "src1 (positions)") ||
+        tsr_chk_float_(c, dst, "dst") || tsr_chk_same_shape_(c, dst, "dst", a))
+        return -1;
+    int32_t n_dims = n->iparams[0], mode = n->iparams[1];
+    if (n_dims <= 0 || n_dims % 2 || n_dims > a->ne[0])
+        return tsr_chk_fail_(c, "n_dims = %d must be even and in 2..head_dim (%lld)", (int)n_dims,
+                    (long long)a->ne[0]);
+    if (mode != TSR_ROPE_NORMAL && mode != TSR_ROPE_NEOX)
+        return tsr_chk_fail_(c, "mode %d is neither normal (0) nor NeoX (2)", (int)mode);
+    /* a [head_dim, n_head, n_tokens, b3], positions [n_tokens] */
+    if (tsr_tensor_nelements(pos) != a->ne[2] || pos->ne[0] != a->ne[2])
+        return tsr_chk_fail_(c, "src1 (positions) has %lld entries for %lld tokens", (long long)pos->ne[0],
+                    (long long)a->ne[2]);
+    if (ff) {
+        if (tsr_chk_f32_(c, ff, "src2 (freq factors)")) return -1;
+        if (ff->ne[0] < n_dims / 2)
+            return tsr_chk_fail_(c, "src2 (freq factors) has %lld entries, needs n_dims/2 = %d",
+                        (long long)ff->ne[0], (int)(n_dims / 2));
+    }
+    return 0;
+}
+
+static inline int tsr_chk_soft_max_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *a = n->src[0], *mask = tsr_chk_opt_src_(n, 1), *dst = n->dst;
+    if (tsr_chk_n_src_(c, 1, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, dst, "dst") ||
+        tsr_chk_same_shape_(c, dst, "dst", a))
+        return -1;
+    if (mask) {
+        if (tsr_chk_tensor_(c, mask, "src1 (mask)")) return -1;
+        if (mask->dtype != TSR_DTYPE_F32 && mask->dtype != TSR_DTYPE_F16)
+            return tsr_chk_fail_(c, "src1 (mask) dtype %s is not F32 or F16", tsr_dtype_name(mask->dtype));
+        if (mask->ne[0] != a->ne[0] || mask->ne[1] < a->ne[1])
+            return tsr_chk_fail_(c, "src1 (mask) is [%lld, %lld], needs [%lld, >= %lld]",
+                        (long long)mask->ne[0], (long long)mask->ne[1], (long long)a->ne[0],
+                        (long long)a->ne[1]);
+        if (a->ne[2] % mask->ne[2] || a->ne[3] % mask->ne[3])
+            return tsr_chk_fail_(c, "src1 (mask) ne[2..3] = [%lld, %lld] do not divide src0's [%lld, %lld]",
+                        (long long)mask->ne[2], (long long)mask->ne[3], (long long)a->ne[2],
+                        (long long)a->ne[3]);
+    }
+    return 0;
+}
+
+static inline int tsr_chk_cpy_(tsr_checker_ *c) {
+    const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c, 1, 1) || tsr_chk_readable_(c, a, "src0") || tsr_chk_tensor_(c, dst, "dst")) return -1;
+    const int a_float = tsr_dtype_is_float(a->dtype), a_quant = tsr_dtype_is_quantized(a->dtype);
+    if (!a_float && !a_quant)
+        return tsr_chk_fail_(c, "src0 dtype %s cannot be converted", tsr_dtype_name(a->dtype));
+    if (tsr_dtype_is_float(dst->dtype)) {
+        /* any float or quantized source into F32; quantized into F16/BF16 too */
+    } else if (tsr_dtype_is_quantized(dst->dtype)) {
+        if (!a_float)
+            return tsr_chk_fail_(c, "%s to %s: only F32/F16/BF16 can be quantized", tsr_dtype_name(a->dtype),
+                        tsr_dtype_name(dst->dtype));
+    } else {
+        return tsr_chk_fail_(c, "dst dtype %s is not supported", tsr_dtype_name(dst->dtype));
+    }
+    if (tsr_tensor_nelements(a) != tsr_tensor_nelements(dst))
+        return tsr_chk_fail_(c, "src0 has %lld elements, dst %lld", (long long)tsr_tensor_nelements(a),
+                    (long long)tsr_tensor_nelements(dst));
+    return 0;
+}
+
+static inline int tsr_chk_concat_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *a = n->src[0], *b = n->src[1], *dst = n->dst;
+    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
+        tsr_chk_float_(c, dst, "dst"))
+        return -1;
+    int32_t dim = n->iparams[0];
+    if (dim < 0 || dim >= TSR_MAX_DIMS) return tsr_chk_fail_(c, "dimension %d is not 0..3", (int)dim);
+    int64_t want[TSR_MAX_DIMS];
+    for (int d = 0; d < TSR_MAX_DIMS; d++) {
+        if (d != dim && a->ne[d] != b->ne[d])
+            return tsr_chk_fail_(c, "src0 and src1 differ in ne[%d] (%lld vs %lld)", d, (long long)a->ne[d],
+                        (long long)b->ne[d]);
+        want[d] = d == dim ? a->ne[d] + b->ne[d] : a->ne[d];
+    }
+    return tsr_chk_shape_(c, dst, "dst", want[0], want[1], want[2], want[3]);
+}
+
+static inline int tsr_chk_argmax_(tsr_checker_ *c) {
+    const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c, 1, 1) || tsr_chk_float_(c, a, "src0") || tsr_chk_i32_(c, dst, "dst")) return -1;
+    int64_t rows = a->ne[1] * a->ne[2] * a->ne[3];
+    if (tsr_tensor_nelements(dst) != rows)
+        return tsr_chk_fail_(c, "dst has %lld elements for %lld rows", (long long)tsr_tensor_nelements(dst),
+                    (long long)rows);
+    return 0;
+}
+
+static inline int tsr_chk_kv_(tsr_checker_ *c, const tsr_tensor *t, const char *role) {
+    if (tsr_chk_tensor_(c, t, role)) return -1;
+    if (t->dtype != TSR_DTYPE_F32 && t->dtype != TSR_DTYPE_F16 && t->dtype != TSR_DTYPE_BF16)
+        return tsr_chk_fail_(c, "%s dtype %s is not F32, F16 or BF16", role, tsr_dtype_name(t->dtype));
+    return 0;
+}
+
+static inline int tsr_chk_flash_attn_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *q = n->src[0], *k = n->src[1], *v = n->src[2], *mask = tsr_chk_opt_src_(n, 3);
+    const tsr_tensor *dst = n->dst;
+    if (tsr_chk_n_src_(c, 3, 4) || tsr_chk_float_(c, q, "src0 (q)") || tsr_chk_kv_(c, k, "src1 (k)") ||
+        tsr_chk_kv_(c, v, "src2 (v)") || tsr_chk_f32_(c, dst, "dst"))
+        return -1;
+    /* q [D, n_q, H, 1], k/v [D, n_kv, H_kv, 1] -> dst [D, H, n_q, 1] */
+    int64_t D = q->ne[0], n_q = q->ne[1], H = q->ne[2];
+    if (q->ne[3] != 1) return tsr_chk_fail_(c, "src0 (q) must have ne[3] = 1");
+    if (tsr_chk_shape_(c, k, "src1 (k)", D, k->ne[1], k->ne[2], 1) ||
+        tsr_chk_same_shape_(c, v, "src2 (v)", k))
+        return -1;
+    if (H % k->ne[2])
+        return tsr_chk_fail_(c, "%lld query heads are not a multiple of %lld kv heads", (long long)H,
+                    (long long)k->ne[2]);
+    if (mask) {
+        if (tsr_chk_kv_(c, mask, "src3 (mask)")) return -1;
+        if (mask->dtype == TSR_DTYPE_BF16) return tsr_chk_fail_(c, "src3 (mask) dtype BF16 is not F32 or F16");
+        if (mask->ne[0] != k->ne[1] || mask->ne[1] < n_q || mask->ne[2] != 1 || mask->ne[3] != 1)
+            return tsr_chk_fail_(c, "src3 (mask) is [%lld, %lld, %lld, %lld], needs [%lld, >= %lld, 1, 1]",
+                        (long long)mask->ne[0], (long long)mask->ne[1], (long long)mask->ne[2],
+                        (long long)mask->ne[3], (long long)k->ne[1], (long long)n_q);
+    }
+    return tsr_chk_shape_(c, dst, "dst", D, H, n_q, 1);
+}
+
+/* 0 if the node is well-formed, else -1 with a one-line reason in
+ * why[why_size] ("OP 'dst name': what is wrong"); why may be NULL. */
+static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_size) {
+    tsr_checker_ c = {node, why, why_size};
+    if (why && why_size) why[0] = '\0';
+    if (!node) {
+        if (why && why_size) snprintf(why, why_size, "node is NULL");
+        return -1;
+    }
+    if (node->n_src < 0 || node->n_src > TSR_MAX_SRC)
+        return tsr_chk_fail_(&c, "n_src = %d is not 0..%d", (int)node->n_src, TSR_MAX_SRC);
+    if (!node->dst) return tsr_chk_fail_(&c, "dst is missing");
+    switch (node->op) {
+    case TSR_OP_GET_ROWS: return tsr_chk_get_rows_(&c);
+    case TSR_OP_ADD:
+    case TSR_OP_MUL: return tsr_chk_binary_broadcast_(&c);
+    case TSR_OP_RMS_NORM:
+    case TSR_OP_NORM:
+        if (!(node->fparams[0] >= 0.0f && node->fparams[0] <= 3.0e38f))
+            return tsr_chk_fail_(&c, "eps = fparams[0] = %g is not finite and >= 0", (double)node->fparams[0]);
+        return tsr_chk_unary_(&c);
+    case TSR_OP_SCALE:
+    case TSR_OP_SILU:
+    case TSR_OP_GELU: return tsr_chk_unary_(&c);
+    case TSR_OP_MUL_MAT: return tsr_chk_mul_mat_(&c);
+    case TSR_OP_ROPE: return tsr_chk_rope_(&c);
+    case TSR_OP_SOFT_MAX: return tsr_chk_soft_max_(&c);
+    case TSR_OP_SWIGLU: return tsr_chk_swiglu_(&c);
+    case TSR_OP_CPY: return tsr_chk_cpy_(&c);
+    case TSR_OP_CONCAT: return tsr_chk_concat_(&c);
+    case TSR_OP_ARGMAX: return tsr_chk_argmax_(&c);
+    case TSR_OP_FLASH_ATTN: return tsr_chk_flash_attn_(&c);
+    default: return tsr_chk_fail_(&c, "op %d is not a computable op", (int)node->op);
+    }
+}
+
+#undef TSR_CHECK_PRINTF_
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_PLUGIN_CHECK_H */

@@ -1,0 +1,213 @@
+/*
+ * tessera/plugin_util.h — tables and helpers a plugin needs next to
+ * tessera/plugin.h (ABI 1.1): op names, the full dtype table (block size,
+ * bytes per block, byte layout), the block structs of the formats plugins
+ * most often compute, and fp16/bf16 conversions bit-exact with the host's.
+ *
+ * Header-only, C99, includes <stdint.h>, <string.h> and tessera/plugin.h.
+ * Everything here is static inline: include it from as many files as you
+ * like; nothing is exported and unused helpers cost nothing.
+ */
+#ifndef TESSERA_PLUGIN_UTIL_H
+#define TESSERA_PLUGIN_UTIL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- op names */
+
+/* "MUL_MAT" for TSR_OP_MUL_MAT; "unknown" for numbers this ABI lacks. */
+static inline const char *tsr_op_name(int32_t op) {
+    static const char *const names[TSR_OP_COUNT] = {
+        "NONE",     "GET_ROWS", "ADD",  "MUL",  "SCALE", "MUL_MAT", "RMS_NORM", "NORM",   "ROPE",
+        "SOFT_MAX", "SILU",     "GELU", "SWIGLU", "CPY", "CONCAT",  "ARGMAX",   "FLASH_ATTN",
+    };
+    return op >= 0 && op < TSR_OP_COUNT ? names[op] : "unknown";
+}
+
+/* ------------------------------------------------------------- dtype table */
+
+/*
+ * One row per GGUF type number. A row of a tensor of this dtype holds
+ * ne[0] / block_size blocks of block_bytes bytes each; nb[0] == block_bytes.
+ * Layouts are GGUF's (little-endian, packed, no padding; "d" fields are
+ * scales stored as IEEE half bits unless said otherwise). Quantized dtypes
+ * dequantize as x = d * q (symmetric) or x = d * q + m (with a minimum).
+ */
+typedef struct tsr_dtype_traits {
+    const char *name;    /* "Q4_K"; NULL: the number is not a dtype      */
+    int32_t block_size;  /* elements per block (1 for plain types)        */
+    int32_t block_bytes; /* bytes per block                               */
+    int32_t quantized;   /* 1 for block formats                           */
+    int32_t is_float;    /* 1 for F32, F16, BF16 (F64 is data only)       */
+    const char *layout;  /* the bytes of one block, in order              */
+} tsr_dtype_traits;
+
+static inline const tsr_dtype_traits *tsr_dtype_traits_get(int32_t dtype) {
+#define TSR_PLAIN_(n, b, f, l) {n, 1, b, 0, f, l}
+#define TSR_QUANT_(n, bs, b, l) {n, bs, b, 1, 0, l}
+    static const tsr_dtype_traits table[TSR_DTYPE_COUNT] = {
+        [TSR_DTYPE_F32] = TSR_PLAIN_("F32", 4, 1, "IEEE binary32"),
+        [TSR_DTYPE_F16] = TSR_PLAIN_("F16", 2, 1, "IEEE binary16"),
+        [TSR_DTYPE_BF16] = TSR_PLAIN_("BF16", 2, 1, "upper 16 bits of binary32"),
+        [TSR_DTYPE_Q4_0] = TSR_QUANT_("Q4_0", 32, 18,
+                                      "f16 d; u8 qs[16]: element j low nibble of qs[j], j+16 high; x = d*(q-8)"),
+        [TSR_DTYPE_Q4_1] = TSR_QUANT_("Q4_1", 32, 20, "f16 d, m; u8 qs[16] as Q4_0; x = d*q + m"),
+        [TSR_DTYPE_Q5_0] = TSR_QUANT_("Q5_0", 32, 22,
+                                      "f16 d; u8 qh[4] (bit j: 5th bit of element j); u8 qs[16] as Q4_0; x = d*(q-16)"),
+        [TSR_DTYPE_Q5_1] = TSR_QUANT_("Q5_1", 32, 24, "f16 d, m; u8 qh[4]; u8 qs[16]; x = d*q + m"),
+        [TSR_DTYPE_Q8_0] = TSR_QUANT_("Q8_0", 32, 34, "f16 d; i8 qs[32]; x = d*q"),
+        [TSR_DTYPE_Q8_1] = TSR_QUANT_("Q8_1", 32, 36, "f16 d; f16 s = d*sum(qs); i8 qs[32]; x = d*q"),
+        [TSR_DTYPE_Q2_K] = TSR_QUANT_("Q2_K", 256, 84,
+                                      "u8 scales[16] (low nibble scale, high min); u8 qs[64] (2 bits); f16 d, dmin"),
+        [TSR_DTYPE_Q3_K] = TSR_QUANT_("Q3_K", 256, 110,
+                                      "u8 hmask[32] (high bits); u8 qs[64] (low 2 bits); u8 scales[12] (16 x 6 bits); f16 d"),
+        [TSR_DTYPE_Q4_K] = TSR_QUANT_("Q4_K", 256, 144,
+                                      "f16 d, dmin; u8 scales[12] (8 scales + 8 mins, 6 bits); u8 qs[128]"),
+        [TSR_DTYPE_Q5_K] = TSR_QUANT_("Q5_K", 256, 176, "f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]"),
+        [TSR_DTYPE_Q6_K] = TSR_QUANT_("Q6_K", 256, 210,
+                                      "u8 ql[128] (low 4 bits); u8 qh[64] (high 2 bits); i8 scales[16]; f16 d"),
+        [TSR_DTYPE_Q8_K] = TSR_QUANT_("Q8_K", 256, 292, "f32 d; i8 qs[256]; i16 bsums[16] (sums of 16 qs)"),
+        [TSR_DTYPE_IQ2_XXS] = TSR_QUANT_("IQ2_XXS", 256, 66, "f16 d; u16 qs[32] (grid indices, signs, scales)"),
+        [TSR_DTYPE_IQ2_XS] = TSR_QUANT_("IQ2_XS", 256, 74, "f16 d; u16 qs[32]; u8 scales[8]"),
+        [TSR_DTYPE_IQ3_XXS] = TSR_QUANT_("IQ3_XXS", 256, 98, "f16 d; u8 qs[96]"),
+        [TSR_DTYPE_IQ1_S] = TSR_QUANT_("IQ1_S", 256, 50, "f16 d; u8 qs[32]; u16 qh[8]"),
+        [TSR_DTYPE_IQ4_NL] = TSR_QUANT_("IQ4_NL", 32, 18, "f16 d; u8 qs[16] as Q4_0, nibbles index a 16-entry table"),
+        [TSR_DTYPE_IQ3_S] = TSR_QUANT_("IQ3_S", 256, 110, "f16 d; u8 qs[64]; u8 qh[8]; u8 signs[32]; u8 scales[4]"),
+        [TSR_DTYPE_IQ2_S] = TSR_QUANT_("IQ2_S", 256, 82, "f16 d; u8 qs[64]; u8 qh[8]; u8 scales[8]"),
+        [TSR_DTYPE_IQ4_XS] = TSR_QUANT_("IQ4_XS", 256, 136, "f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]"),
+        [TSR_DTYPE_I8] = TSR_PLAIN_("I8", 1, 0, "int8"),
+        [TSR_DTYPE_I16] = TSR_PLAIN_("I16", 2, 0, "int16"),
+        [TSR_DTYPE_I32] = TSR_PLAIN_("I32", 4, 0, "int32"),
+        [TSR_DTYPE_I64] = TSR_PLAIN_("I64", 8, 0, "int64"),
+        [TSR_DTYPE_F64] = TSR_PLAIN_("F64", 8, 0, "IEEE binary64"),
+        [TSR_DTYPE_IQ1_M] = TSR_QUANT_("IQ1_M", 256, 56, "u8 qs[32]; u8 qh[16]; u8 scales[8] (scale bits inside)"),
+        [TSR_DTYPE_TQ1_0] = TSR_QUANT_("TQ1_0", 256, 54, "u8 qs[48] (base-3); u8 qh[4]; f16 d"),
+        [TSR_DTYPE_TQ2_0] = TSR_QUANT_("TQ2_0", 256, 66, "u8 qs[64] (2 bits); f16 d"),
+        [TSR_DTYPE_MXFP4] = TSR_QUANT_("MXFP4", 32, 17, "u8 e (E8M0 scale); u8 qs[16] (E2M1 nibbles)"),
+    };
+#undef TSR_PLAIN_
+#undef TSR_QUANT_
+    if (dtype < 0 || dtype >= TSR_DTYPE_COUNT || !table[dtype].name) return NULL;
+    return &table[dtype];
+}
+
+/* "Q4_K"; "unknown" for numbers that are not dtypes. */
+static inline const char *tsr_dtype_name(int32_t dtype) {
+    const tsr_dtype_traits *t = tsr_dtype_traits_get(dtype);
+    return t ? t->name : "unknown";
+}
+
+static inline int tsr_dtype_is_float(int32_t dtype) {
+    return dtype == TSR_DTYPE_F32 || dtype == TSR_DTYPE_F16 || dtype == TSR_DTYPE_BF16;
+}
+
+static inline int tsr_dtype_is_quantized(int32_t dtype) {
+    const tsr_dtype_traits *t = tsr_dtype_traits_get(dtype);
+    return t && t->quantized;
+}
+
+/* Bytes of one contiguous row of n elements; 0 if n is not whole blocks. */
+static inline uint64_t tsr_dtype_row_bytes(int32_t dtype, int64_t n) {
+    const tsr_dtype_traits *t = tsr_dtype_traits_get(dtype);
+    if (!t || n < 0 || n % t->block_size) return 0;
+    return (uint64_t)(n / t->block_size) * (uint64_t)t->block_bytes;
+}
+
+/* ------------------------------------------------------------ block structs */
+
+/* The formats CPU and GPU kernels most often read, as C structs (sizes pinned
+ * below). Half fields hold raw binary16 bits: convert with tsr_fp16_to_f32. */
+typedef struct tsr_block_q4_0 { uint16_t d; uint8_t qs[16]; } tsr_block_q4_0;
+typedef struct tsr_block_q4_1 { uint16_t d, m; uint8_t qs[16]; } tsr_block_q4_1;
+typedef struct tsr_block_q5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } tsr_block_q5_0;
+typedef struct tsr_block_q5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } tsr_block_q5_1;
+typedef struct tsr_block_q8_0 { uint16_t d; int8_t qs[32]; } tsr_block_q8_0;
+typedef struct tsr_block_q8_1 { uint16_t d, s; int8_t qs[32]; } tsr_block_q8_1;
+typedef struct tsr_block_q2_K { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } tsr_block_q2_K;
+typedef struct tsr_block_q3_K { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } tsr_block_q3_K;
+typedef struct tsr_block_q4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } tsr_block_q4_K;
+typedef struct tsr_block_q5_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } tsr_block_q5_K;
+typedef struct tsr_block_q6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } tsr_block_q6_K;
+typedef struct tsr_block_q8_K { float d; int8_t qs[256]; int16_t bsums[16]; } tsr_block_q8_K;
+
+/* C99 has no static_assert: a negative array size fails the build. */
+#define TSR_SIZE_CHECK_(type, bytes) typedef char type##_size_check_[sizeof(type) == (bytes) ? 1 : -1]
+TSR_SIZE_CHECK_(tsr_block_q4_0, 18);
+TSR_SIZE_CHECK_(tsr_block_q4_1, 20);
+TSR_SIZE_CHECK_(tsr_block_q5_0, 22);
+TSR_SIZE_CHECK_(tsr_block_q5_1, 24);
+TSR_SIZE_CHECK_(tsr_block_q8_0, 34);
+TSR_SIZE_CHECK_(tsr_block_q8_1, 36);
+TSR_SIZE_CHECK_(tsr_block_q2_K, 84);
+TSR_SIZE_CHECK_(tsr_block_q3_K, 110);
+TSR_SIZE_CHECK_(tsr_block_q4_K, 144);
+TSR_SIZE_CHECK_(tsr_block_q5_K, 176);
+TSR_SIZE_CHECK_(tsr_block_q6_K, 210);
+TSR_SIZE_CHECK_(tsr_block_q8_K, 292);
+#undef TSR_SIZE_CHECK_
+
+/* -------------------------------------------------------------- fp16, bf16 */
+
+static inline uint32_t tsr_f32_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return x;
+}
+
+static inline float tsr_f32_from_bits(uint32_t x) {
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* Exact: every half is a float. Inf and NaN keep sign and payload. */
+static inline float tsr_fp16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    if (exp == 0x1f) return tsr_f32_from_bits(sign | 0x7f800000u | (mant << 13));
+    if (exp == 0) { /* zero or subnormal: mant * 2^-24 */
+        const float v = (float)mant * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return tsr_f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+/* Round to nearest, ties to even (as F16C and ggml); values from 65520 up
+ * become infinity; NaN becomes a quiet NaN with its sign. */
+static inline uint16_t tsr_f32_to_fp16(float f) {
+    uint32_t x = tsr_f32_bits(f);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    x &= 0x7fffffffu;
+    if (x > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+    if (x >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+    if (x < 0x38800000u) {
+        /* below 2^-14: the half is round(|f| * 2^24); adding 2^23 rounds */
+        const float v = tsr_f32_from_bits(x) * 0x1p24f;
+        const float r = (v + 8388608.f) - 8388608.f;
+        return (uint16_t)(sign | (uint16_t)r);
+    }
+    x += 0xfffu + ((x >> 13) & 1u); /* a carry into the exponent is right */
+    return (uint16_t)(sign | (uint16_t)((x - (112u << 23)) >> 13));
+}
+
+static inline float tsr_bf16_to_f32(uint16_t h) { return tsr_f32_from_bits((uint32_t)h << 16); }
+
+/* Round to nearest, ties to even; NaN stays a quiet NaN. */
+static inline uint16_t tsr_f32_to_bf16(float f) {
+    const uint32_t x = tsr_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_PLUGIN_UTIL_H */

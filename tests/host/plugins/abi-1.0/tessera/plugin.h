@@ -1,0 +1,395 @@
+/* FROZEN: plugins-api/tessera/plugin.h as released for ABI 1.0, kept so the
+ * test plugins are built exactly as a vendor built them against 1.0. Never
+ * edit; the live header is plugins-api/tessera/plugin.h. */
+/*
+ * tessera/plugin.h — the whole Tessera backend plugin ABI.
+ *
+ * A backend plugin is a shared object named libtessera-backend-<name>.so that
+ * exports exactly one symbol:
+ *
+ *     const tsr_plugin *tsr_plugin_entry(uint32_t host_abi_version);
+ *
+ * It returns NULL when it cannot serve that host ABI version. Everything else
+ * the host and the plugin exchange is defined in this header, which is
+ * self-contained C99 and includes nothing but <stddef.h> and <stdint.h>.
+ *
+ * Three levels, each a small table of functions:
+ *   plugin  (tsr_plugin)      init, enumerate devices, shutdown
+ *   device  (tsr_device_api)  properties, supports_op, buffers, queues
+ *   queue   (tsr_queue_api)   compute a node list, copy in/out, synchronize
+ *
+ * Stability rules (ABI major version TSR_ABI_MAJOR):
+ *   - every struct that crosses the boundary starts with struct_size (or, for
+ *     tsr_plugin, abi_version then struct_size); fields are only appended;
+ *     read a field only if struct_size says it is present;
+ *   - enums (tsr_dtype, tsr_op, ...) are append-only; tsr_dtype values equal
+ *     GGUF/ggml type numbers so weights need no translation;
+ *   - tsr_tensor and tsr_node are frozen for a major version.
+ *
+ * Conventions: dimensions are counted innermost first, as in GGUF: ne[0] is
+ * the number of elements in a row, ne[1] the number of rows, and so on; nb[i]
+ * is the stride of dimension i in bytes. Unused trailing dimensions have
+ * ne = 1. For block-quantized dtypes ne[0] is a multiple of the block size
+ * and nb[0] is the size of one block.
+ */
+#ifndef TESSERA_PLUGIN_H
+#define TESSERA_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- version */
+
+#define TSR_ABI_MAJOR 1
+#define TSR_ABI_MINOR 0
+#define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
+#define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
+#define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
+
+#if defined(_WIN32)
+#define TSR_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define TSR_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ----------------------------------------------------------------- status */
+
+typedef enum tsr_status {
+    TSR_OK = 0,
+    TSR_ERR_UNSUPPORTED = 1, /* op, dtype or feature not available          */
+    TSR_ERR_NO_MEMORY = 2,   /* host or device allocation failed            */
+    TSR_ERR_INVALID = 3,     /* bad argument (shape, offset, size)          */
+    TSR_ERR_DEVICE = 4,      /* driver or device failure                    */
+    TSR_ERR_ABORTED = 5      /* the host's abort flag was raised            */
+} tsr_status;
+
+/* ----------------------------------------------------------------- dtypes */
+
+/* Values are GGUF tensor type numbers. Gaps are numbers GGUF retired. */
+typedef enum tsr_dtype {
+    TSR_DTYPE_F32 = 0,
+    TSR_DTYPE_F16 = 1,
+    TSR_DTYPE_Q4_0 = 2,
+    TSR_DTYPE_Q4_1 = 3,
+    TSR_DTYPE_Q5_0 = 6,
+    TSR_DTYPE_Q5_1 = 7,
+    TSR_DTYPE_Q8_0 = 8,
+    TSR_DTYPE_Q8_1 = 9,
+    TSR_DTYPE_Q2_K = 10,
+    TSR_DTYPE_Q3_K = 11,
+    TSR_DTYPE_Q4_K = 12,
+    TSR_DTYPE_Q5_K = 13,
+    TSR_DTYPE_Q6_K = 14,
+    TSR_DTYPE_Q8_K = 15,
+    TSR_DTYPE_IQ2_XXS = 16,
+    TSR_DTYPE_IQ2_XS = 17,
+    TSR_DTYPE_IQ3_XXS = 18,
+    TSR_DTYPE_IQ1_S = 19,
+    TSR_DTYPE_IQ4_NL = 20,
+    TSR_DTYPE_IQ3_S = 21,
+    TSR_DTYPE_IQ2_S = 22,
+    TSR_DTYPE_IQ4_XS = 23,
+    TSR_DTYPE_I8 = 24,
+    TSR_DTYPE_I16 = 25,
+    TSR_DTYPE_I32 = 26,
+    TSR_DTYPE_I64 = 27,
+    TSR_DTYPE_F64 = 28,
+    TSR_DTYPE_IQ1_M = 29,
+    TSR_DTYPE_BF16 = 30,
+    TSR_DTYPE_TQ1_0 = 34,
+    TSR_DTYPE_TQ2_0 = 35,
+    TSR_DTYPE_MXFP4 = 39,
+    TSR_DTYPE_COUNT = 40 /* one past the largest number known to this ABI */
+} tsr_dtype;
+
+/* ------------------------------------------------------------------- ops */
+
+/*
+ * Every op writes node->dst, which has its own dtype and shape, and reads
+ * node->src[0..n_src-1]. Unless said otherwise, dst and src tensors are F32
+ * and may be non-contiguous views (honour nb[]). "rows" are runs along ne[0].
+ *
+ * GET_ROWS   dst[:, i, j, k] = to_f32(src0[:, src1[i, j, k], j, k])
+ *            src0 any dtype [n, r, b2, b3]; src1 I32 [m, b2, b3]; dst F32 [n, m, b2, b3]
+ * ADD, MUL   dst = src0 (+|*) src1; src1 is broadcast: src1->ne[d] divides src0->ne[d]
+ *            and element (i0,i1,i2,i3) of src0 meets (i0 % ne0, i1 % ne1, ...) of src1
+ * SCALE      dst = src0 * fparams[0] + fparams[1]
+ * MUL_MAT    dst[m, n, b2, b3] = sum_k src0[k, m, b2/r2, b3/r3] * src1[k, n, b2, b3]
+ *            src0 any dtype (weights, rows contiguous), src1 F32, dst F32 [M, N, B2, B3];
+ *            r2 = B2 / src0->ne[2], r3 = B3 / src0->ne[3] (broadcast over batch dims)
+ * RMS_NORM   each row: x / sqrt(mean(x^2) + eps), eps = fparams[0]
+ * NORM       each row: (x - mean) / sqrt(var + eps), eps = fparams[0]
+ * ROPE       src0 [head_dim, n_head, n_tokens, 1]; src1 I32 positions [n_tokens];
+ *            src2 optional F32 frequency factors [n_dims/2] (Llama-3 style scaling);
+ *            iparams: [0] n_dims rotated (<= head_dim, rest copied), [1] mode
+ *            (TSR_ROPE_NORMAL: pairs (2i, 2i+1); TSR_ROPE_NEOX: pairs (i, i+n_dims/2)),
+ *            [2] n_ctx_orig (YaRN);
+ *            fparams: [0] freq_base, [1] freq_scale, [2] ext_factor, [3] attn_factor,
+ *            [4] beta_fast, [5] beta_slow
+ *            theta_i = pos * freq_scale * freq_base^(-2i/n_dims) / factor_i
+ * SOFT_MAX   each row of src0*fparams[0] + mask, softmax along ne[0];
+ *            src1 optional mask F32 or F16 [n, rows'] broadcast over ne[2], ne[3]
+ *            (mask->ne[1] >= src0->ne[1]); fparams[1] max_bias (ALiBi, 0 = off)
+ * SILU       x * sigmoid(x)
+ * GELU       tanh approximation: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
+ * SWIGLU     silu(src0) * src1 (same shapes)
+ * CPY        convert/copy src0 into dst (dst's dtype; same element count, row
+ *            order as if both were contiguous). dst may be a view into a
+ *            persistent tensor (e.g. a KV cache slot). Any of F32/F16/BF16 to
+ *            any of F32/F16/BF16/quantized, and quantized to F32.
+ * CONCAT     dst = concat(src0, src1) along dimension iparams[0]
+ * ARGMAX     dst I32 [rows]: index of the largest element of each row of src0
+ * FLASH_ATTN fused attention: src0 q [D, n_q, H, 1], src1 k [D, n_kv, H_kv, 1],
+ *            src2 v [D, n_kv, H_kv, 1] (k, v F32/F16), src3 mask optional
+ *            [n_kv, n_q'] (F32/F16, -inf masks); fparams[0] scale;
+ *            dst F32 [D, H, n_q, 1] (heads of one token adjacent); H % H_kv == 0
+ */
+typedef enum tsr_op {
+    TSR_OP_NONE = 0, /* a leaf: input, weight or view; never computed */
+    TSR_OP_GET_ROWS = 1,
+    TSR_OP_ADD = 2,
+    TSR_OP_MUL = 3,
+    TSR_OP_SCALE = 4,
+    TSR_OP_MUL_MAT = 5,
+    TSR_OP_RMS_NORM = 6,
+    TSR_OP_NORM = 7,
+    TSR_OP_ROPE = 8,
+    TSR_OP_SOFT_MAX = 9,
+    TSR_OP_SILU = 10,
+    TSR_OP_GELU = 11,
+    TSR_OP_SWIGLU = 12,
+    TSR_OP_CPY = 13,
+    TSR_OP_CONCAT = 14,
+    TSR_OP_ARGMAX = 15,
+    TSR_OP_FLASH_ATTN = 16,
+    TSR_OP_COUNT = 17 /* one past the largest op known to this ABI */
+} tsr_op;
+
+enum { TSR_ROPE_NORMAL = 0, TSR_ROPE_NEOX = 2 };
+
+/* ---------------------------------------------------------------- tensors */
+
+#define TSR_MAX_DIMS 4
+#define TSR_MAX_SRC 4
+#define TSR_MAX_PARAMS 8
+
+/* A buffer is memory a device allocated; its contents are opaque to the host
+ * unless the device reports it host-visible (then buffer_host_ptr is valid). */
+typedef struct tsr_buffer tsr_buffer;
+
+typedef struct tsr_tensor {
+    int32_t dtype;  /* tsr_dtype */
+    int32_t flags;  /* TSR_TENSOR_* */
+    int64_t ne[TSR_MAX_DIMS];
+    int64_t nb[TSR_MAX_DIMS];
+    /* Where the bytes are. buffer == NULL: plain host memory at data (weights
+     * read in place from the mmap, host inputs). Otherwise byte offset in a
+     * buffer of the device that computes the node; data is then the host
+     * address of those bytes when the buffer is host-visible, else NULL. */
+    tsr_buffer *buffer;
+    uint64_t offset;
+    void *data;
+    const char *name; /* for messages; may be "" */
+} tsr_tensor;
+
+enum {
+    TSR_TENSOR_WEIGHT = 1 << 0, /* constant for the model's lifetime */
+    TSR_TENSOR_INPUT = 1 << 1,  /* set by the host before each compute */
+    TSR_TENSOR_OUTPUT = 1 << 2  /* read by the host after each compute */
+};
+
+typedef struct tsr_node {
+    int32_t op;    /* tsr_op */
+    int32_t n_src; /* number of used entries of src; optional ones may be NULL */
+    tsr_tensor *dst;
+    const tsr_tensor *src[TSR_MAX_SRC];
+    int32_t iparams[TSR_MAX_PARAMS];
+    float fparams[TSR_MAX_PARAMS];
+} tsr_node;
+
+/* ------------------------------------------------------------ host side */
+
+enum { TSR_LOG_ERROR = 0, TSR_LOG_WARN = 1, TSR_LOG_INFO = 2, TSR_LOG_DEBUG = 3 };
+
+/* Services the host hands to the plugin at init. The pointer stays valid until
+ * shutdown; n_threads may change between compute calls (read it each time). */
+typedef struct tsr_host {
+    uint32_t struct_size;
+    uint32_t abi_version; /* the host's TSR_ABI_VERSION */
+    void (*log)(int level, const char *plugin_name, const char *message);
+    const volatile int *abort_flag; /* non-zero: stop computing, return TSR_ERR_ABORTED */
+    int32_t n_threads;              /* threads the user allows (-t) */
+    int32_t reserved;
+    const char *cache_dir; /* a directory the plugin may write caches to, or NULL */
+} tsr_host;
+
+/* -------------------------------------------------------------- devices */
+
+typedef enum tsr_device_kind {
+    TSR_DEVICE_CPU = 0,
+    TSR_DEVICE_GPU = 1,
+    TSR_DEVICE_ACCEL = 2
+} tsr_device_kind;
+
+typedef struct tsr_device_info {
+    uint32_t struct_size; /* set by the caller to sizeof(tsr_device_info) */
+    int32_t kind;         /* tsr_device_kind */
+    const char *description; /* e.g. "AMD Radeon 780M (RADV)" */
+    const char *features;    /* space-separated, e.g. "avx2 fma f16c", or "" */
+    uint64_t memory_total;   /* bytes; 0 if unknown */
+    uint64_t memory_free;    /* bytes; 0 if unknown */
+    /* Buffers of this device have host addresses (unified memory, CPU). */
+    int32_t host_visible;
+    /* Nodes on this device may read and write tensors in plain host memory
+     * (tsr_tensor.buffer == NULL), e.g. weights in the host's mmap. */
+    int32_t reads_host_memory;
+    /* Higher is preferred when the user does not order devices. */
+    int32_t priority;
+    int32_t reserved;
+} tsr_device_info;
+
+typedef struct tsr_device tsr_device;
+typedef struct tsr_queue tsr_queue;
+
+typedef struct tsr_queue_api {
+    uint32_t struct_size;
+    /* Compute nodes in order. All tensors live in plain host memory (if the
+     * device reads_host_memory) or in buffers of this device. May return
+     * before the work is done; synchronize waits. */
+    tsr_status (*compute)(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes);
+    tsr_status (*write)(tsr_queue *queue, tsr_buffer *buffer, uint64_t offset,
+                        const void *src, uint64_t size);
+    tsr_status (*read)(tsr_queue *queue, tsr_buffer *buffer, uint64_t offset,
+                       void *dst, uint64_t size);
+    tsr_status (*synchronize)(tsr_queue *queue);
+    void (*destroy)(tsr_queue *queue);
+} tsr_queue_api;
+
+struct tsr_queue {
+    const tsr_queue_api *api;
+    void *impl; /* the plugin's state */
+};
+
+typedef struct tsr_device_api {
+    uint32_t struct_size;
+    tsr_status (*get_info)(tsr_device *device, tsr_device_info *info);
+    /* 1 if the device can compute this exact node (op, dtypes, shapes,
+     * params), else 0. Must be truthful: the host falls back on 0.
+     * The host asks while placing nodes, before memory is planned: tensor
+     * locations (buffer, offset, data) are not assigned yet; ignore them. */
+    int32_t (*supports_op)(tsr_device *device, const tsr_node *node);
+    tsr_status (*buffer_alloc)(tsr_device *device, uint64_t size, tsr_buffer **out);
+    void (*buffer_free)(tsr_device *device, tsr_buffer *buffer);
+    /* Host address of the buffer's first byte, or NULL if not host-visible. */
+    void *(*buffer_host_ptr)(tsr_device *device, tsr_buffer *buffer);
+    tsr_status (*queue_create)(tsr_device *device, tsr_queue **out);
+} tsr_device_api;
+
+struct tsr_device {
+    const tsr_device_api *api;
+    void *impl; /* the plugin's state */
+};
+
+/* --------------------------------------------------------------- plugin */
+
+typedef struct tsr_plugin {
+    uint32_t abi_version; /* TSR_ABI_VERSION the plugin was built against */
+    uint32_t struct_size; /* sizeof(tsr_plugin) as the plugin knows it */
+    const char *name;     /* e.g. "cpu-avx"; devices are named name+index */
+    const char *version;  /* the plugin's own version string */
+    /* How well this build suits the running machine: 0 = cannot run here.
+     * When several files provide the same plugin name (e.g. an AVX2 and an
+     * AVX-512 build of cpu-avx), the host keeps the one with the best score. */
+    int32_t (*score)(void);
+    /* Probe drivers and devices. On failure, or when no device is usable,
+     * return a status or report zero devices, and write a one-line reason
+     * into reason[reason_size]; never abort the process. */
+    tsr_status (*init)(const tsr_host *host, char *reason, size_t reason_size);
+    int32_t (*device_count)(void);
+    tsr_device *(*device_get)(int32_t index);
+    void (*shutdown)(void);
+} tsr_plugin;
+
+typedef const tsr_plugin *(*tsr_plugin_entry_fn)(uint32_t host_abi_version);
+#define TSR_PLUGIN_ENTRY_SYMBOL "tsr_plugin_entry"
+
+/* ------------------------------------------------------ small helpers */
+
+/* Block geometry of the dtypes a plugin most often needs; the host's dtype
+ * table is the authority. Returns 0 for unknown dtypes. */
+static inline int64_t tsr_dtype_block_size(int32_t dtype) {
+    switch (dtype) {
+    case TSR_DTYPE_F32: case TSR_DTYPE_F16: case TSR_DTYPE_BF16:
+    case TSR_DTYPE_I8: case TSR_DTYPE_I16: case TSR_DTYPE_I32:
+    case TSR_DTYPE_I64: case TSR_DTYPE_F64: return 1;
+    case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0:
+    case TSR_DTYPE_Q5_1: case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q8_1:
+    case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_MXFP4: return 32;
+    case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
+    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_Q8_K: return 256;
+    default: return 0;
+    }
+}
+
+/* Bytes of one block (one element for plain types); 0 for unknown dtypes. */
+static inline int64_t tsr_dtype_block_bytes(int32_t dtype) {
+    switch (dtype) {
+    case TSR_DTYPE_F32: return 4;
+    case TSR_DTYPE_F16: return 2;
+    case TSR_DTYPE_BF16: return 2;
+    case TSR_DTYPE_I8: return 1;
+    case TSR_DTYPE_I16: return 2;
+    case TSR_DTYPE_I32: return 4;
+    case TSR_DTYPE_I64: return 8;
+    case TSR_DTYPE_F64: return 8;
+    case TSR_DTYPE_Q4_0: return 18;
+    case TSR_DTYPE_Q4_1: return 20;
+    case TSR_DTYPE_Q5_0: return 22;
+    case TSR_DTYPE_Q5_1: return 24;
+    case TSR_DTYPE_Q8_0: return 34;
+    case TSR_DTYPE_Q8_1: return 36;
+    case TSR_DTYPE_Q2_K: return 84;
+    case TSR_DTYPE_Q3_K: return 110;
+    case TSR_DTYPE_Q4_K: return 144;
+    case TSR_DTYPE_Q5_K: return 176;
+    case TSR_DTYPE_Q6_K: return 210;
+    case TSR_DTYPE_Q8_K: return 292;
+    case TSR_DTYPE_IQ4_NL: return 18;
+    default: return 0;
+    }
+}
+
+static inline int64_t tsr_tensor_nelements(const tsr_tensor *t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+/* True when the tensor's bytes are packed with no gaps in ne order. */
+static inline int tsr_tensor_is_contiguous(const tsr_tensor *t) {
+    int64_t bs = tsr_dtype_block_size(t->dtype);
+    int64_t expect = tsr_dtype_block_bytes(t->dtype);
+    if (bs <= 0) return 0;
+    if (t->nb[0] != expect) return 0;
+    expect *= t->ne[0] / bs;
+    for (int d = 1; d < TSR_MAX_DIMS; d++) {
+        if (t->ne[d] != 1 && t->nb[d] != expect) return 0;
+        expect *= t->ne[d];
+    }
+    return 1;
+}
+
+/* Parameter accessors so kernels read the same slot the host wrote. */
+static inline float tsr_node_fparam(const tsr_node *n, int i) { return n->fparams[i]; }
+static inline int32_t tsr_node_iparam(const tsr_node *n, int i) { return n->iparams[i]; }
+
+/* The plugin's one exported symbol. */
+TSR_PLUGIN_EXPORT const tsr_plugin *tsr_plugin_entry(uint32_t host_abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TESSERA_PLUGIN_H */

@@ -9,6 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <tessera/plugin_check.h>
+
 #include "cpu_exec.h"
 #include "cpu_quants.h"
 #include "cpu_rows.h"
@@ -556,6 +558,7 @@ static void op_flash_attn(cpu_exec *ex, const tsr_node *node, int ith, int nth) 
 /* -------------------------------------------------------- dispatch */
 
 int ops_supports(const tsr_node *node) {
+    if (tsr_node_check(node, NULL, 0)) return 0; /* well-formed (ABI 1.1 checker) */
     const tsr_tensor *d = node->dst, *a = node->src[0], *b = node->src[1];
     if (!d || !a || node->n_src < 1 || node->n_src > TSR_MAX_SRC) return 0;
     if (!positive_shape(d) || !positive_shape(a)) return 0;

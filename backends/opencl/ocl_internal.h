@@ -6,7 +6,7 @@
  *                  on-disk cache of program binaries
  *   ocl_memory.c   buffers (mapped on unified-memory devices)
  *   ocl_queue.c    queues: compute a node list, write, read, synchronize
- *   ocl_check.c    supports_op: is a node well-formed and ours to compute
+ *   ocl_check.c    supports_op: is a (well-formed) node ours to compute
  *   ocl_ops.c      one enqueue function per op
  *
  * Only tessera/plugin.h and CL/cl.h (plus libc) are included: the plugin
@@ -138,8 +138,6 @@ tsr_status ocl_queue_create(tsr_device *device, tsr_queue **out);
  * the reason in why when why_size > 0). Looks at shapes, dtypes and params,
  * never at addresses. */
 int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, size_t why_size);
-/* The op's name ("MUL_MAT"). */
-const char *ocl_op_name(int32_t op);
 /* Whether kernels read this dtype as a quantized row (dequant32). */
 bool ocl_dtype_is_quant(int32_t dtype);
 

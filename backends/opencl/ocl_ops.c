@@ -8,6 +8,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include <tessera/plugin_util.h>
+
 #include "ocl_internal.h"
 
 #define MM_COLS 4 /* columns per MUL_MAT work-group, as in kernels/matmul.cl */
@@ -61,7 +63,7 @@ static tsr_status launch(ocl_device *d, cl_command_queue cq, const tsr_node *nod
     char label[32];
     if (a->err != CL_SUCCESS) {
         ocl_log(TSR_LOG_ERROR, "%s: %s '%s': setting argument %u failed: %s",
-                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                ocl_device_label(d, label, sizeof label), tsr_op_name(node->op),
                 node->dst->name ? node->dst->name : "", (unsigned)(a->i - 1), ocl_error_name(a->err));
         return TSR_ERR_DEVICE;
     }
@@ -70,7 +72,7 @@ static tsr_status launch(ocl_device *d, cl_command_queue cq, const tsr_node *nod
     cl_int err = clEnqueueNDRangeKernel(cq, a->k, 3, NULL, global, l0 ? local : NULL, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         ocl_log(TSR_LOG_ERROR, "%s: %s '%s': launching the kernel failed: %s",
-                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                ocl_device_label(d, label, sizeof label), tsr_op_name(node->op),
                 node->dst->name ? node->dst->name : "", ocl_error_name(err));
         return err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY ||
                        err == CL_MEM_OBJECT_ALLOCATION_FAILURE

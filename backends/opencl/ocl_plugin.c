@@ -98,18 +98,48 @@ static tsr_status device_get_info(tsr_device *device, tsr_device_info *info) {
         .reads_host_memory = 0,
         /* a real GPU before a CPU driver; both after Vulkan devices' usual scores */
         .priority = d->type & CL_DEVICE_TYPE_GPU ? 50 : 5,
+        /* kernels take byte offsets as arguments: no alignment beyond an
+         * element's, so buffer_alignment stays the host's default */
+        .max_alloc_size = d->max_alloc,
     };
     memcpy(info, &full, full.struct_size);
     return TSR_OK;
 }
 
+static void decline(const tsr_node *node, const char *why) {
+    if (g_host && TSR_HAS_FIELD(tsr_host, g_host->struct_size, decline) && g_host->decline && why[0])
+        g_host->decline(node, why);
+}
+
 static int32_t device_supports_op(tsr_device *device, const tsr_node *node) {
     ocl_device *d = device ? device->impl : NULL;
     if (!d || !node) return 0;
-    if (!ocl_node_supported(d, node, NULL, 0)) return 0;
-    /* The kernels are built here, at the first node we would take: a build
+    char why[256];
+    if (!ocl_node_supported(d, node, why, sizeof why)) {
+        decline(node, why);
+        return 0;
+    }
+    /* A 1.1 host opened the device (the kernels are built); a 1.0 host did
+     * not, so they are built here, at the first node we would take. A build
      * failure turns every answer into 0 and the work falls back. */
-    return ocl_program_ensure(d) ? 1 : 0;
+    if (!ocl_program_ensure(d)) {
+        decline(node, "the OpenCL kernels failed to build (see the log)");
+        return 0;
+    }
+    return 1;
+}
+
+/* ABI 1.1: compile the kernels when the host selects the device, not while
+ * it places nodes. A failed build still leaves the device usable (it then
+ * declines every node), as under a 1.0 host. */
+static tsr_status device_open(tsr_device *device, char *reason, size_t reason_size) {
+    ocl_device *d = device ? device->impl : NULL;
+    if (!d) {
+        snprintf(reason, reason_size, "no device");
+        return TSR_ERR_INVALID;
+    }
+    ocl_program_ensure(d);
+    return TSR_OK;
 }
 
 static const tsr_device_api device_api = {
@@ -120,6 +150,7 @@ static const tsr_device_api device_api = {
     .buffer_free = ocl_buffer_free,
     .buffer_host_ptr = ocl_buffer_host_ptr,
     .queue_create = ocl_queue_create,
+    .open = device_open,
 };
 
 /* String device info into buf, cut to fit ("" on failure). */

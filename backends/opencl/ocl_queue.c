@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_util.h>
+
 #include "ocl_internal.h"
 
 /* Bytes from a tensor's first element to one past its last. */
@@ -26,7 +28,7 @@ static bool tensor_in_buffer(ocl_device *d, const tsr_tensor *t, const char *rol
     ocl_buffer *b = ocl_buffer_of(d, t->buffer);
     if (!b) {
         ocl_log(TSR_LOG_ERROR, "%s: %s '%s': %s '%s' is not in a buffer of this device",
-                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                ocl_device_label(d, label, sizeof label), tsr_op_name(node->op),
                 node->dst->name ? node->dst->name : "", role, t->name ? t->name : "");
         return false;
     }
@@ -35,7 +37,7 @@ static bool tensor_in_buffer(ocl_device *d, const tsr_tensor *t, const char *rol
     uint64_t align = tsr_dtype_block_size(t->dtype) == 1 && bytes == 4 ? 4 : 2;
     if (t->offset % align) {
         ocl_log(TSR_LOG_ERROR, "%s: %s '%s': %s '%s' at offset %llu is not %llu-byte aligned",
-                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                ocl_device_label(d, label, sizeof label), tsr_op_name(node->op),
                 node->dst->name ? node->dst->name : "", role, t->name ? t->name : "",
                 (unsigned long long)t->offset, (unsigned long long)align);
         return false;
@@ -43,7 +45,7 @@ static bool tensor_in_buffer(ocl_device *d, const tsr_tensor *t, const char *rol
     uint64_t ext = tensor_extent(t);
     if (ext == UINT64_MAX || t->offset > b->size || ext > b->size - t->offset) {
         ocl_log(TSR_LOG_ERROR, "%s: %s '%s': %s '%s' at offset %llu runs past its buffer of %llu bytes",
-                ocl_device_label(d, label, sizeof label), ocl_op_name(node->op),
+                ocl_device_label(d, label, sizeof label), tsr_op_name(node->op),
                 node->dst->name ? node->dst->name : "", role, t->name ? t->name : "",
                 (unsigned long long)t->offset, (unsigned long long)b->size);
         return false;

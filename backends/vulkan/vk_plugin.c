@@ -217,7 +217,12 @@ static tsr_status device_get_info(tsr_device *device, tsr_device_info *info) {
 static int32_t device_supports_op(tsr_device *device, const tsr_node *node) {
     vk_device *d = device_of(device);
     if (!d || !node) return 0;
-    return vk_op_supported(d, node, NULL, 0);
+    char why[256];
+    if (vk_op_supported(d, node, why, sizeof why)) return 1;
+    /* ABI 1.1: tell the host why (shown by --explain) */
+    if (vk_host && TSR_HAS_FIELD(tsr_host, vk_host->struct_size, decline) && vk_host->decline && why[0])
+        vk_host->decline(node, why);
+    return 0;
 }
 
 static const tsr_device_api vk_device_api = {

@@ -12,9 +12,18 @@
  *          nothing: must fail (and MALFORMED must fail)
  *   others declined: "unsupported (falls back)"
  * With BROKEN_PLUGIN_NO_DEVICE=1 in the environment, init reports zero
- * devices and a reason (the suite must skip, exit 77).
+ * devices and a reason (the suite must skip, exit 77). With
+ * BROKEN_PLUGIN_CRASH=ADD the third ADD computed dies of SIGSEGV (the
+ * suite must name the case and the signal); with
+ * BROKEN_PLUGIN_CRASH=DISCOVERY device_count does (the suite must name the
+ * plugin and the phase).
+ *
+ * Built twice: against the live header (ABI 1.1: the host validates nodes,
+ * so accepting a malformed one is harmless) and against the frozen 1.0
+ * header (a 1.0 plugin must decline malformed nodes itself).
  */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,10 +87,17 @@ static void scale_and_scribble(const tsr_node *n) {
     if (b && end + 4 <= b->data + b->size) memset(end, 0, 4); /* the bug */
 }
 
+static int crash_wanted(const char *what) {
+    const char *e = getenv("BROKEN_PLUGIN_CRASH");
+    return e && !strcmp(e, what);
+}
+
 static tsr_status q_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes) {
     (void)q;
+    static int adds;
     for (int32_t i = 0; i < n_nodes; i++) {
         const tsr_node *n = &nodes[i];
+        if (n->op == TSR_OP_ADD && ++adds == 3 && crash_wanted("ADD")) raise(SIGSEGV);
         switch (n->op) {
         case TSR_OP_ADD: binary(n, 0); break;
         case TSR_OP_MUL: binary(n, 1); break;
@@ -198,7 +214,10 @@ static tsr_status p_init(const tsr_host *host, char *reason, size_t reason_size)
     return TSR_OK;
 }
 
-static int32_t p_count(void) { return no_device ? 0 : 1; }
+static int32_t p_count(void) {
+    if (crash_wanted("DISCOVERY")) raise(SIGSEGV);
+    return no_device ? 0 : 1;
+}
 static tsr_device *p_get(int32_t i) { return i == 0 && !no_device ? &device : NULL; }
 static void p_shutdown(void) {}
 

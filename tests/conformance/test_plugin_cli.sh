@@ -44,10 +44,15 @@ run 2 "unknown op family" check ref --op NOPE
 expect "unknown family" "$tmp/err" "unknown op family 'NOPE'"
 run 2 "unknown option" check ref --frob
 run 0 "ref, one family, case insensitive" check ref --op rms_norm --verbose
-expect "verbose lines" "$tmp/out" "ok   RMS_NORM [17, 3, 1, 1]"
+expect "verbose lines" "$tmp/out" "RMS_NORM [17, 3, 1, 1]"
+expect "verbose seed" "$tmp/out" "(seed "
 expect "summary" "$tmp/out" "summary: 18 cases: 18 passed, 0 failed, 0 unsupported (falls back)"
 run 1 "broken plugin fails" check "$broken" --op MUL
-expect "failure shown" "$tmp/out" "FAIL MUL"
+expect "failure shown" "$tmp/out" "FAIL #0 MUL"
+expect "re-run command" "$tmp/out" "re-run one case: tessera plugin check $broken --device 0 --op MUL --case 0"
+run 1 "one case" check "$broken" --op MUL --case 0
+expect "one case" "$tmp/out" "1 cases: "
+run 2 "--case without --op" check "$broken" --case 3
 BROKEN_PLUGIN_NO_DEVICE=1 run 77 "no device is a skip" check "$broken"
 expect "skip reason" "$tmp/out" "skipped: plugin 'broken' reports no devices"
 

@@ -4,7 +4,12 @@
  * one op family at a time and check each verdict; then check that a plugin
  * with zero devices is a skip (77) and a file that is not a plugin an error.
  *
- * usage: test_suite_detects PATH-OF-BROKEN-PLUGIN
+ * Also: a crash in one case is named (case, signal, re-run command) and the
+ * family is failed; a crash while discovering devices names the plugin; a
+ * family's verdict is the same with and without --op; a 1.0 plugin must
+ * decline malformed nodes itself, a 1.1 plugin need not (the host checks).
+ *
+ * usage: test_suite_detects BROKEN-PLUGIN BROKEN-PLUGIN-BUILT-FOR-1.0
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,18 +48,51 @@ static void expect(const char *target, const char *op, int want_rc, const char *
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH-OF-BROKEN-PLUGIN\n", argv[0]);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s BROKEN-PLUGIN BROKEN-PLUGIN-10\n", argv[0]);
         return 2;
     }
-    const char *broken = argv[1];
+    const char *broken = argv[1], *broken10 = argv[2];
     /* correct ops pass, every planted bug is caught with the right reason */
     expect(broken, "ADD", 0, "0 failed");
     expect(broken, "MUL", 1, "x allowed");
-    expect(broken, "GELU", 1, "FAIL GELU [17, 3, 1] permuted/padded");
+    expect(broken, "GELU", 1, "GELU [17, 3, 1] permuted/padded");
+    expect(broken, "GELU", 1, "re-run one case: tessera plugin check");
     expect(broken, "SCALE", 1, "lies outside dst and was changed");
     expect(broken, "MUL_MAT", 1, "FAIL");
-    expect(broken, "MALFORMED", 1, "supports_op accepted a malformed node");
+    /* 1.1: the host validates, the device is never asked; 1.0: must decline */
+    expect(broken, "MALFORMED", 0, "0 failed");
+    expect(broken10, "MALFORMED", 1, "supports_op accepted a malformed node");
+    expect(broken10, "MUL", 1, "x allowed");
+
+    /* a crash names the case and the signal; the family fails, the run goes on */
+    setenv("BROKEN_PLUGIN_CRASH", "ADD", 1);
+    expect(broken, "ADD", 1, "crashed with signal 11");
+    expect(broken, "ADD", 1, "--op ADD --case 2 --no-fork");
+    expect(broken, NULL, 1, "  MUL_MAT");
+    setenv("BROKEN_PLUGIN_CRASH", "DISCOVERY", 1);
+    expect(broken, "ADD", 1, NULL);
+    if (!strstr(error_get(), "crashed with signal 11") || !strstr(error_get(), "discovering devices")) {
+        printf("FAIL a crash in device_count is not named: %s\n", error_get());
+        failures++;
+    }
+    unsetenv("BROKEN_PLUGIN_CRASH");
+
+    /* the same verdict and counts with and without --op */
+    static char full[1 << 16], one[1 << 16];
+    run(broken, NULL, full, sizeof full);
+    const char *fams[] = {"ADD", "MUL", "GELU", "SCALE", "MUL_MAT", "ROPE", "GRAPH", "MALFORMED"};
+    for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+        run(broken, fams[i], one, sizeof one);
+        char *line = strstr(one, "\n  ");
+        char *end = line ? strchr(line + 1, '\n') : NULL;
+        if (!line || !end) continue;
+        *end = '\0';
+        if (!strstr(full, line + 1)) {
+            printf("FAIL --op %s gives '%s', not found in the full run\n", fams[i], line + 1);
+            failures++;
+        }
+    }
     /* declined ops are counted, not failed */
     expect(broken, "ROPE", 0, "unsupported (falls back)");
     /* ref against itself passes bit-exact */

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,24 @@ static void conf_log(int level, const char *plugin_name, const char *message) {
     if (level > TSR_LOG_WARN) return; /* the report is the output; keep it readable */
     fprintf(stderr, "[%s] %s: %s\n", plugin_name ? plugin_name : "?",
             level >= 0 && level <= TSR_LOG_DEBUG ? names[level] : "log", message ? message : "");
+}
+
+/* The supports_op call in progress, for tsr_host.decline. */
+static _Thread_local struct {
+    char *why;
+    size_t size;
+    const tsr_node *node;
+} asking;
+
+void conf_backend_asking(char *why, size_t why_size, const tsr_node *node) {
+    asking.why = why;
+    asking.size = why_size;
+    asking.node = node;
+}
+
+static void conf_decline(const tsr_node *node, const char *reason) {
+    if (asking.why && asking.size && node == asking.node && reason)
+        snprintf(asking.why, asking.size, "%s", reason);
 }
 
 /* The table must have the fields the suite calls. */
@@ -44,7 +63,16 @@ int conf_backend_open(conf_backend *b, const char *target) {
         .abort_flag = &b->abort_flag,
         .n_threads = 1,
         .cache_dir = NULL,
+        .decline = conf_decline,
     };
+    /* the host's cache directory: compiled kernels survive between the
+     * per-family child processes */
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && xdg[0] == '/')
+        snprintf(b->cache_dir, sizeof b->cache_dir, "%s/tessera", xdg);
+    else if (home && home[0])
+        snprintf(b->cache_dir, sizeof b->cache_dir, "%s/.cache/tessera", home);
+    b->host.cache_dir = b->cache_dir[0] ? b->cache_dir : NULL;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu > 0) b->host.n_threads = ncpu > 64 ? 64 : (int32_t)ncpu;
 

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <tessera/plugin_check.h>
+
 #include "conformance/conf_internal.h"
 #include "ref/ref.h"
 #include "tensor/dtype.h"
@@ -201,8 +203,20 @@ static int fill_tensor(conf_runner *r, conf_tensor *ct, uint8_t *base, conf_fill
     return rc;
 }
 
+/* A case's number in its family and its seed: from the family and the
+ * number only, so --op and --case see the same data as a full run. */
+static void case_seed(conf_runner *r, conf_case *c) {
+    if (c->seeded) return;
+    c->seeded = true;
+    c->index = r->case_index++;
+    uint64_t s = r->family_seed ^ ((uint64_t)(c->index + 1) * 0x9e3779b97f4a7c15ull);
+    c->seed = conf_rand_next(&s);
+    r->seed = c->seed;
+}
+
 conf_tensor *conf_case_src(conf_runner *r, conf_case *c, int i, int32_t dtype, const int64_t ne[4],
                            conf_layout layout, conf_fill fill) {
+    case_seed(r, c);
     conf_tensor *ct = &c->src[i];
     set_shape(&ct->t, dtype, ne);
     uint64_t size = layout_tensor(&ct->t, layout);
@@ -315,7 +329,14 @@ static void record(conf_runner *r, conf_case *c, int outcome, double ratio, cons
     if (outcome == 1 && !r->verbose && r->family_failures_shown++ >= CONF_MAX_FAILURES_SHOWN) return;
     if (outcome == 1 || r->verbose) {
         static const char *const word[] = {"ok  ", "FAIL", "unsupported (falls back)"};
-        fprintf(r->out, "    %s %s%s%s\n", word[outcome], c->name, detail[0] ? ": " : "", detail);
+        fprintf(r->out, "    %s #%d %s%s%s (seed %016llx)\n", word[outcome], (int)c->index, c->name,
+                detail[0] ? ": " : "", detail, (unsigned long long)c->seed);
+    }
+    if (outcome == 1 && !r->rerun_shown) {
+        r->rerun_shown = true;
+        fprintf(r->out, "    re-run one case: tessera plugin check %s --device %d --op %s --case %d\n",
+                r->target ? r->target : "PATH", (int)r->device_index, r->family_name ? r->family_name : "?",
+                (int)c->index);
     }
 }
 
@@ -335,6 +356,18 @@ static double allowed(const conf_tol *tol, double want, double max_want) {
     return tol->abs + tol->rel * fabs(want) + tol->norm * max_want;
 }
 
+/* One unit in the last place of want in a 16-bit dst format: a device
+ * whose f32 result differs from ref's by a hair may round to the
+ * neighbouring F16/BF16 value. 0 for F32 dst. */
+static double dst_ulp(int32_t dtype, double want) {
+    const int mant = dtype == TSR_DTYPE_F16 ? 10 : dtype == TSR_DTYPE_BF16 ? 7 : -1;
+    if (mant < 0) return 0.0;
+    int e;
+    frexp(fabs(want), &e); /* |want| = f * 2^e, f in [0.5, 1) */
+    const int min_e = dtype == TSR_DTYPE_F16 ? -13 : -125; /* subnormal spacing */
+    return ldexp(1.0, (e - 1 > min_e ? e - 1 : min_e) - mant);
+}
+
 /* Compare float values; returns 0 pass / 1 fail, worst ratio and detail. */
 static int compare_values(const conf_node *cn, const float *want, const float *got, int64_t n,
                           bool exact, double *ratio_out, char *detail, size_t detail_size) {
@@ -350,7 +383,8 @@ static int compare_values(const conf_node *cn, const float *want, const float *g
         } else if (isinf(w) || isinf(g)) {
             ratio = w == g ? 0.0 : INFINITY;
         } else {
-            double diff = fabs(g - w), lim = exact ? 0.0 : allowed(&cn->tol, w, max_want);
+            double diff = fabs(g - w);
+            double lim = exact ? 0.0 : allowed(&cn->tol, w, max_want) + dst_ulp(cn->dst.t.dtype, w);
             ratio = diff == 0.0 ? 0.0 : lim > 0.0 ? diff / lim : INFINITY;
         }
         if (ratio > worst || worst_i < 0) {
@@ -567,8 +601,45 @@ static void device_tensor(const conf_runner *r, const conf_case *c, const conf_t
     out->data = host ? host + ct->t.offset : NULL;
 }
 
-/* Upload, ask supports_op for every node, compute them in one call, read
- * back into dev_out. */
+/* Nodes [k0, k1) that the device declined, computed by ref between the
+ * device's runs: bring every buffer back, compute on the host copies, put
+ * what ref wrote back in the device's buffers. */
+static int run_fallback(conf_runner *r, conf_case *c, const conf_node *list, int32_t k0, int32_t k1,
+                        char *detail, size_t detail_size) {
+    const tsr_queue_api *q = r->queue->api;
+    uint8_t *bases[CONF_MAX_STORAGE] = {0};
+    for (int32_t s = 0; s < c->n_storage; s++) {
+        conf_storage *st = &c->storage[s];
+        bases[s] = st->dev_out;
+        if (!st->buf) continue;
+        tsr_status rc = q->read(r->queue, st->buf, 0, st->dev_out, st->size);
+        if (rc == TSR_OK) rc = q->synchronize(r->queue);
+        if (rc != TSR_OK) {
+            snprintf(detail, detail_size, "queue read before a fallback failed with status %d", (int)rc);
+            return -1;
+        }
+    }
+    node_tensors nt[CONF_MAX_NODES];
+    tsr_node nodes[CONF_MAX_NODES];
+    for (int32_t k = k0; k < k1; k++) nodes[k - k0] = node_on_host(&list[k], &nt[k - k0], bases);
+    if (ref_compute(nodes, k1 - k0, NULL) != TSR_OK) {
+        snprintf(detail, detail_size, "ref could not compute the declined nodes: %s", error_get());
+        return -1;
+    }
+    for (int32_t k = k0; k < k1; k++) {
+        conf_storage *st = &c->storage[list[k].dst.storage];
+        if (!st->buf) continue;
+        tsr_status rc = q->write(r->queue, st->buf, 0, st->dev_out, st->size);
+        if (rc != TSR_OK) {
+            snprintf(detail, detail_size, "queue write after a fallback failed with status %d", (int)rc);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Upload, validate and ask supports_op for every node, compute them (the
+ * declined ones of a GRAPH case on ref), read back into dev_out. */
 static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list, int32_t n_nodes,
                              char *detail, size_t detail_size) {
     const tsr_device_api *api = r->dev->api;
@@ -611,22 +682,52 @@ static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list
         device_tensor(r, c, &cn->dst, &nt[k].dst);
         nodes[k].dst = &nt[k].dst;
     }
-    for (int32_t k = 0; k < n_nodes; k++)
-        if (!api->supports_op(r->dev, &nodes[k])) return DEV_DECLINED;
+    /* As the host does: validate, then ask. A GRAPH case whose device
+     * declines some nodes runs those on ref, as the scheduler would. */
+    bool on_device[CONF_MAX_NODES];
+    int32_t n_on = 0;
+    for (int32_t k = 0; k < n_nodes; k++) {
+        char why[256];
+        if (!c->expect_decline && tsr_node_check(&nodes[k], why, sizeof why)) {
+            snprintf(detail, detail_size, "suite bug: the ABI checker rejects node %d: %s", (int)k, why);
+            return DEV_ERROR;
+        }
+        r->declined[0] = '\0';
+        conf_backend_asking(r->declined, sizeof r->declined, &nodes[k]);
+        on_device[k] = api->supports_op(r->dev, &nodes[k]) != 0;
+        conf_backend_asking(NULL, 0, NULL);
+        n_on += on_device[k];
+        if (!on_device[k] && (n_nodes == 1 || c->expect_decline)) return DEV_DECLINED;
+    }
+    if (n_on == 0) return DEV_DECLINED;
     if (c->expect_decline) {
         snprintf(detail, detail_size, "supports_op accepted a malformed node");
         return DEV_ERROR;
     }
-    tsr_status rc = q->compute(r->queue, nodes, n_nodes);
-    if (rc == TSR_OK) rc = q->synchronize(r->queue);
-    if (rc != TSR_OK) {
-        snprintf(detail, detail_size, "supports_op said yes but compute failed with status %d", (int)rc);
-        return DEV_ERROR;
+    for (int32_t k0 = 0; k0 < n_nodes;) {
+        int32_t k1 = k0;
+        while (k1 < n_nodes && on_device[k1] == on_device[k0]) k1++;
+        tsr_status rc = TSR_OK;
+        if (on_device[k0]) {
+            rc = q->compute(r->queue, nodes + k0, k1 - k0);
+            if (rc == TSR_OK) rc = q->synchronize(r->queue);
+            if (rc != TSR_OK) {
+                snprintf(detail, detail_size, "supports_op said yes but compute failed with status %d", (int)rc);
+                return DEV_ERROR;
+            }
+        } else if (run_fallback(r, c, list, k0, k1, detail, detail_size)) {
+            return DEV_ERROR;
+        }
+        k0 = k1;
     }
+    if (n_on < n_nodes)
+        snprintf(detail, detail_size, "%d of %d nodes fell back to ref", (int)(n_nodes - n_on), (int)n_nodes);
+    tsr_status rc;
     for (int32_t s = 0; s < c->n_storage; s++) {
         conf_storage *st = &c->storage[s];
         if (!st->buf) continue;
         rc = q->read(r->queue, st->buf, 0, st->dev_out, st->size);
+        if (rc == TSR_OK) rc = q->synchronize(r->queue);
         if (rc != TSR_OK) {
             snprintf(detail, detail_size, "queue read of %llu bytes failed with status %d",
                      (unsigned long long)st->size, (int)rc);
@@ -641,15 +742,26 @@ static dev_result run_device_watched(conf_runner *r, conf_case *c, const conf_no
                                      int32_t n_nodes, char *detail, size_t detail_size) {
     fflush(r->out); /* the report so far reaches the terminal even if the device hangs */
     case_on_device = c->name;
+    if (r->shared) {
+        r->shared->case_index = c->index;
+        r->shared->case_seed = c->seed;
+        snprintf(r->shared->case_name, sizeof r->shared->case_name, "%s", c->name);
+    }
     signal(SIGALRM, on_hang);
     alarm(CONF_CASE_TIMEOUT_S);
     dev_result d = run_device(r, c, list, n_nodes, detail, detail_size);
     alarm(0);
     case_on_device = NULL;
+    if (r->shared) r->shared->case_index = -1;
     return d;
 }
 
 void conf_case_run(conf_runner *r, conf_case *c) {
+    case_seed(r, c);
+    if (r->only_case >= 0 && c->index != r->only_case) {
+        case_free(r, c);
+        return;
+    }
     char detail[512] = "";
     double ratio = 0.0;
     conf_node list[CONF_MAX_NODES];
@@ -667,9 +779,15 @@ void conf_case_run(conf_runner *r, conf_case *c) {
         for (int32_t s = 0; s < c->n_storage; s++) bases[s] = c->storage[s].init;
         node_tensors nt;
         tsr_node node = node_on_host(&list[n_nodes - 1], &nt, bases);
-        if (ref_node_check(&node, NULL, 0) == 0) {
-            record(r, c, 1, INFINITY, "suite bug: ref accepts this 'malformed' node");
+        const tsr_plugin *p = r->backend->plugin;
+        if (tsr_node_check(&node, detail, sizeof detail) == 0) {
+            record(r, c, 1, INFINITY, "suite bug: the ABI checker accepts this 'malformed' node");
+        } else if (TSR_ABI_MINOR_OF(p->abi_version) >= 1) {
+            /* A 1.1 host validates every node first: the device is never
+             * asked about this one, whatever it would answer. */
+            record(r, c, 0, 0.0, r->verbose ? detail : "");
         } else {
+            /* built for 1.0 hosts, which did not validate: must decline */
             dev_result d = run_device_watched(r, c, list, n_nodes, detail, sizeof detail);
             /* declining is the right answer: count it as a pass */
             record(r, c, d == DEV_DECLINED ? 0 : 1, d == DEV_DECLINED ? 0.0 : INFINITY,
@@ -684,7 +802,7 @@ void conf_case_run(conf_runner *r, conf_case *c) {
         return;
     }
     switch (run_device_watched(r, c, list, n_nodes, detail, sizeof detail)) {
-    case DEV_DECLINED: record(r, c, 2, 0.0, ""); break;
+    case DEV_DECLINED: record(r, c, 2, 0.0, r->declined); break;
     case DEV_ERROR: record(r, c, 1, INFINITY, detail); break;
     case DEV_DONE: {
         int failed = judge(r, c, list, n_nodes, &ratio, detail, sizeof detail);

@@ -21,6 +21,7 @@ typedef struct conf_backend {
     volatile int abort_flag;
     bool initialized;
     char reason[320];         /* why there is no usable device */
+    char cache_dir[4096];
 } conf_backend;
 
 /* Load target ("ref" or a .so path) and init it. -1 with error_get() when it
@@ -29,6 +30,9 @@ typedef struct conf_backend {
 int conf_backend_open(conf_backend *b, const char *target);
 int32_t conf_backend_device_count(const conf_backend *b);
 void conf_backend_close(conf_backend *b);
+/* Where tsr_host.decline puts the reason during one supports_op call on
+ * node (why NULL: the call is over). */
+void conf_backend_asking(char *why, size_t why_size, const tsr_node *node);
 
 /* ------------------------------------------------------------------ cases */
 
@@ -104,6 +108,9 @@ typedef struct conf_case {
     int32_t n_storage;
     bool expect_decline;    /* malformed: the device must say no */
     bool failed_to_build;   /* a builder ran out of memory or room */
+    bool seeded;            /* index and seed assigned                */
+    int32_t index;          /* position in its family (--case N)      */
+    uint64_t seed;          /* its data: from the family and index only */
 } conf_case;
 
 /* ----------------------------------------------------------------- runner */
@@ -112,6 +119,17 @@ typedef struct conf_stats {
     int64_t passed, failed, unsupported;
     double worst;           /* largest error / allowed ratio among passes and fails */
 } conf_stats;
+
+/* What a family's child process reports to the parent (shared memory):
+ * its counts, and the case on the device when it died. */
+typedef struct conf_shared {
+    conf_stats family;
+    int32_t failures_shown;
+    int32_t case_index;     /* case on the device now, -1 none */
+    uint64_t case_seed;
+    char case_name[200];
+    int32_t finished;       /* the family ran to its end */
+} conf_shared;
 
 typedef struct conf_runner {
     const conf_backend *backend;
@@ -122,9 +140,18 @@ typedef struct conf_runner {
     bool exact;             /* the device is ref itself: demand identical bytes */
     bool verbose;
     FILE *out;
-    uint64_t seed;          /* advanced per case: deterministic data */
+    uint64_t seed;          /* the PRNG state while a case is built */
     conf_stats family;      /* current op family */
     int32_t family_failures_shown;
+    const char *target;     /* for the re-run command */
+    const char *family_name;
+    uint64_t family_seed;   /* from the family's name: the same with or without --op */
+    int32_t case_index;     /* next case of the family */
+    int32_t only_case;      /* --case N, or -1 for all */
+    bool rerun_shown;       /* the re-run command printed for this family */
+    conf_shared *shared;    /* set in a family's child process */
+    char declined[256];     /* the reason the device gave (tsr_host.decline) */
+    bool opened;            /* the ABI 1.1 open hook was called */
 } conf_runner;
 
 /* Start a case for op; the name is printed in reports. */

@@ -16,7 +16,15 @@
  *     buffer, were left untouched;
  *   - that malformed nodes are declined by supports_op.
  * A node the device declines (supports_op == 0) is counted as "unsupported
- * (falls back)", not as a failure.
+ * (falls back)", not as a failure; in a GRAPH case the declined nodes run on
+ * ref between the device's (as the scheduler would run them). Nodes are
+ * validated with the ABI's checker first, as a 1.1 host does.
+ *
+ * Each family runs in its own child process (unless no_fork): a crash or a
+ * hang names the case and the signal, and the other families still run.
+ * Each case's data comes from a seed derived from its family and number
+ * only, so a run with --op (and --case N) sees exactly the data of a full
+ * run; failures print the seed and the command that re-runs the case.
  *
  * The same program serves a vendor checking their own plugin
  * (`tessera plugin check PATH`) and the project's tests.
@@ -34,6 +42,9 @@ typedef struct conformance_options {
     int32_t device;  /* device index to check, or -1 for every device */
     const char *op;  /* op family name (e.g. "MUL_MAT", case-insensitive) or NULL for all */
     bool verbose;    /* one line per case */
+    bool one_case;   /* --case N: only case case_index of the --op family */
+    int32_t case_index;
+    bool no_fork;    /* run every family in this process (debugging) */
     FILE *out;       /* report; stdout if NULL */
 } conformance_options;
 

@@ -19,6 +19,8 @@ static void op_list(FILE *out) {
 typedef struct plugin_opts {
     int32_t device;
     const char *op;
+    int32_t case_index;
+    int no_fork;
     int verbose;
 } plugin_opts;
 
@@ -27,6 +29,10 @@ static const cli_option plugin_own[] = {
      -1, 1 << 20, NULL, 0, 0},
     {NULL, "--op", "NAME", "check only one op family (listed below)", CLI_STR, CLI_OWN(plugin_opts, op), 0, 0,
      NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--case", "N", "with --op: only case N of that family (failures print N and the command)",
+     CLI_INT, CLI_OWN(plugin_opts, case_index), -1, 1 << 20, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--no-fork", NULL, "run every family in this process (for a debugger); by default each runs in a "
+     "child process so that a crash names its case", CLI_SWITCH, CLI_OWN(plugin_opts, no_fork), 0, 0, NULL, 0, 0},
     {"-v", "--verbose", NULL, "print one line per case", CLI_SWITCH, CLI_OWN(plugin_opts, verbose), 0, 0, NULL,
      0, 0},
     CLI_END,
@@ -34,7 +40,7 @@ static const cli_option plugin_own[] = {
 
 static const cli_command plugin_cmd = {
     .name = "tessera plugin",
-    .synopsis = "check PATH [--device N] [--op NAME] [--verbose]",
+    .synopsis = "check PATH [--device N] [--op NAME [--case N]] [--no-fork] [--verbose]",
     .about = "Run the op conformance suite on a backend plugin: every op x dtype x a family\n"
              "of shapes (odd sizes, broadcasting, strided and permuted views, in-place) on\n"
              "each of the plugin's devices, compared with the built-in reference backend\n"
@@ -49,7 +55,7 @@ static const cli_command plugin_cmd = {
 
 int cmd_plugin(int argc, char **argv) {
     conformance_options opt = {.device = -1, .out = stdout};
-    plugin_opts po = {.device = -1};
+    plugin_opts po = {.device = -1, .case_index = -1};
     cli_params p;
     cli_params_init(&p);
     int prc = cli_parse(&plugin_cmd, argc, argv, &p, &po);
@@ -57,6 +63,9 @@ int cmd_plugin(int argc, char **argv) {
     opt.device = po.device;
     opt.op = po.op;
     opt.verbose = po.verbose;
+    opt.one_case = po.case_index >= 0;
+    opt.case_index = po.case_index;
+    opt.no_fork = po.no_fork;
     const char *action = p.n_positional > 0 ? p.positional[0] : NULL;
     opt.target = p.n_positional > 1 ? p.positional[1] : NULL;
     if (!action) {

@@ -43,6 +43,34 @@ assert states["libtessera-backend-testdev.so"][0] == "loaded", states
 PY
 then echo "FAIL: --json"; cat "$tmp/json"; fail=1; fi
 
+# A plugin built for another machine is named with its architecture.
+case "$(uname -m)" in
+  x86_64) foreign=183; foreign_name=aarch64 ;;  # EM_AARCH64
+  *) foreign=62; foreign_name=x86-64 ;;         # EM_X86_64
+esac
+mkdir "$tmp/foreign"
+python3 - "$tmp/foreign/libtessera-backend-alien.so" "$foreign" <<'PY'
+import struct, sys
+# ELF64 little-endian shared object header for machine argv[2]; the rest zero
+h = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + struct.pack("<HHI", 3, int(sys.argv[2]), 1)
+open(sys.argv[1], "wb").write(h + bytes(64 - len(h)))
+PY
+"$bin" devices --plugin-dir "$tmp/foreign" > "$tmp/out" 2>&1 || fail=1
+expect "foreign architecture" "$tmp/out" "libtessera-backend-alien.so: rejected: not a loadable library: built for $foreign_name (64-bit), this host is"
+
+# A plugin that crashes is named, in discovery and in supports_op.
+TESTDEV_CRASH=device_count "$bin" devices --plugin-dir "$dir" > "$tmp/out" 2> "$tmp/err"
+status=$?
+[ "$status" -ne 0 ] || { echo "FAIL: crash in device_count: exit 0"; fail=1; }
+expect "crash in device_count named" "$tmp/err" "plugin 'testcrash' ($dir/libtessera-backend-testcrash.so) crashed with signal 11 (SIGSEGV) in device_count"
+model=${TESSERA_SHARED:-../shared}/models/stories260K.gguf
+if [ -f "$model" ]; then
+  TESTDEV_CRASH=supports_op "$bin" run -m "$model" -p hi -n 1 --plugin-dir "$dir" --device testcrash0 > "$tmp/out" 2> "$tmp/err"
+  status=$?
+  [ "$status" -ne 0 ] || { echo "FAIL: crash in supports_op: exit 0"; fail=1; }
+  expect "crash in supports_op named" "$tmp/err" "crashed with signal 11 (SIGSEGV) in supports_op on testcrash0 (node '"
+fi
+
 # TESSERA_PLUGIN_PATH is searched too (colon-separated).
 TESSERA_PLUGIN_PATH="/nonexistent:$dir" "$bin" devices > "$tmp/env" 2>&1 || fail=1
 expect "TESSERA_PLUGIN_PATH" "$tmp/env" "testdev0"

@@ -17,6 +17,8 @@
 
 #include <tessera/plugin_check.h>
 
+#include "host/host_elf.h"
+#include "host/host_guard.h"
 #include "ref/ref.h"
 #include "util/error.h"
 
@@ -208,7 +210,9 @@ static bool table_accept(plugin_slot *s, const tsr_plugin *p) {
         slot_reject(s, "plugin name 'ref' is reserved for the built-in reference backend");
         return false;
     }
+    host_guard_enter(s->name, s->path, "score", NULL, NULL);
     s->rec.score = p->score ? p->score() : 1;
+    host_guard_leave();
     if (s->rec.score <= 0) {
         slot_reject(s, "score %d: this build cannot run on this machine", s->rec.score);
         return false;
@@ -221,6 +225,11 @@ static bool table_accept(plugin_slot *s, const tsr_plugin *p) {
 static void plugin_open(const char *path) {
     plugin_slot *s = slot_add(path);
     if (!s) return;
+    char elf_why[HOST_REASON_MAX];
+    if (host_elf_check(path, elf_why, sizeof elf_why)) {
+        slot_reject(s, "not a loadable library: %s", elf_why);
+        return;
+    }
     dlerror();
     s->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!s->dl) {
@@ -235,7 +244,10 @@ static void plugin_open(const char *path) {
         slot_reject(s, "no %s symbol (not a Tessera plugin)", TSR_PLUGIN_ENTRY_SYMBOL);
         return;
     }
-    table_accept(s, entry(TSR_ABI_VERSION));
+    host_guard_enter("?", s->path, "tsr_plugin_entry", NULL, NULL);
+    const tsr_plugin *table = entry(TSR_ABI_VERSION);
+    host_guard_leave();
+    table_accept(s, table);
 }
 
 /* Same plugin name from several files: keep the best score (first found on
@@ -265,14 +277,18 @@ static void resolve_duplicates(void) {
 static void plugin_start(plugin_slot *s) {
     const tsr_plugin *p = s->table;
     char why[HOST_REASON_MAX] = "";
+    host_guard_enter(s->name, s->path, "init", NULL, NULL);
     tsr_status st = p->init(&reg.services, why, sizeof why);
+    host_guard_leave();
     why[sizeof why - 1] = '\0';
     if (st != TSR_OK) {
         slot_reject(s, "init failed (status %d): %s", (int)st, why[0] ? why : "no reason given");
         return;
     }
     s->needs_shutdown = true;
+    host_guard_enter(s->name, s->path, "device_count", NULL, NULL);
     int32_t n = p->device_count();
+    host_guard_leave();
     if (n <= 0) {
         if (p->shutdown) p->shutdown();
         s->needs_shutdown = false;
@@ -287,7 +303,9 @@ static void plugin_start(plugin_slot *s) {
     reg.devices = grown;
     int32_t added = 0;
     for (int32_t i = 0; i < n; i++) {
+        host_guard_enter(s->name, s->path, "device_get", NULL, NULL);
         tsr_device *dev = p->device_get(i);
+        host_guard_leave();
         const size_t api_need = offsetof(tsr_device_api, queue_create) + sizeof(void *);
         if (!dev || !dev->api || dev->api->struct_size < api_need || !dev->api->get_info ||
             !dev->api->supports_op || !dev->api->buffer_alloc || !dev->api->queue_create) {
@@ -297,7 +315,10 @@ static void plugin_start(plugin_slot *s) {
         host_device *d = &reg.devices[reg.n_devices];
         memset(d, 0, sizeof *d);
         d->info.struct_size = sizeof d->info;
-        if (dev->api->get_info(dev, &d->info) != TSR_OK) {
+        host_guard_enter(s->name, s->path, "get_info", NULL, NULL);
+        tsr_status info_st = dev->api->get_info(dev, &d->info);
+        host_guard_leave();
+        if (info_st != TSR_OK) {
             host_log(TSR_LOG_WARN, s->name, "device %d: get_info failed; skipped", i);
             continue;
         }
@@ -505,7 +526,9 @@ int host_device_open(host_device *d) {
         d->open_state = 1;
         if (TSR_HAS_FIELD(tsr_device_api, api->struct_size, open) && api->open) {
             char why[HOST_REASON_MAX] = "";
+            host_guard_enter(d->plugin->name, d->plugin_path, "open", d->name, NULL);
             tsr_status st = api->open(d->dev, why, sizeof why);
+            host_guard_leave();
             why[sizeof why - 1] = '\0';
             if (st != TSR_OK) {
                 d->open_state = -1;
@@ -536,7 +559,10 @@ bool host_device_supports(host_device *d, const tsr_node *node, char *why, size_
     asking.why = why;
     asking.why_size = why_size;
     asking.said = false;
+    host_guard_enter(d->plugin->name, d->plugin_path, "supports_op", d->name,
+                     node->dst && node->dst->name ? node->dst->name : NULL);
     int32_t yes = d->dev->api->supports_op(d->dev, node);
+    host_guard_leave();
     bool said = asking.said;
     asking.node = NULL;
     if (yes) {

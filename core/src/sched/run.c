@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "host/host_guard.h"
 #include "sched/sched_internal.h"
 #include "util/error.h"
 
@@ -110,10 +111,12 @@ static int run_split(sched *s, int32_t k) {
         q->api->set_n_threads(q, threads);
         sl->queue_threads = threads;
     }
+    const graph_tensor *first = graph_node_at(s->g, sp->first);
+    host_guard_enter(sl->hd->plugin->name, sl->hd->plugin_path, "compute", sl->hd->name, first->name);
     tsr_status st = q->api->compute(q, s->run_nodes, n);
+    host_guard_leave();
     if (st == TSR_ERR_ABORTED) return error_set("aborted");
     if (st != TSR_OK) {
-        const graph_tensor *first = graph_node_at(s->g, sp->first);
         return error_set("device %s: compute failed (status %d) in split %d (%d nodes from '%s' %s)",
                          sl->hd->name, (int)st, k, n, first->name, graph_op_name(first->op));
     }

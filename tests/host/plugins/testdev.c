@@ -18,6 +18,8 @@
  *   TESTDEV_SMALL_TABLE claim a plugin table too small for this ABI
  *   TESTDEV_HOST_CPU    behave like a CPU backend instead: kind CPU, buffers
  *                       host-visible, nodes read plain host memory
+ *   TESTDEV_CRASHABLE   die of SIGSEGV in device_count or supports_op when the
+ *                       environment says TESTDEV_CRASH=device_count|supports_op
  *
  * Built against the frozen ABI 1.0 header (tests/host/plugins/abi-1.0) the
  * plugin is exactly what a vendor built for 1.0. Built against the live
@@ -35,6 +37,7 @@
  *     of slack; kernels and read() undo it.
  * testdev_stats() (exported for the test only) counts the hook calls.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,8 +298,19 @@ static tsr_status dev_info(tsr_device *d, tsr_device_info *info) {
     return TSR_OK;
 }
 
+/* TESTDEV_CRASHABLE: die where the environment says. */
+static void maybe_crash(const char *where) {
+#ifdef TESTDEV_CRASHABLE
+    const char *e = getenv("TESTDEV_CRASH");
+    if (e && !strcmp(e, where)) raise(SIGSEGV);
+#else
+    (void)where;
+#endif
+}
+
 static int32_t dev_supports(tsr_device *d, const tsr_node *n) {
     (void)d;
+    maybe_crash("supports_op");
     stats.supports_asked++;
 #if defined(TESTDEV_V11)
     if (!stats.open_now) return 0;
@@ -457,7 +471,10 @@ static tsr_status init(const tsr_host *h, char *reason, size_t reason_size) {
 #ifdef TESTDEV_NO_DEVICES
 static int32_t device_count(void) { return 0; }
 #else
-static int32_t device_count(void) { return 1; }
+static int32_t device_count(void) {
+    maybe_crash("device_count");
+    return 1;
+}
 #endif
 
 static tsr_device *device_get(int32_t i) { return i == 0 ? &the_device : NULL; }

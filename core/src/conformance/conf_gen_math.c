@@ -21,9 +21,13 @@ void conf_gen_mul_mat(conf_runner *r) {
         int64_t Ks[4] = {1, 17, 64, 255};
         int n_K = 4;
         if (bs > 1) {
+            /* one and a few blocks, and a model-sized K (SmolLM2's FFN is
+             * 1536, TinyLlama's 2048..5632): long dot products are where
+             * 8-bit activation rounding and accumulation order show */
             Ks[0] = bs == 32 ? 32 : 256;
             Ks[1] = bs == 32 ? 96 : 512;
-            n_K = 2;
+            Ks[2] = 2048;
+            n_K = 3;
         }
         for (int ki = 0; ki < n_K; ki++)
             for (int v = 0; v < 5; v++) {

@@ -535,6 +535,57 @@ static void test_abi11(void) {
     host_weights_free(d, &set);
 }
 
+/* A split waits only for the devices it reads from: silu on ref does not
+ * wait for testdev0's mul_mat; the mul that reads ref's result does. */
+static void test_waits(void) {
+    host_device *d = host_device_find("testdev0");
+    if (!d) return;
+    host_device *sel[2] = {d, host_device_ref()};
+    sched *s = sched_new(sel, 2, NULL);
+    graph *g = graph_new(16);
+    float w[8 * 8], xin[8 * 2];
+    fill(w, 64, 1.0f, 3);
+    fill(xin, 16, 1.0f, 4);
+    tsr_buffer *wbuf = NULL;
+    CHECK(d->dev->api->buffer_alloc(d->dev, sizeof w, &wbuf) == TSR_OK, "buffer_alloc");
+    tsr_queue *wq = host_device_queue(d);
+    CHECK(wq && wq->api->write(wq, wbuf, 0, w, sizeof w) == TSR_OK, "write weights");
+    graph_tensor *wt = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w");
+    graph_tensor_bind(wt, GRAPH_WEIGHT, d->index, wbuf, 0, NULL);
+    graph_tensor *x = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 2));
+    graph_tensor *p = graph_tensor_set_name(graph_mul_mat(g, wt, x), "p");  /* testdev0 */
+    graph_tensor *q = graph_tensor_set_name(graph_silu(g, x), "q");         /* ref, independent */
+    graph_tensor *r = graph_tensor_set_name(graph_add(g, p, p), "r");       /* testdev0 */
+    graph_tensor *o = graph_set_output(graph_tensor_set_name(graph_mul(g, r, q), "o")); /* reads ref's q */
+    const int ok = s && sched_alloc(s, g) == 0;
+    CHECK(ok, "alloc: %s", error_get());
+    if (ok) {
+        memcpy(x->t.data, xin, sizeof xin);
+        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        sched_explain(s, mem);
+        fclose(mem);
+        CHECK(text && strstr(text, "split 1: ref, nodes 1..1 (1: 'q' .. 'q')\n") &&
+                  strstr(text, "split 2: testdev0, nodes 2..3 (2: 'r' .. 'o'), waits for ref"),
+              "waits:\n%s", text ? text : "");
+        free(text);
+        const float *po = o->t.data;
+        for (int j = 0; j < 2 && po; j++)
+            for (int i = 0; i < 8; i++) {
+                double acc = 0;
+                for (int k = 0; k < 8; k++) acc += (double)w[i * 8 + k] * xin[j * 8 + k];
+                const float xv = xin[j * 8 + i], want = 2.0f * (float)acc * (xv / (1.0f + expf(-xv)));
+                CHECK(fabsf(po[j * 8 + i] - want) <= 1e-5f * (1 + fabsf(want)), "o[%d,%d] = %g, want %g", i, j,
+                      po[j * 8 + i], want);
+            }
+    }
+    graph_free(g);
+    sched_free(s);
+    d->dev->api->buffer_free(d->dev, wbuf);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s PLUGIN_DIR\n", argv[0]);
@@ -570,6 +621,7 @@ int main(int argc, char **argv) {
     test_weight_on_device();
     test_return_after_fallback();
     test_abort();
+    test_waits();
     test_abi11();
     /* Keep testnew loaded across host_shutdown to see that it closed. */
     char path[4096];

@@ -153,16 +153,28 @@ static int read_outputs(sched *s) {
     return 0;
 }
 
+/* Wait for the slots in mask (the devices split k depends on). */
+static int sync_some(sched *s, uint32_t mask) {
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        if (!(mask & (1u << i)) || !s->slots[i].queue) continue;
+        tsr_queue *q = s->slots[i].queue;
+        tsr_status st = q->api->synchronize(q);
+        if (st == TSR_ERR_ABORTED) return error_set("aborted");
+        if (st != TSR_OK)
+            return error_set("device %s: synchronize failed (status %d)", s->slots[i].hd->name, (int)st);
+    }
+    return 0;
+}
+
 int sched_compute(sched *s, graph *g) {
     if (!s || !g) return error_set("sched_compute: %s is NULL", s ? "graph" : "scheduler");
     if (s->g != g) return error_set("sched_compute: graph was not allocated by sched_alloc");
-    int32_t prev = -1;
     for (int32_t k = 0; k < s->n_splits; k++) {
         if (host_abort_requested()) return error_set("aborted");
-        /* Splits on other devices read what earlier ones wrote. */
-        if (prev >= 0 && s->splits[k].slot != prev && sync_all(s)) return -1;
+        /* Wait only for the devices this split reads from (or that read its
+         * memory); the others keep working. */
+        if (sync_some(s, s->splits[k].wait_mask)) return -1;
         if (run_split(s, k)) return -1;
-        prev = s->splits[k].slot;
     }
     if (sync_all(s)) return -1;
     return read_outputs(s);
@@ -198,9 +210,15 @@ void sched_explain(const sched *s, FILE *out) {
     fputc('\n', out);
     for (int32_t k = 0; k < s->n_splits; k++) {
         const sched_split *sp = &s->splits[k];
-        fprintf(out, "split %d: %s, nodes %d..%d (%d: '%s' .. '%s')\n", k,
+        fprintf(out, "split %d: %s, nodes %d..%d (%d: '%s' .. '%s')", k,
                 s->slots[sp->slot].hd->name, sp->first, sp->last, sp->last - sp->first + 1,
                 graph_node_at(s->g, sp->first)->name, graph_node_at(s->g, sp->last)->name);
+        if (sp->wait_mask) {
+            fprintf(out, ", waits for");
+            for (int32_t i = 0; i < s->n_slots; i++)
+                if (sp->wait_mask & (1u << i)) fprintf(out, " %s", s->slots[i].hd->name);
+        }
+        fputc('\n', out);
         for (int32_t c = sp->copy_begin; c < sp->copy_begin + sp->n_copies; c++) {
             const sched_copy *cp = &s->copies[c];
             fprintf(out, "  copy '%s' %s -> %s, ", graph_tensor_at(s->g, cp->tensor)->name,

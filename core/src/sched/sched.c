@@ -90,6 +90,7 @@ void sched_free(sched *s) {
     free(s->node_slot);
     free(s->node_pos);
     free(s->last_use);
+    free(s->last_writer);
     free(s->is_output);
     free(s->in_place);
     free(s->released);
@@ -128,6 +129,7 @@ static int arrays_reserve(sched *s, int32_t n_nodes, int32_t n_tensors) {
     } while (0)
         GROW(node_pos);
         GROW(last_use);
+        GROW(last_writer);
         GROW(is_output);
         GROW(in_place);
         GROW(released);
@@ -416,6 +418,37 @@ static int add_copies(sched *s, int32_t k) {
     return 0;
 }
 
+/* Which slots each split waits for (sched_split.wait_mask). Walks the nodes
+ * in order keeping, per storage root, the slot that last wrote it; a split
+ * waits for the writers of what it reads (through copies or in place), and
+ * for the other slots that read its slot's memory in place since its last
+ * split (their reads must end before it reuses that memory). */
+static void plan_waits(sched *s) {
+    uint32_t readers_of[SCHED_MAX_DEVICES] = {0};
+    for (int32_t i = 0; i < s->n_tensors; i++) s->last_writer[i] = -1;
+    for (int32_t k = 0; k < s->n_splits; k++) {
+        sched_split *sp = &s->splits[k];
+        const int32_t me = sp->slot;
+        uint32_t wait = readers_of[me];
+        readers_of[me] = 0;
+        for (int32_t pos = sp->first; pos <= sp->last; pos++) {
+            graph_tensor *t = graph_node_at(s->g, pos);
+            for (int i = 0; i < t->n_src; i++) {
+                if (!t->src[i]) continue;
+                graph_tensor *r = graph_tensor_storage(t->src[i], NULL);
+                const int32_t w = s->last_writer[r->index];
+                if (w >= 0 && w != me) {
+                    wait |= 1u << w;
+                    /* read in place (no copy): w's memory is busy until we finish */
+                    if (slot_can_address(s, me, r)) readers_of[w] |= 1u << me;
+                }
+            }
+            s->last_writer[graph_tensor_storage(t, NULL)->index] = me;
+        }
+        sp->wait_mask = wait & ~(1u << me);
+    }
+}
+
 /* ------------------------------------------------------ memory planning */
 
 static void liveness(sched *s) {
@@ -680,6 +713,7 @@ int sched_alloc(sched *s, graph *g) {
     if (build_splits(s)) goto fail;
     for (int32_t k = 0; k < s->n_splits; k++)
         if (add_copies(s, k)) goto fail;
+    plan_waits(s);
     liveness(s);
     if (plan_memory(s) || buffers_grow(s) || host_arena_plan(s)) goto fail;
     set_locations(s);

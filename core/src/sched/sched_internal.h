@@ -77,6 +77,11 @@ typedef struct sched_split {
     int32_t slot;
     int32_t first, last; /* node positions, inclusive */
     int32_t copy_begin, n_copies;
+    /* Slots to synchronize before this split starts: those whose earlier
+     * work it reads (results, or writes into persistent storage), and
+     * those that may still be reading this slot's memory in place. Work
+     * on the other devices keeps running (CPU and GPU splits overlap). */
+    uint32_t wait_mask;
 } sched_split;
 
 typedef struct sched_fallback {
@@ -97,6 +102,7 @@ struct sched {
     int32_t *node_slot;     /* [n_nodes] slot computing node i           */
     int32_t *node_pos;      /* [n_tensors] node position, -1 for leaves  */
     int32_t *last_use;      /* [n_tensors] per root: last reading node   */
+    int32_t *last_writer;   /* [n_tensors] per root: slot that last wrote it, -1 */
     bool *is_output;        /* [n_tensors] per root                      */
     bool *in_place;         /* [n_tensors] root handed its block on      */
     bool *released;         /* [n_tensors] root's block already freed    */

@@ -37,6 +37,7 @@ run 2 "missing file" check /nonexistent/libtessera-backend-x.so
 expect "missing file named" "$tmp/err" "/nonexistent/libtessera-backend-x.so"
 run 2 "not a library" check "$0"
 expect "not a library named" "$tmp/err" "$0"
+expect "not an ELF file" "$tmp/err" "not an ELF shared object"
 run 2 "device out of range" check ref --device 5
 expect "device range" "$tmp/err" "--device 5"
 run 2 "bad device number" check ref --device x

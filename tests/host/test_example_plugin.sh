@@ -24,13 +24,18 @@ status=$?
 expect "check summary" "$tmp/check" " 0 failed"
 expect "ABI" "$tmp/check" "ABI 1.1"
 
-"$bin" devices --plugin-dir "$dir" > "$tmp/devices" 2>&1 || fail=1
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$bin" devices --plugin-dir "$dir" > "$tmp/devices" 2>&1 || fail=1
 expect "listed" "$tmp/devices" "example0"
 
 if [ ! -f "$model" ]; then
   echo "model runs skipped: $model not found"
   exit $fail
 fi
+# Under LeakSanitizer, any `tessera` that loads the Vulkan plugin next to it
+# reports 128 bytes the Vulkan loader keeps after the plugin unloads it
+# (unknown module: not suppressible by name; `tessera devices` shows the same
+# on a tree without this test). Leak checks stay on for plugin check above.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
 args=(-m "$model" -p "Once upon a time" -n 24 --temp 0 --seed 1)
 "$bin" run "${args[@]}" --device ref > "$tmp/ref" 2> "$tmp/ref.err" || { echo "FAIL: ref run"; cat "$tmp/ref.err"; fail=1; }
 "$bin" run "${args[@]}" --plugin-dir "$dir" --device example0 -ngl 99 --explain > "$tmp/ex" 2> "$tmp/ex.err" \

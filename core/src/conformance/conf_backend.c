@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "conformance/conf_internal.h"
+#include "host/host_elf.h"
 #include "ref/ref.h"
 #include "util/error.h"
 
@@ -84,6 +85,9 @@ int conf_backend_open(conf_backend *b, const char *target) {
         /* dlopen searches the library path for names without a slash */
         char path[4096];
         snprintf(path, sizeof path, "%s%s", strchr(target, '/') ? "" : "./", target);
+        char elf_why[256];
+        if (host_elf_check(path, elf_why, sizeof elf_why))
+            return error_set("plugin %s: cannot load: %s", target, elf_why);
         b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!b->dl) return error_set("plugin %s: cannot load: %s", target, dlerror());
         tsr_plugin_entry_fn entry;

@@ -3,6 +3,7 @@
  * every op family on each, print one line per family and a summary.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
@@ -133,10 +134,18 @@ static void add_stats(conf_stats *total, const conf_stats *s) {
     total->unsupported += s->unsupported;
 }
 
+/* In a child: let a crash end the process by its signal (a sanitizer's
+ * handler would turn it into "exit 1"), so the parent can name it. */
+static void crash_by_signal(void) {
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
+}
+
 /* In a child process: open the backend afresh, set up device d, run one
  * family; the counts go to shared memory. Never returns. */
 static void family_child(conf_runner *r, const conformance_options *opt, int32_t d, const conf_family *f,
                          conf_shared *sh) {
+    crash_by_signal();
     conf_backend backend;
     int code = 3;
     if (conf_backend_open(&backend, opt->target) == 0 && conf_backend_device_count(&backend) > d) {
@@ -257,6 +266,7 @@ static int probe_forked(const conformance_options *opt, FILE *out, conf_probe *p
     pid_t pid = fork();
     if (pid < 0) return error_set("conformance: fork failed: %s", strerror(errno));
     if (pid == 0) {
+        crash_by_signal();
         probe(opt, out, pr);
         pr->finished = 1;
         fflush(NULL);

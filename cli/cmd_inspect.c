@@ -21,6 +21,7 @@
 #include "cli_opts.h"
 #include "commands.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -172,6 +173,22 @@ static uint64_t tensor_bytes_total(const gguf_file *f) {
     return total;
 }
 
+/* Whether Tessera can run the file's architecture: "gemma3 (supported)",
+ * "foo (not supported; supported: llama, ...)", "(none)". */
+static void arch_label(char *buf, size_t n, const gguf_file *f, bool *supported) {
+    gguf_str arch;
+    *supported = false;
+    if (gguf_find_key(f, "general.architecture") < 0 || gguf_get_str(f, "general.architecture", &arch) != 0) {
+        snprintf(buf, n, "(none)");
+        error_clear();
+        return;
+    }
+    *supported = model_arch_find(arch.ptr, arch.len) != NULL;
+    error_clear();
+    snprintf(buf, n, "%.*s (%s%s)", (int)(arch.len > 64 ? 64 : arch.len), arch.ptr,
+             *supported ? "supported" : "not supported; supported: ", *supported ? "" : model_arch_list());
+}
+
 /* --------------------------------------------------------------- text */
 
 static void print_text(FILE *o, const gguf_file *f, const inspect_opts *opt) {
@@ -183,6 +200,10 @@ static void print_text(FILE *o, const gguf_file *f, const inspect_opts *opt) {
     fprintf(o, "metadata     %" PRId64 " keys\n", gguf_kv_count(f));
     fprintf(o, "tensors      %" PRId64 " (%" PRIu64 " bytes)\n", gguf_tensor_count(f),
             tensor_bytes_total(f));
+    char arch[384];
+    bool supported;
+    arch_label(arch, sizeof arch, f, &supported);
+    fprintf(o, "architecture %s\n", arch);
 
     fprintf(o, "\nmetadata:\n");
     for (int64_t i = 0; i < gguf_kv_count(f); i++) {
@@ -216,9 +237,13 @@ static void print_json(FILE *o, const gguf_file *f, const inspect_opts *opt) {
     fprintf(o, ",\n  \"version\": %" PRIu32 ",\n  \"alignment\": %" PRIu64
             ",\n  \"file_size\": %" PRIu64 ",\n  \"data_offset\": %" PRIu64
             ",\n  \"kv_count\": %" PRId64 ",\n  \"tensor_count\": %" PRId64
-            ",\n  \"tensor_bytes\": %" PRIu64 ",\n  \"metadata\": {",
+            ",\n  \"tensor_bytes\": %" PRIu64,
             gguf_version(f), gguf_alignment(f), gguf_file_size(f), gguf_data_offset(f),
             gguf_kv_count(f), gguf_tensor_count(f), tensor_bytes_total(f));
+    char arch[384];
+    bool supported;
+    arch_label(arch, sizeof arch, f, &supported);
+    fprintf(o, ",\n  \"architecture_supported\": %s,\n  \"metadata\": {", supported ? "true" : "false");
     for (int64_t i = 0; i < gguf_kv_count(f); i++) {
         gguf_value v;
         if (gguf_kv_value(f, i, &v) != 0) continue;

@@ -1,8 +1,9 @@
 /*
  * tessera perplexity — llama.cpp's perplexity over a text file.
  *
- * The whole text is tokenized with BOS and cut into chunks of n_ctx tokens;
- * each chunk's first token is replaced by BOS, the chunk is evaluated from an
+ * The whole text is tokenized (with BOS when the vocabulary adds it) and cut
+ * into chunks of n_ctx tokens; each chunk's first token is replaced by BOS
+ * (when the vocabulary adds it), the chunk is evaluated from an
  * empty cache, and the negative log-likelihood of the next token is averaged
  * over the second half of every chunk (positions n_ctx/2 .. n_ctx-2 predict
  * n_ctx/2+1 .. n_ctx-1). PPL = exp(mean NLL).
@@ -103,8 +104,10 @@ static int score(const ppl_opts *o, tessera_model *model, tessera_context *ctx, 
     fflush(stdout);
     for (int32_t c = 0; c < n_chunks; c++) {
         memcpy(chunk, toks + (size_t)c * (size_t)n_ctx, (size_t)n_ctx * sizeof *chunk);
+        /* As llama.cpp: BOS starts each chunk only when the vocabulary adds
+         * BOS at all (SmolLM2's does not). */
         tessera_token bos = tessera_token_bos(model);
-        if (bos >= 0) chunk[0] = bos;
+        if (bos >= 0 && tessera_vocab_adds_bos(model)) chunk[0] = bos;
         if (tessera_decode(ctx, chunk, n_ctx, 0, TESSERA_DECODE_ALL_LOGITS) != 0) {
             fprintf(stderr, "\ntessera perplexity: chunk %d: %s\n", c + 1,
                     tessera_aborted() ? "interrupted" : tessera_last_error());

@@ -38,6 +38,7 @@ static int parse_case(const char *line, golden_case *c) {
         return -1;
     }
     c->prompt = strdup(prompt->valuestring);
+    c->special = cJSON_IsTrue(cJSON_GetObjectItem(j, "special"));
     c->tokens = int_array(tokens, &c->n_tokens);
     c->top = calloc((size_t)c->n_tokens * GOLDEN_TOP, sizeof *c->top);
     int p = 0;

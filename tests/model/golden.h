@@ -13,6 +13,7 @@ typedef struct golden_top {
 
 typedef struct golden_case {
     char *prompt;
+    int special;     /* tokenized with special tokens parsed */
     int32_t *tokens; /* with BOS */
     int32_t n_tokens;
     golden_top *top;   /* [n_tokens][GOLDEN_TOP] */

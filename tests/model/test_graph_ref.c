@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", error_get());
         return 1;
     }
-    model_load_params lp = {.gpu_device = -1, .cpu_device = -1, .round_activations = true};
+    model_load_params lp = {.gpu_device = -1, .cpu_device = -1};
     model *m = model_load(f, &lp);
     if (!m) {
         fprintf(stderr, "%s\n", error_get());

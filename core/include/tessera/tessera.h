@@ -111,6 +111,9 @@ const char *tessera_model_meta_str(const tessera_model *model, const char *key);
 /* ---------------------------------------------------------------- tokens */
 
 tessera_token tessera_token_bos(const tessera_model *model); /* -1 if none */
+/* Whether the vocabulary asks for BOS at the start of a text
+ * (tokenizer.ggml.add_bos_token, or its type's default). */
+bool tessera_vocab_adds_bos(const tessera_model *model);
 tessera_token tessera_token_eos(const tessera_model *model); /* -1 if none */
 tessera_token tessera_token_eot(const tessera_model *model); /* -1 if none */
 /* True for tokens that end generation (EOS, EOT, EOM, ...). */

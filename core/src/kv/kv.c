@@ -147,22 +147,18 @@ graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il) {
     return kv_leaf(g, kv, il, false);
 }
 
-int32_t kv_cache_seq_len(const kv_cache *kv) { return kv->n_used; }
+int32_t kv_cache_seq_len(const kv_cache *kv) {
+    int32_t len = 0;
+    for (int32_t i = 0; i < kv->n_ctx; i++)
+        if ((kv->cell_seq[i] & 1) && kv->cell_pos[i] + 1 > len) len = kv->cell_pos[i] + 1;
+    return len;
+}
 
 void kv_cache_seq_truncate(kv_cache *kv, int32_t pos) {
     if (pos < 0) pos = 0;
     for (int32_t i = 0; i < kv->n_ctx; i++)
-        if (kv->cell_pos[i] >= pos) {
-            kv->cell_pos[i] = -1;
+        if ((kv->cell_seq[i] & 1) && kv->cell_pos[i] >= pos) {
             kv->cell_seq[i] &= ~(uint64_t)1;
+            if (!kv->cell_seq[i]) kv->cell_pos[i] = -1;
         }
-    if (kv->n_used > pos) kv->n_used = pos;
-}
-
-void kv_cache_seq_append(kv_cache *kv, int32_t head, int32_t pos0, int32_t n) {
-    for (int32_t i = 0; i < n && head + i < kv->n_ctx; i++) {
-        kv->cell_pos[head + i] = pos0 + i;
-        kv->cell_seq[head + i] |= 1;
-    }
-    if (head + n > kv->n_used) kv->n_used = head + n;
 }

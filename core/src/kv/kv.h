@@ -7,8 +7,7 @@
  * default (as llama.cpp) or F32.
  *
  * Cells: cell i holds position cell_pos[i] of the sequences in cell_seq[i]
- * (a bit mask). Today one sequence fills cells 0..n-1 in position order; the
- * per-cell bookkeeping is there so several sequences can share a cache later.
+ * (a bit mask); a batch of tokens takes a run of free cells (api_batch.c).
  *
  * Layers whose weights live on a device that does not read host memory get
  * their K/V in a buffer of that device; the others in host memory.
@@ -41,7 +40,6 @@ typedef struct kv_cache {
     void *host_mem;   /* K/V of all host layers */
     int32_t *cell_pos; /* -1: empty */
     uint64_t *cell_seq;
-    int32_t n_used;    /* cells 0..n_used-1 hold sequence 0 */
 } kv_cache;
 
 typedef struct kv_cache_params {
@@ -63,11 +61,9 @@ uint64_t kv_cache_nbytes(const kv_cache *kv);
 graph_tensor *kv_cache_k_leaf(graph *g, const kv_cache *kv, int32_t il);
 graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il);
 
-/* Sequence 0 bookkeeping. */
+/* Sequence 0: one past the highest position it holds. */
 int32_t kv_cache_seq_len(const kv_cache *kv);
-/* Forget positions >= pos. */
+/* Sequence 0 forgets positions >= pos. */
 void kv_cache_seq_truncate(kv_cache *kv, int32_t pos);
-/* Record that cells head..head+n-1 now hold positions pos0.. of sequence 0. */
-void kv_cache_seq_append(kv_cache *kv, int32_t head, int32_t pos0, int32_t n);
 
 #endif

@@ -12,6 +12,7 @@
  * position order) or by tessera_decode_batch, not both.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,18 +107,6 @@ static void kv_compact(kv_cache *kv) {
     }
 }
 
-/* Token t (sequence s_t at position p_t) sees cell j when the cell holds a
- * position <= p_t of s_t. The micro-batch's own cells are marked already. */
-static void batch_fill_mask(float *mask, const kv_cache *kv, int32_t n_kv, int32_t n, const int32_t *pos,
-                            const int32_t *seq) {
-    for (int32_t t = 0; t < n; t++) {
-        const uint64_t bit = (uint64_t)1 << seq[t];
-        float *row = mask + (size_t)t * (size_t)n_kv;
-        for (int32_t j = 0; j < n_kv; j++)
-            row[j] = (kv->cell_seq[j] & bit) && kv->cell_pos[j] <= pos[t] ? 0.0f : -INFINITY;
-    }
-}
-
 /* One micro-batch of n tokens into cells head..head+n-1; kept rows go to
  * logits_out in token order. */
 static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
@@ -141,12 +130,21 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
     int rc = -1;
     if (model_build_graph(m, kv, n, head, n_kv, n_out > 0 ? n_out : 1, &bg) != 0) goto fail;
     if (sched_alloc(ctx->sched, bg.g) != 0) goto done;
+    bool *explained = n > 1 ? &ctx->explained_prompt : &ctx->explained_gen;
+    if (ctx->params.explain && !*explained) {
+        fprintf(stderr, "tessera: placement of the %s graph (%d tokens, %d cells):\n",
+                n > 1 ? "prompt" : "generation", n, n_kv);
+        sched_explain(ctx->sched, stderr);
+        *explained = true;
+    }
     int32_t *tok = bg.tokens->t.data, *posv = bg.pos->t.data;
     for (int32_t i = 0; i < n; i++) {
         tok[i] = tokens[i];
         posv[i] = pos[i];
     }
-    batch_fill_mask(bg.mask->t.data, kv, n_kv, n, pos, seq);
+    model_fill_masks(kv, n_kv, n, pos, seq, m->hp.n_swa, bg.mask->t.data,
+                     bg.mask_swa ? bg.mask_swa->t.data : NULL);
+    if (bg.attn_temp) model_fill_attn_temp(&m->hp, n, pos, bg.attn_temp->t.data);
     if (bg.out_ids) {
         int32_t *ids = bg.out_ids->t.data, k = 0;
         for (int32_t i = 0; i < n; i++)
@@ -166,27 +164,17 @@ fail:
     return rc;
 }
 
-int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
-                         const int32_t *seq, const bool *want_logits, int32_t n_tokens) {
-    if (!ctx) return error_set("decode batch: no context");
+/* Decode n_tokens tokens of any sequences; the wanted rows' logits go to
+ * ctx->logits in token order. Returns the number of rows kept, or -1. */
+int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
+                          const int32_t *seq, const bool *want_logits, int32_t n_tokens) {
     const model *m = ctx->model->m;
     kv_cache *kv = ctx->kv;
-    ctx->n_last = 0;
-    if (n_tokens <= 0 || !tokens || !pos || !seq) return error_set("decode batch: no tokens given");
     int32_t n_out = 0;
-    for (int32_t i = 0; i < n_tokens; i++) {
-        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
-            return error_set("decode batch: token %d at index %d is out of range (vocabulary of %d)",
-                             tokens[i], i, m->hp.n_vocab);
-        if (seq[i] < 0 || seq[i] >= TESSERA_MAX_SEQ)
-            return error_set("decode batch: sequence %d at index %d is not in 0..%d", seq[i], i,
-                             TESSERA_MAX_SEQ - 1);
-        if (pos[i] < 0) return error_set("decode batch: position %d at index %d is negative", pos[i], i);
-        n_out += want_logits && want_logits[i];
-    }
+    for (int32_t i = 0; i < n_tokens; i++) n_out += want_logits && want_logits[i];
     if (batch_ensure_logits(ctx, n_out > 0 ? n_out : 1) != 0) return -1;
-    /* As tessera_decode: a sequence forgets what it held at or after the
-     * first position given for it. */
+    /* A sequence forgets what it held at or after the first position given
+     * for it. */
     for (int32_t i = 0; i < n_tokens; i++) {
         bool first = true;
         for (int32_t k = 0; k < i && first; k++) first = seq[k] != seq[i];
@@ -199,8 +187,8 @@ int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, cons
     int32_t n_free = 0;
     for (int32_t j = 0; j < kv->n_ctx; j++) n_free += kv->cell_seq[j] == 0;
     if (n_free < n_tokens)
-        return error_set("decode batch: context full: %d tokens need cells, %d of %d are free (-c)", n_tokens,
-                         n_free, kv->n_ctx);
+        return error_set("context full: %d tokens need cells, %d of %d are free (-c)", n_tokens, n_free,
+                         kv->n_ctx);
 
     kv_compact(kv);
 
@@ -210,15 +198,15 @@ int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, cons
     for (int32_t b0 = 0; b0 < n_tokens;) {
         int32_t want = n_tokens - b0 < n_batch ? n_tokens - b0 : n_batch, head = 0;
         int32_t nb = find_free_run(kv, want, &head);
-        if (nb == 0) return error_set("decode batch: no free cell left");
+        if (nb == 0) return error_set("no free cell left in the KV cache");
         const bool *w = want_logits ? want_logits + b0 : NULL;
         if (batch_ubatch(ctx, tokens + b0, pos + b0, seq + b0, w, nb, head,
                          ctx->logits + (size_t)done_out * nv) != 0)
-            return error_wrap("decode batch");
+            return -1;
         for (int32_t i = 0; i < nb; i++) done_out += w && w[i];
         b0 += nb;
     }
-    if (logits_check_finite(ctx->logits, n_out, (int64_t)nv) != 0) return error_wrap("decode batch");
+    if (logits_check_finite(ctx->logits, n_out, (int64_t)nv) != 0) return -1;
     double dt = tessera_now_ms() - t0;
     if (n_tokens > 1) {
         ctx->timings.prompt_ms += dt;
@@ -227,6 +215,26 @@ int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, cons
         ctx->timings.gen_ms += dt;
         ctx->timings.n_gen += 1;
     }
+    return n_out;
+}
+
+int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
+                         const int32_t *seq, const bool *want_logits, int32_t n_tokens) {
+    if (!ctx) return error_set("decode batch: no context");
+    const model *m = ctx->model->m;
+    ctx->n_last = 0;
+    if (n_tokens <= 0 || !tokens || !pos || !seq) return error_set("decode batch: no tokens given");
+    for (int32_t i = 0; i < n_tokens; i++) {
+        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+            return error_set("decode batch: token %d at index %d is out of range (vocabulary of %d)",
+                             tokens[i], i, m->hp.n_vocab);
+        if (seq[i] < 0 || seq[i] >= TESSERA_MAX_SEQ)
+            return error_set("decode batch: sequence %d at index %d is not in 0..%d", seq[i], i,
+                             TESSERA_MAX_SEQ - 1);
+        if (pos[i] < 0) return error_set("decode batch: position %d at index %d is negative", pos[i], i);
+    }
+    int32_t n_out = context_decode_tokens(ctx, tokens, pos, seq, want_logits, n_tokens);
+    if (n_out < 0) return error_wrap("decode batch");
     ctx->n_last = n_out;
     ctx->last_all = true;
     return 0;

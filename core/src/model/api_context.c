@@ -149,72 +149,7 @@ void tessera_context_timings_reset(tessera_context *ctx) {
 
 /* ------------------------------------------------------------- decoding */
 
-static int ensure_logits(tessera_context *ctx, int64_t rows) {
-    if (rows <= ctx->logits_cap) return 0;
-    size_t n = (size_t)rows * (size_t)ctx->model->m->hp.n_vocab;
-    float *p = realloc(ctx->logits, n * sizeof *p);
-    if (!p) return error_set("decode: out of memory for %lld rows of logits", (long long)rows);
-    ctx->logits = p;
-    ctx->logits_cap = rows;
-    return 0;
-}
-
-/* Causal mask: token t (at position p_t) sees cell j when the cell holds a
- * position <= p_t of sequence 0. Cells kv_head.. are being written by this
- * batch with positions pos0... */
-static void fill_mask(float *mask, const kv_cache *kv, int32_t n_kv, int32_t n_tokens,
-                      int32_t kv_head, int32_t pos0) {
-    for (int32_t t = 0; t < n_tokens; t++) {
-        int32_t p_t = pos0 + t;
-        float *row = mask + (size_t)t * (size_t)n_kv;
-        for (int32_t j = 0; j < n_kv; j++) {
-            int32_t cp;
-            if (j >= kv_head && j < kv_head + n_tokens)
-                cp = pos0 + (j - kv_head);
-            else
-                cp = (kv->cell_seq[j] & 1) ? kv->cell_pos[j] : -1;
-            row[j] = cp >= 0 && cp <= p_t ? 0.0f : -INFINITY;
-        }
-    }
-}
-
-/* One micro-batch: tokens at positions pos.. written to cells pos.. . */
-static int decode_ubatch(tessera_context *ctx, const tessera_token *tokens, int32_t n, int32_t pos,
-                         bool all, float *logits_out) {
-    const model *m = ctx->model->m;
-    kv_cache *kv = ctx->kv;
-    int32_t n_kv = pos + n; /* single sequence: cells 0..pos+n-1 hold positions 0..pos+n-1 */
-    int32_t n_out = all ? n : 1;
-    model_batch_graph bg;
-    if (model_build_graph(m, kv, n, pos, n_kv, n_out, &bg) != 0) return -1;
-    int rc = -1;
-    if (sched_alloc(ctx->sched, bg.g) != 0) goto done;
-    bool *explained = n > 1 ? &ctx->explained_prompt : &ctx->explained_gen;
-    if (ctx->params.explain && !*explained) {
-        fprintf(stderr, "tessera: placement of the %s graph (%d tokens, %d cells):\n",
-                n > 1 ? "prompt" : "generation", n, n_kv);
-        sched_explain(ctx->sched, stderr);
-        *explained = true;
-    }
-    int32_t *tok = bg.tokens->t.data, *posv = bg.pos->t.data;
-    for (int32_t i = 0; i < n; i++) {
-        tok[i] = tokens[i];
-        posv[i] = pos + i;
-    }
-    fill_mask(bg.mask->t.data, kv, n_kv, n, pos, pos);
-    if (bg.out_ids) ((int32_t *)bg.out_ids->t.data)[0] = n - 1;
-    host_set_n_threads(ctx->params.n_threads);
-    if (sched_compute(ctx->sched, bg.g) != 0) goto done;
-    kv_cache_seq_append(kv, pos, pos, n);
-    if (logits_out)
-        memcpy(logits_out, bg.logits->t.data,
-               (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
-    rc = 0;
-done:
-    graph_free(bg.g);
-    return rc;
-}
-
+/* One sequence (0) is the batch path with every token in sequence 0. */
 int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens, int32_t pos,
                    uint32_t flags) {
     const model *m = ctx->model->m;
@@ -232,35 +167,31 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
             return error_set("decode: token %d at index %d is out of range (vocabulary of %d)", tokens[i], i,
                              m->hp.n_vocab);
     bool all = (flags & TESSERA_DECODE_ALL_LOGITS) != 0;
-    if (ensure_logits(ctx, all ? n_tokens : 1) != 0) return -1;
-    kv_cache_seq_truncate(ctx->kv, pos);
-
-    double t0 = tessera_now_ms();
-    int32_t n_batch = (int32_t)ctx->params.n_batch;
-    for (int32_t b0 = 0; b0 < n_tokens; b0 += n_batch) {
-        int32_t nb = n_tokens - b0 < n_batch ? n_tokens - b0 : n_batch;
-        bool last = b0 + nb == n_tokens;
-        float *out = all ? ctx->logits + (size_t)b0 * (size_t)m->hp.n_vocab : (last ? ctx->logits : NULL);
-        if (decode_ubatch(ctx, tokens + b0, nb, pos + b0, all, out) != 0) {
-            kv_cache_seq_truncate(ctx->kv, pos);
-            return error_wrap("decode");
-        }
+    int32_t *posv = malloc((size_t)n_tokens * sizeof *posv);
+    int32_t *seqv = calloc((size_t)n_tokens, sizeof *seqv);
+    bool *want = malloc((size_t)n_tokens * sizeof *want);
+    int rc = -1;
+    if (!posv || !seqv || !want) {
+        error_set("decode: out of memory for %d tokens", n_tokens);
+        goto done;
     }
-    if (logits_check_finite(ctx->logits, all ? n_tokens : 1, m->hp.n_vocab) != 0) {
+    for (int32_t i = 0; i < n_tokens; i++) {
+        posv[i] = pos + i;
+        want[i] = all || i == n_tokens - 1;
+    }
+    if (context_decode_tokens(ctx, tokens, posv, seqv, want, n_tokens) < 0) {
         kv_cache_seq_truncate(ctx->kv, pos);
-        return error_wrap("decode");
-    }
-    double dt = tessera_now_ms() - t0;
-    if (n_tokens > 1) {
-        ctx->timings.prompt_ms += dt;
-        ctx->timings.n_prompt += n_tokens;
-    } else {
-        ctx->timings.gen_ms += dt;
-        ctx->timings.n_gen += 1;
+        error_wrap("decode");
+        goto done;
     }
     ctx->n_last = n_tokens;
     ctx->last_all = all;
-    return 0;
+    rc = 0;
+done:
+    free(posv);
+    free(seqv);
+    free(want);
+    return rc;
 }
 
 int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab) {

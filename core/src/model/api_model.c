@@ -64,8 +64,6 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
         .gpu_device = gpu ? gpu->index : -1,
         .gpu = gpu ? gpu->dev : NULL,
         .cpu_device = cpu ? cpu->index : -1,
-        /* ref computes exact products: make it round like llama.cpp's CPU */
-        .round_activations = !cpu || cpu == host_device_ref(),
         .progress = p.progress,
         .progress_user = p.progress_user,
     };
@@ -145,6 +143,7 @@ const char *tessera_model_meta_str(const tessera_model *cm, const char *key) {
 /* ---------------------------------------------------------------- tokens */
 
 tessera_token tessera_token_bos(const tessera_model *tm) { return vocab_bos(tm->vocab); }
+bool tessera_vocab_adds_bos(const tessera_model *tm) { return vocab_add_bos(tm->vocab); }
 tessera_token tessera_token_eos(const tessera_model *tm) { return vocab_eos(tm->vocab); }
 tessera_token tessera_token_eot(const tessera_model *tm) { return vocab_eot(tm->vocab); }
 

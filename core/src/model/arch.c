@@ -1,35 +1,124 @@
-/* The architecture registry: names in general.architecture we can run. */
+/* The architecture registry, the tensors most architectures share, and the
+ * driver that builds a micro-batch graph around an architecture's builder. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "kv/kv.h"
+#include "model/arch/arch.h"
 #include "util/error.h"
 
-static const model_arch_info model_archs[] = {
-    /* Llama 2/3, TinyLlama, SmolLM, Mistral (no sliding window) */
-    {"llama", MODEL_ARCH_LLAMA, TSR_ROPE_NORMAL, false},
-    /* Qwen2 / Qwen2.5: biases on Q, K, V; NeoX-style rotary pairs */
-    {"qwen2", MODEL_ARCH_QWEN2, TSR_ROPE_NEOX, true},
+/* One line per architecture (general.architecture names). */
+static const model_arch_desc *const model_archs[] = {
+    &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 
-const char *model_arch_list(void) { return "llama, qwen2"; }
+const char *model_arch_list(void) {
+    static char list[256]; /* written once from the constant table */
+    if (!list[0]) {
+        size_t n = 0;
+        for (int i = 0; i < N_ARCHS && n < sizeof list; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", model_archs[i]->name);
+    }
+    return list;
+}
 
-const model_arch_info *model_arch_find(const char *name, size_t len) {
+const model_arch_desc *model_arch_find(const char *name, size_t len) {
     for (int i = 0; i < N_ARCHS; i++)
-        if (strlen(model_archs[i].name) == len && !memcmp(model_archs[i].name, name, len))
-            return &model_archs[i];
-    error_set("architecture '%.*s' is not supported (supported: %s)", (int)(len > 64 ? 64 : len),
-              name, model_arch_list());
+        if (strlen(model_archs[i]->name) == len && !memcmp(model_archs[i]->name, name, len))
+            return model_archs[i];
+    error_set("architecture '%.*s' is not supported (supported: %s)", (int)(len > 64 ? 64 : len), name,
+              model_arch_list());
     return NULL;
 }
 
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv_head,
-                      int32_t n_kv, int32_t n_out, model_batch_graph *out) {
-    switch (m->hp.arch) {
-    case MODEL_ARCH_LLAMA:
-    case MODEL_ARCH_QWEN2:
-        return llama_build_graph(m, kv, n_tokens, kv_head, n_kv, n_out, out);
-    default:
-        return error_set("model: no graph builder for architecture %d", (int)m->hp.arch);
+void arch_attn_tensors(model_loader *ld, model *m, int32_t il) {
+    const model_hparams *hp = &m->hp;
+    model_layer *L = &m->layers[il];
+    const int64_t n_q = (int64_t)hp->head_dim * hp->n_head, n_kv = (int64_t)hp->head_dim * hp->n_head_kv;
+    L->attn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.attn_norm.weight");
+    L->wq = model_tensor(ld, il, 0, 2, hp->n_embd, n_q, "blk.%d.attn_q.weight");
+    L->wk = model_tensor(ld, il, 0, 2, hp->n_embd, n_kv, "blk.%d.attn_k.weight");
+    L->wv = model_tensor(ld, il, 0, 2, hp->n_embd, n_kv, "blk.%d.attn_v.weight");
+    L->wo = model_tensor(ld, il, 0, 2, n_q, hp->n_embd, "blk.%d.attn_output.weight");
+}
+
+void arch_ffn_tensors(model_loader *ld, model *m, int32_t il) {
+    const model_hparams *hp = &m->hp;
+    model_layer *L = &m->layers[il];
+    L->ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.ffn_norm.weight");
+    L->ffn_gate = model_tensor(ld, il, 0, 2, hp->n_embd, hp->n_ff, "blk.%d.ffn_gate.weight");
+    L->ffn_up = model_tensor(ld, il, 0, 2, hp->n_embd, hp->n_ff, "blk.%d.ffn_up.weight");
+    L->ffn_down = model_tensor(ld, il, 0, 2, hp->n_ff, hp->n_embd, "blk.%d.ffn_down.weight");
+}
+
+void arch_rope_freqs_tensor(model_loader *ld, model *m) {
+    m->rope_freqs = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 1, m->hp.n_rot / 2, 1, "rope_freqs.weight");
+}
+
+/* ------------------------------------------------------------ the graph */
+
+int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv_head, int32_t n_kv,
+                      int32_t n_out, model_batch_graph *out) {
+    const model_hparams *hp = &m->hp;
+    memset(out, 0, sizeof *out);
+    if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens || kv_head < 0 || kv_head + n_tokens > kv->n_ctx ||
+        n_kv < kv_head + n_tokens || n_kv > kv->n_ctx)
+        return error_set("%s graph: bad batch (%d tokens at cell %d, %d cells attended, %d outputs)",
+                         hp->arch->name, n_tokens, kv_head, n_kv, n_out);
+    graph *g = graph_new(96 * hp->n_layer + 64);
+    if (!g) return error_set("%s graph: out of memory", hp->arch->name);
+    out->g = g;
+    out->n_tokens = n_tokens;
+    out->n_kv = n_kv;
+    out->n_out = n_out;
+
+    out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    out->pos = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    out->mask = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv, n_tokens));
+    if (out->tokens) graph_tensor_set_name(out->tokens, "tokens");
+    if (out->pos) graph_tensor_set_name(out->pos, "positions");
+    if (out->mask) graph_tensor_set_name(out->mask, "kq_mask");
+    if (hp->n_swa > 0) {
+        out->mask_swa = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv, n_tokens));
+        if (out->mask_swa) graph_tensor_set_name(out->mask_swa, "kq_mask_swa");
     }
+    if (hp->attn_temp_scale != 0.0f) {
+        out->attn_temp = graph_set_input(graph_tensor_new_3d(g, TSR_DTYPE_F32, 1, 1, n_tokens));
+        if (out->attn_temp) graph_tensor_set_name(out->attn_temp, "attn_temp");
+    }
+
+    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out, .kv_head = kv_head};
+    out->logits = graph_set_output(hp->arch->build(&b));
+    if (out->logits) graph_tensor_set_name(out->logits, "logits");
+    if (graph_check(g) != 0 || !out->logits) {
+        error_wrap("%s graph", hp->arch->name);
+        graph_free(g);
+        out->g = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ masks */
+
+void model_fill_masks(const kv_cache *kv, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
+                      const int32_t *seq, int32_t n_swa, float *mask, float *mask_swa) {
+    for (int32_t t = 0; t < n_tokens; t++) {
+        const uint64_t bit = (uint64_t)1 << seq[t];
+        float *row = mask + (size_t)t * (size_t)n_kv;
+        float *row_swa = mask_swa ? mask_swa + (size_t)t * (size_t)n_kv : NULL;
+        for (int32_t j = 0; j < n_kv; j++) {
+            bool seen = (kv->cell_seq[j] & bit) && kv->cell_pos[j] <= pos[t];
+            row[j] = seen ? 0.0f : -INFINITY;
+            if (row_swa) row_swa[j] = seen && pos[t] - kv->cell_pos[j] < n_swa ? 0.0f : -INFINITY;
+        }
+    }
+}
+
+void model_fill_attn_temp(const model_hparams *hp, int32_t n_tokens, const int32_t *pos, float *out) {
+    const double floor_scale = hp->attn_temp_floor > 0 ? hp->attn_temp_floor : 8192;
+    for (int32_t t = 0; t < n_tokens; t++)
+        out[t] = (float)(1.0 + hp->attn_temp_scale * log(floor(((double)pos[t] + 1.0) / floor_scale) + 1.0));
 }

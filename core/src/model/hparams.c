@@ -1,4 +1,6 @@
-/* Hyperparameters from GGUF metadata keys "<arch>.<name>". */
+/* Hyperparameters from GGUF metadata keys "<arch>.<name>": the keys every
+ * architecture shares, then the architecture's own hook, then the checks of
+ * meaning every model must pass before a graph is built from it. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,18 +10,17 @@
 
 enum { KEY_MAX = 128 };
 
-typedef struct hp_reader {
-    const gguf_file *f;
-    char arch[32];
-} hp_reader;
-
-static const char *hp_key(const hp_reader *r, const char *suffix, char *buf) {
+static const char *hp_key(const model_hp_reader *r, const char *suffix, char *buf) {
     snprintf(buf, KEY_MAX, "%s.%s", r->arch, suffix);
     return buf;
 }
 
-/* A required positive integer key. */
-static int hp_int(const hp_reader *r, const char *suffix, int32_t *out) {
+bool model_hp_has(const model_hp_reader *r, const char *suffix) {
+    char key[KEY_MAX];
+    return gguf_find_key(r->f, hp_key(r, suffix, key)) >= 0;
+}
+
+int model_hp_int(const model_hp_reader *r, const char *suffix, int32_t *out) {
     char key[KEY_MAX];
     int64_t v;
     hp_key(r, suffix, key);
@@ -32,14 +33,12 @@ static int hp_int(const hp_reader *r, const char *suffix, int32_t *out) {
     return 0;
 }
 
-/* An optional positive integer key: 0 and *out untouched when absent. */
-static int hp_int_opt(const hp_reader *r, const char *suffix, int32_t *out) {
-    char key[KEY_MAX];
-    if (gguf_find_key(r->f, hp_key(r, suffix, key)) < 0) return 0;
-    return hp_int(r, suffix, out);
+int model_hp_int_opt(const model_hp_reader *r, const char *suffix, int32_t *out) {
+    if (!model_hp_has(r, suffix)) return 0;
+    return model_hp_int(r, suffix, out);
 }
 
-static int hp_f32_opt(const hp_reader *r, const char *suffix, float *out) {
+int model_hp_f32_opt(const model_hp_reader *r, const char *suffix, float *out) {
     char key[KEY_MAX];
     hp_key(r, suffix, key);
     if (gguf_find_key(r->f, key) < 0) return 0;
@@ -51,28 +50,87 @@ static int hp_f32_opt(const hp_reader *r, const char *suffix, float *out) {
     return 0;
 }
 
-/* RoPE scaling: "none", "linear" (freq_scale = 1/factor); Llama-3 style
- * scaling needs no key here (the rope_freqs.weight tensor carries it). */
-static int hp_rope_scaling(const hp_reader *r, model_hparams *hp) {
+int model_hp_bool_opt(const model_hp_reader *r, const char *suffix, bool *out) {
+    char key[KEY_MAX];
+    hp_key(r, suffix, key);
+    if (gguf_find_key(r->f, key) < 0) return 0;
+    return gguf_get_bool(r->f, key, out);
+}
+
+static bool str_is(gguf_str s, const char *lit) {
+    return s.len == strlen(lit) && !memcmp(s.ptr, lit, s.len);
+}
+
+/* RoPE scaling: rope.scaling.type none | linear | yarn | llama3 | longrope,
+ * with rope.scaling.factor (or the older rope.scale_linear). Llama-3 and
+ * LongRoPE carry their factors in tensors. */
+static int hp_rope_scaling(const model_hp_reader *r, model_hparams *hp) {
     char key[KEY_MAX];
     float factor = 0.0f;
-    if (hp_f32_opt(r, "rope.scale_linear", &factor) != 0) return -1;
+    if (model_hp_f32_opt(r, "rope.scale_linear", &factor) != 0) return -1;
+    if (factor > 0.0f) hp->rope_scaling = MODEL_ROPE_SCALING_LINEAR;
     hp_key(r, "rope.scaling.type", key);
     if (gguf_find_key(r->f, key) >= 0) {
         gguf_str s;
         if (gguf_get_str(r->f, key, &s) != 0) return -1; /* the reader names the file and key */
-        bool linear = s.len == 6 && !memcmp(s.ptr, "linear", 6);
-        bool none = s.len == 4 && !memcmp(s.ptr, "none", 4);
-        bool llama3 = s.len == 6 && !memcmp(s.ptr, "llama3", 6);
-        if (!linear && !none && !llama3)
-            return error_set("%s: key '%s' = '%.*s' is not supported (none, linear, llama3)",
+        if (str_is(s, "none")) hp->rope_scaling = MODEL_ROPE_SCALING_NONE;
+        else if (str_is(s, "linear")) hp->rope_scaling = MODEL_ROPE_SCALING_LINEAR;
+        else if (str_is(s, "yarn")) hp->rope_scaling = MODEL_ROPE_SCALING_YARN;
+        else if (str_is(s, "llama3")) hp->rope_scaling = MODEL_ROPE_SCALING_LLAMA3;
+        else if (str_is(s, "longrope")) hp->rope_scaling = MODEL_ROPE_SCALING_LONGROPE;
+        else
+            return error_set("%s: key '%s' = '%.*s' is not supported (none, linear, yarn, llama3, longrope)",
                              gguf_path(r->f), key, (int)(s.len > 32 ? 32 : s.len), s.ptr);
-        if (linear && hp_f32_opt(r, "rope.scaling.factor", &factor) != 0) return -1;
-        if (!linear) factor = 0.0f;
+        if (model_hp_f32_opt(r, "rope.scaling.factor", &factor) != 0) return -1;
     }
     if (factor < 0.0f)
         return error_set("%s: rope scaling factor %g is negative", gguf_path(r->f), factor);
-    hp->rope_freq_scale = factor > 0.0f ? 1.0f / factor : 1.0f;
+    bool stretches = hp->rope_scaling == MODEL_ROPE_SCALING_LINEAR || hp->rope_scaling == MODEL_ROPE_SCALING_YARN;
+    hp->rope_freq_scale = stretches && factor > 0.0f ? 1.0f / factor : 1.0f;
+
+    hp->n_ctx_orig = hp->n_ctx_train;
+    if (model_hp_int_opt(r, "rope.scaling.original_context_length", &hp->n_ctx_orig)) return -1;
+    if (hp->rope_scaling == MODEL_ROPE_SCALING_YARN) {
+        /* YaRN's defaults; ext_factor 1 turns the NTK-by-parts ramp on. */
+        hp->yarn_ext_factor = 1.0f;
+        hp->yarn_beta_fast = 32.0f;
+        hp->yarn_beta_slow = 1.0f;
+        if (model_hp_f32_opt(r, "rope.scaling.yarn_ext_factor", &hp->yarn_ext_factor) ||
+            model_hp_f32_opt(r, "rope.scaling.yarn_beta_fast", &hp->yarn_beta_fast) ||
+            model_hp_f32_opt(r, "rope.scaling.yarn_beta_slow", &hp->yarn_beta_slow))
+            return -1;
+    }
+    if (model_hp_f32_opt(r, "rope.scaling.attn_factor", &hp->yarn_attn_factor)) return -1;
+    return 0;
+}
+
+/* Checks of meaning: a file that passes them can be built into a graph. */
+static int hp_validate(const model_hparams *hp, const gguf_file *f) {
+    const char *path = gguf_path(f);
+    if (!(hp->rms_eps > 0.0f) || hp->rms_eps > 1.0f)
+        return error_set("%s: attention.layer_norm_rms_epsilon %g must be in (0, 1]", path, hp->rms_eps);
+    if (hp->n_head % hp->n_head_kv != 0)
+        return error_set("%s: head_count %d is not a multiple of head_count_kv %d", path, hp->n_head,
+                         hp->n_head_kv);
+    if (hp->head_dim_v != hp->head_dim)
+        return error_set("%s: attention.value_length %d differs from key_length %d (not supported)", path,
+                         hp->head_dim_v, hp->head_dim);
+    if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
+        return error_set("%s: rope.dimension_count %d must be even and at most the head size %d", path,
+                         hp->n_rot, hp->head_dim);
+    if (!(hp->rope_freq_base > 0.0f) || !(hp->rope_freq_base_swa > 0.0f))
+        return error_set("%s: rope.freq_base %g must be positive", path, hp->rope_freq_base);
+    if (hp->n_swa < 0)
+        return error_set("%s: attention.sliding_window %d is negative", path, hp->n_swa);
+    if (!isfinite(hp->attn_scale) || hp->attn_scale < 0.0f || !isfinite(hp->embd_scale) ||
+        !isfinite(hp->residual_scale) || !isfinite(hp->logit_scale) || hp->logit_scale == 0.0f ||
+        !isfinite(hp->logit_softcap) || hp->logit_softcap < 0.0f)
+        return error_set("%s: a scale or soft-cap key is not a usable number", path);
+    /* The largest graph tensors must stay indexable. */
+    if ((int64_t)hp->head_dim * hp->n_head > (1 << 20) || hp->n_embd > (1 << 20) || hp->n_ff > (1 << 24) ||
+        hp->n_layer > 4096)
+        return error_set("%s: dimensions out of range (embedding %d, heads %d x %d, FFN %d, %d blocks)", path,
+                         hp->n_embd, hp->n_head, hp->head_dim, hp->n_ff, hp->n_layer);
     return 0;
 }
 
@@ -81,46 +139,42 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     gguf_str arch;
     if (gguf_get_str(f, "general.architecture", &arch) != 0)
         return -1;
-    const model_arch_info *ai = model_arch_find(arch.ptr, arch.len);
-    if (!ai) return error_wrap("%s", gguf_path(f));
-    hp_reader r = {.f = f};
-    snprintf(r.arch, sizeof r.arch, "%s", ai->name);
-    hp->arch = ai->arch;
-    hp->rope_mode = ai->rope_mode;
-    hp->qkv_bias = ai->qkv_bias;
+    const model_arch_desc *ad = model_arch_find(arch.ptr, arch.len);
+    if (!ad) return error_wrap("%s", gguf_path(f));
+    model_hp_reader r = {.f = f};
+    snprintf(r.arch, sizeof r.arch, "%s", ad->name);
+    hp->arch = ad;
+    hp->rope_mode = ad->rope_mode;
 
-    if (hp_int(&r, "context_length", &hp->n_ctx_train) || hp_int(&r, "embedding_length", &hp->n_embd) ||
-        hp_int(&r, "block_count", &hp->n_layer) || hp_int(&r, "feed_forward_length", &hp->n_ff) ||
-        hp_int(&r, "attention.head_count", &hp->n_head))
+    if (model_hp_int(&r, "context_length", &hp->n_ctx_train) ||
+        model_hp_int(&r, "embedding_length", &hp->n_embd) || model_hp_int(&r, "block_count", &hp->n_layer) ||
+        model_hp_int(&r, "feed_forward_length", &hp->n_ff) ||
+        model_hp_int(&r, "attention.head_count", &hp->n_head))
         return -1;
     hp->n_head_kv = hp->n_head;
-    if (hp_int_opt(&r, "attention.head_count_kv", &hp->n_head_kv)) return -1;
-    if (hp->n_embd % hp->n_head != 0)
+    if (model_hp_int_opt(&r, "attention.head_count_kv", &hp->n_head_kv)) return -1;
+    hp->head_dim = hp->n_embd / hp->n_head;
+    if (!model_hp_has(&r, "attention.key_length") && hp->n_embd % hp->n_head != 0)
         return error_set("%s: embedding_length %d is not a multiple of head_count %d", gguf_path(f),
                          hp->n_embd, hp->n_head);
-    if (hp->n_head % hp->n_head_kv != 0)
-        return error_set("%s: head_count %d is not a multiple of head_count_kv %d", gguf_path(f),
-                         hp->n_head, hp->n_head_kv);
-    hp->head_dim = hp->n_embd / hp->n_head;
-    if (hp_int_opt(&r, "attention.key_length", &hp->head_dim)) return -1;
-    int32_t v_len = hp->head_dim;
-    if (hp_int_opt(&r, "attention.value_length", &v_len)) return -1;
-    if (v_len != hp->head_dim)
-        return error_set("%s: attention.value_length %d differs from key_length %d (not supported)",
-                         gguf_path(f), v_len, hp->head_dim);
+    if (model_hp_int_opt(&r, "attention.key_length", &hp->head_dim)) return -1;
+    hp->head_dim_v = hp->head_dim;
+    if (model_hp_int_opt(&r, "attention.value_length", &hp->head_dim_v)) return -1;
     hp->n_rot = hp->head_dim;
-    if (hp_int_opt(&r, "rope.dimension_count", &hp->n_rot)) return -1;
-    if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
-        return error_set("%s: rope.dimension_count %d must be even and at most the head size %d",
-                         gguf_path(f), hp->n_rot, hp->head_dim);
+    if (model_hp_int_opt(&r, "rope.dimension_count", &hp->n_rot)) return -1;
 
     hp->rms_eps = 1e-5f;
-    if (hp_f32_opt(&r, "attention.layer_norm_rms_epsilon", &hp->rms_eps)) return -1;
+    if (model_hp_f32_opt(&r, "attention.layer_norm_rms_epsilon", &hp->rms_eps)) return -1;
     hp->rope_freq_base = 10000.0f;
-    if (hp_f32_opt(&r, "rope.freq_base", &hp->rope_freq_base)) return -1;
-    if (hp->rope_freq_base <= 0.0f)
-        return error_set("%s: rope.freq_base %g must be positive", gguf_path(f), hp->rope_freq_base);
+    if (model_hp_f32_opt(&r, "rope.freq_base", &hp->rope_freq_base)) return -1;
+    hp->yarn_attn_factor = 1.0f;
     if (hp_rope_scaling(&r, hp)) return -1;
+
+    hp->rope_freq_base_swa = hp->rope_freq_base;
+    hp->embd_scale = 1.0f;
+    hp->residual_scale = 1.0f;
+    hp->logit_scale = 1.0f;
+    if (ad->hparams && ad->hparams(hp, &r) != 0) return -1;
 
     /* The vocabulary size: the embedding matrix is the authority. */
     const gguf_tensor_info *emb = gguf_find_tensor(f, "token_embd.weight");
@@ -129,9 +183,9 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
         return error_set("%s: tensor 'token_embd.weight' has a bad shape", gguf_path(f));
     hp->n_vocab = (int32_t)emb->ne[1];
     int32_t vocab_key = 0;
-    if (hp_int_opt(&r, "vocab_size", &vocab_key)) return -1;
+    if (model_hp_int_opt(&r, "vocab_size", &vocab_key)) return -1;
     if (vocab_key != 0 && vocab_key != hp->n_vocab)
         return error_set("%s: %s.vocab_size %d disagrees with token_embd.weight rows %d",
                          gguf_path(f), r.arch, vocab_key, hp->n_vocab);
-    return 0;
+    return hp_validate(hp, f);
 }

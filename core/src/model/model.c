@@ -17,16 +17,14 @@ static void shape_str(char *buf, size_t size, int n_dims, const int64_t *ne) {
 }
 
 /* Look up tensor `name`, check it has exactly the expected shape and a dtype
- * we can compute with. optional: absent is fine (w->nbytes stays 0). */
+ * we can compute with; fill w. Returns 1 when found, 0 when absent, -1 on
+ * error. */
 static int weight_find(const model *m, model_weight *w, const char *name, int n_dims, int64_t ne0,
-                       int64_t ne1, bool optional) {
+                       int64_t ne1) {
     const gguf_file *f = m->file;
     memset(w, 0, sizeof *w);
     const gguf_tensor_info *ti = gguf_find_tensor(f, name);
-    if (!ti) {
-        if (optional) return 0;
-        return error_set("%s: tensor '%s' is missing", gguf_path(f), name);
-    }
+    if (!ti) return 0;
     int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, 1, 1};
     bool same = ti->n_dims == n_dims;
     for (int d = 0; d < 4 && same; d++) same = ti->ne[d] == want[d];
@@ -55,34 +53,40 @@ static int weight_find(const model *m, model_weight *w, const char *name, int n_
     w->nbytes = ti->size;
     w->home_device = -1;
     w->data = (void *)ti->data;
-    return 0;
+    return 1;
 }
 
-static int layer_find(model *m, int32_t il) {
-    const model_hparams *hp = &m->hp;
-    model_layer *L = &m->layers[il];
-    int64_t n_q = (int64_t)hp->head_dim * hp->n_head;
-    int64_t n_kv = (int64_t)hp->head_dim * hp->n_head_kv;
+const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
+                                 int64_t ne1, const char *fmt) {
+    if (ld->failed) return NULL;
+    model *m = ld->m;
     char name[96];
-#define FIND(field, suffix, nd, a, b, opt)                                   \
-    do {                                                                     \
-        snprintf(name, sizeof name, "blk.%d." suffix, (int)il);              \
-        if (weight_find(m, &L->field, name, nd, a, b, opt) != 0) return -1;  \
-    } while (0)
-    FIND(attn_norm, "attn_norm.weight", 1, hp->n_embd, 1, false);
-    FIND(wq, "attn_q.weight", 2, hp->n_embd, n_q, false);
-    FIND(wk, "attn_k.weight", 2, hp->n_embd, n_kv, false);
-    FIND(wv, "attn_v.weight", 2, hp->n_embd, n_kv, false);
-    FIND(wo, "attn_output.weight", 2, n_q, hp->n_embd, false);
-    FIND(bq, "attn_q.bias", 1, n_q, 1, !hp->qkv_bias);
-    FIND(bk, "attn_k.bias", 1, n_kv, 1, !hp->qkv_bias);
-    FIND(bv, "attn_v.bias", 1, n_kv, 1, !hp->qkv_bias);
-    FIND(ffn_norm, "ffn_norm.weight", 1, hp->n_embd, 1, false);
-    FIND(ffn_gate, "ffn_gate.weight", 2, hp->n_embd, hp->n_ff, false);
-    FIND(ffn_up, "ffn_up.weight", 2, hp->n_embd, hp->n_ff, false);
-    FIND(ffn_down, "ffn_down.weight", 2, hp->n_ff, hp->n_embd, false);
-#undef FIND
-    return 0;
+    if (il >= 0)
+        snprintf(name, sizeof name, fmt, (int)il);
+    else
+        snprintf(name, sizeof name, "%s", fmt);
+    /* one slot per tensor of the file: a name is declared at most once */
+    for (int32_t i = 0; i < m->n_weights; i++)
+        if (!strcmp(m->weights[i].name, name)) return &m->weights[i];
+    if (m->n_weights >= gguf_tensor_count(m->file)) {
+        if (flags & MODEL_TENSOR_OPTIONAL) return NULL;
+        ld->failed = error_set("%s: tensor '%s' is missing", gguf_path(m->file), name);
+        return NULL;
+    }
+    model_weight *w = &m->weights[m->n_weights];
+    int rc = weight_find(m, w, name, n_dims, ne0, ne1);
+    if (rc < 0) {
+        ld->failed = -1;
+        return NULL;
+    }
+    if (rc == 0) {
+        if (!(flags & MODEL_TENSOR_OPTIONAL))
+            ld->failed = error_set("%s: tensor '%s' is missing", gguf_path(m->file), name);
+        return NULL;
+    }
+    w->layer = il;
+    m->n_weights++;
+    return w;
 }
 
 int32_t model_layer_device(const model *m, int32_t il) {
@@ -90,24 +94,19 @@ int32_t model_layer_device(const model *m, int32_t il) {
     return il >= m->hp.n_layer - m->n_gpu_layers ? m->gpu_device : -1;
 }
 
-/* The weights of a layer as an array, for placement loops. */
-static model_weight *layer_weights(model_layer *L, int *n) {
-    *n = (int)(sizeof *L / sizeof(model_weight));
-    return (model_weight *)L;
-}
-
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+/* Whether weight w belongs to an offloaded layer. */
+static bool weight_offloaded(const model *m, const model_weight *w) {
+    return w->layer >= 0 && model_layer_device(m, w->layer) >= 0 && w->nbytes > 0;
+}
 
 /* Copy the last n_gpu_layers layers' weights into one device buffer. */
 static int model_offload(model *m, const model_load_params *p, uint64_t *done, uint64_t total) {
     tsr_device *dev = p->gpu;
     uint64_t size = 0;
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        if (model_layer_device(m, il) < 0) continue;
-        int n;
-        model_weight *w = layer_weights(&m->layers[il], &n);
-        for (int i = 0; i < n; i++) size += align_up(w[i].nbytes, 256);
-    }
+    for (int32_t i = 0; i < m->n_weights; i++)
+        if (weight_offloaded(m, &m->weights[i])) size += align_up(m->weights[i].nbytes, 256);
     if (size == 0) return 0;
     if (dev->api->buffer_alloc(dev, size, &m->gpu_buffer) != TSR_OK || !m->gpu_buffer) {
         m->gpu_buffer = NULL;
@@ -120,25 +119,21 @@ static int model_offload(model *m, const model_load_params *p, uint64_t *done, u
         return error_set("device %d: cannot create a queue to upload weights", p->gpu_device);
     uint64_t off = 0;
     int rc = 0;
-    for (int32_t il = 0; il < m->hp.n_layer && rc == 0; il++) {
-        if (model_layer_device(m, il) < 0) continue;
-        int n;
-        model_weight *w = layer_weights(&m->layers[il], &n);
-        for (int i = 0; i < n && rc == 0; i++) {
-            if (w[i].nbytes == 0) continue;
-            if (q->api->write(q, m->gpu_buffer, off, w[i].data, w[i].nbytes) != TSR_OK) {
-                rc = error_set("device %d: uploading tensor '%s' failed", p->gpu_device, w[i].name);
-                break;
-            }
-            w[i].home_device = p->gpu_device;
-            w[i].buffer = m->gpu_buffer;
-            w[i].offset = off;
-            w[i].data = host ? host + off : NULL;
-            off += align_up(w[i].nbytes, 256);
-            *done += w[i].nbytes;
-            if (p->progress && !p->progress((float)((double)*done / (double)total), p->progress_user))
-                rc = error_set("model load cancelled");
+    for (int32_t i = 0; i < m->n_weights && rc == 0; i++) {
+        model_weight *w = &m->weights[i];
+        if (!weight_offloaded(m, w)) continue;
+        if (q->api->write(q, m->gpu_buffer, off, w->data, w->nbytes) != TSR_OK) {
+            rc = error_set("device %d: uploading tensor '%s' failed", p->gpu_device, w->name);
+            break;
         }
+        w->home_device = p->gpu_device;
+        w->buffer = m->gpu_buffer;
+        w->offset = off;
+        w->data = host ? host + off : NULL;
+        off += align_up(w->nbytes, 256);
+        *done += w->nbytes;
+        if (p->progress && !p->progress((float)((double)*done / (double)total), p->progress_user))
+            rc = error_set("model load cancelled");
     }
     if (rc == 0 && q->api->synchronize(q) != TSR_OK)
         rc = error_set("device %d: synchronize after upload failed", p->gpu_device);
@@ -173,22 +168,22 @@ model *model_load(gguf_file *f, const model_load_params *p) {
     m->file = f;
     m->gpu_device = -1;
     m->cpu_device = p->cpu_device;
-    m->round_activations = p->round_activations;
     if (model_hparams_load(&m->hp, f) != 0) goto fail;
     const model_hparams *hp = &m->hp;
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
-    if (!m->layers) {
+    m->weights = calloc((size_t)gguf_tensor_count(f) + 1, sizeof *m->weights);
+    if (!m->layers || !m->weights) {
         error_set("model: out of memory");
         goto fail;
     }
-    if (weight_find(m, &m->tok_embd, "token_embd.weight", 2, hp->n_embd, hp->n_vocab, false) ||
-        weight_find(m, &m->output_norm, "output_norm.weight", 1, hp->n_embd, 1, false) ||
-        weight_find(m, &m->output, "output.weight", 2, hp->n_embd, hp->n_vocab, true) ||
-        weight_find(m, &m->rope_freqs, "rope_freqs.weight", 1, hp->n_rot / 2, 1, true))
-        goto fail;
-    if (m->output.nbytes == 0) m->output = m->tok_embd; /* tied embeddings */
-    for (int32_t il = 0; il < hp->n_layer; il++)
-        if (layer_find(m, il) != 0) goto fail;
+    /* The tensors every architecture has, then the architecture's own. */
+    model_loader ld = {.m = m};
+    m->tok_embd = model_tensor(&ld, -1, MODEL_TENSOR_REQUIRED, 2, hp->n_embd, hp->n_vocab, "token_embd.weight");
+    m->output_norm = model_tensor(&ld, -1, MODEL_TENSOR_REQUIRED, 1, hp->n_embd, 1, "output_norm.weight");
+    m->output = model_tensor(&ld, -1, MODEL_TENSOR_OPTIONAL, 2, hp->n_embd, hp->n_vocab, "output.weight");
+    if (!m->output) m->output = m->tok_embd; /* tied embeddings */
+    hp->arch->tensors(&ld, m);
+    if (ld.failed) goto fail;
 
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor_info *ti = gguf_tensor(f, i);
@@ -202,11 +197,8 @@ model *model_load(gguf_file *f, const model_load_params *p) {
         m->gpu = p->gpu;
         m->gpu_device = p->gpu_device;
         m->n_gpu_layers = p->n_gpu_layers > hp->n_layer ? hp->n_layer : p->n_gpu_layers;
-        for (int32_t il = hp->n_layer - m->n_gpu_layers; il < hp->n_layer; il++) {
-            int n;
-            model_weight *w = layer_weights(&m->layers[il], &n);
-            for (int i = 0; i < n; i++) total += w[i].nbytes; /* uploaded, then prefaulted */
-        }
+        for (int32_t i = 0; i < m->n_weights; i++)
+            if (weight_offloaded(m, &m->weights[i])) total += m->weights[i].nbytes; /* uploaded, then prefaulted */
         if (model_offload(m, p, &done, total) != 0) goto fail;
     }
     if (model_prefault(m, p, &done, total) != 0) goto fail;
@@ -221,6 +213,7 @@ void model_free(model *m) {
     if (!m) return;
     if (m->gpu_buffer) m->gpu->api->buffer_free(m->gpu, m->gpu_buffer);
     free(m->layers);
+    free(m->weights);
     gguf_close(m->file);
     free(m);
 }

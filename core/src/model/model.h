@@ -2,6 +2,11 @@
  * model — transformer architectures: hyperparameters from GGUF keys, weight
  * tensors (checked by name and shape), and the forward graph of a micro-batch.
  *
+ * An architecture is a descriptor (model_arch_desc) in one file under arch/:
+ * the GGUF keys it reads beyond the common ones, the tensors it expects, and
+ * a graph builder written with the shared blocks of blocks.h. Adding one is a
+ * new file plus a line in arch.c's table (docs/architectures.md).
+ *
  * A model keeps its GGUF file mapped; weights of layers that stay on the host
  * are read in place from the mapping, weights of offloaded layers are copied
  * once into a buffer of the chosen GPU device.
@@ -18,47 +23,73 @@
 #include "graph/graph.h"
 
 typedef struct kv_cache kv_cache;
+typedef struct model model;
+typedef struct model_arch_desc model_arch_desc;
 
 /* ------------------------------------------------------------ hparams */
 
-typedef enum model_arch {
-    MODEL_ARCH_LLAMA = 0,
-    MODEL_ARCH_QWEN2 = 1,
-    MODEL_ARCH_COUNT
-} model_arch;
+/* How positions are stretched beyond the training context. */
+typedef enum model_rope_scaling {
+    MODEL_ROPE_SCALING_NONE = 0,
+    MODEL_ROPE_SCALING_LINEAR, /* positions divided by the factor */
+    MODEL_ROPE_SCALING_YARN,   /* NTK-by-parts (ext_factor, beta_fast/slow) */
+    MODEL_ROPE_SCALING_LLAMA3, /* carried by the rope_freqs.weight tensor */
+    MODEL_ROPE_SCALING_LONGROPE, /* Phi-3: rope_factors_short/long tensors */
+} model_rope_scaling;
 
+/* What every architecture has, read from "<arch>.<key>" by hparams.c; the
+ * fields below "architecture extras" have neutral defaults that an
+ * architecture's own hparams hook may change. */
 typedef struct model_hparams {
-    model_arch arch;
-    int32_t n_vocab;
-    int32_t n_ctx_train;
-    int32_t n_embd;
-    int32_t n_layer;
-    int32_t n_ff;
-    int32_t n_head;
-    int32_t n_head_kv;
-    int32_t head_dim;  /* n_embd / n_head unless attention.key_length says */
-    int32_t n_rot;     /* rotated dims per head (rope.dimension_count) */
-    float rms_eps;
+    const model_arch_desc *arch;
+    int32_t n_vocab;     /* rows of token_embd */
+    int32_t n_ctx_train; /* context_length */
+    int32_t n_embd;      /* embedding_length */
+    int32_t n_layer;     /* block_count */
+    int32_t n_ff;        /* feed_forward_length */
+    int32_t n_head;      /* attention.head_count */
+    int32_t n_head_kv;   /* attention.head_count_kv (default n_head) */
+    int32_t head_dim;    /* attention.key_length (default n_embd / n_head) */
+    int32_t head_dim_v;  /* attention.value_length (default head_dim) */
+    int32_t n_rot;       /* rope.dimension_count: rotated dims per head */
+    float rms_eps;       /* attention.layer_norm_rms_epsilon */
+    int32_t rope_mode;   /* TSR_ROPE_NORMAL or TSR_ROPE_NEOX (the descriptor's) */
     float rope_freq_base;
-    float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling */
-    int32_t rope_mode;     /* TSR_ROPE_NORMAL (llama) or TSR_ROPE_NEOX (qwen2) */
-    bool qkv_bias;         /* qwen2: attn_q/k/v have biases */
+    float rope_freq_scale; /* 1 / rope.scaling.factor for linear and YaRN */
+    model_rope_scaling rope_scaling;
+    int32_t n_ctx_orig;    /* rope.scaling.original_context_length (YaRN, LongRoPE) */
+    float yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
+
+    /* architecture extras */
+    int32_t n_swa;            /* sliding window of SWA layers (0: none) */
+    float rope_freq_base_swa; /* rope base of SWA layers */
+    float attn_scale;         /* scale of q before q.k (0: 1/sqrt(head_dim) in the softmax) */
+    float embd_scale;         /* token embeddings times this (1: none) */
+    float residual_scale;     /* granite: branch outputs times this before the residual add */
+    float logit_scale;        /* logits times this (granite divides: 1/logit_scale) */
+    float logit_softcap;      /* logits = cap * tanh(logits / cap) (0: none) */
+    float attn_temp_scale;    /* mistral3/llama4: q times 1 + scale*log(floor((p+1)/floor_scale)+1) */
+    int32_t attn_temp_floor;
 } model_hparams;
 
-/* The architecture named by general.architecture, with its graph builder.
- * NULL plus an error listing the supported names when unknown. */
-typedef struct model_arch_info {
-    const char *name;
-    model_arch arch;
-    int32_t rope_mode;
-    bool qkv_bias;
-} model_arch_info;
+/* Reads "<arch>.<suffix>" keys of one file, naming file and key in errors. */
+typedef struct model_hp_reader {
+    const gguf_file *f;
+    char arch[32];
+} model_hp_reader;
 
-const model_arch_info *model_arch_find(const char *name, size_t len);
-/* "llama, qwen2" */
-const char *model_arch_list(void);
+/* A required positive integer; an optional one (untouched when absent);
+ * an optional finite float; an optional bool. */
+int model_hp_int(const model_hp_reader *r, const char *suffix, int32_t *out);
+int model_hp_int_opt(const model_hp_reader *r, const char *suffix, int32_t *out);
+int model_hp_f32_opt(const model_hp_reader *r, const char *suffix, float *out);
+int model_hp_bool_opt(const model_hp_reader *r, const char *suffix, bool *out);
+/* Whether "<arch>.<suffix>" exists. */
+bool model_hp_has(const model_hp_reader *r, const char *suffix);
 
-/* Fill hp from f's metadata (and token_embd's shape for n_vocab). */
+/* Fill hp from f's metadata: the common keys, then the architecture's hook,
+ * then the checks every model must pass (finite positive epsilon, heads and
+ * dims consistent, ...). */
 int model_hparams_load(model_hparams *hp, const gguf_file *f);
 
 /* ------------------------------------------------------------ weights */
@@ -71,37 +102,113 @@ typedef struct model_weight {
     int32_t n_dims;
     int64_t ne[4];
     uint64_t nbytes;
+    int32_t layer;       /* the block it belongs to, -1 for global tensors */
     int32_t home_device; /* -1: host memory at data */
     tsr_buffer *buffer;
     uint64_t offset;
     void *data;
 } model_weight;
 
+/* One transformer block. Every architecture uses a subset; an absent tensor
+ * is NULL. */
 typedef struct model_layer {
-    model_weight attn_norm;
-    model_weight wq, wk, wv, wo;
-    model_weight bq, bk, bv; /* qwen2 only (nbytes 0 when absent) */
-    model_weight ffn_norm;
-    model_weight ffn_gate, ffn_up, ffn_down;
+    const model_weight *attn_norm;
+    const model_weight *wq, *wk, *wv, *wo;
+    const model_weight *wqkv;           /* fused q|k|v rows (phi3) */
+    const model_weight *bq, *bk, *bv;   /* qwen2 biases */
+    const model_weight *q_norm, *k_norm; /* per-head RMS norms (qwen3, gemma3) */
+    const model_weight *post_attn_norm; /* gemma3: norm of the attention output */
+    const model_weight *ffn_norm;
+    const model_weight *ffn_gate, *ffn_up, *ffn_down; /* ffn_up is gate|up when ffn_gate is NULL */
+    const model_weight *post_ffn_norm;  /* gemma3: norm of the FFN output */
+    bool swa;     /* attends through the sliding-window mask */
+    bool no_rope; /* positions are not rotated in this layer (smollm3) */
 } model_layer;
 
-typedef struct model {
+struct model {
     gguf_file *file;
     model_hparams hp;
-    model_weight tok_embd;
-    model_weight output_norm;
-    model_weight output;      /* token_embd itself when tied */
-    model_weight rope_freqs;  /* Llama-3 frequency factors (nbytes 0: none) */
-    model_layer *layers;      /* hp.n_layer */
+    const model_weight *tok_embd;
+    const model_weight *output_norm;
+    const model_weight *output;       /* token_embd itself when tied */
+    const model_weight *rope_freqs;   /* Llama-3 frequency factors (NULL: none) */
+    const model_weight *rope_long, *rope_short; /* Phi-3 LongRoPE factors */
+    model_layer *layers;              /* hp.n_layer */
+    model_weight *weights;            /* every weight found, for placement loops */
+    int32_t n_weights;
     int32_t n_gpu_layers;     /* the last n_gpu_layers layers live on gpu_device */
     int32_t gpu_device;       /* host device index, -1 if none */
     int32_t cpu_device;       /* host device index computing host layers */
-    bool round_activations;   /* see model_load_params */
     tsr_device *gpu;
     tsr_buffer *gpu_buffer;   /* one buffer holding the offloaded weights */
     uint64_t n_params;
     uint64_t nbytes;
-} model;
+};
+
+/* ------------------------------------------------------------ loading */
+
+/* Collects the tensors an architecture declares. The first error is kept
+ * and later declarations do nothing, so a descriptor lists its tensors
+ * without checking each call; model_load reports the error. */
+typedef struct model_loader {
+    model *m;
+    int failed;
+} model_loader;
+
+enum {
+    MODEL_TENSOR_REQUIRED = 0,
+    MODEL_TENSOR_OPTIONAL = 1 << 0,
+};
+
+/* Declare the tensor named by fmt (printf-style; "%d" takes il when il >= 0)
+ * with exactly the shape [ne0] or [ne0, ne1]. Returns it, or NULL when it is
+ * optional and absent or when loading already failed. */
+const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
+                                 int64_t ne1, const char *fmt);
+
+/* ------------------------------------------------------------ forward */
+
+/* The inputs of one micro-batch graph, filled by the caller after allocation. */
+typedef struct model_batch_graph {
+    graph *g;
+    graph_tensor *tokens;   /* I32 [n_tokens] */
+    graph_tensor *pos;      /* I32 [n_tokens] */
+    graph_tensor *mask;     /* F32 [n_kv, n_tokens] causal mask */
+    graph_tensor *mask_swa; /* F32 [n_kv, n_tokens] sliding-window mask (NULL: no SWA layer) */
+    graph_tensor *attn_temp; /* F32 [n_tokens] query temperature (NULL: none) */
+    graph_tensor *out_ids;  /* I32 [n_out] rows whose logits are wanted */
+    graph_tensor *logits;   /* F32 [n_vocab, n_out] output */
+    int32_t n_tokens;
+    int32_t n_kv;           /* cache cells attended to */
+    int32_t n_out;
+} model_batch_graph;
+
+/* What a graph builder works with; the blocks of blocks.h take it. */
+typedef struct model_build {
+    graph *g;
+    const model *m;
+    const model_hparams *hp;
+    kv_cache *kv;
+    model_batch_graph *io;
+    int32_t kv_head; /* first cache cell this batch writes */
+} model_build;
+
+struct model_arch_desc {
+    const char *name;  /* general.architecture */
+    int32_t rope_mode; /* TSR_ROPE_NORMAL or TSR_ROPE_NEOX */
+    /* Keys beyond the common ones (may be NULL). */
+    int (*hparams)(model_hparams *hp, const model_hp_reader *r);
+    /* Declare the tensors (model_tensor) and set per-layer flags. */
+    void (*tensors)(model_loader *ld, model *m);
+    /* The forward graph: returns the logits [n_vocab, n_out] (NULL on error). */
+    graph_tensor *(*build)(model_build *b);
+};
+
+/* The architecture named by general.architecture; NULL plus an error listing
+ * the supported names when unknown. */
+const model_arch_desc *model_arch_find(const char *name, size_t len);
+/* "llama, qwen2, ..." */
+const char *model_arch_list(void);
 
 typedef bool (*model_progress_fn)(float progress, void *user);
 
@@ -110,9 +217,6 @@ typedef struct model_load_params {
     int32_t gpu_device; /* host device index or -1 */
     tsr_device *gpu;    /* that device (NULL: no offload) */
     int32_t cpu_device; /* host device index */
-    /* Round matrix-product activations as llama.cpp's CPU backend does (for
-     * an exact engine such as ref; fast CPU backends do it in their kernels). */
-    bool round_activations;
     model_progress_fn progress;
     void *progress_user;
 } model_load_params;
@@ -127,29 +231,23 @@ int32_t model_layer_device(const model *m, int32_t il);
 /* A graph leaf for a weight, bound to its memory. */
 graph_tensor *model_weight_leaf(graph *g, const model_weight *w);
 
-/* ------------------------------------------------------------ forward */
-
-/* The inputs of one micro-batch graph, filled by the caller after allocation. */
-typedef struct model_batch_graph {
-    graph *g;
-    graph_tensor *tokens;  /* I32 [n_tokens] */
-    graph_tensor *pos;     /* I32 [n_tokens] */
-    graph_tensor *mask;    /* F32 [n_kv, n_tokens] causal mask */
-    graph_tensor *out_ids; /* I32 [n_out] rows whose logits are wanted */
-    graph_tensor *logits;  /* F32 [n_vocab, n_out] output */
-    int32_t n_tokens;
-    int32_t n_kv;          /* cache cells attended to */
-    int32_t n_out;
-} model_batch_graph;
-
 /* Build the forward graph for n_tokens tokens written to cache cells
  * kv_head..kv_head+n_tokens-1, attending to cells 0..n_kv-1, with logits
  * for n_out rows. Returns 0, or -1 with the first shape error. */
 int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv_head,
                       int32_t n_kv, int32_t n_out, model_batch_graph *out);
 
-/* The llama-family builder (llama, qwen2). */
-int llama_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv_head,
-                      int32_t n_kv, int32_t n_out, model_batch_graph *out);
+/* ------------------------------------------------------------ masks */
+
+/* Fill the attention masks of a micro-batch: token t (sequence seq[t] at
+ * position pos[t]) sees cell j when the cell holds a position <= pos[t] of
+ * the same sequence, and for the sliding-window mask also pos[t] - p < n_swa.
+ * mask_swa may be NULL. */
+void model_fill_masks(const kv_cache *kv, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
+                      const int32_t *seq, int32_t n_swa, float *mask, float *mask_swa);
+
+/* The query temperature of llama 4 / mistral 3 at each position:
+ * 1 + attn_temp_scale * log(floor((pos + 1) / floor_scale) + 1). */
+void model_fill_attn_temp(const model_hparams *hp, int32_t n_tokens, const int32_t *pos, float *out);
 
 #endif

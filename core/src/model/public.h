@@ -48,4 +48,10 @@ double tessera_now_ms(void);
  * (broken weights or hyperparameters): such logits are never sampled. */
 int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab);
 
+/* Decode tokens of any sequences through the KV cache's free cells (the one
+ * path behind tessera_decode and tessera_decode_batch); the wanted rows'
+ * logits go to ctx->logits in token order. Returns the rows kept, or -1. */
+int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
+                          const int32_t *seq, const bool *want_logits, int32_t n_tokens);
+
 #endif

@@ -1,0 +1,34 @@
+/*
+ * llama — Llama 2/3, TinyLlama, SmolLM2, Mistral 7B (no sliding window).
+ *
+ *   x = token_embd[tokens]                                  [E, T]
+ *   for each layer:
+ *     h = rms_norm(x) * attn_norm
+ *     q, k, v = Wq h, Wk h, Wv h; q, k = rope(q), rope(k)
+ *     x = x + Wo softmax(q.K / sqrt(D) + causal mask) V
+ *     h = rms_norm(x) * ffn_norm
+ *     x = x + Wdown (silu(Wgate h) * Wup h)
+ *   logits = Wout (rms_norm(x) * output_norm)
+ */
+#include "model/arch/arch.h"
+
+static void llama_tensors(model_loader *ld, model *m) {
+    arch_rope_freqs_tensor(ld, m);
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        arch_attn_tensors(ld, m, il);
+        arch_ffn_tensors(ld, m, il);
+    }
+}
+
+graph_tensor *arch_llama_build(model_build *b) {
+    graph_tensor *x = blk_embed(b);
+    for (int il = 0; il < b->hp->n_layer; il++) x = blk_prenorm_layer(b, il, x, BLK_FFN_SILU);
+    return blk_logits(b, x);
+}
+
+const model_arch_desc arch_llama = {
+    .name = "llama",
+    .rope_mode = TSR_ROPE_NORMAL,
+    .tensors = llama_tensors,
+    .build = arch_llama_build,
+};

@@ -1,0 +1,178 @@
+/* The shared blocks of transformer graphs (see blocks.h). */
+#include "model/blocks.h"
+
+#include <math.h>
+
+#include "kv/kv.h"
+#include "tensor/dtype.h"
+
+/* llama.cpp's CPU backend multiplies an F16 cache with F16 copies of q and
+ * of the attention weights. ref's MUL_MAT rounds like that itself, cpu-avx's
+ * and cpu-neon's F16 products do not yet (they take f32 activations), so the
+ * rounding is spelled out here for every device until they do. */
+static graph_tensor *round_like_cache(graph *g, graph_tensor *t, const kv_cache *kv) {
+    if (kv->dtype != TSR_DTYPE_F16) return t;
+    return graph_cast(g, graph_cast(g, t, TSR_DTYPE_F16), TSR_DTYPE_F32);
+}
+
+static graph_tensor *named(graph_tensor *t, const char *name, int il) {
+    if (t) graph_tensor_set_name(t, "%s-%d", name, il);
+    return t;
+}
+
+graph_tensor *blk_embed(model_build *b) {
+    graph_tensor *x = graph_get_rows(b->g, model_weight_leaf(b->g, b->m->tok_embd), b->io->tokens);
+    if (b->hp->embd_scale != 1.0f) x = graph_scale(b->g, x, b->hp->embd_scale, 0.0f);
+    return x;
+}
+
+graph_tensor *blk_rms_norm(model_build *b, graph_tensor *x, const model_weight *w, const char *name, int il) {
+    graph_tensor *t = graph_rms_norm(b->g, x, b->hp->rms_eps);
+    if (w) t = graph_mul(b->g, t, model_weight_leaf(b->g, w));
+    return named(t, name, il);
+}
+
+graph_tensor *blk_linear(model_build *b, const model_weight *w, const model_weight *bias, graph_tensor *x) {
+    graph_tensor *t = graph_mul_mat(b->g, model_weight_leaf(b->g, w), x);
+    if (bias) t = graph_add(b->g, t, model_weight_leaf(b->g, bias));
+    return t;
+}
+
+/* Rows [r0, r0 + n) of a [rows, T] tensor as a contiguous [n, T] tensor. */
+static graph_tensor *rows_slice(graph *g, graph_tensor *t, int64_t r0, int64_t n) {
+    if (!t) return NULL;
+    return graph_cont(g, graph_view_2d(g, t, n, t->t.ne[1], t->t.nb[1], (uint64_t)r0 * t->t.nb[0]));
+}
+
+void blk_qkv(model_build *b, int il, graph_tensor *h, graph_tensor **q, graph_tensor **k, graph_tensor **v) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    const model_layer *L = &b->m->layers[il];
+    const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv, T = b->io->n_tokens;
+    graph_tensor *tq, *tk, *tv;
+    if (L->wqkv) {
+        graph_tensor *qkv = blk_linear(b, L->wqkv, NULL, h); /* [D*H + 2*D*Hkv, T] */
+        tq = rows_slice(g, qkv, 0, D * H);
+        tk = rows_slice(g, qkv, D * H, D * Hkv);
+        tv = rows_slice(g, qkv, D * H + D * Hkv, D * Hkv);
+    } else {
+        tq = blk_linear(b, L->wq, L->bq, h);
+        tk = blk_linear(b, L->wk, L->bk, h);
+        tv = blk_linear(b, L->wv, L->bv, h);
+    }
+    *q = graph_reshape_3d(g, tq, D, H, T);
+    *k = graph_reshape_3d(g, tk, D, Hkv, T);
+    *v = tv;
+    if (L->q_norm) *q = blk_rms_norm(b, *q, L->q_norm, "q_norm", il);
+    if (L->k_norm) *k = blk_rms_norm(b, *k, L->k_norm, "k_norm", il);
+}
+
+graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il) {
+    const model_hparams *hp = b->hp;
+    const model_layer *L = &b->m->layers[il];
+    if (L->no_rope) return x;
+    const bool yarn = hp->rope_scaling == MODEL_ROPE_SCALING_YARN;
+    graph_rope_params rp = {
+        .n_dims = hp->n_rot,
+        .mode = hp->rope_mode,
+        .n_ctx_orig = hp->n_ctx_orig,
+        .freq_base = L->swa ? hp->rope_freq_base_swa : hp->rope_freq_base,
+        .freq_scale = L->swa ? 1.0f : hp->rope_freq_scale,
+        .ext_factor = yarn ? hp->yarn_ext_factor : 0.0f,
+        .attn_factor = hp->yarn_attn_factor,
+        .beta_fast = yarn ? hp->yarn_beta_fast : 32.0f,
+        .beta_slow = yarn ? hp->yarn_beta_slow : 1.0f,
+    };
+    /* Per-frequency divisors: Llama 3's, or Phi-3's LongRoPE factors (the
+     * long ones once the context passes the original one). */
+    const model_weight *ff = b->m->rope_freqs;
+    if (b->m->rope_long) ff = b->kv->n_ctx > hp->n_ctx_orig ? b->m->rope_long : b->m->rope_short;
+    return graph_rope(b->g, x, b->io->pos, ff ? model_weight_leaf(b->g, ff) : NULL, &rp);
+}
+
+graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tensor *k, graph_tensor *v,
+                            float kq_scale) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    kv_cache *kv = b->kv;
+    const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
+    const int64_t T = b->io->n_tokens, n_kv = b->io->n_kv;
+    named(q, "q", il);
+    named(k, "k", il);
+
+    /* Store this batch's keys and values in cells kv_head.. of the cache. */
+    graph_tensor *kc = kv_cache_k_leaf(g, kv, il); /* [D*Hkv, n_ctx] */
+    graph_tensor *vc = kv_cache_v_leaf(g, kv, il); /* [n_ctx, D*Hkv] */
+    if (!kc || !vc) return NULL;
+    const uint64_t es = kv->dtype == TSR_DTYPE_F32 ? 4 : 2;
+    const uint64_t k_row = kc->t.nb[1], v_row = vc->t.nb[1];
+    graph_tensor *k_dst = graph_view_2d(g, kc, D * Hkv, T, k_row, (uint64_t)b->kv_head * k_row);
+    graph_tensor *v_dst = graph_view_2d(g, vc, T, D * Hkv, v_row, (uint64_t)b->kv_head * es);
+    graph_cpy(g, k, k_dst);
+    graph_cpy(g, graph_transpose(g, v), v_dst);
+
+    /* Attention over cells 0..n_kv-1 (created after the copies, so computed
+     * after them). Grouped-query attention: query head h reads KV head
+     * h / (H / Hkv), which is MUL_MAT's broadcast over dimension 2. */
+    graph_tensor *K = graph_view_3d(g, kc, D, n_kv, Hkv, k_row, D * es, 0);    /* [D, n_kv, Hkv] */
+    graph_tensor *V = graph_view_3d(g, vc, n_kv, D, Hkv, v_row, v_row * D, 0); /* [n_kv, D, Hkv] */
+    graph_tensor *mask = b->m->layers[il].swa ? b->io->mask_swa : b->io->mask;
+    if (b->io->attn_temp) q = graph_mul(g, q, b->io->attn_temp);
+    /* (rounded while contiguous, then permuted) */
+    graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv), 0, 2, 1, 3); /* [D, T, H] */
+    graph_tensor *kq = graph_mul_mat(g, K, qp);                                 /* [n_kv, T, H] */
+    kq = named(graph_soft_max(g, kq, mask, kq_scale, 0.0f), "kq_soft_max", il);
+    graph_tensor *kqv = graph_mul_mat(g, V, round_like_cache(g, kq, kv)); /* [D, T, H] */
+    graph_tensor *o = graph_cont(g, graph_permute(g, kqv, 0, 2, 1, 3));    /* [D, H, T] */
+    return graph_reshape_2d(g, o, D * H, T);
+}
+
+graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act) {
+    graph *g = b->g;
+    const model_layer *L = &b->m->layers[il];
+    graph_tensor *gate, *up;
+    if (L->ffn_gate) {
+        gate = blk_linear(b, L->ffn_gate, NULL, x);
+        up = blk_linear(b, L->ffn_up, NULL, x);
+    } else {
+        graph_tensor *gu = blk_linear(b, L->ffn_up, NULL, x); /* [2*n_ff, T]: gate rows, then up */
+        gate = rows_slice(g, gu, 0, b->hp->n_ff);
+        up = rows_slice(g, gu, b->hp->n_ff, b->hp->n_ff);
+    }
+    graph_tensor *h = act == BLK_FFN_GELU ? graph_mul(g, graph_gelu(g, gate), up) : graph_swiglu(g, gate, up);
+    return blk_linear(b, L->ffn_down, NULL, h);
+}
+
+graph_tensor *blk_logits(model_build *b, graph_tensor *x) {
+    graph *g = b->g;
+    model_batch_graph *io = b->io;
+    if (io->n_out < io->n_tokens) {
+        io->out_ids = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, io->n_out));
+        if (io->out_ids) graph_tensor_set_name(io->out_ids, "out_ids");
+        x = graph_get_rows(g, x, io->out_ids);
+    }
+    x = blk_rms_norm(b, x, b->m->output_norm, "result_norm", 0);
+    x = blk_linear(b, b->m->output, NULL, x);
+    if (b->hp->logit_scale != 1.0f) x = graph_scale(g, x, b->hp->logit_scale, 0.0f);
+    return x;
+}
+
+graph_tensor *blk_prenorm_layer(model_build *b, int il, graph_tensor *x, blk_ffn_act act) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    const model_layer *L = &b->m->layers[il];
+    const float kq_scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
+
+    graph_tensor *h = blk_rms_norm(b, x, L->attn_norm, "attn_norm", il);
+    graph_tensor *q, *k, *v;
+    blk_qkv(b, il, h, &q, &k, &v);
+    graph_tensor *att = blk_attention(b, il, blk_rope(b, q, il), blk_rope(b, k, il), v, kq_scale);
+    graph_tensor *o = blk_linear(b, L->wo, NULL, att);
+    if (hp->residual_scale != 1.0f) o = graph_scale(g, o, hp->residual_scale, 0.0f);
+    x = graph_add(g, o, x);
+
+    h = blk_rms_norm(b, x, L->ffn_norm, "ffn_norm", il);
+    graph_tensor *f = blk_ffn(b, il, h, act);
+    if (hp->residual_scale != 1.0f) f = graph_scale(g, f, hp->residual_scale, 0.0f);
+    return named(graph_add(g, f, x), "l_out", il);
+}

@@ -1,0 +1,55 @@
+/*
+ * blocks — the pieces transformer graphs are built from, shared by every
+ * architecture in arch/. Shapes use GGUF order (innermost first); T is the
+ * number of tokens of the micro-batch, E the embedding width, D the head
+ * size, H and Hkv the query and key/value heads.
+ *
+ * Each block returns NULL when the graph ran out of memory or a shape did
+ * not fit; graph_check reports the first such error, so builders chain
+ * blocks without testing every result.
+ */
+#ifndef TESSERA_MODEL_BLOCKS_H
+#define TESSERA_MODEL_BLOCKS_H
+
+#include "model/model.h"
+
+/* token_embd rows of the batch's tokens, times hp->embd_scale: [E, T]. */
+graph_tensor *blk_embed(model_build *b);
+
+/* rms_norm(x) * w over the first dimension (w NULL: no weight). */
+graph_tensor *blk_rms_norm(model_build *b, graph_tensor *x, const model_weight *w, const char *name, int il);
+
+/* w x (+ bias): x [K, T] -> [rows of w, T]. */
+graph_tensor *blk_linear(model_build *b, const model_weight *w, const model_weight *bias, graph_tensor *x);
+
+/* q [D, H, T], k [D, Hkv, T], v [D*Hkv, T] of layer il from its input h:
+ * separate or fused (wqkv) projections, biases, per-head q/k norms. */
+void blk_qkv(model_build *b, int il, graph_tensor *h, graph_tensor **q, graph_tensor **k, graph_tensor **v);
+
+/* Rotary position embedding of x [D, heads, T] at the batch's positions,
+ * with layer il's base (SWA layers may have their own) and the model's
+ * scaling; x itself for a layer without rope. */
+graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il);
+
+/* Self-attention of layer il: stores k and v in the cache at the batch's
+ * cells, then softmax(kq_scale * K.q + mask) over the cells attended to,
+ * with the layer's mask (sliding-window or causal). q [D, H, T], k
+ * [D, Hkv, T] already roped, v [D*Hkv, T]. Returns [D*H, T], before Wo. */
+graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tensor *k, graph_tensor *v,
+                            float kq_scale);
+
+typedef enum blk_ffn_act { BLK_FFN_SILU, BLK_FFN_GELU } blk_ffn_act;
+
+/* down(act(gate x) * up x) of layer il; gate and up fused in ffn_up
+ * (gate rows first) when ffn_gate is NULL. */
+graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
+
+/* The rows of x whose logits are wanted, final norm, output projection,
+ * logit scale and soft-cap: [n_vocab, n_out]. */
+graph_tensor *blk_logits(model_build *b, graph_tensor *x);
+
+/* The usual pre-norm block: x + attn(norm(x)), then + ffn(norm(.)). The
+ * llama, qwen2, qwen3, phi3 and smollm3 graphs are this block in a loop. */
+graph_tensor *blk_prenorm_layer(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
+
+#endif

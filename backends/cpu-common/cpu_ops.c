@@ -85,9 +85,15 @@ static void op_binary(const tsr_node *node, int ith, int nth) {
  * exp as the vector rows so strided and contiguous rows agree. */
 static inline float silu(float x) { return x / (1.0f + exp_row_elem(-x)); }
 
+/* GELU (tanh form) as llama.cpp's CPU backend evaluates it, like ref: x
+ * rounded to fp16, the result rounded to fp16 (its table over every fp16
+ * input), x or 0 beyond +-10. */
 static inline float gelu(float x) {
     const float c = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = fp16_round(x);
+    return fp16_round(0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h))));
 }
 
 static void op_unary(const tsr_node *node, int ith, int nth) {

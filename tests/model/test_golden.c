@@ -12,7 +12,7 @@
  * error, or the largest difference between our and the golden
  * best-vs-second margin over the greedy steps so far, whichever is larger.
  * Mode "real" (the real models): the top-8 logits within TOL, and greedy as
- * in "quant" with the near-tie threshold capped at 0.1.
+ * in "quant" with the near-tie threshold capped at 0.1 (--tie-cap).
  *
  * usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model PATH]
  *                    [--device NAME] [-ngl N]
@@ -21,6 +21,7 @@
  *               ($TESSERA_MODEL_CACHE, else ~/.cache/tessera/models)
  *   --device    run on that device only (default: every CPU device)
  *   -ngl        layers offloaded to the first non-CPU device of --device
+ *   --tie-cap   the cap of the near-tie threshold in mode real (default 0.1)
  *   --kernels   skip (exit 77) unless the device's description names these
  *               kernels, e.g. "avx512vnni" for "(avx512vnni kernels)": a
  *               level forced by TESSERA_AVX_LEVEL is never raised above
@@ -49,6 +50,8 @@ static int32_t argmax(const float *x, int32_t n) {
         if (x[i] > x[best]) best = i;
     return best;
 }
+
+static double tie_cap = 0.1;
 
 static int run_case(tessera_model *m, const golden_case *g, const char *mode, result *r) {
     memset(r, 0, sizeof *r);
@@ -115,7 +118,7 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
         if (tok != g->greedy[i]) {
             /* A different token is tolerated (quant mode) only where the
              * golden itself was a near tie compared with our error. */
-            double tie = !strcmp(mode, "real") && gap_err > 0.1 ? 0.1 : gap_err;
+            double tie = !strcmp(mode, "real") && gap_err > tie_cap ? tie_cap : gap_err;
             if (strcmp(mode, "strict") != 0 && i < g->n_margin && g->margin[i] < tie) r->needed = i;
             break;
         }
@@ -167,6 +170,8 @@ int main(int argc, char **argv) {
             model_arg = argv[++i];
         else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
+        else if (!strcmp(argv[i], "--tie-cap") && i + 1 < argc)
+            tie_cap = atof(argv[++i]);
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
             kernels = argv[++i];
         else if (!strcmp(argv[i], "-ngl") && i + 1 < argc)

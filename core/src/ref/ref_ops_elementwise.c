@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "ref/ref_internal.h"
+#include "tensor/dtype.h"
 
 /* dst = src0 (+|*) src1, src1 broadcast: element (i0..i3) of src0 meets
  * (i0 % ne10, i1 % ne11, i2 % ne12, i3 % ne13) of src1. */
@@ -58,11 +59,18 @@ static float silu_one(float x, const tsr_node *node) {
 }
 
 /* tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+/* The tanh approximation of GELU as llama.cpp's CPU backend evaluates it:
+ * through a table over every fp16 input, so x is rounded to fp16 first and
+ * the result is an fp16 value; beyond +-10 it is x or 0. (The 270M Gemma 3
+ * model moves its logits by up to ~0.5 between this and the exact form.) */
 static float gelu_one(float x, const tsr_node *node) {
     (void)node;
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
     const float coef_a = 0.044715f;
-    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + coef_a * x * x)));
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = fp16_to_f32(f32_to_fp16(x));
+    return fp16_to_f32(f32_to_fp16(0.5f * h * (1.0f + tanhf(sqrt_2_over_pi * h * (1.0f + coef_a * h * h)))));
 }
 
 tsr_status ref_op_scale(const tsr_node *node) { return unary(node, scale_one); }

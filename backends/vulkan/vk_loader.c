@@ -6,6 +6,7 @@
  * report zero devices. TESSERA_VULKAN_LOADER names another library (tests
  * use a missing one).
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,60 @@ static bool instance_has_extension(const char *name) {
     return found;
 }
 
+#ifdef TESSERA_SANITIZE
+/* Sanitizer builds only: a driver written in C++ (Mesa's lavapipe, with LLVM)
+ * keeps one-time allocations of its C++ runtime, and the loader unloads the
+ * driver again at instance destruction (and between its probes). LeakSanitizer
+ * then reports those blocks from "<unknown module>", where no suppression can
+ * name them. Loading every installed driver once more with RTLD_NODELETE
+ * before the loader does keeps them mapped, so their allocations stay
+ * reachable. The manifests are the loader's default ones (or the files in
+ * VK_DRIVER_FILES / VK_ICD_FILENAMES); "library_path" is read as the loader
+ * reads it. Release builds do not do this. */
+static void pin_manifest(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *k = strstr(buf, "\"library_path\"");
+    char *q = k ? strchr(k + 14, '"') : NULL;
+    char *e = q ? strchr(q + 1, '"') : NULL;
+    if (!e) return;
+    *e = 0;
+    dlopen(q + 1, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE); /* (the handle is kept on purpose) */
+}
+
+static void pin_drivers(void) {
+    const char *files = getenv("VK_DRIVER_FILES");
+    if (!files || !files[0]) files = getenv("VK_ICD_FILENAMES");
+    if (files && files[0]) {
+        char list[4096];
+        snprintf(list, sizeof list, "%s", files);
+        for (char *save = NULL, *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save))
+            pin_manifest(p);
+        return;
+    }
+    const char *dirs[] = {"/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d) continue;
+        for (struct dirent *de; (de = readdir(d));) {
+            if (!strstr(de->d_name, ".json")) continue;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", dirs[i], de->d_name);
+            pin_manifest(path);
+        }
+        closedir(d);
+    }
+}
+#endif
+
 int vk_loader_open(VkInstance *instance, char *reason, size_t reason_size) {
+#ifdef TESSERA_SANITIZE
+    pin_drivers();
+#endif
     *instance = VK_NULL_HANDLE;
     memset(&vkf, 0, sizeof vkf);
     const char *lib = loader_name();

@@ -39,7 +39,7 @@ typedef struct str_list {
 typedef struct bench_opts {
     cli_params p; /* --plugin-dir, --verbose */
     str_list models, devices;
-    int_list prompts, gens, threads, ngl;
+    int_list prompts, gens, depths, threads, ngl;
     int32_t reps, n_batch;
     int no_warmup;
     tessera_kv_type kv_type;
@@ -52,7 +52,7 @@ typedef struct bench_result {
     char model_name[256];
     uint64_t model_bytes, model_params;
     const char *devices;
-    int ngl, threads, n_prompt, n_gen, reps;
+    int ngl, threads, n_prompt, n_gen, n_depth, reps;
     double ts_mean, ts_sd;
     double samples[64];
 } bench_result;
@@ -128,6 +128,8 @@ static const cli_option bench_own[] = {
      opt_sizes, 0, 0},
     {"-n", "--n-gen", "LIST", "generation sizes (default 128; 0: none)", CLI_FN, OWN(gens), 0, 0, opt_sizes,
      0, 0},
+    {"-d", "--n-depth", "LIST", "context depth: tokens already in the KV cache when each test starts (default 0)",
+     CLI_FN, OWN(depths), 0, 0, opt_sizes, 0, 0},
     {"-t", "--threads", "LIST", "CPU thread counts (default: all online CPUs)", CLI_FN, OWN(threads), 0, 0,
      opt_threads, 0, 0},
     {"-r", "--repetitions", "N", "timed runs per test", CLI_INT, OWN(reps), 1, 64, NULL, 0, 0},
@@ -149,6 +151,8 @@ static const cli_command bench_cmd = {
     .synopsis = "-m MODEL [-m MODEL ...] [options]",
     .about = "Measures prompt processing (ppN: N tokens in one decode call) and\n"
              "generation (tgN: N single-token decode calls) in tokens/s, as\n"
+             "llama-bench does; with -d D both start with D tokens already in the\n"
+             "context (\"pp512 @ d4096\"), filled before the timing. Results are\n"
              "mean ± standard deviation over the repetitions. Lists are\n"
              "comma-separated and every combination is run.",
     .groups = CLI_G_PLUGINS,
@@ -160,6 +164,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     cli_params_init(&o->p);
     o->prompts = (int_list){1, {512}};
     o->gens = (int_list){1, {128}};
+    o->depths = (int_list){1, {0}};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o->threads = (int_list){1, {ncpu > 0 ? (int)ncpu : 1}};
     o->ngl = (int_list){1, {0}};
@@ -198,22 +203,31 @@ static tessera_token random_token(int32_t n_vocab) {
     return (tessera_token)(rng_state % (uint64_t)n_vocab);
 }
 
-/* Decode n random tokens in one call from an empty cache; seconds or < 0. */
-static double run_prompt(tessera_context *ctx, int32_t n_vocab, tessera_token *buf, int n) {
+/* Fill the cache with depth random tokens (untimed; buf holds >= depth).
+ * The tests then rewind to depth, so this runs once per depth. */
+static int fill_depth(tessera_context *ctx, int32_t n_vocab, tessera_token *buf, int depth) {
+    if (tessera_kv_truncate(ctx, 0) != 0) return -1;
+    for (int i = 0; i < depth; i++) buf[i] = random_token(n_vocab);
+    return depth > 0 && tessera_decode(ctx, buf, depth, 0, 0) != 0 ? -1 : 0;
+}
+
+/* Decode n random tokens in one call after the depth tokens already in the
+ * cache; seconds or < 0. */
+static double run_prompt(tessera_context *ctx, int32_t n_vocab, tessera_token *buf, int n, int depth) {
     for (int i = 0; i < n; i++) buf[i] = random_token(n_vocab);
-    if (tessera_kv_truncate(ctx, 0) != 0) return -1.0;
+    if (tessera_kv_truncate(ctx, depth) != 0) return -1.0;
     double t0 = now_s();
-    if (tessera_decode(ctx, buf, n, 0, 0) != 0) return -1.0;
+    if (tessera_decode(ctx, buf, n, depth, 0) != 0) return -1.0;
     return now_s() - t0;
 }
 
-/* Decode n tokens one at a time from an empty cache; seconds or < 0. */
-static double run_gen(tessera_context *ctx, int32_t n_vocab, tessera_token first, int n) {
-    if (tessera_kv_truncate(ctx, 0) != 0) return -1.0;
+/* Decode n tokens one at a time after the depth tokens; seconds or < 0. */
+static double run_gen(tessera_context *ctx, int32_t n_vocab, tessera_token first, int n, int depth) {
+    if (tessera_kv_truncate(ctx, depth) != 0) return -1.0;
     tessera_token tok = first >= 0 ? first : random_token(n_vocab);
     double t0 = now_s();
     for (int i = 0; i < n; i++) {
-        if (tessera_decode(ctx, &tok, 1, i, 0) != 0) return -1.0;
+        if (tessera_decode(ctx, &tok, 1, depth + i, 0) != 0) return -1.0;
         tok = random_token(n_vocab);
     }
     return now_s() - t0;
@@ -234,9 +248,10 @@ static void human_size(uint64_t bytes, char *buf, size_t size) {
     else snprintf(buf, size, "%.2f MiB", (double)bytes / (double)(1ull << 20));
 }
 
+/* "pp512", "tg128", "pp512 @ d4096" as llama-bench names them. */
 static void test_name(const bench_result *r, char *buf, size_t size) {
-    if (r->n_prompt > 0) snprintf(buf, size, "pp%d", r->n_prompt);
-    else snprintf(buf, size, "tg%d", r->n_gen);
+    int n = r->n_prompt > 0 ? snprintf(buf, size, "pp%d", r->n_prompt) : snprintf(buf, size, "tg%d", r->n_gen);
+    if (r->n_depth > 0 && n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, " @ d%d", r->n_depth);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -255,7 +270,8 @@ static void print_header(out_format fmt) {
         printf("| model | size | params | devices | ngl | threads | test | t/s |\n");
         printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
     } else if (fmt == OUT_CSV) {
-        printf("model,model_size,model_n_params,devices,n_gpu_layers,n_threads,n_prompt,n_gen,reps,avg_ts,stddev_ts\n");
+        printf("model,model_size,model_n_params,devices,n_gpu_layers,n_threads,n_prompt,n_gen,n_depth,reps,avg_ts,"
+               "stddev_ts\n");
     } else {
         printf("[\n");
     }
@@ -271,9 +287,9 @@ static void print_result(out_format fmt, const bench_result *r, int first) {
         printf("| %s | %s | %.2f %s | %s | %d | %d | %s | %.2f ± %.2f |\n", r->model_name, size,
                params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M", r->devices, r->ngl, r->threads, test, r->ts_mean, r->ts_sd);
     } else if (fmt == OUT_CSV) {
-        printf("\"%s\",%llu,%llu,\"%s\",%d,%d,%d,%d,%d,%.4f,%.4f\n", r->model_name, (unsigned long long)r->model_bytes,
-               (unsigned long long)r->model_params, r->devices, r->ngl, r->threads, r->n_prompt, r->n_gen, r->reps,
-               r->ts_mean, r->ts_sd);
+        printf("\"%s\",%llu,%llu,\"%s\",%d,%d,%d,%d,%d,%d,%.4f,%.4f\n", r->model_name,
+               (unsigned long long)r->model_bytes, (unsigned long long)r->model_params, r->devices, r->ngl, r->threads,
+               r->n_prompt, r->n_gen, r->n_depth, r->reps, r->ts_mean, r->ts_sd);
     } else {
         printf("%s  {\"model\": ", first ? "" : ",\n");
         json_str(stdout, r->model_name);
@@ -282,9 +298,9 @@ static void print_result(out_format fmt, const bench_result *r, int first) {
         printf(", \"model_size\": %llu, \"model_n_params\": %llu, \"devices\": ", (unsigned long long)r->model_bytes,
                (unsigned long long)r->model_params);
         json_str(stdout, r->devices);
-        printf(", \"n_gpu_layers\": %d, \"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"test\": \"%s\", "
-               "\"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ts\": [",
-               r->ngl, r->threads, r->n_prompt, r->n_gen, test, r->ts_mean, r->ts_sd);
+        printf(", \"n_gpu_layers\": %d, \"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, "
+               "\"test\": \"%s\", \"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ts\": [",
+               r->ngl, r->threads, r->n_prompt, r->n_gen, r->n_depth, test, r->ts_mean, r->ts_sd);
         for (int i = 0; i < r->reps; i++) printf("%s%.4f", i ? ", " : "", r->samples[i]);
         printf("]}");
     }
@@ -307,11 +323,12 @@ static const char *base_name(const char *path) {
  * -1 after printing the error. */
 static int bench_threads(const bench_opts *o, tessera_model *model, bench_result *proto, int threads,
                          int *first) {
-    int max_p = 0, max_n = 0;
+    int max_p = 0, max_n = 0, max_d = 0;
     for (int i = 0; i < o->prompts.n; i++) max_p = o->prompts.v[i] > max_p ? o->prompts.v[i] : max_p;
     for (int i = 0; i < o->gens.n; i++) max_n = o->gens.v[i] > max_n ? o->gens.v[i] : max_n;
+    for (int i = 0; i < o->depths.n; i++) max_d = o->depths.v[i] > max_d ? o->depths.v[i] : max_d;
     tessera_context_params cp = tessera_context_default_params();
-    cp.n_ctx = (uint32_t)((max_p > max_n ? max_p : max_n) + 1);
+    cp.n_ctx = (uint32_t)(max_d + (max_p > max_n ? max_p : max_n) + 1);
     cp.n_batch = (uint32_t)o->n_batch;
     cp.n_threads = threads;
     cp.kv_type = o->kv_type;
@@ -323,40 +340,52 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
     }
     const int32_t n_vocab = tessera_model_n_vocab(model);
     const tessera_token bos = tessera_token_bos(model);
-    tessera_token *buf = malloc((size_t)(max_p > 0 ? max_p : 1) * sizeof *buf);
+    const int buf_n = max_p > max_d ? max_p : max_d;
+    tessera_token *buf = malloc((size_t)(buf_n > 0 ? buf_n : 1) * sizeof *buf);
     int rc = buf ? 0 : -1;
 
-    for (int kind = 0; kind < 2 && rc == 0; kind++) {
-        const int_list *sizes = kind == 0 ? &o->prompts : &o->gens;
-        for (int s = 0; s < sizes->n && rc == 0; s++) {
-            int n = sizes->v[s];
-            if (n <= 0) continue;
-            bench_result r = *proto;
-            r.threads = threads;
-            r.n_prompt = kind == 0 ? n : 0;
-            r.n_gen = kind == 1 ? n : 0;
-            r.reps = o->reps;
-            if (!o->no_warmup) { /* as llama-bench: a short untimed run first */
-                double w = kind == 0 ? run_prompt(ctx, n_vocab, buf, n < 32 ? n : 32) : run_gen(ctx, n_vocab, bos, 1);
-                if (w < 0) rc = -1;
+    for (int di = 0; di < o->depths.n && rc == 0; di++) {
+        const int depth = o->depths.v[di];
+        if (fill_depth(ctx, n_vocab, buf, depth) != 0) {
+            fprintf(stderr, "tessera bench: %s: filling a context depth of %d with %d threads: %s\n", proto->model_path,
+                    depth, threads, tessera_last_error());
+            rc = -1;
+            break;
+        }
+        for (int kind = 0; kind < 2 && rc == 0; kind++) {
+            const int_list *sizes = kind == 0 ? &o->prompts : &o->gens;
+            for (int s = 0; s < sizes->n && rc == 0; s++) {
+                int n = sizes->v[s];
+                if (n <= 0) continue;
+                bench_result r = *proto;
+                r.threads = threads;
+                r.n_prompt = kind == 0 ? n : 0;
+                r.n_gen = kind == 1 ? n : 0;
+                r.n_depth = depth;
+                r.reps = o->reps;
+                if (!o->no_warmup) { /* as llama-bench: a short untimed run first */
+                    double w = kind == 0 ? run_prompt(ctx, n_vocab, buf, n < 32 ? n : 32, depth)
+                                         : run_gen(ctx, n_vocab, bos, 1, depth);
+                    if (w < 0) rc = -1;
+                }
+                for (int i = 0; i < o->reps && rc == 0; i++) {
+                    double sec = kind == 0 ? run_prompt(ctx, n_vocab, buf, n, depth) : run_gen(ctx, n_vocab, bos, n, depth);
+                    if (sec < 0) rc = -1;
+                    else r.samples[i] = (double)n / (sec > 1e-9 ? sec : 1e-9);
+                    if (o->p.verbose && rc == 0)
+                        fprintf(stderr, "bench: %s %s%d d=%d t=%d run %d: %.2f t/s\n", r.model_name, kind ? "tg" : "pp",
+                                n, depth, threads, i + 1, r.samples[i]);
+                }
+                if (rc) {
+                    fprintf(stderr, "tessera bench: %s: %s%d at depth %d with %d threads: %s\n", proto->model_path,
+                            kind ? "tg" : "pp", n, depth, threads, tessera_last_error());
+                    break;
+                }
+                summarize(&r);
+                if (*first) print_header(o->out); /* not before an error: only with a result */
+                print_result(o->out, &r, *first);
+                *first = 0;
             }
-            for (int i = 0; i < o->reps && rc == 0; i++) {
-                double sec = kind == 0 ? run_prompt(ctx, n_vocab, buf, n) : run_gen(ctx, n_vocab, bos, n);
-                if (sec < 0) rc = -1;
-                else r.samples[i] = (double)n / (sec > 1e-9 ? sec : 1e-9);
-                if (o->p.verbose && rc == 0)
-                    fprintf(stderr, "bench: %s %s%d t=%d run %d: %.2f t/s\n", r.model_name, kind ? "tg" : "pp", n,
-                            threads, i + 1, r.samples[i]);
-            }
-            if (rc) {
-                fprintf(stderr, "tessera bench: %s: %s%d with %d threads: %s\n", proto->model_path, kind ? "tg" : "pp",
-                        n, threads, tessera_last_error());
-                break;
-            }
-            summarize(&r);
-            if (*first) print_header(o->out); /* not before an error: only with a result */
-            print_result(o->out, &r, *first);
-            *first = 0;
         }
     }
     free(buf);

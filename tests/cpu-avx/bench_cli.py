@@ -41,6 +41,13 @@ for row in rows:
           and row["stddev_ts"] >= 0 and row["model_n_params"] > 0)
     check(ok, "json row %s t=%d: mean of 2 positive samples, stddev >= 0" % (row["test"], row["n_threads"]))
 
+# -d: both tests start at that context depth, named as llama-bench names them
+r = bench("-m", MODEL, "-p", "4", "-n", "2", "-d", "0,24", "-t", "1", "-r", "1", "-o", "json")
+rows = json.loads(r.stdout) if r.returncode == 0 else []
+names = [(row["test"], row["n_depth"]) for row in rows]
+check(names == [("pp4", 0), ("tg2", 0), ("pp4 @ d24", 24), ("tg2 @ d24", 24)]
+      and all(row["avg_ts"] > 0 for row in rows), "-d 0,24: pp4, tg2, pp4 @ d24, tg2 @ d24 (got %s)" % names)
+
 r = bench("-m", MODEL, "-p", "8", "-n", "0", "-r", "1", "-o", "csv", "--device", "ref")
 lines = list(csv.DictReader(io.StringIO(r.stdout)))
 check(r.returncode == 0 and len(lines) == 1 and lines[0]["n_prompt"] == "8" and float(lines[0]["avg_ts"]) > 0
@@ -49,7 +56,7 @@ check(r.returncode == 0 and len(lines) == 1 and lines[0]["n_prompt"] == "8" and 
 r = bench("-m", MODEL, "-p", "0", "-n", "3", "-r", "1")
 check(r.returncode == 0 and "| tg3 |" in r.stdout and "± " in r.stdout, "md: a tg3 row with mean ± sd")
 
-for args, needle in [(["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
+for args, needle in [(["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-d", "-1"], "-d expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
                      (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "-m MODEL is required"),
                      (["-m", MODEL, "--frobnicate"], "unknown option '--frobnicate'"),
                      (["-m", MODEL, "-r"], "-r needs a value"),

@@ -14,6 +14,9 @@ extern const model_arch_desc arch_qwen2;
 extern const model_arch_desc arch_qwen3;
 extern const model_arch_desc arch_gemma3;
 extern const model_arch_desc arch_phi3;
+extern const model_arch_desc arch_smollm3;
+extern const model_arch_desc arch_granite;
+extern const model_arch_desc arch_mistral3;
 
 /* The llama graph (arch/llama.c): pre-norm blocks of attention and a SiLU-gated
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */

@@ -1,7 +1,10 @@
 /*
- * tessera-synth — write a synthetic llama or qwen2 GGUF of any shape and
- * weight type: random weights from a seed, the vocabulary copied from another
- * GGUF file (padded or trimmed to the requested size).
+ * tessera-synth — write a synthetic GGUF of any supported architecture,
+ * shape and weight type: random weights from a seed, the vocabulary copied
+ * from another GGUF file (padded or trimmed to the requested size), and the
+ * metadata keys and tensor names llama.cpp's converter writes for that
+ * architecture (with the values of a published model where the architecture
+ * has its own keys; --set and --unset change any key, to test bad files).
  *
  * Tensors are generated and quantized one at a time and streamed to the file,
  * so a 1.1B-parameter model needs memory for one tensor, not the model.
@@ -19,27 +22,56 @@
 #include "tensor/dtype.h"
 #include "util/error.h"
 
+enum { MAX_EDITS = 32 };
+
+/* What an architecture's file holds beyond the llama layout. */
+typedef struct synth_arch {
+    const char *name;
+    unsigned char qkv_bias;   /* attn_{q,k,v}.bias (qwen2) */
+    unsigned char qk_norm;    /* attn_{q,k}_norm per head (qwen3, gemma3) */
+    unsigned char post_norms; /* post_attention_norm, post_ffw_norm (gemma3) */
+    unsigned char fused;      /* attn_qkv and gate|up in ffn_up (phi3) */
+    unsigned char head_keys;  /* attention.key_length / value_length always written */
+} synth_arch;
+
+static const synth_arch synth_archs[] = {
+    {"llama", 0, 0, 0, 0, 0},   {"qwen2", 1, 0, 0, 0, 0},   {"qwen3", 0, 1, 0, 0, 1},
+    {"gemma3", 0, 1, 1, 0, 1},  {"phi3", 0, 0, 0, 1, 0},    {"smollm3", 0, 0, 0, 0, 0},
+    {"granite", 0, 0, 0, 0, 0}, {"mistral3", 0, 0, 0, 0, 1},
+};
+enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
+
 typedef struct synth_opts {
     const char *out;
     const char *vocab_from;
     const char *arch;
+    const synth_arch *sa;
     const char *type;
-    int64_t dim, layers, heads, kv_heads, ffn, vocab, ctx;
+    int64_t dim, layers, heads, kv_heads, ffn, vocab, ctx, head_dim, rope_dims;
     uint64_t seed;
     float rope_base;
     int tied;
     int quiet;
+    const char *set[MAX_EDITS];   /* "KEY=VALUE" */
+    const char *unset[MAX_EDITS]; /* "KEY" */
+    int n_set, n_unset;
 } synth_opts;
 
 static void usage(FILE *out) {
     fprintf(out,
             "usage: tessera-synth -o OUT.gguf --vocab-from FILE [options]\n"
             "\n"
-            "Writes a llama/qwen2 GGUF with random (seeded) weights.\n"
+            "Writes a GGUF with random (seeded) weights and the keys and tensors of\n"
+            "the architecture.\n"
             "\n"
             "  -o, --out FILE        output path (written to FILE.tmp, then renamed)\n"
             "  --vocab-from FILE     GGUF whose tokenizer.* keys are copied\n"
-            "  --arch NAME           llama (default) or qwen2\n"
+            "  --arch NAME           llama (default), qwen2, qwen3 (q/k norms), gemma3 (q/k\n"
+            "                        norms, post norms, sliding window 512), phi3 (fused\n"
+            "                        qkv and gate|up), smollm3, granite (multipliers of\n"
+            "                        Granite 3: embedding 12, residual 0.22, attention\n"
+            "                        1/head size, logits 1/8), mistral3 (YaRN factor 16 from\n"
+            "                        context/16, log multiplier 1, temperature scale 0.1)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -49,11 +81,18 @@ static void usage(FILE *out) {
             "  --heads N             attention heads (default 8)\n"
             "  --kv-heads N          KV heads (default = heads)\n"
             "  --ffn N               feed-forward size (default 768)\n"
+            "  --head-dim N          head size (default dim/heads; written as key_length)\n"
+            "  --rope-dims N         rotated dims per head (default: the head size)\n"
             "  --vocab N             vocabulary size (default: the source's)\n"
             "  --ctx N               context length (default 4096)\n"
             "  --rope-base F         RoPE frequency base (default 10000)\n"
             "  --tied                no output.weight (tied to token_embd)\n"
             "  --seed N              random seed (default 42)\n"
+            "  --set KEY=VALUE       set a metadata key (full name): true/false is a bool,\n"
+            "                        an integer a u32 (i32 if negative), a number with '.',\n"
+            "                        'e', or nan/inf an f32 (8.0, not 8), else a string;\n"
+            "                        repeatable\n"
+            "  --unset KEY           leave a metadata key out; repeatable\n"
             "  -q, --quiet           no progress on stderr\n"
             "  -h, --help            this text\n"
             "\n"
@@ -97,6 +136,17 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         } else if (!strcmp(a, "--type")) {
             NEED_VALUE();
             o->type = v;
+        } else if (!strcmp(a, "--set") || !strcmp(a, "--unset")) {
+            NEED_VALUE();
+            int set = !strcmp(a, "--set");
+            if ((set ? o->n_set : o->n_unset) == MAX_EDITS)
+                return fprintf(stderr, "tessera-synth: more than %d %s options\n", MAX_EDITS, a), -1;
+            if (set && (!strchr(v, '=') || v[0] == '='))
+                return fprintf(stderr, "tessera-synth: --set expects KEY=VALUE, got '%s'\n", v), -1;
+            if (set)
+                o->set[o->n_set++] = v;
+            else
+                o->unset[o->n_unset++] = v;
         } else if (!strcmp(a, "--tied")) {
             o->tied = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -122,6 +172,8 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                            : !strcmp(a, "--ffn")      ? &o->ffn
                            : !strcmp(a, "--vocab")    ? &o->vocab
                            : !strcmp(a, "--ctx")      ? &o->ctx
+                           : !strcmp(a, "--head-dim") ? &o->head_dim
+                           : !strcmp(a, "--rope-dims") ? &o->rope_dims
                                                       : NULL;
             if (!dst) return fprintf(stderr, "tessera-synth: unknown option '%s' (see --help)\n", a), -1;
             NEED_VALUE();
@@ -132,17 +184,28 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
     }
     if (!o->out) return fprintf(stderr, "tessera-synth: -o OUT.gguf is required\n"), -1;
     if (!o->vocab_from) return fprintf(stderr, "tessera-synth: --vocab-from FILE is required\n"), -1;
-    if (strcmp(o->arch, "llama") && strcmp(o->arch, "qwen2"))
-        return fprintf(stderr, "tessera-synth: --arch '%s' is not supported (llama, qwen2)\n", o->arch), -1;
+    for (int i = 0; i < N_SYNTH_ARCHS; i++)
+        if (!strcmp(o->arch, synth_archs[i].name)) o->sa = &synth_archs[i];
+    if (!o->sa) {
+        char list[128] = "";
+        for (int i = 0; i < N_SYNTH_ARCHS; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", synth_archs[i].name);
+        return fprintf(stderr, "tessera-synth: --arch '%s' is not supported (%s)\n", o->arch, list), -1;
+    }
     if (!o->kv_heads) o->kv_heads = o->heads;
-    if (o->dim % o->heads)
+    if (!o->head_dim && o->dim % o->heads)
         return fprintf(stderr, "tessera-synth: --dim %" PRId64 " is not a multiple of --heads %" PRId64 "\n",
                        o->dim, o->heads), -1;
+    if (!o->head_dim) o->head_dim = o->dim / o->heads;
+    if (!o->rope_dims) o->rope_dims = o->head_dim;
     if (o->heads % o->kv_heads)
         return fprintf(stderr, "tessera-synth: --heads %" PRId64 " is not a multiple of --kv-heads %" PRId64 "\n",
                        o->heads, o->kv_heads), -1;
-    if ((o->dim / o->heads) % 2)
-        return fprintf(stderr, "tessera-synth: head size %" PRId64 " must be even\n", o->dim / o->heads), -1;
+    if (o->head_dim % 2)
+        return fprintf(stderr, "tessera-synth: head size %" PRId64 " must be even\n", o->head_dim), -1;
+    if (o->rope_dims % 2 || o->rope_dims > o->head_dim)
+        return fprintf(stderr, "tessera-synth: --rope-dims %" PRId64 " must be even and at most the head size %" PRId64
+                               "\n", o->rope_dims, o->head_dim), -1;
     return 0;
 }
 
@@ -172,8 +235,13 @@ typedef struct synth_tensor {
     int32_t dtype;
     int n_dims;
     int64_t ne[2];
-    float std;  /* 0: all ones (norm weights) */
+    float center; /* values are center + uniform noise of standard deviation std */
+    float std;
 } synth_tensor;
+
+/* Norm weights: 1 +- noise, so a norm whose weight is ignored shows. */
+enum { NORM = -1 };
+static const float norm_std = 0.1f;
 
 /* llama.cpp's Q4_K_M rule for which layers get more bits: the first and last
  * eighth of the layers, and every third one in between. */
@@ -189,6 +257,7 @@ static int32_t pick_type(const synth_opts *o, int32_t base, int mix, const char 
     return base;
 }
 
+/* std NORM: a norm weight (1 +- noise). */
 static int add_tensor(synth_tensor *ts, int *n, const char *name, int32_t dtype, int n_dims,
                       int64_t ne0, int64_t ne1, float std) {
     synth_tensor *t = &ts[(*n)++];
@@ -197,7 +266,8 @@ static int add_tensor(synth_tensor *ts, int *n, const char *name, int32_t dtype,
     t->n_dims = n_dims;
     t->ne[0] = ne0;
     t->ne[1] = ne1;
-    t->std = std;
+    t->center = std == NORM ? 1.0f : 0.0f;
+    t->std = std == NORM ? norm_std : std;
     if (n_dims == 2 && dtype_row_bytes(t->dtype, ne0) == 0) {
         fprintf(stderr, "tessera-synth: tensor '%s': row of %" PRId64 " elements cannot be stored as %s "
                         "(block size %" PRId64 ")\n",
@@ -208,8 +278,9 @@ static int add_tensor(synth_tensor *ts, int *n, const char *name, int32_t dtype,
 }
 
 static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor *ts, int *n) {
-    const int64_t E = o->dim, D = o->dim / o->heads, Hkv = o->kv_heads, F = o->ffn, V = o->vocab;
-    const float s_in = 1.0f / sqrtf((float)E), s_ff = 1.0f / sqrtf((float)F);
+    const synth_arch *sa = o->sa;
+    const int64_t E = o->dim, D = o->head_dim, Q = D * o->heads, KV = D * o->kv_heads, F = o->ffn, V = o->vocab;
+    const float s_in = 1.0f / sqrtf((float)E), s_q = 1.0f / sqrtf((float)Q), s_ff = 1.0f / sqrtf((float)F);
     char name[64];
     *n = 0;
     if (add_tensor(ts, n, "token_embd.weight", base, 2, E, V, 1.0f)) return -1;
@@ -219,23 +290,37 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
         snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                          \
         if (add_tensor(ts, n, name, pick_type(o, base, mix, what, il), nd, a, b, std)) return -1; \
     } while (0)
-        T("attn_norm.weight", "norm", 1, E, 1, 0.0f);
-        T("attn_q.weight", "attn_q", 2, E, E, s_in);
-        T("attn_k.weight", "attn_k", 2, E, D * Hkv, s_in);
-        T("attn_v.weight", "attn_v", 2, E, D * Hkv, s_in);
-        if (!strcmp(o->arch, "qwen2")) {
-            T("attn_q.bias", "bias", 1, E, 1, 0.02f);
-            T("attn_k.bias", "bias", 1, D * Hkv, 1, 0.02f);
-            T("attn_v.bias", "bias", 1, D * Hkv, 1, 0.02f);
+        T("attn_norm.weight", "norm", 1, E, 1, NORM);
+        if (sa->fused) {
+            T("attn_qkv.weight", "attn_qkv", 2, E, Q + 2 * KV, s_in);
+        } else {
+            T("attn_q.weight", "attn_q", 2, E, Q, s_in);
+            T("attn_k.weight", "attn_k", 2, E, KV, s_in);
+            T("attn_v.weight", "attn_v", 2, E, KV, s_in);
         }
-        T("attn_output.weight", "attn_output", 2, E, E, s_in);
-        T("ffn_norm.weight", "norm", 1, E, 1, 0.0f);
-        T("ffn_gate.weight", "ffn_gate", 2, E, F, s_in);
-        T("ffn_up.weight", "ffn_up", 2, E, F, s_in);
+        if (sa->qkv_bias) {
+            T("attn_q.bias", "bias", 1, Q, 1, 0.02f);
+            T("attn_k.bias", "bias", 1, KV, 1, 0.02f);
+            T("attn_v.bias", "bias", 1, KV, 1, 0.02f);
+        }
+        if (sa->qk_norm) {
+            T("attn_q_norm.weight", "norm", 1, D, 1, NORM);
+            T("attn_k_norm.weight", "norm", 1, D, 1, NORM);
+        }
+        T("attn_output.weight", "attn_output", 2, Q, E, s_q);
+        if (sa->post_norms) T("post_attention_norm.weight", "norm", 1, E, 1, NORM);
+        T("ffn_norm.weight", "norm", 1, E, 1, NORM);
+        if (sa->fused) {
+            T("ffn_up.weight", "ffn_up", 2, E, 2 * F, s_in); /* gate rows, then up rows */
+        } else {
+            T("ffn_gate.weight", "ffn_gate", 2, E, F, s_in);
+            T("ffn_up.weight", "ffn_up", 2, E, F, s_in);
+        }
         T("ffn_down.weight", "ffn_down", 2, F, E, s_ff);
+        if (sa->post_norms) T("post_ffw_norm.weight", "norm", 1, E, 1, NORM);
 #undef T
     }
-    if (add_tensor(ts, n, "output_norm.weight", base, 1, E, 1, 0.0f)) return -1;
+    if (add_tensor(ts, n, "output_norm.weight", base, 1, E, 1, NORM)) return -1;
     if (!o->tied && add_tensor(ts, n, "output.weight", pick_type(o, base, mix, "output", 0), 2, E, V, s_in))
         return -1;
     return 0;
@@ -316,13 +401,59 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)o->dim) ||
              gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)o->layers) ||
              gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)o->ffn) ||
-             gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)(o->dim / o->heads)) ||
+             gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)o->rope_dims) ||
              gguf_writer_set_f32(w, KEY("rope.freq_base"), o->rope_base) ||
              gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)o->heads) ||
              gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)o->kv_heads) ||
              gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+    if (!rc && (o->sa->head_keys || o->head_dim * o->heads != o->dim))
+        rc = gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)o->head_dim) ||
+             gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)o->head_dim);
+    if (!rc && !strcmp(a, "gemma3")) /* Gemma 3 270M's window */
+        rc = gguf_writer_set_u32(w, KEY("attention.sliding_window"), 512);
+    if (!rc && !strcmp(a, "granite")) /* granite-3.x-2b's multipliers, muP attention 1/D */
+        rc = gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f) ||
+             gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f) ||
+             gguf_writer_set_f32(w, KEY("attention.scale"), 1.0f / (float)o->head_dim) ||
+             gguf_writer_set_f32(w, KEY("logit_scale"), 8.0f);
+    if (!rc && !strcmp(a, "mistral3")) { /* Ministral 3's rope_parameters, stretch 16 */
+        const char *yarn = "yarn";
+        rc = gguf_writer_set_str(w, KEY("rope.scaling.type"), yarn, strlen(yarn)) ||
+             gguf_writer_set_f32(w, KEY("rope.scaling.factor"), 16.0f) ||
+             gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
+                                 (uint32_t)(o->ctx >= 32 ? o->ctx / 16 : 2)) ||
+             gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_fast"), 32.0f) ||
+             gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_slow"), 1.0f) ||
+             gguf_writer_set_f32(w, KEY("rope.scaling.yarn_log_multiplier"), 1.0f) ||
+             gguf_writer_set_f32(w, KEY("attention.temperature_scale"), 0.1f);
+    }
 #undef KEY
     return rc ? -1 : 0;
+}
+
+/* --unset and --set, after the keys above (and the vocabulary's). */
+static int edit_metadata(gguf_writer *w, const synth_opts *o) {
+    for (int i = 0; i < o->n_unset; i++)
+        if (gguf_writer_remove_key(w, o->unset[i]) != 0) return -1;
+    for (int i = 0; i < o->n_set; i++) {
+        char key[128];
+        const char *eq = strchr(o->set[i], '='), *v = eq + 1;
+        snprintf(key, sizeof key, "%.*s", (int)(eq - o->set[i]), o->set[i]);
+        char *end;
+        errno = 0;
+        long long iv = strtoll(v, &end, 10);
+        int rc;
+        if (!strcmp(v, "true") || !strcmp(v, "false"))
+            rc = gguf_writer_set_bool(w, key, v[0] == 't');
+        else if (*v && !*end && !errno && iv >= INT32_MIN && iv <= UINT32_MAX)
+            rc = iv < 0 ? gguf_writer_set_i32(w, key, (int32_t)iv) : gguf_writer_set_u32(w, key, (uint32_t)iv);
+        else if (*v && (strtof(v, &end), !*end))
+            rc = gguf_writer_set_f32(w, key, strtof(v, NULL));
+        else
+            rc = gguf_writer_set_str(w, key, v, strlen(v));
+        if (rc) return -1;
+    }
+    return 0;
 }
 
 /* llama.cpp's LLAMA_FTYPE numbers for general.file_type. */
@@ -361,10 +492,8 @@ static void *make_tensor(const synth_tensor *t, uint64_t seed, int idx, uint64_t
     }
     uint64_t state = seed ^ (0x5851f42d4c957f2dull * (uint64_t)(idx + 1));
     for (int64_t r = 0; r < rows; r++) {
-        if (t->std == 0.0f)
-            for (int64_t i = 0; i < t->ne[0]; i++) row[i] = 1.0f;
-        else
-            fill_uniform(row, t->ne[0], t->std, &state);
+        fill_uniform(row, t->ne[0], t->std, &state);
+        for (int64_t i = 0; i < t->ne[0]; i++) row[i] += t->center;
         if (t->dtype == TSR_DTYPE_F32)
             memcpy(out + (size_t)r * row_bytes, row, row_bytes);
         else
@@ -399,7 +528,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-synth: out of memory\n");
         goto done;
     }
-    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || copy_vocab(w, src, &o.vocab) != 0) {
+    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || copy_vocab(w, src, &o.vocab) != 0 ||
+        edit_metadata(w, &o) != 0) {
         fprintf(stderr, "tessera-synth: %s\n", error_get());
         goto done;
     }

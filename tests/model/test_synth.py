@@ -1,7 +1,8 @@
-"""tessera-synth: writes llama and qwen2 models of a requested shape and
-type that load and run; the same seed gives the same bytes; an F32 and a
-Q8_0 file from one seed hold the same weights up to quantization, so their
-greedy texts start alike; bad shapes are clear errors."""
+"""tessera-synth: writes models of every supported architecture, of a
+requested shape and type, that load and run, with the keys and tensors of
+that architecture; the same seed gives the same bytes; an F32 and a Q8_0
+file from one seed hold the same weights up to quantization, so their greedy
+texts start alike; --set/--unset edit keys; bad requests are clear errors."""
 import os
 import struct
 import subprocess
@@ -41,8 +42,8 @@ def run(*args):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
-def tensor_types(path):
-    """name -> (ggml type, shape) from a GGUF v3 header."""
+def read_header(path):
+    """(name -> (ggml type, shape), key -> value) from a GGUF v3 header."""
     with open(path, "rb") as f:
         b = f.read(1 << 20)
     o = 8
@@ -55,25 +56,27 @@ def tensor_types(path):
         o += 8 + n
         return b[o - n:o].decode()
 
-    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    fixed = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
+             12: "<d"}
 
     def val(t):
         nonlocal o
         if t == 8:
-            s()
-        elif t == 9:
+            return s()
+        if t == 9:
             et, n = struct.unpack_from("<IQ", b, o)
             o += 12
-            for _ in range(n):
-                val(et)
-        else:
-            o += sizes[t]
+            return [val(et) for _ in range(n)]
+        (v,) = struct.unpack_from(fixed[t], b, o)
+        o += struct.calcsize(fixed[t])
+        return v
 
+    kvs = {}
     for _ in range(n_kv):
-        s()
+        k = s()
         (t,) = struct.unpack_from("<I", b, o)
         o += 4
-        val(t)
+        kvs[k] = val(t)
     out = {}
     for _ in range(n_t):
         name = s()
@@ -84,7 +87,11 @@ def tensor_types(path):
         t, _off = struct.unpack_from("<IQ", b, o)
         o += 12
         out[name] = (t, list(ne))
-    return out
+    return out, kvs
+
+
+def tensor_types(path):
+    return read_header(path)[0]
 
 
 tmp = tempfile.mkdtemp(prefix="tessera-synth-")
@@ -123,12 +130,67 @@ check(tt["blk.1.attn_v.weight"][0] == 14 and tt["blk.0.attn_q.weight"][0] == 12,
 rc, out, err = run("run", "-m", qw, "-p", "Once upon a time", "-n", "8", "--temp", "0")
 check(rc == 0, f"run qwen2: {rc} {err[-300:]}")
 
+# The other architectures: their own keys and tensors, and they run.
+# (arch, extra args, tensors that must be there, tensors that must not, keys)
+small = ["--dim", "128", "--layers", "4", "--heads", "4", "--kv-heads", "2", "--ffn", "192", "--vocab", "600"]
+archs = [
+    ("qwen3", ["--head-dim", "48"], {"blk.0.attn_q_norm.weight": [48], "blk.0.attn_q.weight": [128, 192],
+                                     "blk.0.attn_output.weight": [192, 128]},
+     ["blk.0.attn_q.bias"], {"qwen3.attention.key_length": 48}),
+    ("gemma3", ["--tied"], {"blk.3.post_attention_norm.weight": [128], "blk.3.post_ffw_norm.weight": [128],
+                            "blk.3.attn_k_norm.weight": [32]},
+     ["output.weight"], {"gemma3.attention.sliding_window": 512, "gemma3.attention.key_length": 32}),
+    ("phi3", ["--rope-dims", "24"], {"blk.0.attn_qkv.weight": [128, 256], "blk.0.ffn_up.weight": [128, 384]},
+     ["blk.0.attn_q.weight", "blk.0.ffn_gate.weight"], {"phi3.rope.dimension_count": 24}),
+    ("smollm3", [], {"blk.3.attn_q.weight": [128, 128], "blk.3.ffn_gate.weight": [128, 192]}, [],
+     {"smollm3.block_count": 4}),
+    ("granite", [], {"blk.0.attn_v.weight": [128, 64]}, [],
+     {"granite.embedding_scale": 12.0, "granite.logit_scale": 8.0, "granite.attention.scale": 1 / 32}),
+    ("mistral3", ["--head-dim", "48", "--ctx", "256"], {"blk.0.attn_q.weight": [128, 192]}, [],
+     {"mistral3.rope.scaling.type": "yarn", "mistral3.rope.scaling.factor": 16.0,
+      "mistral3.rope.scaling.original_context_length": 16, "mistral3.rope.scaling.yarn_log_multiplier": 1.0,
+      "mistral3.attention.temperature_scale": 0.1, "mistral3.attention.key_length": 48}),
+]
+for arch, extra, have, lack, keys in archs:
+    path = os.path.join(tmp, arch + ".gguf")
+    rc, err = synth(path, *small, "--arch", arch, "--type", "Q8_0", *extra)
+    if not check(rc == 0, f"synth {arch}: {err}"):
+        continue
+    tt, kv = read_header(path)
+    check(kv.get("general.architecture") == arch, f"{arch}: general.architecture {kv.get('general.architecture')}")
+    for name, want in have.items():
+        check(name in tt and tt[name][1] == want, f"{arch}: {name} {tt.get(name)}, want shape {want}")
+    for name in lack:
+        check(name not in tt, f"{arch}: {name} should not be written")
+    check(all(t == 0 for n, (t, ne) in tt.items() if len(ne) == 1), f"{arch}: 1-D tensors stay F32")
+    check(tt["blk.0.ffn_down.weight"][0] == 8, f"{arch}: 2-D tensors in Q8_0")
+    for k, v in keys.items():
+        got = kv.get(k)
+        ok = abs(got - v) < 1e-6 if isinstance(v, float) and isinstance(got, float) else got == v
+        check(ok, f"{arch}: {k} = {got!r}, want {v!r}")
+    rc, out, err = run("run", "-m", path, "-p", "Once upon a time", "-n", "8", "--temp", "0")
+    check(rc == 0 and "tokens/s" in err, f"run {arch}: {rc} {err[-300:]}")
+
+# --set and --unset.
+ed = os.path.join(tmp, "edited.gguf")
+rc, err = synth(ed, *shape, "--set", "llama.rope.freq_base=500.0", "--set", "llama.context_length=77",
+                "--set", "general.name=edited", "--set", "x.flag=true", "--set", "x.neg=-3",
+                "--unset", "llama.attention.head_count_kv")
+tt, kv = read_header(ed)
+check(rc == 0 and kv.get("llama.rope.freq_base") == 500.0 and kv.get("llama.context_length") == 77 and
+      kv.get("general.name") == "edited" and kv.get("x.flag") is True and kv.get("x.neg") == -3 and
+      "llama.attention.head_count_kv" not in kv, f"--set/--unset: {rc} {err} {kv}")
+
 # Bad requests.
 bad = os.path.join(tmp, "bad.gguf")
 for args, word in [(["--dim", "100", "--heads", "8"], "--heads"),
                    (["--type", "Q4_K", "--dim", "128", "--heads", "4"], "Q4_K"),
                    (["--type", "IQ2_XXS"], "IQ2_XXS"),
                    (["--arch", "gpt2"], "gpt2"),
+                   (["--head-dim", "33"], "head size 33"),
+                   (["--rope-dims", "80"], "--rope-dims"),
+                   (["--set", "novalue"], "KEY=VALUE"),
+                   (["--unset", "llama.no_such_key"], "llama.no_such_key"),
                    (["--layers", "zero"], "--layers")]:
     rc, err = synth(bad, *args)
     check(rc != 0 and word in err and not os.path.exists(bad), f"{args}: rc {rc}, {err!r}")

@@ -1,0 +1,109 @@
+"""The keys of granite, mistral3 and smollm3 files: each missing, malformed
+or out-of-range key is one clear error naming the key (a non-zero exit, not
+a crash), and the keys change the numbers they should (a model differs when
+one of its multipliers, its temperature or its rope switch changes)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+SHARED = os.environ.get("TESSERA_SHARED", "")
+BIN = os.environ.get("TESSERA_BIN", "")
+SYNTH = sys.argv[1] if len(sys.argv) > 1 else ""
+WRAP = os.environ.get("TESSERA_EXE_WRAPPER", "").split()
+VOCAB = os.path.join(SHARED, "models", "stories260K.gguf")
+for p in (BIN, SYNTH, VOCAB):
+    if not p or not os.path.exists(p):
+        print(f"skip: {p!r} is missing")
+        sys.exit(77)
+
+failures = 0
+
+
+def check(cond, msg):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", msg)
+    return cond
+
+
+tmp = tempfile.mkdtemp(prefix="tessera-arch-keys-")
+SHAPE = ["--dim", "64", "--layers", "4", "--heads", "4", "--kv-heads", "2", "--ffn", "128", "--ctx", "128"]
+
+
+def synth(arch, *edits):
+    path = os.path.join(tmp, f"{arch}-{abs(hash(edits))}.gguf")
+    p = subprocess.run(WRAP + [SYNTH, "-q", "-o", path, "--vocab-from", VOCAB, "--arch", arch] + SHAPE +
+                       list(edits), capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"synth {arch} {edits}: {p.stderr}")
+    return path
+
+
+def run(path, n=6):
+    """Greedy text of a fixed long prompt (positions past the small original
+    context of the mistral3 files, so the temperature matters)."""
+    p = subprocess.run([BIN, "run", "-m", path, "-p", "Once upon a time there was a little girl named Lily who",
+                        "-n", str(n), "--temp", "0", "--no-echo", "--device", "ref"],
+                       capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+# (arch, edits, words the error must contain)
+bad = [
+    ("granite", ["--unset", "granite.logit_scale"], ["granite.logit_scale", "not found"]),
+    ("granite", ["--unset", "granite.embedding_scale"], ["granite.embedding_scale", "not found"]),
+    ("granite", ["--unset", "granite.residual_scale"], ["granite.residual_scale", "not found"]),
+    ("granite", ["--unset", "granite.attention.scale"], ["granite.attention.scale", "not found"]),
+    ("granite", ["--set", "granite.logit_scale=0.0"], ["granite.logit_scale", "positive"]),
+    ("granite", ["--set", "granite.residual_scale=-0.5"], ["granite.residual_scale", "positive"]),
+    ("granite", ["--set", "granite.attention.scale=nan"], ["granite.attention.scale", "finite"]),
+    ("granite", ["--set", "granite.embedding_scale=12"], ["granite.embedding_scale"]),  # u32, not f32
+    ("granite", ["--set", "granite.rope.scaling.finetuned=yes"], ["granite.rope.scaling.finetuned"]),
+    ("mistral3", ["--set", "mistral3.attention.temperature_scale=-0.1"],
+     ["mistral3.attention.temperature_scale", "negative"]),
+    ("mistral3", ["--set", "mistral3.attention.temperature_scale=inf"],
+     ["mistral3.attention.temperature_scale", "finite"]),
+    ("mistral3", ["--set", "mistral3.rope.scaling.yarn_log_multiplier=-1.0"],
+     ["mistral3.rope.scaling.yarn_log_multiplier", "negative"]),
+    ("mistral3", ["--set", "mistral3.rope.scaling.original_context_length=0"],
+     ["mistral3.rope.scaling.original_context_length"]),
+    ("mistral3", ["--set", "mistral3.rope.scaling.type=ntk"], ["mistral3.rope.scaling.type", "ntk"]),
+    ("mistral3", ["--set", "mistral3.rope.scaling.factor=-2.0"], ["factor", "negative"]),
+    ("smollm3", ["--unset", "smollm3.block_count"], ["smollm3.block_count"]),
+    ("smollm3", ["--set", "smollm3.attention.head_count=3"], ["head_count"]),
+]
+for arch, edits, words in bad:
+    rc, out, err = run(synth(arch, *edits))
+    check(rc > 0 and all(w in err for w in words) and "Traceback" not in err and len(err.strip().splitlines()) <= 3,
+          f"{arch} {edits}: rc {rc}, want an error naming {words}, got {err.strip()[-400:]!r}")
+
+# The keys act: the same weights with one key changed give another text.
+# (The logit scale cannot change a greedy text: the goldens check it.)
+# Granite's muP attention scale 1/D makes attention nearly uniform on random
+# weights, and its embedding multiplier 12 drowns the attention output, so
+# the rope switch is tested with both at 1.
+sharp = ["--set", "granite.attention.scale=1.0", "--set", "granite.embedding_scale=1.0"]
+pairs = [
+    ("granite", [], ["--set", "granite.residual_scale=0.5"]),
+    ("granite", [], ["--set", "granite.embedding_scale=1.0"]),
+    ("granite", [], ["--set", "granite.attention.scale=1.0"]),
+    ("granite", sharp, sharp + ["--set", "granite.rope.scaling.finetuned=false"]),
+    ("mistral3", ["--set", "mistral3.rope.scaling.original_context_length=4"],
+     ["--set", "mistral3.rope.scaling.original_context_length=4", "--set", "mistral3.attention.temperature_scale=2.0"]),
+    ("smollm3", [], ["--arch", "llama"]),  # llama ropes layer 3, smollm3 does not
+]
+for arch, a, b in pairs:
+    if b[:2] == ["--arch", "llama"]:
+        pb = synth("llama", *a)
+    else:
+        pb = synth(arch, *b)
+    ra, ta, ea = run(synth(arch, *a), 12)
+    rb, tb, eb = run(pb, 12)
+    check(ra == 0 and rb == 0, f"{arch}: runs failed: {ea[-300:]} {eb[-300:]}")
+    check(ta != tb, f"{arch}: {b} changed nothing ({ta!r})")
+
+if failures:
+    print(f"{failures} failure(s)")
+    sys.exit(1)
+print("all checks passed")

@@ -14,11 +14,13 @@
  * Mode "real" (the real models): the top-8 logits within TOL, and greedy as
  * in "quant" with the near-tie threshold capped at 0.1 (--tie-cap).
  *
- * usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model PATH]
+ * usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model PATH] [--golden PATH]
  *                    [--device NAME] [-ngl N]
  *   --model     the GGUF file (default ../shared/models/MODEL_NAME.gguf);
  *               a relative path is looked up in the model cache
  *               ($TESSERA_MODEL_CACHE, else ~/.cache/tessera/models)
+ *   --golden    the golden file (default ../shared/golden/MODEL_NAME.jsonl),
+ *               for goldens kept with the repository (tests/data)
  *   --device    run on that device only (default: every CPU device)
  *   -ngl        layers offloaded to the first non-CPU device of --device
  *   --tie-cap   the cap of the near-tie threshold in mode real (default 0.1)
@@ -157,17 +159,19 @@ static void model_path(char *out, size_t size, const char *arg) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model PATH] [--device NAME] "
-                        "[-ngl N]\n");
+        fprintf(stderr, "usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model PATH] [--golden PATH] "
+                        "[--device NAME] [-ngl N]\n");
         return 2;
     }
     const char *name = argv[1], *mode = argv[2];
     double tol = 1e-3;
-    const char *model_arg = NULL, *device = NULL, *kernels = NULL;
+    const char *model_arg = NULL, *golden_arg = NULL, *device = NULL, *kernels = NULL;
     int32_t ngl = 0;
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
             model_arg = argv[++i];
+        else if (!strcmp(argv[i], "--golden") && i + 1 < argc)
+            golden_arg = argv[++i];
         else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
         else if (!strcmp(argv[i], "--tie-cap") && i + 1 < argc)
@@ -187,7 +191,10 @@ int main(int argc, char **argv) {
         model_path(path, sizeof path, model_arg);
     else
         snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
-    snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
+    if (golden_arg)
+        snprintf(gpath, sizeof gpath, "%s", golden_arg);
+    else
+        snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
     FILE *probe = fopen(path, "rb");
     if (!probe) {
         fprintf(stderr, "FAIL %s: model %s is missing (run scripts/fetch-models.sh)\n", name, path);

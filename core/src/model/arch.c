@@ -121,5 +121,6 @@ void model_fill_masks(const kv_cache *kv, int32_t n_kv, int32_t n_tokens, const 
 void model_fill_attn_temp(const model_hparams *hp, int32_t n_tokens, const int32_t *pos, float *out) {
     const double floor_scale = hp->attn_temp_floor > 0 ? hp->attn_temp_floor : 8192;
     for (int32_t t = 0; t < n_tokens; t++)
-        out[t] = (float)(1.0 + hp->attn_temp_scale * log(floor(((double)pos[t] + 1.0) / floor_scale) + 1.0));
+        out[t] = (float)(1.0 + hp->attn_temp_scale *
+                                   log(floor(((double)pos[t] + hp->attn_temp_offset) / floor_scale) + 1.0));
 }

@@ -68,8 +68,9 @@ typedef struct model_hparams {
     float residual_scale;     /* granite: branch outputs times this before the residual add */
     float logit_scale;        /* logits times this (granite divides: 1/logit_scale) */
     float logit_softcap;      /* logits = cap * tanh(logits / cap) (0: none) */
-    float attn_temp_scale;    /* mistral3/llama4: q times 1 + scale*log(floor((p+1)/floor_scale)+1) */
+    float attn_temp_scale;    /* mistral3/llama4: q times 1 + scale*log(floor((p+offset)/floor)+1) */
     int32_t attn_temp_floor;
+    int32_t attn_temp_offset; /* mistral3: 0 (Hugging Face's Ministral 3), llama4: 1 */
 } model_hparams;
 
 /* Reads "<arch>.<suffix>" keys of one file, naming file and key in errors. */
@@ -247,7 +248,7 @@ void model_fill_masks(const kv_cache *kv, int32_t n_kv, int32_t n_tokens, const 
                       const int32_t *seq, int32_t n_swa, float *mask, float *mask_swa);
 
 /* The query temperature of llama 4 / mistral 3 at each position:
- * 1 + attn_temp_scale * log(floor((pos + 1) / floor_scale) + 1). */
+ * 1 + attn_temp_scale * log(floor((pos + attn_temp_offset) / attn_temp_floor) + 1). */
 void model_fill_attn_temp(const model_hparams *hp, int32_t n_tokens, const int32_t *pos, float *out);
 
 #endif

@@ -16,6 +16,7 @@
  * (1 + 0.1 m ln s), as llama.cpp does (Ministral 3 has m = 1: magnitude 1).
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "model/arch/arch.h"
 #include "util/error.h"
@@ -36,10 +37,27 @@ static int mistral3_hparams(model_hparams *hp, const model_hp_reader *r) {
     if (hp->rope_scaling == MODEL_ROPE_SCALING_YARN && log_mul != 0.0f && stretch > 1.0f)
         hp->yarn_attn_factor /= 1.0f + 0.1f * log_mul * logf(stretch);
     hp->attn_temp_floor = hp->n_ctx_orig;
+    hp->attn_temp_offset = 0;
+    return 0;
+}
+
+/* llama.cpp also accepts per-matrix scales (blk.N.attn_q.scale, ...: weights
+ * kept as stored in an FP8 checkpoint); a file with them would be computed
+ * wrongly here, so it is refused. */
+static int mistral3_no_scales(const model *m) {
+    static const char *const mats[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    char name[64];
+    for (int32_t il = 0; il < m->hp.n_layer; il++)
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+            snprintf(name, sizeof name, "blk.%d.%s.scale", il, mats[i]);
+            if (gguf_find_tensor(m->file, name))
+                return error_set("%s: tensor '%s': per-matrix scales are not supported", gguf_path(m->file), name);
+        }
     return 0;
 }
 
 static void mistral3_tensors(model_loader *ld, model *m) {
+    if (!ld->failed && mistral3_no_scales(m) != 0) ld->failed = 1;
     arch_rope_freqs_tensor(ld, m);
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
         arch_attn_tensors(ld, m, il);

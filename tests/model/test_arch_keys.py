@@ -3,6 +3,7 @@ or out-of-range key is one clear error naming the key (a non-zero exit, not
 a crash), and the keys change the numbers they should (a model differs when
 one of its multipliers, its temperature or its rope switch changes)."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,22 @@ for arch, edits, words in bad:
     check(rc > 0 and all(w in err for w in words) and "Traceback" not in err and len(err.strip().splitlines()) <= 3,
           f"{arch} {edits}: rc {rc}, want an error naming {words}, got {err.strip()[-400:]!r}")
 
+# A mistral3 file with per-matrix scales (FP8-style) is refused by name:
+# "blk.0.attn_q.weight" renamed in place to "blk.10.attn_q.scale" (same
+# length) in a 12-layer file.
+path = os.path.join(tmp, "scales.gguf")
+p = subprocess.run(WRAP + [SYNTH, "-q", "-o", path, "--vocab-from", VOCAB, "--arch", "mistral3", "--dim", "32",
+                           "--layers", "12", "--heads", "2", "--ffn", "32"], capture_output=True, text=True, timeout=120)
+check(p.returncode == 0, f"synth scales: {p.stderr}")
+with open(path, "r+b") as f:
+    b = f.read(1 << 20)
+    at = b.find(b"blk.0.attn_q.weight")
+    check(at > 0, "attn_q.weight not found in the header")
+    f.seek(at)
+    f.write(b"blk.10.attn_q.scale")
+rc, out, err = run(path)
+check(rc > 0 and "blk.10.attn_q.scale" in err and "not supported" in err, f"scales: rc {rc}, {err.strip()[-300:]!r}")
+
 # The keys act: the same weights with one key changed give another text.
 # (The logit scale cannot change a greedy text: the goldens check it.)
 # Granite's muP attention scale 1/D makes attention nearly uniform on random
@@ -103,6 +120,7 @@ for arch, a, b in pairs:
     check(ra == 0 and rb == 0, f"{arch}: runs failed: {ea[-300:]} {eb[-300:]}")
     check(ta != tb, f"{arch}: {b} changed nothing ({ta!r})")
 
+shutil.rmtree(tmp, ignore_errors=True)
 if failures:
     print(f"{failures} failure(s)")
     sys.exit(1)

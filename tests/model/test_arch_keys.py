@@ -5,29 +5,9 @@ one of its multipliers, its temperature or its rope switch changes)."""
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
-SHARED = os.environ.get("TESSERA_SHARED", "")
-BIN = os.environ.get("TESSERA_BIN", "")
-SYNTH = sys.argv[1] if len(sys.argv) > 1 else ""
-WRAP = os.environ.get("TESSERA_EXE_WRAPPER", "").split()
-VOCAB = os.path.join(SHARED, "models", "stories260K.gguf")
-for p in (BIN, SYNTH, VOCAB):
-    if not p or not os.path.exists(p):
-        print(f"skip: {p!r} is missing")
-        sys.exit(77)
-
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg)
-    return cond
-
+from synth_env import BIN, SYNTH, VOCAB, WRAP, check, finish
 
 tmp = tempfile.mkdtemp(prefix="tessera-arch-keys-")
 SHAPE = ["--dim", "64", "--layers", "4", "--heads", "4", "--kv-heads", "2", "--ffn", "128", "--ctx", "128"]
@@ -121,7 +101,4 @@ for arch, a, b in pairs:
     check(ta != tb, f"{arch}: {b} changed nothing ({ta!r})")
 
 shutil.rmtree(tmp, ignore_errors=True)
-if failures:
-    print(f"{failures} failure(s)")
-    sys.exit(1)
-print("all checks passed")
+finish()

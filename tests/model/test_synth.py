@@ -6,29 +6,9 @@ texts start alike; --set/--unset edit keys; bad requests are clear errors."""
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 
-SHARED = os.environ.get("TESSERA_SHARED", "")
-BIN = os.environ.get("TESSERA_BIN", "")
-SYNTH = sys.argv[1] if len(sys.argv) > 1 else ""
-# cross builds: run the target's tessera-synth through the emulator
-WRAP = os.environ.get("TESSERA_EXE_WRAPPER", "").split()
-VOCAB = os.path.join(SHARED, "models", "stories260K.gguf")
-for p in (BIN, SYNTH, VOCAB):
-    if not p or not os.path.exists(p):
-        print(f"skip: {p!r} is missing")
-        sys.exit(77)
-
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg)
-    return cond
+from synth_env import BIN, SYNTH, VOCAB, WRAP, check, finish
 
 
 def synth(out, *args):
@@ -196,7 +176,4 @@ for args, word in [(["--dim", "100", "--heads", "8"], "--heads"),
     check(rc != 0 and word in err and not os.path.exists(bad), f"{args}: rc {rc}, {err!r}")
     check(not os.path.exists(bad + ".tmp"), f"{args}: temp file left behind")
 
-if failures:
-    print(f"{failures} failure(s)")
-    sys.exit(1)
-print("all checks passed")
+finish()

@@ -392,7 +392,9 @@ done:
 static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type) {
     char key[128], name[128];
     const char *a = o->arch;
-    snprintf(name, sizeof name, "synthetic-%s-%" PRId64 "x%" PRId64, a, o->layers, o->dim);
+    /* (no architecture in the name: llama.cpp reads model names, and "phi3"
+     * in one makes it look for Phi-3's special tokens in the vocabulary) */
+    snprintf(name, sizeof name, "synthetic %" PRId64 "-layer %" PRId64 "-dim model", o->layers, o->dim);
 #define KEY(suffix) (snprintf(key, sizeof key, "%s.%s", a, suffix), key)
     int rc = gguf_writer_set_str(w, "general.architecture", a, strlen(a)) ||
              gguf_writer_set_str(w, "general.name", name, strlen(name)) ||

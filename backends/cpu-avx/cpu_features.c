@@ -38,10 +38,13 @@ void cpu_features_detect(cpu_features *f) {
         f->avx512bw = (b >> 30) & 1;
         f->avx512vl = (b >> 31) & 1;
         f->avx512vnni = (c >> 11) & 1;
-        __cpuid_count(7, 1, a, b, c, d);
-        f->avx512bf16 = (a >> 5) & 1;
+        if (a >= 1) { /* EAX of subleaf 0: the last valid subleaf */
+            __cpuid_count(7, 1, a, b, c, d);
+            f->avxvnni = (a >> 4) & 1;
+            f->avx512bf16 = (a >> 5) & 1;
+        }
     }
-    if (!f->os_ymm) f->avx = f->avx2 = f->fma = f->f16c = 0;
+    if (!f->os_ymm) f->avx = f->avx2 = f->fma = f->f16c = f->avxvnni = 0;
     if (!f->os_zmm) f->avx512f = f->avx512bw = f->avx512vl = f->avx512vnni = f->avx512bf16 = 0;
 
     unsigned brand[12];
@@ -70,6 +73,7 @@ void cpu_features_string(const cpu_features *f, char *out, unsigned size) {
         {offsetof(cpu_features, avx2), "avx2"},
         {offsetof(cpu_features, fma), "fma"},
         {offsetof(cpu_features, f16c), "f16c"},
+        {offsetof(cpu_features, avxvnni), "avxvnni"},
         {offsetof(cpu_features, avx512f), "avx512f"},
         {offsetof(cpu_features, avx512bw), "avx512bw"},
         {offsetof(cpu_features, avx512vl), "avx512vl"},

@@ -14,6 +14,7 @@ typedef enum avx_level {
 
 typedef struct cpu_features {
     int avx, avx2, fma, f16c;
+    int avxvnni; /* AVX-VNNI: 256-bit VEX vpdpbusd (CPUID 7.1 EAX bit 4) */
     int avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16;
     int os_ymm, os_zmm;   /* XCR0 says the OS saves YMM / ZMM state */
     char brand[49];

@@ -1,7 +1,8 @@
 /*
  * gemm_q8_impl.h — the packed-panel GEMM (gemm.h) of every quantized weight
- * type, on AVX-512 VNNI. Included by kernels_avx512vnni.c after
- * kernels_impl.h.
+ * type, at every level: included by each kernels_<level>.c after
+ * kernels_impl.h, its width (zmm or ymm) and product instruction (vpdpbusd,
+ * or vpmaddubsw + vpmaddwd) picked by KERNELS_AVX512 and KERNELS_VNNI.
  *
  * Every quantized type is, per group of S = 32 (or 16) elements of a row,
  *     w_k = scale_g * q_k + minc_g        (q_k a small integer)
@@ -11,10 +12,12 @@
  * dot with a column is
  *     sum_g  scale_g * ad_g * sum_k q_k qa_k  +  minc_g * ad_g * sum_k qa_k.
  *
- * Weight panel: 16 rows, one per 32-bit lane of a zmm register; for each
- * group g (gstride bytes, in order):
+ * Weight panel: 16 rows, one per 32-bit lane of a zmm register (of two ymm
+ * registers, rows 0-7 and 8-15, on the AVX2 levels); for each group g
+ * (gstride bytes, in order):
  *     int8  q[S/4][16][4]   q[i][r][j] = element 4i + j of the group, row r
  *     int32 bias[16]        -128 * (sum of the group's q) for row r
+ *                           (0 for Q8_0 without VNNI, see GQ_SIGNED_Q8)
  *     f32   scale[16]
  *     f32   minc[16]        (types with a min only)
  * Activations, in tiles of GQ_NC = 8 columns; for each group g:
@@ -25,6 +28,7 @@
  * to each of the 16 rows, the sum starts from bias (undoing the +128), and
  * one convert and two FMAs per group and column apply the scales: about 12
  * instructions per 16 x 32 products, against 4 per 64 in the dot kernels.
+ * Without VNNI each vpdpbusd is three instructions (gq_dp).
  *
  * Straightforward version: the plain C dot kernels of quants.c.
  */
@@ -42,6 +46,7 @@ typedef struct gq_type {
     int S;
     int has_min;
     int act_k; /* 1: Q8_K activations (256-blocks), 0: Q8_0 / Q8_1 (32-blocks) */
+    int sgn;   /* activations stay signed (no +128, no bias): GQ_SIGNED_Q8 */
     int block;
     size_t block_bytes;
     void (*decode)(const void *blk, int8_t *q, float *scale, float *minc);
@@ -186,6 +191,69 @@ static void gq_decode_q6_k(const void *blk, int8_t *q, float *sc, float *mn) {
     for (int g = 0; g < 16; g++) sc[g] = d * (float)b->scales[g];
 }
 
+/* ------------------------------------------------------- vector width */
+
+/* A weight vector holds GQ_VR rows (4 bytes each): the zmm levels take the
+ * 16-row panel in one register, the ymm levels in two halves of 8. gq_dp
+ * adds 4-byte u8 x s8 dot products into i32 lanes: one vpdpbusd with VNNI;
+ * without it vpmaddubsw (pairs into saturating i16) then vpmaddwd by 1.
+ * The pairs never saturate: u8 <= 255 times |s8| <= 32 (every type but
+ * Q8_0) is at most 16320 per pair, and Q8_0 (|q| <= 128, GQ_SIGNED_Q8)
+ * multiplies |q| <= 128 by activations |qa| <= 127 instead. */
+#if KERNELS_AVX512
+typedef __m512i gq_vi;
+typedef __m512 gq_vf;
+enum { GQ_VR = 16, GQ_TNC = 8 }; /* rows per vector; columns per tile call */
+#define gq_load(p) _mm512_load_si512((const void *)(p))
+#define gq_bcast(v) _mm512_set1_epi32(v)
+#define gq_zero() _mm512_setzero_si512()
+#define gq_set1_8(x) _mm512_set1_epi8(x)
+#define gq_fzero() _mm512_setzero_ps()
+#define gq_fload(p) _mm512_load_ps((const void *)(p))
+#define gq_fset1(x) _mm512_set1_ps(x)
+#define gq_cvt(v) _mm512_cvtepi32_ps(v)
+#define gq_fmadd(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define gq_fmul(a, b) _mm512_mul_ps(a, b)
+#define gq_sub32(a, b) _mm512_sub_epi32(a, b)
+#if KERNELS_VNNI
+#define gq_dp(acc, u, s) _mm512_dpbusd_epi32(acc, u, s)
+#else
+#define gq_dp(acc, u, s) _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)))
+#endif
+/* |w| and a with w's sign (AVX-512 has no vpsignb: negate under a mask;
+ * a zero w has |w| = 0, so its sign does not matter) */
+#define gq_abs8(w) _mm512_abs_epi8(w)
+#define gq_sign8(a, w) _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(w), _mm512_setzero_si512(), a)
+#else
+typedef __m256i gq_vi;
+typedef __m256 gq_vf;
+enum { GQ_VR = 8, GQ_TNC = 4 };
+#define gq_load(p) _mm256_load_si256((const __m256i *)(p))
+#define gq_bcast(v) _mm256_set1_epi32(v)
+#define gq_zero() _mm256_setzero_si256()
+#define gq_set1_8(x) _mm256_set1_epi8(x)
+#define gq_fzero() _mm256_setzero_ps()
+#define gq_fload(p) _mm256_load_ps((const float *)(p))
+#define gq_fset1(x) _mm256_set1_ps(x)
+#define gq_cvt(v) _mm256_cvtepi32_ps(v)
+#define gq_fmadd(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define gq_fmul(a, b) _mm256_mul_ps(a, b)
+#define gq_sub32(a, b) _mm256_sub_epi32(a, b)
+#if KERNELS_VNNI /* AVX-VNNI: the VEX-encoded 256-bit vpdpbusd */
+#define gq_dp(acc, u, s) _mm256_dpbusd_avx_epi32(acc, u, s)
+#else
+#define gq_dp(acc, u, s) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
+#endif
+#define gq_abs8(w) _mm256_abs_epi8(w)
+#define gq_sign8(a, w) _mm256_sign_epi8(a, w)
+#endif
+enum { GQ_VB = GQ_VR * 4, GQ_HALVES = GQ_ROWS / GQ_VR }; /* bytes per vector; vectors per panel row */
+
+/* Without VNNI Q8_0's full-range q would saturate vpmaddubsw against
+ * offset activations: its activations stay signed, its panel stores q and
+ * the product is |q| times qa with q's sign (no bias). */
+#define GQ_SIGNED_Q8 (!KERNELS_VNNI)
+
 /* ------------------------------------------------------------- layout */
 
 static size_t gq_group_bytes(const gq_type *t) { return (size_t)(GQ_ROWS * t->S + 64 * (2 + t->has_min)); }
@@ -197,6 +265,7 @@ static size_t gq_act_bytes(const gq_type *t, int64_t K, int64_t N) {
 
 static size_t gq_pack_bytes(const gq_type *t, int64_t K) { return (size_t)(K / t->S) * gq_group_bytes(t); }
 
+#if KERNELS_AVX512
 /* f32 -> act8k, the vector version of cpu_quants_act8k_from_f32 (same
  * numbers: the scale comes from the first element of largest magnitude,
  * values round to nearest even). */
@@ -231,9 +300,10 @@ static void gq_act8k_from_f32(const float *x, act8k *y, int64_t n) {
         y[ib].d = 1.0f / iscale;
     }
 }
+#endif
 
 /* Column n of the batch at act: quantize like the dot kernels' activations
- * and scatter into the tile layout. */
+ * and scatter into the tile layout (+128 but for signed types). */
 static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float *x, int64_t K, void *act,
                             int64_t n) {
     const int S = t->S;
@@ -241,7 +311,7 @@ static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float 
     const size_t gbytes = gq_act_group_bytes(t);
     uint8_t *tile = (uint8_t *)act + (size_t)(n / GQ_NC) * (size_t)G * gbytes;
     const int c = (int)(n % GQ_NC);
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    const __m256i flip = _mm256_set1_epi8(t->sgn ? 0 : (char)0x80);
     if (!t->act_k) { /* S == 32: one Q8_0/Q8_1 block per group */
         for (int64_t g = 0; g < G; g++) {
             act8 a;
@@ -257,7 +327,7 @@ static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float 
     const int per_block = 256 / S;
     for (int64_t sb = 0; sb < K / 256; sb++) {
         act8k a;
-        gq_act8k_from_f32(x + 256 * sb, &a, 256);
+        k->act8k_from_f32(x + 256 * sb, &a, 256);
         for (int gi = 0; gi < per_block; gi++) {
             uint8_t *grp = tile + (size_t)(sb * per_block + gi) * gbytes;
             const uint8_t *src = (const uint8_t *)a.qs + S * gi;
@@ -288,80 +358,126 @@ static inline __attribute__((always_inline)) void gq_pack(const gq_type *t, cons
     _Alignas(64) float sc[GQ_ROWS][16], mn[GQ_ROWS][16];
     for (int r = nrows; r < GQ_ROWS; r++) /* the rows decode() never writes */
         memset(q[r], 0, sizeof q[r]), memset(sc[r], 0, sizeof sc[r]), memset(mn[r], 0, sizeof mn[r]);
+#if KERNELS_AVX512
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i q_idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(256)), s_idx = _mm512_slli_epi32(lane, 4);
-    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+#define GQ_GATHER_Q(h, p) _mm512_i32gather_epi32(q_idx, (const void *)(p), 1)
+#define GQ_GATHER_F(h, p) _mm512_i32gather_ps(s_idx, (const void *)(p), 4)
+#define GQ_STORE_F(p, v) _mm512_store_ps((void *)(p), v)
+#else
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i q_idx = _mm256_slli_epi32(lane, 8), s_idx = _mm256_slli_epi32(lane, 4);
+#define GQ_GATHER_Q(h, p) _mm256_i32gather_epi32((const int *)((const int8_t *)(p) + 256 * GQ_VR * (h)), q_idx, 1)
+#define GQ_GATHER_F(h, p) _mm256_i32gather_ps((const float *)(p) + 16 * GQ_VR * (h), s_idx, 4)
+#define GQ_STORE_F(p, v) _mm256_store_ps((float *)(p), v)
+#endif
+    const gq_vi u128 = gq_set1_8((char)0x80);
     for (int64_t b = 0; b < nblocks; b++) {
         for (int r = 0; r < nrows; r++)
             t->decode((const uint8_t *)w + (size_t)r * w_stride + (size_t)b * t->block_bytes, q[r], sc[r], mn[r]);
         for (int gi = 0; gi < gpb; gi++) {
             uint8_t *grp = (uint8_t *)pack + (size_t)(b * gpb + gi) * gbytes;
-            __m512i qsum = _mm512_setzero_si512();
-            for (int i = 0; i < S / 4; i++) {
-                __m512i v = _mm512_i32gather_epi32(q_idx, (const void *)&q[0][S * gi + 4 * i], 1);
-                _mm512_store_si512(grp + 64 * i, v);
-                qsum = _mm512_dpbusd_epi32(qsum, u128, v);
+            for (int h = 0; h < GQ_HALVES; h++) {
+                gq_vi qsum = gq_zero();
+                for (int i = 0; i < S / 4; i++) {
+                    gq_vi v = GQ_GATHER_Q(h, &q[0][S * gi + 4 * i]);
+                    memcpy(grp + GQ_ROWS * 4 * i + GQ_VB * h, &v, sizeof v);
+                    qsum = gq_dp(qsum, u128, v);
+                }
+                /* the bias undoes the activations' +128 (none when signed) */
+                gq_vi bias = t->sgn ? gq_zero() : gq_sub32(gq_zero(), qsum);
+                memcpy(grp + GQ_ROWS * S + GQ_VB * h, &bias, sizeof bias);
+                GQ_STORE_F(grp + GQ_ROWS * S + 64 + GQ_VB * h, GQ_GATHER_F(h, &sc[0][gi]));
+                if (t->has_min) GQ_STORE_F(grp + GQ_ROWS * S + 128 + GQ_VB * h, GQ_GATHER_F(h, &mn[0][gi]));
             }
-            _mm512_store_si512(grp + GQ_ROWS * S, _mm512_sub_epi32(_mm512_setzero_si512(), qsum));
-            _mm512_store_ps(grp + GQ_ROWS * S + 64, _mm512_i32gather_ps(s_idx, &sc[0][gi], 4));
-            if (t->has_min) _mm512_store_ps(grp + GQ_ROWS * S + 128, _mm512_i32gather_ps(s_idx, &mn[0][gi], 4));
         }
     }
+#undef GQ_GATHER_Q
+#undef GQ_GATHER_F
+#undef GQ_STORE_F
 }
 
-/* One panel x nc (<= 8) columns of one tile, over all G groups. Inlined with
- * constant S, has_min and nc so the loops unroll and every activation
+/* Rows `rows` (<= GQ_VR) of half a panel (or all of it, on the zmm levels)
+ * at dst. */
+static inline __attribute__((always_inline)) void gq_store(float *dst, gq_vf v, int rows) {
+#if KERNELS_AVX512
+    _mm512_mask_storeu_ps(dst, (__mmask16)((1u << rows) - 1), v);
+#else
+    if (rows == GQ_VR) {
+        _mm256_storeu_ps(dst, v);
+        return;
+    }
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(dst, m, v);
+#endif
+}
+
+/* One weight vector of the panel (pk: its first group) x columns c0 ..
+ * c0 + nc - 1 (nc <= GQ_TNC) of one tile, over all G groups. Inlined with
+ * constant S, has_min, sgn and nc so the loops unroll and every activation
  * address is the group pointer plus a constant. */
 static inline __attribute__((always_inline)) void gq_tile(const uint8_t *pk, const uint8_t *tile, int64_t G,
-                                                           const int S, const int has_min, const int nc,
-                                                           float *dst, size_t dst_stride, __mmask16 rmask) {
+                                                           const int S, const int has_min, const int sgn,
+                                                           const int c0, const int nc, float *dst,
+                                                           size_t dst_stride, int rows) {
     const size_t gbytes = (size_t)(GQ_ROWS * S + 64 * (2 + has_min)), abytes = (size_t)(GQ_NC * S + 64);
-    __m512 acc[GQ_NC];
-    GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = _mm512_setzero_ps();
+    gq_vf acc[GQ_TNC];
+    GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = gq_fzero();
     for (int64_t g = 0; g < G; g++, pk += gbytes, tile += abytes) {
         /* weight vector outer, columns inner: nc independent sums in flight */
-        __m512i p[GQ_NC];
-        const __m512i bias = _mm512_load_si512(pk + GQ_ROWS * S);
+        gq_vi p[GQ_TNC];
+        const gq_vi bias = gq_load(pk + GQ_ROWS * S);
         GQ_UNROLL for (int c = 0; c < nc; c++) p[c] = bias;
         GQ_UNROLL for (int i = 0; i < S / 4; i++) {
-            const __m512i wq = _mm512_load_si512(pk + 64 * i);
+            const gq_vi wq = gq_load(pk + GQ_ROWS * 4 * i);
+            const gq_vi wa = sgn ? gq_abs8(wq) : wq;
             GQ_UNROLL for (int c = 0; c < nc; c++) {
                 int32_t v;
-                memcpy(&v, tile + S * c + 4 * i, 4);
-                p[c] = _mm512_dpbusd_epi32(p[c], _mm512_set1_epi32(v), wq);
+                memcpy(&v, tile + S * (c0 + c) + 4 * i, 4);
+                if (sgn) p[c] = gq_dp(p[c], wa, gq_sign8(gq_bcast(v), wq));
+                else p[c] = gq_dp(p[c], gq_bcast(v), wq);
             }
         }
-        const __m512 sc = _mm512_load_ps(pk + GQ_ROWS * S + 64);
-        const float *ad = (const float *)(tile + GQ_NC * S), *as = ad + 8;
-        GQ_UNROLL for (int c = 0; c < nc; c++)
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p[c]), _mm512_mul_ps(sc, _mm512_set1_ps(ad[c])), acc[c]);
+        const gq_vf sc = gq_fload(pk + GQ_ROWS * S + 64);
+        const float *ad = (const float *)(tile + GQ_NC * S) + c0, *as = ad + GQ_NC;
+        GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = gq_fmadd(gq_cvt(p[c]), gq_fmul(sc, gq_fset1(ad[c])), acc[c]);
         if (has_min) {
-            const __m512 mn = _mm512_load_ps(pk + GQ_ROWS * S + 128);
-            GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = _mm512_fmadd_ps(mn, _mm512_set1_ps(as[c]), acc[c]);
+            const gq_vf mn = gq_fload(pk + GQ_ROWS * S + 128);
+            GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = gq_fmadd(mn, gq_fset1(as[c]), acc[c]);
         }
     }
-    for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(dst + (size_t)c * dst_stride, rmask, acc[c]);
+    for (int c = 0; c < nc; c++) gq_store(dst + (size_t)c * dst_stride, acc[c], rows);
 }
 
 /* All tiles of N columns; the last may be partial. */
 static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int nrows, int64_t K, const void *act,
                                                             int64_t N, float *dst, size_t dst_stride,
-                                                            const int S, const int has_min) {
+                                                            const int S, const int has_min, const int sgn) {
     const int64_t G = K / S;
     const size_t tile_bytes = (size_t)G * (size_t)(GQ_NC * S + 64);
-    const __mmask16 rmask = (__mmask16)((1u << nrows) - 1);
     for (int64_t n0 = 0; n0 < N; n0 += GQ_NC) {
         const uint8_t *tile = (const uint8_t *)act + (size_t)(n0 / GQ_NC) * tile_bytes;
-        float *d = dst + (size_t)n0 * dst_stride;
-        switch (N - n0 < GQ_NC ? (int)(N - n0) : GQ_NC) {
-        case 8: gq_tile(pack, tile, G, S, has_min, 8, d, dst_stride, rmask); break;
-        case 7: gq_tile(pack, tile, G, S, has_min, 7, d, dst_stride, rmask); break;
-        case 6: gq_tile(pack, tile, G, S, has_min, 6, d, dst_stride, rmask); break;
-        case 5: gq_tile(pack, tile, G, S, has_min, 5, d, dst_stride, rmask); break;
-        case 4: gq_tile(pack, tile, G, S, has_min, 4, d, dst_stride, rmask); break;
-        case 3: gq_tile(pack, tile, G, S, has_min, 3, d, dst_stride, rmask); break;
-        case 2: gq_tile(pack, tile, G, S, has_min, 2, d, dst_stride, rmask); break;
-        default: gq_tile(pack, tile, G, S, has_min, 1, d, dst_stride, rmask); break;
+        const int ncols = N - n0 < GQ_NC ? (int)(N - n0) : GQ_NC;
+        for (int h = 0; h < GQ_HALVES && h * GQ_VR < nrows; h++) {
+            const uint8_t *pk = (const uint8_t *)pack + GQ_VB * h;
+            const int rows = nrows - h * GQ_VR < GQ_VR ? nrows - h * GQ_VR : GQ_VR;
+            for (int c0 = 0; c0 < ncols; c0 += GQ_TNC) {
+                float *d = dst + (size_t)(n0 + c0) * dst_stride + GQ_VR * h;
+#define GQ_TILE(NC) gq_tile(pk, tile, G, S, has_min, sgn, c0, NC, d, dst_stride, rows)
+                switch (ncols - c0 < GQ_TNC ? ncols - c0 : GQ_TNC) {
+#if KERNELS_AVX512
+                case 8: GQ_TILE(8); break;
+                case 7: GQ_TILE(7); break;
+                case 6: GQ_TILE(6); break;
+                case 5: GQ_TILE(5); break;
+#endif
+                case 4: GQ_TILE(4); break;
+                case 3: GQ_TILE(3); break;
+                case 2: GQ_TILE(2); break;
+                default: GQ_TILE(1); break;
+                }
+#undef GQ_TILE
+            }
         }
     }
 }
@@ -370,8 +486,8 @@ static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int
 
 /* The gemm_ops entry points of one type: thin wrappers binding its gq_type
  * (and, for run, the constant S and has_min). */
-#define GQ_OPS(NAME, S_, MIN_, ACTK_, BLOCK_, BLKT_, DECODE_)                                                  \
-    static const gq_type gq_t_##NAME = {S_, MIN_, ACTK_, BLOCK_, sizeof(BLKT_), DECODE_};                     \
+#define GQ_OPS(NAME, S_, MIN_, ACTK_, SGN_, BLOCK_, BLKT_, DECODE_)                                          \
+    static const gq_type gq_t_##NAME = {S_, MIN_, ACTK_, SGN_, BLOCK_, sizeof(BLKT_), DECODE_};               \
     static size_t gq_act_bytes_##NAME(int64_t K, int64_t N) { return gq_act_bytes(&gq_t_##NAME, K, N); }       \
     static void gq_act_##NAME(const avx_kernels *k, const float *x, int64_t K, void *act, int64_t n) {        \
         gq_act_from_f32(&gq_t_##NAME, k, x, K, act, n);                                                        \
@@ -382,24 +498,26 @@ static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int
     }                                                                                                          \
     static void gq_run_##NAME(const void *pack, int nrows, int64_t K, const void *act, int64_t N, float *dst, \
                               size_t dst_stride) {                                                             \
-        gq_run_s(pack, nrows, K, act, N, dst, dst_stride, S_, MIN_);                                           \
+        gq_run_s(pack, nrows, K, act, N, dst, dst_stride, S_, MIN_, SGN_);                                     \
     }                                                                                                          \
     static const gemm_ops gq_ops_##NAME = {GQ_ROWS,          gq_act_bytes_##NAME, gq_act_##NAME,             \
                                            gq_pack_bytes_##NAME, gq_pack_##NAME,  gq_run_##NAME};
 
-GQ_OPS(q4_0, 32, 0, 0, 32, blk_q4_0, gq_decode_q4_0)
-GQ_OPS(q4_1, 32, 1, 0, 32, blk_q4_1, gq_decode_q4_1)
-GQ_OPS(q5_0, 32, 0, 0, 32, blk_q5_0, gq_decode_q5_0)
-GQ_OPS(q5_1, 32, 1, 0, 32, blk_q5_1, gq_decode_q5_1)
-GQ_OPS(q8_0, 32, 0, 0, 32, blk_q8_0, gq_decode_q8_0)
-GQ_OPS(q2_k, 16, 1, 1, 256, blk_q2_k, gq_decode_q2_k)
-GQ_OPS(q3_k, 16, 0, 1, 256, blk_q3_k, gq_decode_q3_k)
-GQ_OPS(q4_k, 32, 1, 1, 256, blk_q4_k, gq_decode_q4_k)
-GQ_OPS(q5_k, 32, 1, 1, 256, blk_q5_k, gq_decode_q5_k)
-GQ_OPS(q6_k, 16, 0, 1, 256, blk_q6_k, gq_decode_q6_k)
+GQ_OPS(q4_0, 32, 0, 0, 0, 32, blk_q4_0, gq_decode_q4_0)
+GQ_OPS(q4_1, 32, 1, 0, 0, 32, blk_q4_1, gq_decode_q4_1)
+GQ_OPS(q5_0, 32, 0, 0, 0, 32, blk_q5_0, gq_decode_q5_0)
+GQ_OPS(q5_1, 32, 1, 0, 0, 32, blk_q5_1, gq_decode_q5_1)
+GQ_OPS(q8_0, 32, 0, 0, GQ_SIGNED_Q8, 32, blk_q8_0, gq_decode_q8_0)
+GQ_OPS(q2_k, 16, 1, 1, 0, 256, blk_q2_k, gq_decode_q2_k)
+GQ_OPS(q3_k, 16, 0, 1, 0, 256, blk_q3_k, gq_decode_q3_k)
+GQ_OPS(q4_k, 32, 1, 1, 0, 256, blk_q4_k, gq_decode_q4_k)
+GQ_OPS(q5_k, 32, 1, 1, 0, 256, blk_q5_k, gq_decode_q5_k)
+GQ_OPS(q6_k, 16, 0, 1, 0, 256, blk_q6_k, gq_decode_q6_k)
 
 static void gemm_q8_register(avx_kernels *k) {
+#if KERNELS_AVX512
     k->act8k_from_f32 = gq_act8k_from_f32; /* the dot kernels' too */
+#endif
     k->gemm[TSR_DTYPE_Q4_0] = &gq_ops_q4_0;
     k->gemm[TSR_DTYPE_Q4_1] = &gq_ops_q4_1;
     k->gemm[TSR_DTYPE_Q5_0] = &gq_ops_q5_0;

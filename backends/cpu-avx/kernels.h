@@ -15,7 +15,7 @@
 
 /* struct cpu_kernels: cpu_exec.k points at this table. */
 typedef struct cpu_kernels {
-    const char *name;                 /* "avx2" or "avx512" */
+    const char *name;                 /* "avx2", "avxvnni", "avx512" or "avx512vnni" */
     avx_dot_fn dot[TSR_DTYPE_COUNT];  /* per weight dtype; NULL: not supported */
     /* Faster kernels over act8p activations, used when K % 64 == 0; NULL
      * where there is none. pair_offset: the zero point act8p.corr uses. */
@@ -34,6 +34,7 @@ typedef struct cpu_kernels {
 } avx_kernels;
 
 void kernels_init_avx2(avx_kernels *k);
+void kernels_init_avxvnni(avx_kernels *k);
 void kernels_init_avx512(avx_kernels *k);
 void kernels_init_avx512vnni(avx_kernels *k);
 

@@ -2,9 +2,11 @@
 #define KERNELS_AVX512 0
 #define KERNELS_NAME "avx2"
 #include "kernels_impl.h"
+#include "gemm_q8_impl.h"
 #include "gemm_float_impl.h"
 
 void kernels_init_avx2(avx_kernels *k) {
     kernels_fill(k);
+    gemm_q8_register(k);
     gemm_float_register(k);
 }

@@ -1,7 +1,8 @@
 /*
  * kernels_impl.h — the vector kernels, compiled once per ISA level by
  * kernels_<level>.c, which define KERNELS_NAME, KERNELS_AVX512 (0/1) and
- * optionally KERNELS_VNNI before including this file, and whose public
+ * optionally KERNELS_VNNI (with KERNELS_AVX512 0: AVX-VNNI, the 256-bit
+ * VEX-encoded vpdpbusd) before including this file, and whose public
  * init function calls kernels_fill() and then adds its GEMMs (gemm.h).
  *
  * Every dot kernel computes one weight row against nc <= AVX_NC activation
@@ -175,8 +176,10 @@ FLOAT_DOT2(dot2_bf16_v, uint16_t, vf_load_bf16, w_bf16)
 
 /* 32 u8 x s8 products summed in fours into 8 i32 lanes, added to acc. */
 static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
-#if KERNELS_VNNI
+#if KERNELS_VNNI && KERNELS_AVX512
     return _mm256_dpbusd_epi32(acc, u, s);
+#elif KERNELS_VNNI /* AVX-VNNI: the VEX encoding */
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
 #else
     __m256i p16 = _mm256_maddubs_epi16(u, s);
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));

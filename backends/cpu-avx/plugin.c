@@ -282,19 +282,20 @@ static int32_t plugin_score(void) {
     return (int32_t)cpu_features_best_level(&f) * 10;
 }
 
-/* TESSERA_AVX_LEVEL=avx2|avx512|avx512-novnni lowers the level (never
- * raises it); avx512-novnni also leaves VNNI out (sets *no_vnni), so the
- * plain AVX-512 kernels are tested on a VNNI machine. */
+/* TESSERA_AVX_LEVEL=avx2|avxvnni|avx512|avx512-novnni lowers the level
+ * (never raises it); avx2 and avx512-novnni also leave VNNI out (set
+ * *no_vnni), so the plain kernels are tested on a VNNI machine. */
 static avx_level requested_level(avx_level best, int *no_vnni) {
     const char *env = getenv("TESSERA_AVX_LEVEL");
     *no_vnni = 0;
     if (!env || !*env) return best;
     avx_level want;
-    if (!strcmp(env, "avx2")) want = AVX_LEVEL_AVX2;
+    if (!strcmp(env, "avx2")) want = AVX_LEVEL_AVX2, *no_vnni = 1;
+    else if (!strcmp(env, "avxvnni")) want = AVX_LEVEL_AVX2;
     else if (!strcmp(env, "avx512")) want = AVX_LEVEL_AVX512;
     else if (!strcmp(env, "avx512-novnni")) want = AVX_LEVEL_AVX512, *no_vnni = 1;
     else {
-        plog(TSR_LOG_WARN, "TESSERA_AVX_LEVEL='%s' is not avx2, avx512 or avx512-novnni; using %s", env,
+        plog(TSR_LOG_WARN, "TESSERA_AVX_LEVEL='%s' is not avx2, avxvnni, avx512 or avx512-novnni; using %s", env,
              best == AVX_LEVEL_AVX512 ? "avx512" : "avx2");
         return best;
     }
@@ -303,6 +304,11 @@ static avx_level requested_level(avx_level best, int *no_vnni) {
         return best;
     }
     return want;
+}
+
+static int wants_avxvnni(void) {
+    const char *env = getenv("TESSERA_AVX_LEVEL");
+    return env && !strcmp(env, "avxvnni");
 }
 
 static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_size) {
@@ -324,6 +330,11 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
     g.force_threads = force && *force && strcmp(force, "0") != 0;
     if (g.level == AVX_LEVEL_AVX512 && g.cpu.avx512vnni && !no_vnni) kernels_init_avx512vnni(&g.kernels);
     else if (g.level == AVX_LEVEL_AVX512) kernels_init_avx512(&g.kernels);
+    else if (g.cpu.avxvnni && !no_vnni) kernels_init_avxvnni(&g.kernels);
+    else if (wants_avxvnni()) {
+        plog(TSR_LOG_WARN, "TESSERA_AVX_LEVEL=avxvnni: this CPU lacks AVX-VNNI; using avx2");
+        kernels_init_avx2(&g.kernels);
+    }
     else kernels_init_avx2(&g.kernels);
     snprintf(g.description, sizeof g.description, "%s (%s kernels)",
              g.cpu.brand[0] ? g.cpu.brand : "x86-64 CPU", g.kernels.name);

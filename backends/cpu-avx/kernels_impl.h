@@ -615,6 +615,38 @@ static void dot_q5_0_v(int64_t K, const void *w, const void *act, size_t act_str
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) - 16.0f * corr[c];
 }
 
+/* Q4_1 / Q5_1 x act8: per block d * sum(q * a) + m * s, q unsigned (0..15
+ * or 0..31, so vpmaddubsw takes it as the u8 side). The straightforward
+ * version: dot_q4_1 / dot_q5_1 in quants.c (same sums per block). */
+static inline __m256i q4_1_values(const blk_q4_1 *b) { return load_nibbles_q4(b->qs); }
+static inline __m256i q5_1_values(const blk_q5_1 *b) {
+    return _mm256_or_si256(load_nibbles_q4(b->qs), q5_high_bits(b->qh));
+}
+
+#define DOT_MIN32(NAME, BLK, VALUES)                                                                          \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {     \
+        const BLK *x = w;                                                                                     \
+        const int64_t nb = K / 32;                                                                            \
+        __m256 acc[AVX_NC];                                                                                   \
+        float mins[AVX_NC] = {0};                                                                             \
+        for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();                                       \
+        for (int64_t ib = 0; ib < nb; ib++) {                                                                 \
+            _mm_prefetch((const char *)(x + ib) + 3072, _MM_HINT_T0);                                         \
+            const __m256i q = VALUES(&x[ib]);                                                                 \
+            const float dw = f16s(x[ib].d), mw = f16s(x[ib].m);                                               \
+            for (int c = 0; c < nc; c++) {                                                                    \
+                const act8 *a = (const act8 *)ACT(c) + ib;                                                    \
+                __m256i p = dot_u8s8(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)a->qs)); \
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a->d), acc[c]);          \
+                mins[c] += mw * a->s;                                                                         \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) + mins[c];                                      \
+    }
+
+DOT_MIN32(dot_q4_1_v, blk_q4_1, q4_1_values)
+DOT_MIN32(dot_q5_1_v, blk_q5_1, q5_1_values)
+
 /* Q6_K x act8k: for half n (128 elements) and quarter k, the 32 values are
  * ql[64n + 32(k&1) + l] nibble (k>>1) | ((qh[32n + l] >> 2k) & 3) << 4, and
  * their two groups of 16 use scales[8n + 2k] and [8n + 2k + 1]. The -32
@@ -903,6 +935,8 @@ static void kernels_fill(avx_kernels *k) {
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_v;
     k->dot[TSR_DTYPE_Q5_K] = dot_q5_k_v;
     k->dot[TSR_DTYPE_Q5_0] = dot_q5_0_v;
+    k->dot[TSR_DTYPE_Q4_1] = dot_q4_1_v;
+    k->dot[TSR_DTYPE_Q5_1] = dot_q5_1_v;
 #if KERNELS_AVX512
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_512;
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_512;

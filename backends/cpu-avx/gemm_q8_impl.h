@@ -222,6 +222,9 @@ enum { GQ_VR = 16, GQ_TNC = 8 }; /* rows per vector; columns per tile call */
 #endif
 /* |w| and a with w's sign (AVX-512 has no vpsignb: negate under a mask;
  * a zero w has |w| = 0, so its sign does not matter) */
+#define gq_mul16(u, s) _mm512_maddubs_epi16(u, s)
+#define gq_add16(a, b) _mm512_add_epi16(a, b)
+#define gq_sum16(acc, v) _mm512_add_epi32(acc, _mm512_madd_epi16(v, _mm512_set1_epi16(1)))
 #define gq_abs8(w) _mm512_abs_epi8(w)
 #define gq_sign8(a, w) _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(w), _mm512_setzero_si512(), a)
 #else
@@ -244,10 +247,21 @@ enum { GQ_VR = 8, GQ_TNC = 4 };
 #else
 #define gq_dp(acc, u, s) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
 #endif
+#define gq_mul16(u, s) _mm256_maddubs_epi16(u, s)
+#define gq_add16(a, b) _mm256_add_epi16(a, b)
+#define gq_sum16(acc, v) _mm256_add_epi32(acc, _mm256_madd_epi16(v, _mm256_set1_epi16(1)))
 #define gq_abs8(w) _mm256_abs_epi8(w)
 #define gq_sign8(a, w) _mm256_sign_epi8(a, w)
 #endif
 enum { GQ_VB = GQ_VR * 4, GQ_HALVES = GQ_ROWS / GQ_VR }; /* bytes per vector; vectors per panel row */
+
+/* Without VNNI, the i16 pair sums of R consecutive vpmaddubsw are added
+ * (vpaddw) before one vpmaddwd widens them: R steps add 2R products of at
+ * most 255 * qmax per i16 lane, so R = 32767 / (510 * qmax) (Q4_0: 8, a
+ * whole group; Q4_1/Q4_K: 4; Q5: 4 or 2; Q6_K: 2), capped at S/4 (every
+ * R here divides it). Q8_0 (signed, below) takes R = 1: 2 * 128 * 127. */
+#define GQ_R16_(QMAX) (32767 / (510 * (QMAX)) > 1 ? 32767 / (510 * (QMAX)) : 1)
+#define GQ_R16(S, QMAX) (GQ_R16_(QMAX) < (S) / 4 ? GQ_R16_(QMAX) : (S) / 4)
 
 /* Without VNNI Q8_0's full-range q would saturate vpmaddubsw against
  * offset activations: its activations stay signed, its panel stores q and
@@ -418,7 +432,7 @@ static inline __attribute__((always_inline)) void gq_store(float *dst, gq_vf v, 
  * address is the group pointer plus a constant. */
 static inline __attribute__((always_inline)) void gq_tile(const uint8_t *pk, const uint8_t *tile, int64_t G,
                                                            const int S, const int has_min, const int sgn,
-                                                           const int c0, const int nc, float *dst,
+                                                           const int R, const int c0, const int nc, float *dst,
                                                            size_t dst_stride, int rows) {
     const size_t gbytes = (size_t)(GQ_ROWS * S + 64 * (2 + has_min)), abytes = (size_t)(GQ_NC * S + 64);
     gq_vf acc[GQ_TNC];
@@ -428,16 +442,32 @@ static inline __attribute__((always_inline)) void gq_tile(const uint8_t *pk, con
         gq_vi p[GQ_TNC];
         const gq_vi bias = gq_load(pk + GQ_ROWS * S);
         GQ_UNROLL for (int c = 0; c < nc; c++) p[c] = bias;
+#if KERNELS_VNNI
+        (void)R, (void)sgn; /* Q8_0 is not signed with VNNI */
         GQ_UNROLL for (int i = 0; i < S / 4; i++) {
             const gq_vi wq = gq_load(pk + GQ_ROWS * 4 * i);
-            const gq_vi wa = sgn ? gq_abs8(wq) : wq;
             GQ_UNROLL for (int c = 0; c < nc; c++) {
                 int32_t v;
                 memcpy(&v, tile + S * (c0 + c) + 4 * i, 4);
-                if (sgn) p[c] = gq_dp(p[c], wa, gq_sign8(gq_bcast(v), wq));
-                else p[c] = gq_dp(p[c], gq_bcast(v), wq);
+                p[c] = gq_dp(p[c], gq_bcast(v), wq);
             }
         }
+#else
+        GQ_UNROLL for (int i0 = 0; i0 < S / 4; i0 += R) {
+            gq_vi s16[GQ_TNC];
+            GQ_UNROLL for (int i = i0; i < i0 + R; i++) {
+                const gq_vi wq = gq_load(pk + GQ_ROWS * 4 * i);
+                const gq_vi wa = sgn ? gq_abs8(wq) : wq;
+                GQ_UNROLL for (int c = 0; c < nc; c++) {
+                    int32_t v;
+                    memcpy(&v, tile + S * (c0 + c) + 4 * i, 4);
+                    gq_vi m = sgn ? gq_mul16(wa, gq_sign8(gq_bcast(v), wq)) : gq_mul16(gq_bcast(v), wq);
+                    s16[c] = i == i0 ? m : gq_add16(s16[c], m);
+                }
+            }
+            GQ_UNROLL for (int c = 0; c < nc; c++) p[c] = gq_sum16(p[c], s16[c]);
+        }
+#endif
         const gq_vf sc = gq_fload(pk + GQ_ROWS * S + 64);
         const float *ad = (const float *)(tile + GQ_NC * S) + c0, *as = ad + GQ_NC;
         GQ_UNROLL for (int c = 0; c < nc; c++) acc[c] = gq_fmadd(gq_cvt(p[c]), gq_fmul(sc, gq_fset1(ad[c])), acc[c]);
@@ -452,7 +482,8 @@ static inline __attribute__((always_inline)) void gq_tile(const uint8_t *pk, con
 /* All tiles of N columns; the last may be partial. */
 static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int nrows, int64_t K, const void *act,
                                                             int64_t N, float *dst, size_t dst_stride,
-                                                            const int S, const int has_min, const int sgn) {
+                                                            const int S, const int has_min, const int sgn,
+                                                            const int R) {
     const int64_t G = K / S;
     const size_t tile_bytes = (size_t)G * (size_t)(GQ_NC * S + 64);
     for (int64_t n0 = 0; n0 < N; n0 += GQ_NC) {
@@ -463,7 +494,7 @@ static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int
             const int rows = nrows - h * GQ_VR < GQ_VR ? nrows - h * GQ_VR : GQ_VR;
             for (int c0 = 0; c0 < ncols; c0 += GQ_TNC) {
                 float *d = dst + (size_t)(n0 + c0) * dst_stride + GQ_VR * h;
-#define GQ_TILE(NC) gq_tile(pk, tile, G, S, has_min, sgn, c0, NC, d, dst_stride, rows)
+#define GQ_TILE(NC) gq_tile(pk, tile, G, S, has_min, sgn, R, c0, NC, d, dst_stride, rows)
                 switch (ncols - c0 < GQ_TNC ? ncols - c0 : GQ_TNC) {
 #if KERNELS_AVX512
                 case 8: GQ_TILE(8); break;
@@ -486,7 +517,7 @@ static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int
 
 /* The gemm_ops entry points of one type: thin wrappers binding its gq_type
  * (and, for run, the constant S and has_min). */
-#define GQ_OPS(NAME, S_, MIN_, ACTK_, SGN_, BLOCK_, BLKT_, DECODE_)                                          \
+#define GQ_OPS(NAME, S_, MIN_, ACTK_, SGN_, QMAX_, BLOCK_, BLKT_, DECODE_)                                          \
     static const gq_type gq_t_##NAME = {S_, MIN_, ACTK_, SGN_, BLOCK_, sizeof(BLKT_), DECODE_};               \
     static size_t gq_act_bytes_##NAME(int64_t K, int64_t N) { return gq_act_bytes(&gq_t_##NAME, K, N); }       \
     static void gq_act_##NAME(const avx_kernels *k, const float *x, int64_t K, void *act, int64_t n) {        \
@@ -498,21 +529,21 @@ static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int
     }                                                                                                          \
     static void gq_run_##NAME(const void *pack, int nrows, int64_t K, const void *act, int64_t N, float *dst, \
                               size_t dst_stride) {                                                             \
-        gq_run_s(pack, nrows, K, act, N, dst, dst_stride, S_, MIN_, SGN_);                                     \
+        gq_run_s(pack, nrows, K, act, N, dst, dst_stride, S_, MIN_, SGN_, GQ_R16(S_, QMAX_));                                  \
     }                                                                                                          \
     static const gemm_ops gq_ops_##NAME = {GQ_ROWS,          gq_act_bytes_##NAME, gq_act_##NAME,             \
                                            gq_pack_bytes_##NAME, gq_pack_##NAME,  gq_run_##NAME};
 
-GQ_OPS(q4_0, 32, 0, 0, 0, 32, blk_q4_0, gq_decode_q4_0)
-GQ_OPS(q4_1, 32, 1, 0, 0, 32, blk_q4_1, gq_decode_q4_1)
-GQ_OPS(q5_0, 32, 0, 0, 0, 32, blk_q5_0, gq_decode_q5_0)
-GQ_OPS(q5_1, 32, 1, 0, 0, 32, blk_q5_1, gq_decode_q5_1)
-GQ_OPS(q8_0, 32, 0, 0, GQ_SIGNED_Q8, 32, blk_q8_0, gq_decode_q8_0)
-GQ_OPS(q2_k, 16, 1, 1, 0, 256, blk_q2_k, gq_decode_q2_k)
-GQ_OPS(q3_k, 16, 0, 1, 0, 256, blk_q3_k, gq_decode_q3_k)
-GQ_OPS(q4_k, 32, 1, 1, 0, 256, blk_q4_k, gq_decode_q4_k)
-GQ_OPS(q5_k, 32, 1, 1, 0, 256, blk_q5_k, gq_decode_q5_k)
-GQ_OPS(q6_k, 16, 0, 1, 0, 256, blk_q6_k, gq_decode_q6_k)
+GQ_OPS(q4_0, 32, 0, 0, 0, 8, 32, blk_q4_0, gq_decode_q4_0)
+GQ_OPS(q4_1, 32, 1, 0, 0, 15, 32, blk_q4_1, gq_decode_q4_1)
+GQ_OPS(q5_0, 32, 0, 0, 0, 16, 32, blk_q5_0, gq_decode_q5_0)
+GQ_OPS(q5_1, 32, 1, 0, 0, 31, 32, blk_q5_1, gq_decode_q5_1)
+GQ_OPS(q8_0, 32, 0, 0, GQ_SIGNED_Q8, 128, 32, blk_q8_0, gq_decode_q8_0)
+GQ_OPS(q2_k, 16, 1, 1, 0, 3, 256, blk_q2_k, gq_decode_q2_k)
+GQ_OPS(q3_k, 16, 0, 1, 0, 4, 256, blk_q3_k, gq_decode_q3_k)
+GQ_OPS(q4_k, 32, 1, 1, 0, 15, 256, blk_q4_k, gq_decode_q4_k)
+GQ_OPS(q5_k, 32, 1, 1, 0, 31, 256, blk_q5_k, gq_decode_q5_k)
+GQ_OPS(q6_k, 16, 0, 1, 0, 32, 256, blk_q6_k, gq_decode_q6_k)
 
 static void gemm_q8_register(avx_kernels *k) {
 #if KERNELS_AVX512

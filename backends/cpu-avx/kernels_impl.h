@@ -623,25 +623,34 @@ static inline __m256i q5_1_values(const blk_q5_1 *b) {
     return _mm256_or_si256(load_nibbles_q4(b->qs), q5_high_bits(b->qh));
 }
 
+/* The block's fp16 d and m (its first 4 bytes) times the act8's d and s
+ * (adjacent floats): lanes [d * ad, m * as]. */
+static inline __m128 dm_times_ds(const void *blk, const act8 *a) {
+    uint32_t dm;
+    memcpy(&dm, blk, 4);
+    __m128 w = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm));
+    return _mm_mul_ps(w, _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)&a->d)));
+}
+
 #define DOT_MIN32(NAME, BLK, VALUES)                                                                          \
     static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {     \
         const BLK *x = w;                                                                                     \
         const int64_t nb = K / 32;                                                                            \
         __m256 acc[AVX_NC];                                                                                   \
-        float mins[AVX_NC] = {0};                                                                             \
-        for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();                                       \
+        __m128 mins[AVX_NC]; /* lane 1: sum of m * s */                                                      \
+        for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps(), mins[c] = _mm_setzero_ps();           \
         for (int64_t ib = 0; ib < nb; ib++) {                                                                 \
             _mm_prefetch((const char *)(x + ib) + 3072, _MM_HINT_T0);                                         \
             const __m256i q = VALUES(&x[ib]);                                                                 \
-            const float dw = f16s(x[ib].d), mw = f16s(x[ib].m);                                               \
             for (int c = 0; c < nc; c++) {                                                                    \
                 const act8 *a = (const act8 *)ACT(c) + ib;                                                    \
                 __m256i p = dot_u8s8(_mm256_setzero_si256(), q, _mm256_loadu_si256((const __m256i *)a->qs)); \
-                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a->d), acc[c]);          \
-                mins[c] += mw * a->s;                                                                         \
+                const __m128 t = dm_times_ds(&x[ib], a);                                                      \
+                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcastss_ps(t), acc[c]);            \
+                mins[c] = _mm_add_ps(mins[c], t);                                                             \
             }                                                                                                 \
         }                                                                                                     \
-        for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) + mins[c];                                      \
+        for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) + _mm_cvtss_f32(_mm_movehdup_ps(mins[c]));     \
     }
 
 DOT_MIN32(dot_q4_1_v, blk_q4_1, q4_1_values)

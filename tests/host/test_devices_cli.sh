@@ -44,9 +44,13 @@ PY
 then echo "FAIL: --json"; cat "$tmp/json"; fail=1; fi
 
 # A plugin built for another machine is named with its architecture.
-case "$(uname -m)" in
-  x86_64) foreign=183; foreign_name=aarch64 ;;  # EM_AARCH64
-  *) foreign=62; foreign_name=x86-64 ;;         # EM_X86_64
+# The host is what tessera runs as (under qemu in a cross build, not uname):
+# the e_machine field of its ELF header.
+host_machine=$(python3 -c 'import struct,sys; print(struct.unpack("<H", open(sys.argv[1],"rb").read(20)[18:20])[0])' \
+  "${TESSERA_REAL_BIN:-$bin}")
+case "$host_machine" in
+  62) foreign=183; foreign_name=aarch64 ;;  # x86-64 host: an EM_AARCH64 file
+  *) foreign=62; foreign_name=x86-64 ;;     # otherwise: an EM_X86_64 file
 esac
 mkdir "$tmp/foreign"
 python3 - "$tmp/foreign/libtessera-backend-alien.so" "$foreign" <<'PY'

@@ -54,6 +54,12 @@ void arch_ffn_tensors(model_loader *ld, model *m, int32_t il) {
     L->ffn_down = model_tensor(ld, il, 0, 2, hp->n_ff, hp->n_embd, "blk.%d.ffn_down.weight");
 }
 
+void arch_qk_norm_tensors(model_loader *ld, model *m, int32_t il) {
+    model_layer *L = &m->layers[il];
+    L->q_norm = model_tensor(ld, il, 0, 1, m->hp.head_dim, 1, "blk.%d.attn_q_norm.weight");
+    L->k_norm = model_tensor(ld, il, 0, 1, m->hp.head_dim, 1, "blk.%d.attn_k_norm.weight");
+}
+
 void arch_rope_freqs_tensor(model_loader *ld, model *m) {
     m->rope_freqs = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 1, m->hp.n_rot / 2, 1, "rope_freqs.weight");
 }

@@ -26,6 +26,8 @@ graph_tensor *arch_llama_build(model_build *b);
 void arch_attn_tensors(model_loader *ld, model *m, int32_t il);
 /* ffn_norm, ffn_gate, ffn_up, ffn_down. */
 void arch_ffn_tensors(model_loader *ld, model *m, int32_t il);
+/* attn_q_norm and attn_k_norm: per-head RMS norm weights [head_dim]. */
+void arch_qk_norm_tensors(model_loader *ld, model *m, int32_t il);
 /* Llama 3's rope_freqs.weight, when the file has it. */
 void arch_rope_freqs_tensor(model_loader *ld, model *m);
 

@@ -45,8 +45,7 @@ static void gemma3_tensors(model_loader *ld, model *m) {
     for (int32_t il = 0; il < hp->n_layer; il++) {
         model_layer *L = &m->layers[il];
         arch_attn_tensors(ld, m, il);
-        L->q_norm = model_tensor(ld, il, 0, 1, hp->head_dim, 1, "blk.%d.attn_q_norm.weight");
-        L->k_norm = model_tensor(ld, il, 0, 1, hp->head_dim, 1, "blk.%d.attn_k_norm.weight");
+        arch_qk_norm_tensors(ld, m, il);
         L->post_attn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.post_attention_norm.weight");
         arch_ffn_tensors(ld, m, il);
         L->post_ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.post_ffw_norm.weight");

@@ -8,10 +8,8 @@
 static void qwen3_tensors(model_loader *ld, model *m) {
     const model_hparams *hp = &m->hp;
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        model_layer *L = &m->layers[il];
         arch_attn_tensors(ld, m, il);
-        L->q_norm = model_tensor(ld, il, 0, 1, hp->head_dim, 1, "blk.%d.attn_q_norm.weight");
-        L->k_norm = model_tensor(ld, il, 0, 1, hp->head_dim, 1, "blk.%d.attn_k_norm.weight");
+        arch_qk_norm_tensors(ld, m, il);
         arch_ffn_tensors(ld, m, il);
     }
 }

@@ -25,6 +25,7 @@
 
 #include "grammar/grammar.h"
 #include "util/error.h"
+#include "vocab/utf8.h"
 
 /* The rules every converted schema may use. */
 #define JSON_PRIMITIVES                                                                                      \
@@ -143,6 +144,10 @@ typedef struct conv {
     unsigned counter;
     bool formats_used;
     bool failed;
+    /* $refs being expanded since the last character the grammar matches
+     * ('{' or '['): meeting one of them again is a left-recursive schema. */
+    const char *open_refs[2 * MAX_SCHEMA_DEPTH + 2];
+    int n_open, open_base;
 } conv;
 
 static int fail(conv *c, const char *path, const char *fmt, ...) TSR_PRINTF(3, 4);
@@ -200,6 +205,17 @@ static bool keyword_known(const char *k, const char *type) {
 
 static int convert(conv *c, const cJSON *s, const char *path, int depth, char name[NAME_LEN]);
 
+/* convert() for a schema the grammar reaches only after matching a
+ * character (an array's items, an object's values): a $ref open before that
+ * character may recur here without looping. */
+static int convert_after_char(conv *c, const cJSON *s, const char *path, int depth, char name[NAME_LEN]) {
+    int base = c->open_base;
+    c->open_base = c->n_open;
+    int rc = convert(c, s, path, depth, name);
+    c->open_base = base;
+    return rc;
+}
+
 /* An integer keyword in 0..MAX_COUNT; absent leaves *out. */
 static int get_count(conv *c, const cJSON *s, const char *key, const char *path, long *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
@@ -255,7 +271,7 @@ static int convert_array(conv *c, const cJSON *s, const char *path, int depth, c
         char p[512];
         child_path(p, sizeof p, path, "items", NULL);
         if (cJSON_IsArray(items)) return fail(c, p, "'items' as a list (tuples) is not supported");
-        if (convert(c, items, p, depth + 1, item) < 0) return -1;
+        if (convert_after_char(c, items, p, depth + 1, item) < 0) return -1;
     }
     new_name(c, "array", name);
     if (max == 0) {
@@ -307,7 +323,7 @@ static int convert_object(conv *c, const cJSON *s, const char *path, int depth, 
     } else if (cJSON_IsObject(addl)) {
         char p[512];
         child_path(p, sizeof p, path, "additionalProperties", NULL);
-        if (convert(c, addl, p, depth + 1, extra) < 0) return -1;
+        if (convert_after_char(c, addl, p, depth + 1, extra) < 0) return -1;
     } else if (!cJSON_IsFalse(addl)) {
         return fail(c, path, "'additionalProperties' must be a boolean or a schema");
     }
@@ -323,7 +339,7 @@ static int convert_object(conv *c, const cJSON *s, const char *path, int depth, 
         child_path(p, sizeof p, path, "properties", pr->string);
         ps[np].key = pr->string;
         ps[np].required = in_required(required, pr->string);
-        if (convert(c, pr, p, depth + 1, ps[np].value) < 0) goto done;
+        if (convert_after_char(c, pr, p, depth + 1, ps[np].value) < 0) goto done;
         np++;
     }
     cJSON_ArrayForEach(r, required) {
@@ -461,6 +477,12 @@ static const cJSON *resolve_ref(const cJSON *doc, const char *ref) {
 
 static int convert_ref(conv *c, const cJSON *ref, const char *path, int depth, char name[NAME_LEN]) {
     if (!cJSON_IsString(ref)) return fail(c, path, "'$ref' must be a string");
+    for (int i = c->open_base; i < c->n_open; i++)
+        if (!strcmp(c->open_refs[i], ref->valuestring))
+            return fail(c, path,
+                        "'$ref' '%.128s' leads back to itself before any character is matched "
+                        "(a left-recursive schema)",
+                        ref->valuestring);
     for (size_t i = 0; i < c->n_refs; i++)
         if (!strcmp(c->refs[i].ref, ref->valuestring)) {
             memcpy(name, c->refs[i].name, NAME_LEN);
@@ -488,7 +510,12 @@ static int convert_ref(conv *c, const cJSON *ref, const char *path, int depth, c
     char target_name[NAME_LEN];
     char p[512];
     snprintf(p, sizeof p, "%.256s", ref->valuestring);
-    if (convert(c, target, p, depth + 1, target_name) < 0) return -1;
+    if (c->n_open == (int)(sizeof c->open_refs / sizeof c->open_refs[0]))
+        return fail(c, path, "'$ref's nested deeper than %d levels", c->n_open);
+    c->open_refs[c->n_open++] = e->ref;
+    int rc = convert(c, target, p, depth + 1, target_name);
+    c->n_open--;
+    if (rc < 0) return -1;
     sb_printf(&c->rules, "%s ::= %s\n", name, target_name);
     return 0;
 }
@@ -570,6 +597,55 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
     return 0;
 }
 
+/* path + "/" + key, with bytes that are not printable ASCII as \xNN (the
+ * key may be the invalid UTF-8 being reported). */
+static void child_path_escaped(char *out, size_t size, const char *path, const char *key) {
+    size_t n = (size_t)snprintf(out, size, "%.480s/", path);
+    if (n >= size) n = size - 1;
+    for (const unsigned char *k = (const unsigned char *)key; *k && n + 5 < size; k++)
+        if (*k >= 0x20 && *k < 0x7F)
+            out[n++] = (char)*k, out[n] = '\0';
+        else
+            n += (size_t)snprintf(out + n, size - n, "\\x%02X", *k);
+}
+
+/* Offset of the first invalid UTF-8 sequence in s, or -1. */
+static long utf8_invalid_at(const char *s) {
+    size_t n = strlen(s), off = 0;
+    while (off < n) {
+        size_t at = off;
+        if (utf8_decode(s, n, &off) == UTF8_REPLACEMENT && off == at + 1) return (long)at;
+    }
+    return -1;
+}
+
+/* JSON text is UTF-8 (RFC 8259): refuse a schema with an invalid name or
+ * string anywhere, naming where, rather than a GBNF error about a line of
+ * generated grammar. */
+static int check_utf8(conv *c, const cJSON *node, const char *path, int depth) {
+    if (depth > 4 * MAX_SCHEMA_DEPTH) return fail(c, path, "JSON nested deeper than %d levels", 4 * MAX_SCHEMA_DEPTH);
+    long at;
+    if (cJSON_IsString(node) && (at = utf8_invalid_at(node->valuestring)) >= 0)
+        return fail(c, path, "invalid UTF-8 in a string (byte 0x%02X at offset %ld)",
+                    (unsigned char)node->valuestring[at], at);
+    const cJSON *child;
+    int i = 0;
+    cJSON_ArrayForEach(child, node) {
+        char p[512];
+        if (cJSON_IsObject(node)) {
+            child_path_escaped(p, sizeof p, path, child->string);
+            if ((at = utf8_invalid_at(child->string)) >= 0)
+                return fail(c, p, "invalid UTF-8 in a name (byte 0x%02X at offset %ld)",
+                            (unsigned char)child->string[at], at);
+        } else {
+            snprintf(p, sizeof p, "%.480s/%d", path, i);
+        }
+        if (check_utf8(c, child, p, depth + 1) < 0) return -1;
+        i++;
+    }
+    return 0;
+}
+
 char *grammar_json_schema_to_gbnf(const char *schema, size_t len) {
     cJSON *doc = cJSON_ParseWithLength(schema, len);
     if (!doc) {
@@ -581,7 +657,7 @@ char *grammar_json_schema_to_gbnf(const char *schema, size_t len) {
     conv c = {.doc = doc};
     char root[NAME_LEN];
     char *out = NULL;
-    if (convert(&c, doc, "#", 0, root) == 0) {
+    if (check_utf8(&c, doc, "#", 0) == 0 && convert(&c, doc, "#", 0, root) == 0) {
         strbuf b = {0};
         sb_printf(&b, "root ::= %s\n", root);
         sb_add(&b, c.rules.s ? c.rules.s : "", c.rules.n);

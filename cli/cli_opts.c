@@ -10,6 +10,18 @@
 
 #define P(field) offsetof(cli_params, field)
 
+/* -ngl N or auto. */
+static int parse_ngl(const char *cmd, const char *flag, const char *v, void *dst) {
+    long x;
+    if (!strcmp(v, "auto")) {
+        *(int32_t *)dst = CLI_NGL_AUTO;
+        return 0;
+    }
+    if (cli_parse_long(v, 0, 100000, &x) != 0) return cli_bad_value(cmd, flag, v, "auto or an integer in 0..100000");
+    *(int32_t *)dst = (int32_t)x;
+    return 0;
+}
+
 /* The shared options, by group. Rows of one group stay together: --help
  * prints them under the group's heading in this order. */
 static const cli_option common_options[] = {
@@ -28,12 +40,18 @@ static const cli_option common_options[] = {
      "devices to use, in order, e.g. vulkan0,cpu-avx0 (see 'tessera devices'; default: GPU, best "
      "CPU, ref)",
      CLI_STR, P(devices), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_DEVICE},
-    {"-ngl", "--n-gpu-layers", "N", "layers whose weights go on the first GPU device", CLI_INT,
-     P(n_gpu_layers), 0, 100000, NULL, 0, CLI_G_DEVICE},
+    {"-ngl", "--n-gpu-layers", "N|auto",
+     "layers whose weights go on the first GPU device; auto: as many as fit its free memory (default: "
+     "auto)", CLI_FN, P(n_gpu_layers), 0, 0, parse_ngl, CLI_NO_DEFAULT, CLI_G_DEVICE},
     {NULL, "--plugin-dir", "DIR", "also look for backend plugins in DIR (repeatable)", CLI_DIR,
      P(plugin_dirs), 0, 0, NULL, 0, CLI_G_DEVICE | CLI_G_PLUGINS},
     {NULL, "--explain", NULL, "print where each part of the graph runs (stderr)", CLI_SWITCH,
      P(explain), 0, 0, NULL, 0, CLI_G_DEVICE},
+
+    {NULL, "--no-mmap", NULL, "read the weights into memory instead of mapping the file", CLI_SWITCH,
+     P(no_mmap), 0, 0, NULL, 0, CLI_G_DEVICE},
+    {NULL, "--mlock", NULL, "keep the weights in RAM (mlock; a refusal is a warning)", CLI_SWITCH,
+     P(use_mlock), 0, 0, NULL, 0, CLI_G_DEVICE},
 
     {"-c", "--ctx-size", "N", "context size in tokens; 0: the model's training context, at most 4096",
      CLI_INT, P(n_ctx), 0, 1 << 24, NULL, 0, CLI_G_CONTEXT},
@@ -110,6 +128,7 @@ static const struct {
 void cli_params_init(cli_params *p) {
     memset(p, 0, sizeof *p);
     p->n_batch = 512;
+    p->n_gpu_layers = CLI_NGL_AUTO;
     p->kv_type = TESSERA_KV_F16;
     p->n_predict = -1;
     p->sp = tessera_sampler_default_params();

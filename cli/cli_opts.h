@@ -32,10 +32,13 @@
 
 enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8 };
 
+/* -ngl auto (TESSERA_NGL_AUTO): as many layers as fit the GPU device. */
+enum { CLI_NGL_AUTO = -1 };
+
 /* Option groups (bits of cli_command.groups). */
 enum {
     CLI_G_MODEL = 1u << 0,    /* -m */
-    CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, --plugin-dir, --explain */
+    CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, --plugin-dir, --explain, --no-mmap, --mlock */
     CLI_G_CONTEXT = 1u << 2,  /* -c, -b, -t, --kv-type */
     CLI_G_PROMPT = 1u << 3,   /* -p, -f */
     CLI_G_PREDICT = 1u << 4,  /* -n */
@@ -61,8 +64,10 @@ typedef struct cli_params {
     const char *devices;
     const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
     int32_t n_plugin_dirs;
-    int32_t n_gpu_layers;
+    int32_t n_gpu_layers; /* CLI_NGL_AUTO: fit to the device (the default) */
     int explain;
+    /* model memory: --no-mmap, --mlock */
+    int no_mmap, use_mlock;
     /* context: n_ctx 0 is the model's training context, at most 4096 */
     int32_t n_ctx, n_batch, n_threads;
     tessera_kv_type kv_type;

@@ -56,12 +56,14 @@ static int model_path_ok(const char *cmd, const char *path, long long *size) {
     return 1;
 }
 
-/* -ngl without --device: the default devices leave out a GPU that is a
- * CPU implementation (Mesa's llvmpipe/lavapipe: slower than the CPU
- * backend). Say so and how to use it anyway, instead of the core's bare
- * "ignored". Returns the -ngl to load with. */
+/* The -ngl to load with. -ngl auto (the default) fits the first GPU-like
+ * device among the chosen ones. Without --device, the default devices leave
+ * out a GPU that is a CPU implementation (Mesa's llvmpipe/lavapipe: slower
+ * than the CPU backend): auto then means 0, and an explicit -ngl N gets a
+ * note saying how to use that GPU anyway, instead of the core's bare
+ * "ignored". */
 static int32_t default_gpu_layers(const char *cmd, const cli_params *p) {
-    if (p->n_gpu_layers <= 0 || (p->devices && p->devices[0])) return p->n_gpu_layers;
+    if (p->n_gpu_layers == 0 || (p->devices && p->devices[0])) return p->n_gpu_layers;
     host_device *defaults[64];
     int32_t n = host_default_devices(defaults, 64);
     const host_device *cpu = NULL;
@@ -69,6 +71,7 @@ static int32_t default_gpu_layers(const char *cmd, const cli_params *p) {
         if (defaults[i]->info.kind != TSR_DEVICE_CPU) return p->n_gpu_layers; /* a real GPU */
         if (!cpu && strcmp(defaults[i]->name, "ref")) cpu = defaults[i];
     }
+    if (p->n_gpu_layers == CLI_NGL_AUTO) return 0;
     const host_device *slow = NULL;
     for (int32_t i = 0; i < host_device_count() && !slow; i++)
         if (host_device_get(i)->info.kind != TSR_DEVICE_CPU) slow = host_device_get(i);
@@ -91,6 +94,8 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = p->devices;
     mp.n_gpu_layers = default_gpu_layers(cmd, p);
+    mp.no_mmap = p->no_mmap != 0;
+    mp.use_mlock = p->use_mlock != 0;
     load_progress lp = {-1, 0};
     if (size > PROGRESS_MIN_BYTES && isatty(STDERR_FILENO)) {
         mp.progress = on_progress;

@@ -78,12 +78,22 @@ typedef struct tessera_model_params {
     /* Comma-separated device list as for --device ("vulkan0,cpu-avx0"), or
      * NULL for the default order (GPU, best CPU, ref). The first CPU device
      * in the list computes the layers kept in host memory; the first GPU
-     * device gets the last n_gpu_layers layers. */
+     * device gets the last n_gpu_layers layers (TESSERA_NGL_AUTO: as many
+     * as fit in its free memory, see tessera_params_fit). */
     const char *devices;
     int32_t n_gpu_layers;
     tessera_progress_fn progress; /* NULL: none */
     void *progress_user;
+    /* Read the weights into allocated memory instead of mapping the file
+     * (llama.cpp's --no-mmap). */
+    bool no_mmap;
+    /* Lock the host weights in RAM (mlock); a refusal (RLIMIT_MEMLOCK) is a
+     * warning naming the limit, not an error (llama.cpp's --mlock). */
+    bool use_mlock;
 } tessera_model_params;
+
+/* n_gpu_layers: as many layers as fit the GPU device's free memory. */
+#define TESSERA_NGL_AUTO (-1)
 
 tessera_model_params tessera_model_default_params(void);
 

@@ -57,6 +57,10 @@ typedef struct gguf_file gguf_file;
 
 /* Open and validate path. Returns NULL and sets error_get() on failure. */
 gguf_file *gguf_open(const char *path);
+/* Open path reading it into allocated memory instead of mapping it
+ * (--no-mmap): progress (may be NULL) is called as chunks arrive and may
+ * return false to cancel. */
+gguf_file *gguf_open_read(const char *path, bool (*progress)(float done, void *user), void *user);
 /* Validate a file image already in memory (not copied; must outlive f). */
 gguf_file *gguf_open_memory(const void *data, size_t size, const char *label);
 void gguf_close(gguf_file *f);

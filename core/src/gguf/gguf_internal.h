@@ -39,6 +39,7 @@ struct gguf_file {
     const uint8_t *base;
     uint64_t size;
     bool mapped; /* base is our mmap (unmap on close) */
+    bool owned;  /* base is our allocation (free on close) */
     uint32_t version;
     uint64_t alignment;
     uint64_t data_offset;

@@ -472,45 +472,82 @@ gguf_file *gguf_open_memory(const void *data, size_t size, const char *label) {
     return gguf_parse(data, size, label);
 }
 
-gguf_file *gguf_open(const char *path) {
-    if (!path) {
-        error_set("gguf_open: no path given");
-        return NULL;
-    }
+/* Open path as a regular, non-empty file; its size in *size. -1 on error. */
+static int open_regular(const char *path, uint64_t *size) {
+    if (!path) return error_set("gguf_open: no path given");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        error_set("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    if (fd < 0) return error_set("%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        error_set("%s: cannot stat: %s", path, strerror(errno));
+    int rc = 0;
+    if (fstat(fd, &st) != 0) rc = error_set("%s: cannot stat: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) rc = error_set("%s: not a regular file", path);
+    else if (st.st_size == 0) rc = error_set("%s: not a GGUF file (empty)", path);
+    if (rc) {
         close(fd);
-        return NULL;
+        return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
-        error_set("%s: not a regular file", path);
-        close(fd);
-        return NULL;
-    }
-    if (st.st_size == 0) {
-        error_set("%s: not a GGUF file (empty)", path);
-        close(fd);
-        return NULL;
-    }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+gguf_file *gguf_open(const char *path) {
+    uint64_t size;
+    int fd = open_regular(path, &size);
+    if (fd < 0) return NULL;
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd); /* the mapping keeps the file */
     if (map == MAP_FAILED) {
-        error_set("%s: cannot map %lld bytes: %s", path, (long long)st.st_size, strerror(errno));
+        error_set("%s: cannot map %llu bytes: %s", path, (unsigned long long)size, strerror(errno));
         return NULL;
     }
-    gguf_file *f = gguf_parse(map, (uint64_t)st.st_size, path);
+    gguf_file *f = gguf_parse(map, size, path);
     if (!f) {
-        munmap(map, (size_t)st.st_size);
+        munmap(map, (size_t)size);
         return NULL;
     }
     f->mapped = true;
     return f;
+}
+
+gguf_file *gguf_open_read(const char *path, bool (*progress)(float done, void *user), void *user) {
+    enum { CHUNK = 8 << 20 };
+    uint64_t size;
+    int fd = open_regular(path, &size);
+    if (fd < 0) return NULL;
+    /* page-aligned, so the image can be locked and tensors keep the file's alignment */
+    uint8_t *buf = aligned_alloc(4096, (size_t)((size + 4095) & ~(uint64_t)4095));
+    if (!buf) {
+        close(fd);
+        error_set("%s: cannot allocate %llu bytes to read it (--no-mmap)", path, (unsigned long long)size);
+        return NULL;
+    }
+    for (uint64_t got = 0; got < size;) {
+        size_t want = size - got < CHUNK ? (size_t)(size - got) : CHUNK;
+        ssize_t n = read(fd, buf + got, want);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            error_set("%s: reading at byte %llu: %s", path, (unsigned long long)got,
+                      n < 0 ? strerror(errno) : "unexpected end of file");
+            goto fail;
+        }
+        got += (uint64_t)n;
+        if (progress && !progress((float)((double)got / (double)size), user)) {
+            error_set("model load cancelled");
+            goto fail;
+        }
+    }
+    close(fd);
+    gguf_file *f = gguf_parse(buf, size, path);
+    if (!f) {
+        free(buf);
+        return NULL;
+    }
+    f->owned = true;
+    return f;
+fail:
+    close(fd);
+    free(buf);
+    return NULL;
 }
 
 void gguf_close(gguf_file *f) {
@@ -529,6 +566,7 @@ void gguf_close(gguf_file *f) {
     free(f->tensors);
     free(f->tensor_sorted);
     if (f->mapped) munmap((void *)f->base, (size_t)f->size);
+    if (f->owned) free((void *)f->base);
     free(f->path);
     free(f);
 }

@@ -1,7 +1,10 @@
 /* Public API: model loading, model properties, tokens. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "model/public.h"
 #include "util/error.h"
@@ -25,6 +28,25 @@ static void pick_devices(const tessera_model *tm, host_device **gpu, host_device
     }
 }
 
+/* --mlock: lock the host copy of the weights (the mapping or the read
+ * image). A refusal is a warning naming the limit, as llama.cpp does. */
+static void weights_lock(const gguf_file *f) {
+    const void *base = gguf_data(f);
+    uint64_t size = gguf_file_size(f) - gguf_data_offset(f);
+    if (size == 0 || mlock(base, (size_t)size) == 0) return;
+    int err = errno;
+    struct rlimit rl;
+    char limit[64] = "unknown";
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+        if (rl.rlim_cur == RLIM_INFINITY) snprintf(limit, sizeof limit, "unlimited");
+        else snprintf(limit, sizeof limit, "%llu KiB", (unsigned long long)rl.rlim_cur / 1024);
+    }
+    host_log(TSR_LOG_WARN, "model",
+             "--mlock: cannot lock %.1f MiB of weights in RAM: %s (RLIMIT_MEMLOCK is %s; raise it with "
+             "'ulimit -l')",
+             (double)size / (1024.0 * 1024.0), strerror(err), limit);
+}
+
 tessera_model *tessera_model_load(const char *path, const tessera_model_params *params) {
     tessera_model_params p = params ? *params : tessera_model_default_params();
     double t0 = tessera_now_ms();
@@ -32,8 +54,9 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
         error_set("model load: no path given");
         return NULL;
     }
-    if (p.n_gpu_layers < 0) {
-        error_set("model load: n_gpu_layers %d is negative", p.n_gpu_layers);
+    if (p.n_gpu_layers < 0 && p.n_gpu_layers != TESSERA_NGL_AUTO) {
+        error_set("model load: n_gpu_layers %d is negative (TESSERA_NGL_AUTO is %d)", p.n_gpu_layers,
+                  TESSERA_NGL_AUTO);
         return NULL;
     }
     if (!host_is_initialized() && tessera_init(NULL) != 0) return NULL;
@@ -50,7 +73,7 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
         error_set("model load: no compute device available");
         goto fail;
     }
-    gguf_file *f = gguf_open(path);
+    gguf_file *f = p.no_mmap ? gguf_open_read(path, p.progress, p.progress_user) : gguf_open(path);
     if (!f) goto fail;
     tm->vocab = vocab_load(f);
     if (!tm->vocab) {
@@ -60,12 +83,13 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
     host_device *gpu, *cpu;
     pick_devices(tm, &gpu, &cpu);
     model_load_params lp = {
-        .n_gpu_layers = gpu ? p.n_gpu_layers : 0,
+        .n_gpu_layers = !gpu ? 0 : p.n_gpu_layers == TESSERA_NGL_AUTO ? INT32_MAX : p.n_gpu_layers,
         .gpu_device = gpu ? gpu->index : -1,
         .gpu = gpu ? gpu->dev : NULL,
         .cpu_device = cpu ? cpu->index : -1,
         .progress = p.progress,
         .progress_user = p.progress_user,
+        .prefault = !p.no_mmap, /* read already */
     };
     if (p.n_gpu_layers > 0 && !gpu)
         host_log(TSR_LOG_WARN, "model", "-ngl %d ignored: no GPU device among the chosen devices",
@@ -74,6 +98,7 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
              lp.n_gpu_layers > 0 && cpu ? "," : "", cpu ? cpu->name : "");
     tm->m = model_load(f, &lp); /* owns f from here */
     if (!tm->m) goto fail;
+    if (p.use_mlock) weights_lock(tm->m->file);
 
     const model_hparams *hp = &tm->m->hp;
     gguf_str arch;

@@ -201,7 +201,7 @@ model *model_load(gguf_file *f, const model_load_params *p) {
             if (weight_offloaded(m, &m->weights[i])) total += m->weights[i].nbytes; /* uploaded, then prefaulted */
         if (model_offload(m, p, &done, total) != 0) goto fail;
     }
-    if (model_prefault(m, p, &done, total) != 0) goto fail;
+    if (p->prefault && model_prefault(m, p, &done, total) != 0) goto fail;
     if (p->progress) p->progress(1.0f, p->progress_user);
     return m;
 fail:

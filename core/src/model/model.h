@@ -220,6 +220,7 @@ typedef struct model_load_params {
     int32_t cpu_device; /* host device index */
     model_progress_fn progress;
     void *progress_user;
+    bool prefault; /* touch every page of the mapping once (not for a read image) */
 } model_load_params;
 
 /* Takes ownership of f (closed by model_free, also on failure). */

@@ -19,6 +19,7 @@
 
 #include "host/host_elf.h"
 #include "host/host_guard.h"
+#include "host/host_probe.h"
 #include "ref/ref.h"
 #include "util/error.h"
 
@@ -38,6 +39,11 @@ typedef struct plugin_slot {
     void *dl;               /* dlopen handle; NULL for the built-in */
     const tsr_plugin *table;
     bool needs_shutdown;    /* init succeeded */
+    /* Probed in a child and not started here (host_probe.h): its devices'
+     * descriptions, which the device list points into until it starts. */
+    host_probe_device *probe;
+    int32_t n_probe;
+    bool deferred;
 } plugin_slot;
 
 /* The registry: the library's only global mutable state (DESIGN.md). */
@@ -327,6 +333,8 @@ static void plugin_start(plugin_slot *s) {
         d->dev = dev;
         d->plugin = p;
         d->plugin_path = BUILTIN_PATH; /* fixed up once the slots stop moving */
+        d->plugin_slot = (int32_t)(s - reg.plugins);
+        d->plugin_device = i;
         if (strcmp(s->name, "ref") == 0)
             snprintf(d->name, sizeof d->name, "ref");
         else
@@ -343,6 +351,66 @@ static void plugin_start(plugin_slot *s) {
 }
 
 static void device_close(host_device *d);
+
+/* List the devices of a plugin probed in a child, without starting it. */
+static void plugin_defer(plugin_slot *s) {
+    host_device *grown = realloc(reg.devices, (size_t)(reg.n_devices + s->n_probe) * sizeof *grown);
+    if (!grown) {
+        slot_reject(s, "out of memory listing %d devices", s->n_probe);
+        return;
+    }
+    reg.devices = grown;
+    for (int32_t i = 0; i < s->n_probe; i++) {
+        host_device *d = &reg.devices[reg.n_devices++];
+        memset(d, 0, sizeof *d);
+        d->info = s->probe[i].info;
+        d->plugin = s->table;
+        d->plugin_path = BUILTIN_PATH; /* fixed up once the slots stop moving */
+        d->plugin_slot = (int32_t)(s - reg.plugins);
+        d->plugin_device = i;
+        snprintf(d->name, sizeof d->name, "%s%d", s->name, i);
+    }
+    s->rec.n_devices = s->n_probe;
+    s->deferred = true;
+    host_log(TSR_LOG_DEBUG, "host", "plugin %s: %d device(s) probed, started on first use", s->path, s->n_probe);
+}
+
+/* Start a deferred plugin here and bind its listed devices. -1 with the
+ * reason in each device's open_reason. */
+static int plugin_start_deferred(plugin_slot *s) {
+    const tsr_plugin *p = s->table;
+    char why[HOST_REASON_MAX] = "";
+    const char *fail = NULL;
+    host_guard_enter(s->name, s->path, "init", NULL, NULL);
+    tsr_status st = p->init(&reg.services, why, sizeof why);
+    host_guard_leave();
+    why[sizeof why - 1] = '\0';
+    if (st != TSR_OK) fail = why[0] ? why : "init failed";
+    else s->needs_shutdown = true;
+    s->deferred = false;
+    for (int32_t j = 0; j < reg.n_devices; j++) {
+        host_device *d = &reg.devices[j];
+        if (d->plugin_slot != (int32_t)(s - reg.plugins) || d->dev) continue;
+        tsr_device *dev = NULL;
+        if (!fail) {
+            host_guard_enter(s->name, s->path, "device_get", NULL, NULL);
+            dev = p->device_get(d->plugin_device);
+            host_guard_leave();
+        }
+        tsr_device_info info = {.struct_size = sizeof info};
+        if (dev && dev->api && dev->api->get_info && dev->api->get_info(dev, &info) == TSR_OK) {
+            if (!info.description) info.description = "";
+            if (!info.features) info.features = "";
+            d->dev = dev;
+            d->info = info;
+        } else {
+            d->open_state = -1;
+            snprintf(d->open_reason, sizeof d->open_reason, "starting the plugin failed: %.200s",
+                     fail ? fail : "the device is gone");
+        }
+    }
+    return fail ? -1 : 0;
+}
 
 /* --------------------------------------------------------- discovery */
 
@@ -448,6 +516,37 @@ static void add_builtin_ref(void) {
     if (table_accept(s, ref_plugin_entry(TSR_ABI_VERSION))) plugin_start(s);
 }
 
+/* Probe every kept plugin in a child; start here those whose devices the
+ * defaults may use (any CPU device; a GPU or accelerator not ranked below
+ * the best CPU device, as host_default_devices decides), defer the rest.
+ * A plugin whose probe fails is started here, which reports why. */
+static void start_plugins(void) {
+    int32_t best_cpu = INT32_MIN;
+    for (int32_t i = 0; i < reg.n_plugins; i++) {
+        plugin_slot *s = &reg.plugins[i];
+        if (s->rec.state != HOST_PLUGIN_LOADED) continue;
+        s->n_probe = host_probe_plugin(s->table, &reg.services, &s->probe);
+        for (int32_t k = 0; k < s->n_probe; k++)
+            if (s->probe[k].info.kind == TSR_DEVICE_CPU && s->probe[k].info.priority > best_cpu)
+                best_cpu = s->probe[k].info.priority;
+    }
+    for (int32_t i = 0; i < reg.n_plugins; i++) {
+        plugin_slot *s = &reg.plugins[i];
+        if (s->rec.state != HOST_PLUGIN_LOADED) continue;
+        bool unused = s->n_probe > 0;
+        for (int32_t k = 0; k < s->n_probe; k++)
+            if (s->probe[k].info.kind == TSR_DEVICE_CPU || s->probe[k].info.priority >= best_cpu) unused = false;
+        if (unused) {
+            plugin_defer(s);
+        } else {
+            free(s->probe);
+            s->probe = NULL;
+            s->n_probe = 0;
+            plugin_start(s);
+        }
+    }
+}
+
 int host_init(const host_options *opt) {
     if (reg.initialized) return 0;
     services_init(opt);
@@ -461,8 +560,7 @@ int host_init(const host_options *opt) {
 #endif
     }
     resolve_duplicates();
-    for (int32_t i = 0; i < reg.n_plugins; i++)
-        if (reg.plugins[i].rec.state == HOST_PLUGIN_LOADED) plugin_start(&reg.plugins[i]);
+    start_plugins();
     add_builtin_ref();
     for (int32_t i = 0; i < reg.n_devices; i++) reg.devices[i].index = i;
     qsort(reg.devices, (size_t)reg.n_devices, sizeof *reg.devices, cmp_devices);
@@ -496,6 +594,7 @@ void host_shutdown(void) {
         plugin_slot *s = &reg.plugins[i];
         if (s->needs_shutdown && s->table && s->table->shutdown) s->table->shutdown();
         if (s->dl) dlclose(s->dl);
+        free(s->probe);
     }
     free(reg.devices);
     free(reg.plugins);
@@ -521,6 +620,8 @@ host_device *host_device_ref(void) { return host_device_find("ref"); }
 
 int host_device_open(host_device *d) {
     if (d->open_state == 1) return 0;
+    if (!d->dev && d->open_state == 0 && d->plugin_slot >= 0 && d->plugin_slot < reg.n_plugins)
+        plugin_start_deferred(&reg.plugins[d->plugin_slot]);
     if (d->open_state == 0) {
         const tsr_device_api *api = d->dev->api;
         d->open_state = 1;

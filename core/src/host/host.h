@@ -38,6 +38,9 @@ typedef struct host_options {
 typedef struct host_device {
     int32_t index;                    /* position in the device list         */
     char name[HOST_DEVICE_NAME_MAX];  /* "cpu-avx0", "vulkan0", "ref"        */
+    /* NULL until the device is opened when its plugin was probed in a child
+     * and not started here (a device the defaults do not use, host_probe.h):
+     * info is what the probe reported. host_device_open starts it. */
     tsr_device *dev;
     const tsr_plugin *plugin;
     const char *plugin_path;          /* file it came from, "(built-in)"     */
@@ -45,6 +48,8 @@ typedef struct host_device {
     tsr_queue *queue;                 /* created on first host_device_queue */
     /* ABI 1.1 open hook: 0 not yet, 1 open, -1 open failed (open_reason). */
     int32_t open_state;
+    int32_t plugin_slot;   /* the plugin's registry slot (deferred start)  */
+    int32_t plugin_device; /* index among that plugin's devices             */
     char open_reason[HOST_REASON_MAX];
 } host_device;
 
@@ -82,7 +87,8 @@ host_device *host_device_ref(void);
 /* The queue of a device, created on first use; NULL with an error. */
 tsr_queue *host_device_queue(host_device *d);
 
-/* Run the device's open hook (ABI 1.1) once; 0 if open (or it has no
+/* Start the device's plugin if it was only probed (dev == NULL), then run
+ * the device's open hook (ABI 1.1) once; 0 if open (or it has no
  * hook), -1 with an error naming the device and its reason. Selecting a
  * device (host_select_devices, host_default_devices) opens it; every use
  * through the functions here does too. */

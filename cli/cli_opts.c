@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define P(field) offsetof(cli_params, field)
+#define CLI_KV_TYPES "f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl"
 
 /* -ngl N or auto. */
 static int parse_ngl(const char *cmd, const char *flag, const char *v, void *dst) {
@@ -59,8 +60,15 @@ static const cli_option common_options[] = {
      0, CLI_G_CONTEXT},
     {"-t", "--threads", "N", "CPU threads (default: all online CPUs)", CLI_INT, P(n_threads), 1, 1024, NULL,
      CLI_NO_DEFAULT, CLI_G_CONTEXT},
-    {NULL, "--kv-type", "TYPE", "KV cache type: f16 or f32", CLI_KV, P(kv_type), 0, 0, NULL, 0,
+    {"-ctk", "--cache-type-k", "TYPE", "K cache type: " CLI_KV_TYPES, CLI_KV, P(cache_type[0]), 0, 0, NULL, 0,
      CLI_G_CONTEXT},
+    {"-ctv", "--cache-type-v", "TYPE", "V cache type (a quantized one needs -fa on)", CLI_KV, P(cache_type[1]), 0,
+     0, NULL, 0, CLI_G_CONTEXT},
+    {NULL, "--kv-type", "TYPE", "K and V cache type", CLI_KV_BOTH, P(cache_type), 0, 0, NULL, CLI_HIDDEN,
+     CLI_G_CONTEXT},
+    {"-fa", "--flash-attn", "on|off|auto",
+     "attention as one FLASH_ATTN op (stores V like K); auto: where every device computes it", CLI_FA,
+     P(flash_attn), 0, 0, NULL, 0, CLI_G_CONTEXT},
 
     {"-n", "--n-predict", "N", "tokens to generate; -1: until the end of text or a full context",
      CLI_INT, P(n_predict), -1, INT32_MAX, NULL, 0, CLI_G_PREDICT},
@@ -129,7 +137,8 @@ void cli_params_init(cli_params *p) {
     memset(p, 0, sizeof *p);
     p->n_batch = 512;
     p->n_gpu_layers = CLI_NGL_AUTO;
-    p->kv_type = TESSERA_KV_F16;
+    p->cache_type[0] = p->cache_type[1] = TESSERA_KV_F16;
+    p->flash_attn = TESSERA_FLASH_ATTN_OFF;
     p->n_predict = -1;
     p->sp = tessera_sampler_default_params();
     p->sp.logit_bias = p->bias;
@@ -230,6 +239,22 @@ static int parse_bias(const char *cmd, const char *flag, const char *v, cli_para
     return 0;
 }
 
+static const char *const fa_names[] = {[TESSERA_FLASH_ATTN_OFF] = "off", [TESSERA_FLASH_ATTN_ON] = "on",
+                                       [TESSERA_FLASH_ATTN_AUTO] = "auto"};
+
+const char *cli_flash_attn_name(tessera_flash_attn fa) {
+    return (unsigned)fa <= TESSERA_FLASH_ATTN_AUTO ? fa_names[fa] : "?";
+}
+
+int cli_parse_flash_attn(const char *cmd, const char *flag, const char *v, tessera_flash_attn *out) {
+    for (int i = 0; i <= TESSERA_FLASH_ATTN_AUTO; i++)
+        if (!strcmp(v, fa_names[i])) {
+            *out = (tessera_flash_attn)i;
+            return 0;
+        }
+    return cli_bad_value(cmd, flag, v, "on, off or auto");
+}
+
 static int apply(const char *cmd, const cli_option *o, const char *flag, const char *v, cli_params *p,
                  void *own) {
     char *dst = (char *)(o->group ? (void *)p : own) + o->offset;
@@ -240,10 +265,14 @@ static int apply(const char *cmd, const cli_option *o, const char *flag, const c
     case CLI_FLOAT: return parse_float(cmd, flag, v, o, (float *)dst);
     case CLI_SEED: return parse_seed(cmd, flag, v, (uint32_t *)dst);
     case CLI_KV:
-        if (!strcmp(v, "f16") || !strcmp(v, "F16")) *(tessera_kv_type *)dst = TESSERA_KV_F16;
-        else if (!strcmp(v, "f32") || !strcmp(v, "F32")) *(tessera_kv_type *)dst = TESSERA_KV_F32;
-        else return cli_bad_value(cmd, flag, v, "f16 or f32");
+    case CLI_KV_BOTH: {
+        int t = tessera_kv_type_from_name(v);
+        if (t < 0) return cli_bad_value(cmd, flag, v, "a KV cache type (" CLI_KV_TYPES ")");
+        ((tessera_kv_type *)dst)[0] = (tessera_kv_type)t;
+        if (o->type == CLI_KV_BOTH) ((tessera_kv_type *)dst)[1] = (tessera_kv_type)t;
         return 0;
+    }
+    case CLI_FA: return cli_parse_flash_attn(cmd, flag, v, (tessera_flash_attn *)dst);
     case CLI_BIAS: return parse_bias(cmd, flag, v, p);
     case CLI_DIR: {
         int n = p->n_plugin_dirs;
@@ -348,8 +377,8 @@ static void default_text(const cli_option *o, const cli_params *p, const void *o
         break;
     }
     case CLI_KV:
-        snprintf(buf, size, " (default: %s)", *(const tessera_kv_type *)src == TESSERA_KV_F32 ? "f32" : "f16");
-        break;
+    case CLI_KV_BOTH: snprintf(buf, size, " (default: %s)", tessera_kv_type_name(*(const tessera_kv_type *)src)); break;
+    case CLI_FA: snprintf(buf, size, " (default: %s)", cli_flash_attn_name(*(const tessera_flash_attn *)src)); break;
     default: break;
     }
 }

@@ -39,7 +39,7 @@ enum { CLI_NGL_AUTO = -1 };
 enum {
     CLI_G_MODEL = 1u << 0,    /* -m */
     CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, --plugin-dir, --explain, --no-mmap, --mlock */
-    CLI_G_CONTEXT = 1u << 2,  /* -c, -b, -t, --kv-type */
+    CLI_G_CONTEXT = 1u << 2,  /* -c, -b, -t, -ctk, -ctv, -fa */
     CLI_G_PROMPT = 1u << 3,   /* -p, -f */
     CLI_G_PREDICT = 1u << 4,  /* -n */
     CLI_G_SAMPLING = 1u << 5, /* --seed, --temp, --top-k, ... */
@@ -70,7 +70,8 @@ typedef struct cli_params {
     int no_mmap, use_mlock;
     /* context: n_ctx 0 is the model's training context, at most 4096 */
     int32_t n_ctx, n_batch, n_threads;
-    tessera_kv_type kv_type;
+    tessera_kv_type cache_type[2]; /* K, V (-ctk, -ctv; --kv-type sets both) */
+    tessera_flash_attn flash_attn;
     /* generation */
     int32_t n_predict;
     /* sp.logit_bias points at bias[]; sp.penalty_last_n -1 is the context
@@ -93,7 +94,9 @@ typedef enum cli_type {
     CLI_INT,    /* int32_t in lo..hi */
     CLI_FLOAT,  /* float in lo..hi, never NaN */
     CLI_SEED,   /* uint32_t; -1 (as llama.cpp) is TESSERA_SEED_RANDOM */
-    CLI_KV,     /* tessera_kv_type: f16 or f32 */
+    CLI_KV,     /* tessera_kv_type: f16, f32, bf16, q8_0, ... */
+    CLI_KV_BOTH, /* tessera_kv_type[2]: both set to one type */
+    CLI_FA,     /* tessera_flash_attn: on, off or auto */
     CLI_BIAS,   /* appends ID+B / ID-B to cli_params.bias */
     CLI_DIR,    /* appends to cli_params.plugin_dirs */
     CLI_FN,     /* fn(cmd, flag, value, dst) parses; 0 ok, -1 error printed */
@@ -149,6 +152,11 @@ void cli_print_help(const cli_command *cmd, const cli_params *p, const void *own
 /* A value error for flag, printed as every command prints one:
  * "tessera CMD: FLAG expects WANT, got 'VALUE'". Returns -1. */
 int cli_bad_value(const char *cmd, const char *flag, const char *value, const char *want);
+
+/* -fa's value: "on", "off" or "auto" (0; else -1 after cli_bad_value), and
+ * its name. */
+int cli_parse_flash_attn(const char *cmd, const char *flag, const char *value, tessera_flash_attn *out);
+const char *cli_flash_attn_name(tessera_flash_attn fa);
 
 /* Process llama.cpp's escapes in place (\n \t \r \\ \" \' \a \b \f \v \?
  * \0-\7 octal, \xNN); an unknown escape is kept as written. Returns the

@@ -127,7 +127,9 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     cp.n_ctx = (uint32_t)n_ctx;
     cp.n_batch = (uint32_t)p->n_batch;
     cp.n_threads = p->n_threads;
-    cp.kv_type = p->kv_type;
+    cp.type_k = p->cache_type[0];
+    cp.type_v = p->cache_type[1];
+    cp.flash_attn = p->flash_attn;
     cp.explain = p->explain;
     cp.verbose = p->verbose;
     tessera_context *ctx = tessera_context_new(m, &cp);

@@ -42,7 +42,8 @@ typedef struct bench_opts {
     int_list prompts, gens, depths, threads, ngl;
     int32_t reps, n_batch;
     int no_warmup;
-    tessera_kv_type kv_type;
+    tessera_kv_type cache_type[2]; /* K, V */
+    tessera_flash_attn flash_attn;
     out_format out;
 } bench_opts;
 
@@ -139,7 +140,12 @@ static const cli_option bench_own[] = {
      OWN(devices), 0, 0, opt_device, 0, 0},
     {"-ngl", "--n-gpu-layers", "LIST", "layers on the GPU device (default 0)", CLI_FN, OWN(ngl), 0, 0,
      opt_ngl, 0, 0},
-    {NULL, "--kv-type", "TYPE", "KV cache type: f16 or f32", CLI_KV, OWN(kv_type), 0, 0, NULL, 0, 0},
+    {"-ctk", "--cache-type-k", "TYPE", "K cache type (as for 'tessera run')", CLI_KV, OWN(cache_type[0]), 0, 0,
+     NULL, 0, 0},
+    {"-ctv", "--cache-type-v", "TYPE", "V cache type (a quantized one needs -fa on)", CLI_KV, OWN(cache_type[1]),
+     0, 0, NULL, 0, 0},
+    {NULL, "--kv-type", "TYPE", "K and V cache type", CLI_KV_BOTH, OWN(cache_type), 0, 0, NULL, CLI_HIDDEN, 0},
+    {"-fa", "--flash-attn", "on|off|auto", "flash attention", CLI_FA, OWN(flash_attn), 0, 0, NULL, 0, 0},
     {"-o", "--output", "FORMAT", "md (default), json or csv", CLI_FN, OWN(out), 0, 0, opt_output, 0, 0},
     {NULL, "--no-warmup", NULL, "skip the untimed warm-up run", CLI_SWITCH, OWN(no_warmup), 0, 0, NULL, 0, 0},
     CLI_END,
@@ -170,7 +176,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->ngl = (int_list){1, {0}};
     o->reps = 3;
     o->n_batch = 512;
-    o->kv_type = TESSERA_KV_F16;
+    o->cache_type[0] = o->cache_type[1] = TESSERA_KV_F16;
+    o->flash_attn = TESSERA_FLASH_ATTN_OFF;
     int rc = cli_parse(&bench_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
     if (o->models.n == 0) {
@@ -331,7 +338,9 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
     cp.n_ctx = (uint32_t)(max_d + (max_p > max_n ? max_p : max_n) + 1);
     cp.n_batch = (uint32_t)o->n_batch;
     cp.n_threads = threads;
-    cp.kv_type = o->kv_type;
+    cp.type_k = o->cache_type[0];
+    cp.type_v = o->cache_type[1];
+    cp.flash_attn = o->flash_attn;
     cp.verbose = o->p.verbose != 0;
     tessera_context *ctx = tessera_context_new(model, &cp);
     if (!ctx) {

@@ -37,6 +37,10 @@
  *   - tsr_device_api.claim_nodes: whole-subgraph offload;
  *   - tsr_device_api.weight_size / weight_write: repack weights at upload.
  *
+ * What 1.2 added: FLASH_ATTN's k and v may be of the KV cache's block types
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL). A 1.2 host does not ask a plugin
+ * built for an older ABI about such nodes (it could not know to decline).
+ *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
  *     plugin copied the source bytes first: the host may reuse `src` as soon
@@ -76,7 +80,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define TSR_ABI_MAJOR 1
-#define TSR_ABI_MINOR 1
+#define TSR_ABI_MINOR 2
 #define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
 #define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -175,9 +179,14 @@ typedef enum tsr_dtype {
  * CONCAT     dst = concat(src0, src1) along dimension iparams[0]
  * ARGMAX     dst I32 [rows]: index of the largest element of each row of src0
  * FLASH_ATTN fused attention: src0 q [D, n_q, H, 1], src1 k [D, n_kv, H_kv, 1],
- *            src2 v [D, n_kv, H_kv, 1] (k, v F32/F16), src3 mask optional
+ *            src2 v [D, n_kv, H_kv, 1] (k, v F32/F16/BF16; from ABI 1.2 also
+ *            Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL, whole blocks per row, k and v
+ *            may differ: a quantized KV cache), src3 mask optional
  *            [n_kv, n_q'] (F32/F16, -inf masks); fparams[0] scale;
- *            dst F32 [D, H, n_q, 1] (heads of one token adjacent); H % H_kv == 0
+ *            dst F32 [D, H, n_q, 1] (heads of one token adjacent); H % H_kv == 0.
+ *            A device declines the k/v dtypes it cannot read in supports_op;
+ *            the host never asks a plugin built for ABI < 1.2 about block-type
+ *            k/v.
  */
 typedef enum tsr_op {
     TSR_OP_NONE = 0, /* a leaf: input, weight or view; never computed */

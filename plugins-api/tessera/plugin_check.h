@@ -301,10 +301,23 @@ static inline int tsr_chk_argmax_(tsr_checker_ *c) {
     return 0;
 }
 
+/* FLASH_ATTN k/v dtypes: F32, F16, BF16 (ABI 1.1) and, from ABI 1.2, the
+ * 32-element block types a quantized KV cache uses (Q8_0, Q4_0, Q4_1, Q5_0,
+ * Q5_1, IQ4_NL). */
+static inline int tsr_flash_attn_kv_dtype(int32_t dtype) {
+    switch (dtype) {
+    case TSR_DTYPE_F32: case TSR_DTYPE_F16: case TSR_DTYPE_BF16: case TSR_DTYPE_Q8_0:
+    case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
+    case TSR_DTYPE_IQ4_NL: return 1;
+    default: return 0;
+    }
+}
+
 static inline int tsr_chk_kv_(tsr_checker_ *c, const tsr_tensor *t, const char *role) {
     if (tsr_chk_tensor_(c, t, role)) return -1;
-    if (t->dtype != TSR_DTYPE_F32 && t->dtype != TSR_DTYPE_F16 && t->dtype != TSR_DTYPE_BF16)
-        return tsr_chk_fail_(c, "%s dtype %s is not F32, F16 or BF16", role, tsr_dtype_name(t->dtype));
+    if (!tsr_flash_attn_kv_dtype(t->dtype))
+        return tsr_chk_fail_(c, "%s dtype %s is not F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL", role,
+                             tsr_dtype_name(t->dtype));
     return 0;
 }
 
@@ -325,8 +338,9 @@ static inline int tsr_chk_flash_attn_(tsr_checker_ *c) {
         return tsr_chk_fail_(c, "%lld query heads are not a multiple of %lld kv heads", (long long)H,
                     (long long)k->ne[2]);
     if (mask) {
-        if (tsr_chk_kv_(c, mask, "src3 (mask)")) return -1;
-        if (mask->dtype == TSR_DTYPE_BF16) return tsr_chk_fail_(c, "src3 (mask) dtype BF16 is not F32 or F16");
+        if (tsr_chk_tensor_(c, mask, "src3 (mask)")) return -1;
+        if (mask->dtype != TSR_DTYPE_F32 && mask->dtype != TSR_DTYPE_F16)
+            return tsr_chk_fail_(c, "src3 (mask) dtype %s is not F32 or F16", tsr_dtype_name(mask->dtype));
         if (mask->ne[0] != k->ne[1] || mask->ne[1] < n_q || mask->ne[2] != 1 || mask->ne[3] != 1)
             return tsr_chk_fail_(c, "src3 (mask) is [%lld, %lld, %lld, %lld], needs [%lld, >= %lld, 1, 1]",
                         (long long)mask->ne[0], (long long)mask->ne[1], (long long)mask->ne[2],

@@ -35,6 +35,11 @@ cases = [
     (["run", "-m", STORIES, "--temp", "hot"] + P, "--temp"),
     (["run", "-m", STORIES, "--top-p", "2"] + P, "--top-p"),
     (["run", "-m", STORIES, "--kv-type", "q4"] + P, "--kv-type"),
+    (["run", "-m", STORIES, "-ctk", "q3_k"] + P, "-ctk"),
+    (["run", "-m", STORIES, "--cache-type-v", "f8"] + P, "--cache-type-v"),
+    (["run", "-m", STORIES, "-fa", "maybe"] + P, "-fa"),
+    (["run", "-m", STORIES, "-ctv", "q8_0", "-fa", "off"] + P, "needs flash attention (-fa on)"),
+    (["run", "-m", STORIES, "-ctk", "q4_0", "-fa", "on"] + P, "multiple of 32"),
     (["run", "-m", STORIES, "--device", "nosuchdev0"] + P, "nosuchdev0"),
     (["run", "-m", STORIES, "-ngl", "x"] + P, "-ngl"),
     (["perplexity", "--bogus"], "--bogus"),
@@ -44,6 +49,7 @@ cases = [
     (["perplexity", "-m", "/etc/passwd", "-f", STORY], "/etc/passwd"),
     (["perplexity", "-m", STORIES, "-f", os.path.join(tmp, "none.txt")], "none.txt"),
     (["perplexity", "-m", STORIES, "-f", STORY, "-c", "abc"], "-c"),
+    (["perplexity", "-m", STORIES, "-f", STORY, "-ctv", "q4_0"], "-fa on"),
     (["perplexity", "-m", STORIES, "-f", STORY, "-c", "4096"], "4096"),
 ]
 for args, word in cases:

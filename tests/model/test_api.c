@@ -159,10 +159,38 @@ int main(void) {
     CHECK(d > 0 && d < 0.1, "F32 vs F16 cache: %g", d);
     printf("ok   F32 vs F16 cache: max diff %.3g\n", d);
 
+    /* Flash attention (V stored like K) with F16 and BF16 caches: close to
+     * the two-MUL_MAT attention, not identical. */
+    const tessera_kv_type fa_types[] = {TESSERA_KV_F16, TESSERA_KV_BF16};
+    for (int i = 0; i < 2; i++) {
+        tessera_context_params fp = tessera_context_default_params();
+        fp.n_ctx = 64;
+        fp.n_threads = 1;
+        fp.type_k = fp.type_v = fa_types[i];
+        fp.flash_attn = TESSERA_FLASH_ATTN_ON;
+        tessera_context *fa = tessera_context_new(m, &fp);
+        CHECK(fa && tessera_decode(fa, toks, n, 0, 0) == 0, "flash attention %s: %s",
+              tessera_kv_type_name(fa_types[i]), tessera_last_error());
+        if (fa) {
+            d = max_diff(all + (size_t)(n - 1) * nv, tessera_logits(fa, -1), nv);
+            CHECK(d < (i == 0 ? 0.02 : 0.1), "flash attention %s vs F16: %g", tessera_kv_type_name(fa_types[i]), d);
+            printf("ok   flash attention, %s cache vs F16 without: max diff %.3g\n", tessera_kv_type_name(fa_types[i]), d);
+        }
+        tessera_context_free(fa);
+    }
+
     /* Bad parameters. */
     tessera_context_params cp = tessera_context_default_params();
-    cp.kv_type = (tessera_kv_type)7;
+    cp.kv_type = (tessera_kv_type)42;
     expect_error(tessera_context_new(m, &cp) ? 0 : -1, "bad KV type", "KV cache type");
+    cp = tessera_context_default_params();
+    cp.type_v = TESSERA_KV_Q8_0;
+    expect_error(tessera_context_new(m, &cp) ? 0 : -1, "quantized V without flash attention", "-fa on");
+    cp.flash_attn = TESSERA_FLASH_ATTN_ON; /* stories260K's heads of 8 hold no 32-value block */
+    expect_error(tessera_context_new(m, &cp) ? 0 : -1, "Q8_0 V with heads of 8", "multiple of 32");
+    cp = tessera_context_default_params();
+    cp.flash_attn = (tessera_flash_attn)9;
+    expect_error(tessera_context_new(m, &cp) ? 0 : -1, "bad flash_attn", "flash_attn");
     tessera_model_params bad_mp = tessera_model_default_params();
     bad_mp.devices = "nosuch0";
     expect_error(tessera_model_load(path, &bad_mp) ? 0 : -1, "unknown device", "nosuch0");

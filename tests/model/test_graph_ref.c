@@ -79,7 +79,8 @@ int main(int argc, char **argv) {
         kv_cache_params kp = {.n_layer = m->hp.n_layer, .n_ctx = g->n_tokens + g->n_greedy + 1,
                               .n_embd_k = m->hp.head_dim * m->hp.n_head_kv,
                               .n_embd_v = m->hp.head_dim * m->hp.n_head_kv,
-                              .dtype = kv_f32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16};
+                              .dtype_k = kv_f32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16,
+                              .dtype_v = kv_f32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16};
         kv_cache *kv = kv_cache_new(&kp);
         float *logits = malloc((size_t)g->n_tokens * (size_t)nv * sizeof(float));
         if (!kv || !logits || forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) != 0) {

@@ -133,7 +133,7 @@ static model *load(const char *path) {
 static int forward(const model *m, float *out) {
     const int32_t toks[5] = {1, 7, 3, 12, 30};
     kv_cache_params kp = {.n_layer = m->hp.n_layer, .n_ctx = 8, .n_embd_k = D * HKV, .n_embd_v = D * HKV,
-                          .dtype = TSR_DTYPE_F32};
+                          .dtype_k = TSR_DTYPE_F32, .dtype_v = TSR_DTYPE_F32};
     kv_cache *kv = kv_cache_new(&kp);
     model_batch_graph bg;
     if (!kv || model_build_graph(m, kv, 5, 0, 5, 1, &bg) != 0 || mini_alloc(bg.g) != 0) return -1;

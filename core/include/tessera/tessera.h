@@ -151,10 +151,36 @@ int32_t tessera_detokenize(const tessera_model *model, const tessera_token *toke
 
 /* ------------------------------------------------------------- contexts */
 
+/* KV cache element types (llama.cpp's -ctk/-ctv choices). The block types
+ * (Q*, IQ4_NL) need a head size that is a multiple of 32; a quantized V
+ * cache needs flash attention. */
 typedef enum tessera_kv_type {
     TESSERA_KV_F16 = 0, /* default, as llama.cpp */
-    TESSERA_KV_F32 = 1
+    TESSERA_KV_F32 = 1,
+    TESSERA_KV_BF16 = 2,
+    TESSERA_KV_Q8_0 = 3,
+    TESSERA_KV_Q4_0 = 4,
+    TESSERA_KV_Q4_1 = 5,
+    TESSERA_KV_Q5_0 = 6,
+    TESSERA_KV_Q5_1 = 7,
+    TESSERA_KV_IQ4_NL = 8,
+    TESSERA_KV_TYPE_COUNT
 } tessera_kv_type;
+
+/* "f16", "q8_0", ... (llama.cpp's spelling), or NULL for a bad value. */
+const char *tessera_kv_type_name(tessera_kv_type type);
+/* The type named name (case-insensitive), or -1. */
+int tessera_kv_type_from_name(const char *name);
+
+/* Attention as FLASH_ATTN nodes (one fused op; the V cache is then stored
+ * like K) or as two MUL_MATs and a SOFT_MAX. AUTO: flash attention when
+ * every device that computes an attention can compute it with the cache
+ * types, else not. */
+typedef enum tessera_flash_attn {
+    TESSERA_FLASH_ATTN_OFF = 0,
+    TESSERA_FLASH_ATTN_ON = 1,
+    TESSERA_FLASH_ATTN_AUTO = 2
+} tessera_flash_attn;
 
 typedef struct tessera_context_params {
     uint32_t n_ctx;    /* 0: the model's training context */
@@ -165,6 +191,10 @@ typedef struct tessera_context_params {
      * for the first graph of each shape (prompt and single-token). */
     bool explain;
     bool verbose; /* timings and sizes to stderr */
+    /* Appended: per-cache types. Where one is left at F16 (the default),
+     * kv_type (the older field, which sets both) decides it. */
+    tessera_kv_type type_k, type_v;
+    tessera_flash_attn flash_attn; /* default OFF */
 } tessera_context_params;
 
 tessera_context_params tessera_context_default_params(void);

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_check.h>
+
 #include "util/error.h"
 
 enum { GRAPH_ERR_MAX = 512 };
@@ -738,8 +740,8 @@ graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph
     if (!sources_ok(g, "flash_attn", 3, src)) return NULL;
     if (!want_dtype(g, "flash_attn", q, TSR_DTYPE_F32, "q")) return NULL;
     for (int i = 1; i < 3; i++)
-        if (src[i]->t.dtype != TSR_DTYPE_F32 && src[i]->t.dtype != TSR_DTYPE_F16)
-            return graph_fail(g, "flash_attn: %s %s is %s, expected F32 or F16",
+        if (!tsr_flash_attn_kv_dtype(src[i]->t.dtype))
+            return graph_fail(g, "flash_attn: %s %s is %s, expected F32, F16, BF16 or a KV block type",
                               i == 1 ? "k" : "v", SHAPE(src[i]), dtype_name(src[i]->t.dtype));
     const int64_t D = q->t.ne[0], n_q = q->t.ne[1], H = q->t.ne[2];
     if (q->t.ne[3] != 1 || k->t.ne[3] != 1 || v->t.ne[3] != 1 || k->t.ne[0] != D ||

@@ -649,8 +649,21 @@ static void device_close(host_device *d) {
     d->open_state = 0;
 }
 
+/* Nodes whose contract is newer than the plugin's ABI: a plugin built for
+ * 1.0/1.1 may accept FLASH_ATTN by op alone, without reading block-type k/v. */
+static bool node_newer_than_plugin(const host_device *d, const tsr_node *node) {
+    if (TSR_ABI_MINOR_OF(d->plugin->abi_version) >= 2 || node->op != TSR_OP_FLASH_ATTN) return false;
+    return tsr_dtype_block_size(node->src[1]->dtype) != 1 || tsr_dtype_block_size(node->src[2]->dtype) != 1;
+}
+
 bool host_device_supports(host_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return false;
+    if (node_newer_than_plugin(d, node)) {
+        if (why && why_size)
+            snprintf(why, why_size, "%s: plugin built for ABI %u.%u, quantized FLASH_ATTN k/v need 1.2", d->name,
+                     TSR_ABI_MAJOR_OF(d->plugin->abi_version), TSR_ABI_MINOR_OF(d->plugin->abi_version));
+        return false;
+    }
     if (host_device_open(d)) {
         if (why && why_size) snprintf(why, why_size, "%s: %s", d->name, d->open_reason);
         return false;

@@ -3,16 +3,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_check.h>
+
+#include "tensor/dtype.h"
 #include "util/error.h"
 
-static uint64_t kv_elem_bytes(int32_t dtype) { return dtype == TSR_DTYPE_F32 ? 4 : 2; }
+/* The cache types are FLASH_ATTN's k/v types. */
+bool kv_dtype_supported(int32_t dtype) { return tsr_flash_attn_kv_dtype(dtype) != 0; }
 
-static uint64_t kv_layer_k_bytes(const kv_cache *kv) {
-    return (uint64_t)kv->n_embd_k * (uint64_t)kv->n_ctx * kv_elem_bytes(kv->dtype);
+uint64_t kv_row_bytes(int32_t dtype, int64_t n) { return dtype_row_bytes(dtype, n); }
+
+uint64_t kv_cache_layer_k_bytes(const kv_cache *kv) {
+    return kv_row_bytes(kv->dtype_k, kv->n_embd_k) * (uint64_t)kv->n_ctx;
 }
 
-static uint64_t kv_layer_v_bytes(const kv_cache *kv) {
-    return (uint64_t)kv->n_embd_v * (uint64_t)kv->n_ctx * kv_elem_bytes(kv->dtype);
+uint64_t kv_cache_layer_v_bytes(const kv_cache *kv) {
+    return kv_row_bytes(kv->dtype_v, kv->n_embd_v) * (uint64_t)kv->n_ctx;
+}
+
+/* One cache's type against its row width: a known type, whole blocks per row
+ * (and per head: the attention views split rows into heads of head_dim), and
+ * a transposed V only of a plain type. */
+static int kv_check_dtype(const char *which, int32_t dtype, int32_t n_embd, int32_t head_dim, bool trans) {
+    if (!kv_dtype_supported(dtype))
+        return error_set("kv cache: %s type %s is not a cache type (f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, "
+                         "q5_1, iq4_nl)", which, dtype_name(dtype));
+    const int64_t bs = tsr_dtype_block_size(dtype);
+    if (n_embd % bs != 0 || (head_dim > 0 && head_dim % bs != 0))
+        return error_set("kv cache: %s type %s needs a head size that is a multiple of %lld (it is %d)", which,
+                         dtype_name(dtype), (long long)bs, head_dim > 0 ? head_dim : n_embd);
+    if (trans && bs != 1)
+        return error_set("kv cache: a quantized V cache (%s) needs flash attention (-fa on)", dtype_name(dtype));
+    return 0;
 }
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
@@ -41,24 +63,25 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
                   p->n_embd_k, p->n_embd_v);
         return NULL;
     }
-    if (p->dtype != TSR_DTYPE_F16 && p->dtype != TSR_DTYPE_F32) {
-        error_set("kv cache: dtype %d not supported (F16 or F32)", p->dtype);
+    if (kv_check_dtype("K", p->dtype_k, p->n_embd_k, p->head_dim, false) != 0 ||
+        kv_check_dtype("V", p->dtype_v, p->n_embd_v, p->head_dim, !p->flash_attn) != 0)
         return NULL;
-    }
     kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv) goto oom;
     kv->n_layer = p->n_layer;
     kv->n_ctx = p->n_ctx;
     kv->n_embd_k = p->n_embd_k;
     kv->n_embd_v = p->n_embd_v;
-    kv->dtype = p->dtype;
+    kv->dtype_k = p->dtype_k;
+    kv->dtype_v = p->dtype_v;
+    kv->flash_attn = p->flash_attn;
     kv->layers = calloc((size_t)p->n_layer, sizeof *kv->layers);
     kv->cell_pos = malloc((size_t)p->n_ctx * sizeof *kv->cell_pos);
     kv->cell_seq = calloc((size_t)p->n_ctx, sizeof *kv->cell_seq);
     if (!kv->layers || !kv->cell_pos || !kv->cell_seq) goto oom;
     for (int32_t i = 0; i < p->n_ctx; i++) kv->cell_pos[i] = -1;
 
-    uint64_t k_bytes = kv_layer_k_bytes(kv), v_bytes = kv_layer_v_bytes(kv);
+    uint64_t k_bytes = kv_cache_layer_k_bytes(kv), v_bytes = kv_cache_layer_v_bytes(kv);
     uint64_t layer_bytes = align_up(k_bytes, 64) + align_up(v_bytes, 64);
     int32_t n_host = 0;
     for (int32_t il = 0; il < p->n_layer; il++)
@@ -125,13 +148,14 @@ void kv_cache_free(kv_cache *kv) {
 }
 
 uint64_t kv_cache_nbytes(const kv_cache *kv) {
-    return (kv_layer_k_bytes(kv) + kv_layer_v_bytes(kv)) * (uint64_t)kv->n_layer;
+    return (kv_cache_layer_k_bytes(kv) + kv_cache_layer_v_bytes(kv)) * (uint64_t)kv->n_layer;
 }
 
 static graph_tensor *kv_leaf(graph *g, const kv_cache *kv, int32_t il, bool is_k) {
     const kv_layer *L = &kv->layers[il];
-    graph_tensor *t = is_k ? graph_tensor_new_2d(g, kv->dtype, kv->n_embd_k, kv->n_ctx)
-                           : graph_tensor_new_2d(g, kv->dtype, kv->n_ctx, kv->n_embd_v);
+    graph_tensor *t = is_k             ? graph_tensor_new_2d(g, kv->dtype_k, kv->n_embd_k, kv->n_ctx)
+                      : kv->flash_attn ? graph_tensor_new_2d(g, kv->dtype_v, kv->n_embd_v, kv->n_ctx)
+                                       : graph_tensor_new_2d(g, kv->dtype_v, kv->n_ctx, kv->n_embd_v);
     if (!t) return NULL;
     graph_tensor_set_name(t, "%s_cache-%d", is_k ? "k" : "v", il);
     graph_tensor_bind(t, GRAPH_PERSISTENT, L->home_device, L->buffer,

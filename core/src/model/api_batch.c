@@ -74,7 +74,8 @@ static int32_t find_free_run(const kv_cache *kv, int32_t want, int32_t *head) {
  * moving the used cells down to 0..used-1 keeps it near the cells in use.
  * Done in place when every layer's K/V is in host-addressable memory (the
  * decode calls are synchronous, nothing is computing meanwhile). K rows are
- * contiguous per cell; V is transposed, so a cell is one element per row. */
+ * contiguous per cell, and V's unless it is transposed (a cell is then one
+ * element per row). */
 static void kv_compact(kv_cache *kv) {
     int32_t used = 0, n_kv = 0;
     for (int32_t j = 0; j < kv->n_ctx; j++)
@@ -86,8 +87,9 @@ static void kv_compact(kv_cache *kv) {
     if (n_kv - used <= slack) return;
     for (int32_t il = 0; il < kv->n_layer; il++)
         if (!kv->layers[il].k_data || !kv->layers[il].v_data) return;
-    const size_t es = kv->dtype == TSR_DTYPE_F32 ? 4 : 2;
-    const size_t k_row = (size_t)kv->n_embd_k * es, v_row = (size_t)kv->n_ctx * es;
+    const size_t k_row = kv_row_bytes(kv->dtype_k, kv->n_embd_k);
+    const size_t v_cell = kv->flash_attn ? kv_row_bytes(kv->dtype_v, kv->n_embd_v) : kv_row_bytes(kv->dtype_v, 1);
+    const size_t v_row = kv_row_bytes(kv->dtype_v, kv->n_ctx);
     int32_t dst = 0;
     for (int32_t j = 0; j < n_kv; j++) {
         if (!kv->cell_seq[j]) continue;
@@ -95,9 +97,11 @@ static void kv_compact(kv_cache *kv) {
             for (int32_t il = 0; il < kv->n_layer; il++) {
                 char *k = kv->layers[il].k_data, *v = kv->layers[il].v_data;
                 memcpy(k + (size_t)dst * k_row, k + (size_t)j * k_row, k_row);
-                for (int32_t r = 0; r < kv->n_embd_v; r++)
-                    memcpy(v + (size_t)r * v_row + (size_t)dst * es, v + (size_t)r * v_row + (size_t)j * es,
-                           es);
+                if (kv->flash_attn) memcpy(v + (size_t)dst * v_cell, v + (size_t)j * v_cell, v_cell);
+                else
+                    for (int32_t r = 0; r < kv->n_embd_v; r++)
+                        memcpy(v + (size_t)r * v_row + (size_t)dst * v_cell,
+                               v + (size_t)r * v_row + (size_t)j * v_cell, v_cell);
             }
             kv->cell_seq[dst] = kv->cell_seq[j];
             kv->cell_pos[dst] = kv->cell_pos[j];

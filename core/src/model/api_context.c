@@ -3,10 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "model/public.h"
+#include "tensor/dtype.h"
 #include "util/error.h"
 
 double tessera_now_ms(void) {
@@ -17,7 +19,33 @@ double tessera_now_ms(void) {
 
 tessera_context_params tessera_context_default_params(void) {
     return (tessera_context_params){
-        .n_ctx = 0, .n_batch = 512, .n_threads = 0, .kv_type = TESSERA_KV_F16};
+        .n_ctx = 0,
+        .n_batch = 512,
+        .n_threads = 0,
+        .kv_type = TESSERA_KV_F16,
+        .type_k = TESSERA_KV_F16,
+        .type_v = TESSERA_KV_F16,
+        .flash_attn = TESSERA_FLASH_ATTN_OFF};
+}
+
+/* tessera_kv_type -> GGUF type number, in enum order. */
+static const int32_t kv_type_dtype[TESSERA_KV_TYPE_COUNT] = {
+    [TESSERA_KV_F16] = TSR_DTYPE_F16,   [TESSERA_KV_F32] = TSR_DTYPE_F32,   [TESSERA_KV_BF16] = TSR_DTYPE_BF16,
+    [TESSERA_KV_Q8_0] = TSR_DTYPE_Q8_0, [TESSERA_KV_Q4_0] = TSR_DTYPE_Q4_0, [TESSERA_KV_Q4_1] = TSR_DTYPE_Q4_1,
+    [TESSERA_KV_Q5_0] = TSR_DTYPE_Q5_0, [TESSERA_KV_Q5_1] = TSR_DTYPE_Q5_1, [TESSERA_KV_IQ4_NL] = TSR_DTYPE_IQ4_NL,
+};
+static const char *const kv_type_names[TESSERA_KV_TYPE_COUNT] = {
+    "f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
+};
+
+const char *tessera_kv_type_name(tessera_kv_type type) {
+    return (unsigned)type < TESSERA_KV_TYPE_COUNT ? kv_type_names[type] : NULL;
+}
+
+int tessera_kv_type_from_name(const char *name) {
+    for (int i = 0; name && i < TESSERA_KV_TYPE_COUNT; i++)
+        if (!strcasecmp(name, kv_type_names[i])) return i;
+    return -1;
 }
 
 static int32_t default_threads(void) {
@@ -33,13 +61,58 @@ static bool device_writes_cache(tsr_device *dev, int32_t kv_dtype, int64_t n_emb
     tsr_tensor src = {.dtype = TSR_DTYPE_F32, .ne = {n_embd, 1, 1, 1}, .name = "k"};
     tsr_tensor dst = {.dtype = kv_dtype, .ne = {n_embd, 1, 1, 1}, .name = "k_cache"};
     src.nb[0] = 4;
-    dst.nb[0] = kv_dtype == TSR_DTYPE_F32 ? 4 : 2;
-    for (int d = 1; d < TSR_MAX_DIMS; d++) {
-        src.nb[d] = src.nb[d - 1] * src.ne[d - 1];
-        dst.nb[d] = dst.nb[d - 1] * dst.ne[d - 1];
+    dst.nb[0] = (uint64_t)tsr_dtype_block_bytes(kv_dtype);
+    src.nb[1] = 4 * (uint64_t)n_embd;
+    dst.nb[1] = kv_row_bytes(kv_dtype, n_embd);
+    for (int d = 2; d < TSR_MAX_DIMS; d++) {
+        src.nb[d] = src.nb[d - 1];
+        dst.nb[d] = dst.nb[d - 1];
     }
     tsr_node node = {.op = TSR_OP_CPY, .n_src = 1, .dst = &dst, .src = {&src}};
     return dev->api->supports_op(dev, &node) != 0;
+}
+
+/* Whether dev computes a FLASH_ATTN node over this model's cache types (one
+ * query, one cell: the dtypes and head sizes are what devices decide on). */
+static bool device_runs_flash_attn(host_device *d, const model_hparams *hp, int32_t dtype_k, int32_t dtype_v) {
+    const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv, bs = 32;
+    tsr_tensor q = {.dtype = TSR_DTYPE_F32, .ne = {D, 1, H, 1}, .name = "q"};
+    tsr_tensor k = {.dtype = dtype_k, .ne = {D, bs, Hkv, 1}, .name = "k_cache"};
+    tsr_tensor v = {.dtype = dtype_v, .ne = {D, bs, Hkv, 1}, .name = "v_cache"};
+    tsr_tensor mask = {.dtype = TSR_DTYPE_F32, .ne = {bs, 1, 1, 1}, .name = "mask"};
+    tsr_tensor out = {.dtype = TSR_DTYPE_F32, .ne = {D, H, 1, 1}, .name = "fattn"};
+    tsr_tensor *all[] = {&q, &k, &v, &mask, &out};
+    for (int i = 0; i < 5; i++) {
+        tsr_tensor *t = all[i];
+        t->nb[0] = (uint64_t)tsr_dtype_block_bytes(t->dtype);
+        t->nb[1] = kv_row_bytes(t->dtype, t->ne[0]);
+        if (t == &k || t == &v) { /* rows of cells hold every kv head */
+            t->nb[1] = kv_row_bytes(t->dtype, D * Hkv);
+            t->nb[2] = kv_row_bytes(t->dtype, D);
+        } else {
+            t->nb[2] = t->nb[1] * (uint64_t)t->ne[1];
+        }
+        t->nb[3] = t->nb[2] * (uint64_t)t->ne[2];
+    }
+    tsr_node node = {.op = TSR_OP_FLASH_ATTN, .n_src = 4, .dst = &out, .src = {&q, &k, &v, &mask}};
+    node.fparams[0] = 1.0f;
+    return host_device_supports(d, &node, NULL, 0);
+}
+
+/* -fa: on and off as asked; auto is on when every device of the model
+ * computes FLASH_ATTN over these cache types. */
+static bool context_flash_attn(const tessera_model *tm, const tessera_context_params *p, int32_t dtype_k,
+                               int32_t dtype_v) {
+    if (p->flash_attn != TESSERA_FLASH_ATTN_AUTO) return p->flash_attn == TESSERA_FLASH_ATTN_ON;
+    bool all = true;
+    for (int32_t i = 0; i < tm->n_devices; i++) {
+        bool yes = device_runs_flash_attn(tm->devices[i], &tm->m->hp, dtype_k, dtype_v);
+        if (p->verbose && !yes)
+            fprintf(stderr, "tessera: flash attention auto: %s does not compute it with K %s, V %s\n",
+                    tm->devices[i]->name, dtype_name(dtype_k), dtype_name(dtype_v));
+        all = all && yes;
+    }
+    return all;
 }
 
 tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_params *params) {
@@ -61,8 +134,15 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         return NULL;
     }
     if (p.n_threads == 0) p.n_threads = default_threads();
-    if (p.kv_type != TESSERA_KV_F16 && p.kv_type != TESSERA_KV_F32) {
-        error_set("context: unknown KV cache type %d (F16 or F32)", (int)p.kv_type);
+    if (p.type_k == TESSERA_KV_F16) p.type_k = p.kv_type;
+    if (p.type_v == TESSERA_KV_F16) p.type_v = p.kv_type;
+    if (!tessera_kv_type_name(p.type_k) || !tessera_kv_type_name(p.type_v)) {
+        error_set("context: unknown KV cache type %d (f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)",
+                  (int)(tessera_kv_type_name(p.type_k) ? p.type_v : p.type_k));
+        return NULL;
+    }
+    if ((unsigned)p.flash_attn > TESSERA_FLASH_ATTN_AUTO) {
+        error_set("context: flash_attn %d is not off (0), on (1) or auto (2)", (int)p.flash_attn);
         return NULL;
     }
     tessera_context *ctx = calloc(1, sizeof *ctx);
@@ -77,9 +157,16 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     ctx->timings.load_ms = tm->load_ms;
     /* The KV cache of an offloaded layer lives with its weights when that
      * device can write it. */
-    const int32_t kv_dtype = p.kv_type == TESSERA_KV_F32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16;
+    const int32_t dtype_k = kv_type_dtype[p.type_k], dtype_v = kv_type_dtype[p.type_v];
     const int64_t n_embd_kv = (int64_t)m->hp.head_dim * m->hp.n_head_kv;
-    bool kv_on_gpu = m->gpu && device_writes_cache(m->gpu, kv_dtype, n_embd_kv);
+    const bool fa = context_flash_attn(tm, &p, dtype_k, dtype_v);
+    if (!fa && tsr_dtype_block_size(dtype_v) != 1) {
+        error_set("context: a quantized V cache (-ctv %s) needs flash attention (-fa on)",
+                  tessera_kv_type_name(p.type_v));
+        goto fail;
+    }
+    bool kv_on_gpu = m->gpu && device_writes_cache(m->gpu, dtype_k, n_embd_kv) &&
+                     device_writes_cache(m->gpu, dtype_v, n_embd_kv);
     if (m->gpu && m->n_gpu_layers > 0 && !kv_on_gpu)
         host_log(TSR_LOG_INFO, "model", "the GPU device cannot write the KV cache: keeping it in host memory");
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
@@ -91,7 +178,10 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         .n_ctx = (int32_t)p.n_ctx,
         .n_embd_k = m->hp.head_dim * m->hp.n_head_kv,
         .n_embd_v = m->hp.head_dim * m->hp.n_head_kv,
-        .dtype = kv_dtype,
+        .head_dim = m->hp.head_dim,
+        .dtype_k = dtype_k,
+        .dtype_v = dtype_v,
+        .flash_attn = fa,
         .layer_device = layer_dev,
         .layer_home = layer_home,
     };
@@ -101,10 +191,14 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     if (!ctx->sched) goto fail;
     free(layer_dev);
     free(layer_home);
-    if (p.verbose)
-        fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, KV %s %.1f MiB\n", p.n_ctx,
-                p.n_batch, p.n_threads, p.kv_type == TESSERA_KV_F32 ? "F32" : "F16",
+    if (p.verbose) {
+        char types[32];
+        if (p.type_k == p.type_v) snprintf(types, sizeof types, "%s", tessera_kv_type_name(p.type_k));
+        else snprintf(types, sizeof types, "%s/%s", tessera_kv_type_name(p.type_k), tessera_kv_type_name(p.type_v));
+        fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB\n",
+                p.n_ctx, p.n_batch, p.n_threads, fa ? "on" : "off", types,
                 (double)kv_cache_nbytes(ctx->kv) / (1024.0 * 1024.0));
+    }
     return ctx;
 fail:
     free(layer_dev);

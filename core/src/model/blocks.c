@@ -10,8 +10,8 @@
  * of the attention weights. ref's MUL_MAT rounds like that itself, cpu-avx's
  * and cpu-neon's F16 products do not yet (they take f32 activations), so the
  * rounding is spelled out here for every device until they do. */
-static graph_tensor *round_like_cache(graph *g, graph_tensor *t, const kv_cache *kv) {
-    if (kv->dtype != TSR_DTYPE_F16) return t;
+static graph_tensor *round_like_cache(graph *g, graph_tensor *t, int32_t cache_dtype) {
+    if (cache_dtype != TSR_DTYPE_F16) return t;
     return graph_cast(g, graph_cast(g, t, TSR_DTYPE_F16), TSR_DTYPE_F32);
 }
 
@@ -102,28 +102,38 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
 
     /* Store this batch's keys and values in cells kv_head.. of the cache. */
     graph_tensor *kc = kv_cache_k_leaf(g, kv, il); /* [D*Hkv, n_ctx] */
-    graph_tensor *vc = kv_cache_v_leaf(g, kv, il); /* [n_ctx, D*Hkv] */
+    graph_tensor *vc = kv_cache_v_leaf(g, kv, il); /* [n_ctx, D*Hkv], or [D*Hkv, n_ctx] for FLASH_ATTN */
     if (!kc || !vc) return NULL;
-    const uint64_t es = kv->dtype == TSR_DTYPE_F32 ? 4 : 2;
     const uint64_t k_row = kc->t.nb[1], v_row = vc->t.nb[1];
+    const uint64_t k_head = kv_row_bytes(kv->dtype_k, D), v_head = kv_row_bytes(kv->dtype_v, D);
     graph_tensor *k_dst = graph_view_2d(g, kc, D * Hkv, T, k_row, (uint64_t)b->kv_head * k_row);
-    graph_tensor *v_dst = graph_view_2d(g, vc, T, D * Hkv, v_row, (uint64_t)b->kv_head * es);
     graph_cpy(g, k, k_dst);
-    graph_cpy(g, graph_transpose(g, v), v_dst);
+    if (!kv->flash_attn)
+        graph_cpy(g, graph_transpose(g, v),
+                  graph_view_2d(g, vc, T, D * Hkv, v_row, kv_row_bytes(kv->dtype_v, b->kv_head)));
+    else
+        graph_cpy(g, v, graph_view_2d(g, vc, D * Hkv, T, v_row, (uint64_t)b->kv_head * v_row));
 
     /* Attention over cells 0..n_kv-1 (created after the copies, so computed
      * after them). Grouped-query attention: query head h reads KV head
-     * h / (H / Hkv), which is MUL_MAT's broadcast over dimension 2. */
-    graph_tensor *K = graph_view_3d(g, kc, D, n_kv, Hkv, k_row, D * es, 0);    /* [D, n_kv, Hkv] */
-    graph_tensor *V = graph_view_3d(g, vc, n_kv, D, Hkv, v_row, v_row * D, 0); /* [n_kv, D, Hkv] */
+     * h / (H / Hkv), which is MUL_MAT's broadcast over dimension 2 and
+     * FLASH_ATTN's own rule. */
+    graph_tensor *K = graph_view_3d(g, kc, D, n_kv, Hkv, k_row, k_head, 0); /* [D, n_kv, Hkv] */
     graph_tensor *mask = b->m->layers[il].swa ? b->io->mask_swa : b->io->mask;
     if (b->io->attn_temp) q = graph_mul(g, q, b->io->attn_temp);
+    if (kv->flash_attn) {
+        graph_tensor *V = graph_view_3d(g, vc, D, n_kv, Hkv, v_row, v_head, 0); /* [D, n_kv, Hkv] */
+        graph_tensor *qp = graph_permute(g, q, 0, 2, 1, 3);                      /* [D, T, H] */
+        graph_tensor *o = graph_flash_attn(g, qp, K, V, mask, kq_scale);         /* [D, H, T] */
+        return graph_reshape_2d(g, named(o, "fattn", il), D * H, T);
+    }
+    graph_tensor *V = graph_view_3d(g, vc, n_kv, D, Hkv, v_row, v_row * D, 0); /* [n_kv, D, Hkv] */
     /* (rounded while contiguous, then permuted) */
-    graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv), 0, 2, 1, 3); /* [D, T, H] */
-    graph_tensor *kq = graph_mul_mat(g, K, qp);                                 /* [n_kv, T, H] */
+    graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv->dtype_k), 0, 2, 1, 3); /* [D, T, H] */
+    graph_tensor *kq = graph_mul_mat(g, K, qp);                                          /* [n_kv, T, H] */
     kq = named(graph_soft_max(g, kq, mask, kq_scale, 0.0f), "kq_soft_max", il);
-    graph_tensor *kqv = graph_mul_mat(g, V, round_like_cache(g, kq, kv)); /* [D, T, H] */
-    graph_tensor *o = graph_cont(g, graph_permute(g, kqv, 0, 2, 1, 3));    /* [D, H, T] */
+    graph_tensor *kqv = graph_mul_mat(g, V, round_like_cache(g, kq, kv->dtype_v)); /* [D, T, H] */
+    graph_tensor *o = graph_cont(g, graph_permute(g, kqv, 0, 2, 1, 3));             /* [D, H, T] */
     return graph_reshape_2d(g, o, D * H, T);
 }
 

@@ -204,6 +204,9 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
     }
     /* Decode at least one token so there are logits to sample from. */
     if (common == s->prompt.n) common--;
+    /* A sliding-window cache may not go back to common: it then starts over. */
+    tessera_kv_truncate(s->ctx, common);
+    if (tessera_kv_len(s->ctx) < common) common = tessera_kv_len(s->ctx);
     int32_t n_new = s->prompt.n - common;
     info->n_prompt = s->prompt.n;
     info->n_reused = common;

@@ -69,6 +69,9 @@ static const cli_option common_options[] = {
     {"-fa", "--flash-attn", "on|off|auto",
      "attention as one FLASH_ATTN op (stores V like K); auto: where every device computes it", CLI_FA,
      P(flash_attn), 0, 0, NULL, 0, CLI_G_CONTEXT},
+    {NULL, "--swa-full", NULL,
+     "sliding-window layers keep the whole context (default: their window, plus a batch, per sequence)",
+     CLI_SWITCH, P(swa_full), 0, 0, NULL, 0, CLI_G_CONTEXT},
 
     {"-n", "--n-predict", "N", "tokens to generate; -1: until the end of text or a full context",
      CLI_INT, P(n_predict), -1, INT32_MAX, NULL, 0, CLI_G_PREDICT},
@@ -125,7 +128,7 @@ static const struct {
     {CLI_G_MODEL, "model"},
     {CLI_G_PROMPT | CLI_G_ESCAPE, "prompt"},
     {CLI_G_DEVICE | CLI_G_PLUGINS, "devices"},
-    {CLI_G_CONTEXT, "context"},
+    {CLI_G_CONTEXT | CLI_G_SHIFT, "context"},
     {CLI_G_PREDICT, "generation"},
     {CLI_G_SAMPLING, "sampling (llama.cpp's order and defaults)"},
     {CLI_G_GRAMMAR, "constrained output"},

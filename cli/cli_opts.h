@@ -48,6 +48,7 @@ enum {
     CLI_G_PLUGINS = 1u << 7,  /* --plugin-dir alone (commands without devices) */
     CLI_G_ESCAPE = 1u << 8,
     CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
+    CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
@@ -72,6 +73,12 @@ typedef struct cli_params {
     int32_t n_ctx, n_batch, n_threads;
     tessera_kv_type cache_type[2]; /* K, V (-ctk, -ctv; --kv-type sets both) */
     tessera_flash_attn flash_attn;
+    int swa_full;
+    /* a full context drops half of what follows the first n_keep tokens
+     * (-1: the whole prompt) and goes on */
+    int context_shift;
+    int32_t n_keep;
+    uint32_t n_seq_max; /* not an option: serve sets it to --parallel */
     /* generation */
     int32_t n_predict;
     /* sp.logit_bias points at bias[]; sp.penalty_last_n -1 is the context

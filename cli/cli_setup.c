@@ -130,6 +130,8 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     cp.type_k = p->cache_type[0];
     cp.type_v = p->cache_type[1];
     cp.flash_attn = p->flash_attn;
+    cp.swa_full = p->swa_full;
+    cp.n_seq_max = p->n_seq_max;
     cp.explain = p->explain;
     cp.verbose = p->verbose;
     tessera_context *ctx = tessera_context_new(m, &cp);

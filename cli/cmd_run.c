@@ -41,7 +41,7 @@ static const cli_command run_cmd = {
     .about = "Generates text after the prompt and streams it to stdout; load time and\n"
              "prompt / generation speed go to stderr. Ctrl-C stops generation.\n"
              "With -cnv (or --system, or -st) the prompt is a chat message instead.",
-    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR,
+    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT,
     .own = run_own,
 };
 

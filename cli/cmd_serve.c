@@ -104,7 +104,7 @@ static const cli_command serve_cmd = {
              "share the model and one KV cache; the requests in them are decoded together,\n"
              "one batch per step. Ctrl-C (or SIGTERM) stops accepting, lets running requests\n"
              "finish for --shutdown-grace seconds, then stops the server.",
-    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE,
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE | CLI_G_SHIFT,
     .own = serve_own,
 };
 
@@ -183,6 +183,7 @@ int cmd_serve(int argc, char **argv) {
                 n_ctx / o.parallel, (long)o.parallel);
         goto done;
     }
+    o.p.n_seq_max = (uint32_t)o.parallel;
     ctx = cli_context_new(cmd, &o.p, model, (int32_t)n_ctx);
     if (!ctx) goto done;
 

@@ -225,6 +225,8 @@ static void schedule(serve_engine *e) {
         e->q_len--;
         serve_slot *s = &e->slots[i];
         tessera_seq_remove(e->p.ctx, i, reuse); /* forget what differs */
+        /* A sliding-window cache may have had to forget all of it. */
+        if (tessera_seq_len(e->p.ctx, i) < reuse) reuse = tessera_seq_len(e->p.ctx, i);
         *s = (serve_slot){.ch = ch, .t_start_ms = now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
         ch->state = SERVE_RUNNING;

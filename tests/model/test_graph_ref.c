@@ -22,7 +22,7 @@ static int forward(const model *m, kv_cache *kv, const int32_t *tokens, int32_t 
                    float *out) {
     model_batch_graph bg;
     int32_t n_out = all ? n : 1;
-    if (model_build_graph(m, kv, n, pos, pos + n, n_out, &bg) != 0) return -1;
+    if (model_build_graph(m, kv, n, &pos, (int32_t[]){pos + n}, n_out, &bg) != 0) return -1;
     int rc = -1;
     if (mini_alloc(bg.g) != 0) goto done;
     for (int32_t i = 0; i < n; i++) {

@@ -195,6 +195,12 @@ typedef struct tessera_context_params {
      * kv_type (the older field, which sets both) decides it. */
     tessera_kv_type type_k, type_v;
     tessera_flash_attn flash_attn; /* default OFF */
+    /* Sequences decoded side by side (tessera_decode_batch; 0 means 1):
+     * sliding-window layers keep a window per sequence plus a batch. */
+    uint32_t n_seq_max;
+    /* Sliding-window layers keep every position too (llama.cpp's --swa-full):
+     * more memory, but any rewind keeps what precedes it. */
+    bool swa_full;
 } tessera_context_params;
 
 tessera_context_params tessera_context_default_params(void);
@@ -220,7 +226,10 @@ enum {
  * current length rewinds, e.g. to re-use a chat prefix). Calls longer than
  * n_batch are split into micro-batches. Errors: pos + n > n_ctx ("context
  * full"), pos greater than the current length, token id out of range,
- * aborted. On error the cache holds positions < pos. */
+ * aborted. On error the cache holds positions < pos, or none when a
+ * sliding-window cache had dropped positions the token at pos sees (then
+ * also a pos lower than the current length fails, and clears the cache:
+ * tessera_kv_len says what it holds). */
 int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens,
                    int32_t pos, uint32_t flags);
 
@@ -231,7 +240,9 @@ const float *tessera_logits(tessera_context *ctx, int32_t i);
 
 /* Number of positions held in the KV cache of sequence 0. */
 int32_t tessera_kv_len(const tessera_context *ctx);
-/* Forget positions >= pos (0 clears). */
+/* Forget positions >= pos (0 clears). A model with sliding-window layers
+ * keeps only their window: when positions that a token at pos would see
+ * were dropped, everything is forgotten (check tessera_kv_len). */
 int tessera_kv_truncate(tessera_context *ctx, int32_t pos);
 
 /* Timings of the context since creation (or the last reset). */
@@ -412,8 +423,12 @@ bool tessera_chat_template_text_has_bos(const tessera_chat_template *tmpl, const
  * call, not both. */
 int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
                          const int32_t *seq, const bool *want_logits, int32_t n_tokens);
-/* Forget positions >= pos of sequence seq (0: all of it), freeing its cells. */
+/* Forget positions >= pos of sequence seq (0: all of it), freeing its cells;
+ * all of it when a sliding-window cache dropped what pos would see (check
+ * tessera_seq_len). */
 int tessera_seq_remove(tessera_context *ctx, int32_t seq, int32_t pos);
+/* One past the highest position sequence seq holds (0: none). */
+int32_t tessera_seq_len(const tessera_context *ctx, int32_t seq);
 /* Cache cells holding a position of some sequence. */
 int32_t tessera_kv_cells_used(const tessera_context *ctx);
 

@@ -13,12 +13,14 @@ bool kv_dtype_supported(int32_t dtype) { return tsr_flash_attn_kv_dtype(dtype) !
 
 uint64_t kv_row_bytes(int32_t dtype, int64_t n) { return dtype_row_bytes(dtype, n); }
 
-uint64_t kv_cache_layer_k_bytes(const kv_cache *kv) {
-    return kv_row_bytes(kv->dtype_k, kv->n_embd_k) * (uint64_t)kv->n_ctx;
+static int32_t kv_layer_cells(const kv_cache *kv, int32_t il) { return kv->sets[kv->layers[il].set].size; }
+
+uint64_t kv_cache_layer_k_bytes(const kv_cache *kv, int32_t il) {
+    return kv_row_bytes(kv->dtype_k, kv->n_embd_k) * (uint64_t)kv_layer_cells(kv, il);
 }
 
-uint64_t kv_cache_layer_v_bytes(const kv_cache *kv) {
-    return kv_row_bytes(kv->dtype_v, kv->n_embd_v) * (uint64_t)kv->n_ctx;
+uint64_t kv_cache_layer_v_bytes(const kv_cache *kv, int32_t il) {
+    return kv_row_bytes(kv->dtype_v, kv->n_embd_v) * (uint64_t)kv_layer_cells(kv, il);
 }
 
 /* One cache's type against its row width: a known type, whole blocks per row
@@ -38,6 +40,21 @@ static int kv_check_dtype(const char *which, int32_t dtype, int32_t n_embd, int3
 }
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+static uint64_t kv_layer_bytes(const kv_cache *kv, int32_t il) {
+    return align_up(kv_cache_layer_k_bytes(kv, il), 64) + align_up(kv_cache_layer_v_bytes(kv, il), 64);
+}
+
+static int kv_cells_init(kv_cells *c, int32_t size, int32_t n_swa) {
+    c->size = size;
+    c->n_swa = n_swa;
+    c->pos = malloc((size_t)size * sizeof *c->pos);
+    c->seq = calloc((size_t)size, sizeof *c->seq);
+    if (!c->pos || !c->seq) return -1;
+    for (int32_t i = 0; i < size; i++) c->pos[i] = -1;
+    for (int32_t s = 0; s < KV_MAX_SEQ; s++) c->dropped[s] = -1;
+    return 0;
+}
 
 /* Device memory starts zeroed too: empty cells are masked, but 0 * NaN from
  * uninitialised bytes would still poison the V product. */
@@ -76,34 +93,37 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
     kv->dtype_v = p->dtype_v;
     kv->flash_attn = p->flash_attn;
     kv->layers = calloc((size_t)p->n_layer, sizeof *kv->layers);
-    kv->cell_pos = malloc((size_t)p->n_ctx * sizeof *kv->cell_pos);
-    kv->cell_seq = calloc((size_t)p->n_ctx, sizeof *kv->cell_seq);
-    if (!kv->layers || !kv->cell_pos || !kv->cell_seq) goto oom;
-    for (int32_t i = 0; i < p->n_ctx; i++) kv->cell_pos[i] = -1;
+    if (!kv->layers) goto oom;
+    kv->n_sets = 1;
+    if (kv_cells_init(&kv->sets[0], p->n_ctx, 0) != 0) goto oom;
+    if (p->layer_swa && p->n_swa > 0 && p->n_cells_swa > 0 && p->n_cells_swa < p->n_ctx) {
+        kv->n_sets = 2;
+        if (kv_cells_init(&kv->sets[1], p->n_cells_swa, p->n_swa) != 0) goto oom;
+        for (int32_t il = 0; il < p->n_layer; il++) kv->layers[il].set = p->layer_swa[il] ? 1 : 0;
+    }
 
-    uint64_t k_bytes = kv_cache_layer_k_bytes(kv), v_bytes = kv_cache_layer_v_bytes(kv);
-    uint64_t layer_bytes = align_up(k_bytes, 64) + align_up(v_bytes, 64);
-    int32_t n_host = 0;
+    uint64_t host_bytes = 0;
     for (int32_t il = 0; il < p->n_layer; il++)
-        if (!p->layer_device || !p->layer_device[il]) n_host++;
-    if (n_host > 0) {
-        kv->host_mem = aligned_alloc(64, layer_bytes * (uint64_t)n_host);
+        if (!p->layer_device || !p->layer_device[il]) host_bytes += kv_layer_bytes(kv, il);
+    if (host_bytes > 0) {
+        kv->host_mem = aligned_alloc(64, host_bytes);
         if (!kv->host_mem) {
-            error_set("kv cache: cannot allocate %.1f MiB of host memory",
-                      (double)(layer_bytes * (uint64_t)n_host) / (1024.0 * 1024.0));
+            error_set("kv cache: cannot allocate %.1f MiB of host memory", (double)host_bytes / (1024.0 * 1024.0));
             goto fail;
         }
-        memset(kv->host_mem, 0, layer_bytes * (uint64_t)n_host);
+        memset(kv->host_mem, 0, host_bytes);
     }
-    int32_t host_i = 0;
+    uint64_t host_off = 0;
     for (int32_t il = 0; il < p->n_layer; il++) {
         kv_layer *L = &kv->layers[il];
         tsr_device *dev = p->layer_device ? p->layer_device[il] : NULL;
+        const uint64_t layer_bytes = kv_layer_bytes(kv, il), v_offset = align_up(kv_cache_layer_k_bytes(kv, il), 64);
         if (!dev) {
-            char *base = (char *)kv->host_mem + layer_bytes * (uint64_t)host_i++;
+            char *base = (char *)kv->host_mem + host_off;
+            host_off += layer_bytes;
             L->home_device = -1;
             L->k_data = base;
-            L->v_data = base + align_up(k_bytes, 64);
+            L->v_data = base + v_offset;
             continue;
         }
         L->home_device = p->layer_home ? p->layer_home[il] : -1;
@@ -115,7 +135,7 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
             goto fail;
         }
         L->k_offset = 0;
-        L->v_offset = align_up(k_bytes, 64);
+        L->v_offset = v_offset;
         char *host = dev->api->buffer_host_ptr ? dev->api->buffer_host_ptr(dev, L->buffer) : NULL;
         if (host) {
             memset(host, 0, layer_bytes);
@@ -142,20 +162,25 @@ void kv_cache_free(kv_cache *kv) {
         }
     free(kv->host_mem);
     free(kv->layers);
-    free(kv->cell_pos);
-    free(kv->cell_seq);
+    for (int32_t s = 0; s < KV_MAX_SETS; s++) {
+        free(kv->sets[s].pos);
+        free(kv->sets[s].seq);
+    }
     free(kv);
 }
 
 uint64_t kv_cache_nbytes(const kv_cache *kv) {
-    return (kv_cache_layer_k_bytes(kv) + kv_cache_layer_v_bytes(kv)) * (uint64_t)kv->n_layer;
+    uint64_t n = 0;
+    for (int32_t il = 0; il < kv->n_layer; il++) n += kv_cache_layer_k_bytes(kv, il) + kv_cache_layer_v_bytes(kv, il);
+    return n;
 }
 
 static graph_tensor *kv_leaf(graph *g, const kv_cache *kv, int32_t il, bool is_k) {
     const kv_layer *L = &kv->layers[il];
-    graph_tensor *t = is_k             ? graph_tensor_new_2d(g, kv->dtype_k, kv->n_embd_k, kv->n_ctx)
-                      : kv->flash_attn ? graph_tensor_new_2d(g, kv->dtype_v, kv->n_embd_v, kv->n_ctx)
-                                       : graph_tensor_new_2d(g, kv->dtype_v, kv->n_ctx, kv->n_embd_v);
+    const int32_t cells = kv_layer_cells(kv, il);
+    graph_tensor *t = is_k             ? graph_tensor_new_2d(g, kv->dtype_k, kv->n_embd_k, cells)
+                      : kv->flash_attn ? graph_tensor_new_2d(g, kv->dtype_v, kv->n_embd_v, cells)
+                                       : graph_tensor_new_2d(g, kv->dtype_v, cells, kv->n_embd_v);
     if (!t) return NULL;
     graph_tensor_set_name(t, "%s_cache-%d", is_k ? "k" : "v", il);
     graph_tensor_bind(t, GRAPH_PERSISTENT, L->home_device, L->buffer,
@@ -171,18 +196,149 @@ graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il) {
     return kv_leaf(g, kv, il, false);
 }
 
-int32_t kv_cache_seq_len(const kv_cache *kv) {
+/* ------------------------------------------------------------ cell sets */
+
+int32_t kv_cache_swa_set(const kv_cache *kv) { return kv->n_sets > 1 ? 1 : 0; }
+
+int32_t kv_cache_seq_len(const kv_cache *kv, int32_t seq) {
+    const kv_cells *c = &kv->sets[0]; /* set 0 keeps every position */
+    const uint64_t bit = (uint64_t)1 << seq;
     int32_t len = 0;
-    for (int32_t i = 0; i < kv->n_ctx; i++)
-        if ((kv->cell_seq[i] & 1) && kv->cell_pos[i] + 1 > len) len = kv->cell_pos[i] + 1;
+    for (int32_t i = 0; i < c->size; i++)
+        if ((c->seq[i] & bit) && c->pos[i] + 1 > len) len = c->pos[i] + 1;
     return len;
 }
 
-void kv_cache_seq_truncate(kv_cache *kv, int32_t pos) {
+static void kv_cells_forget(kv_cells *c, int32_t seq, int32_t pos) {
+    const uint64_t bit = (uint64_t)1 << seq;
+    for (int32_t i = 0; i < c->size; i++)
+        if ((c->seq[i] & bit) && c->pos[i] >= pos) {
+            c->seq[i] &= ~bit;
+            if (!c->seq[i]) c->pos[i] = -1;
+        }
+    if (pos == 0) c->dropped[seq] = -1;
+}
+
+int32_t kv_cache_seq_forget(kv_cache *kv, int32_t seq, int32_t pos) {
     if (pos < 0) pos = 0;
-    for (int32_t i = 0; i < kv->n_ctx; i++)
-        if ((kv->cell_seq[i] & 1) && kv->cell_pos[i] >= pos) {
-            kv->cell_seq[i] &= ~(uint64_t)1;
-            if (!kv->cell_seq[i]) kv->cell_pos[i] = -1;
+    /* The token at pos sees positions > pos - n_swa: all must still be held. */
+    for (int32_t s = 0; s < kv->n_sets; s++)
+        if (kv->sets[s].n_swa > 0 && pos > 0 && kv->sets[s].dropped[seq] >= 0 &&
+            kv->sets[s].dropped[seq] > pos - kv->sets[s].n_swa)
+            pos = 0;
+    for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_forget(&kv->sets[s], seq, pos);
+    return pos;
+}
+
+int32_t kv_cells_find_run(const kv_cells *c, int32_t want, int32_t *head) {
+    int32_t best_len = 0, best_head = 0;
+    for (int32_t j = 0; j < c->size;) {
+        if (c->seq[j]) {
+            j++;
+            continue;
+        }
+        int32_t s = j;
+        while (j < c->size && !c->seq[j] && j - s < want) j++;
+        if (j - s == want) {
+            *head = s;
+            return want;
+        }
+        if (j - s > best_len) {
+            best_len = j - s;
+            best_head = s;
+        }
+    }
+    *head = best_head;
+    return best_len;
+}
+
+int32_t kv_cells_used(const kv_cells *c) {
+    int32_t n = 0;
+    for (int32_t j = 0; j < c->size; j++) n += c->seq[j] != 0;
+    return n;
+}
+
+int32_t kv_cells_n_kv(const kv_cells *c) {
+    for (int32_t j = c->size - 1; j >= 0; j--)
+        if (c->seq[j]) return j + 1;
+    return 0;
+}
+
+void kv_cells_place(kv_cells *c, int32_t head, int32_t n, const int32_t *pos, const int32_t *seq) {
+    for (int32_t i = 0; i < n; i++) {
+        c->pos[head + i] = pos[i];
+        c->seq[head + i] = (uint64_t)1 << seq[i];
+    }
+}
+
+void kv_cells_clear(kv_cells *c, int32_t head, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        c->pos[head + i] = -1;
+        c->seq[head + i] = 0;
+    }
+}
+
+void kv_cells_drop_old(kv_cells *c, int32_t n, const int32_t *pos, const int32_t *seq) {
+    if (c->n_swa <= 0) return;
+    int32_t next[KV_MAX_SEQ];
+    for (int32_t s = 0; s < KV_MAX_SEQ; s++) next[s] = -1;
+    for (int32_t i = 0; i < n; i++)
+        if (next[seq[i]] < 0 || pos[i] < next[seq[i]]) next[seq[i]] = pos[i];
+    for (int32_t j = 0; j < c->size; j++)
+        for (int32_t s = 0; s < KV_MAX_SEQ && c->seq[j]; s++) {
+            const uint64_t bit = (uint64_t)1 << s;
+            if (!(c->seq[j] & bit)) continue;
+            if (next[s] < 0) { /* not in the batch: its next token follows its highest position */
+                next[s] = 0;
+                for (int32_t k = 0; k < c->size; k++)
+                    if ((c->seq[k] & bit) && c->pos[k] + 1 > next[s]) next[s] = c->pos[k] + 1;
+            }
+            if (c->pos[j] > next[s] - c->n_swa) continue;
+            if (c->pos[j] > c->dropped[s]) c->dropped[s] = c->pos[j];
+            c->seq[j] &= ~bit;
+            if (!c->seq[j]) c->pos[j] = -1;
         }
 }
+
+/* Cells after the last used one are not attended to, but holes below it are:
+ * every token of a step computes attention over all n_kv cells. Sequences
+ * finishing at different times leave holes, so n_kv would creep up to the
+ * set's size; moving the used cells down keeps it near the cells in use.
+ * Done in place (the decode calls are synchronous, nothing is computing
+ * meanwhile). K rows are contiguous per cell, and V's unless it is
+ * transposed (a cell is then one element per row). */
+static void kv_set_compact(kv_cache *kv, int32_t set) {
+    kv_cells *c = &kv->sets[set];
+    int32_t used = kv_cells_used(c), n_kv = kv_cells_n_kv(c);
+    int32_t slack = used / 4 > 64 ? used / 4 : 64;
+    if (n_kv - used <= slack) return;
+    for (int32_t il = 0; il < kv->n_layer; il++)
+        if (kv->layers[il].set == set && (!kv->layers[il].k_data || !kv->layers[il].v_data)) return;
+    const size_t k_row = kv_row_bytes(kv->dtype_k, kv->n_embd_k);
+    const size_t v_cell = kv->flash_attn ? kv_row_bytes(kv->dtype_v, kv->n_embd_v) : kv_row_bytes(kv->dtype_v, 1);
+    const size_t v_row = kv_row_bytes(kv->dtype_v, c->size);
+    int32_t dst = 0;
+    for (int32_t j = 0; j < n_kv; j++) {
+        if (!c->seq[j]) continue;
+        if (j != dst) {
+            for (int32_t il = 0; il < kv->n_layer; il++) {
+                if (kv->layers[il].set != set) continue;
+                char *k = kv->layers[il].k_data, *v = kv->layers[il].v_data;
+                memcpy(k + (size_t)dst * k_row, k + (size_t)j * k_row, k_row);
+                if (kv->flash_attn) memcpy(v + (size_t)dst * v_cell, v + (size_t)j * v_cell, v_cell);
+                else
+                    for (int32_t r = 0; r < kv->n_embd_v; r++)
+                        memcpy(v + (size_t)r * v_row + (size_t)dst * v_cell, v + (size_t)r * v_row + (size_t)j * v_cell,
+                               v_cell);
+            }
+            c->seq[dst] = c->seq[j];
+            c->pos[dst] = c->pos[j];
+            kv_cells_clear(c, j, 1);
+        }
+        dst++;
+    }
+}
+
+/* A sliding-window set is left as it is: its size bounds what attention
+ * reads, and its dropping frees low cells again and again. */
+void kv_cache_compact(kv_cache *kv) { kv_set_compact(kv, 0); }

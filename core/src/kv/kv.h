@@ -10,8 +10,17 @@
  * IQ4_NL. A block type needs whole blocks per row, so a quantized V is
  * never transposed (it needs FLASH_ATTN).
  *
- * Cells: cell i holds position cell_pos[i] of the sequences in cell_seq[i]
- * (a bit mask); a batch of tokens takes a run of free cells (api_batch.c).
+ * Cells: a cell set holds, in cell i, position pos[i] of the sequences in
+ * seq[i] (a bit mask); a batch of tokens takes a run of free cells of each
+ * set (api_batch.c). Set 0 has n_ctx cells and keeps every position. When
+ * the model has sliding-window layers and their window (times the
+ * sequences, plus a batch) is smaller than n_ctx, those layers use set 1:
+ * window + batch cells whose positions no later token of their sequence can
+ * see any more are dropped to make room (a ring in effect), so a 32k
+ * context costs the SWA layers about a window each. Each set remembers per
+ * sequence the highest position it dropped: rewinding a sequence to a
+ * point whose window was dropped forgets the sequence entirely.
+ * All the cell bookkeeping is in kv_cache (it is what a saved state holds).
  *
  * Layers whose weights live on a device that does not read host memory get
  * their K/V in a buffer of that device; the others in host memory.
@@ -26,7 +35,18 @@
 
 #include "graph/graph.h"
 
+enum { KV_MAX_SEQ = 64, KV_MAX_SETS = 2 };
+
+typedef struct kv_cells {
+    int32_t size;
+    int32_t n_swa;     /* 0: keeps every position; > 0: the sliding window */
+    int32_t *pos;      /* -1: empty */
+    uint64_t *seq;     /* bit s: sequence s holds the cell */
+    int32_t dropped[KV_MAX_SEQ]; /* highest position dropped per sequence (-1: none) */
+} kv_cells;
+
 typedef struct kv_layer {
+    int32_t set;         /* the cell set whose cells index its K/V rows */
     int32_t home_device; /* -1: host memory */
     tsr_device *device;  /* NULL for host memory */
     tsr_buffer *buffer;  /* device buffer holding K then V, or NULL */
@@ -36,15 +56,15 @@ typedef struct kv_layer {
 
 typedef struct kv_cache {
     int32_t n_layer;
-    int32_t n_ctx;
+    int32_t n_ctx;    /* cells of set 0: the context */
     int32_t n_embd_k; /* head_dim * n_head_kv */
     int32_t n_embd_v;
     int32_t dtype_k, dtype_v; /* see kv_dtype_supported */
     bool flash_attn;          /* read by FLASH_ATTN: V is [n_embd_v, n_ctx] */
     kv_layer *layers;
     void *host_mem;   /* K/V of all host layers */
-    int32_t *cell_pos; /* -1: empty */
-    uint64_t *cell_seq;
+    int32_t n_sets;
+    kv_cells sets[KV_MAX_SETS];
 } kv_cache;
 
 typedef struct kv_cache_params {
@@ -56,6 +76,10 @@ typedef struct kv_cache_params {
      * layer when its memory must live there, and its host index. */
     tsr_device *const *layer_device;
     const int32_t *layer_home;
+    /* Sliding-window layers (layer_swa may be NULL: none) get a set of
+     * n_cells_swa cells when 0 < n_cells_swa < n_ctx, window n_swa. */
+    const bool *layer_swa;
+    int32_t n_swa, n_cells_swa;
 } kv_cache_params;
 
 /* Whether dtype can be a cache type (F16, F32, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
@@ -71,19 +95,48 @@ void kv_cache_free(kv_cache *kv);
 
 uint64_t kv_cache_nbytes(const kv_cache *kv);
 
-/* Bytes of one layer's K and V. */
-uint64_t kv_cache_layer_k_bytes(const kv_cache *kv);
-uint64_t kv_cache_layer_v_bytes(const kv_cache *kv);
+/* Bytes of layer il's K and V (their set's cells). */
+uint64_t kv_cache_layer_k_bytes(const kv_cache *kv, int32_t il);
+uint64_t kv_cache_layer_v_bytes(const kv_cache *kv, int32_t il);
 
-/* Persistent leaves for layer il's whole K [n_embd_k, n_ctx] and V
- * ([n_embd_v, n_ctx] for flash_attn, else [n_ctx, n_embd_v]) tensors, bound to
+/* Persistent leaves for layer il's whole K [n_embd_k, cells] and V
+ * ([n_embd_v, cells] for flash_attn, else [cells, n_embd_v]) tensors (cells:
+ * the size of the layer's set), bound to
  * the cache's memory. */
 graph_tensor *kv_cache_k_leaf(graph *g, const kv_cache *kv, int32_t il);
 graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il);
 
-/* Sequence 0: one past the highest position it holds. */
-int32_t kv_cache_seq_len(const kv_cache *kv);
-/* Sequence 0 forgets positions >= pos. */
-void kv_cache_seq_truncate(kv_cache *kv, int32_t pos);
+/* One past the highest position sequence seq holds (0: none). */
+int32_t kv_cache_seq_len(const kv_cache *kv, int32_t seq);
+/* Sequence seq forgets positions >= pos in every set; when a sliding-window
+ * set already dropped a position the next token (at pos) would see, it
+ * forgets everything. Returns the position it forgot from (pos or 0). */
+int32_t kv_cache_seq_forget(kv_cache *kv, int32_t seq, int32_t pos);
+
+/* The set sliding-window layers use (0 when they share set 0). */
+int32_t kv_cache_swa_set(const kv_cache *kv);
+
+/* ------------------------------------------------------------ cell sets */
+
+/* The lowest run of up to want free cells: the first run of length want, or
+ * else the longest run. Returns its length (0: no free cell). */
+int32_t kv_cells_find_run(const kv_cells *c, int32_t want, int32_t *head);
+/* Cells in use; one past the highest cell in use (what attention reads). */
+int32_t kv_cells_used(const kv_cells *c);
+int32_t kv_cells_n_kv(const kv_cells *c);
+/* Cells head..head+n-1 take token i's position pos[i] of sequence seq[i];
+ * kv_cells_clear empties them again. */
+void kv_cells_place(kv_cells *c, int32_t head, int32_t n, const int32_t *pos, const int32_t *seq);
+void kv_cells_clear(kv_cells *c, int32_t head, int32_t n);
+/* A sliding-window set drops the positions that neither the n tokens about
+ * to be decoded (pos, seq) nor any later token of their sequence can see:
+ * p <= next - n_swa, next being the lowest position of the sequence among
+ * the tokens, or for a sequence not among them one past its highest. */
+void kv_cells_drop_old(kv_cells *c, int32_t n, const int32_t *pos, const int32_t *seq);
+
+/* Moves the cells in use of set 0 to its lowest cells when holes make
+ * attention read many empty ones (sequences ending at different times);
+ * only when every layer of the set has its K/V in host memory. */
+void kv_cache_compact(kv_cache *kv);
 
 #endif

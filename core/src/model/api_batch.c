@@ -6,7 +6,9 @@
  * kv_head..kv_head+n-1); the cells record (position, sequence) and the mask
  * lets a token see only the cells of its own sequence at positions <= its
  * own. When no run is long enough the micro-batch is cut to the longest free
- * run, so the call succeeds while any cell is free.
+ * run, so the call succeeds while any cell is free. Sliding-window layers
+ * have their own, smaller set of cells (kv.h), placed the same way after
+ * dropping the positions no token can see any more.
  *
  * A context is driven either by tessera_decode (sequence 0, cells in
  * position order) or by tessera_decode_batch, not both.
@@ -29,106 +31,18 @@ static int batch_ensure_logits(tessera_context *ctx, int64_t rows) {
     return 0;
 }
 
-static void cell_clear(kv_cache *kv, int32_t j) {
-    kv->cell_seq[j] = 0;
-    kv->cell_pos[j] = -1;
-}
-
-/* Forget the cells of seq at positions >= pos. */
-static void seq_forget_from(kv_cache *kv, int32_t seq, int32_t pos) {
-    const uint64_t bit = (uint64_t)1 << seq;
-    for (int32_t j = 0; j < kv->n_ctx; j++)
-        if ((kv->cell_seq[j] & bit) && kv->cell_pos[j] >= pos) {
-            kv->cell_seq[j] &= ~bit;
-            if (!kv->cell_seq[j]) kv->cell_pos[j] = -1;
-        }
-}
-
-/* The lowest run of up to want free cells: the first run of length want, or
- * else the longest run. Returns its length (0: the cache is full). */
-static int32_t find_free_run(const kv_cache *kv, int32_t want, int32_t *head) {
-    int32_t best_len = 0, best_head = 0;
-    for (int32_t j = 0; j < kv->n_ctx;) {
-        if (kv->cell_seq[j]) {
-            j++;
-            continue;
-        }
-        int32_t s = j;
-        while (j < kv->n_ctx && !kv->cell_seq[j] && j - s < want) j++;
-        if (j - s == want) {
-            *head = s;
-            return want;
-        }
-        if (j - s > best_len) {
-            best_len = j - s;
-            best_head = s;
-        }
-    }
-    *head = best_head;
-    return best_len;
-}
-
-/* Cells after the last used one are not attended to, but holes below it are:
- * every token of a step computes attention over all n_kv cells. Sequences
- * finishing at different times leave holes, so n_kv would creep up to n_ctx;
- * moving the used cells down to 0..used-1 keeps it near the cells in use.
- * Done in place when every layer's K/V is in host-addressable memory (the
- * decode calls are synchronous, nothing is computing meanwhile). K rows are
- * contiguous per cell, and V's unless it is transposed (a cell is then one
- * element per row). */
-static void kv_compact(kv_cache *kv) {
-    int32_t used = 0, n_kv = 0;
-    for (int32_t j = 0; j < kv->n_ctx; j++)
-        if (kv->cell_seq[j]) {
-            used++;
-            n_kv = j + 1;
-        }
-    int32_t slack = used / 4 > 64 ? used / 4 : 64;
-    if (n_kv - used <= slack) return;
-    for (int32_t il = 0; il < kv->n_layer; il++)
-        if (!kv->layers[il].k_data || !kv->layers[il].v_data) return;
-    const size_t k_row = kv_row_bytes(kv->dtype_k, kv->n_embd_k);
-    const size_t v_cell = kv->flash_attn ? kv_row_bytes(kv->dtype_v, kv->n_embd_v) : kv_row_bytes(kv->dtype_v, 1);
-    const size_t v_row = kv_row_bytes(kv->dtype_v, kv->n_ctx);
-    int32_t dst = 0;
-    for (int32_t j = 0; j < n_kv; j++) {
-        if (!kv->cell_seq[j]) continue;
-        if (j != dst) {
-            for (int32_t il = 0; il < kv->n_layer; il++) {
-                char *k = kv->layers[il].k_data, *v = kv->layers[il].v_data;
-                memcpy(k + (size_t)dst * k_row, k + (size_t)j * k_row, k_row);
-                if (kv->flash_attn) memcpy(v + (size_t)dst * v_cell, v + (size_t)j * v_cell, v_cell);
-                else
-                    for (int32_t r = 0; r < kv->n_embd_v; r++)
-                        memcpy(v + (size_t)r * v_row + (size_t)dst * v_cell,
-                               v + (size_t)r * v_row + (size_t)j * v_cell, v_cell);
-            }
-            kv->cell_seq[dst] = kv->cell_seq[j];
-            kv->cell_pos[dst] = kv->cell_pos[j];
-            cell_clear(kv, j);
-        }
-        dst++;
-    }
-}
-
-/* One micro-batch of n tokens into cells head..head+n-1; kept rows go to
- * logits_out in token order. */
+/* One micro-batch of n tokens into cells head[s]..head[s]+n-1 of each cell
+ * set s; kept rows go to logits_out in token order. */
 static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
-                        const int32_t *seq, const bool *want, int32_t n, int32_t head, float *logits_out) {
+                        const int32_t *seq, const bool *want, int32_t n, const int32_t *head, float *logits_out) {
     const model *m = ctx->model->m;
     kv_cache *kv = ctx->kv;
-    int32_t n_out = 0;
+    int32_t n_out = 0, n_kv[KV_MAX_SETS];
     for (int32_t i = 0; i < n; i++) n_out += want && want[i];
-    for (int32_t i = 0; i < n; i++) {
-        kv->cell_pos[head + i] = pos[i];
-        kv->cell_seq[head + i] = (uint64_t)1 << seq[i];
+    for (int32_t s = 0; s < kv->n_sets; s++) {
+        kv_cells_place(&kv->sets[s], head[s], n, pos, seq);
+        n_kv[s] = kv_cells_n_kv(&kv->sets[s]);
     }
-    int32_t n_kv = 0;
-    for (int32_t j = kv->n_ctx - 1; j >= 0; j--)
-        if (kv->cell_seq[j]) {
-            n_kv = j + 1;
-            break;
-        }
     /* The graph needs at least one output row; an unwanted one is dropped. */
     model_batch_graph bg;
     int rc = -1;
@@ -137,7 +51,7 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
     bool *explained = n > 1 ? &ctx->explained_prompt : &ctx->explained_gen;
     if (ctx->params.explain && !*explained) {
         fprintf(stderr, "tessera: placement of the %s graph (%d tokens, %d cells):\n",
-                n > 1 ? "prompt" : "generation", n, n_kv);
+                n > 1 ? "prompt" : "generation", n, n_kv[0]);
         sched_explain(ctx->sched, stderr);
         *explained = true;
     }
@@ -146,8 +60,11 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
         tok[i] = tokens[i];
         posv[i] = pos[i];
     }
-    model_fill_masks(kv, n_kv, n, pos, seq, m->hp.n_swa, bg.mask->t.data,
-                     bg.mask_swa ? bg.mask_swa->t.data : NULL);
+    model_fill_mask(&kv->sets[0], n_kv[0], n, pos, seq, 0, bg.mask->t.data);
+    if (bg.mask_swa) {
+        const int32_t sw = kv_cache_swa_set(kv);
+        model_fill_mask(&kv->sets[sw], n_kv[sw], n, pos, seq, m->hp.n_swa, bg.mask_swa->t.data);
+    }
     if (bg.attn_temp) model_fill_attn_temp(&m->hp, n, pos, bg.attn_temp->t.data);
     if (bg.out_ids) {
         int32_t *ids = bg.out_ids->t.data, k = 0;
@@ -164,8 +81,28 @@ done:
     graph_free(bg.g);
 fail:
     if (rc != 0)
-        for (int32_t i = 0; i < n; i++) cell_clear(kv, head + i);
+        for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_clear(&kv->sets[s], head[s], n);
     return rc;
+}
+
+/* Where the next micro-batch of up to want tokens goes: a run of free cells
+ * in every set (a sliding-window set first drops what the tokens cannot
+ * see). Returns the tokens that fit, 0 when some set has no free cell. */
+static int32_t batch_place(kv_cache *kv, const int32_t *pos, const int32_t *seq, int32_t want, int32_t *head) {
+    int32_t nb = want;
+    for (int32_t s = 0; s < kv->n_sets && nb > 0; s++) {
+        kv_cells *c = &kv->sets[s];
+        int32_t got = kv_cells_find_run(c, nb, &head[s]);
+        if (got < nb && c->n_swa > 0) {
+            kv_cells_drop_old(c, nb, pos, seq);
+            got = kv_cells_find_run(c, nb, &head[s]);
+        }
+        if (got < nb) {
+            nb = got; /* the sets before this one then take fewer: look again */
+            s = -1;
+        }
+    }
+    return nb;
 }
 
 /* Decode n_tokens tokens of any sequences; the wanted rows' logits go to
@@ -186,23 +123,28 @@ int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, con
         int32_t lo = pos[i];
         for (int32_t k = i + 1; k < n_tokens; k++)
             if (seq[k] == seq[i] && pos[k] < lo) lo = pos[k];
-        seq_forget_from(kv, seq[i], lo);
+        if (kv_cache_seq_forget(kv, seq[i], lo) < lo)
+            return error_set("sequence %d cannot go on at position %d: the sliding-window cache no longer holds "
+                             "the positions before it, so the sequence was cleared (decode it from position 0)",
+                             seq[i], lo);
     }
-    int32_t n_free = 0;
-    for (int32_t j = 0; j < kv->n_ctx; j++) n_free += kv->cell_seq[j] == 0;
+    int32_t n_free = kv->n_ctx - kv_cells_used(&kv->sets[0]);
     if (n_free < n_tokens)
         return error_set("context full: %d tokens need cells, %d of %d are free (-c)", n_tokens, n_free,
                          kv->n_ctx);
 
-    kv_compact(kv);
+    kv_cache_compact(kv);
 
     double t0 = tessera_now_ms();
     const size_t nv = (size_t)m->hp.n_vocab;
     int32_t n_batch = (int32_t)ctx->params.n_batch, done_out = 0;
     for (int32_t b0 = 0; b0 < n_tokens;) {
-        int32_t want = n_tokens - b0 < n_batch ? n_tokens - b0 : n_batch, head = 0;
-        int32_t nb = find_free_run(kv, want, &head);
-        if (nb == 0) return error_set("no free cell left in the KV cache");
+        int32_t want = n_tokens - b0 < n_batch ? n_tokens - b0 : n_batch, head[KV_MAX_SETS] = {0};
+        int32_t nb = batch_place(kv, pos + b0, seq + b0, want, head);
+        if (nb == 0)
+            return error_set(kv->n_sets > 1 ? "no free cell left in the KV cache (the sliding-window cells hold "
+                                              "the window of more sequences than the context was made for)"
+                                            : "no free cell left in the KV cache");
         const bool *w = want_logits ? want_logits + b0 : NULL;
         if (batch_ubatch(ctx, tokens + b0, pos + b0, seq + b0, w, nb, head,
                          ctx->logits + (size_t)done_out * nv) != 0)
@@ -248,12 +190,13 @@ int tessera_seq_remove(tessera_context *ctx, int32_t seq, int32_t pos) {
     if (!ctx) return error_set("seq remove: no context");
     if (seq < 0 || seq >= TESSERA_MAX_SEQ)
         return error_set("seq remove: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
-    seq_forget_from(ctx->kv, seq, pos < 0 ? 0 : pos);
+    kv_cache_seq_forget(ctx->kv, seq, pos < 0 ? 0 : pos);
     return 0;
 }
 
-int32_t tessera_kv_cells_used(const tessera_context *ctx) {
-    int32_t n = 0;
-    for (int32_t j = 0; j < ctx->kv->n_ctx; j++) n += ctx->kv->cell_seq[j] != 0;
-    return n;
+int32_t tessera_seq_len(const tessera_context *ctx, int32_t seq) {
+    if (!ctx || seq < 0 || seq >= TESSERA_MAX_SEQ) return 0;
+    return kv_cache_seq_len(ctx->kv, seq);
 }
+
+int32_t tessera_kv_cells_used(const tessera_context *ctx) { return kv_cells_used(&ctx->kv->sets[0]); }

@@ -25,7 +25,8 @@ tessera_context_params tessera_context_default_params(void) {
         .kv_type = TESSERA_KV_F16,
         .type_k = TESSERA_KV_F16,
         .type_v = TESSERA_KV_F16,
-        .flash_attn = TESSERA_FLASH_ATTN_OFF};
+        .flash_attn = TESSERA_FLASH_ATTN_OFF,
+        .n_seq_max = 1};
 }
 
 /* tessera_kv_type -> GGUF type number, in enum order. */
@@ -115,6 +116,16 @@ static bool context_flash_attn(const tessera_model *tm, const tessera_context_pa
     return all;
 }
 
+/* Cells of sliding-window layers: each sequence's window, plus a micro-batch
+ * (its tokens see up to n_swa - 1 positions before the first of them),
+ * rounded up to 256 cells as llama.cpp does. 0: no window. */
+static int32_t swa_cells(int32_t n_swa, uint32_t n_seq, uint32_t n_batch) {
+    if (n_swa <= 0) return 0;
+    int64_t n = (int64_t)n_swa * n_seq + n_batch;
+    n = (n + 255) / 256 * 256;
+    return n > INT32_MAX ? INT32_MAX : (int32_t)n;
+}
+
 tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_params *params) {
     if (!tm) {
         error_set("context: no model");
@@ -134,6 +145,11 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         return NULL;
     }
     if (p.n_threads == 0) p.n_threads = default_threads();
+    if (p.n_seq_max == 0) p.n_seq_max = 1;
+    if (p.n_seq_max > TESSERA_MAX_SEQ) {
+        error_set("context: n_seq_max %u is more than %d sequences", p.n_seq_max, TESSERA_MAX_SEQ);
+        return NULL;
+    }
     if (p.type_k == TESSERA_KV_F16) p.type_k = p.kv_type;
     if (p.type_v == TESSERA_KV_F16) p.type_v = p.kv_type;
     if (!tessera_kv_type_name(p.type_k) || !tessera_kv_type_name(p.type_v)) {
@@ -148,7 +164,8 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     tessera_context *ctx = calloc(1, sizeof *ctx);
     tsr_device **layer_dev = calloc((size_t)m->hp.n_layer, sizeof *layer_dev);
     int32_t *layer_home = calloc((size_t)m->hp.n_layer, sizeof *layer_home);
-    if (!ctx || !layer_dev || !layer_home) {
+    bool *layer_swa = calloc((size_t)m->hp.n_layer, sizeof *layer_swa);
+    if (!ctx || !layer_dev || !layer_home || !layer_swa) {
         error_set("context: out of memory");
         goto fail;
     }
@@ -172,6 +189,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
         layer_home[il] = kv_on_gpu ? model_layer_device(m, il) : -1;
         layer_dev[il] = layer_home[il] >= 0 ? m->gpu : NULL;
+        layer_swa[il] = m->layers[il].swa;
     }
     kv_cache_params kp = {
         .n_layer = m->hp.n_layer,
@@ -184,6 +202,9 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         .flash_attn = fa,
         .layer_device = layer_dev,
         .layer_home = layer_home,
+        .layer_swa = layer_swa,
+        .n_swa = m->hp.n_swa,
+        .n_cells_swa = p.swa_full ? 0 : swa_cells(m->hp.n_swa, p.n_seq_max, p.n_batch),
     };
     ctx->kv = kv_cache_new(&kp);
     if (!ctx->kv) goto fail;
@@ -191,6 +212,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     if (!ctx->sched) goto fail;
     free(layer_dev);
     free(layer_home);
+    free(layer_swa);
     if (p.verbose) {
         char types[32];
         if (p.type_k == p.type_v) snprintf(types, sizeof types, "%s", tessera_kv_type_name(p.type_k));
@@ -203,6 +225,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
 fail:
     free(layer_dev);
     free(layer_home);
+    free(layer_swa);
     tessera_context_free(ctx);
     return NULL;
 }
@@ -225,11 +248,11 @@ int tessera_context_set_threads(tessera_context *ctx, int32_t n_threads) {
     return 0;
 }
 
-int32_t tessera_kv_len(const tessera_context *ctx) { return kv_cache_seq_len(ctx->kv); }
+int32_t tessera_kv_len(const tessera_context *ctx) { return kv_cache_seq_len(ctx->kv, 0); }
 
 int tessera_kv_truncate(tessera_context *ctx, int32_t pos) {
     if (pos < 0) return error_set("kv truncate: position %d is negative", pos);
-    kv_cache_seq_truncate(ctx->kv, pos);
+    kv_cache_seq_forget(ctx->kv, 0, pos);
     return 0;
 }
 
@@ -248,11 +271,15 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
                    uint32_t flags) {
     const model *m = ctx->model->m;
     int32_t n_ctx = (int32_t)ctx->params.n_ctx;
-    int32_t len = kv_cache_seq_len(ctx->kv);
+    int32_t len = kv_cache_seq_len(ctx->kv, 0);
     ctx->n_last = 0;
     if (n_tokens <= 0 || !tokens) return error_set("decode: no tokens given");
     if (pos < 0 || pos > len)
         return error_set("decode: position %d is not in 0..%d (the cache holds %d positions)", pos, len, len);
+    /* Rewinding past what a sliding-window cache still holds clears it. */
+    if (pos < len && kv_cache_seq_forget(ctx->kv, 0, pos) < pos)
+        return error_set("decode: position %d cannot be reached again: the sliding-window cache dropped "
+                         "positions before it, so it was cleared (decode from position 0)", pos);
     if ((int64_t)pos + n_tokens > n_ctx)
         return error_set("decode: context full: %d tokens at position %d need %lld cells, the context has %d (-c)",
                          n_tokens, pos, (long long)pos + n_tokens, n_ctx);
@@ -274,7 +301,7 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
         want[i] = all || i == n_tokens - 1;
     }
     if (context_decode_tokens(ctx, tokens, posv, seqv, want, n_tokens) < 0) {
-        kv_cache_seq_truncate(ctx->kv, pos);
+        kv_cache_seq_forget(ctx->kv, 0, pos);
         error_wrap("decode");
         goto done;
     }

@@ -66,29 +66,35 @@ void arch_rope_freqs_tensor(model_loader *ld, model *m) {
 
 /* ------------------------------------------------------------ the graph */
 
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv_head, int32_t n_kv,
-                      int32_t n_out, model_batch_graph *out) {
+int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
+                      const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
     const model_hparams *hp = &m->hp;
     memset(out, 0, sizeof *out);
-    if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens || kv_head < 0 || kv_head + n_tokens > kv->n_ctx ||
-        n_kv < kv_head + n_tokens || n_kv > kv->n_ctx)
-        return error_set("%s graph: bad batch (%d tokens at cell %d, %d cells attended, %d outputs)",
-                         hp->arch->name, n_tokens, kv_head, n_kv, n_out);
+    if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens)
+        return error_set("%s graph: bad batch (%d tokens, %d outputs)", hp->arch->name, n_tokens, n_out);
+    for (int32_t s = 0; s < kv->n_sets; s++) {
+        const int32_t size = kv->sets[s].size;
+        if (kv_head[s] < 0 || kv_head[s] + n_tokens > size || n_kv[s] < kv_head[s] + n_tokens || n_kv[s] > size)
+            return error_set("%s graph: bad batch (%d tokens at cell %d of set %d, %d of %d cells attended)",
+                             hp->arch->name, n_tokens, kv_head[s], s, n_kv[s], size);
+        out->kv_head[s] = kv_head[s];
+        out->n_kv[s] = n_kv[s];
+    }
     graph *g = graph_new(96 * hp->n_layer + 64);
     if (!g) return error_set("%s graph: out of memory", hp->arch->name);
     out->g = g;
     out->n_tokens = n_tokens;
-    out->n_kv = n_kv;
     out->n_out = n_out;
 
     out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
     out->pos = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
-    out->mask = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv, n_tokens));
+    out->mask = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv[0], n_tokens));
     if (out->tokens) graph_tensor_set_name(out->tokens, "tokens");
     if (out->pos) graph_tensor_set_name(out->pos, "positions");
     if (out->mask) graph_tensor_set_name(out->mask, "kq_mask");
     if (hp->n_swa > 0) {
-        out->mask_swa = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv, n_tokens));
+        out->mask_swa =
+            graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv[kv_cache_swa_set(kv)], n_tokens));
         if (out->mask_swa) graph_tensor_set_name(out->mask_swa, "kq_mask_swa");
     }
     if (hp->attn_temp_scale != 0.0f) {
@@ -96,7 +102,7 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv
         if (out->attn_temp) graph_tensor_set_name(out->attn_temp, "attn_temp");
     }
 
-    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out, .kv_head = kv_head};
+    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out};
     out->logits = graph_set_output(hp->arch->build(&b));
     if (out->logits) graph_tensor_set_name(out->logits, "logits");
     if (graph_check(g) != 0 || !out->logits) {
@@ -110,16 +116,14 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv
 
 /* ------------------------------------------------------------ masks */
 
-void model_fill_masks(const kv_cache *kv, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
-                      const int32_t *seq, int32_t n_swa, float *mask, float *mask_swa) {
+void model_fill_mask(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
+                     const int32_t *seq, int32_t n_swa, float *mask) {
     for (int32_t t = 0; t < n_tokens; t++) {
         const uint64_t bit = (uint64_t)1 << seq[t];
         float *row = mask + (size_t)t * (size_t)n_kv;
-        float *row_swa = mask_swa ? mask_swa + (size_t)t * (size_t)n_kv : NULL;
         for (int32_t j = 0; j < n_kv; j++) {
-            bool seen = (kv->cell_seq[j] & bit) && kv->cell_pos[j] <= pos[t];
+            bool seen = (c->seq[j] & bit) && c->pos[j] <= pos[t] && (n_swa <= 0 || pos[t] - c->pos[j] < n_swa);
             row[j] = seen ? 0.0f : -INFINITY;
-            if (row_swa) row_swa[j] = seen && pos[t] - kv->cell_pos[j] < n_swa ? 0.0f : -INFINITY;
         }
     }
 }

@@ -96,23 +96,25 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
     const model_hparams *hp = b->hp;
     kv_cache *kv = b->kv;
     const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
-    const int64_t T = b->io->n_tokens, n_kv = b->io->n_kv;
+    const int32_t set = kv->layers[il].set; /* sliding-window layers may have their own cells */
+    const int64_t T = b->io->n_tokens, n_kv = b->io->n_kv[set];
+    const uint64_t kv_head = (uint64_t)b->io->kv_head[set];
     named(q, "q", il);
     named(k, "k", il);
 
     /* Store this batch's keys and values in cells kv_head.. of the cache. */
-    graph_tensor *kc = kv_cache_k_leaf(g, kv, il); /* [D*Hkv, n_ctx] */
-    graph_tensor *vc = kv_cache_v_leaf(g, kv, il); /* [n_ctx, D*Hkv], or [D*Hkv, n_ctx] for FLASH_ATTN */
+    graph_tensor *kc = kv_cache_k_leaf(g, kv, il); /* [D*Hkv, cells] */
+    graph_tensor *vc = kv_cache_v_leaf(g, kv, il); /* [cells, D*Hkv], or [D*Hkv, cells] for FLASH_ATTN */
     if (!kc || !vc) return NULL;
     const uint64_t k_row = kc->t.nb[1], v_row = vc->t.nb[1];
     const uint64_t k_head = kv_row_bytes(kv->dtype_k, D), v_head = kv_row_bytes(kv->dtype_v, D);
-    graph_tensor *k_dst = graph_view_2d(g, kc, D * Hkv, T, k_row, (uint64_t)b->kv_head * k_row);
+    graph_tensor *k_dst = graph_view_2d(g, kc, D * Hkv, T, k_row, kv_head * k_row);
     graph_cpy(g, k, k_dst);
     if (!kv->flash_attn)
         graph_cpy(g, graph_transpose(g, v),
-                  graph_view_2d(g, vc, T, D * Hkv, v_row, kv_row_bytes(kv->dtype_v, b->kv_head)));
+                  graph_view_2d(g, vc, T, D * Hkv, v_row, kv_row_bytes(kv->dtype_v, (int64_t)kv_head)));
     else
-        graph_cpy(g, v, graph_view_2d(g, vc, D * Hkv, T, v_row, (uint64_t)b->kv_head * v_row));
+        graph_cpy(g, v, graph_view_2d(g, vc, D * Hkv, T, v_row, kv_head * v_row));
 
     /* Attention over cells 0..n_kv-1 (created after the copies, so computed
      * after them). Grouped-query attention: query head h reads KV head

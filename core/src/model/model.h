@@ -21,8 +21,8 @@
 
 #include "gguf/gguf.h"
 #include "graph/graph.h"
+#include "kv/kv.h"
 
-typedef struct kv_cache kv_cache;
 typedef struct model model;
 typedef struct model_arch_desc model_arch_desc;
 
@@ -174,13 +174,15 @@ typedef struct model_batch_graph {
     graph *g;
     graph_tensor *tokens;   /* I32 [n_tokens] */
     graph_tensor *pos;      /* I32 [n_tokens] */
-    graph_tensor *mask;     /* F32 [n_kv, n_tokens] causal mask */
-    graph_tensor *mask_swa; /* F32 [n_kv, n_tokens] sliding-window mask (NULL: no SWA layer) */
+    graph_tensor *mask;     /* F32 [n_kv[0], n_tokens] causal mask */
+    graph_tensor *mask_swa; /* F32 [n_kv[swa set], n_tokens] sliding-window mask (NULL: no SWA layer) */
     graph_tensor *attn_temp; /* F32 [n_tokens] query temperature (NULL: none) */
     graph_tensor *out_ids;  /* I32 [n_out] rows whose logits are wanted */
     graph_tensor *logits;   /* F32 [n_vocab, n_out] output */
     int32_t n_tokens;
-    int32_t n_kv;           /* cache cells attended to */
+    /* Per cell set of the cache: the first cell the batch writes, and the
+     * cells attended to (0..n_kv-1). */
+    int32_t kv_head[KV_MAX_SETS], n_kv[KV_MAX_SETS];
     int32_t n_out;
 } model_batch_graph;
 
@@ -191,7 +193,6 @@ typedef struct model_build {
     const model_hparams *hp;
     kv_cache *kv;
     model_batch_graph *io;
-    int32_t kv_head; /* first cache cell this batch writes */
 } model_build;
 
 struct model_arch_desc {
@@ -233,20 +234,21 @@ int32_t model_layer_device(const model *m, int32_t il);
 /* A graph leaf for a weight, bound to its memory. */
 graph_tensor *model_weight_leaf(graph *g, const model_weight *w);
 
-/* Build the forward graph for n_tokens tokens written to cache cells
- * kv_head..kv_head+n_tokens-1, attending to cells 0..n_kv-1, with logits
- * for n_out rows. Returns 0, or -1 with the first shape error. */
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, int32_t kv_head,
-                      int32_t n_kv, int32_t n_out, model_batch_graph *out);
+/* Build the forward graph for n_tokens tokens written, in each cell set s
+ * of the cache (kv->n_sets), to cells kv_head[s]..kv_head[s]+n_tokens-1,
+ * attending to cells 0..n_kv[s]-1, with logits for n_out rows. Returns 0,
+ * or -1 with the first shape error. */
+int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
+                      const int32_t *n_kv, int32_t n_out, model_batch_graph *out);
 
 /* ------------------------------------------------------------ masks */
 
-/* Fill the attention masks of a micro-batch: token t (sequence seq[t] at
- * position pos[t]) sees cell j when the cell holds a position <= pos[t] of
- * the same sequence, and for the sliding-window mask also pos[t] - p < n_swa.
- * mask_swa may be NULL. */
-void model_fill_masks(const kv_cache *kv, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
-                      const int32_t *seq, int32_t n_swa, float *mask, float *mask_swa);
+/* Fill an attention mask [n_kv, n_tokens] of a micro-batch: token t
+ * (sequence seq[t] at position pos[t]) sees cell j of the set when the cell
+ * holds a position p <= pos[t] of the same sequence, and, when n_swa > 0
+ * (the sliding-window mask), pos[t] - p < n_swa. */
+void model_fill_mask(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
+                     const int32_t *seq, int32_t n_swa, float *mask);
 
 /* The query temperature of llama 4 / mistral 3 at each position:
  * 1 + attn_temp_scale * log(floor((pos + attn_temp_offset) / attn_temp_floor) + 1). */

@@ -1,0 +1,238 @@
+/*
+ * The sliding-window KV cache (kv.h: SWA layers get their own window +
+ * batch cells) against the full cache (swa_full), on a synthetic gemma3
+ * file with a window of 16 (tests/data/synth-gemma3-swa16-f32.gguf): 5 of
+ * its 6 layers attend through the window, and its 256 window cells are
+ * reused three times over by 750 positions.
+ *
+ *   window   same logits within 1e-4 over a 600-token prompt in batches of
+ *            32 and 150 single tokens after it; rewinding inside the window
+ *            keeps the cache, rewinding past it clears it with a clear error
+ *   batch    three sequences side by side (tessera_decode_batch, n_seq_max
+ *            3): each sequence's logits as with the full cache
+ *   gemma    Gemma 3 270M at -c 32768: KV cache <= 115 MiB with F16
+ *            (llama.cpp: 111 MiB), skipped (77) when the model is absent
+ *
+ * Usage: test_kv_window window|batch|gemma [fa]   (fa: with flash attention)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/tessera.h>
+
+#include "host/host.h"
+#include "model/public.h"
+
+enum { N_VOCAB_USED = 500, WINDOW = 16 };
+
+static tessera_model *g_model;
+static bool g_flash_attn; /* second argument "fa": the FLASH_ATTN path */
+
+static double max_diff(const float *a, const float *b, int32_t n) {
+    double d = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (fabs((double)a[i] - b[i]) > d) d = fabs((double)a[i] - b[i]);
+    return d;
+}
+
+/* A fixed pseudo-random token stream (ids 3..502): attention then has
+ * something different to look at in every cell. */
+static tessera_token token_at(uint32_t i, uint32_t salt) {
+    uint32_t x = (i + 1) * 2654435761u ^ (salt * 40503u);
+    x ^= x >> 13;
+    x *= 0x5bd1e995u;
+    x ^= x >> 15;
+    return (tessera_token)(3 + x % N_VOCAB_USED);
+}
+
+static tessera_context *new_ctx(uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq, bool full) {
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_batch;
+    cp.n_threads = 1;
+    cp.n_seq_max = n_seq;
+    cp.swa_full = full;
+    cp.flash_attn = g_flash_attn ? TESSERA_FLASH_ATTN_ON : TESSERA_FLASH_ATTN_OFF;
+    tessera_context *ctx = tessera_context_new(g_model, &cp);
+    if (!ctx) fail_msg("context: %s", tessera_last_error());
+    return ctx;
+}
+
+static void test_window(void **state) {
+    (void)state;
+    const int32_t nv = tessera_model_n_vocab(g_model), n_prompt = 600, n_gen = 150;
+    tessera_context *w = new_ctx(1024, 32, 1, false), *f = new_ctx(1024, 32, 1, true);
+    /* The windowed context has a second cell set of window + batch rounded
+     * to 256 cells for the SWA layers; the full one does not. */
+    assert_int_equal(w->kv->n_sets, 2);
+    assert_int_equal(w->kv->sets[1].size, 256);
+    assert_int_equal(f->kv->n_sets, 1);
+    assert_true(kv_cache_nbytes(w->kv) < kv_cache_nbytes(f->kv) / 2);
+
+    tessera_token *toks = malloc((size_t)(n_prompt + n_gen) * sizeof *toks);
+    assert_non_null(toks);
+    for (int32_t i = 0; i < n_prompt + n_gen; i++) toks[i] = token_at((uint32_t)i, 1);
+    assert_int_equal(tessera_decode(w, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS), 0);
+    assert_int_equal(tessera_decode(f, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS), 0);
+    double worst = 0;
+    for (int32_t i = 0; i < n_prompt; i++) {
+        double d = max_diff(tessera_logits(w, i), tessera_logits(f, i), nv);
+        if (d > worst) worst = d;
+    }
+    for (int32_t i = n_prompt; i < n_prompt + n_gen; i++) {
+        assert_int_equal(tessera_decode(w, &toks[i], 1, i, 0), 0);
+        assert_int_equal(tessera_decode(f, &toks[i], 1, i, 0), 0);
+        double d = max_diff(tessera_logits(w, -1), tessera_logits(f, -1), nv);
+        if (d > worst) worst = d;
+    }
+    print_message("window vs full cache over %d positions: max logit difference %.3g\n", n_prompt + n_gen,
+                  worst);
+    assert_true(worst <= 1e-4);
+    /* The window cells are full and were reused: fewer than the positions. */
+    assert_int_equal(kv_cells_used(&w->kv->sets[0]), n_prompt + n_gen);
+    assert_true(kv_cells_used(&w->kv->sets[1]) < 256);
+    assert_true(kv_cells_used(&w->kv->sets[1]) >= WINDOW - 1);
+
+    /* Rewinding a few tokens stays inside what the window cells hold. */
+    const int32_t back = n_prompt + n_gen - 4;
+    assert_int_equal(tessera_kv_truncate(w, back), 0);
+    assert_int_equal(tessera_kv_len(w), back);
+    tessera_token t = token_at(9999, 2);
+    assert_int_equal(tessera_decode(w, &t, 1, back, 0), 0);
+    assert_int_equal(tessera_decode(f, &t, 1, back, 0), 0);
+    assert_true(max_diff(tessera_logits(w, -1), tessera_logits(f, -1), nv) <= 1e-4);
+
+    /* Going back to position 50 needs positions 35..49, long dropped: the
+     * call fails with a one-line error and the cache is cleared. */
+    assert_int_not_equal(tessera_decode(w, &t, 1, 50, 0), 0);
+    const char *msg = tessera_last_error();
+    print_message("rewind past the window -> %s\n", msg);
+    assert_non_null(strstr(msg, "sliding-window"));
+    assert_null(strchr(msg, '\n'));
+    assert_int_equal(tessera_kv_len(w), 0);
+    assert_int_equal(tessera_kv_cells_used(w), 0);
+    /* and it starts over from 0 as a fresh context would. */
+    assert_int_equal(tessera_decode(w, toks, 40, 0, 0), 0);
+    assert_int_equal(tessera_decode(f, toks, 40, 0, 0), 0);
+    assert_true(max_diff(tessera_logits(w, -1), tessera_logits(f, -1), nv) <= 1e-4);
+    free(toks);
+    tessera_context_free(w);
+    tessera_context_free(f);
+}
+
+/* Three sequences of different lengths decoded together, 9 tokens each
+ * per call until each has 300 positions. */
+static void test_batch(void **state) {
+    (void)state;
+    enum { N_SEQ = 3, STEP = 9, LEN = 300 };
+    const int32_t nv = tessera_model_n_vocab(g_model);
+    tessera_context *w = new_ctx(2048, 32, N_SEQ, false), *f = new_ctx(2048, 32, N_SEQ, true);
+    assert_int_equal(w->kv->n_sets, 2);
+    assert_int_equal(f->kv->n_sets, 1);
+    tessera_token toks[N_SEQ * STEP];
+    int32_t pos[N_SEQ * STEP], seq[N_SEQ * STEP];
+    bool want[N_SEQ * STEP];
+    double worst = 0;
+    for (int32_t p0 = 0; p0 < LEN; p0 += STEP) {
+        int32_t n = 0;
+        for (int32_t s = 0; s < N_SEQ; s++)
+            for (int32_t k = 0; k < STEP && p0 + k < LEN; k++, n++) {
+                toks[n] = token_at((uint32_t)(p0 + k), (uint32_t)s + 10);
+                pos[n] = p0 + k;
+                seq[n] = s;
+                want[n] = k == STEP - 1 || p0 + k == LEN - 1;
+            }
+        assert_int_equal(tessera_decode_batch(w, toks, pos, seq, want, n), 0);
+        int32_t rows = 0;
+        for (int32_t i = 0; i < n; i++) rows += want[i];
+        float *ref = malloc((size_t)rows * (size_t)nv * sizeof *ref);
+        assert_non_null(ref);
+        for (int32_t r = 0; r < rows; r++) memcpy(ref + (size_t)r * nv, tessera_logits(w, r), (size_t)nv * 4);
+        assert_int_equal(tessera_decode_batch(f, toks, pos, seq, want, n), 0);
+        for (int32_t r = 0; r < rows; r++) {
+            double d = max_diff(ref + (size_t)r * nv, tessera_logits(f, r), nv);
+            if (d > worst) worst = d;
+        }
+        free(ref);
+    }
+    print_message("3 sequences, window vs full cache: max logit difference %.3g\n", worst);
+    assert_true(worst <= 1e-4);
+    for (int32_t s = 0; s < N_SEQ; s++) assert_int_equal(tessera_seq_len(w, s), LEN);
+    /* Removing the tail keeps the sequence when its window is held ... */
+    assert_int_equal(tessera_seq_remove(w, 1, LEN - 3), 0);
+    assert_int_equal(tessera_seq_len(w, 1), LEN - 3);
+    /* ... and clears it when not; the other sequences keep theirs. */
+    assert_int_equal(tessera_seq_remove(w, 1, 20), 0);
+    assert_int_equal(tessera_seq_len(w, 1), 0);
+    assert_int_equal(tessera_seq_len(w, 0), LEN);
+    assert_int_equal(tessera_seq_len(w, 2), LEN);
+    /* A sequence asked to go on where its window is gone: a clear error. */
+    tessera_token t = 7;
+    int32_t p = 40, s0 = 0;
+    assert_int_not_equal(tessera_decode_batch(w, &t, &p, &s0, NULL, 1), 0);
+    assert_non_null(strstr(tessera_last_error(), "sliding-window"));
+    tessera_context_free(w);
+    tessera_context_free(f);
+}
+
+static void test_gemma(void **state) {
+    (void)state;
+    tessera_context *w = new_ctx(32768, 512, 1, false);
+    const double mib = (double)kv_cache_nbytes(w->kv) / (1024.0 * 1024.0);
+    print_message("Gemma 3 270M, -c 32768, F16: KV %.1f MiB (%d cells for its sliding-window layers)\n", mib,
+                  w->kv->n_sets > 1 ? w->kv->sets[1].size : 32768);
+    assert_true(mib <= 115.0);
+    tessera_context_free(w);
+}
+
+int main(int argc, char **argv) {
+    const char *which = argc > 1 ? argv[1] : "";
+    g_flash_attn = argc > 2 && !strcmp(argv[2], "fa");
+    const char *src = getenv("TESSERA_SOURCE_ROOT"), *home = getenv("HOME");
+    const char *cache = getenv("TESSERA_MODEL_CACHE");
+    char path[1024];
+    if (!strcmp(which, "gemma")) {
+        if (cache) snprintf(path, sizeof path, "%s/gemma-3-270m-q4_k_m.gguf", cache);
+        else snprintf(path, sizeof path, "%s/.cache/tessera/models/gemma-3-270m-q4_k_m.gguf", home ? home : ".");
+    } else {
+        snprintf(path, sizeof path, "%s/tests/data/synth-gemma3-swa16-f32.gguf", src ? src : ".");
+    }
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        printf("skipped: %s is absent\n", path);
+        return 77;
+    }
+    fclose(fp);
+    /* Only the built-in ref backend: nothing is searched for. */
+    host_options ho = {.only_plugin_dirs = true};
+    tessera_init_params ip = {0};
+    if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
+        printf("init: %s\n", tessera_last_error());
+        return 1;
+    }
+    tessera_model_params mp = tessera_model_default_params();
+    mp.devices = "ref";
+    g_model = tessera_model_load(path, &mp);
+    if (!g_model) {
+        printf("%s: %s\n", path, tessera_last_error());
+        return 1;
+    }
+    const struct CMUnitTest window[] = {cmocka_unit_test(test_window)};
+    const struct CMUnitTest batch[] = {cmocka_unit_test(test_batch)};
+    const struct CMUnitTest gemma[] = {cmocka_unit_test(test_gemma)};
+    int rc = !strcmp(which, "window") ? cmocka_run_group_tests_name("kv window", window, NULL, NULL)
+             : !strcmp(which, "batch") ? cmocka_run_group_tests_name("kv window batch", batch, NULL, NULL)
+             : !strcmp(which, "gemma") ? cmocka_run_group_tests_name("kv window gemma", gemma, NULL, NULL)
+                                       : (printf("usage: test_kv_window window|batch|gemma\n"), 2);
+    tessera_model_free(g_model);
+    tessera_shutdown();
+    return rc;
+}

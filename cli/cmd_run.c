@@ -15,10 +15,13 @@
 #include "cli_setup.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "prompt_cache.h"
 
 typedef struct run_opts {
     cli_params p;
     int no_echo, conversation, no_conversation, single_turn;
+    const char *prompt_cache;
+    int prompt_cache_ro;
 } run_opts;
 
 static const cli_option run_own[] = {
@@ -32,6 +35,12 @@ static const cli_option run_own[] = {
      CLI_OWN(run_opts, no_conversation), 0, 0, NULL, 0, 0},
     {"-st", "--single-turn", NULL, "conversation mode for one message only: answer the prompt and exit",
      CLI_SWITCH, CLI_OWN(run_opts, single_turn), 0, 0, NULL, 0, 0},
+    {NULL, "--prompt-cache", "FILE",
+     "keep the state after the prompt in FILE; a later run whose prompt starts the same evaluates only "
+     "what is new",
+     CLI_STR, CLI_OWN(run_opts, prompt_cache), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--prompt-cache-ro", NULL, "use the --prompt-cache file but do not update it", CLI_SWITCH,
+     CLI_OWN(run_opts, prompt_cache_ro), 0, 0, NULL, 0, 0},
     CLI_END,
 };
 
@@ -67,6 +76,14 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                 o->p.system ? "--system" : o->p.chat_template ? "--chat-template" : "--chat-template-file");
         return -1;
     }
+    if (o->prompt_cache_ro && !o->prompt_cache) {
+        fprintf(stderr, "tessera run: --prompt-cache-ro needs --prompt-cache FILE\n");
+        return -1;
+    }
+    if (o->prompt_cache && o->conversation) {
+        fprintf(stderr, "tessera run: --prompt-cache works in plain completion, not conversation mode\n");
+        return -1;
+    }
     if (o->single_turn && !o->p.prompt && !o->p.prompt_file) {
         fprintf(stderr, "tessera run: -st answers one prompt: give -p TEXT or -f FILE\n");
         return -1;
@@ -97,15 +114,18 @@ typedef struct run_counts {
     double prompt_ms, gen_ms;
 } run_counts;
 
-/* Decode the prompt. With --explain it goes in two calls (all but the last
- * token, then the last alone) so the placement of both graph shapes is
- * printed before any generated text, not in the middle of it. */
-static int decode_prompt(const run_opts *o, tessera_context *ctx, const tessera_token *toks, int32_t n) {
-    if (o->p.explain && n > 1) {
-        if (tessera_decode(ctx, toks, n - 1, 0, 0) != 0) return -1;
+/* Decode the prompt from position from (what a prompt cache did not hold).
+ * With --explain it goes in two calls (all but the last token, then the
+ * last alone) so the placement of both graph shapes is printed before any
+ * generated text, not in the middle of it. */
+static int decode_prompt(const run_opts *o, tessera_context *ctx, const tessera_token *toks, int32_t n,
+                         int32_t from) {
+    if (from == n) return 0;
+    if (o->p.explain && n - from > 1) {
+        if (tessera_decode(ctx, toks + from, n - 1 - from, from, 0) != 0) return -1;
         return tessera_decode(ctx, toks + n - 1, 1, n - 1, 0);
     }
-    return tessera_decode(ctx, toks, n, 0, 0);
+    return tessera_decode(ctx, toks + from, n - from, from, 0);
 }
 
 static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, const char *prompt,
@@ -143,7 +163,11 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         fflush(stdout);
     }
     double t0 = now_ms();
-    if (decode_prompt(o, ctx, toks, n) != 0) {
+    int32_t from = o->prompt_cache ? prompt_cache_load("tessera run", o->prompt_cache, ctx, toks, n, o->p.verbose) : 0;
+    if (o->prompt_cache && o->p.verbose)
+        fprintf(stderr, "tessera run: prompt cache: %d of %d prompt tokens reused, %d evaluated\n", from, n,
+                n - from);
+    if (decode_prompt(o, ctx, toks, n, from) != 0) {
         if (tessera_aborted()) {
             rc = 130;
             goto done;
@@ -151,8 +175,10 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         fprintf(stderr, "tessera run: %s\n", tessera_last_error());
         goto done;
     }
-    cnt->n_prompt = n;
+    cnt->n_prompt = n - from;
     cnt->prompt_ms = now_ms() - t0;
+    if (o->prompt_cache && !o->prompt_cache_ro && from < n)
+        prompt_cache_save("tessera run", o->prompt_cache, ctx, toks, n);
     if (!o->no_echo && o->p.explain) {
         fflush(stderr);
         fwrite(prompt, 1, prompt_len, stdout);

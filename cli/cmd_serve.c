@@ -38,7 +38,7 @@ int cmd_serve(int argc, char **argv) {
 
 typedef struct serve_opts {
     cli_params p;
-    const char *host, *api_key, *alias;
+    const char *host, *api_key, *alias, *slot_save_path;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
     serve_log_format log_format;
@@ -87,6 +87,10 @@ static const cli_option serve_own[] = {
      "on SIGTERM, seconds for running requests to finish before they end with their text so far "
      "(finish_reason length); queued ones that never started get 503",
      CLI_INT, CLI_OWN(serve_opts, shutdown_grace), 0, 86400, NULL, 0, 0},
+    {NULL, "--slot-save-path", "DIR",
+     "directory of POST /slots/{id}?action=save|restore files (llama-server's); without it only "
+     "action=erase works",
+     CLI_STR, CLI_OWN(serve_opts, slot_save_path), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {"-c", "--ctx-size", "N",
      "KV cache cells shared by all slots, each holding N / parallel; 0: parallel x the model's "
      "context (at most 4096 per slot)",
@@ -129,6 +133,11 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     }
     if (o->api_key && !o->api_key[0]) {
         fprintf(stderr, "tessera serve: --api-key is empty\n");
+        return -1;
+    }
+    struct stat st;
+    if (o->slot_save_path && (stat(o->slot_save_path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "tessera serve: --slot-save-path %s is not a directory\n", o->slot_save_path);
         return -1;
     }
     if (o->p.n_ctx == 1) {
@@ -218,7 +227,8 @@ int cmd_serve(int argc, char **argv) {
                             .max_conns_per_ip = o.max_conns_per_ip >= 0 ? o.max_conns_per_ip : (max_conns + 1) / 2,
                             .header_timeout_ms = o.header_timeout * 1000,
                             .body_timeout_ms = o.body_timeout * 1000,
-                            .log_format = o.log_format};
+                            .log_format = o.log_format,
+                            .slot_save_path = o.slot_save_path};
     http = serve_http_start(&hp, engine, &api);
     if (!http) goto done;
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s)\n",

@@ -48,6 +48,8 @@ struct serve_engine {
     int32_t q_head, q_len, q_cap;
     serve_metrics m;
     double t_start_ms;
+    serve_slot_action *action;  /* posted by an HTTP thread, run by the engine */
+    pthread_cond_t action_done;
     /* batch scratch (engine thread only) */
     tessera_token *b_tok;
     int32_t *b_pos, *b_seq, *b_slot_of_row;
@@ -98,6 +100,7 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
         return NULL;
     }
     pthread_cond_init(&e->wake, NULL);
+    pthread_cond_init(&e->action_done, NULL);
     e->t_start_ms = now_ms();
     return e;
 }
@@ -347,12 +350,80 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
     }
 }
 
+/* A slot's save / restore / erase (lock held, engine thread: the context is
+ * not decoding). A slot that is generating is refused. */
+static void slot_action_run(serve_engine *e, serve_slot_action *a) {
+    serve_slot *s = &e->slots[a->slot];
+    double t0 = now_ms();
+    if (s->ch) {
+        a->status = 409;
+        snprintf(a->error, sizeof a->error, "slot %d is busy with a request; retry when it is idle", a->slot);
+        return;
+    }
+    a->status = 200;
+    if (a->op == SERVE_SLOT_ERASE) {
+        a->n_tokens = s->n_past;
+        tessera_seq_remove(e->p.ctx, a->slot, 0);
+        s->n_past = 0;
+    } else if (a->op == SERVE_SLOT_SAVE) {
+        if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
+            a->status = 500;
+            snprintf(a->error, sizeof a->error, "%s", tessera_last_error());
+        }
+        a->n_tokens = s->n_past;
+    } else {
+        int32_t n = 0;
+        if (tessera_state_load_file(e->p.ctx, a->slot, a->path, s->cached, e->p.slot_ctx, &n, NULL) != 0) {
+            a->status = 400;
+            snprintf(a->error, sizeof a->error, "%s", tessera_last_error());
+        } else {
+            s->n_past = n;
+            a->n_tokens = n;
+        }
+    }
+    e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
+    a->ms = now_ms() - t0;
+}
+
+int serve_engine_slot_action(serve_engine *e, serve_slot_action *a) {
+    if (a->slot < 0 || a->slot >= e->p.n_slots) {
+        a->status = 400;
+        snprintf(a->error, sizeof a->error, "no slot %d (slots 0..%d, --parallel)", a->slot, e->p.n_slots - 1);
+        return -1;
+    }
+    pthread_mutex_lock(&e->mu);
+    /* One action at a time: a second waits for the first. */
+    while (e->action && !e->stopping) pthread_cond_wait(&e->action_done, &e->mu);
+    if (e->stopping || !e->started || e->draining) {
+        pthread_mutex_unlock(&e->mu);
+        a->status = 503;
+        snprintf(a->error, sizeof a->error, "the server is shutting down");
+        return -1;
+    }
+    a->status = 0;
+    e->action = a;
+    pthread_cond_signal(&e->wake);
+    while (a->status == 0 && !e->stopping) pthread_cond_wait(&e->action_done, &e->mu);
+    if (e->action == a) { /* stopped before it ran */
+        e->action = NULL;
+        a->status = 503;
+        snprintf(a->error, sizeof a->error, "the server is shutting down");
+    }
+    pthread_mutex_unlock(&e->mu);
+    return a->status == 200 ? 0 : -1;
+}
+
 static void *engine_main(void *arg) {
     serve_engine *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
         schedule(e);
         if (e->stopping) break;
+        if (e->action) {
+            slot_action_run(e, e->action);
+            e->action = NULL;
+            pthread_cond_broadcast(&e->action_done);
+        }
         int32_t n = build_batch(e);
         if (n == 0) {
             pthread_cond_wait(&e->wake, &e->mu);
@@ -422,6 +493,7 @@ void serve_engine_stop(serve_engine *e) {
     pthread_mutex_lock(&e->mu);
     e->stopping = true;
     pthread_cond_signal(&e->wake);
+    pthread_cond_broadcast(&e->action_done);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
     e->started = false;
@@ -454,6 +526,7 @@ void serve_engine_free(serve_engine *e) {
     if (!e) return;
     serve_engine_stop(e);
     pthread_cond_destroy(&e->wake);
+    pthread_cond_destroy(&e->action_done);
     pthread_mutex_destroy(&e->mu);
     for (int32_t i = 0; e->slots && i < e->p.n_slots; i++) free(e->slots[i].cached);
     free(e->slots);

@@ -324,6 +324,13 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
     } else if (!strcmp(url, "/props") || !strcmp(url, "/slots")) {
         if (!get) return send_error(h, c, 405, "use GET", "invalid_request_error", NULL);
         return send_json(h, c, 200, url[1] == 'p' ? serve_api_props(h->api, h->e) : serve_api_slots(h->api, h->e));
+    } else if (!strncmp(url, "/slots/", 7)) {
+        if (!post) return send_error(h, c, 405, "use POST /slots/{id}?action=save|restore|erase",
+                                     "invalid_request_error", NULL);
+        int status = 500;
+        const char *action = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "action");
+        char *body = serve_slots_post(h->e, h->p.slot_save_path, url + 7, action, cs->body, cs->len, &status);
+        return send_json(h, c, status, body);
     } else if (!strcmp(url, "/metrics")) {
         if (!get) return send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
         return send_body(h, c, 200, render_metrics(h), "text/plain; version=0.0.4");

@@ -388,6 +388,31 @@ typedef struct serve_slot_info {
 /* A snapshot of the slots into out[0..n_slots). Returns n_slots. */
 int32_t serve_engine_slot_info(serve_engine *e, serve_slot_info *out, int32_t max);
 
+/* llama-server's POST /slots/{id}?action=save|restore|erase: the engine
+ * thread saves the slot's sequence to path, restores it from path, or
+ * forgets it, between two steps. A slot that is generating is refused. */
+typedef enum serve_slot_op { SERVE_SLOT_SAVE, SERVE_SLOT_RESTORE, SERVE_SLOT_ERASE } serve_slot_op;
+
+typedef struct serve_slot_action {
+    int32_t slot;
+    serve_slot_op op;
+    const char *path;   /* save / restore */
+    /* results */
+    int status;         /* 200, or the HTTP status of the error */
+    char error[512];
+    int32_t n_tokens;   /* saved, restored or erased */
+    double ms;
+} serve_slot_action;
+
+/* 0 when done; -1 with a->status and a->error. Blocks until the engine ran it. */
+int serve_engine_slot_action(serve_engine *e, serve_slot_action *a);
+
+/* The whole endpoint (slots.c): id and action from the URL, {"filename"}
+ * from the body, checked (no path separators, no ".."); a malloc'd JSON
+ * body and *status. dir: --slot-save-path (NULL: save/restore refused). */
+char *serve_slots_post(serve_engine *e, const char *dir, const char *id, const char *action, const char *body,
+                       size_t len, int *status);
+
 /* llama-server's GET /props and GET /slots, malloc'd JSON (info.c). */
 char *serve_api_props(const serve_api *api, serve_engine *e);
 char *serve_api_slots(const serve_api *api, serve_engine *e);
@@ -407,6 +432,7 @@ typedef struct serve_http_params {
     int header_timeout_ms; /* request line and headers, from the connection's start */
     int body_timeout_ms;   /* the body, from its headers */
     serve_log_format log_format;
+    const char *slot_save_path; /* NULL: slot save/restore refused (501) */
 } serve_http_params;
 
 typedef struct serve_http serve_http;

@@ -432,6 +432,46 @@ int32_t tessera_seq_len(const tessera_context *ctx, int32_t seq);
 /* Cache cells holding a position of some sequence. */
 int32_t tessera_kv_cells_used(const tessera_context *ctx);
 
+/* ====================================================================
+ * Saved state  (a prompt cache, a server slot's save/restore)
+ * ==================================================================== */
+
+/* A context's state as bytes or a file: the caller's tokens, the KV cache
+ * cells (positions, sequences, K/V bytes of the cells in use), the last
+ * decode's last row of logits, and optionally a sampler's PRNG and penalty
+ * window (not its parameters, nor a grammar's state: a sampler with a
+ * grammar is refused). The header records the model (architecture, n_layer,
+ * n_embd, n_vocab, a hash of the GGUF's metadata and tensor infos) and the
+ * settings (KV types, widths, n_ctx); loading into another model or with
+ * other KV settings is an error naming what differs, and a truncated,
+ * corrupt (checksummed) or hostile file is an error, never a crash. A
+ * smaller context works when the cells fit.
+ *
+ * seq -1 saves / replaces the whole cache (every sequence, cells laid out
+ * as saved, logits included, so tessera_logits(ctx, -1) after a load is what
+ * it was at the save); seq s >= 0 saves only sequence s's cells, and loads
+ * them into sequence s (whatever sequence they came from) in free cells,
+ * leaving the other sequences alone. On a load error the context's cells are
+ * as before. */
+void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token *tokens, int32_t n_tokens,
+                         const tessera_sampler *sampler, size_t *len); /* malloc'd: free() it */
+/* tokens[0..max_tokens) receives the saved tokens (*n_tokens their number;
+ * more than max_tokens is an error); sampler may be NULL (its state in the
+ * file is then ignored). label names the data in errors (NULL: "(memory)"). */
+int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size_t len, const char *label,
+                       tessera_token *tokens, int32_t max_tokens, int32_t *n_tokens, tessera_sampler *sampler);
+/* The same to a file (written beside it and renamed over it) and from one. */
+int tessera_state_save_file(tessera_context *ctx, int32_t seq, const char *path, const tessera_token *tokens,
+                            int32_t n_tokens, const tessera_sampler *sampler);
+int tessera_state_load_file(tessera_context *ctx, int32_t seq, const char *path, tessera_token *tokens,
+                            int32_t max_tokens, int32_t *n_tokens, tessera_sampler *sampler);
+
+/* A sampler's PRNG and penalty window as bytes (no grammar). set validates
+ * the bytes before changing the sampler. */
+size_t tessera_sampler_state_size(const tessera_sampler *sampler);
+int tessera_sampler_state_get(const tessera_sampler *sampler, void *buf, size_t size);
+int tessera_sampler_state_set(tessera_sampler *sampler, const void *buf, size_t size);
+
 /* ==================================================================== */
 
 #ifdef __cplusplus

@@ -153,3 +153,22 @@ bool tessera_sampler_grammar_complete(const tessera_sampler *sampler) {
 uint32_t tessera_sampler_seed(const tessera_sampler *sampler) {
     return sampler ? sampler->seed : 0;
 }
+
+size_t tessera_sampler_state_size(const tessera_sampler *sampler) {
+    return sampler ? sample_chain_state_size(sampler->chain) : 0;
+}
+
+int tessera_sampler_state_get(const tessera_sampler *sampler, void *buf, size_t size) {
+    if (!sampler || !buf) return error_set("sampler state: %s is NULL", sampler ? "buffer" : "sampler");
+    if (sampler->grammar) return error_set("sampler state: a sampler with a grammar cannot be saved");
+    size_t need = sample_chain_state_size(sampler->chain);
+    if (size < need) return error_set("sampler state: buffer of %zu bytes, %zu needed", size, need);
+    sample_chain_state_write(sampler->chain, buf);
+    return 0;
+}
+
+int tessera_sampler_state_set(tessera_sampler *sampler, const void *buf, size_t size) {
+    if (!sampler || !buf) return error_set("sampler state: %s is NULL", sampler ? "buffer" : "sampler");
+    if (sampler->grammar) return error_set("sampler state: a sampler with a grammar cannot be restored");
+    return sample_chain_state_read(sampler->chain, buf, size);
+}

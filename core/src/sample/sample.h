@@ -142,6 +142,13 @@ void sample_chain_accept(sample_chain *s, int32_t id);
 /* Forget the history and reseed with the original seed. */
 void sample_chain_reset(sample_chain *s);
 
+/* Saved state: the PRNG and the penalty window (not the parameters: the
+ * loading side builds its chain with its own). read validates everything
+ * before changing s. */
+size_t sample_chain_state_size(const sample_chain *s);
+void sample_chain_state_write(const sample_chain *s, uint8_t *out);
+int sample_chain_state_read(sample_chain *s, const uint8_t *in, size_t len);
+
 /* A constraint on the tokens the chain may return (a grammar). The chain
  * picks as usual, then asks allows() about the pick; only when it is
  * rejected does it ask mask() for every allowed token and pick again among

@@ -1,0 +1,64 @@
+/*
+ * state — a context's saved state (tessera_state_* in tessera.h).
+ *
+ * File layout, little-endian, version 1:
+ *
+ *   header  "TSRSTATE" u32 version
+ *           model:    char arch[32], u32 n_layer, n_embd, n_vocab,
+ *                     u64 gguf_hash (of the GGUF's metadata and tensor infos)
+ *           settings: u32 n_ctx, k_dtype, v_dtype (cache types), n_embd_k,
+ *                     n_embd_v, v_trans (informative: a cell's V is packed as
+ *                     one row either way)
+ *           counts:   i32 seq (-1: the whole cache), u32 n_tokens, n_cells,
+ *                     n_logits, sampler_bytes
+ *   payload i32 tokens[n_tokens], f32 logits[n_logits], sampler bytes,
+ *           cells[n_cells] {u32 index, i32 pos, u64 seq_mask},
+ *           per layer: K of the cells (n_cells * k bytes), V (n_cells * v bytes)
+ *   u64     checksum of every byte before it
+ *
+ * The header's counts fix the file's exact size, so a truncated or padded
+ * file is refused before anything is read; every value is checked before
+ * use (the reader treats the file as hostile).
+ */
+#ifndef TESSERA_STATE_H
+#define TESSERA_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { STATE_VERSION = 1, STATE_ARCH_MAX = 32 };
+
+typedef struct state_header {
+    uint32_t version;
+    char arch[STATE_ARCH_MAX]; /* NUL-padded */
+    uint32_t n_layer, n_embd, n_vocab;
+    uint64_t gguf_hash;
+    uint32_t n_ctx, k_dtype, v_dtype, n_embd_k, n_embd_v, v_trans;
+    int32_t seq;
+    uint32_t n_tokens, n_cells, n_logits, sampler_bytes;
+    /* derived by state_header_sizes */
+    uint64_t k_cell_bytes, v_cell_bytes;
+    uint64_t off_tokens, off_logits, off_sampler, off_cells, off_kv, off_checksum, total;
+} state_header;
+
+/* Bytes of the encoded header. */
+#define STATE_HEADER_BYTES ((size_t)(8 + 4 + STATE_ARCH_MAX + 3 * 4 + 8 + 6 * 4 + 4 + 4 * 4))
+#define STATE_CELL_BYTES ((size_t)16)
+
+/* A 64-bit checksum (not cryptographic: it catches damage, not forgery). */
+uint64_t state_checksum(const void *data, size_t len);
+
+/* Fill h's offsets and total size from its counts and the K/V cell sizes of
+ * its dtypes; an error when a count or the total overflows. */
+int state_header_sizes(state_header *h);
+void state_header_write(const state_header *h, uint8_t *out);
+/* Parse and check data[0..len) as far as the bytes themselves go: magic,
+ * version, sizes (the length must be exactly h->total) and checksum. label
+ * names the file in errors. */
+int state_header_read(state_header *h, const uint8_t *data, size_t len, const char *label);
+
+/* Little-endian stores and loads. */
+void state_put(uint8_t *p, uint64_t v, int n);
+uint64_t state_get(const uint8_t *p, int n);
+
+#endif

@@ -1,0 +1,354 @@
+/*
+ * Saved state (tessera_state_*): save -> load -> continue gives the tokens
+ * of a run that never stopped (greedy, and seeded sampling with the
+ * sampler's PRNG restored into a sampler built with another seed), a
+ * single sequence restores into another sequence, and bad files are one
+ * clear error each that leaves the context as it was: truncated, a flipped
+ * byte, trailing bytes, another model, another model file of the same
+ * shape, other KV settings, too small a context or token buffer.
+ *
+ *   test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--device D] [--ctx N] [--q8]
+ *
+ * --q8 repeats the continuation check with q8_0 K and V caches under flash
+ * attention (V stored like K), loads an F16 state saved without flash
+ * attention into a flash-attention context (a cell's V is packed alike),
+ * and refuses an F16 state in a q8_0 context.
+ *
+ * A bare file name is looked up in $TESSERA_MODEL_CACHE (else
+ * ~/.cache/tessera/models); an absent file skips the test.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tessera/tessera.h>
+
+#include "host/host.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                \
+    do {                                                \
+        if (!(cond)) {                                  \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                        \
+            printf("\n");                               \
+            failures++;                                 \
+        }                                               \
+    } while (0)
+
+enum { N_GEN = 16, N_SPLIT = 7, MAX_TOK = 512 };
+
+static const char *device = "ref";
+/* Cache settings of every context the checks make (F32 ones aside). */
+static tessera_kv_type type_k = TESSERA_KV_F16, type_v = TESSERA_KV_F16;
+static tessera_flash_attn flash = TESSERA_FLASH_ATTN_OFF;
+static uint32_t n_ctx = 128;
+
+static tessera_model *load_model(const char *path) {
+    tessera_model_params mp = tessera_model_default_params();
+    mp.devices = device;
+    tessera_model *m = tessera_model_load(path, &mp);
+    if (!m) printf("FAIL load %s: %s\n", path, tessera_last_error());
+    return m;
+}
+
+static tessera_context *new_ctx(tessera_model *m, uint32_t nc, tessera_kv_type kv) {
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = nc;
+    cp.n_threads = 2;
+    cp.kv_type = kv;
+    if (kv == TESSERA_KV_F16) {
+        cp.type_k = type_k;
+        cp.type_v = type_v;
+    }
+    cp.flash_attn = flash;
+    tessera_context *ctx = tessera_context_new(m, &cp);
+    CHECK(ctx, "context: %s", tessera_last_error());
+    return ctx;
+}
+
+static tessera_sampler *new_sampler(tessera_model *m, float temp, uint32_t seed) {
+    tessera_sampler_params sp = tessera_sampler_default_params();
+    sp.temp = temp;
+    sp.seed = seed;
+    sp.penalty_repeat = 1.1f; /* so the penalty window matters too */
+    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(m), &sp);
+    CHECK(s, "sampler: %s", tessera_last_error());
+    return s;
+}
+
+/* Sample, accept and decode n tokens after toks[0..*n_toks). */
+static int generate(tessera_context *ctx, tessera_sampler *s, tessera_token *toks, int32_t *n_toks, int n) {
+    for (int i = 0; i < n; i++) {
+        const float *logits = tessera_logits(ctx, -1);
+        if (!logits) return printf("FAIL logits: %s\n", tessera_last_error()), -1;
+        tessera_token t = tessera_sampler_sample(s, logits);
+        tessera_sampler_accept(s, t);
+        toks[(*n_toks)++] = t;
+        if (tessera_decode(ctx, &t, 1, *n_toks - 1, 0) != 0)
+            return printf("FAIL decode: %s\n", tessera_last_error()), -1;
+    }
+    return 0;
+}
+
+static int32_t prompt_tokens(tessera_model *m, tessera_token *toks) {
+    const char *text = "Once upon a time, there was a little dog named Max. He liked to";
+    return tessera_tokenize(m, text, strlen(text), toks, MAX_TOK, true, false);
+}
+
+/* Prompt, then N_GEN tokens; or stop after N_SPLIT and save to path. */
+static int32_t run(tessera_model *m, float temp, uint32_t seed, tessera_token *toks, const char *save_path) {
+    tessera_context *ctx = new_ctx(m, n_ctx, TESSERA_KV_F16);
+    tessera_sampler *s = new_sampler(m, temp, seed);
+    int32_t n = prompt_tokens(m, toks);
+    for (int32_t i = 0; i < n; i++) tessera_sampler_accept(s, toks[i]);
+    CHECK(tessera_decode(ctx, toks, n, 0, 0) == 0, "prompt: %s", tessera_last_error());
+    generate(ctx, s, toks, &n, save_path ? N_SPLIT : N_GEN);
+    if (save_path)
+        CHECK(tessera_state_save_file(ctx, -1, save_path, toks, n, s) == 0, "save: %s", tessera_last_error());
+    tessera_sampler_free(s);
+    tessera_context_free(ctx);
+    return n;
+}
+
+static void expect_error(int rc, const char *what, const char *needle) {
+    const char *msg = tessera_last_error();
+    CHECK(rc != 0, "%s: succeeded", what);
+    CHECK(strstr(msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle, msg);
+    CHECK(!strchr(msg, '\n'), "%s: message is not one line", what);
+    if (rc != 0) printf("ok   %s -> %s\n", what, msg);
+}
+
+static uint8_t *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n + 1);
+    *len = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    return b;
+}
+
+/* Same tokens as never stopping, through a file and a fresh context and a
+ * sampler built with another seed. */
+static void check_continue(tessera_model *m, float temp, uint32_t seed, const char *path) {
+    tessera_token ref[MAX_TOK], part[MAX_TOK], got[MAX_TOK];
+    int32_t n_ref = run(m, temp, seed, ref, NULL);
+    int32_t n_part = run(m, temp, seed, part, path);
+    tessera_context *ctx = new_ctx(m, n_ctx, TESSERA_KV_F16);
+    tessera_sampler *s = new_sampler(m, temp, seed + 12345);
+    int32_t n = 0;
+    CHECK(tessera_state_load_file(ctx, -1, path, got, MAX_TOK, &n, s) == 0, "load: %s", tessera_last_error());
+    CHECK(n == n_part && !memcmp(got, part, (size_t)n * sizeof *got), "tokens restored (%d of %d)", n, n_part);
+    CHECK(tessera_kv_len(ctx) == n, "kv len %d after load, %d tokens", tessera_kv_len(ctx), n);
+    /* Saving the loaded state gives the same bytes. */
+    size_t len1 = 0, len2 = 0;
+    uint8_t *file = read_all(path, &len1);
+    uint8_t *again = tessera_state_save(ctx, -1, got, n, s, &len2);
+    CHECK(file && again && len1 == len2 && !memcmp(file, again, len1), "re-saved state differs");
+    free(file);
+    free(again);
+    generate(ctx, s, got, &n, N_GEN - N_SPLIT);
+    CHECK(n == n_ref && !memcmp(got, ref, (size_t)n * sizeof *got), "temp %g seed %u: continued tokens differ",
+          (double)temp, seed);
+    printf("ok   temp %g seed %u: %d tokens after a save at %d match the uninterrupted run (file %zu bytes)\n",
+           (double)temp, seed, n_ref, n_part, len1);
+    tessera_sampler_free(s);
+    tessera_context_free(ctx);
+}
+
+/* One sequence saved from sequence 0 restores into sequence 2 of a context
+ * where sequence 0 holds something else, and continues greedily there. */
+static void check_seq(tessera_model *m) {
+    tessera_token ref[MAX_TOK];
+    int32_t n_ref = run(m, 0.0f, 1, ref, NULL);
+    tessera_token toks[MAX_TOK];
+    int32_t n = prompt_tokens(m, toks);
+    tessera_context *a = new_ctx(m, n_ctx, TESSERA_KV_F16);
+    CHECK(tessera_decode(a, toks, n, 0, 0) == 0, "decode: %s", tessera_last_error());
+    size_t len = 0;
+    uint8_t *st = tessera_state_save(a, 0, toks, n, NULL, &len);
+    CHECK(st, "save seq 0: %s", tessera_last_error());
+    tessera_context *b = new_ctx(m, n_ctx, TESSERA_KV_F16);
+    tessera_token other[3] = {toks[0], toks[2], toks[1]};
+    int32_t pos3[3] = {0, 1, 2}, seq0[3] = {0, 0, 0};
+    CHECK(tessera_decode_batch(b, other, pos3, seq0, NULL, 3) == 0, "batch: %s", tessera_last_error());
+    tessera_token got[MAX_TOK];
+    int32_t ng = 0;
+    expect_error(tessera_state_load(b, 2, st, len, "seq-state", got, 4, &ng, NULL), "token buffer too small",
+                 "room was given for 4");
+    CHECK(tessera_kv_cells_used(b) == 3, "cells after a refused load: %d", tessera_kv_cells_used(b));
+    CHECK(tessera_state_load(b, 2, st, len, "seq-state", got, MAX_TOK, &ng, NULL) == 0, "load seq 2: %s",
+          tessera_last_error());
+    CHECK(tessera_kv_cells_used(b) == 3 + n, "cells used %d, want %d", tessera_kv_cells_used(b), 3 + n);
+    /* Greedy continuation in sequence 2: the last prompt token again at its
+     * position gives the logits to pick from. */
+    tessera_sampler *s = new_sampler(m, 0.0f, 1);
+    for (int32_t i = 0; i < ng; i++) tessera_sampler_accept(s, got[i]);
+    int ok = 1;
+    for (int32_t i = n - 1; i < n_ref - 1 && ok; i++) {
+        tessera_token t = i < n ? got[i] : ref[i];
+        int32_t pos = i, seq = 2;
+        bool want = true;
+        if (tessera_decode_batch(b, &t, &pos, &seq, &want, 1) != 0) {
+            printf("FAIL batch decode: %s\n", tessera_last_error());
+            failures++;
+            break;
+        }
+        tessera_token next = tessera_sampler_sample(s, tessera_logits(b, 0));
+        tessera_sampler_accept(s, next);
+        ok = next == ref[i + 1];
+        CHECK(ok, "sequence 2: token %d is %d, the uninterrupted run has %d", i + 1, next, ref[i + 1]);
+    }
+    if (ok) printf("ok   a sequence saved from 0 continues in sequence 2 as the uninterrupted run\n");
+    expect_error(tessera_state_load(b, 2, st, len, "seq-state", got, MAX_TOK, &ng, NULL) == 0 &&
+                         tessera_state_load(b, 70, st, len, "seq-state", got, MAX_TOK, &ng, NULL),
+                 "sequence 70", "sequence 70");
+    tessera_sampler_free(s);
+    free(st);
+    tessera_context_free(a);
+    tessera_context_free(b);
+}
+
+static void check_bad_files(tessera_model *m, tessera_model *other, tessera_model *same_shape, const char *path) {
+    size_t len = 0;
+    uint8_t *good = read_all(path, &len);
+    if (!good) {
+        printf("FAIL cannot read %s\n", path);
+        failures++;
+        return;
+    }
+    tessera_token toks[MAX_TOK];
+    int32_t n = 0;
+    tessera_context *ctx = new_ctx(m, n_ctx, TESSERA_KV_F16);
+    tessera_token p[MAX_TOK];
+    int32_t np = prompt_tokens(m, p);
+    tessera_decode(ctx, p, 3, 0, 0);
+    uint8_t *bad = malloc(len + 1);
+    expect_error(tessera_state_load(ctx, -1, good, len - 1, "cut", toks, MAX_TOK, &n, NULL), "truncated by a byte",
+                 "truncated");
+    expect_error(tessera_state_load(ctx, -1, good, 40, "cut", toks, MAX_TOK, &n, NULL), "truncated to 40 bytes",
+                 "truncated");
+    memcpy(bad, good, len);
+    bad[len] = 0;
+    expect_error(tessera_state_load(ctx, -1, bad, len + 1, "long", toks, MAX_TOK, &n, NULL), "a trailing byte",
+                 "trailing bytes");
+    bad[len / 2] ^= 0x10;
+    expect_error(tessera_state_load(ctx, -1, bad, len, "flip", toks, MAX_TOK, &n, NULL), "a flipped payload byte",
+                 "checksum");
+    memcpy(bad, good, len);
+    bad[8 + 4 + 32 + 12 + 8 + 4 * 8] ^= 1; /* n_tokens */
+    expect_error(tessera_state_load(ctx, -1, bad, len, "count", toks, MAX_TOK, &n, NULL), "a flipped count",
+                 "the header describes");
+    memcpy(bad, good, len);
+    bad[0] = 'X';
+    expect_error(tessera_state_load(ctx, -1, bad, len, "magic", toks, MAX_TOK, &n, NULL), "bad magic", "magic");
+    CHECK(tessera_kv_len(ctx) == 3, "a refused load changed the cache (len %d)", tessera_kv_len(ctx));
+    expect_error(tessera_state_load(ctx, -1, good, len, "few", toks, 3, &n, NULL), "token buffer too small",
+                 "room was given for 3");
+    expect_error(tessera_state_load_file(ctx, -1, "/nonexistent/state.bin", toks, MAX_TOK, &n, NULL),
+                 "a missing file", "cannot open");
+    tessera_context *f32 = new_ctx(m, n_ctx, TESSERA_KV_F32);
+    expect_error(tessera_state_load(f32, -1, good, len, "kvtype", toks, MAX_TOK, &n, NULL), "F32 cache",
+                 "K cache type");
+    tessera_context_free(f32);
+    tessera_context *small = new_ctx(m, 8, TESSERA_KV_F16);
+    expect_error(tessera_state_load(small, -1, good, len, "small", toks, MAX_TOK, &n, NULL), "too small a context",
+                 "do not fit");
+    tessera_context_free(small);
+    tessera_context *oc = new_ctx(other, n_ctx, TESSERA_KV_F16);
+    expect_error(tessera_state_load(oc, -1, good, len, "other", toks, MAX_TOK, &n, NULL), "another model",
+                 "saved for");
+    tessera_context_free(oc);
+    if (same_shape) {
+        tessera_context *sc = new_ctx(same_shape, n_ctx, TESSERA_KV_F16);
+        expect_error(tessera_state_load(sc, -1, good, len, "sameshape", toks, MAX_TOK, &n, NULL),
+                     "another file of the same shape", "another model file");
+        tessera_context_free(sc);
+    }
+    /* Still usable after all that. */
+    CHECK(tessera_decode(ctx, p + 3, np - 3, 3, 0) == 0, "decode after refused loads: %s", tessera_last_error());
+    free(bad);
+    free(good);
+    tessera_context_free(ctx);
+}
+
+int main(int argc, char **argv) {
+    const char *paths[3] = {NULL, NULL, NULL};
+    int np = 0, q8 = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--q8")) q8 = 1;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) n_ctx = (uint32_t)atoi(argv[++i]);
+        else if (np < 3) paths[np++] = argv[i];
+    }
+    if (np < 2) {
+        fprintf(stderr, "usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--device D] [--ctx N]\n");
+        return 2;
+    }
+    static char cached[3][1024];
+    for (int i = 0; i < np; i++)
+        if (!strchr(paths[i], '/')) {
+            const char *cache = getenv("TESSERA_MODEL_CACHE");
+            if (cache) snprintf(cached[i], sizeof cached[i], "%s/%s", cache, paths[i]);
+            else snprintf(cached[i], sizeof cached[i], "%s/.cache/tessera/models/%s",
+                          getenv("HOME") ? getenv("HOME") : ".", paths[i]);
+            paths[i] = cached[i];
+        }
+    for (int i = 0; i < np; i++)
+        if (access(paths[i], R_OK) != 0) {
+            printf("SKIP %s is absent\n", paths[i]);
+            return 77;
+        }
+    /* The plugins built in this tree, and nothing installed elsewhere. */
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    const char *dirs[1] = {build};
+    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
+    if (host_init(&ho) != 0) {
+        printf("FAIL host init: %s\n", tessera_last_error());
+        return 1;
+    }
+    tessera_init_params ip = {0};
+    if (tessera_init(&ip) != 0) {
+        printf("FAIL init: %s\n", tessera_last_error());
+        return 1;
+    }
+    tessera_model *m = load_model(paths[0]), *other = load_model(paths[1]);
+    tessera_model *same = paths[2] ? load_model(paths[2]) : NULL;
+    if (!m || !other || (paths[2] && !same)) return 1;
+    char path[64];
+    snprintf(path, sizeof path, "test-state-%ld.bin", (long)getpid());
+    check_continue(m, 0.0f, 7, path);
+    check_continue(m, 0.9f, 42, path);
+    check_seq(m);
+    check_bad_files(m, other, same, path);
+    if (q8) {
+        /* The F16 state of the last check_continue is still in path. */
+        flash = TESSERA_FLASH_ATTN_ON;
+        tessera_context *fa = new_ctx(m, n_ctx, TESSERA_KV_F16);
+        tessera_token toks[MAX_TOK];
+        int32_t n = 0;
+        CHECK(fa && tessera_state_load_file(fa, -1, path, toks, MAX_TOK, &n, NULL) == 0 && tessera_kv_len(fa) == n &&
+                  tessera_decode(fa, toks, 1, n, 0) == 0,
+              "an F16 state into a flash-attention context: %s", tessera_last_error());
+        tessera_context_free(fa);
+        type_k = type_v = TESSERA_KV_Q8_0;
+        tessera_context *qc = new_ctx(m, n_ctx, TESSERA_KV_F16);
+        expect_error(qc ? tessera_state_load_file(qc, -1, path, toks, MAX_TOK, &n, NULL) : 0, "a q8_0 cache",
+                     "K cache type F16 there, Q8_0 here");
+        tessera_context_free(qc);
+        check_continue(m, 0.0f, 3, path);
+        check_continue(m, 0.9f, 9, path);
+    }
+    remove(path);
+    tessera_model_free(m);
+    tessera_model_free(other);
+    tessera_model_free(same);
+    tessera_shutdown();
+    printf("%s: %d failures\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}

@@ -140,7 +140,7 @@ void kv_cells_drop_old(kv_cells *c, int32_t n, const int32_t *pos, const int32_t
 void kv_cache_compact(kv_cache *kv);
 
 /* Saved state (kv_cells.c): the bytes one cell takes in a layer's K and V,
- * and copies of the K/V of cells[0..n) of layer il to / from packed arrays
+ * and copies of the K/V of cells[0..n) (of the layer's set) of layer il to / from packed arrays
  * (n * cell bytes each; cell c's K then at c * k bytes), through the
  * device's queue where the layer's memory is not host-addressable. */
 uint64_t kv_cache_cell_k_bytes(const kv_cache *kv);

@@ -17,14 +17,15 @@ uint64_t kv_cache_cell_k_bytes(const kv_cache *kv) { return kv_row_bytes(kv->dty
 uint64_t kv_cache_cell_v_bytes(const kv_cache *kv) { return kv_row_bytes(kv->dtype_v, kv->n_embd_v); }
 
 /* Copy cell c's V between the cache's layer memory v and a packed row. */
-static void cell_v_copy(const kv_cache *kv, char *v, int32_t cell, char *row, bool to_cache) {
+static void cell_v_copy(const kv_cache *kv, int32_t il, char *v, int32_t cell, char *row, bool to_cache) {
     const uint64_t vr = kv_cache_cell_v_bytes(kv);
     if (kv->flash_attn) {
         if (to_cache) memcpy(v + (uint64_t)cell * vr, row, vr);
         else memcpy(row, v + (uint64_t)cell * vr, vr);
         return;
     }
-    const uint64_t es = kv_row_bytes(kv->dtype_v, 1), stride = (uint64_t)kv->n_ctx * es;
+    const uint64_t es = kv_row_bytes(kv->dtype_v, 1);
+    const uint64_t stride = (uint64_t)kv->sets[kv->layers[il].set].size * es;
     for (int32_t r = 0; r < kv->n_embd_v; r++) {
         char *at = v + (uint64_t)r * stride + (uint64_t)cell * es;
         if (to_cache) memcpy(at, row + (uint64_t)r * es, es);
@@ -44,7 +45,7 @@ static int layer_map(const kv_cache *kv, int32_t il, bool fill, char **k, char *
         *v = L->v_data;
         return 0;
     }
-    uint64_t kb = kv_cache_layer_k_bytes(kv), vb = kv_cache_layer_v_bytes(kv);
+    uint64_t kb = kv_cache_layer_k_bytes(kv, il), vb = kv_cache_layer_v_bytes(kv, il);
     *scratch = malloc(kb + vb);
     if (!*scratch) return error_set("kv cache: out of memory for layer %d (%llu bytes)", il,
                                     (unsigned long long)(kb + vb));
@@ -78,7 +79,7 @@ int kv_cache_cells_get(const kv_cache *kv, int32_t il, const int32_t *cells, int
         const uint64_t kr = kv_cache_cell_k_bytes(kv), vr = kv_cache_cell_v_bytes(kv);
         for (int32_t c = 0; c < n; c++) {
             memcpy((char *)k_out + (uint64_t)c * kr, k + (uint64_t)cells[c] * kr, kr);
-            cell_v_copy(kv, v, cells[c], (char *)v_out + (uint64_t)c * vr, false);
+            cell_v_copy(kv, il, v, cells[c], (char *)v_out + (uint64_t)c * vr, false);
         }
     }
     layer_unmap(scratch, q);
@@ -94,12 +95,12 @@ int kv_cache_cells_set(kv_cache *kv, int32_t il, const int32_t *cells, int32_t n
         const uint64_t kr = kv_cache_cell_k_bytes(kv), vr = kv_cache_cell_v_bytes(kv);
         for (int32_t c = 0; c < n; c++) {
             memcpy(k + (uint64_t)cells[c] * kr, (const char *)k_in + (uint64_t)c * kr, kr);
-            cell_v_copy(kv, v, cells[c], (char *)v_in + (uint64_t)c * vr, true);
+            cell_v_copy(kv, il, v, cells[c], (char *)v_in + (uint64_t)c * vr, true);
         }
     }
     if (rc == 0 && q) {
         const kv_layer *L = &kv->layers[il];
-        uint64_t kb = kv_cache_layer_k_bytes(kv), vb = kv_cache_layer_v_bytes(kv);
+        uint64_t kb = kv_cache_layer_k_bytes(kv, il), vb = kv_cache_layer_v_bytes(kv, il);
         if (q->api->write(q, L->buffer, L->k_offset, k, kb) != TSR_OK ||
             q->api->write(q, L->buffer, L->v_offset, v, vb) != TSR_OK || q->api->synchronize(q) != TSR_OK)
             rc = error_set("kv cache: writing layer %d to its device failed", il);

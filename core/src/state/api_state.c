@@ -41,6 +41,8 @@ static void header_of_context(const tessera_context *ctx, state_header *h) {
     h->n_embd_k = (uint32_t)kv->n_embd_k;
     h->n_embd_v = (uint32_t)kv->n_embd_v;
     h->v_trans = kv->flash_attn ? 0 : 1; /* informative: cells are packed alike */
+    h->n_sets = (uint32_t)kv->n_sets;
+    for (int32_t il = 0; il < kv->n_layer; il++) h->n_layer_swa += kv->layers[il].set != 0;
 }
 
 static int seq_check(int32_t seq) {
@@ -49,8 +51,31 @@ static int seq_check(int32_t seq) {
     return 0;
 }
 
-static bool cell_selected(const kv_cache *kv, int32_t j, int32_t seq) {
-    return seq < 0 ? kv->cell_seq[j] != 0 : (kv->cell_seq[j] >> seq) & 1;
+static bool cell_selected(const kv_cells *c, int32_t j, int32_t seq) {
+    return seq < 0 ? c->seq[j] != 0 : (c->seq[j] >> seq) & 1;
+}
+
+/* Cells of set c selected by seq into out (their indices); the count. */
+static uint32_t cells_selected(const kv_cells *c, int32_t seq, int32_t *out) {
+    uint32_t n = 0;
+    for (int32_t j = 0; j < c->size; j++)
+        if (cell_selected(c, j, seq)) {
+            if (out) out[n] = j;
+            n++;
+        }
+    return n;
+}
+
+/* The cells of set s and their count as the header says. */
+static uint64_t set_cells_off(const state_header *h, int32_t s) { return s ? h->off_cells_swa : h->off_cells; }
+static uint32_t set_n_cells(const state_header *h, int32_t s) { return s ? h->n_cells_swa : h->n_cells; }
+
+/* Offset of layer il's K in the payload (its V follows its K). */
+static uint64_t layer_off(const state_header *h, const kv_cache *kv, int32_t il) {
+    uint64_t off = h->off_kv;
+    for (int32_t l = 0; l < il; l++)
+        off += set_n_cells(h, kv->layers[l].set) * (h->k_cell_bytes + h->v_cell_bytes);
+    return off;
 }
 
 void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token *tokens, int32_t n_tokens,
@@ -68,20 +93,22 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
     header_of_context(ctx, &h);
     h.seq = seq;
     h.n_tokens = (uint32_t)n_tokens;
-    for (int32_t j = 0; j < kv->n_ctx; j++) h.n_cells += cell_selected(kv, j, seq);
+    h.n_cells = cells_selected(&kv->sets[0], seq, NULL);
+    if (kv->n_sets > 1) h.n_cells_swa = cells_selected(&kv->sets[1], seq, NULL);
     const float *logits = seq < 0 && ctx->n_last > 0 ? tessera_logits(ctx, -1) : NULL;
     h.n_logits = logits ? h.n_vocab : 0;
     size_t sbytes = sampler ? tessera_sampler_state_size(sampler) : 0;
     h.sampler_bytes = (uint32_t)sbytes;
     uint8_t *out = NULL;
-    int32_t *cells = NULL;
+    int32_t *cells[2] = {NULL, NULL};
     if (state_header_sizes(&h) != 0) {
         error_wrap("state save");
         return NULL;
     }
     out = malloc((size_t)h.total);
-    cells = malloc(((size_t)h.n_cells + 1) * sizeof *cells);
-    if (!out || !cells) {
+    cells[0] = malloc(((size_t)h.n_cells + 1) * sizeof *cells[0]);
+    cells[1] = malloc(((size_t)h.n_cells_swa + 1) * sizeof *cells[1]);
+    if (!out || !cells[0] || !cells[1]) {
         error_set("state save: out of memory for %llu bytes", (unsigned long long)h.total);
         goto fail;
     }
@@ -92,30 +119,37 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
         error_wrap("state save");
         goto fail;
     }
-    uint32_t c = 0;
-    for (int32_t j = 0; j < kv->n_ctx; j++) {
-        if (!cell_selected(kv, j, seq)) continue;
-        uint8_t *p = out + h.off_cells + STATE_CELL_BYTES * c;
-        state_put(p, (uint32_t)j, 4);
-        state_put(p + 4, (uint32_t)kv->cell_pos[j], 4);
-        state_put(p + 8, seq < 0 ? kv->cell_seq[j] : (uint64_t)1 << seq, 8);
-        cells[c++] = j;
+    for (int32_t s = 0; s < kv->n_sets; s++) {
+        const kv_cells *cs = &kv->sets[s];
+        uint32_t n = cells_selected(cs, seq, cells[s]);
+        for (uint32_t c = 0; c < n; c++) {
+            uint8_t *p = out + set_cells_off(&h, s) + STATE_CELL_BYTES * c;
+            state_put(p, (uint32_t)cells[s][c], 4);
+            state_put(p + 4, (uint32_t)cs->pos[cells[s][c]], 4);
+            state_put(p + 8, seq < 0 ? cs->seq[cells[s][c]] : (uint64_t)1 << seq, 8);
+        }
+        for (int32_t q = 0; q < STATE_SEQS; q++)
+            state_put(out + h.off_dropped + 4 * ((uint64_t)s * STATE_SEQS + (uint64_t)q),
+                      (uint32_t)(seq < 0 || q == seq ? cs->dropped[q] : -1), 4);
     }
-    uint64_t layer_bytes = h.n_cells * (h.k_cell_bytes + h.v_cell_bytes);
     for (int32_t il = 0; il < kv->n_layer; il++) {
-        uint8_t *k = out + h.off_kv + layer_bytes * (uint64_t)il;
-        if (kv_cache_cells_get(kv, il, cells, (int32_t)h.n_cells, k, k + h.n_cells * h.k_cell_bytes) != 0) {
+        int32_t s = kv->layers[il].set;
+        uint8_t *k = out + layer_off(&h, kv, il);
+        if (kv_cache_cells_get(kv, il, cells[s], (int32_t)set_n_cells(&h, s), k,
+                               k + set_n_cells(&h, s) * h.k_cell_bytes) != 0) {
             error_wrap("state save");
             goto fail;
         }
     }
     state_put(out + h.off_checksum, state_checksum(out, (size_t)h.off_checksum), 8);
-    free(cells);
+    free(cells[0]);
+    free(cells[1]);
     *len = (size_t)h.total;
     return out;
 fail:
     free(out);
-    free(cells);
+    free(cells[0]);
+    free(cells[1]);
     return NULL;
 }
 
@@ -149,8 +183,10 @@ static int state_check_identity(const tessera_context *ctx, const state_header *
     } settings[] = {{"K cache type", h->k_dtype, me.k_dtype},
                     {"V cache type", h->v_dtype, me.v_dtype},
                     {"n_embd_k", h->n_embd_k, me.n_embd_k},
-                    {"n_embd_v", h->n_embd_v, me.n_embd_v}};
-    for (size_t i = 0; i < 4; i++)
+                    {"n_embd_v", h->n_embd_v, me.n_embd_v},
+                    {"cell sets (2: a sliding-window set; --swa-full has 1)", h->n_sets, me.n_sets},
+                    {"sliding-window layers", h->n_layer_swa, me.n_layer_swa}};
+    for (size_t i = 0; i < 6; i++)
         if (settings[i].saved != settings[i].here)
             return i < 2 ? error_set("state file %s has other settings: %s %s there, %s here (-ctk/-ctv)", label,
                                      settings[i].what, kv_type_name(settings[i].saved), kv_type_name(settings[i].here))
@@ -159,17 +195,43 @@ static int state_check_identity(const tessera_context *ctx, const state_header *
     return 0;
 }
 
+/* One set's saved cells: indices below the saved set's size (at most the
+ * saved n_ctx) and distinct, positions sane, masks of the saved sequence. */
+static int check_cells(const state_header *h, const uint8_t *data, int32_t set, const char *label) {
+    uint32_t n = set_n_cells(h, set);
+    if (n > h->n_ctx) return error_set("state file %s: %u cells of set %d in a context of %u", label, n, set, h->n_ctx);
+    uint8_t *seen = calloc((size_t)h->n_ctx / 8 + 1, 1);
+    if (!seen) return error_set("state file %s: out of memory", label);
+    int rc = 0;
+    for (uint32_t c = 0; c < n && rc == 0; c++) {
+        const uint8_t *p = data + set_cells_off(h, set) + STATE_CELL_BYTES * c;
+        uint32_t idx = (uint32_t)state_get(p, 4);
+        int32_t pos = (int32_t)(uint32_t)state_get(p + 4, 4);
+        uint64_t mask = state_get(p + 8, 8);
+        if (idx >= h->n_ctx || (seen[idx / 8] >> (idx % 8)) & 1)
+            rc = error_set("state file %s: cell %u of set %d has index %u (%s)", label, c, set, idx,
+                           idx >= h->n_ctx ? "outside the context" : "a duplicate");
+        else if (pos < 0 || pos >= (1 << 30))
+            rc = error_set("state file %s: cell %u of set %d has position %d", label, c, set, pos);
+        else if (!mask || (h->seq >= 0 && mask != (uint64_t)1 << h->seq))
+            rc = error_set("state file %s: cell %u of set %d has sequence mask %016llx", label, c, set,
+                           (unsigned long long)mask);
+        if (rc == 0) seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+    }
+    free(seen);
+    return rc;
+}
+
 /* The payload's values: tokens, logits, cells. Nothing is changed. */
-static int state_check_payload(const tessera_context *ctx, const state_header *h, const uint8_t *data,
-                               int32_t load_seq, const char *label) {
+static int state_check_payload(const state_header *h, const uint8_t *data, int32_t load_seq, const char *label) {
     if (h->seq < -1 || h->seq >= TESSERA_MAX_SEQ)
         return error_set("state file %s: sequence %d is not -1 or 0..%d", label, h->seq, TESSERA_MAX_SEQ - 1);
     if (load_seq >= 0 && h->seq < 0)
         return error_set("state file %s holds the whole cache, not one sequence: load it with sequence -1", label);
     if (h->n_logits != 0 && h->n_logits != h->n_vocab)
         return error_set("state file %s: %u logits, not 0 or n_vocab %u", label, h->n_logits, h->n_vocab);
-    if (h->n_ctx == 0 || h->n_ctx > (1u << 24) || h->n_cells > h->n_ctx)
-        return error_set("state file %s: %u cells of a context of %u", label, h->n_cells, h->n_ctx);
+    if (h->n_ctx == 0 || h->n_ctx > (1u << 24))
+        return error_set("state file %s: a context of %u cells", label, h->n_ctx);
     for (uint32_t i = 0; i < h->n_tokens; i++) {
         uint32_t t = (uint32_t)state_get(data + h->off_tokens + 4 * (uint64_t)i, 4);
         if (t >= h->n_vocab)
@@ -180,49 +242,39 @@ static int state_check_payload(const tessera_context *ctx, const state_header *h
         memcpy(&v, data + h->off_logits + 4 * (uint64_t)i, 4);
         if (!isfinite(v)) return error_set("state file %s: logit %u is not finite", label, i);
     }
-    uint8_t *seen = calloc((size_t)h->n_ctx / 8 + 1, 1);
-    if (!seen) return error_set("state file %s: out of memory", label);
-    int rc = 0;
-    for (uint32_t c = 0; c < h->n_cells && rc == 0; c++) {
-        const uint8_t *p = data + h->off_cells + STATE_CELL_BYTES * c;
-        uint32_t idx = (uint32_t)state_get(p, 4);
-        int32_t pos = (int32_t)(uint32_t)state_get(p + 4, 4);
-        uint64_t mask = state_get(p + 8, 8);
-        if (idx >= h->n_ctx || (seen[idx / 8] >> (idx % 8)) & 1)
-            rc = error_set("state file %s: cell %u has index %u (%s)", label, c, idx,
-                           idx >= h->n_ctx ? "outside the context" : "a duplicate");
-        else if (pos < 0 || pos >= (1 << 30))
-            rc = error_set("state file %s: cell %u has position %d", label, c, pos);
-        else if (!mask || (h->seq >= 0 && mask != (uint64_t)1 << h->seq))
-            rc = error_set("state file %s: cell %u has sequence mask %016llx", label, c, (unsigned long long)mask);
-        if (rc == 0) seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+    for (int32_t set = 0; set < (int32_t)h->n_sets; set++)
+        if (check_cells(h, data, set, label) != 0) return -1;
+    for (uint64_t i = 0; i < (uint64_t)h->n_sets * STATE_SEQS; i++) {
+        int32_t d = (int32_t)(uint32_t)state_get(data + h->off_dropped + 4 * i, 4);
+        if (d < -1 || d >= (1 << 30))
+            return error_set("state file %s: dropped position %d of set %llu", label, d,
+                             (unsigned long long)(i / STATE_SEQS));
     }
-    free(seen);
-    (void)ctx;
-    return rc;
+    return 0;
 }
 
-/* Cells of the context the saved cells go to: the saved index when it is
- * free (so a reloaded whole cache is laid out as it was), else the lowest
- * free cell. -1 when they do not fit. */
-static int place_cells(const kv_cache *kv, const state_header *h, const uint8_t *data, int32_t *dst,
+/* Cells of set c the saved cells go to: the saved index when it is free (so
+ * a reloaded whole cache is laid out as it was), else the lowest free cell.
+ * An error when they do not fit. */
+static int place_cells(const kv_cells *cs, const state_header *h, const uint8_t *data, int32_t set, int32_t *dst,
                        const char *label) {
-    uint8_t *taken = calloc((size_t)kv->n_ctx, 1);
+    uint32_t n = set_n_cells(h, set);
+    uint8_t *taken = calloc((size_t)cs->size, 1);
     if (!taken) return error_set("state file %s: out of memory", label);
-    for (int32_t j = 0; j < kv->n_ctx; j++) taken[j] = kv->cell_seq[j] != 0;
-    for (uint32_t c = 0; c < h->n_cells; c++) {
-        uint32_t idx = (uint32_t)state_get(data + h->off_cells + STATE_CELL_BYTES * c, 4);
-        dst[c] = idx < (uint32_t)kv->n_ctx && !taken[idx] ? (int32_t)idx : -1;
+    for (int32_t j = 0; j < cs->size; j++) taken[j] = cs->seq[j] != 0;
+    for (uint32_t c = 0; c < n; c++) {
+        uint32_t idx = (uint32_t)state_get(data + set_cells_off(h, set) + STATE_CELL_BYTES * c, 4);
+        dst[c] = idx < (uint32_t)cs->size && !taken[idx] ? (int32_t)idx : -1;
         if (dst[c] >= 0) taken[dst[c]] = 1;
     }
     int32_t next = 0;
-    for (uint32_t c = 0; c < h->n_cells; c++) {
+    for (uint32_t c = 0; c < n; c++) {
         if (dst[c] >= 0) continue;
-        while (next < kv->n_ctx && taken[next]) next++;
-        if (next == kv->n_ctx) {
+        while (next < cs->size && taken[next]) next++;
+        if (next == cs->size) {
             free(taken);
-            return error_set("state file %s: %u cells do not fit in the context's %d free cells (-c)", label,
-                             h->n_cells, kv->n_ctx);
+            return error_set("state file %s: %u cells do not fit in the %d free cells of the context's set %d (-c)",
+                             label, n, kv_cells_used(cs) < cs->size ? cs->size - kv_cells_used(cs) : 0, set);
         }
         dst[c] = next;
         taken[next] = 1;
@@ -231,13 +283,20 @@ static int place_cells(const kv_cache *kv, const state_header *h, const uint8_t 
     return 0;
 }
 
-static void seq_clear(kv_cache *kv, int32_t seq) {
-    for (int32_t j = 0; j < kv->n_ctx; j++) {
-        if (seq >= 0) kv->cell_seq[j] &= ~((uint64_t)1 << seq);
-        else kv->cell_seq[j] = 0;
-        if (!kv->cell_seq[j]) kv->cell_pos[j] = -1;
+static void set_clear(kv_cells *cs, int32_t seq) {
+    for (int32_t j = 0; j < cs->size; j++) {
+        if (seq >= 0) cs->seq[j] &= ~((uint64_t)1 << seq);
+        else cs->seq[j] = 0;
+        if (!cs->seq[j]) cs->pos[j] = -1;
     }
 }
+
+/* A copy of a set's cell table, to put back when a load fails. */
+typedef struct set_backup {
+    int32_t *pos;
+    uint64_t *seq;
+    int32_t dropped[KV_MAX_SEQ];
+} set_backup;
 
 int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size_t len, const char *label,
                        tessera_token *tokens, int32_t max_tokens, int32_t *n_tokens, tessera_sampler *sampler) {
@@ -247,42 +306,64 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
     state_header h;
     if (state_header_read(&h, data, len, label) != 0) return -1;
     if (state_check_identity(ctx, &h, label) != 0) return -1;
-    if (state_check_payload(ctx, &h, data, seq, label) != 0) return -1;
+    if (state_check_payload(&h, data, seq, label) != 0) return -1;
     if ((int64_t)h.n_tokens > (int64_t)(max_tokens > 0 ? max_tokens : 0))
         return error_set("state file %s holds %u tokens, room was given for %d", label, h.n_tokens, max_tokens);
     const uint8_t *d = data;
     kv_cache *kv = ctx->kv;
-    int32_t *dst = malloc(((size_t)h.n_cells + 1) * sizeof *dst);
-    uint64_t *old_seq = malloc((size_t)kv->n_ctx * sizeof *old_seq);
-    int32_t *old_pos = malloc((size_t)kv->n_ctx * sizeof *old_pos);
+    const int32_t n_sets = kv->n_sets; /* == h.n_sets (identity) */
+    int32_t *dst[2] = {NULL, NULL};
+    set_backup bk[2] = {{0}, {0}};
     int rc = -1;
-    if (!dst || !old_seq || !old_pos) {
+    bool oom = false;
+    for (int32_t s = 0; s < n_sets; s++) {
+        dst[s] = malloc(((size_t)set_n_cells(&h, s) + 1) * sizeof *dst[s]);
+        bk[s].pos = malloc((size_t)kv->sets[s].size * sizeof *bk[s].pos);
+        bk[s].seq = malloc((size_t)kv->sets[s].size * sizeof *bk[s].seq);
+        oom = oom || !dst[s] || !bk[s].pos || !bk[s].seq;
+    }
+    if (oom) {
         error_set("state load %s: out of memory", label);
         goto done;
     }
-    /* Place the cells on a copy of the cell table, so an error leaves the
-     * context as it was (up to the K/V bytes of free cells). */
-    memcpy(old_seq, kv->cell_seq, (size_t)kv->n_ctx * sizeof *old_seq);
-    memcpy(old_pos, kv->cell_pos, (size_t)kv->n_ctx * sizeof *old_pos);
-    seq_clear(kv, seq < 0 ? -1 : seq);
-    if (place_cells(kv, &h, d, dst, label) != 0) goto restore;
+    /* Place the cells after clearing what they replace; an error puts the
+     * cell tables back (the K/V bytes of free cells may have changed). */
+    for (int32_t s = 0; s < n_sets; s++) {
+        kv_cells *cs = &kv->sets[s];
+        memcpy(bk[s].pos, cs->pos, (size_t)cs->size * sizeof *bk[s].pos);
+        memcpy(bk[s].seq, cs->seq, (size_t)cs->size * sizeof *bk[s].seq);
+        memcpy(bk[s].dropped, cs->dropped, sizeof bk[s].dropped);
+        set_clear(cs, seq);
+    }
+    for (int32_t s = 0; s < n_sets; s++)
+        if (place_cells(&kv->sets[s], &h, d, s, dst[s], label) != 0) goto restore;
     if (sampler && h.sampler_bytes > 0 &&
         tessera_sampler_state_set(sampler, d + h.off_sampler, h.sampler_bytes) != 0) {
         error_wrap("state file %s", label);
         goto restore;
     }
-    uint64_t layer_bytes = h.n_cells * (h.k_cell_bytes + h.v_cell_bytes);
     for (int32_t il = 0; il < kv->n_layer; il++) {
-        const uint8_t *k = d + h.off_kv + layer_bytes * (uint64_t)il;
-        if (kv_cache_cells_set(kv, il, dst, (int32_t)h.n_cells, k, k + h.n_cells * h.k_cell_bytes) != 0) {
+        int32_t s = kv->layers[il].set;
+        const uint8_t *k = d + layer_off(&h, kv, il);
+        if (kv_cache_cells_set(kv, il, dst[s], (int32_t)set_n_cells(&h, s), k, k + set_n_cells(&h, s) * h.k_cell_bytes) !=
+            0) {
             error_wrap("state load %s", label);
             goto restore;
         }
     }
-    for (uint32_t c = 0; c < h.n_cells; c++) {
-        const uint8_t *p = d + h.off_cells + STATE_CELL_BYTES * c;
-        kv->cell_pos[dst[c]] = (int32_t)(uint32_t)state_get(p + 4, 4);
-        kv->cell_seq[dst[c]] = seq >= 0 ? (uint64_t)1 << seq : state_get(p + 8, 8);
+    for (int32_t s = 0; s < n_sets; s++) {
+        kv_cells *cs = &kv->sets[s];
+        for (uint32_t c = 0; c < set_n_cells(&h, s); c++) {
+            const uint8_t *p = d + set_cells_off(&h, s) + STATE_CELL_BYTES * c;
+            cs->pos[dst[s][c]] = (int32_t)(uint32_t)state_get(p + 4, 4);
+            cs->seq[dst[s][c]] = seq >= 0 ? (uint64_t)1 << seq : state_get(p + 8, 8);
+        }
+        for (int32_t q = 0; q < KV_MAX_SEQ; q++) {
+            int32_t from = seq >= 0 ? h.seq : q;
+            int32_t dv = (int32_t)(uint32_t)state_get(d + h.off_dropped + 4 * ((uint64_t)s * STATE_SEQS + (uint64_t)from), 4);
+            if (seq < 0) cs->dropped[q] = dv;
+            else if (q == seq) cs->dropped[q] = dv;
+        }
     }
     ctx->n_last = 0;
     if (seq < 0 && h.n_logits > 0) {
@@ -305,12 +386,18 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
     rc = 0;
     goto done;
 restore:
-    memcpy(kv->cell_seq, old_seq, (size_t)kv->n_ctx * sizeof *old_seq);
-    memcpy(kv->cell_pos, old_pos, (size_t)kv->n_ctx * sizeof *old_pos);
+    for (int32_t s = 0; s < n_sets; s++) {
+        kv_cells *cs = &kv->sets[s];
+        memcpy(cs->pos, bk[s].pos, (size_t)cs->size * sizeof *bk[s].pos);
+        memcpy(cs->seq, bk[s].seq, (size_t)cs->size * sizeof *bk[s].seq);
+        memcpy(cs->dropped, bk[s].dropped, sizeof bk[s].dropped);
+    }
 done:
-    free(dst);
-    free(old_seq);
-    free(old_pos);
+    for (int32_t s = 0; s < 2; s++) {
+        free(dst[s]);
+        free(bk[s].pos);
+        free(bk[s].seq);
+    }
     return rc;
 }
 

@@ -10,10 +10,14 @@
  *                     n_embd_v, v_trans (informative: a cell's V is packed as
  *                     one row either way)
  *           counts:   i32 seq (-1: the whole cache), u32 n_tokens, n_cells,
- *                     n_logits, sampler_bytes
+ *                     n_logits, sampler_bytes, n_sets (1, or 2 with a
+ *                     sliding-window set), n_cells_swa, n_layer_swa
  *   payload i32 tokens[n_tokens], f32 logits[n_logits], sampler bytes,
- *           cells[n_cells] {u32 index, i32 pos, u64 seq_mask},
- *           per layer: K of the cells (n_cells * k bytes), V (n_cells * v bytes)
+ *           cells of set 0 [n_cells] {u32 index, i32 pos, u64 seq_mask},
+ *           cells of set 1 [n_cells_swa] (the same),
+ *           i32 dropped[n_sets][64] (per set and sequence: the highest
+ *           position a sliding window dropped, -1: none),
+ *           per layer: K of its set's cells (count * k bytes), then V
  *   u64     checksum of every byte before it
  *
  * The header's counts fix the file's exact size, so a truncated or padded
@@ -26,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { STATE_VERSION = 1, STATE_ARCH_MAX = 32 };
+enum { STATE_VERSION = 1, STATE_ARCH_MAX = 32, STATE_SEQS = 64 };
 
 typedef struct state_header {
     uint32_t version;
@@ -36,13 +40,15 @@ typedef struct state_header {
     uint32_t n_ctx, k_dtype, v_dtype, n_embd_k, n_embd_v, v_trans;
     int32_t seq;
     uint32_t n_tokens, n_cells, n_logits, sampler_bytes;
+    uint32_t n_sets, n_cells_swa, n_layer_swa;
     /* derived by state_header_sizes */
     uint64_t k_cell_bytes, v_cell_bytes;
-    uint64_t off_tokens, off_logits, off_sampler, off_cells, off_kv, off_checksum, total;
+    uint64_t off_tokens, off_logits, off_sampler, off_cells, off_cells_swa, off_dropped, off_kv, off_checksum,
+        total;
 } state_header;
 
 /* Bytes of the encoded header. */
-#define STATE_HEADER_BYTES ((size_t)(8 + 4 + STATE_ARCH_MAX + 3 * 4 + 8 + 6 * 4 + 4 + 4 * 4))
+#define STATE_HEADER_BYTES ((size_t)(8 + 4 + STATE_ARCH_MAX + 3 * 4 + 8 + 6 * 4 + 4 + 4 * 4 + 3 * 4))
 #define STATE_CELL_BYTES ((size_t)16)
 
 /* A 64-bit checksum (not cryptographic: it catches damage, not forgery). */

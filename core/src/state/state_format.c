@@ -65,12 +65,20 @@ int state_header_sizes(state_header *h) {
     ok = ok && add_mul(&off, h->n_logits, 4);
     h->off_sampler = off;
     ok = ok && add_mul(&off, h->sampler_bytes, 1);
+    if (h->n_sets < 1 || h->n_sets > 2 || h->n_layer_swa > h->n_layer || (h->n_sets == 1 && (h->n_cells_swa || h->n_layer_swa)))
+        return error_set("%u cell sets with %u sliding-window layers of %u make no cache", h->n_sets, h->n_layer_swa,
+                         h->n_layer);
     h->off_cells = off;
     ok = ok && add_mul(&off, h->n_cells, STATE_CELL_BYTES);
+    h->off_cells_swa = off;
+    ok = ok && add_mul(&off, h->n_cells_swa, STATE_CELL_BYTES);
+    h->off_dropped = off;
+    ok = ok && add_mul(&off, h->n_sets, 4 * STATE_SEQS);
     h->off_kv = off;
-    uint64_t per_layer = 0;
-    ok = ok && add_mul(&per_layer, h->n_cells, h->k_cell_bytes) && add_mul(&per_layer, h->n_cells, h->v_cell_bytes);
-    ok = ok && add_mul(&off, per_layer, h->n_layer);
+    const uint64_t cell = h->k_cell_bytes + h->v_cell_bytes;
+    uint64_t full = 0, swa = 0;
+    ok = ok && add_mul(&full, h->n_cells, cell) && add_mul(&swa, h->n_cells_swa, cell);
+    ok = ok && add_mul(&off, full, h->n_layer - h->n_layer_swa) && add_mul(&off, swa, h->n_layer_swa);
     h->off_checksum = off;
     ok = ok && add_mul(&off, 8, 1);
     h->total = off;
@@ -88,8 +96,9 @@ void state_header_write(const state_header *h, uint8_t *out) {
     for (size_t i = 0; i < 3; i++) state_put(p, a[i], 4), p += 4;
     state_put(p, h->gguf_hash, 8), p += 8;
     const uint32_t b[] = {h->n_ctx, h->k_dtype, h->v_dtype, h->n_embd_k, h->n_embd_v, h->v_trans,
-                          (uint32_t)h->seq, h->n_tokens, h->n_cells, h->n_logits, h->sampler_bytes};
-    for (size_t i = 0; i < 11; i++) state_put(p, b[i], 4), p += 4;
+                          (uint32_t)h->seq, h->n_tokens, h->n_cells, h->n_logits, h->sampler_bytes,
+                          h->n_sets,        h->n_cells_swa, h->n_layer_swa};
+    for (size_t i = 0; i < 14; i++) state_put(p, b[i], 4), p += 4;
 }
 
 int state_header_read(state_header *h, const uint8_t *data, size_t len, const char *label) {
@@ -113,8 +122,9 @@ int state_header_read(state_header *h, const uint8_t *data, size_t len, const ch
     h->gguf_hash = state_get(p, 8), p += 8;
     uint32_t seq;
     uint32_t *b[] = {&h->n_ctx,    &h->k_dtype,  &h->v_dtype, &h->n_embd_k,  &h->n_embd_v,      &h->v_trans,
-                     &seq,         &h->n_tokens, &h->n_cells, &h->n_logits,  &h->sampler_bytes};
-    for (size_t i = 0; i < 11; i++) *b[i] = (uint32_t)state_get(p, 4), p += 4;
+                     &seq,         &h->n_tokens, &h->n_cells, &h->n_logits,  &h->sampler_bytes,
+                     &h->n_sets,   &h->n_cells_swa, &h->n_layer_swa};
+    for (size_t i = 0; i < 14; i++) *b[i] = (uint32_t)state_get(p, 4), p += 4;
     h->seq = (int32_t)seq;
     if (state_header_sizes(h) != 0) return error_wrap("state file %s", label);
     if (h->total != len)

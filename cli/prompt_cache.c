@@ -29,7 +29,10 @@ int32_t prompt_cache_load(const char *cmd, const char *path, tessera_context *ct
      * token is evaluated again for its logits. */
     if (!(k == n && nc == n) && k > n - 1) k = n - 1;
     tessera_kv_truncate(ctx, k);
-    return k;
+    /* A sliding-window layer may have dropped what the token after the
+     * prefix would see: then the cache forgot everything. */
+    int32_t held = tessera_kv_len(ctx);
+    return held < k ? held : k;
 }
 
 int prompt_cache_save(const char *cmd, const char *path, tessera_context *ctx, const tessera_token *toks,

@@ -72,6 +72,11 @@ static const cli_option common_options[] = {
     {NULL, "--swa-full", NULL,
      "sliding-window layers keep the whole context (default: their window, plus a batch, per sequence)",
      CLI_SWITCH, P(swa_full), 0, 0, NULL, 0, CLI_G_CONTEXT},
+    {NULL, "--context-shift", NULL,
+     "when the context is full, keep the first --keep tokens, drop half of the rest and go on (default: "
+     "stop)", CLI_SWITCH, P(context_shift), 0, 0, NULL, 0, CLI_G_SHIFT},
+    {NULL, "--keep", "N", "tokens of the prompt a context shift keeps (after BOS); -1: the whole prompt",
+     CLI_INT, P(n_keep), -1, INT32_MAX, NULL, 0, CLI_G_SHIFT},
 
     {"-n", "--n-predict", "N", "tokens to generate; -1: until the end of text or a full context",
      CLI_INT, P(n_predict), -1, INT32_MAX, NULL, 0, CLI_G_PREDICT},

@@ -139,6 +139,28 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     return ctx;
 }
 
+int32_t cli_shift_keep(const cli_params *p, int32_t n_prompt, bool has_bos) {
+    int32_t keep = p->n_keep < 0 ? n_prompt : p->n_keep + (has_bos ? 1 : 0);
+    return keep > n_prompt ? n_prompt : keep;
+}
+
+int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, int32_t *pos,
+                      bool verbose) {
+    int32_t n_discard = (*pos - keep) / 2;
+    if (n_discard <= 0) {
+        fprintf(stderr, "%s: context shift: keeping %d tokens leaves nothing to drop of %d (--keep)\n", cmd, keep,
+                *pos);
+        return -1;
+    }
+    if (tessera_seq_shift(ctx, seq, keep, n_discard) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        return -1;
+    }
+    *pos -= n_discard;
+    if (verbose) fprintf(stderr, "\n[context shift: kept %d tokens, dropped %d]\n", keep, n_discard);
+    return 0;
+}
+
 tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx) {
     tessera_sampler_params sp = p->sp;
     sp.logit_bias = p->bias;

@@ -30,6 +30,15 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
 int32_t cli_ctx_size(const tessera_model *m, int32_t n_ctx);
 tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_model *m, int32_t n_ctx);
 
+/* --context-shift: the positions a shift keeps, --keep N after a BOS, the
+ * whole prompt for -1 (never more than the prompt). */
+int32_t cli_shift_keep(const cli_params *p, int32_t n_prompt, bool has_bos);
+/* Sequence seq's context is full at *pos: drop half of what follows its
+ * first keep positions (tessera_seq_shift) and lower *pos by as much.
+ * 0, or -1 with the error printed. */
+int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, int32_t *pos,
+                      bool verbose);
+
 /* p's sampling options; --repeat-last-n -1 becomes n_ctx. NULL after printing. */
 tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx);
 

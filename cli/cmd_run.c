@@ -186,6 +186,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     }
     t0 = now_ms();
     int32_t pos = n;
+    const int32_t keep = cli_shift_keep(&o->p, n, toks[0] == tessera_token_bos(model));
     int eot = 0;
     char piece[256];
     rc = 0;
@@ -211,8 +212,12 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             fflush(stdout);
         }
         if (o->p.n_predict >= 0 && cnt->n_gen == o->p.n_predict) break;
-        if (pos >= n_ctx) {
+        if (pos >= n_ctx && !o->p.context_shift) {
             fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
+            break;
+        }
+        if (pos >= n_ctx && cli_context_shift("tessera run", ctx, 0, keep, &pos, o->p.verbose) != 0) {
+            rc = 1;
             break;
         }
         if (tessera_decode(ctx, &t, 1, pos, 0) != 0) {

@@ -108,7 +108,7 @@ static const cli_command serve_cmd = {
              "share the model and one KV cache; the requests in them are decoded together,\n"
              "one batch per step. Ctrl-C (or SIGTERM) stops accepting, lets running requests\n"
              "finish for --shutdown-grace seconds, then stops the server.",
-    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE | CLI_G_SHIFT,
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE,
     .own = serve_own,
 };
 

@@ -474,6 +474,18 @@ int tessera_sampler_state_set(tessera_sampler *sampler, const void *buf, size_t 
 
 /* ==================================================================== */
 
+/* ====================================================================
+ * Context shift  (added for --context-shift)
+ * ==================================================================== */
+
+/* Sequence seq forgets positions [n_keep, n_keep + n_discard) and its later
+ * positions move down by n_discard, their cached keys turned (RoPE) to the
+ * new positions, so decoding goes on at tessera_seq_len(ctx, seq), which is
+ * n_discard less (llama.cpp's seq_rm + seq_add). A quantized K cache is
+ * dequantized, turned and quantized again. Errors: a bad range; on a failed
+ * computation the sequence is cleared. */
+int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);
+
 #ifdef __cplusplus
 }
 #endif

@@ -342,3 +342,34 @@ static void kv_set_compact(kv_cache *kv, int32_t set) {
 /* A sliding-window set is left as it is: its size bounds what attention
  * reads, and its dropping frees low cells again and again. */
 void kv_cache_compact(kv_cache *kv) { kv_set_compact(kv, 0); }
+
+/* Positions [p0, p0 + n) of seq go; later ones move down by n. */
+static void kv_cells_shift(kv_cells *c, int32_t seq, int32_t p0, int32_t n, int32_t *delta) {
+    const uint64_t bit = (uint64_t)1 << seq;
+    for (int32_t j = 0; j < c->size; j++) {
+        if (delta) delta[j] = 0;
+        if (!(c->seq[j] & bit) || c->pos[j] < p0) continue;
+        if (c->pos[j] < p0 + n) {
+            c->seq[j] &= ~bit;
+            if (!c->seq[j]) c->pos[j] = -1;
+            continue;
+        }
+        c->pos[j] -= n;
+        if (delta) delta[j] = -n;
+    }
+    /* Dropped positions moved with the rest; dropped ones among those that
+     * went leave at most everything below p0 dropped. */
+    int32_t *d = &c->dropped[seq];
+    if (*d >= p0 + n) *d -= n;
+    else if (*d >= p0) *d = p0 - 1;
+}
+
+int kv_cache_seq_shift(kv_cache *kv, int32_t seq, int32_t p0, int32_t n, int32_t *const *delta) {
+    const uint64_t bit = (uint64_t)1 << seq;
+    for (int32_t s = 0; s < kv->n_sets; s++)
+        for (int32_t j = 0; j < kv->sets[s].size; j++)
+            if ((kv->sets[s].seq[j] & bit) && kv->sets[s].seq[j] != bit && kv->sets[s].pos[j] >= p0)
+                return error_set("context shift: cell %d of sequence %d is shared with another sequence", j, seq);
+    for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_shift(&kv->sets[s], seq, p0, n, delta ? delta[s] : NULL);
+    return 0;
+}

@@ -113,6 +113,13 @@ int32_t kv_cache_seq_len(const kv_cache *kv, int32_t seq);
  * forgets everything. Returns the position it forgot from (pos or 0). */
 int32_t kv_cache_seq_forget(kv_cache *kv, int32_t seq, int32_t pos);
 
+/* Context shift: sequence seq forgets positions [p0, p0 + n) and its
+ * positions from p0 + n on move down by n. delta[s] (NULL, or one int per
+ * cell of set s) receives how far each cell's position moved (0 or -n):
+ * the keys of those cells must be rotated by it (the caller's graph). Fails
+ * when such a cell is shared with another sequence. */
+int kv_cache_seq_shift(kv_cache *kv, int32_t seq, int32_t p0, int32_t n, int32_t *const *delta);
+
 /* The set sliding-window layers use (0 when they share set 0). */
 int32_t kv_cache_swa_set(const kv_cache *kv);
 

@@ -67,12 +67,11 @@ void blk_qkv(model_build *b, int il, graph_tensor *h, graph_tensor **q, graph_te
     if (L->k_norm) *k = blk_rms_norm(b, *k, L->k_norm, "k_norm", il);
 }
 
-graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il) {
+graph_rope_params blk_rope_params(const model_build *b, int il) {
     const model_hparams *hp = b->hp;
     const model_layer *L = &b->m->layers[il];
-    if (L->no_rope) return x;
     const bool yarn = hp->rope_scaling == MODEL_ROPE_SCALING_YARN;
-    graph_rope_params rp = {
+    return (graph_rope_params){
         .n_dims = hp->n_rot,
         .mode = hp->rope_mode,
         .n_ctx_orig = hp->n_ctx_orig,
@@ -83,11 +82,21 @@ graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il) {
         .beta_fast = yarn ? hp->yarn_beta_fast : 32.0f,
         .beta_slow = yarn ? hp->yarn_beta_slow : 1.0f,
     };
+}
+
+graph_tensor *blk_rope_at(model_build *b, graph_tensor *x, int il, graph_tensor *pos,
+                          const graph_rope_params *rp) {
+    if (b->m->layers[il].no_rope) return x;
     /* Per-frequency divisors: Llama 3's, or Phi-3's LongRoPE factors (the
      * long ones once the context passes the original one). */
     const model_weight *ff = b->m->rope_freqs;
-    if (b->m->rope_long) ff = b->kv->n_ctx > hp->n_ctx_orig ? b->m->rope_long : b->m->rope_short;
-    return graph_rope(b->g, x, b->io->pos, ff ? model_weight_leaf(b->g, ff) : NULL, &rp);
+    if (b->m->rope_long) ff = b->kv->n_ctx > b->hp->n_ctx_orig ? b->m->rope_long : b->m->rope_short;
+    return graph_rope(b->g, x, pos, ff ? model_weight_leaf(b->g, ff) : NULL, rp);
+}
+
+graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il) {
+    const graph_rope_params rp = blk_rope_params(b, il);
+    return blk_rope_at(b, x, il, b->io->pos, &rp);
 }
 
 graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tensor *k, graph_tensor *v,

@@ -30,6 +30,12 @@ void blk_qkv(model_build *b, int il, graph_tensor *h, graph_tensor **q, graph_te
  * with layer il's base (SWA layers may have their own) and the model's
  * scaling; x itself for a layer without rope. */
 graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il);
+/* The rope of layer il (its base, the model's scaling), and x rotated by it
+ * at positions pos [heads' third dimension] (what blk_rope does with the
+ * batch's positions; the context shift rotates cached keys by a delta). */
+graph_rope_params blk_rope_params(const model_build *b, int il);
+graph_tensor *blk_rope_at(model_build *b, graph_tensor *x, int il, graph_tensor *pos,
+                          const graph_rope_params *rp);
 
 /* Self-attention of layer il: stores k and v in the cache at the batch's
  * cells, then softmax(kq_scale * K.q + mask) over the cells attended to,

@@ -1,0 +1,99 @@
+/*
+ * Public API: the context shift. When a sequence fills the context, the
+ * caller keeps its first positions, drops some after them and moves the
+ * rest down (tessera_seq_shift). The cached keys were rotated (RoPE) for
+ * their old positions; RoPE turns each pair of dimensions by an angle linear
+ * in the position, and two turns add, so a moved key is turned once more by
+ * its position's delta. One graph per call: for every layer with rope, its
+ * K cells viewed as [D, Hkv, cells], converted to F32 (dequantized for a
+ * block type), roped by each cell's delta (0 for cells that did not move:
+ * cos 0 = 1, sin 0 = 0, an exact identity) and written back in the cache's
+ * type. Values need nothing: they carry no position.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "model/blocks.h"
+#include "model/public.h"
+#include "util/error.h"
+
+/* Rotate the keys of every cell by delta[set][cell]. */
+static int shift_keys(tessera_context *ctx, int32_t *const *delta) {
+    const model *m = ctx->model->m;
+    const model_hparams *hp = &m->hp;
+    kv_cache *kv = ctx->kv;
+    const int64_t D = hp->head_dim, Hkv = hp->n_head_kv;
+    graph *g = graph_new(8 * hp->n_layer + 16);
+    if (!g) return error_set("context shift: out of memory");
+    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv};
+    graph_tensor *pos[KV_MAX_SETS] = {0};
+    int32_t n_kv[KV_MAX_SETS] = {0}, n_roped = 0;
+    for (int32_t s = 0; s < kv->n_sets; s++) {
+        n_kv[s] = kv_cells_n_kv(&kv->sets[s]);
+        if (n_kv[s] == 0) continue;
+        pos[s] = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_kv[s]));
+        if (pos[s]) graph_tensor_set_name(pos[s], "shift_delta-%d", s);
+    }
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const int32_t s = kv->layers[il].set;
+        if (m->layers[il].no_rope || !pos[s]) continue;
+        graph_tensor *kc = kv_cache_k_leaf(g, kv, il); /* [D*Hkv, cells] */
+        if (!kc) break;
+        const uint64_t row = kc->t.nb[1];
+        graph_tensor *k = graph_view_3d(g, kc, D, Hkv, n_kv[s], row / (uint64_t)Hkv, row, 0);
+        graph_rope_params rp = blk_rope_params(&b, (int)il);
+        /* A turn only: YaRN's magnitude correction is in the keys already. */
+        rp.attn_factor = rp.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * logf(1.0f / rp.freq_scale)) : 1.0f;
+        graph_tensor *r = blk_rope_at(&b, graph_cast(g, k, TSR_DTYPE_F32), (int)il, pos[s], &rp);
+        graph_tensor_set_name(graph_cpy(g, r, k), "k_shifted-%d", (int)il);
+        n_roped++;
+    }
+    int rc = -1;
+    if (graph_check(g) != 0) {
+        error_wrap("context shift graph");
+        goto done;
+    }
+    if (n_roped == 0) {
+        rc = 0;
+        goto done;
+    }
+    if (sched_alloc(ctx->sched, g) != 0) goto done;
+    for (int32_t s = 0; s < kv->n_sets; s++)
+        if (pos[s])
+            for (int32_t j = 0; j < n_kv[s]; j++) ((int32_t *)pos[s]->t.data)[j] = delta[s][j];
+    host_set_n_threads(ctx->params.n_threads);
+    if (sched_compute(ctx->sched, g) != 0) goto done;
+    rc = 0;
+done:
+    graph_free(g);
+    return rc;
+}
+
+int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard) {
+    if (!ctx) return error_set("context shift: no context");
+    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
+        return error_set("context shift: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
+    kv_cache *kv = ctx->kv;
+    const int32_t len = kv_cache_seq_len(kv, seq);
+    if (n_keep < 0 || n_discard <= 0 || (int64_t)n_keep + n_discard > len)
+        return error_set("context shift: keeping %d and dropping %d positions does not fit the %d the sequence "
+                         "holds", n_keep, n_discard, len);
+    int32_t *delta[KV_MAX_SETS] = {0};
+    int rc = -1;
+    for (int32_t s = 0; s < kv->n_sets; s++)
+        if (!(delta[s] = malloc((size_t)kv->sets[s].size * sizeof *delta[s]))) {
+            error_set("context shift: out of memory");
+            goto done;
+        }
+    if (kv_cache_seq_shift(kv, seq, n_keep, n_discard, delta) != 0) goto done;
+    if (shift_keys(ctx, delta) != 0) {
+        /* The keys are in an unknown state: the sequence cannot go on. */
+        kv_cache_seq_forget(kv, seq, 0);
+        error_wrap("context shift (the sequence was cleared)");
+        goto done;
+    }
+    rc = 0;
+done:
+    for (int32_t s = 0; s < KV_MAX_SETS; s++) free(delta[s]);
+    return rc;
+}

@@ -208,6 +208,10 @@ static tsr_status device_get_info(tsr_device *device, tsr_device_info *info) {
         .host_visible = d->unified ? 1 : 0,
         .reads_host_memory = 0,
         .priority = type_priority(d->props.deviceType),
+        /* ABI 1.1: one buffer is bound whole as a storage buffer, so no
+         * allocation may exceed the largest storage range */
+        .max_alloc_size = d->props.limits.maxStorageBufferRange,
+        .buffer_alignment = d->props.limits.minStorageBufferOffsetAlignment,
     };
     size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;
     memcpy(info, &full, n);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/host_weights.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -94,50 +95,62 @@ int32_t model_layer_device(const model *m, int32_t il) {
     return il >= m->hp.n_layer - m->n_gpu_layers ? m->gpu_device : -1;
 }
 
-static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-
 /* Whether weight w belongs to an offloaded layer. */
 static bool weight_offloaded(const model *m, const model_weight *w) {
     return w->layer >= 0 && model_layer_device(m, w->layer) >= 0 && w->nbytes > 0;
 }
 
-/* Copy the last n_gpu_layers layers' weights into one device buffer. */
+/* Copy the last n_gpu_layers layers' weights into buffers of the GPU
+ * device, split to fit its largest allocation and aligned as it asks
+ * (host_weights). */
 static int model_offload(model *m, const model_load_params *p, uint64_t *done, uint64_t total) {
-    tsr_device *dev = p->gpu;
-    uint64_t size = 0;
-    for (int32_t i = 0; i < m->n_weights; i++)
-        if (weight_offloaded(m, &m->weights[i])) size += align_up(m->weights[i].nbytes, 256);
-    if (size == 0) return 0;
-    if (dev->api->buffer_alloc(dev, size, &m->gpu_buffer) != TSR_OK || !m->gpu_buffer) {
-        m->gpu_buffer = NULL;
-        return error_set("device %d: cannot allocate %.1f MiB for %d offloaded layers", p->gpu_device,
-                         (double)size / (1024.0 * 1024.0), m->n_gpu_layers);
+    host_device *hd = host_device_get(p->gpu_device);
+    if (!hd || hd->dev != p->gpu) return error_set("model: device %d is not a loaded device", p->gpu_device);
+    int32_t n = 0;
+    for (int32_t i = 0; i < m->n_weights; i++) n += weight_offloaded(m, &m->weights[i]);
+    if (n == 0) return 0;
+    host_weight *hw = calloc((size_t)n, sizeof *hw);
+    model_weight **mw = calloc((size_t)n, sizeof *mw);
+    if (!hw || !mw) {
+        free(hw);
+        free(mw);
+        return error_set("model: out of memory planning %d offloaded weights", n);
     }
-    char *host = dev->api->buffer_host_ptr ? dev->api->buffer_host_ptr(dev, m->gpu_buffer) : NULL;
-    tsr_queue *q = NULL;
-    if (dev->api->queue_create(dev, &q) != TSR_OK || !q)
-        return error_set("device %d: cannot create a queue to upload weights", p->gpu_device);
-    uint64_t off = 0;
-    int rc = 0;
-    for (int32_t i = 0; i < m->n_weights && rc == 0; i++) {
+    n = 0;
+    for (int32_t i = 0; i < m->n_weights; i++) {
         model_weight *w = &m->weights[i];
         if (!weight_offloaded(m, w)) continue;
-        if (q->api->write(q, m->gpu_buffer, off, w->data, w->nbytes) != TSR_OK) {
-            rc = error_set("device %d: uploading tensor '%s' failed", p->gpu_device, w->name);
-            break;
-        }
+        tsr_tensor t = {.dtype = w->dtype, .ne = {w->ne[0], w->ne[1], w->ne[2], w->ne[3]}, .name = w->name};
+        t.nb[0] = dtype_traits_get(w->dtype)->block_bytes;
+        t.nb[1] = w->nbytes / (uint64_t)(w->ne[1] * w->ne[2] * w->ne[3]);
+        t.nb[2] = t.nb[1] * (uint64_t)w->ne[1];
+        t.nb[3] = t.nb[2] * (uint64_t)w->ne[2];
+        hw[n] = (host_weight){.t = t, .src = w->data, .name = w->name};
+        mw[n++] = w;
+    }
+    int rc = host_weights_alloc(hd, hw, n, &m->gpu_weights);
+    if (rc) {
+        error_wrap("cannot allocate %d offloaded layers", m->n_gpu_layers);
+        goto done;
+    }
+    m->gpu_hd = hd;
+    for (int32_t i = 0; i < n && rc == 0; i++) {
+        rc = host_weights_upload(hd, &m->gpu_weights, &hw[i]);
+        if (rc) break;
+        model_weight *w = mw[i];
+        tsr_buffer *buf = m->gpu_weights.buffers[hw[i].buffer];
+        char *host = hd->dev->api->buffer_host_ptr ? hd->dev->api->buffer_host_ptr(hd->dev, buf) : NULL;
         w->home_device = p->gpu_device;
-        w->buffer = m->gpu_buffer;
-        w->offset = off;
-        w->data = host ? host + off : NULL;
-        off += align_up(w->nbytes, 256);
+        w->buffer = buf;
+        w->offset = hw[i].offset;
+        w->data = host ? host + hw[i].offset : NULL;
         *done += w->nbytes;
         if (p->progress && !p->progress((float)((double)*done / (double)total), p->progress_user))
             rc = error_set("model load cancelled");
     }
-    if (rc == 0 && q->api->synchronize(q) != TSR_OK)
-        rc = error_set("device %d: synchronize after upload failed", p->gpu_device);
-    q->api->destroy(q);
+done:
+    free(hw);
+    free(mw);
     return rc;
 }
 
@@ -211,7 +224,7 @@ fail:
 
 void model_free(model *m) {
     if (!m) return;
-    if (m->gpu_buffer) m->gpu->api->buffer_free(m->gpu, m->gpu_buffer);
+    if (m->gpu_hd) host_weights_free(m->gpu_hd, &m->gpu_weights);
     free(m->layers);
     free(m->weights);
     gguf_close(m->file);

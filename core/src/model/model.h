@@ -21,6 +21,7 @@
 
 #include "gguf/gguf.h"
 #include "graph/graph.h"
+#include "host/host_weights.h"
 #include "kv/kv.h"
 
 typedef struct model model;
@@ -141,7 +142,8 @@ struct model {
     int32_t gpu_device;       /* host device index, -1 if none */
     int32_t cpu_device;       /* host device index computing host layers */
     tsr_device *gpu;
-    tsr_buffer *gpu_buffer;   /* one buffer holding the offloaded weights */
+    host_device *gpu_hd;          /* gpu's host entry, once weights are there */
+    host_weight_set gpu_weights;  /* the offloaded weights' buffers (split to the device's limits) */
     uint64_t n_params;
     uint64_t nbytes;
 };

@@ -117,9 +117,10 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
     memset(s, 0, sizeof *s);
     s->cmd = cmd;
     s->p = p;
-    s->model = cli_model_load(cmd, p, p->model);
+    int32_t n_ctx = p->n_ctx;
+    s->model = cli_model_load(cmd, p, p->model, &n_ctx);
     if (!s->model) return -1;
-    s->ctx = cli_context_new(cmd, p, s->model, p->n_ctx);
+    s->ctx = cli_context_new(cmd, p, s->model, n_ctx);
     if (!s->ctx) return -1;
     s->n_ctx = (int32_t)tessera_context_n_ctx(s->ctx);
     s->sampler = cli_sampler_new(cmd, p, s->model, s->n_ctx);

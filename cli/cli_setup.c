@@ -88,7 +88,7 @@ static int32_t default_gpu_layers(const char *cmd, const cli_params *p) {
     return 0;
 }
 
-tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *path) {
+tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *path, int32_t *n_ctx) {
     long long size = 0;
     if (!model_path_ok(cmd, path, &size)) return NULL;
     tessera_model_params mp = tessera_model_default_params();
@@ -96,6 +96,19 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
     mp.n_gpu_layers = default_gpu_layers(cmd, p);
     mp.no_mmap = p->no_mmap != 0;
     mp.use_mlock = p->use_mlock != 0;
+    /* -ngl auto and -c to the devices' free memory; explicit values checked */
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = (uint32_t)(n_ctx ? *n_ctx : p->n_ctx);
+    cp.n_batch = (uint32_t)p->n_batch;
+    cp.type_k = p->cache_type[0];
+    cp.type_v = p->cache_type[1];
+    char report[512];
+    if (tessera_params_fit(path, &mp, &cp, CLI_DEFAULT_MAX_CTX, report, sizeof report) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        return NULL;
+    }
+    if (p->verbose && report[0]) fprintf(stderr, "%s: %s\n", cmd, report);
+    if (n_ctx) *n_ctx = (int32_t)cp.n_ctx;
     load_progress lp = {-1, 0};
     if (size > PROGRESS_MIN_BYTES && isatty(STDERR_FILENO)) {
         mp.progress = on_progress;
@@ -217,9 +230,10 @@ int cli_session_open(cli_session *s, const char *cmd, const cli_params *p) {
     if (!model_path_ok(cmd, p->model, &size)) return -1;
     if (cli_runtime_init(cmd, p) < 0) return -1;
     s->initialized = 1;
-    s->model = cli_model_load(cmd, p, p->model);
+    int32_t n_ctx = p->n_ctx;
+    s->model = cli_model_load(cmd, p, p->model, &n_ctx);
     if (!s->model) return -1;
-    s->ctx = cli_context_new(cmd, p, s->model, p->n_ctx);
+    s->ctx = cli_context_new(cmd, p, s->model, n_ctx);
     if (!s->ctx) return -1;
     s->n_ctx = (int32_t)tessera_context_n_ctx(s->ctx);
     return 0;

@@ -20,10 +20,13 @@ enum { CLI_DEFAULT_MAX_CTX = 4096 };
 /* tessera_init with p's --plugin-dir list and --verbose. 0 or -1. */
 int cli_runtime_init(const char *cmd, const cli_params *p);
 
-/* Load the model at path with p's --device and -ngl. A progress line on a
- * terminal for large files; a warning when -ngl cannot place layers on a
- * GPU. NULL after printing the error. */
-tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *path);
+/* Load the model at path with p's --device and -ngl, fitted to the devices'
+ * free memory (tessera_params_fit; --verbose prints the decision). n_ctx
+ * (may be NULL: p->n_ctx) is the context asked for, 0 for the default, and
+ * becomes the context that fits. A progress line on a terminal for large
+ * files; a warning when -ngl cannot place layers on a GPU. NULL after
+ * printing the error. */
+tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *path, int32_t *n_ctx);
 
 /* n_ctx 0: the model's training context, at most CLI_DEFAULT_MAX_CTX. A
  * warning when n_ctx exceeds the training context. NULL after printing. */

@@ -418,7 +418,7 @@ int cmd_bench(int argc, char **argv) {
                 cli_params lp = o.p;
                 lp.devices = o.devices.v[d];
                 lp.n_gpu_layers = o.ngl.v[g];
-                tessera_model *model = cli_model_load("tessera bench", &lp, o.models.v[m]);
+                tessera_model *model = cli_model_load("tessera bench", &lp, o.models.v[m], NULL);
                 if (!model) {
                     status = 1;
                     break;

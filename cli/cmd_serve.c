@@ -183,7 +183,7 @@ int cmd_serve(int argc, char **argv) {
     struct stat st = {0};
     if (stat(o.p.model, &st) == 0) /* a line before the wait, so a slow start is not silent */
         fprintf(stderr, "tessera serve: loading %s (%.0f MiB)\n", o.p.model, (double)st.st_size / 1048576.0);
-    model = cli_model_load(cmd, &o.p, o.p.model);
+    model = cli_model_load(cmd, &o.p, o.p.model, NULL);
     if (!model) goto done;
     long n_ctx = o.p.n_ctx;
     if (n_ctx == 0) n_ctx = (long)cli_ctx_size(model, 0) * o.parallel;

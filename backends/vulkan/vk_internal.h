@@ -137,6 +137,7 @@ typedef struct vk_device {
     bool has_budget;          /* VK_EXT_memory_budget */
     bool subgroup_arith;      /* subgroupAdd/Max in compute shaders */
     uint32_t subgroup_size;
+    uint64_t max_alloc;       /* maxMemoryAllocationSize (Vulkan 1.1) */
     uint32_t queue_family;
     bool unified;             /* device-local memory is host-visible: no staging */
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */

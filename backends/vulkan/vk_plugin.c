@@ -142,10 +142,13 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
         return -1;
     }
 
-    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                             .pNext = &m3};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sg};
     vkf.vkGetPhysicalDeviceProperties2(phys, &p2);
     d->subgroup_size = sg.subgroupSize;
+    d->max_alloc = m3.maxMemoryAllocationSize;
     d->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         sg.subgroupSize >= 1 && !env_flag("TESSERA_VULKAN_NO_SUBGROUPS");
@@ -208,9 +211,9 @@ static tsr_status device_get_info(tsr_device *device, tsr_device_info *info) {
         .host_visible = d->unified ? 1 : 0,
         .reads_host_memory = 0,
         .priority = type_priority(d->props.deviceType),
-        /* ABI 1.1: one buffer is bound whole as a storage buffer, so no
-         * allocation may exceed the largest storage range */
-        .max_alloc_size = d->props.limits.maxStorageBufferRange,
+        /* ABI 1.1: the largest vkAllocateMemory (a tensor's binding is
+         * also held under maxStorageBufferRange, per node) */
+        .max_alloc_size = d->max_alloc,
         .buffer_alignment = d->props.limits.minStorageBufferOffsetAlignment,
     };
     size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;

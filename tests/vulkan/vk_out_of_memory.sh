@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Offloading more than the device holds is one clear error (how much was
-# needed, how much is free), a non-zero exit and no crash. The device's
+# Offloading more than the device holds is one clear error before anything
+# is allocated (the fit: how much is needed, how much is available), a
+# non-zero exit and no crash; -ngl auto then places no layer. The device's
 # memory is capped with TESSERA_VULKAN_MEMORY_LIMIT_MIB. Exit 77 without a
 # Vulkan device.
 set -u
@@ -17,9 +18,13 @@ TESSERA_VULKAN_MEMORY_LIMIT_MIB=0.1 "$bin" run -m "$model" -p "Once" -n 2 --plug
 rc=$?
 cat "$tmp/err"
 [ $rc -ne 0 ] && [ $rc -lt 128 ] || { echo "FAIL: exit status $rc (want an error, not a crash)"; fail=1; }
-grep -qE "vulkan0: out of device memory: needed [0-9.]+ MiB, 0\.1 MiB free of 0\.1 MiB" "$tmp/err" ||
-  { echo "FAIL: no message with the sizes needed and free"; fail=1; }
-grep -q "cannot allocate" "$tmp/err" || { echo "FAIL: the host did not report the failed load"; fail=1; }
+grep -qE "device vulkan0: -ngl 99 \(5 layers\) with -c [0-9]+ needs [0-9.]+ MiB \(weights [0-9.]+, KV [0-9.]+, compute [0-9.]+\), 0\.1 MiB available; 0 layers fit" "$tmp/err" ||
+  { echo "FAIL: no message with the sizes needed and available"; fail=1; }
+TESSERA_VULKAN_MEMORY_LIMIT_MIB=0.1 "$bin" run -m "$model" -p "Once" -n 2 --plugin-dir "$build" \
+  --device vulkan0,ref --verbose > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || { echo "FAIL: -ngl auto: exit status $rc"; cat "$tmp/err"; fail=1; }
+grep -q "fit: vulkan0: 0 of 5 layers" "$tmp/err" || { echo "FAIL: -ngl auto placed layers"; cat "$tmp/err"; fail=1; }
 # With room for the weights the same command works.
 TESSERA_VULKAN_MEMORY_LIMIT_MIB=64 "$bin" run -m "$model" -p "Once" -n 2 --plugin-dir "$build" \
   --device vulkan0 -ngl 99 > "$tmp/out" 2> "$tmp/err" || { echo "FAIL: 64 MiB was not enough"; cat "$tmp/err"; fail=1; }

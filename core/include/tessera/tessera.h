@@ -205,8 +205,36 @@ typedef struct tessera_context_params {
 
 tessera_context_params tessera_context_default_params(void);
 
+/* Fit layers and context to the devices' free memory, before loading
+ * (llama.cpp's -ngl auto): with the devices of mp as tessera_model_load
+ * would choose them,
+ *  - mp->n_gpu_layers TESSERA_NGL_AUTO becomes the most layers the first
+ *    GPU-like device holds with their KV cache and compute buffers; an
+ *    explicit count that does not fit is an error naming the device and the
+ *    sizes;
+ *  - cp->n_ctx 0 becomes the training context (at most n_ctx_default_max
+ *    when not 0), lowered until the host holds it; an explicit n_ctx that
+ *    does not fit is an error naming the device and the sizes.
+ * report (may be NULL) gets one line saying what was decided. 0 or -1. */
+int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_context_params *cp,
+                       uint32_t n_ctx_default_max, char *report, size_t report_size);
+
 tessera_context *tessera_context_new(tessera_model *model, const tessera_context_params *params);
 void tessera_context_free(tessera_context *ctx);
+
+/* What a context holds on one device. The device computing the layers kept
+ * in host memory also gets the host's share: weights read from the mapping
+ * (or the --no-mmap copy), host KV cache, the scheduler's host arena. */
+typedef struct tessera_memory {
+    char device[48];  /* "vulkan0", "cpu-avx0" */
+    uint64_t weights; /* bytes */
+    uint64_t kv;
+    uint64_t compute; /* compute buffers, reserved at creation */
+} tessera_memory;
+
+/* Fill out[0..max) with one row per device holding anything; returns the
+ * rows written. */
+int32_t tessera_context_memory(const tessera_context *ctx, tessera_memory *out, int32_t max);
 
 uint32_t tessera_context_n_ctx(const tessera_context *ctx);
 uint32_t tessera_context_n_batch(const tessera_context *ctx);

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <tessera/plugin_check.h>
 
@@ -106,12 +107,16 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
     for (int32_t il = 0; il < p->n_layer; il++)
         if (!p->layer_device || !p->layer_device[il]) host_bytes += kv_layer_bytes(kv, il);
     if (host_bytes > 0) {
-        kv->host_mem = aligned_alloc(64, host_bytes);
+        /* Fresh anonymous pages read as zero (empty cells must hold finite
+         * values: masked scores still multiply V) and take no memory until
+         * a cell is written, so a long context costs what it holds. */
+        kv->host_bytes = host_bytes;
+        void *mem = mmap(NULL, (size_t)host_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        kv->host_mem = mem == MAP_FAILED ? NULL : mem;
         if (!kv->host_mem) {
             error_set("kv cache: cannot allocate %.1f MiB of host memory", (double)host_bytes / (1024.0 * 1024.0));
             goto fail;
         }
-        memset(kv->host_mem, 0, host_bytes);
     }
     uint64_t host_off = 0;
     for (int32_t il = 0; il < p->n_layer; il++) {
@@ -160,7 +165,7 @@ void kv_cache_free(kv_cache *kv) {
             kv_layer *L = &kv->layers[il];
             if (L->buffer) L->device->api->buffer_free(L->device, L->buffer);
         }
-    free(kv->host_mem);
+    if (kv->host_mem) munmap(kv->host_mem, (size_t)kv->host_bytes);
     free(kv->layers);
     for (int32_t s = 0; s < KV_MAX_SETS; s++) {
         free(kv->sets[s].pos);

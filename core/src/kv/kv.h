@@ -62,7 +62,8 @@ typedef struct kv_cache {
     int32_t dtype_k, dtype_v; /* see kv_dtype_supported */
     bool flash_attn;          /* read by FLASH_ATTN: V is [n_embd_v, n_ctx] */
     kv_layer *layers;
-    void *host_mem;   /* K/V of all host layers */
+    void *host_mem;   /* K/V of all host layers (an anonymous mapping) */
+    uint64_t host_bytes;
     int32_t n_sets;
     kv_cells sets[KV_MAX_SETS];
 } kv_cache;

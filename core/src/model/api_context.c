@@ -39,6 +39,10 @@ static const char *const kv_type_names[TESSERA_KV_TYPE_COUNT] = {
     "f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
 };
 
+int32_t context_kv_dtype(tessera_kv_type type) {
+    return (unsigned)type < TESSERA_KV_TYPE_COUNT ? kv_type_dtype[type] : TSR_DTYPE_F16;
+}
+
 const char *tessera_kv_type_name(tessera_kv_type type) {
     return (unsigned)type < TESSERA_KV_TYPE_COUNT ? kv_type_names[type] : NULL;
 }
@@ -210,6 +214,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     if (!ctx->kv) goto fail;
     ctx->sched = sched_new(tm->devices, tm->n_devices, NULL);
     if (!ctx->sched) goto fail;
+    if (context_reserve(ctx) != 0) goto fail;
     free(layer_dev);
     free(layer_home);
     free(layer_swa);
@@ -220,6 +225,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB\n",
                 p.n_ctx, p.n_batch, p.n_threads, fa ? "on" : "off", types,
                 (double)kv_cache_nbytes(ctx->kv) / (1024.0 * 1024.0));
+        context_print_memory(ctx, types);
     }
     return ctx;
 fail:

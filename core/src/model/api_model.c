@@ -15,11 +15,11 @@ tessera_model_params tessera_model_default_params(void) {
 
 /* Which of the chosen devices hold what: the first non-CPU device takes
  * offloaded layers, the first CPU device computes the rest. */
-static void pick_devices(const tessera_model *tm, host_device **gpu, host_device **cpu) {
+void model_pick_devices(host_device *const *devices, int32_t n, host_device **gpu, host_device **cpu) {
     *gpu = NULL;
     *cpu = NULL;
-    for (int32_t i = 0; i < tm->n_devices; i++) {
-        host_device *d = tm->devices[i];
+    for (int32_t i = 0; i < n; i++) {
+        host_device *d = devices[i];
         if (d->info.kind == TSR_DEVICE_CPU) {
             if (!*cpu) *cpu = d;
         } else if (!*gpu) {
@@ -81,7 +81,7 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
         goto fail;
     }
     host_device *gpu, *cpu;
-    pick_devices(tm, &gpu, &cpu);
+    model_pick_devices(tm->devices, tm->n_devices, &gpu, &cpu);
     model_load_params lp = {
         .n_gpu_layers = !gpu ? 0 : p.n_gpu_layers == TESSERA_NGL_AUTO ? INT32_MAX : p.n_gpu_layers,
         .gpu_device = gpu ? gpu->index : -1,

@@ -54,4 +54,17 @@ int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab);
 int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
                           const int32_t *seq, const bool *want_logits, int32_t n_tokens);
 
+/* The GGUF type number of a cache type (F16 for an unknown one). */
+int32_t context_kv_dtype(tessera_kv_type type);
+
+/* Which of the chosen devices hold what: the first non-CPU device takes
+ * offloaded layers, the first CPU device computes the rest. */
+void model_pick_devices(host_device *const *devices, int32_t n, host_device **gpu, host_device **cpu);
+
+/* Allocate the compute buffers of the largest step (n_batch tokens over
+ * every cell) so an out-of-memory shows at creation (ctx_memory.c). */
+int context_reserve(tessera_context *ctx);
+/* --verbose: one line per device: weights, KV (of type kv_type), compute. */
+void context_print_memory(const tessera_context *ctx, const char *kv_type);
+
 #endif

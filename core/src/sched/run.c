@@ -246,3 +246,11 @@ void sched_explain(const sched *s, FILE *out) {
     print_bytes(out, s->intermediate_bytes);
     fprintf(out, " without reuse)\n");
 }
+
+uint64_t sched_buffer_bytes(const sched *s, const host_device *hd) {
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].hd == hd) return s->slots[i].buf ? s->slots[i].buf_size : 0;
+    return 0;
+}
+
+uint64_t sched_host_bytes(const sched *s) { return s->host_arena_size + s->staging_size; }

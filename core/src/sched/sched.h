@@ -90,6 +90,11 @@ typedef struct sched_stats {
 } sched_stats;
 void sched_get_stats(const sched *s, sched_stats *out);
 
+/* Bytes of the compute buffer this scheduler holds on device hd (0: none),
+ * and of its host arena (graph inputs and read-back outputs). */
+uint64_t sched_buffer_bytes(const sched *s, const host_device *hd);
+uint64_t sched_host_bytes(const sched *s);
+
 /* Device that computes node i of the last allocated graph (NULL if none). */
 host_device *sched_node_device(const sched *s, int32_t node_index);
 

@@ -18,6 +18,7 @@
  *   TESTDEV_SMALL_TABLE claim a plugin table too small for this ABI
  *   TESTDEV_HOST_CPU    behave like a CPU backend instead: kind CPU, buffers
  *                       host-visible, nodes read plain host memory
+ * At run time TESTDEV_MEMORY_KIB sets the memory the device reports.
  *   TESTDEV_CRASHABLE   die of SIGSEGV in device_count or supports_op when the
  *                       environment says TESTDEV_CRASH=device_count|supports_op
  *
@@ -285,8 +286,10 @@ static tsr_status dev_info(tsr_device *d, tsr_device_info *info) {
     info->kind = HOST_CPU ? TSR_DEVICE_CPU : TSR_DEVICE_ACCEL;
     info->description = "Tessera test device (" TESTDEV_NAME ")";
     info->features = "add mul mul_mat";
-    info->memory_total = 1u << 30;
-    info->memory_free = 1u << 30;
+    /* TESTDEV_MEMORY_KIB: a small device, so the host's fit is forced */
+    const char *kib = getenv("TESTDEV_MEMORY_KIB");
+    info->memory_total = kib && kib[0] ? strtoull(kib, NULL, 10) * 1024u : 1u << 30;
+    info->memory_free = info->memory_total;
     info->host_visible = HOST_CPU;
     info->reads_host_memory = HOST_CPU;
     info->priority = 50;

@@ -1,0 +1,186 @@
+/*
+ * Fit layers and context to the devices' free memory (tessera_params_fit,
+ * what llama.cpp's -ngl auto / --fit does).
+ *
+ * Sizes come from the GGUF header alone (the file is mapped, no weight is
+ * read): each block's tensors ("blk.N.*"), the KV cache per cell, and the
+ * compute buffers of the largest step, estimated from the shapes:
+ *     activations  4 * n_tokens * (5 * n_embd + 3 * n_ff + 2 * n_head * head_dim)
+ *     scores       2 * 4 * n_tokens * n_ctx * n_head   (q.k and its softmax)
+ *     logits       4 * n_tokens * n_vocab              (host only)
+ * which is above what the scheduler plans (SmolLM2, 512 tokens over 8192
+ * cells: estimate 400 MiB, reserved 307 MiB), so a fitted context's
+ * reservation at creation succeeds. A device that does not report its free
+ * memory counts its total; 5% is kept as margin.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/public.h"
+#include "util/error.h"
+
+enum { FIT_MIN_CTX = 256 };
+
+typedef struct fit_sizes {
+    int32_t n_layer;
+    uint64_t *layer;     /* [n_layer] weight bytes of block il */
+    uint64_t other;      /* weights outside the blocks (embeddings, output) */
+    uint64_t kv_cell;    /* KV bytes per cell and layer */
+    uint64_t act_token;  /* activation bytes per token */
+    uint64_t score_cell; /* score bytes per token and cell */
+    uint64_t logit_token;
+} fit_sizes;
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static int sizes_read(const gguf_file *f, const tessera_context_params *cp, fit_sizes *s, model_hparams *hp) {
+    memset(s, 0, sizeof *s);
+    if (model_hparams_load(hp, f) != 0) return -1;
+    s->n_layer = hp->n_layer;
+    s->layer = calloc((size_t)hp->n_layer, sizeof *s->layer);
+    if (!s->layer) return error_set("fit: out of memory");
+    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor_info *ti = gguf_tensor(f, i);
+        int il = -1, end = 0;
+        if (sscanf(ti->name, "blk.%d.%n", &il, &end) == 1 && end > 0 && il >= 0 && il < hp->n_layer)
+            s->layer[il] += ti->size;
+        else
+            s->other += ti->size;
+    }
+    /* as tessera_context_new resolves them: --kv-type fills the F16 defaults */
+    tessera_kv_type tk = cp->type_k == TESSERA_KV_F16 ? cp->kv_type : cp->type_k;
+    tessera_kv_type tv = cp->type_v == TESSERA_KV_F16 ? cp->kv_type : cp->type_v;
+    s->kv_cell = kv_row_bytes(context_kv_dtype(tk), (int64_t)hp->n_head_kv * hp->head_dim) +
+                 kv_row_bytes(context_kv_dtype(tv), (int64_t)hp->n_head_kv * hp->head_dim_v);
+    s->act_token = 4ull * (5ull * (uint64_t)hp->n_embd + 3ull * (uint64_t)hp->n_ff +
+                           2ull * (uint64_t)hp->n_head * (uint64_t)hp->head_dim);
+    s->score_cell = 8ull * (uint64_t)hp->n_head;
+    s->logit_token = 4ull * (uint64_t)hp->n_vocab;
+    return 0;
+}
+
+static uint64_t compute_bytes(const fit_sizes *s, uint32_t n_ctx, uint32_t n_batch, bool host) {
+    uint64_t t = n_batch < n_ctx ? n_batch : n_ctx;
+    return t * (s->act_token + s->score_cell * n_ctx + (host ? s->logit_token : 0));
+}
+
+/* What a device can hold: 95% of its free memory (total when unknown), read
+ * now (the list's copy is from discovery). 0: no figure at all. */
+static uint64_t device_budget(host_device *d) {
+    tsr_device_info info = d->info;
+    if (d->dev && d->dev->api->get_info) {
+        tsr_device_info now = {.struct_size = sizeof now};
+        if (d->dev->api->get_info(d->dev, &now) == TSR_OK) info = now;
+    }
+    uint64_t b = info.memory_free ? info.memory_free : info.memory_total;
+    return b / 20 * 19;
+}
+
+/* Bytes the last n layers need on the GPU with a context of n_ctx. */
+static uint64_t gpu_need(const fit_sizes *s, int32_t n, uint32_t n_ctx, uint32_t n_batch, uint64_t *w, uint64_t *kv,
+                         uint64_t *c) {
+    *w = 0;
+    for (int32_t il = s->n_layer - n; il < s->n_layer; il++) *w += s->layer[il];
+    *kv = s->kv_cell * n_ctx * (uint64_t)n;
+    *c = n > 0 ? compute_bytes(s, n_ctx, n_batch, false) : 0;
+    return *w + *kv + *c;
+}
+
+static uint64_t host_need(const fit_sizes *s, int32_t n_gpu, uint32_t n_ctx, uint32_t n_batch, uint64_t *w,
+                          uint64_t *kv, uint64_t *c) {
+    *w = s->other;
+    for (int32_t il = 0; il < s->n_layer - n_gpu; il++) *w += s->layer[il];
+    *kv = s->kv_cell * n_ctx * (uint64_t)(s->n_layer - n_gpu);
+    *c = compute_bytes(s, n_ctx, n_batch, true);
+    return *w + *kv + *c;
+}
+
+int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_context_params *cp,
+                       uint32_t n_ctx_default_max, char *report, size_t report_size) {
+    if (report && report_size) report[0] = '\0';
+    if (!path || !mp || !cp) return error_set("fit: no model path or parameters given");
+    if (!host_is_initialized() && tessera_init(NULL) != 0) return -1;
+    host_device *devs[TESSERA_MAX_DEVICES];
+    int32_t n_dev = mp->devices && mp->devices[0] ? host_select_devices(mp->devices, devs, TESSERA_MAX_DEVICES)
+                                                  : host_default_devices(devs, TESSERA_MAX_DEVICES);
+    if (n_dev < 0) return -1;
+    host_device *gpu = NULL, *cpu = NULL;
+    model_pick_devices(devs, n_dev, &gpu, &cpu);
+    gguf_file *f = gguf_open(path);
+    if (!f) return -1;
+    fit_sizes s;
+    model_hparams hp;
+    int rc = sizes_read(f, cp, &s, &hp);
+    gguf_close(f);
+    if (rc) {
+        free(s.layer);
+        return -1;
+    }
+    const bool ctx_auto = cp->n_ctx == 0;
+    uint32_t n_ctx = cp->n_ctx;
+    if (ctx_auto) {
+        n_ctx = hp.n_ctx_train > 0 ? (uint32_t)hp.n_ctx_train : 4096;
+        if (n_ctx_default_max && n_ctx > n_ctx_default_max) n_ctx = n_ctx_default_max;
+    }
+    const uint32_t n_batch = cp->n_batch ? cp->n_batch : 512;
+    int32_t ngl = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer : mp->n_gpu_layers;
+    if (ngl > s.n_layer) ngl = s.n_layer;
+    if (!gpu) ngl = 0;
+    uint64_t w, kv, c;
+    size_t used = 0;
+    /* The GPU: the most layers that fit (auto) or the asked count (checked). */
+    if (gpu) {
+        uint64_t budget = device_budget(gpu);
+        int32_t fit = s.n_layer;
+        while (fit > 0 && budget && gpu_need(&s, fit, n_ctx, n_batch, &w, &kv, &c) > budget) fit--;
+        if (mp->n_gpu_layers == TESSERA_NGL_AUTO) {
+            ngl = fit;
+        } else if (ngl > fit) {
+            uint64_t need = gpu_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
+            rc = error_set("device %s: -ngl %d (%d layers) with -c %u needs %.1f MiB (weights %.1f, KV %.1f, "
+                           "compute %.1f), %.1f MiB available; %d layers fit (-ngl auto)",
+                           gpu->name, mp->n_gpu_layers, ngl, n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget),
+                           fit);
+            goto done;
+        }
+        uint64_t need = gpu_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
+        if (report && report_size)
+            used += (size_t)snprintf(report + used, report_size - used,
+                                     "fit: %s: %d of %d layers, %.1f MiB (weights %.1f, KV %.1f, compute %.1f) of "
+                                     "%.1f MiB available",
+                                     gpu->name, ngl, s.n_layer, mib(need), mib(w), mib(kv), mib(c), mib(budget));
+    }
+    /* The host: the context that fits (auto) or the asked one (checked). */
+    if (cpu) {
+        uint64_t budget = device_budget(cpu);
+        uint64_t need = host_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
+        if (budget && need > budget) {
+            if (!ctx_auto) {
+                rc = error_set("device %s: -c %u needs %.1f MiB of host memory (weights %.1f, KV %.1f, compute "
+                               "%.1f), %.1f MiB available",
+                               cpu->name, n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget));
+                goto done;
+            }
+            while (n_ctx > FIT_MIN_CTX && host_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c) > budget)
+                n_ctx = n_ctx / 2 > FIT_MIN_CTX ? n_ctx / 2 : FIT_MIN_CTX;
+            need = host_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
+            if (need > budget) {
+                rc = error_set("device %s: even -c %u needs %.1f MiB of host memory (weights %.1f, KV %.1f, "
+                               "compute %.1f), %.1f MiB available",
+                               cpu->name, n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget));
+                goto done;
+            }
+        }
+        if (report && report_size && used < report_size)
+            snprintf(report + used, report_size - used,
+                     "%s%s: -c %u%s, %.1f MiB (weights %.1f, KV %.1f, compute %.1f) of %.1f MiB available",
+                     used ? "; " : "fit: ", cpu->name, n_ctx, ctx_auto ? " (auto)" : "", mib(need), mib(w),
+                     mib(kv), mib(c), mib(budget));
+    }
+    if (gpu || mp->n_gpu_layers == TESSERA_NGL_AUTO) mp->n_gpu_layers = ngl; /* else the load warns */
+    cp->n_ctx = n_ctx;
+done:
+    free(s.layer);
+    return rc;
+}

@@ -54,6 +54,7 @@ typedef struct bench_result {
     uint64_t model_bytes, model_params;
     const char *devices;
     int ngl, threads, n_prompt, n_gen, n_depth, reps;
+    uint64_t memory; /* weights + KV + compute buffers over the devices (tessera_context_memory) */
     double ts_mean, ts_sd;
     double samples[64];
 } bench_result;
@@ -274,11 +275,11 @@ static void json_str(FILE *f, const char *s) {
 
 static void print_header(out_format fmt) {
     if (fmt == OUT_MD) {
-        printf("| model | size | params | devices | ngl | threads | test | t/s |\n");
-        printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+        printf("| model | size | params | devices | ngl | threads | memory | test | t/s |\n");
+        printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
     } else if (fmt == OUT_CSV) {
-        printf("model,model_size,model_n_params,devices,n_gpu_layers,n_threads,n_prompt,n_gen,n_depth,reps,avg_ts,"
-               "stddev_ts\n");
+        printf("model,model_size,model_n_params,devices,n_gpu_layers,n_threads,memory_bytes,n_prompt,n_gen,n_depth,reps,"
+               "avg_ts,stddev_ts\n");
     } else {
         printf("[\n");
     }
@@ -286,17 +287,19 @@ static void print_header(out_format fmt) {
 }
 
 static void print_result(out_format fmt, const bench_result *r, int first) {
-    char size[32], test[32];
+    char size[32], test[32], mem[32];
     human_size(r->model_bytes, size, sizeof size);
+    human_size(r->memory, mem, sizeof mem);
     test_name(r, test, sizeof test);
     if (fmt == OUT_MD) {
         double params = (double)r->model_params;
-        printf("| %s | %s | %.2f %s | %s | %d | %d | %s | %.2f ± %.2f |\n", r->model_name, size,
-               params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M", r->devices, r->ngl, r->threads, test, r->ts_mean, r->ts_sd);
+        printf("| %s | %s | %.2f %s | %s | %d | %d | %s | %s | %.2f ± %.2f |\n", r->model_name, size,
+               params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M", r->devices, r->ngl, r->threads,
+               mem, test, r->ts_mean, r->ts_sd);
     } else if (fmt == OUT_CSV) {
-        printf("\"%s\",%llu,%llu,\"%s\",%d,%d,%d,%d,%d,%d,%.4f,%.4f\n", r->model_name,
+        printf("\"%s\",%llu,%llu,\"%s\",%d,%d,%llu,%d,%d,%d,%d,%.4f,%.4f\n", r->model_name,
                (unsigned long long)r->model_bytes, (unsigned long long)r->model_params, r->devices, r->ngl, r->threads,
-               r->n_prompt, r->n_gen, r->n_depth, r->reps, r->ts_mean, r->ts_sd);
+               (unsigned long long)r->memory, r->n_prompt, r->n_gen, r->n_depth, r->reps, r->ts_mean, r->ts_sd);
     } else {
         printf("%s  {\"model\": ", first ? "" : ",\n");
         json_str(stdout, r->model_name);
@@ -305,6 +308,7 @@ static void print_result(out_format fmt, const bench_result *r, int first) {
         printf(", \"model_size\": %llu, \"model_n_params\": %llu, \"devices\": ", (unsigned long long)r->model_bytes,
                (unsigned long long)r->model_params);
         json_str(stdout, r->devices);
+        printf(", \"memory_bytes\": %llu", (unsigned long long)r->memory);
         printf(", \"n_gpu_layers\": %d, \"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, "
                "\"test\": \"%s\", \"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ts\": [",
                r->ngl, r->threads, r->n_prompt, r->n_gen, r->n_depth, test, r->ts_mean, r->ts_sd);
@@ -347,6 +351,10 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
         fprintf(stderr, "tessera bench: %s: %s\n", proto->model_path, tessera_last_error());
         return -1;
     }
+    tessera_memory mem[16];
+    int32_t n_mem = tessera_context_memory(ctx, mem, 16);
+    proto->memory = 0;
+    for (int32_t i = 0; i < n_mem; i++) proto->memory += mem[i].weights + mem[i].kv + mem[i].compute;
     const int32_t n_vocab = tessera_model_n_vocab(model);
     const tessera_token bos = tessera_token_bos(model);
     const int buf_n = max_p > max_d ? max_p : max_d;

@@ -38,7 +38,8 @@ check(len(rows) == 6, "json: 2 thread counts x (pp16, pp8, tg4) = 6 rows, got %d
 for row in rows:
     ok = (len(row["samples_ts"]) == 2 and all(s > 0 for s in row["samples_ts"])
           and abs(row["avg_ts"] - sum(row["samples_ts"]) / 2) < 1e-3 * row["avg_ts"] + 1e-3
-          and row["stddev_ts"] >= 0 and row["model_n_params"] > 0)
+          and row["stddev_ts"] >= 0 and row["model_n_params"] > 0
+          and row["memory_bytes"] > row["model_size"])  # weights, KV and compute buffers
     check(ok, "json row %s t=%d: mean of 2 positive samples, stddev >= 0" % (row["test"], row["n_threads"]))
 
 # -d: both tests start at that context depth, named as llama-bench names them
@@ -55,6 +56,7 @@ check(r.returncode == 0 and len(lines) == 1 and lines[0]["n_prompt"] == "8" and 
 
 r = bench("-m", MODEL, "-p", "0", "-n", "3", "-r", "1")
 check(r.returncode == 0 and "| tg3 |" in r.stdout and "± " in r.stdout, "md: a tg3 row with mean ± sd")
+check("| memory |" in r.stdout, "md: a memory column")
 
 for args, needle in [(["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-d", "-1"], "-d expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
                      (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "-m MODEL is required"),

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu_isa.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 
@@ -69,7 +71,7 @@ avx_level cpu_features_best_level(const cpu_features *f) {
 }
 
 void cpu_features_string(const cpu_features *f, char *out, unsigned size) {
-    static const struct { size_t off; const char *name; } names[] = {
+    static const cpu_feature_name names[] = {
         {offsetof(cpu_features, avx2), "avx2"},
         {offsetof(cpu_features, fma), "fma"},
         {offsetof(cpu_features, f16c), "f16c"},
@@ -80,15 +82,5 @@ void cpu_features_string(const cpu_features *f, char *out, unsigned size) {
         {offsetof(cpu_features, avx512vnni), "avx512vnni"},
         {offsetof(cpu_features, avx512bf16), "avx512bf16"},
     };
-    size_t used = 0;
-    if (size == 0) return;
-    out[0] = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        int on;
-        memcpy(&on, (const char *)f + names[i].off, sizeof on);
-        if (!on) continue;
-        int n = snprintf(out + used, size - used, "%s%s", used ? " " : "", names[i].name);
-        if (n < 0 || (size_t)n >= size - used) break;
-        used += (size_t)n;
-    }
+    cpu_feature_list(f, names, (int)(sizeof names / sizeof names[0]), out, size);
 }

@@ -1,5 +1,5 @@
 /*
- * gemm_float_impl.h — the packed-panel GEMM (gemm.h) of F16 and BF16
+ * gemm_float_impl.h — the packed-panel GEMM (cpu_gemm.h) of F16 and BF16
  * weights, with f32 arithmetic. Included after kernels_impl.h by every
  * kernels_<level>.c: with KERNELS_AVX512 the vectors are zmm, else ymm
  * (AVX2 + FMA + F16C).
@@ -80,7 +80,7 @@ static size_t gf_act_bytes(int64_t K, int64_t N) {
     return (size_t)((N + GF_NC - 1) / GF_NC) * (size_t)gf_kpad(K) * GF_NC * sizeof(float);
 }
 
-static void gf_act_from_f32(const avx_kernels *k, const float *x, int64_t K, void *act, int64_t n) {
+static void gf_act_from_f32(const cpu_kernels *k, const float *x, int64_t K, void *act, int64_t n) {
     (void)k;
     float *tile = (float *)act + (size_t)(n / GF_NC) * (size_t)gf_kpad(K) * GF_NC;
     float *col = tile + (n % GF_NC) * GF_KG;
@@ -397,7 +397,7 @@ static void gf_run_bf16(const void *pack, int nrows, int64_t K, const void *act,
 static const gemm_ops gf_ops_f16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_f16};
 static const gemm_ops gf_ops_bf16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_bf16};
 
-static void gemm_float_register(avx_kernels *k) {
+static void gemm_float_register(cpu_kernels *k) {
     k->gemm[TSR_DTYPE_F16] = &gf_ops_f16;
     k->gemm[TSR_DTYPE_BF16] = &gf_ops_bf16;
 }

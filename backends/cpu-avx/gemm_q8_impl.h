@@ -1,5 +1,5 @@
 /*
- * gemm_q8_impl.h — the packed-panel GEMM (gemm.h) of every quantized weight
+ * gemm_q8_impl.h — the packed-panel GEMM (cpu_gemm.h) of every quantized weight
  * type, at every level: included by each kernels_<level>.c after
  * kernels_impl.h, its width (zmm or ymm) and product instruction (vpdpbusd,
  * or vpmaddubsw + vpmaddwd) picked by KERNELS_AVX512 and KERNELS_VNNI.
@@ -30,7 +30,7 @@
  * instructions per 16 x 32 products, against 4 per 64 in the dot kernels.
  * Without VNNI each vpdpbusd is three instructions (gq_dp).
  *
- * Straightforward version: the plain C dot kernels of quants.c.
+ * Straightforward version: the plain C dot kernels of cpu_mm_quants.c.
  */
 #include "cpu_quants_decode.h"
 
@@ -318,7 +318,7 @@ static void gq_act8k_from_f32(const float *x, act8k *y, int64_t n) {
 
 /* Column n of the batch at act: quantize like the dot kernels' activations
  * and scatter into the tile layout (+128 but for signed types). */
-static void gq_act_from_f32(const gq_type *t, const avx_kernels *k, const float *x, int64_t K, void *act,
+static void gq_act_from_f32(const gq_type *t, const cpu_kernels *k, const float *x, int64_t K, void *act,
                             int64_t n) {
     const int S = t->S;
     const int64_t G = K / S;
@@ -520,7 +520,7 @@ static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int
 #define GQ_OPS(NAME, S_, MIN_, ACTK_, SGN_, QMAX_, BLOCK_, BLKT_, DECODE_)                                          \
     static const gq_type gq_t_##NAME = {S_, MIN_, ACTK_, SGN_, BLOCK_, sizeof(BLKT_), DECODE_};               \
     static size_t gq_act_bytes_##NAME(int64_t K, int64_t N) { return gq_act_bytes(&gq_t_##NAME, K, N); }       \
-    static void gq_act_##NAME(const avx_kernels *k, const float *x, int64_t K, void *act, int64_t n) {        \
+    static void gq_act_##NAME(const cpu_kernels *k, const float *x, int64_t K, void *act, int64_t n) {        \
         gq_act_from_f32(&gq_t_##NAME, k, x, K, act, n);                                                        \
     }                                                                                                          \
     static size_t gq_pack_bytes_##NAME(int64_t K) { return gq_pack_bytes(&gq_t_##NAME, K); }                  \
@@ -545,7 +545,7 @@ GQ_OPS(q4_k, 32, 1, 1, 0, 15, 256, blk_q4_k, gq_decode_q4_k)
 GQ_OPS(q5_k, 32, 1, 1, 0, 31, 256, blk_q5_k, gq_decode_q5_k)
 GQ_OPS(q6_k, 16, 0, 1, 0, 32, 256, blk_q6_k, gq_decode_q6_k)
 
-static void gemm_q8_register(avx_kernels *k) {
+static void gemm_q8_register(cpu_kernels *k) {
 #if KERNELS_AVX512
     k->act8k_from_f32 = gq_act8k_from_f32; /* the dot kernels' too */
 #endif

@@ -5,7 +5,7 @@
 #include "gemm_q8_impl.h"
 #include "gemm_float_impl.h"
 
-void kernels_init_avx2(avx_kernels *k) {
+void kernels_init_avx2(cpu_kernels *k) {
     kernels_fill(k);
     gemm_q8_register(k);
     gemm_float_register(k);

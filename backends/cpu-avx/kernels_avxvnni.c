@@ -7,7 +7,7 @@
 #include "gemm_q8_impl.h"
 #include "gemm_float_impl.h"
 
-void kernels_init_avxvnni(avx_kernels *k) {
+void kernels_init_avxvnni(cpu_kernels *k) {
     kernels_fill(k);
     gemm_q8_register(k);
     gemm_float_register(k);

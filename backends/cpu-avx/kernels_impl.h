@@ -3,14 +3,14 @@
  * kernels_<level>.c, which define KERNELS_NAME, KERNELS_AVX512 (0/1) and
  * optionally KERNELS_VNNI (with KERNELS_AVX512 0: AVX-VNNI, the 256-bit
  * VEX-encoded vpdpbusd) before including this file, and whose public
- * init function calls kernels_fill() and then adds its GEMMs (gemm.h).
+ * init function calls kernels_fill() and then adds its GEMMs (cpu_gemm.h).
  *
- * Every dot kernel computes one weight row against nc <= AVX_NC activation
+ * Every dot kernel computes one weight row against nc <= CPU_NC activation
  * columns (out[c] = sum_k w[k] * a_c[k]) so a weight block is loaded and
- * unpacked once and reused for all columns: the GEMM driver (matmul.c) tiles
+ * unpacked once and reused for all columns: the GEMM driver (cpu_matmul.c) tiles
  * columns in fours for prompt processing, and calls with nc = 1 for decoding,
  * where the loop is bound by reading the weights. The straightforward version
- * of each is the plain C kernel of the same name in quants.c.
+ * of each is the plain C kernel of the same name in cpu_mm_quants.c.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -139,7 +139,7 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
                 r1 += (double)(SCALARW(x1[k]) * ac[c][k]);                                  \
             }                                                                               \
             out[c] = (float)r0;                                                             \
-            out[AVX_NC + c] = (float)r1;                                                    \
+            out[CPU_NC + c] = (float)r1;                                                    \
         }                                                                                   \
     }
 
@@ -221,9 +221,9 @@ static void dot_q4_0_v(int64_t K, const void *w, const void *act, size_t act_str
         out[0] = hsum256(acc) - 8.0f * corr;
         return;
     }
-    __m256 acc[AVX_NC];
-    float corr[AVX_NC] = {0};
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    float corr[CPU_NC] = {0};
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         __m256i q = load_nibbles_q4(x[ib].qs);
         float dw = f16s(x[ib].d);
@@ -243,8 +243,8 @@ static void dot_q8_0_v(int64_t K, const void *w, const void *act, size_t act_str
                        float *out) {
     const blk_q8_0 *x = w;
     const int64_t nb = K / 32;
-    __m256 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         __m256i q = _mm256_loadu_si256((const __m256i *)x[ib].qs);
         __m256i aq = _mm256_sign_epi8(q, q);
@@ -262,12 +262,12 @@ static void dot_q8_0_v(int64_t K, const void *w, const void *act, size_t act_str
 
 /* ------------------------------------- Q4_0 / Q8_0 over act8p groups */
 
-/* Four 32-blocks at a time against act8p (blocks.h), whose order is that of
+/* Four 32-blocks at a time against act8p (cpu_blocks.h), whose order is that of
  * a register of Q4_0 nibbles: the low nibbles of 4 blocks' 16 bytes are
  * elements 0..15 of each, the high nibbles 16..31, and both halves sum
  * into one i32 accumulator whose lane l belongs to block l/4. The corr
  * lanes pre-load the -8 * sum(a) of Q4_0. Straightforward version:
- * dot_q4_0 / dot_q8_0 in quants.c. A row's last group may hold 2 blocks
+ * dot_q4_0 / dot_q8_0 in cpu_mm_quants.c. A row's last group may hold 2 blocks
  * (K % 128 == 64): the missing blocks' weights are zeros, never read. */
 #define GROUP_NBLK(K, g) ((K) - 128 * (g) >= 128 ? 4 : 2)
 
@@ -364,8 +364,8 @@ static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_
         out[0] = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
         return;
     }
-    __m512 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    __m512 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t g = 0; g < ng; g++) {
         const blk_q4_0 *b = x + 4 * g;
         int nblk = GROUP_NBLK(K, g);
@@ -402,8 +402,8 @@ static inline __m512i dot_s8s8_512(__m512i acc, __m512i w, __m512i a) {
 static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q8_0 *x = w;
     const int64_t ng = (K + 127) / 128;
-    __m512 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    __m512 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t g = 0; g < ng; g++) {
         const blk_q8_0 *b = x + 4 * g;
         int nblk = GROUP_NBLK(K, g);
@@ -434,8 +434,8 @@ static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_
     const blk_q4_0 *x = w;
     const int64_t ng = (K + 127) / 128;
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t g = 0; g < ng; g++) {
         int nh = GROUP_NBLK(K, g) / 2;
         for (int h = 0; h < nh; h++) {
@@ -460,8 +460,8 @@ static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_
     const blk_q8_0 *x = w;
     const int64_t ng = (K + 127) / 128;
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t g = 0; g < ng; g++) {
         int nh = GROUP_NBLK(K, g) / 2;
         for (int h = 0; h < nh; h++) {
@@ -504,8 +504,8 @@ static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_str
     const blk_q4_k *x = w;
     const int64_t nb = K / 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q4_k *b = x + ib;
         uint8_t sc[8], mn[8];
@@ -545,8 +545,8 @@ static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_str
     const blk_q5_k *x = w;
     const int64_t nb = K / 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    __m256 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q5_k *b = x + ib;
         uint8_t sc[8], mn[8];
@@ -598,9 +598,9 @@ static void dot_q5_0_v(int64_t K, const void *w, const void *act, size_t act_str
                        float *out) {
     const blk_q5_0 *x = w;
     const int64_t nb = K / 32;
-    __m256 acc[AVX_NC];
-    float corr[AVX_NC] = {0};
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    float corr[CPU_NC] = {0};
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         __m256i q = _mm256_or_si256(load_nibbles_q4(x[ib].qs), q5_high_bits(x[ib].qh));
         float dw = f16s(x[ib].d);
@@ -617,7 +617,7 @@ static void dot_q5_0_v(int64_t K, const void *w, const void *act, size_t act_str
 
 /* Q4_1 / Q5_1 x act8: per block d * sum(q * a) + m * s, q unsigned (0..15
  * or 0..31, so vpmaddubsw takes it as the u8 side). The straightforward
- * version: dot_q4_1 / dot_q5_1 in quants.c (same sums per block). */
+ * version: dot_q4_1 / dot_q5_1 in cpu_mm_quants.c (same sums per block). */
 static inline __m256i q4_1_values(const blk_q4_1 *b) { return load_nibbles_q4(b->qs); }
 static inline __m256i q5_1_values(const blk_q5_1 *b) {
     return _mm256_or_si256(load_nibbles_q4(b->qs), q5_high_bits(b->qh));
@@ -636,9 +636,9 @@ static inline __m128 dm_times_ds(const void *blk, const act8 *a) {
     static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {     \
         const BLK *x = w;                                                                                     \
         const int64_t nb = K / 32;                                                                            \
-        __m256 acc[AVX_NC];                                                                                   \
-        __m128 mins[AVX_NC]; /* lane 1: sum of m * s */                                                      \
-        for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps(), mins[c] = _mm_setzero_ps();           \
+        __m256 acc[CPU_NC];                                                                                   \
+        __m128 mins[CPU_NC]; /* lane 1: sum of m * s */                                                      \
+        for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps(), mins[c] = _mm_setzero_ps();           \
         for (int64_t ib = 0; ib < nb; ib++) {                                                                 \
             _mm_prefetch((const char *)(x + ib) + 3072, _MM_HINT_T0);                                         \
             const __m256i q = VALUES(&x[ib]);                                                                 \
@@ -665,8 +665,8 @@ static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_str
     const blk_q6_k *x = w;
     const int64_t nb = K / 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
-    __m256 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm256_setzero_ps();
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q6_k *b = x + ib;
         __m256i q[8], scl[8];
@@ -758,9 +758,9 @@ static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_s
     const int64_t nb = K / 256;
     /* the mins, one per pair of 16-element bsums (k4_scales_words order) */
     const __m256i min_idx = _mm256_setr_epi16(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m512 acc[AVX_NC];
-    __m256 accm[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps(), accm[c] = _mm256_setzero_ps();
+    __m512 acc[CPU_NC];
+    __m256 accm[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm512_setzero_ps(), accm[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q4_k *b = x + ib;
         _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
@@ -795,8 +795,8 @@ static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_s
     const blk_q6_k *x = w;
     const int64_t nb = K / 256;
     const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-    __m512 acc[AVX_NC];
-    for (int c = 0; c < AVX_NC; c++) acc[c] = _mm512_setzero_ps();
+    __m512 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q6_k *b = x + ib;
         _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
@@ -929,7 +929,7 @@ static void act8_from_f32_v(const float *x, act8 *y, int64_t n) {
 
 /* ------------------------------------------------------------- table */
 
-static void kernels_fill(avx_kernels *k) {
+static void kernels_fill(cpu_kernels *k) {
     memset(k, 0, sizeof *k);
     k->name = KERNELS_NAME;
     for (int t = 0; t < TSR_DTYPE_COUNT; t++) k->dot[t] = quants_scalar_dot(t);

@@ -1,6 +1,6 @@
 /*
  * cpu_ops — every op of the CPU plugins (cpu-avx, cpu-neon) except MUL_MAT
- * (each plugin's matmul.c). These are cheap
+ * (cpu_matmul.c). These are cheap
  * next to the matrix products, so they are plain C written for the compiler
  * to vectorize, split across threads by rows. All tensors here are F32 unless
  * the op says otherwise; strides (nb) are honoured everywhere, and rows that

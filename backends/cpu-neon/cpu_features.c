@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu_isa.h"
+
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 
@@ -42,17 +44,8 @@ neon_level cpu_features_best_level(const cpu_features *f) {
     return f->i8mm ? NEON_LEVEL_I8MM : NEON_LEVEL_DOTPROD;
 }
 
-const char *cpu_level_name(neon_level level) {
-    switch (level) {
-    case NEON_LEVEL_NEON: return "neon";
-    case NEON_LEVEL_DOTPROD: return "dotprod";
-    case NEON_LEVEL_I8MM: return "i8mm";
-    default: return "none";
-    }
-}
-
 void cpu_features_string(const cpu_features *f, char *out, unsigned size) {
-    static const struct { size_t off; const char *name; } names[] = {
+    static const cpu_feature_name names[] = {
         {offsetof(cpu_features, asimd), "asimd"},
         {offsetof(cpu_features, fphp), "fphp"},
         {offsetof(cpu_features, asimdhp), "asimdhp"},
@@ -61,15 +54,5 @@ void cpu_features_string(const cpu_features *f, char *out, unsigned size) {
         {offsetof(cpu_features, bf16), "bf16"},
         {offsetof(cpu_features, sve), "sve"},
     };
-    size_t used = 0;
-    if (size == 0) return;
-    out[0] = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        int on;
-        memcpy(&on, (const char *)f + names[i].off, sizeof on);
-        if (!on) continue;
-        int n = snprintf(out + used, size - used, "%s%s", used ? " " : "", names[i].name);
-        if (n < 0 || (size_t)n >= size - used) break;
-        used += (size_t)n;
-    }
+    cpu_feature_list(f, names, (int)(sizeof names / sizeof names[0]), out, size);
 }

@@ -32,6 +32,4 @@ neon_level cpu_features_best_level(const cpu_features *f);
 /* "asimd asimdhp asimddp i8mm ..." for the features detected. */
 void cpu_features_string(const cpu_features *f, char *out, unsigned size);
 
-const char *cpu_level_name(neon_level level);
-
 #endif

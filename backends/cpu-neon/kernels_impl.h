@@ -4,18 +4,18 @@
  * KERNELS_DOTPROD (0/1: sdot) and KERNELS_I8MM (0/1: smmla) before including
  * this file; meson.build gives each the matching -march.
  *
- * Every dot kernel computes one weight row against nc <= NEON_NC activation
+ * Every dot kernel computes one weight row against nc <= CPU_NC activation
  * columns (out[c] = sum_k w[k] * a_c[k]), so a weight block is loaded and
- * unpacked once and reused for all columns: the GEMM driver (matmul.c) tiles
+ * unpacked once and reused for all columns: the GEMM driver (cpu_matmul.c) tiles
  * columns in fours for prompt processing and calls with nc = 1 for decoding,
  * where the loop is bound by reading the weights. The i8mm tiles compute
  * 2 rows x 2 columns. The straightforward version of each kernel is the
- * plain C kernel of the same name in quants.c: one integer dot per block
+ * plain C kernel of the same name in cpu_mm_quants.c: one integer dot per block
  * (or group) and column, times the block's scales.
  *
  * Integer layout: weights are unpacked to signed 8-bit values with their
  * zero point already subtracted (Q4_0: q-8, Q5_0: q-16, Q6_K: q-32), in
- * element order, so one s8 x s8 dot against the act8/act8k values (blocks.h)
+ * element order, so one s8 x s8 dot against the act8/act8k values (cpu_blocks.h)
  * gives the block's integer sum directly.
  */
 #include <arm_neon.h>
@@ -48,14 +48,14 @@ static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
  * the first K & ~31 elements go through the vector loop; the rest (all of a
  * short row, e.g. attention over few cells or a head of 8) are summed in
  * double: tiny models are sensitive enough to that order that llama.cpp's
- * logits depend on it. Straightforward version: dot_f16/dot_bf16 in quants.c. */
+ * logits depend on it. Straightforward version: dot_f16/dot_bf16 in cpu_mm_quants.c. */
 #define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \
     static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
                      float *out) {                                                         \
         const T *x = w;                                                                    \
-        const float *ac[NEON_NC];                                                          \
-        float32x4_t s[NEON_NC][2];                                                         \
-        for (int c = 0; c < NEON_NC; c++) {                                                \
+        const float *ac[CPU_NC];                                                          \
+        float32x4_t s[CPU_NC][2];                                                         \
+        for (int c = 0; c < CPU_NC; c++) {                                                \
             ac[c] = ACT(c < nc ? c : 0);                                                   \
             s[c][0] = s[c][1] = vdupq_n_f32(0.0f);                                         \
         }                                                                                  \
@@ -81,7 +81,7 @@ FLOAT_DOT(dot_bf16_v, uint16_t, load4_bf16, w_bf16)
  * weights only occur in small models, whose logits are sensitive enough to
  * summation order to miss llama.cpp's by more than 1e-3 with f32 sums; the
  * cost (half the f32 rate) does not matter there. Straightforward version:
- * dot_f32 in quants.c, in double. */
+ * dot_f32 in cpu_mm_quants.c, in double. */
 static void dot_f32_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const float *x = w;
     for (int c = 0; c < nc; c++) {
@@ -176,9 +176,9 @@ static inline float min_none(const void *b) { (void)b; return 0.0f; }
                      float *out) {                                                         \
         const BLK *x = w;                                                                  \
         const int64_t nb = K / 32;                                                         \
-        float32x4_t acc[NEON_NC];                                                          \
-        float macc[NEON_NC];                                                               \
-        for (int c = 0; c < NEON_NC; c++) acc[c] = vdupq_n_f32(0.0f), macc[c] = 0.0f;      \
+        float32x4_t acc[CPU_NC];                                                          \
+        float macc[CPU_NC];                                                               \
+        for (int c = 0; c < CPU_NC; c++) acc[c] = vdupq_n_f32(0.0f), macc[c] = 0.0f;      \
         for (int64_t ib = 0; ib < nb; ib++) {                                              \
             q32x2 q = UNPACK(x + ib);                                                      \
             float dw = SCALE(x + ib);                                                      \
@@ -269,7 +269,7 @@ static inline int32_t mins_dot(const int16_t *bsums, const int16_t *mn8) {
 static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
                        float *out) {
     const blk_q4_k *x = w;
-    float acc[NEON_NC] = {0};
+    float acc[CPU_NC] = {0};
     const uint8x16_t m4 = vdupq_n_u8(0x0f);
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q4_k *b = x + ib;
@@ -307,7 +307,7 @@ static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_str
 static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
                        float *out) {
     const blk_q6_k *x = w;
-    float acc[NEON_NC] = {0};
+    float acc[CPU_NC] = {0};
     const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);
     const int8x16_t m32 = vdupq_n_s8(32);
     for (int64_t ib = 0; ib < K / 256; ib++) {
@@ -342,13 +342,13 @@ static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_str
 }
 
 /* Q2_K, Q3_K, Q5_K: the block is decoded once to 256 integers with the plain
- * C decoder (quants.c), then each column is 16 (or 8) vector group dots.
+ * C decoder (cpu_mm_quants.c), then each column is 16 (or 8) vector group dots.
  * Q2_K: value = d*(sc&15)*q - dmin*(sc>>4) per group of 16; Q3_K: d*sc*q;
  * Q5_K: as Q4_K with 5-bit q. */
 static void dot_q2_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
                        float *out) {
     const blk_q2_k *x = w;
-    float acc[NEON_NC] = {0};
+    float acc[CPU_NC] = {0};
     int8_t q[256];
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q2_k *b = x + ib;
@@ -378,7 +378,7 @@ static void dot_q2_k_v(int64_t K, const void *w, const void *act, size_t act_str
 static void dot_q3_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
                        float *out) {
     const blk_q3_k *x = w;
-    float acc[NEON_NC] = {0};
+    float acc[CPU_NC] = {0};
     int8_t q[256];
     int sc[16];
     for (int64_t ib = 0; ib < K / 256; ib++) {
@@ -402,7 +402,7 @@ static void dot_q3_k_v(int64_t K, const void *w, const void *act, size_t act_str
 static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
                        float *out) {
     const blk_q5_k *x = w;
-    float acc[NEON_NC] = {0};
+    float acc[CPU_NC] = {0};
     int8_t q[256];
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q5_k *b = x + ib;
@@ -500,7 +500,7 @@ static void act8k_from_f32_v(const float *x, act8k *y, int64_t n) {
 
 /* ------------------------------------------------------------- table */
 
-void KERNELS_INIT(neon_kernels *k) {
+void KERNELS_INIT(cpu_kernels *k) {
     memset(k, 0, sizeof *k);
     k->name = KERNELS_NAME;
     for (int t = 0; t < TSR_DTYPE_COUNT; t++) k->dot[t] = quants_scalar_dot(t);

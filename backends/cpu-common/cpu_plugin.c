@@ -1,9 +1,11 @@
 /*
- * cpu-neon — the aarch64 CPU backend plugin: one device "cpu-neon0" that runs
- * the llama ops with NEON kernels chosen at run time (ARMv8.0 Advanced SIMD,
- * ARMv8.2 dotprod or i8mm), reading weights in place from host memory.
- * This file holds the ABI tables (plugin, device, queue), buffers, and the
- * node loop that runs on the thread pool.
+ * cpu_plugin — the CPU plugin core that cpu-avx and cpu-neon share: one
+ * device (cpu-avx0, cpu-neon0) that runs the llama ops with the kernel
+ * level chosen at run time, reading weights in place from host memory. This
+ * file holds the ABI tables (plugin, device, queue), buffers, the level
+ * choice and the node loop that runs on the thread pool; the ISA folder
+ * linked with it supplies cpu_isa_this (cpu_isa.h): names, feature
+ * detection and kernel tables.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,28 +16,25 @@
 
 #include <tessera/plugin.h>
 
-#include "cpu_features.h"
-#include "exec.h"
+#include "cpu_isa.h"
 
-#define PLUGIN_NAME "cpu-neon"
+#define ISA (&cpu_isa_this)
 
-typedef struct neon_state {
+typedef struct cpu_state {
     const tsr_host *host;
-    cpu_features cpu;
-    neon_level level;
-    neon_kernels kernels;
+    cpu_kernels kernels;
     char features[160];
     char description[160];
     int n_devices;
-    int force_threads; /* TESSERA_NEON_FORCE_THREADS=1: no small-work shortcut (tests) */
-} neon_state;
+    int force_threads; /* threads_env=1: no small-work shortcut (tests) */
+} cpu_state;
 
-static neon_state g; /* the plugin's registry entry: one per loaded plugin */
-static tsr_device g_device;
+static cpu_state g; /* the plugin's registry entry: one per loaded plugin */
 
 /* A host field may be read only if the host's struct is that long. */
 #define HOST_HAS(field) \
     (g.host && g.host->struct_size >= offsetof(tsr_host, field) + sizeof(g.host->field))
+static tsr_device g_device;
 
 static void plog(int level, const char *fmt, ...) {
     if (!HOST_HAS(log) || !g.host->log) return;
@@ -44,18 +43,18 @@ static void plog(int level, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    g.host->log(level, PLUGIN_NAME, msg);
+    g.host->log(level, ISA->plugin_name, msg);
 }
 
 /* ------------------------------------------------------------ queue */
 
-typedef struct neon_queue {
+typedef struct cpu_queue {
     tsr_queue pub;
     cpu_exec ex;
     const tsr_node *nodes;
     int32_t n_nodes;
     volatile int stop; /* written by thread 0 before a barrier, read after */
-} neon_queue;
+} cpu_queue;
 
 static int node_supported(const tsr_node *node) {
     if (node->op == TSR_OP_MUL_MAT) return matmul_supports(&g.kernels, node);
@@ -92,7 +91,7 @@ static size_t node_work_size(const tsr_node *node, int nth) {
 
 /* The node loop, run by every thread of the pool. */
 static void run_nodes(void *ctx, int ith, int nth) {
-    neon_queue *q = ctx;
+    cpu_queue *q = ctx;
     cpu_exec *ex = &q->ex;
     for (int32_t i = 0; i < q->n_nodes; i++) {
         const tsr_node *node = &q->nodes[i];
@@ -106,7 +105,7 @@ static void run_nodes(void *ctx, int ith, int nth) {
 }
 
 static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
-    neon_queue *q = queue->impl;
+    cpu_queue *q = queue->impl;
     if (n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
     int nth = HOST_HAS(n_threads) && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
@@ -117,8 +116,8 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     for (int32_t i = 0; i < n_nodes; i++) {
         if (nodes[i].op == TSR_OP_NONE) continue;
         if (!node_supported(&nodes[i]) || !node_located(&nodes[i])) {
-            plog(TSR_LOG_ERROR, "node %d (op %d, tensor '%s') is not supported by cpu-neon0", i,
-                 nodes[i].op, nodes[i].dst && nodes[i].dst->name ? nodes[i].dst->name : "");
+            plog(TSR_LOG_ERROR, "node %d (op %d, tensor '%s') is not supported by %s0", i, nodes[i].op,
+                 ISA->plugin_name, nodes[i].dst && nodes[i].dst->name ? nodes[i].dst->name : "");
             return TSR_ERR_UNSUPPORTED;
         }
         size_t w = node_work_size(&nodes[i], nth);
@@ -143,7 +142,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     q->n_nodes = n_nodes;
     q->stop = 0;
     q->ex.k = &g.kernels;
-    q->ex.exp_sub_sum = NULL; /* softmax uses cpu-common's row exp (cpu_rows.h) */
+    q->ex.exp_sub_sum = g.kernels.exp_sub_sum; /* vector softmax exp, or NULL */
     atomic_store(&q->ex.error, 0);
     /* the barrier count must equal the threads that run */
     q->ex.nth = cpu_pool_reserve(q->ex.pool, nth);
@@ -177,7 +176,7 @@ static tsr_status queue_synchronize(tsr_queue *queue) {
 
 static void queue_destroy(tsr_queue *queue) {
     if (!queue) return;
-    neon_queue *q = queue->impl;
+    cpu_queue *q = queue->impl;
     cpu_pool_destroy(q->ex.pool);
     free(q->ex.work);
     free(q);
@@ -257,7 +256,7 @@ static void *device_buffer_host_ptr(tsr_device *device, tsr_buffer *buffer) {
 static tsr_status device_queue_create(tsr_device *device, tsr_queue **out) {
     (void)device;
     if (!out) return TSR_ERR_INVALID;
-    neon_queue *q = calloc(1, sizeof *q);
+    cpu_queue *q = calloc(1, sizeof *q);
     if (!q) return TSR_ERR_NO_MEMORY;
     q->pub.api = &queue_api;
     q->pub.impl = q;
@@ -277,52 +276,88 @@ static const tsr_device_api device_api = {
 
 /* ----------------------------------------------------------- plugin */
 
-static int32_t plugin_score(void) {
-    cpu_features f;
-    cpu_features_detect(&f);
-    return (int32_t)cpu_features_best_level(&f) * 10;
+static int32_t plugin_score(void) { return ISA->score(); }
+
+void cpu_feature_list(const void *features, const cpu_feature_name *names, int n, char *out, size_t size) {
+    size_t used = 0;
+    if (size == 0) return;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int on;
+        memcpy(&on, (const char *)features + names[i].off, sizeof on);
+        if (!on) continue;
+        int w = snprintf(out + used, size - used, "%s%s", used ? " " : "", names[i].name);
+        if (w < 0 || (size_t)w >= size - used) break;
+        used += (size_t)w;
+    }
 }
 
-/* TESSERA_NEON_LEVEL=neon|dotprod|i8mm lowers the level (never raises it). */
-static neon_level requested_level(neon_level best) {
-    const char *env = getenv("TESSERA_NEON_LEVEL");
-    if (!env || !*env) return best;
-    neon_level want;
-    if (!strcmp(env, "neon")) want = NEON_LEVEL_NEON;
-    else if (!strcmp(env, "dotprod")) want = NEON_LEVEL_DOTPROD;
-    else if (!strcmp(env, "i8mm")) want = NEON_LEVEL_I8MM;
-    else {
-        plog(TSR_LOG_WARN, "TESSERA_NEON_LEVEL='%s' is not neon, dotprod or i8mm; using %s", env,
-             cpu_level_name(best));
+static int level_usable(const cpu_level *l, unsigned have) { return (l->needs & have) == l->needs; }
+
+/* "a, b or c": the distinct level names, for a warning. */
+static void level_names(char *out, size_t size) {
+    const char *names[16];
+    int n = 0;
+    for (int i = 0; i < ISA->n_levels && n < 16; i++) {
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= !strcmp(names[j], ISA->levels[i].name);
+        if (!seen) names[n++] = ISA->levels[i].name;
+    }
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(out + used, size - used, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+        if (w < 0 || (size_t)w >= size - used) break;
+        used += (size_t)w;
+    }
+}
+
+/* The level to run: the best usable one, or the one level_env names
+ * (never a level the CPU lacks: it falls back to the next usable one
+ * below it, with a warning). NULL when none is usable. */
+static const cpu_level *choose_level(unsigned have) {
+    const cpu_level *best = NULL;
+    for (int i = 0; i < ISA->n_levels && !best; i++)
+        if (level_usable(&ISA->levels[i], have)) best = &ISA->levels[i];
+    const char *env = getenv(ISA->level_env);
+    if (!best || !env || !*env) return best;
+    int last = -1;
+    for (int i = 0; i < ISA->n_levels; i++) {
+        if (strcmp(ISA->levels[i].name, env) != 0) continue;
+        if (level_usable(&ISA->levels[i], have)) return &ISA->levels[i];
+        last = i;
+    }
+    if (last < 0) {
+        char names[160];
+        level_names(names, sizeof names);
+        plog(TSR_LOG_WARN, "%s='%s' is not %s; using %s", ISA->level_env, env, names, best->name);
         return best;
     }
-    if (want > best) {
-        plog(TSR_LOG_WARN, "TESSERA_NEON_LEVEL=%s: this CPU lacks it; using %s", env, cpu_level_name(best));
-        return best;
-    }
-    return want;
+    const cpu_level *below = best;
+    for (int i = last + 1; i < ISA->n_levels; i++)
+        if (level_usable(&ISA->levels[i], have)) {
+            below = &ISA->levels[i];
+            break;
+        }
+    plog(TSR_LOG_WARN, "%s=%s: this CPU lacks it; using %s", ISA->level_env, env, below->name);
+    return below;
 }
 
 static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_size) {
     memset(&g, 0, sizeof g);
     g.host = host;
-    cpu_features_detect(&g.cpu);
-    cpu_features_string(&g.cpu, g.features, sizeof g.features);
-    neon_level best = cpu_features_best_level(&g.cpu);
-    if (best == NEON_LEVEL_NONE) {
-        if (reason && reason_size)
-            snprintf(reason, reason_size, "cpu-neon: this CPU (or kernel) reports no Advanced SIMD (asimd) in AT_HWCAP");
+    char cpu_name[96] = "";
+    unsigned have = ISA->detect(g.features, sizeof g.features, cpu_name, sizeof cpu_name);
+    const cpu_level *level = choose_level(have);
+    if (!level) {
+        if (reason && reason_size) ISA->why_none(g.features, reason, reason_size);
         g.n_devices = 0;
         return TSR_ERR_UNSUPPORTED;
     }
-    g.level = requested_level(best);
-    const char *force = getenv("TESSERA_NEON_FORCE_THREADS");
+    const char *force = getenv(ISA->threads_env);
     g.force_threads = force && *force && strcmp(force, "0") != 0;
-    if (g.level == NEON_LEVEL_I8MM) kernels_init_i8mm(&g.kernels);
-    else if (g.level == NEON_LEVEL_DOTPROD) kernels_init_dotprod(&g.kernels);
-    else kernels_init_neon(&g.kernels);
-    snprintf(g.description, sizeof g.description, "aarch64 CPU, %ld cores (%s kernels)",
-             sysconf(_SC_NPROCESSORS_ONLN), g.kernels.name);
+    level->init(&g.kernels);
+    snprintf(g.description, sizeof g.description, "%s (%s kernels)", cpu_name, g.kernels.name);
     g_device.api = &device_api;
     g_device.impl = &g;
     g.n_devices = 1;
@@ -336,10 +371,10 @@ static tsr_device *plugin_device_get(int32_t index) { return index == 0 && g.n_d
 
 static void plugin_shutdown(void) { memset(&g, 0, sizeof g); }
 
-static const tsr_plugin plugin = {
+static tsr_plugin plugin = {
     .abi_version = TSR_ABI_VERSION,
     .struct_size = sizeof(tsr_plugin),
-    .name = PLUGIN_NAME,
+    .name = NULL, /* set from cpu_isa_this by tsr_plugin_entry */
     .version = "0.1.0",
     .score = plugin_score,
     .init = plugin_init,
@@ -350,5 +385,6 @@ static const tsr_plugin plugin = {
 
 TSR_PLUGIN_EXPORT const tsr_plugin *tsr_plugin_entry(uint32_t host_abi_version) {
     if (TSR_ABI_MAJOR_OF(host_abi_version) != TSR_ABI_MAJOR) return NULL;
+    plugin.name = ISA->plugin_name;
     return &plugin;
 }

@@ -1,6 +1,6 @@
-/* quants — activation formats and plain C dot kernels (see quants.h); the
- * block decoders are in ../cpu-common/cpu_quants_decode.h. */
-#include "quants.h"
+/* cpu_mm_quants — activation formats and plain C dot kernels (see
+ * cpu_mm_quants.h); the block decoders are in cpu_quants_decode.h. */
+#include "cpu_mm_quants.h"
 
 #include <math.h>
 #include <string.h>
@@ -101,7 +101,7 @@ static inline int sum_s8_s8(const int8_t *q, const int8_t *a, int n) {
     static void NAME(int64_t K, const void *w, const void *act, size_t act_stride,       \
                      int nc, float *out) {                                               \
         const BLK *x = w;                                                                \
-        float acc[AVX_NC] = {0};                                                         \
+        float acc[CPU_NC] = {0};                                                         \
         uint8_t q[32];                                                                   \
         for (int64_t ib = 0; ib < K / 32; ib++) {                                        \
             const BLK *b = x + ib;                                                       \
@@ -139,7 +139,7 @@ static void dot_q8_0(int64_t K, const void *w, const void *act, size_t act_strid
 static void dot_q2_k(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q2_k *x = w;
     int8_t q[256];
-    float acc[AVX_NC] = {0};
+    float acc[CPU_NC] = {0};
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q2_k *b = x + ib;
         decode_q2k(b, q);
@@ -161,7 +161,7 @@ static void dot_q3_k(int64_t K, const void *w, const void *act, size_t act_strid
     const blk_q3_k *x = w;
     int8_t q[256];
     int sc[16];
-    float acc[AVX_NC] = {0};
+    float acc[CPU_NC] = {0};
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q3_k *b = x + ib;
         decode_q3k(b, q);
@@ -180,7 +180,7 @@ static void dot_q3_k(int64_t K, const void *w, const void *act, size_t act_strid
 static void dot_q45_k(int dtype, int64_t K, const void *w, const void *act, size_t act_stride,
                       int nc, float *out) {
     int8_t q[256];
-    float acc[AVX_NC] = {0};
+    float acc[CPU_NC] = {0};
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const uint8_t *scales;
         float d, dmin;
@@ -219,7 +219,7 @@ static void dot_q5_k(int64_t K, const void *w, const void *act, size_t act_strid
 static void dot_q6_k(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q6_k *x = w;
     int8_t q[256];
-    float acc[AVX_NC] = {0};
+    float acc[CPU_NC] = {0};
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q6_k *b = x + ib;
         decode_q6k(b, q);
@@ -234,7 +234,7 @@ static void dot_q6_k(int64_t K, const void *w, const void *act, size_t act_strid
     for (int c = 0; c < nc; c++) out[c] = acc[c];
 }
 
-avx_dot_fn quants_scalar_dot(int32_t dtype) {
+cpu_dot_fn quants_scalar_dot(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_F32: return dot_f32;
     case TSR_DTYPE_F16: return dot_f16;
@@ -251,4 +251,15 @@ avx_dot_fn quants_scalar_dot(int32_t dtype) {
     case TSR_DTYPE_Q6_K: return dot_q6_k;
     default: return NULL;
     }
+}
+
+/* ------------------------------------------ decoders for the kernels */
+
+void quants_decode_q2k(const blk_q2_k *b, int8_t *q) { decode_q2k(b, q); }
+void quants_decode_q3k(const blk_q3_k *b, int8_t *q) { decode_q3k(b, q); }
+void quants_decode_q5k(const blk_q5_k *b, int8_t *q) { decode_q5k(b, q); }
+void quants_q3k_scales(const uint8_t *packed, int *sc) { q3k_scales(packed, sc); }
+
+void quants_k4_scales(const uint8_t *packed, int *sc, int *mn) {
+    for (int j = 0; j < 8; j++) k4_scale_min(j, packed, &sc[j], &mn[j]);
 }

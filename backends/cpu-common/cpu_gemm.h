@@ -1,9 +1,9 @@
 /*
- * gemm — packed-panel matrix products for prompt processing.
+ * cpu_gemm — packed-panel matrix products for prompt processing.
  *
  * With many activation columns (N >= GEMM_MIN_N) the one-row-at-a-time dot
  * kernels spend most of their instructions unpacking weights and scaling
- * partial sums. A gemm_ops instead works like a BLAS: matmul.c
+ * partial sums. A gemm_ops instead works like a BLAS: cpu_matmul.c
  *   1. converts every activation column once, with act_from_f32, into the
  *      shared work area (act_row_bytes(K) bytes per column);
  *   2. cuts the weight rows into panels of `rows` rows; a thread takes a
@@ -14,11 +14,11 @@
  * of KiB per thread): weights stay read in place from the mapped file and
  * no memory is kept between products.
  *
- * A kernel table (kernels.h) holds one gemm_ops per weight dtype or NULL;
+ * A kernel table (cpu_kernels.h) holds one gemm_ops per weight dtype or NULL;
  * the dot kernels remain the path for decoding and small N.
  */
-#ifndef TESSERA_CPU_AVX_GEMM_H
-#define TESSERA_CPU_AVX_GEMM_H
+#ifndef TESSERA_CPU_COMMON_CPU_GEMM_H
+#define TESSERA_CPU_COMMON_CPU_GEMM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * matmul — MUL_MAT driver: dst[m, n, b2, b3] = sum_k src0[k, m, b2/r2, b3/r3]
+ * cpu_matmul — the CPU plugins' MUL_MAT driver: dst[m, n, b2, b3] = sum_k src0[k, m, b2/r2, b3/r3]
  * * src1[k, n, b2, b3].
  *
  * 1. Activations (src1 rows) are converted once, by all threads, to the
@@ -9,25 +9,28 @@
  * 2. The output is cut into chunks of (batch, column block, row block),
  *    handed out through an atomic counter so a thread slowed by another
  *    process does not hold the others up. Within a chunk, columns go in
- *    groups of NEON_NC and each weight row of the block is dotted with the
+ *    groups of CPU_NC and each weight row of the block is dotted with the
  *    whole group: the row block (~16 KiB of weights) stays in L1 across the
  *    column groups and the group's activations stay in L1 across the rows.
  *    With one column (decoding) a chunk is simply a run of weight rows and
  *    the loop streams the weights once: bandwidth-bound.
- *    With the i8mm kernels, quantized 32-block weights go two rows by two
- *    columns through smmla tiles instead (half the loads per product).
+ *    Where the kernel table has them, two-row kernels (dot2) or 2x2 tiles
+ *    (tile: two rows by two columns, e.g. cpu-neon's smmla) do the same
+ *    sums with fewer loads per product.
+ * With many columns and a gemm_ops for the weight type (cpu_gemm.h), steps 1
+ * and 2 are the packed-panel GEMM's instead: see gemm_compute below.
  * The straightforward version: for each (m, n, b) one dot of weight row m
  * with activation column n.
  */
 #include <string.h>
 
-#include "exec.h"
+#include "cpu_kernels.h"
 
 enum { COL_BLOCK = 128, ROW_BLOCK_BYTES = 16 * 1024 };
 
 static int64_t batch_count(const tsr_node *node) { return node->src[1]->ne[2] * node->src[1]->ne[3]; }
 
-int matmul_supports(const neon_kernels *k, const tsr_node *node) {
+int matmul_supports(const cpu_kernels *k, const tsr_node *node) {
     const tsr_tensor *w = node->src[0], *x = node->src[1], *d = node->dst;
     if (node->n_src < 2 || !w || !x || !d) return 0;
     if (w->dtype < 0 || w->dtype >= TSR_DTYPE_COUNT || !k->dot[w->dtype]) return 0;
@@ -47,13 +50,20 @@ int matmul_supports(const neon_kernels *k, const tsr_node *node) {
 /* Which kernel and activation format a product uses. */
 typedef struct mm_plan {
     act_kind kind;
-    neon_dot_fn dot;
-    neon_tile_fn tile; /* 2x2 tiles (i8mm), used when N >= 2; may be NULL */
+    cpu_dot_fn dot;
+    int offset; /* act8p zero point */
+    cpu_tile_fn tile; /* 2x2 tiles, used when N >= 2; may be NULL */
 } mm_plan;
 
-static mm_plan plan_for(const neon_kernels *k, const tsr_node *node) {
+static mm_plan plan_for(const cpu_kernels *k, const tsr_node *node) {
     int32_t t = node->src[0]->dtype;
-    mm_plan p = {quants_act_kind(t), k->dot[t], k->tile[t]};
+    mm_plan p = {quants_act_kind(t), k->dot[t], 0, k->tile[t]};
+    if (k->dot_pair[t] && node->src[0]->ne[0] % 64 == 0) {
+        p.kind = ACT_Q8P;
+        p.dot = k->dot_pair[t];
+        p.offset = k->pair_offset[t];
+        p.tile = NULL; /* tiles read the dot's activations */
+    }
     return p;
 }
 
@@ -62,8 +72,33 @@ static int act_in_place(const tsr_node *node) {
     return quants_act_kind(node->src[0]->dtype) == ACT_F32 && node->src[1]->nb[0] == 4;
 }
 
-size_t matmul_work_size(const neon_kernels *k, const tsr_node *node, int nth) {
+/* The packed-panel GEMM for this node, or NULL for the dot kernels. */
+static const gemm_ops *gemm_for(const cpu_kernels *k, const tsr_node *node) {
+    const int32_t t = node->src[0]->dtype;
+    const gemm_ops *g = k->gemm[t];
+    if (!g || node->dst->nb[0] != 4) return NULL;
+    /* few columns: the dot kernels, unless this type only has the plain C
+     * one, which is slower than packing the rows even for one column */
+    if (node->src[1]->ne[1] < GEMM_MIN_N && k->dot[t] != quants_scalar_dot(t)) return NULL;
+    if (node->dst->nb[1] % 4 != 0) return NULL;
+    return g;
+}
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Work area of the GEMM path: [activation columns][pack buffer per thread]
+ * [one gathered f32 row per thread]. */
+static size_t gemm_act_bytes(const gemm_ops *g, const tsr_node *node) {
     const tsr_tensor *x = node->src[1];
+    return (size_t)batch_count(node) * align64(g->act_bytes(x->ne[0], x->ne[1]));
+}
+
+size_t matmul_work_size(const cpu_kernels *k, const tsr_node *node, int nth) {
+    const tsr_tensor *x = node->src[1];
+    const gemm_ops *g = gemm_for(k, node);
+    if (g)
+        return gemm_act_bytes(g, node) + (size_t)nth * align64(g->pack_bytes(x->ne[0])) +
+               (size_t)nth * align64((size_t)x->ne[0] * 4);
     if (act_in_place(node)) return 0;
     act_kind kind = plan_for(k, node).kind;
     size_t rows = (size_t)(x->ne[1] * batch_count(node));
@@ -73,37 +108,83 @@ size_t matmul_work_size(const neon_kernels *k, const tsr_node *node, int nth) {
     return act + (size_t)nth * ((size_t)x->ne[0] * 4 + 64);
 }
 
+/* Activation row r = n + N*(b2 + B2*b3) of src1 as contiguous f32: in
+ * place, or gathered into tmp (K floats) when its elements are strided. */
+static const float *activation_row(const tsr_tensor *x, int64_t r, float *tmp) {
+    const int64_t K = x->ne[0], N = x->ne[1], B2 = x->ne[2];
+    const uint8_t *src = tensor_row(x, r % N, (r / N) % B2, r / (N * B2));
+    if (x->nb[0] == 4) return (const float *)src;
+    for (int64_t k = 0; k < K; k++) memcpy(&tmp[k], src + k * x->nb[0], 4);
+    return tmp;
+}
+
 /* Step 1: activation rows -> work, row r = n + N*(b2 + B2*b3). */
 static void convert_activations(cpu_exec *ex, const tsr_node *node, const mm_plan *plan, int ith, int nth) {
     const tsr_tensor *x = node->src[1];
-    const int64_t K = x->ne[0], N = x->ne[1], B2 = x->ne[2];
+    const int64_t K = x->ne[0], N = x->ne[1];
     act_kind kind = plan->kind;
     size_t row_bytes = quants_act_row_bytes(kind, K);
     int64_t nrows = N * batch_count(node);
     size_t act_total = ((size_t)nrows * row_bytes + 63) & ~(size_t)63;
     float *tmp = (float *)(ex->work + act_total + (size_t)ith * ((size_t)K * 4 + 64));
     for (int64_t r = ith; r < nrows; r += nth) {
-        int64_t n = r % N, b2 = (r / N) % B2, b3 = r / (N * B2);
-        const uint8_t *src = tensor_row(x, n, b2, b3);
-        const float *row = (const float *)src;
-        if (x->nb[0] != 4) {
-            for (int64_t k = 0; k < K; k++) memcpy(&tmp[k], src + k * x->nb[0], 4);
-            row = tmp;
-        }
+        const float *row = activation_row(x, r, tmp);
         uint8_t *dst = ex->work + (size_t)r * row_bytes;
         if (kind == ACT_Q8) ex->k->act8_from_f32(row, (act8 *)dst, K);
         else if (kind == ACT_Q8K) ex->k->act8k_from_f32(row, (act8k *)dst, K);
+        else if (kind == ACT_Q8P) quants_act8p_from_f32(row, (act8p *)dst, K, plan->offset, ex->k->act8_from_f32);
         else memcpy(dst, row, (size_t)K * 4);
     }
 }
 
+/* The GEMM path: columns converted by all threads, then panels of rows
+ * handed out through the atomic counter, one (panel, batch) per chunk. */
+static void gemm_compute(cpu_exec *ex, const tsr_node *node, const gemm_ops *g, int ith, int nth) {
+    const tsr_tensor *w = node->src[0], *x = node->src[1];
+    tsr_tensor *d = node->dst;
+    const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2];
+    const int64_t r2 = B2 / w->ne[2], r3 = x->ne[3] / w->ne[3];
+    const size_t act_batch = align64(g->act_bytes(K, N));
+    const size_t act_total = gemm_act_bytes(g, node), pack_size = align64(g->pack_bytes(K));
+    uint8_t *pack = ex->work + act_total + (size_t)ith * pack_size;
+    float *gather = (float *)(ex->work + act_total + (size_t)nth * pack_size + (size_t)ith * align64((size_t)K * 4));
+
+    if (ith == 0) atomic_store(&ex->next_chunk, 0);
+    const int64_t nrows = N * batch_count(node);
+    for (int64_t r = ith; r < nrows; r += nth) {
+        g->act_from_f32(ex->k, activation_row(x, r, gather), K, ex->work + (size_t)(r / N) * act_batch, r % N);
+    }
+    exec_barrier(ex);
+
+    const int64_t n_panels = (M + g->rows - 1) / g->rows;
+    const int64_t n_chunks = n_panels * batch_count(node);
+    for (;;) {
+        int64_t id = atomic_fetch_add_explicit(&ex->next_chunk, 1, memory_order_relaxed);
+        if (id >= n_chunks) break;
+        int64_t ip = id % n_panels, b = id / n_panels, b2 = b % B2, b3 = b / B2;
+        int64_t m0 = ip * g->rows;
+        int rows = (int)(M - m0 < g->rows ? M - m0 : g->rows);
+        const uint8_t *wrow = tensor_ptr(w) + m0 * w->nb[1] + (b2 / r2) * w->nb[2] + (b3 / r3) * w->nb[3];
+        g->pack(wrow, (size_t)w->nb[1], rows, K, pack);
+        const uint8_t *act = ex->work + (size_t)b * act_batch;
+        float *dst = (float *)(tensor_ptr(d) + m0 * 4 + b2 * d->nb[2] + b3 * d->nb[3]);
+        g->run(pack, rows, K, act, N, dst, (size_t)d->nb[1] / 4);
+    }
+}
+
 void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
+    const gemm_ops *g = gemm_for(ex->k, node);
+    if (g) {
+        gemm_compute(ex, node, g, ith, nth);
+        return;
+    }
     const tsr_tensor *w = node->src[0], *x = node->src[1];
     tsr_tensor *d = node->dst;
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2], B3 = x->ne[3];
     const int64_t r2 = B2 / w->ne[2], r3 = B3 / w->ne[3];
     const mm_plan plan = plan_for(ex->k, node);
-    const neon_dot_fn dot = plan.dot;
+    const cpu_dot_fn dot = plan.dot;
+    const cpu_dot2_fn dot2 = plan.kind == ACT_F32 ? ex->k->dot2[w->dtype] : NULL;
     const size_t w_row_bytes = (size_t)(K / tsr_dtype_block_size(w->dtype)) * (size_t)w->nb[0];
 
     if (ith == 0) atomic_store(&ex->next_chunk, 0);
@@ -115,8 +196,14 @@ void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
 
     int64_t rb, cb;
     if (N == 1) {
-        /* decoding: a few chunks per thread for balance, >= 8 rows */
-        rb = M / (4 * (int64_t)nth);
+        /* decoding: chunks of about 128 KiB of weights (>= 8 rows, >= 4
+         * per thread), so a thread slowed by another process costs the
+         * others at most one short chunk's wait at the barrier; not much
+         * smaller, as each chunk's atomic increment moves a cache line
+         * between cores (~80 ns here: ~3% of a token with 32 KiB chunks) */
+        const size_t chunk_bytes = 128 * 1024;
+        rb = (int64_t)(chunk_bytes / (w_row_bytes ? w_row_bytes : 1));
+        if (rb > M / (4 * (int64_t)nth)) rb = M / (4 * (int64_t)nth);
         if (rb < 8) rb = 8;
         cb = 1;
     } else {
@@ -159,8 +246,8 @@ void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
                 }
             }
         }
-        for (; n < n1; n += NEON_NC) {
-            int nc = (int)(n1 - n < NEON_NC ? n1 - n : NEON_NC);
+        for (; n < n1; n += CPU_NC) {
+            int nc = (int)(n1 - n < CPU_NC ? n1 - n : CPU_NC);
             const void *a;
             size_t a_stride;
             if (in_place) {
@@ -171,8 +258,18 @@ void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
                 a_stride = act_row;
             }
             uint8_t *dcol = tensor_ptr(d) + n * d->nb[1] + b2 * d->nb[2] + b3 * d->nb[3];
-            for (int64_t m = m0; m < m1; m++) {
-                float out[NEON_NC];
+            int64_t m = m0;
+            if (dot2 && nc > 1) /* two weight rows per activation load */
+                for (; m + 1 < m1; m += 2) {
+                    float out[2 * CPU_NC];
+                    dot2(K, wbase + m * w->nb[1], (size_t)w->nb[1], a, a_stride, nc, out);
+                    for (int c = 0; c < nc; c++) {
+                        memcpy(dcol + c * d->nb[1] + m * d->nb[0], &out[c], 4);
+                        memcpy(dcol + c * d->nb[1] + (m + 1) * d->nb[0], &out[CPU_NC + c], 4);
+                    }
+                }
+            for (; m < m1; m++) {
+                float out[CPU_NC];
                 dot(K, wbase + m * w->nb[1], a, a_stride, nc, out);
                 for (int c = 0; c < nc; c++)
                     memcpy(dcol + c * d->nb[1] + m * d->nb[0], &out[c], 4);

@@ -1,12 +1,17 @@
 /*
- * test_avx_ops — the cpu-avx plugin, op by op, against the ref backend.
+ * test_cpu_ops — a CPU plugin (cpu-avx or cpu-neon: both are the
+ * ../../backends/cpu-common core with one ISA's kernels), op by op, against
+ * the ref backend.
  *
- * Loads libtessera-backend-cpu-avx.so from TESSERA_BUILD_ROOT (the kernel
- * level follows TESSERA_AVX_LEVEL, so meson runs this once per level), builds
- * nodes over random host-memory tensors, computes them with the plugin's
- * queue and with ref_compute(), and compares.
+ * Usage: test_cpu_ops PLUGIN [LEVEL]. Loads libtessera-backend-PLUGIN.so from
+ * TESSERA_BUILD_ROOT; meson runs it once per kernel level, with the level in
+ * the plugin's variable (TESSERA_AVX_LEVEL, TESSERA_NEON_LEVEL) and as LEVEL.
+ * The test checks that level is the one that runs, or says skipped where
+ * this CPU lacks it (qemu -cpu max has every NEON level). It builds nodes
+ * over random host-memory tensors, computes them with the plugin's queue and
+ * with ref_compute(), and compares.
  *
- * Tolerances (error = max |avx - ref| / max |ref| over the output; for
+ * Tolerances (error = max |cpu - ref| / max |ref| over the output; for
  * MUL_MAT the divisor is at least sqrt(K) rms(W) rms(X), the size of a
  * typical output, so outputs that cancel to ~0 do not inflate it):
  *   float ops, F32-weight MUL_MAT              1e-4  (f32 vs ref's double sums)
@@ -131,11 +136,11 @@ static double max_err(const tsr_tensor *a, const tsr_tensor *b, int relative) {
     return relative ? err / (scale > scale_floor ? scale : scale_floor) : err;
 }
 
-/* Run node on avx (dst = out_avx) and on ref (dst = out_ref); compare. */
-static void check_node(const char *what, tsr_node node, tensor *out_avx, tensor *out_ref, double tol,
+/* Run node on the plugin (dst = out_cpu) and on ref (dst = out_ref); compare. */
+static void check_node(const char *what, tsr_node node, tensor *out_cpu, tensor *out_ref, double tol,
                        int relative) {
     checks++;
-    node.dst = &out_avx->t;
+    node.dst = &out_cpu->t;
     if (!device->api->supports_op(device, &node)) {
         printf("FAIL %-44s supports_op declined a well-formed node\n", what);
         failures++;
@@ -154,7 +159,7 @@ static void check_node(const char *what, tsr_node node, tensor *out_avx, tensor 
         failures++;
         return;
     }
-    double err = max_err(&out_avx->t, &out_ref->t, relative);
+    double err = max_err(&out_cpu->t, &out_ref->t, relative);
     int ok = err <= tol;
     printf("%s %-44s err %.3g (tol %.0e)\n", ok ? "ok  " : "FAIL", what, err, tol);
     if (!ok) failures++;
@@ -213,7 +218,7 @@ static void test_mul_mat(void) {
         /* K, M, N, B2 (src1), B2 (src0) */
         {512, 1, 1, 1, 1}, {512, 7, 1, 1, 1}, {256, 33, 3, 1, 1}, {512, 16, 4, 1, 1},
         {256, 70, 9, 1, 1}, {256, 5, 130, 1, 1}, {256, 9, 2, 4, 2},
-        {96, 6, 5, 1, 1}, /* K % 64 != 0: the 32-block types' other path */
+        {96, 6, 5, 1, 1}, /* K % 64 != 0: act8 path; odd 32-blocks, odd N (tile tail) */
         {8, 27, 27, 8, 4}, {27, 8, 27, 8, 4}, /* attention: K.q and V.kq, GQA */
         {512, 40, 67, 1, 1}, {256, 16, 16, 3, 1}, /* packed-panel GEMM: partial panels and tiles */
         {192, 5, 1, 1, 1}, {448, 3, 2, 1, 1}, /* K % 128 == 64: the decoding kernels' half group */
@@ -506,10 +511,46 @@ static void test_bad_input(void) {
     tensor_free(w), tensor_free(x), tensor_free(o), tensor_free(tab), tensor_free(idx), tensor_free(out);
 }
 
-int main(void) {
+/* What each level needs from the CPU (space-separated feature names as the
+ * device lists them) and the kernels it must run. */
+static const struct {
+    const char *level, *needs, *kernels;
+} levels[] = {
+    {"avx2", "", "(avx2 kernels)"},
+    {"avxvnni", "avxvnni", "(avxvnni kernels)"},
+    {"avx512", "avx512f avx512bw avx512vl", "(avx512"}, /* with VNNI where present */
+    {"avx512-novnni", "avx512f avx512bw avx512vl", "(avx512 kernels)"},
+    {"neon", "", "(neon kernels)"},
+    {"dotprod", "asimddp", "(dotprod kernels)"},
+    {"i8mm", "asimddp i8mm", "(i8mm kernels)"},
+};
+
+/* 1 if every name in the space-separated list needs is a word of have. */
+static int has_features(const char *have, const char *needs) {
+    char list[128];
+    snprintf(list, sizeof list, "%s", needs);
+    for (char *save = NULL, *w = strtok_r(list, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        size_t n = strlen(w);
+        const char *p = have;
+        int found = 0;
+        while (!found && (p = strstr(p, w)) != NULL) {
+            found = (p == have || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ');
+            p += n;
+        }
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argc > 3) {
+        printf("usage: test_cpu_ops PLUGIN [LEVEL]   (PLUGIN: cpu-avx or cpu-neon)\n");
+        return 2;
+    }
+    const char *name = argv[1], *level = argc > 2 ? argv[2] : NULL;
     const char *root = getenv("TESSERA_BUILD_ROOT");
     char path[4096];
-    snprintf(path, sizeof path, "%s/libtessera-backend-cpu-avx.so", root ? root : ".");
+    snprintf(path, sizeof path, "%s/libtessera-backend-%s.so", root ? root : ".", name);
     void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!so) {
         printf("FAIL cannot load %s: %s\n", path, dlerror());
@@ -521,6 +562,10 @@ int main(void) {
         printf("FAIL %s: no tsr_plugin_entry or it refused ABI %u\n", path, TSR_ABI_VERSION);
         return 1;
     }
+    if (strcmp(plugin->name, name) != 0) {
+        printf("FAIL %s calls itself '%s'\n", path, plugin->name);
+        return 1;
+    }
     if (entry(TSR_ABI_VERSION + (1u << 16)) != NULL) {
         printf("FAIL the plugin accepted a host of another major ABI\n");
         return 1;
@@ -528,14 +573,25 @@ int main(void) {
     char reason[256] = "";
     tsr_status st = plugin->init(&host, reason, sizeof reason);
     if (st != TSR_OK || plugin->device_count() < 1) {
-        printf("SKIP cpu-avx offers no device here: %s\n", reason);
+        printf("SKIP %s offers no device here: %s\n", name, reason);
         return 77;
     }
     device = plugin->device_get(0);
     tsr_device_info info = {.struct_size = sizeof info};
     device->api->get_info(device, &info);
-    printf("device: %s; features: %s; level %s\n", info.description, info.features,
-           getenv("TESSERA_AVX_LEVEL") ? getenv("TESSERA_AVX_LEVEL") : "(best)");
+    printf("device: %s; features: %s; level %s\n", info.description, info.features, level ? level : "(best)");
+    for (size_t i = 0; level && i < sizeof levels / sizeof levels[0]; i++) {
+        if (strcmp(levels[i].level, level) != 0) continue;
+        if (!has_features(info.features, levels[i].needs)) {
+            printf("SKIP level %s needs '%s'; this CPU has '%s'\n", level, levels[i].needs, info.features);
+            return 77;
+        }
+        if (!strstr(info.description, levels[i].kernels)) {
+            printf("FAIL level %s should run %s but the device says '%s'\n", level, levels[i].kernels,
+                   info.description);
+            return 1;
+        }
+    }
     if (info.kind != TSR_DEVICE_CPU || !info.host_visible || !info.reads_host_memory) {
         printf("FAIL device info: kind %d host_visible %d reads_host_memory %d\n", info.kind, info.host_visible,
                info.reads_host_memory);

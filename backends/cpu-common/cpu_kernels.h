@@ -1,0 +1,58 @@
+/*
+ * cpu_kernels — the per-ISA kernel table of a CPU plugin, and the matrix
+ * product driver (cpu_matmul.c) that calls through it.
+ *
+ * Each ISA folder (cpu-avx, cpu-neon) compiles its kernel source once per
+ * feature level with that level's target flags and fills one table per
+ * level (kernels_<level>.c); the plugin picks one table at init
+ * (cpu_isa.h) and every product goes through it, so no instruction newer
+ * than the chosen level ever runs. Types without a vector kernel get the
+ * plain C ones (cpu_mm_quants.h). A slot an ISA has no kernel for stays
+ * NULL and the driver takes the general path.
+ */
+#ifndef TESSERA_CPU_COMMON_CPU_KERNELS_H
+#define TESSERA_CPU_COMMON_CPU_KERNELS_H
+
+#include <stddef.h>
+
+#include <tessera/plugin.h>
+
+#include "cpu_exec.h"
+#include "cpu_gemm.h"
+#include "cpu_mm_quants.h"
+
+/* out[2*r + c] = dot(weight row w + r*w_stride bytes, activation column
+ * act + c*act_stride bytes), r, c in {0, 1}: a 2x2 output tile (cpu-neon's
+ * i8mm smmla computes one in one step per 8 elements). */
+typedef void (*cpu_tile_fn)(int64_t K, const void *w, size_t w_stride, const void *act,
+                            size_t act_stride, float *out);
+
+/* struct cpu_kernels: cpu_exec.k points at this table. */
+typedef struct cpu_kernels {
+    const char *name;                 /* the level's name, e.g. "avx2", "i8mm" */
+    cpu_dot_fn dot[TSR_DTYPE_COUNT];  /* per weight dtype; NULL: not supported */
+    /* Faster kernels over act8p activations, used when K % 64 == 0; NULL
+     * where there is none. pair_offset: the zero point act8p.corr uses. */
+    cpu_dot_fn dot_pair[TSR_DTYPE_COUNT];
+    int pair_offset[TSR_DTYPE_COUNT];
+    /* Two-row kernels for prompt processing (same sums, in the same order,
+     * as dot with nc > 1); NULL where there is none. */
+    cpu_dot2_fn dot2[TSR_DTYPE_COUNT];
+    /* 2x2 tiles for prompts over the dot's activations; NULL where none. */
+    cpu_tile_fn tile[TSR_DTYPE_COUNT];
+    /* x[i] = exp(x[i] - max) for n values (exactly 0 where x is -inf);
+     * returns the sum in double, as the softmax reference sums; NULL:
+     * cpu_rows.h's row exp. */
+    double (*exp_sub_sum)(float *x, int64_t n, float max);
+    void (*act8_from_f32)(const float *x, act8 *y, int64_t n);
+    void (*act8k_from_f32)(const float *x, act8k *y, int64_t n);
+    /* Packed-panel products for prompt processing (cpu_gemm.h); NULL: none. */
+    const gemm_ops *gemm[TSR_DTYPE_COUNT];
+} cpu_kernels;
+
+/* cpu_matmul.c: MUL_MAT through the table. */
+int matmul_supports(const cpu_kernels *k, const tsr_node *node);
+size_t matmul_work_size(const cpu_kernels *k, const tsr_node *node, int nth);
+void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+
+#endif

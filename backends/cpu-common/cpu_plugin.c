@@ -54,6 +54,7 @@ typedef struct cpu_queue {
     const tsr_node *nodes;
     int32_t n_nodes;
     volatile int stop; /* written by thread 0 before a barrier, read after */
+    int32_t n_threads; /* set_n_threads (ABI 1.1); 0: tsr_host.n_threads */
 } cpu_queue;
 
 static int node_supported(const tsr_node *node) {
@@ -107,7 +108,8 @@ static void run_nodes(void *ctx, int ith, int nth) {
 static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
     cpu_queue *q = queue->impl;
     if (n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
-    int nth = HOST_HAS(n_threads) && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = q->n_threads; /* a 1.0 host never sets it: the host's count */
+    if (nth < 1) nth = HOST_HAS(n_threads) && g.host->n_threads > 0 ? g.host->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nth < 1) nth = 1;
     if (nth > CPU_POOL_MAX_THREADS) nth = CPU_POOL_MAX_THREADS;
 
@@ -174,6 +176,13 @@ static tsr_status queue_synchronize(tsr_queue *queue) {
     return TSR_OK;
 }
 
+/* Each queue keeps its own count, so contexts with different -t that
+ * compute at the same time do not share one. */
+static void queue_set_n_threads(tsr_queue *queue, int32_t n_threads) {
+    cpu_queue *q = queue->impl;
+    q->n_threads = n_threads > 0 ? n_threads : 0;
+}
+
 static void queue_destroy(tsr_queue *queue) {
     if (!queue) return;
     cpu_queue *q = queue->impl;
@@ -189,6 +198,7 @@ static const tsr_queue_api queue_api = {
     .read = queue_read,
     .synchronize = queue_synchronize,
     .destroy = queue_destroy,
+    .set_n_threads = queue_set_n_threads,
 };
 
 /* ----------------------------------------------------------- device */

@@ -72,7 +72,6 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
             if (want && want[i]) ids[k++] = i;
         if (k == 0) ids[0] = n - 1;
     }
-    host_set_n_threads(ctx->params.n_threads);
     if (sched_compute(ctx->sched, bg.g) != 0) goto done;
     if (n_out > 0 && logits_out)
         memcpy(logits_out, bg.logits->t.data, (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));

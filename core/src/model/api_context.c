@@ -212,7 +212,9 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     };
     ctx->kv = kv_cache_new(&kp);
     if (!ctx->kv) goto fail;
-    ctx->sched = sched_new(tm->devices, tm->n_devices, NULL);
+    /* the context's thread count goes to its own queues (ABI 1.1
+     * set_n_threads), so contexts with different counts can decode at once */
+    ctx->sched = sched_new(tm->devices, tm->n_devices, &(sched_params){.n_threads = p.n_threads});
     if (!ctx->sched) goto fail;
     if (context_reserve(ctx) != 0) goto fail;
     free(layer_dev);
@@ -251,6 +253,7 @@ const tessera_model *tessera_context_model(const tessera_context *ctx) { return 
 int tessera_context_set_threads(tessera_context *ctx, int32_t n_threads) {
     if (n_threads < 0) return error_set("context: n_threads %d is negative", n_threads);
     ctx->params.n_threads = n_threads ? n_threads : default_threads();
+    sched_set_n_threads(ctx->sched, ctx->params.n_threads);
     return 0;
 }
 

@@ -61,8 +61,7 @@ static int32_t default_threads(void) {
 /* Whether dev can write the cache itself (CPY of F32 rows into the cache
  * type). A device that cannot keeps its layers' cache in host memory, where
  * the CPU writes it and the scheduler copies what the device reads. */
-static bool device_writes_cache(tsr_device *dev, int32_t kv_dtype, int64_t n_embd) {
-    if (!dev->api->supports_op) return false;
+static bool device_writes_cache(host_device *dev, int32_t kv_dtype, int64_t n_embd) {
     tsr_tensor src = {.dtype = TSR_DTYPE_F32, .ne = {n_embd, 1, 1, 1}, .name = "k"};
     tsr_tensor dst = {.dtype = kv_dtype, .ne = {n_embd, 1, 1, 1}, .name = "k_cache"};
     src.nb[0] = 4;
@@ -74,7 +73,7 @@ static bool device_writes_cache(tsr_device *dev, int32_t kv_dtype, int64_t n_emb
         dst.nb[d] = dst.nb[d - 1];
     }
     tsr_node node = {.op = TSR_OP_CPY, .n_src = 1, .dst = &dst, .src = {&src}};
-    return dev->api->supports_op(dev, &node) != 0;
+    return host_device_supports(dev, &node, NULL, 0);
 }
 
 /* Whether dev computes a FLASH_ATTN node over this model's cache types (one
@@ -186,8 +185,9 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
                   tessera_kv_type_name(p.type_v));
         goto fail;
     }
-    bool kv_on_gpu = m->gpu && device_writes_cache(m->gpu, dtype_k, n_embd_kv) &&
-                     device_writes_cache(m->gpu, dtype_v, n_embd_kv);
+    host_device *gpu = m->gpu && m->gpu_device >= 0 ? host_device_get(m->gpu_device) : NULL;
+    bool kv_on_gpu =
+        gpu && device_writes_cache(gpu, dtype_k, n_embd_kv) && device_writes_cache(gpu, dtype_v, n_embd_kv);
     if (m->gpu && m->n_gpu_layers > 0 && !kv_on_gpu)
         host_log(TSR_LOG_INFO, "model", "the GPU device cannot write the KV cache: keeping it in host memory");
     for (int32_t il = 0; il < m->hp.n_layer; il++) {

@@ -643,6 +643,7 @@ int host_device_open(host_device *d) {
 }
 
 static void device_close(host_device *d) {
+    if (!d->dev) return; /* a deferred plugin's device, never started */
     const tsr_device_api *api = d->dev->api;
     if (d->open_state == 1 && TSR_HAS_FIELD(tsr_device_api, api->struct_size, close) && api->close)
         api->close(d->dev);

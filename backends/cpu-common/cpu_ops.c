@@ -432,6 +432,16 @@ static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const int64_t n = a->ne[0];
     float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
     int64_t lo, hi;
+    if (!is_float(d->dtype)) { /* into a KV cache block type: contiguous f32 rows of dst's width */
+        const int64_t w = d->ne[0];
+        split_range(tensor_nrows(d), ith, nth, &lo, &hi);
+        for (int64_t r = lo; r < hi; r++) {
+            int64_t e1, e2, e3;
+            row_index(d, r, &e1, &e2, &e3);
+            cpu_quants_row_from_f32(d->dtype, (const float *)tensor_ptr(a) + r * w, tensor_row(d, e1, e2, e3), w);
+        }
+        return;
+    }
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
     if (!is_float(a->dtype)) {
         for (int64_t r = lo; r < hi; r++) {
@@ -518,16 +528,30 @@ static void op_argmax(const tsr_node *node, int ith, int nth) {
 
 /* FLASH_ATTN for one (query, head) per task with an online softmax:
  * out = sum_j softmax_j(scale * q.k_j + mask_j) v_j, GQA head h -> h / (H/H_kv).
- * K and V are F32 or F16; the query row is read once into f32. */
+ * The straightforward version is ref_attn.c. Here cells the mask sets to
+ * -inf are skipped before their rows are read; each other K and V row is
+ * brought to f32 once per task (fa_row: F16 with row_f16_to_f32, F16C on
+ * cpu-avx; F32, BF16 and the KV block types Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * IQ4_NL with
+ * cpu_quants_row_to_f32), then the score is row_dot over ROW_LANES partial
+ * sums and the update acc = acc * c + p * v is row_scale_add, both plain
+ * f32 loops the compiler vectorizes. Work per thread: q, acc, k and v rows. */
+static const float *fa_row(const tsr_tensor *t, int64_t j, int64_t hk, float *buf) {
+    const uint8_t *row = tensor_row(t, j, hk, 0);
+    if (t->dtype == TSR_DTYPE_F16) row_f16_to_f32((const uint16_t *)(const void *)row, buf, t->ne[0]);
+    else cpu_quants_row_to_f32(t->dtype, row, buf, t->ne[0]);
+    return buf;
+}
+
 static void op_flash_attn(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
     const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
     tsr_tensor *d = node->dst;
     const int64_t D = q->ne[0], n_q = q->ne[1], H = q->ne[2], n_kv = k->ne[1], H_kv = k->ne[2];
-    const int64_t group = H / H_kv;
+    const int64_t group = H / H_kv, stride = D + 16;
     const float scale = node->fparams[0];
-    float *qf = (float *)(ex->work + (size_t)ith * ((size_t)D * 8 + 128));
-    float *acc = qf + D + 16;
+    float *qf = (float *)(ex->work + (size_t)ith * ((size_t)stride * 16 + 128));
+    float *acc = qf + stride, *kf = acc + stride, *vf = kf + stride;
     int64_t lo, hi;
     split_range(n_q * H, ith, nth, &lo, &hi);
     for (int64_t t = lo; t < hi; t++) {
@@ -540,20 +564,16 @@ static void op_flash_attn(cpu_exec *ex, const tsr_node *node, int ith, int nth) 
         for (int64_t j = 0; j < n_kv; j++) {
             float mv = rm ? mask_at(mask, rm, j) : 0.0f;
             if (mv == -INFINITY) continue;
-            const uint8_t *rk = tensor_row(k, j, hk, 0);
-            float s = 0.0f;
-            for (int64_t i = 0; i < D; i++) s += qf[i] * load_float(k->dtype, rk + i * k->nb[0]);
-            s = s * scale + mv;
-            const uint8_t *rv = tensor_row(v, j, hk, 0);
-            if (s > mx) { /* rescale what was accumulated under the old max */
-                float c = mx == -INFINITY ? 0.0f : expf(mx - s);
-                for (int64_t i = 0; i < D; i++) acc[i] *= c;
+            float s = row_dot(qf, fa_row(k, j, hk, kf), D) * scale + mv;
+            float c = 1.0f; /* rescales what was accumulated under an older max */
+            if (s > mx) {
+                c = mx == -INFINITY ? 0.0f : expf(mx - s);
                 sum *= c;
                 mx = s;
             }
             float p = expf(s - mx);
             sum += p;
-            for (int64_t i = 0; i < D; i++) acc[i] += p * load_float(v->dtype, rv + i * v->nb[0]);
+            row_scale_add(acc, c, p, fa_row(v, j, hk, vf), D);
         }
         const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
         uint8_t *rd = tensor_row(d, h, iq, 0);
@@ -562,6 +582,23 @@ static void op_flash_attn(cpu_exec *ex, const tsr_node *node, int ith, int nth) 
 }
 
 /* -------------------------------------------------------- dispatch */
+
+/* FLASH_ATTN k/v: F32/F16/BF16 or a KV block type, rows of whole blocks
+ * (cpu_quants_row_to_f32 reads them). */
+/* Elements in row-major order without gaps (nb as if freshly allocated). */
+static int is_packed(const tsr_tensor *t) {
+    int64_t nb = 4;
+    for (int i = 0; i < 4; i++) {
+        if (t->ne[i] > 1 && t->nb[i] != nb) return 0;
+        nb *= t->ne[i];
+    }
+    return 1;
+}
+
+static int fa_kv_readable(const tsr_tensor *t) {
+    if (!tsr_flash_attn_kv_dtype(t->dtype) || !cpu_quants_row_supported(t->dtype)) return 0;
+    return t->nb[0] == tsr_dtype_block_bytes(t->dtype) && t->ne[0] % tsr_dtype_block_size(t->dtype) == 0;
+}
 
 int ops_supports(const tsr_node *node) {
     if (tsr_node_check(node, NULL, 0)) return 0; /* well-formed (ABI 1.1 checker) */
@@ -614,6 +651,9 @@ int ops_supports(const tsr_node *node) {
     case TSR_OP_CPY:
         if (tsr_tensor_nelements(a) != tsr_tensor_nelements(d)) return 0;
         if (is_float(a->dtype) && is_float(d->dtype)) return 1;
+        if (cpu_quants_from_f32_supported(d->dtype)) /* f32 rows packed as dst's, dst rows of whole blocks */
+            return is_f32(a) && is_packed(a) && d->nb[0] == tsr_dtype_block_bytes(d->dtype) &&
+                   d->ne[0] % 32 == 0;
         /* quantized -> F32 row by row */
         return cpu_quants_row_supported(a->dtype) && is_f32(d) && d->ne[0] == a->ne[0] &&
                a->nb[0] == tsr_dtype_block_bytes(a->dtype) && a->ne[0] % tsr_dtype_block_size(a->dtype) == 0;
@@ -633,7 +673,7 @@ int ops_supports(const tsr_node *node) {
         const tsr_tensor *m = node->n_src > 3 ? node->src[3] : NULL;
         if (node->n_src < 3 || !k || !v || !is_f32(a) || !is_f32(d)) return 0;
         if (!positive_shape(k) || !positive_shape(v)) return 0;
-        if (!is_float(k->dtype) || !is_float(v->dtype)) return 0;
+        if (!fa_kv_readable(k) || !fa_kv_readable(v)) return 0;
         if (k->ne[0] != a->ne[0] || v->ne[0] != a->ne[0] || v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2]) return 0;
         if (a->ne[2] % k->ne[2] != 0 || a->ne[3] != 1 || k->ne[3] != 1) return 0;
         if (d->ne[0] != a->ne[0] || d->ne[1] != a->ne[2] || d->ne[2] != a->ne[1]) return 0;
@@ -653,8 +693,8 @@ size_t ops_work_size(const tsr_node *node, int nth) {
     switch (node->op) {
     case TSR_OP_SOFT_MAX:
     case TSR_OP_GET_ROWS:
-    case TSR_OP_CPY: return (size_t)nth * ((size_t)a->ne[0] * 4 + 64);
-    case TSR_OP_FLASH_ATTN: return (size_t)nth * ((size_t)a->ne[0] * 8 + 128);
+    case TSR_OP_CPY: return (size_t)nth * ((size_t)(a->ne[0] > node->dst->ne[0] ? a->ne[0] : node->dst->ne[0]) * 4 + 64);
+    case TSR_OP_FLASH_ATTN: return (size_t)nth * (((size_t)a->ne[0] + 16) * 16 + 128);
     case TSR_OP_ROPE: return (size_t)nth * ((size_t)node->iparams[0] * 4 + 64);
     default: return 0;
     }

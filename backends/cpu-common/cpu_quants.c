@@ -2,6 +2,7 @@
  * cpu_quants.h): rows to f32 and back, and the activation quantizers. */
 #include "cpu_quants.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include <tessera/plugin.h>
@@ -14,7 +15,7 @@ int cpu_quants_row_supported(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_F32: case TSR_DTYPE_F16: case TSR_DTYPE_BF16:
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
-    case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
+    case TSR_DTYPE_Q8_0: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
     case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: return 1;
     default: return 0;
     }
@@ -76,6 +77,16 @@ void cpu_quants_row_to_f32(int32_t dtype, const void *src, float *y, int64_t n) 
             decode_nibbles(b->qs, q);
             add_high_bits(b->qh, q);
             for (int j = 0; j < 32; j++) y[j] = q[j] * d + m;
+            y += 32;
+            break;
+        }
+        case TSR_DTYPE_IQ4_NL: { /* Q4_0's layout; the nibble picks one of 16 non-uniform levels */
+            static const int8_t levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                              1,    13,   25,  38,  53,  69,  89,  113};
+            const blk_q4_0 *b = (const blk_q4_0 *)p + ib;
+            float d = cpu_fp16_to_f32(b->d);
+            decode_nibbles(b->qs, q);
+            for (int j = 0; j < 32; j++) y[j] = levels[q[j]] * d;
             y += 32;
             break;
         }
@@ -203,5 +214,106 @@ void cpu_quants_act8k_from_f32(const float *x, act8k *y, int64_t n) {
             y[ib].bsums[g] = (int16_t)s;
         }
         y[ib].d = 1.0f / iscale;
+    }
+}
+
+/* ------------------------------------------- f32 -> KV cache block types */
+
+/* As llama.cpp's reference row quantizers (and core's tensor/quant_legacy.c),
+ * same float operations in the same order, so the same bytes. */
+
+static float blk_signed_absmax(const float *x) { /* sign kept, first on ties */
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; j++)
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    return max;
+}
+
+static void blk_min_max(const float *x, float *min, float *max) {
+    *min = FLT_MAX, *max = -FLT_MAX;
+    for (int j = 0; j < 32; j++) {
+        if (x[j] < *min) *min = x[j];
+        if (x[j] > *max) *max = x[j];
+    }
+}
+
+/* Nibbles q[0..32) (low: elements 0..15, high: 16..31) and the fifth bits. */
+static void blk_pack(const uint8_t *q, uint8_t *qs, uint8_t *qh) {
+    uint32_t h = 0;
+    for (int j = 0; j < 16; j++) {
+        qs[j] = (uint8_t)((q[j] & 0x0f) | ((q[16 + j] & 0x0f) << 4));
+        h |= (uint32_t)((q[j] >> 4) & 1u) << j;
+        h |= (uint32_t)((q[16 + j] >> 4) & 1u) << (j + 16);
+    }
+    if (qh) memcpy(qh, &h, 4);
+}
+
+int cpu_quants_from_f32_supported(int32_t dtype) {
+    return dtype == TSR_DTYPE_Q8_0 || dtype == TSR_DTYPE_Q4_0 || dtype == TSR_DTYPE_Q4_1 ||
+           dtype == TSR_DTYPE_Q5_0 || dtype == TSR_DTYPE_Q5_1;
+}
+
+void cpu_quants_row_from_f32(int32_t dtype, const float *x, void *dst, int64_t n) {
+    uint8_t q[32];
+    for (int64_t ib = 0; ib < n / 32; ib++, x += 32) {
+        switch (dtype) {
+        case TSR_DTYPE_Q8_0: {
+            blk_q8_0 *b = (blk_q8_0 *)dst + ib;
+            float amax = 0.0f;
+            for (int j = 0; j < 32; j++) amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
+            const float d = amax / ((1 << 7) - 1), id = d ? 1.0f / d : 0.0f;
+            b->d = cpu_f32_to_fp16(d);
+            for (int j = 0; j < 32; j++) b->qs[j] = (int8_t)roundf(x[j] * id);
+            break;
+        }
+        case TSR_DTYPE_Q4_0:
+        case TSR_DTYPE_Q5_0: {
+            const int q5 = dtype == TSR_DTYPE_Q5_0, top = q5 ? 31 : 15;
+            const float d = blk_signed_absmax(x) / (q5 ? -16 : -8), id = d ? 1.0f / d : 0.0f;
+            const float off = q5 ? 16.5f : 8.5f;
+            for (int j = 0; j < 32; j++) {
+                const float v = x[j] * id;
+                const int t = (int8_t)(v + off);
+                q[j] = (uint8_t)(t < top ? t : top);
+            }
+            if (q5) {
+                blk_q5_0 *b = (blk_q5_0 *)dst + ib;
+                b->d = cpu_f32_to_fp16(d);
+                blk_pack(q, b->qs, b->qh);
+            } else {
+                blk_q4_0 *b = (blk_q4_0 *)dst + ib;
+                b->d = cpu_f32_to_fp16(d);
+                blk_pack(q, b->qs, NULL);
+            }
+            break;
+        }
+        case TSR_DTYPE_Q4_1:
+        case TSR_DTYPE_Q5_1: {
+            const int q5 = dtype == TSR_DTYPE_Q5_1;
+            float min, max;
+            blk_min_max(x, &min, &max);
+            const float d = (max - min) / (q5 ? (1 << 5) - 1 : (1 << 4) - 1), id = d ? 1.0f / d : 0.0f;
+            for (int j = 0; j < 32; j++) {
+                const float v = (x[j] - min) * id;
+                const int t = (int8_t)(v + 0.5f);
+                /* Q5_1 has no clamp (as llama.cpp: (max - min) / d <= 31) */
+                q[j] = q5 ? (uint8_t)(v + 0.5f) : (uint8_t)(t < 15 ? t : 15);
+            }
+            if (q5) {
+                blk_q5_1 *b = (blk_q5_1 *)dst + ib;
+                b->d = cpu_f32_to_fp16(d), b->m = cpu_f32_to_fp16(min);
+                blk_pack(q, b->qs, b->qh);
+            } else {
+                blk_q4_1 *b = (blk_q4_1 *)dst + ib;
+                b->d = cpu_f32_to_fp16(d), b->m = cpu_f32_to_fp16(min);
+                blk_pack(q, b->qs, NULL);
+            }
+            break;
+        }
+        default: return;
+        }
     }
 }

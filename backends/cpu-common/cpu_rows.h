@@ -161,6 +161,23 @@ static inline int64_t row_len_before_ninf(const float *x, int64_t n) {
     return n;
 }
 
+/* x . y in ROW_LANES float lanes: for (i) s += x[i] * y[i] */
+static inline float row_dot(const float *restrict x, const float *restrict y, int64_t n) {
+    float lane[ROW_LANES] = {0};
+    int64_t i = 0;
+    for (; i + ROW_LANES <= n; i += ROW_LANES)
+        for (int j = 0; j < ROW_LANES; j++) lane[j] += x[i + j] * y[i + j];
+    float s = 0.0f;
+    for (; i < n; i++) s += x[i] * y[i];
+    for (int j = 0; j < ROW_LANES; j++) s += lane[j];
+    return s;
+}
+
+/* y = y * c + p * x: for (i) y[i] = y[i] * c + p * x[i] */
+static inline void row_scale_add(float *restrict y, float c, float p, const float *restrict x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] * c + p * x[i];
+}
+
 /* sum of x[i] in double: sum += x[i] */
 static inline double row_sum(const float *x, int64_t n) {
     double lane[ROW_LANES] = {0};

@@ -84,6 +84,9 @@ int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, siz
     case TSR_OP_FLASH_ATTN:
         if (a->ne[0] > OCL_ATTN_MAX_D)
             return no(node, why, why_size, "head size %lld is over %d", (long long)a->ne[0], OCL_ATTN_MAX_D);
+        if (!tsr_dtype_is_float(node->src[1]->dtype) || !tsr_dtype_is_float(node->src[2]->dtype))
+            return no(node, why, why_size, "quantized k/v (%s/%s) are left to the CPU",
+                      tsr_dtype_name(node->src[1]->dtype), tsr_dtype_name(node->src[2]->dtype));
         return 1;
     default:
         return 1;

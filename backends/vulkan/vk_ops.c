@@ -102,6 +102,9 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
         return 1;
     case TSR_OP_FLASH_ATTN:
         if (a->ne[0] > 256) return decline(node, why, why_size, "head size %lld is above 256", (long long)a->ne[0]);
+        if (!tsr_dtype_is_float(node->src[1]->dtype) || !tsr_dtype_is_float(node->src[2]->dtype))
+            return decline(node, why, why_size, "quantized k/v (%s/%s) are left to the CPU",
+                           tsr_dtype_name(node->src[1]->dtype), tsr_dtype_name(node->src[2]->dtype));
         return 1;
     default:
         return 1;

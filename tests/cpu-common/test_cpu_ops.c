@@ -442,27 +442,7 @@ static void test_concat_argmax(void) {
     tensor_free(a), tensor_free(oa), tensor_free(or_);
 }
 
-static void test_flash_attn(void) {
-    int32_t kvt[] = {TSR_DTYPE_F32, TSR_DTYPE_F16};
-    for (int t = 0; t < 2; t++)
-        for (int with_mask = 0; with_mask < 2; with_mask++) {
-            const int64_t D = 64, nq = 3, H = 8, nkv = 21, Hkv = 2;
-            tensor *q = tensor_new(TSR_DTYPE_F32, D, nq, H, 1);
-            tensor *k = tensor_new(kvt[t], D, nkv, Hkv, 1), *v = tensor_new(kvt[t], D, nkv, Hkv, 1);
-            tensor *m = tensor_new(TSR_DTYPE_F16, nkv, 4, 1, 1);
-            float mf[21 * 4];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < nkv; j++) mf[i * nkv + j] = j > 18 + i ? -INFINITY : 0.0f;
-            dtype_traits_get(TSR_DTYPE_F16)->from_f32(mf, m->mem, nkv * 4);
-            tensor *oa = tensor_new(TSR_DTYPE_F32, D, H, nq, 1), *or_ = tensor_new(TSR_DTYPE_F32, D, H, nq, 1);
-            tsr_node n = make_node(TSR_OP_FLASH_ATTN, with_mask ? 4 : 3, &q->t, &k->t, &v->t, with_mask ? &m->t : NULL);
-            n.fparams[0] = 0.125f;
-            char what[64];
-            snprintf(what, sizeof what, "FLASH_ATTN K/V %s GQA 8/2%s", dtype_name(kvt[t]), with_mask ? " mask" : "");
-            check_node(what, n, oa, or_, 1e-4, 1);
-            tensor_free(q), tensor_free(k), tensor_free(v), tensor_free(m), tensor_free(oa), tensor_free(or_);
-        }
-}
+#include "kv_ops_tests.h"
 
 /* Malformed nodes are declined; a bad index is an error status. */
 static void test_bad_input(void) {
@@ -613,6 +593,7 @@ int main(int argc, char **argv) {
         test_cpy();
         test_concat_argmax();
         test_flash_attn();
+        test_cpy_to_kv_types();
         test_bad_input();
     }
     queue->api->destroy(queue);

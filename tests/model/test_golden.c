@@ -24,6 +24,8 @@
  *   --device    run on that device only (default: every CPU device)
  *   -ngl        layers offloaded to the first non-CPU device of --device
  *   --tie-cap   the cap of the near-tie threshold in mode real (default 0.1)
+ *   -fa on|off  flash attention (default off)
+ *   -ctk, -ctv  KV cache types (f16, q8_0, ...; default f16)
  *   --kernels   skip (exit 77) unless the device's description names these
  *               kernels, e.g. "avx512vnni" for "(avx512vnni kernels)": a
  *               level forced by TESSERA_AVX_LEVEL is never raised above
@@ -54,6 +56,7 @@ static int32_t argmax(const float *x, int32_t n) {
 }
 
 static double tie_cap = 0.1;
+static tessera_context_params ctx_opts; /* -fa, -ctk, -ctv */
 
 static int run_case(tessera_model *m, const golden_case *g, const char *mode, result *r) {
     memset(r, 0, sizeof *r);
@@ -63,7 +66,7 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
     r->tokens_ok = n == g->n_tokens && !memcmp(toks, g->tokens, (size_t)n * sizeof *toks);
     if (!r->tokens_ok) printf("  tokens differ: got %d tokens, golden %d\n", n, g->n_tokens);
 
-    tessera_context_params cp = tessera_context_default_params();
+    tessera_context_params cp = ctx_opts;
     cp.n_ctx = (uint32_t)(g->n_tokens + g->n_greedy + 1);
     if (cp.n_ctx < 64) cp.n_ctx = 64;
     cp.n_threads = 2;
@@ -167,6 +170,7 @@ int main(int argc, char **argv) {
     double tol = 1e-3;
     const char *model_arg = NULL, *golden_arg = NULL, *device = NULL, *kernels = NULL;
     int32_t ngl = 0;
+    ctx_opts = tessera_context_default_params();
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
             model_arg = argv[++i];
@@ -180,6 +184,17 @@ int main(int argc, char **argv) {
             kernels = argv[++i];
         else if (!strcmp(argv[i], "-ngl") && i + 1 < argc)
             ngl = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-fa") && i + 1 < argc)
+            ctx_opts.flash_attn = !strcmp(argv[++i], "on") ? TESSERA_FLASH_ATTN_ON : TESSERA_FLASH_ATTN_OFF;
+        else if ((!strcmp(argv[i], "-ctk") || !strcmp(argv[i], "-ctv")) && i + 1 < argc) {
+            int t = tessera_kv_type_from_name(argv[i + 1]);
+            if (t < 0) {
+                fprintf(stderr, "test_golden: %s %s is not a KV cache type\n", argv[i], argv[i + 1]);
+                return 2;
+            }
+            *(argv[i][3] == 'k' ? &ctx_opts.type_k : &ctx_opts.type_v) = (tessera_kv_type)t;
+            i++;
+        }
         else
             tol = atof(argv[i]);
     }

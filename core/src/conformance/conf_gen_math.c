@@ -186,36 +186,49 @@ void conf_gen_rope(conf_runner *r) {
 
 /* ----------------------------------------------------------- FLASH_ATTN */
 
+/* The looser of two tolerances (per field). */
+static conf_tol tol_max(conf_tol a, conf_tol b) {
+    return (conf_tol){fmax(a.abs, b.abs), fmax(a.rel, b.rel), fmax(a.norm, b.norm)};
+}
+
+
 void conf_gen_flash_attn(conf_runner *r) {
     static const int64_t configs[][5] = {
         /* D, n_q, n_kv, H, H_kv */
         {64, 1, 17, 4, 4}, {64, 7, 33, 4, 2}, {32, 5, 64, 8, 1}, {128, 3, 256, 2, 2}, {64, 1, 1, 2, 1},
     };
-    static const int32_t kv_types[] = {TSR_DTYPE_F32, TSR_DTYPE_F16};
+    /* K, V types: the plain ones with every mask; BF16, the KV cache's
+     * block types (ABI 1.2) and a mixed pair with an F16 mask only. */
+    static const int32_t kv_types[][2] = {
+        {TSR_DTYPE_F32, TSR_DTYPE_F32},   {TSR_DTYPE_F16, TSR_DTYPE_F16},   {TSR_DTYPE_BF16, TSR_DTYPE_BF16},
+        {TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0}, {TSR_DTYPE_Q4_0, TSR_DTYPE_Q4_0}, {TSR_DTYPE_Q4_1, TSR_DTYPE_Q4_1},
+        {TSR_DTYPE_Q5_0, TSR_DTYPE_Q5_0}, {TSR_DTYPE_Q5_1, TSR_DTYPE_Q5_1}, {TSR_DTYPE_IQ4_NL, TSR_DTYPE_IQ4_NL},
+        {TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_0},
+    };
     static const int32_t masks[] = {-1, TSR_DTYPE_F16, TSR_DTYPE_F32};
     for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++)
-        for (int t = 0; t < 2; t++)
+        for (size_t t = 0; t < sizeof kv_types / sizeof kv_types[0]; t++)
             for (int m = 0; m < 3; m++)
                 for (int v = 0; v < 2; v++) {
                     /* v1: q a permuted view, k/v padded views of a cache
                      * (only with an F16 mask, to keep the count small) */
-                    if (v == 1 && m != 1) continue;
+                    if ((v == 1 || t >= 2) && m != 1) continue;
                     const int64_t D = configs[k][0], n_q = configs[k][1], n_kv = configs[k][2];
                     const int64_t H = configs[k][3], H_kv = configs[k][4];
-                    const int32_t kvt = kv_types[t], mdt = masks[m];
+                    const int32_t kt = kv_types[t][0], vt = kv_types[t][1], mdt = masks[m];
                     conf_case c;
                     conf_case_init(&c, TSR_OP_FLASH_ATTN,
-                                   "FLASH_ATTN D %lld n_q %lld n_kv %lld H %lld/%lld K/V %s mask %s%s",
+                                   "FLASH_ATTN D %lld n_q %lld n_kv %lld H %lld/%lld K %s V %s mask %s%s",
                                    (long long)D, (long long)n_q, (long long)n_kv, (long long)H,
-                                   (long long)H_kv, dtype_name(kvt), mdt < 0 ? "none" : dtype_name(mdt),
-                                   v ? " views" : "");
-                    c.tol = conf_tolerance(TSR_OP_FLASH_ATTN, kvt);
+                                   (long long)H_kv, dtype_name(kt), dtype_name(vt),
+                                   mdt < 0 ? "none" : dtype_name(mdt), v ? " views" : "");
+                    c.tol = tol_max(conf_tolerance(TSR_OP_FLASH_ATTN, kt), conf_tolerance(TSR_OP_FLASH_ATTN, vt));
                     c.node.fparams[0] = 1.0f / sqrtf((float)D);
                     conf_case_src(r, &c, 0, F32, NE(D, n_q, H, 1), v ? CONF_PERMUTED : CONF_CONTIG,
                                   conf_uniform(-1, 1));
-                    conf_case_src(r, &c, 1, kvt, NE(D, n_kv, H_kv, 1), v ? CONF_PADDED : CONF_CONTIG,
+                    conf_case_src(r, &c, 1, kt, NE(D, n_kv, H_kv, 1), v ? CONF_PADDED : CONF_CONTIG,
                                   conf_uniform(-1, 1));
-                    conf_case_src(r, &c, 2, kvt, NE(D, n_kv, H_kv, 1), v ? CONF_PADDED : CONF_CONTIG,
+                    conf_case_src(r, &c, 2, vt, NE(D, n_kv, H_kv, 1), v ? CONF_PADDED : CONF_CONTIG,
                                   conf_uniform(-1, 1));
                     if (mdt >= 0)
                         conf_case_src(r, &c, 3, mdt, NE(n_kv, n_q + 3, 1, 1), CONF_CONTIG,
@@ -315,10 +328,6 @@ void conf_gen_malformed(conf_runner *r) {
  * asynchronously must order it (a later node reads what an earlier one
  * wrote, or overwrites it in place). Errors propagate along a chain, so
  * later nodes get the tolerance of the loosest node before them. */
-
-static conf_tol tol_max(conf_tol a, conf_tol b) {
-    return (conf_tol){fmax(a.abs, b.abs), fmax(a.rel, b.rel), fmax(a.norm, b.norm)};
-}
 
 /* rms_norm -> mul by a norm weight -> mul_mat -> silu -> add bias */
 static void graph_ffn(conf_runner *r, int32_t wdt) {

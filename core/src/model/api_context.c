@@ -104,10 +104,12 @@ static bool device_runs_flash_attn(host_device *d, const model_hparams *hp, int3
 }
 
 /* -fa: on and off as asked; auto is on when every device of the model
- * computes FLASH_ATTN over these cache types. */
+ * computes FLASH_ATTN over these cache types, and with a quantized V cache
+ * (which needs it; what a device declines falls back). */
 static bool context_flash_attn(const tessera_model *tm, const tessera_context_params *p, int32_t dtype_k,
                                int32_t dtype_v) {
     if (p->flash_attn != TESSERA_FLASH_ATTN_AUTO) return p->flash_attn == TESSERA_FLASH_ATTN_ON;
+    if (tsr_dtype_block_size(dtype_v) != 1) return true;
     bool all = true;
     for (int32_t i = 0; i < tm->n_devices; i++) {
         bool yes = device_runs_flash_attn(tm->devices[i], &tm->m->hp, dtype_k, dtype_v);

@@ -55,6 +55,8 @@ typedef struct bench_result {
     const char *devices;
     int ngl, threads, n_prompt, n_gen, n_depth, reps;
     uint64_t memory; /* weights + KV + compute buffers over the devices (tessera_context_memory) */
+    tessera_kv_type type_k, type_v;
+    tessera_flash_attn flash_attn;
     double ts_mean, ts_sd;
     double samples[64];
 } bench_result;
@@ -273,13 +275,19 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* The markdown table shows type_k, type_v and fa (as llama-bench) when one
+ * of them is not the default. */
+static int md_cache_columns;
+
 static void print_header(out_format fmt) {
     if (fmt == OUT_MD) {
-        printf("| model | size | params | devices | ngl | threads | memory | test | t/s |\n");
-        printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+        printf("| model | size | params | devices | ngl | threads |%s memory | test | t/s |\n",
+               md_cache_columns ? " type_k | type_v | fa |" : "");
+        printf("| --- | ---: | ---: | --- | ---: | ---: |%s ---: | ---: | ---: |\n",
+               md_cache_columns ? " --- | --- | ---: |" : "");
     } else if (fmt == OUT_CSV) {
-        printf("model,model_size,model_n_params,devices,n_gpu_layers,n_threads,memory_bytes,n_prompt,n_gen,n_depth,reps,"
-               "avg_ts,stddev_ts\n");
+        printf("model,model_size,model_n_params,devices,n_gpu_layers,n_threads,type_k,type_v,flash_attn,memory_bytes,"
+               "n_prompt,n_gen,n_depth,reps,avg_ts,stddev_ts\n");
     } else {
         printf("[\n");
     }
@@ -293,12 +301,17 @@ static void print_result(out_format fmt, const bench_result *r, int first) {
     test_name(r, test, sizeof test);
     if (fmt == OUT_MD) {
         double params = (double)r->model_params;
-        printf("| %s | %s | %.2f %s | %s | %d | %d | %s | %s | %.2f ± %.2f |\n", r->model_name, size,
+        char cache[64] = "";
+        if (md_cache_columns)
+            snprintf(cache, sizeof cache, " %s | %s | %s |", tessera_kv_type_name(r->type_k),
+                     tessera_kv_type_name(r->type_v), cli_flash_attn_name(r->flash_attn));
+        printf("| %s | %s | %.2f %s | %s | %d | %d |%s %s | %s | %.2f ± %.2f |\n", r->model_name, size,
                params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M", r->devices, r->ngl, r->threads,
-               mem, test, r->ts_mean, r->ts_sd);
+               cache, mem, test, r->ts_mean, r->ts_sd);
     } else if (fmt == OUT_CSV) {
-        printf("\"%s\",%llu,%llu,\"%s\",%d,%d,%llu,%d,%d,%d,%d,%.4f,%.4f\n", r->model_name,
+        printf("\"%s\",%llu,%llu,\"%s\",%d,%d,%s,%s,%s,%llu,%d,%d,%d,%d,%.4f,%.4f\n", r->model_name,
                (unsigned long long)r->model_bytes, (unsigned long long)r->model_params, r->devices, r->ngl, r->threads,
+               tessera_kv_type_name(r->type_k), tessera_kv_type_name(r->type_v), cli_flash_attn_name(r->flash_attn),
                (unsigned long long)r->memory, r->n_prompt, r->n_gen, r->n_depth, r->reps, r->ts_mean, r->ts_sd);
     } else {
         printf("%s  {\"model\": ", first ? "" : ",\n");
@@ -309,9 +322,11 @@ static void print_result(out_format fmt, const bench_result *r, int first) {
                (unsigned long long)r->model_params);
         json_str(stdout, r->devices);
         printf(", \"memory_bytes\": %llu", (unsigned long long)r->memory);
-        printf(", \"n_gpu_layers\": %d, \"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, "
+        printf(", \"n_gpu_layers\": %d, \"n_threads\": %d, \"type_k\": \"%s\", \"type_v\": \"%s\", \"flash_attn\": \"%s\", "
+               "\"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, "
                "\"test\": \"%s\", \"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ts\": [",
-               r->ngl, r->threads, r->n_prompt, r->n_gen, r->n_depth, test, r->ts_mean, r->ts_sd);
+               r->ngl, r->threads, tessera_kv_type_name(r->type_k), tessera_kv_type_name(r->type_v),
+               cli_flash_attn_name(r->flash_attn), r->n_prompt, r->n_gen, r->n_depth, test, r->ts_mean, r->ts_sd);
         for (int i = 0; i < r->reps; i++) printf("%s%.4f", i ? ", " : "", r->samples[i]);
         printf("]}");
     }
@@ -420,6 +435,8 @@ int cmd_bench(int argc, char **argv) {
     if (o.devices.n == 0) o.devices = (str_list){1, {NULL}};
 
     int status = 0, first = 1;
+    md_cache_columns = o.cache_type[0] != TESSERA_KV_F16 || o.cache_type[1] != TESSERA_KV_F16 ||
+                       o.flash_attn != TESSERA_FLASH_ATTN_OFF;
     for (int m = 0; m < o.models.n && !status; m++) {
         for (int d = 0; d < o.devices.n && !status; d++) {
             for (int g = 0; g < o.ngl.n && !status; g++) {
@@ -439,6 +456,9 @@ int cmd_bench(int argc, char **argv) {
                 proto.model_params = tessera_model_n_params(model);
                 proto.devices = tessera_model_devices(model); /* those used, not those asked for */
                 proto.ngl = o.ngl.v[g];
+                proto.type_k = o.cache_type[0];
+                proto.type_v = o.cache_type[1];
+                proto.flash_attn = o.flash_attn;
                 if (o.p.verbose) fprintf(stderr, "bench: %s: %s\n", proto.model_name, tessera_model_desc(model));
                 for (int t = 0; t < o.threads.n && !status; t++)
                     if (bench_threads(&o, model, &proto, o.threads.v[t], &first) != 0) status = 1;

@@ -58,7 +58,21 @@ r = bench("-m", MODEL, "-p", "0", "-n", "3", "-r", "1")
 check(r.returncode == 0 and "| tg3 |" in r.stdout and "± " in r.stdout, "md: a tg3 row with mean ± sd")
 check("| memory |" in r.stdout, "md: a memory column")
 
-for args, needle in [(["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-d", "-1"], "-d expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
+# -ctk/-ctv/-fa: the cache columns in every format
+r = bench("-m", MODEL, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-ctk", "q8_0", "-ctv", "q4_0", "-fa", "on", "-o", "json")
+rows = json.loads(r.stdout) if r.returncode == 0 else []
+check(len(rows) == 2 and all((row["type_k"], row["type_v"], row["flash_attn"]) == ("q8_0", "q4_0", "on") and
+                             row["avg_ts"] > 0 for row in rows), "json: -ctk q8_0 -ctv q4_0 -fa on rows (%s)" % r.stderr[-200:])
+r = bench("-m", MODEL, "-p", "0", "-n", "2", "-r", "1", "-t", "1", "-ctk", "q8_0", "-fa", "on")
+check(r.returncode == 0 and "| q8_0 | f16 | on | " in r.stdout and "| tg2 |" in r.stdout, "md: type_k, type_v and fa columns")
+r = bench("-m", MODEL, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-fa", "auto", "-o", "csv")
+lines = list(csv.DictReader(io.StringIO(r.stdout)))
+check(r.returncode == 0 and len(lines) == 1 and lines[0]["flash_attn"] == "auto" and lines[0]["type_k"] == "f16",
+      "csv: flash_attn and cache type columns")
+
+for args, needle in [(["-m", MODEL, "-ctv", "q4_0", "-p", "4", "-n", "0", "-r", "1"], "-fa on"),
+                     (["-m", MODEL, "-ctk", "q7"], "-ctk expects"), (["-m", MODEL, "-fa", "yes"], "-fa expects"),
+                     (["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-d", "-1"], "-d expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
                      (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "-m MODEL is required"),
                      (["-m", MODEL, "--frobnicate"], "unknown option '--frobnicate'"),
                      (["-m", MODEL, "-r"], "-r needs a value"),

@@ -7,12 +7,16 @@
 #include "tensor/dtype.h"
 
 /* llama.cpp's CPU backend multiplies an F16 cache with F16 copies of q and
- * of the attention weights. ref's MUL_MAT rounds like that itself, cpu-avx's
- * and cpu-neon's F16 products do not yet (they take f32 activations), so the
- * rounding is spelled out here for every device until they do. */
+ * of the attention weights, and a block-type K cache (flash attention) with
+ * q quantized to 8 bits (Q8_0, or Q8_1 whose values are the same). ref's
+ * MUL_MAT rounds like that itself, FLASH_ATTN and cpu-avx's and cpu-neon's
+ * F16 products do not (they take f32 activations), so the rounding is
+ * spelled out here for every device. */
 static graph_tensor *round_like_cache(graph *g, graph_tensor *t, int32_t cache_dtype) {
-    if (cache_dtype != TSR_DTYPE_F16) return t;
-    return graph_cast(g, graph_cast(g, t, TSR_DTYPE_F16), TSR_DTYPE_F32);
+    int32_t via = cache_dtype;
+    if (tsr_dtype_block_size(cache_dtype) > 1) via = TSR_DTYPE_Q8_0;
+    else if (cache_dtype != TSR_DTYPE_F16) return t;
+    return graph_cast(g, graph_cast(g, t, via), TSR_DTYPE_F32);
 }
 
 static graph_tensor *named(graph_tensor *t, const char *name, int il) {
@@ -134,7 +138,7 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
     if (b->io->attn_temp) q = graph_mul(g, q, b->io->attn_temp);
     if (kv->flash_attn) {
         graph_tensor *V = graph_view_3d(g, vc, D, n_kv, Hkv, v_row, v_head, 0); /* [D, n_kv, Hkv] */
-        graph_tensor *qp = graph_permute(g, q, 0, 2, 1, 3);                      /* [D, T, H] */
+        graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv->dtype_k), 0, 2, 1, 3); /* [D, T, H] */
         graph_tensor *o = graph_flash_attn(g, qp, K, V, mask, kq_scale);         /* [D, H, T] */
         return graph_reshape_2d(g, named(o, "fattn", il), D * H, T);
     }

@@ -240,6 +240,22 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
     return 0;
 }
 
+/* --context-shift with a full context: drop half of what follows the first
+ * --keep tokens (-1: the turn's whole prompt) from the cache, and from
+ * s->cached, which mirrors it. The next turn's rendering then matches the
+ * cache only up to the kept tokens and decodes the rest again. */
+static int shift_context(chat_session *s, const chat_turn_info *info) {
+    const bool has_bos = s->cached.n > 0 && s->cached.ids[0] == tessera_token_bos(s->model);
+    const int32_t keep = cli_shift_keep(s->p, info->n_prompt, has_bos);
+    int32_t pos = s->cached.n;
+    if (cli_context_shift(s->cmd, s->ctx, 0, keep, &pos, s->p->verbose) != 0) return -1;
+    const int32_t n_discard = s->cached.n - pos;
+    memmove(s->cached.ids + keep, s->cached.ids + keep + n_discard,
+            (size_t)(s->cached.n - keep - n_discard) * sizeof *s->cached.ids);
+    s->cached.n = pos;
+    return 0;
+}
+
 /* Sample, emit and decode the reply token by token into reply. 0 ok (the
  * reason in info->end), -1 error. */
 static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_piece, void *user,
@@ -254,10 +270,11 @@ static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_pie
             break;
         }
         if (limit >= 0 && info->n_gen >= limit) break;
-        if (s->cached.n >= s->n_ctx) {
+        if (s->cached.n >= s->n_ctx && !s->p->context_shift) {
             info->end = CHAT_END_FULL;
             break;
         }
+        if (s->cached.n >= s->n_ctx && shift_context(s, info) != 0) return -1;
         const float *logits = tessera_logits(s->ctx, -1);
         if (!logits) {
             fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());

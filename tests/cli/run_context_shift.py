@@ -6,7 +6,7 @@ into a loop: at least 30% distinct words (measured 0.36-0.40 for --keep 0,
 4, -1) and no word repeated more than 3 times in a row. This guards the
 loop; that the shifted keys are right is test_kv_shift's proof (a shift
 without re-rotation writes made-up words here, distinct 0.66, which this
-ratio does not catch).""" 
+ratio does not catch). tessera chat -p: 300 tokens through the shifts too.""" 
 import re
 
 from cli_common import STORIES, Checker, best_cpu_device, crashed, require, run
@@ -40,6 +40,17 @@ for keep in ("0", "4", "-1"):
     c.check(ratio >= 0.3 and longest <= 3, f"--keep {keep}: distinct {ratio:.2f}, longest run {longest}: {out!r}")
     print(f"--keep {keep}: {shifts} shifts, {len(tail)} words after the first, distinct {ratio:.2f}, "
           f"longest repeat {longest}")
+
+# tessera chat: the reply goes on through shifts of the conversation's cache
+# (the cached token list follows the cache, so the reply stays one turn).
+CHAT = ["chat", "-m", STORIES, "--device", CPU, "-t", "1", "-p", "Once upon a time", "-n", "300", "-c", "64",
+        "--temp", "0", "--verbose"]
+rc, out, err = run(CHAT)
+c.check(rc == 0 and "context full" in err, f"chat without --context-shift: rc {rc}: {err[-300:]!r}")
+rc, out, err = run(CHAT + ["--context-shift"])
+shifts = err.count("[context shift:")
+c.check(rc == 0 and not crashed(rc, err) and "[300 tokens in" in err and shifts >= 3,
+        f"chat --context-shift: rc {rc}, {shifts} shifts: {err[-300:]!r}")
 
 rc, out, err = run(BASE + ["--context-shift", "--keep", "x"])
 c.check(rc != 0 and "--keep" in err, f"--keep x: rc {rc}: {err!r}")

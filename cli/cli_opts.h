@@ -48,7 +48,7 @@ enum {
     CLI_G_PLUGINS = 1u << 7,  /* --plugin-dir alone (commands without devices) */
     CLI_G_ESCAPE = 1u << 8,
     CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
-    CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat; serve not yet) */
+    CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat, serve) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,

@@ -152,8 +152,8 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     return ctx;
 }
 
-int32_t cli_shift_keep(const cli_params *p, int32_t n_prompt, bool has_bos) {
-    int32_t keep = p->n_keep < 0 ? n_prompt : p->n_keep + (has_bos ? 1 : 0);
+int32_t cli_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos) {
+    int32_t keep = n_keep < 0 ? n_prompt : n_keep + (has_bos ? 1 : 0);
     return keep > n_prompt ? n_prompt : keep;
 }
 

@@ -35,7 +35,7 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
 
 /* --context-shift: the positions a shift keeps, --keep N after a BOS, the
  * whole prompt for -1 (never more than the prompt). */
-int32_t cli_shift_keep(const cli_params *p, int32_t n_prompt, bool has_bos);
+int32_t cli_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos);
 /* Sequence seq's context is full at *pos: drop half of what follows its
  * first keep positions (tessera_seq_shift) and lower *pos by as much.
  * 0, or -1 with the error printed. */

@@ -108,7 +108,7 @@ static const cli_command serve_cmd = {
              "share the model and one KV cache; the requests in them are decoded together,\n"
              "one batch per step. Ctrl-C (or SIGTERM) stops accepting, lets running requests\n"
              "finish for --shutdown-grace seconds, then stops the server.",
-    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE,
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE | CLI_G_SHIFT,
     .own = serve_own,
 };
 
@@ -212,7 +212,9 @@ int cmd_serve(int argc, char **argv) {
                               .ctx = ctx,
                               .n_slots = (int32_t)o.parallel,
                               .max_queue = (int32_t)o.queue,
-                              .slot_ctx = api.slot_ctx};
+                              .slot_ctx = api.slot_ctx,
+                              .context_shift = o.p.context_shift,
+                              .n_keep = o.p.n_keep};
     engine = serve_engine_new(&ep);
     if (!engine || serve_engine_start(engine) != 0) {
         fprintf(stderr, "tessera serve: cannot start the engine (out of memory or threads)\n");

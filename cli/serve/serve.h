@@ -175,6 +175,8 @@ typedef struct serve_engine_params {
     int32_t n_slots;
     int32_t max_queue;    /* requests waiting for a slot before 503 */
     int32_t slot_ctx;     /* positions one slot may hold */
+    bool context_shift;   /* a full slot drops half of what follows n_keep (else "length") */
+    int32_t n_keep;       /* --keep: tokens after BOS a shift keeps; -1: the whole prompt */
 } serve_engine_params;
 
 serve_engine *serve_engine_new(const serve_engine_params *p);

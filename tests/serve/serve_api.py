@@ -487,8 +487,43 @@ def test_stop_while_streaming():
         s.close()
 
 
+def test_context_shift():
+    """--context-shift: a slot that fills (-c 128 over 2 slots: 64 positions
+    each) drops half of what follows the prompt and generates all 150
+    tokens, in both slots at once; the text before the first shift is the
+    greedy run's. Without the flag the reply is cut at the slot's size."""
+    n = 150
+    with Server("--parallel", "2", "-c", "128") as srv:
+        obj = complete(srv, PROMPTS[0], n=n)
+        u = obj["usage"]
+        expect(obj["choices"][0]["finish_reason"] == "length" and u["completion_tokens"] < n and
+               u["total_tokens"] <= 65,  # 64 positions, and the last token sampled needs none
+               "without --context-shift: %r" % u)
+    with Server("--parallel", "2", "-c", "128", "--context-shift", "--keep", "-1") as srv:
+        want = run_greedy(PROMPTS[0], 40)
+        out = [None, None]
+
+        def go(k):
+            out[k] = complete(srv, PROMPTS[k], n=n)
+
+        ts = [threading.Thread(target=go, args=(k,)) for k in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for k in range(2):
+            ch, u = out[k]["choices"][0], out[k]["usage"]
+            expect(u["completion_tokens"] == n and ch["finish_reason"] == "length",
+                   "slot %d with --context-shift: %r" % (k, u))
+        expect(out[0]["choices"][0]["text"].startswith(want),
+               "before the shift %r != run %r" % (out[0]["choices"][0]["text"][:len(want)], want))
+        st, health = srv.json("GET", "/health")
+        expect(st == 200, "health after shifts: %d" % st)
+
+
 if __name__ == "__main__":
     main([
+        ("--context-shift in the slots", test_context_shift),
         ("completions equal tessera run, streamed and not", test_completions_equal_run),
         ("chat uses the template, streamed and not", test_chat_uses_template),
         ("concurrent requests equal the same alone", test_concurrent_equals_alone),

@@ -102,6 +102,8 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
     cp.n_batch = (uint32_t)p->n_batch;
     cp.type_k = p->cache_type[0];
     cp.type_v = p->cache_type[1];
+    cp.swa_full = p->swa_full;
+    cp.n_seq_max = p->n_seq_max;
     char report[512];
     if (tessera_params_fit(path, &mp, &cp, CLI_DEFAULT_MAX_CTX, report, sizeof report) != 0) {
         fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());

@@ -124,7 +124,7 @@ static bool context_flash_attn(const tessera_model *tm, const tessera_context_pa
 /* Cells of sliding-window layers: each sequence's window, plus a micro-batch
  * (its tokens see up to n_swa - 1 positions before the first of them),
  * rounded up to 256 cells as llama.cpp does. 0: no window. */
-static int32_t swa_cells(int32_t n_swa, uint32_t n_seq, uint32_t n_batch) {
+int32_t context_swa_cells(int32_t n_swa, uint32_t n_seq, uint32_t n_batch) {
     if (n_swa <= 0) return 0;
     int64_t n = (int64_t)n_swa * n_seq + n_batch;
     n = (n + 255) / 256 * 256;
@@ -210,7 +210,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         .layer_home = layer_home,
         .layer_swa = layer_swa,
         .n_swa = m->hp.n_swa,
-        .n_cells_swa = p.swa_full ? 0 : swa_cells(m->hp.n_swa, p.n_seq_max, p.n_batch),
+        .n_cells_swa = p.swa_full ? 0 : context_swa_cells(m->hp.n_swa, p.n_seq_max, p.n_batch),
     };
     ctx->kv = kv_cache_new(&kp);
     if (!ctx->kv) goto fail;

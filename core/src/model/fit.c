@@ -3,7 +3,8 @@
  * what llama.cpp's -ngl auto / --fit does).
  *
  * Sizes come from the GGUF header alone (the file is mapped, no weight is
- * read): each block's tensors ("blk.N.*"), the KV cache per cell, and the
+ * read): each block's tensors ("blk.N.*"), the KV cache per cell (a
+ * sliding-window layer holds only its window's cells), and the
  * compute buffers of the largest step, estimated from the shapes:
  *     activations  4 * n_tokens * (5 * n_embd + 3 * n_ff + 2 * n_head * head_dim)
  *     scores       2 * 4 * n_tokens * n_ctx * n_head   (q.k and its softmax)
@@ -27,6 +28,8 @@ typedef struct fit_sizes {
     uint64_t *layer;     /* [n_layer] weight bytes of block il */
     uint64_t other;      /* weights outside the blocks (embeddings, output) */
     uint64_t kv_cell;    /* KV bytes per cell and layer */
+    bool *swa;           /* [n_layer] the layer keeps only its window */
+    uint32_t swa_cells;  /* cells of a sliding-window layer (0: n_ctx, as the others) */
     uint64_t act_token;  /* activation bytes per token */
     uint64_t score_cell; /* score bytes per token and cell */
     uint64_t logit_token;
@@ -39,7 +42,12 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, fit_
     if (model_hparams_load(hp, f) != 0) return -1;
     s->n_layer = hp->n_layer;
     s->layer = calloc((size_t)hp->n_layer, sizeof *s->layer);
-    if (!s->layer) return error_set("fit: out of memory");
+    s->swa = calloc((size_t)hp->n_layer, sizeof *s->swa);
+    if (!s->layer || !s->swa) return error_set("fit: out of memory");
+    for (int32_t il = 0; il < hp->n_layer; il++) s->swa[il] = model_layer_is_swa(hp, il);
+    s->swa_cells = cp->swa_full ? 0
+                                : (uint32_t)context_swa_cells(hp->n_swa, cp->n_seq_max ? cp->n_seq_max : 1,
+                                                              cp->n_batch ? cp->n_batch : 512);
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor_info *ti = gguf_tensor(f, i);
         int il = -1, end = 0;
@@ -58,6 +66,14 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, fit_
     s->score_cell = 8ull * (uint64_t)hp->n_head;
     s->logit_token = 4ull * (uint64_t)hp->n_vocab;
     return 0;
+}
+
+/* KV bytes of layers [from, to) with a context of n_ctx. */
+static uint64_t kv_bytes(const fit_sizes *s, int32_t from, int32_t to, uint32_t n_ctx) {
+    uint64_t b = 0;
+    for (int32_t il = from; il < to; il++)
+        b += s->kv_cell * (s->swa[il] && s->swa_cells && s->swa_cells < n_ctx ? s->swa_cells : n_ctx);
+    return b;
 }
 
 static uint64_t compute_bytes(const fit_sizes *s, uint32_t n_ctx, uint32_t n_batch, bool host) {
@@ -82,7 +98,7 @@ static uint64_t gpu_need(const fit_sizes *s, int32_t n, uint32_t n_ctx, uint32_t
                          uint64_t *c) {
     *w = 0;
     for (int32_t il = s->n_layer - n; il < s->n_layer; il++) *w += s->layer[il];
-    *kv = s->kv_cell * n_ctx * (uint64_t)n;
+    *kv = kv_bytes(s, s->n_layer - n, s->n_layer, n_ctx);
     *c = n > 0 ? compute_bytes(s, n_ctx, n_batch, false) : 0;
     return *w + *kv + *c;
 }
@@ -91,7 +107,7 @@ static uint64_t host_need(const fit_sizes *s, int32_t n_gpu, uint32_t n_ctx, uin
                           uint64_t *kv, uint64_t *c) {
     *w = s->other;
     for (int32_t il = 0; il < s->n_layer - n_gpu; il++) *w += s->layer[il];
-    *kv = s->kv_cell * n_ctx * (uint64_t)(s->n_layer - n_gpu);
+    *kv = kv_bytes(s, 0, s->n_layer - n_gpu, n_ctx);
     *c = compute_bytes(s, n_ctx, n_batch, true);
     return *w + *kv + *c;
 }
@@ -115,6 +131,7 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
     gguf_close(f);
     if (rc) {
         free(s.layer);
+        free(s.swa);
         return -1;
     }
     const bool ctx_auto = cp->n_ctx == 0;
@@ -182,5 +199,6 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
     cp->n_ctx = n_ctx;
 done:
     free(s.layer);
+    free(s.swa);
     return rc;
 }

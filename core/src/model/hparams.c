@@ -134,6 +134,11 @@ static int hp_validate(const model_hparams *hp, const gguf_file *f) {
     return 0;
 }
 
+bool model_layer_is_swa(const model_hparams *hp, int32_t il) {
+    if (hp->n_swa <= 0) return false;
+    return hp->swa_pattern <= 0 || il % hp->swa_pattern < hp->swa_pattern - 1;
+}
+
 int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     memset(hp, 0, sizeof *hp);
     gguf_str arch;

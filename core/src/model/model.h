@@ -63,6 +63,8 @@ typedef struct model_hparams {
 
     /* architecture extras */
     int32_t n_swa;            /* sliding window of SWA layers (0: none) */
+    int32_t swa_pattern;      /* > 0: the last layer of every swa_pattern sees the whole context, the others
+                               * the window (model_layer_is_swa); 0: every layer uses the window */
     float rope_freq_base_swa; /* rope base of SWA layers */
     float attn_scale;         /* scale of q before q.k (0: 1/sqrt(head_dim) in the softmax) */
     float embd_scale;         /* token embeddings times this (1: none) */
@@ -93,6 +95,10 @@ bool model_hp_has(const model_hp_reader *r, const char *suffix);
  * then the checks every model must pass (finite positive epsilon, heads and
  * dims consistent, ...). */
 int model_hparams_load(model_hparams *hp, const gguf_file *f);
+
+/* Whether layer il attends through the sliding window (from n_swa and
+ * swa_pattern: known from the header alone, for the memory fit too). */
+bool model_layer_is_swa(const model_hparams *hp, int32_t il);
 
 /* ------------------------------------------------------------ weights */
 

@@ -54,6 +54,9 @@ int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab);
 int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
                           const int32_t *seq, const bool *want_logits, int32_t n_tokens);
 
+/* Cells of the sliding-window set (api_context.c). */
+int32_t context_swa_cells(int32_t n_swa, uint32_t n_seq, uint32_t n_batch);
+
 /* The GGUF type number of a cache type (F16 for an unknown one). */
 int32_t context_kv_dtype(tessera_kv_type type);
 

@@ -27,6 +27,7 @@ enum { GEMMA3_SWA_PATTERN = 6 }; /* every 6th layer is global */
 static int gemma3_hparams(model_hparams *hp, const model_hp_reader *r) {
     hp->n_swa = 0;
     if (model_hp_int_opt(r, "attention.sliding_window", &hp->n_swa)) return -1;
+    hp->swa_pattern = GEMMA3_SWA_PATTERN;
     hp->rope_freq_base_swa = 10000.0f; /* rope_local_base_freq of the published configs */
     if (model_hp_f32_opt(r, "rope.freq_base_swa", &hp->rope_freq_base_swa)) return -1;
     int32_t pre_attn = hp->head_dim;
@@ -49,7 +50,7 @@ static void gemma3_tensors(model_loader *ld, model *m) {
         L->post_attn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.post_attention_norm.weight");
         arch_ffn_tensors(ld, m, il);
         L->post_ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.post_ffw_norm.weight");
-        L->swa = hp->n_swa > 0 && il % GEMMA3_SWA_PATTERN < GEMMA3_SWA_PATTERN - 1;
+        L->swa = model_layer_is_swa(hp, il);
     }
 }
 

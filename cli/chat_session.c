@@ -247,13 +247,7 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
 static int shift_context(chat_session *s, const chat_turn_info *info) {
     const bool has_bos = s->cached.n > 0 && s->cached.ids[0] == tessera_token_bos(s->model);
     const int32_t keep = cli_shift_keep(s->p->n_keep, info->n_prompt, has_bos);
-    int32_t pos = s->cached.n;
-    if (cli_context_shift(s->cmd, s->ctx, 0, keep, &pos, s->p->verbose) != 0) return -1;
-    const int32_t n_discard = s->cached.n - pos;
-    memmove(s->cached.ids + keep, s->cached.ids + keep + n_discard,
-            (size_t)(s->cached.n - keep - n_discard) * sizeof *s->cached.ids);
-    s->cached.n = pos;
-    return 0;
+    return cli_context_shift(s->cmd, s->ctx, 0, keep, s->cached.ids, &s->cached.n, s->p->verbose);
 }
 
 /* Sample, emit and decode the reply token by token into reply. 0 ok (the

@@ -159,20 +159,33 @@ int32_t cli_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos) {
     return keep > n_prompt ? n_prompt : keep;
 }
 
-int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, int32_t *pos,
-                      bool verbose) {
-    int32_t n_discard = (*pos - keep) / 2;
+int cli_shift_seq(tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens, int32_t *pos, char *err,
+                  size_t err_size) {
+    const int32_t n_discard = (*pos - keep) / 2;
     if (n_discard <= 0) {
-        fprintf(stderr, "%s: context shift: keeping %d tokens leaves nothing to drop of %d (--keep)\n", cmd, keep,
-                *pos);
+        snprintf(err, err_size, "context shift: keeping %d tokens leaves nothing to drop of %d (--keep)", keep,
+                 *pos);
         return -1;
     }
     if (tessera_seq_shift(ctx, seq, keep, n_discard) != 0) {
-        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        snprintf(err, err_size, "%s", tessera_last_error());
         return -1;
     }
+    if (tokens)
+        memmove(tokens + keep, tokens + keep + n_discard, (size_t)(*pos - keep - n_discard) * sizeof *tokens);
     *pos -= n_discard;
-    if (verbose) fprintf(stderr, "\n[context shift: kept %d tokens, dropped %d]\n", keep, n_discard);
+    return 0;
+}
+
+int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
+                      int32_t *pos, bool verbose) {
+    char err[512];
+    const int32_t before = *pos;
+    if (cli_shift_seq(ctx, seq, keep, tokens, pos, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        return -1;
+    }
+    if (verbose) fprintf(stderr, "\n[context shift: kept %d tokens, dropped %d]\n", keep, before - *pos);
     return 0;
 }
 

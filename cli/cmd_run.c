@@ -216,7 +216,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
             break;
         }
-        if (pos >= n_ctx && cli_context_shift("tessera run", ctx, 0, keep, &pos, o->p.verbose) != 0) {
+        if (pos >= n_ctx && cli_context_shift("tessera run", ctx, 0, keep, NULL, &pos, o->p.verbose) != 0) {
             rc = 1;
             break;
         }

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cli_setup.h" /* cli_shift_keep */
+#include "../cli_setup.h" /* cli_shift_keep, cli_shift_seq */
 #include "serve.h"
 
 typedef struct serve_slot {
@@ -290,31 +290,17 @@ static serve_logprob *logprob_slot(serve_choice *ch) {
     return &ch->lp[ch->n_lp];
 }
 
-/* A sampled token for slot i (lock held); logits: the row it came from. */
-/* --context-shift: slot i is full; drop half of what follows the kept
- * tokens from its sequence (re-roped by tessera_seq_shift) and from its
- * cached token list, which mirrors the sequence. 0, or -1 with msg. */
+/* --context-shift: slot i is full; its sequence and its cached tokens
+ * (which mirror it) drop half of what follows the kept tokens. 0, or -1
+ * with msg. */
 static int slot_shift(serve_engine *e, int32_t i, char *msg, size_t msg_size) {
     serve_slot *s = &e->slots[i];
-    const serve_request *r = s->ch->req;
     const bool has_bos = s->n_past > 0 && s->cached[0] == tessera_token_bos(e->p.model);
-    const int32_t keep = cli_shift_keep(e->p.n_keep, r->n_prompt, has_bos);
-    const int32_t n_discard = (s->n_past - keep) / 2;
-    if (n_discard <= 0) {
-        snprintf(msg, msg_size, "context shift: keeping %d tokens leaves nothing to drop of %d (--keep)", keep,
-                 s->n_past);
-        return -1;
-    }
-    if (tessera_seq_shift(e->p.ctx, i, keep, n_discard) != 0) {
-        snprintf(msg, msg_size, "%s", tessera_last_error());
-        return -1;
-    }
-    memmove(s->cached + keep, s->cached + keep + n_discard,
-            (size_t)(s->n_past - keep - n_discard) * sizeof *s->cached);
-    s->n_past -= n_discard;
-    return 0;
+    const int32_t keep = cli_shift_keep(e->p.n_keep, s->ch->req->n_prompt, has_bos);
+    return cli_shift_seq(e->p.ctx, i, keep, s->cached, &s->n_past, msg, msg_size);
 }
 
+/* A sampled token for slot i (lock held); logits: the row it came from. */
 static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const float *logits) {
     serve_slot *s = &e->slots[i];
     serve_choice *ch = s->ch;

@@ -45,6 +45,8 @@ static const char *device = "ref";
 static tessera_kv_type type_k = TESSERA_KV_F16, type_v = TESSERA_KV_F16;
 static tessera_flash_attn flash = TESSERA_FLASH_ATTN_OFF;
 static uint32_t n_ctx = 128;
+/* When set, every sampler the checks make is constrained by this GBNF. */
+static const char *grammar_gbnf;
 
 static tessera_model *load_model(const char *path) {
     tessera_model_params mp = tessera_model_default_params();
@@ -76,6 +78,11 @@ static tessera_sampler *new_sampler(tessera_model *m, float temp, uint32_t seed)
     sp.penalty_repeat = 1.1f; /* so the penalty window matters too */
     tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(m), &sp);
     CHECK(s, "sampler: %s", tessera_last_error());
+    if (s && grammar_gbnf) {
+        tessera_grammar *g = tessera_grammar_parse(grammar_gbnf, strlen(grammar_gbnf), NULL);
+        CHECK(g && tessera_sampler_set_grammar(s, m, g) == 0, "grammar: %s", tessera_last_error());
+        tessera_grammar_free(g);
+    }
     return s;
 }
 
@@ -104,6 +111,7 @@ static int32_t run(tessera_model *m, float temp, uint32_t seed, tessera_token *t
     tessera_sampler *s = new_sampler(m, temp, seed);
     int32_t n = prompt_tokens(m, toks);
     for (int32_t i = 0; i < n; i++) tessera_sampler_accept(s, toks[i]);
+    if (grammar_gbnf) tessera_sampler_grammar_restart(s); /* the grammar constrains the reply only */
     CHECK(tessera_decode(ctx, toks, n, 0, 0) == 0, "prompt: %s", tessera_last_error());
     generate(ctx, s, toks, &n, save_path ? N_SPLIT : N_GEN);
     if (save_path)
@@ -159,6 +167,30 @@ static void check_continue(tessera_model *m, float temp, uint32_t seed, const ch
            (double)temp, seed, n_ref, n_part, len1);
     tessera_sampler_free(s);
     tessera_context_free(ctx);
+}
+
+/* A sampler with a grammar: the grammar's state travels with the file (the
+ * continuation above then only matches when the matcher is where it was),
+ * and a sampler without that grammar refuses the state. */
+static void check_grammar(tessera_model *m, const char *path) {
+    /* a dot exactly 30 characters in: only a restored matcher puts it there */
+    grammar_gbnf = "root ::= [a-z ]{30} \".\" [a-z ]*";
+    check_continue(m, 0.9f, 42, path);
+    const char *other[2] = {NULL, "root ::= [a-z ]+"};
+    const char *needle[2] = {"no grammar", "different grammar"};
+    for (int i = 0; i < 2; i++) {
+        grammar_gbnf = other[i];
+        tessera_context *ctx = new_ctx(m, n_ctx, TESSERA_KV_F16);
+        tessera_sampler *s = new_sampler(m, 0.9f, 1);
+        tessera_token toks[MAX_TOK];
+        int32_t n = 0;
+        expect_error(tessera_state_load_file(ctx, -1, path, toks, MAX_TOK, &n, s), "grammar state into another sampler",
+                     needle[i]);
+        CHECK(tessera_kv_len(ctx) == 0, "a refused grammar state left %d cells", tessera_kv_len(ctx));
+        tessera_sampler_free(s);
+        tessera_context_free(ctx);
+    }
+    grammar_gbnf = NULL;
 }
 
 /* One sequence saved from sequence 0 restores into sequence 2 of a context
@@ -327,6 +359,7 @@ int main(int argc, char **argv) {
     check_continue(m, 0.0f, 7, path);
     check_continue(m, 0.9f, 42, path);
     check_seq(m);
+    check_grammar(m, path);
     check_bad_files(m, other, same, path);
     if (q8) {
         /* The F16 state of the last check_continue is still in path. */

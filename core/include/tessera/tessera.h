@@ -466,10 +466,11 @@ int32_t tessera_kv_cells_used(const tessera_context *ctx);
 
 /* A context's state as bytes or a file: the caller's tokens, the KV cache
  * cells (positions, sequences, K/V bytes of the cells in use), the last
- * decode's last row of logits, and optionally a sampler's PRNG and penalty
- * window (not its parameters, nor a grammar's state: a sampler with a
- * grammar is refused). The header records the model (architecture, n_layer,
- * n_embd, n_vocab, a hash of the GGUF's metadata and tensor infos) and the
+ * decode's last row of logits, and optionally a sampler's PRNG, penalty
+ * window and grammar state (not its parameters; loading a grammar's state
+ * needs a sampler with the same grammar attached). The header records the
+ * model (architecture, n_layer, n_embd, n_vocab, a hash of the GGUF's
+ * metadata and tensor infos) and the
  * settings (KV types, widths, n_ctx); loading into another model or with
  * other KV settings is an error naming what differs, and a truncated,
  * corrupt (checksummed) or hostile file is an error, never a crash. A
@@ -494,8 +495,11 @@ int tessera_state_save_file(tessera_context *ctx, int32_t seq, const char *path,
 int tessera_state_load_file(tessera_context *ctx, int32_t seq, const char *path, tessera_token *tokens,
                             int32_t max_tokens, int32_t *n_tokens, tessera_sampler *sampler);
 
-/* A sampler's PRNG and penalty window as bytes (no grammar). set validates
- * the bytes before changing the sampler. */
+/* A sampler's PRNG and penalty window as bytes, then, when it has a
+ * grammar, the tokens the grammar accepted since its last restart and a
+ * fingerprint of the grammar (set replays them; it refuses a state saved
+ * with another grammar, or with or without one when this sampler differs).
+ * set validates the bytes before changing the sampler. */
 size_t tessera_sampler_state_size(const tessera_sampler *sampler);
 int tessera_sampler_state_get(const tessera_sampler *sampler, void *buf, size_t size);
 int tessera_sampler_state_set(tessera_sampler *sampler, const void *buf, size_t size);

@@ -154,21 +154,38 @@ uint32_t tessera_sampler_seed(const tessera_sampler *sampler) {
     return sampler ? sampler->seed : 0;
 }
 
+/* A sampler's state is the chain's section (PRNG, penalty window) followed,
+ * when the sampler has a grammar, by the grammar's section. */
 size_t tessera_sampler_state_size(const tessera_sampler *sampler) {
-    return sampler ? sample_chain_state_size(sampler->chain) : 0;
+    if (!sampler) return 0;
+    return sample_chain_state_size(sampler->chain) +
+           (sampler->grammar ? sample_grammar_state_size(sampler->grammar) : 0);
 }
 
 int tessera_sampler_state_get(const tessera_sampler *sampler, void *buf, size_t size) {
     if (!sampler || !buf) return error_set("sampler state: %s is NULL", sampler ? "buffer" : "sampler");
-    if (sampler->grammar) return error_set("sampler state: a sampler with a grammar cannot be saved");
-    size_t need = sample_chain_state_size(sampler->chain);
+    size_t need = tessera_sampler_state_size(sampler);
     if (size < need) return error_set("sampler state: buffer of %zu bytes, %zu needed", size, need);
     sample_chain_state_write(sampler->chain, buf);
+    if (sampler->grammar)
+        return sample_grammar_state_write(sampler->grammar, (uint8_t *)buf + sample_chain_state_size(sampler->chain));
     return 0;
 }
 
 int tessera_sampler_state_set(tessera_sampler *sampler, const void *buf, size_t size) {
     if (!sampler || !buf) return error_set("sampler state: %s is NULL", sampler ? "buffer" : "sampler");
-    if (sampler->grammar) return error_set("sampler state: a sampler with a grammar cannot be restored");
-    return sample_chain_state_read(sampler->chain, buf, size);
+    size_t chain_len = sample_chain_state_length(buf, size);
+    if (chain_len == 0) return -1;
+    if (!sampler->grammar && chain_len < size)
+        return error_set("sampler state: it holds a grammar's state but this sampler has no grammar");
+    if (sampler->grammar && chain_len == size)
+        return error_set("sampler state: it holds no grammar state but this sampler has a grammar");
+    /* Check the grammar's part before changing anything (the chain's read
+     * applies itself only when valid), so a refused state changes nothing. */
+    if (sampler->grammar &&
+        sample_grammar_state_check(sampler->grammar, (const uint8_t *)buf + chain_len, size - chain_len) != 0)
+        return -1;
+    if (sample_chain_state_read(sampler->chain, buf, chain_len) != 0) return -1;
+    if (sampler->grammar) return sample_grammar_state_read(sampler->grammar, (const uint8_t *)buf + chain_len, size - chain_len);
+    return 0;
 }

@@ -210,6 +210,20 @@ static uint64_t get_le(const uint8_t *p, int n) {
 
 size_t sample_chain_state_size(const sample_chain *s) { return CHAIN_STATE_FIXED + 4 * s->history.count; }
 
+size_t sample_chain_state_length(const uint8_t *in, size_t len) {
+    if (len < CHAIN_STATE_FIXED) {
+        error_set("sampler state: %zu bytes, a state needs at least %d", len, (int)CHAIN_STATE_FIXED);
+        return 0;
+    }
+    uint64_t count = get_le(in + 36, 4);
+    if (count > (len - CHAIN_STATE_FIXED) / 4) {
+        error_set("sampler state: %llu tokens recorded but %zu bytes follow", (unsigned long long)count,
+                  len - CHAIN_STATE_FIXED);
+        return 0;
+    }
+    return CHAIN_STATE_FIXED + 4 * (size_t)count;
+}
+
 void sample_chain_state_write(const sample_chain *s, uint8_t *out) {
     const sample_history *h = &s->history;
     put_le(out, CHAIN_STATE_VERSION, 4);

@@ -24,4 +24,11 @@ void sample_grammar_accept(sample_grammar *sg, int32_t id);
 int sample_grammar_restart(sample_grammar *sg);
 bool sample_grammar_complete(const sample_grammar *sg);
 
+/* Saved state: the tokens accepted since the last restart and a fingerprint
+ * of the grammar. Reading checks both and replays the tokens. */
+size_t sample_grammar_state_size(const sample_grammar *sg);
+int sample_grammar_state_write(const sample_grammar *sg, uint8_t *out);
+int sample_grammar_state_check(const sample_grammar *sg, const uint8_t *in, size_t len); /* no change */
+int sample_grammar_state_read(sample_grammar *sg, const uint8_t *in, size_t len);
+
 #endif

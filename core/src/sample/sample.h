@@ -148,6 +148,9 @@ void sample_chain_reset(sample_chain *s);
 size_t sample_chain_state_size(const sample_chain *s);
 void sample_chain_state_write(const sample_chain *s, uint8_t *out);
 int sample_chain_state_read(sample_chain *s, const uint8_t *in, size_t len);
+/* How many of in[0..len) bytes are the chain's section (its length follows
+ * from its own count); 0 with an error when len cannot hold it. */
+size_t sample_chain_state_length(const uint8_t *in, size_t len);
 
 /* A constraint on the tokens the chain may return (a grammar). The chain
  * picks as usual, then asks allows() about the pick; only when it is

@@ -213,19 +213,33 @@ static tessera_token random_token(int32_t n_vocab) {
     return (tessera_token)(rng_state % (uint64_t)n_vocab);
 }
 
-/* Fill the cache with depth random tokens (untimed; buf holds >= depth).
- * The tests then rewind to depth, so this runs once per depth. */
-static int fill_depth(tessera_context *ctx, int32_t n_vocab, tessera_token *buf, int depth) {
+/* Fill the cache with depth random tokens (untimed). The tests then rewind
+ * to depth, so this runs once per depth, or again whenever a sliding-window
+ * layer has dropped positions that depth would still see. */
+static int fill_depth(tessera_context *ctx, int32_t n_vocab, int depth) {
     if (tessera_kv_truncate(ctx, 0) != 0) return -1;
+    if (depth == 0) return 0;
+    tessera_token *buf = malloc((size_t)depth * sizeof *buf);
+    if (!buf) return -1;
     for (int i = 0; i < depth; i++) buf[i] = random_token(n_vocab);
-    return depth > 0 && tessera_decode(ctx, buf, depth, 0, 0) != 0 ? -1 : 0;
+    int rc = tessera_decode(ctx, buf, depth, 0, 0);
+    free(buf);
+    return rc;
+}
+
+/* Forget what the last test added after depth. A model with sliding-window
+ * layers may have dropped positions the next token at depth needs; then the
+ * truncation cleared everything and depth is filled again (untimed). */
+static int rewind_to_depth(tessera_context *ctx, int32_t n_vocab, int depth) {
+    if (tessera_kv_truncate(ctx, depth) != 0) return -1;
+    return tessera_kv_len(ctx) == depth ? 0 : fill_depth(ctx, n_vocab, depth);
 }
 
 /* Decode n random tokens in one call after the depth tokens already in the
  * cache; seconds or < 0. */
 static double run_prompt(tessera_context *ctx, int32_t n_vocab, tessera_token *buf, int n, int depth) {
     for (int i = 0; i < n; i++) buf[i] = random_token(n_vocab);
-    if (tessera_kv_truncate(ctx, depth) != 0) return -1.0;
+    if (rewind_to_depth(ctx, n_vocab, depth) != 0) return -1.0;
     double t0 = now_s();
     if (tessera_decode(ctx, buf, n, depth, 0) != 0) return -1.0;
     return now_s() - t0;
@@ -233,7 +247,7 @@ static double run_prompt(tessera_context *ctx, int32_t n_vocab, tessera_token *b
 
 /* Decode n tokens one at a time after the depth tokens; seconds or < 0. */
 static double run_gen(tessera_context *ctx, int32_t n_vocab, tessera_token first, int n, int depth) {
-    if (tessera_kv_truncate(ctx, depth) != 0) return -1.0;
+    if (rewind_to_depth(ctx, n_vocab, depth) != 0) return -1.0;
     tessera_token tok = first >= 0 ? first : random_token(n_vocab);
     double t0 = now_s();
     for (int i = 0; i < n; i++) {
@@ -372,13 +386,12 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
     for (int32_t i = 0; i < n_mem; i++) proto->memory += mem[i].weights + mem[i].kv + mem[i].compute;
     const int32_t n_vocab = tessera_model_n_vocab(model);
     const tessera_token bos = tessera_token_bos(model);
-    const int buf_n = max_p > max_d ? max_p : max_d;
-    tessera_token *buf = malloc((size_t)(buf_n > 0 ? buf_n : 1) * sizeof *buf);
+    tessera_token *buf = malloc((size_t)(max_p > 0 ? max_p : 1) * sizeof *buf);
     int rc = buf ? 0 : -1;
 
     for (int di = 0; di < o->depths.n && rc == 0; di++) {
         const int depth = o->depths.v[di];
-        if (fill_depth(ctx, n_vocab, buf, depth) != 0) {
+        if (fill_depth(ctx, n_vocab, depth) != 0) {
             fprintf(stderr, "tessera bench: %s: filling a context depth of %d with %d threads: %s\n", proto->model_path,
                     depth, threads, tessera_last_error());
             rc = -1;

@@ -6,7 +6,7 @@
 #   TESSERA_AARCH64=1    also cross-build for aarch64 and run the representative
 #                        subset under qemu (scripts/test-aarch64.sh --ci)
 #   TESSERA_FUZZ=1       also build the libFuzzer targets with clang and run each
-#                        for TESSERA_FUZZ_SECONDS (20), two at a time (suite 'fuzz')
+#                        for TESSERA_FUZZ_SECONDS (60), two at a time (suite 'fuzz')
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Run one libFuzzer target for a while on its corpus.
-#   run_fuzz.sh FUZZER NAME WORKDIR [SECONDS]   (default: $TESSERA_FUZZ_SECONDS, else 20)
+#   run_fuzz.sh FUZZER NAME WORKDIR [SECONDS]   (default: $TESSERA_FUZZ_SECONDS, else 60)
 # The committed seeds (tests/fuzz/corpus/NAME) and past findings
 # (regress/NAME) are read; new inputs go to WORKDIR/corpus-NAME (kept
 # between runs), a crash to WORKDIR/crash-NAME-*. Prints libFuzzer's final
 # stats (execs/s, coverage); exits non-zero on a finding.
 set -uo pipefail
-fuzzer=$1 name=$2 work=$3 seconds=${4:-${TESSERA_FUZZ_SECONDS:-20}}
+fuzzer=$1 name=$2 work=$3 seconds=${4:-${TESSERA_FUZZ_SECONDS:-60}}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work/corpus-$name"
 seeds=("$here/corpus/$name")

@@ -361,14 +361,24 @@ static const char *base_name(const char *path) {
 
 /* Run every test of one loaded model with one thread count. Returns 0, or
  * -1 after printing the error. */
+static int list_max(const int_list *l) {
+    int m = 0;
+    for (int i = 0; i < l->n; i++) m = l->v[i] > m ? l->v[i] : m;
+    return m;
+}
+
+/* The context every test of a run fits in: the deepest depth, then the
+ * longest prompt or generation. */
+static int bench_ctx_size(const bench_opts *o) {
+    int max_p = list_max(&o->prompts), max_n = list_max(&o->gens);
+    return list_max(&o->depths) + (max_p > max_n ? max_p : max_n) + 1;
+}
+
 static int bench_threads(const bench_opts *o, tessera_model *model, bench_result *proto, int threads,
                          int *first) {
-    int max_p = 0, max_n = 0, max_d = 0;
-    for (int i = 0; i < o->prompts.n; i++) max_p = o->prompts.v[i] > max_p ? o->prompts.v[i] : max_p;
-    for (int i = 0; i < o->gens.n; i++) max_n = o->gens.v[i] > max_n ? o->gens.v[i] : max_n;
-    for (int i = 0; i < o->depths.n; i++) max_d = o->depths.v[i] > max_d ? o->depths.v[i] : max_d;
+    const int max_p = list_max(&o->prompts);
     tessera_context_params cp = tessera_context_default_params();
-    cp.n_ctx = (uint32_t)(max_d + (max_p > max_n ? max_p : max_n) + 1);
+    cp.n_ctx = (uint32_t)bench_ctx_size(o);
     cp.n_batch = (uint32_t)o->n_batch;
     cp.n_threads = threads;
     cp.type_k = o->cache_type[0];
@@ -456,6 +466,11 @@ int cmd_bench(int argc, char **argv) {
                 cli_params lp = o.p;
                 lp.devices = o.devices.v[d];
                 lp.n_gpu_layers = o.ngl.v[g];
+                /* the fit checks the context and cache the tests will make */
+                lp.n_ctx = bench_ctx_size(&o);
+                lp.n_batch = o.n_batch;
+                lp.cache_type[0] = o.cache_type[0];
+                lp.cache_type[1] = o.cache_type[1];
                 tessera_model *model = cli_model_load("tessera bench", &lp, o.models.v[m], NULL);
                 if (!model) {
                     status = 1;

@@ -183,16 +183,18 @@ int cmd_serve(int argc, char **argv) {
     struct stat st = {0};
     if (stat(o.p.model, &st) == 0) /* a line before the wait, so a slow start is not silent */
         fprintf(stderr, "tessera serve: loading %s (%.0f MiB)\n", o.p.model, (double)st.st_size / 1048576.0);
-    model = cli_model_load(cmd, &o.p, o.p.model, NULL);
+    /* The fit sizes the cache for every slot: -c 0 gives each slot the
+     * training context (at most the CLI default) as far as memory allows. */
+    o.p.n_seq_max = (uint32_t)o.parallel;
+    int32_t fitted_ctx = o.p.n_ctx;
+    model = cli_model_load(cmd, &o.p, o.p.model, &fitted_ctx);
     if (!model) goto done;
-    long n_ctx = o.p.n_ctx;
-    if (n_ctx == 0) n_ctx = (long)cli_ctx_size(model, 0) * o.parallel;
+    long n_ctx = fitted_ctx;
     if (n_ctx / o.parallel < 2) {
         fprintf(stderr, "tessera serve: -c %ld leaves %ld positions per slot for --parallel %ld\n", n_ctx,
                 n_ctx / o.parallel, (long)o.parallel);
         goto done;
     }
-    o.p.n_seq_max = (uint32_t)o.parallel;
     ctx = cli_context_new(cmd, &o.p, model, (int32_t)n_ctx);
     if (!ctx) goto done;
 

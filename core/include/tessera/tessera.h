@@ -213,8 +213,10 @@ tessera_context_params tessera_context_default_params(void);
  *    explicit count that does not fit is an error naming the device and the
  *    sizes;
  *  - cp->n_ctx 0 becomes the training context (at most n_ctx_default_max
- *    when not 0), lowered until the host holds it; an explicit n_ctx that
- *    does not fit is an error naming the device and the sizes.
+ *    when not 0) for each of cp->n_seq_max sequences; it is halved (not
+ *    below 4096) while the GPU cannot hold every layer asked for, and then
+ *    lowered until the host holds it; an explicit n_ctx that does not fit
+ *    is an error naming the device and the sizes.
  * report (may be NULL) gets one line saying what was decided. 0 or -1. */
 int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_context_params *cp,
                        uint32_t n_ctx_default_max, char *report, size_t report_size);

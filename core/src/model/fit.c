@@ -14,6 +14,7 @@
  * reservation at creation succeeds. A device that does not report its free
  * memory counts its total; 5% is kept as margin.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,11 @@
 #include "model/public.h"
 #include "util/error.h"
 
-enum { FIT_MIN_CTX = 256 };
+/* FIT_MIN_CTX: the host never fits a context below it. FIT_GPU_MIN_CTX: an
+ * automatic context is halved down to it (as llama.cpp's --fit-ctx) before
+ * layers are left off the GPU, since a layer on the host costs more speed
+ * than the context costs memory. */
+enum { FIT_MIN_CTX = 256, FIT_GPU_MIN_CTX = 4096 };
 
 typedef struct fit_sizes {
     int32_t n_layer;
@@ -136,9 +141,11 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
     }
     const bool ctx_auto = cp->n_ctx == 0;
     uint32_t n_ctx = cp->n_ctx;
-    if (ctx_auto) {
+    if (ctx_auto) { /* per sequence, so each of n_seq_max sequences gets as much */
         n_ctx = hp.n_ctx_train > 0 ? (uint32_t)hp.n_ctx_train : 4096;
         if (n_ctx_default_max && n_ctx > n_ctx_default_max) n_ctx = n_ctx_default_max;
+        uint32_t n_seq = cp->n_seq_max > 1 ? cp->n_seq_max : 1;
+        n_ctx = n_ctx > UINT32_MAX / n_seq ? UINT32_MAX / n_seq * n_seq : n_ctx * n_seq;
     }
     const uint32_t n_batch = cp->n_batch ? cp->n_batch : 512;
     int32_t ngl = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer : mp->n_gpu_layers;
@@ -149,6 +156,10 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
     /* The GPU: the most layers that fit (auto) or the asked count (checked). */
     if (gpu) {
         uint64_t budget = device_budget(gpu);
+        const int32_t want = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer : ngl;
+        /* An automatic context gives way first, down to FIT_GPU_MIN_CTX. */
+        while (ctx_auto && budget && n_ctx > FIT_GPU_MIN_CTX && gpu_need(&s, want, n_ctx, n_batch, &w, &kv, &c) > budget)
+            n_ctx = n_ctx / 2 > FIT_GPU_MIN_CTX ? n_ctx / 2 : FIT_GPU_MIN_CTX;
         int32_t fit = s.n_layer;
         while (fit > 0 && budget && gpu_need(&s, fit, n_ctx, n_batch, &w, &kv, &c) > budget) fit--;
         if (mp->n_gpu_layers == TESSERA_NGL_AUTO) {

@@ -26,6 +26,8 @@
  *   --tie-cap   the cap of the near-tie threshold in mode real (default 0.1)
  *   -fa on|off  flash attention (default off)
  *   -ctk, -ctv  KV cache types (f16, q8_0, ...; default f16)
+ *   --steps N   check only the first N greedy steps of each case (the slow
+ *               devices: a CPU-emulated GPU decodes a few tokens a second)
  *   --kernels   skip (exit 77) unless the device's description names these
  *               kernels, e.g. "avx512vnni" for "(avx512vnni kernels)": a
  *               level forced by TESSERA_AVX_LEVEL is never raised above
@@ -169,7 +171,7 @@ int main(int argc, char **argv) {
     const char *name = argv[1], *mode = argv[2];
     double tol = 1e-3;
     const char *model_arg = NULL, *golden_arg = NULL, *device = NULL, *kernels = NULL;
-    int32_t ngl = 0;
+    int32_t ngl = 0, steps = -1;
     ctx_opts = tessera_context_default_params();
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -184,6 +186,8 @@ int main(int argc, char **argv) {
             kernels = argv[++i];
         else if (!strcmp(argv[i], "-ngl") && i + 1 < argc)
             ngl = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+            steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-fa") && i + 1 < argc)
             ctx_opts.flash_attn = !strcmp(argv[++i], "on") ? TESSERA_FLASH_ATTN_ON : TESSERA_FLASH_ATTN_OFF;
         else if ((!strcmp(argv[i], "-ctk") || !strcmp(argv[i], "-ctv")) && i + 1 < argc) {
@@ -219,6 +223,8 @@ int main(int argc, char **argv) {
     golden_case *cases;
     int n_cases = golden_load(gpath, &cases);
     if (n_cases <= 0) return 1;
+    for (int c = 0; steps >= 0 && c < n_cases; c++)
+        if (cases[c].n_greedy > steps) cases[c].n_greedy = steps;
 
     /* The plugins built in this tree, and nothing installed elsewhere. */
     const char *dirs[1] = {build};

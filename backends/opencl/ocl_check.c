@@ -8,8 +8,11 @@
  *   - quantized weights (MUL_MAT, GET_ROWS, CPY to float): Q4_0, Q4_1, Q5_0,
  *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL; every other type is declined and falls
  *     back to the CPU;
- *   - CPY into a quantized type is declined (the CPU quantizes);
- *   - MUL_MAT activations and result F32; FLASH_ATTN head size <= 256;
+ *   - CPY into a quantized type: the KV cache's block types (Q8_0, Q4_0,
+ *     Q4_1, Q5_0, Q5_1, IQ4_NL) from F32/F16/BF16; the k-quants are left to
+ *     the CPU;
+ *   - MUL_MAT activations and result F32;
+ *   - FLASH_ATTN head size <= 256, k and v F32/F16/BF16 or a KV block type;
  *   - at most 2^40 elements and strides below 2^40 bytes;
  *   - strides are multiples of the element size (kernels load whole
  *     elements; 2 bytes for blocks, whose scales are F16).
@@ -24,6 +27,14 @@
 
 #define OCL_MAX_ELEMENTS (INT64_C(1) << 40)
 #define OCL_ATTN_MAX_D 256 /* ATTN_MAX_D in kernels/attn.cl */
+
+bool ocl_dtype_is_kv_block(int32_t dtype) {
+    switch (dtype) {
+    case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0:
+    case TSR_DTYPE_Q5_1: case TSR_DTYPE_IQ4_NL: return true;
+    default: return false;
+    }
+}
 
 bool ocl_dtype_is_quant(int32_t dtype) {
     switch (dtype) {
@@ -78,15 +89,17 @@ int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, siz
         if (a->dtype == TSR_DTYPE_I32) return no(node, why, why_size, "src0 dtype I32 is not read here");
         if (node->op == TSR_OP_MUL_MAT && (node->src[1]->dtype != TSR_DTYPE_F32 || dst->dtype != TSR_DTYPE_F32))
             return no(node, why, why_size, "activations and result must be F32 on this device");
-        if (node->op == TSR_OP_CPY && !tsr_dtype_is_float(dst->dtype))
+        if (node->op == TSR_OP_CPY && !tsr_dtype_is_float(dst->dtype) && !ocl_dtype_is_kv_block(dst->dtype))
             return no(node, why, why_size, "converting into %s is left to the CPU", tsr_dtype_name(dst->dtype));
         return 1;
     case TSR_OP_FLASH_ATTN:
         if (a->ne[0] > OCL_ATTN_MAX_D)
             return no(node, why, why_size, "head size %lld is over %d", (long long)a->ne[0], OCL_ATTN_MAX_D);
-        if (!tsr_dtype_is_float(node->src[1]->dtype) || !tsr_dtype_is_float(node->src[2]->dtype))
-            return no(node, why, why_size, "quantized k/v (%s/%s) are left to the CPU",
-                      tsr_dtype_name(node->src[1]->dtype), tsr_dtype_name(node->src[2]->dtype));
+        for (int i = 1; i <= 2; i++) {
+            const int32_t t = node->src[i]->dtype;
+            if (!tsr_dtype_is_float(t) && !ocl_dtype_is_kv_block(t))
+                return no(node, why, why_size, "%s dtype %s is not read here", i == 1 ? "k" : "v", tsr_dtype_name(t));
+        }
         return 1;
     default:
         return 1;

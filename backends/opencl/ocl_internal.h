@@ -42,6 +42,7 @@ typedef enum ocl_kernel_id {
     OCL_K_GET_ROWS_QUANT,
     OCL_K_CPY_FLOAT,
     OCL_K_CPY_DEQUANT,
+    OCL_K_CPY_QUANT,
     OCL_K_ARGMAX,
     OCL_K_NORM,
     OCL_K_SOFT_MAX,
@@ -140,6 +141,9 @@ tsr_status ocl_queue_create(tsr_device *device, tsr_queue **out);
 int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, size_t why_size);
 /* Whether kernels read this dtype as a quantized row (dequant32). */
 bool ocl_dtype_is_quant(int32_t dtype);
+/* The KV cache's block types: quantized by CPY (kernels/quant.cl) and read
+ * by FLASH_ATTN. */
+bool ocl_dtype_is_kv_block(int32_t dtype);
 
 /* --------------------------------------------------------------- ocl_ops */
 

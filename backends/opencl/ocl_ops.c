@@ -131,7 +131,13 @@ static tsr_status op_get_rows(ocl_device *d, cl_command_queue cq, const tsr_node
 }
 
 static tsr_status op_cpy(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
-    const tsr_tensor *src = n->src[0];
+    const tsr_tensor *src = n->src[0], *dst = n->dst;
+    if (ocl_dtype_is_kv_block(dst->dtype)) { /* one work-item per block of dst */
+        kargs a = {d->kernels[OCL_K_CPY_QUANT], 0, CL_SUCCESS};
+        arg_tensor(&a, src);
+        arg_tensor(&a, dst);
+        return launch(d, cq, n, &a, (size_t)(dst->ne[0] / 32), (size_t)dst->ne[1], rows_of(dst), 0);
+    }
     bool quant = ocl_dtype_is_quant(src->dtype);
     kargs a = {d->kernels[quant ? OCL_K_CPY_DEQUANT : OCL_K_CPY_FLOAT], 0, CL_SUCCESS};
     arg_tensor(&a, src);

@@ -34,6 +34,7 @@ static const char *const kernel_names[OCL_K_COUNT] = {
     [OCL_K_GET_ROWS_QUANT] = "k_get_rows_quant",
     [OCL_K_CPY_FLOAT] = "k_cpy_float",
     [OCL_K_CPY_DEQUANT] = "k_cpy_dequant",
+    [OCL_K_CPY_QUANT] = "k_cpy_quant",
     [OCL_K_ARGMAX] = "k_argmax",
     [OCL_K_NORM] = "k_norm",
     [OCL_K_SOFT_MAX] = "k_soft_max",
@@ -203,9 +204,18 @@ static cl_program build_from_cache(ocl_device *d, const char *path, const char *
     return NULL;
 }
 
+/* Correctly rounded f32 division where the device can: the quantizing
+ * CPY (kernels/quant.cl) then writes ref's bytes. */
+static bool exact_divide(const ocl_device *d) {
+    cl_device_fp_config fp = 0;
+    return clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
+           (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
+}
+
 static bool build(ocl_device *d) {
-    char options[128], path[1400], label[32];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DWG=%d", (int)d->wg);
+    char options[160], path[1400], label[32];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DWG=%d%s", (int)d->wg,
+             exact_divide(d) ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     const char *inject = getenv("TESSERA_OPENCL_INJECT_BUILD_ERROR");
     bool broken = inject && inject[0] == '1';
     size_t len = strlen(ocl_kernel_source);

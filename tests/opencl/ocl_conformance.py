@@ -2,8 +2,9 @@
 discrete GPU runs it, which PoCL does not by default: copies instead of
 mapped buffers (TESSERA_OPENCL_NO_MAP=1) and 64-item work-groups in the
 reduction kernels (TESSERA_OPENCL_WG=64; PoCL defaults to 8). The default
-path is tests/conformance's conformance-opencl. Also: with no ICD the check
-is skipped with the reason (exit 77)."""
+path is tests/conformance's conformance-opencl. Every FLASH_ATTN case (K/V
+of each KV cache type) and every CPY into a KV block type must run on the
+device. Also: with no ICD the check is skipped with the reason (exit 77)."""
 import os
 import re
 import tempfile
@@ -22,6 +23,18 @@ c.check("host-visible" not in out.split("\n", 2)[1] if out.count("\n") > 1 else 
         "TESSERA_OPENCL_NO_MAP=1 still reports host-visible buffers")
 m = re.search(r"summary: (\d+) cases: (\d+) passed, (\d+) failed", out)
 c.check(m is not None and int(m.group(2)) > 600 and m.group(3) == "0", f"summary: {m.group(0) if m else out[-500:]}")
+# A quantized KV cache runs on the device: every FLASH_ATTN case (K/V of
+# every KV cache type), and every CPY into a KV block type.
+fa = re.search(r"^  FLASH_ATTN +(\d+) cases: +(\d+) passed, 0 failed, (\d+) unsupported", out, re.M)
+c.check(fa is not None and fa.group(1) == fa.group(2) and fa.group(3) == "0",
+        f"FLASH_ATTN: not every case ran on the device: {fa.group(0) if fa else 'no FLASH_ATTN line'}")
+rc, out, err = run(["plugin", "check", plugin, "--op", "CPY", "-v"])
+kv_types = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL")
+declined = [l.strip() for l in out.splitlines()
+            if "unsupported" in l and re.search(r"-> (%s) \[" % "|".join(kv_types), l)]
+quantized = [l for l in out.splitlines() if re.search(r"^ +ok +#\d+ .* -> (%s) \[" % "|".join(kv_types), l)]
+c.check(rc == 0 and not declined and len(quantized) == 3 * len(kv_types),
+        f"CPY into the KV block types: {len(quantized)} ran on the device, declined: {declined[:3]}")
 
 with tempfile.TemporaryDirectory() as empty:
     rc, out, err = run(["plugin", "check", plugin], env={"OCL_ICD_VENDORS": empty})

@@ -27,9 +27,10 @@ if not os.path.exists(model):
 c = Checker("opencl_kv_cli")
 n = 8
 for t in ["q8_0", "q4_0"]:
-    rc, out, err = run(["run", "-m", model, "-p", "The cache", "-n", str(n), "--temp", "0", "--verbose",
-                        "--device", f"opencl0,{cpu}", "-ngl", "99", "-fa", "on", "-ctk", t, "-ctv", t, "--explain"],
-                       timeout=900)
+    # a prompt of several tokens in any vocabulary: a prompt graph besides the generation graph
+    rc, out, err = run(["run", "-m", model, "-p", "The cache holds the keys and the values", "-n", str(n),
+                        "--temp", "0", "--verbose", "--device", f"opencl0,{cpu}", "-ngl", "99", "-fa", "on",
+                        "-ctk", t, "-ctv", t, "--explain"], timeout=900)
     if not c.check(rc == 0, f"{t}: exit {rc}: {err.strip()[-800:]}"):
         continue
     c.check("flash attention on" in err, f"{t}: the context does not use flash attention: {err[:600]}")

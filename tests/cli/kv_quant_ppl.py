@@ -1,14 +1,18 @@
 """Quantized KV cache and flash attention on SmolLM2: perplexity on
 ../shared/golden/gpl3-12k.txt (-c 256, 6 chunks) with F16 K/V (flash
 attention off and on), q8_0 and q4_0 K/V (flash attention on) against the
-F16 one: flash attention within 0.5%, q8_0 within 0.5% (issue 16's bound);
---verbose's "KV <type> <N> MiB" shrinks with the types ("q8_0/q4_0" when K
-and V differ).
-KNOWN GAP (issue 16 asks 3% for q4_0): measured 19.52 (F16) vs 24.14 (q4_0,
-+23.7%); llama.cpp gets 19.59 vs 21.12 (+7.8%) here because since March
-2026 it rotates q, k and v by a Hadamard matrix when the cache is
-quantized, which Tessera does not do yet. The q4_0 bound below (30%) only
-catches a broken path."""
+F16 one: flash attention within 0.5%, q8_0 within 0.5% and q8_0 K with
+q4_0 V within 3% (issue 16's bounds); --verbose's "KV <type> <N> MiB"
+shrinks with the types ("q8_0/q4_0" when K and V differ) and says the
+quantized caches' heads are Hadamard-rotated.
+KNOWN GAP (issue 16 asks 3% for q4_0): a quantized cache holds its heads
+turned by a Hadamard matrix (core/src/kv/kv.h: Rotation), as llama.cpp's
+does; measured F16 19.5155 (-fa on: 19.4757), q4_0 20.5589 = +5.35%
+(24.1448, +23.7%, before the rotation). llama.cpp here: F16 19.5892
+(-fa on: 19.4707), q4_0 21.1245 = +7.8% (+8.5% against its -fa on F16).
+The loss is K's (q4_0 K alone 20.64, q4_0 V alone 19.37): SmolLM2's keys
+keep outliers a 64-wide turn cannot spread enough for 4-bit blocks. The
+q4_0 bound below is the measured one with a little room (6%)."""
 import os
 import re
 
@@ -38,11 +42,15 @@ for name, args in configs:
     print(f"{name:18s} PPL {ppl[name]:.4f}  KV {kv.group(1)} {mib[name]:.2f} MiB")
     want = name.split()[0]
     c.check(kv.group(1) == want, f"{name}: the memory line says KV {kv.group(1)}")
+    rot = {"f16": "", "q8_0": " (K, V Hadamard-rotated)", "q4_0": " (K, V Hadamard-rotated)",
+           "q8_0/q4_0": " (K, V Hadamard-rotated)"}[want]
+    line = re.search(r"KV \S+ [0-9.]+ MiB(.*)", err)
+    c.check(line and line.group(1) == rot, f"{name}: the context line ends {line and line.group(1)!r}, not {rot!r}")
 
 if "f16" in ppl:
     ref = ppl["f16"]
-    for name, limit in [("f16 -fa on", 0.005), ("q8_0 -fa on", 0.005), ("q4_0 -fa on", 0.30),
-                        ("q8_0/q4_0 -fa on", 0.30)]:
+    for name, limit in [("f16 -fa on", 0.005), ("q8_0 -fa on", 0.005), ("q4_0 -fa on", 0.06),
+                        ("q8_0/q4_0 -fa on", 0.03)]:
         if name in ppl:
             rel = abs(ppl[name] / ref - 1.0)
             print(f"{name:18s} {100 * rel:.3f}% from F16 (limit {100 * limit:.1f}%)")

@@ -19,7 +19,15 @@
  * context may differ from the fresh one by at most 1.5 times it (measured
  * 0.50). A shift with a wrong angle is off by several logits.
  *
- * Usage: test_kv_shift f32|f16 [MODEL DEVICE]  (default stories260K on ref;
+ * With a quantized cache (q8_0, q4_0: K and V, flash attention; stories260K's
+ * heads are too small for blocks, so a MODEL is needed) the keys are stored
+ * turned by a Hadamard matrix (kv.h: Rotation): the shift turns them back,
+ * ropes and turns again. The bound is the position noise again (the moved
+ * and the fresh context round their keys at other angles, the shifted one
+ * twice); a shift that roped the turned keys directly is off by whole
+ * logits.
+ *
+ * Usage: test_kv_shift f32|f16|q8_0|q4_0 [MODEL DEVICE]  (default stories260K on ref;
  * a MODEL without '/' is looked up in $TESSERA_MODEL_CACHE, else
  * ~/.cache/tessera/models, and the test skips when it is absent)
  */
@@ -50,6 +58,7 @@ static tessera_context *new_ctx(void) {
     cp.n_batch = 32;
     cp.n_threads = 1;
     cp.kv_type = g_kv;
+    if (g_kv == TESSERA_KV_Q8_0 || g_kv == TESSERA_KV_Q4_0) cp.flash_attn = TESSERA_FLASH_ATTN_ON;
     tessera_context *ctx = tessera_context_new(g_model, &cp);
     if (!ctx) fail_msg("context: %s", tessera_last_error());
     return ctx;
@@ -125,6 +134,8 @@ static void test_shift(void **state) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "f16")) g_kv = TESSERA_KV_F16;
+    if (argc > 1 && !strcmp(argv[1], "q8_0")) g_kv = TESSERA_KV_Q8_0;
+    if (argc > 1 && !strcmp(argv[1], "q4_0")) g_kv = TESSERA_KV_Q4_0;
     const char *shared = getenv("TESSERA_SHARED");
     char path[1024];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");

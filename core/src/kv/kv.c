@@ -75,6 +75,21 @@ static int kv_device_zero(tsr_device *dev, tsr_buffer *buf, uint64_t size) {
     return rc;
 }
 
+/* Which caches are rotated, and H when one is. */
+static int kv_rot_init(kv_cache *kv, kv_rotation rotation) {
+    if ((unsigned)rotation > KV_ROT_ON) return error_set("kv cache: rotation %d is not auto, off or on", (int)rotation);
+    kv->rot_k = rotation == KV_ROT_ON || (rotation == KV_ROT_AUTO && tsr_dtype_block_size(kv->dtype_k) > 1);
+    kv->rot_v = rotation == KV_ROT_ON || (rotation == KV_ROT_AUTO && tsr_dtype_block_size(kv->dtype_v) > 1);
+    if (!kv->rot_k && !kv->rot_v) return 0;
+    if (kv->head_dim <= 0 || kv->n_embd_k % kv->head_dim != 0 || kv->n_embd_v % kv->head_dim != 0)
+        return error_set("kv cache: rotating the cached heads needs a head size that divides the rows (head size "
+                         "%d, K rows %d, V rows %d)", kv->head_dim, kv->n_embd_k, kv->n_embd_v);
+    kv->rot = malloc((size_t)kv->head_dim * (size_t)kv->head_dim * sizeof *kv->rot);
+    if (!kv->rot) return error_set("kv cache: out of memory");
+    kv_rot_fill(kv->rot, kv->head_dim);
+    return 0;
+}
+
 kv_cache *kv_cache_new(const kv_cache_params *p) {
     if (p->n_layer <= 0 || p->n_ctx <= 0 || p->n_embd_k <= 0 || p->n_embd_v <= 0) {
         error_set("kv cache: bad size (%d layers, %d cells, k %d, v %d)", p->n_layer, p->n_ctx,
@@ -93,6 +108,8 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
     kv->dtype_k = p->dtype_k;
     kv->dtype_v = p->dtype_v;
     kv->flash_attn = p->flash_attn;
+    kv->head_dim = p->head_dim > 0 ? p->head_dim : 0;
+    if (kv_rot_init(kv, p->rotation) != 0) goto fail;
     kv->layers = calloc((size_t)p->n_layer, sizeof *kv->layers);
     if (!kv->layers) goto oom;
     kv->n_sets = 1;
@@ -166,6 +183,7 @@ void kv_cache_free(kv_cache *kv) {
             if (L->buffer) L->device->api->buffer_free(L->device, L->buffer);
         }
     if (kv->host_mem) munmap(kv->host_mem, (size_t)kv->host_bytes);
+    free(kv->rot);
     free(kv->layers);
     for (int32_t s = 0; s < KV_MAX_SETS; s++) {
         free(kv->sets[s].pos);
@@ -199,6 +217,17 @@ graph_tensor *kv_cache_k_leaf(graph *g, const kv_cache *kv, int32_t il) {
 
 graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il) {
     return kv_leaf(g, kv, il, false);
+}
+
+graph_tensor *kv_cache_rot_leaf(graph *g, const kv_cache *kv) {
+    if (!kv->rot) return NULL;
+    graph_tensor *t = graph_tensor_new_2d(g, TSR_DTYPE_F32, kv->head_dim, kv->head_dim);
+    if (!t) return NULL;
+    graph_tensor_set_name(t, "kv_rot");
+    /* persistent, not a weight: the products follow their activations'
+     * device, which gets a copy */
+    graph_tensor_bind(t, GRAPH_PERSISTENT, -1, NULL, 0, kv->rot);
+    return t;
 }
 
 /* ------------------------------------------------------------ cell sets */

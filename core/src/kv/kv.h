@@ -24,6 +24,16 @@
  *
  * Layers whose weights live on a device that does not read host memory get
  * their K/V in a buffer of that device; the others in host memory.
+ *
+ * Rotation (kv_rot.c): a block-type K cache holds every head of the keys
+ * turned by H, the orthonormal Walsh-Hadamard matrix of the head size, and
+ * the queries are turned alike (q.k is unchanged); a block-type V cache
+ * holds H v, and the attention output is turned back by H (H = H^T =
+ * H^-1). This is what llama.cpp does for a quantized cache: the turn
+ * spreads a head's outlier dimensions over its blocks, so 4-bit blocks lose
+ * far less. When the head size is not a power of two, H is block-diagonal:
+ * one Hadamard matrix per run of kv_rot_block(head_dim) dimensions (at
+ * least 32, since a block type needs head sizes that are multiples of 32).
  */
 #ifndef TESSERA_KV_H
 #define TESSERA_KV_H
@@ -61,6 +71,9 @@ typedef struct kv_cache {
     int32_t n_embd_v;
     int32_t dtype_k, dtype_v; /* see kv_dtype_supported */
     bool flash_attn;          /* read by FLASH_ATTN: V is [n_embd_v, n_ctx] */
+    bool rot_k, rot_v;        /* K / V hold rotated heads (see Rotation above) */
+    int32_t head_dim;         /* 0 when not given (then neither is rotated) */
+    float *rot;               /* H [head_dim, head_dim], NULL when neither is rotated */
     kv_layer *layers;
     void *host_mem;   /* K/V of all host layers (an anonymous mapping) */
     uint64_t host_bytes;
@@ -68,11 +81,16 @@ typedef struct kv_cache {
     kv_cells sets[KV_MAX_SETS];
 } kv_cache;
 
+/* Which caches hold rotated heads: AUTO (0) rotates K when it is a block
+ * type and V likewise; OFF and ON force it for both (tests, comparisons). */
+typedef enum kv_rotation { KV_ROT_AUTO = 0, KV_ROT_OFF, KV_ROT_ON } kv_rotation;
+
 typedef struct kv_cache_params {
     int32_t n_layer, n_ctx, n_embd_k, n_embd_v;
     int32_t head_dim; /* rows split into heads of this size (0: not checked) */
     int32_t dtype_k, dtype_v;
     bool flash_attn; /* V stored like K (else transposed) */
+    kv_rotation rotation; /* needs head_dim when it rotates */
     /* Per layer (may be NULL: all host): the device that will compute the
      * layer when its memory must live there, and its host index. */
     tsr_device *const *layer_device;
@@ -106,6 +124,18 @@ uint64_t kv_cache_layer_v_bytes(const kv_cache *kv, int32_t il);
  * the cache's memory. */
 graph_tensor *kv_cache_k_leaf(graph *g, const kv_cache *kv, int32_t il);
 graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il);
+
+/* A leaf for H [head_dim, head_dim] F32 in host memory (kv->rot: only when
+ * kv->rot_k or kv->rot_v). MUL_MAT(H, x) with x [head_dim, n] turns each
+ * column: H is symmetric, so it rotates and rotates back. */
+graph_tensor *kv_cache_rot_leaf(graph *g, const kv_cache *kv);
+
+/* The size of the Hadamard blocks H is made of: the largest power of two
+ * dividing head_dim (head_dim itself when it is one; 0 for head_dim <= 0). */
+int32_t kv_rot_block(int32_t head_dim);
+/* Fill h [head_dim * head_dim] with H: block-diagonal normalized
+ * Walsh-Hadamard matrices of size kv_rot_block(head_dim). */
+void kv_rot_fill(float *h, int32_t head_dim);
 
 /* One past the highest position sequence seq holds (0: none). */
 int32_t kv_cache_seq_len(const kv_cache *kv, int32_t seq);

@@ -206,6 +206,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         .dtype_k = dtype_k,
         .dtype_v = dtype_v,
         .flash_attn = fa,
+        .rotation = KV_ROT_AUTO, /* block types get Hadamard-rotated heads (kv.h) */
         .layer_device = layer_dev,
         .layer_home = layer_home,
         .layer_swa = layer_swa,
@@ -226,9 +227,14 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         char types[32];
         if (p.type_k == p.type_v) snprintf(types, sizeof types, "%s", tessera_kv_type_name(p.type_k));
         else snprintf(types, sizeof types, "%s/%s", tessera_kv_type_name(p.type_k), tessera_kv_type_name(p.type_v));
-        fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB\n",
+        const kv_cache *kv = ctx->kv;
+        fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB%s\n",
                 p.n_ctx, p.n_batch, p.n_threads, fa ? "on" : "off", types,
-                (double)kv_cache_nbytes(ctx->kv) / (1024.0 * 1024.0));
+                (double)kv_cache_nbytes(kv) / (1024.0 * 1024.0),
+                kv->rot_k && kv->rot_v ? " (K, V Hadamard-rotated)"
+                : kv->rot_k            ? " (K Hadamard-rotated)"
+                : kv->rot_v            ? " (V Hadamard-rotated)"
+                                       : "");
         context_print_memory(ctx, types);
     }
     return ctx;

@@ -8,7 +8,11 @@
  * K cells viewed as [D, Hkv, cells], converted to F32 (dequantized for a
  * block type), roped by each cell's delta (0 for cells that did not move:
  * cos 0 = 1, sin 0 = 0, an exact identity) and written back in the cache's
- * type. Values need nothing: they carry no position.
+ * type. Values need nothing: they carry no position. A rotated K cache
+ * (kv.h: Rotation) holds H R(p) k: it is turned back by H (its own
+ * inverse), roped, and turned again, H R(delta) H (H R(p) k) = H R(p +
+ * delta) k; rope's turn does not commute with H, so the three steps are
+ * needed.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -23,7 +27,7 @@ static int shift_keys(tessera_context *ctx, int32_t *const *delta) {
     const model_hparams *hp = &m->hp;
     kv_cache *kv = ctx->kv;
     const int64_t D = hp->head_dim, Hkv = hp->n_head_kv;
-    graph *g = graph_new(8 * hp->n_layer + 16);
+    graph *g = graph_new(16 * hp->n_layer + 16);
     if (!g) return error_set("context shift: out of memory");
     model_build b = {.g = g, .m = m, .hp = hp, .kv = kv};
     graph_tensor *pos[KV_MAX_SETS] = {0};
@@ -44,7 +48,10 @@ static int shift_keys(tessera_context *ctx, int32_t *const *delta) {
         graph_rope_params rp = blk_rope_params(&b, (int)il);
         /* A turn only: YaRN's magnitude correction is in the keys already. */
         rp.attn_factor = rp.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * logf(1.0f / rp.freq_scale)) : 1.0f;
-        graph_tensor *r = blk_rope_at(&b, graph_cast(g, k, TSR_DTYPE_F32), (int)il, pos[s], &rp);
+        graph_tensor *r = graph_cast(g, k, TSR_DTYPE_F32);
+        if (kv->rot_k) r = blk_rotate_heads(&b, r);
+        r = blk_rope_at(&b, r, (int)il, pos[s], &rp);
+        if (kv->rot_k) r = blk_rotate_heads(&b, r);
         graph_tensor_set_name(graph_cpy(g, r, k), "k_shifted-%d", (int)il);
         n_roped++;
     }

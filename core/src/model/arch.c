@@ -80,7 +80,8 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         out->kv_head[s] = kv_head[s];
         out->n_kv[s] = n_kv[s];
     }
-    graph *g = graph_new(96 * hp->n_layer + 64);
+    /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads) */
+    graph *g = graph_new((96 + (kv->rot_k || kv->rot_v ? 16 : 0)) * hp->n_layer + 64);
     if (!g) return error_set("%s graph: out of memory", hp->arch->name);
     out->g = g;
     out->n_tokens = n_tokens;

@@ -103,6 +103,17 @@ graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il) {
     return blk_rope_at(b, x, il, b->io->pos, &rp);
 }
 
+graph_tensor *blk_rotate_heads(model_build *b, graph_tensor *x) {
+    graph *g = b->g;
+    if (!b->kv_rot) b->kv_rot = kv_cache_rot_leaf(g, b->kv);
+    if (!x || !b->kv_rot) return NULL;
+    if (!graph_tensor_is_contiguous(x)) x = graph_cont(g, x);
+    const int64_t D = b->kv->head_dim, n = graph_tensor_nelements(x);
+    graph_tensor *r = graph_mul_mat(g, b->kv_rot, graph_reshape_2d(g, x, D, n / D)); /* H^T x = H x */
+    if (!r) return NULL;
+    return graph_reshape_4d(g, r, x->t.ne[0], x->t.ne[1], x->t.ne[2], x->t.ne[3]);
+}
+
 graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                             float kq_scale) {
     graph *g = b->g;
@@ -114,6 +125,8 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
     const uint64_t kv_head = (uint64_t)b->io->kv_head[set];
     named(q, "q", il);
     named(k, "k", il);
+    if (kv->rot_k) k = named(blk_rotate_heads(b, k), "k_rot", il);
+    if (kv->rot_v) v = named(blk_rotate_heads(b, v), "v_rot", il);
 
     /* Store this batch's keys and values in cells kv_head.. of the cache. */
     graph_tensor *kc = kv_cache_k_leaf(g, kv, il); /* [D*Hkv, cells] */
@@ -136,11 +149,13 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
     graph_tensor *K = graph_view_3d(g, kc, D, n_kv, Hkv, k_row, k_head, 0); /* [D, n_kv, Hkv] */
     graph_tensor *mask = b->m->layers[il].swa ? b->io->mask_swa : b->io->mask;
     if (b->io->attn_temp) q = graph_mul(g, q, b->io->attn_temp);
+    if (kv->rot_k) q = named(blk_rotate_heads(b, q), "q_rot", il); /* (H q).(H k) = q.k */
     if (kv->flash_attn) {
         graph_tensor *V = graph_view_3d(g, vc, D, n_kv, Hkv, v_row, v_head, 0); /* [D, n_kv, Hkv] */
         graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv->dtype_k), 0, 2, 1, 3); /* [D, T, H] */
-        graph_tensor *o = graph_flash_attn(g, qp, K, V, mask, kq_scale);         /* [D, H, T] */
-        return graph_reshape_2d(g, named(o, "fattn", il), D * H, T);
+        graph_tensor *o = named(graph_flash_attn(g, qp, K, V, mask, kq_scale), "fattn", il); /* [D, H, T] */
+        if (kv->rot_v) o = named(blk_rotate_heads(b, o), "fattn_unrot", il); /* sum p H v = H sum p v */
+        return graph_reshape_2d(g, o, D * H, T);
     }
     graph_tensor *V = graph_view_3d(g, vc, n_kv, D, Hkv, v_row, v_row * D, 0); /* [n_kv, D, Hkv] */
     /* (rounded while contiguous, then permuted) */
@@ -149,6 +164,7 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
     kq = named(graph_soft_max(g, kq, mask, kq_scale, 0.0f), "kq_soft_max", il);
     graph_tensor *kqv = graph_mul_mat(g, V, round_like_cache(g, kq, kv->dtype_v)); /* [D, T, H] */
     graph_tensor *o = graph_cont(g, graph_permute(g, kqv, 0, 2, 1, 3));             /* [D, H, T] */
+    if (kv->rot_v) o = named(blk_rotate_heads(b, o), "kqv_unrot", il);
     return graph_reshape_2d(g, o, D * H, T);
 }
 

@@ -37,10 +37,17 @@ graph_rope_params blk_rope_params(const model_build *b, int il);
 graph_tensor *blk_rope_at(model_build *b, graph_tensor *x, int il, graph_tensor *pos,
                           const graph_rope_params *rp);
 
+/* x [D*n, ...] with every run of D = head_dim values (a head) turned by
+ * the cache's rotation H (kv.h: Rotation; only when kv->rot_k or rot_v).
+ * H is its own inverse: the same call turns back. */
+graph_tensor *blk_rotate_heads(model_build *b, graph_tensor *x);
+
 /* Self-attention of layer il: stores k and v in the cache at the batch's
  * cells, then softmax(kq_scale * K.q + mask) over the cells attended to,
  * with the layer's mask (sliding-window or causal). q [D, H, T], k
- * [D, Hkv, T] already roped, v [D*Hkv, T]. Returns [D*H, T], before Wo. */
+ * [D, Hkv, T] already roped, v [D*Hkv, T]. Returns [D*H, T], before Wo.
+ * A rotated cache (kv->rot_k, rot_v) gets H k and H v, q is turned like k,
+ * and the output is turned back: the result is the same up to rounding. */
 graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                             float kq_scale);
 

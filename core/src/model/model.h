@@ -201,6 +201,7 @@ typedef struct model_build {
     const model_hparams *hp;
     kv_cache *kv;
     model_batch_graph *io;
+    graph_tensor *kv_rot; /* the cache's rotation H, made on first use (blk_rotate_heads) */
 } model_build;
 
 struct model_arch_desc {

@@ -40,7 +40,8 @@ static void header_of_context(const tessera_context *ctx, state_header *h) {
     h->v_dtype = (uint32_t)kv->dtype_v;
     h->n_embd_k = (uint32_t)kv->n_embd_k;
     h->n_embd_v = (uint32_t)kv->n_embd_v;
-    h->v_trans = kv->flash_attn ? 0 : 1; /* informative: cells are packed alike */
+    h->flags = (kv->flash_attn ? 0 : STATE_FLAG_V_TRANS) /* informative: cells are packed alike */
+               | (kv->rot_k ? STATE_FLAG_K_ROT : 0) | (kv->rot_v ? STATE_FLAG_V_ROT : 0);
     h->n_sets = (uint32_t)kv->n_sets;
     for (int32_t il = 0; il < kv->n_layer; il++) h->n_layer_swa += kv->layers[il].set != 0;
 }
@@ -192,6 +193,13 @@ static int state_check_identity(const tessera_context *ctx, const state_header *
                                      settings[i].what, kv_type_name(settings[i].saved), kv_type_name(settings[i].here))
                          : error_set("state file %s has other settings: %s %u there, %u here", label,
                                      settings[i].what, settings[i].saved, settings[i].here);
+    /* The cache types decide the rotation, so this differs only when one was
+     * forced (kv_rotation): the bytes would be read in the wrong basis. */
+    for (uint32_t bit = STATE_FLAG_K_ROT; bit <= STATE_FLAG_V_ROT; bit <<= 1)
+        if ((h->flags & bit) != (me.flags & bit))
+            return error_set("state file %s has other settings: the %s cache's heads are %s there, %s here", label,
+                             bit == STATE_FLAG_K_ROT ? "K" : "V", h->flags & bit ? "Hadamard-rotated" : "not rotated",
+                             me.flags & bit ? "rotated" : "not");
     return 0;
 }
 

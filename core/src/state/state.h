@@ -7,8 +7,11 @@
  *           model:    char arch[32], u32 n_layer, n_embd, n_vocab,
  *                     u64 gguf_hash (of the GGUF's metadata and tensor infos)
  *           settings: u32 n_ctx, k_dtype, v_dtype (cache types), n_embd_k,
- *                     n_embd_v, v_trans (informative: a cell's V is packed as
- *                     one row either way)
+ *                     n_embd_v, flags: bit 0 V transposed (informative: a
+ *                     cell's V is packed as one row either way), bit 1 K and
+ *                     bit 2 V hold Hadamard-rotated heads (kv.h: Rotation;
+ *                     files from before the rotation have both clear, which
+ *                     is what they hold)
  *           counts:   i32 seq (-1: the whole cache), u32 n_tokens, n_cells,
  *                     n_logits, sampler_bytes, n_sets (1, or 2 with a
  *                     sliding-window set), n_cells_swa, n_layer_swa
@@ -31,13 +34,14 @@
 #include <stdint.h>
 
 enum { STATE_VERSION = 1, STATE_ARCH_MAX = 32, STATE_SEQS = 64 };
+enum { STATE_FLAG_V_TRANS = 1, STATE_FLAG_K_ROT = 2, STATE_FLAG_V_ROT = 4 };
 
 typedef struct state_header {
     uint32_t version;
     char arch[STATE_ARCH_MAX]; /* NUL-padded */
     uint32_t n_layer, n_embd, n_vocab;
     uint64_t gguf_hash;
-    uint32_t n_ctx, k_dtype, v_dtype, n_embd_k, n_embd_v, v_trans;
+    uint32_t n_ctx, k_dtype, v_dtype, n_embd_k, n_embd_v, flags; /* STATE_FLAG_* */
     int32_t seq;
     uint32_t n_tokens, n_cells, n_logits, sampler_bytes;
     uint32_t n_sets, n_cells_swa, n_layer_swa;

@@ -95,7 +95,7 @@ void state_header_write(const state_header *h, uint8_t *out) {
     const uint32_t a[] = {h->n_layer, h->n_embd, h->n_vocab};
     for (size_t i = 0; i < 3; i++) state_put(p, a[i], 4), p += 4;
     state_put(p, h->gguf_hash, 8), p += 8;
-    const uint32_t b[] = {h->n_ctx, h->k_dtype, h->v_dtype, h->n_embd_k, h->n_embd_v, h->v_trans,
+    const uint32_t b[] = {h->n_ctx, h->k_dtype, h->v_dtype, h->n_embd_k, h->n_embd_v, h->flags,
                           (uint32_t)h->seq, h->n_tokens, h->n_cells, h->n_logits, h->sampler_bytes,
                           h->n_sets,        h->n_cells_swa, h->n_layer_swa};
     for (size_t i = 0; i < 14; i++) state_put(p, b[i], 4), p += 4;
@@ -121,7 +121,7 @@ int state_header_read(state_header *h, const uint8_t *data, size_t len, const ch
     for (size_t i = 0; i < 3; i++) *a[i] = (uint32_t)state_get(p, 4), p += 4;
     h->gguf_hash = state_get(p, 8), p += 8;
     uint32_t seq;
-    uint32_t *b[] = {&h->n_ctx,    &h->k_dtype,  &h->v_dtype, &h->n_embd_k,  &h->n_embd_v,      &h->v_trans,
+    uint32_t *b[] = {&h->n_ctx,    &h->k_dtype,  &h->v_dtype, &h->n_embd_k,  &h->n_embd_v,      &h->flags,
                      &seq,         &h->n_tokens, &h->n_cells, &h->n_logits,  &h->sampler_bytes,
                      &h->n_sets,   &h->n_cells_swa, &h->n_layer_swa};
     for (size_t i = 0; i < 14; i++) *b[i] = (uint32_t)state_get(p, 4), p += 4;

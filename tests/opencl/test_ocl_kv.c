@@ -12,7 +12,8 @@
  *     - FLASH_ATTN with K and V of each block type (and mixed pairs) read
  *       from cache-shaped views, q a permuted view, GQA, an F16 or F32 mask
  *       with -inf cells (a fully masked query gets zeros), n_kv 1, 17, 50,
- *       300 (not multiples of the block size), head sizes 32/64/128: within
+ *       300 (not multiples of the block size), head sizes 32/64/128 (and
+ *       float K/V at 80 and 40, whose rows end in a partial chunk): within
  *       FA_TOL of ref on the same bytes (both dequantize exactly; ref sums
  *       in double).
  *   test_ocl_kv model MODEL GOLDEN TYPE_K TYPE_V TOL [CPU [N_CASES [N_GREEDY]]]
@@ -307,6 +308,10 @@ static int test_ops(host_device *ocl) {
     fa_case(ocl, ref, TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_0, shapes[0]);
     fa_case(ocl, ref, TSR_DTYPE_F16, TSR_DTYPE_Q5_1, shapes[1]);
     fa_case(ocl, ref, TSR_DTYPE_IQ4_NL, TSR_DTYPE_F32, shapes[2]);
+    /* float K/V with a head size that is not a multiple of 32 (phi-2's 80):
+     * the last chunk of each row is partial */
+    fa_case(ocl, ref, TSR_DTYPE_F16, TSR_DTYPE_F16, (fa_shape){80, 2, 33, 4, 2, TSR_DTYPE_F16});
+    fa_case(ocl, ref, TSR_DTYPE_F32, TSR_DTYPE_BF16, (fa_shape){40, 3, 9, 2, 1, TSR_DTYPE_F32});
     return failures;
 }
 

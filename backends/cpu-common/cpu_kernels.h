@@ -51,7 +51,9 @@ typedef struct cpu_kernels {
 } cpu_kernels;
 
 /* cpu_matmul.c: MUL_MAT through the table. */
-int matmul_supports(const cpu_kernels *k, const tsr_node *node);
+/* 1 if the node runs here, else 0 with the reason in why[why_size] (may
+ * be NULL), as tsr_node_decline writes it. */
+int matmul_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_t why_size);
 size_t matmul_work_size(const cpu_kernels *k, const tsr_node *node, int nth);
 void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 

@@ -24,26 +24,35 @@
  */
 #include <string.h>
 
+#include <tessera/plugin_check.h>
+
 #include "cpu_kernels.h"
 
 enum { COL_BLOCK = 128, ROW_BLOCK_BYTES = 16 * 1024 };
 
 static int64_t batch_count(const tsr_node *node) { return node->src[1]->ne[2] * node->src[1]->ne[3]; }
 
-int matmul_supports(const cpu_kernels *k, const tsr_node *node) {
+int matmul_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_t why_size) {
     const tsr_tensor *w = node->src[0], *x = node->src[1], *d = node->dst;
-    if (node->n_src < 2 || !w || !x || !d) return 0;
-    if (w->dtype < 0 || w->dtype >= TSR_DTYPE_COUNT || !k->dot[w->dtype]) return 0;
-    if (quants_act_kind(w->dtype) == ACT_NONE) return 0;
-    if (x->dtype != TSR_DTYPE_F32 || d->dtype != TSR_DTYPE_F32) return 0;
+    if (node->n_src < 2 || !w || !x || !d) return tsr_node_decline(node, why, why_size, "needs src0, src1 and dst");
+    if (w->dtype < 0 || w->dtype >= TSR_DTYPE_COUNT || !k->dot[w->dtype] || quants_act_kind(w->dtype) == ACT_NONE)
+        return tsr_node_decline(node, why, why_size, "no %s dot kernel for %s weights", k->name,
+                                tsr_dtype_name(w->dtype));
+    if (x->dtype != TSR_DTYPE_F32 || d->dtype != TSR_DTYPE_F32)
+        return tsr_node_decline(node, why, why_size, "activations (%s) and result (%s) must be F32",
+                                tsr_dtype_name(x->dtype), tsr_dtype_name(d->dtype));
     int64_t bs = tsr_dtype_block_size(w->dtype);
-    if (w->ne[0] % bs != 0 || w->nb[0] != tsr_dtype_block_bytes(w->dtype)) return 0;
-    if (x->ne[0] != w->ne[0]) return 0;
+    if (w->ne[0] % bs != 0 || w->nb[0] != tsr_dtype_block_bytes(w->dtype))
+        return tsr_node_decline(node, why, why_size, "weight rows are not whole contiguous blocks");
+    if (x->ne[0] != w->ne[0])
+        return tsr_node_decline(node, why, why_size, "K differs: weight %lld, activations %lld", (long long)w->ne[0],
+                                (long long)x->ne[0]);
     for (int i = 0; i < 4; i++)
-        if (w->ne[i] <= 0 || x->ne[i] <= 0) return 0;
-    if (x->ne[2] % w->ne[2] != 0 || x->ne[3] % w->ne[3] != 0) return 0;
+        if (w->ne[i] <= 0 || x->ne[i] <= 0) return tsr_node_decline(node, why, why_size, "ne[%d] is not positive", i);
+    if (x->ne[2] % w->ne[2] != 0 || x->ne[3] % w->ne[3] != 0)
+        return tsr_node_decline(node, why, why_size, "the weight's batch dimensions do not broadcast");
     if (d->ne[0] != w->ne[1] || d->ne[1] != x->ne[1] || d->ne[2] != x->ne[2] || d->ne[3] != x->ne[3])
-        return 0;
+        return tsr_node_decline(node, why, why_size, "dst is not [M, N, B2, B3]");
     return 1;
 }
 

@@ -600,93 +600,133 @@ static int fa_kv_readable(const tsr_tensor *t) {
     return t->nb[0] == tsr_dtype_block_bytes(t->dtype) && t->ne[0] % tsr_dtype_block_size(t->dtype) == 0;
 }
 
-int ops_supports(const tsr_node *node) {
-    if (tsr_node_check(node, NULL, 0)) return 0; /* well-formed (ABI 1.1 checker) */
+/* Every refusal below says why (tsr_node_decline: shown by --explain). */
+#define NO(...) tsr_node_decline(node, why, why_size, __VA_ARGS__)
+
+static const char *dt(const tsr_tensor *t) { return t ? tsr_dtype_name(t->dtype) : "none"; }
+
+/* src0 and dst F32 of one shape (the unary ops and the checks they share). */
+static int f32_like_src0(const tsr_node *node, char *why, size_t why_size) {
+    const tsr_tensor *a = node->src[0], *d = node->dst;
+    if (!is_f32(a) || !is_f32(d)) return NO("F32 only (src0 %s, dst %s)", dt(a), dt(d));
+    if (!same_shape(a, d)) return NO("dst shape differs from src0's");
+    return 1;
+}
+
+int ops_supports(const tsr_node *node, char *why, size_t why_size) {
+    if (tsr_node_check(node, why, why_size)) return 0; /* malformed: the ABI 1.1 checker's reason */
     const tsr_tensor *d = node->dst, *a = node->src[0], *b = node->src[1];
-    if (!d || !a || node->n_src < 1 || node->n_src > TSR_MAX_SRC) return 0;
-    if (!positive_shape(d) || !positive_shape(a)) return 0;
+    if (!d || !a || node->n_src < 1 || node->n_src > TSR_MAX_SRC) return NO("needs dst and src0");
+    if (!positive_shape(d) || !positive_shape(a)) return NO("a size is below 1");
     switch (node->op) {
     case TSR_OP_ADD:
     case TSR_OP_MUL:
-        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d) || !same_shape(a, d)) return 0;
-        if (!positive_shape(b)) return 0;
+        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d))
+            return NO("F32 only (src0 %s, src1 %s, dst %s)", dt(a), dt(node->n_src > 1 ? b : NULL), dt(d));
+        if (!same_shape(a, d)) return NO("dst shape differs from src0's");
+        if (!positive_shape(b)) return NO("a size of src1 is below 1");
         for (int i = 0; i < 4; i++)
-            if (a->ne[i] % b->ne[i] != 0) return 0;
+            if (a->ne[i] % b->ne[i] != 0) return NO("src1 does not broadcast over src0 in dimension %d", i);
         return 1;
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU:
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM:
-        return is_f32(a) && is_f32(d) && same_shape(a, d);
+        return f32_like_src0(node, why, why_size);
     case TSR_OP_SWIGLU:
-        return node->n_src >= 2 && is_f32(a) && is_f32(b) && is_f32(d) && same_shape(a, b) && same_shape(a, d);
+        if (node->n_src < 2 || !is_f32(b) || !same_shape(a, b)) return NO("src1 must be F32 of src0's shape");
+        return f32_like_src0(node, why, why_size);
     case TSR_OP_ROPE: {
         const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
         int n_dims = node->iparams[0], mode = node->iparams[1];
-        if (node->n_src < 2 || !is_f32(a) || !is_f32(d) || !same_shape(a, d)) return 0;
-        if (!b || b->dtype != TSR_DTYPE_I32 || b->ne[0] < a->ne[2]) return 0;
-        if (mode != TSR_ROPE_NORMAL && mode != TSR_ROPE_NEOX) return 0;
-        if (n_dims <= 0 || n_dims > a->ne[0] || n_dims % 2 != 0) return 0;
-        if (node->fparams[2] != 0.0f) return 0; /* YaRN: left to ref */
-        if (ff && (!is_f32(ff) || ff->ne[0] < n_dims / 2)) return 0;
+        if (node->n_src < 2) return NO("needs positions");
+        if (!f32_like_src0(node, why, why_size)) return 0;
+        if (!b || b->dtype != TSR_DTYPE_I32 || b->ne[0] < a->ne[2]) return NO("positions must be I32, one per token");
+        if (mode != TSR_ROPE_NORMAL && mode != TSR_ROPE_NEOX) return NO("mode %d is not normal (0) or NeoX (2)", mode);
+        if (n_dims <= 0 || n_dims > a->ne[0] || n_dims % 2 != 0)
+            return NO("n_dims %d is not even and within the head size %lld", n_dims, (long long)a->ne[0]);
+        if (node->fparams[2] != 0.0f) return NO("YaRN (ext_factor %g) is left to ref", (double)node->fparams[2]);
+        if (ff && (!is_f32(ff) || ff->ne[0] < n_dims / 2))
+            return NO("frequency factors must be F32 with n_dims/2 = %d entries", n_dims / 2);
         return 1;
     }
     case TSR_OP_SOFT_MAX: {
         const tsr_tensor *m = node->n_src > 1 ? b : NULL;
-        if (!is_f32(a) || !is_f32(d) || !same_shape(a, d)) return 0;
-        if (node->fparams[1] != 0.0f) return 0; /* ALiBi: left to ref */
+        if (!f32_like_src0(node, why, why_size)) return 0;
+        if (node->fparams[1] != 0.0f) return NO("ALiBi (max_bias %g) is left to ref", (double)node->fparams[1]);
         if (m) {
-            if (m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) return 0;
-            if (!positive_shape(m) || m->ne[0] != a->ne[0] || m->ne[1] < a->ne[1]) return 0;
+            if (m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) return NO("mask dtype %s is not F32 or F16", dt(m));
+            if (!positive_shape(m) || m->ne[0] != a->ne[0] || m->ne[1] < a->ne[1])
+                return NO("mask rows do not cover src0's rows");
         }
         return 1;
     }
     case TSR_OP_GET_ROWS:
-        if (node->n_src < 2 || !b || b->dtype != TSR_DTYPE_I32 || !is_f32(d)) return 0;
-        if (!cpu_quants_row_supported(a->dtype)) return 0;
-        if (a->nb[0] != tsr_dtype_block_bytes(a->dtype) || a->ne[0] % tsr_dtype_block_size(a->dtype)) return 0;
-        return d->ne[0] == a->ne[0] && d->ne[1] == b->ne[0] && d->ne[2] == b->ne[1] && d->ne[3] == b->ne[2] &&
-               b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1;
+        if (node->n_src < 2 || !b || b->dtype != TSR_DTYPE_I32 || !is_f32(d))
+            return NO("indices must be I32 and dst F32 (src1 %s, dst %s)", dt(node->n_src > 1 ? b : NULL), dt(d));
+        if (!cpu_quants_row_supported(a->dtype)) return NO("rows of %s are not converted here", dt(a));
+        if (a->nb[0] != tsr_dtype_block_bytes(a->dtype) || a->ne[0] % tsr_dtype_block_size(a->dtype))
+            return NO("src0 rows are not whole contiguous blocks");
+        if (d->ne[0] == a->ne[0] && d->ne[1] == b->ne[0] && d->ne[2] == b->ne[1] && d->ne[3] == b->ne[2] &&
+            b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1)
+            return 1;
+        return NO("dst is not [row size, indices, b2, b3]");
     case TSR_OP_CPY:
-        if (tsr_tensor_nelements(a) != tsr_tensor_nelements(d)) return 0;
+        if (tsr_tensor_nelements(a) != tsr_tensor_nelements(d)) return NO("src0 and dst element counts differ");
         if (is_float(a->dtype) && is_float(d->dtype)) return 1;
-        if (cpu_quants_from_f32_supported(d->dtype)) /* f32 rows packed as dst's, dst rows of whole blocks */
-            return is_f32(a) && is_packed(a) && d->nb[0] == tsr_dtype_block_bytes(d->dtype) &&
-                   d->ne[0] % 32 == 0;
+        if (cpu_quants_from_f32_supported(d->dtype)) { /* f32 rows packed as dst's, dst rows of whole blocks */
+            if (!is_f32(a) || !is_packed(a)) return NO("only packed F32 is converted into %s (src0 %s)", dt(d), dt(a));
+            if (d->nb[0] != tsr_dtype_block_bytes(d->dtype) || d->ne[0] % 32 != 0)
+                return NO("dst rows are not whole %s blocks", dt(d));
+            return 1;
+        }
         /* quantized -> F32 row by row */
-        return cpu_quants_row_supported(a->dtype) && is_f32(d) && d->ne[0] == a->ne[0] &&
-               a->nb[0] == tsr_dtype_block_bytes(a->dtype) && a->ne[0] % tsr_dtype_block_size(a->dtype) == 0;
+        if (!cpu_quants_row_supported(a->dtype) || !is_f32(d))
+            return NO("converting %s into %s is not implemented here", dt(a), dt(d));
+        if (d->ne[0] != a->ne[0] || a->nb[0] != tsr_dtype_block_bytes(a->dtype) ||
+            a->ne[0] % tsr_dtype_block_size(a->dtype) != 0)
+            return NO("src0 and dst rows differ, or src0 rows are not whole blocks");
+        return 1;
     case TSR_OP_CONCAT: {
         int dim = node->iparams[0];
-        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d) || dim < 0 || dim > 3) return 0;
+        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d))
+            return NO("F32 only (src0 %s, src1 %s, dst %s)", dt(a), dt(node->n_src > 1 ? b : NULL), dt(d));
+        if (dim < 0 || dim > 3) return NO("dimension %d is not 0..3", dim);
         for (int i = 0; i < 4; i++) {
             if (i == dim ? d->ne[i] != a->ne[i] + b->ne[i] : (a->ne[i] != d->ne[i] || b->ne[i] != d->ne[i]))
-                return 0;
+                return NO("shapes do not concatenate along dimension %d", dim);
         }
         return 1;
     }
     case TSR_OP_ARGMAX:
-        return is_f32(a) && d->dtype == TSR_DTYPE_I32 && tsr_tensor_nelements(d) == tensor_nrows(a);
+        if (!is_f32(a) || d->dtype != TSR_DTYPE_I32) return NO("src0 must be F32 and dst I32 (%s, %s)", dt(a), dt(d));
+        if (tsr_tensor_nelements(d) != tensor_nrows(a)) return NO("dst needs one element per row of src0");
+        return 1;
     case TSR_OP_FLASH_ATTN: {
         const tsr_tensor *k = b, *v = node->n_src > 2 ? node->src[2] : NULL;
         const tsr_tensor *m = node->n_src > 3 ? node->src[3] : NULL;
-        if (node->n_src < 3 || !k || !v || !is_f32(a) || !is_f32(d)) return 0;
-        if (!positive_shape(k) || !positive_shape(v)) return 0;
-        if (!fa_kv_readable(k) || !fa_kv_readable(v)) return 0;
-        if (k->ne[0] != a->ne[0] || v->ne[0] != a->ne[0] || v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2]) return 0;
-        if (a->ne[2] % k->ne[2] != 0 || a->ne[3] != 1 || k->ne[3] != 1) return 0;
-        if (d->ne[0] != a->ne[0] || d->ne[1] != a->ne[2] || d->ne[2] != a->ne[1]) return 0;
-        if (node->fparams[1] != 0.0f || node->fparams[2] != 0.0f) return 0;
+        if (node->n_src < 3 || !k || !v || !is_f32(a) || !is_f32(d)) return NO("needs F32 q and dst with k and v");
+        if (!positive_shape(k) || !positive_shape(v)) return NO("a size of k or v is below 1");
+        if (!fa_kv_readable(k) || !fa_kv_readable(v)) return NO("k/v rows of %s/%s are not read here", dt(k), dt(v));
+        if (k->ne[0] != a->ne[0] || v->ne[0] != a->ne[0] || v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2])
+            return NO("q, k and v shapes do not match");
+        if (a->ne[2] % k->ne[2] != 0 || a->ne[3] != 1 || k->ne[3] != 1)
+            return NO("query heads are not a multiple of kv heads, or ne[3] is not 1");
+        if (d->ne[0] != a->ne[0] || d->ne[1] != a->ne[2] || d->ne[2] != a->ne[1]) return NO("dst is not [D, H, n_q]");
+        if (node->fparams[1] != 0.0f || node->fparams[2] != 0.0f)
+            return NO("max_bias and softcap (fparams[1..2] = %g, %g) are not implemented", (double)node->fparams[1], (double)node->fparams[2]);
         if (m && ((m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) || m->ne[0] < k->ne[1] ||
                   m->ne[1] < a->ne[1]))
-            return 0;
+            return NO("the mask must be F32 or F16 and cover [n_kv, n_q]");
         return 1;
     }
     default:
-        return 0;
+        return NO("not implemented on the CPU");
     }
 }
+
+#undef NO
 
 size_t ops_work_size(const tsr_node *node, int nth) {
     const tsr_tensor *a = node->src[0];

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <tessera/plugin.h>
+#include <tessera/plugin_check.h>
 
 #include "cpu_isa.h"
 
@@ -57,9 +57,10 @@ typedef struct cpu_queue {
     int32_t n_threads; /* set_n_threads (ABI 1.1); 0: tsr_host.n_threads */
 } cpu_queue;
 
-static int node_supported(const tsr_node *node) {
-    if (node->op == TSR_OP_MUL_MAT) return matmul_supports(&g.kernels, node);
-    return ops_supports(node);
+/* 1 if this plugin computes node, else 0 with the reason in why (may be NULL). */
+static int node_supported(const tsr_node *node, char *why, size_t why_size) {
+    if (node->op == TSR_OP_MUL_MAT) return matmul_supports(&g.kernels, node, why, why_size);
+    return ops_supports(node, why, why_size);
 }
 
 /* Every tensor a node touches has an address by compute time. */
@@ -117,7 +118,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     double cost = 0.0;
     for (int32_t i = 0; i < n_nodes; i++) {
         if (nodes[i].op == TSR_OP_NONE) continue;
-        if (!node_supported(&nodes[i]) || !node_located(&nodes[i])) {
+        if (!node_supported(&nodes[i], NULL, 0) || !node_located(&nodes[i])) {
             plog(TSR_LOG_ERROR, "node %d (op %d, tensor '%s') is not supported by %s0", i, nodes[i].op,
                  ISA->plugin_name, nodes[i].dst && nodes[i].dst->name ? nodes[i].dst->name : "");
             return TSR_ERR_UNSUPPORTED;
@@ -226,10 +227,13 @@ static tsr_status device_get_info(tsr_device *device, tsr_device_info *info) {
 
 static int32_t device_supports_op(tsr_device *device, const tsr_node *node) {
     (void)device;
-    if (!node || !node->dst || node->op <= TSR_OP_NONE || node->op >= TSR_OP_COUNT) return 0;
+    if (!node) return 0;
     /* No location check here: the host asks before it plans memory, so
      * tensors have neither buffer nor data yet. */
-    return node_supported(node);
+    char why[256];
+    if (node_supported(node, why, sizeof why)) return 1;
+    tsr_host_decline(g.host, node, why); /* ABI 1.1: shown by --explain */
+    return 0;
 }
 
 static tsr_status device_buffer_alloc(tsr_device *device, uint64_t size, tsr_buffer **out) {

@@ -18,7 +18,6 @@
  *     elements; 2 bytes for blocks, whose scales are F16).
  * Addresses are never looked at.
  */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include <tessera/plugin_check.h>
@@ -45,17 +44,8 @@ bool ocl_dtype_is_quant(int32_t dtype) {
     }
 }
 
-__attribute__((format(printf, 4, 5))) static int no(const tsr_node *node, char *why, size_t why_size,
-                                                    const char *fmt, ...) {
-    if (!why || !why_size) return 0;
-    int n = snprintf(why, why_size, "%s '%s': ", tsr_op_name(node->op), node->dst->name ? node->dst->name : "");
-    if (n < 0 || (size_t)n >= why_size) return 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why + n, why_size - (size_t)n, fmt, ap);
-    va_end(ap);
-    return 0;
-}
+/* no(node, why, why_size, fmt, ...): "OP 'name': ..." into why, returns 0 */
+#define no tsr_node_decline
 
 /* A tensor the kernels can address: a dtype they load, sizes within
  * OCL_MAX_ELEMENTS, element-aligned strides. NULL if so, else the problem. */

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_check.h>
+
 #include "ocl_internal.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
@@ -106,24 +108,19 @@ static tsr_status device_get_info(tsr_device *device, tsr_device_info *info) {
     return TSR_OK;
 }
 
-static void decline(const tsr_node *node, const char *why) {
-    if (g_host && TSR_HAS_FIELD(tsr_host, g_host->struct_size, decline) && g_host->decline && why[0])
-        g_host->decline(node, why);
-}
-
 static int32_t device_supports_op(tsr_device *device, const tsr_node *node) {
     ocl_device *d = device ? device->impl : NULL;
     if (!d || !node) return 0;
     char why[256];
     if (!ocl_node_supported(d, node, why, sizeof why)) {
-        decline(node, why);
+        tsr_host_decline(g_host, node, why); /* ABI 1.1: shown by --explain */
         return 0;
     }
     /* A 1.1 host opened the device (the kernels are built); a 1.0 host did
      * not, so they are built here, at the first node we would take. A build
      * failure turns every answer into 0 and the work falls back. */
     if (!ocl_program_ensure(d)) {
-        decline(node, "the OpenCL kernels failed to build (see the log)");
+        tsr_host_decline(g_host, node, "the OpenCL kernels failed to build (see the log)");
         return 0;
     }
     return 1;

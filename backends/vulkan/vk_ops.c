@@ -13,7 +13,6 @@
  * than 2 GiB.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,19 +23,8 @@
 
 #define VK_MAX_SPAN (INT64_C(1) << 31)
 
-__attribute__((format(printf, 4, 5))) static int decline(const tsr_node *node, char *why, size_t why_size,
-                                                         const char *fmt, ...) {
-    if (why && why_size) {
-        int n = snprintf(why, why_size, "%s: ", tsr_op_name(node->op));
-        if (n >= 0 && (size_t)n < why_size) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(why + n, why_size - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return 0;
-}
+/* decline(node, why, why_size, fmt, ...): "OP 'name': ..." into why, returns 0 */
+#define decline tsr_node_decline
 
 /* dtypes the shaders dequantize (common.glsl: dequant) */
 static bool is_readable(int32_t dt) {

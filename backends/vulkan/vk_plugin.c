@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_check.h>
+
 #include "vk_internal.h"
 
 enum { VK_MAX_DEVICES = 16 };
@@ -226,9 +228,7 @@ static int32_t device_supports_op(tsr_device *device, const tsr_node *node) {
     if (!d || !node) return 0;
     char why[256];
     if (vk_op_supported(d, node, why, sizeof why)) return 1;
-    /* ABI 1.1: tell the host why (shown by --explain) */
-    if (vk_host && TSR_HAS_FIELD(tsr_host, vk_host->struct_size, decline) && vk_host->decline && why[0])
-        vk_host->decline(node, why);
+    tsr_host_decline(vk_host, node, why); /* ABI 1.1: shown by --explain */
     return 0;
 }
 

@@ -347,8 +347,7 @@ static tsr_status dev_get_info(tsr_device *d, tsr_device_info *info) {
 static int32_t dev_supports_op(tsr_device *d, const tsr_node *n) {
     (void)d;
     const char *why = tsr_node_check(n, NULL, 0) ? "malformed node" : cannot(n);
-    if (why && host && TSR_HAS_FIELD(tsr_host, host->struct_size, decline) && host->decline)
-        host->decline(n, why); /* shown by tessera run --explain */
+    tsr_host_decline(host, n, why); /* ABI 1.1: shown by tessera run --explain */
     return why == NULL;
 }
 

@@ -32,8 +32,10 @@ extern "C" {
 
 #if defined(__GNUC__)
 #define TSR_CHECK_PRINTF_ __attribute__((format(printf, 2, 3)))
+#define TSR_CHECK_PRINTF4_ __attribute__((format(printf, 4, 5)))
 #else
 #define TSR_CHECK_PRINTF_
+#define TSR_CHECK_PRINTF4_
 #endif
 
 /* Largest element count ref accepts for one tensor (2^48): keeps every
@@ -47,15 +49,43 @@ typedef struct tsr_checker_ {
     size_t why_size;
 } tsr_checker_;
 
-/* Record the reason (prefixed with the op and node name) and return -1. */
-TSR_CHECK_PRINTF_ static inline int tsr_chk_fail_(tsr_checker_ *c, const char *fmt, ...) {
-    if (!c->why || c->why_size == 0) return -1;
-    int n = snprintf(c->why, c->why_size, "%s '%s': ", tsr_op_name(c->node->op),
-                     c->node->dst && c->node->dst->name ? c->node->dst->name : "");
-    if (n < 0 || (size_t)n >= c->why_size) return -1;
+/* why[why_size] = "OP 'dst name': " + the formatted text; why may be NULL. */
+static inline void tsr_node_vwhy_(const tsr_node *node, char *why, size_t why_size, const char *fmt, va_list ap) {
+    if (!why || why_size == 0) return;
+    int n = snprintf(why, why_size, "%s '%s': ", tsr_op_name(node->op),
+                     node->dst && node->dst->name ? node->dst->name : "");
+    if (n < 0 || (size_t)n >= why_size) return;
+    vsnprintf(why + n, why_size - (size_t)n, fmt, ap);
+}
+
+/* For supports_op: write why this device declines node into why[why_size]
+ * ("OP 'dst name': ...", in the checker's form; why may be NULL) and
+ * return 0, so each refusal reads as one line:
+ *     if (w->dtype == TSR_DTYPE_IQ2_XS)
+ *         return tsr_node_decline(node, why, why_size, "IQ2_XS weights are not implemented");
+ * then hand why to the host with tsr_host_decline. */
+TSR_CHECK_PRINTF4_ static inline int tsr_node_decline(const tsr_node *node, char *why, size_t why_size,
+                                                      const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->why + n, c->why_size - (size_t)n, fmt, ap);
+    tsr_node_vwhy_(node, why, why_size, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* Give the host the reason supports_op declines node (ABI 1.1
+ * tsr_host.decline; nothing under a 1.0 host or with an empty reason).
+ * Call it only from supports_op, with the node it was given. */
+static inline void tsr_host_decline(const tsr_host *host, const tsr_node *node, const char *why) {
+    if (host && why && why[0] && TSR_HAS_FIELD(tsr_host, host->struct_size, decline) && host->decline)
+        host->decline(node, why);
+}
+
+/* Record the reason (prefixed with the op and node name) and return -1. */
+TSR_CHECK_PRINTF_ static inline int tsr_chk_fail_(tsr_checker_ *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tsr_node_vwhy_(c->node, c->why, c->why_size, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -386,6 +416,7 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
 }
 
 #undef TSR_CHECK_PRINTF_
+#undef TSR_CHECK_PRINTF4_
 
 #ifdef __cplusplus
 }

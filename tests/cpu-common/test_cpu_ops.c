@@ -23,7 +23,8 @@
  *   GET_ROWS, CPY                              1e-6  (same dequantization)
  *   ROPE                                       1e-4 absolute
  * Also checks supports_op declines malformed nodes and that a bad GET_ROWS
- * index is an error, not a crash.
+ * index is an error, not a crash, and that every decline gives its reason
+ * through tsr_host.decline (ABI 1.1).
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -40,7 +41,14 @@ static int failures, checks;
 static const tsr_plugin *plugin;
 static tsr_device *device;
 static tsr_queue *queue;
-static tsr_host host = {.struct_size = sizeof(tsr_host), .abi_version = TSR_ABI_VERSION, .n_threads = 2};
+/* The reason the plugin gave through tsr_host.decline (ABI 1.1). */
+static char declined[256];
+static void on_decline(const tsr_node *node, const char *reason) {
+    (void)node;
+    snprintf(declined, sizeof declined, "%s", reason ? reason : "(null)");
+}
+static tsr_host host = {.struct_size = sizeof(tsr_host), .abi_version = TSR_ABI_VERSION, .n_threads = 2,
+                        .decline = on_decline};
 
 /* ----------------------------------------------------------- tensors */
 
@@ -491,6 +499,55 @@ static void test_bad_input(void) {
     tensor_free(w), tensor_free(x), tensor_free(o), tensor_free(tab), tensor_free(idx), tensor_free(out);
 }
 
+/* A tensor description without memory: supports_op never reads data. */
+static tsr_tensor shape_only(int32_t dtype, int64_t n0, int64_t n1, int64_t n2) {
+    tsr_tensor t = {.dtype = dtype, .ne = {n0, n1, n2, 1}, .name = "t"};
+    set_strides(&t);
+    return t;
+}
+
+/* supports_op declines node and says why through tsr_host.decline, with
+ * want in the reason. */
+static void expect_declined(const char *what, const tsr_node *node, const char *want) {
+    checks++;
+    declined[0] = 0;
+    int32_t yes = device->api->supports_op(device, node);
+    int ok = !yes && strstr(declined, want) != NULL;
+    printf("%s decline %-36s '%s'\n", ok ? "ok  " : "FAIL", what, declined);
+    if (!ok) failures++;
+}
+
+/* Every refusal of a well-formed node comes with its reason (shown by
+ * tessera run --explain), and so does a malformed node's. */
+static void test_decline_reasons(void) {
+    tsr_tensor x = shape_only(TSR_DTYPE_F32, 64, 3, 2), o = shape_only(TSR_DTYPE_F32, 64, 3, 2);
+    tsr_tensor pos = shape_only(TSR_DTYPE_I32, 2, 1, 1);
+    tsr_node n = make_node(TSR_OP_ROPE, 2, &x, &pos, NULL, NULL);
+    n.dst = &o;
+    n.iparams[0] = 64;
+    n.fparams[0] = 10000.0f, n.fparams[1] = 1.0f, n.fparams[2] = 1.0f, n.fparams[3] = 1.0f;
+    n.fparams[4] = 32.0f, n.fparams[5] = 1.0f;
+    expect_declined("ROPE with YaRN", &n, "YaRN (ext_factor 1)");
+    n = make_node(TSR_OP_SOFT_MAX, 1, &x, NULL, NULL, NULL);
+    n.dst = &o;
+    n.fparams[0] = 1.0f, n.fparams[1] = 8.0f;
+    expect_declined("SOFT_MAX with ALiBi", &n, "ALiBi (max_bias 8)");
+    tsr_tensor w = shape_only(TSR_DTYPE_IQ4_NL, 64, 4, 1), mo = shape_only(TSR_DTYPE_F32, 4, 3, 2);
+    n = make_node(TSR_OP_MUL_MAT, 2, &w, &x, NULL, NULL);
+    n.dst = &mo;
+    expect_declined("MUL_MAT of IQ4_NL weights", &n, "dot kernel for IQ4_NL weights");
+    tsr_tensor h = shape_only(TSR_DTYPE_F16, 64, 3, 2), q8 = shape_only(TSR_DTYPE_Q8_0, 64, 3, 2);
+    n = make_node(TSR_OP_CPY, 1, &h, NULL, NULL, NULL);
+    n.dst = &q8;
+    expect_declined("CPY F16 into Q8_0", &n, "only packed F32 is converted into Q8_0 (src0 F16)");
+    tsr_tensor w4 = shape_only(TSR_DTYPE_Q4_0, 64, 4, 1), xs = shape_only(TSR_DTYPE_F32, 32, 3, 2);
+    n = make_node(TSR_OP_MUL_MAT, 2, &w4, &xs, NULL, NULL);
+    n.dst = &mo;
+    expect_declined("malformed MUL_MAT (K 64 vs 32)", &n, "MUL_MAT 't': K differs: weight 64, activations 32");
+    n.op = TSR_OP_COUNT + 3;
+    expect_declined("unknown op", &n, "is not a computable op");
+}
+
 /* What each level needs from the CPU (space-separated feature names as the
  * device lists them) and the kernels it must run. */
 static const struct {
@@ -595,6 +652,7 @@ int main(int argc, char **argv) {
         test_flash_attn();
         test_cpy_to_kv_types();
         test_bad_input();
+        test_decline_reasons();
     }
     queue->api->destroy(queue);
     plugin->shutdown();

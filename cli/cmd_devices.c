@@ -39,6 +39,16 @@ static void print_mib(FILE *out, uint64_t bytes) {
         fprintf(out, "%.0f MiB", (double)bytes / (1024.0 * 1024.0));
 }
 
+/* A size in the largest unit that keeps it whole-ish: "4096 bytes", "128 MiB". */
+static void print_size(FILE *out, uint64_t bytes) {
+    if (bytes < (1u << 20))
+        fprintf(out, "%llu bytes", (unsigned long long)bytes);
+    else if (bytes < (1ull << 30))
+        fprintf(out, "%.0f MiB", (double)bytes / (1024.0 * 1024.0));
+    else
+        fprintf(out, "%.2f GiB", (double)bytes / (1024.0 * 1024.0 * 1024.0));
+}
+
 static void print_text(FILE *out, host_device **devs, int32_t n) {
     fprintf(out, "devices:\n");
     for (int32_t i = 0; i < n; i++) {
@@ -52,6 +62,12 @@ static void print_text(FILE *out, host_device **devs, int32_t n) {
         fprintf(out, " free; host-visible: %s; reads host memory: %s; priority %d\n",
                 d->info.host_visible ? "yes" : "no", d->info.reads_host_memory ? "yes" : "no",
                 d->info.priority);
+        fprintf(out, "      largest allocation: ");
+        if (host_device_max_alloc(d))
+            print_size(out, host_device_max_alloc(d));
+        else
+            fprintf(out, "no limit reported");
+        fprintf(out, "; tensor alignment: %llu bytes\n", (unsigned long long)host_device_alignment(d));
         if (d->info.features[0]) fprintf(out, "      features: %s\n", d->info.features);
         fprintf(out, "      plugin: %s %s, %s\n", d->plugin->name,
                 d->plugin->version ? d->plugin->version : "", d->plugin_path);
@@ -79,10 +95,12 @@ static void print_json(FILE *out, host_device **devs, int32_t n) {
         json_str(out, d->info.features);
         fprintf(out,
                 ", \"memory_total\": %llu, \"memory_free\": %llu, \"host_visible\": %s, "
-                "\"reads_host_memory\": %s, \"priority\": %d, \"plugin\": ",
+                "\"reads_host_memory\": %s, \"priority\": %d, \"max_alloc_size\": %llu, "
+                "\"buffer_alignment\": %llu, \"plugin\": ",
                 (unsigned long long)d->info.memory_total, (unsigned long long)d->info.memory_free,
                 d->info.host_visible ? "true" : "false",
-                d->info.reads_host_memory ? "true" : "false", d->info.priority);
+                d->info.reads_host_memory ? "true" : "false", d->info.priority,
+                (unsigned long long)host_device_max_alloc(d), (unsigned long long)host_device_alignment(d));
         json_str(out, d->plugin->name);
         fprintf(out, ", \"plugin_version\": ");
         json_str(out, d->plugin->version);
@@ -130,7 +148,8 @@ static const cli_command devices_cmd = {
     .name = "tessera devices",
     .synopsis = "[--json] [--plugin-dir DIR]... [--device LIST] [-v]",
     .about = "List every compute device (index, name, kind, description, features, memory,\n"
-             "host visibility, plugin and file) and every backend plugin that was rejected\n"
+             "largest single allocation and tensor alignment (ABI 1.1; 0 in --json: no\n"
+             "limit reported), host visibility, plugin and file) and every backend plugin that was rejected\n"
              "or superseded, with the reason. Plugins are searched in --plugin-dir, then\n"
              "TESSERA_PLUGIN_PATH, the executable's directory and the install libdir.",
     .groups = CLI_G_PLUGINS,

@@ -29,6 +29,9 @@ expect "init" "$tmp/out" "libtessera-backend-testfail.so: rejected: init failed"
 expect "bogus" "$tmp/out" "libtessera-backend-bogus.so: rejected: not a loadable library"
 expect "superseded" "$tmp/out" "libtessera-backend-testdev-old.so: superseded: superseded by"
 expect "memory" "$tmp/out" "1024 MiB total"
+# ABI 1.1 memory limits: testnew reports them, the 1.0 testdev cannot
+expect "max alloc (1.1)" "$tmp/out" "largest allocation: 4096 bytes; tensor alignment: 128 bytes"
+expect "max alloc (1.0)" "$tmp/out" "largest allocation: no limit reported; tensor alignment: 256 bytes"
 
 "$bin" devices --json --plugin-dir "$dir" --plugin-dir "$tmp" > "$tmp/json" || fail=1
 if ! python3 - "$tmp/json" <<'PY'
@@ -40,6 +43,9 @@ states = {p["path"].rsplit("/", 1)[-1]: (p["state"], p["reason"]) for p in d["pl
 assert states["libtessera-backend-testabi.so"][0] == "rejected", states
 assert "ABI 2.0" in states["libtessera-backend-testabi.so"][1], states
 assert states["libtessera-backend-testdev.so"][0] == "loaded", states
+dev = {x["name"]: x for x in d["devices"]}
+assert (dev["testnew0"]["max_alloc_size"], dev["testnew0"]["buffer_alignment"]) == (4096, 128), dev["testnew0"]
+assert (dev["testdev0"]["max_alloc_size"], dev["testdev0"]["buffer_alignment"]) == (0, 256), dev["testdev0"]
 PY
 then echo "FAIL: --json"; cat "$tmp/json"; fail=1; fi
 

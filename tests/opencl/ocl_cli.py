@@ -43,6 +43,9 @@ rc, out, err = run(gen + ["--device", f"opencl0,{cpu}", "-ngl", "99"], env={"TES
 c.check(rc == 0 and out.rstrip("\n") == want, f"NO_MAP: exit {rc}, text {out!r}: {err[-400:]}")
 rc, out, err = run(["devices"], env={"TESSERA_OPENCL_NO_MAP": "1"})
 c.check(re.search(r"opencl0 .*\n.*host-visible: no", out) is not None, f"NO_MAP: opencl0 still host-visible:\n{out}")
+# ABI 1.1: CL_DEVICE_MAX_MEM_ALLOC_SIZE is the device's largest allocation
+c.check(re.search(r"opencl0 .*\n.*\n\s+largest allocation: [0-9.]+ (bytes|MiB|GiB);", out) is not None,
+        f"opencl0 does not report its largest allocation:\n{out}")
 
 rc, out, err = run(gen + ["--device", f"opencl0,{cpu}", "-ngl", "99"],
                    env={"TESSERA_OPENCL_INJECT_BUILD_ERROR": "1"})

@@ -28,6 +28,7 @@ expect "kind" "$tmp/out" "vulkan0      GPU"
 expect "plugin file" "$tmp/out" "plugin: vulkan 0.1.0, $build/libtessera-backend-vulkan.so"
 expect "memory" "$tmp/out" "MiB total"
 expect "host memory" "$tmp/out" "reads host memory: no"
+expect "largest allocation" "$tmp/out" "largest allocation: "
 if grep -q "CPU implementation" "$tmp/out"; then
   # lavapipe: named as such, and ranked below the CPU plugins
   grep -A1 "vulkan0" "$tmp/out" | grep -q "priority 10" || { echo "FAIL: lavapipe priority is not 10"; fail=1; }
@@ -40,6 +41,10 @@ d = json.load(open(sys.argv[1]))
 dev = [x for x in d["devices"] if x["name"] == "vulkan0"]
 assert dev, d["devices"]
 assert dev[0]["kind"] == "GPU" and dev[0]["memory_total"] > 0 and not dev[0]["reads_host_memory"], dev
+# ABI 1.1 limits: maxStorageBufferRange (at least 2^27 per the spec) and the
+# offset alignment (a power of two, never below the host's 64)
+a, m = dev[0]["buffer_alignment"], dev[0]["max_alloc_size"]
+assert m >= 1 << 27 and a >= 64 and a & (a - 1) == 0, dev
 PY
 
 "$bin" devices --plugin-dir "$build" --device vulkan0 > "$tmp/sel" 2>&1 || { echo "FAIL: --device vulkan0"; cat "$tmp/sel"; fail=1; }

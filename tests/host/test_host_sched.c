@@ -12,6 +12,8 @@
  *   - testsmall    plugin table smaller than the ABI needs: rejected
  *   - bogus        a text file named like a plugin: not a loadable library
  *   - testnew      built against ABI 1.1, using every hook it added
+ *   - testasync    like testdev, but its queue runs nodes only at the next
+ *                  synchronize/write/read (asynchronous, as a GPU)
  * All but testnew are built against the frozen ABI 1.0 header.
  * Graphs run through testdev (with fallbacks to ref) must equal ref alone.
  *
@@ -586,6 +588,100 @@ static void test_waits(void) {
     d->dev->api->buffer_free(d->dev, wbuf);
 }
 
+/* A test plugin's exported function (testdev.c), or NULL. */
+static void *plugin_fn(const char *plugin, const char *fn) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libtessera-backend-%s.so", plugin_dir, plugin);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (!dl) return NULL;
+    void *f = dlsym(dl, fn);
+    dlclose(dl); /* the host keeps it loaded */
+    return f;
+}
+
+/* The tick at which plugin first ran op (testdev_log), or -1. */
+static int first_tick(const char *plugin, int op) {
+    int (*log_fn)(int *, int *, int);
+    *(void **)&log_fn = plugin_fn(plugin, "testdev_log");
+    int ops[64], ticks[64];
+    int n = log_fn ? log_fn(ops, ticks, 64) : 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i] == op) return ticks[i];
+    return -1;
+}
+
+/* CPU and GPU splits overlap: testasync0 only records a split's nodes and
+ * runs them at its queue's next synchronize, write or read (as a GPU runs
+ * its command buffers later). The CPU split that does not depend on it
+ * must run before that: had the scheduler waited for every device before
+ * each split, testasync0's product would have run first. Order comes from a
+ * clock both plugins tick, not from time. */
+static void test_overlap(void) {
+    host_device *gpu = host_device_find("testasync0"), *cpu = host_device_find("testcpu0");
+    void (*set_clock)(int *);
+    *(void **)&set_clock = plugin_fn("testasync", "testdev_set_clock");
+    void (*set_clock_cpu)(int *);
+    *(void **)&set_clock_cpu = plugin_fn("testcpu", "testdev_set_clock");
+    CHECK(gpu && cpu && set_clock && set_clock_cpu, "testasync0/testcpu0 or their clocks are missing");
+    if (!gpu || !cpu || !set_clock || !set_clock_cpu) return;
+    static int clock;
+    clock = 0;
+    set_clock(&clock);
+    set_clock_cpu(&clock);
+    host_device *sel[2] = {gpu, cpu};
+    sched *s = sched_new(sel, 2, NULL);
+    graph *g = graph_new(16);
+    float wg[8 * 8], wh[8 * 8], xin[8 * 2];
+    fill(wg, 64, 1.0f, 5);
+    fill(wh, 64, 1.0f, 6);
+    fill(xin, 16, 1.0f, 7);
+    tsr_buffer *wbuf = NULL;
+    CHECK(gpu->dev->api->buffer_alloc(gpu->dev, sizeof wg, &wbuf) == TSR_OK, "buffer_alloc");
+    tsr_queue *wq = host_device_queue(gpu);
+    CHECK(wq && wq->api->write(wq, wbuf, 0, wg, sizeof wg) == TSR_OK && wq->api->synchronize(wq) == TSR_OK,
+          "write weights");
+    graph_tensor *w1 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w_gpu");
+    graph_tensor_bind(w1, GRAPH_WEIGHT, gpu->index, wbuf, 0, NULL);
+    graph_tensor *w2 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w_host");
+    graph_tensor_bind(w2, GRAPH_WEIGHT, -1, NULL, 0, wh);
+    graph_tensor *x = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 2));
+    graph_tensor *p = graph_tensor_set_name(graph_mul_mat(g, w1, x), "p"); /* testasync0 */
+    graph_tensor *q = graph_tensor_set_name(graph_mul_mat(g, w2, x), "q"); /* testcpu0, independent */
+    graph_tensor *o = graph_set_output(graph_tensor_set_name(graph_add(g, p, q), "o")); /* testasync0 */
+    const int ok = s && sched_alloc(s, g) == 0;
+    CHECK(ok, "alloc: %s", error_get());
+    if (ok) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        sched_explain(s, mem);
+        fclose(mem);
+        CHECK(text && strstr(text, "split 1: testcpu0, nodes 1..1 (1: 'q' .. 'q')\n") &&
+                  strstr(text, "split 2: testasync0, nodes 2..2 (1: 'o' .. 'o'), waits for testcpu0\n"),
+              "placement:\n%s", text ? text : "");
+        free(text);
+        memcpy(x->t.data, xin, sizeof xin);
+        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        const int t_gpu = first_tick("testasync", TSR_OP_MUL_MAT), t_cpu = first_tick("testcpu", TSR_OP_MUL_MAT);
+        CHECK(t_cpu > 0 && t_gpu > t_cpu,
+              "the CPU split ran at tick %d, the GPU product it does not need at %d: the CPU split waited", t_cpu,
+              t_gpu);
+        const float *po = o->t.data;
+        for (int j = 0; j < 2 && po; j++)
+            for (int i = 0; i < 8; i++) {
+                double acc = 0;
+                for (int k = 0; k < 8; k++) acc += ((double)wg[i * 8 + k] + wh[i * 8 + k]) * xin[j * 8 + k];
+                CHECK(fabs(po[j * 8 + i] - acc) <= 1e-5 * (1 + fabs(acc)), "o[%d,%d] = %g, want %g", i, j,
+                      po[j * 8 + i], acc);
+            }
+    }
+    set_clock(NULL);
+    set_clock_cpu(NULL);
+    graph_free(g);
+    sched_free(s);
+    gpu->dev->api->buffer_free(gpu->dev, wbuf);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s PLUGIN_DIR\n", argv[0]);
@@ -622,6 +718,7 @@ int main(int argc, char **argv) {
     test_return_after_fallback();
     test_abort();
     test_waits();
+    test_overlap();
     test_abi11();
     /* Keep testnew loaded across host_shutdown to see that it closed. */
     char path[4096];

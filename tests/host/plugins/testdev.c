@@ -21,6 +21,13 @@
  * At run time TESTDEV_MEMORY_KIB sets the memory the device reports.
  *   TESTDEV_CRASHABLE   die of SIGSEGV in device_count or supports_op when the
  *                       environment says TESTDEV_CRASH=device_count|supports_op
+ *   TESTDEV_ASYNC       compute only records the nodes (copies of them) and
+ *                       returns; they run at the queue's next synchronize,
+ *                       write or read, as a GPU queue runs its commands later
+ *   TESTDEV_PRIORITY    the device's priority (default 50)
+ * testdev_set_clock() and testdev_log() (exported for the test only): every
+ * node computed takes the next tick of a clock the test shares between
+ * plugins, so the order in which two devices really ran is known.
  *
  * Built against the frozen ABI 1.0 header (tests/host/plugins/abi-1.0) the
  * plugin is exactly what a vendor built for 1.0. Built against the live
@@ -63,6 +70,14 @@ enum { V11 = 0 };
 #endif
 #ifndef TESTDEV_SCORE
 #define TESTDEV_SCORE 10
+#endif
+#ifndef TESTDEV_PRIORITY
+#define TESTDEV_PRIORITY 50
+#endif
+#ifdef TESTDEV_ASYNC
+enum { ASYNC = 1 };
+#else
+enum { ASYNC = 0 };
 #endif
 
 enum { MAX_REPACKED = 16, REPACK_SLACK = 64, MAX_ALLOC = 4096, ALIGNMENT = 128 };
@@ -199,18 +214,90 @@ static int32_t supports(const tsr_node *n) {
 }
 #endif
 
-/* The queue: its thread count (ABI 1.1 set_n_threads; 0 = never told). */
+/* The clock the test shares between plugins, and which op ran at which tick. */
+enum { MAX_LOG = 64, MAX_PENDING = 64 };
+static int *shared_clock;
+static int log_op[MAX_LOG], log_tick[MAX_LOG], n_log;
+
+static void log_node(const tsr_node *n) {
+    if (!shared_clock || n_log == MAX_LOG) return;
+    log_op[n_log] = n->op;
+    log_tick[n_log++] = ++*shared_clock;
+}
+
+TSR_PLUGIN_EXPORT void testdev_set_clock(int *clock);
+TSR_PLUGIN_EXPORT void testdev_set_clock(int *clock) {
+    shared_clock = clock;
+    n_log = 0;
+}
+
+/* ops[i] ran at ticks[i]; returns how many were logged. */
+TSR_PLUGIN_EXPORT int testdev_log(int *ops, int *ticks, int max);
+TSR_PLUGIN_EXPORT int testdev_log(int *ops, int *ticks, int max) {
+    int n = n_log < max ? n_log : max;
+    memcpy(ops, log_op, (size_t)n * sizeof *ops);
+    memcpy(ticks, log_tick, (size_t)n * sizeof *ticks);
+    return n;
+}
+
+/* A node recorded by an asynchronous queue, with its own copies of the
+ * tensors (the host reuses its node array once compute returns). */
+typedef struct pending_node {
+    tsr_node node;
+    tsr_tensor t[1 + TSR_MAX_SRC];
+} pending_node;
+
+/* The queue: its thread count (ABI 1.1 set_n_threads; 0 = never told) and,
+ * for TESTDEV_ASYNC, the nodes that have not run yet. */
 typedef struct testdev_queue {
     tsr_queue base;
     int32_t n_threads;
+    pending_node pending[MAX_PENDING];
+    int32_t n_pending;
 } testdev_queue;
 
+static tsr_status run_nodes(const tsr_node *nodes, int32_t n_nodes);
+
+/* TESTDEV_ASYNC: run what compute recorded (before any later queue work). */
+static tsr_status flush(testdev_queue *q) {
+    tsr_node nodes[MAX_PENDING];
+    for (int32_t i = 0; i < q->n_pending; i++) nodes[i] = q->pending[i].node;
+    tsr_status st = run_nodes(nodes, q->n_pending);
+    q->n_pending = 0;
+    return st;
+}
+
+static tsr_status record(testdev_queue *q, const tsr_node *nodes, int32_t n_nodes) {
+    if (n_nodes > MAX_PENDING - q->n_pending) {
+        tsr_status st = flush(q);
+        if (st != TSR_OK) return st;
+        if (n_nodes > MAX_PENDING) return run_nodes(nodes, n_nodes);
+    }
+    for (int32_t i = 0; i < n_nodes; i++) {
+        pending_node *p = &q->pending[q->n_pending++];
+        p->node = nodes[i];
+        p->t[0] = *nodes[i].dst;
+        p->node.dst = &p->t[0];
+        for (int k = 0; k < nodes[i].n_src && k < TSR_MAX_SRC; k++) {
+            if (!nodes[i].src[k]) continue;
+            p->t[1 + k] = *nodes[i].src[k];
+            p->node.src[k] = &p->t[1 + k];
+        }
+    }
+    return TSR_OK;
+}
+
 static tsr_status queue_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes) {
-    const testdev_queue *tq = (const testdev_queue *)q;
+    testdev_queue *tq = (testdev_queue *)q;
     if (V11 && tq->n_threads < 1) {
         if (host && host->log) host->log(TSR_LOG_ERROR, TESTDEV_NAME, "compute before set_n_threads");
         return TSR_ERR_INVALID;
     }
+    if (ASYNC) return record(tq, nodes, n_nodes);
+    return run_nodes(nodes, n_nodes);
+}
+
+static tsr_status run_nodes(const tsr_node *nodes, int32_t n_nodes) {
     for (int32_t i = 0; i < n_nodes; i++) {
         const tsr_node *n = &nodes[i];
         if (host && host->abort_flag && *host->abort_flag) return TSR_ERR_ABORTED;
@@ -229,13 +316,15 @@ static tsr_status queue_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_n
             scale(n);
         else
             binary(n);
+        log_node(n);
     }
     return TSR_OK;
 }
 
 static tsr_status queue_write(tsr_queue *q, tsr_buffer *b, uint64_t off, const void *src,
                               uint64_t size) {
-    (void)q;
+    tsr_status st = flush((testdev_queue *)q); /* work on one queue runs in call order */
+    if (st != TSR_OK) return st;
     if (!b || off > b->size || size > b->size - off) return TSR_ERR_INVALID;
     memcpy(b->mem + off, src, size);
     return TSR_OK;
@@ -243,7 +332,8 @@ static tsr_status queue_write(tsr_queue *q, tsr_buffer *b, uint64_t off, const v
 
 static tsr_status queue_read(tsr_queue *q, tsr_buffer *b, uint64_t off, void *dst,
                              uint64_t size) {
-    (void)q;
+    tsr_status st = flush((testdev_queue *)q);
+    if (st != TSR_OK) return st;
     if (!b || off > b->size || size > b->size - off) return TSR_ERR_INVALID;
     memcpy(dst, b->mem + off, size);
     /* repacked weights read back in their plain form (ABI 1.1 contract) */
@@ -252,10 +342,7 @@ static tsr_status queue_read(tsr_queue *q, tsr_buffer *b, uint64_t off, void *ds
     return TSR_OK;
 }
 
-static tsr_status queue_sync(tsr_queue *q) {
-    (void)q;
-    return TSR_OK;
-}
+static tsr_status queue_sync(tsr_queue *q) { return flush((testdev_queue *)q); }
 
 static void queue_destroy(tsr_queue *q) { free(q); }
 
@@ -292,7 +379,7 @@ static tsr_status dev_info(tsr_device *d, tsr_device_info *info) {
     info->memory_free = info->memory_total;
     info->host_visible = HOST_CPU;
     info->reads_host_memory = HOST_CPU;
-    info->priority = 50;
+    info->priority = TESTDEV_PRIORITY;
 #if defined(TESTDEV_V11)
     /* fields the caller's struct has (a 1.0 host's is shorter) */
     if (TSR_HAS_FIELD(tsr_device_info, info->struct_size, max_alloc_size)) info->max_alloc_size = MAX_ALLOC;
@@ -318,8 +405,7 @@ static int32_t dev_supports(tsr_device *d, const tsr_node *n) {
 #if defined(TESTDEV_V11)
     if (!stats.open_now) return 0;
     const char *why = tsr_node_check(n, NULL, 0) ? "malformed node" : cannot(n);
-    if (why && host && TSR_HAS_FIELD(tsr_host, host->struct_size, decline) && host->decline)
-        host->decline(n, why);
+    tsr_host_decline(host, n, why);
     return why == NULL;
 #else
     return supports(n);

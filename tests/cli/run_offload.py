@@ -31,4 +31,21 @@ m = re.search(r"PPL = ([0-9.]+)", out)
 ppl = float(m.group(1)) if m else -1.0
 print(f"perplexity with 3 offloaded layers: {ppl:.4f}")
 c.check(rc == 0 and abs(ppl - 4.0412) <= 0.001, f"-ngl 3 perplexity {ppl}: {err.strip()[-300:]}")
+# Op offload (TESSERA_OP_OFFLOAD=N): products of N or more tokens whose
+# weights stay in host memory run on testdev0 with the weight copied in;
+# the numbers must not change. The perplexity chunks are 128 tokens.
+os.environ["TESSERA_OP_OFFLOAD"] = "32"
+rc, out, err = run(["perplexity", "-m", STORIES, "-f", STORY, "-c", "128", "-ngl", "1", "--explain"] + dev)
+m = re.search(r"PPL = ([0-9.]+)", out)
+ppl = float(m.group(1)) if m else -1.0
+print(f"perplexity with 1 offloaded layer and op offload from 32 tokens: {ppl:.4f}")
+c.check(rc == 0 and abs(ppl - 4.0412) <= 0.001, f"op offload perplexity {ppl}: {err.strip()[-300:]}")
+c.check(re.search(r"copy 'blk\.0\.attn_q\.weight' host -> testdev0", err) is not None,
+        f"op offload: layer 0's weights are not uploaded:\n{err[:2000]}")
+os.environ["TESSERA_OP_OFFLOAD"] = "1"
+rc, out, err = run(["run", "-m", STORIES, "-p", g["prompt"], "-n", str(len(g["greedy"])), "--temp", "0",
+                    "-ngl", "1"] + dev)
+c.check(rc == 0 and out.rstrip("\n") == g["prompt"] + g["greedy_text"],
+        f"op offload from 1 token: text differs: {out!r}: {err.strip()[-300:]}")
+del os.environ["TESSERA_OP_OFFLOAD"]
 c.finish()

@@ -588,6 +588,88 @@ static void test_waits(void) {
     d->dev->api->buffer_free(d->dev, wbuf);
 }
 
+/* One step of q = w2 (w1 x) with host weights and x of n columns on
+ * testdev0 + testcpu0 under op offload threshold `offload`; the explain
+ * text goes to *text (free it). 0 if q matched the product in double. */
+static int offload_step(int32_t offload, int n, sched_stats *st, char **text) {
+    host_device *sel[2] = {host_device_find("testdev0"), host_device_find("testcpu0")};
+    *text = NULL;
+    if (!sel[0] || !sel[1]) return -1;
+    sched *s = sched_new(sel, 2, &(sched_params){.offload_min_batch = offload});
+    if (!s) return -1;
+    graph *g = graph_new(16);
+    float w1[8 * 8], w2[8 * 8], xin[8 * 8];
+    fill(w1, 64, 1.0f, 11);
+    fill(w2, 64, 1.0f, 12);
+    fill(xin, 64, 1.0f, 13);
+    graph_tensor *t1 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w1");
+    graph_tensor *t2 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w2");
+    graph_tensor_bind(t1, GRAPH_WEIGHT, -1, NULL, 0, w1);
+    graph_tensor_bind(t2, GRAPH_WEIGHT, -1, NULL, 0, w2);
+    graph_tensor *x = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, n));
+    graph_tensor *p = graph_tensor_set_name(graph_mul_mat(g, t1, x), "p");
+    graph_tensor *q = graph_set_output(graph_tensor_set_name(graph_mul_mat(g, t2, p), "q"));
+    int rc = sched_alloc(s, g);
+    if (rc == 0) {
+        memcpy(x->t.data, xin, (size_t)n * 8 * sizeof(float));
+        rc = sched_compute(s, g);
+    }
+    if (rc == 0) {
+        size_t len = 0;
+        FILE *mem = open_memstream(text, &len);
+        sched_explain(s, mem);
+        fclose(mem);
+        sched_get_stats(s, st);
+        const float *qo = q->t.data;
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < 8; i++) {
+                double want = 0;
+                for (int k = 0; k < 8; k++) {
+                    double pk = 0;
+                    for (int l = 0; l < 8; l++) pk += (double)w1[k * 8 + l] * xin[j * 8 + l];
+                    want += (double)w2[i * 8 + k] * (float)pk;
+                }
+                if (fabs(qo[j * 8 + i] - want) > 1e-4 * (1 + fabs(want))) rc = -1;
+            }
+    }
+    graph_free(g);
+    sched_free(s);
+    return rc;
+}
+
+/* Op offload: from `offload` columns on, products whose weights are in host
+ * memory run on the accelerator (the weights copied in for the step);
+ * below it, and when off, on the CPU device where the weights are. */
+static void test_op_offload(void) {
+    sched_stats st;
+    char *text = NULL;
+    int rc = offload_step(4, 4, &st, &text);
+    CHECK(rc == 0, "offload at 4 columns: %s", error_get());
+    CHECK(text && strstr(text, "split 0: testdev0, nodes 0..1") && strstr(text, "copy 'w1' host -> testdev0") &&
+              strstr(text, "copy 'w2' host -> testdev0") && !strstr(text, "testcpu0, nodes"),
+          "offloaded placement:\n%s", text ? text : "");
+    CHECK(st.n_splits == 1, "%d splits", st.n_splits);
+    free(text);
+    rc = offload_step(4, 3, &st, &text);
+    CHECK(rc == 0 && text && strstr(text, "split 0: testcpu0, nodes 0..1") && st.n_copies == 0,
+          "3 columns stay on the CPU: %s\n%s", error_get(), text ? text : "");
+    free(text);
+    /* 0: the environment decides; a bad value is an error naming it */
+    setenv("TESSERA_OP_OFFLOAD", "2", 1);
+    rc = offload_step(0, 3, &st, &text);
+    CHECK(rc == 0 && text && strstr(text, "copy 'w1' host -> testdev0"), "TESSERA_OP_OFFLOAD=2:\n%s",
+          text ? text : "");
+    free(text);
+    rc = offload_step(-1, 3, &st, &text);
+    CHECK(rc == 0 && text && !strstr(text, "copy 'w1'"), "offload -1 is off whatever the environment says");
+    free(text);
+    setenv("TESSERA_OP_OFFLOAD", "lots", 1);
+    rc = offload_step(0, 3, &st, &text);
+    CHECK(rc != 0 && strstr(error_get(), "TESSERA_OP_OFFLOAD='lots'"), "bad TESSERA_OP_OFFLOAD: %s", error_get());
+    free(text);
+    unsetenv("TESSERA_OP_OFFLOAD");
+}
+
 /* A test plugin's exported function (testdev.c), or NULL. */
 static void *plugin_fn(const char *plugin, const char *fn) {
     char path[4096];
@@ -719,6 +801,7 @@ int main(int argc, char **argv) {
     test_abort();
     test_waits();
     test_overlap();
+    test_op_offload();
     test_abi11();
     /* Keep testnew loaded across host_shutdown to see that it closed. */
     char path[4096];

@@ -4,6 +4,7 @@
  */
 #include "sched/sched.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,24 @@ static void slot_init(sched_slot *sl, host_device *hd, bool fallback) {
     sl->host_visible = hd->info.host_visible != 0 && hd->dev->api->buffer_host_ptr != NULL;
 }
 
+/* The op offload threshold: params' value, else TESSERA_OP_OFFLOAD (a
+ * column count). 0: off; -1 with an error naming a bad variable. */
+static int32_t offload_threshold(const sched_params *params) {
+    const int32_t given = params ? params->offload_min_batch : 0;
+    if (given != 0) return given > 0 ? given : 0;
+    const char *env = getenv("TESSERA_OP_OFFLOAD");
+    if (!env || !*env) return 0;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(env, &end, 10);
+    if (errno || *end || v < 0 || v > INT32_MAX)
+        return error_set("TESSERA_OP_OFFLOAD='%s' is not a number of tokens (0 or unset: off)", env);
+    return (int32_t)v;
+}
+
 sched *sched_new(host_device *const *devices, int n_devices, const sched_params *params) {
+    const int32_t offload = offload_threshold(params);
+    if (offload < 0) return NULL;
     if (n_devices < 1 || n_devices > SCHED_MAX_DEVICES) {
         error_set("sched_new: %d devices given (1..%d allowed)", n_devices, SCHED_MAX_DEVICES);
         return NULL;
@@ -46,6 +64,7 @@ sched *sched_new(host_device *const *devices, int n_devices, const sched_params 
     }
     if (params) s->params = *params;
     s->n_threads = s->params.n_threads;
+    s->offload_batch = offload;
     for (int i = 0; i < n_devices; i++) {
         if (host_device_open(devices[i])) {
             free(s);
@@ -233,13 +252,37 @@ static graph_tensor *weight_source(graph_tensor *t) {
     return NULL;
 }
 
+static bool slot_fits(sched *s, int32_t slot, graph_tensor *t);
+
+/* Op offload (sched_params.offload_min_batch): the chosen device a
+ * product with host weight w and enough columns is uploaded to, or -1. */
+static int32_t offload_slot(sched *s, const graph_tensor *t, const graph_tensor *w) {
+    if (!s->offload_batch || t->op != TSR_OP_MUL_MAT || !t->src[1] || !root_is_bound(w) || w->t.buffer)
+        return -1;
+    if (t->src[1]->t.ne[1] < s->offload_batch) return -1;
+    for (int32_t i = 0; i < s->n_chosen; i++)
+        if (s->slots[i].hd->info.kind != TSR_DEVICE_CPU && !s->slots[i].reads_host) return i;
+    return -1;
+}
+
+/* Bytes of the weight node pos computes with after copying it in for the
+ * step (op offload); 0: none. */
+static uint64_t node_upload_bytes(const sched *s, int32_t pos) {
+    graph_tensor *w = weight_source(graph_node_at(s->g, pos));
+    if (!w || !root_is_bound(w) || slot_can_address(s, s->node_slot[pos], w)) return 0;
+    return graph_tensor_nbytes(w);
+}
+
 /* Where t would like to run, before asking whether the device can: the
- * device holding its weight, else its first computed source's device, else
+ * device holding its weight (or, for a large batch, the device its host
+ * weight is offloaded to), else its first computed source's device, else
  * the previous node's. -1: no preference. */
 static int32_t preferred_slot(sched *s, graph_tensor *t, int32_t pos) {
     graph_tensor *w = weight_source(t);
     if (w) {
         if (root_is_bound(w) && w->t.buffer) return slot_of(s, host_device_get(w->home_device));
+        const int32_t up = offload_slot(s, t, w);
+        if (up >= 0 && slot_fits(s, up, t)) return up;
         for (int32_t i = 0; i < s->n_chosen; i++)
             if (s->slots[i].reads_host) return i;
         return -1;
@@ -379,15 +422,24 @@ static int32_t claim_run(sched *s, int32_t pos) {
 
 /* -------------------------------------------------------- splits, copies */
 
+/* Weights uploaded by op offload live in the compute buffer for their
+ * whole split: a split takes more of them only while they total at most
+ * SCHED_UPLOAD_BUDGET (a larger one gets a split of its own), so the
+ * buffer grows by that much, not by every host weight of the graph. */
 static int build_splits(sched *s) {
+    uint64_t uploaded = 0; /* weight bytes the last split copies in */
     for (int32_t pos = 0; pos < s->n_nodes; pos++) {
-        if (s->n_splits > 0 && s->splits[s->n_splits - 1].slot == s->node_slot[pos]) {
+        const uint64_t up = s->offload_batch ? node_upload_bytes(s, pos) : 0;
+        const bool over = up && uploaded && uploaded + up > SCHED_UPLOAD_BUDGET;
+        if (s->n_splits > 0 && s->splits[s->n_splits - 1].slot == s->node_slot[pos] && !over) {
+            uploaded += up;
             s->splits[s->n_splits - 1].last = pos;
             continue;
         }
         if (push((void **)&s->splits, &s->n_splits, &s->cap_splits, sizeof *s->splits)) return -1;
         s->splits[s->n_splits - 1] =
             (sched_split){.slot = s->node_slot[pos], .first = pos, .last = pos};
+        uploaded = up;
     }
     return 0;
 }

@@ -54,6 +54,15 @@ typedef struct sched_params {
      * set_n_threads); 0: the host's process-wide count (host_set_n_threads),
      * which is all a 1.0 plugin reads. */
     int32_t n_threads;
+    /* Op offload (as ggml's): a MUL_MAT of at least this many columns
+     * (tokens) whose weight lives in plain host memory runs on the first
+     * chosen non-CPU device that cannot read host memory, the weight copied
+     * there for the step, when that device supports it. Faster where the
+     * device's compute outruns the copy (a real GPU, large prompt batches);
+     * on a software GPU such as lavapipe it never is, so it is off unless
+     * asked for. 0: from TESSERA_OP_OFFLOAD (a column count; unset or 0:
+     * off); < 0: off. */
+    int32_t offload_min_batch;
 } sched_params;
 
 /* A scheduler over devices (tried in this order). params may be NULL.

@@ -17,6 +17,8 @@ enum {
     SCHED_REASON_MAX = 200,
     SCHED_CLAIM_WINDOW = 64  /* nodes offered to claim_nodes at once */
 };
+/* Weight bytes one split may copy in for op offload (build_splits). */
+#define SCHED_UPLOAD_BUDGET (UINT64_C(64) << 20)
 
 /* ------------------------------------------------------- memory planner */
 
@@ -127,6 +129,7 @@ struct sched {
     uint64_t intermediate_bytes;
     int32_t n_claimed;      /* nodes placed by a device's claim_nodes     */
     int32_t n_threads;      /* per-queue thread count; 0: the host's      */
+    int32_t offload_batch;  /* op offload from this many columns; 0: off   */
 };
 
 /* The scheduler's queue on slot's device (created on first use). */

@@ -109,6 +109,17 @@ typedef struct net {
     float w1[16 * 12], b1[12], w2[12 * 8], kv[64];
 } net;
 
+/* What sched_explain prints for s (free it). */
+static char *explain_text(const sched *s) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) return NULL;
+    sched_explain(s, mem);
+    fclose(mem);
+    return text;
+}
+
 static void fill(float *v, int n, float scale, int seed) {
     for (int i = 0; i < n; i++) v[i] = scale * (float)(((i * 37 + seed * 11) % 23) - 11) / 11.0f;
 }
@@ -517,11 +528,7 @@ static void test_abi11(void) {
         sched_get_stats(s, &sst);
         CHECK(sst.n_claimed == 2 && sst.n_fallbacks == 1, "claimed %d fallbacks %d", sst.n_claimed,
               sst.n_fallbacks);
-        char *text = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&text, &len);
-        sched_explain(s, mem);
-        fclose(mem);
+        char *text = explain_text(s);
         CHECK(text && strstr(text, "computes ADD, MUL and MUL_MAT only") && strstr(text, "2 nodes claimed"),
               "explain:\n%s", text ? text : "");
         free(text);
@@ -564,11 +571,7 @@ static void test_waits(void) {
     if (ok) {
         memcpy(x->t.data, xin, sizeof xin);
         CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
-        char *text = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&text, &len);
-        sched_explain(s, mem);
-        fclose(mem);
+        char *text = explain_text(s);
         CHECK(text && strstr(text, "split 1: ref, nodes 1..1 (1: 'q' .. 'q')\n") &&
                   strstr(text, "split 2: testdev0, nodes 2..3 (2: 'r' .. 'o'), waits for ref"),
               "waits:\n%s", text ? text : "");
@@ -615,10 +618,7 @@ static int offload_step(int32_t offload, int n, sched_stats *st, char **text) {
         rc = sched_compute(s, g);
     }
     if (rc == 0) {
-        size_t len = 0;
-        FILE *mem = open_memstream(text, &len);
-        sched_explain(s, mem);
-        fclose(mem);
+        *text = explain_text(s);
         sched_get_stats(s, st);
         const float *qo = q->t.data;
         for (int j = 0; j < n; j++)
@@ -733,11 +733,7 @@ static void test_overlap(void) {
     const int ok = s && sched_alloc(s, g) == 0;
     CHECK(ok, "alloc: %s", error_get());
     if (ok) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&text, &len);
-        sched_explain(s, mem);
-        fclose(mem);
+        char *text = explain_text(s);
         CHECK(text && strstr(text, "split 1: testcpu0, nodes 1..1 (1: 'q' .. 'q')\n") &&
                   strstr(text, "split 2: testasync0, nodes 2..2 (1: 'o' .. 'o'), waits for testcpu0\n"),
               "placement:\n%s", text ? text : "");

@@ -23,6 +23,7 @@ status=$?
 [ "$status" = 0 ] || { echo "FAIL: plugin check exit $status"; cat "$tmp/check"; fail=1; }
 expect "check summary" "$tmp/check" " 0 failed"
 expect "ABI" "$tmp/check" "ABI 1.2"
+expect "limits" "$tmp/check" "device 0: largest allocation 268435456 bytes, tensor alignment 256 bytes"
 
 ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$bin" devices --plugin-dir "$dir" > "$tmp/devices" 2>&1 || fail=1
 expect "listed" "$tmp/devices" "example0"

@@ -76,6 +76,9 @@ static int device_setup(conf_runner *r, bool print) {
                 r->info.description ? r->info.description : "?", kind_name(r->info.kind),
                 r->info.host_visible ? ", host-visible" : "",
                 r->info.reads_host_memory ? ", reads host memory" : "");
+    if (print && (r->info.max_alloc_size || r->info.buffer_alignment)) /* ABI 1.1 limits */
+        fprintf(out, "device %d: largest allocation %llu bytes, tensor alignment %llu bytes\n", (int)r->device_index,
+                (unsigned long long)r->info.max_alloc_size, (unsigned long long)r->info.buffer_alignment);
     if (TSR_HAS_FIELD(tsr_device_api, api->struct_size, open) && api->open) {
         char why[256] = "";
         tsr_status st = api->open(r->dev, why, sizeof why);

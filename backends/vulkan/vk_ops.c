@@ -67,7 +67,6 @@ static const char *tensor_problem(const tsr_tensor *t) {
 }
 
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
-    (void)d;
     if (tsr_node_check(node, why, why_size)) return 0;
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
      * which one a numerical difference comes from. */
@@ -78,6 +77,14 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
         const tsr_tensor *t = i == 0 ? node->dst : node->src[i - 1];
         const char *p = t ? tensor_problem(t) : NULL;
         if (p) return decline(node, why, why_size, "%s (%s) %s", roles[i], tsr_dtype_name(t->dtype), p);
+        /* One binding holds a whole tensor: a larger one (Gemma 3's 178 MB
+         * embedding on lavapipe's 128 MiB) would fail at compute. */
+        const uint64_t bind = d ? d->props.limits.maxStorageBufferRange : 0;
+        const uint64_t slack = d ? d->props.limits.minStorageBufferOffsetAlignment + 4 : 0; /* as vk_queue binds */
+        if (t && bind && vk_tensor_extent(t) + slack > bind)
+            return decline(node, why, why_size, "%s (%s) spans %llu bytes, more than one binding holds (%llu)",
+                           roles[i], tsr_dtype_name(t->dtype), (unsigned long long)vk_tensor_extent(t),
+                           (unsigned long long)bind);
     }
     const tsr_tensor *a = node->src[0], *dst = node->dst;
     switch (node->op) {

@@ -28,6 +28,8 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_ROPE_F64] = "rope_f64",
     [VK_SHADER_FLASH_ATTN] = "flash_attn",
     [VK_SHADER_FLASH_ATTN_SG] = "flash_attn_sg",
+    [VK_SHADER_FLASH_ATTN_INV] = "flash_attn_inv",
+    [VK_SHADER_QUANTIZE] = "quantize",
 };
 
 enum { VK_N_BINDINGS = 6 };

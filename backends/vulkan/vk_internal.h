@@ -113,6 +113,8 @@ typedef enum vk_shader_id {
     VK_SHADER_ROPE_F64,         /* sin/cos in double (shaderFloat64) */
     VK_SHADER_FLASH_ATTN,
     VK_SHADER_FLASH_ATTN_SG,
+    VK_SHADER_FLASH_ATTN_INV,   /* one output row per invocation (CPU devices) */
+    VK_SHADER_QUANTIZE,         /* CPY into the KV cache's block types */
     VK_SHADER_COUNT
 } vk_shader_id;
 
@@ -141,6 +143,7 @@ typedef struct vk_device {
     uint32_t queue_family;
     bool unified;             /* device-local memory is host-visible: no staging */
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
+    bool attn_per_invocation;   /* the same for FLASH_ATTN (flash_attn_inv.comp) */
     bool has_f64;             /* shaderFloat64, enabled on the logical device */
     /* TESSERA_VULKAN_MEMORY_LIMIT_MIB (tests): the device pretends to have
      * only this much memory (0 = no limit); allocated counts our buffers. */

@@ -7,8 +7,9 @@
  * implement. Every shader reads and writes through the tensors' own strides, so views
  * (permuted, transposed, padded, KV cache slots) are supported wherever the
  * op list allows them. What is declined falls back to a CPU backend:
- * FLASH_ATTN with a head size above 256, quantized dst (CPY into a
- * quantized type), and dtypes without a dequantizer in the shaders.
+ * FLASH_ATTN with a head size above 256, CPY into a quantized type other
+ * than the KV cache's (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), and dtypes
+ * without a dequantizer in the shaders.
  * Byte offsets are 32-bit in the shaders: a tensor must span less
  * than 2 GiB.
  */
@@ -34,6 +35,16 @@ static bool is_readable(int32_t dt) {
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q8_1: case TSR_DTYPE_Q8_K:
     case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
     case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: return true;
+    default: return false;
+    }
+}
+
+/* The KV cache's 32-element block types: flash attention reads them
+ * (common.glsl: load1/load2) and CPY writes them (quantize.comp). */
+static bool is_kv_block(int32_t dt) {
+    switch (dt) {
+    case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
+    case TSR_DTYPE_IQ4_NL: return true;
     default: return false;
     }
 }
@@ -66,6 +77,15 @@ static const char *tensor_problem(const tsr_tensor *t) {
     return NULL;
 }
 
+/* GET_ROWS, MUL_MAT, CPY into floats: src0 dequantized, dst F32/F16/BF16. */
+static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
+    const tsr_tensor *a = node->src[0], *dst = node->dst;
+    if (!is_readable(a->dtype)) return decline(node, why, why_size, "src0 dtype %s has no dequantizer here", tsr_dtype_name(a->dtype));
+    /* 16-bit stores are atomics on the word, f32 stores whole words */
+    if (!tsr_dtype_is_float(dst->dtype)) return decline(node, why, why_size, "dst dtype %s is not F32, F16 or BF16", tsr_dtype_name(dst->dtype));
+    return 1;
+}
+
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0;
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
@@ -88,18 +108,18 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
     }
     const tsr_tensor *a = node->src[0], *dst = node->dst;
     switch (node->op) {
-    case TSR_OP_GET_ROWS:
-    case TSR_OP_MUL_MAT:
     case TSR_OP_CPY:
-        if (!is_readable(a->dtype)) return decline(node, why, why_size, "src0 dtype %s has no dequantizer here", tsr_dtype_name(a->dtype));
-        /* 16-bit stores are atomics on the word, f32 stores whole words */
-        if (!tsr_dtype_is_float(dst->dtype)) return decline(node, why, why_size, "dst dtype %s is not F32, F16 or BF16", tsr_dtype_name(dst->dtype));
-        return 1;
-    case TSR_OP_FLASH_ATTN:
+        if (tsr_dtype_is_quantized(dst->dtype)) /* quantize.comp; the checker allows float sources only */
+            return is_kv_block(dst->dtype)
+                       ? 1
+                       : decline(node, why, why_size,
+                                 "dst dtype %s: only Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL are quantized here",
+                                 tsr_dtype_name(dst->dtype));
+        return reads_into_float(node, why, why_size);
+    case TSR_OP_GET_ROWS:
+    case TSR_OP_MUL_MAT: return reads_into_float(node, why, why_size);
+    case TSR_OP_FLASH_ATTN: /* k and v: any KV cache type (the checker's list) */
         if (a->ne[0] > 256) return decline(node, why, why_size, "head size %lld is above 256", (long long)a->ne[0]);
-        if (!tsr_dtype_is_float(node->src[1]->dtype) || !tsr_dtype_is_float(node->src[2]->dtype))
-            return decline(node, why, why_size, "quantized k/v (%s/%s) are left to the CPU",
-                           tsr_dtype_name(node->src[1]->dtype), tsr_dtype_name(node->src[2]->dtype));
         return 1;
     default:
         return 1;
@@ -209,10 +229,24 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         grid((rows + 63) / 64, out->groups);
         return;
     }
+    case TSR_OP_CPY:
+        if (!tsr_dtype_is_quantized(dst->dtype)) break; /* eltwise */
+        out->shader = VK_SHADER_QUANTIZE;
+        out->spec[0] = (uint32_t)dst->dtype;
+        p->u[1] = (uint32_t)(n_dst / 32); /* blocks, one per invocation */
+        grid((n_dst / 32 + 63) / 64, out->groups);
+        return;
     case TSR_OP_FLASH_ATTN:
-        out->shader = sg ? VK_SHADER_FLASH_ATTN_SG : VK_SHADER_FLASH_ATTN;
+        out->spec[0] = (uint32_t)node->src[1]->dtype; /* k, v: one pipeline per pair */
+        out->spec[1] = (uint32_t)node->src[2]->dtype;
         p->u[0] = node->n_src > 3 && node->src[3] != NULL;
-        grid((uint64_t)(a->ne[1] * a->ne[2]), out->groups);
+        if (d->attn_per_invocation) { /* one (query, head) per invocation, 8 per workgroup */
+            out->shader = VK_SHADER_FLASH_ATTN_INV;
+            grid((uint64_t)(a->ne[1] * a->ne[2] + 7) / 8, out->groups);
+        } else { /* one (query, head) per workgroup */
+            out->shader = sg ? VK_SHADER_FLASH_ATTN_SG : VK_SHADER_FLASH_ATTN;
+            grid((uint64_t)(a->ne[1] * a->ne[2]), out->groups);
+        }
         return;
     default:
         break;

@@ -174,6 +174,9 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
     const char *mm = getenv("TESSERA_VULKAN_MATMUL");
     d->matmul_per_invocation = mm && mm[0] ? strcmp(mm, "invocation") == 0
                                            : p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    const char *fa = getenv("TESSERA_VULKAN_FLASH_ATTN");
+    d->attn_per_invocation = fa && fa[0] ? strcmp(fa, "invocation") == 0
+                                         : p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 
     snprintf(d->description, sizeof d->description, "%.200s (Vulkan %u.%u, %s)", p->deviceName,
              VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion),

@@ -185,17 +185,19 @@ static void test_chain(tsr_device *dev, tsr_queue *q) {
     in_host.data = x;
     bad.src[0] = &in_host;
     CHECK(q->api->compute(q, &bad, 1) == TSR_ERR_INVALID, "a tensor in host memory was accepted");
-    /* Declined: ops this device does not run, quantized dst */
+    /* Declined: ops this device does not run */
     tsr_node argmax = {.op = TSR_OP_ARGMAX, .n_src = 1, .dst = &t1, .src = {&tx}};
     CHECK(!dev->api->supports_op(dev, &argmax), "ARGMAX into an F32 dst claimed");
     tsr_node attn = {.op = TSR_OP_FLASH_ATTN, .n_src = 3, .dst = &t1, .src = {&tx, &tx, &tx}};
     CHECK(!dev->api->supports_op(dev, &attn), "FLASH_ATTN with head size 1000 claimed");
-    tsr_tensor q8;
-    contiguous(&q8, TSR_DTYPE_F32, 32, 1, b, 0);
+    /* CPY into a KV cache block type runs here (tests/vulkan/test_vk_kv.c) */
+    tsr_tensor x32, q8;
+    contiguous(&x32, TSR_DTYPE_F32, 32, 1, b, 0);
+    contiguous(&q8, TSR_DTYPE_F32, 32, 1, b, 4 * N);
     q8.dtype = TSR_DTYPE_Q8_0;
-    q8.nb[0] = 34;
-    tsr_node quantize = {.op = TSR_OP_CPY, .n_src = 1, .dst = &q8, .src = {&tx}};
-    CHECK(!dev->api->supports_op(dev, &quantize), "CPY into Q8_0 claimed");
+    q8.nb[0] = q8.nb[1] = q8.nb[2] = q8.nb[3] = 34;
+    tsr_node quantize = {.op = TSR_OP_CPY, .n_src = 1, .dst = &q8, .src = {&x32}};
+    CHECK(dev->api->supports_op(dev, &quantize), "CPY into Q8_0 declined");
     /* abort flag */
     abort_flag = 1;
     CHECK(q->api->compute(q, nodes, 3) == TSR_ERR_ABORTED, "compute ignored the abort flag");

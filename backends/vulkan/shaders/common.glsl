@@ -107,9 +107,6 @@ DEF_READERS(t2)
 DEF_READERS(t3)
 DEF_READERS(t4)
 
-float t0_f16(uint o) { return f16_to_f32(t0_u16(o)); }
-int t0_i8(uint o) { return int(t0_u8(o) << 24) >> 24; }
-
 // Store one float into dst (t4) at byte offset o, in dst's dtype.
 void store_dst(uint o, float v) {
     uint dtype = P.dt[4];
@@ -124,21 +121,51 @@ void store_dst(uint o, float v) {
 }
 
 // ------------------------------------------------------------ dequantize
-// Element j of the block at byte offset b of t0 (GGUF block layouts, see
-// core/src/tensor/quant_blocks.h).
+// GGUF block layouts, see core/src/tensor/quant_blocks.h.
 
 const int IQ4NL_VALUES[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+
+// Element j (0..31) of the 32-element block (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q8_1, IQ4_NL) at byte offset b of tensor T: weights (t0) and the KV
+// cache's block types (flash attention's k and v, t1 and t2). Each value is
+// rounded as ref's dequantizer rounds it (precise: no fused multiply-add).
+#define DEF_BLOCK32(T)                                                                  \
+    float T##_f16(uint o) { return f16_to_f32(T##_u16(o)); }                            \
+    int T##_i8(uint o) { return int(T##_u8(o) << 24) >> 24; }                           \
+    uint T##_nibble32(uint qs, uint j) { /* quant j of 16 nibble bytes at qs */         \
+        uint byte = T##_u8(qs + (j & 15u));                                             \
+        return j < 16u ? byte & 0xfu : byte >> 4;                                       \
+    }                                                                                   \
+    float T##_block32(uint dtype, uint b, uint j) {                                     \
+        precise float v;                                                                \
+        if (dtype == DT_Q4_0) {                                                         \
+            v = T##_f16(b) * float(int(T##_nibble32(b + 2u, j)) - 8);                   \
+        } else if (dtype == DT_Q4_1) {                                                  \
+            v = float(T##_nibble32(b + 4u, j)) * T##_f16(b) + T##_f16(b + 2u);          \
+        } else if (dtype == DT_Q5_0) {                                                  \
+            uint hi = (T##_u32_2(b + 2u) >> j) & 1u;                                    \
+            v = T##_f16(b) * float(int(T##_nibble32(b + 6u, j) | (hi << 4)) - 16);      \
+        } else if (dtype == DT_Q5_1) {                                                  \
+            uint hi = (T##_u32_2(b + 4u) >> j) & 1u;                                    \
+            v = float(T##_nibble32(b + 8u, j) | (hi << 4)) * T##_f16(b) + T##_f16(b + 2u); \
+        } else if (dtype == DT_Q8_0) {                                                  \
+            v = T##_f16(b) * float(T##_i8(b + 2u + j));                                 \
+        } else if (dtype == DT_Q8_1) { /* d, s, qs[32] */                               \
+            v = T##_f16(b) * float(T##_i8(b + 4u + j));                                 \
+        } else { /* DT_IQ4_NL */                                                        \
+            v = T##_f16(b) * float(IQ4NL_VALUES[T##_nibble32(b + 2u, j)]);              \
+        }                                                                               \
+        return v;                                                                       \
+    }
+
+DEF_BLOCK32(t0)
+DEF_BLOCK32(t1)
+DEF_BLOCK32(t2)
 
 uint block_size_of(uint dtype) {
     if (dtype == DT_F32 || dtype == DT_F16 || dtype == DT_BF16) return 1u;
     if (dtype >= DT_Q2_K && dtype <= DT_Q8_K) return 256u;
     return 32u;
-}
-
-// 4-bit quant j of a 32-element block whose 16 nibble bytes start at qs
-uint nibble32(uint qs, uint j) {
-    uint byte = t0_u8(qs + (j & 15u));
-    return j < 16u ? byte & 0xfu : byte >> 4;
 }
 
 // K-quants' 6-bit scale and min number i (0..7) packed in 12 bytes at sc
@@ -153,20 +180,8 @@ void scale_min_k4(uint sc, uint i, out float scale, out float mn) {
 }
 
 float dequant(uint dtype, uint b, uint j) {
-    if (dtype == DT_Q4_0) return t0_f16(b) * float(int(nibble32(b + 2u, j)) - 8);
-    if (dtype == DT_Q4_1) return t0_f16(b) * float(nibble32(b + 4u, j)) + t0_f16(b + 2u);
-    if (dtype == DT_Q5_0) {
-        uint hi = (t0_u32_2(b + 2u) >> j) & 1u;
-        return t0_f16(b) * float(int(nibble32(b + 6u, j) | (hi << 4)) - 16);
-    }
-    if (dtype == DT_Q5_1) {
-        uint hi = (t0_u32_2(b + 4u) >> j) & 1u;
-        return t0_f16(b) * float(nibble32(b + 8u, j) | (hi << 4)) + t0_f16(b + 2u);
-    }
-    if (dtype == DT_Q8_0) return t0_f16(b) * float(t0_i8(b + 2u + j));
-    if (dtype == DT_Q8_1) return t0_f16(b) * float(t0_i8(b + 4u + j)); // d, s, qs[32]
+    if (block_size_of(dtype) == 32u) return t0_block32(dtype, b, j);
     if (dtype == DT_Q8_K) return uintBitsToFloat(t0_u32_2(b)) * float(t0_i8(b + 4u + j)); // f32 d, qs[256]
-    if (dtype == DT_IQ4_NL) return t0_f16(b) * float(IQ4NL_VALUES[nibble32(b + 2u, j)]);
     if (dtype == DT_Q2_K) {
         // scales[16] qs[64] d dmin; element j: half h, 32-run r (shift 2r), lane l
         uint h = j >> 7, r = (j >> 5) & 3u, l = j & 31u;
@@ -227,4 +242,19 @@ float load0(uvec4 idx) {
 
 float load1(uvec4 idx) { return t1_float(P.dt[1], elem_off(1u, idx)); }
 float load2(uvec4 idx) { return t2_float(P.dt[2], elem_off(2u, idx)); }
+
+// Element idx of tensor 1 or 2 read as dtype dt: F32/F16/BF16 or a
+// 32-element block type (flash attention's k and v in a quantized KV
+// cache). dt is a specialization constant where it is called, so each
+// pipeline holds one reader (barriers make a shader a coroutine on
+// lavapipe, whose compile time grows steeply with its size).
+uint block32_off(uint k, uvec4 idx) { return elem_off(k, uvec4(idx.x >> 5, idx.yzw)); }
+float load1_as(uint dt, uvec4 idx) {
+    if (block_size_of(dt) == 1u) return t1_float(dt, elem_off(1u, idx));
+    return t1_block32(dt, block32_off(1u, idx), idx.x & 31u);
+}
+float load2_as(uint dt, uvec4 idx) {
+    if (block_size_of(dt) == 1u) return t2_float(dt, elem_off(2u, idx));
+    return t2_block32(dt, block32_off(2u, idx), idx.x & 31u);
+}
 float load3(uvec4 idx) { return t3_float(P.dt[3], elem_off(3u, idx)); }

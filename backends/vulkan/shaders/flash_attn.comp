@@ -4,9 +4,13 @@
 // the chunk's max and weight sum are workgroup reductions, and the softmax
 // runs online (the accumulator is rescaled when the max grows). Invocation
 // t owns output dims t, t + WG, ... (D <= 4 * WG).
-// q [D, n_q, H, 1], k/v [D, n_kv, H_kv, 1] (F32/F16/BF16), mask [n_kv, >= n_q]
-// optional (P.u[0] = 1), dst F32 [D, H, n_q, 1]; query head h reads kv head
-// h / (H / H_kv). A query whose every score is -inf gets zeros, as in ref.
+// q [D, n_q, H, 1] (kept in shared memory), k/v [D, n_kv, H_kv, 1] (F32,
+// F16, BF16 or a KV cache block type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// dequantized element by element as ref does; their dtypes are the
+// specialization constants KDT and VDT, one pipeline per pair),
+// mask [n_kv, >= n_q] optional (P.u[0] = 1), dst F32 [D, H, n_q, 1]; query
+// head h reads kv head h / (H / H_kv). A query whose every score is -inf
+// gets zeros, as in ref.
 // The straightforward version: ref_attn.c.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -17,7 +21,11 @@
 #include "common.glsl"
 #include "reduce.glsl"
 
+layout(constant_id = 0) const uint KDT = 0u;
+layout(constant_id = 1) const uint VDT = 0u;
+
 shared float weights[WG];
+shared float qv[256]; // D <= 256 (vk_op_supported)
 
 void main() {
     const uint D = P.ne[0].x, n_q = P.ne[0].y, H = P.ne[0].z;
@@ -28,6 +36,8 @@ void main() {
     uint lid = gl_LocalInvocationID.x;
     const float neg_inf = uintBitsToFloat(0xff800000u);
     float scale = P.fp[0];
+    for (uint d = lid; d < D; d += WG) qv[d] = load0(uvec4(d, i, h, 0u));
+    barrier();
     float acc[4] = float[4](0.0, 0.0, 0.0, 0.0);
     float m = neg_inf, l = 0.0;
     for (uint j0 = 0u; j0 < n_kv; j0 += WG) {
@@ -35,7 +45,7 @@ void main() {
         float s = neg_inf;
         if (j < n_kv) {
             float dot_ = 0.0;
-            for (uint d = 0u; d < D; d++) dot_ += load0(uvec4(d, i, h, 0u)) * load1(uvec4(d, j, g, 0u));
+            for (uint d = 0u; d < D; d++) dot_ += qv[d] * load1_as(KDT, uvec4(d, j, g, 0u));
             s = scale * dot_;
             if (P.u[0] != 0u) s += load3(uvec4(j, i, 0u, 0u));
         }
@@ -50,7 +60,7 @@ void main() {
             uint d = lid + c * WG;
             if (d >= D) break;
             float a = acc[c] * corr;
-            for (uint jj = 0u; jj < n; jj++) a += weights[jj] * load2(uvec4(d, j0 + jj, g, 0u));
+            for (uint jj = 0u; jj < n; jj++) a += weights[jj] * load2_as(VDT, uvec4(d, j0 + jj, g, 0u));
             acc[c] = a;
         }
         barrier(); // weights[] is rewritten by the next chunk

@@ -77,6 +77,19 @@ static const char *tensor_problem(const tsr_tensor *t) {
     return NULL;
 }
 
+/* gallivm (lavapipe, llvmpipe) ends every loop of a shader invocation once
+ * it has run 65535 loop iterations in all (each loop's final test counted),
+ * silently. flash_attn_inv.comp runs at most 3 * (ceil(D / 8) + 1) + 1 per
+ * key (dot, rescale, weighted sum, 8 dimensions written out per iteration)
+ * and 2 * (ceil(D / 8) + 1) more: FLASH_ATTN over more keys is left to the
+ * CPU on CPU implementations (head size 64: 2339 keys). GPUs have no such
+ * limit. */
+static bool attn_fits(const vk_device *d, int64_t D, int64_t n_kv) {
+    if (d->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return true;
+    const int64_t per_loop = (D + 7) / 8 + 1;
+    return n_kv * (3 * per_loop + 1) + 2 * per_loop + 16 <= 65535;
+}
+
 /* GET_ROWS, MUL_MAT, CPY into floats: src0 dequantized, dst F32/F16/BF16. */
 static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
     const tsr_tensor *a = node->src[0], *dst = node->dst;
@@ -120,6 +133,9 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
     case TSR_OP_MUL_MAT: return reads_into_float(node, why, why_size);
     case TSR_OP_FLASH_ATTN: /* k and v: any KV cache type (the checker's list) */
         if (a->ne[0] > 256) return decline(node, why, why_size, "head size %lld is above 256", (long long)a->ne[0]);
+        if (!attn_fits(d, a->ne[0], node->src[1]->ne[1]))
+            return decline(node, why, why_size, "%lld keys of head size %lld: more loop iterations than a CPU implementation runs",
+                           (long long)node->src[1]->ne[1], (long long)a->ne[0]);
         return 1;
     default:
         return 1;

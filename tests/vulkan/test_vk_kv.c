@@ -23,12 +23,15 @@
  *     1e-7);
  *   - supports_op accepts every node.
  * Shapes: head sizes 64, 128, 256 and 32; GQA 4/2, 8/1, 9/3 and 6/3; n_kv 45, 71,
- * 3, 132 and 1 (not multiples of the 64-key chunk); prompt batches and
- * single-token decodes; F16 and F32 masks and none. K/V types: each of the
- * KV cache's block types for both, F16, and two mixed pairs.
+ * 3, 132 and 1 (not multiples of the 64-key chunk), and 2300 at head size 64
+ * (lavapipe ends a shader's loops after 65535 iterations in all: up to
+ * 64400 are used there, and 2400 keys are declined on a CPU implementation); prompt
+ * batches and single-token decodes; F16 and F32 masks and none. K/V types:
+ * each of the KV cache's block types for both, F16, and two mixed pairs.
  * Exit 77 when the machine has no Vulkan device.
  *
- * usage: test_vk_kv PLUGIN.so
+ * usage: test_vk_kv PLUGIN.so [K/V]   (e.g. Q8_0/Q4_0: only that pair; the
+ * declines are checked in every run)
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -85,6 +88,7 @@ static const shape g_shapes[] = {
     {256, 2, 2, 0, 3, -1},              /* the first batch, no mask */
     {64, 9, 3, 130, 2, TSR_DTYPE_F16},  /* SmolLM2's heads, n_kv 132 */
     {32, 6, 3, 0, 1, TSR_DTYPE_F16},    /* one cell */
+    {64, 1, 1, 2299, 1, TSR_DTYPE_F16}, /* near a CPU implementation's loop budget */
 };
 
 /* Deterministic values in [-1, 1). */
@@ -329,6 +333,26 @@ static void test_declines_k_quants(void **state) {
     g_dev->api->buffer_free(g_dev, b);
 }
 
+/* On a CPU implementation, FLASH_ATTN past the shader's loop budget is
+ * declined (gallivm would end its loops early), within it accepted. */
+static void test_declines_long_attention(void **state) {
+    (void)state;
+    if (!g_exact) skip();
+    const shape s = {64, 1, 1, 2399, 1, -1}, ok = {64, 1, 1, 2299, 1, -1};
+    graph5 g;
+    const layout l_ok = plan(&ok, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0), l = plan(&s, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0);
+    uint8_t *mem = calloc(1, l.size); /* addresses only: supports_op reads no data */
+    assert_non_null(mem);
+    build(&g, &ok, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0, &l_ok, NULL, mem);
+    assert_true(g_dev->api->supports_op(g_dev, &g.nodes[4]));
+    build(&g, &s, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0, &l, NULL, mem);
+    g_decline[0] = '\0';
+    assert_false(g_dev->api->supports_op(g_dev, &g.nodes[4]));
+    free(mem);
+    printf("  2400 keys: %s\n", g_decline);
+    assert_non_null(strstr(g_decline, "loop iterations"));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_vk_kv PLUGIN.so\n");
@@ -360,15 +384,23 @@ int main(int argc, char **argv) {
            g_exact ? "must equal ref's" : "may differ from ref's in 1% of the blocks");
 
     enum { N_TYPES = sizeof g_types / sizeof g_types[0] };
-    struct CMUnitTest tests[N_TYPES + 1];
+    struct CMUnitTest tests[N_TYPES + 2];
     char names[N_TYPES][64];
+    int n = 0;
     for (int i = 0; i < N_TYPES; i++) {
-        snprintf(names[i], sizeof names[i], "K %s, V %s", tsr_dtype_name(g_types[i][0]),
-                 tsr_dtype_name(g_types[i][1]));
-        tests[i] = (struct CMUnitTest){.name = names[i], .test_func = test_types, .initial_state = (void *)g_types[i]};
+        char pair[32];
+        snprintf(pair, sizeof pair, "%s/%s", tsr_dtype_name(g_types[i][0]), tsr_dtype_name(g_types[i][1]));
+        if (argc > 2 && strcmp(argv[2], pair)) continue;
+        snprintf(names[n], sizeof names[n], "K/V %s", pair);
+        tests[n++] = (struct CMUnitTest){.name = names[n - 1], .test_func = test_types, .initial_state = (void *)g_types[i]};
     }
-    tests[N_TYPES] = (struct CMUnitTest)cmocka_unit_test(test_declines_k_quants);
-    const int failed = _cmocka_run_group_tests("vulkan-kv", tests, N_TYPES + 1, NULL, NULL);
+    if (argc > 2 && n == 0) {
+        printf("no K/V pair %s in this test\n", argv[2]);
+        return 2;
+    }
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_declines_k_quants);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_declines_long_attention);
+    const int failed = _cmocka_run_group_tests("vulkan-kv", tests, (size_t)n, NULL, NULL);
     g_queue->api->destroy(g_queue);
     p->shutdown();
     dlclose(dl);

@@ -133,8 +133,7 @@ const int IQ4NL_VALUES[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1
     float T##_f16(uint o) { return f16_to_f32(T##_u16(o)); }                            \
     int T##_i8(uint o) { return int(T##_u8(o) << 24) >> 24; }                           \
     uint T##_nibble32(uint qs, uint j) { /* quant j of 16 nibble bytes at qs */         \
-        uint byte = T##_u8(qs + (j & 15u));                                             \
-        return j < 16u ? byte & 0xfu : byte >> 4;                                       \
+        return (T##_u8(qs + (j & 15u)) >> ((j >> 4) << 2)) & 0xfu;                      \
     }                                                                                   \
     float T##_block32(uint dtype, uint b, uint j) {                                     \
         precise float v;                                                                \

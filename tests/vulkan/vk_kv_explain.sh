@@ -19,8 +19,9 @@ rc=$?
 cat "$tmp/err"
 if [ $rc -ne 0 ]; then echo "FAIL: tessera run exited $rc"; exit 1; fi
 fail=0
-n=$(grep -c "^devices: vulkan0$" "$tmp/err")
-[ "$n" -eq 2 ] || { echo "FAIL: $n graphs placed on vulkan0 alone, expected 2 (prompt, generation)"; fail=1; }
+n=$(grep -c "^split [0-9]*: vulkan0," "$tmp/err")
+[ "$n" -eq 2 ] || { echo "FAIL: $n splits on vulkan0, expected 2 (prompt, generation)"; fail=1; }
+if grep "^split " "$tmp/err" | grep -vq "^split [0-9]*: vulkan0,"; then echo "FAIL: a split off vulkan0"; fail=1; fi
 n=$(grep -cE "^[0-9]+ nodes, 1 splits, [0-9]+ copies, 0 fallbacks" "$tmp/err")
 [ "$n" -eq 2 ] || { echo "FAIL: $n graphs in one split without fallbacks, expected 2"; fail=1; }
 if grep -q "^fallback:" "$tmp/err"; then echo "FAIL: nodes fell back"; fail=1; fi

@@ -64,13 +64,7 @@ static const char *tensor_problem(const tsr_tensor *t) {
 
 int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, size_t why_size) {
     (void)d;
-    if (tsr_node_check(node, why, why_size)) return 0;
-    const char *roles[1 + TSR_MAX_SRC] = {"dst", "src0", "src1", "src2", "src3"};
-    for (int i = 0; i <= node->n_src; i++) {
-        const tsr_tensor *t = i == 0 ? node->dst : node->src[i - 1];
-        const char *p = t ? tensor_problem(t) : NULL;
-        if (p) return no(node, why, why_size, "%s (%s) %s", roles[i], tsr_dtype_name(t->dtype), p);
-    }
+    if (!tsr_node_fits(node, tensor_problem, why, why_size)) return 0;
     const tsr_tensor *a = node->src[0], *dst = node->dst;
     switch (node->op) {
     case TSR_OP_GET_ROWS:

@@ -73,6 +73,25 @@ TSR_CHECK_PRINTF4_ static inline int tsr_node_decline(const tsr_node *node, char
     return 0;
 }
 
+static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_size);
+
+/* For supports_op: 1 if node is well-formed (tsr_node_check) and every
+ * tensor of it (dst, then the sources) passes the device's own test
+ * `problem` (NULL: fine, else what is wrong, e.g. "has a stride the kernels
+ * cannot load"); else 0 with why = the checker's reason or "OP 'name':
+ * src1 (F16) has a stride the kernels cannot load". */
+static inline int tsr_node_fits(const tsr_node *node, const char *(*problem)(const tsr_tensor *t), char *why,
+                                size_t why_size) {
+    static const char *const roles[1 + TSR_MAX_SRC] = {"dst", "src0", "src1", "src2", "src3"};
+    if (tsr_node_check(node, why, why_size)) return 0;
+    for (int i = 0; i <= node->n_src && i <= TSR_MAX_SRC; i++) {
+        const tsr_tensor *t = i == 0 ? node->dst : node->src[i - 1];
+        const char *p = t ? problem(t) : NULL;
+        if (p) return tsr_node_decline(node, why, why_size, "%s (%s) %s", roles[i], tsr_dtype_name(t->dtype), p);
+    }
+    return 1;
+}
+
 /* Give the host the reason supports_op declines node (ABI 1.1
  * tsr_host.decline; nothing under a 1.0 host or with an empty reason).
  * Call it only from supports_op, with the node it was given. */

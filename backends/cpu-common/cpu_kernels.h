@@ -57,4 +57,20 @@ int matmul_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_
 size_t matmul_work_size(const cpu_kernels *k, const tsr_node *node, int nth);
 void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 
+/* The two phases of a product on the dot kernels, for a node loop that
+ * places the threads' meetings itself (cpu_steps.h). A product is phased
+ * when it does not take the packed GEMM (matmul_phased). matmul_prepare
+ * converts its activations into ex->work (when matmul_has_prepare; f32
+ * ones are read in place), matmul_run computes the output from them, its
+ * chunks handed out through next_chunk (zero at the start), once every
+ * thread's prepare is done. A product whose activations are the same
+ * tensor in the same format as the previous one's (matmul_same_activations:
+ * q, k and v of one input, gate and up) runs on what that one prepared. */
+int matmul_phased(const cpu_kernels *k, const tsr_node *node);
+int matmul_has_prepare(const tsr_node *node);
+size_t matmul_prepare_elements(const tsr_node *node);
+int matmul_same_activations(const cpu_kernels *k, const tsr_node *a, const tsr_node *b);
+void matmul_prepare(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk, int ith, int nth);
+
 #endif

@@ -181,12 +181,32 @@ static void gemm_compute(cpu_exec *ex, const tsr_node *node, const gemm_ops *g, 
     }
 }
 
-void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
-    const gemm_ops *g = gemm_for(ex->k, node);
-    if (g) {
-        gemm_compute(ex, node, g, ith, nth);
-        return;
-    }
+int matmul_phased(const cpu_kernels *k, const tsr_node *node) { return gemm_for(k, node) == NULL; }
+
+int matmul_has_prepare(const tsr_node *node) { return !act_in_place(node); }
+
+size_t matmul_prepare_elements(const tsr_node *node) {
+    return (size_t)(node->src[1]->ne[0] * node->src[1]->ne[1] * batch_count(node));
+}
+
+int matmul_same_activations(const cpu_kernels *k, const tsr_node *a, const tsr_node *b) {
+    if (!matmul_phased(k, a) || !matmul_phased(k, b) || !matmul_has_prepare(a) || !matmul_has_prepare(b))
+        return 0;
+    const tsr_tensor *x = a->src[1], *y = b->src[1];
+    if (tensor_ptr(x) != tensor_ptr(y) || x->dtype != y->dtype) return 0;
+    for (int i = 0; i < 4; i++)
+        if (x->ne[i] != y->ne[i] || x->nb[i] != y->nb[i]) return 0;
+    const mm_plan pa = plan_for(k, a), pb = plan_for(k, b);
+    return pa.kind == pb.kind && pa.offset == pb.offset;
+}
+
+void matmul_prepare(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
+    const mm_plan plan = plan_for(ex->k, node);
+    convert_activations(ex, node, &plan, ith, nth);
+}
+
+void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk, int ith, int nth) {
+    (void)ith; /* chunks go to whichever thread asks first */
     const tsr_tensor *w = node->src[0], *x = node->src[1];
     tsr_tensor *d = node->dst;
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2], B3 = x->ne[3];
@@ -195,12 +215,7 @@ void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const cpu_dot_fn dot = plan.dot;
     const cpu_dot2_fn dot2 = plan.kind == ACT_F32 ? ex->k->dot2[w->dtype] : NULL;
     const size_t w_row_bytes = (size_t)(K / tsr_dtype_block_size(w->dtype)) * (size_t)w->nb[0];
-
-    if (ith == 0) atomic_store(&ex->next_chunk, 0);
-    int in_place = act_in_place(node);
-    if (!in_place) convert_activations(ex, node, &plan, ith, nth);
-    exec_barrier(ex);
-
+    const int in_place = act_in_place(node);
     size_t act_row = quants_act_row_bytes(plan.kind, K);
 
     int64_t rb, cb;
@@ -225,7 +240,7 @@ void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const int64_t n_chunks = n_rb * n_cb * B2 * B3;
 
     for (;;) {
-        int64_t id = atomic_fetch_add_explicit(&ex->next_chunk, 1, memory_order_relaxed);
+        int64_t id = atomic_fetch_add_explicit(next_chunk, 1, memory_order_relaxed);
         if (id >= n_chunks) break;
         int64_t irb = id % n_rb, icb = (id / n_rb) % n_cb, b = id / (n_rb * n_cb);
         int64_t b2 = b % B2, b3 = b / B2;
@@ -285,4 +300,16 @@ void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
             }
         }
     }
+}
+
+void matmul_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
+    const gemm_ops *g = gemm_for(ex->k, node);
+    if (g) {
+        gemm_compute(ex, node, g, ith, nth);
+        return;
+    }
+    if (ith == 0) atomic_store(&ex->next_chunk, 0);
+    if (matmul_has_prepare(node)) matmul_prepare(ex, node, ith, nth);
+    exec_barrier(ex);
+    matmul_run(ex, node, &ex->next_chunk, ith, nth);
 }

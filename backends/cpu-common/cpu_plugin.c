@@ -17,6 +17,7 @@
 #include <tessera/plugin_check.h>
 
 #include "cpu_isa.h"
+#include "cpu_steps.h"
 
 #define ISA (&cpu_isa_this)
 
@@ -27,6 +28,7 @@ typedef struct cpu_state {
     char description[160];
     int n_devices;
     int force_threads; /* threads_env=1: no small-work shortcut (tests) */
+    int plain_steps;   /* TESSERA_CPU_PLAIN_STEPS=1: every node shared, a barrier after each (A/B, tests) */
 } cpu_state;
 
 static cpu_state g; /* the plugin's registry entry: one per loaded plugin */
@@ -51,9 +53,8 @@ static void plog(int level, const char *fmt, ...) {
 typedef struct cpu_queue {
     tsr_queue pub;
     cpu_exec ex;
-    const tsr_node *nodes;
-    int32_t n_nodes;
-    volatile int stop; /* written by thread 0 before a barrier, read after */
+    cpu_plan plan;     /* the steps of the node list being computed */
+    int stop;          /* thread 0 saw the abort flag (read after the run) */
     int32_t n_threads; /* set_n_threads (ABI 1.1); 0: tsr_host.n_threads */
 } cpu_queue;
 
@@ -91,19 +92,35 @@ static size_t node_work_size(const tsr_node *node, int nth) {
     return ops_work_size(node, nth);
 }
 
-/* The node loop, run by every thread of the pool. */
+/* The node loop, run by every thread of the pool: the plan's steps
+ * (cpu_steps.h). At each barrier the threads decide together whether to
+ * stop (thread 0 saw the abort flag, or an op failed), so none is left
+ * waiting at a barrier the others skipped. */
 static void run_nodes(void *ctx, int ith, int nth) {
     cpu_queue *q = ctx;
     cpu_exec *ex = &q->ex;
-    for (int32_t i = 0; i < q->n_nodes; i++) {
-        const tsr_node *node = &q->nodes[i];
-        if (node->op == TSR_OP_NONE) continue;
-        if (node->op == TSR_OP_MUL_MAT) matmul_compute(ex, node, ith, nth);
-        else ops_compute(ex, node, ith, nth);
-        if (ith == 0 && HOST_HAS(abort_flag) && g.host->abort_flag && *g.host->abort_flag) q->stop = 1;
-        exec_barrier(ex);
-        if (q->stop || atomic_load(&ex->error)) break;
+    const cpu_plan *p = &q->plan;
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        const cpu_step *st = &p->steps[i];
+        if (st->barrier) {
+            int stop = atomic_load_explicit(&ex->error, memory_order_relaxed) != 0;
+            if (ith == 0 && HOST_HAS(abort_flag) && g.host->abort_flag && *g.host->abort_flag) stop = q->stop = 1;
+            if (cpu_pool_barrier_or(ex->pool, nth, stop)) return;
+        }
+        if (st->solo) {
+            if (ith != 0 || atomic_load_explicit(&ex->error, memory_order_relaxed)) continue;
+        }
+        const int me = st->solo ? 0 : ith, n = st->solo ? 1 : nth;
+        switch (st->kind) {
+        case STEP_MM_PREPARE: matmul_prepare(ex, st->node, me, n); break;
+        case STEP_MM_RUN: matmul_run(ex, st->node, &p->counters[i].next, me, n); break;
+        default:
+            if (st->node->op == TSR_OP_MUL_MAT) matmul_compute(ex, st->node, me, n);
+            else ops_compute(ex, st->node, me, n);
+            break;
+        }
     }
+    if (ith == 0 && HOST_HAS(abort_flag) && g.host->abort_flag && *g.host->abort_flag) q->stop = 1;
 }
 
 static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
@@ -141,14 +158,14 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     }
     if (!q->ex.pool && !(q->ex.pool = cpu_pool_create())) return TSR_ERR_NO_MEMORY;
 
-    q->nodes = nodes;
-    q->n_nodes = n_nodes;
     q->stop = 0;
     q->ex.k = &g.kernels;
     q->ex.exp_sub_sum = g.kernels.exp_sub_sum; /* vector softmax exp, or NULL */
     atomic_store(&q->ex.error, 0);
     /* the barrier count must equal the threads that run */
     q->ex.nth = cpu_pool_reserve(q->ex.pool, nth);
+    if (cpu_plan_build(&q->plan, &g.kernels, nodes, n_nodes, q->ex.nth, g.plain_steps) != 0)
+        return TSR_ERR_NO_MEMORY;
     cpu_pool_run(q->ex.pool, q->ex.nth, run_nodes, q);
     if (q->stop) return TSR_ERR_ABORTED;
     return (tsr_status)atomic_load(&q->ex.error);
@@ -188,6 +205,7 @@ static void queue_destroy(tsr_queue *queue) {
     if (!queue) return;
     cpu_queue *q = queue->impl;
     cpu_pool_destroy(q->ex.pool);
+    cpu_plan_free(&q->plan);
     free(q->ex.work);
     free(q);
 }
@@ -370,6 +388,8 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
     }
     const char *force = getenv(ISA->threads_env);
     g.force_threads = force && *force && strcmp(force, "0") != 0;
+    const char *plain = getenv("TESSERA_CPU_PLAIN_STEPS");
+    g.plain_steps = plain && *plain && strcmp(plain, "0") != 0;
     level->init(&g.kernels);
     snprintf(g.description, sizeof g.description, "%s (%s kernels)", cpu_name, g.kernels.name);
     g_device.api = &device_api;

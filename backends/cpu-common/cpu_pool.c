@@ -47,6 +47,8 @@ struct cpu_pool {
     _Atomic uint32_t bar_gen;
     _Atomic int bar_arrived;
     _Atomic int bar_sleepers;
+    _Atomic int bar_flags;  /* OR of the flags brought to the barrier being met */
+    _Atomic int bar_result; /* that OR, published with bar_gen */
 
     /* done (main waits) */
     _Atomic int done_sleepers;
@@ -156,14 +158,23 @@ int cpu_pool_run(cpu_pool *pool, int nth, cpu_pool_fn fn, void *ctx) {
     return nth;
 }
 
-void cpu_pool_barrier(cpu_pool *pool, int nth) {
-    if (nth <= 1) return;
+int cpu_pool_barrier_or(cpu_pool *pool, int nth, int flag) {
+    if (nth <= 1) return flag;
+    if (flag) atomic_fetch_or_explicit(&pool->bar_flags, 1, memory_order_relaxed);
     uint32_t gen = atomic_load_explicit(&pool->bar_gen, memory_order_acquire);
     if (atomic_fetch_add_explicit(&pool->bar_arrived, 1, memory_order_acq_rel) == nth - 1) {
+        /* the last to arrive: every flag is in (each was set before its
+         * thread arrived); bar_result is read by the others before they
+         * arrive at the next barrier, which cannot complete without them */
+        const int result = atomic_exchange_explicit(&pool->bar_flags, 0, memory_order_acq_rel);
+        atomic_store_explicit(&pool->bar_result, result, memory_order_relaxed);
         atomic_store_explicit(&pool->bar_arrived, 0, memory_order_relaxed);
         atomic_fetch_add(&pool->bar_gen, 1);
         wake_if_sleeping(&pool->bar_gen, &pool->bar_sleepers);
-        return;
+        return result;
     }
     wait_change(&pool->bar_gen, gen, &pool->bar_sleepers);
+    return atomic_load_explicit(&pool->bar_result, memory_order_relaxed);
 }
+
+void cpu_pool_barrier(cpu_pool *pool, int nth) { (void)cpu_pool_barrier_or(pool, nth, 0); }

@@ -29,5 +29,9 @@ int cpu_pool_run(cpu_pool *pool, int nth, cpu_pool_fn fn, void *ctx);
 
 /* All nth threads of the current cpu_pool_run meet here. */
 void cpu_pool_barrier(cpu_pool *pool, int nth);
+/* The same, returning the OR of the flags the threads brought: every
+ * thread gets the same answer, so a decision to stop taken at a barrier
+ * (an abort, an error) is taken by all of them together. */
+int cpu_pool_barrier_or(cpu_pool *pool, int nth, int flag);
 
 #endif

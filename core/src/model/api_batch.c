@@ -41,13 +41,13 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
     for (int32_t i = 0; i < n; i++) n_out += want && want[i];
     for (int32_t s = 0; s < kv->n_sets; s++) {
         kv_cells_place(&kv->sets[s], head[s], n, pos, seq);
-        n_kv[s] = kv_cells_n_kv(&kv->sets[s]);
+        n_kv[s] = step_kv_padded(kv_cells_n_kv(&kv->sets[s]), kv->sets[s].size, n);
     }
     /* The graph needs at least one output row; an unwanted one is dropped. */
-    model_batch_graph bg;
-    int rc = -1;
-    if (model_build_graph(m, kv, n, head, n_kv, n_out > 0 ? n_out : 1, &bg) != 0) goto fail;
-    if (sched_alloc(ctx->sched, bg.g) != 0) goto done;
+    model_batch_graph *bg;
+    if (step_graph_get(&ctx->step, m, kv, ctx->sched, n, head, n_kv, n_out > 0 ? n_out : 1, ctx->graph_reuse,
+                       &bg) != 0)
+        goto fail;
     bool *explained = n > 1 ? &ctx->explained_prompt : &ctx->explained_gen;
     if (ctx->params.explain && !*explained) {
         fprintf(stderr, "tessera: placement of the %s graph (%d tokens, %d cells):\n",
@@ -55,33 +55,31 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
         sched_explain(ctx->sched, stderr);
         *explained = true;
     }
-    int32_t *tok = bg.tokens->t.data, *posv = bg.pos->t.data;
+    int32_t *tok = bg->tokens->t.data, *posv = bg->pos->t.data;
     for (int32_t i = 0; i < n; i++) {
         tok[i] = tokens[i];
         posv[i] = pos[i];
     }
-    model_fill_mask(&kv->sets[0], n_kv[0], n, pos, seq, 0, bg.mask->t.data);
-    if (bg.mask_swa) {
+    model_fill_mask(&kv->sets[0], n_kv[0], n, pos, seq, 0, bg->mask->t.data);
+    if (bg->mask_swa) {
         const int32_t sw = kv_cache_swa_set(kv);
-        model_fill_mask(&kv->sets[sw], n_kv[sw], n, pos, seq, m->hp.n_swa, bg.mask_swa->t.data);
+        model_fill_mask(&kv->sets[sw], n_kv[sw], n, pos, seq, m->hp.n_swa, bg->mask_swa->t.data);
     }
-    if (bg.attn_temp) model_fill_attn_temp(&m->hp, n, pos, bg.attn_temp->t.data);
-    if (bg.out_ids) {
-        int32_t *ids = bg.out_ids->t.data, k = 0;
+    if (bg->attn_temp) model_fill_attn_temp(&m->hp, n, pos, bg->attn_temp->t.data);
+    if (bg->out_ids) {
+        int32_t *ids = bg->out_ids->t.data, k = 0;
         for (int32_t i = 0; i < n; i++)
             if (want && want[i]) ids[k++] = i;
         if (k == 0) ids[0] = n - 1;
     }
-    if (sched_compute(ctx->sched, bg.g) != 0) goto done;
+    if (sched_compute(ctx->sched, bg->g) != 0) goto fail;
     if (n_out > 0 && logits_out)
-        memcpy(logits_out, bg.logits->t.data, (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
-    rc = 0;
-done:
-    graph_free(bg.g);
+        memcpy(logits_out, bg->logits->t.data, (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
+    return 0;
 fail:
-    if (rc != 0)
-        for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_clear(&kv->sets[s], head[s], n);
-    return rc;
+    step_graph_drop(&ctx->step);
+    for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_clear(&kv->sets[s], head[s], n);
+    return -1;
 }
 
 /* Where the next micro-batch of up to want tokens goes: a run of free cells

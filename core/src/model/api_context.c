@@ -220,6 +220,8 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     ctx->sched = sched_new(tm->devices, tm->n_devices, &(sched_params){.n_threads = p.n_threads});
     if (!ctx->sched) goto fail;
     if (context_reserve(ctx) != 0) goto fail;
+    const char *reuse = getenv("TESSERA_GRAPH_REUSE");
+    ctx->graph_reuse = !reuse || strcmp(reuse, "0") != 0;
     free(layer_dev);
     free(layer_home);
     free(layer_swa);
@@ -248,10 +250,16 @@ fail:
 
 void tessera_context_free(tessera_context *ctx) {
     if (!ctx) return;
+    step_graph_free(&ctx->step);
     sched_free(ctx->sched);
     kv_cache_free(ctx->kv);
     free(ctx->logits);
     free(ctx);
+}
+
+void context_set_graph_reuse(tessera_context *ctx, bool on) {
+    ctx->graph_reuse = on;
+    if (!on) step_graph_drop(&ctx->step);
 }
 
 uint32_t tessera_context_n_ctx(const tessera_context *ctx) { return ctx->params.n_ctx; }

@@ -10,6 +10,7 @@
 #include "host/host.h"
 #include "kv/kv.h"
 #include "model/model.h"
+#include "model/step_graph.h"
 #include "sched/sched.h"
 #include "vocab/vocab.h"
 
@@ -41,6 +42,8 @@ struct tessera_context {
     bool last_all;        /* the last call kept every row */
     bool explained_prompt, explained_gen;
     tessera_timings timings;
+    step_graph step;  /* the last step's graph, kept for the next one */
+    bool graph_reuse; /* use it again when the next step fits (default) */
 };
 
 double tessera_now_ms(void);
@@ -53,6 +56,12 @@ int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab);
  * logits go to ctx->logits in token order. Returns the rows kept, or -1. */
 int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
                           const int32_t *seq, const bool *want_logits, int32_t n_tokens);
+
+/* Graph reuse between decode steps on (the default) or off (every step
+ * builds its graph; the results are the same bits: tests compare). The
+ * environment variable TESSERA_GRAPH_REUSE=0 turns it off for new
+ * contexts (A/B measurements). */
+void context_set_graph_reuse(tessera_context *ctx, bool on);
 
 /* Cells of the sliding-window set (api_context.c). */
 int32_t context_swa_cells(int32_t n_swa, uint32_t n_seq, uint32_t n_batch);

@@ -775,6 +775,15 @@ fail:
     return -1;
 }
 
+bool sched_holds(const sched *s, const graph *g) { return s && g && s->g == g; }
+
+void sched_views_moved(sched *s) {
+    if (!s->g) return;
+    for (int32_t c = 0; c < s->n_copies; c++)
+        graph_tensor_storage(graph_tensor_at(s->g, s->copies[c].tensor), &s->copies[c].start);
+    set_locations(s);
+}
+
 void sched_get_stats(const sched *s, sched_stats *out) {
     memset(out, 0, sizeof *out);
     if (!s->g) return;

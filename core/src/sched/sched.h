@@ -38,6 +38,7 @@
 #ifndef TESSERA_SCHED_H
 #define TESSERA_SCHED_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -79,6 +80,16 @@ void sched_set_n_threads(sched *s, int32_t n_threads);
  * tensor's location; inputs get host memory at t.data. -1 with an error
  * naming the node/tensor/device on failure. */
 int sched_alloc(sched *s, graph *g);
+
+/* Whether g is the graph of the last successful sched_alloc (its plan,
+ * buffers and tensor locations still hold). */
+bool sched_holds(const sched *s, const graph *g);
+
+/* The caller moved views into bound memory of the allocated graph (the
+ * view_offset of a CPY node into the KV cache: a decode step reused for the
+ * next cells); bring tensor locations and copies up to date. Shapes,
+ * placement and the memory plan stay as they are. */
+void sched_views_moved(sched *s);
 
 /* Run g (as allocated by the last sched_alloc) and wait for it. Returns -1
  * with "aborted" when the host's abort flag is raised. */

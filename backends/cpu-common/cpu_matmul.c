@@ -127,6 +127,17 @@ static const float *activation_row(const tsr_tensor *x, int64_t r, float *tmp) {
     return tmp;
 }
 
+/* The length of one f32 activation column without its trailing exact
+ * zeros: their products add nothing (weights are finite: the cache's
+ * cells hold zeros or old values), and leaving them out makes a decode
+ * step's attention over cells padded with zero weights (model/step_graph.h)
+ * the same sums as over its cells alone. */
+static int64_t act_len_nonzero(const void *act, int64_t K) {
+    const float *a = act;
+    while (K > 0 && a[K - 1] == 0.0f) K--;
+    return K;
+}
+
 /* Step 1: activation rows -> work, row r = n + N*(b2 + B2*b3). */
 static void convert_activations(cpu_exec *ex, const tsr_node *node, const mm_plan *plan, int ith, int nth) {
     const tsr_tensor *x = node->src[1];
@@ -282,6 +293,7 @@ void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk,
                 a_stride = act_row;
             }
             uint8_t *dcol = tensor_ptr(d) + n * d->nb[1] + b2 * d->nb[2] + b3 * d->nb[3];
+            const int64_t Kd = N == 1 && plan.kind == ACT_F32 ? act_len_nonzero(a, K) : K;
             int64_t m = m0;
             if (dot2 && nc > 1) /* two weight rows per activation load */
                 for (; m + 1 < m1; m += 2) {
@@ -294,7 +306,7 @@ void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk,
                 }
             for (; m < m1; m++) {
                 float out[CPU_NC];
-                dot(K, wbase + m * w->nb[1], a, a_stride, nc, out);
+                dot(Kd, wbase + m * w->nb[1], a, a_stride, nc, out);
                 for (int c = 0; c < nc; c++)
                     memcpy(dcol + c * d->nb[1] + m * d->nb[0], &out[c], 4);
             }

@@ -13,8 +13,14 @@
  *   llama   stories260K (../shared/models), F16 cache
  *   fa      stories260K with flash attention (V cache not transposed)
  *   swa     tests/data/synth-gemma3-swa16-f32.gguf (window 16, 256 cells)
+ *   NAME    ../shared/models/NAME.gguf
  *
- * Usage: test_step_graph llama|fa|swa [DEVICE]   (default: the best device)
+ * With --trace FILE the one-sequence script runs once (reuse on) and writes
+ * every logit it gets to FILE (step_plan.py compares two such runs).
+ *
+ * Usage: test_step_graph llama|fa|swa|NAME [DEVICE|cpu] [--trace FILE]
+ * (cpu: the first CPU plugin's device, cpu-avx0 or cpu-neon0; the test
+ * skips when this build has none; default cpu)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,28 +200,67 @@ static void test_window(void **state) {
     run(script_window, 1024, 1, "sliding window");
 }
 
+/* --trace: the one-sequence script's logits to a file. */
+static int write_trace(const char *file) {
+    tessera_context *ctx = new_ctx(512, 1, true);
+    trace t = {0};
+    script_single(ctx, &t);
+    FILE *f = fopen(file, "wb");
+    int rc = !f || fwrite(t.v, sizeof *t.v, t.n, f) != t.n;
+    if (f && fclose(f) != 0) rc = 1;
+    printf("%zu logits to %s; %d graphs built, %d reused\n", t.n, file, ctx->step.n_built, ctx->step.n_reused);
+    free(t.v);
+    tessera_context_free(ctx);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "llama";
     const char *shared = getenv("TESSERA_SHARED"), *src = getenv("TESSERA_SOURCE_ROOT");
+    const char *trace_file = argc > 4 && !strcmp(argv[3], "--trace") ? argv[4] : NULL;
     char path[1024];
     bool swa = !strcmp(mode, "swa");
     g_fa = !strcmp(mode, "fa");
     if (swa)
         snprintf(path, sizeof path, "%s/tests/data/synth-gemma3-swa16-f32.gguf", src ? src : ".");
-    else
+    else if (g_fa || !strcmp(mode, "llama"))
         snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");
-    host_options ho = {.only_plugin_dirs = true};
+    else
+        snprintf(path, sizeof path, "%s/models/%s.gguf", shared ? shared : "../shared", mode);
+    /* the plugins built in this tree, and nothing installed elsewhere */
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    const char *dirs[1] = {build};
+    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
     tessera_init_params ip = {0};
     if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
         printf("init: %s\n", tessera_last_error());
         return 1;
     }
     tessera_model_params mp = tessera_model_default_params();
-    if (argc > 2) mp.devices = argv[2];
+    mp.devices = argc > 2 ? argv[2] : "cpu";
+    if (!strcmp(mp.devices, "cpu")) {
+        mp.devices = NULL;
+        for (int32_t i = 0; i < host_device_count() && !mp.devices; i++) {
+            const host_device *hd = host_device_get(i);
+            if (hd != host_device_ref() && hd->info.kind == TSR_DEVICE_CPU) mp.devices = hd->name;
+        }
+        if (!mp.devices) {
+            printf("skipped: no CPU plugin device in %s\n", build ? build : "(no TESSERA_BUILD_ROOT)");
+            tessera_shutdown();
+            return 77;
+        }
+    }
+    printf("%s on %s\n", path, mp.devices);
     g_model = tessera_model_load(path, &mp);
     if (!g_model) {
         printf("%s: %s\n", path, tessera_last_error());
         return 1;
+    }
+    if (trace_file) {
+        int rc = write_trace(trace_file);
+        tessera_model_free(g_model);
+        tessera_shutdown();
+        return rc;
     }
     const struct CMUnitTest single[] = {cmocka_unit_test(test_single), cmocka_unit_test(test_batch)};
     const struct CMUnitTest window[] = {cmocka_unit_test(test_window)};

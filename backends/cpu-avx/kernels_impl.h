@@ -66,6 +66,19 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
 
 #define ACT(c) ((const void *)((const uint8_t *)act + (size_t)(c) * act_stride))
 
+/* A dot kernel NAME calling its always-inline body with nc the constant 1
+ * when decoding: the compiler then drops the column loop and keeps the
+ * accumulator in a register. The same operations either way, so the same
+ * bits. */
+#define KERNEL_INLINE static inline __attribute__((always_inline))
+#define NC1_SPECIALIZED(NAME, BODY)                                                                        \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) { \
+        if (nc == 1)                                                                                       \
+            BODY(K, w, act, act_stride, 1, out);                                                           \
+        else                                                                                               \
+            BODY(K, w, act, act_stride, nc, out);                                                          \
+    }
+
 /* F32/F16/BF16 weights x f32 activations: widen VF_W weights, one FMA per
  * column. Like ggml's vec_dot_f16/f32, only the first K & ~31 elements go
  * through the vector loop; the rest (all of a short row, e.g. attention over
@@ -203,8 +216,8 @@ static inline __m256i load_nibbles_q4(const uint8_t *qs) {
 
 /* Q4_0 x act8: sum_b dw*da*(sum(nib*a) - 8*sum(a)). The -8 offset is applied
  * once per block through a->isum instead of per element. */
-static void dot_q4_0_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
-                       float *out) {
+KERNEL_INLINE void dot_q4_0_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q4_0 *x = w;
     const int64_t nb = K / 32;
     if (nc == 1) {
@@ -237,10 +250,11 @@ static void dot_q4_0_v(int64_t K, const void *w, const void *act, size_t act_str
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) - 8.0f * corr[c];
 }
+NC1_SPECIALIZED(dot_q4_0_v, dot_q4_0_v_body)
 
 /* Q8_0 x act8: |w| as u8 times a with w's sign moved onto it. */
-static void dot_q8_0_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
-                       float *out) {
+KERNEL_INLINE void dot_q8_0_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q8_0 *x = w;
     const int64_t nb = K / 32;
     __m256 acc[CPU_NC];
@@ -258,6 +272,7 @@ static void dot_q8_0_v(int64_t K, const void *w, const void *act, size_t act_str
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
+NC1_SPECIALIZED(dot_q8_0_v, dot_q8_0_v_body)
 
 
 /* ------------------------------------- Q4_0 / Q8_0 over act8p groups */
@@ -430,7 +445,8 @@ static inline __m256 scales_2blocks_256(uint16_t d0, uint16_t d1) {
     return _mm256_set_m128(_mm_set1_ps(f16s(d1)), _mm_set1_ps(f16s(d0)));
 }
 
-static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+KERNEL_INLINE void dot_q4_0_pair_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q4_0 *x = w;
     const int64_t ng = (K + 127) / 128;
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
@@ -455,8 +471,10 @@ static void dot_q4_0_pair(int64_t K, const void *w, const void *act, size_t act_
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
+NC1_SPECIALIZED(dot_q4_0_pair, dot_q4_0_pair_body)
 
-static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+KERNEL_INLINE void dot_q8_0_pair_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q8_0 *x = w;
     const int64_t ng = (K + 127) / 128;
     const __m256i ones = _mm256_set1_epi16(1);
@@ -484,6 +502,7 @@ static void dot_q8_0_pair(int64_t K, const void *w, const void *act, size_t act_
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
+NC1_SPECIALIZED(dot_q8_0_pair, dot_q8_0_pair_body)
 #endif
 
 /* Q4_K / Q5_K scales: 8 six-bit scales and mins packed in 12 bytes. */
@@ -499,8 +518,8 @@ static inline void k4_unpack(const uint8_t *s, uint8_t *sc, uint8_t *mn) {
 /* Q4_K x act8k: per 64-element chunk c, low nibbles of qs[32c..] are
  * sub-block 2c, high nibbles 2c+1. isum = sum_j sc_j*dot_j (scales applied
  * in madd), min term = sum_j mn_j * (bsums[2j] + bsums[2j+1]). */
-static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
-                       float *out) {
+KERNEL_INLINE void dot_q4_k_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q4_k *x = w;
     const int64_t nb = K / 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -537,11 +556,12 @@ static void dot_q4_k_v(int64_t K, const void *w, const void *act, size_t act_str
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
+NC1_SPECIALIZED(dot_q4_k_v, dot_q4_k_v_body)
 
 /* Q5_K x act8k: Q4_K plus a fifth bit: for chunk c, bit 2c of qh[l] joins
  * the low nibble of qs[32c + l], bit 2c+1 the high nibble. */
-static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
-                       float *out) {
+KERNEL_INLINE void dot_q5_k_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q5_k *x = w;
     const int64_t nb = K / 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
@@ -579,6 +599,7 @@ static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_str
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
+NC1_SPECIALIZED(dot_q5_k_v, dot_q5_k_v_body)
 
 /* The 32 fifth bits of a Q5_0/Q5_1 block (u32 LE, bit j for element j) as
  * bytes 0x10 / 0x00: byte j takes qh byte j/8 and tests bit j%8. */
@@ -594,8 +615,8 @@ static inline __m256i q5_high_bits(const uint8_t *qh4) {
 }
 
 /* Q5_0 x act8: as Q4_0 with the fifth bit, zero point 16. */
-static void dot_q5_0_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
-                       float *out) {
+KERNEL_INLINE void dot_q5_0_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q5_0 *x = w;
     const int64_t nb = K / 32;
     __m256 acc[CPU_NC];
@@ -614,6 +635,7 @@ static void dot_q5_0_v(int64_t K, const void *w, const void *act, size_t act_str
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) - 16.0f * corr[c];
 }
+NC1_SPECIALIZED(dot_q5_0_v, dot_q5_0_v_body)
 
 /* Q4_1 / Q5_1 x act8: per block d * sum(q * a) + m * s, q unsigned (0..15
  * or 0..31, so vpmaddubsw takes it as the u8 side). The straightforward
@@ -633,7 +655,8 @@ static inline __m128 dm_times_ds(const void *blk, const act8 *a) {
 }
 
 #define DOT_MIN32(NAME, BLK, VALUES)                                                                          \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {     \
+    KERNEL_INLINE void NAME##_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,     \
+                                   float *out) {                                                              \
         const BLK *x = w;                                                                                     \
         const int64_t nb = K / 32;                                                                            \
         __m256 acc[CPU_NC];                                                                                   \
@@ -651,7 +674,8 @@ static inline __m128 dm_times_ds(const void *blk, const act8 *a) {
             }                                                                                                 \
         }                                                                                                     \
         for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]) + _mm_cvtss_f32(_mm_movehdup_ps(mins[c]));     \
-    }
+    }                                                                                                         \
+    NC1_SPECIALIZED(NAME, NAME##_body)
 
 DOT_MIN32(dot_q4_1_v, blk_q4_1, q4_1_values)
 DOT_MIN32(dot_q5_1_v, blk_q5_1, q5_1_values)
@@ -660,8 +684,8 @@ DOT_MIN32(dot_q5_1_v, blk_q5_1, q5_1_values)
  * ql[64n + 32(k&1) + l] nibble (k>>1) | ((qh[32n + l] >> 2k) & 3) << 4, and
  * their two groups of 16 use scales[8n + 2k] and [8n + 2k + 1]. The -32
  * offset: isum -= 32 * sum_g scales[g] * bsums[g]. */
-static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
-                       float *out) {
+KERNEL_INLINE void dot_q6_k_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                   float *out) {
     const blk_q6_k *x = w;
     const int64_t nb = K / 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
@@ -700,6 +724,7 @@ static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_str
     }
     for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
 }
+NC1_SPECIALIZED(dot_q6_k_v, dot_q6_k_v_body)
 
 
 #if KERNELS_AVX512

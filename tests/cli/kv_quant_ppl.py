@@ -12,7 +12,13 @@ does; measured F16 19.5155 (-fa on: 19.4757), q4_0 20.5589 = +5.35%
 (-fa on: 19.4707), q4_0 21.1245 = +7.8% (+8.5% against its -fa on F16).
 The loss is K's (q4_0 K alone 20.64, q4_0 V alone 19.37): SmolLM2's keys
 keep outliers a 64-wide turn cannot spread enough for 4-bit blocks. The
-q4_0 bound below is the measured one with a little room (6%)."""
+q4_0 bound below is the measured one with a little room (6%).
+Gemma 3 270M (not run here; -c 256, 6 chunks, -fa on): F16 15.7922, q8_0
+15.7182, q4_0 17.7858 = +12.6% (18.5699, +17.6%, unrotated); llama.cpp
+15.7012, 15.7749, 17.6792 = +12.6%: the same loss. At -c 512 (3 chunks)
+SmolLM2 F16 16.2882, q8_0 16.3824 (+0.58%), q4_0 16.9317 (+3.95%);
+llama.cpp 16.3031, 16.2882, 17.0336 (+4.5%). Gemma 3 F16 13.7549, q4_0
+16.4469 (+19.6%); llama.cpp 13.8458, 16.0160 (+15.7%)."""
 import os
 import re
 

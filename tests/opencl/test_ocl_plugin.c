@@ -243,6 +243,13 @@ int main(int argc, char **argv) {
           "host_visible %d does not match features '%s'", (int)info.host_visible, info.features);
 
     if (corrupt) {
+        /* This mode's own cache directory starts empty: a build tree kept
+         * across changes of the kernels or their options would otherwise
+         * hold binaries no start reads again, and the one broken below
+         * might be such a file. */
+        char rm[1200];
+        snprintf(rm, sizeof rm, "rm -f %s/opencl/*.bin", cache_dir);
+        CHECK(system(rm) == 0, "%s", rm);
         /* make sure there is a cache file, then break it */
         dev = restart(reason, sizeof reason);
         tsr_tensor a, b, dst;

@@ -20,7 +20,7 @@ def need_mib(n_ctx):
     """What every layer on testdev0 needs at n_ctx, from the fit's own report."""
     env = dict(os.environ, TESTDEV_MEMORY_KIB=str(1 << 22))
     r = subprocess.run([BIN, "run", "-m", SYNTH, "-p", "hi", "-n", "1", "-c", str(n_ctx)] + DEV,
-                       capture_output=True, text=True, timeout=120, env=env)
+                       capture_output=True, text=True, errors="replace", timeout=120, env=env)
     m = FIT.search(r.stderr)
     expect(r.returncode == 0 and m, "run -c %d: exit %d: %s" % (n_ctx, r.returncode, r.stderr[-300:]))
     expect(m.group(1) == m.group(2), "run -c %d with 4 GiB: not every layer fits: %s" % (n_ctx, m.group(0)))
@@ -52,7 +52,7 @@ def test_context_gives_way():
 def test_explicit_context_is_checked():
     os.environ["TESTDEV_MEMORY_KIB"] = "100"
     r = subprocess.run([BIN, "serve", "-m", SYNTH, "--port", "0", "--parallel", "2", "-c", "8192", "-ngl", "4"] + DEV,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, errors="replace", timeout=120)
     expect(r.returncode == 1 and "device testdev0: -ngl 4" in r.stderr and "-c 8192" in r.stderr,
            "-c 8192 -ngl 4 in 100 KiB: exit %d: %s" % (r.returncode, r.stderr[-300:]))
 

@@ -4,7 +4,9 @@
  * context settings), through the public API:
  *   - the cache lives on the device: tessera_context_memory shows KV bytes
  *     on vulkan0 and none elsewhere (the device writes the block types);
- *   - every logit of every prompt position within TOL of the CPU path's;
+ *   - every logit of every prompt position within TOL of the CPU path's
+ *     (TOL "-": printed, not checked: quantized weights, which ref
+ *     multiplies with activations rounded to 8 bits and the device does not);
  *   - the greedy continuation equals the CPU path's, up to a near tie: a
  *     step where the two part is accepted (and ends the run) only when the
  *     CPU path's best-vs-second margin there is below twice the largest
@@ -119,7 +121,8 @@ int main(int argc, char **argv) {
     char path[1024];
     model_path(argv[1], path, sizeof path);
     const int kv = tessera_kv_type_from_name(argv[2]);
-    const double tol = atof(argv[3]);
+    const bool informative = !strcmp(argv[3], "-");
+    const double tol = informative ? INFINITY : atof(argv[3]);
     const int n_greedy = atoi(argv[4]);
     if (kv < 0) {
         fprintf(stderr, "unknown KV cache type '%s'\n", argv[2]);
@@ -168,8 +171,8 @@ int main(int argc, char **argv) {
     const int32_t nv = tessera_model_n_vocab(cpu.model);
     double err = 0.0;
     for (int32_t p = 0; p < n_prompt; p++) err = fmax(err, max_diff(tessera_logits(cpu.ctx, p), tessera_logits(gpu.ctx, p), nv));
-    printf("%s, KV %s: %d prompt tokens, logits max difference %.3g (tolerance %g)\n", argv[1], argv[2],
-           (int)n_prompt, err, tol);
+    printf("%s, KV %s: %d prompt tokens, logits max difference %.3g (tolerance %s)\n", argv[1], argv[2],
+           (int)n_prompt, err, informative ? "none: informative" : argv[3]);
     if (!(err <= tol)) failures++;
 
     double seen = err;

@@ -314,6 +314,50 @@ static void gq_act8k_from_f32(const float *x, act8k *y, int64_t n) {
         y[ib].d = 1.0f / iscale;
     }
 }
+#else
+/* The same at 256 bits: 32 values at a time packed to bytes as in
+ * act8_from_f32_v, one bsum per 16 from the i32 values. */
+static void gq_act8k_from_f32(const float *x, act8k *y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t ib = 0; ib < n / 256; ib++, x += 256) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int j = 0; j < 256; j += 8) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float am = _mm_cvtss_f32(m);
+        memset(y[ib].pad, 0, sizeof y[ib].pad);
+        if (am == 0.0f) {
+            y[ib].d = 0.0f;
+            memset(y[ib].qs, 0, 256);
+            memset(y[ib].bsums, 0, sizeof y[ib].bsums);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < 256; j += 8) { /* the first element with |x| == amax */
+            __m256 ax = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j));
+            int hit = _mm256_movemask_ps(_mm256_cmp_ps(ax, _mm256_set1_ps(am), _CMP_EQ_OQ));
+            if (hit) {
+                max = x[j + __builtin_ctz((unsigned)hit)];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m256 is = _mm256_set1_ps(iscale);
+        const __m256i top = _mm256_set1_epi32(127);
+        for (int j = 0; j < 256; j += 32) {
+            __m256i q32[4];
+            for (int i = 0; i < 4; i++)
+                q32[i] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + j + 8 * i))), top);
+            __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(q32[0], q32[1]), _mm256_packs_epi32(q32[2], q32[3]));
+            p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(y[ib].qs + j), p8);
+            y[ib].bsums[j / 16] = (int16_t)hsum256_i32(_mm256_add_epi32(q32[0], q32[1]));
+            y[ib].bsums[j / 16 + 1] = (int16_t)hsum256_i32(_mm256_add_epi32(q32[2], q32[3]));
+        }
+        y[ib].d = 1.0f / iscale;
+    }
+}
 #endif
 
 /* Column n of the batch at act: quantize like the dot kernels' activations
@@ -546,9 +590,7 @@ GQ_OPS(q5_k, 32, 1, 1, 0, 31, 256, blk_q5_k, gq_decode_q5_k)
 GQ_OPS(q6_k, 16, 0, 1, 0, 32, 256, blk_q6_k, gq_decode_q6_k)
 
 static void gemm_q8_register(cpu_kernels *k) {
-#if KERNELS_AVX512
     k->act8k_from_f32 = gq_act8k_from_f32; /* the dot kernels' too */
-#endif
     k->gemm[TSR_DTYPE_Q4_0] = &gq_ops_q4_0;
     k->gemm[TSR_DTYPE_Q4_1] = &gq_ops_q4_1;
     k->gemm[TSR_DTYPE_Q5_0] = &gq_ops_q5_0;

@@ -54,25 +54,6 @@ static void k4_act_from_f32(const cpu_kernels *k, const float *x, int64_t K, voi
 
 static size_t k4_pack_bytes(int64_t K) { return (size_t)(K / 256) * K4_SB; }
 
-/* 8 x 8 transpose of i32: r[i] lane j -> out[j] lane i. */
-static inline void transpose8_epi32(__m256i *r) {
-    __m256i t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
-    }
-}
-
 /* Rows -> panel. Rows past nrows get zero weights and scales. */
 static void k4_pack(const void *w, size_t w_stride, int nrows, int64_t K, void *pack) {
     const int64_t nsb = K / 256;

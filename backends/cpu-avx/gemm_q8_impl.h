@@ -403,6 +403,27 @@ static void gq_act_from_f32(const gq_type *t, const cpu_kernels *k, const float 
     }
 }
 
+#if !KERNELS_AVX512
+/* 8 x 8 transpose of i32: r[i] lane j -> r[j] lane i. */
+static inline void transpose8_epi32(__m256i *r) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+    }
+}
+#endif
+
 /* Rows -> panel, one block column at a time: decode the block of each of
  * the 16 rows into tmp (row-major), then gather its 4-byte runs, scales and
  * mins into the rows' lanes and sum the q for the bias. Missing rows
@@ -424,8 +445,7 @@ static inline __attribute__((always_inline)) void gq_pack(const gq_type *t, cons
 #define GQ_STORE_F(p, v) _mm512_store_ps((void *)(p), v)
 #else
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i q_idx = _mm256_slli_epi32(lane, 8), s_idx = _mm256_slli_epi32(lane, 4);
-#define GQ_GATHER_Q(h, p) _mm256_i32gather_epi32((const int *)((const int8_t *)(p) + 256 * GQ_VR * (h)), q_idx, 1)
+    const __m256i s_idx = _mm256_slli_epi32(lane, 4);
 #define GQ_GATHER_F(h, p) _mm256_i32gather_ps((const float *)(p) + 16 * GQ_VR * (h), s_idx, 4)
 #define GQ_STORE_F(p, v) _mm256_store_ps((float *)(p), v)
 #endif
@@ -433,13 +453,34 @@ static inline __attribute__((always_inline)) void gq_pack(const gq_type *t, cons
     for (int64_t b = 0; b < nblocks; b++) {
         for (int r = 0; r < nrows; r++)
             t->decode((const uint8_t *)w + (size_t)r * w_stride + (size_t)b * t->block_bytes, q[r], sc[r], mn[r]);
+#if !KERNELS_AVX512
+        /* the 4-byte runs into the rows' lanes by 8x8 transposes (vpgatherdd
+         * is slow on the AVX2-only CPUs): element e of the block is step
+         * (e % S) / 4 of group e / S */
+        for (int h = 0; h < GQ_HALVES; h++)
+            for (int k = 0; k < B / 32; k++) {
+                __m256i r8[8];
+                for (int r = 0; r < 8; r++) r8[r] = _mm256_load_si256((const __m256i *)&q[8 * h + r][32 * k]);
+                transpose8_epi32(r8);
+                for (int i = 0; i < 8; i++) {
+                    const int e = 32 * k + 4 * i;
+                    uint8_t *grp = (uint8_t *)pack + (size_t)(b * gpb + e / S) * gbytes;
+                    _mm256_storeu_si256((__m256i *)(grp + GQ_ROWS * (e % S) + GQ_VB * h), r8[i]);
+                }
+            }
+#endif
         for (int gi = 0; gi < gpb; gi++) {
             uint8_t *grp = (uint8_t *)pack + (size_t)(b * gpb + gi) * gbytes;
             for (int h = 0; h < GQ_HALVES; h++) {
                 gq_vi qsum = gq_zero();
                 for (int i = 0; i < S / 4; i++) {
+#if KERNELS_AVX512
                     gq_vi v = GQ_GATHER_Q(h, &q[0][S * gi + 4 * i]);
                     memcpy(grp + GQ_ROWS * 4 * i + GQ_VB * h, &v, sizeof v);
+#else
+                    gq_vi v;
+                    memcpy(&v, grp + GQ_ROWS * 4 * i + GQ_VB * h, sizeof v);
+#endif
                     qsum = gq_dp(qsum, u128, v);
                 }
                 /* the bias undoes the activations' +128 (none when signed) */

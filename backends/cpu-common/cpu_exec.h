@@ -73,4 +73,8 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size);
 size_t ops_work_size(const tsr_node *node, int nth);
 void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 
+/* cpu_flash_attn.c: FLASH_ATTN (through ops_*; ops_supports checks it). */
+size_t flash_attn_work_size(const tsr_node *node, int nth);
+void flash_attn_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+
 #endif

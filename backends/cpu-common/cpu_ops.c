@@ -1,6 +1,6 @@
 /*
  * cpu_ops — every op of the CPU plugins (cpu-avx, cpu-neon) except MUL_MAT
- * (cpu_matmul.c). These are cheap
+ * (cpu_matmul.c) and FLASH_ATTN (cpu_flash_attn.c). These are cheap
  * next to the matrix products, so they are plain C written for the compiler
  * to vectorize, split across threads by rows. All tensors here are F32 unless
  * the op says otherwise; strides (nb) are honoured everywhere, and rows that
@@ -524,67 +524,8 @@ static void op_argmax(const tsr_node *node, int ith, int nth) {
     }
 }
 
-/* --------------------------------------------------------- flash_attn */
-
-/* FLASH_ATTN for one (query, head) per task with an online softmax:
- * out = sum_j softmax_j(scale * q.k_j + mask_j) v_j, GQA head h -> h / (H/H_kv).
- * The straightforward version is ref_attn.c. Here cells the mask sets to
- * -inf are skipped before their rows are read; each other K and V row is
- * brought to f32 once per task (fa_row: F16 with row_f16_to_f32, F16C on
- * cpu-avx; F32, BF16 and the KV block types Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
- * IQ4_NL with
- * cpu_quants_row_to_f32), then the score is row_dot over ROW_LANES partial
- * sums and the update acc = acc * c + p * v is row_scale_add, both plain
- * f32 loops the compiler vectorizes. Work per thread: q, acc, k and v rows. */
-static const float *fa_row(const tsr_tensor *t, int64_t j, int64_t hk, float *buf) {
-    const uint8_t *row = tensor_row(t, j, hk, 0);
-    if (t->dtype == TSR_DTYPE_F16) row_f16_to_f32((const uint16_t *)(const void *)row, buf, t->ne[0]);
-    else cpu_quants_row_to_f32(t->dtype, row, buf, t->ne[0]);
-    return buf;
-}
-
-static void op_flash_attn(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
-    const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
-    const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
-    tsr_tensor *d = node->dst;
-    const int64_t D = q->ne[0], n_q = q->ne[1], H = q->ne[2], n_kv = k->ne[1], H_kv = k->ne[2];
-    const int64_t group = H / H_kv, stride = D + 16;
-    const float scale = node->fparams[0];
-    float *qf = (float *)(ex->work + (size_t)ith * ((size_t)stride * 16 + 128));
-    float *acc = qf + stride, *kf = acc + stride, *vf = kf + stride;
-    int64_t lo, hi;
-    split_range(n_q * H, ith, nth, &lo, &hi);
-    for (int64_t t = lo; t < hi; t++) {
-        int64_t iq = t / H, h = t % H, hk = h / group;
-        const uint8_t *rq = tensor_row(q, iq, h, 0);
-        for (int64_t i = 0; i < D; i++) qf[i] = ld(rq, i, q->nb[0]);
-        for (int64_t i = 0; i < D; i++) acc[i] = 0.0f;
-        const uint8_t *rm = mask ? tensor_row(mask, iq, 0, 0) : NULL;
-        float mx = -INFINITY, sum = 0.0f;
-        for (int64_t j = 0; j < n_kv; j++) {
-            float mv = rm ? mask_at(mask, rm, j) : 0.0f;
-            if (mv == -INFINITY) continue;
-            float s = row_dot(qf, fa_row(k, j, hk, kf), D) * scale + mv;
-            float c = 1.0f; /* rescales what was accumulated under an older max */
-            if (s > mx) {
-                c = mx == -INFINITY ? 0.0f : expf(mx - s);
-                sum *= c;
-                mx = s;
-            }
-            float p = expf(s - mx);
-            sum += p;
-            row_scale_add(acc, c, p, fa_row(v, j, hk, vf), D);
-        }
-        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-        uint8_t *rd = tensor_row(d, h, iq, 0);
-        for (int64_t i = 0; i < D; i++) st(rd, i, d->nb[0], acc[i] * inv);
-    }
-}
-
 /* -------------------------------------------------------- dispatch */
 
-/* FLASH_ATTN k/v: F32/F16/BF16 or a KV block type, rows of whole blocks
- * (cpu_quants_row_to_f32 reads them). */
 /* Elements in row-major order without gaps (nb as if freshly allocated). */
 static int is_packed(const tsr_tensor *t) {
     int64_t nb = 4;
@@ -734,7 +675,7 @@ size_t ops_work_size(const tsr_node *node, int nth) {
     case TSR_OP_SOFT_MAX:
     case TSR_OP_GET_ROWS:
     case TSR_OP_CPY: return (size_t)nth * ((size_t)(a->ne[0] > node->dst->ne[0] ? a->ne[0] : node->dst->ne[0]) * 4 + 64);
-    case TSR_OP_FLASH_ATTN: return (size_t)nth * (((size_t)a->ne[0] + 16) * 16 + 128);
+    case TSR_OP_FLASH_ATTN: return flash_attn_work_size(node, nth);
     case TSR_OP_ROPE: return (size_t)nth * ((size_t)node->iparams[0] * 4 + 64);
     default: return 0;
     }
@@ -756,7 +697,7 @@ void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     case TSR_OP_CPY: op_cpy(ex, node, ith, nth); break;
     case TSR_OP_CONCAT: op_concat(node, ith, nth); break;
     case TSR_OP_ARGMAX: op_argmax(node, ith, nth); break;
-    case TSR_OP_FLASH_ATTN: op_flash_attn(ex, node, ith, nth); break;
+    case TSR_OP_FLASH_ATTN: flash_attn_compute(ex, node, ith, nth); break;
     default: exec_fail(ex, TSR_ERR_UNSUPPORTED); break;
     }
 }

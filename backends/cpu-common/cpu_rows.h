@@ -18,6 +18,8 @@
 
 #if defined(__F16C__)
 #include <immintrin.h>
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
 #endif
 
 #define ROW_LANES 8
@@ -35,14 +37,17 @@ static inline void row_f32_to_f16(const float *restrict x, uint16_t *restrict y,
     for (; i < n; i++) y[i] = cpu_f32_to_fp16(x[i]);
 }
 
-/* y[i] = cpu_fp16_to_f32(x[i]), exact. F16C gives the same bits except that
- * a signalling NaN comes back quiet (still NaN; checked over all 2^16). The
- * f32 -> fp16 direction above was checked over all 2^32 inputs. */
+/* y[i] = cpu_fp16_to_f32(x[i]), exact. F16C (and AArch64's fcvtl, part of
+ * ARMv8.0) give the same bits except that a signalling NaN comes back quiet
+ * (still NaN; checked over all 2^16). The f32 -> fp16 direction above was
+ * checked over all 2^32 inputs. */
 static inline void row_f16_to_f32(const uint16_t *restrict x, float *restrict y, int64_t n) {
     int64_t i = 0;
 #if defined(__F16C__)
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(x + i))));
 #endif
     for (; i < n; i++) y[i] = cpu_fp16_to_f32(x[i]);
 }
@@ -173,9 +178,9 @@ static inline float row_dot(const float *restrict x, const float *restrict y, in
     return s;
 }
 
-/* y = y * c + p * x: for (i) y[i] = y[i] * c + p * x[i] */
-static inline void row_scale_add(float *restrict y, float c, float p, const float *restrict x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = y[i] * c + p * x[i];
+/* y += p * x: for (i) y[i] += p * x[i] */
+static inline void row_add_scaled(float *restrict y, float p, const float *restrict x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += p * x[i];
 }
 
 /* sum of x[i] in double: sum += x[i] */

@@ -1,11 +1,11 @@
 /*
  * kv_ops_tests — the KV cache ops of the CPU plugins' op test
  * (test_cpu_ops.c includes it after its helpers: tensor,
- * tensor_new/free, tensor_bytes, make_node, check_node, device, queue,
- * checks, failures):
- *   - FLASH_ATTN with every KV cache type (and a mixed K/V pair): device vs
- *     ref, and both vs the plain f32 formula over the dequantized K/V, so a
- *     wrong oracle is caught too;
+ * tensor_new/free, tensor_bytes, view_swap, roundtrip_activations,
+ * make_node, check_node, device, queue, checks, failures):
+ *   - FLASH_ATTN with every KV cache type (and a mixed K/V pair) and the
+ *     models' shapes: device vs ref, and both vs the plain f32 formula over
+ *     the dequantized K/V, so a wrong oracle is caught too;
  *   - CPY of f32 rows into the cache's block types: ref's bytes.
  */
 #ifndef TESSERA_TESTS_KV_OPS_TESTS_H
@@ -75,8 +75,80 @@ static float *fa_to_f32(const tensor *x) {
     return f;
 }
 
-/* Every KV cache type (and a mixed pair), device vs ref, and both vs the
- * plain formula over the dequantized K/V. */
+/* Whether the model's graph rounds q through Q8_0 for this K type (the
+ * block types, as llama.cpp's CPU backend quantizes q): the tests do too. */
+static int fa_rounds_q(int32_t kt) { return kt != TSR_DTYPE_F32 && kt != TSR_DTYPE_F16 && kt != TSR_DTYPE_BF16; }
+
+enum { FA_MASK_NONE, FA_MASK_CAUSAL, FA_MASK_CAUSAL_ROW0_EMPTY, FA_MASK_WINDOW };
+
+/* One FLASH_ATTN case, device vs ref (1e-4) and both vs the plain formula:
+ * q [D, nq, H] (with `permuted`, a view of [D, H, nq] memory, as the
+ * model's graph passes it), k and v [D, nkv, H_kv], an F16 mask [nkv, nq + 1]:
+ * causal over the last nq cells, optionally with query 0 seeing nothing
+ * (zeros out) or a window of 100 cells (the start of the cache masked). */
+static void fa_case(int32_t kt, int32_t vt, int64_t D, int64_t nq, int64_t H, int64_t nkv, int64_t Hkv,
+                    int mask_kind, int permuted) {
+    tensor *q0 = tensor_new(TSR_DTYPE_F32, D, permuted ? H : nq, permuted ? nq : H, 1);
+    tensor *q = fa_rounds_q(kt) ? roundtrip_activations(q0, TSR_DTYPE_Q8_0) : q0;
+    tensor *k = tensor_new(kt, D, nkv, Hkv, 1), *v = tensor_new(vt, D, nkv, Hkv, 1);
+    tensor *m = tensor_new(TSR_DTYPE_F16, nkv, nq + 1, 1, 1);
+    float *mf = calloc((size_t)(nkv * (nq + 1)), sizeof *mf);
+    for (int64_t i = 0; i < nq + 1; i++)
+        for (int64_t j = 0; j < nkv; j++) {
+            const int64_t pos = nkv - nq + i; /* the query's own cell */
+            int masked = j > pos;
+            if (mask_kind == FA_MASK_CAUSAL_ROW0_EMPTY && i == 0) masked = 1;
+            if (mask_kind == FA_MASK_WINDOW && j < pos - 100) masked = 1;
+            mf[i * nkv + j] = masked ? -INFINITY : 0.0f;
+        }
+    dtype_traits_get(TSR_DTYPE_F16)->from_f32(mf, m->mem, nkv * (nq + 1));
+    tsr_tensor qv = permuted ? view_swap(q, 1, 2) : q->t;
+    tensor *oa = tensor_new(TSR_DTYPE_F32, D, H, nq, 1), *or_ = tensor_new(TSR_DTYPE_F32, D, H, nq, 1);
+    const int with_mask = mask_kind != FA_MASK_NONE;
+    tsr_node n = make_node(TSR_OP_FLASH_ATTN, with_mask ? 4 : 3, &qv, &k->t, &v->t, with_mask ? &m->t : NULL);
+    n.fparams[0] = 1.0f / sqrtf((float)D);
+    static const char *const mask_names[] = {"", " causal", " causal, row 0 empty", " window"};
+    char what[96];
+    snprintf(what, sizeof what, "FLASH_ATTN K %s V %s D %lld %lldx%lld/%lld kv %lld%s%s", dtype_name(kt),
+             dtype_name(vt), (long long)D, (long long)nq, (long long)H, (long long)Hkv, (long long)nkv,
+             mask_names[mask_kind], permuted ? " q view" : "");
+    check_node(what, n, oa, or_, 1e-4, 1);
+    /* the plain formula reads q as [D, nq, H] */
+    float *qc = malloc((size_t)(D * nq * H) * sizeof *qc);
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < nq; i++)
+            for (int64_t d = 0; d < D; d++)
+                qc[(h * nq + i) * D + d] = ((const float *)q->mem)[(permuted ? i * H + h : h * nq + i) * D + d];
+    float *kf = fa_to_f32(k), *vf = fa_to_f32(v);
+    for (int r = 0; r < 2; r++) {
+        double e = fa_plain_rel_err(qc, kf, vf, with_mask ? mf : NULL, D, nq, nkv, H, Hkv, n.fparams[0],
+                                    r ? or_->mem : oa->mem);
+        checks++;
+        if (!(e <= 1e-4)) {
+            printf("FAIL %-44s %s vs the plain formula: rel err %.3g\n", what, r ? "ref" : "device", e);
+            failures++;
+        }
+    }
+    if (mask_kind == FA_MASK_CAUSAL_ROW0_EMPTY) { /* query 0 sees no cell: zeros */
+        checks++;
+        for (int64_t e = 0; e < D * H; e++)
+            if (((const float *)oa->mem)[e] != 0.0f) {
+                printf("FAIL %-44s query 0 sees no cell but got %g\n", what, ((const float *)oa->mem)[e]);
+                failures++;
+                break;
+            }
+    }
+    free(qc), free(kf), free(vf), free(mf);
+    if (q != q0) tensor_free(q);
+    tensor_free(q0), tensor_free(k), tensor_free(v), tensor_free(m), tensor_free(oa), tensor_free(or_);
+}
+
+/* Every KV cache type (and a mixed pair) on a small node; then the shapes
+ * the models make, large enough for several tiles of cells, query rows
+ * grouped per kv head, and decoding's cells cut into chunks per thread
+ * (then merged): SmolLM2 (64 x 9/3) and Gemma 3 (256 x 4/1) prompts and
+ * decoding, one kv head for 20 query heads (more than one unit's rows),
+ * an odd head size, a query that sees nothing, a sliding window. */
 static void test_flash_attn(void) {
     static const int32_t kvt[][2] = {
         {TSR_DTYPE_F32, TSR_DTYPE_F32},   {TSR_DTYPE_F16, TSR_DTYPE_F16},   {TSR_DTYPE_BF16, TSR_DTYPE_BF16},
@@ -85,35 +157,17 @@ static void test_flash_attn(void) {
         {TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_0},
     };
     for (size_t t = 0; t < sizeof kvt / sizeof kvt[0]; t++)
-        for (int with_mask = 0; with_mask < 2; with_mask++) {
-            const int64_t D = 64, nq = 3, H = 8, nkv = 21, Hkv = 2;
-            tensor *q = tensor_new(TSR_DTYPE_F32, D, nq, H, 1);
-            tensor *k = tensor_new(kvt[t][0], D, nkv, Hkv, 1), *v = tensor_new(kvt[t][1], D, nkv, Hkv, 1);
-            tensor *m = tensor_new(TSR_DTYPE_F16, nkv, 4, 1, 1);
-            float mf[21 * 4];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < nkv; j++) mf[i * nkv + j] = j > 18 + i ? -INFINITY : 0.0f;
-            dtype_traits_get(TSR_DTYPE_F16)->from_f32(mf, m->mem, nkv * 4);
-            tensor *oa = tensor_new(TSR_DTYPE_F32, D, H, nq, 1), *or_ = tensor_new(TSR_DTYPE_F32, D, H, nq, 1);
-            tsr_node n = make_node(TSR_OP_FLASH_ATTN, with_mask ? 4 : 3, &q->t, &k->t, &v->t, with_mask ? &m->t : NULL);
-            n.fparams[0] = 0.125f;
-            char what[64];
-            snprintf(what, sizeof what, "FLASH_ATTN K %s V %s GQA 8/2%s", dtype_name(kvt[t][0]),
-                     dtype_name(kvt[t][1]), with_mask ? " mask" : "");
-            check_node(what, n, oa, or_, 1e-4, 1);
-            float *kf = fa_to_f32(k), *vf = fa_to_f32(v);
-            for (int r = 0; r < 2; r++) {
-                double e = fa_plain_rel_err(q->mem, kf, vf, with_mask ? mf : NULL, D, nq, nkv, H, Hkv, 0.125f,
-                                            r ? or_->mem : oa->mem);
-                checks++;
-                if (!(e <= 1e-4)) {
-                    printf("FAIL %-44s %s vs the plain formula: rel err %.3g\n", what, r ? "ref" : "device", e);
-                    failures++;
-                }
-            }
-            free(kf), free(vf);
-            tensor_free(q), tensor_free(k), tensor_free(v), tensor_free(m), tensor_free(oa), tensor_free(or_);
-        }
+        for (int with_mask = 0; with_mask < 2; with_mask++)
+            fa_case(kvt[t][0], kvt[t][1], 64, 3, 8, 21, 2, with_mask ? FA_MASK_CAUSAL : FA_MASK_NONE, 0);
+    fa_case(TSR_DTYPE_F16, TSR_DTYPE_F16, 64, 7, 9, 300, 3, FA_MASK_CAUSAL, 1);
+    fa_case(TSR_DTYPE_Q5_1, TSR_DTYPE_Q4_1, 64, 7, 9, 300, 3, FA_MASK_CAUSAL, 1);
+    fa_case(TSR_DTYPE_F16, TSR_DTYPE_F16, 64, 1, 9, 500, 3, FA_MASK_CAUSAL, 1);
+    fa_case(TSR_DTYPE_IQ4_NL, TSR_DTYPE_IQ4_NL, 64, 1, 8, 300, 2, FA_MASK_CAUSAL, 1);
+    fa_case(TSR_DTYPE_F16, TSR_DTYPE_F16, 256, 6, 4, 200, 1, FA_MASK_CAUSAL, 1);
+    fa_case(TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0, 256, 1, 4, 400, 1, FA_MASK_WINDOW, 1);
+    fa_case(TSR_DTYPE_BF16, TSR_DTYPE_BF16, 256, 1, 4, 400, 1, FA_MASK_NONE, 0);
+    fa_case(TSR_DTYPE_Q4_0, TSR_DTYPE_F16, 64, 2, 20, 70, 1, FA_MASK_CAUSAL, 1);
+    fa_case(TSR_DTYPE_F16, TSR_DTYPE_F32, 40, 3, 2, 45, 2, FA_MASK_CAUSAL_ROW0_EMPTY, 0);
 }
 
 #endif

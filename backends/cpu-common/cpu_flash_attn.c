@@ -1,0 +1,319 @@
+/*
+ * cpu_flash_attn — FLASH_ATTN on the CPU plugins (cpu-avx, cpu-neon):
+ *
+ *   q [D, n_q, H], k and v [D, n_kv, H_kv] (rows of any KV cache type),
+ *   mask [>= n_kv, >= n_q] F32 or F16, optional -> dst [D, H, n_q]:
+ *   out(h, i) = sum_j softmax_j(scale * q(h, i) . k_j + mask(j, i)) v_j
+ *
+ * with query head h reading kv head h / (H / H_kv) (grouped-query
+ * attention). The straightforward version is core/src/ref/ref_attn.c.
+ *
+ * The rows that read the same K and V (the query heads sharing a kv head,
+ * times a block of query tokens: at most FA_ROWS) form a unit, which walks
+ * its cells FA_TILE at a time:
+ *   - each K row is read once for all the unit's rows: F32, F16 and BF16
+ *     through the kernel table's dot (F16/BF16 widened in registers: F16C,
+ *     NEON); the block types (Q8_0, Q4_0, ..., IQ4_NL) widened to f32 once
+ *     per cell for row_dot with every row (the graph already rounded q
+ *     through Q8_0 as llama.cpp's CPU backend quantizes it);
+ *   - online softmax per row over the tile (the running max m, the sum l of
+ *     exp(s - m), the accumulator rescaled by exp(m_old - m_new));
+ *   - each V row is widened to f32 once and added into every row's
+ *     accumulator with that row's weight.
+ * Cells the mask sets to -inf for every token of the unit are never read
+ * (a causal mask's future, a sliding window's past).
+ *
+ * Threads take units from an atomic counter (prompts with a causal mask
+ * make them uneven; the longest go first). With fewer units than threads
+ * can share (decoding one token over H_kv kv heads) the cells are also cut
+ * into chunks: each chunk leaves (m, l, acc) per row, and after a barrier
+ * the threads merge the chunks of their share of the rows.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+#include "cpu_quants.h"
+#include "cpu_rows.h"
+
+enum {
+    FA_ROWS = 16,       /* query rows per unit */
+    FA_TILE = 32,       /* cells per tile */
+    FA_CHUNK_MIN = 128, /* fewest cells worth a chunk of their own */
+};
+
+typedef struct fa_plan {
+    int64_t D, n_q, H, n_kv, H_kv, group;
+    int64_t hb, n_hb;       /* query heads per unit, head blocks per kv head */
+    int64_t tb, n_tb;       /* query tokens per unit, token blocks */
+    int64_t chunk, n_chunk; /* cells per chunk, chunks */
+    int64_t n_units;
+    size_t thread_bytes;    /* each thread's scratch */
+} fa_plan;
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Cell chunks for `base` units over nth threads: one when there are
+ * enough units to share; else a count that makes the units a multiple of
+ * nth (and at least 2 per thread), each chunk FA_CHUNK_MIN cells or more. */
+static int64_t fa_chunk_count(int64_t base, int64_t n_kv, int nth) {
+    if (nth <= 1 || base >= 2 * (int64_t)nth) return 1;
+    const int64_t step = nth / gcd64(base, nth);
+    int64_t c = step;
+    while (base * c < 2 * (int64_t)nth) c += step;
+    const int64_t most = n_kv / FA_CHUNK_MIN;
+    return c < most ? c : (most > 1 ? most : 1);
+}
+
+static void fa_plan_make(const tsr_node *node, int nth, fa_plan *p) {
+    const tsr_tensor *q = node->src[0], *k = node->src[1];
+    p->D = q->ne[0], p->n_q = q->ne[1], p->H = q->ne[2];
+    p->n_kv = k->ne[1], p->H_kv = k->ne[2], p->group = p->H / p->H_kv;
+    p->hb = p->group < FA_ROWS ? p->group : FA_ROWS;
+    p->n_hb = (p->group + p->hb - 1) / p->hb;
+    p->tb = FA_ROWS / p->hb;
+    if (p->tb > p->n_q) p->tb = p->n_q;
+    p->n_tb = (p->n_q + p->tb - 1) / p->tb;
+    const int64_t base = p->H_kv * p->n_hb * p->n_tb;
+    int64_t c = fa_chunk_count(base, p->n_kv, nth);
+    p->chunk = (p->n_kv + c - 1) / c;
+    p->n_chunk = (p->n_kv + p->chunk - 1) / p->chunk;
+    p->n_units = base * p->n_chunk;
+    /* q rows, accumulators, two widened rows */
+    const size_t rows = align64((size_t)FA_ROWS * (size_t)p->D * 4);
+    p->thread_bytes = 2 * rows + 2 * align64((size_t)p->D * 4);
+}
+
+/* One row's partial result per chunk: m, l, then D accumulator values. */
+static size_t fa_part_bytes(const fa_plan *p) {
+    return p->n_chunk > 1 ? (size_t)(p->H * p->n_q * p->n_chunk * (p->D + 2)) * 4 : 0;
+}
+
+size_t flash_attn_work_size(const tsr_node *node, int nth) {
+    /* the queue may run fewer threads than it sized for: room for any */
+    size_t most = 0;
+    for (int t = 1; t <= nth; t++) {
+        fa_plan p;
+        fa_plan_make(node, t, &p);
+        size_t n = (size_t)t * p.thread_bytes + fa_part_bytes(&p);
+        if (n > most) most = n;
+    }
+    return most + 64;
+}
+
+static inline float fa_mask_value(const tsr_tensor *m, const uint8_t *row, int64_t j) {
+    if (m->dtype == TSR_DTYPE_F16) {
+        uint16_t h;
+        memcpy(&h, row + j * m->nb[0], 2);
+        return cpu_fp16_to_f32(h);
+    }
+    float v;
+    memcpy(&v, row + j * m->nb[0], 4);
+    return v;
+}
+
+/* Row j of kv head hk of k or v as f32: in place for contiguous F32, else
+ * widened into buf. */
+static const float *fa_row_f32(const tsr_tensor *t, int64_t j, int64_t hk, float *buf) {
+    const uint8_t *row = tensor_row(t, j, hk, 0);
+    if (t->dtype == TSR_DTYPE_F32) return (const float *)(const void *)row;
+    if (t->dtype == TSR_DTYPE_F16) row_f16_to_f32((const uint16_t *)(const void *)row, buf, t->ne[0]);
+    else cpu_quants_row_to_f32(t->dtype, row, buf, t->ne[0]);
+    return buf;
+}
+
+/* The thread's scratch. */
+typedef struct fa_scratch {
+    uint8_t *q;  /* FA_ROWS q rows, f32 */
+    float *acc;  /* FA_ROWS x D */
+    float *row;  /* a widened V row */
+    float *krow; /* a widened K row (no dot kernel for K's type) */
+} fa_scratch;
+
+static fa_scratch fa_scratch_at(const fa_plan *p, uint8_t *base) {
+    const size_t rows = align64((size_t)FA_ROWS * (size_t)p->D * 4), one = align64((size_t)p->D * 4);
+    return (fa_scratch){base, (float *)(void *)(base + rows), (float *)(void *)(base + 2 * rows),
+                        (float *)(void *)(base + 2 * rows + one)};
+}
+
+/* One unit: rows r = it * nh + hh (token t0 + it, head h0 + hh) over cells
+ * [j0, j1). Writes dst rows, or the chunk's partials at part. */
+static void fa_unit(cpu_exec *ex, const tsr_node *node, const fa_plan *p, int64_t u, fa_scratch *w, float *part) {
+    const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
+    const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
+    tsr_tensor *d = node->dst;
+    const float scale = node->fparams[0];
+    const int64_t D = p->D;
+
+    const int64_t c = u % p->n_chunk, rest = u / p->n_chunk, per_tb = p->H_kv * p->n_hb;
+    const int64_t hk = (rest % per_tb) / p->n_hb, hbi = rest % p->n_hb;
+    const int64_t tbi = p->n_tb - 1 - rest / per_tb; /* later tokens see more cells: first */
+    const int64_t h0 = hk * p->group + hbi * p->hb;
+    const int64_t nh = p->hb < (hk + 1) * p->group - h0 ? p->hb : (hk + 1) * p->group - h0;
+    const int64_t t0 = tbi * p->tb, nt = p->tb < p->n_q - t0 ? p->tb : p->n_q - t0;
+    const int64_t j0 = c * p->chunk, j1 = j0 + p->chunk < p->n_kv ? j0 + p->chunk : p->n_kv;
+    const int R = (int)(nh * nt);
+
+    /* K's dot kernel for the float types; block types are widened to f32
+     * once per cell for all rows instead of meeting q as 8-bit act8 blocks:
+     * those kernels round Q4_1/Q5_1's sum term to fp16 as llama.cpp's Q8_1
+     * does, which ref and the GPU plugins do not (test_ocl_kv's 1e-3) */
+    const cpu_dot_fn dot = quants_act_kind(k->dtype) == ACT_F32 ? ex->k->dot[k->dtype] : NULL;
+    const size_t q_row = (size_t)D * 4; /* q rows as f32 */
+    for (int r = 0; r < R; r++) {
+        const uint8_t *rq = tensor_row(q, t0 + r / nh, h0 + r % nh, 0);
+        float *qf = (float *)(void *)(w->q + (size_t)r * q_row);
+        for (int64_t i = 0; i < D; i++) memcpy(&qf[i], rq + i * q->nb[0], 4);
+    }
+    float m[FA_ROWS], l[FA_ROWS];
+    for (int r = 0; r < R; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    memset(w->acc, 0, (size_t)R * (size_t)D * 4);
+
+    float s[FA_ROWS * FA_TILE], mv[FA_ROWS * FA_TILE];
+    int live[FA_TILE];
+    for (int64_t jt = j0; jt < j1; jt += FA_TILE) {
+        const int n = (int)(j1 - jt < FA_TILE ? j1 - jt : FA_TILE);
+        int any = 0;
+        for (int j = 0; j < n; j++) live[j] = !mask;
+        if (mask)
+            for (int64_t it = 0; it < nt; it++) {
+                const uint8_t *rm = tensor_row(mask, t0 + it, 0, 0);
+                for (int j = 0; j < n; j++) {
+                    float x = fa_mask_value(mask, rm, jt + j);
+                    mv[it * FA_TILE + j] = x;
+                    live[j] |= x != -INFINITY;
+                }
+            }
+        for (int j = 0; j < n; j++) any |= live[j];
+        if (!any) continue;
+
+        /* scores s[r][j] = scale * q_r . k_j + mask */
+        for (int j = 0; j < n; j++) {
+            if (!live[j]) {
+                for (int r = 0; r < R; r++) s[r * FA_TILE + j] = -INFINITY;
+                continue;
+            }
+            float dots[FA_ROWS];
+            if (dot) {
+                const uint8_t *kr = tensor_row(k, jt + j, hk, 0);
+                for (int r0 = 0; r0 < R; r0 += CPU_NC) {
+                    int nc = R - r0 < CPU_NC ? R - r0 : CPU_NC;
+                    dot(D, kr, w->q + (size_t)r0 * q_row, q_row, nc, dots + r0);
+                }
+            } else {
+                const float *kf = fa_row_f32(k, jt + j, hk, w->krow);
+                for (int r = 0; r < R; r++) dots[r] = row_dot((const float *)(void *)(w->q + (size_t)r * q_row), kf, D);
+            }
+            for (int r = 0; r < R; r++)
+                s[r * FA_TILE + j] = dots[r] * scale + (mask ? mv[(r / nh) * FA_TILE + j] : 0.0f);
+        }
+
+        /* online softmax: s becomes the weights exp(s - m) */
+        for (int r = 0; r < R; r++) {
+            float *sr = s + r * FA_TILE;
+            const float tm = row_max(sr, n);
+            if (tm == -INFINITY) {
+                for (int j = 0; j < n; j++) sr[j] = 0.0f;
+                continue;
+            }
+            const float mn = tm > m[r] ? tm : m[r];
+            const float cf = m[r] == -INFINITY ? 0.0f : exp_row_elem(m[r] - mn);
+            float sum = 0.0f;
+            for (int j = 0; j < n; j++) {
+                sr[j] = exp_row_elem(sr[j] - mn);
+                sum += sr[j];
+            }
+            l[r] = l[r] * cf + sum;
+            m[r] = mn;
+            if (cf != 1.0f) {
+                float *a = w->acc + (size_t)r * (size_t)D;
+                for (int64_t i = 0; i < D; i++) a[i] *= cf;
+            }
+        }
+
+        /* acc_r += weight * v_j, each V row widened once */
+        for (int j = 0; j < n; j++) {
+            if (!live[j]) continue;
+            const float *vf = fa_row_f32(v, jt + j, hk, w->row);
+            for (int r = 0; r < R; r++) {
+                const float pw = s[r * FA_TILE + j];
+                if (pw != 0.0f) row_add_scaled(w->acc + (size_t)r * (size_t)D, pw, vf, D);
+            }
+        }
+    }
+
+    for (int r = 0; r < R; r++) {
+        const int64_t it = t0 + r / nh, h = h0 + r % nh;
+        const float *a = w->acc + (size_t)r * (size_t)D;
+        if (part) { /* this chunk's (m, l, acc) of row (h, it) */
+            float *pr = part + ((h * p->n_q + it) * p->n_chunk + c) * (D + 2);
+            pr[0] = m[r], pr[1] = l[r];
+            memcpy(pr + 2, a, (size_t)D * 4);
+            continue;
+        }
+        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        uint8_t *rd = tensor_row(d, h, it, 0);
+        for (int64_t i = 0; i < D; i++) {
+            float o = a[i] * inv;
+            memcpy(rd + i * d->nb[0], &o, 4);
+        }
+    }
+}
+
+/* Rows [lo, hi) of the H x n_q output from their chunks' partials:
+ * out = sum_c e^(m_c - M) acc_c / sum_c e^(m_c - M) l_c, M = max_c m_c. */
+static void fa_merge(const tsr_node *node, const fa_plan *p, const float *part, float *out, int64_t lo, int64_t hi) {
+    tsr_tensor *d = node->dst;
+    const int64_t D = p->D;
+    for (int64_t row = lo; row < hi; row++) {
+        const int64_t h = row / p->n_q, it = row % p->n_q;
+        const float *pr = part + row * p->n_chunk * (D + 2);
+        float mx = -INFINITY, sum = 0.0f;
+        for (int64_t c = 0; c < p->n_chunk; c++) mx = pr[c * (D + 2)] > mx ? pr[c * (D + 2)] : mx;
+        memset(out, 0, (size_t)D * 4);
+        if (mx != -INFINITY)
+            for (int64_t c = 0; c < p->n_chunk; c++) {
+                const float *pc = pr + c * (D + 2);
+                if (pc[0] == -INFINITY) continue;
+                const float f = exp_row_elem(pc[0] - mx);
+                sum += pc[1] * f;
+                row_add_scaled(out, f, pc + 2, D);
+            }
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        uint8_t *rd = tensor_row(d, h, it, 0);
+        for (int64_t i = 0; i < D; i++) {
+            float o = out[i] * inv;
+            memcpy(rd + i * d->nb[0], &o, 4);
+        }
+    }
+}
+
+void flash_attn_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
+    fa_plan p;
+    fa_plan_make(node, nth, &p);
+    uint8_t *base = (uint8_t *)(((uintptr_t)ex->work + 63) & ~(uintptr_t)63);
+    fa_scratch w = fa_scratch_at(&p, base + (size_t)ith * p.thread_bytes);
+    float *part = p.n_chunk > 1 ? (float *)(void *)(base + (size_t)nth * p.thread_bytes) : NULL;
+
+    if (ith == 0) atomic_store(&ex->next_chunk, 0);
+    if (nth > 1) exec_barrier(ex); /* (a thread run alone meets no one) */
+    for (;;) {
+        int64_t u = atomic_fetch_add_explicit(&ex->next_chunk, 1, memory_order_relaxed);
+        if (u >= p.n_units) break;
+        fa_unit(ex, node, &p, u, &w, part);
+    }
+    if (!part) return; /* (one thread never cuts cells into chunks) */
+    exec_barrier(ex);
+    int64_t lo, hi;
+    split_range(p.H * p.n_q, ith, nth, &lo, &hi);
+    fa_merge(node, &p, part, w.acc, lo, hi);
+}

@@ -24,7 +24,7 @@
  *   --device    run on that device only (default: every CPU device)
  *   -ngl        layers offloaded to the first non-CPU device of --device
  *   --tie-cap   the cap of the near-tie threshold in mode real (default 0.1)
- *   -fa on|off  flash attention (default off)
+ *   -fa on|off|auto  flash attention (default: the library's, auto)
  *   -ctk, -ctv  KV cache types (f16, q8_0, ...; default f16)
  *   --steps N   check only the first N greedy steps of each case (the slow
  *               devices: a CPU-emulated GPU decodes a few tokens a second)
@@ -123,6 +123,9 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
     for (int32_t i = 0; i < g->n_greedy; i++) {
         tessera_token tok = argmax(lg, nv);
         if (tok != g->greedy[i]) {
+            if (verbose)
+                printf("  greedy step %d: token %d (%.4f) where the golden has %d (%.4f, golden margin %.4f)\n", i,
+                       tok, lg[tok], g->greedy[i], lg[g->greedy[i]], i < g->n_margin ? g->margin[i] : 0.0);
             /* A different token is tolerated (quant mode) only where the
              * golden itself was a near tie compared with our error. */
             double tie = !strcmp(mode, "real") && gap_err > tie_cap ? tie_cap : gap_err;
@@ -132,6 +135,8 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
         float second = -INFINITY;
         for (int32_t j = 0; j < nv; j++)
             if (j != tok && lg[j] > second) second = lg[j];
+        if (verbose && i < g->n_margin)
+            printf("  greedy step %d: token %d, margin %.4f, golden %.4f\n", i, tok, lg[tok] - second, g->margin[i]);
         if (i < g->n_margin) {
             double e = fabs((double)(lg[tok] - second) - g->margin[i]);
             if (e > r->margin_err) r->margin_err = e;
@@ -188,8 +193,15 @@ int main(int argc, char **argv) {
             ngl = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
             steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-fa") && i + 1 < argc)
-            ctx_opts.flash_attn = !strcmp(argv[++i], "on") ? TESSERA_FLASH_ATTN_ON : TESSERA_FLASH_ATTN_OFF;
+        else if (!strcmp(argv[i], "-fa") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto")) {
+                fprintf(stderr, "test_golden: -fa %s is not on, off or auto\n", v);
+                return 2;
+            }
+            ctx_opts.flash_attn = !strcmp(v, "on") ? TESSERA_FLASH_ATTN_ON
+                                  : !strcmp(v, "off") ? TESSERA_FLASH_ATTN_OFF : TESSERA_FLASH_ATTN_AUTO;
+        }
         else if ((!strcmp(argv[i], "-ctk") || !strcmp(argv[i], "-ctv")) && i + 1 < argc) {
             int t = tessera_kv_type_from_name(argv[i + 1]);
             if (t < 0) {

@@ -1,18 +1,21 @@
 """Quantized KV cache and flash attention on SmolLM2: perplexity on
 ../shared/golden/gpl3-12k.txt (-c 256, 6 chunks) with F16 K/V (flash
-attention off and on), q8_0 and q4_0 K/V (flash attention on) against the
-F16 one: flash attention within 0.5%, q8_0 within 0.5% and q8_0 K with
-q4_0 V within 3% (issue 16's bounds); --verbose's "KV <type> <N> MiB"
+attention off and on), q8_0 and q4_0 K/V (flash attention on): flash
+attention within 0.5% of F16 without it; the quantized caches against F16
+through the same flash-attention path (what the cache type alone costs),
+q8_0 within 0.5% and q8_0 K with q4_0 V within 3% (issue 16's bounds); --verbose's "KV <type> <N> MiB"
 shrinks with the types ("q8_0/q4_0" when K and V differ) and says the
 quantized caches' heads are Hadamard-rotated.
 KNOWN GAP (issue 16 asks 3% for q4_0): a quantized cache holds its heads
 turned by a Hadamard matrix (core/src/kv/kv.h: Rotation), as llama.cpp's
-does; measured F16 19.5155 (-fa on: 19.4757), q4_0 20.5589 = +5.35%
-(24.1448, +23.7%, before the rotation). llama.cpp here: F16 19.5892
+does; measured F16 19.5155 (-fa on: 19.4561), q8_0 19.3940 (-0.32%), q4_0
+20.1570 = +3.60% against -fa on F16 (+3.29% against F16 without flash
+attention; 20.5589 before the CPU flash attention read quantized K in f32,
+24.1448, +23.7%, before the rotation). llama.cpp here: F16 19.5892
 (-fa on: 19.4707), q4_0 21.1245 = +7.8% (+8.5% against its -fa on F16).
 The loss is K's (q4_0 K alone 20.64, q4_0 V alone 19.37): SmolLM2's keys
 keep outliers a 64-wide turn cannot spread enough for 4-bit blocks. The
-q4_0 bound below is the measured one with a little room (6%).
+q4_0 bound below is the measured one with a little room (4.5%).
 Gemma 3 270M (not run here; -c 256, 6 chunks, -fa on): F16 15.7922, q8_0
 15.7182, q4_0 17.7858 = +12.6% (18.5699, +17.6%, unrotated); llama.cpp
 15.7012, 15.7749, 17.6792 = +12.6%: the same loss. At -c 512 (3 chunks)
@@ -54,13 +57,14 @@ for name, args in configs:
     c.check(line and line.group(1) == rot, f"{name}: the context line ends {line and line.group(1)!r}, not {rot!r}")
 
 if "f16" in ppl:
-    ref = ppl["f16"]
-    for name, limit in [("f16 -fa on", 0.005), ("q8_0 -fa on", 0.005), ("q4_0 -fa on", 0.06),
-                        ("q8_0/q4_0 -fa on", 0.03)]:
-        if name in ppl:
+    # [config, the F16 run it is measured against, limit]
+    for name, base, limit in [("f16 -fa on", "f16", 0.005), ("q8_0 -fa on", "f16 -fa on", 0.005),
+                              ("q4_0 -fa on", "f16 -fa on", 0.045), ("q8_0/q4_0 -fa on", "f16 -fa on", 0.03)]:
+        if name in ppl and base in ppl:
+            ref = ppl[base]
             rel = abs(ppl[name] / ref - 1.0)
-            print(f"{name:18s} {100 * rel:.3f}% from F16 (limit {100 * limit:.1f}%)")
-            c.check(rel <= limit, f"{name}: PPL {ppl[name]:.4f} is {100 * rel:.2f}% from F16's {ref:.4f}")
+            print(f"{name:18s} {100 * rel:.3f}% from {base} (limit {100 * limit:.1f}%)")
+            c.check(rel <= limit, f"{name}: PPL {ppl[name]:.4f} is {100 * rel:.2f}% from {base}'s {ref:.4f}")
     for name, ratio in [("q8_0 -fa on", 34 / 64), ("q4_0 -fa on", 18 / 64)]:
         if name in mib:
             c.check(abs(mib[name] / mib["f16"] - ratio) < 0.01,

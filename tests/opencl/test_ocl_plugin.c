@@ -30,9 +30,9 @@
 
 #include <tessera/plugin.h>
 
+#include "../plugin_log.h"
+
 static int failures;
-static char logbuf[1 << 16];
-static size_t loglen;
 static volatile int abort_flag;
 
 #define CHECK(cond, ...)                                   \
@@ -45,21 +45,11 @@ static volatile int abort_flag;
         }                                                  \
     } while (0)
 
-static void host_log(int level, const char *plugin, const char *msg) {
-    int n = snprintf(logbuf + loglen, sizeof logbuf - loglen, "[%d] %s: %s\n", level, plugin, msg);
-    if (n > 0) loglen += (size_t)n < sizeof logbuf - loglen ? (size_t)n : sizeof logbuf - loglen - 1;
-}
-
-static void log_clear(void) {
-    loglen = 0;
-    logbuf[0] = '\0';
-}
-
 static char cache_dir[1024];
 static tsr_host host = {
     .struct_size = sizeof(tsr_host),
     .abi_version = TSR_ABI_VERSION,
-    .log = host_log,
+    .log = plugin_log,
     .abort_flag = &abort_flag,
     .n_threads = 2,
     .cache_dir = cache_dir,
@@ -154,10 +144,11 @@ static void test_compute(tsr_device *dev) {
     CHECK(q->api->read(q, buf, size + 1, out, 0) == TSR_ERR_INVALID, "read at offset past the end accepted");
 
     /* tensors that are not in this device's buffers */
-    log_clear();
+    plugin_log_clear();
     dst.offset = size - 8;
     CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "dst past the buffer's end accepted");
-    CHECK(strstr(logbuf, "runs past its buffer") != NULL, "no message for a dst past the end: %s", logbuf);
+    CHECK(strstr(plugin_log_all, "runs past its buffer") != NULL, "no message for a dst past the end: %s",
+          plugin_log_all);
     dst.offset = 4 * (N0 * N1 + N0) - 2;
     CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a misaligned F32 dst accepted");
     dst.offset = 4 * (N0 * N1 + N0);
@@ -191,12 +182,12 @@ static void test_corrupt_cache(void) {
     CHECK(f && fwrite("TSROCLB1", 1, 8, f) == 8 && fwrite(&n, sizeof n, 1, f) == 1, "write %s", file);
     for (uint64_t i = 0; f && i < n; i++) fputc((int)(i * 131 % 251), f);
     if (f) fclose(f);
-    log_clear();
+    plugin_log_clear();
     tsr_device *dev = restart(reason, sizeof reason);
     tsr_tensor a, b, dst;
     tsr_node node = add_node(&a, &b, &dst, 8, 2);
     double t0 = now_ms();
-    CHECK(dev && dev->api->supports_op(dev, &node) == 1, "no kernels after a corrupt cache: %s", logbuf);
+    CHECK(dev && dev->api->supports_op(dev, &node) == 1, "no kernels after a corrupt cache: %s", plugin_log_all);
     printf("rebuild after a corrupt cache file: %.0f ms\n", now_ms() - t0);
     struct stat st;
     CHECK(stat(file, &st) == 0 && st.st_size > 4096 + 16, "the cache file was not rewritten");
@@ -205,6 +196,7 @@ static void test_corrupt_cache(void) {
 int main(int argc, char **argv) {
     const char *build = getenv("TESSERA_BUILD_ROOT");
     bool corrupt = argc > 1 && !strcmp(argv[1], "--corrupt-cache");
+    plugin_log_quiet = true; /* the checks read plugin_log_all; the build log is long */
     if (!build) {
         printf("skip: TESSERA_BUILD_ROOT is not set\n");
         return 77;
@@ -260,9 +252,9 @@ int main(int argc, char **argv) {
         /* first use builds (or loads) the kernels and leaves a cache file */
         tsr_tensor a, b, dst;
         tsr_node node = add_node(&a, &b, &dst, 8, 2);
-        log_clear();
+        plugin_log_clear();
         double t0 = now_ms();
-        CHECK(dev->api->supports_op(dev, &node) == 1, "supports_op(ADD) on first use: %s", logbuf);
+        CHECK(dev->api->supports_op(dev, &node) == 1, "supports_op(ADD) on first use: %s", plugin_log_all);
         double t_first = now_ms() - t0;
         CHECK(cache_files(cache_dir, NULL, 0) >= 1, "no program binary in %s/opencl", cache_dir);
         test_compute(dev);
@@ -270,27 +262,27 @@ int main(int argc, char **argv) {
         /* a second start loads the binary */
         dev = restart(reason, sizeof reason);
         CHECK(dev != NULL, "restart: %s", reason);
-        log_clear();
+        plugin_log_clear();
         t0 = now_ms();
-        CHECK(dev && dev->api->supports_op(dev, &node) == 1, "supports_op after restart: %s", logbuf);
+        CHECK(dev && dev->api->supports_op(dev, &node) == 1, "supports_op after restart: %s", plugin_log_all);
         double t_second = now_ms() - t0;
-        CHECK(strstr(logbuf, "kernels loaded from") != NULL, "the second start did not use the cache: %s",
-              logbuf);
+        CHECK(strstr(plugin_log_all, "kernels loaded from") != NULL, "the second start did not use the cache: %s",
+              plugin_log_all);
         printf("kernels ready: first start %.0f ms, second start (cache) %.0f ms\n", t_first, t_second);
         if (dev) test_compute(dev);
 
         /* a build failure: the build log, once, then every node declined */
         setenv("TESSERA_OPENCL_INJECT_BUILD_ERROR", "1", 1);
         dev = restart(reason, sizeof reason);
-        log_clear();
+        plugin_log_clear();
         CHECK(dev && dev->api->supports_op(dev, &node) == 0, "a failed build still accepts nodes");
         CHECK(dev && dev->api->supports_op(dev, &node) == 0, "a failed build accepts nodes the 2nd time");
-        CHECK(strstr(logbuf, "building the kernels failed") && strstr(logbuf, "Build log"),
-              "no build failure message: %s", logbuf);
-        CHECK(strstr(logbuf, "fall back to the CPU") != NULL, "the message does not say what happens");
-        const char *first = strstr(logbuf, "building the kernels failed");
+        CHECK(strstr(plugin_log_all, "building the kernels failed") && strstr(plugin_log_all, "Build log"),
+              "no build failure message: %s", plugin_log_all);
+        CHECK(strstr(plugin_log_all, "fall back to the CPU") != NULL, "the message does not say what happens");
+        const char *first = strstr(plugin_log_all, "building the kernels failed");
         CHECK(!first || !strstr(first + 1, "building the kernels failed"), "the failure was logged twice");
-        printf("build failure message:\n%.600s\n", logbuf);
+        printf("build failure message:\n%.600s\n", plugin_log_all);
         if (dev) {
             tsr_queue *q = NULL;
             CHECK(dev->api->queue_create(dev, &q) == TSR_OK, "queue_create after a failed build");

@@ -47,14 +47,12 @@
 #include <tessera/plugin.h>
 #include <tessera/plugin_util.h>
 
+#include "../plugin_log.h"
+
 #include "ref/ref.h"
 #include "tensor/dtype.h"
 
 static char g_decline[512];
-
-static void on_log(int level, const char *plugin, const char *msg) {
-    if (level <= TSR_LOG_WARN) printf("  [%s] %s\n", plugin ? plugin : "?", msg ? msg : "");
-}
 
 static void on_decline(const tsr_node *node, const char *reason) {
     (void)node;
@@ -65,7 +63,7 @@ static volatile int g_abort;
 static const tsr_host g_host = {
     .struct_size = sizeof(tsr_host),
     .abi_version = TSR_ABI_VERSION,
-    .log = on_log,
+    .log = plugin_log,
     .abort_flag = &g_abort,
     .n_threads = 1,
     .decline = on_decline,

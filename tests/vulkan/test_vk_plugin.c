@@ -24,8 +24,9 @@
 
 #include <tessera/plugin.h>
 
+#include "../plugin_log.h"
+
 static int failures;
-static char last_log[1024];
 
 #define CHECK(cond, ...)                                                                          \
     do {                                                                                          \
@@ -37,16 +38,11 @@ static char last_log[1024];
         }                                                                                         \
     } while (0)
 
-static void host_log(int level, const char *plugin, const char *msg) {
-    snprintf(last_log, sizeof last_log, "%s", msg ? msg : "");
-    if (level <= TSR_LOG_WARN) printf("  [%s] %s\n", plugin ? plugin : "?", msg ? msg : "");
-}
-
 static volatile int abort_flag;
 static const tsr_host host = {
     .struct_size = sizeof(tsr_host),
     .abi_version = TSR_ABI_VERSION,
-    .log = host_log,
+    .log = plugin_log,
     .abort_flag = &abort_flag,
     .n_threads = 1,
 };
@@ -120,12 +116,12 @@ static void test_copies(tsr_device *dev, tsr_queue *q) {
 
 static void test_no_memory(tsr_device *dev) {
     tsr_buffer *b = NULL;
-    last_log[0] = '\0';
+    plugin_log_clear();
     tsr_status st = dev->api->buffer_alloc(dev, UINT64_C(1) << 52, &b);
     CHECK(st == TSR_ERR_NO_MEMORY && b == NULL, "a 4 PiB buffer: status %d", (int)st);
-    CHECK(strstr(last_log, "out of device memory") && strstr(last_log, "MiB"),
-          "no message saying how much was needed and free: '%s'", last_log);
-    printf("out of memory: %s\n", last_log);
+    CHECK(strstr(plugin_log_last, "out of device memory") && strstr(plugin_log_last, "MiB"),
+          "no message saying how much was needed and free: '%s'", plugin_log_last);
+    printf("out of memory: %s\n", plugin_log_last);
 }
 
 static void contiguous(tsr_tensor *t, int32_t dtype, int64_t n0, int64_t n1, tsr_buffer *b, uint64_t off) {

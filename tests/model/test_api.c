@@ -13,6 +13,7 @@
 #include <tessera/tessera.h>
 
 #include "host/host.h"
+#include "../logits_util.h"
 
 static int failures;
 
@@ -25,13 +26,6 @@ static int failures;
             failures++;                                 \
         }                                               \
     } while (0)
-
-static double max_diff(const float *a, const float *b, int n) {
-    double d = 0;
-    for (int i = 0; i < n; i++)
-        if (fabs((double)a[i] - b[i]) > d) d = fabs((double)a[i] - b[i]);
-    return d;
-}
 
 static tessera_context *new_ctx(tessera_model *m, uint32_t n_ctx, uint32_t n_batch, tessera_kv_type kv) {
     tessera_context_params cp = tessera_context_default_params();

@@ -42,6 +42,7 @@
 
 #include "golden.h"
 #include "host/host.h"
+#include "../logits_util.h"
 
 typedef struct result {
     double top_err, all_err, rms;
@@ -49,13 +50,6 @@ typedef struct result {
     int matched, needed, n_greedy;
     int tokens_ok;
 } result;
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
 
 static double tie_cap = 0.1;
 static tessera_context_params ctx_opts; /* -fa, -ctk, -ctv */

@@ -16,6 +16,7 @@
 #include "mini_runner.h"
 #include "model/model.h"
 #include "util/error.h"
+#include "../logits_util.h"
 
 /* Run tokens at positions pos..; copy n_out rows of logits to out. */
 static int forward(const model *m, kv_cache *kv, const int32_t *tokens, int32_t n, int32_t pos, bool all,
@@ -40,13 +41,6 @@ done:
     mini_release(bg.g);
     graph_free(bg.g);
     return rc;
-}
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
 }
 
 int main(int argc, char **argv) {

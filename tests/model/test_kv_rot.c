@@ -37,6 +37,7 @@
 #include "model/model.h"
 #include "model/public.h"
 #include "util/error.h"
+#include "../logits_util.h"
 
 enum { N_PROMPT = 24, N_STEPS = 6, N_CTX = 64 };
 static const double TOL = 1e-5;
@@ -106,20 +107,6 @@ static kv_cache *new_cache(const model *m, bool fa, kv_rotation rot) {
     if (!kv) fail_msg("kv cache: %s", error_get());
     assert_true(kv->rot_k == (rot == KV_ROT_ON) && kv->rot_v == (rot == KV_ROT_ON));
     return kv;
-}
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
-static double max_diff(const float *a, const float *b, size_t n) {
-    double d = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fabs((double)a[i] - b[i]) > d) d = fabs((double)a[i] - b[i]);
-    return d;
 }
 
 /* Cell cell of layer 0: the rotated cache's K (and V when stored like K)

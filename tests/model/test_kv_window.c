@@ -30,18 +30,12 @@
 
 #include "host/host.h"
 #include "model/public.h"
+#include "../logits_util.h"
 
 enum { N_VOCAB_USED = 500, WINDOW = 16 };
 
 static tessera_model *g_model;
 static bool g_flash_attn; /* second argument "fa": the FLASH_ATTN path */
-
-static double max_diff(const float *a, const float *b, int32_t n) {
-    double d = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (fabs((double)a[i] - b[i]) > d) d = fabs((double)a[i] - b[i]);
-    return d;
-}
 
 /* A fixed pseudo-random token stream (ids 3..502): attention then has
  * something different to look at in every cell. */

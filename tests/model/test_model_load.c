@@ -14,6 +14,7 @@
 #include "mini_runner.h"
 #include "model/model.h"
 #include "util/error.h"
+#include "../logits_util.h"
 
 enum { E = 64, H = 4, HKV = 2, D = E / H, F = 96, V = 40, L = 2 };
 
@@ -151,13 +152,6 @@ static int forward(const model *m, float *out) {
     return rc;
 }
 
-static double max_diff(const float *a, const float *b) {
-    double d = 0;
-    for (int i = 0; i < V; i++)
-        if (fabs((double)a[i] - b[i]) > d) d = fabs((double)a[i] - b[i]);
-    return d;
-}
-
 /* Expect loading to fail with a message containing every needle. */
 static void expect_error(const char *path, const spec *s, const char *what, const char *n1, const char *n2,
                          const char *n3) {
@@ -215,16 +209,16 @@ int main(void) {
     m = load(path);
     CHECK(m && m->rope_freqs && m->rope_freqs->nbytes == (uint64_t)(D / 2) * 4, "rope_freqs loaded: %s", error_get());
     if (m && forward(m, other) == 0) {
-        CHECK(max_diff(base, other) < 1e-5, "factors of 1 changed logits by %g", max_diff(base, other));
-        printf("ok   rope_freqs of 1: max diff %.3g\n", max_diff(base, other));
+        CHECK(max_diff(base, other, V) < 1e-5, "factors of 1 changed logits by %g", max_diff(base, other, V));
+        printf("ok   rope_freqs of 1: max diff %.3g\n", max_diff(base, other, V));
     }
     model_free(m);
     ff.rope_factor = 4.0f;
     write_model(path, &ff);
     m = load(path);
     if (m && forward(m, other) == 0) {
-        CHECK(max_diff(base, other) > 1e-4, "factors of 4 did not change logits");
-        printf("ok   rope_freqs of 4: max diff %.3g\n", max_diff(base, other));
+        CHECK(max_diff(base, other, V) > 1e-4, "factors of 4 did not change logits");
+        printf("ok   rope_freqs of 4: max diff %.3g\n", max_diff(base, other, V));
         memcpy(ff4, other, sizeof ff4);
     }
     model_free(m);
@@ -236,11 +230,11 @@ int main(void) {
     m = load(path);
     CHECK(m && m->hp.rope_freq_scale == 0.25f, "linear scaling: %s", error_get());
     if (m && forward(m, other) == 0) {
-        CHECK(max_diff(base, other) > 1e-4, "linear scaling did not change logits");
-        printf("ok   linear rope scaling x4: freq_scale 0.25, logits differ by %.3g\n", max_diff(base, other));
+        CHECK(max_diff(base, other, V) > 1e-4, "linear scaling did not change logits");
+        printf("ok   linear rope scaling x4: freq_scale 0.25, logits differ by %.3g\n", max_diff(base, other, V));
         /* dividing every frequency by 4 is the same rotation either way */
-        CHECK(max_diff(ff4, other) < 1e-4, "factors of 4 and linear x4 differ by %g", max_diff(ff4, other));
-        printf("ok   frequency factors of 4 == linear scaling x4: max diff %.3g\n", max_diff(ff4, other));
+        CHECK(max_diff(ff4, other, V) < 1e-4, "factors of 4 and linear x4 differ by %g", max_diff(ff4, other, V));
+        printf("ok   frequency factors of 4 == linear scaling x4: max diff %.3g\n", max_diff(ff4, other, V));
     }
     model_free(m);
 
@@ -258,10 +252,10 @@ int main(void) {
     q_ok = q_ok && m && forward(m, q1) == 0;
     CHECK(q_ok, "qwen2 forward: %s", error_get());
     if (q_ok) {
-        CHECK(max_diff(q0, q1) > 1e-4, "qwen2 biases have no effect");
-        CHECK(max_diff(q0, base) > 1e-4, "qwen2 (NeoX rope) equals llama (normal rope)");
-        printf("ok   qwen2: biases change logits by %.3g, NeoX vs normal rope by %.3g\n", max_diff(q0, q1),
-               max_diff(q0, base));
+        CHECK(max_diff(q0, q1, V) > 1e-4, "qwen2 biases have no effect");
+        CHECK(max_diff(q0, base, V) > 1e-4, "qwen2 (NeoX rope) equals llama (normal rope)");
+        printf("ok   qwen2: biases change logits by %.3g, NeoX vs normal rope by %.3g\n", max_diff(q0, q1, V),
+               max_diff(q0, base, V));
     }
     model_free(m);
 

@@ -23,13 +23,7 @@
 
 #include "golden.h"
 #include "host/host.h"
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
+#include "../logits_util.h"
 
 /* Returns 1 if the case passes, 0 if not, -1 on an API failure. */
 static int run_case(tessera_model *m, const golden_case *g, bool quant, double tol, int c) {

@@ -41,6 +41,7 @@
 #include "golden.h"
 #include "host/host.h"
 #include "tensor/dtype.h"
+#include "../logits_util.h"
 
 #define FA_TOL 2e-5 /* absolute, on outputs of magnitude <= 1 */
 
@@ -315,22 +316,6 @@ static void test_ops(host_device *ocl) {
 }
 
 /* ------------------------------------------------------------ model */
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
-static double max_diff(const float *a, const float *b, int32_t n) {
-    double e = 0;
-    for (int32_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (!(d <= e)) e = d;
-    }
-    return e;
-}
 
 /* One golden prompt on both models. Returns 1 if it passes. */
 static int model_case(tessera_model *dev, tessera_model *cpu, const tessera_context_params *cp, const golden_case *g,

@@ -17,6 +17,8 @@
 
 #include <tessera/tessera.h>
 
+#include "../logits_util.h"
+
 enum { N_SEQ = 3, N_STEPS = 16, MAX_PROMPT = 64 };
 
 static int failures;
@@ -30,19 +32,6 @@ static int failures;
             fprintf(stderr, "\n");                               \
         }                                                        \
     } while (0)
-
-static int argmax(const float *v, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[b]) b = i;
-    return b;
-}
-
-static float max_diff(const float *a, const float *b, int n) {
-    float d = 0.0f;
-    for (int i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
-    return d;
-}
 
 typedef struct reference {
     tessera_token prompt[MAX_PROMPT];

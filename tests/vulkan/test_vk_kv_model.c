@@ -27,6 +27,7 @@
 #include <tessera/tessera.h>
 
 #include "host/host.h"
+#include "../logits_util.h"
 
 static const char *k_prompt = "Once upon a time, there was a little girl named Lily. She liked to play in the park with her";
 
@@ -44,12 +45,6 @@ static int32_t best_of(const float *x, int32_t n, float *margin) {
         if (i != best && x[i] > second) second = x[i];
     *margin = x[best] - second;
     return best;
-}
-
-static double max_diff(const float *a, const float *b, int32_t n) {
-    double e = 0.0;
-    for (int32_t i = 0; i < n; i++) e = fmax(e, fabs((double)a[i] - b[i]));
-    return e;
 }
 
 static int open_run(run *r, const char *path, const char *devices, int ngl, tessera_kv_type type, uint32_t n_ctx) {

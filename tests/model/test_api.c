@@ -14,18 +14,9 @@
 
 #include "host/host.h"
 #include "../logits_util.h"
+#include "model_test.h"
 
 static int failures;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            failures++;                                 \
-        }                                               \
-    } while (0)
 
 static tessera_context *new_ctx(tessera_model *m, uint32_t n_ctx, uint32_t n_batch, tessera_kv_type kv) {
     tessera_context_params cp = tessera_context_default_params();

@@ -43,6 +43,7 @@
 #include "golden.h"
 #include "host/host.h"
 #include "../logits_util.h"
+#include "model_test.h"
 
 typedef struct result {
     double top_err, all_err, rms;
@@ -148,19 +149,6 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
     return 0;
 }
 
-/* A model path: absolute or ./relative as given, else in the model cache. */
-static void model_path(char *out, size_t size, const char *arg) {
-    if (arg[0] == '/' || arg[0] == '.') {
-        snprintf(out, size, "%s", arg);
-        return;
-    }
-    const char *cache = getenv("TESSERA_MODEL_CACHE");
-    if (cache && cache[0])
-        snprintf(out, size, "%s/%s", cache, arg);
-    else
-        snprintf(out, size, "%s/.cache/tessera/models/%s", getenv("HOME") ? getenv("HOME") : ".", arg);
-}
-
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model PATH] [--golden PATH] "
@@ -213,7 +201,7 @@ int main(int argc, char **argv) {
     if (!shared) shared = "../shared";
     char path[1024], gpath[1024];
     if (model_arg)
-        model_path(path, sizeof path, model_arg);
+        model_cache_path(path, sizeof path, model_arg);
     else
         snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
     if (golden_arg)

@@ -46,6 +46,8 @@
 
 #include "host/host.h"
 
+#include "model_test.h"
+
 enum { N = 60, FROM = 40, N_NEXT = 8 };
 
 static tessera_model *g_model;
@@ -141,14 +143,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");
     if (argc > 3) {
         g_real = true;
-        const char *cache = getenv("TESSERA_MODEL_CACHE");
-        if (strchr(argv[2], '/'))
-            snprintf(path, sizeof path, "%s", argv[2]);
-        else if (cache && cache[0])
-            snprintf(path, sizeof path, "%s/%s", cache, argv[2]);
-        else
-            snprintf(path, sizeof path, "%s/.cache/tessera/models/%s", getenv("HOME") ? getenv("HOME") : ".",
-                     argv[2]);
+        model_cache_path(path, sizeof path, argv[2]);
     }
     FILE *fp = fopen(path, "rb");
     if (!fp) {

@@ -31,6 +31,7 @@
 #include "host/host.h"
 #include "model/public.h"
 #include "../logits_util.h"
+#include "model_test.h"
 
 enum { N_VOCAB_USED = 500, WINDOW = 16 };
 
@@ -190,12 +191,10 @@ static void test_gemma(void **state) {
 int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "";
     g_flash_attn = argc > 2 && !strcmp(argv[2], "fa");
-    const char *src = getenv("TESSERA_SOURCE_ROOT"), *home = getenv("HOME");
-    const char *cache = getenv("TESSERA_MODEL_CACHE");
+    const char *src = getenv("TESSERA_SOURCE_ROOT");
     char path[1024];
     if (!strcmp(which, "gemma")) {
-        if (cache) snprintf(path, sizeof path, "%s/gemma-3-270m-q4_k_m.gguf", cache);
-        else snprintf(path, sizeof path, "%s/.cache/tessera/models/gemma-3-270m-q4_k_m.gguf", home ? home : ".");
+        model_cache_path(path, sizeof path, "gemma-3-270m-q4_k_m.gguf");
     } else {
         snprintf(path, sizeof path, "%s/tests/data/synth-gemma3-swa16-f32.gguf", src ? src : ".");
     }

@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "util/error.h"
 #include "../logits_util.h"
+#include "model_test.h"
 
 enum { E = 64, H = 4, HKV = 2, D = E / H, F = 96, V = 40, L = 2 };
 
@@ -32,16 +33,6 @@ typedef struct spec {
 } spec;
 
 static int failures;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-            failures++;                                    \
-        }                                                  \
-    } while (0)
 
 static float *filled(int64_t n, uint32_t seed, float value) {
     float *x = malloc((size_t)n * sizeof *x);

@@ -26,17 +26,9 @@
 
 #include "host/host.h"
 
-static int failures;
+#include "model_test.h"
 
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            failures++;                                 \
-        }                                               \
-    } while (0)
+static int failures;
 
 enum { N_GEN = 16, N_SPLIT = 7, MAX_TOK = 512 };
 
@@ -327,10 +319,7 @@ int main(int argc, char **argv) {
     static char cached[3][1024];
     for (int i = 0; i < np; i++)
         if (!strchr(paths[i], '/')) {
-            const char *cache = getenv("TESSERA_MODEL_CACHE");
-            if (cache) snprintf(cached[i], sizeof cached[i], "%s/%s", cache, paths[i]);
-            else snprintf(cached[i], sizeof cached[i], "%s/.cache/tessera/models/%s",
-                          getenv("HOME") ? getenv("HOME") : ".", paths[i]);
+            model_cache_path(cached[i], sizeof cached[i], paths[i]);
             paths[i] = cached[i];
         }
     for (int i = 0; i < np; i++)

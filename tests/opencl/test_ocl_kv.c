@@ -39,6 +39,7 @@
 #include <tessera/tessera.h>
 
 #include "golden.h"
+#include "model_test.h"
 #include "host/host.h"
 #include "tensor/dtype.h"
 #include "../logits_util.h"
@@ -46,16 +47,6 @@
 #define FA_TOL 2e-5 /* absolute, on outputs of magnitude <= 1 */
 
 static int failures;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
 
 static const int32_t kv_blocks[] = {TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_0, TSR_DTYPE_Q4_1,
                                     TSR_DTYPE_Q5_0, TSR_DTYPE_Q5_1, TSR_DTYPE_IQ4_NL};
@@ -371,7 +362,7 @@ done:
 /* arg as given if absolute, else under ../shared/DIR, else (models) in
  * scripts/fetch-models.sh's cache. */
 static void data_path(char *out, size_t size, const char *dir, const char *arg) {
-    const char *shared = getenv("TESSERA_SHARED"), *cache = getenv("TESSERA_MODEL_CACHE");
+    const char *shared = getenv("TESSERA_SHARED");
     if (arg[0] == '/') {
         snprintf(out, size, "%s", arg);
         return;
@@ -382,8 +373,7 @@ static void data_path(char *out, size_t size, const char *dir, const char *arg) 
         fclose(f);
         return;
     }
-    if (cache && cache[0]) snprintf(out, size, "%s/%s", cache, arg);
-    else snprintf(out, size, "%s/.cache/tessera/models/%s", getenv("HOME") ? getenv("HOME") : ".", arg);
+    model_cache_path(out, size, arg);
 }
 
 /* 0 when it ran (failures counted), 77 skipped, 2 a usage error. */

@@ -28,6 +28,7 @@
 
 #include "host/host.h"
 #include "../logits_util.h"
+#include "../model/model_test.h"
 
 static const char *k_prompt = "Once upon a time, there was a little girl named Lily. She liked to play in the park with her";
 
@@ -95,7 +96,7 @@ static int check_kv_placement(const tessera_context *ctx) {
 
 /* Find a model: a path as given, else in ../shared/models, else the cache. */
 static void model_path(const char *name, char *out, size_t size) {
-    const char *shared = getenv("TESSERA_SHARED"), *cache = getenv("TESSERA_MODEL_CACHE"), *home = getenv("HOME");
+    const char *shared = getenv("TESSERA_SHARED");
     snprintf(out, size, "%s", name);
     if (strchr(name, '/')) return;
     snprintf(out, size, "%s/models/%s", shared ? shared : "../shared", name);
@@ -104,8 +105,7 @@ static void model_path(const char *name, char *out, size_t size) {
         fclose(f);
         return;
     }
-    if (cache) snprintf(out, size, "%s/%s", cache, name);
-    else snprintf(out, size, "%s/.cache/tessera/models/%s", home ? home : ".", name);
+    model_cache_path(out, size, name);
 }
 
 int main(int argc, char **argv) {

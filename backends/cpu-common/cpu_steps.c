@@ -28,8 +28,12 @@ static int op_weight(int32_t op) {
     }
 }
 
-/* Whether thread 0 may run the node alone: ops that never meet the other
- * threads inside (FLASH_ATTN may: it stays shared), with little work. */
+/* Whether thread 0 may run the node alone (the others go on to the next
+ * barrier): small ops whose kernels never wait for the other threads.
+ * FLASH_ATTN stays shared (the default below): its work is large, and its
+ * kernel meets the pool at exec_barrier, which waits for all ex->nth
+ * threads; only its one-thread path (nth 1: no cell chunks) skips those
+ * barriers, and a barrier that thread 0 reaches alone would hang. */
 static int op_solo(const tsr_node *node) {
     switch (node->op) {
     case TSR_OP_ADD:

@@ -27,7 +27,13 @@
 
 #define ACT(c) ((const void *)((const uint8_t *)act + (size_t)(c) * act_stride))
 
-static inline float f16s(uint16_t h) { return cpu_fp16_to_f32(h); }
+/* fp16 -> f32 by the scalar fcvt (ARMv8.0): 2 instructions per scale where
+ * cpu_fp16_to_f32's bit arithmetic takes ~15; exact either way. */
+static inline float f16s(uint16_t h) {
+    __fp16 v;
+    memcpy(&v, &h, sizeof v);
+    return (float)v;
+}
 
 /* --------------------------------------------------------- float dots */
 
@@ -341,8 +347,54 @@ static void dot_q6_k_v(int64_t K, const void *w, const void *act, size_t act_str
     for (int c = 0; c < nc; c++) out[c] = acc[c];
 }
 
-/* Q2_K, Q3_K, Q5_K: the block is decoded once to 256 integers with the plain
- * C decoder (cpu_mm_quants.c), then each column is 16 (or 8) vector group dots.
+/* Q2_K, Q3_K, Q5_K blocks -> 256 integers, as cpu_quants_decode.h's
+ * decode_q2k/q3k/q5k (same element order, values before scales), 16
+ * elements per step. Q2_K: element 128n + 32j + l is bits 2j..2j+1 of
+ * qs[32n + l]; Q3_K: the same minus 4 unless bit 4n + j of hmask[l] is
+ * set; Q5_K: Q4_K's nibbles with bit 2c (low) / 2c + 1 (high) of qh[l] as
+ * the fifth bit. */
+static inline uint8x16_t bits2(uint8x16_t v, int j) {
+    return vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * j))), vdupq_n_u8(3));
+}
+
+static inline uint8x16_t bit_to(uint8x16_t v, int bit, uint8_t to) {
+    return vandq_u8(vtstq_u8(v, vdupq_n_u8((uint8_t)(1u << bit))), vdupq_n_u8(to));
+}
+
+static inline void decode_q2k_v(const blk_q2_k *b, int8_t *q) {
+    for (int n = 0; n < 2; n++)
+        for (int h = 0; h < 2; h++) {
+            uint8x16_t v = vld1q_u8(b->qs + 32 * n + 16 * h);
+            for (int j = 0; j < 4; j++) vst1q_s8(q + 128 * n + 32 * j + 16 * h, vreinterpretq_s8_u8(bits2(v, j)));
+        }
+}
+
+static inline void decode_q3k_v(const blk_q3_k *b, int8_t *q) {
+    const int8x16_t four = vdupq_n_s8(4);
+    for (int n = 0; n < 2; n++)
+        for (int h = 0; h < 2; h++) {
+            uint8x16_t v = vld1q_u8(b->qs + 32 * n + 16 * h), hm = vld1q_u8(b->hmask + 16 * h);
+            for (int j = 0; j < 4; j++) {
+                uint8x16_t u = vorrq_u8(bits2(v, j), bit_to(hm, 4 * n + j, 4));
+                vst1q_s8(q + 128 * n + 32 * j + 16 * h, vsubq_s8(vreinterpretq_s8_u8(u), four));
+            }
+        }
+}
+
+static inline void decode_q5k_v(const blk_q5_k *b, int8_t *q) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    for (int c = 0; c < 4; c++)
+        for (int h = 0; h < 2; h++) {
+            uint8x16_t v = vld1q_u8(b->qs + 32 * c + 16 * h), hb = vld1q_u8(b->qh + 16 * h);
+            uint8x16_t lo = vorrq_u8(vandq_u8(v, m4), bit_to(hb, 2 * c, 16));
+            uint8x16_t hi = vorrq_u8(vshrq_n_u8(v, 4), bit_to(hb, 2 * c + 1, 16));
+            vst1q_s8(q + 64 * c + 16 * h, vreinterpretq_s8_u8(lo));
+            vst1q_s8(q + 64 * c + 32 + 16 * h, vreinterpretq_s8_u8(hi));
+        }
+}
+
+/* Q2_K, Q3_K, Q5_K: the block is decoded once to 256 integers (above), then
+ * each column is 16 (or 8) vector group dots.
  * Q2_K: value = d*(sc&15)*q - dmin*(sc>>4) per group of 16; Q3_K: d*sc*q;
  * Q5_K: as Q4_K with 5-bit q. */
 static void dot_q2_k_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
@@ -352,7 +404,7 @@ static void dot_q2_k_v(int64_t K, const void *w, const void *act, size_t act_str
     int8_t q[256];
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q2_k *b = x + ib;
-        quants_decode_q2k(b, q);
+        decode_q2k_v(b, q);
         float d = f16s(b->d), dmin = f16s(b->dmin);
         int16_t mn16[16];
         for (int g = 0; g < 16; g++) mn16[g] = (int16_t)(b->scales[g] >> 4);
@@ -383,7 +435,7 @@ static void dot_q3_k_v(int64_t K, const void *w, const void *act, size_t act_str
     int sc[16];
     for (int64_t ib = 0; ib < K / 256; ib++) {
         const blk_q3_k *b = x + ib;
-        quants_decode_q3k(b, q);
+        decode_q3k_v(b, q);
         quants_q3k_scales(b->scales, sc);
         float d = f16s(b->d);
         for (int c = 0; c < nc; c++) {
@@ -408,7 +460,7 @@ static void dot_q5_k_v(int64_t K, const void *w, const void *act, size_t act_str
         const blk_q5_k *b = x + ib;
         int sc[8], mn[8];
         int16_t mn16[8];
-        quants_decode_q5k(b, q);
+        decode_q5k_v(b, q);
         quants_k4_scales(b->scales, sc, mn);
         for (int j = 0; j < 8; j++) mn16[j] = (int16_t)mn[j];
         float d = f16s(b->d), dmin = f16s(b->dmin);

@@ -134,9 +134,14 @@ static inline q32x2 nibbles(const uint8_t *qs) {
 /* Q5: bit j of the little-endian u32 qh is the 5th bit of element j. */
 static inline q32x2 add_fifth_bit(q32x2 q, const uint8_t *qh) {
     static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    /* byte i / 8 of qh in lane i: one tbl per 16 elements from the u32 */
+    static const uint8_t idx[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                    2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
     const uint8x16_t sel = vld1q_u8(bit), sixteen = vdupq_n_u8(0x10);
-    uint8x16_t h0 = vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1]));
-    uint8x16_t h1 = vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3]));
+    uint32_t h;
+    memcpy(&h, qh, sizeof h);
+    const uint8x16_t hb = vreinterpretq_u8_u32(vdupq_n_u32(h));
+    uint8x16_t h0 = vqtbl1q_u8(hb, vld1q_u8(idx)), h1 = vqtbl1q_u8(hb, vld1q_u8(idx + 16));
     q.v[0] = vorrq_s8(q.v[0], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h0, sel), sixteen)));
     q.v[1] = vorrq_s8(q.v[1], vreinterpretq_s8_u8(vandq_u8(vtstq_u8(h1, sel), sixteen)));
     return q;
@@ -176,10 +181,14 @@ static inline float min_none(const void *b) { (void)b; return 0.0f; }
 
 /* 32-block types x act8: per block and column one integer dot (two dot16),
  * converted and scaled by d_w * d_a into a vector accumulator; the _1 types
- * add m_w * s_a (s_a = d_a * sum(a), precomputed in act8). */
+ * add m_w * s_a (s_a = d_a * sum(a), precomputed in act8). One copy per
+ * column count (nc a constant in each), so the column loop unrolls and the
+ * accumulators stay in registers: decoding (nc = 1) runs with no column
+ * bookkeeping at all. */
 #define DOT32(NAME, BLK, UNPACK, SCALE, MIN, HAS_MIN)                                      \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
-                     float *out) {                                                         \
+    static inline __attribute__((always_inline)) void NAME##_nc(                           \
+        int64_t K, const void *w, const void *act, size_t act_stride, const int nc,       \
+        float *out) {                                                                      \
         const BLK *x = w;                                                                  \
         const int64_t nb = K / 32;                                                         \
         float32x4_t acc[CPU_NC];                                                          \
@@ -188,7 +197,7 @@ static inline float min_none(const void *b) { (void)b; return 0.0f; }
         for (int64_t ib = 0; ib < nb; ib++) {                                              \
             q32x2 q = UNPACK(x + ib);                                                      \
             float dw = SCALE(x + ib);                                                      \
-            for (int c = 0; c < nc; c++) {                                                 \
+            _Pragma("GCC unroll 4") for (int c = 0; c < nc; c++) {                         \
                 const act8 *a = (const act8 *)ACT(c) + ib;                                 \
                 int32x4_t p = dot16(vdupq_n_s32(0), q.v[0], vld1q_s8(a->qs));              \
                 p = dot16(p, q.v[1], vld1q_s8(a->qs + 16));                                \
@@ -197,6 +206,15 @@ static inline float min_none(const void *b) { (void)b; return 0.0f; }
             }                                                                              \
         }                                                                                  \
         for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]) + macc[c];                \
+    }                                                                                      \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
+                     float *out) {                                                         \
+        switch (nc) {                                                                      \
+        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                           \
+        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                           \
+        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                           \
+        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                          \
+        }                                                                                  \
     }
 
 DOT32(dot_q4_0_v, blk_q4_0, unpack_q4_0, scale_q4_0, min_none, 0)

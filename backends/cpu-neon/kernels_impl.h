@@ -56,8 +56,9 @@ static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
  * double: tiny models are sensitive enough to that order that llama.cpp's
  * logits depend on it. Straightforward version: dot_f16/dot_bf16 in cpu_mm_quants.c. */
 #define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
-                     float *out) {                                                         \
+    static inline __attribute__((always_inline)) void NAME##_nc(                           \
+        int64_t K, const void *w, const void *act, size_t act_stride, const int nc,       \
+        float *out) {                                                                      \
         const T *x = w;                                                                    \
         const float *ac[CPU_NC];                                                          \
         float32x4_t s[CPU_NC][2];                                                         \
@@ -68,7 +69,7 @@ static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
         const int64_t kv = K & ~(int64_t)31;                                               \
         for (int64_t k = 0; k < kv; k += 8) {                                              \
             float32x4_t w0 = LOADW(x + k), w1 = LOADW(x + k + 4);                          \
-            for (int c = 0; c < nc; c++) {                                                 \
+            _Pragma("GCC unroll 4") for (int c = 0; c < nc; c++) {                         \
                 s[c][0] = vfmaq_f32(s[c][0], w0, vld1q_f32(ac[c] + k));                    \
                 s[c][1] = vfmaq_f32(s[c][1], w1, vld1q_f32(ac[c] + k + 4));                \
             }                                                                              \
@@ -77,6 +78,15 @@ static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
             double r = (double)vaddvq_f32(vaddq_f32(s[c][0], s[c][1]));                    \
             for (int64_t j = kv; j < K; j++) r += (double)(SCALARW(x[j]) * ac[c][j]);      \
             out[c] = (float)r;                                                             \
+        }                                                                                  \
+    }                                                                                      \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
+                     float *out) {                                                         \
+        switch (nc) { /* one copy per column count, as DOT32 */                            \
+        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                           \
+        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                           \
+        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                           \
+        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                          \
         }                                                                                  \
     }
 

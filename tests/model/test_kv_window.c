@@ -13,6 +13,12 @@
  *   gemma    Gemma 3 270M at -c 32768: KV cache <= 115 MiB with F16
  *            (llama.cpp: 111 MiB), skipped (77) when the model is absent
  *
+ * window and batch also run the windowed cache on the first CPU plugin
+ * device of the build (cpu-avx0 or cpu-neon0, from $TESSERA_BUILD_ROOT):
+ * its logits within CPU_TOL of ref's windowed ones, over the same 750
+ * positions (window) or 3 x 300 (batch); that part says "skipped" when the
+ * build has no CPU plugin.
+ *
  * Usage: test_kv_window window|batch|gemma [fa]   (fa: with flash attention)
  */
 #include <setjmp.h>
@@ -35,7 +41,15 @@
 
 enum { N_VOCAB_USED = 500, WINDOW = 16 };
 
+/* A CPU plugin's windowed cache against ref's, f32 weights and an F16
+ * cache: f32 sums against ref's double ones through 6 layers, some landing
+ * on the other side of an F16 rounding in the cache (cpu-avx0 measured
+ * 2.6e-3 window, 2.4e-3 window with flash attention, 3.2e-3 batch). */
+#define CPU_TOL 1e-2
+
 static tessera_model *g_model;
+static tessera_model *g_cpu_model; /* the same file on a CPU plugin, or NULL */
+static char g_cpu_skip[256];       /* why g_cpu_model is NULL */
 static bool g_flash_attn; /* second argument "fa": the FLASH_ATTN path */
 
 /* A fixed pseudo-random token stream (ids 3..502): attention then has
@@ -48,7 +62,7 @@ static tessera_token token_at(uint32_t i, uint32_t salt) {
     return (tessera_token)(3 + x % N_VOCAB_USED);
 }
 
-static tessera_context *new_ctx(uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq, bool full) {
+static tessera_context *new_ctx_on(tessera_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq, bool full) {
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_batch = n_batch;
@@ -56,9 +70,34 @@ static tessera_context *new_ctx(uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq
     cp.n_seq_max = n_seq;
     cp.swa_full = full;
     cp.flash_attn = g_flash_attn ? TESSERA_FLASH_ATTN_ON : TESSERA_FLASH_ATTN_OFF;
-    tessera_context *ctx = tessera_context_new(g_model, &cp);
+    tessera_context *ctx = tessera_context_new(m, &cp);
     if (!ctx) fail_msg("context: %s", tessera_last_error());
     return ctx;
+}
+
+static tessera_context *new_ctx(uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq, bool full) {
+    return new_ctx_on(g_model, n_ctx, n_batch, n_seq, full);
+}
+
+/* toks[0, n_prompt) as one prompt (every row's logits), then n_gen single
+ * tokens, into a and b; the largest difference between their logits. */
+static double decode_worst(tessera_context *a, tessera_context *b, const tessera_token *toks, int32_t n_prompt,
+                           int32_t n_gen) {
+    const int32_t nv = tessera_model_n_vocab(g_model);
+    assert_int_equal(tessera_decode(a, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS), 0);
+    assert_int_equal(tessera_decode(b, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS), 0);
+    double worst = 0;
+    for (int32_t i = 0; i < n_prompt; i++) {
+        double d = max_diff(tessera_logits(a, i), tessera_logits(b, i), nv);
+        if (d > worst) worst = d;
+    }
+    for (int32_t i = n_prompt; i < n_prompt + n_gen; i++) {
+        assert_int_equal(tessera_decode(a, &toks[i], 1, i, 0), 0);
+        assert_int_equal(tessera_decode(b, &toks[i], 1, i, 0), 0);
+        double d = max_diff(tessera_logits(a, -1), tessera_logits(b, -1), nv);
+        if (d > worst) worst = d;
+    }
+    return worst;
 }
 
 static void test_window(void **state) {
@@ -75,19 +114,7 @@ static void test_window(void **state) {
     tessera_token *toks = malloc((size_t)(n_prompt + n_gen) * sizeof *toks);
     assert_non_null(toks);
     for (int32_t i = 0; i < n_prompt + n_gen; i++) toks[i] = token_at((uint32_t)i, 1);
-    assert_int_equal(tessera_decode(w, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS), 0);
-    assert_int_equal(tessera_decode(f, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS), 0);
-    double worst = 0;
-    for (int32_t i = 0; i < n_prompt; i++) {
-        double d = max_diff(tessera_logits(w, i), tessera_logits(f, i), nv);
-        if (d > worst) worst = d;
-    }
-    for (int32_t i = n_prompt; i < n_prompt + n_gen; i++) {
-        assert_int_equal(tessera_decode(w, &toks[i], 1, i, 0), 0);
-        assert_int_equal(tessera_decode(f, &toks[i], 1, i, 0), 0);
-        double d = max_diff(tessera_logits(w, -1), tessera_logits(f, -1), nv);
-        if (d > worst) worst = d;
-    }
+    double worst = decode_worst(w, f, toks, n_prompt, n_gen);
     print_message("window vs full cache over %d positions: max logit difference %.3g\n", n_prompt + n_gen,
                   worst);
     assert_true(worst <= 1e-4);
@@ -123,15 +150,37 @@ static void test_window(void **state) {
     tessera_context_free(f);
 }
 
-/* Three sequences of different lengths decoded together, 9 tokens each
- * per call until each has 300 positions. */
-static void test_batch(void **state) {
+/* test_window's prompt and generation with the windowed cache on the CPU
+ * plugin and on ref. */
+static void test_window_cpu(void **state) {
     (void)state;
-    enum { N_SEQ = 3, STEP = 9, LEN = 300 };
+    if (!g_cpu_model) {
+        print_message("skipped: %s\n", g_cpu_skip);
+        skip();
+    }
+    const int32_t n_prompt = 600, n_gen = 150;
+    tessera_context *r = new_ctx(1024, 32, 1, false), *c = new_ctx_on(g_cpu_model, 1024, 32, 1, false);
+    assert_int_equal(c->kv->n_sets, 2);
+    tessera_token *toks = malloc((size_t)(n_prompt + n_gen) * sizeof *toks);
+    assert_non_null(toks);
+    for (int32_t i = 0; i < n_prompt + n_gen; i++) toks[i] = token_at((uint32_t)i, 1);
+    double worst = decode_worst(c, r, toks, n_prompt, n_gen);
+    print_message("window cache, %s vs ref over %d positions: max logit difference %.3g (tolerance %g)\n",
+                  tessera_model_devices(g_cpu_model), n_prompt + n_gen, worst, CPU_TOL);
+    assert_true(worst <= CPU_TOL);
+    assert_true(kv_cells_used(&c->kv->sets[1]) < 256);
+    free(toks);
+    tessera_context_free(r);
+    tessera_context_free(c);
+}
+
+enum { N_SEQ = 3, STEP = 9, LEN = 300 };
+
+/* Three sequences of different lengths decoded together in w and f, 9
+ * tokens each per call until each has 300 positions; the largest
+ * difference between their logits. */
+static double batch_worst(tessera_context *w, tessera_context *f) {
     const int32_t nv = tessera_model_n_vocab(g_model);
-    tessera_context *w = new_ctx(2048, 32, N_SEQ, false), *f = new_ctx(2048, 32, N_SEQ, true);
-    assert_int_equal(w->kv->n_sets, 2);
-    assert_int_equal(f->kv->n_sets, 1);
     tessera_token toks[N_SEQ * STEP];
     int32_t pos[N_SEQ * STEP], seq[N_SEQ * STEP];
     bool want[N_SEQ * STEP];
@@ -158,6 +207,15 @@ static void test_batch(void **state) {
         }
         free(ref);
     }
+    return worst;
+}
+
+static void test_batch(void **state) {
+    (void)state;
+    tessera_context *w = new_ctx(2048, 32, N_SEQ, false), *f = new_ctx(2048, 32, N_SEQ, true);
+    assert_int_equal(w->kv->n_sets, 2);
+    assert_int_equal(f->kv->n_sets, 1);
+    double worst = batch_worst(w, f);
     print_message("3 sequences, window vs full cache: max logit difference %.3g\n", worst);
     assert_true(worst <= 1e-4);
     for (int32_t s = 0; s < N_SEQ; s++) assert_int_equal(tessera_seq_len(w, s), LEN);
@@ -176,6 +234,25 @@ static void test_batch(void **state) {
     assert_non_null(strstr(tessera_last_error(), "sliding-window"));
     tessera_context_free(w);
     tessera_context_free(f);
+}
+
+/* The same three sequences with the windowed cache on the CPU plugin and
+ * on ref. */
+static void test_batch_cpu(void **state) {
+    (void)state;
+    if (!g_cpu_model) {
+        print_message("skipped: %s\n", g_cpu_skip);
+        skip();
+    }
+    tessera_context *c = new_ctx_on(g_cpu_model, 2048, 32, N_SEQ, false), *r = new_ctx(2048, 32, N_SEQ, false);
+    assert_int_equal(c->kv->n_sets, 2);
+    double worst = batch_worst(c, r);
+    print_message("3 sequences, window cache, %s vs ref: max logit difference %.3g (tolerance %g)\n",
+                  tessera_model_devices(g_cpu_model), worst, CPU_TOL);
+    assert_true(worst <= CPU_TOL);
+    for (int32_t s = 0; s < N_SEQ; s++) assert_int_equal(tessera_seq_len(c, s), LEN);
+    tessera_context_free(c);
+    tessera_context_free(r);
 }
 
 static void test_gemma(void **state) {
@@ -204,8 +281,10 @@ int main(int argc, char **argv) {
         return 77;
     }
     fclose(fp);
-    /* Only the built-in ref backend: nothing is searched for. */
-    host_options ho = {.only_plugin_dirs = true};
+    /* ref, and the plugins built in this tree (nothing installed elsewhere) */
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    const char *dirs[1] = {build};
+    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
     tessera_init_params ip = {0};
     if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
         printf("init: %s\n", tessera_last_error());
@@ -218,13 +297,30 @@ int main(int argc, char **argv) {
         printf("%s: %s\n", path, tessera_last_error());
         return 1;
     }
-    const struct CMUnitTest window[] = {cmocka_unit_test(test_window)};
-    const struct CMUnitTest batch[] = {cmocka_unit_test(test_batch)};
+    const char *cpu = NULL;
+    for (int32_t i = 0; i < host_device_count() && !cpu; i++) {
+        const host_device *hd = host_device_get(i);
+        if (hd != host_device_ref() && hd->info.kind == TSR_DEVICE_CPU) cpu = hd->name;
+    }
+    if (!cpu) {
+        snprintf(g_cpu_skip, sizeof g_cpu_skip, "no CPU plugin device in %s", build ? build : "(no TESSERA_BUILD_ROOT)");
+    } else if (strcmp(which, "gemma")) {
+        mp.devices = cpu;
+        g_cpu_model = tessera_model_load(path, &mp);
+        if (!g_cpu_model) {
+            printf("%s on %s: %s\n", path, cpu, tessera_last_error());
+            tessera_model_free(g_model);
+            return 1;
+        }
+    }
+    const struct CMUnitTest window[] = {cmocka_unit_test(test_window), cmocka_unit_test(test_window_cpu)};
+    const struct CMUnitTest batch[] = {cmocka_unit_test(test_batch), cmocka_unit_test(test_batch_cpu)};
     const struct CMUnitTest gemma[] = {cmocka_unit_test(test_gemma)};
     int rc = !strcmp(which, "window") ? cmocka_run_group_tests_name("kv window", window, NULL, NULL)
              : !strcmp(which, "batch") ? cmocka_run_group_tests_name("kv window batch", batch, NULL, NULL)
              : !strcmp(which, "gemma") ? cmocka_run_group_tests_name("kv window gemma", gemma, NULL, NULL)
                                        : (printf("usage: test_kv_window window|batch|gemma\n"), 2);
+    tessera_model_free(g_cpu_model);
     tessera_model_free(g_model);
     tessera_shutdown();
     return rc;

@@ -27,6 +27,10 @@
  * twice); a shift that roped the turned keys directly is off by whole
  * logits.
  *
+ * The same shift on the build's first CPU plugin device (cpu-avx0 or
+ * cpu-neon0, from $TESSERA_BUILD_ROOT), against the fresh context on ref:
+ * within the bound above plus CPU_TOL; "skipped" when the build has none.
+ *
  * Usage: test_kv_shift f32|f16|q8_0|q4_0 [MODEL DEVICE]  (default stories260K on ref;
  * a MODEL without '/' is looked up in $TESSERA_MODEL_CACHE, else
  * ~/.cache/tessera/models, and the test skips when it is absent)
@@ -45,26 +49,37 @@
 #include <tessera/tessera.h>
 
 #include "host/host.h"
-
+#include "../logits_util.h"
 #include "model_test.h"
 
 enum { N = 60, FROM = 40, N_NEXT = 8 };
 
 static tessera_model *g_model;
+static tessera_model *g_cpu_model; /* the same file on a CPU plugin, or NULL */
+static char g_cpu_skip[256];       /* why g_cpu_model is NULL */
 static tessera_kv_type g_kv = TESSERA_KV_F32;
 static bool g_real; /* a real model: the bound is the position noise */
+static double g_bound; /* test_shift's bound, which test_shift_cpu adds CPU_TOL to */
 
-static tessera_context *new_ctx(void) {
+/* A CPU plugin against ref at the same positions, beyond the shift's own
+ * bound (stories260K and synthetic smollm3, f32 weights: measured below
+ * 1e-5 over the shift's difference on ref; SmolLM2 Q4_1, whose 8-bit
+ * activations round differently, 0.603 where its bound is 0.909). */
+#define CPU_TOL 1e-3
+
+static tessera_context *new_ctx_on(tessera_model *m) {
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = 128;
     cp.n_batch = 32;
     cp.n_threads = 1;
     cp.kv_type = g_kv;
     if (g_kv == TESSERA_KV_Q8_0 || g_kv == TESSERA_KV_Q4_0) cp.flash_attn = TESSERA_FLASH_ATTN_ON;
-    tessera_context *ctx = tessera_context_new(g_model, &cp);
+    tessera_context *ctx = tessera_context_new(m, &cp);
     if (!ctx) fail_msg("context: %s", tessera_last_error());
     return ctx;
 }
+
+static tessera_context *new_ctx(void) { return new_ctx_on(g_model); }
 
 static tessera_token token_at(int32_t i) { return (tessera_token)(3 + (i * 7919 + 13) % 500); }
 
@@ -93,9 +108,7 @@ static void test_shift(void **state) {
         for (int32_t k = 0; k < N_NEXT; k++) {
             decode(moved, &toks[N + k], 1, FROM + N + k);
             decode(fresh, &toks[N + k], 1, N + k);
-            const float *a = tessera_logits(moved, 0), *b = tessera_logits(fresh, 0);
-            for (int32_t j = 0; j < nv; j++)
-                if (fabs((double)a[j] - b[j]) > noise) noise = fabs((double)a[j] - b[j]);
+            noise = fmax(noise, max_diff(tessera_logits(moved, 0), tessera_logits(fresh, 0), (size_t)nv));
         }
         print_message("no shift, at %d vs at 0: max logit difference %.3g\n", FROM, noise);
         tessera_context_free(moved);
@@ -103,6 +116,7 @@ static void test_shift(void **state) {
         fresh = new_ctx();
         if (1.5 * noise > bound) bound = 1.5 * noise;
     }
+    g_bound = bound;
     decode(shifted, toks, N, FROM);
     assert_int_equal(tessera_seq_shift(shifted, 0, 0, FROM), 0);
     assert_int_equal(tessera_seq_len(shifted, 0), N);
@@ -112,9 +126,7 @@ static void test_shift(void **state) {
     for (int32_t k = 0; k < N_NEXT; k++) {
         decode(shifted, &toks[N + k], 1, N + k);
         decode(fresh, &toks[N + k], 1, N + k);
-        const float *a = tessera_logits(shifted, 0), *b = tessera_logits(fresh, 0);
-        for (int32_t j = 0; j < nv; j++)
-            if (fabs((double)a[j] - b[j]) > worst) worst = fabs((double)a[j] - b[j]);
+        worst = fmax(worst, max_diff(tessera_logits(shifted, 0), tessera_logits(fresh, 0), (size_t)nv));
     }
     print_message("shifted vs fresh, %d next tokens: max logit difference %.3g\n", N_NEXT, worst);
     assert_true(worst <= bound);
@@ -130,6 +142,35 @@ static void test_shift(void **state) {
     assert_non_null(strstr(tessera_last_error(), "context shift"));
     assert_null(strchr(tessera_last_error(), '\n'));
     assert_int_not_equal(tessera_seq_shift(shifted, 99, 0, 1), 0);
+    tessera_context_free(shifted);
+    tessera_context_free(fresh);
+}
+
+/* The shift on the CPU plugin: its shifted context against a fresh one on
+ * ref, for the next tokens, within test_shift's bound (run first) plus
+ * CPU_TOL. */
+static void test_shift_cpu(void **state) {
+    (void)state;
+    if (!g_cpu_model) {
+        print_message("skipped: %s\n", g_cpu_skip);
+        skip();
+    }
+    const int32_t nv = tessera_model_n_vocab(g_model);
+    tessera_token toks[N + N_NEXT];
+    for (int32_t i = 0; i < N + N_NEXT; i++) toks[i] = token_at(i);
+    tessera_context *shifted = new_ctx_on(g_cpu_model), *fresh = new_ctx();
+    decode(shifted, toks, N, FROM);
+    assert_int_equal(tessera_seq_shift(shifted, 0, 0, FROM), 0);
+    decode(fresh, toks, N, 0);
+    double worst = 0;
+    for (int32_t k = 0; k < N_NEXT; k++) {
+        decode(shifted, &toks[N + k], 1, N + k);
+        decode(fresh, &toks[N + k], 1, N + k);
+        worst = fmax(worst, max_diff(tessera_logits(shifted, 0), tessera_logits(fresh, 0), (size_t)nv));
+    }
+    print_message("shifted on %s vs fresh on ref, %d next tokens: max logit difference %.3g (bound %.3g)\n",
+                  tessera_model_devices(g_cpu_model), N_NEXT, worst, g_bound + CPU_TOL);
+    assert_true(g_bound > 0 && worst <= g_bound + CPU_TOL);
     tessera_context_free(shifted);
     tessera_context_free(fresh);
 }
@@ -151,7 +192,10 @@ int main(int argc, char **argv) {
         return 77;
     }
     fclose(fp);
-    host_options ho = {.only_plugin_dirs = true};
+    /* ref, and the plugins built in this tree (nothing installed elsewhere) */
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    const char *dirs[1] = {build};
+    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
     tessera_init_params ip = {0};
     if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
         printf("init: %s\n", tessera_last_error());
@@ -164,8 +208,26 @@ int main(int argc, char **argv) {
         printf("%s: %s\n", path, tessera_last_error());
         return 1;
     }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shift)};
+    const char *cpu = NULL;
+    for (int32_t i = 0; i < host_device_count() && !cpu; i++) {
+        const host_device *hd = host_device_get(i);
+        if (hd != host_device_ref() && hd->info.kind == TSR_DEVICE_CPU) cpu = hd->name;
+    }
+    if (!cpu) {
+        snprintf(g_cpu_skip, sizeof g_cpu_skip, "no CPU plugin device in %s",
+                 build ? build : "(no TESSERA_BUILD_ROOT)");
+    } else {
+        mp.devices = cpu;
+        g_cpu_model = tessera_model_load(path, &mp);
+        if (!g_cpu_model) {
+            printf("%s on %s: %s\n", path, cpu, tessera_last_error());
+            tessera_model_free(g_model);
+            return 1;
+        }
+    }
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shift), cmocka_unit_test(test_shift_cpu)};
     int rc = cmocka_run_group_tests_name("kv shift", tests, NULL, NULL);
+    tessera_model_free(g_cpu_model);
     tessera_model_free(g_model);
     tessera_shutdown();
     return rc;

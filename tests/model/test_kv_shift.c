@@ -208,11 +208,7 @@ int main(int argc, char **argv) {
         printf("%s: %s\n", path, tessera_last_error());
         return 1;
     }
-    const char *cpu = NULL;
-    for (int32_t i = 0; i < host_device_count() && !cpu; i++) {
-        const host_device *hd = host_device_get(i);
-        if (hd != host_device_ref() && hd->info.kind == TSR_DEVICE_CPU) cpu = hd->name;
-    }
+    const char *cpu = model_test_cpu_plugin();
     if (!cpu) {
         snprintf(g_cpu_skip, sizeof g_cpu_skip, "no CPU plugin device in %s",
                  build ? build : "(no TESSERA_BUILD_ROOT)");

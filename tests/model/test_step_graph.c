@@ -36,6 +36,7 @@
 
 #include "host/host.h"
 #include "model/public.h"
+#include "model_test.h"
 
 static tessera_model *g_model;
 static bool g_fa;
@@ -239,11 +240,7 @@ int main(int argc, char **argv) {
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = argc > 2 ? argv[2] : "cpu";
     if (!strcmp(mp.devices, "cpu")) {
-        mp.devices = NULL;
-        for (int32_t i = 0; i < host_device_count() && !mp.devices; i++) {
-            const host_device *hd = host_device_get(i);
-            if (hd != host_device_ref() && hd->info.kind == TSR_DEVICE_CPU) mp.devices = hd->name;
-        }
+        mp.devices = model_test_cpu_plugin();
         if (!mp.devices) {
             printf("skipped: no CPU plugin device in %s\n", build ? build : "(no TESSERA_BUILD_ROOT)");
             tessera_shutdown();

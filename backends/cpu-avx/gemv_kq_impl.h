@@ -51,6 +51,7 @@ static void dot_q4_k_1(int64_t K, const void *w, const void *act, float *out) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q4_k *b = x + ib;
+        prefetch_row_ahead(b, sizeof *b);
         const __m128i scm = k4_scales_mins(b->scales);
         const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 in both lanes */
         const __m256i mn = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(scm, min_pairs));
@@ -112,6 +113,7 @@ static void dot_q6_k_1(int64_t K, const void *w, const void *act, float *out) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
         const blk_q6_k *b = x + ib;
+        prefetch_row_ahead(b, sizeof *b);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
         __m256i sumi = q6_k_half(b->ql, b->qh, a[ib].qs, _mm256_permute4x64_epi64(sc16, 0x44));
         sumi = _mm256_add_epi32(sumi, q6_k_half(b->ql + 64, b->qh + 32, a[ib].qs + 128, _mm256_permute4x64_epi64(sc16, 0xEE)));

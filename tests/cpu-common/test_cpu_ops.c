@@ -251,6 +251,7 @@ static void test_mul_mat(void) {
         {8, 27, 27, 8, 4}, {27, 8, 27, 8, 4}, /* attention: K.q and V.kq, GQA */
         {512, 40, 67, 1, 1}, {256, 16, 16, 3, 1}, /* packed-panel GEMM: partial panels and tiles */
         {192, 5, 1, 1, 1}, {448, 3, 2, 1, 1}, /* K % 128 == 64: the decoding kernels' half group */
+        {160, 9, 1, 1, 1}, /* one column, odd 32-block count: the two-block decode kernels' last block */
         {300, 150, 20, 2, 1}, /* float GEMM: K % 32 tail after the f32 part, two panels */
     };
     for (int t = 0; t < N_WEIGHT_TYPES; t++) {

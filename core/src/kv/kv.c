@@ -21,7 +21,8 @@ uint64_t kv_cache_layer_k_bytes(const kv_cache *kv, int32_t il) {
 }
 
 uint64_t kv_cache_layer_v_bytes(const kv_cache *kv, int32_t il) {
-    return kv_row_bytes(kv->dtype_v, kv->n_embd_v) * (uint64_t)kv_layer_cells(kv, il);
+    const int32_t cells = kv_layer_cells(kv, il);
+    return kv_row_bytes(kv->dtype_v, kv->n_embd_v) * (uint64_t)(kv->flash_attn ? cells : kv_v_row_cells(cells));
 }
 
 /* One cache's type against its row width: a known type, whole blocks per row
@@ -203,7 +204,7 @@ static graph_tensor *kv_leaf(graph *g, const kv_cache *kv, int32_t il, bool is_k
     const int32_t cells = kv_layer_cells(kv, il);
     graph_tensor *t = is_k             ? graph_tensor_new_2d(g, kv->dtype_k, kv->n_embd_k, cells)
                       : kv->flash_attn ? graph_tensor_new_2d(g, kv->dtype_v, kv->n_embd_v, cells)
-                                       : graph_tensor_new_2d(g, kv->dtype_v, cells, kv->n_embd_v);
+                                       : graph_tensor_new_2d(g, kv->dtype_v, kv_v_row_cells(cells), kv->n_embd_v);
     if (!t) return NULL;
     graph_tensor_set_name(t, "%s_cache-%d", is_k ? "k" : "v", il);
     graph_tensor_bind(t, GRAPH_PERSISTENT, L->home_device, L->buffer,
@@ -350,7 +351,7 @@ static void kv_set_compact(kv_cache *kv, int32_t set) {
         if (kv->layers[il].set == set && (!kv->layers[il].k_data || !kv->layers[il].v_data)) return;
     const size_t k_row = kv_row_bytes(kv->dtype_k, kv->n_embd_k);
     const size_t v_cell = kv->flash_attn ? kv_row_bytes(kv->dtype_v, kv->n_embd_v) : kv_row_bytes(kv->dtype_v, 1);
-    const size_t v_row = kv_row_bytes(kv->dtype_v, c->size);
+    const size_t v_row = kv_row_bytes(kv->dtype_v, kv_v_row_cells(c->size));
     int32_t dst = 0;
     for (int32_t j = 0; j < n_kv; j++) {
         if (!c->seq[j]) continue;

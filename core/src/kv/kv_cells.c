@@ -25,7 +25,7 @@ static void cell_v_copy(const kv_cache *kv, int32_t il, char *v, int32_t cell, c
         return;
     }
     const uint64_t es = kv_row_bytes(kv->dtype_v, 1);
-    const uint64_t stride = (uint64_t)kv->sets[kv->layers[il].set].size * es;
+    const uint64_t stride = (uint64_t)kv_v_row_cells(kv->sets[kv->layers[il].set].size) * es;
     for (int32_t r = 0; r < kv->n_embd_v; r++) {
         char *at = v + (uint64_t)r * stride + (uint64_t)cell * es;
         if (to_cache) memcpy(at, row + (uint64_t)r * es, es);

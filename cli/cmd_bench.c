@@ -41,6 +41,7 @@ typedef struct bench_opts {
     str_list models, devices;
     int_list prompts, gens, depths, threads, ngl;
     int32_t reps, n_batch;
+    int32_t mmap; /* -mmp: 1 maps the file (default), 0 reads it into memory (--no-mmap) */
     int no_warmup;
     tessera_kv_type cache_type[2]; /* K, V */
     tessera_flash_attn flash_attn;
@@ -57,6 +58,7 @@ typedef struct bench_result {
     uint64_t memory; /* weights + KV + compute buffers over the devices (tessera_context_memory) */
     tessera_kv_type type_k, type_v;
     tessera_flash_attn flash_attn;
+    int use_mmap;
     double ts_mean, ts_sd;
     double samples[64];
 } bench_result;
@@ -149,6 +151,8 @@ static const cli_option bench_own[] = {
      0, 0, NULL, 0, 0},
     {NULL, "--kv-type", "TYPE", "K and V cache type", CLI_KV_BOTH, OWN(cache_type), 0, 0, NULL, CLI_HIDDEN, 0},
     {"-fa", "--flash-attn", "on|off|auto", "flash attention", CLI_FA, OWN(flash_attn), 0, 0, NULL, 0, 0},
+    {"-mmp", "--mmap", "0|1", "1: map the model file (default); 0: read it into memory, as 'tessera run --no-mmap'",
+     CLI_INT, OWN(mmap), 0, 1, NULL, 0, 0},
     {"-o", "--output", "FORMAT", "md (default), json or csv", CLI_FN, OWN(out), 0, 0, opt_output, 0, 0},
     {NULL, "--no-warmup", NULL, "skip the untimed warm-up run", CLI_SWITCH, OWN(no_warmup), 0, 0, NULL, 0, 0},
     CLI_END,
@@ -179,6 +183,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->ngl = (int_list){1, {0}};
     o->reps = 3;
     o->n_batch = 512;
+    o->mmap = 1;
     o->cache_type[0] = o->cache_type[1] = TESSERA_KV_F16;
     o->flash_attn = TESSERA_FLASH_ATTN_OFF;
     int rc = cli_parse(&bench_cmd, argc, argv, &o->p, o);
@@ -335,7 +340,8 @@ static void print_result(out_format fmt, const bench_result *r, int first) {
         printf(", \"model_size\": %llu, \"model_n_params\": %llu, \"devices\": ", (unsigned long long)r->model_bytes,
                (unsigned long long)r->model_params);
         json_str(stdout, r->devices);
-        printf(", \"memory_bytes\": %llu", (unsigned long long)r->memory);
+        printf(", \"memory_bytes\": %llu, \"use_mmap\": %s", (unsigned long long)r->memory,
+               r->use_mmap ? "true" : "false");
         printf(", \"n_gpu_layers\": %d, \"n_threads\": %d, \"type_k\": \"%s\", \"type_v\": \"%s\", \"flash_attn\": \"%s\", "
                "\"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, "
                "\"test\": \"%s\", \"avg_ts\": %.4f, \"stddev_ts\": %.4f, \"samples_ts\": [",
@@ -469,6 +475,7 @@ int cmd_bench(int argc, char **argv) {
                 /* the fit checks the context and cache the tests will make */
                 lp.n_ctx = bench_ctx_size(&o);
                 lp.n_batch = o.n_batch;
+                lp.no_mmap = !o.mmap;
                 lp.cache_type[0] = o.cache_type[0];
                 lp.cache_type[1] = o.cache_type[1];
                 tessera_model *model = cli_model_load("tessera bench", &lp, o.models.v[m], NULL);
@@ -487,6 +494,7 @@ int cmd_bench(int argc, char **argv) {
                 proto.type_k = o.cache_type[0];
                 proto.type_v = o.cache_type[1];
                 proto.flash_attn = o.flash_attn;
+                proto.use_mmap = o.mmap;
                 if (o.p.verbose) fprintf(stderr, "bench: %s: %s\n", proto.model_name, tessera_model_desc(model));
                 for (int t = 0; t < o.threads.n && !status; t++)
                     if (bench_threads(&o, model, &proto, o.threads.v[t], &first) != 0) status = 1;

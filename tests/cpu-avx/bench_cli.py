@@ -78,8 +78,17 @@ lines = list(csv.DictReader(io.StringIO(r.stdout)))
 check(r.returncode == 0 and len(lines) == 1 and lines[0]["flash_attn"] == "auto" and lines[0]["type_k"] == "f16",
       "csv: flash_attn and cache type columns")
 
+# -mmp 0 (llama-bench's spelling): the weights read into memory, said in json
+r = bench("-m", MODEL, "-p", "0", "-n", "2", "-r", "1", "-t", "1", "-mmp", "0", "-o", "json")
+rows = json.loads(r.stdout) if r.returncode == 0 else []
+check(len(rows) == 1 and rows[0]["use_mmap"] is False and rows[0]["avg_ts"] > 0, "json: -mmp 0 row (%s)" % r.stderr[-200:])
+r = bench("-m", MODEL, "-p", "0", "-n", "2", "-r", "1", "-t", "1", "-o", "json")
+rows = json.loads(r.stdout) if r.returncode == 0 else []
+check(len(rows) == 1 and rows[0]["use_mmap"] is True, "json: mapped by default")
+
 for args, needle in [(["-m", MODEL, "-ctv", "q4_0", "-p", "4", "-n", "0", "-r", "1"], "-fa on"),
                      (["-m", MODEL, "-ctk", "q7"], "-ctk expects"), (["-m", MODEL, "-fa", "yes"], "-fa expects"),
+                     (["-m", MODEL, "-mmp", "2"], "-mmp expects"),
                      (["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-d", "-1"], "-d expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
                      (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "-m MODEL is required"),
                      (["-m", MODEL, "--frobnicate"], "unknown option '--frobnicate'"),

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/tessera.h>
+
 #include "host/host.h"
 
 /* The model NAME: NAME itself when it holds a '/' (a path), else NAME in
@@ -36,6 +38,27 @@ static inline const char *model_test_cpu_plugin(void) {
         if (hd != host_device_ref() && hd->info.kind == TSR_DEVICE_CPU) return hd->name;
     }
     return NULL;
+}
+
+/* The model at path loaded again on the build's first CPU plugin device
+ * (model_test_cpu_plugin) with the caller's params otherwise: 0 with *out
+ * set, or with *out NULL and skip saying why when the build has none; -1
+ * (printed) when the load fails. */
+static inline int model_test_load_on_cpu_plugin(const char *path, tessera_model_params mp, tessera_model **out,
+                                                char *skip, size_t skip_size) {
+    *out = NULL;
+    const char *cpu = model_test_cpu_plugin(), *build = getenv("TESSERA_BUILD_ROOT");
+    if (!cpu) {
+        snprintf(skip, skip_size, "no CPU plugin device in %s", build ? build : "(no TESSERA_BUILD_ROOT)");
+        return 0;
+    }
+    mp.devices = cpu;
+    *out = tessera_model_load(path, &mp);
+    if (!*out) {
+        printf("%s on %s: %s\n", path, cpu, tessera_last_error());
+        return -1;
+    }
+    return 0;
 }
 
 /* A failed check: "FAIL file:line: message", counted in the including

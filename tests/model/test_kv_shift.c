@@ -92,6 +92,19 @@ static void decode(tessera_context *ctx, const tessera_token *t, int32_t n, int3
     if (tessera_decode_batch(ctx, t, pos, seq, want, n) != 0) fail_msg("decode: %s", tessera_last_error());
 }
 
+/* The largest logit difference between the two contexts over the N_NEXT
+ * tokens after the first N, decoded into both at positions N.. */
+static double next_tokens_diff(tessera_context *shifted, tessera_context *fresh, const tessera_token *toks,
+                               int32_t nv) {
+    double worst = 0;
+    for (int32_t k = 0; k < N_NEXT; k++) {
+        decode(shifted, &toks[N + k], 1, N + k);
+        decode(fresh, &toks[N + k], 1, N + k);
+        worst = fmax(worst, max_diff(tessera_logits(shifted, 0), tessera_logits(fresh, 0), (size_t)nv));
+    }
+    return worst;
+}
+
 static void test_shift(void **state) {
     (void)state;
     const int32_t nv = tessera_model_n_vocab(g_model);
@@ -122,12 +135,7 @@ static void test_shift(void **state) {
     assert_int_equal(tessera_seq_len(shifted, 0), N);
     assert_int_equal(tessera_kv_cells_used(shifted), N);
     decode(fresh, toks, N, 0);
-    double worst = 0;
-    for (int32_t k = 0; k < N_NEXT; k++) {
-        decode(shifted, &toks[N + k], 1, N + k);
-        decode(fresh, &toks[N + k], 1, N + k);
-        worst = fmax(worst, max_diff(tessera_logits(shifted, 0), tessera_logits(fresh, 0), (size_t)nv));
-    }
+    const double worst = next_tokens_diff(shifted, fresh, toks, nv);
     print_message("shifted vs fresh, %d next tokens: max logit difference %.3g\n", N_NEXT, worst);
     assert_true(worst <= bound);
 
@@ -162,12 +170,7 @@ static void test_shift_cpu(void **state) {
     decode(shifted, toks, N, FROM);
     assert_int_equal(tessera_seq_shift(shifted, 0, 0, FROM), 0);
     decode(fresh, toks, N, 0);
-    double worst = 0;
-    for (int32_t k = 0; k < N_NEXT; k++) {
-        decode(shifted, &toks[N + k], 1, N + k);
-        decode(fresh, &toks[N + k], 1, N + k);
-        worst = fmax(worst, max_diff(tessera_logits(shifted, 0), tessera_logits(fresh, 0), (size_t)nv));
-    }
+    const double worst = next_tokens_diff(shifted, fresh, toks, nv);
     print_message("shifted on %s vs fresh on ref, %d next tokens: max logit difference %.3g (bound %.3g)\n",
                   tessera_model_devices(g_cpu_model), N_NEXT, worst, g_bound + CPU_TOL);
     assert_true(g_bound > 0 && worst <= g_bound + CPU_TOL);
@@ -208,18 +211,9 @@ int main(int argc, char **argv) {
         printf("%s: %s\n", path, tessera_last_error());
         return 1;
     }
-    const char *cpu = model_test_cpu_plugin();
-    if (!cpu) {
-        snprintf(g_cpu_skip, sizeof g_cpu_skip, "no CPU plugin device in %s",
-                 build ? build : "(no TESSERA_BUILD_ROOT)");
-    } else {
-        mp.devices = cpu;
-        g_cpu_model = tessera_model_load(path, &mp);
-        if (!g_cpu_model) {
-            printf("%s on %s: %s\n", path, cpu, tessera_last_error());
-            tessera_model_free(g_model);
-            return 1;
-        }
+    if (model_test_load_on_cpu_plugin(path, mp, &g_cpu_model, g_cpu_skip, sizeof g_cpu_skip) != 0) {
+        tessera_model_free(g_model);
+        return 1;
     }
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_shift), cmocka_unit_test(test_shift_cpu)};
     int rc = cmocka_run_group_tests_name("kv shift", tests, NULL, NULL);

@@ -297,17 +297,10 @@ int main(int argc, char **argv) {
         printf("%s: %s\n", path, tessera_last_error());
         return 1;
     }
-    const char *cpu = model_test_cpu_plugin();
-    if (!cpu) {
-        snprintf(g_cpu_skip, sizeof g_cpu_skip, "no CPU plugin device in %s", build ? build : "(no TESSERA_BUILD_ROOT)");
-    } else if (strcmp(which, "gemma")) {
-        mp.devices = cpu;
-        g_cpu_model = tessera_model_load(path, &mp);
-        if (!g_cpu_model) {
-            printf("%s on %s: %s\n", path, cpu, tessera_last_error());
-            tessera_model_free(g_model);
-            return 1;
-        }
+    if (strcmp(which, "gemma") &&
+        model_test_load_on_cpu_plugin(path, mp, &g_cpu_model, g_cpu_skip, sizeof g_cpu_skip) != 0) {
+        tessera_model_free(g_model);
+        return 1;
     }
     const struct CMUnitTest window[] = {cmocka_unit_test(test_window), cmocka_unit_test(test_window_cpu)};
     const struct CMUnitTest batch[] = {cmocka_unit_test(test_batch), cmocka_unit_test(test_batch_cpu)};

@@ -19,6 +19,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static tessera_model *model;
 static const char *const families[] = {"chatml", "llama2", "llama3", "gemma", "phi3", "zephyr", "mistral"};
 static tessera_chat_template *templates[7];
+/* Two slots, so "n" up to 2 parses (with none, every request was refused
+ * at "n" and the fuzzer never got past it). */
+static const serve_api harness_api = {.model_id = "fuzz", .n_slots = 2, .slot_ctx = 256};
+
+/* The harness itself is checked once: a plain request must parse, or the
+ * fuzzer would spend its time on one refusal. */
+static void check_harness(void) {
+    static const char body[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"n\": 2}";
+    serve_api api = harness_api;
+    api.model = model;
+    api.tmpl = templates[0];
+    serve_call call;
+    serve_request *r = NULL;
+    serve_error err = {0, NULL};
+    if (serve_api_parse(&api, SERVE_CHAT, body, sizeof body - 1, &call, &r, &err) != 0) {
+        fprintf(stderr, "fuzz_serve: the harness refuses a plain request: %s\n", err.body ? err.body : "?");
+        abort();
+    }
+    serve_request_free(r);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -40,6 +60,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         templates[i] = tessera_chat_template_builtin(families[i], "<s>", "</s>");
         if (!templates[i]) abort();
     }
+    check_harness();
     return 0;
 }
 
@@ -84,7 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (line > 0 && body[line - 1] == '\r') line--;
     (void)serve_gate_check_request_line(body, line);
 
-    serve_api api = {.model = model, .model_id = "fuzz", .slot_ctx = 256};
+    serve_api api = harness_api;
+    api.model = model;
     api.tmpl = templates[(ctl >> 1) % 7];
     serve_kind kind = ctl & 1 ? SERVE_CHAT : SERVE_COMPLETION;
     serve_call call;

@@ -8,6 +8,7 @@ packages=(
   build-essential meson ninja-build pkg-config python3
   python3-jinja2  # the reference for chat templates (tests/chat/compare_jinja.py)
   python3-jsonschema  # validates the JSON generated under schemas (tests/grammar)
+  python3-yaml  # reads docs/deploy.md's Kubernetes manifest (tests/serve/serve_k8s.py)
   libpcre2-dev libutf8proc-dev libcjson-dev libcmocka-dev libedit-dev
   libmicrohttpd-dev
   # tests: the chat REPL through a pseudo-terminal (tests/cli/chat_repl.py)

@@ -138,6 +138,7 @@ CASES = [
     ("break-outside-loop", "{% break %}", {}),
     ("macro-too-many-args", "{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", {}),
     ("format-op", "{{ '%s-%d' % ('a', 3) }} {{ '%s'|format('z') }}", {}),
+    ("format-op-float-d", "{{ '%d|%d|%i' % (-3.9, 7.9e20, 1e300) }} {{ 9.2e18|string }} {{ -9.2e18|int }}", {}),
     ("map-default", "{{ msgs|map(attribute='name', default='anon')|list }}", V),
     ("strftime", "{{ strftime_now('%Y') | length }}", {}),
     ("nested-namespace-loop", "{% set ns = namespace(found=false) %}{% for m in msgs %}"

@@ -98,6 +98,11 @@ static void test_error_lines(void **state) {
     expect_error("ok\n{{ '\xff' }}", NULL, "template line 2: invalid UTF-8 at byte 7");
     expect_error("{% if true %}", NULL, "expected 'elif'");
     expect_error("{{ x|nosuch }}", NULL, "no filter named 'nosuch'");
+    /* floats beyond 64-bit integers (a fuzz finding: the conversion was
+     * undefined behaviour); Python would make a big int */
+    expect_error("{{ 1e300|int }}", NULL, "integer 1000000000000000052504760255204420248704468581108159154915854115");
+    expect_error("{{ '-1e19'|int }}", NULL, "out of range (64 bits)");
+    expect_error("{{ '%d' % ('nan'|float) }}", NULL, "cannot convert float NaN to integer");
     expect_error("{% macro m() %}{% endmacro %}{{ m(1) }}", NULL, "takes not more than 0");
 }
 

@@ -261,6 +261,9 @@ jv jv_none(void);
 jv jv_bool(bool b);
 jv jv_int(int64_t i);
 jv jv_float(double f);
+/* A float truncated toward zero to an integer, as Python's int(): NaN,
+ * infinity and values beyond 64 bits raise (Python would make a big int). */
+int64_t jv_float_to_int(jctx *c, double f);
 jv jv_str(jctx *c, const char *s, size_t len);
 jv jv_cstr(jctx *c, const char *s);
 jv jv_list(jctx *c, size_t n); /* n items, all none; fill l->v */

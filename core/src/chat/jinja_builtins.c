@@ -964,15 +964,12 @@ static jv f_int(jctx *c, jv v, const jargs *a) {
     jv def = arg_or(a, 0, "default", jv_int(0));
     if (v.kind == JV_INT) return v;
     if (v.kind == JV_BOOL) return jv_int(v.b);
-    if (v.kind == JV_FLOAT) {
-        if (isnan(v.f) || isinf(v.f)) jerr(c, "cannot convert float %s to integer", isnan(v.f) ? "NaN" : "infinity");
-        return jv_int((int64_t)v.f);
-    }
+    if (v.kind == JV_FLOAT) return jv_int(jv_float_to_int(c, v.f));
     if (v.kind == JV_STR) {
         int64_t i;
         double d;
         if (parse_py_int(v.s->s, &i)) return jv_int(i);
-        if (parse_py_float(v.s->s, &d) && !isnan(d) && !isinf(d)) return jv_int((int64_t)d);
+        if (parse_py_float(v.s->s, &d) && !isnan(d) && !isinf(d)) return jv_int(jv_float_to_int(c, d));
     }
     if (v.kind == JV_UNDEF) jerr(c, "'%s' is undefined", v.undef ? v.undef : "value");
     return def;

@@ -432,8 +432,10 @@ jv jinja_binop(jctx *c, int op, jv a, jv b) {
                 jv_to_str(c, &out, v);
             else if (f == 'r')
                 jv_repr(c, &out, v);
+            else if ((f == 'd' || f == 'i') && v.kind == JV_FLOAT && isfinite(v.f) && fabs(v.f) >= 0x1p63)
+                jbuf_printf(c, &out, "%.0f", trunc(v.f)); /* the exact integer, as Python prints it */
             else if ((f == 'd' || f == 'i') && is_num(v))
-                jbuf_printf(c, &out, "%lld", (long long)(v.kind == JV_FLOAT ? (int64_t)v.f : to_i(v)));
+                jbuf_printf(c, &out, "%lld", (long long)(v.kind == JV_FLOAT ? jv_float_to_int(c, v.f) : to_i(v)));
             else
                 jerr(c, "unsupported format character '%c'", f);
         }

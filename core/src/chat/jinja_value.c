@@ -89,6 +89,15 @@ jv jv_bool(bool b) { return (jv){.kind = JV_BOOL, .b = b}; }
 jv jv_int(int64_t i) { return (jv){.kind = JV_INT, .i = i}; }
 jv jv_float(double f) { return (jv){.kind = JV_FLOAT, .f = f}; }
 
+int64_t jv_float_to_int(jctx *c, double f) {
+    if (isnan(f) || isinf(f)) jerr(c, "cannot convert float %s to integer", isnan(f) ? "NaN" : "infinity");
+    double t = trunc(f);
+    /* [-2^63, 2^63): both bounds are exact doubles */
+    if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
+        jerr(c, "integer %.0f is out of range (64 bits)", t);
+    return (int64_t)t;
+}
+
 jv jv_str(jctx *c, const char *s, size_t len) {
     jstr *js = jalloc(c, sizeof *js + len + 1);
     js->len = len;

@@ -158,6 +158,8 @@ static void test_refused(void **state) {
                    "\"additionalProperties\": false}",
                    "required property 'a'");
     expect_refused("{\"type\": \"string\", \"maxLength\": 100000000}", "'maxLength' over");
+    expect_refused("{\"type\": \"string\", \"maxLength\": 1e300}", "'maxLength' over");
+    expect_refused("{\"type\": \"array\", \"minItems\": 2.5}", "'minItems' must be a non-negative integer");
     expect_refused("{\"type\": \"array\", \"minItems\": 3, \"maxItems\": 2}", "below 'minItems'");
     expect_refused("{\"enum\": []}", "'enum' must be a non-empty array");
     expect_refused("{\"anyOf\": [{\"type\": \"null\"}], \"type\": \"string\"}",

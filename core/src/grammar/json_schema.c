@@ -18,6 +18,7 @@
  * have at most 16 integer and 16 fraction digits and whitespace is at most
  * one newline and 20 blanks, so a small model cannot run away inside one.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,7 +221,8 @@ static int convert_after_char(conv *c, const cJSON *s, const char *path, int dep
 static int get_count(conv *c, const cJSON *s, const char *key, const char *path, long *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
     if (!v) return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble || v->valuedouble < 0)
+    /* floor, not a cast: casting 1e300 to long is undefined */
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0)
         return fail(c, path, "'%s' must be a non-negative integer", key);
     if (v->valuedouble > MAX_COUNT) return fail(c, path, "'%s' over %d is not supported", key, MAX_COUNT);
     *out = (long)v->valuedouble;

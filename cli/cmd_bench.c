@@ -42,6 +42,7 @@ typedef struct bench_opts {
     int_list prompts, gens, depths, threads, ngl;
     int32_t reps, n_batch;
     int32_t mmap; /* -mmp: 1 maps the file (default), 0 reads it into memory (--no-mmap) */
+    int load_mode; /* -lm (LOAD_*): when given, it decides mmap and --mlock over -mmp */
     int no_warmup;
     tessera_kv_type cache_type[2]; /* K, V */
     tessera_flash_attn flash_attn;
@@ -118,6 +119,19 @@ static int opt_ngl(const char *cmd, const char *flag, const char *value, void *d
     return parse_int_list(cmd, flag, value, 0, 100000, dst);
 }
 
+/* -lm, llama-bench's newer spelling of how the weights are loaded (-mmp is
+ * the older one); its "dio" (direct I/O) has no Tessera counterpart. */
+enum { LOAD_UNSET, LOAD_MMAP, LOAD_READ, LOAD_READ_MLOCK, LOAD_MMAP_MLOCK };
+static int opt_load_mode(const char *cmd, const char *flag, const char *value, void *dst) {
+    int *mode = dst;
+    if (!strcmp(value, "auto") || !strcmp(value, "mmap")) *mode = LOAD_MMAP;
+    else if (!strcmp(value, "none")) *mode = LOAD_READ;
+    else if (!strcmp(value, "mlock")) *mode = LOAD_READ_MLOCK;
+    else if (!strcmp(value, "mmap+mlock")) *mode = LOAD_MMAP_MLOCK;
+    else return cli_bad_value(cmd, flag, value, "auto, none, mmap, mlock or mmap+mlock");
+    return 0;
+}
+
 static int opt_output(const char *cmd, const char *flag, const char *value, void *dst) {
     if (!strcmp(value, "md")) *(out_format *)dst = OUT_MD;
     else if (!strcmp(value, "json")) *(out_format *)dst = OUT_JSON;
@@ -153,6 +167,9 @@ static const cli_option bench_own[] = {
     {"-fa", "--flash-attn", "on|off|auto", "flash attention", CLI_FA, OWN(flash_attn), 0, 0, NULL, 0, 0},
     {"-mmp", "--mmap", "0|1", "1: map the model file (default); 0: read it into memory, as 'tessera run --no-mmap'",
      CLI_INT, OWN(mmap), 0, 1, NULL, 0, 0},
+    {"-lm", "--load-mode", "MODE",
+     "auto or mmap: -mmp 1; none: -mmp 0; mlock: read into memory and lock it; mmap+mlock: map and lock",
+     CLI_FN, OWN(load_mode), 0, 0, opt_load_mode, 0, 0},
     {"-o", "--output", "FORMAT", "md (default), json or csv", CLI_FN, OWN(out), 0, 0, opt_output, 0, 0},
     {NULL, "--no-warmup", NULL, "skip the untimed warm-up run", CLI_SWITCH, OWN(no_warmup), 0, 0, NULL, 0, 0},
     CLI_END,
@@ -188,6 +205,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->flash_attn = TESSERA_FLASH_ATTN_OFF;
     int rc = cli_parse(&bench_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
+    if (o->load_mode != LOAD_UNSET) {
+        o->mmap = o->load_mode == LOAD_MMAP || o->load_mode == LOAD_MMAP_MLOCK;
+        o->p.use_mlock = o->load_mode == LOAD_READ_MLOCK || o->load_mode == LOAD_MMAP_MLOCK;
+    }
     if (o->models.n == 0) {
         fprintf(stderr, "tessera bench: -m MODEL is required (see 'tessera bench --help')\n");
         return -1;

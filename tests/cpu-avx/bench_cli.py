@@ -85,10 +85,16 @@ check(len(rows) == 1 and rows[0]["use_mmap"] is False and rows[0]["avg_ts"] > 0,
 r = bench("-m", MODEL, "-p", "0", "-n", "2", "-r", "1", "-t", "1", "-o", "json")
 rows = json.loads(r.stdout) if r.returncode == 0 else []
 check(len(rows) == 1 and rows[0]["use_mmap"] is True, "json: mapped by default")
+# -lm (llama-bench's newer spelling): none reads, mmap maps, and it wins over -mmp
+for lm, mapped in (("none", False), ("mmap", True)):
+    r = bench("-m", MODEL, "-p", "0", "-n", "2", "-r", "1", "-t", "1", "-mmp", "1" if not mapped else "0",
+              "-lm", lm, "-o", "json")
+    rows = json.loads(r.stdout) if r.returncode == 0 else []
+    check(len(rows) == 1 and rows[0]["use_mmap"] is mapped, "json: -lm %s row (%s)" % (lm, r.stderr[-200:]))
 
 for args, needle in [(["-m", MODEL, "-ctv", "q4_0", "-p", "4", "-n", "0", "-r", "1"], "-fa on"),
                      (["-m", MODEL, "-ctk", "q7"], "-ctk expects"), (["-m", MODEL, "-fa", "yes"], "-fa expects"),
-                     (["-m", MODEL, "-mmp", "2"], "-mmp expects"),
+                     (["-m", MODEL, "-mmp", "2"], "-mmp expects"), (["-m", MODEL, "-lm", "dio"], "-lm expects"),
                      (["-m", MODEL, "-p", "x"], "-p expects"), (["-m", MODEL, "-d", "-1"], "-d expects"), (["-m", MODEL, "-o", "xml"], "got 'xml'"),
                      (["-m", "/nonexistent.gguf"], "/nonexistent.gguf"), ([], "-m MODEL is required"),
                      (["-m", MODEL, "--frobnicate"], "unknown option '--frobnicate'"),

@@ -103,6 +103,10 @@ static void test_error_lines(void **state) {
     expect_error("{{ 1e300|int }}", NULL, "integer 1000000000000000052504760255204420248704468581108159154915854115");
     expect_error("{{ '-1e19'|int }}", NULL, "out of range (64 bits)");
     expect_error("{{ '%d' % ('nan'|float) }}", NULL, "cannot convert float NaN to integer");
+    /* eight hex digits past U+10FFFF are refused before they overflow (a
+     * fuzz finding) */
+    expect_error("{{ '\\Ud99d9999' }}", NULL, "bad \\U escape");
+    expect_error("{{ '\\U00110000' }}", NULL, "bad \\U escape");
     expect_error("{% macro m() %}{% endmacro %}{{ m(1) }}", NULL, "takes not more than 0");
 }
 

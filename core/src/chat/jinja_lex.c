@@ -158,9 +158,10 @@ static void lex_string(lexer *L, char q) {
                         : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
                 if (v < 0) lex_fail(L, "%s", "truncated \\x/\\u escape in string literal");
                 cp = cp * 16 + v;
+                /* checked per digit: eight digits overflow an int */
+                if (cp > 0x10FFFF) lex_fail(L, "%s", "bad \\U escape in string literal");
             }
             i += digits;
-            if (cp > 0x10FFFF) lex_fail(L, "%s", "bad \\U escape in string literal");
         }
         if (cp >= 0) {
             /* out has room: an escape is never shorter than its UTF-8 */

@@ -19,17 +19,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static tessera_model *model;
 static const char *const families[] = {"chatml", "llama2", "llama3", "gemma", "phi3", "zephyr", "mistral"};
 static tessera_chat_template *templates[7];
-/* Two slots, so "n" up to 2 parses (with none, every request was refused
- * at "n" and the fuzzer never got past it). */
-static const serve_api harness_api = {.model_id = "fuzz", .n_slots = 2, .slot_ctx = 256};
+/* The parser's view of the server: two slots, so "n" up to 2 parses (with
+ * none, every request was refused at "n" and the fuzzer never got past it). */
+static serve_api harness_api(const tessera_chat_template *tmpl) {
+    return (serve_api){.model = model, .model_id = "fuzz", .tmpl = tmpl, .n_slots = 2, .slot_ctx = 256};
+}
 
 /* The harness itself is checked once: a plain request must parse, or the
  * fuzzer would spend its time on one refusal. */
 static void check_harness(void) {
     static const char body[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"n\": 2}";
-    serve_api api = harness_api;
-    api.model = model;
-    api.tmpl = templates[0];
+    serve_api api = harness_api(templates[0]);
     serve_call call;
     serve_request *r = NULL;
     serve_error err = {0, NULL};
@@ -105,9 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (line > 0 && body[line - 1] == '\r') line--;
     (void)serve_gate_check_request_line(body, line);
 
-    serve_api api = harness_api;
-    api.model = model;
-    api.tmpl = templates[(ctl >> 1) % 7];
+    serve_api api = harness_api(templates[(ctl >> 1) % 7]);
     serve_kind kind = ctl & 1 ? SERVE_CHAT : SERVE_COMPLETION;
     serve_call call;
     serve_request *r = NULL;

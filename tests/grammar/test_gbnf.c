@@ -304,6 +304,103 @@ static void test_trie_equals_bruteforce(void **state) {
     free(v);
 }
 
+/* Feed text byte by byte as the fuzzer does (a rejected byte is skipped);
+ * the index of the first byte whose accept errs, -1 if none did. */
+static long accept_until_error(grammar_matcher *m, const char *text, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (grammar_matcher_accept(m, text + i, 1) < 0) return (long)i;
+    return -1;
+}
+
+/* root ::= c1 "x", c1 ::= c2 "x", ..., c<depth> ::= [a]: expanding it
+ * pushes stacks of 1, 2, ..., depth entries, depth^2/2 in all. */
+static grammar *nested_chain(int depth) {
+    size_t cap = (size_t)depth * 32 + 64, off = 0;
+    char *text = malloc(cap);
+    for (int i = 0; i < depth; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "c%d", i);
+        off += (size_t)snprintf(text + off, cap - off, "%s ::= c%d \"x\"\n", i ? name : "root", i + 1);
+    }
+    off += (size_t)snprintf(text + off, cap - off, "c%d ::= [a]\n", depth);
+    grammar *g = grammar_parse(text, off, NULL);
+    if (!g) fail_msg("the chain of %d did not parse: %s", depth, error_get());
+    free(text);
+    return g;
+}
+
+/* An ambiguous grammar is an error while it is still cheap: per stack set,
+ * per step and per call (issue 19: a fuzz input held the matcher 0.4 s,
+ * over 20 s instrumented, at up to 4096 stacks a step). */
+static void test_ambiguity_bounded(void **state) {
+    (void)state;
+    /* The fuzz input (tests/fuzz/regress/grammar/ambiguous-nesting): after
+     * any character, `[^"]root` may open a whole new root inside an item,
+     * so the ways to parse multiply with every byte. */
+    grammar *g = parse_ok("root ::=item+ (\"\" item)*\n"
+                          "item ::=[a-z] [a-z4-9]{0,8} | \"\\\\u00e9\" | [^\\\"]root");
+    grammar_matcher m;
+    assert_int_equal(grammar_matcher_init(&m, g), 0);
+    static const char text[] = "w0\"\"allOf\"\"it\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+    long at = accept_until_error(&m, text, sizeof text - 1);
+    if (at < 0) fail_msg("the ambiguous grammar took all %zu bytes without an error", sizeof text - 1);
+    if (!strstr(error_get(), "the parse stacks hold more than") || !strstr(error_get(), "too ambiguous"))
+        fail_msg("error at byte %ld: %s", at, error_get());
+    assert_true(m.stacks.n <= GRAMMAR_MAX_STACKS && m.stacks.pool_len <= GRAMMAR_MAX_SET_WORDS);
+    grammar_matcher_free(&m);
+    grammar_free(g);
+
+    /* Per step: a chain of 600 expands in 181k entries and matches; one
+     * of 800 needs 321k, over GRAMMAR_MAX_STEP_WORK, and fails at once. */
+    g = nested_chain(600);
+    assert_int_equal(grammar_matcher_init(&m, g), 0);
+    char *xs = malloc(602);
+    xs[0] = 'a';
+    memset(xs + 1, 'x', 600);
+    xs[601] = '\0';
+    assert_int_equal(grammar_matcher_accept(&m, xs, 601), 0);
+    assert_true(grammar_matcher_complete(&m));
+    free(xs);
+    /* Per call: the same work with a budget of 100 entries is an error,
+     * and the failed call leaves the matcher as it was. */
+    assert_int_equal(grammar_matcher_reset(&m), 0);
+    m.call_work = 100;
+    assert_int_equal(grammar_matcher_accept(&m, "a", 1), -1);
+    if (!strstr(error_get(), "more than its budget")) fail_msg("budget error: %s", error_get());
+    assert_int_equal(grammar_matcher_check(&m, "a", 1), -1);
+    m.call_work = GRAMMAR_CALL_WORK;
+    assert_int_equal(grammar_matcher_accept(&m, "ax", 2), 0);
+    grammar_matcher_free(&m);
+    grammar_free(g);
+    g = nested_chain(800);
+    assert_int_equal(grammar_matcher_init(&m, g), -1);
+    if (!strstr(error_get(), "expanded in one step")) fail_msg("step error: %s", error_get());
+    grammar_matcher_free(&m);
+    grammar_free(g);
+
+    /* A whole mask shares one budget: enough for the JSON grammar's walk
+     * over 600 pieces, not with half of what it used. */
+    fake_vocab *v = calloc(1, sizeof *v);
+    v->n = 600;
+    for (int32_t i = 0; i < v->n; i++)
+        snprintf(v->pieces[i], sizeof v->pieces[i], "%c%d", "{\"a1 :,}"[i % 8], (int)(i % 1000));
+    grammar_vocab *gv = grammar_vocab_new(v->n, fake_piece, v);
+    g = parse_ok(grammar_json_object_gbnf());
+    assert_int_equal(grammar_matcher_init(&m, g), 0);
+    assert_int_equal(grammar_matcher_accept(&m, "{\"a", 3), 0);
+    uint8_t allowed[600];
+    assert_true(grammar_vocab_mask(gv, &m, allowed) > 0);
+    size_t used = m.call_work - m.work.budget;
+    m.call_work = used / 2;
+    assert_true(used > 100);
+    assert_int_equal(grammar_vocab_mask(gv, &m, allowed), -1);
+    if (!strstr(error_get(), "more than its budget")) fail_msg("mask budget error: %s", error_get());
+    grammar_matcher_free(&m);
+    grammar_free(g);
+    grammar_vocab_free(gv);
+    free(v);
+}
+
 /* ------------------------------------------------------------ chain hook */
 
 /* Allows only even ids (or ids listed), counting the calls. */
@@ -386,6 +483,7 @@ int main(void) {
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_utf8_split),
         cmocka_unit_test(test_trie_equals_bruteforce),
+        cmocka_unit_test(test_ambiguity_bounded),
         cmocka_unit_test(test_chain_constraint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,8 +5,9 @@
  *
  * Expansion is iterative (an explicit work list), so a long chain of rule
  * references cannot overflow the C stack; left recursion, which would
- * expand forever, was rejected by the parser, and the work per step is
- * bounded anyway (GRAMMAR_MAX_STACKS, GRAMMAR_MAX_DEPTH).
+ * expand forever, was rejected by the parser, and the work is bounded
+ * anyway: per stack set (GRAMMAR_MAX_STACKS, GRAMMAR_MAX_SET_WORDS), per
+ * code point (GRAMMAR_MAX_STEP_WORK) and per call (GRAMMAR_CALL_WORK).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,8 @@
 #include "grammar/grammar.h"
 #include "util/error.h"
 
-/* Work items expanded per step before the grammar is called too ambiguous. */
-enum { MAX_EXPANSIONS = 1 << 20 };
+/* A stack set up to this size is searched linearly; past it, hashed. */
+enum { LINEAR_STACKS = 16 };
 
 static bool is_seq_end(const grammar *g, uint32_t pos) {
     uint32_t op = g->elems[pos].op;
@@ -74,12 +75,14 @@ void grammar_stacks_free(grammar_stacks *s) {
     free(s->off);
     free(s->len);
     free(s->hash);
+    free(s->table);
     memset(s, 0, sizeof *s);
 }
 
 static void stacks_clear(grammar_stacks *s) {
     s->n = 0;
     s->pool_len = 0;
+    s->table_cap = 0;
 }
 
 static uint32_t stack_hash(const uint32_t *st, size_t n) {
@@ -89,15 +92,59 @@ static uint32_t stack_hash(const uint32_t *st, size_t n) {
     return h;
 }
 
+static bool stack_is(const grammar_stacks *s, size_t i, const uint32_t *st, size_t n, uint32_t h) {
+    /* (pool is NULL while every stack is empty) */
+    return s->hash[i] == h && s->len[i] == n && (n == 0 || !memcmp(s->pool + s->off[i], st, n * sizeof *st));
+}
+
+/* Is st[0..n) (hash h) in s? With a table, *slot is where it is or would go. */
+static bool stacks_find(const grammar_stacks *s, const uint32_t *st, size_t n, uint32_t h, size_t *slot) {
+    if (s->table_cap == 0) {
+        for (size_t i = 0; i < s->n; i++)
+            if (stack_is(s, i, st, n, h)) return true;
+        return false;
+    }
+    size_t mask = s->table_cap - 1, j = h & mask;
+    for (; s->table[j]; j = (j + 1) & mask)
+        if (stack_is(s, s->table[j] - 1, st, n, h)) break;
+    *slot = j;
+    return s->table[j] != 0;
+}
+
+/* (Re)build the index with room for twice the stacks it may hold. */
+static int stacks_index(grammar_stacks *s) {
+    size_t cap = 64;
+    while (cap < 4 * (s->n + 1))
+        cap *= 2;
+    if (cap > s->table_alloc) {
+        uint32_t *t = realloc(s->table, cap * sizeof *t);
+        if (!t) return error_set("grammar: out of memory");
+        s->table = t;
+        s->table_alloc = cap;
+    }
+    memset(s->table, 0, cap * sizeof *s->table);
+    s->table_cap = cap;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t j = s->hash[i] & (cap - 1);
+        while (s->table[j])
+            j = (j + 1) & (cap - 1);
+        s->table[j] = (uint32_t)i + 1;
+    }
+    return 0;
+}
+
 /* Add st[0..n) unless already present. */
 static int stacks_add(grammar_stacks *s, const uint32_t *st, size_t n) {
     uint32_t h = stack_hash(st, n);
-    for (size_t i = 0; i < s->n; i++)
-        if (s->hash[i] == h && s->len[i] == n && (n == 0 || !memcmp(s->pool + s->off[i], st, n * sizeof *st)))
-            return 0; /* (pool is NULL while every stack is empty) */
+    size_t slot = 0;
+    if (stacks_find(s, st, n, h, &slot)) return 0;
     if (s->n >= GRAMMAR_MAX_STACKS)
         return error_set("grammar: more than %d parse stacks at once (the grammar is too ambiguous)",
                          GRAMMAR_MAX_STACKS);
+    if (s->pool_len + n > GRAMMAR_MAX_SET_WORDS)
+        return error_set("grammar: the parse stacks hold more than %d entries at once (the grammar is too "
+                         "ambiguous)",
+                         GRAMMAR_MAX_SET_WORDS);
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
         uint32_t *off = realloc(s->off, cap * sizeof *off);
@@ -124,6 +171,14 @@ static int stacks_add(grammar_stacks *s, const uint32_t *st, size_t n) {
     s->hash[s->n] = h;
     s->pool_len += n;
     s->n++;
+    if (s->table_cap) {
+        if (4 * s->n <= s->table_cap)
+            s->table[slot] = (uint32_t)s->n;
+        else if (stacks_index(s) < 0)
+            return -1;
+    } else if (s->n > LINEAR_STACKS && stacks_index(s) < 0) {
+        return -1;
+    }
     return 0;
 }
 
@@ -137,12 +192,8 @@ bool grammar_stacks_equal(const grammar_stacks *a, const grammar_stacks *b) {
     if (a->n != b->n) return false;
     /* Both are deduplicated, so equal sizes and a in b means equal sets. */
     for (size_t i = 0; i < a->n; i++) {
-        bool found = false;
-        for (size_t j = 0; j < b->n && !found; j++)
-            found = a->hash[i] == b->hash[j] && a->len[i] == b->len[j] &&
-                    (a->len[i] == 0 ||
-                     !memcmp(a->pool + a->off[i], b->pool + b->off[j], a->len[i] * sizeof *a->pool));
-        if (!found) return false;
+        size_t slot;
+        if (!stacks_find(b, a->pool + a->off[i], a->len[i], a->hash[i], &slot)) return false;
     }
     return true;
 }
@@ -200,15 +251,23 @@ static int work_push(grammar_work *w, const uint32_t *base, size_t n, uint32_t t
 }
 
 /* Expand every queued stack until its top is a class (or it is empty) and
- * add those to out. */
+ * add those to out. Each item popped costs its length plus one, against the
+ * step's bound and the call's budget. */
 static int work_run(const grammar *g, grammar_work *w, grammar_stacks *out) {
-    size_t budget = MAX_EXPANSIONS;
+    size_t step = GRAMMAR_MAX_STEP_WORK;
     while (w->n_items > 0) {
-        if (budget-- == 0)
-            return error_set("grammar: too many expansions in one step (the grammar is too ambiguous)");
+        size_t n = w->item_len[w->n_items - 1], cost = n + 1;
+        if (cost > step)
+            return error_set("grammar: more than %d stack entries expanded in one step (the grammar is too "
+                             "ambiguous)",
+                             GRAMMAR_MAX_STEP_WORK);
+        if (cost > w->budget)
+            return error_set("grammar: matching one token took more than its budget of work (the grammar "
+                             "is too ambiguous)");
+        step -= cost;
+        w->budget -= cost;
         /* Pop the last item into cur (the pool tail is reused by pushes). */
         w->n_items--;
-        size_t n = w->item_len[w->n_items];
         if (ensure_u32(&w->cur, &w->cur_cap, n + 1) < 0) return -1;
         if (n) memcpy(w->cur, w->pool + w->item_off[w->n_items], n * sizeof *w->cur);
         w->pool_len = w->item_off[w->n_items];
@@ -271,6 +330,7 @@ int grammar_stacks_advance(const grammar *g, const grammar_stacks *in, uint32_t 
 int grammar_matcher_init(grammar_matcher *m, const grammar *g) {
     memset(m, 0, sizeof *m);
     m->g = g;
+    m->call_work = GRAMMAR_CALL_WORK;
     return grammar_matcher_reset(m);
 }
 
@@ -283,6 +343,7 @@ void grammar_matcher_free(grammar_matcher *m) {
 
 int grammar_matcher_reset(grammar_matcher *m) {
     m->partial = (grammar_utf8){0, 0, 0};
+    m->work.budget = m->call_work;
     return grammar_stacks_init(m->g, &m->stacks, &m->work);
 }
 
@@ -349,12 +410,14 @@ static int feed(grammar_matcher *m, const grammar_stacks *in, grammar_utf8 *u, c
 int grammar_matcher_check(grammar_matcher *m, const char *bytes, size_t n) {
     grammar_utf8 u = m->partial;
     const grammar_stacks *res;
+    m->work.budget = m->call_work;
     return feed(m, &m->stacks, &u, bytes, n, &res);
 }
 
 int grammar_matcher_accept(grammar_matcher *m, const char *bytes, size_t n) {
     grammar_utf8 u = m->partial;
     const grammar_stacks *res;
+    m->work.budget = m->call_work;
     int rc = feed(m, &m->stacks, &u, bytes, n, &res);
     if (rc <= 0) return rc < 0 ? -1 : 1;
     if (res != &m->stacks) {

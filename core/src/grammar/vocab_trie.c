@@ -189,6 +189,9 @@ int32_t grammar_vocab_mask(grammar_vocab *v, grammar_matcher *m, uint8_t *allowe
     memset(allowed, 0, (size_t)v->n_vocab);
     memset(v->memo, MEMO_UNKNOWN, sizeof v->memo);
     walk w = {v, m, allowed, 0};
+    /* One budget for the whole walk (each long token's check below gets
+     * its own: there are few or none). */
+    m->work.budget = m->call_work;
     if (walk_node(&w, 0, &m->stacks, m->partial, 0) < 0) return -1;
     for (size_t i = 0; i < v->n_long; i++) {
         size_t n;

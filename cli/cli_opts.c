@@ -108,9 +108,9 @@ static const cli_option common_options[] = {
      CLI_STR, P(grammar), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
     {NULL, "--grammar-file", "FILE", "--grammar, read from FILE", CLI_STR, P(grammar_file), 0, 0, NULL,
      CLI_NO_DEFAULT, CLI_G_GRAMMAR},
-    {NULL, "--json-schema", "JSON", "only JSON that the JSON Schema allows", CLI_STR, P(json_schema), 0, 0,
+    {"-j", "--json-schema", "JSON", "only JSON that the JSON Schema allows", CLI_STR, P(json_schema), 0, 0,
      NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
-    {NULL, "--json-schema-file", "FILE", "--json-schema, read from FILE", CLI_STR, P(json_schema_file), 0,
+    {"-jf", "--json-schema-file", "FILE", "--json-schema, read from FILE", CLI_STR, P(json_schema_file), 0,
      0, NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
 
     {NULL, "--chat-template", "NAME|JINJA",

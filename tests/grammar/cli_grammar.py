@@ -60,7 +60,8 @@ def main():
                   (temp, rc, out, err[-300:]))
             rc, out, err = tessera("run", *base, "-p", "The dog", "--grammar", 'root ::= ("yes" | "no") "!"')
             check(rc == 0 and out.rstrip("\n") in ("yes!", "no!"), "run --grammar temp %s: %r" % (temp, out))
-            for flag, value in (("--json-schema", json.dumps(SCHEMA)), ("--json-schema-file", sfile)):
+            for flag, value in (("--json-schema", json.dumps(SCHEMA)), ("--json-schema-file", sfile),
+                                ("-j", json.dumps(SCHEMA)), ("-jf", sfile)):  # llama.cpp's short forms
                 rc, out, err = tessera("run", *base, "-p", "Lily", flag, value)
                 try:
                     jsonschema.validate(json.loads(out), SCHEMA)

@@ -78,7 +78,8 @@ static const cli_option common_options[] = {
     {NULL, "--keep", "N", "tokens of the prompt a context shift keeps (after BOS); -1: the whole prompt",
      CLI_INT, P(n_keep), -1, INT32_MAX, NULL, 0, CLI_G_SHIFT},
 
-    {"-n", "--n-predict", "N", "tokens to generate; -1: until the end of text or a full context",
+    {"-n", "--n-predict", "N", "tokens to generate (serve: for a request that sends no max_tokens); -1: until the end of text "
+     "or a full context",
      CLI_INT, P(n_predict), -1, INT32_MAX, NULL, 0, CLI_G_PREDICT},
 
     {NULL, "--seed", "N", "sampling seed; -1: random (printed with --verbose)", CLI_SEED, P(sp.seed), 0,

@@ -108,7 +108,7 @@ static const cli_command serve_cmd = {
              "share the model and one KV cache; the requests in them are decoded together,\n"
              "one batch per step. Ctrl-C (or SIGTERM) stops accepting, lets running requests\n"
              "finish for --shutdown-grace seconds, then stops the server.",
-    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_TEMPLATE | CLI_G_SHIFT,
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_TEMPLATE | CLI_G_SHIFT,
     .own = serve_own,
 };
 
@@ -138,6 +138,10 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     struct stat st;
     if (o->slot_save_path && (stat(o->slot_save_path, &st) != 0 || !S_ISDIR(st.st_mode))) {
         fprintf(stderr, "tessera serve: --slot-save-path %s is not a directory\n", o->slot_save_path);
+        return -1;
+    }
+    if (o->p.n_predict == 0) { /* every request without max_tokens would get an empty reply */
+        fprintf(stderr, "tessera serve: -n expects -1 (no limit) or an integer >= 1, got '0'\n");
         return -1;
     }
     if (o->p.n_ctx == 1) {
@@ -203,7 +207,8 @@ int cmd_serve(int argc, char **argv) {
                      .model_path = o.p.model,
                      .created = (long long)st.st_mtime,
                      .slot_ctx = (int32_t)(n_ctx / o.parallel),
-                     .n_slots = (int32_t)o.parallel};
+                     .n_slots = (int32_t)o.parallel,
+                     .default_max_tokens = o.p.n_predict > 0 ? o.p.n_predict : 0};
     const char *owner = tessera_model_meta_str(model, "general.organization");
     if (!owner) owner = tessera_model_meta_str(model, "general.author");
     snprintf(api.owned_by, sizeof api.owned_by, "%s", owner ? owner : "tessera");

@@ -803,6 +803,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     }
     r->cache_prompt = true; /* llama-server's default: reuse a slot's cached prefix */
     if (get_bool(root, "cache_prompt", &r->cache_prompt, err)) goto done;
+    if (max_tokens < 0 && api->default_max_tokens > 0) max_tokens = api->default_max_tokens;
     r->max_tokens = (int32_t)max_tokens;
     if (get_stop(root, r, err) || parse_logprobs(root, kind, r, err) || parse_sampling(api, root, r, err) ||
         get_grammar(root, &grammar, err))

@@ -281,6 +281,7 @@ typedef struct serve_api {
     const tessera_chat_template *tmpl; /* renders every chat request */
     int32_t n_slots;             /* the most choices (`n`) one request may ask */
     int32_t slot_ctx;
+    int32_t default_max_tokens;  /* for a request without max_tokens (-n); 0: no limit */
 } serve_api;
 
 /* What a parsed request asks beyond generation. */

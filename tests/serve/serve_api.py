@@ -166,6 +166,21 @@ def test_cache_prompt():
         expect(st == 400 and obj["error"]["param"] == "cache_prompt", "cache_prompt type")
 
 
+def test_default_max_tokens():
+    """-n N: the length of a reply whose request sends no max_tokens (as
+    llama-server's -n); a request's own max_tokens wins."""
+    with Server("-n", "5") as srv:
+        p = "Lily and Tom went to the park to play with a ball"
+        want = run_greedy(p, 5)
+        st, obj = srv.json("POST", "/v1/completions", {"prompt": p, "temperature": 0})
+        expect(st == 200 and obj["usage"]["completion_tokens"] == 5 and obj["choices"][0]["finish_reason"] == "length"
+               and obj["choices"][0]["text"] == want, "-n 5, no max_tokens: %r" % obj)
+        st, obj = srv.json("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": p}],
+                                                             "temperature": 0})
+        expect(st == 200 and obj["usage"]["completion_tokens"] <= 5, "-n 5, chat: %r" % obj)
+        expect(complete(srv, p, 9)["usage"]["completion_tokens"] == 9, "max_tokens 9 under -n 5")
+
+
 def raw_exchange(port, head, body=b"", timeout=20):
     """Send raw bytes, return the status code of the reply."""
     s = socket.create_connection((HOST, port), timeout=timeout)
@@ -529,6 +544,7 @@ if __name__ == "__main__":
         ("concurrent requests equal the same alone", test_concurrent_equals_alone),
         ("prompts over several steps (-b 4)", test_small_batches),
         ("cache_prompt reuses a slot's prefix", test_cache_prompt),
+        ("-n: max_tokens of requests without one", test_default_max_tokens),
         ("sampling fields: seed, stop, logit_bias, penalties", test_sampling_fields),
         ("body limits: declared, chunked, garbage", test_body_limits),
         ("malformed requests: status and OpenAI error body", test_errors),

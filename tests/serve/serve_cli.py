@@ -32,6 +32,7 @@ def test_flags():
     bad(["-m", MODEL, "--kv-type", "q4"], 2, "--kv-type")
     bad(["-m", MODEL, "--api-key", ""], 2, "--api-key")
     bad(["-m", MODEL, "--max-body", "10"], 2, "--max-body")
+    bad(["-m", MODEL, "-n", "0"], 2, "-n")
 
 
 def test_model_and_setup():

@@ -43,7 +43,8 @@ for cmd in ["perplexity", "serve", "bench", "devices"]:
 
 # Defaults in --help are read from the values: run generates 128 by default.
 rc, out, _ = run(["run", "--help"])
-c.check(re.search(r"--n-predict N.*\n?.*\(default: 128\)", out) is not None, "run --help: -n default not 128")
+# (the option's text may wrap over several indented lines)
+c.check(re.search(r"--n-predict N.*(\n {20,}.*)*\(default: 128\)", out) is not None, "run --help: -n default not 128")
 
 # Bad values: one line naming the flag and the value, exit 2, for every type.
 M = ["-m", STORIES]

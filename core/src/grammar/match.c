@@ -111,7 +111,8 @@ static bool stacks_find(const grammar_stacks *s, const uint32_t *st, size_t n, u
     return s->table[j] != 0;
 }
 
-/* (Re)build the index with room for twice the stacks it may hold. */
+/* (Re)build the index at least four times the stacks' number, so it is at
+ * most a quarter full; stacks_add rebuilds it once it passes that. */
 static int stacks_index(grammar_stacks *s) {
     size_t cap = 64;
     while (cap < 4 * (s->n + 1))

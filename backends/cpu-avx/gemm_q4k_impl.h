@@ -129,7 +129,7 @@ static inline __attribute__((always_inline)) void k4_tile(const uint8_t *ph, con
                 const __m256i wq = _mm256_loadu_si256((const __m256i *)(ph + 256 * j + 32 * i));
                 GQ_UNROLL for (int c = 0; c < nc; c++) {
                     __m256i m = _mm256_maddubs_epi16(wq, k4_bcast(aq + 256 * c + 32 * j + 4 * i));
-                    s16[c] = i == 0 ? m : _mm256_add_epi16(s16[c], m);
+                    s16[c] = i == 0 ? m : gq_add16_in_order(s16[c], m);
                 }
             }
             const __m256i scj = _mm256_loadu_si256((const __m256i *)(ph + K4_Q + 32 * j));

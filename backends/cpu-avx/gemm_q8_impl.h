@@ -248,12 +248,24 @@ enum { GQ_VR = 8, GQ_TNC = 4 };
 #define gq_dp(acc, u, s) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
 #endif
 #define gq_mul16(u, s) _mm256_maddubs_epi16(u, s)
-#define gq_add16(a, b) _mm256_add_epi16(a, b)
+#define gq_add16(a, b) gq_add16_in_order(a, b)
 #define gq_sum16(acc, v) _mm256_add_epi32(acc, _mm256_madd_epi16(v, _mm256_set1_epi16(1)))
 #define gq_abs8(w) _mm256_abs_epi8(w)
 #define gq_sign8(a, w) _mm256_sign_epi8(a, w)
 #endif
 enum { GQ_VB = GQ_VR * 4, GQ_HALVES = GQ_ROWS / GQ_VR }; /* bytes per vector; vectors per panel row */
+
+#if !KERNELS_AVX512
+/* a + b, which gcc may not reassociate with the adds before it. A tile's
+ * R x nc products summed as one chain per column keep nc sums live; as a
+ * tree (gcc's reassociation of integer adds) all R x nc products are live
+ * at once and the 16 ymm registers spill to the stack. */
+static inline __m256i gq_add16_in_order(__m256i a, __m256i b) {
+    __m256i r = _mm256_add_epi16(a, b);
+    __asm__("" : "+x"(r));
+    return r;
+}
+#endif
 
 /* Without VNNI, the i16 pair sums of R consecutive vpmaddubsw are added
  * (vpaddw) before one vpmaddwd widens them: R steps add 2R products of at

@@ -16,6 +16,15 @@ attention; 20.5589 before the CPU flash attention read quantized K in f32,
 The loss is K's (q4_0 K alone 20.64, q4_0 V alone 19.37): SmolLM2's keys
 keep outliers a 64-wide turn cannot spread enough for 4-bit blocks. The
 q4_0 bound below is the measured one with a little room (4.5%).
+Tried and dropped (2026-11-25, -fa on, q4_0 K and V): subtracting each
+channel's mean over the batch from K before the turn (exact for softmax:
+q.m is the same for every key) made it worse, 22.9159 -> 23.3405 over all
+10 chunks of 256 (F16 22.2314: +3.1% -> +5.0%); choosing each block's
+scale by least squares (24 candidates) instead of llama.cpp's signed
+absmax / -8 also made it worse (20.1570 -> 20.6051 here): the outlier a
+smaller scale clips is the element attention needs most. The file is
+2,590 tokens; all 5 chunks of 512: F16 18.2550, q8_0 18.2553, q4_0
+19.3002 (+5.7%).
 Gemma 3 270M (not run here; -c 256, 6 chunks, -fa on): F16 15.7922, q8_0
 15.7182, q4_0 17.7858 = +12.6% (18.5699, +17.6%, unrotated); llama.cpp
 15.7012, 15.7749, 17.6792 = +12.6%: the same loss. At -c 512 (3 chunks)

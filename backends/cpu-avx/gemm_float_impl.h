@@ -248,8 +248,10 @@ static void gf_pack_block_n(const uint8_t *w, size_t w_stride, int live, int64_t
 
 /* Prefetch part `part` of `parts` of a block's weights (live rows of
  * kc k-steps from w) into L2: the next block's, spread over the column
- * tiles of the current one, a few rows per tile. */
-static inline void gf_prefetch_part(const uint8_t *w, size_t w_stride, int live, int64_t kc, int64_t part,
+ * tiles of the current one, a few rows per tile. always_inline, as
+ * prefetch_row_ahead (kernels_impl.h): gcc deletes calls of a wrapper of
+ * prefetches that it has not inlined early. */
+KERNEL_INLINE void gf_prefetch_part(const uint8_t *w, size_t w_stride, int live, int64_t kc, int64_t part,
                                     int64_t parts) {
     const int64_t r0 = part * live / parts, r1 = (part + 1) * live / parts;
     for (int64_t r = r0; r < r1; r++)

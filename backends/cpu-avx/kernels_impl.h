@@ -92,14 +92,19 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
 /* The quantized decode dots' form of it: the lines DECODE_PREFETCH bytes past
  * p, for a step of the loop that consumes `bytes` of the row (one prefetch
  * per started 64-byte line, so every line ahead is asked for at least once).
- * Measured on a 2-vCPU Zen 2 EPYC at avx2, 2 threads, TinyLlama shape,
- * tg128 alternated old/new: Q4_K_M 30.1 -> 34.4 t/s (Q4_K and Q6_K rows);
- * Q4_0 and Q8_0 unchanged within 0.2 t/s (their rows already stream at
- * about the machine's 25.8 GB/s). */
+ * Measured on a 2-vCPU Zen 3 EPYC at avx2, 2 threads, TinyLlama shape,
+ * tg128 alternated old/new: Q4_K_M 30.1 -> 34.4 t/s (Q4_K and Q6_K rows).
+ * Until 2026-11-25 gcc deleted it from the AVX2 Q4_0 and Q8_0 dots (see
+ * below); there, five alternated rounds: Q4_0 25.3 -> 27.3, Q8_0 15.8 ->
+ * 17.4 t/s (medians). 1 KiB and 4 KiB ahead were no better than 2 KiB.
+ * tests/cpu-avx/prefetch_kept.py checks the built plugin keeps them. */
 #ifndef DECODE_PREFETCH
 #define DECODE_PREFETCH 2048
 #endif
-static inline void prefetch_row_ahead(const void *p, int bytes) {
+/* always_inline: a plain static inline wrapper of prefetches has no side
+ * effects in gcc's eyes, so where it is not inlined early its calls are
+ * deleted as dead code (that happened to the AVX2 Q4_0 and Q8_0 dots) */
+KERNEL_INLINE void prefetch_row_ahead(const void *p, int bytes) {
     for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + DECODE_PREFETCH + o, _MM_HINT_T0);
 }
 #define FLOAT_DOT(NAME, T, LOADW, SCALARW)                                                 \

@@ -95,8 +95,8 @@ static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
  * Measured on a 2-vCPU Zen 3 EPYC at avx2, 2 threads, TinyLlama shape,
  * tg128 alternated old/new: Q4_K_M 30.1 -> 34.4 t/s (Q4_K and Q6_K rows).
  * Until 2026-11-25 gcc deleted it from the AVX2 Q4_0 and Q8_0 dots (see
- * below); there, five alternated rounds: Q4_0 25.3 -> 27.3, Q8_0 15.8 ->
- * 17.4 t/s (medians). 1 KiB and 4 KiB ahead were no better than 2 KiB.
+ * below); there, alternated rounds (6 and 5, medians): Q4_0 25.3 -> 27.3,
+ * Q8_0 15.8 -> 17.4 t/s. 1 KiB and 4 KiB ahead were no better than 2 KiB.
  * tests/cpu-avx/prefetch_kept.py checks the built plugin keeps them. */
 #ifndef DECODE_PREFETCH
 #define DECODE_PREFETCH 2048

@@ -240,7 +240,9 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
 /* response_format {"type": "text" | "json_object" | "json_schema"} (with
  * json_schema.schema; llama-server's json_object "schema" too) and
  * llama-server's "grammar" (GBNF). *out: the grammar, NULL for none. */
-static int get_grammar(const cJSON *root, tessera_grammar **out, serve_error *err) {
+/* The request's grammar: "grammar" (GBNF) or "response_format"; *param:
+ * the field it came from, which a later failure of that grammar names. */
+static int get_grammar(const cJSON *root, tessera_grammar **out, const char **param_out, serve_error *err) {
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
     const cJSON *gbnf = cJSON_GetObjectItemCaseSensitive(root, "grammar");
     if (!is_null(gbnf)) {
@@ -249,6 +251,7 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, serve_error *er
         if (!is_null(rf))
             return serve_fail(err, 400, "grammar", NULL, "give 'grammar' or 'response_format', not both");
         *out = tessera_grammar_parse(gbnf->valuestring, strlen(gbnf->valuestring), NULL);
+        *param_out = "grammar";
         return *out ? 0 : serve_fail(err, 400, "grammar", NULL, "%s", tessera_last_error());
     }
     if (is_null(rf)) return 0;
@@ -264,6 +267,7 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, serve_error *er
         schema = cJSON_GetObjectItemCaseSensitive(rf, "schema");
         param = "response_format.schema";
         if (is_null(schema)) {
+            *param_out = "response_format";
             *out = tessera_grammar_json_object();
             return *out ? 0 : serve_fail(err, 500, NULL, NULL, "%s", tessera_last_error());
         }
@@ -280,6 +284,7 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, serve_error *er
     char *text = cJSON_PrintUnformatted(schema);
     if (!text) return serve_fail(err, 500, NULL, NULL, "out of memory");
     *out = tessera_grammar_from_json_schema(text, strlen(text));
+    *param_out = param;
     free(text);
     return *out ? 0 : serve_fail(err, 400, param, NULL, "'%s': %s", param, tessera_last_error());
 }
@@ -806,7 +811,7 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     if (max_tokens < 0 && api->default_max_tokens > 0) max_tokens = api->default_max_tokens;
     r->max_tokens = (int32_t)max_tokens;
     if (get_stop(root, r, err) || parse_logprobs(root, kind, r, err) || parse_sampling(api, root, r, err) ||
-        get_grammar(root, &grammar, err))
+        get_grammar(root, &grammar, &r->grammar_param, err))
         goto done;
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
     bool forced = cJSON_IsObject(tc) || (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required"));
@@ -822,13 +827,16 @@ int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, siz
     if (tool_grammar) { /* the conflict with `grammar` was refused above */
         grammar = tool_grammar;
         tool_grammar = NULL;
+        r->grammar_param = "tool_choice";
     }
     const cJSON *ptc = cJSON_GetObjectItemCaseSensitive(root, "parallel_tool_calls");
     call->single_tool_call = cJSON_IsFalse(ptc);
     for (int32_t c = 0; c < r->n_choices; c++) {
         for (int32_t i = 0; i < r->n_prompt; i++) tessera_sampler_accept(r->choices[c].sampler, r->prompt[i]);
         if (grammar && tessera_sampler_set_grammar(r->choices[c].sampler, api->model, grammar) != 0) {
-            serve_fail(err, 500, NULL, NULL, "%s", tessera_last_error());
+            /* a grammar too ambiguous to start matching is the request's */
+            const char *why = tessera_last_error();
+            serve_fail(err, serve_grammar_failure_status(why), r->grammar_param, NULL, "%s", why);
             goto done;
         }
     }
@@ -1183,12 +1191,22 @@ static char *concat_free(char *a, char *b) {
     return s;
 }
 
+int serve_grammar_failure_status(const char *error) { return strstr(error, "out of memory") ? 500 : 400; }
+
+int serve_request_error_status(const serve_request *r) { return r->error_status ? r->error_status : 500; }
+
+char *serve_request_error_json(const serve_request *r) {
+    const int status = serve_request_error_status(r);
+    if (status < 500) return serve_api_error_json(r->error, "invalid_request_error", r->grammar_param, NULL);
+    return serve_api_error_json(r->error, "server_error", NULL, status == 503 ? "shutting_down" : NULL);
+}
+
 char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
                             bool *finished) {
     *seen = r->progress;
     char *out = NULL;
     if (r->state == SERVE_DONE && r->error[0]) {
-        char *ej = serve_api_error_json(r->error, "server_error", NULL, NULL);
+        char *ej = serve_request_error_json(r);
         size_t n = ej ? strlen(ej) : 0;
         char *ev = ej ? malloc(n + 9) : NULL;
         if (ev) snprintf(ev, n + 9, "data: %s\n\n", ej);

@@ -308,6 +308,8 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
     if (t < 0) { /* the grammar allows no token (or the sampler failed) */
         char msg[200];
         snprintf(msg, sizeof msg, "sampling failed: %s", tessera_last_error());
+        /* only a grammar can fail a sampler made from a valid request */
+        if (!r->error[0] && r->grammar_param) r->error_status = serve_grammar_failure_status(msg);
         request_finish(e, r, msg);
         return;
     }

@@ -206,7 +206,8 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
     int fd = connection_fd(c);
     if (call.stream) {
         /* The status goes out with the first event: wait for a slot, so that
-         * a request that never starts (shutdown) still gets its 503. */
+         * a request that never starts (shutdown) still gets its 503, and one
+         * whose grammar failed before anything was streamed its 400. */
         while (request_queued(h->e, r)) {
             serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS);
             if (client_gone(fd)) {
@@ -215,11 +216,11 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
             }
         }
         serve_engine_lock(h->e);
-        bool never_started = r->state == SERVE_DONE && r->error_status;
-        char *body = never_started ? serve_api_error_json(r->error, "server_error", NULL, "shutting_down") : NULL;
+        bool failed_early = r->state == SERVE_DONE && r->error_status;
+        char *body = failed_early ? serve_request_error_json(r) : NULL;
         int status = r->error_status;
         serve_engine_unlock(h->e);
-        if (never_started) {
+        if (failed_early) {
             serve_engine_release(h->e, r);
             return send_json(h, c, status, body);
         }
@@ -253,10 +254,8 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
             return MHD_NO; /* closes the connection */
         }
     serve_engine_lock(h->e);
-    char *body = r->error[0] ? serve_api_error_json(r->error, "server_error", NULL,
-                                                    r->error_status == 503 ? "shutting_down" : NULL)
-                             : serve_api_response(h->api, &call, r);
-    int status = !r->error[0] ? MHD_HTTP_OK : r->error_status ? r->error_status : MHD_HTTP_INTERNAL_SERVER_ERROR;
+    char *body = r->error[0] ? serve_request_error_json(r) : serve_api_response(h->api, &call, r);
+    int status = !r->error[0] ? MHD_HTTP_OK : serve_request_error_status(r);
     if (tl_conn) {
         tl_conn->log.n_in = r->n_prompt;
         tl_conn->log.n_out = serve_request_n_gen(r);

@@ -89,6 +89,7 @@ typedef struct serve_request {
     int n_stop;
     bool cache_prompt;         /* reuse a slot's cached prefix; leave ours for the next */
     int32_t top_logprobs;      /* -1: no logprobs; else alternatives per token (0..20) */
+    const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
     serve_reply_rules rules;
     serve_choice *choices;
     int32_t n_choices;
@@ -320,6 +321,16 @@ char *serve_api_models(const serve_api *api);
 /* POST /apply-template (as llama-server): the body's messages (and tools)
  * through the chat template, as {"prompt": "..."}; NULL with *err filled. */
 char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err);
+
+/* The HTTP status of a request whose grammar failed (setting it up or
+ * matching): out of memory is the server's, 500; anything else (too
+ * ambiguous, nested too deep, no token allowed) is the request's, 400. */
+int serve_grammar_failure_status(const char *error);
+/* A request the engine failed (r->error set): its HTTP status, and its
+ * OpenAI error body (invalid_request_error naming the grammar's field for
+ * a 4xx, server_error otherwise). */
+int serve_request_error_status(const serve_request *r);
+char *serve_request_error_json(const serve_request *r);
 
 /* Fill err (status, OpenAI error body naming param) and return -1. */
 int serve_fail(serve_error *err, int status, const char *param, const char *code, const char *fmt, ...)

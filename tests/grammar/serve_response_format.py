@@ -89,6 +89,12 @@ def test_grammar_field():
             expect(obj["choices"][0]["finish_reason"] == "stop", "finish_reason %r" % obj)
 
 
+# root ::= c1 "x", c1 ::= c2 "x", ..., c800 ::= [a]
+CHAIN_800 = "".join('%s ::= c%d "x"\n' % ("c%d" % i if i else "root", i + 1) for i in range(800)) + "c800 ::= [a]\n"
+# every "a" multiplies the parses by 8 (which letters will close it), so the matcher gives up after a few
+DOUBLING = "root ::= " + " | ".join('"a" root "%s"' % c for c in "bcdefghi") + ' | "' + "a" * 40 + '"'
+
+
 def test_bad_requests():
     bad = [
         ({"response_format": "json"}, "response_format"),
@@ -104,17 +110,25 @@ def test_bad_requests():
         ({"grammar": "root ::= root \"a\""}, "grammar"),
         ({"grammar": 42}, "grammar"),
         ({"grammar": "root ::= \"a\"", "response_format": {"type": "json_object"}}, "grammar"),
+        # grammars that parse but are too ambiguous to match are the request's fault too: one whose
+        # start alone expands past the matcher's bounds (a chain of 800 rules), and one whose parses
+        # multiply with every "a" the model must write
+        ({"grammar": CHAIN_800}, "grammar"),
+        ({"grammar": DOUBLING, "max_tokens": 60}, "grammar"),
     ]
     with Server() as srv:
         for path, base in (("/v1/chat/completions", chat_body("hi")),
                            ("/v1/completions", {"prompt": "hi", "max_tokens": 5})):
             for extra, param in bad:
                 body = dict(base, **extra)
+                what = "%s %.100r" % (path, extra)  # the chain grammar is 11 KB
                 st, obj = srv.json("POST", path, body)
-                expect(st == 400, "%s %r: status %d %r" % (path, extra, st, obj))
-                e = error_body(obj, "%s %r" % (path, extra))
-                expect(e["param"] == param, "%s %r: param %r, want %r (%s)" % (path, extra, e["param"], param,
-                                                                              e["message"]))
+                expect(st == 400, "%s: status %d %r" % (what, st, obj))
+                e = error_body(obj, what)
+                expect(e["param"] == param, "%s: param %r, want %r (%s)" % (what, e["param"], param, e["message"]))
+                if extra.get("grammar") in (CHAIN_800, DOUBLING):
+                    expect("too ambiguous" in e["message"] and e["type"] == "invalid_request_error",
+                           "%s: %r" % (what, e))
         # text is no constraint; the server still answers.
         st, obj = srv.json("POST", "/v1/completions", {"prompt": "hi", "max_tokens": 5,
                                                        "response_format": {"type": "text"}})

@@ -35,8 +35,8 @@ def check(cond, what):
 
 
 def tessera(*args):
-    wrapper = os.environ.get("TESSERA_EXE_WRAPPER")
-    cmd = ([wrapper] if wrapper else []) + [BIN] + list(args)
+    # under qemu TESSERA_BIN is cross/exe-wrapper.sh, which starts the emulator itself
+    cmd = [BIN] + list(args)
     p = subprocess.run(cmd, capture_output=True, timeout=300)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 

@@ -239,9 +239,8 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
 
 /* response_format {"type": "text" | "json_object" | "json_schema"} (with
  * json_schema.schema; llama-server's json_object "schema" too) and
- * llama-server's "grammar" (GBNF). *out: the grammar, NULL for none. */
-/* The request's grammar: "grammar" (GBNF) or "response_format"; *param:
- * the field it came from, which a later failure of that grammar names. */
+ * llama-server's "grammar" (GBNF). *out: the grammar, NULL for none;
+ * *param_out: the field it came from, which a later failure names. */
 static int get_grammar(const cJSON *root, tessera_grammar **out, const char **param_out, serve_error *err) {
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
     const cJSON *gbnf = cJSON_GetObjectItemCaseSensitive(root, "grammar");

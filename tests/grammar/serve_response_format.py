@@ -92,7 +92,7 @@ def test_grammar_field():
 # root ::= c1 "x", c1 ::= c2 "x", ..., c800 ::= [a]
 CHAIN_800 = "".join('%s ::= c%d "x"\n' % ("c%d" % i if i else "root", i + 1) for i in range(800)) + "c800 ::= [a]\n"
 # every "a" multiplies the parses by 8 (which letters will close it), so the matcher gives up after a few
-DOUBLING = "root ::= " + " | ".join('"a" root "%s"' % c for c in "bcdefghi") + ' | "' + "a" * 40 + '"'
+BRANCHING_8 = "root ::= " + " | ".join('"a" root "%s"' % c for c in "bcdefghi") + ' | "' + "a" * 40 + '"'
 
 
 def test_bad_requests():
@@ -114,7 +114,7 @@ def test_bad_requests():
         # start alone expands past the matcher's bounds (a chain of 800 rules), and one whose parses
         # multiply with every "a" the model must write
         ({"grammar": CHAIN_800}, "grammar"),
-        ({"grammar": DOUBLING, "max_tokens": 60}, "grammar"),
+        ({"grammar": BRANCHING_8, "max_tokens": 60}, "grammar"),
     ]
     with Server() as srv:
         for path, base in (("/v1/chat/completions", chat_body("hi")),
@@ -126,7 +126,7 @@ def test_bad_requests():
                 expect(st == 400, "%s: status %d %r" % (what, st, obj))
                 e = error_body(obj, what)
                 expect(e["param"] == param, "%s: param %r, want %r (%s)" % (what, e["param"], param, e["message"]))
-                if extra.get("grammar") in (CHAIN_800, DOUBLING):
+                if extra.get("grammar") in (CHAIN_800, BRANCHING_8):
                     expect("too ambiguous" in e["message"] and e["type"] == "invalid_request_error",
                            "%s: %r" % (what, e))
         # text is no constraint; the server still answers.

@@ -37,7 +37,7 @@ static const cli_option common_options[] = {
      "take -p and --system as written (by default \\n, \\t, \\\\, \\\", \\', \\xNN are processed)",
      CLI_SWITCH, P(no_escape), 0, 0, NULL, 0, CLI_G_ESCAPE},
 
-    {NULL, "--device", "LIST",
+    {"-dev", "--device", "LIST",
      "devices to use, in order, e.g. vulkan0,cpu-avx0 (see 'tessera devices'; default: GPU, best "
      "CPU, ref)",
      CLI_STR, P(devices), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_DEVICE},

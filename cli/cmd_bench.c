@@ -154,7 +154,7 @@ static const cli_option bench_own[] = {
      opt_threads, 0, 0},
     {"-r", "--repetitions", "N", "timed runs per test", CLI_INT, OWN(reps), 1, 64, NULL, 0, 0},
     {"-b", "--batch-size", "N", "tokens per micro-batch", CLI_INT, OWN(n_batch), 1, 1 << 20, NULL, 0, 0},
-    {NULL, "--device", "LIST",
+    {"-dev", "--device", "LIST",
      "device list as for 'tessera run' (e.g. cpu-avx0); repeat the flag to compare device lists", CLI_FN,
      OWN(devices), 0, 0, opt_device, 0, 0},
     {"-ngl", "--n-gpu-layers", "LIST", "layers on the GPU device (default 0)", CLI_FN, OWN(ngl), 0, 0,

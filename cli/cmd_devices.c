@@ -135,7 +135,7 @@ typedef struct devices_opts {
 static const cli_option devices_own[] = {
     {NULL, "--json", NULL, "machine-readable output", CLI_SWITCH, CLI_OWN(devices_opts, json), 0, 0, NULL, 0,
      0},
-    {NULL, "--device", "LIST",
+    {"-dev", "--device", "LIST",
      "show only these devices, in this order (e.g. vulkan0,ref); an unknown name is an error listing "
      "the available ones",
      CLI_STR, CLI_OWN(devices_opts, device_list), 0, 0, NULL, CLI_NO_DEFAULT, 0},

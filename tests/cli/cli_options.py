@@ -39,7 +39,7 @@ for cmd in commands:
 for cmd in ["run", "chat"]:
     rc, out, _ = run([cmd, "--help"])
     for flag in ["-m, --model", "-n, --n-predict", "-c, --ctx-size", "-b, --batch-size", "-t, --threads",
-                 "-ngl, --n-gpu-layers", "--device", "--temp", "--top-k", "--top-p", "--min-p", "--typical",
+                 "-ngl, --n-gpu-layers", "-dev, --device", "--temp", "--top-k", "--top-p", "--min-p", "--typical",
                  "--repeat-penalty", "--repeat-last-n", "--presence-penalty", "--frequency-penalty",
                  "--logit-bias", "--seed", "--chat-template", "--system", "--verbose", "--plugin-dir"]:
         if cmd == "run" and flag in ("--system", "--chat-template"):
@@ -99,6 +99,16 @@ rc, out, err = run(GEN + ["-p", "one two three four five six seven eight nine te
 c.check(rc == 2 and "-c" in err, f"-c=8 is not a flag spelling: rc {rc}")
 rc, out, err = run(GEN + ["-p", "one two three four five six seven eight nine ten", "--ctx-size=8"])
 c.check(rc == 1 and "context only 8" in err, f"--ctx-size=8 not applied: rc {rc}, {err!r}")
+
+# -dev is llama.cpp's short spelling of --device, in every command that takes a device list.
+rc, out, err = run(["run"] + M + ["-dev", "ref", "-n", "2", "--no-echo", "-p", "Once"])
+c.check(rc == 0 and out.strip() != "", f"run -dev ref: rc {rc}, {err[-300:]!r}")
+rc, out, err = run(["devices", "-dev", "ref"])
+c.check(rc == 0 and "ref" in out, f"devices -dev ref: rc {rc}, {err[-300:]!r}")
+rc, out, err = run(["bench"] + M + ["-dev", "ref", "-p", "0", "-n", "2", "-r", "1"])
+c.check(rc == 0 and "ref" in out, f"bench -dev ref: rc {rc}, {err[-300:]!r}")
+rc, out, err = run(["run"] + M + ["-dev", "no-such-device", "-n", "2", "-p", "Once"])
+c.check(rc != 0 and not crashed(rc, err) and "no-such-device" in err, f"run -dev unknown: rc {rc}, {err!r}")
 
 # Escapes in -p, as llama.cpp: \n \t \\ \" \' \xNN processed; unknown ones kept.
 ECHO = ["run"] + M + ["--device", "ref", "-n", "0"]

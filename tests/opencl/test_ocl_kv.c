@@ -404,11 +404,12 @@ static int test_model(host_device *ocl, int argc, char **argv) {
         failures++;
         return 0;
     }
+    const int n_loaded = n_cases; /* what golden_free must release */
     if (n_cases > n_cases_max) n_cases = n_cases_max;
     const char *cpu = argc > 7 && strcmp(argv[7], "best") ? argv[7] : NULL;
     if (cpu && !host_device_find(cpu)) {
         printf("skip: no CPU device '%s'\n", cpu);
-        golden_free(cases, n_cases);
+        golden_free(cases, n_loaded);
         return 77;
     }
     if (!cpu) cpu = host_device_find("cpu-avx0") ? "cpu-avx0" : "ref";
@@ -435,7 +436,7 @@ static int test_model(host_device *ocl, int argc, char **argv) {
     }
     if (cm) tessera_model_free(cm);
     if (dev) tessera_model_free(dev);
-    golden_free(cases, n_cases);
+    golden_free(cases, n_loaded);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "chat/jinja.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 struct tessera_chat_template {
     jinja_template *jinja;
@@ -145,24 +146,9 @@ char *tessera_chat_template_apply(const tessera_chat_template *t, const char *va
     return jinja_render(t->jinja, vars_json, strlen(vars_json), defaults, NULL, len);
 }
 
-/* A JSON string literal of s appended to *buf (malloc'd, grown). */
-static int json_put(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
-    if (*len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 256;
-        while (nc < *len + n + 1) nc *= 2;
-        char *p = realloc(*buf, nc);
-        if (!p) return -1;
-        *buf = p;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, s, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-    return 0;
-}
-
-static int json_quote(char **buf, size_t *len, size_t *cap, const char *s) {
-    if (json_put(buf, len, cap, "\"", 1) < 0) return -1;
+/* A JSON string literal of s appended to b. */
+static void json_quote(tsr_buf *b, const char *s) {
+    buf_putc(b, '"');
     for (const char *p = s; *p; p++) {
         unsigned char ch = (unsigned char)*p;
         char esc[8];
@@ -173,41 +159,39 @@ static int json_quote(char **buf, size_t *len, size_t *cap, const char *s) {
         } else if (ch < 0x20) {
             snprintf(esc, sizeof esc, "\\u%04x", ch);
         } else {
-            if (json_put(buf, len, cap, p, 1) < 0) return -1;
+            buf_putc(b, (char)ch);
             continue;
         }
-        if (json_put(buf, len, cap, esc, strlen(esc)) < 0) return -1;
+        buf_puts(b, esc);
     }
-    return json_put(buf, len, cap, "\"", 1);
+    buf_putc(b, '"');
 }
 
 char *tessera_chat_template_render(const tessera_chat_template *t, const tessera_chat_message *messages,
                                    size_t n_messages, bool add_generation_prompt, size_t *len) {
-    char *vars = NULL;
-    size_t vlen = 0, cap = 0;
-    int rc = json_put(&vars, &vlen, &cap, "{\"messages\": [", 14);
-    for (size_t i = 0; rc == 0 && i < n_messages; i++) {
+    tsr_buf vars = {0};
+    buf_puts(&vars, "{\"messages\": [");
+    for (size_t i = 0; i < n_messages; i++) {
         if (!messages[i].role || !messages[i].content) {
-            free(vars);
+            buf_free(&vars);
             error_set("chat message %zu has no %s", i, messages[i].role ? "content" : "role");
             return NULL;
         }
-        rc |= json_put(&vars, &vlen, &cap, i ? ", {\"role\": " : "{\"role\": ", i ? 11 : 9);
-        rc |= json_quote(&vars, &vlen, &cap, messages[i].role);
-        rc |= json_put(&vars, &vlen, &cap, ", \"content\": ", 13);
-        rc |= json_quote(&vars, &vlen, &cap, messages[i].content);
-        rc |= json_put(&vars, &vlen, &cap, "}", 1);
+        buf_puts(&vars, i ? ", {\"role\": " : "{\"role\": ");
+        json_quote(&vars, messages[i].role);
+        buf_puts(&vars, ", \"content\": ");
+        json_quote(&vars, messages[i].content);
+        buf_putc(&vars, '}');
     }
-    const char *tail = add_generation_prompt ? "], \"add_generation_prompt\": true}"
-                                             : "], \"add_generation_prompt\": false}";
-    if (rc == 0) rc = json_put(&vars, &vlen, &cap, tail, strlen(tail));
-    if (rc < 0) {
-        free(vars);
+    buf_puts(&vars, add_generation_prompt ? "], \"add_generation_prompt\": true}"
+                                          : "], \"add_generation_prompt\": false}");
+    if (vars.oom) {
+        buf_free(&vars);
         error_set("out of memory");
         return NULL;
     }
-    char *out = tessera_chat_template_apply(t, vars, len);
-    free(vars);
+    char *out = tessera_chat_template_apply(t, vars.p, len);
+    buf_free(&vars);
     return out;
 }
 

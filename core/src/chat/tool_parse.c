@@ -5,46 +5,21 @@
 
 #include "chat/tool_parse.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 #define BAD SIZE_MAX
 enum { JSON_MAX_DEPTH = 64 };
 
 /* ------------------------------------------------------ growable string */
 
-typedef struct tp_buf {
-    char *data;
-    size_t len, cap;
-    bool oom;
-} tp_buf;
-
-static void buf_put(tp_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-static void buf_putc(tp_buf *b, char c) { buf_put(b, &c, 1); }
-
 /* A NUL-terminated copy (never NULL unless out of memory). */
-static char *buf_take(tp_buf *b) {
+static char *buf_take(tsr_buf *b) {
     if (b->oom) {
-        free(b->data);
+        free(b->p);
         return NULL;
     }
-    if (!b->data) return calloc(1, 1);
-    return b->data;
+    if (!b->p) return calloc(1, 1);
+    return b->p;
 }
 
 static char *dup_n(const char *s, size_t n) {
@@ -160,7 +135,7 @@ size_t chat_json_value_end(const char *s, size_t n) {
     return e == BAD ? 0 : e;
 }
 
-static void put_utf8(tp_buf *b, uint32_t cp) {
+static void put_utf8(tsr_buf *b, uint32_t cp) {
     char u[4];
     size_t k;
     if (cp < 0x80) {
@@ -191,7 +166,7 @@ static uint32_t hex4(const char *s) {
 
 /* The decoded text of the (already scanned, valid) JSON string s[a..b). */
 static char *json_string_decode(const char *s, size_t a, size_t b) {
-    tp_buf out = {0};
+    tsr_buf out = {0};
     for (size_t i = a + 1; i + 1 < b; i++) {
         if (s[i] != '\\') {
             buf_putc(&out, s[i]);
@@ -220,7 +195,7 @@ static char *json_string_decode(const char *s, size_t a, size_t b) {
 }
 
 /* s[i..j) as a JSON string literal appended to b. */
-static void json_string_encode(tp_buf *b, const char *s, size_t n) {
+static void json_string_encode(tsr_buf *b, const char *s, size_t n) {
     buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -283,16 +258,7 @@ typedef struct calls {
 } calls;
 
 static void calls_push(calls *c, char *name, char *args, char *id) {
-    if (!c->oom && c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 4;
-        chat_tool_call *v = realloc(c->v, cap * sizeof *v);
-        if (v) {
-            c->v = v;
-            c->cap = cap;
-        } else {
-            c->oom = true;
-        }
-    }
+    if (!c->oom && ARRAY_GROW(c->v, c->cap, c->n + 1, 4) < 0) c->oom = true;
     if (c->oom || !name || !args) {
         c->oom = true;
         free(name);
@@ -399,13 +365,13 @@ static bool starts(const char *s, size_t n, size_t i, const char *lit) {
 typedef struct parse_state {
     const char *s;
     size_t n;
-    tp_buf content, reasoning;
+    tsr_buf content, reasoning;
     calls calls;
 } parse_state;
 
 /* A value of <parameter=...>: JSON when the whole (trimmed) value is a JSON
  * value other than a bare string, else the text as a JSON string. */
-static void put_param_value(tp_buf *b, const char *v, size_t n) {
+static void put_param_value(tsr_buf *b, const char *v, size_t n) {
     if (n > 0 && v[0] == '\n') v++, n--;
     if (n > 0 && v[n - 1] == '\n') n--;
     size_t st = skip_ws(v, n, 0), e = st < n && v[st] != '"' ? scan_value(v, n, st, 0) : BAD;
@@ -422,7 +388,7 @@ static size_t parse_xml_function(parse_state *ps, size_t i) {
     const char *gt = memchr(s + i, '>', n - i);
     if (!gt || gt == s + i) return BAD;
     size_t name_end = (size_t)(gt - s);
-    tp_buf args = {0};
+    tsr_buf args = {0};
     buf_putc(&args, '{');
     size_t j = skip_ws(s, n, name_end + 1);
     int n_params = 0;
@@ -431,7 +397,7 @@ static size_t parse_xml_function(parse_state *ps, size_t i) {
         const char *pgt = memchr(s + p, '>', n - p);
         const char *close = pgt ? find(s, n, (size_t)(pgt - s), "</parameter>") : NULL;
         if (!pgt || !close || pgt == s + p) {
-            free(args.data);
+            free(args.p);
             return BAD;
         }
         if (n_params++) buf_putc(&args, ',');
@@ -443,7 +409,7 @@ static size_t parse_xml_function(parse_state *ps, size_t i) {
     buf_putc(&args, '}');
     if (starts(s, n, j, "</function>")) j += strlen("</function>");
     else if (j < n) { /* something else inside the call */
-        free(args.data);
+        free(args.p);
         return BAD;
     }
     calls_push(&ps->calls, dup_n(s + i, name_end - i), buf_take(&args), NULL);
@@ -660,8 +626,8 @@ static bool parse_generic(parse_state *ps, const char *const *known, size_t n_kn
     calls_drop(&ps->calls, 0);
     free(ps->calls.v);
     ps->calls = c;
-    free(ps->content.data);
-    ps->content = (tp_buf){0};
+    free(ps->content.p);
+    ps->content = (tsr_buf){0};
     return true;
 }
 
@@ -689,13 +655,13 @@ const char *chat_tool_format_name(chat_tool_format f) {
     return "generic";
 }
 
-static void trim(tp_buf *b) {
-    if (!b->data) return;
-    size_t a = skip_ws(b->data, b->len, 0), e = b->len;
-    while (e > a && is_ws(b->data[e - 1])) e--;
-    memmove(b->data, b->data + a, e - a);
+static void trim(tsr_buf *b) {
+    if (!b->p) return;
+    size_t a = skip_ws(b->p, b->len, 0), e = b->len;
+    while (e > a && is_ws(b->p[e - 1])) e--;
+    memmove(b->p, b->p + a, e - a);
     b->len = e - a;
-    b->data[b->len] = '\0';
+    b->p[b->len] = '\0';
 }
 
 int chat_tool_parse(chat_tool_format f, const char *text, size_t len, const char *const *known,
@@ -713,10 +679,10 @@ int chat_tool_parse(chat_tool_format f, const char *text, size_t len, const char
     if (ps.calls.n == 0 && !ps.calls.oom) parse_generic(&ps, known, n_known);
     if (ps.calls.n > 0) trim(&ps.content);
     out->content = buf_take(&ps.content);
-    out->reasoning = ps.reasoning.data || ps.reasoning.oom ? buf_take(&ps.reasoning) : NULL;
+    out->reasoning = ps.reasoning.p || ps.reasoning.oom ? buf_take(&ps.reasoning) : NULL;
     out->calls = ps.calls.v;
     out->n_calls = ps.calls.n;
-    if (!out->content || ps.calls.oom || (ps.reasoning.data && !out->reasoning)) {
+    if (!out->content || ps.calls.oom || (ps.reasoning.p && !out->reasoning)) {
         chat_parsed_free(out);
         return error_set("tool calls: out of memory parsing %zu bytes of output", len);
     }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/heap.h"
 #include "vocab/utf8.h"
 #include "vocab/vocab_internal.h"
 
@@ -29,49 +30,10 @@ typedef struct bpe_bigram {
     size_t size;
 } bpe_bigram;
 
-typedef struct bpe_heap {
-    bpe_bigram *b;
-    size_t n, cap;
-} bpe_heap;
-
 /* a comes out before b: lower rank, then smaller left index. */
-static bool bpe_before(const bpe_bigram *a, const bpe_bigram *b) {
+static bool bpe_before(const void *pa, const void *pb) {
+    const bpe_bigram *a = pa, *b = pb;
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int bpe_heap_push(bpe_heap *h, bpe_bigram x) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        bpe_bigram *b = realloc(h->b, cap * sizeof *b);
-        if (!b) return -1;
-        h->b = b;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!bpe_before(&x, &h->b[parent])) break;
-        h->b[i] = h->b[parent];
-        i = parent;
-    }
-    h->b[i] = x;
-    return 0;
-}
-
-static bpe_bigram bpe_heap_pop(bpe_heap *h) {
-    bpe_bigram top = h->b[0];
-    bpe_bigram last = h->b[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && bpe_before(&h->b[c + 1], &h->b[c])) c++;
-        if (!bpe_before(&h->b[c], &last)) break;
-        h->b[i] = h->b[c];
-        i = c;
-    }
-    if (h->n > 0) h->b[i] = last;
-    return top;
 }
 
 typedef struct bpe_session {
@@ -79,7 +41,7 @@ typedef struct bpe_session {
     const char *word;
     bpe_symbol *sym;
     size_t sym_cap;
-    bpe_heap heap;
+    tsr_heap heap;
     char *key; /* "left right" scratch */
     size_t key_cap;
 } bpe_session;
@@ -101,7 +63,7 @@ static int add_bigram(bpe_session *s, int left, int right) {
     int32_t rank = strmap_get(&s->v->merge_ranks, s->key, klen);
     if (rank < 0) return 0;
     bpe_bigram b = {left, right, rank, l->n + r->n};
-    return bpe_heap_push(&s->heap, b);
+    return heap_push(&s->heap, &b);
 }
 
 /* A symbol's token; else the tokens of its bytes where they exist: the
@@ -155,7 +117,8 @@ static int bpe_word(bpe_session *s, const char *word, size_t len, vocab_tokens *
     for (int i = 1; i < n; i++)
         if (add_bigram(s, i - 1, i)) return -1;
     while (s->heap.n > 0) {
-        bpe_bigram b = bpe_heap_pop(&s->heap);
+        bpe_bigram b;
+        heap_pop(&s->heap, &b);
         bpe_symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
         /* Stale: a side was merged away or grew since it was queued (the
          * texts are fixed slices, so equal sizes mean equal text). */
@@ -173,7 +136,7 @@ static int bpe_word(bpe_session *s, const char *word, size_t len, vocab_tokens *
 
 int bpe_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out) {
     vocab_words words = {0};
-    bpe_session s = {.v = v};
+    bpe_session s = {.v = v, .heap = heap_make(sizeof(bpe_bigram), bpe_before)};
     int rc = -1;
     if (pretok_split(v->pre, text, len, &words)) goto done;
     size_t start = 0;
@@ -188,7 +151,7 @@ int bpe_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out
 done:
     vocab_words_free(&words);
     free(s.sym);
-    free(s.heap.b);
+    heap_free(&s.heap);
     free(s.key);
     return rc;
 }

@@ -8,27 +8,13 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/grow.h"
 #include "vocab/utf8.h"
 #include "vocab/vocab_internal.h"
 
-typedef struct bytes {
-    char *p;
-    size_t n, cap;
-} bytes;
-
-static int put(bytes *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 1024;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return error_set("vocab: out of memory");
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
+/* Append bytes to b; an allocation failure is an error. */
+static int put(tsr_buf *b, const char *s, size_t n) {
+    return buf_put(b, s, n) ? error_set("vocab: out of memory") : 0;
 }
 
 /* <0xXX>: the byte in hex at offset 3 (llama.cpp's token_to_byte). */
@@ -47,7 +33,7 @@ static char byte_of(const vocab_token_data *t) {
 }
 
 /* U+2581 -> ' ' */
-static int put_unescaped(bytes *b, const char *s, size_t n) {
+static int put_unescaped(tsr_buf *b, const char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         if (i + 3 <= n && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
             if (put(b, " ", 1)) return -1;
@@ -63,7 +49,7 @@ static int put_unescaped(bytes *b, const char *s, size_t n) {
 /* GPT-2 byte characters -> bytes; a character outside the mapping becomes
  * "[UNK_BYTE_0x<its utf-8 in hex><token text>]" exactly as llama.cpp's
  * llama_decode_text writes it. */
-static int put_gpt2_decoded(bytes *b, const char *s, size_t n) {
+static int put_gpt2_decoded(tsr_buf *b, const char *s, size_t n) {
     for (size_t off = 0; off < n;) {
         uint32_t cpt = utf8_decode(s, n, &off);
         int byte = gpt2_cpt_to_byte(cpt);
@@ -84,7 +70,7 @@ static int put_gpt2_decoded(bytes *b, const char *s, size_t n) {
     return 0;
 }
 
-static int build_piece(const vocab *v, const vocab_token_data *t, bytes *b) {
+static int build_piece(const vocab *v, const vocab_token_data *t, tsr_buf *b) {
     const uint32_t shown = VOCAB_ATTR_UNKNOWN | VOCAB_ATTR_CONTROL | VOCAB_ATTR_USER_DEFINED;
     if (t->attr & shown) return put(b, t->text, t->len);
     if (t->attr & VOCAB_ATTR_NORMAL) {
@@ -100,17 +86,17 @@ static int build_piece(const vocab *v, const vocab_token_data *t, bytes *b) {
 }
 
 int vocab_build_pieces(vocab *v) {
-    bytes b = {0};
+    tsr_buf b = {0};
     v->piece_off = malloc(((size_t)v->n_tokens + 1) * sizeof *v->piece_off);
     if (!v->piece_off) return error_set("vocab: out of memory");
     for (int32_t i = 0; i < v->n_tokens; i++) {
-        v->piece_off[i] = b.n;
+        v->piece_off[i] = b.len;
         if (build_piece(v, &v->tokens[i], &b)) {
             free(b.p);
             return -1;
         }
     }
-    v->piece_off[v->n_tokens] = b.n;
+    v->piece_off[v->n_tokens] = b.len;
     if (!b.p && put(&b, "", 0)) return -1;
     v->piece_arena = b.p;
     return 0;
@@ -179,7 +165,7 @@ static size_t clean_spaces(char *text, size_t total) {
 
 int vocab_detokenize(const vocab *v, const int32_t *ids, size_t n, unsigned flags, char **out,
                      size_t *out_len) {
-    bytes b = {0};
+    tsr_buf b = {0};
     bool remove_special = flags & VOCAB_DETOK_REMOVE_SPECIAL;
     bool special = flags & VOCAB_DETOK_UNPARSE_SPECIAL;
     bool remove_space = v->add_space_prefix;
@@ -209,10 +195,10 @@ int vocab_detokenize(const vocab *v, const int32_t *ids, size_t n, unsigned flag
         }
     }
     if (v->clean_spaces && !(flags & VOCAB_DETOK_NO_CLEANUP)) {
-        b.n = clean_spaces(b.p, b.n);
-        b.p[b.n] = '\0';
+        b.len = clean_spaces(b.p, b.len);
+        b.p[b.len] = '\0';
     }
     *out = b.p;
-    if (out_len) *out_len = b.n;
+    if (out_len) *out_len = b.len;
     return 0;
 }

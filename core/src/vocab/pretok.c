@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/grow.h"
 #include "vocab/pretok_table.h"
 #include "vocab/utf8.h"
 #include "vocab/vocab_internal.h"
@@ -41,32 +42,10 @@ struct pretok {
     "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}" \
     "\\x{205F}\\x{3000}"
 
-typedef struct strbuf {
-    char *p;
-    size_t n, cap;
-} strbuf;
-
-static int sb_put(strbuf *b, const char *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
-}
-
-static int sb_puts(strbuf *b, const char *s) { return sb_put(b, s, strlen(s)); }
-
 /* Replace \s and \S by explicit White_Space classes. Returns a malloc'd
  * pattern or NULL. */
 static char *rewrite_whitespace(const char *src) {
-    strbuf b = {0};
+    tsr_buf b = {0};
     bool in_class = false;
     size_t n = strlen(src);
     int rc = 0;
@@ -75,26 +54,26 @@ static char *rewrite_whitespace(const char *src) {
         if (c == '\\' && i + 1 < n) {
             char d = src[i + 1];
             if (d == 's') {
-                rc = in_class ? sb_puts(&b, WS_CLASS_BODY) : sb_puts(&b, "[" WS_CLASS_BODY "]");
+                rc = in_class ? buf_puts(&b, WS_CLASS_BODY) : buf_puts(&b, "[" WS_CLASS_BODY "]");
             } else if (d == 'S') {
                 if (in_class) rc = -1; /* no pattern of ours has [\S]: keep it simple */
-                else rc = sb_puts(&b, "[^" WS_CLASS_BODY "]");
+                else rc = buf_puts(&b, "[^" WS_CLASS_BODY "]");
             } else {
-                rc = sb_put(&b, src + i, 2);
+                rc = buf_put(&b, src + i, 2);
             }
             i += 2;
             continue;
         }
         if (!in_class && c == '[') {
-            rc = sb_put(&b, "[", 1);
+            rc = buf_put(&b, "[", 1);
             i++;
             in_class = true;
-            if (i < n && src[i] == '^') rc |= sb_put(&b, src + i++, 1);
-            if (i < n && src[i] == ']') rc |= sb_put(&b, src + i++, 1); /* literal ] */
+            if (i < n && src[i] == '^') rc |= buf_put(&b, src + i++, 1);
+            if (i < n && src[i] == ']') rc |= buf_put(&b, src + i++, 1); /* literal ] */
             continue;
         }
         if (in_class && c == ']') in_class = false;
-        rc = sb_put(&b, &c, 1);
+        rc = buf_put(&b, &c, 1);
         i++;
     }
     if (rc != 0) {
@@ -193,13 +172,7 @@ typedef struct piece_list {
 } piece_list;
 
 static int pieces_push(piece_list *l, size_t start, size_t end) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        piece *p = realloc(l->p, cap * sizeof *p);
-        if (!p) return -1;
-        l->p = p;
-        l->cap = cap;
-    }
+    if (ARRAY_GROW(l->p, l->cap, l->n + 1, 64) < 0) return -1;
     l->p[l->n++] = (piece){start, end};
     return 0;
 }
@@ -296,22 +269,8 @@ static int decode_text(const char *text, size_t len, char **enc_out, char **san_
 }
 
 static int words_reserve(vocab_words *w, size_t extra_bytes) {
-    if (w->len + extra_bytes > w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 256;
-        while (cap < w->len + extra_bytes) cap *= 2;
-        char *p = realloc(w->buf, cap);
-        if (!p) return -1;
-        w->buf = p;
-        w->cap = cap;
-    }
-    if (w->n == w->ends_cap) {
-        size_t cap = w->ends_cap ? w->ends_cap * 2 : 64;
-        size_t *e = realloc(w->ends, cap * sizeof *e);
-        if (!e) return -1;
-        w->ends = e;
-        w->ends_cap = cap;
-    }
-    return 0;
+    if (ARRAY_GROW(w->buf, w->cap, w->len + extra_bytes, 256) < 0) return -1;
+    return ARRAY_GROW(w->ends, w->ends_cap, w->n + 1, 64);
 }
 
 /* Append bytes [s, s+n) as one word: GPT-2 byte characters, or as is. */

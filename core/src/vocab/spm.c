@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/heap.h"
 #include "vocab/utf8.h"
 #include "vocab/vocab_internal.h"
 
@@ -29,56 +30,17 @@ typedef struct spm_bigram {
     size_t size; /* bytes of the pair when it was queued */
 } spm_bigram;
 
-typedef struct spm_heap {
-    spm_bigram *b;
-    size_t n, cap;
-} spm_heap;
-
 /* a comes out before b: higher score, then smaller left index. */
-static bool spm_before(const spm_bigram *a, const spm_bigram *b) {
+static bool spm_before(const void *pa, const void *pb) {
+    const spm_bigram *a = pa, *b = pb;
     return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int spm_heap_push(spm_heap *h, spm_bigram x) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        spm_bigram *b = realloc(h->b, cap * sizeof *b);
-        if (!b) return -1;
-        h->b = b;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!spm_before(&x, &h->b[parent])) break;
-        h->b[i] = h->b[parent];
-        i = parent;
-    }
-    h->b[i] = x;
-    return 0;
-}
-
-static spm_bigram spm_heap_pop(spm_heap *h) {
-    spm_bigram top = h->b[0];
-    spm_bigram last = h->b[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && spm_before(&h->b[c + 1], &h->b[c])) c++;
-        if (!spm_before(&h->b[c], &last)) break;
-        h->b[i] = h->b[c];
-        i = c;
-    }
-    if (h->n > 0) h->b[i] = last;
-    return top;
 }
 
 typedef struct spm_session {
     const vocab *v;
     const char *text;
     spm_symbol *sym;
-    spm_heap heap;
+    tsr_heap heap;
 } spm_session;
 
 static int try_add_bigram(spm_session *s, int left, int right) {
@@ -87,7 +49,7 @@ static int try_add_bigram(spm_session *s, int left, int right) {
     int32_t id = vocab_lookup(s->v, s->text + s->sym[left].start, size);
     if (id < 0) return 0;
     spm_bigram b = {left, right, s->v->tokens[id].score, size};
-    return spm_heap_push(&s->heap, b);
+    return heap_push(&s->heap, &b);
 }
 
 static int emit_symbol(spm_session *s, const spm_symbol *sym, vocab_tokens *out) {
@@ -119,7 +81,8 @@ static int spm_region(spm_session *s, const char *text, size_t len, vocab_tokens
         if (try_add_bigram(s, i - 1, i)) return -1;
 
     while (s->heap.n > 0) {
-        spm_bigram b = spm_heap_pop(&s->heap);
+        spm_bigram b;
+        heap_pop(&s->heap, &b);
         spm_symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
         /* Stale: one side was merged away or grew since it was queued. */
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;
@@ -143,7 +106,7 @@ static bool pair_seen(const vocab *v, uint8_t a, uint8_t b) {
 int spm_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out) {
     if (len == 0) return 0;
     if (len > (size_t)INT32_MAX) return error_set("spm: text of %zu bytes is too long", len);
-    spm_session s = {.v = v};
+    spm_session s = {.v = v, .heap = heap_make(sizeof(spm_bigram), spm_before)};
     s.sym = malloc(len * sizeof *s.sym);
     if (!s.sym) return error_set("spm: out of memory for %zu bytes of text", len);
     int rc = 0;
@@ -160,7 +123,7 @@ int spm_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out
         off = next;
     }
     if (rc) error_set("spm: out of memory");
-    free(s.heap.b);
+    heap_free(&s.heap);
     free(s.sym);
     return rc;
 }

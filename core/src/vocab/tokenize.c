@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/grow.h"
 #include "vocab/vocab_internal.h"
 
 void vocab_tokens_free(vocab_tokens *t) {
@@ -22,13 +23,8 @@ void vocab_tokens_free(vocab_tokens *t) {
 }
 
 int vocab_tokens_push(vocab_tokens *t, int32_t id) {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        int32_t *p = realloc(t->ids, cap * sizeof *p);
-        if (!p) return error_set("vocab: out of memory for %zu tokens", cap);
-        t->ids = p;
-        t->cap = cap;
-    }
+    if (ARRAY_GROW(t->ids, t->cap, t->n + 1, 64) < 0)
+        return error_set("vocab: out of memory for %zu tokens", t->n + 1);
     t->ids[t->n++] = id;
     return 0;
 }
@@ -45,13 +41,7 @@ typedef struct fragment_list {
 } fragment_list;
 
 static int frag_push(fragment_list *l, int32_t id, size_t off, size_t len) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        fragment *f = realloc(l->f, cap * sizeof *f);
-        if (!f) return error_set("vocab: out of memory");
-        l->f = f;
-        l->cap = cap;
-    }
+    if (ARRAY_GROW(l->f, l->cap, l->n + 1, 16) < 0) return error_set("vocab: out of memory");
     l->f[l->n++] = (fragment){id, off, len};
     return 0;
 }

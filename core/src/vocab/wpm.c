@@ -17,6 +17,7 @@
 #include <utf8proc.h>
 
 #include "util/error.h"
+#include "util/grow.h"
 #include "vocab/utf8.h"
 #include "vocab/vocab_internal.h"
 
@@ -34,38 +35,19 @@ static utf8proc_category_t category(uint32_t c) {
 }
 
 typedef struct words {
-    char *buf;
-    size_t n, cap;
-    size_t *ends; /* end of each finished word */
+    tsr_buf text;
+    size_t *ends; /* end of each finished word in text */
     size_t n_words, ends_cap;
 } words;
 
-static int w_put(words *w, const char *s, size_t n) {
-    if (w->n + n > w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 256;
-        while (cap < w->n + n) cap *= 2;
-        char *p = realloc(w->buf, cap);
-        if (!p) return -1;
-        w->buf = p;
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->n, s, n);
-    w->n += n;
-    return 0;
-}
+static int w_put(words *w, const char *s, size_t n) { return buf_put(&w->text, s, n); }
 
 /* Finish the current word if it is not empty. */
 static int w_end(words *w) {
     size_t start = w->n_words ? w->ends[w->n_words - 1] : 0;
-    if (w->n == start) return 0;
-    if (w->n_words == w->ends_cap) {
-        size_t cap = w->ends_cap ? w->ends_cap * 2 : 32;
-        size_t *e = realloc(w->ends, cap * sizeof *e);
-        if (!e) return -1;
-        w->ends = e;
-        w->ends_cap = cap;
-    }
-    w->ends[w->n_words++] = w->n;
+    if (w->text.len == start) return 0;
+    if (ARRAY_GROW(w->ends, w->ends_cap, w->n_words + 1, 32) < 0) return -1;
+    w->ends[w->n_words++] = w->text.len;
     return 0;
 }
 
@@ -151,7 +133,7 @@ int wpm_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out
     }
     size_t start = 0;
     for (size_t i = 0; i < w.n_words; i++) {
-        if (wpm_word(v, w.buf + start, w.ends[i] - start, out)) {
+        if (wpm_word(v, w.text.p + start, w.ends[i] - start, out)) {
             error_set("wpm: out of memory");
             goto done;
         }
@@ -159,7 +141,7 @@ int wpm_tokenize(const vocab *v, const char *text, size_t len, vocab_tokens *out
     }
     rc = 0;
 done:
-    free(w.buf);
+    buf_free(&w.text);
     free(w.ends);
     return rc;
 }

@@ -744,21 +744,7 @@ static void add_func(jctx *c, jscope *g, const char *name, jfunc_impl fn) {
     f->self = jv_none();
     f->name = name;
     jv v = {.kind = JV_FUNC, .fn = f};
-    /* scopes are arrays of (name, value): append directly */
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 16;
-        const char **k = jalloc(c, cap * sizeof *k);
-        jv *vals = jalloc(c, cap * sizeof *vals);
-        if (g->n) {
-            memcpy(k, g->k, g->n * sizeof *k);
-            memcpy(vals, g->v, g->n * sizeof *vals);
-        }
-        g->k = k;
-        g->v = vals;
-        g->cap = cap;
-    }
-    g->k[g->n] = name;
-    g->v[g->n++] = v;
+    jinja_scope_set(c, g, name, v);
 }
 
 void jinja_add_globals(jctx *c, jscope *g) {

@@ -59,7 +59,7 @@ static jscope *scope_new(jctx *c, jscope *parent) {
     return s;
 }
 
-static void scope_set(jctx *c, jscope *s, const char *k, jv v) {
+void jinja_scope_set(jctx *c, jscope *s, const char *k, jv v) {
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->k[i], k) == 0) {
             s->v[i] = v;
@@ -498,7 +498,7 @@ static jv call_macro(jctx *c, jmacro *m, const jargs *args) {
                 known = true;
             }
         if (!known) jerr(c, "macro '%s' takes no keyword argument '%s'", m->name, args->kname[i]);
-        scope_set(c, s, args->kname[i], args->kval[i]);
+        jinja_scope_set(c, s, args->kname[i], args->kval[i]);
     }
     jscope *saved = c->cur;
     int saved_line = c->line;
@@ -506,14 +506,14 @@ static jv call_macro(jctx *c, jmacro *m, const jargs *args) {
     c->call_depth++;
     for (size_t p = 0; p < d->nn; p++) {
         if (p < args->n) {
-            scope_set(c, s, d->names[p], args->pos[p]);
+            jinja_scope_set(c, s, d->names[p], args->pos[p]);
             continue;
         }
         bool given = false;
         for (size_t i = 0; i < args->nk; i++)
             if (!strcmp(args->kname[i], d->names[p])) given = true;
         if (given) continue;
-        scope_set(c, s, d->names[p], d->items2[p] ? jinja_eval(c, d->items2[p]) : jv_undef(d->names[p]));
+        jinja_scope_set(c, s, d->names[p], d->items2[p] ? jinja_eval(c, d->items2[p]) : jv_undef(d->names[p]));
     }
     jv r = capture(c, d->items, d->n);
     c->call_depth--;
@@ -648,7 +648,7 @@ jv jinja_eval(jctx *c, const jnode *n) {
 
 static void assign(jctx *c, const jnode *target, jv v) {
     if (target->kind == N_NAME) {
-        scope_set(c, c->cur, target->name, v);
+        jinja_scope_set(c, c->cur, target->name, v);
         return;
     }
     if (target->kind == N_NSREF) {
@@ -663,7 +663,7 @@ static void assign(jctx *c, const jnode *target, jv v) {
     if (items.l->n != target->n)
         jerr(c, "%s values to unpack (expected %zu, got %zu)",
              items.l->n > target->n ? "too many" : "not enough", target->n, items.l->n);
-    for (size_t i = 0; i < target->n; i++) scope_set(c, c->cur, target->items[i]->name, items.l->v[i]);
+    for (size_t i = 0; i < target->n; i++) jinja_scope_set(c, c->cur, target->items[i]->name, items.l->v[i]);
 }
 
 enum { CTL_NONE, CTL_BREAK, CTL_CONTINUE };
@@ -695,7 +695,7 @@ static void exec_for(jctx *c, const jnode *n) {
         L->i = i;
         c->line = n->line;
         assign(c, n->a, seq.l->v[i]);
-        scope_set(c, c->cur, "loop", loopv);
+        jinja_scope_set(c, c->cur, "loop", loopv);
         int ctl = CTL_NONE;
         exec_body(c, n->items, n->n, &ctl);
         if (ctl == CTL_BREAK) break;
@@ -755,7 +755,7 @@ static void exec_node(jctx *c, const jnode *n, int *ctl) {
         m->def = n;
         m->closure = c->cur;
         m->name = n->name;
-        scope_set(c, c->cur, n->name, (jv){.kind = JV_MACRO, .m = m});
+        jinja_scope_set(c, c->cur, n->name, (jv){.kind = JV_MACRO, .m = m});
         return;
     }
     case N_CALLBLOCK: {
@@ -814,12 +814,12 @@ static int render(jctx *c, const jinja_template *t, const char *vars_json, size_
     c->globals = scope_new(c, NULL);
     jinja_add_globals(c, c->globals);
     for (size_t i = 0; defaults && defaults[i] && defaults[i + 1]; i += 2)
-        scope_set(c, c->globals, defaults[i], jv_cstr(c, defaults[i + 1]));
+        jinja_scope_set(c, c->globals, defaults[i], jv_cstr(c, defaults[i + 1]));
     if (vars_json) {
         jv vars = jv_from_json(c, vars_json, vars_len);
         if (vars.kind != JV_DICT) jerr(c, "the template variables must be a JSON object");
         for (size_t i = 0; i < vars.d->n; i++)
-            scope_set(c, c->globals, vars.d->k[i]->s, vars.d->v[i]);
+            jinja_scope_set(c, c->globals, vars.d->k[i]->s, vars.d->v[i]);
     }
     c->root = scope_new(c, c->globals);
     c->cur = c->root;

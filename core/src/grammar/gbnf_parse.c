@@ -22,6 +22,7 @@
 
 #include "grammar/grammar.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 #define REPEAT_UNBOUNDED UINT32_MAX
 
@@ -100,13 +101,7 @@ static const char *char_desc(const parser *p, size_t pos, char buf[16]) {
 static int evec_push(parser *p, evec *v, uint32_t op, uint32_t value) {
     if (p->total >= GRAMMAR_MAX_ELEMS)
         return fail_at(p, p->pos, "the grammar is too large (more than %d elements)", GRAMMAR_MAX_ELEMS);
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 16;
-        grammar_elem *d = realloc(v->data, cap * sizeof *d);
-        if (!d) return fail_at(p, p->pos, "out of memory");
-        v->data = d;
-        v->cap = cap;
-    }
+    if (ARRAY_GROW(v->data, v->cap, v->n + 1, 16) < 0) return fail_at(p, p->pos, "out of memory");
     v->data[v->n++] = (grammar_elem){op, value};
     p->total++;
     return 0;
@@ -126,13 +121,7 @@ static void evec_truncate(parser *p, evec *v, size_t n) {
 /* A new rule; returns its index or -1. */
 static int64_t rule_add(parser *p, const char *name, size_t name_len, size_t pos, uint32_t owner) {
     if (p->n_rules >= GRAMMAR_MAX_ELEMS / 2) return fail_at(p, pos, "the grammar has too many rules");
-    if (p->n_rules == p->rules_cap) {
-        size_t cap = p->rules_cap ? p->rules_cap * 2 : 32;
-        prule *r = realloc(p->rules, cap * sizeof *r);
-        if (!r) return fail_at(p, pos, "out of memory");
-        p->rules = r;
-        p->rules_cap = cap;
-    }
+    if (ARRAY_GROW(p->rules, p->rules_cap, p->n_rules + 1, 32) < 0) return fail_at(p, pos, "out of memory");
     prule *r = &p->rules[p->n_rules];
     memset(r, 0, sizeof *r);
     r->name = malloc(name_len + 1);

@@ -26,6 +26,7 @@
 
 #include "grammar/grammar.h"
 #include "util/error.h"
+#include "util/grow.h"
 #include "vocab/utf8.h"
 
 /* The rules every converted schema may use. */
@@ -66,70 +67,21 @@ enum {
     NAME_LEN = 48,
 };
 
-typedef struct strbuf {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} strbuf;
-
-static void sb_add(strbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
-static void sb_printf(strbuf *b, const char *fmt, ...) TSR_PRINTF(2, 3);
-static void sb_printf(strbuf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        sb_add(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        b->oom = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_add(b, big, (size_t)n);
-    free(big);
-}
-
 /* text as a GBNF literal: quotes, backslashes and control bytes escaped;
  * other UTF-8 kept as is. */
-static void sb_literal(strbuf *b, const char *text) {
-    sb_add(b, "\"", 1);
+static void sb_literal(tsr_buf *b, const char *text) {
+    buf_put(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
         if (*p == '"' || *p == '\\') {
             char e[2] = {'\\', (char)*p};
-            sb_add(b, e, 2);
+            buf_put(b, e, 2);
         } else if (*p < 0x20 || *p == 0x7F) {
-            sb_printf(b, "\\x%02X", *p);
+            buf_printf(b, "\\x%02X", *p);
         } else {
-            sb_add(b, (const char *)p, 1);
+            buf_put(b, (const char *)p, 1);
         }
     }
-    sb_add(b, "\"", 1);
+    buf_put(b, "\"", 1);
 }
 
 typedef struct ref_entry {
@@ -139,7 +91,7 @@ typedef struct ref_entry {
 
 typedef struct conv {
     const cJSON *doc;
-    strbuf rules;
+    tsr_buf rules;
     ref_entry *refs;
     size_t n_refs, refs_cap;
     unsigned counter;
@@ -244,7 +196,7 @@ static int convert_string(conv *c, const cJSON *s, const char *path, char name[N
             if (!strcmp(fmt->valuestring, formats[i])) {
                 c->formats_used = true;
                 new_name(c, "string", name);
-                sb_printf(&c->rules, "%s ::= \"\\\"\" json-%s \"\\\"\"\n", name, formats[i]);
+                buf_printf(&c->rules, "%s ::= \"\\\"\" json-%s \"\\\"\"\n", name, formats[i]);
                 return 0;
             }
     }
@@ -257,9 +209,9 @@ static int convert_string(conv *c, const cJSON *s, const char *path, char name[N
     if (max >= 0 && max < min) return fail(c, path, "'maxLength' %ld is below 'minLength' %ld", max, min);
     new_name(c, "string", name);
     if (max < 0)
-        sb_printf(&c->rules, "%s ::= \"\\\"\" json-char{%ld,} \"\\\"\"\n", name, min);
+        buf_printf(&c->rules, "%s ::= \"\\\"\" json-char{%ld,} \"\\\"\"\n", name, min);
     else
-        sb_printf(&c->rules, "%s ::= \"\\\"\" json-char{%ld,%ld} \"\\\"\"\n", name, min, max);
+        buf_printf(&c->rules, "%s ::= \"\\\"\" json-char{%ld,%ld} \"\\\"\"\n", name, min, max);
     return 0;
 }
 
@@ -277,7 +229,7 @@ static int convert_array(conv *c, const cJSON *s, const char *path, int depth, c
     }
     new_name(c, "array", name);
     if (max == 0) {
-        sb_printf(&c->rules, "%s ::= \"[\" ws \"]\"\n", name);
+        buf_printf(&c->rules, "%s ::= \"[\" ws \"]\"\n", name);
         return 0;
     }
     /* The items after the first: ( "," ws item ws ){lo,hi} */
@@ -288,10 +240,10 @@ static int convert_array(conv *c, const cJSON *s, const char *path, int depth, c
     else
         snprintf(rest, sizeof rest, "{%ld,%ld}", lo, max - 1);
     if (min == 0)
-        sb_printf(&c->rules, "%s ::= \"[\" ws ( %s ws ( \",\" ws %s ws )%s )? \"]\"\n", name, item, item,
+        buf_printf(&c->rules, "%s ::= \"[\" ws ( %s ws ( \",\" ws %s ws )%s )? \"]\"\n", name, item, item,
                   rest);
     else
-        sb_printf(&c->rules, "%s ::= \"[\" ws %s ws ( \",\" ws %s ws )%s \"]\"\n", name, item, item, rest);
+        buf_printf(&c->rules, "%s ::= \"[\" ws %s ws ( \",\" ws %s ws )%s \"]\"\n", name, item, item, rest);
     return 0;
 }
 
@@ -368,29 +320,29 @@ static int convert_object(conv *c, const cJSON *s, const char *path, int depth, 
             fail(c, path, "out of memory");
             goto done;
         }
-        sb_printf(&c->rules, "object-%u-kv%zu ::= ", id, i);
+        buf_printf(&c->rules, "object-%u-kv%zu ::= ", id, i);
         sb_literal(&c->rules, key_json);
-        sb_printf(&c->rules, " ws \":\" ws %s\n", ps[i].value);
+        buf_printf(&c->rules, " ws \":\" ws %s\n", ps[i].value);
         free(key_json);
     }
     if (extra[0]) {
-        sb_printf(&c->rules, "object-%u-extra ::= json-string ws \":\" ws %s\n", id, extra);
-        sb_printf(&c->rules, "object-%u-b%zu ::= ( \",\" ws object-%u-extra ws )*\n", id, np, id);
-        sb_printf(&c->rules, "object-%u-a%zu ::= ( object-%u-extra ws object-%u-b%zu )?\n", id, np, id, id,
+        buf_printf(&c->rules, "object-%u-extra ::= json-string ws \":\" ws %s\n", id, extra);
+        buf_printf(&c->rules, "object-%u-b%zu ::= ( \",\" ws object-%u-extra ws )*\n", id, np, id);
+        buf_printf(&c->rules, "object-%u-a%zu ::= ( object-%u-extra ws object-%u-b%zu )?\n", id, np, id, id,
                   np);
     } else {
-        sb_printf(&c->rules, "object-%u-b%zu ::= \"\"\nobject-%u-a%zu ::= \"\"\n", id, np, id, np);
+        buf_printf(&c->rules, "object-%u-b%zu ::= \"\"\nobject-%u-a%zu ::= \"\"\n", id, np, id, np);
     }
     for (size_t i = np; i-- > 0;) {
-        sb_printf(&c->rules, "object-%u-b%zu ::= \",\" ws object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i,
+        buf_printf(&c->rules, "object-%u-b%zu ::= \",\" ws object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i,
                   id, i + 1, ps[i].required ? "\n" : "");
-        if (!ps[i].required) sb_printf(&c->rules, " | object-%u-b%zu\n", id, i + 1);
-        sb_printf(&c->rules, "object-%u-a%zu ::= object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i, id,
+        if (!ps[i].required) buf_printf(&c->rules, " | object-%u-b%zu\n", id, i + 1);
+        buf_printf(&c->rules, "object-%u-a%zu ::= object-%u-kv%zu ws object-%u-b%zu%s", id, i, id, i, id,
                   i + 1, ps[i].required ? "\n" : "");
-        if (!ps[i].required) sb_printf(&c->rules, " | object-%u-a%zu\n", id, i + 1);
+        if (!ps[i].required) buf_printf(&c->rules, " | object-%u-a%zu\n", id, i + 1);
     }
     snprintf(name, NAME_LEN, "object-%u", id);
-    sb_printf(&c->rules, "%s ::= \"{\" ws object-%u-a0 \"}\"\n", name, id);
+    buf_printf(&c->rules, "%s ::= \"{\" ws object-%u-a0 \"}\"\n", name, id);
     rc = 0;
 done:
     free(ps);
@@ -419,10 +371,10 @@ static int convert_type(conv *c, const cJSON *s, const char *type, const char *p
 /* A new rule "name ::= names[0] | names[1] | ...". */
 static void emit_alternation(conv *c, const char *kind, char (*names)[NAME_LEN], int n, char name[NAME_LEN]) {
     new_name(c, kind, name);
-    sb_printf(&c->rules, "%s ::=", name);
+    buf_printf(&c->rules, "%s ::=", name);
     for (int i = 0; i < n; i++)
-        sb_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
-    sb_add(&c->rules, "\n", 1);
+        buf_printf(&c->rules, "%s %s", i ? " |" : "", names[i]);
+    buf_put(&c->rules, "\n", 1);
 }
 
 /* Alternatives of a list of schemas (anyOf / oneOf / type lists). */
@@ -495,13 +447,7 @@ static int convert_ref(conv *c, const cJSON *ref, const char *path, int depth, c
                     ref->valuestring);
     const cJSON *target = resolve_ref(c->doc, ref->valuestring);
     if (!target) return fail(c, path, "'$ref' '%.128s' points at nothing", ref->valuestring);
-    if (c->n_refs == c->refs_cap) {
-        size_t cap = c->refs_cap ? c->refs_cap * 2 : 8;
-        ref_entry *r = realloc(c->refs, cap * sizeof *r);
-        if (!r) return fail(c, path, "out of memory");
-        c->refs = r;
-        c->refs_cap = cap;
-    }
+    if (ARRAY_GROW(c->refs, c->refs_cap, c->n_refs + 1, 8) < 0) return fail(c, path, "out of memory");
     /* Name it before converting, so a recursive reference finds it. */
     ref_entry *e = &c->refs[c->n_refs];
     e->ref = strdup(ref->valuestring);
@@ -518,7 +464,7 @@ static int convert_ref(conv *c, const cJSON *ref, const char *path, int depth, c
     int rc = convert(c, target, p, depth + 1, target_name);
     c->n_open--;
     if (rc < 0) return -1;
-    sb_printf(&c->rules, "%s ::= %s\n", name, target_name);
+    buf_printf(&c->rules, "%s ::= %s\n", name, target_name);
     return 0;
 }
 
@@ -539,18 +485,18 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
         if (en && (!cJSON_IsArray(en) || cJSON_GetArraySize(en) == 0))
             return fail(c, path, "'enum' must be a non-empty array");
         new_name(c, v ? "const" : "enum", name);
-        sb_printf(&c->rules, "%s ::=", name);
+        buf_printf(&c->rules, "%s ::=", name);
         const cJSON *item = v;
         int i = 0;
         for (item = v ? v : en->child; item; item = v ? NULL : item->next) {
             char *js = cJSON_PrintUnformatted(item);
             if (!js) return fail(c, path, "out of memory");
-            sb_add(&c->rules, i ? " | " : " ", i ? 3 : 1);
+            buf_put(&c->rules, i ? " | " : " ", i ? 3 : 1);
             i++;
             sb_literal(&c->rules, js);
             free(js);
         }
-        sb_add(&c->rules, "\n", 1);
+        buf_put(&c->rules, "\n", 1);
         return 0;
     }
     static const char *const combos[] = {"anyOf", "oneOf", "allOf", NULL};
@@ -660,22 +606,22 @@ char *grammar_json_schema_to_gbnf(const char *schema, size_t len) {
     char root[NAME_LEN];
     char *out = NULL;
     if (check_utf8(&c, doc, "#", 0) == 0 && convert(&c, doc, "#", 0, root) == 0) {
-        strbuf b = {0};
-        sb_printf(&b, "root ::= %s\n", root);
-        sb_add(&b, c.rules.s ? c.rules.s : "", c.rules.n);
-        sb_add(&b, json_primitives, sizeof json_primitives - 1);
-        if (c.formats_used) sb_add(&b, json_formats, sizeof json_formats - 1);
+        tsr_buf b = {0};
+        buf_printf(&b, "root ::= %s\n", root);
+        buf_put(&b, c.rules.p ? c.rules.p : "", c.rules.len);
+        buf_put(&b, json_primitives, sizeof json_primitives - 1);
+        if (c.formats_used) buf_put(&b, json_formats, sizeof json_formats - 1);
         if (b.oom || c.rules.oom) {
             error_set("json schema: out of memory");
-            free(b.s);
+            free(b.p);
         } else {
-            out = b.s;
+            out = b.p;
         }
     }
     for (size_t i = 0; i < c.n_refs; i++)
         free(c.refs[i].ref);
     free(c.refs);
-    free(c.rules.s);
+    free(c.rules.p);
     cJSON_Delete(doc);
     return out;
 }

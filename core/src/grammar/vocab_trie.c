@@ -13,6 +13,7 @@
 
 #include "grammar/grammar.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 enum { MEMO_CP = 0x800, MEMO_UNKNOWN = 0, MEMO_REJECT, MEMO_SAME, MEMO_OTHER };
 
@@ -47,12 +48,8 @@ static int64_t node_child(grammar_vocab *v, uint32_t parent, uint8_t byte) {
         link = &v->nodes[*link].next_sibling;
     if (*link && v->nodes[*link].byte == byte) return *link;
     if (v->n_nodes == v->nodes_cap) {
-        size_t cap = v->nodes_cap * 2;
-        trie_node *n = realloc(v->nodes, cap * sizeof *n);
-        if (!n) return -1;
-        v->nodes = n;
-        v->nodes_cap = cap;
-        link = NULL; /* re-find the link in the moved array */
+        if (ARRAY_GROW(v->nodes, v->nodes_cap, v->n_nodes + 1, 64) < 0) return -1;
+        /* re-find the link in the moved array */
         link = &v->nodes[parent].first_child;
         while (*link && v->nodes[*link].byte < byte)
             link = &v->nodes[*link].next_sibling;
@@ -84,13 +81,7 @@ grammar_vocab *grammar_vocab_new(int32_t n_vocab, grammar_piece_fn piece, void *
         v->piece_off[id] = (uint32_t)n_bytes;
         v->token_next[id] = -1;
         if (n == 0) continue;
-        if (n_bytes + (size_t)n > bytes_cap) {
-            while (n_bytes + (size_t)n > bytes_cap)
-                bytes_cap *= 2;
-            char *b = realloc(v->bytes, bytes_cap);
-            if (!b) goto fail;
-            v->bytes = b;
-        }
+        if (ARRAY_GROW(v->bytes, bytes_cap, n_bytes + (size_t)n, 4096) < 0) goto fail;
         memcpy(v->bytes + n_bytes, buf, (size_t)n);
         n_bytes += (size_t)n;
         if (n > GRAMMAR_MAX_PIECE) {

@@ -15,6 +15,7 @@
 #include "tensor/dtype.h"
 #include "state/state.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 /* The model's identity beyond its shape: the GGUF's metadata and tensor
  * infos (every byte before the data section). */
@@ -453,15 +454,9 @@ int tessera_state_load_file(tessera_context *ctx, int32_t seq, const char *path,
     size_t len = 0, cap = 0;
     int rc = -1;
     for (;;) {
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 1 << 16;
-            uint8_t *nb = ncap > cap ? realloc(buf, ncap) : NULL;
-            if (!nb) {
-                error_set("state file %s: out of memory reading it", path);
-                goto done;
-            }
-            buf = nb;
-            cap = ncap;
+        if (ARRAY_GROW(buf, cap, len + 1, 1 << 16) < 0) {
+            error_set("state file %s: out of memory reading it", path);
+            goto done;
         }
         size_t got = fread(buf + len, 1, cap - len, f);
         len += got;

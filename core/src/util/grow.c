@@ -1,6 +1,8 @@
 #include "util/grow.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,24 @@ int buf_put(tsr_buf *b, const void *bytes, size_t n) {
 int buf_puts(tsr_buf *b, const char *s) { return buf_put(b, s, strlen(s)); }
 
 int buf_putc(tsr_buf *b, char c) { return buf_put(b, &c, 1); }
+
+int buf_printf(tsr_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || b->oom) return -1;
+    /* room for the text and its NUL, then print in place */
+    if (buf_put(b, "", 0) < 0 || ARRAY_GROW(b->p, b->cap, b->len + (size_t)n + 1, 64) < 0) {
+        b->oom = true;
+        return -1;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
 
 void buf_free(tsr_buf *b) {
     free(b->p);

@@ -34,6 +34,11 @@ typedef struct tsr_buf {
 int buf_put(tsr_buf *b, const void *bytes, size_t n); /* 0, or -1 out of memory */
 int buf_puts(tsr_buf *b, const char *s);
 int buf_putc(tsr_buf *b, char c);
+int buf_printf(tsr_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 void buf_free(tsr_buf *b);
 
 #endif

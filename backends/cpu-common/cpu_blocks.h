@@ -23,30 +23,23 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <tessera/plugin_util.h>
+
 #define QK 32
 #define QKK 256
 
-typedef struct { uint16_t d; uint8_t qs[16]; } blk_q4_0;
-typedef struct { uint16_t d, m; uint8_t qs[16]; } blk_q4_1;
-typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } blk_q5_0;
-typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } blk_q5_1;
-typedef struct { uint16_t d; int8_t qs[32]; } blk_q8_0;
-typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } blk_q2_k;
-typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } blk_q3_k;
-typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } blk_q4_k;
-typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } blk_q5_k;
-typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } blk_q6_k;
-
-_Static_assert(sizeof(blk_q4_0) == 18, "Q4_0 block");
-_Static_assert(sizeof(blk_q4_1) == 20, "Q4_1 block");
-_Static_assert(sizeof(blk_q5_0) == 22, "Q5_0 block");
-_Static_assert(sizeof(blk_q5_1) == 24, "Q5_1 block");
-_Static_assert(sizeof(blk_q8_0) == 34, "Q8_0 block");
-_Static_assert(sizeof(blk_q2_k) == 84, "Q2_K block");
-_Static_assert(sizeof(blk_q3_k) == 110, "Q3_K block");
-_Static_assert(sizeof(blk_q4_k) == 144, "Q4_K block");
-_Static_assert(sizeof(blk_q5_k) == 176, "Q5_K block");
-_Static_assert(sizeof(blk_q6_k) == 210, "Q6_K block");
+/* The weight blocks are plugin_util.h's structs (one definition for host
+ * and plugins). */
+typedef tsr_block_q4_0 blk_q4_0;
+typedef tsr_block_q4_1 blk_q4_1;
+typedef tsr_block_q5_0 blk_q5_0;
+typedef tsr_block_q5_1 blk_q5_1;
+typedef tsr_block_q8_0 blk_q8_0;
+typedef tsr_block_q2_K blk_q2_k;
+typedef tsr_block_q3_K blk_q3_k;
+typedef tsr_block_q4_K blk_q4_k;
+typedef tsr_block_q5_K blk_q5_k;
+typedef tsr_block_q6_K blk_q6_k;
 
 /*
  * Activation blocks (plugin-internal, never stored in a file). They carry the
@@ -76,20 +69,11 @@ typedef struct {
 static inline float f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
-/* IEEE half to float, exact for every input (subnormals, inf, NaN). */
-static inline float cpu_fp16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-    if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        if (man == 0) return f32_from_bits(sign);
-        float v = (float)man * (1.0f / 16777216.0f); /* man * 2^-24 */
-        return sign ? -v : v;
-    }
-    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
-}
+static inline float cpu_fp16_to_f32(uint16_t h) { return tsr_fp16_to_f32(h); }
 
-/* Float to IEEE half, round to nearest even; NaN stays NaN. */
+/* Float to IEEE half, round to nearest even. Unlike tsr_f32_to_fp16 a NaN
+ * keeps the top of its payload, as F16C's vcvtps2ph does, so this scalar
+ * path and the plugins' vector conversions give the same bits. */
 static inline uint16_t cpu_f32_to_fp16(float f) {
     uint32_t x = f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
@@ -105,13 +89,8 @@ static inline uint16_t cpu_f32_to_fp16(float f) {
     return (uint16_t)(sign | (r >> 13));
 }
 
-static inline float cpu_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
-
-static inline uint16_t cpu_f32_to_bf16(float f) {
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 64u); /* quiet NaN */
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
+static inline float cpu_bf16_to_f32(uint16_t h) { return tsr_bf16_to_f32(h); }
+static inline uint16_t cpu_f32_to_bf16(float f) { return tsr_f32_to_bf16(f); }
 
 static inline float fp16_round(float f) { return cpu_fp16_to_f32(cpu_f32_to_fp16(f)); }
 

@@ -49,51 +49,82 @@ typedef struct tsr_dtype_traits {
     const char *layout;  /* the bytes of one block, in order              */
 } tsr_dtype_traits;
 
+/*
+ * Every dtype's geometry, once: X(SUFFIX, name, block_size, block_bytes,
+ * quantized, is_float, layout) per GGUF type number TSR_DTYPE_<SUFFIX>.
+ * tsr_dtype_traits_get below and the host's own dtype table both expand it,
+ * so the two can never disagree.
+ */
+#define TSR_DTYPE_GEOMETRY(X) \
+    X(F32, "F32", 1, 4, 0, 1, \
+      "IEEE binary32") \
+    X(F16, "F16", 1, 2, 0, 1, \
+      "IEEE binary16") \
+    X(BF16, "BF16", 1, 2, 0, 1, \
+      "upper 16 bits of binary32") \
+    X(Q4_0, "Q4_0", 32, 18, 1, 0, \
+      "f16 d; u8 qs[16]: element j low nibble of qs[j], j+16 high; x = d*(q-8)") \
+    X(Q4_1, "Q4_1", 32, 20, 1, 0, \
+      "f16 d, m; u8 qs[16] as Q4_0; x = d*q + m") \
+    X(Q5_0, "Q5_0", 32, 22, 1, 0, \
+      "f16 d; u8 qh[4] (bit j: 5th bit of element j); u8 qs[16] as Q4_0; x = d*(q-16)") \
+    X(Q5_1, "Q5_1", 32, 24, 1, 0, \
+      "f16 d, m; u8 qh[4]; u8 qs[16]; x = d*q + m") \
+    X(Q8_0, "Q8_0", 32, 34, 1, 0, \
+      "f16 d; i8 qs[32]; x = d*q") \
+    X(Q8_1, "Q8_1", 32, 36, 1, 0, \
+      "f16 d; f16 s = d*sum(qs); i8 qs[32]; x = d*q") \
+    X(Q2_K, "Q2_K", 256, 84, 1, 0, \
+      "u8 scales[16] (low nibble scale, high min); u8 qs[64] (2 bits); f16 d, dmin") \
+    X(Q3_K, "Q3_K", 256, 110, 1, 0, \
+      "u8 hmask[32] (high bits); u8 qs[64] (low 2 bits); u8 scales[12] (16 x 6 bits); f16 d") \
+    X(Q4_K, "Q4_K", 256, 144, 1, 0, \
+      "f16 d, dmin; u8 scales[12] (8 scales + 8 mins, 6 bits); u8 qs[128]") \
+    X(Q5_K, "Q5_K", 256, 176, 1, 0, \
+      "f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]") \
+    X(Q6_K, "Q6_K", 256, 210, 1, 0, \
+      "u8 ql[128] (low 4 bits); u8 qh[64] (high 2 bits); i8 scales[16]; f16 d") \
+    X(Q8_K, "Q8_K", 256, 292, 1, 0, \
+      "f32 d; i8 qs[256]; i16 bsums[16] (sums of 16 qs)") \
+    X(IQ2_XXS, "IQ2_XXS", 256, 66, 1, 0, \
+      "f16 d; u16 qs[32] (grid indices, signs, scales)") \
+    X(IQ2_XS, "IQ2_XS", 256, 74, 1, 0, \
+      "f16 d; u16 qs[32]; u8 scales[8]") \
+    X(IQ3_XXS, "IQ3_XXS", 256, 98, 1, 0, \
+      "f16 d; u8 qs[96]") \
+    X(IQ1_S, "IQ1_S", 256, 50, 1, 0, \
+      "f16 d; u8 qs[32]; u16 qh[8]") \
+    X(IQ4_NL, "IQ4_NL", 32, 18, 1, 0, \
+      "f16 d; u8 qs[16] as Q4_0, nibbles index a 16-entry table") \
+    X(IQ3_S, "IQ3_S", 256, 110, 1, 0, \
+      "f16 d; u8 qs[64]; u8 qh[8]; u8 signs[32]; u8 scales[4]") \
+    X(IQ2_S, "IQ2_S", 256, 82, 1, 0, \
+      "f16 d; u8 qs[64]; u8 qh[8]; u8 scales[8]") \
+    X(IQ4_XS, "IQ4_XS", 256, 136, 1, 0, \
+      "f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]") \
+    X(I8, "I8", 1, 1, 0, 0, \
+      "int8") \
+    X(I16, "I16", 1, 2, 0, 0, \
+      "int16") \
+    X(I32, "I32", 1, 4, 0, 0, \
+      "int32") \
+    X(I64, "I64", 1, 8, 0, 0, \
+      "int64") \
+    X(F64, "F64", 1, 8, 0, 0, \
+      "IEEE binary64") \
+    X(IQ1_M, "IQ1_M", 256, 56, 1, 0, \
+      "u8 qs[32]; u8 qh[16]; u8 scales[8] (scale bits inside)") \
+    X(TQ1_0, "TQ1_0", 256, 54, 1, 0, \
+      "u8 qs[48] (base-3); u8 qh[4]; f16 d") \
+    X(TQ2_0, "TQ2_0", 256, 66, 1, 0, \
+      "u8 qs[64] (2 bits); f16 d") \
+    X(MXFP4, "MXFP4", 32, 17, 1, 0, \
+      "u8 e (E8M0 scale); u8 qs[16] (E2M1 nibbles)")
+
 static inline const tsr_dtype_traits *tsr_dtype_traits_get(int32_t dtype) {
-#define TSR_PLAIN_(n, b, f, l) {n, 1, b, 0, f, l}
-#define TSR_QUANT_(n, bs, b, l) {n, bs, b, 1, 0, l}
-    static const tsr_dtype_traits table[TSR_DTYPE_COUNT] = {
-        [TSR_DTYPE_F32] = TSR_PLAIN_("F32", 4, 1, "IEEE binary32"),
-        [TSR_DTYPE_F16] = TSR_PLAIN_("F16", 2, 1, "IEEE binary16"),
-        [TSR_DTYPE_BF16] = TSR_PLAIN_("BF16", 2, 1, "upper 16 bits of binary32"),
-        [TSR_DTYPE_Q4_0] = TSR_QUANT_("Q4_0", 32, 18,
-                                      "f16 d; u8 qs[16]: element j low nibble of qs[j], j+16 high; x = d*(q-8)"),
-        [TSR_DTYPE_Q4_1] = TSR_QUANT_("Q4_1", 32, 20, "f16 d, m; u8 qs[16] as Q4_0; x = d*q + m"),
-        [TSR_DTYPE_Q5_0] = TSR_QUANT_("Q5_0", 32, 22,
-                                      "f16 d; u8 qh[4] (bit j: 5th bit of element j); u8 qs[16] as Q4_0; x = d*(q-16)"),
-        [TSR_DTYPE_Q5_1] = TSR_QUANT_("Q5_1", 32, 24, "f16 d, m; u8 qh[4]; u8 qs[16]; x = d*q + m"),
-        [TSR_DTYPE_Q8_0] = TSR_QUANT_("Q8_0", 32, 34, "f16 d; i8 qs[32]; x = d*q"),
-        [TSR_DTYPE_Q8_1] = TSR_QUANT_("Q8_1", 32, 36, "f16 d; f16 s = d*sum(qs); i8 qs[32]; x = d*q"),
-        [TSR_DTYPE_Q2_K] = TSR_QUANT_("Q2_K", 256, 84,
-                                      "u8 scales[16] (low nibble scale, high min); u8 qs[64] (2 bits); f16 d, dmin"),
-        [TSR_DTYPE_Q3_K] = TSR_QUANT_("Q3_K", 256, 110,
-                                      "u8 hmask[32] (high bits); u8 qs[64] (low 2 bits); u8 scales[12] (16 x 6 bits); f16 d"),
-        [TSR_DTYPE_Q4_K] = TSR_QUANT_("Q4_K", 256, 144,
-                                      "f16 d, dmin; u8 scales[12] (8 scales + 8 mins, 6 bits); u8 qs[128]"),
-        [TSR_DTYPE_Q5_K] = TSR_QUANT_("Q5_K", 256, 176, "f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]"),
-        [TSR_DTYPE_Q6_K] = TSR_QUANT_("Q6_K", 256, 210,
-                                      "u8 ql[128] (low 4 bits); u8 qh[64] (high 2 bits); i8 scales[16]; f16 d"),
-        [TSR_DTYPE_Q8_K] = TSR_QUANT_("Q8_K", 256, 292, "f32 d; i8 qs[256]; i16 bsums[16] (sums of 16 qs)"),
-        [TSR_DTYPE_IQ2_XXS] = TSR_QUANT_("IQ2_XXS", 256, 66, "f16 d; u16 qs[32] (grid indices, signs, scales)"),
-        [TSR_DTYPE_IQ2_XS] = TSR_QUANT_("IQ2_XS", 256, 74, "f16 d; u16 qs[32]; u8 scales[8]"),
-        [TSR_DTYPE_IQ3_XXS] = TSR_QUANT_("IQ3_XXS", 256, 98, "f16 d; u8 qs[96]"),
-        [TSR_DTYPE_IQ1_S] = TSR_QUANT_("IQ1_S", 256, 50, "f16 d; u8 qs[32]; u16 qh[8]"),
-        [TSR_DTYPE_IQ4_NL] = TSR_QUANT_("IQ4_NL", 32, 18, "f16 d; u8 qs[16] as Q4_0, nibbles index a 16-entry table"),
-        [TSR_DTYPE_IQ3_S] = TSR_QUANT_("IQ3_S", 256, 110, "f16 d; u8 qs[64]; u8 qh[8]; u8 signs[32]; u8 scales[4]"),
-        [TSR_DTYPE_IQ2_S] = TSR_QUANT_("IQ2_S", 256, 82, "f16 d; u8 qs[64]; u8 qh[8]; u8 scales[8]"),
-        [TSR_DTYPE_IQ4_XS] = TSR_QUANT_("IQ4_XS", 256, 136, "f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]"),
-        [TSR_DTYPE_I8] = TSR_PLAIN_("I8", 1, 0, "int8"),
-        [TSR_DTYPE_I16] = TSR_PLAIN_("I16", 2, 0, "int16"),
-        [TSR_DTYPE_I32] = TSR_PLAIN_("I32", 4, 0, "int32"),
-        [TSR_DTYPE_I64] = TSR_PLAIN_("I64", 8, 0, "int64"),
-        [TSR_DTYPE_F64] = TSR_PLAIN_("F64", 8, 0, "IEEE binary64"),
-        [TSR_DTYPE_IQ1_M] = TSR_QUANT_("IQ1_M", 256, 56, "u8 qs[32]; u8 qh[16]; u8 scales[8] (scale bits inside)"),
-        [TSR_DTYPE_TQ1_0] = TSR_QUANT_("TQ1_0", 256, 54, "u8 qs[48] (base-3); u8 qh[4]; f16 d"),
-        [TSR_DTYPE_TQ2_0] = TSR_QUANT_("TQ2_0", 256, 66, "u8 qs[64] (2 bits); f16 d"),
-        [TSR_DTYPE_MXFP4] = TSR_QUANT_("MXFP4", 32, 17, "u8 e (E8M0 scale); u8 qs[16] (E2M1 nibbles)"),
-    };
-#undef TSR_PLAIN_
-#undef TSR_QUANT_
+#define TSR_TRAITS_ROW_(e, n, bs, b, q, f, l) [TSR_DTYPE_##e] = {n, bs, b, q, f, l},
+    static const tsr_dtype_traits table[TSR_DTYPE_COUNT] = {TSR_DTYPE_GEOMETRY(TSR_TRAITS_ROW_)};
+#undef TSR_TRAITS_ROW_
     if (dtype < 0 || dtype >= TSR_DTYPE_COUNT || !table[dtype].name) return NULL;
     return &table[dtype];
 }

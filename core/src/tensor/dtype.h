@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include <tessera/plugin.h>
+#include <tessera/plugin_util.h>
 
 typedef void (*dtype_to_f32_fn)(const void *src, float *dst, int64_t n);
 typedef void (*dtype_from_f32_fn)(const float *src, void *dst, int64_t n);
@@ -56,11 +57,11 @@ int32_t dtype_from_name(const char *name);
 size_t dtype_row_bytes(int32_t dtype, int64_t n);
 
 /* Scalar conversions, bit-exact with ggml's (round to nearest even; NaN kept
- * as NaN). */
-float fp16_to_f32(uint16_t h);
-uint16_t f32_to_fp16(float f);
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);
+ * as NaN): plugin_util.h's, the one definition host and plugins share. */
+static inline float fp16_to_f32(uint16_t h) { return tsr_fp16_to_f32(h); }
+static inline uint16_t f32_to_fp16(float f) { return tsr_f32_to_fp16(f); }
+static inline float bf16_to_f32(uint16_t h) { return tsr_bf16_to_f32(h); }
+static inline uint16_t f32_to_bf16(float f) { return tsr_f32_to_bf16(f); }
 
 /* Row conversions with checks: 0 on success; -1 with error_get() naming the
  * dtype when it is unknown, cannot be produced (from_f32 NULL) / read, or n is

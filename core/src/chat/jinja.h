@@ -325,6 +325,8 @@ bool jinja_has_test(const char *name);
  * the type has no such method. */
 jv jinja_method(jctx *c, jv obj, const char *name);
 void jinja_add_globals(jctx *c, jscope *globals);
+/* A copy of n items in a new arena array of cap items (cap >= n). */
+void *jarena_grow(jctx *c, const void *items, size_t n, size_t cap, size_t item_size);
 /* Bind k to v in scope s (replacing an existing binding of k). */
 void jinja_scope_set(jctx *c, jscope *s, const char *k, jv v);
 /* markupsafe.escape() of a string. */

@@ -193,6 +193,16 @@ static jv list_from(jctx *c, jbuf *b) {
     if (n) memcpy(r.l->v, b->p, n * sizeof(jv));
     return r;
 }
+/* The items pushed to b, last first (rsplit collects from the right). */
+static jv list_from_reversed(jctx *c, jbuf *b) {
+    jv r = list_from(c, b);
+    for (size_t k = 0; k < r.l->n / 2; k++) {
+        jv t = r.l->v[k];
+        r.l->v[k] = r.l->v[r.l->n - 1 - k];
+        r.l->v[r.l->n - 1 - k] = t;
+    }
+    return r;
+}
 
 /* str.split / str.rsplit */
 static jv split(jctx *c, jv s, jv sep, jv maxv, bool from_right) {
@@ -241,13 +251,7 @@ static jv split(jctx *c, jv s, jv sep, jv maxv, bool from_right) {
             done++;
             i = j;
         }
-        jv r = list_from(c, &parts);
-        for (size_t k = 0; k < r.l->n / 2; k++) {
-            jv t = r.l->v[k];
-            r.l->v[k] = r.l->v[r.l->n - 1 - k];
-            r.l->v[r.l->n - 1 - k] = t;
-        }
-        return r;
+        return list_from_reversed(c, &parts);
     }
     need_str(c, sep, "split");
     if (sep.s->len == 0) jerr(c, "empty separator");
@@ -281,13 +285,7 @@ static jv split(jctx *c, jv s, jv sep, jv maxv, bool from_right) {
         end = h;
         done++;
     }
-    jv r = list_from(c, &parts);
-    for (size_t k = 0; k < r.l->n / 2; k++) {
-        jv t = r.l->v[k];
-        r.l->v[k] = r.l->v[r.l->n - 1 - k];
-        r.l->v[r.l->n - 1 - k] = t;
-    }
-    return r;
+    return list_from_reversed(c, &parts);
 }
 
 static bool is_line_break(int32_t cp) {

@@ -67,14 +67,8 @@ void jinja_scope_set(jctx *c, jscope *s, const char *k, jv v) {
         }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 8;
-        const char **nk = jalloc(c, cap * sizeof *nk);
-        jv *nv = jalloc(c, cap * sizeof *nv);
-        if (s->n) {
-            memcpy(nk, s->k, s->n * sizeof *nk);
-            memcpy(nv, s->v, s->n * sizeof *nv);
-        }
-        s->k = nk;
-        s->v = nv;
+        s->k = jarena_grow(c, s->k, s->n, cap, sizeof *s->k);
+        s->v = jarena_grow(c, s->v, s->n, cap, sizeof *s->v);
         s->cap = cap;
     }
     s->k[s->n] = k;
@@ -164,6 +158,16 @@ jv jinja_getitem(jctx *c, jv obj, jv key) {
 }
 
 /* Python slice indices for a sequence of length n. */
+
+/* A slice's start or stop: negative counts from the end, clamped to
+ * [lo, hi]; none/undefined keeps the default dflt. */
+static int64_t slice_bound(jctx *c, jv x, int64_t n, int64_t lo, int64_t hi, int64_t dflt) {
+    if (x.kind == JV_NONE || x.kind == JV_UNDEF) return dflt;
+    if (x.kind != JV_INT) jerr(c, "slice indices must be integers");
+    int64_t v = x.i < 0 ? x.i + n : x.i;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 static void slice_indices(jctx *c, jv start, jv stop, jv stepv, int64_t n, int64_t *s0, int64_t *s1,
                           int64_t *st) {
     int64_t stp = 1;
@@ -179,20 +183,8 @@ static void slice_indices(jctx *c, jv start, jv stop, jv stepv, int64_t n, int64
         hi = n - 1;
     }
     int64_t a = stp > 0 ? lo : hi, b = stp > 0 ? hi : lo;
-    if (start.kind == JV_INT) {
-        a = start.i < 0 ? start.i + n : start.i;
-        if (a < lo) a = lo;
-        if (a > hi) a = hi;
-    } else if (start.kind != JV_NONE && start.kind != JV_UNDEF) {
-        jerr(c, "slice indices must be integers");
-    }
-    if (stop.kind == JV_INT) {
-        b = stop.i < 0 ? stop.i + n : stop.i;
-        if (b < lo) b = lo;
-        if (b > hi) b = hi;
-    } else if (stop.kind != JV_NONE && stop.kind != JV_UNDEF) {
-        jerr(c, "slice indices must be integers");
-    }
+    a = slice_bound(c, start, n, lo, hi, a);
+    b = slice_bound(c, stop, n, lo, hi, b);
     *s0 = a;
     *s1 = b;
     *st = stp;

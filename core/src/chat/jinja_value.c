@@ -129,6 +129,12 @@ jv *jdict_get(const jdict *d, const char *k, size_t klen) {
     return NULL;
 }
 
+void *jarena_grow(jctx *c, const void *items, size_t n, size_t cap, size_t item_size) {
+    void *grown = jalloc(c, cap * item_size);
+    if (n) memcpy(grown, items, n * item_size);
+    return grown;
+}
+
 void jdict_set(jctx *c, jdict *d, const char *k, size_t klen, jv v) {
     jv *old = jdict_get(d, k, klen);
     if (old) {
@@ -137,14 +143,8 @@ void jdict_set(jctx *c, jdict *d, const char *k, size_t klen, jv v) {
     }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 8;
-        jstr **nk = jalloc(c, cap * sizeof *nk);
-        jv *nv = jalloc(c, cap * sizeof *nv);
-        if (d->n) {
-            memcpy(nk, d->k, d->n * sizeof *nk);
-            memcpy(nv, d->v, d->n * sizeof *nv);
-        }
-        d->k = nk;
-        d->v = nv;
+        d->k = jarena_grow(c, d->k, d->n, cap, sizeof *d->k);
+        d->v = jarena_grow(c, d->v, d->n, cap, sizeof *d->v);
         d->cap = cap;
     }
     d->k[d->n] = jv_str(c, k, klen).s;

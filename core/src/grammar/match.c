@@ -14,6 +14,7 @@
 
 #include "grammar/grammar.h"
 #include "util/error.h"
+#include "util/grow.h"
 
 /* A stack set up to this size is searched linearly; past it, hashed. */
 enum { LINEAR_STACKS = 16 };
@@ -111,6 +112,22 @@ static bool stacks_find(const grammar_stacks *s, const uint32_t *st, size_t n, u
     return s->table[j] != 0;
 }
 
+/* Grow a uint32 array to hold need items (an error names the grammar). */
+static int ensure_u32(uint32_t **p, size_t *cap, size_t need) {
+    return ARRAY_GROW(*p, *cap, need, 64) < 0 ? error_set("grammar: out of memory") : 0;
+}
+
+/* Grow k parallel uint32 arrays that share the capacity *cap. */
+static int ensure_parallel_u32(uint32_t **arrays[], int k, size_t *cap, size_t need) {
+    size_t grown = *cap;
+    for (int i = 0; i < k; i++) {
+        grown = *cap;
+        if (ensure_u32(arrays[i], &grown, need) < 0) return -1;
+    }
+    *cap = grown;
+    return 0;
+}
+
 /* (Re)build the index at least four times the stacks' number, so it is at
  * most a quarter full; stacks_add rebuilds it once it passes that. */
 static int stacks_index(grammar_stacks *s) {
@@ -146,26 +163,9 @@ static int stacks_add(grammar_stacks *s, const uint32_t *st, size_t n) {
         return error_set("grammar: the parse stacks hold more than %d entries at once (the grammar is too "
                          "ambiguous)",
                          GRAMMAR_MAX_SET_WORDS);
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        uint32_t *off = realloc(s->off, cap * sizeof *off);
-        if (off) s->off = off;
-        uint32_t *len = realloc(s->len, cap * sizeof *len);
-        if (len) s->len = len;
-        uint32_t *hash = realloc(s->hash, cap * sizeof *hash);
-        if (hash) s->hash = hash;
-        if (!off || !len || !hash) return error_set("grammar: out of memory");
-        s->cap = cap;
-    }
-    if (s->pool_len + n > s->pool_cap) {
-        size_t cap = s->pool_cap ? s->pool_cap : 64;
-        while (cap < s->pool_len + n)
-            cap *= 2;
-        uint32_t *pool = realloc(s->pool, cap * sizeof *pool);
-        if (!pool) return error_set("grammar: out of memory");
-        s->pool = pool;
-        s->pool_cap = cap;
-    }
+    uint32_t **stack_arrays[] = {&s->off, &s->len, &s->hash};
+    if (ensure_parallel_u32(stack_arrays, 3, &s->cap, s->n + 1) < 0) return -1;
+    if (ensure_u32(&s->pool, &s->pool_cap, s->pool_len + n) < 0) return -1;
     if (n) memcpy(s->pool + s->pool_len, st, n * sizeof *st);
     s->off[s->n] = (uint32_t)s->pool_len;
     s->len[s->n] = (uint32_t)n;
@@ -215,32 +215,13 @@ void grammar_work_free(grammar_work *w) {
     memset(w, 0, sizeof *w);
 }
 
-static int ensure_u32(uint32_t **p, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    uint32_t *n = realloc(*p, c * sizeof *n);
-    if (!n) return error_set("grammar: out of memory");
-    *p = n;
-    *cap = c;
-    return 0;
-}
-
 /* Queue the stack base[0..n) followed by `top` (if top != UINT32_MAX). */
 static int work_push(grammar_work *w, const uint32_t *base, size_t n, uint32_t top) {
     size_t len = n + (top != UINT32_MAX);
     if (len > GRAMMAR_MAX_DEPTH)
         return error_set("grammar: a parse stack is deeper than %d (nesting too deep)", GRAMMAR_MAX_DEPTH);
-    if (w->n_items == w->items_cap) {
-        size_t cap = w->items_cap ? w->items_cap * 2 : 32;
-        uint32_t *off = realloc(w->item_off, cap * sizeof *off);
-        if (off) w->item_off = off;
-        uint32_t *l = realloc(w->item_len, cap * sizeof *l);
-        if (l) w->item_len = l;
-        if (!off || !l) return error_set("grammar: out of memory");
-        w->items_cap = cap;
-    }
+    uint32_t **item_arrays[] = {&w->item_off, &w->item_len};
+    if (ensure_parallel_u32(item_arrays, 2, &w->items_cap, w->n_items + 1) < 0) return -1;
     if (ensure_u32(&w->pool, &w->pool_cap, w->pool_len + len + 1) < 0) return -1;
     if (n) memcpy(w->pool + w->pool_len, base, n * sizeof *base);
     if (top != UINT32_MAX) w->pool[w->pool_len + n] = top;

@@ -6,6 +6,7 @@
 
 #include "sample/sample.h"
 #include "util/error.h"
+#include "util/le.h"
 
 struct sample_chain {
     sample_params params;
@@ -199,14 +200,6 @@ void sample_chain_reset(sample_chain *s) {
  * penalty window, oldest first). */
 enum { CHAIN_STATE_VERSION = 1, CHAIN_STATE_FIXED = 4 + 32 + 4 };
 
-static void put_le(uint8_t *p, uint64_t v, int n) {
-    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get_le(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 size_t sample_chain_state_size(const sample_chain *s) { return CHAIN_STATE_FIXED + 4 * s->history.count; }
 
@@ -215,7 +208,7 @@ size_t sample_chain_state_length(const uint8_t *in, size_t len) {
         error_set("sampler state: %zu bytes, a state needs at least %d", len, (int)CHAIN_STATE_FIXED);
         return 0;
     }
-    uint64_t count = get_le(in + 36, 4);
+    uint64_t count = le_get(in + 36, 4);
     if (count > (len - CHAIN_STATE_FIXED) / 4) {
         error_set("sampler state: %llu tokens recorded but %zu bytes follow", (unsigned long long)count,
                   len - CHAIN_STATE_FIXED);
@@ -226,30 +219,30 @@ size_t sample_chain_state_length(const uint8_t *in, size_t len) {
 
 void sample_chain_state_write(const sample_chain *s, uint8_t *out) {
     const sample_history *h = &s->history;
-    put_le(out, CHAIN_STATE_VERSION, 4);
-    for (int i = 0; i < 4; i++) put_le(out + 4 + 8 * i, s->rng.s[i], 8);
-    put_le(out + 36, h->count, 4);
+    le_put(out, CHAIN_STATE_VERSION, 4);
+    for (int i = 0; i < 4; i++) le_put(out + 4 + 8 * i, s->rng.s[i], 8);
+    le_put(out + 36, h->count, 4);
     size_t first = (h->head + h->cap - h->count) % (h->cap ? h->cap : 1);
     for (size_t i = 0; i < h->count; i++)
-        put_le(out + CHAIN_STATE_FIXED + 4 * i, (uint32_t)h->ring[(first + i) % h->cap], 4);
+        le_put(out + CHAIN_STATE_FIXED + 4 * i, (uint32_t)h->ring[(first + i) % h->cap], 4);
 }
 
 int sample_chain_state_read(sample_chain *s, const uint8_t *in, size_t len) {
     if (len < CHAIN_STATE_FIXED)
         return error_set("sampler state: %zu bytes, a state needs at least %d", len, (int)CHAIN_STATE_FIXED);
-    uint32_t version = (uint32_t)get_le(in, 4);
+    uint32_t version = (uint32_t)le_get(in, 4);
     if (version != CHAIN_STATE_VERSION)
         return error_set("sampler state: version %u, this build reads %d", version, CHAIN_STATE_VERSION);
     sample_rng rng;
-    for (int i = 0; i < 4; i++) rng.s[i] = get_le(in + 4 + 8 * i, 8);
+    for (int i = 0; i < 4; i++) rng.s[i] = le_get(in + 4 + 8 * i, 8);
     if (!(rng.s[0] | rng.s[1] | rng.s[2] | rng.s[3]))
         return error_set("sampler state: the PRNG state is all zero (never a valid xoshiro state)");
-    uint64_t count = get_le(in + 36, 4);
+    uint64_t count = le_get(in + 36, 4);
     if (count != (len - CHAIN_STATE_FIXED) / 4 || (len - CHAIN_STATE_FIXED) % 4)
         return error_set("sampler state: %llu tokens recorded but %zu bytes follow", (unsigned long long)count,
                          len - CHAIN_STATE_FIXED);
     for (uint64_t i = 0; i < count; i++) {
-        int32_t id = (int32_t)(uint32_t)get_le(in + CHAIN_STATE_FIXED + 4 * i, 4);
+        int32_t id = (int32_t)(uint32_t)le_get(in + CHAIN_STATE_FIXED + 4 * i, 4);
         if (id < 0 || id >= s->n_vocab)
             return error_set("sampler state: recorded token %d is outside the vocabulary (0..%d)", (int)id,
                              (int)s->n_vocab - 1);
@@ -258,6 +251,6 @@ int sample_chain_state_read(sample_chain *s, const uint8_t *in, size_t len) {
     s->rng = rng;
     sample_history_clear(&s->history);
     for (uint64_t i = 0; i < count; i++)
-        sample_history_push(&s->history, (int32_t)(uint32_t)get_le(in + CHAIN_STATE_FIXED + 4 * i, 4));
+        sample_history_push(&s->history, (int32_t)(uint32_t)le_get(in + CHAIN_STATE_FIXED + 4 * i, 4));
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "grammar/grammar.h"
 #include "sample/grammar_hook.h"
 #include "util/error.h"
+#include "util/le.h"
 
 struct sample_grammar {
     grammar *g;
@@ -152,39 +153,31 @@ int sample_grammar_restart(sample_grammar *sg) {
  * (the tokens accepted since the last restart, in order). */
 enum { GRAMMAR_STATE_MAGIC = 0x314d5247u, GRAMMAR_STATE_FIXED = 4 + 8 + 4 };
 
-static void put_le(uint8_t *p, uint64_t v, int n) {
-    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get_le(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 size_t sample_grammar_state_size(const sample_grammar *sg) { return GRAMMAR_STATE_FIXED + 4 * sg->n_accepted; }
 
 int sample_grammar_state_write(const sample_grammar *sg, uint8_t *out) {
     if (sg->cap_accepted == SIZE_MAX)
         return error_set("sampler state: out of memory while recording the grammar's tokens; cannot save");
-    put_le(out, GRAMMAR_STATE_MAGIC, 4);
-    put_le(out + 4, sg->fingerprint, 8);
-    put_le(out + 12, sg->n_accepted, 4);
+    le_put(out, GRAMMAR_STATE_MAGIC, 4);
+    le_put(out + 4, sg->fingerprint, 8);
+    le_put(out + 12, sg->n_accepted, 4);
     for (size_t i = 0; i < sg->n_accepted; i++)
-        put_le(out + GRAMMAR_STATE_FIXED + 4 * i, (uint32_t)sg->accepted[i], 4);
+        le_put(out + GRAMMAR_STATE_FIXED + 4 * i, (uint32_t)sg->accepted[i], 4);
     return 0;
 }
 
 int sample_grammar_state_check(const sample_grammar *sg, const uint8_t *in, size_t len) {
-    if (len < GRAMMAR_STATE_FIXED || get_le(in, 4) != GRAMMAR_STATE_MAGIC)
+    if (len < GRAMMAR_STATE_FIXED || le_get(in, 4) != GRAMMAR_STATE_MAGIC)
         return error_set("sampler state: the grammar's state is missing or damaged");
-    if (get_le(in + 4, 8) != sg->fingerprint)
+    if (le_get(in + 4, 8) != sg->fingerprint)
         return error_set("sampler state: it was saved with a different grammar than this sampler's");
-    uint64_t count = get_le(in + 12, 4);
+    uint64_t count = le_get(in + 12, 4);
     if (count != (len - GRAMMAR_STATE_FIXED) / 4 || (len - GRAMMAR_STATE_FIXED) % 4)
         return error_set("sampler state: the grammar records %llu tokens but %zu bytes follow",
                          (unsigned long long)count, len - GRAMMAR_STATE_FIXED);
     for (uint64_t i = 0; i < count; i++) {
-        int32_t id = (int32_t)(uint32_t)get_le(in + GRAMMAR_STATE_FIXED + 4 * i, 4);
+        int32_t id = (int32_t)(uint32_t)le_get(in + GRAMMAR_STATE_FIXED + 4 * i, 4);
         if (id < 0 || id >= sg->n_vocab)
             return error_set("sampler state: grammar token %d is outside the vocabulary (0..%d)", (int)id,
                              (int)sg->n_vocab - 1);
@@ -194,12 +187,12 @@ int sample_grammar_state_check(const sample_grammar *sg, const uint8_t *in, size
 
 int sample_grammar_state_read(sample_grammar *sg, const uint8_t *in, size_t len) {
     if (sample_grammar_state_check(sg, in, len) != 0) return -1;
-    uint64_t count = get_le(in + 12, 4);
+    uint64_t count = le_get(in + 12, 4);
     /* Replay from the start symbol: a token the grammar refused when it was
      * accepted puts the matcher back in the same failed state. */
     if (sample_grammar_restart(sg) != 0) return -1;
     for (uint64_t i = 0; i < count; i++)
-        sample_grammar_accept(sg, (int32_t)(uint32_t)get_le(in + GRAMMAR_STATE_FIXED + 4 * i, 4));
+        sample_grammar_accept(sg, (int32_t)(uint32_t)le_get(in + GRAMMAR_STATE_FIXED + 4 * i, 4));
     return 0;
 }
 

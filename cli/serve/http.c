@@ -23,6 +23,7 @@
 
 #include <microhttpd.h>
 
+#include "dialect.h"
 #include "serve.h"
 
 /* Bodies beyond this are not even read: the connection is answered and closed. */
@@ -43,6 +44,7 @@ typedef struct conn_state {
     uint64_t seen; /* body bytes received, kept or not */
     bool too_large;
     serve_log_entry log; /* the request's log line (log.c) */
+    const serve_dialect *dialect; /* the API in another shape (dialect.h), NULL: OpenAI's */
 } conn_state;
 
 /* The connection this thread serves (one thread per connection), so the
@@ -58,6 +60,8 @@ static enum MHD_Result send_body(serve_http *h, struct MHD_Connection *c, int st
         body = serve_api_error_json("out of memory", "server_error", NULL, NULL);
         if (!body) return MHD_NO;
     }
+    if (status >= 400 && tl_conn && tl_conn->dialect && tl_conn->dialect->error_body)
+        body = tl_conn->dialect->error_body(status, body);
     struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
@@ -109,6 +113,8 @@ static bool key_matches(const char *got, const char *want) {
 
 static bool authorized(serve_http *h, struct MHD_Connection *c) {
     if (!h->p.api_key) return true;
+    const char *x_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key"); /* Anthropic's clients */
+    if (x_key && key_matches(x_key, h->p.api_key)) return true;
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!auth || strncmp(auth, "Bearer ", 7) != 0) return false;
     return key_matches(auth + 7, h->p.api_key);
@@ -120,6 +126,8 @@ typedef struct stream_state {
     serve_http *h;
     serve_request *r;
     serve_call call;
+    const serve_dialect *dialect; /* NULL: OpenAI's events */
+    void *dialect_state;
     int fd;
     char *pending; /* SSE bytes not yet handed to MHD */
     size_t pend_len, pend_off;
@@ -137,7 +145,9 @@ static bool stream_produce(stream_state *st) {
     /* A stream cut by a shutdown says how far it got even unasked. */
     serve_call call = st->call;
     if (st->r->cut) call.include_usage = true;
-    st->pending = serve_api_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished);
+    st->pending = st->dialect ? st->dialect->stream_next(st->h->api, &call, st->r, &st->seen, &st->finished,
+                                                         &st->dialect_state)
+                              : serve_api_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished);
     serve_engine_unlock(st->h->e);
     return st->pending != NULL || st->finished;
 }
@@ -172,6 +182,7 @@ static void stream_free(void *cls) {
     serve_engine_unlock(st->h->e);
     serve_log_write(st->h->p.log_format, &st->log);
     serve_engine_release(st->h->e, st->r); /* cancels the slot if still generating */
+    if (st->dialect_state) st->dialect->free_state(st->dialect_state);
     free(st->pending);
     free(st);
 }
@@ -190,7 +201,9 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
     serve_call call;
     serve_request *r = NULL;
     serve_error err = {0, NULL};
-    if (serve_api_parse(h->api, kind, cs->body ? cs->body : "", cs->len, &call, &r, &err) != 0)
+    const serve_dialect *d = cs->dialect;
+    if ((d ? d->parse(h->api, cs->body ? cs->body : "", cs->len, &call, &r, &err)
+           : serve_api_parse(h->api, kind, cs->body ? cs->body : "", cs->len, &call, &r, &err)) != 0)
         return send_json(h, c, err.status, err.body);
     int sub = serve_engine_submit(h->e, r);
     if (sub != 0) {
@@ -235,7 +248,7 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
             serve_engine_release(h->e, r);
             return send_error(h, c, 500, "out of memory", "server_error", NULL);
         }
-        *st = (stream_state){.h = h, .r = r, .call = call, .fd = fd};
+        *st = (stream_state){.h = h, .r = r, .call = call, .dialect = d, .fd = fd};
         if (tl_conn) {
             st->log = tl_conn->log;
             st->log.status = MHD_HTTP_OK;
@@ -254,7 +267,9 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
             return MHD_NO; /* closes the connection */
         }
     serve_engine_lock(h->e);
-    char *body = r->error[0] ? serve_request_error_json(r) : serve_api_response(h->api, &call, r);
+    char *body = r->error[0] ? serve_request_error_json(r)
+                 : d         ? d->response(h->api, &call, r)
+                             : serve_api_response(h->api, &call, r);
     int status = !r->error[0] ? MHD_HTTP_OK : serve_request_error_status(r);
     if (tl_conn) {
         tl_conn->log.n_in = r->n_prompt;
@@ -289,6 +304,7 @@ static gate_conn *conn_gate(struct MHD_Connection *c) {
 static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char *url, const char *method,
                              conn_state *cs) {
     bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    cs->dialect = serve_dialect_find(url);
     if (!strcmp(url, "/") || !strcmp(url, "/index.html")) { /* the chat page: static, no key needed */
         if (!get) return send_error(h, c, 405, "use GET /", "invalid_request_error", NULL);
         return send_body(h, c, 200, strdup(serve_page_html), "text/html; charset=utf-8");
@@ -298,7 +314,7 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         return send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
     }
     if (!authorized(h, c))
-        return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY)",
+        return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
                           "invalid_request_error", "invalid_api_key");
     if (cs->too_large) {
         char msg[128];
@@ -310,6 +326,13 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         if (!post) return send_error(h, c, 405, "use POST /apply-template", "invalid_request_error", NULL);
         serve_error err = {0, NULL};
         char *body = serve_api_apply_template(h->api, cs->body ? cs->body : "", cs->len, &err);
+        return body ? send_json(h, c, 200, body) : send_json(h, c, err.status, err.body);
+    }
+    if (cs->dialect) { /* /v1/messages, /v1/responses: the chat path in another shape */
+        if (!post) return send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
+        if (!cs->dialect->answer) return handle_generate(h, c, SERVE_CHAT, cs);
+        serve_error err = {0, NULL};
+        char *body = cs->dialect->answer(h->api, cs->body ? cs->body : "", cs->len, &err);
         return body ? send_json(h, c, 200, body) : send_json(h, c, err.status, err.body);
     }
     serve_kind kind;

@@ -62,6 +62,7 @@ typedef struct serve_choice {
     int32_t n_gen;             /* tokens generated */
     serve_state state;
     const char *finish_reason; /* "stop" or "length" once done */
+    const char *stopped_by;    /* the stop string that ended it (the request's), else NULL */
     serve_logprob *lp;         /* per token when the request asks for logprobs */
     size_t n_lp, cap_lp;
 

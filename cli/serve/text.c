@@ -96,6 +96,7 @@ bool serve_text_check_stop(serve_choice *c, size_t from) {
             if (!memcmp(c->text + p, r->stop[i], sl)) {
                 cut = p;
                 found = true;
+                c->stopped_by = r->stop[i];
                 break;
             }
     }

@@ -1,0 +1,83 @@
+/*
+ * dialect — the APIs served on the chat path in other shapes:
+ *
+ *   anthropic.c  POST /v1/messages and /v1/messages/count_tokens
+ *   responses.c  POST /v1/responses (OpenAI's Responses API)
+ *
+ * Each turns its request into an OpenAI chat request that serve_api_parse
+ * reads, and the chat path's own output (serve_api_response,
+ * serve_api_stream_next) into its shapes. So the chat template, tools,
+ * grammars, stop strings and streaming are the chat path's, not copies.
+ *
+ * Field policy: a field a dialect knows but cannot honour is a 400 naming
+ * it; a field it does not know is ignored and named on stderr.
+ */
+#ifndef TESSERA_SERVE_DIALECT_H
+#define TESSERA_SERVE_DIALECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "serve.h"
+
+struct cJSON;
+
+typedef struct serve_dialect {
+    const char *path; /* the URL it answers ("/v1/..."; also without "/v1") */
+    /* A generation request: as serve_api_parse (errors OpenAI-shaped;
+     * error_body turns them into the dialect's). */
+    int (*parse)(const serve_api *api, const char *body, size_t len, serve_call *call, serve_request **out,
+                 serve_error *err);
+    /* The whole non-streamed response (engine lock held). */
+    char *(*response)(const serve_api *api, const serve_call *call, const serve_request *r);
+    /* As serve_api_stream_next; *state starts NULL and is the dialect's
+     * (free_state frees it when the stream ends). */
+    char *(*stream_next)(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
+                         bool *finished, void **state);
+    void (*free_state)(void *state);
+    /* An endpoint answered at once (count_tokens): JSON, or NULL with *err. */
+    char *(*answer)(const serve_api *api, const char *body, size_t len, serve_error *err);
+    /* An OpenAI-shaped error body (taken) in the dialect's shape; NULL
+     * member: bodies stay OpenAI's. */
+    char *(*error_body)(int status, char *openai_body);
+} serve_dialect;
+
+extern const serve_dialect serve_anthropic_messages, serve_anthropic_count_tokens, serve_responses;
+
+/* The dialect answering url, NULL for the OpenAI endpoints. */
+const serve_dialect *serve_dialect_find(const char *url);
+
+/* ---- shared by the dialects (dialect.c) */
+
+/* Hand a translated OpenAI chat request (taken) to serve_api_parse. */
+int serve_dialect_parse_chat(const serve_api *api, struct cJSON *chat, serve_call *call, serve_request **out,
+                             serve_error *err);
+/* The chat path's non-streamed response, parsed; NULL when out of memory. */
+struct cJSON *serve_dialect_chat_response(const serve_api *api, const serve_call *call, const serve_request *r);
+/* The chat path's next stream chunks, each parsed, as one array ("[DONE]"
+ * dropped; an error chunk is an object with "error"). Never NULL unless
+ * out of memory. */
+struct cJSON *serve_dialect_chat_chunks(const serve_api *api, const serve_call *call, serve_request *r,
+                                        uint64_t *seen, bool *finished);
+/* Append "event: NAME\ndata: JSON\n\n" for obj (taken) to a malloc'd string. */
+char *serve_sse_event(char *out, const char *name, struct cJSON *obj);
+/* Append a chat message {role, content (taken)} to list; returns it. */
+struct cJSON *serve_dialect_add_message(struct cJSON *list, const char *role, struct cJSON *content);
+/* Each of root's `tools` through one (param: "tools[i]"), which appends
+ * chat's tools to list; absent tools: nothing. */
+int serve_dialect_add_tools(const struct cJSON *root, struct cJSON *chat, serve_error *err,
+                            int (*one)(const struct cJSON *tool, const char *param, struct cJSON *list,
+                                       serve_error *err));
+/* Append a chat function tool to list (description, parameters optional). */
+void serve_dialect_add_function(struct cJSON *list, const char *name, const char *description,
+                                const struct cJSON *parameters);
+/* chat's tool_choice forcing the function name. */
+void serve_dialect_force_function(struct cJSON *chat, const char *name);
+/* chat's response_format constraining the reply to a JSON schema. */
+void serve_dialect_json_schema(struct cJSON *chat, const char *name, const struct cJSON *schema);
+/* Name on stderr each field of root that known[] (NULL-ended) lacks. */
+void serve_dialect_ignore_unknown(const char *path, const struct cJSON *root, const char *const *known);
+/* The message of an OpenAI error body (static "" when it has none). */
+const char *serve_dialect_error_message(const struct cJSON *openai_error);
+
+#endif

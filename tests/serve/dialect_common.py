@@ -1,0 +1,90 @@
+"""Helpers of the Anthropic Messages and OpenAI Responses tests
+(serve_anthropic.py, serve_responses.py, serve_dialect_sdk.py): named
+server-sent events, the chat path's greedy reply to compare with, and
+re-running a test under the build's venv with the client SDKs."""
+import json
+import os
+import subprocess
+import sys
+
+from serve_common import expect, skip
+
+SMOL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+# A schema whose every valid answer is short: a grammar made from it ends the reply.
+PAINT_SCHEMA = {"type": "object", "properties": {"color": {"type": "string", "enum": ["red", "green", "blue"]},
+                                                 "bright": {"type": "boolean"}},
+                "required": ["color", "bright"], "additionalProperties": False}
+VENV = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", "."), "serve-venv")
+
+
+def named_events(srv, path, body, headers=None, timeout=300):
+    """POST body with stream: true; [(event name, data object)] in order.
+    Every block must be 'event: NAME' then 'data: JSON' whose type is NAME."""
+    st, hd, data = srv.request("POST", path, dict(body, stream=True), headers, timeout)
+    expect(st == 200, "%s stream: status %d %r" % (path, st, data[:300]))
+    expect(hd.get("content-type", "").startswith("text/event-stream"), "stream content type %r" % hd)
+    out = []
+    for block in data.decode("utf-8").split("\n\n"):
+        if not block.strip():
+            continue
+        lines = block.split("\n")
+        expect(len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: "),
+               "SSE block is not 'event:' + 'data:': %r" % block[:200])
+        name, obj = lines[0][7:], json.loads(lines[1][6:])
+        expect(obj.get("type") == name, "event %r carries type %r" % (name, obj.get("type")))
+        out.append((name, obj))
+    return out
+
+
+def chat_reply(srv, messages, max_tokens, headers=None, **extra):
+    """The chat path's greedy reply to the same conversation: (message, usage, finish_reason)."""
+    body = dict({"messages": messages, "max_tokens": max_tokens, "temperature": 0}, **extra)
+    st, obj = srv.json("POST", "/v1/chat/completions", body, headers, timeout=300)
+    expect(st == 200, "chat: %d %r" % (st, obj))
+    return obj["choices"][0]["message"], obj["usage"], obj["choices"][0]["finish_reason"]
+
+
+def jsonschema_module():
+    """The jsonschema module, or a skip saying it is missing."""
+    try:
+        import jsonschema
+    except ImportError:
+        skip("the jsonschema module is missing (pip install jsonschema)")
+    return jsonschema
+
+
+def expect_status(srv, path, body, status, what, headers=None):
+    """A request answered with status; returns the parsed body."""
+    st, obj = srv.json("POST", path, body, headers)
+    expect(st == status, "%s: status %d (want %d): %r" % (what, st, status, obj))
+    return obj
+
+
+def rerun_in_venv(packages):
+    """Return when this interpreter imports every package; else install the
+    missing ones into the build's venv (made if needed) and re-run this
+    script there, exiting with its status. Skips when pip cannot."""
+    missing = [p for p in packages if not importable(sys.executable, p)]
+    if not missing:
+        return
+    if os.environ.get("TESSERA_SERVE_IN_VENV"):
+        skip("%s not importable even in %s" % (", ".join(missing), VENV))
+    py = os.path.join(VENV, "bin", "python3")
+    if not os.path.exists(py):
+        r = subprocess.run([sys.executable, "-m", "venv", VENV], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            skip("cannot create a venv for the client SDKs: " + (r.stderr.strip().splitlines() or ["?"])[-1])
+    missing = [p for p in packages if not importable(py, p)]
+    if missing:
+        r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--timeout", "20"]
+                           + missing, capture_output=True, text=True, timeout=400)
+        if r.returncode != 0:
+            skip("pip cannot install %s (no PyPI?): %s" % (" ".join(missing),
+                                                          (r.stderr.strip().splitlines() or ["?"])[-1]))
+    env = dict(os.environ, TESSERA_SERVE_IN_VENV="1")
+    sys.exit(subprocess.run([py, os.path.abspath(sys.argv[0])], env=env, timeout=1700).returncode)
+
+
+def importable(python, package):
+    return subprocess.run([python, "-c", "import " + package], capture_output=True).returncode == 0

@@ -1,0 +1,162 @@
+"""OpenAI's Responses API on tessera serve (raw HTTP): /v1/responses answers
+as the chat path does (same greedy text, usage from its token counts), its
+stream is the documented event sequence whose deltas join to the same text,
+text.format with a JSON schema gives output that the schema validates,
+function tools round-trip (function_call, function_call_output) with
+SmolLM2-135M, and bad input is a 400 naming the field."""
+import json
+
+from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, jsonschema_module,
+                            named_events)
+from serve_common import Server, expect, main, model_cache_file
+
+RESP = "/v1/responses"
+INSTR = "You are a storyteller."
+CHAT_MSGS = [{"role": "system", "content": INSTR}, {"role": "user", "content": "Tell me a story."}]
+
+
+def output_text(resp):
+    return "".join(p["text"] for it in resp["output"] if it["type"] == "message" for p in it["content"]
+                   if p["type"] == "output_text")
+
+
+def check_response(resp, what):
+    expect(resp["object"] == "response" and resp["id"].startswith("resp_"), what + ": %r" % resp)
+    u = resp["usage"]
+    expect(u["total_tokens"] == u["input_tokens"] + u["output_tokens"], what + ": usage %r" % u)
+
+
+TEXT_ORDER = ["response.created", "response.in_progress", "response.output_item.added",
+              "response.content_part.added"]
+TEXT_END = ["response.output_text.done", "response.content_part.done", "response.output_item.done"]
+
+
+def test_text():
+    with Server() as srv:
+        want, usage, finish = chat_reply(srv, CHAT_MSGS, 24)
+        body = {"model": "m", "instructions": INSTR, "input": "Tell me a story.", "max_output_tokens": 24,
+                "temperature": 0}
+        r = expect_status(srv, RESP, body, 200, "responses")
+        check_response(r, "responses")
+        expect(output_text(r) == want["content"], "responses %r != chat %r" % (output_text(r), want["content"]))
+        expect(r["usage"]["input_tokens"] == usage["prompt_tokens"] and
+               r["usage"]["output_tokens"] == usage["completion_tokens"], "usage %r vs %r" % (r["usage"], usage))
+        cut = finish == "length"
+        expect(r["status"] == ("incomplete" if cut else "completed"), "status %r" % r["status"])
+        if cut:
+            expect(r["incomplete_details"] == {"reason": "max_output_tokens"}, "details %r" % r["incomplete_details"])
+        # the same conversation as message items
+        items = [{"role": "system", "content": INSTR},
+                 {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Tell me a story."}]}]
+        r2 = expect_status(srv, RESP, dict(body, instructions=None, input=items), 200, "input items")
+        expect(output_text(r2) == want["content"], "items %r != %r" % (output_text(r2), want["content"]))
+        # streamed: events in order, sequence numbers 0.., deltas join to the text
+        events = named_events(srv, RESP, body)
+        names = [n for n, _ in events]
+        expect(names[:4] == TEXT_ORDER, "opening %r" % names[:5])
+        expect(names[-4:-1] == TEXT_END and names[-1] == ("response.incomplete" if cut else "response.completed"),
+               "closing %r" % names[-5:])
+        expect(set(names[4:-4]) == {"response.output_text.delta"}, "middle %r" % sorted(set(names[4:-4])))
+        expect([e["sequence_number"] for _, e in events] == list(range(len(events))), "sequence numbers")
+        deltas = "".join(e["delta"] for n, e in events if n == "response.output_text.delta")
+        expect(deltas == output_text(r), "stream %r != %r" % (deltas, output_text(r)))
+        expect(events[-4][1]["text"] == deltas, "output_text.done %r" % events[-4][1])
+        final = events[-1][1]["response"]
+        expect(output_text(final) == deltas and final["usage"] == r["usage"], "final response %r" % final)
+        item_id = events[2][1]["item"]["id"]
+        expect(all(e["item_id"] == item_id for n, e in events[3:-1] if "item_id" in e), "item ids")
+        expect(final["output"][0]["id"] == item_id, "final item id")
+
+
+def test_json_schema():
+    jsonschema = jsonschema_module()
+    with Server() as srv:
+        fmt = {"type": "json_schema", "name": "paint", "schema": PAINT_SCHEMA, "strict": True}
+        body = {"input": "Pick a color.", "max_output_tokens": 60, "text": {"format": fmt}}
+        for seed_temp in (0, 0.8):
+            r = expect_status(srv, RESP, dict(body, temperature=seed_temp), 200, "json_schema")
+            expect(r["status"] == "completed", "json_schema did not complete: %r" % r)
+            jsonschema.validate(json.loads(output_text(r)), PAINT_SCHEMA)
+        events = named_events(srv, RESP, dict(body, temperature=0))
+        text = "".join(e["delta"] for n, e in events if n == "response.output_text.delta")
+        jsonschema.validate(json.loads(text), PAINT_SCHEMA)
+        no_schema = dict(body, text={"format": {"type": "json_schema", "name": "x"}})
+        e = expect_status(srv, RESP, no_schema, 400, "no schema")
+        expect(e["error"]["param"] == "text.format.schema", "param %r" % e)
+        e = expect_status(srv, RESP, dict(body, text={"format": {"type": "json_schema", "name": "x",
+                                                                 "schema": {"type": "wobbly"}}}), 400, "bad schema")
+        expect(e["error"]["param"].startswith("text.format"), "bad schema param %r" % e)
+
+
+BAD = [
+    ({}, "input"),
+    ({"input": []}, "input"),
+    ({"input": 7}, "input"),
+    ({"input": [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+     "input[0].content"),
+    ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0]"),
+    ({"input": [{"type": "message", "role": "wizard", "content": "x"}]}, "input[0]"),
+    ({"input": "x", "store": True}, "store"),
+    ({"input": "x", "previous_response_id": "resp_1"}, "previous_response_id"),
+    ({"input": "x", "background": True}, "background"),
+    ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0]"),
+    ({"input": "x", "text": {"format": {"type": "yaml"}}}, "text.format.type"),
+    ({"input": "x", "max_output_tokens": 0}, "max_output_tokens"),
+    ({"input": "x", "temperature": -1}, "temperature"),
+    ({"input": "x", "tool_choice": {"type": "function"}}, "tool_choice"),
+]
+
+
+def test_bad_input():
+    with Server() as srv:
+        for body, param in BAD:
+            e = expect_status(srv, RESP, body, 400, "bad %r" % body)
+            expect(e["error"]["param"] == param, "%r: param %r, want %r" % (body, e["error"].get("param"), param))
+        st, _, _ = srv.request("POST", RESP, b"[1, 2")
+        expect(st == 400, "bad JSON %d" % st)
+        r = expect_status(srv, RESP, {"input": "x", "max_output_tokens": 2, "store": False, "verbosity_knob": 1,
+                                      "reasoning": {"effort": "low"}, "metadata": {"k": "v"}}, 200, "unknown field")
+        expect(r["usage"]["output_tokens"] <= 2, "after bad input %r" % r)
+        expect(any("verbosity_knob" in line for line in srv.stderr_lines), "unknown field not logged")
+
+
+def test_tools():
+    smol = model_cache_file(SMOL)
+    tools = [{"type": "function", "name": "get_weather", "description": "Get the current weather in a city",
+              "parameters": WEATHER_SCHEMA, "strict": True}]
+    ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+    with Server("-c", "2048", "--parallel", "1", model=smol) as srv:
+        body = {"input": ask, "tools": tools, "tool_choice": {"type": "function", "name": "get_weather"},
+                "max_output_tokens": 48, "temperature": 0}
+        r = expect_status(srv, RESP, body, 200, "forced call")
+        check_response(r, "forced call")
+        calls = [it for it in r["output"] if it["type"] == "function_call"]
+        expect(len(calls) == 1 and calls[0]["name"] == "get_weather" and calls[0]["call_id"], "output %r" % r["output"])
+        args = json.loads(calls[0]["arguments"])
+        expect(isinstance(args.get("city"), str), "arguments %r" % calls[0])
+        events = named_events(srv, RESP, body)
+        names = [n for n, _ in events]
+        expect(names[-4:] == ["response.function_call_arguments.delta", "response.function_call_arguments.done",
+                              "response.output_item.done", "response.completed"], "call events %r" % names)
+        item = events[-2][1]["item"]
+        expect(events[-3][1]["arguments"] == calls[0]["arguments"] and item["arguments"] == calls[0]["arguments"]
+               and item["name"] == "get_weather" and item["id"].startswith("fc_") and item["call_id"],
+               "streamed call %r vs %r" % (item, calls[0]))
+        expect(events[-1][1]["response"]["output"] == [item], "final output %r" % events[-1][1]["response"])
+        # the call and its output go back as items; the model answers in text
+        turn = ask + [{"type": "function_call", "call_id": calls[0]["call_id"], "name": "get_weather",
+                       "arguments": calls[0]["arguments"]},
+                      {"type": "function_call_output", "call_id": calls[0]["call_id"],
+                       "output": '{"temperature_c": 18, "sky": "sunny"}'}]
+        a = expect_status(srv, RESP, {"input": turn, "tools": tools, "max_output_tokens": 24, "temperature": 0}, 200,
+                          "function_call_output")
+        expect(output_text(a) and not [it for it in a["output"] if it["type"] == "function_call"], "answer %r" % a)
+
+
+if __name__ == "__main__":
+    main([
+        ("responses: chat path's text and usage, input items, streamed events", test_text),
+        ("responses: text.format json_schema validates", test_json_schema),
+        ("responses: bad input is a 400 naming the field; unknown fields ignored", test_bad_input),
+        ("responses: function call round trip with SmolLM2", test_tools),
+    ])

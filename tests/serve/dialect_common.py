@@ -2,8 +2,10 @@
 (serve_anthropic.py, serve_responses.py, serve_dialect_sdk.py): named
 server-sent events, the chat path's greedy reply to compare with, and
 re-running a test under the build's venv with the client SDKs."""
+import copy
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -59,6 +61,47 @@ def expect_status(srv, path, body, status, what, headers=None):
     st, obj = srv.json("POST", path, body, headers)
     expect(st == status, "%s: status %d (want %d): %r" % (what, st, status, obj))
     return obj
+
+
+ODD_VALUES = [None, 0, -1, 1e300, "", "x" * 3000, [], {}, True, [None], {"type": None}, [{"type": "text"}],
+              [{"type": "tool_use"}], [{"type": "tool_result", "content": [{"type": "image"}]}]]
+
+
+def mutations(body, n, seed):
+    """n copies of body, each with one value somewhere replaced by an odd
+    one, a key dropped, or a junk key added."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        b = copy.deepcopy(body)
+        node = b
+        while True:  # walk down to a random container
+            kids = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+            kids = [(k, v) for k, v in kids if isinstance(v, (dict, list)) and v]
+            if not kids or rng.random() < 0.4:
+                break
+            node = rng.choice(kids)[1]
+        keys = list(node.keys()) if isinstance(node, dict) else list(range(len(node)))
+        what = rng.random()
+        if keys and what < 0.7:
+            node[rng.choice(keys)] = copy.deepcopy(rng.choice(ODD_VALUES))
+        elif keys and what < 0.85:
+            del node[rng.choice(keys)]
+        elif isinstance(node, dict):
+            node["junk%d" % rng.randrange(9)] = copy.deepcopy(rng.choice(ODD_VALUES))
+        out.append(b)
+    return out
+
+
+def expect_survives(srv, path, body, n=60, seed=1):
+    """Mutated bodies are answered 200 or 400 with a JSON body (never a
+    crash or a 500), and a good request still works afterwards."""
+    for b in mutations(body, n, seed):
+        st, _, data = srv.request("POST", path, b)
+        expect(st in (200, 400), "%s %r: status %d %r" % (path, b, st, data[:200]))
+        json.loads(data.decode("utf-8"))
+    st, _, data = srv.request("POST", path, body)
+    expect(st == 200, "%s after mutated requests: %d %r" % (path, st, data[:200]))
 
 
 def rerun_in_venv(packages):

@@ -7,8 +7,8 @@ chat path's prompt count, x-api-key, Anthropic-shaped errors for bad input
 trip with SmolLM2-135M, streamed and not."""
 import json
 
-from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, jsonschema_module,
-                            named_events)
+from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, expect_survives,
+                            jsonschema_module, named_events)
 from serve_common import Server, expect, main, model_cache_file
 
 MSGS = "/v1/messages"
@@ -134,7 +134,7 @@ BAD = [
 
 
 def test_bad_input():
-    with Server() as srv:
+    with Server("-c", "1024", "--parallel", "1") as srv:  # room for the tools' system text
         for body, field in BAD:
             e = expect_status(srv, MSGS, dict(body, model="m"), 400, "bad %r" % body)
             expect(e["type"] == "error" and e["error"]["type"] == "invalid_request_error", "shape %r" % e)
@@ -147,6 +147,13 @@ def test_bad_input():
         m = expect_status(srv, MSGS, {"messages": USER, "max_tokens": 2, "frobnicate": 1}, 200, "unknown field")
         expect(m["usage"]["output_tokens"] <= 2, "after bad input %r" % m)
         expect(any("frobnicate" in line for line in srv.stderr_lines), "unknown field not logged")
+        tools = [{"name": "f", "description": "d", "input_schema": {"type": "object"}}]
+        turns = USER + [{"role": "assistant", "content": [{"type": "text", "text": "a"},
+                                                          {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+                        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "r"},
+                                                     {"type": "text", "text": "go on"}]}]
+        expect_survives(srv, MSGS, {"system": [{"type": "text", "text": "s"}], "messages": turns, "tools": tools,
+                                    "tool_choice": {"type": "auto"}, "max_tokens": 2, "stop_sequences": ["x"]})
 
 
 def test_output_format():

@@ -6,8 +6,8 @@ function tools round-trip (function_call, function_call_output) with
 SmolLM2-135M, and bad input is a 400 naming the field."""
 import json
 
-from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, jsonschema_module,
-                            named_events)
+from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, expect_survives,
+                            jsonschema_module, named_events)
 from serve_common import Server, expect, main, model_cache_file
 
 RESP = "/v1/responses"
@@ -108,7 +108,7 @@ BAD = [
 
 
 def test_bad_input():
-    with Server() as srv:
+    with Server("-c", "1024", "--parallel", "1") as srv:  # room for the tools' system text
         for body, param in BAD:
             e = expect_status(srv, RESP, body, 400, "bad %r" % body)
             expect(e["error"]["param"] == param, "%r: param %r, want %r" % (body, e["error"].get("param"), param))
@@ -118,6 +118,12 @@ def test_bad_input():
                                       "reasoning": {"effort": "low"}, "metadata": {"k": "v"}}, 200, "unknown field")
         expect(r["usage"]["output_tokens"] <= 2, "after bad input %r" % r)
         expect(any("verbosity_knob" in line for line in srv.stderr_lines), "unknown field not logged")
+        items = [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                 {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                 {"type": "function_call_output", "call_id": "c1", "output": "r"}]
+        expect_survives(srv, RESP, {"instructions": "i", "input": items, "max_output_tokens": 2,
+                                    "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+                                    "text": {"format": {"type": "json_schema", "name": "n", "schema": {"type": "object"}}}})
 
 
 def test_tools():

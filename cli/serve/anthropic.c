@@ -372,7 +372,9 @@ static char *messages_response(const serve_api *api, const serve_call *call, con
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(msg, "content");
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), *tc;
     if (cJSON_IsString(reasoning)) add_block(content, "thinking", "thinking", reasoning->valuestring);
-    if (cJSON_IsString(text) && (text->valuestring[0] || !calls)) add_block(content, "text", "text", text->valuestring);
+    /* an empty text block only where there is nothing else, as a stream opens one */
+    if (cJSON_IsString(text) && (text->valuestring[0] || (!calls && !cJSON_IsString(reasoning))))
+        add_block(content, "text", "text", text->valuestring);
     cJSON_ArrayForEach(tc, calls) cJSON_AddItemToArray(content, tool_use_block(tc, false));
     const char *seq;
     const char *reason = stop_reason(cJSON_IsString(finish) ? finish->valuestring : NULL, r, &seq);
@@ -467,9 +469,10 @@ static char *block_delta(char *out, const msg_stream *st, const char *kind, cons
     return serve_sse_event(out, "content_block_delta", e);
 }
 
-/* Text or thinking into a block of that type, opened when another is open. */
+/* Text or thinking into a block of that type, opened when another is open;
+ * "" opens an empty block only when there is none (a reply with nothing). */
 static char *text_delta(char *out, msg_stream *st, const char *type, const char *text) {
-    if (!text[0]) return out;
+    if (!text[0] && st->n_blocks > 0) return out;
     if (!st->open || strcmp(st->open, type)) {
         cJSON *b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "type", type);
@@ -478,6 +481,7 @@ static char *text_delta(char *out, msg_stream *st, const char *type, const char 
         out = block_start(out, st, b);
         st->open = !strcmp(type, "text") ? "text" : "thinking";
     }
+    if (!text[0]) return out;
     return block_delta(out, st, !strcmp(type, "text") ? "text_delta" : "thinking_delta", type, text);
 }
 
@@ -488,8 +492,9 @@ static char *chunk_events(char *out, msg_stream *st, const cJSON *chunk) {
     const cJSON *reasoning = cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(delta, "content");
     const cJSON *finish = cJSON_GetObjectItemCaseSensitive(choice, "finish_reason");
-    if (cJSON_IsString(reasoning)) out = text_delta(out, st, "thinking", reasoning->valuestring);
-    if (cJSON_IsString(content)) out = text_delta(out, st, "text", content->valuestring);
+    if (cJSON_IsString(reasoning) && reasoning->valuestring[0])
+        out = text_delta(out, st, "thinking", reasoning->valuestring);
+    if (cJSON_IsString(content) && content->valuestring[0]) out = text_delta(out, st, "text", content->valuestring);
     const cJSON *tc;
     cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(delta, "tool_calls")) {
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tc, "function"),
@@ -520,7 +525,7 @@ static char *stream_opening(char *out, const serve_api *api, const serve_call *c
 }
 
 static char *stream_closing(char *out, msg_stream *st, const serve_request *r) {
-    out = block_stop(out, st);
+    out = block_stop(text_delta(out, st, "text", ""), st);
     const char *seq;
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "type", "message_delta");

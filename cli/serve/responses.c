@@ -355,7 +355,8 @@ static cJSON *response_object(const serve_api *api, const serve_call *call, cons
     const char *reasoning = str_of(msg, "reasoning_content"), *text = str_of(msg, "content");
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), *tc;
     if (reasoning) cJSON_AddItemToArray(output, text_item(call, true, reasoning, "completed"));
-    if (text && (text[0] || !calls)) cJSON_AddItemToArray(output, text_item(call, false, text, status));
+    /* an empty message only where there is nothing else, as a stream opens one */
+    if (text && (text[0] || (!calls && !reasoning))) cJSON_AddItemToArray(output, text_item(call, false, text, status));
     cJSON_ArrayForEach(tc, calls) {
         const char *args = str_of(cJSON_GetObjectItemCaseSensitive(tc, "function"), "arguments");
         cJSON_AddItemToArray(output, call_item(tc, args ? args : "", "completed"));
@@ -446,10 +447,11 @@ static char *close_item(char *out, const serve_call *call, resp_stream *st) {
     return out;
 }
 
-/* Text (kind 1) or reasoning (kind 2): into the open item of that kind. */
+/* Text (kind 1) or reasoning (kind 2): into the open item of that kind;
+ * "" opens an empty message only when there is no item (a reply with nothing). */
 static char *text_delta(char *out, const serve_call *call, resp_stream *st, int kind, const char *text) {
     size_t n = strlen(text);
-    if (n == 0) return out;
+    if (n == 0 && st->n_items > 0) return out;
     if (st->open != kind) {
         out = close_item(out, call, st);
         st->open = kind;
@@ -461,6 +463,7 @@ static char *text_delta(char *out, const serve_call *call, resp_stream *st, int 
             out = emit(out, st, "response.content_part.added", b);
         }
     }
+    if (n == 0) return out;
     char *grown = realloc(st->text, st->len + n + 1);
     if (grown) {
         memcpy(grown + st->len, text, n + 1);
@@ -498,8 +501,8 @@ static char *chunk_events(char *out, const serve_call *call, resp_stream *st, co
     const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(chunk, "choices"), 0);
     const cJSON *delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
     const char *reasoning = str_of(delta, "reasoning_content"), *content = str_of(delta, "content");
-    if (reasoning) out = text_delta(out, call, st, 2, reasoning);
-    if (content) out = text_delta(out, call, st, 1, content);
+    if (reasoning && reasoning[0]) out = text_delta(out, call, st, 2, reasoning);
+    if (content && content[0]) out = text_delta(out, call, st, 1, content);
     const cJSON *tc;
     cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(delta, "tool_calls")) out = call_events(out, call, st, tc);
     return out;
@@ -540,7 +543,7 @@ static char *responses_stream_next(const serve_api *api, const serve_call *call,
     }
     cJSON_Delete(chunks);
     if (*finished && !st->failed) {
-        out = close_item(out, call, st);
+        out = close_item(text_delta(out, call, st, 1, ""), call, st);
         cJSON *o = response_object(api, call, r);
         bool cut = o && !strcmp(str_of(o, "status"), "incomplete");
         out = whole_response_event(out, st, cut ? "response.incomplete" : "response.completed", o);

@@ -47,6 +47,21 @@ def chat_reply(srv, messages, max_tokens, headers=None, **extra):
     return obj["choices"][0]["message"], obj["usage"], obj["choices"][0]["finish_reason"]
 
 
+# A ChatML template whose generation prompt opens the reasoning: the whole
+# reply of stories260K is reasoning (the chat path's reasoning_content).
+THINK_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                  "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+
+
+def thinking_server(tmpdir):
+    """A Server (not started) rendering with THINK_TEMPLATE."""
+    path = os.path.join(tmpdir, "think.jinja")
+    with open(path, "w") as f:
+        f.write(THINK_TEMPLATE)
+    from serve_common import Server
+    return Server("--chat-template-file", path)
+
+
 def jsonschema_module():
     """The jsonschema module, or a skip saying it is missing."""
     try:

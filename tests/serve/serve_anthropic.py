@@ -6,9 +6,10 @@ chat path's prompt count, x-api-key, Anthropic-shaped errors for bad input
 (and the server serving on after them), and a tool_use / tool_result round
 trip with SmolLM2-135M, streamed and not."""
 import json
+import tempfile
 
 from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, expect_survives,
-                            jsonschema_module, named_events)
+                            jsonschema_module, named_events, thinking_server)
 from serve_common import Server, expect, main, model_cache_file
 
 MSGS = "/v1/messages"
@@ -169,6 +170,22 @@ def test_output_format():
         expect("output_config.format" in e["error"]["message"], "bad format %r" % e)
 
 
+def test_thinking():
+    with tempfile.TemporaryDirectory() as tmp, thinking_server(tmp) as srv:
+        want, usage, _ = chat_reply(srv, USER, 12)
+        expect(want.get("reasoning_content") and not want["content"], "no reasoning to test with: %r" % want)
+        body = {"messages": USER, "max_tokens": 12, "temperature": 0}
+        m = expect_status(srv, MSGS, body, 200, "thinking")
+        expect([b["type"] for b in m["content"]] == ["thinking"] and
+               m["content"][0]["thinking"] == want["reasoning_content"], "thinking %r vs %r" % (m, want))
+        events = named_events(srv, MSGS, body)
+        stream_text(events)  # the order
+        blocks = [e["content_block"]["type"] for n, e in events if n == "content_block_start"]
+        thought = "".join(e["delta"]["thinking"] for n, e in events
+                          if n == "content_block_delta" and e["delta"]["type"] == "thinking_delta")
+        expect(blocks == ["thinking"] and thought == want["reasoning_content"], "streamed %r %r" % (blocks, thought))
+
+
 def tool_use_of(m):
     uses = [b for b in m["content"] if b["type"] == "tool_use"]
     expect(len(uses) == 1, "one tool_use block: %r" % m)
@@ -220,5 +237,6 @@ if __name__ == "__main__":
         ("messages: x-api-key and Bearer, 401 as Anthropic's error", test_api_key),
         ("messages: bad input is a 400 naming the field; unknown fields ignored", test_bad_input),
         ("messages: output_config.format JSON schema validates", test_output_format),
+        ("messages: a reasoning reply is a thinking block, streamed and not", test_thinking),
         ("messages: tool_use / tool_result round trip with SmolLM2", test_tool_round_trip),
     ])

@@ -5,9 +5,10 @@ text.format with a JSON schema gives output that the schema validates,
 function tools round-trip (function_call, function_call_output) with
 SmolLM2-135M, and bad input is a 400 naming the field."""
 import json
+import tempfile
 
 from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, expect_survives,
-                            jsonschema_module, named_events)
+                            jsonschema_module, named_events, thinking_server)
 from serve_common import Server, expect, main, model_cache_file
 
 RESP = "/v1/responses"
@@ -88,6 +89,22 @@ def test_json_schema():
         expect(e["error"]["param"].startswith("text.format"), "bad schema param %r" % e)
 
 
+def test_reasoning():
+    with tempfile.TemporaryDirectory() as tmp, thinking_server(tmp) as srv:
+        want, usage, _ = chat_reply(srv, [{"role": "user", "content": "hi"}], 12)
+        expect(want.get("reasoning_content") and not want["content"], "no reasoning to test with: %r" % want)
+        body = {"input": "hi", "max_output_tokens": 12, "temperature": 0}
+        r = expect_status(srv, RESP, body, 200, "reasoning")
+        expect([it["type"] for it in r["output"]] == ["reasoning"] and
+               r["output"][0]["content"][0]["text"] == want["reasoning_content"], "reasoning %r vs %r" % (r, want))
+        events = named_events(srv, RESP, body)
+        thought = "".join(e["delta"] for n, e in events if n == "response.reasoning_text.delta")
+        expect(thought == want["reasoning_content"], "streamed %r" % thought)
+        final = events[-1][1]["response"]["output"]
+        expect([(it["type"], it["content"]) for it in final] == [(it["type"], it["content"]) for it in r["output"]],
+               "final %r" % events[-1][1])
+
+
 BAD = [
     ({}, "input"),
     ({"input": []}, "input"),
@@ -163,6 +180,7 @@ if __name__ == "__main__":
     main([
         ("responses: chat path's text and usage, input items, streamed events", test_text),
         ("responses: text.format json_schema validates", test_json_schema),
+        ("responses: a reasoning reply is a reasoning item, streamed and not", test_reasoning),
         ("responses: bad input is a 400 naming the field; unknown fields ignored", test_bad_input),
         ("responses: function call round trip with SmolLM2", test_tools),
     ])

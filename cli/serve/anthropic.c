@@ -216,12 +216,9 @@ static int add_tool_choice(const cJSON *root, cJSON *chat, serve_error *err) {
 /* output_config.format {type: json_schema, schema}: the chat path's
  * response_format (a grammar); effort and task budgets are advice, ignored. */
 static int add_output_format(const cJSON *root, cJSON *chat, serve_error *err) {
-    const cJSON *oc = cJSON_GetObjectItemCaseSensitive(root, "output_config");
-    if (is_null(oc)) return 0;
-    const cJSON *format = cJSON_GetObjectItemCaseSensitive(oc, "format");
-    if (!cJSON_IsObject(oc) || (!is_null(format) && !cJSON_IsObject(format)))
-        return serve_fail(err, 400, "output_config", NULL, "'output_config' and its 'format' must be objects");
-    if (is_null(format)) return 0;
+    const cJSON *format;
+    if (serve_dialect_get_format(root, "output_config", &format, err) != 0) return -1;
+    if (!format) return 0;
     const char *type = block_type(format);
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(format, "schema");
     if (!type || strcmp(type, "json_schema") || !cJSON_IsObject(schema))

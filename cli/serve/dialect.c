@@ -110,6 +110,17 @@ void serve_dialect_force_function(cJSON *chat, const char *name) {
     cJSON_AddStringToObject(cJSON_AddObjectToObject(c, "function"), "name", name);
 }
 
+int serve_dialect_get_format(const cJSON *root, const char *key, const cJSON **format, serve_error *err) {
+    const cJSON *outer = cJSON_GetObjectItemCaseSensitive(root, key);
+    *format = NULL;
+    if (!outer || cJSON_IsNull(outer)) return 0;
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(outer, "format");
+    if (!cJSON_IsObject(outer) || (f && !cJSON_IsNull(f) && !cJSON_IsObject(f)))
+        return serve_fail(err, 400, key, NULL, "'%s' must be an object, and its 'format' an object", key);
+    *format = cJSON_IsObject(f) ? f : NULL;
+    return 0;
+}
+
 void serve_dialect_json_schema(cJSON *chat, const char *name, const cJSON *schema) {
     cJSON *rf = cJSON_AddObjectToObject(chat, "response_format");
     cJSON_AddStringToObject(rf, "type", "json_schema");

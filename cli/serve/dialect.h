@@ -73,6 +73,10 @@ void serve_dialect_add_function(struct cJSON *list, const char *name, const char
                                 const struct cJSON *parameters);
 /* chat's tool_choice forcing the function name. */
 void serve_dialect_force_function(struct cJSON *chat, const char *name);
+/* root[key].format (NULL when absent or null); a 400 naming key when
+ * either is not an object. */
+int serve_dialect_get_format(const struct cJSON *root, const char *key, const struct cJSON **format,
+                             serve_error *err);
 /* chat's response_format constraining the reply to a JSON schema. */
 void serve_dialect_json_schema(struct cJSON *chat, const char *name, const struct cJSON *schema);
 /* Name on stderr each field of root that known[] (NULL-ended) lacks. */

@@ -170,13 +170,10 @@ static int add_tool_choice(const cJSON *root, cJSON *chat, serve_error *err) {
 
 /* text.format {type: text | json_object | json_schema (name, schema, strict)}. */
 static int add_format(const cJSON *root, cJSON *chat, serve_error *err) {
-    const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
-    if (is_null(text)) return 0;
-    const cJSON *format = cJSON_GetObjectItemCaseSensitive(text, "format");
-    if (!cJSON_IsObject(text) || (!is_null(format) && !cJSON_IsObject(format)))
-        return serve_fail(err, 400, "text", NULL, "'text' must be an object; 'text.format' an object");
+    const cJSON *format;
+    if (serve_dialect_get_format(root, "text", &format, err) != 0) return -1;
     const char *type = str_of(format, "type");
-    if (is_null(format) || (type && !strcmp(type, "text"))) return 0;
+    if (!format || (type && !strcmp(type, "text"))) return 0;
     if (type && !strcmp(type, "json_object")) {
         cJSON_AddStringToObject(cJSON_AddObjectToObject(chat, "response_format"), "type", "json_object");
         return 0;

@@ -103,11 +103,13 @@ static const cli_command serve_cmd = {
     .synopsis = "-m MODEL [options]",
     .about = "Serves the OpenAI API over HTTP: POST /v1/chat/completions, POST /v1/completions,\n"
              "GET /v1/models, GET /health, GET /metrics (Prometheus), llama-server's GET /props\n"
-             "and GET /slots, and a chat page at GET /. Requests reuse a slot's cached\n"
-             "prompt prefix unless they send \"cache_prompt\": false. --parallel N slots\n"
-             "share the model and one KV cache; the requests in them are decoded together,\n"
-             "one batch per step. Ctrl-C (or SIGTERM) stops accepting, lets running requests\n"
-             "finish for --shutdown-grace seconds, then stops the server.",
+             "and GET /slots, and a chat page at GET /. Anthropic's POST /v1/messages (and\n"
+             "/v1/messages/count_tokens) and OpenAI's POST /v1/responses take the chat path.\n"
+             "Requests reuse a slot's cached prompt prefix unless they send \"cache_prompt\":\n"
+             "false. --parallel N slots share the model and one KV cache; the requests in\n"
+             "them are decoded together, one batch per step. Ctrl-C (or SIGTERM) stops\n"
+             "accepting, lets running requests finish for --shutdown-grace seconds, then\n"
+             "stops the server.",
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_TEMPLATE | CLI_G_SHIFT,
     .own = serve_own,
 };

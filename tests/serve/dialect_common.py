@@ -9,7 +9,7 @@ import random
 import subprocess
 import sys
 
-from serve_common import expect, skip
+from serve_common import Server, expect, skip
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -58,7 +58,6 @@ def thinking_server(tmpdir):
     path = os.path.join(tmpdir, "think.jinja")
     with open(path, "w") as f:
         f.write(THINK_TEMPLATE)
-    from serve_common import Server
     return Server("--chat-template-file", path)
 
 

@@ -388,6 +388,7 @@ typedef struct resp_stream {
     char *text;
     size_t len;
     bool failed;
+    bool cut;         /* the reply ended at max_output_tokens: the message is incomplete */
 } resp_stream;
 
 /* An event {type, sequence_number, ...fields of body (taken)}. */
@@ -436,7 +437,8 @@ static char *close_item(char *out, const serve_call *call, resp_stream *st) {
         cJSON_AddItemToObject(b, "part", text_part("output_text", text));
         out = emit(out, st, "response.content_part.done", b);
     }
-    out = item_event(out, st, "response.output_item.done", text_item(call, reasoning, text, "completed"));
+    const char *status = !reasoning && st->cut ? "incomplete" : "completed";
+    out = item_event(out, st, "response.output_item.done", text_item(call, reasoning, text, status));
     free(st->text);
     st->text = NULL;
     st->len = 0;
@@ -498,6 +500,8 @@ static char *chunk_events(char *out, const serve_call *call, resp_stream *st, co
     const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(chunk, "choices"), 0);
     const cJSON *delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
     const char *reasoning = str_of(delta, "reasoning_content"), *content = str_of(delta, "content");
+    const char *finish = str_of(choice, "finish_reason");
+    if (finish && !strcmp(finish, "length")) st->cut = true;
     if (reasoning && reasoning[0]) out = text_delta(out, call, st, 2, reasoning);
     if (content && content[0]) out = text_delta(out, call, st, 1, content);
     const cJSON *tc;

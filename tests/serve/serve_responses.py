@@ -66,6 +66,7 @@ def test_text():
         expect(output_text(final) == deltas and final["usage"] == r["usage"], "final response %r" % final)
         item_id = events[2][1]["item"]["id"]
         expect(all(e["item_id"] == item_id for n, e in events[3:-1] if "item_id" in e), "item ids")
+        expect(final["output"] == [events[-2][1]["item"]], "output_item.done %r, final %r" % (events[-2], final))
         expect(final["output"][0]["id"] == item_id, "final item id")
 
 

@@ -4,8 +4,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int test_failures;
-
 static void img_reserve(img *b, size_t more) {
     if (b->n + more <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
@@ -67,33 +65,7 @@ void img_tensor(img *b, const char *name, uint32_t n_dims, const uint64_t *ne, u
 }
 
 uint8_t *read_whole_file(const char *path, size_t *size) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "test: cannot open %s\n", path);
-        exit(1);
-    }
-    img b = {0};
-    uint8_t chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) img_bytes(&b, chunk, n);
-    fclose(fp);
-    *size = b.n;
-    return b.p ? b.p : calloc(1, 1);
-}
-
-const char *test_tmpdir(void) {
-    static char dir[512];
-    if (dir[0]) return dir;
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tessera-gguf-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "test: cannot create a directory under %s\n", base ? base : "/tmp");
-        exit(1);
-    }
-    return dir;
-}
-
-const char *shared_dir(void) {
-    const char *s = getenv("TESSERA_SHARED");
-    return s && *s ? s : NULL;
+    char *bytes = harness_read_file(path, size);
+    REQUIRE(bytes != NULL, "cannot read %s", path);
+    return (uint8_t *)bytes;
 }

@@ -1,7 +1,7 @@
 /*
- * gguf_test — what the gguf tests share: a CHECK macro that reports and
- * counts failures, and a little-endian byte builder for hand-made GGUF
- * images (valid ones, and the corrupt ones the reader must reject).
+ * gguf_test — what the gguf tests share besides harness.h: a little-endian
+ * byte builder for hand-made GGUF images (valid ones, and the corrupt ones
+ * the reader must reject).
  */
 #ifndef TESSERA_TESTS_GGUF_TEST_H
 #define TESSERA_TESTS_GGUF_TEST_H
@@ -10,17 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-extern int test_failures;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            test_failures++;                                               \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
+#include "harness.h"
 
 /* A growing byte buffer; allocation failure aborts the test. */
 typedef struct img {
@@ -44,11 +34,7 @@ void img_key(img *b, const char *key, uint32_t type);
 void img_tensor(img *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t dtype,
                 uint64_t offset);
 
-/* Read a whole file (aborts the test on failure); *size gets its length. */
+/* Read a whole file (fails the test when it cannot); *size gets its length. */
 uint8_t *read_whole_file(const char *path, size_t *size);
-/* A fresh directory for test outputs (under $TMPDIR or /tmp). */
-const char *test_tmpdir(void);
-/* $TESSERA_SHARED, or NULL (the caller skips with 77). */
-const char *shared_dir(void);
 
 #endif

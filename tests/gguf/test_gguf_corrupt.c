@@ -37,23 +37,24 @@ static int expect_fail(const img *b, const char *label, const char *want) {
     error_clear();
     bool accepted = open_copy(b->p, b->n, label);
     const char *msg = error_get();
-    CHECK(!accepted, "%s: accepted a corrupt file", label);
+    EXPECT(!accepted, "%s: accepted a corrupt file", label);
     if (accepted) return -1;
-    CHECK(msg[0] != '\0', "%s: empty error message", label);
-    CHECK(strstr(msg, label) != NULL, "%s: message does not name the file: '%s'", label, msg);
-    CHECK(strchr(msg, '\n') == NULL, "%s: message is more than one line: '%s'", label, msg);
-    if (want) CHECK(strstr(msg, want) != NULL, "%s: message lacks '%s': '%s'", label, want, msg);
+    EXPECT(msg[0] != '\0', "%s: empty error message", label);
+    EXPECT(strstr(msg, label) != NULL, "%s: message does not name the file: '%s'", label, msg);
+    EXPECT(strchr(msg, '\n') == NULL, "%s: message is more than one line: '%s'", label, msg);
+    if (want) EXPECT(strstr(msg, want) != NULL, "%s: message lacks '%s': '%s'", label, want, msg);
     if (getenv("GGUF_TEST_VERBOSE")) printf("  %-28s -> %s\n", label, msg);
     return 0;
 }
 
 static void expect_ok(const img *b, const char *label) {
-    CHECK(open_copy(b->p, b->n, label), "%s: valid file rejected: %s", label, error_get());
+    EXPECT(open_copy(b->p, b->n, label), "%s: valid file rejected: %s", label, error_get());
 }
 
 /* ------------------------------------------------------ header cases */
 
-static void test_header(void) {
+static void test_header(void **state) {
+    (void)state;
     img b = {0};
     expect_fail(&b, "empty", "empty");
 
@@ -101,7 +102,8 @@ static void one_kv(img *b, const char *key, uint32_t type) {
     img_key(b, key, type);
 }
 
-static void test_metadata(void) {
+static void test_metadata(void **state) {
+    (void)state;
     img b = {0};
 
     /* key length past EOF, and UINT64_MAX (no wrap-around) */
@@ -285,7 +287,8 @@ static void tensor_case(const char *label, const tspec *ts, int n, uint64_t data
     img_free(&b);
 }
 
-static void test_tensors(void) {
+static void test_tensors(void **state) {
+    (void)state;
     /* the valid baseline: 64 + 68 bytes, second tensor at the next multiple of 32 */
     const tspec ok[] = {{"w.f32", 2, {4, 4}, T_F32, 0}, {"w.q8", 2, {32, 2}, T_Q8_0, 64}};
     tensor_case("tensors-ok", ok, 2, 64 + 68, NULL);
@@ -363,11 +366,13 @@ static void test_tensors(void) {
 /* ----------------------------------------------------------- truncation */
 
 /* Every prefix of a real file's header (and a few inside its data) fails. */
-static void test_truncation(const char *path) {
+static void test_truncation(void **state) {
+    (void)state;
+    const char *path = harness_model_file("stories260K").s;
     size_t size;
     uint8_t *whole = read_whole_file(path, &size);
     gguf_file *f = gguf_open_memory(whole, size, "whole");
-    CHECK(f != NULL, "%s: %s", path, error_get());
+    EXPECT(f != NULL, "%s: %s", path, error_get());
     if (!f) {
         free(whole);
         return;
@@ -382,7 +387,7 @@ static void test_truncation(const char *path) {
         error_clear();
         bool accepted = open_copy(b.p, b.n, label);
         if (!accepted && error_get()[0] && strstr(error_get(), label)) failed_ok++;
-        else CHECK(0, "%s: prefix of %" PRIu64 " bytes: %s", path, n,
+        else EXPECT(0, "%s: prefix of %" PRIu64 " bytes: %s", path, n,
                    accepted ? "accepted" : "bad message");
     }
     const uint64_t in_data[] = {data_offset + 1, (data_offset + size) / 2, size - 1};
@@ -398,32 +403,38 @@ static void test_truncation(const char *path) {
 }
 
 /* The same through files on disk (mmap path), plus unreadable inputs. */
-static void test_files(const char *shared) {
+static void test_files(void **state) {
+    (void)state;
     char path[1024];
-    snprintf(path, sizeof path, "%s/does-not-exist.gguf", test_tmpdir());
-    CHECK(gguf_open(path) == NULL && strstr(error_get(), path), "missing file: '%s'",
+    snprintf(path, sizeof path, "%s/does-not-exist.gguf", harness_tmpdir());
+    EXPECT(gguf_open(path) == NULL && strstr(error_get(), path), "missing file: '%s'",
           error_get());
-    CHECK(gguf_open(test_tmpdir()) == NULL && strstr(error_get(), "not a regular file"),
+    EXPECT(gguf_open(harness_tmpdir()) == NULL && strstr(error_get(), "not a regular file"),
           "directory: '%s'", error_get());
-    snprintf(path, sizeof path, "%s/empty.gguf", test_tmpdir());
+    snprintf(path, sizeof path, "%s/empty.gguf", harness_tmpdir());
     FILE *fp = fopen(path, "wb");
     if (fp) fclose(fp);
-    CHECK(gguf_open(path) == NULL && strstr(error_get(), "empty"), "empty file: '%s'",
+    EXPECT(gguf_open(path) == NULL && strstr(error_get(), "empty"), "empty file: '%s'",
           error_get());
     unlink(path);
-    if (!shared) return;
-    char src[1024];
-    snprintf(src, sizeof src, "%s/models/stories260K.gguf", shared);
+}
+
+/* A real file cut short on disk. */
+static void test_files_cut(void **state) {
+    (void)state;
+    harness_path src = harness_model_file("stories260K");
+    char path[1024];
+    FILE *fp;
     size_t size;
-    uint8_t *whole = read_whole_file(src, &size);
+    uint8_t *whole = read_whole_file(src.s, &size);
     const size_t cuts[] = {10, 1000, 14000, size - 1};
-    snprintf(path, sizeof path, "%s/cut.gguf", test_tmpdir());
+    snprintf(path, sizeof path, "%s/cut.gguf", harness_tmpdir());
     for (int i = 0; i < 4; i++) {
         fp = fopen(path, "wb");
         if (!fp) break;
         fwrite(whole, 1, cuts[i], fp);
         fclose(fp);
-        CHECK(gguf_open(path) == NULL && strstr(error_get(), path),
+        EXPECT(gguf_open(path) == NULL && strstr(error_get(), path),
               "file cut at %zu: '%s'", cuts[i], error_get());
     }
     unlink(path);
@@ -485,7 +496,7 @@ static uint64_t walk_value(const gguf_value *v, int depth) {
     for (uint64_t j = 0; j < v->count; j++) {
         gguf_value e;
         if (gguf_value_next(v, &pos, &e) != 0) {
-            CHECK(0, "walk failed inside a validated array: %s", error_get());
+            EXPECT(0, "walk failed inside a validated array: %s", error_get());
             break;
         }
         sum += walk_value(&e, depth + 1);
@@ -497,13 +508,13 @@ static uint64_t walk_file(const gguf_file *f) {
     uint64_t sum = 0;
     for (int64_t i = 0; i < gguf_kv_count(f); i++) {
         gguf_value v;
-        CHECK(gguf_kv_value(f, i, &v) == 0, "%s", error_get());
+        EXPECT(gguf_kv_value(f, i, &v) == 0, "%s", error_get());
         sum += walk_value(&v, 0);
-        CHECK(gguf_find_key(f, gguf_kv_key(f, i)) == i, "key lookup");
+        EXPECT(gguf_find_key(f, gguf_kv_key(f, i)) == i, "key lookup");
         if (v.type == GGUF_TYPE_ARRAY && v.elem_type == GGUF_TYPE_STRING)
             for (uint64_t j = 0; j < v.count; j++) {
                 gguf_str s;
-                CHECK(gguf_kv_arr_str(f, i, j, &s) == 0, "%s", error_get());
+                EXPECT(gguf_kv_arr_str(f, i, j, &s) == 0, "%s", error_get());
                 if (s.len) sum += (uint8_t)s.ptr[0] + (uint8_t)s.ptr[s.len - 1];
             }
     }
@@ -515,11 +526,13 @@ static uint64_t walk_file(const gguf_file *f) {
     return sum;
 }
 
-static void test_fuzz(int iterations) {
+static void test_fuzz(void **state) {
+    (void)state;
+    const int iterations = 20000;
     img base = {0};
     build_rich(&base);
     gguf_file *f = gguf_open_memory(base.p, base.n, "rich");
-    CHECK(f != NULL, "rich baseline: %s", error_get());
+    EXPECT(f != NULL, "rich baseline: %s", error_get());
     if (f) {
         walk_file(f);
         gguf_close(f);
@@ -549,7 +562,7 @@ static void test_fuzz(int iterations) {
             gguf_close(g);
         } else {
             rejected++;
-            CHECK(error_get()[0] != '\0', "fuzz iteration %d: empty message", it);
+            EXPECT(error_get()[0] != '\0', "fuzz iteration %d: empty message", it);
         }
         free(m);
     }
@@ -558,25 +571,11 @@ static void test_fuzz(int iterations) {
     img_free(&base);
 }
 
-int main(void) {
-    test_header();
-    test_metadata();
-    test_tensors();
-    test_fuzz(20000);
-    const char *shared = shared_dir();
-    test_files(shared);
-    if (shared) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared);
-        test_truncation(path);
-    } else {
-        printf("note: TESSERA_SHARED not set; truncation of a real file not run\n");
-    }
-    rmdir(test_tmpdir());
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        return 1;
-    }
-    printf("gguf corruption suite: all checks passed\n");
-    return 0;
+static void test_cleanup(void **state) {
+    (void)state;
+    EXPECT(rmdir(harness_tmpdir()) == 0, "%s: a file was left behind", harness_tmpdir());
 }
+
+HARNESS_MAIN("gguf corruption", HARNESS_TEST(test_header), HARNESS_TEST(test_metadata), HARNESS_TEST(test_tensors),
+             HARNESS_TEST(test_fuzz), HARNESS_TEST(test_files), HARNESS_TEST(test_files_cut),
+             HARNESS_TEST(test_truncation), HARNESS_TEST(test_cleanup))

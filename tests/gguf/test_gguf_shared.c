@@ -21,26 +21,26 @@ static bool str_is(gguf_str s, const char *want) {
 static void check_str(const gguf_file *f, const char *key, const char *want) {
     gguf_str s = {0};
     int rc = gguf_get_str(f, key, &s);
-    CHECK(rc == 0, "%s: %s", gguf_path(f), error_get());
+    EXPECT(rc == 0, "%s: %s", gguf_path(f), error_get());
     if (rc == 0)
-        CHECK(str_is(s, want), "%s: %s = '%.*s', expected '%s'", gguf_path(f), key, (int)s.len,
+        EXPECT(str_is(s, want), "%s: %s = '%.*s', expected '%s'", gguf_path(f), key, (int)s.len,
               s.ptr, want);
 }
 
 static void check_u32(const gguf_file *f, const char *key, uint32_t want) {
     uint32_t v = 0;
     int rc = gguf_get_u32(f, key, &v);
-    CHECK(rc == 0, "%s: %s", gguf_path(f), error_get());
-    CHECK(v == want, "%s: %s = %" PRIu32 ", expected %" PRIu32, gguf_path(f), key, v, want);
+    EXPECT(rc == 0, "%s: %s", gguf_path(f), error_get());
+    EXPECT(v == want, "%s: %s = %" PRIu32 ", expected %" PRIu32, gguf_path(f), key, v, want);
 }
 
 static void check_tensor(const gguf_file *f, const char *name, int32_t dtype, int n_dims,
                          int64_t ne0, int64_t ne1) {
     const gguf_tensor_info *t = gguf_find_tensor(f, name);
-    CHECK(t != NULL, "%s: %s", gguf_path(f), error_get());
+    EXPECT(t != NULL, "%s: %s", gguf_path(f), error_get());
     if (!t) return;
-    CHECK(t->dtype == dtype, "%s: %s dtype %d, expected %d", gguf_path(f), name, t->dtype, dtype);
-    CHECK(t->n_dims == n_dims && t->ne[0] == ne0 && t->ne[1] == ne1,
+    EXPECT(t->dtype == dtype, "%s: %s dtype %d, expected %d", gguf_path(f), name, t->dtype, dtype);
+    EXPECT(t->n_dims == n_dims && t->ne[0] == ne0 && t->ne[1] == ne1,
           "%s: %s shape %d:[%" PRId64 ", %" PRId64 "], expected %d:[%" PRId64 ", %" PRId64 "]",
           gguf_path(f), name, t->n_dims, t->ne[0], t->ne[1], n_dims, ne0, ne1);
 }
@@ -49,30 +49,30 @@ static void check_string_array(const gguf_file *f, const char *key, uint64_t wan
     gguf_type et = GGUF_TYPE_COUNT;
     uint64_t count = 0;
     int rc = gguf_get_arr(f, key, &et, &count, NULL);
-    CHECK(rc == 0, "%s: %s", gguf_path(f), error_get());
-    CHECK(et == GGUF_TYPE_STRING && count == want_count,
+    EXPECT(rc == 0, "%s: %s", gguf_path(f), error_get());
+    EXPECT(et == GGUF_TYPE_STRING && count == want_count,
           "%s: %s is %s[%" PRIu64 "], expected string[%" PRIu64 "]", gguf_path(f), key,
           gguf_type_name(et), count, want_count);
     /* every element reachable, and the last one through the slow path too */
     for (uint64_t j = 0; j < count; j++) {
         gguf_str s;
         if (gguf_get_arr_str(f, key, j, &s) != 0) {
-            CHECK(0, "%s: %s[%" PRIu64 "]: %s", gguf_path(f), key, j, error_get());
+            EXPECT(0, "%s: %s[%" PRIu64 "]: %s", gguf_path(f), key, j, error_get());
             break;
         }
     }
     if (count > 0) {
         gguf_value v, e;
         gguf_str s;
-        CHECK(gguf_kv_value(f, gguf_find_key(f, key), &v) == 0, "%s", error_get());
-        CHECK(gguf_value_elem(&v, count - 1, &e) == 0, "%s", error_get());
-        CHECK(gguf_get_arr_str(f, key, count - 1, &s) == 0, "%s", error_get());
-        CHECK(e.type == GGUF_TYPE_STRING && e.size == s.len && e.data == s.ptr,
+        EXPECT(gguf_kv_value(f, gguf_find_key(f, key), &v) == 0, "%s", error_get());
+        EXPECT(gguf_value_elem(&v, count - 1, &e) == 0, "%s", error_get());
+        EXPECT(gguf_get_arr_str(f, key, count - 1, &s) == 0, "%s", error_get());
+        EXPECT(e.type == GGUF_TYPE_STRING && e.size == s.len && e.data == s.ptr,
               "%s: %s: value view and string getter disagree on the last element", gguf_path(f),
               key);
     }
     gguf_str s;
-    CHECK(gguf_get_arr_str(f, key, count, &s) != 0 && *error_get(),
+    EXPECT(gguf_get_arr_str(f, key, count, &s) != 0 && *error_get(),
           "%s: %s[%" PRIu64 "] past the end must fail", gguf_path(f), key, count);
 }
 
@@ -81,13 +81,13 @@ static void check_tensor_layout(const gguf_file *f) {
     uint64_t data_size = gguf_file_size(f) - gguf_data_offset(f);
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor_info *t = gguf_tensor(f, i);
-        CHECK(t && t->offset + t->size <= data_size, "%s: tensor %" PRId64 " outside the file",
+        EXPECT(t && t->offset + t->size <= data_size, "%s: tensor %" PRId64 " outside the file",
               gguf_path(f), i);
-        CHECK(t && t->offset % gguf_alignment(f) == 0, "%s: tensor %" PRId64 " misaligned",
+        EXPECT(t && t->offset % gguf_alignment(f) == 0, "%s: tensor %" PRId64 " misaligned",
               gguf_path(f), i);
-        CHECK(t && (const uint8_t *)t->data == (const uint8_t *)gguf_data(f) + t->offset,
+        EXPECT(t && (const uint8_t *)t->data == (const uint8_t *)gguf_data(f) + t->offset,
               "%s: tensor %" PRId64 " data pointer", gguf_path(f), i);
-        CHECK(t && gguf_find_tensor(f, t->name) == t, "%s: lookup of '%s'", gguf_path(f),
+        EXPECT(t && gguf_find_tensor(f, t->name) == t, "%s: lookup of '%s'", gguf_path(f),
               t ? t->name : "");
     }
 }
@@ -100,28 +100,28 @@ static void check_stories(const gguf_file *f) {
     check_u32(f, "llama.attention.head_count", 8);
     check_u32(f, "llama.attention.head_count_kv", 4);
     check_u32(f, "llama.context_length", 128);
-    CHECK(gguf_tensor_count(f) == 48, "stories260K has %" PRId64 " tensors, expected 48",
+    EXPECT(gguf_tensor_count(f) == 48, "stories260K has %" PRId64 " tensors, expected 48",
           gguf_tensor_count(f));
     check_tensor(f, "token_embd.weight", 0, 2, 64, 512);
     check_tensor(f, "blk.4.ffn_down.weight", 0, 2, 172, 64);
     check_string_array(f, "tokenizer.ggml.tokens", 512);
     gguf_str s;
-    CHECK(gguf_get_arr_str(f, "tokenizer.ggml.tokens", 0, &s) == 0 && str_is(s, "<unk>"),
+    EXPECT(gguf_get_arr_str(f, "tokenizer.ggml.tokens", 0, &s) == 0 && str_is(s, "<unk>"),
           "stories260K token 0 should be <unk>");
     float eps = 0;
-    CHECK(gguf_get_f32(f, "llama.attention.layer_norm_rms_epsilon", &eps) == 0 && eps > 0 &&
+    EXPECT(gguf_get_f32(f, "llama.attention.layer_norm_rms_epsilon", &eps) == 0 && eps > 0 &&
           eps < 1e-3f, "rms epsilon %g: %s", eps, error_get());
     int64_t n = 0;
-    CHECK(gguf_get_int(f, "llama.block_count", &n) == 0 && n == 5, "get_int block_count");
+    EXPECT(gguf_get_int(f, "llama.block_count", &n) == 0 && n == 5, "get_int block_count");
     /* errors name the key and both types */
     uint32_t u;
-    CHECK(gguf_get_u32(f, "general.architecture", &u) != 0 &&
+    EXPECT(gguf_get_u32(f, "general.architecture", &u) != 0 &&
           strstr(error_get(), "general.architecture") && strstr(error_get(), "string") &&
           strstr(error_get(), "uint32"), "wrong-type message: '%s'", error_get());
-    CHECK(gguf_get_u32(f, "llama.no_such_key", &u) != 0 &&
+    EXPECT(gguf_get_u32(f, "llama.no_such_key", &u) != 0 &&
           strstr(error_get(), "llama.no_such_key") && strstr(error_get(), "not found"),
           "missing-key message: '%s'", error_get());
-    CHECK(gguf_find_tensor(f, "no.such.tensor") == NULL && strstr(error_get(), "no.such.tensor"),
+    EXPECT(gguf_find_tensor(f, "no.such.tensor") == NULL && strstr(error_get(), "no.such.tensor"),
           "missing-tensor message: '%s'", error_get());
 }
 
@@ -138,20 +138,20 @@ static void check_synth(const gguf_file *f, const char *type) {
     check_u32(f, "llama.feed_forward_length", 768);
     check_u32(f, "llama.attention.head_count_kv", 2);
     check_string_array(f, "tokenizer.ggml.tokens", 512);
-    CHECK(gguf_tensor_count(f) == 39, "%s: %" PRId64 " tensors, expected 39", gguf_path(f),
+    EXPECT(gguf_tensor_count(f) == 39, "%s: %" PRId64 " tensors, expected 39", gguf_path(f),
           gguf_tensor_count(f));
     int32_t want = -1;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcmp(types[i].name, type) == 0) want = types[i].dtype;
-    CHECK(want >= 0, "unexpected synth file type '%s'", type);
+    EXPECT(want >= 0, "unexpected synth file type '%s'", type);
     if (want >= 0) check_tensor(f, "blk.0.attn_q.weight", want, 2, 256, 256);
     const gguf_tensor_info *norm = gguf_find_tensor(f, "output_norm.weight");
-    CHECK(norm && norm->dtype == 0 && norm->n_dims == 1 && norm->ne[0] == 256,
+    EXPECT(norm && norm->dtype == 0 && norm->n_dims == 1 && norm->ne[0] == 256,
           "%s: output_norm.weight should be F32 [256]", gguf_path(f));
 }
 
 static void check_vocab(const gguf_file *f, const char *name) {
-    CHECK(gguf_tensor_count(f) == 0, "%s: vocab file with tensors", gguf_path(f));
+    EXPECT(gguf_tensor_count(f) == 0, "%s: vocab file with tensors", gguf_path(f));
     if (strstr(name, "gpt-2")) {
         check_str(f, "tokenizer.ggml.model", "gpt2");
         check_string_array(f, "tokenizer.ggml.tokens", 50257);
@@ -160,7 +160,7 @@ static void check_vocab(const gguf_file *f, const char *name) {
         check_str(f, "tokenizer.ggml.model", "llama");
         check_string_array(f, "tokenizer.ggml.tokens", 32000);
         bool add_bos = false;
-        CHECK(gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &add_bos) == 0, "%s",
+        EXPECT(gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &add_bos) == 0, "%s",
               error_get());
     }
 }
@@ -168,38 +168,38 @@ static void check_vocab(const gguf_file *f, const char *name) {
 /* Reader -> writer -> file; compare with the original. */
 static void check_rewrite(const gguf_file *f, const char *base) {
     char out[1024];
-    snprintf(out, sizeof out, "%s/%s", test_tmpdir(), base);
+    snprintf(out, sizeof out, "%s/%s", harness_tmpdir(), base);
     gguf_writer *w = gguf_writer_new();
-    CHECK(w != NULL, "%s", error_get());
+    EXPECT(w != NULL, "%s", error_get());
     if (!w) return;
     for (int64_t i = 0; i < gguf_kv_count(f); i++)
-        CHECK(gguf_writer_copy_kv(w, f, i) == 0, "%s", error_get());
+        EXPECT(gguf_writer_copy_kv(w, f, i) == 0, "%s", error_get());
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor_info *t = gguf_tensor(f, i);
-        CHECK(gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, t->ne, t->data) == 0, "%s",
+        EXPECT(gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, t->ne, t->data) == 0, "%s",
               error_get());
     }
     int rc = gguf_writer_write_file(w, out);
-    CHECK(rc == 0, "writing %s: %s", out, error_get());
+    EXPECT(rc == 0, "writing %s: %s", out, error_get());
     gguf_writer_free(w);
     if (rc != 0) return;
 
     gguf_file *g = gguf_open(out);
-    CHECK(g != NULL, "re-reading %s: %s", out, error_get());
+    EXPECT(g != NULL, "re-reading %s: %s", out, error_get());
     if (g) {
-        CHECK(gguf_kv_count(g) == gguf_kv_count(f) && gguf_tensor_count(g) == gguf_tensor_count(f),
+        EXPECT(gguf_kv_count(g) == gguf_kv_count(f) && gguf_tensor_count(g) == gguf_tensor_count(f),
               "%s: counts differ after rewrite", base);
         for (int64_t i = 0; i < gguf_kv_count(f) && i < gguf_kv_count(g); i++) {
             gguf_value a, b;
             gguf_kv_value(f, i, &a);
             gguf_kv_value(g, i, &b);
-            CHECK(strcmp(gguf_kv_key(f, i), gguf_kv_key(g, i)) == 0 && a.type == b.type &&
+            EXPECT(strcmp(gguf_kv_key(f, i), gguf_kv_key(g, i)) == 0 && a.type == b.type &&
                   a.size == b.size && a.count == b.count && memcmp(a.data, b.data, a.size) == 0,
                   "%s: key '%s' differs after rewrite", base, gguf_kv_key(f, i));
         }
         uint64_t fsz = gguf_file_size(f) - gguf_data_offset(f);
         uint64_t gsz = gguf_file_size(g) - gguf_data_offset(g);
-        CHECK(fsz == gsz && memcmp(gguf_data(f), gguf_data(g), fsz) == 0,
+        EXPECT(fsz == gsz && memcmp(gguf_data(f), gguf_data(g), fsz) == 0,
               "%s: tensor data section differs after rewrite (%" PRIu64 " vs %" PRIu64 " bytes)",
               base, fsz, gsz);
         gguf_close(g);
@@ -210,7 +210,7 @@ static void check_rewrite(const gguf_file *f, const char *base) {
         size_t na, nb;
         uint8_t *a = read_whole_file(gguf_path(f), &na);
         uint8_t *b = read_whole_file(out, &nb);
-        CHECK(na == nb && memcmp(a, b, na) == 0, "%s: rewritten file is not byte-identical "
+        EXPECT(na == nb && memcmp(a, b, na) == 0, "%s: rewritten file is not byte-identical "
               "(%zu vs %zu bytes)", base, na, nb);
         free(a);
         free(b);
@@ -233,10 +233,10 @@ static int scan_dir(const char *dir, int *n_models) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         gguf_file *f = gguf_open(path);
-        CHECK(f != NULL, "%s", error_get());
+        EXPECT(f != NULL, "%s", error_get());
         if (!f) continue;
         count++;
-        CHECK(gguf_version(f) == 2 || gguf_version(f) == 3, "%s: version", path);
+        EXPECT(gguf_version(f) == 2 || gguf_version(f) == 3, "%s: version", path);
         check_tensor_layout(f);
         if (strcmp(e->d_name, "stories260K.gguf") == 0) check_stories(f);
         if (strncmp(e->d_name, "synth-s-", 8) == 0) {
@@ -256,26 +256,18 @@ static int scan_dir(const char *dir, int *n_models) {
     return 0;
 }
 
-int main(void) {
-    const char *shared = shared_dir();
-    if (!shared) {
-        printf("skip: TESSERA_SHARED is not set\n");
-        return 77;
-    }
+static void test_shared_files(void **state) {
+    (void)state;
     char dir[1024];
     int n = 0;
-    snprintf(dir, sizeof dir, "%s/models", shared);
-    CHECK(scan_dir(dir, &n) == 0, "cannot list %s", dir);
+    snprintf(dir, sizeof dir, "%s/models", harness_shared_dir());
+    EXPECT(scan_dir(dir, &n) == 0, "cannot list %s", dir);
     int n_models = n;
-    snprintf(dir, sizeof dir, "%s/vocab", shared);
-    CHECK(scan_dir(dir, &n) == 0, "cannot list %s", dir);
-    CHECK(n_models >= 15 && n - n_models >= 2, "found %d model and %d vocab files", n_models,
-          n - n_models);
-    rmdir(test_tmpdir());
-    if (test_failures) {
-        fprintf(stderr, "%d check(s) failed\n", test_failures);
-        return 1;
-    }
-    printf("all %d shared GGUF files parsed and rewrote identically\n", n);
-    return 0;
+    snprintf(dir, sizeof dir, "%s/vocab", harness_shared_dir());
+    EXPECT(scan_dir(dir, &n) == 0, "cannot list %s", dir);
+    EXPECT(n_models >= 15 && n - n_models >= 2, "found %d model and %d vocab files", n_models, n - n_models);
+    rmdir(harness_tmpdir());
+    printf("%d shared GGUF files parsed and rewritten\n", n);
 }
+
+HARNESS_MAIN("gguf shared", HARNESS_TEST(test_shared_files))

@@ -164,6 +164,13 @@ void harness_require_file(const char *path) {
     if (!harness_file_exists(path)) harness_skip("missing reference file %s (%s)", path, strerror(errno));
 }
 
+const char *harness_tessera_bin(void) {
+    const char *bin = getenv("TESSERA_BIN");
+    if (!bin || !bin[0]) harness_skip("TESSERA_BIN is not set (tests/meson.build sets it)");
+    harness_require_file(bin);
+    return bin;
+}
+
 const char *harness_shared_dir(void) {
     const char *dir = getenv("TESSERA_SHARED");
     struct stat st;

@@ -70,6 +70,10 @@
 #define EXPECT_HAS(got, needle, ...) \
     harness_expect_str_((got), (needle), 1, #got, __FILE__, __LINE__, __VA_ARGS__)
 
+/* A failure found by the test's own logic: printed and counted like a
+ * failed EXPECT; the test goes on. */
+#define ADD_FAILURE(...) harness_expect_(0, "failure", __FILE__, __LINE__, __VA_ARGS__)
+
 /* cond holds; else the failure is printed and the test function ends. */
 #define REQUIRE(cond, ...)                                                        \
     do {                                                                          \
@@ -144,6 +148,9 @@ harness_path harness_source_file(const char *rel);
 harness_path harness_model_file(const char *name);
 /* The golden of a model: $TESSERA_SHARED/golden/NAME.jsonl (must exist). */
 harness_path harness_golden_file(const char *name);
+/* The tessera binary of this build ($TESSERA_BIN); skips when it is unset
+ * or absent. */
+const char *harness_tessera_bin(void);
 /* Skips, naming path, unless it can be opened for reading. */
 void harness_require_file(const char *path);
 bool harness_file_exists(const char *path);

@@ -15,9 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
 #include "tensor/dtype.h"
 
-static int failures;
+static int n_mismatches; /* the first 10 are printed */
 
 static float from_bits(uint32_t u) {
     float f;
@@ -30,18 +31,19 @@ static uint32_t to_bits(float f) {
     return u;
 }
 
-static void fail(const char *what, uint32_t in, uint32_t got, uint32_t want) {
-    if (failures++ < 10) printf("FAIL %s: input 0x%08x -> 0x%04x, want 0x%04x\n", what, in, got, want);
+static void mismatch(const char *what, uint32_t in, uint32_t got, uint32_t want) {
+    if (n_mismatches++ < 10) ADD_FAILURE("%s: input 0x%08x -> 0x%04x, want 0x%04x", what, in, got, want);
 }
 
-int main(void) {
+static void test_fp16(void **state) {
+    (void)state;
     /* fp16 round trip of every half */
     for (uint32_t h = 0; h < 65536; h++) {
         float f = fp16_to_f32((uint16_t)h);
         uint16_t back = f32_to_fp16(f);
         int is_nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
         if (is_nan ? !(isnan(f) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff)) : back != h)
-            fail("fp16 round trip", h, back, h);
+            mismatch("fp16 round trip", h, back, h);
     }
     /* midpoints between adjacent positive finite halves (and their negatives) */
     for (uint32_t h = 0; h < 0x7bff; h++) {
@@ -52,21 +54,21 @@ int main(void) {
             float s = sign ? -1.0f : 1.0f;
             uint32_t sb = sign ? 0x8000 : 0;
             uint16_t got = f32_to_fp16(s * mid);
-            if (got != (even | sb)) fail("fp16 midpoint to even", to_bits(s * mid), got, even | sb);
+            if (got != (even | sb)) mismatch("fp16 midpoint to even", to_bits(s * mid), got, even | sb);
             got = f32_to_fp16(s * nextafterf(mid, 0));
-            if (got != (h | sb)) fail("fp16 below midpoint", to_bits(s * mid), got, h | sb);
+            if (got != (h | sb)) mismatch("fp16 below midpoint", to_bits(s * mid), got, h | sb);
             got = f32_to_fp16(s * nextafterf(mid, INFINITY));
-            if (got != ((h + 1) | sb)) fail("fp16 above midpoint", to_bits(s * mid), got, (h + 1) | sb);
+            if (got != ((h + 1) | sb)) mismatch("fp16 above midpoint", to_bits(s * mid), got, (h + 1) | sb);
         }
     }
-    if (f32_to_fp16(65519.99f) != 0x7bff) fail("fp16 just below overflow", 0, f32_to_fp16(65519.99f), 0x7bff);
-    if (f32_to_fp16(65520.0f) != 0x7c00) fail("fp16 overflow", 0, f32_to_fp16(65520.0f), 0x7c00);
-    if (f32_to_fp16(-1e30f) != 0xfc00) fail("fp16 -overflow", 0, f32_to_fp16(-1e30f), 0xfc00);
-    if (f32_to_fp16(0x1p-25f) != 0) fail("fp16 2^-25 ties to 0", 0, f32_to_fp16(0x1p-25f), 0);
-    if (f32_to_fp16(0x1.000002p-25f) != 1) fail("fp16 above 2^-25", 0, f32_to_fp16(0x1.000002p-25f), 1);
+    if (f32_to_fp16(65519.99f) != 0x7bff) mismatch("fp16 just below overflow", 0, f32_to_fp16(65519.99f), 0x7bff);
+    if (f32_to_fp16(65520.0f) != 0x7c00) mismatch("fp16 overflow", 0, f32_to_fp16(65520.0f), 0x7c00);
+    if (f32_to_fp16(-1e30f) != 0xfc00) mismatch("fp16 -overflow", 0, f32_to_fp16(-1e30f), 0xfc00);
+    if (f32_to_fp16(0x1p-25f) != 0) mismatch("fp16 2^-25 ties to 0", 0, f32_to_fp16(0x1p-25f), 0);
+    if (f32_to_fp16(0x1.000002p-25f) != 1) mismatch("fp16 above 2^-25", 0, f32_to_fp16(0x1.000002p-25f), 1);
     {
         uint16_t n = f32_to_fp16(from_bits(0xff800001u));
-        if ((n & 0x7c00) != 0x7c00 || !(n & 0x0200) || !(n & 0x8000)) fail("fp16 NaN", 0xff800001u, n, 0xfe00);
+        if ((n & 0x7c00) != 0x7c00 || !(n & 0x0200) || !(n & 0x8000)) mismatch("fp16 NaN", 0xff800001u, n, 0xfe00);
     }
 #if defined(__FLT16_MAX__)
     {
@@ -82,31 +84,33 @@ int main(void) {
             uint16_t want;
             memcpy(&want, &c, 2);
             uint16_t got = f32_to_fp16(f);
-            if (got != want) fail("fp16 vs compiler _Float16", bits, got, want);
+            if (got != want) mismatch("fp16 vs compiler _Float16", bits, got, want);
         }
         printf("fp16: 2^20 random values agree with the compiler's _Float16\n");
     }
 #else
     printf("fp16: compiler has no _Float16; random comparison not run\n");
 #endif
+}
 
-    /* bf16 */
+static void test_bf16(void **state) {
+    (void)state;
     for (uint32_t h = 0; h < 65536; h++) {
         float f = bf16_to_f32((uint16_t)h);
-        if (to_bits(f) != h << 16) fail("bf16 widen", h, to_bits(f) >> 16, h);
+        if (to_bits(f) != h << 16) mismatch("bf16 widen", h, to_bits(f) >> 16, h);
         uint16_t back = f32_to_bf16(f);
         int is_nan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
-        if (is_nan ? !((back & 0x7f80) == 0x7f80 && (back & 0x40)) : back != h) fail("bf16 round trip", h, back, h);
+        if (is_nan ? !((back & 0x7f80) == 0x7f80 && (back & 0x40)) : back != h) mismatch("bf16 round trip", h, back, h);
         if (!is_nan && (h & 0x7fff) < 0x7f7f) { /* midpoint to the next finite value */
             uint32_t mid = (h << 16) | 0x8000;
             uint32_t even = (h & 1) ? h + 1 : h;
-            if (f32_to_bf16(from_bits(mid)) != even) fail("bf16 midpoint to even", mid, f32_to_bf16(from_bits(mid)), even);
-            if (f32_to_bf16(from_bits(mid - 1)) != h) fail("bf16 below midpoint", mid - 1, f32_to_bf16(from_bits(mid - 1)), h);
-            if (f32_to_bf16(from_bits(mid + 1)) != h + 1) fail("bf16 above midpoint", mid + 1, f32_to_bf16(from_bits(mid + 1)), h + 1);
+            if (f32_to_bf16(from_bits(mid)) != even) mismatch("bf16 midpoint to even", mid, f32_to_bf16(from_bits(mid)), even);
+            if (f32_to_bf16(from_bits(mid - 1)) != h) mismatch("bf16 below midpoint", mid - 1, f32_to_bf16(from_bits(mid - 1)), h);
+            if (f32_to_bf16(from_bits(mid + 1)) != h + 1) mismatch("bf16 above midpoint", mid + 1, f32_to_bf16(from_bits(mid + 1)), h + 1);
         }
     }
-    if (f32_to_bf16(from_bits(0x7f800001u)) != 0x7fc0) fail("bf16 sNaN quieted", 0x7f800001u, f32_to_bf16(from_bits(0x7f800001u)), 0x7fc0);
-
-    printf("%s\n", failures ? "fp16/bf16: FAILED" : "fp16/bf16: all conversions exact and round to nearest even");
-    return failures ? 1 : 0;
+    if (f32_to_bf16(from_bits(0x7f800001u)) != 0x7fc0) mismatch("bf16 sNaN quieted", 0x7f800001u, f32_to_bf16(from_bits(0x7f800001u)), 0x7fc0);
 }
+
+HARNESS_MAIN("fp16/bf16: all conversions exact and round to nearest even", HARNESS_TEST(test_fp16),
+             HARNESS_TEST(test_bf16))

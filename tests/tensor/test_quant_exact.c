@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "harness.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -78,29 +79,21 @@ static int compare_file(const gguf_file *src, const char *path, int *n_checked) 
     return bad;
 }
 
-int main(void) {
-    const char *shared = getenv("TESSERA_SHARED");
-    if (!shared) shared = "../shared";
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models/synth-s-f32.gguf", shared);
-    gguf_file *src = gguf_open(path);
-    if (!src) {
-        printf("SKIP: %s: %s\n", path, error_get());
-        return 77;
-    }
-    int failed = 0;
+static void test_quant_exact(void **state) {
+    (void)state;
+    harness_path path = harness_model_file("synth-s-f32");
+    gguf_file *src = gguf_open(path.s);
+    REQUIRE(src != NULL, "%s: %s", path.s, error_get());
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
-        snprintf(path, sizeof path, "%s/models/synth-s-%s.gguf", shared, files[k]);
+        char name[64];
+        snprintf(name, sizeof name, "synth-s-%s", files[k]);
+        path = harness_model_file(name);
         int n_checked = 0;
-        int bad = compare_file(src, path, &n_checked);
-        if (bad < 0) {
-            failed++;
-            continue;
-        }
+        int bad = compare_file(src, path.s, &n_checked);
         printf("%-12s %s: %d tensors, %d differ\n", files[k], bad ? "FAIL" : "ok  ", n_checked, bad);
-        if (bad) failed++;
+        EXPECT(bad == 0, "%s: %d tensors differ (-1: unreadable)", path.s, bad);
     }
     gguf_close(src);
-    printf("%s\n", failed ? "byte-exact: FAILED" : "byte-exact: all files match");
-    return failed ? 1 : 0;
 }
+
+HARNESS_MAIN("byte-exact: all files match", HARNESS_TEST(test_quant_exact))

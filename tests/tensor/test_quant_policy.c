@@ -25,14 +25,9 @@
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "tensor/dtype.h"
+#include "harness.h"
 #include "util/error.h"
 
-static int failures;
-
-static void check(int ok, const char *what) {
-    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-    if (!ok) failures++;
-}
 
 typedef struct spec {
     const char *name;
@@ -109,16 +104,14 @@ static int32_t out_dtype(const char *path, const char *name) {
     return dt;
 }
 
-int main(void) {
+static void test_quant_policy(void **state) {
+    (void)state;
     char dir[] = "/tmp/tessera-policy-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    REQUIRE(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
     char in[256], out[256], line[256];
     snprintf(in, sizeof in, "%s/odd.gguf", dir);
     snprintf(out, sizeof out, "%s/out.gguf", dir);
-    if (write_model(in) != 0) {
-        printf("FAIL cannot write the test model: %s\n", error_get());
-        return 1;
-    }
+    REQUIRE(write_model(in) == 0, "cannot write the test model: %s", error_get());
     static const struct {
         const char *type, *tensor;
         int32_t want;
@@ -139,8 +132,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (strcmp(done_type, cases[i].type) != 0) {
             if (quantize(in, out, cases[i].type, false) != 0) {
-                printf("FAIL quantize %s: %s\n", cases[i].type, error_get());
-                failures++;
+                ADD_FAILURE("quantize %s: %s", cases[i].type, error_get());
                 continue;
             }
             done_type = cases[i].type;
@@ -148,17 +140,16 @@ int main(void) {
         int32_t got = out_dtype(out, cases[i].tensor);
         snprintf(line, sizeof line, "%-6s %-24s -> %-6s (want %s)", cases[i].type, cases[i].tensor,
                  got >= 0 ? dtype_name(got) : "error", dtype_name(cases[i].want));
-        check(got == cases[i].want, line);
+        EXPECT(got == cases[i].want, "%s", line);
     }
     unlink(out);
     int rc = quantize(in, out, "Q4_K", true);
     snprintf(line, sizeof line, "--pure Q4_K refused: %s", error_get());
-    check(rc != 0 && strstr(error_get(), "'output.weight'") && strstr(error_get(), "256") &&
-              access(out, F_OK) != 0,
-          line);
+    EXPECT(rc != 0 && strstr(error_get(), "'output.weight'") && strstr(error_get(), "256") && access(out, F_OK) != 0,
+           "%s", line);
     unlink(in);
     rmdir(dir);
     for (int t = 0; t < N_TENSORS; t++) free(data[t]);
-    printf("%s\n", failures ? "policy: FAILED" : "policy: all choices as llama.cpp");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("policy: all choices as llama.cpp", HARNESS_TEST(test_quant_policy))

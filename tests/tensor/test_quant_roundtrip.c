@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -82,10 +83,10 @@ static const char *fill(int p, float *x) {
     }
 }
 
-int main(void) {
+static void test_quant_roundtrip(void **state) {
+    (void)state;
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     void *q = malloc(N * 8);
-    int failures = 0;
     printf("%-6s %-13s %12s %12s %10s %10s\n", "type", "data", "max_err/A", "rms_err/A", "k_max", "k_rms");
     for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
         const type_bound *tb = &bounds[b];
@@ -95,8 +96,7 @@ int main(void) {
             const char *pname = fill(p, x);
             if (!pname) break;
             if (dtype_quantize_row(tb->dtype, x, q, N) != 0 || dtype_dequantize_row(tb->dtype, q, y, N) != 0) {
-                printf("FAIL %s %s: %s\n", tr->name, pname, error_get());
-                failures++;
+                ADD_FAILURE("%s %s: %s", tr->name, pname, error_get());
                 continue;
             }
             double worst_max = 0, worst_rms = 0;
@@ -132,7 +132,8 @@ int main(void) {
                 printf("%-6s %-13s %12.6f %12.6f %10.4f %10.4f %s\n", tr->name, pname, worst_max,
                        worst_rms, tb->k_max, tb->k_rms,
                        ok ? "ok" : bad_values ? "FAIL (NaN/Inf or bad zero/tiny block)" : "FAIL");
-            if (!ok) failures++;
+            EXPECT(ok, "%s %s: max %g rms %g, bounds %g %g", tr->name, pname, worst_max, worst_rms, tb->k_max,
+                   tb->k_rms);
         }
     }
 
@@ -144,15 +145,13 @@ int main(void) {
         error_clear();
         if (dtype_row_bytes(bounds[b].dtype, n) != 0 || dtype_quantize_row(bounds[b].dtype, x, q, n) == 0 ||
             !strstr(error_get(), "not a multiple")) {
-            printf("FAIL %s: row of %lld elements was not rejected clearly ('%s')\n", tr->name,
+            ADD_FAILURE("%s: row of %lld elements was not rejected clearly ('%s')", tr->name,
                    (long long)n, error_get());
-            failures++;
         }
     }
     /* Types Tessera cannot produce say so. */
     if (dtype_quantize_row(TSR_DTYPE_IQ2_XXS, x, q, 256) == 0 || !strstr(error_get(), "IQ2_XXS")) {
-        printf("FAIL: quantizing to IQ2_XXS was not refused by name ('%s')\n", error_get());
-        failures++;
+        ADD_FAILURE("quantizing to IQ2_XXS was not refused by name ('%s')", error_get());
     } else {
         printf("refused as expected: %s\n", error_get());
     }
@@ -164,6 +163,6 @@ int main(void) {
     free(x);
     free(y);
     free(q);
-    printf("%s\n", failures ? "round-trip: FAILED" : "round-trip: all types within bounds");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("round-trip: all types within bounds", HARNESS_TEST(test_quant_roundtrip))

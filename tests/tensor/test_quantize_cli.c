@@ -24,21 +24,11 @@
 
 #include "gguf/gguf.h"
 #include "tensor/dtype.h"
+#include "harness.h"
 #include "util/error.h"
 
-static const char *bin, *shared;
+static const char *bin;
 static char workdir[2048];
-static int failures;
-
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s ", ok ? "ok  " : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!ok) failures++;
-}
 
 /* Start `tessera quantize args...` with stderr to errfile; returns the pid. */
 static pid_t spawn(const char *errfile, char *const *args) {
@@ -163,32 +153,21 @@ static int files_identical(const char *a, const char *b) {
     return same;
 }
 
-int main(void) {
-    bin = getenv("TESSERA_BIN");
-    shared = getenv("TESSERA_SHARED");
-    if (!bin || !shared || !exists(bin)) {
-        printf("SKIP: TESSERA_BIN / TESSERA_SHARED not set or binary missing\n");
-        return 77;
-    }
+static void test_quantize_cli(void **state) {
+    (void)state;
+    bin = harness_tessera_bin();
     char src[4096], path[4096], want[4096], err[4096];
-    snprintf(src, sizeof src, "%s/models/synth-s-f32.gguf", shared);
-    if (!exists(src)) {
-        printf("SKIP: %s not found\n", src);
-        return 77;
-    }
+    snprintf(src, sizeof src, "%s", harness_model_file("synth-s-f32").s);
     const char *tmp = getenv("TMPDIR");
     snprintf(workdir, sizeof workdir, "%s/tessera-quantize-XXXXXX", tmp ? tmp : "/tmp");
-    if (!mkdtemp(workdir)) {
-        printf("FAIL: mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
+    REQUIRE(mkdtemp(workdir) != NULL, "mkdtemp: %s", strerror(errno));
     snprintf(err, sizeof err, "%s/stderr.txt", workdir);
 
     /* --help and argument errors */
-    check(run(err, (char *[]){"--help", NULL}) == 0 && strstr(slurp(err), "--allow-requantize"),
+    EXPECT(run(err, (char *[]){"--help", NULL}) == 0 && strstr(slurp(err), "--allow-requantize"),
           "--help exits 0 and lists the options");
     snprintf(path, sizeof path, "%s/bad-type.gguf", workdir);
-    check(run(err, (char *[]){src, path, "Q9_Z", NULL}) == 2 && strstr(slurp(err), "Q9_Z") &&
+    EXPECT(run(err, (char *[]){src, path, "Q9_Z", NULL}) == 2 && strstr(slurp(err), "Q9_Z") &&
               !exists(path),
           "unknown TYPE is refused by name, no OUT");
 
@@ -200,10 +179,12 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof pure / sizeof pure[0]; i++) {
         snprintf(path, sizeof path, "%s/pure-%s.gguf", workdir, pure[i].type);
-        snprintf(want, sizeof want, "%s/models/synth-s-%s.gguf", shared, pure[i].file);
+        char name[64];
+        snprintf(name, sizeof name, "synth-s-%s", pure[i].file);
+        snprintf(want, sizeof want, "%s", harness_model_file(name).s);
         int rc = run(err, (char *[]){"--pure", "-q", "-t", "2", src, path, (char *)pure[i].type, NULL});
         int n = 0, bad = rc == 0 ? compare_tensors(path, want, &n) : -1;
-        check(rc == 0 && bad == 0, "pure %-6s vs synth-s-%s.gguf: %d tensors, %d differ%s", pure[i].type,
+        EXPECT(rc == 0 && bad == 0, "pure %-6s vs synth-s-%s.gguf: %d tensors, %d differ%s", pure[i].type,
               pure[i].file, n, bad, rc == 0 && files_identical(path, want) ? " (whole file identical)" : "");
         if (rc != 0) printf("     exit %d: %s", rc, slurp(err));
         unlink(path);
@@ -211,19 +192,19 @@ int main(void) {
 
     /* 2. the Q4_K_M mixture */
     snprintf(path, sizeof path, "%s/mix.gguf", workdir);
-    snprintf(want, sizeof want, "%s/models/synth-s-Q4_K_M-mix.gguf", shared);
+    snprintf(want, sizeof want, "%s", harness_model_file("synth-s-Q4_K_M-mix").s);
     {
         int rc = run(err, (char *[]){"-t", "2", src, path, "Q4_K_M", NULL});
         int n = 0, bad = rc == 0 ? compare_tensors(path, want, &n) : -1;
-        check(rc == 0 && bad == 0, "mixture Q4_K_M vs synth-s-Q4_K_M-mix.gguf: %d tensors, %d differ "
+        EXPECT(rc == 0 && bad == 0, "mixture Q4_K_M vs synth-s-Q4_K_M-mix.gguf: %d tensors, %d differ "
               "(types and bytes)", n, bad);
-        check(strstr(slurp(err), "blk.0.attn_q.weight") != NULL, "progress lines name each tensor");
+        EXPECT(strstr(slurp(err), "blk.0.attn_q.weight") != NULL, "progress lines name each tensor");
         unlink(path);
     }
 
     /* 3. quantized input: refused without the flag, accepted with it */
     char q8[4096];
-    snprintf(q8, sizeof q8, "%s/models/synth-s-Q8_0.gguf", shared);
+    snprintf(q8, sizeof q8, "%s", harness_model_file("synth-s-Q8_0").s);
     snprintf(path, sizeof path, "%s/requant.gguf", workdir);
     {
         FILE *f = fopen(path, "w");
@@ -234,15 +215,15 @@ int main(void) {
         int rc = run(err, (char *[]){"-q", q8, path, "Q4_0", NULL});
         const char *msg = slurp(err);
         const char *old = slurp(path);
-        check(rc != 0 && strstr(msg, "--allow-requantize") && strstr(msg, "Q8_0"),
+        EXPECT(rc != 0 && strstr(msg, "--allow-requantize") && strstr(msg, "Q8_0"),
               "quantized input refused without --allow-requantize: %s", first_line(msg));
-        check(!strcmp(old, "previous contents"), "an existing OUT is left untouched on failure");
-        check(count_prefixed("requant.gguf.tmp") == 0, "no temporary file left after the refusal");
+        EXPECT(!strcmp(old, "previous contents"), "an existing OUT is left untouched on failure");
+        EXPECT(count_prefixed("requant.gguf.tmp") == 0, "no temporary file left after the refusal");
         unlink(path);
         rc = run(err, (char *[]){"-q", "--allow-requantize", q8, path, "Q4_0", NULL});
         gguf_file *g = rc == 0 ? gguf_open(path) : NULL;
         const gguf_tensor_info *t = g ? gguf_find_tensor(g, "blk.0.attn_q.weight") : NULL;
-        check(rc == 0 && t && t->dtype == TSR_DTYPE_Q4_0,
+        EXPECT(rc == 0 && t && t->dtype == TSR_DTYPE_Q4_0,
               "--allow-requantize converts Q8_0 input to Q4_0");
         gguf_close(g);
         unlink(path);
@@ -260,7 +241,7 @@ int main(void) {
         if (out) fclose(out);
         snprintf(path, sizeof path, "%s/from-truncated.gguf", workdir);
         int rc = run(err, (char *[]){"-q", trunc, path, "Q4_0", NULL});
-        check(rc != 0 && !exists(path) && count_prefixed("from-truncated.gguf") == 0,
+        EXPECT(rc != 0 && !exists(path) && count_prefixed("from-truncated.gguf") == 0,
               "truncated input fails (%s) and leaves no OUT or temp file", first_line(slurp(err)));
         unlink(trunc);
     }
@@ -274,16 +255,16 @@ int main(void) {
         kill(pid, SIGINT);
         int rc = wait_status(pid);
         if (rc == 130)
-            check(!exists(path) && count_prefixed("interrupted.gguf") == 0,
+            EXPECT(!exists(path) && count_prefixed("interrupted.gguf") == 0,
                   "SIGINT mid-run: exit 130, no OUT and no temp file");
         else
-            check(rc == 0 && exists(path) && count_prefixed("interrupted.gguf") == 1,
+            EXPECT(rc == 0 && exists(path) && count_prefixed("interrupted.gguf") == 1,
                   "SIGINT arrived after the run finished (exit %d): OUT complete", rc);
         unlink(path);
     }
 
     unlink(err);
     if (rmdir(workdir) != 0) printf("note: %s not empty\n", workdir);
-    printf("%s\n", failures ? "quantize CLI: FAILED" : "quantize CLI: all checks passed");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("quantize CLI", HARNESS_TEST(test_quantize_cli))

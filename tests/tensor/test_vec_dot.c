@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "harness.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -37,10 +38,11 @@ static double grand(void) {
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
 
-int main(void) {
+static void test_vec_dot(void **state) {
+    (void)state;
     static float x[N], y[N], xd[N], yd[N];
     static unsigned char xq[N * 4], yq[N * 4];
-    int failures = 0, checked = 0;
+    int checked = 0;
     printf("%-7s %-5s %14s %14s %12s %12s\n", "weight", "act", "vec_dot", "deq.deq", "rel_err_deq",
            "rel_err_f32");
     for (int32_t t = 0; t < TSR_DTYPE_COUNT; t++) {
@@ -91,10 +93,11 @@ int main(void) {
             if (trial == 0 || !ok)
                 printf("%-7s %-5s %14.6f %14.6f %12.3g %12.3g %s\n", tr->name, act->name, got, ref, e1,
                        e2, ok ? "ok" : "FAIL");
-            if (!ok) failures++;
+            EXPECT(ok, "%s x %s, trial %d: vec_dot %g, deq.deq %g", tr->name, act->name, trial, got, ref);
             checked++;
         }
     }
-    printf("%d dot products checked, %d failed\n", checked, failures);
-    return failures ? 1 : 0;
+    printf("%d dot products checked\n", checked);
 }
+
+HARNESS_MAIN("vec_dot", HARNESS_TEST(test_vec_dot))

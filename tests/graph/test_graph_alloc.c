@@ -8,22 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "graph/graph.h"
 #include "host/host.h"
 #include "sched/sched.h"
 #include "util/error.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 enum { N = 1000 };
 
@@ -75,14 +64,14 @@ static int run_chain(sched *s, int steps, sched_stats *st) {
     graph *g = chain_build(steps, &x, &y);
     int ok = 0;
     if (sched_alloc(s, g)) {
-        CHECK(0, "alloc %d steps: %s", steps, error_get());
+        EXPECT(0, "alloc %d steps: %s", steps, error_get());
         goto done;
     }
     static float xin[N], want[N];
     for (int i = 0; i < N; i++) xin[i] = (float)((i * 7919) % 201 - 100) / 50.0f;
     memcpy(x->t.data, xin, sizeof xin);
     if (sched_compute(s, g)) {
-        CHECK(0, "compute %d steps: %s", steps, error_get());
+        EXPECT(0, "compute %d steps: %s", steps, error_get());
         goto done;
     }
     chain_expected(xin, steps, want);
@@ -93,7 +82,7 @@ static int run_chain(sched *s, int steps, sched_stats *st) {
             if (!bad) fprintf(stderr, "  element %d: got %g want %g\n", i, got[i], want[i]);
             bad++;
         }
-    CHECK(bad == 0, "%d steps: %d elements differ from the plain computation", steps, bad);
+    EXPECT(bad == 0, "%d steps: %d elements differ from the plain computation", steps, bad);
     sched_get_stats(s, st);
     ok = bad == 0;
 done:
@@ -108,25 +97,23 @@ static void test_no_unsafe_in_place(sched *s) {
     graph_tensor *x = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, 8));
     graph_tensor *a = graph_silu(g, x);
     graph_tensor *y = graph_set_output(graph_add(g, a, graph_view_1d(g, a, 1, 0)));
-    CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+    EXPECT(sched_alloc(s, g) == 0, "alloc: %s", error_get());
     float *px = x->t.data;
     for (int i = 0; i < 8; i++) px[i] = (float)i - 2.0f;
-    CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+    EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
     const float *py = y->t.data;
     const float a0 = -2.0f / (1.0f + expf(2.0f));
     for (int i = 0; i < 8 && py; i++) {
         float xi = (float)i - 2.0f, want = xi / (1.0f + expf(-xi)) + a0;
-        CHECK(fabsf(py[i] - want) <= 1e-5f, "element %d: got %g want %g", i, py[i], want);
+        EXPECT(fabsf(py[i] - want) <= 1e-5f, "element %d: got %g want %g", i, py[i], want);
     }
     graph_free(g);
 }
 
-int main(void) {
+static void test_graph_alloc(void **state) {
+    (void)state;
     host_options opt = {.only_plugin_dirs = true, .verbosity = TSR_LOG_WARN};
-    if (host_init(&opt)) {
-        fprintf(stderr, "host_init: %s\n", error_get());
-        return 1;
-    }
+    REQUIRE(host_init(&opt) == 0, "host_init: %s", error_get());
     host_device *ref = host_device_ref();
     sched *s = sched_new(&ref, 1, NULL);
     sched_stats st;
@@ -135,26 +122,22 @@ int main(void) {
     if (run_chain(s, 40, &st)) {
         printf("chain of 40: peak %llu bytes, %llu without reuse\n",
                (unsigned long long)st.peak_bytes, (unsigned long long)st.intermediate_bytes);
-        CHECK(st.intermediate_bytes == 40 * one, "intermediate sum %llu",
+        EXPECT(st.intermediate_bytes == 40 * one, "intermediate sum %llu",
               (unsigned long long)st.intermediate_bytes);
-        CHECK(st.peak_bytes < st.intermediate_bytes, "no reuse");
+        EXPECT(st.peak_bytes < st.intermediate_bytes, "no reuse");
         /* rms_norm needs its input alive while it writes: at most 2 at once. */
-        CHECK(st.peak_bytes <= 2 * one, "peak %llu > two intermediates",
+        EXPECT(st.peak_bytes <= 2 * one, "peak %llu > two intermediates",
               (unsigned long long)st.peak_bytes);
     }
     /* Same scheduler, a longer graph, then a shorter one: buffers grow and
      * are reused; results stay right. */
     run_chain(s, 81, &st);
-    CHECK(st.peak_bytes <= 2 * one, "81 steps: peak %llu", (unsigned long long)st.peak_bytes);
+    EXPECT(st.peak_bytes <= 2 * one, "81 steps: peak %llu", (unsigned long long)st.peak_bytes);
     run_chain(s, 3, &st);
     run_chain(s, 40, &st);
     test_no_unsafe_in_place(s);
     sched_free(s);
     host_shutdown();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("graph allocator: all checks passed\n");
-    return 0;
 }
+
+HARNESS_MAIN("graph allocator", HARNESS_TEST(test_graph_alloc))

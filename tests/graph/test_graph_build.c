@@ -2,157 +2,148 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
 #include "graph/graph.h"
 #include "util/error.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
 
 static int shape_is(const graph_tensor *t, int64_t a, int64_t b, int64_t c, int64_t d) {
     return t && t->t.ne[0] == a && t->t.ne[1] == b && t->t.ne[2] == c && t->t.ne[3] == d;
 }
 
-static void test_shapes(void) {
+static void test_shapes(void **state) {
+    (void)state;
     graph *g = graph_new(64);
     graph_tensor *w = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_Q8_0, 64, 48), "w");
     graph_tensor *x = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 64, 5), "x");
     graph_tensor *y = graph_mul_mat(g, w, x);
-    CHECK(shape_is(y, 48, 5, 1, 1), "mul_mat shape");
-    CHECK(y && y->t.nb[1] == 48 * 4, "mul_mat contiguous strides");
-    CHECK(w->t.nb[0] == 34 && w->t.nb[1] == 34 * 2, "Q8_0 strides nb0 %lld nb1 %lld",
+    EXPECT(shape_is(y, 48, 5, 1, 1), "mul_mat shape");
+    EXPECT(y && y->t.nb[1] == 48 * 4, "mul_mat contiguous strides");
+    EXPECT(w->t.nb[0] == 34 && w->t.nb[1] == 34 * 2, "Q8_0 strides nb0 %lld nb1 %lld",
           (long long)w->t.nb[0], (long long)w->t.nb[1]);
     graph_tensor *n = graph_rms_norm(g, y, 1e-5f);
-    CHECK(n && n->fparams[0] == 1e-5f, "rms_norm eps");
+    EXPECT(n && n->fparams[0] == 1e-5f, "rms_norm eps");
     graph_tensor *r = graph_reshape_3d(g, n, 16, 3, 5);
-    CHECK(shape_is(r, 16, 3, 5, 1) && r->op == TSR_OP_NONE && r->view_src == n, "reshape view");
+    EXPECT(shape_is(r, 16, 3, 5, 1) && r->op == TSR_OP_NONE && r->view_src == n, "reshape view");
     graph_tensor *p = graph_permute(g, r, 0, 2, 1, 3);
-    CHECK(shape_is(p, 16, 5, 3, 1), "permute shape");
-    CHECK(p && p->t.nb[1] == r->t.nb[2] && p->t.nb[2] == r->t.nb[1], "permute strides");
-    CHECK(p && !graph_tensor_is_contiguous(p), "permuted is not contiguous");
+    EXPECT(shape_is(p, 16, 5, 3, 1), "permute shape");
+    EXPECT(p && p->t.nb[1] == r->t.nb[2] && p->t.nb[2] == r->t.nb[1], "permute strides");
+    EXPECT(p && !graph_tensor_is_contiguous(p), "permuted is not contiguous");
     graph_tensor *c = graph_cont(g, p);
-    CHECK(c && graph_tensor_is_contiguous(c) && c->op == TSR_OP_CPY, "cont");
+    EXPECT(c && graph_tensor_is_contiguous(c) && c->op == TSR_OP_CPY, "cont");
     graph_tensor *t = graph_transpose(g, y);
-    CHECK(shape_is(t, 5, 48, 1, 1), "transpose");
+    EXPECT(shape_is(t, 5, 48, 1, 1), "transpose");
     graph_tensor *v = graph_view_2d(g, y, 8, 5, y->t.nb[1], 4 * 8);
-    CHECK(v && v->view_src == y && v->view_offset == 32, "view_2d");
+    EXPECT(v && v->view_src == y && v->view_offset == 32, "view_2d");
     graph_tensor *vv = graph_view_1d(g, v, 4, 8);
-    CHECK(vv && vv->view_src == y && vv->view_offset == 40, "view of view resolves to storage");
+    EXPECT(vv && vv->view_src == y && vv->view_offset == 40, "view of view resolves to storage");
     graph_tensor *pos = graph_tensor_new_1d(g, TSR_DTYPE_I32, 5);
     graph_rope_params rp = {.n_dims = 16, .mode = TSR_ROPE_NEOX, .freq_base = 10000, .freq_scale = 1};
     graph_tensor *ro = graph_rope(g, r, pos, NULL, &rp);
-    CHECK(ro && ro->iparams[0] == 16 && ro->iparams[1] == TSR_ROPE_NEOX && ro->fparams[0] == 10000,
+    EXPECT(ro && ro->iparams[0] == 16 && ro->iparams[1] == TSR_ROPE_NEOX && ro->fparams[0] == 10000,
           "rope params");
     graph_tensor *kv = graph_tensor_new_1d(g, TSR_DTYPE_F16, 1000);
     graph_tensor *slot = graph_view_1d(g, kv, 240, 2 * 100);
     graph_tensor *cp = graph_cpy(g, y, slot);
-    CHECK(cp && cp->view_src == kv && cp->view_offset == 200 && cp->t.dtype == TSR_DTYPE_F16,
+    EXPECT(cp && cp->view_src == kv && cp->view_offset == 200 && cp->t.dtype == TSR_DTYPE_F16,
           "cpy aliases dst storage");
     graph_tensor *am = graph_argmax(g, y);
-    CHECK(am && am->t.dtype == TSR_DTYPE_I32 && am->t.ne[0] == 5, "argmax");
+    EXPECT(am && am->t.dtype == TSR_DTYPE_I32 && am->t.ne[0] == 5, "argmax");
     graph_tensor *cc = graph_concat(g, y, y, 1);
-    CHECK(shape_is(cc, 48, 10, 1, 1), "concat");
-    CHECK(graph_check(g) == 0, "no error expected: %s", error_get());
+    EXPECT(shape_is(cc, 48, 10, 1, 1), "concat");
+    EXPECT(graph_check(g) == 0, "no error expected: %s", error_get());
     /* nodes in creation order: mul_mat, rms_norm, cont, rope, cpy, argmax, concat */
     const int32_t want[] = {TSR_OP_MUL_MAT, TSR_OP_RMS_NORM, TSR_OP_CPY, TSR_OP_ROPE,
                             TSR_OP_CPY, TSR_OP_ARGMAX, TSR_OP_CONCAT};
-    CHECK(graph_n_nodes(g) == 7, "node count %d", graph_n_nodes(g));
+    EXPECT(graph_n_nodes(g) == 7, "node count %d", graph_n_nodes(g));
     for (int i = 0; i < 7 && i < graph_n_nodes(g); i++)
-        CHECK(graph_node_at(g, i)->op == want[i], "node %d op %d", i, graph_node_at(g, i)->op);
+        EXPECT(graph_node_at(g, i)->op == want[i], "node %d op %d", i, graph_node_at(g, i)->op);
     tsr_node nd;
     graph_node_to_tsr(y, &nd);
-    CHECK(nd.op == TSR_OP_MUL_MAT && nd.n_src == 2 && nd.src[0] == &w->t && nd.src[1] == &x->t &&
+    EXPECT(nd.op == TSR_OP_MUL_MAT && nd.n_src == 2 && nd.src[0] == &w->t && nd.src[1] == &x->t &&
               nd.dst == &y->t,
           "graph_node_to_tsr");
-    CHECK(graph_tensor_nbytes(w) == 34 * 2 * 48, "nbytes of Q8_0 weight");
-    CHECK(graph_tensor_nbytes(t) == 48 * 5 * 4, "nbytes of transposed view");
+    EXPECT(graph_tensor_nbytes(w) == 34 * 2 * 48, "nbytes of Q8_0 weight");
+    EXPECT(graph_tensor_nbytes(t) == 48 * 5 * 4, "nbytes of transposed view");
     graph_free(g);
 }
 
 static void expect_error(graph *g, const char *what, const char *needle) {
-    CHECK(graph_check(g) != 0, "%s: expected an error", what);
-    CHECK(strstr(error_get(), needle) != NULL, "%s: message '%s' lacks '%s'", what, error_get(),
+    EXPECT(graph_check(g) != 0, "%s: expected an error", what);
+    EXPECT(strstr(error_get(), needle) != NULL, "%s: message '%s' lacks '%s'", what, error_get(),
           needle);
 }
 
-static void test_errors(void) {
+static void test_errors(void **state) {
+    (void)state;
     graph *g = graph_new(32);
     graph_tensor *w = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 64, 64),
                                             "blk.0.attn_q.weight");
     graph_tensor *x = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 32, 5),
                                             "attn_norm-0");
     graph_tensor *y = graph_mul_mat(g, w, x);
-    CHECK(y == NULL, "mismatched mul_mat must fail");
+    EXPECT(y == NULL, "mismatched mul_mat must fail");
     expect_error(g, "mul_mat",
                  "mul_mat: 'blk.0.attn_q.weight' [64, 64] x 'attn_norm-0' [32, 5]: inner "
                  "dimensions differ (64 vs 32)");
     /* later ops on a NULL keep the first error */
     graph_tensor *z = graph_add(g, y, x);
-    CHECK(z == NULL, "op on NULL returns NULL");
+    EXPECT(z == NULL, "op on NULL returns NULL");
     expect_error(g, "first error kept", "inner dimensions differ");
     graph_free(g);
 
     g = graph_new(32);
     graph_tensor *a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
     graph_tensor *b = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 4, 4), "b");
-    CHECK(graph_add(g, a, b) == NULL, "add broadcast mismatch");
+    EXPECT(graph_add(g, a, b) == NULL, "add broadcast mismatch");
     expect_error(g, "add", "add: 'a' [6, 4] and 'b' [4, 4]");
     graph_free(g);
 
     g = graph_new(32);
     a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
-    CHECK(graph_reshape_2d(g, a, 5, 5) == NULL, "reshape count mismatch");
+    EXPECT(graph_reshape_2d(g, a, 5, 5) == NULL, "reshape count mismatch");
     expect_error(g, "reshape", "reshape_2d: 'a' [6, 4] has 24 elements");
     graph_free(g);
 
     g = graph_new(32);
     a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
-    CHECK(graph_view_1d(g, a, 10, 4 * 20) == NULL, "view past end");
+    EXPECT(graph_view_1d(g, a, 10, 4 * 20) == NULL, "view past end");
     expect_error(g, "view", "past the end of 'a' (96 bytes)");
     graph_free(g);
 
     g = graph_new(32);
     a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
-    CHECK(graph_view_2d(g, a, 2, (int64_t)1 << 62, 16, 0) == NULL, "overflowing view");
+    EXPECT(graph_view_2d(g, a, 2, (int64_t)1 << 62, 16, 0) == NULL, "overflowing view");
     expect_error(g, "view overflow", "view_2d: view of 'a' [6, 4]");
     graph_free(g);
 
     g = graph_new(32);
     a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
-    CHECK(graph_view_1d(g, a, 2, UINT64_MAX - 4) == NULL, "offset near UINT64_MAX");
+    EXPECT(graph_view_1d(g, a, 2, UINT64_MAX - 4) == NULL, "offset near UINT64_MAX");
     expect_error(g, "view offset", "past the end of 'a'");
     graph_free(g);
 
     g = graph_new(32);
     a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 4), "a");
-    CHECK(graph_reshape_2d(g, a, (int64_t)1 << 40, (int64_t)1 << 40) == NULL, "huge reshape");
+    EXPECT(graph_reshape_2d(g, a, (int64_t)1 << 40, (int64_t)1 << 40) == NULL, "huge reshape");
     expect_error(g, "reshape overflow", "has 24 elements");
-    CHECK(graph_view_1d(g, a, (int64_t)1 << 62, 0) == NULL, "huge view_1d");
+    EXPECT(graph_view_1d(g, a, (int64_t)1 << 62, 0) == NULL, "huge view_1d");
     graph_free(g);
 
     g = graph_new(32);
-    CHECK(graph_tensor_new_4d(g, TSR_DTYPE_F32, (int64_t)1 << 40, 1 << 20, 1 << 10, 1) == NULL,
+    EXPECT(graph_tensor_new_4d(g, TSR_DTYPE_F32, (int64_t)1 << 40, 1 << 20, 1 << 10, 1) == NULL,
           "huge tensor");
     expect_error(g, "huge", "is too large");
     graph_free(g);
 
     g = graph_new(32);
-    CHECK(graph_tensor_new_2d(g, TSR_DTYPE_Q4_0, 30, 2) == NULL, "Q4_0 row of 30");
+    EXPECT(graph_tensor_new_2d(g, TSR_DTYPE_Q4_0, 30, 2) == NULL, "Q4_0 row of 30");
     expect_error(g, "block", "ne[0] is 30");
     graph_free(g);
 
     g = graph_new(2);
     graph_tensor_new_1d(g, TSR_DTYPE_F32, 4);
     graph_tensor_new_1d(g, TSR_DTYPE_F32, 4);
-    CHECK(graph_tensor_new_1d(g, TSR_DTYPE_F32, 4) == NULL, "arena full");
+    EXPECT(graph_tensor_new_1d(g, TSR_DTYPE_F32, 4) == NULL, "arena full");
     expect_error(g, "full", "graph is full (2 tensors)");
     graph_free(g);
 
@@ -160,25 +151,16 @@ static void test_errors(void) {
     a = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, 8, 2, 3), "q");
     graph_tensor *pos = graph_tensor_set_name(graph_tensor_new_1d(g, TSR_DTYPE_I32, 4), "pos");
     graph_rope_params rp = {.n_dims = 8, .mode = TSR_ROPE_NORMAL, .freq_base = 10000, .freq_scale = 1};
-    CHECK(graph_rope(g, a, pos, NULL, &rp) == NULL, "rope positions mismatch");
+    EXPECT(graph_rope(g, a, pos, NULL, &rp) == NULL, "rope positions mismatch");
     expect_error(g, "rope", "rope: positions 'pos' [4] must be [3]");
     graph_free(g);
 
     g = graph_new(32);
     a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 2), "logits");
     graph_tensor *mask = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 7, 2), "mask");
-    CHECK(graph_soft_max(g, a, mask, 1.0f, 0.0f) == NULL, "mask mismatch");
+    EXPECT(graph_soft_max(g, a, mask, 1.0f, 0.0f) == NULL, "mask mismatch");
     expect_error(g, "soft_max", "soft_max: mask 'mask' [7, 2] does not cover input 'logits' [8, 2]");
     graph_free(g);
 }
 
-int main(void) {
-    test_shapes();
-    test_errors();
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("graph build: all checks passed\n");
-    return 0;
-}
+HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors))

@@ -26,23 +26,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "graph/graph.h"
 #include "host/host.h"
 #include "host/host_weights.h"
 #include "sched/sched.h"
 #include "util/error.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 static const host_plugin_record *find_plugin(const char *file_part) {
     for (int32_t i = 0; i < host_plugin_count(); i++) {
@@ -53,52 +42,53 @@ static const host_plugin_record *find_plugin(const char *file_part) {
     return NULL;
 }
 
-static void test_registry(void) {
+static void test_registry(void **state) {
+    (void)state;
     host_device *d = host_device_find("testdev0");
-    CHECK(d != NULL, "testdev0 not loaded");
-    CHECK(host_device_ref() != NULL, "ref missing");
-    CHECK(host_device_get(0) == d, "accelerator should sort before CPUs and ref");
-    CHECK(host_device_get(host_device_count() - 1) == host_device_ref(), "ref should be last");
+    EXPECT(d != NULL, "testdev0 not loaded");
+    EXPECT(host_device_ref() != NULL, "ref missing");
+    EXPECT(host_device_get(0) == d, "accelerator should sort before CPUs and ref");
+    EXPECT(host_device_get(host_device_count() - 1) == host_device_ref(), "ref should be last");
     if (d) {
-        CHECK(d->info.host_visible == 0 && d->info.reads_host_memory == 0, "testdev info");
-        CHECK(strstr(d->plugin_path, "libtessera-backend-testdev.so") != NULL,
+        EXPECT(d->info.host_visible == 0 && d->info.reads_host_memory == 0, "testdev info");
+        EXPECT(strstr(d->plugin_path, "libtessera-backend-testdev.so") != NULL,
               "best score kept, got %s", d->plugin_path);
     }
     const host_plugin_record *p = find_plugin("libtessera-backend-testdev-old.so");
-    CHECK(p && p->state == HOST_PLUGIN_SUPERSEDED && strstr(p->reason, "superseded by"),
+    EXPECT(p && p->state == HOST_PLUGIN_SUPERSEDED && strstr(p->reason, "superseded by"),
           "old build: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testabi.so");
-    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "ABI 2.0, host speaks 1.x"),
+    EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "ABI 2.0, host speaks 1.x"),
           "ABI 2 plugin: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testfail.so");
-    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "init failed") &&
+    EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "init failed") &&
               strstr(p->reason, "no test device driver"),
           "failing init: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testrefuse.so");
-    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "returned NULL for host ABI 1."),
+    EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "returned NULL for host ABI 1."),
           "refusing plugin: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testnoentry.so");
-    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no tsr_plugin_entry symbol"),
+    EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no tsr_plugin_entry symbol"),
           "plugin without entry: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testnodev.so");
-    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no devices: no test device present"),
+    EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no devices: no test device present"),
           "plugin without devices: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testsmall.so");
-    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "plugin table is 16 bytes"),
+    EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "plugin table is 16 bytes"),
           "small table: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-bogus.so");
-    CHECK(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "not a loadable library"),
+    EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "not a loadable library"),
           "bogus file: %s", p ? p->reason : "not listed");
 
     host_device *sel[8];
-    CHECK(host_select_devices("ref,testdev0", sel, 8) == 2 && sel[0] == host_device_ref(),
+    EXPECT(host_select_devices("ref,testdev0", sel, 8) == 2 && sel[0] == host_device_ref(),
           "select ref,testdev0: %s", error_get());
-    CHECK(host_select_devices("testdev0,nosuch", sel, 8) < 0, "unknown device accepted");
-    CHECK(strstr(error_get(), "unknown device 'nosuch'") && strstr(error_get(), "testdev0") &&
+    EXPECT(host_select_devices("testdev0,nosuch", sel, 8) < 0, "unknown device accepted");
+    EXPECT(strstr(error_get(), "unknown device 'nosuch'") && strstr(error_get(), "testdev0") &&
               strstr(error_get(), "ref"),
           "message: %s", error_get());
-    CHECK(host_select_devices("ref,ref", sel, 8) < 0, "duplicate accepted");
-    CHECK(host_select_devices("ref,", sel, 8) < 0, "trailing comma accepted");
+    EXPECT(host_select_devices("ref,ref", sel, 8) < 0, "duplicate accepted");
+    EXPECT(host_select_devices("ref,", sel, 8) < 0, "trailing comma accepted");
 }
 
 /* ------------------------------------------------------------- graphs */
@@ -165,12 +155,12 @@ static int run_on(const char *devices, int no_fallback, net *n, float *out_dev, 
     sched *s = sched_new(sel, nd, &params);
     if (!s || net_build(n)) goto fail;
     if (sched_alloc(s, n->g)) goto fail;
-    CHECK(n->x->t.data != NULL && n->x->t.buffer == NULL, "input must be in host memory");
+    EXPECT(n->x->t.data != NULL && n->x->t.buffer == NULL, "input must be in host memory");
     float xin[48];
     fill(xin, 48, 1.0f, 7);
     memcpy(n->x->t.data, xin, sizeof xin);
     if (sched_compute(s, n->g)) goto fail;
-    CHECK(n->out_dev->t.data && n->out_host->t.data, "outputs must have host addresses");
+    EXPECT(n->out_dev->t.data && n->out_host->t.data, "outputs must have host addresses");
     memcpy(out_dev, n->out_dev->t.data, 36 * sizeof(float));
     memcpy(out_host, n->out_host->t.data, 24 * sizeof(float));
     memcpy(kv, n->kv, sizeof n->kv);
@@ -192,57 +182,59 @@ static int close_enough(const float *a, const float *b, int n, float tol) {
     return 1;
 }
 
-static void test_split_graph(void) {
+static void test_split_graph(void **state) {
+    (void)state;
     net n;
     float ref_dev[36], ref_host[24], ref_kv[64];
     float dev_dev[36], dev_host[24], dev_kv[64];
     sched_stats st;
     int rc = run_on("ref", 0, &n, ref_dev, ref_host, ref_kv, &st, NULL);
-    CHECK(rc == 0, "ref run: %s", error_get());
-    CHECK(st.n_splits == 1 && st.n_copies == 0 && st.n_fallbacks == 0,
+    EXPECT(rc == 0, "ref run: %s", error_get());
+    EXPECT(st.n_splits == 1 && st.n_copies == 0 && st.n_fallbacks == 0,
           "ref alone: %d splits %d copies %d fallbacks", st.n_splits, st.n_copies, st.n_fallbacks);
-    CHECK(ref_kv[8] != 0.0f && ref_kv[7] == 0.0f && ref_kv[44] == 0.0f, "kv slot written in place");
+    EXPECT(ref_kv[8] != 0.0f && ref_kv[7] == 0.0f && ref_kv[44] == 0.0f, "kv slot written in place");
 
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     rc = run_on("testdev0", 0, &n, dev_dev, dev_host, dev_kv, &st, mem);
     fclose(mem);
-    CHECK(rc == 0, "testdev run: %s", error_get());
+    EXPECT(rc == 0, "testdev run: %s", error_get());
     printf("--- explain (testdev0 with fallback)\n%s", text ? text : "");
-    CHECK(close_enough(dev_dev, ref_dev, 36, 1e-5f), "testdev output read back differs from ref");
-    CHECK(close_enough(dev_host, ref_host, 24, 1e-5f), "final output differs from ref");
-    CHECK(close_enough(dev_kv, ref_kv, 64, 1e-5f), "kv cache differs from ref");
+    EXPECT(close_enough(dev_dev, ref_dev, 36, 1e-5f), "testdev output read back differs from ref");
+    EXPECT(close_enough(dev_host, ref_host, 24, 1e-5f), "final output differs from ref");
+    EXPECT(close_enough(dev_kv, ref_kv, 64, 1e-5f), "kv cache differs from ref");
     /* mul_mat+add+mul on testdev; rms_norm, silu on ref; mul_mat on testdev;
      * scale and cpy on ref. */
-    CHECK(st.n_splits == 4, "splits %d", st.n_splits);
-    CHECK(st.n_fallbacks >= 2, "fallbacks %d", st.n_fallbacks);
-    CHECK(st.n_copies >= 4, "copies %d", st.n_copies);
-    CHECK(text && strstr(text, "fallback: rms_norm 'norm' -> ref"), "explain lacks rms_norm fallback");
-    CHECK(text && strstr(text, "fallback: scale 'o_scaled' -> ref"), "explain lacks scale fallback");
-    CHECK(text && strstr(text, "copy 'x' host -> testdev0"), "explain lacks input copy");
-    CHECK(text && strstr(text, "copy 'sq' testdev0 -> ref"), "explain lacks device-to-host copy");
+    EXPECT(st.n_splits == 4, "splits %d", st.n_splits);
+    EXPECT(st.n_fallbacks >= 2, "fallbacks %d", st.n_fallbacks);
+    EXPECT(st.n_copies >= 4, "copies %d", st.n_copies);
+    EXPECT(text && strstr(text, "fallback: rms_norm 'norm' -> ref"), "explain lacks rms_norm fallback");
+    EXPECT(text && strstr(text, "fallback: scale 'o_scaled' -> ref"), "explain lacks scale fallback");
+    EXPECT(text && strstr(text, "copy 'x' host -> testdev0"), "explain lacks input copy");
+    EXPECT(text && strstr(text, "copy 'sq' testdev0 -> ref"), "explain lacks device-to-host copy");
     free(text);
 
     /* A CPU backend reading host memory needs no copies at all, neither of
      * host inputs and weights nor of ref's host-visible results. */
     rc = run_on("testcpu0", 0, &n, dev_dev, dev_host, dev_kv, &st, NULL);
-    CHECK(rc == 0, "testcpu run: %s", error_get());
-    CHECK(st.n_copies == 0, "testcpu: %d copies", st.n_copies);
-    CHECK(st.n_splits == 4 && st.n_fallbacks >= 2, "testcpu: %d splits %d fallbacks", st.n_splits,
+    EXPECT(rc == 0, "testcpu run: %s", error_get());
+    EXPECT(st.n_copies == 0, "testcpu: %d copies", st.n_copies);
+    EXPECT(st.n_splits == 4 && st.n_fallbacks >= 2, "testcpu: %d splits %d fallbacks", st.n_splits,
           st.n_fallbacks);
-    CHECK(close_enough(dev_dev, ref_dev, 36, 1e-5f) && close_enough(dev_host, ref_host, 24, 1e-5f) &&
+    EXPECT(close_enough(dev_dev, ref_dev, 36, 1e-5f) && close_enough(dev_host, ref_host, 24, 1e-5f) &&
               close_enough(dev_kv, ref_kv, 64, 1e-5f),
           "testcpu results differ from ref");
 
     /* Without fallback the first unsupported node is an error naming it. */
     rc = run_on("testdev0", 1, &n, dev_dev, dev_host, dev_kv, NULL, NULL);
-    CHECK(rc != 0 && strstr(error_get(), "'norm' (rms_norm): no device supports it (tried testdev0)"),
+    EXPECT(rc != 0 && strstr(error_get(), "'norm' (rms_norm): no device supports it (tried testdev0)"),
           "no_fallback: %s", error_get());
 }
 
 /* Copies in and out of testdev buffers, many sizes, exact. */
-static void test_copies(void) {
+static void test_copies(void **state) {
+    (void)state;
     host_device *d = host_device_find("testdev0");
     if (!d) return;
     sched *s = sched_new(&d, 1, NULL);
@@ -251,20 +243,20 @@ static void test_copies(void) {
         graph_tensor *a = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, len));
         graph_tensor *b = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, len));
         graph_tensor *c = graph_set_output(graph_add(g, a, b));
-        CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+        EXPECT(sched_alloc(s, g) == 0, "alloc: %s", error_get());
         float *pa = a->t.data, *pb = b->t.data;
         for (int i = 0; i < len; i++) {
             pa[i] = (float)i * 0.25f;
             pb[i] = 1000.0f - (float)i;
         }
-        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
-        CHECK(c->t.buffer == NULL && c->t.data != NULL, "output in host memory");
+        EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
+        EXPECT(c->t.buffer == NULL && c->t.data != NULL, "output in host memory");
         const float *pc = c->t.data;
         int bad = 0;
         for (int i = 0; i < len && pc; i++) bad += pc[i] != (float)i * 0.25f + 1000.0f - (float)i;
-        CHECK(bad == 0, "len %d: %d wrong elements", len, bad);
+        EXPECT(bad == 0, "len %d: %d wrong elements", len, bad);
         host_device *where = sched_node_device(s, 0);
-        CHECK(where == d, "add must run on testdev0, ran on %s", where ? where->name : "?");
+        EXPECT(where == d, "add must run on testdev0, ran on %s", where ? where->name : "?");
         graph_free(g);
     }
     sched_free(s);
@@ -272,7 +264,8 @@ static void test_copies(void) {
 
 /* A weight that lives in a testdev buffer (as -ngl puts it on a GPU) pulls
  * its mul_mat there with no copy of the weight; only the input is copied. */
-static void test_weight_on_device(void) {
+static void test_weight_on_device(void **state) {
+    (void)state;
     host_device *d = host_device_find("testdev0");
     if (!d) return;
     float w[8 * 4], xin[8 * 2], want[4 * 2];
@@ -285,9 +278,9 @@ static void test_weight_on_device(void) {
             want[j * 4 + i] = (float)acc;
         }
     tsr_buffer *wbuf = NULL;
-    CHECK(d->dev->api->buffer_alloc(d->dev, 512, &wbuf) == TSR_OK, "buffer_alloc");
+    EXPECT(d->dev->api->buffer_alloc(d->dev, 512, &wbuf) == TSR_OK, "buffer_alloc");
     tsr_queue *q = host_device_queue(d);
-    CHECK(q && q->api->write(q, wbuf, 128, w, sizeof w) == TSR_OK, "write weights");
+    EXPECT(q && q->api->write(q, wbuf, 128, w, sizeof w) == TSR_OK, "write weights");
     host_device *sel[2] = {host_device_ref(), d}; /* ref first: the weight decides */
     sched *s = sched_new(sel, 2, NULL);
     graph *g = graph_new(8);
@@ -295,14 +288,14 @@ static void test_weight_on_device(void) {
     graph_tensor_bind(wt, GRAPH_WEIGHT, d->index, wbuf, 128, NULL);
     graph_tensor *x = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 2));
     graph_tensor *y = graph_set_output(graph_mul_mat(g, wt, x));
-    CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+    EXPECT(sched_alloc(s, g) == 0, "alloc: %s", error_get());
     memcpy(x->t.data, xin, sizeof xin);
-    CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
-    CHECK(sched_node_device(s, 0) == d, "mul_mat should follow its weight to testdev0");
+    EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
+    EXPECT(sched_node_device(s, 0) == d, "mul_mat should follow its weight to testdev0");
     sched_stats st;
     sched_get_stats(s, &st);
-    CHECK(st.n_copies == 1 && st.n_splits == 1, "copies %d splits %d", st.n_copies, st.n_splits);
-    CHECK(y->t.data && close_enough(y->t.data, want, 8, 1e-6f), "result differs");
+    EXPECT(st.n_copies == 1 && st.n_splits == 1, "copies %d splits %d", st.n_copies, st.n_splits);
+    EXPECT(y->t.data && close_enough(y->t.data, want, 8, 1e-6f), "result differs");
     graph_free(g);
 
     /* A KV cache in testdev memory, written by a CPY testdev cannot do and
@@ -312,7 +305,7 @@ static void test_weight_on_device(void) {
     graph_tensor_bind(kv, GRAPH_PERSISTENT, d->index, wbuf, 0, NULL);
     x = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, 4));
     graph_tensor_set_name(graph_cpy(g, x, graph_view_1d(g, kv, 4, 16)), "store");
-    CHECK(sched_alloc(s, g) != 0 && strstr(error_get(), "'store' (cpy): no device can run it") &&
+    EXPECT(sched_alloc(s, g) != 0 && strstr(error_get(), "'store' (cpy): no device can run it") &&
               strstr(error_get(), "destination storage is not reachable"),
           "unreachable KV: %s", error_get());
     graph_free(g);
@@ -323,10 +316,11 @@ static void test_weight_on_device(void) {
 /* After a fallback, weightless nodes return to the first chosen device as
  * soon as it can run them without copies (a CPU backend reading ref's
  * host-visible results), instead of staying on ref. */
-static void test_return_after_fallback(void) {
+static void test_return_after_fallback(void **state) {
+    (void)state;
     host_device *cpu = host_device_find("testcpu0");
     if (!cpu) {
-        CHECK(0, "testcpu0 not loaded");
+        EXPECT(0, "testcpu0 not loaded");
         return;
     }
     sched *s = sched_new(&cpu, 1, NULL);
@@ -335,49 +329,50 @@ static void test_return_after_fallback(void) {
     graph_tensor *a = graph_add(g, x, x);                  /* testcpu0 */
     graph_tensor *n = graph_rms_norm(g, a, 1e-5f);         /* ref: fallback */
     graph_tensor *b = graph_set_output(graph_mul(g, n, x)); /* back to testcpu0 */
-    CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
-    CHECK(sched_node_device(s, 0) == cpu && sched_node_device(s, 2) == cpu,
+    EXPECT(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+    EXPECT(sched_node_device(s, 0) == cpu && sched_node_device(s, 2) == cpu,
           "add/mul should run on testcpu0 (mul ran on %s)",
           sched_node_device(s, 2) ? sched_node_device(s, 2)->name : "?");
-    CHECK(sched_node_device(s, 1) == host_device_ref(), "rms_norm should fall back to ref");
+    EXPECT(sched_node_device(s, 1) == host_device_ref(), "rms_norm should fall back to ref");
     float *px = x->t.data;
     for (int i = 0; i < 8; i++) px[i] = (float)i + 1.0f;
-    CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+    EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
     double ss = 0;
     for (int i = 0; i < 8; i++) ss += 4.0 * (i + 1) * (i + 1);
     const float k = (float)(1.0 / sqrt(ss / 8 + 1e-5));
     const float *pb = b->t.data;
     for (int i = 0; i < 8 && pb; i++) {
         float want = 2.0f * (float)(i + 1) * k * (float)(i + 1);
-        CHECK(fabsf(pb[i] - want) <= 1e-5f * (1 + fabsf(want)), "element %d: %g vs %g", i, pb[i], want);
+        EXPECT(fabsf(pb[i] - want) <= 1e-5f * (1 + fabsf(want)), "element %d: %g vs %g", i, pb[i], want);
     }
     sched_stats st;
     sched_get_stats(s, &st);
-    CHECK(st.n_copies == 0 && st.n_splits == 3, "copies %d splits %d", st.n_copies, st.n_splits);
+    EXPECT(st.n_copies == 0 && st.n_splits == 3, "copies %d splits %d", st.n_copies, st.n_splits);
     graph_free(g);
     sched_free(s);
 }
 
-static void test_abort(void) {
+static void test_abort(void **state) {
+    (void)state;
     host_device *ref = host_device_ref();
     sched *s = sched_new(&ref, 1, NULL);
     graph *g = graph_new(8);
     graph_tensor *a = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_F32, 4));
     graph_set_output(graph_silu(g, a));
-    CHECK(sched_alloc(s, g) == 0, "alloc: %s", error_get());
+    EXPECT(sched_alloc(s, g) == 0, "alloc: %s", error_get());
     memset(a->t.data, 0, 16);
     host_request_abort();
-    CHECK(sched_compute(s, g) != 0 && strstr(error_get(), "aborted"), "abort: %s", error_get());
+    EXPECT(sched_compute(s, g) != 0 && strstr(error_get(), "aborted"), "abort: %s", error_get());
     host_clear_abort();
-    CHECK(sched_compute(s, g) == 0, "after clearing abort: %s", error_get());
+    EXPECT(sched_compute(s, g) == 0, "after clearing abort: %s", error_get());
     /* an input bound to the caller's memory stays there */
     float mine[4] = {1, 2, 3, 4};
     graph *g3 = graph_new(8);
     graph_tensor *in = graph_tensor_new_1d(g3, TSR_DTYPE_F32, 4);
     graph_tensor_bind(in, GRAPH_INPUT, -1, NULL, 0, mine);
     graph_tensor *sc = graph_set_output(graph_scale(g3, in, 2.0f, 0.0f));
-    CHECK(sched_alloc(s, g3) == 0 && in->t.data == mine, "bound input moved: %s", error_get());
-    CHECK(sched_compute(s, g3) == 0 && sc->t.data && ((float *)sc->t.data)[3] == 8.0f,
+    EXPECT(sched_alloc(s, g3) == 0 && in->t.data == mine, "bound input moved: %s", error_get());
+    EXPECT(sched_compute(s, g3) == 0 && sc->t.data && ((float *)sc->t.data)[3] == 8.0f,
           "bound input result: %s", error_get());
     graph_free(g3);
     /* a weight that was never bound is an error naming it */
@@ -386,9 +381,9 @@ static void test_abort(void) {
     w->flags |= GRAPH_WEIGHT;
     graph_tensor *x = graph_set_input(graph_tensor_new_1d(g2, TSR_DTYPE_F32, 4));
     graph_mul_mat(g2, w, x);
-    CHECK(sched_alloc(s, g2) != 0 && strstr(error_get(), "weight 'w.unbound' is not bound"),
+    EXPECT(sched_alloc(s, g2) != 0 && strstr(error_get(), "weight 'w.unbound' is not bound"),
           "unbound weight: %s", error_get());
-    CHECK(sched_compute(s, g) != 0, "compute of a graph that is not the allocated one");
+    EXPECT(sched_compute(s, g) != 0, "compute of a graph that is not the allocated one");
     graph_free(g2);
     graph_free(g);
     sched_free(s);
@@ -413,16 +408,17 @@ static void testnew_stats(int out[7]) {
     dlclose(dl);
 }
 
-static void test_abi11(void) {
+static void test_abi11(void **state) {
+    (void)state;
     host_device *d = host_device_find("testnew0");
-    CHECK(d != NULL, "testnew0 (ABI 1.1 plugin) not loaded");
+    EXPECT(d != NULL, "testnew0 (ABI 1.1 plugin) not loaded");
     if (!d) return;
     int st[7];
     testnew_stats(st);
-    CHECK(st[ST_OPENS] == 0, "listing devices must not open them (%d opens)", st[ST_OPENS]);
-    CHECK(host_device_max_alloc(d) == 4096 && host_device_alignment(d) == 128, "limits %llu %llu",
+    EXPECT(st[ST_OPENS] == 0, "listing devices must not open them (%d opens)", st[ST_OPENS]);
+    EXPECT(host_device_max_alloc(d) == 4096 && host_device_alignment(d) == 128, "limits %llu %llu",
           (unsigned long long)host_device_max_alloc(d), (unsigned long long)host_device_alignment(d));
-    CHECK(host_device_max_alloc(host_device_find("testdev0")) == 0 &&
+    EXPECT(host_device_max_alloc(host_device_find("testdev0")) == 0 &&
               host_device_alignment(host_device_find("testdev0")) == 256,
           "a 1.0 plugin has no limits");
 
@@ -437,22 +433,22 @@ static void test_abi11(void) {
     char why[256];
     testnew_stats(st);
     int asked = st[ST_ASKED];
-    CHECK(!host_device_supports(d, &add, why, sizeof why) && strstr(why, "ADD 'sum'") &&
+    EXPECT(!host_device_supports(d, &add, why, sizeof why) && strstr(why, "ADD 'sum'") &&
               strstr(why, "does not divide"),
           "malformed ADD: %s", why);
     testnew_stats(st);
-    CHECK(st[ST_ASKED] == asked, "supports_op was asked about a malformed node");
-    CHECK(st[ST_OPENS] == 0, "a malformed node opened the device");
+    EXPECT(st[ST_ASKED] == asked, "supports_op was asked about a malformed node");
+    EXPECT(st[ST_OPENS] == 0, "a malformed node opened the device");
     /* A well-formed node it does not compute: the plugin's own reason. */
     tsr_node silu = {.op = TSR_OP_SILU, .n_src = 1, .dst = &out, .src = {&a}};
-    CHECK(!host_device_supports(d, &silu, why, sizeof why) && strstr(why, "computes ADD, MUL and MUL_MAT only"),
+    EXPECT(!host_device_supports(d, &silu, why, sizeof why) && strstr(why, "computes ADD, MUL and MUL_MAT only"),
           "decline reason: %s", why);
     testnew_stats(st);
-    CHECK(st[ST_OPENS] == 1 && st[ST_OPEN_NOW] == 1, "device opened once before use (%d)", st[ST_OPENS]);
+    EXPECT(st[ST_OPENS] == 1 && st[ST_OPEN_NOW] == 1, "device opened once before use (%d)", st[ST_OPENS]);
     b.ne[0] = 4;
-    CHECK(host_device_supports(d, &add, why, sizeof why) && why[0] == 0, "ADD declined: %s", why);
+    EXPECT(host_device_supports(d, &add, why, sizeof why) && why[0] == 0, "ADD declined: %s", why);
     /* a 1.0 plugin that gives no reason */
-    CHECK(!host_device_supports(host_device_find("testdev0"), &silu, why, sizeof why) &&
+    EXPECT(!host_device_supports(host_device_find("testdev0"), &silu, why, sizeof why) &&
               strstr(why, "testdev0 does not support it"),
           "1.0 decline: %s", why);
 
@@ -471,27 +467,27 @@ static void test_abi11(void) {
         hw[j].name = names[j];
     }
     host_weight_set set;
-    CHECK(host_weights_alloc(d, hw, 3, &set) == 0, "weights alloc: %s", error_get());
-    CHECK(set.n_buffers == 2, "3 weights of %d bytes in buffers of 4096: %d buffers", 4 * K * M + 64,
+    EXPECT(host_weights_alloc(d, hw, 3, &set) == 0, "weights alloc: %s", error_get());
+    EXPECT(set.n_buffers == 2, "3 weights of %d bytes in buffers of 4096: %d buffers", 4 * K * M + 64,
           set.n_buffers);
     for (int j = 0; j < 3; j++) {
-        CHECK(hw[j].size == 4 * K * M + 64 && hw[j].offset % 128 == 0 && set.sizes[hw[j].buffer] <= 4096,
+        EXPECT(hw[j].size == 4 * K * M + 64 && hw[j].offset % 128 == 0 && set.sizes[hw[j].buffer] <= 4096,
               "weight %d: size %llu offset %llu", j, (unsigned long long)hw[j].size,
               (unsigned long long)hw[j].offset);
-        CHECK(host_weights_upload(d, &set, &hw[j]) == 0, "upload: %s", error_get());
+        EXPECT(host_weights_upload(d, &set, &hw[j]) == 0, "upload: %s", error_get());
     }
     testnew_stats(st);
-    CHECK(st[ST_WEIGHT_WRITES] == 3, "weight_write calls: %d", st[ST_WEIGHT_WRITES]);
+    EXPECT(st[ST_WEIGHT_WRITES] == 3, "weight_write calls: %d", st[ST_WEIGHT_WRITES]);
     /* read() returns the plain bytes of a repacked weight */
     tsr_queue *q = host_device_queue(d);
     static float back[K * M];
-    CHECK(q && q->api->read(q, set.buffers[hw[2].buffer], hw[2].offset, back, sizeof back) == TSR_OK &&
+    EXPECT(q && q->api->read(q, set.buffers[hw[2].buffer], hw[2].offset, back, sizeof back) == TSR_OK &&
               q->api->synchronize(q) == TSR_OK && memcmp(back, w[2], sizeof back) == 0,
           "read-back of a repacked weight differs");
     host_weight big = {.t = {.dtype = TSR_DTYPE_F32, .ne = {1024, 2, 1, 1}, .nb = {4, 4096, 8192, 8192}},
                        .src = NULL, .name = "too.big"};
     host_weight_set none;
-    CHECK(host_weights_alloc(d, &big, 1, &none) != 0 && strstr(error_get(), "weight 'too.big'") &&
+    EXPECT(host_weights_alloc(d, &big, 1, &none) != 0 && strstr(error_get(), "weight 'too.big'") &&
               strstr(error_get(), "largest allocation (4096 bytes)"),
           "oversized weight: %s", error_get());
 
@@ -517,27 +513,27 @@ static void test_abi11(void) {
     graph_set_output(y);
     graph_tensor *nrm = graph_set_output(graph_tensor_set_name(graph_rms_norm(g, y, 1e-5f), "nrm"));
     const int allocated = s && sched_alloc(s, g) == 0;
-    CHECK(allocated, "alloc: %s", error_get());
+    EXPECT(allocated, "alloc: %s", error_get());
     if (allocated) {
         memcpy(x->t.data, xin, sizeof xin);
-        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
-        CHECK(y->t.data && close_enough(y->t.data, want, 2 * M, 1e-5f), "claimed run result differs");
-        CHECK(nrm->t.data != NULL, "norm output");
-        CHECK(sched_node_device(s, 1) == d, "SCALE claimed with its MUL_MAT should run on testnew0");
+        EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
+        EXPECT(y->t.data && close_enough(y->t.data, want, 2 * M, 1e-5f), "claimed run result differs");
+        EXPECT(nrm->t.data != NULL, "norm output");
+        EXPECT(sched_node_device(s, 1) == d, "SCALE claimed with its MUL_MAT should run on testnew0");
         sched_stats sst;
         sched_get_stats(s, &sst);
-        CHECK(sst.n_claimed == 2 && sst.n_fallbacks == 1, "claimed %d fallbacks %d", sst.n_claimed,
+        EXPECT(sst.n_claimed == 2 && sst.n_fallbacks == 1, "claimed %d fallbacks %d", sst.n_claimed,
               sst.n_fallbacks);
         char *text = explain_text(s);
-        CHECK(text && strstr(text, "computes ADD, MUL and MUL_MAT only") && strstr(text, "2 nodes claimed"),
+        EXPECT(text && strstr(text, "computes ADD, MUL and MUL_MAT only") && strstr(text, "2 nodes claimed"),
               "explain:\n%s", text ? text : "");
         free(text);
         testnew_stats(st);
-        CHECK(st[ST_THREADS] == 3, "set_n_threads got %d, want 3", st[ST_THREADS]);
+        EXPECT(st[ST_THREADS] == 3, "set_n_threads got %d, want 3", st[ST_THREADS]);
         sched_set_n_threads(s, 5);
-        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
         testnew_stats(st);
-        CHECK(st[ST_THREADS] == 5, "set_n_threads after change got %d, want 5", st[ST_THREADS]);
+        EXPECT(st[ST_THREADS] == 5, "set_n_threads after change got %d, want 5", st[ST_THREADS]);
     }
     graph_free(g);
     sched_free(s);
@@ -546,7 +542,8 @@ static void test_abi11(void) {
 
 /* A split waits only for the devices it reads from: silu on ref does not
  * wait for testdev0's mul_mat; the mul that reads ref's result does. */
-static void test_waits(void) {
+static void test_waits(void **state) {
+    (void)state;
     host_device *d = host_device_find("testdev0");
     if (!d) return;
     host_device *sel[2] = {d, host_device_ref()};
@@ -556,9 +553,9 @@ static void test_waits(void) {
     fill(w, 64, 1.0f, 3);
     fill(xin, 16, 1.0f, 4);
     tsr_buffer *wbuf = NULL;
-    CHECK(d->dev->api->buffer_alloc(d->dev, sizeof w, &wbuf) == TSR_OK, "buffer_alloc");
+    EXPECT(d->dev->api->buffer_alloc(d->dev, sizeof w, &wbuf) == TSR_OK, "buffer_alloc");
     tsr_queue *wq = host_device_queue(d);
-    CHECK(wq && wq->api->write(wq, wbuf, 0, w, sizeof w) == TSR_OK, "write weights");
+    EXPECT(wq && wq->api->write(wq, wbuf, 0, w, sizeof w) == TSR_OK, "write weights");
     graph_tensor *wt = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w");
     graph_tensor_bind(wt, GRAPH_WEIGHT, d->index, wbuf, 0, NULL);
     graph_tensor *x = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 2));
@@ -567,12 +564,12 @@ static void test_waits(void) {
     graph_tensor *r = graph_tensor_set_name(graph_add(g, p, p), "r");       /* testdev0 */
     graph_tensor *o = graph_set_output(graph_tensor_set_name(graph_mul(g, r, q), "o")); /* reads ref's q */
     const int ok = s && sched_alloc(s, g) == 0;
-    CHECK(ok, "alloc: %s", error_get());
+    EXPECT(ok, "alloc: %s", error_get());
     if (ok) {
         memcpy(x->t.data, xin, sizeof xin);
-        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
         char *text = explain_text(s);
-        CHECK(text && strstr(text, "split 1: ref, nodes 1..1 (1: 'q' .. 'q')\n") &&
+        EXPECT(text && strstr(text, "split 1: ref, nodes 1..1 (1: 'q' .. 'q')\n") &&
                   strstr(text, "split 2: testdev0, nodes 2..3 (2: 'r' .. 'o'), waits for ref"),
               "waits:\n%s", text ? text : "");
         free(text);
@@ -582,7 +579,7 @@ static void test_waits(void) {
                 double acc = 0;
                 for (int k = 0; k < 8; k++) acc += (double)w[i * 8 + k] * xin[j * 8 + k];
                 const float xv = xin[j * 8 + i], want = 2.0f * (float)acc * (xv / (1.0f + expf(-xv)));
-                CHECK(fabsf(po[j * 8 + i] - want) <= 1e-5f * (1 + fabsf(want)), "o[%d,%d] = %g, want %g", i, j,
+                EXPECT(fabsf(po[j * 8 + i] - want) <= 1e-5f * (1 + fabsf(want)), "o[%d,%d] = %g, want %g", i, j,
                       po[j * 8 + i], want);
             }
     }
@@ -640,32 +637,33 @@ static int offload_step(int32_t offload, int n, sched_stats *st, char **text) {
 /* Op offload: from `offload` columns on, products whose weights are in host
  * memory run on the accelerator (the weights copied in for the step);
  * below it, and when off, on the CPU device where the weights are. */
-static void test_op_offload(void) {
+static void test_op_offload(void **state) {
+    (void)state;
     sched_stats st;
     char *text = NULL;
     int rc = offload_step(4, 4, &st, &text);
-    CHECK(rc == 0, "offload at 4 columns: %s", error_get());
-    CHECK(text && strstr(text, "split 0: testdev0, nodes 0..1") && strstr(text, "copy 'w1' host -> testdev0") &&
+    EXPECT(rc == 0, "offload at 4 columns: %s", error_get());
+    EXPECT(text && strstr(text, "split 0: testdev0, nodes 0..1") && strstr(text, "copy 'w1' host -> testdev0") &&
               strstr(text, "copy 'w2' host -> testdev0") && !strstr(text, "testcpu0, nodes"),
           "offloaded placement:\n%s", text ? text : "");
-    CHECK(st.n_splits == 1, "%d splits", st.n_splits);
+    EXPECT(st.n_splits == 1, "%d splits", st.n_splits);
     free(text);
     rc = offload_step(4, 3, &st, &text);
-    CHECK(rc == 0 && text && strstr(text, "split 0: testcpu0, nodes 0..1") && st.n_copies == 0,
+    EXPECT(rc == 0 && text && strstr(text, "split 0: testcpu0, nodes 0..1") && st.n_copies == 0,
           "3 columns stay on the CPU: %s\n%s", error_get(), text ? text : "");
     free(text);
     /* 0: the environment decides; a bad value is an error naming it */
     setenv("TESSERA_OP_OFFLOAD", "2", 1);
     rc = offload_step(0, 3, &st, &text);
-    CHECK(rc == 0 && text && strstr(text, "copy 'w1' host -> testdev0"), "TESSERA_OP_OFFLOAD=2:\n%s",
+    EXPECT(rc == 0 && text && strstr(text, "copy 'w1' host -> testdev0"), "TESSERA_OP_OFFLOAD=2:\n%s",
           text ? text : "");
     free(text);
     rc = offload_step(-1, 3, &st, &text);
-    CHECK(rc == 0 && text && !strstr(text, "copy 'w1'"), "offload -1 is off whatever the environment says");
+    EXPECT(rc == 0 && text && !strstr(text, "copy 'w1'"), "offload -1 is off whatever the environment says");
     free(text);
     setenv("TESSERA_OP_OFFLOAD", "lots", 1);
     rc = offload_step(0, 3, &st, &text);
-    CHECK(rc != 0 && strstr(error_get(), "TESSERA_OP_OFFLOAD='lots'"), "bad TESSERA_OP_OFFLOAD: %s", error_get());
+    EXPECT(rc != 0 && strstr(error_get(), "TESSERA_OP_OFFLOAD='lots'"), "bad TESSERA_OP_OFFLOAD: %s", error_get());
     free(text);
     unsetenv("TESSERA_OP_OFFLOAD");
 }
@@ -698,13 +696,14 @@ static int first_tick(const char *plugin, int op) {
  * must run before that: had the scheduler waited for every device before
  * each split, testasync0's product would have run first. Order comes from a
  * clock both plugins tick, not from time. */
-static void test_overlap(void) {
+static void test_overlap(void **state) {
+    (void)state;
     host_device *gpu = host_device_find("testasync0"), *cpu = host_device_find("testcpu0");
     void (*set_clock)(int *);
     *(void **)&set_clock = plugin_fn("testasync", "testdev_set_clock");
     void (*set_clock_cpu)(int *);
     *(void **)&set_clock_cpu = plugin_fn("testcpu", "testdev_set_clock");
-    CHECK(gpu && cpu && set_clock && set_clock_cpu, "testasync0/testcpu0 or their clocks are missing");
+    EXPECT(gpu && cpu && set_clock && set_clock_cpu, "testasync0/testcpu0 or their clocks are missing");
     if (!gpu || !cpu || !set_clock || !set_clock_cpu) return;
     static int clock;
     clock = 0;
@@ -718,9 +717,9 @@ static void test_overlap(void) {
     fill(wh, 64, 1.0f, 6);
     fill(xin, 16, 1.0f, 7);
     tsr_buffer *wbuf = NULL;
-    CHECK(gpu->dev->api->buffer_alloc(gpu->dev, sizeof wg, &wbuf) == TSR_OK, "buffer_alloc");
+    EXPECT(gpu->dev->api->buffer_alloc(gpu->dev, sizeof wg, &wbuf) == TSR_OK, "buffer_alloc");
     tsr_queue *wq = host_device_queue(gpu);
-    CHECK(wq && wq->api->write(wq, wbuf, 0, wg, sizeof wg) == TSR_OK && wq->api->synchronize(wq) == TSR_OK,
+    EXPECT(wq && wq->api->write(wq, wbuf, 0, wg, sizeof wg) == TSR_OK && wq->api->synchronize(wq) == TSR_OK,
           "write weights");
     graph_tensor *w1 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w_gpu");
     graph_tensor_bind(w1, GRAPH_WEIGHT, gpu->index, wbuf, 0, NULL);
@@ -731,17 +730,17 @@ static void test_overlap(void) {
     graph_tensor *q = graph_tensor_set_name(graph_mul_mat(g, w2, x), "q"); /* testcpu0, independent */
     graph_tensor *o = graph_set_output(graph_tensor_set_name(graph_add(g, p, q), "o")); /* testasync0 */
     const int ok = s && sched_alloc(s, g) == 0;
-    CHECK(ok, "alloc: %s", error_get());
+    EXPECT(ok, "alloc: %s", error_get());
     if (ok) {
         char *text = explain_text(s);
-        CHECK(text && strstr(text, "split 1: testcpu0, nodes 1..1 (1: 'q' .. 'q')\n") &&
+        EXPECT(text && strstr(text, "split 1: testcpu0, nodes 1..1 (1: 'q' .. 'q')\n") &&
                   strstr(text, "split 2: testasync0, nodes 2..2 (1: 'o' .. 'o'), waits for testcpu0\n"),
               "placement:\n%s", text ? text : "");
         free(text);
         memcpy(x->t.data, xin, sizeof xin);
-        CHECK(sched_compute(s, g) == 0, "compute: %s", error_get());
+        EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
         const int t_gpu = first_tick("testasync", TSR_OP_MUL_MAT), t_cpu = first_tick("testcpu", TSR_OP_MUL_MAT);
-        CHECK(t_cpu > 0 && t_gpu > t_cpu,
+        EXPECT(t_cpu > 0 && t_gpu > t_cpu,
               "the CPU split ran at tick %d, the GPU product it does not need at %d: the CPU split waited", t_cpu,
               t_gpu);
         const float *po = o->t.data;
@@ -749,7 +748,7 @@ static void test_overlap(void) {
             for (int i = 0; i < 8; i++) {
                 double acc = 0;
                 for (int k = 0; k < 8; k++) acc += ((double)wg[i * 8 + k] + wh[i * 8 + k]) * xin[j * 8 + k];
-                CHECK(fabs(po[j * 8 + i] - acc) <= 1e-5 * (1 + fabs(acc)), "o[%d,%d] = %g, want %g", i, j,
+                EXPECT(fabs(po[j * 8 + i] - acc) <= 1e-5 * (1 + fabs(acc)), "o[%d,%d] = %g, want %g", i, j,
                       po[j * 8 + i], acc);
             }
     }
@@ -760,61 +759,48 @@ static void test_overlap(void) {
     gpu->dev->api->buffer_free(gpu->dev, wbuf);
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PLUGIN_DIR\n", argv[0]);
-        return 2;
-    }
-    /* A file named like a plugin that is no library at all. */
-    char bogus_dir[] = "/tmp/tessera-host-test-XXXXXX";
-    if (!mkdtemp(bogus_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char bogus[sizeof bogus_dir + 64];
+/* A file named like a plugin that is no library at all. */
+static char bogus_dir[] = "/tmp/tessera-host-test-XXXXXX";
+static char bogus[sizeof bogus_dir + 64];
+
+/* The host with the plugins of PLUGIN_DIR (argument 1) and the bogus one. */
+static int start_host(void **state) {
+    (void)state;
+    plugin_dir = harness_arg(1);
+    REQUIRE(plugin_dir != NULL, "usage: test_host_sched PLUGIN_DIR");
+    REQUIRE(mkdtemp(bogus_dir) != NULL, "mkdtemp %s", bogus_dir);
     snprintf(bogus, sizeof bogus, "%s/libtessera-backend-bogus.so", bogus_dir);
     FILE *f = fopen(bogus, "w");
-    if (!f) {
-        perror(bogus);
-        return 1;
-    }
+    REQUIRE(f != NULL, "%s", bogus);
     fputs("this is not an ELF file\n", f);
     fclose(f);
-
-    plugin_dir = argv[1];
-    const char *dirs[] = {argv[1], bogus_dir};
+    const char *dirs[] = {plugin_dir, bogus_dir};
     host_options opt = {.plugin_dirs = dirs, .n_plugin_dirs = 2, .only_plugin_dirs = true,
                         .verbosity = TSR_LOG_WARN};
-    if (host_init(&opt)) {
-        fprintf(stderr, "host_init: %s\n", error_get());
-        return 1;
-    }
-    test_registry();
-    test_split_graph();
-    test_copies();
-    test_weight_on_device();
-    test_return_after_fallback();
-    test_abort();
-    test_waits();
-    test_overlap();
-    test_op_offload();
-    test_abi11();
-    /* Keep testnew loaded across host_shutdown to see that it closed. */
+    REQUIRE(host_init(&opt) == 0, "host_init: %s", error_get());
+    return 0;
+}
+
+/* Keep testnew loaded across host_shutdown to see that it closed. */
+static void test_shutdown(void **state) {
+    (void)state;
     char path[4096];
     snprintf(path, sizeof path, "%s/libtessera-backend-testnew.so", plugin_dir);
     void *keep = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
     host_shutdown();
     int st[7];
     testnew_stats(st);
-    CHECK(keep && st[ST_OPENS] == 1 && st[ST_CLOSES] == 1 && st[ST_OPEN_NOW] == 0,
-          "open/close: %d opens, %d closes", st[ST_OPENS], st[ST_CLOSES]);
+    EXPECT(keep && st[ST_OPENS] == 1 && st[ST_CLOSES] == 1 && st[ST_OPEN_NOW] == 0,
+           "open/close: %d opens, %d closes", st[ST_OPENS], st[ST_CLOSES]);
     if (keep) dlclose(keep);
+}
+
+static int remove_bogus(void **state) {
+    (void)state;
     unlink(bogus);
     rmdir(bogus_dir);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("host and scheduler: all checks passed\n");
     return 0;
 }
+
+HARNESS_MAIN_GROUP("host and scheduler", start_host, remove_bogus, HARNESS_TEST(test_registry), HARNESS_TEST(test_split_graph), HARNESS_TEST(test_copies), HARNESS_TEST(test_weight_on_device), HARNESS_TEST(test_return_after_fallback), HARNESS_TEST(test_abort), HARNESS_TEST(test_waits), HARNESS_TEST(test_overlap), HARNESS_TEST(test_op_offload), HARNESS_TEST(test_abi11),
+                   HARNESS_TEST(test_shutdown))

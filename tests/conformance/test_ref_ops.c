@@ -7,26 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
 #include "ref/ref.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);               \
-            printf(__VA_ARGS__);                                                 \
-            printf("\n");                                                        \
-        }                                                                        \
-    } while (0)
-
-#define CHECK_NEAR(got, want, tol, what)                                                     \
-    CHECK(fabs((double)(got) - (double)(want)) <= (tol), "%s: got %.9g, want %.9g", what, \
-          (double)(got), (double)(want))
 
 /* A contiguous tensor over caller memory. */
 static tsr_tensor tensor(int32_t dtype, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, void *data) {
@@ -55,7 +40,8 @@ static tsr_node rope_node(tsr_tensor *dst, tsr_tensor *x, tsr_tensor *pos, tsr_t
     return n;
 }
 
-static void test_rope(void) {
+static void test_rope(void **state) {
+    (void)state;
     /* head_dim 4, one head, two tokens at positions 0 and 1 */
     float x[8] = {1, 2, 3, 4, 1, 2, 3, 4}, y[8];
     int32_t pos[2] = {0, 1};
@@ -65,40 +51,41 @@ static void test_rope(void) {
     const double t0 = 1.0, t1 = 0.01;
 
     tsr_node n = rope_node(&ty, &tx, &tp, NULL, 4, TSR_ROPE_NORMAL);
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    for (int i = 0; i < 4; i++) CHECK_NEAR(y[i], x[i], 0, "position 0 is the identity");
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(y[i], x[i], 0, "position 0 is the identity");
     /* normal: pairs (x0, x1) and (x2, x3) */
-    CHECK_NEAR(y[4], 1 * cos(t0) - 2 * sin(t0), 1e-6, "normal y0");
-    CHECK_NEAR(y[5], 1 * sin(t0) + 2 * cos(t0), 1e-6, "normal y1");
-    CHECK_NEAR(y[6], 3 * cos(t1) - 4 * sin(t1), 1e-6, "normal y2");
-    CHECK_NEAR(y[7], 3 * sin(t1) + 4 * cos(t1), 1e-6, "normal y3");
+    EXPECT_NEAR(y[4], 1 * cos(t0) - 2 * sin(t0), 1e-6, "normal y0");
+    EXPECT_NEAR(y[5], 1 * sin(t0) + 2 * cos(t0), 1e-6, "normal y1");
+    EXPECT_NEAR(y[6], 3 * cos(t1) - 4 * sin(t1), 1e-6, "normal y2");
+    EXPECT_NEAR(y[7], 3 * sin(t1) + 4 * cos(t1), 1e-6, "normal y3");
 
     /* NeoX: pairs (x0, x2) and (x1, x3) */
     n = rope_node(&ty, &tx, &tp, NULL, 4, TSR_ROPE_NEOX);
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    CHECK_NEAR(y[4], 1 * cos(t0) - 3 * sin(t0), 1e-6, "neox y0");
-    CHECK_NEAR(y[6], 1 * sin(t0) + 3 * cos(t0), 1e-6, "neox y2");
-    CHECK_NEAR(y[5], 2 * cos(t1) - 4 * sin(t1), 1e-6, "neox y1");
-    CHECK_NEAR(y[7], 2 * sin(t1) + 4 * cos(t1), 1e-6, "neox y3");
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT_NEAR(y[4], 1 * cos(t0) - 3 * sin(t0), 1e-6, "neox y0");
+    EXPECT_NEAR(y[6], 1 * sin(t0) + 3 * cos(t0), 1e-6, "neox y2");
+    EXPECT_NEAR(y[5], 2 * cos(t1) - 4 * sin(t1), 1e-6, "neox y1");
+    EXPECT_NEAR(y[7], 2 * sin(t1) + 4 * cos(t1), 1e-6, "neox y3");
 
     /* frequency factors divide theta; partial rotation copies the rest */
     float ff[1] = {4.0f};
     tsr_tensor tf = tensor(TSR_DTYPE_F32, 1, 1, 1, 1, ff);
     n = rope_node(&ty, &tx, &tp, &tf, 2, TSR_ROPE_NORMAL);
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    CHECK_NEAR(y[4], 1 * cos(0.25) - 2 * sin(0.25), 1e-6, "freq factor 4 -> theta/4");
-    CHECK_NEAR(y[5], 1 * sin(0.25) + 2 * cos(0.25), 1e-6, "freq factor 4 -> theta/4");
-    CHECK(y[6] == 3 && y[7] == 4, "dims past n_dims copied (%g %g)", y[6], y[7]);
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT_NEAR(y[4], 1 * cos(0.25) - 2 * sin(0.25), 1e-6, "freq factor 4 -> theta/4");
+    EXPECT_NEAR(y[5], 1 * sin(0.25) + 2 * cos(0.25), 1e-6, "freq factor 4 -> theta/4");
+    EXPECT(y[6] == 3 && y[7] == 4, "dims past n_dims copied (%g %g)", y[6], y[7]);
 
     /* a large position: the angle must match ggml's float recurrence */
     pos[1] = 1000;
     n = rope_node(&ty, &tx, &tp, NULL, 4, TSR_ROPE_NORMAL);
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    CHECK_NEAR(y[4], 1 * cosf(1000.0f) - 2 * sinf(1000.0f), 1e-5, "position 1000, pair 0");
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT_NEAR(y[4], 1 * cosf(1000.0f) - 2 * sinf(1000.0f), 1e-5, "position 1000, pair 0");
     pos[1] = 1;
 }
 
-static void test_rope_yarn(void) {
+static void test_rope_yarn(void **state) {
+    (void)state;
     /* n_dims 64, base 10000, n_ctx_orig 4096, beta_fast 32, beta_slow 1:
      * correction dims floor(10.47) = 10 and ceil(22.5) = 23, so pair 0 is
      * pure extrapolation (theta = p) and pair 31 pure interpolation
@@ -114,18 +101,19 @@ static void test_rope_yarn(void) {
     n.iparams[2] = 4096;
     n.fparams[1] = 0.25f; /* freq_scale */
     n.fparams[2] = 1.0f;  /* ext_factor */
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     const double mscale = 1.0 + 0.1 * log(4.0);
     const double theta31 = 7.0 * 0.25 * pow(10000.0, -62.0 / 64.0);
-    CHECK_NEAR(y[0], cos(7.0) * mscale, 1e-5, "yarn pair 0 (extrapolated) cos");
-    CHECK_NEAR(y[1], sin(7.0) * mscale, 1e-5, "yarn pair 0 (extrapolated) sin");
-    CHECK_NEAR(y[62], cos(theta31) * mscale, 1e-5, "yarn pair 31 (interpolated) cos");
-    CHECK_NEAR(y[63], sin(theta31) * mscale, 1e-5, "yarn pair 31 (interpolated) sin");
+    EXPECT_NEAR(y[0], cos(7.0) * mscale, 1e-5, "yarn pair 0 (extrapolated) cos");
+    EXPECT_NEAR(y[1], sin(7.0) * mscale, 1e-5, "yarn pair 0 (extrapolated) sin");
+    EXPECT_NEAR(y[62], cos(theta31) * mscale, 1e-5, "yarn pair 31 (interpolated) cos");
+    EXPECT_NEAR(y[63], sin(theta31) * mscale, 1e-5, "yarn pair 31 (interpolated) sin");
 }
 
 /* -------------------------------------------------------------- SOFT_MAX */
 
-static void test_soft_max(void) {
+static void test_soft_max(void **state) {
+    (void)state;
     /* two rows of 3; mask row 0 hides the last entry */
     float x[6] = {1, 2, 3, 1, 2, 3}, y[6];
     float mask[6] = {0, 0, -INFINITY, 0, -1, 0};
@@ -133,17 +121,17 @@ static void test_soft_max(void) {
     tsr_tensor tm = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, mask);
     tsr_node n = {.op = TSR_OP_SOFT_MAX, .n_src = 2, .dst = &ty, .src = {&tx, &tm}};
     n.fparams[0] = 0.5f;
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     /* row 0: softmax(0.5, 1, -inf) */
     double z0 = exp(0.5) + exp(1.0);
-    CHECK_NEAR(y[0], exp(0.5) / z0, 1e-6, "row 0 [0]");
-    CHECK_NEAR(y[1], exp(1.0) / z0, 1e-6, "row 0 [1]");
-    CHECK(y[2] == 0.0f, "masked entry is exactly 0 (%g)", y[2]);
+    EXPECT_NEAR(y[0], exp(0.5) / z0, 1e-6, "row 0 [0]");
+    EXPECT_NEAR(y[1], exp(1.0) / z0, 1e-6, "row 0 [1]");
+    EXPECT(y[2] == 0.0f, "masked entry is exactly 0 (%g)", y[2]);
     /* row 1: softmax(0.5, 1 - 1, 1.5) */
     double z1 = exp(0.5) + exp(0.0) + exp(1.5);
-    CHECK_NEAR(y[3], exp(0.5) / z1, 1e-6, "row 1 [0]");
-    CHECK_NEAR(y[4], exp(0.0) / z1, 1e-6, "row 1 [1]");
-    CHECK_NEAR(y[5], exp(1.5) / z1, 1e-6, "row 1 [2]");
+    EXPECT_NEAR(y[3], exp(0.5) / z1, 1e-6, "row 1 [0]");
+    EXPECT_NEAR(y[4], exp(0.0) / z1, 1e-6, "row 1 [1]");
+    EXPECT_NEAR(y[5], exp(1.5) / z1, 1e-6, "row 1 [2]");
 
     /* F16 mask, broadcast over 4 heads with ALiBi (max_bias 8: slopes
      * 2^-2, 2^-4, 2^-6, 2^-8 for heads 0..3) */
@@ -154,27 +142,28 @@ static void test_soft_max(void) {
     tsr_node na = {.op = TSR_OP_SOFT_MAX, .n_src = 2, .dst = &tya, .src = {&txa, &tmh}};
     na.fparams[0] = 1.0f;
     na.fparams[1] = 8.0f;
-    CHECK(compute1(&na) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&na) == TSR_OK, "%s", error_get());
     for (int h = 0; h < 4; h++) {
         double slope = pow(2.0, -2.0 * (h + 1));
-        CHECK_NEAR(ya[2 * h + 1], exp(-slope) / (1 + exp(-slope)), 1e-6, "alibi head");
+        EXPECT_NEAR(ya[2 * h + 1], exp(-slope) / (1 + exp(-slope)), 1e-6, "alibi head");
     }
 }
 
 /* ------------------------------------------------------- RMS_NORM, NORM */
 
-static void test_norms(void) {
+static void test_norms(void **state) {
+    (void)state;
     float x[4] = {3, 4, 0, 0}, y[4];
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, x), ty = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, y);
     tsr_node n = {.op = TSR_OP_RMS_NORM, .n_src = 1, .dst = &ty, .src = {&tx}};
     n.fparams[0] = 0.0f;
     x[2] = 1;
     x[3] = -1;
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    CHECK_NEAR(y[0], 3 / sqrt(12.5), 1e-6, "rms_norm [3, 4]");
-    CHECK_NEAR(y[1], 4 / sqrt(12.5), 1e-6, "rms_norm [3, 4]");
-    CHECK_NEAR(y[2], 1, 1e-6, "rms_norm [1, -1]");
-    CHECK_NEAR(y[3], -1, 1e-6, "rms_norm [1, -1]");
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT_NEAR(y[0], 3 / sqrt(12.5), 1e-6, "rms_norm [3, 4]");
+    EXPECT_NEAR(y[1], 4 / sqrt(12.5), 1e-6, "rms_norm [3, 4]");
+    EXPECT_NEAR(y[2], 1, 1e-6, "rms_norm [1, -1]");
+    EXPECT_NEAR(y[3], -1, 1e-6, "rms_norm [1, -1]");
 
     /* in place, with eps */
     n.fparams[0] = 1.0f;
@@ -182,20 +171,21 @@ static void test_norms(void) {
     n.dst = &ty;
     x[0] = 3;
     x[1] = 4;
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    CHECK_NEAR(x[0], 3 / sqrt(13.5), 1e-6, "rms_norm in place, eps 1");
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT_NEAR(x[0], 3 / sqrt(13.5), 1e-6, "rms_norm in place, eps 1");
 
     float a[4] = {1, 2, 3, 4}, b[4];
     tsr_tensor ta = tensor(TSR_DTYPE_F32, 4, 1, 1, 1, a), tb = tensor(TSR_DTYPE_F32, 4, 1, 1, 1, b);
     tsr_node nn = {.op = TSR_OP_NORM, .n_src = 1, .dst = &tb, .src = {&ta}};
     nn.fparams[0] = 1e-5f;
-    CHECK(compute1(&nn) == TSR_OK, "%s", error_get());
-    for (int i = 0; i < 4; i++) CHECK_NEAR(b[i], (a[i] - 2.5) / sqrt(1.25 + 1e-5), 1e-6, "norm");
+    EXPECT(compute1(&nn) == TSR_OK, "%s", error_get());
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(b[i], (a[i] - 2.5) / sqrt(1.25 + 1e-5), 1e-6, "norm");
 }
 
 /* ------------------------------------------------------------- GET_ROWS */
 
-static void test_get_rows_quantized(void) {
+static void test_get_rows_quantized(void **state) {
+    (void)state;
     /* Q8_0: two rows of one block each; d = 0.5 and 2, q = j - 16 */
     uint8_t q8[2 * 34];
     for (int r = 0; r < 2; r++) {
@@ -208,10 +198,10 @@ static void test_get_rows_quantized(void) {
     tsr_tensor tw = tensor(TSR_DTYPE_Q8_0, 32, 2, 1, 1, q8), tr = tensor(TSR_DTYPE_I32, 3, 1, 1, 1, rows);
     tsr_tensor to = tensor(TSR_DTYPE_F32, 32, 3, 1, 1, out);
     tsr_node n = {.op = TSR_OP_GET_ROWS, .n_src = 2, .dst = &to, .src = {&tw, &tr}};
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     for (int j = 0; j < 32; j++) {
-        CHECK_NEAR(out[j], 2.0 * (j - 16), 0, "Q8_0 row 1");
-        CHECK_NEAR(out[32 + j], 0.5 * (j - 16), 0, "Q8_0 row 0");
+        EXPECT_NEAR(out[j], 2.0 * (j - 16), 0, "Q8_0 row 1");
+        EXPECT_NEAR(out[32 + j], 0.5 * (j - 16), 0, "Q8_0 row 0");
     }
 
     /* Q4_0: element j in the low nibble of qs[j], j + 16 in the high nibble;
@@ -225,23 +215,24 @@ static void test_get_rows_quantized(void) {
     tsr_tensor t4 = tensor(TSR_DTYPE_Q4_0, 32, 1, 1, 1, q4), tr0 = tensor(TSR_DTYPE_I32, 1, 1, 1, 1, row0);
     tsr_tensor to4 = tensor(TSR_DTYPE_F32, 32, 1, 1, 1, out4);
     tsr_node n4 = {.op = TSR_OP_GET_ROWS, .n_src = 2, .dst = &to4, .src = {&t4, &tr0}};
-    CHECK(compute1(&n4) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n4) == TSR_OK, "%s", error_get());
     for (int j = 0; j < 16; j++) {
-        CHECK_NEAR(out4[j], 0.25 * (j - 8), 0, "Q4_0 low nibbles");
-        CHECK_NEAR(out4[16 + j], 0.25 * (15 - j - 8), 0, "Q4_0 high nibbles");
+        EXPECT_NEAR(out4[j], 0.25 * (j - 8), 0, "Q4_0 low nibbles");
+        EXPECT_NEAR(out4[16 + j], 0.25 * (15 - j - 8), 0, "Q4_0 high nibbles");
     }
 
     /* an index outside the rows is an error, not a read past the end */
     rows[1] = 2;
-    CHECK(compute1(&n) == TSR_ERR_INVALID, "row index 2 of 2 rows must be rejected");
-    CHECK(strstr(error_get(), "row index 2") != NULL, "message names the index: %s", error_get());
+    EXPECT(compute1(&n) == TSR_ERR_INVALID, "row index 2 of 2 rows must be rejected");
+    EXPECT(strstr(error_get(), "row index 2") != NULL, "message names the index: %s", error_get());
     rows[1] = -1;
-    CHECK(compute1(&n) == TSR_ERR_INVALID, "row index -1 must be rejected");
+    EXPECT(compute1(&n) == TSR_ERR_INVALID, "row index -1 must be rejected");
 }
 
 /* -------------------------------------------------------------- MUL_MAT */
 
-static void test_mul_mat_broadcast(void) {
+static void test_mul_mat_broadcast(void **state) {
+    (void)state;
     /* w: one matrix per weight batch, 2 batches: [[1, 2], [3, 4]] and [[0, 1], [1, 0]]
      * (rows m of length K = 2); x: 4 batches of one column; r2 = 4 / 2 = 2, so
      * x batches 0, 1 use w batch 0, batches 2, 3 use w batch 1 */
@@ -251,9 +242,9 @@ static void test_mul_mat_broadcast(void) {
     tsr_tensor tw = tensor(TSR_DTYPE_F32, 2, 2, 2, 1, w), tx = tensor(TSR_DTYPE_F32, 2, 1, 4, 1, x);
     tsr_tensor ty = tensor(TSR_DTYPE_F32, 2, 1, 4, 1, y);
     tsr_node n = {.op = TSR_OP_MUL_MAT, .n_src = 2, .dst = &ty, .src = {&tw, &tx}};
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     const float want[8] = {3, 7, 0, 2, 7, 5, 2, -3};
-    for (int i = 0; i < 8; i++) CHECK_NEAR(y[i], want[i], 0, "mul_mat broadcast element");
+    for (int i = 0; i < 8; i++) EXPECT_NEAR(y[i], want[i], 0, "mul_mat broadcast element");
 
     /* F16 weights, a transposed (non-contiguous) activation view */
     uint16_t wh[4];
@@ -266,56 +257,58 @@ static void test_mul_mat_broadcast(void) {
     float y2[4];
     tsr_tensor ty2 = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, y2);
     tsr_node n2 = {.op = TSR_OP_MUL_MAT, .n_src = 2, .dst = &ty2, .src = {&twh, &txt}};
-    CHECK(compute1(&n2) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n2) == TSR_OK, "%s", error_get());
     /* column n=0: x = (1, -1); n=1: x = (2, 3) */
     const float want2[4] = {1 * 1 + 2 * -1, 3 * 1 + 4 * -1, 1 * 2 + 2 * 3, 3 * 2 + 4 * 3};
-    for (int i = 0; i < 4; i++) CHECK_NEAR(y2[i], want2[i], 0, "mul_mat F16 x transposed view");
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(y2[i], want2[i], 0, "mul_mat F16 x transposed view");
 }
 
 /* ---------------------------------------------------- unary and friends */
 
-static void test_unary(void) {
+static void test_unary(void **state) {
+    (void)state;
     float x[3] = {1.0f, -2.0f, 0.5f}, y[3], g[3] = {2.0f, 3.0f, -1.0f};
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, x), ty = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, y);
     tsr_tensor tg = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, g);
     tsr_node n = {.op = TSR_OP_SILU, .n_src = 1, .dst = &ty, .src = {&tx}};
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    for (int i = 0; i < 3; i++) CHECK_NEAR(y[i], x[i] / (1 + exp(-x[i])), 1e-6, "silu");
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    for (int i = 0; i < 3; i++) EXPECT_NEAR(y[i], x[i] / (1 + exp(-x[i])), 1e-6, "silu");
     n.op = TSR_OP_GELU;
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     /* llama.cpp's CPU GELU: tanh form over fp16-rounded input, fp16 result */
     for (int i = 0; i < 3; i++) {
         double v = fp16_to_f32(f32_to_fp16(x[i]));
         float want = fp16_to_f32(f32_to_fp16((float)(0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))))));
-        CHECK_NEAR(y[i], want, 1e-6, "gelu");
+        EXPECT_NEAR(y[i], want, 1e-6, "gelu");
     }
     tsr_node s = {.op = TSR_OP_SWIGLU, .n_src = 2, .dst = &ty, .src = {&tx, &tg}};
-    CHECK(compute1(&s) == TSR_OK, "%s", error_get());
-    for (int i = 0; i < 3; i++) CHECK_NEAR(y[i], x[i] / (1 + exp(-x[i])) * g[i], 1e-6, "swiglu");
+    EXPECT(compute1(&s) == TSR_OK, "%s", error_get());
+    for (int i = 0; i < 3; i++) EXPECT_NEAR(y[i], x[i] / (1 + exp(-x[i])) * g[i], 1e-6, "swiglu");
     tsr_node sc = {.op = TSR_OP_SCALE, .n_src = 1, .dst = &ty, .src = {&tx}};
     sc.fparams[0] = 3.0f;
     sc.fparams[1] = -1.0f;
-    CHECK(compute1(&sc) == TSR_OK, "%s", error_get());
-    CHECK(y[0] == 2.0f && y[1] == -7.0f && y[2] == 0.5f, "scale 3x-1: %g %g %g", y[0], y[1], y[2]);
+    EXPECT(compute1(&sc) == TSR_OK, "%s", error_get());
+    EXPECT(y[0] == 2.0f && y[1] == -7.0f && y[2] == 0.5f, "scale 3x-1: %g %g %g", y[0], y[1], y[2]);
 
     /* ADD broadcasting a [3] row over [3, 2] */
     float a[6] = {1, 2, 3, 4, 5, 6}, sum[6];
     tsr_tensor ta = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, a), ts = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, sum);
     tsr_node add = {.op = TSR_OP_ADD, .n_src = 2, .dst = &ts, .src = {&ta, &tg}};
-    CHECK(compute1(&add) == TSR_OK, "%s", error_get());
-    CHECK(sum[0] == 3 && sum[3] == 6 && sum[5] == 5, "add broadcast: %g %g %g", sum[0], sum[3], sum[5]);
+    EXPECT(compute1(&add) == TSR_OK, "%s", error_get());
+    EXPECT(sum[0] == 3 && sum[3] == 6 && sum[5] == 5, "add broadcast: %g %g %g", sum[0], sum[3], sum[5]);
 }
 
 /* ------------------------------------------------- CPY, CONCAT, ARGMAX */
 
-static void test_cpy_concat_argmax(void) {
+static void test_cpy_concat_argmax(void **state) {
+    (void)state;
     float x[2] = {1.0f / 3.0f, -65504.0f * 2};
     uint16_t h[2];
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 2, 1, 1, 1, x), th = tensor(TSR_DTYPE_F16, 2, 1, 1, 1, h);
     tsr_node n = {.op = TSR_OP_CPY, .n_src = 1, .dst = &th, .src = {&tx}};
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
-    CHECK(h[0] == 0x3555, "1/3 in F16 is 0x3555 (got 0x%04x)", h[0]);
-    CHECK(h[1] == 0xfc00, "-131008 overflows F16 to -inf (got 0x%04x)", h[1]);
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(h[0] == 0x3555, "1/3 in F16 is 0x3555 (got 0x%04x)", h[0]);
+    EXPECT(h[1] == 0xfc00, "-131008 overflows F16 to -inf (got 0x%04x)", h[1]);
 
     /* F32 -> Q8_0 through CPY gives the dtype module's bytes */
     float v[32];
@@ -323,9 +316,9 @@ static void test_cpy_concat_argmax(void) {
     uint8_t q_cpy[34], q_direct[34];
     tsr_tensor tv = tensor(TSR_DTYPE_F32, 32, 1, 1, 1, v), tq = tensor(TSR_DTYPE_Q8_0, 32, 1, 1, 1, q_cpy);
     tsr_node nq = {.op = TSR_OP_CPY, .n_src = 1, .dst = &tq, .src = {&tv}};
-    CHECK(compute1(&nq) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&nq) == TSR_OK, "%s", error_get());
     dtype_traits_get(TSR_DTYPE_Q8_0)->from_f32(v, q_direct, 32);
-    CHECK(memcmp(q_cpy, q_direct, 34) == 0, "CPY F32->Q8_0 bytes equal from_f32's");
+    EXPECT(memcmp(q_cpy, q_direct, 34) == 0, "CPY F32->Q8_0 bytes equal from_f32's");
 
     /* CONCAT along dim 1: [2, 1] + [2, 2] -> [2, 3] */
     float a[2] = {1, 2}, b[4] = {3, 4, 5, 6}, c[6];
@@ -333,21 +326,22 @@ static void test_cpy_concat_argmax(void) {
     tsr_tensor tc = tensor(TSR_DTYPE_F32, 2, 3, 1, 1, c);
     tsr_node cn = {.op = TSR_OP_CONCAT, .n_src = 2, .dst = &tc, .src = {&ta, &tb}};
     cn.iparams[0] = 1;
-    CHECK(compute1(&cn) == TSR_OK, "%s", error_get());
-    for (int i = 0; i < 6; i++) CHECK(c[i] == (float)(i + 1), "concat element %d = %g", i, c[i]);
+    EXPECT(compute1(&cn) == TSR_OK, "%s", error_get());
+    for (int i = 0; i < 6; i++) EXPECT(c[i] == (float)(i + 1), "concat element %d = %g", i, c[i]);
 
     /* ARGMAX: first of equal maxima; -inf rows give 0 */
     float m[6] = {1, 5, 5, -INFINITY, -INFINITY, -INFINITY};
     int32_t idx[2] = {-1, -1};
     tsr_tensor tm = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, m), ti = tensor(TSR_DTYPE_I32, 2, 1, 1, 1, idx);
     tsr_node an = {.op = TSR_OP_ARGMAX, .n_src = 1, .dst = &ti, .src = {&tm}};
-    CHECK(compute1(&an) == TSR_OK, "%s", error_get());
-    CHECK(idx[0] == 1 && idx[1] == 0, "argmax: %d %d", idx[0], idx[1]);
+    EXPECT(compute1(&an) == TSR_OK, "%s", error_get());
+    EXPECT(idx[0] == 1 && idx[1] == 0, "argmax: %d %d", idx[0], idx[1]);
 }
 
 /* ----------------------------------------------------------- FLASH_ATTN */
 
-static void test_flash_attn(void) {
+static void test_flash_attn(void **state) {
+    (void)state;
     /* D 1, two query heads sharing one kv head (GQA), two keys:
      * head 0: q = 1, scores (0, ln 3) -> weights (1/4, 3/4) -> 0.25*4 + 0.75*8 = 7
      * head 1: q = 0, scores (0, 0) -> (1/2, 1/2) -> 6
@@ -361,56 +355,57 @@ static void test_flash_attn(void) {
     tsr_tensor to = tensor(TSR_DTYPE_F32, 1, 2, 2, 1, out); /* [D, H, n_q] */
     tsr_node n = {.op = TSR_OP_FLASH_ATTN, .n_src = 4, .dst = &to, .src = {&tq, &tk, &tv, &tm}};
     n.fparams[0] = 1.0f;
-    CHECK(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     /* out[h + 2*iq] */
-    CHECK_NEAR(out[0], 7.0, 1e-5, "query 0 head 0");
-    CHECK_NEAR(out[1], 6.0, 1e-5, "query 0 head 1");
-    CHECK_NEAR(out[2], 4.0, 1e-6, "query 1 head 0 (masked)");
-    CHECK_NEAR(out[3], 4.0, 1e-6, "query 1 head 1 (masked)");
+    EXPECT_NEAR(out[0], 7.0, 1e-5, "query 0 head 0");
+    EXPECT_NEAR(out[1], 6.0, 1e-5, "query 0 head 1");
+    EXPECT_NEAR(out[2], 4.0, 1e-6, "query 1 head 0 (masked)");
+    EXPECT_NEAR(out[3], 4.0, 1e-6, "query 1 head 1 (masked)");
 }
 
 /* -------------------------------------------------- plugin and bad input */
 
-static void test_plugin_tables(void) {
-    CHECK(ref_plugin_entry((TSR_ABI_MAJOR + 1) << 16) == NULL, "another ABI major is refused");
+static void test_plugin_tables(void **state) {
+    (void)state;
+    EXPECT(ref_plugin_entry((TSR_ABI_MAJOR + 1) << 16) == NULL, "another ABI major is refused");
     const tsr_plugin *p = ref_plugin_entry(TSR_ABI_VERSION);
-    CHECK(p && !strcmp(p->name, "ref"), "plugin named ref");
+    EXPECT(p && !strcmp(p->name, "ref"), "plugin named ref");
     if (!p) return;
     volatile int abort_flag = 0;
     tsr_host host = {.struct_size = sizeof host, .abi_version = TSR_ABI_VERSION,
                      .abort_flag = &abort_flag, .n_threads = 1};
     char reason[64];
-    CHECK(p->init(&host, reason, sizeof reason) == TSR_OK, "init");
-    CHECK(p->device_count() == 1 && p->device_get(1) == NULL, "one device");
+    EXPECT(p->init(&host, reason, sizeof reason) == TSR_OK, "init");
+    EXPECT(p->device_count() == 1 && p->device_get(1) == NULL, "one device");
     tsr_device *dev = p->device_get(0);
     tsr_device_info info = {.struct_size = sizeof info};
-    CHECK(dev->api->get_info(dev, &info) == TSR_OK, "get_info");
-    CHECK(info.kind == TSR_DEVICE_CPU && info.host_visible && info.reads_host_memory,
+    EXPECT(dev->api->get_info(dev, &info) == TSR_OK, "get_info");
+    EXPECT(info.kind == TSR_DEVICE_CPU && info.host_visible && info.reads_host_memory,
           "CPU, host-visible, reads host memory");
 
     tsr_buffer *buf = NULL;
-    CHECK(dev->api->buffer_alloc(dev, 100, &buf) == TSR_OK && buf, "buffer_alloc");
+    EXPECT(dev->api->buffer_alloc(dev, 100, &buf) == TSR_OK && buf, "buffer_alloc");
     void *host_ptr = dev->api->buffer_host_ptr(dev, buf);
-    CHECK(host_ptr && ((uintptr_t)host_ptr % 64) == 0, "buffers are 64-byte aligned");
+    EXPECT(host_ptr && ((uintptr_t)host_ptr % 64) == 0, "buffers are 64-byte aligned");
     tsr_queue *q = NULL;
-    CHECK(dev->api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
+    EXPECT(dev->api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
     uint8_t bytes[16] = {1, 2, 3};
-    CHECK(q->api->write(q, buf, 96, bytes, 4) == TSR_OK, "write at the end");
-    CHECK(q->api->write(q, buf, 97, bytes, 4) == TSR_ERR_INVALID, "write past the end refused");
-    CHECK(q->api->read(q, buf, UINT64_MAX, bytes, 2) == TSR_ERR_INVALID, "read at a huge offset refused");
+    EXPECT(q->api->write(q, buf, 96, bytes, 4) == TSR_OK, "write at the end");
+    EXPECT(q->api->write(q, buf, 97, bytes, 4) == TSR_ERR_INVALID, "write past the end refused");
+    EXPECT(q->api->read(q, buf, UINT64_MAX, bytes, 2) == TSR_ERR_INVALID, "read at a huge offset refused");
 
     /* a node in a ref buffer (data NULL, buffer + offset) */
     float ones[4] = {1, 1, 1, 1};
-    CHECK(q->api->write(q, buf, 0, ones, sizeof ones) == TSR_OK, "upload");
+    EXPECT(q->api->write(q, buf, 0, ones, sizeof ones) == TSR_OK, "upload");
     tsr_tensor a = tensor(TSR_DTYPE_F32, 4, 1, 1, 1, NULL), d = a;
     a.buffer = buf;
     d.buffer = buf;
     d.offset = 32;
     tsr_node n = {.op = TSR_OP_SCALE, .n_src = 1, .dst = &d, .src = {&a}};
     n.fparams[0] = 2.0f;
-    CHECK(q->api->compute(q, &n, 1) == TSR_OK && q->api->synchronize(q) == TSR_OK, "compute in buffer");
+    EXPECT(q->api->compute(q, &n, 1) == TSR_OK && q->api->synchronize(q) == TSR_OK, "compute in buffer");
     float back[4] = {0};
-    CHECK(q->api->read(q, buf, 32, back, sizeof back) == TSR_OK && back[3] == 2.0f, "result read back");
+    EXPECT(q->api->read(q, buf, 32, back, sizeof back) == TSR_OK && back[3] == 2.0f, "result read back");
 
     /* supports_op: unsupported dtypes and malformed nodes */
     uint8_t iq[66] = {0};
@@ -420,30 +415,30 @@ static void test_plugin_tables(void) {
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 256, 1, 1, 1, x);
     tsr_tensor ty = tensor(TSR_DTYPE_F32, 1, 1, 1, 1, y);
     tsr_node mm = {.op = TSR_OP_MUL_MAT, .n_src = 2, .dst = &ty, .src = {&w, &tx}};
-    CHECK(dev->api->supports_op(dev, &mm) == 0, "IQ2_XXS weights are declined");
+    EXPECT(dev->api->supports_op(dev, &mm) == 0, "IQ2_XXS weights are declined");
     char why[256];
-    CHECK(ref_node_check(&mm, why, sizeof why) != 0 && strstr(why, "MUL_MAT"), "reason: %s", why);
+    EXPECT(ref_node_check(&mm, why, sizeof why) != 0 && strstr(why, "MUL_MAT"), "reason: %s", why);
     tsr_node bad = {.op = 999, .n_src = 1, .dst = &ty, .src = {&ty}};
-    CHECK(dev->api->supports_op(dev, &bad) == 0, "unknown op declined");
+    EXPECT(dev->api->supports_op(dev, &bad) == 0, "unknown op declined");
     bad.op = TSR_OP_ADD;
     bad.n_src = 9;
-    CHECK(dev->api->supports_op(dev, &bad) == 0, "n_src 9 declined");
+    EXPECT(dev->api->supports_op(dev, &bad) == 0, "n_src 9 declined");
     tsr_node no_dst = {.op = TSR_OP_SILU, .n_src = 1, .dst = NULL, .src = {&ty}};
-    CHECK(dev->api->supports_op(dev, &no_dst) == 0, "missing dst declined");
-    CHECK(ref_compute(&no_dst, 1, NULL) == TSR_ERR_INVALID, "missing dst is an error, not a crash");
+    EXPECT(dev->api->supports_op(dev, &no_dst) == 0, "missing dst declined");
+    EXPECT(ref_compute(&no_dst, 1, NULL) == TSR_ERR_INVALID, "missing dst is an error, not a crash");
     /* strides whose byte offsets would overflow int64 are refused up front */
     tsr_tensor huge = tensor(TSR_DTYPE_F32, 4, 1 << 20, 1, 1, x);
     huge.nb[1] = INT64_C(1) << 47;
     tsr_node hn = {.op = TSR_OP_SILU, .n_src = 1, .dst = &huge, .src = {&huge}};
-    CHECK(ref_node_check(&hn, why, sizeof why) != 0 && strstr(why, "spans"), "huge span: %s", why);
+    EXPECT(ref_node_check(&hn, why, sizeof why) != 0 && strstr(why, "spans"), "huge span: %s", why);
     tsr_tensor nowhere = tensor(TSR_DTYPE_F32, 1, 1, 1, 1, NULL);
     tsr_node unbound = {.op = TSR_OP_SILU, .n_src = 1, .dst = &ty, .src = {&nowhere}};
-    CHECK(ref_compute(&unbound, 1, NULL) == TSR_ERR_INVALID, "tensor without memory is an error");
-    CHECK(strstr(error_get(), "src0") != NULL, "message names src0: %s", error_get());
+    EXPECT(ref_compute(&unbound, 1, NULL) == TSR_ERR_INVALID, "tensor without memory is an error");
+    EXPECT(strstr(error_get(), "src0") != NULL, "message names src0: %s", error_get());
 
     /* the abort flag stops before the next node */
     abort_flag = 1;
-    CHECK(q->api->compute(q, &n, 1) == TSR_ERR_ABORTED, "abort flag honoured");
+    EXPECT(q->api->compute(q, &n, 1) == TSR_ERR_ABORTED, "abort flag honoured");
     abort_flag = 0;
 
     q->api->destroy(q);
@@ -451,17 +446,4 @@ static void test_plugin_tables(void) {
     p->shutdown();
 }
 
-int main(void) {
-    test_rope();
-    test_rope_yarn();
-    test_soft_max();
-    test_norms();
-    test_get_rows_quantized();
-    test_mul_mat_broadcast();
-    test_unary();
-    test_cpy_concat_argmax();
-    test_flash_attn();
-    test_plugin_tables();
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
-}
+HARNESS_MAIN("ref ops", HARNESS_TEST(test_rope), HARNESS_TEST(test_rope_yarn), HARNESS_TEST(test_soft_max), HARNESS_TEST(test_norms), HARNESS_TEST(test_get_rows_quantized), HARNESS_TEST(test_mul_mat_broadcast), HARNESS_TEST(test_unary), HARNESS_TEST(test_cpy_concat_argmax), HARNESS_TEST(test_flash_attn), HARNESS_TEST(test_plugin_tables))

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "conformance/conformance.h"
 #include "util/error.h"
 
-static int failures;
 
 static int run(const char *target, const char *op, char *report, size_t report_size) {
     FILE *out = tmpfile();
@@ -39,20 +39,15 @@ static void expect(const char *target, const char *op, int want_rc, const char *
     static char report[1 << 16];
     int rc = run(target, op, report, sizeof report);
     int ok = rc == want_rc && (!want_text || strstr(report, want_text));
-    printf("%s %-10s exit %d (want %d)%s%s\n", ok ? "ok  " : "FAIL", op ? op : "(all)", rc, want_rc,
-           want_text ? ", report mentions: " : "", want_text ? want_text : "");
-    if (!ok) {
-        failures++;
+    if (!EXPECT(ok, "%-10s exit %d (want %d)%s%s", op ? op : "(all)", rc, want_rc,
+                want_text ? ", report mentions: " : "", want_text ? want_text : ""))
         printf("---- report ----\n%s---- error: %s\n", report, error_get());
-    }
 }
 
-int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s BROKEN-PLUGIN BROKEN-PLUGIN-10\n", argv[0]);
-        return 2;
-    }
-    const char *broken = argv[1], *broken10 = argv[2];
+static void test_suite_detects(void **state) {
+    (void)state;
+    REQUIRE(harness_argc() >= 3, "usage: test_suite_detects BROKEN-PLUGIN BROKEN-PLUGIN-10");
+    const char *broken = harness_arg(1), *broken10 = harness_arg(2), *self = harness_arg(0);
     /* correct ops pass, every planted bug is caught with the right reason */
     expect(broken, "ADD", 0, "0 failed");
     expect(broken, "MUL", 1, "x allowed");
@@ -73,8 +68,7 @@ int main(int argc, char **argv) {
     setenv("BROKEN_PLUGIN_CRASH", "DISCOVERY", 1);
     expect(broken, "ADD", 1, NULL);
     if (!strstr(error_get(), "crashed with signal 11") || !strstr(error_get(), "discovering devices")) {
-        printf("FAIL a crash in device_count is not named: %s\n", error_get());
-        failures++;
+        ADD_FAILURE("a crash in device_count is not named: %s", error_get());
     }
     unsetenv("BROKEN_PLUGIN_CRASH");
 
@@ -89,8 +83,7 @@ int main(int argc, char **argv) {
         if (!line || !end) continue;
         *end = '\0';
         if (!strstr(full, line + 1)) {
-            printf("FAIL --op %s gives '%s', not found in the full run\n", fams[i], line + 1);
-            failures++;
+            ADD_FAILURE("--op %s gives '%s', not found in the full run", fams[i], line + 1);
         }
     }
     /* declined ops are counted, not failed */
@@ -105,13 +98,11 @@ int main(int argc, char **argv) {
     unsetenv("BROKEN_PLUGIN_NO_DEVICE");
 
     /* not a plugin: an error naming the file */
-    expect(argv[0], "ADD", 2, NULL);
-    if (!strstr(error_get(), argv[0])) {
-        printf("FAIL error for a non-plugin does not name the file: %s\n", error_get());
-        failures++;
+    expect(self, "ADD", 2, NULL);
+    if (!strstr(error_get(), self)) {
+        ADD_FAILURE("error for a non-plugin does not name the file: %s", error_get());
     }
     expect("/nonexistent/libtessera-backend-x.so", "ADD", 2, NULL);
-
-    printf("%d failure(s)\n", failures);
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("conformance suite detects bugs", HARNESS_TEST(test_suite_detects))

@@ -126,12 +126,13 @@ int harness_teardown_(void **state) {
     return 0;
 }
 
-int harness_run(const char *name, const struct CMUnitTest *tests, size_t n, int argc, char **argv) {
+int harness_run(const char *name, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+                CMFixtureFunction teardown, int argc, char **argv) {
     g_argc = argc;
     g_argv = argv;
     /* cmocka's own printing interleaves with ours: no buffering */
     setvbuf(stdout, NULL, _IONBF, 0);
-    int failed = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+    int failed = _cmocka_run_group_tests(name, tests, n, setup, teardown);
     if (failed || g_failures) return 1;
     return g_skipped ? 77 : 0;
 }

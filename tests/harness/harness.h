@@ -108,11 +108,24 @@ int harness_setup_(void **state);
 int harness_teardown_(void **state);
 
 /* Runs the tests, returns the exit status (0, 1 or 77). argc/argv are kept
- * for harness_arg. */
-int harness_run(const char *name, const struct CMUnitTest *tests, size_t n, int argc, char **argv);
-#define HARNESS_RUN(name, tests, argc, argv) harness_run(name, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
+ * for harness_arg. setup (may be NULL) runs once before the tests, with
+ * harness_arg usable; when it fails (returns non-zero, or a REQUIRE in it)
+ * every test fails; teardown (may be NULL) runs once after them. */
+int harness_run(const char *name, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+                CMFixtureFunction teardown, int argc, char **argv);
+#define HARNESS_RUN(name, tests, argc, argv) \
+    harness_run(name, tests, sizeof(tests) / sizeof((tests)[0]), NULL, NULL, argc, argv)
+#define HARNESS_RUN_GROUP(name, tests, setup, teardown, argc, argv) \
+    harness_run(name, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown, argc, argv)
 
-/* main() that runs the listed HARNESS_TEST(...)s. */
+/* main() that runs the listed HARNESS_TEST(...)s; HARNESS_MAIN_GROUP with
+ * a setup and a teardown around them all. */
+#define HARNESS_MAIN_GROUP(name, setup, teardown, ...)                                \
+    int main(int argc, char **argv) {                                                 \
+        const struct CMUnitTest harness_tests_[] = {__VA_ARGS__};                     \
+        return HARNESS_RUN_GROUP(name, harness_tests_, setup, teardown, argc, argv);  \
+    }
+
 #define HARNESS_MAIN(name, ...)                                           \
     int main(int argc, char **argv) {                                     \
         const struct CMUnitTest harness_tests_[] = {__VA_ARGS__};         \

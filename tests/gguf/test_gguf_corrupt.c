@@ -368,7 +368,8 @@ static void test_tensors(void **state) {
 /* Every prefix of a real file's header (and a few inside its data) fails. */
 static void test_truncation(void **state) {
     (void)state;
-    const char *path = harness_model_file("stories260K").s;
+    harness_path model = harness_model_file("stories260K");
+    const char *path = model.s;
     size_t size;
     uint8_t *whole = read_whole_file(path, &size);
     gguf_file *f = gguf_open_memory(whole, size, "whole");

@@ -97,16 +97,14 @@ static size_t json_ints(const char *p, int32_t *ids, size_t cap) {
     return n;
 }
 
-static int check_golden(const char *model_rel, const char *golden_rel) {
-    char path[4096];
-    shared_path(path, sizeof path, golden_rel);
-    char *all = read_file(path, NULL);
-    if (!all) return 0;
+static void check_golden(const char *model_rel, const char *golden_rel) {
+    harness_path path = harness_shared_file(golden_rel);
     vocab *v = load_shared_vocab(model_rel);
-    CHECK(v != NULL, "%s does not load", model_rel);
+    char *all = harness_read_file(path.s, NULL);
+    REQUIRE(all != NULL, "cannot read %s", path.s);
     if (!v) {
         free(all);
-        return 1;
+        return;
     }
     int lines = 0;
     for (char *line = all; line && *line;) {
@@ -118,14 +116,14 @@ static int check_golden(const char *model_rel, const char *golden_rel) {
         size_t n_want = json_ints(find_key(line, "tokens"), want, 1024);
         size_t n_greedy = json_ints(find_key(line, "greedy"), greedy, 1024);
         char *greedy_text = json_string(find_key(line, "greedy_text"), &glen);
-        CHECK(prompt && n_want > 0, "%s line %d: no prompt/tokens", golden_rel, lines + 1);
+        EXPECT(prompt && n_want > 0, "%s line %d: no prompt/tokens", golden_rel, lines + 1);
         if (prompt && n_want > 0) {
             vocab_tokens got = {0};
             int rc = vocab_tokenize(v, prompt, plen, true, true, &got);
             bool same = rc == 0 && got.n == n_want && memcmp(got.ids, want, 4 * n_want) == 0;
             if (!same) {
-                g_failures++;
-                fprintf(stderr, "FAIL %s: prompt ", golden_rel);
+                ADD_FAILURE("%s: the tokens of a prompt differ (below)", golden_rel);
+                fprintf(stderr, "  prompt ");
                 print_escaped(stderr, prompt, plen);
                 fprintf(stderr, "\n  want:");
                 print_ids(stderr, want, n_want);
@@ -136,12 +134,12 @@ static int check_golden(const char *model_rel, const char *golden_rel) {
             char *text = NULL;
             size_t tlen = 0;
             rc = vocab_detokenize(v, want + 1, n_want - 1, 0, &text, &tlen);
-            CHECK(rc == 0 && tlen == plen && memcmp(text, prompt, plen) == 0,
+            EXPECT(rc == 0 && tlen == plen && memcmp(text, prompt, plen) == 0,
                   "%s: detokenize(tokens[1:]) != prompt", golden_rel);
             free(text);
             /* With BOS dropped by remove_special, llama.cpp keeps the space. */
             rc = vocab_detokenize(v, want, n_want, VOCAB_DETOK_REMOVE_SPECIAL, &text, &tlen);
-            CHECK(rc == 0 && tlen == plen + 1 && text[0] == ' ' &&
+            EXPECT(rc == 0 && tlen == plen + 1 && text[0] == ' ' &&
                       memcmp(text + 1, prompt, plen) == 0,
                   "%s: detokenize(tokens, remove_special) != ' ' + prompt", golden_rel);
             free(text);
@@ -152,10 +150,10 @@ static int check_golden(const char *model_rel, const char *golden_rel) {
             size_t n = 0;
             for (size_t i = 0; i < n_greedy; i++) {
                 int32_t w = vocab_token_to_piece(v, greedy[i], cat + n, 16, 0, false);
-                CHECK(w >= 0, "piece of %d", greedy[i]);
+                EXPECT(w >= 0, "piece of %d", greedy[i]);
                 if (w > 0) n += (size_t)w;
             }
-            CHECK(n == glen && memcmp(cat, greedy_text, n) == 0,
+            EXPECT(n == glen && memcmp(cat, greedy_text, n) == 0,
                   "%s line %d: pieces of greedy != greedy_text", golden_rel, lines + 1);
             free(cat);
         }
@@ -165,20 +163,25 @@ static int check_golden(const char *model_rel, const char *golden_rel) {
         line = nl ? nl + 1 : NULL;
     }
     printf("%s: %d prompts checked\n", golden_rel, lines);
-    CHECK(lines > 0, "%s has no lines", golden_rel);
+    EXPECT(lines > 0, "%s has no lines", golden_rel);
     free(all);
     vocab_free(v);
-    return 1;
 }
 
-int main(void) {
-    int done = 0;
-    done += check_golden("models/stories260K.gguf", "golden/stories260K.jsonl");
-    done += check_golden("models/synth-s-f32.gguf", "golden/synth-s-f32.jsonl");
-    done += check_golden("models/synth-s-Q4_K_M-mix.gguf", "golden/synth-s-Q4_K_M-mix.jsonl");
-    if (done == 0) {
-        printf("SKIP: golden files not found under %s\n", shared_dir());
-        return SKIP;
-    }
-    return finish("test_goldens");
+static void test_stories260K(void **state) {
+    (void)state;
+    check_golden("models/stories260K.gguf", "golden/stories260K.jsonl");
 }
+
+static void test_synth_s_f32(void **state) {
+    (void)state;
+    check_golden("models/synth-s-f32.gguf", "golden/synth-s-f32.jsonl");
+}
+
+static void test_synth_s_q4_k_m(void **state) {
+    (void)state;
+    check_golden("models/synth-s-Q4_K_M-mix.gguf", "golden/synth-s-Q4_K_M-mix.jsonl");
+}
+
+HARNESS_MAIN("vocab goldens", HARNESS_TEST(test_stories260K), HARNESS_TEST(test_synth_s_f32),
+             HARNESS_TEST(test_synth_s_q4_k_m))

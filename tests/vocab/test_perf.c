@@ -18,16 +18,16 @@ static double now(void) {
 
 static void bench(const char *rel, const char *text, size_t n) {
     vocab *v = load_shared_vocab(rel);
-    CHECK(v != NULL, "%s does not load", rel);
+    EXPECT(v != NULL, "%s does not load", rel);
     if (!v) return;
     vocab_tokens t = {0};
     double t0 = now();
     int rc = vocab_tokenize(v, text, n, true, false, &t);
     double dt = now() - t0;
-    CHECK(rc == 0, "%s: %s", rel, error_get());
+    EXPECT(rc == 0, "%s: %s", rel, error_get());
     printf("%s: %.1f MB -> %zu tokens in %.3f s (%.2f MB/s)\n", rel, n / 1e6, t.n, dt,
            n / 1e6 / dt);
-    CHECK(dt < 20.0, "%s: tokenizing %.1f MB took %.1f s", rel, n / 1e6, dt);
+    EXPECT(dt < 20.0, "%s: tokenizing %.1f MB took %.1f s", rel, n / 1e6, dt);
     char *out = NULL;
     size_t out_n = 0;
     t0 = now();
@@ -37,23 +37,19 @@ static void bench(const char *rel, const char *text, size_t n) {
     printf("%s: detokenized in %.3f s\n", rel, dt);
     /* SPM keeps the space it prefixed after the BOS (llama.cpp's rule). */
     size_t skip = vocab_get_type(v) == VOCAB_TYPE_SPM ? 1 : 0;
-    CHECK(rc == 0 && out_n == n + skip && memcmp(out + skip, text, n) == 0,
+    EXPECT(rc == 0 && out_n == n + skip && memcmp(out + skip, text, n) == 0,
           "%s: the long text does not round-trip", rel);
     free(out);
     vocab_tokens_free(&t);
     vocab_free(v);
 }
 
-int main(void) {
-    char path[4096];
-    shared_path(path, sizeof path, "golden/story.txt");
-    size_t len;
-    char *story = read_file(path, &len);
-    if (!story || len == 0) {
-        printf("SKIP: %s not found\n", path);
-        free(story);
-        return SKIP;
-    }
+static void test_perf(void **state) {
+    (void)state;
+    harness_path path = harness_shared_file("golden/story.txt");
+    size_t len = 0;
+    char *story = harness_read_file(path.s, &len);
+    REQUIRE(story && len > 0, "%s is empty or unreadable", path.s);
     size_t want = 4u << 20, n = 0;
     char *text = malloc(want + len);
     while (n < want) {
@@ -64,5 +60,6 @@ int main(void) {
     bench("vocab/ggml-vocab-gpt-2.gguf", text, n);
     free(text);
     free(story);
-    return finish("test_perf");
 }
+
+HARNESS_MAIN("vocab perf", HARNESS_TEST(test_perf))

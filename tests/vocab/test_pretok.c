@@ -142,38 +142,44 @@ static void strip_sep(char *s) {
     s[n] = '\0';
 }
 
-int main(void) {
+/* Every name compiles, and its words cover the text. */
+static void test_names(void **state) {
+    (void)state;
     size_t n_names = sizeof pretok_names / sizeof pretok_names[0];
     for (size_t k = 0; k < n_names; k++) {
         pretok_info info;
         pretok *p = pretok_new(pretok_names[k].name, &info);
-        CHECK(p != NULL, "%s: %s", pretok_names[k].name, error_get());
-        CHECK(pretok_regexes[pretok_names[k].family][0] != NULL, "%s has no regex",
+        EXPECT(p != NULL, "%s: %s", pretok_names[k].name, error_get());
+        EXPECT(pretok_regexes[pretok_names[k].family][0] != NULL, "%s has no regex",
               pretok_names[k].name);
         if (!p) continue;
         for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
             char *joined = split_joined_as(p, texts[t], strlen(texts[t]), info.spm_style);
-            CHECK(joined != NULL, "%s: split failed: %s", pretok_names[k].name, error_get());
+            EXPECT(joined != NULL, "%s: split failed: %s", pretok_names[k].name, error_get());
             if (!joined) continue;
             strip_sep(joined);
-            CHECK(strcmp(joined, texts[t]) == 0, "%s: words of text %zu do not cover it",
+            EXPECT(strcmp(joined, texts[t]) == 0, "%s: words of text %zu do not cover it",
                   pretok_names[k].name, t);
             free(joined);
         }
         pretok_free(p);
     }
     printf("%zu pre-tokenizer names compile and cover their input\n", n_names);
+}
 
+/* llama.cpp's splits of the texts. */
+static void test_reference_splits(void **state) {
+    (void)state;
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         pretok_info info;
         pretok *p = pretok_new(expected[i].name, &info);
-        if (!p) continue; /* reported above */
+        if (!p) continue; /* reported by test_names */
         const char *text = texts[expected[i].text];
         char *got = split_joined(p, text, strlen(text));
         bool same = got && strcmp(got, expected[i].words) == 0;
         if (!same) {
-            g_failures++;
-            fprintf(stderr, "FAIL %s text %d:\n  want ", expected[i].name, expected[i].text);
+            ADD_FAILURE("%s text %d: the words differ", expected[i].name, expected[i].text);
+            fprintf(stderr, "  want ");
             print_escaped(stderr, expected[i].words, strlen(expected[i].words));
             fprintf(stderr, "\n  got  ");
             if (got) print_escaped(stderr, got, strlen(got));
@@ -183,7 +189,10 @@ int main(void) {
         pretok_free(p);
     }
     printf("%zu reference splits checked\n", sizeof expected / sizeof expected[0]);
+}
 
+static void test_long_runs(void **state) {
+    (void)state;
     /* Long runs of one letter: the case-splitting families (tekken, gpt-4o)
      * once ran into PCRE2's match limit here. */
     static const char *const heavy[] = {"tekken", "gpt-4o", "granite-embed-multi-97m", "llama-bpe"};
@@ -195,7 +204,7 @@ int main(void) {
         for (int c = 0; c < 2 && hp; c++) {
             memset(letters, c ? 'a' : 'A', run);
             vocab_words hw = {0};
-            CHECK(pretok_split(hp, letters, run, &hw) == 0 && hw.n == 1,
+            EXPECT(pretok_split(hp, letters, run, &hw) == 0 && hw.n == 1,
                   "%s: a run of %zu '%c' is one word: %s", heavy[h], run, c ? 'a' : 'A',
                   error_get());
             vocab_words_free(&hw);
@@ -203,12 +212,15 @@ int main(void) {
         pretok_free(hp);
     }
     free(letters);
+}
 
+static void test_errors(void **state) {
+    (void)state;
     /* Unknown name: an error that names it and lists known ones. */
     pretok_info info;
     pretok *bad = pretok_new("no-such-pre", &info);
-    CHECK(bad == NULL, "unknown name accepted");
-    CHECK(strstr(error_get(), "no-such-pre") && strstr(error_get(), "llama-bpe") &&
+    EXPECT(bad == NULL, "unknown name accepted");
+    EXPECT(strstr(error_get(), "no-such-pre") && strstr(error_get(), "llama-bpe") &&
               strstr(error_get(), "tokenizer.ggml.pre"),
           "error does not name the key, the value and the known names: %s", error_get());
 
@@ -216,22 +228,24 @@ int main(void) {
     pretok *p = pretok_new("llama-bpe", &info);
     const char junk[] = "a\xff\xfe b\xc3(\xe2\x82 \xed\xa0\x80z";
     vocab_words w = {0};
-    CHECK(p && pretok_split(p, junk, sizeof junk - 1, &w) == 0, "split of invalid UTF-8 failed");
+    EXPECT(p && pretok_split(p, junk, sizeof junk - 1, &w) == 0, "split of invalid UTF-8 failed");
     size_t fffd = 0;
     for (size_t off = 0; off < w.len;) {
         uint32_t c = utf8_decode(w.buf, w.len, &off);
         int b = gpt2_cpt_to_byte(c);
-        CHECK(b >= 0, "word byte outside the GPT-2 map");
+        EXPECT(b >= 0, "word byte outside the GPT-2 map");
         (void)b;
     }
     /* Raw bytes of the words: U+FFFD is EF BF BD. */
     char *joined = split_joined(p, junk, sizeof junk - 1);
     for (const char *q = joined; q && (q = strstr(q, "\xef\xbf\xbd")); q += 3) fffd++;
-    CHECK(fffd == 5, "expected 5 replacement characters (ff, fe, c3, e2, 82), got %zu", fffd);
-    CHECK(joined && strstr(joined, "\xed\xa0\x80"),
+    EXPECT(fffd == 5, "expected 5 replacement characters (ff, fe, c3, e2, 82), got %zu", fffd);
+    EXPECT(joined && strstr(joined, "\xed\xa0\x80"),
           "a well-formed surrogate is kept as llama.cpp keeps it");
     free(joined);
     vocab_words_free(&w);
     pretok_free(p);
-    return finish("test_pretok");
 }
+
+HARNESS_MAIN("pretok", HARNESS_TEST(test_names), HARNESS_TEST(test_reference_splits), HARNESS_TEST(test_long_runs),
+             HARNESS_TEST(test_errors))

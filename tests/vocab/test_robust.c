@@ -59,14 +59,14 @@ static bool round_trip(const vocab *v, const char *text, size_t n, const char *w
 
 static void test_empty(const vocab *v, const char *name) {
     vocab_tokens t = {0};
-    CHECK(vocab_tokenize(v, "", 0, false, false, &t) == 0 && t.n == 0, "%s: empty -> []", name);
-    CHECK(vocab_tokenize(v, NULL, 0, true, true, &t) == 0, "%s: NULL, 0", name);
+    EXPECT(vocab_tokenize(v, "", 0, false, false, &t) == 0 && t.n == 0, "%s: empty -> []", name);
+    EXPECT(vocab_tokenize(v, NULL, 0, true, true, &t) == 0, "%s: NULL, 0", name);
     size_t want = vocab_add_bos(v) ? 1 : 0;
-    CHECK(t.n == want && (!want || t.ids[0] == vocab_bos(v)), "%s: empty + special -> [BOS?]",
+    EXPECT(t.n == want && (!want || t.ids[0] == vocab_bos(v)), "%s: empty + special -> [BOS?]",
           name);
     char *text = NULL;
     size_t len = 1;
-    CHECK(vocab_detokenize(v, NULL, 0, 0, &text, &len) == 0 && len == 0 && text[0] == '\0',
+    EXPECT(vocab_detokenize(v, NULL, 0, 0, &text, &len) == 0 && len == 0 && text[0] == '\0',
           "%s: detokenize([]) == \"\"", name);
     free(text);
     vocab_tokens_free(&t);
@@ -107,7 +107,7 @@ static void test_random_bytes(const vocab *v, const char *name) {
         checked++;
         free(s);
     }
-    CHECK(bad == 0, "%s: %d of %d random byte strings did not round-trip", name, bad, checked);
+    EXPECT(bad == 0, "%s: %d of %d random byte strings did not round-trip", name, bad, checked);
     printf("%s: %d random byte strings round-trip\n", name, checked);
 }
 
@@ -139,7 +139,7 @@ static void test_random_utf8(const vocab *v, const char *name) {
             }
         }
     }
-    CHECK(bad == 0, "%s: %d random UTF-8 strings did not round-trip", name, bad);
+    EXPECT(bad == 0, "%s: %d random UTF-8 strings did not round-trip", name, bad);
 }
 
 static void test_long(const vocab *v, const char *name) {
@@ -153,13 +153,13 @@ static void test_long(const vocab *v, const char *name) {
         }
         vocab_tokens t = {0};
         int rc = vocab_tokenize(v, s, n, false, false, &t);
-        CHECK(rc == 0 && t.n > 0 && ids_in_range(v, &t), "%s: long run of '%s' fails: %s", name,
+        EXPECT(rc == 0 && t.n > 0 && ids_in_range(v, &t), "%s: long run of '%s' fails: %s", name,
               units[u], error_get());
         if (units[u][0] != '\xff') {
             char *out = NULL;
             size_t out_n = 0;
             unsigned flags = VOCAB_DETOK_NO_CLEANUP;
-            CHECK(vocab_detokenize(v, t.ids, t.n, flags, &out, &out_n) == 0 && out_n == n &&
+            EXPECT(vocab_detokenize(v, t.ids, t.n, flags, &out, &out_n) == 0 && out_n == n &&
                       memcmp(out, s, n) == 0,
                   "%s: long run %zu does not round-trip", name, u);
             free(out);
@@ -174,21 +174,21 @@ static void test_specials(const vocab *v, const char *name) {
     int32_t eos = vocab_eos(v);
     size_t eos_len = 0;
     const char *eos_text = vocab_token_text(v, eos, &eos_len);
-    CHECK(eos_text != NULL, "%s: eos has text", name);
+    EXPECT(eos_text != NULL, "%s: eos has text", name);
     if (!eos_text) return;
     char s[256];
     int n = snprintf(s, sizeof s, "Hi%.*s", (int)eos_len, eos_text);
-    CHECK(vocab_tokenize(v, s, (size_t)n, false, true, &on) == 0, "x");
-    CHECK(vocab_tokenize(v, s, (size_t)n, false, false, &off) == 0, "x");
-    CHECK(vocab_tokenize(v, "Hi", 2, false, false, &plain) == 0, "x");
-    CHECK(on.n == plain.n + 1 && memcmp(on.ids, plain.ids, plain.n * 4) == 0 &&
+    EXPECT(vocab_tokenize(v, s, (size_t)n, false, true, &on) == 0, "x");
+    EXPECT(vocab_tokenize(v, s, (size_t)n, false, false, &off) == 0, "x");
+    EXPECT(vocab_tokenize(v, "Hi", 2, false, false, &plain) == 0, "x");
+    EXPECT(on.n == plain.n + 1 && memcmp(on.ids, plain.ids, plain.n * 4) == 0 &&
               on.ids[on.n - 1] == eos,
           "%s: parse_special: 'Hi' + EOS text -> tokens('Hi') + [EOS]", name);
     bool has_eos = false;
     for (size_t i = 0; i < off.n; i++) has_eos |= off.ids[i] == eos;
-    CHECK(!has_eos || vocab_get_type(v) == VOCAB_TYPE_SPM,
+    EXPECT(!has_eos || vocab_get_type(v) == VOCAB_TYPE_SPM,
           "%s: without parse_special the EOS text stays text", name);
-    CHECK(vocab_is_eog(v, eos), "%s: EOS ends generation", name);
+    EXPECT(vocab_is_eog(v, eos), "%s: EOS ends generation", name);
     vocab_tokens_free(&on);
     vocab_tokens_free(&off);
     vocab_tokens_free(&plain);
@@ -216,7 +216,7 @@ static void test_threads(const vocab *v, const char *name) {
     const char *text = "Hello, y'all! How are you \xf0\x9f\x98\x81 ?\xe6\x88\x91 1314151 "
                        "don't  \n\n  stop";
     vocab_tokens ref = {0};
-    CHECK(vocab_tokenize(v, text, strlen(text), true, true, &ref) == 0, "x");
+    EXPECT(vocab_tokenize(v, text, strlen(text), true, true, &ref) == 0, "x");
     job jobs[4];
     pthread_t th[4];
     for (int i = 0; i < 4; i++) {
@@ -225,7 +225,7 @@ static void test_threads(const vocab *v, const char *name) {
     }
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
-        CHECK(jobs[i].rc == 0 && jobs[i].out.n == ref.n &&
+        EXPECT(jobs[i].rc == 0 && jobs[i].out.n == ref.n &&
                   memcmp(jobs[i].out.ids, ref.ids, ref.n * sizeof *ref.ids) == 0,
               "%s: thread %d differs", name, i);
         vocab_tokens_free(&jobs[i].out);
@@ -233,25 +233,31 @@ static void test_threads(const vocab *v, const char *name) {
     vocab_tokens_free(&ref);
 }
 
-int main(void) {
-    static const char *const files[] = {"vocab/ggml-vocab-llama-spm.gguf",
-                                        "vocab/ggml-vocab-gpt-2.gguf", "models/stories260K.gguf"};
-    int loaded = 0;
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        vocab *v = load_shared_vocab(files[i]);
-        if (!v) continue;
-        loaded++;
-        test_empty(v, files[i]);
-        test_random_bytes(v, files[i]);
-        test_random_utf8(v, files[i]);
-        test_long(v, files[i]);
-        test_specials(v, files[i]);
-        test_threads(v, files[i]);
-        vocab_free(v);
-    }
-    if (!loaded) {
-        printf("SKIP: no vocabularies under %s\n", shared_dir());
-        return SKIP;
-    }
-    return finish("test_robust");
+static void check_vocab(const char *rel) {
+    vocab *v = load_shared_vocab(rel);
+    if (!v) return;
+    test_empty(v, rel);
+    test_random_bytes(v, rel);
+    test_random_utf8(v, rel);
+    test_long(v, rel);
+    test_specials(v, rel);
+    test_threads(v, rel);
+    vocab_free(v);
 }
+
+static void test_llama_spm(void **state) {
+    (void)state;
+    check_vocab("vocab/ggml-vocab-llama-spm.gguf");
+}
+
+static void test_gpt2(void **state) {
+    (void)state;
+    check_vocab("vocab/ggml-vocab-gpt-2.gguf");
+}
+
+static void test_stories260K(void **state) {
+    (void)state;
+    check_vocab("models/stories260K.gguf");
+}
+
+HARNESS_MAIN("vocab robustness", HARNESS_TEST(test_llama_spm), HARNESS_TEST(test_gpt2), HARNESS_TEST(test_stories260K))

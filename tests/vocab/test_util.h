@@ -1,6 +1,6 @@
 /*
- * test_util — small helpers shared by the vocab tests: reading files,
- * locating the shared reference data, loading a vocabulary, reporting.
+ * test_util — what the vocab tests share besides harness.h: loading a
+ * vocabulary, printing token ids and text.
  */
 #ifndef TESSERA_TESTS_VOCAB_UTIL_H
 #define TESSERA_TESTS_VOCAB_UTIL_H
@@ -10,71 +10,25 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "harness.h"
 #include "util/error.h"
 #include "vocab/vocab.h"
 
-#define SKIP 77
-
-static int g_failures;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            g_failures++;                                                 \
-        }                                                                 \
-    } while (0)
-
-/* Whole file in a malloc'd buffer (NUL-terminated); NULL if unreadable. */
-static inline char *read_file(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, fp);
-        n += r;
-        if (r == 0) break;
-    }
-    fclose(fp);
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
-
-static inline const char *shared_dir(void) {
-    const char *s = getenv("TESSERA_SHARED");
-    return s && *s ? s : "../shared";
-}
-
-static inline void shared_path(char *out, size_t size, const char *rel) {
-    int w = snprintf(out, size, "%s/%s", shared_dir(), rel);
-    if (w < 0 || (size_t)w >= size) {
-        fprintf(stderr, "path too long: %s/%s\n", shared_dir(), rel);
-        exit(1);
-    }
-}
-
-/* Load the vocabulary of a GGUF under shared/; NULL (and a message) if the
- * file is missing or does not load. */
-static inline vocab *load_shared_vocab(const char *rel) {
-    char path[4096];
-    shared_path(path, sizeof path, rel);
+/* The vocabulary of the GGUF at path; NULL (a failure recorded) when it
+ * does not open or load. */
+static inline vocab *load_vocab_file(const char *path) {
     gguf_file *f = gguf_open(path);
-    if (!f) {
-        fprintf(stderr, "cannot open %s: %s\n", path, error_get());
-        return NULL;
-    }
+    if (!EXPECT(f != NULL, "cannot open %s: %s", path, error_get())) return NULL;
     vocab *v = vocab_load(f);
-    if (!v) fprintf(stderr, "cannot load vocabulary of %s: %s\n", path, error_get());
+    EXPECT(v != NULL, "cannot load vocabulary of %s: %s", path, error_get());
     gguf_close(f);
     return v;
+}
+
+/* The vocabulary of $TESSERA_SHARED/rel: skips the test when the file is
+ * absent, NULL (a failure recorded) when it does not load. */
+static inline vocab *load_shared_vocab(const char *rel) {
+    return load_vocab_file(harness_shared_file(rel).s);
 }
 
 static inline void print_ids(FILE *fp, const int32_t *ids, size_t n) {
@@ -91,15 +45,6 @@ static inline void print_escaped(FILE *fp, const char *s, size_t n) {
         else fputc(c, fp);
     }
     fputc('\'', fp);
-}
-
-static inline int finish(const char *name) {
-    if (g_failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", name, g_failures);
-        return 1;
-    }
-    printf("%s: all checks passed\n", name);
-    return 0;
 }
 
 #endif

@@ -89,17 +89,15 @@ static int run_file(const char *name) {
     char rel[4096 + 16], path[8192];
     if (snprintf(rel, sizeof rel, "vocab/%s", name) >= (int)sizeof rel) return 0;
     vocab *v = load_shared_vocab(rel);
-    CHECK(v != NULL, "%s does not load", name);
+    EXPECT(v != NULL, "%s does not load", name);
     if (!v) return 0;
 
     size_t inp_len = 0;
-    shared_path(path, sizeof path, rel);
-    strcat(path, ".inp");
-    char *inp = read_file(path, &inp_len);
-    shared_path(path, sizeof path, rel);
-    strcat(path, ".out");
-    char *out = read_file(path, NULL);
-    CHECK(inp && out, "%s: missing .inp or .out", name);
+    snprintf(path, sizeof path, "%s.inp", harness_shared_path(rel).s);
+    char *inp = harness_read_file(path, &inp_len);
+    snprintf(path, sizeof path, "%s.out", harness_shared_path(rel).s);
+    char *out = harness_read_file(path, NULL);
+    EXPECT(inp && out, "%s: missing .inp or .out", name);
     if (!inp || !out) {
         vocab_free(v);
         free(inp);
@@ -109,7 +107,7 @@ static int run_file(const char *name) {
     vectors t = {0};
     split_inputs(inp, inp_len, &t);
     split_lines(out, &t);
-    CHECK(t.n_inp == t.n_out && t.n_inp > 0, "%s: %zu inputs but %zu output lines", name,
+    EXPECT(t.n_inp == t.n_out && t.n_inp > 0, "%s: %zu inputs but %zu output lines", name,
           t.n_inp, t.n_out);
 
     size_t passed = 0, roundtrips = 0;
@@ -118,13 +116,13 @@ static int run_file(const char *name) {
         size_t n_want = parse_ids(t.out[i], want, 4096);
         vocab_tokens got = {0};
         int rc = vocab_tokenize(v, t.inp[i], t.inp_len[i], false, false, &got);
-        CHECK(rc == 0, "%s: input %zu: %s", name, i, error_get());
+        EXPECT(rc == 0, "%s: input %zu: %s", name, i, error_get());
         bool same = rc == 0 && got.n == n_want && (n_want == 0 || memcmp(got.ids, want, n_want * 4) == 0);
         if (same) {
             passed++;
         } else {
-            g_failures++;
-            fprintf(stderr, "FAIL %s input %zu ", name, i);
+            ADD_FAILURE("%s: the tokens of input %zu differ (below)", name, i);
+            fprintf(stderr, "  input %zu ", i);
             print_escaped(stderr, t.inp[i], t.inp_len[i]);
             fprintf(stderr, "\n  want:");
             print_ids(stderr, want, n_want);
@@ -138,14 +136,14 @@ static int run_file(const char *name) {
         size_t text_len = 0;
         unsigned flags = vocab_get_type(v) == VOCAB_TYPE_BPE ? VOCAB_DETOK_NO_CLEANUP : 0;
         rc = vocab_detokenize(v, got.ids, got.n, flags, &text, &text_len);
-        CHECK(rc == 0 && text_len == t.inp_len[i] && (text_len == 0 || memcmp(text, t.inp[i], text_len) == 0),
+        EXPECT(rc == 0 && text_len == t.inp_len[i] && (text_len == 0 || memcmp(text, t.inp[i], text_len) == 0),
               "%s: input %zu does not round-trip (got %zu bytes)", name, i, text_len);
         if (rc == 0 && text_len == t.inp_len[i] && memcmp(text, t.inp[i], text_len) == 0)
             roundtrips++;
         free(text);
         if (!cleanup_touches(t.inp[i], t.inp_len[i])) {
             rc = vocab_detokenize(v, got.ids, got.n, 0, &text, &text_len);
-            CHECK(rc == 0 && text_len == t.inp_len[i] && memcmp(text, t.inp[i], text_len) == 0,
+            EXPECT(rc == 0 && text_len == t.inp_len[i] && memcmp(text, t.inp[i], text_len) == 0,
                   "%s: input %zu does not round-trip with clean-up", name, i);
             free(text);
         }
@@ -162,14 +160,12 @@ static int run_file(const char *name) {
     return 1;
 }
 
-int main(void) {
-    char dir[4096];
-    shared_path(dir, sizeof dir, "vocab");
+static void test_vectors(void **state) {
+    (void)state;
+    harness_path vocab_dir = harness_shared_file("vocab");
+    const char *dir = vocab_dir.s;
     DIR *d = opendir(dir);
-    if (!d) {
-        printf("SKIP: no tokenizer vectors at %s\n", dir);
-        return SKIP;
-    }
+    REQUIRE(d != NULL, "cannot list %s", dir);
     int files = 0;
     struct dirent *e;
     char names[64][256];
@@ -181,6 +177,7 @@ int main(void) {
     }
     closedir(d);
     for (int i = 0; i < n_names; i++) files += run_file(names[i]);
-    CHECK(files > 0, "no X.gguf vocabularies in %s", dir);
-    return finish("test_vectors");
+    EXPECT(files > 0, "no X.gguf vocabularies in %s", dir);
 }
+
+HARNESS_MAIN("vocab vectors", HARNESS_TEST(test_vectors))

@@ -8,20 +8,9 @@
 
 #include <tessera/tessera.h>
 
+#include "harness.h"
 #include "sample/sample.h"
 #include "util/error.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            failures++;                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-        }                                                                       \
-    } while (0)
 
 enum { MAXV = 64 };
 
@@ -52,7 +41,8 @@ static void logits_from_probs(float *logits, const double *probs, int n) {
 
 /* ------------------------------------------------------------------ rng */
 
-static void test_rng(void) {
+static void test_rng(void **state) {
+    (void)state;
     /* Expected streams computed by an independent implementation of
      * splitmix64 -> xoshiro256** (checked against splitmix64's published
      * first output for seed 0, 0xe220a8397b1dcdaf). */
@@ -63,62 +53,64 @@ static void test_rng(void) {
     sample_rng_seed(&r, 42);
     for (int i = 0; i < 4; i++) {
         uint64_t v = sample_rng_next(&r);
-        CHECK(v == seed42[i], "seed 42 output %d is %016llx", i, (unsigned long long)v);
+        EXPECT(v == seed42[i], "seed 42 output %d is %016llx", i, (unsigned long long)v);
     }
     sample_rng_seed(&r, 0);
     for (int i = 0; i < 2; i++) {
         uint64_t v = sample_rng_next(&r);
-        CHECK(v == seed0[i], "seed 0 output %d is %016llx", i, (unsigned long long)v);
+        EXPECT(v == seed0[i], "seed 0 output %d is %016llx", i, (unsigned long long)v);
     }
     sample_rng_seed(&r, 7);
     double lo = 1, hi = 0, sum = 0;
     for (int i = 0; i < 100000; i++) {
         double u = sample_rng_uniform(&r);
-        CHECK(u >= 0.0 && u < 1.0, "uniform %g out of [0,1)", u);
+        EXPECT(u >= 0.0 && u < 1.0, "uniform %g out of [0,1)", u);
         if (u < lo) lo = u;
         if (u > hi) hi = u;
         sum += u;
     }
-    CHECK(lo < 0.001 && hi > 0.999, "uniform range [%g, %g] too narrow", lo, hi);
-    CHECK(fabs(sum / 100000 - 0.5) < 0.005, "uniform mean %g", sum / 100000);
+    EXPECT(lo < 0.001 && hi > 0.999, "uniform range [%g, %g] too narrow", lo, hi);
+    EXPECT(fabs(sum / 100000 - 0.5) < 0.005, "uniform mean %g", sum / 100000);
 }
 
 /* ------------------------------------------------------------ softmax/sort */
 
-static void test_sort_softmax(void) {
+static void test_sort_softmax(void **state) {
+    (void)state;
     const float logits[6] = {1, 3, 3, -2, 0.5f, 3};
     fixture f;
     fixture_init(&f, logits, 6);
     sample_softmax(&f.c);
     /* Ties on 3.0 go by ascending id. */
-    CHECK(!strcmp(ids_of(&f.c), "1,2,5,0,4,3"), "sorted order %s", ids_of(&f.c));
+    EXPECT(!strcmp(ids_of(&f.c), "1,2,5,0,4,3"), "sorted order %s", ids_of(&f.c));
     double sum = 0;
     for (size_t i = 0; i < f.c.size; i++) sum += f.c.data[i].p;
-    CHECK(fabs(sum - 1.0) < 1e-6, "softmax sums to %g", sum);
+    EXPECT(fabs(sum - 1.0) < 1e-6, "softmax sums to %g", sum);
     double e = exp(1.0 - 3.0) / (3 * 1 + exp(-2.0) + exp(-2.5) + exp(-5.0));
-    CHECK(fabs(f.c.data[3].p - e) < 1e-6, "p(id 0) = %g, expected %g", f.c.data[3].p, e);
+    EXPECT(fabs(f.c.data[3].p - e) < 1e-6, "p(id 0) = %g, expected %g", f.c.data[3].p, e);
 }
 
 /* ----------------------------------------------------------------- top-k */
 
-static void test_top_k(void) {
+static void test_top_k(void **state) {
+    (void)state;
     const float logits[7] = {1, 5, 3, 4, 2, 4.5f, -1};
     fixture f;
     fixture_init(&f, logits, 7);
     sample_top_k(&f.c, 3);
-    CHECK(f.c.size == 3 && !strcmp(ids_of(&f.c), "1,5,3"), "top-3 kept %s", ids_of(&f.c));
+    EXPECT(f.c.size == 3 && !strcmp(ids_of(&f.c), "1,5,3"), "top-3 kept %s", ids_of(&f.c));
 
     fixture_init(&f, logits, 7);
     sample_top_k(&f.c, 1);
-    CHECK(!strcmp(ids_of(&f.c), "1"), "top-1 kept %s", ids_of(&f.c));
+    EXPECT(!strcmp(ids_of(&f.c), "1"), "top-1 kept %s", ids_of(&f.c));
 
     fixture_init(&f, logits, 7);
     sample_top_k(&f.c, 0);
-    CHECK(f.c.size == 7, "k = 0 must keep all, kept %zu", f.c.size);
+    EXPECT(f.c.size == 7, "k = 0 must keep all, kept %zu", f.c.size);
 
     fixture_init(&f, logits, 7);
     sample_top_k(&f.c, 100);
-    CHECK(f.c.size == 7, "k > n must keep all, kept %zu", f.c.size);
+    EXPECT(f.c.size == 7, "k > n must keep all, kept %zu", f.c.size);
 
     /* Larger row, random logits: compare with a full sort. */
     float big[MAXV];
@@ -130,15 +122,16 @@ static void test_top_k(void) {
     fixture_init(&g, big, MAXV);
     sample_top_k(&f.c, 10);
     sample_sort(&g.c);
-    CHECK(f.c.size == 10, "top-10 kept %zu", f.c.size);
+    EXPECT(f.c.size == 10, "top-10 kept %zu", f.c.size);
     for (size_t i = 0; i < 10 && i < f.c.size; i++)
-        CHECK(f.c.data[i].id == g.c.data[i].id, "top-10 rank %zu: %d vs full sort %d", i,
+        EXPECT(f.c.data[i].id == g.c.data[i].id, "top-10 rank %zu: %d vs full sort %d", i,
               (int)f.c.data[i].id, (int)g.c.data[i].id);
 }
 
 /* ----------------------------------------------------------------- top-p */
 
-static void test_top_p(void) {
+static void test_top_p(void **state) {
+    (void)state;
     const double probs[5] = {0.1, 0.4, 0.05, 0.25, 0.2}; /* sorted: 1,3,4,0,2 */
     float logits[5];
     logits_from_probs(logits, probs, 5);
@@ -157,23 +150,24 @@ static void test_top_p(void) {
         fixture f;
         fixture_init(&f, logits, 5);
         sample_top_p(&f.c, cases[i].p);
-        CHECK(!strcmp(ids_of(&f.c), cases[i].kept), "top-p %g kept %s, expected %s",
+        EXPECT(!strcmp(ids_of(&f.c), cases[i].kept), "top-p %g kept %s, expected %s",
               (double)cases[i].p, ids_of(&f.c), cases[i].kept);
     }
     fixture f;
     fixture_init(&f, logits, 5);
     sample_top_p(&f.c, 1.0f);
-    CHECK(f.c.size == 5, "top-p 1 must keep all, kept %zu", f.c.size);
+    EXPECT(f.c.size == 5, "top-p 1 must keep all, kept %zu", f.c.size);
 }
 
 /* Over 1024 unsorted candidates top-p sorts only a growing best prefix;
  * it must keep exactly what the full sort keeps. */
-static void test_top_p_large(void) {
+static void test_top_p_large(void **state) {
+    (void)state;
     enum { N = 5000 };
     float *logits = malloc(N * sizeof *logits);
     sample_cand *sa = malloc(N * sizeof *sa), *sb = malloc(N * sizeof *sb);
     if (!logits || !sa || !sb) {
-        CHECK(0, "out of memory");
+        EXPECT(0, "out of memory");
         goto done;
     }
     sample_rng r;
@@ -195,7 +189,7 @@ static void test_top_p_large(void) {
             sample_top_p(&b, ps[k]);
             bool same = a.size == b.size;
             for (size_t i = 0; same && i < a.size; i++) same = a.data[i].id == b.data[i].id;
-            CHECK(same, "round %d top-p %g: kept %zu, full sort kept %zu", round, (double)ps[k],
+            EXPECT(same, "round %d top-p %g: kept %zu, full sort kept %zu", round, (double)ps[k],
                   a.size, b.size);
         }
     }
@@ -207,7 +201,8 @@ done:
 
 /* ----------------------------------------------------------------- min-p */
 
-static void test_min_p(void) {
+static void test_min_p(void **state) {
+    (void)state;
     const double probs[5] = {0.1, 0.4, 0.05, 0.25, 0.2};
     float logits[5];
     logits_from_probs(logits, probs, 5);
@@ -225,18 +220,19 @@ static void test_min_p(void) {
         fixture f;
         fixture_init(&f, logits, 5);
         sample_min_p(&f.c, cases[i].p);
-        CHECK(!strcmp(ids_of(&f.c), cases[i].kept), "min-p %g kept %s, expected %s",
+        EXPECT(!strcmp(ids_of(&f.c), cases[i].kept), "min-p %g kept %s, expected %s",
               (double)cases[i].p, ids_of(&f.c), cases[i].kept);
     }
     fixture f;
     fixture_init(&f, logits, 5);
     sample_min_p(&f.c, 0.0f);
-    CHECK(f.c.size == 5, "min-p 0 must keep all, kept %zu", f.c.size);
+    EXPECT(f.c.size == 5, "min-p 0 must keep all, kept %zu", f.c.size);
 }
 
 /* --------------------------------------------------------------- typical */
 
-static void test_typical(void) {
+static void test_typical(void **state) {
+    (void)state;
     /* p = 0.4 0.3 0.2 0.1, H = 1.2799 nats; |-log p - H| = 0.364 0.076 0.329
      * 1.023: typicality order is ids 1, 2, 0, 3 — the most likely token is
      * not the most typical one. */
@@ -256,37 +252,39 @@ static void test_typical(void) {
         fixture f;
         fixture_init(&f, logits, 4);
         sample_typical(&f.c, cases[i].p);
-        CHECK(!strcmp(ids_of(&f.c), cases[i].kept), "typical %g kept %s, expected %s",
+        EXPECT(!strcmp(ids_of(&f.c), cases[i].kept), "typical %g kept %s, expected %s",
               (double)cases[i].p, ids_of(&f.c), cases[i].kept);
     }
     fixture f;
     fixture_init(&f, logits, 4);
     sample_typical(&f.c, 1.0f);
-    CHECK(f.c.size == 4 && !strcmp(ids_of(&f.c), "0,1,2,3"), "typical 1 must be a no-op: %s",
+    EXPECT(f.c.size == 4 && !strcmp(ids_of(&f.c), "0,1,2,3"), "typical 1 must be a no-op: %s",
           ids_of(&f.c));
 }
 
 /* ----------------------------------------------------------- temperature */
 
-static void test_temperature(void) {
+static void test_temperature(void **state) {
+    (void)state;
     const float logits[3] = {2, -4, 1};
     fixture f;
     fixture_init(&f, logits, 3);
     sample_temperature(&f.c, 2.0f);
-    CHECK(f.c.data[0].logit == 1.0f && f.c.data[1].logit == -2.0f && f.c.data[2].logit == 0.5f,
+    EXPECT(f.c.data[0].logit == 1.0f && f.c.data[1].logit == -2.0f && f.c.data[2].logit == 0.5f,
           "temp 2 gave %g %g %g", (double)f.c.data[0].logit, (double)f.c.data[1].logit,
           (double)f.c.data[2].logit);
     fixture_init(&f, logits, 3);
     sample_temperature(&f.c, 0.0f);
-    CHECK(!strcmp(ids_of(&f.c), "0"), "temp 0 must keep only the best, kept %s", ids_of(&f.c));
+    EXPECT(!strcmp(ids_of(&f.c), "0"), "temp 0 must keep only the best, kept %s", ids_of(&f.c));
 }
 
 /* ------------------------------------------------------------- penalties */
 
-static void test_penalties(void) {
+static void test_penalties(void **state) {
+    (void)state;
     const float logits[6] = {1.0f, 1.0f, 0.5f, 2.0f, 0.0f, -1.0f};
     sample_history h;
-    CHECK(sample_history_init(&h, 8) == 0, "history init: %s", error_get());
+    EXPECT(sample_history_init(&h, 8) == 0, "history init: %s", error_get());
     const int32_t seen[] = {3, 3, 5, 4, 3};
     for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) sample_history_push(&h, seen[i]);
 
@@ -296,7 +294,7 @@ static void test_penalties(void) {
     sample_penalties(&f.c, &h, 2.0f, 0.0f, 0.0f);
     const float want_rep[6] = {1.0f, 1.0f, 0.5f, 1.0f, 0.0f, -2.0f};
     for (int i = 0; i < 6; i++)
-        CHECK(f.c.data[i].logit == want_rep[i], "repeat: logit[%d] = %g, expected %g", i,
+        EXPECT(f.c.data[i].logit == want_rep[i], "repeat: logit[%d] = %g, expected %g", i,
               (double)f.c.data[i].logit, (double)want_rep[i]);
 
     /* All three: id 3 seen 3x, 4 and 5 once. */
@@ -305,7 +303,7 @@ static void test_penalties(void) {
     const float want_all[6] = {1.0f, 1.0f, 0.5f, 1.0f - 1.5f - 0.25f, 0.0f - 0.5f - 0.25f,
                                -2.0f - 0.5f - 0.25f};
     for (int i = 0; i < 6; i++)
-        CHECK(fabsf(f.c.data[i].logit - want_all[i]) < 1e-6f, "all: logit[%d] = %g, expected %g",
+        EXPECT(fabsf(f.c.data[i].logit - want_all[i]) < 1e-6f, "all: logit[%d] = %g, expected %g",
               i, (double)f.c.data[i].logit, (double)want_all[i]);
 
     /* Same result when the candidates are no longer in id order. */
@@ -314,36 +312,37 @@ static void test_penalties(void) {
     sample_penalties(&f.c, &h, 2.0f, 0.5f, 0.25f);
     for (size_t i = 0; i < f.c.size; i++) {
         int32_t id = f.c.data[i].id;
-        CHECK(fabsf(f.c.data[i].logit - want_all[id]) < 1e-6f,
+        EXPECT(fabsf(f.c.data[i].logit - want_all[id]) < 1e-6f,
               "sorted: logit[%d] = %g, expected %g", (int)id, (double)f.c.data[i].logit,
               (double)want_all[id]);
     }
 
     /* The window holds the last N tokens only. */
     sample_history w;
-    CHECK(sample_history_init(&w, 2) == 0, "history init: %s", error_get());
+    EXPECT(sample_history_init(&w, 2) == 0, "history init: %s", error_get());
     for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) sample_history_push(&w, seen[i]);
     fixture_init(&f, logits, 6);
     sample_penalties(&f.c, &w, 1.0f, 1.0f, 0.0f); /* window {4, 3} */
-    CHECK(f.c.data[3].logit == 1.0f && f.c.data[4].logit == -1.0f && f.c.data[5].logit == -1.0f,
+    EXPECT(f.c.data[3].logit == 1.0f && f.c.data[4].logit == -1.0f && f.c.data[5].logit == -1.0f,
           "window of 2: logits 3,4,5 = %g %g %g, expected 1 -1 -1", (double)f.c.data[3].logit,
           (double)f.c.data[4].logit, (double)f.c.data[5].logit);
     sample_history_clear(&w);
     fixture_init(&f, logits, 6);
     sample_penalties(&f.c, &w, 2.0f, 1.0f, 1.0f);
-    CHECK(f.c.data[3].logit == 2.0f, "cleared history must not penalize");
+    EXPECT(f.c.data[3].logit == 2.0f, "cleared history must not penalize");
     sample_history_free(&w);
     sample_history_free(&h);
 }
 
-static void test_logit_bias(void) {
+static void test_logit_bias(void **state) {
+    (void)state;
     const float logits[4] = {1, 3, 2, 0};
     const sample_bias bias[2] = {{1, -INFINITY}, {3, 2.5f}};
     fixture f;
     fixture_init(&f, logits, 4);
     sample_logit_bias(&f.c, bias, 2);
-    CHECK(sample_argmax(&f.c) == 3, "biased argmax is %d, expected 3", (int)sample_argmax(&f.c));
-    CHECK(isinf(f.c.data[1].logit) && f.c.data[1].logit < 0, "banned token kept logit %g",
+    EXPECT(sample_argmax(&f.c) == 3, "biased argmax is %d, expected 3", (int)sample_argmax(&f.c));
+    EXPECT(isinf(f.c.data[1].logit) && f.c.data[1].logit < 0, "banned token kept logit %g",
           (double)f.c.data[1].logit);
 }
 
@@ -359,15 +358,16 @@ static sample_params params_plain(uint64_t seed) {
     return p;
 }
 
-static void test_greedy(void) {
+static void test_greedy(void **state) {
+    (void)state;
     const float logits[5] = {0.5f, 2.0f, 2.0f, -1.0f, 1.9f};
     sample_params p = params_plain(1);
     p.temp = 0.0f;
     sample_chain *s = sample_chain_new(&p, 5);
-    CHECK(s != NULL, "chain: %s", error_get());
+    EXPECT(s != NULL, "chain: %s", error_get());
     if (!s) return;
     for (int i = 0; i < 10; i++)
-        CHECK(sample_chain_sample(s, logits) == 1, "greedy must pick id 1 (tie to lowest id)");
+        EXPECT(sample_chain_sample(s, logits) == 1, "greedy must pick id 1 (tie to lowest id)");
     sample_chain_free(s);
 
     /* Repetition penalty steers greedy away from a repeated token. */
@@ -378,7 +378,7 @@ static void test_greedy(void) {
     sample_chain_accept(s, 1);
     sample_chain_accept(s, 2);
     int32_t t = sample_chain_sample(s, logits);
-    CHECK(t == 4, "penalized greedy picked %d, expected 4", (int)t);
+    EXPECT(t == 4, "penalized greedy picked %d, expected 4", (int)t);
     sample_chain_free(s);
 }
 
@@ -386,7 +386,8 @@ static void draw(sample_chain *s, const float *logits, int32_t *out, int n) {
     for (int i = 0; i < n; i++) out[i] = sample_chain_sample(s, logits);
 }
 
-static void test_seeds(void) {
+static void test_seeds(void **state) {
+    (void)state;
     float logits[32];
     for (int i = 0; i < 32; i++) logits[i] = (float)(i % 7) * 0.3f;
     enum { N = 200 };
@@ -395,25 +396,26 @@ static void test_seeds(void) {
     sample_chain *s1 = sample_chain_new(&p, 32), *s2 = sample_chain_new(&p, 32);
     p.seed = 1235;
     sample_chain *s3 = sample_chain_new(&p, 32);
-    CHECK(s1 && s2 && s3, "chain: %s", error_get());
+    EXPECT(s1 && s2 && s3, "chain: %s", error_get());
     if (!s1 || !s2 || !s3) return;
     draw(s1, logits, a, N);
     draw(s2, logits, b, N);
     draw(s3, logits, c, N);
-    CHECK(!memcmp(a, b, sizeof a), "same seed gave different sequences");
+    EXPECT(!memcmp(a, b, sizeof a), "same seed gave different sequences");
     int same = 0;
     for (int i = 0; i < N; i++) same += a[i] == c[i];
-    CHECK(same < N / 2, "seeds 1234 and 1235 agree on %d of %d draws", same, N);
+    EXPECT(same < N / 2, "seeds 1234 and 1235 agree on %d of %d draws", same, N);
     sample_chain_reset(s1);
     draw(s1, logits, d, N);
-    CHECK(!memcmp(a, d, sizeof a), "reset must restart the same sequence");
+    EXPECT(!memcmp(a, d, sizeof a), "reset must restart the same sequence");
     sample_chain_free(s1);
     sample_chain_free(s2);
     sample_chain_free(s3);
 }
 
 /* The draw follows the distribution: 40000 draws from 0.5/0.25/0.125/0.125. */
-static void test_distribution(void) {
+static void test_distribution(void **state) {
+    (void)state;
     const double probs[4] = {0.5, 0.25, 0.125, 0.125};
     float logits[4];
     logits_from_probs(logits, probs, 4);
@@ -424,11 +426,11 @@ static void test_distribution(void) {
     enum { N = 40000 };
     for (int i = 0; i < N; i++) {
         int32_t t = sample_chain_sample(s, logits);
-        CHECK(t >= 0 && t < 4, "drew id %d", (int)t);
+        EXPECT(t >= 0 && t < 4, "drew id %d", (int)t);
         if (t >= 0 && t < 4) counts[t]++;
     }
     for (int i = 0; i < 4; i++)
-        CHECK(fabs((double)counts[i] / N - probs[i]) < 0.01, "id %d drawn %.4f, expected %.3f", i,
+        EXPECT(fabs((double)counts[i] / N - probs[i]) < 0.01, "id %d drawn %.4f, expected %.3f", i,
               (double)counts[i] / N, probs[i]);
     sample_chain_free(s);
 
@@ -442,14 +444,15 @@ static void test_distribution(void) {
         if (t >= 0 && t < 4) counts[t]++;
     }
     double z = 0.25 + 0.0625 + 2 * 0.015625;
-    CHECK(fabs((double)counts[0] / N - 0.25 / z) < 0.01, "temp 0.5: id 0 drawn %.4f, expected %.4f",
+    EXPECT(fabs((double)counts[0] / N - 0.25 / z) < 0.01, "temp 0.5: id 0 drawn %.4f, expected %.4f",
           (double)counts[0] / N, 0.25 / z);
     sample_chain_free(s);
 }
 
 /* Truncation happens before temperature: top-k 2 with a huge temperature
  * still only ever yields the two best tokens. */
-static void test_chain_order(void) {
+static void test_chain_order(void **state) {
+    (void)state;
     const float logits[6] = {0, 5, 1, 4, 2, 3};
     sample_params p = params_plain(5);
     p.top_k = 2;
@@ -461,8 +464,8 @@ static void test_chain_order(void) {
         int32_t t = sample_chain_sample(s, logits);
         if (t >= 0 && t < 6) seen[t]++;
     }
-    CHECK(seen[1] > 0 && seen[3] > 0, "both top-2 tokens must appear (%d, %d)", seen[1], seen[3]);
-    CHECK(seen[0] + seen[2] + seen[4] + seen[5] == 0, "a token outside the top-2 was drawn");
+    EXPECT(seen[1] > 0 && seen[3] > 0, "both top-2 tokens must appear (%d, %d)", seen[1], seen[3]);
+    EXPECT(seen[0] + seen[2] + seen[4] + seen[5] == 0, "a token outside the top-2 was drawn");
     sample_chain_free(s);
 
     /* min-p runs on what top-p left: p 0.5 then min-p 0.9 leaves the best. */
@@ -479,40 +482,42 @@ static void test_chain_order(void) {
         int32_t t = sample_chain_sample(s, lg);
         if (t >= 0 && t < 4) seen[t]++;
     }
-    CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] + seen[3] == 0,
+    EXPECT(seen[0] > 0 && seen[1] > 0 && seen[2] + seen[3] == 0,
           "top-p 0.5 + min-p 0.9 drew %d %d %d %d", seen[0], seen[1], seen[2], seen[3]);
     sample_chain_free(s);
 }
 
-static void test_bad_params(void) {
+static void test_bad_params(void **state) {
+    (void)state;
     sample_params p = sample_params_default();
     p.top_p = NAN;
-    CHECK(!sample_chain_new(&p, 10) && strstr(error_get(), "top-p"), "NaN top-p: '%s'",
+    EXPECT(!sample_chain_new(&p, 10) && strstr(error_get(), "top-p"), "NaN top-p: '%s'",
           error_get());
     p = sample_params_default();
     p.penalty_last_n = -1;
-    CHECK(!sample_chain_new(&p, 10) && strstr(error_get(), "penalty window"), "last_n -1: '%s'",
+    EXPECT(!sample_chain_new(&p, 10) && strstr(error_get(), "penalty window"), "last_n -1: '%s'",
           error_get());
     p = sample_params_default();
     sample_bias bad = {10, 1.0f};
     p.bias = &bad;
     p.n_bias = 1;
-    CHECK(!sample_chain_new(&p, 10) && strstr(error_get(), "token 10"), "bias id 10: '%s'",
+    EXPECT(!sample_chain_new(&p, 10) && strstr(error_get(), "token 10"), "bias id 10: '%s'",
           error_get());
     p = sample_params_default();
-    CHECK(!sample_chain_new(&p, 0) && strstr(error_get(), "vocabulary"), "n_vocab 0: '%s'",
+    EXPECT(!sample_chain_new(&p, 0) && strstr(error_get(), "vocabulary"), "n_vocab 0: '%s'",
           error_get());
 }
 
 /* ------------------------------------------------------------ public API */
 
-static void test_public_api(void) {
+static void test_public_api(void **state) {
+    (void)state;
     tessera_sampler_params p = tessera_sampler_default_params();
-    CHECK(p.seed == TESSERA_SEED_RANDOM && p.top_k == 40 && p.temp == 0.8f && p.top_p == 0.95f &&
+    EXPECT(p.seed == TESSERA_SEED_RANDOM && p.top_k == 40 && p.temp == 0.8f && p.top_p == 0.95f &&
               p.min_p == 0.05f && p.penalty_last_n == 64 && p.penalty_repeat == 1.0f,
           "defaults differ from llama.cpp's");
     tessera_sampler *r = tessera_sampler_new(16, &p);
-    CHECK(r && tessera_sampler_seed(r) != TESSERA_SEED_RANDOM, "random seed: %s",
+    EXPECT(r && tessera_sampler_seed(r) != TESSERA_SEED_RANDOM, "random seed: %s",
           tessera_last_error());
     tessera_sampler_free(r);
 
@@ -527,14 +532,14 @@ static void test_public_api(void) {
     p.logit_bias = &ban;
     p.n_logit_bias = 1;
     tessera_sampler *a = tessera_sampler_new(16, &p), *b = tessera_sampler_new(16, &p);
-    CHECK(a && b, "sampler: %s", tessera_last_error());
+    EXPECT(a && b, "sampler: %s", tessera_last_error());
     if (a && b) {
-        CHECK(tessera_sampler_seed(a) == 77, "seed reported %u", tessera_sampler_seed(a));
+        EXPECT(tessera_sampler_seed(a) == 77, "seed reported %u", tessera_sampler_seed(a));
         for (int i = 0; i < 100; i++) {
             tessera_token ta = tessera_sampler_sample(a, logits);
             tessera_token tb = tessera_sampler_sample(b, logits);
-            CHECK(ta == tb, "draw %d: %d vs %d with the same seed", i, (int)ta, (int)tb);
-            CHECK(ta != 15 && ta >= 0, "banned or bad token %d drawn", (int)ta);
+            EXPECT(ta == tb, "draw %d: %d vs %d with the same seed", i, (int)ta, (int)tb);
+            EXPECT(ta != 15 && ta >= 0, "banned or bad token %d drawn", (int)ta);
             tessera_sampler_accept(a, ta);
             tessera_sampler_accept(b, tb);
         }
@@ -543,31 +548,8 @@ static void test_public_api(void) {
     tessera_sampler_free(b);
 
     ban.token = 16;
-    CHECK(!tessera_sampler_new(16, &p) && strstr(tessera_last_error(), "token 16"),
+    EXPECT(!tessera_sampler_new(16, &p) && strstr(tessera_last_error(), "token 16"),
           "bias on token 16 of 16: '%s'", tessera_last_error());
 }
 
-int main(void) {
-    test_rng();
-    test_sort_softmax();
-    test_top_k();
-    test_top_p();
-    test_top_p_large();
-    test_min_p();
-    test_typical();
-    test_temperature();
-    test_penalties();
-    test_logit_bias();
-    test_greedy();
-    test_seeds();
-    test_distribution();
-    test_chain_order();
-    test_bad_params();
-    test_public_api();
-    if (failures) {
-        fprintf(stderr, "test_sample: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_sample: all checks passed\n");
-    return 0;
-}
+HARNESS_MAIN("sampler", HARNESS_TEST(test_rng), HARNESS_TEST(test_sort_softmax), HARNESS_TEST(test_top_k), HARNESS_TEST(test_top_p), HARNESS_TEST(test_top_p_large), HARNESS_TEST(test_min_p), HARNESS_TEST(test_typical), HARNESS_TEST(test_temperature), HARNESS_TEST(test_penalties), HARNESS_TEST(test_logit_bias), HARNESS_TEST(test_greedy), HARNESS_TEST(test_seeds), HARNESS_TEST(test_distribution), HARNESS_TEST(test_chain_order), HARNESS_TEST(test_bad_params), HARNESS_TEST(test_public_api))

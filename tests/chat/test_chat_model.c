@@ -6,23 +6,19 @@
  * without adding BOS) or not (Qwen2.5: the tokenizer adds it), a model
  * without a template falls back to ChatML, and `tessera chat` runs on such
  * copies, with the model's template and with --chat-template-file. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "harness.h"
 
 #include <tessera/tessera.h>
 
 #include "gguf/gguf.h"
 
-static char src_model[1024], tmpdir[64], templates[1024];
+static char src_model[4096], tmpdir[64], templates[4096];
 static const char *bin;
 
 /* Copy src to dst with tokenizer.chat_template set to tmpl (NULL: none). */
@@ -60,13 +56,15 @@ static const tessera_chat_message CONV[] = {
     {"user", "What did the cat do?"},
 };
 
-/* Model file with the template of ../shared/templates/NAME (NULL: none). */
+/* Model file with the template of $TESSERA_SHARED/templates/NAME (NULL:
+ * none; a template that is absent skips the test). */
 static void model_path(char *out, size_t size, const char *name) {
     snprintf(out, size, "%s/%s.gguf", tmpdir, name ? name : "none");
     char *tmpl = NULL;
     if (name) {
-        char tp[1200];
+        char tp[4400];
         snprintf(tp, sizeof tp, "%s/%s", templates, name);
+        harness_require_file(tp);
         tmpl = read_text(tp);
         if (!tmpl) fail_msg("cannot read %s", tp);
     }
@@ -140,7 +138,7 @@ static int count(const char *s, const char *what) {
 
 static void test_cli(void **state) {
     (void)state;
-    if (!bin) skip();
+    bin = harness_tessera_bin();
     char path[1200], args[3000];
     /* stories260K's context is 128: short templates */
     model_path(path, sizeof path, "google-gemma-2-2b-it.jinja");
@@ -187,33 +185,24 @@ static void test_cli(void **state) {
     unlink(path);
 }
 
-int main(void) {
-    const char *shared = getenv("TESSERA_SHARED");
-    snprintf(src_model, sizeof src_model, "%s/models/stories260K.gguf", shared ? shared : "../shared");
-    snprintf(templates, sizeof templates, "%s/templates", shared ? shared : "../shared");
-    if (access(src_model, R_OK) != 0 || access(templates, R_OK) != 0) {
-        printf("skip: %s or %s is missing\n", src_model, templates);
-        return 77;
-    }
-    bin = getenv("TESSERA_BIN");
-    if (bin && access(bin, X_OK) != 0) bin = NULL;
-    if (tessera_init(NULL) < 0) {
-        fprintf(stderr, "tessera_init: %s\n", tessera_last_error());
-        return 1;
-    }
+/* stories260K, the templates, and Tessera started. */
+static int setup(void **state) {
+    (void)state;
+    snprintf(src_model, sizeof src_model, "%s", harness_model_file("stories260K").s);
+    snprintf(templates, sizeof templates, "%s", harness_shared_file("templates").s);
+    REQUIRE(tessera_init(NULL) >= 0, "tessera_init: %s", tessera_last_error());
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tessera-chat-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_llama31_writes_bos),
-        cmocka_unit_test(test_qwen25_tokenizer_adds_bos),
-        cmocka_unit_test(test_no_template_chatml),
-        cmocka_unit_test(test_cli),
-    };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    REQUIRE(mkdtemp(tmpdir) != NULL, "mkdtemp %s", tmpdir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
     rmdir(tmpdir);
     tessera_shutdown();
-    return rc;
+    return 0;
 }
+
+HARNESS_MAIN_GROUP("chat model", setup, teardown, HARNESS_TEST(test_llama31_writes_bos),
+                   HARNESS_TEST(test_qwen25_tokenizer_adds_bos), HARNESS_TEST(test_no_template_chatml),
+                   HARNESS_TEST(test_cli))

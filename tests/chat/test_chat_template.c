@@ -2,14 +2,10 @@
  * family's published template renders, plain messages and JSON variables
  * (tools, extra kwargs) reach the template, bos_token/eos_token default to
  * the texts given at creation, and errors name what is at fault. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "harness.h"
 
 #include <tessera/tessera.h>
 
@@ -126,12 +122,12 @@ static void test_errors_name_the_line(void **state) {
     tessera_chat_template_free(t);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_builtins),
-        cmocka_unit_test(test_unknown_builtin),
-        cmocka_unit_test(test_json_variables),
-        cmocka_unit_test(test_errors_name_the_line),
+        HARNESS_TEST(test_builtins),
+        HARNESS_TEST(test_unknown_builtin),
+        HARNESS_TEST(test_json_variables),
+        HARNESS_TEST(test_errors_name_the_line),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return HARNESS_RUN("chat_template", tests, argc, argv);
 }

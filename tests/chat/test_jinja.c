@@ -2,15 +2,11 @@
  * lexer whitespace control, error lines) and of hostile templates: each
  * must fail with one clear "template line N" error, quickly, never crash.
  * Byte-for-byte agreement with jinja2 is compare_jinja.py's job. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "harness.h"
 
 #include "chat/jinja.h"
 #include "util/error.h"
@@ -199,13 +195,13 @@ static void test_undefined(void **state) {
     expect_error("{{ messages[5].role }}", "{\"messages\": []}", "undefined");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float_repr),       cmocka_unit_test(test_json_roundtrip),
-        cmocka_unit_test(test_bad_json),         cmocka_unit_test(test_whitespace),
-        cmocka_unit_test(test_error_lines),      cmocka_unit_test(test_hostile_nesting),
-        cmocka_unit_test(test_hostile_loops),    cmocka_unit_test(test_hostile_output),
-        cmocka_unit_test(test_bad_syntax_never_crashes), cmocka_unit_test(test_undefined),
+        HARNESS_TEST(test_float_repr),       HARNESS_TEST(test_json_roundtrip),
+        HARNESS_TEST(test_bad_json),         HARNESS_TEST(test_whitespace),
+        HARNESS_TEST(test_error_lines),      HARNESS_TEST(test_hostile_nesting),
+        HARNESS_TEST(test_hostile_loops),    HARNESS_TEST(test_hostile_output),
+        HARNESS_TEST(test_bad_syntax_never_crashes), HARNESS_TEST(test_undefined),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return HARNESS_RUN("jinja", tests, argc, argv);
 }

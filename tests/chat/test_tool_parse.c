@@ -7,19 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "chat/tool_parse.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                             \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            failures++;                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                            \
-            fputc('\n', stderr);                                                     \
-        }                                                                            \
-    } while (0)
 
 static const char *const KNOWN[] = {"get_weather", "add"};
 
@@ -29,25 +18,25 @@ static void expect_parse(chat_tool_format f, const char *text, const char *conte
                          const char *const *want) {
     chat_parsed p;
     int rc = chat_tool_parse(f, text, strlen(text), KNOWN, 2, &p);
-    CHECK(rc == 0, "[%s] parse failed for %s", chat_tool_format_name(f), text);
+    EXPECT(rc == 0, "[%s] parse failed for %s", chat_tool_format_name(f), text);
     if (rc != 0) return;
-    CHECK(!strcmp(p.content, content), "[%s] content %s, want %s (text %s)", chat_tool_format_name(f),
+    EXPECT(!strcmp(p.content, content), "[%s] content %s, want %s (text %s)", chat_tool_format_name(f),
           p.content, content, text);
     if (reasoning)
-        CHECK(p.reasoning && !strcmp(p.reasoning, reasoning), "[%s] reasoning %s, want %s",
+        EXPECT(p.reasoning && !strcmp(p.reasoning, reasoning), "[%s] reasoning %s, want %s",
               chat_tool_format_name(f), p.reasoning ? p.reasoning : "(null)", reasoning);
     else
-        CHECK(!p.reasoning, "[%s] unexpected reasoning %s", chat_tool_format_name(f), p.reasoning);
+        EXPECT(!p.reasoning, "[%s] unexpected reasoning %s", chat_tool_format_name(f), p.reasoning);
     size_t n = 0;
     while (want[n]) n++;
-    CHECK(p.n_calls == n, "[%s] %zu calls, want %zu (text %s)", chat_tool_format_name(f), p.n_calls, n, text);
+    EXPECT(p.n_calls == n, "[%s] %zu calls, want %zu (text %s)", chat_tool_format_name(f), p.n_calls, n, text);
     for (size_t i = 0; i < n && i < p.n_calls; i++) {
         char got[512];
         snprintf(got, sizeof got, "%s:%s", p.calls[i].name, p.calls[i].arguments);
-        CHECK(!strcmp(got, want[i]), "[%s] call %zu is %s, want %s", chat_tool_format_name(f), i, got, want[i]);
+        EXPECT(!strcmp(got, want[i]), "[%s] call %zu is %s, want %s", chat_tool_format_name(f), i, got, want[i]);
         /* Every argument text must itself be one valid JSON object. */
         size_t al = strlen(p.calls[i].arguments);
-        CHECK(chat_json_value_end(p.calls[i].arguments, al) == al && p.calls[i].arguments[0] == '{',
+        EXPECT(chat_json_value_end(p.calls[i].arguments, al) == al && p.calls[i].arguments[0] == '{',
               "arguments are not one JSON object: %s", p.calls[i].arguments);
     }
     chat_parsed_free(&p);
@@ -56,16 +45,17 @@ static void expect_parse(chat_tool_format f, const char *text, const char *conte
 #define CALLS(...) ((const char *const[]){__VA_ARGS__, NULL})
 static const char *const NONE[] = {NULL};
 
-static void test_json_scanner(void) {
+static void test_json_scanner(void **state) {
+    (void)state;
     static const char *const good[] = {"{}", "[]", " {\"a\": [1, -2.5e+3, true, false, null]}", "\"x\\u00e9\\n\"",
                                        "0", "-0.5", "{\"a\":{\"b\":{\"c\":[]}}}"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-        CHECK(chat_json_value_end(good[i], strlen(good[i])) == strlen(good[i]), "valid JSON rejected: %s",
+        EXPECT(chat_json_value_end(good[i], strlen(good[i])) == strlen(good[i]), "valid JSON rejected: %s",
               good[i]);
     static const char *const bad[] = {"{", "{\"a\" 1}", "{\"a\":}", "[1,]", "01", "1.", "tru", "\"\\x\"",
                                       "\"\\u12G4\"", "{'a': 1}", "\"a\nb\"", "{\"a\":1,}", "-", "[1 2]", ""};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        CHECK(chat_json_value_end(bad[i], strlen(bad[i])) != strlen(bad[i]) || !bad[i][0],
+        EXPECT(chat_json_value_end(bad[i], strlen(bad[i])) != strlen(bad[i]) || !bad[i][0],
               "invalid JSON accepted: %s", bad[i]);
     /* Nesting beyond the bound is refused, not recursed into. */
     size_t depth = 10000;
@@ -75,17 +65,18 @@ static void test_json_scanner(void) {
         deep[depth * 2 - 1 - i] = ']';
     }
     deep[depth * 2] = '\0';
-    CHECK(chat_json_value_end(deep, depth * 2) == 0, "10000-deep array accepted");
+    EXPECT(chat_json_value_end(deep, depth * 2) == 0, "10000-deep array accepted");
     chat_parsed p;
-    CHECK(chat_tool_parse(CHAT_TOOLS_LLAMA3, deep, depth * 2, KNOWN, 2, &p) == 0 && p.n_calls == 0,
+    EXPECT(chat_tool_parse(CHAT_TOOLS_LLAMA3, deep, depth * 2, KNOWN, 2, &p) == 0 && p.n_calls == 0,
           "deep array in llama3");
     chat_parsed_free(&p);
     free(deep);
     /* A value ends where it ends: trailing text is not part of it. */
-    CHECK(chat_json_value_end("{\"a\":1} tail", 12) == 7, "value end with a tail");
+    EXPECT(chat_json_value_end("{\"a\":1} tail", 12) == 7, "value end with a tail");
 }
 
-static void test_hermes(void) {
+static void test_hermes(void **state) {
+    (void)state;
     expect_parse(CHAT_TOOLS_HERMES,
                  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "",
                  NULL, CALLS("get_weather:{\"city\": \"Paris\"}"));
@@ -128,7 +119,8 @@ static void test_hermes(void) {
                  CALLS("add:{}"));
 }
 
-static void test_qwen3_coder(void) {
+static void test_qwen3_coder(void **state) {
+    (void)state;
     expect_parse(CHAT_TOOLS_QWEN3_CODER,
                  "I will look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis, \"FR\"\n</parameter>\n"
                  "<parameter=days>\n3\n</parameter>\n<parameter=opts>\n{\"unit\": \"C\"}\n</parameter>\n"
@@ -151,7 +143,8 @@ static void test_qwen3_coder(void) {
                  CALLS("add:{}"));
 }
 
-static void test_llama3(void) {
+static void test_llama3(void **state) {
+    (void)state;
     expect_parse(CHAT_TOOLS_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", "", NULL,
                  CALLS("get_weather:{\"city\": \"Oslo\"}"));
     expect_parse(CHAT_TOOLS_LLAMA3,
@@ -165,7 +158,8 @@ static void test_llama3(void) {
                  NULL, NONE);
 }
 
-static void test_mistral(void) {
+static void test_mistral(void **state) {
+    (void)state;
     expect_parse(CHAT_TOOLS_MISTRAL, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}", "", NULL,
                  CALLS("get_weather:{\"city\": \"Rome\"}"));
     expect_parse(CHAT_TOOLS_MISTRAL,
@@ -177,12 +171,12 @@ static void test_mistral(void) {
                  "", NULL, CALLS("add:{\"a\": 1}", "get_weather:{}"));
     chat_parsed p;
     const char *t = "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {}, \"id\": \"abc123def\"}]";
-    CHECK(chat_tool_parse(CHAT_TOOLS_MISTRAL, t, strlen(t), KNOWN, 2, &p) == 0 && p.n_calls == 1 &&
+    EXPECT(chat_tool_parse(CHAT_TOOLS_MISTRAL, t, strlen(t), KNOWN, 2, &p) == 0 && p.n_calls == 1 &&
               p.calls[0].id && !strcmp(p.calls[0].id, "abc123def"),
           "mistral call id");
     chat_parsed_free(&p);
     t = "[TOOL_CALLS]add[CALL_ID]x9[ARGS]{}";
-    CHECK(chat_tool_parse(CHAT_TOOLS_MISTRAL, t, strlen(t), KNOWN, 2, &p) == 0 && p.n_calls == 1 &&
+    EXPECT(chat_tool_parse(CHAT_TOOLS_MISTRAL, t, strlen(t), KNOWN, 2, &p) == 0 && p.n_calls == 1 &&
               !strcmp(p.calls[0].name, "add") && p.calls[0].id && !strcmp(p.calls[0].id, "x9"),
           "mistral [CALL_ID]");
     chat_parsed_free(&p);
@@ -191,7 +185,8 @@ static void test_mistral(void) {
     expect_parse(CHAT_TOOLS_MISTRAL, "[TOOL_CALLS][{\"name\": 3}]", "[TOOL_CALLS][{\"name\": 3}]", NULL, NONE);
 }
 
-static void test_harmony(void) {
+static void test_harmony(void **state) {
+    (void)state;
     expect_parse(CHAT_TOOLS_HARMONY,
                  "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
                  "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|call|>",
@@ -209,7 +204,8 @@ static void test_harmony(void) {
     expect_parse(CHAT_TOOLS_HARMONY, "plain text", "plain text", NULL, NONE);
 }
 
-static void test_generic(void) {
+static void test_generic(void **state) {
+    (void)state;
     expect_parse(CHAT_TOOLS_GENERIC, "{\"tool_call\": {\"name\": \"add\", \"arguments\": {\"a\": 1}}}", "", NULL,
                  CALLS("add:{\"a\": 1}"));
     expect_parse(CHAT_TOOLS_GENERIC,
@@ -226,15 +222,16 @@ static void test_generic(void) {
     expect_parse(CHAT_TOOLS_HERMES, "{\"name\": \"add\", \"arguments\": {}}", "", NULL, CALLS("add:{}"));
     chat_parsed p;
     const char *t = "{\"name\": \"add\", \"arguments\": {}}";
-    CHECK(chat_tool_parse(CHAT_TOOLS_GENERIC, t, strlen(t), NULL, 0, &p) == 0 && p.n_calls == 0,
+    EXPECT(chat_tool_parse(CHAT_TOOLS_GENERIC, t, strlen(t), NULL, 0, &p) == 0 && p.n_calls == 0,
           "generic call accepted with no tools offered");
     chat_parsed_free(&p);
-    CHECK(chat_tool_parse(CHAT_TOOLS_HERMES, NULL, 0, NULL, 0, &p) == 0 && p.content && !p.content[0],
+    EXPECT(chat_tool_parse(CHAT_TOOLS_HERMES, NULL, 0, NULL, 0, &p) == 0 && p.content && !p.content[0],
           "NULL text");
     chat_parsed_free(&p);
 }
 
-static void test_detect(void) {
+static void test_detect(void **state) {
+    (void)state;
     static const struct {
         const char *file;
         chat_tool_format want;
@@ -249,29 +246,26 @@ static void test_detect(void) {
         {"openai-gpt-oss-120b.jinja", CHAT_TOOLS_HARMONY},
         {"google-gemma-2-2b-it.jinja", CHAT_TOOLS_GENERIC},
     };
-    const char *shared = getenv("TESSERA_SHARED");
-    if (!shared) {
-        fprintf(stderr, "note: TESSERA_SHARED unset, template detection not checked\n");
-        return;
-    }
+    EXPECT(chat_tool_format_detect(NULL) == CHAT_TOOLS_GENERIC, "NULL template");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/templates/%s", shared, cases[i].file);
-        FILE *fp = fopen(path, "rb");
-        CHECK(fp != NULL, "cannot open %s", path);
+        char rel[256];
+        snprintf(rel, sizeof rel, "templates/%s", cases[i].file);
+        harness_path path = harness_shared_file(rel);
+        FILE *fp = fopen(path.s, "rb");
+        EXPECT(fp != NULL, "cannot open %s", path.s);
         if (!fp) continue;
         static char text[1 << 17];
         size_t n = fread(text, 1, sizeof text - 1, fp);
         fclose(fp);
         text[n] = '\0';
         chat_tool_format f = chat_tool_format_detect(text);
-        CHECK(f == cases[i].want, "%s detected as %s, want %s", cases[i].file, chat_tool_format_name(f),
+        EXPECT(f == cases[i].want, "%s detected as %s, want %s", cases[i].file, chat_tool_format_name(f),
               chat_tool_format_name(cases[i].want));
     }
-    CHECK(chat_tool_format_detect(NULL) == CHAT_TOOLS_GENERIC, "NULL template");
 }
 
-static void test_hold(void) {
+static void test_hold(void **state) {
+    (void)state;
     static const struct {
         chat_tool_format f;
         const char *text;
@@ -294,14 +288,15 @@ static void test_hold(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         size_t got = chat_tool_hold_from(cases[i].f, cases[i].text, strlen(cases[i].text));
-        CHECK(got == cases[i].want, "[%s] hold of '%s' at %zu, want %zu", chat_tool_format_name(cases[i].f),
+        EXPECT(got == cases[i].want, "[%s] hold of '%s' at %zu, want %zu", chat_tool_format_name(cases[i].f),
               cases[i].text, got, cases[i].want);
     }
 }
 
 /* Every prefix of every sample output parses without a crash (ASan checks
  * the reads) and every call's arguments are valid JSON. */
-static void test_prefixes(void) {
+static void test_prefixes(void **state) {
+    (void)state;
     static const char *const samples[] = {
         "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": \"x\\u00e9\\\"\"}}\n</tool_call>",
         "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",
@@ -317,31 +312,17 @@ static void test_prefixes(void) {
                 char *t = malloc(k ? k : 1); /* exact size: ASan sees any overread */
                 memcpy(t, samples[s], k);
                 chat_parsed p;
-                CHECK(chat_tool_parse((chat_tool_format)f, t, k, KNOWN, 2, &p) == 0, "prefix parse");
+                EXPECT(chat_tool_parse((chat_tool_format)f, t, k, KNOWN, 2, &p) == 0, "prefix parse");
                 for (size_t c = 0; c < p.n_calls; c++) {
                     size_t al = strlen(p.calls[c].arguments);
-                    CHECK(chat_json_value_end(p.calls[c].arguments, al) == al, "bad arguments %s from prefix %zu of %s",
+                    EXPECT(chat_json_value_end(p.calls[c].arguments, al) == al, "bad arguments %s from prefix %zu of %s",
                           p.calls[c].arguments, k, samples[s]);
                 }
                 chat_parsed_free(&p);
-                CHECK(chat_tool_hold_from((chat_tool_format)f, t, k) <= k, "hold past the end");
+                EXPECT(chat_tool_hold_from((chat_tool_format)f, t, k) <= k, "hold past the end");
                 free(t);
             }
         }
 }
 
-int main(void) {
-    test_json_scanner();
-    test_hermes();
-    test_qwen3_coder();
-    test_llama3();
-    test_mistral();
-    test_harmony();
-    test_generic();
-    test_detect();
-    test_hold();
-    test_prefixes();
-    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-    else printf("tool_parse: all checks passed\n");
-    return failures ? 1 : 0;
-}
+HARNESS_MAIN("tool_parse", HARNESS_TEST(test_json_scanner), HARNESS_TEST(test_hermes), HARNESS_TEST(test_qwen3_coder), HARNESS_TEST(test_llama3), HARNESS_TEST(test_mistral), HARNESS_TEST(test_harmony), HARNESS_TEST(test_generic), HARNESS_TEST(test_detect), HARNESS_TEST(test_hold), HARNESS_TEST(test_prefixes))

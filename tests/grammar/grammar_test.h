@@ -1,10 +1,11 @@
-/* Helpers the grammar unit tests share (cmocka asserts). */
+/* Helpers the grammar unit tests share (on harness.h). */
 #ifndef TESSERA_TESTS_GRAMMAR_TEST_H
 #define TESSERA_TESTS_GRAMMAR_TEST_H
 
 #include <string.h>
 
 #include "grammar/grammar.h"
+#include "harness.h"
 
 /* A NULL-terminated list of strings. */
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})

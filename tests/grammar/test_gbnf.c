@@ -4,15 +4,11 @@
  * strings, prefixes, UTF-8 cut between pieces), the token trie against a
  * one-by-one check, and the sampler chain's constraint hook.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "harness.h"
 
 #include "grammar/grammar.h"
 #include "sample/sample.h"
@@ -58,7 +54,6 @@ static void expect_match(const char *gbnf, const char *const *full, const char *
         if (match(g, bad[i]) != -1) fail_msg("'%s' should be rejected:\n%s", bad[i], gbnf);
     grammar_free(g);
 }
-
 
 /* ------------------------------------------------------------ syntax */
 
@@ -474,17 +469,17 @@ static void test_chain_constraint(void **state) {
     sample_chain_free(s);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_basic_syntax),
-        cmocka_unit_test(test_right_recursion_flat),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_left_recursion),
-        cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_utf8_split),
-        cmocka_unit_test(test_trie_equals_bruteforce),
-        cmocka_unit_test(test_ambiguity_bounded),
-        cmocka_unit_test(test_chain_constraint),
+        HARNESS_TEST(test_basic_syntax),
+        HARNESS_TEST(test_right_recursion_flat),
+        HARNESS_TEST(test_errors),
+        HARNESS_TEST(test_left_recursion),
+        HARNESS_TEST(test_limits),
+        HARNESS_TEST(test_utf8_split),
+        HARNESS_TEST(test_trie_equals_bruteforce),
+        HARNESS_TEST(test_ambiguity_bounded),
+        HARNESS_TEST(test_chain_constraint),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return HARNESS_RUN("gbnf", tests, argc, argv);
 }

@@ -4,22 +4,17 @@
  * incomplete), and schemas that must be refused with an error naming the
  * keyword and its path.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "harness.h"
 
 #include <tessera/tessera.h>
 
 #include "grammar/grammar.h"
 #include "util/error.h"
 #include "grammar_test.h"
-
 
 static grammar *schema_grammar(const char *schema) {
     char *gbnf = grammar_json_schema_to_gbnf(schema, strlen(schema));
@@ -217,15 +212,15 @@ static void test_public_api(void **state) {
     grammar_free(jg);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_primitives),
-        cmocka_unit_test(test_objects),
-        cmocka_unit_test(test_arrays_enums_combos),
-        cmocka_unit_test(test_strings),
-        cmocka_unit_test(test_refs),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_public_api),
+        HARNESS_TEST(test_primitives),
+        HARNESS_TEST(test_objects),
+        HARNESS_TEST(test_arrays_enums_combos),
+        HARNESS_TEST(test_strings),
+        HARNESS_TEST(test_refs),
+        HARNESS_TEST(test_refused),
+        HARNESS_TEST(test_public_api),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return HARNESS_RUN("json-schema", tests, argc, argv);
 }

@@ -180,6 +180,14 @@ const char *harness_shared_dir(void) {
     return dir;
 }
 
+harness_path harness_file(const char *path) {
+    harness_path p;
+    int w = snprintf(p.s, sizeof p.s, "%s", path);
+    if (w < 0 || (size_t)w >= sizeof p.s) harness_skip("path too long: %s", path);
+    harness_require_file(p.s);
+    return p;
+}
+
 harness_path harness_shared_path(const char *rel) {
     return path_join(harness_shared_dir(), rel);
 }
@@ -200,11 +208,15 @@ harness_path harness_source_file(const char *rel) {
 harness_path harness_model_file(const char *name) {
     size_t len = strlen(name);
     harness_path p;
-    if (strchr(name, '/')) {
-        snprintf(p.s, sizeof p.s, "%s", name);
-    } else if (len > 5 && !strcmp(name + len - 5, ".gguf")) {
-        const char *cache = getenv("TESSERA_MODEL_CACHE"), *home = getenv("HOME");
-        if (cache && cache[0])
+    if (strchr(name, '/'))
+        return harness_file(name);
+    if (len > 5 && !strcmp(name + len - 5, ".gguf")) {
+        const char *cache = getenv("TESSERA_MODEL_CACHE"), *home = getenv("HOME"), *shared = getenv("TESSERA_SHARED");
+        harness_path in_shared = path_join(shared && shared[0] ? shared : "/nonexistent", "models");
+        in_shared = path_join(in_shared.s, name);
+        if (shared && shared[0] && harness_file_exists(in_shared.s))
+            p = in_shared;
+        else if (cache && cache[0])
             p = path_join(cache, name);
         else {
             harness_path dir = path_join(home ? home : ".", ".cache/tessera/models");

@@ -154,8 +154,9 @@ harness_path harness_shared_path(const char *rel);
 /* $TESSERA_SOURCE_ROOT/rel (files kept in the repository, e.g.
  * tests/data/...), which must exist (else a skip naming it). */
 harness_path harness_source_file(const char *rel);
-/* A model by name: a name holding '/' is a path; a name ending in ".gguf"
- * is a file of scripts/fetch-models.sh's cache ($TESSERA_MODEL_CACHE, else
+/* A model by name: a name holding '/' is a path; a FILE.gguf is
+ * $TESSERA_SHARED/models/FILE.gguf when that exists, else a file of
+ * scripts/fetch-models.sh's cache ($TESSERA_MODEL_CACHE, else
  * ~/.cache/tessera/models); any other NAME is $TESSERA_SHARED/models/NAME.gguf.
  * The file must exist (else a skip naming it). */
 harness_path harness_model_file(const char *name);
@@ -164,6 +165,8 @@ harness_path harness_golden_file(const char *name);
 /* The tessera binary of this build ($TESSERA_BIN); skips when it is unset
  * or absent. */
 const char *harness_tessera_bin(void);
+/* path itself, which must exist (else a skip naming it). */
+harness_path harness_file(const char *path);
 /* Skips, naming path, unless it can be opened for reading. */
 void harness_require_file(const char *path);
 bool harness_file_exists(const char *path);

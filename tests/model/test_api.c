@@ -16,7 +16,6 @@
 #include "../logits_util.h"
 #include "model_test.h"
 
-static int failures;
 
 static tessera_context *new_ctx(tessera_model *m, uint32_t n_ctx, uint32_t n_batch, tessera_kv_type kv) {
     tessera_context_params cp = tessera_context_default_params();
@@ -25,123 +24,117 @@ static tessera_context *new_ctx(tessera_model *m, uint32_t n_ctx, uint32_t n_bat
     cp.n_threads = 1;
     cp.kv_type = kv;
     tessera_context *ctx = tessera_context_new(m, &cp);
-    CHECK(ctx, "context: %s", tessera_last_error());
+    EXPECT(ctx, "context: %s", tessera_last_error());
     return ctx;
 }
 
 static void expect_error(int rc, const char *what, const char *needle) {
     const char *msg = tessera_last_error();
-    CHECK(rc != 0, "%s: succeeded", what);
-    CHECK(strstr(msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle, msg);
-    CHECK(!strchr(msg, '\n'), "%s: message is not one line", what);
+    EXPECT(rc != 0, "%s: succeeded", what);
+    EXPECT(strstr(msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle, msg);
+    EXPECT(!strchr(msg, '\n'), "%s: message is not one line", what);
     if (rc != 0) printf("ok   %s -> %s\n", what, msg);
 }
 
-int main(void) {
-    const char *shared = getenv("TESSERA_SHARED");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");
+static void test_api(void **state) {
+    (void)state;
+    harness_path model = harness_model_file("stories260K");
+    const char *path = model.s;
     /* Only the built-in ref backend: nothing is searched for. */
     host_options ho = {.only_plugin_dirs = true};
-    if (host_init(&ho) != 0) {
-        printf("FAIL host init: %s\n", tessera_last_error());
-        return 1;
-    }
+    REQUIRE(host_init(&ho) == 0, "host init: %s", tessera_last_error());
     tessera_init_params ip = {0};
-    if (tessera_init(&ip) != 0) {
-        printf("FAIL init: %s\n", tessera_last_error());
-        return 1;
-    }
+    REQUIRE(tessera_init(&ip) == 0, "init: %s", tessera_last_error());
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = "ref";
     tessera_model *m = tessera_model_load(path, &mp);
     if (!m) {
-        printf("FAIL load: %s\n", tessera_last_error());
-        return 1;
+        ADD_FAILURE("load: %s", tessera_last_error());
+        return;
     }
     const int nv = tessera_model_n_vocab(m);
     printf("model: %s\n", tessera_model_desc(m));
-    CHECK(nv == 512 && tessera_model_n_layer(m) == 5 && tessera_model_n_embd(m) == 64, "model properties");
-    CHECK(!strcmp(tessera_model_arch(m), "llama"), "arch %s", tessera_model_arch(m));
-    CHECK(tessera_model_meta_str(m, "general.architecture") &&
+    EXPECT(nv == 512 && tessera_model_n_layer(m) == 5 && tessera_model_n_embd(m) == 64, "model properties");
+    EXPECT(!strcmp(tessera_model_arch(m), "llama"), "arch %s", tessera_model_arch(m));
+    EXPECT(tessera_model_meta_str(m, "general.architecture") &&
               !strcmp(tessera_model_meta_str(m, "general.architecture"), "llama"),
           "meta_str");
-    CHECK(tessera_model_meta_str(m, "no.such.key") == NULL, "meta_str of a missing key");
+    EXPECT(tessera_model_meta_str(m, "no.such.key") == NULL, "meta_str of a missing key");
 
     /* Tokens. */
     const char *text = "One day, a girl named Sue found a big box in her room. She";
     tessera_token toks[64];
     int32_t n = tessera_tokenize(m, text, strlen(text), toks, 64, true, false);
-    CHECK(n == 27 && toks[0] == tessera_token_bos(m), "tokenize gave %d tokens", n);
-    CHECK(tessera_tokenize(m, text, strlen(text), toks, 3, true, false) == -27, "too small a buffer");
+    EXPECT(n == 27 && toks[0] == tessera_token_bos(m), "tokenize gave %d tokens", n);
+    EXPECT(tessera_tokenize(m, text, strlen(text), toks, 3, true, false) == -27, "too small a buffer");
     char buf[256];
     /* Without BOS the space SentencePiece prefixed is removed again (as in
      * llama.cpp; after a dropped BOS it stays). */
     int32_t len = tessera_detokenize(m, toks + 1, n - 1, buf, sizeof buf, false, false);
-    CHECK(len == (int32_t)strlen(text) && !strcmp(buf, text), "detokenize: '%s'", buf);
-    CHECK(tessera_detokenize(m, toks + 1, n - 1, buf, 4, false, false) == -(int32_t)(strlen(text) + 1),
+    EXPECT(len == (int32_t)strlen(text) && !strcmp(buf, text), "detokenize: '%s'", buf);
+    EXPECT(tessera_detokenize(m, toks + 1, n - 1, buf, 4, false, false) == -(int32_t)(strlen(text) + 1),
           "detokenize with a small buffer");
     len = tessera_token_to_piece(m, toks[1], buf, sizeof buf, false);
-    CHECK(len > 0, "token_to_piece");
-    CHECK(tessera_token_to_piece(m, 99999, buf, sizeof buf, false) == INT32_MIN, "bad id piece");
-    CHECK(tessera_token_is_eog(m, tessera_token_eos(m)), "EOS ends generation");
+    EXPECT(len > 0, "token_to_piece");
+    EXPECT(tessera_token_to_piece(m, 99999, buf, sizeof buf, false) == INT32_MIN, "bad id piece");
+    EXPECT(tessera_token_is_eog(m, tessera_token_eos(m)), "EOS ends generation");
 
     /* One batch vs micro-batches of 4 and of 1. */
     float *all = malloc((size_t)n * nv * sizeof(float));
     tessera_context *ctx = new_ctx(m, 64, 512, TESSERA_KV_F16);
-    CHECK(tessera_decode(ctx, toks, n, 0, TESSERA_DECODE_ALL_LOGITS) == 0, "decode: %s", tessera_last_error());
+    EXPECT(tessera_decode(ctx, toks, n, 0, TESSERA_DECODE_ALL_LOGITS) == 0, "decode: %s", tessera_last_error());
     for (int i = 0; i < n; i++) memcpy(all + (size_t)i * nv, tessera_logits(ctx, i), nv * sizeof(float));
-    CHECK(tessera_kv_len(ctx) == n, "kv len %d", tessera_kv_len(ctx));
+    EXPECT(tessera_kv_len(ctx) == n, "kv len %d", tessera_kv_len(ctx));
     tessera_context *small = new_ctx(m, 64, 4, TESSERA_KV_F16);
-    CHECK(tessera_context_n_batch(small) == 4, "n_batch");
-    CHECK(tessera_decode(small, toks, n, 0, TESSERA_DECODE_ALL_LOGITS) == 0, "micro-batches: %s",
+    EXPECT(tessera_context_n_batch(small) == 4, "n_batch");
+    EXPECT(tessera_decode(small, toks, n, 0, TESSERA_DECODE_ALL_LOGITS) == 0, "micro-batches: %s",
           tessera_last_error());
     double d = 0;
     for (int i = 0; i < n; i++) {
         double e = max_diff(all + (size_t)i * nv, tessera_logits(small, i), nv);
         if (e > d) d = e;
     }
-    CHECK(d < 1e-4, "micro-batches of 4 differ by %g", d);
+    EXPECT(d < 1e-4, "micro-batches of 4 differ by %g", d);
     printf("ok   micro-batches of 4 vs one batch: max diff %.3g\n", d);
     /* Token by token. */
     tessera_kv_truncate(small, 0);
-    CHECK(tessera_kv_len(small) == 0, "truncate to 0");
-    for (int i = 0; i < n; i++) CHECK(tessera_decode(small, &toks[i], 1, i, 0) == 0, "token %d", i);
+    EXPECT(tessera_kv_len(small) == 0, "truncate to 0");
+    for (int i = 0; i < n; i++) EXPECT(tessera_decode(small, &toks[i], 1, i, 0) == 0, "token %d", i);
     d = max_diff(all + (size_t)(n - 1) * nv, tessera_logits(small, -1), nv);
-    CHECK(d < 1e-4, "token by token differs by %g", d);
+    EXPECT(d < 1e-4, "token by token differs by %g", d);
     printf("ok   token by token vs one batch: max diff %.3g\n", d);
     /* Only the last row is kept without the flag. */
     tessera_kv_truncate(small, 0);
-    CHECK(tessera_decode(small, toks, n, 0, 0) == 0, "decode: %s", tessera_last_error());
-    CHECK(tessera_logits(small, -1) != NULL, "last logits");
+    EXPECT(tessera_decode(small, toks, n, 0, 0) == 0, "decode: %s", tessera_last_error());
+    EXPECT(tessera_logits(small, -1) != NULL, "last logits");
     expect_error(tessera_logits(small, 0) ? 0 : -1, "logits of an unkept row", "not kept");
     expect_error(tessera_logits(small, 99) ? 0 : -1, "logits index", "outside");
 
     /* Rewind: decode the last 5 tokens again from position n-5. */
-    CHECK(tessera_decode(ctx, toks + n - 5, 5, n - 5, 0) == 0, "rewind: %s", tessera_last_error());
+    EXPECT(tessera_decode(ctx, toks + n - 5, 5, n - 5, 0) == 0, "rewind: %s", tessera_last_error());
     d = max_diff(all + (size_t)(n - 1) * nv, tessera_logits(ctx, -1), nv);
-    CHECK(d < 1e-4 && tessera_kv_len(ctx) == n, "rewind differs by %g", d);
+    EXPECT(d < 1e-4 && tessera_kv_len(ctx) == n, "rewind differs by %g", d);
     printf("ok   rewind to position %d: max diff %.3g\n", n - 5, d);
 
     /* Errors leave the context usable. */
     tessera_context *tiny = new_ctx(m, 32, 512, TESSERA_KV_F16);
-    CHECK(tessera_decode(tiny, toks, n, 0, 0) == 0, "decode: %s", tessera_last_error());
+    EXPECT(tessera_decode(tiny, toks, n, 0, 0) == 0, "decode: %s", tessera_last_error());
     expect_error(tessera_decode(tiny, toks, n, n, 0), "context full", "context full");
-    CHECK(tessera_kv_len(tiny) == n, "cache after context full: %d", tessera_kv_len(tiny));
+    EXPECT(tessera_kv_len(tiny) == n, "cache after context full: %d", tessera_kv_len(tiny));
     tessera_context_free(tiny);
     expect_error(tessera_decode(ctx, toks, 2, n + 3, 0), "position past the cache", "position");
     tessera_token bad = nv + 3;
     expect_error(tessera_decode(ctx, &bad, 1, n, 0), "token out of range", "out of range");
     expect_error(tessera_decode(ctx, toks, 0, 0, 0), "no tokens", "no tokens");
-    CHECK(tessera_decode(ctx, toks, n, 0, TESSERA_DECODE_ALL_LOGITS) == 0, "decode after errors");
+    EXPECT(tessera_decode(ctx, toks, n, 0, TESSERA_DECODE_ALL_LOGITS) == 0, "decode after errors");
     d = max_diff(all, tessera_logits(ctx, 0), nv);
-    CHECK(d == 0, "decode after errors differs by %g", d);
+    EXPECT(d == 0, "decode after errors differs by %g", d);
 
     /* The F32 cache: close to the F16 one, not identical. */
     tessera_context *f32 = new_ctx(m, 64, 512, TESSERA_KV_F32);
-    CHECK(tessera_decode(f32, toks, n, 0, 0) == 0, "F32 cache decode");
+    EXPECT(tessera_decode(f32, toks, n, 0, 0) == 0, "F32 cache decode");
     d = max_diff(all + (size_t)(n - 1) * nv, tessera_logits(f32, -1), nv);
-    CHECK(d > 0 && d < 0.1, "F32 vs F16 cache: %g", d);
+    EXPECT(d > 0 && d < 0.1, "F32 vs F16 cache: %g", d);
     printf("ok   F32 vs F16 cache: max diff %.3g\n", d);
 
     /* Flash attention (V stored like K) with F16 and BF16 caches: close to
@@ -154,11 +147,11 @@ int main(void) {
         fp.type_k = fp.type_v = fa_types[i];
         fp.flash_attn = TESSERA_FLASH_ATTN_ON;
         tessera_context *fa = tessera_context_new(m, &fp);
-        CHECK(fa && tessera_decode(fa, toks, n, 0, 0) == 0, "flash attention %s: %s",
+        EXPECT(fa && tessera_decode(fa, toks, n, 0, 0) == 0, "flash attention %s: %s",
               tessera_kv_type_name(fa_types[i]), tessera_last_error());
         if (fa) {
             d = max_diff(all + (size_t)(n - 1) * nv, tessera_logits(fa, -1), nv);
-            CHECK(d < (i == 0 ? 0.02 : 0.1), "flash attention %s vs F16: %g", tessera_kv_type_name(fa_types[i]), d);
+            EXPECT(d < (i == 0 ? 0.02 : 0.1), "flash attention %s vs F16: %g", tessera_kv_type_name(fa_types[i]), d);
             printf("ok   flash attention, %s cache vs F16 without: max diff %.3g\n", tessera_kv_type_name(fa_types[i]), d);
         }
         tessera_context_free(fa);
@@ -184,7 +177,7 @@ int main(void) {
 
     tessera_timings t;
     tessera_context_timings(ctx, &t);
-    CHECK(t.n_prompt > 0 && t.prompt_ms > 0, "timings");
+    EXPECT(t.n_prompt > 0 && t.prompt_ms > 0, "timings");
 
     tessera_context_free(f32);
     tessera_context_free(small);
@@ -192,6 +185,6 @@ int main(void) {
     tessera_model_free(m);
     tessera_shutdown();
     free(all);
-    if (failures) printf("%d failure(s)\n", failures);
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("model api", HARNESS_TEST(test_api))

@@ -19,6 +19,7 @@
 
 #include <tessera/tessera.h>
 
+#include "harness.h"
 #include "host/host.h"
 
 enum { N_STEPS = 8, N_ROUNDS = 3, MAX_TOKENS = 64 };
@@ -32,14 +33,6 @@ typedef struct run {
     char error[256];
 } run;
 
-static int failures;
-
-static void fail(const char *fmt, const char *a, const char *b) {
-    printf("FAIL ");
-    printf(fmt, a, b);
-    printf("\n");
-    failures++;
-}
 
 /* The prompt with every row's logits, then N_STEPS greedy tokens one at a
  * time; every row of logits goes to r->logits. */
@@ -68,41 +61,22 @@ static void *decode_run(void *arg) {
     return NULL;
 }
 
-int main(void) {
-    const char *shared = getenv("TESSERA_SHARED"), *build = getenv("TESSERA_BUILD_ROOT");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/synth-s-Q4_0.gguf", shared ? shared : "../shared");
-    /* The plugins built in this tree, and nothing installed elsewhere. */
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
-    tessera_init_params ip = {0};
-    if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
-        printf("FAIL init: %s\n", tessera_last_error());
-        return 1;
-    }
-    const char *device = NULL;
+static void test_context_threads(void **state) {
+    (void)state;
+    harness_path path = harness_model_file("synth-s-Q4_0");
+    harness_host_start();
+    const char *device = NULL, *build = getenv("TESSERA_BUILD_ROOT");
     for (int32_t d = 0; d < host_device_count() && !device; d++) {
         const char *name = host_device_get(d)->name;
         if (!strcmp(name, "cpu-avx0") || !strcmp(name, "cpu-neon0")) device = name;
     }
-    if (!device) {
-        printf("SKIP no CPU plugin device (cpu-avx0, cpu-neon0) in %s\n", build ? build : "(no TESSERA_BUILD_ROOT)");
-        return 77;
-    }
-    tessera_model_params mp = tessera_model_default_params();
-    mp.devices = device;
-    tessera_model *m = tessera_model_load(path, &mp);
-    if (!m) {
-        printf("FAIL load %s: %s\n", path, tessera_last_error());
-        return 1;
-    }
+    if (!device)
+        harness_skip("no CPU plugin device (cpu-avx0, cpu-neon0) in %s", build ? build : "(no TESSERA_BUILD_ROOT)");
+    tessera_model *m = harness_model_load(path.s, device, NULL);
     const char *text = "One day, a girl named Sue found a big box in her room. She";
     tessera_token prompt[MAX_TOKENS];
     int32_t n_prompt = tessera_tokenize(m, text, strlen(text), prompt, MAX_TOKENS, true, false);
-    if (n_prompt < 2) {
-        printf("FAIL tokenize gave %d tokens\n", n_prompt);
-        return 1;
-    }
+    REQUIRE(n_prompt >= 2, "tokenize gave %d tokens", n_prompt);
     const int32_t nv = tessera_model_n_vocab(m);
     const size_t rows = (size_t)(n_prompt + N_STEPS), bytes = rows * (size_t)nv * sizeof(float);
 
@@ -117,38 +91,30 @@ int main(void) {
         runs[c] = (run){.prompt = prompt, .n_prompt = n_prompt, .n_vocab = nv, .logits = calloc(rows, (size_t)nv * 4)};
         runs[c].ctx = tessera_context_new(m, &cp);
         alone[c] = calloc(rows, (size_t)nv * 4);
-        if (!runs[c].ctx || !runs[c].logits || !alone[c]) {
-            printf("FAIL context: %s\n", tessera_last_error());
-            return 1;
-        }
+        REQUIRE(runs[c].ctx && runs[c].logits && alone[c], "context: %s", tessera_last_error());
     }
-    if (tessera_context_set_threads(runs[1].ctx, 3) != 0) {
-        printf("FAIL set_threads: %s\n", tessera_last_error());
-        return 1;
-    }
+    REQUIRE(tessera_context_set_threads(runs[1].ctx, 3) == 0, "set_threads: %s", tessera_last_error());
     printf("model %s on %s, %d prompt tokens + %d steps; contexts with 1 and 3 threads\n", tessera_model_desc(m),
            device, n_prompt, N_STEPS);
 
     for (int c = 0; c < 2; c++) {
         decode_run(&runs[c]);
-        if (runs[c].error[0]) fail("alone, context %s: %s", c ? "1" : "0", runs[c].error);
+        EXPECT(!runs[c].error[0], "alone, context %d: %s", c, runs[c].error);
         memcpy(alone[c], runs[c].logits, bytes);
     }
-    for (int round = 0; round < N_ROUNDS && !failures; round++) {
+    const int failures_before = harness_failures();
+    for (int round = 0; round < N_ROUNDS && harness_failures() == failures_before; round++) {
         pthread_t th[2];
         for (int c = 0; c < 2; c++) memset(runs[c].logits, 0, bytes);
         for (int c = 0; c < 2; c++)
-            if (pthread_create(&th[c], NULL, decode_run, &runs[c]) != 0) {
-                printf("FAIL pthread_create\n");
-                return 1;
-            }
+            REQUIRE(pthread_create(&th[c], NULL, decode_run, &runs[c]) == 0, "pthread_create");
         for (int c = 0; c < 2; c++) pthread_join(th[c], NULL);
         for (int c = 0; c < 2; c++) {
             char label[64];
             snprintf(label, sizeof label, "round %d, context %d (%d thread%s)", round, c, c ? 3 : 1, c ? "s" : "");
-            if (runs[c].error[0]) fail("%s: %s", label, runs[c].error);
+            if (runs[c].error[0]) ADD_FAILURE("%s: %s", label, runs[c].error);
             else if (memcmp(runs[c].logits, alone[c], bytes) != 0)
-                fail("%s: logits differ from the same context decoding alone%s", label, "");
+                ADD_FAILURE("%s: logits differ from the same context decoding alone", label);
             else printf("ok   %s: the logits it gets alone\n", label);
         }
     }
@@ -159,6 +125,6 @@ int main(void) {
     }
     tessera_model_free(m);
     tessera_shutdown();
-    printf("%s\n", failures ? "FAILED" : "all ok");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("context threads", HARNESS_TEST(test_context_threads))

@@ -149,90 +149,68 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model PATH] [--golden PATH] "
-                        "[--device NAME] [-ngl N]\n");
-        return 2;
-    }
-    const char *name = argv[1], *mode = argv[2];
-    double tol = 1e-3;
-    const char *model_arg = NULL, *golden_arg = NULL, *device = NULL, *kernels = NULL;
-    int32_t ngl = 0, steps = -1;
+/* The command line: test_golden MODEL_NAME strict|quant|real [TOL] [--model M] [--golden PATH]
+ * [--device NAME] [--kernels K] [--tie-cap X] [-ngl N] [--steps N] [-fa on|off|auto] [-ctk T] [-ctv T];
+ * sets tie_cap and ctx_opts. */
+typedef struct golden_args {
+    const char *name, *mode, *model_arg, *golden_arg, *device, *kernels;
+    double tol;
+    int32_t ngl, steps;
+} golden_args;
+
+static void parse_args(golden_args *a) {
+    REQUIRE(harness_argc() >= 3, "usage: test_golden MODEL_NAME strict|quant|real [TOL] [--model M] "
+                                 "[--golden PATH] [--device NAME] [-ngl N]");
+    *a = (golden_args){.name = harness_arg(1), .mode = harness_arg(2), .tol = 1e-3, .steps = -1};
     ctx_opts = tessera_context_default_params();
-    for (int i = 3; i < argc; i++) {
-        if (!strcmp(argv[i], "--model") && i + 1 < argc)
-            model_arg = argv[++i];
-        else if (!strcmp(argv[i], "--golden") && i + 1 < argc)
-            golden_arg = argv[++i];
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
-            device = argv[++i];
-        else if (!strcmp(argv[i], "--tie-cap") && i + 1 < argc)
-            tie_cap = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
-            kernels = argv[++i];
-        else if (!strcmp(argv[i], "-ngl") && i + 1 < argc)
-            ngl = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-fa") && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto")) {
-                fprintf(stderr, "test_golden: -fa %s is not on, off or auto\n", v);
-                return 2;
-            }
+    for (int i = 3; i < harness_argc(); i++) {
+        const char *arg = harness_arg(i), *next = harness_arg(i + 1);
+        if (!strcmp(arg, "--model") && next)
+            a->model_arg = harness_arg(++i);
+        else if (!strcmp(arg, "--golden") && next)
+            a->golden_arg = harness_arg(++i);
+        else if (!strcmp(arg, "--device") && next)
+            a->device = harness_arg(++i);
+        else if (!strcmp(arg, "--tie-cap") && next)
+            tie_cap = atof(harness_arg(++i));
+        else if (!strcmp(arg, "--kernels") && next)
+            a->kernels = harness_arg(++i);
+        else if (!strcmp(arg, "-ngl") && next)
+            a->ngl = atoi(harness_arg(++i));
+        else if (!strcmp(arg, "--steps") && next)
+            a->steps = atoi(harness_arg(++i));
+        else if (!strcmp(arg, "-fa") && next) {
+            const char *v = harness_arg(++i);
+            REQUIRE(!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"), "-fa %s is not on, off or auto", v);
             ctx_opts.flash_attn = !strcmp(v, "on") ? TESSERA_FLASH_ATTN_ON
                                   : !strcmp(v, "off") ? TESSERA_FLASH_ATTN_OFF : TESSERA_FLASH_ATTN_AUTO;
-        }
-        else if ((!strcmp(argv[i], "-ctk") || !strcmp(argv[i], "-ctv")) && i + 1 < argc) {
-            int t = tessera_kv_type_from_name(argv[i + 1]);
-            if (t < 0) {
-                fprintf(stderr, "test_golden: %s %s is not a KV cache type\n", argv[i], argv[i + 1]);
-                return 2;
-            }
-            *(argv[i][3] == 'k' ? &ctx_opts.type_k : &ctx_opts.type_v) = (tessera_kv_type)t;
+        } else if ((!strcmp(arg, "-ctk") || !strcmp(arg, "-ctv")) && next) {
+            int t = tessera_kv_type_from_name(next);
+            REQUIRE(t >= 0, "%s %s is not a KV cache type", arg, next);
+            *(arg[3] == 'k' ? &ctx_opts.type_k : &ctx_opts.type_v) = (tessera_kv_type)t;
             i++;
-        }
-        else
-            tol = atof(argv[i]);
+        } else
+            a->tol = atof(arg);
     }
-    const char *shared = getenv("TESSERA_SHARED");
-    const char *build = getenv("TESSERA_BUILD_ROOT");
-    if (!shared) shared = "../shared";
-    char path[1024], gpath[1024];
-    if (model_arg)
-        model_cache_path(path, sizeof path, model_arg);
-    else
-        snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
-    if (golden_arg)
-        snprintf(gpath, sizeof gpath, "%s", golden_arg);
-    else
-        snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        fprintf(stderr, "FAIL %s: model %s is missing (run scripts/fetch-models.sh)\n", name, path);
-        return 1;
-    }
-    fclose(probe);
-    golden_case *cases;
-    int n_cases = golden_load(gpath, &cases);
-    if (n_cases <= 0) return 1;
-    for (int c = 0; steps >= 0 && c < n_cases; c++)
-        if (cases[c].n_greedy > steps) cases[c].n_greedy = steps;
+}
 
-    /* The plugins built in this tree, and nothing installed elsewhere. */
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
-    if (host_init(&ho) != 0) {
-        fprintf(stderr, "host init: %s\n", tessera_last_error());
-        return 1;
-    }
-    tessera_init_params ip = {0};
-    if (tessera_init(&ip) != 0) {
-        fprintf(stderr, "init: %s\n", tessera_last_error());
-        return 1;
-    }
-    int failures = 0, n_dev = 0;
+/* The model's cases on each device asked for (every CPU device by default). */
+static void test_golden(void **state) {
+    (void)state;
+    golden_args a;
+    parse_args(&a);
+    const char *name = a.name, *mode = a.mode, *device = a.device, *kernels = a.kernels;
+    const double tol = a.tol;
+    harness_path path = harness_model_file(a.model_arg ? a.model_arg : name);
+    harness_path gpath = a.golden_arg ? harness_file(a.golden_arg) : harness_golden_file(name);
+    golden_case *cases;
+    int n_cases = golden_load(gpath.s, &cases);
+    REQUIRE(n_cases > 0, "%s: no golden cases", gpath.s);
+    for (int c = 0; a.steps >= 0 && c < n_cases; c++)
+        if (cases[c].n_greedy > a.steps) cases[c].n_greedy = a.steps;
+
+    harness_host_start();
+    int n_dev = 0;
     for (int32_t d = 0; d < host_device_count(); d++) {
         host_device *dev = host_device_get(d);
         if (device ? strncmp(dev->name, device, strlen(dev->name)) != 0 : dev->info.kind != TSR_DEVICE_CPU)
@@ -249,18 +227,16 @@ int main(int argc, char **argv) {
         n_dev++;
         tessera_model_params mp = tessera_model_default_params();
         mp.devices = device ? device : dev->name;
-        mp.n_gpu_layers = ngl;
-        tessera_model *m = tessera_model_load(path, &mp);
+        mp.n_gpu_layers = a.ngl;
+        tessera_model *m = tessera_model_load(path.s, &mp);
         if (!m) {
-            printf("FAIL %s on %s: %s\n", name, dev->name, tessera_last_error());
-            failures++;
+            ADD_FAILURE("%s on %s: %s", name, dev->name, tessera_last_error());
             continue;
         }
         for (int c = 0; c < n_cases; c++) {
             result r;
             if (run_case(m, &cases[c], mode, &r) != 0) {
-                printf("FAIL %s on %s, case %d\n", name, dev->name, c);
-                failures++;
+                ADD_FAILURE("%s on %s, case %d", name, dev->name, c);
                 continue;
             }
             int ok;
@@ -274,18 +250,14 @@ int main(int argc, char **argv) {
                    "RMS %.3g, greedy margin err %.3g, greedy %d/%d matched (%d required)\n",
                    ok ? "ok  " : "FAIL", name, dev->name, c, cases[c].n_tokens, r.tokens_ok ? "same" : "DIFFER",
                    r.top_err, r.all_err, r.rms, r.margin_err, r.matched, r.n_greedy, r.needed);
-            failures += !ok;
+            EXPECT(ok, "%s on %s, case %d (line above)", name, dev->name, c);
         }
         tessera_model_free(m);
     }
     printf("%d device(s), tolerance %g (%s)\n", n_dev, tol, mode);
-    if (n_dev == 0) {
-        printf("SKIP: device %s is not available\n", device ? device : "(any CPU)");
-        golden_free(cases, n_cases);
-        tessera_shutdown();
-        return 77;
-    }
     golden_free(cases, n_cases);
     tessera_shutdown();
-    return failures ? 1 : 0;
+    if (n_dev == 0) harness_skip("device %s is not available", device ? device : "(any CPU)");
 }
+
+HARNESS_MAIN("golden", HARNESS_TEST(test_golden))

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "golden.h"
 #include "gguf/gguf.h"
 #include "kv/kv.h"
@@ -43,31 +44,22 @@ done:
     return rc;
 }
 
-int main(int argc, char **argv) {
-    const char *name = argc > 1 ? argv[1] : "stories260K";
-    int kv_f32 = argc > 2 && !strcmp(argv[2], "f32");
-    double tol = argc > 3 ? atof(argv[3]) : 1e-3;
-    const char *shared = getenv("TESSERA_SHARED");
-    if (!shared) shared = "../shared";
-    char path[1024], gpath[1024];
-    snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
-    snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
+/* Usage: test_graph_ref [MODEL_NAME [f32|f16 [TOL]]] (default stories260K, F16 cache, 1e-3) */
+static void test_graph_ref(void **state) {
+    (void)state;
+    const char *name = harness_argc() > 1 ? harness_arg(1) : "stories260K";
+    int kv_f32 = harness_argc() > 2 && !strcmp(harness_arg(2), "f32");
+    double tol = harness_argc() > 3 ? atof(harness_arg(3)) : 1e-3;
+    harness_path path = harness_model_file(name), gpath = harness_golden_file(name);
     golden_case *cases;
-    int n_cases = golden_load(gpath, &cases);
-    if (n_cases <= 0) return 1;
-    gguf_file *f = gguf_open(path);
-    if (!f) {
-        fprintf(stderr, "%s\n", error_get());
-        return 1;
-    }
+    int n_cases = golden_load(gpath.s, &cases);
+    REQUIRE(n_cases > 0, "%s: no golden cases", gpath.s);
+    gguf_file *f = gguf_open(path.s);
+    REQUIRE(f != NULL, "%s", error_get());
     model_load_params lp = {.gpu_device = -1, .cpu_device = -1};
     model *m = model_load(f, &lp);
-    if (!m) {
-        fprintf(stderr, "%s\n", error_get());
-        return 1;
-    }
+    REQUIRE(m != NULL, "%s", error_get());
     const int32_t nv = m->hp.n_vocab;
-    int failures = 0;
     for (int c = 0; c < n_cases; c++) {
         golden_case *g = &cases[c];
         kv_cache_params kp = {.n_layer = m->hp.n_layer, .n_ctx = g->n_tokens + g->n_greedy + 1,
@@ -77,10 +69,8 @@ int main(int argc, char **argv) {
                               .dtype_v = kv_f32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16};
         kv_cache *kv = kv_cache_new(&kp);
         float *logits = malloc((size_t)g->n_tokens * (size_t)nv * sizeof(float));
-        if (!kv || !logits || forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) != 0) {
-            fprintf(stderr, "FAIL %s case %d: %s\n", name, c, error_get());
-            return 1;
-        }
+        REQUIRE(kv && logits && forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) == 0, "%s case %d: %s", name,
+                c, error_get());
         double top_err = 0, all_err = 0;
         for (int32_t p = 0; p < g->n_tokens; p++) {
             for (int k = 0; k < GOLDEN_TOP; k++) {
@@ -109,20 +99,18 @@ int main(int argc, char **argv) {
         for (int32_t i = 0; i < g->n_greedy; i++) {
             if (tok != g->greedy[i]) break;
             matched++;
-            if (forward(m, kv, &tok, 1, g->n_tokens + i, false, logits) != 0) {
-                fprintf(stderr, "FAIL %s: %s\n", name, error_get());
-                return 1;
-            }
+            REQUIRE(forward(m, kv, &tok, 1, g->n_tokens + i, false, logits) == 0, "%s: %s", name, error_get());
             tok = argmax(logits, nv);
         }
         int ok = top_err <= tol && (!g->all || all_err <= tol) && matched == g->n_greedy;
         printf("%s %s case %d (%d tokens): top-8 max err %.3g, all-logits max err %.3g, greedy %d/%d\n",
                ok ? "ok  " : "FAIL", name, c, g->n_tokens, top_err, all_err, matched, g->n_greedy);
-        failures += !ok;
+        EXPECT(ok, "%s case %d (line above)", name, c);
         free(logits);
         kv_cache_free(kv);
     }
     model_free(m);
     golden_free(cases, n_cases);
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("graph vs goldens", HARNESS_TEST(test_graph_ref))

@@ -19,12 +19,8 @@
  *
  * usage: test_kv_rot MODEL.gguf...  (the synthetic files of tests/data)
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 
-#include <cmocka.h>
+#include "harness.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,22 +242,18 @@ static void test_state(void **state) {
     tessera_shutdown();
 }
 
+/* Usage: test_kv_rot MODEL.gguf... (each must exist, else the test skips) */
+static int setup(void **state) {
+    (void)state;
+    REQUIRE(g_n_paths >= 1, "usage: test_kv_rot MODEL.gguf...");
+    for (int i = 0; i < g_n_paths; i++) harness_require_file(g_paths[i]);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     g_paths = argv + 1;
     g_n_paths = argc - 1;
-    if (g_n_paths < 1) {
-        printf("usage: test_kv_rot MODEL.gguf...\n");
-        return 1;
-    }
-    for (int i = 0; i < g_n_paths; i++) {
-        FILE *fp = fopen(g_paths[i], "rb");
-        if (!fp) {
-            printf("skipped: %s is absent\n", g_paths[i]);
-            return 77;
-        }
-        fclose(fp);
-    }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_matrix), cmocka_unit_test(test_bad),
-                                       cmocka_unit_test(test_models), cmocka_unit_test(test_state)};
-    return cmocka_run_group_tests_name("kv rotation", tests, NULL, NULL);
+    const struct CMUnitTest tests[] = {HARNESS_TEST(test_matrix), HARNESS_TEST(test_bad), HARNESS_TEST(test_models),
+                                       HARNESS_TEST(test_state)};
+    return HARNESS_RUN_GROUP("kv rotation", tests, setup, NULL, argc, argv);
 }

@@ -35,12 +35,8 @@
  * a MODEL without '/' is looked up in $TESSERA_MODEL_CACHE, else
  * ~/.cache/tessera/models, and the test skips when it is absent)
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 
-#include <cmocka.h>
+#include "harness.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +52,6 @@ enum { N = 60, FROM = 40, N_NEXT = 8 };
 
 static tessera_model *g_model;
 static tessera_model *g_cpu_model; /* the same file on a CPU plugin, or NULL */
-static char g_cpu_skip[256];       /* why g_cpu_model is NULL */
 static tessera_kv_type g_kv = TESSERA_KV_F32;
 static bool g_real; /* a real model: the bound is the position noise */
 static double g_bound; /* test_shift's bound, which test_shift_cpu adds CPU_TOL to */
@@ -159,10 +154,7 @@ static void test_shift(void **state) {
  * CPU_TOL. */
 static void test_shift_cpu(void **state) {
     (void)state;
-    if (!g_cpu_model) {
-        print_message("skipped: %s\n", g_cpu_skip);
-        skip();
-    }
+    model_test_need_cpu(g_cpu_model);
     const int32_t nv = tessera_model_n_vocab(g_model);
     tessera_token toks[N + N_NEXT];
     for (int32_t i = 0; i < N + N_NEXT; i++) toks[i] = token_at(i);
@@ -178,47 +170,25 @@ static void test_shift_cpu(void **state) {
     tessera_context_free(fresh);
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1 && !strcmp(argv[1], "f16")) g_kv = TESSERA_KV_F16;
-    if (argc > 1 && !strcmp(argv[1], "q8_0")) g_kv = TESSERA_KV_Q8_0;
-    if (argc > 1 && !strcmp(argv[1], "q4_0")) g_kv = TESSERA_KV_Q4_0;
-    const char *shared = getenv("TESSERA_SHARED");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");
-    if (argc > 3) {
-        g_real = true;
-        model_cache_path(path, sizeof path, argv[2]);
-    }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        printf("skipped: %s is absent\n", path);
-        return 77;
-    }
-    fclose(fp);
-    /* ref, and the plugins built in this tree (nothing installed elsewhere) */
-    const char *build = getenv("TESSERA_BUILD_ROOT");
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
-    tessera_init_params ip = {0};
-    if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
-        printf("init: %s\n", tessera_last_error());
-        return 1;
-    }
-    tessera_model_params mp = tessera_model_default_params();
-    mp.devices = argc > 3 ? argv[3] : "ref";
-    g_model = tessera_model_load(path, &mp);
-    if (!g_model) {
-        printf("%s: %s\n", path, tessera_last_error());
-        return 1;
-    }
-    if (model_test_load_on_cpu_plugin(path, mp, &g_cpu_model, g_cpu_skip, sizeof g_cpu_skip) != 0) {
-        tessera_model_free(g_model);
-        return 1;
-    }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shift), cmocka_unit_test(test_shift_cpu)};
-    int rc = cmocka_run_group_tests_name("kv shift", tests, NULL, NULL);
+/* Usage: test_kv_shift f32|f16|q8_0|q4_0 [MODEL DEVICE] */
+static int setup(void **state) {
+    (void)state;
+    const char *kv = harness_arg(1) ? harness_arg(1) : "f32";
+    if (!strcmp(kv, "f16")) g_kv = TESSERA_KV_F16;
+    if (!strcmp(kv, "q8_0")) g_kv = TESSERA_KV_Q8_0;
+    if (!strcmp(kv, "q4_0")) g_kv = TESSERA_KV_Q4_0;
+    g_real = harness_argc() > 3;
+    harness_path path = harness_model_file(g_real ? harness_arg(2) : "stories260K");
+    g_model = model_test_open(path.s, g_real ? harness_arg(3) : "ref", &g_cpu_model);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
     tessera_model_free(g_cpu_model);
     tessera_model_free(g_model);
     tessera_shutdown();
-    return rc;
+    return 0;
 }
+
+HARNESS_MAIN_GROUP("kv shift", setup, teardown, HARNESS_TEST(test_shift), HARNESS_TEST(test_shift_cpu))

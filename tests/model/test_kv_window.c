@@ -21,12 +21,8 @@
  *
  * Usage: test_kv_window window|batch|gemma [fa]   (fa: with flash attention)
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 
-#include <cmocka.h>
+#include "harness.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +45,6 @@ enum { N_VOCAB_USED = 500, WINDOW = 16 };
 
 static tessera_model *g_model;
 static tessera_model *g_cpu_model; /* the same file on a CPU plugin, or NULL */
-static char g_cpu_skip[256];       /* why g_cpu_model is NULL */
 static bool g_flash_attn; /* second argument "fa": the FLASH_ATTN path */
 
 /* A fixed pseudo-random token stream (ids 3..502): attention then has
@@ -154,10 +149,7 @@ static void test_window(void **state) {
  * plugin and on ref. */
 static void test_window_cpu(void **state) {
     (void)state;
-    if (!g_cpu_model) {
-        print_message("skipped: %s\n", g_cpu_skip);
-        skip();
-    }
+    model_test_need_cpu(g_cpu_model);
     const int32_t n_prompt = 600, n_gen = 150;
     tessera_context *r = new_ctx(1024, 32, 1, false), *c = new_ctx_on(g_cpu_model, 1024, 32, 1, false);
     assert_int_equal(c->kv->n_sets, 2);
@@ -240,10 +232,7 @@ static void test_batch(void **state) {
  * on ref. */
 static void test_batch_cpu(void **state) {
     (void)state;
-    if (!g_cpu_model) {
-        print_message("skipped: %s\n", g_cpu_skip);
-        skip();
-    }
+    model_test_need_cpu(g_cpu_model);
     tessera_context *c = new_ctx_on(g_cpu_model, 2048, 32, N_SEQ, false), *r = new_ctx(2048, 32, N_SEQ, false);
     assert_int_equal(c->kv->n_sets, 2);
     double worst = batch_worst(c, r);
@@ -265,52 +254,38 @@ static void test_gemma(void **state) {
     tessera_context_free(w);
 }
 
-int main(int argc, char **argv) {
-    const char *which = argc > 1 ? argv[1] : "";
-    g_flash_attn = argc > 2 && !strcmp(argv[2], "fa");
-    const char *src = getenv("TESSERA_SOURCE_ROOT");
-    char path[1024];
-    if (!strcmp(which, "gemma")) {
-        model_cache_path(path, sizeof path, "gemma-3-270m-q4_k_m.gguf");
-    } else {
-        snprintf(path, sizeof path, "%s/tests/data/synth-gemma3-swa16-f32.gguf", src ? src : ".");
-    }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        printf("skipped: %s is absent\n", path);
-        return 77;
-    }
-    fclose(fp);
-    /* ref, and the plugins built in this tree (nothing installed elsewhere) */
-    const char *build = getenv("TESSERA_BUILD_ROOT");
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
-    tessera_init_params ip = {0};
-    if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
-        printf("init: %s\n", tessera_last_error());
-        return 1;
-    }
-    tessera_model_params mp = tessera_model_default_params();
-    mp.devices = "ref";
-    g_model = tessera_model_load(path, &mp);
-    if (!g_model) {
-        printf("%s: %s\n", path, tessera_last_error());
-        return 1;
-    }
-    if (strcmp(which, "gemma") &&
-        model_test_load_on_cpu_plugin(path, mp, &g_cpu_model, g_cpu_skip, sizeof g_cpu_skip) != 0) {
-        tessera_model_free(g_model);
-        return 1;
-    }
-    const struct CMUnitTest window[] = {cmocka_unit_test(test_window), cmocka_unit_test(test_window_cpu)};
-    const struct CMUnitTest batch[] = {cmocka_unit_test(test_batch), cmocka_unit_test(test_batch_cpu)};
-    const struct CMUnitTest gemma[] = {cmocka_unit_test(test_gemma)};
-    int rc = !strcmp(which, "window") ? cmocka_run_group_tests_name("kv window", window, NULL, NULL)
-             : !strcmp(which, "batch") ? cmocka_run_group_tests_name("kv window batch", batch, NULL, NULL)
-             : !strcmp(which, "gemma") ? cmocka_run_group_tests_name("kv window gemma", gemma, NULL, NULL)
-                                       : (printf("usage: test_kv_window window|batch|gemma\n"), 2);
+/* Usage: test_kv_window window|batch|gemma [fa]: the synthetic gemma3 file
+ * (tests/data) on ref and the CPU plugin, or Gemma 3 270M (model cache). */
+static const char *which(void) {
+    return harness_arg(1) ? harness_arg(1) : "";
+}
+
+static int setup(void **state) {
+    (void)state;
+    g_flash_attn = harness_argc() > 2 && !strcmp(harness_arg(2), "fa");
+    bool gemma = !strcmp(which(), "gemma");
+    harness_path path = gemma ? harness_model_file("gemma-3-270m-q4_k_m.gguf")
+                              : harness_source_file("tests/data/synth-gemma3-swa16-f32.gguf");
+    g_model = model_test_open(path.s, "ref", gemma ? NULL : &g_cpu_model);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
     tessera_model_free(g_cpu_model);
     tessera_model_free(g_model);
     tessera_shutdown();
-    return rc;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest window[] = {HARNESS_TEST(test_window), HARNESS_TEST(test_window_cpu)};
+    const struct CMUnitTest batch[] = {HARNESS_TEST(test_batch), HARNESS_TEST(test_batch_cpu)};
+    const struct CMUnitTest gemma[] = {HARNESS_TEST(test_gemma)};
+    const char *w = argc > 1 ? argv[1] : "";
+    if (!strcmp(w, "window")) return HARNESS_RUN_GROUP("kv window", window, setup, teardown, argc, argv);
+    if (!strcmp(w, "batch")) return HARNESS_RUN_GROUP("kv window batch", batch, setup, teardown, argc, argv);
+    if (!strcmp(w, "gemma")) return HARNESS_RUN_GROUP("kv window gemma", gemma, setup, teardown, argc, argv);
+    printf("usage: test_kv_window window|batch|gemma [fa]\n");
+    return 2;
 }

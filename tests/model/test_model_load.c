@@ -32,7 +32,6 @@ typedef struct spec {
     const char *rope_scaling; /* rope.scaling.type, with factor 4 */
 } spec;
 
-static int failures;
 
 static float *filled(int64_t n, uint32_t seed, float value) {
     float *x = malloc((size_t)n * sizeof *x);
@@ -147,39 +146,40 @@ static int forward(const model *m, float *out) {
 static void expect_error(const char *path, const spec *s, const char *what, const char *n1, const char *n2,
                          const char *n3) {
     if (write_model(path, s) != 0) {
-        CHECK(0, "%s: cannot write test file: %s", what, error_get());
+        EXPECT(0, "%s: cannot write test file: %s", what, error_get());
         return;
     }
     model *m = load(path);
     const char *msg = error_get();
-    CHECK(!m, "%s: loaded although it should fail", what);
-    CHECK(!n1 || strstr(msg, n1), "%s: message lacks '%s': %s", what, n1, msg);
-    CHECK(!n2 || strstr(msg, n2), "%s: message lacks '%s': %s", what, n2, msg);
-    CHECK(!n3 || strstr(msg, n3), "%s: message lacks '%s': %s", what, n3, msg);
-    CHECK(!strchr(msg, '\n'), "%s: message is not one line", what);
+    EXPECT(!m, "%s: loaded although it should fail", what);
+    EXPECT(!n1 || strstr(msg, n1), "%s: message lacks '%s': %s", what, n1, msg);
+    EXPECT(!n2 || strstr(msg, n2), "%s: message lacks '%s': %s", what, n2, msg);
+    EXPECT(!n3 || strstr(msg, n3), "%s: message lacks '%s': %s", what, n3, msg);
+    EXPECT(!strchr(msg, '\n'), "%s: message is not one line", what);
     if (!m) printf("ok   %s -> %s\n", what, msg);
     model_free(m);
 }
 
-int main(void) {
+static void test_model_load(void **state) {
+    (void)state;
     char path[] = "/tmp/tessera-model-test-XXXXXX";
     int fd = mkstemp(path);
-    if (fd < 0) return 1;
+    REQUIRE(fd >= 0, "mkstemp %s", path);
     close(fd);
 
     /* A good llama file. */
     spec good = {.arch = "llama"};
-    CHECK(write_model(path, &good) == 0, "write: %s", error_get());
+    EXPECT(write_model(path, &good) == 0, "write: %s", error_get());
     model *m = load(path);
-    CHECK(m, "llama: %s", error_get());
+    EXPECT(m, "llama: %s", error_get());
     float base[V], other[V], ff4[V];
     if (m) {
-        CHECK(m->hp.n_embd == E && m->hp.n_layer == L && m->hp.n_head == H && m->hp.n_head_kv == HKV &&
+        EXPECT(m->hp.n_embd == E && m->hp.n_layer == L && m->hp.n_head == H && m->hp.n_head_kv == HKV &&
                   m->hp.head_dim == D && m->hp.n_ff == F && m->hp.n_vocab == V && m->hp.n_rot == D,
               "llama hparams");
-        CHECK(m->hp.rope_freq_base == 10000.0f && m->hp.rope_freq_scale == 1.0f, "rope defaults");
-        CHECK(m->output->data != m->tok_embd->data, "untied output");
-        CHECK(forward(m, base) == 0, "forward: %s", error_get());
+        EXPECT(m->hp.rope_freq_base == 10000.0f && m->hp.rope_freq_scale == 1.0f, "rope defaults");
+        EXPECT(m->output->data != m->tok_embd->data, "untied output");
+        EXPECT(forward(m, base) == 0, "forward: %s", error_get());
         printf("ok   llama: hparams, untied output, forward\n");
     }
     model_free(m);
@@ -189,7 +189,7 @@ int main(void) {
     tied.tied = 1;
     write_model(path, &tied);
     m = load(path);
-    CHECK(m && m->output->data == m->tok_embd->data, "tied output: %s", error_get());
+    EXPECT(m && m->output->data == m->tok_embd->data, "tied output: %s", error_get());
     if (m) printf("ok   tied output reads token_embd.weight\n");
     model_free(m);
 
@@ -198,9 +198,9 @@ int main(void) {
     ff.rope_factor = 1.0f;
     write_model(path, &ff);
     m = load(path);
-    CHECK(m && m->rope_freqs && m->rope_freqs->nbytes == (uint64_t)(D / 2) * 4, "rope_freqs loaded: %s", error_get());
+    EXPECT(m && m->rope_freqs && m->rope_freqs->nbytes == (uint64_t)(D / 2) * 4, "rope_freqs loaded: %s", error_get());
     if (m && forward(m, other) == 0) {
-        CHECK(max_diff(base, other, V) < 1e-5, "factors of 1 changed logits by %g", max_diff(base, other, V));
+        EXPECT(max_diff(base, other, V) < 1e-5, "factors of 1 changed logits by %g", max_diff(base, other, V));
         printf("ok   rope_freqs of 1: max diff %.3g\n", max_diff(base, other, V));
     }
     model_free(m);
@@ -208,7 +208,7 @@ int main(void) {
     write_model(path, &ff);
     m = load(path);
     if (m && forward(m, other) == 0) {
-        CHECK(max_diff(base, other, V) > 1e-4, "factors of 4 did not change logits");
+        EXPECT(max_diff(base, other, V) > 1e-4, "factors of 4 did not change logits");
         printf("ok   rope_freqs of 4: max diff %.3g\n", max_diff(base, other, V));
         memcpy(ff4, other, sizeof ff4);
     }
@@ -219,12 +219,12 @@ int main(void) {
     lin.rope_scaling = "linear";
     write_model(path, &lin);
     m = load(path);
-    CHECK(m && m->hp.rope_freq_scale == 0.25f, "linear scaling: %s", error_get());
+    EXPECT(m && m->hp.rope_freq_scale == 0.25f, "linear scaling: %s", error_get());
     if (m && forward(m, other) == 0) {
-        CHECK(max_diff(base, other, V) > 1e-4, "linear scaling did not change logits");
+        EXPECT(max_diff(base, other, V) > 1e-4, "linear scaling did not change logits");
         printf("ok   linear rope scaling x4: freq_scale 0.25, logits differ by %.3g\n", max_diff(base, other, V));
         /* dividing every frequency by 4 is the same rotation either way */
-        CHECK(max_diff(ff4, other, V) < 1e-4, "factors of 4 and linear x4 differ by %g", max_diff(ff4, other, V));
+        EXPECT(max_diff(ff4, other, V) < 1e-4, "factors of 4 and linear x4 differ by %g", max_diff(ff4, other, V));
         printf("ok   frequency factors of 4 == linear scaling x4: max diff %.3g\n", max_diff(ff4, other, V));
     }
     model_free(m);
@@ -233,7 +233,7 @@ int main(void) {
     spec q = {.arch = "qwen2", .biases = 1, .bias_value = 0.0f};
     write_model(path, &q);
     m = load(path);
-    CHECK(m && m->layers[0].bq && m->hp.rope_mode == TSR_ROPE_NEOX, "qwen2: %s", error_get());
+    EXPECT(m && m->layers[0].bq && m->hp.rope_mode == TSR_ROPE_NEOX, "qwen2: %s", error_get());
     float q0[V], q1[V];
     int q_ok = m && forward(m, q0) == 0;
     model_free(m);
@@ -241,10 +241,10 @@ int main(void) {
     write_model(path, &q);
     m = load(path);
     q_ok = q_ok && m && forward(m, q1) == 0;
-    CHECK(q_ok, "qwen2 forward: %s", error_get());
+    EXPECT(q_ok, "qwen2 forward: %s", error_get());
     if (q_ok) {
-        CHECK(max_diff(q0, q1, V) > 1e-4, "qwen2 biases have no effect");
-        CHECK(max_diff(q0, base, V) > 1e-4, "qwen2 (NeoX rope) equals llama (normal rope)");
+        EXPECT(max_diff(q0, q1, V) > 1e-4, "qwen2 biases have no effect");
+        EXPECT(max_diff(q0, base, V) > 1e-4, "qwen2 (NeoX rope) equals llama (normal rope)");
         printf("ok   qwen2: biases change logits by %.3g, NeoX vs normal rope by %.3g\n", max_diff(q0, q1, V),
                max_diff(q0, base, V));
     }
@@ -272,6 +272,6 @@ int main(void) {
     expect_error(path, &s, "missing embeddings", "token_embd.weight", NULL, NULL);
 
     unlink(path);
-    if (failures) printf("%d failure(s)\n", failures);
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("model load", HARNESS_TEST(test_model_load))

@@ -28,7 +28,6 @@
 
 #include "model_test.h"
 
-static int failures;
 
 enum { N_GEN = 16, N_SPLIT = 7, MAX_TOK = 512 };
 
@@ -44,7 +43,7 @@ static tessera_model *load_model(const char *path) {
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = device;
     tessera_model *m = tessera_model_load(path, &mp);
-    if (!m) printf("FAIL load %s: %s\n", path, tessera_last_error());
+    if (!m) ADD_FAILURE("load %s: %s", path, tessera_last_error());
     return m;
 }
 
@@ -59,7 +58,7 @@ static tessera_context *new_ctx(tessera_model *m, uint32_t nc, tessera_kv_type k
     }
     cp.flash_attn = flash;
     tessera_context *ctx = tessera_context_new(m, &cp);
-    CHECK(ctx, "context: %s", tessera_last_error());
+    EXPECT(ctx, "context: %s", tessera_last_error());
     return ctx;
 }
 
@@ -69,10 +68,10 @@ static tessera_sampler *new_sampler(tessera_model *m, float temp, uint32_t seed)
     sp.seed = seed;
     sp.penalty_repeat = 1.1f; /* so the penalty window matters too */
     tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(m), &sp);
-    CHECK(s, "sampler: %s", tessera_last_error());
+    EXPECT(s, "sampler: %s", tessera_last_error());
     if (s && grammar_gbnf) {
         tessera_grammar *g = tessera_grammar_parse(grammar_gbnf, strlen(grammar_gbnf), NULL);
-        CHECK(g && tessera_sampler_set_grammar(s, m, g) == 0, "grammar: %s", tessera_last_error());
+        EXPECT(g && tessera_sampler_set_grammar(s, m, g) == 0, "grammar: %s", tessera_last_error());
         tessera_grammar_free(g);
     }
     return s;
@@ -104,10 +103,10 @@ static int32_t run(tessera_model *m, float temp, uint32_t seed, tessera_token *t
     int32_t n = prompt_tokens(m, toks);
     for (int32_t i = 0; i < n; i++) tessera_sampler_accept(s, toks[i]);
     if (grammar_gbnf) tessera_sampler_grammar_restart(s); /* the grammar constrains the reply only */
-    CHECK(tessera_decode(ctx, toks, n, 0, 0) == 0, "prompt: %s", tessera_last_error());
+    EXPECT(tessera_decode(ctx, toks, n, 0, 0) == 0, "prompt: %s", tessera_last_error());
     generate(ctx, s, toks, &n, save_path ? N_SPLIT : N_GEN);
     if (save_path)
-        CHECK(tessera_state_save_file(ctx, -1, save_path, toks, n, s) == 0, "save: %s", tessera_last_error());
+        EXPECT(tessera_state_save_file(ctx, -1, save_path, toks, n, s) == 0, "save: %s", tessera_last_error());
     tessera_sampler_free(s);
     tessera_context_free(ctx);
     return n;
@@ -115,9 +114,9 @@ static int32_t run(tessera_model *m, float temp, uint32_t seed, tessera_token *t
 
 static void expect_error(int rc, const char *what, const char *needle) {
     const char *msg = tessera_last_error();
-    CHECK(rc != 0, "%s: succeeded", what);
-    CHECK(strstr(msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle, msg);
-    CHECK(!strchr(msg, '\n'), "%s: message is not one line", what);
+    EXPECT(rc != 0, "%s: succeeded", what);
+    EXPECT(strstr(msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle, msg);
+    EXPECT(!strchr(msg, '\n'), "%s: message is not one line", what);
     if (rc != 0) printf("ok   %s -> %s\n", what, msg);
 }
 
@@ -142,18 +141,18 @@ static void check_continue(tessera_model *m, float temp, uint32_t seed, const ch
     tessera_context *ctx = new_ctx(m, n_ctx, TESSERA_KV_F16);
     tessera_sampler *s = new_sampler(m, temp, seed + 12345);
     int32_t n = 0;
-    CHECK(tessera_state_load_file(ctx, -1, path, got, MAX_TOK, &n, s) == 0, "load: %s", tessera_last_error());
-    CHECK(n == n_part && !memcmp(got, part, (size_t)n * sizeof *got), "tokens restored (%d of %d)", n, n_part);
-    CHECK(tessera_kv_len(ctx) == n, "kv len %d after load, %d tokens", tessera_kv_len(ctx), n);
+    EXPECT(tessera_state_load_file(ctx, -1, path, got, MAX_TOK, &n, s) == 0, "load: %s", tessera_last_error());
+    EXPECT(n == n_part && !memcmp(got, part, (size_t)n * sizeof *got), "tokens restored (%d of %d)", n, n_part);
+    EXPECT(tessera_kv_len(ctx) == n, "kv len %d after load, %d tokens", tessera_kv_len(ctx), n);
     /* Saving the loaded state gives the same bytes. */
     size_t len1 = 0, len2 = 0;
     uint8_t *file = read_all(path, &len1);
     uint8_t *again = tessera_state_save(ctx, -1, got, n, s, &len2);
-    CHECK(file && again && len1 == len2 && !memcmp(file, again, len1), "re-saved state differs");
+    EXPECT(file && again && len1 == len2 && !memcmp(file, again, len1), "re-saved state differs");
     free(file);
     free(again);
     generate(ctx, s, got, &n, N_GEN - N_SPLIT);
-    CHECK(n == n_ref && !memcmp(got, ref, (size_t)n * sizeof *got), "temp %g seed %u: continued tokens differ",
+    EXPECT(n == n_ref && !memcmp(got, ref, (size_t)n * sizeof *got), "temp %g seed %u: continued tokens differ",
           (double)temp, seed);
     printf("ok   temp %g seed %u: %d tokens after a save at %d match the uninterrupted run (file %zu bytes)\n",
            (double)temp, seed, n_ref, n_part, len1);
@@ -178,7 +177,7 @@ static void check_grammar(tessera_model *m, const char *path) {
         int32_t n = 0;
         expect_error(tessera_state_load_file(ctx, -1, path, toks, MAX_TOK, &n, s), "grammar state into another sampler",
                      needle[i]);
-        CHECK(tessera_kv_len(ctx) == 0, "a refused grammar state left %d cells", tessera_kv_len(ctx));
+        EXPECT(tessera_kv_len(ctx) == 0, "a refused grammar state left %d cells", tessera_kv_len(ctx));
         tessera_sampler_free(s);
         tessera_context_free(ctx);
     }
@@ -193,22 +192,22 @@ static void check_seq(tessera_model *m) {
     tessera_token toks[MAX_TOK];
     int32_t n = prompt_tokens(m, toks);
     tessera_context *a = new_ctx(m, n_ctx, TESSERA_KV_F16);
-    CHECK(tessera_decode(a, toks, n, 0, 0) == 0, "decode: %s", tessera_last_error());
+    EXPECT(tessera_decode(a, toks, n, 0, 0) == 0, "decode: %s", tessera_last_error());
     size_t len = 0;
     uint8_t *st = tessera_state_save(a, 0, toks, n, NULL, &len);
-    CHECK(st, "save seq 0: %s", tessera_last_error());
+    EXPECT(st, "save seq 0: %s", tessera_last_error());
     tessera_context *b = new_ctx(m, n_ctx, TESSERA_KV_F16);
     tessera_token other[3] = {toks[0], toks[2], toks[1]};
     int32_t pos3[3] = {0, 1, 2}, seq0[3] = {0, 0, 0};
-    CHECK(tessera_decode_batch(b, other, pos3, seq0, NULL, 3) == 0, "batch: %s", tessera_last_error());
+    EXPECT(tessera_decode_batch(b, other, pos3, seq0, NULL, 3) == 0, "batch: %s", tessera_last_error());
     tessera_token got[MAX_TOK];
     int32_t ng = 0;
     expect_error(tessera_state_load(b, 2, st, len, "seq-state", got, 4, &ng, NULL), "token buffer too small",
                  "room was given for 4");
-    CHECK(tessera_kv_cells_used(b) == 3, "cells after a refused load: %d", tessera_kv_cells_used(b));
-    CHECK(tessera_state_load(b, 2, st, len, "seq-state", got, MAX_TOK, &ng, NULL) == 0, "load seq 2: %s",
+    EXPECT(tessera_kv_cells_used(b) == 3, "cells after a refused load: %d", tessera_kv_cells_used(b));
+    EXPECT(tessera_state_load(b, 2, st, len, "seq-state", got, MAX_TOK, &ng, NULL) == 0, "load seq 2: %s",
           tessera_last_error());
-    CHECK(tessera_kv_cells_used(b) == 3 + n, "cells used %d, want %d", tessera_kv_cells_used(b), 3 + n);
+    EXPECT(tessera_kv_cells_used(b) == 3 + n, "cells used %d, want %d", tessera_kv_cells_used(b), 3 + n);
     /* Greedy continuation in sequence 2: the last prompt token again at its
      * position gives the logits to pick from. */
     tessera_sampler *s = new_sampler(m, 0.0f, 1);
@@ -220,13 +219,12 @@ static void check_seq(tessera_model *m) {
         bool want = true;
         if (tessera_decode_batch(b, &t, &pos, &seq, &want, 1) != 0) {
             printf("FAIL batch decode: %s\n", tessera_last_error());
-            failures++;
             break;
         }
         tessera_token next = tessera_sampler_sample(s, tessera_logits(b, 0));
         tessera_sampler_accept(s, next);
         ok = next == ref[i + 1];
-        CHECK(ok, "sequence 2: token %d is %d, the uninterrupted run has %d", i + 1, next, ref[i + 1]);
+        EXPECT(ok, "sequence 2: token %d is %d, the uninterrupted run has %d", i + 1, next, ref[i + 1]);
     }
     if (ok) printf("ok   a sequence saved from 0 continues in sequence 2 as the uninterrupted run\n");
     expect_error(tessera_state_load(b, 2, st, len, "seq-state", got, MAX_TOK, &ng, NULL) == 0 &&
@@ -242,8 +240,7 @@ static void check_bad_files(tessera_model *m, tessera_model *other, tessera_mode
     size_t len = 0;
     uint8_t *good = read_all(path, &len);
     if (!good) {
-        printf("FAIL cannot read %s\n", path);
-        failures++;
+        ADD_FAILURE("cannot read %s", path);
         return;
     }
     tessera_token toks[MAX_TOK];
@@ -271,7 +268,7 @@ static void check_bad_files(tessera_model *m, tessera_model *other, tessera_mode
     memcpy(bad, good, len);
     bad[0] = 'X';
     expect_error(tessera_state_load(ctx, -1, bad, len, "magic", toks, MAX_TOK, &n, NULL), "bad magic", "magic");
-    CHECK(tessera_kv_len(ctx) == 3, "a refused load changed the cache (len %d)", tessera_kv_len(ctx));
+    EXPECT(tessera_kv_len(ctx) == 3, "a refused load changed the cache (len %d)", tessera_kv_len(ctx));
     expect_error(tessera_state_load(ctx, -1, good, len, "few", toks, 3, &n, NULL), "token buffer too small",
                  "room was given for 3");
     expect_error(tessera_state_load_file(ctx, -1, "/nonexistent/state.bin", toks, MAX_TOK, &n, NULL),
@@ -297,52 +294,30 @@ static void check_bad_files(tessera_model *m, tessera_model *other, tessera_mode
         tessera_context_free(sc);
     }
     /* Still usable after all that. */
-    CHECK(tessera_decode(ctx, p + 3, np - 3, 3, 0) == 0, "decode after refused loads: %s", tessera_last_error());
+    EXPECT(tessera_decode(ctx, p + 3, np - 3, 3, 0) == 0, "decode after refused loads: %s", tessera_last_error());
     free(bad);
     free(good);
     tessera_context_free(ctx);
 }
 
-int main(int argc, char **argv) {
-    const char *paths[3] = {NULL, NULL, NULL};
+/* Usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--q8] [--device D] [--ctx N]
+ * (each MODEL as harness_model_file takes it) */
+static void test_state(void **state) {
+    (void)state;
+    static harness_path paths[3];
     int np = 0, q8 = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--q8")) q8 = 1;
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
-        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc) n_ctx = (uint32_t)atoi(argv[++i]);
-        else if (np < 3) paths[np++] = argv[i];
+    for (int i = 1; i < harness_argc(); i++) {
+        const char *arg = harness_arg(i);
+        if (!strcmp(arg, "--q8")) q8 = 1;
+        else if (!strcmp(arg, "--device") && i + 1 < harness_argc()) device = harness_arg(++i);
+        else if (!strcmp(arg, "--ctx") && i + 1 < harness_argc()) n_ctx = (uint32_t)atoi(harness_arg(++i));
+        else if (np < 3) paths[np++] = harness_model_file(arg);
     }
-    if (np < 2) {
-        fprintf(stderr, "usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--device D] [--ctx N]\n");
-        return 2;
-    }
-    static char cached[3][1024];
-    for (int i = 0; i < np; i++)
-        if (!strchr(paths[i], '/')) {
-            model_cache_path(cached[i], sizeof cached[i], paths[i]);
-            paths[i] = cached[i];
-        }
-    for (int i = 0; i < np; i++)
-        if (access(paths[i], R_OK) != 0) {
-            printf("SKIP %s is absent\n", paths[i]);
-            return 77;
-        }
-    /* The plugins built in this tree, and nothing installed elsewhere. */
-    const char *build = getenv("TESSERA_BUILD_ROOT");
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
-    if (host_init(&ho) != 0) {
-        printf("FAIL host init: %s\n", tessera_last_error());
-        return 1;
-    }
-    tessera_init_params ip = {0};
-    if (tessera_init(&ip) != 0) {
-        printf("FAIL init: %s\n", tessera_last_error());
-        return 1;
-    }
-    tessera_model *m = load_model(paths[0]), *other = load_model(paths[1]);
-    tessera_model *same = paths[2] ? load_model(paths[2]) : NULL;
-    if (!m || !other || (paths[2] && !same)) return 1;
+    REQUIRE(np >= 2, "usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--q8] [--device D] [--ctx N]");
+    harness_host_start();
+    tessera_model *m = load_model(paths[0].s), *other = load_model(paths[1].s);
+    tessera_model *same = np > 2 ? load_model(paths[2].s) : NULL;
+    REQUIRE(m && other && (np < 3 || same), "a model did not load");
     char path[64];
     snprintf(path, sizeof path, "test-state-%ld.bin", (long)getpid());
     check_continue(m, 0.0f, 7, path);
@@ -356,7 +331,7 @@ int main(int argc, char **argv) {
         tessera_context *fa = new_ctx(m, n_ctx, TESSERA_KV_F16);
         tessera_token toks[MAX_TOK];
         int32_t n = 0;
-        CHECK(fa && tessera_state_load_file(fa, -1, path, toks, MAX_TOK, &n, NULL) == 0 && tessera_kv_len(fa) == n &&
+        EXPECT(fa && tessera_state_load_file(fa, -1, path, toks, MAX_TOK, &n, NULL) == 0 && tessera_kv_len(fa) == n &&
                   tessera_decode(fa, toks, 1, n, 0) == 0,
               "an F16 state into a flash-attention context: %s", tessera_last_error());
         tessera_context_free(fa);
@@ -373,6 +348,6 @@ int main(int argc, char **argv) {
     tessera_model_free(other);
     tessera_model_free(same);
     tessera_shutdown();
-    printf("%s: %d failures\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("state", HARNESS_TEST(test_state))

@@ -22,12 +22,8 @@
  * (cpu: the first CPU plugin's device, cpu-avx0 or cpu-neon0; the test
  * skips when this build has none; default cpu)
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 
-#include <cmocka.h>
+#include "harness.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,55 +211,47 @@ static int write_trace(const char *file) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    const char *mode = argc > 1 ? argv[1] : "llama";
-    const char *shared = getenv("TESSERA_SHARED"), *src = getenv("TESSERA_SOURCE_ROOT");
-    const char *trace_file = argc > 4 && !strcmp(argv[3], "--trace") ? argv[4] : NULL;
-    char path[1024];
-    bool swa = !strcmp(mode, "swa");
+/* Usage: test_step_graph llama|fa|swa|MODEL_NAME [DEVICE|cpu [--trace FILE]]: stories260K
+ * (llama, fa: flash attention), the synthetic gemma3 (swa) or shared/models/MODEL_NAME.gguf, on
+ * DEVICE or (default "cpu") the build's first CPU plugin device. With --trace only the trace. */
+static int setup(void **state) {
+    (void)state;
+    const char *mode = harness_arg(1) ? harness_arg(1) : "llama";
     g_fa = !strcmp(mode, "fa");
-    if (swa)
-        snprintf(path, sizeof path, "%s/tests/data/synth-gemma3-swa16-f32.gguf", src ? src : ".");
-    else if (g_fa || !strcmp(mode, "llama"))
-        snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");
-    else
-        snprintf(path, sizeof path, "%s/models/%s.gguf", shared ? shared : "../shared", mode);
-    /* the plugins built in this tree, and nothing installed elsewhere */
-    const char *build = getenv("TESSERA_BUILD_ROOT");
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0, .only_plugin_dirs = true};
-    tessera_init_params ip = {0};
-    if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
-        printf("init: %s\n", tessera_last_error());
-        return 1;
+    harness_path path = !strcmp(mode, "swa") ? harness_source_file("tests/data/synth-gemma3-swa16-f32.gguf")
+                        : g_fa || !strcmp(mode, "llama") ? harness_model_file("stories260K")
+                                                         : harness_model_file(mode);
+    harness_host_start();
+    const char *devices = harness_arg(2) ? harness_arg(2) : "cpu";
+    if (!strcmp(devices, "cpu")) {
+        const char *build = getenv("TESSERA_BUILD_ROOT");
+        devices = harness_cpu_plugin();
+        if (!devices) harness_skip("no CPU plugin device in %s", build ? build : "(no TESSERA_BUILD_ROOT)");
     }
-    tessera_model_params mp = tessera_model_default_params();
-    mp.devices = argc > 2 ? argv[2] : "cpu";
-    if (!strcmp(mp.devices, "cpu")) {
-        mp.devices = model_test_cpu_plugin();
-        if (!mp.devices) {
-            printf("skipped: no CPU plugin device in %s\n", build ? build : "(no TESSERA_BUILD_ROOT)");
-            tessera_shutdown();
-            return 77;
-        }
-    }
-    printf("%s on %s\n", path, mp.devices);
-    g_model = tessera_model_load(path, &mp);
-    if (!g_model) {
-        printf("%s: %s\n", path, tessera_last_error());
-        return 1;
-    }
-    if (trace_file) {
-        int rc = write_trace(trace_file);
-        tessera_model_free(g_model);
-        tessera_shutdown();
-        return rc;
-    }
-    const struct CMUnitTest single[] = {cmocka_unit_test(test_single), cmocka_unit_test(test_batch)};
-    const struct CMUnitTest window[] = {cmocka_unit_test(test_window)};
-    int rc = swa ? cmocka_run_group_tests_name("step graph reuse", window, NULL, NULL)
-                 : cmocka_run_group_tests_name("step graph reuse", single, NULL, NULL);
+    printf("%s on %s\n", path.s, devices);
+    g_model = harness_model_load(path.s, devices, NULL);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
     tessera_model_free(g_model);
     tessera_shutdown();
-    return rc;
+    return 0;
+}
+
+static void test_trace(void **state) {
+    (void)state;
+    EXPECT(write_trace(harness_arg(4)) == 0, "trace %s", harness_arg(4));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest single[] = {HARNESS_TEST(test_single), HARNESS_TEST(test_batch)};
+    const struct CMUnitTest window[] = {HARNESS_TEST(test_window)};
+    const struct CMUnitTest trace[] = {HARNESS_TEST(test_trace)};
+    if (argc > 4 && !strcmp(argv[3], "--trace"))
+        return HARNESS_RUN_GROUP("step graph trace", trace, setup, teardown, argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "swa"))
+        return HARNESS_RUN_GROUP("step graph reuse", window, setup, teardown, argc, argv);
+    return HARNESS_RUN_GROUP("step graph reuse", single, setup, teardown, argc, argv);
 }

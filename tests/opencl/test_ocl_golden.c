@@ -22,6 +22,7 @@
 #include <tessera/tessera.h>
 
 #include "golden.h"
+#include "harness.h"
 #include "host/host.h"
 #include "../logits_util.h"
 
@@ -79,63 +80,38 @@ static int run_case(tessera_model *m, const golden_case *g, bool quant, double t
     return ok;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 5) {
-        fprintf(stderr, "usage: test_ocl_golden MODEL_NAME strict|quant TOL N_GPU_LAYERS [CPU_DEVICE]\n");
-        return 2;
-    }
-    const char *name = argv[1];
-    const bool quant = !strcmp(argv[2], "quant");
-    const double tol = atof(argv[3]);
-    const int ngl = atoi(argv[4]);
-    const char *shared = getenv("TESSERA_SHARED"), *build = getenv("TESSERA_BUILD_ROOT");
-    if (!shared || !build) {
-        printf("skip: TESSERA_SHARED and TESSERA_BUILD_ROOT must be set\n");
-        return 77;
-    }
-    char path[1024], gpath[1024];
-    snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
-    snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
+static void test_ocl_golden(void **state) {
+    (void)state;
+    REQUIRE(harness_argc() >= 5, "usage: test_ocl_golden MODEL_NAME strict|quant TOL N_GPU_LAYERS [CPU_DEVICE]");
+    const char *name = harness_arg(1);
+    const bool quant = !strcmp(harness_arg(2), "quant");
+    const double tol = atof(harness_arg(3));
+    const int ngl = atoi(harness_arg(4));
+    harness_path path = harness_model_file(name), gpath = harness_golden_file(name);
     golden_case *cases;
-    int n_cases = golden_load(gpath, &cases);
-    if (n_cases <= 0) return 1;
+    int n_cases = golden_load(gpath.s, &cases);
+    REQUIRE(n_cases > 0, "%s: no golden cases", gpath.s);
 
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = 1, .only_plugin_dirs = true};
-    if (host_init(&ho) != 0 || tessera_init(NULL) != 0) {
-        fprintf(stderr, "init: %s\n", tessera_last_error());
-        return 1;
-    }
-    if (!host_device_find("opencl0")) {
-        printf("skip: no OpenCL device (see 'tessera devices' for the reason)\n");
+    harness_host_start();
+    const char *cpu = harness_arg(5) ? harness_arg(5) : "ref";
+    if (!host_device_find("opencl0") || !host_device_find(cpu)) {
         golden_free(cases, n_cases);
         tessera_shutdown();
-        return 77;
-    }
-    const char *cpu = argc > 5 ? argv[5] : "ref";
-    if (!host_device_find(cpu)) {
-        printf("skip: no CPU device '%s'\n", cpu);
-        golden_free(cases, n_cases);
-        tessera_shutdown();
-        return 77;
+        harness_skip("no OpenCL device (see 'tessera devices' for the reason) or no CPU device '%s'", cpu);
     }
     char devices[64];
     snprintf(devices, sizeof devices, "opencl0,%s", cpu);
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = devices;
     mp.n_gpu_layers = ngl;
-    tessera_model *m = tessera_model_load(path, &mp);
-    int failures = 0;
-    if (!m) {
-        printf("FAIL %s: %s\n", name, tessera_last_error());
-        failures++;
-    } else {
+    tessera_model *m = tessera_model_load(path.s, &mp);
+    if (EXPECT(m != NULL, "%s: %s", name, tessera_last_error())) {
         printf("%s on %s, -ngl %d (%s)\n", name, devices, ngl, quant ? "quant" : "strict");
-        for (int c = 0; c < n_cases; c++) failures += run_case(m, &cases[c], quant, tol, c) != 1;
+        for (int c = 0; c < n_cases; c++) EXPECT(run_case(m, &cases[c], quant, tol, c) == 1, "case %d (line above)", c);
         tessera_model_free(m);
     }
     golden_free(cases, n_cases);
     tessera_shutdown();
-    printf("%s\n", failures ? "FAILED" : "passed");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("opencl golden", HARNESS_TEST(test_ocl_golden))

@@ -39,14 +39,13 @@
 #include <tessera/tessera.h>
 
 #include "golden.h"
-#include "model_test.h"
+#include "harness.h"
 #include "host/host.h"
 #include "tensor/dtype.h"
 #include "../logits_util.h"
 
 #define FA_TOL 2e-5 /* absolute, on outputs of magnitude <= 1 */
 
-static int failures;
 
 static const int32_t kv_blocks[] = {TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_0, TSR_DTYPE_Q4_1,
                                     TSR_DTYPE_Q5_0, TSR_DTYPE_Q5_1, TSR_DTYPE_IQ4_NL};
@@ -91,7 +90,7 @@ static void tt_init(ttensor *x, int32_t dtype, const int64_t ne[4], const uint64
 static int run_node(host_device *hd, tsr_node *node, ttensor **tts, int n, const ttensor *dst, uint8_t *out) {
     char why[400] = "";
     if (!host_device_supports(hd, node, why, sizeof why)) {
-        CHECK(0, "%s declines %s '%s': %s", hd->name, tsr_op_name(node->op), node->dst->name, why);
+        ADD_FAILURE("%s declines %s '%s': %s", hd->name, tsr_op_name(node->op), node->dst->name, why);
         return -1;
     }
     tsr_queue *q = host_device_queue(hd);
@@ -125,7 +124,7 @@ static int run_node(host_device *hd, tsr_node *node, ttensor **tts, int n, const
     }
     for (int i = 0; i < n; i++)
         if (bufs[i]) hd->dev->api->buffer_free(hd->dev, bufs[i]);
-    CHECK(rc == 0, "%s: %s '%s' failed: %s", hd->name, tsr_op_name(node->op), node->dst->name, tessera_last_error());
+    EXPECT(rc == 0, "%s: %s '%s' failed: %s", hd->name, tsr_op_name(node->op), node->dst->name, tessera_last_error());
     return rc;
 }
 
@@ -188,7 +187,7 @@ static void cpy_case(host_device *ocl, int32_t qt, bool f16_transposed) {
                 if (first < 0) first = (int)b;
                 bad++;
             }
-        CHECK(bad == 0, "CPY %s -> %s: %d of %lld cache blocks differ from ref's bytes (first: block %d, cell %d)",
+        EXPECT(bad == 0, "CPY %s -> %s: %d of %lld cache blocks differ from ref's bytes (first: block %d, cell %d)",
               f16_transposed ? "F16 transposed" : "F32", tsr_dtype_name(qt), bad, (long long)nblocks, first,
               first < 0 ? -1 : (int)((uint64_t)first * bb / rb));
         if (bad == 0)
@@ -268,7 +267,7 @@ static void fa_case(host_device *ocl, host_device *ref, int32_t kt, int32_t vt, 
                 worst = i;
             }
         }
-        CHECK(err <= FA_TOL, "FLASH_ATTN D %lld n_q %lld n_kv %lld H %lld/%lld K %s V %s: error %.3g at %lld "
+        EXPECT(err <= FA_TOL, "FLASH_ATTN D %lld n_q %lld n_kv %lld H %lld/%lld K %s V %s: error %.3g at %lld "
               "(%.7g, ref %.7g)", (long long)D, (long long)n_q, (long long)n_kv, (long long)H, (long long)H_kv,
               tsr_dtype_name(kt), tsr_dtype_name(vt), err, (long long)worst, (double)got[worst], (double)want[worst]);
         printf("  FLASH_ATTN D %3lld n_q %lld n_kv %3lld H %lld/%lld K %-6s V %-6s mask %-4s: max error %.2g\n",
@@ -359,58 +358,32 @@ done:
     return ok;
 }
 
-/* arg as given if absolute, else under ../shared/DIR, else (models) in
- * scripts/fetch-models.sh's cache. */
-static void data_path(char *out, size_t size, const char *dir, const char *arg) {
-    const char *shared = getenv("TESSERA_SHARED");
-    if (arg[0] == '/') {
-        snprintf(out, size, "%s", arg);
-        return;
+/* Usage: test_ocl_kv model MODEL GOLDEN TYPE_K TYPE_V TOL [CPU [N_CASES [N_GREEDY]]]: MODEL as
+ * harness_model_file finds it, GOLDEN a path or a file of $TESSERA_SHARED/golden. */
+static void test_model(host_device *ocl) {
+    REQUIRE(harness_argc() >= 7, "usage: test_ocl_kv model MODEL GOLDEN TYPE_K TYPE_V TOL [CPU [N_CASES [N_GREEDY]]]");
+    const char *golden_arg = harness_arg(3), *type_k = harness_arg(4), *type_v = harness_arg(5);
+    harness_path path = harness_model_file(harness_arg(2)), gpath;
+    if (golden_arg[0] == '/') {
+        gpath = harness_file(golden_arg);
+    } else {
+        char rel[512];
+        snprintf(rel, sizeof rel, "golden/%s", golden_arg);
+        gpath = harness_shared_file(rel);
     }
-    snprintf(out, size, "%s/%s/%s", shared ? shared : "../shared", dir, arg);
-    FILE *f = fopen(out, "rb");
-    if (f) {
-        fclose(f);
-        return;
-    }
-    model_cache_path(out, size, arg);
-}
-
-/* 0 when it ran (failures counted), 77 skipped, 2 a usage error. */
-static int test_model(host_device *ocl, int argc, char **argv) {
-    if (argc < 7) {
-        fprintf(stderr, "usage: test_ocl_kv model MODEL GOLDEN TYPE_K TYPE_V TOL [CPU [N_CASES [N_GREEDY]]]\n");
-        return 2;
-    }
-    char path[1024], gpath[1024];
-    data_path(path, sizeof path, "models", argv[2]);
-    data_path(gpath, sizeof gpath, "golden", argv[3]);
-    const int tk = tessera_kv_type_from_name(argv[4]), tv = tessera_kv_type_from_name(argv[5]);
-    const double tol = atof(argv[6]);
-    const int n_cases_max = argc > 8 ? atoi(argv[8]) : 2, n_greedy = argc > 9 ? atoi(argv[9]) : 16;
-    if (tk < 0 || tv < 0) {
-        fprintf(stderr, "test_ocl_kv: %s/%s: not KV cache types\n", argv[4], argv[5]);
-        return 2;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        printf("skip: no model %s\n", path);
-        return 77;
-    }
-    fclose(f);
+    const int tk = tessera_kv_type_from_name(type_k), tv = tessera_kv_type_from_name(type_v);
+    const double tol = atof(harness_arg(6));
+    const int n_cases_max = harness_arg(8) ? atoi(harness_arg(8)) : 2, n_greedy = harness_arg(9) ? atoi(harness_arg(9)) : 16;
+    REQUIRE(tk >= 0 && tv >= 0, "%s/%s: not KV cache types", type_k, type_v);
     golden_case *cases;
-    int n_cases = golden_load(gpath, &cases);
-    if (n_cases <= 0) {
-        failures++;
-        return 0;
-    }
+    int n_cases = golden_load(gpath.s, &cases);
+    REQUIRE(n_cases > 0, "%s: no golden cases", gpath.s);
     const int n_loaded = n_cases; /* what golden_free must release */
     if (n_cases > n_cases_max) n_cases = n_cases_max;
-    const char *cpu = argc > 7 && strcmp(argv[7], "best") ? argv[7] : NULL;
+    const char *cpu = harness_arg(7) && strcmp(harness_arg(7), "best") ? harness_arg(7) : NULL;
     if (cpu && !host_device_find(cpu)) {
-        printf("skip: no CPU device '%s'\n", cpu);
         golden_free(cases, n_loaded);
-        return 77;
+        harness_skip("no CPU device '%s'", cpu);
     }
     if (!cpu) cpu = host_device_find("cpu-avx0") ? "cpu-avx0" : "ref";
     char devices[64];
@@ -418,54 +391,42 @@ static int test_model(host_device *ocl, int argc, char **argv) {
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = devices;
     mp.n_gpu_layers = 99;
-    tessera_model *dev = tessera_model_load(path, &mp);
+    tessera_model *dev = tessera_model_load(path.s, &mp);
     mp.devices = cpu;
     mp.n_gpu_layers = 0;
-    tessera_model *cm = dev ? tessera_model_load(path, &mp) : NULL;
-    if (!dev || !cm) {
-        printf("FAIL %s: %s\n", path, tessera_last_error());
-        failures++;
-    } else {
+    tessera_model *cm = dev ? tessera_model_load(path.s, &mp) : NULL;
+    if (EXPECT(dev && cm, "%s: %s", path.s, tessera_last_error())) {
         tessera_context_params cp = tessera_context_default_params();
         cp.n_threads = 2;
         cp.type_k = (tessera_kv_type)tk;
         cp.type_v = (tessera_kv_type)tv;
         cp.flash_attn = TESSERA_FLASH_ATTN_ON;
-        printf("%s: %s -ngl 99 against %s, -fa on -ctk %s -ctv %s\n", argv[2], devices, cpu, argv[4], argv[5]);
-        for (int c = 0; c < n_cases; c++) failures += model_case(dev, cm, &cp, &cases[c], c, tol, n_greedy) != 1;
+        printf("%s: %s -ngl 99 against %s, -fa on -ctk %s -ctv %s\n", harness_arg(2), devices, cpu, type_k, type_v);
+        for (int c = 0; c < n_cases; c++)
+            EXPECT(model_case(dev, cm, &cp, &cases[c], c, tol, n_greedy) == 1, "case %d (line above)", c);
     }
     if (cm) tessera_model_free(cm);
     if (dev) tessera_model_free(dev);
     golden_free(cases, n_loaded);
-    return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2 || (strcmp(argv[1], "ops") && strcmp(argv[1], "model"))) {
-        fprintf(stderr, "usage: test_ocl_kv ops | model MODEL GOLDEN TYPE_K TYPE_V TOL [CPU [N_CASES [N_GREEDY]]]\n");
-        return 2;
-    }
-    const char *build = getenv("TESSERA_BUILD_ROOT");
-    if (!build) {
-        printf("skip: TESSERA_BUILD_ROOT is not set\n");
-        return 77;
-    }
-    const char *dirs[1] = {build};
-    host_options ho = {.plugin_dirs = dirs, .n_plugin_dirs = 1, .only_plugin_dirs = true};
-    if (host_init(&ho) != 0 || tessera_init(NULL) != 0) {
-        fprintf(stderr, "init: %s\n", tessera_last_error());
-        return 1;
-    }
+/* Usage: test_ocl_kv ops | model ... (test_model) */
+static void test_ocl_kv(void **state) {
+    (void)state;
+    const char *mode = harness_arg(1) ? harness_arg(1) : "";
+    REQUIRE(!strcmp(mode, "ops") || !strcmp(mode, "model"),
+            "usage: test_ocl_kv ops | model MODEL GOLDEN TYPE_K TYPE_V TOL [CPU [N_CASES [N_GREEDY]]]");
+    harness_host_start();
     host_device *ocl = host_device_find("opencl0");
     if (!ocl || host_device_open(ocl) != 0) {
-        printf("skip: no OpenCL device (see 'tessera devices' for the reason)\n");
         tessera_shutdown();
-        return 77;
+        harness_skip("no OpenCL device (see 'tessera devices' for the reason)");
     }
-    int rc = !strcmp(argv[1], "ops") ? 0 : test_model(ocl, argc, argv);
-    if (!strcmp(argv[1], "ops")) test_ops(ocl);
+    if (!strcmp(mode, "ops"))
+        test_ops(ocl);
+    else
+        test_model(ocl);
     tessera_shutdown();
-    if (rc) return rc; /* 77: skipped, 2: usage */
-    printf("%s\n", failures ? "FAILED" : "passed");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("opencl kv", HARNESS_TEST(test_ocl_kv))

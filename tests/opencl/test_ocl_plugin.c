@@ -30,20 +30,10 @@
 
 #include <tessera/plugin.h>
 
+#include "harness.h"
 #include "../plugin_log.h"
 
-static int failures;
 static volatile int abort_flag;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            failures++;                                    \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-        }                                                  \
-    } while (0)
 
 static char cache_dir[1024];
 static tsr_host host = {
@@ -110,9 +100,9 @@ static int cache_files(const char *dir, char *first, size_t size) {
 static void test_compute(tsr_device *dev) {
     const tsr_device_api *api = dev->api;
     tsr_device_info info = {.struct_size = sizeof info};
-    CHECK(api->get_info(dev, &info) == TSR_OK, "get_info");
+    EXPECT(api->get_info(dev, &info) == TSR_OK, "get_info");
     tsr_queue *q = NULL;
-    CHECK(api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
+    EXPECT(api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
     if (!q) return;
     enum { N0 = 37, N1 = 3 };
     tsr_tensor a, b, dst;
@@ -120,51 +110,51 @@ static void test_compute(tsr_device *dev) {
     /* one buffer: a at 0, b after it, dst after b */
     const uint64_t size = 4 * (N0 * N1 * 2 + N0);
     tsr_buffer *buf = NULL;
-    CHECK(api->buffer_alloc(dev, size, &buf) == TSR_OK && buf, "buffer_alloc(%llu)", (unsigned long long)size);
+    EXPECT(api->buffer_alloc(dev, size, &buf) == TSR_OK && buf, "buffer_alloc(%llu)", (unsigned long long)size);
     if (!buf) return;
     float in[N0 * N1 + N0], out[N0 * N1];
     for (int i = 0; i < N0 * N1 + N0; i++) in[i] = (float)(i % 13) * 0.25f - 1.0f;
-    CHECK(q->api->write(q, buf, 0, in, sizeof in) == TSR_OK, "write");
+    EXPECT(q->api->write(q, buf, 0, in, sizeof in) == TSR_OK, "write");
     a.buffer = b.buffer = dst.buffer = buf;
     b.offset = 4 * N0 * N1;
     dst.offset = 4 * (N0 * N1 + N0);
-    CHECK(api->supports_op(dev, &node) == 1, "supports_op(ADD)");
-    CHECK(q->api->compute(q, &node, 1) == TSR_OK && q->api->synchronize(q) == TSR_OK, "compute ADD");
-    CHECK(q->api->read(q, buf, dst.offset, out, sizeof out) == TSR_OK, "read");
+    EXPECT(api->supports_op(dev, &node) == 1, "supports_op(ADD)");
+    EXPECT(q->api->compute(q, &node, 1) == TSR_OK && q->api->synchronize(q) == TSR_OK, "compute ADD");
+    EXPECT(q->api->read(q, buf, dst.offset, out, sizeof out) == TSR_OK, "read");
     int wrong = 0;
     for (int i = 0; i < N0 * N1; i++) wrong += out[i] != in[i] + in[N0 * N1 + i % N0];
-    CHECK(wrong == 0, "ADD: %d of %d elements wrong", wrong, N0 * N1);
+    EXPECT(wrong == 0, "ADD: %d of %d elements wrong", wrong, N0 * N1);
 
     void *hp = api->buffer_host_ptr(dev, buf);
-    CHECK(!!hp == !!info.host_visible, "buffer_host_ptr %p but host_visible %d", hp, (int)info.host_visible);
-    if (hp) CHECK(!memcmp((char *)hp + dst.offset, out, sizeof out), "the mapped bytes differ from read()");
+    EXPECT(!!hp == !!info.host_visible, "buffer_host_ptr %p but host_visible %d", hp, (int)info.host_visible);
+    if (hp) EXPECT(!memcmp((char *)hp + dst.offset, out, sizeof out), "the mapped bytes differ from read()");
 
     /* copies out of range */
-    CHECK(q->api->write(q, buf, size - 4, in, 8) == TSR_ERR_INVALID, "write past the end accepted");
-    CHECK(q->api->read(q, buf, size + 1, out, 0) == TSR_ERR_INVALID, "read at offset past the end accepted");
+    EXPECT(q->api->write(q, buf, size - 4, in, 8) == TSR_ERR_INVALID, "write past the end accepted");
+    EXPECT(q->api->read(q, buf, size + 1, out, 0) == TSR_ERR_INVALID, "read at offset past the end accepted");
 
     /* tensors that are not in this device's buffers */
     plugin_log_clear();
     dst.offset = size - 8;
-    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "dst past the buffer's end accepted");
-    CHECK(strstr(plugin_log_all, "runs past its buffer") != NULL, "no message for a dst past the end: %s",
+    EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "dst past the buffer's end accepted");
+    EXPECT(strstr(plugin_log_all, "runs past its buffer") != NULL, "no message for a dst past the end: %s",
           plugin_log_all);
     dst.offset = 4 * (N0 * N1 + N0) - 2;
-    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a misaligned F32 dst accepted");
+    EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a misaligned F32 dst accepted");
     dst.offset = 4 * (N0 * N1 + N0);
     a.buffer = NULL;
     a.data = in;
-    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a host-memory source accepted");
+    EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a host-memory source accepted");
     struct { uint64_t junk[8]; } fake = {{0}};
     a.buffer = (tsr_buffer *)(void *)&fake;
-    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a foreign buffer accepted");
+    EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a foreign buffer accepted");
     a.buffer = buf;
 
     /* the abort flag */
     abort_flag = 1;
-    CHECK(q->api->compute(q, &node, 1) == TSR_ERR_ABORTED, "compute ignored the abort flag");
+    EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_ABORTED, "compute ignored the abort flag");
     abort_flag = 0;
-    CHECK(q->api->synchronize(q) == TSR_OK, "synchronize");
+    EXPECT(q->api->synchronize(q) == TSR_OK, "synchronize");
     api->buffer_free(dev, buf);
     q->api->destroy(q);
 }
@@ -174,12 +164,12 @@ static void test_compute(tsr_device *dev) {
 static void test_corrupt_cache(void) {
     char file[1100], reason[256];
     if (cache_files(cache_dir, file, sizeof file) < 1) {
-        CHECK(0, "no cache file to corrupt");
+        ADD_FAILURE("no cache file to corrupt");
         return;
     }
     FILE *f = fopen(file, "wb");
     uint64_t n = 4096;
-    CHECK(f && fwrite("TSROCLB1", 1, 8, f) == 8 && fwrite(&n, sizeof n, 1, f) == 1, "write %s", file);
+    EXPECT(f && fwrite("TSROCLB1", 1, 8, f) == 8 && fwrite(&n, sizeof n, 1, f) == 1, "write %s", file);
     for (uint64_t i = 0; f && i < n; i++) fputc((int)(i * 131 % 251), f);
     if (f) fclose(f);
     plugin_log_clear();
@@ -187,51 +177,42 @@ static void test_corrupt_cache(void) {
     tsr_tensor a, b, dst;
     tsr_node node = add_node(&a, &b, &dst, 8, 2);
     double t0 = now_ms();
-    CHECK(dev && dev->api->supports_op(dev, &node) == 1, "no kernels after a corrupt cache: %s", plugin_log_all);
+    EXPECT(dev && dev->api->supports_op(dev, &node) == 1, "no kernels after a corrupt cache: %s", plugin_log_all);
     printf("rebuild after a corrupt cache file: %.0f ms\n", now_ms() - t0);
     struct stat st;
-    CHECK(stat(file, &st) == 0 && st.st_size > 4096 + 16, "the cache file was not rewritten");
+    EXPECT(stat(file, &st) == 0 && st.st_size > 4096 + 16, "the cache file was not rewritten");
 }
 
-int main(int argc, char **argv) {
+/* Usage: test_ocl_plugin [--corrupt-cache] */
+static void test_ocl_plugin(void **state) {
+    (void)state;
     const char *build = getenv("TESSERA_BUILD_ROOT");
-    bool corrupt = argc > 1 && !strcmp(argv[1], "--corrupt-cache");
+    bool corrupt = harness_arg(1) && !strcmp(harness_arg(1), "--corrupt-cache");
     plugin_log_quiet = true; /* the checks read plugin_log_all; the build log is long */
-    if (!build) {
-        printf("skip: TESSERA_BUILD_ROOT is not set\n");
-        return 77;
-    }
+    if (!build) harness_skip("TESSERA_BUILD_ROOT is not set");
     const char *xdg = getenv("XDG_CACHE_HOME");
     snprintf(cache_dir, sizeof cache_dir, "%s/tessera%s", xdg ? xdg : "/tmp", corrupt ? "-corrupt" : "");
     char path[1024];
     snprintf(path, sizeof path, "%s/libtessera-backend-opencl.so", build);
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        printf("FAIL: cannot load %s: %s\n", path, dlerror());
-        return 1;
-    }
+    REQUIRE(dl != NULL, "cannot load %s: %s", path, dlerror());
     tsr_plugin_entry_fn entry;
     *(void **)&entry = dlsym(dl, TSR_PLUGIN_ENTRY_SYMBOL);
     plugin = entry ? entry(TSR_ABI_VERSION) : NULL;
-    if (!plugin) {
-        printf("FAIL: %s has no usable tsr_plugin_entry\n", path);
-        return 1;
-    }
-    CHECK(entry(TSR_ABI_VERSION + (1u << 16)) == NULL, "accepted another ABI major");
+    REQUIRE(plugin != NULL, "%s has no usable tsr_plugin_entry", path);
+    EXPECT(entry(TSR_ABI_VERSION + (1u << 16)) == NULL, "accepted another ABI major");
     char reason[256] = "";
-    if (plugin->init(&host, reason, sizeof reason) != TSR_OK || plugin->device_count() < 1) {
-        printf("skip: no OpenCL device: %s\n", reason);
-        return 77;
-    }
+    if (plugin->init(&host, reason, sizeof reason) != TSR_OK || plugin->device_count() < 1)
+        harness_skip("no OpenCL device: %s", reason);
     tsr_device *dev = plugin->device_get(0);
-    CHECK(plugin->device_get(plugin->device_count()) == NULL, "device_get past the end");
+    EXPECT(plugin->device_get(plugin->device_count()) == NULL, "device_get past the end");
     tsr_device_info info = {.struct_size = sizeof info};
-    CHECK(dev->api->get_info(dev, &info) == TSR_OK, "get_info");
+    EXPECT(dev->api->get_info(dev, &info) == TSR_OK, "get_info");
     printf("opencl0: %s [%s]\n", info.description, info.features);
-    CHECK(info.description && info.description[0], "no description");
-    CHECK(info.kind == TSR_DEVICE_GPU || info.kind == TSR_DEVICE_ACCEL, "kind %d", (int)info.kind);
-    CHECK(!info.reads_host_memory, "an OpenCL device cannot read host memory in place");
-    CHECK(info.host_visible == (strstr(info.features, "unified-memory") != NULL),
+    EXPECT(info.description && info.description[0], "no description");
+    EXPECT(info.kind == TSR_DEVICE_GPU || info.kind == TSR_DEVICE_ACCEL, "kind %d", (int)info.kind);
+    EXPECT(!info.reads_host_memory, "an OpenCL device cannot read host memory in place");
+    EXPECT(info.host_visible == (strstr(info.features, "unified-memory") != NULL),
           "host_visible %d does not match features '%s'", (int)info.host_visible, info.features);
 
     if (corrupt) {
@@ -241,12 +222,12 @@ int main(int argc, char **argv) {
          * might be such a file. */
         char rm[1200];
         snprintf(rm, sizeof rm, "rm -f %s/opencl/*.bin", cache_dir);
-        CHECK(system(rm) == 0, "%s", rm);
+        EXPECT(system(rm) == 0, "%s", rm);
         /* make sure there is a cache file, then break it */
         dev = restart(reason, sizeof reason);
         tsr_tensor a, b, dst;
         tsr_node node = add_node(&a, &b, &dst, 8, 2);
-        CHECK(dev && dev->api->supports_op(dev, &node) == 1, "supports_op");
+        EXPECT(dev && dev->api->supports_op(dev, &node) == 1, "supports_op");
         test_corrupt_cache();
     } else {
         /* first use builds (or loads) the kernels and leaves a cache file */
@@ -254,19 +235,19 @@ int main(int argc, char **argv) {
         tsr_node node = add_node(&a, &b, &dst, 8, 2);
         plugin_log_clear();
         double t0 = now_ms();
-        CHECK(dev->api->supports_op(dev, &node) == 1, "supports_op(ADD) on first use: %s", plugin_log_all);
+        EXPECT(dev->api->supports_op(dev, &node) == 1, "supports_op(ADD) on first use: %s", plugin_log_all);
         double t_first = now_ms() - t0;
-        CHECK(cache_files(cache_dir, NULL, 0) >= 1, "no program binary in %s/opencl", cache_dir);
+        EXPECT(cache_files(cache_dir, NULL, 0) >= 1, "no program binary in %s/opencl", cache_dir);
         test_compute(dev);
 
         /* a second start loads the binary */
         dev = restart(reason, sizeof reason);
-        CHECK(dev != NULL, "restart: %s", reason);
+        EXPECT(dev != NULL, "restart: %s", reason);
         plugin_log_clear();
         t0 = now_ms();
-        CHECK(dev && dev->api->supports_op(dev, &node) == 1, "supports_op after restart: %s", plugin_log_all);
+        EXPECT(dev && dev->api->supports_op(dev, &node) == 1, "supports_op after restart: %s", plugin_log_all);
         double t_second = now_ms() - t0;
-        CHECK(strstr(plugin_log_all, "kernels loaded from") != NULL, "the second start did not use the cache: %s",
+        EXPECT(strstr(plugin_log_all, "kernels loaded from") != NULL, "the second start did not use the cache: %s",
               plugin_log_all);
         printf("kernels ready: first start %.0f ms, second start (cache) %.0f ms\n", t_first, t_second);
         if (dev) test_compute(dev);
@@ -275,25 +256,25 @@ int main(int argc, char **argv) {
         setenv("TESSERA_OPENCL_INJECT_BUILD_ERROR", "1", 1);
         dev = restart(reason, sizeof reason);
         plugin_log_clear();
-        CHECK(dev && dev->api->supports_op(dev, &node) == 0, "a failed build still accepts nodes");
-        CHECK(dev && dev->api->supports_op(dev, &node) == 0, "a failed build accepts nodes the 2nd time");
-        CHECK(strstr(plugin_log_all, "building the kernels failed") && strstr(plugin_log_all, "Build log"),
+        EXPECT(dev && dev->api->supports_op(dev, &node) == 0, "a failed build still accepts nodes");
+        EXPECT(dev && dev->api->supports_op(dev, &node) == 0, "a failed build accepts nodes the 2nd time");
+        EXPECT(strstr(plugin_log_all, "building the kernels failed") && strstr(plugin_log_all, "Build log"),
               "no build failure message: %s", plugin_log_all);
-        CHECK(strstr(plugin_log_all, "fall back to the CPU") != NULL, "the message does not say what happens");
+        EXPECT(strstr(plugin_log_all, "fall back to the CPU") != NULL, "the message does not say what happens");
         const char *first = strstr(plugin_log_all, "building the kernels failed");
-        CHECK(!first || !strstr(first + 1, "building the kernels failed"), "the failure was logged twice");
+        EXPECT(!first || !strstr(first + 1, "building the kernels failed"), "the failure was logged twice");
         printf("build failure message:\n%.600s\n", plugin_log_all);
         if (dev) {
             tsr_queue *q = NULL;
-            CHECK(dev->api->queue_create(dev, &q) == TSR_OK, "queue_create after a failed build");
+            EXPECT(dev->api->queue_create(dev, &q) == TSR_OK, "queue_create after a failed build");
             if (q) {
-                CHECK(q->api->compute(q, &node, 1) == TSR_ERR_UNSUPPORTED, "compute after a failed build");
+                EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_UNSUPPORTED, "compute after a failed build");
                 q->api->destroy(q);
             }
         }
         unsetenv("TESSERA_OPENCL_INJECT_BUILD_ERROR");
     }
     plugin->shutdown();
-    printf("%s\n", failures ? "FAILED" : "passed");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("opencl plugin", HARNESS_TEST(test_ocl_plugin))

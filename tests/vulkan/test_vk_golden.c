@@ -25,6 +25,7 @@
 #include <tessera/tessera.h>
 
 #include "golden.h"
+#include "harness.h"
 #include "host/host.h"
 
 static int32_t best_of(const float *x, int32_t n, float *second) {
@@ -98,62 +99,53 @@ static int run_case(tessera_model *m, const golden_case *g, int ci, const char *
     return ok ? 0 : 1;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 6) {
-        fprintf(stderr, "usage: test_vk_golden MODEL_NAME strict|quant TOL DEVICES N_GPU_LAYERS\n");
-        return 2;
-    }
-    const char *name = argv[1], *mode = argv[2], *devices = argv[4];
-    double tol = atof(argv[3]);
-    const int ngl = atoi(argv[5]);
-    const char *shared = getenv("TESSERA_SHARED"), *build = getenv("TESSERA_BUILD_ROOT");
-    if (!shared) shared = "../shared";
-    char path[1024], gpath[1024];
-    snprintf(path, sizeof path, "%s/models/%s.gguf", shared, name);
-    snprintf(gpath, sizeof gpath, "%s/golden/%s.jsonl", shared, name);
+static void test_vk_golden(void **state) {
+    (void)state;
+    REQUIRE(harness_argc() >= 6, "usage: test_vk_golden MODEL_NAME strict|quant TOL DEVICES N_GPU_LAYERS");
+    const char *name = harness_arg(1), *mode = harness_arg(2), *tol_arg = harness_arg(3), *devices = harness_arg(4);
+    double tol = atof(tol_arg);
+    const int ngl = atoi(harness_arg(5));
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    harness_path path = harness_model_file(name), gpath = harness_golden_file(name);
     golden_case *cases;
-    int n_cases = golden_load(gpath, &cases);
-    if (n_cases <= 0) return 1;
+    int n_cases = golden_load(gpath.s, &cases);
+    REQUIRE(n_cases > 0, "%s: no golden cases", gpath.s);
 
     const char *dirs[1] = {build};
     tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0};
-    if (tessera_init(&ip) != 0) {
-        fprintf(stderr, "init: %s\n", tessera_last_error());
-        return 1;
-    }
+    REQUIRE(tessera_init(&ip) == 0, "init: %s", tessera_last_error());
     char first[64];
     snprintf(first, sizeof first, "%.*s", (int)strcspn(devices, ","), devices);
     if (!host_device_find(first)) {
-        printf("skip: no device %s (no Vulkan driver?)\n", first);
         golden_free(cases, n_cases);
         tessera_shutdown();
-        return 77;
+        harness_skip("no device %s (no Vulkan driver?)", first);
     }
-    if (!strncmp(argv[3], "f16graph:", 9)) {
+    if (!strncmp(tol_arg, "f16graph:", 9)) {
         const host_device *hd = host_device_find(first);
         const char *mm = getenv("TESSERA_VULKAN_MATMUL");
         const bool exact = strstr(hd->info.features, "cpu-implementation") && strstr(hd->info.features, "fp64") &&
                            !(mm && mm[0] && strcmp(mm, "invocation"));
         char *end;
-        double a = strtod(argv[3] + 9, &end), b = *end == ':' ? atof(end + 1) : a;
+        double a = strtod(tol_arg + 9, &end), b = *end == ':' ? atof(end + 1) : a;
         tol = exact ? a : b;
         printf("tolerance %g (%s)\n", tol, exact ? "products accumulate in double" : "f32 accumulation");
     }
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = devices;
     mp.n_gpu_layers = ngl;
-    tessera_model *m = tessera_model_load(path, &mp);
+    tessera_model *m = tessera_model_load(path.s, &mp);
     if (!m) {
-        printf("FAIL %s on %s: %s\n", name, devices, tessera_last_error());
+        ADD_FAILURE("%s on %s: %s", name, devices, tessera_last_error());
         golden_free(cases, n_cases);
         tessera_shutdown();
-        return 1;
+        return;
     }
     printf("%s on %s, -ngl %d\n", name, devices, ngl);
-    int failures = 0;
-    for (int c = 0; c < n_cases; c++) failures += run_case(m, &cases[c], c, mode, tol);
+    for (int c = 0; c < n_cases; c++) EXPECT(run_case(m, &cases[c], c, mode, tol) == 0, "case %d (line above)", c);
     tessera_model_free(m);
     golden_free(cases, n_cases);
     tessera_shutdown();
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("vulkan golden", HARNESS_TEST(test_vk_golden))

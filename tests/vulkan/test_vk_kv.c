@@ -35,14 +35,11 @@
  */
 #include <dlfcn.h>
 #include <math.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "harness.h"
 
 #include <tessera/plugin.h>
 #include <tessera/plugin_util.h>
@@ -332,10 +329,10 @@ static void test_declines_k_quants(void **state) {
 }
 
 /* On a CPU implementation, FLASH_ATTN past the shader's loop budget is
- * declined (gallivm would end its loops early), within it accepted. */
+ * declined (gallivm would end its loops early), within it accepted (run
+ * only there: a GPU has no such budget). */
 static void test_declines_long_attention(void **state) {
     (void)state;
-    if (!g_exact) skip();
     const shape s = {64, 1, 1, 2399, 1, -1}, ok = {64, 1, 1, 2299, 1, -1};
     graph5 g;
     const layout l_ok = plan(&ok, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0), l = plan(&s, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0);
@@ -351,9 +348,10 @@ static void test_declines_long_attention(void **state) {
     assert_non_null(strstr(g_decline, "loop iterations"));
 }
 
+/* Usage: test_vk_kv PLUGIN.so [K/V]: every K/V type pair, or the one named. */
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_vk_kv PLUGIN.so\n");
+        fprintf(stderr, "usage: test_vk_kv PLUGIN.so [K/V]\n");
         return 2;
     }
     void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -366,10 +364,9 @@ int main(int argc, char **argv) {
     const tsr_plugin *p = entry ? entry(TSR_ABI_VERSION) : NULL;
     char reason[256] = "";
     if (!p || p->init(&g_host, reason, sizeof reason) != TSR_OK || p->device_count() == 0) {
-        printf("skipped: no Vulkan device: %s\n", p ? reason : "no plugin table");
         if (p) p->shutdown();
         dlclose(dl);
-        return 77;
+        harness_skip("no Vulkan device: %s", p ? reason : "no plugin table");
     }
     g_dev = p->device_get(0);
     tsr_device_info info = {.struct_size = sizeof info};
@@ -390,17 +387,19 @@ int main(int argc, char **argv) {
         snprintf(pair, sizeof pair, "%s/%s", tsr_dtype_name(g_types[i][0]), tsr_dtype_name(g_types[i][1]));
         if (argc > 2 && strcmp(argv[2], pair)) continue;
         snprintf(names[n], sizeof names[n], "K/V %s", pair);
-        tests[n++] = (struct CMUnitTest){.name = names[n - 1], .test_func = test_types, .initial_state = (void *)g_types[i]};
+        tests[n] = (struct CMUnitTest)HARNESS_TEST(test_types);
+        tests[n].name = names[n];
+        tests[n++].initial_state = (void *)g_types[i];
     }
     if (argc > 2 && n == 0) {
         printf("no K/V pair %s in this test\n", argv[2]);
         return 2;
     }
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_declines_k_quants);
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_declines_long_attention);
-    const int failed = _cmocka_run_group_tests("vulkan-kv", tests, (size_t)n, NULL, NULL);
+    tests[n++] = (struct CMUnitTest)HARNESS_TEST(test_declines_k_quants);
+    if (g_exact) tests[n++] = (struct CMUnitTest)HARNESS_TEST(test_declines_long_attention);
+    const int rc = harness_run("vulkan-kv", tests, (size_t)n, NULL, NULL, argc, argv);
     g_queue->api->destroy(g_queue);
     p->shutdown();
     dlclose(dl);
-    return failed ? 1 : 0;
+    return rc;
 }

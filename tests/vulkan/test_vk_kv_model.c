@@ -28,7 +28,7 @@
 
 #include "host/host.h"
 #include "../logits_util.h"
-#include "../model/model_test.h"
+#include "harness.h"
 
 static const char *k_prompt = "Once upon a time, there was a little girl named Lily. She liked to play in the park with her";
 
@@ -53,20 +53,14 @@ static int open_run(run *r, const char *path, const char *devices, int ngl, tess
     mp.devices = devices;
     mp.n_gpu_layers = ngl;
     r->model = tessera_model_load(path, &mp);
-    if (!r->model) {
-        printf("FAIL: %s on %s: %s\n", path, devices, tessera_last_error());
-        return -1;
-    }
+    if (!EXPECT(r->model != NULL, "%s on %s: %s", path, devices, tessera_last_error())) return -1;
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = 2;
     cp.flash_attn = TESSERA_FLASH_ATTN_ON;
     cp.type_k = cp.type_v = type;
     r->ctx = tessera_context_new(r->model, &cp);
-    if (!r->ctx) {
-        printf("FAIL: context on %s: %s\n", devices, tessera_last_error());
-        return -1;
-    }
+    if (!EXPECT(r->ctx != NULL, "context on %s: %s", devices, tessera_last_error())) return -1;
     return 0;
 }
 
@@ -75,8 +69,8 @@ static void close_run(run *r) {
     if (r->model) tessera_model_free(r->model);
 }
 
-/* 0 when the KV cache is all on vulkan0. */
-static int check_kv_placement(const tessera_context *ctx) {
+/* The KV cache is all on vulkan0. */
+static void check_kv_placement(const tessera_context *ctx) {
     tessera_memory mem[8];
     const int32_t n = tessera_context_memory(ctx, mem, 8);
     uint64_t on_gpu = 0, elsewhere = 0;
@@ -86,89 +80,49 @@ static int check_kv_placement(const tessera_context *ctx) {
         if (!strcmp(mem[i].device, "vulkan0")) on_gpu += mem[i].kv;
         else elsewhere += mem[i].kv;
     }
-    if (on_gpu == 0 || elsewhere != 0) {
-        printf("FAIL: the KV cache is not on vulkan0 (%llu bytes there, %llu elsewhere)\n",
-               (unsigned long long)on_gpu, (unsigned long long)elsewhere);
-        return 1;
-    }
-    return 0;
+    EXPECT(on_gpu != 0 && elsewhere == 0, "the KV cache is not on vulkan0 (%llu bytes there, %llu elsewhere)",
+           (unsigned long long)on_gpu, (unsigned long long)elsewhere);
 }
 
-/* Find a model: a path as given, else in ../shared/models, else the cache. */
-static void model_path(const char *name, char *out, size_t size) {
-    const char *shared = getenv("TESSERA_SHARED");
-    snprintf(out, size, "%s", name);
-    if (strchr(name, '/')) return;
-    snprintf(out, size, "%s/models/%s", shared ? shared : "../shared", name);
-    FILE *f = fopen(out, "rb");
-    if (f) {
-        fclose(f);
-        return;
-    }
-    model_cache_path(out, size, name);
-}
-
-int main(int argc, char **argv) {
-    if (argc < 5) {
-        fprintf(stderr, "usage: test_vk_kv_model MODEL.gguf KV_TYPE TOL N_GREEDY\n");
-        return 2;
-    }
-    char path[1024];
-    model_path(argv[1], path, sizeof path);
-    const int kv = tessera_kv_type_from_name(argv[2]);
-    const bool informative = !strcmp(argv[3], "-");
-    const double tol = informative ? INFINITY : atof(argv[3]);
-    const int n_greedy = atoi(argv[4]);
-    if (kv < 0) {
-        fprintf(stderr, "unknown KV cache type '%s'\n", argv[2]);
-        return 2;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        printf("skipped: %s is absent\n", path);
-        return 77;
-    }
-    fclose(f);
+/* Usage: test_vk_kv_model MODEL.gguf KV_TYPE TOL|- N_GREEDY (MODEL as harness_model_file finds it) */
+static void test_vk_kv_model(void **state) {
+    (void)state;
+    REQUIRE(harness_argc() >= 5, "usage: test_vk_kv_model MODEL.gguf KV_TYPE TOL N_GREEDY");
+    const char *kv_name = harness_arg(2), *tol_arg = harness_arg(3);
+    harness_path path = harness_model_file(harness_arg(1));
+    const int kv = tessera_kv_type_from_name(kv_name);
+    const bool informative = !strcmp(tol_arg, "-");
+    const double tol = informative ? INFINITY : atof(tol_arg);
+    const int n_greedy = atoi(harness_arg(4));
+    REQUIRE(kv >= 0, "unknown KV cache type '%s'", kv_name);
     const char *build = getenv("TESSERA_BUILD_ROOT");
     const char *dirs[1] = {build};
     tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0};
-    if (tessera_init(&ip) != 0) {
-        printf("FAIL: init: %s\n", tessera_last_error());
-        return 1;
-    }
+    REQUIRE(tessera_init(&ip) == 0, "init: %s", tessera_last_error());
     if (!host_device_find("vulkan0")) {
-        printf("skipped: no device vulkan0 (no Vulkan driver?)\n");
         tessera_shutdown();
-        return 77;
+        harness_skip("no device vulkan0 (no Vulkan driver?)");
     }
 
-    int failures = 0;
     run cpu = {0}, gpu = {0};
     tessera_token toks[256];
     int32_t n_prompt = 0;
-    if (open_run(&cpu, path, "ref", 0, (tessera_kv_type)kv, 256) || open_run(&gpu, path, "vulkan0", 99, (tessera_kv_type)kv, 256)) {
-        failures++;
+    if (open_run(&cpu, path.s, "ref", 0, (tessera_kv_type)kv, 256) ||
+        open_run(&gpu, path.s, "vulkan0", 99, (tessera_kv_type)kv, 256))
         goto done;
-    }
-    failures += check_kv_placement(gpu.ctx);
+    check_kv_placement(gpu.ctx);
     n_prompt = tessera_tokenize(cpu.model, k_prompt, strlen(k_prompt), toks, 200, true, false);
-    if (n_prompt <= 0) {
-        printf("FAIL: tokenize: %s\n", tessera_last_error());
-        failures++;
+    if (!EXPECT(n_prompt > 0, "tokenize: %s", tessera_last_error())) goto done;
+    if (!EXPECT(!tessera_decode(cpu.ctx, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS) &&
+                    !tessera_decode(gpu.ctx, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS),
+                "decode of the prompt: %s", tessera_last_error()))
         goto done;
-    }
-    if (tessera_decode(cpu.ctx, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS) ||
-        tessera_decode(gpu.ctx, toks, n_prompt, 0, TESSERA_DECODE_ALL_LOGITS)) {
-        printf("FAIL: decode of the prompt: %s\n", tessera_last_error());
-        failures++;
-        goto done;
-    }
     const int32_t nv = tessera_model_n_vocab(cpu.model);
     double err = 0.0;
     for (int32_t p = 0; p < n_prompt; p++) err = fmax(err, max_diff(tessera_logits(cpu.ctx, p), tessera_logits(gpu.ctx, p), nv));
-    printf("%s, KV %s: %d prompt tokens, logits max difference %.3g (tolerance %s)\n", argv[1], argv[2],
-           (int)n_prompt, err, informative ? "none: informative" : argv[3]);
-    if (!(err <= tol)) failures++;
+    printf("%s, KV %s: %d prompt tokens, logits max difference %.3g (tolerance %s)\n", harness_arg(1), kv_name,
+           (int)n_prompt, err, informative ? "none: informative" : tol_arg);
+    EXPECT(err <= tol, "prompt logits differ by %.3g, tolerance %g", err, tol);
 
     double seen = err;
     int matched = 0;
@@ -182,22 +136,20 @@ int main(int argc, char **argv) {
             printf("%s step %d: CPU %d, vulkan0 %d; CPU margin %.3g, logit difference so far %.3g (%s)\n",
                    tie ? "ok  " : "FAIL", i, (int)ta, (int)tb, (double)margin_a, seen,
                    tie ? "a near tie" : "not a near tie");
-            failures += !tie;
+            EXPECT(tie, "step %d: the tokens part where it is not a near tie", i);
             break;
         }
         matched++;
         const int32_t pos = n_prompt + i;
-        if (tessera_decode(cpu.ctx, &ta, 1, pos, 0) || tessera_decode(gpu.ctx, &tb, 1, pos, 0)) {
-            printf("FAIL: decode of greedy token %d: %s\n", i, tessera_last_error());
-            failures++;
+        if (!EXPECT(!tessera_decode(cpu.ctx, &ta, 1, pos, 0) && !tessera_decode(gpu.ctx, &tb, 1, pos, 0),
+                    "decode of greedy token %d: %s", i, tessera_last_error()))
             break;
-        }
     }
     printf("greedy: %d of %d steps the same, logit difference up to %.3g\n", matched, n_greedy, seen);
 done:
     close_run(&gpu);
     close_run(&cpu);
     tessera_shutdown();
-    printf("%s\n", failures ? "FAILED" : "passed");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("vulkan kv model", HARNESS_TEST(test_vk_kv_model))

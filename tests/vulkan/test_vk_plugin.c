@@ -24,19 +24,8 @@
 
 #include <tessera/plugin.h>
 
+#include "harness.h"
 #include "../plugin_log.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            failures++;                                                                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                           \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-        }                                                                                         \
-    } while (0)
 
 static volatile int abort_flag;
 static const tsr_host host = {
@@ -62,13 +51,13 @@ static void test_no_loader(const char *path) {
     setenv("TESSERA_VULKAN_LOADER", "libtessera-no-such-vulkan.so.1", 1);
     void *dl;
     const tsr_plugin *p = open_plugin(path, &dl);
-    CHECK(p != NULL, "no plugin table");
+    EXPECT(p != NULL, "no plugin table");
     if (p) {
         char reason[256] = "";
         tsr_status st = p->init(&host, reason, sizeof reason);
-        CHECK(st == TSR_OK, "init without a loader returned %d", (int)st);
-        CHECK(p->device_count() == 0, "%d devices without a loader", (int)p->device_count());
-        CHECK(strstr(reason, "no Vulkan loader") && strstr(reason, "libtessera-no-such-vulkan"),
+        EXPECT(st == TSR_OK, "init without a loader returned %d", (int)st);
+        EXPECT(p->device_count() == 0, "%d devices without a loader", (int)p->device_count());
+        EXPECT(strstr(reason, "no Vulkan loader") && strstr(reason, "libtessera-no-such-vulkan"),
               "reason does not name the missing loader: '%s'", reason);
         printf("no loader: %s\n", reason);
         p->shutdown();
@@ -84,31 +73,31 @@ static void fill(uint8_t *p, size_t n, unsigned seed) {
 static void test_copies(tsr_device *dev, tsr_queue *q) {
     tsr_buffer *b = NULL;
     const uint64_t size = 100003; /* odd: the last word is partial */
-    CHECK(dev->api->buffer_alloc(dev, size, &b) == TSR_OK && b, "buffer_alloc(%llu)", (unsigned long long)size);
+    EXPECT(dev->api->buffer_alloc(dev, size, &b) == TSR_OK && b, "buffer_alloc(%llu)", (unsigned long long)size);
     if (!b) return;
     uint8_t *src = malloc(size), *got = malloc(size);
     fill(src, size, 1);
-    CHECK(q->api->write(q, b, 0, src, size) == TSR_OK, "write whole");
+    EXPECT(q->api->write(q, b, 0, src, size) == TSR_OK, "write whole");
     memset(got, 0, size);
-    CHECK(q->api->read(q, b, 0, got, size) == TSR_OK && !memcmp(got, src, size), "whole round trip");
+    EXPECT(q->api->read(q, b, 0, got, size) == TSR_OK && !memcmp(got, src, size), "whole round trip");
     /* odd offsets and lengths leave the neighbours alone */
     uint8_t patch[37];
     fill(patch, sizeof patch, 9);
-    CHECK(q->api->write(q, b, 1001, patch, sizeof patch) == TSR_OK, "write patch");
+    EXPECT(q->api->write(q, b, 1001, patch, sizeof patch) == TSR_OK, "write patch");
     memcpy(src + 1001, patch, sizeof patch);
-    CHECK(q->api->read(q, b, 999, got, 41) == TSR_OK && !memcmp(got, src + 999, 41), "patch round trip");
-    CHECK(q->api->read(q, b, size - 3, got, 3) == TSR_OK && !memcmp(got, src + size - 3, 3), "tail read");
+    EXPECT(q->api->read(q, b, 999, got, 41) == TSR_OK && !memcmp(got, src + 999, 41), "patch round trip");
+    EXPECT(q->api->read(q, b, size - 3, got, 3) == TSR_OK && !memcmp(got, src + size - 3, 3), "tail read");
     /* out of range */
-    CHECK(q->api->write(q, b, size - 2, patch, 3) == TSR_ERR_INVALID, "write past the end accepted");
-    CHECK(q->api->read(q, b, UINT64_MAX - 1, got, 4) == TSR_ERR_INVALID, "read at a huge offset accepted");
-    CHECK(q->api->read(q, b, 0, NULL, 4) == TSR_ERR_INVALID, "read into NULL accepted");
-    CHECK(q->api->synchronize(q) == TSR_OK, "synchronize");
+    EXPECT(q->api->write(q, b, size - 2, patch, 3) == TSR_ERR_INVALID, "write past the end accepted");
+    EXPECT(q->api->read(q, b, UINT64_MAX - 1, got, 4) == TSR_ERR_INVALID, "read at a huge offset accepted");
+    EXPECT(q->api->read(q, b, 0, NULL, 4) == TSR_ERR_INVALID, "read into NULL accepted");
+    EXPECT(q->api->synchronize(q) == TSR_OK, "synchronize");
     void *host_ptr = dev->api->buffer_host_ptr(dev, b);
     tsr_device_info info = {.struct_size = sizeof info};
     dev->api->get_info(dev, &info);
-    CHECK((host_ptr != NULL) == (info.host_visible != 0), "host_visible %d but host ptr %p", (int)info.host_visible,
+    EXPECT((host_ptr != NULL) == (info.host_visible != 0), "host_visible %d but host ptr %p", (int)info.host_visible,
           host_ptr);
-    if (host_ptr) CHECK(!memcmp(host_ptr, src, size), "the host address does not show the buffer's bytes");
+    if (host_ptr) EXPECT(!memcmp(host_ptr, src, size), "the host address does not show the buffer's bytes");
     dev->api->buffer_free(dev, b);
     free(src);
     free(got);
@@ -118,8 +107,8 @@ static void test_no_memory(tsr_device *dev) {
     tsr_buffer *b = NULL;
     plugin_log_clear();
     tsr_status st = dev->api->buffer_alloc(dev, UINT64_C(1) << 52, &b);
-    CHECK(st == TSR_ERR_NO_MEMORY && b == NULL, "a 4 PiB buffer: status %d", (int)st);
-    CHECK(strstr(plugin_log_last, "out of device memory") && strstr(plugin_log_last, "MiB"),
+    EXPECT(st == TSR_ERR_NO_MEMORY && b == NULL, "a 4 PiB buffer: status %d", (int)st);
+    EXPECT(strstr(plugin_log_last, "out of device memory") && strstr(plugin_log_last, "MiB"),
           "no message saying how much was needed and free: '%s'", plugin_log_last);
     printf("out of memory: %s\n", plugin_log_last);
 }
@@ -143,7 +132,7 @@ static void contiguous(tsr_tensor *t, int32_t dtype, int64_t n0, int64_t n1, tsr
 static void test_chain(tsr_device *dev, tsr_queue *q) {
     enum { N = 1000 };
     tsr_buffer *b = NULL;
-    CHECK(dev->api->buffer_alloc(dev, 4 * N * 4, &b) == TSR_OK, "buffer_alloc");
+    EXPECT(dev->api->buffer_alloc(dev, 4 * N * 4, &b) == TSR_OK, "buffer_alloc");
     if (!b) return;
     float x[N], got[N];
     for (int i = 0; i < N; i++) x[i] = (float)(i % 37) * 0.125f - 2.0f;
@@ -158,10 +147,10 @@ static void test_chain(tsr_device *dev, tsr_queue *q) {
         {.op = TSR_OP_ADD, .n_src = 2, .dst = &t2, .src = {&t1, &tx}},
         {.op = TSR_OP_SWIGLU, .n_src = 2, .dst = &t3, .src = {&t2, &tx}},
     };
-    for (int i = 0; i < 3; i++) CHECK(dev->api->supports_op(dev, &nodes[i]), "node %d not supported", i);
-    CHECK(q->api->compute(q, nodes, 3) == TSR_OK, "compute");
-    CHECK(q->api->synchronize(q) == TSR_OK, "synchronize");
-    CHECK(q->api->read(q, b, 12 * N, got, sizeof got) == TSR_OK, "read");
+    for (int i = 0; i < 3; i++) EXPECT(dev->api->supports_op(dev, &nodes[i]), "node %d not supported", i);
+    EXPECT(q->api->compute(q, nodes, 3) == TSR_OK, "compute");
+    EXPECT(q->api->synchronize(q) == TSR_OK, "synchronize");
+    EXPECT(q->api->read(q, b, 12 * N, got, sizeof got) == TSR_OK, "read");
     double worst = 0;
     for (int i = 0; i < N; i++) {
         float s = x[i] * 3.0f + 0.5f + x[i];
@@ -169,23 +158,23 @@ static void test_chain(tsr_device *dev, tsr_queue *q) {
         double e = fabs((double)got[i] - want) / (1e-6 + fabs(want));
         if (e > worst) worst = e;
     }
-    CHECK(worst < 1e-5, "chained result off by %.3g (relative)", worst);
+    EXPECT(worst < 1e-5, "chained result off by %.3g (relative)", worst);
 
     /* A tensor outside its buffer, and one in host memory: refused. */
     tsr_tensor outside;
     contiguous(&outside, TSR_DTYPE_F32, N, 1, b, 14 * N);
     tsr_node bad = {.op = TSR_OP_SILU, .n_src = 1, .dst = &t1, .src = {&outside}};
-    CHECK(q->api->compute(q, &bad, 1) == TSR_ERR_INVALID, "a tensor past the buffer's end was accepted");
+    EXPECT(q->api->compute(q, &bad, 1) == TSR_ERR_INVALID, "a tensor past the buffer's end was accepted");
     tsr_tensor in_host;
     contiguous(&in_host, TSR_DTYPE_F32, N, 1, NULL, 0);
     in_host.data = x;
     bad.src[0] = &in_host;
-    CHECK(q->api->compute(q, &bad, 1) == TSR_ERR_INVALID, "a tensor in host memory was accepted");
+    EXPECT(q->api->compute(q, &bad, 1) == TSR_ERR_INVALID, "a tensor in host memory was accepted");
     /* Declined: ops this device does not run */
     tsr_node argmax = {.op = TSR_OP_ARGMAX, .n_src = 1, .dst = &t1, .src = {&tx}};
-    CHECK(!dev->api->supports_op(dev, &argmax), "ARGMAX into an F32 dst claimed");
+    EXPECT(!dev->api->supports_op(dev, &argmax), "ARGMAX into an F32 dst claimed");
     tsr_node attn = {.op = TSR_OP_FLASH_ATTN, .n_src = 3, .dst = &t1, .src = {&tx, &tx, &tx}};
-    CHECK(!dev->api->supports_op(dev, &attn), "FLASH_ATTN with head size 1000 claimed");
+    EXPECT(!dev->api->supports_op(dev, &attn), "FLASH_ATTN with head size 1000 claimed");
     /* CPY into a KV cache block type runs here (tests/vulkan/test_vk_kv.c) */
     tsr_tensor x32, q8;
     contiguous(&x32, TSR_DTYPE_F32, 32, 1, b, 0);
@@ -193,43 +182,45 @@ static void test_chain(tsr_device *dev, tsr_queue *q) {
     q8.dtype = TSR_DTYPE_Q8_0;
     q8.nb[0] = q8.nb[1] = q8.nb[2] = q8.nb[3] = 34;
     tsr_node quantize = {.op = TSR_OP_CPY, .n_src = 1, .dst = &q8, .src = {&x32}};
-    CHECK(dev->api->supports_op(dev, &quantize), "CPY into Q8_0 declined");
+    EXPECT(dev->api->supports_op(dev, &quantize), "CPY into Q8_0 declined");
     /* abort flag */
     abort_flag = 1;
-    CHECK(q->api->compute(q, nodes, 3) == TSR_ERR_ABORTED, "compute ignored the abort flag");
+    EXPECT(q->api->compute(q, nodes, 3) == TSR_ERR_ABORTED, "compute ignored the abort flag");
     abort_flag = 0;
     dev->api->buffer_free(dev, b);
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_vk_plugin PLUGIN.so\n");
-        return 2;
-    }
-    test_no_loader(argv[1]);
+/* Usage: test_vk_plugin PLUGIN.so */
+static void test_loader(void **state) {
+    (void)state;
+    REQUIRE(harness_arg(1) != NULL, "usage: test_vk_plugin PLUGIN.so");
+    test_no_loader(harness_arg(1));
+}
+
+static void test_devices(void **state) {
+    (void)state;
+    REQUIRE(harness_arg(1) != NULL, "usage: test_vk_plugin PLUGIN.so");
     void *dl;
-    const tsr_plugin *p = open_plugin(argv[1], &dl);
-    if (!p) return 1;
+    const tsr_plugin *p = open_plugin(harness_arg(1), &dl);
+    REQUIRE(p != NULL, "%s is not a plugin", harness_arg(1));
     char reason[256] = "";
-    if (p->init(&host, reason, sizeof reason) != TSR_OK || p->device_count() == 0) {
-        printf("skip: no Vulkan device: %s\n", reason);
-        return failures ? 1 : 77;
-    }
+    if (p->init(&host, reason, sizeof reason) != TSR_OK || p->device_count() == 0)
+        harness_skip("no Vulkan device: %s", reason);
     for (int32_t i = 0; i < p->device_count(); i++) {
         tsr_device *dev = p->device_get(i);
         tsr_device_info info = {.struct_size = sizeof info};
-        CHECK(dev && dev->api->get_info(dev, &info) == TSR_OK, "get_info of device %d", (int)i);
+        EXPECT(dev && dev->api->get_info(dev, &info) == TSR_OK, "get_info of device %d", (int)i);
         if (!dev) continue;
         printf("vulkan%d: %s [%s], %.0f MiB total, %.0f MiB free, host-visible %d, priority %d\n", (int)i,
                info.description, info.features, (double)info.memory_total / 1048576.0,
                (double)info.memory_free / 1048576.0, (int)info.host_visible, (int)info.priority);
-        CHECK(info.kind == TSR_DEVICE_GPU, "kind %d", (int)info.kind);
-        CHECK(info.reads_host_memory == 0, "reads_host_memory");
-        CHECK(info.memory_total > 0, "no memory reported");
-        if (strstr(info.features, "cpu-implementation")) CHECK(info.priority < 100, "CPU implementation priority %d",
+        EXPECT(info.kind == TSR_DEVICE_GPU, "kind %d", (int)info.kind);
+        EXPECT(info.reads_host_memory == 0, "reads_host_memory");
+        EXPECT(info.memory_total > 0, "no memory reported");
+        if (strstr(info.features, "cpu-implementation")) EXPECT(info.priority < 100, "CPU implementation priority %d",
                                                                (int)info.priority);
         tsr_queue *q = NULL;
-        CHECK(dev->api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
+        EXPECT(dev->api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
         if (!q) continue;
         test_copies(dev, q);
         test_chain(dev, q);
@@ -238,6 +229,6 @@ int main(int argc, char **argv) {
     }
     p->shutdown();
     dlclose(dl);
-    printf("%s\n", failures ? "FAILED" : "all checks passed");
-    return failures ? 1 : 0;
 }
+
+HARNESS_MAIN("vulkan plugin", HARNESS_TEST(test_loader), HARNESS_TEST(test_devices))

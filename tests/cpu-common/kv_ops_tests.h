@@ -2,7 +2,7 @@
  * kv_ops_tests — the KV cache ops of the CPU plugins' op test
  * (test_cpu_ops.c includes it after its helpers: tensor,
  * tensor_new/free, tensor_bytes, view_swap, roundtrip_activations,
- * make_node, check_node, device, queue, checks, failures):
+ * make_node, check_node, device, queue; checks with harness.h):
  *   - FLASH_ATTN with every KV cache type (and a mixed K/V pair) and the
  *     models' shapes: device vs ref, and both vs the plain f32 formula over
  *     the dequantized K/V, so a wrong oracle is caught too;
@@ -56,13 +56,12 @@ static void test_cpy_to_kv_types(void) {
         tsr_node n = make_node(TSR_OP_CPY, 1, &a->t, NULL, NULL, NULL);
         char what[64];
         snprintf(what, sizeof what, "CPY F32 -> %s (KV cache rows)", dtype_name(types[t]));
-        checks++;
         n.dst = &od->t;
         int ok = device->api->supports_op(device, &n) && queue->api->compute(queue, &n, 1) == TSR_OK;
         n.dst = &or_->t;
         ok = ok && ref_compute(&n, 1, NULL) == TSR_OK && !memcmp(od->mem, or_->mem, tensor_bytes(&od->t));
         printf("%s %-44s\n", ok ? "ok  " : "FAIL", what);
-        if (!ok) failures++;
+        EXPECT(ok, "%s (line above)", what);
         tensor_free(a), tensor_free(od), tensor_free(or_);
     }
 }
@@ -123,18 +122,14 @@ static void fa_case(int32_t kt, int32_t vt, int64_t D, int64_t nq, int64_t H, in
     for (int r = 0; r < 2; r++) {
         double e = fa_plain_rel_err(qc, kf, vf, with_mask ? mf : NULL, D, nq, nkv, H, Hkv, n.fparams[0],
                                     r ? or_->mem : oa->mem);
-        checks++;
         if (!(e <= 1e-4)) {
-            printf("FAIL %-44s %s vs the plain formula: rel err %.3g\n", what, r ? "ref" : "device", e);
-            failures++;
+            ADD_FAILURE("%-44s %s vs the plain formula: rel err %.3g", what, r ? "ref" : "device", e);
         }
     }
     if (mask_kind == FA_MASK_CAUSAL_ROW0_EMPTY) { /* query 0 sees no cell: zeros */
-        checks++;
         for (int64_t e = 0; e < D * H; e++)
             if (((const float *)oa->mem)[e] != 0.0f) {
-                printf("FAIL %-44s query 0 sees no cell but got %g\n", what, ((const float *)oa->mem)[e]);
-                failures++;
+                ADD_FAILURE("%-44s query 0 sees no cell but got %g", what, ((const float *)oa->mem)[e]);
                 break;
             }
     }

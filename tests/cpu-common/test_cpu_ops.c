@@ -35,10 +35,10 @@
 
 #include <tessera/plugin.h>
 
+#include "harness.h"
 #include "ref/ref.h"
 #include "tensor/dtype.h"
 
-static int failures, checks;
 static const tsr_plugin *plugin;
 static tsr_device *device;
 static tsr_queue *queue;
@@ -148,30 +148,26 @@ static double max_err(const tsr_tensor *a, const tsr_tensor *b, int relative) {
 /* Run node on the plugin (dst = out_cpu) and on ref (dst = out_ref); compare. */
 static void check_node(const char *what, tsr_node node, tensor *out_cpu, tensor *out_ref, double tol,
                        int relative) {
-    checks++;
     node.dst = &out_cpu->t;
     if (!device->api->supports_op(device, &node)) {
-        printf("FAIL %-44s supports_op declined a well-formed node\n", what);
-        failures++;
+        ADD_FAILURE("%-44s supports_op declined a well-formed node", what);
         return;
     }
     tsr_status st = queue->api->compute(queue, &node, 1);
     if (st != TSR_OK) {
-        printf("FAIL %-44s compute returned %d\n", what, st);
-        failures++;
+        ADD_FAILURE("%-44s compute returned %d", what, st);
         return;
     }
     node.dst = &out_ref->t;
     st = ref_compute(&node, 1, NULL);
     if (st != TSR_OK) {
-        printf("FAIL %-44s ref_compute returned %d\n", what, st);
-        failures++;
+        ADD_FAILURE("%-44s ref_compute returned %d", what, st);
         return;
     }
     double err = max_err(&out_cpu->t, &out_ref->t, relative);
     int ok = err <= tol;
     printf("%s %-44s err %.3g (tol %.0e)\n", ok ? "ok  " : "FAIL", what, err, tol);
-    if (!ok) failures++;
+    EXPECT(ok, "%s (line above)", what);
 }
 
 static tsr_node make_node(int op, int n_src, const tsr_tensor *a, const tsr_tensor *b, const tsr_tensor *c,
@@ -221,7 +217,6 @@ static void check_mul_mat_8bit(const char *what, tsr_node n, const tensor *x, te
     tensor *xq = roundtrip_activations(x, dtype_traits_get(n.src[0]->dtype)->vec_dot_type);
     tsr_node nq = n;
     nq.src[1] = &xq->t;
-    checks++;
     n.dst = &oa->t;
     tsr_status st = queue->api->compute(queue, &n, 1);
     nq.dst = &or_->t;
@@ -229,7 +224,7 @@ static void check_mul_mat_8bit(const char *what, tsr_node n, const tensor *x, te
     double err = st || st2 ? INFINITY : max_err(&oa->t, &or_->t, 1);
     int ok = err <= tol;
     printf("%s %-44s err %.3g vs ref on 8-bit activations (tol %.0e)\n", ok ? "ok  " : "FAIL", what, err, tol);
-    if (!ok) failures++;
+    EXPECT(ok, "%s (line above)", what);
     tensor_free(xq);
 }
 
@@ -520,16 +515,12 @@ static void test_bad_input(void) {
     tensor *o = tensor_new(TSR_DTYPE_F32, 4, 2, 1, 1);
     tsr_node n = make_node(TSR_OP_MUL_MAT, 2, &w->t, &x->t, NULL, NULL);
     n.dst = &o->t;
-    checks++;
     if (device->api->supports_op(device, &n)) {
-        printf("FAIL supports_op accepted MUL_MAT with K 64 vs 32\n");
-        failures++;
+        ADD_FAILURE("supports_op accepted MUL_MAT with K 64 vs 32");
     }
     n.op = TSR_OP_COUNT + 3;
-    checks++;
     if (device->api->supports_op(device, &n)) {
-        printf("FAIL supports_op accepted an unknown op\n");
-        failures++;
+        ADD_FAILURE("supports_op accepted an unknown op");
     }
     tensor *tab = tensor_new(TSR_DTYPE_F32, 8, 4, 1, 1), *idx = tensor_new(TSR_DTYPE_I32, 2, 1, 1, 1);
     tensor *out = tensor_new(TSR_DTYPE_F32, 8, 2, 1, 1);
@@ -537,10 +528,8 @@ static void test_bad_input(void) {
     memcpy(idx->mem, bad, sizeof bad);
     tsr_node g = make_node(TSR_OP_GET_ROWS, 2, &tab->t, &idx->t, NULL, NULL);
     g.dst = &out->t;
-    checks++;
     if (queue->api->compute(queue, &g, 1) == TSR_OK) {
-        printf("FAIL GET_ROWS with row 99 of 4 returned OK\n");
-        failures++;
+        ADD_FAILURE("GET_ROWS with row 99 of 4 returned OK");
     } else {
         printf("ok   GET_ROWS out-of-range index is an error\n");
     }
@@ -549,12 +538,10 @@ static void test_bad_input(void) {
     bad[1] = 2;
     memcpy(idx->mem, bad, sizeof bad);
     host.abort_flag = &abort_now;
-    checks++;
     tsr_status st = queue->api->compute(queue, &g, 1);
     host.abort_flag = NULL;
     if (st != TSR_ERR_ABORTED) {
-        printf("FAIL compute with the abort flag raised returned %d, not TSR_ERR_ABORTED\n", st);
-        failures++;
+        ADD_FAILURE("compute with the abort flag raised returned %d, not TSR_ERR_ABORTED", st);
     } else {
         printf("ok   abort flag -> TSR_ERR_ABORTED\n");
     }
@@ -571,12 +558,11 @@ static tsr_tensor shape_only(int32_t dtype, int64_t n0, int64_t n1, int64_t n2) 
 /* supports_op declines node and says why through tsr_host.decline, with
  * want in the reason. */
 static void expect_declined(const char *what, const tsr_node *node, const char *want) {
-    checks++;
     declined[0] = 0;
     int32_t yes = device->api->supports_op(device, node);
     int ok = !yes && strstr(declined, want) != NULL;
     printf("%s decline %-36s '%s'\n", ok ? "ok  " : "FAIL", what, declined);
-    if (!ok) failures++;
+    EXPECT(ok, "%s (line above)", what);
 }
 
 /* Every refusal of a well-formed node comes with its reason (shown by
@@ -641,85 +627,80 @@ static int has_features(const char *have, const char *needs) {
     return 1;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2 || argc > 3) {
-        printf("usage: test_cpu_ops PLUGIN [LEVEL]   (PLUGIN: cpu-avx or cpu-neon)\n");
-        return 2;
-    }
-    const char *name = argv[1], *level = argc > 2 ? argv[2] : NULL;
+/* Usage: test_cpu_ops PLUGIN [LEVEL] (PLUGIN: cpu-avx or cpu-neon): the plugin of
+ * $TESSERA_BUILD_ROOT started, at LEVEL (a level this CPU lacks skips). */
+static void *plugin_so;
+
+static int setup(void **state) {
+    (void)state;
+    REQUIRE(harness_argc() == 2 || harness_argc() == 3, "usage: test_cpu_ops PLUGIN [LEVEL]   (PLUGIN: cpu-avx or cpu-neon)");
+    const char *name = harness_arg(1), *level = harness_arg(2);
     const char *root = getenv("TESSERA_BUILD_ROOT");
     char path[4096];
     snprintf(path, sizeof path, "%s/libtessera-backend-%s.so", root ? root : ".", name);
-    void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!so) {
-        printf("FAIL cannot load %s: %s\n", path, dlerror());
-        return 1;
-    }
-    tsr_plugin_entry_fn entry = (tsr_plugin_entry_fn)dlsym(so, TSR_PLUGIN_ENTRY_SYMBOL);
+    plugin_so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(plugin_so != NULL, "cannot load %s: %s", path, dlerror());
+    tsr_plugin_entry_fn entry = (tsr_plugin_entry_fn)dlsym(plugin_so, TSR_PLUGIN_ENTRY_SYMBOL);
     plugin = entry ? entry(TSR_ABI_VERSION) : NULL;
-    if (!plugin) {
-        printf("FAIL %s: no tsr_plugin_entry or it refused ABI %u\n", path, TSR_ABI_VERSION);
-        return 1;
-    }
-    if (strcmp(plugin->name, name) != 0) {
-        printf("FAIL %s calls itself '%s'\n", path, plugin->name);
-        return 1;
-    }
-    if (entry(TSR_ABI_VERSION + (1u << 16)) != NULL) {
-        printf("FAIL the plugin accepted a host of another major ABI\n");
-        return 1;
-    }
+    REQUIRE(plugin != NULL, "%s: no tsr_plugin_entry or it refused ABI %u", path, TSR_ABI_VERSION);
+    REQUIRE(strcmp(plugin->name, name) == 0, "%s calls itself '%s'", path, plugin->name);
+    REQUIRE(entry(TSR_ABI_VERSION + (1u << 16)) == NULL, "the plugin accepted a host of another major ABI");
     char reason[256] = "";
     tsr_status st = plugin->init(&host, reason, sizeof reason);
-    if (st != TSR_OK || plugin->device_count() < 1) {
-        printf("SKIP %s offers no device here: %s\n", name, reason);
-        return 77;
-    }
+    if (st != TSR_OK || plugin->device_count() < 1) harness_skip("%s offers no device here: %s", name, reason);
     device = plugin->device_get(0);
     tsr_device_info info = {.struct_size = sizeof info};
     device->api->get_info(device, &info);
     printf("device: %s; features: %s; level %s\n", info.description, info.features, level ? level : "(best)");
     for (size_t i = 0; level && i < sizeof levels / sizeof levels[0]; i++) {
         if (strcmp(levels[i].level, level) != 0) continue;
-        if (!has_features(info.features, levels[i].needs)) {
-            printf("SKIP level %s needs '%s'; this CPU has '%s'\n", level, levels[i].needs, info.features);
-            return 77;
-        }
-        if (!strstr(info.description, levels[i].kernels)) {
-            printf("FAIL level %s should run %s but the device says '%s'\n", level, levels[i].kernels,
-                   info.description);
-            return 1;
-        }
+        if (!has_features(info.features, levels[i].needs))
+            harness_skip("level %s needs '%s'; this CPU has '%s'", level, levels[i].needs, info.features);
+        REQUIRE(strstr(info.description, levels[i].kernels) != NULL, "level %s should run %s but the device says '%s'",
+                level, levels[i].kernels, info.description);
     }
-    if (info.kind != TSR_DEVICE_CPU || !info.host_visible || !info.reads_host_memory) {
-        printf("FAIL device info: kind %d host_visible %d reads_host_memory %d\n", info.kind, info.host_visible,
-               info.reads_host_memory);
-        return 1;
-    }
-    if (device->api->queue_create(device, &queue) != TSR_OK) {
-        printf("FAIL queue_create\n");
-        return 1;
-    }
-    for (int nt = 1; nt <= 3; nt += 2) {
-        host.n_threads = nt;
-        printf("--- %d thread(s)\n", nt);
-        test_mul_mat();
-        test_mul_mat_model_shapes();
-        test_flash_attn(); /* splits cells across threads when units are few */
-        if (nt > 1) continue; /* the rest split rows the same way; once is enough */
-        test_get_rows();
-        test_elementwise();
-        test_rope();
-        test_soft_max();
-        test_cpy();
-        test_concat_argmax();
-        test_cpy_to_kv_types();
-        test_bad_input();
-        test_decline_reasons();
-    }
+    REQUIRE(info.kind == TSR_DEVICE_CPU && info.host_visible && info.reads_host_memory,
+            "device info: kind %d host_visible %d reads_host_memory %d", info.kind, info.host_visible,
+            info.reads_host_memory);
+    REQUIRE(device->api->queue_create(device, &queue) == TSR_OK, "queue_create");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
     queue->api->destroy(queue);
     plugin->shutdown();
-    dlclose(so);
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    dlclose(plugin_so);
+    return 0;
 }
+
+/* Every op on one thread. */
+static void test_one_thread(void **state) {
+    (void)state;
+    host.n_threads = 1;
+    test_mul_mat();
+    test_mul_mat_model_shapes();
+    test_flash_attn();
+    test_get_rows();
+    test_elementwise();
+    test_rope();
+    test_soft_max();
+    test_cpy();
+    test_concat_argmax();
+    test_cpy_to_kv_types();
+    test_bad_input();
+    test_decline_reasons();
+}
+
+/* The ops that split work differently on several threads (the rest split
+ * rows the same way; once is enough); FLASH_ATTN splits cells across
+ * threads when units are few. */
+static void test_three_threads(void **state) {
+    (void)state;
+    host.n_threads = 3;
+    test_mul_mat();
+    test_mul_mat_model_shapes();
+    test_flash_attn();
+}
+
+HARNESS_MAIN_GROUP("cpu ops", setup, teardown, HARNESS_TEST(test_one_thread), HARNESS_TEST(test_three_threads))

@@ -17,23 +17,12 @@
 
 #include <tessera/tessera.h>
 
+#include "harness.h"
 #include "../logits_util.h"
 
 /* The shared context: not a multiple of 32 cells, so the compaction moves
  * the cells of a transposed V whose rows are padded (kv_v_row_cells). */
 enum { N_SEQ = 3, N_STEPS = 16, MAX_PROMPT = 64, MULTI_CTX = 500 };
-
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            failures++;                                          \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-        }                                                        \
-    } while (0)
 
 typedef struct reference {
     tessera_token prompt[MAX_PROMPT];
@@ -56,32 +45,14 @@ static int make_reference(tessera_context *solo, int n_vocab, reference *r) {
     return 0;
 }
 
-int main(void) {
-    const char *shared = getenv("TESSERA_SHARED"), *build = getenv("TESSERA_BUILD_ROOT");
-    if (!shared) {
-        printf("SKIP: TESSERA_SHARED is not set\n");
-        return 77;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared);
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        printf("SKIP: model missing: %s\n", path);
-        return 77;
-    }
-    fclose(probe);
+static void test_decode_batch(void **state) {
+    (void)state;
+    const char *build = getenv("TESSERA_BUILD_ROOT");
+    harness_path path = harness_model_file("stories260K");
     const char *dirs[1] = {build};
     tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = build ? 1 : 0};
-    if (tessera_init(&ip) != 0) {
-        fprintf(stderr, "init: %s\n", tessera_last_error());
-        return 1;
-    }
-    tessera_model_params mp = tessera_model_default_params();
-    tessera_model *m = tessera_model_load(path, &mp);
-    if (!m) {
-        fprintf(stderr, "load: %s\n", tessera_last_error());
-        return 1;
-    }
+    REQUIRE(tessera_init(&ip) == 0, "init: %s", tessera_last_error());
+    tessera_model *m = harness_model_load(path.s, NULL, NULL);
     const int n_vocab = tessera_model_n_vocab(m);
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = 128;
@@ -93,10 +64,7 @@ int main(void) {
     cp.n_ctx = 128;
     cp.n_batch = 512;
     tessera_context *alone = tessera_context_new(m, &cp);
-    if (!solo || !multi || !alone) {
-        fprintf(stderr, "context: %s\n", tessera_last_error());
-        return 1;
-    }
+    REQUIRE(solo && multi && alone, "context: %s", tessera_last_error());
 
     static const char *const prompts[N_SEQ] = {"Once upon a time", "The little dog was sad because",
                                                "Lily and Tom went to the park to play with a ball"};
@@ -105,10 +73,8 @@ int main(void) {
         ref[q].n_prompt =
             tessera_tokenize(m, prompts[q], strlen(prompts[q]), ref[q].prompt, MAX_PROMPT, true, true);
         ref[q].logits = malloc((size_t)(N_STEPS + 1) * n_vocab * sizeof(float));
-        if (ref[q].n_prompt <= 0 || !ref[q].logits || make_reference(solo, n_vocab, &ref[q]) != 0) {
-            fprintf(stderr, "reference %d: %s\n", q, tessera_last_error());
-            return 1;
-        }
+        REQUIRE(ref[q].n_prompt > 0 && ref[q].logits && make_reference(solo, n_vocab, &ref[q]) == 0, "reference %d: %s",
+                q, tessera_last_error());
     }
 
     /* 1. One sequence alone: the same cells and shapes as tessera_decode, so
@@ -125,22 +91,22 @@ int main(void) {
             want[i] = i == r->n_prompt - 1;
         }
         int rc = tessera_decode_batch(alone, tok, pos, seq, want, r->n_prompt);
-        CHECK(rc == 0, "alone prompt: %s", tessera_last_error());
+        EXPECT(rc == 0, "alone prompt: %s", tessera_last_error());
         for (int s = 0; rc == 0 && s <= N_STEPS; s++) {
             const float *l = tessera_logits(alone, 0);
-            CHECK(l && !memcmp(l, r->logits + (size_t)s * n_vocab, (size_t)n_vocab * sizeof *l),
+            EXPECT(l && !memcmp(l, r->logits + (size_t)s * n_vocab, (size_t)n_vocab * sizeof *l),
                   "alone step %d: logits differ from tessera_decode (max %g)", s,
                   l ? max_diff(l, r->logits + (size_t)s * n_vocab, n_vocab) : -1.0f);
             if (s == N_STEPS) break;
             int32_t p = r->n_prompt + s, sq = 5;
             bool w = true;
             rc = tessera_decode_batch(alone, &r->tokens[s], &p, &sq, &w, 1);
-            CHECK(rc == 0, "alone step %d: %s", s, tessera_last_error());
+            EXPECT(rc == 0, "alone step %d: %s", s, tessera_last_error());
         }
-        CHECK(tessera_kv_cells_used(alone) == r->n_prompt + N_STEPS, "alone: %d cells used",
+        EXPECT(tessera_kv_cells_used(alone) == r->n_prompt + N_STEPS, "alone: %d cells used",
               tessera_kv_cells_used(alone));
         tessera_seq_remove(alone, 5, 0);
-        CHECK(tessera_kv_cells_used(alone) == 0, "alone: cells left after remove");
+        EXPECT(tessera_kv_cells_used(alone) == 0, "alone: cells left after remove");
     }
 
     /* 2. Three sequences together: all prompts in one call (several
@@ -159,29 +125,29 @@ int main(void) {
                 n++;
             }
         int rc = tessera_decode_batch(multi, tok, pos, seq, want, n);
-        CHECK(rc == 0, "multi prompts: %s", tessera_last_error());
+        EXPECT(rc == 0, "multi prompts: %s", tessera_last_error());
         float worst = 0.0f;
         for (int s = 0; rc == 0 && s <= N_STEPS; s++) {
             for (int q = 0; q < N_SEQ; q++) {
                 const float *l = tessera_logits(multi, q);
                 const float *want_l = ref[q].logits + (size_t)s * n_vocab;
-                CHECK(l != NULL, "multi step %d seq %d: %s", s, q, tessera_last_error());
+                EXPECT(l != NULL, "multi step %d seq %d: %s", s, q, tessera_last_error());
                 if (!l) continue;
                 float d = max_diff(l, want_l, n_vocab);
                 worst = fmaxf(worst, d);
                 /* Other micro-batch boundaries move the F16 roundings of q and of
                  * the attention weights (as tessera_decode with another -b does):
                  * measured 2.6e-3 with micro-batches of 5, 5e-4 with one. */
-                CHECK(d < 1e-2f, "multi step %d seq %d: logits differ by %g", s, q, d);
+                EXPECT(d < 1e-2f, "multi step %d seq %d: logits differ by %g", s, q, d);
                 if (s < N_STEPS)
-                    CHECK(argmax(l, n_vocab) == ref[q].tokens[s],
+                    EXPECT(argmax(l, n_vocab) == ref[q].tokens[s],
                           "multi step %d seq %d: greedy token %d, alone %d", s, q, argmax(l, n_vocab),
                           ref[q].tokens[s]);
             }
             if (s == N_STEPS) break;
             /* sequence 1 is dropped and restarted half-way; the others go on */
             if (s == N_STEPS / 2) {
-                CHECK(tessera_seq_remove(multi, 1, 0) == 0, "seq remove");
+                EXPECT(tessera_seq_remove(multi, 1, 0) == 0, "seq remove");
                 int k = 0;
                 for (int i = 0; i < ref[1].n_prompt; i++, k++) {
                     tok[k] = ref[1].prompt[i];
@@ -196,7 +162,7 @@ int main(void) {
                     want[k] = false;
                 }
                 rc = tessera_decode_batch(multi, tok, pos, seq, want, k);
-                CHECK(rc == 0, "restart of sequence 1: %s", tessera_last_error());
+                EXPECT(rc == 0, "restart of sequence 1: %s", tessera_last_error());
             }
             for (int q = 0; q < N_SEQ; q++) {
                 tok[q] = ref[q].tokens[s];
@@ -205,12 +171,12 @@ int main(void) {
                 want[q] = true;
             }
             rc = tessera_decode_batch(multi, tok, pos, seq, want, N_SEQ);
-            CHECK(rc == 0, "multi step %d: %s", s, tessera_last_error());
+            EXPECT(rc == 0, "multi step %d: %s", s, tessera_last_error());
         }
         printf("three sequences together: largest logit difference to alone %g\n", worst);
         int expect_cells = 0;
         for (int q = 0; q < N_SEQ; q++) expect_cells += ref[q].n_prompt + N_STEPS;
-        CHECK(tessera_kv_cells_used(multi) == expect_cells, "multi: %d cells used, expected %d",
+        EXPECT(tessera_kv_cells_used(multi) == expect_cells, "multi: %d cells used, expected %d",
               tessera_kv_cells_used(multi), expect_cells);
     }
 
@@ -218,22 +184,22 @@ int main(void) {
     {
         tessera_token t = 5;
         int32_t p = 0, s = TESSERA_MAX_SEQ;
-        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
+        EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
                   strstr(tessera_last_error(), "sequence"),
               "sequence %d accepted", s);
         s = -1;
-        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0, "sequence -1 accepted");
+        EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0, "sequence -1 accepted");
         s = 7;
         t = n_vocab;
-        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 && strstr(tessera_last_error(), "token"),
+        EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 && strstr(tessera_last_error(), "token"),
               "token %d accepted", n_vocab);
         t = 5;
         p = -3;
-        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
+        EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
                   strstr(tessera_last_error(), "position"),
               "position -3 accepted");
-        CHECK(tessera_decode_batch(multi, &t, &p, &s, NULL, 0) != 0, "zero tokens accepted");
-        CHECK(tessera_seq_remove(multi, 99, 0) != 0, "seq remove 99 accepted");
+        EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 0) != 0, "zero tokens accepted");
+        EXPECT(tessera_seq_remove(multi, 99, 0) != 0, "seq remove 99 accepted");
         /* fill the cache: more tokens than free cells */
         int free_cells = MULTI_CTX - tessera_kv_cells_used(multi);
         tessera_token *many = calloc((size_t)free_cells + 1, sizeof *many);
@@ -245,18 +211,18 @@ int main(void) {
             ms[i] = 9;
         }
         int used_before = tessera_kv_cells_used(multi);
-        CHECK(tessera_decode_batch(multi, many, mp_, ms, NULL, free_cells + 1) != 0 &&
+        EXPECT(tessera_decode_batch(multi, many, mp_, ms, NULL, free_cells + 1) != 0 &&
                   strstr(tessera_last_error(), "context full"),
               "overfull batch accepted (%s)", tessera_last_error());
-        CHECK(tessera_kv_cells_used(multi) == used_before, "a failed call changed the cache");
-        CHECK(tessera_decode_batch(multi, many, mp_, ms, NULL, free_cells) == 0, "exactly full: %s",
+        EXPECT(tessera_kv_cells_used(multi) == used_before, "a failed call changed the cache");
+        EXPECT(tessera_decode_batch(multi, many, mp_, ms, NULL, free_cells) == 0, "exactly full: %s",
               tessera_last_error());
-        CHECK(tessera_kv_cells_used(multi) == MULTI_CTX, "cache not full");
+        EXPECT(tessera_kv_cells_used(multi) == MULTI_CTX, "cache not full");
         free(many);
         free(mp_);
         free(ms);
         for (int q = 0; q < TESSERA_MAX_SEQ; q++) tessera_seq_remove(multi, q, 0);
-        CHECK(tessera_kv_cells_used(multi) == 0, "cells left after removing all");
+        EXPECT(tessera_kv_cells_used(multi) == 0, "cells left after removing all");
         /* and it still computes the reference */
         int32_t pos[MAX_PROMPT], seq[MAX_PROMPT];
         bool want[MAX_PROMPT];
@@ -265,10 +231,10 @@ int main(void) {
             seq[i] = 63;
             want[i] = i == ref[2].n_prompt - 1;
         }
-        CHECK(tessera_decode_batch(multi, ref[2].prompt, pos, seq, want, ref[2].n_prompt) == 0,
+        EXPECT(tessera_decode_batch(multi, ref[2].prompt, pos, seq, want, ref[2].n_prompt) == 0,
               "after errors: %s", tessera_last_error());
         const float *l = tessera_logits(multi, 0);
-        CHECK(l && max_diff(l, ref[2].logits, n_vocab) < 1e-3f, "after errors: logits differ");
+        EXPECT(l && max_diff(l, ref[2].logits, n_vocab) < 1e-3f, "after errors: logits differ");
     }
 
     /* 4. Holes below the last used cell are compacted away: sequence 11
@@ -294,18 +260,18 @@ int main(void) {
             seq[n] = 11;
         }
         if (rc == 0) rc = tessera_decode_batch(multi, tok, pos, seq, NULL, n);
-        CHECK(rc == 0, "compaction setup: %s", tessera_last_error());
+        EXPECT(rc == 0, "compaction setup: %s", tessera_last_error());
         tessera_seq_remove(multi, 10, 0);
         for (int k = h; rc == 0 && k < N_STEPS; k++) {
             int32_t p = r->n_prompt + k, sq = 11;
             bool w = true;
             rc = tessera_decode_batch(multi, &r->tokens[k], &p, &sq, &w, 1);
-            CHECK(rc == 0, "after compaction: %s", tessera_last_error());
+            EXPECT(rc == 0, "after compaction: %s", tessera_last_error());
             const float *l = rc == 0 ? tessera_logits(multi, 0) : NULL;
             float d = l ? max_diff(l, r->logits + (size_t)(k + 1) * n_vocab, n_vocab) : -1.0f;
-            CHECK(l && d < 1e-2f, "after compaction step %d: logits differ by %g", k, d);
+            EXPECT(l && d < 1e-2f, "after compaction step %d: logits differ by %g", k, d);
         }
-        CHECK(tessera_kv_cells_used(multi) == r->n_prompt + N_STEPS, "compaction: %d cells used",
+        EXPECT(tessera_kv_cells_used(multi) == r->n_prompt + N_STEPS, "compaction: %d cells used",
               tessera_kv_cells_used(multi));
     }
 
@@ -315,10 +281,6 @@ int main(void) {
     tessera_context_free(alone);
     tessera_model_free(m);
     tessera_shutdown();
-    if (failures) {
-        fprintf(stderr, "%d checks failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
 }
+
+HARNESS_MAIN("decode batch", HARNESS_TEST(test_decode_batch))

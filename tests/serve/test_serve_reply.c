@@ -8,20 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
 #include "chat/tool_parse.h"
 #include "serve/serve.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            failures++;                                          \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-        }                                                        \
-    } while (0)
 
 static serve_reply_rules think_rules(bool tools, bool starts_in_think) {
     return (serve_reply_rules){.think_open = "<think>", .think_close = "</think>",
@@ -34,7 +23,7 @@ static void show(const serve_reply_rules *rules, const char *text, size_t n, boo
                  char *content) {
     serve_split sp;
     serve_reply_split(rules, text, n, final, &sp);
-    CHECK(sp.reasoning_at <= sp.reasoning_end && sp.reasoning_end <= n && sp.content_at <= sp.content_end &&
+    EXPECT(sp.reasoning_at <= sp.reasoning_end && sp.reasoning_end <= n && sp.content_at <= sp.content_end &&
               sp.content_end <= n,
           "split out of range for '%.*s'", (int)n, text);
     snprintf(reasoning, 512, "%.*s", (int)(sp.reasoning_end - sp.reasoning_at), text + sp.reasoning_at);
@@ -45,11 +34,12 @@ static void expect_split(const serve_reply_rules *rules, const char *text, bool 
                          const char *content) {
     char r[512], c[512];
     show(rules, text, strlen(text), final, r, c);
-    CHECK(!strcmp(r, reasoning) && !strcmp(c, content), "'%s' (final %d): reasoning '%s' content '%s', want '%s' '%s'",
+    EXPECT(!strcmp(r, reasoning) && !strcmp(c, content), "'%s' (final %d): reasoning '%s' content '%s', want '%s' '%s'",
           text, final, r, c, reasoning, content);
 }
 
-static void test_think(void) {
+static void test_think(void **state) {
+    (void)state;
     serve_reply_rules t = think_rules(false, false);
     expect_split(&t, "<think>\nplan it</think>\n\nThe answer.", true, "plan it", "The answer.");
     expect_split(&t, "<think>\nplan it</thi", false, "plan it", "");   /* maybe the close marker */
@@ -65,7 +55,8 @@ static void test_think(void) {
     expect_split(&none, "<think>x</think>y", true, "", "<think>x</think>y");
 }
 
-static void test_tools_hold(void) {
+static void test_tools_hold(void **state) {
+    (void)state;
     serve_reply_rules t = think_rules(true, false);
     expect_split(&t, "<think>call it</think>Sure. <tool_ca", false, "call it", "Sure. ");
     expect_split(&t, "Sure. <tool_call>{\"name\"", false, "", "Sure. ");
@@ -73,7 +64,8 @@ static void test_tools_hold(void) {
 }
 
 /* Every prefix shows a prefix of the finished reply. */
-static void test_prefixes(void) {
+static void test_prefixes(void **state) {
+    (void)state;
     static const char *const samples[] = {
         "<think>\nI should call the tool.\n</think>\n\nLet me check. <tool_call>\n{\"name\": \"f\"}\n</tool_call>",
         "  <think>a < b and </thin k</think>x<tool_c y",
@@ -90,7 +82,7 @@ static void test_prefixes(void) {
             for (size_t k = 0; k <= n; k++) {
                 char r[512], c[512];
                 show(&rules, text, k, false, r, c);
-                CHECK(!strncmp(fr, r, strlen(r)) && !strncmp(fc, c, strlen(c)),
+                EXPECT(!strncmp(fr, r, strlen(r)) && !strncmp(fc, c, strlen(c)),
                       "variant %d prefix %zu of '%s': '%s'/'%s' is not a prefix of '%s'/'%s'", variant, k, text, r, c,
                       fr, fc);
             }
@@ -98,14 +90,4 @@ static void test_prefixes(void) {
     }
 }
 
-int main(void) {
-    test_think();
-    test_tools_hold();
-    test_prefixes();
-    if (failures) {
-        fprintf(stderr, "%d checks failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
-}
+HARNESS_MAIN("serve reply", HARNESS_TEST(test_think), HARNESS_TEST(test_tools_hold), HARNESS_TEST(test_prefixes))

@@ -7,27 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
 #include "serve/serve.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            failures++;                                          \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-        }                                                        \
-    } while (0)
 
 /* Append a piece; returns whether a stop string ended the text. */
 static bool feed(serve_request *r, const char *piece) {
     serve_choice *c = &r->choices[0];
     size_t from = c->len;
     if (serve_text_append(c, piece, strlen(piece)) != 0) {
-        failures++;
-        fprintf(stderr, "FAIL: out of memory\n");
+        ADD_FAILURE("out of memory");
         return false;
     }
     return serve_text_check_stop(c, from);
@@ -41,7 +29,8 @@ static serve_request *with_stops(const char *a, const char *b) {
     return r;
 }
 
-static void test_utf8(void) {
+static void test_utf8(void **state) {
+    (void)state;
     static const struct {
         const char *s;
         size_t want;
@@ -52,64 +41,56 @@ static void test_utf8(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t got = serve_utf8_complete(cases[i].s, strlen(cases[i].s));
-        CHECK(got == cases[i].want, "utf8_complete case %zu: %zu, want %zu", i, got, cases[i].want);
+        EXPECT(got == cases[i].want, "utf8_complete case %zu: %zu, want %zu", i, got, cases[i].want);
     }
 }
 
-static void test_stop_over_pieces(void) {
+static void test_stop_over_pieces(void **state) {
+    (void)state;
     serve_request *r = with_stops("END", NULL);
-    CHECK(!feed(r, "hello E"), "stopped early");
-    CHECK(r->choices[0].n_ready == 6, "ready %zu, want 6 ('E' may start END)", r->choices[0].n_ready);
-    CHECK(!feed(r, "N"), "stopped early");
-    CHECK(r->choices[0].n_ready == 6, "ready %zu, want 6 ('EN' may start END)", r->choices[0].n_ready);
-    CHECK(feed(r, "D and more"), "END not found");
-    CHECK(r->choices[0].len == 6 && !strcmp(r->choices[0].text, "hello "), "text '%s', want 'hello '", r->choices[0].text);
+    EXPECT(!feed(r, "hello E"), "stopped early");
+    EXPECT(r->choices[0].n_ready == 6, "ready %zu, want 6 ('E' may start END)", r->choices[0].n_ready);
+    EXPECT(!feed(r, "N"), "stopped early");
+    EXPECT(r->choices[0].n_ready == 6, "ready %zu, want 6 ('EN' may start END)", r->choices[0].n_ready);
+    EXPECT(feed(r, "D and more"), "END not found");
+    EXPECT(r->choices[0].len == 6 && !strcmp(r->choices[0].text, "hello "), "text '%s', want 'hello '", r->choices[0].text);
     serve_request_free(r);
 }
 
-static void test_earliest_stop(void) {
+static void test_earliest_stop(void **state) {
+    (void)state;
     serve_request *r = with_stops("cd", "b");
-    CHECK(feed(r, "abcd"), "no stop found");
-    CHECK(!strcmp(r->choices[0].text, "a"), "text '%s', want 'a'", r->choices[0].text);
+    EXPECT(feed(r, "abcd"), "no stop found");
+    EXPECT(!strcmp(r->choices[0].text, "a"), "text '%s', want 'a'", r->choices[0].text);
     serve_request_free(r);
 }
 
-static void test_false_start(void) {
+static void test_false_start(void **state) {
+    (void)state;
     serve_request *r = with_stops("abc", NULL);
-    CHECK(!feed(r, "xab"), "stopped early");
-    CHECK(r->choices[0].n_ready == 1, "ready %zu, want 1", r->choices[0].n_ready);
-    CHECK(!feed(r, "x"), "abx is no stop");
-    CHECK(r->choices[0].n_ready == 4, "ready %zu, want 4 after the false start", r->choices[0].n_ready);
+    EXPECT(!feed(r, "xab"), "stopped early");
+    EXPECT(r->choices[0].n_ready == 1, "ready %zu, want 1", r->choices[0].n_ready);
+    EXPECT(!feed(r, "x"), "abx is no stop");
+    EXPECT(r->choices[0].n_ready == 4, "ready %zu, want 4 after the false start", r->choices[0].n_ready);
     serve_request_free(r);
 }
 
-static void test_utf8_held(void) {
+static void test_utf8_held(void **state) {
+    (void)state;
     serve_request *r = with_stops(NULL, NULL);
-    CHECK(!feed(r, "caf\xC3"), "stopped");
-    CHECK(r->choices[0].n_ready == 3, "ready %zu, want 3 (half an e-acute)", r->choices[0].n_ready);
-    CHECK(!feed(r, "\xA9!"), "stopped");
-    CHECK(r->choices[0].n_ready == 6, "ready %zu, want 6", r->choices[0].n_ready);
+    EXPECT(!feed(r, "caf\xC3"), "stopped");
+    EXPECT(r->choices[0].n_ready == 3, "ready %zu, want 3 (half an e-acute)", r->choices[0].n_ready);
+    EXPECT(!feed(r, "\xA9!"), "stopped");
+    EXPECT(r->choices[0].n_ready == 6, "ready %zu, want 6", r->choices[0].n_ready);
     serve_request_free(r);
 }
 
-static void test_stop_in_one_piece_and_prefix(void) {
+static void test_stop_in_one_piece_and_prefix(void **state) {
+    (void)state;
     serve_request *r = with_stops("\n\n", NULL);
-    CHECK(feed(r, "\n\nrest"), "stop at the very start not found");
-    CHECK(r->choices[0].len == 0, "text not empty");
+    EXPECT(feed(r, "\n\nrest"), "stop at the very start not found");
+    EXPECT(r->choices[0].len == 0, "text not empty");
     serve_request_free(r);
 }
 
-int main(void) {
-    test_utf8();
-    test_stop_over_pieces();
-    test_earliest_stop();
-    test_false_start();
-    test_utf8_held();
-    test_stop_in_one_piece_and_prefix();
-    if (failures) {
-        fprintf(stderr, "%d checks failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
-}
+HARNESS_MAIN("serve text", HARNESS_TEST(test_utf8), HARNESS_TEST(test_stop_over_pieces), HARNESS_TEST(test_earliest_stop), HARNESS_TEST(test_false_start), HARNESS_TEST(test_utf8_held), HARNESS_TEST(test_stop_in_one_piece_and_prefix))

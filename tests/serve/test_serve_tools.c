@@ -10,21 +10,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "harness.h"
 #include "chat/tool_parse.h"
 #include "grammar/grammar.h"
 #include "serve/serve.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (!(cond)) {                                           \
-            failures++;                                          \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-        }                                                        \
-    } while (0)
 
 static const char TOOLS[] =
     "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
@@ -42,15 +31,15 @@ static grammar *forced(const char *choice, serve_tools *t) {
     serve_error err = {0, NULL};
     int rc = serve_tools_parse(root, t, &err);
     cJSON_Delete(root);
-    CHECK(rc == 0, "tools do not parse: %s", err.body ? err.body : "?");
+    EXPECT(rc == 0, "tools do not parse: %s", err.body ? err.body : "?");
     free(err.body);
     if (rc != 0) return NULL;
     char *gbnf = serve_tools_grammar(t, &err);
-    CHECK(gbnf != NULL, "no grammar for tool_choice %s: %s", choice, err.body ? err.body : "?");
+    EXPECT(gbnf != NULL, "no grammar for tool_choice %s: %s", choice, err.body ? err.body : "?");
     free(err.body);
     if (!gbnf) return NULL;
     grammar *g = grammar_parse(gbnf, strlen(gbnf), NULL);
-    CHECK(g != NULL, "the tool grammar does not parse:\n%s", gbnf);
+    EXPECT(g != NULL, "the tool grammar does not parse:\n%s", gbnf);
     free(gbnf);
     return g;
 }
@@ -64,7 +53,8 @@ static bool matches(const grammar *g, const char *text) {
     return ok;
 }
 
-static void test_required(void) {
+static void test_required(void **state) {
+    (void)state;
     serve_tools t;
     grammar *g = forced("\"required\"", &t);
     if (g) {
@@ -83,16 +73,16 @@ static void test_required(void) {
             "get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call> and more",
         };
         for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-            CHECK(matches(g, good[i]), "required: rejected %s", good[i]);
+            EXPECT(matches(g, good[i]), "required: rejected %s", good[i]);
         for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-            CHECK(!matches(g, bad[i]), "required: accepted %s", bad[i]);
+            EXPECT(!matches(g, bad[i]), "required: accepted %s", bad[i]);
         /* The prefill plus a grammar match is a call the parser reads. */
         char *pre = serve_tools_prefill(&t, CHAT_TOOLS_HERMES);
         char full[512];
         snprintf(full, sizeof full, "%s%s", pre ? pre : "", good[1]);
         chat_parsed p;
         const char *const names[] = {"get_weather", "add", "ping"};
-        CHECK(chat_tool_parse(CHAT_TOOLS_HERMES, full, strlen(full), names, 3, &p) == 0 && p.n_calls == 1 &&
+        EXPECT(chat_tool_parse(CHAT_TOOLS_HERMES, full, strlen(full), names, 3, &p) == 0 && p.n_calls == 1 &&
                   !strcmp(p.calls[0].name, "add") && !strcmp(p.calls[0].arguments, "{\"a\": 1, \"b\": -20}"),
               "prefill + match does not parse back: %s", full);
         chat_parsed_free(&p);
@@ -102,14 +92,15 @@ static void test_required(void) {
     serve_tools_free(&t);
 }
 
-static void test_named(void) {
+static void test_named(void **state) {
+    (void)state;
     serve_tools t;
     grammar *g = forced("{\"type\": \"function\", \"function\": {\"name\": \"add\"}}", &t);
     if (g) {
-        CHECK(matches(g, "{\"a\": 2, \"b\": 3}}\n</tool_call>"), "named: rejected a valid call");
-        CHECK(!matches(g, "{\"city\": \"Oslo\"}}\n</tool_call>"), "named: accepted another tool's arguments");
+        EXPECT(matches(g, "{\"a\": 2, \"b\": 3}}\n</tool_call>"), "named: rejected a valid call");
+        EXPECT(!matches(g, "{\"city\": \"Oslo\"}}\n</tool_call>"), "named: accepted another tool's arguments");
         char *pre = serve_tools_prefill(&t, CHAT_TOOLS_HERMES);
-        CHECK(pre && !strcmp(pre, "<tool_call>\n{\"name\": \"add\", \"arguments\": "), "named prefill %s", pre);
+        EXPECT(pre && !strcmp(pre, "<tool_call>\n{\"name\": \"add\", \"arguments\": "), "named prefill %s", pre);
         free(pre);
         grammar_free(g);
     }
@@ -120,24 +111,25 @@ static void test_named(void) {
         snprintf(body, sizeof body, TOOLS, k ? "\"none\"" : "\"auto\"");
         cJSON *root = cJSON_Parse(body);
         serve_error err = {0, NULL};
-        CHECK(serve_tools_parse(root, &t, &err) == 0, "auto/none");
-        CHECK(!serve_tools_grammar(&t, &err) && err.status == 0, "a grammar for tool_choice auto/none");
-        CHECK(!serve_tools_prefill(&t, CHAT_TOOLS_HERMES), "a prefill for auto/none");
+        EXPECT(serve_tools_parse(root, &t, &err) == 0, "auto/none");
+        EXPECT(!serve_tools_grammar(&t, &err) && err.status == 0, "a grammar for tool_choice auto/none");
+        EXPECT(!serve_tools_prefill(&t, CHAT_TOOLS_HERMES), "a prefill for auto/none");
         cJSON_Delete(root);
         serve_tools_free(&t);
     }
 }
 
-static void test_prompt_text(void) {
+static void test_prompt_text(void **state) {
+    (void)state;
     serve_tools t;
     char body[2048];
     snprintf(body, sizeof body, TOOLS, "\"auto\"");
     cJSON *root = cJSON_Parse(body);
     serve_error perr = {0, NULL};
-    CHECK(serve_tools_parse(root, &t, &perr) == 0, "tools do not parse");
+    EXPECT(serve_tools_parse(root, &t, &perr) == 0, "tools do not parse");
     cJSON_Delete(root);
     char *sys = serve_tools_system_text(&t);
-    CHECK(sys && strstr(sys, "<tools>") && strstr(sys, "\"name\":\"add\"") && strstr(sys, "<tool_call>"),
+    EXPECT(sys && strstr(sys, "<tools>") && strstr(sys, "\"name\":\"add\"") && strstr(sys, "<tool_call>"),
           "system text %s", sys);
     free(sys);
     serve_tools_free(&t);
@@ -148,7 +140,7 @@ static void test_prompt_text(void) {
     char *text = serve_tools_calls_text(calls, &err);
     chat_parsed p;
     const char *const names[] = {"add", "ping"};
-    CHECK(text && chat_tool_parse(CHAT_TOOLS_HERMES, text, strlen(text), names, 2, &p) == 0 && p.n_calls == 2 &&
+    EXPECT(text && chat_tool_parse(CHAT_TOOLS_HERMES, text, strlen(text), names, 2, &p) == 0 && p.n_calls == 2 &&
               !strcmp(p.calls[0].arguments, "{\"a\": 1}") && !strcmp(p.calls[1].name, "ping"),
           "earlier calls do not read back: %s", text);
     chat_parsed_free(&p);
@@ -156,14 +148,4 @@ static void test_prompt_text(void) {
     cJSON_Delete(calls);
 }
 
-int main(void) {
-    test_required();
-    test_named();
-    test_prompt_text();
-    if (failures) {
-        fprintf(stderr, "%d checks failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
-}
+HARNESS_MAIN("serve tools", HARNESS_TEST(test_required), HARNESS_TEST(test_named), HARNESS_TEST(test_prompt_text))

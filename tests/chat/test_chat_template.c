@@ -122,12 +122,5 @@ static void test_errors_name_the_line(void **state) {
     tessera_chat_template_free(t);
 }
 
-int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        HARNESS_TEST(test_builtins),
-        HARNESS_TEST(test_unknown_builtin),
-        HARNESS_TEST(test_json_variables),
-        HARNESS_TEST(test_errors_name_the_line),
-    };
-    return HARNESS_RUN("chat_template", tests, argc, argv);
-}
+HARNESS_MAIN("chat_template", HARNESS_TEST(test_builtins), HARNESS_TEST(test_unknown_builtin),
+             HARNESS_TEST(test_json_variables), HARNESS_TEST(test_errors_name_the_line))

@@ -195,13 +195,7 @@ static void test_undefined(void **state) {
     expect_error("{{ messages[5].role }}", "{\"messages\": []}", "undefined");
 }
 
-int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        HARNESS_TEST(test_float_repr),       HARNESS_TEST(test_json_roundtrip),
-        HARNESS_TEST(test_bad_json),         HARNESS_TEST(test_whitespace),
-        HARNESS_TEST(test_error_lines),      HARNESS_TEST(test_hostile_nesting),
-        HARNESS_TEST(test_hostile_loops),    HARNESS_TEST(test_hostile_output),
-        HARNESS_TEST(test_bad_syntax_never_crashes), HARNESS_TEST(test_undefined),
-    };
-    return HARNESS_RUN("jinja", tests, argc, argv);
-}
+HARNESS_MAIN("jinja", HARNESS_TEST(test_float_repr), HARNESS_TEST(test_json_roundtrip), HARNESS_TEST(test_bad_json),
+             HARNESS_TEST(test_whitespace), HARNESS_TEST(test_error_lines), HARNESS_TEST(test_hostile_nesting),
+             HARNESS_TEST(test_hostile_loops), HARNESS_TEST(test_hostile_output),
+             HARNESS_TEST(test_bad_syntax_never_crashes), HARNESS_TEST(test_undefined))

@@ -325,4 +325,7 @@ static void test_prefixes(void **state) {
         }
 }
 
-HARNESS_MAIN("tool_parse", HARNESS_TEST(test_json_scanner), HARNESS_TEST(test_hermes), HARNESS_TEST(test_qwen3_coder), HARNESS_TEST(test_llama3), HARNESS_TEST(test_mistral), HARNESS_TEST(test_harmony), HARNESS_TEST(test_generic), HARNESS_TEST(test_detect), HARNESS_TEST(test_hold), HARNESS_TEST(test_prefixes))
+HARNESS_MAIN("tool_parse", HARNESS_TEST(test_json_scanner), HARNESS_TEST(test_hermes), HARNESS_TEST(test_qwen3_coder),
+             HARNESS_TEST(test_llama3), HARNESS_TEST(test_mistral), HARNESS_TEST(test_harmony),
+             HARNESS_TEST(test_generic), HARNESS_TEST(test_detect), HARNESS_TEST(test_hold),
+             HARNESS_TEST(test_prefixes))

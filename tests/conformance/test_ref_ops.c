@@ -446,4 +446,7 @@ static void test_plugin_tables(void **state) {
     p->shutdown();
 }
 
-HARNESS_MAIN("ref ops", HARNESS_TEST(test_rope), HARNESS_TEST(test_rope_yarn), HARNESS_TEST(test_soft_max), HARNESS_TEST(test_norms), HARNESS_TEST(test_get_rows_quantized), HARNESS_TEST(test_mul_mat_broadcast), HARNESS_TEST(test_unary), HARNESS_TEST(test_cpy_concat_argmax), HARNESS_TEST(test_flash_attn), HARNESS_TEST(test_plugin_tables))
+HARNESS_MAIN("ref ops", HARNESS_TEST(test_rope), HARNESS_TEST(test_rope_yarn), HARNESS_TEST(test_soft_max),
+             HARNESS_TEST(test_norms), HARNESS_TEST(test_get_rows_quantized), HARNESS_TEST(test_mul_mat_broadcast),
+             HARNESS_TEST(test_unary), HARNESS_TEST(test_cpy_concat_argmax), HARNESS_TEST(test_flash_attn),
+             HARNESS_TEST(test_plugin_tables))

@@ -388,7 +388,7 @@ static void test_truncation(void **state) {
         error_clear();
         bool accepted = open_copy(b.p, b.n, label);
         if (!accepted && error_get()[0] && strstr(error_get(), label)) failed_ok++;
-        else EXPECT(0, "%s: prefix of %" PRIu64 " bytes: %s", path, n,
+        else ADD_FAILURE("%s: prefix of %" PRIu64 " bytes: %s", path, n,
                    accepted ? "accepted" : "bad message");
     }
     const uint64_t in_data[] = {data_offset + 1, (data_offset + size) / 2, size - 1};
@@ -497,7 +497,7 @@ static uint64_t walk_value(const gguf_value *v, int depth) {
     for (uint64_t j = 0; j < v->count; j++) {
         gguf_value e;
         if (gguf_value_next(v, &pos, &e) != 0) {
-            EXPECT(0, "walk failed inside a validated array: %s", error_get());
+            ADD_FAILURE("walk failed inside a validated array: %s", error_get());
             break;
         }
         sum += walk_value(&e, depth + 1);

@@ -392,5 +392,5 @@ static void test_cleanup(void **state) {
     EXPECT(rmdir(harness_tmpdir()) == 0, "%s: a file was left behind", harness_tmpdir());
 }
 
-HARNESS_MAIN("gguf round trip", HARNESS_TEST(test_all_types), HARNESS_TEST(test_nested),
-             HARNESS_TEST(test_streaming), HARNESS_TEST(test_writer_errors), HARNESS_TEST(test_cleanup))
+HARNESS_MAIN("gguf round trip", HARNESS_TEST(test_all_types), HARNESS_TEST(test_nested), HARNESS_TEST(test_streaming),
+             HARNESS_TEST(test_writer_errors), HARNESS_TEST(test_cleanup))

@@ -57,7 +57,7 @@ static void check_string_array(const gguf_file *f, const char *key, uint64_t wan
     for (uint64_t j = 0; j < count; j++) {
         gguf_str s;
         if (gguf_get_arr_str(f, key, j, &s) != 0) {
-            EXPECT(0, "%s: %s[%" PRIu64 "]: %s", gguf_path(f), key, j, error_get());
+            ADD_FAILURE("%s: %s[%" PRIu64 "]: %s", gguf_path(f), key, j, error_get());
             break;
         }
     }

@@ -469,17 +469,7 @@ static void test_chain_constraint(void **state) {
     sample_chain_free(s);
 }
 
-int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        HARNESS_TEST(test_basic_syntax),
-        HARNESS_TEST(test_right_recursion_flat),
-        HARNESS_TEST(test_errors),
-        HARNESS_TEST(test_left_recursion),
-        HARNESS_TEST(test_limits),
-        HARNESS_TEST(test_utf8_split),
-        HARNESS_TEST(test_trie_equals_bruteforce),
-        HARNESS_TEST(test_ambiguity_bounded),
-        HARNESS_TEST(test_chain_constraint),
-    };
-    return HARNESS_RUN("gbnf", tests, argc, argv);
-}
+HARNESS_MAIN("gbnf", HARNESS_TEST(test_basic_syntax), HARNESS_TEST(test_right_recursion_flat),
+             HARNESS_TEST(test_errors), HARNESS_TEST(test_left_recursion), HARNESS_TEST(test_limits),
+             HARNESS_TEST(test_utf8_split), HARNESS_TEST(test_trie_equals_bruteforce),
+             HARNESS_TEST(test_ambiguity_bounded), HARNESS_TEST(test_chain_constraint))

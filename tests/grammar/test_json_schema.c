@@ -212,15 +212,6 @@ static void test_public_api(void **state) {
     grammar_free(jg);
 }
 
-int main(int argc, char **argv) {
-    const struct CMUnitTest tests[] = {
-        HARNESS_TEST(test_primitives),
-        HARNESS_TEST(test_objects),
-        HARNESS_TEST(test_arrays_enums_combos),
-        HARNESS_TEST(test_strings),
-        HARNESS_TEST(test_refs),
-        HARNESS_TEST(test_refused),
-        HARNESS_TEST(test_public_api),
-    };
-    return HARNESS_RUN("json-schema", tests, argc, argv);
-}
+HARNESS_MAIN("json-schema", HARNESS_TEST(test_primitives), HARNESS_TEST(test_objects),
+             HARNESS_TEST(test_arrays_enums_combos), HARNESS_TEST(test_strings), HARNESS_TEST(test_refs),
+             HARNESS_TEST(test_refused), HARNESS_TEST(test_public_api))

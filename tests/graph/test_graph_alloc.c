@@ -64,14 +64,14 @@ static int run_chain(sched *s, int steps, sched_stats *st) {
     graph *g = chain_build(steps, &x, &y);
     int ok = 0;
     if (sched_alloc(s, g)) {
-        EXPECT(0, "alloc %d steps: %s", steps, error_get());
+        ADD_FAILURE("alloc %d steps: %s", steps, error_get());
         goto done;
     }
     static float xin[N], want[N];
     for (int i = 0; i < N; i++) xin[i] = (float)((i * 7919) % 201 - 100) / 50.0f;
     memcpy(x->t.data, xin, sizeof xin);
     if (sched_compute(s, g)) {
-        EXPECT(0, "compute %d steps: %s", steps, error_get());
+        ADD_FAILURE("compute %d steps: %s", steps, error_get());
         goto done;
     }
     chain_expected(xin, steps, want);

@@ -91,6 +91,27 @@ int harness_expect_str_(const char *got, const char *want, int contains, const c
     return 0;
 }
 
+int harness_expect_error_(int failed, const char *msg, const char *needle, const char *file, int line,
+                          const char *fmt, ...) {
+    const char *why = !failed                           ? "succeeded"
+                      : !msg || !msg[0]                 ? "failed without a message"
+                      : needle && !strstr(msg, needle)  ? "message lacks the needle"
+                      : strchr(msg, '\n')               ? "message is not one line"
+                                                        : NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (why) {
+        count_failure();
+        printf("FAIL %s:%d: %s (needle '%s', message '%s'): ", file, line, why, needle ? needle : "", msg ? msg : "");
+    } else {
+        printf("ok   ");
+    }
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf(why ? "\n" : " -> %s\n", msg);
+    return why == NULL;
+}
+
 int harness_failures(void) {
     return g_failures;
 }

@@ -70,6 +70,11 @@
 #define EXPECT_HAS(got, needle, ...) \
     harness_expect_str_((got), (needle), 1, #got, __FILE__, __LINE__, __VA_ARGS__)
 
+/* A call that had to fail did (failed), with a message (msg: e.g.
+ * tessera_last_error()) of one line that holds needle (NULL: any). */
+#define EXPECT_ERROR(failed, msg, needle, ...) \
+    harness_expect_error_((failed) != 0, (msg), (needle), __FILE__, __LINE__, __VA_ARGS__)
+
 /* A failure found by the test's own logic: printed and counted like a
  * failed EXPECT; the test goes on. */
 #define ADD_FAILURE(...) harness_expect_(0, "failure", __FILE__, __LINE__, __VA_ARGS__)
@@ -89,6 +94,8 @@ int harness_expect_bytes_(const void *got, const void *want, size_t n, const cha
                           int line, const char *fmt, ...) HARNESS_PRINTF(7, 8);
 int harness_expect_str_(const char *got, const char *want, int contains, const char *expr, const char *file,
                         int line, const char *fmt, ...) HARNESS_PRINTF(7, 8);
+int harness_expect_error_(int failed, const char *msg, const char *needle, const char *file, int line,
+                          const char *fmt, ...) HARNESS_PRINTF(6, 7);
 
 /* How many EXPECTs failed in this process so far (a test that wants to
  * stop after its first mismatch compares before and after). */

@@ -320,7 +320,7 @@ static void test_return_after_fallback(void **state) {
     (void)state;
     host_device *cpu = host_device_find("testcpu0");
     if (!cpu) {
-        EXPECT(0, "testcpu0 not loaded");
+        ADD_FAILURE("testcpu0 not loaded");
         return;
     }
     sched *s = sched_new(&cpu, 1, NULL);
@@ -802,5 +802,8 @@ static int remove_bogus(void **state) {
     return 0;
 }
 
-HARNESS_MAIN_GROUP("host and scheduler", start_host, remove_bogus, HARNESS_TEST(test_registry), HARNESS_TEST(test_split_graph), HARNESS_TEST(test_copies), HARNESS_TEST(test_weight_on_device), HARNESS_TEST(test_return_after_fallback), HARNESS_TEST(test_abort), HARNESS_TEST(test_waits), HARNESS_TEST(test_overlap), HARNESS_TEST(test_op_offload), HARNESS_TEST(test_abi11),
+HARNESS_MAIN_GROUP("host and scheduler", start_host, remove_bogus, HARNESS_TEST(test_registry),
+                   HARNESS_TEST(test_split_graph), HARNESS_TEST(test_copies), HARNESS_TEST(test_weight_on_device),
+                   HARNESS_TEST(test_return_after_fallback), HARNESS_TEST(test_abort), HARNESS_TEST(test_waits),
+                   HARNESS_TEST(test_overlap), HARNESS_TEST(test_op_offload), HARNESS_TEST(test_abi11),
                    HARNESS_TEST(test_shutdown))

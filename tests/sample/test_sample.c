@@ -167,7 +167,7 @@ static void test_top_p_large(void **state) {
     float *logits = malloc(N * sizeof *logits);
     sample_cand *sa = malloc(N * sizeof *sa), *sb = malloc(N * sizeof *sb);
     if (!logits || !sa || !sb) {
-        EXPECT(0, "out of memory");
+        ADD_FAILURE("out of memory");
         goto done;
     }
     sample_rng r;
@@ -552,4 +552,9 @@ static void test_public_api(void **state) {
           "bias on token 16 of 16: '%s'", tessera_last_error());
 }
 
-HARNESS_MAIN("sampler", HARNESS_TEST(test_rng), HARNESS_TEST(test_sort_softmax), HARNESS_TEST(test_top_k), HARNESS_TEST(test_top_p), HARNESS_TEST(test_top_p_large), HARNESS_TEST(test_min_p), HARNESS_TEST(test_typical), HARNESS_TEST(test_temperature), HARNESS_TEST(test_penalties), HARNESS_TEST(test_logit_bias), HARNESS_TEST(test_greedy), HARNESS_TEST(test_seeds), HARNESS_TEST(test_distribution), HARNESS_TEST(test_chain_order), HARNESS_TEST(test_bad_params), HARNESS_TEST(test_public_api))
+HARNESS_MAIN("sampler", HARNESS_TEST(test_rng), HARNESS_TEST(test_sort_softmax), HARNESS_TEST(test_top_k),
+             HARNESS_TEST(test_top_p), HARNESS_TEST(test_top_p_large), HARNESS_TEST(test_min_p),
+             HARNESS_TEST(test_typical), HARNESS_TEST(test_temperature), HARNESS_TEST(test_penalties),
+             HARNESS_TEST(test_logit_bias), HARNESS_TEST(test_greedy), HARNESS_TEST(test_seeds),
+             HARNESS_TEST(test_distribution), HARNESS_TEST(test_chain_order), HARNESS_TEST(test_bad_params),
+             HARNESS_TEST(test_public_api))

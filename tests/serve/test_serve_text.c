@@ -93,4 +93,6 @@ static void test_stop_in_one_piece_and_prefix(void **state) {
     serve_request_free(r);
 }
 
-HARNESS_MAIN("serve text", HARNESS_TEST(test_utf8), HARNESS_TEST(test_stop_over_pieces), HARNESS_TEST(test_earliest_stop), HARNESS_TEST(test_false_start), HARNESS_TEST(test_utf8_held), HARNESS_TEST(test_stop_in_one_piece_and_prefix))
+HARNESS_MAIN("serve text", HARNESS_TEST(test_utf8), HARNESS_TEST(test_stop_over_pieces),
+             HARNESS_TEST(test_earliest_stop), HARNESS_TEST(test_false_start), HARNESS_TEST(test_utf8_held),
+             HARNESS_TEST(test_stop_in_one_piece_and_prefix))

@@ -361,6 +361,6 @@ static void test_fuzz(void **state) {
     free(orig);
 }
 
-HARNESS_MAIN("vocab load", HARNESS_TEST(test_fuzz), HARNESS_TEST(test_errors), HARNESS_TEST(test_wpm), HARNESS_TEST(test_gemma4), HARNESS_TEST(test_spm),
-             HARNESS_TEST(test_bpe))
+HARNESS_MAIN("vocab load", HARNESS_TEST(test_fuzz), HARNESS_TEST(test_errors), HARNESS_TEST(test_wpm),
+             HARNESS_TEST(test_gemma4), HARNESS_TEST(test_spm), HARNESS_TEST(test_bpe))
 

@@ -260,4 +260,5 @@ static void test_stories260K(void **state) {
     check_vocab("models/stories260K.gguf");
 }
 
-HARNESS_MAIN("vocab robustness", HARNESS_TEST(test_llama_spm), HARNESS_TEST(test_gpt2), HARNESS_TEST(test_stories260K))
+HARNESS_MAIN("vocab robustness", HARNESS_TEST(test_llama_spm), HARNESS_TEST(test_gpt2),
+             HARNESS_TEST(test_stories260K))

@@ -19,31 +19,6 @@
 #include "util/error.h"
 #include "../logits_util.h"
 
-/* Run tokens at positions pos..; copy n_out rows of logits to out. */
-static int forward(const model *m, kv_cache *kv, const int32_t *tokens, int32_t n, int32_t pos, bool all,
-                   float *out) {
-    model_batch_graph bg;
-    int32_t n_out = all ? n : 1;
-    if (model_build_graph(m, kv, n, &pos, (int32_t[]){pos + n}, n_out, &bg) != 0) return -1;
-    int rc = -1;
-    if (mini_alloc(bg.g) != 0) goto done;
-    for (int32_t i = 0; i < n; i++) {
-        ((int32_t *)bg.tokens->t.data)[i] = tokens[i];
-        ((int32_t *)bg.pos->t.data)[i] = pos + i;
-    }
-    float *mask = bg.mask->t.data;
-    for (int32_t t = 0; t < n; t++)
-        for (int32_t j = 0; j < pos + n; j++) mask[t * (pos + n) + j] = j <= pos + t ? 0.0f : -INFINITY;
-    if (bg.out_ids) ((int32_t *)bg.out_ids->t.data)[0] = n - 1;
-    if (mini_compute(bg.g) != 0) goto done;
-    memcpy(out, bg.logits->t.data, (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
-    rc = 0;
-done:
-    mini_release(bg.g);
-    graph_free(bg.g);
-    return rc;
-}
-
 /* Usage: test_graph_ref [MODEL_NAME [f32|f16 [TOL]]] (default stories260K, F16 cache, 1e-3) */
 static void test_graph_ref(void **state) {
     (void)state;
@@ -69,7 +44,7 @@ static void test_graph_ref(void **state) {
                               .dtype_v = kv_f32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16};
         kv_cache *kv = kv_cache_new(&kp);
         float *logits = malloc((size_t)g->n_tokens * (size_t)nv * sizeof(float));
-        REQUIRE(kv && logits && forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) == 0, "%s case %d: %s", name,
+        REQUIRE(kv && logits && mini_forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) == 0, "%s case %d: %s", name,
                 c, error_get());
         double top_err = 0, all_err = 0;
         for (int32_t p = 0; p < g->n_tokens; p++) {
@@ -99,7 +74,7 @@ static void test_graph_ref(void **state) {
         for (int32_t i = 0; i < g->n_greedy; i++) {
             if (tok != g->greedy[i]) break;
             matched++;
-            REQUIRE(forward(m, kv, &tok, 1, g->n_tokens + i, false, logits) == 0, "%s: %s", name, error_get());
+            REQUIRE(mini_forward(m, kv, &tok, 1, g->n_tokens + i, false, logits) == 0, "%s: %s", name, error_get());
             tok = argmax(logits, nv);
         }
         int ok = top_err <= tol && (!g->all || all_err <= tol) && matched == g->n_greedy;

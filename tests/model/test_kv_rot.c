@@ -69,31 +69,6 @@ static void test_matrix(void **state) {
     assert_int_equal(kv_rot_block(0), 0);
 }
 
-/* Run tokens at positions pos..; all rows of logits to out. */
-static int forward(const model *m, kv_cache *kv, const int32_t *tokens, int32_t n, int32_t pos, float *out) {
-    model_batch_graph bg;
-    const int32_t n_kv = pos + n;
-    if (model_build_graph(m, kv, n, &pos, &n_kv, n, &bg) != 0) return -1;
-    int rc = -1;
-    if (mini_alloc(bg.g) != 0) goto done;
-    int32_t positions[N_PROMPT];
-    for (int32_t i = 0; i < n; i++) {
-        ((int32_t *)bg.tokens->t.data)[i] = tokens[i];
-        ((int32_t *)bg.pos->t.data)[i] = positions[i] = pos + i;
-    }
-    float *mask = bg.mask->t.data;
-    for (int32_t t = 0; t < n; t++)
-        for (int32_t j = 0; j < n_kv; j++) mask[t * n_kv + j] = j <= pos + t ? 0.0f : -INFINITY;
-    if (bg.attn_temp) model_fill_attn_temp(&m->hp, n, positions, bg.attn_temp->t.data);
-    if (mini_compute(bg.g) != 0) goto done;
-    memcpy(out, bg.logits->t.data, (size_t)n * (size_t)m->hp.n_vocab * sizeof(float));
-    rc = 0;
-done:
-    mini_release(bg.g);
-    graph_free(bg.g);
-    return rc;
-}
-
 static kv_cache *new_cache(const model *m, bool fa, kv_rotation rot) {
     const model_hparams *hp = &m->hp;
     kv_cache_params kp = {.n_layer = hp->n_layer, .n_ctx = N_CTX, .n_embd_k = hp->head_dim * hp->n_head_kv,
@@ -135,8 +110,8 @@ static void run_model(const char *path, bool fa) {
     assert_true(a && b);
     int32_t tokens[N_PROMPT];
     for (int32_t i = 0; i < N_PROMPT; i++) tokens[i] = (int32_t)((i * 7919 + 13) % (nv - 3)) + 3;
-    assert_int_equal(forward(m, plain, tokens, N_PROMPT, 0, a), 0);
-    assert_int_equal(forward(m, rot, tokens, N_PROMPT, 0, b), 0);
+    assert_int_equal(mini_forward(m, plain, tokens, N_PROMPT, 0, true, a), 0);
+    assert_int_equal(mini_forward(m, rot, tokens, N_PROMPT, 0, true, b), 0);
     double worst = max_diff(a, b, (size_t)N_PROMPT * nv), scale = 0;
     for (size_t i = 0; i < (size_t)N_PROMPT * nv; i++)
         if (fabs((double)a[i]) > scale) scale = fabs((double)a[i]);
@@ -144,8 +119,8 @@ static void run_model(const char *path, bool fa) {
     double v_err = fa ? cache_rotation_error(plain, rot, N_PROMPT - 1, true) : 0.0;
     int32_t tok = argmax(a + (size_t)(N_PROMPT - 1) * nv, nv);
     for (int32_t s = 0; s < N_STEPS; s++) {
-        assert_int_equal(forward(m, plain, &tok, 1, N_PROMPT + s, a), 0);
-        assert_int_equal(forward(m, rot, &tok, 1, N_PROMPT + s, b), 0);
+        assert_int_equal(mini_forward(m, plain, &tok, 1, N_PROMPT + s, true, a), 0);
+        assert_int_equal(mini_forward(m, rot, &tok, 1, N_PROMPT + s, true, b), 0);
         double d = max_diff(a, b, (size_t)nv);
         if (d > worst) worst = d;
         tok = argmax(a, nv);

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -143,6 +144,22 @@ int harness_run(const char *name, const struct CMUnitTest *tests, size_t n, CMFi
  * or NULL past the end. */
 const char *harness_arg(int i);
 int harness_argc(void);
+
+/* ---- test data ----------------------------------------------------------- */
+
+/* Uniform in [0, 1) from *state (xorshift64*; state not 0). */
+static inline double harness_urand(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (double)((*state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+/* A standard normal variate from *state (Box-Muller on harness_urand). */
+static inline double harness_grand(uint64_t *state) {
+    double u = harness_urand(state) + 1e-300, v = harness_urand(state);
+    return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+}
 
 /* ---- files ----------------------------------------------------------------- */
 

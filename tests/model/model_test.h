@@ -31,6 +31,13 @@ static inline tessera_model *model_test_open(const char *path, const char *devic
     return m;
 }
 
+/* Frees what model_test_open made (cpu may be NULL) and stops Tessera. */
+static inline void model_test_close(tessera_model *m, tessera_model *cpu) {
+    tessera_model_free(cpu);
+    tessera_model_free(m);
+    tessera_shutdown();
+}
+
 /* Skips the test, saying why, when the build has no CPU plugin device. */
 static inline void model_test_need_cpu(const tessera_model *cpu) {
     const char *build = getenv("TESSERA_BUILD_ROOT");

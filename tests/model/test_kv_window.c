@@ -272,9 +272,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    tessera_model_free(g_cpu_model);
-    tessera_model_free(g_model);
-    tessera_shutdown();
+    model_test_close(g_model, g_cpu_model);
     return 0;
 }
 

@@ -48,15 +48,11 @@ static const type_bound bounds[] = {
 };
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static double urand(void) { /* xorshift64*, uniform in [0, 1) */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+static double urand(void) {
+    return harness_urand(&rng_state);
 }
 static double grand(void) {
-    double u = urand() + 1e-300, v = urand();
-    return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
+    return harness_grand(&rng_state);
 }
 
 enum { N = 4096 }; /* 16 super-blocks, 128 small blocks */

@@ -120,17 +120,7 @@ static void check_golden(const char *model_rel, const char *golden_rel) {
         if (prompt && n_want > 0) {
             vocab_tokens got = {0};
             int rc = vocab_tokenize(v, prompt, plen, true, true, &got);
-            bool same = rc == 0 && got.n == n_want && memcmp(got.ids, want, 4 * n_want) == 0;
-            if (!same) {
-                ADD_FAILURE("%s: the tokens of a prompt differ (below)", golden_rel);
-                fprintf(stderr, "  prompt ");
-                print_escaped(stderr, prompt, plen);
-                fprintf(stderr, "\n  want:");
-                print_ids(stderr, want, n_want);
-                fprintf(stderr, "\n  got: ");
-                print_ids(stderr, got.ids, got.n);
-                fprintf(stderr, "\n");
-            }
+            expect_tokens(golden_rel, prompt, plen, rc, &got, want, n_want);
             char *text = NULL;
             size_t tlen = 0;
             rc = vocab_detokenize(v, want + 1, n_want - 1, 0, &text, &tlen);

@@ -5,6 +5,7 @@
 #ifndef TESSERA_TESTS_VOCAB_UTIL_H
 #define TESSERA_TESTS_VOCAB_UTIL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,24 @@ static inline void print_escaped(FILE *fp, const char *s, size_t n) {
         else fputc(c, fp);
     }
     fputc('\'', fp);
+}
+
+/* got (rc: vocab_tokenize's status) are the tokens want of text; else a
+ * failure named by what, with the text and both id lists. */
+static inline bool expect_tokens(const char *what, const char *text, size_t len, int rc, const vocab_tokens *got,
+                                 const int32_t *want, size_t n_want) {
+    bool same = rc == 0 && got->n == n_want && (n_want == 0 || memcmp(got->ids, want, n_want * 4) == 0);
+    if (!same) {
+        ADD_FAILURE("%s: the tokens differ", what);
+        printf("  text ");
+        print_escaped(stdout, text, len);
+        printf("\n  want:");
+        print_ids(stdout, want, n_want);
+        printf("\n  got: ");
+        print_ids(stdout, got->ids, got->n);
+        printf("\n");
+    }
+    return same;
 }
 
 #endif

@@ -128,6 +128,24 @@ static void test_top_k(void **state) {
               (int)f.c.data[i].id, (int)g.c.data[i].id);
 }
 
+/* What a filter with parameter p keeps, as ids_of writes it. */
+typedef struct kept_case {
+    float p;
+    const char *kept;
+} kept_case;
+
+/* Each case of a p-filter (top-p, min-p, typical) on a fresh copy of logits. */
+static void expect_kept(const char *name, void (*filter)(sample_cands *, float), const float *logits, int n,
+                        const kept_case *cases, size_t n_cases) {
+    for (size_t i = 0; i < n_cases; i++) {
+        fixture f;
+        fixture_init(&f, logits, n);
+        filter(&f.c, cases[i].p);
+        EXPECT(!strcmp(ids_of(&f.c), cases[i].kept), "%s %g kept %s, expected %s", name, (double)cases[i].p,
+               ids_of(&f.c), cases[i].kept);
+    }
+}
+
 /* ----------------------------------------------------------------- top-p */
 
 static void test_top_p(void **state) {
@@ -135,10 +153,7 @@ static void test_top_p(void **state) {
     const double probs[5] = {0.1, 0.4, 0.05, 0.25, 0.2}; /* sorted: 1,3,4,0,2 */
     float logits[5];
     logits_from_probs(logits, probs, 5);
-    struct {
-        float p;
-        const char *kept;
-    } cases[] = {
+    static const kept_case cases[] = {
         {0.3f, "1"},        /* 0.4 >= 0.3 */
         {0.5f, "1,3"},      /* 0.65 */
         {0.66f, "1,3,4"},   /* 0.85 */
@@ -146,13 +161,7 @@ static void test_top_p(void **state) {
         {0.99f, "1,3,4,0,2"},
         {0.0f, "1"},        /* keeps at least one */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fixture f;
-        fixture_init(&f, logits, 5);
-        sample_top_p(&f.c, cases[i].p);
-        EXPECT(!strcmp(ids_of(&f.c), cases[i].kept), "top-p %g kept %s, expected %s",
-              (double)cases[i].p, ids_of(&f.c), cases[i].kept);
-    }
+    expect_kept("top-p", sample_top_p, logits, 5, cases, sizeof cases / sizeof cases[0]);
     fixture f;
     fixture_init(&f, logits, 5);
     sample_top_p(&f.c, 1.0f);
@@ -206,23 +215,15 @@ static void test_min_p(void **state) {
     const double probs[5] = {0.1, 0.4, 0.05, 0.25, 0.2};
     float logits[5];
     logits_from_probs(logits, probs, 5);
-    struct {
-        float p;
-        const char *kept; /* in input order: min-p filters without sorting */
-    } cases[] = {
+    /* kept in input order: min-p filters without sorting */
+    static const kept_case cases[] = {
         {0.7f, "1"},          /* threshold 0.28 */
         {0.55f, "1,3"},       /* 0.22 */
         {0.45f, "1,3,4"},     /* 0.18 */
         {0.2f, "0,1,3,4"},    /* 0.08 */
         {0.1f, "0,1,2,3,4"},  /* 0.04 */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fixture f;
-        fixture_init(&f, logits, 5);
-        sample_min_p(&f.c, cases[i].p);
-        EXPECT(!strcmp(ids_of(&f.c), cases[i].kept), "min-p %g kept %s, expected %s",
-              (double)cases[i].p, ids_of(&f.c), cases[i].kept);
-    }
+    expect_kept("min-p", sample_min_p, logits, 5, cases, sizeof cases / sizeof cases[0]);
     fixture f;
     fixture_init(&f, logits, 5);
     sample_min_p(&f.c, 0.0f);
@@ -239,22 +240,13 @@ static void test_typical(void **state) {
     const double probs[4] = {0.4, 0.3, 0.2, 0.1};
     float logits[4];
     logits_from_probs(logits, probs, 4);
-    struct {
-        float p;
-        const char *kept;
-    } cases[] = {
+    static const kept_case cases[] = {
         {0.25f, "1"},      /* 0.3 > 0.25 */
         {0.45f, "1,2"},    /* 0.5 */
         {0.6f, "1,2,0"},   /* 0.9 */
         {0.95f, "1,2,0,3"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fixture f;
-        fixture_init(&f, logits, 4);
-        sample_typical(&f.c, cases[i].p);
-        EXPECT(!strcmp(ids_of(&f.c), cases[i].kept), "typical %g kept %s, expected %s",
-              (double)cases[i].p, ids_of(&f.c), cases[i].kept);
-    }
+    expect_kept("typical", sample_typical, logits, 4, cases, sizeof cases / sizeof cases[0]);
     fixture f;
     fixture_init(&f, logits, 4);
     sample_typical(&f.c, 1.0f);

@@ -8,6 +8,10 @@
  * plugin_log_quiet is set. plugin_log_clear() forgets both, so a check can
  * look for what one call logged.
  *
+ * PLUGIN_TEST_HOST_FIELDS fills such a tsr_host (this log, an abort flag,
+ * a thread count): `static const tsr_host host = {PLUGIN_TEST_HOST_FIELDS(&flag, 1)};`
+ * with any other field after it.
+ *
  * Header-only (static), for one test file each; needs <tessera/plugin.h>.
  */
 #ifndef TESSERA_TESTS_PLUGIN_LOG_H
@@ -31,6 +35,10 @@ static void plugin_log(int level, const char *plugin, const char *msg) {
     snprintf(plugin_log_last, sizeof plugin_log_last, "%s", text);
     if (!plugin_log_quiet && level <= TSR_LOG_WARN) printf("  [%s] %s\n", who, text);
 }
+
+#define PLUGIN_TEST_HOST_FIELDS(abort_flag_ptr, threads)                                                 \
+    .struct_size = sizeof(tsr_host), .abi_version = TSR_ABI_VERSION, .log = plugin_log,                   \
+    .abort_flag = (abort_flag_ptr), .n_threads = (threads)
 
 static inline void plugin_log_clear(void) {
     plugin_log_len = 0;

@@ -33,14 +33,20 @@ static void count_failure(void) {
     g_test_failures++;
 }
 
+/* The rest of a FAIL line: ": <the caller's printf message>". */
+#define PRINT_MESSAGE(fmt)              \
+    do {                                \
+        va_list ap_;                    \
+        va_start(ap_, fmt);             \
+        harness_vprint_(fmt, ap_);      \
+        va_end(ap_);                    \
+    } while (0)
+
 int harness_expect_(int ok, const char *expr, const char *file, int line, const char *fmt, ...) {
     if (ok) return 1;
     count_failure();
     printf("FAIL %s:%d: %s", file, line, expr);
-    va_list ap;
-    va_start(ap, fmt);
-    harness_vprint_(fmt, ap);
-    va_end(ap);
+    PRINT_MESSAGE(fmt);
     return 0;
 }
 
@@ -50,10 +56,7 @@ int harness_expect_near_(double got, double want, double tol, const char *expr, 
     count_failure();
     printf("FAIL %s:%d: %s = %.9g, want %.9g within %.3g (off by %.3g)", file, line, expr, got, want, tol,
            fabs(got - want));
-    va_list ap;
-    va_start(ap, fmt);
-    harness_vprint_(fmt, ap);
-    va_end(ap);
+    PRINT_MESSAGE(fmt);
     return 0;
 }
 
@@ -69,10 +72,7 @@ int harness_expect_bytes_(const void *got, const void *want, size_t n, const cha
         printf("FAIL %s:%d: %s: %s is NULL", file, line, expr, g ? "want" : "got");
     else
         printf("FAIL %s:%d: %s: byte %zu of %zu is 0x%02x, want 0x%02x", file, line, expr, i, n, g[i], w[i]);
-    va_list ap;
-    va_start(ap, fmt);
-    harness_vprint_(fmt, ap);
-    va_end(ap);
+    PRINT_MESSAGE(fmt);
     return 0;
 }
 
@@ -84,10 +84,7 @@ int harness_expect_str_(const char *got, const char *want, int contains, const c
     count_failure();
     printf("FAIL %s:%d: %s is \"%s\", %s \"%s\"", file, line, expr, got ? got : "(null)",
            contains ? "which lacks" : "want", want ? want : "(null)");
-    va_list ap;
-    va_start(ap, fmt);
-    harness_vprint_(fmt, ap);
-    va_end(ap);
+    PRINT_MESSAGE(fmt);
     return 0;
 }
 

@@ -36,14 +36,7 @@
 static volatile int abort_flag;
 
 static char cache_dir[1024];
-static tsr_host host = {
-    .struct_size = sizeof(tsr_host),
-    .abi_version = TSR_ABI_VERSION,
-    .log = plugin_log,
-    .abort_flag = &abort_flag,
-    .n_threads = 2,
-    .cache_dir = cache_dir,
-};
+static tsr_host host = {PLUGIN_TEST_HOST_FIELDS(&abort_flag, 2), .cache_dir = cache_dir};
 
 static const tsr_plugin *plugin;
 

@@ -57,14 +57,7 @@ static void on_decline(const tsr_node *node, const char *reason) {
 }
 
 static volatile int g_abort;
-static const tsr_host g_host = {
-    .struct_size = sizeof(tsr_host),
-    .abi_version = TSR_ABI_VERSION,
-    .log = plugin_log,
-    .abort_flag = &g_abort,
-    .n_threads = 1,
-    .decline = on_decline,
-};
+static const tsr_host g_host = {PLUGIN_TEST_HOST_FIELDS(&g_abort, 1), .decline = on_decline};
 
 static tsr_device *g_dev;
 static tsr_queue *g_queue;

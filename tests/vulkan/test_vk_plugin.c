@@ -28,13 +28,7 @@
 #include "../plugin_log.h"
 
 static volatile int abort_flag;
-static const tsr_host host = {
-    .struct_size = sizeof(tsr_host),
-    .abi_version = TSR_ABI_VERSION,
-    .log = plugin_log,
-    .abort_flag = &abort_flag,
-    .n_threads = 1,
-};
+static const tsr_host host = {PLUGIN_TEST_HOST_FIELDS(&abort_flag, 1)};
 
 static const tsr_plugin *open_plugin(const char *path, void **dl) {
     *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);

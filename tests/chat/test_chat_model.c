@@ -103,16 +103,13 @@ static void check_bos(const char *name, bool writes_bos) {
     unlink(path);
 }
 
-static void test_llama31_writes_bos(void **state) {
-    (void)state;
+TEST(test_llama31_writes_bos) {
     check_bos("meta-llama-Llama-3.1-8B-Instruct.jinja", true);
 }
-static void test_qwen25_tokenizer_adds_bos(void **state) {
-    (void)state;
+TEST(test_qwen25_tokenizer_adds_bos) {
     check_bos("Qwen-Qwen2.5-7B-Instruct.jinja", false);
 }
-static void test_no_template_chatml(void **state) {
-    (void)state;
+TEST(test_no_template_chatml) {
     check_bos(NULL, false);
 }
 
@@ -136,8 +133,7 @@ static int count(const char *s, const char *what) {
     return n;
 }
 
-static void test_cli(void **state) {
-    (void)state;
+TEST(test_cli) {
     bin = harness_tessera_bin();
     char path[1200], args[3000];
     /* stories260K's context is 128: short templates */
@@ -186,8 +182,7 @@ static void test_cli(void **state) {
 }
 
 /* stories260K, the templates, and Tessera started. */
-static int setup(void **state) {
-    (void)state;
+FIXTURE(setup) {
     snprintf(src_model, sizeof src_model, "%s", harness_model_file("stories260K").s);
     snprintf(templates, sizeof templates, "%s", harness_shared_file("templates").s);
     REQUIRE(tessera_init(NULL) >= 0, "tessera_init: %s", tessera_last_error());
@@ -196,8 +191,7 @@ static int setup(void **state) {
     return 0;
 }
 
-static int teardown(void **state) {
-    (void)state;
+FIXTURE(teardown) {
     rmdir(tmpdir);
     tessera_shutdown();
     return 0;

@@ -30,8 +30,7 @@ static void expect_builtin(const char *name, const tessera_chat_message *msgs, s
     tessera_chat_template_free(t);
 }
 
-static void test_builtins(void **state) {
-    (void)state;
+TEST(test_builtins) {
     expect_builtin("chatml", CONV, N_CONV, true,
                    "<|im_start|>system\nYou are kind.<|im_end|>\n"
                    "<|im_start|>user\nHello<|im_end|>\n"
@@ -73,15 +72,13 @@ static void test_builtins(void **state) {
     expect_builtin("chatml", NULL, 0, false, "");
 }
 
-static void test_unknown_builtin(void **state) {
-    (void)state;
+TEST(test_unknown_builtin) {
     assert_null(tessera_chat_template_builtin("vicuna", NULL, NULL));
     assert_non_null(strstr(tessera_last_error(), "'vicuna'"));
     assert_non_null(strstr(tessera_last_error(), "chatml"));
 }
 
-static void test_json_variables(void **state) {
-    (void)state;
+TEST(test_json_variables) {
     static const char tmpl[] =
         "{{ bos_token }}{% for t in tools %}[{{ t.function.name }}:{{ t.function.parameters|tojson }}]"
         "{% endfor %}{% for m in messages %}{{ m.role }}={{ m.content }}"
@@ -109,8 +106,7 @@ static void test_json_variables(void **state) {
     tessera_chat_template_free(t);
 }
 
-static void test_errors_name_the_line(void **state) {
-    (void)state;
+TEST(test_errors_name_the_line) {
     static const char bad[] = "ok\n{% for x in %}";
     assert_null(tessera_chat_template_new(bad, strlen(bad), NULL, NULL));
     assert_non_null(strstr(tessera_last_error(), "template line 2"));

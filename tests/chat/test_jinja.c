@@ -36,8 +36,7 @@ static void expect_error(const char *src, const char *vars, const char *part) {
     if (!strstr(error_get(), part)) fail_msg("error '%s' lacks '%s'", error_get(), part);
 }
 
-static void test_float_repr(void **state) {
-    (void)state;
+TEST(test_float_repr) {
     static const struct {
         double v;
         const char *want;
@@ -51,8 +50,7 @@ static void test_float_repr(void **state) {
     }
 }
 
-static void test_json_roundtrip(void **state) {
-    (void)state;
+TEST(test_json_roundtrip) {
     /* ints stay ints, floats floats, key order kept, non-ASCII kept,
      * control characters escaped as Python's json.dumps does */
     expect_text("{{ v|tojson }}", "{\"v\": {\"z\": 1, \"a\": 1.0, \"s\": \"é\\u0001\\n\", \"l\": [true, null]}}",
@@ -64,16 +62,14 @@ static void test_json_roundtrip(void **state) {
     expect_text("{{ v|tojson }}", "{\"v\": \"\\ud83c\\udf89\"}", "\"\xf0\x9f\x8e\x89\"");
 }
 
-static void test_bad_json(void **state) {
-    (void)state;
+TEST(test_bad_json) {
     expect_error("x", "{\"messages\": [1, 2", "byte");
     expect_error("x", "[1]", "must be a JSON object");
     expect_error("x", "{\"a\": 1} trailing", "trailing characters");
     expect_error("x", "{\"a\": \"\xff\"}", "invalid UTF-8");
 }
 
-static void test_whitespace(void **state) {
-    (void)state;
+TEST(test_whitespace) {
     expect_text("{% if true %}\nyes\n{% endif %}\n", NULL, "yes\n");
     expect_text("  {% if true %}x{% endif %}", NULL, "x");
     expect_text("a\n  {{ 'b' }}", NULL, "a\n  b");
@@ -82,8 +78,7 @@ static void test_whitespace(void **state) {
     expect_text("a\r\nb\n", NULL, "a\nb");
 }
 
-static void test_error_lines(void **state) {
-    (void)state;
+TEST(test_error_lines) {
     expect_error("a\nb\n{{ nope.x }}", NULL, "template line 3: 'nope' is undefined");
     expect_error("line1\n{{ raise_exception('No user query found.') }}", NULL,
                  "template line 2: No user query found.");
@@ -106,8 +101,7 @@ static void test_error_lines(void **state) {
     expect_error("{% macro m() %}{% endmacro %}{{ m(1) }}", NULL, "takes not more than 0");
 }
 
-static void test_hostile_nesting(void **state) {
-    (void)state;
+TEST(test_hostile_nesting) {
     size_t n = 20000;
     char *src = malloc(4 * n + 16);
     /* (((((...1...))))) */
@@ -134,8 +128,7 @@ static void test_hostile_nesting(void **state) {
     free(blocks);
 }
 
-static void test_hostile_loops(void **state) {
-    (void)state;
+TEST(test_hostile_loops) {
     expect_error("{% for i in range(2**31) %}{% endfor %}", NULL, "Range too big");
     expect_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
                  NULL, "iterations");
@@ -152,8 +145,7 @@ static void test_hostile_loops(void **state) {
     assert_non_null(strstr(error_get(), "longer than"));
 }
 
-static void test_hostile_output(void **state) {
-    (void)state;
+TEST(test_hostile_output) {
     /* 32 MiB of output */
     expect_error("{% for i in range(32768) %}{{ 'x' * 1024 }}{% endfor %}", NULL, "output exceeds");
     /* a string doubled until it is huge */
@@ -171,8 +163,7 @@ static void test_hostile_output(void **state) {
     assert_non_null(strstr(error_get(), "memory"));
 }
 
-static void test_bad_syntax_never_crashes(void **state) {
-    (void)state;
+TEST(test_bad_syntax_never_crashes) {
     static const char *const bad[] = {
         "{{", "{%", "{#", "{{ }}", "{% %}", "{% for %}", "{% for x %}", "{% for x in %}",
         "{% set %}", "{% set x %}", "{% macro %}", "{% endfor %}", "{{ a.}}", "{{ a[ }}",
@@ -187,8 +178,7 @@ static void test_bad_syntax_never_crashes(void **state) {
     }
 }
 
-static void test_undefined(void **state) {
-    (void)state;
+TEST(test_undefined) {
     expect_text("[{{ nope }}{{ nope|length }}{% for x in nope %}x{% endfor %}{{ nope is iterable }}]", NULL,
                 "[0True]");
     expect_text("{{ messages[0].role }}", "{\"messages\": [{\"role\": \"user\"}]}", "user");

@@ -45,8 +45,7 @@ static void expect_parse(chat_tool_format f, const char *text, const char *conte
 #define CALLS(...) ((const char *const[]){__VA_ARGS__, NULL})
 static const char *const NONE[] = {NULL};
 
-static void test_json_scanner(void **state) {
-    (void)state;
+TEST(test_json_scanner) {
     static const char *const good[] = {"{}", "[]", " {\"a\": [1, -2.5e+3, true, false, null]}", "\"x\\u00e9\\n\"",
                                        "0", "-0.5", "{\"a\":{\"b\":{\"c\":[]}}}"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
@@ -75,8 +74,7 @@ static void test_json_scanner(void **state) {
     EXPECT(chat_json_value_end("{\"a\":1} tail", 12) == 7, "value end with a tail");
 }
 
-static void test_hermes(void **state) {
-    (void)state;
+TEST(test_hermes) {
     expect_parse(CHAT_TOOLS_HERMES,
                  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "",
                  NULL, CALLS("get_weather:{\"city\": \"Paris\"}"));
@@ -119,8 +117,7 @@ static void test_hermes(void **state) {
                  CALLS("add:{}"));
 }
 
-static void test_qwen3_coder(void **state) {
-    (void)state;
+TEST(test_qwen3_coder) {
     expect_parse(CHAT_TOOLS_QWEN3_CODER,
                  "I will look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis, \"FR\"\n</parameter>\n"
                  "<parameter=days>\n3\n</parameter>\n<parameter=opts>\n{\"unit\": \"C\"}\n</parameter>\n"
@@ -143,8 +140,7 @@ static void test_qwen3_coder(void **state) {
                  CALLS("add:{}"));
 }
 
-static void test_llama3(void **state) {
-    (void)state;
+TEST(test_llama3) {
     expect_parse(CHAT_TOOLS_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", "", NULL,
                  CALLS("get_weather:{\"city\": \"Oslo\"}"));
     expect_parse(CHAT_TOOLS_LLAMA3,
@@ -158,8 +154,7 @@ static void test_llama3(void **state) {
                  NULL, NONE);
 }
 
-static void test_mistral(void **state) {
-    (void)state;
+TEST(test_mistral) {
     expect_parse(CHAT_TOOLS_MISTRAL, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}", "", NULL,
                  CALLS("get_weather:{\"city\": \"Rome\"}"));
     expect_parse(CHAT_TOOLS_MISTRAL,
@@ -185,8 +180,7 @@ static void test_mistral(void **state) {
     expect_parse(CHAT_TOOLS_MISTRAL, "[TOOL_CALLS][{\"name\": 3}]", "[TOOL_CALLS][{\"name\": 3}]", NULL, NONE);
 }
 
-static void test_harmony(void **state) {
-    (void)state;
+TEST(test_harmony) {
     expect_parse(CHAT_TOOLS_HARMONY,
                  "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
                  "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|call|>",
@@ -204,8 +198,7 @@ static void test_harmony(void **state) {
     expect_parse(CHAT_TOOLS_HARMONY, "plain text", "plain text", NULL, NONE);
 }
 
-static void test_generic(void **state) {
-    (void)state;
+TEST(test_generic) {
     expect_parse(CHAT_TOOLS_GENERIC, "{\"tool_call\": {\"name\": \"add\", \"arguments\": {\"a\": 1}}}", "", NULL,
                  CALLS("add:{\"a\": 1}"));
     expect_parse(CHAT_TOOLS_GENERIC,
@@ -230,8 +223,7 @@ static void test_generic(void **state) {
     chat_parsed_free(&p);
 }
 
-static void test_detect(void **state) {
-    (void)state;
+TEST(test_detect) {
     static const struct {
         const char *file;
         chat_tool_format want;
@@ -264,8 +256,7 @@ static void test_detect(void **state) {
     }
 }
 
-static void test_hold(void **state) {
-    (void)state;
+TEST(test_hold) {
     static const struct {
         chat_tool_format f;
         const char *text;
@@ -295,8 +286,7 @@ static void test_hold(void **state) {
 
 /* Every prefix of every sample output parses without a crash (ASan checks
  * the reads) and every call's arguments are valid JSON. */
-static void test_prefixes(void **state) {
-    (void)state;
+TEST(test_prefixes) {
     static const char *const samples[] = {
         "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": \"x\\u00e9\\\"\"}}\n</tool_call>",
         "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",

@@ -40,8 +40,7 @@ static tsr_node rope_node(tsr_tensor *dst, tsr_tensor *x, tsr_tensor *pos, tsr_t
     return n;
 }
 
-static void test_rope(void **state) {
-    (void)state;
+TEST(test_rope) {
     /* head_dim 4, one head, two tokens at positions 0 and 1 */
     float x[8] = {1, 2, 3, 4, 1, 2, 3, 4}, y[8];
     int32_t pos[2] = {0, 1};
@@ -84,8 +83,7 @@ static void test_rope(void **state) {
     pos[1] = 1;
 }
 
-static void test_rope_yarn(void **state) {
-    (void)state;
+TEST(test_rope_yarn) {
     /* n_dims 64, base 10000, n_ctx_orig 4096, beta_fast 32, beta_slow 1:
      * correction dims floor(10.47) = 10 and ceil(22.5) = 23, so pair 0 is
      * pure extrapolation (theta = p) and pair 31 pure interpolation
@@ -112,8 +110,7 @@ static void test_rope_yarn(void **state) {
 
 /* -------------------------------------------------------------- SOFT_MAX */
 
-static void test_soft_max(void **state) {
-    (void)state;
+TEST(test_soft_max) {
     /* two rows of 3; mask row 0 hides the last entry */
     float x[6] = {1, 2, 3, 1, 2, 3}, y[6];
     float mask[6] = {0, 0, -INFINITY, 0, -1, 0};
@@ -151,8 +148,7 @@ static void test_soft_max(void **state) {
 
 /* ------------------------------------------------------- RMS_NORM, NORM */
 
-static void test_norms(void **state) {
-    (void)state;
+TEST(test_norms) {
     float x[4] = {3, 4, 0, 0}, y[4];
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, x), ty = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, y);
     tsr_node n = {.op = TSR_OP_RMS_NORM, .n_src = 1, .dst = &ty, .src = {&tx}};
@@ -184,8 +180,16 @@ static void test_norms(void **state) {
 
 /* ------------------------------------------------------------- GET_ROWS */
 
-static void test_get_rows_quantized(void **state) {
-    (void)state;
+/* GET_ROWS of rows[0..n_rows) from n_src rows of 32 elements of dtype at
+ * src into out (F32), on ref: its status. */
+static tsr_status get_rows_32(int32_t dtype, void *src, int64_t n_src, int32_t *rows, int64_t n_rows, float *out) {
+    tsr_tensor tw = tensor(dtype, 32, n_src, 1, 1, src), tr = tensor(TSR_DTYPE_I32, n_rows, 1, 1, 1, rows);
+    tsr_tensor to = tensor(TSR_DTYPE_F32, 32, n_rows, 1, 1, out);
+    tsr_node n = {.op = TSR_OP_GET_ROWS, .n_src = 2, .dst = &to, .src = {&tw, &tr}};
+    return compute1(&n);
+}
+
+TEST(test_get_rows_quantized) {
     /* Q8_0: two rows of one block each; d = 0.5 and 2, q = j - 16 */
     uint8_t q8[2 * 34];
     for (int r = 0; r < 2; r++) {
@@ -195,10 +199,7 @@ static void test_get_rows_quantized(void **state) {
     }
     int32_t rows[3] = {1, 0, 1};
     float out[3 * 32];
-    tsr_tensor tw = tensor(TSR_DTYPE_Q8_0, 32, 2, 1, 1, q8), tr = tensor(TSR_DTYPE_I32, 3, 1, 1, 1, rows);
-    tsr_tensor to = tensor(TSR_DTYPE_F32, 32, 3, 1, 1, out);
-    tsr_node n = {.op = TSR_OP_GET_ROWS, .n_src = 2, .dst = &to, .src = {&tw, &tr}};
-    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(get_rows_32(TSR_DTYPE_Q8_0, q8, 2, rows, 3, out) == TSR_OK, "%s", error_get());
     for (int j = 0; j < 32; j++) {
         EXPECT_NEAR(out[j], 2.0 * (j - 16), 0, "Q8_0 row 1");
         EXPECT_NEAR(out[32 + j], 0.5 * (j - 16), 0, "Q8_0 row 0");
@@ -212,10 +213,7 @@ static void test_get_rows_quantized(void **state) {
     for (int j = 0; j < 16; j++) q4[2 + j] = (uint8_t)(j | ((15 - j) << 4));
     int32_t row0[1] = {0};
     float out4[32];
-    tsr_tensor t4 = tensor(TSR_DTYPE_Q4_0, 32, 1, 1, 1, q4), tr0 = tensor(TSR_DTYPE_I32, 1, 1, 1, 1, row0);
-    tsr_tensor to4 = tensor(TSR_DTYPE_F32, 32, 1, 1, 1, out4);
-    tsr_node n4 = {.op = TSR_OP_GET_ROWS, .n_src = 2, .dst = &to4, .src = {&t4, &tr0}};
-    EXPECT(compute1(&n4) == TSR_OK, "%s", error_get());
+    EXPECT(get_rows_32(TSR_DTYPE_Q4_0, q4, 1, row0, 1, out4) == TSR_OK, "%s", error_get());
     for (int j = 0; j < 16; j++) {
         EXPECT_NEAR(out4[j], 0.25 * (j - 8), 0, "Q4_0 low nibbles");
         EXPECT_NEAR(out4[16 + j], 0.25 * (15 - j - 8), 0, "Q4_0 high nibbles");
@@ -223,16 +221,15 @@ static void test_get_rows_quantized(void **state) {
 
     /* an index outside the rows is an error, not a read past the end */
     rows[1] = 2;
-    EXPECT(compute1(&n) == TSR_ERR_INVALID, "row index 2 of 2 rows must be rejected");
+    EXPECT(get_rows_32(TSR_DTYPE_Q8_0, q8, 2, rows, 3, out) == TSR_ERR_INVALID, "row index 2 of 2 rows must be rejected");
     EXPECT(strstr(error_get(), "row index 2") != NULL, "message names the index: %s", error_get());
     rows[1] = -1;
-    EXPECT(compute1(&n) == TSR_ERR_INVALID, "row index -1 must be rejected");
+    EXPECT(get_rows_32(TSR_DTYPE_Q8_0, q8, 2, rows, 3, out) == TSR_ERR_INVALID, "row index -1 must be rejected");
 }
 
 /* -------------------------------------------------------------- MUL_MAT */
 
-static void test_mul_mat_broadcast(void **state) {
-    (void)state;
+TEST(test_mul_mat_broadcast) {
     /* w: one matrix per weight batch, 2 batches: [[1, 2], [3, 4]] and [[0, 1], [1, 0]]
      * (rows m of length K = 2); x: 4 batches of one column; r2 = 4 / 2 = 2, so
      * x batches 0, 1 use w batch 0, batches 2, 3 use w batch 1 */
@@ -265,8 +262,7 @@ static void test_mul_mat_broadcast(void **state) {
 
 /* ---------------------------------------------------- unary and friends */
 
-static void test_unary(void **state) {
-    (void)state;
+TEST(test_unary) {
     float x[3] = {1.0f, -2.0f, 0.5f}, y[3], g[3] = {2.0f, 3.0f, -1.0f};
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, x), ty = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, y);
     tsr_tensor tg = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, g);
@@ -300,8 +296,7 @@ static void test_unary(void **state) {
 
 /* ------------------------------------------------- CPY, CONCAT, ARGMAX */
 
-static void test_cpy_concat_argmax(void **state) {
-    (void)state;
+TEST(test_cpy_concat_argmax) {
     float x[2] = {1.0f / 3.0f, -65504.0f * 2};
     uint16_t h[2];
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 2, 1, 1, 1, x), th = tensor(TSR_DTYPE_F16, 2, 1, 1, 1, h);
@@ -340,8 +335,7 @@ static void test_cpy_concat_argmax(void **state) {
 
 /* ----------------------------------------------------------- FLASH_ATTN */
 
-static void test_flash_attn(void **state) {
-    (void)state;
+TEST(test_flash_attn) {
     /* D 1, two query heads sharing one kv head (GQA), two keys:
      * head 0: q = 1, scores (0, ln 3) -> weights (1/4, 3/4) -> 0.25*4 + 0.75*8 = 7
      * head 1: q = 0, scores (0, 0) -> (1/2, 1/2) -> 6
@@ -365,8 +359,7 @@ static void test_flash_attn(void **state) {
 
 /* -------------------------------------------------- plugin and bad input */
 
-static void test_plugin_tables(void **state) {
-    (void)state;
+TEST(test_plugin_tables) {
     EXPECT(ref_plugin_entry((TSR_ABI_MAJOR + 1) << 16) == NULL, "another ABI major is refused");
     const tsr_plugin *p = ref_plugin_entry(TSR_ABI_VERSION);
     EXPECT(p && !strcmp(p->name, "ref"), "plugin named ref");

@@ -44,8 +44,7 @@ static void expect(const char *target, const char *op, int want_rc, const char *
         printf("---- report ----\n%s---- error: %s\n", report, error_get());
 }
 
-static void test_suite_detects(void **state) {
-    (void)state;
+TEST(test_suite_detects) {
     REQUIRE(harness_argc() >= 3, "usage: test_suite_detects BROKEN-PLUGIN BROKEN-PLUGIN-10");
     const char *broken = harness_arg(1), *broken10 = harness_arg(2), *self = harness_arg(0);
     /* correct ops pass, every planted bug is caught with the right reason */

@@ -631,8 +631,7 @@ static int has_features(const char *have, const char *needs) {
  * $TESSERA_BUILD_ROOT started, at LEVEL (a level this CPU lacks skips). */
 static void *plugin_so;
 
-static int setup(void **state) {
-    (void)state;
+FIXTURE(setup) {
     REQUIRE(harness_argc() == 2 || harness_argc() == 3, "usage: test_cpu_ops PLUGIN [LEVEL]   (PLUGIN: cpu-avx or cpu-neon)");
     const char *name = harness_arg(1), *level = harness_arg(2);
     const char *root = getenv("TESSERA_BUILD_ROOT");
@@ -666,8 +665,7 @@ static int setup(void **state) {
     return 0;
 }
 
-static int teardown(void **state) {
-    (void)state;
+FIXTURE(teardown) {
     queue->api->destroy(queue);
     plugin->shutdown();
     dlclose(plugin_so);
@@ -675,8 +673,7 @@ static int teardown(void **state) {
 }
 
 /* Every op on one thread. */
-static void test_one_thread(void **state) {
-    (void)state;
+TEST(test_one_thread) {
     host.n_threads = 1;
     test_mul_mat();
     test_mul_mat_model_shapes();
@@ -695,8 +692,7 @@ static void test_one_thread(void **state) {
 /* The ops that split work differently on several threads (the rest split
  * rows the same way; once is enough); FLASH_ATTN splits cells across
  * threads when units are few. */
-static void test_three_threads(void **state) {
-    (void)state;
+TEST(test_three_threads) {
     host.n_threads = 3;
     test_mul_mat();
     test_mul_mat_model_shapes();

@@ -53,8 +53,7 @@ static void expect_ok(const img *b, const char *label) {
 
 /* ------------------------------------------------------ header cases */
 
-static void test_header(void **state) {
-    (void)state;
+TEST(test_header) {
     img b = {0};
     expect_fail(&b, "empty", "empty");
 
@@ -102,8 +101,7 @@ static void one_kv(img *b, const char *key, uint32_t type) {
     img_key(b, key, type);
 }
 
-static void test_metadata(void **state) {
-    (void)state;
+TEST(test_metadata) {
     img b = {0};
 
     /* key length past EOF, and UINT64_MAX (no wrap-around) */
@@ -287,8 +285,7 @@ static void tensor_case(const char *label, const tspec *ts, int n, uint64_t data
     img_free(&b);
 }
 
-static void test_tensors(void **state) {
-    (void)state;
+TEST(test_tensors) {
     /* the valid baseline: 64 + 68 bytes, second tensor at the next multiple of 32 */
     const tspec ok[] = {{"w.f32", 2, {4, 4}, T_F32, 0}, {"w.q8", 2, {32, 2}, T_Q8_0, 64}};
     tensor_case("tensors-ok", ok, 2, 64 + 68, NULL);
@@ -366,8 +363,7 @@ static void test_tensors(void **state) {
 /* ----------------------------------------------------------- truncation */
 
 /* Every prefix of a real file's header (and a few inside its data) fails. */
-static void test_truncation(void **state) {
-    (void)state;
+TEST(test_truncation) {
     harness_path model = harness_model_file("stories260K");
     const char *path = model.s;
     size_t size;
@@ -404,8 +400,7 @@ static void test_truncation(void **state) {
 }
 
 /* The same through files on disk (mmap path), plus unreadable inputs. */
-static void test_files(void **state) {
-    (void)state;
+TEST(test_files) {
     char path[1024];
     snprintf(path, sizeof path, "%s/does-not-exist.gguf", harness_tmpdir());
     EXPECT(gguf_open(path) == NULL && strstr(error_get(), path), "missing file: '%s'",
@@ -421,8 +416,7 @@ static void test_files(void **state) {
 }
 
 /* A real file cut short on disk. */
-static void test_files_cut(void **state) {
-    (void)state;
+TEST(test_files_cut) {
     harness_path src = harness_model_file("stories260K");
     char path[1024];
     FILE *fp;
@@ -527,8 +521,7 @@ static uint64_t walk_file(const gguf_file *f) {
     return sum;
 }
 
-static void test_fuzz(void **state) {
-    (void)state;
+TEST(test_fuzz) {
     const int iterations = 20000;
     img base = {0};
     build_rich(&base);
@@ -572,8 +565,7 @@ static void test_fuzz(void **state) {
     img_free(&base);
 }
 
-static void test_cleanup(void **state) {
-    (void)state;
+TEST(test_cleanup) {
     EXPECT(rmdir(harness_tmpdir()) == 0, "%s: a file was left behind", harness_tmpdir());
 }
 

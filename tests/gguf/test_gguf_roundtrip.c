@@ -50,8 +50,7 @@ static uint8_t *pattern(uint64_t n, uint32_t seed) {
     return p;
 }
 
-static void test_all_types(void **state) {
-    (void)state;
+TEST(test_all_types) {
     gguf_writer *w = gguf_writer_new();
     EXPECT(gguf_writer_set_u8(w, "t.u8", 200) == 0, "%s", error_get());
     EXPECT(gguf_writer_set_i8(w, "t.i8", -5) == 0, "%s", error_get());
@@ -243,8 +242,7 @@ static void check_nested(const gguf_file *f) {
           gguf_kv_arr_type(f, gguf_find_key(f, "n.u32")) == GGUF_TYPE_ARRAY, "index accessors");
 }
 
-static void test_nested(void **state) {
-    (void)state;
+TEST(test_nested) {
     for (uint32_t version = 2; version <= 3; version++) {
         img b = {0};
         build_nested(&b, version);
@@ -280,8 +278,7 @@ static void test_nested(void **state) {
     }
 }
 
-static void test_streaming(void **state) {
-    (void)state;
+TEST(test_streaming) {
     gguf_writer *w = gguf_writer_new();
     int64_t ne[] = {32, 3};
     uint8_t *d0 = pattern(32 * 3 * 4, 7), *d1 = pattern(3 * 34, 8);
@@ -338,8 +335,7 @@ done:
     free(d1);
 }
 
-static void test_writer_errors(void **state) {
-    (void)state;
+TEST(test_writer_errors) {
     gguf_writer *w = gguf_writer_new();
     int64_t ne[] = {32, 2, 1, 1, 1};
     int64_t bad_ne0[] = {33};
@@ -387,8 +383,7 @@ static void test_writer_errors(void **state) {
 }
 
 /* The temp dir goes once every test has checked it is empty or not. */
-static void test_cleanup(void **state) {
-    (void)state;
+TEST(test_cleanup) {
     EXPECT(rmdir(harness_tmpdir()) == 0, "%s: a file was left behind", harness_tmpdir());
 }
 

@@ -256,8 +256,7 @@ static int scan_dir(const char *dir, int *n_models) {
     return 0;
 }
 
-static void test_shared_files(void **state) {
-    (void)state;
+TEST(test_shared_files) {
     char dir[1024];
     int n = 0;
     snprintf(dir, sizeof dir, "%s/models", harness_shared_dir());

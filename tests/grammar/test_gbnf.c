@@ -57,8 +57,7 @@ static void expect_match(const char *gbnf, const char *const *full, const char *
 
 /* ------------------------------------------------------------ syntax */
 
-static void test_basic_syntax(void **state) {
-    (void)state;
+TEST(test_basic_syntax) {
     expect_match("root ::= \"yes\" | \"no\"", L("yes", "no"), L("", "y", "n"), L("yes!", "x", "noo"));
     /* Groups, classes, negation, ranges and escapes. */
     expect_match("root ::= ( [a-c] | [^a-z\\n] )+ \"\\x21\"", L("a!", "abcQ1!", "\t!", "!!"),
@@ -94,8 +93,7 @@ static void test_basic_syntax(void **state) {
     grammar_free(g);
 }
 
-static void test_right_recursion_flat(void **state) {
-    (void)state;
+TEST(test_right_recursion_flat) {
     /* A long x* and a long recursive list keep the stacks shallow. */
     grammar *g = parse_ok("root ::= item*\nitem ::= [a-z] | \"(\" root \")\"");
     char text[20001];
@@ -113,8 +111,7 @@ static void test_right_recursion_flat(void **state) {
 
 /* ------------------------------------------------------------ hostile */
 
-static void test_errors(void **state) {
-    (void)state;
+TEST(test_errors) {
     expect_err("root ::= \"abc", "line 1, column 10", "unterminated string literal");
     expect_err("root ::= \"a\"\nx ::= [a-z", "line 2, column 7", "unterminated character class");
     expect_err("root ::= foo bar\nfoo ::= \"x\"", "line 1, column 14", "undefined rule 'bar'");
@@ -135,8 +132,7 @@ static void test_errors(void **state) {
     expect_err("root ::= \"a\" $", "line 1, column 14", "unexpected '$'");
 }
 
-static void test_left_recursion(void **state) {
-    (void)state;
+TEST(test_left_recursion) {
     expect_err("root ::= root \"a\" | \"b\"", "line 1, column 1", "rule 'root' is left-recursive");
     expect_err("root ::= expr\nexpr ::= term \"+\" | \"1\"\nterm ::= expr \"*\"", "line 2, column 1",
                "left recursion: expr -> term -> expr");
@@ -148,8 +144,7 @@ static void test_left_recursion(void **state) {
     grammar_free(parse_ok("root ::= \"a\" root | \"b\""));
 }
 
-static void test_limits(void **state) {
-    (void)state;
+TEST(test_limits) {
     /* Nesting: the limit is an error, below it parses. */
     char deep[2 * GRAMMAR_MAX_NEST + 64];
     int n = snprintf(deep, sizeof deep, "root ::= ");
@@ -198,8 +193,7 @@ static void test_limits(void **state) {
 
 /* ------------------------------------------------------------ matcher */
 
-static void test_utf8_split(void **state) {
-    (void)state;
+TEST(test_utf8_split) {
     grammar *g = parse_ok("root ::= \"\xc3\xa9t\xc3\xa9\"");
     grammar_matcher m;
     assert_int_equal(grammar_matcher_init(&m, g), 0);
@@ -253,8 +247,7 @@ static int32_t fake_piece(void *user, int32_t id, char *buf, int32_t size) {
 
 /* The walk over the trie marks exactly the tokens a one-by-one check
  * accepts, at every step of a JSON document (and with UTF-8 cut). */
-static void test_trie_equals_bruteforce(void **state) {
-    (void)state;
+TEST(test_trie_equals_bruteforce) {
     static const char alphabet[] = "{}[]\":, \n0123456789.-eEtrufalsn\\x\xc3\xa9\xe2\x82\xac";
     fake_vocab *v = calloc(1, sizeof *v);
     uint64_t x = 88172645463325252ULL;
@@ -327,8 +320,7 @@ static grammar *nested_chain(int depth) {
 /* An ambiguous grammar is an error while it is still cheap: per stack set,
  * per step and per call (issue 19: a fuzz input held the matcher 0.4 s,
  * over 20 s instrumented, at up to 4096 stacks a step). */
-static void test_ambiguity_bounded(void **state) {
-    (void)state;
+TEST(test_ambiguity_bounded) {
     /* The fuzz input (tests/fuzz/regress/grammar/ambiguous-nesting): after
      * any character, `[^"]root` may open a whole new root inside an item,
      * so the ways to parse multiply with every byte. */
@@ -422,8 +414,7 @@ static int32_t fake_mask(void *user, uint8_t *allowed) {
     return n;
 }
 
-static void test_chain_constraint(void **state) {
-    (void)state;
+TEST(test_chain_constraint) {
     enum { NV = 100 };
     float logits[NV];
     for (int i = 0; i < NV; i++)

@@ -44,8 +44,7 @@ static void expect_refused(const char *schema, const char *what) {
     if (!strstr(error_get(), what)) fail_msg("error '%s' lacks '%s'", error_get(), what);
 }
 
-static void test_primitives(void **state) {
-    (void)state;
+TEST(test_primitives) {
     expect("{\"type\": \"string\"}", L("\"\"", "\"a b\\n\\u00e9\\\"\"", "\"\xc3\xa9\""),
            L("a", "\"a", "\"\n\"", "\"\\q\"", "1"));
     expect("{\"type\": \"integer\"}", L("0", "-7", "1234567890123456"), L("01", "1.5", "-", "1e3", "\"1\""));
@@ -57,8 +56,7 @@ static void test_primitives(void **state) {
     expect("{}", L("[1, {}]", "false"), L("[1,]"));
 }
 
-static void test_objects(void **state) {
-    (void)state;
+TEST(test_objects) {
     const char *person = "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, "
                          "\"age\": {\"type\": \"integer\"}, \"email\": {\"type\": \"string\"}}, "
                          "\"required\": [\"name\", \"age\"], \"additionalProperties\": false}";
@@ -89,8 +87,7 @@ static void test_objects(void **state) {
            L("{\"a\\\"b\": null}"), L("{\"ab\": null}"));
 }
 
-static void test_arrays_enums_combos(void **state) {
-    (void)state;
+TEST(test_arrays_enums_combos) {
     expect("{\"type\": \"array\", \"items\": {\"type\": \"integer\"}, \"minItems\": 2, \"maxItems\": 3}",
            L("[1, 2]", "[1,2,3]"), L("[]", "[1]", "[1, 2, 3, 4]", "[1, \"2\"]"));
     expect("{\"type\": \"array\", \"maxItems\": 0}", L("[]"), L("[1]"));
@@ -106,8 +103,7 @@ static void test_arrays_enums_combos(void **state) {
     expect("{\"allOf\": [{\"type\": \"boolean\"}]}", L("true"), L("0"));
 }
 
-static void test_strings(void **state) {
-    (void)state;
+TEST(test_strings) {
     expect("{\"type\": \"string\", \"minLength\": 2, \"maxLength\": 3}",
            L("\"ab\"", "\"a\\nb\"", "\"\xc3\xa9\xc3\xa9\""), L("\"a\"", "\"abcd\""));
     expect("{\"type\": \"string\", \"format\": \"date\"}",
@@ -123,8 +119,7 @@ static void test_strings(void **state) {
     expect("{\"type\": \"string\", \"format\": \"email\"}", L("\"not an email\""), L("1"));
 }
 
-static void test_refs(void **state) {
-    (void)state;
+TEST(test_refs) {
     const char *tree =
         "{\"$defs\": {\"node\": {\"type\": \"object\", \"properties\": {\"v\": {\"type\": \"integer\"}, "
         "\"kids\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/node\"}}}, "
@@ -140,8 +135,7 @@ static void test_refs(void **state) {
            L("[1]"));
 }
 
-static void test_refused(void **state) {
-    (void)state;
+TEST(test_refused) {
     expect_refused("{\"type\": \"string\", \"pattern\": \"^a\"}",
                    "#: the keyword 'pattern' is not supported");
     expect_refused("{\"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 0}}}",
@@ -188,8 +182,7 @@ static void test_refused(void **state) {
     expect("{\"const\": \"caf\xc3\xa9\"}", L("\"caf\xc3\xa9\""), L("\"cafe\""));
 }
 
-static void test_public_api(void **state) {
-    (void)state;
+TEST(test_public_api) {
     tessera_grammar *g = tessera_grammar_json_object();
     assert_non_null(g);
     tessera_grammar_free(g);

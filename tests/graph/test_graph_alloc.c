@@ -110,8 +110,7 @@ static void test_no_unsafe_in_place(sched *s) {
     graph_free(g);
 }
 
-static void test_graph_alloc(void **state) {
-    (void)state;
+TEST(test_graph_alloc) {
     host_options opt = {.only_plugin_dirs = true, .verbosity = TSR_LOG_WARN};
     REQUIRE(host_init(&opt) == 0, "host_init: %s", error_get());
     host_device *ref = host_device_ref();

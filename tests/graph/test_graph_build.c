@@ -10,8 +10,7 @@ static int shape_is(const graph_tensor *t, int64_t a, int64_t b, int64_t c, int6
     return t && t->t.ne[0] == a && t->t.ne[1] == b && t->t.ne[2] == c && t->t.ne[3] == d;
 }
 
-static void test_shapes(void **state) {
-    (void)state;
+TEST(test_shapes) {
     graph *g = graph_new(64);
     graph_tensor *w = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_Q8_0, 64, 48), "w");
     graph_tensor *x = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 64, 5), "x");
@@ -73,8 +72,7 @@ static void expect_error(graph *g, const char *what, const char *needle) {
           needle);
 }
 
-static void test_errors(void **state) {
-    (void)state;
+TEST(test_errors) {
     graph *g = graph_new(32);
     graph_tensor *w = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 64, 64),
                                             "blk.0.attn_q.weight");

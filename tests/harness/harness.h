@@ -5,8 +5,7 @@
  *
  *     #include "harness.h"
  *
- *     static void test_add(void **state) {
- *         (void)state;
+ *     TEST(test_add) {
  *         EXPECT(1 + 1 == 2, "one and one");
  *         EXPECT_NEAR(0.1f + 0.2f, 0.3f, 1e-6, "sum");
  *     }
@@ -109,6 +108,19 @@ int harness_failures(void);
 void harness_skip(const char *fmt, ...) HARNESS_PRINTF(1, 2);
 
 /* ---- running ------------------------------------------------------------- */
+
+/* Defines a test function that does not use cmocka's state:
+ *     TEST(test_add) { EXPECT(1 + 1 == 2, "sum"); }
+ * (one that reads *state, e.g. an initial_state, is written out in full).
+ * FIXTURE(name) likewise defines a group setup or teardown: it returns 0,
+ * or fails through REQUIRE. */
+#if defined(__GNUC__)
+#define TEST(name) static void name(void **harness_state_ __attribute__((unused)))
+#define FIXTURE(name) static int name(void **harness_state_ __attribute__((unused)))
+#else
+#define TEST(name) static void name(void **harness_state_)
+#define FIXTURE(name) static int name(void **harness_state_)
+#endif
 
 /* A test function with the harness's bookkeeping around it. */
 #define HARNESS_TEST(fn) cmocka_unit_test_setup_teardown(fn, harness_setup_, harness_teardown_)

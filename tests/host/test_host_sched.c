@@ -42,8 +42,7 @@ static const host_plugin_record *find_plugin(const char *file_part) {
     return NULL;
 }
 
-static void test_registry(void **state) {
-    (void)state;
+TEST(test_registry) {
     host_device *d = host_device_find("testdev0");
     EXPECT(d != NULL, "testdev0 not loaded");
     EXPECT(host_device_ref() != NULL, "ref missing");
@@ -182,8 +181,7 @@ static int close_enough(const float *a, const float *b, int n, float tol) {
     return 1;
 }
 
-static void test_split_graph(void **state) {
-    (void)state;
+TEST(test_split_graph) {
     net n;
     float ref_dev[36], ref_host[24], ref_kv[64];
     float dev_dev[36], dev_host[24], dev_kv[64];
@@ -233,8 +231,7 @@ static void test_split_graph(void **state) {
 }
 
 /* Copies in and out of testdev buffers, many sizes, exact. */
-static void test_copies(void **state) {
-    (void)state;
+TEST(test_copies) {
     host_device *d = host_device_find("testdev0");
     if (!d) return;
     sched *s = sched_new(&d, 1, NULL);
@@ -264,8 +261,7 @@ static void test_copies(void **state) {
 
 /* A weight that lives in a testdev buffer (as -ngl puts it on a GPU) pulls
  * its mul_mat there with no copy of the weight; only the input is copied. */
-static void test_weight_on_device(void **state) {
-    (void)state;
+TEST(test_weight_on_device) {
     host_device *d = host_device_find("testdev0");
     if (!d) return;
     float w[8 * 4], xin[8 * 2], want[4 * 2];
@@ -316,8 +312,7 @@ static void test_weight_on_device(void **state) {
 /* After a fallback, weightless nodes return to the first chosen device as
  * soon as it can run them without copies (a CPU backend reading ref's
  * host-visible results), instead of staying on ref. */
-static void test_return_after_fallback(void **state) {
-    (void)state;
+TEST(test_return_after_fallback) {
     host_device *cpu = host_device_find("testcpu0");
     if (!cpu) {
         ADD_FAILURE("testcpu0 not loaded");
@@ -352,8 +347,7 @@ static void test_return_after_fallback(void **state) {
     sched_free(s);
 }
 
-static void test_abort(void **state) {
-    (void)state;
+TEST(test_abort) {
     host_device *ref = host_device_ref();
     sched *s = sched_new(&ref, 1, NULL);
     graph *g = graph_new(8);
@@ -408,8 +402,7 @@ static void testnew_stats(int out[7]) {
     dlclose(dl);
 }
 
-static void test_abi11(void **state) {
-    (void)state;
+TEST(test_abi11) {
     host_device *d = host_device_find("testnew0");
     EXPECT(d != NULL, "testnew0 (ABI 1.1 plugin) not loaded");
     if (!d) return;
@@ -542,8 +535,7 @@ static void test_abi11(void **state) {
 
 /* A split waits only for the devices it reads from: silu on ref does not
  * wait for testdev0's mul_mat; the mul that reads ref's result does. */
-static void test_waits(void **state) {
-    (void)state;
+TEST(test_waits) {
     host_device *d = host_device_find("testdev0");
     if (!d) return;
     host_device *sel[2] = {d, host_device_ref()};
@@ -637,8 +629,7 @@ static int offload_step(int32_t offload, int n, sched_stats *st, char **text) {
 /* Op offload: from `offload` columns on, products whose weights are in host
  * memory run on the accelerator (the weights copied in for the step);
  * below it, and when off, on the CPU device where the weights are. */
-static void test_op_offload(void **state) {
-    (void)state;
+TEST(test_op_offload) {
     sched_stats st;
     char *text = NULL;
     int rc = offload_step(4, 4, &st, &text);
@@ -696,8 +687,7 @@ static int first_tick(const char *plugin, int op) {
  * must run before that: had the scheduler waited for every device before
  * each split, testasync0's product would have run first. Order comes from a
  * clock both plugins tick, not from time. */
-static void test_overlap(void **state) {
-    (void)state;
+TEST(test_overlap) {
     host_device *gpu = host_device_find("testasync0"), *cpu = host_device_find("testcpu0");
     void (*set_clock)(int *);
     *(void **)&set_clock = plugin_fn("testasync", "testdev_set_clock");
@@ -764,8 +754,7 @@ static char bogus_dir[] = "/tmp/tessera-host-test-XXXXXX";
 static char bogus[sizeof bogus_dir + 64];
 
 /* The host with the plugins of PLUGIN_DIR (argument 1) and the bogus one. */
-static int start_host(void **state) {
-    (void)state;
+FIXTURE(start_host) {
     plugin_dir = harness_arg(1);
     REQUIRE(plugin_dir != NULL, "usage: test_host_sched PLUGIN_DIR");
     REQUIRE(mkdtemp(bogus_dir) != NULL, "mkdtemp %s", bogus_dir);
@@ -782,8 +771,7 @@ static int start_host(void **state) {
 }
 
 /* Keep testnew loaded across host_shutdown to see that it closed. */
-static void test_shutdown(void **state) {
-    (void)state;
+TEST(test_shutdown) {
     char path[4096];
     snprintf(path, sizeof path, "%s/libtessera-backend-testnew.so", plugin_dir);
     void *keep = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
@@ -795,8 +783,7 @@ static void test_shutdown(void **state) {
     if (keep) dlclose(keep);
 }
 
-static int remove_bogus(void **state) {
-    (void)state;
+FIXTURE(remove_bogus) {
     unlink(bogus);
     rmdir(bogus_dir);
     return 0;

@@ -1,25 +1,22 @@
 #include "golden.h"
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int32_t *int_array(const cJSON *a, int32_t *n) {
+/* The numbers of a JSON array, *n of them, as int32 (into a malloc'd
+ * array of int32_t) or as float (of float). */
+static void *number_array(const cJSON *a, int32_t *n, bool as_float) {
     *n = cJSON_GetArraySize(a);
-    int32_t *v = calloc((size_t)(*n > 0 ? *n : 1), sizeof *v);
+    void *v = calloc((size_t)(*n > 0 ? *n : 1), 4);
     int i = 0;
     const cJSON *e;
-    cJSON_ArrayForEach(e, a) v[i++] = (int32_t)e->valuedouble;
-    return v;
-}
-
-static float *float_array(const cJSON *a, int32_t *n) {
-    *n = cJSON_GetArraySize(a);
-    float *v = calloc((size_t)(*n > 0 ? *n : 1), sizeof *v);
-    int i = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, a) v[i++] = (float)e->valuedouble;
+    cJSON_ArrayForEach(e, a) {
+        if (as_float) ((float *)v)[i++] = (float)e->valuedouble;
+        else ((int32_t *)v)[i++] = (int32_t)e->valuedouble;
+    }
     return v;
 }
 
@@ -39,7 +36,7 @@ static int parse_case(const char *line, golden_case *c) {
     }
     c->prompt = strdup(prompt->valuestring);
     c->special = cJSON_IsTrue(cJSON_GetObjectItem(j, "special"));
-    c->tokens = int_array(tokens, &c->n_tokens);
+    c->tokens = number_array(tokens, &c->n_tokens, false);
     c->top = calloc((size_t)c->n_tokens * GOLDEN_TOP, sizeof *c->top);
     int p = 0;
     const cJSON *row;
@@ -69,8 +66,8 @@ static int parse_case(const char *line, golden_case *c) {
             p++;
         }
     }
-    if (cJSON_IsArray(greedy)) c->greedy = int_array(greedy, &c->n_greedy);
-    if (cJSON_IsArray(margin)) c->margin = float_array(margin, &c->n_margin);
+    if (cJSON_IsArray(greedy)) c->greedy = number_array(greedy, &c->n_greedy, false);
+    if (cJSON_IsArray(margin)) c->margin = number_array(margin, &c->n_margin, true);
     cJSON_Delete(j);
     return 0;
 }

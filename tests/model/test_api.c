@@ -32,8 +32,7 @@ static void expect_error(int rc, const char *what, const char *needle) {
     EXPECT_ERROR(rc != 0, tessera_last_error(), needle, "%s", what);
 }
 
-static void test_api(void **state) {
-    (void)state;
+TEST(test_api) {
     harness_path model = harness_model_file("stories260K");
     const char *path = model.s;
     /* Only the built-in ref backend: nothing is searched for. */

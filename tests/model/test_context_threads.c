@@ -61,8 +61,7 @@ static void *decode_run(void *arg) {
     return NULL;
 }
 
-static void test_context_threads(void **state) {
-    (void)state;
+TEST(test_context_threads) {
     harness_path path = harness_model_file("synth-s-Q4_0");
     harness_host_start();
     const char *device = NULL, *build = getenv("TESSERA_BUILD_ROOT");

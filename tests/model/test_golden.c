@@ -195,8 +195,7 @@ static void parse_args(golden_args *a) {
 }
 
 /* The model's cases on each device asked for (every CPU device by default). */
-static void test_golden(void **state) {
-    (void)state;
+TEST(test_golden) {
     golden_args a;
     parse_args(&a);
     const char *name = a.name, *mode = a.mode, *device = a.device, *kernels = a.kernels;

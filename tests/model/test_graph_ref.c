@@ -20,8 +20,7 @@
 #include "../logits_util.h"
 
 /* Usage: test_graph_ref [MODEL_NAME [f32|f16 [TOL]]] (default stories260K, F16 cache, 1e-3) */
-static void test_graph_ref(void **state) {
-    (void)state;
+TEST(test_graph_ref) {
     const char *name = harness_argc() > 1 ? harness_arg(1) : "stories260K";
     int kv_f32 = harness_argc() > 2 && !strcmp(harness_arg(2), "f32");
     double tol = harness_argc() > 3 ? atof(harness_arg(3)) : 1e-3;

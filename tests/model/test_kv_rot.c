@@ -41,8 +41,7 @@ static const double TOL = 1e-5;
 static char **g_paths;
 static int g_n_paths;
 
-static void test_matrix(void **state) {
-    (void)state;
+TEST(test_matrix) {
     const int32_t dims[] = {8, 32, 48, 64, 96, 128, 160, 256};
     for (size_t c = 0; c < sizeof dims / sizeof dims[0]; c++) {
         const int32_t D = dims[c], n = kv_rot_block(D);
@@ -136,16 +135,14 @@ static void run_model(const char *path, bool fa) {
     model_free(m);
 }
 
-static void test_models(void **state) {
-    (void)state;
+TEST(test_models) {
     for (int i = 0; i < g_n_paths; i++) {
         run_model(g_paths[i], false);
         run_model(g_paths[i], true);
     }
 }
 
-static void test_bad(void **state) {
-    (void)state;
+TEST(test_bad) {
     kv_cache_params kp = {.n_layer = 1, .n_ctx = 8, .n_embd_k = 64, .n_embd_v = 64, .head_dim = 0,
                           .dtype_k = TSR_DTYPE_Q8_0, .dtype_v = TSR_DTYPE_F16};
     /* a block-type K is rotated: that needs the head size */
@@ -180,8 +177,7 @@ static tessera_context *q8_context(tessera_model *tm) {
     return ctx;
 }
 
-static void test_state(void **state) {
-    (void)state;
+TEST(test_state) {
     host_options ho = {.only_plugin_dirs = true};
     tessera_init_params ip = {0};
     if (host_init(&ho) != 0 || tessera_init(&ip) != 0) fail_msg("init: %s", tessera_last_error());
@@ -218,8 +214,7 @@ static void test_state(void **state) {
 }
 
 /* Usage: test_kv_rot MODEL.gguf... (each must exist, else the test skips) */
-static int setup(void **state) {
-    (void)state;
+FIXTURE(setup) {
     REQUIRE(g_n_paths >= 1, "usage: test_kv_rot MODEL.gguf...");
     for (int i = 0; i < g_n_paths; i++) harness_require_file(g_paths[i]);
     return 0;

@@ -100,8 +100,7 @@ static double next_tokens_diff(tessera_context *shifted, tessera_context *fresh,
     return worst;
 }
 
-static void test_shift(void **state) {
-    (void)state;
+TEST(test_shift) {
     const int32_t nv = tessera_model_n_vocab(g_model);
     tessera_token toks[N + N_NEXT];
     for (int32_t i = 0; i < N + N_NEXT; i++) toks[i] = token_at(i);
@@ -152,8 +151,7 @@ static void test_shift(void **state) {
 /* The shift on the CPU plugin: its shifted context against a fresh one on
  * ref, for the next tokens, within test_shift's bound (run first) plus
  * CPU_TOL. */
-static void test_shift_cpu(void **state) {
-    (void)state;
+TEST(test_shift_cpu) {
     model_test_need_cpu(g_cpu_model);
     const int32_t nv = tessera_model_n_vocab(g_model);
     tessera_token toks[N + N_NEXT];
@@ -171,8 +169,7 @@ static void test_shift_cpu(void **state) {
 }
 
 /* Usage: test_kv_shift f32|f16|q8_0|q4_0 [MODEL DEVICE] */
-static int setup(void **state) {
-    (void)state;
+FIXTURE(setup) {
     const char *kv = harness_arg(1) ? harness_arg(1) : "f32";
     if (!strcmp(kv, "f16")) g_kv = TESSERA_KV_F16;
     if (!strcmp(kv, "q8_0")) g_kv = TESSERA_KV_Q8_0;
@@ -183,8 +180,7 @@ static int setup(void **state) {
     return 0;
 }
 
-static int teardown(void **state) {
-    (void)state;
+FIXTURE(teardown) {
     model_test_close(g_model, g_cpu_model);
     return 0;
 }

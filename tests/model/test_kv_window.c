@@ -95,8 +95,7 @@ static double decode_worst(tessera_context *a, tessera_context *b, const tessera
     return worst;
 }
 
-static void test_window(void **state) {
-    (void)state;
+TEST(test_window) {
     const int32_t nv = tessera_model_n_vocab(g_model), n_prompt = 600, n_gen = 150;
     tessera_context *w = new_ctx(1024, 32, 1, false), *f = new_ctx(1024, 32, 1, true);
     /* The windowed context has a second cell set of window + batch rounded
@@ -147,8 +146,7 @@ static void test_window(void **state) {
 
 /* test_window's prompt and generation with the windowed cache on the CPU
  * plugin and on ref. */
-static void test_window_cpu(void **state) {
-    (void)state;
+TEST(test_window_cpu) {
     model_test_need_cpu(g_cpu_model);
     const int32_t n_prompt = 600, n_gen = 150;
     tessera_context *r = new_ctx(1024, 32, 1, false), *c = new_ctx_on(g_cpu_model, 1024, 32, 1, false);
@@ -202,8 +200,7 @@ static double batch_worst(tessera_context *w, tessera_context *f) {
     return worst;
 }
 
-static void test_batch(void **state) {
-    (void)state;
+TEST(test_batch) {
     tessera_context *w = new_ctx(2048, 32, N_SEQ, false), *f = new_ctx(2048, 32, N_SEQ, true);
     assert_int_equal(w->kv->n_sets, 2);
     assert_int_equal(f->kv->n_sets, 1);
@@ -230,8 +227,7 @@ static void test_batch(void **state) {
 
 /* The same three sequences with the windowed cache on the CPU plugin and
  * on ref. */
-static void test_batch_cpu(void **state) {
-    (void)state;
+TEST(test_batch_cpu) {
     model_test_need_cpu(g_cpu_model);
     tessera_context *c = new_ctx_on(g_cpu_model, 2048, 32, N_SEQ, false), *r = new_ctx(2048, 32, N_SEQ, false);
     assert_int_equal(c->kv->n_sets, 2);
@@ -244,8 +240,7 @@ static void test_batch_cpu(void **state) {
     tessera_context_free(r);
 }
 
-static void test_gemma(void **state) {
-    (void)state;
+TEST(test_gemma) {
     tessera_context *w = new_ctx(32768, 512, 1, false);
     const double mib = (double)kv_cache_nbytes(w->kv) / (1024.0 * 1024.0);
     print_message("Gemma 3 270M, -c 32768, F16: KV %.1f MiB (%d cells for its sliding-window layers)\n", mib,
@@ -260,8 +255,7 @@ static const char *which(void) {
     return harness_arg(1) ? harness_arg(1) : "";
 }
 
-static int setup(void **state) {
-    (void)state;
+FIXTURE(setup) {
     g_flash_attn = harness_argc() > 2 && !strcmp(harness_arg(2), "fa");
     bool gemma = !strcmp(which(), "gemma");
     harness_path path = gemma ? harness_model_file("gemma-3-270m-q4_k_m.gguf")
@@ -270,8 +264,7 @@ static int setup(void **state) {
     return 0;
 }
 
-static int teardown(void **state) {
-    (void)state;
+FIXTURE(teardown) {
     model_test_close(g_model, g_cpu_model);
     return 0;
 }

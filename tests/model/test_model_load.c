@@ -157,8 +157,7 @@ static void expect_error(const char *path, const spec *s, const char *what, cons
     model_free(m);
 }
 
-static void test_model_load(void **state) {
-    (void)state;
+TEST(test_model_load) {
     char path[] = "/tmp/tessera-model-test-XXXXXX";
     int fd = mkstemp(path);
     REQUIRE(fd >= 0, "mkstemp %s", path);

@@ -298,8 +298,7 @@ static void check_bad_files(tessera_model *m, tessera_model *other, tessera_mode
 
 /* Usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--q8] [--device D] [--ctx N]
  * (each MODEL as harness_model_file takes it) */
-static void test_state(void **state) {
-    (void)state;
+TEST(test_state) {
     static harness_path paths[3];
     int np = 0, q8 = 0;
     for (int i = 1; i < harness_argc(); i++) {

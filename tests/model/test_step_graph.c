@@ -174,13 +174,11 @@ static void run(void (*script)(tessera_context *, trace *), uint32_t n_ctx, uint
     tessera_context_free(off);
 }
 
-static void test_single(void **state) {
-    (void)state;
+TEST(test_single) {
     run(script_single, 512, 1, "one sequence");
 }
 
-static void test_batch(void **state) {
-    (void)state;
+TEST(test_batch) {
     run(script_batch, 512, 3, "three sequences");
 }
 
@@ -192,8 +190,7 @@ static void script_window(tessera_context *ctx, trace *t) {
     for (uint32_t k = 0; k < 10; k++) one(ctx, t, 500 + k, tessera_kv_len(ctx));
 }
 
-static void test_window(void **state) {
-    (void)state;
+TEST(test_window) {
     run(script_window, 1024, 1, "sliding window");
 }
 
@@ -214,8 +211,7 @@ static int write_trace(const char *file) {
 /* Usage: test_step_graph llama|fa|swa|MODEL_NAME [DEVICE|cpu [--trace FILE]]: stories260K
  * (llama, fa: flash attention), the synthetic gemma3 (swa) or shared/models/MODEL_NAME.gguf, on
  * DEVICE or (default "cpu") the build's first CPU plugin device. With --trace only the trace. */
-static int setup(void **state) {
-    (void)state;
+FIXTURE(setup) {
     const char *mode = harness_arg(1) ? harness_arg(1) : "llama";
     g_fa = !strcmp(mode, "fa");
     harness_path path = !strcmp(mode, "swa") ? harness_source_file("tests/data/synth-gemma3-swa16-f32.gguf")
@@ -233,15 +229,13 @@ static int setup(void **state) {
     return 0;
 }
 
-static int teardown(void **state) {
-    (void)state;
+FIXTURE(teardown) {
     tessera_model_free(g_model);
     tessera_shutdown();
     return 0;
 }
 
-static void test_trace(void **state) {
-    (void)state;
+TEST(test_trace) {
     EXPECT(write_trace(harness_arg(4)) == 0, "trace %s", harness_arg(4));
 }
 

@@ -80,8 +80,7 @@ static int run_case(tessera_model *m, const golden_case *g, bool quant, double t
     return ok;
 }
 
-static void test_ocl_golden(void **state) {
-    (void)state;
+TEST(test_ocl_golden) {
     REQUIRE(harness_argc() >= 5, "usage: test_ocl_golden MODEL_NAME strict|quant TOL N_GPU_LAYERS [CPU_DEVICE]");
     const char *name = harness_arg(1);
     const bool quant = !strcmp(harness_arg(2), "quant");

@@ -411,8 +411,7 @@ static void test_model(host_device *ocl) {
 }
 
 /* Usage: test_ocl_kv ops | model ... (test_model) */
-static void test_ocl_kv(void **state) {
-    (void)state;
+TEST(test_ocl_kv) {
     const char *mode = harness_arg(1) ? harness_arg(1) : "";
     REQUIRE(!strcmp(mode, "ops") || !strcmp(mode, "model"),
             "usage: test_ocl_kv ops | model MODEL GOLDEN TYPE_K TYPE_V TOL [CPU [N_CASES [N_GREEDY]]]");

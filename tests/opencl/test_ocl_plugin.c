@@ -177,8 +177,7 @@ static void test_corrupt_cache(void) {
 }
 
 /* Usage: test_ocl_plugin [--corrupt-cache] */
-static void test_ocl_plugin(void **state) {
-    (void)state;
+TEST(test_ocl_plugin) {
     const char *build = getenv("TESSERA_BUILD_ROOT");
     bool corrupt = harness_arg(1) && !strcmp(harness_arg(1), "--corrupt-cache");
     plugin_log_quiet = true; /* the checks read plugin_log_all; the build log is long */

@@ -41,8 +41,7 @@ static void logits_from_probs(float *logits, const double *probs, int n) {
 
 /* ------------------------------------------------------------------ rng */
 
-static void test_rng(void **state) {
-    (void)state;
+TEST(test_rng) {
     /* Expected streams computed by an independent implementation of
      * splitmix64 -> xoshiro256** (checked against splitmix64's published
      * first output for seed 0, 0xe220a8397b1dcdaf). */
@@ -75,8 +74,7 @@ static void test_rng(void **state) {
 
 /* ------------------------------------------------------------ softmax/sort */
 
-static void test_sort_softmax(void **state) {
-    (void)state;
+TEST(test_sort_softmax) {
     const float logits[6] = {1, 3, 3, -2, 0.5f, 3};
     fixture f;
     fixture_init(&f, logits, 6);
@@ -92,8 +90,7 @@ static void test_sort_softmax(void **state) {
 
 /* ----------------------------------------------------------------- top-k */
 
-static void test_top_k(void **state) {
-    (void)state;
+TEST(test_top_k) {
     const float logits[7] = {1, 5, 3, 4, 2, 4.5f, -1};
     fixture f;
     fixture_init(&f, logits, 7);
@@ -146,13 +143,14 @@ static void expect_kept(const char *name, void (*filter)(sample_cands *, float),
     }
 }
 
+/* The probabilities the top-p and min-p cases filter (sorted: ids 1,3,4,0,2). */
+static const double PROBS5[5] = {0.1, 0.4, 0.05, 0.25, 0.2};
+
 /* ----------------------------------------------------------------- top-p */
 
-static void test_top_p(void **state) {
-    (void)state;
-    const double probs[5] = {0.1, 0.4, 0.05, 0.25, 0.2}; /* sorted: 1,3,4,0,2 */
+TEST(test_top_p) {
     float logits[5];
-    logits_from_probs(logits, probs, 5);
+    logits_from_probs(logits, PROBS5, 5);
     static const kept_case cases[] = {
         {0.3f, "1"},        /* 0.4 >= 0.3 */
         {0.5f, "1,3"},      /* 0.65 */
@@ -170,8 +168,7 @@ static void test_top_p(void **state) {
 
 /* Over 1024 unsorted candidates top-p sorts only a growing best prefix;
  * it must keep exactly what the full sort keeps. */
-static void test_top_p_large(void **state) {
-    (void)state;
+TEST(test_top_p_large) {
     enum { N = 5000 };
     float *logits = malloc(N * sizeof *logits);
     sample_cand *sa = malloc(N * sizeof *sa), *sb = malloc(N * sizeof *sb);
@@ -210,11 +207,9 @@ done:
 
 /* ----------------------------------------------------------------- min-p */
 
-static void test_min_p(void **state) {
-    (void)state;
-    const double probs[5] = {0.1, 0.4, 0.05, 0.25, 0.2};
+TEST(test_min_p) {
     float logits[5];
-    logits_from_probs(logits, probs, 5);
+    logits_from_probs(logits, PROBS5, 5);
     /* kept in input order: min-p filters without sorting */
     static const kept_case cases[] = {
         {0.7f, "1"},          /* threshold 0.28 */
@@ -232,8 +227,7 @@ static void test_min_p(void **state) {
 
 /* --------------------------------------------------------------- typical */
 
-static void test_typical(void **state) {
-    (void)state;
+TEST(test_typical) {
     /* p = 0.4 0.3 0.2 0.1, H = 1.2799 nats; |-log p - H| = 0.364 0.076 0.329
      * 1.023: typicality order is ids 1, 2, 0, 3 — the most likely token is
      * not the most typical one. */
@@ -256,8 +250,7 @@ static void test_typical(void **state) {
 
 /* ----------------------------------------------------------- temperature */
 
-static void test_temperature(void **state) {
-    (void)state;
+TEST(test_temperature) {
     const float logits[3] = {2, -4, 1};
     fixture f;
     fixture_init(&f, logits, 3);
@@ -272,8 +265,7 @@ static void test_temperature(void **state) {
 
 /* ------------------------------------------------------------- penalties */
 
-static void test_penalties(void **state) {
-    (void)state;
+TEST(test_penalties) {
     const float logits[6] = {1.0f, 1.0f, 0.5f, 2.0f, 0.0f, -1.0f};
     sample_history h;
     EXPECT(sample_history_init(&h, 8) == 0, "history init: %s", error_get());
@@ -326,8 +318,7 @@ static void test_penalties(void **state) {
     sample_history_free(&h);
 }
 
-static void test_logit_bias(void **state) {
-    (void)state;
+TEST(test_logit_bias) {
     const float logits[4] = {1, 3, 2, 0};
     const sample_bias bias[2] = {{1, -INFINITY}, {3, 2.5f}};
     fixture f;
@@ -350,8 +341,7 @@ static sample_params params_plain(uint64_t seed) {
     return p;
 }
 
-static void test_greedy(void **state) {
-    (void)state;
+TEST(test_greedy) {
     const float logits[5] = {0.5f, 2.0f, 2.0f, -1.0f, 1.9f};
     sample_params p = params_plain(1);
     p.temp = 0.0f;
@@ -378,8 +368,7 @@ static void draw(sample_chain *s, const float *logits, int32_t *out, int n) {
     for (int i = 0; i < n; i++) out[i] = sample_chain_sample(s, logits);
 }
 
-static void test_seeds(void **state) {
-    (void)state;
+TEST(test_seeds) {
     float logits[32];
     for (int i = 0; i < 32; i++) logits[i] = (float)(i % 7) * 0.3f;
     enum { N = 200 };
@@ -406,8 +395,7 @@ static void test_seeds(void **state) {
 }
 
 /* The draw follows the distribution: 40000 draws from 0.5/0.25/0.125/0.125. */
-static void test_distribution(void **state) {
-    (void)state;
+TEST(test_distribution) {
     const double probs[4] = {0.5, 0.25, 0.125, 0.125};
     float logits[4];
     logits_from_probs(logits, probs, 4);
@@ -443,8 +431,7 @@ static void test_distribution(void **state) {
 
 /* Truncation happens before temperature: top-k 2 with a huge temperature
  * still only ever yields the two best tokens. */
-static void test_chain_order(void **state) {
-    (void)state;
+TEST(test_chain_order) {
     const float logits[6] = {0, 5, 1, 4, 2, 3};
     sample_params p = params_plain(5);
     p.top_k = 2;
@@ -479,8 +466,7 @@ static void test_chain_order(void **state) {
     sample_chain_free(s);
 }
 
-static void test_bad_params(void **state) {
-    (void)state;
+TEST(test_bad_params) {
     sample_params p = sample_params_default();
     p.top_p = NAN;
     EXPECT(!sample_chain_new(&p, 10) && strstr(error_get(), "top-p"), "NaN top-p: '%s'",
@@ -502,8 +488,7 @@ static void test_bad_params(void **state) {
 
 /* ------------------------------------------------------------ public API */
 
-static void test_public_api(void **state) {
-    (void)state;
+TEST(test_public_api) {
     tessera_sampler_params p = tessera_sampler_default_params();
     EXPECT(p.seed == TESSERA_SEED_RANDOM && p.top_k == 40 && p.temp == 0.8f && p.top_p == 0.95f &&
               p.min_p == 0.05f && p.penalty_last_n == 64 && p.penalty_repeat == 1.0f,

@@ -45,8 +45,7 @@ static int make_reference(tessera_context *solo, int n_vocab, reference *r) {
     return 0;
 }
 
-static void test_decode_batch(void **state) {
-    (void)state;
+TEST(test_decode_batch) {
     const char *build = getenv("TESSERA_BUILD_ROOT");
     harness_path path = harness_model_file("stories260K");
     const char *dirs[1] = {build};

@@ -38,8 +38,7 @@ static void expect_split(const serve_reply_rules *rules, const char *text, bool 
           text, final, r, c, reasoning, content);
 }
 
-static void test_think(void **state) {
-    (void)state;
+TEST(test_think) {
     serve_reply_rules t = think_rules(false, false);
     expect_split(&t, "<think>\nplan it</think>\n\nThe answer.", true, "plan it", "The answer.");
     expect_split(&t, "<think>\nplan it</thi", false, "plan it", "");   /* maybe the close marker */
@@ -55,8 +54,7 @@ static void test_think(void **state) {
     expect_split(&none, "<think>x</think>y", true, "", "<think>x</think>y");
 }
 
-static void test_tools_hold(void **state) {
-    (void)state;
+TEST(test_tools_hold) {
     serve_reply_rules t = think_rules(true, false);
     expect_split(&t, "<think>call it</think>Sure. <tool_ca", false, "call it", "Sure. ");
     expect_split(&t, "Sure. <tool_call>{\"name\"", false, "", "Sure. ");
@@ -64,8 +62,7 @@ static void test_tools_hold(void **state) {
 }
 
 /* Every prefix shows a prefix of the finished reply. */
-static void test_prefixes(void **state) {
-    (void)state;
+TEST(test_prefixes) {
     static const char *const samples[] = {
         "<think>\nI should call the tool.\n</think>\n\nLet me check. <tool_call>\n{\"name\": \"f\"}\n</tool_call>",
         "  <think>a < b and </thin k</think>x<tool_c y",

@@ -29,8 +29,7 @@ static serve_request *with_stops(const char *a, const char *b) {
     return r;
 }
 
-static void test_utf8(void **state) {
-    (void)state;
+TEST(test_utf8) {
     static const struct {
         const char *s;
         size_t want;
@@ -45,8 +44,7 @@ static void test_utf8(void **state) {
     }
 }
 
-static void test_stop_over_pieces(void **state) {
-    (void)state;
+TEST(test_stop_over_pieces) {
     serve_request *r = with_stops("END", NULL);
     EXPECT(!feed(r, "hello E"), "stopped early");
     EXPECT(r->choices[0].n_ready == 6, "ready %zu, want 6 ('E' may start END)", r->choices[0].n_ready);
@@ -57,16 +55,14 @@ static void test_stop_over_pieces(void **state) {
     serve_request_free(r);
 }
 
-static void test_earliest_stop(void **state) {
-    (void)state;
+TEST(test_earliest_stop) {
     serve_request *r = with_stops("cd", "b");
     EXPECT(feed(r, "abcd"), "no stop found");
     EXPECT(!strcmp(r->choices[0].text, "a"), "text '%s', want 'a'", r->choices[0].text);
     serve_request_free(r);
 }
 
-static void test_false_start(void **state) {
-    (void)state;
+TEST(test_false_start) {
     serve_request *r = with_stops("abc", NULL);
     EXPECT(!feed(r, "xab"), "stopped early");
     EXPECT(r->choices[0].n_ready == 1, "ready %zu, want 1", r->choices[0].n_ready);
@@ -75,8 +71,7 @@ static void test_false_start(void **state) {
     serve_request_free(r);
 }
 
-static void test_utf8_held(void **state) {
-    (void)state;
+TEST(test_utf8_held) {
     serve_request *r = with_stops(NULL, NULL);
     EXPECT(!feed(r, "caf\xC3"), "stopped");
     EXPECT(r->choices[0].n_ready == 3, "ready %zu, want 3 (half an e-acute)", r->choices[0].n_ready);
@@ -85,8 +80,7 @@ static void test_utf8_held(void **state) {
     serve_request_free(r);
 }
 
-static void test_stop_in_one_piece_and_prefix(void **state) {
-    (void)state;
+TEST(test_stop_in_one_piece_and_prefix) {
     serve_request *r = with_stops("\n\n", NULL);
     EXPECT(feed(r, "\n\nrest"), "stop at the very start not found");
     EXPECT(r->choices[0].len == 0, "text not empty");

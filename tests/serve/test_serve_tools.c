@@ -53,8 +53,7 @@ static bool matches(const grammar *g, const char *text) {
     return ok;
 }
 
-static void test_required(void **state) {
-    (void)state;
+TEST(test_required) {
     serve_tools t;
     grammar *g = forced("\"required\"", &t);
     if (g) {
@@ -92,8 +91,7 @@ static void test_required(void **state) {
     serve_tools_free(&t);
 }
 
-static void test_named(void **state) {
-    (void)state;
+TEST(test_named) {
     serve_tools t;
     grammar *g = forced("{\"type\": \"function\", \"function\": {\"name\": \"add\"}}", &t);
     if (g) {
@@ -119,8 +117,7 @@ static void test_named(void **state) {
     }
 }
 
-static void test_prompt_text(void **state) {
-    (void)state;
+TEST(test_prompt_text) {
     serve_tools t;
     char body[2048];
     snprintf(body, sizeof body, TOOLS, "\"auto\"");

@@ -35,8 +35,7 @@ static void mismatch(const char *what, uint32_t in, uint32_t got, uint32_t want)
     if (n_mismatches++ < 10) ADD_FAILURE("%s: input 0x%08x -> 0x%04x, want 0x%04x", what, in, got, want);
 }
 
-static void test_fp16(void **state) {
-    (void)state;
+TEST(test_fp16) {
     /* fp16 round trip of every half */
     for (uint32_t h = 0; h < 65536; h++) {
         float f = fp16_to_f32((uint16_t)h);
@@ -93,8 +92,7 @@ static void test_fp16(void **state) {
 #endif
 }
 
-static void test_bf16(void **state) {
-    (void)state;
+TEST(test_bf16) {
     for (uint32_t h = 0; h < 65536; h++) {
         float f = bf16_to_f32((uint16_t)h);
         if (to_bits(f) != h << 16) mismatch("bf16 widen", h, to_bits(f) >> 16, h);

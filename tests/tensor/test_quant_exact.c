@@ -79,8 +79,7 @@ static int compare_file(const gguf_file *src, const char *path, int *n_checked) 
     return bad;
 }
 
-static void test_quant_exact(void **state) {
-    (void)state;
+TEST(test_quant_exact) {
     harness_path path = harness_model_file("synth-s-f32");
     gguf_file *src = gguf_open(path.s);
     REQUIRE(src != NULL, "%s: %s", path.s, error_get());

@@ -104,8 +104,7 @@ static int32_t out_dtype(const char *path, const char *name) {
     return dt;
 }
 
-static void test_quant_policy(void **state) {
-    (void)state;
+TEST(test_quant_policy) {
     char dir[] = "/tmp/tessera-policy-XXXXXX";
     REQUIRE(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
     char in[256], out[256], line[256];

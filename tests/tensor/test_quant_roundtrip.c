@@ -79,8 +79,7 @@ static const char *fill(int p, float *x) {
     }
 }
 
-static void test_quant_roundtrip(void **state) {
-    (void)state;
+TEST(test_quant_roundtrip) {
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     void *q = malloc(N * 8);
     printf("%-6s %-13s %12s %12s %10s %10s\n", "type", "data", "max_err/A", "rms_err/A", "k_max", "k_rms");

@@ -153,8 +153,7 @@ static int files_identical(const char *a, const char *b) {
     return same;
 }
 
-static void test_quantize_cli(void **state) {
-    (void)state;
+TEST(test_quantize_cli) {
     bin = harness_tessera_bin();
     char src[4096], path[4096], want[4096], err[4096];
     snprintf(src, sizeof src, "%s", harness_model_file("synth-s-f32").s);

@@ -34,8 +34,7 @@ static double grand(void) {
     return harness_grand(&rng_state);
 }
 
-static void test_vec_dot(void **state) {
-    (void)state;
+TEST(test_vec_dot) {
     static float x[N], y[N], xd[N], yd[N];
     static unsigned char xq[N * 4], yq[N * 4];
     int checked = 0;

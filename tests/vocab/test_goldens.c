@@ -158,18 +158,15 @@ static void check_golden(const char *model_rel, const char *golden_rel) {
     vocab_free(v);
 }
 
-static void test_stories260K(void **state) {
-    (void)state;
+TEST(test_stories260K) {
     check_golden("models/stories260K.gguf", "golden/stories260K.jsonl");
 }
 
-static void test_synth_s_f32(void **state) {
-    (void)state;
+TEST(test_synth_s_f32) {
     check_golden("models/synth-s-f32.gguf", "golden/synth-s-f32.jsonl");
 }
 
-static void test_synth_s_q4_k_m(void **state) {
-    (void)state;
+TEST(test_synth_s_q4_k_m) {
     check_golden("models/synth-s-Q4_K_M-mix.gguf", "golden/synth-s-Q4_K_M-mix.jsonl");
 }
 

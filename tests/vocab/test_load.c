@@ -58,8 +58,7 @@ static bool ids_are(const vocab_tokens *t, const int32_t *want, size_t n) {
     return t->n == n && (n == 0 || memcmp(t->ids, want, n * sizeof *want) == 0);
 }
 
-static void test_errors(void **state) {
-    (void)state;
+TEST(test_errors) {
     mini m;
     printf("errors:\n");
     spm_base(&m, NO_TOKENS);
@@ -116,8 +115,7 @@ static void test_errors(void **state) {
     load_expect(&m, false, "unknown pre-tokenizer", "klingon-bpe", "qwen2");
 }
 
-static void test_spm(void **state) {
-    (void)state;
+TEST(test_spm) {
     mini m;
     spm_base(&m, 0);
     vocab *v = load_expect(&m, true, "spm base", NULL, NULL);
@@ -189,8 +187,7 @@ static vocab *bpe_vocab(const char *pre, const char *const *merges, size_t n_mer
     return load_expect(&m, true, pre, NULL, NULL);
 }
 
-static void test_bpe(void **state) {
-    (void)state;
+TEST(test_bpe) {
     vocab_tokens t = {0};
     static const char *const bc_first[] = {"b c", "a b", "a bc"};
     vocab *v = bpe_vocab("gpt-2", bc_first, 3);
@@ -228,8 +225,7 @@ static void test_bpe(void **state) {
 
 static vocab *bert_vocab(int lowercase);
 
-static void test_wpm(void **state) {
-    (void)state;
+TEST(test_wpm) {
     vocab *v = bert_vocab(-1);
     if (!v) return;
     /* words: hello , world ! unaffable 中 x zz (accents stripped, lowered,
@@ -260,8 +256,7 @@ static void test_wpm(void **state) {
 
 /* gemma4: BPE over raw UTF-8 with spaces escaped to U+2581, <0xXX> byte
  * fallback, runs of newlines whole, BOS forced on. */
-static void test_gemma4(void **state) {
-    (void)state;
+TEST(test_gemma4) {
     static const char *const tokens[] = {
         "<pad>", "<eos>", "<bos>", "<unk>", "\xe2\x96\x81", "h", "i", "\xe2\x96\x81h",
         "\xe2\x96\x81hi", "\n", "\n\n", "<0x21>", "<0xC3>", "<0xA9>"};
@@ -317,8 +312,7 @@ static vocab *bert_vocab(int lowercase) {
 /* Corrupt bytes of a real file's metadata (stories260K) at random: the GGUF
  * reader or the vocabulary loader must refuse it with a message, or load
  * something that tokenizes without trouble. Never a crash (ASan run). */
-static void test_fuzz(void **state) {
-    (void)state;
+TEST(test_fuzz) {
     harness_path path = harness_model_file("stories260K");
     size_t size;
     char *orig = harness_read_file(path.s, &size);

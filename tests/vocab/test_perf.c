@@ -44,8 +44,7 @@ static void bench(const char *rel, const char *text, size_t n) {
     vocab_free(v);
 }
 
-static void test_perf(void **state) {
-    (void)state;
+TEST(test_perf) {
     harness_path path = harness_shared_file("golden/story.txt");
     size_t len = 0;
     char *story = harness_read_file(path.s, &len);

@@ -143,8 +143,7 @@ static void strip_sep(char *s) {
 }
 
 /* Every name compiles, and its words cover the text. */
-static void test_names(void **state) {
-    (void)state;
+TEST(test_names) {
     size_t n_names = sizeof pretok_names / sizeof pretok_names[0];
     for (size_t k = 0; k < n_names; k++) {
         pretok_info info;
@@ -168,8 +167,7 @@ static void test_names(void **state) {
 }
 
 /* llama.cpp's splits of the texts. */
-static void test_reference_splits(void **state) {
-    (void)state;
+TEST(test_reference_splits) {
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         pretok_info info;
         pretok *p = pretok_new(expected[i].name, &info);
@@ -191,8 +189,7 @@ static void test_reference_splits(void **state) {
     printf("%zu reference splits checked\n", sizeof expected / sizeof expected[0]);
 }
 
-static void test_long_runs(void **state) {
-    (void)state;
+TEST(test_long_runs) {
     /* Long runs of one letter: the case-splitting families (tekken, gpt-4o)
      * once ran into PCRE2's match limit here. */
     static const char *const heavy[] = {"tekken", "gpt-4o", "granite-embed-multi-97m", "llama-bpe"};
@@ -214,8 +211,7 @@ static void test_long_runs(void **state) {
     free(letters);
 }
 
-static void test_errors(void **state) {
-    (void)state;
+TEST(test_errors) {
     /* Unknown name: an error that names it and lists known ones. */
     pretok_info info;
     pretok *bad = pretok_new("no-such-pre", &info);

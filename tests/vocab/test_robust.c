@@ -245,18 +245,15 @@ static void check_vocab(const char *rel) {
     vocab_free(v);
 }
 
-static void test_llama_spm(void **state) {
-    (void)state;
+TEST(test_llama_spm) {
     check_vocab("vocab/ggml-vocab-llama-spm.gguf");
 }
 
-static void test_gpt2(void **state) {
-    (void)state;
+TEST(test_gpt2) {
     check_vocab("vocab/ggml-vocab-gpt-2.gguf");
 }
 
-static void test_stories260K(void **state) {
-    (void)state;
+TEST(test_stories260K) {
     check_vocab("models/stories260K.gguf");
 }
 

@@ -150,8 +150,7 @@ static int run_file(const char *name) {
     return 1;
 }
 
-static void test_vectors(void **state) {
-    (void)state;
+TEST(test_vectors) {
     harness_path vocab_dir = harness_shared_file("vocab");
     const char *dir = vocab_dir.s;
     DIR *d = opendir(dir);

@@ -99,8 +99,7 @@ static int run_case(tessera_model *m, const golden_case *g, int ci, const char *
     return ok ? 0 : 1;
 }
 
-static void test_vk_golden(void **state) {
-    (void)state;
+TEST(test_vk_golden) {
     REQUIRE(harness_argc() >= 6, "usage: test_vk_golden MODEL_NAME strict|quant TOL DEVICES N_GPU_LAYERS");
     const char *name = harness_arg(1), *mode = harness_arg(2), *tol_arg = harness_arg(3), *devices = harness_arg(4);
     double tol = atof(tol_arg);

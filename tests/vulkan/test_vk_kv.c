@@ -307,8 +307,7 @@ static void test_types(void **state) {
 
 /* Quantized destinations the shaders do not write are declined with a
  * reason (the CPU writes them). */
-static void test_declines_k_quants(void **state) {
-    (void)state;
+TEST(test_declines_k_quants) {
     tsr_buffer *b = NULL;
     assert_int_equal(g_dev->api->buffer_alloc(g_dev, 4096, &b), TSR_OK);
     tsr_tensor src = tensor(TSR_DTYPE_F32, 256, 1, 1, 1024, 1024, 0, "x");
@@ -324,8 +323,7 @@ static void test_declines_k_quants(void **state) {
 /* On a CPU implementation, FLASH_ATTN past the shader's loop budget is
  * declined (gallivm would end its loops early), within it accepted (run
  * only there: a GPU has no such budget). */
-static void test_declines_long_attention(void **state) {
-    (void)state;
+TEST(test_declines_long_attention) {
     const shape s = {64, 1, 1, 2399, 1, -1}, ok = {64, 1, 1, 2299, 1, -1};
     graph5 g;
     const layout l_ok = plan(&ok, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0), l = plan(&s, TSR_DTYPE_Q8_0, TSR_DTYPE_Q8_0);

@@ -85,8 +85,7 @@ static void check_kv_placement(const tessera_context *ctx) {
 }
 
 /* Usage: test_vk_kv_model MODEL.gguf KV_TYPE TOL|- N_GREEDY (MODEL as harness_model_file finds it) */
-static void test_vk_kv_model(void **state) {
-    (void)state;
+TEST(test_vk_kv_model) {
     REQUIRE(harness_argc() >= 5, "usage: test_vk_kv_model MODEL.gguf KV_TYPE TOL N_GREEDY");
     const char *kv_name = harness_arg(2), *tol_arg = harness_arg(3);
     harness_path path = harness_model_file(harness_arg(1));

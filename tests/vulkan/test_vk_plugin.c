@@ -185,14 +185,12 @@ static void test_chain(tsr_device *dev, tsr_queue *q) {
 }
 
 /* Usage: test_vk_plugin PLUGIN.so */
-static void test_loader(void **state) {
-    (void)state;
+TEST(test_loader) {
     REQUIRE(harness_arg(1) != NULL, "usage: test_vk_plugin PLUGIN.so");
     test_no_loader(harness_arg(1));
 }
 
-static void test_devices(void **state) {
-    (void)state;
+TEST(test_devices) {
     REQUIRE(harness_arg(1) != NULL, "usage: test_vk_plugin PLUGIN.so");
     void *dl;
     const tsr_plugin *p = open_plugin(harness_arg(1), &dl);

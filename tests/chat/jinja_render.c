@@ -6,26 +6,8 @@
 #include <stdlib.h>
 
 #include "chat/jinja.h"
+#include "harness.h"
 #include "util/error.h"
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (buf) *len = n;
-    return buf;
-}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -33,7 +15,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t tlen, vlen;
-    char *tmpl = slurp(argv[1], &tlen), *vars = slurp(argv[2], &vlen);
+    char *tmpl = harness_read_file(argv[1], &tlen), *vars = harness_read_file(argv[2], &vlen);
     if (!tmpl || !vars) {
         fprintf(stderr, "jinja_render: cannot read %s\n", tmpl ? argv[2] : argv[1]);
         return 2;

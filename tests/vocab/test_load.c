@@ -187,6 +187,18 @@ static vocab *bpe_vocab(const char *pre, const char *const *merges, size_t n_mer
     return load_expect(&m, true, pre, NULL, NULL);
 }
 
+/* "abc" (after BOS when bos) through pre's BPE vocabulary with merges is want. */
+static void expect_abc(const char *pre, const char *const *merges, bool bos, const int32_t *want, size_t n,
+                       const char *what) {
+    vocab *v = bpe_vocab(pre, merges, 3);
+    if (!v) return;
+    vocab_tokens t = {0};
+    EXPECT(vocab_tokenize(v, "abc", 3, bos, false, &t) == 0, "%s", error_get());
+    EXPECT(ids_are(&t, want, n), "%s", what);
+    vocab_tokens_free(&t);
+    vocab_free(v);
+}
+
 TEST(test_bpe) {
     vocab_tokens t = {0};
     static const char *const bc_first[] = {"b c", "a b", "a bc"};
@@ -205,21 +217,9 @@ TEST(test_bpe) {
         vocab_free(v);
     }
     static const char *const ab_first[] = {"a b", "b c", "a bc"};
-    v = bpe_vocab("gpt-2", ab_first, 3);
-    if (v) {
-        EXPECT(vocab_tokenize(v, "abc", 3, false, false, &t) == 0, "%s", error_get());
-        EXPECT(ids_are(&t, (int32_t[]){3, 2}, 2), "a+b (rank 0) blocks bc -> ab c");
-        t.n = 0;
-        vocab_free(v);
-    }
+    expect_abc("gpt-2", ab_first, false, (int32_t[]){3, 2}, 2, "a+b (rank 0) blocks bc -> ab c");
     /* llama-bpe ignores merges for words that are tokens */
-    v = bpe_vocab("llama-bpe", ab_first, 3);
-    if (v) {
-        EXPECT(vocab_tokenize(v, "abc", 3, true, false, &t) == 0, "%s", error_get());
-        EXPECT(ids_are(&t, (int32_t[]){7, 5}, 2), "llama-bpe adds BOS; ignore_merges: abc whole");
-        t.n = 0;
-        vocab_free(v);
-    }
+    expect_abc("llama-bpe", ab_first, true, (int32_t[]){7, 5}, 2, "llama-bpe adds BOS; ignore_merges: abc whole");
     vocab_tokens_free(&t);
 }
 

@@ -27,6 +27,8 @@ packages=(
   # are Debian's arm64 packages, installed side by side through multiarch
   libc6:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcjson-dev:arm64
   libvulkan-dev:arm64 ocl-icd-opencl-dev:arm64
+  # the C tests' harness (tests/harness/harness.h) is on cmocka
+  libcmocka-dev:arm64
 )
 
 sudo=""

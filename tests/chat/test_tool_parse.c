@@ -21,10 +21,10 @@ static void expect_parse(chat_tool_format f, const char *text, const char *conte
     EXPECT(rc == 0, "[%s] parse failed for %s", chat_tool_format_name(f), text);
     if (rc != 0) return;
     EXPECT(!strcmp(p.content, content), "[%s] content %s, want %s (text %s)", chat_tool_format_name(f),
-          p.content, content, text);
+           p.content, content, text);
     if (reasoning)
         EXPECT(p.reasoning && !strcmp(p.reasoning, reasoning), "[%s] reasoning %s, want %s",
-              chat_tool_format_name(f), p.reasoning ? p.reasoning : "(null)", reasoning);
+               chat_tool_format_name(f), p.reasoning ? p.reasoning : "(null)", reasoning);
     else
         EXPECT(!p.reasoning, "[%s] unexpected reasoning %s", chat_tool_format_name(f), p.reasoning);
     size_t n = 0;
@@ -37,7 +37,7 @@ static void expect_parse(chat_tool_format f, const char *text, const char *conte
         /* Every argument text must itself be one valid JSON object. */
         size_t al = strlen(p.calls[i].arguments);
         EXPECT(chat_json_value_end(p.calls[i].arguments, al) == al && p.calls[i].arguments[0] == '{',
-              "arguments are not one JSON object: %s", p.calls[i].arguments);
+               "arguments are not one JSON object: %s", p.calls[i].arguments);
     }
     chat_parsed_free(&p);
 }
@@ -50,12 +50,12 @@ TEST(test_json_scanner) {
                                        "0", "-0.5", "{\"a\":{\"b\":{\"c\":[]}}}"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
         EXPECT(chat_json_value_end(good[i], strlen(good[i])) == strlen(good[i]), "valid JSON rejected: %s",
-              good[i]);
+               good[i]);
     static const char *const bad[] = {"{", "{\"a\" 1}", "{\"a\":}", "[1,]", "01", "1.", "tru", "\"\\x\"",
                                       "\"\\u12G4\"", "{'a': 1}", "\"a\nb\"", "{\"a\":1,}", "-", "[1 2]", ""};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         EXPECT(chat_json_value_end(bad[i], strlen(bad[i])) != strlen(bad[i]) || !bad[i][0],
-              "invalid JSON accepted: %s", bad[i]);
+               "invalid JSON accepted: %s", bad[i]);
     /* Nesting beyond the bound is refused, not recursed into. */
     size_t depth = 10000;
     char *deep = malloc(depth * 2 + 1);
@@ -67,7 +67,7 @@ TEST(test_json_scanner) {
     EXPECT(chat_json_value_end(deep, depth * 2) == 0, "10000-deep array accepted");
     chat_parsed p;
     EXPECT(chat_tool_parse(CHAT_TOOLS_LLAMA3, deep, depth * 2, KNOWN, 2, &p) == 0 && p.n_calls == 0,
-          "deep array in llama3");
+           "deep array in llama3");
     chat_parsed_free(&p);
     free(deep);
     /* A value ends where it ends: trailing text is not part of it. */
@@ -168,12 +168,12 @@ TEST(test_mistral) {
     const char *t = "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {}, \"id\": \"abc123def\"}]";
     EXPECT(chat_tool_parse(CHAT_TOOLS_MISTRAL, t, strlen(t), KNOWN, 2, &p) == 0 && p.n_calls == 1 &&
               p.calls[0].id && !strcmp(p.calls[0].id, "abc123def"),
-          "mistral call id");
+           "mistral call id");
     chat_parsed_free(&p);
     t = "[TOOL_CALLS]add[CALL_ID]x9[ARGS]{}";
     EXPECT(chat_tool_parse(CHAT_TOOLS_MISTRAL, t, strlen(t), KNOWN, 2, &p) == 0 && p.n_calls == 1 &&
               !strcmp(p.calls[0].name, "add") && p.calls[0].id && !strcmp(p.calls[0].id, "x9"),
-          "mistral [CALL_ID]");
+           "mistral [CALL_ID]");
     chat_parsed_free(&p);
     expect_parse(CHAT_TOOLS_MISTRAL, "[TOOL_CALLS]add{\"a\": 1}", "[TOOL_CALLS]add{\"a\": 1}", NULL, NONE);
     expect_parse(CHAT_TOOLS_MISTRAL, "[TOOL_CALLS]add[ARGS]{\"a\": ", "[TOOL_CALLS]add[ARGS]{\"a\": ", NULL, NONE);
@@ -216,10 +216,10 @@ TEST(test_generic) {
     chat_parsed p;
     const char *t = "{\"name\": \"add\", \"arguments\": {}}";
     EXPECT(chat_tool_parse(CHAT_TOOLS_GENERIC, t, strlen(t), NULL, 0, &p) == 0 && p.n_calls == 0,
-          "generic call accepted with no tools offered");
+           "generic call accepted with no tools offered");
     chat_parsed_free(&p);
     EXPECT(chat_tool_parse(CHAT_TOOLS_HERMES, NULL, 0, NULL, 0, &p) == 0 && p.content && !p.content[0],
-          "NULL text");
+           "NULL text");
     chat_parsed_free(&p);
 }
 
@@ -252,7 +252,7 @@ TEST(test_detect) {
         text[n] = '\0';
         chat_tool_format f = chat_tool_format_detect(text);
         EXPECT(f == cases[i].want, "%s detected as %s, want %s", cases[i].file, chat_tool_format_name(f),
-              chat_tool_format_name(cases[i].want));
+               chat_tool_format_name(cases[i].want));
     }
 }
 
@@ -280,7 +280,7 @@ TEST(test_hold) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         size_t got = chat_tool_hold_from(cases[i].f, cases[i].text, strlen(cases[i].text));
         EXPECT(got == cases[i].want, "[%s] hold of '%s' at %zu, want %zu", chat_tool_format_name(cases[i].f),
-              cases[i].text, got, cases[i].want);
+               cases[i].text, got, cases[i].want);
     }
 }
 
@@ -306,7 +306,7 @@ TEST(test_prefixes) {
                 for (size_t c = 0; c < p.n_calls; c++) {
                     size_t al = strlen(p.calls[c].arguments);
                     EXPECT(chat_json_value_end(p.calls[c].arguments, al) == al, "bad arguments %s from prefix %zu of %s",
-                          p.calls[c].arguments, k, samples[s]);
+                           p.calls[c].arguments, k, samples[s]);
                 }
                 chat_parsed_free(&p);
                 EXPECT(chat_tool_hold_from((chat_tool_format)f, t, k) <= k, "hold past the end");

@@ -221,7 +221,8 @@ TEST(test_get_rows_quantized) {
 
     /* an index outside the rows is an error, not a read past the end */
     rows[1] = 2;
-    EXPECT(get_rows_32(TSR_DTYPE_Q8_0, q8, 2, rows, 3, out) == TSR_ERR_INVALID, "row index 2 of 2 rows must be rejected");
+    EXPECT(get_rows_32(TSR_DTYPE_Q8_0, q8, 2, rows, 3, out) == TSR_ERR_INVALID,
+           "row index 2 of 2 rows must be rejected");
     EXPECT(strstr(error_get(), "row index 2") != NULL, "message names the index: %s", error_get());
     rows[1] = -1;
     EXPECT(get_rows_32(TSR_DTYPE_Q8_0, q8, 2, rows, 3, out) == TSR_ERR_INVALID, "row index -1 must be rejected");
@@ -374,7 +375,7 @@ TEST(test_plugin_tables) {
     tsr_device_info info = {.struct_size = sizeof info};
     EXPECT(dev->api->get_info(dev, &info) == TSR_OK, "get_info");
     EXPECT(info.kind == TSR_DEVICE_CPU && info.host_visible && info.reads_host_memory,
-          "CPU, host-visible, reads host memory");
+           "CPU, host-visible, reads host memory");
 
     tsr_buffer *buf = NULL;
     EXPECT(dev->api->buffer_alloc(dev, 100, &buf) == TSR_OK && buf, "buffer_alloc");

@@ -632,7 +632,8 @@ static int has_features(const char *have, const char *needs) {
 static void *plugin_so;
 
 FIXTURE(setup) {
-    REQUIRE(harness_argc() == 2 || harness_argc() == 3, "usage: test_cpu_ops PLUGIN [LEVEL]   (PLUGIN: cpu-avx or cpu-neon)");
+    REQUIRE(harness_argc() == 2 || harness_argc() == 3,
+            "usage: test_cpu_ops PLUGIN [LEVEL]   (PLUGIN: cpu-avx or cpu-neon)");
     const char *name = harness_arg(1), *level = harness_arg(2);
     const char *root = getenv("TESSERA_BUILD_ROOT");
     char path[4096];

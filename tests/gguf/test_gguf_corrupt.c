@@ -404,14 +404,14 @@ TEST(test_files) {
     char path[1024];
     snprintf(path, sizeof path, "%s/does-not-exist.gguf", harness_tmpdir());
     EXPECT(gguf_open(path) == NULL && strstr(error_get(), path), "missing file: '%s'",
-          error_get());
+           error_get());
     EXPECT(gguf_open(harness_tmpdir()) == NULL && strstr(error_get(), "not a regular file"),
-          "directory: '%s'", error_get());
+           "directory: '%s'", error_get());
     snprintf(path, sizeof path, "%s/empty.gguf", harness_tmpdir());
     FILE *fp = fopen(path, "wb");
     if (fp) fclose(fp);
     EXPECT(gguf_open(path) == NULL && strstr(error_get(), "empty"), "empty file: '%s'",
-          error_get());
+           error_get());
     unlink(path);
 }
 
@@ -430,7 +430,7 @@ TEST(test_files_cut) {
         fwrite(whole, 1, cuts[i], fp);
         fclose(fp);
         EXPECT(gguf_open(path) == NULL && strstr(error_get(), path),
-              "file cut at %zu: '%s'", cuts[i], error_get());
+               "file cut at %zu: '%s'", cuts[i], error_get());
     }
     unlink(path);
     free(whole);

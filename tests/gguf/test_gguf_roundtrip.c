@@ -81,10 +81,10 @@ TEST(test_all_types) {
     EXPECT(gguf_writer_set_u32(w, "t.removed", 1) == 0, "%s", error_get());
     EXPECT(gguf_writer_remove_key(w, "t.removed") == 0, "%s", error_get());
     EXPECT(gguf_writer_remove_key(w, "t.removed") != 0 && strstr(error_get(), "t.removed"),
-          "removing a missing key: '%s'", error_get());
+           "removing a missing key: '%s'", error_get());
     EXPECT(gguf_writer_set_u32(w, "general.alignment", 64) == 0, "%s", error_get());
     EXPECT(gguf_writer_set_arr(w, "a.bad", GGUF_TYPE_STRING, strs, 1) != 0 &&
-          strstr(error_get(), "a.bad"), "set_arr with strings must fail: '%s'", error_get());
+           strstr(error_get(), "a.bad"), "set_arr with strings must fail: '%s'", error_get());
 
     int64_t ne_a[] = {3, 5}, ne_b[] = {64, 2}, ne_c[] = {7}, ne_d[] = {2, 3, 4, 5};
     uint8_t *da = pattern(3 * 5 * 4, 1), *db = pattern(2 * 2 * 34, 2), *dc = pattern(7 * 4, 3),
@@ -126,11 +126,11 @@ TEST(test_all_types) {
     EXPECT(gguf_get_i32(f, "t.i32", &i32) == 0 && i32 == -2000000000, "i32 %" PRId32, i32);
     EXPECT(gguf_get_u64(f, "t.u64", &u64) == 0 && u64 == UINT64_MAX, "u64 %" PRIu64, u64);
     EXPECT(gguf_get_int(f, "t.u64", &i64) != 0 && strstr(error_get(), "t.u64"),
-          "u64 max does not fit int64: '%s'", error_get());
+           "u64 max does not fit int64: '%s'", error_get());
     EXPECT(gguf_get_int(f, "t.i64", &i64) == 0 && i64 == INT64_MIN, "i64 %" PRId64, i64);
     EXPECT(gguf_get_f32(f, "t.f32", &f32) == 0 && f32 == 0.1f, "f32 %g", f32);
     EXPECT(gguf_kv_scalar(f, gguf_find_key(f, "t.f64"), &f64, 8) == 0 && f64 == -1e300, "f64 %g",
-          f64);
+           f64);
     EXPECT(gguf_kv_scalar(f, gguf_find_key(f, "t.f64"), &f32, 4) != 0, "size mismatch must fail");
     EXPECT(gguf_get_bool(f, "t.bool", &b) == 0 && b, "bool");
     EXPECT(gguf_get_str(f, "t.str", &s) == 0 && str_is(s, odd, sizeof odd - 1), "odd string");
@@ -138,30 +138,30 @@ TEST(test_all_types) {
     EXPECT(gguf_get_str(f, "t.replace", &s) == 0 && str_is(s, "two", 3), "replaced value");
     EXPECT(gguf_find_key(f, "t.removed") < 0, "removed key present");
     EXPECT(gguf_get_int(f, "t.str", &i64) != 0 && strstr(error_get(), "string") &&
-          strstr(error_get(), "integer"), "get_int on a string: '%s'", error_get());
+           strstr(error_get(), "integer"), "get_int on a string: '%s'", error_get());
     EXPECT(gguf_get_i32(f, "t.u32", &i32) != 0 && strstr(error_get(), "uint32") &&
-          strstr(error_get(), "int32"), "get_i32 on uint32: '%s'", error_get());
+           strstr(error_get(), "int32"), "get_i32 on uint32: '%s'", error_get());
 
     gguf_type et;
     uint64_t n;
     const void *data;
     EXPECT(gguf_get_arr(f, "a.i16", &et, &n, &data) == 0 && et == GGUF_TYPE_INT16 && n == 3 &&
-          memcmp(data, i16s, sizeof i16s) == 0, "i16 array");
+           memcmp(data, i16s, sizeof i16s) == 0, "i16 array");
     EXPECT(gguf_get_arr(f, "a.f32", &et, &n, &data) == 0 && et == GGUF_TYPE_FLOAT32 && n == 4 &&
-          memcmp(data, f32s, sizeof f32s) == 0, "f32 array (NaN/Inf bits kept)");
+           memcmp(data, f32s, sizeof f32s) == 0, "f32 array (NaN/Inf bits kept)");
     EXPECT(gguf_get_arr(f, "a.bool", &et, &n, &data) == 0 && et == GGUF_TYPE_BOOL && n == 3 &&
-          memcmp(data, bools, 3) == 0, "bool array");
+           memcmp(data, bools, 3) == 0, "bool array");
     EXPECT(gguf_get_arr(f, "a.empty", &et, &n, &data) == 0 && et == GGUF_TYPE_UINT64 && n == 0,
-          "empty array");
+           "empty array");
     EXPECT(gguf_get_arr(f, "a.str", &et, &n, NULL) == 0 && et == GGUF_TYPE_STRING && n == 3,
-          "string array");
+           "string array");
     for (uint64_t j = 0; j < 3; j++)
         EXPECT(gguf_get_arr_str(f, "a.str", j, &s) == 0 && str_is(s, strs[j].ptr, strs[j].len),
-              "string array element %" PRIu64, j);
+               "string array element %" PRIu64, j);
     EXPECT(gguf_get_arr_str(f, "a.i16", 0, &s) != 0 && strstr(error_get(), "int16"),
-          "arr_str on int16 array: '%s'", error_get());
+           "arr_str on int16 array: '%s'", error_get());
     EXPECT(gguf_get_arr(f, "t.u8", &et, &n, &data) != 0 && strstr(error_get(), "array"),
-          "get_arr on a scalar: '%s'", error_get());
+           "get_arr on a scalar: '%s'", error_get());
 
     EXPECT(gguf_tensor_count(f) == 4, "%" PRId64 " tensors", gguf_tensor_count(f));
     const struct { const char *name; int32_t dtype; int n_dims; const int64_t *ne; uint8_t *d;
@@ -172,12 +172,12 @@ TEST(test_all_types) {
     for (int i = 0; i < 4; i++) {
         const gguf_tensor_info *t = gguf_tensor(f, i);
         EXPECT(t && strcmp(t->name, want[i].name) == 0 && t->dtype == want[i].dtype &&
-              t->n_dims == want[i].n_dims && t->size == want[i].size &&
-              t->offset % 64 == 0 && memcmp(t->data, want[i].d, want[i].size) == 0,
-              "tensor %d ('%s') differs", i, want[i].name);
+               t->n_dims == want[i].n_dims && t->size == want[i].size &&
+               t->offset % 64 == 0 && memcmp(t->data, want[i].d, want[i].size) == 0,
+               "tensor %d ('%s') differs", i, want[i].name);
         for (int d = 0; t && d < 4; d++)
             EXPECT(t->ne[d] == (d < want[i].n_dims ? want[i].ne[d] : 1), "tensor %s ne[%d]",
-                  want[i].name, d);
+                   want[i].name, d);
     }
     gguf_close(f);
 done:
@@ -217,29 +217,29 @@ static void check_nested(const gguf_file *f) {
     gguf_value v, e, x;
     uint32_t u;
     EXPECT(gguf_kv_value(f, gguf_find_key(f, "n.u32"), &v) == 0 && v.type == GGUF_TYPE_ARRAY &&
-          v.elem_type == GGUF_TYPE_ARRAY && v.count == 3, "n.u32 outer");
+           v.elem_type == GGUF_TYPE_ARRAY && v.count == 3, "n.u32 outer");
     EXPECT(gguf_value_elem(&v, 0, &e) == 0 && e.elem_type == GGUF_TYPE_UINT32 && e.count == 2,
-          "n.u32[0]");
+           "n.u32[0]");
     EXPECT(gguf_value_elem(&e, 1, &x) == 0 && x.type == GGUF_TYPE_UINT32 && x.size == 4, "[0][1]");
     memcpy(&u, x.data, 4);
     EXPECT(u == 2, "n.u32[0][1] = %" PRIu32, u);
     EXPECT(gguf_value_elem(&v, 1, &e) == 0 && e.count == 0, "n.u32[1] empty");
     EXPECT(gguf_value_elem(&v, 2, &e) == 0 && e.count == 1 && gguf_value_elem(&e, 0, &x) == 0,
-          "n.u32[2]");
+           "n.u32[2]");
     memcpy(&u, x.data, 4);
     EXPECT(u == 3, "n.u32[2][0] = %" PRIu32, u);
     EXPECT(gguf_value_elem(&v, 3, &e) != 0 && *error_get(), "index past the end must fail");
     EXPECT(gguf_kv_value(f, gguf_find_key(f, "n.str"), &v) == 0 &&
-          gguf_value_elem(&v, 0, &e) == 0 && gguf_value_elem(&e, 1, &x) == 0 &&
-          x.type == GGUF_TYPE_STRING && x.size == 2 && memcmp(x.data, "yz", 2) == 0,
-          "n.str[0][1]");
+           gguf_value_elem(&v, 0, &e) == 0 && gguf_value_elem(&e, 1, &x) == 0 &&
+           x.type == GGUF_TYPE_STRING && x.size == 2 && memcmp(x.data, "yz", 2) == 0,
+           "n.str[0][1]");
     gguf_value y;
     EXPECT(gguf_kv_value(f, gguf_find_key(f, "n.deep"), &v) == 0 &&
-          gguf_value_elem(&v, 0, &e) == 0 && gguf_value_elem(&e, 0, &x) == 0 &&
-          gguf_value_elem(&x, 0, &y) == 0 && y.size == 4 && memcmp(y.data, "deep", 4) == 0,
-          "n.deep[0][0][0]");
+           gguf_value_elem(&v, 0, &e) == 0 && gguf_value_elem(&e, 0, &x) == 0 &&
+           gguf_value_elem(&x, 0, &y) == 0 && y.size == 4 && memcmp(y.data, "deep", 4) == 0,
+           "n.deep[0][0][0]");
     EXPECT(gguf_kv_arr_count(f, gguf_find_key(f, "n.u32")) == 3 &&
-          gguf_kv_arr_type(f, gguf_find_key(f, "n.u32")) == GGUF_TYPE_ARRAY, "index accessors");
+           gguf_kv_arr_type(f, gguf_find_key(f, "n.u32")) == GGUF_TYPE_ARRAY, "index accessors");
 }
 
 TEST(test_nested) {
@@ -287,7 +287,7 @@ TEST(test_streaming) {
     EXPECT(gguf_writer_add_tensor(w, "s1", T_Q8_0, 2, ne, NULL) == 0, "%s", error_get());
     const char *path = out_path("stream.gguf");
     EXPECT(gguf_writer_write_file(w, path) != 0 && strstr(error_get(), "s0"),
-          "write_file without data must fail naming the tensor: '%s'", error_get());
+           "write_file without data must fail naming the tensor: '%s'", error_get());
     EXPECT(access(path, F_OK) != 0 && count_files() == 0, "failed write left files behind");
 
     char *tmp = NULL;
@@ -295,16 +295,16 @@ TEST(test_streaming) {
     EXPECT(fp != NULL && tmp != NULL, "%s", error_get());
     if (!fp) goto done;
     EXPECT(gguf_writer_write_tensor_data(w, fp, 0, d0, 384) != 0 && *error_get(),
-          "data before begin must fail");
+           "data before begin must fail");
     EXPECT(gguf_writer_begin(w, fp) == 0, "%s", error_get());
     EXPECT(gguf_writer_set_u32(w, "late", 1) != 0, "key after begin must fail");
     EXPECT(gguf_writer_write_tensor_data(w, fp, 1, d1, 102) != 0 && strstr(error_get(), "s1"),
-          "out of order must fail: '%s'", error_get());
+           "out of order must fail: '%s'", error_get());
     EXPECT(gguf_writer_write_tensor_data(w, fp, 0, d0, 100) != 0 && strstr(error_get(), "384"),
-          "wrong size must fail: '%s'", error_get());
+           "wrong size must fail: '%s'", error_get());
     EXPECT(gguf_writer_write_tensor_data(w, fp, 0, d0, 384) == 0, "%s", error_get());
     EXPECT(gguf_writer_finish(w, fp) != 0 && strstr(error_get(), "s1"),
-          "finish before all tensors must fail: '%s'", error_get());
+           "finish before all tensors must fail: '%s'", error_get());
     EXPECT(access(path, F_OK) != 0, "the target exists before commit");
     EXPECT(gguf_writer_write_tensor_data(w, fp, 1, d1, 102) == 0, "%s", error_get());
     EXPECT(gguf_writer_finish(w, fp) == 0, "%s", error_get());
@@ -317,9 +317,9 @@ TEST(test_streaming) {
         const gguf_tensor_info *t0 = gguf_find_tensor(f, "s0"), *t1 = gguf_find_tensor(f, "s1");
         EXPECT(t0 && t0->size == 384 && memcmp(t0->data, d0, 384) == 0, "s0 data");
         EXPECT(t1 && t1->size == 102 && t1->offset == 384 && memcmp(t1->data, d1, 102) == 0,
-              "s1 data");
+               "s1 data");
         EXPECT(gguf_file_size(f) == gguf_data_offset(f) + 384 + 128, "file size %" PRIu64
-              " (the last tensor is padded too)", gguf_file_size(f));
+               " (the last tensor is padded too)", gguf_file_size(f));
         gguf_close(f);
     }
     unlink(path);
@@ -347,33 +347,33 @@ TEST(test_writer_errors) {
     long_name[sizeof long_name - 1] = '\0';
     EXPECT(gguf_writer_add_tensor(w, "t", T_F32, 2, ne, x) == 0, "%s", error_get());
     EXPECT(gguf_writer_add_tensor(w, "t", T_F32, 2, ne, x) != 0 && strstr(error_get(), "'t'"),
-          "duplicate: '%s'", error_get());
+           "duplicate: '%s'", error_get());
     EXPECT(gguf_writer_add_tensor(w, long_name, T_F32, 2, ne, x) != 0 &&
-          strstr(error_get(), "longer"), "long name: '%s'", error_get());
+           strstr(error_get(), "longer"), "long name: '%s'", error_get());
     EXPECT(gguf_writer_add_tensor(w, "", T_F32, 2, ne, x) != 0, "empty name");
     EXPECT(gguf_writer_add_tensor(w, "u", 4, 2, ne, x) != 0 && strstr(error_get(), "type"),
-          "retired type 4: '%s'", error_get());
+           "retired type 4: '%s'", error_get());
     EXPECT(gguf_writer_add_tensor(w, "u", 99, 2, ne, x) != 0, "type 99");
     EXPECT(gguf_writer_add_tensor(w, "u", T_F32, 0, ne, x) != 0, "n_dims 0");
     EXPECT(gguf_writer_add_tensor(w, "u", T_F32, 5, ne, x) != 0, "n_dims 5");
     EXPECT(gguf_writer_add_tensor(w, "u", T_Q8_0, 1, bad_ne0, x) != 0 &&
-          strstr(error_get(), "block"), "ne0 not a block multiple: '%s'", error_get());
+           strstr(error_get(), "block"), "ne0 not a block multiple: '%s'", error_get());
     EXPECT(gguf_writer_add_tensor(w, "u", T_F32, 2, zero, x) != 0, "zero dim");
     EXPECT(gguf_writer_add_tensor(w, "u", T_F32, 2, huge, x) != 0 &&
-          strstr(error_get(), "overflow"), "overflow: '%s'", error_get());
+           strstr(error_get(), "overflow"), "overflow: '%s'", error_get());
     EXPECT(gguf_writer_set_u32(w, "", 1) != 0, "empty key");
 
     EXPECT(gguf_writer_set_u32(w, "general.alignment", 24) == 0, "%s", error_get());
     const char *path = out_path("bad-align.gguf");
     EXPECT(gguf_writer_write_file(w, path) != 0 && strstr(error_get(), "alignment"),
-          "alignment 24: '%s'", error_get());
+           "alignment 24: '%s'", error_get());
     EXPECT(gguf_writer_set_i32(w, "general.alignment", 32) == 0, "%s", error_get());
     EXPECT(gguf_writer_write_file(w, path) != 0 && strstr(error_get(), "uint32"),
-          "alignment of type int32: '%s'", error_get());
+           "alignment of type int32: '%s'", error_get());
     EXPECT(count_files() == 0, "failed writes left files behind");
     EXPECT(gguf_writer_remove_key(w, "general.alignment") == 0, "%s", error_get());
     EXPECT(gguf_writer_write_file(w, "/nonexistent-dir/x.gguf") != 0 &&
-          strstr(error_get(), "/nonexistent-dir/x.gguf"), "bad dir: '%s'", error_get());
+           strstr(error_get(), "/nonexistent-dir/x.gguf"), "bad dir: '%s'", error_get());
     /* the same writer can be written twice */
     EXPECT(gguf_writer_write_file(w, path) == 0, "%s", error_get());
     EXPECT(gguf_writer_write_file(w, path) == 0, "%s", error_get());

@@ -24,7 +24,7 @@ static void check_str(const gguf_file *f, const char *key, const char *want) {
     EXPECT(rc == 0, "%s: %s", gguf_path(f), error_get());
     if (rc == 0)
         EXPECT(str_is(s, want), "%s: %s = '%.*s', expected '%s'", gguf_path(f), key, (int)s.len,
-              s.ptr, want);
+               s.ptr, want);
 }
 
 static void check_u32(const gguf_file *f, const char *key, uint32_t want) {
@@ -41,8 +41,8 @@ static void check_tensor(const gguf_file *f, const char *name, int32_t dtype, in
     if (!t) return;
     EXPECT(t->dtype == dtype, "%s: %s dtype %d, expected %d", gguf_path(f), name, t->dtype, dtype);
     EXPECT(t->n_dims == n_dims && t->ne[0] == ne0 && t->ne[1] == ne1,
-          "%s: %s shape %d:[%" PRId64 ", %" PRId64 "], expected %d:[%" PRId64 ", %" PRId64 "]",
-          gguf_path(f), name, t->n_dims, t->ne[0], t->ne[1], n_dims, ne0, ne1);
+           "%s: %s shape %d:[%" PRId64 ", %" PRId64 "], expected %d:[%" PRId64 ", %" PRId64 "]",
+           gguf_path(f), name, t->n_dims, t->ne[0], t->ne[1], n_dims, ne0, ne1);
 }
 
 static void check_string_array(const gguf_file *f, const char *key, uint64_t want_count) {
@@ -51,8 +51,8 @@ static void check_string_array(const gguf_file *f, const char *key, uint64_t wan
     int rc = gguf_get_arr(f, key, &et, &count, NULL);
     EXPECT(rc == 0, "%s: %s", gguf_path(f), error_get());
     EXPECT(et == GGUF_TYPE_STRING && count == want_count,
-          "%s: %s is %s[%" PRIu64 "], expected string[%" PRIu64 "]", gguf_path(f), key,
-          gguf_type_name(et), count, want_count);
+           "%s: %s is %s[%" PRIu64 "], expected string[%" PRIu64 "]", gguf_path(f), key,
+           gguf_type_name(et), count, want_count);
     /* every element reachable, and the last one through the slow path too */
     for (uint64_t j = 0; j < count; j++) {
         gguf_str s;
@@ -68,12 +68,12 @@ static void check_string_array(const gguf_file *f, const char *key, uint64_t wan
         EXPECT(gguf_value_elem(&v, count - 1, &e) == 0, "%s", error_get());
         EXPECT(gguf_get_arr_str(f, key, count - 1, &s) == 0, "%s", error_get());
         EXPECT(e.type == GGUF_TYPE_STRING && e.size == s.len && e.data == s.ptr,
-              "%s: %s: value view and string getter disagree on the last element", gguf_path(f),
-              key);
+               "%s: %s: value view and string getter disagree on the last element", gguf_path(f),
+               key);
     }
     gguf_str s;
     EXPECT(gguf_get_arr_str(f, key, count, &s) != 0 && *error_get(),
-          "%s: %s[%" PRIu64 "] past the end must fail", gguf_path(f), key, count);
+           "%s: %s[%" PRIu64 "] past the end must fail", gguf_path(f), key, count);
 }
 
 /* Tensors fit in the data section, in offset order, without overlap. */
@@ -82,13 +82,13 @@ static void check_tensor_layout(const gguf_file *f) {
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor_info *t = gguf_tensor(f, i);
         EXPECT(t && t->offset + t->size <= data_size, "%s: tensor %" PRId64 " outside the file",
-              gguf_path(f), i);
+               gguf_path(f), i);
         EXPECT(t && t->offset % gguf_alignment(f) == 0, "%s: tensor %" PRId64 " misaligned",
-              gguf_path(f), i);
+               gguf_path(f), i);
         EXPECT(t && (const uint8_t *)t->data == (const uint8_t *)gguf_data(f) + t->offset,
-              "%s: tensor %" PRId64 " data pointer", gguf_path(f), i);
+               "%s: tensor %" PRId64 " data pointer", gguf_path(f), i);
         EXPECT(t && gguf_find_tensor(f, t->name) == t, "%s: lookup of '%s'", gguf_path(f),
-              t ? t->name : "");
+               t ? t->name : "");
     }
 }
 
@@ -101,28 +101,28 @@ static void check_stories(const gguf_file *f) {
     check_u32(f, "llama.attention.head_count_kv", 4);
     check_u32(f, "llama.context_length", 128);
     EXPECT(gguf_tensor_count(f) == 48, "stories260K has %" PRId64 " tensors, expected 48",
-          gguf_tensor_count(f));
+           gguf_tensor_count(f));
     check_tensor(f, "token_embd.weight", 0, 2, 64, 512);
     check_tensor(f, "blk.4.ffn_down.weight", 0, 2, 172, 64);
     check_string_array(f, "tokenizer.ggml.tokens", 512);
     gguf_str s;
     EXPECT(gguf_get_arr_str(f, "tokenizer.ggml.tokens", 0, &s) == 0 && str_is(s, "<unk>"),
-          "stories260K token 0 should be <unk>");
+           "stories260K token 0 should be <unk>");
     float eps = 0;
     EXPECT(gguf_get_f32(f, "llama.attention.layer_norm_rms_epsilon", &eps) == 0 && eps > 0 &&
-          eps < 1e-3f, "rms epsilon %g: %s", eps, error_get());
+           eps < 1e-3f, "rms epsilon %g: %s", eps, error_get());
     int64_t n = 0;
     EXPECT(gguf_get_int(f, "llama.block_count", &n) == 0 && n == 5, "get_int block_count");
     /* errors name the key and both types */
     uint32_t u;
     EXPECT(gguf_get_u32(f, "general.architecture", &u) != 0 &&
-          strstr(error_get(), "general.architecture") && strstr(error_get(), "string") &&
-          strstr(error_get(), "uint32"), "wrong-type message: '%s'", error_get());
+           strstr(error_get(), "general.architecture") && strstr(error_get(), "string") &&
+           strstr(error_get(), "uint32"), "wrong-type message: '%s'", error_get());
     EXPECT(gguf_get_u32(f, "llama.no_such_key", &u) != 0 &&
-          strstr(error_get(), "llama.no_such_key") && strstr(error_get(), "not found"),
-          "missing-key message: '%s'", error_get());
+           strstr(error_get(), "llama.no_such_key") && strstr(error_get(), "not found"),
+           "missing-key message: '%s'", error_get());
     EXPECT(gguf_find_tensor(f, "no.such.tensor") == NULL && strstr(error_get(), "no.such.tensor"),
-          "missing-tensor message: '%s'", error_get());
+           "missing-tensor message: '%s'", error_get());
 }
 
 /* synth-s-<TYPE>.gguf: 4 layers x 9 tensors + token_embd, output_norm, output. */
@@ -139,7 +139,7 @@ static void check_synth(const gguf_file *f, const char *type) {
     check_u32(f, "llama.attention.head_count_kv", 2);
     check_string_array(f, "tokenizer.ggml.tokens", 512);
     EXPECT(gguf_tensor_count(f) == 39, "%s: %" PRId64 " tensors, expected 39", gguf_path(f),
-          gguf_tensor_count(f));
+           gguf_tensor_count(f));
     int32_t want = -1;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcmp(types[i].name, type) == 0) want = types[i].dtype;
@@ -147,7 +147,7 @@ static void check_synth(const gguf_file *f, const char *type) {
     if (want >= 0) check_tensor(f, "blk.0.attn_q.weight", want, 2, 256, 256);
     const gguf_tensor_info *norm = gguf_find_tensor(f, "output_norm.weight");
     EXPECT(norm && norm->dtype == 0 && norm->n_dims == 1 && norm->ne[0] == 256,
-          "%s: output_norm.weight should be F32 [256]", gguf_path(f));
+           "%s: output_norm.weight should be F32 [256]", gguf_path(f));
 }
 
 static void check_vocab(const gguf_file *f, const char *name) {
@@ -161,7 +161,7 @@ static void check_vocab(const gguf_file *f, const char *name) {
         check_string_array(f, "tokenizer.ggml.tokens", 32000);
         bool add_bos = false;
         EXPECT(gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &add_bos) == 0, "%s",
-              error_get());
+               error_get());
     }
 }
 
@@ -177,7 +177,7 @@ static void check_rewrite(const gguf_file *f, const char *base) {
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor_info *t = gguf_tensor(f, i);
         EXPECT(gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, t->ne, t->data) == 0, "%s",
-              error_get());
+               error_get());
     }
     int rc = gguf_writer_write_file(w, out);
     EXPECT(rc == 0, "writing %s: %s", out, error_get());
@@ -188,20 +188,20 @@ static void check_rewrite(const gguf_file *f, const char *base) {
     EXPECT(g != NULL, "re-reading %s: %s", out, error_get());
     if (g) {
         EXPECT(gguf_kv_count(g) == gguf_kv_count(f) && gguf_tensor_count(g) == gguf_tensor_count(f),
-              "%s: counts differ after rewrite", base);
+               "%s: counts differ after rewrite", base);
         for (int64_t i = 0; i < gguf_kv_count(f) && i < gguf_kv_count(g); i++) {
             gguf_value a, b;
             gguf_kv_value(f, i, &a);
             gguf_kv_value(g, i, &b);
             EXPECT(strcmp(gguf_kv_key(f, i), gguf_kv_key(g, i)) == 0 && a.type == b.type &&
-                  a.size == b.size && a.count == b.count && memcmp(a.data, b.data, a.size) == 0,
-                  "%s: key '%s' differs after rewrite", base, gguf_kv_key(f, i));
+                   a.size == b.size && a.count == b.count && memcmp(a.data, b.data, a.size) == 0,
+                   "%s: key '%s' differs after rewrite", base, gguf_kv_key(f, i));
         }
         uint64_t fsz = gguf_file_size(f) - gguf_data_offset(f);
         uint64_t gsz = gguf_file_size(g) - gguf_data_offset(g);
         EXPECT(fsz == gsz && memcmp(gguf_data(f), gguf_data(g), fsz) == 0,
-              "%s: tensor data section differs after rewrite (%" PRIu64 " vs %" PRIu64 " bytes)",
-              base, fsz, gsz);
+               "%s: tensor data section differs after rewrite (%" PRIu64 " vs %" PRIu64 " bytes)",
+               base, fsz, gsz);
         gguf_close(g);
     }
     /* llama.cpp's writer pads the header and every tensor exactly like ours,
@@ -211,7 +211,7 @@ static void check_rewrite(const gguf_file *f, const char *base) {
         uint8_t *a = read_whole_file(gguf_path(f), &na);
         uint8_t *b = read_whole_file(out, &nb);
         EXPECT(na == nb && memcmp(a, b, na) == 0, "%s: rewritten file is not byte-identical "
-              "(%zu vs %zu bytes)", base, na, nb);
+               "(%zu vs %zu bytes)", base, na, nb);
         free(a);
         free(b);
     }

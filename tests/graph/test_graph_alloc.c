@@ -122,11 +122,11 @@ TEST(test_graph_alloc) {
         printf("chain of 40: peak %llu bytes, %llu without reuse\n",
                (unsigned long long)st.peak_bytes, (unsigned long long)st.intermediate_bytes);
         EXPECT(st.intermediate_bytes == 40 * one, "intermediate sum %llu",
-              (unsigned long long)st.intermediate_bytes);
+               (unsigned long long)st.intermediate_bytes);
         EXPECT(st.peak_bytes < st.intermediate_bytes, "no reuse");
         /* rms_norm needs its input alive while it writes: at most 2 at once. */
         EXPECT(st.peak_bytes <= 2 * one, "peak %llu > two intermediates",
-              (unsigned long long)st.peak_bytes);
+               (unsigned long long)st.peak_bytes);
     }
     /* Same scheduler, a longer graph, then a shorter one: buffers grow and
      * are reused; results stay right. */

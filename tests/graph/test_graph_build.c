@@ -18,7 +18,7 @@ TEST(test_shapes) {
     EXPECT(shape_is(y, 48, 5, 1, 1), "mul_mat shape");
     EXPECT(y && y->t.nb[1] == 48 * 4, "mul_mat contiguous strides");
     EXPECT(w->t.nb[0] == 34 && w->t.nb[1] == 34 * 2, "Q8_0 strides nb0 %lld nb1 %lld",
-          (long long)w->t.nb[0], (long long)w->t.nb[1]);
+           (long long)w->t.nb[0], (long long)w->t.nb[1]);
     graph_tensor *n = graph_rms_norm(g, y, 1e-5f);
     EXPECT(n && n->fparams[0] == 1e-5f, "rms_norm eps");
     graph_tensor *r = graph_reshape_3d(g, n, 16, 3, 5);
@@ -39,12 +39,12 @@ TEST(test_shapes) {
     graph_rope_params rp = {.n_dims = 16, .mode = TSR_ROPE_NEOX, .freq_base = 10000, .freq_scale = 1};
     graph_tensor *ro = graph_rope(g, r, pos, NULL, &rp);
     EXPECT(ro && ro->iparams[0] == 16 && ro->iparams[1] == TSR_ROPE_NEOX && ro->fparams[0] == 10000,
-          "rope params");
+           "rope params");
     graph_tensor *kv = graph_tensor_new_1d(g, TSR_DTYPE_F16, 1000);
     graph_tensor *slot = graph_view_1d(g, kv, 240, 2 * 100);
     graph_tensor *cp = graph_cpy(g, y, slot);
     EXPECT(cp && cp->view_src == kv && cp->view_offset == 200 && cp->t.dtype == TSR_DTYPE_F16,
-          "cpy aliases dst storage");
+           "cpy aliases dst storage");
     graph_tensor *am = graph_argmax(g, y);
     EXPECT(am && am->t.dtype == TSR_DTYPE_I32 && am->t.ne[0] == 5, "argmax");
     graph_tensor *cc = graph_concat(g, y, y, 1);
@@ -60,7 +60,7 @@ TEST(test_shapes) {
     graph_node_to_tsr(y, &nd);
     EXPECT(nd.op == TSR_OP_MUL_MAT && nd.n_src == 2 && nd.src[0] == &w->t && nd.src[1] == &x->t &&
               nd.dst == &y->t,
-          "graph_node_to_tsr");
+           "graph_node_to_tsr");
     EXPECT(graph_tensor_nbytes(w) == 34 * 2 * 48, "nbytes of Q8_0 weight");
     EXPECT(graph_tensor_nbytes(t) == 48 * 5 * 4, "nbytes of transposed view");
     graph_free(g);
@@ -69,7 +69,7 @@ TEST(test_shapes) {
 static void expect_error(graph *g, const char *what, const char *needle) {
     EXPECT(graph_check(g) != 0, "%s: expected an error", what);
     EXPECT(strstr(error_get(), needle) != NULL, "%s: message '%s' lacks '%s'", what, error_get(),
-          needle);
+           needle);
 }
 
 TEST(test_errors) {
@@ -129,7 +129,7 @@ TEST(test_errors) {
 
     g = graph_new(32);
     EXPECT(graph_tensor_new_4d(g, TSR_DTYPE_F32, (int64_t)1 << 40, 1 << 20, 1 << 10, 1) == NULL,
-          "huge tensor");
+           "huge tensor");
     expect_error(g, "huge", "is too large");
     graph_free(g);
 

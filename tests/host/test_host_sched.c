@@ -51,41 +51,41 @@ TEST(test_registry) {
     if (d) {
         EXPECT(d->info.host_visible == 0 && d->info.reads_host_memory == 0, "testdev info");
         EXPECT(strstr(d->plugin_path, "libtessera-backend-testdev.so") != NULL,
-              "best score kept, got %s", d->plugin_path);
+               "best score kept, got %s", d->plugin_path);
     }
     const host_plugin_record *p = find_plugin("libtessera-backend-testdev-old.so");
     EXPECT(p && p->state == HOST_PLUGIN_SUPERSEDED && strstr(p->reason, "superseded by"),
-          "old build: %s", p ? p->reason : "not listed");
+           "old build: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testabi.so");
     EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "ABI 2.0, host speaks 1.x"),
-          "ABI 2 plugin: %s", p ? p->reason : "not listed");
+           "ABI 2 plugin: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testfail.so");
     EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "init failed") &&
               strstr(p->reason, "no test device driver"),
-          "failing init: %s", p ? p->reason : "not listed");
+           "failing init: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testrefuse.so");
     EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "returned NULL for host ABI 1."),
-          "refusing plugin: %s", p ? p->reason : "not listed");
+           "refusing plugin: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testnoentry.so");
     EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no tsr_plugin_entry symbol"),
-          "plugin without entry: %s", p ? p->reason : "not listed");
+           "plugin without entry: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testnodev.so");
     EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "no devices: no test device present"),
-          "plugin without devices: %s", p ? p->reason : "not listed");
+           "plugin without devices: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-testsmall.so");
     EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "plugin table is 16 bytes"),
-          "small table: %s", p ? p->reason : "not listed");
+           "small table: %s", p ? p->reason : "not listed");
     p = find_plugin("libtessera-backend-bogus.so");
     EXPECT(p && p->state == HOST_PLUGIN_REJECTED && strstr(p->reason, "not a loadable library"),
-          "bogus file: %s", p ? p->reason : "not listed");
+           "bogus file: %s", p ? p->reason : "not listed");
 
     host_device *sel[8];
     EXPECT(host_select_devices("ref,testdev0", sel, 8) == 2 && sel[0] == host_device_ref(),
-          "select ref,testdev0: %s", error_get());
+           "select ref,testdev0: %s", error_get());
     EXPECT(host_select_devices("testdev0,nosuch", sel, 8) < 0, "unknown device accepted");
     EXPECT(strstr(error_get(), "unknown device 'nosuch'") && strstr(error_get(), "testdev0") &&
               strstr(error_get(), "ref"),
-          "message: %s", error_get());
+           "message: %s", error_get());
     EXPECT(host_select_devices("ref,ref", sel, 8) < 0, "duplicate accepted");
     EXPECT(host_select_devices("ref,", sel, 8) < 0, "trailing comma accepted");
 }
@@ -189,7 +189,7 @@ TEST(test_split_graph) {
     int rc = run_on("ref", 0, &n, ref_dev, ref_host, ref_kv, &st, NULL);
     EXPECT(rc == 0, "ref run: %s", error_get());
     EXPECT(st.n_splits == 1 && st.n_copies == 0 && st.n_fallbacks == 0,
-          "ref alone: %d splits %d copies %d fallbacks", st.n_splits, st.n_copies, st.n_fallbacks);
+           "ref alone: %d splits %d copies %d fallbacks", st.n_splits, st.n_copies, st.n_fallbacks);
     EXPECT(ref_kv[8] != 0.0f && ref_kv[7] == 0.0f && ref_kv[44] == 0.0f, "kv slot written in place");
 
     char *text = NULL;
@@ -219,15 +219,15 @@ TEST(test_split_graph) {
     EXPECT(rc == 0, "testcpu run: %s", error_get());
     EXPECT(st.n_copies == 0, "testcpu: %d copies", st.n_copies);
     EXPECT(st.n_splits == 4 && st.n_fallbacks >= 2, "testcpu: %d splits %d fallbacks", st.n_splits,
-          st.n_fallbacks);
+           st.n_fallbacks);
     EXPECT(close_enough(dev_dev, ref_dev, 36, 1e-5f) && close_enough(dev_host, ref_host, 24, 1e-5f) &&
               close_enough(dev_kv, ref_kv, 64, 1e-5f),
-          "testcpu results differ from ref");
+           "testcpu results differ from ref");
 
     /* Without fallback the first unsupported node is an error naming it. */
     rc = run_on("testdev0", 1, &n, dev_dev, dev_host, dev_kv, NULL, NULL);
     EXPECT(rc != 0 && strstr(error_get(), "'norm' (rms_norm): no device supports it (tried testdev0)"),
-          "no_fallback: %s", error_get());
+           "no_fallback: %s", error_get());
 }
 
 /* Copies in and out of testdev buffers, many sizes, exact. */
@@ -303,7 +303,7 @@ TEST(test_weight_on_device) {
     graph_tensor_set_name(graph_cpy(g, x, graph_view_1d(g, kv, 4, 16)), "store");
     EXPECT(sched_alloc(s, g) != 0 && strstr(error_get(), "'store' (cpy): no device can run it") &&
               strstr(error_get(), "destination storage is not reachable"),
-          "unreachable KV: %s", error_get());
+           "unreachable KV: %s", error_get());
     graph_free(g);
     sched_free(s);
     d->dev->api->buffer_free(d->dev, wbuf);
@@ -326,8 +326,8 @@ TEST(test_return_after_fallback) {
     graph_tensor *b = graph_set_output(graph_mul(g, n, x)); /* back to testcpu0 */
     EXPECT(sched_alloc(s, g) == 0, "alloc: %s", error_get());
     EXPECT(sched_node_device(s, 0) == cpu && sched_node_device(s, 2) == cpu,
-          "add/mul should run on testcpu0 (mul ran on %s)",
-          sched_node_device(s, 2) ? sched_node_device(s, 2)->name : "?");
+           "add/mul should run on testcpu0 (mul ran on %s)",
+           sched_node_device(s, 2) ? sched_node_device(s, 2)->name : "?");
     EXPECT(sched_node_device(s, 1) == host_device_ref(), "rms_norm should fall back to ref");
     float *px = x->t.data;
     for (int i = 0; i < 8; i++) px[i] = (float)i + 1.0f;
@@ -367,7 +367,7 @@ TEST(test_abort) {
     graph_tensor *sc = graph_set_output(graph_scale(g3, in, 2.0f, 0.0f));
     EXPECT(sched_alloc(s, g3) == 0 && in->t.data == mine, "bound input moved: %s", error_get());
     EXPECT(sched_compute(s, g3) == 0 && sc->t.data && ((float *)sc->t.data)[3] == 8.0f,
-          "bound input result: %s", error_get());
+           "bound input result: %s", error_get());
     graph_free(g3);
     /* a weight that was never bound is an error naming it */
     graph *g2 = graph_new(8);
@@ -376,7 +376,7 @@ TEST(test_abort) {
     graph_tensor *x = graph_set_input(graph_tensor_new_1d(g2, TSR_DTYPE_F32, 4));
     graph_mul_mat(g2, w, x);
     EXPECT(sched_alloc(s, g2) != 0 && strstr(error_get(), "weight 'w.unbound' is not bound"),
-          "unbound weight: %s", error_get());
+           "unbound weight: %s", error_get());
     EXPECT(sched_compute(s, g) != 0, "compute of a graph that is not the allocated one");
     graph_free(g2);
     graph_free(g);
@@ -410,10 +410,10 @@ TEST(test_abi11) {
     testnew_stats(st);
     EXPECT(st[ST_OPENS] == 0, "listing devices must not open them (%d opens)", st[ST_OPENS]);
     EXPECT(host_device_max_alloc(d) == 4096 && host_device_alignment(d) == 128, "limits %llu %llu",
-          (unsigned long long)host_device_max_alloc(d), (unsigned long long)host_device_alignment(d));
+           (unsigned long long)host_device_max_alloc(d), (unsigned long long)host_device_alignment(d));
     EXPECT(host_device_max_alloc(host_device_find("testdev0")) == 0 &&
               host_device_alignment(host_device_find("testdev0")) == 256,
-          "a 1.0 plugin has no limits");
+           "a 1.0 plugin has no limits");
 
     /* The host validates before asking: a malformed node never reaches
      * supports_op and the reason is the checker's. */
@@ -428,14 +428,14 @@ TEST(test_abi11) {
     int asked = st[ST_ASKED];
     EXPECT(!host_device_supports(d, &add, why, sizeof why) && strstr(why, "ADD 'sum'") &&
               strstr(why, "does not divide"),
-          "malformed ADD: %s", why);
+           "malformed ADD: %s", why);
     testnew_stats(st);
     EXPECT(st[ST_ASKED] == asked, "supports_op was asked about a malformed node");
     EXPECT(st[ST_OPENS] == 0, "a malformed node opened the device");
     /* A well-formed node it does not compute: the plugin's own reason. */
     tsr_node silu = {.op = TSR_OP_SILU, .n_src = 1, .dst = &out, .src = {&a}};
     EXPECT(!host_device_supports(d, &silu, why, sizeof why) && strstr(why, "computes ADD, MUL and MUL_MAT only"),
-          "decline reason: %s", why);
+           "decline reason: %s", why);
     testnew_stats(st);
     EXPECT(st[ST_OPENS] == 1 && st[ST_OPEN_NOW] == 1, "device opened once before use (%d)", st[ST_OPENS]);
     b.ne[0] = 4;
@@ -443,7 +443,7 @@ TEST(test_abi11) {
     /* a 1.0 plugin that gives no reason */
     EXPECT(!host_device_supports(host_device_find("testdev0"), &silu, why, sizeof why) &&
               strstr(why, "testdev0 does not support it"),
-          "1.0 decline: %s", why);
+           "1.0 decline: %s", why);
 
     /* Weights: split over buffers of at most 4096 bytes, aligned to 128,
      * sized by weight_size (repacked +64), stored by weight_write. */
@@ -462,11 +462,11 @@ TEST(test_abi11) {
     host_weight_set set;
     EXPECT(host_weights_alloc(d, hw, 3, &set) == 0, "weights alloc: %s", error_get());
     EXPECT(set.n_buffers == 2, "3 weights of %d bytes in buffers of 4096: %d buffers", 4 * K * M + 64,
-          set.n_buffers);
+           set.n_buffers);
     for (int j = 0; j < 3; j++) {
         EXPECT(hw[j].size == 4 * K * M + 64 && hw[j].offset % 128 == 0 && set.sizes[hw[j].buffer] <= 4096,
-              "weight %d: size %llu offset %llu", j, (unsigned long long)hw[j].size,
-              (unsigned long long)hw[j].offset);
+               "weight %d: size %llu offset %llu", j, (unsigned long long)hw[j].size,
+               (unsigned long long)hw[j].offset);
         EXPECT(host_weights_upload(d, &set, &hw[j]) == 0, "upload: %s", error_get());
     }
     testnew_stats(st);
@@ -476,13 +476,13 @@ TEST(test_abi11) {
     static float back[K * M];
     EXPECT(q && q->api->read(q, set.buffers[hw[2].buffer], hw[2].offset, back, sizeof back) == TSR_OK &&
               q->api->synchronize(q) == TSR_OK && memcmp(back, w[2], sizeof back) == 0,
-          "read-back of a repacked weight differs");
+           "read-back of a repacked weight differs");
     host_weight big = {.t = {.dtype = TSR_DTYPE_F32, .ne = {1024, 2, 1, 1}, .nb = {4, 4096, 8192, 8192}},
                        .src = NULL, .name = "too.big"};
     host_weight_set none;
     EXPECT(host_weights_alloc(d, &big, 1, &none) != 0 && strstr(error_get(), "weight 'too.big'") &&
               strstr(error_get(), "largest allocation (4096 bytes)"),
-          "oversized weight: %s", error_get());
+           "oversized weight: %s", error_get());
 
     /* A graph on the repacked weight: y = scale(w2 x) claimed as one run;
      * rms_norm falls back with the plugin's reason; threads set per queue. */
@@ -516,10 +516,10 @@ TEST(test_abi11) {
         sched_stats sst;
         sched_get_stats(s, &sst);
         EXPECT(sst.n_claimed == 2 && sst.n_fallbacks == 1, "claimed %d fallbacks %d", sst.n_claimed,
-              sst.n_fallbacks);
+               sst.n_fallbacks);
         char *text = explain_text(s);
         EXPECT(text && strstr(text, "computes ADD, MUL and MUL_MAT only") && strstr(text, "2 nodes claimed"),
-              "explain:\n%s", text ? text : "");
+               "explain:\n%s", text ? text : "");
         free(text);
         testnew_stats(st);
         EXPECT(st[ST_THREADS] == 3, "set_n_threads got %d, want 3", st[ST_THREADS]);
@@ -563,7 +563,7 @@ TEST(test_waits) {
         char *text = explain_text(s);
         EXPECT(text && strstr(text, "split 1: ref, nodes 1..1 (1: 'q' .. 'q')\n") &&
                   strstr(text, "split 2: testdev0, nodes 2..3 (2: 'r' .. 'o'), waits for ref"),
-              "waits:\n%s", text ? text : "");
+               "waits:\n%s", text ? text : "");
         free(text);
         const float *po = o->t.data;
         for (int j = 0; j < 2 && po; j++)
@@ -572,7 +572,7 @@ TEST(test_waits) {
                 for (int k = 0; k < 8; k++) acc += (double)w[i * 8 + k] * xin[j * 8 + k];
                 const float xv = xin[j * 8 + i], want = 2.0f * (float)acc * (xv / (1.0f + expf(-xv)));
                 EXPECT(fabsf(po[j * 8 + i] - want) <= 1e-5f * (1 + fabsf(want)), "o[%d,%d] = %g, want %g", i, j,
-                      po[j * 8 + i], want);
+                       po[j * 8 + i], want);
             }
     }
     graph_free(g);
@@ -636,18 +636,18 @@ TEST(test_op_offload) {
     EXPECT(rc == 0, "offload at 4 columns: %s", error_get());
     EXPECT(text && strstr(text, "split 0: testdev0, nodes 0..1") && strstr(text, "copy 'w1' host -> testdev0") &&
               strstr(text, "copy 'w2' host -> testdev0") && !strstr(text, "testcpu0, nodes"),
-          "offloaded placement:\n%s", text ? text : "");
+           "offloaded placement:\n%s", text ? text : "");
     EXPECT(st.n_splits == 1, "%d splits", st.n_splits);
     free(text);
     rc = offload_step(4, 3, &st, &text);
     EXPECT(rc == 0 && text && strstr(text, "split 0: testcpu0, nodes 0..1") && st.n_copies == 0,
-          "3 columns stay on the CPU: %s\n%s", error_get(), text ? text : "");
+           "3 columns stay on the CPU: %s\n%s", error_get(), text ? text : "");
     free(text);
     /* 0: the environment decides; a bad value is an error naming it */
     setenv("TESSERA_OP_OFFLOAD", "2", 1);
     rc = offload_step(0, 3, &st, &text);
     EXPECT(rc == 0 && text && strstr(text, "copy 'w1' host -> testdev0"), "TESSERA_OP_OFFLOAD=2:\n%s",
-          text ? text : "");
+           text ? text : "");
     free(text);
     rc = offload_step(-1, 3, &st, &text);
     EXPECT(rc == 0 && text && !strstr(text, "copy 'w1'"), "offload -1 is off whatever the environment says");
@@ -710,7 +710,7 @@ TEST(test_overlap) {
     EXPECT(gpu->dev->api->buffer_alloc(gpu->dev, sizeof wg, &wbuf) == TSR_OK, "buffer_alloc");
     tsr_queue *wq = host_device_queue(gpu);
     EXPECT(wq && wq->api->write(wq, wbuf, 0, wg, sizeof wg) == TSR_OK && wq->api->synchronize(wq) == TSR_OK,
-          "write weights");
+           "write weights");
     graph_tensor *w1 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w_gpu");
     graph_tensor_bind(w1, GRAPH_WEIGHT, gpu->index, wbuf, 0, NULL);
     graph_tensor *w2 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 8), "w_host");
@@ -725,21 +725,21 @@ TEST(test_overlap) {
         char *text = explain_text(s);
         EXPECT(text && strstr(text, "split 1: testcpu0, nodes 1..1 (1: 'q' .. 'q')\n") &&
                   strstr(text, "split 2: testasync0, nodes 2..2 (1: 'o' .. 'o'), waits for testcpu0\n"),
-              "placement:\n%s", text ? text : "");
+               "placement:\n%s", text ? text : "");
         free(text);
         memcpy(x->t.data, xin, sizeof xin);
         EXPECT(sched_compute(s, g) == 0, "compute: %s", error_get());
         const int t_gpu = first_tick("testasync", TSR_OP_MUL_MAT), t_cpu = first_tick("testcpu", TSR_OP_MUL_MAT);
         EXPECT(t_cpu > 0 && t_gpu > t_cpu,
-              "the CPU split ran at tick %d, the GPU product it does not need at %d: the CPU split waited", t_cpu,
-              t_gpu);
+               "the CPU split ran at tick %d, the GPU product it does not need at %d: the CPU split waited", t_cpu,
+               t_gpu);
         const float *po = o->t.data;
         for (int j = 0; j < 2 && po; j++)
             for (int i = 0; i < 8; i++) {
                 double acc = 0;
                 for (int k = 0; k < 8; k++) acc += ((double)wg[i * 8 + k] + wh[i * 8 + k]) * xin[j * 8 + k];
                 EXPECT(fabs(po[j * 8 + i] - acc) <= 1e-5 * (1 + fabs(acc)), "o[%d,%d] = %g, want %g", i, j,
-                      po[j * 8 + i], acc);
+                       po[j * 8 + i], acc);
             }
     }
     set_clock(NULL);

@@ -53,7 +53,7 @@ TEST(test_api) {
     EXPECT(!strcmp(tessera_model_arch(m), "llama"), "arch %s", tessera_model_arch(m));
     EXPECT(tessera_model_meta_str(m, "general.architecture") &&
               !strcmp(tessera_model_meta_str(m, "general.architecture"), "llama"),
-          "meta_str");
+           "meta_str");
     EXPECT(tessera_model_meta_str(m, "no.such.key") == NULL, "meta_str of a missing key");
 
     /* Tokens. */
@@ -68,7 +68,7 @@ TEST(test_api) {
     int32_t len = tessera_detokenize(m, toks + 1, n - 1, buf, sizeof buf, false, false);
     EXPECT(len == (int32_t)strlen(text) && !strcmp(buf, text), "detokenize: '%s'", buf);
     EXPECT(tessera_detokenize(m, toks + 1, n - 1, buf, 4, false, false) == -(int32_t)(strlen(text) + 1),
-          "detokenize with a small buffer");
+           "detokenize with a small buffer");
     len = tessera_token_to_piece(m, toks[1], buf, sizeof buf, false);
     EXPECT(len > 0, "token_to_piece");
     EXPECT(tessera_token_to_piece(m, 99999, buf, sizeof buf, false) == INT32_MIN, "bad id piece");
@@ -83,7 +83,7 @@ TEST(test_api) {
     tessera_context *small = new_ctx(m, 64, 4, TESSERA_KV_F16);
     EXPECT(tessera_context_n_batch(small) == 4, "n_batch");
     EXPECT(tessera_decode(small, toks, n, 0, TESSERA_DECODE_ALL_LOGITS) == 0, "micro-batches: %s",
-          tessera_last_error());
+           tessera_last_error());
     double d = 0;
     for (int i = 0; i < n; i++) {
         double e = max_diff(all + (size_t)i * nv, tessera_logits(small, i), nv);
@@ -143,7 +143,7 @@ TEST(test_api) {
         fp.flash_attn = TESSERA_FLASH_ATTN_ON;
         tessera_context *fa = tessera_context_new(m, &fp);
         EXPECT(fa && tessera_decode(fa, toks, n, 0, 0) == 0, "flash attention %s: %s",
-              tessera_kv_type_name(fa_types[i]), tessera_last_error());
+               tessera_kv_type_name(fa_types[i]), tessera_last_error());
         if (fa) {
             d = max_diff(all + (size_t)(n - 1) * nv, tessera_logits(fa, -1), nv);
             EXPECT(d < (i == 0 ? 0.02 : 0.1), "flash attention %s vs F16: %g", tessera_kv_type_name(fa_types[i]), d);

@@ -43,8 +43,8 @@ TEST(test_graph_ref) {
                               .dtype_v = kv_f32 ? TSR_DTYPE_F32 : TSR_DTYPE_F16};
         kv_cache *kv = kv_cache_new(&kp);
         float *logits = malloc((size_t)g->n_tokens * (size_t)nv * sizeof(float));
-        REQUIRE(kv && logits && mini_forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) == 0, "%s case %d: %s", name,
-                c, error_get());
+        REQUIRE(kv && logits && mini_forward(m, kv, g->tokens, g->n_tokens, 0, true, logits) == 0,
+                "%s case %d: %s", name, c, error_get());
         double top_err = 0, all_err = 0;
         for (int32_t p = 0; p < g->n_tokens; p++) {
             for (int k = 0; k < GOLDEN_TOP; k++) {

@@ -172,7 +172,7 @@ TEST(test_model_load) {
     if (m) {
         EXPECT(m->hp.n_embd == E && m->hp.n_layer == L && m->hp.n_head == H && m->hp.n_head_kv == HKV &&
                   m->hp.head_dim == D && m->hp.n_ff == F && m->hp.n_vocab == V && m->hp.n_rot == D,
-              "llama hparams");
+               "llama hparams");
         EXPECT(m->hp.rope_freq_base == 10000.0f && m->hp.rope_freq_scale == 1.0f, "rope defaults");
         EXPECT(m->output->data != m->tok_embd->data, "untied output");
         EXPECT(forward(m, base) == 0, "forward: %s", error_get());

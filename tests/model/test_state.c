@@ -149,7 +149,7 @@ static void check_continue(tessera_model *m, float temp, uint32_t seed, const ch
     free(again);
     generate(ctx, s, got, &n, N_GEN - N_SPLIT);
     EXPECT(n == n_ref && !memcmp(got, ref, (size_t)n * sizeof *got), "temp %g seed %u: continued tokens differ",
-          (double)temp, seed);
+           (double)temp, seed);
     printf("ok   temp %g seed %u: %d tokens after a save at %d match the uninterrupted run (file %zu bytes)\n",
            (double)temp, seed, n_ref, n_part, len1);
     tessera_sampler_free(s);
@@ -202,7 +202,7 @@ static void check_seq(tessera_model *m) {
                  "room was given for 4");
     EXPECT(tessera_kv_cells_used(b) == 3, "cells after a refused load: %d", tessera_kv_cells_used(b));
     EXPECT(tessera_state_load(b, 2, st, len, "seq-state", got, MAX_TOK, &ng, NULL) == 0, "load seq 2: %s",
-          tessera_last_error());
+           tessera_last_error());
     EXPECT(tessera_kv_cells_used(b) == 3 + n, "cells used %d, want %d", tessera_kv_cells_used(b), 3 + n);
     /* Greedy continuation in sequence 2: the last prompt token again at its
      * position gives the logits to pick from. */
@@ -328,7 +328,7 @@ TEST(test_state) {
         int32_t n = 0;
         EXPECT(fa && tessera_state_load_file(fa, -1, path, toks, MAX_TOK, &n, NULL) == 0 && tessera_kv_len(fa) == n &&
                   tessera_decode(fa, toks, 1, n, 0) == 0,
-              "an F16 state into a flash-attention context: %s", tessera_last_error());
+               "an F16 state into a flash-attention context: %s", tessera_last_error());
         tessera_context_free(fa);
         type_k = type_v = TESSERA_KV_Q8_0;
         tessera_context *qc = new_ctx(m, n_ctx, TESSERA_KV_F16);

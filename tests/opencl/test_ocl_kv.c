@@ -188,8 +188,8 @@ static void cpy_case(host_device *ocl, int32_t qt, bool f16_transposed) {
                 bad++;
             }
         EXPECT(bad == 0, "CPY %s -> %s: %d of %lld cache blocks differ from ref's bytes (first: block %d, cell %d)",
-              f16_transposed ? "F16 transposed" : "F32", tsr_dtype_name(qt), bad, (long long)nblocks, first,
-              first < 0 ? -1 : (int)((uint64_t)first * bb / rb));
+               f16_transposed ? "F16 transposed" : "F32", tsr_dtype_name(qt), bad, (long long)nblocks, first,
+               first < 0 ? -1 : (int)((uint64_t)first * bb / rb));
         if (bad == 0)
             printf("  CPY %-14s -> %-6s: %d rows into cells %d.. of a %d-wide cache: ref's bytes\n",
                    f16_transposed ? "F16 transposed" : "F32", tsr_dtype_name(qt), T, C0, ROW);
@@ -268,8 +268,8 @@ static void fa_case(host_device *ocl, host_device *ref, int32_t kt, int32_t vt, 
             }
         }
         EXPECT(err <= FA_TOL, "FLASH_ATTN D %lld n_q %lld n_kv %lld H %lld/%lld K %s V %s: error %.3g at %lld "
-              "(%.7g, ref %.7g)", (long long)D, (long long)n_q, (long long)n_kv, (long long)H, (long long)H_kv,
-              tsr_dtype_name(kt), tsr_dtype_name(vt), err, (long long)worst, (double)got[worst], (double)want[worst]);
+               "(%.7g, ref %.7g)", (long long)D, (long long)n_q, (long long)n_kv, (long long)H, (long long)H_kv,
+               tsr_dtype_name(kt), tsr_dtype_name(vt), err, (long long)worst, (double)got[worst], (double)want[worst]);
         printf("  FLASH_ATTN D %3lld n_q %lld n_kv %3lld H %lld/%lld K %-6s V %-6s mask %-4s: max error %.2g\n",
                (long long)D, (long long)n_q, (long long)n_kv, (long long)H, (long long)H_kv, tsr_dtype_name(kt),
                tsr_dtype_name(vt), s.mask < 0 ? "none" : tsr_dtype_name(s.mask), err);
@@ -373,7 +373,8 @@ static void test_model(host_device *ocl) {
     }
     const int tk = tessera_kv_type_from_name(type_k), tv = tessera_kv_type_from_name(type_v);
     const double tol = atof(harness_arg(6));
-    const int n_cases_max = harness_arg(8) ? atoi(harness_arg(8)) : 2, n_greedy = harness_arg(9) ? atoi(harness_arg(9)) : 16;
+    const int n_cases_max = harness_arg(8) ? atoi(harness_arg(8)) : 2;
+    const int n_greedy = harness_arg(9) ? atoi(harness_arg(9)) : 16;
     REQUIRE(tk >= 0 && tv >= 0, "%s/%s: not KV cache types", type_k, type_v);
     golden_case *cases;
     int n_cases = golden_load(gpath.s, &cases);

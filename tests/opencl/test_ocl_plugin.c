@@ -131,7 +131,7 @@ static void test_compute(tsr_device *dev) {
     dst.offset = size - 8;
     EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "dst past the buffer's end accepted");
     EXPECT(strstr(plugin_log_all, "runs past its buffer") != NULL, "no message for a dst past the end: %s",
-          plugin_log_all);
+           plugin_log_all);
     dst.offset = 4 * (N0 * N1 + N0) - 2;
     EXPECT(q->api->compute(q, &node, 1) == TSR_ERR_INVALID, "a misaligned F32 dst accepted");
     dst.offset = 4 * (N0 * N1 + N0);
@@ -205,7 +205,7 @@ TEST(test_ocl_plugin) {
     EXPECT(info.kind == TSR_DEVICE_GPU || info.kind == TSR_DEVICE_ACCEL, "kind %d", (int)info.kind);
     EXPECT(!info.reads_host_memory, "an OpenCL device cannot read host memory in place");
     EXPECT(info.host_visible == (strstr(info.features, "unified-memory") != NULL),
-          "host_visible %d does not match features '%s'", (int)info.host_visible, info.features);
+           "host_visible %d does not match features '%s'", (int)info.host_visible, info.features);
 
     if (corrupt) {
         /* This mode's own cache directory starts empty: a build tree kept
@@ -240,7 +240,7 @@ TEST(test_ocl_plugin) {
         EXPECT(dev && dev->api->supports_op(dev, &node) == 1, "supports_op after restart: %s", plugin_log_all);
         double t_second = now_ms() - t0;
         EXPECT(strstr(plugin_log_all, "kernels loaded from") != NULL, "the second start did not use the cache: %s",
-              plugin_log_all);
+               plugin_log_all);
         printf("kernels ready: first start %.0f ms, second start (cache) %.0f ms\n", t_first, t_second);
         if (dev) test_compute(dev);
 
@@ -251,7 +251,7 @@ TEST(test_ocl_plugin) {
         EXPECT(dev && dev->api->supports_op(dev, &node) == 0, "a failed build still accepts nodes");
         EXPECT(dev && dev->api->supports_op(dev, &node) == 0, "a failed build accepts nodes the 2nd time");
         EXPECT(strstr(plugin_log_all, "building the kernels failed") && strstr(plugin_log_all, "Build log"),
-              "no build failure message: %s", plugin_log_all);
+               "no build failure message: %s", plugin_log_all);
         EXPECT(strstr(plugin_log_all, "fall back to the CPU") != NULL, "the message does not say what happens");
         const char *first = strstr(plugin_log_all, "building the kernels failed");
         EXPECT(!first || !strstr(first + 1, "building the kernels failed"), "the failure was logged twice");

@@ -122,7 +122,7 @@ TEST(test_top_k) {
     EXPECT(f.c.size == 10, "top-10 kept %zu", f.c.size);
     for (size_t i = 0; i < 10 && i < f.c.size; i++)
         EXPECT(f.c.data[i].id == g.c.data[i].id, "top-10 rank %zu: %d vs full sort %d", i,
-              (int)f.c.data[i].id, (int)g.c.data[i].id);
+               (int)f.c.data[i].id, (int)g.c.data[i].id);
 }
 
 /* What a filter with parameter p keeps, as ids_of writes it. */
@@ -196,7 +196,7 @@ TEST(test_top_p_large) {
             bool same = a.size == b.size;
             for (size_t i = 0; same && i < a.size; i++) same = a.data[i].id == b.data[i].id;
             EXPECT(same, "round %d top-p %g: kept %zu, full sort kept %zu", round, (double)ps[k],
-                  a.size, b.size);
+                   a.size, b.size);
         }
     }
 done:
@@ -245,7 +245,7 @@ TEST(test_typical) {
     fixture_init(&f, logits, 4);
     sample_typical(&f.c, 1.0f);
     EXPECT(f.c.size == 4 && !strcmp(ids_of(&f.c), "0,1,2,3"), "typical 1 must be a no-op: %s",
-          ids_of(&f.c));
+           ids_of(&f.c));
 }
 
 /* ----------------------------------------------------------- temperature */
@@ -256,8 +256,8 @@ TEST(test_temperature) {
     fixture_init(&f, logits, 3);
     sample_temperature(&f.c, 2.0f);
     EXPECT(f.c.data[0].logit == 1.0f && f.c.data[1].logit == -2.0f && f.c.data[2].logit == 0.5f,
-          "temp 2 gave %g %g %g", (double)f.c.data[0].logit, (double)f.c.data[1].logit,
-          (double)f.c.data[2].logit);
+           "temp 2 gave %g %g %g", (double)f.c.data[0].logit, (double)f.c.data[1].logit,
+           (double)f.c.data[2].logit);
     fixture_init(&f, logits, 3);
     sample_temperature(&f.c, 0.0f);
     EXPECT(!strcmp(ids_of(&f.c), "0"), "temp 0 must keep only the best, kept %s", ids_of(&f.c));
@@ -279,7 +279,7 @@ TEST(test_penalties) {
     const float want_rep[6] = {1.0f, 1.0f, 0.5f, 1.0f, 0.0f, -2.0f};
     for (int i = 0; i < 6; i++)
         EXPECT(f.c.data[i].logit == want_rep[i], "repeat: logit[%d] = %g, expected %g", i,
-              (double)f.c.data[i].logit, (double)want_rep[i]);
+               (double)f.c.data[i].logit, (double)want_rep[i]);
 
     /* All three: id 3 seen 3x, 4 and 5 once. */
     fixture_init(&f, logits, 6);
@@ -288,7 +288,7 @@ TEST(test_penalties) {
                                -2.0f - 0.5f - 0.25f};
     for (int i = 0; i < 6; i++)
         EXPECT(fabsf(f.c.data[i].logit - want_all[i]) < 1e-6f, "all: logit[%d] = %g, expected %g",
-              i, (double)f.c.data[i].logit, (double)want_all[i]);
+               i, (double)f.c.data[i].logit, (double)want_all[i]);
 
     /* Same result when the candidates are no longer in id order. */
     fixture_init(&f, logits, 6);
@@ -297,8 +297,8 @@ TEST(test_penalties) {
     for (size_t i = 0; i < f.c.size; i++) {
         int32_t id = f.c.data[i].id;
         EXPECT(fabsf(f.c.data[i].logit - want_all[id]) < 1e-6f,
-              "sorted: logit[%d] = %g, expected %g", (int)id, (double)f.c.data[i].logit,
-              (double)want_all[id]);
+               "sorted: logit[%d] = %g, expected %g", (int)id, (double)f.c.data[i].logit,
+               (double)want_all[id]);
     }
 
     /* The window holds the last N tokens only. */
@@ -308,8 +308,8 @@ TEST(test_penalties) {
     fixture_init(&f, logits, 6);
     sample_penalties(&f.c, &w, 1.0f, 1.0f, 0.0f); /* window {4, 3} */
     EXPECT(f.c.data[3].logit == 1.0f && f.c.data[4].logit == -1.0f && f.c.data[5].logit == -1.0f,
-          "window of 2: logits 3,4,5 = %g %g %g, expected 1 -1 -1", (double)f.c.data[3].logit,
-          (double)f.c.data[4].logit, (double)f.c.data[5].logit);
+           "window of 2: logits 3,4,5 = %g %g %g, expected 1 -1 -1", (double)f.c.data[3].logit,
+           (double)f.c.data[4].logit, (double)f.c.data[5].logit);
     sample_history_clear(&w);
     fixture_init(&f, logits, 6);
     sample_penalties(&f.c, &w, 2.0f, 1.0f, 1.0f);
@@ -326,7 +326,7 @@ TEST(test_logit_bias) {
     sample_logit_bias(&f.c, bias, 2);
     EXPECT(sample_argmax(&f.c) == 3, "biased argmax is %d, expected 3", (int)sample_argmax(&f.c));
     EXPECT(isinf(f.c.data[1].logit) && f.c.data[1].logit < 0, "banned token kept logit %g",
-          (double)f.c.data[1].logit);
+           (double)f.c.data[1].logit);
 }
 
 /* ----------------------------------------------------------------- chain */
@@ -411,7 +411,7 @@ TEST(test_distribution) {
     }
     for (int i = 0; i < 4; i++)
         EXPECT(fabs((double)counts[i] / N - probs[i]) < 0.01, "id %d drawn %.4f, expected %.3f", i,
-              (double)counts[i] / N, probs[i]);
+               (double)counts[i] / N, probs[i]);
     sample_chain_free(s);
 
     /* Temperature 0.5 squares the odds: 0.5^2 : 0.25^2 : ... normalized. */
@@ -425,7 +425,7 @@ TEST(test_distribution) {
     }
     double z = 0.25 + 0.0625 + 2 * 0.015625;
     EXPECT(fabs((double)counts[0] / N - 0.25 / z) < 0.01, "temp 0.5: id 0 drawn %.4f, expected %.4f",
-          (double)counts[0] / N, 0.25 / z);
+           (double)counts[0] / N, 0.25 / z);
     sample_chain_free(s);
 }
 
@@ -462,7 +462,7 @@ TEST(test_chain_order) {
         if (t >= 0 && t < 4) seen[t]++;
     }
     EXPECT(seen[0] > 0 && seen[1] > 0 && seen[2] + seen[3] == 0,
-          "top-p 0.5 + min-p 0.9 drew %d %d %d %d", seen[0], seen[1], seen[2], seen[3]);
+           "top-p 0.5 + min-p 0.9 drew %d %d %d %d", seen[0], seen[1], seen[2], seen[3]);
     sample_chain_free(s);
 }
 
@@ -470,20 +470,20 @@ TEST(test_bad_params) {
     sample_params p = sample_params_default();
     p.top_p = NAN;
     EXPECT(!sample_chain_new(&p, 10) && strstr(error_get(), "top-p"), "NaN top-p: '%s'",
-          error_get());
+           error_get());
     p = sample_params_default();
     p.penalty_last_n = -1;
     EXPECT(!sample_chain_new(&p, 10) && strstr(error_get(), "penalty window"), "last_n -1: '%s'",
-          error_get());
+           error_get());
     p = sample_params_default();
     sample_bias bad = {10, 1.0f};
     p.bias = &bad;
     p.n_bias = 1;
     EXPECT(!sample_chain_new(&p, 10) && strstr(error_get(), "token 10"), "bias id 10: '%s'",
-          error_get());
+           error_get());
     p = sample_params_default();
     EXPECT(!sample_chain_new(&p, 0) && strstr(error_get(), "vocabulary"), "n_vocab 0: '%s'",
-          error_get());
+           error_get());
 }
 
 /* ------------------------------------------------------------ public API */
@@ -492,10 +492,10 @@ TEST(test_public_api) {
     tessera_sampler_params p = tessera_sampler_default_params();
     EXPECT(p.seed == TESSERA_SEED_RANDOM && p.top_k == 40 && p.temp == 0.8f && p.top_p == 0.95f &&
               p.min_p == 0.05f && p.penalty_last_n == 64 && p.penalty_repeat == 1.0f,
-          "defaults differ from llama.cpp's");
+           "defaults differ from llama.cpp's");
     tessera_sampler *r = tessera_sampler_new(16, &p);
     EXPECT(r && tessera_sampler_seed(r) != TESSERA_SEED_RANDOM, "random seed: %s",
-          tessera_last_error());
+           tessera_last_error());
     tessera_sampler_free(r);
 
     float logits[16];
@@ -526,7 +526,7 @@ TEST(test_public_api) {
 
     ban.token = 16;
     EXPECT(!tessera_sampler_new(16, &p) && strstr(tessera_last_error(), "token 16"),
-          "bias on token 16 of 16: '%s'", tessera_last_error());
+           "bias on token 16 of 16: '%s'", tessera_last_error());
 }
 
 HARNESS_MAIN("sampler", HARNESS_TEST(test_rng), HARNESS_TEST(test_sort_softmax), HARNESS_TEST(test_top_k),

@@ -94,8 +94,8 @@ TEST(test_decode_batch) {
         for (int s = 0; rc == 0 && s <= N_STEPS; s++) {
             const float *l = tessera_logits(alone, 0);
             EXPECT(l && !memcmp(l, r->logits + (size_t)s * n_vocab, (size_t)n_vocab * sizeof *l),
-                  "alone step %d: logits differ from tessera_decode (max %g)", s,
-                  l ? max_diff(l, r->logits + (size_t)s * n_vocab, n_vocab) : -1.0f);
+                   "alone step %d: logits differ from tessera_decode (max %g)", s,
+                   l ? max_diff(l, r->logits + (size_t)s * n_vocab, n_vocab) : -1.0f);
             if (s == N_STEPS) break;
             int32_t p = r->n_prompt + s, sq = 5;
             bool w = true;
@@ -103,7 +103,7 @@ TEST(test_decode_batch) {
             EXPECT(rc == 0, "alone step %d: %s", s, tessera_last_error());
         }
         EXPECT(tessera_kv_cells_used(alone) == r->n_prompt + N_STEPS, "alone: %d cells used",
-              tessera_kv_cells_used(alone));
+               tessera_kv_cells_used(alone));
         tessera_seq_remove(alone, 5, 0);
         EXPECT(tessera_kv_cells_used(alone) == 0, "alone: cells left after remove");
     }
@@ -140,8 +140,8 @@ TEST(test_decode_batch) {
                 EXPECT(d < 1e-2f, "multi step %d seq %d: logits differ by %g", s, q, d);
                 if (s < N_STEPS)
                     EXPECT(argmax(l, n_vocab) == ref[q].tokens[s],
-                          "multi step %d seq %d: greedy token %d, alone %d", s, q, argmax(l, n_vocab),
-                          ref[q].tokens[s]);
+                           "multi step %d seq %d: greedy token %d, alone %d", s, q, argmax(l, n_vocab),
+                           ref[q].tokens[s]);
             }
             if (s == N_STEPS) break;
             /* sequence 1 is dropped and restarted half-way; the others go on */
@@ -176,7 +176,7 @@ TEST(test_decode_batch) {
         int expect_cells = 0;
         for (int q = 0; q < N_SEQ; q++) expect_cells += ref[q].n_prompt + N_STEPS;
         EXPECT(tessera_kv_cells_used(multi) == expect_cells, "multi: %d cells used, expected %d",
-              tessera_kv_cells_used(multi), expect_cells);
+               tessera_kv_cells_used(multi), expect_cells);
     }
 
     /* 3. Errors leave the context usable. */
@@ -185,18 +185,18 @@ TEST(test_decode_batch) {
         int32_t p = 0, s = TESSERA_MAX_SEQ;
         EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
                   strstr(tessera_last_error(), "sequence"),
-              "sequence %d accepted", s);
+               "sequence %d accepted", s);
         s = -1;
         EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0, "sequence -1 accepted");
         s = 7;
         t = n_vocab;
         EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 && strstr(tessera_last_error(), "token"),
-              "token %d accepted", n_vocab);
+               "token %d accepted", n_vocab);
         t = 5;
         p = -3;
         EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 1) != 0 &&
                   strstr(tessera_last_error(), "position"),
-              "position -3 accepted");
+               "position -3 accepted");
         EXPECT(tessera_decode_batch(multi, &t, &p, &s, NULL, 0) != 0, "zero tokens accepted");
         EXPECT(tessera_seq_remove(multi, 99, 0) != 0, "seq remove 99 accepted");
         /* fill the cache: more tokens than free cells */
@@ -212,10 +212,10 @@ TEST(test_decode_batch) {
         int used_before = tessera_kv_cells_used(multi);
         EXPECT(tessera_decode_batch(multi, many, mp_, ms, NULL, free_cells + 1) != 0 &&
                   strstr(tessera_last_error(), "context full"),
-              "overfull batch accepted (%s)", tessera_last_error());
+               "overfull batch accepted (%s)", tessera_last_error());
         EXPECT(tessera_kv_cells_used(multi) == used_before, "a failed call changed the cache");
         EXPECT(tessera_decode_batch(multi, many, mp_, ms, NULL, free_cells) == 0, "exactly full: %s",
-              tessera_last_error());
+               tessera_last_error());
         EXPECT(tessera_kv_cells_used(multi) == MULTI_CTX, "cache not full");
         free(many);
         free(mp_);
@@ -231,7 +231,7 @@ TEST(test_decode_batch) {
             want[i] = i == ref[2].n_prompt - 1;
         }
         EXPECT(tessera_decode_batch(multi, ref[2].prompt, pos, seq, want, ref[2].n_prompt) == 0,
-              "after errors: %s", tessera_last_error());
+               "after errors: %s", tessera_last_error());
         const float *l = tessera_logits(multi, 0);
         EXPECT(l && max_diff(l, ref[2].logits, n_vocab) < 1e-3f, "after errors: logits differ");
     }
@@ -271,7 +271,7 @@ TEST(test_decode_batch) {
             EXPECT(l && d < 1e-2f, "after compaction step %d: logits differ by %g", k, d);
         }
         EXPECT(tessera_kv_cells_used(multi) == r->n_prompt + N_STEPS, "compaction: %d cells used",
-              tessera_kv_cells_used(multi));
+               tessera_kv_cells_used(multi));
     }
 
     for (int q = 0; q < N_SEQ; q++) free(ref[q].logits);

@@ -25,7 +25,7 @@ static void show(const serve_reply_rules *rules, const char *text, size_t n, boo
     serve_reply_split(rules, text, n, final, &sp);
     EXPECT(sp.reasoning_at <= sp.reasoning_end && sp.reasoning_end <= n && sp.content_at <= sp.content_end &&
               sp.content_end <= n,
-          "split out of range for '%.*s'", (int)n, text);
+           "split out of range for '%.*s'", (int)n, text);
     snprintf(reasoning, 512, "%.*s", (int)(sp.reasoning_end - sp.reasoning_at), text + sp.reasoning_at);
     snprintf(content, 512, "%.*s", (int)(sp.content_end - sp.content_at), text + sp.content_at);
 }
@@ -35,7 +35,7 @@ static void expect_split(const serve_reply_rules *rules, const char *text, bool 
     char r[512], c[512];
     show(rules, text, strlen(text), final, r, c);
     EXPECT(!strcmp(r, reasoning) && !strcmp(c, content), "'%s' (final %d): reasoning '%s' content '%s', want '%s' '%s'",
-          text, final, r, c, reasoning, content);
+           text, final, r, c, reasoning, content);
 }
 
 TEST(test_think) {
@@ -80,8 +80,8 @@ TEST(test_prefixes) {
                 char r[512], c[512];
                 show(&rules, text, k, false, r, c);
                 EXPECT(!strncmp(fr, r, strlen(r)) && !strncmp(fc, c, strlen(c)),
-                      "variant %d prefix %zu of '%s': '%s'/'%s' is not a prefix of '%s'/'%s'", variant, k, text, r, c,
-                      fr, fc);
+                       "variant %d prefix %zu of '%s': '%s'/'%s' is not a prefix of '%s'/'%s'", variant, k, text, r, c,
+                       fr, fc);
             }
         }
     }

@@ -83,7 +83,7 @@ TEST(test_required) {
         const char *const names[] = {"get_weather", "add", "ping"};
         EXPECT(chat_tool_parse(CHAT_TOOLS_HERMES, full, strlen(full), names, 3, &p) == 0 && p.n_calls == 1 &&
                   !strcmp(p.calls[0].name, "add") && !strcmp(p.calls[0].arguments, "{\"a\": 1, \"b\": -20}"),
-              "prefill + match does not parse back: %s", full);
+               "prefill + match does not parse back: %s", full);
         chat_parsed_free(&p);
         free(pre);
         grammar_free(g);
@@ -127,7 +127,7 @@ TEST(test_prompt_text) {
     cJSON_Delete(root);
     char *sys = serve_tools_system_text(&t);
     EXPECT(sys && strstr(sys, "<tools>") && strstr(sys, "\"name\":\"add\"") && strstr(sys, "<tool_call>"),
-          "system text %s", sys);
+           "system text %s", sys);
     free(sys);
     serve_tools_free(&t);
     cJSON *calls = cJSON_Parse("[{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"add\", "
@@ -139,7 +139,7 @@ TEST(test_prompt_text) {
     const char *const names[] = {"add", "ping"};
     EXPECT(text && chat_tool_parse(CHAT_TOOLS_HERMES, text, strlen(text), names, 2, &p) == 0 && p.n_calls == 2 &&
               !strcmp(p.calls[0].arguments, "{\"a\": 1}") && !strcmp(p.calls[1].name, "ping"),
-          "earlier calls do not read back: %s", text);
+           "earlier calls do not read back: %s", text);
     chat_parsed_free(&p);
     free(text);
     cJSON_Delete(calls);

@@ -164,11 +164,11 @@ TEST(test_quantize_cli) {
 
     /* --help and argument errors */
     EXPECT(run(err, (char *[]){"--help", NULL}) == 0 && strstr(slurp(err), "--allow-requantize"),
-          "--help exits 0 and lists the options");
+           "--help exits 0 and lists the options");
     snprintf(path, sizeof path, "%s/bad-type.gguf", workdir);
     EXPECT(run(err, (char *[]){src, path, "Q9_Z", NULL}) == 2 && strstr(slurp(err), "Q9_Z") &&
               !exists(path),
-          "unknown TYPE is refused by name, no OUT");
+           "unknown TYPE is refused by name, no OUT");
 
     /* 1. pure types: byte-exact with llama.cpp */
     static const struct { const char *type, *file; } pure[] = {
@@ -184,7 +184,7 @@ TEST(test_quantize_cli) {
         int rc = run(err, (char *[]){"--pure", "-q", "-t", "2", src, path, (char *)pure[i].type, NULL});
         int n = 0, bad = rc == 0 ? compare_tensors(path, want, &n) : -1;
         EXPECT(rc == 0 && bad == 0, "pure %-6s vs synth-s-%s.gguf: %d tensors, %d differ%s", pure[i].type,
-              pure[i].file, n, bad, rc == 0 && files_identical(path, want) ? " (whole file identical)" : "");
+               pure[i].file, n, bad, rc == 0 && files_identical(path, want) ? " (whole file identical)" : "");
         if (rc != 0) printf("     exit %d: %s", rc, slurp(err));
         unlink(path);
     }
@@ -196,7 +196,7 @@ TEST(test_quantize_cli) {
         int rc = run(err, (char *[]){"-t", "2", src, path, "Q4_K_M", NULL});
         int n = 0, bad = rc == 0 ? compare_tensors(path, want, &n) : -1;
         EXPECT(rc == 0 && bad == 0, "mixture Q4_K_M vs synth-s-Q4_K_M-mix.gguf: %d tensors, %d differ "
-              "(types and bytes)", n, bad);
+               "(types and bytes)", n, bad);
         EXPECT(strstr(slurp(err), "blk.0.attn_q.weight") != NULL, "progress lines name each tensor");
         unlink(path);
     }
@@ -215,7 +215,7 @@ TEST(test_quantize_cli) {
         const char *msg = slurp(err);
         const char *old = slurp(path);
         EXPECT(rc != 0 && strstr(msg, "--allow-requantize") && strstr(msg, "Q8_0"),
-              "quantized input refused without --allow-requantize: %s", first_line(msg));
+               "quantized input refused without --allow-requantize: %s", first_line(msg));
         EXPECT(!strcmp(old, "previous contents"), "an existing OUT is left untouched on failure");
         EXPECT(count_prefixed("requant.gguf.tmp") == 0, "no temporary file left after the refusal");
         unlink(path);
@@ -223,7 +223,7 @@ TEST(test_quantize_cli) {
         gguf_file *g = rc == 0 ? gguf_open(path) : NULL;
         const gguf_tensor_info *t = g ? gguf_find_tensor(g, "blk.0.attn_q.weight") : NULL;
         EXPECT(rc == 0 && t && t->dtype == TSR_DTYPE_Q4_0,
-              "--allow-requantize converts Q8_0 input to Q4_0");
+               "--allow-requantize converts Q8_0 input to Q4_0");
         gguf_close(g);
         unlink(path);
     }
@@ -241,7 +241,7 @@ TEST(test_quantize_cli) {
         snprintf(path, sizeof path, "%s/from-truncated.gguf", workdir);
         int rc = run(err, (char *[]){"-q", trunc, path, "Q4_0", NULL});
         EXPECT(rc != 0 && !exists(path) && count_prefixed("from-truncated.gguf") == 0,
-              "truncated input fails (%s) and leaves no OUT or temp file", first_line(slurp(err)));
+               "truncated input fails (%s) and leaves no OUT or temp file", first_line(slurp(err)));
         unlink(trunc);
     }
 
@@ -255,10 +255,10 @@ TEST(test_quantize_cli) {
         int rc = wait_status(pid);
         if (rc == 130)
             EXPECT(!exists(path) && count_prefixed("interrupted.gguf") == 0,
-                  "SIGINT mid-run: exit 130, no OUT and no temp file");
+                   "SIGINT mid-run: exit 130, no OUT and no temp file");
         else
             EXPECT(rc == 0 && exists(path) && count_prefixed("interrupted.gguf") == 1,
-                  "SIGINT arrived after the run finished (exit %d): OUT complete", rc);
+                   "SIGINT arrived after the run finished (exit %d): OUT complete", rc);
         unlink(path);
     }
 

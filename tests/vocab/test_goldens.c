@@ -125,13 +125,13 @@ static void check_golden(const char *model_rel, const char *golden_rel) {
             size_t tlen = 0;
             rc = vocab_detokenize(v, want + 1, n_want - 1, 0, &text, &tlen);
             EXPECT(rc == 0 && tlen == plen && memcmp(text, prompt, plen) == 0,
-                  "%s: detokenize(tokens[1:]) != prompt", golden_rel);
+                   "%s: detokenize(tokens[1:]) != prompt", golden_rel);
             free(text);
             /* With BOS dropped by remove_special, llama.cpp keeps the space. */
             rc = vocab_detokenize(v, want, n_want, VOCAB_DETOK_REMOVE_SPECIAL, &text, &tlen);
             EXPECT(rc == 0 && tlen == plen + 1 && text[0] == ' ' &&
                       memcmp(text + 1, prompt, plen) == 0,
-                  "%s: detokenize(tokens, remove_special) != ' ' + prompt", golden_rel);
+                   "%s: detokenize(tokens, remove_special) != ' ' + prompt", golden_rel);
             free(text);
             vocab_tokens_free(&got);
         }
@@ -144,7 +144,7 @@ static void check_golden(const char *model_rel, const char *golden_rel) {
                 if (w > 0) n += (size_t)w;
             }
             EXPECT(n == glen && memcmp(cat, greedy_text, n) == 0,
-                  "%s line %d: pieces of greedy != greedy_text", golden_rel, lines + 1);
+                   "%s line %d: pieces of greedy != greedy_text", golden_rel, lines + 1);
             free(cat);
         }
         free(prompt);

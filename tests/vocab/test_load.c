@@ -44,9 +44,9 @@ static vocab *load_expect(mini *m, bool ok, const char *what, const char *needle
     } else {
         EXPECT(v == NULL, "%s: should fail", what);
         EXPECT(!needle1 || strstr(error_get(), needle1), "%s: error lacks '%s': %s", what, needle1,
-              error_get());
+               error_get());
         EXPECT(!needle2 || strstr(error_get(), needle2), "%s: error lacks '%s': %s", what, needle2,
-              error_get());
+               error_get());
         if (!v) printf("  %-28s -> %s\n", what, error_get());
     }
     gguf_close(f);
@@ -130,7 +130,7 @@ TEST(test_spm) {
     /* "ab" -> "▁ab": best-score merges ("▁ab" -0.5 beats "ab" -1.5) */
     EXPECT(vocab_tokenize(v, "ab", 2, false, false, &t) == 0, "%s", error_get());
     EXPECT(ids_are(&t, (int32_t[]){8}, 1), "'ab' -> [8], got %zu ids, first %d", t.n,
-          t.n ? t.ids[0] : -1);
+           t.n ? t.ids[0] : -1);
     t.n = 0;
     /* "ax\n" -> ▁a, <0x78>, <0x0A>; 'y' has no byte token -> <unk> */
     EXPECT(vocab_tokenize(v, "ax\ny", 4, true, false, &t) == 0, "%s", error_get());
@@ -160,11 +160,11 @@ TEST(test_spm) {
     free(text);
     int32_t bad[] = {6, 13};
     EXPECT(vocab_detokenize(v, bad, 2, 0, &text, &len) == -1 && strstr(error_get(), "13"),
-          "bad id is an error naming it: %s", error_get());
+           "bad id is an error naming it: %s", error_get());
     char small[2];
     EXPECT(vocab_token_to_piece(v, 8, small, 2, 0, false) == -3, "needs 3 bytes");
     EXPECT(vocab_token_to_piece(v, 8, small, 2, 1, false) == 2 && memcmp(small, "ab", 2) == 0,
-          "lstrip 1");
+           "lstrip 1");
     EXPECT(vocab_token_to_piece(v, 99, small, 2, 0, false) == INT32_MIN, "bad id");
     int32_t buf[2];
     EXPECT(vocab_tokenize_buf(v, "ax\n", 3, true, false, buf, 2) == -4, "buf too small");
@@ -234,12 +234,12 @@ TEST(test_wpm) {
     vocab_tokens t = {0};
     EXPECT(vocab_tokenize(v, text, strlen(text), true, false, &t) == 0, "%s", error_get());
     EXPECT(ids_are(&t, (int32_t[]){2, 4, 1, 5, 9, 6, 7, 8, 10, 1, 1, 3}, 12),
-          "wordpiece ids (got %zu)", t.n);
+           "wordpiece ids (got %zu)", t.n);
     char *out = NULL;
     size_t n = 0;
     EXPECT(vocab_detokenize(v, (int32_t[]){2, 4, 5, 3}, 4, 0, &out, &n) == 0 &&
               strcmp(out, " hello world") == 0,
-          "wpm detokenize: '%s'", out ? out : "");
+           "wpm detokenize: '%s'", out ? out : "");
     free(out);
     vocab_free(v);
 
@@ -283,7 +283,7 @@ TEST(test_gemma4) {
     size_t n = 0;
     EXPECT(vocab_detokenize(v, t.ids, t.n, VOCAB_DETOK_REMOVE_SPECIAL, &out, &n) == 0 &&
               n == strlen(text) && memcmp(out, text, n) == 0,
-          "gemma4 round trip: '%s'", out ? out : "");
+           "gemma4 round trip: '%s'", out ? out : "");
     free(out);
     vocab_tokens_free(&t);
     vocab_free(v);
@@ -343,7 +343,7 @@ TEST(test_fuzz) {
             EXPECT(vocab_tokenize(v, text, strlen(text), true, true, &t) == 0, "fuzzed tokenize");
             char *out = NULL;
             EXPECT(vocab_detokenize(v, t.ids, t.n, VOCAB_DETOK_UNPARSE_SPECIAL, &out, NULL) == 0,
-                  "fuzzed detokenize");
+                   "fuzzed detokenize");
             free(out);
             vocab_tokens_free(&t);
             vocab_free(v);

@@ -38,7 +38,7 @@ static void bench(const char *rel, const char *text, size_t n) {
     /* SPM keeps the space it prefixed after the BOS (llama.cpp's rule). */
     size_t skip = vocab_get_type(v) == VOCAB_TYPE_SPM ? 1 : 0;
     EXPECT(rc == 0 && out_n == n + skip && memcmp(out + skip, text, n) == 0,
-          "%s: the long text does not round-trip", rel);
+           "%s: the long text does not round-trip", rel);
     free(out);
     vocab_tokens_free(&t);
     vocab_free(v);

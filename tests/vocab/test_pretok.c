@@ -150,7 +150,7 @@ TEST(test_names) {
         pretok *p = pretok_new(pretok_names[k].name, &info);
         EXPECT(p != NULL, "%s: %s", pretok_names[k].name, error_get());
         EXPECT(pretok_regexes[pretok_names[k].family][0] != NULL, "%s has no regex",
-              pretok_names[k].name);
+               pretok_names[k].name);
         if (!p) continue;
         for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
             char *joined = split_joined_as(p, texts[t], strlen(texts[t]), info.spm_style);
@@ -158,7 +158,7 @@ TEST(test_names) {
             if (!joined) continue;
             strip_sep(joined);
             EXPECT(strcmp(joined, texts[t]) == 0, "%s: words of text %zu do not cover it",
-                  pretok_names[k].name, t);
+                   pretok_names[k].name, t);
             free(joined);
         }
         pretok_free(p);
@@ -202,8 +202,8 @@ TEST(test_long_runs) {
             memset(letters, c ? 'a' : 'A', run);
             vocab_words hw = {0};
             EXPECT(pretok_split(hp, letters, run, &hw) == 0 && hw.n == 1,
-                  "%s: a run of %zu '%c' is one word: %s", heavy[h], run, c ? 'a' : 'A',
-                  error_get());
+                   "%s: a run of %zu '%c' is one word: %s", heavy[h], run, c ? 'a' : 'A',
+                   error_get());
             vocab_words_free(&hw);
         }
         pretok_free(hp);
@@ -218,7 +218,7 @@ TEST(test_errors) {
     EXPECT(bad == NULL, "unknown name accepted");
     EXPECT(strstr(error_get(), "no-such-pre") && strstr(error_get(), "llama-bpe") &&
               strstr(error_get(), "tokenizer.ggml.pre"),
-          "error does not name the key, the value and the known names: %s", error_get());
+           "error does not name the key, the value and the known names: %s", error_get());
 
     /* Invalid UTF-8: each bad byte becomes U+FFFD. */
     pretok *p = pretok_new("llama-bpe", &info);
@@ -237,7 +237,7 @@ TEST(test_errors) {
     for (const char *q = joined; q && (q = strstr(q, "\xef\xbf\xbd")); q += 3) fffd++;
     EXPECT(fffd == 5, "expected 5 replacement characters (ff, fe, c3, e2, 82), got %zu", fffd);
     EXPECT(joined && strstr(joined, "\xed\xa0\x80"),
-          "a well-formed surrogate is kept as llama.cpp keeps it");
+           "a well-formed surrogate is kept as llama.cpp keeps it");
     free(joined);
     vocab_words_free(&w);
     pretok_free(p);

@@ -63,11 +63,11 @@ static void test_empty(const vocab *v, const char *name) {
     EXPECT(vocab_tokenize(v, NULL, 0, true, true, &t) == 0, "%s: NULL, 0", name);
     size_t want = vocab_add_bos(v) ? 1 : 0;
     EXPECT(t.n == want && (!want || t.ids[0] == vocab_bos(v)), "%s: empty + special -> [BOS?]",
-          name);
+           name);
     char *text = NULL;
     size_t len = 1;
     EXPECT(vocab_detokenize(v, NULL, 0, 0, &text, &len) == 0 && len == 0 && text[0] == '\0',
-          "%s: detokenize([]) == \"\"", name);
+           "%s: detokenize([]) == \"\"", name);
     free(text);
     vocab_tokens_free(&t);
 }
@@ -154,14 +154,14 @@ static void test_long(const vocab *v, const char *name) {
         vocab_tokens t = {0};
         int rc = vocab_tokenize(v, s, n, false, false, &t);
         EXPECT(rc == 0 && t.n > 0 && ids_in_range(v, &t), "%s: long run of '%s' fails: %s", name,
-              units[u], error_get());
+               units[u], error_get());
         if (units[u][0] != '\xff') {
             char *out = NULL;
             size_t out_n = 0;
             unsigned flags = VOCAB_DETOK_NO_CLEANUP;
             EXPECT(vocab_detokenize(v, t.ids, t.n, flags, &out, &out_n) == 0 && out_n == n &&
                       memcmp(out, s, n) == 0,
-                  "%s: long run %zu does not round-trip", name, u);
+                   "%s: long run %zu does not round-trip", name, u);
             free(out);
         }
         vocab_tokens_free(&t);
@@ -183,11 +183,11 @@ static void test_specials(const vocab *v, const char *name) {
     EXPECT(vocab_tokenize(v, "Hi", 2, false, false, &plain) == 0, "x");
     EXPECT(on.n == plain.n + 1 && memcmp(on.ids, plain.ids, plain.n * 4) == 0 &&
               on.ids[on.n - 1] == eos,
-          "%s: parse_special: 'Hi' + EOS text -> tokens('Hi') + [EOS]", name);
+           "%s: parse_special: 'Hi' + EOS text -> tokens('Hi') + [EOS]", name);
     bool has_eos = false;
     for (size_t i = 0; i < off.n; i++) has_eos |= off.ids[i] == eos;
     EXPECT(!has_eos || vocab_get_type(v) == VOCAB_TYPE_SPM,
-          "%s: without parse_special the EOS text stays text", name);
+           "%s: without parse_special the EOS text stays text", name);
     EXPECT(vocab_is_eog(v, eos), "%s: EOS ends generation", name);
     vocab_tokens_free(&on);
     vocab_tokens_free(&off);
@@ -227,7 +227,7 @@ static void test_threads(const vocab *v, const char *name) {
         pthread_join(th[i], NULL);
         EXPECT(jobs[i].rc == 0 && jobs[i].out.n == ref.n &&
                   memcmp(jobs[i].out.ids, ref.ids, ref.n * sizeof *ref.ids) == 0,
-              "%s: thread %d differs", name, i);
+               "%s: thread %d differs", name, i);
         vocab_tokens_free(&jobs[i].out);
     }
     vocab_tokens_free(&ref);

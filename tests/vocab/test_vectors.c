@@ -108,7 +108,7 @@ static int run_file(const char *name) {
     split_inputs(inp, inp_len, &t);
     split_lines(out, &t);
     EXPECT(t.n_inp == t.n_out && t.n_inp > 0, "%s: %zu inputs but %zu output lines", name,
-          t.n_inp, t.n_out);
+           t.n_inp, t.n_out);
 
     size_t passed = 0, roundtrips = 0;
     for (size_t i = 0; i < t.n_inp && i < t.n_out; i++) {
@@ -127,14 +127,14 @@ static int run_file(const char *name) {
         unsigned flags = vocab_get_type(v) == VOCAB_TYPE_BPE ? VOCAB_DETOK_NO_CLEANUP : 0;
         rc = vocab_detokenize(v, got.ids, got.n, flags, &text, &text_len);
         EXPECT(rc == 0 && text_len == t.inp_len[i] && (text_len == 0 || memcmp(text, t.inp[i], text_len) == 0),
-              "%s: input %zu does not round-trip (got %zu bytes)", name, i, text_len);
+               "%s: input %zu does not round-trip (got %zu bytes)", name, i, text_len);
         if (rc == 0 && text_len == t.inp_len[i] && memcmp(text, t.inp[i], text_len) == 0)
             roundtrips++;
         free(text);
         if (!cleanup_touches(t.inp[i], t.inp_len[i])) {
             rc = vocab_detokenize(v, got.ids, got.n, 0, &text, &text_len);
             EXPECT(rc == 0 && text_len == t.inp_len[i] && memcmp(text, t.inp[i], text_len) == 0,
-                  "%s: input %zu does not round-trip with clean-up", name, i);
+                   "%s: input %zu does not round-trip with clean-up", name, i);
             free(text);
         }
         vocab_tokens_free(&got);

@@ -52,7 +52,7 @@ static void test_no_loader(const char *path) {
         EXPECT(st == TSR_OK, "init without a loader returned %d", (int)st);
         EXPECT(p->device_count() == 0, "%d devices without a loader", (int)p->device_count());
         EXPECT(strstr(reason, "no Vulkan loader") && strstr(reason, "libtessera-no-such-vulkan"),
-              "reason does not name the missing loader: '%s'", reason);
+               "reason does not name the missing loader: '%s'", reason);
         printf("no loader: %s\n", reason);
         p->shutdown();
     }
@@ -90,7 +90,7 @@ static void test_copies(tsr_device *dev, tsr_queue *q) {
     tsr_device_info info = {.struct_size = sizeof info};
     dev->api->get_info(dev, &info);
     EXPECT((host_ptr != NULL) == (info.host_visible != 0), "host_visible %d but host ptr %p", (int)info.host_visible,
-          host_ptr);
+           host_ptr);
     if (host_ptr) EXPECT(!memcmp(host_ptr, src, size), "the host address does not show the buffer's bytes");
     dev->api->buffer_free(dev, b);
     free(src);
@@ -103,7 +103,7 @@ static void test_no_memory(tsr_device *dev) {
     tsr_status st = dev->api->buffer_alloc(dev, UINT64_C(1) << 52, &b);
     EXPECT(st == TSR_ERR_NO_MEMORY && b == NULL, "a 4 PiB buffer: status %d", (int)st);
     EXPECT(strstr(plugin_log_last, "out of device memory") && strstr(plugin_log_last, "MiB"),
-          "no message saying how much was needed and free: '%s'", plugin_log_last);
+           "no message saying how much was needed and free: '%s'", plugin_log_last);
     printf("out of memory: %s\n", plugin_log_last);
 }
 
@@ -210,7 +210,7 @@ TEST(test_devices) {
         EXPECT(info.reads_host_memory == 0, "reads_host_memory");
         EXPECT(info.memory_total > 0, "no memory reported");
         if (strstr(info.features, "cpu-implementation")) EXPECT(info.priority < 100, "CPU implementation priority %d",
-                                                               (int)info.priority);
+                                                                (int)info.priority);
         tsr_queue *q = NULL;
         EXPECT(dev->api->queue_create(dev, &q) == TSR_OK && q, "queue_create");
         if (!q) continue;

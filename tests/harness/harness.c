@@ -106,6 +106,7 @@ int harness_expect_error_(int failed, const char *msg, const char *needle, const
     vprintf(fmt, ap);
     va_end(ap);
     printf(why ? "\n" : " -> %s\n", msg);
+    fflush(stdout);
     return why == NULL;
 }
 
@@ -148,8 +149,7 @@ int harness_run(const char *name, const struct CMUnitTest *tests, size_t n, CMFi
                 CMFixtureFunction teardown, int argc, char **argv) {
     g_argc = argc;
     g_argv = argv;
-    /* cmocka's own printing interleaves with ours: no buffering */
-    setvbuf(stdout, NULL, _IONBF, 0);
+    fflush(stdout); /* what the test printed before, ahead of cmocka's lines */
     int failed = _cmocka_run_group_tests(name, tests, n, setup, teardown);
     if (failed || g_failures) return 1;
     return g_skipped ? 77 : 0;

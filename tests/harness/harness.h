@@ -28,6 +28,12 @@
  *
  * Fixtures: the shared directory and files in it, a model by name, the
  * host with this build's plugins, a model and a context (harness_*).
+ *
+ * A new test is one line in its area's table in tests/<area>/meson.build,
+ * [name, sources, test() options], e.g.
+ *     ['vec_dot', ['test_vec_dot.c'], {}],
+ * built with harness_dep (tests/harness/meson.build: suite 'unit', 120 s,
+ * test_env unless the options say otherwise).
  */
 #ifndef TESSERA_TESTS_HARNESS_H
 #define TESSERA_TESTS_HARNESS_H

@@ -62,6 +62,22 @@ typedef struct tessera_init_params {
 int tessera_init(const tessera_init_params *params);
 void tessera_shutdown(void);
 
+/* One compute device, as `tessera devices` lists it (added for the
+ * bindings: Python's tessera.devices(), Java's Tessera.devices()). */
+typedef struct tessera_device_info {
+    char name[48];        /* "cpu-avx0", "vulkan0", "ref": what --device takes */
+    char kind[16];        /* "CPU", "GPU", "accelerator" */
+    char description[128];
+    char plugin_path[256]; /* the plugin file it came from, "(built-in)" */
+    uint64_t memory_total; /* bytes, 0 when unknown */
+    uint64_t memory_free;
+} tessera_device_info;
+
+/* Fill out[0..max) with the devices tessera_init found, in the default
+ * order (GPU, best CPU, ref); returns how many there are (may be more than
+ * max), or -1 before tessera_init. */
+int32_t tessera_devices(tessera_device_info *out, int32_t max);
+
 /* Ask running computations to stop (async-signal-safe: call it from a SIGINT
  * handler). tessera_decode then fails with "aborted". */
 void tessera_abort(void);
@@ -434,6 +450,21 @@ const char *tessera_chat_template_eos_token(const tessera_chat_template *tmpl);
 /* Whether a rendered text starts with the template's bos_token text: then
  * tokenize it without adding BOS (add_special false), or BOS comes twice. */
 bool tessera_chat_template_text_has_bos(const tessera_chat_template *tmpl, const char *text, size_t len);
+
+/* Split a model's complete reply into content, reasoning and tool calls,
+ * reading the calls in the format the template's text asks for (Hermes
+ * <tool_call>, Llama 3 JSON, Mistral [TOOL_CALLS], Qwen3-Coder XML, gpt-oss
+ * Harmony), with a bare JSON object {"name", "arguments"} (or
+ * {"tool_call": ...}, {"tool_calls": [...]}) accepted for any template.
+ * tool_names[0..n_tool_names) are the tools offered; a bare JSON call must
+ * name one of them. Returns malloc'd JSON text (free() it):
+ *   {"content": "...", "reasoning_content": "..." or null,
+ *    "tool_calls": [{"id": "..." or null, "name": "...", "arguments": "{...}"}]}
+ * where arguments is a JSON object as text (the OpenAI API's shape). A call
+ * that does not parse stays in the content. NULL only when out of memory.
+ * (Added for the bindings; the server parses with the same code.) */
+char *tessera_chat_parse_reply(const tessera_chat_template *tmpl, const char *text, size_t len,
+                               const char *const *tool_names, size_t n_tool_names);
 
 /* ====================================================================
  * Several sequences in one context  (added for `tessera serve`)

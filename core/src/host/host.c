@@ -491,6 +491,25 @@ static void scan_exe_dir(void) {
     scan_dir(exe[0] ? exe : "/");
 }
 
+/* The directory "tessera" beside the file holding this code: for an
+ * installed libtessera.so that is <libdir>/tessera, where meson installs the
+ * plugins, wherever the tree was installed or moved to (DESTDIR, a wheel).
+ * Linked statically into an executable it names <exe dir>/tessera. */
+static void scan_library_dir(void) {
+    Dl_info info;
+    if (!dladdr((void *)scan_library_dir, &info) || !info.dli_fname) return;
+    char dir[PATH_MAX];
+    int n = snprintf(dir, sizeof dir, "%s", info.dli_fname);
+    if (n <= 0 || (size_t)n >= sizeof dir) return;
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = '\0';
+    size_t used = strlen(dir);
+    if (used + sizeof "/tessera" > sizeof dir) return;
+    memcpy(dir + used, "/tessera", sizeof "/tessera");
+    scan_dir(dir);
+}
+
 /* ------------------------------------------------------------ devices */
 
 static int device_rank(const host_device *d) {
@@ -555,6 +574,7 @@ int host_init(const host_options *opt) {
     if (!opt || !opt->only_plugin_dirs) {
         scan_path_list(getenv("TESSERA_PLUGIN_PATH"));
         scan_exe_dir();
+        scan_library_dir();
 #ifdef TESSERA_PLUGIN_DIR
         scan_dir(TESSERA_PLUGIN_DIR);
 #endif

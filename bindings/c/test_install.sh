@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# meson install into a temporary DESTDIR, then build bindings/c/example.c
+# against the installed tree with pkg-config alone and run it: it must find
+# libtessera.so through the rpath given at link time (the installed libdir)
+# and the installed plugins (<libdir>/tessera) with no TESSERA_PLUGIN_PATH
+# and no LD_LIBRARY_PATH. Its greedy answer must equal `tessera run`'s.
+# Env: BUILD_ROOT, SOURCE_ROOT, TESSERA_BIN, EXTRA_CFLAGS (the sanitizers).
+set -euo pipefail
+model="${TESSERA_MODEL_CACHE:-$HOME/.cache/tessera/models}/SmolLM2-135M-Instruct.Q4_1.gguf"
+[ -f "$model" ] || { echo "skip: $model absent (scripts/fetch-models.sh)"; exit 77; }
+command -v cc >/dev/null || { echo "skip: no C compiler"; exit 77; }
+command -v pkg-config >/dev/null || { echo "skip: no pkg-config"; exit 77; }
+
+dest=$(mktemp -d "$BUILD_ROOT/install-test.XXXXXX")
+trap 'rm -rf "$dest"' EXIT
+meson install -C "$BUILD_ROOT" --no-rebuild --destdir "$dest" --quiet >/dev/null
+
+pc=$(find "$dest" -name tessera.pc | head -n1)
+[ -n "$pc" ] || { echo "FAIL: no tessera.pc installed"; exit 1; }
+libdir=$(dirname "$(dirname "$pc")")
+ls "$libdir"/libtessera.so.0 >/dev/null || { echo "FAIL: no libtessera.so.0 (soname) in $libdir"; exit 1; }
+soname=$(objdump -p "$libdir/libtessera.so" | awk '/SONAME/ {print $2}')
+[ "$soname" = "libtessera.so.0" ] || { echo "FAIL: soname is '$soname'"; exit 1; }
+ls "$libdir"/tessera/libtessera-backend-*.so >/dev/null || { echo "FAIL: no plugins in $libdir/tessera"; exit 1; }
+
+# PKG_CONFIG_SYSROOT_DIR maps the .pc's /usr/local/... paths into DESTDIR.
+export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$dest"
+flags=$(pkg-config --cflags --libs tessera)
+echo "pkg-config --cflags --libs tessera: $flags"
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror ${EXTRA_CFLAGS:-} "$SOURCE_ROOT/bindings/c/example.c" $flags \
+   -Wl,-rpath,"$libdir" -o "$dest/example"
+
+prompt="The capital of France is"
+out=$(env -u TESSERA_PLUGIN_PATH -u LD_LIBRARY_PATH "$dest/example" "$model" "$prompt" 12 2>"$dest/devices")
+cat "$dest/devices"
+echo "$out"
+grep -q "^device cpu-avx0 (CPU) from $libdir/tessera/libtessera-backend-cpu-avx.so$" "$dest/devices" ||
+  { [ "$(uname -m)" != x86_64 ] || { echo "FAIL: cpu-avx0 not loaded from the installed plugin dir"; exit 1; }; }
+want=$(env -u TESSERA_PLUGIN_PATH "$TESSERA_BIN" run -m "$model" -p "$prompt" -n 12 --temp 0 2>/dev/null)
+got="$prompt$out"
+[ "$got" = "$want" ] || { echo "FAIL: installed example says '$got', tessera run '$want'"; exit 1; }
+echo "ok: installed tree, pkg-config, rpath and installed plugins; greedy text equals tessera run's"

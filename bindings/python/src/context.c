@@ -1,0 +1,347 @@
+/*
+ * context.c — _tessera.Context: one KV cache and sampler over a Model, and
+ * the generation loop the Python package drives one token at a time:
+ *
+ *     ctx.start(prompt_tokens, max_tokens, **sampling)  # decode the prompt
+ *     while (r := ctx.next())[0] is not None: ...       # (token, bytes)
+ *
+ * Decoding and sampling run with the GIL released. The prompt is decoded
+ * in n_batch chunks with a signal check between them, so Ctrl-C stops a
+ * long prompt too; the cache then holds what was decoded.
+ *
+ * start(..., reuse_prefix=True) decodes only what follows the longest common
+ * prefix of the prompt and what the cache holds (a chat's next turn). Off
+ * by default: a token decoded alone and the same token decoded within a
+ * prompt batch go through different kernels, whose sums round differently,
+ * so greedy output could depend on what was decoded before.
+ */
+#include "pytessera.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int ctx_init(pyt_context *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"model", "n_ctx", "n_batch", "n_threads", "flash_attn", "type_k", "type_v", NULL};
+    pyt_model *model;
+    unsigned int n_ctx = 0, n_batch = 0;
+    int n_threads = 0, flash_attn = TESSERA_FLASH_ATTN_OFF;
+    const char *type_k = NULL, *type_v = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|IIiizz", names, &pyt_model_type, &model, &n_ctx, &n_batch,
+                                     &n_threads, &flash_attn, &type_k, &type_v))
+        return -1;
+    if (self->ctx) {
+        PyErr_SetString(PyExc_RuntimeError, "Context is already created");
+        return -1;
+    }
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = n_ctx;
+    if (n_batch) cp.n_batch = n_batch;
+    cp.n_threads = n_threads;
+    cp.flash_attn = (tessera_flash_attn)flash_attn;
+    const char *types[2] = {type_k, type_v};
+    tessera_kv_type *slots[2] = {&cp.type_k, &cp.type_v};
+    for (int i = 0; i < 2; i++) {
+        if (!types[i]) continue;
+        int t = tessera_kv_type_from_name(types[i]);
+        if (t < 0) {
+            PyErr_Format(pyt_error, "%s: unknown KV cache type '%s' (f16, f32, bf16, q8_0, q4_0, ...)",
+                         i ? "type_v" : "type_k", types[i]);
+            return -1;
+        }
+        *slots[i] = (tessera_kv_type)t;
+    }
+    tessera_context *ctx;
+    Py_BEGIN_ALLOW_THREADS
+    ctx = tessera_context_new(model->model, &cp);
+    Py_END_ALLOW_THREADS
+    if (!ctx) {
+        pyt_raise("context");
+        return -1;
+    }
+    self->tokens = malloc(((size_t)tessera_context_n_ctx(ctx) + 1) * sizeof *self->tokens);
+    if (!self->tokens) {
+        tessera_context_free(ctx);
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->cap_tokens = (int32_t)tessera_context_n_ctx(ctx);
+    self->ctx = ctx;
+    self->pending = -1;
+    Py_INCREF(model);
+    self->owner = model;
+    return 0;
+}
+
+static void ctx_release(pyt_context *self) {
+    if (self->sampler) tessera_sampler_free(self->sampler);
+    if (self->ctx) tessera_context_free(self->ctx);
+    free(self->tokens);
+    self->sampler = NULL;
+    self->ctx = NULL;
+    self->tokens = NULL;
+    self->n_tokens = self->cap_tokens = 0;
+}
+
+static void ctx_dealloc(pyt_context *self) {
+    ctx_release(self);
+    Py_CLEAR(self->owner);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Claim the context for this call (under the GIL); 0, or -1 with an error. */
+static int ctx_enter(pyt_context *self) {
+    if (!self->ctx) {
+        PyErr_SetString(PyExc_RuntimeError, "Context is closed");
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "this Context is in use by another thread (give each thread its own)");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+/* The sampler for one generation: settings, penalties seeded with the
+ * prompt, then the grammar (accepting the prompt first keeps the grammar at
+ * its start). Returns 0 or -1 with an exception. */
+static int ctx_make_sampler(pyt_context *self, tessera_sampler_params *sp, PyObject *bias,
+                            const char *gbnf, const char *schema, int json_object, const tessera_token *prompt,
+                            int32_t n_prompt) {
+    tessera_logit_bias *lb = NULL;
+    Py_ssize_t n_bias = bias && bias != Py_None ? PySequence_Size(bias) : 0;
+    if (n_bias < 0) return -1;
+    if (n_bias) {
+        lb = calloc((size_t)n_bias, sizeof *lb);
+        if (!lb) return PyErr_NoMemory(), -1;
+        for (Py_ssize_t i = 0; i < n_bias; i++) {
+            PyObject *item = PySequence_GetItem(bias, i);
+            int ok = item && PyArg_ParseTuple(item, "if", &lb[i].token, &lb[i].bias);
+            Py_XDECREF(item);
+            if (!ok) {
+                free(lb);
+                return -1;
+            }
+        }
+    }
+    sp->logit_bias = lb;
+    sp->n_logit_bias = (int32_t)n_bias;
+    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(self->owner->model), sp);
+    free(lb);
+    if (!s) return pyt_raise("sampler"), -1;
+    for (int32_t i = 0; i < n_prompt; i++) tessera_sampler_accept(s, prompt[i]);
+    tessera_grammar *g = NULL;
+    if (gbnf) g = tessera_grammar_parse(gbnf, strlen(gbnf), NULL);
+    else if (schema) g = tessera_grammar_from_json_schema(schema, strlen(schema));
+    else if (json_object) g = tessera_grammar_json_object();
+    if ((gbnf || schema || json_object) &&
+        (!g || tessera_sampler_set_grammar(s, self->owner->model, g) != 0)) {
+        pyt_raise(gbnf ? "grammar" : "json_schema");
+        tessera_grammar_free(g);
+        tessera_sampler_free(s);
+        return -1;
+    }
+    tessera_grammar_free(g);
+    if (self->sampler) tessera_sampler_free(self->sampler);
+    self->sampler = s;
+    return 0;
+}
+
+/* Decode prompt[from..n) in n_batch chunks; between chunks, a pending
+ * signal (Ctrl-C) stops it. 0, or -1 with an exception; the cache and
+ * self->tokens then hold what was decoded. */
+static int ctx_decode_prompt(pyt_context *self, const tessera_token *prompt, int32_t from, int32_t n) {
+    int32_t chunk = (int32_t)tessera_context_n_batch(self->ctx);
+    if (chunk <= 0) chunk = 512;
+    self->n_tokens = from;
+    if (tessera_kv_truncate(self->ctx, from) != 0 || tessera_kv_len(self->ctx) != from) {
+        /* a sliding-window cache may have forgotten everything: start over */
+        tessera_kv_truncate(self->ctx, 0);
+        self->n_tokens = from = 0;
+    }
+    for (int32_t at = from; at < n; at += chunk) {
+        int32_t len = n - at < chunk ? n - at : chunk;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tessera_decode(self->ctx, prompt + at, len, at, 0);
+        Py_END_ALLOW_THREADS
+        if (rc != 0) {
+            int32_t kept = tessera_kv_len(self->ctx);
+            self->n_tokens = kept < at ? kept : at;
+            return pyt_raise("decode"), -1;
+        }
+        memcpy(self->tokens + at, prompt + at, (size_t)len * sizeof *prompt);
+        self->n_tokens = at + len;
+        if (at + len < n && PyErr_CheckSignals() != 0) return -1;
+    }
+    return 0;
+}
+
+static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"tokens", "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p",
+                            "typical_p", "repeat_last_n", "repeat_penalty", "frequency_penalty",
+                            "presence_penalty", "logit_bias", "grammar", "json_schema", "json_object",
+                            "reuse_prefix", NULL};
+    PyObject *seq, *bias = NULL;
+    tessera_sampler_params sp = tessera_sampler_default_params();
+    int max_tokens = -1, json_object = 0, reuse_prefix = 0;
+    const char *gbnf = NULL, *schema = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iIfifffifffOzzpp", names, &seq, &max_tokens, &sp.seed,
+                                     &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p, &sp.typical_p,
+                                     &sp.penalty_last_n, &sp.penalty_repeat, &sp.penalty_freq,
+                                     &sp.penalty_present, &bias, &gbnf, &schema, &json_object, &reuse_prefix))
+        return NULL;
+    int32_t n;
+    tessera_token *prompt = pyt_tokens_from_list(seq, &n);
+    if (!prompt) return NULL;
+    PyObject *result = NULL;
+    if (ctx_enter(self) != 0) goto done;
+    if (n <= 0) {
+        PyErr_SetString(pyt_error, "the prompt gives no tokens");
+    } else if (n > self->cap_tokens) {
+        PyErr_Format(pyt_error, "the prompt has %d tokens, the context only %d (n_ctx)", (int)n,
+                     (int)self->cap_tokens);
+    } else if (ctx_make_sampler(self, &sp, bias, gbnf, schema, json_object, prompt, n) == 0) {
+        int32_t common = 0;
+        while (reuse_prefix && common < self->n_tokens && common < n && self->tokens[common] == prompt[common]) common++;
+        if (common == n) common = n - 1; /* the last token's logits are needed */
+        self->pending = -1;
+        self->n_generated = 0;
+        self->max_tokens = max_tokens;
+        if (ctx_decode_prompt(self, prompt, common, n) == 0) result = PyLong_FromLong(n - common);
+    }
+    self->busy = 0;
+done:
+    free(prompt);
+    return result;
+}
+
+/* next() -> (token, piece bytes), or (None, "stop" | "length"). */
+static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
+    (void)unused;
+    if (ctx_enter(self) != 0) return NULL;
+    if (!self->sampler) {
+        self->busy = 0;
+        PyErr_SetString(PyExc_RuntimeError, "next() before start()");
+        return NULL;
+    }
+    const tessera_model *m = self->owner->model;
+    const char *stop = NULL;
+    if (self->max_tokens >= 0 && self->n_generated >= self->max_tokens) stop = "length";
+    else if (self->n_tokens + (self->pending >= 0) >= self->cap_tokens) stop = "length";
+    int rc = 0;
+    tessera_token t = -1;
+    if (!stop) {
+        Py_BEGIN_ALLOW_THREADS
+        if (self->pending >= 0) rc = tessera_decode(self->ctx, &self->pending, 1, self->n_tokens, 0);
+        if (rc == 0) {
+            if (self->pending >= 0) self->tokens[self->n_tokens++] = self->pending;
+            t = tessera_sampler_sample(self->sampler, tessera_logits(self->ctx, -1));
+            if (t >= 0) tessera_sampler_accept(self->sampler, t);
+        }
+        Py_END_ALLOW_THREADS
+        self->pending = -1;
+    }
+    self->busy = 0;
+    if (stop) return Py_BuildValue("(Os)", Py_None, stop);
+    if (rc != 0) return pyt_raise("decode");
+    if (t < 0) return pyt_raise("sample");
+    if (tessera_token_is_eog(m, t)) return Py_BuildValue("(Os)", Py_None, "stop");
+    self->pending = t;
+    self->n_generated++;
+    char buf[256];
+    int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, 0);
+    if (len < 0) len = 0;
+    return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
+}
+
+static PyObject *ctx_tokens(pyt_context *self, PyObject *unused) {
+    (void)unused;
+    PyObject *list = PyList_New(self->n_tokens);
+    for (int32_t i = 0; list && i < self->n_tokens; i++) PyList_SET_ITEM(list, i, PyLong_FromLong(self->tokens[i]));
+    return list;
+}
+
+static PyObject *ctx_save(pyt_context *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    if (ctx_enter(self) != 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tessera_state_save_file(self->ctx, -1, path, self->tokens, self->n_tokens, NULL);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (rc != 0) return pyt_raise("save_state");
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_load(pyt_context *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    if (ctx_enter(self) != 0) return NULL;
+    int32_t n = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tessera_state_load_file(self->ctx, -1, path, self->tokens, self->cap_tokens, &n, NULL);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (rc != 0) {
+        self->n_tokens = 0;
+        tessera_kv_truncate(self->ctx, 0);
+        return pyt_raise("load_state");
+    }
+    self->n_tokens = n;
+    self->pending = -1;
+    return PyLong_FromLong(n);
+}
+
+static PyObject *ctx_reset(pyt_context *self, PyObject *unused) {
+    (void)unused;
+    if (ctx_enter(self) != 0) return NULL;
+    tessera_kv_truncate(self->ctx, 0);
+    self->n_tokens = 0;
+    self->pending = -1;
+    self->busy = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_close(pyt_context *self, PyObject *unused) {
+    (void)unused;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "this Context is in use by another thread");
+        return NULL;
+    }
+    ctx_release(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_n_ctx(pyt_context *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromLong(self->cap_tokens);
+}
+
+static PyMethodDef ctx_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))ctx_start, METH_VARARGS | METH_KEYWORDS,
+     "start(tokens, max_tokens, **sampling): decode a prompt, set up sampling"},
+    {"next", (PyCFunction)ctx_next, METH_NOARGS, "next() -> (token, bytes) or (None, finish_reason)"},
+    {"tokens", (PyCFunction)ctx_tokens, METH_NOARGS, "the tokens the cache holds"},
+    {"save_state", (PyCFunction)ctx_save, METH_VARARGS, "save the cache and tokens to a file"},
+    {"load_state", (PyCFunction)ctx_load, METH_VARARGS, "load a file saved by save_state"},
+    {"reset", (PyCFunction)ctx_reset, METH_NOARGS, "forget the cache"},
+    {"close", (PyCFunction)ctx_close, METH_NOARGS, "free the context now"},
+    {"n_ctx", (PyCFunction)ctx_n_ctx, METH_NOARGS, "the context size in tokens"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject pyt_context_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_tessera.Context",
+    .tp_basicsize = sizeof(pyt_context),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A KV cache and sampler over a Model (use tessera.Model / Session)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ctx_init,
+    .tp_dealloc = (destructor)ctx_dealloc,
+    .tp_methods = ctx_methods,
+};

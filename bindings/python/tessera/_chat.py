@@ -1,0 +1,145 @@
+"""chat(): a conversation through the model's Jinja chat template, with
+tools and response formats, answered in the OpenAI API's shapes."""
+import json
+import os
+import time
+import uuid
+
+
+def _text_of(content):
+    """OpenAI content: a string, or a list of parts of which the text ones count."""
+    if content is None or isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+
+
+def _template_messages(messages):
+    """Messages as chat templates expect them (transformers' convention):
+    text content, tool-call arguments as objects rather than JSON text."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        # null content (an assistant turn of tool calls) as "": most
+        # templates concatenate it
+        m["content"] = _text_of(m.get("content")) or ""
+        calls = []
+        for c in m.get("tool_calls") or []:
+            c = json.loads(json.dumps(c))
+            fn = c.get("function", {})
+            if isinstance(fn.get("arguments"), str):
+                try:
+                    fn["arguments"] = json.loads(fn["arguments"])
+                except ValueError:
+                    pass
+            calls.append(c)
+        if calls:
+            m["tool_calls"] = calls
+        out.append(m)
+    return out
+
+
+def _forced_call_schema(tools, tool_choice):
+    """tool_choice "required" or {"type": "function", "function": {"name"}}:
+    a JSON Schema allowing only a call {"name", "arguments"} to an offered
+    tool (the bare JSON call every template's parser accepts)."""
+    if isinstance(tool_choice, dict):
+        wanted = tool_choice.get("function", {}).get("name")
+        tools = [t for t in tools if t.get("function", {}).get("name") == wanted]
+        if not tools:
+            raise ValueError(f"tool_choice names '{wanted}', which is not among the tools")
+    options = []
+    for t in tools:
+        fn = t["function"]
+        options.append({"type": "object",
+                        "properties": {"name": {"const": fn["name"]},
+                                       "arguments": fn.get("parameters") or {"type": "object"}},
+                        "required": ["name", "arguments"], "additionalProperties": False})
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def _constraint(response_format, tools, tool_choice):
+    """The sampling keywords a response_format or a forced tool call asks for."""
+    if tools and (tool_choice == "required" or isinstance(tool_choice, dict)):
+        if response_format and response_format.get("type") not in (None, "text"):
+            raise ValueError("tool_choice forces a tool call; it cannot be combined with response_format")
+        return {"json_schema": _forced_call_schema(tools, tool_choice)}
+    kind = (response_format or {}).get("type", "text")
+    if kind == "text":
+        return {}
+    if kind == "json_object":
+        schema = response_format.get("schema")
+        return {"json_schema": schema} if schema else {"json_object": True}
+    if kind == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        if schema is None:
+            raise ValueError("response_format json_schema needs json_schema.schema")
+        return {"json_schema": schema}
+    raise ValueError(f"response_format type '{kind}': text, json_object or json_schema")
+
+
+def _prompt_tokens(session, messages, tools, extra):
+    variables = dict(extra or {})
+    variables.update(messages=_template_messages(messages), add_generation_prompt=True)
+    if tools:
+        variables["tools"] = tools
+    text, has_bos = session.model._m.apply_template(json.dumps(variables, ensure_ascii=False))
+    return session.model.tokenize(text, add_special=not has_bos, parse_special=True)
+
+
+def _message(session, text, tools):
+    """The assistant message of a reply: content, reasoning, tool calls."""
+    msg = {"role": "assistant", "content": text}
+    if not tools:
+        return msg
+    names = [t.get("function", {}).get("name", "") for t in tools]
+    parsed = json.loads(session.model._m.parse_reply(text, names))
+    msg["content"] = parsed["content"] if parsed["content"] or not parsed["tool_calls"] else None
+    if parsed.get("reasoning_content"):
+        msg["reasoning_content"] = parsed["reasoning_content"]
+    if parsed["tool_calls"]:
+        msg["tool_calls"] = [{"id": c["id"] or "call_" + uuid.uuid4().hex[:24], "type": "function",
+                              "function": {"name": c["name"], "arguments": c["arguments"]}}
+                             for c in parsed["tool_calls"]]
+    return msg
+
+
+def chat(session, messages, tools=None, tool_choice="auto", response_format=None,
+         max_tokens=None, stop=None, stream=False, chat_template_kwargs=None, **sampling):
+    if tool_choice == "none":
+        tools = None
+    sampling.update(_constraint(response_format, tools, tool_choice))
+    tokens = _prompt_tokens(session, messages, tools, chat_template_kwargs)
+    limit = session.n_ctx - len(tokens) if max_tokens is None else max_tokens
+    it = session.generate_tokens(tokens, max_tokens=limit, stop=stop, **sampling)
+    base = {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "created": int(time.time()),
+            "model": os.path.basename(session.model.path)}
+    if stream:
+        return _chunks(session, it, tools, base)
+    text = it.text()
+    msg = _message(session, text, tools)
+    finish = "tool_calls" if msg.get("tool_calls") else it.finish_reason
+    return dict(base, object="chat.completion",
+                choices=[{"index": 0, "message": msg, "logprobs": None, "finish_reason": finish}],
+                usage={"prompt_tokens": it.n_prompt, "completion_tokens": it.n_generated,
+                       "total_tokens": it.n_prompt + it.n_generated})
+
+
+def _chunks(session, it, tools, base):
+    """chat.completion.chunk dicts: content as it comes; with tools the reply
+    is held to the end (a call is known only then) and sent as one delta."""
+    def chunk(delta, finish=None):
+        return dict(base, object="chat.completion.chunk",
+                    choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+    yield chunk({"role": "assistant", "content": ""})
+    if tools:
+        msg = _message(session, it.text(), tools)
+        msg.pop("role")
+        if msg.get("tool_calls"):
+            for i, c in enumerate(msg["tool_calls"]):
+                c["index"] = i
+        yield chunk(msg)
+        yield chunk({}, "tool_calls" if msg.get("tool_calls") else it.finish_reason)
+        return
+    for piece in it:
+        yield chunk({"content": piece})
+    yield chunk({}, it.finish_reason)

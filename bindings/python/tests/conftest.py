@@ -1,0 +1,29 @@
+"""Shared fixtures: the real model (skipped when absent) and `tessera run`."""
+import os
+import subprocess
+
+import pytest
+
+MODEL = os.path.join(os.environ.get("TESSERA_MODEL_CACHE", os.path.expanduser("~/.cache/tessera/models")),
+                     "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.path.exists(MODEL):
+        # meson reads exit code 77 as skipped; pytest's "all skipped" is 5
+        pytest.exit(f"skip: {MODEL} absent (scripts/fetch-models.sh)", returncode=77)
+
+
+@pytest.fixture(scope="session")
+def model():
+    import tessera
+    return tessera.Model(MODEL, n_ctx=1024)
+
+
+def tessera_run(prompt, n):
+    """`tessera run`'s greedy continuation of prompt (stdout less the echoed prompt)."""
+    out = subprocess.run([os.environ["TESSERA_BIN"], "run", "-m", MODEL, "-p", prompt, "-n", str(n),
+                          "--temp", "0", "-c", "1024"], capture_output=True, check=True).stdout
+    text = out.decode("utf-8")
+    assert text.startswith(prompt) and text.endswith("\n")
+    return text[len(prompt):-1]  # the CLI ends its output with a newline

@@ -4,12 +4,14 @@
  */
 #include "pytessera.h"
 
+#include <string.h>
+
 PyObject *pyt_error;
 
 PyObject *pyt_raise(const char *what) {
     const char *msg = tessera_last_error();
     if (!msg || !msg[0]) msg = "unknown error";
-    if (what)
+    if (what && strncmp(msg, what, strlen(what)) != 0) /* not "grammar: grammar: ..." */
         PyErr_Format(pyt_error, "%s: %s", what, msg);
     else
         PyErr_SetString(pyt_error, msg);

@@ -18,4 +18,4 @@ schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength
 reply = model.chat([{"role": "user", "content": "Which city is the capital of France?"}],
                    response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}},
                    max_tokens=48, temperature=0)
-print("json:", reply["choices"][0]["message"]["content"])
+print("json:", json.dumps(json.loads(reply["choices"][0]["message"]["content"])))

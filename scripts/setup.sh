@@ -9,6 +9,9 @@ packages=(
   python3-jinja2  # the reference for chat templates (tests/chat/compare_jinja.py)
   python3-jsonschema  # validates the JSON generated under schemas (tests/grammar)
   python3-yaml  # reads docs/deploy.md's Kubernetes manifest (tests/serve/serve_k8s.py)
+  # the bindings (bindings/): pytest and venv for the Python package, a JDK
+  # for the Java/JNI one (built only when javac and jni.h are found)
+  python3-dev python3-pytest python3-venv openjdk-17-jdk-headless
   libpcre2-dev libutf8proc-dev libcjson-dev libcmocka-dev libedit-dev
   libmicrohttpd-dev
   # tests: the chat REPL through a pseudo-terminal (tests/cli/chat_repl.py)

@@ -41,3 +41,17 @@ want=$(env -u TESSERA_PLUGIN_PATH "$TESSERA_BIN" run -m "$model" -p "$prompt" -n
 got="$prompt$out"
 [ "$got" = "$want" ] || { echo "FAIL: installed example says '$got', tessera run '$want'"; exit 1; }
 echo "ok: installed tree, pkg-config, rpath and installed plugins; greedy text equals tessera run's"
+
+# Java, where the JDK was found at build time: bindings/java/examples/Example.java
+# against the installed jar, java.library.path the installed libdir, nothing else.
+jar=$(find "$dest" -name tessera-java.jar | head -n1)
+if [ -n "$jar" ] && command -v javac >/dev/null && command -v java >/dev/null; then
+  mkdir "$dest/java"
+  javac -cp "$jar" -d "$dest/java" "$SOURCE_ROOT/bindings/java/examples/Example.java"
+  [ -z "${EXTRA_CFLAGS:-}" ] || { echo "ok (the Java example is left out under the sanitizers)"; exit 0; }
+  jout=$(env -u TESSERA_PLUGIN_PATH -u LD_LIBRARY_PATH java -cp "$jar:$dest/java" -Djava.library.path="$libdir" \
+         Example "$model")
+  echo "$jout"
+  echo "$jout" | grep -q '^json: {' || { echo "FAIL: the Java example gave no JSON answer"; exit 1; }
+  echo "ok: Java example against the installed jar and libtessera_jni.so"
+fi

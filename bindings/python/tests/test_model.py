@@ -146,7 +146,7 @@ def test_gil_released_while_decoding(model):
     """A Python thread keeps running during one long prompt decode (one C
     call): it could not if the call held the GIL."""
     session = model.session(n_ctx=1024)
-    prompt = model.tokenize("hello world " * 200)
+    prompt = model.tokenize("hello world " * 80)
     count, stop = [0], threading.Event()
 
     def spin():
@@ -166,7 +166,7 @@ def test_gil_released_while_decoding(model):
 
 def test_session_busy_in_two_threads(model):
     session = model.session(n_ctx=1024)
-    prompt = model.tokenize("hello world " * 200)
+    prompt = model.tokenize("hello world " * 80)
     errors = []
     t = threading.Thread(target=lambda: session._ctx.start(prompt, 0, temperature=0.0))
     t.start()

@@ -9,7 +9,8 @@ import java.nio.charset.StandardCharsets;
 /**
  * One conversation's KV cache and sampler over a {@link Model}. Use a
  * session from one thread at a time; {@link #cancel()} may be called from
- * any thread and stops the generation in progress at the next token.
+ * any thread and stops the generation in progress at the next token, and
+ * {@link #close()} waits for it. Close sessions before their model.
  */
 public final class Session implements AutoCloseable {
     /** Receives the text of each token as it is generated; false stops. */
@@ -38,7 +39,8 @@ public final class Session implements AutoCloseable {
     }
 
     private final Model model;
-    private long handle;
+    private volatile long handle;
+    private final Object cancelLock = new Object(); /* cancel() against close(), never held by run() */
 
     Session(Model model, int nCtx) {
         this.model = model;
@@ -60,11 +62,13 @@ public final class Session implements AutoCloseable {
 
     /** Stop the generation in progress (from any thread); it returns what it had. */
     public void cancel() {
-        long h = handle;
-        if (h != 0) nativeCancel(h);
+        synchronized (cancelLock) { /* not the session's lock: run() holds that */
+            if (handle != 0) nativeCancel(handle);
+        }
     }
 
-    private String run(int[] prompt, Options o, TokenCallback callback) {
+    /* synchronized with close(): a close() from another thread waits for the generation (cancel() first). */
+    private synchronized String run(int[] prompt, Options o, TokenCallback callback) {
         if (handle == 0) throw new IllegalStateException("Session is closed");
         if (o == null) o = new Options();
         Utf8Pieces pieces = new Utf8Pieces(callback);
@@ -75,8 +79,10 @@ public final class Session implements AutoCloseable {
 
     @Override
     public synchronized void close() {
-        if (handle != 0) nativeFree(handle);
-        handle = 0;
+        synchronized (cancelLock) {
+            if (handle != 0) nativeFree(handle);
+            handle = 0;
+        }
     }
 
     /** Token bytes from the native loop to text: a UTF-8 character split over tokens is held until complete. */

@@ -21,6 +21,10 @@ libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libtessera.so.0 >/dev/null || { echo "FAIL: no libtessera.so.0 (soname) in $libdir"; exit 1; }
 soname=$(objdump -p "$libdir/libtessera.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = "libtessera.so.0" ] || { echo "FAIL: soname is '$soname'"; exit 1; }
+for h in tessera.h plugin.h plugin_util.h plugin_check.h; do
+  [ -f "$(dirname "$(dirname "$libdir")")/include/tessera/$h" ] ||
+    [ -f "$(dirname "$libdir")/include/tessera/$h" ] || { echo "FAIL: tessera/$h not installed"; exit 1; }
+done
 ls "$libdir"/tessera/libtessera-backend-*.so >/dev/null || { echo "FAIL: no plugins in $libdir/tessera"; exit 1; }
 
 # PKG_CONFIG_SYSROOT_DIR maps the .pc's /usr/local/... paths into DESTDIR.

@@ -23,6 +23,14 @@ static int parse_ngl(const char *cmd, const char *flag, const char *v, void *dst
     return 0;
 }
 
+/* --pooling none|mean|cls|last|rank (llama.cpp's names). */
+static int parse_pooling(const char *cmd, const char *flag, const char *v, void *dst) {
+    int32_t x = tessera_pooling_from_name(v);
+    if (x < 0) return cli_bad_value(cmd, flag, v, "none, mean, cls, last or rank");
+    *(int32_t *)dst = x;
+    return 0;
+}
+
 /* The shared options, by group. Rows of one group stay together: --help
  * prints them under the group's heading in this order. */
 static const cli_option common_options[] = {
@@ -122,6 +130,15 @@ static const cli_option common_options[] = {
     {"-sys", "--system", "TEXT", "system message", CLI_STR, P(system), 0, 0, NULL, CLI_NO_DEFAULT,
      CLI_G_CHAT},
 
+    {NULL, "--embeddings", NULL, "an embedding model: serve /v1/embeddings (not completions)", CLI_SWITCH,
+     P(embeddings), 0, 0, NULL, 0, CLI_G_EMBED},
+    {NULL, "--embedding", NULL, "--embeddings", CLI_SWITCH, P(embeddings), 0, 0, NULL, CLI_HIDDEN, CLI_G_EMBED},
+    {NULL, "--reranking", NULL, "a reranker: serve /v1/rerank (pooling rank)", CLI_SWITCH, P(reranking), 0, 0,
+     NULL, 0, CLI_G_EMBED},
+    {NULL, "--rerank", NULL, "--reranking", CLI_SWITCH, P(reranking), 0, 0, NULL, CLI_HIDDEN, CLI_G_EMBED},
+    {NULL, "--pooling", "none|mean|cls|last|rank", "how token vectors become one (default: the model's)",
+     CLI_FN, P(pooling), 0, 0, parse_pooling, CLI_NO_DEFAULT, CLI_G_EMBED},
+
     {NULL, "--verbose", NULL, "model, context, device and speed details on stderr", CLI_SWITCH,
      P(verbose), 0, 0, NULL, 0, CLI_G_ALWAYS},
 };
@@ -139,6 +156,7 @@ static const struct {
     {CLI_G_SAMPLING, "sampling (llama.cpp's order and defaults)"},
     {CLI_G_GRAMMAR, "constrained output"},
     {CLI_G_CHAT | CLI_G_TEMPLATE, "chat"},
+    {CLI_G_EMBED, "embeddings"},
     {CLI_G_ALWAYS, "general"},
 };
 
@@ -146,6 +164,7 @@ void cli_params_init(cli_params *p) {
     memset(p, 0, sizeof *p);
     p->n_batch = 512;
     p->n_gpu_layers = CLI_NGL_AUTO;
+    p->pooling = TESSERA_POOLING_UNSPECIFIED;
     p->cache_type[0] = p->cache_type[1] = TESSERA_KV_F16;
     p->flash_attn = TESSERA_FLASH_ATTN_OFF;
     p->n_predict = -1;

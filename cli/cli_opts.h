@@ -49,6 +49,7 @@ enum {
     CLI_G_ESCAPE = 1u << 8,
     CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
     CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat, serve) */
+    CLI_G_EMBED = 1u << 12,   /* --embeddings, --reranking, --pooling (embed, serve) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
@@ -79,6 +80,10 @@ typedef struct cli_params {
     int context_shift;
     int32_t n_keep;
     uint32_t n_seq_max; /* not an option: serve sets it to --parallel */
+    /* embeddings: --embeddings, --reranking (rank pooling), --pooling (a
+     * tessera_pooling, -1: the file's) */
+    int embeddings, reranking;
+    int32_t pooling;
     /* generation */
     int32_t n_predict;
     /* sp.logit_bias points at bias[]; sp.penalty_last_n -1 is the context

@@ -149,6 +149,8 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     cp.n_seq_max = p->n_seq_max;
     cp.explain = p->explain;
     cp.verbose = p->verbose;
+    cp.embeddings = p->embeddings || p->reranking;
+    cp.pooling = p->reranking ? TESSERA_POOLING_RANK : p->pooling;
     tessera_context *ctx = tessera_context_new(m, &cp);
     if (!ctx) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
     return ctx;

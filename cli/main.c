@@ -13,6 +13,7 @@ typedef struct command {
 static const command commands[] = {
     {"run", cmd_run, "generate text from a prompt"},
     {"chat", cmd_chat, "interactive chat using the model's chat template"},
+    {"embed", cmd_embed, "print the embedding of each prompt (llama-embedding)"},
     {"tokenize", cmd_tokenize, "print the token ids and pieces of a text"},
     {"perplexity", cmd_perplexity, "measure perplexity over a text file"},
     {"inspect", cmd_inspect, "print a GGUF file's header, metadata and tensors"},

@@ -217,6 +217,12 @@ typedef struct tessera_context_params {
     /* Sliding-window layers keep every position too (llama.cpp's --swa-full):
      * more memory, but any rewind keeps what precedes it. */
     bool swa_full;
+    /* Appended: an embedding context (tessera_embed) instead of one that
+     * gives logits (llama.cpp's --embeddings). Encoder models (bert,
+     * nomic-bert) always make one. pooling: TESSERA_POOLING_UNSPECIFIED
+     * (the default) takes the file's <arch>.pooling_type, none when absent. */
+    bool embeddings;
+    int32_t pooling; /* a tessera_pooling */
 } tessera_context_params;
 
 tessera_context_params tessera_context_default_params(void);
@@ -550,6 +556,58 @@ int tessera_sampler_state_set(tessera_sampler *sampler, const void *buf, size_t 
  * dequantized, turned and quantized again. Errors: a bad range; on a failed
  * computation the sequence is cleared. */
 int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);
+
+/* ====================================================================
+ * Embeddings and reranking  (added for `tessera embed`, /v1/embeddings)
+ * ==================================================================== */
+
+/* How the hidden states of a sequence's tokens become its vector (the
+ * numbers are llama.cpp's, as in <arch>.pooling_type). */
+typedef enum tessera_pooling {
+    TESSERA_POOLING_UNSPECIFIED = -1, /* the file's pooling_type */
+    TESSERA_POOLING_NONE = 0,         /* one vector per token */
+    TESSERA_POOLING_MEAN = 1,         /* the mean over the tokens */
+    TESSERA_POOLING_CLS = 2,          /* the first token's (BERT's [CLS]) */
+    TESSERA_POOLING_LAST = 3,         /* the last token's (decoder embedders, Qwen3-Embedding) */
+    TESSERA_POOLING_RANK = 4          /* the classification head on the first token: scores */
+} tessera_pooling;
+
+/* "none", "mean", "cls", "last", "rank" (NULL for a bad value), and back
+ * (-1 for an unknown name; "unspecified" is TESSERA_POOLING_UNSPECIFIED). */
+const char *tessera_pooling_name(int32_t pooling);
+int32_t tessera_pooling_from_name(const char *name);
+
+/* The pooling an embedding context uses (never UNSPECIFIED), or -1 when ctx
+ * gives logits. */
+int32_t tessera_context_pooling(const tessera_context *ctx);
+/* Floats in one pooled vector: n_embd, or the classification head's
+ * outputs (scores) with rank pooling. */
+int32_t tessera_embed_dim(const tessera_context *ctx);
+
+/* Normalisations of tessera_embed (llama.cpp's --embd-normalize): -1 none,
+ * 0 max-abs scaled to int16's range, 1 taxicab, 2 Euclidean (L2, the usual
+ * one), p > 2 the p-norm. */
+#define TESSERA_EMBD_NORM_NONE (-1)
+#define TESSERA_EMBD_NORM_L2 2
+
+/* Run one sequence of tokens through an embedding context (alone: the cache
+ * is emptied before and after) and write its vector to out: dim floats
+ * (tessera_embed_dim) when pooled, n_tokens * dim (one row per token) with
+ * pooling none. Each vector is normalised by embd_norm; rank scores are
+ * never normalised. An encoder sees its whole input at once, so its input
+ * must fit one batch (n_batch). Returns the floats written, or -1: not an
+ * embedding context, no tokens, a token out of range, an input longer than
+ * the context (or an encoder's batch), max_out too small. */
+int64_t tessera_embed(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens, int32_t embd_norm,
+                      float *out, int64_t max_out);
+
+/* The tokens a reranker scores for a query and a document, as llama.cpp
+ * lays them out: BOS, query, EOS, SEP, document, EOS (each special token
+ * where the vocabulary has and adds it; BERT: [CLS] q [SEP] d [SEP]).
+ * Returns the count, the negated count needed when max_tokens is too small,
+ * INT32_MIN on error. */
+int32_t tessera_rerank_tokens(const tessera_model *model, const char *query, size_t query_len, const char *doc,
+                              size_t doc_len, tessera_token *tokens, int32_t max_tokens);
 
 #ifdef __cplusplus
 }

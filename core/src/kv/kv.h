@@ -79,6 +79,9 @@ typedef struct kv_cache {
     uint64_t host_bytes;
     int32_t n_sets;
     kv_cells sets[KV_MAX_SETS];
+    /* Graphs over this cache end at the hidden states [n_embd, n_out], not
+     * the logits: the cache belongs to an embedding context. */
+    bool embd_out;
 } kv_cache;
 
 /* Which caches hold rotated heads: AUTO (0) rotates K when it is a block

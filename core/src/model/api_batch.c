@@ -23,7 +23,7 @@
 
 static int batch_ensure_logits(tessera_context *ctx, int64_t rows) {
     if (rows <= ctx->logits_cap) return 0;
-    size_t n = (size_t)rows * (size_t)ctx->model->m->hp.n_vocab;
+    size_t n = (size_t)rows * (size_t)context_row_width(ctx);
     float *p = realloc(ctx->logits, n * sizeof *p);
     if (!p) return error_set("decode batch: out of memory for %lld rows of logits", (long long)rows);
     ctx->logits = p;
@@ -60,7 +60,8 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
         tok[i] = tokens[i];
         posv[i] = pos[i];
     }
-    model_fill_mask(&kv->sets[0], n_kv[0], n, pos, seq, 0, bg->mask->t.data);
+    if (m->hp.causal_attn) model_fill_mask(&kv->sets[0], n_kv[0], n, pos, seq, 0, bg->mask->t.data);
+    else model_fill_mask_bidir(&kv->sets[0], n_kv[0], n, seq, bg->mask->t.data);
     if (bg->mask_swa) {
         const int32_t sw = kv_cache_swa_set(kv);
         model_fill_mask(&kv->sets[sw], n_kv[sw], n, pos, seq, m->hp.n_swa, bg->mask_swa->t.data);
@@ -74,7 +75,7 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
     }
     if (sched_compute(ctx->sched, bg->g) != 0) goto fail;
     if (n_out > 0 && logits_out)
-        memcpy(logits_out, bg->logits->t.data, (size_t)n_out * (size_t)m->hp.n_vocab * sizeof(float));
+        memcpy(logits_out, bg->logits->t.data, (size_t)n_out * (size_t)context_row_width(ctx) * sizeof(float));
     return 0;
 fail:
     step_graph_drop(&ctx->step);
@@ -106,7 +107,6 @@ static int32_t batch_place(kv_cache *kv, const int32_t *pos, const int32_t *seq,
  * ctx->logits in token order. Returns the number of rows kept, or -1. */
 int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
                           const int32_t *seq, const bool *want_logits, int32_t n_tokens) {
-    const model *m = ctx->model->m;
     kv_cache *kv = ctx->kv;
     int32_t n_out = 0;
     for (int32_t i = 0; i < n_tokens; i++) n_out += want_logits && want_logits[i];
@@ -133,7 +133,7 @@ int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, con
     kv_cache_compact(kv);
 
     double t0 = tessera_now_ms();
-    const size_t nv = (size_t)m->hp.n_vocab;
+    const size_t nv = (size_t)context_row_width(ctx);
     int32_t n_batch = (int32_t)ctx->params.n_batch, done_out = 0;
     for (int32_t b0 = 0; b0 < n_tokens;) {
         int32_t want = n_tokens - b0 < n_batch ? n_tokens - b0 : n_batch, head[KV_MAX_SETS] = {0};

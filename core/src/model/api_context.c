@@ -26,7 +26,8 @@ tessera_context_params tessera_context_default_params(void) {
         .type_k = TESSERA_KV_F16,
         .type_v = TESSERA_KV_F16,
         .flash_attn = TESSERA_FLASH_ATTN_OFF,
-        .n_seq_max = 1};
+        .n_seq_max = 1,
+        .pooling = TESSERA_POOLING_UNSPECIFIED};
 }
 
 /* tessera_kv_type -> GGUF type number, in enum order. */
@@ -157,6 +158,10 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     }
     if (p.type_k == TESSERA_KV_F16) p.type_k = p.kv_type;
     if (p.type_v == TESSERA_KV_F16) p.type_v = p.kv_type;
+    /* An encoder keeps its K and V in f32 unless asked otherwise: llama.cpp
+     * computes its attention without a cache, on f32 K and V. */
+    if (!m->hp.causal_attn && p.type_k == TESSERA_KV_F16 && p.type_v == TESSERA_KV_F16)
+        p.type_k = p.type_v = TESSERA_KV_F32;
     if (!tessera_kv_type_name(p.type_k) || !tessera_kv_type_name(p.type_v)) {
         error_set("context: unknown KV cache type %d (f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)",
                   (int)(tessera_kv_type_name(p.type_k) ? p.type_v : p.type_k));
@@ -214,7 +219,7 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         .n_cells_swa = p.swa_full ? 0 : context_swa_cells(m->hp.n_swa, p.n_seq_max, p.n_batch),
     };
     ctx->kv = kv_cache_new(&kp);
-    if (!ctx->kv) goto fail;
+    if (!ctx->kv || context_embed_setup(ctx) != 0) goto fail;
     /* the context's thread count goes to its own queues (ABI 1.1
      * set_n_threads), so contexts with different counts can decode at once */
     ctx->sched = sched_new(tm->devices, tm->n_devices, &(sched_params){.n_threads = p.n_threads});
@@ -358,6 +363,10 @@ const float *tessera_logits(tessera_context *ctx, int32_t i) {
     if (i < 0) i = ctx->n_last + i;
     if (i < 0 || i >= ctx->n_last) {
         error_set("logits: index %d is outside the last call's %d tokens", i, ctx->n_last);
+        return NULL;
+    }
+    if (ctx->embeddings) {
+        error_set("logits: an embedding context has none (tessera_embed)");
         return NULL;
     }
     size_t nv = (size_t)ctx->model->m->hp.n_vocab;

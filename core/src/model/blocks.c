@@ -192,7 +192,8 @@ graph_tensor *blk_logits(model_build *b, graph_tensor *x) {
         if (io->out_ids) graph_tensor_set_name(io->out_ids, "out_ids");
         x = graph_get_rows(g, x, io->out_ids);
     }
-    x = blk_rms_norm(b, x, b->m->output_norm, "result_norm", 0);
+    if (b->m->output_norm) x = blk_rms_norm(b, x, b->m->output_norm, "result_norm", 0);
+    if (b->kv->embd_out) return x; /* the embeddings of an embedding context */
     x = blk_linear(b, b->m->output, NULL, x);
     if (b->hp->logit_scale != 1.0f) x = graph_scale(g, x, b->hp->logit_scale, 0.0f);
     return x;

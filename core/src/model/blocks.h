@@ -58,7 +58,8 @@ typedef enum blk_ffn_act { BLK_FFN_SILU, BLK_FFN_GELU } blk_ffn_act;
 graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
 
 /* The rows of x whose logits are wanted, final norm, output projection,
- * logit scale and soft-cap: [n_vocab, n_out]. */
+ * logit scale and soft-cap: [n_vocab, n_out]. In an embedding context
+ * (kv->embd_out) it stops after the norm: [n_embd, n_out]. */
 graph_tensor *blk_logits(model_build *b, graph_tensor *x);
 
 /* The usual pre-norm block: x + attn(norm(x)), then + ffn(norm(.)). The

@@ -104,6 +104,19 @@ static int hp_rope_scaling(const model_hp_reader *r, model_hparams *hp) {
     return 0;
 }
 
+/* pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank (llama.cpp's numbers). */
+static int hp_pooling(const model_hp_reader *r, int32_t *out) {
+    char key[KEY_MAX];
+    int64_t v;
+    if (!model_hp_has(r, "pooling_type")) return 0;
+    if (gguf_get_int(r->f, hp_key(r, "pooling_type", key), &v) != 0) return -1;
+    if (v < 0 || v > 4)
+        return error_set("%s: key '%s' = %lld is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)",
+                         gguf_path(r->f), key, (long long)v);
+    *out = (int32_t)v;
+    return 0;
+}
+
 /* Checks of meaning: a file that passes them can be built into a graph. */
 static int hp_validate(const model_hparams *hp, const gguf_file *f) {
     const char *path = gguf_path(f);
@@ -120,6 +133,8 @@ static int hp_validate(const model_hparams *hp, const gguf_file *f) {
                          hp->n_rot, hp->head_dim);
     if (!(hp->rope_freq_base > 0.0f) || !(hp->rope_freq_base_swa > 0.0f))
         return error_set("%s: rope.freq_base %g must be positive", path, hp->rope_freq_base);
+    if (!(hp->norm_eps > 0.0f) || hp->norm_eps > 1.0f)
+        return error_set("%s: attention.layer_norm_epsilon %g must be in (0, 1]", path, hp->norm_eps);
     if (hp->n_swa < 0)
         return error_set("%s: attention.sliding_window %d is negative", path, hp->n_swa);
     if (!isfinite(hp->attn_scale) || hp->attn_scale < 0.0f || !isfinite(hp->embd_scale) ||
@@ -179,6 +194,12 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     hp->embd_scale = 1.0f;
     hp->residual_scale = 1.0f;
     hp->logit_scale = 1.0f;
+    hp->causal_attn = true;
+    hp->pooling = -1;
+    hp->norm_eps = 1e-12f;
+    if (model_hp_bool_opt(&r, "attention.causal", &hp->causal_attn) ||
+        model_hp_f32_opt(&r, "attention.layer_norm_epsilon", &hp->norm_eps) || hp_pooling(&r, &hp->pooling))
+        return -1;
     if (ad->hparams && ad->hparams(hp, &r) != 0) return -1;
 
     /* The vocabulary size: the embedding matrix is the authority. */

@@ -74,6 +74,10 @@ typedef struct model_hparams {
     float attn_temp_scale;    /* mistral3/llama4: q times 1 + scale*log(floor((p+offset)/floor)+1) */
     int32_t attn_temp_floor;
     int32_t attn_temp_offset; /* mistral3: 0 (Hugging Face's Ministral 3), llama4: 1 */
+    bool causal_attn;         /* attention.causal (default true); false: every token sees its whole
+                               * sequence (encoders: bert, nomic-bert) */
+    int32_t pooling;          /* pooling_type (TESSERA_POOLING_*), -1 when the file does not say */
+    float norm_eps;           /* attention.layer_norm_epsilon: LayerNorm of encoders (default 1e-12) */
 } model_hparams;
 
 /* Reads "<arch>.<suffix>" keys of one file, naming file and key in errors. */
@@ -129,6 +133,10 @@ typedef struct model_layer {
     const model_weight *ffn_norm;
     const model_weight *ffn_gate, *ffn_up, *ffn_down; /* ffn_up is gate|up when ffn_gate is NULL */
     const model_weight *post_ffn_norm;  /* gemma3: norm of the FFN output */
+    /* encoders (bert, nomic-bert): biases and the post-norms (LayerNorm weight, bias) */
+    const model_weight *bqkv, *bo, *ffn_up_b, *ffn_down_b;
+    const model_weight *attn_out_norm, *attn_out_norm_b;   /* after the attention's residual add */
+    const model_weight *layer_out_norm, *layer_out_norm_b; /* after the FFN's residual add */
     bool swa;     /* attends through the sliding-window mask */
     bool no_rope; /* positions are not rotated in this layer (smollm3) */
 } model_layer;
@@ -141,6 +149,10 @@ struct model {
     const model_weight *output;       /* token_embd itself when tied */
     const model_weight *rope_freqs;   /* Llama-3 frequency factors (NULL: none) */
     const model_weight *rope_long, *rope_short; /* Phi-3 LongRoPE factors */
+    /* encoders: token type rows, learned positions, the LayerNorm of the input */
+    const model_weight *type_embd, *pos_embd, *tok_norm, *tok_norm_b;
+    /* classification head of rerankers: tanh(cls x + cls_b), then cls_out . + cls_out_b */
+    const model_weight *cls, *cls_b, *cls_out, *cls_out_b;
     model_layer *layers;              /* hp.n_layer */
     model_weight *weights;            /* every weight found, for placement loops */
     int32_t n_weights;
@@ -186,7 +198,8 @@ typedef struct model_batch_graph {
     graph_tensor *mask_swa; /* F32 [n_kv[swa set], n_tokens] sliding-window mask (NULL: no SWA layer) */
     graph_tensor *attn_temp; /* F32 [n_tokens] query temperature (NULL: none) */
     graph_tensor *out_ids;  /* I32 [n_out] rows whose logits are wanted */
-    graph_tensor *logits;   /* F32 [n_vocab, n_out] output */
+    graph_tensor *logits;   /* F32 [n_vocab, n_out] output ([n_embd, n_out] hidden states when
+                             * the cache's embd_out is set: an embedding context) */
     int32_t n_tokens;
     /* Per cell set of the cache: the first cell the batch writes, and the
      * cells attended to (0..n_kv-1). */
@@ -258,6 +271,9 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
  * (the sliding-window mask), pos[t] - p < n_swa. */
 void model_fill_mask(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
                      const int32_t *seq, int32_t n_swa, float *mask);
+/* The mask of a model without causal attention: token t sees every cell of
+ * its own sequence, later positions included. */
+void model_fill_mask_bidir(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *seq, float *mask);
 
 /* The query temperature of llama 4 / mistral 3 at each position:
  * 1 + attn_temp_scale * log(floor((pos + attn_temp_offset) / attn_temp_floor) + 1). */

@@ -44,7 +44,17 @@ struct tessera_context {
     tessera_timings timings;
     step_graph step;  /* the last step's graph, kept for the next one */
     bool graph_reuse; /* use it again when the next step fits (default) */
+    bool embeddings;  /* rows of ctx->logits are hidden states (n_embd wide) */
+    int32_t pooling;  /* an embedding context's tessera_pooling (never unspecified) */
 };
+
+/* Floats in one row of ctx->logits: n_vocab, or n_embd in an embedding context. */
+static inline int64_t context_row_width(const tessera_context *ctx) {
+    return ctx->embeddings ? ctx->model->m->hp.n_embd : ctx->model->m->hp.n_vocab;
+}
+
+/* Decide whether ctx embeds and how it pools (api_embed.c): 0 or -1. */
+int context_embed_setup(tessera_context *ctx);
 
 double tessera_now_ms(void);
 /* -1 with the error set when a row of logits holds a NaN or an infinity

@@ -32,13 +32,16 @@ typedef struct synth_arch {
     unsigned char post_norms; /* post_attention_norm, post_ffw_norm (gemma3) */
     unsigned char fused;      /* attn_qkv and gate|up in ffn_up (phi3) */
     unsigned char head_keys;  /* attention.key_length / value_length always written */
+    unsigned char encoder;    /* 1 bert, 2 nomic-bert: post-norm encoder blocks (plan_encoder) */
 } synth_arch;
 
 static const synth_arch synth_archs[] = {
-    {"llama", 0, 0, 0, 0, 0},   {"qwen2", 1, 0, 0, 0, 0},   {"qwen3", 0, 1, 0, 0, 1},
-    {"gemma3", 0, 1, 1, 0, 1},  {"phi3", 0, 0, 0, 1, 0},    {"smollm3", 0, 0, 0, 0, 0},
-    {"granite", 0, 0, 0, 0, 0}, {"mistral3", 0, 0, 0, 0, 1},
+    {"llama", 0, 0, 0, 0, 0, 0},   {"qwen2", 1, 0, 0, 0, 0, 0},   {"qwen3", 0, 1, 0, 0, 1, 0},
+    {"gemma3", 0, 1, 1, 0, 1, 0},  {"phi3", 0, 0, 0, 1, 0, 0},    {"smollm3", 0, 0, 0, 0, 0, 0},
+    {"granite", 0, 0, 0, 0, 0, 0}, {"mistral3", 0, 0, 0, 0, 1, 0},
+    {"bert", 0, 0, 0, 0, 0, 1}, {"nomic-bert", 0, 0, 0, 1, 0, 2},
 };
+enum { ENC_BERT = 1, ENC_NOMIC = 2 };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
 
 typedef struct synth_opts {
@@ -52,6 +55,8 @@ typedef struct synth_opts {
     float rope_base;
     int tied;
     int quiet;
+    int reranker;     /* encoders: a classification head (cls, cls.output), pooling rank */
+    int64_t pooling;  /* encoders: pooling_type (default: bert cls, nomic-bert mean) */
     const char *set[MAX_EDITS];   /* "KEY=VALUE" */
     const char *unset[MAX_EDITS]; /* "KEY" */
     int n_set, n_unset;
@@ -87,6 +92,13 @@ static void usage(FILE *out) {
             "  --ctx N               context length (default 4096)\n"
             "  --rope-base F         RoPE frequency base (default 10000)\n"
             "  --tied                no output.weight (tied to token_embd)\n"
+            "  --reranker            bert: a classification head (cls, cls.output) and\n"
+            "                        pooling_type rank\n"
+            "  --pooling N           encoders: pooling_type (0 none, 1 mean, 2 cls, 3 last;\n"
+            "                        default: bert 2, nomic-bert 1)\n"
+            "  (bert and nomic-bert: bidirectional encoders with post-norms, token types and\n"
+            "  learned positions (bert, GELU FFN) or NeoX rope (nomic-bert, SwiGLU FFN); without\n"
+            "  --vocab-from they get a small built-in WordPiece vocabulary)\n"
             "  --seed N              random seed (default 42)\n"
             "  --set KEY=VALUE       set a metadata key (full name): true/false is a bool,\n"
             "                        an integer a u32 (i32 if negative), a number with '.',\n"
@@ -111,7 +123,7 @@ static int parse_i64(const char *flag, const char *s, int64_t *out) {
 
 static int parse_args(int argc, char **argv, synth_opts *o) {
     *o = (synth_opts){.arch = "llama", .type = "F32", .dim = 256, .layers = 4, .heads = 8,
-                      .ffn = 768, .ctx = 4096, .seed = 42, .rope_base = 10000.0f};
+                      .ffn = 768, .ctx = 4096, .seed = 42, .rope_base = 10000.0f, .pooling = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -149,6 +161,15 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                 o->unset[o->n_unset++] = v;
         } else if (!strcmp(a, "--tied")) {
             o->tied = 1;
+        } else if (!strcmp(a, "--reranker")) {
+            o->reranker = 1;
+        } else if (!strcmp(a, "--pooling")) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            o->pooling = strtoll(v, &end, 10);
+            if (errno || *end || end == v || o->pooling < 0 || o->pooling > 4)
+                return fprintf(stderr, "tessera-synth: --pooling expects 0..4, got '%s'\n", v), -1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if (!strcmp(a, "--rope-base")) {
@@ -183,9 +204,13 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
 #undef NEED_VALUE
     }
     if (!o->out) return fprintf(stderr, "tessera-synth: -o OUT.gguf is required\n"), -1;
-    if (!o->vocab_from) return fprintf(stderr, "tessera-synth: --vocab-from FILE is required\n"), -1;
     for (int i = 0; i < N_SYNTH_ARCHS; i++)
         if (!strcmp(o->arch, synth_archs[i].name)) o->sa = &synth_archs[i];
+    if (!o->vocab_from && !(o->sa && o->sa->encoder))
+        return fprintf(stderr, "tessera-synth: --vocab-from FILE is required\n"), -1;
+    if (o->reranker && !(o->sa && o->sa->encoder == ENC_BERT))
+        return fprintf(stderr, "tessera-synth: --reranker needs --arch bert\n"), -1;
+    if (o->pooling < 0) o->pooling = o->reranker ? 4 : o->sa && o->sa->encoder == ENC_NOMIC ? 1 : 2;
     if (!o->sa) {
         char list[128] = "";
         for (int i = 0; i < N_SYNTH_ARCHS; i++)
@@ -277,8 +302,62 @@ static int add_tensor(synth_tensor *ts, int *n, const char *name, int32_t dtype,
     return 0;
 }
 
+/* A post-norm encoder (llama.cpp's bert / nomic-bert tensor names): input
+ * LayerNorm, attention (biased q/k/v for bert, fused unbiased qkv for
+ * nomic-bert), LayerNorms after each residual add, GELU up/down with biases
+ * (bert) or SwiGLU (nomic-bert), and a reranker's classification head. */
+static int plan_encoder(const synth_opts *o, int32_t base, synth_tensor *ts, int *n) {
+    const int64_t E = o->dim, F = o->ffn, V = o->vocab;
+    const int bert = o->sa->encoder == ENC_BERT;
+    const float s_in = 1.0f / sqrtf((float)E), s_ff = 1.0f / sqrtf((float)F);
+    char name[64];
+    *n = 0;
+    if (add_tensor(ts, n, "token_embd.weight", base, 2, E, V, 1.0f) ||
+        add_tensor(ts, n, "token_types.weight", TSR_DTYPE_F32, 2, E, 2, 0.5f) ||
+        (bert && add_tensor(ts, n, "position_embd.weight", TSR_DTYPE_F32, 2, E, o->ctx, 0.5f)) ||
+        add_tensor(ts, n, "token_embd_norm.weight", base, 1, E, 1, NORM) ||
+        add_tensor(ts, n, "token_embd_norm.bias", base, 1, E, 1, 0.02f))
+        return -1;
+    for (int64_t il = 0; il < o->layers; il++) {
+#define T(suffix, nd, a, b, std)                                                           \
+    do {                                                                                   \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                     \
+        if (add_tensor(ts, n, name, base, nd, a, b, std)) return -1;                       \
+    } while (0)
+        if (bert) {
+            T("attn_q.weight", 2, E, E, s_in);
+            T("attn_q.bias", 1, E, 1, 0.02f);
+            T("attn_k.weight", 2, E, E, s_in);
+            T("attn_k.bias", 1, E, 1, 0.02f);
+            T("attn_v.weight", 2, E, E, s_in);
+            T("attn_v.bias", 1, E, 1, 0.02f);
+        } else {
+            T("attn_qkv.weight", 2, E, 3 * E, s_in);
+        }
+        T("attn_output.weight", 2, E, E, s_in);
+        if (bert) T("attn_output.bias", 1, E, 1, 0.02f);
+        T("attn_output_norm.weight", 1, E, 1, NORM);
+        T("attn_output_norm.bias", 1, E, 1, 0.02f);
+        T("ffn_up.weight", 2, E, F, s_in);
+        if (bert) T("ffn_up.bias", 1, F, 1, 0.02f);
+        if (!bert) T("ffn_gate.weight", 2, E, F, s_in);
+        T("ffn_down.weight", 2, F, E, s_ff);
+        if (bert) T("ffn_down.bias", 1, E, 1, 0.02f);
+        T("layer_output_norm.weight", 1, E, 1, NORM);
+        T("layer_output_norm.bias", 1, E, 1, 0.02f);
+#undef T
+    }
+    if (o->reranker && (add_tensor(ts, n, "cls.weight", base, 2, E, E, s_in) ||
+                        add_tensor(ts, n, "cls.bias", base, 1, E, 1, 0.02f) ||
+                        add_tensor(ts, n, "cls.output.weight", base, 2, E, 1, s_in) ||
+                        add_tensor(ts, n, "cls.output.bias", base, 1, 1, 1, 0.02f)))
+        return -1;
+    return 0;
+}
+
 static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor *ts, int *n) {
     const synth_arch *sa = o->sa;
+    if (sa->encoder) return plan_encoder(o, base, ts, n);
     const int64_t E = o->dim, D = o->head_dim, Q = D * o->heads, KV = D * o->kv_heads, F = o->ffn, V = o->vocab;
     const float s_in = 1.0f / sqrtf((float)E), s_q = 1.0f / sqrtf((float)Q), s_ff = 1.0f / sqrtf((float)F);
     char name[64];
@@ -387,6 +466,63 @@ done:
     return rc;
 }
 
+/* A small WordPiece vocabulary in llama.cpp's form (word starts carry
+ * U+2581, continuations are bare): the five BERT specials, some words,
+ * each letter, digit and punctuation mark as a word start and as a
+ * continuation, then [unusedN] up to n_vocab (0: no padding). */
+static int write_wpm_vocab(gguf_writer *w, int64_t *n_vocab) {
+    static const char *const specials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    static const char *const words[] = {
+        "the", "an", "of", "to", "and", "in", "is", "it", "that", "for", "on", "with", "as", "was",
+        "cat", "dog", "sat", "mat", "hello", "world", "what", "how", "why", "who", "capital", "city",
+        "france", "paris", "berlin", "germany", "model", "search", "query", "document", "text", "embed",
+        "ing", "ed", "er", "es", "ly", "tion",
+    };
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789.,!?;:'\"()-";
+    const int n_words = (int)(sizeof words / sizeof words[0]), n_chars = (int)sizeof chars - 1;
+    const int64_t n_own = 5 + n_words + 2 * n_chars;
+    if (*n_vocab == 0) *n_vocab = n_own;
+    if (*n_vocab < n_own) return error_set("--vocab %" PRId64 " is below the built-in vocabulary's %" PRId64, *n_vocab, n_own);
+    const int64_t n = *n_vocab;
+    gguf_str *strs = calloc((size_t)n, sizeof *strs);
+    char *buf = calloc((size_t)n, 32);
+    int32_t *types = calloc((size_t)n, sizeof *types);
+    int rc = -1;
+    if (!strs || !buf || !types) {
+        error_set("out of memory for %" PRId64 " tokens", n);
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        char *t = buf + i * 32;
+        int64_t k = i - 5;
+        if (i < 5) snprintf(t, 32, "%s", specials[i]);
+        else if (k < n_words) snprintf(t, 32, "\xe2\x96\x81%s", words[k]);
+        else if ((k -= n_words) < n_chars) snprintf(t, 32, "\xe2\x96\x81%c", chars[k]);
+        else if ((k -= n_chars) < n_chars) snprintf(t, 32, "%c", chars[k]);
+        else snprintf(t, 32, "[unused%" PRId64 "]", i - n_own);
+        strs[i] = (gguf_str){t, strlen(t)};
+        types[i] = i < 5 ? 3 : i < n_own ? 1 : 5; /* CONTROL, NORMAL, UNUSED */
+    }
+    const char *model = "bert";
+    if (gguf_writer_set_str(w, "tokenizer.ggml.model", model, strlen(model)) ||
+        gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", strs, (uint64_t)n) ||
+        gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)n) ||
+        gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", 0) ||
+        gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 1) ||
+        gguf_writer_set_u32(w, "tokenizer.ggml.cls_token_id", 2) ||
+        gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 2) ||
+        gguf_writer_set_u32(w, "tokenizer.ggml.seperator_token_id", 3) ||
+        gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 3) ||
+        gguf_writer_set_u32(w, "tokenizer.ggml.mask_token_id", 4))
+        goto done;
+    rc = 0;
+done:
+    free(strs);
+    free(buf);
+    free(types);
+    return rc;
+}
+
 /* -------------------------------------------------------------- writing */
 
 static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type) {
@@ -429,6 +565,11 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_f32(w, KEY("rope.scaling.yarn_log_multiplier"), 1.0f) ||
              gguf_writer_set_f32(w, KEY("attention.temperature_scale"), 0.1f);
     }
+    if (!rc && o->sa->encoder) /* bge / nomic-embed keys */
+        rc = gguf_writer_set_f32(w, KEY("attention.layer_norm_epsilon"), 1e-12f) ||
+             gguf_writer_set_bool(w, KEY("attention.causal"), 0) ||
+             gguf_writer_set_u32(w, KEY("pooling_type"), (uint32_t)o->pooling) ||
+             gguf_writer_set_u32(w, "tokenizer.ggml.token_type_count", 2);
 #undef KEY
     return rc ? -1 : 0;
 }
@@ -515,13 +656,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-synth: --type '%s' cannot be produced (see --help)\n", o.type);
         return 2;
     }
-    gguf_file *src = gguf_open(o.vocab_from);
-    if (!src) {
+    gguf_file *src = o.vocab_from ? gguf_open(o.vocab_from) : NULL;
+    if (o.vocab_from && !src) {
         fprintf(stderr, "tessera-synth: %s\n", error_get());
         return 1;
     }
     gguf_writer *w = gguf_writer_new();
-    synth_tensor *ts = calloc((size_t)(o.layers * 16 + 8), sizeof *ts);
+    synth_tensor *ts = calloc((size_t)(o.layers * 20 + 16), sizeof *ts);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", o.out);
     FILE *fp = NULL;
@@ -530,7 +671,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-synth: out of memory\n");
         goto done;
     }
-    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || copy_vocab(w, src, &o.vocab) != 0 ||
+    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || (src ? copy_vocab(w, src, &o.vocab) : write_wpm_vocab(w, &o.vocab)) != 0 ||
         edit_metadata(w, &o) != 0) {
         fprintf(stderr, "tessera-synth: %s\n", error_get());
         goto done;

@@ -11,7 +11,7 @@
 /* One line per architecture (general.architecture names). */
 static const model_arch_desc *const model_archs[] = {
     &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
-    &arch_smollm3, &arch_granite, &arch_mistral3,
+    &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 

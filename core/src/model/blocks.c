@@ -36,6 +36,14 @@ graph_tensor *blk_rms_norm(model_build *b, graph_tensor *x, const model_weight *
     return named(t, name, il);
 }
 
+graph_tensor *blk_layer_norm(model_build *b, graph_tensor *x, const model_weight *w, const model_weight *bias,
+                             const char *name, int il) {
+    graph_tensor *t = graph_norm(b->g, x, b->hp->norm_eps);
+    if (w) t = graph_mul(b->g, t, model_weight_leaf(b->g, w));
+    if (bias) t = graph_add(b->g, t, model_weight_leaf(b->g, bias));
+    return named(t, name, il);
+}
+
 graph_tensor *blk_linear(model_build *b, const model_weight *w, const model_weight *bias, graph_tensor *x) {
     graph_tensor *t = graph_mul_mat(b->g, model_weight_leaf(b->g, w), x);
     if (bias) t = graph_add(b->g, t, model_weight_leaf(b->g, bias));
@@ -55,7 +63,7 @@ void blk_qkv(model_build *b, int il, graph_tensor *h, graph_tensor **q, graph_te
     const int64_t D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv, T = b->io->n_tokens;
     graph_tensor *tq, *tk, *tv;
     if (L->wqkv) {
-        graph_tensor *qkv = blk_linear(b, L->wqkv, NULL, h); /* [D*H + 2*D*Hkv, T] */
+        graph_tensor *qkv = blk_linear(b, L->wqkv, L->bqkv, h); /* [D*H + 2*D*Hkv, T] */
         tq = rows_slice(g, qkv, 0, D * H);
         tk = rows_slice(g, qkv, D * H, D * Hkv);
         tv = rows_slice(g, qkv, D * H + D * Hkv, D * Hkv);

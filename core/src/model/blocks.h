@@ -19,11 +19,16 @@ graph_tensor *blk_embed(model_build *b);
 /* rms_norm(x) * w over the first dimension (w NULL: no weight). */
 graph_tensor *blk_rms_norm(model_build *b, graph_tensor *x, const model_weight *w, const char *name, int il);
 
+/* LayerNorm: (x - mean) / sqrt(var + norm_eps) over the first dimension,
+ * times w, plus bias (either may be NULL). Encoders use it. */
+graph_tensor *blk_layer_norm(model_build *b, graph_tensor *x, const model_weight *w, const model_weight *bias,
+                             const char *name, int il);
+
 /* w x (+ bias): x [K, T] -> [rows of w, T]. */
 graph_tensor *blk_linear(model_build *b, const model_weight *w, const model_weight *bias, graph_tensor *x);
 
 /* q [D, H, T], k [D, Hkv, T], v [D*Hkv, T] of layer il from its input h:
- * separate or fused (wqkv) projections, biases, per-head q/k norms. */
+ * separate or fused (wqkv, bias bqkv) projections, biases, per-head q/k norms. */
 void blk_qkv(model_build *b, int il, graph_tensor *h, graph_tensor **q, graph_tensor **k, graph_tensor **v);
 
 /* Rotary position embedding of x [D, heads, T] at the batch's positions,

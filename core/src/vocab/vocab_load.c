@@ -338,6 +338,8 @@ static int load_special_ids(vocab *v, const gguf_file *f) {
         int32_t *id = (int32_t *)((char *)v + keys[i].off);
         if (opt_id(v, f, keys[i].key, id)) return -1;
     }
+    /* BERT files name [CLS] only as tokenizer.ggml.cls_token_id: it is their BOS. */
+    if (v->bos == VOCAB_TOKEN_NULL && opt_id(v, f, "tokenizer.ggml.cls_token_id", &v->bos)) return -1;
 
     if (opt_bool(f, KEY_ADD_PREFIX, &v->add_space_prefix) || opt_bool(f, KEY_ADD_BOS, &v->add_bos) ||
         opt_bool(f, KEY_ADD_EOS, &v->add_eos) || opt_bool(f, KEY_ADD_SEP, &v->add_sep))

@@ -17,10 +17,18 @@ extern const model_arch_desc arch_phi3;
 extern const model_arch_desc arch_smollm3;
 extern const model_arch_desc arch_granite;
 extern const model_arch_desc arch_mistral3;
+extern const model_arch_desc arch_bert;
+extern const model_arch_desc arch_nomic_bert;
 
 /* The llama graph (arch/llama.c): pre-norm blocks of attention and a SiLU-gated
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */
 graph_tensor *arch_llama_build(model_build *b);
+
+/* The post-norm encoders (arch/bert.c): their tensors (learned positions:
+ * position_embd, bert; gated FFN: ffn_gate, nomic-bert), and their graph
+ * (rope: rotary positions, nomic-bert). */
+void arch_encoder_tensors(model_loader *ld, model *m, bool learned_positions, bool gated_ffn);
+graph_tensor *arch_encoder_build(model_build *b, bool rope);
 
 /* attn_norm, and attn_q/k/v/output with the shapes of hp. */
 void arch_attn_tensors(model_loader *ld, model *m, int32_t il);

@@ -34,6 +34,7 @@ int cmd_serve(int argc, char **argv) {
 #include "cli_opts.h"
 #include "cli_setup.h"
 #include "cli_util.h"
+#include "serve/embed_api.h"
 #include "serve/serve.h"
 
 typedef struct serve_opts {
@@ -110,7 +111,7 @@ static const cli_command serve_cmd = {
              "them are decoded together, one batch per step. Ctrl-C (or SIGTERM) stops\n"
              "accepting, lets running requests finish for --shutdown-grace seconds, then\n"
              "stops the server.",
-    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_TEMPLATE | CLI_G_SHIFT,
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_TEMPLATE | CLI_G_SHIFT | CLI_G_EMBED,
     .own = serve_own,
 };
 
@@ -182,6 +183,7 @@ int cmd_serve(int argc, char **argv) {
     tessera_context *ctx = NULL;
     serve_engine *engine = NULL;
     serve_http *http = NULL;
+    serve_embed *embed = NULL;
     cli_chat chat = {0};
     int rc = 1, initialized = 0;
     if (cli_runtime_init(cmd, &o.p) != 0) goto done;
@@ -214,6 +216,10 @@ int cmd_serve(int argc, char **argv) {
     const char *owner = tessera_model_meta_str(model, "general.organization");
     if (!owner) owner = tessera_model_meta_str(model, "general.author");
     snprintf(api.owned_by, sizeof api.owned_by, "%s", owner ? owner : "tessera");
+    if (o.p.embeddings || o.p.reranking) { /* the embedding endpoints' own context (embed_api.h) */
+        tessera_context *ectx = cli_context_new(cmd, &o.p, model, api.slot_ctx);
+        if (!ectx || !(api.embed = embed = serve_embed_new(model, ectx, api.model_id))) goto done;
+    }
     if (cli_chat_setup(cmd, &o.p, model, 1, &chat) != 0) goto done;
     api.tmpl = chat.tmpl;
 
@@ -264,6 +270,7 @@ done:
     serve_http_stop(http);
     serve_engine_free(engine);
     cli_chat_free(&chat);
+    serve_embed_free(embed);
     tessera_context_free(ctx);
     tessera_model_free(model);
     if (initialized) tessera_shutdown();

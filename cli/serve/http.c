@@ -24,6 +24,7 @@
 #include <microhttpd.h>
 
 #include "dialect.h"
+#include "embed_api.h"
 #include "serve.h"
 
 /* Bodies beyond this are not even read: the connection is answered and closed. */
@@ -322,6 +323,9 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
                  (unsigned long long)cs->seen, h->p.max_body);
         return send_error(h, c, 413, msg, "invalid_request_error", "request_too_large");
     }
+    int embed_status = 500; /* embeddings and reranking, or their absence (embed_api.c) */
+    char *embed_body = serve_embed_route(h->api->embed, url, method, cs->body, cs->len, &embed_status);
+    if (embed_body) return send_json(h, c, embed_status, embed_body);
     if (!strcmp(url, "/apply-template")) {
         if (!post) return send_error(h, c, 405, "use POST /apply-template", "invalid_request_error", NULL);
         serve_error err = {0, NULL};

@@ -284,6 +284,7 @@ typedef struct serve_api {
     int32_t n_slots;             /* the most choices (`n`) one request may ask */
     int32_t slot_ctx;
     int32_t default_max_tokens;  /* for a request without max_tokens (-n); 0: no limit */
+    struct serve_embed *embed;   /* --embeddings / --reranking endpoints (embed_api.h); NULL: none */
 } serve_api;
 
 /* What a parsed request asks beyond generation. */

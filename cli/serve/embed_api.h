@@ -1,0 +1,40 @@
+/*
+ * embed_api — the embedding and reranking endpoints of `tessera serve`, as
+ * llama-server spells them:
+ *
+ *   POST /v1/embeddings, /embeddings   input: a string, an array of strings,
+ *        an array of token ids or an array of such arrays; encoding_format
+ *        float or base64. /v1/embeddings answers in OpenAI's list shape with
+ *        usage; /embeddings in llama-server's own ([{index, embedding: [[..]]}],
+ *        one row per token with pooling none).
+ *   POST /v1/rerank, /rerank, /reranking   query + documents (or texts),
+ *        top_n, return_documents: results sorted by relevance_score, each with
+ *        its index (llama-server's and Jina's shape).
+ *
+ * Enabled with --embeddings (or --reranking, which is rank pooling). The
+ * endpoints own an embedding context of their own, used by one request at a
+ * time; a bad request is one 4xx and changes nothing for the next.
+ */
+#ifndef TESSERA_SERVE_EMBED_API_H
+#define TESSERA_SERVE_EMBED_API_H
+
+#include <stddef.h>
+
+#include <tessera/tessera.h>
+
+typedef struct serve_embed serve_embed;
+
+/* Take ctx (an embedding context of model; freed by serve_embed_free).
+ * model_id names the model in responses. NULL when out of memory. */
+serve_embed *serve_embed_new(tessera_model *model, tessera_context *ctx, const char *model_id);
+void serve_embed_free(serve_embed *se);
+
+/* The response to a request for url: a malloc'd JSON body and *status, or
+ * NULL when url is none of the endpoints above (nor, on an embedding server
+ * (se not NULL), a completion endpoint, which it refuses with 501 as
+ * llama-server does). se NULL: the server has no embeddings, and the
+ * endpoints above answer 501 saying how to start it. */
+char *serve_embed_route(serve_embed *se, const char *url, const char *method, const char *body, size_t len,
+                        int *status);
+
+#endif

@@ -356,6 +356,10 @@ int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab) {
 }
 
 const float *tessera_logits(tessera_context *ctx, int32_t i) {
+    if (ctx->embeddings) {
+        error_set("logits: an embedding context has none (tessera_embed)");
+        return NULL;
+    }
     if (ctx->n_last == 0) {
         error_set("logits: no successful decode call yet");
         return NULL;
@@ -363,10 +367,6 @@ const float *tessera_logits(tessera_context *ctx, int32_t i) {
     if (i < 0) i = ctx->n_last + i;
     if (i < 0 || i >= ctx->n_last) {
         error_set("logits: index %d is outside the last call's %d tokens", i, ctx->n_last);
-        return NULL;
-    }
-    if (ctx->embeddings) {
-        error_set("logits: an embedding context has none (tessera_embed)");
         return NULL;
     }
     size_t nv = (size_t)ctx->model->m->hp.n_vocab;

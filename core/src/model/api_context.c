@@ -144,6 +144,11 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         error_set("context: n_ctx %u is too large", p.n_ctx);
         return NULL;
     }
+    if (m->pos_embd && p.n_ctx > (uint64_t)m->pos_embd->ne[1]) {
+        error_set("context: n_ctx %u is more than the %lld positions %s learned (-c)", p.n_ctx,
+                  (long long)m->pos_embd->ne[1], m->hp.arch->name);
+        return NULL;
+    }
     if (p.n_batch == 0) p.n_batch = 512;
     if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
     if (p.n_threads < 0) {

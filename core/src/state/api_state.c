@@ -311,6 +311,8 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
                        tessera_token *tokens, int32_t max_tokens, int32_t *n_tokens, tessera_sampler *sampler) {
     if (!label) label = "(memory)";
     if (!ctx || !data) return error_set("state load %s: %s is NULL", label, ctx ? "data" : "context");
+    if (ctx->embeddings) /* its rows are hidden states, not the saved logits */
+        return error_set("state load %s: an embedding context keeps no saved state", label);
     if (seq_check(seq) != 0) return error_wrap("state load %s", label);
     state_header h;
     if (state_header_read(&h, data, len, label) != 0) return -1;

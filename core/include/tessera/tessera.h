@@ -569,7 +569,8 @@ typedef enum tessera_pooling {
     TESSERA_POOLING_MEAN = 1,         /* the mean over the tokens */
     TESSERA_POOLING_CLS = 2,          /* the first token's (BERT's [CLS]) */
     TESSERA_POOLING_LAST = 3,         /* the last token's (decoder embedders, Qwen3-Embedding) */
-    TESSERA_POOLING_RANK = 4          /* the classification head on the first token: scores */
+    TESSERA_POOLING_RANK = 4          /* the classification head (cls.output) on an encoder's first
+                                       * token or a decoder's last: scores */
 } tessera_pooling;
 
 /* "none", "mean", "cls", "last", "rank" (NULL for a bad value), and back

@@ -116,9 +116,12 @@ int64_t tessera_embed(tessera_context *ctx, const tessera_token *tokens, int32_t
     }
     for (int32_t i = 0; i < n_tokens; i++) {
         pos[i] = i;
+        /* rank scores an encoder's first token ([CLS]), a decoder's last */
+        const bool rank_first = pooling == TESSERA_POOLING_RANK && !ctx->model->m->hp.causal_attn;
+        const bool rank_last = pooling == TESSERA_POOLING_RANK && ctx->model->m->hp.causal_attn;
         want[i] = pooling == TESSERA_POOLING_NONE || pooling == TESSERA_POOLING_MEAN ||
-                  (i == 0 && (pooling == TESSERA_POOLING_CLS || pooling == TESSERA_POOLING_RANK)) ||
-                  (i == n_tokens - 1 && pooling == TESSERA_POOLING_LAST);
+                  (i == 0 && (pooling == TESSERA_POOLING_CLS || rank_first)) ||
+                  (i == n_tokens - 1 && (pooling == TESSERA_POOLING_LAST || rank_last));
     }
     kv_cache_seq_forget(ctx->kv, 0, 0);
     ctx->n_last = 0;

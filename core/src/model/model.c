@@ -1,5 +1,6 @@
 /* Model loading: find every weight by name, check its shape, place it. */
 #include "model/model.h"
+#include "model/arch/arch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +199,7 @@ model *model_load(gguf_file *f, const model_load_params *p) {
     m->output = model_tensor(&ld, -1, MODEL_TENSOR_OPTIONAL, 2, hp->n_embd, hp->n_vocab, "output.weight");
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
     hp->arch->tensors(&ld, m);
+    if (!m->cls_out) arch_cls_head_tensors(&ld, m); /* rerankers of any architecture */
     if (ld.failed) goto fail;
 
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {

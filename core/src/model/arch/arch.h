@@ -29,6 +29,10 @@ graph_tensor *arch_llama_build(model_build *b);
  * (rope: rotary positions, nomic-bert). */
 void arch_encoder_tensors(model_loader *ld, model *m, bool learned_positions, bool gated_ffn);
 graph_tensor *arch_encoder_build(model_build *b, bool rope);
+/* A reranker's classification head when the file has one: cls (optional,
+ * then tanh) and cls.output with their biases. model.c declares it for
+ * every architecture (decoder rerankers score their last token with it). */
+void arch_cls_head_tensors(model_loader *ld, model *m);
 
 /* attn_norm, and attn_q/k/v/output with the shapes of hp. */
 void arch_attn_tensors(model_loader *ld, model *m, int32_t il);

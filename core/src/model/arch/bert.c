@@ -70,13 +70,17 @@ void arch_encoder_tensors(model_loader *ld, model *m, bool learned_positions, bo
         L->layer_out_norm = model_tensor(ld, il, 0, 1, E, 1, "blk.%d.layer_output_norm.weight");
         L->layer_out_norm_b = model_tensor(ld, il, opt, 1, E, 1, "blk.%d.layer_output_norm.bias");
     }
-    /* a reranker's classification head */
-    m->cls = model_tensor(ld, -1, opt, 2, E, E, "cls.weight");
-    m->cls_b = model_tensor(ld, -1, opt, 1, E, 1, "cls.bias");
+    arch_cls_head_tensors(ld, m);
+}
+
+void arch_cls_head_tensors(model_loader *ld, model *m) {
+    const int64_t E = m->hp.n_embd;
+    m->cls = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 2, E, E, "cls.weight");
+    m->cls_b = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 1, E, 1, "cls.bias");
     const int64_t n_cls = tensor_rows(m, "cls.output.weight");
     if (n_cls > 0) {
         m->cls_out = model_tensor(ld, -1, 0, 2, E, n_cls, "cls.output.weight");
-        m->cls_out_b = model_tensor(ld, -1, opt, 1, n_cls, 1, "cls.output.bias");
+        m->cls_out_b = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 1, n_cls, 1, "cls.output.bias");
     }
 }
 

@@ -26,9 +26,19 @@ static int bert_hparams(model_hparams *hp, const model_hp_reader *r) {
     return 0;
 }
 
+/* The file's tensor name, or NULL, leaving the error of an earlier failed
+ * declaration as it was (the loader reports that one). */
+static const gguf_tensor_info *find_quiet(const model *m, const char *name) {
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", error_get());
+    const gguf_tensor_info *ti = gguf_find_tensor(m->file, name);
+    if (!ti) error_set("%s", saved);
+    return ti;
+}
+
 /* Rows of a global tensor's second dimension, 0 when the file lacks it. */
 static int64_t tensor_rows(const model *m, const char *name) {
-    const gguf_tensor_info *ti = gguf_find_tensor(m->file, name);
+    const gguf_tensor_info *ti = find_quiet(m, name);
     return ti && ti->n_dims == 2 ? ti->ne[1] : 0;
 }
 
@@ -47,7 +57,7 @@ void arch_encoder_tensors(model_loader *ld, model *m, bool learned_positions, bo
         model_layer *L = &m->layers[il];
         char name[64];
         snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", il);
-        if (gguf_find_tensor(m->file, name)) {
+        if (find_quiet(m, name)) {
             L->wqkv = model_tensor(ld, il, 0, 2, E, Q + 2 * KV, "blk.%d.attn_qkv.weight");
             L->bqkv = model_tensor(ld, il, opt, 1, Q + 2 * KV, 1, "blk.%d.attn_qkv.bias");
         } else {

@@ -5,7 +5,9 @@
  * llama.cpp's other norms their sums; the errors (logits context, no tokens,
  * a token out of range, an input longer than the context, rank pooling
  * without a classification head, a bad pooling) are one-line messages and
- * leave the context usable; pooling names round-trip.
+ * leave the context usable; pooling names round-trip; a decoder's embedding
+ * is the state its logits come from (output.weight times the last-pooled,
+ * unnormalised vector gives the logits of a logits context).
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <tessera/tessera.h>
 
 #include "host/host.h"
+#include "model/public.h"
 #include "model_test.h"
 
 static int failures;
@@ -126,6 +129,35 @@ static void test_errors(tessera_model *m, const tessera_token *toks, int32_t n) 
     free(v);
 }
 
+/* logits = output . embedding (stories260K's output.weight is f32). */
+static void test_logits_link(tessera_model *m, const tessera_token *toks, int32_t n) {
+    const int32_t E = tessera_model_n_embd(m), V = tessera_model_n_vocab(m);
+    const model_weight *out = m->m->output;
+    CHECK(out->dtype == 0 && out->data, "stories260K's output.weight is host f32");
+    float *v = malloc((size_t)E * sizeof *v);
+    tessera_context *ectx = embed_ctx(m, TESSERA_POOLING_LAST, 64);
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    tessera_context *lctx = tessera_context_new(m, &cp);
+    CHECK(ectx && lctx && tessera_embed(ectx, toks, n, TESSERA_EMBD_NORM_NONE, v, E) == E &&
+              tessera_decode(lctx, toks, n, 0, 0) == 0,
+          "embed and decode: %s", tessera_last_error());
+    const float *logits = lctx ? tessera_logits(lctx, -1) : NULL;
+    double worst = logits ? 0.0 : 1e9;
+    for (int32_t j = 0; logits && j < V; j++) {
+        const float *row = (const float *)out->data + (size_t)j * E;
+        double s = 0.0;
+        for (int32_t i = 0; i < E; i++) s += (double)row[i] * v[i];
+        worst = fmax(worst, fabs(s - logits[j]));
+    }
+    CHECK(worst < 1e-3, "output . embedding differs from the logits by %g", worst);
+    printf("ok   output.weight . last embedding = logits (max diff %.2g)\n", worst);
+    tessera_context_free(ectx);
+    tessera_context_free(lctx);
+    free(v);
+}
+
 static void test_names(void) {
     for (int32_t p = TESSERA_POOLING_NONE; p <= TESSERA_POOLING_RANK; p++)
         CHECK(tessera_pooling_from_name(tessera_pooling_name(p)) == p, "pooling %d name round trip", p);
@@ -157,6 +189,7 @@ int main(void) {
     if (n > 3) {
         test_poolings(m, toks, n);
         test_errors(m, toks, n);
+        test_logits_link(m, toks, n);
     }
     tessera_model_free(m);
     tessera_shutdown();

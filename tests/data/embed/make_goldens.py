@@ -67,13 +67,17 @@ def main():
             subprocess.run([os.path.join(build, "tools", "tessera-synth"), "-q", "-o", model] + synth, check=True)
         else:
             model = os.path.join(CACHE, file)
+        n_ctx = 128 if synth else 512  # (the synthetic encoders learned 128 positions)
         cmd = ["llama-embedding", "-m", os.path.basename(model), "--pooling", pooling, "--embd-normalize",
-               "-1" if pooling == "rank" else "2", "--embd-output-format", "json", "-t", "2", "-c", "512",
+               "-1" if pooling == "rank" else "2", "--embd-output-format", "json", "-t", "2", "-c", str(n_ctx),
                "-p", "\n".join(prompts)]
-        out = subprocess.run([llama, "-m", model] + cmd[3:], capture_output=True, text=True, check=True)
-        data = json.loads(out.stdout[out.stdout.index("{"):])["data"]
+        out = subprocess.run([llama, "-m", model] + cmd[3:], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit("%s failed:\n%s" % (" ".join(cmd), out.stderr[-3000:]))
+        start = out.stdout.index("{")  # (anything before the JSON is log text)
+        data = json.JSONDecoder().raw_decode(out.stdout[start:])[0]["data"]
         vectors = [d["embedding"] for d in sorted(data, key=lambda d: d["index"])]
-        golden = {"model": file, "synth": synth, "sha256": sha256(model), "pooling": pooling,
+        golden = {"model": file, "synth": synth, "sha256": sha256(model), "pooling": pooling, "n_ctx": n_ctx,
                   "embd_normalize": -1 if pooling == "rank" else 2, "prompts": prompts,
                   "command": " ".join(json.dumps(c) if (" " in c or "\n" in c) else c for c in cmd),
                   "llama.cpp": "llama-cpp-python 0.3.36's vendored llama.cpp (October 2026), CPU, 2 threads"}

@@ -83,6 +83,7 @@ int32_t vocab_nl(const vocab *v); /* the newline token */
 
 bool vocab_add_bos(const vocab *v);          /* add_special adds BOS */
 bool vocab_add_eos(const vocab *v);          /* add_special adds EOS */
+bool vocab_add_sep(const vocab *v);          /* tokenizer.ggml.add_sep_token (rerank pairs) */
 bool vocab_add_space_prefix(const vocab *v); /* SPM: " " before the text */
 
 /* End of generation: EOS, EOT, EOM and the tokens llama.cpp recognises by

@@ -624,6 +624,7 @@ int32_t vocab_pad(const vocab *v) { return v->pad; }
 int32_t vocab_nl(const vocab *v) { return v->nl; }
 bool vocab_add_bos(const vocab *v) { return v->add_bos; }
 bool vocab_add_eos(const vocab *v) { return v->add_eos; }
+bool vocab_add_sep(const vocab *v) { return v->add_sep; }
 bool vocab_add_space_prefix(const vocab *v) { return v->add_space_prefix; }
 
 bool vocab_is_eog(const vocab *v, int32_t id) {

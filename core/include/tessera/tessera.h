@@ -602,10 +602,10 @@ int32_t tessera_embed_dim(const tessera_context *ctx);
 int64_t tessera_embed(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens, int32_t embd_norm,
                       float *out, int64_t max_out);
 
-/* The tokens a reranker scores for a query and a document, as llama-server
- * lays them out: BOS, query, EOS, SEP, document, EOS, each special token
- * where the vocabulary adds it (WordPiece: [CLS] query [SEP] document;
- * XLM-R: <s> query </s></s> document </s>).
+/* The tokens a reranker scores for a query and a document, as llama.cpp
+ * lays them out: BOS, query, EOS, SEP, document, EOS, SEP, each special
+ * token where the vocabulary adds it (WordPiece: [CLS] query [SEP]
+ * document [SEP]).
  * Returns the count, the negated count needed when max_tokens is too small,
  * INT32_MIN on error. */
 int32_t tessera_rerank_tokens(const tessera_model *model, const char *query, size_t query_len, const char *doc,

@@ -149,14 +149,16 @@ int32_t tessera_rerank_tokens(const tessera_model *tm, const char *query, size_t
     const bool wpm = vocab_get_type(v) == VOCAB_TYPE_WPM;
     vocab_tokens t = {0};
     int32_t rc = INT32_MIN;
-    /* llama-server's layout: [BOS] query [EOS] [SEP] doc [EOS], each where
-     * the vocabulary adds it; WordPiece always adds [CLS] and [SEP]. */
+    /* llama.cpp's layout (measured against llama-embedding --pooling rank):
+     * [BOS] query [EOS] [SEP] doc [EOS] [SEP], each where the vocabulary adds
+     * it; WordPiece always adds [CLS] and [SEP]: [CLS] query [SEP] doc [SEP]. */
     const int32_t bos = wpm || vocab_add_bos(v) ? vocab_bos(v) : -1;
     const int32_t eos = vocab_add_eos(v) ? vocab_eos(v) : -1;
     const int32_t sep = wpm || vocab_add_sep(v) ? vocab_sep(v) : -1;
     if ((bos >= 0 && vocab_tokens_push(&t, bos)) || vocab_tokenize(v, query, query_len, false, false, &t) ||
         (eos >= 0 && vocab_tokens_push(&t, eos)) || (sep >= 0 && vocab_tokens_push(&t, sep)) ||
-        vocab_tokenize(v, doc, doc_len, false, false, &t) || (eos >= 0 && vocab_tokens_push(&t, eos)))
+        vocab_tokenize(v, doc, doc_len, false, false, &t) || (eos >= 0 && vocab_tokens_push(&t, eos)) ||
+        (sep >= 0 && vocab_tokens_push(&t, sep)))
         goto done;
     if (t.n > (size_t)INT32_MAX) {
         error_set("rerank tokens: too many tokens");

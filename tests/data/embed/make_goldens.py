@@ -9,7 +9,9 @@ scripts/fetch-models.sh's cache, or the tessera-synth arguments that
 regenerate a synthetic one, seeded), its sha256, the prompts, the exact
 llama-embedding command and its vectors as little-endian f16 in base64
 (a few KB; f16 rounding moves a cosine by ~1e-7, far below the test's 1e-4),
-or its rerank scores as numbers. tests/model/embed_golden.py compares
+or its rerank scores as numbers. Flash attention off (-fa off): llama.cpp's
+plain path, as ../shared/peer/golden_gen and tessera's default; its own -fa
+on and off differ by cosine 0.99905 on SmolLM2 (measured). tests/model/embed_golden.py compares
 tessera's vectors with them."""
 import base64
 import hashlib
@@ -69,18 +71,27 @@ def main():
             model = os.path.join(CACHE, file)
         n_ctx = 128 if synth else 512  # (the synthetic encoders learned 128 positions)
         cmd = ["llama-embedding", "-m", os.path.basename(model), "--pooling", pooling, "--embd-normalize",
-               "-1" if pooling == "rank" else "2", "--embd-output-format", "json", "-t", "2", "-c", str(n_ctx),
+               "-1" if pooling == "rank" else "2", "--embd-output-format", "json", "-t", "2", "-c", str(n_ctx), "-fa", "off",
                "-p", "\n".join(prompts)]
-        out = subprocess.run([llama, "-m", model] + cmd[3:], capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit("%s failed:\n%s" % (" ".join(cmd), out.stderr[-3000:]))
-        start = out.stdout.index("{")  # (anything before the JSON is log text)
-        data = json.JSONDecoder().raw_decode(out.stdout[start:])[0]["data"]
+        # (stdbuf -o0, and up to 20 tries: this llama-embedding sometimes exits 0
+        # without having written its output to a pipe)
+        for attempt in range(20):
+            out = subprocess.run(["stdbuf", "-o0", llama, "-m", model] + cmd[3:], capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit("%s failed:\n%s" % (" ".join(cmd), out.stderr[-3000:]))
+            try:  # anything before the JSON is log text
+                data = json.JSONDecoder().raw_decode(out.stdout[out.stdout.index("{"):])[0]["data"]
+                if len(data) == len(prompts):
+                    break
+            except ValueError:
+                pass
+        else:
+            sys.exit("%s: no complete output in 20 tries" % " ".join(cmd))
         vectors = [d["embedding"] for d in sorted(data, key=lambda d: d["index"])]
         golden = {"model": file, "synth": synth, "sha256": sha256(model), "pooling": pooling, "n_ctx": n_ctx,
                   "embd_normalize": -1 if pooling == "rank" else 2, "prompts": prompts,
                   "command": " ".join(json.dumps(c) if (" " in c or "\n" in c) else c for c in cmd),
-                  "llama.cpp": "llama-cpp-python 0.3.36's vendored llama.cpp (October 2026), CPU, 2 threads"}
+                  "llama.cpp": "llama-cpp-python 0.3.36's vendored llama.cpp (October 2026), CPU, 2 threads, flash attention off"}
         if pooling == "rank":
             golden["scores"] = [v[0] for v in vectors]
         else:

@@ -39,7 +39,8 @@ int cmd_serve(int argc, char **argv) {
 
 typedef struct serve_opts {
     cli_params p;
-    const char *host, *api_key, *alias, *slot_save_path;
+    const char *host, *api_key, *alias, *tags, *slot_save_path, *cors_origin, *reasoning_format;
+    int32_t no_webui, no_slots, slots, metrics, no_metrics;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
     serve_log_format log_format;
@@ -53,9 +54,36 @@ static int opt_log_format(const char *cmd, const char *flag, const char *value, 
     return 0;
 }
 
+static int opt_reasoning_format(const char *cmd, const char *flag, const char *value, void *dst) {
+    if (strcmp(value, "none") && strcmp(value, "deepseek") && strcmp(value, "auto"))
+        return cli_bad_value(cmd, flag, value, "none, deepseek or auto");
+    *(const char **)dst = value;
+    return 0;
+}
+
 static const cli_option serve_own[] = {
-    {NULL, "--host", "ADDR", "address to listen on (127.0.0.1: this machine only)", CLI_STR,
-     CLI_OWN(serve_opts, host), 0, 0, NULL, 0, 0},
+    {NULL, "--host", "ADDR[,ADDR...]",
+     "addresses to listen on, comma-separated (127.0.0.1: this machine only; 127.0.0.1,::1: both loopbacks)",
+     CLI_STR, CLI_OWN(serve_opts, host), 0, 0, NULL, 0, 0},
+    {NULL, "--cors-origin", "ORIGINS",
+     "browser origins that may call the API (CORS), comma-separated: * (any), localhost (any "
+     "loopback origin) or exact origins such as https://app.example",
+     CLI_STR, CLI_OWN(serve_opts, cors_origin), 0, 0, NULL, 0, 0},
+    {NULL, "--no-webui", NULL, "no chat page at GET / (404)", CLI_SWITCH, CLI_OWN(serve_opts, no_webui), 0, 0,
+     NULL, 0, 0},
+    {NULL, "--no-slots", NULL, "no GET /slots (404)", CLI_SWITCH, CLI_OWN(serve_opts, no_slots), 0, 0, NULL, 0, 0},
+    {NULL, "--slots", NULL, "GET /slots (the default; llama-server's spelling)", CLI_SWITCH,
+     CLI_OWN(serve_opts, slots), 0, 0, NULL, 0, 0},
+    {NULL, "--metrics", NULL, "GET /metrics (the default; llama-server's spelling)", CLI_SWITCH,
+     CLI_OWN(serve_opts, metrics), 0, 0, NULL, 0, 0},
+    {NULL, "--no-metrics", NULL, "no GET /metrics (404)", CLI_SWITCH, CLI_OWN(serve_opts, no_metrics), 0, 0, NULL,
+     0, 0},
+    {NULL, "--reasoning-format", "FORMAT",
+     "thinking models' <think>...</think>: deepseek or auto (default) give it as reasoning_content, none "
+     "leaves it in content",
+     CLI_FN, CLI_OWN(serve_opts, reasoning_format), 0, 0, opt_reasoning_format, CLI_NO_DEFAULT, 0},
+    {NULL, "--tags", "TAGS", "comma-separated tags listed with the model in /v1/models", CLI_STR,
+     CLI_OWN(serve_opts, tags), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--port", "N", "TCP port; 0: any free port, printed", CLI_INT, CLI_OWN(serve_opts, port), 0,
      65535, NULL, 0, 0},
     {"-np", "--parallel", "N", "slots: requests generated at once", CLI_INT, CLI_OWN(serve_opts, parallel),
@@ -70,7 +98,10 @@ static const cli_option serve_own[] = {
      "one line per request on stderr (time, method, path, status, tokens in/out, ms): text (default), "
      "json or off",
      CLI_FN, CLI_OWN(serve_opts, log_format), 0, 0, opt_log_format, 0, 0},
-    {NULL, "--alias", "NAME", "model name in responses (default: the file name)", CLI_STR,
+    {NULL, "--alias", "NAME[,NAME...]",
+     "model name in responses (default: the file name); several: all are aliases in /v1/models and the "
+     "first in alphabetical order is the id",
+     CLI_STR,
      CLI_OWN(serve_opts, alias), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--max-conns", "N",
      "connections served at once (default parallel + queue + 64); over it GET /health and "
@@ -89,8 +120,8 @@ static const cli_option serve_own[] = {
      "(finish_reason length); queued ones that never started get 503",
      CLI_INT, CLI_OWN(serve_opts, shutdown_grace), 0, 86400, NULL, 0, 0},
     {NULL, "--slot-save-path", "DIR",
-     "directory of POST /slots/{id}?action=save|restore files (llama-server's); without it only "
-     "action=erase works",
+     "directory of POST /slots/{id}?action=save|restore files (llama-server's; made when missing); "
+     "without it only action=erase works",
      CLI_STR, CLI_OWN(serve_opts, slot_save_path), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {"-c", "--ctx-size", "N",
      "KV cache cells shared by all slots, each holding N / parallel; 0: parallel x the model's "
@@ -110,8 +141,11 @@ static const cli_command serve_cmd = {
              "false. --parallel N slots share the model and one KV cache; the requests in\n"
              "them are decoded together, one batch per step. Ctrl-C (or SIGTERM) stops\n"
              "accepting, lets running requests finish for --shutdown-grace seconds, then\n"
-             "stops the server.",
-    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_TEMPLATE | CLI_G_SHIFT | CLI_G_EMBED,
+             "stops the server. llama-server's /completion, /infill, /tokenize and\n"
+             "/detokenize answer in its shapes.",
+    /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
+              CLI_G_SHIFT | CLI_G_EMBED,
     .own = serve_own,
 };
 
@@ -128,6 +162,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     o->header_timeout = 10;
     o->body_timeout = 30;
     o->shutdown_grace = 10;
+    o->cors_origin = "*";
     int rc = cli_parse(&serve_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
     if (!o->p.model) {
@@ -139,6 +174,11 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         return -1;
     }
     struct stat st;
+    if (o->slot_save_path && stat(o->slot_save_path, &st) != 0 && mkdir(o->slot_save_path, 0700) != 0) {
+        fprintf(stderr, "tessera serve: --slot-save-path %s: cannot make it: %s\n", o->slot_save_path,
+                strerror(errno));
+        return -1;
+    }
     if (o->slot_save_path && (stat(o->slot_save_path, &st) != 0 || !S_ISDIR(st.st_mode))) {
         fprintf(stderr, "tessera serve: --slot-save-path %s is not a directory\n", o->slot_save_path);
         return -1;
@@ -165,6 +205,104 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
+enum { MAX_HOSTS = 8 };
+
+/* The servers of a --host list, all on one port (--port 0: the first's). */
+typedef struct serve_listeners {
+    serve_http *http[MAX_HOSTS];
+    char hosts[MAX_HOSTS][128];
+    int n;
+} serve_listeners;
+
+/* Start answering on every --host address (503 "Loading model" until
+ * ready). 0, or -1 with the error printed. */
+static int listen_all(const serve_opts *o, const serve_http_params *base, const serve_api *api, serve_listeners *l) {
+    char list[1024];
+    snprintf(list, sizeof list, "%s", o->host);
+    char *save = NULL;
+    for (char *h = strtok_r(list, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+        while (*h == ' ') h++;
+        size_t n = strlen(h);
+        if (n >= 2 && h[0] == '[' && h[n - 1] == ']') h[n - 1] = '\0', h++; /* [::1] */
+        if (l->n == MAX_HOSTS || !*h) {
+            fprintf(stderr, "tessera serve: --host %s: %s\n", o->host,
+                    *h ? "at most 8 addresses" : "an empty address");
+            return -1;
+        }
+        serve_http_params hp = *base;
+        hp.host = h;
+        if (l->n > 0) hp.port = serve_http_port(l->http[0]);
+        l->http[l->n] = serve_http_start(&hp, NULL, api);
+        if (!l->http[l->n]) return -1;
+        snprintf(l->hosts[l->n], sizeof l->hosts[0], "%s", h);
+        l->n++;
+    }
+    return 0;
+}
+
+/* --alias NAME[,NAME...]: the id is the first in alphabetical order (as
+ * llama-server picks it), written into buf. */
+static const char *model_id_of(const serve_opts *o, char *buf, size_t size) {
+    if (!o->alias) return base_name(o->p.model);
+    char list[512];
+    snprintf(list, sizeof list, "%s", o->alias);
+    char *save = NULL;
+    buf[0] = '\0';
+    for (char *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save))
+        if (*a && (!buf[0] || strcmp(a, buf) < 0)) snprintf(buf, size, "%s", a);
+    return buf[0] ? buf : base_name(o->p.model);
+}
+
+/* Load the model and start the engine behind the listeners; api is
+ * completed. 0, or -1 with the error printed. */
+static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, tessera_context **ctx,
+                          cli_chat *chat, serve_engine **engine, serve_embed **embed) {
+    const char *cmd = "tessera serve";
+    /* The fit sizes the cache for every slot: -c 0 gives each slot the
+     * training context (at most the CLI default) as far as memory allows. */
+    o->p.n_seq_max = (uint32_t)o->parallel;
+    int32_t fitted_ctx = o->p.n_ctx;
+    *model = cli_model_load(cmd, &o->p, o->p.model, &fitted_ctx);
+    if (!*model) return -1;
+    long n_ctx = fitted_ctx;
+    if (n_ctx / o->parallel < 2) {
+        fprintf(stderr, "tessera serve: -c %ld leaves %ld positions per slot for --parallel %ld\n", n_ctx,
+                n_ctx / o->parallel, (long)o->parallel);
+        return -1;
+    }
+    *ctx = cli_context_new(cmd, &o->p, *model, (int32_t)n_ctx);
+    if (!*ctx) return -1;
+    api->model = *model;
+    api->slot_ctx = (int32_t)(n_ctx / o->parallel);
+    const char *owner = tessera_model_meta_str(*model, "general.organization");
+    if (!owner) owner = tessera_model_meta_str(*model, "general.author");
+    snprintf(api->owned_by, sizeof api->owned_by, "%s", owner ? owner : "tessera");
+    if (o->p.embeddings || o->p.reranking) { /* the embedding endpoints' own context (embed_api.h) */
+        tessera_context *ectx = cli_context_new(cmd, &o->p, *model, api->slot_ctx);
+        if (!ectx) return -1;
+        if (!(api->embed = *embed = serve_embed_new(*model, ectx, api->model_id))) {
+            tessera_context_free(ectx);
+            fprintf(stderr, "tessera serve: out of memory for the embedding endpoints\n");
+            return -1;
+        }
+    }
+    if (cli_chat_setup(cmd, &o->p, *model, 1, chat) != 0) return -1;
+    api->tmpl = chat->tmpl;
+    serve_engine_params ep = {.model = *model,
+                              .ctx = *ctx,
+                              .n_slots = (int32_t)o->parallel,
+                              .max_queue = (int32_t)o->queue,
+                              .slot_ctx = api->slot_ctx,
+                              .context_shift = o->p.context_shift,
+                              .n_keep = o->p.n_keep};
+    *engine = serve_engine_new(&ep);
+    if (!*engine || serve_engine_start(*engine) != 0) {
+        fprintf(stderr, "tessera serve: cannot start the engine (out of memory or threads)\n");
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     serve_opts o;
     int pr = parse_args(argc, argv, &o);
@@ -178,66 +316,29 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    const char *cmd = "tessera serve";
     tessera_model *model = NULL;
     tessera_context *ctx = NULL;
     serve_engine *engine = NULL;
-    serve_http *http = NULL;
+    serve_listeners ls = {0};
     serve_embed *embed = NULL;
     cli_chat chat = {0};
     int rc = 1, initialized = 0;
-    if (cli_runtime_init(cmd, &o.p) != 0) goto done;
+    if (cli_runtime_init("tessera serve", &o.p) != 0) goto done;
     initialized = 1;
     struct stat st = {0};
-    if (stat(o.p.model, &st) == 0) /* a line before the wait, so a slow start is not silent */
-        fprintf(stderr, "tessera serve: loading %s (%.0f MiB)\n", o.p.model, (double)st.st_size / 1048576.0);
-    /* The fit sizes the cache for every slot: -c 0 gives each slot the
-     * training context (at most the CLI default) as far as memory allows. */
-    o.p.n_seq_max = (uint32_t)o.parallel;
-    int32_t fitted_ctx = o.p.n_ctx;
-    model = cli_model_load(cmd, &o.p, o.p.model, &fitted_ctx);
-    if (!model) goto done;
-    long n_ctx = fitted_ctx;
-    if (n_ctx / o.parallel < 2) {
-        fprintf(stderr, "tessera serve: -c %ld leaves %ld positions per slot for --parallel %ld\n", n_ctx,
-                n_ctx / o.parallel, (long)o.parallel);
-        goto done;
-    }
-    ctx = cli_context_new(cmd, &o.p, model, (int32_t)n_ctx);
-    if (!ctx) goto done;
-
-    serve_api api = {.model = model,
-                     .model_id = o.alias ? o.alias : base_name(o.p.model),
+    stat(o.p.model, &st);
+    char id_buf[256];
+    serve_api api = {.model_id = model_id_of(&o, id_buf, sizeof id_buf),
+                     .aliases = o.alias,
+                     .tags = o.tags,
                      .model_path = o.p.model,
                      .created = (long long)st.st_mtime,
-                     .slot_ctx = (int32_t)(n_ctx / o.parallel),
                      .n_slots = (int32_t)o.parallel,
-                     .default_max_tokens = o.p.n_predict > 0 ? o.p.n_predict : 0};
-    const char *owner = tessera_model_meta_str(model, "general.organization");
-    if (!owner) owner = tessera_model_meta_str(model, "general.author");
-    snprintf(api.owned_by, sizeof api.owned_by, "%s", owner ? owner : "tessera");
-    if (o.p.embeddings || o.p.reranking) { /* the embedding endpoints' own context (embed_api.h) */
-        tessera_context *ectx = cli_context_new(cmd, &o.p, model, api.slot_ctx);
-        if (!ectx || !(api.embed = embed = serve_embed_new(model, ectx, api.model_id))) goto done;
-    }
-    if (cli_chat_setup(cmd, &o.p, model, 1, &chat) != 0) goto done;
-    api.tmpl = chat.tmpl;
-
-    serve_engine_params ep = {.model = model,
-                              .ctx = ctx,
-                              .n_slots = (int32_t)o.parallel,
-                              .max_queue = (int32_t)o.queue,
-                              .slot_ctx = api.slot_ctx,
-                              .context_shift = o.p.context_shift,
-                              .n_keep = o.p.n_keep};
-    engine = serve_engine_new(&ep);
-    if (!engine || serve_engine_start(engine) != 0) {
-        fprintf(stderr, "tessera serve: cannot start the engine (out of memory or threads)\n");
-        goto done;
-    }
+                     .default_max_tokens = o.p.n_predict > 0 ? o.p.n_predict : 0,
+                     .sampling = &o.p.sp,
+                     .reasoning_format = o.reasoning_format};
     int max_conns = o.max_conns > 0 ? o.max_conns : o.parallel + o.queue + 64;
-    serve_http_params hp = {.host = o.host,
-                            .port = (int)o.port,
+    serve_http_params hp = {.port = (int)o.port,
                             .api_key = o.api_key,
                             .max_body = (size_t)o.max_body,
                             .max_connections = max_conns,
@@ -245,29 +346,41 @@ int cmd_serve(int argc, char **argv) {
                             .header_timeout_ms = o.header_timeout * 1000,
                             .body_timeout_ms = o.body_timeout * 1000,
                             .log_format = o.log_format,
-                            .slot_save_path = o.slot_save_path};
-    http = serve_http_start(&hp, engine, &api);
-    if (!http) goto done;
+                            .slot_save_path = o.slot_save_path,
+                            .cors_origin = o.cors_origin,
+                            .no_webui = o.no_webui,
+                            .no_slots = o.no_slots,
+                            .no_metrics = o.no_metrics};
+    /* Listen first: /health says 503 while the model loads, as llama-server. */
+    if (listen_all(&o, &hp, &api, &ls) != 0) goto done;
+    fprintf(stderr, "tessera serve: loading %s (%.0f MiB); /health answers 503 until it is ready\n", o.p.model,
+            (double)st.st_size / 1048576.0);
+    if (load_and_start(&o, &api, &model, &ctx, &chat, &engine, &embed) != 0) goto done;
+    for (int i = 0; i < ls.n; i++) serve_http_set_ready(ls.http[i], engine);
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s)\n",
-            api.model_id, o.host, serve_http_port(http), (long)o.parallel, api.slot_ctx, chat.source);
-    if (!o.api_key && strcmp(o.host, "127.0.0.1") && strcmp(o.host, "::1") && strcmp(o.host, "localhost"))
-        fprintf(stderr,
-                "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
-                o.host);
+            api.model_id, ls.hosts[0], serve_http_port(ls.http[0]), (long)o.parallel, api.slot_ctx, chat.source);
+    for (int i = 1; i < ls.n; i++)
+        fprintf(stderr, "tessera serve: also on %s port %d\n", ls.hosts[i], serve_http_port(ls.http[i]));
+    for (int i = 0; i < ls.n; i++)
+        if (!o.api_key && strcmp(ls.hosts[i], "127.0.0.1") && strcmp(ls.hosts[i], "::1") &&
+            strcmp(ls.hosts[i], "localhost"))
+            fprintf(stderr,
+                    "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
+                    ls.hosts[i]);
     fflush(stderr);
     int sig = 0;
     sigwait(&stop_sigs, &sig);
     fprintf(stderr, "tessera serve: %s, no new connections; %d s for running requests (again: at once)\n",
             sig == SIGINT ? "interrupted" : "terminated", (int)o.shutdown_grace);
     fflush(stderr);
-    serve_http_stop_accepting(http);
+    for (int i = 0; i < ls.n; i++) serve_http_stop_accepting(ls.http[i]);
     serve_engine_drain(engine, o.shutdown_grace * 1000, second_signal, &stop_sigs);
     fprintf(stderr, "tessera serve: stopping\n");
     rc = 0;
 done:
     /* Engine first: it fails what is still waiting, so connections end. */
     if (engine) serve_engine_stop(engine);
-    serve_http_stop(http);
+    for (int i = 0; i < ls.n; i++) serve_http_stop(ls.http[i]);
     serve_engine_free(engine);
     cli_chat_free(&chat);
     serve_embed_free(embed);

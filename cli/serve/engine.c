@@ -180,7 +180,7 @@ static int32_t pick_slot(serve_engine *e, const serve_request *r, int32_t *reuse
     int32_t best = -1, best_len = INT32_MIN; /* a slot holding a cache is still a free slot */
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         const serve_slot *s = &e->slots[i];
-        if (s->ch) continue;
+        if (s->ch || (r->id_slot >= 0 && r->id_slot != i)) continue;
         int32_t len = r->cache_prompt ? common_prefix(s->cached, s->n_past, r->prompt, r->n_prompt)
                                       : -s->n_past; /* prefer the emptiest */
         if (len > best_len) {
@@ -234,6 +234,7 @@ static void schedule(serve_engine *e) {
         *s = (serve_slot){.ch = ch, .t_start_ms = now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
         ch->state = SERVE_RUNNING;
+        ch->slot = i;
         r->state = SERVE_RUNNING;
         if (ch->index == 0) r->n_cached = reuse;
         e->m.slots_busy++;
@@ -318,9 +319,21 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
     e->m.gen_tokens++;
     if (r->t_first_ms == 0) r->t_first_ms = now_ms();
     if (tessera_token_is_eog(e->p.model, t)) {
+        ch->stop_type = "eos";
         choice_finish(e, ch, "stop");
         return;
     }
+    if (ch->n_toks == ch->cap_toks) {
+        int32_t cap = ch->cap_toks ? ch->cap_toks * 2 : 64;
+        tessera_token *toks = realloc(ch->toks, (size_t)cap * sizeof *toks);
+        if (!toks) {
+            request_finish(e, r, "out of memory for the generated tokens");
+            return;
+        }
+        ch->toks = toks;
+        ch->cap_toks = cap;
+    }
+    ch->toks[ch->n_toks++] = t;
     serve_logprob *lp = NULL;
     if (r->top_logprobs >= 0) {
         lp = logprob_slot(ch);
@@ -348,6 +361,7 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
     }
     size_t ready = ch->n_ready;
     if (serve_text_check_stop(ch, from)) {
+        ch->stop_type = "word";
         choice_finish(e, ch, "stop");
         return;
     }
@@ -359,6 +373,7 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
         }
     }
     if ((r->max_tokens >= 0 && ch->n_gen >= r->max_tokens) || s->n_past >= e->p.slot_ctx) {
+        ch->stop_type = "limit";
         choice_finish(e, ch, "length");
         return;
     }

@@ -33,8 +33,9 @@ enum { WAIT_SLICE_MS = 20 };
 
 struct serve_http {
     serve_http_params p;
-    serve_engine *e;
+    serve_engine *e;    /* set once the model is loaded (ready) */
     const serve_api *api;
+    int ready;          /* atomic: 0 while the model loads (503s), 1 after */
     struct MHD_Daemon *d;
     serve_gate *gate;
 };
@@ -44,6 +45,7 @@ typedef struct conn_state {
     size_t len, cap;
     uint64_t seen; /* body bytes received, kept or not */
     bool too_large;
+    char origin[256];    /* the request's Origin header, for CORS ("" if none) */
     serve_log_entry log; /* the request's log line (log.c) */
     const serve_dialect *dialect; /* the API in another shape (dialect.h), NULL: OpenAI's */
 } conn_state;
@@ -53,6 +55,45 @@ typedef struct conn_state {
 static _Thread_local conn_state *tl_conn;
 
 /* ------------------------------------------------------------ helpers */
+
+/* Whether origin is a loopback one (http(s)://localhost, 127.0.0.1 or
+ * [::1], any port): what --cors-origin localhost allows. */
+static bool origin_is_local(const char *origin) {
+    const char *host = strstr(origin, "://");
+    if (!host) return false;
+    host += 3;
+    static const char *const local[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t n = strlen(local[i]);
+        if (!strncmp(host, local[i], n) && (host[n] == '\0' || host[n] == ':' || host[n] == '/')) return true;
+    }
+    return false;
+}
+
+/* Whether --cors-origin (comma-separated: "*", "localhost" or origins)
+ * lets this Origin read the response. */
+static bool origin_allowed(const char *allowed, const char *origin) {
+    if (!allowed || !origin[0]) return false;
+    char list[512];
+    snprintf(list, sizeof list, "%s", allowed);
+    char *save = NULL;
+    for (char *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        while (*a == ' ') a++;
+        if (!strcmp(a, "*") || !strcmp(a, origin) || (!strcmp(a, "localhost") && origin_is_local(origin)))
+            return true;
+    }
+    return false;
+}
+
+/* CORS headers on every response, as llama-server sends them: the
+ * request's Origin reflected when allowed, with credentials. */
+static void add_cors(serve_http *h, struct MHD_Response *resp) {
+    const char *origin = tl_conn ? tl_conn->origin : "";
+    if (!origin_allowed(h->p.cors_origin, origin)) return;
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(resp, "Access-Control-Allow-Credentials", "true");
+    MHD_add_response_header(resp, "Vary", "Origin");
+}
 
 static enum MHD_Result send_body(serve_http *h, struct MHD_Connection *c, int status, char *body,
                                  const char *ctype) {
@@ -69,12 +110,13 @@ static enum MHD_Result send_body(serve_http *h, struct MHD_Connection *c, int st
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    add_cors(h, resp);
     /* After an error the request's framing may be wrong (a Content-Length
      * shorter than the body): never read what follows as a new request. */
     if (status >= 400) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    serve_engine_count_status(h->e, status);
+    if (h->e) serve_engine_count_status(h->e, status); /* none while the model loads */
     if (tl_conn) tl_conn->log.status = status;
     return rc;
 }
@@ -148,7 +190,9 @@ static bool stream_produce(stream_state *st) {
     if (st->r->cut) call.include_usage = true;
     st->pending = st->dialect ? st->dialect->stream_next(st->h->api, &call, st->r, &st->seen, &st->finished,
                                                          &st->dialect_state)
-                              : serve_api_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished);
+                  : call.kind == SERVE_NATIVE || call.kind == SERVE_INFILL
+                      ? serve_native_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished)
+                      : serve_api_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished);
     serve_engine_unlock(st->h->e);
     return st->pending != NULL || st->finished;
 }
@@ -197,93 +241,151 @@ static bool request_queued(serve_engine *e, const serve_request *r) {
     return q;
 }
 
-static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, serve_kind kind,
-                                       const conn_state *cs) {
-    serve_call call;
-    serve_request *r = NULL;
-    serve_error err = {0, NULL};
-    const serve_dialect *d = cs->dialect;
-    if ((d ? d->parse(h->api, cs->body ? cs->body : "", cs->len, &call, &r, &err)
-           : serve_api_parse(h->api, kind, cs->body ? cs->body : "", cs->len, &call, &r, &err)) != 0)
-        return send_json(h, c, err.status, err.body);
-    int sub = serve_engine_submit(h->e, r);
-    if (sub != 0) {
-        serve_request_free(r);
-        if (sub == -2)
-            return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down", "server_error",
-                              "shutting_down");
-        char msg[160];
-        snprintf(msg, sizeof msg, "all %d slots are busy and the queue is full; retry later",
-                 serve_engine_n_slots(h->e));
-        return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, msg, "server_error", "server_busy");
-    }
-    int fd = connection_fd(c);
-    if (call.stream) {
-        /* The status goes out with the first event: wait for a slot, so that
-         * a request that never starts (shutdown) still gets its 503, and one
-         * whose grammar failed before anything was streamed its 400. */
-        while (request_queued(h->e, r)) {
-            serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS);
-            if (client_gone(fd)) {
-                serve_engine_release(h->e, r);
-                return MHD_NO;
-            }
-        }
-        serve_engine_lock(h->e);
-        bool failed_early = r->state == SERVE_DONE && r->error_status;
-        char *body = failed_early ? serve_request_error_json(r) : NULL;
-        int status = r->error_status;
-        serve_engine_unlock(h->e);
-        if (failed_early) {
-            serve_engine_release(h->e, r);
-            return send_json(h, c, status, body);
-        }
-    }
-    if (call.stream) {
-        stream_state *st = calloc(1, sizeof *st);
-        struct MHD_Response *resp =
-            st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free)
-               : NULL;
-        if (!resp) {
-            if (st) free(st);
-            serve_engine_release(h->e, r);
-            return send_error(h, c, 500, "out of memory", "server_error", NULL);
-        }
-        *st = (stream_state){.h = h, .r = r, .call = call, .dialect = d, .fd = fd};
-        if (tl_conn) {
-            st->log = tl_conn->log;
-            st->log.status = MHD_HTTP_OK;
-            tl_conn->log.handed_off = true;
-        }
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-        enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, resp);
-        MHD_destroy_response(resp); /* stream_free runs when MHD is done with it */
-        serve_engine_count_status(h->e, MHD_HTTP_OK);
-        return rc;
-    }
-    while (!serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS))
+enum { MAX_PROMPTS = 64 }; /* prompts one /v1/completions or /completion request may list */
+
+/* The answer to a request the engine did not take (-1 full, -2 stopping). */
+static enum MHD_Result send_not_submitted(serve_http *h, struct MHD_Connection *c, int sub) {
+    if (sub == -2)
+        return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down", "server_error",
+                          "shutting_down");
+    char msg[160];
+    snprintf(msg, sizeof msg, "all %d slots are busy and the queue is full; retry later", serve_engine_n_slots(h->e));
+    return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, msg, "server_error", "server_busy");
+}
+
+/* A stream's response (st takes r). The status goes out with the first
+ * event: wait for a slot first, so that a request that never starts
+ * (shutdown) still gets its 503, and one whose grammar failed before
+ * anything was streamed its 400. */
+static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, const serve_call *call,
+                                    serve_request *r, int fd) {
+    while (request_queued(h->e, r)) {
+        serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS);
         if (client_gone(fd)) {
             serve_engine_release(h->e, r);
-            return MHD_NO; /* closes the connection */
+            return MHD_NO;
         }
+    }
     serve_engine_lock(h->e);
-    char *body = r->error[0] ? serve_request_error_json(r)
-                 : d         ? d->response(h->api, &call, r)
-                             : serve_api_response(h->api, &call, r);
-    int status = !r->error[0] ? MHD_HTTP_OK : serve_request_error_status(r);
+    bool failed_early = r->state == SERVE_DONE && r->error_status;
+    char *body = failed_early ? serve_request_error_json(r) : NULL;
+    int status = r->error_status;
+    serve_engine_unlock(h->e);
+    if (failed_early) {
+        serve_engine_release(h->e, r);
+        return send_json(h, c, status, body);
+    }
+    stream_state *st = calloc(1, sizeof *st);
+    struct MHD_Response *resp =
+        st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free) : NULL;
+    if (!resp) {
+        free(st);
+        serve_engine_release(h->e, r);
+        return send_error(h, c, 500, "out of memory", "server_error", NULL);
+    }
+    *st = (stream_state){.h = h, .r = r, .call = *call, .dialect = tl_conn ? tl_conn->dialect : NULL, .fd = fd};
     if (tl_conn) {
-        tl_conn->log.n_in = r->n_prompt;
-        tl_conn->log.n_out = serve_request_n_gen(r);
+        st->log = tl_conn->log;
+        st->log.status = MHD_HTTP_OK;
+        tl_conn->log.handed_off = true;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    add_cors(h, resp);
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp); /* stream_free runs when MHD is done with it */
+    serve_engine_count_status(h->e, MHD_HTTP_OK);
+    return rc;
+}
+
+/* Wait for every request, then answer with all of them (one response). */
+static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, serve_call *calls, serve_request **reqs,
+                                  int n, int fd) {
+    for (int k = 0; k < n; k++)
+        while (!serve_engine_wait(h->e, reqs[k], SIZE_MAX, WAIT_SLICE_MS))
+            if (client_gone(fd)) {
+                for (int j = 0; j < n; j++) serve_engine_release(h->e, reqs[j]);
+                return MHD_NO; /* closes the connection */
+            }
+    serve_engine_lock(h->e);
+    int failed = -1, status = MHD_HTTP_OK;
+    int32_t n_in = 0, n_out = 0;
+    for (int k = 0; k < n; k++) {
+        if (reqs[k]->error[0] && failed < 0) failed = k;
+        n_in += reqs[k]->n_prompt;
+        n_out += serve_request_n_gen(reqs[k]);
+    }
+    char *body;
+    if (failed >= 0) {
+        body = serve_request_error_json(reqs[failed]);
+        status = serve_request_error_status(reqs[failed]);
+    } else if (tl_conn && tl_conn->dialect) {
+        body = tl_conn->dialect->response(h->api, &calls[0], reqs[0]);
+    } else if (calls[0].kind == SERVE_NATIVE || calls[0].kind == SERVE_INFILL) {
+        body = serve_native_response(h->api, calls, reqs, n);
+    } else {
+        body = serve_api_response_list(h->api, &calls[0], (const serve_request *const *)reqs, n);
+    }
+    if (tl_conn) {
+        tl_conn->log.n_in = n_in;
+        tl_conn->log.n_out = n_out;
     }
     serve_engine_unlock(h->e);
-    serve_engine_release(h->e, r);
+    for (int k = 0; k < n; k++) serve_engine_release(h->e, reqs[k]);
     return send_json(h, c, status, body);
+}
+
+/* Parse the body's prompts (one, or each of a list) into reqs; choice i of
+ * prompt k gets index k * n + i, as OpenAI numbers them. */
+static int parse_all(serve_http *h, serve_kind kind, const conn_state *cs, serve_call *calls, serve_request **reqs,
+                     int n, serve_error *err) {
+    const char *body = cs->body ? cs->body : "";
+    for (int k = 0; k < n; k++) {
+        if ((cs->dialect ? cs->dialect->parse(h->api, body, cs->len, &calls[k], &reqs[k], err)
+                         : serve_api_parse_at(h->api, kind, body, cs->len, k, &calls[k], &reqs[k], err)) != 0) {
+            for (int j = 0; j < k; j++) serve_request_free(reqs[j]);
+            return -1;
+        }
+        for (int32_t i = 0; i < reqs[k]->n_choices; i++) reqs[k]->choices[i].index = k * reqs[k]->n_choices + i;
+    }
+    if (n > 1 && calls[0].stream) {
+        for (int j = 0; j < n; j++) serve_request_free(reqs[j]);
+        return serve_fail(err, 400, "stream", "unsupported_parameter",
+                          "'stream' with a list of %d prompts is not implemented; send them one by one", n);
+    }
+    if (tl_conn) snprintf(tl_conn->log.ignored, sizeof tl_conn->log.ignored, "%s", calls[0].ignored);
+    return 0;
+}
+
+static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, serve_kind kind,
+                                       const conn_state *cs) {
+    int n = cs->dialect ? 1 : serve_api_count_prompts(kind, cs->body ? cs->body : "", cs->len);
+    if (n > MAX_PROMPTS) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "'prompt' lists %d prompts, at most %d", n, MAX_PROMPTS);
+        return send_json(h, c, 400, serve_api_error_json(msg, "invalid_request_error", "prompt", NULL));
+    }
+    serve_call calls[MAX_PROMPTS];
+    serve_request *reqs[MAX_PROMPTS];
+    serve_error err = {0, NULL};
+    if (parse_all(h, kind, cs, calls, reqs, n, &err) != 0) return send_json(h, c, err.status, err.body);
+    for (int k = 0; k < n; k++) {
+        int sub = serve_engine_submit(h->e, reqs[k]);
+        if (sub != 0) {
+            for (int j = k; j < n; j++) serve_request_free(reqs[j]);
+            for (int j = 0; j < k; j++) serve_engine_release(h->e, reqs[j]);
+            return send_not_submitted(h, c, sub);
+        }
+    }
+    int fd = connection_fd(c);
+    if (calls[0].stream) return start_stream(h, c, &calls[0], reqs[0], fd);
+    return finish_all(h, c, calls, reqs, n, fd);
 }
 
 /* ------------------------------------------------------------ routing */
 
 static char *render_metrics(serve_http *h) {
+    if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return strdup("# loading\n");
     serve_metrics m;
     double up;
     serve_engine_metrics(h->e, &m, &up);
@@ -302,18 +404,87 @@ static gate_conn *conn_gate(struct MHD_Connection *c) {
     return ci ? ci->socket_context : NULL;
 }
 
+/* A CORS preflight (OPTIONS, no API key needed): 200 with what the
+ * allowed origin may send. Access-Control-Allow-Headers names the
+ * requested headers (a browser does not let "*" cover Authorization). */
+static enum MHD_Result preflight(serve_http *h, struct MHD_Connection *c) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    if (origin_allowed(h->p.cors_origin, tl_conn ? tl_conn->origin : "")) {
+        add_cors(h, resp);
+        const char *want = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+        MHD_add_response_header(resp, "Access-Control-Allow-Headers", want && want[0] ? want : "*");
+        MHD_add_response_header(resp, "Access-Control-Max-Age", "86400");
+    }
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    if (tl_conn) tl_conn->log.status = MHD_HTTP_OK;
+    return rc;
+}
+
+/* GET /v1/models/{id}: the model when id is its name or an alias. */
+static enum MHD_Result model_by_id(serve_http *h, struct MHD_Connection *c, const char *id) {
+    char *one = serve_api_model(h->api, id);
+    if (one) return send_json(h, c, 200, one);
+    char msg[256];
+    snprintf(msg, sizeof msg, "the model '%.100s' does not exist; this server has '%.60s'", id, h->api->model_id);
+    return send_json(h, c, 404, serve_api_error_json(msg, "invalid_request_error", "model", "model_not_found"));
+}
+
+/* The POST endpoints whose body is answered without the engine. */
+static enum MHD_Result handle_text_tool(serve_http *h, struct MHD_Connection *c, const char *url,
+                                        const conn_state *cs) {
+    serve_error err = {0, NULL};
+    const char *body = cs->body ? cs->body : "";
+    char *out = !strcmp(url, "/apply-template") ? serve_api_apply_template(h->api, body, cs->len, &err)
+                : !strcmp(url, "/tokenize")     ? serve_native_tokenize(h->api, body, cs->len, &err)
+                                                : serve_native_detokenize(h->api, body, cs->len, &err);
+    return out ? send_json(h, c, 200, out) : send_json(h, c, err.status, err.body);
+}
+
+static bool is_generation(const char *url, serve_kind *kind) {
+    static const struct { const char *url; serve_kind kind; } gen[] = {
+        {"/v1/chat/completions", SERVE_CHAT}, {"/chat/completions", SERVE_CHAT},
+        {"/v1/completions", SERVE_COMPLETION}, {"/completion", SERVE_NATIVE},
+        {"/completions", SERVE_NATIVE}, {"/infill", SERVE_INFILL},
+    };
+    for (size_t i = 0; i < sizeof gen / sizeof *gen; i++)
+        if (!strcmp(url, gen[i].url)) {
+            *kind = gen[i].kind;
+            return true;
+        }
+    return false;
+}
+
+/* Answers that need no API key: the preflight, the page, /health. -1: not one of them. */
+static int route_open(serve_http *h, struct MHD_Connection *c, const char *url, bool get, bool ready,
+                      enum MHD_Result *rc) {
+    if (!strcmp(url, "/health")) {
+        if (!get) *rc = send_error(h, c, 405, "use GET /health", "invalid_request_error", NULL);
+        else if (!ready) *rc = send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
+        else *rc = send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
+        return 0;
+    }
+    if ((!strcmp(url, "/") || !strcmp(url, "/index.html")) && !h->p.no_webui) { /* the chat page: static */
+        *rc = get ? send_body(h, c, 200, strdup(serve_page_html), "text/html; charset=utf-8")
+                  : send_error(h, c, 405, "use GET /", "invalid_request_error", NULL);
+        return 0;
+    }
+    if (!ready) {
+        *rc = send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
+        return 0;
+    }
+    return -1;
+}
+
 static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char *url, const char *method,
                              conn_state *cs) {
     bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     cs->dialect = serve_dialect_find(url);
-    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) { /* the chat page: static, no key needed */
-        if (!get) return send_error(h, c, 405, "use GET /", "invalid_request_error", NULL);
-        return send_body(h, c, 200, strdup(serve_page_html), "text/html; charset=utf-8");
-    }
-    if (!strcmp(url, "/health")) {
-        if (!get) return send_error(h, c, 405, "use GET /health", "invalid_request_error", NULL);
-        return send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
-    }
+    if (!strcmp(method, "OPTIONS")) return preflight(h, c);
+    enum MHD_Result rc;
+    if (route_open(h, c, url, get, __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0, &rc) == 0) return rc;
     if (!authorized(h, c))
         return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
                           "invalid_request_error", "invalid_api_key");
@@ -326,12 +497,6 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
     int embed_status = 500; /* embeddings and reranking, or their absence (embed_api.c) */
     char *embed_body = serve_embed_route(h->api->embed, url, method, cs->body, cs->len, &embed_status);
     if (embed_body) return send_json(h, c, embed_status, embed_body);
-    if (!strcmp(url, "/apply-template")) {
-        if (!post) return send_error(h, c, 405, "use POST /apply-template", "invalid_request_error", NULL);
-        serve_error err = {0, NULL};
-        char *body = serve_api_apply_template(h->api, cs->body ? cs->body : "", cs->len, &err);
-        return body ? send_json(h, c, 200, body) : send_json(h, c, err.status, err.body);
-    }
     if (cs->dialect) { /* /v1/messages, /v1/responses: the chat path in another shape */
         if (!post) return send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
         if (!cs->dialect->answer) return handle_generate(h, c, SERVE_CHAT, cs);
@@ -340,33 +505,39 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         return body ? send_json(h, c, 200, body) : send_json(h, c, err.status, err.body);
     }
     serve_kind kind;
-    if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions"))
-        kind = SERVE_CHAT;
-    else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions"))
-        kind = SERVE_COMPLETION;
-    else if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
-        if (!get) return send_error(h, c, 405, "use GET /v1/models", "invalid_request_error", NULL);
-        return send_json(h, c, 200, serve_api_models(h->api));
-    } else if (!strcmp(url, "/props") || !strcmp(url, "/slots")) {
-        if (!get) return send_error(h, c, 405, "use GET", "invalid_request_error", NULL);
-        return send_json(h, c, 200, url[1] == 'p' ? serve_api_props(h->api, h->e) : serve_api_slots(h->api, h->e));
-    } else if (!strncmp(url, "/slots/", 7)) {
-        if (!post) return send_error(h, c, 405, "use POST /slots/{id}?action=save|restore|erase",
-                                     "invalid_request_error", NULL);
+    if (is_generation(url, &kind))
+        return post ? handle_generate(h, c, kind, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
+    if (!strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize"))
+        return post ? handle_text_tool(h, c, url, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
+    if (!strcmp(url, "/v1/models") || !strcmp(url, "/models"))
+        return get ? send_json(h, c, 200, serve_api_models(h->api))
+                   : send_error(h, c, 405, "use GET /v1/models", "invalid_request_error", NULL);
+    if (!strncmp(url, "/v1/models/", 11) || !strncmp(url, "/models/", 8))
+        return get ? model_by_id(h, c, url + (url[1] == 'v' ? 11 : 8))
+                   : send_error(h, c, 405, "use GET /v1/models/{id}", "invalid_request_error", NULL);
+    if (!strcmp(url, "/props"))
+        return get ? send_json(h, c, 200, serve_api_props(h->api, h->e))
+                   : send_error(h, c, 405, "use GET /props", "invalid_request_error", NULL);
+    if (!strcmp(url, "/slots") && h->p.no_slots) /* llama-server's answer: not supported */
+        return send_error(h, c, 501, "the slots endpoint is off (--no-slots)", "not_supported_error", NULL);
+    if (!strcmp(url, "/slots"))
+        return get ? send_json(h, c, 200, serve_api_slots(h->api, h->e))
+                   : send_error(h, c, 405, "use GET /slots", "invalid_request_error", NULL);
+    if (!strncmp(url, "/slots/", 7)) {
+        if (!post)
+            return send_error(h, c, 405, "use POST /slots/{id}?action=save|restore|erase", "invalid_request_error",
+                              NULL);
         int status = 500;
         const char *action = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "action");
         char *body = serve_slots_post(h->e, h->p.slot_save_path, url + 7, action, cs->body, cs->len, &status);
         return send_json(h, c, status, body);
-    } else if (!strcmp(url, "/metrics")) {
-        if (!get) return send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
-        return send_body(h, c, 200, render_metrics(h), "text/plain; version=0.0.4");
-    } else {
-        char msg[160];
-        snprintf(msg, sizeof msg, "no endpoint %.100s", url);
-        return send_error(h, c, 404, msg, "invalid_request_error", "not_found");
     }
-    if (!post) return send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
-    return handle_generate(h, c, kind, cs);
+    if (!strcmp(url, "/metrics") && !h->p.no_metrics)
+        return get ? send_body(h, c, 200, render_metrics(h), "text/plain; version=0.0.4")
+                   : send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
+    char msg[160];
+    snprintf(msg, sizeof msg, "no endpoint %.100s", url);
+    return send_error(h, c, 404, msg, "invalid_request_error", "not_found");
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -381,6 +552,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         *con_cls = cs;
         serve_log_begin(&cs->log, method, url);
         tl_conn = cs;
+        const char *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+        snprintf(cs->origin, sizeof cs->origin, "%s", origin ? origin : "");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         bool has_body = (cl && strtoull(cl, NULL, 10) > 0) ||
                         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
@@ -464,7 +637,9 @@ static char *gate_quick(void *cls, const char *path, int *status, const char **c
     *status = 200;
     if (!strcmp(path, "/health")) {
         *ctype = "application/json";
-        return strdup("{\"status\":\"ok\"}");
+        if (__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return strdup("{\"status\":\"ok\"}");
+        *status = 503;
+        return serve_api_error_json("Loading model", "unavailable_error", NULL, NULL);
     }
     *ctype = "text/plain; version=0.0.4";
     return render_metrics(h);
@@ -510,6 +685,11 @@ serve_http *serve_http_start(const serve_http_params *p, serve_engine *e, const 
 }
 
 int serve_http_port(const serve_http *h) { return serve_gate_port(h->gate); }
+
+void serve_http_set_ready(serve_http *h, serve_engine *e) {
+    h->e = e;
+    __atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
+}
 
 void serve_http_stop_accepting(serve_http *h) {
     if (h) serve_gate_stop_accepting(h->gate);

@@ -5,6 +5,28 @@
 
 #include "serve.h"
 
+/* The sampling defaults a request gets (--temp, --seed, ... or the library's). */
+static void add_params(const serve_api *api, cJSON *p) {
+    if (!p) return;
+    tessera_sampler_params sp = api->sampling ? *api->sampling : tessera_sampler_default_params();
+    cJSON_AddNumberToObject(p, "seed", sp.seed == TESSERA_SEED_RANDOM ? -1.0 : (double)sp.seed);
+    cJSON_AddNumberToObject(p, "temperature", sp.temp);
+    cJSON_AddNumberToObject(p, "top_k", sp.top_k);
+    cJSON_AddNumberToObject(p, "top_p", sp.top_p);
+    cJSON_AddNumberToObject(p, "min_p", sp.min_p);
+    cJSON_AddNumberToObject(p, "typical_p", sp.typical_p);
+    cJSON_AddNumberToObject(p, "repeat_penalty", sp.penalty_repeat);
+    cJSON_AddNumberToObject(p, "repeat_last_n", sp.penalty_last_n);
+    cJSON_AddNumberToObject(p, "presence_penalty", sp.penalty_present);
+    cJSON_AddNumberToObject(p, "frequency_penalty", sp.penalty_freq);
+    cJSON_AddNumberToObject(p, "n_predict", api->default_max_tokens > 0 ? api->default_max_tokens : -1);
+    cJSON_AddBoolToObject(p, "cache_prompt", 1);
+    cJSON *samplers = cJSON_AddArrayToObject(p, "samplers");
+    static const char *const order[] = {"penalties", "top_k", "typ_p", "top_p", "min_p", "temperature"};
+    for (size_t i = 0; samplers && i < sizeof order / sizeof *order; i++)
+        cJSON_AddItemToArray(samplers, cJSON_CreateString(order[i]));
+}
+
 char *serve_api_props(const serve_api *api, serve_engine *e) {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
@@ -12,6 +34,7 @@ char *serve_api_props(const serve_api *api, serve_engine *e) {
     if (gen) {
         cJSON_AddNumberToObject(gen, "n_ctx", api->slot_ctx);
         cJSON_AddStringToObject(gen, "model", api->model_id);
+        add_params(api, cJSON_AddObjectToObject(gen, "params"));
     }
     cJSON_AddNumberToObject(root, "total_slots", serve_engine_n_slots(e));
     cJSON_AddStringToObject(root, "model_alias", api->model_id);
@@ -44,8 +67,7 @@ char *serve_api_slots(const serve_api *api, serve_engine *e) {
         cJSON_AddNumberToObject(s, "n_ctx", api->slot_ctx);
         cJSON_AddBoolToObject(s, "is_processing", info[i].busy);
         cJSON_AddNumberToObject(s, "n_past", info[i].n_past);
-        cJSON *params = cJSON_AddObjectToObject(s, "params");
-        if (params) cJSON_AddBoolToObject(params, "cache_prompt", info[i].cache_prompt);
+        cJSON_AddBoolToObject(s, "cache_prompt", info[i].cache_prompt);
         cJSON *next = cJSON_AddObjectToObject(s, "next_token");
         if (next) {
             cJSON_AddNumberToObject(next, "n_prompt_tokens", info[i].n_prompt);

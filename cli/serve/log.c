@@ -44,15 +44,18 @@ void serve_log_write(serve_log_format f, const serve_log_entry *e) {
     char path[6 * sizeof e->path], method[6 * sizeof e->method];
     json_text(path, sizeof path, e->path);
     json_text(method, sizeof method, e->method);
+    char ignored[6 * sizeof e->ignored];
+    json_text(ignored, sizeof ignored, e->ignored);
     if (f == SERVE_LOG_JSON) {
         fprintf(stderr,
                 "{\"time\":\"%s\",\"method\":\"%s\",\"path\":\"%s\",\"status\":%d,\"tokens_in\":%d,"
-                "\"tokens_out\":%d,\"ms\":%.1f}\n",
+                "\"tokens_out\":%d,\"ms\":%.1f%s%s%s}\n",
                 when, method, path, e->status, (int)(e->n_in > 0 ? e->n_in : 0),
-                (int)(e->n_out > 0 ? e->n_out : 0), ms);
+                (int)(e->n_out > 0 ? e->n_out : 0), ms, ignored[0] ? ",\"ignored\":\"" : "", ignored,
+                ignored[0] ? "\"" : "");
     } else if (e->n_in >= 0) {
-        fprintf(stderr, "%s %s %s %d in=%d out=%d %.1fms\n", when, method, path, e->status, (int)e->n_in,
-                (int)e->n_out, ms);
+        fprintf(stderr, "%s %s %s %d in=%d out=%d %.1fms%s%s\n", when, method, path, e->status, (int)e->n_in,
+                (int)e->n_out, ms, ignored[0] ? " ignored=" : "", ignored);
     } else {
         fprintf(stderr, "%s %s %s %d %.1fms\n", when, method, path, e->status, ms);
     }

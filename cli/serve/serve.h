@@ -65,9 +65,14 @@ typedef struct serve_choice {
     const char *stopped_by;    /* the stop string that ended it (the request's), else NULL */
     serve_logprob *lp;         /* per token when the request asks for logprobs */
     size_t n_lp, cap_lp;
+    tessera_token *toks;       /* the generated tokens (end-of-generation ones not) */
+    int32_t n_toks, cap_toks;
+    const char *stop_type;     /* llama-server's: "eos", "word" or "limit" once done */
+    int32_t slot;              /* the slot it ran in (-1 before) */
 
     /* What a stream has sent of this choice (the HTTP thread, under the lock). */
     size_t sent_content, sent_reasoning, sent_lp;
+    int32_t sent_toks;
     bool opened, closed;
 } serve_choice;
 
@@ -89,6 +94,7 @@ typedef struct serve_request {
     char *stop[SERVE_MAX_STOP];
     int n_stop;
     bool cache_prompt;         /* reuse a slot's cached prefix; leave ours for the next */
+    int32_t id_slot;           /* llama-server's id_slot: run in that slot only; -1: any */
     int32_t top_logprobs;      /* -1: no logprobs; else alternatives per token (0..20) */
     const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
     serve_reply_rules rules;
@@ -271,12 +277,16 @@ int serve_gate_check_request_line(const char *line, size_t n);
 
 typedef enum serve_kind {
     SERVE_CHAT = 0,       /* /v1/chat/completions */
-    SERVE_COMPLETION = 1  /* /v1/completions */
+    SERVE_COMPLETION = 1, /* /v1/completions */
+    SERVE_NATIVE = 2,     /* llama-server's /completion */
+    SERVE_INFILL = 3      /* llama-server's /infill (a /completion whose prompt is made from FIM parts) */
 } serve_kind;
 
 typedef struct serve_api {
     tessera_model *model;
     const char *model_id;        /* name shown in responses and /v1/models */
+    const char *aliases;         /* --alias as given: names, comma-separated (NULL: model_id only) */
+    const char *tags;            /* --tags, comma-separated (NULL: none) */
     const char *model_path;      /* the GGUF file (/props) */
     long long created;           /* /v1/models "created": the file's modification time */
     char owned_by[64];           /* /v1/models "owned_by": general.organization/author, else "tessera" */
@@ -285,6 +295,8 @@ typedef struct serve_api {
     int32_t slot_ctx;
     int32_t default_max_tokens;  /* for a request without max_tokens (-n); 0: no limit */
     struct serve_embed *embed;   /* --embeddings / --reranking endpoints (embed_api.h); NULL: none */
+    const tessera_sampler_params *sampling; /* the server's defaults (--temp, ...); NULL: the library's */
+    const char *reasoning_format; /* --reasoning-format: "none" keeps <think> in content; NULL: split */
 } serve_api;
 
 /* What a parsed request asks beyond generation. */
@@ -293,8 +305,13 @@ typedef struct serve_call {
     bool stream;
     bool include_usage;  /* stream_options.include_usage */
     bool single_tool_call; /* parallel_tool_calls: false */
+    bool return_tokens;  /* native: the generated ids in "tokens" */
+    int32_t n_probs;     /* native: completion_probabilities with this many alternatives; 0: none */
+    char response_fields[512]; /* native: JSON array text of the fields to keep; "": all */
+    int32_t prompt_index;  /* which of a list of prompts this request is */
     char id[48];
     long long created;
+    char ignored[160];   /* fields not known, comma-separated (for the request log) */
 } serve_call;
 
 /* An OpenAI-shaped error: status plus JSON body (malloc'd). */
@@ -307,10 +324,19 @@ typedef struct serve_error {
  * submitted) and returns 0; else fills *err and returns -1. */
 int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, size_t len,
                     serve_call *call, serve_request **out, serve_error *err);
+/* The same for the index-th of a list of prompts (serve_api_count_prompts:
+ * how many the body's "prompt" holds; 1 for chat and infill). */
+int serve_api_parse_at(const serve_api *api, serve_kind kind, const char *body, size_t len, int index,
+                       serve_call *call, serve_request **out, serve_error *err);
+int serve_api_count_prompts(serve_kind kind, const char *body, size_t len);
 /* {"error": {...}} as a malloc'd string. param may be NULL. */
 char *serve_api_error_json(const char *message, const char *type, const char *param, const char *code);
 /* The whole non-streamed response (call r's fields under the engine lock). */
 char *serve_api_response(const serve_api *api, const serve_call *call, const serve_request *r);
+/* The same over the requests of a list of prompts: their choices (each
+ * with the index its request gave it) in one response, usage summed. */
+char *serve_api_response_list(const serve_api *api, const serve_call *call, const serve_request *const *reqs,
+                              int n);
 /* The next server-sent events of a stream ("data: {...}\n\n" each, malloc'd;
  * NULL when there is nothing new): the opening chunk of each chat choice,
  * the content, reasoning, logprobs and tool-call deltas that became ready,
@@ -320,6 +346,8 @@ char *serve_api_response(const serve_api *api, const serve_call *call, const ser
 char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
                             bool *finished);
 char *serve_api_models(const serve_api *api);
+/* GET /v1/models/{id}: the model object when id is its name or an alias, else NULL. */
+char *serve_api_model(const serve_api *api, const char *id);
 /* POST /apply-template (as llama-server): the body's messages (and tools)
  * through the chat template, as {"prompt": "..."}; NULL with *err filled. */
 char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err);
@@ -337,6 +365,24 @@ char *serve_request_error_json(const serve_request *r);
 /* Fill err (status, OpenAI error body naming param) and return -1. */
 int serve_fail(serve_error *err, int status, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* llama-server's native shapes (native.c): the result of each of n
+ * requests of /completion or /infill (one object, or a list for several
+ * prompts), their stream events (as serve_api_stream_next), /tokenize and
+ * /detokenize (NULL with *err filled). */
+char *serve_native_response(const serve_api *api, const serve_call *calls, serve_request *const *reqs, int n);
+char *serve_native_stream_next(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
+                               bool *finished);
+char *serve_native_tokenize(const serve_api *api, const char *body, size_t len, serve_error *err);
+char *serve_native_detokenize(const serve_api *api, const char *body, size_t len, serve_error *err);
+
+/* JSON helpers shared by the response writers (api.c). */
+struct cJSON;
+/* Add s[0..n) as a string (bad UTF-8 bytes become U+FFFD). */
+struct cJSON *serve_json_add_text(struct cJSON *obj, const char *key, const char *s, size_t n);
+bool serve_utf8_valid(const char *s, size_t n);
+/* The bytes of token t (up to cap); its length. */
+size_t serve_token_piece(const serve_api *api, tessera_token t, char *buf, size_t cap);
 
 /* ------------------------------------------------------------ tools */
 
@@ -387,6 +433,7 @@ typedef struct serve_log_entry {
     int status;          /* 0 until a response is queued */
     int32_t n_in, n_out; /* prompt and generated tokens; -1: not a generation */
     bool handed_off;     /* a stream writes the line when it ends */
+    char ignored[160];   /* request fields not known, ignored (comma-separated) */
 } serve_log_entry;
 
 void serve_log_begin(serve_log_entry *e, const char *method, const char *path);
@@ -449,11 +496,18 @@ typedef struct serve_http_params {
     int body_timeout_ms;   /* the body, from its headers */
     serve_log_format log_format;
     const char *slot_save_path; /* NULL: slot save/restore refused (501) */
+    const char *cors_origin;    /* --cors-origin: "*", "localhost" or origins, comma-separated; NULL: no CORS */
+    bool no_webui, no_slots, no_metrics; /* GET /, GET /slots, GET /metrics answer 404 */
 } serve_http_params;
 
 typedef struct serve_http serve_http;
 
+/* Starts answering at once: until serve_http_set_ready, /health and every
+ * other endpoint answer 503 "Loading model" (e may be NULL then, and api's
+ * model fields unset). */
 serve_http *serve_http_start(const serve_http_params *p, serve_engine *e, const serve_api *api);
+/* The model is loaded and e runs: serve everything (api filled before). */
+void serve_http_set_ready(serve_http *h, serve_engine *e);
 /* The port actually bound (for --port 0). */
 int serve_http_port(const serve_http *h);
 /* Close the listening socket (connections already open go on). */

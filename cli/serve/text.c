@@ -17,9 +17,10 @@ serve_request *serve_request_new(int32_t n_choices) {
         return NULL;
     }
     r->n_choices = n_choices;
-    for (int32_t i = 0; i < n_choices; i++) r->choices[i] = (serve_choice){.req = r, .index = i};
+    for (int32_t i = 0; i < n_choices; i++) r->choices[i] = (serve_choice){.req = r, .index = i, .slot = -1};
     r->max_tokens = -1;
     r->top_logprobs = -1;
+    r->id_slot = -1;
     return r;
 }
 
@@ -30,6 +31,7 @@ void serve_request_free(serve_request *r) {
         tessera_sampler_free(r->choices[i].sampler);
         free(r->choices[i].text);
         free(r->choices[i].lp);
+        free(r->choices[i].toks);
     }
     free(r->choices);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Stands in for `llama-server` under llama.cpp's own server tests: it only
+rewrites the command line and then becomes `tessera serve` (exec).
+
+- llama-server flags become ours: the same spelling is passed on, a few are
+  renamed, and the ones that select something Tessera always does (or has no
+  notion of) are dropped; see FLAGS below.
+- the test model ids (--hf-repo / --hf-file / --model-url) become local
+  files: stories260K from ../shared/models, SmolLM2 and Gemma 3 from the
+  model cache. A model with no local stand-in ends the start with a message
+  naming it (the test then fails as it would without the file).
+
+Environment: TESSERA_BIN (the tessera binary), TESSERA_SHARED (../shared),
+TESSERA_MODEL_CACHE (default ~/.cache/tessera/models)."""
+import os
+import sys
+
+SHARED = os.environ.get("TESSERA_SHARED", "")
+CACHE = os.environ.get("TESSERA_MODEL_CACHE") or os.path.expanduser("~/.cache/tessera/models")
+
+# (substring of "repo file", local file): the first match wins.
+MODELS = [
+    ("stories260K-infill", None),  # needs FIM tokens: no local stand-in
+    ("stories260K", os.path.join(SHARED, "models", "stories260K.gguf")),
+    ("tinygemma3", os.path.join(CACHE, "gemma-3-270m-q4_k_m.gguf")),
+    # chat models of the slow tool-call and template tests: the small
+    # instruct model we have (answers differ, the API shapes do not)
+    ("Instruct", os.path.join(CACHE, "SmolLM2-135M-Instruct.Q4_1.gguf")),
+    ("SmolLM", os.path.join(CACHE, "SmolLM2-135M-Instruct.Q4_1.gguf")),
+]
+
+# llama-server flag -> (our flag or None to drop it, takes a value)
+FLAGS = {
+    "--port": ("--port", True), "--host": ("--host", True),
+    "--temp": ("--temp", True), "--seed": ("--seed", True),
+    "--model": ("-m", True), "-m": ("-m", True),
+    "--alias": ("--alias", True),
+    "--ctx-size": ("-c", True), "-c": ("-c", True),
+    "--parallel": ("--parallel", True), "-np": ("--parallel", True),
+    "--batch-size": ("-b", True), "-b": ("-b", True),
+    "--threads": ("-t", True), "-t": ("-t", True),
+    "--n-gpu-layers": ("-ngl", True), "-ngl": ("-ngl", True),
+    "--n-predict": ("-n", True), "-n": ("-n", True),
+    "--slot-save-path": ("--slot-save-path", True),
+    "--api-key": ("--api-key", True),
+    "--chat-template": ("--chat-template", True),
+    "--chat-template-file": ("--chat-template-file", True),
+    "--reasoning-format": ("--reasoning-format", True),
+    "--cors-origins": ("--cors-origin", True), "--cors-origin": ("--cors-origin", True),
+    "-ctk": ("-ctk", True), "-ctv": ("-ctv", True), "-fa": ("-fa", True),
+    "--context-shift": ("--context-shift", False),
+    "--swa-full": ("--swa-full", False),
+    "--metrics": ("--metrics", False),
+    "--slots": ("--slots", False), "--no-slots": ("--no-slots", False),
+    "--no-ui": ("--no-webui", False), "--no-webui": ("--no-webui", False),
+    # what Tessera always does, or has no notion of
+    "--ubatch-size": (None, True), "-ub": (None, True),
+    "--cont-batching": (None, False), "--kv-unified": (None, False),
+    "--offline": (None, False), "--jinja": (None, False), "--no-jinja": (None, False),
+    "--verbose": (None, False), "--tags": ("--tags", True),
+    "--no-mmproj": (None, False),
+}
+
+
+def model_for(ids):
+    key = " ".join(i for i in ids if i)
+    for sub, path in MODELS:
+        if sub in key:
+            return path
+    return None
+
+
+def translate(argv):
+    out, ids, have_model = [], [], False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        val = argv[i + 1] if i + 1 < len(argv) else None
+        if a in ("--hf-repo", "-hf", "--hf-file", "-hff", "--model-url", "-mu"):
+            ids.append(val)
+            i += 2
+            continue
+        if a in FLAGS:
+            ours, takes = FLAGS[a]
+            if ours == "-m":
+                have_model = True
+            if ours:
+                out.append(ours)
+                if takes:
+                    out.append(val)
+            i += 2 if takes else 1
+            continue
+        out.append(a)  # unknown to this table: tessera answers it (an error naming it)
+        i += 1
+    if not have_model:
+        path = model_for(ids)
+        if not path or not os.path.exists(path):
+            sys.stderr.write("llama_server_shim: no local file for the test model %r%s\n"
+                             % (" ".join(i for i in ids if i) or "(none)", " (%s missing)" % path if path else ""))
+            sys.exit(1)
+        out = ["-m", path] + out
+    return out
+
+
+def main():
+    binary = os.environ.get("TESSERA_BIN")
+    if not binary:
+        sys.stderr.write("llama_server_shim: TESSERA_BIN is not set\n")
+        sys.exit(1)
+    args = [binary, "serve"] + translate(sys.argv[1:])
+    sys.stderr.write("llama_server_shim: %s\n" % " ".join(args))
+    sys.stderr.flush()
+    os.execv(binary, args)
+
+
+if __name__ == "__main__":
+    main()

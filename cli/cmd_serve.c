@@ -7,6 +7,17 @@
 
 /* This build has no HTTP server: --help says so and succeeds, anything else
  * is an error. */
+/* A non-loopback address without --api-key: anyone who reaches it may use it. */
+static void warn_open_hosts(const serve_opts *o, const serve_listeners *ls) {
+    for (int i = 0; i < ls->n; i++)
+        if (!o->api_key && strcmp(ls->hosts[i], "127.0.0.1") && strcmp(ls->hosts[i], "::1") &&
+            strcmp(ls->hosts[i], "localhost"))
+            fprintf(stderr,
+                    "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
+                    ls->hosts[i]);
+    fflush(stderr);
+}
+
 int cmd_serve(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -303,6 +314,17 @@ static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, 
     return 0;
 }
 
+/* A non-loopback address without --api-key: anyone who reaches it may use it. */
+static void warn_open_hosts(const serve_opts *o, const serve_listeners *ls) {
+    for (int i = 0; i < ls->n; i++)
+        if (!o->api_key && strcmp(ls->hosts[i], "127.0.0.1") && strcmp(ls->hosts[i], "::1") &&
+            strcmp(ls->hosts[i], "localhost"))
+            fprintf(stderr,
+                    "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
+                    ls->hosts[i]);
+    fflush(stderr);
+}
+
 int cmd_serve(int argc, char **argv) {
     serve_opts o;
     int pr = parse_args(argc, argv, &o);
@@ -361,13 +383,7 @@ int cmd_serve(int argc, char **argv) {
             api.model_id, ls.hosts[0], serve_http_port(ls.http[0]), (long)o.parallel, api.slot_ctx, chat.source);
     for (int i = 1; i < ls.n; i++)
         fprintf(stderr, "tessera serve: also on %s port %d\n", ls.hosts[i], serve_http_port(ls.http[i]));
-    for (int i = 0; i < ls.n; i++)
-        if (!o.api_key && strcmp(ls.hosts[i], "127.0.0.1") && strcmp(ls.hosts[i], "::1") &&
-            strcmp(ls.hosts[i], "localhost"))
-            fprintf(stderr,
-                    "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
-                    ls.hosts[i]);
-    fflush(stderr);
+    warn_open_hosts(&o, &ls);
     int sig = 0;
     sigwait(&stop_sigs, &sig);
     fprintf(stderr, "tessera serve: %s, no new connections; %d s for running requests (again: at once)\n",

@@ -1,10 +1,14 @@
 /*
- * api — the OpenAI request and response JSON.
+ * api — the request schema: the OpenAI (and llama-server) request JSON into
+ * a serve_request.
  *
- * Requests: /v1/chat/completions (messages) and /v1/completions (prompt),
- * with the fields of FIELDS below. A field not in that table, or one whose
- * value asks for something Tessera does not do, is a 400 naming it (the
- * "param" of OpenAI's error shape); so is a known field of the wrong type.
+ * Requests: /v1/chat/completions (messages), /v1/completions (prompt) and
+ * llama-server's /completion and /infill, with the fields of FIELDS below.
+ * A field not in that table is ignored and named in the request log (clients
+ * send many); one whose value asks for something Tessera does not do, or
+ * that belongs to another endpoint, is a 400 naming it (the "param" of
+ * OpenAI's error shape); so is a known field of the wrong type. The prompt
+ * itself is made by prompt.c, responses by response.c and native.c.
  */
 #include <limits.h>
 #include <math.h>
@@ -16,139 +20,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "chat/tool_parse.h"
-#include "serve.h"
-
-/* ------------------------------------------------------------ errors */
-
-char *serve_api_error_json(const char *message, const char *type, const char *param, const char *code) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *e = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(e, "message", message);
-    cJSON_AddStringToObject(e, "type", type);
-    if (param)
-        cJSON_AddStringToObject(e, "param", param);
-    else
-        cJSON_AddNullToObject(e, "param");
-    if (code)
-        cJSON_AddStringToObject(e, "code", code);
-    else
-        cJSON_AddNullToObject(e, "code");
-    char *s = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    return s;
-}
-
-int serve_fail(serve_error *err, int status, const char *param, const char *code, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    err->status = status;
-    err->body =
-        serve_api_error_json(msg, status >= 500 ? "server_error" : "invalid_request_error", param, code);
-    return -1;
-}
-
-/* ------------------------------------------------------------ UTF-8 */
-
-static cJSON *add_text(cJSON *obj, const char *key, const char *s, size_t n);
-
-/* Length of the valid UTF-8 sequence at s[0..n), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    if (s[0] < 0x80) return 1;
-    size_t len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
-    if (len == 0 || len > n) return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80) return 0;
-    if (len == 3 && s[0] == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
-    if (len == 3 && s[0] == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
-    if (len == 4 && s[0] == 0xF0 && s[1] < 0x90) return 0;
-    if (len == 4 && s[0] == 0xF4 && s[1] >= 0x90) return 0;
-    return len;
-}
-
-/* A NUL-terminated valid UTF-8 copy of s[0..n): bad bytes become U+FFFD. */
-static char *utf8_clean(const char *s, size_t n) {
-    char *out = malloc(n * 3 + 1);
-    if (!out) return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
-        if (k == 0 || (k == 1 && s[i] == '\0')) {
-            if (s[i] == '\0') {
-                i++;
-                continue;
-            }
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-            continue;
-        }
-        memcpy(out + o, s + i, k);
-        o += k;
-        i += k;
-    }
-    out[o] = '\0';
-    return out;
-}
-
-bool serve_utf8_valid(const char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
-        if (k == 0) return false;
-        i += k;
-    }
-    return true;
-}
-
-cJSON *serve_json_add_text(cJSON *obj, const char *key, const char *s, size_t n) { return add_text(obj, key, s, n); }
-
-static cJSON *add_text(cJSON *obj, const char *key, const char *s, size_t n) {
-    char *clean = utf8_clean(s ? s : "", s ? n : 0);
-    cJSON *item = cJSON_AddStringToObject(obj, key, clean ? clean : "");
-    free(clean);
-    return item;
-}
-
-/* ------------------------------------------------------------ fields */
-
-static bool is_null(const cJSON *v) { return !v || cJSON_IsNull(v); }
-
-/* A number field in [lo, hi]; absent or null leaves *out. */
-static int get_number(const cJSON *root, const char *key, double lo, double hi, double *out,
-                      serve_error *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (is_null(v)) return 0;
-    if (!cJSON_IsNumber(v)) return serve_fail(err, 400, key, NULL, "'%s' must be a number", key);
-    double d = v->valuedouble;
-    if (!(d >= lo && d <= hi))
-        return serve_fail(err, 400, key, NULL, "'%s' is %g, expected %g..%g", key, d, lo, hi);
-    *out = d;
-    return 0;
-}
-
-static int get_int(const cJSON *root, const char *key, double lo, double hi, long long *out,
-                   serve_error *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (is_null(v)) return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-        return serve_fail(err, 400, key, NULL, "'%s' must be an integer", key);
-    double d = v->valuedouble;
-    if (!(d >= lo && d <= hi))
-        return serve_fail(err, 400, key, NULL, "'%s' is %.0f, expected %.0f..%.0f", key, d, lo, hi);
-    *out = (long long)d;
-    return 0;
-}
-
-static int get_bool(const cJSON *root, const char *key, bool *out, serve_error *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (is_null(v)) return 0;
-    if (!cJSON_IsBool(v)) return serve_fail(err, 400, key, NULL, "'%s' must be true or false", key);
-    *out = cJSON_IsTrue(v);
-    return 0;
-}
+#include "api_internal.h"
 
 static int add_stop(serve_request *r, const char *stop, serve_error *err) {
     size_t n = strlen(stop);
@@ -162,7 +34,7 @@ static int add_stop(serve_request *r, const char *stop, serve_error *err) {
 
 static int get_stop(const cJSON *root, serve_request *r, serve_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "stop");
-    if (is_null(v)) return 0;
+    if (api_is_null(v)) return 0;
     if (cJSON_IsString(v)) return add_stop(r, v->valuestring, err);
     if (!cJSON_IsArray(v))
         return serve_fail(err, 400, "stop", NULL, "'stop' must be a string or an array of strings");
@@ -217,7 +89,7 @@ static int get_logit_bias(const serve_api *api, const cJSON *root, tessera_logit
                           serve_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
     *n = 0;
-    if (is_null(v)) return 0;
+    if (api_is_null(v)) return 0;
     const cJSON *b;
     if (cJSON_IsObject(v)) {
         cJSON_ArrayForEach(b, v) {
@@ -244,7 +116,7 @@ static int get_logit_bias(const serve_api *api, const cJSON *root, tessera_logit
  * top_k, typical, top_p, min_p, temperature), which is llama.cpp's default. */
 static int apply_samplers(const cJSON *root, tessera_sampler_params *sp, serve_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "samplers");
-    if (is_null(v)) return 0;
+    if (api_is_null(v)) return 0;
     static const char *const names[] = {"penalties", "top_k", "typ_p", "top_p", "min_p", "temperature",
                                         "dry", "top_n_sigma", "xtc", "typical_p"};
     bool on[10] = {0};
@@ -306,14 +178,14 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
     double pres = sp.penalty_present, freq = sp.penalty_freq;
     long long top_k = sp.top_k, last_n = sp.penalty_last_n;
     long long seed = sp.seed == TESSERA_SEED_RANDOM ? LLONG_MIN : (long long)sp.seed; /* LLONG_MIN: none */
-    if (get_number(root, "temperature", 0.0, 1e6, &temp, err) || get_number(root, "top_p", 0.0, 1.0, &top_p, err) ||
-        get_number(root, "min_p", 0.0, 1.0, &min_p, err) || get_int(root, "top_k", -1, INT32_MAX, &top_k, err) ||
-        get_number(root, "typical_p", 0.0, 1.0, &typ, err) ||
-        get_number(root, "repeat_penalty", 0.0, 1e6, &rep, err) ||
-        get_int(root, "repeat_last_n", -1, INT32_MAX, &last_n, err) ||
-        get_number(root, "presence_penalty", -2.0, 2.0, &pres, err) ||
-        get_number(root, "frequency_penalty", -2.0, 2.0, &freq, err) ||
-        get_int(root, "seed", -9.2e18, 9.2e18, &seed, err))
+    if (api_get_number(root, "temperature", 0.0, 1e6, &temp, err) || api_get_number(root, "top_p", 0.0, 1.0, &top_p, err) ||
+        api_get_number(root, "min_p", 0.0, 1.0, &min_p, err) || api_get_int(root, "top_k", -1, INT32_MAX, &top_k, err) ||
+        api_get_number(root, "typical_p", 0.0, 1.0, &typ, err) ||
+        api_get_number(root, "repeat_penalty", 0.0, 1e6, &rep, err) ||
+        api_get_int(root, "repeat_last_n", -1, INT32_MAX, &last_n, err) ||
+        api_get_number(root, "presence_penalty", -2.0, 2.0, &pres, err) ||
+        api_get_number(root, "frequency_penalty", -2.0, 2.0, &freq, err) ||
+        api_get_int(root, "seed", -9.2e18, 9.2e18, &seed, err))
         return -1;
     if (seed == -1 || seed == 0xFFFFFFFFll) seed = LLONG_MIN; /* llama.cpp's "random" */
     sp.temp = (float)temp;
@@ -336,10 +208,10 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
 static int get_grammar(const cJSON *root, tessera_grammar **out, const char **param_out, serve_error *err) {
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
     const cJSON *gbnf = cJSON_GetObjectItemCaseSensitive(root, "grammar");
-    if (!is_null(gbnf)) {
+    if (!api_is_null(gbnf)) {
         if (!cJSON_IsString(gbnf))
             return serve_fail(err, 400, "grammar", NULL, "'grammar' must be a GBNF string");
-        if (!is_null(rf) || !is_null(cJSON_GetObjectItemCaseSensitive(root, "json_schema")))
+        if (!api_is_null(rf) || !api_is_null(cJSON_GetObjectItemCaseSensitive(root, "json_schema")))
             return serve_fail(err, 400, "grammar", NULL,
                               "give one of 'grammar', 'json_schema' and 'response_format'");
         *out = tessera_grammar_parse(gbnf->valuestring, strlen(gbnf->valuestring), NULL);
@@ -347,8 +219,8 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, const char **pa
         return *out ? 0 : serve_fail(err, 400, "grammar", NULL, "%s", tessera_last_error());
     }
     const cJSON *js_top = cJSON_GetObjectItemCaseSensitive(root, "json_schema");
-    if (!is_null(js_top)) { /* llama-server's: the schema itself */
-        if (!is_null(rf))
+    if (!api_is_null(js_top)) { /* llama-server's: the schema itself */
+        if (!api_is_null(rf))
             return serve_fail(err, 400, "json_schema", NULL, "give 'json_schema' or 'response_format', not both");
         char *text = cJSON_PrintUnformatted(js_top);
         if (!text) return serve_fail(err, 500, NULL, NULL, "out of memory");
@@ -357,7 +229,7 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, const char **pa
         free(text);
         return *out ? 0 : serve_fail(err, 400, "json_schema", NULL, "'json_schema': %s", tessera_last_error());
     }
-    if (is_null(rf)) return 0;
+    if (api_is_null(rf)) return 0;
     const char *bad_type =
         "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"";
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(rf, "type");
@@ -369,7 +241,7 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, const char **pa
     if (!strcmp(type->valuestring, "json_object")) {
         schema = cJSON_GetObjectItemCaseSensitive(rf, "schema");
         param = "response_format.schema";
-        if (is_null(schema)) {
+        if (api_is_null(schema)) {
             *param_out = "response_format";
             *out = tessera_grammar_json_object();
             return *out ? 0 : serve_fail(err, 500, NULL, NULL, "%s", tessera_last_error());
@@ -380,7 +252,7 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, const char **pa
             return serve_fail(err, 400, "response_format.json_schema", NULL,
                               "'response_format.json_schema' must be an object");
         schema = cJSON_GetObjectItemCaseSensitive(js, "schema");
-        if (is_null(schema)) return serve_fail(err, 400, param, NULL, "'%s' is required", param);
+        if (api_is_null(schema)) return serve_fail(err, 400, param, NULL, "'%s' is required", param);
     } else {
         return serve_fail(err, 400, "response_format.type", NULL, "%s", bad_type);
     }
@@ -390,590 +262,6 @@ static int get_grammar(const cJSON *root, tessera_grammar **out, const char **pa
     *param_out = param;
     free(text);
     return *out ? 0 : serve_fail(err, 400, param, NULL, "'%s': %s", param, tessera_last_error());
-}
-
-/* ------------------------------------------------------------ prompts */
-
-static int tokenize_text(const serve_api *api, const char *text, size_t len, bool add_special,
-                         serve_request *r, const char *param, serve_error *err) {
-    int32_t n = tessera_tokenize(api->model, text, len, NULL, 0, add_special, true);
-    if (n == INT32_MIN)
-        return serve_fail(err, 400, param, NULL, "cannot tokenize '%s': %s", param, tessera_last_error());
-    if (n < 0) n = -n;
-    if (n == 0) return serve_fail(err, 400, param, NULL, "'%s' gives no tokens", param);
-    if (n >= api->slot_ctx)
-        return serve_fail(err, 400, param, "context_length_exceeded",
-                    "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n,
-                    api->slot_ctx);
-    r->prompt = malloc((size_t)n * sizeof *r->prompt);
-    if (!r->prompt) return serve_fail(err, 500, NULL, NULL, "out of memory");
-    r->n_prompt = tessera_tokenize(api->model, text, len, r->prompt, n, add_special, true);
-    if (r->n_prompt != n) return serve_fail(err, 500, param, NULL, "tokenization changed between calls");
-    return 0;
-}
-
-/* Message content: a string, null, or an array of {"type": "text", "text"}
- * parts, joined with a newline as llama-server joins them (measured: its
- * prompt for ["What is", "the best book"] has the two tokens of "\n" and
- * the unspaced "the" more than "What is the best book"). */
-static int message_text(const cJSON *content, char **out, serve_error *err) {
-    if (is_null(content)) {
-        *out = strdup("");
-    } else if (cJSON_IsString(content)) {
-        *out = strdup(content->valuestring);
-    } else if (cJSON_IsArray(content)) {
-        size_t len = 0;
-        const cJSON *part;
-        cJSON_ArrayForEach(part, content) {
-            const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
-            const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-            if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
-                return serve_fail(err, 400, "messages", NULL,
-                            "message content parts must be {\"type\": \"text\", \"text\": ...}");
-            len += strlen(text->valuestring) + 1;
-        }
-        *out = malloc(len + 1);
-        if (*out) {
-            size_t o = 0;
-            cJSON_ArrayForEach(part, content) {
-                const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
-                if (o > 0) (*out)[o++] = '\n';
-                memcpy(*out + o, t, strlen(t));
-                o += strlen(t);
-            }
-            (*out)[o] = '\0';
-        }
-    } else {
-        return serve_fail(err, 400, "messages", NULL,
-                    "message 'content' must be a string or an array of text parts");
-    }
-    return *out ? 0 : serve_fail(err, 500, NULL, NULL, "out of memory");
-}
-
-/* Append s to a malloc'd string (NULL stays NULL: out of memory). */
-static char *append(char *acc, const char *s) {
-    if (!acc) return NULL;
-    size_t a = strlen(acc), n = strlen(s);
-    char *out = realloc(acc, a + n + 1);
-    if (!out) {
-        free(acc);
-        return NULL;
-    }
-    memcpy(out + a, s, n + 1);
-    return out;
-}
-
-/* The reply rules of a chat request: reasoning markers when the model's
- * template uses them, tool-call parsing when tools are offered. */
-static void reply_rules(const serve_api *api, const cJSON *root, const serve_tools *tools, const char *prompt_text,
-                        bool native_tools, serve_reply_rules *rules) {
-    const char *tmpl = tessera_chat_template_source(api->tmpl);
-    /* reasoning_format "none" (the request's, else --reasoning-format) leaves it in content */
-    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "reasoning_format");
-    const char *format = cJSON_IsString(rf) ? rf->valuestring : api->reasoning_format;
-    if (format && !strcmp(format, "none")) tmpl = NULL;
-    if (tmpl && strstr(tmpl, "<think>")) {
-        rules->think_open = "<think>";
-        rules->think_close = "</think>";
-    } else if (tmpl && strstr(tmpl, "[THINK]")) {
-        rules->think_open = "[THINK]";
-        rules->think_close = "[/THINK]";
-    }
-    if (rules->think_open) { /* a generation prompt that opens the reasoning */
-        size_t n = strlen(prompt_text), k = strlen(rules->think_open);
-        while (n > 0 && strchr(" \n", prompt_text[n - 1])) n--;
-        rules->starts_in_think = n >= k && !memcmp(prompt_text + n - k, rules->think_open, k);
-    }
-    rules->tools = tools->choice != SERVE_TOOLS_NONE;
-    /* A template that renders the tools itself asks for its own call
-     * syntax; else the tools were offered Hermes style. */
-    rules->tool_format = native_tools ? chat_tool_format_detect(tessera_chat_template_source(api->tmpl))
-                                      : CHAT_TOOLS_HERMES;
-}
-
-/* The template variables a request adds beside messages and tools:
- * add_generation_prompt (the request's, default true), date_string (today,
- * as "28 Nov 2026"; date-aware templates print it) and each key of
- * chat_template_kwargs (enable_thinking...), which may override both.
- * 0, or -1 with *err filled. */
-static int add_template_extras(cJSON *vars, const cJSON *root, serve_error *err) {
-    const cJSON *agp = cJSON_GetObjectItemCaseSensitive(root, "add_generation_prompt");
-    if (!is_null(agp) && !cJSON_IsBool(agp))
-        return serve_fail(err, 400, "add_generation_prompt", NULL, "'add_generation_prompt' must be true or false");
-    char date[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    strftime(date, sizeof date, "%d %b %Y", &tm);
-    if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", is_null(agp) || cJSON_IsTrue(agp)) ||
-        !cJSON_AddStringToObject(vars, "date_string", date))
-        return serve_fail(err, 500, NULL, NULL, "out of memory");
-    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
-    if (is_null(kw)) return 0;
-    if (!cJSON_IsObject(kw))
-        return serve_fail(err, 400, "chat_template_kwargs", NULL, "'chat_template_kwargs' must be an object");
-    const cJSON *v;
-    cJSON_ArrayForEach(v, kw) {
-        if (!strcmp(v->string, "messages") || !strcmp(v->string, "tools"))
-            return serve_fail(err, 400, "chat_template_kwargs", NULL,
-                              "'chat_template_kwargs' may not set '%s' (the request's own field)", v->string);
-        cJSON *copy = cJSON_Duplicate(v, 1);
-        if (!copy) return serve_fail(err, 500, NULL, NULL, "out of memory");
-        cJSON_DeleteItemFromObjectCaseSensitive(vars, v->string);
-        cJSON_AddItemToObject(vars, v->string, copy);
-    }
-    return 0;
-}
-
-/* Render the template with messages m[0..k) as plain role/content and the
- * request's extras (add_template_extras). */
-static char *render_plain(const serve_api *api, const cJSON *root, const tessera_chat_message *m, int k,
-                          size_t *len, serve_error *err) {
-    cJSON *vars = cJSON_CreateObject();
-    cJSON *list = vars ? cJSON_AddArrayToObject(vars, "messages") : NULL;
-    char *json = NULL, *text = NULL;
-    bool ok = list != NULL;
-    for (int i = 0; ok && i < k; i++) {
-        cJSON *o = cJSON_CreateObject();
-        ok = o && cJSON_AddStringToObject(o, "role", m[i].role) && cJSON_AddStringToObject(o, "content", m[i].content);
-        if (o) cJSON_AddItemToArray(list, o);
-    }
-    if (!ok) {
-        serve_fail(err, 500, NULL, NULL, "out of memory");
-    } else if (add_template_extras(vars, root, err) == 0) {
-        json = cJSON_PrintUnformatted(vars);
-        text = json ? tessera_chat_template_apply(api->tmpl, json, len) : NULL;
-        if (!json) serve_fail(err, 500, NULL, NULL, "out of memory");
-        else if (!text)
-            serve_fail(err, 400, "messages", NULL, "the chat template refuses the conversation: %s",
-                       tessera_last_error());
-    }
-    free(json);
-    cJSON_Delete(vars);
-    return text;
-}
-
-/* The request's messages through the chat template as the template's own
- * variables: each message object as given (tool_calls, tool_call_id, name,
- * reasoning_content reach the template), its role checked ("developer" read
- * as "system") and its content reduced to text; the request's tools;
- * add_generation_prompt on. Returns the malloc'd prompt text, or NULL with
- * *err filled. */
-static char *render_messages(const serve_api *api, const cJSON *root, size_t *len, serve_error *err) {
-    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
-    if (is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required"), NULL;
-    if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array"), NULL;
-    if (cJSON_GetArraySize(msgs) == 0) return serve_fail(err, 400, "messages", NULL, "'messages' is empty"), NULL;
-    cJSON *vars = cJSON_CreateObject();
-    cJSON *list = vars ? cJSON_AddArrayToObject(vars, "messages") : NULL;
-    char *json = NULL, *text = NULL;
-    if (!list) goto oom;
-    int i = 0;
-    const cJSON *msg;
-    cJSON_ArrayForEach(msg, msgs) {
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
-        if (!cJSON_IsObject(msg) || !cJSON_IsString(role)) {
-            serve_fail(err, 400, "messages", NULL, "message %d must be an object with a string 'role'", i);
-            goto done;
-        }
-        const char *rs = role->valuestring;
-        if (!strcmp(rs, "developer")) rs = "system";
-        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool")) {
-            serve_fail(err, 400, "messages", NULL,
-                       "message %d has role '%.32s' (system, developer, user, assistant or tool)", i, rs);
-            goto done;
-        }
-        char *content = NULL;
-        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &content, err) != 0) goto done;
-        cJSON *copy = cJSON_Duplicate(msg, 1);
-        cJSON *rv = cJSON_CreateString(rs), *cv = cJSON_CreateString(content);
-        free(content);
-        if (!copy || !rv || !cv) {
-            cJSON_Delete(copy);
-            cJSON_Delete(rv);
-            cJSON_Delete(cv);
-            goto oom;
-        }
-        cJSON_DeleteItemFromObjectCaseSensitive(copy, "role");
-        cJSON_DeleteItemFromObjectCaseSensitive(copy, "content");
-        cJSON_AddItemToObject(copy, "role", rv);
-        cJSON_AddItemToObject(copy, "content", cv);
-        cJSON_AddItemToArray(list, copy);
-        i++;
-    }
-    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
-    if (!is_null(tools)) {
-        cJSON *t = cJSON_Duplicate(tools, 1);
-        if (!t) goto oom;
-        cJSON_AddItemToObject(vars, "tools", t);
-    }
-    if (add_template_extras(vars, root, err) != 0) goto done;
-    json = cJSON_PrintUnformatted(vars);
-    if (!json) goto oom;
-    text = tessera_chat_template_apply(api->tmpl, json, len);
-    if (!text)
-        serve_fail(err, 400, "messages", NULL, "the chat template refuses the conversation: %s", tessera_last_error());
-    goto done;
-oom:
-    serve_fail(err, 500, NULL, NULL, "out of memory");
-done:
-    free(json);
-    cJSON_Delete(vars);
-    return text;
-}
-
-char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err) {
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        serve_fail(err, 400, NULL, NULL, "the request body must be a JSON object with 'messages'");
-        return NULL;
-    }
-    size_t n = 0;
-    char *text = render_messages(api, root, &n, err);
-    cJSON_Delete(root);
-    if (!text) return NULL;
-    cJSON *out = cJSON_CreateObject();
-    char *json = out && add_text(out, "prompt", text, n) ? cJSON_PrintUnformatted(out) : NULL;
-    cJSON_Delete(out);
-    free(text);
-    if (!json) serve_fail(err, 500, NULL, NULL, "out of memory");
-    return json;
-}
-
-/* The conversation into r's prompt; *grammar: the constraint tool_choice
- * asks for (NULL: none). */
-static int parse_messages(const serve_api *api, const cJSON *root, serve_request *r,
-                          tessera_grammar **grammar, serve_error *err) {
-    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
-    if (is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required");
-    if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array");
-    int n = cJSON_GetArraySize(msgs);
-    if (n == 0) return serve_fail(err, 400, "messages", NULL, "'messages' is empty");
-    serve_tools tools;
-    if (serve_tools_parse(root, &tools, err) != 0) {
-        serve_tools_free(&tools);
-        return -1;
-    }
-    /* One extra slot: a system message carrying the tools. */
-    tessera_chat_message *m = calloc((size_t)n + 1, sizeof *m);
-    char **texts = calloc((size_t)n + 1, sizeof *texts);
-    char *text = NULL;
-    int rc = -1, k = 0;
-    size_t len = 0;
-    if (!m || !texts) {
-        serve_fail(err, 500, NULL, NULL, "out of memory");
-        goto done;
-    }
-    /* A template that writes the tools itself gets them (and the messages
-     * as given); else they are offered Hermes style in the system message,
-     * calls and results as text, through the same template. */
-    bool native_tools = tools.choice != SERVE_TOOLS_NONE && strstr(tessera_chat_template_source(api->tmpl), "tools");
-    if (native_tools) {
-        text = render_messages(api, root, &len, err);
-        if (!text) goto done;
-        goto rendered;
-    }
-    int i = 0;
-    const cJSON *msg;
-    cJSON_ArrayForEach(msg, msgs) {
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
-        if (!cJSON_IsObject(msg) || !cJSON_IsString(role)) {
-            serve_fail(err, 400, "messages", NULL, "message %d must be an object with a string 'role'", i);
-            goto done;
-        }
-        const char *rs = role->valuestring;
-        if (!strcmp(rs, "developer")) rs = "system";
-        bool tool = !strcmp(rs, "tool");
-        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && !tool) {
-            serve_fail(err, 400, "messages", NULL,
-                       "message %d has role '%.32s' (system, developer, user, assistant or tool)", i, rs);
-            goto done;
-        }
-        char *content = NULL;
-        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &content, err) != 0) goto done;
-        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-        if (!is_null(calls) && (strcmp(rs, "assistant") || !cJSON_IsArray(calls))) {
-            free(content);
-            serve_fail(err, 400, "messages", NULL,
-                       "message %d: 'tool_calls' must be an array on an assistant message", i);
-            goto done;
-        }
-        if (!is_null(calls) && cJSON_GetArraySize(calls) > 0) {
-            char *ct = serve_tools_calls_text(calls, err);
-            if (!ct) {
-                free(content);
-                goto done;
-            }
-            if (content[0]) content = append(content, "\n");
-            content = append(content, ct);
-            free(ct);
-        }
-        if (tool) { /* tool results: a user turn of <tool_response> blocks, consecutive ones merged */
-            char *t = append(strdup("<tool_response>\n"), content);
-            free(content);
-            content = append(t, "\n</tool_response>");
-            if (content && k > 0 && !strcmp(m[k - 1].role, "tool")) {
-                texts[k - 1] = append(append(texts[k - 1], "\n"), content);
-                free(content);
-                if (!texts[k - 1]) {
-                    serve_fail(err, 500, NULL, NULL, "out of memory");
-                    goto done;
-                }
-                m[k - 1].content = texts[k - 1];
-                i++;
-                continue;
-            }
-        }
-        if (!content) {
-            serve_fail(err, 500, NULL, NULL, "out of memory");
-            goto done;
-        }
-        texts[k] = content;
-        m[k].role = tool ? "tool" : rs;
-        m[k].content = content;
-        k++;
-        i++;
-    }
-    for (int j = 0; j < k; j++)
-        if (!strcmp(m[j].role, "tool")) m[j].role = "user";
-    if (tools.choice != SERVE_TOOLS_NONE) { /* the tools go into the system message */
-        char *sys = serve_tools_system_text(&tools);
-        if (k > 0 && !strcmp(m[0].role, "system")) {
-            texts[0] = append(append(texts[0], "\n\n"), sys ? sys : "");
-            m[0].content = texts[0];
-            free(sys);
-        } else {
-            memmove(m + 1, m, (size_t)k * sizeof *m);
-            memmove(texts + 1, texts, (size_t)k * sizeof *texts);
-            m[0] = (tessera_chat_message){.role = "system", .content = sys};
-            texts[0] = sys;
-            k++;
-        }
-        if (!texts[0]) {
-            serve_fail(err, 500, NULL, NULL, "out of memory");
-            goto done;
-        }
-    }
-    text = render_plain(api, root, m, k, &len, err);
-    if (!text) goto done;
-rendered:
-    reply_rules(api, root, &tools, text, native_tools, &r->rules);
-    char *prefill = serve_tools_prefill(&tools, r->rules.tool_format);
-    if (prefill) { /* the reply starts with it: prompt and generated text both get it */
-        text = append(text, prefill);
-        for (int32_t c = 0; c < r->n_choices; c++)
-            if (serve_text_append(&r->choices[c], prefill, strlen(prefill)) != 0) text = NULL;
-        free(prefill);
-        if (!text) {
-            serve_fail(err, 500, NULL, NULL, "out of memory");
-            goto done;
-        }
-        len = strlen(text);
-    }
-    char *gbnf = serve_tools_grammar(&tools, err);
-    if (!gbnf && err->status) goto done;
-    if (gbnf) {
-        *grammar = tessera_grammar_parse(gbnf, strlen(gbnf), NULL);
-        free(gbnf);
-        if (!*grammar) {
-            serve_fail(err, 500, "tool_choice", NULL, "the tool-call grammar does not parse: %s",
-                       tessera_last_error());
-            goto done;
-        }
-    }
-    if (r->rules.tools) {
-        r->rules.tool_names = tools.names;
-        r->rules.n_tool_names = tools.n;
-        tools.names = NULL;
-        for (int j = 0; j < tools.n; j++) free(tools.json[j]);
-        tools.n = 0;
-    }
-    rc = tokenize_text(api, text, len, !tessera_chat_template_text_has_bos(api->tmpl, text, len), r, "messages",
-                       err);
-done:
-    free(text);
-    if (texts)
-        for (int j = 0; j < n + 1; j++) free(texts[j]);
-    free(texts);
-    free(m);
-    serve_tools_free(&tools);
-    return rc;
-}
-
-/* A prompt field holds one prompt (a string, token ids, a flat mix of
- * both, or llama-server's {"prompt_string": ...}) or a list of them (OpenAI's
- * batch: strings or token-id arrays). Returns the k-th and sets *count. */
-static const cJSON *prompt_at(const cJSON *p, int k, int *count) {
-    *count = 1;
-    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0) return p;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, p)
-        if (cJSON_IsNumber(e)) return p; /* token ids (maybe mixed with text): one prompt */
-    *count = cJSON_GetArraySize(p);
-    return cJSON_GetArrayItem(p, k < *count ? k : 0);
-}
-
-int serve_api_count_prompts(serve_kind kind, const char *body, size_t len) {
-    if (kind == SERVE_CHAT || kind == SERVE_INFILL) return 1;
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    int count = 1;
-    const cJSON *p = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "prompt") : NULL;
-    if (p) prompt_at(p, 0, &count);
-    cJSON_Delete(root);
-    return count;
-}
-
-/* Append tokens to r->prompt (capacity *cap), refusing more than a slot holds. */
-static int prompt_push(const serve_api *api, serve_request *r, int32_t *cap, const tessera_token *t, int32_t n,
-                       const char *param, serve_error *err) {
-    if ((int64_t)r->n_prompt + n >= api->slot_ctx)
-        return serve_fail(err, 400, param, "context_length_exceeded",
-                          "the prompt has %lld tokens, a slot's context holds %d (-c / --parallel)",
-                          (long long)r->n_prompt + n, api->slot_ctx);
-    if (r->n_prompt + n > *cap) {
-        int32_t c = *cap ? *cap : 64;
-        while (c < r->n_prompt + n) c *= 2;
-        tessera_token *grown = realloc(r->prompt, (size_t)c * sizeof *grown);
-        if (!grown) return serve_fail(err, 500, NULL, NULL, "out of memory");
-        r->prompt = grown;
-        *cap = c;
-    }
-    memcpy(r->prompt + r->n_prompt, t, (size_t)n * sizeof *t);
-    r->n_prompt += n;
-    return 0;
-}
-
-/* Tokenize text (special tokens written as text are parsed) onto r->prompt. */
-static int prompt_push_text(const serve_api *api, serve_request *r, int32_t *cap, const char *text, bool add_special,
-                            const char *param, serve_error *err) {
-    size_t len = strlen(text);
-    int32_t n = tessera_tokenize(api->model, text, len, NULL, 0, add_special, true);
-    if (n == INT32_MIN)
-        return serve_fail(err, 400, param, NULL, "cannot tokenize '%s': %s", param, tessera_last_error());
-    if (n < 0) n = -n;
-    if (n == 0) return 0;
-    if (n >= api->slot_ctx)
-        return serve_fail(err, 400, param, "context_length_exceeded",
-                          "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n, api->slot_ctx);
-    tessera_token *t = malloc((size_t)n * sizeof *t);
-    if (!t) return serve_fail(err, 500, NULL, NULL, "out of memory");
-    int rc = tessera_tokenize(api->model, text, len, t, n, add_special, true) == n
-                 ? prompt_push(api, r, cap, t, n, param, err)
-                 : serve_fail(err, 500, param, NULL, "tokenization changed between calls");
-    free(t);
-    return rc;
-}
-
-/* One prompt (see prompt_at) into r->prompt. Text gets the model's BOS when
- * it starts the prompt, as llama-server does. */
-static int prompt_tokens(const serve_api *api, const cJSON *p, serve_request *r, serve_error *err) {
-    int32_t cap = 0, n_vocab = tessera_model_n_vocab(api->model);
-    if (cJSON_IsObject(p)) {
-        if (!is_null(cJSON_GetObjectItemCaseSensitive(p, "multimodal_data")))
-            return serve_fail(err, 400, "prompt", "unsupported_parameter",
-                              "'prompt.multimodal_data': this server has no vision or audio input");
-        p = cJSON_GetObjectItemCaseSensitive(p, "prompt_string");
-        if (!cJSON_IsString(p))
-            return serve_fail(err, 400, "prompt", NULL, "a prompt object needs a 'prompt_string'");
-    }
-    if (cJSON_IsString(p)) {
-        if (prompt_push_text(api, r, &cap, p->valuestring, true, "prompt", err) != 0) return -1;
-    } else if (cJSON_IsArray(p)) {
-        const cJSON *t;
-        cJSON_ArrayForEach(t, p) {
-            if (cJSON_IsString(t)) {
-                if (prompt_push_text(api, r, &cap, t->valuestring, r->n_prompt == 0, "prompt", err) != 0) return -1;
-                continue;
-            }
-            if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
-                t->valuedouble >= n_vocab)
-                return serve_fail(err, 400, "prompt", NULL,
-                                  "'prompt' items must be strings or token ids in 0..%d", n_vocab - 1);
-            tessera_token id = (tessera_token)t->valuedouble;
-            if (prompt_push(api, r, &cap, &id, 1, "prompt", err) != 0) return -1;
-        }
-    } else {
-        return serve_fail(err, 400, "prompt", NULL,
-                          "'prompt' must be a string, token ids, or a list of strings or token-id arrays");
-    }
-    if (r->n_prompt == 0) return serve_fail(err, 400, "prompt", NULL, "'prompt' is empty");
-    return 0;
-}
-
-static int parse_prompt(const serve_api *api, const cJSON *root, int index, serve_request *r, serve_error *err) {
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
-    if (is_null(p)) return serve_fail(err, 400, "prompt", NULL, "'prompt' is required");
-    int count;
-    return prompt_tokens(api, prompt_at(p, index, &count), r, err);
-}
-
-/* The id of the first of names[] that is one special token of the
- * vocabulary, or -1. */
-static tessera_token special_token(const serve_api *api, const char *const *names) {
-    for (; *names; names++) {
-        tessera_token t[2];
-        if (tessera_tokenize(api->model, *names, strlen(*names), t, 2, false, true) == 1) {
-            char piece[64];
-            int32_t n = tessera_token_to_piece(api->model, t[0], piece, sizeof piece - 1, true);
-            if (n == (int32_t)strlen(*names) && !memcmp(piece, *names, (size_t)n)) return t[0];
-        }
-    }
-    return -1;
-}
-
-/* A string field of /infill ("" when absent). */
-static int infill_text(const cJSON *root, const char *key, const char **out, serve_error *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    *out = "";
-    if (is_null(v)) return 0;
-    if (!cJSON_IsString(v)) return serve_fail(err, 400, key, NULL, "'%s' must be a string", key);
-    *out = v->valuestring;
-    return 0;
-}
-
-/* /infill: fill-in-the-middle with the vocabulary's FIM tokens, as
- * [BOS] {FILE_SEP filename \n text}... FIM_PRE prefix FIM_SUF suffix FIM_MID prompt
- * (input_extra chunks without a file-separator token are plain text before
- * the prefix). A model without FIM tokens is a 400. */
-static int parse_infill(const serve_api *api, const cJSON *root, serve_request *r, serve_error *err) {
-    static const char *const pre_n[] = {"<|fim_prefix|>", "<fim_prefix>", "<fim-prefix>", "<PRE>", "▁<PRE>", NULL};
-    static const char *const suf_n[] = {"<|fim_suffix|>", "<fim_suffix>", "<fim-suffix>", "<SUF>", "▁<SUF>", NULL};
-    static const char *const mid_n[] = {"<|fim_middle|>", "<fim_middle>", "<fim-middle>", "<MID>", "▁<MID>", NULL};
-    static const char *const sep_n[] = {"<|file_sep|>", "<file_sep>", NULL};
-    tessera_token pre = special_token(api, pre_n), suf = special_token(api, suf_n), mid = special_token(api, mid_n);
-    tessera_token sep = special_token(api, sep_n), bos = tessera_token_bos(api->model);
-    if (pre < 0 || suf < 0 || mid < 0)
-        return serve_fail(err, 400, "input_prefix", "unsupported_parameter",
-                          "this model's vocabulary has no fill-in-the-middle tokens (<fim_prefix>...)");
-    const char *prefix, *suffix, *prompt;
-    if (infill_text(root, "input_prefix", &prefix, err) || infill_text(root, "input_suffix", &suffix, err) ||
-        infill_text(root, "prompt", &prompt, err))
-        return -1;
-    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(root, "input_extra");
-    if (!is_null(extra) && !cJSON_IsArray(extra))
-        return serve_fail(err, 400, "input_extra", NULL, "'input_extra' must be an array of {filename, text}");
-    int32_t cap = 0;
-    if (bos >= 0 && prompt_push(api, r, &cap, &bos, 1, "input_prefix", err) != 0) return -1;
-    const cJSON *chunk;
-    cJSON_ArrayForEach(chunk, extra) {
-        const char *name, *text;
-        if (!cJSON_IsObject(chunk) || infill_text(chunk, "filename", &name, err) || infill_text(chunk, "text", &text, err))
-            return err->status ? -1
-                               : serve_fail(err, 400, "input_extra", NULL, "'input_extra' items must be {filename, text}");
-        if (sep >= 0 && (prompt_push(api, r, &cap, &sep, 1, "input_extra", err) ||
-                         prompt_push_text(api, r, &cap, name, false, "input_extra", err) ||
-                         prompt_push_text(api, r, &cap, "\n", false, "input_extra", err)))
-            return -1;
-        if (prompt_push_text(api, r, &cap, text, false, "input_extra", err) != 0) return -1;
-    }
-    if (prompt_push(api, r, &cap, &pre, 1, "input_prefix", err) ||
-        prompt_push_text(api, r, &cap, prefix, false, "input_prefix", err) ||
-        prompt_push(api, r, &cap, &suf, 1, "input_suffix", err) ||
-        prompt_push_text(api, r, &cap, suffix, false, "input_suffix", err) ||
-        prompt_push(api, r, &cap, &mid, 1, "prompt", err) || prompt_push_text(api, r, &cap, prompt, false, "prompt", err))
-        return -1;
-    return 0;
 }
 
 /* ------------------------------------------------------------ requests */
@@ -1055,7 +343,7 @@ static int check_off(const cJSON *root, serve_error *err) {
                                       "functions", "function_call"};
     for (size_t i = 0; i < sizeof off / sizeof *off; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, off[i]);
-        if (!is_null(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0.0))
+        if (!api_is_null(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0.0))
             return serve_fail(err, 400, off[i], "unsupported_parameter", "'%s' is not implemented%s", off[i],
                               off[i][0] == 'f' ? " (use 'tools' and 'tool_choice')" : " (give 0 or leave it out)");
     }
@@ -1078,7 +366,7 @@ static int check_fields(const cJSON *root, serve_kind kind, serve_call *call, se
         while (i < sizeof FIELDS / sizeof *FIELDS && strcmp(FIELDS[i].name, f->string)) i++;
         if (i == sizeof FIELDS / sizeof *FIELDS)
             note_ignored(call->ignored, sizeof call->ignored, f->string);
-        else if (!(FIELDS[i].kinds & want) && !is_null(f)) /* known, but not here: it would be lost */
+        else if (!(FIELDS[i].kinds & want) && !api_is_null(f)) /* known, but not here: it would be lost */
             return serve_fail(err, 400, f->string, "unsupported_parameter", "'%.64s' is not a field of %s",
                               f->string,
                               want == FOR_CHAT ? "/v1/chat/completions" : want == FOR_COMPLETION ? "/v1/completions"
@@ -1087,25 +375,25 @@ static int check_fields(const cJSON *root, serve_kind kind, serve_call *call, se
     if (check_off(root, err) != 0) return -1;
     /* Fields accepted only with the values that ask for nothing missing. */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "echo");
-    if (want == FOR_COMPLETION && !is_null(v) && !cJSON_IsFalse(v))
+    if (want == FOR_COMPLETION && !api_is_null(v) && !cJSON_IsFalse(v))
         return serve_fail(err, 400, "echo", "unsupported_parameter", "'echo' true is not implemented");
     v = cJSON_GetObjectItemCaseSensitive(root, "suffix");
-    if (want == FOR_COMPLETION && !is_null(v) && !(cJSON_IsString(v) && !v->valuestring[0]))
+    if (want == FOR_COMPLETION && !api_is_null(v) && !(cJSON_IsString(v) && !v->valuestring[0]))
         return serve_fail(err, 400, "suffix", "unsupported_parameter",
                           "'suffix' (insertion) is not implemented on /v1/completions; use /infill");
     v = cJSON_GetObjectItemCaseSensitive(root, "post_sampling_probs");
-    if (want == FOR_NATIVE && !is_null(v) && !cJSON_IsFalse(v))
+    if (want == FOR_NATIVE && !api_is_null(v) && !cJSON_IsFalse(v))
         return serve_fail(err, 400, "post_sampling_probs", "unsupported_parameter",
                           "'post_sampling_probs' true is not implemented (probabilities are the model's, "
                           "before sampling)");
     v = cJSON_GetObjectItemCaseSensitive(root, "ignore_eos");
-    if (!is_null(v) && !cJSON_IsFalse(v))
+    if (!api_is_null(v) && !cJSON_IsFalse(v))
         return serve_fail(err, 400, "ignore_eos", "unsupported_parameter", "'ignore_eos' true is not implemented");
     v = cJSON_GetObjectItemCaseSensitive(root, "user");
-    if (!is_null(v) && !cJSON_IsString(v))
+    if (!api_is_null(v) && !cJSON_IsString(v))
         return serve_fail(err, 400, "user", NULL, "'user' must be a string");
     v = cJSON_GetObjectItemCaseSensitive(root, "metadata");
-    if (!is_null(v) && !cJSON_IsObject(v))
+    if (!api_is_null(v) && !cJSON_IsObject(v))
         return serve_fail(err, 400, "metadata", NULL, "'metadata' must be an object");
     return 0;
 }
@@ -1115,12 +403,12 @@ static int parse_logprobs(const cJSON *root, serve_kind kind, serve_request *r, 
     long long top = -1;
     if (kind == SERVE_NATIVE || kind == SERVE_INFILL) return 0; /* n_probs (parse_options) */
     if (kind == SERVE_COMPLETION) {
-        if (get_int(root, "logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &top, err)) return -1;
+        if (api_get_int(root, "logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &top, err)) return -1;
     } else {
         bool on = false;
-        if (get_bool(root, "logprobs", &on, err)) return -1;
+        if (api_get_bool(root, "logprobs", &on, err)) return -1;
         long long k = -1;
-        if (get_int(root, "top_logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &k, err)) return -1;
+        if (api_get_int(root, "top_logprobs", 0, SERVE_MAX_TOP_LOGPROBS, &k, err)) return -1;
         if (k >= 0 && !on)
             return serve_fail(err, 400, "top_logprobs", NULL, "'top_logprobs' needs 'logprobs': true");
         top = on ? (k < 0 ? 0 : k) : -1;
@@ -1138,11 +426,11 @@ static int parse_limits(const serve_api *api, const cJSON *root, serve_kind kind
     const char *mt_key = kind == SERVE_CHAT && cJSON_GetObjectItemCaseSensitive(root, "max_completion_tokens")
                              ? "max_completion_tokens"
                              : "max_tokens";
-    bool n_predict = is_null(cJSON_GetObjectItemCaseSensitive(root, mt_key));
+    bool n_predict = api_is_null(cJSON_GetObjectItemCaseSensitive(root, mt_key));
     if (n_predict) mt_key = "n_predict";
-    if (get_int(root, mt_key, n_predict ? -1 : 1, INT32_MAX, &max_tokens, err) ||
-        get_int(root, "n", 1, 1e9, &n, err) || get_int(root, "best_of", 1, 1e9, &best_of, err) ||
-        get_int(root, "id_slot", -1, api->n_slots - 1, &id_slot, err))
+    if (api_get_int(root, mt_key, n_predict ? -1 : 1, INT32_MAX, &max_tokens, err) ||
+        api_get_int(root, "n", 1, 1e9, &n, err) || api_get_int(root, "best_of", 1, 1e9, &best_of, err) ||
+        api_get_int(root, "id_slot", -1, api->n_slots - 1, &id_slot, err))
         return -1;
     if (n_predict && max_tokens == 0)
         return serve_fail(err, 400, "n_predict", NULL, "'n_predict' 0 asks for nothing; give -1 or >= 1");
@@ -1166,23 +454,23 @@ static int parse_limits(const serve_api *api, const cJSON *root, serve_kind kind
 /* stream, stream_options, cache_prompt and llama-server's return_tokens,
  * n_probs, response_fields. */
 static int parse_options(const cJSON *root, serve_kind kind, serve_call *call, serve_request *r, serve_error *err) {
-    if (get_bool(root, "stream", &call->stream, err)) return -1;
+    if (api_get_bool(root, "stream", &call->stream, err)) return -1;
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-    if (!is_null(so)) {
+    if (!api_is_null(so)) {
         if (!cJSON_IsObject(so))
             return serve_fail(err, 400, "stream_options", NULL, "'stream_options' must be an object");
-        if (get_bool(so, "include_usage", &call->include_usage, err)) return -1;
+        if (api_get_bool(so, "include_usage", &call->include_usage, err)) return -1;
     }
     r->cache_prompt = true; /* llama-server's default: reuse a slot's cached prefix */
     long long n_probs = 0;
-    if (get_bool(root, "cache_prompt", &r->cache_prompt, err) || get_bool(root, "return_tokens", &call->return_tokens, err) ||
-        get_int(root, "n_probs", 0, SERVE_MAX_TOP_LOGPROBS, &n_probs, err))
+    if (api_get_bool(root, "cache_prompt", &r->cache_prompt, err) || api_get_bool(root, "return_tokens", &call->return_tokens, err) ||
+        api_get_int(root, "n_probs", 0, SERVE_MAX_TOP_LOGPROBS, &n_probs, err))
         return -1;
     call->n_probs = (int32_t)n_probs;
     if (kind == SERVE_NATIVE || kind == SERVE_INFILL) {
         if (n_probs > 0) r->top_logprobs = (int32_t)n_probs;
         const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_fields");
-        if (!is_null(rf)) {
+        if (!api_is_null(rf)) {
             char *text = cJSON_IsArray(rf) ? cJSON_PrintUnformatted(rf) : NULL;
             bool fits = text && strlen(text) < sizeof call->response_fields;
             if (fits) snprintf(call->response_fields, sizeof call->response_fields, "%s", text);
@@ -1222,7 +510,7 @@ static int parse_input(const serve_api *api, const cJSON *root, serve_kind kind,
                 err, 400, "tool_choice", NULL,
                 "'tool_choice' forces a tool call; it cannot be combined with 'response_format' or 'grammar'");
         tessera_grammar *tool_grammar = NULL;
-        if (parse_messages(api, root, r, &tool_grammar, err) != 0) return -1;
+        if (api_parse_messages(api, root, r, &tool_grammar, err) != 0) return -1;
         if (tool_grammar) { /* the conflict with `grammar` was refused above */
             tessera_grammar_free(*grammar);
             *grammar = tool_grammar;
@@ -1230,8 +518,8 @@ static int parse_input(const serve_api *api, const cJSON *root, serve_kind kind,
         }
         return 0;
     }
-    if (kind == SERVE_INFILL) return parse_infill(api, root, r, err);
-    return parse_prompt(api, root, index, r, err);
+    if (kind == SERVE_INFILL) return api_parse_infill(api, root, r, err);
+    return api_parse_prompt(api, root, index, r, err);
 }
 
 int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, size_t len, serve_call *call,
@@ -1260,7 +548,7 @@ int serve_api_parse_at(const serve_api *api, serve_kind kind, const char *body, 
     }
     if (check_fields(root, kind, call, err) != 0) goto done;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (!is_null(model) && !cJSON_IsString(model)) {
+    if (!api_is_null(model) && !cJSON_IsString(model)) {
         serve_fail(err, 400, "model", NULL, "'model' must be a string");
         goto done;
     }
@@ -1288,447 +576,3 @@ done:
     return rc;
 }
 
-/* ------------------------------------------------------------ responses */
-
-static cJSON *response_head(const serve_api *api, const serve_call *call, const char *object) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "id", call->id);
-    cJSON_AddStringToObject(root, "object", object);
-    cJSON_AddNumberToObject(root, "created", (double)call->created);
-    cJSON_AddStringToObject(root, "model", api->model_id);
-    cJSON_AddStringToObject(root, "system_fingerprint", "tessera");
-    return root;
-}
-
-/* usage over requests (several for a list of prompts). */
-static void add_usage_list(cJSON *root, const serve_request *const *reqs, int n) {
-    long long prompt = 0, gen = 0, cached = 0;
-    for (int k = 0; k < n; k++) {
-        prompt += reqs[k]->n_prompt;
-        gen += serve_request_n_gen(reqs[k]);
-        cached += reqs[k]->n_cached;
-    }
-    cJSON *u = cJSON_AddObjectToObject(root, "usage");
-    cJSON_AddNumberToObject(u, "prompt_tokens", (double)prompt);
-    cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
-    cJSON_AddNumberToObject(u, "total_tokens", (double)(prompt + gen));
-    cJSON *details = cJSON_AddObjectToObject(u, "prompt_tokens_details");
-    cJSON_AddNumberToObject(details, "cached_tokens", (double)cached);
-}
-
-static void add_usage(cJSON *root, const serve_request *r) { add_usage_list(root, &r, 1); }
-
-/* ---- logprobs */
-
-/* The bytes of token t (up to cap); its length. */
-size_t serve_token_piece(const serve_api *api, tessera_token t, char *buf, size_t cap) {
-    int32_t n = tessera_token_to_piece(api->model, t, buf, (int32_t)cap, false);
-    if (n == INT32_MIN) return 0;
-    return n < 0 ? 0 : (size_t)n;
-}
-
-static void add_token(cJSON *o, const char *piece, size_t n, bool bytes) {
-    add_text(o, "token", piece, n);
-    if (!bytes) return;
-    cJSON *b = cJSON_AddArrayToObject(o, "bytes");
-    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)piece[i]));
-}
-
-/* The text of logprob entry lp within ch (cut where a stop string cut it). */
-static size_t entry_text(const serve_choice *ch, const serve_logprob *lp, const char **s) {
-    *s = ch->text + lp->offset;
-    if (lp->offset >= ch->len) return 0;
-    return lp->offset + lp->len > ch->len ? ch->len - lp->offset : lp->len;
-}
-
-/* Entries of ch that may be sent: until final, those whose text is ready. */
-static size_t entries_ready(const serve_choice *ch, bool final) {
-    size_t k = ch->n_lp;
-    while (k > 0 && (final ? ch->lp[k - 1].offset >= ch->len && ch->lp[k - 1].len > 0
-                           : ch->lp[k - 1].offset + ch->lp[k - 1].len > ch->n_ready))
-        k--;
-    return k;
-}
-
-/* Chat: {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null}. */
-static cJSON *chat_logprobs(const serve_api *api, const serve_choice *ch, size_t from, size_t to) {
-    cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "content");
-    for (size_t i = from; i < to; i++) {
-        const serve_logprob *lp = &ch->lp[i];
-        const char *s;
-        size_t n = entry_text(ch, lp, &s);
-        cJSON *e = cJSON_CreateObject();
-        add_token(e, s, n, true);
-        cJSON_AddNumberToObject(e, "logprob", lp->logprob);
-        cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
-        for (int32_t k = 0; k < lp->n_top; k++) {
-            char buf[256];
-            size_t pn = serve_token_piece(api, lp->top_id[k], buf, sizeof buf);
-            cJSON *t = cJSON_CreateObject();
-            add_token(t, buf, pn, true);
-            cJSON_AddNumberToObject(t, "logprob", lp->top_lp[k]);
-            cJSON_AddItemToArray(top, t);
-        }
-        cJSON_AddItemToArray(arr, e);
-    }
-    cJSON_AddNullToObject(o, "refusal");
-    return o;
-}
-
-/* Completions (legacy): tokens, token_logprobs, top_logprobs, text_offset. */
-static cJSON *legacy_logprobs(const serve_api *api, const serve_choice *ch, size_t from, size_t to) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
-    cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
-    for (size_t i = from; i < to; i++) {
-        const serve_logprob *lp = &ch->lp[i];
-        const char *s;
-        size_t n = entry_text(ch, lp, &s);
-        char *clean = utf8_clean(s, n);
-        cJSON_AddItemToArray(toks, cJSON_CreateString(clean ? clean : ""));
-        free(clean);
-        cJSON_AddItemToArray(lps, cJSON_CreateNumber(lp->logprob));
-        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)lp->offset));
-        cJSON *top = cJSON_CreateObject();
-        for (int32_t k = 0; k < lp->n_top; k++) {
-            char buf[256];
-            size_t pn = serve_token_piece(api, lp->top_id[k], buf, sizeof buf);
-            char *key = utf8_clean(buf, pn);
-            if (key && !cJSON_GetObjectItemCaseSensitive(top, key))
-                cJSON_AddNumberToObject(top, key, lp->top_lp[k]);
-            free(key);
-        }
-        cJSON_AddItemToArray(tops, top);
-    }
-    return o;
-}
-
-static cJSON *logprobs_json(const serve_api *api, const serve_call *call, const serve_choice *ch, size_t from,
-                            size_t to) {
-    return call->kind == SERVE_CHAT ? chat_logprobs(api, ch, from, to) : legacy_logprobs(api, ch, from, to);
-}
-
-/* ---- the reply of a finished chat choice */
-
-typedef struct reply {
-    const char *content;
-    size_t content_len;
-    const char *reasoning;
-    size_t reasoning_len;
-    chat_parsed parsed; /* tool calls (and harmony's reasoning) */
-    size_t n_calls;
-} reply;
-
-/* Split a finished choice into content, reasoning and tool calls. */
-static int reply_final(const serve_call *call, const serve_request *r, const serve_choice *ch, reply *out) {
-    memset(out, 0, sizeof *out);
-    serve_split sp;
-    const char *text = ch->text ? ch->text : "";
-    serve_reply_split(&r->rules, text, ch->len, true, &sp);
-    out->reasoning = text + sp.reasoning_at;
-    out->reasoning_len = sp.reasoning_end - sp.reasoning_at;
-    out->content = text + sp.content_at;
-    out->content_len = sp.content_end - sp.content_at;
-    if (!r->rules.tools) return 0;
-    if (chat_tool_parse((chat_tool_format)r->rules.tool_format, out->content, out->content_len,
-                        (const char *const *)r->rules.tool_names, (size_t)r->rules.n_tool_names,
-                        &out->parsed) != 0)
-        return -1;
-    out->n_calls = out->parsed.n_calls;
-    if (call->single_tool_call && out->n_calls > 1) out->n_calls = 1;
-    if (out->n_calls > 0) {
-        out->content = out->parsed.content;
-        out->content_len = strlen(out->parsed.content);
-    }
-    if (out->parsed.reasoning && !out->reasoning_len) {
-        out->reasoning = out->parsed.reasoning;
-        out->reasoning_len = strlen(out->parsed.reasoning);
-    }
-    return 0;
-}
-
-static const char *finish_of(const serve_choice *ch, const reply *rp) {
-    if (rp && rp->n_calls > 0) return "tool_calls";
-    return ch->finish_reason ? ch->finish_reason : "stop";
-}
-
-static void add_tool_calls(cJSON *obj, const serve_call *call, const serve_choice *ch, const reply *rp,
-                           bool delta) {
-    cJSON *arr = cJSON_AddArrayToObject(obj, "tool_calls");
-    for (size_t k = 0; k < rp->n_calls; k++) {
-        const chat_tool_call *tc = &rp->parsed.calls[k];
-        cJSON *c = cJSON_CreateObject();
-        if (delta) cJSON_AddNumberToObject(c, "index", (double)k);
-        char id[96];
-        snprintf(id, sizeof id, "call_%s_%d_%zu",
-                 strchr(call->id, '-') ? strchr(call->id, '-') + 1 : call->id, (int)ch->index, k);
-        cJSON_AddStringToObject(c, "id", tc->id ? tc->id : id);
-        cJSON_AddStringToObject(c, "type", "function");
-        cJSON *fn = cJSON_AddObjectToObject(c, "function");
-        add_text(fn, "name", tc->name, strlen(tc->name));
-        add_text(fn, "arguments", tc->arguments, strlen(tc->arguments));
-        cJSON_AddItemToArray(arr, c);
-    }
-}
-
-/* One finished choice of a response. NULL when its tool calls cannot be parsed. */
-static cJSON *choice_json(const serve_api *api, const serve_call *call, const serve_request *r,
-                          const serve_choice *ch) {
-    bool chat = call->kind == SERVE_CHAT;
-    cJSON *choice = cJSON_CreateObject();
-    cJSON_AddNumberToObject(choice, "index", ch->index);
-    reply rp;
-    if (chat) {
-        if (reply_final(call, r, ch, &rp) != 0) {
-            cJSON_Delete(choice);
-            return NULL;
-        }
-        cJSON *msg = cJSON_AddObjectToObject(choice, "message");
-        cJSON_AddStringToObject(msg, "role", "assistant");
-        if (rp.n_calls > 0 && rp.content_len == 0) cJSON_AddNullToObject(msg, "content");
-        else add_text(msg, "content", rp.content, rp.content_len);
-        if (rp.reasoning_len > 0) add_text(msg, "reasoning_content", rp.reasoning, rp.reasoning_len);
-        if (rp.n_calls > 0) add_tool_calls(msg, call, ch, &rp, false);
-    } else {
-        add_text(choice, "text", ch->text, ch->len);
-    }
-    if (r->top_logprobs >= 0)
-        cJSON_AddItemToObject(choice, "logprobs", logprobs_json(api, call, ch, 0, entries_ready(ch, true)));
-    else cJSON_AddNullToObject(choice, "logprobs");
-    cJSON_AddStringToObject(choice, "finish_reason", finish_of(ch, chat ? &rp : NULL));
-    if (chat) chat_parsed_free(&rp.parsed);
-    return choice;
-}
-
-char *serve_api_response(const serve_api *api, const serve_call *call, const serve_request *r) {
-    return serve_api_response_list(api, call, &r, 1);
-}
-
-char *serve_api_response_list(const serve_api *api, const serve_call *call, const serve_request *const *reqs,
-                              int n) {
-    bool chat = call->kind == SERVE_CHAT;
-    cJSON *root = response_head(api, call, chat ? "chat.completion" : "text_completion");
-    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
-    for (int k = 0; k < n; k++)
-        for (int32_t i = 0; i < reqs[k]->n_choices; i++) {
-            cJSON *choice = choice_json(api, call, reqs[k], &reqs[k]->choices[i]);
-            if (!choice) {
-                cJSON_Delete(root);
-                return NULL;
-            }
-            cJSON_AddItemToArray(choices, choice);
-        }
-    add_usage_list(root, reqs, n);
-    char *s = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    return s;
-}
-
-/* "data: JSON\n\n" appended to a malloc'd string. */
-static char *sse_append(char *acc, cJSON *root) {
-    char *js = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!js) return acc;
-    size_t a = acc ? strlen(acc) : 0, n = strlen(js);
-    char *out = realloc(acc, a + n + 9);
-    if (out) {
-        memcpy(out + a, "data: ", 6);
-        memcpy(out + a + 6, js, n);
-        memcpy(out + a + 6 + n, "\n\n", 3);
-    }
-    free(js);
-    return out ? out : acc;
-}
-
-/* A chunk for one choice: *delta (chat) to fill; returns the choice object. */
-static cJSON *chunk_new(const serve_api *api, const serve_call *call, const serve_choice *ch, cJSON **root,
-                        cJSON **delta) {
-    bool chat = call->kind == SERVE_CHAT;
-    *root = response_head(api, call, chat ? "chat.completion.chunk" : "text_completion");
-    cJSON *choice = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(*root, "choices"), choice);
-    cJSON_AddNumberToObject(choice, "index", ch->index);
-    *delta = chat ? cJSON_AddObjectToObject(choice, "delta") : NULL;
-    return choice;
-}
-
-static char *chunk_finish(char *out, cJSON *root, cJSON *choice, cJSON *logprobs, const char *finish) {
-    if (logprobs) cJSON_AddItemToObject(choice, "logprobs", logprobs);
-    else cJSON_AddNullToObject(choice, "logprobs");
-    if (finish) cJSON_AddStringToObject(choice, "finish_reason", finish);
-    else cJSON_AddNullToObject(choice, "finish_reason");
-    return sse_append(out, root);
-}
-
-/* What of one choice is new since the last call. */
-static char *choice_events(const serve_api *api, const serve_call *call, const serve_request *r,
-                           serve_choice *ch, char *out) {
-    bool chat = call->kind == SERVE_CHAT, final = ch->state == SERVE_DONE;
-    cJSON *root, *delta, *choice;
-    if (chat && !ch->opened) {
-        choice = chunk_new(api, call, ch, &root, &delta);
-        cJSON_AddStringToObject(delta, "role", "assistant");
-        cJSON_AddStringToObject(delta, "content", "");
-        out = chunk_finish(out, root, choice, NULL, NULL);
-    }
-    ch->opened = true;
-    if (ch->closed) return out;
-    const char *text = ch->text ? ch->text : "";
-    size_t lp_to = r->top_logprobs >= 0 ? entries_ready(ch, final) : 0;
-    cJSON *lp = lp_to > ch->sent_lp ? logprobs_json(api, call, ch, ch->sent_lp, lp_to) : NULL;
-    if (lp_to > ch->sent_lp) ch->sent_lp = lp_to;
-    reply rp = {0};
-    if (!chat) {
-        size_t to = final ? ch->len : ch->n_ready;
-        if (to > ch->sent_content || lp) {
-            choice = chunk_new(api, call, ch, &root, &delta);
-            add_text(choice, "text", text + ch->sent_content, to - ch->sent_content);
-            ch->sent_content = to;
-            out = chunk_finish(out, root, choice, lp, NULL);
-            lp = NULL;
-        }
-    } else {
-        /* Reasoning and content: what the split shows now, past what was sent. */
-        serve_split sp;
-        serve_reply_split(&r->rules, text, final ? ch->len : ch->n_ready, final, &sp);
-        const char *content = text + sp.content_at;
-        size_t content_len = sp.content_end - sp.content_at;
-        if (final && reply_final(call, r, ch, &rp) == 0 && rp.n_calls > 0) {
-            /* Content beside calls is what the parse kept; send only what
-             * extends what was sent. */
-            bool extends =
-                rp.content_len >= ch->sent_content &&
-                !memcmp(rp.content, content, ch->sent_content < content_len ? ch->sent_content : content_len);
-            content = rp.content;
-            content_len = extends ? rp.content_len : ch->sent_content;
-        }
-        size_t r_len = sp.reasoning_end - sp.reasoning_at;
-        bool new_r = r_len > ch->sent_reasoning, new_c = content_len > ch->sent_content;
-        if (new_r || new_c || lp) {
-            choice = chunk_new(api, call, ch, &root, &delta);
-            if (new_r) add_text(delta, "reasoning_content", text + sp.reasoning_at + ch->sent_reasoning,
-                                r_len - ch->sent_reasoning);
-            if (new_c) add_text(delta, "content", content + ch->sent_content, content_len - ch->sent_content);
-            if (new_r) ch->sent_reasoning = r_len;
-            if (new_c) ch->sent_content = content_len;
-            out = chunk_finish(out, root, choice, lp, NULL);
-            lp = NULL;
-        }
-        if (final && rp.n_calls > 0) {
-            choice = chunk_new(api, call, ch, &root, &delta);
-            add_tool_calls(delta, call, ch, &rp, true);
-            out = chunk_finish(out, root, choice, NULL, NULL);
-        }
-    }
-    cJSON_Delete(lp);
-    if (final) {
-        choice = chunk_new(api, call, ch, &root, &delta);
-        if (!chat) add_text(choice, "text", "", 0);
-        out = chunk_finish(out, root, choice, NULL, finish_of(ch, chat ? &rp : NULL));
-        ch->closed = true;
-    }
-    chat_parsed_free(&rp.parsed);
-    return out;
-}
-
-static char *concat_free(char *a, char *b) {
-    if (!a) return b;
-    if (!b) return a;
-    size_t na = strlen(a), nb = strlen(b);
-    char *s = realloc(a, na + nb + 1);
-    if (!s) {
-        free(b);
-        return a;
-    }
-    memcpy(s + na, b, nb + 1);
-    free(b);
-    return s;
-}
-
-int serve_grammar_failure_status(const char *error) { return strstr(error, "out of memory") ? 500 : 400; }
-
-int serve_request_error_status(const serve_request *r) { return r->error_status ? r->error_status : 500; }
-
-char *serve_request_error_json(const serve_request *r) {
-    const int status = serve_request_error_status(r);
-    if (status < 500) return serve_api_error_json(r->error, "invalid_request_error", r->grammar_param, NULL);
-    return serve_api_error_json(r->error, "server_error", NULL, status == 503 ? "shutting_down" : NULL);
-}
-
-char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
-                            bool *finished) {
-    *seen = r->progress;
-    char *out = NULL;
-    if (r->state == SERVE_DONE && r->error[0]) {
-        char *ej = serve_request_error_json(r);
-        size_t n = ej ? strlen(ej) : 0;
-        char *ev = ej ? malloc(n + 9) : NULL;
-        if (ev) snprintf(ev, n + 9, "data: %s\n\n", ej);
-        free(ej);
-        *finished = true;
-        return concat_free(ev, strdup("data: [DONE]\n\n"));
-    }
-    for (int32_t i = 0; i < r->n_choices; i++) out = choice_events(api, call, r, &r->choices[i], out);
-    if (r->state == SERVE_DONE) {
-        if (call->include_usage) {
-            cJSON *u = response_head(api, call,
-                                     call->kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion");
-            cJSON_AddArrayToObject(u, "choices");
-            add_usage(u, r);
-            out = sse_append(out, u);
-        }
-        out = concat_free(out, strdup("data: [DONE]\n\n"));
-        *finished = true;
-    }
-    return out;
-}
-
-/* A comma-separated list (--alias, --tags) as a JSON array of its names. */
-static cJSON *name_list(const char *list, const char *fallback) {
-    cJSON *arr = cJSON_CreateArray();
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list ? list : fallback ? fallback : "");
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (*t) cJSON_AddItemToArray(arr, cJSON_CreateString(t));
-    return arr;
-}
-
-static cJSON *model_object(const serve_api *api) {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "id", api->model_id);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", (double)api->created);
-    cJSON_AddStringToObject(m, "owned_by", api->owned_by[0] ? api->owned_by : "tessera");
-    cJSON_AddItemToObject(m, "aliases", name_list(api->aliases, api->model_id));
-    cJSON_AddItemToObject(m, "tags", name_list(api->tags, NULL));
-    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
-    cJSON_AddStringToObject(meta, "description", tessera_model_desc(api->model));
-    cJSON_AddNumberToObject(meta, "n_ctx_slot", api->slot_ctx);
-    cJSON_AddNumberToObject(meta, "n_ctx_train", tessera_model_n_ctx_train(api->model));
-    cJSON_AddNumberToObject(meta, "n_embd", tessera_model_n_embd(api->model));
-    cJSON_AddNumberToObject(meta, "n_params", (double)tessera_model_n_params(api->model));
-    cJSON_AddNumberToObject(meta, "size", (double)tessera_model_size_bytes(api->model));
-    cJSON_AddNumberToObject(meta, "n_vocab", tessera_model_n_vocab(api->model));
-    return m;
-}
-
-char *serve_api_models(const serve_api *api) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "object", "list");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), model_object(api));
-    char *s = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    return s;
-}
-
-char *serve_api_model(const serve_api *api, const char *id) {
-    cJSON *m = model_object(api);
-    const cJSON *alias;
-    bool found = !strcmp(id, api->model_id);
-    cJSON_ArrayForEach(alias, cJSON_GetObjectItemCaseSensitive(m, "aliases"))
-        found = found || !strcmp(alias->valuestring, id);
-    char *s = found ? cJSON_PrintUnformatted(m) : NULL;
-    cJSON_Delete(m);
-    return s;
-}

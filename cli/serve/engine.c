@@ -301,6 +301,19 @@ static int slot_shift(serve_engine *e, int32_t i, char *msg, size_t msg_size) {
     return cli_shift_seq(e->p.ctx, i, keep, s->cached, &s->n_past, msg, msg_size);
 }
 
+/* Record a generated token in ch->toks (llama-server's "tokens"); -1 when out of memory. */
+static int choice_keep_token(serve_choice *ch, tessera_token t) {
+    if (ch->n_toks == ch->cap_toks) {
+        int32_t cap = ch->cap_toks ? ch->cap_toks * 2 : 64;
+        tessera_token *toks = realloc(ch->toks, (size_t)cap * sizeof *toks);
+        if (!toks) return -1;
+        ch->toks = toks;
+        ch->cap_toks = cap;
+    }
+    ch->toks[ch->n_toks++] = t;
+    return 0;
+}
+
 /* A sampled token for slot i (lock held); logits: the row it came from. */
 static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const float *logits) {
     serve_slot *s = &e->slots[i];
@@ -323,17 +336,10 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
         choice_finish(e, ch, "stop");
         return;
     }
-    if (ch->n_toks == ch->cap_toks) {
-        int32_t cap = ch->cap_toks ? ch->cap_toks * 2 : 64;
-        tessera_token *toks = realloc(ch->toks, (size_t)cap * sizeof *toks);
-        if (!toks) {
-            request_finish(e, r, "out of memory for the generated tokens");
-            return;
-        }
-        ch->toks = toks;
-        ch->cap_toks = cap;
+    if (choice_keep_token(ch, t) != 0) {
+        request_finish(e, r, "out of memory for the generated tokens");
+        return;
     }
-    ch->toks[ch->n_toks++] = t;
     serve_logprob *lp = NULL;
     if (r->top_logprobs >= 0) {
         lp = logprob_slot(ch);

@@ -20,7 +20,8 @@
  * byte values (llama-server's with_pieces does the same). */
 static cJSON *piece_json(const serve_api *api, tessera_token t, bool bytes_only) {
     char buf[256];
-    size_t n = serve_token_piece(api, t, buf, sizeof buf);
+    int32_t got = tessera_token_to_piece(api->model, t, buf, sizeof buf, true); /* special tokens as their text */
+    size_t n = got > 0 ? (size_t)got : 0;
     if (!bytes_only && serve_utf8_complete(buf, n) == n && serve_utf8_valid(buf, n)) {
         char *s = malloc(n + 1);
         if (!s) return NULL;

@@ -5,7 +5,11 @@
  *              (health answered over them), header and body deadlines
  *   http.c     libmicrohttpd: routing, API key, body limit, waiting for
  *              results, server-sent events, client disconnects
- *   api.c      OpenAI request JSON -> serve_request, results -> JSON
+ *   api.c      the request schema: OpenAI / llama-server request JSON -> serve_request
+ *   prompt.c   the prompt: chat template rendering, prompt shapes, /infill
+ *   response.c OpenAI-shaped results and stream events, /v1/models
+ *   native.c   llama-server's /completion results and streams, /tokenize, /detokenize
+ *   api_json.c errors, UTF-8-safe strings and typed field getters they share
  *   engine.c   slots and continuous batching: one thread owns the context
  *              and decodes every active slot's next tokens in one batch
  *   text.c     generated text: stop strings and what is safe to send

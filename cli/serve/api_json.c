@@ -1,0 +1,146 @@
+/*
+ * api_json — what the request and response writers share: OpenAI's error
+ * body, UTF-8-safe strings, and the typed getters of request fields (a
+ * wrong type or a value out of range is a 400 naming the field).
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "api_internal.h"
+
+/* ------------------------------------------------------------ errors */
+
+char *serve_api_error_json(const char *message, const char *type, const char *param, const char *code) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(e, "message", message);
+    cJSON_AddStringToObject(e, "type", type);
+    if (param)
+        cJSON_AddStringToObject(e, "param", param);
+    else
+        cJSON_AddNullToObject(e, "param");
+    if (code)
+        cJSON_AddStringToObject(e, "code", code);
+    else
+        cJSON_AddNullToObject(e, "code");
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+int serve_fail(serve_error *err, int status, const char *param, const char *code, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    err->status = status;
+    err->body =
+        serve_api_error_json(msg, status >= 500 ? "server_error" : "invalid_request_error", param, code);
+    return -1;
+}
+
+/* ------------------------------------------------------------ UTF-8 */
+
+
+/* Length of the valid UTF-8 sequence at s[0..n), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    if (s[0] < 0x80) return 1;
+    size_t len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+    if (len == 0 || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if (len == 3 && s[0] == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
+    if (len == 3 && s[0] == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
+    if (len == 4 && s[0] == 0xF0 && s[1] < 0x90) return 0;
+    if (len == 4 && s[0] == 0xF4 && s[1] >= 0x90) return 0;
+    return len;
+}
+
+/* A NUL-terminated valid UTF-8 copy of s[0..n): bad bytes become U+FFFD. */
+char *api_utf8_clean(const char *s, size_t n) {
+    char *out = malloc(n * 3 + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (k == 0 || (k == 1 && s[i] == '\0')) {
+            if (s[i] == '\0') {
+                i++;
+                continue;
+            }
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + o, s + i, k);
+        o += k;
+        i += k;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+bool serve_utf8_valid(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (k == 0) return false;
+        i += k;
+    }
+    return true;
+}
+
+cJSON *serve_json_add_text(cJSON *obj, const char *key, const char *s, size_t n) { return api_add_text(obj, key, s, n); }
+cJSON *api_add_text(cJSON *obj, const char *key, const char *s, size_t n) {
+    char *clean = api_utf8_clean(s ? s : "", s ? n : 0);
+    cJSON *item = cJSON_AddStringToObject(obj, key, clean ? clean : "");
+    free(clean);
+    return item;
+}
+
+/* ------------------------------------------------------------ fields */
+
+bool api_is_null(const cJSON *v) { return !v || cJSON_IsNull(v); }
+
+/* A number field in [lo, hi]; absent or null leaves *out. */
+int api_get_number(const cJSON *root, const char *key, double lo, double hi, double *out,
+                      serve_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (api_is_null(v)) return 0;
+    if (!cJSON_IsNumber(v)) return serve_fail(err, 400, key, NULL, "'%s' must be a number", key);
+    double d = v->valuedouble;
+    if (!(d >= lo && d <= hi))
+        return serve_fail(err, 400, key, NULL, "'%s' is %g, expected %g..%g", key, d, lo, hi);
+    *out = d;
+    return 0;
+}
+
+int api_get_int(const cJSON *root, const char *key, double lo, double hi, long long *out,
+                   serve_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (api_is_null(v)) return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+        return serve_fail(err, 400, key, NULL, "'%s' must be an integer", key);
+    double d = v->valuedouble;
+    if (!(d >= lo && d <= hi))
+        return serve_fail(err, 400, key, NULL, "'%s' is %.0f, expected %.0f..%.0f", key, d, lo, hi);
+    *out = (long long)d;
+    return 0;
+}
+
+int api_get_bool(const cJSON *root, const char *key, bool *out, serve_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (api_is_null(v)) return 0;
+    if (!cJSON_IsBool(v)) return serve_fail(err, 400, key, NULL, "'%s' must be true or false", key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+

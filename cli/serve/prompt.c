@@ -1,0 +1,598 @@
+/*
+ * prompt — the prompt of a request: chat messages through the chat template
+ * (with the tools, chat_template_kwargs, date_string), /apply-template,
+ * completion prompts (strings, token ids, mixes, lists of prompts) and
+ * /infill's fill-in-the-middle layout.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "api_internal.h"
+#include "chat/tool_parse.h"
+
+/* ------------------------------------------------------------ prompts */
+
+static int tokenize_text(const serve_api *api, const char *text, size_t len, bool add_special,
+                         serve_request *r, const char *param, serve_error *err) {
+    int32_t n = tessera_tokenize(api->model, text, len, NULL, 0, add_special, true);
+    if (n == INT32_MIN)
+        return serve_fail(err, 400, param, NULL, "cannot tokenize '%s': %s", param, tessera_last_error());
+    if (n < 0) n = -n;
+    if (n == 0) return serve_fail(err, 400, param, NULL, "'%s' gives no tokens", param);
+    if (n >= api->slot_ctx)
+        return serve_fail(err, 400, param, "context_length_exceeded",
+                    "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n,
+                    api->slot_ctx);
+    r->prompt = malloc((size_t)n * sizeof *r->prompt);
+    if (!r->prompt) return serve_fail(err, 500, NULL, NULL, "out of memory");
+    r->n_prompt = tessera_tokenize(api->model, text, len, r->prompt, n, add_special, true);
+    if (r->n_prompt != n) return serve_fail(err, 500, param, NULL, "tokenization changed between calls");
+    return 0;
+}
+
+/* Message content: a string, null, or an array of {"type": "text", "text"}
+ * parts, joined with a newline as llama-server joins them (measured: its
+ * prompt for ["What is", "the best book"] has the two tokens of "\n" and
+ * the unspaced "the" more than "What is the best book"). */
+static int message_text(const cJSON *content, char **out, serve_error *err) {
+    if (api_is_null(content)) {
+        *out = strdup("");
+    } else if (cJSON_IsString(content)) {
+        *out = strdup(content->valuestring);
+    } else if (cJSON_IsArray(content)) {
+        size_t len = 0;
+        const cJSON *part;
+        cJSON_ArrayForEach(part, content) {
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+            const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+            if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
+                return serve_fail(err, 400, "messages", NULL,
+                            "message content parts must be {\"type\": \"text\", \"text\": ...}");
+            len += strlen(text->valuestring) + 1;
+        }
+        *out = malloc(len + 1);
+        if (*out) {
+            size_t o = 0;
+            cJSON_ArrayForEach(part, content) {
+                const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+                if (o > 0) (*out)[o++] = '\n';
+                memcpy(*out + o, t, strlen(t));
+                o += strlen(t);
+            }
+            (*out)[o] = '\0';
+        }
+    } else {
+        return serve_fail(err, 400, "messages", NULL,
+                    "message 'content' must be a string or an array of text parts");
+    }
+    return *out ? 0 : serve_fail(err, 500, NULL, NULL, "out of memory");
+}
+
+/* Append s to a malloc'd string (NULL stays NULL: out of memory). */
+static char *append(char *acc, const char *s) {
+    if (!acc) return NULL;
+    size_t a = strlen(acc), n = strlen(s);
+    char *out = realloc(acc, a + n + 1);
+    if (!out) {
+        free(acc);
+        return NULL;
+    }
+    memcpy(out + a, s, n + 1);
+    return out;
+}
+
+/* The reply rules of a chat request: reasoning markers when the model's
+ * template uses them, tool-call parsing when tools are offered. */
+static void reply_rules(const serve_api *api, const cJSON *root, const serve_tools *tools, const char *prompt_text,
+                        bool native_tools, serve_reply_rules *rules) {
+    const char *tmpl = tessera_chat_template_source(api->tmpl);
+    /* reasoning_format "none" (the request's, else --reasoning-format) leaves it in content */
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "reasoning_format");
+    const char *format = cJSON_IsString(rf) ? rf->valuestring : api->reasoning_format;
+    if (format && !strcmp(format, "none")) tmpl = NULL;
+    if (tmpl && strstr(tmpl, "<think>")) {
+        rules->think_open = "<think>";
+        rules->think_close = "</think>";
+    } else if (tmpl && strstr(tmpl, "[THINK]")) {
+        rules->think_open = "[THINK]";
+        rules->think_close = "[/THINK]";
+    }
+    if (rules->think_open) { /* a generation prompt that opens the reasoning */
+        size_t n = strlen(prompt_text), k = strlen(rules->think_open);
+        while (n > 0 && strchr(" \n", prompt_text[n - 1])) n--;
+        rules->starts_in_think = n >= k && !memcmp(prompt_text + n - k, rules->think_open, k);
+    }
+    rules->tools = tools->choice != SERVE_TOOLS_NONE;
+    /* A template that renders the tools itself asks for its own call
+     * syntax; else the tools were offered Hermes style. */
+    rules->tool_format = native_tools ? chat_tool_format_detect(tessera_chat_template_source(api->tmpl))
+                                      : CHAT_TOOLS_HERMES;
+}
+
+/* The template variables a request adds beside messages and tools:
+ * add_generation_prompt (the request's, default true), date_string (today,
+ * as "28 Nov 2026"; date-aware templates print it) and each key of
+ * chat_template_kwargs (enable_thinking...), which may override both.
+ * 0, or -1 with *err filled. */
+static int add_template_extras(cJSON *vars, const cJSON *root, serve_error *err) {
+    const cJSON *agp = cJSON_GetObjectItemCaseSensitive(root, "add_generation_prompt");
+    if (!api_is_null(agp) && !cJSON_IsBool(agp))
+        return serve_fail(err, 400, "add_generation_prompt", NULL, "'add_generation_prompt' must be true or false");
+    char date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(date, sizeof date, "%d %b %Y", &tm);
+    if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", api_is_null(agp) || cJSON_IsTrue(agp)) ||
+        !cJSON_AddStringToObject(vars, "date_string", date))
+        return serve_fail(err, 500, NULL, NULL, "out of memory");
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
+    if (api_is_null(kw)) return 0;
+    if (!cJSON_IsObject(kw))
+        return serve_fail(err, 400, "chat_template_kwargs", NULL, "'chat_template_kwargs' must be an object");
+    const cJSON *v;
+    cJSON_ArrayForEach(v, kw) {
+        if (!strcmp(v->string, "messages") || !strcmp(v->string, "tools"))
+            return serve_fail(err, 400, "chat_template_kwargs", NULL,
+                              "'chat_template_kwargs' may not set '%s' (the request's own field)", v->string);
+        cJSON *copy = cJSON_Duplicate(v, 1);
+        if (!copy) return serve_fail(err, 500, NULL, NULL, "out of memory");
+        cJSON_DeleteItemFromObjectCaseSensitive(vars, v->string);
+        cJSON_AddItemToObject(vars, v->string, copy);
+    }
+    return 0;
+}
+
+/* Render the template with messages m[0..k) as plain role/content and the
+ * request's extras (add_template_extras). */
+static char *render_plain(const serve_api *api, const cJSON *root, const tessera_chat_message *m, int k,
+                          size_t *len, serve_error *err) {
+    cJSON *vars = cJSON_CreateObject();
+    cJSON *list = vars ? cJSON_AddArrayToObject(vars, "messages") : NULL;
+    char *json = NULL, *text = NULL;
+    bool ok = list != NULL;
+    for (int i = 0; ok && i < k; i++) {
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddStringToObject(o, "role", m[i].role) && cJSON_AddStringToObject(o, "content", m[i].content);
+        if (o) cJSON_AddItemToArray(list, o);
+    }
+    if (!ok) {
+        serve_fail(err, 500, NULL, NULL, "out of memory");
+    } else if (add_template_extras(vars, root, err) == 0) {
+        json = cJSON_PrintUnformatted(vars);
+        text = json ? tessera_chat_template_apply(api->tmpl, json, len) : NULL;
+        if (!json) serve_fail(err, 500, NULL, NULL, "out of memory");
+        else if (!text)
+            serve_fail(err, 400, "messages", NULL, "the chat template refuses the conversation: %s",
+                       tessera_last_error());
+    }
+    free(json);
+    cJSON_Delete(vars);
+    return text;
+}
+
+/* The request's messages through the chat template as the template's own
+ * variables: each message object as given (tool_calls, tool_call_id, name,
+ * reasoning_content reach the template), its role checked ("developer" read
+ * as "system") and its content reduced to text; the request's tools;
+ * add_generation_prompt on. Returns the malloc'd prompt text, or NULL with
+ * *err filled. */
+static char *render_messages(const serve_api *api, const cJSON *root, size_t *len, serve_error *err) {
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (api_is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required"), NULL;
+    if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array"), NULL;
+    if (cJSON_GetArraySize(msgs) == 0) return serve_fail(err, 400, "messages", NULL, "'messages' is empty"), NULL;
+    cJSON *vars = cJSON_CreateObject();
+    cJSON *list = vars ? cJSON_AddArrayToObject(vars, "messages") : NULL;
+    char *json = NULL, *text = NULL;
+    if (!list) goto oom;
+    int i = 0;
+    const cJSON *msg;
+    cJSON_ArrayForEach(msg, msgs) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        if (!cJSON_IsObject(msg) || !cJSON_IsString(role)) {
+            serve_fail(err, 400, "messages", NULL, "message %d must be an object with a string 'role'", i);
+            goto done;
+        }
+        const char *rs = role->valuestring;
+        if (!strcmp(rs, "developer")) rs = "system";
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool")) {
+            serve_fail(err, 400, "messages", NULL,
+                       "message %d has role '%.32s' (system, developer, user, assistant or tool)", i, rs);
+            goto done;
+        }
+        char *content = NULL;
+        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &content, err) != 0) goto done;
+        cJSON *copy = cJSON_Duplicate(msg, 1);
+        cJSON *rv = cJSON_CreateString(rs), *cv = cJSON_CreateString(content);
+        free(content);
+        if (!copy || !rv || !cv) {
+            cJSON_Delete(copy);
+            cJSON_Delete(rv);
+            cJSON_Delete(cv);
+            goto oom;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "role");
+        cJSON_DeleteItemFromObjectCaseSensitive(copy, "content");
+        cJSON_AddItemToObject(copy, "role", rv);
+        cJSON_AddItemToObject(copy, "content", cv);
+        cJSON_AddItemToArray(list, copy);
+        i++;
+    }
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+    if (!api_is_null(tools)) {
+        cJSON *t = cJSON_Duplicate(tools, 1);
+        if (!t) goto oom;
+        cJSON_AddItemToObject(vars, "tools", t);
+    }
+    if (add_template_extras(vars, root, err) != 0) goto done;
+    json = cJSON_PrintUnformatted(vars);
+    if (!json) goto oom;
+    text = tessera_chat_template_apply(api->tmpl, json, len);
+    if (!text)
+        serve_fail(err, 400, "messages", NULL, "the chat template refuses the conversation: %s", tessera_last_error());
+    goto done;
+oom:
+    serve_fail(err, 500, NULL, NULL, "out of memory");
+done:
+    free(json);
+    cJSON_Delete(vars);
+    return text;
+}
+
+char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err) {
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        serve_fail(err, 400, NULL, NULL, "the request body must be a JSON object with 'messages'");
+        return NULL;
+    }
+    size_t n = 0;
+    char *text = render_messages(api, root, &n, err);
+    cJSON_Delete(root);
+    if (!text) return NULL;
+    cJSON *out = cJSON_CreateObject();
+    char *json = out && api_add_text(out, "prompt", text, n) ? cJSON_PrintUnformatted(out) : NULL;
+    cJSON_Delete(out);
+    free(text);
+    if (!json) serve_fail(err, 500, NULL, NULL, "out of memory");
+    return json;
+}
+
+/* The conversation as plain role/content messages for a template that
+ * does not write tools itself: tool calls as the text the model writes,
+ * tool results as a user turn of <tool_response> blocks (consecutive ones
+ * merged). m and texts have room for every message plus one; *k counts
+ * those written. 0, or -1 with *err filled. */
+static int plain_messages(const cJSON *msgs, tessera_chat_message *m, char **texts, int *k, serve_error *err) {
+    int i = 0;
+    const cJSON *msg;
+    cJSON_ArrayForEach(msg, msgs) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        if (!cJSON_IsObject(msg) || !cJSON_IsString(role))
+            return serve_fail(err, 400, "messages", NULL, "message %d must be an object with a string 'role'", i);
+        const char *rs = role->valuestring;
+        if (!strcmp(rs, "developer")) rs = "system";
+        bool tool = !strcmp(rs, "tool");
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && !tool)
+            return serve_fail(err, 400, "messages", NULL,
+                              "message %d has role '%.32s' (system, developer, user, assistant or tool)", i, rs);
+        char *content = NULL;
+        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &content, err) != 0) return -1;
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+        if (!api_is_null(calls) && (strcmp(rs, "assistant") || !cJSON_IsArray(calls))) {
+            free(content);
+            return serve_fail(err, 400, "messages", NULL,
+                              "message %d: 'tool_calls' must be an array on an assistant message", i);
+        }
+        if (!api_is_null(calls) && cJSON_GetArraySize(calls) > 0) {
+            char *ct = serve_tools_calls_text(calls, err);
+            if (!ct) {
+                free(content);
+                return -1;
+            }
+            if (content[0]) content = append(content, "\n");
+            content = append(content, ct);
+            free(ct);
+        }
+        i++;
+        if (tool) { /* tool results: a user turn of <tool_response> blocks, consecutive ones merged */
+            char *t = append(strdup("<tool_response>\n"), content);
+            free(content);
+            content = append(t, "\n</tool_response>");
+            if (content && *k > 0 && !strcmp(m[*k - 1].role, "tool")) {
+                texts[*k - 1] = append(append(texts[*k - 1], "\n"), content);
+                free(content);
+                if (!texts[*k - 1]) return serve_fail(err, 500, NULL, NULL, "out of memory");
+                m[*k - 1].content = texts[*k - 1];
+                continue;
+            }
+        }
+        if (!content) return serve_fail(err, 500, NULL, NULL, "out of memory");
+        texts[*k] = content;
+        m[*k].role = tool ? "tool" : rs;
+        m[*k].content = content;
+        (*k)++;
+    }
+    for (int j = 0; j < *k; j++)
+        if (!strcmp(m[j].role, "tool")) m[j].role = "user";
+    return 0;
+}
+
+/* The offered tools into the system message (a new one first if none). */
+static int tools_into_system(const serve_tools *tools, tessera_chat_message *m, char **texts, int *k,
+                             serve_error *err) {
+    char *sys = serve_tools_system_text(tools);
+    if (*k > 0 && !strcmp(m[0].role, "system")) {
+        texts[0] = append(append(texts[0], "\n\n"), sys ? sys : "");
+        m[0].content = texts[0];
+        free(sys);
+    } else {
+        memmove(m + 1, m, (size_t)*k * sizeof *m);
+        memmove(texts + 1, texts, (size_t)*k * sizeof *texts);
+        m[0] = (tessera_chat_message){.role = "system", .content = sys};
+        texts[0] = sys;
+        (*k)++;
+    }
+    return texts[0] ? 0 : serve_fail(err, 500, NULL, NULL, "out of memory");
+}
+
+/* The rendered conversation (owned: *text may be replaced) into r's
+ * prompt: reply rules, the prefill and grammar tool_choice forces, the
+ * tool names the reply parser needs. */
+static int finish_chat_prompt(const serve_api *api, const cJSON *root, serve_request *r, serve_tools *tools,
+                              bool native_tools, char **text, size_t len, tessera_grammar **grammar,
+                              serve_error *err) {
+    reply_rules(api, root, tools, *text, native_tools, &r->rules);
+    char *prefill = serve_tools_prefill(tools, r->rules.tool_format);
+    if (prefill) { /* the reply starts with it: prompt and generated text both get it */
+        *text = append(*text, prefill);
+        for (int32_t c = 0; c < r->n_choices; c++)
+            if (serve_text_append(&r->choices[c], prefill, strlen(prefill)) != 0) {
+                free(*text);
+                *text = NULL;
+            }
+        free(prefill);
+        if (!*text) return serve_fail(err, 500, NULL, NULL, "out of memory");
+        len = strlen(*text);
+    }
+    char *gbnf = serve_tools_grammar(tools, err);
+    if (!gbnf && err->status) return -1;
+    if (gbnf) {
+        *grammar = tessera_grammar_parse(gbnf, strlen(gbnf), NULL);
+        free(gbnf);
+        if (!*grammar)
+            return serve_fail(err, 500, "tool_choice", NULL, "the tool-call grammar does not parse: %s",
+                              tessera_last_error());
+    }
+    if (r->rules.tools) {
+        r->rules.tool_names = tools->names;
+        r->rules.n_tool_names = tools->n;
+        tools->names = NULL;
+        for (int j = 0; j < tools->n; j++) free(tools->json[j]);
+        tools->n = 0;
+    }
+    return tokenize_text(api, *text, len, !tessera_chat_template_text_has_bos(api->tmpl, *text, len), r,
+                         "messages", err);
+}
+
+/* The conversation into r's prompt; *grammar: the constraint tool_choice
+ * asks for (NULL: none). A template that writes the tools itself gets them
+ * (and the messages as given); else they are offered Hermes style in the
+ * system message, calls and results as text, through the same template. */
+int api_parse_messages(const serve_api *api, const cJSON *root, serve_request *r, tessera_grammar **grammar,
+                       serve_error *err) {
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (api_is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required");
+    if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array");
+    int n = cJSON_GetArraySize(msgs);
+    if (n == 0) return serve_fail(err, 400, "messages", NULL, "'messages' is empty");
+    serve_tools tools;
+    if (serve_tools_parse(root, &tools, err) != 0) {
+        serve_tools_free(&tools);
+        return -1;
+    }
+    tessera_chat_message *m = calloc((size_t)n + 1, sizeof *m); /* + a system message for the tools */
+    char **texts = calloc((size_t)n + 1, sizeof *texts);
+    char *text = NULL;
+    int rc = -1, k = 0;
+    size_t len = 0;
+    bool native_tools =
+        tools.choice != SERVE_TOOLS_NONE && strstr(tessera_chat_template_source(api->tmpl), "tools");
+    if (!m || !texts) serve_fail(err, 500, NULL, NULL, "out of memory");
+    else if (native_tools) text = render_messages(api, root, &len, err);
+    else if (plain_messages(msgs, m, texts, &k, err) == 0 &&
+             (tools.choice == SERVE_TOOLS_NONE || tools_into_system(&tools, m, texts, &k, err) == 0))
+        text = render_plain(api, root, m, k, &len, err);
+    if (text) rc = finish_chat_prompt(api, root, r, &tools, native_tools, &text, len, grammar, err);
+    free(text);
+    if (texts)
+        for (int j = 0; j < n + 1; j++) free(texts[j]);
+    free(texts);
+    free(m);
+    serve_tools_free(&tools);
+    return rc;
+}
+
+/* A prompt field holds one prompt (a string, token ids, a flat mix of
+ * both, or llama-server's {"prompt_string": ...}) or a list of them (OpenAI's
+ * batch: strings or token-id arrays). Returns the k-th and sets *count. */
+static const cJSON *prompt_at(const cJSON *p, int k, int *count) {
+    *count = 1;
+    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0) return p;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, p)
+        if (cJSON_IsNumber(e)) return p; /* token ids (maybe mixed with text): one prompt */
+    *count = cJSON_GetArraySize(p);
+    return cJSON_GetArrayItem(p, k < *count ? k : 0);
+}
+
+int serve_api_count_prompts(serve_kind kind, const char *body, size_t len) {
+    if (kind == SERVE_CHAT || kind == SERVE_INFILL) return 1;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    int count = 1;
+    const cJSON *p = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "prompt") : NULL;
+    if (p) prompt_at(p, 0, &count);
+    cJSON_Delete(root);
+    return count;
+}
+
+/* Append tokens to r->prompt (capacity *cap), refusing more than a slot holds. */
+static int prompt_push(const serve_api *api, serve_request *r, int32_t *cap, const tessera_token *t, int32_t n,
+                       const char *param, serve_error *err) {
+    if ((int64_t)r->n_prompt + n >= api->slot_ctx)
+        return serve_fail(err, 400, param, "context_length_exceeded",
+                          "the prompt has %lld tokens, a slot's context holds %d (-c / --parallel)",
+                          (long long)r->n_prompt + n, api->slot_ctx);
+    if (r->n_prompt + n > *cap) {
+        int32_t c = *cap ? *cap : 64;
+        while (c < r->n_prompt + n) c *= 2;
+        tessera_token *grown = realloc(r->prompt, (size_t)c * sizeof *grown);
+        if (!grown) return serve_fail(err, 500, NULL, NULL, "out of memory");
+        r->prompt = grown;
+        *cap = c;
+    }
+    memcpy(r->prompt + r->n_prompt, t, (size_t)n * sizeof *t);
+    r->n_prompt += n;
+    return 0;
+}
+
+/* Tokenize text (special tokens written as text are parsed) onto r->prompt. */
+static int prompt_push_text(const serve_api *api, serve_request *r, int32_t *cap, const char *text, bool add_special,
+                            const char *param, serve_error *err) {
+    size_t len = strlen(text);
+    int32_t n = tessera_tokenize(api->model, text, len, NULL, 0, add_special, true);
+    if (n == INT32_MIN)
+        return serve_fail(err, 400, param, NULL, "cannot tokenize '%s': %s", param, tessera_last_error());
+    if (n < 0) n = -n;
+    if (n == 0) return 0;
+    if (n >= api->slot_ctx)
+        return serve_fail(err, 400, param, "context_length_exceeded",
+                          "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n, api->slot_ctx);
+    tessera_token *t = malloc((size_t)n * sizeof *t);
+    if (!t) return serve_fail(err, 500, NULL, NULL, "out of memory");
+    int rc = tessera_tokenize(api->model, text, len, t, n, add_special, true) == n
+                 ? prompt_push(api, r, cap, t, n, param, err)
+                 : serve_fail(err, 500, param, NULL, "tokenization changed between calls");
+    free(t);
+    return rc;
+}
+
+/* One prompt (see prompt_at) into r->prompt. Text gets the model's BOS when
+ * it starts the prompt, as llama-server does. */
+static int prompt_tokens(const serve_api *api, const cJSON *p, serve_request *r, serve_error *err) {
+    int32_t cap = 0, n_vocab = tessera_model_n_vocab(api->model);
+    if (cJSON_IsObject(p)) {
+        if (!api_is_null(cJSON_GetObjectItemCaseSensitive(p, "multimodal_data")))
+            return serve_fail(err, 400, "prompt", "unsupported_parameter",
+                              "'prompt.multimodal_data': this server has no vision or audio input");
+        p = cJSON_GetObjectItemCaseSensitive(p, "prompt_string");
+        if (!cJSON_IsString(p))
+            return serve_fail(err, 400, "prompt", NULL, "a prompt object needs a 'prompt_string'");
+    }
+    if (cJSON_IsString(p)) {
+        if (prompt_push_text(api, r, &cap, p->valuestring, true, "prompt", err) != 0) return -1;
+    } else if (cJSON_IsArray(p)) {
+        const cJSON *t;
+        cJSON_ArrayForEach(t, p) {
+            if (cJSON_IsString(t)) {
+                if (prompt_push_text(api, r, &cap, t->valuestring, r->n_prompt == 0, "prompt", err) != 0) return -1;
+                continue;
+            }
+            if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
+                t->valuedouble >= n_vocab)
+                return serve_fail(err, 400, "prompt", NULL,
+                                  "'prompt' items must be strings or token ids in 0..%d", n_vocab - 1);
+            tessera_token id = (tessera_token)t->valuedouble;
+            if (prompt_push(api, r, &cap, &id, 1, "prompt", err) != 0) return -1;
+        }
+    } else {
+        return serve_fail(err, 400, "prompt", NULL,
+                          "'prompt' must be a string, token ids, or a list of strings or token-id arrays");
+    }
+    if (r->n_prompt == 0) return serve_fail(err, 400, "prompt", NULL, "'prompt' is empty");
+    return 0;
+}
+
+int api_parse_prompt(const serve_api *api, const cJSON *root, int index, serve_request *r, serve_error *err) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+    if (api_is_null(p)) return serve_fail(err, 400, "prompt", NULL, "'prompt' is required");
+    int count;
+    return prompt_tokens(api, prompt_at(p, index, &count), r, err);
+}
+
+/* The id of the first of names[] that is one special token of the
+ * vocabulary, or -1. */
+static tessera_token special_token(const serve_api *api, const char *const *names) {
+    for (; *names; names++) {
+        tessera_token t[2];
+        if (tessera_tokenize(api->model, *names, strlen(*names), t, 2, false, true) == 1) {
+            char piece[64];
+            int32_t n = tessera_token_to_piece(api->model, t[0], piece, sizeof piece - 1, true);
+            if (n == (int32_t)strlen(*names) && !memcmp(piece, *names, (size_t)n)) return t[0];
+        }
+    }
+    return -1;
+}
+
+/* A string field of /infill ("" when absent). */
+static int infill_text(const cJSON *root, const char *key, const char **out, serve_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    *out = "";
+    if (api_is_null(v)) return 0;
+    if (!cJSON_IsString(v)) return serve_fail(err, 400, key, NULL, "'%s' must be a string", key);
+    *out = v->valuestring;
+    return 0;
+}
+
+/* /infill: fill-in-the-middle with the vocabulary's FIM tokens, as
+ * [BOS] {FILE_SEP filename \n text}... FIM_PRE prefix FIM_SUF suffix FIM_MID prompt
+ * (input_extra chunks without a file-separator token are plain text before
+ * the prefix). A model without FIM tokens is a 400. */
+int api_parse_infill(const serve_api *api, const cJSON *root, serve_request *r, serve_error *err) {
+    static const char *const pre_n[] = {"<|fim_prefix|>", "<fim_prefix>", "<fim-prefix>", "<PRE>", "▁<PRE>", NULL};
+    static const char *const suf_n[] = {"<|fim_suffix|>", "<fim_suffix>", "<fim-suffix>", "<SUF>", "▁<SUF>", NULL};
+    static const char *const mid_n[] = {"<|fim_middle|>", "<fim_middle>", "<fim-middle>", "<MID>", "▁<MID>", NULL};
+    static const char *const sep_n[] = {"<|file_sep|>", "<file_sep>", NULL};
+    tessera_token pre = special_token(api, pre_n), suf = special_token(api, suf_n), mid = special_token(api, mid_n);
+    tessera_token sep = special_token(api, sep_n), bos = tessera_token_bos(api->model);
+    if (pre < 0 || suf < 0 || mid < 0)
+        return serve_fail(err, 400, "input_prefix", "unsupported_parameter",
+                          "this model's vocabulary has no fill-in-the-middle tokens (<fim_prefix>...)");
+    const char *prefix, *suffix, *prompt;
+    if (infill_text(root, "input_prefix", &prefix, err) || infill_text(root, "input_suffix", &suffix, err) ||
+        infill_text(root, "prompt", &prompt, err))
+        return -1;
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(root, "input_extra");
+    if (!api_is_null(extra) && !cJSON_IsArray(extra))
+        return serve_fail(err, 400, "input_extra", NULL, "'input_extra' must be an array of {filename, text}");
+    int32_t cap = 0;
+    if (bos >= 0 && prompt_push(api, r, &cap, &bos, 1, "input_prefix", err) != 0) return -1;
+    const cJSON *chunk;
+    cJSON_ArrayForEach(chunk, extra) {
+        const char *name, *text;
+        if (!cJSON_IsObject(chunk) || infill_text(chunk, "filename", &name, err) || infill_text(chunk, "text", &text, err))
+            return err->status ? -1
+                               : serve_fail(err, 400, "input_extra", NULL, "'input_extra' items must be {filename, text}");
+        if (sep >= 0 && (prompt_push(api, r, &cap, &sep, 1, "input_extra", err) ||
+                         prompt_push_text(api, r, &cap, name, false, "input_extra", err) ||
+                         prompt_push_text(api, r, &cap, "\n", false, "input_extra", err)))
+            return -1;
+        if (prompt_push_text(api, r, &cap, text, false, "input_extra", err) != 0) return -1;
+    }
+    if (prompt_push(api, r, &cap, &pre, 1, "input_prefix", err) ||
+        prompt_push_text(api, r, &cap, prefix, false, "input_prefix", err) ||
+        prompt_push(api, r, &cap, &suf, 1, "input_suffix", err) ||
+        prompt_push_text(api, r, &cap, suffix, false, "input_suffix", err) ||
+        prompt_push(api, r, &cap, &mid, 1, "prompt", err) || prompt_push_text(api, r, &cap, prompt, false, "prompt", err))
+        return -1;
+    return 0;
+}
+

@@ -1,0 +1,263 @@
+"""llama-server's native API and the drop-in behaviours of tessera serve,
+over raw HTTP with stories260K:
+/completion with every prompt shape, n_predict, return_tokens, n_probs,
+id_slot, streams and timings; /tokenize and /detokenize; /infill; the field
+policy (unknown fields ignored and logged, known unhonourable ones a 400);
+CORS; /v1/completions prompt lists; /v1/models aliases and /v1/models/{id};
+/props params; server-side sampling defaults; --no-webui, --no-slots, a
+--host list, --slot-save-path made; chat_template_kwargs, date_string and
+add_generation_prompt in the template; text parts joined with a newline.
+Bad input is one clear 4xx and the server goes on serving."""
+import json
+import os
+import socket
+import sys
+import tempfile
+
+from serve_common import MODEL, Server, error_body, expect, main
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from gguf_edit import Gguf  # noqa: E402
+
+
+def fim_model(tmp):
+    """stories260K with three unused byte tokens (<0x01>..<0x03>, ids 4..6)
+    renamed to <fim_prefix>, <fim_suffix>, <fim_middle> and made control
+    tokens: a small model whose vocabulary has FIM tokens."""
+    g = Gguf(MODEL)
+    et, toks = g.get("tokenizer.ggml.tokens")
+    tt, types = g.get("tokenizer.ggml.token_type")
+    for i, name in zip((4, 5, 6), (b"<fim_prefix>", b"<fim_suffix>", b"<fim_middle>")):
+        toks[i] = name
+        types[i] = 3  # control
+    g.set("tokenizer.ggml.tokens", 9, (et, toks))
+    g.set("tokenizer.ggml.token_type", 9, (tt, types))
+    path = os.path.join(tmp, "stories260K-fim.gguf")
+    g.write(path)
+    return path
+
+PROMPT = "Once upon a time"
+
+
+def post(srv, path, body, status=200):
+    st, obj = srv.json("POST", path, body)
+    expect(st == status, "%s %r: status %d (want %d) %r" % (path, body, st, status, obj))
+    return obj
+
+
+def tokenize(srv, text, **kw):
+    return post(srv, "/tokenize", dict(kw, content=text))["tokens"]
+
+
+def bad(srv, path, body, status, param, what):
+    st, obj = srv.json("POST", path, body)
+    expect(st == status, "%s: status %d, want %d: %r" % (what, st, status, obj))
+    e = error_body(obj, what)
+    expect(param is None or e["param"] == param, "%s: param %r, want %r" % (what, e["param"], param))
+    return e
+
+
+def test_completion_shapes():
+    with Server("--parallel", "2", "--temp", "0") as srv:
+        one = post(srv, "/completion", {"prompt": PROMPT, "n_predict": 8, "return_tokens": True})
+        for k in ("content", "tokens", "id_slot", "stop", "stop_type", "timings", "tokens_predicted",
+                  "tokens_evaluated", "generation_settings", "prompt", "has_new_line", "truncated"):
+            expect(k in one, "/completion result lacks %s: %r" % (k, one))
+        expect(one["stop"] is True and one["stop_type"] == "limit", "stop fields %r" % one)
+        expect(len(one["tokens"]) == 8 and one["timings"]["predicted_n"] == 8, "8 tokens: %r" % one)
+        n_prompt = len(tokenize(srv, PROMPT, add_special=True))
+        expect(one["timings"]["prompt_n"] + one["timings"]["cache_n"] == n_prompt == one["tokens_evaluated"],
+               "prompt counts %r vs %d" % (one["timings"], n_prompt))
+        expect(one["prompt"].startswith("<s>"), "the prompt text shows BOS: %r" % one["prompt"])
+        # the generated ids detokenize to the content; the same request as token ids gives the same
+        detok = post(srv, "/detokenize", {"tokens": one["tokens"]})["content"]
+        expect(detok == one["content"], "detokenized %r != content %r" % (detok, one["content"]))
+        ids = tokenize(srv, PROMPT, add_special=True)
+        again = post(srv, "/completion", {"prompt": ids, "n_predict": 8})
+        expect(again["content"] == one["content"], "token prompt %r != %r" % (again["content"], one["content"]))
+        mixed = post(srv, "/completion", {"prompt": [ids[0], PROMPT], "n_predict": 8})  # BOS id, then text
+        expect(isinstance(mixed, dict) and mixed["content"] == one["content"], "mixed prompt %r" % mixed)
+        many = post(srv, "/completion", {"prompt": [ids, PROMPT], "n_predict": 8})
+        expect(isinstance(many, list) and len(many) == 2 and [m["index"] for m in many] == [0, 1],
+               "a list of prompts answers a list: %r" % many)
+        expect(many[0]["content"] == many[1]["content"] == one["content"], "list contents %r" % many)
+        # response_fields keeps only those ("a/b" reaches into objects)
+        few = post(srv, "/completion", {"prompt": PROMPT, "n_predict": 4,
+                                        "response_fields": ["content", "generation_settings/n_predict"]})
+        expect(set(few) == {"content", "generation_settings/n_predict"} and few["generation_settings/n_predict"] == 4,
+               "response_fields %r" % few)
+
+
+def test_completion_probs_stream_slot():
+    with Server("--parallel", "2", "--temp", "0") as srv:
+        res = post(srv, "/completion", {"prompt": PROMPT, "n_predict": 5, "n_probs": 3})
+        probs = res["completion_probabilities"]
+        expect(len(probs) == 5, "5 entries: %r" % probs)
+        for p in probs:
+            expect(p["logprob"] <= 0 and len(p["top_logprobs"]) == 3 and isinstance(p["bytes"], list), "entry %r" % p)
+            expect(p["id"] == p["top_logprobs"][0]["id"], "greedy picks the most likely: %r" % p)
+        events, done = srv.stream("/completion", {"prompt": PROMPT, "n_predict": 5, "n_probs": 3})
+        expect(not done, "/completion streams end without [DONE]")
+        expect(events[-1]["stop"] is True and all(e["stop"] is False for e in events[:-1]), "stop flags")
+        text = "".join(e["content"] for e in events)
+        expect(text == res["content"], "stream %r != %r" % (text, res["content"]))
+        expect(all(len(e["completion_probabilities"]) == 1 for e in events[:-1]), "one token per event")
+        expect(events[-1]["timings"]["predicted_n"] == 5, "final event statistics %r" % events[-1])
+        for slot in (0, 1):
+            r = post(srv, "/completion", {"prompt": PROMPT, "n_predict": 2, "id_slot": slot})
+            expect(r["id_slot"] == slot, "id_slot %d ran in %r" % (slot, r["id_slot"]))
+        bad(srv, "/completion", {"prompt": PROMPT, "id_slot": 2}, 400, "id_slot", "id_slot out of range")
+
+
+def test_tokenizer_endpoints():
+    with Server() as srv:
+        text = "Hello world 媽"
+        plain = tokenize(srv, text)
+        withp = tokenize(srv, text, with_pieces=True)
+        expect([t["id"] for t in withp] == plain, "with_pieces ids %r vs %r" % (withp, plain))
+        expect(all("piece" in t for t in withp), "pieces %r" % withp)
+        bos = tokenize(srv, text, add_special=True)
+        expect(bos[0] == 1 and bos[1:] == plain, "add_special adds BOS: %r" % bos)
+        expect(post(srv, "/detokenize", {"tokens": plain})["content"].strip() == text, "round trip")
+        bad(srv, "/detokenize", {"tokens": [1, 10 ** 9]}, 400, "tokens", "token out of range")
+        bad(srv, "/tokenize", {"content": 5}, 400, "content", "content not a string")
+        # /apply-template honours add_generation_prompt
+        msgs = [{"role": "user", "content": "hi"}]
+        on = post(srv, "/apply-template", {"messages": msgs})["prompt"]
+        off = post(srv, "/apply-template", {"messages": msgs, "add_generation_prompt": False})["prompt"]
+        expect(on.startswith(off) and len(on) > len(off), "add_generation_prompt: %r vs %r" % (on, off))
+
+
+def test_infill():
+    with Server() as srv:  # stories260K has no FIM tokens
+        e = bad(srv, "/infill", {"input_prefix": "a", "input_suffix": "b"}, 400, "input_prefix", "no FIM tokens")
+        expect("fill-in-the-middle" in e["message"], "message %r" % e["message"])
+        expect(post(srv, "/completion", {"prompt": PROMPT, "n_predict": 1})["content"], "serves after the 400")
+    tmp = tempfile.mkdtemp(prefix="tessera-fim-")
+    with Server("--temp", "0", model=fim_model(tmp)) as srv:
+        body = {"input_prefix": "Once upon", "input_suffix": " the end.", "prompt": " a",
+                "input_extra": [{"filename": "a.txt", "text": "Lily"}], "n_predict": 4, "return_tokens": True}
+        res = post(srv, "/infill", body)
+        # the prompt is BOS, the extra chunk's text, then FIM_PRE prefix FIM_SUF suffix FIM_MID prompt
+        want = [1] + tokenize(srv, "Lily") + [4] + tokenize(srv, "Once upon") + [5] + \
+            tokenize(srv, " the end.") + [6] + tokenize(srv, " a")
+        expect(res["tokens_evaluated"] == len(want), "infill prompt %d tokens, want %d" % (res["tokens_evaluated"], len(want)))
+        same = post(srv, "/completion", {"prompt": want, "n_predict": 4})
+        expect(same["content"] == res["content"], "infill = its prompt as ids: %r vs %r" % (res["content"], same["content"]))
+        bad(srv, "/infill", {"input_prefix": 3}, 400, "input_prefix", "prefix not a string")
+        bad(srv, "/infill", {"input_extra": [{"text": 1}]}, 400, "text", "extra text not a string")
+
+
+def test_field_policy():
+    with Server("--parallel", "2") as srv:
+        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "user": "u", "store": True,
+                "metadata": {"a": "b"}, "service_tier": "auto", "reasoning_effort": "low",
+                "prompt_cache_key": "k", "verbosity": "low", "frobnicate": {"x": [1]}}
+        obj = post(srv, "/v1/chat/completions", body)
+        expect(obj["usage"]["completion_tokens"] <= 2, "unknown fields ignored: %r" % obj)
+        post(srv, "/v1/completions", {"prompt": PROMPT, "max_tokens": 2, "n_predict": 5, "top_k": 3,
+                                      "repeat_penalty": 1.1, "cache_prompt": False, "id_slot": 1,
+                                      "samplers": ["top_k", "temperature"]})
+        bad(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "mirostat": 2}, 400,
+            "mirostat", "mirostat on")
+        bad(srv, "/v1/completions", {"prompt": "x", "tools": [{"type": "function"}]}, 400, "tools",
+            "a chat field on completions")
+        bad(srv, "/v1/completions", {"prompt": "x", "samplers": ["nope"]}, 400, "samplers", "unknown sampler")
+    log = "".join(srv.stderr_lines)
+    expect("ignored=" in log and "frobnicate" in log and "service_tier" in log,
+           "the request log names the ignored fields:\n" + log)
+
+
+def test_prompt_lists():
+    with Server("--parallel", "2", "--temp", "0") as srv:
+        obj = post(srv, "/v1/completions", {"prompt": [PROMPT, "The little dog"], "max_tokens": 4})
+        ch = sorted(obj["choices"], key=lambda c: c["index"])
+        expect([c["index"] for c in ch] == [0, 1], "one choice per prompt: %r" % obj)
+        for i, p in enumerate([PROMPT, "The little dog"]):
+            alone = post(srv, "/v1/completions", {"prompt": p, "max_tokens": 4})["choices"][0]["text"]
+            expect(ch[i]["text"] == alone, "prompt %d: %r != %r" % (i, ch[i]["text"], alone))
+        expect(obj["usage"]["completion_tokens"] == 8, "usage summed %r" % obj["usage"])
+        two = post(srv, "/v1/completions", {"prompt": [PROMPT, "The little dog"], "max_tokens": 2, "n": 2,
+                                            "temperature": 1, "seed": 3})
+        expect(sorted(c["index"] for c in two["choices"]) == [0, 1, 2, 3], "n x prompts indexes %r" % two)
+        bad(srv, "/v1/completions", {"prompt": [PROMPT, PROMPT], "stream": True}, 400, "stream", "streamed list")
+
+
+def test_cors_and_models():
+    with Server("--api-key", "k", "--alias", "zeta,alpha", "--tags", "chat,small") as srv:
+        st, hd, _ = srv.request("OPTIONS", "/v1/chat/completions", None,
+                                {"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+                                 "Access-Control-Request-Headers": "Authorization, Content-Type"})
+        expect(st == 200 and hd.get("access-control-allow-origin") == "https://app.example",
+               "preflight without a key: %d %r" % (st, hd))
+        expect("authorization" in hd.get("access-control-allow-headers", "").lower() and
+               "POST" in hd.get("access-control-allow-methods", ""), "preflight headers %r" % hd)
+        auth = {"Authorization": "Bearer k", "Origin": "https://app.example"}
+        st, hd, data = srv.request("GET", "/v1/models", None, auth)
+        expect(st == 200 and hd.get("access-control-allow-origin") == "https://app.example", "CORS on GET %r" % hd)
+        m = json.loads(data)["data"][0]
+        expect(m["id"] == "alpha" and set(m["aliases"]) == {"zeta", "alpha"} and m["tags"] == ["chat", "small"],
+               "aliases and tags %r" % m)
+        st, one = srv.json("GET", "/v1/models/zeta", headers=auth)
+        expect(st == 200 and one["id"] == "alpha", "/v1/models/zeta %d %r" % (st, one))
+        st, miss = srv.json("GET", "/v1/models/nope", headers=auth)
+        expect(st == 404 and error_body(miss, "404")["code"] == "model_not_found", "unknown model %d %r" % (st, miss))
+        st, _ = srv.json("GET", "/v1/models", headers={"X-Api-Key": "k"})
+        expect(st == 200, "X-Api-Key accepted: %d" % st)
+    with Server("--cors-origin", "localhost") as srv:
+        for origin, allowed in (("http://localhost:3000", True), ("http://localhost.evil.com", False)):
+            st, hd, _ = srv.request("OPTIONS", "/completion", None, {"Origin": origin})
+            expect(st == 200 and (hd.get("access-control-allow-origin") == origin) == allowed,
+                   "--cors-origin localhost, %s: %r" % (origin, hd))
+
+
+def test_server_options():
+    tmp = tempfile.mkdtemp(prefix="tessera-native-")
+    slot_dir = os.path.join(tmp, "slots")
+    tmpl = os.path.join(tmp, "t.jinja")
+    with open(tmpl, "w") as f:
+        f.write("{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+                "{% if flag is defined %}flag={{ flag }} {% endif %}date={{ date_string }}"
+                "{% if add_generation_prompt %}\n[assistant]{% endif %}")
+    try:  # the second address, where the machine has IPv6 loopback
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        hosts = "127.0.0.1,::1"
+    except OSError:
+        hosts = "127.0.0.1"
+    args = ("--temp", "0", "--seed", "42", "--no-webui", "--no-slots", "--slot-save-path", slot_dir,
+            "--host", hosts, "--chat-template-file", tmpl, "-n", "6")
+    with Server(*args) as srv:
+        expect(os.path.isdir(slot_dir), "--slot-save-path was made")
+        st, _, _ = srv.request("GET", "/")
+        expect(st == 404, "--no-webui: GET / is %d" % st)
+        st, _ = srv.json("GET", "/slots")
+        expect(st == 501, "--no-slots: GET /slots is %d" % st)
+        props = srv.json("GET", "/props")[1]
+        params = props["default_generation_settings"]["params"]
+        expect(params["seed"] == 42 and params["temperature"] == 0, "/props params %r" % params)
+        a = post(srv, "/completion", {"prompt": PROMPT})
+        b = post(srv, "/completion", {"prompt": PROMPT})
+        expect(a["content"] == b["content"] and a["tokens_predicted"] == 6, "--temp 0 and -n as defaults")
+        expect(a["generation_settings"]["seed"] == 42, "--seed default %r" % a["generation_settings"])
+        parts = [{"type": "text", "text": "What is"}, {"type": "text", "text": "the best book"}]
+        p = post(srv, "/apply-template", {"messages": [{"role": "user", "content": parts}],
+                                          "chat_template_kwargs": {"flag": "yes"}})["prompt"]
+        expect("What is\nthe best book" in p, "text parts joined with a newline: %r" % p)
+        expect("flag=yes" in p and "date=" in p and "date=\n" not in p, "kwargs and date_string: %r" % p)
+        st, hd, _ = srv.request("GET", "/health")
+        expect(st == 200, "health %d" % st)
+    log = "".join(srv.stderr_lines)
+    expect(hosts == "127.0.0.1" or "also on ::1" in log, "the second address is listened on:\n" + log)
+
+
+main([
+    ("/completion shapes, token and mixed prompts, lists, response_fields", test_completion_shapes),
+    ("n_probs, streams, id_slot", test_completion_probs_stream_slot),
+    ("/tokenize, /detokenize, /apply-template", test_tokenizer_endpoints),
+    ("/infill", test_infill),
+    ("field policy", test_field_policy),
+    ("/v1/completions prompt lists", test_prompt_lists),
+    ("CORS, models, aliases", test_cors_and_models),
+    ("server options and template context", test_server_options),
+])

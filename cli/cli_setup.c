@@ -305,7 +305,9 @@ int cli_chat_setup(const char *cmd, const cli_params *p, const tessera_model *m,
         snprintf(out->source, sizeof out->source, "%s", p->chat_template_file);
     } else if (p->chat_template) {
         /* a built-in name, or the Jinja text itself (as llama.cpp takes it) */
-        bool jinja = strstr(p->chat_template, "{{") || strstr(p->chat_template, "{%");
+        /* a template's text (as llama-server takes it); a name has no spaces */
+        bool jinja = strstr(p->chat_template, "{{") || strstr(p->chat_template, "{%") ||
+                     strpbrk(p->chat_template, " \n");
         out->tmpl = jinja ? tessera_chat_template_new(p->chat_template, strlen(p->chat_template), bos, eos)
                           : tessera_chat_template_builtin(p->chat_template, bos, eos);
         if (!out->tmpl) {

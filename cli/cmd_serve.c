@@ -51,7 +51,7 @@ int cmd_serve(int argc, char **argv) {
 typedef struct serve_opts {
     cli_params p;
     const char *host, *api_key, *alias, *tags, *slot_save_path, *cors_origin, *reasoning_format;
-    int32_t no_webui, no_slots, slots, metrics, no_metrics;
+    int32_t no_webui, no_slots, slots, metrics, no_metrics, reasoning;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
     serve_log_format log_format;
@@ -69,6 +69,14 @@ static int opt_reasoning_format(const char *cmd, const char *flag, const char *v
     if (strcmp(value, "none") && strcmp(value, "deepseek") && strcmp(value, "auto"))
         return cli_bad_value(cmd, flag, value, "none, deepseek or auto");
     *(const char **)dst = value;
+    return 0;
+}
+
+static int opt_reasoning(const char *cmd, const char *flag, const char *value, void *dst) {
+    if (!strcmp(value, "on")) *(int32_t *)dst = 1;
+    else if (!strcmp(value, "off")) *(int32_t *)dst = 0;
+    else if (!strcmp(value, "auto")) *(int32_t *)dst = -1;
+    else return cli_bad_value(cmd, flag, value, "on, off or auto");
     return 0;
 }
 
@@ -93,6 +101,10 @@ static const cli_option serve_own[] = {
      "thinking models' <think>...</think>: deepseek or auto (default) give it as reasoning_content, none "
      "leaves it in content",
      CLI_FN, CLI_OWN(serve_opts, reasoning_format), 0, 0, opt_reasoning_format, CLI_NO_DEFAULT, 0},
+    {NULL, "--reasoning", "MODE",
+     "thinking models: on or off sets the chat template's enable_thinking (a request's "
+     "chat_template_kwargs still wins); auto (default) leaves it to the template",
+     CLI_FN, CLI_OWN(serve_opts, reasoning), 0, 0, opt_reasoning, CLI_NO_DEFAULT, 0},
     {NULL, "--tags", "TAGS", "comma-separated tags listed with the model in /v1/models", CLI_STR,
      CLI_OWN(serve_opts, tags), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--port", "N", "TCP port; 0: any free port, printed", CLI_INT, CLI_OWN(serve_opts, port), 0,
@@ -174,6 +186,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     o->body_timeout = 30;
     o->shutdown_grace = 10;
     o->cors_origin = "*";
+    o->reasoning = -1;
     int rc = cli_parse(&serve_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
     if (!o->p.model) {
@@ -358,7 +371,8 @@ int cmd_serve(int argc, char **argv) {
                      .n_slots = (int32_t)o.parallel,
                      .default_max_tokens = o.p.n_predict > 0 ? o.p.n_predict : 0,
                      .sampling = &o.p.sp,
-                     .reasoning_format = o.reasoning_format};
+                     .reasoning_format = o.reasoning_format,
+                     .enable_thinking = o.reasoning};
     int max_conns = o.max_conns > 0 ? o.max_conns : o.parallel + o.queue + 64;
     serve_http_params hp = {.port = (int)o.port,
                             .api_key = o.api_key,

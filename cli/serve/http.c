@@ -487,7 +487,7 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
     if (route_open(h, c, url, get, __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0, &rc) == 0) return rc;
     if (!authorized(h, c))
         return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
-                          "invalid_request_error", "invalid_api_key");
+                          "authentication_error", "invalid_api_key");
     if (cs->too_large) {
         char msg[128];
         snprintf(msg, sizeof msg, "the request body of %llu bytes is over the limit of %zu bytes",
@@ -532,7 +532,9 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         char *body = serve_slots_post(h->e, h->p.slot_save_path, url + 7, action, cs->body, cs->len, &status);
         return send_json(h, c, status, body);
     }
-    if (!strcmp(url, "/metrics") && !h->p.no_metrics)
+    if (!strcmp(url, "/metrics") && h->p.no_metrics) /* llama-server's answer: not supported */
+        return send_error(h, c, 501, "the metrics endpoint is off (--no-metrics)", "not_supported_error", NULL);
+    if (!strcmp(url, "/metrics"))
         return get ? send_body(h, c, 200, render_metrics(h), "text/plain; version=0.0.4")
                    : send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
     char msg[160];

@@ -109,6 +109,9 @@ static void add_settings(const serve_api *api, cJSON *o, const serve_request *r,
     cJSON_AddBoolToObject(g, "cache_prompt", r->cache_prompt);
     cJSON_AddNumberToObject(g, "id_slot", r->id_slot);
     cJSON_AddStringToObject(g, "model", api->model_id);
+    /* llama.cpp's adaptive-p sampler, which Tessera does not have: off */
+    cJSON_AddNumberToObject(g, "adaptive_target", -1.0);
+    cJSON_AddNullToObject(g, "adaptive_decay");
     cJSON *stop = cJSON_AddArrayToObject(g, "stop");
     for (int i = 0; i < r->n_stop; i++) cJSON_AddItemToArray(stop, cJSON_CreateString(r->stop[i]));
 }
@@ -150,6 +153,11 @@ static cJSON *project(cJSON *full, const char *fields_json) {
     return out;
 }
 
+/* response_fields given and not empty ([] keeps everything, as llama-server). */
+static bool has_projection(const serve_call *call) {
+    return call->response_fields[0] && strcmp(call->response_fields, "[]") != 0;
+}
+
 static cJSON *native_result(const serve_api *api, const serve_call *call, const serve_request *r) {
     const serve_choice *ch = &r->choices[0];
     cJSON *o = cJSON_CreateObject();
@@ -160,7 +168,7 @@ static cJSON *native_result(const serve_api *api, const serve_call *call, const 
     cJSON_AddBoolToObject(o, "stop", true);
     add_final_fields(api, o, call, r, ch);
     if (call->n_probs > 0) cJSON_AddItemToObject(o, "completion_probabilities", probs_json(api, ch, 0, ch->n_lp));
-    return call->response_fields[0] ? project(o, call->response_fields) : o;
+    return has_projection(call) ? project(o, call->response_fields) : o;
 }
 
 char *serve_native_response(const serve_api *api, const serve_call *calls, serve_request *const *reqs, int n) {
@@ -218,7 +226,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
             size_t at = lp->offset < end ? lp->offset : end;
             cJSON *o = partial(call, ch, ch->text + at, end - at);
             cJSON_AddItemToObject(o, "completion_probabilities", probs_json(api, ch, i, i + 1));
-            if (call->return_tokens) cJSON_AddItemToObject(o, "tokens", tokens_json(&lp->token, 0, 1));
+            cJSON_AddItemToObject(o, "tokens", tokens_json(&lp->token, 0, 1));
             out = event_append(out, o);
             ch->sent_content = end;
         }
@@ -227,9 +235,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
         size_t to = final ? ch->len : ch->n_ready;
         if (to > ch->sent_content) {
             cJSON *o = partial(call, ch, ch->text + ch->sent_content, to - ch->sent_content);
-            cJSON_AddItemToObject(o, "tokens",
-                                  call->return_tokens ? tokens_json(ch->toks, ch->sent_toks, ch->n_toks)
-                                                      : cJSON_CreateArray());
+            cJSON_AddItemToObject(o, "tokens", tokens_json(ch->toks, ch->sent_toks, ch->n_toks));
             out = event_append(out, o);
             ch->sent_content = to;
             ch->sent_toks = ch->n_toks;
@@ -240,7 +246,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
         cJSON_ReplaceItemInObject(o, "stop", cJSON_CreateBool(true));
         cJSON_AddItemToObject(o, "tokens", cJSON_CreateArray());
         add_final_fields(api, o, call, r, ch);
-        out = event_append(out, call->response_fields[0] ? project(o, call->response_fields) : o);
+        out = event_append(out, has_projection(call) ? project(o, call->response_fields) : o);
         *finished = true;
     }
     return out;

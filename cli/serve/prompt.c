@@ -118,10 +118,11 @@ static void reply_rules(const serve_api *api, const cJSON *root, const serve_too
 
 /* The template variables a request adds beside messages and tools:
  * add_generation_prompt (the request's, default true), date_string (today,
- * as "28 Nov 2026"; date-aware templates print it) and each key of
+ * as "28 Nov 2026"; date-aware templates print it), enable_thinking when
+ * --reasoning sets it, and each key of
  * chat_template_kwargs (enable_thinking...), which may override both.
  * 0, or -1 with *err filled. */
-static int add_template_extras(cJSON *vars, const cJSON *root, serve_error *err) {
+static int add_template_extras(const serve_api *api, cJSON *vars, const cJSON *root, serve_error *err) {
     const cJSON *agp = cJSON_GetObjectItemCaseSensitive(root, "add_generation_prompt");
     if (!api_is_null(agp) && !cJSON_IsBool(agp))
         return serve_fail(err, 400, "add_generation_prompt", NULL, "'add_generation_prompt' must be true or false");
@@ -131,7 +132,8 @@ static int add_template_extras(cJSON *vars, const cJSON *root, serve_error *err)
     localtime_r(&now, &tm);
     strftime(date, sizeof date, "%d %b %Y", &tm);
     if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", api_is_null(agp) || cJSON_IsTrue(agp)) ||
-        !cJSON_AddStringToObject(vars, "date_string", date))
+        !cJSON_AddStringToObject(vars, "date_string", date) ||
+        (api->enable_thinking >= 0 && !cJSON_AddBoolToObject(vars, "enable_thinking", api->enable_thinking)))
         return serve_fail(err, 500, NULL, NULL, "out of memory");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
     if (api_is_null(kw)) return 0;
@@ -165,7 +167,7 @@ static char *render_plain(const serve_api *api, const cJSON *root, const tessera
     }
     if (!ok) {
         serve_fail(err, 500, NULL, NULL, "out of memory");
-    } else if (add_template_extras(vars, root, err) == 0) {
+    } else if (add_template_extras(api, vars, root, err) == 0) {
         json = cJSON_PrintUnformatted(vars);
         text = json ? tessera_chat_template_apply(api->tmpl, json, len) : NULL;
         if (!json) serve_fail(err, 500, NULL, NULL, "out of memory");
@@ -232,7 +234,7 @@ static char *render_messages(const serve_api *api, const cJSON *root, size_t *le
         if (!t) goto oom;
         cJSON_AddItemToObject(vars, "tools", t);
     }
-    if (add_template_extras(vars, root, err) != 0) goto done;
+    if (add_template_extras(api, vars, root, err) != 0) goto done;
     json = cJSON_PrintUnformatted(vars);
     if (!json) goto oom;
     text = tessera_chat_template_apply(api->tmpl, json, len);

@@ -296,7 +296,7 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
     if (chat && !ch->opened) {
         choice = chunk_new(api, call, ch, &root, &delta);
         cJSON_AddStringToObject(delta, "role", "assistant");
-        cJSON_AddStringToObject(delta, "content", "");
+        cJSON_AddNullToObject(delta, "content"); /* as llama-server; the openai client reads null as none */
         out = chunk_finish(out, root, choice, NULL, NULL);
     }
     ch->opened = true;

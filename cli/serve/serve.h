@@ -301,6 +301,7 @@ typedef struct serve_api {
     struct serve_embed *embed;   /* --embeddings / --reranking endpoints (embed_api.h); NULL: none */
     const tessera_sampler_params *sampling; /* the server's defaults (--temp, ...); NULL: the library's */
     const char *reasoning_format; /* --reasoning-format: "none" keeps <think> in content; NULL: split */
+    int enable_thinking;         /* --reasoning: 1 on, 0 off (the template's enable_thinking), -1 auto (unset) */
 } serve_api;
 
 /* What a parsed request asks beyond generation. */

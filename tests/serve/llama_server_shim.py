@@ -45,7 +45,7 @@ FLAGS = {
     "--api-key": ("--api-key", True),
     "--chat-template": ("--chat-template", True),
     "--chat-template-file": ("--chat-template-file", True),
-    "--reasoning-format": ("--reasoning-format", True),
+    "--reasoning-format": ("--reasoning-format", True), "--reasoning": ("--reasoning", True),
     "--cors-origins": ("--cors-origin", True), "--cors-origin": ("--cors-origin", True),
     "-ctk": ("-ctk", True), "-ctv": ("-ctv", True), "-fa": ("-fa", True),
     "--context-shift": ("--context-shift", False),
@@ -80,6 +80,10 @@ def translate(argv):
             ids.append(val)
             i += 2
             continue
+        if a == "--chat-template-file" and val and not os.path.isabs(val) and not os.path.exists(val):
+            # the suite names its template files relative to its own directory
+            val = os.path.join(os.environ.get("TESSERA_COMPAT_TESTS", "."), val)
+            argv = argv[:i + 1] + [val] + argv[i + 2:]
         if a in FLAGS:
             ours, takes = FLAGS[a]
             if ours == "-m":
@@ -92,8 +96,11 @@ def translate(argv):
             continue
         out.append(a)  # unknown to this table: tessera answers it (an error naming it)
         i += 1
+    if "--metrics" not in argv:  # llama-server's default: no /metrics
+        out.append("--no-metrics")
     if not have_model:
-        path = model_for(ids)
+        # no model at all (the suite's router preset, used by the CORS tests too): stories260K
+        path = model_for(ids) if ids else os.path.join(SHARED, "models", "stories260K.gguf")
         if not path or not os.path.exists(path):
             sys.stderr.write("llama_server_shim: no local file for the test model %r%s\n"
                              % (" ".join(i for i in ids if i) or "(none)", " (%s missing)" % path if path else ""))

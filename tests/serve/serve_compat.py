@@ -101,6 +101,7 @@ def main():
     env = dict(os.environ,
                LLAMA_SERVER_BIN_PATH=os.path.join(HERE, "llama_server_shim.py"),
                PORT=str(free_port()),
+               TESSERA_COMPAT_TESTS=tests,
                PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TESSERA_SHARED=os.path.abspath(os.environ.get("TESSERA_SHARED", "../shared")))
     with tempfile.TemporaryDirectory(prefix="tessera-compat-") as tmp:

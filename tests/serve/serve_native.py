@@ -251,6 +251,20 @@ def test_server_options():
     expect(hosts == "127.0.0.1" or "also on ::1" in log, "the second address is listened on:\n" + log)
 
 
+def test_named_templates():
+    msgs = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}]}
+    want = {"command-r": "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>hi<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>"
+                         "<|CHATBOT_TOKEN|>",
+            "phi4": "<|im_start|>user<|im_sep|>hi<|im_end|><|im_start|>assistant<|im_sep|>",
+            "vicuna": "S\n\nUSER: hi\nASSISTANT:",
+            # a template given as its text (no Jinja in it: printed as is, as llama-server does)
+            "This is not a chat template, it is": "This is not a chat template, it is"}
+    for name, tail in want.items():
+        with Server("--chat-template", name) as srv:
+            p = post(srv, "/apply-template", msgs)["prompt"]
+            expect(p.endswith(tail), "--chat-template %s: %r" % (name, p))
+
+
 main([
     ("/completion shapes, token and mixed prompts, lists, response_fields", test_completion_shapes),
     ("n_probs, streams, id_slot", test_completion_probs_stream_slot),
@@ -260,4 +274,5 @@ main([
     ("/v1/completions prompt lists", test_prompt_lists),
     ("CORS, models, aliases", test_cors_and_models),
     ("server options and template context", test_server_options),
+    ("named templates and a template as text", test_named_templates),
 ])

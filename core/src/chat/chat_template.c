@@ -62,6 +62,38 @@ static const struct {
      "{%- if message['role'] == 'user' %}{{- '[INST] ' + (prefix if loop.first else '') + message['content'] + "
      "' [/INST]' }}{%- elif message['role'] == 'assistant' %}{{- message['content'] + eos_token }}{%- endif %}"
      "{%- endfor %}"},
+    /* More of llama-server's --chat-template names, from each family's published format. */
+    {"command-r",
+     "{{- bos_token }}{%- for message in messages %}{%- set token = {'system': '<|SYSTEM_TOKEN|>', 'user': "
+     "'<|USER_TOKEN|>', 'assistant': '<|CHATBOT_TOKEN|>'}[message['role']] %}"
+     "{{- '<|START_OF_TURN_TOKEN|>' + token + message['content'] | trim + '<|END_OF_TURN_TOKEN|>' }}"
+     "{%- endfor %}{%- if add_generation_prompt %}{{- '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>' }}{%- endif %}"},
+    {"vicuna",
+     "{%- for message in messages %}{%- if message['role'] == 'system' %}{{- message['content'] + '\n\n' }}"
+     "{%- elif message['role'] == 'user' %}{{- 'USER: ' + message['content'] + '\n' }}"
+     "{%- else %}{{- 'ASSISTANT: ' + message['content'] + eos_token + '\n' }}{%- endif %}{%- endfor %}"
+     "{%- if add_generation_prompt %}{{- 'ASSISTANT:' }}{%- endif %}"},
+    {"deepseek3",
+     "{{- bos_token }}{%- for message in messages %}{%- if message['role'] == 'system' %}"
+     "{{- message['content'] }}{%- elif message['role'] == 'user' %}{{- '<\xef\xbd\x9c" "User\xef\xbd\x9c>' + "
+     "message['content'] }}{%- else %}{{- '<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>' + message['content'] + "
+     "eos_token }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}"
+     "{{- '<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>' }}{%- endif %}"},
+    {"phi4",
+     "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '<|im_sep|>' + message['content'] + "
+     "'<|im_end|>' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant<|im_sep|>' }}"
+     "{%- endif %}"},
+    {"falcon3",
+     "{%- for message in messages %}{{- '<|' + message['role'] + '|>\n' + message['content'] + '\n' }}"
+     "{%- endfor %}{%- if add_generation_prompt %}{{- '<|assistant|>\n' }}{%- endif %}"},
+    {"llama4",
+     "{{- bos_token }}{%- for message in messages %}{{- '<|header_start|>' + message['role'] + "
+     "'<|header_end|>\n\n' + message['content'] | trim + '<|eot|>' }}{%- endfor %}"
+     "{%- if add_generation_prompt %}{{- '<|header_start|>assistant<|header_end|>\n\n' }}{%- endif %}"},
+    {"granite",
+     "{%- for message in messages %}{{- '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + "
+     "message['content'] + '<|end_of_text|>\n' }}{%- endfor %}{%- if add_generation_prompt %}"
+     "{{- '<|start_of_role|>assistant<|end_of_role|>' }}{%- endif %}"},
 };
 
 tessera_chat_template *tessera_chat_template_new(const char *jinja, size_t len, const char *bos_text,
@@ -93,8 +125,10 @@ tessera_chat_template *tessera_chat_template_builtin(const char *name, const cha
     for (size_t i = 0; name && i < sizeof builtins / sizeof builtins[0]; i++)
         if (!strcmp(name, builtins[i].name))
             return tessera_chat_template_new(builtins[i].jinja, strlen(builtins[i].jinja), bos_text, eos_text);
-    error_set("chat template '%s' is unknown (built-in: chatml, llama2, llama3, gemma, phi3, zephyr, mistral)",
-              name ? name : "(null)");
+    char names[256] = "";
+    for (size_t i = 0, o = 0; i < sizeof builtins / sizeof builtins[0] && o < sizeof names; i++)
+        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", builtins[i].name);
+    error_set("chat template '%s' is unknown (built-in: %s)", name ? name : "(null)", names);
     return NULL;
 }
 

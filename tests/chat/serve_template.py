@@ -5,6 +5,7 @@ through that template, and a conversation the template refuses is a 400
 naming the template line."""
 import json
 import os
+import time
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,7 +34,9 @@ MESSAGES = [
 def jinja2_render(template, messages, tools=None):
     with open(os.path.join(TEMPLATES, template), encoding="utf-8") as f:
         source = f.read()
-    variables = {"messages": messages, "add_generation_prompt": True, "bos_token": "<s>", "eos_token": "</s>"}
+    # tessera serve gives every render today's date_string, as llama-server does
+    variables = {"messages": messages, "add_generation_prompt": True, "bos_token": "<s>", "eos_token": "</s>",
+                 "date_string": time.strftime("%d %b %Y")}
     if tools is not None:
         variables["tools"] = tools
     return reference(hf_environment(), source, variables)

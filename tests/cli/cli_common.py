@@ -10,6 +10,13 @@ SKIP = 77
 SHARED = os.environ.get("TESSERA_SHARED", "")
 BIN = os.environ.get("TESSERA_BIN", "")
 STORIES = os.path.join(SHARED, "models", "stories260K.gguf")
+# tests/data as the build lays it out: its synthetic models are made there
+TEST_DATA = os.environ.get("TESSERA_TEST_DATA", "")
+
+
+def test_data(name):
+    """Path of one of tests/data's files in the build tree."""
+    return os.path.join(TEST_DATA, name)
 
 
 class Checker:

@@ -2,12 +2,9 @@
 plugin gives every refusal a reason through tsr_host.decline, so a fallback
 line names it instead of "does not support it". The synthetic Mistral 3
 model uses YaRN RoPE, which the CPU plugins leave to ref."""
-import os
+from cli_common import Checker, best_cpu_device, crashed, require, run, test_data
 
-from cli_common import Checker, best_cpu_device, crashed, require, run
-
-here = os.path.dirname(os.path.abspath(__file__))
-model = os.path.join(here, "..", "data", "synth-mistral3-f32.gguf")
+model = test_data("synth-mistral3-f32.gguf")
 require(model)
 cpu = best_cpu_device()
 if cpu == "ref":

@@ -9,9 +9,9 @@ import os
 import re
 import tempfile
 
-from cli_common import BIN, SHARED, STORIES, Checker, best_cpu_device, crashed, require, run
+from cli_common import BIN, SHARED, STORIES, Checker, best_cpu_device, crashed, require, run, test_data
 
-OTHER = os.path.join(os.environ.get("TESSERA_SOURCE_ROOT", "."), "tests", "data", "synth-smollm3-f32.gguf")
+OTHER = test_data("synth-smollm3-f32.gguf")
 require(STORIES, OTHER)
 c = Checker("run_prompt_cache")
 CPU = best_cpu_device()

@@ -51,7 +51,7 @@ check(names == [("pp4", 0), ("tg2", 0), ("pp4 @ d24", 24), ("tg2 @ d24", 24)]
 
 # -d with a sliding-window model (window 16): each repetition's tg runs past
 # the window, so rewinding to the depth must refill what the window dropped
-SWA = os.path.join(os.environ["TESSERA_SOURCE_ROOT"], "tests", "data", "synth-gemma3-swa16-f32.gguf")
+SWA = os.path.join(os.environ["TESSERA_TEST_DATA"], "synth-gemma3-swa16-f32.gguf")
 r = bench("-m", SWA, "-p", "0", "-n", "1200", "-d", "40", "-t", "1", "-r", "2", "-o", "json")
 rows = json.loads(r.stdout) if r.returncode == 0 else []
 check(len(rows) == 1 and rows[0]["avg_ts"] > 0,

@@ -13,6 +13,8 @@ import time
 BIN = os.environ.get("TESSERA_BIN", "")
 SHARED = os.environ.get("TESSERA_SHARED", "")
 MODEL = os.path.join(SHARED, "models", "stories260K.gguf")
+# tests/data as the build lays it out: its synthetic models are made there
+TEST_DATA = os.environ.get("TESSERA_TEST_DATA", "")
 HOST = "127.0.0.1"
 
 

@@ -9,8 +9,14 @@ import re
 
 from cli_common import SHARED, STORIES, Checker, best_cpu_device, crashed, require, run
 
-MODELS = [STORIES] + [os.path.join(SHARED, "models", m) for m in ("synth-s-Q4_0.gguf", "synth-qwen3-f32.gguf")]
-require(*MODELS)
+require(STORIES)
+# synth-s and synth-qwen3 come with ../shared: checked when present
+MODELS = [STORIES]
+for m in [os.path.join(SHARED, "models", m) for m in ("synth-s-Q4_0.gguf", "synth-qwen3-f32.gguf")]:
+    if os.path.exists(m):
+        MODELS.append(m)
+    else:
+        print(f"not checked: {m} is missing")
 rc, out, _ = run(["devices"])
 if not re.search(r"^\s*\d+\s+vulkan0\s", out, re.M):
     print("skip: no Vulkan device (vulkan0) on this machine")

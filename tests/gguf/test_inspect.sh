@@ -5,7 +5,7 @@ set -u
 bin=${TESSERA_BIN:?TESSERA_BIN not set}
 shared=${TESSERA_SHARED:-}
 if [ -z "$shared" ] || [ ! -f "$shared/models/stories260K.gguf" ]; then
-  echo "skip: ../shared/models/stories260K.gguf not available"; exit 77
+  echo "skip: ${shared:-TESSERA_SHARED (unset)}/models/stories260K.gguf is missing"; exit 77
 fi
 command -v python3 >/dev/null || { echo "skip: python3 not found"; exit 77; }
 model=$shared/models/stories260K.gguf

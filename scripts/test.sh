@@ -7,6 +7,11 @@
 #                        subset under qemu (scripts/test-aarch64.sh --ci)
 #   TESSERA_FUZZ=1       also build the libFuzzer targets with clang and run each
 #                        for TESSERA_FUZZ_SECONDS (60), two at a time (suite 'fuzz')
+#   TESSERA_REPOSITORY=0 skip the second pass that runs where ../shared exists:
+#                        the fast CPU tests of suites unit, model and cli on the
+#                        repository's own reference files (meson test --setup
+#                        repository: tests/data as the build lays it out), as a
+#                        clone with nothing beside it runs them
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -30,6 +35,23 @@ run_suite() {  # dir, meson test options...
 status=0
 configure "$build" "$@" && run_suite "$build" || status=1
 logs=("$build/meson-logs/testlog.json")
+
+# Without ../shared the pass above already ran on the repository's files.
+if [ "${TESSERA_REPOSITORY:-1}" = "1" ] && [ -d ../shared ] && [ -f "$build/build.ninja" ]; then
+  # GPU and conformance tests left out: they read no reference file that
+  # the CPU tests do not, and take the longest.
+  repo_tests=$(meson introspect "$build" --tests | python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    suites = {s.split(":")[-1] for s in t["suite"]}
+    if suites & {"unit", "model", "cli"} and not suites & {"slow", "conformance", "fuzz"} \
+            and "vulkan" not in t["name"] and "opencl" not in t["name"]:
+        print(t["name"])')
+  # shellcheck disable=SC2086
+  meson test -C "$build" --no-rebuild --setup repository --logbase repository --print-errorlogs \
+    --num-processes "$(nproc)" $repo_tests
+  logs+=("$build/meson-logs/repository-repository.json")
+fi
 
 if [ "${TESSERA_SANITIZE:-0}" = "1" ]; then
   configure "$build-sanitize" -Dsanitize=true -Dbuildtype=debugoptimized "$@" &&

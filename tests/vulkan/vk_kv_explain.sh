@@ -9,6 +9,7 @@ set -u
 bin=${TESSERA_BIN:?TESSERA_BIN not set}
 build=${TESSERA_BUILD_ROOT:?TESSERA_BUILD_ROOT not set}
 model=$1 type=$2
+[ -f "$model" ] || { echo "skip: $model is missing (synth-s comes with ../shared)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" devices --plugin-dir "$build" > "$tmp/devices" 2>&1

@@ -69,7 +69,8 @@ if [ "${TESSERA_FUZZ:-0}" = "1" ]; then
     fz="$build-fuzz"
     CC=clang configure "$fz" -Dfuzz=true -Dbuildtype=debugoptimized -Dwerror=false \
       -Dcpu_avx=disabled -Dcpu_neon=disabled -Dvulkan=disabled -Dopencl=disabled &&
-      meson compile -C "$fz" $(meson introspect "$fz" --tests | python3 -c \
+      # test-data-copy: the reference files the targets read without ../shared
+      meson compile -C "$fz" test-data-copy $(meson introspect "$fz" --tests | python3 -c \
         'import json,sys; print(" ".join(t["name"] for t in json.load(sys.stdin) if any(s.split(":")[-1] == "fuzz" for s in t["suite"])))') &&
       meson test -C "$fz" --no-rebuild --print-errorlogs --num-processes 2 --suite fuzz || status=1
     logs+=("$fz/meson-logs/testlog.json")

@@ -39,13 +39,14 @@ logs=("$build/meson-logs/testlog.json")
 # Without ../shared the pass above already ran on the repository's files.
 if [ "${TESSERA_REPOSITORY:-1}" = "1" ] && [ -d ../shared ] && [ -f "$build/build.ninja" ]; then
   # GPU and conformance tests left out: they read no reference file that
-  # the CPU tests do not, and take the longest.
+  # the CPU tests do not, and take the longest; so are llama.cpp's server
+  # suite and the bindings' tests (they read the real models only).
   repo_tests=$(meson introspect "$build" --tests | python3 -c '
 import json, sys
 for t in json.load(sys.stdin):
     suites = {s.split(":")[-1] for s in t["suite"]}
     if suites & {"unit", "model", "cli"} and not suites & {"slow", "conformance", "fuzz"} \
-            and "vulkan" not in t["name"] and "opencl" not in t["name"]:
+            and not any(w in t["name"] for w in ("vulkan", "opencl", "compat", "python_", "java_", "c_install")):
         print(t["name"])')
   # shellcheck disable=SC2086
   meson test -C "$build" --no-rebuild --setup repository --logbase repository --print-errorlogs \

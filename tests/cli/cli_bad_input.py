@@ -41,7 +41,7 @@ cases = [
     (["chat", "-m", STORIES, "--logit-bias", "12"], "--logit-bias"),
     (["chat", "-m", STORIES, "--logit-bias", "99999+1"], "99999"),
     (["chat", "-m", STORIES, "--top-p", "-0.5"], "top-p"),
-    (["chat", "-m", STORIES, "--chat-template", "vicuna"], "vicuna"),
+    (["chat", "-m", STORIES, "--chat-template", "no-such-template"], "no-such-template"),
     (["chat", "-m", STORIES, "-c"], "-c"),
 ]
 

@@ -98,21 +98,28 @@ static uint64_t device_budget(host_device *d) {
     return b / 20 * 19;
 }
 
+/* Layers of n_gpu that are blocks: -ngl counts the output layer (the
+ * weights outside the blocks) as one more, as llama.cpp does, so n_layer + 1
+ * puts every weight on the GPU (model_weight_device). */
+static int32_t gpu_blocks(const fit_sizes *s, int32_t n_gpu) { return n_gpu > s->n_layer ? s->n_layer : n_gpu; }
+
 /* Bytes the last n layers need on the GPU with a context of n_ctx. */
 static uint64_t gpu_need(const fit_sizes *s, int32_t n, uint32_t n_ctx, uint32_t n_batch, uint64_t *w, uint64_t *kv,
                          uint64_t *c) {
-    *w = 0;
-    for (int32_t il = s->n_layer - n; il < s->n_layer; il++) *w += s->layer[il];
-    *kv = kv_bytes(s, s->n_layer - n, s->n_layer, n_ctx);
+    const int32_t blocks = gpu_blocks(s, n);
+    *w = n > s->n_layer ? s->other : 0;
+    for (int32_t il = s->n_layer - blocks; il < s->n_layer; il++) *w += s->layer[il];
+    *kv = kv_bytes(s, s->n_layer - blocks, s->n_layer, n_ctx);
     *c = n > 0 ? compute_bytes(s, n_ctx, n_batch, false) : 0;
     return *w + *kv + *c;
 }
 
 static uint64_t host_need(const fit_sizes *s, int32_t n_gpu, uint32_t n_ctx, uint32_t n_batch, uint64_t *w,
                           uint64_t *kv, uint64_t *c) {
-    *w = s->other;
-    for (int32_t il = 0; il < s->n_layer - n_gpu; il++) *w += s->layer[il];
-    *kv = kv_bytes(s, 0, s->n_layer - n_gpu, n_ctx);
+    const int32_t blocks = gpu_blocks(s, n_gpu);
+    *w = n_gpu > s->n_layer ? 0 : s->other;
+    for (int32_t il = 0; il < s->n_layer - blocks; il++) *w += s->layer[il];
+    *kv = kv_bytes(s, 0, s->n_layer - blocks, n_ctx);
     *c = compute_bytes(s, n_ctx, n_batch, true);
     return *w + *kv + *c;
 }
@@ -148,19 +155,20 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
         n_ctx = n_ctx > UINT32_MAX / n_seq ? UINT32_MAX / n_seq * n_seq : n_ctx * n_seq;
     }
     const uint32_t n_batch = cp->n_batch ? cp->n_batch : 512;
-    int32_t ngl = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer : mp->n_gpu_layers;
-    if (ngl > s.n_layer) ngl = s.n_layer;
+    /* n_layer + 1: the blocks and the output layer (gpu_blocks) */
+    int32_t ngl = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer + 1 : mp->n_gpu_layers;
+    if (ngl > s.n_layer + 1) ngl = s.n_layer + 1;
     if (!gpu) ngl = 0;
     uint64_t w, kv, c;
     size_t used = 0;
     /* The GPU: the most layers that fit (auto) or the asked count (checked). */
     if (gpu) {
         uint64_t budget = device_budget(gpu);
-        const int32_t want = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer : ngl;
+        const int32_t want = ngl;
         /* An automatic context gives way first, down to FIT_GPU_MIN_CTX. */
         while (ctx_auto && budget && n_ctx > FIT_GPU_MIN_CTX && gpu_need(&s, want, n_ctx, n_batch, &w, &kv, &c) > budget)
             n_ctx = n_ctx / 2 > FIT_GPU_MIN_CTX ? n_ctx / 2 : FIT_GPU_MIN_CTX;
-        int32_t fit = s.n_layer;
+        int32_t fit = s.n_layer + 1;
         while (fit > 0 && budget && gpu_need(&s, fit, n_ctx, n_batch, &w, &kv, &c) > budget) fit--;
         if (mp->n_gpu_layers == TESSERA_NGL_AUTO) {
             ngl = fit;
@@ -168,16 +176,17 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
             uint64_t need = gpu_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
             rc = error_set("device %s: -ngl %d (%d layers) with -c %u needs %.1f MiB (weights %.1f, KV %.1f, "
                            "compute %.1f), %.1f MiB available; %d layers fit (-ngl auto)",
-                           gpu->name, mp->n_gpu_layers, ngl, n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget),
-                           fit);
+                           gpu->name, mp->n_gpu_layers, gpu_blocks(&s, ngl), n_ctx, mib(need), mib(w), mib(kv),
+                           mib(c), mib(budget), fit);
             goto done;
         }
         uint64_t need = gpu_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
         if (report && report_size)
             used += (size_t)snprintf(report + used, report_size - used,
                                      "fit: %s: %d of %d layers, %.1f MiB (weights %.1f, KV %.1f, compute %.1f) of "
-                                     "%.1f MiB available",
-                                     gpu->name, ngl, s.n_layer, mib(need), mib(w), mib(kv), mib(c), mib(budget));
+                                     "%.1f MiB available%s",
+                                     gpu->name, gpu_blocks(&s, ngl), s.n_layer, mib(need), mib(w), mib(kv), mib(c),
+                                     mib(budget), ngl > s.n_layer ? " (and the output layer)" : "");
     }
     /* The host: the context that fits (auto) or the asked one (checked). */
     if (cpu) {

@@ -96,10 +96,21 @@ int32_t model_layer_device(const model *m, int32_t il) {
     return il >= m->hp.n_layer - m->n_gpu_layers ? m->gpu_device : -1;
 }
 
-/* Whether weight w belongs to an offloaded layer. */
-static bool weight_offloaded(const model *m, const model_weight *w) {
-    return w->layer >= 0 && model_layer_device(m, w->layer) >= 0 && w->nbytes > 0;
+/* The one placement rule for weights. A block's weights live with their
+ * layer (the last n_gpu_layers layers on the GPU). The global ones (token
+ * embedding, output norm, output projection, rope factors: layer -1) go to
+ * the GPU once -ngl exceeds the layer count, as llama.cpp counts its output
+ * layer as one more: then the whole graph runs there with every weight
+ * resident, and the tied output (output == token_embd) is the same upload.
+ * -1: host memory (the mapping). */
+int32_t model_weight_device(const model *m, const model_weight *w) {
+    if (w->nbytes == 0) return -1;
+    if (w->layer >= 0) return model_layer_device(m, w->layer);
+    return m->gpu_device >= 0 && m->offload_globals ? m->gpu_device : -1;
 }
+
+/* Whether weight w is uploaded to the GPU at load. */
+static bool weight_offloaded(const model *m, const model_weight *w) { return model_weight_device(m, w) >= 0; }
 
 /* Copy the last n_gpu_layers layers' weights into buffers of the GPU
  * device, split to fit its largest allocation and aligned as it asks
@@ -131,7 +142,8 @@ static int model_offload(model *m, const model_load_params *p, uint64_t *done, u
     }
     int rc = host_weights_alloc(hd, hw, n, &m->gpu_weights);
     if (rc) {
-        error_wrap("cannot allocate %d offloaded layers", m->n_gpu_layers);
+        error_wrap("cannot allocate %d offloaded layers%s", m->n_gpu_layers,
+                   m->offload_globals ? " and the output layer" : "");
         goto done;
     }
     m->gpu_hd = hd;
@@ -214,6 +226,7 @@ model *model_load(gguf_file *f, const model_load_params *p) {
         m->gpu = p->gpu;
         m->gpu_device = p->gpu_device;
         m->n_gpu_layers = p->n_gpu_layers > hp->n_layer ? hp->n_layer : p->n_gpu_layers;
+        m->offload_globals = p->n_gpu_layers > hp->n_layer;
         for (int32_t i = 0; i < m->n_weights; i++)
             if (weight_offloaded(m, &m->weights[i])) total += m->weights[i].nbytes; /* uploaded, then prefaulted */
         if (model_offload(m, p, &done, total) != 0) goto fail;

@@ -157,6 +157,7 @@ struct model {
     model_weight *weights;            /* every weight found, for placement loops */
     int32_t n_weights;
     int32_t n_gpu_layers;     /* the last n_gpu_layers layers live on gpu_device */
+    bool offload_globals;     /* -ngl above n_layer: embeddings, output norm and output too */
     int32_t gpu_device;       /* host device index, -1 if none */
     int32_t cpu_device;       /* host device index computing host layers */
     tsr_device *gpu;
@@ -237,7 +238,7 @@ const char *model_arch_list(void);
 typedef bool (*model_progress_fn)(float progress, void *user);
 
 typedef struct model_load_params {
-    int32_t n_gpu_layers;
+    int32_t n_gpu_layers; /* above n_layer: the global weights too (model_weight_device) */
     int32_t gpu_device; /* host device index or -1 */
     tsr_device *gpu;    /* that device (NULL: no offload) */
     int32_t cpu_device; /* host device index */
@@ -252,6 +253,10 @@ void model_free(model *m);
 
 /* Home device of layer il's weights and KV cache (-1: host memory). */
 int32_t model_layer_device(const model *m, int32_t il);
+/* Home device of weight w (-1: host memory): its layer's, and for the
+ * global weights the GPU once -ngl exceeds the layer count. The one rule
+ * model loading uploads by. */
+int32_t model_weight_device(const model *m, const model_weight *w);
 
 /* A graph leaf for a weight, bound to its memory. */
 graph_tensor *model_weight_leaf(graph *g, const model_weight *w);

@@ -242,7 +242,23 @@ done:
     return rc;
 }
 
-static void print_counts(const tessera_context *ctx, const run_counts *c) {
+/* --verbose: what one decoding step asked of the devices, averaged over
+ * the generation steps (one submission and nothing but inputs up and the
+ * kept logits down is the goal at -ngl 99). */
+static void print_step_stats(const tessera_context *ctx) {
+    tessera_step_stats st;
+    tessera_context_step_stats(ctx, &st);
+    if (st.n_steps <= 0) return;
+    const double n = (double)st.n_steps;
+    fprintf(stderr,
+            "per decoding step: %.2f submissions, %.2f copies up (%.0f B), %.2f reads back (%.0f B), %.2f waits; "
+            "%lld splits; graph built %lld of %lld steps\n",
+            (double)st.n_computes / n, (double)st.n_uploads / n, (double)st.upload_bytes / n, (double)st.n_reads / n,
+            (double)st.read_bytes / n, (double)st.n_waits / n, (long long)st.n_splits, (long long)st.n_graphs_built,
+            (long long)st.n_steps);
+}
+
+static void print_counts(const tessera_context *ctx, const run_counts *c, bool verbose) {
     tessera_timings t;
     tessera_context_timings(ctx, &t);
     fprintf(stderr, "\n");
@@ -251,6 +267,7 @@ static void print_counts(const tessera_context *ctx, const run_counts *c) {
             c->prompt_ms > 0 ? 1e3 * c->n_prompt / c->prompt_ms : 0.0);
     fprintf(stderr, "generation:  %10.2f ms / %d tokens (%.2f tokens/s)\n", c->gen_ms, (int)c->n_gen,
             c->gen_ms > 0 ? 1e3 * c->n_gen / c->gen_ms : 0.0);
+    if (verbose) print_step_stats(ctx);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -276,7 +293,7 @@ int cmd_run(int argc, char **argv) {
         run_counts cnt = {0};
         rc = generate(&o, s.model, s.ctx, prompt, prompt_len, &cnt);
         if (rc == 130) fprintf(stderr, "tessera run: interrupted\n");
-        if (rc == 0 || rc == 130) print_counts(s.ctx, &cnt);
+        if (rc == 0 || rc == 130) print_counts(s.ctx, &cnt, o.p.verbose);
     }
     cli_session_close(&s);
     free(prompt);

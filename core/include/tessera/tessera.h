@@ -308,6 +308,23 @@ typedef struct tessera_timings {
 void tessera_context_timings(const tessera_context *ctx, tessera_timings *out);
 void tessera_context_timings_reset(tessera_context *ctx);
 
+/* What the context's one-token decode steps (generation) asked of the
+ * devices since creation or the last timings reset, summed over the steps
+ * (`--verbose` prints them per step). On a GPU a compute is one submission;
+ * uploads and reads are copies between host and device memory. */
+typedef struct tessera_step_stats {
+    int64_t n_steps;        /* one-token decode steps measured */
+    int64_t n_graphs_built; /* steps that built their graph (the others reused the last one) */
+    int64_t n_splits;       /* splits of the last step's graph */
+    int64_t n_computes;     /* device compute calls (submissions) */
+    int64_t n_uploads;      /* copies into a device */
+    int64_t upload_bytes;
+    int64_t n_reads;        /* copies back from a device (kept logits, ...) */
+    int64_t read_bytes;
+    int64_t n_waits;        /* waits for a device */
+} tessera_step_stats;
+void tessera_context_step_stats(const tessera_context *ctx, tessera_step_stats *out);
+
 /* ====================================================================
  * Sampling and chat templates  (engineer "sample")
  * ==================================================================== */

@@ -31,6 +31,22 @@ static int batch_ensure_logits(tessera_context *ctx, int64_t rows) {
     return 0;
 }
 
+/* Count one decoding step's device calls (the counters' difference). */
+static void step_stats_add(tessera_step_stats *st, const sched *s, const sched_counters *a, const sched_counters *b,
+                           bool built) {
+    sched_stats ss;
+    sched_get_stats(s, &ss);
+    st->n_steps++;
+    st->n_graphs_built += built;
+    st->n_splits = ss.n_splits;
+    st->n_computes += (int64_t)(b->n_computes - a->n_computes);
+    st->n_uploads += (int64_t)(b->n_uploads - a->n_uploads);
+    st->upload_bytes += (int64_t)(b->upload_bytes - a->upload_bytes);
+    st->n_reads += (int64_t)(b->n_reads - a->n_reads);
+    st->read_bytes += (int64_t)(b->read_bytes - a->read_bytes);
+    st->n_waits += (int64_t)(b->n_waits - a->n_waits);
+}
+
 /* One micro-batch of n tokens into cells head[s]..head[s]+n-1 of each cell
  * set s; kept rows go to logits_out in token order. */
 static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
@@ -45,6 +61,7 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
     }
     /* The graph needs at least one output row; an unwanted one is dropped. */
     model_batch_graph *bg;
+    const int64_t built = ctx->step.n_built;
     if (step_graph_get(&ctx->step, m, kv, ctx->sched, n, head, n_kv, n_out > 0 ? n_out : 1, ctx->graph_reuse,
                        &bg) != 0)
         goto fail;
@@ -73,7 +90,13 @@ static int batch_ubatch(tessera_context *ctx, const tessera_token *tokens, const
             if (want && want[i]) ids[k++] = i;
         if (k == 0) ids[0] = n - 1;
     }
+    sched_counters before, after;
+    sched_get_counters(ctx->sched, &before);
     if (sched_compute(ctx->sched, bg->g) != 0) goto fail;
+    if (n == 1) {
+        sched_get_counters(ctx->sched, &after);
+        step_stats_add(&ctx->gen_stats, ctx->sched, &before, &after, ctx->step.n_built != built);
+    }
     if (n_out > 0 && logits_out)
         memcpy(logits_out, bg->logits->t.data, (size_t)n_out * (size_t)context_row_width(ctx) * sizeof(float));
     return 0;

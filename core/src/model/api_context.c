@@ -297,7 +297,10 @@ void tessera_context_timings_reset(tessera_context *ctx) {
     double load = ctx->timings.load_ms;
     memset(&ctx->timings, 0, sizeof ctx->timings);
     ctx->timings.load_ms = load;
+    memset(&ctx->gen_stats, 0, sizeof ctx->gen_stats);
 }
+
+void tessera_context_step_stats(const tessera_context *ctx, tessera_step_stats *out) { *out = ctx->gen_stats; }
 
 /* ------------------------------------------------------------- decoding */
 

@@ -42,6 +42,7 @@ struct tessera_context {
     bool last_all;        /* the last call kept every row */
     bool explained_prompt, explained_gen;
     tessera_timings timings;
+    tessera_step_stats gen_stats; /* one-token steps' device calls */
     step_graph step;  /* the last step's graph, kept for the next one */
     bool graph_reuse; /* use it again when the next step fits (default) */
     bool embeddings;  /* rows of ctx->logits are hidden states (n_embd wide) */

@@ -62,11 +62,16 @@ static int run_copy(sched *s, const sched_copy *c, int32_t slot) {
         tsr_status st = q->api->synchronize(q);
         if (st == TSR_OK) st = q->api->read(q, L->buffer, L->offset + c->start, s->staging, c->size);
         if (st == TSR_OK) st = q->api->synchronize(q);
+        s->counters.n_waits += 2;
+        s->counters.n_reads++;
+        s->counters.read_bytes += c->size;
         if (st != TSR_OK)
             return error_set("device %s: reading '%s' (%llu bytes) failed (status %d)",
                              L->owner->name, t->name, (unsigned long long)c->size, (int)st);
         src = s->staging;
     }
+    s->counters.n_uploads++;
+    s->counters.upload_bytes += c->size;
     if (sl->buf_host) {
         memcpy(sl->buf_host + c->dst_offset, src, c->size);
         return 0;
@@ -75,7 +80,10 @@ static int run_copy(sched *s, const sched_copy *c, int32_t slot) {
     if (!q) return -1;
     tsr_status st = q->api->write(q, sl->buf, c->dst_offset, src, c->size);
     /* The source may be the staging buffer, reused by the next copy. */
-    if (st == TSR_OK && src == s->staging) st = q->api->synchronize(q);
+    if (st == TSR_OK && src == s->staging) {
+        st = q->api->synchronize(q);
+        s->counters.n_waits++;
+    }
     if (st != TSR_OK)
         return error_set("device %s: writing '%s' (%llu bytes) failed (status %d)", sl->hd->name,
                          t->name, (unsigned long long)c->size, (int)st);
@@ -115,6 +123,7 @@ static int run_split(sched *s, int32_t k) {
     host_guard_enter(sl->hd->plugin->name, sl->hd->plugin_path, "compute", sl->hd->name, first->name);
     tsr_status st = q->api->compute(q, s->run_nodes, n);
     host_guard_leave();
+    s->counters.n_computes++;
     if (st == TSR_ERR_ABORTED) return error_set("aborted");
     if (st != TSR_OK) {
         return error_set("device %s: compute failed (status %d) in split %d (%d nodes from '%s' %s)",
@@ -128,6 +137,7 @@ static int sync_all(sched *s) {
         tsr_queue *q = s->slots[i].queue;
         if (!q) continue;
         tsr_status st = q->api->synchronize(q);
+        s->counters.n_waits++;
         if (st == TSR_ERR_ABORTED) return error_set("aborted");
         if (st != TSR_OK)
             return error_set("device %s: synchronize failed (status %d)", s->slots[i].hd->name,
@@ -146,6 +156,9 @@ static int read_outputs(sched *s) {
         uint64_t size = graph_tensor_nbytes(r);
         tsr_status st = q->api->read(q, L->buffer, L->offset, s->host_arena + s->host_offset[i], size);
         if (st == TSR_OK) st = q->api->synchronize(q);
+        s->counters.n_reads++;
+        s->counters.read_bytes += size;
+        s->counters.n_waits++;
         if (st != TSR_OK)
             return error_set("device %s: reading output '%s' failed (status %d)", L->owner->name,
                              r->name, (int)st);
@@ -159,6 +172,7 @@ static int sync_some(sched *s, uint32_t mask) {
         if (!(mask & (1u << i)) || !s->slots[i].queue) continue;
         tsr_queue *q = s->slots[i].queue;
         tsr_status st = q->api->synchronize(q);
+        s->counters.n_waits++;
         if (st == TSR_ERR_ABORTED) return error_set("aborted");
         if (st != TSR_OK)
             return error_set("device %s: synchronize failed (status %d)", s->slots[i].hd->name, (int)st);
@@ -169,6 +183,7 @@ static int sync_some(sched *s, uint32_t mask) {
 int sched_compute(sched *s, graph *g) {
     if (!s || !g) return error_set("sched_compute: %s is NULL", s ? "graph" : "scheduler");
     if (s->g != g) return error_set("sched_compute: graph was not allocated by sched_alloc");
+    s->counters.n_runs++;
     for (int32_t k = 0; k < s->n_splits; k++) {
         if (host_abort_requested()) return error_set("aborted");
         /* Wait only for the devices this split reads from (or that read its
@@ -254,3 +269,5 @@ uint64_t sched_buffer_bytes(const sched *s, const host_device *hd) {
 }
 
 uint64_t sched_host_bytes(const sched *s) { return s->host_arena_size + s->staging_size; }
+
+void sched_get_counters(const sched *s, sched_counters *out) { *out = s->counters; }

@@ -110,6 +110,21 @@ typedef struct sched_stats {
 } sched_stats;
 void sched_get_stats(const sched *s, sched_stats *out);
 
+/* What sched_compute has asked of the devices since sched_new (running
+ * totals; a caller takes differences around the calls it measures). On a
+ * GPU queue a compute call is one submission; uploads and reads are the
+ * copies between host and device memory. */
+typedef struct sched_counters {
+    uint64_t n_runs;       /* sched_compute calls                         */
+    uint64_t n_computes;   /* queue compute calls (one per split)         */
+    uint64_t n_uploads;    /* copies into a split's device                */
+    uint64_t upload_bytes;
+    uint64_t n_reads;      /* outputs and copy sources read back          */
+    uint64_t read_bytes;
+    uint64_t n_waits;      /* queue synchronize calls                     */
+} sched_counters;
+void sched_get_counters(const sched *s, sched_counters *out);
+
 /* Bytes of the compute buffer this scheduler holds on device hd (0: none),
  * and of its host arena (graph inputs and read-back outputs). */
 uint64_t sched_buffer_bytes(const sched *s, const host_device *hd);

@@ -126,6 +126,7 @@ struct sched {
     tsr_node *run_nodes;       /* [n_nodes] scratch for compute */
     tsr_tensor *run_tensors;   /* [n_nodes * (1 + TSR_MAX_SRC)] */
 
+    sched_counters counters; /* running totals of sched_compute's device calls */
     uint64_t intermediate_bytes;
     int32_t n_claimed;      /* nodes placed by a device's claim_nodes     */
     int32_t n_threads;      /* per-queue thread count; 0: the host's      */

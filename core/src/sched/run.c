@@ -90,26 +90,60 @@ static int run_copy(sched *s, const sched_copy *c, int32_t slot) {
     return 0;
 }
 
+bool sched_is_bound_view(const graph_tensor *t) {
+    if (!t || !t->view_src) return false;
+    const graph_tensor *r = graph_tensor_storage((graph_tensor *)t, NULL);
+    return r->op == TSR_OP_NONE && (r->flags & (GRAPH_WEIGHT | GRAPH_PERSISTENT | GRAPH_BOUND)) != 0;
+}
+
+/* Node pos of split k as the split's device sees it. */
+static void node_present(sched *s, int32_t k, int32_t pos) {
+    const sched_split *sp = &s->splits[k];
+    graph_tensor *t = graph_node_at(s->g, pos);
+    tsr_node *node = &s->run_nodes[pos];
+    graph_node_to_tsr(t, node);
+    tsr_tensor *mine = &s->run_tensors[(size_t)pos * (1 + TSR_MAX_SRC)];
+    sched_present(s, t, sp->slot, k, &mine[0]);
+    node->dst = &mine[0];
+    for (int i = 0; i < t->n_src; i++) {
+        if (!t->src[i]) continue;
+        sched_present(s, t->src[i], sp->slot, k, &mine[1 + i]);
+        node->src[i] = &mine[1 + i];
+    }
+}
+
+static bool node_moves(const graph_tensor *t) {
+    if (sched_is_bound_view(t)) return true;
+    for (int i = 0; i < t->n_src; i++)
+        if (sched_is_bound_view(t->src[i])) return true;
+    return false;
+}
+
+void sched_nodes_build(sched *s) {
+    s->n_moving_nodes = 0;
+    for (int32_t k = 0; k < s->n_splits; k++) {
+        for (int32_t pos = s->splits[k].first; pos <= s->splits[k].last; pos++) {
+            node_present(s, k, pos);
+            if (node_moves(graph_node_at(s->g, pos))) s->moving_nodes[s->n_moving_nodes++] = pos;
+        }
+    }
+}
+
+void sched_nodes_patch(sched *s) {
+    int32_t k = 0;
+    for (int32_t i = 0; i < s->n_moving_nodes; i++) {
+        const int32_t pos = s->moving_nodes[i];
+        while (s->splits[k].last < pos) k++; /* the list is in node order */
+        node_present(s, k, pos);
+    }
+}
+
 static int run_split(sched *s, int32_t k) {
     const sched_split *sp = &s->splits[k];
     sched_slot *sl = &s->slots[sp->slot];
     for (int32_t c = sp->copy_begin; c < sp->copy_begin + sp->n_copies; c++)
         if (run_copy(s, &s->copies[c], sp->slot)) return -1;
-    int32_t n = 0;
-    tsr_tensor *tensors = s->run_tensors;
-    for (int32_t pos = sp->first; pos <= sp->last; pos++, n++) {
-        graph_tensor *t = graph_node_at(s->g, pos);
-        tsr_node *node = &s->run_nodes[n];
-        graph_node_to_tsr(t, node);
-        tsr_tensor *mine = &tensors[(size_t)n * (1 + TSR_MAX_SRC)];
-        sched_present(s, t, sp->slot, k, &mine[0]);
-        node->dst = &mine[0];
-        for (int i = 0; i < t->n_src; i++) {
-            if (!t->src[i]) continue;
-            sched_present(s, t->src[i], sp->slot, k, &mine[1 + i]);
-            node->src[i] = &mine[1 + i];
-        }
-    }
+    const int32_t n = sp->last - sp->first + 1;
     tsr_queue *q = sched_slot_queue(s, sp->slot);
     if (!q) return -1;
     /* ABI 1.1: this queue's own thread count (1.0 plugins read the host's). */
@@ -121,7 +155,7 @@ static int run_split(sched *s, int32_t k) {
     }
     const graph_tensor *first = graph_node_at(s->g, sp->first);
     host_guard_enter(sl->hd->plugin->name, sl->hd->plugin_path, "compute", sl->hd->name, first->name);
-    tsr_status st = q->api->compute(q, s->run_nodes, n);
+    tsr_status st = q->api->compute(q, &s->run_nodes[sp->first], n);
     host_guard_leave();
     s->counters.n_computes++;
     if (st == TSR_ERR_ABORTED) return error_set("aborted");

@@ -123,6 +123,8 @@ void sched_free(sched *s) {
     free(s->staging);
     free(s->run_nodes);
     free(s->run_tensors);
+    free(s->moving_nodes);
+    free(s->moving_tensors);
     free(s);
 }
 
@@ -135,7 +137,9 @@ static int arrays_reserve(sched *s, int32_t n_nodes, int32_t n_tensors) {
         if (rn) s->run_nodes = rn;
         tsr_tensor *rt = realloc(s->run_tensors, (size_t)n_nodes * (1 + TSR_MAX_SRC) * sizeof *rt);
         if (rt) s->run_tensors = rt;
-        if (!ns || !rn || !rt) return error_set("sched: out of memory for %d nodes", n_nodes);
+        int32_t *mn = realloc(s->moving_nodes, (size_t)n_nodes * sizeof *mn);
+        if (mn) s->moving_nodes = mn;
+        if (!ns || !rn || !rt || !mn) return error_set("sched: out of memory for %d nodes", n_nodes);
         s->cap_nodes = n_nodes;
     }
     if (n_tensors > s->cap_tensors) {
@@ -155,6 +159,7 @@ static int arrays_reserve(sched *s, int32_t n_nodes, int32_t n_tensors) {
         GROW(plan_offset);
         GROW(host_offset);
         GROW(loc);
+        GROW(moving_tensors);
 #undef GROW
         s->cap_tensors = n_tensors;
     }
@@ -675,6 +680,25 @@ static int host_arena_plan(sched *s) {
     return 0;
 }
 
+/* Set t's model-facing location from its root's (loc[] filled). */
+static void tensor_locate(sched *s, graph_tensor *t) {
+    uint64_t off;
+    graph_tensor *r = graph_tensor_storage(t, &off);
+    if (!r->view_src && root_is_bound(r) && t == r) return; /* the caller's binding */
+    const sched_loc *L = &s->loc[r->index];
+    if (root_is_computed(r) && s->host_offset[r->index] != UINT64_MAX) {
+        /* An output the host cannot see: read back after compute. */
+        t->t.buffer = NULL;
+        t->t.offset = 0;
+        t->t.data = s->host_arena + s->host_offset[r->index] + off;
+    } else {
+        t->t.buffer = L->buffer;
+        t->t.offset = L->buffer ? L->offset + off : 0;
+        t->t.data = L->host ? L->host + off : NULL;
+    }
+    t->device = root_is_computed(r) ? s->slots[s->node_slot[s->node_pos[r->index]]].hd->index : t->home_device;
+}
+
 /* Fill loc[] for every root and the model-facing location of every tensor. */
 static void set_locations(sched *s) {
     for (int32_t i = 0; i < s->n_tensors; i++) {
@@ -697,24 +721,11 @@ static void set_locations(sched *s) {
             L->host = r->t.data;
         }
     }
+    s->n_moving_tensors = 0;
     for (int32_t i = 0; i < s->n_tensors; i++) {
         graph_tensor *t = graph_tensor_at(s->g, i);
-        uint64_t off;
-        graph_tensor *r = graph_tensor_storage(t, &off);
-        if (!r->view_src && root_is_bound(r) && t == r) continue; /* the caller's binding */
-        const sched_loc *L = &s->loc[r->index];
-        if (root_is_computed(r) && s->host_offset[r->index] != UINT64_MAX) {
-            /* An output the host cannot see: read back after compute. */
-            t->t.buffer = NULL;
-            t->t.offset = 0;
-            t->t.data = s->host_arena + s->host_offset[r->index] + off;
-        } else {
-            t->t.buffer = L->buffer;
-            t->t.offset = L->buffer ? L->offset + off : 0;
-            t->t.data = L->host ? L->host + off : NULL;
-        }
-        t->device = root_is_computed(r) ? s->slots[s->node_slot[s->node_pos[r->index]]].hd->index
-                                        : t->home_device;
+        tensor_locate(s, t);
+        if (sched_is_bound_view(t)) s->moving_tensors[s->n_moving_tensors++] = i;
     }
     for (int32_t pos = 0; pos < s->n_nodes; pos++)
         graph_node_at(s->g, pos)->device = s->slots[s->node_slot[pos]].hd->index;
@@ -769,6 +780,7 @@ int sched_alloc(sched *s, graph *g) {
     liveness(s);
     if (plan_memory(s) || buffers_grow(s) || host_arena_plan(s)) goto fail;
     set_locations(s);
+    sched_nodes_build(s);
     return 0;
 fail:
     s->g = NULL;
@@ -781,7 +793,9 @@ void sched_views_moved(sched *s) {
     if (!s->g) return;
     for (int32_t c = 0; c < s->n_copies; c++)
         graph_tensor_storage(graph_tensor_at(s->g, s->copies[c].tensor), &s->copies[c].start);
-    set_locations(s);
+    /* Only views into bound storage moved: roots, plan and placement hold. */
+    for (int32_t i = 0; i < s->n_moving_tensors; i++) tensor_locate(s, graph_tensor_at(s->g, s->moving_tensors[i]));
+    sched_nodes_patch(s);
 }
 
 void sched_get_stats(const sched *s, sched_stats *out) {

@@ -123,8 +123,16 @@ struct sched {
     uint64_t host_arena_size, host_arena_used;
     unsigned char *staging;    /* bounce buffer for device-to-device copies */
     uint64_t staging_size;
-    tsr_node *run_nodes;       /* [n_nodes] scratch for compute */
+    /* Every split's nodes as its device sees them, built once per
+     * sched_alloc (node pos at run_nodes[pos]); sched_views_moved patches
+     * only the nodes and tensors listed in moving_nodes / moving_tensors
+     * (views into caller-bound storage: the KV cache writes). */
+    tsr_node *run_nodes;       /* [n_nodes] */
     tsr_tensor *run_tensors;   /* [n_nodes * (1 + TSR_MAX_SRC)] */
+    int32_t *moving_nodes;     /* [n_nodes] node positions */
+    int32_t n_moving_nodes;
+    int32_t *moving_tensors;   /* [n_tensors] tensor indices */
+    int32_t n_moving_tensors;
 
     sched_counters counters; /* running totals of sched_compute's device calls */
     uint64_t intermediate_bytes;
@@ -145,5 +153,14 @@ graph_tensor *sched_root(const sched *s, int32_t i, uint64_t *offset);
 /* The tensor as device `slot` sees it during split `split`: copied, in the
  * device's own buffer, or in host memory. */
 void sched_present(const sched *s, graph_tensor *t, int32_t slot, int32_t split, tsr_tensor *out);
+
+/* Whether t is a view into caller-bound storage (weights, KV cache): where
+ * it points may move between steps (sched_views_moved). */
+bool sched_is_bound_view(const graph_tensor *t);
+
+/* Build run_nodes/run_tensors and the moving lists for the allocated graph
+ * (after set_locations); re-present the moving nodes after views moved. */
+void sched_nodes_build(sched *s);
+void sched_nodes_patch(sched *s);
 
 #endif

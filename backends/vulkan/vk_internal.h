@@ -159,6 +159,11 @@ typedef struct vk_device {
     VkDevice dev;
     VkQueue queue;
     pthread_mutex_t submit_lock; /* vkQueueSubmit needs external sync */
+    /* Bumped (under lock) whenever a buffer is freed: a queue replays a
+     * recorded command buffer only while it is unchanged, since a new
+     * buffer may reuse a freed one's handle (vk_queue.c). */
+    uint64_t buffers_freed;
+    struct vk_queue *queues;  /* every live queue (under lock): buffer_free drops their uploads to it */
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipe_layout;
     vk_pipeline_entry pipelines[VK_MAX_PIPELINES];
@@ -224,19 +229,53 @@ typedef struct vk_host_buffer {
     uint64_t size;
 } vk_host_buffer;
 
+/* What one recorded dispatch depends on besides its parameter block
+ * (vk_queue.c: a compute() that plans to the same list replays the
+ * command buffer recorded last instead of recording it again). */
+typedef struct vk_rec_node {
+    VkPipeline pipe;
+    VkDescriptorBufferInfo infos[6];
+    uint32_t groups[3];
+    bool barrier;
+} vk_rec_node;
+
+/* A host write deferred into the next submission (vk_queue.c). */
+typedef struct vk_upload {
+    VkBuffer dst;
+    VkBufferCopy region; /* srcOffset in the queue's upload ring */
+} vk_upload;
+
 typedef struct vk_queue {
     tsr_queue base;
     vk_device *dev;
     VkCommandPool pool;
-    VkCommandBuffer cmd;      /* compute: one per compute() call */
+    VkCommandBuffer cmd;      /* compute: recorded by compute(), replayed while the nodes plan the same */
     VkCommandBuffer xfer;     /* staging copies */
+    VkCommandBuffer up_cmd;   /* deferred uploads, submitted with cmd */
     VkFence fence;
     bool pending;             /* cmd submitted, fence not yet waited */
     VkDescriptorPool desc_pool;
     uint32_t desc_capacity;   /* sets the pool holds */
     vk_host_buffer params;    /* one parameter block per dispatch */
     vk_host_buffer staging;
+    /* The command buffer cmd holds (valid while rec_valid). */
+    vk_rec_node *rec, *plan;  /* [cap_rec]: recorded, and this call's */
+    uint32_t n_rec, cap_rec;
+    bool rec_valid;
+    uint64_t rec_freed;       /* dev->buffers_freed when cmd was recorded */
+    uint64_t n_recorded, n_replayed; /* compute() calls of each kind */
+    /* Host writes waiting for the next submission. */
+    vk_host_buffer upload;    /* their bytes */
+    uint64_t upload_used;
+    vk_upload *uploads;       /* under up_lock: buffer_free may drop some from another thread */
+    uint32_t n_uploads, cap_uploads;
+    pthread_mutex_t up_lock;
+    struct vk_queue *next;    /* in dev->queues */
 } vk_queue;
+
+/* A buffer is being freed: drop every deferred upload into it (its bytes
+ * can no longer be observed). Called with d->lock held. */
+void vk_queues_forget_buffer(vk_device *d, VkBuffer buf);
 
 tsr_status vk_queue_create(tsr_device *device, tsr_queue **out);
 

@@ -86,9 +86,13 @@ void vk_buffer_free(tsr_device *device, tsr_buffer *buffer) {
     pthread_mutex_lock(&d->submit_lock);
     vkf.vkDeviceWaitIdle(d->dev);
     pthread_mutex_unlock(&d->submit_lock);
+    pthread_mutex_lock(&d->lock);
+    vk_queues_forget_buffer(d, b->buf);
+    pthread_mutex_unlock(&d->lock);
     vk_raw_buffer_destroy(d, b->buf, b->mem);
     pthread_mutex_lock(&d->lock);
     d->allocated -= b->alloc_size;
+    d->buffers_freed++;
     pthread_mutex_unlock(&d->lock);
     b->magic = 0;
     free(b);

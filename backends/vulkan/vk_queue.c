@@ -8,8 +8,19 @@
  * only where a dispatch touches bytes an earlier dispatch since the last
  * barrier wrote (or writes bytes one read), so independent nodes overlap.
  *
- * write()/read() are synchronous: they wait for pending work, then copy in
- * place (unified memory) or through the queue's staging buffer.
+ * Record once, replay: each compute() first plans every node (pipeline,
+ * bindings, grid, barrier) without touching Vulkan. When the plan equals
+ * the one the command buffer was recorded from, only the parameter blocks
+ * (host-visible memory) are rewritten and the same command buffer is
+ * submitted again. Tensors are bound from their buffer's first byte where
+ * the device can bind the whole buffer, so a decoding step whose graph the
+ * host reuses (only the KV cache writes move) plans the same and replays.
+ *
+ * Host writes to device-local memory (the step's inputs) are copied into an
+ * upload ring and recorded into a small command buffer that goes in the
+ * same vkQueueSubmit as the next compute: a step is one submission. read()
+ * and synchronize() flush them first; large writes go through staging
+ * synchronously as before.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +31,8 @@
 enum {
     VK_STAGING_CHUNK = 64 << 20, /* largest staging buffer */
     VK_MAX_HAZARDS = 64,
+    VK_DEFER_MAX = 1 << 20,      /* largest write deferred into the next submission */
+    VK_UPLOAD_RING = 4 << 20,    /* upload ring bytes */
 };
 
 static vk_queue *queue_of(tsr_queue *queue) { return queue ? (vk_queue *)queue->impl : NULL; }
@@ -50,6 +63,7 @@ static tsr_status wait_pending(vk_queue *q) {
     VkResult r = vkf.vkWaitForFences(q->dev->dev, 1, &q->fence, VK_TRUE, UINT64_MAX);
     q->pending = false;
     vkf.vkResetFences(q->dev->dev, 1, &q->fence);
+    if (q->n_uploads == 0) q->upload_used = 0; /* the ring's submitted bytes were read */
     if (r != VK_SUCCESS) {
         vk_log(TSR_LOG_ERROR, "vulkan%d: waiting for the device failed (VkResult %d%s)", q->dev->index, (int)r,
                r == VK_ERROR_DEVICE_LOST ? ", device lost" : "");
@@ -58,11 +72,12 @@ static tsr_status wait_pending(vk_queue *q) {
     return TSR_OK;
 }
 
-static tsr_status submit(vk_queue *q, VkCommandBuffer cmd) {
+/* One vkQueueSubmit of n command buffers (in order) with the fence. */
+static tsr_status submit_n(vk_queue *q, const VkCommandBuffer *cmds, uint32_t n) {
     VkSubmitInfo si = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-        .commandBufferCount = 1,
-        .pCommandBuffers = &cmd,
+        .commandBufferCount = n,
+        .pCommandBuffers = cmds,
     };
     pthread_mutex_lock(&q->dev->submit_lock);
     VkResult r = vkf.vkQueueSubmit(q->dev->queue, 1, &si, q->fence);
@@ -74,6 +89,8 @@ static tsr_status submit(vk_queue *q, VkCommandBuffer cmd) {
     q->pending = true;
     return TSR_OK;
 }
+
+static tsr_status submit(vk_queue *q, VkCommandBuffer cmd) { return submit_n(q, &cmd, 1); }
 
 static void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
                            VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
@@ -122,14 +139,92 @@ static tsr_status staged_copy(vk_queue *q, vk_buffer *b, uint64_t offset, uint64
     return st == TSR_OK ? wait_pending(q) : st;
 }
 
+/* ------------------------------------------------------ deferred uploads */
+
+/* Record the pending uploads into up_cmd: after earlier work on what they
+ * overwrite, before the compute that reads them. */
+static tsr_status record_uploads(vk_queue *q) {
+    VkCommandBuffer cmd = q->up_cmd;
+    vkf.vkResetCommandBuffer(cmd, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (vkf.vkBeginCommandBuffer(cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    pthread_mutex_lock(&q->up_lock);
+    for (uint32_t i = 0; i < q->n_uploads; i++)
+        vkf.vkCmdCopyBuffer(cmd, q->upload.buf, q->uploads[i].dst, 1, &q->uploads[i].region);
+    memory_barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                       VK_ACCESS_HOST_READ_BIT);
+    q->n_uploads = 0;
+    pthread_mutex_unlock(&q->up_lock);
+    return vkf.vkEndCommandBuffer(cmd) == VK_SUCCESS ? TSR_OK : TSR_ERR_DEVICE;
+}
+
+void vk_queues_forget_buffer(vk_device *d, VkBuffer buf) {
+    for (vk_queue *q = d->queues; q; q = q->next) {
+        pthread_mutex_lock(&q->up_lock);
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < q->n_uploads; i++)
+            if (q->uploads[i].dst != buf) q->uploads[kept++] = q->uploads[i];
+        q->n_uploads = kept;
+        pthread_mutex_unlock(&q->up_lock);
+    }
+}
+
+/* Submit the pending uploads alone and wait (before a read, a
+ * synchronize or a large write: call order holds). */
+static tsr_status flush_uploads(vk_queue *q) {
+    if (q->n_uploads == 0) return TSR_OK;
+    tsr_status st = wait_pending(q);
+    if (st == TSR_OK) st = record_uploads(q);
+    if (st == TSR_OK) st = submit(q, q->up_cmd);
+    return st == TSR_OK ? wait_pending(q) : st;
+}
+
+/* Copy src into the upload ring and queue its copy to b at offset. */
+static tsr_status defer_upload(vk_queue *q, vk_buffer *b, uint64_t offset, const void *src, uint64_t size) {
+    uint64_t at = (q->upload_used + 15) / 16 * 16;
+    if (at + size > q->upload.size || q->n_uploads == q->cap_uploads) {
+        tsr_status st = flush_uploads(q); /* frees the ring (waits) */
+        if (st == TSR_OK) st = wait_pending(q);
+        if (st != TSR_OK) return st;
+        at = 0;
+        if (size > q->upload.size)
+            st = host_buffer_reserve(q->dev, &q->upload, size > VK_UPLOAD_RING ? size : VK_UPLOAD_RING,
+                                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT);
+        if (st == TSR_OK && q->n_uploads == q->cap_uploads) {
+            uint32_t cap = q->cap_uploads ? 2 * q->cap_uploads : 16;
+            vk_upload *p = realloc(q->uploads, cap * sizeof *p);
+            if (!p) return TSR_ERR_NO_MEMORY;
+            q->uploads = p;
+            q->cap_uploads = cap;
+        }
+        if (st != TSR_OK) return st;
+    }
+    memcpy(q->upload.mapped + at, src, size);
+    pthread_mutex_lock(&q->up_lock);
+    q->uploads[q->n_uploads++] =
+        (vk_upload){.dst = b->buf, .region = {.srcOffset = at, .dstOffset = offset, .size = size}};
+    pthread_mutex_unlock(&q->up_lock);
+    q->upload_used = at + size;
+    return TSR_OK;
+}
+
 static tsr_status queue_write(tsr_queue *queue, tsr_buffer *buffer, uint64_t offset, const void *src,
                               uint64_t size) {
     vk_queue *q = queue_of(queue);
     if (!q) return TSR_ERR_INVALID;
     vk_buffer *b = vk_buffer_of(q->dev, buffer);
     tsr_status st = check_range(q, b, offset, size, src, "write");
-    if (st == TSR_OK) st = wait_pending(q);
     if (st != TSR_OK || size == 0) return st;
+    if (!b->mapped && size <= VK_DEFER_MAX) return defer_upload(q, b, offset, src, size);
+    st = flush_uploads(q);
+    if (st == TSR_OK) st = wait_pending(q);
+    if (st != TSR_OK) return st;
     if (b->mapped) {
         memcpy(b->mapped + offset, src, size);
         return TSR_OK;
@@ -150,6 +245,7 @@ static tsr_status queue_read(tsr_queue *queue, tsr_buffer *buffer, uint64_t offs
     if (!q) return TSR_ERR_INVALID;
     vk_buffer *b = vk_buffer_of(q->dev, buffer);
     tsr_status st = check_range(q, b, offset, size, dst, "read");
+    if (st == TSR_OK) st = flush_uploads(q);
     if (st == TSR_OK) st = wait_pending(q);
     if (st != TSR_OK || size == 0) return st;
     if (b->mapped) {
@@ -169,7 +265,9 @@ static tsr_status queue_read(tsr_queue *queue, tsr_buffer *buffer, uint64_t offs
 
 static tsr_status queue_synchronize(tsr_queue *queue) {
     vk_queue *q = queue_of(queue);
-    return q ? wait_pending(q) : TSR_ERR_INVALID;
+    if (!q) return TSR_ERR_INVALID;
+    tsr_status st = flush_uploads(q);
+    return st == TSR_OK ? wait_pending(q) : st;
 }
 
 /* ---------------------------------------------------------------- compute */
@@ -254,8 +352,12 @@ static tsr_status bind_tensor(vk_queue *q, const tsr_node *node, const tsr_tenso
     }
     const uint64_t align = d->props.limits.minStorageBufferOffsetAlignment > 4
                                ? d->props.limits.minStorageBufferOffsetAlignment : 4;
-    const uint64_t start = t->offset / align * align;
-    uint64_t range = (t->offset + extent - start + 3) / 4 * 4;
+    /* The whole buffer where the device binds it (a tensor moving inside it
+     * then changes only off[]: the recorded command buffer still holds),
+     * else the tensor's range from an aligned start. */
+    const bool whole = b->alloc_size <= d->props.limits.maxStorageBufferRange && b->alloc_size <= UINT32_MAX;
+    const uint64_t start = whole ? 0 : t->offset / align * align;
+    uint64_t range = whole ? b->alloc_size : (t->offset + extent - start + 3) / 4 * 4;
     if (range > b->alloc_size - start) range = b->alloc_size - start;
     if (range > d->props.limits.maxStorageBufferRange) {
         vk_log(TSR_LOG_ERROR, "vulkan%d: node '%s': tensor %d spans %llu bytes, more than the device binds (%u)",
@@ -269,8 +371,9 @@ static tsr_status bind_tensor(vk_queue *q, const tsr_node *node, const tsr_tenso
     return TSR_OK;
 }
 
-/* Record node i: plan, bind, barrier if needed, dispatch. */
-static tsr_status record_node(vk_queue *q, const tsr_node *node, uint32_t i, hazard_set *hz) {
+/* Plan node i into q->plan[i] (pipeline, bindings, grid, barrier) and write
+ * its parameter block; no Vulkan command is recorded. */
+static tsr_status plan_node(vk_queue *q, const tsr_node *node, uint32_t i, hazard_set *hz) {
     vk_device *d = q->dev;
     char why[256];
     if (!vk_op_supported(d, node, why, sizeof why)) {
@@ -279,36 +382,41 @@ static tsr_status record_node(vk_queue *q, const tsr_node *node, uint32_t i, haz
     }
     vk_dispatch disp;
     vk_op_plan(d, node, &disp);
-    VkPipeline pipe = vk_pipeline_get(d, disp.shader, disp.spec);
-    if (pipe == VK_NULL_HANDLE) return TSR_ERR_DEVICE;
+    vk_rec_node *rn = &q->plan[i];
+    memset(rn, 0, sizeof *rn);
+    rn->pipe = vk_pipeline_get(d, disp.shader, disp.spec);
+    if (rn->pipe == VK_NULL_HANDLE) return TSR_ERR_DEVICE;
+    memcpy(rn->groups, disp.groups, sizeof rn->groups);
 
-    VkDescriptorBufferInfo infos[6];
     hazard access[5];
     bool used[5] = {false};
     for (int s = 0; s < 5; s++) {
         const tsr_tensor *t = s == 4 ? node->dst : (s < node->n_src ? node->src[s] : NULL);
-        infos[s] = (VkDescriptorBufferInfo){.buffer = d->dummy, .offset = 0, .range = VK_WHOLE_SIZE};
+        rn->infos[s] = (VkDescriptorBufferInfo){.buffer = d->dummy, .offset = 0, .range = VK_WHOLE_SIZE};
         if (!t) continue;
-        tsr_status st = bind_tensor(q, node, t, s, &infos[s], &disp.p, hz, &access[s]);
+        tsr_status st = bind_tensor(q, node, t, s, &rn->infos[s], &disp.p, hz, &access[s]);
         if (st != TSR_OK) return st;
         used[s] = true;
     }
-    infos[5] = (VkDescriptorBufferInfo){.buffer = q->params.buf, .offset = (uint64_t)i * VK_PARAMS_STRIDE,
-                                        .range = sizeof(vk_params)};
+    rn->infos[5] = (VkDescriptorBufferInfo){.buffer = q->params.buf, .offset = (uint64_t)i * VK_PARAMS_STRIDE,
+                                            .range = sizeof(vk_params)};
     memcpy(q->params.mapped + (uint64_t)i * VK_PARAMS_STRIDE, &disp.p, sizeof disp.p);
 
-    bool barrier = false;
-    for (int s = 0; s < 5 && !barrier; s++)
-        if (used[s]) barrier = hazard_conflicts(hz, access[s].buf, access[s].lo, access[s].hi, access[s].write);
-    if (!barrier && hz->n + 5 > VK_MAX_HAZARDS) barrier = true;
-    if (barrier) {
-        memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-        hz->n = 0;
-    }
+    for (int s = 0; s < 5 && !rn->barrier; s++)
+        if (used[s]) rn->barrier = hazard_conflicts(hz, access[s].buf, access[s].lo, access[s].hi, access[s].write);
+    if (!rn->barrier && hz->n + 5 > VK_MAX_HAZARDS) rn->barrier = true;
+    if (rn->barrier) hz->n = 0;
     for (int s = 0; s < 5; s++)
         if (used[s]) hz->h[hz->n++] = access[s];
+    return TSR_OK;
+}
 
+/* Record planned node i: barrier if needed, descriptor set, dispatch. */
+static tsr_status record_node(vk_queue *q, const vk_rec_node *rn, uint32_t i) {
+    vk_device *d = q->dev;
+    if (rn->barrier)
+        memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     VkDescriptorSetAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
         .descriptorPool = q->desc_pool,
@@ -328,12 +436,63 @@ static tsr_status record_node(vk_queue *q, const tsr_node *node, uint32_t i, haz
             .dstBinding = s,
             .descriptorCount = 1,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .pBufferInfo = &infos[s],
+            .pBufferInfo = &rn->infos[s],
         };
     vkf.vkUpdateDescriptorSets(d->dev, 6, w, 0, NULL);
-    vkf.vkCmdBindPipeline(q->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    vkf.vkCmdBindPipeline(q->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, rn->pipe);
     vkf.vkCmdBindDescriptorSets(q->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipe_layout, 0, 1, &set, 0, NULL);
-    vkf.vkCmdDispatch(q->cmd, disp.groups[0], disp.groups[1], disp.groups[2]);
+    vkf.vkCmdDispatch(q->cmd, rn->groups[0], rn->groups[1], rn->groups[2]);
+    return TSR_OK;
+}
+
+/* Record q->plan[0..n) into cmd (reusable: no one-time flag). */
+static tsr_status record_all(vk_queue *q, uint32_t n) {
+    q->rec_valid = false;
+    tsr_status st = ensure_desc_pool(q, n);
+    if (st != TSR_OK) return st;
+    vkf.vkResetCommandBuffer(q->cmd, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    if (vkf.vkBeginCommandBuffer(q->cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    /* Uploads (staged copies, host writes to mapped memory) come first. */
+    memory_barrier(q->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                   VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    for (uint32_t i = 0; i < n && st == TSR_OK; i++) st = record_node(q, &q->plan[i], i);
+    /* Results become visible to the host, to copies and to the next split. */
+    memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                       VK_ACCESS_SHADER_WRITE_BIT);
+    if (vkf.vkEndCommandBuffer(q->cmd) != VK_SUCCESS && st == TSR_OK) st = TSR_ERR_DEVICE;
+    if (st != TSR_OK) return st;
+    /* What cmd now holds: swap the arrays so plan is free for the next call. */
+    vk_rec_node *t = q->rec;
+    q->rec = q->plan;
+    q->plan = t;
+    q->n_rec = n;
+    q->rec_valid = true;
+    return TSR_OK;
+}
+
+/* Whether two plans record the same commands (parameter blocks aside). */
+static bool plan_equal(const vk_rec_node *a, const vk_rec_node *b) {
+    if (a->pipe != b->pipe || a->barrier != b->barrier || memcmp(a->groups, b->groups, sizeof a->groups)) return false;
+    for (int s = 0; s < 6; s++)
+        if (a->infos[s].buffer != b->infos[s].buffer || a->infos[s].offset != b->infos[s].offset ||
+            a->infos[s].range != b->infos[s].range)
+            return false;
+    return true;
+}
+
+static tsr_status plans_reserve(vk_queue *q, uint32_t n) {
+    if (n <= q->cap_rec) return TSR_OK;
+    vk_rec_node *a = realloc(q->rec, n * sizeof *a);
+    if (a) q->rec = a;
+    vk_rec_node *b = realloc(q->plan, n * sizeof *b);
+    if (b) q->plan = b;
+    if (!a || !b) return TSR_ERR_NO_MEMORY;
+    q->cap_rec = n;
+    q->rec_valid = false; /* rec was moved or may be partial: record again */
     return TSR_OK;
 }
 
@@ -343,31 +502,39 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     if (n_nodes == 0) return TSR_OK;
     if (vk_abort_requested()) return TSR_ERR_ABORTED;
     vk_device *d = q->dev;
+    const uint32_t n = (uint32_t)n_nodes;
     tsr_status st = wait_pending(q);
-    if (st == TSR_OK) st = ensure_desc_pool(q, (uint32_t)n_nodes);
-    if (st == TSR_OK)
-        st = host_buffer_reserve(d, &q->params, (uint64_t)n_nodes * VK_PARAMS_STRIDE,
-                                 VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
-    if (st != TSR_OK) return st;
-
-    vkf.vkResetCommandBuffer(q->cmd, 0);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (vkf.vkBeginCommandBuffer(q->cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
-    /* Uploads (staged copies, host writes to mapped memory) come first. */
-    memory_barrier(q->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                   VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    if (st == TSR_OK) st = plans_reserve(q, n);
+    if (st == TSR_OK) {
+        /* a new parameter buffer may reuse the old one's handle: record again */
+        if (q->params.size < (uint64_t)n * VK_PARAMS_STRIDE) q->rec_valid = false;
+        st = host_buffer_reserve(d, &q->params, (uint64_t)n * VK_PARAMS_STRIDE, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    }
     hazard_set hz = {.n = 0};
-    for (int32_t i = 0; i < n_nodes && st == TSR_OK; i++) st = record_node(q, &nodes[i], (uint32_t)i, &hz);
-    /* Results become visible to the host, to copies and to the next split. */
-    memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                   VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                   VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
-                       VK_ACCESS_SHADER_WRITE_BIT);
-    if (vkf.vkEndCommandBuffer(q->cmd) != VK_SUCCESS && st == TSR_OK) st = TSR_ERR_DEVICE;
+    for (uint32_t i = 0; i < n && st == TSR_OK; i++) st = plan_node(q, &nodes[i], i, &hz);
     if (st != TSR_OK) return st;
-    return submit(q, q->cmd);
+    pthread_mutex_lock(&d->lock);
+    const uint64_t freed = d->buffers_freed;
+    pthread_mutex_unlock(&d->lock);
+    bool same = q->rec_valid && q->n_rec == n && q->rec_freed == freed;
+    for (uint32_t i = 0; i < n && same; i++) same = plan_equal(&q->rec[i], &q->plan[i]);
+    if (same) {
+        q->n_replayed++;
+    } else {
+        st = record_all(q, n);
+        if (st != TSR_OK) return st;
+        q->rec_freed = freed;
+        q->n_recorded++;
+    }
+    VkCommandBuffer cmds[2];
+    uint32_t n_cmds = 0;
+    if (q->n_uploads) {
+        st = record_uploads(q);
+        if (st != TSR_OK) return st;
+        cmds[n_cmds++] = q->up_cmd;
+    }
+    cmds[n_cmds++] = q->cmd;
+    return submit_n(q, cmds, n_cmds);
 }
 
 /* ---------------------------------------------------------------- lifetime */
@@ -376,9 +543,25 @@ static void queue_destroy(tsr_queue *queue) {
     vk_queue *q = queue_of(queue);
     if (!q) return;
     vk_device *d = q->dev;
+    flush_uploads(q);
     wait_pending(q);
+    pthread_mutex_lock(&d->lock);
+    for (vk_queue **p = &d->queues; *p; p = &(*p)->next)
+        if (*p == q) {
+            *p = q->next;
+            break;
+        }
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_destroy(&q->up_lock);
+    if (q->n_recorded + q->n_replayed)
+        vk_log(TSR_LOG_DEBUG, "vulkan%d: queue: %llu command buffers recorded, %llu replayed", d->index,
+               (unsigned long long)q->n_recorded, (unsigned long long)q->n_replayed);
     host_buffer_free(d, &q->params);
     host_buffer_free(d, &q->staging);
+    host_buffer_free(d, &q->upload);
+    free(q->rec);
+    free(q->plan);
+    free(q->uploads);
     if (q->desc_pool != VK_NULL_HANDLE) vkf.vkDestroyDescriptorPool(d->dev, q->desc_pool, NULL);
     if (q->fence != VK_NULL_HANDLE) vkf.vkDestroyFence(d->dev, q->fence, NULL);
     if (q->pool != VK_NULL_HANDLE) vkf.vkDestroyCommandPool(d->dev, q->pool, NULL);
@@ -404,26 +587,32 @@ tsr_status vk_queue_create(tsr_device *device, tsr_queue **out) {
     q->dev = d;
     q->base.api = &vk_queue_api;
     q->base.impl = q;
+    pthread_mutex_init(&q->up_lock, NULL);
+    pthread_mutex_lock(&d->lock);
+    q->next = d->queues;
+    d->queues = q;
+    pthread_mutex_unlock(&d->lock);
     VkCommandPoolCreateInfo pi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
         .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
         .queueFamilyIndex = d->queue_family,
     };
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkCommandBuffer cmds[2];
+    VkCommandBuffer cmds[3];
     bool ok = vkf.vkCreateCommandPool(d->dev, &pi, NULL, &q->pool) == VK_SUCCESS;
     if (ok) {
         VkCommandBufferAllocateInfo ai = {
             .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
             .commandPool = q->pool,
             .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-            .commandBufferCount = 2,
+            .commandBufferCount = 3,
         };
         ok = vkf.vkAllocateCommandBuffers(d->dev, &ai, cmds) == VK_SUCCESS;
     }
     if (ok) {
         q->cmd = cmds[0];
         q->xfer = cmds[1];
+        q->up_cmd = cmds[2];
         ok = vkf.vkCreateFence(d->dev, &fi, NULL, &q->fence) == VK_SUCCESS;
     }
     if (!ok) {

@@ -56,6 +56,9 @@ static const cli_option common_options[] = {
      P(plugin_dirs), 0, 0, NULL, 0, CLI_G_DEVICE | CLI_G_PLUGINS},
     {NULL, "--explain", NULL, "print where each part of the graph runs (stderr)", CLI_SWITCH,
      P(explain), 0, 0, NULL, 0, CLI_G_DEVICE},
+    {NULL, "--profile", NULL,
+     "time each op type on the devices (timestamp queries) and print time, bytes, GB/s and FLOP/s per op "
+     "(stderr)", CLI_SWITCH, P(profile), 0, 0, NULL, 0, CLI_G_DEVICE},
 
     {NULL, "--no-mmap", NULL, "read the weights into memory instead of mapping the file", CLI_SWITCH,
      P(no_mmap), 0, 0, NULL, 0, CLI_G_DEVICE},

@@ -68,6 +68,7 @@ typedef struct cli_params {
     int32_t n_plugin_dirs;
     int32_t n_gpu_layers; /* CLI_NGL_AUTO: fit to the device (the default) */
     int explain;
+    int profile; /* --profile: time each op on the devices (cli_print_profile) */
     /* model memory: --no-mmap, --mlock */
     int no_mmap, use_mlock;
     /* context: n_ctx 0 is the model's training context, at most 4096 */
@@ -167,6 +168,9 @@ int cli_bad_value(const char *cmd, const char *flag, const char *value, const ch
 
 /* -fa's value: "on", "off" or "auto" (0; else -1 after cli_bad_value), and
  * its name. */
+/* --profile's table for a context whose profiling was on (cli_profile.c). */
+void cli_print_profile(FILE *out, const char *what, const tessera_context *ctx);
+
 int cli_parse_flash_attn(const char *cmd, const char *flag, const char *value, tessera_flash_attn *out);
 const char *cli_flash_attn_name(tessera_flash_attn fa);
 

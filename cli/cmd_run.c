@@ -251,11 +251,11 @@ static void print_step_stats(const tessera_context *ctx) {
     if (st.n_steps <= 0) return;
     const double n = (double)st.n_steps;
     fprintf(stderr,
-            "per decoding step: %.2f submissions, %.2f copies up (%.0f B), %.2f reads back (%.0f B), %.2f waits; "
-            "%lld splits; graph built %lld of %lld steps\n",
-            (double)st.n_computes / n, (double)st.n_uploads / n, (double)st.upload_bytes / n, (double)st.n_reads / n,
-            (double)st.read_bytes / n, (double)st.n_waits / n, (long long)st.n_splits, (long long)st.n_graphs_built,
-            (long long)st.n_steps);
+            "per decoding step: %.2f submissions (%.2f computes, %.2f replayed), %.2f copies up (%.0f B), "
+            "%.2f reads back (%.0f B), %.2f waits; %lld splits; graph built %lld of %lld steps\n",
+            (double)st.n_submits / n, (double)st.n_computes / n, (double)st.n_replayed / n, (double)st.n_uploads / n,
+            (double)st.upload_bytes / n, (double)st.n_reads / n, (double)st.read_bytes / n, (double)st.n_waits / n,
+            (long long)st.n_splits, (long long)st.n_graphs_built, (long long)st.n_steps);
 }
 
 static void print_counts(const tessera_context *ctx, const run_counts *c, bool verbose) {
@@ -291,9 +291,12 @@ int cmd_run(int argc, char **argv) {
     int rc = 1;
     if (cli_session_open(&s, cmd, &o.p) == 0) {
         run_counts cnt = {0};
+        if (o.p.profile && tessera_context_set_profiling(s.ctx, true) > 0)
+            fprintf(stderr, "tessera run: --profile: some devices cannot time their work (counted, not timed)\n");
         rc = generate(&o, s.model, s.ctx, prompt, prompt_len, &cnt);
         if (rc == 130) fprintf(stderr, "tessera run: interrupted\n");
         if (rc == 0 || rc == 130) print_counts(s.ctx, &cnt, o.p.verbose);
+        if ((rc == 0 || rc == 130) && o.p.profile) cli_print_profile(stderr, "the prompt and the generation", s.ctx);
     }
     cli_session_close(&s);
     free(prompt);

@@ -74,7 +74,12 @@
     X(vkCreateFence)                                                                              \
     X(vkDestroyFence)                                                                             \
     X(vkWaitForFences)                                                                            \
-    X(vkResetFences)
+    X(vkResetFences)                                                                              \
+    X(vkCreateQueryPool)                                                                          \
+    X(vkDestroyQueryPool)                                                                         \
+    X(vkCmdResetQueryPool)                                                                        \
+    X(vkCmdWriteTimestamp)                                                                        \
+    X(vkGetQueryPoolResults)
 
 typedef struct vk_funcs {
     void *lib; /* dlopen handle of libvulkan */
@@ -141,6 +146,7 @@ typedef struct vk_device {
     uint32_t subgroup_size;
     uint64_t max_alloc;       /* maxMemoryAllocationSize (Vulkan 1.1) */
     uint32_t queue_family;
+    uint32_t timestamp_bits;  /* valid bits of the queue's timestamps; 0: it cannot time */
     bool unified;             /* device-local memory is host-visible: no staging */
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
     bool attn_per_invocation;   /* the same for FLASH_ATTN (flash_attn_inv.comp) */
@@ -264,6 +270,13 @@ typedef struct vk_queue {
     bool rec_valid;
     uint64_t rec_freed;       /* dev->buffers_freed when cmd was recorded */
     uint64_t n_recorded, n_replayed; /* compute() calls of each kind */
+    tsr_queue_stats stats;    /* the rest of get_stats's totals */
+    /* Profiling (set_profiling): a timestamp after every node. */
+    bool profiling, rec_profiled;
+    VkQueryPool qpool;
+    uint32_t qpool_cap;
+    int32_t *prof_ops;        /* [cap_rec] op of each node in flight */
+    uint32_t prof_n;          /* nodes timed by the submission in flight (0: none) */
     /* Host writes waiting for the next submission. */
     vk_host_buffer upload;    /* their bytes */
     uint64_t upload_used;

@@ -139,6 +139,7 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
         return -1;
     }
     d->queue_family = (uint32_t)fam;
+    d->timestamp_bits = fams[fam].timestampValidBits;
     if (vk_memory_type(d, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) < 0) {
         snprintf(why, why_size, "%.100s has no host-visible coherent memory for staging", p->deviceName);
         return -1;

@@ -22,6 +22,7 @@
  * and synchronize() flush them first; large writes go through staging
  * synchronously as before.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,10 +59,32 @@ static tsr_status host_buffer_reserve(vk_device *d, vk_host_buffer *h, uint64_t 
     return TSR_OK;
 }
 
+/* Add the timed nodes of the finished submission to stats.op_ns. */
+static void collect_profile(vk_queue *q) {
+    const uint32_t n = q->prof_n;
+    q->prof_n = 0;
+    uint64_t *t = malloc((size_t)(n + 1) * sizeof *t);
+    if (!t) return;
+    VkResult r = vkf.vkGetQueryPoolResults(q->dev->dev, q->qpool, 0, n + 1, (size_t)(n + 1) * sizeof *t, t,
+                                           sizeof *t, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r == VK_SUCCESS) {
+        const uint64_t mask = q->dev->timestamp_bits >= 64 ? UINT64_MAX : (UINT64_C(1) << q->dev->timestamp_bits) - 1;
+        const double period = q->dev->props.limits.timestampPeriod; /* ns per tick */
+        for (uint32_t i = 0; i < n; i++) {
+            const int32_t op = q->prof_ops[i];
+            if (op < 0 || op >= TSR_STATS_OPS) continue;
+            q->stats.op_ns[op] += (uint64_t)((double)((t[i + 1] - t[i]) & mask) * period);
+            q->stats.op_nodes[op]++;
+        }
+    }
+    free(t);
+}
+
 static tsr_status wait_pending(vk_queue *q) {
     if (!q->pending) return TSR_OK;
     VkResult r = vkf.vkWaitForFences(q->dev->dev, 1, &q->fence, VK_TRUE, UINT64_MAX);
     q->pending = false;
+    q->stats.n_host_waits++;
     vkf.vkResetFences(q->dev->dev, 1, &q->fence);
     if (q->n_uploads == 0) q->upload_used = 0; /* the ring's submitted bytes were read */
     if (r != VK_SUCCESS) {
@@ -69,6 +92,7 @@ static tsr_status wait_pending(vk_queue *q) {
                r == VK_ERROR_DEVICE_LOST ? ", device lost" : "");
         return TSR_ERR_DEVICE;
     }
+    if (q->prof_n) collect_profile(q);
     return TSR_OK;
 }
 
@@ -87,6 +111,7 @@ static tsr_status submit_n(vk_queue *q, const VkCommandBuffer *cmds, uint32_t n)
         return TSR_ERR_DEVICE;
     }
     q->pending = true;
+    q->stats.n_submits++;
     return TSR_OK;
 }
 
@@ -457,7 +482,18 @@ static tsr_status record_all(vk_queue *q, uint32_t n) {
     memory_barrier(q->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                    VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    for (uint32_t i = 0; i < n && st == TSR_OK; i++) st = record_node(q, &q->plan[i], i);
+    if (q->profiling) {
+        vkf.vkCmdResetQueryPool(q->cmd, q->qpool, 0, n + 1);
+        vkf.vkCmdWriteTimestamp(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, q->qpool, 0);
+    }
+    for (uint32_t i = 0; i < n && st == TSR_OK; i++) {
+        st = record_node(q, &q->plan[i], i);
+        if (!q->profiling) continue;
+        /* Timed: each node ends before the next starts, then a timestamp. */
+        memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+        vkf.vkCmdWriteTimestamp(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, q->qpool, i + 1);
+    }
     /* Results become visible to the host, to copies and to the next split. */
     memory_barrier(q->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
@@ -471,6 +507,29 @@ static tsr_status record_all(vk_queue *q, uint32_t n) {
     q->plan = t;
     q->n_rec = n;
     q->rec_valid = true;
+    q->rec_profiled = q->profiling;
+    return TSR_OK;
+}
+
+/* A query pool with a timestamp for each of n nodes and one before them. */
+static tsr_status qpool_reserve(vk_queue *q, uint32_t n) {
+    if (q->qpool != VK_NULL_HANDLE && q->qpool_cap >= n + 1) return TSR_OK;
+    vk_device *d = q->dev;
+    if (q->qpool != VK_NULL_HANDLE) vkf.vkDestroyQueryPool(d->dev, q->qpool, NULL);
+    q->qpool = VK_NULL_HANDLE;
+    q->qpool_cap = 0;
+    q->rec_valid = false; /* the recording wrote into the old pool */
+    VkQueryPoolCreateInfo qi = {
+        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+        .queryType = VK_QUERY_TYPE_TIMESTAMP,
+        .queryCount = n + 1,
+    };
+    if (vkf.vkCreateQueryPool(d->dev, &qi, NULL, &q->qpool) != VK_SUCCESS) {
+        q->qpool = VK_NULL_HANDLE;
+        vk_log(TSR_LOG_ERROR, "vulkan%d: cannot create a query pool of %u timestamps", d->index, n + 1);
+        return TSR_ERR_NO_MEMORY;
+    }
+    q->qpool_cap = n + 1;
     return TSR_OK;
 }
 
@@ -490,7 +549,9 @@ static tsr_status plans_reserve(vk_queue *q, uint32_t n) {
     if (a) q->rec = a;
     vk_rec_node *b = realloc(q->plan, n * sizeof *b);
     if (b) q->plan = b;
-    if (!a || !b) return TSR_ERR_NO_MEMORY;
+    int32_t *ops = realloc(q->prof_ops, n * sizeof *ops);
+    if (ops) q->prof_ops = ops;
+    if (!a || !b || !ops) return TSR_ERR_NO_MEMORY;
     q->cap_rec = n;
     q->rec_valid = false; /* rec was moved or may be partial: record again */
     return TSR_OK;
@@ -510,13 +571,15 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
         if (q->params.size < (uint64_t)n * VK_PARAMS_STRIDE) q->rec_valid = false;
         st = host_buffer_reserve(d, &q->params, (uint64_t)n * VK_PARAMS_STRIDE, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
     }
+    if (st == TSR_OK && q->profiling) st = qpool_reserve(q, n);
     hazard_set hz = {.n = 0};
     for (uint32_t i = 0; i < n && st == TSR_OK; i++) st = plan_node(q, &nodes[i], i, &hz);
     if (st != TSR_OK) return st;
+    q->stats.n_computes++;
     pthread_mutex_lock(&d->lock);
     const uint64_t freed = d->buffers_freed;
     pthread_mutex_unlock(&d->lock);
-    bool same = q->rec_valid && q->n_rec == n && q->rec_freed == freed;
+    bool same = q->rec_valid && q->n_rec == n && q->rec_freed == freed && q->rec_profiled == q->profiling;
     for (uint32_t i = 0; i < n && same; i++) same = plan_equal(&q->rec[i], &q->plan[i]);
     if (same) {
         q->n_replayed++;
@@ -534,7 +597,31 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
         cmds[n_cmds++] = q->up_cmd;
     }
     cmds[n_cmds++] = q->cmd;
-    return submit_n(q, cmds, n_cmds);
+    st = submit_n(q, cmds, n_cmds);
+    if (st == TSR_OK && q->profiling) {
+        for (uint32_t i = 0; i < n; i++) q->prof_ops[i] = nodes[i].op;
+        q->prof_n = n;
+    }
+    return st;
+}
+
+static void queue_get_stats(tsr_queue *queue, tsr_queue_stats *out) {
+    vk_queue *q = queue_of(queue);
+    if (!q || !out || out->struct_size < offsetof(tsr_queue_stats, n_computes)) return;
+    tsr_queue_stats all = q->stats;
+    all.n_recorded = q->n_recorded;
+    all.n_replayed = q->n_replayed;
+    const uint32_t size = out->struct_size < sizeof all ? out->struct_size : (uint32_t)sizeof all;
+    all.struct_size = size;
+    memcpy(out, &all, size);
+}
+
+static tsr_status queue_set_profiling(tsr_queue *queue, int32_t on) {
+    vk_queue *q = queue_of(queue);
+    if (!q) return TSR_ERR_INVALID;
+    if (on && (q->dev->timestamp_bits == 0 || q->dev->props.limits.timestampPeriod <= 0)) return TSR_ERR_UNSUPPORTED;
+    q->profiling = on != 0;
+    return TSR_OK;
 }
 
 /* ---------------------------------------------------------------- lifetime */
@@ -559,8 +646,10 @@ static void queue_destroy(tsr_queue *queue) {
     host_buffer_free(d, &q->params);
     host_buffer_free(d, &q->staging);
     host_buffer_free(d, &q->upload);
+    if (q->qpool != VK_NULL_HANDLE) vkf.vkDestroyQueryPool(d->dev, q->qpool, NULL);
     free(q->rec);
     free(q->plan);
+    free(q->prof_ops);
     free(q->uploads);
     if (q->desc_pool != VK_NULL_HANDLE) vkf.vkDestroyDescriptorPool(d->dev, q->desc_pool, NULL);
     if (q->fence != VK_NULL_HANDLE) vkf.vkDestroyFence(d->dev, q->fence, NULL);
@@ -575,6 +664,8 @@ static const tsr_queue_api vk_queue_api = {
     .read = queue_read,
     .synchronize = queue_synchronize,
     .destroy = queue_destroy,
+    .get_stats = queue_get_stats,
+    .set_profiling = queue_set_profiling,
 };
 
 tsr_status vk_queue_create(tsr_device *device, tsr_queue **out) {

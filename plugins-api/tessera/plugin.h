@@ -41,6 +41,20 @@
  * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL). A 1.2 host does not ask a plugin
  * built for an older ABI about such nodes (it could not know to decline).
  *
+ * What 1.3 added (appended, optional; 1.0-1.2 plugins load and run as
+ * before):
+ *   - tsr_queue_api.get_stats: running totals of a queue's work (device
+ *     submissions, command buffers recorded and replayed, host waits), from
+ *     which the host reports submissions per decoding step;
+ *   - tsr_queue_api.set_profiling: time every node on the device (timestamp
+ *     queries, profiling events) and sum the time per op type into the
+ *     stats (`tessera run/bench --profile`).
+ *   A queue may replay device commands it recorded for an earlier compute()
+ *   when the node list is the same (same ops, tensors, shapes, locations):
+ *   the host builds each split's node list once per graph and hands the
+ *   same list while it reuses the step graph, changing only the locations
+ *   of views into the KV cache.
+ *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
  *     plugin copied the source bytes first: the host may reuse `src` as soon
@@ -80,7 +94,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define TSR_ABI_MAJOR 1
-#define TSR_ABI_MINOR 2
+#define TSR_ABI_MINOR 3
 #define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
 #define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -315,6 +329,22 @@ typedef struct tsr_device_info {
 typedef struct tsr_device tsr_device;
 typedef struct tsr_queue tsr_queue;
 
+/* ABI 1.3: what a queue did (tsr_queue_api.get_stats). */
+#define TSR_STATS_OPS 32 /* op_ns/op_nodes slots: tsr_op values below it */
+typedef struct tsr_queue_stats {
+    uint32_t struct_size; /* set by the host to sizeof(tsr_queue_stats) */
+    uint32_t reserved;
+    uint64_t n_computes;   /* compute() calls                                  */
+    uint64_t n_submits;    /* batches handed to the device (vkQueueSubmit, ...) */
+    uint64_t n_recorded;   /* computes that built their device commands        */
+    uint64_t n_replayed;   /* computes that replayed commands built before     */
+    uint64_t n_host_waits; /* calls that blocked the caller on the device      */
+    /* Profiling (tsr_queue_api.set_profiling): device time and nodes timed
+     * per op (index: tsr_op). */
+    uint64_t op_ns[TSR_STATS_OPS];
+    uint64_t op_nodes[TSR_STATS_OPS];
+} tsr_queue_stats;
+
 typedef struct tsr_queue_api {
     uint32_t struct_size;
     /* Compute nodes in order. All tensors live in plain host memory (if the
@@ -333,6 +363,18 @@ typedef struct tsr_queue_api {
      * changes; a queue that has been told uses its own count and ignores
      * tsr_host.n_threads (which a 1.0 plugin reads instead). */
     void (*set_n_threads)(tsr_queue *queue, int32_t n_threads);
+
+    /* ---- ABI 1.3 (optional, NULL if absent; check struct_size) ---- */
+    /* Running totals since the queue was created; fill the fields
+     * out->struct_size covers. The host takes differences around the
+     * calls it measures. */
+    void (*get_stats)(tsr_queue *queue, tsr_queue_stats *out);
+    /* Profiling on (1) or off (0) for the computes that follow: time each
+     * node on the device and add it to tsr_queue_stats.op_ns[node op] once
+     * the work is done (at the latest by the next synchronize). Nodes may
+     * then run one after another instead of overlapping. Return
+     * TSR_ERR_UNSUPPORTED when the device cannot time its work. */
+    tsr_status (*set_profiling)(tsr_queue *queue, int32_t on);
 } tsr_queue_api;
 
 struct tsr_queue {

@@ -22,7 +22,7 @@ expect() {  # description, file, fixed string
 status=$?
 [ "$status" = 0 ] || { echo "FAIL: plugin check exit $status"; cat "$tmp/check"; fail=1; }
 expect "check summary" "$tmp/check" " 0 failed"
-expect "ABI" "$tmp/check" "ABI 1.2"
+expect "ABI" "$tmp/check" "ABI 1.3"
 expect "limits" "$tmp/check" "device 0: largest allocation 268435456 bytes, tensor alignment 256 bytes"
 
 ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$bin" devices --plugin-dir "$dir" > "$tmp/devices" 2>&1 || fail=1

@@ -5,7 +5,9 @@
 # output projection included: they are uploaded once at load), and
 # --verbose reports one submission per decoding step. The same holds with a
 # CPU device also chosen (-dev DEVICE,cpu-avx0 or ref): the output
-# projection stays on DEVICE. Exit 77 without the device or the model.
+# projection stays on DEVICE. On vulkan0 the reused step graph's command
+# buffer is replayed (ABI 1.3 queue stats), and --profile prints device time
+# per op type (timestamp queries). Exit 77 without the device or the model.
 #
 # usage: gpu_whole_graph.sh DEVICE MODEL
 #   MODEL: a GGUF path, a file name looked up in TESSERA_MODEL_CACHE (or
@@ -49,11 +51,27 @@ check() {
     echo "FAIL: -dev $devs: a split off $dev"; fail=1
   fi
   if grep -qE "^  copy '[^']*\.weight'" "$tmp/err"; then echo "FAIL: -dev $devs: a weight is copied per step"; fail=1; fi
-  if ! grep -qE "^per decoding step: 1\.00 submissions, .*; 1 splits;" "$tmp/err"; then
+  if ! grep -qE "^per decoding step: 1\.00 submissions .*; 1 splits;" "$tmp/err"; then
     echo "FAIL: -dev $devs: not one submission in one split per decoding step"; fail=1
   fi
+  case $dev in vulkan*)
+    grep -qE "^per decoding step: .*computes, 0\.[0-9]*[1-9][0-9]* replayed\)" "$tmp/err" ||
+      { echo "FAIL: -dev $devs: no decoding step replayed its command buffer"; fail=1; } ;;
+  esac
+}
+# --profile: a row per op type with device time, the products among them
+profile() {
+  "$bin" run --plugin-dir "$build" -m "$model" --device "$dev" -ngl 99 --profile --temp 0 -n 2 -p "Once" \
+    > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  if [ $rc -ne 0 ]; then cat "$tmp/err"; echo "FAIL: --profile: tessera run exited $rc"; fail=1; return; fi
+  sed -n '/^profile of/,$p' "$tmp/err"
+  grep -qE "^MUL_MAT +[0-9]+ +[0-9]*\.[0-9]*[1-9][0-9]* " "$tmp/err" ||
+    { echo "FAIL: --profile: no device time for MUL_MAT"; fail=1; }
+  grep -qE "^total +[0-9]+ " "$tmp/err" || { echo "FAIL: --profile: no total row"; fail=1; }
 }
 check "$dev"
 check "$dev,$cpu"
+case $dev in vulkan*) profile ;; esac
 [ $fail -eq 0 ] && echo "ok: the whole graph of $(basename "$model") runs on $dev in one submission per step"
 exit $fail

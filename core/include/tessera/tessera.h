@@ -316,7 +316,9 @@ typedef struct tessera_step_stats {
     int64_t n_steps;        /* one-token decode steps measured */
     int64_t n_graphs_built; /* steps that built their graph (the others reused the last one) */
     int64_t n_splits;       /* splits of the last step's graph */
-    int64_t n_computes;     /* device compute calls (submissions) */
+    int64_t n_computes;     /* device compute calls (one per split) */
+    int64_t n_submits;      /* batches handed to the devices (vkQueueSubmit, ...) */
+    int64_t n_replayed;     /* computes that replayed device commands recorded before */
     int64_t n_uploads;      /* copies into a device */
     int64_t upload_bytes;
     int64_t n_reads;        /* copies back from a device (kept logits, ...) */
@@ -324,6 +326,27 @@ typedef struct tessera_step_stats {
     int64_t n_waits;        /* waits for a device */
 } tessera_step_stats;
 void tessera_context_step_stats(const tessera_context *ctx, tessera_step_stats *out);
+
+/* Profiling (`--profile`): from now on the context's devices time every
+ * node (Vulkan timestamp queries, OpenCL profiling events; the nodes then
+ * run one after another) and the context sums per op type the nodes, the
+ * bytes they read and write and their arithmetic. Turning it on again
+ * starts new totals. Returns how many of the context's devices cannot time
+ * their work (their nodes count without time), or -1. */
+int tessera_context_set_profiling(tessera_context *ctx, bool on);
+
+typedef struct tessera_op_profile {
+    const char *op;    /* "MUL_MAT", "FLASH_ATTN", ... */
+    int64_t nodes;     /* nodes computed */
+    int64_t untimed;   /* of those, on devices that do not time */
+    double device_ms;  /* device time of the timed ones */
+    double bytes;      /* bytes read and written (each source once) */
+    double flops;      /* floating-point operations */
+} tessera_op_profile;
+/* The per-op totals since profiling was turned on, ops with nodes only,
+ * the most device time first; returns how many were written (at most
+ * max). */
+int32_t tessera_context_profile(const tessera_context *ctx, tessera_op_profile *out, int32_t max);
 
 /* ====================================================================
  * Sampling and chat templates  (engineer "sample")

@@ -40,6 +40,8 @@ static void step_stats_add(tessera_step_stats *st, const sched *s, const sched_c
     st->n_graphs_built += built;
     st->n_splits = ss.n_splits;
     st->n_computes += (int64_t)(b->n_computes - a->n_computes);
+    st->n_submits += (int64_t)(b->n_submits - a->n_submits);
+    st->n_replayed += (int64_t)(b->n_replayed - a->n_replayed);
     st->n_uploads += (int64_t)(b->n_uploads - a->n_uploads);
     st->upload_bytes += (int64_t)(b->upload_bytes - a->upload_bytes);
     st->n_reads += (int64_t)(b->n_reads - a->n_reads);

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tessera/plugin_util.h>
+
 #include "model/public.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
@@ -301,6 +303,34 @@ void tessera_context_timings_reset(tessera_context *ctx) {
 }
 
 void tessera_context_step_stats(const tessera_context *ctx, tessera_step_stats *out) { *out = ctx->gen_stats; }
+
+int tessera_context_set_profiling(tessera_context *ctx, bool on) {
+    if (!ctx) return error_set("profiling: no context");
+    return sched_set_profiling(ctx->sched, on);
+}
+
+int32_t tessera_context_profile(const tessera_context *ctx, tessera_op_profile *out, int32_t max) {
+    if (!ctx || !out || max <= 0) return 0;
+    sched_profile p;
+    sched_get_profile(ctx->sched, &p);
+    int32_t n = 0;
+    for (int op = 0; op < TSR_STATS_OPS && op < TSR_OP_COUNT; op++) {
+        if (!p.nodes[op]) continue;
+        /* insertion by device time, largest first */
+        tessera_op_profile row = {.op = tsr_op_name(op), .nodes = (int64_t)p.nodes[op],
+                                  .untimed = (int64_t)p.untimed[op], .device_ms = (double)p.ns[op] / 1e6,
+                                  .bytes = (double)p.bytes[op], .flops = p.flops[op]};
+        int32_t at = n < max ? n : max - 1;
+        if (n >= max && row.device_ms <= out[at].device_ms) continue;
+        while (at > 0 && out[at - 1].device_ms < row.device_ms) {
+            out[at] = out[at - 1];
+            at--;
+        }
+        out[at] = row;
+        if (n < max) n++;
+    }
+    return n;
+}
 
 /* ------------------------------------------------------------- decoding */
 

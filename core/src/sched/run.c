@@ -158,6 +158,8 @@ static int run_split(sched *s, int32_t k) {
     tsr_status st = q->api->compute(q, &s->run_nodes[sp->first], n);
     host_guard_leave();
     s->counters.n_computes++;
+    sl->n_computes++;
+    if (s->profiling) sched_profile_split(s, k);
     if (st == TSR_ERR_ABORTED) return error_set("aborted");
     if (st != TSR_OK) {
         return error_set("device %s: compute failed (status %d) in split %d (%d nodes from '%s' %s)",
@@ -303,5 +305,3 @@ uint64_t sched_buffer_bytes(const sched *s, const host_device *hd) {
 }
 
 uint64_t sched_host_bytes(const sched *s) { return s->host_arena_size + s->staging_size; }
-
-void sched_get_counters(const sched *s, sched_counters *out) { *out = s->counters; }

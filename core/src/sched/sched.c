@@ -88,7 +88,10 @@ void sched_set_n_threads(sched *s, int32_t n_threads) {
 
 tsr_queue *sched_slot_queue(sched *s, int32_t slot) {
     sched_slot *sl = &s->slots[slot];
-    if (!sl->queue) sl->queue = host_device_queue_new(sl->hd);
+    if (!sl->queue) {
+        sl->queue = host_device_queue_new(sl->hd);
+        if (sl->queue && s->profiling) sched_slot_profile(s, slot, true);
+    }
     return sl->queue;
 }
 

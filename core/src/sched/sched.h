@@ -122,8 +122,29 @@ typedef struct sched_counters {
     uint64_t n_reads;      /* outputs and copy sources read back          */
     uint64_t read_bytes;
     uint64_t n_waits;      /* queue synchronize calls                     */
+    /* From the queues (ABI 1.3 get_stats; a queue without it counts one
+     * submission per compute call and nothing replayed). */
+    uint64_t n_submits;    /* batches handed to the devices               */
+    uint64_t n_replayed;   /* computes that replayed recorded commands    */
 } sched_counters;
 void sched_get_counters(const sched *s, sched_counters *out);
+
+/* Profiling (ABI 1.3 set_profiling): from now on (on) the queues time
+ * every node and the scheduler sums, per op, the bytes each node reads and
+ * writes and its arithmetic. Returns the number of this scheduler's
+ * devices that cannot time their work (their ops count bytes but no
+ * time). */
+int sched_set_profiling(sched *s, bool on);
+
+/* Per-op totals since profiling was turned on (index: tsr_op). */
+typedef struct sched_profile {
+    uint64_t ns[TSR_STATS_OPS];     /* device time (devices that time)   */
+    uint64_t nodes[TSR_STATS_OPS];  /* nodes computed                    */
+    uint64_t bytes[TSR_STATS_OPS];  /* bytes read and written            */
+    double flops[TSR_STATS_OPS];    /* floating-point operations         */
+    uint64_t untimed[TSR_STATS_OPS]; /* nodes on devices that do not time */
+} sched_profile;
+void sched_get_profile(const sched *s, sched_profile *out);
 
 /* Bytes of the compute buffer this scheduler holds on device hd (0: none),
  * and of its host arena (graph inputs and read-back outputs). */

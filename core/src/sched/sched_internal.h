@@ -56,6 +56,9 @@ typedef struct sched_slot {
     memplan plan;
     tsr_queue *queue;       /* this scheduler's own queue, created on use */
     int32_t queue_threads;  /* last count given to set_n_threads; 0 none  */
+    uint64_t n_computes;    /* compute calls on queue                     */
+    bool profiled;          /* queue times its nodes (ABI 1.3)            */
+    tsr_queue_stats prof_base; /* its stats when profiling was turned on  */
 } sched_slot;
 
 /* Where a storage root's bytes are. */
@@ -135,11 +138,20 @@ struct sched {
     int32_t n_moving_tensors;
 
     sched_counters counters; /* running totals of sched_compute's device calls */
+    bool profiling;          /* sched_set_profiling(on)                   */
+    sched_profile profile;   /* host-side totals: nodes, bytes, flops     */
     uint64_t intermediate_bytes;
     int32_t n_claimed;      /* nodes placed by a device's claim_nodes     */
     int32_t n_threads;      /* per-queue thread count; 0: the host's      */
     int32_t offload_batch;  /* op offload from this many columns; 0: off   */
 };
+
+/* A queue's ABI 1.3 stats (false when it has no get_stats). */
+bool sched_queue_stats(tsr_queue *q, tsr_queue_stats *out);
+/* Turn profiling on or off on slot's queue; false if it cannot time. */
+bool sched_slot_profile(sched *s, int32_t slot, bool on);
+/* Add split k's nodes to the profile's bytes and flops (profiling on). */
+void sched_profile_split(sched *s, int32_t k);
 
 /* The scheduler's queue on slot's device (created on first use). */
 tsr_queue *sched_slot_queue(sched *s, int32_t slot);

@@ -44,6 +44,7 @@ typedef struct bench_opts {
     int32_t mmap; /* -mmp: 1 maps the file (default), 0 reads it into memory (--no-mmap) */
     int load_mode; /* -lm (LOAD_*): when given, it decides mmap and --mlock over -mmp */
     int no_warmup;
+    int profile; /* --profile: per-op device times of each test's timed runs */
     tessera_kv_type cache_type[2]; /* K, V */
     tessera_flash_attn flash_attn;
     out_format out;
@@ -172,6 +173,10 @@ static const cli_option bench_own[] = {
      CLI_FN, OWN(load_mode), 0, 0, opt_load_mode, 0, 0},
     {"-o", "--output", "FORMAT", "md (default), json or csv", CLI_FN, OWN(out), 0, 0, opt_output, 0, 0},
     {NULL, "--no-warmup", NULL, "skip the untimed warm-up run", CLI_SWITCH, OWN(no_warmup), 0, 0, NULL, 0, 0},
+    {NULL, "--profile", NULL,
+     "time each op type of every test's timed runs on the devices (timestamp queries; the nodes then run one "
+     "after another, so t/s drops) and print time, bytes, GB/s and FLOP/s per op (stderr)",
+     CLI_SWITCH, OWN(profile), 0, 0, NULL, 0, 0},
     CLI_END,
 };
 #undef OWN
@@ -450,6 +455,8 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
                                          : run_gen(ctx, n_vocab, bos, 1, depth);
                     if (w < 0) rc = -1;
                 }
+                if (o->profile && rc == 0 && tessera_context_set_profiling(ctx, true) > 0)
+                    fprintf(stderr, "tessera bench: --profile: some devices cannot time their work\n");
                 for (int i = 0; i < o->reps && rc == 0; i++) {
                     double sec = kind == 0 ? run_prompt(ctx, n_vocab, buf, n, depth) : run_gen(ctx, n_vocab, bos, n, depth);
                     if (sec < 0) rc = -1;
@@ -462,6 +469,13 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
                     fprintf(stderr, "tessera bench: %s: %s%d at depth %d with %d threads: %s\n", proto->model_path,
                             kind ? "tg" : "pp", n, depth, threads, tessera_last_error());
                     break;
+                }
+                if (o->profile) {
+                    char what[64], label[384];
+                    test_name(&r, what, sizeof what);
+                    snprintf(label, sizeof label, "%s %s (%d runs, %d threads)", r.model_name, what, o->reps, threads);
+                    cli_print_profile(stderr, label, ctx);
+                    tessera_context_set_profiling(ctx, false);
                 }
                 summarize(&r);
                 if (*first) print_header(o->out); /* not before an error: only with a result */

@@ -100,6 +100,17 @@ typedef struct ocl_queue {
     tsr_queue q;
     ocl_device *dev;
     cl_command_queue cq;
+    tsr_queue_stats stats;   /* get_stats's running totals */
+    /* Writes enqueued without blocking: their source copies, freed once the
+     * queue is finished (synchronize, a blocking read, destroy). */
+    void **held;
+    uint32_t n_held, cap_held;
+    /* Profiling (set_profiling): cq was created with profiling on; a marker
+     * before the first node and after each one, in flight until finished. */
+    bool profiling;
+    cl_event *marks;
+    int32_t *mark_ops;       /* op of the node each mark (but the first) ends */
+    uint32_t n_marks, cap_marks;
 } ocl_queue;
 
 /* ------------------------------------------------------------ ocl_plugin */

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The structural and profiled half of a GPU session, run on the device
+# machine from the bundle ../shared/gpu/bundle.sh makes (next to its
+# check.sh, which measures speed against llama.cpp):
+#   bash .gpu/gpu-check.sh [MODEL.gguf ...]
+# For each model (default: the 1.1B TinyLlama-shaped Q4_0 that check.sh
+# makes in /tmp/gpu-models) it shows that at -ngl 99 the whole graph is one
+# split on vulkan0 with no weight copied per step and one submission per
+# decoding step (--explain --verbose), then one profiled tg128 and pp512
+# (tessera bench --profile): device time, bytes, GB/s and FLOP/s per op
+# type, as shares of the card's ceilings when TESSERA_PEAK_GBPS and
+# TESSERA_PEAK_GFLOPS are set (an H200 gets its data-sheet figures). One
+# run tells which op to make faster next. Output also goes to
+# $OUT/gpu-profile.txt. About a minute per model on an H200.
+set -u
+D=$(cd "$(dirname "$0")" && pwd)
+O=${OUT:-/tmp/gpu-out}; mkdir -p "$O"
+exec > >(tee -a "$O/gpu-profile.txt") 2>&1
+to() { local s=$1; shift; timeout -k 5 "$s" "$@"; local r=$?; [ $r -ne 0 ] && echo "(rc=$r: $*)"; return 0; }
+[ -x "$D/tsr/tessera" ] || { rm -rf "$D/tsr" "$D/lib"; tar xJf "$D/bin.tar.xz" -C "$D"; }
+export LD_LIBRARY_PATH=$D/lib TESSERA_PLUGIN_PATH=$D/tsr
+for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
+  [ -f "$icd" ] && { export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; break; }
+done
+T=$D/tsr/tessera
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case $gpu in *H200*) : "${TESSERA_PEAK_GBPS:=4800}" "${TESSERA_PEAK_GFLOPS:=989000}" ;; esac
+export TESSERA_PEAK_GBPS=${TESSERA_PEAK_GBPS:-} TESSERA_PEAK_GFLOPS=${TESSERA_PEAK_GFLOPS:-}
+echo "device: ${gpu:-unknown}; ceilings: ${TESSERA_PEAK_GBPS:-?} GB/s, ${TESSERA_PEAK_GFLOPS:-?} GFLOP/s"
+models=("$@")
+if [ ${#models[@]} -eq 0 ]; then
+  M=/tmp/gpu-models; mkdir -p "$M"
+  [ -f "$M/1b-Q4_0.gguf" ] || "$D/tsr/tessera-synth" -q -o "$M/1b-Q4_0.gguf" \
+    --vocab-from "$D/data/vocab/ggml-vocab-llama-spm.gguf" --type Q4_0 \
+    --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000
+  models=("$M/1b-Q4_0.gguf")
+fi
+for m in "${models[@]}"; do
+  echo "=== $(basename "$m"): placement and submissions at -ngl 99"
+  to 120 "$T" run -m "$m" -dev vulkan0 -ngl 99 --explain --verbose --temp 0 -n 16 -p "Once upon a time" 2>&1 |
+    grep -E "^([0-9]+ nodes|split|  copy|fallback|per decoding step|generation)"
+  echo "=== $(basename "$m"): tessera bench --profile (vulkan0, -ngl 99, -fa off)"
+  to 240 "$T" bench -m "$m" -p 512 -n 128 -r 2 -dev vulkan0 -ngl 99 -fa off --profile
+done

@@ -110,6 +110,7 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
     kv->dtype_v = p->dtype_v;
     kv->flash_attn = p->flash_attn;
     kv->head_dim = p->head_dim > 0 ? p->head_dim : 0;
+    kv->n_swa = p->n_swa > 0 ? p->n_swa : 0;
     if (kv_rot_init(kv, p->rotation) != 0) goto fail;
     kv->layers = calloc((size_t)p->n_layer, sizeof *kv->layers);
     if (!kv->layers) goto oom;
@@ -244,7 +245,7 @@ int32_t kv_cache_seq_len(const kv_cache *kv, int32_t seq) {
     return len;
 }
 
-static void kv_cells_forget(kv_cells *c, int32_t seq, int32_t pos) {
+void kv_cells_forget(kv_cells *c, int32_t seq, int32_t pos) {
     const uint64_t bit = (uint64_t)1 << seq;
     for (int32_t i = 0; i < c->size; i++)
         if ((c->seq[i] & bit) && c->pos[i] >= pos) {
@@ -265,28 +266,6 @@ int32_t kv_cache_seq_forget(kv_cache *kv, int32_t seq, int32_t pos) {
     return pos;
 }
 
-int32_t kv_cells_find_run(const kv_cells *c, int32_t want, int32_t *head) {
-    int32_t best_len = 0, best_head = 0;
-    for (int32_t j = 0; j < c->size;) {
-        if (c->seq[j]) {
-            j++;
-            continue;
-        }
-        int32_t s = j;
-        while (j < c->size && !c->seq[j] && j - s < want) j++;
-        if (j - s == want) {
-            *head = s;
-            return want;
-        }
-        if (j - s > best_len) {
-            best_len = j - s;
-            best_head = s;
-        }
-    }
-    *head = best_head;
-    return best_len;
-}
-
 int32_t kv_cells_used(const kv_cells *c) {
     int32_t n = 0;
     for (int32_t j = 0; j < c->size; j++) n += c->seq[j] != 0;
@@ -299,40 +278,11 @@ int32_t kv_cells_n_kv(const kv_cells *c) {
     return 0;
 }
 
-void kv_cells_place(kv_cells *c, int32_t head, int32_t n, const int32_t *pos, const int32_t *seq) {
-    for (int32_t i = 0; i < n; i++) {
-        c->pos[head + i] = pos[i];
-        c->seq[head + i] = (uint64_t)1 << seq[i];
-    }
-}
-
-void kv_cells_clear(kv_cells *c, int32_t head, int32_t n) {
+static void kv_cells_clear(kv_cells *c, int32_t head, int32_t n) {
     for (int32_t i = 0; i < n; i++) {
         c->pos[head + i] = -1;
         c->seq[head + i] = 0;
     }
-}
-
-void kv_cells_drop_old(kv_cells *c, int32_t n, const int32_t *pos, const int32_t *seq) {
-    if (c->n_swa <= 0) return;
-    int32_t next[KV_MAX_SEQ];
-    for (int32_t s = 0; s < KV_MAX_SEQ; s++) next[s] = -1;
-    for (int32_t i = 0; i < n; i++)
-        if (next[seq[i]] < 0 || pos[i] < next[seq[i]]) next[seq[i]] = pos[i];
-    for (int32_t j = 0; j < c->size; j++)
-        for (int32_t s = 0; s < KV_MAX_SEQ && c->seq[j]; s++) {
-            const uint64_t bit = (uint64_t)1 << s;
-            if (!(c->seq[j] & bit)) continue;
-            if (next[s] < 0) { /* not in the batch: its next token follows its highest position */
-                next[s] = 0;
-                for (int32_t k = 0; k < c->size; k++)
-                    if ((c->seq[k] & bit) && c->pos[k] + 1 > next[s]) next[s] = c->pos[k] + 1;
-            }
-            if (c->pos[j] > next[s] - c->n_swa) continue;
-            if (c->pos[j] > c->dropped[s]) c->dropped[s] = c->pos[j];
-            c->seq[j] &= ~bit;
-            if (!c->seq[j]) c->pos[j] = -1;
-        }
 }
 
 /* Cells after the last used one are not attended to, but holes below it are:

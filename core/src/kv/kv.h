@@ -12,7 +12,7 @@
  *
  * Cells: a cell set holds, in cell i, position pos[i] of the sequences in
  * seq[i] (a bit mask); a batch of tokens takes a run of free cells of each
- * set (api_batch.c). Set 0 has n_ctx cells and keeps every position. When
+ * set (kv_batch.c: the decode code only sees kv_ubatch). Set 0 has n_ctx cells and keeps every position. When
  * the model has sliding-window layers and their window (times the
  * sequences, plus a batch) is smaller than n_ctx, those layers use set 1:
  * window + batch cells whose positions no later token of their sequence can
@@ -82,6 +82,11 @@ typedef struct kv_cache {
     /* Graphs over this cache end at the hidden states [n_embd, n_out], not
      * the logits: the cache belongs to an embedding context. */
     bool embd_out;
+    int32_t n_swa; /* the sliding window of SWA layers' masks (0: none) */
+    /* The decode call in progress (kv_cache_batch_begin): its sequences and
+     * the position each starts at, what kv_cache_batch_rollback forgets. */
+    int32_t batch_n_seq;
+    int32_t batch_seq[KV_MAX_SEQ], batch_from[KV_MAX_SEQ];
 } kv_cache;
 
 /* Which caches hold rotated heads: AUTO (0) rotates K when it is a block
@@ -166,25 +171,50 @@ int32_t kv_cache_swa_set(const kv_cache *kv);
 
 /* ------------------------------------------------------------ cell sets */
 
-/* The lowest run of up to want free cells: the first run of length want, or
- * else the longest run. Returns its length (0: no free cell). */
-int32_t kv_cells_find_run(const kv_cells *c, int32_t want, int32_t *head);
 /* Cells in use; one past the highest cell in use (what attention reads). */
 int32_t kv_cells_used(const kv_cells *c);
 int32_t kv_cells_n_kv(const kv_cells *c);
-/* Cells head..head+n-1 take token i's position pos[i] of sequence seq[i];
- * kv_cells_clear empties them again. */
-void kv_cells_place(kv_cells *c, int32_t head, int32_t n, const int32_t *pos, const int32_t *seq);
-void kv_cells_clear(kv_cells *c, int32_t head, int32_t n);
-/* A sliding-window set drops the positions that neither the n tokens about
- * to be decoded (pos, seq) nor any later token of their sequence can see:
- * p <= next - n_swa, next being the lowest position of the sequence among
- * the tokens, or for a sequence not among them one past its highest. */
-void kv_cells_drop_old(kv_cells *c, int32_t n, const int32_t *pos, const int32_t *seq);
+/* The cells of sequence seq at positions >= pos become free. */
+void kv_cells_forget(kv_cells *c, int32_t seq, int32_t pos);
+
+/* ------------------------------------- a decode call's cells (kv_batch.c) */
+
+/* Where a micro-batch's n tokens went: cells head[s]..head[s]+n-1 of each
+ * of the n_sets cell sets; n_kv[s]: one past the highest cell in use (what
+ * attention reads, before the step graph pads it), n_cells[s]: the set's
+ * size. */
+typedef struct kv_ubatch {
+    int32_t n, n_sets;
+    int32_t head[KV_MAX_SETS], n_kv[KV_MAX_SETS], n_cells[KV_MAX_SETS];
+} kv_ubatch;
+
+/* Start a decode call of n tokens (pos[i] of sequence seq[i]): each
+ * sequence forgets what it held at or after its lowest position among the
+ * tokens, then used cells are compacted. -1 with the error set when a
+ * sliding-window set no longer holds what a sequence needs to go on (the
+ * sequence is then cleared) or when fewer than n cells are free. */
+int kv_cache_batch_begin(kv_cache *kv, const int32_t *pos, const int32_t *seq, int32_t n);
+/* Reserve cells for the next micro-batch: up to want tokens, fewer when no
+ * run of free cells is that long. Returns the tokens placed (ub->n), or 0
+ * with the error set when some set has no free cell. */
+int32_t kv_cache_ubatch_reserve(kv_cache *kv, const int32_t *pos, const int32_t *seq, int32_t want,
+                                kv_ubatch *ub);
+/* The call failed: its sequences forget every position it placed. */
+void kv_cache_batch_rollback(kv_cache *kv);
+/* The attention mask [n_kv[set], n_tokens] of a micro-batch: token t
+ * (sequence seq[t] at position pos[t]) sees cell j when the cell holds a
+ * position p of the same sequence (0, else -inf) with, when causal,
+ * p <= pos[t] (an encoder's tokens see their whole sequence), and, for the
+ * sliding-window mask (swa: the SWA layers' set), pos[t] - p < n_swa. */
+void kv_cache_fill_mask(const kv_cache *kv, bool swa, bool causal, const int32_t *n_kv, int32_t n_tokens,
+                        const int32_t *pos, const int32_t *seq, float *mask);
+/* Cells in use in set 0 (every position the sequences hold). */
+int32_t kv_cache_cells_used(const kv_cache *kv);
 
 /* Moves the cells in use of set 0 to its lowest cells when holes make
  * attention read many empty ones (sequences ending at different times);
- * only when every layer of the set has its K/V in host memory. */
+ * only when every layer of the set has its K/V in host memory
+ * (kv_cache_batch_begin does it). */
 void kv_cache_compact(kv_cache *kv);
 
 /* Saved state (kv_cells.c): the bytes one cell takes in a layer's K and V,

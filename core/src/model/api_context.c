@@ -1,5 +1,5 @@
-/* Public API: contexts (KV cache + scheduler) and decoding. */
-#include <math.h>
+/* Public API: contexts (KV cache + scheduler) and their sequences; decoding
+ * is in decode.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +265,7 @@ void tessera_context_free(tessera_context *ctx) {
     step_graph_free(&ctx->step);
     sched_free(ctx->sched);
     kv_cache_free(ctx->kv);
+    decode_scratch_free(&ctx->scratch);
     free(ctx->logits);
     free(ctx);
 }
@@ -332,86 +333,19 @@ int32_t tessera_context_profile(const tessera_context *ctx, tessera_op_profile *
     return n;
 }
 
-/* ------------------------------------------------------------- decoding */
+/* ------------------------------------------------------------ sequences */
 
-/* One sequence (0) is the batch path with every token in sequence 0. */
-int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_tokens, int32_t pos,
-                   uint32_t flags) {
-    const model *m = ctx->model->m;
-    int32_t n_ctx = (int32_t)ctx->params.n_ctx;
-    int32_t len = kv_cache_seq_len(ctx->kv, 0);
-    ctx->n_last = 0;
-    if (n_tokens <= 0 || !tokens) return error_set("decode: no tokens given");
-    if (pos < 0 || pos > len)
-        return error_set("decode: position %d is not in 0..%d (the cache holds %d positions)", pos, len, len);
-    /* Rewinding past what a sliding-window cache still holds clears it. */
-    if (pos < len && kv_cache_seq_forget(ctx->kv, 0, pos) < pos)
-        return error_set("decode: position %d cannot be reached again: the sliding-window cache dropped "
-                         "positions before it, so it was cleared (decode from position 0)", pos);
-    if ((int64_t)pos + n_tokens > n_ctx)
-        return error_set("decode: context full: %d tokens at position %d need %lld cells, the context has %d (-c)",
-                         n_tokens, pos, (long long)pos + n_tokens, n_ctx);
-    for (int32_t i = 0; i < n_tokens; i++)
-        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
-            return error_set("decode: token %d at index %d is out of range (vocabulary of %d)", tokens[i], i,
-                             m->hp.n_vocab);
-    bool all = (flags & TESSERA_DECODE_ALL_LOGITS) != 0;
-    int32_t *posv = malloc((size_t)n_tokens * sizeof *posv);
-    int32_t *seqv = calloc((size_t)n_tokens, sizeof *seqv);
-    bool *want = malloc((size_t)n_tokens * sizeof *want);
-    int rc = -1;
-    if (!posv || !seqv || !want) {
-        error_set("decode: out of memory for %d tokens", n_tokens);
-        goto done;
-    }
-    for (int32_t i = 0; i < n_tokens; i++) {
-        posv[i] = pos + i;
-        want[i] = all || i == n_tokens - 1;
-    }
-    if (context_decode_tokens(ctx, tokens, posv, seqv, want, n_tokens) < 0) {
-        kv_cache_seq_forget(ctx->kv, 0, pos);
-        error_wrap("decode");
-        goto done;
-    }
-    ctx->n_last = n_tokens;
-    ctx->last_all = all;
-    rc = 0;
-done:
-    free(posv);
-    free(seqv);
-    free(want);
-    return rc;
-}
-
-int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < n_vocab; j++)
-            if (!isfinite(logits[r * n_vocab + j]))
-                return error_set("the logits of output %lld are not finite (token %lld is %g): the model's "
-                                 "weights or hyperparameters are broken",
-                                 (long long)r, (long long)j, (double)logits[r * n_vocab + j]);
+int tessera_seq_remove(tessera_context *ctx, int32_t seq, int32_t pos) {
+    if (!ctx) return error_set("seq remove: no context");
+    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
+        return error_set("seq remove: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
+    kv_cache_seq_forget(ctx->kv, seq, pos < 0 ? 0 : pos);
     return 0;
 }
 
-const float *tessera_logits(tessera_context *ctx, int32_t i) {
-    if (ctx->embeddings) {
-        error_set("logits: an embedding context has none (tessera_embed)");
-        return NULL;
-    }
-    if (ctx->n_last == 0) {
-        error_set("logits: no successful decode call yet");
-        return NULL;
-    }
-    if (i < 0) i = ctx->n_last + i;
-    if (i < 0 || i >= ctx->n_last) {
-        error_set("logits: index %d is outside the last call's %d tokens", i, ctx->n_last);
-        return NULL;
-    }
-    size_t nv = (size_t)ctx->model->m->hp.n_vocab;
-    if (ctx->last_all) return ctx->logits + (size_t)i * nv;
-    if (i != ctx->n_last - 1) {
-        error_set("logits: token %d was not kept (decode with TESSERA_DECODE_ALL_LOGITS)", i);
-        return NULL;
-    }
-    return ctx->logits;
+int32_t tessera_seq_len(const tessera_context *ctx, int32_t seq) {
+    if (!ctx || seq < 0 || seq >= TESSERA_MAX_SEQ) return 0;
+    return kv_cache_seq_len(ctx->kv, seq);
 }
+
+int32_t tessera_kv_cells_used(const tessera_context *ctx) { return kv_cache_cells_used(ctx->kv); }

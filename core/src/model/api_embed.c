@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "model/decode.h"
 #include "model/pooling.h"
 #include "model/public.h"
 #include "util/error.h"
@@ -125,7 +126,7 @@ int64_t tessera_embed(tessera_context *ctx, const tessera_token *tokens, int32_t
     }
     kv_cache_seq_forget(ctx->kv, 0, 0);
     ctx->n_last = 0;
-    int32_t n_rows = context_decode_tokens(ctx, tokens, pos, seq, want, n_tokens);
+    int32_t n_rows = decode_tokens(ctx, tokens, pos, seq, want, n_tokens);
     kv_cache_seq_forget(ctx->kv, 0, 0);
     if (n_rows < 0) {
         error_wrap("embed");

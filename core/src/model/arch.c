@@ -117,26 +117,6 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
 
 /* ------------------------------------------------------------ masks */
 
-void model_fill_mask(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
-                     const int32_t *seq, int32_t n_swa, float *mask) {
-    for (int32_t t = 0; t < n_tokens; t++) {
-        const uint64_t bit = (uint64_t)1 << seq[t];
-        float *row = mask + (size_t)t * (size_t)n_kv;
-        for (int32_t j = 0; j < n_kv; j++) {
-            bool seen = (c->seq[j] & bit) && c->pos[j] <= pos[t] && (n_swa <= 0 || pos[t] - c->pos[j] < n_swa);
-            row[j] = seen ? 0.0f : -INFINITY;
-        }
-    }
-}
-
-void model_fill_mask_bidir(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *seq, float *mask) {
-    for (int32_t t = 0; t < n_tokens; t++) {
-        const uint64_t bit = (uint64_t)1 << seq[t];
-        float *row = mask + (size_t)t * (size_t)n_kv;
-        for (int32_t j = 0; j < n_kv; j++) row[j] = (c->seq[j] & bit) && c->pos[j] >= 0 ? 0.0f : -INFINITY;
-    }
-}
-
 void model_fill_attn_temp(const model_hparams *hp, int32_t n_tokens, const int32_t *pos, float *out) {
     const double floor_scale = hp->attn_temp_floor > 0 ? hp->attn_temp_floor : 8192;
     for (int32_t t = 0; t < n_tokens; t++)

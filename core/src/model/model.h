@@ -270,16 +270,6 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
 
 /* ------------------------------------------------------------ masks */
 
-/* Fill an attention mask [n_kv, n_tokens] of a micro-batch: token t
- * (sequence seq[t] at position pos[t]) sees cell j of the set when the cell
- * holds a position p <= pos[t] of the same sequence, and, when n_swa > 0
- * (the sliding-window mask), pos[t] - p < n_swa. */
-void model_fill_mask(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *pos,
-                     const int32_t *seq, int32_t n_swa, float *mask);
-/* The mask of a model without causal attention: token t sees every cell of
- * its own sequence, later positions included. */
-void model_fill_mask_bidir(const kv_cells *c, int32_t n_kv, int32_t n_tokens, const int32_t *seq, float *mask);
-
 /* The query temperature of llama 4 / mistral 3 at each position:
  * 1 + attn_temp_scale * log(floor((pos + attn_temp_offset) / attn_temp_floor) + 1). */
 void model_fill_attn_temp(const model_hparams *hp, int32_t n_tokens, const int32_t *pos, float *out);

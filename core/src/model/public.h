@@ -9,6 +9,7 @@
 
 #include "host/host.h"
 #include "kv/kv.h"
+#include "model/decode.h"
 #include "model/model.h"
 #include "model/step_graph.h"
 #include "sched/sched.h"
@@ -36,6 +37,7 @@ struct tessera_context {
     tessera_context_params params;
     kv_cache *kv;
     sched *sched;
+    decode_scratch scratch; /* tessera_decode's per-call arrays */
     float *logits;        /* n_logits rows of n_vocab */
     int64_t logits_cap;   /* rows allocated */
     int32_t n_last;       /* tokens of the last decode call */
@@ -58,16 +60,6 @@ static inline int64_t context_row_width(const tessera_context *ctx) {
 int context_embed_setup(tessera_context *ctx);
 
 double tessera_now_ms(void);
-/* -1 with the error set when a row of logits holds a NaN or an infinity
- * (broken weights or hyperparameters): such logits are never sampled. */
-int logits_check_finite(const float *logits, int64_t rows, int64_t n_vocab);
-
-/* Decode tokens of any sequences through the KV cache's free cells (the one
- * path behind tessera_decode and tessera_decode_batch); the wanted rows'
- * logits go to ctx->logits in token order. Returns the rows kept, or -1. */
-int context_decode_tokens(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,
-                          const int32_t *seq, const bool *want_logits, int32_t n_tokens);
-
 /* Graph reuse between decode steps on (the default) or off (every step
  * builds its graph; the results are the same bits: tests compare). The
  * environment variable TESSERA_GRAPH_REUSE=0 turns it off for new

@@ -82,23 +82,22 @@ static void cells_drop_old(kv_cells *c, int32_t n, const int32_t *pos, const int
 
 int32_t kv_cache_cells_used(const kv_cache *kv) { return kv_cells_used(&kv->sets[0]); }
 
-/* Remember that sequence s starts this batch at position from (the first
- * time it is met), for kv_cache_batch_rollback. */
-static bool batch_note_seq(kv_cache *kv, int32_t s, int32_t from) {
+static bool batch_has_seq(const kv_cache *kv, int32_t s) {
     for (int32_t k = 0; k < kv->batch_n_seq; k++)
-        if (kv->batch_seq[k] == s) return false;
-    kv->batch_seq[kv->batch_n_seq] = s;
-    kv->batch_from[kv->batch_n_seq++] = from;
-    return true;
+        if (kv->batch_seq[k] == s) return true;
+    return false;
 }
 
 int kv_cache_batch_begin(kv_cache *kv, const int32_t *pos, const int32_t *seq, int32_t n) {
     kv->batch_n_seq = 0;
     for (int32_t i = 0; i < n; i++) {
+        if (batch_has_seq(kv, seq[i])) continue; /* seen at its first token */
         int32_t lo = pos[i];
         for (int32_t k = i + 1; k < n; k++)
             if (seq[k] == seq[i] && pos[k] < lo) lo = pos[k];
-        if (!batch_note_seq(kv, seq[i], lo)) continue;
+        /* remembered for kv_cache_batch_rollback */
+        kv->batch_seq[kv->batch_n_seq] = seq[i];
+        kv->batch_from[kv->batch_n_seq++] = lo;
         if (kv_cache_seq_forget(kv, seq[i], lo) < lo)
             return error_set("sequence %d cannot go on at position %d: the sliding-window cache no longer holds "
                              "the positions before it, so the sequence was cleared (decode it from position 0)",

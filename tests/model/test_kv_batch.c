@@ -110,12 +110,18 @@ TEST(test_masks) {
         assert_int_equal(kv_cache_batch_begin(kv, &p, &sq, 1), 0);
         assert_int_equal(kv_cache_ubatch_reserve(kv, &p, &sq, 1, &ub), 1);
     }
-    float full[32], window[32];
-    const int32_t p = 19, sq = 0;
-    kv_cache_fill_mask(kv, false, ub.n_kv, 1, &p, &sq, full);
-    kv_cache_fill_mask(kv, true, ub.n_kv, 1, &p, &sq, window);
+    float full[32], window[32], early[32], bidir[32];
+    const int32_t p = 19, p5 = 5, sq = 0;
+    kv_cache_fill_mask(kv, false, true, ub.n_kv, 1, &p, &sq, full);
+    kv_cache_fill_mask(kv, true, true, ub.n_kv, 1, &p, &sq, window);
     assert_int_equal(seen(full, ub.n_kv[0]), 20);
     assert_int_equal(seen(window, ub.n_kv[1]), 4);
+    /* position 5 sees positions 0..5 causally, and its whole sequence when
+     * the model is an encoder (no causal mask) */
+    kv_cache_fill_mask(kv, false, true, ub.n_kv, 1, &p5, &sq, early);
+    kv_cache_fill_mask(kv, false, false, ub.n_kv, 1, &p5, &sq, bidir);
+    assert_int_equal(seen(early, ub.n_kv[0]), 6);
+    assert_int_equal(seen(bidir, ub.n_kv[0]), 20);
     assert_true(ub.n_kv[1] <= 8);
     kv_cache_free(kv);
 }

@@ -102,7 +102,7 @@ void vk_loader_close(VkInstance instance);
 /* Shaders the plugin runs; each is one SPIR-V module in vk_spirv_table. */
 typedef enum vk_shader_id {
     VK_SHADER_ELTWISE,
-    VK_SHADER_MUL_MAT_VEC,      /* N == 1: one column per workgroup     */
+    VK_SHADER_MUL_MAT_VEC,      /* few columns: VK_MMV_ROWS rows, one column per workgroup */
     VK_SHADER_MUL_MAT,          /* N > 1: VK_MUL_MAT_COLS columns        */
     VK_SHADER_MUL_MAT_VEC_SG,   /* the same with subgroup reductions     */
     VK_SHADER_MUL_MAT_SG,
@@ -124,6 +124,12 @@ typedef enum vk_shader_id {
 } vk_shader_id;
 
 enum { VK_MUL_MAT_COLS = 8 }; /* must match NCOLS of the mul_mat variants */
+
+/* ---- gpu kernels (matrix products): variants and their choice ---- */
+enum {
+    VK_MMV_ROWS = 4,     /* rows per workgroup of mul_mat_vec.comp (its ROWS) */
+    VK_MMV_MAX_COLS = 8, /* up to this many columns the product is a mat-vec */
+};
 
 /* A pipeline is a shader with its two specialization constants (the
  * matrix products take their dtypes that way). */

@@ -165,6 +165,55 @@ static void put_tensor(vk_params *p, int k, const tsr_tensor *t) {
 
 static uint64_t rows_of(const tsr_tensor *t) { return (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]); }
 
+/* The matrix product kernel for a node, by device and shape:
+ *   CPU implementations   mul_mat.comp PER_INVOCATION (INV64 with fp64)
+ *   N <= VK_MMV_MAX_COLS  mul_mat_vec.comp: the bandwidth kernel of decoding
+ *   larger N              mul_mat.comp, 8 columns per workgroup
+ * TESSERA_VULKAN_MATMUL forces one: invocation, matvec (every N), or
+ * workgroup (the GPU choice by shape, on any device). */
+typedef enum mm_kernel { MM_INVOCATION, MM_MATVEC, MM_COLUMNS } mm_kernel;
+
+static mm_kernel mul_mat_kernel(const vk_device *d, uint32_t N) {
+    if (d->matmul_per_invocation) return MM_INVOCATION;
+    const char *forced = getenv("TESSERA_VULKAN_MATMUL");
+    if (forced && strcmp(forced, "matvec") == 0) return MM_MATVEC;
+    return N <= VK_MMV_MAX_COLS ? MM_MATVEC : MM_COLUMNS;
+}
+
+/* P.u (mul_mat.comp and mul_mat_vec.comp): [0] M, [1] N, [2] row groups
+ * (mat-vec) or column blocks, [3] r2, [4] r3, [5] K, [6] B2, [7] B2*B3 */
+static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
+    const tsr_tensor *a = node->src[0], *x = node->src[1];
+    vk_params *p = &out->p;
+    const bool sg = d->subgroup_arith;
+    const uint32_t N = (uint32_t)x->ne[1], M = (uint32_t)a->ne[1];
+    const mm_kernel kernel = mul_mat_kernel(d, N);
+    out->spec[0] = (uint32_t)a->dtype;
+    out->spec[1] = (uint32_t)x->dtype;
+    p->u[0] = M;
+    p->u[1] = N;
+    p->u[3] = (uint32_t)(x->ne[2] / a->ne[2]);
+    p->u[4] = (uint32_t)(x->ne[3] / a->ne[3]);
+    p->u[5] = (uint32_t)a->ne[0];
+    p->u[6] = (uint32_t)x->ne[2];
+    p->u[7] = (uint32_t)(x->ne[2] * x->ne[3]);
+    if (kernel == MM_MATVEC) {
+        out->shader = sg ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC;
+        p->u[2] = (M + VK_MMV_ROWS - 1) / VK_MMV_ROWS;
+        grid((uint64_t)p->u[2] * N * p->u[7], out->groups);
+        return;
+    }
+    const uint32_t cols = kernel == MM_COLUMNS ? VK_MUL_MAT_COLS : (N == 1 ? 1 : VK_MUL_MAT_COLS);
+    if (kernel == MM_INVOCATION)
+        out->shader = d->has_f64 ? (N == 1 ? VK_SHADER_MUL_MAT_VEC_INV64 : VK_SHADER_MUL_MAT_INV64)
+                                 : (N == 1 ? VK_SHADER_MUL_MAT_VEC_INV : VK_SHADER_MUL_MAT_INV);
+    else
+        out->shader = sg ? VK_SHADER_MUL_MAT_SG : VK_SHADER_MUL_MAT;
+    p->u[2] = (N + cols - 1) / cols;
+    const uint64_t blocks = (uint64_t)M * p->u[2] * p->u[7];
+    grid(kernel == MM_INVOCATION ? (blocks + 63) / 64 : blocks, out->groups);
+}
+
 void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     memset(out, 0, sizeof *out);
     vk_params *p = &out->p;
@@ -178,30 +227,9 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     const uint64_t n_dst = (uint64_t)tsr_tensor_nelements(dst);
 
     switch (node->op) {
-    case TSR_OP_MUL_MAT: {
-        const tsr_tensor *x = node->src[1];
-        const uint32_t N = (uint32_t)x->ne[1], cols = N == 1 ? 1 : VK_MUL_MAT_COLS;
-        if (d->matmul_per_invocation && d->has_f64)
-            out->shader = N == 1 ? VK_SHADER_MUL_MAT_VEC_INV64 : VK_SHADER_MUL_MAT_INV64;
-        else if (d->matmul_per_invocation)
-            out->shader = N == 1 ? VK_SHADER_MUL_MAT_VEC_INV : VK_SHADER_MUL_MAT_INV;
-        else
-            out->shader = N == 1 ? (sg ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC)
-                                 : (sg ? VK_SHADER_MUL_MAT_SG : VK_SHADER_MUL_MAT);
-        out->spec[0] = (uint32_t)a->dtype;
-        out->spec[1] = (uint32_t)x->dtype;
-        p->u[0] = (uint32_t)a->ne[1];
-        p->u[1] = N;
-        p->u[2] = (N + cols - 1) / cols;
-        p->u[3] = (uint32_t)(x->ne[2] / a->ne[2]);
-        p->u[4] = (uint32_t)(x->ne[3] / a->ne[3]);
-        p->u[5] = (uint32_t)a->ne[0];
-        p->u[6] = (uint32_t)x->ne[2];
-        p->u[7] = (uint32_t)(x->ne[2] * x->ne[3]);
-        const uint64_t blocks = (uint64_t)p->u[0] * p->u[2] * p->u[7];
-        grid(d->matmul_per_invocation ? (blocks + 63) / 64 : blocks, out->groups);
+    case TSR_OP_MUL_MAT:
+        plan_mul_mat(d, node, out);
         return;
-    }
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM:
         out->shader = sg ? VK_SHADER_ROW_NORM_SG : VK_SHADER_ROW_NORM;

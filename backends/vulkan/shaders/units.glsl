@@ -1,0 +1,229 @@
+// units.glsl — weights read 32 at a time ("units") and dotted with 32
+// activations held in registers: what the fast matrix products share.
+//
+// A unit is 32 consecutive weights of one row: a block of the 32-element
+// types, a 32-element sub-block of the K-quants (256-element blocks), or 32
+// elements of an F32/F16/BF16 row. Its quantized values are read with
+// 128-bit loads (load16: one uvec4 where the bytes are 16-byte aligned, else
+// four or five words shifted together), unpacked in registers, and its
+// dot product with x is formed as
+//     a0 * sum_{j<16} q_j x_j + b0 * sum_{j<16} x_j  +  (same for j >= 16)
+// where a and b are the half's scale and minimum (every supported type has
+// one scale per 16 or 32 elements), so no dequantized weight is stored.
+// The straightforward version: dequant() in common.glsl element by element,
+// and ref_matmul.c.
+//
+// Needs: common.glsl (t0, t0_u16, t0_u8, f16_to_f32, IQ4NL_VALUES, scale_min_k4).
+
+// t0 (weights) and t1 (activations) again, as 16-byte words: the same
+// bindings, read 128 bits at a time where aligned.
+layout(std430, binding = 0) readonly buffer T0V { uvec4 d[]; } t0v;
+layout(std430, binding = 1) readonly buffer T1V { uvec4 d[]; } t1v;
+
+// 16 bytes of t0 at byte offset o (even): one 128-bit load when o is
+// 16-byte aligned, four words when 4-byte aligned, else five words shifted.
+uvec4 load16(uint o) {
+    if ((o & 15u) == 0u) return t0v.d[o >> 4];
+    uint w = o >> 2;
+    uvec4 a = uvec4(t0.d[w], t0.d[w + 1u], t0.d[w + 2u], t0.d[w + 3u]);
+    if ((o & 3u) == 0u) return a;
+    uint e = t0.d[w + 4u];
+    return uvec4((a.x >> 16) | (a.y << 16), (a.y >> 16) | (a.z << 16), (a.z >> 16) | (a.w << 16),
+                 (a.w >> 16) | (e << 16));
+}
+
+// 32 bits of t0 at an even byte offset
+uint load4(uint o) {
+    uint w = o >> 2;
+    if ((o & 3u) == 0u) return t0.d[w];
+    return (t0.d[w] >> 16) | (t0.d[w + 1u] << 16);
+}
+
+// Byte j (0..31) of 32 bytes held as two uvec4
+uint byte32(uvec4 lo, uvec4 hi, uint j) {
+    uvec4 v = j < 16u ? lo : hi;
+    uint w = ((j & 15u) >> 2) == 0u ? v.x : ((j & 15u) >> 2) == 1u ? v.y : ((j & 15u) >> 2) == 2u ? v.z : v.w;
+    return (w >> ((j & 3u) << 3)) & 0xffu;
+}
+// Byte j (0..15) of 16 bytes
+uint byte16(uvec4 v, uint j) {
+    uint w = (j >> 2) == 0u ? v.x : (j >> 2) == 1u ? v.y : (j >> 2) == 2u ? v.z : v.w;
+    return (w >> ((j & 3u) << 3)) & 0xffu;
+}
+int sbyte(uint b) { return int(b << 24) >> 24; }
+
+// Where unit u of a row starts: byte offset of its block and its index in
+// the block (0 for 32-element types, 0..7 for K-quants).
+uint unit_block_bytes(uint dt) {
+    if (dt == DT_Q4_0 || dt == DT_IQ4_NL) return 18u;
+    if (dt == DT_Q4_1) return 20u;
+    if (dt == DT_Q5_0) return 22u;
+    if (dt == DT_Q5_1) return 24u;
+    if (dt == DT_Q8_0) return 34u;
+    if (dt == DT_Q8_1) return 36u;
+    if (dt == DT_Q2_K) return 84u;
+    if (dt == DT_Q3_K) return 110u;
+    if (dt == DT_Q4_K) return 144u;
+    if (dt == DT_Q5_K) return 176u;
+    if (dt == DT_Q6_K) return 210u;
+    if (dt == DT_Q8_K) return 292u;
+    return 0u;
+}
+
+// The dot product of unit u of the weight row at byte offset wrow (dtype
+// dt, a specialization constant where called) with x[0..31]; xs0 and xs1
+// are the sums of x[0..15] and x[16..31].
+float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
+    float s0 = 0.0, s1 = 0.0;           // sum q_j x_j over each half
+    float a0 = 1.0, b0 = 0.0, a1 = 1.0, b1 = 0.0; // each half's scale and minimum
+    if (dt == DT_F32) {
+        uint o = wrow + u * 128u;
+        for (uint c = 0u; c < 8u; c++) {
+            uvec4 v = load16(o + c * 16u);
+            float p = uintBitsToFloat(v.x) * x[4u * c] + uintBitsToFloat(v.y) * x[4u * c + 1u] +
+                      uintBitsToFloat(v.z) * x[4u * c + 2u] + uintBitsToFloat(v.w) * x[4u * c + 3u];
+            if (c < 4u) s0 += p; else s1 += p;
+        }
+    } else if (dt == DT_F16 || dt == DT_BF16) {
+        uint o = wrow + u * 64u;
+        for (uint c = 0u; c < 4u; c++) {
+            uvec4 v = load16(o + c * 16u);
+            uint wv[4] = uint[4](v.x, v.y, v.z, v.w);
+            float p = 0.0;
+            for (uint i = 0u; i < 4u; i++) {
+                vec2 h = dt == DT_F16 ? unpackHalf2x16(wv[i])
+                                      : vec2(uintBitsToFloat(wv[i] << 16), uintBitsToFloat(wv[i] & 0xffff0000u));
+                p += h.x * x[8u * c + 2u * i] + h.y * x[8u * c + 2u * i + 1u];
+            }
+            if (c < 2u) s0 += p; else s1 += p;
+        }
+    } else if (dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_IQ4_NL) {
+        // d [m] qs[16]: element j < 16 low nibble of byte j, j >= 16 high nibble of byte j - 16
+        uint o = wrow + u * unit_block_bytes(dt);
+        uint qo = dt == DT_Q4_1 ? o + 4u : o + 2u;
+        uvec4 q = load16(qo);
+        for (uint j = 0u; j < 16u; j++) {
+            uint b = byte16(q, j);
+            if (dt == DT_IQ4_NL) {
+                s0 += float(IQ4NL_VALUES[b & 15u]) * x[j];
+                s1 += float(IQ4NL_VALUES[b >> 4]) * x[16u + j];
+            } else {
+                s0 += float(b & 15u) * x[j];
+                s1 += float(b >> 4) * x[16u + j];
+            }
+        }
+        float d = t0_f16(o);
+        a0 = d; a1 = d;
+        b0 = dt == DT_Q4_0 ? -8.0 * d : dt == DT_Q4_1 ? t0_f16(o + 2u) : 0.0;
+        b1 = b0;
+    } else if (dt == DT_Q5_0 || dt == DT_Q5_1) {
+        // d [m] qh(32 bits) qs[16]
+        uint o = wrow + u * unit_block_bytes(dt);
+        uint hb = dt == DT_Q5_1 ? 4u : 2u;
+        uint qh = load4(o + hb);
+        uvec4 q = load16(o + hb + 4u);
+        for (uint j = 0u; j < 16u; j++) {
+            uint b = byte16(q, j);
+            s0 += float((b & 15u) | (((qh >> j) & 1u) << 4)) * x[j];
+            s1 += float((b >> 4) | (((qh >> (16u + j)) & 1u) << 4)) * x[16u + j];
+        }
+        float d = t0_f16(o);
+        a0 = d; a1 = d;
+        b0 = dt == DT_Q5_0 ? -16.0 * d : t0_f16(o + 2u);
+        b1 = b0;
+    } else if (dt == DT_Q8_0 || dt == DT_Q8_1) {
+        // d [s] qs[32] (int8)
+        uint o = wrow + u * unit_block_bytes(dt);
+        uint qo = dt == DT_Q8_1 ? o + 4u : o + 2u;
+        uvec4 lo = load16(qo), hi = load16(qo + 16u);
+        for (uint j = 0u; j < 16u; j++) {
+            s0 += float(sbyte(byte16(lo, j))) * x[j];
+            s1 += float(sbyte(byte16(hi, j))) * x[16u + j];
+        }
+        a0 = t0_f16(o); a1 = a0;
+    } else {
+        // K-quants: unit u is sub-block r of block u / 8 (elements 32r..32r+31)
+        uint o = wrow + (u >> 3) * unit_block_bytes(dt), r8 = u & 7u;
+        if (dt == DT_Q8_K) { // f32 d, qs[256]
+            uvec4 lo = load16(o + 4u + 32u * r8), hi = load16(o + 20u + 32u * r8);
+            for (uint j = 0u; j < 16u; j++) {
+                s0 += float(sbyte(byte16(lo, j))) * x[j];
+                s1 += float(sbyte(byte16(hi, j))) * x[16u + j];
+            }
+            a0 = uintBitsToFloat(load4(o)); a1 = a0;
+        } else if (dt == DT_Q4_K || dt == DT_Q5_K) {
+            // d dmin scales[12] [qh[32]] qs[128]: 64-element groups g, low nibbles then high
+            uint g = r8 >> 1, hi4 = (r8 & 1u) * 4u;
+            uint qo = o + (dt == DT_Q5_K ? 48u : 16u) + 32u * g;
+            uvec4 q0 = load16(qo), q1 = load16(qo + 16u);
+            uvec4 h0 = uvec4(0u), h1 = uvec4(0u);
+            if (dt == DT_Q5_K) { h0 = load16(o + 16u); h1 = load16(o + 32u); }
+            for (uint j = 0u; j < 16u; j++) {
+                uint v0 = (byte16(q0, j) >> hi4) & 15u, v1 = (byte16(q1, j) >> hi4) & 15u;
+                if (dt == DT_Q5_K) {
+                    v0 |= ((byte16(h0, j) >> r8) & 1u) << 4;
+                    v1 |= ((byte16(h1, j) >> r8) & 1u) << 4;
+                }
+                s0 += float(v0) * x[j];
+                s1 += float(v1) * x[16u + j];
+            }
+            float sc, mn;
+            scale_min_k4(o + 4u, r8, sc, mn);
+            a0 = t0_f16(o) * sc; a1 = a0;
+            b0 = -t0_f16(o + 2u) * mn; b1 = b0;
+        } else if (dt == DT_Q2_K) {
+            // scales[16] qs[64] d dmin; element l of run r of half h: (qs[32h + l] >> 2r) & 3
+            uint h = r8 >> 2, r = r8 & 3u;
+            uvec4 q0 = load16(o + 16u + 32u * h), q1 = load16(o + 32u + 32u * h);
+            for (uint j = 0u; j < 16u; j++) {
+                s0 += float((byte16(q0, j) >> (2u * r)) & 3u) * x[j];
+                s1 += float((byte16(q1, j) >> (2u * r)) & 3u) * x[16u + j];
+            }
+            uint sc0 = t0_u8(o + h * 8u + r * 2u), sc1 = t0_u8(o + h * 8u + r * 2u + 1u);
+            float d = t0_f16(o + 80u), dmin = t0_f16(o + 82u);
+            a0 = d * float(sc0 & 15u); b0 = -dmin * float(sc0 >> 4);
+            a1 = d * float(sc1 & 15u); b1 = -dmin * float(sc1 >> 4);
+        } else if (dt == DT_Q3_K) {
+            // hmask[32] qs[64] scales[12] d: q = (qs >> 2r) & 3, minus 4 where the hmask bit is clear
+            uint h = r8 >> 2, r = r8 & 3u, hbit = h * 4u + r;
+            uvec4 q0 = load16(o + 32u + 32u * h), q1 = load16(o + 48u + 32u * h);
+            uvec4 m0 = load16(o), m1 = load16(o + 16u);
+            for (uint j = 0u; j < 16u; j++) {
+                int v0 = int((byte16(q0, j) >> (2u * r)) & 3u) - (((byte16(m0, j) >> hbit) & 1u) != 0u ? 0 : 4);
+                int v1 = int((byte16(q1, j) >> (2u * r)) & 3u) - (((byte16(m1, j) >> hbit) & 1u) != 0u ? 0 : 4);
+                s0 += float(v0) * x[j];
+                s1 += float(v1) * x[16u + j];
+            }
+            float d = t0_f16(o + 108u);
+            for (uint half_ = 0u; half_ < 2u; half_++) {
+                uint i = h * 8u + r * 2u + half_; // scale number 0..15
+                uint lo4 = i < 8u ? t0_u8(o + 96u + i) & 0xfu : t0_u8(o + 96u + i - 8u) >> 4;
+                uint hi2 = (t0_u8(o + 104u + (i & 3u)) >> (2u * (i >> 2))) & 3u;
+                float a = d * float(int(lo4 | (hi2 << 4)) - 32);
+                if (half_ == 0u) a0 = a; else a1 = a;
+            }
+        } else { // DT_Q6_K: ql[128] qh[64] scales[16] (int8) d
+            uint h = r8 >> 2, r = r8 & 3u;
+            uint lo_off = o + h * 64u + (r & 1u) * 32u, shift = r >= 2u ? 4u : 0u;
+            uvec4 l0 = load16(lo_off), l1 = load16(lo_off + 16u);
+            uvec4 g0 = load16(o + 128u + h * 32u), g1 = load16(o + 144u + h * 32u);
+            for (uint j = 0u; j < 16u; j++) {
+                int v0 = int(((byte16(l0, j) >> shift) & 15u) | (((byte16(g0, j) >> (2u * r)) & 3u) << 4)) - 32;
+                int v1 = int(((byte16(l1, j) >> shift) & 15u) | (((byte16(g1, j) >> (2u * r)) & 3u) << 4)) - 32;
+                s0 += float(v0) * x[j];
+                s1 += float(v1) * x[16u + j];
+            }
+            float d = t0_f16(o + 208u);
+            a0 = d * float(t0_i8(o + 192u + h * 8u + 2u * r));
+            a1 = d * float(t0_i8(o + 192u + h * 8u + 2u * r + 1u));
+        }
+    }
+    return a0 * s0 + b0 * xs0 + a1 * s1 + b1 * xs1;
+}
+
+// Weight element k of the row at wrow (float dtypes only: the tail of a
+// row whose length is not a multiple of 32).
+float float_weight(uint dt, uint wrow, uint k) {
+    if (dt == DT_F32) return uintBitsToFloat(t0.d[(wrow >> 2) + k]);
+    return t0_float(dt, wrow + 2u * k);
+}

@@ -10,28 +10,6 @@
 #include "vk_internal.h"
 #include "vk_shaders.h"
 
-static const char *const shader_names[VK_SHADER_COUNT] = {
-    [VK_SHADER_ELTWISE] = "eltwise",
-    [VK_SHADER_MUL_MAT_VEC] = "mul_mat_vec",
-    [VK_SHADER_MUL_MAT] = "mul_mat",
-    [VK_SHADER_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
-    [VK_SHADER_MUL_MAT_SG] = "mul_mat_sg",
-    [VK_SHADER_MUL_MAT_VEC_INV] = "mul_mat_vec_inv",
-    [VK_SHADER_MUL_MAT_INV] = "mul_mat_inv",
-    [VK_SHADER_MUL_MAT_VEC_INV64] = "mul_mat_vec_inv64",
-    [VK_SHADER_MUL_MAT_INV64] = "mul_mat_inv64",
-    [VK_SHADER_ROW_NORM] = "row_norm",
-    [VK_SHADER_ROW_NORM_SG] = "row_norm_sg",
-    [VK_SHADER_SOFT_MAX] = "soft_max",
-    [VK_SHADER_SOFT_MAX_SG] = "soft_max_sg",
-    [VK_SHADER_ROPE] = "rope",
-    [VK_SHADER_ROPE_F64] = "rope_f64",
-    [VK_SHADER_FLASH_ATTN] = "flash_attn",
-    [VK_SHADER_FLASH_ATTN_SG] = "flash_attn_sg",
-    [VK_SHADER_FLASH_ATTN_INV] = "flash_attn_inv",
-    [VK_SHADER_QUANTIZE] = "quantize",
-};
-
 enum { VK_N_BINDINGS = 6 };
 
 VkResult vk_raw_buffer_create(vk_device *d, uint64_t size, VkBufferUsageFlags usage, uint32_t mem_type,
@@ -201,7 +179,7 @@ static const vk_spirv *find_spirv(const char *name) {
 }
 
 static VkPipeline create_pipeline(vk_device *d, vk_shader_id id, const uint32_t spec[2]) {
-    const vk_spirv *spv = find_spirv(shader_names[id]);
+    const vk_spirv *spv = find_spirv(vk_shader_name(id));
     VkShaderModule mod = VK_NULL_HANDLE;
     VkResult r = VK_ERROR_INITIALIZATION_FAILED;
     VkPipeline pipe = VK_NULL_HANDLE;
@@ -236,7 +214,7 @@ static VkPipeline create_pipeline(vk_device *d, vk_shader_id id, const uint32_t 
     }
     if (r != VK_SUCCESS) {
         vk_log(TSR_LOG_ERROR, "vulkan%d: cannot create the pipeline of shader '%s' (%s, VkResult %d)", d->index,
-               shader_names[id], spv ? "driver refused it" : "not embedded", (int)r);
+               vk_shader_name(id), spv ? "driver refused it" : "not embedded", (int)r);
         return VK_NULL_HANDLE;
     }
     return pipe;

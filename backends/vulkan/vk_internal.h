@@ -103,11 +103,10 @@ void vk_loader_close(VkInstance instance);
 typedef enum vk_shader_id {
     VK_SHADER_ELTWISE,
     VK_SHADER_MUL_MAT_VEC,      /* few columns: VK_MMV_ROWS rows, one column per workgroup */
-    VK_SHADER_MUL_MAT,          /* N > 1: VK_MUL_MAT_COLS columns        */
     VK_SHADER_MUL_MAT_VEC_SG,   /* the same with subgroup reductions     */
-    VK_SHADER_MUL_MAT_SG,
+    VK_SHADER_MUL_MAT_TILED,    /* many columns: 64 x 64 tiles (GEMM)    */
     VK_SHADER_MUL_MAT_VEC_INV,  /* one output per invocation (CPU devices) */
-    VK_SHADER_MUL_MAT_INV,
+    VK_SHADER_MUL_MAT_INV,      /* VK_MUL_MAT_COLS columns per invocation */
     VK_SHADER_MUL_MAT_VEC_INV64, /* the same accumulating in double (fp64) */
     VK_SHADER_MUL_MAT_INV64,
     VK_SHADER_ROW_NORM,
@@ -123,13 +122,18 @@ typedef enum vk_shader_id {
     VK_SHADER_COUNT
 } vk_shader_id;
 
-enum { VK_MUL_MAT_COLS = 8 }; /* must match NCOLS of the mul_mat variants */
+enum { VK_MUL_MAT_COLS = 8 }; /* must match NCOLS of the mul_mat_inv variants */
 
 /* ---- gpu kernels (matrix products): variants and their choice ---- */
 enum {
     VK_MMV_ROWS = 4,     /* rows per workgroup of mul_mat_vec.comp (its ROWS) */
     VK_MMV_MAX_COLS = 8, /* up to this many columns the product is a mat-vec */
+    VK_TILE_M = 64,      /* mul_mat_tiled.comp's BM x BN output tile */
+    VK_TILE_N = 64,
 };
+
+/* The embedded SPIR-V module (vk_spirv_table name) of a shader. */
+const char *vk_shader_name(vk_shader_id id);
 
 /* A pipeline is a shader with its two specialization constants (the
  * matrix products take their dtypes that way). */

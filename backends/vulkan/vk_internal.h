@@ -30,6 +30,7 @@
     X(vkGetPhysicalDeviceProperties)                                                              \
     X(vkGetPhysicalDeviceProperties2)                                                             \
     X(vkGetPhysicalDeviceFeatures)                                                                \
+    X(vkGetPhysicalDeviceFeatures2)                                                               \
     X(vkGetPhysicalDeviceMemoryProperties)                                                        \
     X(vkGetPhysicalDeviceMemoryProperties2)                                                       \
     X(vkGetPhysicalDeviceQueueFamilyProperties)                                                   \
@@ -105,6 +106,8 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT_VEC,      /* few columns: VK_MMV_ROWS rows, one column per workgroup */
     VK_SHADER_MUL_MAT_VEC_SG,   /* the same with subgroup reductions     */
     VK_SHADER_MUL_MAT_TILED,    /* many columns: 64 x 64 tiles (GEMM)    */
+    VK_SHADER_MUL_MAT_VEC_IDOT, /* mul_mat_vec with integer dot products */
+    VK_SHADER_MUL_MAT_VEC_IDOT_SG,
     VK_SHADER_MUL_MAT_VEC_INV,  /* one output per invocation (CPU devices) */
     VK_SHADER_MUL_MAT_INV,      /* VK_MUL_MAT_COLS columns per invocation */
     VK_SHADER_MUL_MAT_VEC_INV64, /* the same accumulating in double (fp64) */
@@ -134,6 +137,30 @@ enum {
 
 /* The embedded SPIR-V module (vk_spirv_table name) of a shader. */
 const char *vk_shader_name(vk_shader_id id);
+/* Whether the plugin was built with that shader (a glslc without an
+ * extension leaves its variants out). */
+bool vk_shader_embedded(vk_shader_id id);
+
+/* What the kernels may use on a device: its features, each also off when
+ * the shader variant is not embedded or an environment switch says so
+ * (vk_features.c). Probed with the physical device; the extensions and
+ * features they need are enabled on the logical device. */
+typedef struct vk_kernel_caps {
+    bool integer_dot;      /* VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct */
+    bool integer_dot_fast; /* the device says 4x8-bit packed signed dots are accelerated */
+    bool coopmat;          /* VK_KHR_cooperative_matrix exposed (reported; no kernel yet) */
+    bool coopmat2;         /* VK_NV_cooperative_matrix2 exposed (reported; no kernel yet) */
+} vk_kernel_caps;
+
+struct vk_device;
+/* Fill d->kern and append to d->features ("integer-dot ..."). */
+void vk_features_probe(struct vk_device *d);
+/* The device extensions (names into ext[], at most 4) and feature structs
+ * (a pNext chain into *chain, storage in *store) the kernels need enabled. */
+typedef struct vk_features_store {
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot;
+} vk_features_store;
+uint32_t vk_features_enable(const struct vk_device *d, const char *ext[4], vk_features_store *store, void **chain);
 
 /* A pipeline is a shader with its two specialization constants (the
  * matrix products take their dtypes that way). */
@@ -161,6 +188,7 @@ typedef struct vk_device {
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
     bool attn_per_invocation;   /* the same for FLASH_ATTN (flash_attn_inv.comp) */
     bool has_f64;             /* shaderFloat64, enabled on the logical device */
+    vk_kernel_caps kern;      /* gpu kernels: what they may use (vk_features.c) */
     /* TESSERA_VULKAN_MEMORY_LIMIT_MIB (tests): the device pretends to have
      * only this much memory (0 = no limit); allocated counts our buffers. */
     uint64_t memory_limit;

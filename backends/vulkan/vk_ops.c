@@ -21,6 +21,7 @@
 #include <tessera/plugin_check.h>
 
 #include "vk_internal.h"
+#include "vk_shaders.h"
 
 #define VK_MAX_SPAN (INT64_C(1) << 31)
 
@@ -151,6 +152,8 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_VEC] = "mul_mat_vec",
     [VK_SHADER_MUL_MAT_VEC_SG] = "mul_mat_vec_sg",
     [VK_SHADER_MUL_MAT_TILED] = "mul_mat_tiled",
+    [VK_SHADER_MUL_MAT_VEC_IDOT] = "mul_mat_vec_idot",
+    [VK_SHADER_MUL_MAT_VEC_IDOT_SG] = "mul_mat_vec_idot_sg",
     [VK_SHADER_MUL_MAT_VEC_INV] = "mul_mat_vec_inv",
     [VK_SHADER_MUL_MAT_INV] = "mul_mat_inv",
     [VK_SHADER_MUL_MAT_VEC_INV64] = "mul_mat_vec_inv64",
@@ -166,6 +169,13 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_FLASH_ATTN_INV] = "flash_attn_inv",
     [VK_SHADER_QUANTIZE] = "quantize",
 };
+
+bool vk_shader_embedded(vk_shader_id id) {
+    const char *name = vk_shader_name(id);
+    for (int i = 0; i < vk_spirv_count; i++)
+        if (strcmp(vk_spirv_table[i].name, name) == 0) return true;
+    return false;
+}
 
 const char *vk_shader_name(vk_shader_id id) {
     return id >= 0 && id < VK_SHADER_COUNT && shader_names[id] ? shader_names[id] : "?";
@@ -196,9 +206,20 @@ static uint64_t rows_of(const tsr_tensor *t) { return (uint64_t)(t->ne[1] * t->n
 /* The matrix product kernel for a node, by device and shape:
  *   CPU implementations   mul_mat.comp PER_INVOCATION (INV64 with fp64)
  *   N <= VK_MMV_MAX_COLS  mul_mat_vec.comp: the bandwidth kernel of decoding
+ *                         (its integer dot product variant where the device
+ *                         has them, for the weight types it covers)
  *   larger N              mul_mat_tiled.comp: the compute kernel of prompts
  * TESSERA_VULKAN_MATMUL forces one: invocation, matvec or tiled (at every
  * N), or workgroup (the GPU choice by shape, on any device). */
+/* Weight types with an integer dot product path (units.glsl: idot_type) */
+static bool idot_weight(int32_t dt) {
+    switch (dt) {
+    case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
+    case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q8_1: case TSR_DTYPE_Q4_K: case TSR_DTYPE_Q6_K: return true;
+    default: return false;
+    }
+}
+
 typedef enum mm_kernel { MM_INVOCATION, MM_MATVEC, MM_TILED } mm_kernel;
 
 static mm_kernel mul_mat_kernel(const vk_device *d, uint32_t N) {
@@ -227,7 +248,10 @@ static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *
     p->u[7] = (uint32_t)(x->ne[2] * x->ne[3]);
     switch (mul_mat_kernel(d, N)) {
     case MM_MATVEC:
-        out->shader = d->subgroup_arith ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC;
+        if (d->kern.integer_dot && idot_weight(a->dtype))
+            out->shader = d->subgroup_arith ? VK_SHADER_MUL_MAT_VEC_IDOT_SG : VK_SHADER_MUL_MAT_VEC_IDOT;
+        else
+            out->shader = d->subgroup_arith ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC;
         p->u[2] = (M + VK_MMV_ROWS - 1) / VK_MMV_ROWS;
         grid((uint64_t)p->u[2] * N * p->u[7], out->groups);
         return;

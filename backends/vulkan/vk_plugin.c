@@ -194,6 +194,7 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
         snprintf(sgs, sizeof sgs, " subgroup-size-%u", d->subgroup_size);
         strncat(d->features, sgs, sizeof d->features - strlen(d->features) - 1);
     }
+    vk_features_probe(d); /* the gpu kernels' features */
     return 0;
 }
 

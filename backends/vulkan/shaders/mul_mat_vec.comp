@@ -17,6 +17,13 @@
 // step (USE_SUBGROUPS), or a shared-memory tree (devices without subgroup
 // arithmetic). Rows of a length that is not a multiple of 32 (float
 // weights) end with an element-wise tail.
+// USE_IDOT (a glslc and a device with integer dot products; quantized
+// weights of idot_type): each invocation quantizes its unit's activations to
+// 8 bits once (one scale per 32, as Q8_0) and every row's unit is dotted
+// with 4 x 8-bit integer dot products on the packed quants; the minimum
+// terms use the unrounded activation sums. (Quantizing once per step into
+// a buffer would save that work per workgroup; the unit's quantization is
+// amortized over ROWS rows and is free where the product waits on memory.)
 // The straightforward version: mul_mat.comp (one row per invocation, one
 // element at a time) and ref_matmul.c.
 #version 450
@@ -25,6 +32,9 @@
 #ifdef USE_SUBGROUPS
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#ifdef USE_IDOT
+#extension GL_EXT_integer_dot_product : require
 #endif
 #include "common.glsl"
 #include "units.glsl"
@@ -104,6 +114,15 @@ void main() {
         }
         float xs0 = 0.0, xs1 = 0.0;
         [[unroll]] for (uint j = 0u; j < 16u; j++) { xs0 += x[j]; xs1 += x[16u + j]; }
+#ifdef USE_IDOT
+        if (idot_type(WDT)) {
+            int xq[8];
+            float xd = quantize_unit(x, xq);
+            [[unroll]] for (uint r = 0u; r < ROWS; r++)
+                if (m0 + r < M) acc[r] += unit_dot_idot(WDT, wbase + (m0 + r) * rowstride, u, xq, xd, xs0, xs1);
+            continue;
+        }
+#endif
         [[unroll]] for (uint r = 0u; r < ROWS; r++)
             if (m0 + r < M) acc[r] += unit_dot(WDT, wbase + (m0 + r) * rowstride, u, x, xs0, xs1);
     }

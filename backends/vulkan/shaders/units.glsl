@@ -250,3 +250,93 @@ float float_weight(uint dt, uint wrow, uint k) {
     return t0_float(dt, wrow + 2u * k);
 }
 
+#ifdef USE_IDOT
+// ---------------------------------------------------------- integer dots
+// With GL_EXT_integer_dot_product: unit u's quants as packed signed bytes
+// (word i holds q_{4i..4i+3}) for a 4 x 8-bit dot product with activations
+// quantized to 8 bits, and (a0, b0, a1, b1) as unit_load gives them.
+// Weight types with an integer path (the rest use unit_dot):
+bool idot_type(uint dt) {
+    return dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_Q5_0 || dt == DT_Q5_1 || dt == DT_Q8_0 ||
+           dt == DT_Q8_1 || dt == DT_Q4_K || dt == DT_Q6_K;
+}
+
+// 4 bits n spread to bit 4 of each byte: the fifth bit of Q5 quants
+uint spread4(uint n) { return ((n & 1u) << 4) | ((n & 2u) << 11) | ((n & 4u) << 18) | ((n & 8u) << 25); }
+
+vec4 unit_load_packed(uint dt, uint wrow, uint u, out int qp[8]) {
+    float a0, b0 = 0.0, a1, b1 = 0.0;
+    if (dt == DT_Q8_0 || dt == DT_Q8_1) {
+        uint o = wrow + u * unit_block_bytes(dt);
+        uint qo = dt == DT_Q8_1 ? o + 4u : o + 2u;
+        uvec4 lo = load16(qo), hi = load16(qo + 16u);
+        qp = int[8](int(lo.x), int(lo.y), int(lo.z), int(lo.w), int(hi.x), int(hi.y), int(hi.z), int(hi.w));
+        a0 = t0_f16(o); a1 = a0;
+    } else if (dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_Q5_0 || dt == DT_Q5_1) {
+        uint o = wrow + u * unit_block_bytes(dt);
+        uint qo = dt == DT_Q4_0 ? o + 2u : dt == DT_Q4_1 ? o + 4u : dt == DT_Q5_0 ? o + 6u : o + 8u;
+        uvec4 v = load16(qo);
+        uint w[4] = uint[4](v.x, v.y, v.z, v.w);
+        uint qh = dt == DT_Q5_0 ? load4(o + 2u) : dt == DT_Q5_1 ? load4(o + 4u) : 0u;
+        [[unroll]] for (uint i = 0u; i < 4u; i++) {
+            qp[i] = int((w[i] & 0x0f0f0f0fu) | spread4((qh >> (4u * i)) & 15u));
+            qp[4u + i] = int(((w[i] >> 4) & 0x0f0f0f0fu) | spread4((qh >> (16u + 4u * i)) & 15u));
+        }
+        float d = t0_f16(o);
+        a0 = d; a1 = d;
+        b0 = dt == DT_Q4_0 ? -8.0 * d : dt == DT_Q5_0 ? -16.0 * d : t0_f16(o + 2u);
+        b1 = b0;
+    } else if (dt == DT_Q4_K) {
+        uint o = wrow + (u >> 3) * 144u, r8 = u & 7u;
+        uint qo = o + 16u + 32u * (r8 >> 1), hi4 = (r8 & 1u) * 4u;
+        uvec4 q0 = load16(qo), q1 = load16(qo + 16u);
+        uint w[8] = uint[8](q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w);
+        [[unroll]] for (uint i = 0u; i < 8u; i++) qp[i] = int((w[i] >> hi4) & 0x0f0f0f0fu);
+        float sc, mn;
+        scale_min_k4(o + 4u, r8, sc, mn);
+        a0 = t0_f16(o) * sc; a1 = a0;
+        b0 = -t0_f16(o + 2u) * mn; b1 = b0;
+    } else { // DT_Q6_K: q - 32 as b = -32 a
+        uint o = wrow + (u >> 3) * 210u, r8 = u & 7u;
+        uint h = r8 >> 2, r = r8 & 3u;
+        uint lo_off = o + h * 64u + (r & 1u) * 32u, shift = r >= 2u ? 4u : 0u;
+        uvec4 l0 = load16(lo_off), l1 = load16(lo_off + 16u);
+        uvec4 g0 = load16(o + 128u + h * 32u), g1 = load16(o + 144u + h * 32u);
+        uint lw[8] = uint[8](l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w);
+        uint gw[8] = uint[8](g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w);
+        [[unroll]] for (uint i = 0u; i < 8u; i++)
+            qp[i] = int(((lw[i] >> shift) & 0x0f0f0f0fu) | (((gw[i] >> (2u * r)) & 0x03030303u) << 4));
+        float d = t0_f16(o + 208u);
+        a0 = d * float(t0_i8(o + 192u + h * 8u + 2u * r));
+        a1 = d * float(t0_i8(o + 192u + h * 8u + 2u * r + 1u));
+        b0 = -32.0 * a0; b1 = -32.0 * a1;
+    }
+    return vec4(a0, b0, a1, b1);
+}
+
+// x[0..31] quantized to 8 bits with one scale (returned): xq packed as qp.
+float quantize_unit(float x[32], out int xq[8]) {
+    float amax = 0.0;
+    [[unroll]] for (uint j = 0u; j < 32u; j++) amax = max(amax, abs(x[j]));
+    float xd = amax / 127.0, inv = amax > 0.0 ? 127.0 / amax : 0.0;
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint w = 0u;
+        [[unroll]] for (uint k = 0u; k < 4u; k++)
+            w |= (uint(int(round(x[4u * i + k] * inv))) & 0xffu) << (8u * k);
+        xq[i] = int(w);
+    }
+    return xd;
+}
+
+// unit_dot with integer dot products: xq, xd from quantize_unit.
+float unit_dot_idot(uint dt, uint wrow, uint u, int xq[8], float xd, float xs0, float xs1) {
+    int qp[8];
+    vec4 ab = unit_load_packed(dt, wrow, u, qp);
+    int s0 = 0, s1 = 0;
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        s0 = dotPacked4x8AccSatEXT(qp[i], xq[i], s0);
+        s1 = dotPacked4x8AccSatEXT(qp[4u + i], xq[4u + i], s1);
+    }
+    return xd * (ab.x * float(s0) + ab.z * float(s1)) + ab.y * xs0 + ab.w * xs1;
+}
+#endif

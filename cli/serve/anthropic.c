@@ -274,13 +274,14 @@ static cJSON *to_chat(const cJSON *root, bool counting, serve_error *err) {
 }
 
 /* Parse the body, note unknown fields, translate; NULL with *err. */
-static cJSON *read_request(const char *path, const char *body, size_t len, bool counting, serve_error *err) {
+static cJSON *read_request(const char *body, size_t len, bool counting, char *ignored, size_t cap,
+                           serve_error *err) {
     cJSON *root = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return serve_fail(err, 400, NULL, NULL, "the request body must be a JSON object"), NULL;
     }
-    serve_dialect_ignore_unknown(path, root, KNOWN);
+    serve_dialect_ignore_unknown(root, KNOWN, ignored, cap);
     cJSON *chat = to_chat(root, counting, err);
     cJSON_Delete(root);
     return chat;
@@ -288,13 +289,17 @@ static cJSON *read_request(const char *path, const char *body, size_t len, bool 
 
 static int messages_parse(const serve_api *api, const char *body, size_t len, serve_call *call,
                           serve_request **out, serve_error *err) {
-    cJSON *chat = read_request("/v1/messages", body, len, false, err);
-    return chat ? serve_dialect_parse_chat(api, chat, call, out, err) : -1;
+    char ignored[sizeof call->ignored];
+    cJSON *chat = read_request(body, len, false, ignored, sizeof ignored, err);
+    if (!chat || serve_dialect_parse_chat(api, chat, call, out, err) != 0) return -1;
+    snprintf(call->ignored, sizeof call->ignored, "%s", ignored); /* for the request log */
+    return 0;
 }
 
 /* {"input_tokens": N}: the prompt a /v1/messages request would have. */
 static char *count_tokens(const serve_api *api, const char *body, size_t len, serve_error *err) {
-    cJSON *chat = read_request("/v1/messages/count_tokens", body, len, true, err);
+    char ignored[160];
+    cJSON *chat = read_request(body, len, true, ignored, sizeof ignored, err);
     serve_call call;
     serve_request *r = NULL;
     if (!chat || serve_dialect_parse_chat(api, chat, &call, &r, err) != 0) return NULL;

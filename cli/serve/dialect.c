@@ -129,12 +129,15 @@ void serve_dialect_json_schema(cJSON *chat, const char *name, const cJSON *schem
     cJSON_AddItemToObject(js, "schema", cJSON_Duplicate(schema, 1));
 }
 
-void serve_dialect_ignore_unknown(const char *path, const cJSON *root, const char *const *known) {
+void serve_dialect_ignore_unknown(const cJSON *root, const char *const *known, char *ignored, size_t cap) {
     const cJSON *f;
+    ignored[0] = '\0';
     cJSON_ArrayForEach(f, root) {
         size_t i = 0;
         while (known[i] && strcmp(known[i], f->string)) i++;
-        if (!known[i]) fprintf(stderr, "tessera serve: %s: ignoring unknown field '%.64s'\n", path, f->string);
+        if (known[i]) continue;
+        size_t n = strlen(ignored);
+        if (n + strlen(f->string) + 2 < cap) snprintf(ignored + n, cap - n, "%s%s", n ? "," : "", f->string);
     }
 }
 

@@ -10,7 +10,7 @@
  * grammars, stop strings and streaming are the chat path's, not copies.
  *
  * Field policy: a field a dialect knows but cannot honour is a 400 naming
- * it; a field it does not know is ignored and named on stderr.
+ * it; a field it does not know is ignored and named in the request log.
  */
 #ifndef TESSERA_SERVE_DIALECT_H
 #define TESSERA_SERVE_DIALECT_H
@@ -79,8 +79,9 @@ int serve_dialect_get_format(const struct cJSON *root, const char *key, const st
                              serve_error *err);
 /* chat's response_format constraining the reply to a JSON schema. */
 void serve_dialect_json_schema(struct cJSON *chat, const char *name, const struct cJSON *schema);
-/* Name on stderr each field of root that known[] (NULL-ended) lacks. */
-void serve_dialect_ignore_unknown(const char *path, const struct cJSON *root, const char *const *known);
+/* The fields of root that known[] (NULL-ended) lacks, comma-separated in
+ * ignored (the request log names them; whole names only, as many as fit). */
+void serve_dialect_ignore_unknown(const struct cJSON *root, const char *const *known, char *ignored, size_t cap);
 /* The message of an OpenAI error body (static "" when it has none). */
 const char *serve_dialect_error_message(const struct cJSON *openai_error);
 

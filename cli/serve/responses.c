@@ -254,12 +254,14 @@ static int responses_parse(const serve_api *api, const char *body, size_t len, s
         cJSON_Delete(root);
         return serve_fail(err, 400, NULL, NULL, "the request body must be a JSON object");
     }
-    serve_dialect_ignore_unknown("/v1/responses", root, KNOWN);
+    char ignored[sizeof call->ignored];
+    serve_dialect_ignore_unknown(root, KNOWN, ignored, sizeof ignored);
     cJSON *chat = to_chat(root, err);
     cJSON_Delete(root);
     if (!chat) return -1;
     int rc = serve_dialect_parse_chat(api, chat, call, out, err);
     if (rc != 0) rename_param(err);
+    else snprintf(call->ignored, sizeof call->ignored, "%s", ignored); /* for the request log */
     return rc;
 }
 

@@ -144,10 +144,10 @@ def test_bad_input():
         expect(st == 400 and json.loads(data)["type"] == "error", "bad JSON: %d %r" % (st, data))
         st, _, data = srv.request("GET", MSGS)
         expect(st == 405 and json.loads(data)["type"] == "error", "GET: %d %r" % (st, data))
-        # an unknown field is ignored, and named on stderr
+        # an unknown field is ignored, and named in the request log (ignored=...)
         m = expect_status(srv, MSGS, {"messages": USER, "max_tokens": 2, "frobnicate": 1}, 200, "unknown field")
         expect(m["usage"]["output_tokens"] <= 2, "after bad input %r" % m)
-        expect(any("frobnicate" in line for line in srv.stderr_lines), "unknown field not logged")
+        expect(any("ignored=frobnicate" in line for line in srv.stderr_lines), "unknown field not in the request log")
         tools = [{"name": "f", "description": "d", "input_schema": {"type": "object"}}]
         turns = USER + [{"role": "assistant", "content": [{"type": "text", "text": "a"},
                                                           {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},

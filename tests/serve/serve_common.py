@@ -108,6 +108,16 @@ class Server:
             expect(self.proc.returncode == 0, "server exit status %s:\n%s" % (self.proc.returncode, err))
             expect("Sanitizer" not in err and "runtime error" not in err, "sanitizer report:\n" + err)
 
+    def wait_log(self, pred, timeout=10):
+        """True once a stderr line matches pred: the request log line is
+        written after the response is sent, so it may come a moment later."""
+        end = time.time() + timeout
+        while time.time() < end:
+            if any(pred(line) for line in list(self.stderr_lines)):
+                return True
+            time.sleep(0.05)
+        return False
+
     def conn(self, timeout=60):
         return http.client.HTTPConnection(HOST, self.port, timeout=timeout)
 

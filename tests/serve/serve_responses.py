@@ -135,7 +135,7 @@ def test_bad_input():
         r = expect_status(srv, RESP, {"input": "x", "max_output_tokens": 2, "store": False, "verbosity_knob": 1,
                                       "reasoning": {"effort": "low"}, "metadata": {"k": "v"}}, 200, "unknown field")
         expect(r["usage"]["output_tokens"] <= 2, "after bad input %r" % r)
-        expect(any("ignored=" in line and "verbosity_knob" in line for line in srv.stderr_lines), "unknown field not in the request log")
+        expect(srv.wait_log(lambda line: "ignored=" in line and "verbosity_knob" in line), "unknown field not in the request log")
         items = [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
                  {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
                  {"type": "function_call_output", "call_id": "c1", "output": "r"}]

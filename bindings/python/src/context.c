@@ -21,13 +21,14 @@
 #include <string.h>
 
 static int ctx_init(pyt_context *self, PyObject *args, PyObject *kw) {
-    static char *names[] = {"model", "n_ctx", "n_batch", "n_threads", "flash_attn", "type_k", "type_v", NULL};
+    static char *names[] = {"model",  "n_ctx",      "n_batch", "n_threads", "flash_attn",
+                            "type_k", "type_v",     "embeddings", "pooling", NULL};
     pyt_model *model;
     unsigned int n_ctx = 0, n_batch = 0;
-    int n_threads = 0, flash_attn = TESSERA_FLASH_ATTN_OFF;
-    const char *type_k = NULL, *type_v = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|IIiizz", names, &pyt_model_type, &model, &n_ctx, &n_batch,
-                                     &n_threads, &flash_attn, &type_k, &type_v))
+    int n_threads = 0, flash_attn = TESSERA_FLASH_ATTN_OFF, embeddings = 0;
+    const char *type_k = NULL, *type_v = NULL, *pooling = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|IIiizzpz", names, &pyt_model_type, &model, &n_ctx, &n_batch,
+                                     &n_threads, &flash_attn, &type_k, &type_v, &embeddings, &pooling))
         return -1;
     if (self->ctx) {
         PyErr_SetString(PyExc_RuntimeError, "Context is already created");
@@ -49,6 +50,15 @@ static int ctx_init(pyt_context *self, PyObject *args, PyObject *kw) {
             return -1;
         }
         *slots[i] = (tessera_kv_type)t;
+    }
+    /* an embedding context (tessera_embed) instead of one giving logits */
+    cp.embeddings = embeddings != 0;
+    if (pooling) {
+        cp.pooling = tessera_pooling_from_name(pooling);
+        if (cp.pooling < 0 && strcmp(pooling, "unspecified") != 0) {
+            PyErr_Format(pyt_error, "pooling: unknown '%s' (none, mean, cls, last, rank)", pooling);
+            return -1;
+        }
     }
     tessera_context *ctx;
     Py_BEGIN_ALLOW_THREADS
@@ -316,6 +326,48 @@ static PyObject *ctx_close(pyt_context *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* embed(tokens, normalize=2) -> (floats, dim): one sequence through an
+ * embedding context (tessera_embed), the GIL released; with pooling none
+ * the floats are one row of dim per token. */
+static PyObject *ctx_embed(pyt_context *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"tokens", "normalize", NULL};
+    PyObject *seq;
+    int norm = TESSERA_EMBD_NORM_L2;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i", names, &seq, &norm)) return NULL;
+    int32_t n = 0;
+    tessera_token *toks = pyt_tokens_from_list(seq, &n);
+    if (!toks) return NULL;
+    if (ctx_enter(self) != 0) {
+        free(toks);
+        return NULL;
+    }
+    const int32_t dim = tessera_embed_dim(self->ctx);
+    const int32_t pooling = tessera_context_pooling(self->ctx);
+    const int64_t cap = (int64_t)(pooling == TESSERA_POOLING_NONE ? (n > 0 ? n : 1) : 1) * (dim > 0 ? dim : 1);
+    float *out = malloc((size_t)cap * sizeof *out);
+    int64_t got = -1;
+    if (out && dim > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        got = tessera_embed(self->ctx, toks, n, norm, out, cap);
+        Py_END_ALLOW_THREADS
+    }
+    self->busy = 0;
+    free(toks);
+    if (!out) return PyErr_NoMemory();
+    if (got < 0) {
+        free(out);
+        return pyt_raise(dim > 0 ? "embed" : "embed: not an embedding context");
+    }
+    PyObject *list = PyList_New((Py_ssize_t)got);
+    for (int64_t i = 0; list && i < got; i++) {
+        PyObject *f = PyFloat_FromDouble(out[i]);
+        if (!f) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, f);
+    }
+    free(out);
+    return list ? Py_BuildValue("(Ni)", list, (int)dim) : NULL;
+}
+
 static PyObject *ctx_n_ctx(pyt_context *self, PyObject *unused) {
     (void)unused;
     return PyLong_FromLong(self->cap_tokens);
@@ -331,6 +383,8 @@ static PyMethodDef ctx_methods[] = {
     {"reset", (PyCFunction)ctx_reset, METH_NOARGS, "forget the cache"},
     {"close", (PyCFunction)ctx_close, METH_NOARGS, "free the context now"},
     {"n_ctx", (PyCFunction)ctx_n_ctx, METH_NOARGS, "the context size in tokens"},
+    {"embed", (PyCFunction)(void (*)(void))ctx_embed, METH_VARARGS | METH_KEYWORDS,
+     "embed(tokens, normalize=2) -> (floats, dim): an embedding context's vector(s)"},
     {NULL, NULL, 0, NULL},
 };
 

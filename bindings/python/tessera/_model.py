@@ -276,5 +276,25 @@ class Model:
     def load_state(self, path):
         return self._thread_session().load_state(path)
 
-    def embed(self, texts):
-        raise NotImplementedError("embeddings: the engine's C API has none yet (issue 34)")
+    def embed(self, texts, pooling=None, normalize=True):
+        """Embedding vectors of a text or a list of texts (one list of floats
+        each), through an embedding context of this thread: pooling "mean",
+        "cls", "last" or "none" (one vector per token), None for the file's
+        pooling_type; normalize: True (L2, as OpenAI's embeddings are), False,
+        or llama.cpp's --embd-normalize number."""
+        single = isinstance(texts, (str, bytes))
+        norm = 2 if normalize is True else -1 if normalize is False else int(normalize)
+        key = pooling or "unspecified"
+        ctxs = getattr(self._local, "embed_ctx", None)
+        if ctxs is None:
+            ctxs = self._local.embed_ctx = {}
+        ctx = ctxs.get(key)
+        if ctx is None:
+            ctx = ctxs[key] = _tessera.Context(self._m, self._default_n_ctx, self._session_args["n_batch"],
+                                               self._session_args["n_threads"], embeddings=True, pooling=key)
+        out = []
+        for text in [texts] if single else texts:
+            floats, dim = ctx.embed(self.tokenize(text), norm)
+            rows = [floats[i:i + dim] for i in range(0, len(floats), dim)]
+            out.append(rows if pooling == "none" else rows[0])
+        return out[0] if single else out

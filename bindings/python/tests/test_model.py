@@ -275,3 +275,25 @@ def test_prefix_cache_decodes_only_the_new_tokens(model):
     more = held + model.tokenize(" Then", add_special=False)
     assert s._ctx.start(more, 0, temperature=0.0, reuse_prefix=True) == len(more) - len(held)
     s.close()
+
+
+def test_embed_equals_cli(model):
+    """Model.embed gives `tessera embed`'s vectors (mean and last pooling,
+    L2-normalised), one per text; pooling none gives one row per token."""
+    import math
+    import subprocess
+    texts = ["The capital of France is Paris.", "A cat sat on the mat."]
+    for pooling in ("mean", "last"):
+        out = subprocess.run([os.environ["TESSERA_BIN"], "embed", "-m", MODEL, "-p", texts[0], "--pooling", pooling,
+                              "--embd-output-format", "json", "-c", "1024"], capture_output=True, check=True).stdout
+        want = json.loads(out)["data"][0]["embedding"]
+        got = model.embed(texts, pooling=pooling)
+        assert len(got) == 2 and len(got[0]) == model.n_embd == len(want)
+        assert max(abs(a - b) for a, b in zip(got[0], want)) < 1e-5
+        assert abs(math.sqrt(sum(x * x for x in got[1])) - 1.0) < 1e-4
+        assert got[0] != got[1]
+    assert model.embed(texts[0], pooling="mean") == model.embed(texts, pooling="mean")[0]
+    rows = model.embed(texts[0], pooling="none", normalize=False)
+    assert len(rows) == len(model.tokenize(texts[0])) and len(rows[0]) == model.n_embd
+    with pytest.raises(tessera.TesseraError, match="pooling"):
+        model.embed("x", pooling="sideways")

@@ -7,17 +7,6 @@
 
 /* This build has no HTTP server: --help says so and succeeds, anything else
  * is an error. */
-/* A non-loopback address without --api-key: anyone who reaches it may use it. */
-static void warn_open_hosts(const serve_opts *o, const serve_listeners *ls) {
-    for (int i = 0; i < ls->n; i++)
-        if (!o->api_key && strcmp(ls->hosts[i], "127.0.0.1") && strcmp(ls->hosts[i], "::1") &&
-            strcmp(ls->hosts[i], "localhost"))
-            fprintf(stderr,
-                    "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
-                    ls->hosts[i]);
-    fflush(stderr);
-}
-
 int cmd_serve(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

@@ -21,18 +21,6 @@ static bool env_flag(const char *name) {
     return v && v[0] && strcmp(v, "0") != 0;
 }
 
-static bool has_extension(VkPhysicalDevice phys, const char *name) {
-    uint32_t n = 0;
-    if (vkf.vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || n == 0) return false;
-    VkExtensionProperties *ext = calloc(n, sizeof *ext);
-    if (!ext) return false;
-    bool found = false;
-    if (vkf.vkEnumerateDeviceExtensionProperties(phys, NULL, &n, ext) == VK_SUCCESS)
-        for (uint32_t i = 0; i < n && !found; i++) found = strcmp(ext[i].extensionName, name) == 0;
-    free(ext);
-    return found;
-}
-
 static void append_feature(vk_device *d, const char *word) {
     size_t len = strlen(d->features);
     if (len + 1 + strlen(word) + 1 > sizeof d->features) return;
@@ -42,7 +30,7 @@ static void append_feature(vk_device *d, const char *word) {
 
 void vk_features_probe(vk_device *d) {
     memset(&d->kern, 0, sizeof d->kern);
-    if (has_extension(d->phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) && vkf.vkGetPhysicalDeviceFeatures2) {
+    if (vk_device_has_extension(d->phys, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) && vkf.vkGetPhysicalDeviceFeatures2) {
         VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idf = {
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
         VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &idf};
@@ -56,8 +44,8 @@ void vk_features_probe(vk_device *d) {
                               vk_shader_embedded(VK_SHADER_MUL_MAT_VEC_IDOT_SG);
         d->kern.integer_dot_fast = idp.integerDotProduct4x8BitPackedSignedAccelerated;
     }
-    d->kern.coopmat = has_extension(d->phys, "VK_KHR_cooperative_matrix");
-    d->kern.coopmat2 = has_extension(d->phys, "VK_NV_cooperative_matrix2");
+    d->kern.coopmat = vk_device_has_extension(d->phys, "VK_KHR_cooperative_matrix");
+    d->kern.coopmat2 = vk_device_has_extension(d->phys, "VK_NV_cooperative_matrix2");
     if (d->kern.integer_dot) append_feature(d, d->kern.integer_dot_fast ? "integer-dot" : "integer-dot(emulated)");
     if (d->kern.coopmat) append_feature(d, "coopmat");
     if (d->kern.coopmat2) append_feature(d, "coopmat2");

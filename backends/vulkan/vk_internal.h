@@ -153,6 +153,8 @@ typedef struct vk_kernel_caps {
 } vk_kernel_caps;
 
 struct vk_device;
+/* The physical device offers extension name (vk_plugin.c). */
+bool vk_device_has_extension(VkPhysicalDevice phys, const char *name);
 /* Fill d->kern and append to d->features ("integer-dot ..."). */
 void vk_features_probe(struct vk_device *d);
 /* The device extensions (names into ext[], at most 4) and feature structs

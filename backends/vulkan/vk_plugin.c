@@ -44,7 +44,7 @@ static bool env_flag(const char *name) {
 
 /* ------------------------------------------------------------ probing */
 
-static bool device_has_extension(VkPhysicalDevice phys, const char *name) {
+bool vk_device_has_extension(VkPhysicalDevice phys, const char *name) {
     uint32_t n = 0;
     if (vkf.vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || n == 0)
         return false;
@@ -155,7 +155,7 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
     d->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         sg.subgroupSize >= 1 && !env_flag("TESSERA_VULKAN_NO_SUBGROUPS");
-    d->has_budget = device_has_extension(phys, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    d->has_budget = vk_device_has_extension(phys, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     VkPhysicalDeviceFeatures feats;
     vkf.vkGetPhysicalDeviceFeatures(phys, &feats);
     d->has_f64 = feats.shaderFloat64 && !env_flag("TESSERA_VULKAN_NO_F64");

@@ -144,3 +144,18 @@ int api_get_bool(const cJSON *root, const char *key, bool *out, serve_error *err
     return 0;
 }
 
+/* A server-sent event: "data: JSON\n\n" appended (serve.h). */
+char *serve_sse_append(char *acc, cJSON *root) {
+    char *js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!js) return acc;
+    size_t a = acc ? strlen(acc) : 0, n = strlen(js);
+    char *out = realloc(acc, a + n + 9);
+    if (out) {
+        memcpy(out + a, "data: ", 6);
+        memcpy(out + a + 6, js, n);
+        memcpy(out + a + 6 + n, "\n\n", 3);
+    }
+    free(js);
+    return out ? out : acc;
+}

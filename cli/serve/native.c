@@ -181,17 +181,6 @@ char *serve_native_response(const serve_api *api, const serve_call *calls, serve
 
 /* ------------------------------------------------------------ streams */
 
-static char *event_append(char *acc, cJSON *o) {
-    char *js = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!js) return acc;
-    size_t a = acc ? strlen(acc) : 0, n = strlen(js);
-    char *out = realloc(acc, a + n + 9);
-    if (out) snprintf(out + a, n + 9, "data: %s\n\n", js);
-    free(js);
-    return out ? out : acc;
-}
-
 static cJSON *partial(const serve_call *call, const serve_choice *ch, const char *text, size_t n) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "index", call->prompt_index);
@@ -213,7 +202,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
         char *ej = serve_request_error_json(r);
         cJSON *e = ej ? cJSON_Parse(ej) : NULL;
         free(ej);
-        return e ? event_append(NULL, e) : NULL;
+        return e ? serve_sse_append(NULL, e) : NULL;
     }
     bool final = ch->state == SERVE_DONE;
     char *out = NULL;
@@ -227,7 +216,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
             cJSON *o = partial(call, ch, ch->text + at, end - at);
             cJSON_AddItemToObject(o, "completion_probabilities", probs_json(api, ch, i, i + 1));
             cJSON_AddItemToObject(o, "tokens", tokens_json(&lp->token, 0, 1));
-            out = event_append(out, o);
+            out = serve_sse_append(out, o);
             ch->sent_content = end;
         }
         ch->sent_lp = to;
@@ -236,7 +225,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
         if (to > ch->sent_content) {
             cJSON *o = partial(call, ch, ch->text + ch->sent_content, to - ch->sent_content);
             cJSON_AddItemToObject(o, "tokens", tokens_json(ch->toks, ch->sent_toks, ch->n_toks));
-            out = event_append(out, o);
+            out = serve_sse_append(out, o);
             ch->sent_content = to;
             ch->sent_toks = ch->n_toks;
         }
@@ -246,7 +235,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
         cJSON_ReplaceItemInObject(o, "stop", cJSON_CreateBool(true));
         cJSON_AddItemToObject(o, "tokens", cJSON_CreateArray());
         add_final_fields(api, o, call, r, ch);
-        out = event_append(out, has_projection(call) ? project(o, call->response_fields) : o);
+        out = serve_sse_append(out, has_projection(call) ? project(o, call->response_fields) : o);
         *finished = true;
     }
     return out;

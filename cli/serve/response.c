@@ -252,22 +252,6 @@ char *serve_api_response_list(const serve_api *api, const serve_call *call, cons
     return s;
 }
 
-/* "data: JSON\n\n" appended to a malloc'd string. */
-static char *sse_append(char *acc, cJSON *root) {
-    char *js = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!js) return acc;
-    size_t a = acc ? strlen(acc) : 0, n = strlen(js);
-    char *out = realloc(acc, a + n + 9);
-    if (out) {
-        memcpy(out + a, "data: ", 6);
-        memcpy(out + a + 6, js, n);
-        memcpy(out + a + 6 + n, "\n\n", 3);
-    }
-    free(js);
-    return out ? out : acc;
-}
-
 /* A chunk for one choice: *delta (chat) to fill; returns the choice object. */
 static cJSON *chunk_new(const serve_api *api, const serve_call *call, const serve_choice *ch, cJSON **root,
                         cJSON **delta) {
@@ -285,7 +269,7 @@ static char *chunk_finish(char *out, cJSON *root, cJSON *choice, cJSON *logprobs
     else cJSON_AddNullToObject(choice, "logprobs");
     if (finish) cJSON_AddStringToObject(choice, "finish_reason", finish);
     else cJSON_AddNullToObject(choice, "finish_reason");
-    return sse_append(out, root);
+    return serve_sse_append(out, root);
 }
 
 /* What of one choice is new since the last call. */
@@ -403,7 +387,7 @@ char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_
                                      call->kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion");
             cJSON_AddArrayToObject(u, "choices");
             add_usage(u, r);
-            out = sse_append(out, u);
+            out = serve_sse_append(out, u);
         }
         out = concat_free(out, strdup("data: [DONE]\n\n"));
         *finished = true;

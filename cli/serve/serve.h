@@ -385,6 +385,9 @@ char *serve_native_detokenize(const serve_api *api, const char *body, size_t len
 struct cJSON;
 /* Add s[0..n) as a string (bad UTF-8 bytes become U+FFFD). */
 struct cJSON *serve_json_add_text(struct cJSON *obj, const char *key, const char *s, size_t n);
+/* "data: JSON\n\n" of event (taken) appended to the malloc'd acc (NULL:
+ * empty); acc as it was when out of memory. A server-sent event. */
+char *serve_sse_append(char *acc, struct cJSON *event);
 bool serve_utf8_valid(const char *s, size_t n);
 /* The bytes of token t (up to cap); its length. */
 size_t serve_token_piece(const serve_api *api, tessera_token t, char *buf, size_t cap);

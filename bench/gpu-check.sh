@@ -12,6 +12,12 @@
 # TESSERA_PEAK_GFLOPS are set (an H200 gets its data-sheet figures). One
 # run tells which op to make faster next. Output also goes to
 # $OUT/gpu-profile.txt. About a minute per model on an H200.
+# Then the kernels with a switch, on vs off, on the first model (not
+# profiled: plain t/s, 2 runs each; GPU_CHECK_KERNELS=0 skips it, ~2 min):
+#   fusion (norm x weight as one dispatch) on / TESSERA_VULKAN_NO_FUSE=1;
+#   flash attention -fa on, split over the keys (auto) / never split
+#   (TESSERA_VULKAN_FLASH_ATTN=workgroup), tg128 at depths 0 and 4096
+#   (decoding over a long cache is where the split should tell) and pp512.
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 O=${OUT:-/tmp/gpu-out}; mkdir -p "$O"
@@ -42,3 +48,14 @@ for m in "${models[@]}"; do
   echo "=== $(basename "$m"): tessera bench --profile (vulkan0, -ngl 99, -fa off)"
   to 240 "$T" bench -m "$m" -p 512 -n 128 -r 2 -dev vulkan0 -ngl 99 -fa off --profile
 done
+
+[ "${GPU_CHECK_KERNELS:-1}" = 0 ] && exit 0
+m=${models[0]}
+echo "=== $(basename "$m"): kernels on vs off (tessera bench, vulkan0, -ngl 99, 2 runs)"
+kb() { echo "--- $1"; shift; to 300 env "$@" "$T" bench -m "$m" -dev vulkan0 -ngl 99 -r 2 -o md "${KB_ARGS[@]}"; }
+KB_ARGS=(-p 512 -n 128 -fa off)
+kb "fusion on (default), -fa off"
+kb "fusion off" TESSERA_VULKAN_NO_FUSE=1
+KB_ARGS=(-p 512 -n 128 -d 0,4096 -fa on)
+kb "-fa on, split over keys where few workgroups (default)"
+kb "-fa on, never split" TESSERA_VULKAN_FLASH_ATTN=workgroup

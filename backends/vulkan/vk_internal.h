@@ -121,6 +121,7 @@ typedef enum vk_shader_id {
     VK_SHADER_FLASH_ATTN,
     VK_SHADER_FLASH_ATTN_SG,
     VK_SHADER_FLASH_ATTN_INV,   /* one output row per invocation (CPU devices) */
+    VK_SHADER_FLASH_ATTN_REDUCE, /* combines the partials of FLASH_ATTN split over keys */
     VK_SHADER_QUANTIZE,         /* CPY into the KV cache's block types */
     VK_SHADER_COUNT
 } vk_shader_id;
@@ -189,6 +190,8 @@ typedef struct vk_device {
     bool unified;             /* device-local memory is host-visible: no staging */
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
     bool attn_per_invocation;   /* the same for FLASH_ATTN (flash_attn_inv.comp) */
+    int attn_split;           /* VK_SPLIT_*: FLASH_ATTN over the keys in parts (vk_fused.c) */
+    bool fuse;                /* RMS_NORM/NORM x MUL as one dispatch (TESSERA_VULKAN_NO_FUSE=1: off) */
     bool has_f64;             /* shaderFloat64, enabled on the logical device */
     vk_kernel_caps kern;      /* gpu kernels: what they may use (vk_features.c) */
     /* TESSERA_VULKAN_MEMORY_LIMIT_MIB (tests): the device pretends to have
@@ -304,6 +307,11 @@ typedef struct vk_queue {
     uint32_t desc_capacity;   /* sets the pool holds */
     vk_host_buffer params;    /* one parameter block per dispatch */
     vk_host_buffer staging;
+    /* Device memory for partial results between two dispatches of one node
+     * (FLASH_ATTN split over keys: vk_fused.c); grown, never shrunk. */
+    VkBuffer scratch;
+    VkDeviceMemory scratch_mem;
+    uint64_t scratch_size;
     /* The command buffer cmd holds (valid while rec_valid). */
     vk_rec_node *rec, *plan;  /* [cap_rec]: recorded, and this call's */
     uint32_t n_rec, cap_rec;
@@ -315,8 +323,8 @@ typedef struct vk_queue {
     bool profiling, rec_profiled;
     VkQueryPool qpool;
     uint32_t qpool_cap;
-    int32_t *prof_ops;        /* [cap_rec] op of each node in flight */
-    uint32_t prof_n;          /* nodes timed by the submission in flight (0: none) */
+    int32_t *prof_ops;        /* [cap_rec] op of each dispatch planned or in flight */
+    uint32_t prof_n;          /* dispatches timed by the submission in flight (0: none) */
     /* Host writes waiting for the next submission. */
     vk_host_buffer upload;    /* their bytes */
     uint64_t upload_used;
@@ -364,6 +372,28 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
 /* Fill the shader choice, parameters (all but off[]) and grid for a node
  * that passed vk_op_supported. */
 void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out);
+
+/* ------------------------------------------------- fused and split plans */
+
+/* vk_fused.c: nodes that are not one dispatch each. */
+enum { VK_SPLIT_AUTO, VK_SPLIT_OFF, VK_SPLIT_FORCE };
+
+/* nodes[i] (RMS_NORM or NORM) and nodes[i + 1] (MUL of its result by a
+ * weight) can run as one dispatch; *keep_mid: the normalized rows must
+ * still be stored (the MUL does not overwrite them in place). */
+bool vk_norm_mul_fusable(const vk_device *d, const tsr_node *norm, const tsr_node *mul, bool *keep_mid);
+/* The dispatch of the pair: tensors src0 x, src1 weight, src2 the norm's
+ * dst (written when keep_mid), dst the MUL's dst. */
+void vk_plan_norm_mul(const vk_device *d, const tsr_node *norm, const tsr_node *mul, bool keep_mid, vk_dispatch *out);
+
+/* Splits of a FLASH_ATTN node over its keys (1: none) and the keys each. */
+uint32_t vk_attn_splits(const vk_device *d, const tsr_node *node, uint32_t *keys_per_split);
+/* Scratch bytes the partial states of that many splits take. */
+uint64_t vk_attn_scratch_bytes(const tsr_node *node, uint32_t splits);
+/* The two dispatches: partial (dst slot bound to the scratch) and reduce
+ * (src0 slot bound to the scratch, dst the node's). */
+void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t splits, uint32_t keys_per_split,
+                        vk_dispatch *partial, vk_dispatch *reduce);
 
 /* Bytes [lo, hi) a tensor touches relative to its offset start (lo = 0). */
 uint64_t vk_tensor_extent(const tsr_tensor *t);

@@ -167,6 +167,7 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_FLASH_ATTN] = "flash_attn",
     [VK_SHADER_FLASH_ATTN_SG] = "flash_attn_sg",
     [VK_SHADER_FLASH_ATTN_INV] = "flash_attn_inv",
+    [VK_SHADER_FLASH_ATTN_REDUCE] = "flash_attn_reduce",
     [VK_SHADER_QUANTIZE] = "quantize",
 };
 

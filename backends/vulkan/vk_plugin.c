@@ -178,6 +178,12 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
     const char *fa = getenv("TESSERA_VULKAN_FLASH_ATTN");
     d->attn_per_invocation = fa && fa[0] ? strcmp(fa, "invocation") == 0
                                          : p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    /* workgroup: never split over the keys; split: split at every size
+     * (tests; vk_fused.c); else split where few workgroups would run. */
+    d->attn_split = fa && strcmp(fa, "workgroup") == 0 ? VK_SPLIT_OFF
+                    : fa && strcmp(fa, "split") == 0   ? VK_SPLIT_FORCE
+                                                       : VK_SPLIT_AUTO;
+    d->fuse = !env_flag("TESSERA_VULKAN_NO_FUSE");
 
     snprintf(d->description, sizeof d->description, "%.200s (Vulkan %u.%u, %s)", p->deviceName,
              VK_API_VERSION_MAJOR(p->apiVersion), VK_API_VERSION_MINOR(p->apiVersion),

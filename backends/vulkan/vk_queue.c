@@ -396,36 +396,53 @@ static tsr_status bind_tensor(vk_queue *q, const tsr_node *node, const tsr_tenso
     return TSR_OK;
 }
 
-/* Plan node i into q->plan[i] (pipeline, bindings, grid, barrier) and write
- * its parameter block; no Vulkan command is recorded. */
-static tsr_status plan_node(vk_queue *q, const tsr_node *node, uint32_t i, hazard_set *hz) {
+/* Where each tensor slot of a dispatch comes from: a node's tensor, the
+ * queue's scratch buffer, or nothing (the dummy). writes: slots written. */
+typedef struct vk_slots {
+    const tsr_tensor *t[5];
+    int scratch;      /* slot bound to q->scratch, or -1 */
+    unsigned writes;  /* bit s: slot s is written */
+} vk_slots;
+
+/* Bind the whole scratch buffer to a slot (its tensor starts at byte 0). */
+static void bind_scratch(vk_queue *q, int slot, bool write, VkDescriptorBufferInfo *info, vk_params *p,
+                         hazard *access) {
+    *info = (VkDescriptorBufferInfo){.buffer = q->scratch, .offset = 0, .range = q->scratch_size};
+    p->off[slot] = 0;
+    *access = (hazard){.buf = q->scratch, .lo = 0, .hi = q->scratch_size, .write = write};
+}
+
+/* Plan dispatch k into q->plan[k] (pipeline, bindings, grid, barrier) and
+ * write its parameter block; no Vulkan command is recorded. node: for
+ * messages and the profile's op. */
+static tsr_status plan_dispatch(vk_queue *q, const tsr_node *node, vk_dispatch *disp, const vk_slots *sl,
+                                uint32_t k, hazard_set *hz) {
     vk_device *d = q->dev;
-    char why[256];
-    if (!vk_op_supported(d, node, why, sizeof why)) {
-        vk_log(TSR_LOG_ERROR, "vulkan%d: node %u cannot run here: %s", d->index, i, why);
-        return TSR_ERR_INVALID;
-    }
-    vk_dispatch disp;
-    vk_op_plan(d, node, &disp);
-    vk_rec_node *rn = &q->plan[i];
+    vk_rec_node *rn = &q->plan[k];
     memset(rn, 0, sizeof *rn);
-    rn->pipe = vk_pipeline_get(d, disp.shader, disp.spec);
+    rn->pipe = vk_pipeline_get(d, disp->shader, disp->spec);
     if (rn->pipe == VK_NULL_HANDLE) return TSR_ERR_DEVICE;
-    memcpy(rn->groups, disp.groups, sizeof rn->groups);
+    memcpy(rn->groups, disp->groups, sizeof rn->groups);
+    q->prof_ops[k] = node->op;
 
     hazard access[5];
     bool used[5] = {false};
     for (int s = 0; s < 5; s++) {
-        const tsr_tensor *t = s == 4 ? node->dst : (s < node->n_src ? node->src[s] : NULL);
         rn->infos[s] = (VkDescriptorBufferInfo){.buffer = d->dummy, .offset = 0, .range = VK_WHOLE_SIZE};
-        if (!t) continue;
-        tsr_status st = bind_tensor(q, node, t, s, &rn->infos[s], &disp.p, hz, &access[s]);
+        if (s == sl->scratch) {
+            bind_scratch(q, s, (sl->writes >> s) & 1u, &rn->infos[s], &disp->p, &access[s]);
+            used[s] = true;
+            continue;
+        }
+        if (!sl->t[s]) continue;
+        tsr_status st = bind_tensor(q, node, sl->t[s], s, &rn->infos[s], &disp->p, hz, &access[s]);
         if (st != TSR_OK) return st;
+        access[s].write = (sl->writes >> s) & 1u;
         used[s] = true;
     }
-    rn->infos[5] = (VkDescriptorBufferInfo){.buffer = q->params.buf, .offset = (uint64_t)i * VK_PARAMS_STRIDE,
+    rn->infos[5] = (VkDescriptorBufferInfo){.buffer = q->params.buf, .offset = (uint64_t)k * VK_PARAMS_STRIDE,
                                             .range = sizeof(vk_params)};
-    memcpy(q->params.mapped + (uint64_t)i * VK_PARAMS_STRIDE, &disp.p, sizeof disp.p);
+    memcpy(q->params.mapped + (uint64_t)k * VK_PARAMS_STRIDE, &disp->p, sizeof disp->p);
 
     for (int s = 0; s < 5 && !rn->barrier; s++)
         if (used[s]) rn->barrier = hazard_conflicts(hz, access[s].buf, access[s].lo, access[s].hi, access[s].write);
@@ -433,6 +450,86 @@ static tsr_status plan_node(vk_queue *q, const tsr_node *node, uint32_t i, hazar
     if (rn->barrier) hz->n = 0;
     for (int s = 0; s < 5; s++)
         if (used[s]) hz->h[hz->n++] = access[s];
+    return TSR_OK;
+}
+
+/* How node i runs: alone (1 dispatch), fused with node i + 1 (1 dispatch
+ * for both), or FLASH_ATTN split over keys (2 dispatches). vk_fused.c. */
+typedef struct node_shape {
+    uint32_t nodes, dispatches;
+    bool keep_mid;           /* fused: store the norm's rows too */
+    uint32_t splits, keys;   /* split attention */
+} node_shape;
+
+static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n, uint32_t i) {
+    node_shape sh = {.nodes = 1, .dispatches = 1, .splits = 1};
+    if (i + 1 < n && vk_norm_mul_fusable(d, &nodes[i], &nodes[i + 1], &sh.keep_mid)) {
+        sh.nodes = 2;
+        return sh;
+    }
+    sh.splits = vk_attn_splits(d, &nodes[i], &sh.keys);
+    if (sh.splits > 1) sh.dispatches = 2;
+    return sh;
+}
+
+/* Plan node i (and i + 1 when fused) from dispatch *k on; advances *k. */
+static tsr_status plan_node(vk_queue *q, const tsr_node *nodes, uint32_t i, const node_shape *sh, uint32_t *k,
+                            hazard_set *hz) {
+    vk_device *d = q->dev;
+    const tsr_node *node = &nodes[i];
+    char why[256];
+    for (uint32_t j = 0; j < sh->nodes; j++)
+        if (!vk_op_supported(d, &nodes[i + j], why, sizeof why)) {
+            vk_log(TSR_LOG_ERROR, "vulkan%d: node %u cannot run here: %s", d->index, i + j, why);
+            return TSR_ERR_INVALID;
+        }
+    vk_dispatch disp, reduce;
+    vk_slots sl = {.scratch = -1, .writes = 1u << 4};
+    for (int s = 0; s < 4; s++) sl.t[s] = s < node->n_src ? node->src[s] : NULL;
+    sl.t[4] = node->dst;
+    if (sh->nodes == 2) { /* norm x weight: x, weight, normalized rows, product */
+        const tsr_node *mul = &nodes[i + 1];
+        vk_plan_norm_mul(d, node, mul, sh->keep_mid, &disp);
+        sl.t[1] = mul->src[1];
+        sl.t[2] = sh->keep_mid ? node->dst : NULL;
+        sl.t[3] = NULL;
+        sl.t[4] = mul->dst;
+        sl.writes |= sh->keep_mid ? 1u << 2 : 0u;
+        tsr_status st = plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
+        return st;
+    }
+    if (sh->dispatches == 2) { /* partial states into the scratch, then their reduction */
+        vk_plan_attn_split(d, node, sh->splits, sh->keys, &disp, &reduce);
+        sl.t[4] = NULL;
+        sl.scratch = 4;
+        tsr_status st = plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
+        if (st != TSR_OK) return st;
+        vk_slots rs = {.t = {NULL, NULL, NULL, NULL, node->dst}, .scratch = 0, .writes = 1u << 4};
+        return plan_dispatch(q, node, &reduce, &rs, (*k)++, hz);
+    }
+    vk_op_plan(d, node, &disp);
+    return plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
+}
+
+/* Grow the scratch buffer to at least size bytes (the queue is idle). */
+static tsr_status scratch_reserve(vk_queue *q, uint64_t size) {
+    if (size <= q->scratch_size) return TSR_OK;
+    vk_device *d = q->dev;
+    if (q->scratch != VK_NULL_HANDLE) vk_raw_buffer_destroy(d, q->scratch, q->scratch_mem);
+    q->scratch = VK_NULL_HANDLE;
+    q->scratch_size = 0;
+    q->rec_valid = false; /* a new buffer may reuse the old one's handle */
+    size = (size + 255) / 256 * 256;
+    void *mapped = NULL;
+    VkResult r = vk_raw_buffer_create(d, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, d->device_type, &q->scratch,
+                                      &q->scratch_mem, &mapped);
+    if (r != VK_SUCCESS) {
+        q->scratch = VK_NULL_HANDLE;
+        vk_log(TSR_LOG_ERROR, "vulkan%d: cannot allocate a %.1f MiB scratch buffer (VkResult %d)", d->index,
+               (double)size / (1024.0 * 1024.0), (int)r);
+        return TSR_ERR_NO_MEMORY;
+    }
+    q->scratch_size = size;
     return TSR_OK;
 }
 
@@ -557,6 +654,22 @@ static tsr_status plans_reserve(vk_queue *q, uint32_t n) {
     return TSR_OK;
 }
 
+/* Dispatches and scratch bytes the node list plans to. */
+static uint32_t count_dispatches(const vk_device *d, const tsr_node *nodes, uint32_t n, uint64_t *scratch) {
+    uint32_t n_disp = 0;
+    *scratch = 0;
+    for (uint32_t i = 0; i < n;) {
+        const node_shape sh = shape_of(d, nodes, n, i);
+        if (sh.splits > 1) {
+            const uint64_t b = vk_attn_scratch_bytes(&nodes[i], sh.splits);
+            if (b > *scratch) *scratch = b;
+        }
+        n_disp += sh.dispatches;
+        i += sh.nodes;
+    }
+    return n_disp;
+}
+
 static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
     vk_queue *q = queue_of(queue);
     if (!q || n_nodes < 0 || (n_nodes > 0 && !nodes)) return TSR_ERR_INVALID;
@@ -565,26 +678,34 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     vk_device *d = q->dev;
     const uint32_t n = (uint32_t)n_nodes;
     tsr_status st = wait_pending(q);
-    if (st == TSR_OK) st = plans_reserve(q, n);
+    uint64_t scratch = 0;
+    const uint32_t n_disp = count_dispatches(d, nodes, n, &scratch);
+    if (st == TSR_OK) st = plans_reserve(q, n_disp);
+    if (st == TSR_OK) st = scratch_reserve(q, scratch);
     if (st == TSR_OK) {
         /* a new parameter buffer may reuse the old one's handle: record again */
-        if (q->params.size < (uint64_t)n * VK_PARAMS_STRIDE) q->rec_valid = false;
-        st = host_buffer_reserve(d, &q->params, (uint64_t)n * VK_PARAMS_STRIDE, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+        if (q->params.size < (uint64_t)n_disp * VK_PARAMS_STRIDE) q->rec_valid = false;
+        st = host_buffer_reserve(d, &q->params, (uint64_t)n_disp * VK_PARAMS_STRIDE, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
     }
-    if (st == TSR_OK && q->profiling) st = qpool_reserve(q, n);
+    if (st == TSR_OK && q->profiling) st = qpool_reserve(q, n_disp);
     hazard_set hz = {.n = 0};
-    for (uint32_t i = 0; i < n && st == TSR_OK; i++) st = plan_node(q, &nodes[i], i, &hz);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n && st == TSR_OK;) {
+        const node_shape sh = shape_of(d, nodes, n, i);
+        st = plan_node(q, nodes, i, &sh, &k, &hz);
+        i += sh.nodes;
+    }
     if (st != TSR_OK) return st;
     q->stats.n_computes++;
     pthread_mutex_lock(&d->lock);
     const uint64_t freed = d->buffers_freed;
     pthread_mutex_unlock(&d->lock);
-    bool same = q->rec_valid && q->n_rec == n && q->rec_freed == freed && q->rec_profiled == q->profiling;
-    for (uint32_t i = 0; i < n && same; i++) same = plan_equal(&q->rec[i], &q->plan[i]);
+    bool same = q->rec_valid && q->n_rec == n_disp && q->rec_freed == freed && q->rec_profiled == q->profiling;
+    for (uint32_t i = 0; i < n_disp && same; i++) same = plan_equal(&q->rec[i], &q->plan[i]);
     if (same) {
         q->n_replayed++;
     } else {
-        st = record_all(q, n);
+        st = record_all(q, n_disp);
         if (st != TSR_OK) return st;
         q->rec_freed = freed;
         q->n_recorded++;
@@ -598,10 +719,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     }
     cmds[n_cmds++] = q->cmd;
     st = submit_n(q, cmds, n_cmds);
-    if (st == TSR_OK && q->profiling) {
-        for (uint32_t i = 0; i < n; i++) q->prof_ops[i] = nodes[i].op;
-        q->prof_n = n;
-    }
+    if (st == TSR_OK && q->profiling) q->prof_n = n_disp; /* prof_ops[] filled by plan_dispatch */
     return st;
 }
 
@@ -646,6 +764,7 @@ static void queue_destroy(tsr_queue *queue) {
     host_buffer_free(d, &q->params);
     host_buffer_free(d, &q->staging);
     host_buffer_free(d, &q->upload);
+    if (q->scratch != VK_NULL_HANDLE) vk_raw_buffer_destroy(d, q->scratch, q->scratch_mem);
     if (q->qpool != VK_NULL_HANDLE) vkf.vkDestroyQueryPool(d->dev, q->qpool, NULL);
     free(q->rec);
     free(q->plan);

@@ -1,6 +1,12 @@
 // row_norm — RMS_NORM (P.u[0] = 0) and NORM (P.u[0] = 1), one workgroup
 // per row of src0, eps = P.fp[0]. Each invocation re-reads the elements it
 // summed before writing them, so dst may alias src0.
+// Fused with the MUL by a norm weight that follows it (P.u[1] = 1; vk_fused.c):
+// dst = norm(src0) * src1, src1 broadcast as MUL's (element i meets
+// i % ne1 in every dimension); with P.u[2] = 1 the normalized row is also
+// stored in src2 (the unfused RMS_NORM's dst), else that intermediate is
+// never written. The product is the same f32 multiply MUL does: the results
+// are the unfused ones to the bit.
 // The straightforward version: ref_ops_norm.c.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -33,6 +39,11 @@ void main() {
     float scale = 1.0 / sqrt(wg_sum(s2) / float(n) + eps);
     for (uint i = lid; i < n; i += WG) {
         uvec4 idx = uvec4(i, r.yzw);
-        store_dst(elem_off(4u, idx), (load0(idx) - mean) * scale);
+        float y = (load0(idx) - mean) * scale;
+        if (P.u[1] != 0u) {
+            if (P.u[2] != 0u) t2.d[elem_off(2u, idx) >> 2] = floatBitsToUint(y);
+            y *= load1(idx % P.ne[1]);
+        }
+        store_dst(elem_off(4u, idx), y);
     }
 }

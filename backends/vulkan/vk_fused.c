@@ -1,0 +1,150 @@
+/*
+ * vk_fused — the plans where nodes and dispatches are not one to one
+ * (vk_queue.c asks before planning each node):
+ *
+ * - RMS_NORM (or NORM) followed by the MUL of its result by a weight, as
+ *   every norm of a transformer block is, runs as one row_norm.comp
+ *   dispatch: one pass over the row, no second dispatch, no barrier between
+ *   them and no re-read of the normalized row. Exact: the same f32 multiply.
+ *   The plugin sees one split, not who reads a tensor later, so the
+ *   normalized rows are still stored unless the MUL overwrites them in
+ *   place (the scheduler does that when nothing else reads them: then the
+ *   unfused graph leaves the product there too).
+ *   TESSERA_VULKAN_NO_FUSE=1 turns fusion off (tests compare both).
+ * - FLASH_ATTN split over its keys (flash_attn.comp with P.u[1] splits,
+ *   then flash_attn_reduce.comp): decoding has n_q = 1, so one workgroup per
+ *   (query, head) would be a few dozen workgroups on a GPU with a hundred or
+ *   more compute units, each walking the whole cache. The partial states go
+ *   through the queue's scratch buffer. TESSERA_VULKAN_FLASH_ATTN=workgroup
+ *   never splits, =split splits at every size (16 keys a split: tests).
+ */
+#include <string.h>
+
+#include "vk_internal.h"
+
+/* t and u are the same tensor: same bytes, dtype, shape and strides. */
+static bool same_tensor(const tsr_tensor *t, const tsr_tensor *u) {
+    return t->buffer == u->buffer && t->offset == u->offset && t->dtype == u->dtype &&
+           memcmp(t->ne, u->ne, sizeof t->ne) == 0 && memcmp(t->nb, u->nb, sizeof t->nb) == 0;
+}
+
+/* t and u share a byte of a device buffer. */
+static bool overlap(const tsr_tensor *t, const tsr_tensor *u) {
+    if (!t->buffer || t->buffer != u->buffer) return false;
+    return t->offset < u->offset + vk_tensor_extent(u) && u->offset < t->offset + vk_tensor_extent(t);
+}
+
+bool vk_norm_mul_fusable(const vk_device *d, const tsr_node *norm, const tsr_node *mul, bool *keep_mid) {
+    if (!d->fuse || (norm->op != TSR_OP_RMS_NORM && norm->op != TSR_OP_NORM) || mul->op != TSR_OP_MUL) return false;
+    if (mul->n_src < 2 || !mul->src[0] || !mul->src[1] || !same_tensor(mul->src[0], norm->dst)) return false;
+    const tsr_tensor *x = norm->src[0], *w = mul->src[1], *mid = norm->dst, *dst = mul->dst;
+    if (mid->dtype != TSR_DTYPE_F32 || dst->dtype != TSR_DTYPE_F32 || x->dtype != TSR_DTYPE_F32) return false;
+    if (memcmp(dst->ne, mid->ne, sizeof dst->ne) != 0) return false;
+    /* Each element is read once and written once by one invocation: the
+     * input must not be anything the pass writes, the product may only
+     * replace the normalized rows exactly. */
+    if (overlap(x, mid) || overlap(x, dst) || overlap(w, mid) || overlap(w, dst)) return false;
+    const bool in_place = same_tensor(dst, mid);
+    if (!in_place && overlap(dst, mid)) return false;
+    if (!vk_op_supported(d, norm, NULL, 0) || !vk_op_supported(d, mul, NULL, 0)) return false;
+    *keep_mid = !in_place;
+    return true;
+}
+
+void vk_plan_norm_mul(const vk_device *d, const tsr_node *norm, const tsr_node *mul, bool keep_mid, vk_dispatch *out) {
+    vk_op_plan(d, norm, out); /* row_norm: src0, eps, mode, grid by rows */
+    vk_dispatch m;
+    vk_op_plan(d, mul, &m);
+    vk_params *p = &out->p;
+    /* tensor 1: the weight, 2: the normalized rows, 4: the product */
+    p->dt[1] = m.p.dt[1];
+    memcpy(p->ne[1], m.p.ne[1], sizeof p->ne[1]);
+    memcpy(p->nb[1], m.p.nb[1], sizeof p->nb[1]);
+    memcpy(p->ne[2], out->p.ne[4], sizeof p->ne[2]);
+    memcpy(p->nb[2], out->p.nb[4], sizeof p->nb[2]);
+    p->dt[2] = out->p.dt[4];
+    p->dt[4] = m.p.dt[4];
+    memcpy(p->ne[4], m.p.ne[4], sizeof p->ne[4]);
+    memcpy(p->nb[4], m.p.nb[4], sizeof p->nb[4]);
+    p->u[1] = 1;
+    p->u[2] = keep_mid;
+}
+
+enum {
+    SPLIT_MAX = 256,          /* splits of one node at most */
+    SPLIT_FORCED_KEYS = 16,   /* keys a split when forced (tests reach several splits) */
+    SPLIT_MIN_KEYS = 256,     /* keys a split at least otherwise */
+    SPLIT_WORKGROUPS = 256,   /* n_q * H below this: decoding, split */
+    SPLIT_TARGET = 32,        /* splits the keys aim at (auto) */
+};
+
+uint32_t vk_attn_splits(const vk_device *d, const tsr_node *node, uint32_t *keys_per_split) {
+    *keys_per_split = 0;
+    if (node->op != TSR_OP_FLASH_ATTN || d->attn_per_invocation || d->attn_split == VK_SPLIT_OFF) return 1;
+    const uint64_t n_kv = (uint64_t)node->src[1]->ne[1];
+    const uint64_t items = (uint64_t)(node->src[0]->ne[1] * node->src[0]->ne[2]);
+    uint64_t kps;
+    if (d->attn_split == VK_SPLIT_FORCE) {
+        kps = SPLIT_FORCED_KEYS;
+    } else {
+        /* Not measured yet (bench/GPU.md: to measure): enough workgroups to
+         * fill a large GPU, each over a few hundred keys at least. */
+        if (items >= SPLIT_WORKGROUPS) return 1;
+        kps = (n_kv + SPLIT_TARGET - 1) / SPLIT_TARGET;
+        kps = (kps + 63) / 64 * 64;
+        if (kps < SPLIT_MIN_KEYS) kps = SPLIT_MIN_KEYS;
+    }
+    if ((n_kv + kps - 1) / kps > SPLIT_MAX) kps = (n_kv + SPLIT_MAX - 1) / SPLIT_MAX;
+    const uint64_t splits = (n_kv + kps - 1) / kps;
+    if (splits < 2) return 1;
+    *keys_per_split = (uint32_t)kps;
+    return (uint32_t)splits;
+}
+
+uint64_t vk_attn_scratch_bytes(const tsr_node *node, uint32_t splits) {
+    const tsr_tensor *q = node->src[0];
+    return (uint64_t)(q->ne[0] + 2) * splits * (uint64_t)q->ne[1] * (uint64_t)q->ne[2] * sizeof(float);
+}
+
+/* The scratch as tensor k of p: F32 [D + 2, S, n_q, H], contiguous. */
+static void put_scratch(vk_params *p, int k, const tsr_node *node, uint32_t splits) {
+    const tsr_tensor *q = node->src[0];
+    const uint32_t ne[4] = {(uint32_t)q->ne[0] + 2, splits, (uint32_t)q->ne[1], (uint32_t)q->ne[2]};
+    p->dt[k] = TSR_DTYPE_F32;
+    uint32_t stride = sizeof(float);
+    for (int i = 0; i < 4; i++) {
+        p->ne[k][i] = ne[i];
+        p->nb[k][i] = stride;
+        stride *= ne[i];
+    }
+}
+
+/* n workgroups as an x * y grid (as vk_ops.c's) */
+static void grid_of(uint64_t n, uint32_t groups[3]) {
+    if (n == 0) n = 1;
+    const uint64_t x = n < 65535 ? n : 65535;
+    groups[0] = (uint32_t)x;
+    groups[1] = (uint32_t)((n + x - 1) / x);
+    groups[2] = 1;
+}
+
+void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t splits, uint32_t keys_per_split,
+                        vk_dispatch *partial, vk_dispatch *reduce) {
+    vk_op_plan(d, node, partial); /* flash_attn(_sg): q, k, v, mask, pipeline per k/v pair */
+    const uint64_t items = (uint64_t)(node->src[0]->ne[1] * node->src[0]->ne[2]);
+    partial->p.u[1] = splits;
+    partial->p.u[2] = keys_per_split;
+    put_scratch(&partial->p, 4, node, splits);
+    grid_of(items * splits, partial->groups);
+
+    memset(reduce, 0, sizeof *reduce);
+    reduce->shader = VK_SHADER_FLASH_ATTN_REDUCE;
+    put_scratch(&reduce->p, 0, node, splits);
+    const tsr_tensor *dst = node->dst;
+    reduce->p.dt[4] = (uint32_t)dst->dtype;
+    for (int i = 0; i < 4; i++) {
+        reduce->p.ne[4][i] = (uint32_t)dst->ne[i];
+        reduce->p.nb[4][i] = (uint32_t)dst->nb[i];
+    }
+    grid_of(items, reduce->groups);
+}

@@ -1,0 +1,208 @@
+/*
+ * RMS_NORM / NORM followed by the MUL of its result by a weight, fused into
+ * one dispatch by the Vulkan plugin (backends/vulkan/vk_fused.c), in the
+ * shapes the graph makes them (core/src/model/blocks.c: the norm, then the
+ * MUL by its weight in place over the norm's rows) and in the ones where
+ * the normalized rows are still read afterwards. Per case, in one compute:
+ *   - the product equals, to the bit, the same two nodes run unfused on the
+ *     same device (an unrelated node between them keeps them apart);
+ *   - a node after them that reads the normalized rows sees them (the fused
+ *     pass still stores them when the MUL is not in place);
+ *   - both are within 1e-5 of ref's;
+ *   - with profiling, the queue timed no MUL for a fused pair (one
+ *     dispatch), and one per MUL with TESSERA_VULKAN_NO_FUSE=1 set.
+ * Row sizes 300 and 2048 (not a multiple of the 128-invocation workgroup,
+ * and TinyLlama's), 1 and 7 rows, weight [K] broadcast over rows.
+ * Exit 77 when the machine has no Vulkan device or the device cannot time
+ * its work (the dispatch count is then unobservable).
+ *
+ * usage: test_vk_fuse PLUGIN.so
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#include <tessera/plugin.h>
+#include <tessera/plugin_util.h>
+
+#include "../plugin_log.h"
+
+#include "ref/ref.h"
+
+static volatile int g_abort;
+static const tsr_host g_host = {PLUGIN_TEST_HOST_FIELDS(&g_abort, 1)};
+
+static tsr_device *g_dev;
+static tsr_queue *g_queue;
+static bool g_fuse; /* TESSERA_VULKAN_NO_FUSE not set */
+
+typedef struct fuse_case {
+    int32_t norm_op; /* TSR_OP_RMS_NORM or TSR_OP_NORM */
+    int64_t K, rows;
+    bool in_place;   /* the MUL writes over the norm's rows (as the graph does) */
+} fuse_case;
+
+static const fuse_case g_cases[] = {
+    {TSR_OP_RMS_NORM, 300, 7, true},  {TSR_OP_RMS_NORM, 300, 7, false}, {TSR_OP_RMS_NORM, 2048, 1, true},
+    {TSR_OP_NORM, 300, 5, true},      {TSR_OP_NORM, 2048, 1, false},
+};
+
+/* Regions of the one buffer, in floats. */
+enum { R_X, R_W, R_MID, R_OUT, R_SUM, R_MID2, R_OUT2, R_PAD, R_COUNT };
+
+static tsr_tensor f32(int64_t n0, int64_t n1, uint64_t off, tsr_buffer *b, uint8_t *host, const char *name) {
+    tsr_tensor t = {.dtype = TSR_DTYPE_F32, .ne = {n0, n1, 1, 1}, .buffer = b, .offset = b ? off : 0, .name = name};
+    t.nb[0] = 4;
+    t.nb[1] = 4 * n0;
+    t.nb[2] = t.nb[3] = 4 * n0 * n1;
+    t.data = host ? host + off : NULL;
+    return t;
+}
+
+typedef struct graph {
+    tsr_tensor x, w, mid, out, sum, mid2, out2, pad;
+    tsr_node nodes[6];
+} graph;
+
+/* norm -> mul (fusable), add(mid, out) reading the rows after them, then
+ * the same pair kept apart by a SCALE between them (unfused). */
+static void build(graph *g, const fuse_case *c, const uint64_t off[R_COUNT], tsr_buffer *b, uint8_t *host) {
+    const int64_t K = c->K, R = c->rows;
+    g->x = f32(K, R, off[R_X], b, host, "x");
+    g->w = f32(K, 1, off[R_W], b, host, "w");
+    g->mid = f32(K, R, off[R_MID], b, host, "norm");
+    g->out = c->in_place ? g->mid : f32(K, R, off[R_OUT], b, host, "norm_w");
+    g->sum = f32(K, R, off[R_SUM], b, host, "sum");
+    g->mid2 = f32(K, R, off[R_MID2], b, host, "norm2");
+    g->out2 = c->in_place ? g->mid2 : f32(K, R, off[R_OUT2], b, host, "norm2_w");
+    g->pad = f32(K, 1, off[R_PAD], b, host, "pad");
+    const float eps = 1e-5f;
+    g->nodes[0] = (tsr_node){.op = c->norm_op, .n_src = 1, .dst = &g->mid, .src = {&g->x}, .fparams = {eps}};
+    g->nodes[1] = (tsr_node){.op = TSR_OP_MUL, .n_src = 2, .dst = &g->out, .src = {&g->mid, &g->w}};
+    g->nodes[2] = (tsr_node){.op = TSR_OP_ADD, .n_src = 2, .dst = &g->sum, .src = {&g->mid, &g->out}};
+    g->nodes[3] = (tsr_node){.op = c->norm_op, .n_src = 1, .dst = &g->mid2, .src = {&g->x}, .fparams = {eps}};
+    g->nodes[4] = (tsr_node){.op = TSR_OP_SCALE, .n_src = 1, .dst = &g->pad, .src = {&g->w}, .fparams = {2.0f}};
+    g->nodes[5] = (tsr_node){.op = TSR_OP_MUL, .n_src = 2, .dst = &g->out2, .src = {&g->mid2, &g->w}};
+}
+
+static void expect_close(const char *what, const float *got, const float *want, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const double d = fabs((double)got[i] - (double)want[i]);
+        if (d > 1e-5 + 1e-5 * fabs((double)want[i]))
+            fail_msg("%s[%lld]: %.9g, ref %.9g", what, (long long)i, (double)got[i], (double)want[i]);
+    }
+}
+
+static void test_case(void **state) {
+    const fuse_case *c = *state;
+    const int64_t n = c->K * c->rows;
+    uint64_t off[R_COUNT], size = 0;
+    for (int r = 0; r < R_COUNT; r++) {
+        off[r] = size;
+        size += (uint64_t)(r == R_W || r == R_PAD ? c->K : n) * 4 + 256;
+    }
+    uint8_t *host = calloc(1, size), *dev = malloc(size), *ref = malloc(size);
+    assert_non_null(host);
+    assert_non_null(dev);
+    assert_non_null(ref);
+    uint32_t s = 12345u + (uint32_t)n;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        ((float *)(host + off[R_X]))[i] = (float)(s >> 8) / 2097152.0f - 4.0f + (c->norm_op == TSR_OP_NORM ? 1.5f : 0.0f);
+    }
+    for (int64_t i = 0; i < c->K; i++) ((float *)(host + off[R_W]))[i] = 0.5f + (float)(i % 17) / 16.0f;
+
+    tsr_buffer *b = NULL;
+    assert_int_equal(g_dev->api->buffer_alloc(g_dev, size, &b), TSR_OK);
+    assert_int_equal(g_queue->api->write(g_queue, b, 0, host, size), TSR_OK);
+    graph dg;
+    build(&dg, c, off, b, NULL);
+    tsr_queue_stats before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
+    g_queue->api->get_stats(g_queue, &before);
+    assert_int_equal(g_queue->api->compute(g_queue, dg.nodes, 6), TSR_OK);
+    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
+    g_queue->api->get_stats(g_queue, &after);
+    assert_int_equal(g_queue->api->read(g_queue, b, 0, dev, size), TSR_OK);
+    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
+    g_dev->api->buffer_free(g_dev, b);
+
+    memcpy(ref, host, size);
+    graph rg;
+    build(&rg, c, off, NULL, ref);
+    assert_int_equal(ref_compute(rg.nodes, 6, NULL), TSR_OK);
+
+    const float *out = (const float *)(dev + (c->in_place ? off[R_MID] : off[R_OUT]));
+    const float *out2 = (const float *)(dev + (c->in_place ? off[R_MID2] : off[R_OUT2]));
+    if (memcmp(out, out2, (size_t)n * 4) != 0) fail_msg("the fused product differs from the unfused one's bits");
+    expect_close("norm x w", out, (const float *)(ref + (c->in_place ? off[R_MID] : off[R_OUT])), n);
+    expect_close("norm + norm x w", (const float *)(dev + off[R_SUM]), (const float *)(ref + off[R_SUM]), n);
+    if (!c->in_place) expect_close("norm", (const float *)(dev + off[R_MID]), (const float *)(ref + off[R_MID]), n);
+
+    /* dispatches: the pair kept apart always has its MUL timed */
+    const uint64_t muls = after.op_nodes[TSR_OP_MUL] - before.op_nodes[TSR_OP_MUL];
+    const uint64_t norms = after.op_nodes[c->norm_op] - before.op_nodes[c->norm_op];
+    printf("  %s K %lld rows %lld%s: %llu %s and %llu MUL dispatches timed\n", tsr_op_name(c->norm_op),
+           (long long)c->K, (long long)c->rows, c->in_place ? " in place" : "", (unsigned long long)norms,
+           tsr_op_name(c->norm_op), (unsigned long long)muls);
+    assert_int_equal(norms, 2);
+    assert_int_equal(muls, g_fuse ? 1 : 2);
+    free(host);
+    free(dev);
+    free(ref);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_vk_fuse PLUGIN.so\n");
+        return 2;
+    }
+    const char *nf = getenv("TESSERA_VULKAN_NO_FUSE");
+    g_fuse = !(nf && nf[0] && strcmp(nf, "0") != 0);
+    void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        printf("cannot open %s: %s\n", argv[1], dlerror());
+        return 1;
+    }
+    tsr_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(dl, TSR_PLUGIN_ENTRY_SYMBOL);
+    const tsr_plugin *p = entry ? entry(TSR_ABI_VERSION) : NULL;
+    char reason[256] = "";
+    if (!p || p->init(&g_host, reason, sizeof reason) != TSR_OK || p->device_count() == 0) {
+        if (p) p->shutdown();
+        dlclose(dl);
+        harness_skip("no Vulkan device: %s", p ? reason : "no plugin table");
+    }
+    g_dev = p->device_get(0);
+    if (g_dev->api->queue_create(g_dev, &g_queue) != TSR_OK) {
+        printf("vulkan0: no queue\n");
+        return 1;
+    }
+    if (g_queue->api->struct_size < sizeof(tsr_queue_api) || !g_queue->api->set_profiling ||
+        g_queue->api->set_profiling(g_queue, 1) != TSR_OK) {
+        g_queue->api->destroy(g_queue);
+        p->shutdown();
+        dlclose(dl);
+        harness_skip("vulkan0 cannot time its work: the dispatch count is unobservable");
+    }
+    printf("fusion %s\n", g_fuse ? "on" : "off (TESSERA_VULKAN_NO_FUSE)");
+    enum { N = sizeof g_cases / sizeof g_cases[0] };
+    struct CMUnitTest tests[N];
+    char names[N][64];
+    for (int i = 0; i < N; i++) {
+        const fuse_case *c = &g_cases[i];
+        snprintf(names[i], sizeof names[i], "%s K %lld rows %lld%s", tsr_op_name(c->norm_op), (long long)c->K,
+                 (long long)c->rows, c->in_place ? " in place" : "");
+        tests[i] = (struct CMUnitTest)HARNESS_TEST(test_case);
+        tests[i].name = names[i];
+        tests[i].initial_state = (void *)c;
+    }
+    const int rc = harness_run("vulkan-fuse", tests, (size_t)N, NULL, NULL, argc, argv);
+    g_queue->api->destroy(g_queue);
+    p->shutdown();
+    dlclose(dl);
+    return rc;
+}

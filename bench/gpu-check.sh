@@ -15,9 +15,10 @@
 # Then the kernels with a switch, on vs off, on the first model (not
 # profiled: plain t/s, 2 runs each; GPU_CHECK_KERNELS=0 skips it, ~2 min):
 #   fusion (norm x weight as one dispatch) on / TESSERA_VULKAN_NO_FUSE=1;
-#   flash attention -fa on, split over the keys (auto) / never split
-#   (TESSERA_VULKAN_FLASH_ATTN=workgroup), tg128 at depths 0 and 4096
-#   (decoding over a long cache is where the split should tell) and pp512.
+#   flash attention -fa on, split over the keys for decoding and tiled for
+#   prompts (auto) / one workgroup per (query, head) over all keys
+#   (TESSERA_VULKAN_FLASH_ATTN=workgroup), tg128 and pp512 at depths 0 and
+#   4096 (decoding over a long cache is where the split should tell).
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 O=${OUT:-/tmp/gpu-out}; mkdir -p "$O"
@@ -57,5 +58,5 @@ KB_ARGS=(-p 512 -n 128 -fa off)
 kb "fusion on (default), -fa off"
 kb "fusion off" TESSERA_VULKAN_NO_FUSE=1
 KB_ARGS=(-p 512 -n 128 -d 0,4096 -fa on)
-kb "-fa on, split over keys where few workgroups (default)"
-kb "-fa on, never split" TESSERA_VULKAN_FLASH_ATTN=workgroup
+kb "-fa on, split (decoding) and tiled (prompts) (default)"
+kb "-fa on, one workgroup per (query, head)" TESSERA_VULKAN_FLASH_ATTN=workgroup

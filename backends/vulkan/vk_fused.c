@@ -15,8 +15,12 @@
  *   then flash_attn_reduce.comp): decoding has n_q = 1, so one workgroup per
  *   (query, head) would be a few dozen workgroups on a GPU with a hundred or
  *   more compute units, each walking the whole cache. The partial states go
- *   through the queue's scratch buffer. TESSERA_VULKAN_FLASH_ATTN=workgroup
- *   never splits, =split splits at every size (16 keys a split: tests).
+ *   through the queue's scratch buffer.
+ * - FLASH_ATTN for prompts (8 queries or more, not split) by
+ *   flash_attn_tiled.comp, 8 queries of a head sharing each K/V tile.
+ * TESSERA_VULKAN_FLASH_ATTN=workgroup uses neither (one workgroup per
+ * (query, head) over all keys); =split and =tiled force one at every size
+ * (split: 16 keys a split), for tests.
  */
 #include <string.h>
 
@@ -80,11 +84,13 @@ enum {
 
 uint32_t vk_attn_splits(const vk_device *d, const tsr_node *node, uint32_t *keys_per_split) {
     *keys_per_split = 0;
-    if (node->op != TSR_OP_FLASH_ATTN || d->attn_per_invocation || d->attn_split == VK_SPLIT_OFF) return 1;
+    if (node->op != TSR_OP_FLASH_ATTN || d->attn_per_invocation || d->attn_mode == VK_ATTN_WORKGROUP ||
+        d->attn_mode == VK_ATTN_TILED)
+        return 1;
     const uint64_t n_kv = (uint64_t)node->src[1]->ne[1];
     const uint64_t items = (uint64_t)(node->src[0]->ne[1] * node->src[0]->ne[2]);
     uint64_t kps;
-    if (d->attn_split == VK_SPLIT_FORCE) {
+    if (d->attn_mode == VK_ATTN_SPLIT) {
         kps = SPLIT_FORCED_KEYS;
     } else {
         /* Not measured yet (bench/GPU.md: to measure): enough workgroups to
@@ -99,6 +105,19 @@ uint32_t vk_attn_splits(const vk_device *d, const tsr_node *node, uint32_t *keys
     if (splits < 2) return 1;
     *keys_per_split = (uint32_t)kps;
     return (uint32_t)splits;
+}
+
+enum {
+    TILED_QUERIES = 8,           /* flash_attn_tiled.comp's BQ; fewer: decoding */
+    TILED_SHARED = 4 * (8 * 256 + 16 * 256 + 8 * 16), /* its shared memory */
+};
+
+bool vk_attn_tiled(const vk_device *d, const tsr_node *node) {
+    if (node->op != TSR_OP_FLASH_ATTN || d->attn_per_invocation) return false;
+    if (d->props.limits.maxComputeSharedMemorySize < TILED_SHARED) return false;
+    if (d->attn_mode == VK_ATTN_TILED) return true;
+    uint32_t keys;
+    return d->attn_mode == VK_ATTN_AUTO && node->src[0]->ne[1] >= TILED_QUERIES && vk_attn_splits(d, node, &keys) == 1;
 }
 
 uint64_t vk_attn_scratch_bytes(const tsr_node *node, uint32_t splits) {
@@ -130,7 +149,8 @@ static void grid_of(uint64_t n, uint32_t groups[3]) {
 
 void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t splits, uint32_t keys_per_split,
                         vk_dispatch *partial, vk_dispatch *reduce) {
-    vk_op_plan(d, node, partial); /* flash_attn(_sg): q, k, v, mask, pipeline per k/v pair */
+    vk_op_plan(d, node, partial); /* q, k, v, mask, pipeline per k/v pair */
+    partial->shader = d->subgroup_arith ? VK_SHADER_FLASH_ATTN_SG : VK_SHADER_FLASH_ATTN;
     const uint64_t items = (uint64_t)(node->src[0]->ne[1] * node->src[0]->ne[2]);
     partial->p.u[1] = splits;
     partial->p.u[2] = keys_per_split;

@@ -122,6 +122,7 @@ typedef enum vk_shader_id {
     VK_SHADER_FLASH_ATTN_SG,
     VK_SHADER_FLASH_ATTN_INV,   /* one output row per invocation (CPU devices) */
     VK_SHADER_FLASH_ATTN_REDUCE, /* combines the partials of FLASH_ATTN split over keys */
+    VK_SHADER_FLASH_ATTN_TILED, /* prompts: query blocks sharing K/V tiles */
     VK_SHADER_QUANTIZE,         /* CPY into the KV cache's block types */
     VK_SHADER_COUNT
 } vk_shader_id;
@@ -190,7 +191,7 @@ typedef struct vk_device {
     bool unified;             /* device-local memory is host-visible: no staging */
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
     bool attn_per_invocation;   /* the same for FLASH_ATTN (flash_attn_inv.comp) */
-    int attn_split;           /* VK_SPLIT_*: FLASH_ATTN over the keys in parts (vk_fused.c) */
+    int attn_mode;            /* VK_ATTN_*: which gpu FLASH_ATTN kernel (vk_fused.c) */
     bool fuse;                /* RMS_NORM/NORM x MUL as one dispatch (TESSERA_VULKAN_NO_FUSE=1: off) */
     bool has_f64;             /* shaderFloat64, enabled on the logical device */
     vk_kernel_caps kern;      /* gpu kernels: what they may use (vk_features.c) */
@@ -376,7 +377,9 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out);
 /* ------------------------------------------------- fused and split plans */
 
 /* vk_fused.c: nodes that are not one dispatch each. */
-enum { VK_SPLIT_AUTO, VK_SPLIT_OFF, VK_SPLIT_FORCE };
+/* TESSERA_VULKAN_FLASH_ATTN on a GPU: auto (split for decoding, tiled for
+ * prompts), workgroup (neither), split or tiled (at every size). */
+enum { VK_ATTN_AUTO, VK_ATTN_WORKGROUP, VK_ATTN_SPLIT, VK_ATTN_TILED };
 
 /* nodes[i] (RMS_NORM or NORM) and nodes[i + 1] (MUL of its result by a
  * weight) can run as one dispatch; *keep_mid: the normalized rows must
@@ -388,6 +391,8 @@ void vk_plan_norm_mul(const vk_device *d, const tsr_node *norm, const tsr_node *
 
 /* Splits of a FLASH_ATTN node over its keys (1: none) and the keys each. */
 uint32_t vk_attn_splits(const vk_device *d, const tsr_node *node, uint32_t *keys_per_split);
+/* FLASH_ATTN runs flash_attn_tiled.comp (not split). */
+bool vk_attn_tiled(const vk_device *d, const tsr_node *node);
 /* Scratch bytes the partial states of that many splits take. */
 uint64_t vk_attn_scratch_bytes(const tsr_node *node, uint32_t splits);
 /* The two dispatches: partial (dst slot bound to the scratch) and reduce

@@ -168,6 +168,7 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_FLASH_ATTN_SG] = "flash_attn_sg",
     [VK_SHADER_FLASH_ATTN_INV] = "flash_attn_inv",
     [VK_SHADER_FLASH_ATTN_REDUCE] = "flash_attn_reduce",
+    [VK_SHADER_FLASH_ATTN_TILED] = "flash_attn_tiled",
     [VK_SHADER_QUANTIZE] = "quantize",
 };
 
@@ -346,6 +347,9 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         if (d->attn_per_invocation) { /* one (query, head) per invocation, 8 per workgroup */
             out->shader = VK_SHADER_FLASH_ATTN_INV;
             grid((uint64_t)(a->ne[1] * a->ne[2] + 7) / 8, out->groups);
+        } else if (vk_attn_tiled(d, node)) { /* 8 queries of one head per workgroup */
+            out->shader = VK_SHADER_FLASH_ATTN_TILED;
+            grid((uint64_t)((a->ne[1] + 7) / 8 * a->ne[2]), out->groups);
         } else { /* one (query, head) per workgroup */
             out->shader = sg ? VK_SHADER_FLASH_ATTN_SG : VK_SHADER_FLASH_ATTN;
             grid((uint64_t)(a->ne[1] * a->ne[2]), out->groups);

@@ -178,11 +178,14 @@ static int probe_device(vk_device *d, VkPhysicalDevice phys, char *why, size_t w
     const char *fa = getenv("TESSERA_VULKAN_FLASH_ATTN");
     d->attn_per_invocation = fa && fa[0] ? strcmp(fa, "invocation") == 0
                                          : p->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    /* workgroup: never split over the keys; split: split at every size
-     * (tests; vk_fused.c); else split where few workgroups would run. */
-    d->attn_split = fa && strcmp(fa, "workgroup") == 0 ? VK_SPLIT_OFF
-                    : fa && strcmp(fa, "split") == 0   ? VK_SPLIT_FORCE
-                                                       : VK_SPLIT_AUTO;
+    /* workgroup: one workgroup per (query, head), never split or tiled;
+     * split, tiled: that kernel at every size (tests; vk_fused.c); else
+     * split for decoding, tiled for prompts. */
+    d->attn_mode = !fa ? VK_ATTN_AUTO
+                   : strcmp(fa, "workgroup") == 0 ? VK_ATTN_WORKGROUP
+                   : strcmp(fa, "split") == 0     ? VK_ATTN_SPLIT
+                   : strcmp(fa, "tiled") == 0     ? VK_ATTN_TILED
+                                                  : VK_ATTN_AUTO;
     d->fuse = !env_flag("TESSERA_VULKAN_NO_FUSE");
 
     snprintf(d->description, sizeof d->description, "%.200s (Vulkan %u.%u, %s)", p->deviceName,

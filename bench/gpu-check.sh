@@ -3,6 +3,8 @@
 # machine from the bundle ../shared/gpu/bundle.sh makes (next to its
 # check.sh, which measures speed against llama.cpp):
 #   bash .gpu/gpu-check.sh [MODEL.gguf ...]
+# First plugin check FLASH_ATTN and GRAPH with the split and the tiled
+# flash attention kernels forced (TESSERA_VULKAN_FLASH_ATTN; ~1 min).
 # For each model (default: the 1.1B TinyLlama-shaped Q4_0 that check.sh
 # makes in /tmp/gpu-models) it shows that at -ngl 99 the whole graph is one
 # split on vulkan0 with no weight copied per step and one submission per
@@ -42,6 +44,14 @@ if [ ${#models[@]} -eq 0 ]; then
     --dim 2048 --layers 22 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000
   models=("$M/1b-Q4_0.gguf")
 fi
+# The kernels a default plugin check does not reach on a GPU (its cases
+# are too small to split over keys or to tile), forced: their proof there.
+for fa in split tiled; do
+  echo "=== plugin check FLASH_ATTN and GRAPH with TESSERA_VULKAN_FLASH_ATTN=$fa"
+  for fam in FLASH_ATTN GRAPH; do
+    TESSERA_VULKAN_FLASH_ATTN=$fa to 120 "$T" plugin check "$D/tsr/libtessera-backend-vulkan.so" --op $fam | grep -E "cases:"
+  done
+done
 for m in "${models[@]}"; do
   echo "=== $(basename "$m"): placement and submissions at -ngl 99"
   to 120 "$T" run -m "$m" -dev vulkan0 -ngl 99 --explain --verbose --temp 0 -n 16 -p "Once upon a time" 2>&1 |

@@ -138,15 +138,6 @@ static void put_scratch(vk_params *p, int k, const tsr_node *node, uint32_t spli
     }
 }
 
-/* n workgroups as an x * y grid (as vk_ops.c's) */
-static void grid_of(uint64_t n, uint32_t groups[3]) {
-    if (n == 0) n = 1;
-    const uint64_t x = n < 65535 ? n : 65535;
-    groups[0] = (uint32_t)x;
-    groups[1] = (uint32_t)((n + x - 1) / x);
-    groups[2] = 1;
-}
-
 void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t splits, uint32_t keys_per_split,
                         vk_dispatch *partial, vk_dispatch *reduce) {
     vk_op_plan(d, node, partial); /* q, k, v, mask, pipeline per k/v pair */
@@ -155,7 +146,7 @@ void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t split
     partial->p.u[1] = splits;
     partial->p.u[2] = keys_per_split;
     put_scratch(&partial->p, 4, node, splits);
-    grid_of(items * splits, partial->groups);
+    vk_grid(items * splits, partial->groups);
 
     memset(reduce, 0, sizeof *reduce);
     reduce->shader = VK_SHADER_FLASH_ATTN_REDUCE;
@@ -166,5 +157,5 @@ void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t split
         reduce->p.ne[4][i] = (uint32_t)dst->ne[i];
         reduce->p.nb[4][i] = (uint32_t)dst->nb[i];
     }
-    grid_of(items, reduce->groups);
+    vk_grid(items, reduce->groups);
 }

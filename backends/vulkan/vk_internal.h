@@ -400,6 +400,9 @@ uint64_t vk_attn_scratch_bytes(const tsr_node *node, uint32_t splits);
 void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t splits, uint32_t keys_per_split,
                         vk_dispatch *partial, vk_dispatch *reduce);
 
+/* n workgroups as an x * y grid within the guaranteed 65535 per dimension */
+void vk_grid(uint64_t n, uint32_t groups[3]);
+
 /* Bytes [lo, hi) a tensor touches relative to its offset start (lo = 0). */
 uint64_t vk_tensor_extent(const tsr_tensor *t);
 

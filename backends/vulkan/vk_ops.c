@@ -186,8 +186,7 @@ const char *vk_shader_name(vk_shader_id id) {
 
 enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_SWIGLU, ELT_CPY, ELT_GET_ROWS, ELT_CONCAT, ELT_ARGMAX };
 
-/* n workgroups as an x * y grid within the guaranteed 65535 per dimension */
-static void grid(uint64_t n, uint32_t groups[3]) {
+void vk_grid(uint64_t n, uint32_t groups[3]) {
     if (n == 0) n = 1;
     uint64_t x = n < 65535 ? n : 65535;
     groups[0] = (uint32_t)x;
@@ -255,12 +254,12 @@ static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *
         else
             out->shader = d->subgroup_arith ? VK_SHADER_MUL_MAT_VEC_SG : VK_SHADER_MUL_MAT_VEC;
         p->u[2] = (M + VK_MMV_ROWS - 1) / VK_MMV_ROWS;
-        grid((uint64_t)p->u[2] * N * p->u[7], out->groups);
+        vk_grid((uint64_t)p->u[2] * N * p->u[7], out->groups);
         return;
     case MM_TILED:
         out->shader = VK_SHADER_MUL_MAT_TILED;
         p->u[2] = (M + VK_TILE_M - 1) / VK_TILE_M;
-        grid((uint64_t)p->u[2] * ((N + VK_TILE_N - 1) / VK_TILE_N) * p->u[7], out->groups);
+        vk_grid((uint64_t)p->u[2] * ((N + VK_TILE_N - 1) / VK_TILE_N) * p->u[7], out->groups);
         return;
     case MM_INVOCATION: {
         const uint32_t cols = N == 1 ? 1 : VK_MUL_MAT_COLS;
@@ -268,7 +267,7 @@ static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *
                                  : (N == 1 ? VK_SHADER_MUL_MAT_VEC_INV : VK_SHADER_MUL_MAT_INV);
         p->u[2] = (N + cols - 1) / cols;
         const uint64_t blocks = (uint64_t)M * p->u[2] * p->u[7];
-        grid((blocks + 63) / 64, out->groups);
+        vk_grid((blocks + 63) / 64, out->groups);
         return;
     }
     }
@@ -294,7 +293,7 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_NORM:
         out->shader = sg ? VK_SHADER_ROW_NORM_SG : VK_SHADER_ROW_NORM;
         p->u[0] = node->op == TSR_OP_NORM;
-        grid(rows_of(a), out->groups);
+        vk_grid(rows_of(a), out->groups);
         return;
     case TSR_OP_SOFT_MAX: {
         out->shader = sg ? VK_SHADER_SOFT_MAX_SG : VK_SHADER_SOFT_MAX;
@@ -309,7 +308,7 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
             p->f[0] = powf(2.0f, -max_bias / (float)n_head_log2);
             p->f[1] = powf(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
         }
-        grid(rows_of(a), out->groups);
+        vk_grid(rows_of(a), out->groups);
         return;
     }
     case TSR_OP_ROPE: {
@@ -330,7 +329,7 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->f[2] = fminf((float)(n_dims - 1), end);
         p->f[3] = 1.0f + 0.1f * logf(1.0f / freq_scale);
         const uint64_t rows = rows_of(a);
-        grid((rows + 63) / 64, out->groups);
+        vk_grid((rows + 63) / 64, out->groups);
         return;
     }
     case TSR_OP_CPY:
@@ -338,7 +337,7 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         out->shader = VK_SHADER_QUANTIZE;
         out->spec[0] = (uint32_t)dst->dtype;
         p->u[1] = (uint32_t)(n_dst / 32); /* blocks, one per invocation */
-        grid((n_dst / 32 + 63) / 64, out->groups);
+        vk_grid((n_dst / 32 + 63) / 64, out->groups);
         return;
     case TSR_OP_FLASH_ATTN:
         out->spec[0] = (uint32_t)node->src[1]->dtype; /* k, v: one pipeline per pair */
@@ -346,13 +345,13 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->u[0] = node->n_src > 3 && node->src[3] != NULL;
         if (d->attn_per_invocation) { /* one (query, head) per invocation, 8 per workgroup */
             out->shader = VK_SHADER_FLASH_ATTN_INV;
-            grid((uint64_t)(a->ne[1] * a->ne[2] + 7) / 8, out->groups);
+            vk_grid((uint64_t)(a->ne[1] * a->ne[2] + 7) / 8, out->groups);
         } else if (vk_attn_tiled(d, node)) { /* 8 queries of one head per workgroup */
             out->shader = VK_SHADER_FLASH_ATTN_TILED;
-            grid((uint64_t)((a->ne[1] + 7) / 8 * a->ne[2]), out->groups);
+            vk_grid((uint64_t)((a->ne[1] + 7) / 8 * a->ne[2]), out->groups);
         } else { /* one (query, head) per workgroup */
             out->shader = sg ? VK_SHADER_FLASH_ATTN_SG : VK_SHADER_FLASH_ATTN;
-            grid((uint64_t)(a->ne[1] * a->ne[2]), out->groups);
+            vk_grid((uint64_t)(a->ne[1] * a->ne[2]), out->groups);
         }
         return;
     default:
@@ -373,5 +372,5 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_ARGMAX: p->u[0] = ELT_ARGMAX; break;
     default: break;
     }
-    grid((n_dst + 255) / 256, out->groups);
+    vk_grid((n_dst + 255) / 256, out->groups);
 }

@@ -18,7 +18,6 @@
  *
  * usage: test_vk_fuse PLUGIN.so
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include <tessera/plugin_util.h>
 
 #include "../plugin_log.h"
+#include "vk_test_open.h"
 
 #include "ref/ref.h"
 
@@ -162,30 +162,12 @@ int main(int argc, char **argv) {
     }
     const char *nf = getenv("TESSERA_VULKAN_NO_FUSE");
     g_fuse = !(nf && nf[0] && strcmp(nf, "0") != 0);
-    void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        printf("cannot open %s: %s\n", argv[1], dlerror());
-        return 1;
-    }
-    tsr_plugin_entry_fn entry;
-    *(void **)&entry = dlsym(dl, TSR_PLUGIN_ENTRY_SYMBOL);
-    const tsr_plugin *p = entry ? entry(TSR_ABI_VERSION) : NULL;
-    char reason[256] = "";
-    if (!p || p->init(&g_host, reason, sizeof reason) != TSR_OK || p->device_count() == 0) {
-        if (p) p->shutdown();
-        dlclose(dl);
-        harness_skip("no Vulkan device: %s", p ? reason : "no plugin table");
-    }
-    g_dev = p->device_get(0);
-    if (g_dev->api->queue_create(g_dev, &g_queue) != TSR_OK) {
-        printf("vulkan0: no queue\n");
-        return 1;
-    }
+    vk_test_plugin vk = vk_test_open(argv[1], &g_host);
+    g_dev = vk.dev;
+    g_queue = vk.queue;
     if (g_queue->api->struct_size < sizeof(tsr_queue_api) || !g_queue->api->set_profiling ||
         g_queue->api->set_profiling(g_queue, 1) != TSR_OK) {
-        g_queue->api->destroy(g_queue);
-        p->shutdown();
-        dlclose(dl);
+        vk_test_close(&vk);
         harness_skip("vulkan0 cannot time its work: the dispatch count is unobservable");
     }
     printf("fusion %s\n", g_fuse ? "on" : "off (TESSERA_VULKAN_NO_FUSE)");
@@ -201,8 +183,6 @@ int main(int argc, char **argv) {
         tests[i].initial_state = (void *)c;
     }
     const int rc = harness_run("vulkan-fuse", tests, (size_t)N, NULL, NULL, argc, argv);
-    g_queue->api->destroy(g_queue);
-    p->shutdown();
-    dlclose(dl);
+    vk_test_close(&vk);
     return rc;
 }

@@ -45,6 +45,7 @@
 #include <tessera/plugin_util.h>
 
 #include "../plugin_log.h"
+#include "vk_test_open.h"
 
 #include "ref/ref.h"
 #include "tensor/dtype.h"
@@ -345,24 +346,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_vk_kv PLUGIN.so [K/V]\n");
         return 2;
     }
-    void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        printf("cannot open %s: %s\n", argv[1], dlerror());
-        return 1;
-    }
-    tsr_plugin_entry_fn entry;
-    *(void **)&entry = dlsym(dl, TSR_PLUGIN_ENTRY_SYMBOL);
-    const tsr_plugin *p = entry ? entry(TSR_ABI_VERSION) : NULL;
-    char reason[256] = "";
-    if (!p || p->init(&g_host, reason, sizeof reason) != TSR_OK || p->device_count() == 0) {
-        if (p) p->shutdown();
-        dlclose(dl);
-        harness_skip("no Vulkan device: %s", p ? reason : "no plugin table");
-    }
-    g_dev = p->device_get(0);
+    vk_test_plugin vk = vk_test_open(argv[1], &g_host);
+    g_dev = vk.dev;
+    g_queue = vk.queue;
     tsr_device_info info = {.struct_size = sizeof info};
-    if (g_dev->api->get_info(g_dev, &info) != TSR_OK || g_dev->api->queue_create(g_dev, &g_queue) != TSR_OK) {
-        printf("vulkan0: no device info or queue\n");
+    if (g_dev->api->get_info(g_dev, &info) != TSR_OK) {
+        printf("vulkan0: no device info\n");
         return 1;
     }
     g_exact = strstr(info.features, "cpu-implementation") != NULL;
@@ -389,8 +378,6 @@ int main(int argc, char **argv) {
     tests[n++] = (struct CMUnitTest)HARNESS_TEST(test_declines_k_quants);
     if (g_exact) tests[n++] = (struct CMUnitTest)HARNESS_TEST(test_declines_long_attention);
     const int rc = harness_run("vulkan-kv", tests, (size_t)n, NULL, NULL, argc, argv);
-    g_queue->api->destroy(g_queue);
-    p->shutdown();
-    dlclose(dl);
+    vk_test_close(&vk);
     return rc;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tessera plugin check of the matrix products (MUL_MAT and GRAPH families)
 # with one gpu kernel variant forced (the environment the test sets:
-# TESSERA_VULKAN_MATMUL, TESSERA_VULKAN_NO_SUBGROUPS, TESSERA_VULKAN_NO_IDOT).
+# TESSERA_VULKAN_MATMUL, TESSERA_VULKAN_NO_SUBGROUPS, TESSERA_VULKAN_NO_IDOT;
+# or TESSERA_VULKAN_FLASH_ATTN with VK_CHECK_FAMILIES="FLASH_ATTN GRAPH").
+# Every case of each family must pass and none may be declined.
 # usage: vk_variant_check.sh PLUGIN.so [FEATURE]
 # FEATURE (e.g. integer-dot): the device must report it in `tessera devices`
 # (the plugin built with that variant and the device has it), else skip.
@@ -20,7 +22,7 @@ if [ -n "$feature" ]; then
 fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for fam in MUL_MAT GRAPH; do
+for fam in ${VK_CHECK_FAMILIES:-MUL_MAT GRAPH}; do
   "$bin" plugin check "$plugin" --op "$fam" > "$out" 2>&1
   rc=$?
   cat "$out"

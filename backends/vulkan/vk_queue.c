@@ -4,7 +4,10 @@
  * compute() records one command buffer for the whole node list (one split)
  * and submits it once with a fence; it returns at once and synchronize()
  * waits on the fence. Each node is one dispatch with its own descriptor set
- * (five tensor ranges and its parameter block). A pipeline barrier goes in
+ * (five tensor ranges and its parameter block), except where vk_fused.c
+ * says otherwise: a norm and the MUL by its weight share one dispatch, a
+ * FLASH_ATTN split over its keys takes two (partials into the queue's
+ * scratch buffer, then their reduction). A pipeline barrier goes in
  * only where a dispatch touches bytes an earlier dispatch since the last
  * barrier wrote (or writes bytes one read), so independent nodes overlap.
  *

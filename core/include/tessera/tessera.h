@@ -50,9 +50,12 @@ typedef struct tessera_init_params {
     const char *const *plugin_dirs;
     int32_t n_plugin_dirs;
     /* 0 quiet, 1 info (--verbose), 2 debug. Plugin log lines at or below
-     * this level go to stderr; errors always do. */
+     * this level go to stderr; errors always do. TESSERA_VERBOSITY_ERRORS:
+     * errors only (no warnings). */
     int32_t verbosity;
 } tessera_init_params;
+
+#define TESSERA_VERBOSITY_ERRORS (-1)
 
 /* Discover backend plugins (--plugin-dir, TESSERA_PLUGIN_PATH, next to the
  * executable, install libdir) and register the built-in ref backend. May be

@@ -13,8 +13,9 @@ int tessera_init(const tessera_init_params *params) {
     if (params) {
         opt.plugin_dirs = params->plugin_dirs;
         opt.n_plugin_dirs = params->n_plugin_dirs;
-        /* 0 quiet (errors only), 1 info, 2 debug */
-        opt.verbosity = params->verbosity <= 0 ? TSR_LOG_WARN
+        /* -1 errors only, 0 quiet (warnings and errors), 1 info, 2 debug */
+        opt.verbosity = params->verbosity < 0 ? TSR_LOG_ERROR
+                        : params->verbosity == 0 ? TSR_LOG_WARN
                         : params->verbosity == 1 ? TSR_LOG_INFO : TSR_LOG_DEBUG;
     } else {
         opt.verbosity = TSR_LOG_WARN;

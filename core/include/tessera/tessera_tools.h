@@ -1,0 +1,110 @@
+/*
+ * tessera_tools.h — the model and plugin tools behind `tessera quantize` and
+ * `tessera plugin check`: convert a GGUF model's weights to another type,
+ * and run the op conformance suite on a backend plugin.
+ *
+ * Conventions as in tessera.h: a negative status on failure, and
+ * tessera_last_error() says why, naming the file, tensor, type or plugin at
+ * fault. Neither needs tessera_init.
+ */
+#ifndef TESSERA_TESSERA_TOOLS_H
+#define TESSERA_TESSERA_TOOLS_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ============================================================ quantize */
+
+/* A target of tessera_quantize, as llama-quantize names them. */
+typedef struct tessera_quant_type {
+    const char *name;     /* "Q4_K_M" (static storage) */
+    int32_t llama_ftype;  /* general.file_type written: LLAMA_FTYPE_MOSTLY_Q4_K_M = 15 */
+    int32_t base_type;    /* the GGUF tensor type of most weights (Q4_K); its name:
+                           * tessera_tensor_type_name (tessera_gguf.h) */
+    const char *summary;  /* one line for --help */
+} tessera_quant_type;
+
+/* Number of targets; target i (in --help order) into *out: 0, or -1 with an
+ * error for i out of range. */
+int32_t tessera_quant_type_count(void);
+int tessera_quant_type_get(int32_t i, tessera_quant_type *out);
+/* The target named name (case-insensitive; Q3_K, Q4_K, Q5_K mean the _M
+ * mixtures) into *out (may be NULL): its index, or -1 with an error listing
+ * the names. */
+int32_t tessera_quant_type_find(const char *name, tessera_quant_type *out);
+
+/* Reported after each tensor is written. Types are GGUF tensor type numbers. */
+typedef struct tessera_quant_progress {
+    int64_t index, count; /* this tensor (0-based) and the number of tensors */
+    const char *name;     /* valid during the call */
+    int32_t from_type, to_type;
+    int64_t n_elements;
+    uint64_t in_bytes, out_bytes;
+} tessera_quant_progress;
+
+typedef struct tessera_quantize_params {
+    const char *type;      /* a target name as tessera_quant_type_find takes */
+    bool pure;             /* every 2-D weight in the base type (no mixture rules) */
+    bool allow_requantize; /* accept quantized input (dequantized first) */
+    int32_t n_threads;     /* 0: the online CPUs (at most 256) */
+    /* When *abort_flag becomes non-zero (set it from a SIGINT handler) the
+     * call stops, removes its temporary file and fails. May be NULL. */
+    volatile sig_atomic_t *abort_flag;
+    void (*progress)(const tessera_quant_progress *p, void *user); /* may be NULL */
+    void *progress_user;
+} tessera_quantize_params;
+
+tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
+
+/* Convert the weights of in_path (F32, F16 or BF16; quantized ones with
+ * allow_requantize) to params->type and write out_path, one tensor at a
+ * time. Metadata is kept and general.file_type set; norms and other 1-D
+ * tensors keep their type. The output goes to a temporary file beside
+ * out_path that is renamed into place only when complete: on any error or
+ * abort nothing is left at out_path. 0, or -1 with an error. */
+int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params);
+
+/* ========================================================== conformance */
+
+/* Results of tessera_plugin_check (also `tessera plugin check`'s exit
+ * statuses). */
+enum {
+    TESSERA_CHECK_PASS = 0,
+    TESSERA_CHECK_FAIL = 1,     /* at least one case failed */
+    TESSERA_CHECK_ERROR = 2,    /* the plugin did not load, or bad params: tessera_last_error() */
+    TESSERA_CHECK_NO_DEVICE = 77 /* the plugin has no usable device (the reason is printed) */
+};
+
+typedef struct tessera_plugin_check_params {
+    const char *target; /* a plugin file (libtessera-backend-NAME.so), or "ref" */
+    int32_t device;     /* the plugin's device index to check, -1: every device */
+    const char *op;     /* one op family (case-insensitive), NULL: all */
+    bool verbose;       /* one line per case */
+    bool one_case;      /* only case case_index of the op family */
+    int32_t case_index;
+    bool no_fork;       /* run every family in this process (for a debugger) */
+    FILE *out;          /* the report; NULL: stdout */
+} tessera_plugin_check_params;
+
+/* Run the op conformance suite on target's devices: every op x type x a
+ * family of shapes (odd sizes, broadcasting, strided and permuted views,
+ * in place) compared with the built-in reference backend within per-op
+ * tolerances ("ref" against itself: bit for bit). Ops a device declines are
+ * counted as falling back, not as failures. Each family runs in a child
+ * process unless no_fork, so a crash names its case. Prints one line per
+ * family and a summary per device to out; returns a TESSERA_CHECK_*. */
+int tessera_plugin_check(const tessera_plugin_check_params *params);
+/* The op family names, NULL-terminated ("GET_ROWS", ...; static storage). */
+const char *const *tessera_plugin_check_families(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,133 @@
+/* tessera_tools.h: the quantizer (quant/) and the op conformance suite
+ * (conformance/) behind the public API. */
+#include <tessera/tessera_tools.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#include "conformance/conformance.h"
+#include "quant/quant.h"
+#include "util/error.h"
+
+/* ------------------------------------------------------------ quantize */
+
+static void quant_type_of(const quant_ftype *ft, tessera_quant_type *out) {
+    out->name = ft->name;
+    out->llama_ftype = ft->llama_ftype;
+    out->base_type = ft->default_dtype;
+    out->summary = ft->summary;
+}
+
+int32_t tessera_quant_type_count(void) {
+    int n;
+    quant_ftype_list(&n);
+    return n;
+}
+
+int tessera_quant_type_get(int32_t i, tessera_quant_type *out) {
+    int n;
+    const quant_ftype *ft = quant_ftype_list(&n);
+    if (i < 0 || i >= n) return error_set("quantization type index %d out of range (%d types)", (int)i, n);
+    quant_type_of(&ft[i], out);
+    return 0;
+}
+
+/* "Q4_0, Q4_1, ..." into buf. */
+static void type_names(char *buf, size_t size) {
+    int n;
+    const quant_ftype *ft = quant_ftype_list(&n);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", ft[i].name);
+}
+
+int32_t tessera_quant_type_find(const char *name, tessera_quant_type *out) {
+    const quant_ftype *ft = quant_ftype_find(name);
+    if (!ft) {
+        char names[512];
+        type_names(names, sizeof names);
+        return error_set("unknown quantization type '%s' (known: %s)", name ? name : "(null)", names);
+    }
+    int n;
+    const quant_ftype *list = quant_ftype_list(&n);
+    if (out) quant_type_of(ft, out);
+    return (int32_t)(ft - list);
+}
+
+tessera_quantize_params tessera_quantize_default_params(void) {
+    tessera_quantize_params p;
+    memset(&p, 0, sizeof p);
+    p.type = "Q8_0";
+    return p;
+}
+
+/* The caller's progress callback and its user pointer, for progress_relay. */
+typedef struct progress_relay_state {
+    void (*progress)(const tessera_quant_progress *p, void *user);
+    void *user;
+} progress_relay_state;
+
+static void progress_relay(const quant_progress *in, void *user) {
+    const progress_relay_state *st = user;
+    tessera_quant_progress out = {
+        .index = in->index,
+        .count = in->count,
+        .name = in->name,
+        .from_type = in->from_dtype,
+        .to_type = in->to_dtype,
+        .n_elements = in->n_elements,
+        .in_bytes = in->in_bytes,
+        .out_bytes = in->out_bytes,
+    };
+    st->progress(&out, st->user);
+}
+
+int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params) {
+    if (!in_path || !out_path || !params) return error_set("tessera_quantize: missing path or params");
+    quant_params p;
+    memset(&p, 0, sizeof p);
+    p.ftype = quant_ftype_find(params->type);
+    if (!p.ftype) return tessera_quant_type_find(params->type, NULL); /* the error lists the names */
+    p.pure = params->pure;
+    p.allow_requantize = params->allow_requantize;
+    p.n_threads = params->n_threads;
+    if (p.n_threads <= 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        p.n_threads = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
+    }
+    p.abort_flag = params->abort_flag;
+    progress_relay_state relay = {params->progress, params->progress_user};
+    if (params->progress) {
+        p.progress = progress_relay;
+        p.progress_user = &relay;
+    }
+    return quant_model_file(in_path, out_path, &p);
+}
+
+/* ---------------------------------------------------------- conformance */
+
+_Static_assert((int)TESSERA_CHECK_PASS == (int)CONFORMANCE_PASS && (int)TESSERA_CHECK_FAIL == (int)CONFORMANCE_FAIL &&
+                   (int)TESSERA_CHECK_ERROR == (int)CONFORMANCE_ERROR &&
+                   (int)TESSERA_CHECK_NO_DEVICE == (int)CONFORMANCE_NO_DEVICE,
+               "tessera_plugin_check returns conformance_run's statuses as they are");
+
+int tessera_plugin_check(const tessera_plugin_check_params *params) {
+    if (!params || !params->target) {
+        error_set("tessera_plugin_check: no plugin given");
+        return TESSERA_CHECK_ERROR;
+    }
+    conformance_options opt = {
+        .target = params->target,
+        .device = params->device,
+        .op = params->op,
+        .verbose = params->verbose,
+        .one_case = params->one_case,
+        .case_index = params->case_index,
+        .no_fork = params->no_fork,
+        .out = params->out ? params->out : stdout,
+    };
+    return conformance_run(&opt);
+}
+
+const char *const *tessera_plugin_check_families(void) { return conformance_families(); }

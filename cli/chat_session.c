@@ -12,7 +12,6 @@
 #endif
 
 #include "cli_util.h"
-#include "util/error.h"
 
 /* ---------------------------------------------------------- small lists */
 
@@ -31,17 +30,24 @@ static int token_list_push(token_list *t, tessera_token id) {
     return 0;
 }
 
-/* Tokenize into t (grown as needed). 0 ok, -1 with tessera_last_error(). */
-static int tokenize_into(const tessera_model *m, const char *text, size_t len, bool add_special,
-                         token_list *t) {
+/* Tokenize into t (grown as needed). 0 ok, -1 with the error printed as
+ * "cmd: why". */
+static int tokenize_into(const char *cmd, const tessera_model *m, const char *text, size_t len,
+                         bool add_special, token_list *t) {
     for (;;) {
         int32_t n = tessera_tokenize(m, text, len, t->ids, t->cap, add_special, true);
-        if (n == INT32_MIN) return -1;
+        if (n == INT32_MIN) {
+            fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+            return -1;
+        }
         if (n >= 0) {
             t->n = n;
             return 0;
         }
-        if (token_list_reserve(t, -n) < 0) return error_set("out of memory for %d tokens", -n);
+        if (token_list_reserve(t, -n) < 0) {
+            fprintf(stderr, "%s: out of memory for %d tokens\n", cmd, (int)-n);
+            return -1;
+        }
     }
 }
 
@@ -170,12 +176,13 @@ static int render_fitting(chat_session *s, int *n_dropped) {
         size_t len = 0;
         char *text = tessera_chat_template_render(s->chat.tmpl, s->conv.msgs, s->conv.n, true, &len);
         bool add_bos = text && !tessera_chat_template_text_has_bos(s->chat.tmpl, text, len);
-        int rc = text ? tokenize_into(s->model, text, len, add_bos, &s->prompt) : -1;
-        free(text);
-        if (rc < 0) {
+        if (!text) {
             fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
             return -1;
         }
+        int rc = tokenize_into(s->cmd, s->model, text, len, add_bos, &s->prompt);
+        free(text);
+        if (rc < 0) return -1;
         if (s->prompt.n <= s->n_ctx - room) return 0;
         /* Drop the oldest user turn and the reply after it; keep a system message. */
         size_t first = has_system(&s->conv) ? 1 : 0;

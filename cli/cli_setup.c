@@ -8,8 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tessera/tessera_devices.h>
+
 #include "cli_util.h"
-#include "host/host.h"
 
 int cli_runtime_init(const char *cmd, const cli_params *p) {
     tessera_init_params ip = {.plugin_dirs = p->plugin_dirs,
@@ -64,17 +65,18 @@ static int model_path_ok(const char *cmd, const char *path, long long *size) {
  * "ignored". */
 static int32_t default_gpu_layers(const char *cmd, const cli_params *p) {
     if (p->n_gpu_layers == 0 || (p->devices && p->devices[0])) return p->n_gpu_layers;
-    host_device *defaults[64];
-    int32_t n = host_default_devices(defaults, 64);
-    const host_device *cpu = NULL;
+    tessera_device_details defaults[64], all[64];
+    int32_t n = tessera_devices_default(defaults, 64);
+    const tessera_device_details *cpu = NULL;
     for (int32_t i = 0; i < n; i++) {
-        if (defaults[i]->info.kind != TSR_DEVICE_CPU) return p->n_gpu_layers; /* a real GPU */
-        if (!cpu && strcmp(defaults[i]->name, "ref")) cpu = defaults[i];
+        if (!defaults[i].is_cpu) return p->n_gpu_layers; /* a real GPU */
+        if (!cpu && strcmp(defaults[i].name, "ref")) cpu = &defaults[i];
     }
     if (p->n_gpu_layers == CLI_NGL_AUTO) return 0;
-    const host_device *slow = NULL;
-    for (int32_t i = 0; i < host_device_count() && !slow; i++)
-        if (host_device_get(i)->info.kind != TSR_DEVICE_CPU) slow = host_device_get(i);
+    const tessera_device_details *slow = NULL;
+    int32_t n_all = tessera_devices_select(NULL, all, 64);
+    for (int32_t i = 0; i < n_all && !slow; i++)
+        if (!all[i].is_cpu) slow = &all[i];
     if (!slow) {
         fprintf(stderr, "%s: note: -ngl %d ignored: this machine has no GPU device (see 'tessera devices')\n", cmd,
                 (int)p->n_gpu_layers);
@@ -82,7 +84,7 @@ static int32_t default_gpu_layers(const char *cmd, const cli_params *p) {
         fprintf(stderr,
                 "%s: note: -ngl %d ignored: the only GPU, %s (%s), is a CPU implementation, slower than the "
                 "CPU backend, so it is not used by default; to use it anyway: --device %s%s%s -ngl %d\n",
-                cmd, (int)p->n_gpu_layers, slow->name, slow->info.description ? slow->info.description : "?",
+                cmd, (int)p->n_gpu_layers, slow->name, slow->description[0] ? slow->description : "?",
                 slow->name, cpu ? "," : "", cpu ? cpu->name : "", (int)p->n_gpu_layers);
     }
     return 0;

@@ -3,12 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/tessera.h>
+#include <tessera/tessera_devices.h>
+
 #include "cli_opts.h"
 #include "commands.h"
-#include "host/host.h"
-#include "util/error.h"
 
-enum { MAX_DEVICES = 64 };
+enum { MAX_DEVICES = 64, MAX_PLUGINS = 256 };
 
 /* JSON string literal of s (control characters escaped). */
 static void json_str(FILE *out, const char *s) {
@@ -26,8 +27,8 @@ static void json_str(FILE *out, const char *s) {
 
 static const char *state_name(int32_t state) {
     switch (state) {
-    case HOST_PLUGIN_LOADED: return "loaded";
-    case HOST_PLUGIN_SUPERSEDED: return "superseded";
+    case TESSERA_PLUGIN_LOADED: return "loaded";
+    case TESSERA_PLUGIN_SUPERSEDED: return "superseded";
     default: return "rejected";
     }
 }
@@ -49,68 +50,66 @@ static void print_size(FILE *out, uint64_t bytes) {
         fprintf(out, "%.2f GiB", (double)bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
-static void print_text(FILE *out, host_device **devs, int32_t n) {
+static void print_text(FILE *out, const tessera_device_details *devs, int32_t n,
+                       const tessera_plugin_record *plugins, int32_t n_plugins) {
     fprintf(out, "devices:\n");
     for (int32_t i = 0; i < n; i++) {
-        const host_device *d = devs[i];
-        fprintf(out, "  %d  %-12s %-11s %s\n", d->index, d->name,
-                host_device_kind_name(d->info.kind), d->info.description);
+        const tessera_device_details *d = &devs[i];
+        fprintf(out, "  %d  %-12s %-11s %s\n", d->index, d->name, d->kind, d->description);
         fprintf(out, "      memory: ");
-        print_mib(out, d->info.memory_total);
+        print_mib(out, d->memory_total);
         fprintf(out, " total, ");
-        print_mib(out, d->info.memory_free);
+        print_mib(out, d->memory_free);
         fprintf(out, " free; host-visible: %s; reads host memory: %s; priority %d\n",
-                d->info.host_visible ? "yes" : "no", d->info.reads_host_memory ? "yes" : "no",
-                d->info.priority);
+                d->host_visible ? "yes" : "no", d->reads_host_memory ? "yes" : "no", d->priority);
         fprintf(out, "      largest allocation: ");
-        if (host_device_max_alloc(d))
-            print_size(out, host_device_max_alloc(d));
+        if (d->max_alloc_size)
+            print_size(out, d->max_alloc_size);
         else
             fprintf(out, "no limit reported");
-        fprintf(out, "; tensor alignment: %llu bytes\n", (unsigned long long)host_device_alignment(d));
-        if (d->info.features[0]) fprintf(out, "      features: %s\n", d->info.features);
-        fprintf(out, "      plugin: %s %s, %s\n", d->plugin->name,
-                d->plugin->version ? d->plugin->version : "", d->plugin_path);
+        fprintf(out, "; tensor alignment: %llu bytes\n", (unsigned long long)d->buffer_alignment);
+        if (d->features[0]) fprintf(out, "      features: %s\n", d->features);
+        fprintf(out, "      plugin: %s %s, %s\n", d->plugin_name, d->plugin_version, d->plugin_path);
     }
     int32_t shown = 0;
-    for (int32_t i = 0; i < host_plugin_count(); i++) {
-        const host_plugin_record *p = host_plugin_get(i);
-        if (p->state == HOST_PLUGIN_LOADED) continue;
+    for (int32_t i = 0; i < n_plugins; i++) {
+        const tessera_plugin_record *p = &plugins[i];
+        if (p->state == TESSERA_PLUGIN_LOADED) continue;
         if (!shown++) fprintf(out, "rejected plugins:\n");
         fprintf(out, "  %s: %s: %s\n", p->path, state_name(p->state), p->reason);
     }
 }
 
-static void print_json(FILE *out, host_device **devs, int32_t n) {
+static void print_json(FILE *out, const tessera_device_details *devs, int32_t n,
+                       const tessera_plugin_record *plugins, int32_t n_plugins) {
     fprintf(out, "{\n  \"devices\": [");
     for (int32_t i = 0; i < n; i++) {
-        const host_device *d = devs[i];
+        const tessera_device_details *d = &devs[i];
         fprintf(out, "%s\n    {\"index\": %d, \"name\": ", i ? "," : "", d->index);
         json_str(out, d->name);
         fprintf(out, ", \"kind\": ");
-        json_str(out, host_device_kind_name(d->info.kind));
+        json_str(out, d->kind);
         fprintf(out, ", \"description\": ");
-        json_str(out, d->info.description);
+        json_str(out, d->description);
         fprintf(out, ", \"features\": ");
-        json_str(out, d->info.features);
+        json_str(out, d->features);
         fprintf(out,
                 ", \"memory_total\": %llu, \"memory_free\": %llu, \"host_visible\": %s, "
                 "\"reads_host_memory\": %s, \"priority\": %d, \"max_alloc_size\": %llu, "
                 "\"buffer_alignment\": %llu, \"plugin\": ",
-                (unsigned long long)d->info.memory_total, (unsigned long long)d->info.memory_free,
-                d->info.host_visible ? "true" : "false",
-                d->info.reads_host_memory ? "true" : "false", d->info.priority,
-                (unsigned long long)host_device_max_alloc(d), (unsigned long long)host_device_alignment(d));
-        json_str(out, d->plugin->name);
+                (unsigned long long)d->memory_total, (unsigned long long)d->memory_free,
+                d->host_visible ? "true" : "false", d->reads_host_memory ? "true" : "false", d->priority,
+                (unsigned long long)d->max_alloc_size, (unsigned long long)d->buffer_alignment);
+        json_str(out, d->plugin_name);
         fprintf(out, ", \"plugin_version\": ");
-        json_str(out, d->plugin->version);
+        json_str(out, d->plugin_version);
         fprintf(out, ", \"path\": ");
         json_str(out, d->plugin_path);
         fprintf(out, "}");
     }
     fprintf(out, "\n  ],\n  \"plugins\": [");
-    for (int32_t i = 0; i < host_plugin_count(); i++) {
-        const host_plugin_record *p = host_plugin_get(i);
+    for (int32_t i = 0; i < n_plugins; i++) {
+        const tessera_plugin_record *p = &plugins[i];
         fprintf(out, "%s\n    {\"path\": ", i ? "," : "");
         json_str(out, p->path);
         fprintf(out, ", \"name\": ");
@@ -164,25 +163,27 @@ int cmd_devices(int argc, char **argv) {
     if (rc != 0) return rc > 0 ? 0 : 2;
     const char *const *dirs = o.p.plugin_dirs;
     int32_t n_dirs = o.p.n_plugin_dirs;
-    int verbosity = o.verbose ? TSR_LOG_DEBUG : TSR_LOG_ERROR;
-    bool json = o.json;
-    const char *device_list = o.device_list;
-    host_options opt = {.plugin_dirs = dirs, .n_plugin_dirs = n_dirs, .verbosity = verbosity};
-    if (host_init(&opt)) {
-        fprintf(stderr, "tessera devices: %s\n", error_get());
+    /* quiet: plugin errors only; -v: everything they log */
+    tessera_init_params ip = {.plugin_dirs = dirs, .n_plugin_dirs = n_dirs,
+                              .verbosity = o.verbose ? 2 : TESSERA_VERBOSITY_ERRORS};
+    if (tessera_init(&ip)) {
+        fprintf(stderr, "tessera devices: %s\n", tessera_last_error());
         return 1;
     }
-    host_device *devs[MAX_DEVICES];
-    int32_t n = host_select_devices(device_list, devs, MAX_DEVICES);
-    if (n < 0) {
-        fprintf(stderr, "tessera devices: %s\n", error_get());
-        host_shutdown();
+    tessera_device_details devs[MAX_DEVICES];
+    tessera_plugin_record plugins[MAX_PLUGINS];
+    int32_t n = tessera_devices_select(o.device_list, devs, MAX_DEVICES);
+    int32_t n_plugins = n < 0 ? 0 : tessera_plugins(plugins, MAX_PLUGINS);
+    if (n < 0 || n_plugins < 0) {
+        fprintf(stderr, "tessera devices: %s\n", tessera_last_error());
+        tessera_shutdown();
         return 1;
     }
-    if (json)
-        print_json(stdout, devs, n);
+    if (n_plugins > MAX_PLUGINS) n_plugins = MAX_PLUGINS;
+    if (o.json)
+        print_json(stdout, devs, n, plugins, n_plugins);
     else
-        print_text(stdout, devs, n);
-    host_shutdown();
+        print_text(stdout, devs, n, plugins, n_plugins);
+    tessera_shutdown();
     return 0;
 }

@@ -16,14 +16,11 @@
 #include <string.h>
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_gguf.h>
 
 #include "cli_util.h"
 #include "cli_opts.h"
 #include "commands.h"
-#include "gguf/gguf.h"
-#include "model/model.h"
-#include "tensor/dtype.h"
-#include "util/error.h"
 
 enum {
     ARRAY_HEAD = 8,   /* elements shown of a top-level array */
@@ -106,37 +103,37 @@ static void put_float(FILE *o, double x, bool is_f32, const inspect_opts *opt) {
     else fputs(s, o);
 }
 
-static void put_scalar(FILE *o, const gguf_value *v, const inspect_opts *opt) {
+static void put_scalar(FILE *o, const tessera_gguf_value *v, const inspect_opts *opt) {
     const unsigned char *p = v->data;
     union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32;
             uint64_t u64; int64_t i64; float f32; double f64; } x;
     memcpy(&x, p, v->size <= sizeof x ? v->size : sizeof x);
     switch (v->type) {
-    case GGUF_TYPE_UINT8: fprintf(o, "%" PRIu8, x.u8); break;
-    case GGUF_TYPE_INT8: fprintf(o, "%" PRId8, x.i8); break;
-    case GGUF_TYPE_UINT16: fprintf(o, "%" PRIu16, x.u16); break;
-    case GGUF_TYPE_INT16: fprintf(o, "%" PRId16, x.i16); break;
-    case GGUF_TYPE_UINT32: fprintf(o, "%" PRIu32, x.u32); break;
-    case GGUF_TYPE_INT32: fprintf(o, "%" PRId32, x.i32); break;
-    case GGUF_TYPE_UINT64: fprintf(o, "%" PRIu64, x.u64); break;
-    case GGUF_TYPE_INT64: fprintf(o, "%" PRId64, x.i64); break;
-    case GGUF_TYPE_FLOAT32: put_float(o, x.f32, true, opt); break;
-    case GGUF_TYPE_FLOAT64: put_float(o, x.f64, false, opt); break;
-    case GGUF_TYPE_BOOL: fputs(x.u8 ? "true" : "false", o); break;
+    case TESSERA_GGUF_UINT8: fprintf(o, "%" PRIu8, x.u8); break;
+    case TESSERA_GGUF_INT8: fprintf(o, "%" PRId8, x.i8); break;
+    case TESSERA_GGUF_UINT16: fprintf(o, "%" PRIu16, x.u16); break;
+    case TESSERA_GGUF_INT16: fprintf(o, "%" PRId16, x.i16); break;
+    case TESSERA_GGUF_UINT32: fprintf(o, "%" PRIu32, x.u32); break;
+    case TESSERA_GGUF_INT32: fprintf(o, "%" PRId32, x.i32); break;
+    case TESSERA_GGUF_UINT64: fprintf(o, "%" PRIu64, x.u64); break;
+    case TESSERA_GGUF_INT64: fprintf(o, "%" PRId64, x.i64); break;
+    case TESSERA_GGUF_FLOAT32: put_float(o, x.f32, true, opt); break;
+    case TESSERA_GGUF_FLOAT64: put_float(o, x.f64, false, opt); break;
+    case TESSERA_GGUF_BOOL: fputs(x.u8 ? "true" : "false", o); break;
     default: fputs("null", o); break;
     }
 }
 
-static void put_value(FILE *o, const gguf_value *v, int depth, const inspect_opts *opt);
+static void put_value(FILE *o, const tessera_gguf_value *v, int depth, const inspect_opts *opt);
 
-static void put_array(FILE *o, const gguf_value *v, int depth, const inspect_opts *opt) {
+static void put_array(FILE *o, const tessera_gguf_value *v, int depth, const inspect_opts *opt) {
     uint64_t head = opt->full ? v->count : depth == 0 ? ARRAY_HEAD : NESTED_HEAD;
     uint64_t shown = v->count < head ? v->count : head;
     uint64_t pos = 0;
     fputc('[', o);
     for (uint64_t j = 0; j < shown; j++) {
-        gguf_value e;
-        if (gguf_value_next(v, &pos, &e) != 0) break;
+        tessera_gguf_value e;
+        if (tessera_gguf_array_next(v, &pos, &e) != 0) break;
         if (j) fputs(", ", o);
         put_value(o, &e, depth + 1, opt);
     }
@@ -146,59 +143,61 @@ static void put_array(FILE *o, const gguf_value *v, int depth, const inspect_opt
     fputc(']', o);
 }
 
-static void put_value(FILE *o, const gguf_value *v, int depth, const inspect_opts *opt) {
-    if (v->type == GGUF_TYPE_STRING) put_meta_string(o, v->data, v->size, opt);
-    else if (v->type == GGUF_TYPE_ARRAY) put_array(o, v, depth, opt);
+static void put_value(FILE *o, const tessera_gguf_value *v, int depth, const inspect_opts *opt) {
+    if (v->type == TESSERA_GGUF_STRING) put_meta_string(o, v->data, v->size, opt);
+    else if (v->type == TESSERA_GGUF_ARRAY) put_array(o, v, depth, opt);
     else put_scalar(o, v, opt);
 }
 
 /* "uint32", "array[string; 512]", "array[array; 3]" */
-static void type_label(char *buf, size_t n, const gguf_value *v) {
-    if (v->type == GGUF_TYPE_ARRAY)
-        snprintf(buf, n, "array[%s; %" PRIu64 "]", gguf_type_name(v->elem_type), v->count);
-    else snprintf(buf, n, "%s", gguf_type_name(v->type));
+static void type_label(char *buf, size_t n, const tessera_gguf_value *v) {
+    if (v->type == TESSERA_GGUF_ARRAY)
+        snprintf(buf, n, "array[%s; %" PRIu64 "]", tessera_gguf_type_name(v->elem_type), v->count);
+    else snprintf(buf, n, "%s", tessera_gguf_type_name(v->type));
 }
 
 /* "[64, 512]" */
-static void shape_label(char *buf, size_t n, const gguf_tensor_info *t) {
+static void shape_label(char *buf, size_t n, const tessera_gguf_tensor *t) {
     size_t used = (size_t)snprintf(buf, n, "[");
     for (int d = 0; d < t->n_dims && used < n; d++)
         used += (size_t)snprintf(buf + used, n - used, "%s%" PRId64, d ? ", " : "", t->ne[d]);
     if (used < n) snprintf(buf + used, n - used, "]");
 }
 
-static uint64_t tensor_bytes_total(const gguf_file *f) {
+static uint64_t tensor_bytes_total(const tessera_gguf *f) {
     uint64_t total = 0;
-    for (int64_t i = 0; i < gguf_tensor_count(f); i++) total += gguf_tensor(f, i)->size;
+    tessera_gguf_tensor t;
+    for (int64_t i = 0; i < tessera_gguf_tensor_count(f); i++)
+        if (tessera_gguf_tensor_info(f, i, &t) == 0) total += t.size;
     return total;
 }
 
 /* Whether Tessera can run the file's architecture: "gemma3 (supported)",
  * "foo (not supported; supported: llama, ...)", "(none)". */
-static void arch_label(char *buf, size_t n, const gguf_file *f, bool *supported) {
-    gguf_str arch;
+static void arch_label(char *buf, size_t n, const tessera_gguf *f, bool *supported) {
+    const char *arch;
+    uint64_t len;
     *supported = false;
-    if (gguf_find_key(f, "general.architecture") < 0 || gguf_get_str(f, "general.architecture", &arch) != 0) {
+    if (tessera_gguf_find_key(f, "general.architecture") < 0 ||
+        tessera_gguf_get_str(f, "general.architecture", &arch, &len) != 0) {
         snprintf(buf, n, "(none)");
-        error_clear();
         return;
     }
-    *supported = model_arch_find(arch.ptr, arch.len) != NULL;
-    error_clear();
-    snprintf(buf, n, "%.*s (%s%s)", (int)(arch.len > 64 ? 64 : arch.len), arch.ptr,
-             *supported ? "supported" : "not supported; supported: ", *supported ? "" : model_arch_list());
+    *supported = tessera_arch_supported(arch, (size_t)len);
+    snprintf(buf, n, "%.*s (%s%s)", (int)(len > 64 ? 64 : len), arch,
+             *supported ? "supported" : "not supported; supported: ", *supported ? "" : tessera_arch_list());
 }
 
 /* --------------------------------------------------------------- text */
 
-static void print_text(FILE *o, const gguf_file *f, const inspect_opts *opt) {
-    fprintf(o, "file         %s\n", gguf_path(f));
-    fprintf(o, "version      %" PRIu32 "\n", gguf_version(f));
-    fprintf(o, "alignment    %" PRIu64 "\n", gguf_alignment(f));
-    fprintf(o, "file size    %" PRIu64 " bytes\n", gguf_file_size(f));
-    fprintf(o, "data offset  %" PRIu64 "\n", gguf_data_offset(f));
-    fprintf(o, "metadata     %" PRId64 " keys\n", gguf_kv_count(f));
-    fprintf(o, "tensors      %" PRId64 " (%" PRIu64 " bytes)\n", gguf_tensor_count(f),
+static void print_text(FILE *o, const tessera_gguf *f, const inspect_opts *opt) {
+    fprintf(o, "file         %s\n", tessera_gguf_path(f));
+    fprintf(o, "version      %" PRIu32 "\n", tessera_gguf_version(f));
+    fprintf(o, "alignment    %" PRIu64 "\n", tessera_gguf_alignment(f));
+    fprintf(o, "file size    %" PRIu64 " bytes\n", tessera_gguf_file_size(f));
+    fprintf(o, "data offset  %" PRIu64 "\n", tessera_gguf_data_offset(f));
+    fprintf(o, "metadata     %" PRId64 " keys\n", tessera_gguf_kv_count(f));
+    fprintf(o, "tensors      %" PRId64 " (%" PRIu64 " bytes)\n", tessera_gguf_tensor_count(f),
             tensor_bytes_total(f));
     char arch[384];
     bool supported;
@@ -206,12 +205,12 @@ static void print_text(FILE *o, const gguf_file *f, const inspect_opts *opt) {
     fprintf(o, "architecture %s\n", arch);
 
     fprintf(o, "\nmetadata:\n");
-    for (int64_t i = 0; i < gguf_kv_count(f); i++) {
-        gguf_value v;
+    for (int64_t i = 0; i < tessera_gguf_kv_count(f); i++) {
+        tessera_gguf_value v;
         char type[64];
-        if (gguf_kv_value(f, i, &v) != 0) continue;
+        if (tessera_gguf_kv_value(f, i, &v) != 0) continue;
         type_label(type, sizeof type, &v);
-        fprintf(o, "  %-42s %-20s ", gguf_kv_key(f, i), type);
+        fprintf(o, "  %-42s %-20s ", tessera_gguf_kv_key(f, i), type);
         put_value(o, &v, 0, opt);
         fputc('\n', o);
     }
@@ -219,45 +218,46 @@ static void print_text(FILE *o, const gguf_file *f, const inspect_opts *opt) {
     fprintf(o, "\ntensors:\n");
     fprintf(o, "  %5s  %-36s %-8s %-22s %12s %12s\n", "#", "name", "type", "shape", "offset",
             "bytes");
-    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
-        const gguf_tensor_info *t = gguf_tensor(f, i);
+    for (int64_t i = 0; i < tessera_gguf_tensor_count(f); i++) {
+        tessera_gguf_tensor t;
+        if (tessera_gguf_tensor_info(f, i, &t) != 0) continue;
         char shape[128];
-        shape_label(shape, sizeof shape, t);
-        fprintf(o, "  %5" PRId64 "  %-36s %-8s %-22s %12" PRIu64 " %12" PRIu64 "\n", i, t->name,
-                dtype_name(t->dtype), shape, t->offset, t->size);
+        shape_label(shape, sizeof shape, &t);
+        fprintf(o, "  %5" PRId64 "  %-36s %-8s %-22s %12" PRIu64 " %12" PRIu64 "\n", i, t.name, t.type_name,
+                shape, t.offset, t.size);
     }
 }
 
 /* --------------------------------------------------------------- json */
 
-static void print_json(FILE *o, const gguf_file *f, const inspect_opts *opt) {
+static void print_json(FILE *o, const tessera_gguf *f, const inspect_opts *opt) {
     fputs("{\n  \"file\": ", o);
-    const char *path = gguf_path(f);
+    const char *path = tessera_gguf_path(f);
     put_string(o, path, strlen(path), opt);
     fprintf(o, ",\n  \"version\": %" PRIu32 ",\n  \"alignment\": %" PRIu64
             ",\n  \"file_size\": %" PRIu64 ",\n  \"data_offset\": %" PRIu64
             ",\n  \"kv_count\": %" PRId64 ",\n  \"tensor_count\": %" PRId64
             ",\n  \"tensor_bytes\": %" PRIu64,
-            gguf_version(f), gguf_alignment(f), gguf_file_size(f), gguf_data_offset(f),
-            gguf_kv_count(f), gguf_tensor_count(f), tensor_bytes_total(f));
+            tessera_gguf_version(f), tessera_gguf_alignment(f), tessera_gguf_file_size(f), tessera_gguf_data_offset(f),
+            tessera_gguf_kv_count(f), tessera_gguf_tensor_count(f), tensor_bytes_total(f));
     char arch[384];
     bool supported;
     arch_label(arch, sizeof arch, f, &supported);
     fprintf(o, ",\n  \"architecture_supported\": %s,\n  \"metadata\": {", supported ? "true" : "false");
-    for (int64_t i = 0; i < gguf_kv_count(f); i++) {
-        gguf_value v;
-        if (gguf_kv_value(f, i, &v) != 0) continue;
-        const char *key = gguf_kv_key(f, i);
+    for (int64_t i = 0; i < tessera_gguf_kv_count(f); i++) {
+        tessera_gguf_value v;
+        if (tessera_gguf_kv_value(f, i, &v) != 0) continue;
+        const char *key = tessera_gguf_kv_key(f, i);
         fputs(i ? ",\n    " : "\n    ", o);
         put_string(o, key, strlen(key), opt);
-        fprintf(o, ": {\"type\": \"%s\"", gguf_type_name(v.type));
-        if (v.type == GGUF_TYPE_ARRAY) {
+        fprintf(o, ": {\"type\": \"%s\"", tessera_gguf_type_name(v.type));
+        if (v.type == TESSERA_GGUF_ARRAY) {
             uint64_t head = opt->full ? v.count : ARRAY_HEAD;
             fprintf(o, ", \"elem_type\": \"%s\", \"count\": %" PRIu64 ", \"truncated\": %s",
-                    gguf_type_name(v.elem_type), v.count, v.count > head ? "true" : "false");
+                    tessera_gguf_type_name(v.elem_type), v.count, v.count > head ? "true" : "false");
         }
         fputs(", \"value\": ", o);
-        if (v.type == GGUF_TYPE_STRING) {
+        if (v.type == TESSERA_GGUF_STRING) {
             /* a shortened string says so, and how long it is */
             uint64_t shown = put_meta_string(o, v.data, v.size, opt);
             if (shown < v.size)
@@ -267,17 +267,17 @@ static void print_json(FILE *o, const gguf_file *f, const inspect_opts *opt) {
         }
         fputc('}', o);
     }
-    fputs(gguf_kv_count(f) ? "\n  },\n  \"tensors\": [" : "},\n  \"tensors\": [", o);
-    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
-        const gguf_tensor_info *t = gguf_tensor(f, i);
+    fputs(tessera_gguf_kv_count(f) ? "\n  },\n  \"tensors\": [" : "},\n  \"tensors\": [", o);
+    for (int64_t i = 0; i < tessera_gguf_tensor_count(f); i++) {
+        tessera_gguf_tensor t;
+        if (tessera_gguf_tensor_info(f, i, &t) != 0) continue;
         fputs(i ? ",\n    {\"name\": " : "\n    {\"name\": ", o);
-        put_string(o, t->name, strlen(t->name), opt);
-        fprintf(o, ", \"type\": \"%s\", \"type_id\": %" PRId32 ", \"shape\": [", dtype_name(t->dtype),
-                t->dtype);
-        for (int d = 0; d < t->n_dims; d++) fprintf(o, "%s%" PRId64, d ? ", " : "", t->ne[d]);
-        fprintf(o, "], \"offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", t->offset, t->size);
+        put_string(o, t.name, strlen(t.name), opt);
+        fprintf(o, ", \"type\": \"%s\", \"type_id\": %" PRId32 ", \"shape\": [", t.type_name, t.type);
+        for (int d = 0; d < t.n_dims; d++) fprintf(o, "%s%" PRId64, d ? ", " : "", t.ne[d]);
+        fprintf(o, "], \"offset\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", t.offset, t.size);
     }
-    fputs(gguf_tensor_count(f) ? "\n  ]\n}\n" : "]\n}\n", o);
+    fputs(tessera_gguf_tensor_count(f) ? "\n  ]\n}\n" : "]\n}\n", o);
 }
 
 /* ------------------------------------------------------------ validate */
@@ -384,14 +384,14 @@ int cmd_inspect(int argc, char **argv) {
     }
     const char *path = p.positional[0];
     if (opt.validate) return run_validate(path, opt.json);
-    gguf_file *f = gguf_open(path);
+    tessera_gguf *f = tessera_gguf_open(path);
     if (!f) {
-        fprintf(stderr, "tessera inspect: %s\n", error_get());
+        fprintf(stderr, "tessera inspect: %s\n", tessera_last_error());
         return 1;
     }
     if (opt.json) print_json(stdout, f, &opt);
     else print_text(stdout, f, &opt);
-    gguf_close(f);
+    tessera_gguf_close(f);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "tessera inspect: error writing the output\n");
         return 1;

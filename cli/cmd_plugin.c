@@ -2,15 +2,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <tessera/tessera.h>
+#include <tessera/tessera_tools.h>
+
 #include "cli_util.h"
 #include "cli_opts.h"
 #include "commands.h"
-#include "conformance/conformance.h"
-#include "util/error.h"
 
 static void op_list(FILE *out) {
     fprintf(out, "\nop families (--op):");
-    for (const char *const *f = conformance_families(); *f; f++) fprintf(out, " %s", *f);
+    for (const char *const *f = tessera_plugin_check_families(); *f; f++) fprintf(out, " %s", *f);
     fprintf(out,
             "\n\nexit status: 0 all cases passed, 1 some failed, 2 the plugin could not be\n"
             "loaded or bad usage, 77 the plugin has no usable device (reason printed)\n");
@@ -54,7 +55,7 @@ static const cli_command plugin_cmd = {
 };
 
 int cmd_plugin(int argc, char **argv) {
-    conformance_options opt = {.device = -1, .out = stdout};
+    tessera_plugin_check_params opt = {.device = -1, .out = stdout};
     plugin_opts po = {.device = -1, .case_index = -1};
     cli_params p;
     cli_params_init(&p);
@@ -80,7 +81,7 @@ int cmd_plugin(int argc, char **argv) {
         fprintf(stderr, "tessera plugin check: which plugin? give a PATH or \"ref\" (see --help)\n");
         return 2;
     }
-    int rc = conformance_run(&opt);
-    if (rc == CONFORMANCE_ERROR) fprintf(stderr, "tessera plugin check: %s\n", error_get());
+    int rc = tessera_plugin_check(&opt);
+    if (rc == TESSERA_CHECK_ERROR) fprintf(stderr, "tessera plugin check: %s\n", tessera_last_error());
     return rc;
 }

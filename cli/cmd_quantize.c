@@ -5,12 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <tessera/tessera.h>
+#include <tessera/tessera_gguf.h>
+#include <tessera/tessera_tools.h>
+
 #include "cli_util.h"
 #include "cli_opts.h"
 #include "commands.h"
-#include "quant/quant.h"
-#include "tensor/dtype.h"
-#include "util/error.h"
 
 /* Raised by SIGINT/SIGTERM; the quantizer polls it and removes its temporary
  * file. A signal handler can only reach a file-scope variable. */
@@ -23,10 +24,9 @@ static void on_signal(int sig) {
 
 static void type_list(FILE *out) {
     fprintf(out, "\nTYPE (Q3_K, Q4_K, Q5_K are the _M mixtures):\n");
-    int n;
-    const quant_ftype *ft = quant_ftype_list(&n);
-    for (int i = 0; i < n; i++)
-        fprintf(out, "  %-8s %-5s %s\n", ft[i].name, dtype_name(ft[i].default_dtype), ft[i].summary);
+    tessera_quant_type qt;
+    for (int32_t i = 0; tessera_quant_type_get(i, &qt) == 0; i++)
+        fprintf(out, "  %-8s %-5s %s\n", qt.name, tessera_tensor_type_name(qt.base_type), qt.summary);
 }
 
 typedef struct quantize_opts {
@@ -62,19 +62,20 @@ typedef struct progress_state {
     uint64_t in_total, out_total;
 } progress_state;
 
-static void on_progress(const quant_progress *pr, void *user) {
+static void on_progress(const tessera_quant_progress *pr, void *user) {
     progress_state *ps = user;
     ps->in_total += pr->in_bytes;
     ps->out_total += pr->out_bytes;
     if (ps->quiet) return;
     fprintf(stderr, "[%3lld/%3lld] %-32s %-6s -> %-6s %9.3f MiB -> %8.3f MiB\n",
-            (long long)pr->index + 1, (long long)pr->count, pr->name, dtype_name(pr->from_dtype),
-            dtype_name(pr->to_dtype), pr->in_bytes / 1048576.0, pr->out_bytes / 1048576.0);
+            (long long)pr->index + 1, (long long)pr->count, pr->name, tessera_tensor_type_name(pr->from_type),
+            tessera_tensor_type_name(pr->to_type), pr->in_bytes / 1048576.0, pr->out_bytes / 1048576.0);
 }
 
 int cmd_quantize(int argc, char **argv) {
     progress_state ps = {0};
-    quant_params p = {0};
+    tessera_quantize_params p = tessera_quantize_default_params();
+    tessera_quant_type qt;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     p.n_threads = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
 
@@ -93,8 +94,7 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "tessera quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n");
         return 2;
     }
-    p.ftype = quant_ftype_find(pos[2]);
-    if (!p.ftype) {
+    if (tessera_quant_type_find(pos[2], &qt) < 0) {
         fprintf(stderr, "tessera quantize: unknown TYPE '%s' (see --help for the list)\n", pos[2]);
         return 2;
     }
@@ -110,14 +110,15 @@ int cmd_quantize(int argc, char **argv) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     quantize_interrupted = 0;
+    p.type = qt.name;
     p.abort_flag = &quantize_interrupted;
     p.progress = on_progress;
     p.progress_user = &ps;
 
     if (!ps.quiet)
-        fprintf(stderr, "quantizing %s -> %s as %s%s, %d threads\n", pos[0], pos[1], p.ftype->name,
+        fprintf(stderr, "quantizing %s -> %s as %s%s, %d threads\n", pos[0], pos[1], qt.name,
                 p.pure ? " (pure)" : "", p.n_threads);
-    int rc = quant_model_file(pos[0], pos[1], &p);
+    int rc = tessera_quantize(pos[0], pos[1], &p);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (rc != 0) {
@@ -125,7 +126,7 @@ int cmd_quantize(int argc, char **argv) {
             fprintf(stderr, "tessera quantize: interrupted; %s not written\n", pos[1]);
             return 130;
         }
-        fprintf(stderr, "tessera quantize: %s\n", error_get());
+        fprintf(stderr, "tessera quantize: %s\n", tessera_last_error());
         return 1;
     }
     if (!ps.quiet)

@@ -8,22 +8,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/tessera_vocab.h>
+
 #include "cli_opts.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "gguf/gguf.h"
-#include "util/error.h"
-#include "vocab/vocab.h"
 
 /* Whole file into a malloc'd buffer (NUL-terminated for convenience); NULL
- * with the reason in error_get(). */
+ * with the reason printed. */
 static char *read_file(const char *path, size_t *len) {
     cli_read_status status;
     char *buf = cli_file_load(path, len, &status);
-    if (status == CLI_READ_CANNOT_OPEN) error_set("%s: cannot open: %s", path, strerror(errno));
-    else if (status == CLI_READ_IO_ERROR) error_set("%s: read error: %s", path, strerror(errno));
-    else if (status == CLI_READ_NO_MEMORY) error_set("%s: out of memory reading the file", path);
+    const char *why = status == CLI_READ_CANNOT_OPEN ? "cannot open: "
+                      : status == CLI_READ_IO_ERROR  ? "read error: "
+                      : status == CLI_READ_NO_MEMORY ? "out of memory reading the file"
+                                                     : NULL;
+    if (!buf && why)
+        fprintf(stderr, "tessera tokenize: %s: %s%s\n", path, why,
+                status == CLI_READ_NO_MEMORY ? "" : strerror(errno));
     return buf;
+}
+
+/* The tokens of text[0..len) into *out (malloc'd), their number in *n. 0, or
+ * -1 with tessera_last_error(). */
+static int tokenize_all(const tessera_vocab *v, const char *text, size_t len, bool add_special,
+                        bool parse_special, tessera_token **out, int32_t *n) {
+    int32_t cap = len < 4096 ? (int32_t)len + 16 : 4096;
+    for (int tries = 0; tries < 2; tries++) {
+        tessera_token *toks = malloc((size_t)cap * sizeof *toks);
+        if (!toks) break;
+        int32_t got = tessera_vocab_tokenize(v, text, len, toks, cap, add_special, parse_special);
+        if (got >= 0) {
+            *out = toks;
+            *n = got;
+            return 0;
+        }
+        free(toks);
+        if (got == INT32_MIN) return -1;
+        cap = -got; /* the count needed: the second try fits */
+    }
+    fprintf(stderr, "tessera tokenize: out of memory for %d tokens\n", (int)cap);
+    return -2;
 }
 
 /* A piece on one line: control bytes escaped (\n, \t, \r, \xNN, and a
@@ -97,35 +122,32 @@ int cmd_tokenize(int argc, char **argv) {
     if (rc != 0) return rc > 0 ? 0 : 2;
 
     int status = 1;
-    gguf_file *f = NULL;
-    vocab *v = NULL;
+    tessera_vocab *v = NULL;
     char *file_text = NULL;
-    vocab_tokens toks = {0};
+    tessera_token *toks = NULL;
+    int32_t n_toks = 0;
     const char *text = a.p.prompt;
     size_t len = a.p.prompt ? strlen(a.p.prompt) : 0;
     if (a.p.prompt_file) {
         file_text = read_file(a.p.prompt_file, &len);
-        if (!file_text) goto fail;
+        if (!file_text) goto done;
         text = file_text;
     }
-    f = gguf_open(a.p.model);
-    if (!f) goto fail;
-    v = vocab_load(f);
-    if (!v) {
-        error_wrap("%s", a.p.model);
-        goto fail;
-    }
-    if (vocab_tokenize(v, text, len, !a.no_bos, a.parse_special, &toks) < 0) goto fail;
+    v = tessera_vocab_load(a.p.model);
+    if (!v) goto fail;
+    int trc = tokenize_all(v, text, len, !a.no_bos, a.parse_special, &toks, &n_toks);
+    if (trc == -1) goto fail;
+    if (trc != 0) goto done;
 
     if (a.ids_only) {
         putchar('[');
-        for (size_t i = 0; i < toks.n; i++) printf(i ? ", %d" : "%d", (int)toks.ids[i]);
+        for (int32_t i = 0; i < n_toks; i++) printf(i ? ", %d" : "%d", (int)toks[i]);
         puts("]");
     } else {
-        for (size_t i = 0; i < toks.n; i++) {
+        for (int32_t i = 0; i < n_toks; i++) {
             size_t plen = 0;
-            const char *piece = vocab_token_piece(v, toks.ids[i], true, &plen);
-            printf("%d -> '", (int)toks.ids[i]);
+            const char *piece = tessera_vocab_piece(v, toks[i], true, &plen);
+            printf("%d -> '", (int)toks[i]);
             if (piece) print_piece(piece, plen);
             puts("'");
         }
@@ -134,11 +156,10 @@ int cmd_tokenize(int argc, char **argv) {
     if (status) fprintf(stderr, "tessera tokenize: error writing the output\n");
     goto done;
 fail:
-    fprintf(stderr, "tessera tokenize: %s\n", error_get());
+    fprintf(stderr, "tessera tokenize: %s\n", tessera_last_error());
 done:
-    vocab_tokens_free(&toks);
-    vocab_free(v);
-    gguf_close(f);
+    free(toks);
+    tessera_vocab_free(v);
     free(file_text);
     return status;
 }

@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "api_internal.h"
-#include "chat/tool_parse.h"
+#include <tessera/tessera_chat.h>
 
 /* ------------------------------------------------------------ prompts */
 
@@ -112,8 +112,8 @@ static void reply_rules(const serve_api *api, const cJSON *root, const serve_too
     rules->tools = tools->choice != SERVE_TOOLS_NONE;
     /* A template that renders the tools itself asks for its own call
      * syntax; else the tools were offered Hermes style. */
-    rules->tool_format = native_tools ? chat_tool_format_detect(tessera_chat_template_source(api->tmpl))
-                                      : CHAT_TOOLS_HERMES;
+    rules->tool_format = native_tools ? tessera_tool_format_detect(tessera_chat_template_source(api->tmpl))
+                                      : TESSERA_TOOLS_HERMES;
 }
 
 /* The template variables a request adds beside messages and tools:

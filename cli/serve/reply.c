@@ -4,7 +4,8 @@
  * the finished reply holds. */
 #include <string.h>
 
-#include "chat/tool_parse.h"
+#include <tessera/tessera_chat.h>
+
 #include "serve.h"
 
 static size_t skip_ws(const char *s, size_t n, size_t i) {
@@ -55,6 +56,6 @@ void serve_reply_split(const serve_reply_rules *rules, const char *text, size_t 
     }
     out->content_at = ca;
     if (rules->tools && !final && ca < n)
-        out->content_end = ca + chat_tool_hold_from((chat_tool_format)rules->tool_format, text + ca, n - ca);
+        out->content_end = ca + tessera_tool_hold_from((tessera_tool_format)rules->tool_format, text + ca, n - ca);
     if (out->content_end < ca) out->content_end = ca;
 }

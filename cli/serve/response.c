@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "api_internal.h"
-#include "chat/tool_parse.h"
+#include <tessera/tessera_chat.h>
 
 /* ------------------------------------------------------------ responses */
 
@@ -143,7 +143,7 @@ typedef struct reply {
     size_t content_len;
     const char *reasoning;
     size_t reasoning_len;
-    chat_parsed parsed; /* tool calls (and harmony's reasoning) */
+    tessera_tool_reply parsed; /* tool calls (and harmony's reasoning) */
     size_t n_calls;
 } reply;
 
@@ -158,7 +158,7 @@ static int reply_final(const serve_call *call, const serve_request *r, const ser
     out->content = text + sp.content_at;
     out->content_len = sp.content_end - sp.content_at;
     if (!r->rules.tools) return 0;
-    if (chat_tool_parse((chat_tool_format)r->rules.tool_format, out->content, out->content_len,
+    if (tessera_tool_parse((tessera_tool_format)r->rules.tool_format, out->content, out->content_len,
                         (const char *const *)r->rules.tool_names, (size_t)r->rules.n_tool_names,
                         &out->parsed) != 0)
         return -1;
@@ -184,7 +184,7 @@ static void add_tool_calls(cJSON *obj, const serve_call *call, const serve_choic
                            bool delta) {
     cJSON *arr = cJSON_AddArrayToObject(obj, "tool_calls");
     for (size_t k = 0; k < rp->n_calls; k++) {
-        const chat_tool_call *tc = &rp->parsed.calls[k];
+        const tessera_tool_call *tc = &rp->parsed.calls[k];
         cJSON *c = cJSON_CreateObject();
         if (delta) cJSON_AddNumberToObject(c, "index", (double)k);
         char id[96];
@@ -224,7 +224,7 @@ static cJSON *choice_json(const serve_api *api, const serve_call *call, const se
         cJSON_AddItemToObject(choice, "logprobs", logprobs_json(api, call, ch, 0, entries_ready(ch, true)));
     else cJSON_AddNullToObject(choice, "logprobs");
     cJSON_AddStringToObject(choice, "finish_reason", finish_of(ch, chat ? &rp : NULL));
-    if (chat) chat_parsed_free(&rp.parsed);
+    if (chat) tessera_tool_reply_free(&rp.parsed);
     return choice;
 }
 
@@ -339,7 +339,7 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
         out = chunk_finish(out, root, choice, NULL, finish_of(ch, chat ? &rp : NULL));
         ch->closed = true;
     }
-    chat_parsed_free(&rp.parsed);
+    tessera_tool_reply_free(&rp.parsed);
     return out;
 }
 

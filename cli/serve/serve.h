@@ -85,7 +85,7 @@ typedef struct serve_reply_rules {
     const char *think_open, *think_close; /* NULL: no reasoning split */
     bool starts_in_think;                 /* the prompt ends inside the open marker */
     bool tools;                           /* parse tool calls out of the text */
-    int tool_format;                      /* chat_tool_format */
+    int tool_format;                      /* tessera_tool_format */
     char **tool_names;                    /* owned */
     int n_tool_names;
 } serve_reply_rules;

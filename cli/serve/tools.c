@@ -7,7 +7,7 @@
  * written the way Hermes / Qwen 2.5 templates write them (a <tools> block in
  * the system message, <tool_call> JSON in assistant turns, <tool_response>
  * in a user turn), and the reply is parsed in that format
- * (chat_tool_parse, with the generic JSON fallback).
+ * (tessera_tool_parse, with the generic JSON fallback).
  *
  * tool_choice "required" or a named function constrains the output: the
  * reply starts with the opening of a call (serve_tools_prefill) and a GBNF
@@ -20,7 +20,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "chat/tool_parse.h"
 #include "serve.h"
 
 void serve_tools_free(serve_tools *t) {

@@ -29,11 +29,12 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-/* The tokens of text[0..len) into *out (malloc'd), their number in *n. 0, or
- * -1 with tessera_last_error(). */
+/* The tokens of text[0..len) into *out (malloc'd), their number in *n. 0;
+ * -1 with tessera_last_error(); -2 out of memory, the error printed. */
 static int tokenize_all(const tessera_vocab *v, const char *text, size_t len, bool add_special,
                         bool parse_special, tessera_token **out, int32_t *n) {
-    int32_t cap = len < 4096 ? (int32_t)len + 16 : 4096;
+    /* a token covers at least one byte, plus BOS/EOS: one call is enough */
+    int32_t cap = len < (size_t)INT32_MAX - 16 ? (int32_t)len + 16 : INT32_MAX;
     for (int tries = 0; tries < 2; tries++) {
         tessera_token *toks = malloc((size_t)cap * sizeof *toks);
         if (!toks) break;

@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <tessera/tessera.h>
+
 #include "commands.h"
 
 typedef struct command {
@@ -43,7 +45,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(name, "--version") || !strcmp(name, "version")) {
-        printf("tessera %s\n", TESSERA_VERSION);
+        printf("tessera %s\n", tessera_version());
         return 0;
     }
     for (int i = 0; i < N_COMMANDS; i++)

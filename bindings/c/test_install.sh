@@ -5,9 +5,12 @@
 # and the installed plugins (<libdir>/tessera) with no TESSERA_PLUGIN_PATH
 # and no LD_LIBRARY_PATH. Its greedy answer must equal `tessera run`'s.
 # Env: BUILD_ROOT, SOURCE_ROOT, TESSERA_BIN, EXTRA_CFLAGS (the sanitizers).
+# Before the model: the public boundary (issue 33). The installed
+# libtessera.so exports exactly the functions the installed headers declare,
+# and cli/ (the tessera binary, the server included) compiles against the
+# installed headers alone and links against the installed library.
 set -euo pipefail
 model="${TESSERA_MODEL_CACHE:-$HOME/.cache/tessera/models}/SmolLM2-135M-Instruct.Q4_1.gguf"
-[ -f "$model" ] || { echo "skip: $model absent (scripts/fetch-models.sh)"; exit 77; }
 command -v cc >/dev/null || { echo "skip: no C compiler"; exit 77; }
 command -v pkg-config >/dev/null || { echo "skip: no pkg-config"; exit 77; }
 
@@ -31,6 +34,40 @@ ls "$libdir"/tessera/libtessera-backend-*.so >/dev/null || { echo "FAIL: no plug
 export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$dest"
 flags=$(pkg-config --cflags --libs tessera)
 echo "pkg-config --cflags --libs tessera: $flags"
+
+# Exported symbols = the tessera_* functions the installed headers declare.
+hdrdir=$(dirname "$(find "$dest" -path '*/include/tessera/tessera.h' | head -n1)")
+exported=$(nm -D --defined-only "$libdir/libtessera.so" | awk '{print $3}' | sort)
+# (the names read as the link map's are: core/export_map.py on the installed headers)
+python3 "$SOURCE_ROOT/core/export_map.py" "$dest/public.map" "$hdrdir"/tessera*.h
+declared=$(sed -n 's/^    \(tessera_[A-Za-z0-9_]*\);$/\1/p' "$dest/public.map" | sort)
+if [ "$exported" != "$declared" ]; then
+  echo "FAIL: libtessera.so exports differ from the public headers' functions (< exported, > declared):"
+  diff <(echo "$exported") <(echo "$declared") | head -20
+  exit 1
+fi
+echo "ok: libtessera.so exports the $(echo "$exported" | wc -l) functions the public headers declare, nothing else"
+
+# cli/ against the installed tree alone: no core/src, no source root on the
+# include path; the server's files when cJSON and libmicrohttpd are there.
+cli_src=("$SOURCE_ROOT"/cli/*.c)
+cli_flags=()
+if pkg-config --exists libcjson; then
+  cli_flags+=(-DTESSERA_HAVE_CJSON $(env -u PKG_CONFIG_SYSROOT_DIR pkg-config --cflags --libs libcjson))
+  if pkg-config --exists libmicrohttpd; then
+    python3 "$SOURCE_ROOT/cli/serve/embed.py" "$SOURCE_ROOT/cli/serve/page.html" "$dest/serve_page_html.c" serve_page_html
+    cli_src+=("$SOURCE_ROOT"/cli/serve/*.c "$dest/serve_page_html.c")
+    cli_flags+=(-DTESSERA_HAVE_SERVE $(env -u PKG_CONFIG_SYSROOT_DIR pkg-config --cflags --libs libmicrohttpd))
+  fi
+fi
+# shellcheck disable=SC2086
+cc -std=c11 -D_GNU_SOURCE -O0 -Wall -Wextra -Werror "${cli_src[@]}" "${cli_flags[@]}" $flags \
+   -lm -lpthread -Wl,-rpath,"$libdir" -o "$dest/tessera-cli" ||
+  { echo "FAIL: cli/ does not build against the installed public headers and library alone"; exit 1; }
+"$dest/tessera-cli" --help >/dev/null || { echo "FAIL: the cli built against the installed tree does not run"; exit 1; }
+echo "ok: cli/ ($(echo "${cli_src[@]}" | wc -w) files) builds against the installed headers and libtessera.so alone"
+
+[ -f "$model" ] || { echo "skip: $model absent (scripts/fetch-models.sh); the boundary checks above passed"; exit 77; }
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Werror ${EXTRA_CFLAGS:-} "$SOURCE_ROOT/bindings/c/example.c" $flags \
    -Wl,-rpath,"$libdir" -o "$dest/example"

@@ -17,6 +17,13 @@
  *     const float *logits = tessera_logits(ctx, -1); // last token's logits
  *     ...
  *     tessera_context_free(ctx); tessera_model_free(m); tessera_shutdown();
+ *
+ * Beside it, with the same conventions, what the tessera binary and its
+ * server use beyond this header: tessera_gguf.h (read a GGUF file's
+ * metadata and tensors), tessera_vocab.h (a vocabulary alone),
+ * tessera_devices.h (device and plugin details), tessera_tools.h (quantize,
+ * plugin conformance), tessera_chat.h (tool calls in a reply).
+ * libtessera.so exports these headers' functions and nothing else.
  */
 #ifndef TESSERA_TESSERA_H
 #define TESSERA_TESSERA_H

@@ -57,6 +57,7 @@ typedef struct synth_opts {
     int quiet;
     int reranker;     /* encoders: a classification head (cls, cls.output), pooling rank */
     int64_t pooling;  /* encoders: pooling_type (default: bert cls, nomic-bert mean) */
+    const char *wpm_words; /* "a,b,c": whole words added to the built-in WordPiece vocabulary */
     const char *set[MAX_EDITS];   /* "KEY=VALUE" */
     const char *unset[MAX_EDITS]; /* "KEY" */
     int n_set, n_unset;
@@ -99,6 +100,9 @@ static void usage(FILE *out) {
             "  (bert and nomic-bert: bidirectional encoders with post-norms, token types and\n"
             "  learned positions (bert, GELU FFN) or NeoX rope (nomic-bert, SwiGLU FFN); without\n"
             "  --vocab-from they get a small built-in WordPiece vocabulary)\n"
+            "  --wpm-words A,B,...   more whole words (lowercase) for that built-in vocabulary,\n"
+            "                        after its own tokens (stand-ins whose token counts match\n"
+            "                        a real model's on given sentences)\n"
             "  --seed N              random seed (default 42)\n"
             "  --set KEY=VALUE       set a metadata key (full name): true/false is a bool,\n"
             "                        an integer a u32 (i32 if negative), a number with '.',\n"
@@ -163,6 +167,9 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             o->tied = 1;
         } else if (!strcmp(a, "--reranker")) {
             o->reranker = 1;
+        } else if (!strcmp(a, "--wpm-words")) {
+            NEED_VALUE();
+            o->wpm_words = v;
         } else if (!strcmp(a, "--pooling")) {
             NEED_VALUE();
             char *end;
@@ -210,6 +217,9 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         return fprintf(stderr, "tessera-synth: --vocab-from FILE is required\n"), -1;
     if (o->reranker && !(o->sa && o->sa->encoder == ENC_BERT))
         return fprintf(stderr, "tessera-synth: --reranker needs --arch bert\n"), -1;
+    if (o->wpm_words && (o->vocab_from || !(o->sa && o->sa->encoder)))
+        return fprintf(stderr, "tessera-synth: --wpm-words adds to the built-in vocabulary of bert and "
+                               "nomic-bert (no --vocab-from)\n"), -1;
     if (o->pooling < 0) o->pooling = o->reranker ? 4 : o->sa && o->sa->encoder == ENC_NOMIC ? 1 : 2;
     if (!o->sa) {
         char list[128] = "";
@@ -466,11 +476,29 @@ done:
     return rc;
 }
 
+/* The words of a comma-separated --wpm-words list: *n of them (pointers
+ * into a copy, *store, the caller frees); -1 on a bad word. */
+static int split_words(const char *list, char **store, const char ***words, int *n) {
+    *store = NULL, *words = NULL, *n = 0;
+    if (!list) return 0;
+    if (!(*store = strdup(list)) || !(*words = calloc(strlen(list) + 1, sizeof **words)))
+        return error_set("out of memory for --wpm-words");
+    for (char *save = NULL, *t = strtok_r(*store, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        for (const char *c = t; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
+                return error_set("--wpm-words: '%s' is not a lowercase word (a-z, 0-9)", t);
+        if (strlen(t) > 24) return error_set("--wpm-words: '%s' is longer than 24 bytes", t);
+        (*words)[(*n)++] = t;
+    }
+    return 0;
+}
+
 /* A small WordPiece vocabulary in llama.cpp's form (word starts carry
  * U+2581, continuations are bare): the five BERT specials, some words,
  * each letter, digit and punctuation mark as a word start and as a
- * continuation, then [unusedN] up to n_vocab (0: no padding). */
-static int write_wpm_vocab(gguf_writer *w, int64_t *n_vocab) {
+ * continuation, the extra words (--wpm-words), then [unusedN] up to
+ * n_vocab (0: no padding). */
+static int write_wpm_vocab(gguf_writer *w, int64_t *n_vocab, const char *extra_list) {
     static const char *const specials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
     static const char *const words[] = {
         "the", "an", "of", "to", "and", "in", "is", "it", "that", "for", "on", "with", "as", "was",
@@ -480,14 +508,33 @@ static int write_wpm_vocab(gguf_writer *w, int64_t *n_vocab) {
     };
     static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789.,!?;:'\"()-";
     const int n_words = (int)(sizeof words / sizeof words[0]), n_chars = (int)sizeof chars - 1;
-    const int64_t n_own = 5 + n_words + 2 * n_chars;
+    char *extra_store;
+    const char **extra;
+    int n_extra;
+    if (split_words(extra_list, &extra_store, &extra, &n_extra) != 0) {
+        free(extra_store);
+        free(extra);
+        return -1;
+    }
+    for (int i = 0; i < n_extra; i++)
+        for (int j = 0; j < n_words + i; j++)
+            if (!strcmp(extra[i], j < n_words ? words[j] : extra[j - n_words]) || strlen(extra[i]) == 1) {
+                error_set("--wpm-words: '%s' is already in the vocabulary", extra[i]);
+                free(extra_store);
+                free(extra);
+                return -1;
+            }
+    const int64_t n_own = 5 + n_words + 2 * n_chars + n_extra;
     if (*n_vocab == 0) *n_vocab = n_own;
-    if (*n_vocab < n_own) return error_set("--vocab %" PRId64 " is below the built-in vocabulary's %" PRId64, *n_vocab, n_own);
     const int64_t n = *n_vocab;
     gguf_str *strs = calloc((size_t)n, sizeof *strs);
     char *buf = calloc((size_t)n, 32);
     int32_t *types = calloc((size_t)n, sizeof *types);
     int rc = -1;
+    if (n < n_own) {
+        error_set("--vocab %" PRId64 " is below the built-in vocabulary's %" PRId64, n, n_own);
+        goto done;
+    }
     if (!strs || !buf || !types) {
         error_set("out of memory for %" PRId64 " tokens", n);
         goto done;
@@ -499,6 +546,7 @@ static int write_wpm_vocab(gguf_writer *w, int64_t *n_vocab) {
         else if (k < n_words) snprintf(t, 32, "\xe2\x96\x81%s", words[k]);
         else if ((k -= n_words) < n_chars) snprintf(t, 32, "\xe2\x96\x81%c", chars[k]);
         else if ((k -= n_chars) < n_chars) snprintf(t, 32, "%c", chars[k]);
+        else if ((k -= n_chars) < n_extra) snprintf(t, 32, "\xe2\x96\x81%s", extra[k]);
         else snprintf(t, 32, "[unused%" PRId64 "]", i - n_own);
         strs[i] = (gguf_str){t, strlen(t)};
         types[i] = i < 5 ? 3 : i < n_own ? 1 : 5; /* CONTROL, NORMAL, UNUSED */
@@ -520,6 +568,8 @@ done:
     free(strs);
     free(buf);
     free(types);
+    free(extra_store);
+    free(extra);
     return rc;
 }
 
@@ -671,7 +721,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-synth: out of memory\n");
         goto done;
     }
-    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || (src ? copy_vocab(w, src, &o.vocab) : write_wpm_vocab(w, &o.vocab)) != 0 ||
+    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || (src ? copy_vocab(w, src, &o.vocab) : write_wpm_vocab(w, &o.vocab, o.wpm_words)) != 0 ||
         edit_metadata(w, &o) != 0) {
         fprintf(stderr, "tessera-synth: %s\n", error_get());
         goto done;

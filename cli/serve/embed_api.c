@@ -95,15 +95,15 @@ static int inputs_push(embed_inputs *in, tessera_token *toks, int32_t n) {
     return 0;
 }
 
-/* Tokens of text (the vocabulary's BOS/EOS, special tokens parsed, as
- * llama-server does); NULL with *n INT32_MIN on error. */
-static tessera_token *tokenize(const tessera_model *m, const char *text, size_t len, int32_t *n) {
-    int32_t need = tessera_tokenize(m, text, len, NULL, 0, true, true);
+/* Tokens of text (with special: the vocabulary's BOS/EOS; special tokens
+ * parsed, as llama-server does); NULL with *n INT32_MIN on error. */
+static tessera_token *tokenize(const tessera_model *m, const char *text, size_t len, bool special, int32_t *n) {
+    int32_t need = tessera_tokenize(m, text, len, NULL, 0, special, true);
     if (need == INT32_MIN) return *n = INT32_MIN, NULL;
     need = need < 0 ? -need : need;
     tessera_token *t = malloc((size_t)(need > 0 ? need : 1) * sizeof *t);
     if (!t) return *n = INT32_MIN, NULL;
-    *n = tessera_tokenize(m, text, len, t, need, true, true);
+    *n = tessera_tokenize(m, text, len, t, need, special, true);
     if (*n < 0) {
         free(t);
         *n = INT32_MIN;
@@ -112,49 +112,148 @@ static tessera_token *tokenize(const tessera_model *m, const char *text, size_t 
     return t;
 }
 
-/* An array of token ids as one input; NULL (error body, *status) when an
- * element is not an integer id of the vocabulary. */
-static char *token_array(const serve_embed *se, const cJSON *arr, int index, embed_inputs *in, int *status) {
-    const int32_t n_vocab = tessera_model_n_vocab(se->model);
-    int32_t n = cJSON_GetArraySize(arr), k = 0;
-    tessera_token *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
-    if (!t) return fail(status, 500, "input", "out of memory");
-    for (const cJSON *e = arr->child; e; e = e->next, k++) {
-        double d = cJSON_IsNumber(e) ? e->valuedouble : -1.0;
-        if (!cJSON_IsNumber(e) || d != floor(d) || d < 0 || d >= n_vocab) {
-            free(t);
-            return fail(status, 400, "input", "input %d: token %d is not a token id of the vocabulary (0..%d)", index,
-                        k, n_vocab - 1);
-        }
-        t[k] = (tessera_token)d;
+/* A growing token list (one input being built). */
+typedef struct tok_buf {
+    tessera_token *t;
+    int32_t n, cap;
+} tok_buf;
+
+static int buf_append(tok_buf *b, const tessera_token *t, int32_t n) {
+    if (b->n + n > b->cap) {
+        int32_t cap = b->cap ? b->cap : 16;
+        while (cap < b->n + n) cap *= 2;
+        tessera_token *nt = realloc(b->t, (size_t)cap * sizeof *nt);
+        if (!nt) return -1;
+        b->t = nt;
+        b->cap = cap;
     }
-    if (inputs_push(in, t, n) != 0) return fail(status, 500, "input", "out of memory");
+    if (n) memcpy(b->t + b->n, t, (size_t)n * sizeof *t);
+    b->n += n;
+    return 0;
+}
+
+/* One element of a mixed array appended to b: a string tokenized (with
+ * the vocabulary's BOS/EOS when it opens the array), or a token id. */
+static char *mixed_element(const serve_embed *se, const cJSON *e, int index, int k, tok_buf *b, int *status) {
+    const int32_t n_vocab = tessera_model_n_vocab(se->model);
+    int rc;
+    if (cJSON_IsString(e)) {
+        int32_t n;
+        tessera_token *t = tokenize(se->model, e->valuestring, strlen(e->valuestring), k == 0, &n);
+        if (!t) return fail(status, 400, "input", "input %d: %s", index, tessera_last_error());
+        rc = buf_append(b, t, n);
+        free(t);
+    } else {
+        double d = cJSON_IsNumber(e) ? e->valuedouble : -1.0;
+        if (!cJSON_IsNumber(e) || d != floor(d) || d < 0 || d >= n_vocab)
+            return fail(status, 400, "input",
+                        "input %d: element %d is neither a string nor a token id of the vocabulary (0..%d)", index, k,
+                        n_vocab - 1);
+        tessera_token t = (tessera_token)d;
+        rc = buf_append(b, &t, 1);
+    }
+    return rc != 0 ? fail(status, 500, "input", "out of memory") : NULL;
+}
+
+/* An array of token ids and strings as one input (llama-server's mixed
+ * prompt); NULL, or an error body. */
+static char *mixed_array(const serve_embed *se, const cJSON *arr, int index, embed_inputs *in, int *status) {
+    tok_buf b = {0};
+    int k = 0;
+    for (const cJSON *e = arr->child; e; e = e->next, k++) {
+        char *err = mixed_element(se, e, index, k, &b, status);
+        if (err) {
+            free(b.t);
+            return err;
+        }
+    }
+    if (inputs_push(in, b.t, b.n) != 0) return fail(status, 500, "input", "out of memory");
     return NULL;
 }
 
+/* The checks of an object input's content parts: each {"type": "text",
+ * "text": STRING}; NULL, or an error body (media: this server takes text). */
+static char *check_parts(const cJSON *content, int index, size_t *len, int *status) {
+    int k = 0;
+    *len = 0;
+    for (const cJSON *part = content->child; part; part = part->next, k++) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (cJSON_IsString(type) && !strcmp(type->valuestring, "text") && cJSON_IsString(text)) {
+            *len += strlen(text->valuestring);
+            continue;
+        }
+        const char *t = cJSON_IsString(type) ? type->valuestring : "(none)";
+        if (!strcmp(t, "image_url") || !strcmp(t, "input_audio") || !strcmp(t, "input_video"))
+            return fail(status, 400, "input", "input %d: content part %d: this model takes text only, not %s", index,
+                        k, t);
+        return fail(status, 400, "input",
+                    "input %d: content part %d: type '%.40s' is not a text part ({\"type\": \"text\", \"text\": ...})",
+                    index, k, t);
+    }
+    return NULL;
+}
+
+/* The text of an object input: {"prompt_string": TEXT} or {"content":
+ * [{"type": "text", "text": ...}...]} (the parts joined as they are, as
+ * llama-server does); NULL with *err set otherwise. */
+static char *object_text(const cJSON *v, int index, char **err, int *status) {
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(v, "prompt_string");
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(v, "content");
+    if (cJSON_IsString(ps)) return strdup(ps->valuestring);
+    if (!cJSON_IsArray(content)) {
+        *err = fail(status, 400, "input",
+                    "input %d: an object input needs 'prompt_string' (a string) or 'content' (an array of "
+                    "{\"type\": \"text\", \"text\": ...} parts)",
+                    index);
+        return NULL;
+    }
+    size_t len;
+    if ((*err = check_parts(content, index, &len, status))) return NULL;
+    char *out = malloc(len + 1), *p = out;
+    if (!out) {
+        *err = fail(status, 500, "input", "out of memory");
+        return NULL;
+    }
+    for (const cJSON *part = content->child; part; part = part->next) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        memcpy(p, t, strlen(t));
+        p += strlen(t);
+    }
+    *p = '\0';
+    return out;
+}
+
 static char *one_input(const serve_embed *se, const cJSON *v, int index, embed_inputs *in, int *status) {
-    if (cJSON_IsArray(v)) return token_array(se, v, index, in, status);
-    if (!cJSON_IsString(v))
-        return fail(status, 400, "input", "input %d must be a string or an array of token ids", index);
+    if (cJSON_IsArray(v)) return mixed_array(se, v, index, in, status);
+    char *err = NULL, *owned = NULL;
+    const char *text = cJSON_IsString(v) ? v->valuestring : NULL;
+    if (cJSON_IsObject(v) && !(text = owned = object_text(v, index, &err, status))) return err;
+    if (!text)
+        return fail(status, 400, "input", "input %d must be a string, an array of token ids or an object", index);
     int32_t n;
-    tessera_token *t = tokenize(se->model, v->valuestring, strlen(v->valuestring), &n);
+    tessera_token *t = tokenize(se->model, text, strlen(text), true, &n);
+    free(owned);
     if (!t) return fail(status, 400, "input", "input %d: %s", index, tessera_last_error());
     if (inputs_push(in, t, n) != 0) return fail(status, 500, "input", "out of memory");
     return NULL;
 }
 
-/* input (or llama-server's content): a string, an array of token ids, or
- * an array of strings / token-id arrays. */
+/* input (or llama-server's content): a string, an object, an array of token
+ * ids and strings holding at least one id (one mixed input), or an array
+ * of inputs (strings, such arrays, objects). */
 static char *parse_inputs(const serve_embed *se, const cJSON *root, embed_inputs *in, int *status) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "input");
     if (!v) v = cJSON_GetObjectItemCaseSensitive(root, "content");
     if (!v || cJSON_IsNull(v)) return fail(status, 400, "input", "'input' is required");
-    if (cJSON_IsString(v)) return one_input(se, v, 0, in, status);
-    if (!cJSON_IsArray(v)) return fail(status, 400, "input", "'input' must be a string or an array");
+    if (!cJSON_IsArray(v)) return one_input(se, v, 0, in, status);
     if (!v->child) return fail(status, 400, "input", "'input' is an empty list");
-    bool all_numbers = true;
-    for (const cJSON *e = v->child; e; e = e->next) all_numbers = all_numbers && cJSON_IsNumber(e);
-    if (all_numbers) return token_array(se, v, 0, in, status);
+    bool flat = true, any_number = false;
+    for (const cJSON *e = v->child; e; e = e->next) {
+        flat = flat && (cJSON_IsNumber(e) || cJSON_IsString(e));
+        any_number = any_number || cJSON_IsNumber(e);
+    }
+    if (flat && any_number) return mixed_array(se, v, 0, in, status);
     int i = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++) {
         char *err = one_input(se, e, i, in, status);
@@ -257,6 +356,7 @@ static char *handle_embeddings(serve_embed *se, const cJSON *root, bool oai, int
     int32_t norm;
     embed_inputs in = {0};
     char *err = embed_options(root, &base64, &norm, status);
+    if (pooling == TESSERA_POOLING_NONE) norm = TESSERA_EMBD_NORM_NONE; /* token states as they are (llama-server) */
     if (!err) err = parse_inputs(se, root, &in, status);
     cJSON *out = oai ? cJSON_CreateObject() : cJSON_CreateArray();
     cJSON *data = oai ? cJSON_CreateArray() : out;
@@ -305,14 +405,21 @@ static int by_score(const void *a, const void *b) {
     return x->index - y->index;
 }
 
-/* query, documents (or texts), top_n, return_documents: the scores and the
- * prompt tokens used; NULL (results filled) or an error body. */
-static char *rerank_scores(serve_embed *se, const cJSON *query, const cJSON *docs, rerank_result *res,
-                           int64_t *n_tokens, int *status) {
+/* A document's text: a string, or an object with a string "text" (the
+ * shape of Cohere's and Jina's document objects); NULL otherwise. */
+static const char *doc_text(const cJSON *d) {
+    if (cJSON_IsString(d)) return d->valuestring;
+    const cJSON *t = cJSON_IsObject(d) ? cJSON_GetObjectItemCaseSensitive(d, "text") : NULL;
+    return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
+/* The score of each document against query and the prompt tokens used;
+ * NULL (results filled) or an error body. */
+static char *rerank_scores(serve_embed *se, const char *q, const cJSON *docs, rerank_result *res, int64_t *n_tokens,
+                           int *status) {
     int i = 0;
     for (const cJSON *d = docs->child; d; d = d->next, i++) {
-        if (!cJSON_IsString(d)) return fail(status, 400, "documents", "document %d must be a string", i);
-        const char *q = query->valuestring, *t = d->valuestring;
+        const char *t = doc_text(d);
         int32_t need = tessera_rerank_tokens(se->model, q, strlen(q), t, strlen(t), NULL, 0);
         if (need == INT32_MIN) return fail(status, 400, "documents", "document %d: %s", i, tessera_last_error());
         need = need < 0 ? -need : need;
@@ -331,18 +438,55 @@ static char *rerank_scores(serve_embed *se, const cJSON *query, const cJSON *doc
     return NULL;
 }
 
+/* The response: {"results": [{index, relevance_score, document?}], usage}
+ * (Jina's and Cohere's shape), or for a request that named its documents
+ * "texts" (Hugging Face TEI's /rerank) a bare [{index, score, text?}]. */
+static cJSON *rerank_json(const serve_embed *se, const cJSON *root, const cJSON *docs, const rerank_result *res,
+                          int top_n, int64_t n_tokens, bool tei) {
+    const bool with_text =
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, tei ? "return_text" : "return_documents"));
+    cJSON *results = cJSON_CreateArray();
+    for (int i = 0; i < top_n; i++) {
+        cJSON *item = cJSON_CreateObject();
+        const char *text = doc_text(cJSON_GetArrayItem(docs, res[i].index));
+        cJSON_AddNumberToObject(item, "index", res[i].index);
+        if (with_text && tei) cJSON_AddStringToObject(item, "text", text);
+        if (with_text && !tei) {
+            cJSON *doc = cJSON_CreateObject();
+            cJSON_AddStringToObject(doc, "text", text);
+            cJSON_AddItemToObject(item, "document", doc);
+        }
+        cJSON_AddNumberToObject(item, tei ? "score" : "relevance_score", res[i].score);
+        cJSON_AddItemToArray(results, item);
+    }
+    if (tei) return results;
+    cJSON *out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "model", se->model_id);
+    cJSON_AddStringToObject(out, "object", "list");
+    cJSON_AddItemToObject(out, "usage", usage_json(n_tokens));
+    cJSON_AddItemToObject(out, "results", results);
+    return out;
+}
+
+/* query, documents (or TEI's texts): strings or {"text"} objects, top_n,
+ * return_documents (TEI: return_text). */
 static char *handle_rerank(serve_embed *se, const cJSON *root, int *status) {
     if (tessera_context_pooling(se->ctx) != TESSERA_POOLING_RANK)
         return fail(status, 501, NULL, "This server does not support reranking. Start it with `--reranking`");
     const cJSON *query = cJSON_GetObjectItemCaseSensitive(root, "query");
     const cJSON *docs = cJSON_GetObjectItemCaseSensitive(root, "documents");
-    if (!docs) docs = cJSON_GetObjectItemCaseSensitive(root, "texts");
+    const bool tei = !docs && cJSON_HasObjectItem(root, "texts");
+    const char *field = tei ? "texts" : "documents";
+    if (tei) docs = cJSON_GetObjectItemCaseSensitive(root, "texts");
     const cJSON *top = cJSON_GetObjectItemCaseSensitive(root, "top_n");
-    const cJSON *ret = cJSON_GetObjectItemCaseSensitive(root, "return_documents");
     if (!cJSON_IsString(query)) return fail(status, 400, "query", "'query' must be a string");
     if (!cJSON_IsArray(docs) || !docs->child)
-        return fail(status, 400, "documents", "'documents' must be a non-empty array of strings");
-    int n_docs = cJSON_GetArraySize(docs), top_n = n_docs;
+        return fail(status, 400, field, "'%s' must be a non-empty array of strings", field);
+    int n_docs = cJSON_GetArraySize(docs), top_n = n_docs, i = 0;
+    for (const cJSON *d = docs->child; d; d = d->next, i++)
+        if (!doc_text(d))
+            return fail(status, 400, field, "'%s' item %d must be a string (or an object with a string 'text')", field,
+                        i);
     if (top && !cJSON_IsNull(top)) {
         if (!cJSON_IsNumber(top) || top->valuedouble != floor(top->valuedouble) || top->valuedouble < 0)
             return fail(status, 400, "top_n", "'top_n' must be a non-negative integer");
@@ -351,28 +495,13 @@ static char *handle_rerank(serve_embed *se, const cJSON *root, int *status) {
     rerank_result *res = calloc((size_t)n_docs, sizeof *res);
     if (!res) return fail(status, 500, NULL, "out of memory");
     int64_t n_tokens = 0;
-    char *err = rerank_scores(se, query, docs, res, &n_tokens, status);
+    char *err = rerank_scores(se, query->valuestring, docs, res, &n_tokens, status);
     if (err) {
         free(res);
         return err;
     }
     qsort(res, (size_t)n_docs, sizeof *res, by_score);
-    cJSON *out = cJSON_CreateObject(), *results = cJSON_CreateArray();
-    cJSON_AddStringToObject(out, "model", se->model_id);
-    cJSON_AddStringToObject(out, "object", "list");
-    cJSON_AddItemToObject(out, "usage", usage_json(n_tokens));
-    for (int i = 0; i < top_n; i++) {
-        cJSON *item = cJSON_CreateObject();
-        cJSON_AddNumberToObject(item, "index", res[i].index);
-        if (cJSON_IsTrue(ret)) {
-            cJSON *doc = cJSON_CreateObject();
-            cJSON_AddStringToObject(doc, "text", cJSON_GetArrayItem(docs, res[i].index)->valuestring);
-            cJSON_AddItemToObject(item, "document", doc);
-        }
-        cJSON_AddNumberToObject(item, "relevance_score", res[i].score);
-        cJSON_AddItemToArray(results, item);
-    }
-    cJSON_AddItemToObject(out, "results", results);
+    cJSON *out = rerank_json(se, root, docs, res, top_n, n_tokens, tei);
     char *body = cJSON_PrintUnformatted(out);
     cJSON_Delete(out);
     free(res);

@@ -580,7 +580,8 @@ int api_parse_infill(const serve_api *api, const cJSON *root, serve_request *r, 
     const cJSON *chunk;
     cJSON_ArrayForEach(chunk, extra) {
         const char *name, *text;
-        if (!cJSON_IsObject(chunk) || infill_text(chunk, "filename", &name, err) || infill_text(chunk, "text", &text, err))
+        if (!cJSON_IsObject(chunk) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(chunk, "text")) ||
+            infill_text(chunk, "filename", &name, err) || infill_text(chunk, "text", &text, err))
             return err->status ? -1
                                : serve_fail(err, 400, "input_extra", NULL, "'input_extra' items must be {filename, text}");
         if (sep >= 0 && (prompt_push(api, r, &cap, &sep, 1, "input_extra", err) ||

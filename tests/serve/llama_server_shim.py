@@ -7,20 +7,80 @@ rewrites the command line and then becomes `tessera serve` (exec).
   notion of) are dropped; see FLAGS below.
 - the test model ids (--hf-repo / --hf-file / --model-url) become local
   files: stories260K from ../shared/models, SmolLM2 and Gemma 3 from the
-  model cache. A model with no local stand-in ends the start with a message
-  naming it (the test then fails as it would without the file).
+  model cache; the embedding and reranking models (bert-bge-small,
+  jina-reranker) small synthetic bert files that tessera-synth writes into
+  the build directory on first use, and stories260K-infill stories260K with
+  three unused byte tokens renamed to FIM tokens (as serve_native.py's).
+  A model with no local stand-in ends the start with a message naming it
+  (the test then fails as it would without the file).
 
 Environment: TESSERA_BIN (the tessera binary), TESSERA_SHARED (../shared),
-TESSERA_MODEL_CACHE (default ~/.cache/tessera/models)."""
+TESSERA_MODEL_CACHE (default ~/.cache/tessera/models), TESSERA_BUILD_ROOT
+(where tools/tessera-synth is and the stand-ins go)."""
 import os
+import subprocess
 import sys
 
 SHARED = os.environ.get("TESSERA_SHARED", "")
 CACHE = os.environ.get("TESSERA_MODEL_CACHE") or os.path.expanduser("~/.cache/tessera/models")
 
-# (substring of "repo file", local file): the first match wins.
+BUILD = os.environ.get("TESSERA_BUILD_ROOT", "")
+STANDINS = os.path.join(BUILD, "compat-models")
+
+# Synthetic stand-ins: tessera-synth arguments (seeded, so every start gets the
+# same file). Small (dim 64, 2 layers) so that a test's hundreds of embeddings
+# take milliseconds; 1024 learned positions for the suite's -c 1024 preset.
+# The extra words give the WordPiece vocabulary the words of the suite's usage
+# sentences, so that they count the tokens bge-small's vocabulary does
+# ("i believe the meaning of life is": 7 words, "this is a test": 4).
+SYNTH_SHAPE = ["--arch", "bert", "--dim", "64", "--layers", "2", "--heads", "4", "--ffn", "128", "--ctx", "1024"]
+SYNTH = {
+    "bert-bge-small.gguf": SYNTH_SHAPE + ["--seed", "11", "--wpm-words", "believe,meaning,life,this,test"],
+    "jina-reranker.gguf": SYNTH_SHAPE + ["--seed", "12", "--reranker", "--wpm-words", "machine,learning"],
+}
+
+
+def synth_standin(name):
+    """The stand-in file NAME, written by tessera-synth on first use."""
+    path = os.path.join(STANDINS, name)
+    if not os.path.exists(path):
+        os.makedirs(STANDINS, exist_ok=True)
+        exe = os.path.join(BUILD, "tools", "tessera-synth")
+        # -o writes OUT.tmp and renames it: a concurrent start sees no half file
+        r = subprocess.run([exe, "-q", "-o", path] + SYNTH[name], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.stderr.write("llama_server_shim: %s: %s\n" % (exe, r.stderr.strip()))
+            sys.exit(1)
+    return path
+
+
+def fim_standin():
+    """stories260K with <0x01>..<0x03> (ids 4..6, unused) renamed to
+    <fim_prefix>, <fim_suffix>, <fim_middle> and made control tokens: what
+    the suite's stories260K-infill is, a stories260K with FIM tokens."""
+    path = os.path.join(STANDINS, "stories260K-infill.gguf")
+    if not os.path.exists(path):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+        from gguf_edit import Gguf
+        g = Gguf(os.path.join(SHARED, "models", "stories260K.gguf"))
+        et, toks = g.get("tokenizer.ggml.tokens")
+        tt, types = g.get("tokenizer.ggml.token_type")
+        for i, name in zip((4, 5, 6), (b"<fim_prefix>", b"<fim_suffix>", b"<fim_middle>")):
+            toks[i] = name
+            types[i] = 3  # control
+        g.set("tokenizer.ggml.tokens", 9, (et, toks))
+        g.set("tokenizer.ggml.token_type", 9, (tt, types))
+        os.makedirs(STANDINS, exist_ok=True)
+        g.write(path + ".tmp")
+        os.replace(path + ".tmp", path)
+    return path
+
+
+# (substring of "repo file", local file or a function making it): the first match wins.
 MODELS = [
-    ("stories260K-infill", None),  # needs FIM tokens: no local stand-in
+    ("stories260K-infill", fim_standin),
+    ("bert-bge-small", lambda: synth_standin("bert-bge-small.gguf")),
+    ("jina-reranker", lambda: synth_standin("jina-reranker.gguf")),
     ("stories260K", os.path.join(SHARED, "models", "stories260K.gguf")),
     ("tinygemma3", os.path.join(CACHE, "gemma-3-270m-q4_k_m.gguf")),
     # chat models of the slow tool-call and template tests: the small
@@ -59,6 +119,9 @@ FLAGS = {
     "--offline": (None, False), "--jinja": (None, False), "--no-jinja": (None, False),
     "--verbose": (None, False), "--tags": ("--tags", True),
     "--no-mmproj": (None, False),
+    "--embedding": ("--embeddings", False), "--embeddings": ("--embeddings", False),
+    "--reranking": ("--reranking", False), "--rerank": ("--reranking", False),
+    "--pooling": ("--pooling", True),
 }
 
 
@@ -66,7 +129,7 @@ def model_for(ids):
     key = " ".join(i for i in ids if i)
     for sub, path in MODELS:
         if sub in key:
-            return path
+            return path() if callable(path) else path
     return None
 
 

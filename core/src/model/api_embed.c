@@ -69,11 +69,12 @@ static int embed_check(const tessera_context *ctx, const tessera_token *tokens, 
             return error_set("embed: token %d at index %d is out of range (vocabulary of %d)", tokens[i], i,
                              m->hp.n_vocab);
     if ((uint32_t)n_tokens > ctx->params.n_ctx)
-        return error_set("embed: the input of %d tokens is longer than the context of %u tokens (-c)", n_tokens,
-                         ctx->params.n_ctx);
+        return error_set("embed: the input of %d tokens is too large to process: longer than the context of %u "
+                         "tokens (-c)",
+                         n_tokens, ctx->params.n_ctx);
     if (!m->hp.causal_attn && (uint32_t)n_tokens > ctx->params.n_batch)
-        return error_set("embed: the input of %d tokens is longer than the batch of %u tokens (-b): an encoder "
-                         "sees its whole input at once",
+        return error_set("embed: the input of %d tokens is too large to process: longer than the batch of %u "
+                         "tokens (-b): an encoder sees its whole input at once",
                          n_tokens, ctx->params.n_batch);
     return 0;
 }

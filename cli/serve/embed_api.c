@@ -147,7 +147,7 @@ static char *mixed_element(const serve_embed *se, const cJSON *e, int index, int
         double d = cJSON_IsNumber(e) ? e->valuedouble : -1.0;
         if (!cJSON_IsNumber(e) || d != floor(d) || d < 0 || d >= n_vocab)
             return fail(status, 400, "input",
-                        "input %d: element %d is neither a string nor a token id of the vocabulary (0..%d)", index, k,
+                        "input %d: element %d is not a token id of the vocabulary (0..%d) nor a string", index, k,
                         n_vocab - 1);
         tessera_token t = (tessera_token)d;
         rc = buf_append(b, &t, 1);
@@ -420,12 +420,12 @@ static char *rerank_scores(serve_embed *se, const char *q, const cJSON *docs, re
     int i = 0;
     for (const cJSON *d = docs->child; d; d = d->next, i++) {
         const char *t = doc_text(d);
-        int32_t need = tessera_rerank_tokens(se->model, q, strlen(q), t, strlen(t), NULL, 0);
+        int32_t need = tessera_rerank_tokens_server(se->model, q, strlen(q), t, strlen(t), NULL, 0);
         if (need == INT32_MIN) return fail(status, 400, "documents", "document %d: %s", i, tessera_last_error());
         need = need < 0 ? -need : need;
         tessera_token *toks = malloc((size_t)(need > 0 ? need : 1) * sizeof *toks);
         if (!toks) return fail(status, 500, NULL, "out of memory");
-        int32_t n = tessera_rerank_tokens(se->model, q, strlen(q), t, strlen(t), toks, need);
+        int32_t n = tessera_rerank_tokens_server(se->model, q, strlen(q), t, strlen(t), toks, need);
         float *v = NULL;
         int64_t got = 0;
         char *err = run_one(se, toks, n, i, TESSERA_EMBD_NORM_NONE, &v, &got, status);

@@ -555,9 +555,9 @@ static int infill_text(const cJSON *root, const char *key, const char **out, ser
 }
 
 /* /infill: fill-in-the-middle with the vocabulary's FIM tokens, as
- * [BOS] {FILE_SEP filename \n text}... FIM_PRE prefix FIM_SUF suffix FIM_MID prompt
- * (input_extra chunks without a file-separator token are plain text before
- * the prefix). A model without FIM tokens is a 400. */
+ * [BOS] {FILE_SEP filename \n text}... FIM_PRE prefix prompt FIM_SUF suffix FIM_MID
+ * (input_extra chunks are checked but left out without a file-separator
+ * token, as llama-server does). A model without FIM tokens is a 400. */
 int api_parse_infill(const serve_api *api, const cJSON *root, serve_request *r, serve_error *err) {
     static const char *const pre_n[] = {"<|fim_prefix|>", "<fim_prefix>", "<fim-prefix>", "<PRE>", "▁<PRE>", NULL};
     static const char *const suf_n[] = {"<|fim_suffix|>", "<fim_suffix>", "<fim-suffix>", "<SUF>", "▁<SUF>", NULL};
@@ -580,21 +580,27 @@ int api_parse_infill(const serve_api *api, const cJSON *root, serve_request *r, 
     const cJSON *chunk;
     cJSON_ArrayForEach(chunk, extra) {
         const char *name, *text;
-        if (!cJSON_IsObject(chunk) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(chunk, "text")) ||
-            infill_text(chunk, "filename", &name, err) || infill_text(chunk, "text", &text, err))
+        if (!cJSON_IsObject(chunk) || infill_text(chunk, "filename", &name, err) ||
+            infill_text(chunk, "text", &text, err) || !cJSON_HasObjectItem(chunk, "text"))
             return err->status ? -1
                                : serve_fail(err, 400, "input_extra", NULL, "'input_extra' items must be {filename, text}");
+        /* without a file-separator token llama-server leaves the chunks out
+         * (measured: the same prompt with and without them) */
         if (sep >= 0 && (prompt_push(api, r, &cap, &sep, 1, "input_extra", err) ||
                          prompt_push_text(api, r, &cap, name, false, "input_extra", err) ||
-                         prompt_push_text(api, r, &cap, "\n", false, "input_extra", err)))
+                         prompt_push_text(api, r, &cap, "\n", false, "input_extra", err) ||
+                         prompt_push_text(api, r, &cap, text, false, "input_extra", err)))
             return -1;
-        if (prompt_push_text(api, r, &cap, text, false, "input_extra", err) != 0) return -1;
     }
+    /* the prompt continues the prefix, as llama-server lays it out (its
+     * prompt on the same stories260K FIM file: prefix tokens, prompt tokens,
+     * FIM_SUF), and generation starts after FIM_MID */
     if (prompt_push(api, r, &cap, &pre, 1, "input_prefix", err) ||
         prompt_push_text(api, r, &cap, prefix, false, "input_prefix", err) ||
+        prompt_push_text(api, r, &cap, prompt, false, "prompt", err) ||
         prompt_push(api, r, &cap, &suf, 1, "input_suffix", err) ||
         prompt_push_text(api, r, &cap, suffix, false, "input_suffix", err) ||
-        prompt_push(api, r, &cap, &mid, 1, "prompt", err) || prompt_push_text(api, r, &cap, prompt, false, "prompt", err))
+        prompt_push(api, r, &cap, &mid, 1, "prompt", err))
         return -1;
     return 0;
 }

@@ -661,6 +661,11 @@ int64_t tessera_embed(tessera_context *ctx, const tessera_token *tokens, int32_t
 int32_t tessera_rerank_tokens(const tessera_model *model, const char *query, size_t query_len, const char *doc,
                               size_t doc_len, tessera_token *tokens, int32_t max_tokens);
 
+/* The same pair as llama-server's /rerank lays it out: without that final
+ * SEP (WordPiece: [CLS] query [SEP] document). Same returns. */
+int32_t tessera_rerank_tokens_server(const tessera_model *model, const char *query, size_t query_len,
+                                     const char *doc, size_t doc_len, tessera_token *tokens, int32_t max_tokens);
+
 #ifdef __cplusplus
 }
 #endif

@@ -141,8 +141,10 @@ done:
     return rc;
 }
 
-int32_t tessera_rerank_tokens(const tessera_model *tm, const char *query, size_t query_len, const char *doc,
-                              size_t doc_len, tessera_token *tokens, int32_t max_tokens) {
+/* llama.cpp's layout of a rerank pair: [BOS] query [EOS] [SEP] doc [EOS]
+ * then, with final_sep (llama-embedding, not llama-server), [SEP]. */
+static int32_t rerank_layout(const tessera_model *tm, const char *query, size_t query_len, const char *doc,
+                             size_t doc_len, bool final_sep, tessera_token *tokens, int32_t max_tokens) {
     if (!tm || (!query && query_len) || (!doc && doc_len) || max_tokens < 0) {
         error_set("rerank tokens: bad arguments");
         return INT32_MIN;
@@ -160,7 +162,7 @@ int32_t tessera_rerank_tokens(const tessera_model *tm, const char *query, size_t
     if ((bos >= 0 && vocab_tokens_push(&t, bos)) || vocab_tokenize(v, query, query_len, false, false, &t) ||
         (eos >= 0 && vocab_tokens_push(&t, eos)) || (sep >= 0 && vocab_tokens_push(&t, sep)) ||
         vocab_tokenize(v, doc, doc_len, false, false, &t) || (eos >= 0 && vocab_tokens_push(&t, eos)) ||
-        (sep >= 0 && vocab_tokens_push(&t, sep)))
+        (final_sep && sep >= 0 && vocab_tokens_push(&t, sep)))
         goto done;
     if (t.n > (size_t)INT32_MAX) {
         error_set("rerank tokens: too many tokens");
@@ -175,4 +177,16 @@ int32_t tessera_rerank_tokens(const tessera_model *tm, const char *query, size_t
 done:
     vocab_tokens_free(&t);
     return rc;
+}
+
+int32_t tessera_rerank_tokens(const tessera_model *tm, const char *query, size_t query_len, const char *doc,
+                              size_t doc_len, tessera_token *tokens, int32_t max_tokens) {
+    return rerank_layout(tm, query, query_len, doc, doc_len, true, tokens, max_tokens);
+}
+
+/* llama-server's /rerank (measured on a WordPiece reranker: 5 + query +
+ * document tokens per pair, one fewer than llama-embedding's). */
+int32_t tessera_rerank_tokens_server(const tessera_model *tm, const char *query, size_t query_len, const char *doc,
+                                     size_t doc_len, tessera_token *tokens, int32_t max_tokens) {
+    return rerank_layout(tm, query, query_len, doc, doc_len, false, tokens, max_tokens);
 }

@@ -30,8 +30,14 @@ RERANK = ["what is the capital of france\tparis is the capital of france",
           "what is the capital of france\thello world"]
 SHAPE = ["--dim", "64", "--layers", "2", "--heads", "4", "--ffn", "128", "--ctx", "128"]
 
-# name: (model file or None, tessera-synth args or None, pooling, prompts)
+# name: (model file or None, tessera-synth args or None, pooling, prompts);
+# names ending -f32: the model dequantized (llama-quantize --allow-requantize
+# MODEL OUT F32), which takes llama.cpp's 8-bit rounding of activations out
 CASES = {
+    "smollm2-f32-mean": ("SmolLM2-135M-Instruct.Q4_1.gguf", None, "mean", PROMPTS),
+    "smollm2-f32-last": ("SmolLM2-135M-Instruct.Q4_1.gguf", None, "last", PROMPTS),
+    "gemma3-f32-mean": ("gemma-3-270m-q4_k_m.gguf", None, "mean", PROMPTS),
+    "gemma3-f32-last": ("gemma-3-270m-q4_k_m.gguf", None, "last", PROMPTS),
     "smollm2-mean": ("SmolLM2-135M-Instruct.Q4_1.gguf", None, "mean", PROMPTS),
     "smollm2-last": ("SmolLM2-135M-Instruct.Q4_1.gguf", None, "last", PROMPTS),
     "gemma3-mean": ("gemma-3-270m-q4_k_m.gguf", None, "mean", PROMPTS),
@@ -69,6 +75,12 @@ def main():
             subprocess.run([os.path.join(build, "tools", "tessera-synth"), "-q", "-o", model] + synth, check=True)
         else:
             model = os.path.join(CACHE, file)
+        dequantize = "F32" if "-f32-" in name else None
+        if dequantize:
+            f32 = os.path.join(tmp, name + ".gguf")
+            subprocess.run([os.path.join(os.path.dirname(llama), "llama-quantize"), "--allow-requantize", model, f32,
+                            dequantize], check=True, capture_output=True)
+            model = f32
         n_ctx = 128 if synth else 512  # (the synthetic encoders learned 128 positions)
         cmd = ["llama-embedding", "-m", os.path.basename(model), "--pooling", pooling, "--embd-normalize",
                "-1" if pooling == "rank" else "2", "--embd-output-format", "json", "-t", "2", "-c", str(n_ctx), "-fa", "off",
@@ -88,10 +100,14 @@ def main():
         else:
             sys.exit("%s: no complete output in 20 tries" % " ".join(cmd))
         vectors = [d["embedding"] for d in sorted(data, key=lambda d: d["index"])]
-        golden = {"model": file, "synth": synth, "sha256": sha256(model), "pooling": pooling, "n_ctx": n_ctx,
+        golden = {"model": file, "synth": synth, "dequantize": dequantize, "sha256": sha256(model),
+                  "pooling": pooling, "n_ctx": n_ctx,
                   "embd_normalize": -1 if pooling == "rank" else 2, "prompts": prompts,
                   "command": " ".join(json.dumps(c) if (" " in c or "\n" in c) else c for c in cmd),
                   "llama.cpp": "llama-cpp-python 0.3.36's vendored llama.cpp (October 2026), CPU, 2 threads, flash attention off"}
+        if dequantize:
+            golden["dequantize_command"] = "llama-quantize --allow-requantize %s %s %s" % (
+                file, os.path.basename(model), dequantize)
         if pooling == "rank":
             golden["scores"] = [v[0] for v in vectors]
         else:
@@ -100,6 +116,8 @@ def main():
             json.dump(golden, f, indent=1)
             f.write("\n")
         print("wrote", name, len(vectors), "vectors of", len(vectors[0]))
+        if dequantize:
+            os.remove(model)  # a GB
 
 
 if __name__ == "__main__":

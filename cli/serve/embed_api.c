@@ -200,6 +200,11 @@ static char *check_parts(const cJSON *content, int index, size_t *len, int *stat
 static char *object_text(const cJSON *v, int index, char **err, int *status) {
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(v, "prompt_string");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(v, "content");
+    const cJSON *media = cJSON_GetObjectItemCaseSensitive(v, "multimodal_data");
+    if (cJSON_IsArray(media) && media->child) {
+        *err = fail(status, 400, "input", "input %d: this model takes text only, not multimodal_data", index);
+        return NULL;
+    }
     if (cJSON_IsString(ps)) return strdup(ps->valuestring);
     if (!cJSON_IsArray(content)) {
         *err = fail(status, 400, "input",

@@ -80,6 +80,7 @@ def test_embeddings():
         bad(s, "/v1/embeddings", {"input": {"content": "hello"}}, 400, "prompt_string")
         bad(s, "/v1/embeddings", {"input": {"content": [{"type": "image_url", "image_url": {"url": "x"}}]}}, 400,
             "text only")
+        bad(s, "/v1/embeddings", {"input": {"prompt_string": "a", "multimodal_data": ["AAAA"]}}, 400, "text only")
         # llama-server's other input shapes: a text object, text parts (joined
         # as they are), one mixed array of ids and text
         for shape in ({"prompt_string": "hello world"}, {"content": [{"type": "text", "text": "hello "},

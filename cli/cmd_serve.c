@@ -92,7 +92,7 @@ static const cli_option serve_own[] = {
      CLI_FN, CLI_OWN(serve_opts, reasoning_format), 0, 0, opt_reasoning_format, CLI_NO_DEFAULT, 0},
     {NULL, "--reasoning", "MODE",
      "thinking models: on or off sets the chat template's enable_thinking (a request's "
-     "chat_template_kwargs still wins); auto (default) leaves it to the template",
+     "chat_template_kwargs still wins); auto (default) is on, as llama-server",
      CLI_FN, CLI_OWN(serve_opts, reasoning), 0, 0, opt_reasoning, CLI_NO_DEFAULT, 0},
     {NULL, "--tags", "TAGS", "comma-separated tags listed with the model in /v1/models", CLI_STR,
      CLI_OWN(serve_opts, tags), 0, 0, NULL, CLI_NO_DEFAULT, 0},
@@ -361,7 +361,8 @@ int cmd_serve(int argc, char **argv) {
                      .default_max_tokens = o.p.n_predict > 0 ? o.p.n_predict : 0,
                      .sampling = &o.p.sp,
                      .reasoning_format = o.reasoning_format,
-                     .enable_thinking = o.reasoning};
+                     .enable_thinking = o.reasoning,
+                     .verbose = o.p.verbose != 0};
     int max_conns = o.max_conns > 0 ? o.max_conns : o.parallel + o.queue + 64;
     serve_http_params hp = {.port = (int)o.port,
                             .api_key = o.api_key,

@@ -323,6 +323,10 @@ static const struct field {
     {"response_fields", FOR_NATIVE, "only these fields of the response ('a/b' reaches into objects)"},
     {"ignore_eos", FOR_ALL, "extension: only false"},
     {"add_generation_prompt", FOR_CHAT, "the template's add_generation_prompt (default true)"},
+    {"continue_final_message", FOR_CHAT, "vLLM's: continue the final assistant message (the default prefill)"},
+    {"verbose", FOR_ALL, "llama-server's: __verbose in the response (the prompt as the model saw it)"},
+    {"timings_per_token", FOR_ALL, "llama-server's: timings in every stream chunk"},
+    {"return_progress", FOR_ALL, "llama-server's: prompt_progress stream events while the prompt is read"},
     {"chat_template_kwargs", FOR_CHAT, "extension: extra variables of the chat template (enable_thinking...)"},
     {"reasoning_format", FOR_CHAT, "extension: none keeps <think> in content; else reasoning_content"},
     {"input_prefix", FOR_NATIVE, "/infill: the code before the cursor"},
@@ -453,7 +457,8 @@ static int parse_limits(const serve_api *api, const cJSON *root, serve_kind kind
 
 /* stream, stream_options, cache_prompt and llama-server's return_tokens,
  * n_probs, response_fields. */
-static int parse_options(const cJSON *root, serve_kind kind, serve_call *call, serve_request *r, serve_error *err) {
+static int parse_options(const serve_api *api, const cJSON *root, serve_kind kind, serve_call *call, serve_request *r,
+                         serve_error *err) {
     if (api_get_bool(root, "stream", &call->stream, err)) return -1;
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
     if (!api_is_null(so)) {
@@ -462,6 +467,11 @@ static int parse_options(const cJSON *root, serve_kind kind, serve_call *call, s
         if (api_get_bool(so, "include_usage", &call->include_usage, err)) return -1;
     }
     r->cache_prompt = true; /* llama-server's default: reuse a slot's cached prefix */
+    call->verbose = api->verbose;
+    if (api_get_bool(root, "verbose", &call->verbose, err) ||
+        api_get_bool(root, "timings_per_token", &call->timings_per_token, err) ||
+        api_get_bool(root, "return_progress", &call->return_progress, err))
+        return -1;
     long long n_probs = 0;
     if (api_get_bool(root, "cache_prompt", &r->cache_prompt, err) || api_get_bool(root, "return_tokens", &call->return_tokens, err) ||
         api_get_int(root, "n_probs", 0, SERVE_MAX_TOP_LOGPROBS, &n_probs, err))
@@ -552,7 +562,7 @@ int serve_api_parse_at(const serve_api *api, serve_kind kind, const char *body, 
         serve_fail(err, 400, "model", NULL, "'model' must be a string");
         goto done;
     }
-    if (parse_limits(api, root, kind, &r, err) || parse_options(root, kind, call, r, err) ||
+    if (parse_limits(api, root, kind, &r, err) || parse_options(api, root, kind, call, r, err) ||
         get_stop(root, r, err) || parse_logprobs(root, kind, r, err) || parse_sampling(api, root, r, err) ||
         get_grammar(root, &grammar, &r->grammar_param, err) ||
         parse_input(api, root, kind, index, r, &grammar, err) || samplers_start(api, r, grammar, err))

@@ -16,6 +16,9 @@ bool api_is_null(const cJSON *v);
 int api_get_number(const cJSON *obj, const char *key, double lo, double hi, double *out, serve_error *err);
 int api_get_int(const cJSON *obj, const char *key, double lo, double hi, long long *out, serve_error *err);
 int api_get_bool(const cJSON *obj, const char *key, bool *out, serve_error *err);
+/* The 400 of a prompt over a slot's n_ctx positions (both llama-server's
+ * and OpenAI's error fields); returns -1. */
+int api_fail_context(serve_error *err, const char *param, long long n_prompt, int32_t n_ctx);
 /* A NUL-terminated valid UTF-8 copy of s[0..n): bad bytes become U+FFFD. */
 char *api_utf8_clean(const char *s, size_t n);
 /* Add s[0..n) to obj as a cleaned string. */

@@ -47,6 +47,31 @@ int serve_fail(serve_error *err, int status, const char *param, const char *code
     return -1;
 }
 
+/* A prompt longer than a slot: llama-server's error type and numbers
+ * (exceed_context_size_error, n_prompt_tokens, n_ctx), which its clients
+ * read, with OpenAI's code (context_length_exceeded), which the openai
+ * clients read; both fit one error object. */
+int api_fail_context(serve_error *err, const char *param, long long n_prompt, int32_t n_ctx) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "the request exceeds the available context size: the prompt has %lld tokens, a slot's context "
+             "holds %d (-c / --parallel)",
+             n_prompt, (int)n_ctx);
+    cJSON *root = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", "exceed_context_size_error");
+    if (param) cJSON_AddStringToObject(e, "param", param);
+    else cJSON_AddNullToObject(e, "param");
+    cJSON_AddStringToObject(e, "code", "context_length_exceeded");
+    cJSON_AddNumberToObject(e, "n_prompt_tokens", (double)n_prompt);
+    cJSON_AddNumberToObject(e, "n_ctx", n_ctx);
+    err->status = 400;
+    err->body = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return -1;
+}
+
 /* ------------------------------------------------------------ UTF-8 */
 
 
@@ -158,4 +183,35 @@ char *serve_sse_append(char *acc, cJSON *root) {
     }
     free(js);
     return out ? out : acc;
+}
+
+/* ------------------------------------------------------------ llama-server fields */
+
+/* The prompt as text with its special tokens written out ("<s> Once..."). */
+void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *key, const serve_request *r) {
+    int32_t n = tessera_detokenize(api->model, r->prompt, r->n_prompt, NULL, 0, false, true);
+    if (n == INT32_MIN) return;
+    if (n < 0) n = -n;
+    char *buf = malloc((size_t)n + 1);
+    if (!buf) return;
+    int32_t got = tessera_detokenize(api->model, r->prompt, r->n_prompt, buf, n + 1, false, true);
+    if (got >= 0) serve_json_add_text(o, key, buf, (size_t)got);
+    free(buf);
+}
+
+void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch) {
+    cJSON *t = cJSON_AddObjectToObject(o, "timings");
+    double first = r->t_first_ms > 0 ? r->t_first_ms : r->t_done_ms;
+    double prompt_ms = first > r->t_submit_ms ? first - r->t_submit_ms : 0.0;
+    double gen_ms = r->t_done_ms > first ? r->t_done_ms - first : 0.0;
+    int32_t evaluated = r->n_prompt - r->n_cached;
+    cJSON_AddNumberToObject(t, "cache_n", r->n_cached);
+    cJSON_AddNumberToObject(t, "prompt_n", evaluated);
+    cJSON_AddNumberToObject(t, "prompt_ms", prompt_ms);
+    cJSON_AddNumberToObject(t, "prompt_per_token_ms", evaluated > 0 ? prompt_ms / evaluated : 0.0);
+    cJSON_AddNumberToObject(t, "prompt_per_second", prompt_ms > 0 ? 1e3 * evaluated / prompt_ms : 0.0);
+    cJSON_AddNumberToObject(t, "predicted_n", ch->n_gen);
+    cJSON_AddNumberToObject(t, "predicted_ms", gen_ms);
+    cJSON_AddNumberToObject(t, "predicted_per_token_ms", ch->n_gen > 0 ? gen_ms / ch->n_gen : 0.0);
+    cJSON_AddNumberToObject(t, "predicted_per_second", gen_ms > 0 ? 1e3 * ch->n_gen / gen_ms : 0.0);
 }

@@ -70,36 +70,8 @@ static cJSON *tokens_json(const tessera_token *t, int32_t from, int32_t to) {
     return arr;
 }
 
-/* The prompt as text with its special tokens written out ("<s> Once..."). */
-static void add_prompt_text(const serve_api *api, cJSON *o, const serve_request *r) {
-    int32_t n = tessera_detokenize(api->model, r->prompt, r->n_prompt, NULL, 0, false, true);
-    if (n == INT32_MIN) return;
-    if (n < 0) n = -n;
-    char *buf = malloc((size_t)n + 1);
-    if (!buf) return;
-    int32_t got = tessera_detokenize(api->model, r->prompt, r->n_prompt, buf, n + 1, false, true);
-    if (got >= 0) serve_json_add_text(o, "prompt", buf, (size_t)got);
-    free(buf);
-}
 
 /* ------------------------------------------------------------ results */
-
-static void add_timings(cJSON *o, const serve_request *r, const serve_choice *ch) {
-    cJSON *t = cJSON_AddObjectToObject(o, "timings");
-    double first = r->t_first_ms > 0 ? r->t_first_ms : r->t_done_ms;
-    double prompt_ms = first > r->t_submit_ms ? first - r->t_submit_ms : 0.0;
-    double gen_ms = r->t_done_ms > first ? r->t_done_ms - first : 0.0;
-    int32_t evaluated = r->n_prompt - r->n_cached;
-    cJSON_AddNumberToObject(t, "cache_n", r->n_cached);
-    cJSON_AddNumberToObject(t, "prompt_n", evaluated);
-    cJSON_AddNumberToObject(t, "prompt_ms", prompt_ms);
-    cJSON_AddNumberToObject(t, "prompt_per_token_ms", evaluated > 0 ? prompt_ms / evaluated : 0.0);
-    cJSON_AddNumberToObject(t, "prompt_per_second", prompt_ms > 0 ? 1e3 * evaluated / prompt_ms : 0.0);
-    cJSON_AddNumberToObject(t, "predicted_n", ch->n_gen);
-    cJSON_AddNumberToObject(t, "predicted_ms", gen_ms);
-    cJSON_AddNumberToObject(t, "predicted_per_token_ms", ch->n_gen > 0 ? gen_ms / ch->n_gen : 0.0);
-    cJSON_AddNumberToObject(t, "predicted_per_second", gen_ms > 0 ? 1e3 * ch->n_gen / gen_ms : 0.0);
-}
 
 static void add_settings(const serve_api *api, cJSON *o, const serve_request *r, const serve_choice *ch) {
     cJSON *g = cJSON_AddObjectToObject(o, "generation_settings");
@@ -123,14 +95,14 @@ static void add_final_fields(const serve_api *api, cJSON *o, const serve_call *c
     cJSON_AddNumberToObject(o, "tokens_predicted", ch->n_gen);
     cJSON_AddNumberToObject(o, "tokens_evaluated", r->n_prompt);
     add_settings(api, o, r, ch);
-    add_prompt_text(api, o, r);
+    serve_json_add_prompt(api, o, "prompt", r);
     cJSON_AddBoolToObject(o, "has_new_line", ch->text && memchr(ch->text, '\n', ch->len) != NULL);
     cJSON_AddBoolToObject(o, "truncated", false);
     const char *st = ch->stop_type ? ch->stop_type : r->cut ? "limit" : "none";
     cJSON_AddStringToObject(o, "stop_type", st);
     cJSON_AddStringToObject(o, "stopping_word", "");
     cJSON_AddNumberToObject(o, "tokens_cached", r->n_prompt + ch->n_gen);
-    add_timings(o, r, ch);
+    serve_json_add_timings(o, r, ch);
     (void)call;
 }
 

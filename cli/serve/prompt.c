@@ -27,9 +27,7 @@ static int tokenize_text(const serve_api *api, const char *text, size_t len, boo
     if (n < 0) n = -n;
     if (n == 0) return serve_fail(err, 400, param, NULL, "'%s' gives no tokens", param);
     if (n >= api->slot_ctx)
-        return serve_fail(err, 400, param, "context_length_exceeded",
-                    "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n,
-                    api->slot_ctx);
+        return api_fail_context(err, param, n, api->slot_ctx);
     r->prompt = malloc((size_t)n * sizeof *r->prompt);
     if (!r->prompt) return serve_fail(err, 500, NULL, NULL, "out of memory");
     r->n_prompt = tessera_tokenize(api->model, text, len, r->prompt, n, add_special, true);
@@ -38,10 +36,12 @@ static int tokenize_text(const serve_api *api, const char *text, size_t len, boo
 }
 
 /* Message content: a string, null, or an array of {"type": "text", "text"}
- * parts, joined with a newline as llama-server joins them (measured: its
- * prompt for ["What is", "the best book"] has the two tokens of "\n" and
- * the unspaced "the" more than "What is the best book"). */
-static int message_text(const cJSON *content, char **out, serve_error *err) {
+ * parts, joined with sep: a newline as llama-server joins them in a message
+ * (measured: its prompt for ["What is", "the best book"] has the two tokens
+ * of "\n" and the unspaced "the" more than "What is the best book"); an
+ * assistant prefill's parts with a blank line, as llama-server's (its
+ * test_chat_template_assistant_prefill). */
+static int message_text(const cJSON *content, const char *sep, char **out, serve_error *err) {
     if (api_is_null(content)) {
         *out = strdup("");
     } else if (cJSON_IsString(content)) {
@@ -55,14 +55,17 @@ static int message_text(const cJSON *content, char **out, serve_error *err) {
             if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
                 return serve_fail(err, 400, "messages", NULL,
                             "message content parts must be {\"type\": \"text\", \"text\": ...}");
-            len += strlen(text->valuestring) + 1;
+            len += strlen(text->valuestring) + strlen(sep);
         }
         *out = malloc(len + 1);
         if (*out) {
             size_t o = 0;
             cJSON_ArrayForEach(part, content) {
                 const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
-                if (o > 0) (*out)[o++] = '\n';
+                if (o > 0) {
+                    memcpy(*out + o, sep, strlen(sep));
+                    o += strlen(sep);
+                }
                 memcpy(*out + o, t, strlen(t));
                 o += strlen(t);
             }
@@ -118,22 +121,28 @@ static void reply_rules(const serve_api *api, const cJSON *root, const serve_too
 
 /* The template variables a request adds beside messages and tools:
  * add_generation_prompt (the request's, default true), date_string (today,
- * as "28 Nov 2026"; date-aware templates print it), enable_thinking when
- * --reasoning sets it, and each key of
- * chat_template_kwargs (enable_thinking...), which may override both.
+ * as "28 Nov 2026") and datetime (as "Nov 28 2026"; date-aware templates
+ * print one of them), enable_thinking (true unless --reasoning off, as
+ * llama-server: templates that test "not enable_thinking" would otherwise
+ * close the reasoning block before the model starts it), and each key of
+ * chat_template_kwargs (enable_thinking...), which may override them.
+ * prefill: the final assistant message is continued (final_assistant), so
+ * the generation prompt is rendered whatever the request says.
  * 0, or -1 with *err filled. */
-static int add_template_extras(const serve_api *api, cJSON *vars, const cJSON *root, serve_error *err) {
+static int add_template_extras(const serve_api *api, cJSON *vars, const cJSON *root, bool prefill,
+                               serve_error *err) {
     const cJSON *agp = cJSON_GetObjectItemCaseSensitive(root, "add_generation_prompt");
     if (!api_is_null(agp) && !cJSON_IsBool(agp))
         return serve_fail(err, 400, "add_generation_prompt", NULL, "'add_generation_prompt' must be true or false");
-    char date[32];
+    char date[32], datetime[32];
     time_t now = time(NULL);
     struct tm tm;
     localtime_r(&now, &tm);
     strftime(date, sizeof date, "%d %b %Y", &tm);
-    if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", api_is_null(agp) || cJSON_IsTrue(agp)) ||
-        !cJSON_AddStringToObject(vars, "date_string", date) ||
-        (api->enable_thinking >= 0 && !cJSON_AddBoolToObject(vars, "enable_thinking", api->enable_thinking)))
+    strftime(datetime, sizeof datetime, "%b %d %Y", &tm);
+    if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", prefill || api_is_null(agp) || cJSON_IsTrue(agp)) ||
+        !cJSON_AddStringToObject(vars, "date_string", date) || !cJSON_AddStringToObject(vars, "datetime", datetime) ||
+        !cJSON_AddBoolToObject(vars, "enable_thinking", api->enable_thinking != 0))
         return serve_fail(err, 500, NULL, NULL, "out of memory");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
     if (api_is_null(kw)) return 0;
@@ -155,7 +164,7 @@ static int add_template_extras(const serve_api *api, cJSON *vars, const cJSON *r
 /* Render the template with messages m[0..k) as plain role/content and the
  * request's extras (add_template_extras). */
 static char *render_plain(const serve_api *api, const cJSON *root, const tessera_chat_message *m, int k,
-                          size_t *len, serve_error *err) {
+                          bool prefill, size_t *len, serve_error *err) {
     cJSON *vars = cJSON_CreateObject();
     cJSON *list = vars ? cJSON_AddArrayToObject(vars, "messages") : NULL;
     char *json = NULL, *text = NULL;
@@ -167,7 +176,7 @@ static char *render_plain(const serve_api *api, const cJSON *root, const tessera
     }
     if (!ok) {
         serve_fail(err, 500, NULL, NULL, "out of memory");
-    } else if (add_template_extras(api, vars, root, err) == 0) {
+    } else if (add_template_extras(api, vars, root, prefill, err) == 0) {
         json = cJSON_PrintUnformatted(vars);
         text = json ? tessera_chat_template_apply(api->tmpl, json, len) : NULL;
         if (!json) serve_fail(err, 500, NULL, NULL, "out of memory");
@@ -184,9 +193,11 @@ static char *render_plain(const serve_api *api, const cJSON *root, const tessera
  * variables: each message object as given (tool_calls, tool_call_id, name,
  * reasoning_content reach the template), its role checked ("developer" read
  * as "system") and its content reduced to text; the request's tools;
- * add_generation_prompt on. Returns the malloc'd prompt text, or NULL with
+ * add_generation_prompt on. prefill: the last message is left out (and
+ * continued by the caller). Returns the malloc'd prompt text, or NULL with
  * *err filled. */
-static char *render_messages(const serve_api *api, const cJSON *root, size_t *len, serve_error *err) {
+static char *render_messages(const serve_api *api, const cJSON *root, bool prefill, size_t *len,
+                             serve_error *err) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (api_is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required"), NULL;
     if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array"), NULL;
@@ -197,7 +208,9 @@ static char *render_messages(const serve_api *api, const cJSON *root, size_t *le
     if (!list) goto oom;
     int i = 0;
     const cJSON *msg;
+    int n_render = cJSON_GetArraySize(msgs) - (prefill ? 1 : 0);
     cJSON_ArrayForEach(msg, msgs) {
+        if (i == n_render) break;
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
         if (!cJSON_IsObject(msg) || !cJSON_IsString(role)) {
             serve_fail(err, 400, "messages", NULL, "message %d must be an object with a string 'role'", i);
@@ -211,7 +224,7 @@ static char *render_messages(const serve_api *api, const cJSON *root, size_t *le
             goto done;
         }
         char *content = NULL;
-        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &content, err) != 0) goto done;
+        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), "\n", &content, err) != 0) goto done;
         cJSON *copy = cJSON_Duplicate(msg, 1);
         cJSON *rv = cJSON_CreateString(rs), *cv = cJSON_CreateString(content);
         free(content);
@@ -234,7 +247,7 @@ static char *render_messages(const serve_api *api, const cJSON *root, size_t *le
         if (!t) goto oom;
         cJSON_AddItemToObject(vars, "tools", t);
     }
-    if (add_template_extras(api, vars, root, err) != 0) goto done;
+    if (add_template_extras(api, vars, root, prefill, err) != 0) goto done;
     json = cJSON_PrintUnformatted(vars);
     if (!json) goto oom;
     text = tessera_chat_template_apply(api->tmpl, json, len);
@@ -249,6 +262,43 @@ done:
     return text;
 }
 
+/* llama-server's assistant prefill (vLLM's and transformers'
+ * continue_final_message): a conversation that ends with an assistant
+ * message without tool calls is continued, unless add_generation_prompt or
+ * continue_final_message is false: the messages before it are rendered
+ * with the generation prompt, its text follows, and the reply is what the
+ * model writes after it. continue_final_message true with
+ * add_generation_prompt true, or without a final assistant message, and two
+ * assistant messages at the end are 400s. Returns 1 with *out (malloc'd)
+ * for a prefill, 0 for none, -1 with *err filled. */
+static int final_assistant(const cJSON *root, char **out, serve_error *err) {
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    const cJSON *cfm = cJSON_GetObjectItemCaseSensitive(root, "continue_final_message");
+    const cJSON *agp = cJSON_GetObjectItemCaseSensitive(root, "add_generation_prompt");
+    *out = NULL;
+    if (!api_is_null(cfm) && !cJSON_IsBool(cfm))
+        return serve_fail(err, 400, "continue_final_message", NULL, "'continue_final_message' must be true or false");
+    if (cJSON_IsTrue(cfm) && cJSON_IsTrue(agp))
+        return serve_fail(err, 400, "continue_final_message", NULL,
+                          "'continue_final_message' and 'add_generation_prompt' cannot both be true");
+    int n = cJSON_IsArray(msgs) ? cJSON_GetArraySize(msgs) : 0;
+    const cJSON *last = n > 0 ? cJSON_GetArrayItem(msgs, n - 1) : NULL;
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(last, "role");
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(last, "tool_calls");
+    bool assistant = cJSON_IsString(role) && !strcmp(role->valuestring, "assistant") &&
+                     (api_is_null(calls) || (cJSON_IsArray(calls) && cJSON_GetArraySize(calls) == 0));
+    if (!assistant && cJSON_IsTrue(cfm))
+        return serve_fail(err, 400, "continue_final_message", NULL,
+                          "'continue_final_message' needs a conversation that ends with an assistant message");
+    if (!assistant || cJSON_IsFalse(cfm) || (!cJSON_IsTrue(cfm) && cJSON_IsFalse(agp))) return 0;
+    const cJSON *prev_role = n > 1 ? cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, n - 2), "role") : NULL;
+    if (cJSON_IsString(prev_role) && !strcmp(prev_role->valuestring, "assistant"))
+        return serve_fail(err, 400, "messages", NULL,
+                          "the conversation ends with two assistant messages; only the last one can be continued");
+    if (message_text(cJSON_GetObjectItemCaseSensitive(last, "content"), "\n\n", out, err) != 0) return -1;
+    return 1;
+}
+
 char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err) {
     cJSON *root = cJSON_ParseWithLength(body, len);
     if (!root || !cJSON_IsObject(root)) {
@@ -257,7 +307,15 @@ char *serve_api_apply_template(const serve_api *api, const char *body, size_t le
         return NULL;
     }
     size_t n = 0;
-    char *text = render_messages(api, root, &n, err);
+    char *prefill = NULL, *text = NULL;
+    int pf = final_assistant(root, &prefill, err);
+    if (pf >= 0) text = render_messages(api, root, pf == 1, &n, err);
+    if (text && prefill) {
+        text = append(text, prefill);
+        n = text ? strlen(text) : 0;
+        if (!text) serve_fail(err, 500, NULL, NULL, "out of memory");
+    }
+    free(prefill);
     cJSON_Delete(root);
     if (!text) return NULL;
     cJSON *out = cJSON_CreateObject();
@@ -287,7 +345,7 @@ static int plain_messages(const cJSON *msgs, tessera_chat_message *m, char **tex
             return serve_fail(err, 400, "messages", NULL,
                               "message %d has role '%.32s' (system, developer, user, assistant or tool)", i, rs);
         char *content = NULL;
-        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), &content, err) != 0) return -1;
+        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), "\n", &content, err) != 0) return -1;
         const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
         if (!api_is_null(calls) && (strcmp(rs, "assistant") || !cJSON_IsArray(calls))) {
             free(content);
@@ -408,12 +466,28 @@ int api_parse_messages(const serve_api *api, const cJSON *root, serve_request *r
     size_t len = 0;
     bool native_tools =
         tools.choice != SERVE_TOOLS_NONE && strstr(tessera_chat_template_source(api->tmpl), "tools");
-    if (!m || !texts) serve_fail(err, 500, NULL, NULL, "out of memory");
-    else if (native_tools) text = render_messages(api, root, &len, err);
-    else if (plain_messages(msgs, m, texts, &k, err) == 0 &&
-             (tools.choice == SERVE_TOOLS_NONE || tools_into_system(&tools, m, texts, &k, err) == 0))
-        text = render_plain(api, root, m, k, &len, err);
+    char *prefill = NULL;
+    int pf = final_assistant(root, &prefill, err);
+    if (pf < 0) {
+    } else if (!m || !texts) {
+        serve_fail(err, 500, NULL, NULL, "out of memory");
+    } else if (native_tools) {
+        text = render_messages(api, root, pf == 1, &len, err);
+    } else if (plain_messages(msgs, m, texts, &k, err) == 0) {
+        if (pf == 1) { /* the final assistant message is continued, not rendered */
+            free(texts[--k]);
+            texts[k] = NULL;
+        }
+        if (tools.choice == SERVE_TOOLS_NONE || tools_into_system(&tools, m, texts, &k, err) == 0)
+            text = render_plain(api, root, m, k, pf == 1, &len, err);
+    }
+    if (text && prefill) {
+        text = append(text, prefill);
+        len = text ? strlen(text) : 0;
+        if (!text) serve_fail(err, 500, NULL, NULL, "out of memory");
+    }
     if (text) rc = finish_chat_prompt(api, root, r, &tools, native_tools, &text, len, grammar, err);
+    free(prefill);
     free(text);
     if (texts)
         for (int j = 0; j < n + 1; j++) free(texts[j]);
@@ -450,9 +524,7 @@ int serve_api_count_prompts(serve_kind kind, const char *body, size_t len) {
 static int prompt_push(const serve_api *api, serve_request *r, int32_t *cap, const tessera_token *t, int32_t n,
                        const char *param, serve_error *err) {
     if ((int64_t)r->n_prompt + n >= api->slot_ctx)
-        return serve_fail(err, 400, param, "context_length_exceeded",
-                          "the prompt has %lld tokens, a slot's context holds %d (-c / --parallel)",
-                          (long long)r->n_prompt + n, api->slot_ctx);
+        return api_fail_context(err, param, (long long)r->n_prompt + n, api->slot_ctx);
     if (r->n_prompt + n > *cap) {
         int32_t c = *cap ? *cap : 64;
         while (c < r->n_prompt + n) c *= 2;
@@ -476,8 +548,7 @@ static int prompt_push_text(const serve_api *api, serve_request *r, int32_t *cap
     if (n < 0) n = -n;
     if (n == 0) return 0;
     if (n >= api->slot_ctx)
-        return serve_fail(err, 400, param, "context_length_exceeded",
-                          "the prompt has %d tokens, a slot's context holds %d (-c / --parallel)", n, api->slot_ctx);
+        return api_fail_context(err, param, n, api->slot_ctx);
     tessera_token *t = malloc((size_t)n * sizeof *t);
     if (!t) return serve_fail(err, 500, NULL, NULL, "out of memory");
     int rc = tessera_tokenize(api->model, text, len, t, n, add_special, true) == n

@@ -228,6 +228,22 @@ static cJSON *choice_json(const serve_api *api, const serve_call *call, const se
     return choice;
 }
 
+/* llama-server's "__verbose" (asked by "verbose" or --verbose): the prompt
+ * as the model read it (its tokens as text, special ones written out) and
+ * each choice's whole generated text before any reasoning or tool-call
+ * split: what to look at when a template or a parser surprises. */
+static void add_verbose(const serve_api *api, cJSON *root, const serve_request *r) {
+    cJSON *v = cJSON_AddObjectToObject(root, "__verbose");
+    serve_json_add_prompt(api, v, "prompt", r);
+    cJSON_AddNumberToObject(v, "n_prompt_tokens", r->n_prompt);
+    cJSON *texts = cJSON_AddArrayToObject(v, "content");
+    for (int32_t i = 0; i < r->n_choices; i++) {
+        char *clean = api_utf8_clean(r->choices[i].text ? r->choices[i].text : "", r->choices[i].len);
+        cJSON_AddItemToArray(texts, cJSON_CreateString(clean ? clean : ""));
+        free(clean);
+    }
+}
+
 char *serve_api_response(const serve_api *api, const serve_call *call, const serve_request *r) {
     return serve_api_response_list(api, call, &r, 1);
 }
@@ -247,6 +263,8 @@ char *serve_api_response_list(const serve_api *api, const serve_call *call, cons
             cJSON_AddItemToArray(choices, choice);
         }
     add_usage_list(root, reqs, n);
+    if (n == 1) serve_json_add_timings(root, reqs[0], &reqs[0]->choices[0]); /* llama-server's */
+    if (call->verbose) add_verbose(api, root, reqs[0]);
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;
@@ -264,7 +282,11 @@ static cJSON *chunk_new(const serve_api *api, const serve_call *call, const serv
     return choice;
 }
 
-static char *chunk_finish(char *out, cJSON *root, cJSON *choice, cJSON *logprobs, const char *finish) {
+/* timed: the choice's request asked for timings_per_token (NULL: not, or
+ * the opening chunk, which llama-server sends without them). */
+static char *chunk_finish(char *out, cJSON *root, cJSON *choice, cJSON *logprobs, const char *finish,
+                          const serve_choice *timed) {
+    if (timed) serve_json_add_timings(root, timed->req, timed);
     if (logprobs) cJSON_AddItemToObject(choice, "logprobs", logprobs);
     else cJSON_AddNullToObject(choice, "logprobs");
     if (finish) cJSON_AddStringToObject(choice, "finish_reason", finish);
@@ -281,9 +303,10 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
         choice = chunk_new(api, call, ch, &root, &delta);
         cJSON_AddStringToObject(delta, "role", "assistant");
         cJSON_AddNullToObject(delta, "content"); /* as llama-server; the openai client reads null as none */
-        out = chunk_finish(out, root, choice, NULL, NULL);
+        out = chunk_finish(out, root, choice, NULL, NULL, NULL);
     }
     ch->opened = true;
+    const serve_choice *timed = call->timings_per_token ? ch : NULL;
     if (ch->closed) return out;
     const char *text = ch->text ? ch->text : "";
     size_t lp_to = r->top_logprobs >= 0 ? entries_ready(ch, final) : 0;
@@ -296,7 +319,7 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
             choice = chunk_new(api, call, ch, &root, &delta);
             api_add_text(choice, "text", text + ch->sent_content, to - ch->sent_content);
             ch->sent_content = to;
-            out = chunk_finish(out, root, choice, lp, NULL);
+            out = chunk_finish(out, root, choice, lp, NULL, timed);
             lp = NULL;
         }
     } else {
@@ -323,20 +346,20 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
             if (new_c) api_add_text(delta, "content", content + ch->sent_content, content_len - ch->sent_content);
             if (new_r) ch->sent_reasoning = r_len;
             if (new_c) ch->sent_content = content_len;
-            out = chunk_finish(out, root, choice, lp, NULL);
+            out = chunk_finish(out, root, choice, lp, NULL, timed);
             lp = NULL;
         }
         if (final && rp.n_calls > 0) {
             choice = chunk_new(api, call, ch, &root, &delta);
             add_tool_calls(delta, call, ch, &rp, true);
-            out = chunk_finish(out, root, choice, NULL, NULL);
+            out = chunk_finish(out, root, choice, NULL, NULL, timed);
         }
     }
     cJSON_Delete(lp);
     if (final) {
         choice = chunk_new(api, call, ch, &root, &delta);
         if (!chat) api_add_text(choice, "text", "", 0);
-        out = chunk_finish(out, root, choice, NULL, finish_of(ch, chat ? &rp : NULL));
+        out = chunk_finish(out, root, choice, NULL, finish_of(ch, chat ? &rp : NULL), timed);
         ch->closed = true;
     }
     tessera_tool_reply_free(&rp.parsed);
@@ -387,6 +410,7 @@ char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_
                                      call->kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion");
             cJSON_AddArrayToObject(u, "choices");
             add_usage(u, r);
+            serve_json_add_timings(u, r, &r->choices[0]); /* as llama-server's last chunk */
             out = serve_sse_append(out, u);
         }
         out = concat_free(out, strdup("data: [DONE]\n\n"));

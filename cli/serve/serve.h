@@ -301,7 +301,8 @@ typedef struct serve_api {
     struct serve_embed *embed;   /* --embeddings / --reranking endpoints (embed_api.h); NULL: none */
     const tessera_sampler_params *sampling; /* the server's defaults (--temp, ...); NULL: the library's */
     const char *reasoning_format; /* --reasoning-format: "none" keeps <think> in content; NULL: split */
-    int enable_thinking;         /* --reasoning: 1 on, 0 off (the template's enable_thinking), -1 auto (unset) */
+    int enable_thinking;         /* --reasoning: 1 on, 0 off (the template's enable_thinking), -1 auto (on) */
+    bool verbose;                /* --verbose: every response carries __verbose (a request's "verbose" wins) */
 } serve_api;
 
 /* What a parsed request asks beyond generation. */
@@ -314,6 +315,9 @@ typedef struct serve_call {
     int32_t n_probs;     /* native: completion_probabilities with this many alternatives; 0: none */
     char response_fields[512]; /* native: JSON array text of the fields to keep; "": all */
     int32_t prompt_index;  /* which of a list of prompts this request is */
+    bool verbose;          /* __verbose in the response: the prompt as text, the raw reply */
+    bool timings_per_token; /* llama-server's timings in each stream chunk */
+    bool return_progress;  /* llama-server's prompt_progress stream events */
     char id[48];
     long long created;
     char ignored[160];   /* fields not known, comma-separated (for the request log) */
@@ -389,6 +393,11 @@ struct cJSON *serve_json_add_text(struct cJSON *obj, const char *key, const char
  * empty); acc as it was when out of memory. A server-sent event. */
 char *serve_sse_append(char *acc, struct cJSON *event);
 bool serve_utf8_valid(const char *s, size_t n);
+/* r's prompt as text, its special tokens written out ("<s> Once..."), as
+ * key of o (native.c). */
+void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *key, const serve_request *r);
+/* llama-server's "timings" of r (prompt) and ch (generation) so far. */
+void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch);
 /* The bytes of token t (up to cap); its length. */
 size_t serve_token_piece(const serve_api *api, tessera_token t, char *buf, size_t cap);
 

@@ -117,7 +117,7 @@ FLAGS = {
     "--ubatch-size": (None, True), "-ub": (None, True),
     "--cont-batching": (None, False), "--kv-unified": (None, False),
     "--offline": (None, False), "--jinja": (None, False), "--no-jinja": (None, False),
-    "--verbose": (None, False), "--tags": ("--tags", True),
+    "--verbose": ("--verbose", False), "--tags": ("--tags", True),
     "--no-mmproj": (None, False),
     "--embedding": ("--embeddings", False), "--embeddings": ("--embeddings", False),
     "--reranking": ("--reranking", False), "--rerank": ("--reranking", False),

@@ -443,8 +443,6 @@ static int parse_limits(const serve_api *api, const cJSON *root, serve_kind kind
     if (best_of && best_of != 1 && best_of != n)
         return serve_fail(err, 400, "best_of", "unsupported_parameter",
                           "'best_of' other than 1 or n is not implemented");
-    if (id_slot >= 0 && n > 1)
-        return serve_fail(err, 400, "id_slot", NULL, "'id_slot' names one slot; 'n' %lld needs %lld", n, n);
     if (max_tokens < 0 && api->default_max_tokens > 0) max_tokens = api->default_max_tokens;
     if (n_predict && api->default_max_tokens > 0 && max_tokens > api->default_max_tokens)
         max_tokens = api->default_max_tokens;
@@ -532,6 +530,18 @@ static int parse_input(const serve_api *api, const cJSON *root, serve_kind kind,
     return api_parse_prompt(api, root, index, r, err);
 }
 
+char *serve_api_input_tokens(const serve_api *api, const char *body, size_t len, serve_error *err) {
+    serve_call call;
+    serve_request *r = NULL;
+    if (serve_api_parse(api, SERVE_CHAT, body, len, &call, &r, err) != 0) return NULL;
+    char out[64];
+    snprintf(out, sizeof out, "{\"input_tokens\":%d}", (int)r->n_prompt);
+    serve_request_free(r);
+    char *s = strdup(out);
+    if (!s) serve_fail(err, 500, NULL, NULL, "out of memory");
+    return s;
+}
+
 int serve_api_parse(const serve_api *api, serve_kind kind, const char *body, size_t len, serve_call *call,
                     serve_request **out, serve_error *err) {
     return serve_api_parse_at(api, kind, body, len, 0, call, out, err);
@@ -567,6 +577,7 @@ int serve_api_parse_at(const serve_api *api, serve_kind kind, const char *body, 
         get_grammar(root, &grammar, &r->grammar_param, err) ||
         parse_input(api, root, kind, index, r, &grammar, err) || samplers_start(api, r, grammar, err))
         goto done;
+    r->want_progress = call->return_progress && call->stream;
     const cJSON *ptc = cJSON_GetObjectItemCaseSensitive(root, "parallel_tool_calls");
     call->single_tool_call = cJSON_IsFalse(ptc);
 

@@ -199,19 +199,48 @@ void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *ke
     free(buf);
 }
 
-void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch) {
-    cJSON *t = cJSON_AddObjectToObject(o, "timings");
-    double first = r->t_first_ms > 0 ? r->t_first_ms : r->t_done_ms;
-    double prompt_ms = first > r->t_submit_ms ? first - r->t_submit_ms : 0.0;
-    double gen_ms = r->t_done_ms > first ? r->t_done_ms - first : 0.0;
-    int32_t evaluated = r->n_prompt - r->n_cached;
-    cJSON_AddNumberToObject(t, "cache_n", r->n_cached);
-    cJSON_AddNumberToObject(t, "prompt_n", evaluated);
+static double mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* the engine's clock */
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void timings_put(cJSON *t, int32_t cached, int32_t prompt_n, double prompt_ms, int32_t gen_n, double gen_ms) {
+    /* the first token comes from the prompt's last batch: the generation
+     * rate is over the decode steps after it, as llama-server's */
+    int32_t steps = gen_n > 1 ? gen_n - 1 : 0;
+    cJSON_AddNumberToObject(t, "cache_n", cached);
+    cJSON_AddNumberToObject(t, "prompt_n", prompt_n);
     cJSON_AddNumberToObject(t, "prompt_ms", prompt_ms);
-    cJSON_AddNumberToObject(t, "prompt_per_token_ms", evaluated > 0 ? prompt_ms / evaluated : 0.0);
-    cJSON_AddNumberToObject(t, "prompt_per_second", prompt_ms > 0 ? 1e3 * evaluated / prompt_ms : 0.0);
-    cJSON_AddNumberToObject(t, "predicted_n", ch->n_gen);
+    cJSON_AddNumberToObject(t, "prompt_per_token_ms", prompt_n > 0 ? prompt_ms / prompt_n : 0.0);
+    cJSON_AddNumberToObject(t, "prompt_per_second", prompt_ms > 0 ? 1e3 * prompt_n / prompt_ms : 0.0);
+    cJSON_AddNumberToObject(t, "predicted_n", gen_n);
     cJSON_AddNumberToObject(t, "predicted_ms", gen_ms);
-    cJSON_AddNumberToObject(t, "predicted_per_token_ms", ch->n_gen > 0 ? gen_ms / ch->n_gen : 0.0);
-    cJSON_AddNumberToObject(t, "predicted_per_second", gen_ms > 0 ? 1e3 * ch->n_gen / gen_ms : 0.0);
+    cJSON_AddNumberToObject(t, "predicted_per_token_ms", steps > 0 ? gen_ms / steps : 0.0);
+    cJSON_AddNumberToObject(t, "predicted_per_second", steps > 0 && gen_ms > 0 ? 1e3 * steps / gen_ms : 0.0);
+}
+
+/* Prompt: from the slot's start to the first token; generation: from
+ * there to the end (or now, for a stream chunk). */
+void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch) {
+    double now = r->t_done_ms > 0 ? r->t_done_ms : mono_ms();
+    double start = r->t_start_ms > 0 ? r->t_start_ms : r->t_submit_ms;
+    double first = r->t_first_ms > 0 ? r->t_first_ms : now;
+    timings_put(cJSON_AddObjectToObject(o, "timings"), r->n_cached, r->n_prompt - r->n_cached,
+                first > start ? first - start : 0.0, ch->n_gen, r->t_first_ms > 0 ? now - r->t_first_ms : 0.0);
+}
+
+/* The next unsent prompt mark of r as llama-server's "prompt_progress"
+ * (and its "timings" when timed) into o; false when none is left. Call
+ * under the engine lock. */
+bool serve_json_add_progress(struct cJSON *o, serve_request *r, bool timed) {
+    if (r->sent_marks >= r->n_marks) return false;
+    const serve_prompt_mark *m = &r->marks[r->sent_marks++];
+    cJSON *p = cJSON_AddObjectToObject(o, "prompt_progress");
+    cJSON_AddNumberToObject(p, "total", r->n_prompt);
+    cJSON_AddNumberToObject(p, "cache", r->n_cached);
+    cJSON_AddNumberToObject(p, "processed", m->processed);
+    cJSON_AddNumberToObject(p, "time_ms", m->ms);
+    if (timed) timings_put(cJSON_AddObjectToObject(o, "timings"), r->n_cached, m->processed - r->n_cached, m->ms, 0, 0.0);
+    return true;
 }

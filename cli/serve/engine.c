@@ -30,6 +30,7 @@ typedef struct serve_slot {
     int32_t n_fed;      /* prompt tokens decoded (or reused) */
     tessera_token next; /* sampled, not yet decoded */
     bool has_next;
+    bool fed_prompt;    /* the batch being decoded holds prompt tokens of it */
     double t_start_ms;
     /* The tokens at positions 0..n_past-1 of the slot's sequence (slot_ctx
      * of room). A cache_prompt request leaves them in the cache when it
@@ -49,6 +50,7 @@ struct serve_engine {
     int32_t q_head, q_len, q_cap;
     serve_metrics m;
     double t_start_ms;
+    long long start_unix; /* wall-clock seconds at creation (/metrics' Process-Start-Time-Unix) */
     serve_slot_action *action;  /* posted by an HTTP thread, run by the engine */
     pthread_cond_t action_done;
     /* batch scratch (engine thread only) */
@@ -103,6 +105,7 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
     pthread_cond_init(&e->wake, NULL);
     pthread_cond_init(&e->action_done, NULL);
     e->t_start_ms = now_ms();
+    e->start_unix = (long long)time(NULL);
     return e;
 }
 
@@ -110,6 +113,7 @@ void serve_engine_lock(serve_engine *e) { pthread_mutex_lock(&e->mu); }
 void serve_engine_unlock(serve_engine *e) { pthread_mutex_unlock(&e->mu); }
 int32_t serve_engine_slot_ctx(const serve_engine *e) { return e->p.slot_ctx; }
 int32_t serve_engine_n_slots(const serve_engine *e) { return e->p.n_slots; }
+long long serve_engine_start_unix(const serve_engine *e) { return e->start_unix; }
 
 /* Drop one holder of r (lock held); the last frees it. */
 static void request_unref(serve_request *r) {
@@ -129,6 +133,10 @@ static void choice_finish(serve_engine *e, serve_choice *ch, const char *reason)
         r->state = SERVE_DONE;
         r->t_done_ms = now_ms();
         if (!r->error[0] && !r->cancelled) e->m.completions++;
+        if (r->t_first_ms > 0) { /* llama-server's prompt and generation seconds */
+            e->m.prompt_ms += r->t_first_ms - r->t_start_ms;
+            e->m.gen_ms += r->t_done_ms - r->t_first_ms;
+        }
     }
     pthread_cond_broadcast(&r->cond);
 }
@@ -193,6 +201,23 @@ static int32_t pick_slot(serve_engine *e, const serve_request *r, int32_t *reuse
     return best;
 }
 
+/* return_progress: record where r's prompt stands (lock held); a stream
+ * sends one prompt_progress event per mark. Out of memory drops the mark. */
+static void prompt_mark(serve_request *r, int32_t processed) {
+    if (r->n_marks == r->cap_marks) {
+        int32_t cap = r->cap_marks ? r->cap_marks * 2 : 8;
+        serve_prompt_mark *m = realloc(r->marks, (size_t)cap * sizeof *m);
+        if (!m) return;
+        r->marks = m;
+        r->cap_marks = cap;
+    }
+    /* the first mark is the slot's start: nothing read yet, no time */
+    r->marks[r->n_marks] = (serve_prompt_mark){processed, r->n_marks ? now_ms() - r->t_start_ms : 0.0};
+    r->n_marks++;
+    r->progress++;
+    pthread_cond_broadcast(&r->cond);
+}
+
 /* Free finished and abandoned slots; fill free slots from the queue. */
 static void schedule(serve_engine *e) {
     for (int32_t i = 0; i < e->p.n_slots; i++) {
@@ -236,7 +261,12 @@ static void schedule(serve_engine *e) {
         ch->state = SERVE_RUNNING;
         ch->slot = i;
         r->state = SERVE_RUNNING;
-        if (ch->index == 0) r->n_cached = reuse;
+        if (ch->index == 0) {
+            r->n_cached = reuse;
+            r->t_start_ms = s->t_start_ms;
+            e->m.prompt_tokens_cached += (uint64_t)reuse;
+            if (r->want_progress) prompt_mark(r, reuse);
+        }
         e->m.slots_busy++;
     }
     e->m.queued = e->q_len;
@@ -272,6 +302,7 @@ static int32_t build_batch(serve_engine *e) {
             s->cached[s->n_fed] = r->prompt[s->n_fed];
             s->n_fed++;
             s->n_past = s->n_fed;
+            s->fed_prompt = true;
             e->m.prompt_tokens++;
             n++;
         }
@@ -454,6 +485,19 @@ int serve_engine_slot_action(serve_engine *e, serve_slot_action *a) {
     return a->status == 200 ? 0 : -1;
 }
 
+/* After a decode (lock held): the per-decode metrics, and the prompt marks
+ * of the first choices whose prompt tokens it held. */
+static void step_done(serve_engine *e, bool ok) {
+    for (int32_t i = 0; i < e->p.n_slots; i++) {
+        serve_slot *s = &e->slots[i];
+        if (!s->ch) continue;
+        e->m.busy_slot_steps++;
+        if (s->n_past > e->m.n_tokens_max) e->m.n_tokens_max = s->n_past;
+        if (s->fed_prompt && ok && s->ch->index == 0 && s->ch->req->want_progress) prompt_mark(s->ch->req, s->n_fed);
+        s->fed_prompt = false;
+    }
+}
+
 static void *engine_main(void *arg) {
     serve_engine *e = arg;
     pthread_mutex_lock(&e->mu);
@@ -480,6 +524,7 @@ static void *engine_main(void *arg) {
         e->m.batch_tokens += (uint64_t)n;
         e->m.decode_ms += dt;
         e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
+        step_done(e, rc == 0);
         int32_t row = 0;
         for (int32_t k = 0; k < n; k++) {
             if (!e->b_want[k]) continue;
@@ -654,6 +699,7 @@ int32_t serve_engine_slot_info(serve_engine *e, serve_slot_info *out, int32_t ma
         if (s->ch) {
             out[i].n_prompt = s->ch->req->n_prompt;
             out[i].n_gen = s->ch->n_gen;
+            out[i].n_remain = s->ch->req->max_tokens >= 0 ? s->ch->req->max_tokens - s->ch->n_gen : -1;
             out[i].cache_prompt = s->ch->req->cache_prompt;
         }
     }

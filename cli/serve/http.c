@@ -399,6 +399,28 @@ static char *render_metrics(serve_http *h) {
     return serve_metrics_render(&m, up, serve_engine_n_slots(h->e), &len);
 }
 
+/* GET /metrics: the Prometheus text, with llama-server's
+ * Process-Start-Time-Unix header (the engine's start: scrapers see restarts). */
+static enum MHD_Result send_metrics(serve_http *h, struct MHD_Connection *c) {
+    char *body = render_metrics(h);
+    if (!body) return send_body(h, c, 500, NULL, "application/json");
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    char start[32];
+    snprintf(start, sizeof start, "%lld", h->e ? serve_engine_start_unix(h->e) : (long long)time(NULL));
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
+    MHD_add_response_header(resp, "Process-Start-Time-Unix", start);
+    add_cors(h, resp);
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    if (h->e) serve_engine_count_status(h->e, MHD_HTTP_OK);
+    if (tl_conn) tl_conn->log.status = MHD_HTTP_OK;
+    return rc;
+}
+
 static gate_conn *conn_gate(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
@@ -439,6 +461,7 @@ static enum MHD_Result handle_text_tool(serve_http *h, struct MHD_Connection *c,
     const char *body = cs->body ? cs->body : "";
     char *out = !strcmp(url, "/apply-template") ? serve_api_apply_template(h->api, body, cs->len, &err)
                 : !strcmp(url, "/tokenize")     ? serve_native_tokenize(h->api, body, cs->len, &err)
+                : strstr(url, "/input_tokens")  ? serve_api_input_tokens(h->api, body, cs->len, &err)
                                                 : serve_native_detokenize(h->api, body, cs->len, &err);
     return out ? send_json(h, c, 200, out) : send_json(h, c, err.status, err.body);
 }
@@ -507,7 +530,8 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
     serve_kind kind;
     if (is_generation(url, &kind))
         return post ? handle_generate(h, c, kind, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
-    if (!strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize"))
+    if (!strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
+        !strcmp(url, "/v1/chat/completions/input_tokens") || !strcmp(url, "/chat/completions/input_tokens"))
         return post ? handle_text_tool(h, c, url, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models"))
         return get ? send_json(h, c, 200, serve_api_models(h->api))
@@ -535,7 +559,7 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
     if (!strcmp(url, "/metrics") && h->p.no_metrics) /* llama-server's answer: not supported */
         return send_error(h, c, 501, "the metrics endpoint is off (--no-metrics)", "not_supported_error", NULL);
     if (!strcmp(url, "/metrics"))
-        return get ? send_body(h, c, 200, render_metrics(h), "text/plain; version=0.0.4")
+        return get ? send_metrics(h, c)
                    : send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
     char msg[160];
     snprintf(msg, sizeof msg, "no endpoint %.100s", url);

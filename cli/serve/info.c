@@ -68,8 +68,13 @@ char *serve_api_slots(const serve_api *api, serve_engine *e) {
         cJSON_AddBoolToObject(s, "is_processing", info[i].busy);
         cJSON_AddNumberToObject(s, "n_past", info[i].n_past);
         cJSON_AddBoolToObject(s, "cache_prompt", info[i].cache_prompt);
-        cJSON *next = cJSON_AddObjectToObject(s, "next_token");
+        /* llama-server's shape: one entry per sequence of the slot; an idle
+         * slot has no budget (n_remain -1) and nothing decoded */
+        cJSON *next = cJSON_CreateObject();
         if (next) {
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(s, "next_token"), next);
+            cJSON_AddBoolToObject(next, "has_next_token", info[i].busy);
+            cJSON_AddNumberToObject(next, "n_remain", info[i].busy ? info[i].n_remain : -1);
             cJSON_AddNumberToObject(next, "n_prompt_tokens", info[i].n_prompt);
             cJSON_AddNumberToObject(next, "n_decoded", info[i].n_gen);
         }

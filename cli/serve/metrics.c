@@ -43,6 +43,37 @@ static void metric(text_buf *b, const char *name, const char *type, const char *
     put(b, "# HELP tessera_%s %s\n# TYPE tessera_%s %s\ntessera_%s %.6g\n", name, help, name, type, name, v);
 }
 
+static void llamacpp(text_buf *b, const char *name, const char *type, const char *help, double v) {
+    put(b, "# HELP llamacpp:%s %s\n# TYPE llamacpp:%s %s\nllamacpp:%s %.17g\n", name, help, name, type, name, v);
+}
+
+/* llama-server's metric names, for the dashboards and alerts written
+ * against it: the same counters as ours where both have them. Tessera does
+ * no speculative decoding: its draft counters stay 0. */
+static void llamacpp_metrics(text_buf *b, const serve_metrics *m) {
+    double prompt_s = m->prompt_ms / 1e3, gen_s = m->gen_ms / 1e3;
+    llamacpp(b, "prompt_tokens_total", "counter", "Number of prompt tokens processed.", (double)m->prompt_tokens);
+    llamacpp(b, "prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's cache.",
+             (double)m->prompt_tokens_cached);
+    llamacpp(b, "prompt_seconds_total", "counter", "Prompt process time.", prompt_s);
+    llamacpp(b, "tokens_predicted_total", "counter", "Number of generation tokens processed.",
+             (double)m->gen_tokens);
+    llamacpp(b, "tokens_predicted_seconds_total", "counter", "Predict process time.", gen_s);
+    llamacpp(b, "n_decode_total", "counter", "Total number of llama_decode() calls.", (double)m->steps);
+    llamacpp(b, "n_tokens_max", "counter", "Largest observed n_tokens.", m->n_tokens_max);
+    llamacpp(b, "spec_decode_num_draft_tokens_total", "counter", "Draft tokens (no speculative decoding: 0).", 0);
+    llamacpp(b, "spec_decode_num_accepted_tokens_total", "counter", "Accepted draft tokens (0).", 0);
+    llamacpp(b, "spec_decode_num_drafts_total", "counter", "Drafts (0).", 0);
+    llamacpp(b, "prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+             prompt_s > 0 ? (double)m->prompt_tokens / prompt_s : 0.0);
+    llamacpp(b, "predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
+             gen_s > 0 ? (double)m->gen_tokens / gen_s : 0.0);
+    llamacpp(b, "requests_processing", "gauge", "Number of requests processing.", m->slots_busy);
+    llamacpp(b, "requests_deferred", "gauge", "Number of requests deferred.", m->queued);
+    llamacpp(b, "n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call.",
+             m->steps ? (double)m->busy_slot_steps / (double)m->steps : 0.0);
+}
+
 char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_slots, size_t *len) {
     text_buf b = {.cap = 4096};
     b.s = malloc(b.cap);
@@ -78,6 +109,7 @@ char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_s
            (double)m->conn_timeouts);
     metric(&b, "bad_request_lines_total", "counter", "Malformed request lines refused.",
            (double)m->bad_request_lines);
+    llamacpp_metrics(&b, m);
     if (b.oom) {
         free(b.s);
         return NULL;

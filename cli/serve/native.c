@@ -178,6 +178,14 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
     }
     bool final = ch->state == SERVE_DONE;
     char *out = NULL;
+    for (;;) { /* return_progress: prompt_progress events with no content */
+        cJSON *o = partial(call, ch, "", 0);
+        if (!serve_json_add_progress(o, r, call->timings_per_token)) {
+            cJSON_Delete(o);
+            break;
+        }
+        out = serve_sse_append(out, o);
+    }
     if (call->n_probs > 0) {
         size_t to = ch->n_lp;
         while (!final && to > ch->sent_lp && ch->lp[to - 1].offset + ch->lp[to - 1].len > ch->n_ready) to--;
@@ -188,6 +196,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
             cJSON *o = partial(call, ch, ch->text + at, end - at);
             cJSON_AddItemToObject(o, "completion_probabilities", probs_json(api, ch, i, i + 1));
             cJSON_AddItemToObject(o, "tokens", tokens_json(&lp->token, 0, 1));
+            if (call->timings_per_token) serve_json_add_timings(o, r, ch);
             out = serve_sse_append(out, o);
             ch->sent_content = end;
         }
@@ -197,6 +206,7 @@ char *serve_native_stream_next(const serve_api *api, const serve_call *call, ser
         if (to > ch->sent_content) {
             cJSON *o = partial(call, ch, ch->text + ch->sent_content, to - ch->sent_content);
             cJSON_AddItemToObject(o, "tokens", tokens_json(ch->toks, ch->sent_toks, ch->n_toks));
+            if (call->timings_per_token) serve_json_add_timings(o, r, ch);
             out = serve_sse_append(out, o);
             ch->sent_content = to;
             ch->sent_toks = ch->n_toks;

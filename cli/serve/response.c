@@ -403,6 +403,15 @@ char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_
         *finished = true;
         return concat_free(ev, strdup("data: [DONE]\n\n"));
     }
+    for (;;) { /* return_progress: llama-server's prompt_progress chunks, without choices */
+        cJSON *ev = response_head(api, call, call->kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion");
+        cJSON_AddArrayToObject(ev, "choices");
+        if (!serve_json_add_progress(ev, r, call->timings_per_token)) {
+            cJSON_Delete(ev);
+            break;
+        }
+        out = serve_sse_append(out, ev);
+    }
     for (int32_t i = 0; i < r->n_choices; i++) out = choice_events(api, call, r, &r->choices[i], out);
     if (r->state == SERVE_DONE) {
         if (call->include_usage) {

@@ -53,6 +53,13 @@ typedef struct serve_logprob {
 
 struct serve_request;
 
+/* llama-server's return_progress: where reading the prompt stood after
+ * each batch (the first mark: before any, with the cached tokens). */
+typedef struct serve_prompt_mark {
+    int32_t processed; /* prompt tokens in the slot: cached plus decoded */
+    double ms;         /* since the slot started on the prompt */
+} serve_prompt_mark;
+
 /* One of the request's `n` choices: its own sequence in its own slot. */
 typedef struct serve_choice {
     struct serve_request *req;
@@ -101,6 +108,7 @@ typedef struct serve_request {
     int32_t id_slot;           /* llama-server's id_slot: run in that slot only; -1: any */
     int32_t top_logprobs;      /* -1: no logprobs; else alternatives per token (0..20) */
     const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
+    bool want_progress;        /* return_progress: the engine records prompt marks */
     serve_reply_rules rules;
     serve_choice *choices;
     int32_t n_choices;
@@ -117,6 +125,10 @@ typedef struct serve_request {
     int refs;                  /* holders: the HTTP thread and each choice the engine holds */
     pthread_cond_t cond;       /* signalled on progress and when done */
     double t_submit_ms, t_first_ms, t_done_ms;
+    double t_start_ms;         /* when its first choice got a slot (the prompt's timings start) */
+    serve_prompt_mark *marks;  /* want_progress: one per batch of its first choice's prompt */
+    int32_t n_marks, cap_marks;
+    int32_t sent_marks;        /* marks a stream has sent (the HTTP thread, under the lock) */
 } serve_request;
 
 /* A request with n choices (samplers not made yet); NULL when out of memory. */
@@ -163,8 +175,13 @@ typedef struct serve_metrics {
     uint64_t requests[6];     /* by status class: [2] 2xx, [4] 4xx, [5] 5xx */
     uint64_t completions;     /* requests that finished generating */
     uint64_t cancelled;       /* dropped because the client went away */
-    uint64_t prompt_tokens;
+    uint64_t prompt_tokens;   /* decoded (cached ones not) */
+    uint64_t prompt_tokens_cached; /* reused from a slot's cache */
     uint64_t gen_tokens;
+    double prompt_ms;         /* requests' prompt times (slot start to first token) */
+    double gen_ms;            /* requests' generation times (first token to the end) */
+    uint64_t busy_slot_steps; /* slots with a row in each decode, summed over decodes */
+    int32_t n_tokens_max;     /* the most positions one slot has held */
     uint64_t steps;           /* decode calls */
     uint64_t batch_tokens;    /* tokens over all decode calls */
     double decode_ms;         /* time inside decode calls */
@@ -222,6 +239,7 @@ void serve_engine_count_status(serve_engine *e, int status);
 void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms);
 int32_t serve_engine_slot_ctx(const serve_engine *e);
 int32_t serve_engine_n_slots(const serve_engine *e);
+long long serve_engine_start_unix(const serve_engine *e);
 
 /* Prometheus text of the metrics into a malloc'd string. */
 char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_slots, size_t *len);
@@ -360,6 +378,9 @@ char *serve_api_model(const serve_api *api, const char *id);
 /* POST /apply-template (as llama-server): the body's messages (and tools)
  * through the chat template, as {"prompt": "..."}; NULL with *err filled. */
 char *serve_api_apply_template(const serve_api *api, const char *body, size_t len, serve_error *err);
+/* POST /v1/chat/completions/input_tokens (llama-server's): a chat request's
+ * prompt tokens, {"input_tokens": N}, generating nothing; NULL with *err. */
+char *serve_api_input_tokens(const serve_api *api, const char *body, size_t len, serve_error *err);
 
 /* The HTTP status of a request whose grammar failed (setting it up or
  * matching): out of memory is the server's, 500; anything else (too
@@ -398,6 +419,9 @@ bool serve_utf8_valid(const char *s, size_t n);
 void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *key, const serve_request *r);
 /* llama-server's "timings" of r (prompt) and ch (generation) so far. */
 void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch);
+/* The next prompt_progress of r not yet sent (with timings when timed)
+ * into o; false when none is left. Under the engine lock. */
+bool serve_json_add_progress(struct cJSON *o, serve_request *r, bool timed);
 /* The bytes of token t (up to cap); its length. */
 size_t serve_token_piece(const serve_api *api, tessera_token t, char *buf, size_t cap);
 
@@ -462,6 +486,7 @@ typedef struct serve_slot_info {
     bool busy;
     int32_t n_past;             /* positions the slot holds in the cache */
     int32_t n_prompt, n_gen;    /* of the request in it (0 when idle) */
+    int32_t n_remain;           /* tokens it may still generate (-1: no limit, or idle) */
     bool cache_prompt;
 } serve_slot_info;
 

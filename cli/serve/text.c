@@ -34,6 +34,7 @@ void serve_request_free(serve_request *r) {
         free(r->choices[i].toks);
     }
     free(r->choices);
+    free(r->marks);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     for (int i = 0; i < r->rules.n_tool_names; i++) free(r->rules.tool_names[i]);
     free(r->rules.tool_names);

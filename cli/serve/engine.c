@@ -402,14 +402,20 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
         choice_finish(e, ch, "stop");
         return;
     }
-    if (s->n_past >= e->p.slot_ctx && e->p.context_shift && !(r->max_tokens >= 0 && ch->n_gen >= r->max_tokens)) {
+    /* A slot holds slot_ctx tokens, prompt and output together (llama-server's
+     * count: the last token sampled would take the last position). */
+    bool full = s->n_past + 1 >= e->p.slot_ctx;
+    if (full && e->p.context_shift && !(r->max_tokens >= 0 && ch->n_gen >= r->max_tokens)) {
         char msg[300];
         if (slot_shift(e, i, msg, sizeof msg) != 0) {
             request_finish(e, r, msg);
             return;
         }
+        ch->truncated = true;
+        full = s->n_past + 1 >= e->p.slot_ctx;
     }
-    if ((r->max_tokens >= 0 && ch->n_gen >= r->max_tokens) || s->n_past >= e->p.slot_ctx) {
+    if (full) ch->truncated = true;
+    if ((r->max_tokens >= 0 && ch->n_gen >= r->max_tokens) || full) {
         ch->stop_type = "limit";
         choice_finish(e, ch, "length");
         return;

@@ -97,7 +97,7 @@ static void add_final_fields(const serve_api *api, cJSON *o, const serve_call *c
     add_settings(api, o, r, ch);
     serve_json_add_prompt(api, o, "prompt", r);
     cJSON_AddBoolToObject(o, "has_new_line", ch->text && memchr(ch->text, '\n', ch->len) != NULL);
-    cJSON_AddBoolToObject(o, "truncated", false);
+    cJSON_AddBoolToObject(o, "truncated", ch->truncated);
     const char *st = ch->stop_type ? ch->stop_type : r->cut ? "limit" : "none";
     cJSON_AddStringToObject(o, "stop_type", st);
     cJSON_AddStringToObject(o, "stopping_word", "");

@@ -119,6 +119,22 @@ static void reply_rules(const serve_api *api, const cJSON *root, const serve_too
                                       : TESSERA_TOOLS_HERMES;
 }
 
+/* vars' "functions": the request's tools' "function" objects as JSON text
+ * ("[]" without tools). 0, or -1 when out of memory. */
+static int add_functions_text(cJSON *vars, const cJSON *root) {
+    cJSON *list = cJSON_CreateArray();
+    const cJSON *tool;
+    cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(root, "tools")) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
+        if (cJSON_IsObject(fn) && list) cJSON_AddItemToArray(list, cJSON_Duplicate(fn, 1));
+    }
+    char *text = list ? cJSON_PrintUnformatted(list) : NULL;
+    cJSON_Delete(list);
+    bool ok = text && cJSON_AddStringToObject(vars, "functions", text);
+    free(text);
+    return ok ? 0 : -1;
+}
+
 /* The template variables a request adds beside messages and tools:
  * add_generation_prompt (the request's, default true), date_string (today,
  * as "28 Nov 2026") and datetime (as "Nov 28 2026"; date-aware templates
@@ -126,7 +142,9 @@ static void reply_rules(const serve_api *api, const cJSON *root, const serve_too
  * llama-server: templates that test "not enable_thinking" would otherwise
  * close the reasoning block before the model starts it), and each key of
  * chat_template_kwargs (enable_thinking...), which may override them.
- * prefill: the final assistant message is continued (final_assistant), so
+ * Templates that write "+ functions" (Firefunction v2) get the offered
+ * tools' function objects as JSON text in functions, as llama-server
+ * gives them. prefill: the final assistant message is continued (final_assistant), so
  * the generation prompt is rendered whatever the request says.
  * 0, or -1 with *err filled. */
 static int add_template_extras(const serve_api *api, cJSON *vars, const cJSON *root, bool prefill,
@@ -143,6 +161,8 @@ static int add_template_extras(const serve_api *api, cJSON *vars, const cJSON *r
     if (!cJSON_AddBoolToObject(vars, "add_generation_prompt", prefill || api_is_null(agp) || cJSON_IsTrue(agp)) ||
         !cJSON_AddStringToObject(vars, "date_string", date) || !cJSON_AddStringToObject(vars, "datetime", datetime) ||
         !cJSON_AddBoolToObject(vars, "enable_thinking", api->enable_thinking != 0))
+        return serve_fail(err, 500, NULL, NULL, "out of memory");
+    if (strstr(tessera_chat_template_source(api->tmpl), "+ functions") && add_functions_text(vars, root) != 0)
         return serve_fail(err, 500, NULL, NULL, "out of memory");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
     if (api_is_null(kw)) return 0;

@@ -80,6 +80,7 @@ typedef struct serve_choice {
     int32_t n_toks, cap_toks;
     const char *stop_type;     /* llama-server's: "eos", "word" or "limit" once done */
     int32_t slot;              /* the slot it ran in (-1 before) */
+    bool truncated;            /* its slot filled: a context shift dropped tokens, or the reply was cut */
 
     /* What a stream has sent of this choice (the HTTP thread, under the lock). */
     size_t sent_content, sent_reasoning, sent_lp;

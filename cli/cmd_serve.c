@@ -40,7 +40,7 @@ int cmd_serve(int argc, char **argv) {
 typedef struct serve_opts {
     cli_params p;
     const char *host, *api_key, *alias, *tags, *slot_save_path, *cors_origin, *reasoning_format;
-    int32_t no_webui, no_slots, slots, metrics, no_metrics, reasoning;
+    int32_t no_webui, no_slots, slots, metrics, no_metrics, reasoning, kv_unified;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
     serve_log_format log_format;
@@ -135,6 +135,10 @@ static const cli_option serve_own[] = {
      "directory of POST /slots/{id}?action=save|restore files (llama-server's; made when missing); "
      "without it only action=erase works",
      CLI_STR, CLI_OWN(serve_opts, slot_save_path), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {"-kvu", "--kv-unified", NULL,
+     "the slots share the whole cache: each may hold up to -c positions while the cells last (when they "
+     "run out, the requests in that step fail with 500); default: N / parallel each, always room",
+     CLI_SWITCH, CLI_OWN(serve_opts, kv_unified), 0, 0, NULL, 0, 0},
     {"-c", "--ctx-size", "N",
      "KV cache cells shared by all slots, each holding N / parallel; 0: parallel x the model's "
      "context (at most 4096 per slot)",
@@ -286,12 +290,12 @@ static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, 
     *ctx = cli_context_new(cmd, &o->p, *model, (int32_t)n_ctx);
     if (!*ctx) return -1;
     api->model = *model;
-    api->slot_ctx = (int32_t)(n_ctx / o->parallel);
+    api->slot_ctx = (int32_t)(o->kv_unified ? n_ctx : n_ctx / o->parallel);
     const char *owner = tessera_model_meta_str(*model, "general.organization");
     if (!owner) owner = tessera_model_meta_str(*model, "general.author");
     snprintf(api->owned_by, sizeof api->owned_by, "%s", owner ? owner : "tessera");
     if (o->p.embeddings || o->p.reranking) { /* the embedding endpoints' own context (embed_api.h) */
-        tessera_context *ectx = cli_context_new(cmd, &o->p, *model, api->slot_ctx);
+        tessera_context *ectx = cli_context_new(cmd, &o->p, *model, (int32_t)(n_ctx / o->parallel));
         if (!ectx) return -1;
         if (!(api->embed = *embed = serve_embed_new(*model, ectx, api->model_id))) {
             tessera_context_free(ectx);
@@ -307,6 +311,7 @@ static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, 
                               .max_queue = (int32_t)o->queue,
                               .slot_ctx = api->slot_ctx,
                               .context_shift = o->p.context_shift,
+                              .unified = o->kv_unified != 0,
                               .n_keep = o->p.n_keep};
     *engine = serve_engine_new(&ep);
     if (!*engine || serve_engine_start(*engine) != 0) {

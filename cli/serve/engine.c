@@ -9,7 +9,10 @@
  * whose logits came back samples its next token.
  *
  * Each slot may hold slot_ctx = n_ctx / n_slots positions, so all slots
- * together always fit the cache.
+ * together always fit the cache. With --kv-unified (p.unified) slot_ctx is
+ * n_ctx: the slots share the cells, idle slots' cached prompts give way
+ * when a step needs their cells, and a step that still finds none fails
+ * its requests (500), as llama-server's unified cache.
  *
  * A request with `n` choices queues n entries; each takes a slot of its own
  * and generates its own sequence from the same prompt. The request is done
@@ -491,6 +494,28 @@ int serve_engine_slot_action(serve_engine *e, serve_slot_action *a) {
     return a->status == 200 ? 0 : -1;
 }
 
+/* --kv-unified: before a step of n tokens, idle slots' cached prompts give
+ * their cells back when the free ones are fewer (lock held). */
+static void unified_make_room(serve_engine *e, int32_t n) {
+    int32_t free_cells = (int32_t)tessera_context_n_ctx(e->p.ctx) - tessera_kv_cells_used(e->p.ctx);
+    for (int32_t i = 0; i < e->p.n_slots && free_cells < n; i++) {
+        serve_slot *s = &e->slots[i];
+        if (s->ch || s->n_past == 0) continue;
+        free_cells += s->n_past;
+        tessera_seq_remove(e->p.ctx, i, 0);
+        s->n_past = 0;
+    }
+}
+
+/* The error of a failed decode: with --kv-unified, running out of cells is
+ * the shared context being full (llama-server's words). */
+static const char *decode_error(const serve_engine *e) {
+    const char *why = tessera_last_error();
+    if (e->p.unified && (strstr(why, "no free cell") || strstr(why, "context full")))
+        return "the context size has been exceeded: the slots share one KV cache (--kv-unified) and it is full";
+    return why;
+}
+
 /* After a decode (lock held): the per-decode metrics, and the prompt marks
  * of the first choices whose prompt tokens it held. */
 static void step_done(serve_engine *e, bool ok) {
@@ -520,6 +545,7 @@ static void *engine_main(void *arg) {
             pthread_cond_wait(&e->wake, &e->mu);
             continue;
         }
+        if (e->p.unified) unified_make_room(e, n);
         pthread_mutex_unlock(&e->mu);
         /* Requests cannot go away meanwhile: the engine holds a reference. */
         double t0 = now_ms();
@@ -537,7 +563,7 @@ static void *engine_main(void *arg) {
             int32_t i = e->b_slot_of_row[k];
             serve_choice *ch = e->slots[i].ch;
             if (rc != 0) {
-                request_finish(e, ch->req, tessera_last_error());
+                request_finish(e, ch->req, decode_error(e));
                 continue;
             }
             const float *logits = tessera_logits(e->p.ctx, row++);
@@ -547,7 +573,7 @@ static void *engine_main(void *arg) {
         if (rc != 0) /* prompt chunks without logits fail with the rest of their request */
             for (int32_t k = 0; k < n; k++) {
                 serve_request *r = e->slots[e->b_slot_of_row[k]].ch->req;
-                if (r->state != SERVE_DONE) request_finish(e, r, tessera_last_error());
+                if (r->state != SERVE_DONE) request_finish(e, r, decode_error(e));
             }
     }
     /* Stopping: what runs ends with its text so far, what waits never starts. */

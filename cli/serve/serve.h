@@ -205,6 +205,7 @@ typedef struct serve_engine_params {
     int32_t n_slots;
     int32_t max_queue;    /* requests waiting for a slot before 503 */
     int32_t slot_ctx;     /* positions one slot may hold */
+    bool unified;         /* --kv-unified: slot_ctx is the whole cache, which the slots share */
     bool context_shift;   /* a full slot drops half of what follows n_keep (else "length") */
     int32_t n_keep;       /* --keep: tokens after BOS a shift keeps; -1: the whole prompt */
 } serve_engine_params;

@@ -115,7 +115,7 @@ FLAGS = {
     "--no-ui": ("--no-webui", False), "--no-webui": ("--no-webui", False),
     # what Tessera always does, or has no notion of
     "--ubatch-size": (None, True), "-ub": (None, True),
-    "--cont-batching": (None, False), "--kv-unified": (None, False),
+    "--cont-batching": (None, False), "--kv-unified": ("--kv-unified", False), "-kvu": ("--kv-unified", False),
     "--offline": (None, False), "--jinja": (None, False), "--no-jinja": (None, False),
     "--verbose": ("--verbose", False), "--tags": ("--tags", True),
     "--no-mmproj": (None, False),

@@ -266,6 +266,103 @@ def test_named_templates():
             expect(p.endswith(tail), "--chat-template %s: %r" % (name, p))
 
 
+def test_prefill_verbose_errors():
+    """A final assistant message is continued (llama-server's prefill, vLLM's
+    continue_final_message); verbose gives __verbose with the prompt as read;
+    a prompt over the slot is llama-server's exceed_context_size_error with
+    OpenAI's code; input_tokens counts a chat request's prompt."""
+    conv = [{"role": "system", "content": "Book"}, {"role": "user", "content": "What is the best book"}]
+    with Server("--chat-template", "llama3", "--parallel", "2", "-c", "512") as srv:
+        head = post(srv, "/apply-template", {"messages": conv})["prompt"]
+        for content, tail in (("Whill", "Whill"), ([{"type": "text", "text": "Wh"}, {"type": "text", "text": "ill"}],
+                                                    "Wh\n\nill")):
+            p = post(srv, "/apply-template", {"messages": conv + [{"role": "assistant", "content": content}]})["prompt"]
+            expect(p == head + tail, "prefill %r: %r (want %r + %r)" % (content, p, head, tail))
+            p = post(srv, "/apply-template", {"messages": conv + [{"role": "assistant", "content": content}],
+                                              "add_generation_prompt": False, "continue_final_message": True})["prompt"]
+            expect(p == head + tail, "continue_final_message %r: %r" % (content, p))
+        # add_generation_prompt false alone renders the assistant turn whole (closed)
+        p = post(srv, "/apply-template", {"messages": conv + [{"role": "assistant", "content": "Whill"}],
+                                          "add_generation_prompt": False})["prompt"]
+        expect(p.endswith("Whill<|eot_id|>"), "no prefill without the generation prompt: %r" % p)
+        r = post(srv, "/v1/chat/completions", {"messages": conv + [{"role": "assistant", "content": "Once"}],
+                                               "max_tokens": 4, "temperature": 0, "verbose": True})
+        v = r.get("__verbose", {})
+        expect(v.get("prompt", "").endswith("assistant<|end_header_id|>\n\nOnce"), "__verbose prompt %r" % v)
+        expect(v.get("n_prompt_tokens") == r["usage"]["prompt_tokens"], "__verbose n_prompt_tokens %r" % v)
+        expect(not r["choices"][0]["message"]["content"].startswith("Once"), "the prefill is not in the reply")
+        r = post(srv, "/v1/chat/completions", {"messages": conv, "max_tokens": 2})
+        expect("__verbose" not in r and "timings" in r, "no __verbose unless asked, llama-server's timings: %r" % r)
+        n = post(srv, "/v1/chat/completions/input_tokens", {"messages": conv})["input_tokens"]
+        expect(n == r["usage"]["prompt_tokens"], "input_tokens %d, usage %r" % (n, r["usage"]))
+        two = conv + [{"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}]
+        bad(srv, "/v1/chat/completions", {"messages": two}, 400, "messages", "two final assistant messages")
+        bad(srv, "/v1/chat/completions", {"messages": conv + [{"role": "assistant", "content": "a"}],
+                                          "add_generation_prompt": True, "continue_final_message": True},
+            400, "continue_final_message", "continue_final_message with add_generation_prompt")
+        bad(srv, "/v1/chat/completions", {"messages": conv, "continue_final_message": True}, 400,
+            "continue_final_message", "continue_final_message without an assistant message")
+        e = bad(srv, "/v1/chat/completions", {"messages": conv * 40}, 400, "messages", "over the slot")
+        expect(e["type"] == "exceed_context_size_error" and e["code"] == "context_length_exceeded" and
+               e["n_ctx"] == 256 and e["n_prompt_tokens"] > 256 and "exceeds the available context size" in e["message"],
+               "context error %r" % e)
+        st, obj = srv.json("GET", "/health")
+        expect(st == 200, "health after the errors")
+
+
+def test_progress_metrics_slots():
+    """return_progress: one prompt_progress per batch, from the cached tokens
+    to the whole prompt; timings_per_token; llamacpp:* metrics beside ours;
+    a slot holds -c / parallel tokens, prompt and output together (truncated);
+    --kv-unified lets one slot use the whole cache."""
+    prompt = " ".join(["the little dog ran home"] * 8)
+    with Server("-b", "16", "--parallel", "1", "-c", "128") as srv:
+        n_prompt = len(tokenize(srv, prompt, add_special=True))
+        for cached in (False, True):
+            events, _ = srv.stream("/completion", {"prompt": prompt, "n_predict": 2, "return_progress": True,
+                                                  "timings_per_token": True})
+            marks = [e["prompt_progress"] for e in events if "prompt_progress" in e]
+            expect(marks and marks[0]["processed"] == marks[0]["cache"] and marks[-1]["processed"] == n_prompt and
+                   all(m["total"] == n_prompt for m in marks), "progress %r (prompt %d)" % (marks, n_prompt))
+            expect(all(b["processed"] > a["processed"] for a, b in zip(marks, marks[1:])), "progress grows %r" % marks)
+            want = 2 if cached else 1 + (n_prompt + 15) // 16
+            expect(len(marks) == want, "%d progress events, want %d (cached %s): %r" % (len(marks), want, cached, marks))
+            expect(all("timings" in e for e in events), "timings_per_token: timings in every event")
+        st, hd, body = srv.request("GET", "/metrics")
+        text = body.decode()
+        expect(st == 200 and hd.get("process-start-time-unix", "").isdigit(), "metrics header %r" % hd)
+        vals = dict(line.split(" ", 1) for line in text.splitlines() if line and not line.startswith("#") and "{" not in line)
+        expect(float(vals["llamacpp:prompt_tokens_total"]) == float(vals["tessera_prompt_tokens_total"]) and
+               float(vals["llamacpp:tokens_predicted_total"]) == 4 and
+               float(vals["llamacpp:prompt_tokens_cached_total"]) == n_prompt - 1 and
+               float(vals["llamacpp:n_decode_total"]) == float(vals["tessera_decode_steps_total"]),
+               "llamacpp metrics %r" % {k: v for k, v in vals.items() if k.startswith("llamacpp")})
+        r = post(srv, "/completion", {"prompt": "Once", "n_predict": -1, "temperature": 0})
+        expect(r["tokens_evaluated"] + r["tokens_predicted"] == 128 and r["truncated"] and r["stop_type"] == "limit",
+               "a full slot: %d + %d tokens, truncated %r" % (r["tokens_evaluated"], r["tokens_predicted"], r["truncated"]))
+        slots = srv.json("GET", "/slots")[1]
+        expect(slots[0]["next_token"][0]["n_remain"] == -1, "idle slot next_token %r" % slots[0])
+    with Server("--parallel", "2", "-c", "128", "--kv-unified") as srv:
+        r = post(srv, "/completion", {"prompt": "Once", "n_predict": 100, "temperature": 0})
+        expect(r["tokens_predicted"] == 100, "--kv-unified: one slot past -c / parallel: %d" % r["tokens_predicted"])
+        # both slots at once need more cells than the cache has: the step that finds none fails (500)
+        import threading
+        out = [None, None]
+
+        def go(k):
+            out[k] = srv.json("POST", "/completion", {"prompt": "Once", "n_predict": 120, "temperature": 0,
+                                                       "cache_prompt": False})
+        ts = [threading.Thread(target=go, args=(k,)) for k in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        codes = sorted(o[0] for o in out)
+        expect(500 in codes and all(o[0] == 200 or "context size has been exceeded" in o[1]["error"]["message"]
+                                    for o in out), "--kv-unified overflow: %r" % out)
+        expect(srv.json("GET", "/health")[0] == 200, "health after the overflow")
+
+
 main([
     ("/completion shapes, token and mixed prompts, lists, response_fields", test_completion_shapes),
     ("n_probs, streams, id_slot", test_completion_probs_stream_slot),
@@ -276,4 +373,6 @@ main([
     ("CORS, models, aliases", test_cors_and_models),
     ("server options and template context", test_server_options),
     ("named templates and a template as text", test_named_templates),
+    ("prefill, continue_final_message, __verbose, context errors, input_tokens", test_prefill_verbose_errors),
+    ("return_progress, llamacpp metrics, full slots, --kv-unified", test_progress_metrics_slots),
 ])

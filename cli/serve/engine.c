@@ -348,6 +348,30 @@ static int choice_keep_token(serve_choice *ch, tessera_token t) {
     return 0;
 }
 
+/* After a token of slot i (lock held): 1 when the slot is full, 0 if not.
+ * A slot holds slot_ctx tokens, prompt and output together (llama-server's
+ * count: the token just sampled would take the last position). With
+ * --context-shift a full slot makes room first (unless the reply is at its
+ * max_tokens anyway); -1 when that failed (the request is finished). Either
+ * marks the choice truncated. */
+static int slot_full(serve_engine *e, int32_t i) {
+    serve_slot *s = &e->slots[i];
+    serve_choice *ch = s->ch;
+    serve_request *r = ch->req;
+    bool full = s->n_past + 1 >= e->p.slot_ctx;
+    if (full && e->p.context_shift && !(r->max_tokens >= 0 && ch->n_gen >= r->max_tokens)) {
+        char msg[sizeof r->error];
+        if (slot_shift(e, i, msg, sizeof msg) != 0) {
+            request_finish(e, r, msg);
+            return -1;
+        }
+        ch->truncated = true;
+        full = s->n_past + 1 >= e->p.slot_ctx;
+    }
+    if (full) ch->truncated = true;
+    return full ? 1 : 0;
+}
+
 /* A sampled token for slot i (lock held); logits: the row it came from. */
 static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const float *logits) {
     serve_slot *s = &e->slots[i];
@@ -405,19 +429,8 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
         choice_finish(e, ch, "stop");
         return;
     }
-    /* A slot holds slot_ctx tokens, prompt and output together (llama-server's
-     * count: the last token sampled would take the last position). */
-    bool full = s->n_past + 1 >= e->p.slot_ctx;
-    if (full && e->p.context_shift && !(r->max_tokens >= 0 && ch->n_gen >= r->max_tokens)) {
-        char msg[300];
-        if (slot_shift(e, i, msg, sizeof msg) != 0) {
-            request_finish(e, r, msg);
-            return;
-        }
-        ch->truncated = true;
-        full = s->n_past + 1 >= e->p.slot_ctx;
-    }
-    if (full) ch->truncated = true;
+    int full = slot_full(e, i);
+    if (full < 0) return;
     if ((r->max_tokens >= 0 && ch->n_gen >= r->max_tokens) || full) {
         ch->stop_type = "limit";
         choice_finish(e, ch, "length");

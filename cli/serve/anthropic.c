@@ -107,9 +107,25 @@ static int tool_result_message(const cJSON *b, const char *param, cJSON *list, s
     return 0;
 }
 
+/* A thinking block of an earlier assistant turn: its text appended to
+ * reasoning (the message's reasoning_content, which templates that reason,
+ * Qwen3's for one, show between the tool calls of an agent's turn). */
+static int thinking_block(const cJSON *b, const char *param, char **reasoning, serve_error *err) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "thinking");
+    if (!cJSON_IsString(t))
+        return serve_fail(err, 400, param, NULL, "'%s' is a thinking block without a string 'thinking'", param);
+    size_t have = *reasoning ? strlen(*reasoning) : 0, n = strlen(t->valuestring);
+    char *grown = realloc(*reasoning, have + n + 2);
+    if (!grown) return serve_fail(err, 500, NULL, NULL, "out of memory");
+    if (have) grown[have++] = '\n';
+    memcpy(grown + have, t->valuestring, n + 1);
+    *reasoning = grown;
+    return 0;
+}
+
 /* One Anthropic message as OpenAI messages: a user message's tool_result
  * blocks become tool messages (before its text), an assistant's tool_use
- * blocks its tool_calls; thinking blocks of earlier turns are dropped. */
+ * blocks its tool_calls and its thinking blocks its reasoning_content. */
 static int add_message(const cJSON *msg, int i, cJSON *list, serve_error *err) {
     char param[64];
     snprintf(param, sizeof param, "messages[%d]", i);
@@ -122,6 +138,7 @@ static int add_message(const cJSON *msg, int i, cJSON *list, serve_error *err) {
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
     cJSON *out = cJSON_CreateObject(), *parts = cJSON_CreateArray(), *calls = cJSON_CreateArray();
     cJSON_AddStringToObject(out, "role", role->valuestring);
+    char *reasoning = NULL;
     int rc = 0;
     if (cJSON_IsString(content)) {
         cJSON_AddStringToObject(out, "content", content->valuestring);
@@ -137,13 +154,16 @@ static int add_message(const cJSON *msg, int i, cJSON *list, serve_error *err) {
             if (type && !strcmp(type, "text")) rc = text_block(b, p, parts, err);
             else if (type && user && !strcmp(type, "tool_result")) rc = tool_result_message(b, p, list, err);
             else if (type && !user && !strcmp(type, "tool_use")) rc = tool_use_call(b, p, calls, err);
-            else if (type && !user && (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking"))) rc = 0;
+            else if (type && !user && !strcmp(type, "thinking")) rc = thinking_block(b, p, &reasoning, err);
+            else if (type && !user && !strcmp(type, "redacted_thinking")) rc = 0; /* encrypted: nothing to show */
             else rc = block_refused(type, p, err);
             if (rc) break;
         }
         cJSON_AddItemToObject(out, "content", parts);
         parts = NULL;
     }
+    if (reasoning) cJSON_AddStringToObject(out, "reasoning_content", reasoning);
+    free(reasoning);
     bool has_text = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(out, "content")) ||
                     cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out, "content")) > 0;
     if (cJSON_GetArraySize(calls) > 0) {
@@ -163,8 +183,7 @@ static int add_message(const cJSON *msg, int i, cJSON *list, serve_error *err) {
 /* system and messages into chat's messages. */
 static int add_conversation(const cJSON *root, cJSON *chat, serve_error *err) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
-    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
-        return serve_fail(err, 400, "messages", NULL, "'messages' must be a non-empty array of messages");
+    if (!cJSON_IsArray(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' must be an array of messages");
     cJSON *list = cJSON_AddArrayToObject(chat, "messages");
     const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "system");
     if (!is_null(sys)) {
@@ -172,6 +191,9 @@ static int add_conversation(const cJSON *root, cJSON *chat, serve_error *err) {
         if (!content) return -1;
         serve_dialect_add_message(list, "system", content);
     }
+    /* none: one empty user turn, as llama-server answers it (Anthropic's
+     * own API refuses it; clients probing a server send it) */
+    if (cJSON_GetArraySize(msgs) == 0) serve_dialect_add_message(list, "user", cJSON_CreateString(""));
     int i = 0;
     const cJSON *msg;
     cJSON_ArrayForEach(msg, msgs)
@@ -352,6 +374,17 @@ static cJSON *message_head(const serve_api *api, const serve_call *call) {
     return m;
 }
 
+/* usage {input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
+ * output_tokens}: Anthropic counts the cached prefix apart from input_tokens
+ * (their sum is the prompt); nothing is written to a cache on request. */
+static void add_usage(cJSON *obj, const serve_request *r, int32_t n_gen) {
+    cJSON *u = cJSON_AddObjectToObject(obj, "usage");
+    cJSON_AddNumberToObject(u, "input_tokens", r->n_prompt - r->n_cached);
+    cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
+    cJSON_AddNumberToObject(u, "cache_read_input_tokens", r->n_cached);
+    cJSON_AddNumberToObject(u, "output_tokens", n_gen);
+}
+
 static void add_block(cJSON *content, const char *type, const char *key, const char *text) {
     cJSON *b = cJSON_CreateObject();
     cJSON_AddStringToObject(b, "type", type);
@@ -383,9 +416,7 @@ static char *messages_response(const serve_api *api, const serve_call *call, con
     cJSON_AddStringToObject(m, "stop_reason", reason);
     if (seq) cJSON_AddStringToObject(m, "stop_sequence", seq);
     else cJSON_AddNullToObject(m, "stop_sequence");
-    cJSON *u = cJSON_AddObjectToObject(m, "usage");
-    cJSON_AddNumberToObject(u, "input_tokens", r->n_prompt);
-    cJSON_AddNumberToObject(u, "output_tokens", serve_request_n_gen(r));
+    add_usage(m, r, serve_request_n_gen(r));
     cJSON_Delete(chat);
     char *s = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);
@@ -514,9 +545,7 @@ static char *stream_opening(char *out, const serve_api *api, const serve_call *c
     cJSON_AddArrayToObject(m, "content");
     cJSON_AddNullToObject(m, "stop_reason");
     cJSON_AddNullToObject(m, "stop_sequence");
-    cJSON *u = cJSON_AddObjectToObject(m, "usage");
-    cJSON_AddNumberToObject(u, "input_tokens", r->n_prompt);
-    cJSON_AddNumberToObject(u, "output_tokens", 0);
+    add_usage(m, r, 0);
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "type", "message_start");
     cJSON_AddItemToObject(e, "message", m);
@@ -535,9 +564,7 @@ static char *stream_closing(char *out, msg_stream *st, const serve_request *r) {
     cJSON_AddStringToObject(d, "stop_reason", stop_reason(st->finish, r, &seq));
     if (seq) cJSON_AddStringToObject(d, "stop_sequence", seq);
     else cJSON_AddNullToObject(d, "stop_sequence");
-    cJSON *u = cJSON_AddObjectToObject(e, "usage");
-    cJSON_AddNumberToObject(u, "input_tokens", r->n_prompt);
-    cJSON_AddNumberToObject(u, "output_tokens", serve_request_n_gen(r));
+    add_usage(e, r, serve_request_n_gen(r));
     out = serve_sse_event(out, "message_delta", e);
     cJSON *stop = cJSON_CreateObject();
     cJSON_AddStringToObject(stop, "type", "message_stop");

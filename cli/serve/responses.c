@@ -228,6 +228,36 @@ static cJSON *to_chat(const cJSON *root, serve_error *err) {
     return chat;
 }
 
+/* A number as the JSON a person would write (a float's 0.8, not 0.800000011920929). */
+static cJSON *short_number(double v) {
+    char text[32];
+    snprintf(text, sizeof text, "%.6g", v);
+    return cJSON_CreateNumber(strtod(text, NULL));
+}
+
+/* The request's settings as the response object repeats them (OpenAI's
+ * Response has them all): what was asked, else what was used, else the
+ * API's default. */
+static cJSON *echo_settings(const serve_api *api, const cJSON *root) {
+    static const char *const as_given[][2] = {
+        {"instructions", "null"},       {"max_output_tokens", "null"},   {"parallel_tool_calls", "true"},
+        {"previous_response_id", "null"}, {"tool_choice", "\"auto\""},  {"tools", "[]"},
+        {"truncation", "\"disabled\""}, {"user", "null"},               {"metadata", "{}"},
+        {"reasoning", "{\"effort\":null,\"summary\":null}"},          {"text", "{\"format\":{\"type\":\"text\"}}"},
+        {"service_tier", "\"default\""}, {"prompt_cache_key", "null"},   {"safety_identifier", "null"}};
+    cJSON *e = cJSON_CreateObject();
+    for (size_t i = 0; e && i < sizeof as_given / sizeof *as_given; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, as_given[i][0]);
+        cJSON_AddItemToObject(e, as_given[i][0], is_null(v) ? cJSON_Parse(as_given[i][1]) : cJSON_Duplicate(v, 1));
+    }
+    tessera_sampler_params d = api->sampling ? *api->sampling : tessera_sampler_default_params();
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "temperature");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "top_p");
+    cJSON_AddItemToObject(e, "temperature", short_number(cJSON_IsNumber(t) ? t->valuedouble : d.temp));
+    cJSON_AddItemToObject(e, "top_p", short_number(cJSON_IsNumber(p) ? p->valuedouble : d.top_p));
+    return e;
+}
+
 /* The chat path names its own fields in errors: give them ours. */
 static void rename_param(serve_error *err) {
     static const char *const names[][2] = {{"max_tokens", "max_output_tokens"}, {"messages", "input"},
@@ -257,11 +287,17 @@ static int responses_parse(const serve_api *api, const char *body, size_t len, s
     char ignored[sizeof call->ignored];
     serve_dialect_ignore_unknown(root, KNOWN, ignored, sizeof ignored);
     cJSON *chat = to_chat(root, err);
+    cJSON *echo = chat ? echo_settings(api, root) : NULL;
     cJSON_Delete(root);
     if (!chat) return -1;
     int rc = serve_dialect_parse_chat(api, chat, call, out, err);
-    if (rc != 0) rename_param(err);
-    else snprintf(call->ignored, sizeof call->ignored, "%s", ignored); /* for the request log */
+    if (rc != 0) {
+        rename_param(err);
+    } else {
+        snprintf(call->ignored, sizeof call->ignored, "%s", ignored); /* for the request log */
+        (*out)->dialect_echo = echo ? cJSON_PrintUnformatted(echo) : NULL;
+    }
+    cJSON_Delete(echo);
     return rc;
 }
 
@@ -275,7 +311,8 @@ static void make_id(char *out, size_t n, const char *prefix, const char *id) {
     snprintf(out, n, "%s_%s", prefix, rest);
 }
 
-static cJSON *response_head(const serve_api *api, const serve_call *call, const char *status) {
+static cJSON *response_head(const serve_api *api, const serve_call *call, const serve_request *r,
+                            const char *status) {
     char id[64];
     make_id(id, sizeof id, "resp", call->id);
     cJSON *o = cJSON_CreateObject();
@@ -288,7 +325,14 @@ static cJSON *response_head(const serve_api *api, const serve_call *call, const 
     cJSON_AddStringToObject(o, "model", api->model_id);
     cJSON_AddArrayToObject(o, "output");
     cJSON_AddFalseToObject(o, "store");
-    cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddFalseToObject(o, "background");
+    cJSON *echo = r->dialect_echo ? cJSON_Parse(r->dialect_echo) : NULL;
+    for (cJSON *f = echo ? echo->child : NULL, *next; f; f = next) {
+        next = f->next;
+        cJSON_AddItemToObject(o, f->string, cJSON_DetachItemViaPointer(echo, f));
+    }
+    cJSON_Delete(echo);
+    cJSON_AddNullToObject(o, "usage"); /* until the end */
     return o;
 }
 
@@ -346,7 +390,7 @@ static cJSON *response_object(const serve_api *api, const serve_call *call, cons
     const char *finish = str_of(choice, "finish_reason");
     bool cut = finish && !strcmp(finish, "length");
     const char *status = cut ? "incomplete" : "completed";
-    cJSON *o = response_head(api, call, status), *output = cJSON_GetObjectItemCaseSensitive(o, "output");
+    cJSON *o = response_head(api, call, r, status), *output = cJSON_GetObjectItemCaseSensitive(o, "output");
     if (cut) {
         cJSON_DeleteItemFromObjectCaseSensitive(o, "incomplete_details");
         cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "incomplete_details"), "reason", "max_output_tokens");
@@ -361,6 +405,7 @@ static cJSON *response_object(const serve_api *api, const serve_call *call, cons
         cJSON_AddItemToArray(output, call_item(tc, args ? args : "", "completed"));
     }
     int32_t gen = serve_request_n_gen(r);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "usage");
     cJSON *u = cJSON_AddObjectToObject(o, "usage");
     cJSON_AddNumberToObject(u, "input_tokens", r->n_prompt);
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "input_tokens_details"), "cached_tokens", r->n_cached);
@@ -525,8 +570,8 @@ static char *responses_stream_next(const serve_api *api, const serve_call *call,
     if (!st) return NULL;
     char *out = NULL;
     if (!st->started) {
-        out = whole_response_event(out, st, "response.created", response_head(api, call, "in_progress"));
-        out = whole_response_event(out, st, "response.in_progress", response_head(api, call, "in_progress"));
+        out = whole_response_event(out, st, "response.created", response_head(api, call, r, "in_progress"));
+        out = whole_response_event(out, st, "response.in_progress", response_head(api, call, r, "in_progress"));
         st->started = true;
     }
     const cJSON *chunk;

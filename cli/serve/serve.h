@@ -111,6 +111,7 @@ typedef struct serve_request {
     const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
     bool want_progress;        /* return_progress: the engine records prompt marks */
     serve_reply_rules rules;
+    char *dialect_echo;        /* a dialect's request settings its reply repeats (JSON object text), or NULL */
     serve_choice *choices;
     int32_t n_choices;
 

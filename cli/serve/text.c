@@ -38,6 +38,7 @@ void serve_request_free(serve_request *r) {
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     for (int i = 0; i < r->rules.n_tool_names; i++) free(r->rules.tool_names[i]);
     free(r->rules.tool_names);
+    free(r->dialect_echo);
     pthread_cond_destroy(&r->cond);
     free(r);
 }

@@ -6,6 +6,7 @@ chat path's prompt count, x-api-key, Anthropic-shaped errors for bad input
 (and the server serving on after them), and a tool_use / tool_result round
 trip with SmolLM2-135M, streamed and not."""
 import json
+import os
 import tempfile
 
 from dialect_common import (PAINT_SCHEMA, SMOL, WEATHER_SCHEMA, chat_reply, expect_status, expect_survives,
@@ -25,7 +26,15 @@ def text_of(msg):
 def check_message(m, what):
     expect(m["type"] == "message" and m["role"] == "assistant" and m["id"].startswith("msg_"), what + ": %r" % m)
     expect(m["stop_reason"] in ("end_turn", "max_tokens", "stop_sequence", "tool_use"), what + ": stop_reason")
-    expect(set(m["usage"]) >= {"input_tokens", "output_tokens"}, what + ": usage %r" % m["usage"])
+    expect(set(m["usage"]) >= {"input_tokens", "output_tokens", "cache_read_input_tokens",
+                               "cache_creation_input_tokens"}, what + ": usage %r" % m["usage"])
+    expect(all(isinstance(v, int) and v >= 0 for v in m["usage"].values()), what + ": usage %r" % m["usage"])
+
+
+def prompt_of(usage):
+    """The whole prompt of an Anthropic usage: input_tokens counts only what
+    a cached prefix (cache_read_input_tokens) did not cover."""
+    return usage["input_tokens"] + usage["cache_read_input_tokens"] + usage["cache_creation_input_tokens"]
 
 
 def stream_text(events):
@@ -57,7 +66,7 @@ def test_messages():
         m = expect_status(srv, MSGS, body, 200, "messages")
         check_message(m, "messages")
         expect(text_of(m) == want["content"], "messages %r != chat %r" % (text_of(m), want["content"]))
-        expect(m["usage"]["input_tokens"] == usage["prompt_tokens"] and
+        expect(prompt_of(m["usage"]) == usage["prompt_tokens"] and m["usage"]["cache_read_input_tokens"] > 0 and
                m["usage"]["output_tokens"] == usage["completion_tokens"], "usage %r vs %r" % (m["usage"], usage))
         expect(m["stop_reason"] == {"length": "max_tokens", "stop": "end_turn"}[finish], "stop_reason %r" % m)
         # system as text blocks reads the same
@@ -67,7 +76,7 @@ def test_messages():
         events = named_events(srv, MSGS, body)
         expect(stream_text(events) == want["content"], "stream %r != %r" % (stream_text(events), want["content"]))
         start, delta = events[0][1]["message"], events[-2][1]
-        expect(start["usage"]["input_tokens"] == usage["prompt_tokens"] and start["content"] == [], "start %r" % start)
+        expect(prompt_of(start["usage"]) == usage["prompt_tokens"] and start["content"] == [], "start %r" % start)
         expect(delta["delta"]["stop_reason"] == m["stop_reason"] and
                delta["usage"]["output_tokens"] == m["usage"]["output_tokens"], "message_delta %r" % delta)
         # a stop sequence from inside the text: cut there, named
@@ -144,6 +153,11 @@ def test_bad_input():
         expect(st == 400 and json.loads(data)["type"] == "error", "bad JSON: %d %r" % (st, data))
         st, _, data = srv.request("GET", MSGS)
         expect(st == 405 and json.loads(data)["type"] == "error", "GET: %d %r" % (st, data))
+        # no messages: one empty user turn, as llama-server answers it
+        m = expect_status(srv, MSGS, {"messages": [], "max_tokens": 2}, 200, "empty messages")
+        check_message(m, "empty messages")
+        e = expect_status(srv, MSGS, {"messages": [], "system": "s"}, 400, "empty messages without max_tokens")
+        expect("max_tokens" in e["error"]["message"], "%r" % e)
         # an unknown field is ignored, and named in the request log (ignored=...)
         m = expect_status(srv, MSGS, {"messages": USER, "max_tokens": 2, "frobnicate": 1}, 200, "unknown field")
         expect(m["usage"]["output_tokens"] <= 2, "after bad input %r" % m)
@@ -184,6 +198,47 @@ def test_thinking():
         thought = "".join(e["delta"]["thinking"] for n, e in events
                           if n == "content_block_delta" and e["delta"]["type"] == "thinking_delta")
         expect(blocks == ["thinking"] and thought == want["reasoning_content"], "streamed %r %r" % (blocks, thought))
+
+
+# A template that shows an assistant's reasoning_content, and (because it
+# names its tools) gets the messages as given, as Qwen3's does.
+HISTORY_TEMPLATE = ("{% if tools %}<|im_start|>system\ntools: {% for t in tools %}{{ t.function.name }} {% endfor %}"
+                    "<|im_end|>\n{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n"
+                    "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>\n{% endif %}"
+                    "{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+                    "{% endif %}")
+
+
+def test_thinking_history():
+    """A thinking block of an earlier turn reaches the template as that
+    message's reasoning_content (an agent's reasoning between tool calls)."""
+    tools = [{"name": "list_files", "input_schema": {"type": "object"}}]
+    thought = "I should look at the files first."
+    use = {"type": "tool_use", "id": "call_1", "name": "list_files", "input": {}}
+    turns = [USER[0], {"role": "assistant", "content": [{"type": "thinking", "thinking": thought, "signature": "x"},
+                                                       use]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "a.txt"}]}]
+    plain = [turns[0], {"role": "assistant", "content": [use]}, turns[2]]
+    chat = [USER[0], {"role": "assistant", "content": "", "reasoning_content": thought, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"}]
+    chat_tools = [{"type": "function", "function": {"name": "list_files", "parameters": {"type": "object"}}}]
+    count = MSGS + "/count_tokens"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "history.jinja")
+        with open(path, "w") as f:
+            f.write(HISTORY_TEMPLATE)
+        with Server("--chat-template-file", path, "-c", "1024", "--parallel", "1") as srv:
+            n0 = expect_status(srv, count, {"messages": plain, "tools": tools}, 200, "count without")["input_tokens"]
+            n1 = expect_status(srv, count, {"messages": turns, "tools": tools}, 200, "count with")["input_tokens"]
+            _, usage, _ = chat_reply(srv, chat, 1, tools=chat_tools)
+            expect(n1 > n0 and n1 == usage["prompt_tokens"], "thinking history: %d tokens, without %d, chat %r"
+                   % (n1, n0, usage))
+            m = expect_status(srv, MSGS, {"messages": turns, "tools": tools, "max_tokens": 2}, 200, "with thinking")
+            expect(prompt_of(m["usage"]) == n1, "usage %r vs count %d" % (m["usage"], n1))
+            bad = [{"role": "assistant", "content": [{"type": "thinking"}]}]
+            e = expect_status(srv, count, {"messages": USER + bad}, 400, "thinking block without text")
+            expect("messages[1].content[0]" in e["error"]["message"], "%r" % e)
 
 
 def tool_use_of(m):
@@ -227,7 +282,7 @@ def test_tool_round_trip():
         expect(a["stop_reason"] in ("end_turn", "max_tokens") and text_of(a), "answer %r" % a)
         expect(not [b for b in a["content"] if b["type"] == "tool_use"], "answer calls again %r" % a)
         n = expect_status(srv, MSGS + "/count_tokens", {"messages": turns, "tools": tools}, 200, "count turns")
-        expect(n["input_tokens"] == a["usage"]["input_tokens"], "count %r vs %r" % (n, a["usage"]))
+        expect(n["input_tokens"] == prompt_of(a["usage"]), "count %r vs %r" % (n, a["usage"]))
 
 
 if __name__ == "__main__":
@@ -238,5 +293,6 @@ if __name__ == "__main__":
         ("messages: bad input is a 400 naming the field; unknown fields ignored", test_bad_input),
         ("messages: output_config.format JSON schema validates", test_output_format),
         ("messages: a reasoning reply is a thinking block, streamed and not", test_thinking),
+        ("messages: earlier thinking blocks reach the template as reasoning_content", test_thinking_history),
         ("messages: tool_use / tool_result round trip with SmolLM2", test_tool_round_trip),
     ])

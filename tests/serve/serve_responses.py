@@ -27,6 +27,18 @@ def check_response(resp, what):
     expect(u["total_tokens"] == u["input_tokens"] + u["output_tokens"], what + ": usage %r" % u)
 
 
+def check_echo(resp, want, what):
+    """The response object repeats the request's settings (OpenAI's Response has them all)."""
+    got = {k: resp.get(k, "<missing>") for k in want}
+    expect(got == want, "%s: settings %r, want %r" % (what, got, want))
+
+
+# what a request that sets nothing gets back (the server's sampling defaults: the library's)
+DEFAULTS = {"instructions": None, "max_output_tokens": None, "temperature": 0.8, "top_p": 0.95, "tools": [],
+            "tool_choice": "auto", "parallel_tool_calls": True, "text": {"format": {"type": "text"}},
+            "truncation": "disabled", "previous_response_id": None, "store": False, "metadata": {},
+            "reasoning": {"effort": None, "summary": None}, "user": None}
+
 TEXT_ORDER = ["response.created", "response.in_progress", "response.output_item.added",
               "response.content_part.added"]
 TEXT_END = ["response.output_text.done", "response.content_part.done", "response.output_item.done"]
@@ -46,6 +58,13 @@ def test_text():
         expect(r["status"] == ("incomplete" if cut else "completed"), "status %r" % r["status"])
         if cut:
             expect(r["incomplete_details"] == {"reason": "max_output_tokens"}, "details %r" % r["incomplete_details"])
+        check_echo(r, dict(DEFAULTS, instructions=INSTR, max_output_tokens=24, temperature=0), "responses")
+        bare = expect_status(srv, RESP, {"input": "Hi.", "max_output_tokens": 1}, 200, "bare")
+        check_echo(bare, dict(DEFAULTS, max_output_tokens=1), "bare")
+        set_all = {"top_p": 0.5, "parallel_tool_calls": False, "metadata": {"k": "v"}, "user": "u1",
+                   "reasoning": {"effort": "low"}, "truncation": "auto", "tool_choice": "none"}
+        r3 = expect_status(srv, RESP, dict(body, **set_all), 200, "settings")
+        check_echo(r3, dict(DEFAULTS, instructions=INSTR, max_output_tokens=24, temperature=0, **set_all), "settings")
         # the same conversation as message items
         items = [{"role": "system", "content": INSTR},
                  {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Tell me a story."}]}]
@@ -68,6 +87,11 @@ def test_text():
         expect(all(e["item_id"] == item_id for n, e in events[3:-1] if "item_id" in e), "item ids")
         expect(final["output"] == [events[-2][1]["item"]], "output_item.done %r, final %r" % (events[-2], final))
         expect(final["output"][0]["id"] == item_id, "final item id")
+        created = events[0][1]["response"]
+        expect(created["status"] == "in_progress" and created["usage"] is None and created["output"] == [],
+               "response.created %r" % created)
+        check_echo(created, dict(DEFAULTS, instructions=INSTR, max_output_tokens=24, temperature=0), "created")
+        check_echo(final, dict(DEFAULTS, instructions=INSTR, max_output_tokens=24, temperature=0), "final")
 
 
 def test_json_schema():
@@ -79,6 +103,7 @@ def test_json_schema():
             r = expect_status(srv, RESP, dict(body, temperature=seed_temp), 200, "json_schema")
             expect(r["status"] == "completed", "json_schema did not complete: %r" % r)
             jsonschema.validate(json.loads(output_text(r)), PAINT_SCHEMA)
+            expect(r["text"] == {"format": fmt} and r["temperature"] == seed_temp, "echo %r" % r)
         events = named_events(srv, RESP, dict(body, temperature=0))
         text = "".join(e["delta"] for n, e in events if n == "response.output_text.delta")
         jsonschema.validate(json.loads(text), PAINT_SCHEMA)
@@ -154,6 +179,7 @@ def test_tools():
                 "max_output_tokens": 48, "temperature": 0}
         r = expect_status(srv, RESP, body, 200, "forced call")
         check_response(r, "forced call")
+        check_echo(r, {"tools": tools, "tool_choice": body["tool_choice"]}, "forced call")
         calls = [it for it in r["output"] if it["type"] == "function_call"]
         expect(len(calls) == 1 and calls[0]["name"] == "get_weather" and calls[0]["call_id"], "output %r" % r["output"])
         args = json.loads(calls[0]["arguments"])

@@ -34,6 +34,7 @@ REQUIREMENTS = ["pytest~=8.3.3", "requests~=2.32.3", "filelock~=3.16", "openai~=
 # Files whose non-slow tests run in CI (the API shapes of features we have).
 FAST = ["test_basic.py", "test_completion.py", "test_chat_completion.py", "test_tokenize.py",
         "test_security.py", "test_slot_save.py", "test_metrics.py", "test_ctx_shift.py",
+        "test_compat_anthropic.py", "test_compat_oai_responses.py",
         # on synthetic stand-ins the shim writes (about 50 s for the three)
         "test_embedding.py", "test_rerank.py", "test_infill.py"]
 
@@ -44,8 +45,8 @@ FAST = ["test_basic.py", "test_completion.py", "test_chat_completion.py", "test_
 # passes keep one in hand for a test that depends on timing.
 FLOORS = {"test_basic.py": 7, "test_completion.py": 25, "test_chat_completion.py": 36, "test_tokenize.py": 3,
           "test_security.py": 20, "test_slot_save.py": 3, "test_template.py": 34, "test_tool_call.py": 6,
-          "test_metrics.py": 9, "test_ctx_shift.py": 5, "test_vision_api.py": 6, "test_compat_anthropic.py": 2,
-          "test_embedding.py": 32, "test_rerank.py": 12, "test_infill.py": 7}
+          "test_metrics.py": 9, "test_ctx_shift.py": 5, "test_vision_api.py": 6, "test_compat_anthropic.py": 24,
+          "test_compat_oai_responses.py": 1, "test_embedding.py": 32, "test_rerank.py": 12, "test_infill.py": 7}
 
 
 def peer_tests_dir():

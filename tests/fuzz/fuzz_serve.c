@@ -4,7 +4,10 @@
  * through the gate's request-line check, all of it through the OpenAI
  * request parser, and for a request that parses, the bytes become the
  * "generated" text: stop strings, the UTF-8-safe ready length, and the JSON
- * of the response and of stream chunks are rendered from it. */
+ * of the response and of stream chunks are rendered from it. A chat input
+ * also goes through the other dialects (Anthropic's /v1/messages and
+ * count_tokens, OpenAI's /v1/responses): their errors, replies and event
+ * streams must be JSON too. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "serve/dialect.h"
 #include "serve/serve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -94,6 +98,77 @@ static void must_be_sse(char *s) {
     free(s);
 }
 
+/* Events "event: NAME\ndata: JSON\n\n", each JSON. */
+static void must_be_named_sse(char *s) {
+    if (!s) return;
+    for (char *p = s; *p;) {
+        char *data = strstr(p, "\ndata: "), *end = data ? strstr(data, "\n\n") : NULL;
+        if (strncmp(p, "event: ", 7) != 0 || !end) {
+            fprintf(stderr, "fuzz_serve: not a named SSE event: %.200s\n", p);
+            abort();
+        }
+        *end = '\0';
+        must_be_json(strdup(data + 7), "a dialect's event");
+        p = end + 2;
+    }
+    free(s);
+}
+
+/* A refusal: a 4xx/5xx with a JSON body, in the dialect's shape if it has one. */
+static void must_be_refusal(const serve_dialect *d, serve_error *err) {
+    if (err->status < 400 || err->status > 599 || !err->body) {
+        fprintf(stderr, "fuzz_serve: %s: a refusal with status %d and no body\n", d->path, err->status);
+        abort();
+    }
+    must_be_json(d->error_body ? d->error_body(err->status, err->body) : err->body, "a dialect's error body");
+}
+
+/* body through a dialect: parsed, its "reply" the body's own bytes (cut at
+ * max tokens when ctl says), streamed in pieces of up to 7, then whole. */
+static void fuzz_dialect(const serve_dialect *d, const serve_api *api, const char *body, size_t len, uint8_t ctl) {
+    serve_error err = {0, NULL};
+    if (d->answer) {
+        char *out = d->answer(api, body, len, &err);
+        if (out) must_be_json(out, "a dialect's answer");
+        else must_be_refusal(d, &err);
+        return;
+    }
+    serve_call call;
+    serve_request *r = NULL;
+    if (d->parse(api, body, len, &call, &r, &err) != 0) {
+        must_be_refusal(d, &err);
+        return;
+    }
+    serve_choice *ch = &r->choices[0];
+    uint64_t seen = 0;
+    bool finished = false;
+    void *state = NULL;
+    ch->state = r->state = SERVE_RUNNING;
+    for (size_t off = 0; off < len;) {
+        size_t k = len - off < 7 ? len - off : 7, from = ch->len;
+        if (serve_text_append(ch, body + off, k) != 0) break;
+        off += k;
+        bool stop = serve_text_check_stop(ch, from);
+        ch->n_gen++;
+        r->progress++;
+        must_be_named_sse(d->stream_next(api, &call, r, &seen, &finished, &state));
+        if (stop) break;
+    }
+    ch->state = r->state = SERVE_DONE;
+    ch->finish_reason = ctl & 0x80 ? "length" : "stop";
+    ch->n_ready = ch->len;
+    r->n_done = r->n_choices;
+    r->progress++;
+    for (int i = 0; i < 4 && !finished; i++) must_be_named_sse(d->stream_next(api, &call, r, &seen, &finished, &state));
+    if (state) d->free_state(state);
+    if (!finished) {
+        fprintf(stderr, "fuzz_serve: %s: a done request's stream does not finish\n", d->path);
+        abort();
+    }
+    must_be_json(d->response(api, &call, r), "a dialect's response");
+    serve_request_free(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     uint8_t ctl = data[0];
@@ -115,6 +190,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!copy) return 0;
     memcpy(copy, body, len);
     copy[len] = '\0';
+    if (kind == SERVE_CHAT) {
+        fuzz_dialect(&serve_anthropic_messages, &api, copy, len, ctl);
+        fuzz_dialect(&serve_anthropic_count_tokens, &api, copy, len, ctl);
+        fuzz_dialect(&serve_responses, &api, copy, len, ctl);
+    }
     if (serve_api_parse(&api, kind, copy, len, &call, &r, &err) != 0) {
         if (err.status < 400 || err.status > 599 || !err.body) {
             fprintf(stderr, "fuzz_serve: a refusal with status %d and no body\n", err.status);

@@ -11,6 +11,10 @@
  *    its own; the sliding-window mask only the last n_swa of them, and the
  *    window's own cell set drops what no token can see, so 20 steps fit in
  *    its 8 cells.
+ * 5. The cell table of a saved state (kv_table.c): listing a sequence's
+ *    cells, clearing it, placing saved cells (their own index when free,
+ *    else the lowest free cell, refused when too many), filling them, and
+ *    putting the table back from a backup.
  */
 #include <string.h>
 
@@ -126,5 +130,54 @@ TEST(test_masks) {
     kv_cache_free(kv);
 }
 
+TEST(test_cell_table) {
+    kv_cache *kv = cache_new(N_CTX, NULL, 0, 0);
+    assert_int_equal(decode_call(kv, 0, 0, 4, 8, NULL), 0); /* cells 0..3 */
+    assert_int_equal(decode_call(kv, 1, 0, 3, 8, NULL), 0); /* cells 4..6 */
+    kv_cell_rec recs[N_CTX];
+    assert_int_equal(kv_cache_cells_list(kv, 0, 1, NULL), 3);
+    assert_int_equal(kv_cache_cells_list(kv, 0, -1, recs), 7);
+    assert_int_equal(recs[5].cell, 5);
+    assert_int_equal(recs[5].pos, 1);
+    assert_true(recs[5].seq_mask == 2);
+    assert_int_equal(kv_cache_cells_list(kv, 0, 1, recs), 3);
+    assert_int_equal(recs[0].cell, 4);
+    assert_int_equal(kv_cache_set_used(kv, 0), 7);
+    assert_int_equal(kv_cache_set_n_kv(kv, 0), 7);
+
+    kv_cells_backup *bk = kv_cache_cells_backup(kv);
+    assert_non_null(bk);
+    kv_cache_seq_clear(kv, 0);
+    assert_int_equal(kv_cache_set_used(kv, 0), 3);
+    assert_int_equal(kv_cache_seq_len(kv, 0), 0);
+    /* Saved cells 2 and 5 for sequence 2: 2 is free and kept, 5 is taken by
+     * sequence 1 and goes to the lowest free cell, 0. */
+    kv_cell_rec saved[2] = {{.cell = 2, .pos = 0, .seq_mask = 4}, {.cell = 5, .pos = 1, .seq_mask = 4}};
+    int32_t dst[2];
+    assert_int_equal(kv_cache_cells_place(kv, 0, saved, 2, dst), 0);
+    assert_int_equal(dst[0], 2);
+    assert_int_equal(dst[1], 0);
+    kv_cache_cells_fill(kv, 0, saved, dst, 2);
+    assert_int_equal(kv_cache_seq_len(kv, 2), 2);
+    assert_int_equal(kv_cache_set_used(kv, 0), 5);
+    kv_cache_set_dropped(kv, 0, 2, 7);
+    assert_int_equal(kv_cache_dropped(kv, 0, 2), 7);
+    /* More saved cells than free ones: refused, nothing placed. */
+    kv_cell_rec many[N_CTX];
+    for (int32_t i = 0; i < N_CTX; i++) many[i] = (kv_cell_rec){.cell = i, .pos = i, .seq_mask = 8};
+    int32_t dst_many[N_CTX];
+    assert_int_equal(kv_cache_cells_place(kv, 0, many, N_CTX, dst_many), -1);
+    assert_non_null(strstr(error_get(), "do not fit in the 11 free cells"));
+    /* The backup puts back what was there before the clear. */
+    kv_cache_cells_restore(kv, bk);
+    assert_int_equal(kv_cache_seq_len(kv, 0), 4);
+    assert_int_equal(kv_cache_seq_len(kv, 2), 0);
+    assert_int_equal(kv_cache_dropped(kv, 0, 2), -1);
+    assert_int_equal(kv_cache_set_used(kv, 0), 7);
+    kv_cache_seq_clear(kv, -1);
+    assert_int_equal(kv_cache_set_used(kv, 0), 0);
+    kv_cache_free(kv);
+}
+
 HARNESS_MAIN("kv_batch", HARNESS_TEST(test_placement_and_rollback), HARNESS_TEST(test_context_full),
-             HARNESS_TEST(test_masks))
+             HARNESS_TEST(test_masks), HARNESS_TEST(test_cell_table))

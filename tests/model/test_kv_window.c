@@ -101,7 +101,7 @@ TEST(test_window) {
     /* The windowed context has a second cell set of window + batch rounded
      * to 256 cells for the SWA layers; the full one does not. */
     assert_int_equal(w->kv->n_sets, 2);
-    assert_int_equal(w->kv->sets[1].size, 256);
+    assert_int_equal(kv_cache_set_size(w->kv, 1), 256);
     assert_int_equal(f->kv->n_sets, 1);
     assert_true(kv_cache_nbytes(w->kv) < kv_cache_nbytes(f->kv) / 2);
 
@@ -113,9 +113,9 @@ TEST(test_window) {
                   worst);
     assert_true(worst <= 1e-4);
     /* The window cells are full and were reused: fewer than the positions. */
-    assert_int_equal(kv_cells_used(&w->kv->sets[0]), n_prompt + n_gen);
-    assert_true(kv_cells_used(&w->kv->sets[1]) < 256);
-    assert_true(kv_cells_used(&w->kv->sets[1]) >= WINDOW - 1);
+    assert_int_equal(kv_cache_set_used(w->kv, 0), n_prompt + n_gen);
+    assert_true(kv_cache_set_used(w->kv, 1) < 256);
+    assert_true(kv_cache_set_used(w->kv, 1) >= WINDOW - 1);
 
     /* Rewinding a few tokens stays inside what the window cells hold. */
     const int32_t back = n_prompt + n_gen - 4;
@@ -158,7 +158,7 @@ TEST(test_window_cpu) {
     print_message("window cache, %s vs ref over %d positions: max logit difference %.3g (tolerance %g)\n",
                   tessera_model_devices(g_cpu_model), n_prompt + n_gen, worst, CPU_TOL);
     assert_true(worst <= CPU_TOL);
-    assert_true(kv_cells_used(&c->kv->sets[1]) < 256);
+    assert_true(kv_cache_set_used(c->kv, 1) < 256);
     free(toks);
     tessera_context_free(r);
     tessera_context_free(c);
@@ -244,7 +244,7 @@ TEST(test_gemma) {
     tessera_context *w = new_ctx(32768, 512, 1, false);
     const double mib = (double)kv_cache_nbytes(w->kv) / (1024.0 * 1024.0);
     print_message("Gemma 3 270M, -c 32768, F16: KV %.1f MiB (%d cells for its sliding-window layers)\n", mib,
-                  w->kv->n_sets > 1 ? w->kv->sets[1].size : 32768);
+                  w->kv->n_sets > 1 ? kv_cache_set_size(w->kv, 1) : 32768);
     assert_true(mib <= 115.0);
     tessera_context_free(w);
 }

@@ -1,4 +1,4 @@
-#include "kv/kv.h"
+#include "kv/kv_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -171,11 +171,47 @@ int32_t kv_cache_swa_set(const kv_cache *kv);
 
 /* ------------------------------------------------------------ cell sets */
 
-/* Cells in use; one past the highest cell in use (what attention reads). */
-int32_t kv_cells_used(const kv_cells *c);
-int32_t kv_cells_n_kv(const kv_cells *c);
-/* The cells of sequence seq at positions >= pos become free. */
-void kv_cells_forget(kv_cells *c, int32_t seq, int32_t pos);
+/* Set `set` (0 .. kv->n_sets - 1) of the cache: its size, the cells in
+ * use, and one past the highest cell in use (what attention reads). The
+ * code outside kv/ asks these; it never reads a set's cell arrays. */
+int32_t kv_cache_set_size(const kv_cache *kv, int32_t set);
+int32_t kv_cache_set_used(const kv_cache *kv, int32_t set);
+int32_t kv_cache_set_n_kv(const kv_cache *kv, int32_t set);
+
+/* ------------------------------------- the cell table of a saved state (kv_table.c) */
+
+/* One cell as a saved state records it: its index in its set, the position
+ * it holds and the sequences holding it (a bit mask). */
+typedef struct kv_cell_rec {
+    int32_t cell, pos;
+    uint64_t seq_mask;
+} kv_cell_rec;
+
+/* The cells of set `set` that sequence seq holds (seq -1: every cell in
+ * use), in cell order, into out[] (NULL: only count them); the count. With
+ * seq >= 0 a record's mask is that sequence's bit alone. */
+int32_t kv_cache_cells_list(const kv_cache *kv, int32_t set, int32_t seq, kv_cell_rec *out);
+/* The highest position set `set` dropped of sequence seq (-1: none), and
+ * setting it (a loaded state's). */
+int32_t kv_cache_dropped(const kv_cache *kv, int32_t set, int32_t seq);
+void kv_cache_set_dropped(kv_cache *kv, int32_t set, int32_t seq, int32_t pos);
+/* Sequence seq (-1: every sequence) lets go of all its cells in every set;
+ * unlike kv_cache_seq_forget, what the sets dropped is kept. */
+void kv_cache_seq_clear(kv_cache *kv, int32_t seq);
+/* Where n saved cells go in set `set`: dst[i] = recs[i].cell when that cell
+ * is free (so a reloaded whole cache is laid out as it was), else the
+ * lowest free cell. Nothing is changed; -1 with the error set when the
+ * free cells are too few. */
+int kv_cache_cells_place(const kv_cache *kv, int32_t set, const kv_cell_rec *recs, int32_t n, int32_t *dst);
+/* Cell dst[i] of set `set` takes recs[i]'s position and sequences. */
+void kv_cache_cells_fill(kv_cache *kv, int32_t set, const kv_cell_rec *recs, const int32_t *dst, int32_t n);
+/* A copy of every set's cell table, to put back when a load fails part way:
+ * NULL with the error set when out of memory. Restore puts it back and
+ * frees it; free only frees it (either takes NULL). */
+typedef struct kv_cells_backup kv_cells_backup;
+kv_cells_backup *kv_cache_cells_backup(const kv_cache *kv);
+void kv_cache_cells_restore(kv_cache *kv, kv_cells_backup *b);
+void kv_cells_backup_free(kv_cells_backup *b);
 
 /* ------------------------------------- a decode call's cells (kv_batch.c) */
 

@@ -15,7 +15,7 @@
  */
 #include <math.h>
 
-#include "kv/kv.h"
+#include "kv/kv_internal.h"
 #include "util/error.h"
 
 /* The lowest run of up to want free cells: the first run of length want, or

@@ -33,7 +33,7 @@ static int shift_keys(tessera_context *ctx, int32_t *const *delta) {
     graph_tensor *pos[KV_MAX_SETS] = {0};
     int32_t n_kv[KV_MAX_SETS] = {0}, n_roped = 0;
     for (int32_t s = 0; s < kv->n_sets; s++) {
-        n_kv[s] = kv_cells_n_kv(&kv->sets[s]);
+        n_kv[s] = kv_cache_set_n_kv(kv, s);
         if (n_kv[s] == 0) continue;
         pos[s] = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_kv[s]));
         if (pos[s]) graph_tensor_set_name(pos[s], "shift_delta-%d", s);
@@ -88,7 +88,7 @@ int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t
     int32_t *delta[KV_MAX_SETS] = {0};
     int rc = -1;
     for (int32_t s = 0; s < kv->n_sets; s++)
-        if (!(delta[s] = malloc((size_t)kv->sets[s].size * sizeof *delta[s]))) {
+        if (!(delta[s] = malloc((size_t)kv_cache_set_size(kv, s) * sizeof *delta[s]))) {
             error_set("context shift: out of memory");
             goto done;
         }

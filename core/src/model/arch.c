@@ -73,7 +73,7 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
     if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens)
         return error_set("%s graph: bad batch (%d tokens, %d outputs)", hp->arch->name, n_tokens, n_out);
     for (int32_t s = 0; s < kv->n_sets; s++) {
-        const int32_t size = kv->sets[s].size;
+        const int32_t size = kv_cache_set_size(kv, s);
         if (kv_head[s] < 0 || kv_head[s] + n_tokens > size || n_kv[s] < kv_head[s] + n_tokens || n_kv[s] > size)
             return error_set("%s graph: bad batch (%d tokens at cell %d of set %d, %d of %d cells attended)",
                              hp->arch->name, n_tokens, kv_head[s], s, n_kv[s], size);

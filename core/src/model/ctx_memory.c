@@ -20,7 +20,7 @@ int context_reserve(tessera_context *ctx) {
      * used. */
     int32_t head[KV_MAX_SETS] = {0}, n_kv[KV_MAX_SETS] = {0};
     for (int32_t s = 0; s < kv->n_sets; s++) {
-        n_kv[s] = kv->sets[s].size;
+        n_kv[s] = kv_cache_set_size(kv, s);
         if (n > n_kv[s]) n = n_kv[s];
     }
     model_batch_graph bg;

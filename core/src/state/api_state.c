@@ -1,7 +1,8 @@
 /*
  * api_state — tessera_state_*: a context's tokens, KV cells and last logits
  * (and a sampler's PRNG and penalty window) to bytes and back. The format
- * is in state.h; the cells' K/V bytes go through kv/ (kv_cells.c).
+ * is in state.h; the cells go through kv/ (kv_table.c: the cell table, kv_cells.c: their K/V
+ * bytes).
  */
 #include <errno.h>
 #include <math.h>
@@ -53,21 +54,6 @@ static int seq_check(int32_t seq) {
     return 0;
 }
 
-static bool cell_selected(const kv_cells *c, int32_t j, int32_t seq) {
-    return seq < 0 ? c->seq[j] != 0 : (c->seq[j] >> seq) & 1;
-}
-
-/* Cells of set c selected by seq into out (their indices); the count. */
-static uint32_t cells_selected(const kv_cells *c, int32_t seq, int32_t *out) {
-    uint32_t n = 0;
-    for (int32_t j = 0; j < c->size; j++)
-        if (cell_selected(c, j, seq)) {
-            if (out) out[n] = j;
-            n++;
-        }
-    return n;
-}
-
 /* The cells of set s and their count as the header says. */
 static uint64_t set_cells_off(const state_header *h, int32_t s) { return s ? h->off_cells_swa : h->off_cells; }
 static uint32_t set_n_cells(const state_header *h, int32_t s) { return s ? h->n_cells_swa : h->n_cells; }
@@ -95,22 +81,27 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
     header_of_context(ctx, &h);
     h.seq = seq;
     h.n_tokens = (uint32_t)n_tokens;
-    h.n_cells = cells_selected(&kv->sets[0], seq, NULL);
-    if (kv->n_sets > 1) h.n_cells_swa = cells_selected(&kv->sets[1], seq, NULL);
+    h.n_cells = (uint32_t)kv_cache_cells_list(kv, 0, seq, NULL);
+    if (kv->n_sets > 1) h.n_cells_swa = (uint32_t)kv_cache_cells_list(kv, 1, seq, NULL);
     const float *logits = seq < 0 && ctx->n_last > 0 ? tessera_logits(ctx, -1) : NULL;
     h.n_logits = logits ? h.n_vocab : 0;
     size_t sbytes = sampler ? tessera_sampler_state_size(sampler) : 0;
     h.sampler_bytes = (uint32_t)sbytes;
     uint8_t *out = NULL;
     int32_t *cells[2] = {NULL, NULL};
+    kv_cell_rec *recs[2] = {NULL, NULL};
     if (state_header_sizes(&h) != 0) {
         error_wrap("state save");
         return NULL;
     }
     out = malloc((size_t)h.total);
-    cells[0] = malloc(((size_t)h.n_cells + 1) * sizeof *cells[0]);
-    cells[1] = malloc(((size_t)h.n_cells_swa + 1) * sizeof *cells[1]);
-    if (!out || !cells[0] || !cells[1]) {
+    bool oom = !out;
+    for (int32_t s = 0; s < 2; s++) {
+        cells[s] = malloc(((size_t)set_n_cells(&h, s) + 1) * sizeof *cells[s]);
+        recs[s] = malloc(((size_t)set_n_cells(&h, s) + 1) * sizeof *recs[s]);
+        oom = oom || !cells[s] || !recs[s];
+    }
+    if (oom) {
         error_set("state save: out of memory for %llu bytes", (unsigned long long)h.total);
         goto fail;
     }
@@ -122,17 +113,17 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
         goto fail;
     }
     for (int32_t s = 0; s < kv->n_sets; s++) {
-        const kv_cells *cs = &kv->sets[s];
-        uint32_t n = cells_selected(cs, seq, cells[s]);
-        for (uint32_t c = 0; c < n; c++) {
-            uint8_t *p = out + set_cells_off(&h, s) + STATE_CELL_BYTES * c;
-            state_put(p, (uint32_t)cells[s][c], 4);
-            state_put(p + 4, (uint32_t)cs->pos[cells[s][c]], 4);
-            state_put(p + 8, seq < 0 ? cs->seq[cells[s][c]] : (uint64_t)1 << seq, 8);
+        int32_t n = kv_cache_cells_list(kv, s, seq, recs[s]);
+        for (int32_t c = 0; c < n; c++) {
+            uint8_t *p = out + set_cells_off(&h, s) + STATE_CELL_BYTES * (size_t)c;
+            cells[s][c] = recs[s][c].cell;
+            state_put(p, (uint32_t)recs[s][c].cell, 4);
+            state_put(p + 4, (uint32_t)recs[s][c].pos, 4);
+            state_put(p + 8, recs[s][c].seq_mask, 8);
         }
         for (int32_t q = 0; q < STATE_SEQS; q++)
             state_put(out + h.off_dropped + 4 * ((uint64_t)s * STATE_SEQS + (uint64_t)q),
-                      (uint32_t)(seq < 0 || q == seq ? cs->dropped[q] : -1), 4);
+                      (uint32_t)(seq < 0 || q == seq ? kv_cache_dropped(kv, s, q) : -1), 4);
     }
     for (int32_t il = 0; il < kv->n_layer; il++) {
         int32_t s = kv->layers[il].set;
@@ -144,15 +135,17 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
         }
     }
     state_put(out + h.off_checksum, state_checksum(out, (size_t)h.off_checksum), 8);
-    free(cells[0]);
-    free(cells[1]);
     *len = (size_t)h.total;
-    return out;
+    goto done;
 fail:
     free(out);
-    free(cells[0]);
-    free(cells[1]);
-    return NULL;
+    out = NULL;
+done:
+    for (int32_t s = 0; s < 2; s++) {
+        free(cells[s]);
+        free(recs[s]);
+    }
+    return out;
 }
 
 static const char *kv_type_name(uint32_t t) {
@@ -262,50 +255,28 @@ static int state_check_payload(const state_header *h, const uint8_t *data, int32
     return 0;
 }
 
-/* Cells of set c the saved cells go to: the saved index when it is free (so
- * a reloaded whole cache is laid out as it was), else the lowest free cell.
- * An error when they do not fit. */
-static int place_cells(const kv_cells *cs, const state_header *h, const uint8_t *data, int32_t set, int32_t *dst,
-                       const char *label) {
-    uint32_t n = set_n_cells(h, set);
-    uint8_t *taken = calloc((size_t)cs->size, 1);
-    if (!taken) return error_set("state file %s: out of memory", label);
-    for (int32_t j = 0; j < cs->size; j++) taken[j] = cs->seq[j] != 0;
-    for (uint32_t c = 0; c < n; c++) {
-        uint32_t idx = (uint32_t)state_get(data + set_cells_off(h, set) + STATE_CELL_BYTES * c, 4);
-        dst[c] = idx < (uint32_t)cs->size && !taken[idx] ? (int32_t)idx : -1;
-        if (dst[c] >= 0) taken[dst[c]] = 1;
-    }
-    int32_t next = 0;
-    for (uint32_t c = 0; c < n; c++) {
-        if (dst[c] >= 0) continue;
-        while (next < cs->size && taken[next]) next++;
-        if (next == cs->size) {
-            free(taken);
-            return error_set("state file %s: %u cells do not fit in the %d free cells of the context's set %d (-c)",
-                             label, n, kv_cells_used(cs) < cs->size ? cs->size - kv_cells_used(cs) : 0, set);
-        }
-        dst[c] = next;
-        taken[next] = 1;
-    }
-    free(taken);
-    return 0;
-}
-
-static void set_clear(kv_cells *cs, int32_t seq) {
-    for (int32_t j = 0; j < cs->size; j++) {
-        if (seq >= 0) cs->seq[j] &= ~((uint64_t)1 << seq);
-        else cs->seq[j] = 0;
-        if (!cs->seq[j]) cs->pos[j] = -1;
+/* Set `set`'s saved cells as records; with load_seq >= 0 they go to that
+ * sequence (the file holds one sequence's cells, check_cells saw to it). */
+static void saved_cells(const state_header *h, const uint8_t *data, int32_t set, int32_t load_seq,
+                        kv_cell_rec *recs) {
+    for (uint32_t c = 0; c < set_n_cells(h, set); c++) {
+        const uint8_t *p = data + set_cells_off(h, set) + STATE_CELL_BYTES * c;
+        recs[c] = (kv_cell_rec){.cell = (int32_t)(uint32_t)state_get(p, 4),
+                                .pos = (int32_t)(uint32_t)state_get(p + 4, 4),
+                                .seq_mask = load_seq >= 0 ? (uint64_t)1 << load_seq : state_get(p + 8, 8)};
     }
 }
 
-/* A copy of a set's cell table, to put back when a load fails. */
-typedef struct set_backup {
-    int32_t *pos;
-    uint64_t *seq;
-    int32_t dropped[KV_MAX_SEQ];
-} set_backup;
+/* The saved per-sequence dropped positions of set s: every sequence's for
+ * a whole cache, else the saved sequence's, given to seq. */
+static void load_dropped(kv_cache *kv, const state_header *h, const uint8_t *d, int32_t s, int32_t seq) {
+    for (int32_t q = 0; q < KV_MAX_SEQ; q++) {
+        if (seq >= 0 && q != seq) continue;
+        int32_t from = seq >= 0 ? h->seq : q;
+        uint64_t at = h->off_dropped + 4 * ((uint64_t)s * STATE_SEQS + (uint64_t)from);
+        kv_cache_set_dropped(kv, s, q, (int32_t)(uint32_t)state_get(d + at, 4));
+    }
+}
 
 int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size_t len, const char *label,
                        tessera_token *tokens, int32_t max_tokens, int32_t *n_tokens, tessera_sampler *sampler) {
@@ -324,14 +295,15 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
     kv_cache *kv = ctx->kv;
     const int32_t n_sets = kv->n_sets; /* == h.n_sets (identity) */
     int32_t *dst[2] = {NULL, NULL};
-    set_backup bk[2] = {{0}, {0}};
+    kv_cell_rec *recs[2] = {NULL, NULL};
+    kv_cells_backup *bk = NULL;
     int rc = -1;
     bool oom = false;
     for (int32_t s = 0; s < n_sets; s++) {
         dst[s] = malloc(((size_t)set_n_cells(&h, s) + 1) * sizeof *dst[s]);
-        bk[s].pos = malloc((size_t)kv->sets[s].size * sizeof *bk[s].pos);
-        bk[s].seq = malloc((size_t)kv->sets[s].size * sizeof *bk[s].seq);
-        oom = oom || !dst[s] || !bk[s].pos || !bk[s].seq;
+        recs[s] = malloc(((size_t)set_n_cells(&h, s) + 1) * sizeof *recs[s]);
+        oom = oom || !dst[s] || !recs[s];
+        if (!oom) saved_cells(&h, d, s, seq, recs[s]);
     }
     if (oom) {
         error_set("state load %s: out of memory", label);
@@ -339,15 +311,16 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
     }
     /* Place the cells after clearing what they replace; an error puts the
      * cell tables back (the K/V bytes of free cells may have changed). */
-    for (int32_t s = 0; s < n_sets; s++) {
-        kv_cells *cs = &kv->sets[s];
-        memcpy(bk[s].pos, cs->pos, (size_t)cs->size * sizeof *bk[s].pos);
-        memcpy(bk[s].seq, cs->seq, (size_t)cs->size * sizeof *bk[s].seq);
-        memcpy(bk[s].dropped, cs->dropped, sizeof bk[s].dropped);
-        set_clear(cs, seq);
+    if (!(bk = kv_cache_cells_backup(kv))) {
+        error_wrap("state load %s", label);
+        goto done;
     }
+    kv_cache_seq_clear(kv, seq);
     for (int32_t s = 0; s < n_sets; s++)
-        if (place_cells(&kv->sets[s], &h, d, s, dst[s], label) != 0) goto restore;
+        if (kv_cache_cells_place(kv, s, recs[s], (int32_t)set_n_cells(&h, s), dst[s]) != 0) {
+            error_wrap("state file %s", label);
+            goto restore;
+        }
     if (sampler && h.sampler_bytes > 0 &&
         tessera_sampler_state_set(sampler, d + h.off_sampler, h.sampler_bytes) != 0) {
         error_wrap("state file %s", label);
@@ -363,18 +336,8 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
         }
     }
     for (int32_t s = 0; s < n_sets; s++) {
-        kv_cells *cs = &kv->sets[s];
-        for (uint32_t c = 0; c < set_n_cells(&h, s); c++) {
-            const uint8_t *p = d + set_cells_off(&h, s) + STATE_CELL_BYTES * c;
-            cs->pos[dst[s][c]] = (int32_t)(uint32_t)state_get(p + 4, 4);
-            cs->seq[dst[s][c]] = seq >= 0 ? (uint64_t)1 << seq : state_get(p + 8, 8);
-        }
-        for (int32_t q = 0; q < KV_MAX_SEQ; q++) {
-            int32_t from = seq >= 0 ? h.seq : q;
-            int32_t dv = (int32_t)(uint32_t)state_get(d + h.off_dropped + 4 * ((uint64_t)s * STATE_SEQS + (uint64_t)from), 4);
-            if (seq < 0) cs->dropped[q] = dv;
-            else if (q == seq) cs->dropped[q] = dv;
-        }
+        kv_cache_cells_fill(kv, s, recs[s], dst[s], (int32_t)set_n_cells(&h, s));
+        load_dropped(kv, &h, d, s, seq);
     }
     ctx->n_last = 0;
     if (seq < 0 && h.n_logits > 0) {
@@ -397,17 +360,13 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
     rc = 0;
     goto done;
 restore:
-    for (int32_t s = 0; s < n_sets; s++) {
-        kv_cells *cs = &kv->sets[s];
-        memcpy(cs->pos, bk[s].pos, (size_t)cs->size * sizeof *bk[s].pos);
-        memcpy(cs->seq, bk[s].seq, (size_t)cs->size * sizeof *bk[s].seq);
-        memcpy(cs->dropped, bk[s].dropped, sizeof bk[s].dropped);
-    }
+    kv_cache_cells_restore(kv, bk);
+    bk = NULL;
 done:
+    kv_cells_backup_free(bk);
     for (int32_t s = 0; s < 2; s++) {
         free(dst[s]);
-        free(bk[s].pos);
-        free(bk[s].seq);
+        free(recs[s]);
     }
     return rc;
 }

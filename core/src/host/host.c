@@ -731,16 +731,8 @@ uint64_t host_device_alignment(const host_device *d) {
 }
 
 tsr_queue *host_device_queue(host_device *d) {
-    if (d->queue) return d->queue;
-    if (host_device_open(d)) return NULL;
-    tsr_queue *q = NULL;
-    tsr_status st = d->dev->api->queue_create(d->dev, &q);
-    if (st != TSR_OK || !q || !q->api) {
-        error_set("device %s: queue_create failed (status %d)", d->name, (int)st);
-        return NULL;
-    }
-    d->queue = q;
-    return q;
+    if (!d->queue) d->queue = host_device_queue_new(d);
+    return d->queue;
 }
 
 int32_t host_plugin_count(void) { return reg.n_plugins; }

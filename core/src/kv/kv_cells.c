@@ -70,35 +70,23 @@ static void layer_unmap(char *scratch, tsr_queue *q) {
     free(scratch);
 }
 
-int kv_cache_cells_get(const kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, void *k_out,
-                       void *v_out) {
-    char *k, *v, *scratch;
-    tsr_queue *q;
+/* Copy the K/V of cells[0..n) of layer il between the cache and the packed
+ * arrays k_buf/v_buf, into the cache when to_cache (then written back to a
+ * device that is not host-addressable). */
+static int cells_copy(const kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, char *k_buf, char *v_buf,
+                      bool to_cache) {
+    char *k = NULL, *v = NULL, *scratch = NULL;
+    tsr_queue *q = NULL;
     int rc = layer_map(kv, il, true, &k, &v, &scratch, &q);
     if (rc == 0) {
         const uint64_t kr = kv_cache_cell_k_bytes(kv), vr = kv_cache_cell_v_bytes(kv);
         for (int32_t c = 0; c < n; c++) {
-            memcpy((char *)k_out + (uint64_t)c * kr, k + (uint64_t)cells[c] * kr, kr);
-            cell_v_copy(kv, il, v, cells[c], (char *)v_out + (uint64_t)c * vr, false);
+            char *in_cache = k + (uint64_t)cells[c] * kr, *packed = k_buf + (uint64_t)c * kr;
+            memcpy(to_cache ? in_cache : packed, to_cache ? packed : in_cache, kr);
+            cell_v_copy(kv, il, v, cells[c], v_buf + (uint64_t)c * vr, to_cache);
         }
     }
-    layer_unmap(scratch, q);
-    return rc;
-}
-
-int kv_cache_cells_set(kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, const void *k_in,
-                       const void *v_in) {
-    char *k, *v, *scratch;
-    tsr_queue *q;
-    int rc = layer_map(kv, il, true, &k, &v, &scratch, &q);
-    if (rc == 0) {
-        const uint64_t kr = kv_cache_cell_k_bytes(kv), vr = kv_cache_cell_v_bytes(kv);
-        for (int32_t c = 0; c < n; c++) {
-            memcpy(k + (uint64_t)cells[c] * kr, (const char *)k_in + (uint64_t)c * kr, kr);
-            cell_v_copy(kv, il, v, cells[c], (char *)v_in + (uint64_t)c * vr, true);
-        }
-    }
-    if (rc == 0 && q) {
+    if (rc == 0 && q && to_cache) {
         const kv_layer *L = &kv->layers[il];
         uint64_t kb = kv_cache_layer_k_bytes(kv, il), vb = kv_cache_layer_v_bytes(kv, il);
         if (q->api->write(q, L->buffer, L->k_offset, k, kb) != TSR_OK ||
@@ -107,4 +95,15 @@ int kv_cache_cells_set(kv_cache *kv, int32_t il, const int32_t *cells, int32_t n
     }
     layer_unmap(scratch, q);
     return rc;
+}
+
+int kv_cache_cells_get(const kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, void *k_out,
+                       void *v_out) {
+    return cells_copy(kv, il, cells, n, k_out, v_out, false);
+}
+
+int kv_cache_cells_set(kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, const void *k_in,
+                       const void *v_in) {
+    /* (the packed arrays are only read when copying into the cache) */
+    return cells_copy(kv, il, cells, n, (char *)(uintptr_t)k_in, (char *)(uintptr_t)v_in, true);
 }

@@ -128,24 +128,18 @@ static char *escape_spaces(const char *text, size_t len, bool prefix, size_t *ou
     return buf;
 }
 
-/* SPM: prefix a space (after a special token or at the start) when the
- * vocabulary asks for it, then escape spaces. */
-static int spm_fragment(const vocab *v, const char *text, size_t len, bool prefix,
-                        vocab_tokens *out) {
+typedef int (*tokenize_fn)(const vocab *v, const char *text, size_t len, vocab_tokens *out);
+
+/* A fragment through tokenize after escaping its spaces (with a space
+ * prefixed when prefix). SPM always escapes, prefixing after a special token
+ * or at the start when the vocabulary asks for it; BPE only when the
+ * vocabulary says so (escape_spaces). */
+static int escaped_fragment(const vocab *v, tokenize_fn tokenize, const char *text, size_t len, bool prefix,
+                            vocab_tokens *out) {
     size_t n;
     char *buf = escape_spaces(text, len, prefix, &n);
     if (!buf) return -1;
-    int rc = spm_tokenize(v, buf, n, out);
-    free(buf);
-    return rc;
-}
-
-static int bpe_fragment(const vocab *v, const char *text, size_t len, vocab_tokens *out) {
-    if (!v->escape_spaces) return bpe_tokenize(v, text, len, out);
-    size_t n;
-    char *buf = escape_spaces(text, len, false, &n);
-    if (!buf) return -1;
-    int rc = bpe_tokenize(v, buf, n, out);
+    int rc = tokenize(v, buf, n, out);
     free(buf);
     return rc;
 }
@@ -174,9 +168,12 @@ int vocab_tokenize(const vocab *v, const char *text, size_t len, bool add_specia
         int r = 0;
         switch (v->type) {
         case VOCAB_TYPE_SPM:
-            r = spm_fragment(v, text + f->off, f->len, v->add_space_prefix && prev_special, out);
+            r = escaped_fragment(v, spm_tokenize, text + f->off, f->len, v->add_space_prefix && prev_special, out);
             break;
-        case VOCAB_TYPE_BPE: r = bpe_fragment(v, text + f->off, f->len, out); break;
+        case VOCAB_TYPE_BPE:
+            r = v->escape_spaces ? escaped_fragment(v, bpe_tokenize, text + f->off, f->len, false, out)
+                                 : bpe_tokenize(v, text + f->off, f->len, out);
+            break;
         case VOCAB_TYPE_WPM: r = wpm_tokenize(v, text + f->off, f->len, out); break;
         }
         if (r) goto done;

@@ -327,6 +327,17 @@ jv jinja_method(jctx *c, jv obj, const char *name);
 void jinja_add_globals(jctx *c, jscope *globals);
 /* A copy of n items in a new arena array of cap items (cap >= n). */
 void *jarena_grow(jctx *c, const void *items, size_t n, size_t cap, size_t item_size);
+/* Room for one more key/value pair in o (a jdict or a jscope: parallel k[]
+ * and v[] of o->n pairs, o->cap allocated): both double together. */
+#define JARENA_GROW_PAIRS(c, o)                                               \
+    do {                                                                      \
+        if ((o)->n == (o)->cap) {                                             \
+            size_t cap_ = (o)->cap ? (o)->cap * 2 : 8;                        \
+            (o)->k = jarena_grow((c), (o)->k, (o)->n, cap_, sizeof *(o)->k);  \
+            (o)->v = jarena_grow((c), (o)->v, (o)->n, cap_, sizeof *(o)->v);  \
+            (o)->cap = cap_;                                                  \
+        }                                                                     \
+    } while (0)
 /* Bind k to v in scope s (replacing an existing binding of k). */
 void jinja_scope_set(jctx *c, jscope *s, const char *k, jv v);
 /* markupsafe.escape() of a string. */

@@ -65,12 +65,7 @@ void jinja_scope_set(jctx *c, jscope *s, const char *k, jv v) {
             s->v[i] = v;
             return;
         }
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 8;
-        s->k = jarena_grow(c, s->k, s->n, cap, sizeof *s->k);
-        s->v = jarena_grow(c, s->v, s->n, cap, sizeof *s->v);
-        s->cap = cap;
-    }
+    JARENA_GROW_PAIRS(c, s);
     s->k[s->n] = k;
     s->v[s->n++] = v;
 }

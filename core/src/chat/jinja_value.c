@@ -141,12 +141,7 @@ void jdict_set(jctx *c, jdict *d, const char *k, size_t klen, jv v) {
         *old = v;
         return;
     }
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 8;
-        d->k = jarena_grow(c, d->k, d->n, cap, sizeof *d->k);
-        d->v = jarena_grow(c, d->v, d->n, cap, sizeof *d->v);
-        d->cap = cap;
-    }
+    JARENA_GROW_PAIRS(c, d);
     d->k[d->n] = jv_str(c, k, klen).s;
     d->v[d->n] = v;
     d->n++;
@@ -715,6 +710,33 @@ static jv jp_number(jparser *p) {
     return jv_int(v);
 }
 
+/* Past an object's or array's opening bracket: true (and past `close`)
+ * when it is empty. */
+static bool jp_open(jparser *p, char close) {
+    p->pos++;
+    jp_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == close) {
+        p->pos++;
+        return true;
+    }
+    return false;
+}
+
+/* After an item: true past a ',' (another item follows), false past
+ * `close`; anything else fails. */
+static bool jp_more(jparser *p, char close) {
+    jp_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == ',') {
+        p->pos++;
+        return true;
+    }
+    if (p->pos < p->len && p->s[p->pos] == close) {
+        p->pos++;
+        return false;
+    }
+    jp_fail(p, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+}
+
 static jv jp_value(jparser *p) {
     jp_ws(p);
     if (p->pos >= p->len) jp_fail(p, "unexpected end");
@@ -724,56 +746,24 @@ static jv jp_value(jparser *p) {
     if (ch == '"') {
         v = jp_string(p);
     } else if (ch == '{') {
-        p->pos++;
         v = jv_dict(p->c);
-        jp_ws(p);
-        if (p->pos < p->len && p->s[p->pos] == '}') {
+        for (bool more = !jp_open(p, '}'); more; more = jp_more(p, '}')) {
+            jp_ws(p);
+            if (p->pos >= p->len || p->s[p->pos] != '"') jp_fail(p, "expected a key");
+            jv k = jp_string(p);
+            jp_ws(p);
+            if (p->pos >= p->len || p->s[p->pos] != ':') jp_fail(p, "expected ':'");
             p->pos++;
-        } else {
-            for (;;) {
-                jp_ws(p);
-                if (p->pos >= p->len || p->s[p->pos] != '"') jp_fail(p, "expected a key");
-                jv k = jp_string(p);
-                jp_ws(p);
-                if (p->pos >= p->len || p->s[p->pos] != ':') jp_fail(p, "expected ':'");
-                p->pos++;
-                jv val = jp_value(p);
-                jdict_set(p->c, v.d, k.s->s, k.s->len, val);
-                jp_ws(p);
-                if (p->pos < p->len && p->s[p->pos] == ',') {
-                    p->pos++;
-                    continue;
-                }
-                if (p->pos < p->len && p->s[p->pos] == '}') {
-                    p->pos++;
-                    break;
-                }
-                jp_fail(p, "expected ',' or '}'");
-            }
+            jv val = jp_value(p);
+            jdict_set(p->c, v.d, k.s->s, k.s->len, val);
         }
     } else if (ch == '[') {
-        p->pos++;
         jbuf items = {0}; /* jv array built in a buffer */
         size_t n = 0;
-        jp_ws(p);
-        if (p->pos < p->len && p->s[p->pos] == ']') {
-            p->pos++;
-        } else {
-            for (;;) {
-                jv item = jp_value(p);
-                jbuf_put(p->c, &items, (const char *)&item, sizeof item);
-                n++;
-                jp_ws(p);
-                if (p->pos < p->len && p->s[p->pos] == ',') {
-                    p->pos++;
-                    continue;
-                }
-                if (p->pos < p->len && p->s[p->pos] == ']') {
-                    p->pos++;
-                    break;
-                }
-                jp_fail(p, "expected ',' or ']'");
-            }
+        for (bool more = !jp_open(p, ']'); more; more = jp_more(p, ']')) {
+            jv item = jp_value(p);
+            jbuf_put(p->c, &items, (const char *)&item, sizeof item);
+            n++;
         }
         v = jv_list(p->c, n);
         if (n) memcpy(v.l->v, items.p, n * sizeof(jv));

@@ -377,29 +377,41 @@ static void emit_alternation(conv *c, const char *kind, char (*names)[NAME_LEN],
     buf_put(&c->rules, "\n", 1);
 }
 
-/* Alternatives of a list of schemas (anyOf / oneOf / type lists). */
+/* Rule `name`: one alternative per item of list, a non-empty array. With
+ * typed NULL the items are schemas (anyOf / oneOf / allOf under key); else
+ * they are type names of the schema typed (a "type" list). */
+static int convert_list(conv *c, const cJSON *list, const cJSON *typed, const char *key, const char *path, int depth,
+                        char name[NAME_LEN]) {
+    int n = cJSON_GetArraySize(list);
+    char(*names)[NAME_LEN] = calloc((size_t)n, NAME_LEN);
+    if (!names) return fail(c, path, "out of memory");
+    int i = 0, rc = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, list) {
+        if (typed && !cJSON_IsString(item)) {
+            rc = fail(c, path, "'type' must list type names");
+        } else if (typed) {
+            rc = convert_type(c, typed, item->valuestring, path, depth, names[i]);
+        } else {
+            char p[512], idx[16];
+            snprintf(idx, sizeof idx, "%d", i);
+            child_path(p, sizeof p, path, key, idx);
+            rc = convert(c, item, p, depth + 1, names[i]);
+        }
+        if (rc < 0) break;
+        i++;
+    }
+    if (rc >= 0) emit_alternation(c, typed ? "types" : "alt", names, n, name);
+    free(names);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Alternatives of a list of schemas (anyOf / oneOf / allOf). */
 static int convert_alternatives(conv *c, const cJSON *list, const char *key, const char *path, int depth,
                                 char name[NAME_LEN]) {
     if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0)
         return fail(c, path, "'%s' must be a non-empty array of schemas", key);
-    int n = cJSON_GetArraySize(list);
-    char(*names)[NAME_LEN] = calloc((size_t)n, NAME_LEN);
-    if (!names) return fail(c, path, "out of memory");
-    int i = 0;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, list) {
-        char p[512], idx[16];
-        snprintf(idx, sizeof idx, "%d", i);
-        child_path(p, sizeof p, path, key, idx);
-        if (convert(c, item, p, depth + 1, names[i]) < 0) {
-            free(names);
-            return -1;
-        }
-        i++;
-    }
-    emit_alternation(c, "alt", names, n, name);
-    free(names);
-    return 0;
+    return convert_list(c, list, NULL, key, path, depth, name);
 }
 
 /* The value a local reference points at ("#/a/b~1c"), or NULL. */
@@ -528,21 +540,7 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
     if (cJSON_IsString(type)) return convert_type(c, s, type->valuestring, path, depth, name);
     if (!cJSON_IsArray(type) || cJSON_GetArraySize(type) == 0)
         return fail(c, path, "'type' must be a type name or a non-empty array of them");
-    int n = cJSON_GetArraySize(type);
-    char(*names)[NAME_LEN] = calloc((size_t)n, NAME_LEN);
-    if (!names) return fail(c, path, "out of memory");
-    int i = 0;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, type) {
-        if (!cJSON_IsString(t) || convert_type(c, s, t->valuestring, path, depth, names[i]) < 0) {
-            free(names);
-            return cJSON_IsString(t) ? -1 : fail(c, path, "'type' must list type names");
-        }
-        i++;
-    }
-    emit_alternation(c, "types", names, n, name);
-    free(names);
-    return 0;
+    return convert_list(c, type, s, "type", path, depth, name);
 }
 
 /* path + "/" + key, with bytes that are not printable ASCII as \xNN (the

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -17,22 +19,11 @@ static void quiet_log(int level, const char *who, const char *message) {
     (void)message;
 }
 
-static int write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
+/* All n bytes of buf through fd (written when writing, else read); -1 when
+ * the pipe ends or fails first. */
+static int transfer_all(int fd, char *p, size_t n, bool writing) {
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n) {
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return -1;
         p += r;
@@ -40,6 +31,9 @@ static int read_all(int fd, void *buf, size_t n) {
     }
     return 0;
 }
+
+static int write_all(int fd, const void *buf, size_t n) { return transfer_all(fd, (char *)(uintptr_t)buf, n, true); }
+static int read_all(int fd, void *buf, size_t n) { return transfer_all(fd, buf, n, false); }
 
 /* The child: start the plugin, describe its devices, exit without
  * returning into the caller (no atexit handlers, no sanitizer reports). */

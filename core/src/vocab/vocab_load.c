@@ -60,6 +60,37 @@ static int64_t find_array(const gguf_file *f, const char *key, bool required, gg
     return k;
 }
 
+/* Key `key`, a required array of strings: its index and *count; -1 with
+ * the error set when it is missing or not that. */
+static int64_t find_strings(const gguf_file *f, const char *key, uint64_t *count) {
+    gguf_type elem;
+    const void *data;
+    int64_t k = find_array(f, key, true, &elem, count, &data);
+    if (k < 0) return -1;
+    if (elem != GGUF_TYPE_STRING)
+        return error_set("%s: key '%s' is an array of %s, expected strings", gguf_path(f), key,
+                         gguf_type_name(elem));
+    return k;
+}
+
+/* Optional per-token key `key`: an array of n_tokens values of type want
+ * (or also_ok) into *type and *data, both unchanged when it is absent; -1
+ * with the error set when it is there but of another type or length. */
+static int per_token_array(const gguf_file *f, const char *key, uint64_t n_tokens, gguf_type want,
+                           gguf_type also_ok, gguf_type *type, const void **data) {
+    uint64_t n;
+    int64_t k = find_array(f, key, false, type, &n, data);
+    if (k == -2) return -1;
+    if (k < 0) return 0;
+    if (*type != want && *type != also_ok)
+        return error_set("%s: key '%s' is an array of %s, expected %s", gguf_path(f), key, gguf_type_name(*type),
+                         gguf_type_name(want));
+    if (n != n_tokens)
+        return error_set("%s: key '%s' has %" PRIu64 " entries but '%s' has %" PRIu64, gguf_path(f), key, n,
+                         KEY_TOKENS, n_tokens);
+    return 0;
+}
+
 /* Optional bool key: unchanged when absent; -1 when present with a wrong
  * type. */
 static int opt_bool(const gguf_file *f, const char *key, bool *out) {
@@ -164,14 +195,9 @@ static int load_pre(vocab *v, const gguf_file *f) {
 }
 
 static int load_tokens(vocab *v, const gguf_file *f) {
-    gguf_type elem;
     uint64_t count;
-    const void *data;
-    int64_t k = find_array(f, KEY_TOKENS, true, &elem, &count, &data);
+    int64_t k = find_strings(f, KEY_TOKENS, &count);
     if (k < 0) return -1;
-    if (elem != GGUF_TYPE_STRING)
-        return error_set("%s: key '%s' is an array of %s, expected strings", gguf_path(f),
-                         KEY_TOKENS, gguf_type_name(elem));
     if (count == 0 || count > INT32_MAX)
         return error_set("%s: key '%s' has %" PRIu64 " tokens", gguf_path(f), KEY_TOKENS, count);
     v->n_tokens = (int32_t)count;
@@ -179,29 +205,10 @@ static int load_tokens(vocab *v, const gguf_file *f) {
     /* scores: float32 (or int32) per token */
     const void *scores = NULL;
     gguf_type score_type = GGUF_TYPE_FLOAT32;
-    uint64_t n;
-    int64_t ks = find_array(f, KEY_SCORES, false, &score_type, &n, &scores);
-    if (ks == -2) return -1;
-    if (ks >= 0) {
-        if (score_type != GGUF_TYPE_FLOAT32 && score_type != GGUF_TYPE_INT32)
-            return error_set("%s: key '%s' is an array of %s, expected float32", gguf_path(f),
-                             KEY_SCORES, gguf_type_name(score_type));
-        if (n != count)
-            return error_set("%s: key '%s' has %" PRIu64 " entries but '%s' has %" PRIu64,
-                             gguf_path(f), KEY_SCORES, n, KEY_TOKENS, count);
-    }
+    if (per_token_array(f, KEY_SCORES, count, GGUF_TYPE_FLOAT32, GGUF_TYPE_INT32, &score_type, &scores)) return -1;
     const void *types = NULL;
     gguf_type type_type = GGUF_TYPE_INT32;
-    int64_t kt = find_array(f, KEY_TYPES, false, &type_type, &n, &types);
-    if (kt == -2) return -1;
-    if (kt >= 0) {
-        if (type_type != GGUF_TYPE_INT32)
-            return error_set("%s: key '%s' is an array of %s, expected int32", gguf_path(f),
-                             KEY_TYPES, gguf_type_name(type_type));
-        if (n != count)
-            return error_set("%s: key '%s' has %" PRIu64 " entries but '%s' has %" PRIu64,
-                             gguf_path(f), KEY_TYPES, n, KEY_TOKENS, count);
-    }
+    if (per_token_array(f, KEY_TYPES, count, GGUF_TYPE_INT32, GGUF_TYPE_INT32, &type_type, &types)) return -1;
 
     /* One arena for every token's text, NUL-terminated. Empty tokens get
      * llama.cpp's "[EMPTY_<id>]" text. */
@@ -271,14 +278,9 @@ static int load_tokens(vocab *v, const gguf_file *f) {
 
 static int load_merges(vocab *v, const gguf_file *f) {
     if (v->type != VOCAB_TYPE_BPE) return 0;
-    gguf_type elem;
     uint64_t count;
-    const void *data;
-    int64_t k = find_array(f, KEY_MERGES, true, &elem, &count, &data);
+    int64_t k = find_strings(f, KEY_MERGES, &count);
     if (k < 0) return -1;
-    if (elem != GGUF_TYPE_STRING)
-        return error_set("%s: key '%s' is an array of %s, expected strings", gguf_path(f),
-                         KEY_MERGES, gguf_type_name(elem));
     if (count > INT32_MAX)
         return error_set("%s: key '%s' has %" PRIu64 " merges", gguf_path(f), KEY_MERGES, count);
     size_t arena = 1;

@@ -332,6 +332,8 @@ static bool lex_raw(lexer *L, size_t after_raw, char raw_end_sign) {
     lex_fail(L, "%s", "missing {% endraw %}");
 }
 
+/* The lexer's main loop (~80 lines): text, then the tag, expression and
+ * comment openers with their whitespace control, one state machine. */
 size_t jinja_lex(jarena *a, const char *src, size_t len, jtok **out, jparse_err *err) {
     lexer L = {.a = a, .err = err, .line = 1};
     /* jinja2 gets a Python str: reject what is not UTF-8 up front */

@@ -288,24 +288,37 @@ static int probe_forked(const conformance_options *opt, FILE *out, conf_probe *p
     return 0;
 }
 
-int conformance_run(const conformance_options *opt) {
-    FILE *out = opt->out ? opt->out : stdout;
-    if (!opt->target || !opt->target[0]) {
-        error_set("conformance: no plugin given");
-        return CONFORMANCE_ERROR;
-    }
+/* The options' target, op family and case; an error names the one at fault. */
+static int options_check(const conformance_options *opt) {
+    if (!opt->target || !opt->target[0]) return error_set("conformance: no plugin given");
     if (opt->op) {
         bool known = false;
         for (int f = 0; f < N_FAMILIES; f++) known |= !strcasecmp(opt->op, families[f].name);
-        if (!known) {
-            error_set("conformance: unknown op family '%s' (see --help for the list)", opt->op);
-            return CONFORMANCE_ERROR;
+        if (!known) return error_set("conformance: unknown op family '%s' (see --help for the list)", opt->op);
+    }
+    if (opt->one_case && !opt->op)
+        return error_set("conformance: --case needs --op (case numbers count within one family)");
+    return 0;
+}
+
+/* Every chosen family on device d (set up already when in process). */
+static void run_device(conf_runner *r, const conformance_options *opt, int32_t d, conf_shared *shared,
+                       conf_stats *total) {
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (opt->op && strcasecmp(opt->op, families[f].name)) continue;
+        if (!r->backend) {
+            family_forked(r, opt, d, &families[f], shared, total);
+        } else {
+            run_family(r, &families[f]);
+            print_family(r, families[f].name, &r->family, r->family_failures_shown);
+            add_stats(total, &r->family);
         }
     }
-    if (opt->one_case && !opt->op) {
-        error_set("conformance: --case needs --op (case numbers count within one family)");
-        return CONFORMANCE_ERROR;
-    }
+}
+
+int conformance_run(const conformance_options *opt) {
+    FILE *out = opt->out ? opt->out : stdout;
+    if (options_check(opt) != 0) return CONFORMANCE_ERROR;
     /* shared with the child processes: the probe's findings, a family's counts */
     struct shared_pages {
         conf_probe probe;
@@ -361,16 +374,7 @@ int conformance_run(const conformance_options *opt) {
             setup_failures++;
             continue;
         }
-        for (int f = 0; f < N_FAMILIES; f++) {
-            if (opt->op && strcasecmp(opt->op, families[f].name)) continue;
-            if (!backend_open) {
-                family_forked(&r, opt, d, &families[f], &sh->family, &total);
-            } else {
-                run_family(&r, &families[f]);
-                print_family(&r, families[f].name, &r.family, r.family_failures_shown);
-                add_stats(&total, &r.family);
-            }
-        }
+        run_device(&r, opt, d, &sh->family, &total);
         if (backend_open) device_teardown(&r);
     }
 

@@ -259,6 +259,9 @@ typedef struct prop {
     bool required;
 } prop;
 
+/* An object schema: its properties in order, required ones first as
+ * llama.cpp orders them, then optional ones and additionalProperties; one
+ * pass (~90 lines) since the rule text is built as the keys are read. */
 static int convert_object(conv *c, const cJSON *s, const char *path, int depth, char name[NAME_LEN]) {
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
     const cJSON *required = cJSON_GetObjectItemCaseSensitive(s, "required");

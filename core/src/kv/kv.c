@@ -91,6 +91,44 @@ static int kv_rot_init(kv_cache *kv, kv_rotation rotation) {
     return 0;
 }
 
+/* One mapping for the K/V of every layer kept in host memory. Fresh
+ * anonymous pages read as zero (empty cells must hold finite values:
+ * masked scores still multiply V) and take no memory until a cell is
+ * written, so a long context costs what it holds. */
+static int kv_host_map(kv_cache *kv, const kv_cache_params *p) {
+    uint64_t host_bytes = 0;
+    for (int32_t il = 0; il < p->n_layer; il++)
+        if (!p->layer_device || !p->layer_device[il]) host_bytes += kv_layer_bytes(kv, il);
+    if (host_bytes == 0) return 0;
+    kv->host_bytes = host_bytes;
+    void *mem = mmap(NULL, (size_t)host_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    kv->host_mem = mem == MAP_FAILED ? NULL : mem;
+    if (!kv->host_mem)
+        return error_set("kv cache: cannot allocate %.1f MiB of host memory", (double)host_bytes / (1024.0 * 1024.0));
+    return 0;
+}
+
+/* Layer il's K then V in a zeroed buffer of device dev (host index home). */
+static int kv_device_layer(kv_cache *kv, int32_t il, tsr_device *dev, int32_t home) {
+    kv_layer *L = &kv->layers[il];
+    const uint64_t layer_bytes = kv_layer_bytes(kv, il);
+    L->home_device = home;
+    L->device = dev;
+    if (dev->api->buffer_alloc(dev, layer_bytes, &L->buffer) != TSR_OK || !L->buffer) {
+        L->buffer = NULL;
+        return error_set("kv cache: device %d cannot allocate %.1f MiB for layer %d", L->home_device,
+                         (double)layer_bytes / (1024.0 * 1024.0), il);
+    }
+    L->k_offset = 0;
+    L->v_offset = align_up(kv_cache_layer_k_bytes(kv, il), 64);
+    char *host = dev->api->buffer_host_ptr ? dev->api->buffer_host_ptr(dev, L->buffer) : NULL;
+    if (!host) return kv_device_zero(dev, L->buffer, layer_bytes);
+    memset(host, 0, layer_bytes);
+    L->k_data = host;
+    L->v_data = host + L->v_offset;
+    return 0;
+}
+
 kv_cache *kv_cache_new(const kv_cache_params *p) {
     if (p->n_layer <= 0 || p->n_ctx <= 0 || p->n_embd_k <= 0 || p->n_embd_v <= 0) {
         error_set("kv cache: bad size (%d layers, %d cells, k %d, v %d)", p->n_layer, p->n_ctx,
@@ -122,50 +160,18 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
         for (int32_t il = 0; il < p->n_layer; il++) kv->layers[il].set = p->layer_swa[il] ? 1 : 0;
     }
 
-    uint64_t host_bytes = 0;
-    for (int32_t il = 0; il < p->n_layer; il++)
-        if (!p->layer_device || !p->layer_device[il]) host_bytes += kv_layer_bytes(kv, il);
-    if (host_bytes > 0) {
-        /* Fresh anonymous pages read as zero (empty cells must hold finite
-         * values: masked scores still multiply V) and take no memory until
-         * a cell is written, so a long context costs what it holds. */
-        kv->host_bytes = host_bytes;
-        void *mem = mmap(NULL, (size_t)host_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        kv->host_mem = mem == MAP_FAILED ? NULL : mem;
-        if (!kv->host_mem) {
-            error_set("kv cache: cannot allocate %.1f MiB of host memory", (double)host_bytes / (1024.0 * 1024.0));
-            goto fail;
-        }
-    }
+    if (kv_host_map(kv, p) != 0) goto fail;
     uint64_t host_off = 0;
     for (int32_t il = 0; il < p->n_layer; il++) {
-        kv_layer *L = &kv->layers[il];
         tsr_device *dev = p->layer_device ? p->layer_device[il] : NULL;
-        const uint64_t layer_bytes = kv_layer_bytes(kv, il), v_offset = align_up(kv_cache_layer_k_bytes(kv, il), 64);
         if (!dev) {
+            kv_layer *L = &kv->layers[il];
             char *base = (char *)kv->host_mem + host_off;
-            host_off += layer_bytes;
+            host_off += kv_layer_bytes(kv, il);
             L->home_device = -1;
             L->k_data = base;
-            L->v_data = base + v_offset;
-            continue;
-        }
-        L->home_device = p->layer_home ? p->layer_home[il] : -1;
-        L->device = dev;
-        if (dev->api->buffer_alloc(dev, layer_bytes, &L->buffer) != TSR_OK || !L->buffer) {
-            L->buffer = NULL;
-            error_set("kv cache: device %d cannot allocate %.1f MiB for layer %d", L->home_device,
-                      (double)layer_bytes / (1024.0 * 1024.0), il);
-            goto fail;
-        }
-        L->k_offset = 0;
-        L->v_offset = v_offset;
-        char *host = dev->api->buffer_host_ptr ? dev->api->buffer_host_ptr(dev, L->buffer) : NULL;
-        if (host) {
-            memset(host, 0, layer_bytes);
-            L->k_data = host;
-            L->v_data = host + L->v_offset;
-        } else if (kv_device_zero(dev, L->buffer, layer_bytes) != 0) {
+            L->v_data = base + align_up(kv_cache_layer_k_bytes(kv, il), 64);
+        } else if (kv_device_layer(kv, il, dev, p->layer_home ? p->layer_home[il] : -1) != 0) {
             goto fail;
         }
     }

@@ -152,14 +152,24 @@ static jnode *parse_primary(parser *P);
 static jnode *parse_postfix(parser *P, jnode *n);
 static jnode *parse_filter_expr(parser *P, jnode *n);
 
+/* In a bracketed list before its next item: false, past close, when the
+ * list ends there (after a trailing comma too); else true, past the comma
+ * that separates the item from the one before (none before the first). */
+static bool list_item_next(parser *P, const char *close, bool first) {
+    if (!first && !is_op(cur(P), close)) expect_op(P, ",");
+    if (is_op(cur(P), close)) {
+        next(P);
+        return false;
+    }
+    return true;
+}
+
 /* Arguments of a call: positional, name=value; into n->items / names+items2. */
 static void parse_call_args(parser *P, jnode *n) {
     expect_op(P, "(");
     nvec pos = {0}, kv = {0};
     svec kn = {0};
-    while (!is_op(cur(P), ")")) {
-        if (pos.n || kv.n) expect_op(P, ",");
-        if (is_op(cur(P), ")")) break;
+    while (list_item_next(P, ")", pos.n + kv.n == 0)) {
         if (is_op(cur(P), "*") || is_op(cur(P), "**"))
             fail_at(P, cur(P)->line, "*args and **kwargs in calls are not supported");
         if (cur(P)->kind == T_NAME && is_op(peek(P, 1), "=")) {
@@ -171,7 +181,6 @@ static void parse_call_args(parser *P, jnode *n) {
             nvec_push(P, &pos, parse_expression(P, true));
         }
     }
-    next(P);
     n->items = pos.v;
     n->n = pos.n;
     n->names = kn.v;
@@ -262,26 +271,18 @@ static jnode *parse_primary(parser *P) {
         next(P);
         n = node(P, N_LIST, t->line);
         nvec items = {0};
-        while (!is_op(cur(P), "]")) {
-            if (items.n) expect_op(P, ",");
-            if (is_op(cur(P), "]")) break;
-            nvec_push(P, &items, parse_expression(P, true));
-        }
-        next(P);
+        while (list_item_next(P, "]", items.n == 0)) nvec_push(P, &items, parse_expression(P, true));
         n->items = items.v;
         n->n = items.n;
     } else if (is_op(t, "{")) {
         next(P);
         n = node(P, N_DICT, t->line);
         nvec keys = {0}, vals = {0};
-        while (!is_op(cur(P), "}")) {
-            if (keys.n) expect_op(P, ",");
-            if (is_op(cur(P), "}")) break;
+        while (list_item_next(P, "}", keys.n == 0)) {
             nvec_push(P, &keys, parse_expression(P, true));
             expect_op(P, ":");
             nvec_push(P, &vals, parse_expression(P, true));
         }
-        next(P);
         n->items = keys.v;
         n->n = keys.n;
         n->items2 = vals.v;
@@ -554,29 +555,21 @@ static jnode *parse_not(parser *P) {
     return parse_compare(P);
 }
 
-static jnode *parse_and(parser *P) {
-    jnode *n = parse_not(P);
-    while (is_name(cur(P), "and")) {
+/* operand (word operand)*, left to right: `and` over `not`, `or` over `and`. */
+static jnode *parse_logic(parser *P, const char *word, int kind, jnode *(*operand)(parser *)) {
+    jnode *n = operand(P);
+    while (is_name(cur(P), word)) {
         int line = next(P)->line;
-        jnode *x = node(P, N_AND, line);
+        jnode *x = node(P, kind, line);
         x->a = n;
-        x->b = parse_not(P);
+        x->b = operand(P);
         n = x;
     }
     return n;
 }
 
-static jnode *parse_or(parser *P) {
-    jnode *n = parse_and(P);
-    while (is_name(cur(P), "or")) {
-        int line = next(P)->line;
-        jnode *x = node(P, N_OR, line);
-        x->a = n;
-        x->b = parse_and(P);
-        n = x;
-    }
-    return n;
-}
+static jnode *parse_and(parser *P) { return parse_logic(P, "and", N_AND, parse_not); }
+static jnode *parse_or(parser *P) { return parse_logic(P, "or", N_OR, parse_and); }
 
 static jnode *parse_expression(parser *P, bool with_condexpr) {
     enter(P);
@@ -601,6 +594,26 @@ static jnode *parse_expression(parser *P, bool with_condexpr) {
 /* -------------------------------------------------------- statements */
 
 static jnode *parse_body(parser *P, const char *const *ends, const char **which);
+
+/* The statements up to one of ends (which: the tag that ended them) as n's
+ * body. */
+static void body_into(parser *P, jnode *n, const char *const *ends, const char **which) {
+    jnode *body = parse_body(P, ends, which);
+    n->items = body->items;
+    n->n = body->n;
+}
+
+/* When the body ended at {% else %} (which): the statements after it up
+ * to end_tag as n's second body. */
+static void else_into(parser *P, jnode *n, const char *which, const char *end_tag) {
+    if (strcmp(which, "else") != 0) return;
+    expect_block_end(P);
+    const char *const ends[] = {end_tag, NULL};
+    const char *ended;
+    jnode *eb = parse_body(P, ends, &ended);
+    n->items2 = eb->items;
+    n->n2 = eb->n;
+}
 
 static bool name_in(const jtok *t, const char *const *names) {
     for (; *names; names++)
@@ -644,17 +657,9 @@ static jnode *parse_for(parser *P, int line) {
     static const char *const ends[] = {"endfor", "else", NULL};
     const char *which;
     P->loop_depth++;
-    jnode *body = parse_body(P, ends, &which);
+    body_into(P, n, ends, &which);
     P->loop_depth--;
-    n->items = body->items;
-    n->n = body->n;
-    if (strcmp(which, "else") == 0) {
-        expect_block_end(P);
-        static const char *const ends2[] = {"endfor", NULL};
-        jnode *eb = parse_body(P, ends2, &which);
-        n->items2 = eb->items;
-        n->n2 = eb->n;
-    }
+    else_into(P, n, which, "endfor");
     expect_block_end(P);
     return n;
 }
@@ -665,9 +670,7 @@ static jnode *parse_if(parser *P, int line) {
     expect_block_end(P);
     static const char *const ends[] = {"elif", "else", "endif", NULL};
     const char *which;
-    jnode *body = parse_body(P, ends, &which);
-    n->items = body->items;
-    n->n = body->n;
+    body_into(P, n, ends, &which);
     if (strcmp(which, "elif") == 0) {
         enter(P);
         jnode *e = parse_if(P, P->t[P->pos - 1].line);
@@ -677,13 +680,7 @@ static jnode *parse_if(parser *P, int line) {
         n->n2 = 1;
         return n; /* the nested if consumed endif */
     }
-    if (strcmp(which, "else") == 0) {
-        expect_block_end(P);
-        static const char *const ends2[] = {"endif", NULL};
-        jnode *eb = parse_body(P, ends2, &which);
-        n->items2 = eb->items;
-        n->n2 = eb->n;
-    }
+    else_into(P, n, which, "endif");
     expect_block_end(P);
     return n;
 }
@@ -704,9 +701,7 @@ static jnode *parse_set(parser *P, int line) {
     expect_block_end(P);
     static const char *const ends[] = {"endset", NULL};
     const char *which;
-    jnode *body = parse_body(P, ends, &which);
-    n->items = body->items;
-    n->n = body->n;
+    body_into(P, n, ends, &which);
     expect_block_end(P);
     return n;
 }
@@ -746,10 +741,8 @@ static jnode *parse_macro(parser *P, int line) {
     const char *which;
     int saved = P->loop_depth;
     P->loop_depth = 0;
-    jnode *body = parse_body(P, ends, &which);
+    body_into(P, n, ends, &which);
     P->loop_depth = saved;
-    n->items = body->items;
-    n->n = body->n;
     if (cur(P)->kind == T_NAME) next(P); /* {% endmacro name %} */
     expect_block_end(P);
     return n;
@@ -766,10 +759,8 @@ static jnode *parse_call_block(parser *P, int line) {
     const char *which;
     int saved = P->loop_depth;
     P->loop_depth = 0;
-    jnode *body = parse_body(P, ends, &which);
+    body_into(P, n, ends, &which);
     P->loop_depth = saved;
-    n->items = body->items;
-    n->n = body->n;
     expect_block_end(P);
     return n;
 }
@@ -798,9 +789,7 @@ static jnode *parse_statement(parser *P) {
         expect_block_end(P);
         static const char *const ends[] = {"endfilter", NULL};
         const char *which;
-        jnode *body = parse_body(P, ends, &which);
-        n->items = body->items;
-        n->n = body->n;
+        body_into(P, n, ends, &which);
         expect_block_end(P);
     } else if (is_name(t, "break") || is_name(t, "continue")) {
         if (P->loop_depth == 0)
@@ -825,9 +814,7 @@ static jnode *parse_statement(parser *P) {
         n->a->n = values.n;
         static const char *const ends[] = {"endwith", NULL};
         const char *which;
-        jnode *body = parse_body(P, ends, &which);
-        n->items = body->items;
-        n->n = body->n;
+        body_into(P, n, ends, &which);
         expect_block_end(P);
     } else if (is_name(t, "generation")) {
         /* transformers' AssistantTracker: marks assistant text, renders as is */

@@ -244,6 +244,13 @@ void conf_case_dst_inplace(conf_case *c, int i) {
     c->dst.storage = c->src[i].storage;
 }
 
+void conf_case_dst_as(conf_case *c, int32_t dtype, const int64_t ne[4], bool in_place, conf_layout layout) {
+    if (in_place)
+        conf_case_dst_inplace(c, 0);
+    else
+        conf_case_dst(c, dtype, ne, layout);
+}
+
 void conf_case_next_node(conf_case *c, int32_t op) {
     if (c->n_earlier >= CONF_MAX_NODES - 1) {
         c->failed_to_build = true;

@@ -77,10 +77,7 @@ static void gen_norm(conf_runner *r, int32_t op, const char *name, float lo, flo
             c.tol = conf_tolerance(op, F32);
             c.node.fparams[0] = v == 1 ? 1e-6f : 1e-5f;
             conf_case_src(r, &c, 0, F32, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(lo, hi));
-            if (v == 2)
-                conf_case_dst_inplace(&c, 0);
-            else
-                conf_case_dst(&c, F32, ne, v == 1 ? CONF_PADDED : CONF_CONTIG);
+            conf_case_dst_as(&c, F32, ne, v == 2, v == 1 ? CONF_PADDED : CONF_CONTIG);
             conf_case_run(r, &c);
         }
 }
@@ -122,10 +119,7 @@ void conf_gen_soft_max(conf_runner *r) {
                         conf_case_src(r, &c, 1, mdt, NE(n, rows + 3, 1, 1), CONF_CONTIG,
                                       conf_mask(gap, -2.0f));
                     }
-                    if (v == 3)
-                        conf_case_dst_inplace(&c, 0);
-                    else
-                        conf_case_dst(&c, F32, ne, v == 2 ? CONF_PADDED : CONF_CONTIG);
+                    conf_case_dst_as(&c, F32, ne, v == 3, v == 2 ? CONF_PADDED : CONF_CONTIG);
                     conf_case_run(r, &c);
                 }
 }
@@ -176,10 +170,7 @@ void conf_gen_rope(conf_runner *r) {
                 if (rc->freq_factors)
                     conf_case_src(r, &c, 2, F32, NE(rc->n_dims / 2, 1, 1, 1), CONF_CONTIG,
                                   conf_uniform(1, 8));
-                if (v == 2)
-                    conf_case_dst_inplace(&c, 0);
-                else
-                    conf_case_dst(&c, dt, ne, v == 1 ? CONF_PADDED : CONF_CONTIG);
+                conf_case_dst_as(&c, dt, ne, v == 2, v == 1 ? CONF_PADDED : CONF_CONTIG);
                 conf_case_run(r, &c);
             }
 }

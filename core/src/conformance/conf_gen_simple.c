@@ -72,10 +72,7 @@ static void gen_binary(conf_runner *r, int32_t op) {
             conf_layout la = v == 1 ? CONF_PERMUTED : v == 2 ? CONF_TRANSPOSED : CONF_CONTIG;
             conf_case_src(r, &c, 0, F32, a, la, conf_uniform(-1, 1));
             conf_case_src(r, &c, 1, F32, b, v == 1 ? CONF_PADDED : CONF_CONTIG, conf_uniform(-1, 1));
-            if (v == 3)
-                conf_case_dst_inplace(&c, 0);
-            else
-                conf_case_dst(&c, F32, a, v == 1 ? CONF_PADDED : CONF_CONTIG);
+            conf_case_dst_as(&c, F32, a, v == 3, v == 1 ? CONF_PADDED : CONF_CONTIG);
             conf_case_run(r, &c);
         }
 }
@@ -105,10 +102,7 @@ static void gen_unary(conf_runner *r, int32_t op, const char *name, float lo, fl
                 c.node.fparams[1] = params[p][1];
                 const int32_t dt = v == 3 ? TSR_DTYPE_F16 : F32;
                 conf_case_src(r, &c, 0, dt, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(lo, hi));
-                if (v == 2)
-                    conf_case_dst_inplace(&c, 0);
-                else
-                    conf_case_dst(&c, dt, ne, v == 1 ? CONF_PADDED : CONF_CONTIG);
+                conf_case_dst_as(&c, dt, ne, v == 2, v == 1 ? CONF_PADDED : CONF_CONTIG);
                 conf_case_run(r, &c);
             }
 }
@@ -134,10 +128,7 @@ void conf_gen_swiglu(conf_runner *r) {
             conf_layout l = v == 1 ? CONF_PADDED : CONF_CONTIG;
             conf_case_src(r, &c, 0, F32, ne, l, conf_uniform(-6, 6));
             conf_case_src(r, &c, 1, F32, ne, l, conf_uniform(-2, 2));
-            if (v == 2)
-                conf_case_dst_inplace(&c, 0);
-            else
-                conf_case_dst(&c, F32, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG);
+            conf_case_dst_as(&c, F32, ne, v == 2, v == 1 ? CONF_PERMUTED : CONF_CONTIG);
             conf_case_run(r, &c);
         }
 }

@@ -164,6 +164,9 @@ conf_tensor *conf_case_src(conf_runner *r, conf_case *c, int i, int32_t dtype, c
 conf_tensor *conf_case_dst(conf_case *c, int32_t dtype, const int64_t ne[4], conf_layout layout);
 /* dst computed in place: same storage, dtype, shape and strides as src i. */
 void conf_case_dst_inplace(conf_case *c, int i);
+/* The dst of a case run in several storage variants: in place on source 0
+ * when in_place, else its own storage laid out as layout. */
+void conf_case_dst_as(conf_case *c, int32_t dtype, const int64_t ne[4], bool in_place, conf_layout layout);
 /* An optional source left out (e.g. no mask): counts in n_src as NULL. */
 void conf_case_src_none(conf_case *c, int i);
 /* Finish the node being built and start another computing op. */

@@ -121,36 +121,23 @@ static int writer_put_bytes(gguf_writer *w, const char *key, gguf_type type, con
     return writer_put(w, key, type, value, n);
 }
 
-int gguf_writer_set_u8(gguf_writer *w, const char *key, uint8_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_UINT8, &v, 1);
-}
-int gguf_writer_set_i8(gguf_writer *w, const char *key, int8_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_INT8, &v, 1);
-}
-int gguf_writer_set_u16(gguf_writer *w, const char *key, uint16_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_UINT16, &v, 2);
-}
-int gguf_writer_set_i16(gguf_writer *w, const char *key, int16_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_INT16, &v, 2);
-}
-int gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_UINT32, &v, 4);
-}
-int gguf_writer_set_i32(gguf_writer *w, const char *key, int32_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_INT32, &v, 4);
-}
-int gguf_writer_set_u64(gguf_writer *w, const char *key, uint64_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_UINT64, &v, 8);
-}
-int gguf_writer_set_i64(gguf_writer *w, const char *key, int64_t v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_INT64, &v, 8);
-}
-int gguf_writer_set_f32(gguf_writer *w, const char *key, float v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_FLOAT32, &v, 4);
-}
-int gguf_writer_set_f64(gguf_writer *w, const char *key, double v) {
-    return writer_put_bytes(w, key, GGUF_TYPE_FLOAT64, &v, 8);
-}
+/* The setters of the fixed-size types: the value's bytes as they are
+ * (little-endian hosts, as the reader assumes). */
+#define GGUF_SETTER(name, ctype, gtype)                                      \
+    int gguf_writer_set_##name(gguf_writer *w, const char *key, ctype v) {   \
+        return writer_put_bytes(w, key, gtype, &v, sizeof v);                \
+    }
+GGUF_SETTER(u8, uint8_t, GGUF_TYPE_UINT8)
+GGUF_SETTER(i8, int8_t, GGUF_TYPE_INT8)
+GGUF_SETTER(u16, uint16_t, GGUF_TYPE_UINT16)
+GGUF_SETTER(i16, int16_t, GGUF_TYPE_INT16)
+GGUF_SETTER(u32, uint32_t, GGUF_TYPE_UINT32)
+GGUF_SETTER(i32, int32_t, GGUF_TYPE_INT32)
+GGUF_SETTER(u64, uint64_t, GGUF_TYPE_UINT64)
+GGUF_SETTER(i64, int64_t, GGUF_TYPE_INT64)
+GGUF_SETTER(f32, float, GGUF_TYPE_FLOAT32)
+GGUF_SETTER(f64, double, GGUF_TYPE_FLOAT64)
+
 int gguf_writer_set_bool(gguf_writer *w, const char *key, bool v) {
     uint8_t b = v ? 1 : 0;
     return writer_put_bytes(w, key, GGUF_TYPE_BOOL, &b, 1);

@@ -164,6 +164,14 @@ static bool list_item_next(parser *P, const char *close, bool first) {
     return true;
 }
 
+/* A node of kind whose items are those of vec. */
+static jnode *items_node(parser *P, int kind, int line, const nvec *vec) {
+    jnode *n = node(P, kind, line);
+    n->items = vec->v;
+    n->n = vec->n;
+    return n;
+}
+
 /* Arguments of a call: positional, name=value; into n->items / names+items2. */
 static void parse_call_args(parser *P, jnode *n) {
     expect_op(P, "(");
@@ -217,9 +225,7 @@ static jnode *parse_tuple(parser *P, bool simplified, bool with_condexpr, const 
         if (!explicit_parens)
             fail_at(P, line, "expected an expression, got %s", describe(P, cur(P)));
     }
-    jnode *n = node(P, N_TUPLE, line);
-    n->items = items.v;
-    n->n = items.n;
+    jnode *n = items_node(P, N_TUPLE, line, &items);
     return n;
 }
 
@@ -492,9 +498,7 @@ static jnode *parse_concat(parser *P) {
         next(P);
         nvec_push(P, &args, parse_math2(P));
     }
-    jnode *n = node(P, N_CONCAT, line);
-    n->items = args.v;
-    n->n = args.n;
+    jnode *n = items_node(P, N_CONCAT, line, &args);
     return n;
 }
 
@@ -603,6 +607,14 @@ static void body_into(parser *P, jnode *n, const char *const *ends, const char *
     n->n = body->n;
 }
 
+/* Past the end of a tag: the statements up to end_tag as n's body. */
+static void tag_body(parser *P, jnode *n, const char *end_tag) {
+    expect_block_end(P);
+    const char *const ends[] = {end_tag, NULL};
+    const char *which;
+    body_into(P, n, ends, &which);
+}
+
 /* When the body ended at {% else %} (which): the statements after it up
  * to end_tag as n's second body. */
 static void else_into(parser *P, jnode *n, const char *which, const char *end_tag) {
@@ -698,10 +710,7 @@ static jnode *parse_set(parser *P, int line) {
     jnode *n = node(P, N_SETBLOCK, line);
     n->a = target;
     n->c = parse_filter(P, NULL, false);
-    expect_block_end(P);
-    static const char *const ends[] = {"endset", NULL};
-    const char *which;
-    body_into(P, n, ends, &which);
+    tag_body(P, n, "endset");
     expect_block_end(P);
     return n;
 }
@@ -732,17 +741,20 @@ static void parse_signature(parser *P, jnode *n) {
     n->n2 = defs.n;
 }
 
+/* A macro's or call block's body, up to end_tag: a loop around the
+ * definition is not the body's (loop_depth starts again at 0). */
+static void callable_body(parser *P, jnode *n, const char *end_tag) {
+    int saved = P->loop_depth;
+    P->loop_depth = 0;
+    tag_body(P, n, end_tag);
+    P->loop_depth = saved;
+}
+
 static jnode *parse_macro(parser *P, int line) {
     jnode *n = node(P, N_MACRO, line);
     n->name = expect_name(P);
     parse_signature(P, n);
-    expect_block_end(P);
-    static const char *const ends[] = {"endmacro", NULL};
-    const char *which;
-    int saved = P->loop_depth;
-    P->loop_depth = 0;
-    body_into(P, n, ends, &which);
-    P->loop_depth = saved;
+    callable_body(P, n, "endmacro");
     if (cur(P)->kind == T_NAME) next(P); /* {% endmacro name %} */
     expect_block_end(P);
     return n;
@@ -754,13 +766,7 @@ static jnode *parse_call_block(parser *P, int line) {
         parse_signature(P, n);
     n->a = parse_expression(P, true);
     if (n->a->kind != N_CALL) fail_at(P, line, "expected a call after {%% call %%}");
-    expect_block_end(P);
-    static const char *const ends[] = {"endcall", NULL};
-    const char *which;
-    int saved = P->loop_depth;
-    P->loop_depth = 0;
-    body_into(P, n, ends, &which);
-    P->loop_depth = saved;
+    callable_body(P, n, "endcall");
     expect_block_end(P);
     return n;
 }
@@ -786,10 +792,7 @@ static jnode *parse_statement(parser *P) {
     } else if (is_name(t, "filter")) {
         n = node(P, N_FILTERBLOCK, line);
         n->c = parse_filter(P, NULL, true);
-        expect_block_end(P);
-        static const char *const ends[] = {"endfilter", NULL};
-        const char *which;
-        body_into(P, n, ends, &which);
+        tag_body(P, n, "endfilter");
         expect_block_end(P);
     } else if (is_name(t, "break") || is_name(t, "continue")) {
         if (P->loop_depth == 0)

@@ -231,65 +231,53 @@ void conf_gen_flash_attn(conf_runner *r) {
 
 /* ------------------------------------------------------------ MALFORMED */
 
+/* Run the case begun in c, contiguous: source a F32, source b (NULL: none)
+ * of b_dtype filled by b_fill, dst d F32; the device must decline it. */
+static void run_declined(conf_runner *r, conf_case *c, const int64_t *a, int32_t b_dtype, const int64_t *b,
+                         conf_fill b_fill, const int64_t *d) {
+    c->expect_decline = true;
+    conf_case_src(r, c, 0, F32, a, CONF_CONTIG, conf_uniform(-1, 1));
+    if (b) conf_case_src(r, c, 1, b_dtype, b, CONF_CONTIG, b_fill);
+    conf_case_dst(c, F32, d, CONF_CONTIG);
+    conf_case_run(r, c);
+}
+
+/* The same with b F32 in [-1, 1]. */
+static void run_declined_f32(conf_runner *r, conf_case *c, const int64_t *a, const int64_t *b, const int64_t *d) {
+    run_declined(r, c, a, F32, b, conf_uniform(-1, 1), d);
+}
+
 /* Nodes the ABI's op list forbids; a device must answer supports_op = 0. */
 void conf_gen_malformed(conf_runner *r) {
     conf_case c;
 
     conf_case_init(&c, TSR_OP_MUL_MAT, "MUL_MAT with K 64 vs 32");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(64, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(32, 2, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_dst(&c, F32, NE(3, 2, 1, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined_f32(r, &c, NE(64, 3, 1, 1), NE(32, 2, 1, 1), NE(3, 2, 1, 1));
 
     conf_case_init(&c, TSR_OP_MUL_MAT, "MUL_MAT with a dst of the wrong shape");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(64, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(64, 2, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_dst(&c, F32, NE(3, 3, 1, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined_f32(r, &c, NE(64, 3, 1, 1), NE(64, 2, 1, 1), NE(3, 3, 1, 1));
 
     conf_case_init(&c, TSR_OP_MUL_MAT, "MUL_MAT batch 3 of weights does not divide 4");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(32, 3, 3, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(32, 2, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_dst(&c, F32, NE(3, 2, 4, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined_f32(r, &c, NE(32, 3, 3, 1), NE(32, 2, 4, 1), NE(3, 2, 4, 1));
 
     conf_case_init(&c, TSR_OP_ADD, "ADD with src1 [5, 3] not dividing [17, 3]");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(17, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(5, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_dst(&c, F32, NE(17, 3, 1, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NE(5, 3, 1, 1), NE(17, 3, 1, 1));
 
     for (int bad = 0; bad < 2; bad++) {
         conf_case_init(&c, TSR_OP_ROPE, "ROPE with n_dims %d for head_dim 64", bad ? 66 : 63);
-        c.expect_decline = true;
         c.node.iparams[0] = bad ? 66 : 63;
         c.node.fparams[0] = 10000.0f;
         c.node.fparams[1] = 1.0f;
         c.node.fparams[3] = 1.0f;
-        conf_case_src(r, &c, 0, F32, NE(64, 2, 3, 1), CONF_CONTIG, conf_uniform(-1, 1));
-        conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(3, 1, 1, 1), CONF_CONTIG, conf_index(10));
-        conf_case_dst(&c, F32, NE(64, 2, 3, 1), CONF_CONTIG);
-        conf_case_run(r, &c);
+        run_declined(r, &c, NE(64, 2, 3, 1), TSR_DTYPE_I32, NE(3, 1, 1, 1), conf_index(10), NE(64, 2, 3, 1));
     }
 
     conf_case_init(&c, TSR_OP_SOFT_MAX, "SOFT_MAX with a mask of 2 rows for 5");
-    c.expect_decline = true;
     c.node.fparams[0] = 1.0f;
-    conf_case_src(r, &c, 0, F32, NE(17, 5, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(17, 2, 1, 1), CONF_CONTIG, conf_uniform(-1, 0));
-    conf_case_dst(&c, F32, NE(17, 5, 1, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined(r, &c, NE(17, 5, 1, 1), F32, NE(17, 2, 1, 1), conf_uniform(-1, 0), NE(17, 5, 1, 1));
 
     conf_case_init(&c, TSR_OP_GET_ROWS, "GET_ROWS with a dst of the wrong width");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(17, 5, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(3, 1, 1, 1), CONF_CONTIG, conf_index(5));
-    conf_case_dst(&c, F32, NE(16, 3, 1, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined(r, &c, NE(17, 5, 1, 1), TSR_DTYPE_I32, NE(3, 1, 1, 1), conf_index(5), NE(16, 3, 1, 1));
 
     conf_case_init(&c, TSR_OP_FLASH_ATTN, "FLASH_ATTN with 3 query heads over 2 kv heads");
     c.expect_decline = true;
@@ -301,16 +289,10 @@ void conf_gen_malformed(conf_runner *r) {
     conf_case_run(r, &c);
 
     conf_case_init(&c, TSR_OP_CPY, "CPY of 51 elements into 48");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(17, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_dst(&c, F32, NE(16, 3, 1, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(16, 3, 1, 1));
 
     conf_case_init(&c, TSR_OP_COUNT + 100, "op number %d, unknown to this ABI", TSR_OP_COUNT + 100);
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(17, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_dst(&c, F32, NE(17, 3, 1, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(17, 3, 1, 1));
 }
 
 /* ---------------------------------------------------------------- GRAPH */

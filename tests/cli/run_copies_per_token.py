@@ -7,18 +7,11 @@ the positions and the masks, a few KiB. Skipped without a Vulkan device."""
 import os
 import re
 
-from cli_common import SHARED, STORIES, Checker, best_cpu_device, crashed, require, run, test_data
+from cli_common import SHARED, STORIES, Checker, best_cpu_device, crashed, require, run
 
-# synth-s and synth-qwen3 come with ../shared, checked when present; without
-# it the build's synth-llama-Q4_0 (synth-s's shape) stands in for synth-s.
-MODELS = [STORIES]
-for m in [os.path.join(SHARED, "models", m) for m in ("synth-s-Q4_0.gguf", "synth-qwen3-f32.gguf")]:
-    if os.path.exists(m):
-        MODELS.append(m)
-    else:
-        print(f"not checked: {m} is missing")
-if len(MODELS) == 1:
-    MODELS.append(test_data("synth-llama-Q4_0.gguf"))
+# synth-s and synth-qwen3: ../shared's, or the ones the build makes from
+# tests/data.
+MODELS = [STORIES] + [os.path.join(SHARED, "models", m) for m in ("synth-s-Q4_0.gguf", "synth-qwen3-f32.gguf")]
 require(*MODELS)
 rc, out, _ = run(["devices"])
 if not re.search(r"^\s*\d+\s+vulkan0\s", out, re.M):

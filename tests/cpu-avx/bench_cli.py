@@ -9,9 +9,8 @@ import subprocess
 import sys
 
 BIN = os.environ["TESSERA_BIN"]
+# ../shared's, or the one the build makes from tests/data (same shape)
 MODEL = os.path.join(os.environ["TESSERA_SHARED"], "models", "synth-s-Q4_0.gguf")
-if not os.path.exists(MODEL):  # ../shared absent: the build's llama of the same shape
-    MODEL = os.path.join(os.environ["TESSERA_TEST_DATA"], "synth-llama-Q4_0.gguf")
 failures = 0
 
 

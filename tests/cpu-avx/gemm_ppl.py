@@ -38,11 +38,11 @@ if not os.path.exists(TEXT):
     print("SKIP: " + TEXT + " is missing")
     sys.exit(77)
 
-# The synth-s files are only in ../shared: without them there is nothing to run.
+# The synth-s files: ../shared's, or the ones the build makes from tests/data.
 models = {t: os.path.join(SHARED, "models", "synth-s-%s.gguf" % t) for t in TYPES}
 missing = [m for m in models.values() if not os.path.exists(m)]
 if len(missing) == len(models):
-    print("SKIP: no synth-s model in %s (they come with ../shared): %s is missing"
+    print("SKIP: no synth-s model in %s (the build makes them from tests/data): %s is missing"
           % (os.path.join(SHARED, "models"), os.path.basename(missing[0])))
     sys.exit(77)
 for m in missing:

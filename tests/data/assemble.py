@@ -6,13 +6,21 @@ synthetic models and goldens at its top, and check every file by sha256.
   assemble.py copy SRC OUT STAMP
       copy each file SHA256SUMS lists that SRC holds to OUT (same relative
       path); a file whose bytes differ from its listed sha256 is an error.
-  assemble.py synth SRC OUT SYNTH [WRAPPER...]
-      make each model synth-models.txt names with the tessera-synth binary
-      SYNTH (run through WRAPPER in cross builds) into OUT/NAME.gguf and
-      check its sha256: the goldens were made from exactly those bytes.
-  assemble.py remake SRC OUT SYNTH [WRAPPER...]
-      the same without the check (tests/data/make-synth.sh, when
-      tessera-synth's output changes on purpose).
+  assemble.py synth SRC OUT DIR SYNTH [WRAPPER...]
+      make each model synth-models.txt names in folder DIR ("." for the
+      top, "models" for NAMEs that start with models/) with the
+      tessera-synth binary SYNTH (run through WRAPPER in cross builds) into
+      OUT/NAME.gguf and check its sha256: the goldens were made from
+      exactly those bytes.
+  assemble.py quantize SRC OUT TESSERA [WRAPPER...]
+      make each model quantized-models.txt names with `TESSERA quantize`
+      from a model made above, and check its sha256: SHA256SUMS lists the
+      bytes llama.cpp's llama-quantize makes from the same source, so a
+      mismatch means tessera quantize is no longer byte-exact.
+  assemble.py remake SRC OUT SYNTH
+      synth for every folder without the check (tests/data/make-synth.sh,
+      when tessera-synth's output changes on purpose; it makes the
+      quantized models with llama-quantize itself).
   assemble.py sums SRC OUT
       rewrite SRC/SHA256SUMS: every file stored under SRC's models/, golden/,
       vocab/, templates/ and its synth-*.jsonl, synth-*.gguf and prompts, and
@@ -61,6 +69,27 @@ def read_recipes(src):
     return recipes
 
 
+def read_quantized(src):
+    """[(name, source name, type, pure)] from SRC/quantized-models.txt."""
+    recipes = []
+    with open(os.path.join(src, "quantized-models.txt"), encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            words = shlex.split(line, comments=True)
+            if not words:
+                continue
+            if len(words) not in (3, 4) or (len(words) == 4 and words[3] != "--pure"):
+                sys.exit(f"assemble: {src}/quantized-models.txt line {n}: expected "
+                         f"'NAME FROM TYPE [--pure]', got {line!r}")
+            recipes.append((words[0], words[1], words[2], len(words) == 4))
+    return recipes
+
+
+def made_names(src):
+    """Every file the build makes (relative to OUT), not stored."""
+    return ({name + ".gguf" for name, _ in read_recipes(src)} |
+            {name + ".gguf" for name, _, _, _ in read_quantized(src)})
+
+
 def check(path, rel, sums):
     want = sums.get(rel)
     if want is None:
@@ -72,7 +101,7 @@ def check(path, rel, sums):
 
 def copy_all(src, out, stamp):
     sums = read_sums(src)
-    made = {name + ".gguf" for name, _ in read_recipes(src)}
+    made = made_names(src)
     for rel in sorted(sums):
         if rel in made:
             continue
@@ -88,18 +117,23 @@ def copy_all(src, out, stamp):
         f.write(f"{len(sums) - len(made)} files copied from {src} and checked\n")
 
 
-def make_synth(src, out, synth, wrapper, verify=True):
+def run_tool(cmd):
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if run.returncode != 0:
+        sys.exit(f"assemble: {shlex.join(cmd)} failed ({run.returncode}):\n{run.stdout}")
+
+
+def make_synth(src, out, folder, synth, wrapper, verify=True):
     sums = read_sums(src)
     vocab = os.path.join(src, VOCAB)
     check(vocab, VOCAB, sums)
-    os.makedirs(out, exist_ok=True)
     for name, options in read_recipes(src):
+        if folder is not None and os.path.dirname(name) != ("" if folder == "." else folder):
+            continue
         rel = name + ".gguf"
         path = os.path.join(out, rel)
-        cmd = wrapper + [synth, "-q", "-o", path, "--vocab-from", vocab] + options
-        run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if run.returncode != 0:
-            sys.exit(f"assemble: {shlex.join(cmd)} failed ({run.returncode}):\n{run.stdout}")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        run_tool(wrapper + [synth, "-q", "-o", path, "--vocab-from", vocab] + options)
         if verify and sums.get(rel) != sha256(path):
             os.replace(path, path + ".bad")
             sys.exit(f"assemble: tessera-synth made {path}.bad, whose sha256 is not the one "
@@ -108,11 +142,30 @@ def make_synth(src, out, synth, wrapper, verify=True):
                      "with tests/data/make-synth.sh and update SHA256SUMS.")
 
 
+def make_quantized(src, out, tessera, wrapper, verify=True):
+    sums = read_sums(src)
+    for name, source, qtype, pure in read_quantized(src):
+        rel = name + ".gguf"
+        path = os.path.join(out, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        run_tool(wrapper + [tessera, "quantize", "-q", "-t", "2"] + (["--pure"] if pure else []) +
+                 [os.path.join(out, source + ".gguf"), path, qtype])
+        if verify and sums.get(rel) != sha256(path):
+            os.replace(path, path + ".bad")
+            sys.exit(f"assemble: `tessera quantize{' --pure' if pure else ''} {source}.gguf "
+                     f"{qtype}` made {path}.bad, whose sha256 is not the one SHA256SUMS lists "
+                     f"for {rel} (llama.cpp's llama-quantize of the same source): tessera "
+                     "quantize is no longer byte-exact for this type, and the goldens were made "
+                     "from llama.cpp's bytes. tests/tensor/test_quantize_cli.c shows which "
+                     "tensors differ (run it with ../shared beside the checkout).")
+
+
 def write_sums(src, out):
-    made = [name + ".gguf" for name, _ in read_recipes(src)]
+    made = sorted(made_names(src))
     rels = []
     for top in ("models", "golden", "vocab", "templates"):
         rels += [top + "/" + f for f in os.listdir(os.path.join(src, top))]
+    rels = [r for r in rels if r.endswith((".gguf", ".jsonl", ".inp", ".out", ".txt", ".jinja"))]
     rels += [f for f in os.listdir(src) if f.startswith("synth-") and f.endswith((".gguf", ".jsonl"))]
     lines = [(sha256(os.path.join(src, r)), r) for r in rels if r not in made]
     lines += [(sha256(os.path.join(out, r)), r) for r in made]
@@ -123,8 +176,12 @@ def write_sums(src, out):
 def main(argv):
     if len(argv) == 5 and argv[1] == "copy":
         copy_all(argv[2], argv[3], argv[4])
-    elif len(argv) >= 5 and argv[1] in ("synth", "remake"):
-        make_synth(argv[2], argv[3], argv[4], argv[5:], verify=argv[1] == "synth")
+    elif len(argv) >= 6 and argv[1] == "synth":
+        make_synth(argv[2], argv[3], argv[4], argv[5], argv[6:])
+    elif len(argv) >= 5 and argv[1] == "quantize":
+        make_quantized(argv[2], argv[3], argv[4], argv[5:])
+    elif len(argv) == 5 and argv[1] == "remake":
+        make_synth(argv[2], argv[3], None, argv[4], [], verify=False)
     elif len(argv) == 4 and argv[1] == "sums":
         write_sums(argv[2], argv[3])
     else:

@@ -8,11 +8,10 @@ import os
 import re
 import subprocess
 
-from serve_common import BIN, SHARED, TEST_DATA, Server, check_env, expect, main, skip
+from serve_common import BIN, SHARED, Server, check_env, expect, main, skip
 
+# ../shared's, or the one the build makes from tests/data (same shape)
 SYNTH = os.path.join(SHARED, "models", "synth-s-Q4_0.gguf")
-if not os.path.exists(SYNTH):  # ../shared absent: the build's llama of the same shape
-    SYNTH = os.path.join(TEST_DATA, "synth-llama-Q4_0.gguf")
 PLUGDIR = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", ""), "tests", "host")
 DEV = ["--plugin-dir", PLUGDIR, "--device", "testdev0,ref", "--verbose"]
 FIT = re.compile(r"fit: testdev0: (\d+) of (\d+) layers, ([0-9.]+) MiB .*; ref: -c (\d+)( \(auto\))?")

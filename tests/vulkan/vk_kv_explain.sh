@@ -4,12 +4,14 @@
 # as one split on vulkan0 with no fallback — the cache writes (CPY into the
 # block type), q's rounding through Q8_0 and FLASH_ATTN all on the device —
 # and --verbose puts the KV cache on vulkan0. Exit 77 without a Vulkan device.
-# usage: vk_kv_explain.sh MODEL.gguf TYPE
+# usage: vk_kv_explain.sh MODEL.gguf TYPE (a MODEL without a / is
+# $TESSERA_SHARED/models/MODEL: ../shared's or the build's tests/data)
 set -u
 bin=${TESSERA_BIN:?TESSERA_BIN not set}
 build=${TESSERA_BUILD_ROOT:?TESSERA_BUILD_ROOT not set}
 model=$1 type=$2
-[ -f "$model" ] || { echo "skip: $model is missing (synth-s comes with ../shared)"; exit 77; }
+case $model in */*) ;; *) model=${TESSERA_SHARED:?TESSERA_SHARED not set}/models/$model ;; esac
+[ -f "$model" ] || { echo "skip: $model is missing (the build makes synth-s from tests/data)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" devices --plugin-dir "$build" > "$tmp/devices" 2>&1

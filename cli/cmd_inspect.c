@@ -192,6 +192,9 @@ static void arch_label(char *buf, size_t n, const tessera_gguf *f, bool *support
 
 static void print_text(FILE *o, const tessera_gguf *f, const inspect_opts *opt) {
     fprintf(o, "file         %s\n", tessera_gguf_path(f));
+    for (int32_t i = 1; i < tessera_gguf_split_count(f); i++) /* a split model: its other files */
+        fprintf(o, "%s %s (shard %d of %d)\n", i == 1 ? "split files " : "            ",
+                tessera_gguf_split_file(f, i), (int)i + 1, (int)tessera_gguf_split_count(f));
     fprintf(o, "version      %" PRIu32 "\n", tessera_gguf_version(f));
     fprintf(o, "alignment    %" PRIu64 "\n", tessera_gguf_alignment(f));
     fprintf(o, "file size    %" PRIu64 " bytes\n", tessera_gguf_file_size(f));
@@ -234,6 +237,7 @@ static void print_json(FILE *o, const tessera_gguf *f, const inspect_opts *opt) 
     fputs("{\n  \"file\": ", o);
     const char *path = tessera_gguf_path(f);
     put_string(o, path, strlen(path), opt);
+    fprintf(o, ",\n  \"split_count\": %d", (int)tessera_gguf_split_count(f));
     fprintf(o, ",\n  \"version\": %" PRIu32 ",\n  \"alignment\": %" PRIu64
             ",\n  \"file_size\": %" PRIu64 ",\n  \"data_offset\": %" PRIu64
             ",\n  \"kv_count\": %" PRId64 ",\n  \"tensor_count\": %" PRId64
@@ -362,7 +366,8 @@ static const cli_command inspect_cmd = {
              "all metadata and all tensors (name, type, shape, offset, bytes).",
     .own = inspect_own,
     .max_positional = 2, /* a second one is named in the error */
-    .epilog = "Tensor offsets are relative to the data section, as stored in the file.\n"
+    .epilog = "Tensor offsets are relative to the data section, as stored in the file (for a\n"
+              "split model, given its first file: of the shard that holds the tensor).\n"
               "Exit status: 0 on success, 1 if the file cannot be read or is not valid GGUF\n"
               "(with --validate: or would not load as a model), 2 on a usage error.\n",
 };

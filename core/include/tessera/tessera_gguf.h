@@ -53,6 +53,15 @@ uint64_t tessera_gguf_alignment(const tessera_gguf *f);
 uint64_t tessera_gguf_file_size(const tessera_gguf *f);
 uint64_t tessera_gguf_data_offset(const tessera_gguf *f);
 
+/* Split models (llama.cpp's gguf-split, "<name>-00001-of-00003.gguf"...):
+ * opening the first shard opens the others beside it, and the tensor list
+ * covers the whole model (each tensor's offset is within its own shard's
+ * data section). The number of files (1 unless split) and the path of file i
+ * (0: the one opened; NULL past the last). The header getters above
+ * describe the first shard. */
+int32_t tessera_gguf_split_count(const tessera_gguf *f);
+const char *tessera_gguf_split_file(const tessera_gguf *f, int32_t i);
+
 /* ------------------------------------------------------------ metadata */
 
 /* Any metadata value, nested arrays included, as a view into the mapped

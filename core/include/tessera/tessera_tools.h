@@ -70,6 +70,27 @@ tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
  * abort nothing is left at out_path. 0, or -1 with an error. */
 int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params);
 
+/* =========================================================== gguf-split */
+
+/* tessera_gguf_split's limits per output file, as llama-gguf-split's
+ * --split-max-tensors and --split-max-size (0: none; with neither set,
+ * 128 tensors, llama-gguf-split's default). */
+typedef struct tessera_gguf_split_params {
+    int64_t max_tensors;
+    uint64_t max_bytes; /* tensor data bytes per file */
+    bool dry_run;       /* plan only: n_files is set, nothing written */
+} tessera_gguf_split_params;
+
+/* Split in_path into "<out_prefix>-00001-of-0000N.gguf" ... as
+ * llama-gguf-split does: the metadata in the first file, split.no,
+ * split.count and split.tensors.count in each. *n_files (may be NULL) gets
+ * N. 0, or -1 with an error. */
+int tessera_gguf_split(const char *in_path, const char *out_prefix, const tessera_gguf_split_params *params,
+                       int32_t *n_files);
+/* Merge the split model whose first shard is first_path into out_path (one
+ * file, without the split keys). 0, or -1 with an error. */
+int tessera_gguf_merge(const char *first_path, const char *out_path);
+
 /* ========================================================== conformance */
 
 /* Results of tessera_plugin_check (also `tessera plugin check`'s exit

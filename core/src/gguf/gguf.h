@@ -65,6 +65,29 @@ gguf_file *gguf_open_read(const char *path, bool (*progress)(float done, void *u
 gguf_file *gguf_open_memory(const void *data, size_t size, const char *label);
 void gguf_close(gguf_file *f);
 
+/* Split models (llama.cpp's gguf-split: "<prefix>-00001-of-00003.gguf" ...).
+ * gguf_open and gguf_open_read given the first shard open the others beside
+ * it and list every tensor of the model (each pointing into its own shard);
+ * given a later shard they fail saying which file to open. gguf_open_shard
+ * opens one file as it is (splitting and merging tools). */
+gguf_file *gguf_open_shard(const char *path);
+int32_t gguf_split_count(const gguf_file *f);  /* files joined: 1 unless split */
+/* Shard i (0: f itself) of a joined model: its path and header; its tensors
+ * are listed by f. NULL past the last. */
+const gguf_file *gguf_split_shard(const gguf_file *f, int32_t i);
+/* "<prefix>-%05d-of-%05d.gguf" for 0-based shard no. */
+int gguf_split_path(char *out, size_t out_size, const char *prefix, int32_t no, int32_t count);
+/* Parse such a name: 0 with prefix, 0-based no and count; -1 if it isn't one. */
+int gguf_split_prefix(const char *path, char *prefix, size_t prefix_size, int32_t *no, int32_t *count);
+/* Write f's tensors (with its metadata in the first shard) to
+ * "<prefix>-0000K-of-0000N.gguf" files of at most max_tensors tensors
+ * and max_bytes bytes of tensor data each (0: no limit; a tensor bigger than
+ * max_bytes gets a file of its own). n_files (may be NULL) gets N. */
+int gguf_split_write(const gguf_file *f, const char *prefix, int64_t max_tensors, uint64_t max_bytes,
+                     bool dry_run, int32_t *n_files);
+/* Write the model f (a joined split) as one file without the split keys. */
+int gguf_merge_write(const gguf_file *f, const char *path);
+
 const char *gguf_path(const gguf_file *f);
 uint32_t gguf_version(const gguf_file *f);
 uint64_t gguf_alignment(const gguf_file *f);

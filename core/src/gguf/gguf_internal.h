@@ -49,6 +49,12 @@ struct gguf_file {
     int64_t n_tensors;
     gguf_tensor_info *tensors;
     gguf_name_ref *tensor_sorted;
+    /* A split model opened by its first shard: the other shards, each with
+     * its mapping (their tensor tables moved into this one's; see
+     * gguf_split.c). split_count is 1 for a single file. */
+    gguf_file **shards;
+    int32_t n_shards;
+    int32_t split_count;
 };
 
 /* Size in bytes of one value of a fixed-size type; 0 for STRING, ARRAY and
@@ -79,6 +85,20 @@ static inline uint64_t gguf_load_u64(const uint8_t *p) {
 
 /* Index lookup in a table sorted by name; -1 if absent. */
 int64_t gguf_name_lookup(const gguf_name_ref *sorted, int64_t n, const char *name);
+
+/* Sorted name table over n records stride bytes apart, each starting with
+ * a name pointer; the first duplicate found is reported by index pair. */
+gguf_name_ref *gguf_build_name_index(const char *const *names, size_t stride, int64_t n,
+                                     int64_t *dup_a, int64_t *dup_b);
+
+/* One file, whether or not it is a shard of a split model (gguf_read.c). */
+gguf_file *gguf_open_one(const char *path);
+gguf_file *gguf_open_one_read(const char *path, bool (*progress)(float done, void *user), void *user);
+
+/* If first is the first shard of a split model, open its siblings and merge
+ * their tensor tables into it; takes first, returns it or NULL (closed). */
+gguf_file *gguf_split_join(gguf_file *first, bool read, bool (*progress)(float done, void *user),
+                           void *user);
 
 /* Block geometry of a GGUF tensor type: 0 on success, -1 if unknown. */
 int gguf_dtype_geometry(int32_t dtype, int64_t *block_size, uint64_t *block_bytes);

@@ -215,8 +215,8 @@ int64_t gguf_name_lookup(const gguf_name_ref *sorted, int64_t n, const char *nam
     return -1;
 }
 
-/* Sorted name table; the first duplicate found is reported by index pair. */
-static gguf_name_ref *build_name_index(const char *const *names, size_t stride, int64_t n,
+/* (gguf_internal.h) */
+gguf_name_ref *gguf_build_name_index(const char *const *names, size_t stride, int64_t n,
                                        int64_t *dup_a, int64_t *dup_b) {
     *dup_a = *dup_b = -1;
     gguf_name_ref *refs = malloc((size_t)(n > 0 ? n : 1) * sizeof *refs);
@@ -241,7 +241,7 @@ static int parse_kvs(parser *p, gguf_file *f) {
         if (parse_kv(p, &f->kv[i], i)) return -1;
     }
     int64_t a = -1, b = -1;
-    f->kv_sorted = build_name_index((const char *const *)&f->kv[0].key, sizeof(gguf_kv), f->n_kv,
+    f->kv_sorted = gguf_build_name_index((const char *const *)&f->kv[0].key, sizeof(gguf_kv), f->n_kv,
                                     &a, &b);
     if (!f->kv_sorted) return error_set("%s: out of memory indexing keys", p->label);
     if (a >= 0) {
@@ -369,7 +369,7 @@ static int parse_tensors(parser *p, gguf_file *f) {
         if (parse_tensor_info(p, f, &f->tensors[i], i, &info_at[i])) goto done;
     }
     int64_t a = -1, b = -1;
-    f->tensor_sorted = build_name_index(&f->tensors[0].name, sizeof(gguf_tensor_info),
+    f->tensor_sorted = gguf_build_name_index(&f->tensors[0].name, sizeof(gguf_tensor_info),
                                         f->n_tensors, &a, &b);
     if (!f->tensor_sorted) {
         error_set("%s: out of memory indexing tensors", p->label);
@@ -426,6 +426,7 @@ static int parse_header(parser *p, gguf_file *f, uint64_t *n_tensors, uint64_t *
 static gguf_file *gguf_parse(const uint8_t *base, uint64_t size, const char *label) {
     parser p = {.label = label, .base = base, .size = size, .pos = 0};
     gguf_file *f = calloc(1, sizeof *f);
+    if (f) f->split_count = 1;
     if (!f) {
         error_set("%s: out of memory", label);
         return NULL;
@@ -490,7 +491,7 @@ static int open_regular(const char *path, uint64_t *size) {
     return fd;
 }
 
-gguf_file *gguf_open(const char *path) {
+gguf_file *gguf_open_one(const char *path) {
     uint64_t size;
     int fd = open_regular(path, &size);
     if (fd < 0) return NULL;
@@ -509,7 +510,7 @@ gguf_file *gguf_open(const char *path) {
     return f;
 }
 
-gguf_file *gguf_open_read(const char *path, bool (*progress)(float done, void *user), void *user) {
+gguf_file *gguf_open_one_read(const char *path, bool (*progress)(float done, void *user), void *user) {
     enum { CHUNK = 8 << 20 };
     uint64_t size;
     int fd = open_regular(path, &size);
@@ -577,5 +578,7 @@ void gguf_close(gguf_file *f) {
     if (f->mapped) munmap((void *)f->base, (size_t)f->size);
     if (f->owned) free((void *)f->base);
     free(f->path);
+    for (int32_t i = 0; i < f->n_shards; i++) gguf_close(f->shards[i]);
+    free(f->shards);
     free(f);
 }

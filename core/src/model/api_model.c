@@ -30,11 +30,16 @@ void model_pick_devices(host_device *const *devices, int32_t n, host_device **gp
 
 /* --mlock: lock the host copy of the weights (the mapping or the read
  * image). A refusal is a warning naming the limit, as llama.cpp does. */
-static void weights_lock(const gguf_file *f) {
-    const void *base = gguf_data(f);
-    uint64_t size = gguf_file_size(f) - gguf_data_offset(f);
-    if (size == 0 || mlock(base, (size_t)size) == 0) return;
-    int err = errno;
+static void weights_lock(const gguf_file *model_file) {
+    const gguf_file *f = model_file;
+    uint64_t size = 0;
+    int err = 0;
+    for (int32_t i = 0; (f = gguf_split_shard(model_file, i)) != NULL; i++) { /* each file of a split */
+        uint64_t n = gguf_file_size(f) - gguf_data_offset(f);
+        size += n;
+        if (n > 0 && !err && mlock(gguf_data(f), (size_t)n) != 0) err = errno;
+    }
+    if (!err) return;
     struct rlimit rl;
     char limit[64] = "unknown";
     if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {

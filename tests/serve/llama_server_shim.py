@@ -10,7 +10,9 @@ rewrites the command line and then becomes `tessera serve` (exec).
   model cache; the embedding and reranking models (bert-bge-small,
   jina-reranker) small synthetic bert files that tessera-synth writes into
   the build directory on first use, and stories260K-infill stories260K with
-  three unused byte tokens renamed to FIM tokens (as serve_native.py's).
+  three unused byte tokens renamed to FIM tokens (as serve_native.py's), and
+  the split stories15M-q8_0-00001-of-00003 stories260K split into 3 files by
+  `tessera gguf-split`.
   A model with no local stand-in ends the start with a message naming it
   (the test then fails as it would without the file).
 
@@ -76,8 +78,35 @@ def fim_standin():
     return path
 
 
+def split_standin():
+    """stories260K split into 3 files by `tessera gguf-split` (the suite's
+    stories15M-q8_0-00001-of-00003 is a stories model split in 3): its first
+    file. Written in a private directory and moved in last file first, so a
+    concurrent start that sees the first file sees them all."""
+    prefix = os.path.join(STANDINS, "stories15M-q8_0")
+    first = prefix + "-00001-of-00003.gguf"
+    if not os.path.exists(first):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+        from gguf_edit import Gguf
+        src = os.path.join(SHARED, "models", "stories260K.gguf")
+        per = (len(Gguf(src).tensors) + 2) // 3
+        tmp = os.path.join(STANDINS, "split.tmp-%d" % os.getpid())
+        os.makedirs(tmp, exist_ok=True)
+        r = subprocess.run([os.environ.get("TESSERA_BIN", "tessera"), "gguf-split", "--split-max-tensors",
+                            str(per), src, os.path.join(tmp, "stories15M-q8_0")], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.stderr.write("llama_server_shim: tessera gguf-split: %s\n" % r.stderr.strip())
+            sys.exit(1)
+        for k in (3, 2, 1):
+            name = "stories15M-q8_0-%05d-of-00003.gguf" % k
+            os.replace(os.path.join(tmp, name), os.path.join(STANDINS, name))
+        os.rmdir(tmp)
+    return first
+
+
 # (substring of "repo file", local file or a function making it): the first match wins.
 MODELS = [
+    ("stories15M-q8_0-00001-of-00003", split_standin),
     ("stories260K-infill", fim_standin),
     ("bert-bge-small", lambda: synth_standin("bert-bge-small.gguf")),
     ("jina-reranker", lambda: synth_standin("jina-reranker.gguf")),

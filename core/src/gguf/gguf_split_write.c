@@ -80,17 +80,5 @@ int gguf_split_write(const gguf_file *f, const char *prefix, int64_t max_tensors
     return rc;
 }
 
-int gguf_merge_write(const gguf_file *f, const char *path) {
-    gguf_writer *w = gguf_writer_new();
-    if (!w) return error_set("%s: out of memory", path);
-    int rc = 0;
-    for (int64_t i = 0; i < f->n_kv && rc == 0; i++)
-        if (!is_split_key(f->kv[i].key)) rc = gguf_writer_copy_kv(w, f, i);
-    for (int64_t i = 0; i < f->n_tensors && rc == 0; i++) {
-        const gguf_tensor_info *t = &f->tensors[i];
-        rc = gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, t->ne, t->data);
-    }
-    if (rc == 0) rc = gguf_writer_write_file(w, path);
-    gguf_writer_free(w);
-    return rc ? error_wrap("%s", path) : 0;
-}
+/* The whole model as "shard 0 of 1": all metadata but the split keys. */
+int gguf_merge_write(const gguf_file *f, const char *path) { return write_shard(f, path, 0, 1, 0, f->n_tensors); }

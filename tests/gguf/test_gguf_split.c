@@ -2,7 +2,8 @@
  * Split models (llama.cpp's gguf-split format): stories260K split into 3
  * files loads from its first file with every tensor, the same bytes and the
  * same greedy text as the single file; --merge gives the single file back;
- * and broken splits (a missing file, a wrong split.count, a file given twice,
+ * and broken splits (a missing file, a wrong split.count, a file given twice
+ * (as it is, or renumbered: a tensor in two files),
  * a wrong split.tensors.count, a later shard opened directly, a first shard
  * renamed) each fail with one error naming the file and key at fault.
  */
@@ -192,6 +193,9 @@ TEST(test_duplicated_shard) {
     REQUIRE(fp && fwrite(bytes, 1, n, fp) == n && fclose(fp) == 0, "copy over %s", third);
     free(bytes);
     expect_open_fails(first, "split.no", "dup-00003-of-00003.gguf");
+    /* the copy renumbered: the counts add up, but its tensors are shard 2's */
+    rewrite_key(third, "split.no", 2);
+    expect_open_fails(first, "in shard 2 and again in shard 3", "dup-00001-of-00003.gguf");
 }
 
 TEST(test_tensor_count_mismatch) {

@@ -15,7 +15,7 @@
 static serve_reply_rules think_rules(bool tools, bool starts_in_think) {
     return (serve_reply_rules){.think_open = "<think>", .think_close = "</think>",
                                .starts_in_think = starts_in_think, .tools = tools,
-                               .tool_format = CHAT_TOOLS_HERMES};
+                               .tool_format = TESSERA_TOOLS_HERMES};
 }
 
 /* The reasoning and content the split shows for text (final or not). */

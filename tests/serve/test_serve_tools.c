@@ -76,12 +76,12 @@ TEST(test_required) {
         for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
             EXPECT(!matches(g, bad[i]), "required: accepted %s", bad[i]);
         /* The prefill plus a grammar match is a call the parser reads. */
-        char *pre = serve_tools_prefill(&t, CHAT_TOOLS_HERMES);
+        char *pre = serve_tools_prefill(&t, TESSERA_TOOLS_HERMES);
         char full[512];
         snprintf(full, sizeof full, "%s%s", pre ? pre : "", good[1]);
         chat_parsed p;
         const char *const names[] = {"get_weather", "add", "ping"};
-        EXPECT(chat_tool_parse(CHAT_TOOLS_HERMES, full, strlen(full), names, 3, &p) == 0 && p.n_calls == 1 &&
+        EXPECT(chat_tool_parse(TESSERA_TOOLS_HERMES, full, strlen(full), names, 3, &p) == 0 && p.n_calls == 1 &&
                   !strcmp(p.calls[0].name, "add") && !strcmp(p.calls[0].arguments, "{\"a\": 1, \"b\": -20}"),
                "prefill + match does not parse back: %s", full);
         chat_parsed_free(&p);
@@ -97,7 +97,7 @@ TEST(test_named) {
     if (g) {
         EXPECT(matches(g, "{\"a\": 2, \"b\": 3}}\n</tool_call>"), "named: rejected a valid call");
         EXPECT(!matches(g, "{\"city\": \"Oslo\"}}\n</tool_call>"), "named: accepted another tool's arguments");
-        char *pre = serve_tools_prefill(&t, CHAT_TOOLS_HERMES);
+        char *pre = serve_tools_prefill(&t, TESSERA_TOOLS_HERMES);
         EXPECT(pre && !strcmp(pre, "<tool_call>\n{\"name\": \"add\", \"arguments\": "), "named prefill %s", pre);
         free(pre);
         grammar_free(g);
@@ -111,7 +111,7 @@ TEST(test_named) {
         serve_error err = {0, NULL};
         EXPECT(serve_tools_parse(root, &t, &err) == 0, "auto/none");
         EXPECT(!serve_tools_grammar(&t, &err) && err.status == 0, "a grammar for tool_choice auto/none");
-        EXPECT(!serve_tools_prefill(&t, CHAT_TOOLS_HERMES), "a prefill for auto/none");
+        EXPECT(!serve_tools_prefill(&t, TESSERA_TOOLS_HERMES), "a prefill for auto/none");
         cJSON_Delete(root);
         serve_tools_free(&t);
     }
@@ -137,7 +137,7 @@ TEST(test_prompt_text) {
     char *text = serve_tools_calls_text(calls, &err);
     chat_parsed p;
     const char *const names[] = {"add", "ping"};
-    EXPECT(text && chat_tool_parse(CHAT_TOOLS_HERMES, text, strlen(text), names, 2, &p) == 0 && p.n_calls == 2 &&
+    EXPECT(text && chat_tool_parse(TESSERA_TOOLS_HERMES, text, strlen(text), names, 2, &p) == 0 && p.n_calls == 2 &&
               !strcmp(p.calls[0].arguments, "{\"a\": 1}") && !strcmp(p.calls[1].name, "ping"),
            "earlier calls do not read back: %s", text);
     chat_parsed_free(&p);

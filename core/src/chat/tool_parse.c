@@ -634,23 +634,23 @@ static bool parse_generic(parse_state *ps, const char *const *known, size_t n_kn
 /* ------------------------------------------------------ public */
 
 chat_tool_format chat_tool_format_detect(const char *t) {
-    if (!t) return CHAT_TOOLS_GENERIC;
-    if (strstr(t, "<|channel|>") && strstr(t, "<|call|>")) return CHAT_TOOLS_HARMONY;
-    if (strstr(t, "<function=") && strstr(t, "<parameter=")) return CHAT_TOOLS_QWEN3_CODER;
-    if (strstr(t, "<tool_call>")) return CHAT_TOOLS_HERMES;
-    if (strstr(t, "[TOOL_CALLS]")) return CHAT_TOOLS_MISTRAL;
-    if (strstr(t, "<|start_header_id|>") && strstr(t, "\"parameters\"")) return CHAT_TOOLS_LLAMA3;
-    return CHAT_TOOLS_GENERIC;
+    if (!t) return TESSERA_TOOLS_GENERIC;
+    if (strstr(t, "<|channel|>") && strstr(t, "<|call|>")) return TESSERA_TOOLS_HARMONY;
+    if (strstr(t, "<function=") && strstr(t, "<parameter=")) return TESSERA_TOOLS_QWEN3_CODER;
+    if (strstr(t, "<tool_call>")) return TESSERA_TOOLS_HERMES;
+    if (strstr(t, "[TOOL_CALLS]")) return TESSERA_TOOLS_MISTRAL;
+    if (strstr(t, "<|start_header_id|>") && strstr(t, "\"parameters\"")) return TESSERA_TOOLS_LLAMA3;
+    return TESSERA_TOOLS_GENERIC;
 }
 
 const char *chat_tool_format_name(chat_tool_format f) {
     switch (f) {
-    case CHAT_TOOLS_HERMES: return "hermes";
-    case CHAT_TOOLS_LLAMA3: return "llama3";
-    case CHAT_TOOLS_MISTRAL: return "mistral";
-    case CHAT_TOOLS_QWEN3_CODER: return "qwen3-coder";
-    case CHAT_TOOLS_HARMONY: return "harmony";
-    case CHAT_TOOLS_GENERIC: break;
+    case TESSERA_TOOLS_HERMES: return "hermes";
+    case TESSERA_TOOLS_LLAMA3: return "llama3";
+    case TESSERA_TOOLS_MISTRAL: return "mistral";
+    case TESSERA_TOOLS_QWEN3_CODER: return "qwen3-coder";
+    case TESSERA_TOOLS_HARMONY: return "harmony";
+    case TESSERA_TOOLS_GENERIC: break;
     }
     return "generic";
 }
@@ -669,12 +669,12 @@ int chat_tool_parse(chat_tool_format f, const char *text, size_t len, const char
     memset(out, 0, sizeof *out);
     parse_state ps = {.s = text ? text : "", .n = text ? len : 0};
     switch (f) {
-    case CHAT_TOOLS_HERMES:
-    case CHAT_TOOLS_QWEN3_CODER: parse_tagged(&ps); break;
-    case CHAT_TOOLS_LLAMA3: parse_llama3(&ps); break;
-    case CHAT_TOOLS_MISTRAL: parse_mistral(&ps); break;
-    case CHAT_TOOLS_HARMONY: parse_harmony(&ps); break;
-    case CHAT_TOOLS_GENERIC: buf_put(&ps.content, ps.s, ps.n); break;
+    case TESSERA_TOOLS_HERMES:
+    case TESSERA_TOOLS_QWEN3_CODER: parse_tagged(&ps); break;
+    case TESSERA_TOOLS_LLAMA3: parse_llama3(&ps); break;
+    case TESSERA_TOOLS_MISTRAL: parse_mistral(&ps); break;
+    case TESSERA_TOOLS_HARMONY: parse_harmony(&ps); break;
+    case TESSERA_TOOLS_GENERIC: buf_put(&ps.content, ps.s, ps.n); break;
     }
     if (ps.calls.n == 0 && !ps.calls.oom) parse_generic(&ps, known, n_known);
     if (ps.calls.n > 0) trim(&ps.content);
@@ -721,16 +721,16 @@ size_t chat_tool_hold_from(chat_tool_format f, const char *s, size_t n) {
     size_t first = skip_ws(s, n, 0);
     /* Bare JSON (llama3, the generic fallback of every format) and fences
      * start the output; so does harmony's first channel. */
-    if (first == n || s[first] == '{' || s[first] == '[' || s[first] == '`' || f == CHAT_TOOLS_HARMONY)
+    if (first == n || s[first] == '{' || s[first] == '[' || s[first] == '`' || f == TESSERA_TOOLS_HARMONY)
         return 0;
     static const char *const tagged[] = {"<tool_call>", "<function="};
     static const char *const mistral[] = {"[TOOL_CALLS]"};
     static const char *const llama3[] = {"<|python_tag|>"};
     switch (f) {
-    case CHAT_TOOLS_HERMES:
-    case CHAT_TOOLS_QWEN3_CODER: return marker_hold(s, n, tagged, 2);
-    case CHAT_TOOLS_MISTRAL: return marker_hold(s, n, mistral, 1);
-    case CHAT_TOOLS_LLAMA3: return marker_hold(s, n, llama3, 1);
+    case TESSERA_TOOLS_HERMES:
+    case TESSERA_TOOLS_QWEN3_CODER: return marker_hold(s, n, tagged, 2);
+    case TESSERA_TOOLS_MISTRAL: return marker_hold(s, n, mistral, 1);
+    case TESSERA_TOOLS_LLAMA3: return marker_hold(s, n, llama3, 1);
     default: return n;
     }
 }

@@ -24,33 +24,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum chat_tool_format {
-    CHAT_TOOLS_GENERIC = 0,
-    CHAT_TOOLS_HERMES,
-    CHAT_TOOLS_LLAMA3,
-    CHAT_TOOLS_MISTRAL,
-    CHAT_TOOLS_QWEN3_CODER,
-    CHAT_TOOLS_HARMONY,
-} chat_tool_format;
+#include <tessera/tessera_chat.h>
+
+/* The formats, a call and a parsed reply are the public API's types
+ * (tessera_chat.h, TESSERA_TOOLS_*), so tessera_tool_parse hands the
+ * parser's result on as it is; these are the parser's names for them. */
+typedef tessera_tool_format chat_tool_format;
+typedef tessera_tool_call chat_tool_call;
+typedef tessera_tool_reply chat_parsed;
 
 /* The format a chat template's text asks for (NULL or none of the markers:
  * generic). */
 chat_tool_format chat_tool_format_detect(const char *template_text);
 /* "hermes", "llama3", ... as in the table above. */
 const char *chat_tool_format_name(chat_tool_format f);
-
-typedef struct chat_tool_call {
-    char *name;      /* the function name */
-    char *arguments; /* a JSON object, as text */
-    char *id;        /* the model's call id (mistral), else NULL */
-} chat_tool_call;
-
-typedef struct chat_parsed {
-    char *content;   /* text outside the calls; never NULL after a parse */
-    char *reasoning; /* harmony's analysis channel; NULL when none */
-    chat_tool_call *calls;
-    size_t n_calls;
-} chat_parsed;
 
 /* Parse a complete output. 0, or -1 (error_get() set) when out of memory.
  * known/n_known (may be 0): the tool names offered; the generic fallback

@@ -17,22 +17,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum gguf_type {
-    GGUF_TYPE_UINT8 = 0,
-    GGUF_TYPE_INT8 = 1,
-    GGUF_TYPE_UINT16 = 2,
-    GGUF_TYPE_INT16 = 3,
-    GGUF_TYPE_UINT32 = 4,
-    GGUF_TYPE_INT32 = 5,
-    GGUF_TYPE_FLOAT32 = 6,
-    GGUF_TYPE_BOOL = 7,
-    GGUF_TYPE_STRING = 8,
-    GGUF_TYPE_ARRAY = 9,
-    GGUF_TYPE_UINT64 = 10,
-    GGUF_TYPE_INT64 = 11,
-    GGUF_TYPE_FLOAT64 = 12,
-    GGUF_TYPE_COUNT
-} gguf_type;
+#include <tessera/tessera_gguf.h>
+
+/* The metadata value types are the public API's (tessera_gguf.h: the
+ * format's numbers, defined there once); GGUF_TYPE_* are the reader's
+ * names for them. */
+typedef tessera_gguf_type gguf_type;
+#define GGUF_TYPE_UINT8 TESSERA_GGUF_UINT8
+#define GGUF_TYPE_INT8 TESSERA_GGUF_INT8
+#define GGUF_TYPE_UINT16 TESSERA_GGUF_UINT16
+#define GGUF_TYPE_INT16 TESSERA_GGUF_INT16
+#define GGUF_TYPE_UINT32 TESSERA_GGUF_UINT32
+#define GGUF_TYPE_INT32 TESSERA_GGUF_INT32
+#define GGUF_TYPE_FLOAT32 TESSERA_GGUF_FLOAT32
+#define GGUF_TYPE_BOOL TESSERA_GGUF_BOOL
+#define GGUF_TYPE_STRING TESSERA_GGUF_STRING
+#define GGUF_TYPE_ARRAY TESSERA_GGUF_ARRAY
+#define GGUF_TYPE_UINT64 TESSERA_GGUF_UINT64
+#define GGUF_TYPE_INT64 TESSERA_GGUF_INT64
+#define GGUF_TYPE_FLOAT64 TESSERA_GGUF_FLOAT64
+#define GGUF_TYPE_COUNT (TESSERA_GGUF_FLOAT64 + 1)
 
 #define GGUF_DEFAULT_ALIGNMENT 32
 

@@ -1,7 +1,7 @@
 /* tessera_gguf.h: the GGUF reader (gguf/) and the architecture table
  * (model/arch.c) behind the public API. A tessera_gguf is the reader's
- * gguf_file; the public structs are filled from the reader's field by
- * field, so either side may grow without breaking the other. */
+ * gguf_file and a tessera_gguf_value the reader's gguf_value; the tensor
+ * records are filled field by field. */
 #include <tessera/tessera_gguf.h>
 
 #include <stdio.h>
@@ -39,31 +39,12 @@ const char *tessera_gguf_kv_key(const tessera_gguf *f, int64_t i) {
     return gguf_kv_key(file_of(f), i);
 }
 
-static void value_out(const gguf_value *v, tessera_gguf_value *out) {
-    out->type = (int32_t)v->type;
-    out->data = v->data;
-    out->size = v->size;
-    out->elem_type = (int32_t)v->elem_type;
-    out->count = v->count;
-}
-
-static void value_in(const tessera_gguf_value *v, gguf_value *in) {
-    in->type = (gguf_type)v->type;
-    in->data = v->data;
-    in->size = v->size;
-    in->elem_type = (gguf_type)v->elem_type;
-    in->count = v->count;
-}
-
 int tessera_gguf_kv_value(const tessera_gguf *f, int64_t i, tessera_gguf_value *out) {
     int64_t n = gguf_kv_count(file_of(f));
     if (i < 0 || i >= n)
         return error_set("%s: metadata index %lld out of range (%lld keys)", gguf_path(file_of(f)), (long long)i,
                          (long long)n);
-    gguf_value v;
-    if (gguf_kv_value(file_of(f), i, &v) != 0) return -1;
-    value_out(&v, out);
-    return 0;
+    return gguf_kv_value(file_of(f), i, out);
 }
 
 int64_t tessera_gguf_find_key(const tessera_gguf *f, const char *key) {
@@ -79,11 +60,7 @@ int tessera_gguf_get_str(const tessera_gguf *f, const char *key, const char **st
 }
 
 int tessera_gguf_array_next(const tessera_gguf_value *arr, uint64_t *pos, tessera_gguf_value *out) {
-    gguf_value a, e;
-    value_in(arr, &a);
-    if (gguf_value_next(&a, pos, &e) != 0) return -1;
-    value_out(&e, out);
-    return 0;
+    return gguf_value_next(arr, pos, out);
 }
 
 const char *tessera_gguf_type_name(int32_t type) { return gguf_type_name((gguf_type)type); }

@@ -145,17 +145,10 @@ const gguf_tensor_info *gguf_find_tensor(const gguf_file *f, const char *name); 
  * a number outside the enum. */
 const char *gguf_type_name(gguf_type t);
 
-/* Any metadata value, nested arrays included, as a view into the file. */
-typedef struct gguf_value {
-    gguf_type type;
-    /* scalars: the value's bytes (maybe unaligned; memcpy them);
-     * strings: the characters (not NUL-terminated);
-     * arrays: the encoding of the first element */
-    const void *data;
-    uint64_t size;       /* bytes at data: scalar size, string length, or array elements */
-    gguf_type elem_type; /* arrays only */
-    uint64_t count;      /* arrays only: number of elements */
-} gguf_value;
+/* Any metadata value, nested arrays included, as a view into the mapping: the
+ * public tessera_gguf_value (type and elem_type hold gguf_type numbers), so
+ * tessera_gguf.h hands the reader's values out as they are. */
+typedef tessera_gguf_value gguf_value;
 
 /* The value of kv i. */
 int gguf_kv_value(const gguf_file *f, int64_t i, gguf_value *out);

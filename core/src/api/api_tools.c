@@ -62,27 +62,6 @@ tessera_quantize_params tessera_quantize_default_params(void) {
     return p;
 }
 
-/* The caller's progress callback and its user pointer, for progress_relay. */
-typedef struct progress_relay_state {
-    void (*progress)(const tessera_quant_progress *p, void *user);
-    void *user;
-} progress_relay_state;
-
-static void progress_relay(const quant_progress *in, void *user) {
-    const progress_relay_state *st = user;
-    tessera_quant_progress out = {
-        .index = in->index,
-        .count = in->count,
-        .name = in->name,
-        .from_type = in->from_dtype,
-        .to_type = in->to_dtype,
-        .n_elements = in->n_elements,
-        .in_bytes = in->in_bytes,
-        .out_bytes = in->out_bytes,
-    };
-    st->progress(&out, st->user);
-}
-
 int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params) {
     if (!in_path || !out_path || !params) return error_set("tessera_quantize: missing path or params");
     quant_params p;
@@ -97,11 +76,8 @@ int tessera_quantize(const char *in_path, const char *out_path, const tessera_qu
         p.n_threads = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
     }
     p.abort_flag = params->abort_flag;
-    progress_relay_state relay = {params->progress, params->progress_user};
-    if (params->progress) {
-        p.progress = progress_relay;
-        p.progress_user = &relay;
-    }
+    p.progress = params->progress; /* quant_progress is tessera_quant_progress */
+    p.progress_user = params->progress_user;
     return quant_model_file(in_path, out_path, &p);
 }
 
@@ -117,17 +93,7 @@ int tessera_plugin_check(const tessera_plugin_check_params *params) {
         error_set("tessera_plugin_check: no plugin given");
         return TESSERA_CHECK_ERROR;
     }
-    conformance_options opt = {
-        .target = params->target,
-        .device = params->device,
-        .op = params->op,
-        .verbose = params->verbose,
-        .one_case = params->one_case,
-        .case_index = params->case_index,
-        .no_fork = params->no_fork,
-        .out = params->out ? params->out : stdout,
-    };
-    return conformance_run(&opt);
+    return conformance_run(params); /* its options are these params */
 }
 
 const char *const *tessera_plugin_check_families(void) { return conformance_families(); }

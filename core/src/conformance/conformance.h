@@ -36,17 +36,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef struct conformance_options {
-    /* Path of a plugin shared object, or "ref" for the built-in backend. */
-    const char *target;
-    int32_t device;  /* device index to check, or -1 for every device */
-    const char *op;  /* op family name (e.g. "MUL_MAT", case-insensitive) or NULL for all */
-    bool verbose;    /* one line per case */
-    bool one_case;   /* --case N: only case case_index of the --op family */
-    int32_t case_index;
-    bool no_fork;    /* run every family in this process (debugging) */
-    FILE *out;       /* report; stdout if NULL */
-} conformance_options;
+#include <tessera/tessera_tools.h>
+
+/* The options are tessera_plugin_check's params (tessera_tools.h): the
+ * plugin, one device or all, one op family or all, one case, verbose,
+ * no_fork, and the report's stream (stdout if NULL). */
+typedef tessera_plugin_check_params conformance_options;
 
 /* Exit statuses of conformance_run. */
 enum {

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <tessera/tessera_tools.h>
+
 typedef struct quant_ftype {
     const char *name;      /* "Q4_K_M"                                   */
     int32_t llama_ftype;   /* LLAMA_FTYPE_MOSTLY_Q4_K_M = 15             */
@@ -52,13 +54,10 @@ bool quant_tensor_is_weight(const char *name, const int64_t *ne);
 int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                             quant_rule_state *st, const char *name, const int64_t *ne);
 
-typedef struct quant_progress {
-    int64_t index, count; /* tensor index (0-based) and total          */
-    const char *name;
-    int32_t from_dtype, to_dtype;
-    int64_t n_elements;
-    uint64_t in_bytes, out_bytes;
-} quant_progress;
+/* What the progress callback gets after each tensor is written: the
+ * public tessera_quant_progress (tessera_tools.h), so tessera_quantize
+ * hands the caller's callback to quant_model_file as it is. */
+typedef tessera_quant_progress quant_progress;
 
 typedef struct quant_params {
     const quant_ftype *ftype;

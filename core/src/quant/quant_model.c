@@ -282,7 +282,7 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
         if (p->progress) {
             quant_progress pr = {
                 .index = i, .count = n, .name = t->name,
-                .from_dtype = t->dtype, .to_dtype = plan[i].out_dtype,
+                .from_type = t->dtype, .to_type = plan[i].out_dtype,
                 .n_elements = tensor_nelements(t),
                 .in_bytes = t->size, .out_bytes = plan[i].out_bytes,
             };

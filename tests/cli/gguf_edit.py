@@ -2,6 +2,7 @@
 tensors: the hostile-model tests make files that are well formed but mean
 nonsense (a negative epsilon, more tokens than embedding rows, NaN scores).
 Written from the GGUF specification, independent of Tessera's reader."""
+import os
 import struct
 
 # type id -> struct format of a scalar
@@ -91,3 +92,21 @@ class Gguf:
         align = self.get("general.alignment") or 32
         out += b"\0" * ((align - len(out) % align) % align)
         open(path, "wb").write(bytes(out) + self.data)
+
+
+def write_fim_model(src, dst):
+    """src (stories260K) with three unused byte tokens (<0x01>..<0x03>, ids
+    4..6) renamed to <fim_prefix>, <fim_suffix>, <fim_middle> and made
+    control tokens, written to dst through dst.tmp (a concurrent reader never
+    sees half a file): a small model whose vocabulary has FIM tokens."""
+    g = Gguf(src)
+    et, toks = g.get("tokenizer.ggml.tokens")
+    tt, types = g.get("tokenizer.ggml.token_type")
+    for i, name in zip((4, 5, 6), (b"<fim_prefix>", b"<fim_suffix>", b"<fim_middle>")):
+        toks[i] = name
+        types[i] = 3  # control
+    g.set("tokenizer.ggml.tokens", 9, (et, toks))
+    g.set("tokenizer.ggml.token_type", 9, (tt, types))
+    g.write(dst + ".tmp")
+    os.replace(dst + ".tmp", dst)
+    return dst

@@ -21,21 +21,25 @@
 
 static char src_model[4096];
 
-/* The prefix of a fresh split of the source model into 3 files. */
-static void make_split(char *prefix, size_t size, const char *name) {
-    snprintf(prefix, size, "%s/%s", harness_tmpdir(), name);
+/* A fresh split of the source model into 3 files: its prefix and the
+ * path of each file. */
+typedef struct {
+    char prefix[4096];
+    char shard[3][4200];
+} split_files;
+
+static void make_split(split_files *s, const char *name) {
+    snprintf(s->prefix, sizeof s->prefix, "%s/%s", harness_tmpdir(), name);
     gguf_file *f = gguf_open(src_model);
     REQUIRE(f, "open %s: %s", src_model, error_get());
     int64_t per = (gguf_tensor_count(f) + 2) / 3;
     int32_t n = 0;
-    int rc = gguf_split_write(f, prefix, per, 0, false, &n);
+    int rc = gguf_split_write(f, s->prefix, per, 0, false, &n);
     gguf_close(f);
     REQUIRE(rc == 0, "split: %s", error_get());
     REQUIRE(n == 3, "split into %d files, expected 3", (int)n);
-}
-
-static void shard_path(char *out, size_t size, const char *prefix, int32_t no) {
-    REQUIRE(gguf_split_path(out, size, prefix, no, 3) == 0, "name: %s", error_get());
+    for (int32_t no = 0; no < 3; no++)
+        REQUIRE(gguf_split_path(s->shard[no], sizeof s->shard[no], s->prefix, no, 3) == 0, "name: %s", error_get());
 }
 
 /* The greedy continuation of a fixed prompt, as token ids. */
@@ -77,10 +81,9 @@ static void expect_same_tensors(const gguf_file *a, const gguf_file *b) {
 }
 
 TEST(test_split_loads_whole_model) {
-    char prefix[4096], first[4200];
-    make_split(prefix, sizeof prefix, "whole");
-    shard_path(first, sizeof first, prefix, 0);
-    gguf_file *src = gguf_open(src_model), *f = gguf_open(first);
+    split_files s;
+    make_split(&s, "whole");
+    gguf_file *src = gguf_open(src_model), *f = gguf_open(s.shard[0]);
     REQUIRE(src && f, "open: %s", error_get());
     EXPECT(gguf_split_count(f) == 3, "split count %d", (int)gguf_split_count(f));
     EXPECT(gguf_split_count(src) == 1, "the single file counts %d", (int)gguf_split_count(src));
@@ -89,19 +92,18 @@ TEST(test_split_loads_whole_model) {
     /* each later shard alone holds only split keys and its own tensors */
     const gguf_file *s2 = gguf_split_shard(f, 1);
     REQUIRE(s2, "shard 2");
-    EXPECT(gguf_find_key(s2, "general.architecture") < 0, "metadata only in the first shard");
-    EXPECT(gguf_find_key(f, "tokenizer.ggml.tokens") >= 0, "first shard holds the vocabulary");
+    EXPECT(gguf_find_key(s2, "general.architecture") < 0, "metadata only in the s.shard[0] shard");
+    EXPECT(gguf_find_key(f, "tokenizer.ggml.tokens") >= 0, "s.shard[0] shard holds the vocabulary");
     gguf_close(f);
     gguf_close(src);
 }
 
 TEST(test_split_same_greedy_text) {
-    char prefix[4096], first[4200];
-    make_split(prefix, sizeof prefix, "greedy");
-    shard_path(first, sizeof first, prefix, 0);
+    split_files s;
+    make_split(&s, "greedy");
     tessera_token want[N_GEN], got[N_GEN];
     greedy(src_model, want);
-    greedy(first, got);
+    greedy(s.shard[0], got);
     for (int i = 0; i < N_GEN; i++) EXPECT(got[i] == want[i], "token %d: %d, expected %d", i, got[i], want[i]);
 }
 
@@ -125,11 +127,11 @@ static void rewrite_key(const char *path, const char *key, int32_t v) {
 }
 
 TEST(test_merge_round_trip) {
-    char prefix[4096], first[4200], merged[4200];
-    make_split(prefix, sizeof prefix, "merge");
-    shard_path(first, sizeof first, prefix, 0);
+    split_files s;
+    char merged[4200];
+    make_split(&s, "merge");
     snprintf(merged, sizeof merged, "%s/merged.gguf", harness_tmpdir());
-    gguf_file *f = gguf_open(first);
+    gguf_file *f = gguf_open(s.shard[0]);
     REQUIRE(f, "open: %s", error_get());
     REQUIRE(gguf_merge_write(f, merged) == 0, "merge: %s", error_get());
     gguf_close(f);
@@ -163,62 +165,53 @@ static void expect_open_fails(const char *path, const char *needle1, const char 
 }
 
 TEST(test_missing_shard) {
-    char prefix[4096], first[4200], third[4200];
-    make_split(prefix, sizeof prefix, "missing");
-    shard_path(first, sizeof first, prefix, 0);
-    shard_path(third, sizeof third, prefix, 2);
-    REQUIRE(unlink(third) == 0, "unlink %s", third);
-    expect_open_fails(first, "missing-00003-of-00003.gguf", "shard 3 of 3");
+    split_files s;
+    make_split(&s, "missing");
+    REQUIRE(unlink(s.shard[2]) == 0, "unlink %s", s.shard[2]);
+    expect_open_fails(s.shard[0], "missing-00003-of-00003.gguf", "shard 3 of 3");
 }
 
 TEST(test_wrong_split_count) {
-    char prefix[4096], first[4200], second[4200];
-    make_split(prefix, sizeof prefix, "count");
-    shard_path(first, sizeof first, prefix, 0);
-    shard_path(second, sizeof second, prefix, 1);
-    rewrite_key(second, "split.count", 4);
-    expect_open_fails(first, "split.count", "count-00002-of-00003.gguf");
+    split_files s;
+    make_split(&s, "count");
+    rewrite_key(s.shard[1], "split.count", 4);
+    expect_open_fails(s.shard[0], "split.count", "count-00002-of-00003.gguf");
 }
 
 TEST(test_duplicated_shard) {
-    char prefix[4096], first[4200], second[4200], third[4200];
-    make_split(prefix, sizeof prefix, "dup");
-    shard_path(first, sizeof first, prefix, 0);
-    shard_path(second, sizeof second, prefix, 1);
-    shard_path(third, sizeof third, prefix, 2);
+    split_files s;
+    make_split(&s, "dup");
     size_t n;
-    char *bytes = harness_read_file(second, &n);
-    REQUIRE(bytes, "read %s", second);
-    FILE *fp = fopen(third, "wb");
-    REQUIRE(fp && fwrite(bytes, 1, n, fp) == n && fclose(fp) == 0, "copy over %s", third);
+    char *bytes = harness_read_file(s.shard[1], &n);
+    REQUIRE(bytes, "read %s", s.shard[1]);
+    FILE *fp = fopen(s.shard[2], "wb");
+    REQUIRE(fp && fwrite(bytes, 1, n, fp) == n && fclose(fp) == 0, "copy over %s", s.shard[2]);
     free(bytes);
-    expect_open_fails(first, "split.no", "dup-00003-of-00003.gguf");
+    expect_open_fails(s.shard[0], "split.no", "dup-00003-of-00003.gguf");
     /* the copy renumbered: the counts add up, but its tensors are shard 2's */
-    rewrite_key(third, "split.no", 2);
-    expect_open_fails(first, "in shard 2 and again in shard 3", "dup-00001-of-00003.gguf");
+    rewrite_key(s.shard[2], "split.no", 2);
+    expect_open_fails(s.shard[0], "in shard 2 and again in shard 3", "dup-00001-of-00003.gguf");
 }
 
 TEST(test_tensor_count_mismatch) {
-    char prefix[4096], first[4200];
-    make_split(prefix, sizeof prefix, "tcount");
-    shard_path(first, sizeof first, prefix, 0);
-    gguf_file *f = gguf_open_shard(first);
+    split_files s;
+    make_split(&s, "tcount");
+    gguf_file *f = gguf_open_shard(s.shard[0]);
     REQUIRE(f, "open: %s", error_get());
     int64_t total;
     REQUIRE(gguf_get_int(f, "split.tensors.count", &total) == 0, "split.tensors.count");
     gguf_close(f);
-    rewrite_key(first, "split.tensors.count", (int32_t)total + 1);
-    expect_open_fails(first, "split.tensors.count", "tcount-00001-of-00003.gguf");
+    rewrite_key(s.shard[0], "split.tensors.count", (int32_t)total + 1);
+    expect_open_fails(s.shard[0], "split.tensors.count", "tcount-00001-of-00003.gguf");
 }
 
 TEST(test_later_shard_or_renamed_first) {
-    char prefix[4096], first[4200], second[4200], renamed[4200];
-    make_split(prefix, sizeof prefix, "later");
-    shard_path(first, sizeof first, prefix, 0);
-    shard_path(second, sizeof second, prefix, 1);
-    expect_open_fails(second, "split.no", "later-00001-of-00003.gguf");
+    split_files s;
+    char renamed[4200];
+    make_split(&s, "later");
+    expect_open_fails(s.shard[1], "split.no", "later-00001-of-00003.gguf");
     snprintf(renamed, sizeof renamed, "%s/renamed.gguf", harness_tmpdir());
-    REQUIRE(rename(first, renamed) == 0, "rename");
+    REQUIRE(rename(s.shard[0], renamed) == 0, "rename");
     expect_open_fails(renamed, "-00001-of-00003.gguf", "renamed.gguf");
 }
 

@@ -26,11 +26,8 @@ CACHE = os.environ.get("TESSERA_MODEL_CACHE") or os.path.expanduser("~/.cache/te
 
 
 def sha256(path):
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def cosine(a, b):

@@ -63,18 +63,9 @@ def fim_standin():
     path = os.path.join(STANDINS, "stories260K-infill.gguf")
     if not os.path.exists(path):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-        from gguf_edit import Gguf
-        g = Gguf(os.path.join(SHARED, "models", "stories260K.gguf"))
-        et, toks = g.get("tokenizer.ggml.tokens")
-        tt, types = g.get("tokenizer.ggml.token_type")
-        for i, name in zip((4, 5, 6), (b"<fim_prefix>", b"<fim_suffix>", b"<fim_middle>")):
-            toks[i] = name
-            types[i] = 3  # control
-        g.set("tokenizer.ggml.tokens", 9, (et, toks))
-        g.set("tokenizer.ggml.token_type", 9, (tt, types))
+        from gguf_edit import write_fim_model
         os.makedirs(STANDINS, exist_ok=True)
-        g.write(path + ".tmp")
-        os.replace(path + ".tmp", path)
+        write_fim_model(os.path.join(SHARED, "models", "stories260K.gguf"), path)
     return path
 
 

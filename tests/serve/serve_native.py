@@ -17,24 +17,12 @@ import tempfile
 from serve_common import MODEL, Server, error_body, expect, main
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from gguf_edit import Gguf  # noqa: E402
+from gguf_edit import write_fim_model  # noqa: E402
 
 
 def fim_model(tmp):
-    """stories260K with three unused byte tokens (<0x01>..<0x03>, ids 4..6)
-    renamed to <fim_prefix>, <fim_suffix>, <fim_middle> and made control
-    tokens: a small model whose vocabulary has FIM tokens."""
-    g = Gguf(MODEL)
-    et, toks = g.get("tokenizer.ggml.tokens")
-    tt, types = g.get("tokenizer.ggml.token_type")
-    for i, name in zip((4, 5, 6), (b"<fim_prefix>", b"<fim_suffix>", b"<fim_middle>")):
-        toks[i] = name
-        types[i] = 3  # control
-    g.set("tokenizer.ggml.tokens", 9, (et, toks))
-    g.set("tokenizer.ggml.token_type", 9, (tt, types))
-    path = os.path.join(tmp, "stories260K-fim.gguf")
-    g.write(path)
-    return path
+    """stories260K with FIM tokens (gguf_edit.write_fim_model)."""
+    return write_fim_model(MODEL, os.path.join(tmp, "stories260K-fim.gguf"))
 
 PROMPT = "Once upon a time"
 

@@ -305,7 +305,7 @@ static const struct field {
     {"logprobs", FOR_COMPLETION | FOR_CHAT, "chat: true/false; completions: 0..20 alternatives"},
     {"top_logprobs", FOR_CHAT, "0..20 alternatives per token"},
     {"n_probs", FOR_ALL, "llama.cpp's: alternatives per token in completion_probabilities"},
-    {"post_sampling_probs", FOR_NATIVE, "only false"},
+    {"post_sampling_probs", FOR_NATIVE, "n_probs as the sampler's probabilities after its filters"},
     {"tools", FOR_CHAT, "functions the model may call"},
     {"tool_choice", FOR_CHAT, "auto, none, required or a named function"},
     {"parallel_tool_calls", FOR_CHAT, "false keeps the first call only"},
@@ -385,11 +385,6 @@ static int check_fields(const cJSON *root, serve_kind kind, serve_call *call, se
     if (want == FOR_COMPLETION && !api_is_null(v) && !(cJSON_IsString(v) && !v->valuestring[0]))
         return serve_fail(err, 400, "suffix", "unsupported_parameter",
                           "'suffix' (insertion) is not implemented on /v1/completions; use /infill");
-    v = cJSON_GetObjectItemCaseSensitive(root, "post_sampling_probs");
-    if (want == FOR_NATIVE && !api_is_null(v) && !cJSON_IsFalse(v))
-        return serve_fail(err, 400, "post_sampling_probs", "unsupported_parameter",
-                          "'post_sampling_probs' true is not implemented (probabilities are the model's, "
-                          "before sampling)");
     v = cJSON_GetObjectItemCaseSensitive(root, "ignore_eos");
     if (!api_is_null(v) && !cJSON_IsFalse(v))
         return serve_fail(err, 400, "ignore_eos", "unsupported_parameter", "'ignore_eos' true is not implemented");
@@ -477,6 +472,7 @@ static int parse_options(const serve_api *api, const cJSON *root, serve_kind kin
     call->n_probs = (int32_t)n_probs;
     if (kind == SERVE_NATIVE || kind == SERVE_INFILL) {
         if (n_probs > 0) r->top_logprobs = (int32_t)n_probs;
+        if (api_get_bool(root, "post_sampling_probs", &r->post_sampling_probs, err)) return -1;
         const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_fields");
         if (!api_is_null(rf)) {
             char *text = cJSON_IsArray(rf) ? cJSON_PrintUnformatted(rf) : NULL;

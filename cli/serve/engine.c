@@ -405,7 +405,10 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
             request_finish(e, r, "out of memory for logprobs");
             return;
         }
-        serve_logprobs_compute(logits, e->n_vocab, t, r->top_logprobs, lp);
+        if (r->post_sampling_probs)
+            serve_logprobs_post_sampling(ch->sampler, t, r->top_logprobs, lp);
+        else
+            serve_logprobs_compute(logits, e->n_vocab, t, r->top_logprobs, lp);
         lp->offset = ch->len;
     }
     char small[256], *piece = small;

@@ -36,12 +36,13 @@ static cJSON *piece_json(const serve_api *api, tessera_token t, bool bytes_only)
     return arr;
 }
 
-static void add_prob_entry(const serve_api *api, cJSON *o, tessera_token id, float logprob) {
+/* {id, token, logprob or prob (post_sampling_probs), bytes} */
+static void add_prob_entry(const serve_api *api, cJSON *o, tessera_token id, float logprob, bool post_sampling) {
     char buf[256];
     size_t n = serve_token_piece(api, id, buf, sizeof buf);
     cJSON_AddNumberToObject(o, "id", id);
     serve_json_add_text(o, "token", buf, n);
-    cJSON_AddNumberToObject(o, "logprob", logprob);
+    cJSON_AddNumberToObject(o, post_sampling ? "prob" : "logprob", logprob);
     cJSON *b = cJSON_AddArrayToObject(o, "bytes");
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)buf[i]));
 }
@@ -52,11 +53,11 @@ static cJSON *probs_json(const serve_api *api, const serve_choice *ch, size_t fr
     for (size_t i = from; arr && i < to; i++) {
         const serve_logprob *lp = &ch->lp[i];
         cJSON *e = cJSON_CreateObject();
-        add_prob_entry(api, e, lp->token, lp->logprob);
-        cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
+        add_prob_entry(api, e, lp->token, lp->logprob, lp->post_sampling);
+        cJSON *top = cJSON_AddArrayToObject(e, lp->post_sampling ? "top_probs" : "top_logprobs");
         for (int32_t k = 0; k < lp->n_top; k++) {
             cJSON *t = cJSON_CreateObject();
-            add_prob_entry(api, t, lp->top_id[k], lp->top_lp[k]);
+            add_prob_entry(api, t, lp->top_id[k], lp->top_lp[k], lp->post_sampling);
             cJSON_AddItemToArray(top, t);
         }
         cJSON_AddItemToArray(arr, e);
@@ -78,6 +79,7 @@ static void add_settings(const serve_api *api, cJSON *o, const serve_request *r,
     cJSON_AddNumberToObject(g, "n_predict", r->max_tokens);
     cJSON_AddNumberToObject(g, "seed", ch->sampler ? tessera_sampler_seed(ch->sampler) : 0);
     cJSON_AddNumberToObject(g, "n_probs", r->top_logprobs > 0 ? r->top_logprobs : 0);
+    cJSON_AddBoolToObject(g, "post_sampling_probs", r->post_sampling_probs);
     cJSON_AddBoolToObject(g, "cache_prompt", r->cache_prompt);
     cJSON_AddNumberToObject(g, "id_slot", r->id_slot);
     cJSON_AddStringToObject(g, "model", api->model_id);

@@ -40,10 +40,13 @@ typedef enum serve_state {
 enum { SERVE_MAX_STOP = 4, SERVE_MAX_BIAS = 1024, SERVE_MAX_TOP_LOGPROBS = 20 };
 
 /* One generated token's log-probabilities (log-softmax of the model's
- * logits, before bias, penalties and temperature), for `logprobs`. */
+ * logits, before bias, penalties and temperature), for `logprobs`; or, with
+ * post_sampling set, the probabilities (not logs) after the sampler's filters
+ * (llama-server's `post_sampling_probs`). */
 typedef struct serve_logprob {
     tessera_token token;
-    float logprob;
+    float logprob;   /* post_sampling: a probability in [0, 1] */
+    bool post_sampling;
     size_t offset;   /* where its bytes start in its choice's text */
     uint32_t len;    /* its byte count */
     int32_t n_top;
@@ -108,6 +111,7 @@ typedef struct serve_request {
     bool cache_prompt;         /* reuse a slot's cached prefix; leave ours for the next */
     int32_t id_slot;           /* llama-server's id_slot: run in that slot only; -1: any */
     int32_t top_logprobs;      /* -1: no logprobs; else alternatives per token (0..20) */
+    bool post_sampling_probs;  /* those as the sampler's filtered probabilities (/completion) */
     const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
     bool want_progress;        /* return_progress: the engine records prompt marks */
     serve_reply_rules rules;
@@ -170,6 +174,11 @@ void serve_reply_split(const serve_reply_rules *rules, const char *text, size_t 
  * likely tokens with theirs (descending; ties: lower id first). */
 void serve_logprobs_compute(const float *logits, int32_t n_vocab, tessera_token chosen, int32_t k,
                             serve_logprob *out);
+/* The same from the distribution sampler's last draw came from (after its
+ * filters, renormalized): chosen's probability and the k most likely, only
+ * those with a probability above 0 (fewer than k when fewer are left). */
+void serve_logprobs_post_sampling(const tessera_sampler *sampler, tessera_token chosen, int32_t k,
+                                  serve_logprob *out);
 
 /* ------------------------------------------------------------ metrics */
 

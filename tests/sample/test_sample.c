@@ -529,9 +529,74 @@ TEST(test_public_api) {
            "bias on token 16 of 16: '%s'", tessera_last_error());
 }
 
+/* tessera_sampler_last_probs: the distribution of the last draw after the
+ * filters, renormalized (llama-server's post_sampling_probs). */
+TEST(test_last_probs) {
+    float logits[5];
+    logits_from_probs(logits, PROBS5, 5);
+    tessera_sampler_params p = tessera_sampler_default_params();
+    p.seed = 5;
+    p.top_k = 3;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.temp = 1.0f;
+    tessera_sampler *s = tessera_sampler_new(5, &p);
+    EXPECT(s, "sampler: %s", tessera_last_error());
+    if (!s) return;
+    tessera_token_prob out[5];
+    EXPECT(tessera_sampler_last_probs(s, out, 5) == 0, "probabilities before any draw");
+    /* top-k 3 keeps ids 1, 3, 4 (0.4, 0.25, 0.2), renormalized over 0.85 */
+    static const int want_id[3] = {1, 3, 4};
+    static const double want_p[3] = {0.4 / 0.85, 0.25 / 0.85, 0.2 / 0.85};
+    for (int draw = 0; draw < 20; draw++) {
+        tessera_token t = tessera_sampler_sample(s, logits);
+        int32_t n = tessera_sampler_last_probs(s, out, 5);
+        EXPECT(n == 3, "draw %d: %d candidates after top-k 3", draw, (int)n);
+        bool drawn_listed = false;
+        for (int32_t i = 0; i < n && i < 3; i++) {
+            EXPECT(out[i].token == want_id[i] && fabs(out[i].prob - want_p[i]) < 1e-5, "draw %d: #%d is %d p %g", draw,
+                   (int)i, (int)out[i].token, (double)out[i].prob);
+            drawn_listed |= out[i].token == t;
+        }
+        EXPECT(drawn_listed, "draw %d: token %d drawn but not listed", draw, (int)t);
+    }
+    /* a smaller buffer gets the most likely ones; the count is all of them */
+    EXPECT(tessera_sampler_last_probs(s, out, 1) == 3 && out[0].token == 1, "cap 1");
+    tessera_sampler_reset(s);
+    EXPECT(tessera_sampler_last_probs(s, out, 5) == 0, "probabilities kept after a reset");
+    tessera_sampler_free(s);
+
+    /* temperature 0.5 squares the probabilities before renormalizing */
+    p.top_k = 0;
+    p.temp = 0.5f;
+    s = tessera_sampler_new(5, &p);
+    if (s) {
+        tessera_sampler_sample(s, logits);
+        double z = 0.0;
+        for (int i = 0; i < 5; i++) z += PROBS5[i] * PROBS5[i];
+        EXPECT(tessera_sampler_last_probs(s, out, 5) == 5, "temperature alone drops nothing");
+        EXPECT(out[0].token == 1 && fabs(out[0].prob - 0.16 / z) < 1e-5 && out[4].token == 2 &&
+                   fabs(out[4].prob - 0.0025 / z) < 1e-5,
+               "temp 0.5: %d %g .. %d %g", (int)out[0].token, (double)out[0].prob, (int)out[4].token,
+               (double)out[4].prob);
+    }
+    tessera_sampler_free(s);
+
+    /* greedy: the pick alone, probability 1 */
+    p.temp = 0.0f;
+    s = tessera_sampler_new(5, &p);
+    if (s) {
+        tessera_token t = tessera_sampler_sample(s, logits);
+        EXPECT(t == 1 && tessera_sampler_last_probs(s, out, 5) == 1 && out[0].token == 1 && out[0].prob == 1.0f,
+               "greedy: %d", (int)t);
+    }
+    tessera_sampler_free(s);
+    EXPECT(tessera_sampler_last_probs(NULL, out, 5) == -1, "NULL sampler");
+}
+
 HARNESS_MAIN("sampler", HARNESS_TEST(test_rng), HARNESS_TEST(test_sort_softmax), HARNESS_TEST(test_top_k),
              HARNESS_TEST(test_top_p), HARNESS_TEST(test_top_p_large), HARNESS_TEST(test_min_p),
              HARNESS_TEST(test_typical), HARNESS_TEST(test_temperature), HARNESS_TEST(test_penalties),
              HARNESS_TEST(test_logit_bias), HARNESS_TEST(test_greedy), HARNESS_TEST(test_seeds),
              HARNESS_TEST(test_distribution), HARNESS_TEST(test_chain_order), HARNESS_TEST(test_bad_params),
-             HARNESS_TEST(test_public_api))
+             HARNESS_TEST(test_public_api), HARNESS_TEST(test_last_probs))

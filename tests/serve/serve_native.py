@@ -1,7 +1,7 @@
 """llama-server's native API and the drop-in behaviours of tessera serve,
 over raw HTTP with stories260K:
-/completion with every prompt shape, n_predict, return_tokens, n_probs,
-id_slot, streams and timings; /tokenize and /detokenize; /infill; the field
+/completion with every prompt shape, n_predict, return_tokens, n_probs
+(post_sampling_probs too), id_slot, streams and timings; /tokenize and /detokenize; /infill; the field
 policy (unknown fields ignored and logged, known unhonourable ones a 400);
 CORS; /v1/completions prompt lists; /v1/models aliases and /v1/models/{id};
 /props params; server-side sampling defaults; --no-webui, --no-slots, a
@@ -9,6 +9,7 @@ CORS; /v1/completions prompt lists; /v1/models aliases and /v1/models/{id};
 add_generation_prompt in the template; text parts joined with a newline.
 Bad input is one clear 4xx and the server goes on serving."""
 import json
+import math
 import os
 import socket
 import sys
@@ -95,6 +96,40 @@ def test_completion_probs_stream_slot():
             r = post(srv, "/completion", {"prompt": PROMPT, "n_predict": 2, "id_slot": slot})
             expect(r["id_slot"] == slot, "id_slot %d ran in %r" % (slot, r["id_slot"]))
         bad(srv, "/completion", {"prompt": PROMPT, "id_slot": 2}, 400, "id_slot", "id_slot out of range")
+
+
+def test_post_sampling_probs():
+    """post_sampling_probs: prob/top_probs are the sampler's distribution after
+    its filters, renormalized: with top-k 3 at temperature 1 the three most
+    likely tokens' model probabilities scaled to sum 1."""
+    with Server() as srv:
+        body = {"prompt": PROMPT, "n_predict": 6, "n_probs": 5, "seed": 7, "temperature": 1.0, "top_k": 3,
+                "top_p": 1.0, "min_p": 0.0}
+        pre = post(srv, "/completion", body)["completion_probabilities"]
+        res = post(srv, "/completion", dict(body, post_sampling_probs=True))
+        expect(res["generation_settings"]["post_sampling_probs"] is True, "settings %r" % res["generation_settings"])
+        got = res["completion_probabilities"]
+        expect(len(got) == 6 and len(pre) == 6, "6 entries each: %r" % got)
+        for a, b in zip(pre, got):
+            expect(a["id"] == b["id"], "the same seed draws the same tokens: %r %r" % (a, b))
+            expect("logprob" not in b and "top_logprobs" not in b, "probs, not logprobs: %r" % b)
+            top = b["top_probs"]
+            expect(len(top) == 3, "top-k 3 leaves 3 of the 5 asked: %r" % top)
+            z = sum(math.exp(t["logprob"]) for t in a["top_logprobs"][:3])
+            for t, m in zip(top, a["top_logprobs"][:3]):
+                expect(t["id"] == m["id"] and abs(t["prob"] - math.exp(m["logprob"]) / z) < 1e-4,
+                       "renormalized: %r vs %r" % (t, m))
+            expect(abs(sum(t["prob"] for t in top) - 1.0) < 1e-4, "sums to 1: %r" % top)
+            expect([t["prob"] for t in top if t["id"] == b["id"]] == [b["prob"]], "the pick's prob %r" % b)
+        greedy = post(srv, "/completion", {"prompt": PROMPT, "n_predict": 3, "n_probs": 4, "temperature": 0,
+                                           "post_sampling_probs": True})["completion_probabilities"]
+        expect(all(e["prob"] == 1.0 and [t["prob"] for t in e["top_probs"]] == [1.0] for e in greedy),
+               "greedy: the pick alone, probability 1: %r" % greedy)
+        events, _ = srv.stream("/completion", dict(body, post_sampling_probs=True, stream=True))
+        streamed = [e["completion_probabilities"][0] for e in events if e.get("completion_probabilities")]
+        expect([e["id"] for e in streamed] == [e["id"] for e in got] and all("top_probs" in e for e in streamed),
+               "stream: the same entries %r" % streamed)
+        bad(srv, "/completion", dict(body, post_sampling_probs="yes"), 400, "post_sampling_probs", "not a bool")
 
 
 def test_tokenizer_endpoints():
@@ -354,6 +389,7 @@ def test_progress_metrics_slots():
 main([
     ("/completion shapes, token and mixed prompts, lists, response_fields", test_completion_shapes),
     ("n_probs, streams, id_slot", test_completion_probs_stream_slot),
+    ("post_sampling_probs", test_post_sampling_probs),
     ("/tokenize, /detokenize, /apply-template", test_tokenizer_endpoints),
     ("/infill", test_infill),
     ("field policy", test_field_policy),

@@ -409,6 +409,20 @@ void tessera_sampler_accept(tessera_sampler *sampler, tessera_token token);
 void tessera_sampler_reset(tessera_sampler *sampler);
 uint32_t tessera_sampler_seed(const tessera_sampler *sampler);
 
+/* The distribution the last tessera_sampler_sample drew from: the tokens left
+ * after the chain's filters (bias, penalties, top-k, typical, top-p, min-p,
+ * temperature; the grammar's mask when it rejected the first pick), each with
+ * its probability renormalized over them, most likely first (ties: lower id).
+ * Greedy (temp <= 0) reports the pick alone with probability 1. Copies up to
+ * cap of them into out and returns how many there are in all (may be more
+ * than cap); 0 before the first sample and after a reset, -1 on a NULL
+ * sampler or out (with cap > 0). llama-server's `post_sampling_probs`. */
+typedef struct tessera_token_prob {
+    tessera_token token;
+    float prob;
+} tessera_token_prob;
+int32_t tessera_sampler_last_probs(const tessera_sampler *sampler, tessera_token_prob *out, int32_t cap);
+
 /* ------------------------------------------------------------- grammars
  * Constrained generation: a sampler with a grammar only returns tokens
  * whose text keeps the output a prefix of something the grammar matches,

@@ -154,6 +154,14 @@ uint32_t tessera_sampler_seed(const tessera_sampler *sampler) {
     return sampler ? sampler->seed : 0;
 }
 
+int32_t tessera_sampler_last_probs(const tessera_sampler *sampler, tessera_token_prob *out, int32_t cap) {
+    if (!sampler || (cap > 0 && !out)) return error_set("sampler: %s is NULL", sampler ? "out" : "sampler");
+    size_t n;
+    const sample_cand *c = sample_chain_last(sampler->chain, &n);
+    for (size_t i = 0; i < n && (int64_t)i < cap; i++) out[i] = (tessera_token_prob){c[i].id, c[i].p};
+    return n > INT32_MAX ? INT32_MAX : (int32_t)n;
+}
+
 /* A sampler's state is the chain's section (PRNG, penalty window) followed,
  * when the sampler has a grammar, by the grammar's section. */
 size_t tessera_sampler_state_size(const tessera_sampler *sampler) {

@@ -17,6 +17,7 @@ struct sample_chain {
     sample_rng rng;
     sample_constraint con; /* allows == NULL: none */
     uint8_t *allowed;      /* n_vocab, for con.mask; allocated on first use */
+    size_t n_last;         /* storage[0..n_last): the last draw's candidates */
 };
 
 sample_params sample_params_default(void) {
@@ -97,7 +98,15 @@ void sample_chain_free(sample_chain *s) {
     free(s);
 }
 
-/* The chain over every token, or only over those with allowed[id] set. */
+/* A greedy pick as the last draw's distribution: that token alone, p = 1. */
+static int32_t record_greedy(sample_chain *s, int32_t id) {
+    s->n_last = id >= 0 ? 1 : 0;
+    if (id >= 0) s->storage[0] = (sample_cand){.id = id, .logit = 0.0f, .p = 1.0f};
+    return id;
+}
+
+/* The chain over every token, or only over those with allowed[id] set.
+ * The candidates left after the filters stay in storage (sample_chain_last). */
 static int32_t chain_pick(sample_chain *s, const float *logits, const uint8_t *allowed) {
     const sample_params *p = &s->params;
     bool penalized = p->penalty_repeat != 1.0f || p->penalty_freq != 0.0f ||
@@ -108,7 +117,7 @@ static int32_t chain_pick(sample_chain *s, const float *logits, const uint8_t *a
         int32_t best = 0;
         for (int32_t i = 1; i < s->n_vocab; i++)
             if (logits[i] > logits[best] || isnan(logits[best])) best = i;
-        return best;
+        return record_greedy(s, best);
     }
     sample_cands c;
     if (allowed)
@@ -118,13 +127,15 @@ static int32_t chain_pick(sample_chain *s, const float *logits, const uint8_t *a
     sample_logit_bias(&c, p->bias, p->n_bias);
     sample_penalties(&c, &s->history, p->penalty_repeat, p->penalty_freq, p->penalty_present);
     /* Greedy: every truncation keeps the best candidate, so skip them. */
-    if (p->temp <= 0.0f) return sample_argmax(&c);
+    if (p->temp <= 0.0f) return record_greedy(s, sample_argmax(&c));
     sample_top_k(&c, p->top_k);
     sample_typical(&c, p->typical_p);
     sample_top_p(&c, p->top_p);
     sample_min_p(&c, p->min_p);
     sample_temperature(&c, p->temp);
-    return sample_dist(&c, &s->rng);
+    int32_t id = sample_dist(&c, &s->rng); /* softmax: sorted, p renormalized */
+    s->n_last = c.size;
+    return id;
 }
 
 /* Greedy under a constraint whose first choice was rejected: the next
@@ -166,7 +177,7 @@ int32_t sample_chain_sample(sample_chain *s, const float *logits) {
     if (ok) return ok > 0 ? t : -1;
     if (s->params.temp <= 0.0f) {
         t = greedy_next_allowed(s, logits);
-        if (t != -1) return t >= 0 ? t : -1;
+        if (t != -1) return t >= 0 ? record_greedy(s, t) : -1;
     }
     if (!s->allowed) {
         s->allowed = malloc((size_t)s->n_vocab);
@@ -190,7 +201,13 @@ void sample_chain_set_constraint(sample_chain *s, const sample_constraint *c) {
 
 void sample_chain_accept(sample_chain *s, int32_t id) { sample_history_push(&s->history, id); }
 
+const sample_cand *sample_chain_last(const sample_chain *s, size_t *n) {
+    *n = s->n_last;
+    return s->storage;
+}
+
 void sample_chain_reset(sample_chain *s) {
+    s->n_last = 0;
     sample_history_clear(&s->history);
     sample_rng_seed(&s->rng, s->params.seed);
 }

@@ -137,6 +137,11 @@ sample_chain *sample_chain_new(const sample_params *p, int32_t n_vocab);
 void sample_chain_free(sample_chain *s);
 /* Sample one token from a row of n_vocab logits (not modified). */
 int32_t sample_chain_sample(sample_chain *s, const float *logits);
+/* The candidates the last sample_chain_sample drew from, after every
+ * filter, sorted by descending p and with p renormalized over them (one with
+ * p = 1 after a greedy pick). *n = 0 before the first sample or after reset.
+ * Valid until the next sample or reset. */
+const sample_cand *sample_chain_last(const sample_chain *s, size_t *n);
 /* Record a token as generated or fed (for the penalties). */
 void sample_chain_accept(sample_chain *s, int32_t id);
 /* Forget the history and reseed with the original seed. */

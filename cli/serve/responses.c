@@ -24,7 +24,9 @@ static const char *const KNOWN[] = {
     "text",    "max_output_tokens", "temperature", "top_p",   "stream",             "stream_options",
     "store",   "previous_response_id", "conversation", "background", "include",     "reasoning",
     "metadata", "user",       "safety_identifier", "prompt_cache_key", "service_tier", "truncation",
-    "top_logprobs", "max_tool_calls", "prompt", NULL};
+    "top_logprobs", "max_tool_calls", "prompt",
+    /* llama-server's stream telemetry, as on its chat path */
+    "timings_per_token", "return_progress", NULL};
 
 static bool is_null(const cJSON *v) { return !v || cJSON_IsNull(v); }
 
@@ -209,7 +211,8 @@ static int refuse_unhonoured(const cJSON *root, serve_error *err) {
 }
 
 static cJSON *to_chat(const cJSON *root, serve_error *err) {
-    static const char *const copied[] = {"model", "temperature", "top_p", "stream", "parallel_tool_calls", NULL};
+    static const char *const copied[] = {"model", "temperature", "top_p", "stream", "parallel_tool_calls",
+                                         "timings_per_token", "return_progress", NULL};
     if (refuse_unhonoured(root, err) != 0) return NULL;
     cJSON *chat = cJSON_CreateObject();
     if (!chat) return serve_fail(err, 500, NULL, NULL, "out of memory"), NULL;
@@ -494,8 +497,10 @@ static char *close_item(char *out, const serve_call *call, resp_stream *st) {
 }
 
 /* Text (kind 1) or reasoning (kind 2): into the open item of that kind;
- * "" opens an empty message only when there is no item (a reply with nothing). */
-static char *text_delta(char *out, const serve_call *call, resp_stream *st, int kind, const char *text) {
+ * "" opens an empty message only when there is no item (a reply with nothing).
+ * timings (timings_per_token: the chat chunk's), when not NULL, go on the delta. */
+static char *text_delta(char *out, const serve_call *call, resp_stream *st, int kind, const char *text,
+                        const cJSON *timings) {
     size_t n = strlen(text);
     if (n == 0 && st->n_items > 0) return out;
     if (st->open != kind) {
@@ -519,6 +524,7 @@ static char *text_delta(char *out, const serve_call *call, resp_stream *st, int 
     cJSON *b = where(call, st, true);
     cJSON_AddStringToObject(b, "delta", text);
     if (kind == 1) cJSON_AddArrayToObject(b, "logprobs");
+    if (timings) cJSON_AddItemToObject(b, "timings", cJSON_Duplicate(timings, 1));
     return emit(out, st, kind == 1 ? "response.output_text.delta" : "response.reasoning_text.delta", b);
 }
 
@@ -543,14 +549,28 @@ static char *call_events(char *out, const serve_call *call, resp_stream *st, con
     return item_event(out, st, "response.output_item.done", call_item(tc, args, "completed"));
 }
 
-static char *chunk_events(char *out, const serve_call *call, resp_stream *st, const cJSON *chunk) {
+/* One chat chunk as Responses events. llama-server's telemetry rides along:
+ * a prompt_progress chunk (return_progress) is a response.in_progress event
+ * with prompt_progress beside the response, and a chunk's timings
+ * (timings_per_token) go on its deltas. */
+static char *chunk_events(const serve_api *api, char *out, const serve_call *call, serve_request *r,
+                          resp_stream *st, const cJSON *chunk) {
+    const cJSON *progress = cJSON_GetObjectItemCaseSensitive(chunk, "prompt_progress");
+    const cJSON *timings = cJSON_GetObjectItemCaseSensitive(chunk, "timings");
+    if (progress) {
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddItemToObject(b, "response", response_head(api, call, r, "in_progress"));
+        cJSON_AddItemToObject(b, "prompt_progress", cJSON_Duplicate(progress, 1));
+        if (timings) cJSON_AddItemToObject(b, "timings", cJSON_Duplicate(timings, 1));
+        out = emit(out, st, "response.in_progress", b);
+    }
     const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(chunk, "choices"), 0);
     const cJSON *delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
     const char *reasoning = str_of(delta, "reasoning_content"), *content = str_of(delta, "content");
     const char *finish = str_of(choice, "finish_reason");
     if (finish && !strcmp(finish, "length")) st->cut = true;
-    if (reasoning && reasoning[0]) out = text_delta(out, call, st, 2, reasoning);
-    if (content && content[0]) out = text_delta(out, call, st, 1, content);
+    if (reasoning && reasoning[0]) out = text_delta(out, call, st, 2, reasoning, timings);
+    if (content && content[0]) out = text_delta(out, call, st, 1, content, timings);
     const cJSON *tc;
     cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(delta, "tool_calls")) out = call_events(out, call, st, tc);
     return out;
@@ -578,7 +598,7 @@ static char *responses_stream_next(const serve_api *api, const serve_call *call,
     cJSON_ArrayForEach(chunk, chunks) {
         if (st->failed) break;
         if (!cJSON_GetObjectItemCaseSensitive(chunk, "error")) {
-            out = chunk_events(out, call, st, chunk);
+            out = chunk_events(api, out, call, r, st, chunk);
             continue;
         }
         cJSON *b = cJSON_CreateObject();
@@ -591,10 +611,14 @@ static char *responses_stream_next(const serve_api *api, const serve_call *call,
     }
     cJSON_Delete(chunks);
     if (*finished && !st->failed) {
-        out = close_item(text_delta(out, call, st, 1, ""), call, st);
+        out = close_item(text_delta(out, call, st, 1, "", NULL), call, st);
         cJSON *o = response_object(api, call, r);
         bool cut = o && !strcmp(str_of(o, "status"), "incomplete");
-        out = whole_response_event(out, st, cut ? "response.incomplete" : "response.completed", o);
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddItemToObject(b, "response", o);
+        /* timings_per_token: the whole reply's timings beside it, as llama-server */
+        if (call->timings_per_token && r->n_choices > 0) serve_json_add_timings(b, r, &r->choices[0]);
+        out = emit(out, st, cut ? "response.incomplete" : "response.completed", b);
     }
     return out;
 }

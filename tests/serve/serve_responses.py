@@ -1,6 +1,7 @@
 """OpenAI's Responses API on tessera serve (raw HTTP): /v1/responses answers
 as the chat path does (same greedy text, usage from its token counts), its
 stream is the documented event sequence whose deltas join to the same text,
+llama-server's return_progress and timings_per_token ride on the stream,
 text.format with a JSON schema gives output that the schema validates,
 function tools round-trip (function_call, function_call_output) with
 SmolLM2-135M, and bad input is a 400 naming the field."""
@@ -92,6 +93,36 @@ def test_text():
                "response.created %r" % created)
         check_echo(created, dict(DEFAULTS, instructions=INSTR, max_output_tokens=24, temperature=0), "created")
         check_echo(final, dict(DEFAULTS, instructions=INSTR, max_output_tokens=24, temperature=0), "final")
+
+
+def test_telemetry():
+    """llama-server's stream telemetry on /v1/responses, as on its chat path:
+    return_progress is a response.in_progress event per prompt batch with
+    prompt_progress beside the response; timings_per_token puts timings on
+    every delta and on the terminal event. Without them, neither."""
+    inp = " ".join(["the little dog ran home"] * 8)
+    with Server("-b", "16", "--parallel", "1", "-c", "256") as srv:
+        body = {"input": inp, "max_output_tokens": 6, "temperature": 0}
+        events = named_events(srv, RESP, dict(body, return_progress=True, timings_per_token=True))
+        names = [n for n, _ in events]
+        expect(names[:2] == ["response.created", "response.in_progress"], "opening %r" % names[:3])
+        marks = [e["prompt_progress"] for n, e in events if "prompt_progress" in e]
+        expect(len(marks) >= 2 and all(n == "response.in_progress" for n, e in events if "prompt_progress" in e),
+               "progress events %r" % names)
+        expect(all(m["total"] > 0 and m["processed"] >= m["cache"] for m in marks) and
+               marks[-1]["processed"] == marks[-1]["total"], "progress marks %r" % marks)
+        expect(all(e["response"]["status"] == "in_progress" for n, e in events if "prompt_progress" in e),
+               "progress events carry the response in progress")
+        deltas = [e for n, e in events if n == "response.output_text.delta"]
+        expect(deltas and all("prompt_per_second" in e["timings"] and "predicted_per_second" in e["timings"]
+                              for e in deltas), "timings on every delta %r" % deltas[:2])
+        last = events[-1][1]
+        expect(last["timings"]["predicted_n"] == last["response"]["usage"]["output_tokens"],
+               "terminal event's timings %r" % last)
+        plain = named_events(srv, RESP, body)
+        expect(not [e for _, e in plain if "prompt_progress" in e or "timings" in e], "no telemetry unasked")
+        expect("".join(e["delta"] for e in deltas) ==
+               "".join(e["delta"] for n, e in plain if n == "response.output_text.delta"), "same text either way")
 
 
 def test_json_schema():
@@ -206,6 +237,7 @@ def test_tools():
 if __name__ == "__main__":
     main([
         ("responses: chat path's text and usage, input items, streamed events", test_text),
+        ("responses: return_progress and timings_per_token in the stream", test_telemetry),
         ("responses: text.format json_schema validates", test_json_schema),
         ("responses: a reasoning reply is a reasoning item, streamed and not", test_reasoning),
         ("responses: bad input is a 400 naming the field; unknown fields ignored", test_bad_input),

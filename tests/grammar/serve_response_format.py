@@ -68,6 +68,18 @@ def test_json_schema_chat_and_completions():
                                 "seed": seed, "response_format": rf_schema(SMALL)})
             expect(st == 200, "completion status %d: %r" % (st, obj))
             check_json(obj["choices"][0]["text"], SMALL, "completion temp %s" % temp)
+        # tuples: prefixItems (2020-12) and items as a list (draft-04), with more items after
+        for tuple_schema in ({"type": "array", "prefixItems": [{"type": "integer"}, {"enum": ["cat", "dog"]}],
+                              "items": {"type": "boolean"}, "maxItems": 4},
+                             {"$schema": "http://json-schema.org/draft-04/schema#",
+                              "items": [{"type": "integer"}, {"type": "boolean"}], "additionalItems": False}):
+            for temp, seed in ((0, 1), (1.0, 4)):
+                st, obj = srv.json("POST", "/v1/chat/completions",
+                                   chat_body("Write an example", temperature=temp, seed=seed,
+                                             response_format=rf_schema(tuple_schema)))
+                expect(st == 200, "tuple status %d: %r" % (st, obj))
+                v = check_json(obj["choices"][0]["message"]["content"], tuple_schema, "tuple temp %s" % temp)
+                expect(isinstance(v, list) and len(v) >= 2, "every tuple item generated: %r" % v)
         events, done = srv.stream("/v1/chat/completions",
                                   chat_body("Hi", temperature=0.7, seed=3, response_format=rf_schema(SMALL)))
         expect(done, "stream did not end with [DONE]")

@@ -205,6 +205,31 @@ TEST(test_public_api) {
     grammar_free(jg);
 }
 
+/* Tuples: prefixItems, and draft-04's items as a list, with what may follow. */
+TEST(test_tuples) {
+    /* items as a list, nothing said of the rest or of minItems: exactly the tuple */
+    expect("{\"items\": [{\"type\": \"integer\"}]}", L("[1]", "[ -3000 ]"), L("[]", "[1, 2]", "[\"a\"]"));
+    expect("{\"type\": \"array\", \"prefixItems\": [{\"type\": \"string\"}, {\"type\": \"boolean\"}]}",
+           L("[\"a\", true]", "[\"\",false]"), L("[true, \"a\"]", "[\"a\"]", "[\"a\", true, 1]"));
+    /* the rest as a schema: more of it after the tuple */
+    expect("{\"prefixItems\": [{\"type\": \"string\"}], \"items\": {\"type\": \"integer\"}}",
+           L("[\"a\"]", "[\"a\", 1, 2]"), L("[\"a\", \"b\"]", "[1]", "[]"));
+    expect("{\"items\": [{\"type\": \"null\"}], \"additionalItems\": {\"type\": \"boolean\"}, \"maxItems\": 3}",
+           L("[null]", "[null, true, false]"), L("[null, true, false, true]", "[null, 1]"));
+    expect("{\"items\": [{\"type\": \"null\"}], \"additionalItems\": false}", L("[null]"), L("[null, null]"));
+    /* minItems below the tuple's length: the tail is optional, in order */
+    expect("{\"prefixItems\": [{\"const\": 1}, {\"const\": 2}, {\"const\": 3}], \"minItems\": 1}",
+           L("[1]", "[1, 2]", "[1, 2, 3]"), L("[]", "[2]", "[1, 3]"));
+    expect("{\"prefixItems\": [{\"const\": 1}, {\"const\": 2}], \"maxItems\": 1}", L("[1]"), L("[1, 2]", "[]"));
+    /* minItems past the tuple needs the rest */
+    expect("{\"prefixItems\": [{\"const\": 1}], \"items\": {\"const\": 0}, \"minItems\": 3}", L("[1, 0, 0]"),
+           L("[1]", "[1, 0]"));
+    expect_refused("{\"prefixItems\": [{\"const\": 1}], \"minItems\": 2}", "'minItems' 2 is above the 1 items");
+    expect_refused("{\"prefixItems\": {\"const\": 1}}", "#/prefixItems: 'prefixItems' must be a list");
+    expect_refused("{\"items\": [{\"type\": \"integer\"}, {\"pattern\": \"a\"}]}",
+                   "#/items/1: the keyword 'pattern' is not supported");
+}
+
 HARNESS_MAIN("json-schema", HARNESS_TEST(test_primitives), HARNESS_TEST(test_objects),
              HARNESS_TEST(test_arrays_enums_combos), HARNESS_TEST(test_strings), HARNESS_TEST(test_refs),
-             HARNESS_TEST(test_refused), HARNESS_TEST(test_public_api))
+             HARNESS_TEST(test_refused), HARNESS_TEST(test_public_api), HARNESS_TEST(test_tuples))

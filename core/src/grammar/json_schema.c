@@ -4,6 +4,9 @@
  * Supported: type (one or a list) string / number / integer / boolean /
  * null / object / array; properties, required, additionalProperties
  * (false, true or a schema); enum, const; items, minItems, maxItems;
+ * tuples (prefixItems, or draft-04's items as a list, with items /
+ * additionalItems for what follows: absent, no more items are generated;
+ * without minItems, every item of the tuple is);
  * minLength, maxLength; anyOf, oneOf (exclusivity not enforced), allOf of
  * one schema; local $ref ("#", "#/$defs/...", "#/definitions/...", any
  * JSON pointer into the document); formats date, time, date-time, uuid
@@ -139,7 +142,7 @@ static bool keyword_known(const char *k, const char *type) {
     if (is_annotation(k)) return true;
     const char *const *list = NULL;
     static const char *const obj[] = {"properties", "required", "additionalProperties", NULL};
-    static const char *const arr[] = {"items", "minItems", "maxItems", NULL};
+    static const char *const arr[] = {"items", "minItems", "maxItems", "prefixItems", "additionalItems", NULL};
     static const char *const str[] = {"minLength", "maxLength", NULL};
     if (!strcmp(type, "object")) list = obj;
     if (!strcmp(type, "array")) list = arr;
@@ -150,7 +153,7 @@ static bool keyword_known(const char *k, const char *type) {
      * applies them only to values of their type). */
     static const char *const other[] = {"properties", "required",  "additionalProperties",
                                         "items",      "minItems",  "maxItems",
-                                        "minLength",  "maxLength", NULL};
+                                        "minLength",  "maxLength", "prefixItems", "additionalItems", NULL};
     for (int i = 0; other[i]; i++)
         if (!strcmp(k, other[i])) return true;
     return false;
@@ -215,16 +218,81 @@ static int convert_string(conv *c, const cJSON *s, const char *path, char name[N
     return 0;
 }
 
+/* A tuple: the schemas of tuple (prefixItems, or items as a list) for the
+ * first items, then, when rest is a schema (not false, not absent), more
+ * items of it. min/maxItems apply to the whole list: the tuple's items from
+ * minItems on are optional (each only after the one before), and a maxItems
+ * below the tuple's length cuts it. Without minItems (min < 0) every item
+ * of the tuple is generated: valid, and what a caller giving one expects. */
+static int convert_tuple(conv *c, const cJSON *tuple, const char *tuple_key, const cJSON *rest,
+                         const char *rest_key, long min, long max, const char *path, int depth, char name[NAME_LEN]) {
+    long n = cJSON_GetArraySize(tuple);
+    long k = max >= 0 && max < n ? max : n;
+    if (min < 0) min = k;
+    bool more = rest && !cJSON_IsFalse(rest) && (max < 0 || max > k);
+    if (min > k && !more)
+        return fail(c, path, "'minItems' %ld is above the %ld items of '%s' and no more items are allowed", min, k,
+                    tuple_key);
+    char rest_name[NAME_LEN] = "json-value", p[512];
+    if (more) {
+        child_path(p, sizeof p, path, rest_key, NULL);
+        if (convert_after_char(c, rest, p, depth + 1, rest_name) < 0) return -1;
+    }
+    tsr_buf body = {0};
+    long open = 0;
+    for (long i = 0; i < k; i++) {
+        char item[NAME_LEN], idx[24];
+        snprintf(idx, sizeof idx, "%ld", i);
+        child_path(p, sizeof p, path, tuple_key, idx);
+        if (convert_after_char(c, cJSON_GetArrayItem(tuple, (int)i), p, depth + 1, item) < 0) {
+            buf_free(&body);
+            return -1;
+        }
+        if (i >= min) { /* optional from here: closed after the rest */
+            buf_printf(&body, "( ");
+            open++;
+        }
+        buf_printf(&body, "%s%s ws ", i ? "\",\" ws " : "", item);
+    }
+    if (more) {
+        long lo = min > k ? min - k : 0;
+        if (max < 0)
+            buf_printf(&body, "( \",\" ws %s ws ){%ld,} ", rest_name, lo);
+        else
+            buf_printf(&body, "( \",\" ws %s ws ){%ld,%ld} ", rest_name, lo, max - k);
+    }
+    for (long i = 0; i < open; i++) buf_printf(&body, ")? ");
+    if (body.oom) {
+        buf_free(&body);
+        return fail(c, path, "out of memory");
+    }
+    new_name(c, "tuple", name);
+    buf_printf(&c->rules, "%s ::= \"[\" ws %s\"]\"\n", name, body.p ? body.p : "");
+    buf_free(&body);
+    return 0;
+}
+
 static int convert_array(conv *c, const cJSON *s, const char *path, int depth, char name[NAME_LEN]) {
     long min = 0, max = -1;
     if (get_count(c, s, "minItems", path, &min) || get_count(c, s, "maxItems", path, &max)) return -1;
     if (max >= 0 && max < min) return fail(c, path, "'maxItems' %ld is below 'minItems' %ld", max, min);
     char item[NAME_LEN] = "json-value";
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
+    const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
+    char p[512];
+    if (prefix && !cJSON_IsArray(prefix)) {
+        child_path(p, sizeof p, path, "prefixItems", NULL);
+        return fail(c, p, "'prefixItems' must be a list of schemas");
+    }
+    long tuple_min = cJSON_GetObjectItemCaseSensitive(s, "minItems") ? min : -1;
+    if (prefix && cJSON_GetArraySize(prefix) > 0)
+        return convert_tuple(c, prefix, "prefixItems", items, "items", tuple_min, max, path, depth, name);
+    if (cJSON_IsArray(items) && cJSON_GetArraySize(items) > 0)
+        return convert_tuple(c, items, "items", cJSON_GetObjectItemCaseSensitive(s, "additionalItems"),
+                             "additionalItems", tuple_min, max, path, depth, name);
+    if (cJSON_IsArray(items)) items = NULL; /* an empty tuple says nothing */
     if (items) {
-        char p[512];
         child_path(p, sizeof p, path, "items", NULL);
-        if (cJSON_IsArray(items)) return fail(c, p, "'items' as a list (tuples) is not supported");
         if (convert_after_char(c, items, p, depth + 1, item) < 0) return -1;
     }
     new_name(c, "array", name);
@@ -532,7 +600,7 @@ static int convert(conv *c, const cJSON *s, const char *path, int depth, char na
             cJSON_GetObjectItemCaseSensitive(s, "additionalProperties") ||
             cJSON_GetObjectItemCaseSensitive(s, "required"))
             return convert_type(c, s, "object", path, depth, name);
-        if (cJSON_GetObjectItemCaseSensitive(s, "items"))
+        if (cJSON_GetObjectItemCaseSensitive(s, "items") || cJSON_GetObjectItemCaseSensitive(s, "prefixItems"))
             return convert_type(c, s, "array", path, depth, name);
         const cJSON *k;
         cJSON_ArrayForEach(k, s) if (!keyword_known(k->string, "")) return fail(

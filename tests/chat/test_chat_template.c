@@ -43,13 +43,13 @@ TEST(test_builtins) {
                    " Hi there! </s>"
                    "<s>[INST] How are you? [/INST]");
     expect_builtin("llama3", CONV, N_CONV, true,
-                   "<s><|start_header_id|>system<|end_header_id|>\n\nYou are kind.<|eot_id|>"
+                   "<|start_header_id|>system<|end_header_id|>\n\nYou are kind.<|eot_id|>"
                    "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
                    "<|start_header_id|>assistant<|end_header_id|>\n\nHi there!<|eot_id|>"
                    "<|start_header_id|>user<|end_header_id|>\n\nHow are you?<|eot_id|>"
                    "<|start_header_id|>assistant<|end_header_id|>\n\n");
     expect_builtin("gemma", CONV, N_CONV, true,
-                   "<s><start_of_turn>user\nYou are kind.\n\nHello<end_of_turn>\n"
+                   "<start_of_turn>user\nYou are kind.\n\nHello<end_of_turn>\n"
                    "<start_of_turn>model\nHi there!<end_of_turn>\n"
                    "<start_of_turn>user\nHow are you?<end_of_turn>\n"
                    "<start_of_turn>model\n");
@@ -67,7 +67,7 @@ TEST(test_builtins) {
                    "<|user|>\nHow are you?\n</s>\n"
                    "<|assistant|>\n");
     expect_builtin("mistral", CONV, N_CONV, true,
-                   "<s>[INST] You are kind.\n\nHello [/INST] Hi there! </s>"
+                   "[INST] You are kind.\n\nHello [/INST] Hi there! </s>"
                    "[INST] How are you?\n [/INST]");
     expect_builtin("chatml", NULL, 0, false, "");
 }

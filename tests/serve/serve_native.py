@@ -287,6 +287,25 @@ def test_named_templates():
         with Server("--chat-template", name) as srv:
             p = post(srv, "/apply-template", msgs)["prompt"]
             expect(p.endswith(tail), "--chat-template %s: %r" % (name, p))
+    # llama-server's built-ins write no BOS text (the exact command-r prompt of
+    # its test_apply_chat_template); the tokenizer adds BOS, once
+    for name in ("command-r", "llama3", "gemma", "mistral", "llama4", "deepseek3"):
+        with Server("--chat-template", name, "-c", "1024") as srv:
+            p = post(srv, "/apply-template", msgs)["prompt"]
+            expect(not p.startswith("<s>"), "--chat-template %s writes the BOS text: %r" % (name, p))
+            toks = tokenize(srv, p, add_special=True, parse_special=True)
+            bos = toks[0]
+            expect(toks.count(bos) == 1 and bos == tokenize(srv, "<s>", parse_special=True)[0],
+                   "%s: BOS once, first: %r" % (name, toks[:4]))
+            r = post(srv, "/v1/chat/completions", dict(msgs, max_tokens=1))
+            expect(r["usage"]["prompt_tokens"] == len(toks), "%s: the model reads %d tokens, the template's text "
+                   "with BOS is %d" % (name, r["usage"]["prompt_tokens"], len(toks)))
+    with Server("--chat-template", "command-r") as srv:
+        p = post(srv, "/apply-template", {"messages": [{"role": "system", "content": "You are a test."},
+                                                       {"role": "user", "content": "Hi there"}]})["prompt"]
+        expect(p == "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a test.<|END_OF_TURN_TOKEN|>"
+               "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi there<|END_OF_TURN_TOKEN|>"
+               "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>", "command-r: %r" % p)
 
 
 def test_prefill_verbose_errors():

@@ -19,7 +19,10 @@ struct tessera_chat_template {
 
 /* Built-in templates, written as each family's published template renders
  * (the system message folded into the first user turn where the family has
- * no system role). */
+ * no system role). As llama-server's built-ins, they do not write the BOS
+ * text at the start: the tokenizer adds BOS (text_has_bos is false), so the
+ * tokens are the same and /apply-template shows what llama-server's does.
+ * llama2 writes it per user turn, inside the conversation. */
 static const struct {
     const char *name, *jinja;
 } builtins[] = {
@@ -37,11 +40,11 @@ static const struct {
      "{%- elif message['role'] == 'assistant' %}{{- ' ' + content.strip() + ' ' + eos_token }}{%- endif %}"
      "{%- endfor %}"},
     {"llama3",
-     "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + "
+     "{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + "
      "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{%- endfor %}"
      "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"},
     {"gemma",
-     "{{- bos_token }}{%- if messages[0]['role'] == 'system' %}{%- set prefix = messages[0]['content'] + "
+     "{%- if messages[0]['role'] == 'system' %}{%- set prefix = messages[0]['content'] + "
      "'\\n\\n' %}{%- set loop_messages = messages[1:] %}{%- else %}{%- set prefix = '' %}"
      "{%- set loop_messages = messages %}{%- endif %}{%- for message in loop_messages %}"
      "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
@@ -56,7 +59,7 @@ static const struct {
      "{%- for message in messages %}{{- '<|' + message['role'] + '|>\\n' + message['content'] + eos_token + "
      "'\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|assistant|>\\n' }}{%- endif %}"},
     {"mistral",
-     "{{- bos_token }}{%- if messages[0]['role'] == 'system' %}{%- set prefix = messages[0]['content'] + "
+     "{%- if messages[0]['role'] == 'system' %}{%- set prefix = messages[0]['content'] + "
      "'\\n\\n' %}{%- set loop_messages = messages[1:] %}{%- else %}{%- set prefix = '' %}"
      "{%- set loop_messages = messages %}{%- endif %}{%- for message in loop_messages %}"
      "{%- if message['role'] == 'user' %}{{- '[INST] ' + (prefix if loop.first else '') + message['content'] + "
@@ -64,7 +67,7 @@ static const struct {
      "{%- endfor %}"},
     /* More of llama-server's --chat-template names, from each family's published format. */
     {"command-r",
-     "{{- bos_token }}{%- for message in messages %}{%- set token = {'system': '<|SYSTEM_TOKEN|>', 'user': "
+     "{%- for message in messages %}{%- set token = {'system': '<|SYSTEM_TOKEN|>', 'user': "
      "'<|USER_TOKEN|>', 'assistant': '<|CHATBOT_TOKEN|>'}[message['role']] %}"
      "{{- '<|START_OF_TURN_TOKEN|>' + token + message['content'] | trim + '<|END_OF_TURN_TOKEN|>' }}"
      "{%- endfor %}{%- if add_generation_prompt %}{{- '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>' }}{%- endif %}"},
@@ -74,7 +77,7 @@ static const struct {
      "{%- else %}{{- 'ASSISTANT: ' + message['content'] + eos_token + '\n' }}{%- endif %}{%- endfor %}"
      "{%- if add_generation_prompt %}{{- 'ASSISTANT:' }}{%- endif %}"},
     {"deepseek3",
-     "{{- bos_token }}{%- for message in messages %}{%- if message['role'] == 'system' %}"
+     "{%- for message in messages %}{%- if message['role'] == 'system' %}"
      "{{- message['content'] }}{%- elif message['role'] == 'user' %}{{- '<\xef\xbd\x9c" "User\xef\xbd\x9c>' + "
      "message['content'] }}{%- else %}{{- '<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>' + message['content'] + "
      "eos_token }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}"
@@ -87,7 +90,7 @@ static const struct {
      "{%- for message in messages %}{{- '<|' + message['role'] + '|>\n' + message['content'] + '\n' }}"
      "{%- endfor %}{%- if add_generation_prompt %}{{- '<|assistant|>\n' }}{%- endif %}"},
     {"llama4",
-     "{{- bos_token }}{%- for message in messages %}{{- '<|header_start|>' + message['role'] + "
+     "{%- for message in messages %}{{- '<|header_start|>' + message['role'] + "
      "'<|header_end|>\n\n' + message['content'] | trim + '<|eot|>' }}{%- endfor %}"
      "{%- if add_generation_prompt %}{{- '<|header_start|>assistant<|header_end|>\n\n' }}{%- endif %}"},
     {"granite",

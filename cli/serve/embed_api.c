@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cJSON.h>
 
@@ -18,7 +19,28 @@ struct serve_embed {
     tessera_context *ctx;
     char *model_id;
     pthread_mutex_t lock; /* one request at a time on ctx */
+    /* what /metrics counts for embeddings and reranking (under lock): each
+     * input is one decode of its prompt tokens; nothing is generated */
+    uint64_t prompt_tokens, decodes;
+    double decode_ms;
 };
+
+static double monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void serve_embed_metrics_add(serve_embed *se, serve_metrics *m) {
+    if (!se) return;
+    pthread_mutex_lock(&se->lock);
+    m->prompt_tokens += se->prompt_tokens;
+    m->steps += se->decodes;
+    m->batch_tokens += se->prompt_tokens;
+    m->decode_ms += se->decode_ms;
+    m->prompt_ms += se->decode_ms;
+    pthread_mutex_unlock(&se->lock);
+}
 
 serve_embed *serve_embed_new(tessera_model *model, tessera_context *ctx, const char *model_id) {
     serve_embed *se = calloc(1, sizeof *se);
@@ -279,9 +301,16 @@ static char *run_one(serve_embed *se, const tessera_token *t, int32_t n, int ind
     float *v = malloc((size_t)cap * sizeof *v);
     if (!v) return fail(status, 500, "input", "out of memory");
     pthread_mutex_lock(&se->lock);
+    const double t0 = monotonic_ms();
     *n_out = tessera_embed(se->ctx, t, n, norm, v, cap);
     char err[400];
-    if (*n_out < 0) snprintf(err, sizeof err, "%s", tessera_last_error());
+    if (*n_out < 0) {
+        snprintf(err, sizeof err, "%s", tessera_last_error());
+    } else {
+        se->decode_ms += monotonic_ms() - t0;
+        se->prompt_tokens += (uint64_t)n;
+        se->decodes++;
+    }
     pthread_mutex_unlock(&se->lock);
     if (*n_out < 0) {
         free(v);

@@ -22,12 +22,18 @@
 
 #include <tessera/tessera.h>
 
+typedef struct serve_metrics serve_metrics; /* serve.h */
+
 typedef struct serve_embed serve_embed;
 
 /* Take ctx (an embedding context of model; freed by serve_embed_free).
  * model_id names the model in responses. NULL when out of memory. */
 serve_embed *serve_embed_new(tessera_model *model, tessera_context *ctx, const char *model_id);
 void serve_embed_free(serve_embed *se);
+
+/* Add what embedding and rerank requests decoded (prompt tokens, decode
+ * calls and their time) to m, the engine's counters for /metrics. */
+void serve_embed_metrics_add(serve_embed *se, serve_metrics *m);
 
 /* The response to a request for url: a malloc'd JSON body and *status, or
  * NULL when url is none of the endpoints above (nor, on an embedding server

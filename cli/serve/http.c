@@ -389,6 +389,7 @@ static char *render_metrics(serve_http *h) {
     serve_metrics m;
     double up;
     serve_engine_metrics(h->e, &m, &up);
+    serve_embed_metrics_add(h->api->embed, &m);
     serve_gate_stats gs;
     serve_gate_stats_get(h->gate, &gs);
     m.conn_open = gs.open;

@@ -151,6 +151,29 @@ def test_rerank():
         expect(st == 200, "still serving after the bad requests")
 
 
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise Failure("/metrics has no %s" % name)
+
+
+def test_metrics():
+    """Embedding requests are counted: prompt tokens and one decode per input,
+    nothing generated (llama-server's llamacpp:* names and ours)."""
+    with Server("--embeddings", "-c", "32", model=bert()) as s:
+        st, out = s.json("POST", "/v1/embeddings", {"input": ["hello world", "the cat sat"]})
+        expect(st == 200, "embeddings: %d %r" % (st, out))
+        st, _, body = s.request("GET", "/metrics")
+        text = body.decode()
+        expect(st == 200, "/metrics: %d" % st)
+        n = out["usage"]["prompt_tokens"]
+        expect(metric(text, "llamacpp:prompt_tokens_total") == n, "prompt tokens %g, usage says %d"
+               % (metric(text, "llamacpp:prompt_tokens_total"), n))
+        expect(metric(text, "llamacpp:n_decode_total") == 2, "one decode per input")
+        expect(metric(text, "llamacpp:tokens_predicted_total") == 0, "nothing generated")
+
+
 def test_plain_server():
     with Server() as s:
         bad(s, "/v1/embeddings", {"input": "x"}, 501, "--embeddings")
@@ -160,5 +183,5 @@ def test_plain_server():
 if __name__ == "__main__":
     if not os.path.exists(SYNTH):
         skip("tessera-synth not built: " + SYNTH)
-    main([("embeddings", test_embeddings), ("pooling none", test_pooling_none), ("rerank", test_rerank),
+    main([("embeddings", test_embeddings), ("pooling none", test_pooling_none), ("rerank", test_rerank), ("metrics", test_metrics),
           ("plain server", test_plain_server)])

@@ -61,7 +61,7 @@ if pkg-config --exists libcjson; then
   fi
 fi
 # shellcheck disable=SC2086
-cc -std=c11 -D_GNU_SOURCE -O0 -Wall -Wextra -Werror "${cli_src[@]}" "${cli_flags[@]}" $flags \
+cc -std=c11 -D_GNU_SOURCE -O0 -Wall -Wextra -Werror ${EXTRA_CFLAGS:-} "${cli_src[@]}" "${cli_flags[@]}" $flags \
    -lm -lpthread -Wl,-rpath,"$libdir" -o "$dest/tessera-cli" ||
   { echo "FAIL: cli/ does not build against the installed public headers and library alone"; exit 1; }
 "$dest/tessera-cli" --help >/dev/null || { echo "FAIL: the cli built against the installed tree does not run"; exit 1; }

@@ -143,13 +143,18 @@ static tsr_status check_range(vk_queue *q, vk_buffer *b, uint64_t offset, uint64
     return TSR_OK;
 }
 
+/* Reset cmd and begin recording it (flags: one-time submit, or 0 for the
+ * step's command buffer, which is replayed). */
+static tsr_status begin_recording(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags) {
+    vkf.vkResetCommandBuffer(cmd, 0);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .flags = flags};
+    return vkf.vkBeginCommandBuffer(cmd, &bi) == VK_SUCCESS ? TSR_OK : TSR_ERR_DEVICE;
+}
+
 /* One staged copy of n bytes between the staging buffer and b at offset. */
 static tsr_status staged_copy(vk_queue *q, vk_buffer *b, uint64_t offset, uint64_t n, bool upload) {
     VkCommandBuffer cmd = q->xfer;
-    vkf.vkResetCommandBuffer(cmd, 0);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (vkf.vkBeginCommandBuffer(cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    if (begin_recording(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT) != TSR_OK) return TSR_ERR_DEVICE;
     /* Earlier compute or copies (other submissions) wrote what we touch. */
     memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -173,10 +178,7 @@ static tsr_status staged_copy(vk_queue *q, vk_buffer *b, uint64_t offset, uint64
  * overwrite, before the compute that reads them. */
 static tsr_status record_uploads(vk_queue *q) {
     VkCommandBuffer cmd = q->up_cmd;
-    vkf.vkResetCommandBuffer(cmd, 0);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    if (vkf.vkBeginCommandBuffer(cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    if (begin_recording(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT) != TSR_OK) return TSR_ERR_DEVICE;
     memory_barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
@@ -575,9 +577,7 @@ static tsr_status record_all(vk_queue *q, uint32_t n) {
     q->rec_valid = false;
     tsr_status st = ensure_desc_pool(q, n);
     if (st != TSR_OK) return st;
-    vkf.vkResetCommandBuffer(q->cmd, 0);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    if (vkf.vkBeginCommandBuffer(q->cmd, &bi) != VK_SUCCESS) return TSR_ERR_DEVICE;
+    if (begin_recording(q->cmd, 0) != TSR_OK) return TSR_ERR_DEVICE;
     /* Uploads (staged copies, host writes to mapped memory) come first. */
     memory_barrier(q->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                    VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,

@@ -169,20 +169,24 @@ int api_get_bool(const cJSON *root, const char *key, bool *out, serve_error *err
     return 0;
 }
 
-/* A server-sent event: "data: JSON\n\n" appended (serve.h). */
+/* A server-sent event: "data: TEXT\n\n" appended (serve.h). */
+char *serve_sse_append_text(char *acc, const char *text) {
+    size_t a = acc ? strlen(acc) : 0, n = strlen(text);
+    char *out = realloc(acc, a + n + 9);
+    if (!out) return acc;
+    memcpy(out + a, "data: ", 6);
+    memcpy(out + a + 6, text, n);
+    memcpy(out + a + 6 + n, "\n\n", 3);
+    return out;
+}
+
 char *serve_sse_append(char *acc, cJSON *root) {
     char *js = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!js) return acc;
-    size_t a = acc ? strlen(acc) : 0, n = strlen(js);
-    char *out = realloc(acc, a + n + 9);
-    if (out) {
-        memcpy(out + a, "data: ", 6);
-        memcpy(out + a + 6, js, n);
-        memcpy(out + a + 6 + n, "\n\n", 3);
-    }
+    char *out = serve_sse_append_text(acc, js);
     free(js);
-    return out ? out : acc;
+    return out;
 }
 
 /* ------------------------------------------------------------ llama-server fields */

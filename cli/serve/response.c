@@ -366,20 +366,6 @@ static char *choice_events(const serve_api *api, const serve_call *call, const s
     return out;
 }
 
-static char *concat_free(char *a, char *b) {
-    if (!a) return b;
-    if (!b) return a;
-    size_t na = strlen(a), nb = strlen(b);
-    char *s = realloc(a, na + nb + 1);
-    if (!s) {
-        free(b);
-        return a;
-    }
-    memcpy(s + na, b, nb + 1);
-    free(b);
-    return s;
-}
-
 int serve_grammar_failure_status(const char *error) { return strstr(error, "out of memory") ? 500 : 400; }
 
 int serve_request_error_status(const serve_request *r) { return r->error_status ? r->error_status : 500; }
@@ -396,12 +382,10 @@ char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_
     char *out = NULL;
     if (r->state == SERVE_DONE && r->error[0]) {
         char *ej = serve_request_error_json(r);
-        size_t n = ej ? strlen(ej) : 0;
-        char *ev = ej ? malloc(n + 9) : NULL;
-        if (ev) snprintf(ev, n + 9, "data: %s\n\n", ej);
+        char *ev = ej ? serve_sse_append_text(NULL, ej) : NULL;
         free(ej);
         *finished = true;
-        return concat_free(ev, strdup("data: [DONE]\n\n"));
+        return serve_sse_append_text(ev, "[DONE]");
     }
     for (;;) { /* return_progress: llama-server's prompt_progress chunks, without choices */
         cJSON *ev = response_head(api, call, call->kind == SERVE_CHAT ? "chat.completion.chunk" : "text_completion");
@@ -422,7 +406,7 @@ char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_
             serve_json_add_timings(u, r, &r->choices[0]); /* as llama-server's last chunk */
             out = serve_sse_append(out, u);
         }
-        out = concat_free(out, strdup("data: [DONE]\n\n"));
+        out = serve_sse_append_text(out, "[DONE]");
         *finished = true;
     }
     return out;

@@ -425,6 +425,8 @@ struct cJSON *serve_json_add_text(struct cJSON *obj, const char *key, const char
 /* "data: JSON\n\n" of event (taken) appended to the malloc'd acc (NULL:
  * empty); acc as it was when out of memory. A server-sent event. */
 char *serve_sse_append(char *acc, struct cJSON *event);
+/* The same for an event whose data is text ("[DONE]", JSON already printed). */
+char *serve_sse_append_text(char *acc, const char *text);
 bool serve_utf8_valid(const char *s, size_t n);
 /* r's prompt as text, its special tokens written out ("<s> Once..."), as
  * key of o (native.c). */

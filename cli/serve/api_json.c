@@ -169,6 +169,13 @@ int api_get_bool(const cJSON *root, const char *key, bool *out, serve_error *err
     return 0;
 }
 
+/* serve.h: one clock for every timing of the server. */
+double serve_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* A server-sent event: "data: TEXT\n\n" appended (serve.h). */
 char *serve_sse_append_text(char *acc, const char *text) {
     size_t a = acc ? strlen(acc) : 0, n = strlen(text);
@@ -203,12 +210,6 @@ void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *ke
     free(buf);
 }
 
-static double mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* the engine's clock */
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void timings_put(cJSON *t, int32_t cached, int32_t prompt_n, double prompt_ms, int32_t gen_n, double gen_ms) {
     /* the first token comes from the prompt's last batch: the generation
      * rate is over the decode steps after it, as llama-server's */
@@ -227,7 +228,7 @@ static void timings_put(cJSON *t, int32_t cached, int32_t prompt_n, double promp
 /* Prompt: from the slot's start to the first token; generation: from
  * there to the end (or now, for a stream chunk). */
 void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch) {
-    double now = r->t_done_ms > 0 ? r->t_done_ms : mono_ms();
+    double now = r->t_done_ms > 0 ? r->t_done_ms : serve_now_ms();
     double start = r->t_start_ms > 0 ? r->t_start_ms : r->t_submit_ms;
     double first = r->t_first_ms > 0 ? r->t_first_ms : now;
     timings_put(cJSON_AddObjectToObject(o, "timings"), r->n_cached, r->n_prompt - r->n_cached,

@@ -25,12 +25,6 @@ struct serve_embed {
     double decode_ms;
 };
 
-static double monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 void serve_embed_metrics_add(serve_embed *se, serve_metrics *m) {
     if (!se) return;
     pthread_mutex_lock(&se->lock);
@@ -301,13 +295,13 @@ static char *run_one(serve_embed *se, const tessera_token *t, int32_t n, int ind
     float *v = malloc((size_t)cap * sizeof *v);
     if (!v) return fail(status, 500, "input", "out of memory");
     pthread_mutex_lock(&se->lock);
-    const double t0 = monotonic_ms();
+    const double t0 = serve_now_ms();
     *n_out = tessera_embed(se->ctx, t, n, norm, v, cap);
     char err[400];
     if (*n_out < 0) {
         snprintf(err, sizeof err, "%s", tessera_last_error());
     } else {
-        se->decode_ms += monotonic_ms() - t0;
+        se->decode_ms += serve_now_ms() - t0;
         se->prompt_tokens += (uint64_t)n;
         se->decodes++;
     }

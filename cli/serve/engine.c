@@ -62,12 +62,6 @@ struct serve_engine {
     bool *b_want;
 };
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 serve_engine *serve_engine_new(const serve_engine_params *p) {
     if (p->n_slots < 1 || p->n_slots > TESSERA_MAX_SEQ || p->max_queue < 0 || p->slot_ctx < 2) return NULL;
     serve_engine *e = calloc(1, sizeof *e);
@@ -107,7 +101,7 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
     }
     pthread_cond_init(&e->wake, NULL);
     pthread_cond_init(&e->action_done, NULL);
-    e->t_start_ms = now_ms();
+    e->t_start_ms = serve_now_ms();
     e->start_unix = (long long)time(NULL);
     return e;
 }
@@ -134,7 +128,7 @@ static void choice_finish(serve_engine *e, serve_choice *ch, const char *reason)
     r->progress++;
     if (++r->n_done == r->n_choices) {
         r->state = SERVE_DONE;
-        r->t_done_ms = now_ms();
+        r->t_done_ms = serve_now_ms();
         if (!r->error[0] && !r->cancelled) e->m.completions++;
         if (r->t_first_ms > 0) { /* llama-server's prompt and generation seconds */
             e->m.prompt_ms += r->t_first_ms - r->t_start_ms;
@@ -169,7 +163,7 @@ static void slot_free(serve_engine *e, int32_t i) {
         tessera_seq_remove(e->p.ctx, i, 0);
         s->n_past = 0;
     }
-    e->m.busy_slot_ms += now_ms() - s->t_start_ms;
+    e->m.busy_slot_ms += serve_now_ms() - s->t_start_ms;
     request_unref(r);
     *s = (serve_slot){.cached = s->cached, .n_past = s->n_past};
     e->m.slots_busy--;
@@ -215,7 +209,7 @@ static void prompt_mark(serve_request *r, int32_t processed) {
         r->cap_marks = cap;
     }
     /* the first mark is the slot's start: nothing read yet, no time */
-    r->marks[r->n_marks] = (serve_prompt_mark){processed, r->n_marks ? now_ms() - r->t_start_ms : 0.0};
+    r->marks[r->n_marks] = (serve_prompt_mark){processed, r->n_marks ? serve_now_ms() - r->t_start_ms : 0.0};
     r->n_marks++;
     r->progress++;
     pthread_cond_broadcast(&r->cond);
@@ -259,7 +253,7 @@ static void schedule(serve_engine *e) {
         tessera_seq_remove(e->p.ctx, i, reuse); /* forget what differs */
         /* A sliding-window cache may have had to forget all of it. */
         if (tessera_seq_len(e->p.ctx, i) < reuse) reuse = tessera_seq_len(e->p.ctx, i);
-        *s = (serve_slot){.ch = ch, .t_start_ms = now_ms(), .cached = s->cached, .n_past = reuse,
+        *s = (serve_slot){.ch = ch, .t_start_ms = serve_now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
         ch->state = SERVE_RUNNING;
         ch->slot = i;
@@ -388,7 +382,7 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
     tessera_sampler_accept(ch->sampler, t);
     ch->n_gen++;
     e->m.gen_tokens++;
-    if (r->t_first_ms == 0) r->t_first_ms = now_ms();
+    if (r->t_first_ms == 0) r->t_first_ms = serve_now_ms();
     if (tessera_token_is_eog(e->p.model, t)) {
         ch->stop_type = "eos";
         choice_finish(e, ch, "stop");
@@ -451,7 +445,7 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
  * not decoding). A slot that is generating is refused. */
 static void slot_action_run(serve_engine *e, serve_slot_action *a) {
     serve_slot *s = &e->slots[a->slot];
-    double t0 = now_ms();
+    double t0 = serve_now_ms();
     if (s->ch) {
         a->status = 409;
         snprintf(a->error, sizeof a->error, "slot %d is busy with a request; retry when it is idle", a->slot);
@@ -479,7 +473,7 @@ static void slot_action_run(serve_engine *e, serve_slot_action *a) {
         }
     }
     e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
-    a->ms = now_ms() - t0;
+    a->ms = serve_now_ms() - t0;
 }
 
 int serve_engine_slot_action(serve_engine *e, serve_slot_action *a) {
@@ -564,9 +558,9 @@ static void *engine_main(void *arg) {
         if (e->p.unified) unified_make_room(e, n);
         pthread_mutex_unlock(&e->mu);
         /* Requests cannot go away meanwhile: the engine holds a reference. */
-        double t0 = now_ms();
+        double t0 = serve_now_ms();
         int rc = tessera_decode_batch(e->p.ctx, e->b_tok, e->b_pos, e->b_seq, e->b_want, n);
-        double dt = now_ms() - t0;
+        double dt = serve_now_ms() - t0;
         pthread_mutex_lock(&e->mu);
         e->m.steps++;
         e->m.batch_tokens += (uint64_t)n;
@@ -645,12 +639,12 @@ void serve_engine_drain(serve_engine *e, int grace_ms, bool (*interrupt)(void *)
     pthread_mutex_lock(&e->mu);
     e->draining = true;
     pthread_mutex_unlock(&e->mu);
-    double end = now_ms() + grace_ms;
+    double end = serve_now_ms() + grace_ms;
     for (;;) {
         pthread_mutex_lock(&e->mu);
         bool idle = e->m.slots_busy == 0 && e->q_len == 0;
         pthread_mutex_unlock(&e->mu);
-        if (idle || now_ms() >= end || (interrupt && interrupt(cls))) return;
+        if (idle || serve_now_ms() >= end || (interrupt && interrupt(cls))) return;
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -686,7 +680,7 @@ int serve_engine_submit(serve_engine *e, serve_request *r) {
     }
     r->refs = 1 + r->n_choices; /* the HTTP thread and each choice in the engine */
     r->state = SERVE_QUEUED;
-    r->t_submit_ms = now_ms();
+    r->t_submit_ms = serve_now_ms();
     for (int32_t c = 0; c < r->n_choices; c++) {
         e->queue[(e->q_head + e->q_len) % e->q_cap] = &r->choices[c];
         e->q_len++;
@@ -731,7 +725,7 @@ void serve_engine_count_status(serve_engine *e, int status) {
 void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms) {
     pthread_mutex_lock(&e->mu);
     *out = e->m;
-    double t = now_ms();
+    double t = serve_now_ms();
     for (int32_t i = 0; i < e->p.n_slots; i++)
         if (e->slots[i].ch) out->busy_slot_ms += t - e->slots[i].t_start_ms;
     *uptime_ms = t - e->t_start_ms;

@@ -79,12 +79,6 @@ struct serve_gate {
     serve_gate_stats stats;
 };
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* The client address as 16 bytes (IPv4 mapped into IPv6). */
 static void ip_key(const struct sockaddr_storage *sa, unsigned char out[16]) {
     memset(out, 0, 16);
@@ -146,7 +140,7 @@ static void send_response(int fd, int status, const char *ctype, const char *bod
  * destroy the answer in flight), then close. */
 static void start_closing(serve_gate *g, int fd) {
     shutdown(fd, SHUT_WR);
-    double t = now_ms();
+    double t = serve_now_ms();
     int oldest = 0;
     for (int i = 0; i < CLOSING_MAX; i++) {
         if (g->closing[i].fd < 0) {
@@ -363,7 +357,7 @@ static void *gate_main(void *arg) {
     pthread_mutex_lock(&g->mu);
     double last_tick = 0;
     while (!g->stop) {
-        double t = now_ms();
+        double t = serve_now_ms();
         int n = 0, wait_ms = TICK_MS;
         pfd[n] = (struct pollfd){.fd = g->wake[0], .events = POLLIN};
         who[n++] = NULL;
@@ -389,7 +383,7 @@ static void *gate_main(void *arg) {
         pthread_mutex_unlock(&g->mu);
         int rc = poll(pfd, (nfds_t)n, wait_ms);
         pthread_mutex_lock(&g->mu);
-        t = now_ms();
+        t = serve_now_ms();
         if (rc > 0) {
             for (int k = 0; k < n; k++) {
                 if (!pfd[k].revents) continue;
@@ -536,7 +530,7 @@ void serve_gate_phase(serve_gate *g, gate_conn *c, gate_phase phase) {
     if (c->phase != GATE_CUT) {
         if (phase == GATE_HEADERS) c->kept = true;
         c->phase = phase;
-        c->t_phase = now_ms();
+        c->t_phase = serve_now_ms();
     }
     pthread_mutex_unlock(&g->mu);
 }

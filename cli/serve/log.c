@@ -6,17 +6,11 @@
 
 #include "serve.h"
 
-static double mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 void serve_log_begin(serve_log_entry *e, const char *method, const char *path) {
     memset(e, 0, sizeof *e);
     snprintf(e->method, sizeof e->method, "%s", method ? method : "?");
     snprintf(e->path, sizeof e->path, "%s", path ? path : "?");
-    e->t0_ms = mono_ms();
+    e->t0_ms = serve_now_ms();
     e->n_in = e->n_out = -1;
 }
 
@@ -35,7 +29,7 @@ static void json_text(char *out, size_t size, const char *s) {
 
 void serve_log_write(serve_log_format f, const serve_log_entry *e) {
     if (f == SERVE_LOG_OFF) return;
-    double ms = mono_ms() - e->t0_ms;
+    double ms = serve_now_ms() - e->t0_ms;
     char when[32];
     time_t now = time(NULL);
     struct tm tm;

@@ -209,6 +209,10 @@ typedef struct serve_metrics {
 
 typedef struct serve_engine serve_engine;
 
+/* Milliseconds of CLOCK_MONOTONIC: the one clock of the server's timings
+ * (requests, slots, the gate, the log, embeddings). */
+double serve_now_ms(void);
+
 typedef struct serve_engine_params {
     tessera_model *model;
     tessera_context *ctx; /* driven only by the engine thread */

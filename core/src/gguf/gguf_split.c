@@ -42,6 +42,11 @@ int gguf_split_prefix(const char *path, char *prefix, size_t prefix_size, int32_
     return 0;
 }
 
+/* f's general.architecture, if it has one (later shards need not). */
+static bool architecture_of(const gguf_file *f, gguf_str *out) {
+    return gguf_find_key(f, "general.architecture") >= 0 && gguf_get_str(f, "general.architecture", out) == 0;
+}
+
 /* split.no / split.count of f, checked against what its place asks. */
 static int shard_check(const gguf_file *f, int32_t want_no, int32_t want_count, const gguf_str *arch) {
     int64_t no, count;
@@ -54,9 +59,7 @@ static int shard_check(const gguf_file *f, int32_t want_no, int32_t want_count, 
         return error_set("%s: key 'split.no' is %" PRId64 ", expected %d (shard %d of %d by its name)",
                          f->path, no, want_no, want_no + 1, want_count);
     gguf_str a;
-    if (arch && gguf_find_key(f, "general.architecture") >= 0 &&
-        gguf_get_str(f, "general.architecture", &a) == 0 &&
-        (a.len != arch->len || memcmp(a.ptr, arch->ptr, a.len) != 0))
+    if (arch && architecture_of(f, &a) && (a.len != arch->len || memcmp(a.ptr, arch->ptr, a.len) != 0))
         return error_set("%s: key 'general.architecture' is '%.*s', the first shard's is '%.*s'", f->path,
                          (int)(a.len > 64 ? 64 : a.len), a.ptr, (int)(arch->len > 64 ? 64 : arch->len),
                          arch->ptr);
@@ -112,10 +115,8 @@ static int shards_open(gguf_file *first, const char *prefix, int32_t count, bool
                        bool (*progress)(float, void *), void *user) {
     first->shards = calloc((size_t)count, sizeof *first->shards);
     if (!first->shards) return error_set("%s: out of memory", first->path);
-    gguf_str arch_v, *arch = NULL;
-    if (gguf_find_key(first, "general.architecture") >= 0 &&
-        gguf_get_str(first, "general.architecture", &arch_v) == 0)
-        arch = &arch_v;
+    gguf_str arch_v;
+    const gguf_str *arch = architecture_of(first, &arch_v) ? &arch_v : NULL;
     char path[4096];
     for (int32_t k = 1; k < count; k++) {
         if (gguf_split_path(path, sizeof path, prefix, k, count)) return -1;

@@ -16,21 +16,13 @@
 
 #include <tessera/tessera.h>
 
-#include "host/host.h"
+#include "harness.h"
 #include "model/public.h"
 
-static int failures;
-
-/* Count a failed expectation and go on (one run shows every mismatch). */
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            failures++;                                 \
-        }                                               \
-    } while (0)
+/* stories260K on ref and a short prompt of its tokens (setup). */
+static tessera_model *g_model;
+static tessera_token g_toks[16];
+static int32_t g_n;
 
 static tessera_context *embed_ctx(tessera_model *m, int32_t pooling, uint32_t n_ctx) {
     tessera_context_params cp = tessera_context_default_params();
@@ -41,12 +33,10 @@ static tessera_context *embed_ctx(tessera_model *m, int32_t pooling, uint32_t n_
     return tessera_context_new(m, &cp);
 }
 
+/* A call that had to fail did, with a one-line message holding needle. */
 static void expect_fail(bool failed, const char *what, const char *needle) {
     const char *msg = tessera_last_error();
-    CHECK(failed, "%s: succeeded", what);
-    CHECK(strstr(msg, needle) != NULL, "%s: message lacks '%s': %s", what, needle, msg);
-    CHECK(!strchr(msg, '\n'), "%s: message is not one line", what);
-    if (failed) printf("ok   %s -> %s\n", what, msg);
+    if (EXPECT_ERROR(failed, msg, needle, "%s", what)) printf("ok   %s -> %s\n", what, msg);
 }
 
 static double max_diff(const float *a, const float *b, int64_t n) {
@@ -56,16 +46,19 @@ static double max_diff(const float *a, const float *b, int64_t n) {
 }
 
 /* Pooled vectors against the rows of pooling none (no normalisation). */
-static void test_poolings(tessera_model *m, const tessera_token *toks, int32_t n) {
+TEST(test_poolings) {
+    tessera_model *m = g_model;
+    const tessera_token *toks = g_toks;
+    const int32_t n = g_n;
     const int32_t E = tessera_model_n_embd(m);
     float *rows = malloc((size_t)n * E * sizeof *rows), *v = malloc((size_t)E * sizeof *v);
     float *mean = calloc((size_t)E, sizeof *mean);
     tessera_context *ctx = embed_ctx(m, TESSERA_POOLING_NONE, 64);
-    CHECK(ctx && rows && v && mean, "context none: %s", tessera_last_error());
+    EXPECT(ctx && rows && v && mean, "context none: %s", tessera_last_error());
     if (!ctx) return;
-    CHECK(tessera_context_pooling(ctx) == TESSERA_POOLING_NONE, "pooling none");
+    EXPECT(tessera_context_pooling(ctx) == TESSERA_POOLING_NONE, "pooling none");
     int64_t got = tessera_embed(ctx, toks, n, TESSERA_EMBD_NORM_NONE, rows, (int64_t)n * E);
-    CHECK(got == (int64_t)n * E, "pooling none: %lld floats, %s", (long long)got, tessera_last_error());
+    EXPECT(got == (int64_t)n * E, "pooling none: %lld floats, %s", (long long)got, tessera_last_error());
     for (int32_t r = 0; r < n; r++)
         for (int32_t j = 0; j < E; j++) mean[j] += rows[(size_t)r * E + j] / (float)n;
     tessera_context_free(ctx);
@@ -75,11 +68,11 @@ static void test_poolings(tessera_model *m, const tessera_token *toks, int32_t n
     } cases[] = {{TESSERA_POOLING_MEAN, mean}, {TESSERA_POOLING_CLS, rows}, {TESSERA_POOLING_LAST, rows + (size_t)(n - 1) * E}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ctx = embed_ctx(m, cases[c].pooling, 64);
-        CHECK(ctx, "context %s: %s", tessera_pooling_name(cases[c].pooling), tessera_last_error());
+        EXPECT(ctx, "context %s: %s", tessera_pooling_name(cases[c].pooling), tessera_last_error());
         if (!ctx) continue;
         got = tessera_embed(ctx, toks, n, TESSERA_EMBD_NORM_NONE, v, E);
         double d = got == E ? max_diff(v, cases[c].want, E) : 1e9;
-        CHECK(d < 1e-5, "pooling %s: max difference %g from pooling none's rows", tessera_pooling_name(cases[c].pooling), d);
+        EXPECT(d < 1e-5, "pooling %s: max difference %g from pooling none's rows", tessera_pooling_name(cases[c].pooling), d);
         printf("ok   pooling %s = its rows of pooling none (max diff %.2g)\n", tessera_pooling_name(cases[c].pooling), d);
         /* normalisations: L2 -> unit length, taxicab -> unit sum, 0 -> max 32760 */
         const int32_t norms[] = {2, 1, 0};
@@ -89,7 +82,7 @@ static void test_poolings(tessera_model *m, const tessera_token *toks, int32_t n
             for (int32_t j = 0; j < E; j++)
                 s = norms[k] == 2 ? s + (double)v[j] * v[j] : norms[k] == 1 ? s + fabs(v[j]) : fmax(s, fabs(v[j]));
             double want = norms[k] == 0 ? 32760.0 : 1.0;
-            CHECK(got == E && fabs(s - want) < 1e-3 * want, "norm %d: %g, want %g", norms[k], s, want);
+            EXPECT(got == E && fabs(s - want) < 1e-3 * want, "norm %d: %g, want %g", norms[k], s, want);
         }
         tessera_context_free(ctx);
     }
@@ -98,7 +91,10 @@ static void test_poolings(tessera_model *m, const tessera_token *toks, int32_t n
     free(mean);
 }
 
-static void test_errors(tessera_model *m, const tessera_token *toks, int32_t n) {
+TEST(test_errors) {
+    tessera_model *m = g_model;
+    const tessera_token *toks = g_toks;
+    const int32_t n = g_n;
     const int32_t E = tessera_model_n_embd(m);
     float *v = malloc((size_t)E * 64 * sizeof *v);
     tessera_context_params cp = tessera_context_default_params();
@@ -106,7 +102,7 @@ static void test_errors(tessera_model *m, const tessera_token *toks, int32_t n) 
     cp.n_threads = 1;
     tessera_context *plain = tessera_context_new(m, &cp);
     expect_fail(plain && tessera_embed(plain, toks, n, 2, v, E) < 0, "embed on a logits context", "gives logits");
-    CHECK(tessera_context_pooling(plain) == -1, "a logits context has no pooling");
+    EXPECT(tessera_context_pooling(plain) == -1, "a logits context has no pooling");
     tessera_context_free(plain);
 
     cp.embeddings = true;
@@ -116,7 +112,7 @@ static void test_errors(tessera_model *m, const tessera_token *toks, int32_t n) 
     expect_fail(!tessera_context_new(m, &cp), "pooling 9", "pooling 9");
 
     tessera_context *ctx = embed_ctx(m, TESSERA_POOLING_MEAN, 16);
-    CHECK(ctx, "context: %s", tessera_last_error());
+    EXPECT(ctx, "context: %s", tessera_last_error());
     if (!ctx) return;
     expect_fail(tessera_logits(ctx, -1) == NULL, "logits of an embedding context", "embedding context");
     expect_fail(tessera_embed(ctx, toks, 0, 2, v, E) < 0, "no tokens", "no tokens");
@@ -128,9 +124,9 @@ static void test_errors(tessera_model *m, const tessera_token *toks, int32_t n) 
     expect_fail(tessera_embed(ctx, toks, n, 2, v, E - 1) < 0, "output too small", "floats");
     /* still usable, and the same as a fresh context */
     float *a = malloc((size_t)E * sizeof *a);
-    CHECK(tessera_embed(ctx, toks, n, 2, v, E) == E, "after the errors: %s", tessera_last_error());
+    EXPECT(tessera_embed(ctx, toks, n, 2, v, E) == E, "after the errors: %s", tessera_last_error());
     tessera_context *fresh = embed_ctx(m, TESSERA_POOLING_MEAN, 16);
-    CHECK(fresh && tessera_embed(fresh, toks, n, 2, a, E) == E && max_diff(a, v, E) == 0.0,
+    EXPECT(fresh && tessera_embed(fresh, toks, n, 2, a, E) == E && max_diff(a, v, E) == 0.0,
           "after the errors the vector differs from a fresh context's");
     tessera_context_free(fresh);
     tessera_context_free(ctx);
@@ -140,17 +136,20 @@ static void test_errors(tessera_model *m, const tessera_token *toks, int32_t n) 
 }
 
 /* logits = output . embedding (stories260K's output.weight is f32). */
-static void test_logits_link(tessera_model *m, const tessera_token *toks, int32_t n) {
+TEST(test_logits_link) {
+    tessera_model *m = g_model;
+    const tessera_token *toks = g_toks;
+    const int32_t n = g_n;
     const int32_t E = tessera_model_n_embd(m), V = tessera_model_n_vocab(m);
     const model_weight *out = m->m->output;
-    CHECK(out->dtype == 0 && out->data, "stories260K's output.weight is host f32");
+    EXPECT(out->dtype == 0 && out->data, "stories260K's output.weight is host f32");
     float *v = malloc((size_t)E * sizeof *v);
     tessera_context *ectx = embed_ctx(m, TESSERA_POOLING_LAST, 64);
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = 64;
     cp.n_threads = 1;
     tessera_context *lctx = tessera_context_new(m, &cp);
-    CHECK(ectx && lctx && tessera_embed(ectx, toks, n, TESSERA_EMBD_NORM_NONE, v, E) == E &&
+    EXPECT(ectx && lctx && tessera_embed(ectx, toks, n, TESSERA_EMBD_NORM_NONE, v, E) == E &&
               tessera_decode(lctx, toks, n, 0, 0) == 0,
           "embed and decode: %s", tessera_last_error());
     const float *logits = lctx ? tessera_logits(lctx, -1) : NULL;
@@ -161,48 +160,35 @@ static void test_logits_link(tessera_model *m, const tessera_token *toks, int32_
         for (int32_t i = 0; i < E; i++) s += (double)row[i] * v[i];
         worst = fmax(worst, fabs(s - logits[j]));
     }
-    CHECK(worst < 1e-3, "output . embedding differs from the logits by %g", worst);
+    EXPECT(worst < 1e-3, "output . embedding differs from the logits by %g", worst);
     printf("ok   output.weight . last embedding = logits (max diff %.2g)\n", worst);
     tessera_context_free(ectx);
     tessera_context_free(lctx);
     free(v);
 }
 
-static void test_names(void) {
+TEST(test_names) {
     for (int32_t p = TESSERA_POOLING_NONE; p <= TESSERA_POOLING_RANK; p++)
-        CHECK(tessera_pooling_from_name(tessera_pooling_name(p)) == p, "pooling %d name round trip", p);
-    CHECK(tessera_pooling_from_name("MEAN") == TESSERA_POOLING_MEAN, "names are case-insensitive");
-    CHECK(tessera_pooling_from_name("avg") == -1 && !tessera_pooling_name(7), "unknown names");
+        EXPECT(tessera_pooling_from_name(tessera_pooling_name(p)) == p, "pooling %d name round trip", p);
+    EXPECT(tessera_pooling_from_name("MEAN") == TESSERA_POOLING_MEAN, "names are case-insensitive");
+    EXPECT(tessera_pooling_from_name("avg") == -1 && !tessera_pooling_name(7), "unknown names");
 }
 
-int main(void) {
-    const char *shared = getenv("TESSERA_SHARED");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared ? shared : "../shared");
-    host_options ho = {.only_plugin_dirs = true};
-    tessera_init_params ip = {0};
-    if (host_init(&ho) != 0 || tessera_init(&ip) != 0) {
-        printf("FAIL init: %s\n", tessera_last_error());
-        return 1;
-    }
+FIXTURE(setup) {
+    harness_path path = harness_model_file("stories260K");
+    harness_host_start();
     tessera_model_params mp = tessera_model_default_params();
-    mp.devices = "ref";
-    tessera_model *m = tessera_model_load(path, &mp);
-    if (!m) {
-        printf("FAIL load: %s\n", tessera_last_error());
-        return 1;
-    }
-    tessera_token toks[16];
-    int32_t n = tessera_tokenize(m, "Once upon a time there was", 26, toks, 16, true, false);
-    CHECK(n > 3, "tokenize: %d", n);
-    test_names();
-    if (n > 3) {
-        test_poolings(m, toks, n);
-        test_errors(m, toks, n);
-        test_logits_link(m, toks, n);
-    }
-    tessera_model_free(m);
-    tessera_shutdown();
-    printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    g_model = harness_model_load(path.s, "ref", &mp);
+    g_n = tessera_tokenize(g_model, "Once upon a time there was", 26, g_toks, 16, true, false);
+    REQUIRE(g_n > 3, "tokenize: %d", g_n);
+    return 0;
 }
+
+FIXTURE(teardown) {
+    tessera_model_free(g_model);
+    tessera_shutdown();
+    return 0;
+}
+
+HARNESS_MAIN_GROUP("embed-api", setup, teardown, HARNESS_TEST(test_names), HARNESS_TEST(test_poolings),
+                   HARNESS_TEST(test_errors), HARNESS_TEST(test_logits_link))

@@ -46,7 +46,7 @@ FAST = ["test_basic.py", "test_completion.py", "test_chat_completion.py", "test_
 # 10 of 10 measured, its counters read right after requests end).
 FLOORS = {"test_basic.py": 7, "test_completion.py": 26, "test_chat_completion.py": 38, "test_tokenize.py": 3,
           "test_security.py": 20, "test_slot_save.py": 3, "test_template.py": 34, "test_tool_call.py": 6,
-          "test_metrics.py": 9, "test_ctx_shift.py": 5, "test_vision_api.py": 6, "test_compat_anthropic.py": 24,
+          "test_metrics.py": 9, "test_ctx_shift.py": 5, "test_vision_api.py": 8, "test_compat_anthropic.py": 24,
           "test_compat_oai_responses.py": 1, "test_embedding.py": 32, "test_rerank.py": 12, "test_infill.py": 7}
 
 

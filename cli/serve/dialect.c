@@ -10,7 +10,7 @@
 
 const serve_dialect *serve_dialect_find(const char *url) {
     static const serve_dialect *const all[] = {&serve_anthropic_messages, &serve_anthropic_count_tokens,
-                                               &serve_responses};
+                                               &serve_responses, &serve_responses_input_tokens};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
         const char *p = all[i]->path;
         if (!strcmp(url, p) || !strcmp(url, p + 3)) return all[i]; /* p + 3: without "/v1" */

@@ -2,7 +2,7 @@
  * dialect — the APIs served on the chat path in other shapes:
  *
  *   anthropic.c  POST /v1/messages and /v1/messages/count_tokens
- *   responses.c  POST /v1/responses (OpenAI's Responses API)
+ *   responses.c  POST /v1/responses (OpenAI's Responses API) and /v1/responses/input_tokens
  *
  * Each turns its request into an OpenAI chat request that serve_api_parse
  * reads, and the chat path's own output (serve_api_response,
@@ -42,7 +42,8 @@ typedef struct serve_dialect {
     char *(*error_body)(int status, char *openai_body);
 } serve_dialect;
 
-extern const serve_dialect serve_anthropic_messages, serve_anthropic_count_tokens, serve_responses;
+extern const serve_dialect serve_anthropic_messages, serve_anthropic_count_tokens, serve_responses,
+    serve_responses_input_tokens;
 
 /* The dialect answering url, NULL for the OpenAI endpoints. */
 const serve_dialect *serve_dialect_find(const char *url);

@@ -9,7 +9,8 @@
  * max_tokens. The chat path's reply comes back as output items (reasoning,
  * a message with output_text, function_call items) and, streamed, as the
  * Responses event sequence. Nothing is stored: store, previous_response_id
- * and conversation are refused.
+ * and conversation are refused. POST /v1/responses/input_tokens counts the
+ * prompt of such a body.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,6 +303,32 @@ static int responses_parse(const serve_api *api, const char *body, size_t len, s
     }
     cJSON_Delete(echo);
     return rc;
+}
+
+/* POST /v1/responses/input_tokens: {"object": "response.input_tokens",
+ * "input_tokens": N}, the prompt tokens the same body would have on
+ * /v1/responses (instructions, input, tools, text.format), generating
+ * nothing. */
+static char *input_tokens(const serve_api *api, const char *body, size_t len, serve_error *err) {
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return serve_fail(err, 400, NULL, NULL, "the request body must be a JSON object"), NULL;
+    }
+    cJSON *chat = to_chat(root, err);
+    cJSON_Delete(root);
+    serve_call call;
+    serve_request *r = NULL;
+    if (!chat) return NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(chat, "stream"); /* counting answers at once */
+    if (serve_dialect_parse_chat(api, chat, &call, &r, err) != 0) {
+        rename_param(err);
+        return NULL;
+    }
+    char out[80];
+    snprintf(out, sizeof out, "{\"object\":\"response.input_tokens\",\"input_tokens\":%d}", (int)r->n_prompt);
+    serve_request_free(r);
+    return strdup(out);
 }
 
 /* ------------------------------------------------------------ response */
@@ -635,4 +662,9 @@ const serve_dialect serve_responses = {
     .response = responses_response,
     .stream_next = responses_stream_next,
     .free_state = free_stream,
+};
+
+const serve_dialect serve_responses_input_tokens = {
+    .path = "/v1/responses/input_tokens",
+    .answer = input_tokens,
 };

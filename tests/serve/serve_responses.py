@@ -4,7 +4,8 @@ stream is the documented event sequence whose deltas join to the same text,
 llama-server's return_progress and timings_per_token ride on the stream,
 text.format with a JSON schema gives output that the schema validates,
 function tools round-trip (function_call, function_call_output) with
-SmolLM2-135M, and bad input is a 400 naming the field."""
+SmolLM2-135M, /v1/responses/input_tokens counts what /v1/responses would
+read, and bad input is a 400 naming the field."""
 import json
 import tempfile
 
@@ -200,6 +201,35 @@ def test_bad_input():
                                     "text": {"format": {"type": "json_schema", "name": "n", "schema": {"type": "object"}}}})
 
 
+def test_input_tokens():
+    """POST /v1/responses/input_tokens counts the prompt that /v1/responses
+    makes of the same body (instructions, input items, tools), generating
+    nothing: OpenAI's {"object": "response.input_tokens", "input_tokens": N}."""
+    count = RESP + "/input_tokens"
+    with Server("-c", "1024", "--parallel", "1") as srv:  # room for the tools' system text
+        _, usage, _ = chat_reply(srv, CHAT_MSGS, 1)
+        n = expect_status(srv, count, {"model": "m", "instructions": INSTR, "input": "Tell me a story."}, 200, "count")
+        expect(n == {"object": "response.input_tokens", "input_tokens": usage["prompt_tokens"]},
+               "input_tokens %r, chat's prompt %r" % (n, usage))
+        alone = expect_status(srv, "/responses/input_tokens", {"input": "Tell me a story."}, 200, "without /v1")
+        expect(0 < alone["input_tokens"] < n["input_tokens"], "without instructions %r, with %r" % (alone, n))
+        items = [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                 {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                 {"type": "function_call_output", "call_id": "c1", "output": "r"}]
+        body = {"instructions": "i", "input": items, "tools": [{"type": "function", "name": "f",
+                                                                  "parameters": {"type": "object"}}]}
+        counted = expect_status(srv, count, body, 200, "count items and tools")
+        r = expect_status(srv, RESP, dict(body, max_output_tokens=1), 200, "the same body generating")
+        expect(counted["input_tokens"] == r["usage"]["input_tokens"],
+               "input_tokens %r, the response's usage %r" % (counted, r["usage"]))
+        for bad, param in [({"model": "m"}, "input"), ({"input": "x", "previous_response_id": "resp_1"},
+                                                       "previous_response_id")]:
+            e = expect_status(srv, count, bad, 400, "count %r" % bad)
+            expect(e["error"]["param"] == param, "%r: param %r, want %r" % (bad, e["error"].get("param"), param))
+        st, _, _ = srv.request("GET", count)
+        expect(st == 405, "GET %s: %d" % (count, st))
+
+
 def test_tools():
     smol = model_cache_file(SMOL)
     tools = [{"type": "function", "name": "get_weather", "description": "Get the current weather in a city",
@@ -241,5 +271,6 @@ if __name__ == "__main__":
         ("responses: text.format json_schema validates", test_json_schema),
         ("responses: a reasoning reply is a reasoning item, streamed and not", test_reasoning),
         ("responses: bad input is a 400 naming the field; unknown fields ignored", test_bad_input),
+        ("responses: input_tokens counts the prompt of the same body", test_input_tokens),
         ("responses: function call round trip with SmolLM2", test_tools),
     ])

@@ -1,7 +1,7 @@
 """tessera serve driven by the official client SDKs of its other APIs:
 `anthropic` (client.messages.create, .stream, .count_tokens, a forced
 tool_use with SmolLM2) and `openai` (client.responses.create, streamed and
-not, with a JSON schema). Greedy text equals the chat path's. The SDKs are
+not, with a JSON schema; client.responses.input_tokens.count). Greedy text equals the chat path's. The SDKs are
 imported if installed, else installed into a venv under the build directory;
 without PyPI the test is skipped and says why."""
 import json
@@ -89,6 +89,9 @@ def test_responses():
         r = c.responses.create(model="m", input="Tell me a story.", max_output_tokens=24, temperature=0)
         expect(r.output_text == want["content"], "responses %r != chat %r" % (r.output_text, want["content"]))
         expect(r.usage.input_tokens == usage["prompt_tokens"], "usage %r vs %r" % (r.usage, usage))
+        n = c.responses.input_tokens.count(model="m", input="Tell me a story.")
+        expect(n.object == "response.input_tokens" and n.input_tokens == usage["prompt_tokens"],
+               "input_tokens.count %r, chat's prompt %r" % (n, usage))
         kinds, deltas, final = [], [], None
         for ev in c.responses.create(model="m", input="Tell me a story.", max_output_tokens=24, temperature=0,
                                      stream=True):
@@ -113,5 +116,5 @@ if __name__ == "__main__":
     main([
         ("anthropic SDK: messages, stream, count_tokens, output_config, errors", test_anthropic),
         ("anthropic SDK: forced tool_use and tool_result with SmolLM2", test_anthropic_tool),
-        ("openai SDK: responses, streamed, json_schema", test_responses),
+        ("openai SDK: responses, streamed, json_schema, input_tokens.count", test_responses),
     ])

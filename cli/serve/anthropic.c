@@ -43,9 +43,17 @@ static const char *block_type(const cJSON *b) {
     return cJSON_IsObject(b) && cJSON_IsString(t) ? t->valuestring : NULL;
 }
 
-/* A block the model cannot read (image, document, ...) or does not know. */
+/* A block the model cannot read (image, document, ...) or does not know.
+ * Media say so in llama-server's words ("image input is not supported"),
+ * which clients and people search for; a 400 here, where llama-server
+ * without a projector answers 500: the request asks what this server lacks. */
 static int block_refused(const char *type, const char *param, serve_error *err) {
     if (!type) return serve_fail(err, 400, param, NULL, "'%s' must be a content block with a string 'type'", param);
+    if (!strcmp(type, "image") || !strcmp(type, "document"))
+        return serve_fail(err, 400, param, "unsupported_parameter",
+                          "%s input is not supported: '%s' is %s %s block; this server reads text, tool_use and "
+                          "tool_result blocks",
+                          type, param, type[0] == 'i' ? "an" : "a", type);
     return serve_fail(err, 400, param, "unsupported_parameter",
                       "'%s' is a '%.40s' block; this server reads text, tool_use and tool_result blocks", param,
                       type);

@@ -149,6 +149,16 @@ def test_bad_input():
             e = expect_status(srv, MSGS, dict(body, model="m"), 400, "bad %r" % body)
             expect(e["type"] == "error" and e["error"]["type"] == "invalid_request_error", "shape %r" % e)
             expect(field in e["error"]["message"], "%r: message does not name %s: %r" % (body, field, e))
+        # media in llama-server's words (it answers 500 without a projector; a 400 here)
+        for kind, block in (("image", {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                                   "data": "AAAA"}}),
+                            ("document", {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                                                         "data": "d"}})):
+            body = {"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"}, block]}]}
+            e = expect_status(srv, MSGS, body, 400, kind + " block")
+            expect(e["error"]["message"].startswith(kind + " input is not supported: 'messages[0].content[1]'"),
+                   "%s block: %r" % (kind, e))
         st, _, data = srv.request("POST", MSGS, b"{not json")
         expect(st == 400 and json.loads(data)["type"] == "error", "bad JSON: %d %r" % (st, data))
         st, _, data = srv.request("GET", MSGS)

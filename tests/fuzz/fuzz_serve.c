@@ -6,8 +6,8 @@
  * "generated" text: stop strings, the UTF-8-safe ready length, and the JSON
  * of the response and of stream chunks are rendered from it. A chat input
  * also goes through the other dialects (Anthropic's /v1/messages and
- * count_tokens, OpenAI's /v1/responses): their errors, replies and event
- * streams must be JSON too. */
+ * count_tokens, OpenAI's /v1/responses and its input_tokens): their errors,
+ * replies and event streams must be JSON too. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +194,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_dialect(&serve_anthropic_messages, &api, copy, len, ctl);
         fuzz_dialect(&serve_anthropic_count_tokens, &api, copy, len, ctl);
         fuzz_dialect(&serve_responses, &api, copy, len, ctl);
+        fuzz_dialect(&serve_responses_input_tokens, &api, copy, len, ctl);
     }
     if (serve_api_parse(&api, kind, copy, len, &call, &r, &err) != 0) {
         if (err.status < 400 || err.status > 599 || !err.body) {

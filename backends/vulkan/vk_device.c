@@ -114,7 +114,7 @@ static int create_device(vk_device *d) {
         .pQueuePriorities = &prio,
     };
     VkPhysicalDeviceFeatures features = {.shaderFloat64 = d->has_f64 ? VK_TRUE : VK_FALSE};
-    const char *ext[4];
+    const char *ext[VK_MAX_KERNEL_EXTS];
     vk_features_store kern_store; /* what the gpu kernels need (vk_features.c) */
     void *kern_chain;
     const uint32_t n_ext = vk_features_enable(d, ext, &kern_store, &kern_chain);

@@ -85,6 +85,10 @@
 typedef struct vk_funcs {
     void *lib; /* dlopen handle of libvulkan */
     PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+    /* Optional (NULL where the loader lacks it): VK_KHR_cooperative_matrix's
+     * property query, typed in vk_features.c (Debian 12's headers predate
+     * the extension). */
+    PFN_vkVoidFunction coopmat_properties;
 #define VK_FN_FIELD(name) PFN_##name name;
     VK_GLOBAL_FUNCS(VK_FN_FIELD)
     VK_INSTANCE_FUNCS(VK_FN_FIELD)
@@ -124,6 +128,9 @@ typedef enum vk_shader_id {
     VK_SHADER_FLASH_ATTN_REDUCE, /* combines the partials of FLASH_ATTN split over keys */
     VK_SHADER_FLASH_ATTN_TILED, /* prompts: query blocks sharing K/V tiles */
     VK_SHADER_QUANTIZE,         /* CPY into the KV cache's block types */
+    VK_SHADER_MUL_MAT_COOPMAT,  /* prompts on cooperative matrices, f32 accumulators */
+    VK_SHADER_MUL_MAT_COOPMAT_F16ACC, /* the same accumulating in f16 */
+    VK_SHADER_MUL_MAT_COOPMAT_EMU, /* its plain-GLSL emulation (tests on any device) */
     VK_SHADER_COUNT
 } vk_shader_id;
 
@@ -135,6 +142,9 @@ enum {
     VK_MMV_MAX_COLS = 8, /* up to this many columns the product is a mat-vec */
     VK_TILE_M = 64,      /* mul_mat_tiled.comp's BM x BN output tile */
     VK_TILE_N = 64,
+    VK_COOPMAT_TILE = 64, /* mul_mat_coopmat.comp's BM = BN */
+    VK_COOPMAT_SUBGROUP = 32, /* its 128 invocations are 4 subgroups of this size */
+    VK_COOPMAT_SHARED = 2 * 64 * 72 * 2 + 4 * 256 * 4, /* its shared bytes (f32 staging) */
 };
 
 /* The embedded SPIR-V module (vk_spirv_table name) of a shader. */
@@ -147,10 +157,17 @@ bool vk_shader_embedded(vk_shader_id id);
  * the shader variant is not embedded or an environment switch says so
  * (vk_features.c). Probed with the physical device; the extensions and
  * features they need are enabled on the logical device. */
+/* The cooperative-matrix GEMM's accumulators, as the device's properties
+ * allow (f32 preferred), or NONE: the tiled kernel runs prompts. */
+typedef enum vk_coopmat_acc { VK_COOPMAT_NONE, VK_COOPMAT_F32, VK_COOPMAT_F16 } vk_coopmat_acc;
+
 typedef struct vk_kernel_caps {
     bool integer_dot;      /* VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct */
     bool integer_dot_fast; /* the device says 4x8-bit packed signed dots are accelerated */
-    bool coopmat;          /* VK_KHR_cooperative_matrix exposed (reported; no kernel yet) */
+    vk_coopmat_acc coopmat; /* mul_mat_coopmat.comp runs prompts (switched on: see vk_features.c) */
+    bool coopmat_all;      /* TESSERA_VULKAN_MATMUL=coopmat: at every column count */
+    bool coopmat_emulated; /* TESSERA_VULKAN_MATMUL=coopmat-emulated: the emulation at every column count */
+    bool float16;          /* shaderFloat16 enabled (the coopmat kernels' F16 tiles) */
     bool coopmat2;         /* VK_NV_cooperative_matrix2 exposed (reported; no kernel yet) */
 } vk_kernel_caps;
 
@@ -159,12 +176,23 @@ struct vk_device;
 bool vk_device_has_extension(VkPhysicalDevice phys, const char *name);
 /* Fill d->kern and append to d->features ("integer-dot ..."). */
 void vk_features_probe(struct vk_device *d);
-/* The device extensions (names into ext[], at most 4) and feature structs
- * (a pNext chain into *chain, storage in *store) the kernels need enabled. */
+/* The device extensions (names into ext[], at most VK_MAX_KERNEL_EXTS) and
+ * feature structs (a pNext chain into *chain, storage in *store) the
+ * kernels need enabled. */
+enum { VK_MAX_KERNEL_EXTS = 8 };
 typedef struct vk_features_store {
     VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot;
+    VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16;
+    VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model;
+    struct {                   /* VkPhysicalDeviceCooperativeMatrixFeaturesKHR */
+        VkStructureType sType;
+        void *pNext;
+        VkBool32 cooperativeMatrix;
+        VkBool32 cooperativeMatrixRobustBufferAccess;
+    } coopmat;
 } vk_features_store;
-uint32_t vk_features_enable(const struct vk_device *d, const char *ext[4], vk_features_store *store, void **chain);
+uint32_t vk_features_enable(const struct vk_device *d, const char *ext[VK_MAX_KERNEL_EXTS], vk_features_store *store,
+                            void **chain);
 
 /* A pipeline is a shader with its two specialization constants (the
  * matrix products take their dtypes that way). */

@@ -156,6 +156,8 @@ int vk_loader_open(VkInstance *instance, char *reason, size_t reason_size) {
     }
     VK_INSTANCE_FUNCS(LOAD_INSTANCE)
 #undef LOAD_INSTANCE
+    /* optional: a loader older than VK_KHR_cooperative_matrix returns NULL */
+    vkf.coopmat_properties = vkf.vkGetInstanceProcAddr(*instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
     return 0;
 
 fail:

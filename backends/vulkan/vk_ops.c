@@ -170,6 +170,9 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_FLASH_ATTN_REDUCE] = "flash_attn_reduce",
     [VK_SHADER_FLASH_ATTN_TILED] = "flash_attn_tiled",
     [VK_SHADER_QUANTIZE] = "quantize",
+    [VK_SHADER_MUL_MAT_COOPMAT] = "mul_mat_coopmat",
+    [VK_SHADER_MUL_MAT_COOPMAT_F16ACC] = "mul_mat_coopmat_f16acc",
+    [VK_SHADER_MUL_MAT_COOPMAT_EMU] = "mul_mat_coopmat_emu",
 };
 
 bool vk_shader_embedded(vk_shader_id id) {
@@ -209,9 +212,14 @@ static uint64_t rows_of(const tsr_tensor *t) { return (uint64_t)(t->ne[1] * t->n
  *   N <= VK_MMV_MAX_COLS  mul_mat_vec.comp: the bandwidth kernel of decoding
  *                         (its integer dot product variant where the device
  *                         has them, for the weight types it covers)
- *   larger N              mul_mat_tiled.comp: the compute kernel of prompts
+ *   larger N              mul_mat_tiled.comp: the compute kernel of prompts,
+ *                         or mul_mat_coopmat.comp on the matrix units where
+ *                         the device runs it and it is switched on
+ *                         (vk_features.c), for every weight type but F32
  * TESSERA_VULKAN_MATMUL forces one: invocation, matvec or tiled (at every
- * N), or workgroup (the GPU choice by shape, on any device). */
+ * N), coopmat or coopmat-emulated (at every N, for the weight types it
+ * takes, where the device runs it), or workgroup (the GPU choice by shape,
+ * on any device). */
 /* Weight types with an integer dot product path (units.glsl: idot_type) */
 static bool idot_weight(int32_t dt) {
     switch (dt) {
@@ -221,14 +229,21 @@ static bool idot_weight(int32_t dt) {
     }
 }
 
-typedef enum mm_kernel { MM_INVOCATION, MM_MATVEC, MM_TILED } mm_kernel;
+typedef enum mm_kernel { MM_INVOCATION, MM_MATVEC, MM_TILED, MM_COOPMAT } mm_kernel;
 
-static mm_kernel mul_mat_kernel(const vk_device *d, uint32_t N) {
+/* mul_mat_coopmat.comp rounds weights to F16 in its tiles: F32 weights
+ * (tolerance 1e-5 of the largest output) stay on the f32 kernels. */
+static bool coopmat_weight(int32_t dt) { return dt != TSR_DTYPE_F32; }
+
+static mm_kernel mul_mat_kernel(const vk_device *d, int32_t wdt, uint32_t N) {
     if (d->matmul_per_invocation) return MM_INVOCATION;
+    const bool coopmat = (d->kern.coopmat != VK_COOPMAT_NONE || d->kern.coopmat_emulated) && coopmat_weight(wdt);
+    if (coopmat && (d->kern.coopmat_all || d->kern.coopmat_emulated)) return MM_COOPMAT;
     const char *forced = getenv("TESSERA_VULKAN_MATMUL");
     if (forced && strcmp(forced, "matvec") == 0) return MM_MATVEC;
     if (forced && strcmp(forced, "tiled") == 0) return MM_TILED;
-    return N <= VK_MMV_MAX_COLS ? MM_MATVEC : MM_TILED;
+    if (N <= VK_MMV_MAX_COLS) return MM_MATVEC;
+    return coopmat ? MM_COOPMAT : MM_TILED;
 }
 
 /* P.u (every mul_mat shader): [0] M, [1] N, [2] row groups (mat-vec), row
@@ -247,7 +262,7 @@ static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *
     p->u[5] = (uint32_t)a->ne[0];
     p->u[6] = (uint32_t)x->ne[2];
     p->u[7] = (uint32_t)(x->ne[2] * x->ne[3]);
-    switch (mul_mat_kernel(d, N)) {
+    switch (mul_mat_kernel(d, a->dtype, N)) {
     case MM_MATVEC:
         if (d->kern.integer_dot && idot_weight(a->dtype))
             out->shader = d->subgroup_arith ? VK_SHADER_MUL_MAT_VEC_IDOT_SG : VK_SHADER_MUL_MAT_VEC_IDOT;
@@ -260,6 +275,13 @@ static void plan_mul_mat(const vk_device *d, const tsr_node *node, vk_dispatch *
         out->shader = VK_SHADER_MUL_MAT_TILED;
         p->u[2] = (M + VK_TILE_M - 1) / VK_TILE_M;
         vk_grid((uint64_t)p->u[2] * ((N + VK_TILE_N - 1) / VK_TILE_N) * p->u[7], out->groups);
+        return;
+    case MM_COOPMAT:
+        out->shader = d->kern.coopmat_emulated         ? VK_SHADER_MUL_MAT_COOPMAT_EMU
+                      : d->kern.coopmat == VK_COOPMAT_F32 ? VK_SHADER_MUL_MAT_COOPMAT
+                                                        : VK_SHADER_MUL_MAT_COOPMAT_F16ACC;
+        p->u[2] = (M + VK_COOPMAT_TILE - 1) / VK_COOPMAT_TILE;
+        vk_grid((uint64_t)p->u[2] * ((N + VK_COOPMAT_TILE - 1) / VK_COOPMAT_TILE) * p->u[7], out->groups);
         return;
     case MM_INVOCATION: {
         const uint32_t cols = N == 1 ? 1 : VK_MUL_MAT_COLS;

@@ -15,7 +15,8 @@ feature=${2:-}
 if [ -n "$feature" ]; then
   feats=$("$bin" devices --plugin-dir "$(dirname "$plugin")" 2>/dev/null | grep -A4 ' vulkan0 ' | grep 'features:')
   if [ -z "$feats" ]; then echo "skip: no Vulkan device"; exit 77; fi
-  if ! grep -qw -- "$feature" <<<"$feats" && ! grep -q -- " $feature(" <<<"$feats"; then
+  # the word itself or with its detail, "coopmat(f32)": not "coopmat-off(f32)"
+  if ! grep -qE -- " $feature(\(| |\$)" <<<"$feats"; then
     echo "skip: vulkan0 does not offer '$feature' (the device lacks it or glslc could not build the variant):$feats"
     exit 77
   fi

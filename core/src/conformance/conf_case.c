@@ -58,17 +58,16 @@ float conf_rand_uniform(uint64_t *state, float lo, float hi) {
 
 bool conf_dtype_is_quantized(int32_t dtype) { return tsr_dtype_block_size(dtype) > 1; }
 
-int32_t conf_weight_dtypes(int32_t *out, int32_t max) {
-    int32_t n = 0;
-    for (int32_t dt = 0; dt < TSR_DTYPE_COUNT && n < max; dt++) {
+int32_t conf_weight_dtype_next(int32_t prev) {
+    for (int32_t dt = prev + 1; dt < TSR_DTYPE_COUNT; dt++) {
         const dtype_traits *tr = dtype_traits_get(dt);
         bool is_float = dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16;
         if (!tr || !tr->supported) continue;
         if (!is_float && !(tr->quantized && tr->to_f32 && tr->from_f32)) continue;
         if (tsr_dtype_block_size(dt) == 0) continue; /* the ABI header must know its geometry */
-        out[n++] = dt;
+        return dt;
     }
-    return n;
+    return -1;
 }
 
 /* ------------------------------------------------------------ building */

@@ -13,10 +13,7 @@
 /* -------------------------------------------------------------- MUL_MAT */
 
 void conf_gen_mul_mat(conf_runner *r) {
-    int32_t dts[TSR_DTYPE_COUNT];
-    int32_t n_dts = conf_weight_dtypes(dts, TSR_DTYPE_COUNT);
-    for (int32_t k = 0; k < n_dts; k++) {
-        const int32_t dt = dts[k];
+    CONF_FOR_EACH_WEIGHT_DTYPE(dt) {
         const int64_t bs = tsr_dtype_block_size(dt);
         int64_t Ks[4] = {1, 17, 64, 255};
         int n_K = 4;
@@ -414,12 +411,9 @@ static void graph_in_place(conf_runner *r) {
 }
 
 void conf_gen_graph(conf_runner *r) {
-    int32_t dts[TSR_DTYPE_COUNT];
-    int32_t n_dts = conf_weight_dtypes(dts, TSR_DTYPE_COUNT);
-    static const int32_t wanted[] = {TSR_DTYPE_F32, TSR_DTYPE_F16, TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_K};
-    for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++)
-        for (int32_t k = 0; k < n_dts; k++)
-            if (dts[k] == wanted[w]) graph_ffn(r, wanted[w]);
+    /* one dtype of each family: float, half, 8-bit blocks, k-quants */
+    CONF_FOR_EACH_WEIGHT_DTYPE(dt)
+        if (dt == F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_Q8_0 || dt == TSR_DTYPE_Q4_K) graph_ffn(r, dt);
     graph_attention(r, F32);
     graph_attention(r, TSR_DTYPE_F16);
     graph_in_place(r);

@@ -20,10 +20,7 @@ static const char *layout_name(conf_layout l) {
 /* ------------------------------------------------------------- GET_ROWS */
 
 void conf_gen_get_rows(conf_runner *r) {
-    int32_t dts[TSR_DTYPE_COUNT];
-    int32_t n_dts = conf_weight_dtypes(dts, TSR_DTYPE_COUNT);
-    for (int32_t k = 0; k < n_dts; k++) {
-        const int32_t dt = dts[k];
+    CONF_FOR_EACH_WEIGHT_DTYPE(dt) {
         const int64_t bs = tsr_dtype_block_size(dt);
         const int64_t widths[2] = {bs == 1 ? 17 : bs, bs == 1 ? 64 : 2 * bs};
         for (int w = 0; w < 2; w++)
@@ -162,10 +159,7 @@ void conf_gen_cpy(conf_runner *r) {
             /* different shapes, same element count */
             cpy_case(r, from, CONF_TRANSPOSED, NE(34, 3, 1, 1), to, CONF_CONTIG, NE(17, 6, 1, 1));
         }
-    int32_t dts[TSR_DTYPE_COUNT];
-    int32_t n_dts = conf_weight_dtypes(dts, TSR_DTYPE_COUNT);
-    for (int32_t k = 0; k < n_dts; k++) {
-        const int32_t q = dts[k];
+    CONF_FOR_EACH_WEIGHT_DTYPE(q) {
         if (!conf_dtype_is_quantized(q)) continue;
         const int64_t bs = tsr_dtype_block_size(q);
         const int64_t n0 = bs == 32 ? 96 : bs;

@@ -197,8 +197,12 @@ uint64_t conf_rand_next(uint64_t *state);
 float conf_rand_uniform(uint64_t *state, float lo, float hi);
 
 /* Dtypes the suite exercises as weights/quantization targets: every dtype
- * the tensor module supports with both conversions, in number order. */
-int32_t conf_weight_dtypes(int32_t *out, int32_t max);
+ * the tensor module supports with both conversions, in number order. The
+ * first after prev (-1: the first), -1 after the last; loop with
+ * CONF_FOR_EACH_WEIGHT_DTYPE. */
+int32_t conf_weight_dtype_next(int32_t prev);
+#define CONF_FOR_EACH_WEIGHT_DTYPE(dt) \
+    for (int32_t dt = conf_weight_dtype_next(-1); dt >= 0; dt = conf_weight_dtype_next(dt))
 bool conf_dtype_is_quantized(int32_t dtype);
 
 /* ------------------------------------------------------------- generators */

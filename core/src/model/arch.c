@@ -34,7 +34,7 @@ const model_arch_desc *model_arch_find(const char *name, size_t len) {
     return NULL;
 }
 
-void arch_attn_tensors(model_loader *ld, model *m, int32_t il) {
+static void attn_tensors(model_loader *ld, model *m, int32_t il, unsigned sets) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
     const int64_t n_q = (int64_t)hp->head_dim * hp->n_head, n_kv = (int64_t)hp->head_dim * hp->n_head_kv;
@@ -43,9 +43,18 @@ void arch_attn_tensors(model_loader *ld, model *m, int32_t il) {
     L->wk = model_tensor(ld, il, 0, 2, hp->n_embd, n_kv, "blk.%d.attn_k.weight");
     L->wv = model_tensor(ld, il, 0, 2, hp->n_embd, n_kv, "blk.%d.attn_v.weight");
     L->wo = model_tensor(ld, il, 0, 2, n_q, hp->n_embd, "blk.%d.attn_output.weight");
+    if (sets & MODEL_SET_QKV_BIAS) {
+        L->bq = model_tensor(ld, il, 0, 1, n_q, 1, "blk.%d.attn_q.bias");
+        L->bk = model_tensor(ld, il, 0, 1, n_kv, 1, "blk.%d.attn_k.bias");
+        L->bv = model_tensor(ld, il, 0, 1, n_kv, 1, "blk.%d.attn_v.bias");
+    }
+    if (sets & MODEL_SET_QK_NORM) {
+        L->q_norm = model_tensor(ld, il, 0, 1, hp->head_dim, 1, "blk.%d.attn_q_norm.weight");
+        L->k_norm = model_tensor(ld, il, 0, 1, hp->head_dim, 1, "blk.%d.attn_k_norm.weight");
+    }
 }
 
-void arch_ffn_tensors(model_loader *ld, model *m, int32_t il) {
+static void ffn_tensors(model_loader *ld, model *m, int32_t il) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
     L->ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.ffn_norm.weight");
@@ -54,14 +63,13 @@ void arch_ffn_tensors(model_loader *ld, model *m, int32_t il) {
     L->ffn_down = model_tensor(ld, il, 0, 2, hp->n_ff, hp->n_embd, "blk.%d.ffn_down.weight");
 }
 
-void arch_qk_norm_tensors(model_loader *ld, model *m, int32_t il) {
-    model_layer *L = &m->layers[il];
-    L->q_norm = model_tensor(ld, il, 0, 1, m->hp.head_dim, 1, "blk.%d.attn_q_norm.weight");
-    L->k_norm = model_tensor(ld, il, 0, 1, m->hp.head_dim, 1, "blk.%d.attn_k_norm.weight");
-}
-
-void arch_rope_freqs_tensor(model_loader *ld, model *m) {
-    m->rope_freqs = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 1, m->hp.n_rot / 2, 1, "rope_freqs.weight");
+void arch_tensor_sets(model_loader *ld, model *m, unsigned sets) {
+    if (sets & MODEL_SET_ROPE_FREQS)
+        m->rope_freqs = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 1, m->hp.n_rot / 2, 1, "rope_freqs.weight");
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        if (sets & MODEL_SET_ATTN) attn_tensors(ld, m, il, sets);
+        if (sets & MODEL_SET_FFN) ffn_tensors(ld, m, il);
+    }
 }
 
 /* ------------------------------------------------------------ the graph */

@@ -176,6 +176,19 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
     return graph_reshape_2d(g, o, D * H, T);
 }
 
+graph_tensor *blk_self_attention(model_build *b, int il, graph_tensor *h) {
+    const model_hparams *hp = b->hp;
+    const model_layer *L = &b->m->layers[il];
+    const float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
+    graph_tensor *q, *k, *v;
+    blk_qkv(b, il, h, &q, &k, &v);
+    q = blk_rope(b, q, il);
+    k = blk_rope(b, k, il);
+    graph_tensor *att = hp->attn_scale_q ? blk_attention(b, il, graph_scale(b->g, q, scale, 0.0f), k, v, 1.0f)
+                                         : blk_attention(b, il, q, k, v, scale);
+    return blk_linear(b, L->wo, L->bo, att);
+}
+
 graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act) {
     graph *g = b->g;
     const model_layer *L = &b->m->layers[il];
@@ -211,13 +224,9 @@ graph_tensor *blk_prenorm_layer(model_build *b, int il, graph_tensor *x, blk_ffn
     graph *g = b->g;
     const model_hparams *hp = b->hp;
     const model_layer *L = &b->m->layers[il];
-    const float kq_scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
 
     graph_tensor *h = blk_rms_norm(b, x, L->attn_norm, "attn_norm", il);
-    graph_tensor *q, *k, *v;
-    blk_qkv(b, il, h, &q, &k, &v);
-    graph_tensor *att = blk_attention(b, il, blk_rope(b, q, il), blk_rope(b, k, il), v, kq_scale);
-    graph_tensor *o = blk_linear(b, L->wo, NULL, att);
+    graph_tensor *o = blk_self_attention(b, il, h);
     if (hp->residual_scale != 1.0f) o = graph_scale(g, o, hp->residual_scale, 0.0f);
     x = graph_add(g, o, x);
 

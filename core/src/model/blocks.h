@@ -56,6 +56,12 @@ graph_tensor *blk_rotate_heads(model_build *b, graph_tensor *x);
 graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                             float kq_scale);
 
+/* Layer il's self-attention on its normed input h, through Wo (and bo):
+ * q, k, v (blk_qkv), rope (blk_rope), blk_attention scaled by
+ * hp->attn_scale (0: 1/sqrt(D)), on q before the product when
+ * hp->attn_scale_q. [E, T]. */
+graph_tensor *blk_self_attention(model_build *b, int il, graph_tensor *h);
+
 typedef enum blk_ffn_act { BLK_FFN_SILU, BLK_FFN_GELU } blk_ffn_act;
 
 /* down(act(gate x) * up x) of layer il; gate and up fused in ffn_up
@@ -68,7 +74,8 @@ graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
 graph_tensor *blk_logits(model_build *b, graph_tensor *x);
 
 /* The usual pre-norm block: x + attn(norm(x)), then + ffn(norm(.)). The
- * llama, qwen2, qwen3, phi3 and smollm3 graphs are this block in a loop. */
+ * llama, qwen2, qwen3, phi3, smollm3, granite and mistral3 graphs are this
+ * block in a loop (arch_llama_build). */
 graph_tensor *blk_prenorm_layer(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
 
 #endif

@@ -210,7 +210,8 @@ model *model_load(gguf_file *f, const model_load_params *p) {
                                   hp->n_embd, 1, "output_norm.weight");
     m->output = model_tensor(&ld, -1, MODEL_TENSOR_OPTIONAL, 2, hp->n_embd, hp->n_vocab, "output.weight");
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
-    hp->arch->tensors(&ld, m);
+    if (hp->arch->tensors) hp->arch->tensors(&ld, m); /* first: its refusals (mistral3's scales) name the cause */
+    arch_tensor_sets(&ld, m, hp->arch->tensor_sets);
     if (!m->cls_out) arch_cls_head_tensors(&ld, m); /* rerankers of any architecture */
     if (ld.failed) goto fail;
 

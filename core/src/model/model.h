@@ -66,7 +66,9 @@ typedef struct model_hparams {
     int32_t swa_pattern;      /* > 0: the last layer of every swa_pattern sees the whole context, the others
                                * the window (model_layer_is_swa); 0: every layer uses the window */
     float rope_freq_base_swa; /* rope base of SWA layers */
-    float attn_scale;         /* scale of q before q.k (0: 1/sqrt(head_dim) in the softmax) */
+    float attn_scale;         /* scale of q.k (0: 1/sqrt(head_dim)) */
+    bool attn_scale_q;        /* apply attn_scale to q before q.k (gemma3, phi3, as llama.cpp does), not
+                               * in the softmax */
     float embd_scale;         /* token embeddings times this (1: none) */
     float residual_scale;     /* granite: branch outputs times this before the residual add */
     float logit_scale;        /* logits times this (granite divides: 1/logit_scale) */
@@ -138,7 +140,7 @@ typedef struct model_layer {
     const model_weight *attn_out_norm, *attn_out_norm_b;   /* after the attention's residual add */
     const model_weight *layer_out_norm, *layer_out_norm_b; /* after the FFN's residual add */
     bool swa;     /* attends through the sliding-window mask */
-    bool no_rope; /* positions are not rotated in this layer (smollm3) */
+    bool no_rope; /* positions are not rotated in this layer (smollm3; bert's learned positions) */
 } model_layer;
 
 struct model {
@@ -218,12 +220,25 @@ typedef struct model_build {
     graph_tensor *kv_rot; /* the cache's rotation H, made on first use (blk_rotate_heads) */
 } model_build;
 
+/* The tensor sets most architectures share, or-ed in a descriptor's
+ * tensor_sets; arch.c declares them (every layer's in this order) after the
+ * descriptor's own tensors. */
+enum {
+    MODEL_SET_ROPE_FREQS = 1 << 0, /* Llama 3's rope_freqs.weight, when the file has it */
+    MODEL_SET_ATTN = 1 << 1,       /* attn_norm, attn_q/k/v/output with the shapes of hp */
+    MODEL_SET_QKV_BIAS = 1 << 2,   /* attn_q/k/v.bias */
+    MODEL_SET_QK_NORM = 1 << 3,    /* attn_q_norm, attn_k_norm: per-head RMS norm weights [head_dim] */
+    MODEL_SET_FFN = 1 << 4,        /* ffn_norm, ffn_gate, ffn_up, ffn_down */
+};
+
 struct model_arch_desc {
     const char *name;  /* general.architecture */
     int32_t rope_mode; /* TSR_ROPE_NORMAL or TSR_ROPE_NEOX */
     /* Keys beyond the common ones (may be NULL). */
     int (*hparams)(model_hparams *hp, const model_hp_reader *r);
-    /* Declare the tensors (model_tensor) and set per-layer flags. */
+    unsigned tensor_sets; /* MODEL_SET_* */
+    /* Declare the tensors beyond the sets (model_tensor) and set per-layer
+     * flags (may be NULL). */
     void (*tensors)(model_loader *ld, model *m);
     /* The forward graph: returns the logits [n_vocab, n_out] (NULL on error). */
     graph_tensor *(*build)(model_build *b);

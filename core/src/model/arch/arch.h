@@ -1,7 +1,7 @@
 /*
  * arch — one descriptor per architecture (arch/<name>.c), listed in arch.c.
- * The helpers below declare the tensors most architectures share, so a
- * descriptor spells out only what is its own.
+ * The tensors most architectures share are named by the descriptor's
+ * tensor_sets (model.h), so a descriptor spells out only what is its own.
  */
 #ifndef TESSERA_MODEL_ARCH_H
 #define TESSERA_MODEL_ARCH_H
@@ -24,23 +24,20 @@ extern const model_arch_desc arch_nomic_bert;
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */
 graph_tensor *arch_llama_build(model_build *b);
 
-/* The post-norm encoders (arch/bert.c): their tensors (learned positions:
- * position_embd, bert; gated FFN: ffn_gate, nomic-bert), and their graph
- * (rope: rotary positions, nomic-bert). */
+/* The post-norm encoders (arch/bert.c): their keys (never causal), their
+ * tensors (learned positions: position_embd and no rope, bert; otherwise
+ * rotary positions, nomic-bert; gated FFN: ffn_gate, nomic-bert), and their
+ * graph. */
+int arch_encoder_hparams(model_hparams *hp, const model_hp_reader *r);
 void arch_encoder_tensors(model_loader *ld, model *m, bool learned_positions, bool gated_ffn);
-graph_tensor *arch_encoder_build(model_build *b, bool rope);
+graph_tensor *arch_encoder_build(model_build *b);
 /* A reranker's classification head when the file has one: cls (optional,
  * then tanh) and cls.output with their biases. model.c declares it for
  * every architecture (decoder rerankers score their last token with it). */
 void arch_cls_head_tensors(model_loader *ld, model *m);
 
-/* attn_norm, and attn_q/k/v/output with the shapes of hp. */
-void arch_attn_tensors(model_loader *ld, model *m, int32_t il);
-/* ffn_norm, ffn_gate, ffn_up, ffn_down. */
-void arch_ffn_tensors(model_loader *ld, model *m, int32_t il);
-/* attn_q_norm and attn_k_norm: per-head RMS norm weights [head_dim]. */
-void arch_qk_norm_tensors(model_loader *ld, model *m, int32_t il);
-/* Llama 3's rope_freqs.weight, when the file has it. */
-void arch_rope_freqs_tensor(model_loader *ld, model *m);
+/* The tensors of sets (MODEL_SET_*, model.h), for every layer. QKV_BIAS and
+ * QK_NORM go with ATTN. */
+void arch_tensor_sets(model_loader *ld, model *m, unsigned sets);
 
 #endif

@@ -20,7 +20,7 @@
 #include "model/arch/arch.h"
 #include "util/error.h"
 
-static int bert_hparams(model_hparams *hp, const model_hp_reader *r) {
+int arch_encoder_hparams(model_hparams *hp, const model_hp_reader *r) {
     (void)r;
     hp->causal_attn = false; /* an encoder, whatever attention.causal says */
     return 0;
@@ -55,6 +55,7 @@ void arch_encoder_tensors(model_loader *ld, model *m, bool learned_positions, bo
     m->tok_norm_b = model_tensor(ld, -1, opt, 1, E, 1, "token_embd_norm.bias");
     for (int32_t il = 0; il < hp->n_layer; il++) {
         model_layer *L = &m->layers[il];
+        L->no_rope = learned_positions;
         char name[64];
         snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", il);
         if (find_quiet(m, name)) {
@@ -94,7 +95,7 @@ void arch_cls_head_tensors(model_loader *ld, model *m) {
     }
 }
 
-graph_tensor *arch_encoder_build(model_build *b, bool rope) {
+graph_tensor *arch_encoder_build(model_build *b) {
     graph *g = b->g;
     const model *m = b->m;
     const model_hparams *hp = b->hp;
@@ -103,16 +104,9 @@ graph_tensor *arch_encoder_build(model_build *b, bool rope) {
         x = graph_add(g, x, graph_view_1d(g, model_weight_leaf(g, m->type_embd), hp->n_embd, 0));
     if (m->pos_embd) x = graph_add(g, x, graph_get_rows(g, model_weight_leaf(g, m->pos_embd), b->io->pos));
     x = blk_layer_norm(b, x, m->tok_norm, m->tok_norm_b, "inp_norm", 0);
-    const float kq_scale = 1.0f / sqrtf((float)hp->head_dim);
     for (int il = 0; il < hp->n_layer; il++) {
         const model_layer *L = &m->layers[il];
-        graph_tensor *q, *k, *v;
-        blk_qkv(b, il, x, &q, &k, &v);
-        if (rope) {
-            q = blk_rope(b, q, il);
-            k = blk_rope(b, k, il);
-        }
-        graph_tensor *a = blk_linear(b, L->wo, L->bo, blk_attention(b, il, q, k, v, kq_scale));
+        graph_tensor *a = blk_self_attention(b, il, x);
         x = blk_layer_norm(b, graph_add(g, a, x), L->attn_out_norm, L->attn_out_norm_b, "attn_out_norm", il);
         graph_tensor *f;
         if (L->ffn_gate) {
@@ -128,12 +122,10 @@ graph_tensor *arch_encoder_build(model_build *b, bool rope) {
 
 static void bert_tensors(model_loader *ld, model *m) { arch_encoder_tensors(ld, m, true, false); }
 
-static graph_tensor *bert_build(model_build *b) { return arch_encoder_build(b, false); }
-
 const model_arch_desc arch_bert = {
     .name = "bert",
     .rope_mode = TSR_ROPE_NORMAL,
-    .hparams = bert_hparams,
+    .hparams = arch_encoder_hparams,
     .tensors = bert_tensors,
-    .build = bert_build,
+    .build = arch_encoder_build,
 };

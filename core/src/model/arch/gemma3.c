@@ -33,6 +33,7 @@ static int gemma3_hparams(model_hparams *hp, const model_hp_reader *r) {
     int32_t pre_attn = hp->head_dim;
     if (model_hp_int_opt(r, "attention.query_pre_attn_scalar", &pre_attn)) return -1;
     hp->attn_scale = 1.0f / sqrtf((float)pre_attn);
+    hp->attn_scale_q = true;
     hp->embd_scale = sqrtf((float)hp->n_embd);
     float softcap = 0.0f;
     if (model_hp_f32_opt(r, "final_logit_softcapping", &softcap)) return -1;
@@ -45,10 +46,7 @@ static void gemma3_tensors(model_loader *ld, model *m) {
     const model_hparams *hp = &m->hp;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         model_layer *L = &m->layers[il];
-        arch_attn_tensors(ld, m, il);
-        arch_qk_norm_tensors(ld, m, il);
         L->post_attn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.post_attention_norm.weight");
-        arch_ffn_tensors(ld, m, il);
         L->post_ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.post_ffw_norm.weight");
         L->swa = model_layer_is_swa(hp, il);
     }
@@ -61,10 +59,7 @@ static graph_tensor *gemma3_build(model_build *b) {
     for (int il = 0; il < hp->n_layer; il++) {
         const model_layer *L = &b->m->layers[il];
         graph_tensor *h = blk_rms_norm(b, x, L->attn_norm, "attn_norm", il);
-        graph_tensor *q, *k, *v;
-        blk_qkv(b, il, h, &q, &k, &v);
-        q = graph_scale(g, blk_rope(b, q, il), hp->attn_scale, 0.0f);
-        graph_tensor *a = blk_linear(b, L->wo, NULL, blk_attention(b, il, q, blk_rope(b, k, il), v, 1.0f));
+        graph_tensor *a = blk_self_attention(b, il, h);
         x = graph_add(g, blk_rms_norm(b, a, L->post_attn_norm, "attn_post_norm", il), x);
 
         h = blk_rms_norm(b, x, L->ffn_norm, "ffn_norm", il);
@@ -78,6 +73,7 @@ const model_arch_desc arch_gemma3 = {
     .name = "gemma3",
     .rope_mode = TSR_ROPE_NEOX,
     .hparams = gemma3_hparams,
+    .tensor_sets = MODEL_SET_ATTN | MODEL_SET_QK_NORM | MODEL_SET_FFN,
     .tensors = gemma3_tensors,
     .build = gemma3_build,
 };

@@ -44,17 +44,14 @@ static void granite_tensors(model_loader *ld, model *m) {
     model_hp_reader r = {.f = m->file, .arch = "granite"};
     bool use_rope = true;
     if (!ld->failed && model_hp_bool_opt(&r, "rope.scaling.finetuned", &use_rope) != 0) ld->failed = 1;
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        arch_attn_tensors(ld, m, il);
-        arch_ffn_tensors(ld, m, il);
-        m->layers[il].no_rope = !use_rope;
-    }
+    for (int32_t il = 0; il < m->hp.n_layer; il++) m->layers[il].no_rope = !use_rope;
 }
 
 const model_arch_desc arch_granite = {
     .name = "granite",
     .rope_mode = TSR_ROPE_NORMAL,
     .hparams = granite_hparams,
+    .tensor_sets = MODEL_SET_ATTN | MODEL_SET_FFN,
     .tensors = granite_tensors,
     .build = arch_llama_build, /* blk_prenorm_layer applies the multipliers */
 };

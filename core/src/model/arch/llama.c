@@ -12,14 +12,6 @@
  */
 #include "model/arch/arch.h"
 
-static void llama_tensors(model_loader *ld, model *m) {
-    arch_rope_freqs_tensor(ld, m);
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        arch_attn_tensors(ld, m, il);
-        arch_ffn_tensors(ld, m, il);
-    }
-}
-
 graph_tensor *arch_llama_build(model_build *b) {
     graph_tensor *x = blk_embed(b);
     for (int il = 0; il < b->hp->n_layer; il++) x = blk_prenorm_layer(b, il, x, BLK_FFN_SILU);
@@ -29,6 +21,6 @@ graph_tensor *arch_llama_build(model_build *b) {
 const model_arch_desc arch_llama = {
     .name = "llama",
     .rope_mode = TSR_ROPE_NORMAL,
-    .tensors = llama_tensors,
+    .tensor_sets = MODEL_SET_ROPE_FREQS | MODEL_SET_ATTN | MODEL_SET_FFN,
     .build = arch_llama_build,
 };

@@ -58,17 +58,13 @@ static int mistral3_no_scales(const model *m) {
 
 static void mistral3_tensors(model_loader *ld, model *m) {
     if (!ld->failed && mistral3_no_scales(m) != 0) ld->failed = 1;
-    arch_rope_freqs_tensor(ld, m);
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        arch_attn_tensors(ld, m, il);
-        arch_ffn_tensors(ld, m, il);
-    }
 }
 
 const model_arch_desc arch_mistral3 = {
     .name = "mistral3",
     .rope_mode = TSR_ROPE_NORMAL,
     .hparams = mistral3_hparams,
+    .tensor_sets = MODEL_SET_ROPE_FREQS | MODEL_SET_ATTN | MODEL_SET_FFN,
     .tensors = mistral3_tensors,
     .build = arch_llama_build, /* blk_attention applies io->attn_temp */
 };

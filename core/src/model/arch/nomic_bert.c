@@ -7,20 +7,12 @@
  */
 #include "model/arch/arch.h"
 
-static int nomic_bert_hparams(model_hparams *hp, const model_hp_reader *r) {
-    (void)r;
-    hp->causal_attn = false; /* an encoder, whatever attention.causal says */
-    return 0;
-}
-
 static void nomic_bert_tensors(model_loader *ld, model *m) { arch_encoder_tensors(ld, m, false, true); }
-
-static graph_tensor *nomic_bert_build(model_build *b) { return arch_encoder_build(b, true); }
 
 const model_arch_desc arch_nomic_bert = {
     .name = "nomic-bert",
     .rope_mode = TSR_ROPE_NEOX,
-    .hparams = nomic_bert_hparams,
+    .hparams = arch_encoder_hparams,
     .tensors = nomic_bert_tensors,
-    .build = nomic_bert_build,
+    .build = arch_encoder_build,
 };

@@ -9,9 +9,13 @@
  *   the original context and long ones beyond it.
  *   q is scaled by 1/sqrt(D) before the product, as llama.cpp does.
  */
-#include <math.h>
-
 #include "model/arch/arch.h"
+
+static int phi3_hparams(model_hparams *hp, const model_hp_reader *r) {
+    (void)r;
+    hp->attn_scale_q = true;
+    return 0;
+}
 
 static void phi3_tensors(model_loader *ld, model *m) {
     const model_hparams *hp = &m->hp;
@@ -30,28 +34,10 @@ static void phi3_tensors(model_loader *ld, model *m) {
     }
 }
 
-static graph_tensor *phi3_build(model_build *b) {
-    graph *g = b->g;
-    const model_hparams *hp = b->hp;
-    const float q_scale = 1.0f / sqrtf((float)hp->head_dim);
-    graph_tensor *x = blk_embed(b);
-    for (int il = 0; il < hp->n_layer; il++) {
-        const model_layer *L = &b->m->layers[il];
-        graph_tensor *h = blk_rms_norm(b, x, L->attn_norm, "attn_norm", il);
-        graph_tensor *q, *k, *v;
-        blk_qkv(b, il, h, &q, &k, &v);
-        q = graph_scale(g, blk_rope(b, q, il), q_scale, 0.0f);
-        graph_tensor *a = blk_attention(b, il, q, blk_rope(b, k, il), v, 1.0f);
-        x = graph_add(g, blk_linear(b, L->wo, NULL, a), x);
-        h = blk_rms_norm(b, x, L->ffn_norm, "ffn_norm", il);
-        x = graph_add(g, blk_ffn(b, il, h, BLK_FFN_SILU), x);
-    }
-    return blk_logits(b, x);
-}
-
 const model_arch_desc arch_phi3 = {
     .name = "phi3",
     .rope_mode = TSR_ROPE_NEOX,
+    .hparams = phi3_hparams,
     .tensors = phi3_tensors,
-    .build = phi3_build,
+    .build = arch_llama_build, /* blk_qkv and blk_ffn split the fused weights */
 };

@@ -13,17 +13,14 @@
 enum { SMOLLM3_NO_ROPE_STEP = 4 };
 
 static void smollm3_tensors(model_loader *ld, model *m) {
-    arch_rope_freqs_tensor(ld, m);
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        arch_attn_tensors(ld, m, il);
-        arch_ffn_tensors(ld, m, il);
-        m->layers[il].no_rope = (il + 1) % SMOLLM3_NO_ROPE_STEP == 0;
-    }
+    (void)ld; /* the layers' tensors are the sets of the descriptor */
+    for (int32_t il = 0; il < m->hp.n_layer; il++) m->layers[il].no_rope = (il + 1) % SMOLLM3_NO_ROPE_STEP == 0;
 }
 
 const model_arch_desc arch_smollm3 = {
     .name = "smollm3",
     .rope_mode = TSR_ROPE_NORMAL,
+    .tensor_sets = MODEL_SET_ROPE_FREQS | MODEL_SET_ATTN | MODEL_SET_FFN,
     .tensors = smollm3_tensors,
     .build = arch_llama_build, /* blk_rope leaves the no_rope layers alone */
 };

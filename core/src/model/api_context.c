@@ -134,84 +134,62 @@ int32_t context_swa_cells(int32_t n_swa, uint32_t n_seq, uint32_t n_batch) {
     return n > INT32_MAX ? INT32_MAX : (int32_t)n;
 }
 
-tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_params *params) {
-    if (!tm) {
-        error_set("context: no model");
-        return NULL;
-    }
-    tessera_context_params p = params ? *params : tessera_context_default_params();
-    const model *m = tm->m;
-    if (p.n_ctx == 0) p.n_ctx = (uint32_t)m->hp.n_ctx_train;
-    if (p.n_ctx > (1u << 24)) {
-        error_set("context: n_ctx %u is too large", p.n_ctx);
-        return NULL;
-    }
-    if (m->pos_embd && p.n_ctx > (uint64_t)m->pos_embd->ne[1]) {
-        error_set("context: n_ctx %u is more than the %lld positions %s learned (-c)", p.n_ctx,
-                  (long long)m->pos_embd->ne[1], m->hp.arch->name);
-        return NULL;
-    }
-    if (p.n_batch == 0) p.n_batch = 512;
-    if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
-    if (p.n_threads < 0) {
-        error_set("context: n_threads %d is negative", p.n_threads);
-        return NULL;
-    }
-    if (p.n_threads == 0) p.n_threads = default_threads();
-    if (p.n_seq_max == 0) p.n_seq_max = 1;
-    if (p.n_seq_max > TESSERA_MAX_SEQ) {
-        error_set("context: n_seq_max %u is more than %d sequences", p.n_seq_max, TESSERA_MAX_SEQ);
-        return NULL;
-    }
-    if (p.type_k == TESSERA_KV_F16) p.type_k = p.kv_type;
-    if (p.type_v == TESSERA_KV_F16) p.type_v = p.kv_type;
+/* p with its zeros replaced by defaults (n_ctx: the training context;
+ * K/V types: kv_type, f32 for encoders), then checked. */
+static int context_params_resolve(const model *m, tessera_context_params *p) {
+    if (p->n_ctx == 0) p->n_ctx = (uint32_t)m->hp.n_ctx_train;
+    if (p->n_ctx > (1u << 24)) return error_set("context: n_ctx %u is too large", p->n_ctx);
+    if (m->pos_embd && p->n_ctx > (uint64_t)m->pos_embd->ne[1])
+        return error_set("context: n_ctx %u is more than the %lld positions %s learned (-c)", p->n_ctx,
+                         (long long)m->pos_embd->ne[1], m->hp.arch->name);
+    if (p->n_batch == 0) p->n_batch = 512;
+    if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    if (p->n_threads < 0) return error_set("context: n_threads %d is negative", p->n_threads);
+    if (p->n_threads == 0) p->n_threads = default_threads();
+    if (p->n_seq_max == 0) p->n_seq_max = 1;
+    if (p->n_seq_max > TESSERA_MAX_SEQ)
+        return error_set("context: n_seq_max %u is more than %d sequences", p->n_seq_max, TESSERA_MAX_SEQ);
+    if (p->type_k == TESSERA_KV_F16) p->type_k = p->kv_type;
+    if (p->type_v == TESSERA_KV_F16) p->type_v = p->kv_type;
     /* An encoder keeps its K and V in f32 unless asked otherwise: llama.cpp
      * computes its attention without a cache, on f32 K and V. */
-    if (!m->hp.causal_attn && p.type_k == TESSERA_KV_F16 && p.type_v == TESSERA_KV_F16)
-        p.type_k = p.type_v = TESSERA_KV_F32;
-    if (!tessera_kv_type_name(p.type_k) || !tessera_kv_type_name(p.type_v)) {
-        error_set("context: unknown KV cache type %d (f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)",
-                  (int)(tessera_kv_type_name(p.type_k) ? p.type_v : p.type_k));
-        return NULL;
-    }
-    if ((unsigned)p.flash_attn > TESSERA_FLASH_ATTN_AUTO) {
-        error_set("context: flash_attn %d is not off (0), on (1) or auto (2)", (int)p.flash_attn);
-        return NULL;
-    }
-    tessera_context *ctx = calloc(1, sizeof *ctx);
-    tsr_device **layer_dev = calloc((size_t)m->hp.n_layer, sizeof *layer_dev);
-    int32_t *layer_home = calloc((size_t)m->hp.n_layer, sizeof *layer_home);
-    bool *layer_swa = calloc((size_t)m->hp.n_layer, sizeof *layer_swa);
-    if (!ctx || !layer_dev || !layer_home || !layer_swa) {
-        error_set("context: out of memory");
-        goto fail;
-    }
-    ctx->model = tm;
-    ctx->params = p;
-    ctx->timings.load_ms = tm->load_ms;
-    /* The KV cache of an offloaded layer lives with its weights when that
-     * device can write it. */
-    const int32_t dtype_k = kv_type_dtype[p.type_k], dtype_v = kv_type_dtype[p.type_v];
+    if (!m->hp.causal_attn && p->type_k == TESSERA_KV_F16 && p->type_v == TESSERA_KV_F16)
+        p->type_k = p->type_v = TESSERA_KV_F32;
+    if (!tessera_kv_type_name(p->type_k) || !tessera_kv_type_name(p->type_v))
+        return error_set("context: unknown KV cache type %d (f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)",
+                         (int)(tessera_kv_type_name(p->type_k) ? p->type_v : p->type_k));
+    if ((unsigned)p->flash_attn > TESSERA_FLASH_ATTN_AUTO)
+        return error_set("context: flash_attn %d is not off (0), on (1) or auto (2)", (int)p->flash_attn);
+    return 0;
+}
+
+/* The KV cache for p: the cache of an offloaded layer lives with its
+ * weights when that device can write it, the others in host memory. */
+static kv_cache *context_kv_new(const model *m, const tessera_context_params *p, bool fa) {
+    const int32_t n_layer = m->hp.n_layer;
+    const int32_t dtype_k = kv_type_dtype[p->type_k], dtype_v = kv_type_dtype[p->type_v];
     const int64_t n_embd_kv = (int64_t)m->hp.head_dim * m->hp.n_head_kv;
-    const bool fa = context_flash_attn(tm, &p, dtype_k, dtype_v);
-    if (!fa && tsr_dtype_block_size(dtype_v) != 1) {
-        error_set("context: a quantized V cache (-ctv %s) needs flash attention (-fa on)",
-                  tessera_kv_type_name(p.type_v));
-        goto fail;
+    tsr_device **layer_dev = calloc((size_t)n_layer, sizeof *layer_dev);
+    int32_t *layer_home = calloc((size_t)n_layer, sizeof *layer_home);
+    bool *layer_swa = calloc((size_t)n_layer, sizeof *layer_swa);
+    kv_cache *kv = NULL;
+    if (!layer_dev || !layer_home || !layer_swa) {
+        error_set("context: out of memory");
+        goto done;
     }
     host_device *gpu = m->gpu && m->gpu_device >= 0 ? host_device_get(m->gpu_device) : NULL;
     bool kv_on_gpu =
         gpu && device_writes_cache(gpu, dtype_k, n_embd_kv) && device_writes_cache(gpu, dtype_v, n_embd_kv);
     if (m->gpu && m->n_gpu_layers > 0 && !kv_on_gpu)
         host_log(TSR_LOG_INFO, "model", "the GPU device cannot write the KV cache: keeping it in host memory");
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+    for (int32_t il = 0; il < n_layer; il++) {
         layer_home[il] = kv_on_gpu ? model_layer_device(m, il) : -1;
         layer_dev[il] = layer_home[il] >= 0 ? m->gpu : NULL;
         layer_swa[il] = m->layers[il].swa;
     }
     kv_cache_params kp = {
-        .n_layer = m->hp.n_layer,
-        .n_ctx = (int32_t)p.n_ctx,
+        .n_layer = n_layer,
+        .n_ctx = (int32_t)p->n_ctx,
         .n_embd_k = m->hp.head_dim * m->hp.n_head_kv,
         .n_embd_v = m->hp.head_dim * m->hp.n_head_kv,
         .head_dim = m->hp.head_dim,
@@ -223,9 +201,55 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
         .layer_home = layer_home,
         .layer_swa = layer_swa,
         .n_swa = m->hp.n_swa,
-        .n_cells_swa = p.swa_full ? 0 : context_swa_cells(m->hp.n_swa, p.n_seq_max, p.n_batch),
+        .n_cells_swa = p->swa_full ? 0 : context_swa_cells(m->hp.n_swa, p->n_seq_max, p->n_batch),
     };
-    ctx->kv = kv_cache_new(&kp);
+    kv = kv_cache_new(&kp);
+done:
+    free(layer_dev);
+    free(layer_home);
+    free(layer_swa);
+    return kv;
+}
+
+/* -v: the context's sizes, cache types and memory. */
+static void context_print_summary(const tessera_context *ctx) {
+    const tessera_context_params *p = &ctx->params;
+    const kv_cache *kv = ctx->kv;
+    char types[32];
+    if (p->type_k == p->type_v) snprintf(types, sizeof types, "%s", tessera_kv_type_name(p->type_k));
+    else snprintf(types, sizeof types, "%s/%s", tessera_kv_type_name(p->type_k), tessera_kv_type_name(p->type_v));
+    fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB%s\n",
+            p->n_ctx, p->n_batch, p->n_threads, kv->flash_attn ? "on" : "off", types,
+            (double)kv_cache_nbytes(kv) / (1024.0 * 1024.0),
+            kv->rot_k && kv->rot_v ? " (K, V Hadamard-rotated)"
+            : kv->rot_k            ? " (K Hadamard-rotated)"
+            : kv->rot_v            ? " (V Hadamard-rotated)"
+                                   : "");
+    context_print_memory(ctx, types);
+}
+
+tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_params *params) {
+    if (!tm) {
+        error_set("context: no model");
+        return NULL;
+    }
+    tessera_context_params p = params ? *params : tessera_context_default_params();
+    if (context_params_resolve(tm->m, &p) != 0) return NULL;
+    tessera_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        error_set("context: out of memory");
+        return NULL;
+    }
+    ctx->model = tm;
+    ctx->params = p;
+    ctx->timings.load_ms = tm->load_ms;
+    const bool fa = context_flash_attn(tm, &p, kv_type_dtype[p.type_k], kv_type_dtype[p.type_v]);
+    if (!fa && tsr_dtype_block_size(kv_type_dtype[p.type_v]) != 1) {
+        error_set("context: a quantized V cache (-ctv %s) needs flash attention (-fa on)",
+                  tessera_kv_type_name(p.type_v));
+        goto fail;
+    }
+    ctx->kv = context_kv_new(tm->m, &p, fa);
     if (!ctx->kv || context_embed_setup(ctx) != 0) goto fail;
     /* the context's thread count goes to its own queues (ABI 1.1
      * set_n_threads), so contexts with different counts can decode at once */
@@ -234,28 +258,9 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     if (context_reserve(ctx) != 0) goto fail;
     const char *reuse = getenv("TESSERA_GRAPH_REUSE");
     ctx->graph_reuse = !reuse || strcmp(reuse, "0") != 0;
-    free(layer_dev);
-    free(layer_home);
-    free(layer_swa);
-    if (p.verbose) {
-        char types[32];
-        if (p.type_k == p.type_v) snprintf(types, sizeof types, "%s", tessera_kv_type_name(p.type_k));
-        else snprintf(types, sizeof types, "%s/%s", tessera_kv_type_name(p.type_k), tessera_kv_type_name(p.type_v));
-        const kv_cache *kv = ctx->kv;
-        fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB%s\n",
-                p.n_ctx, p.n_batch, p.n_threads, fa ? "on" : "off", types,
-                (double)kv_cache_nbytes(kv) / (1024.0 * 1024.0),
-                kv->rot_k && kv->rot_v ? " (K, V Hadamard-rotated)"
-                : kv->rot_k            ? " (K Hadamard-rotated)"
-                : kv->rot_v            ? " (V Hadamard-rotated)"
-                                       : "");
-        context_print_memory(ctx, types);
-    }
+    if (p.verbose) context_print_summary(ctx);
     return ctx;
 fail:
-    free(layer_dev);
-    free(layer_home);
-    free(layer_swa);
     tessera_context_free(ctx);
     return NULL;
 }

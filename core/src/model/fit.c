@@ -124,6 +124,86 @@ static uint64_t host_need(const fit_sizes *s, int32_t n_gpu, uint32_t n_ctx, uin
     return *w + *kv + *c;
 }
 
+/* What the fit decides as it goes: the context, the layers on the GPU, and
+ * the report of both. */
+typedef struct fit_plan {
+    const fit_sizes *s;
+    bool ctx_auto;    /* the context is ours to choose (-c 0) */
+    uint32_t n_ctx, n_batch;
+    int32_t ngl;      /* layers on the GPU, the output layer counting as one more */
+    char *report;
+    size_t report_size, used;
+} fit_plan;
+
+/* The GPU: an automatic context gives way first, down to FIT_GPU_MIN_CTX;
+ * then the most layers that fit (-ngl auto) or the asked count, checked. */
+static int fit_gpu(fit_plan *p, host_device *gpu, int32_t asked_ngl) {
+    const fit_sizes *s = p->s;
+    const uint64_t budget = device_budget(gpu);
+    uint64_t w, kv, c;
+    while (p->ctx_auto && budget && p->n_ctx > FIT_GPU_MIN_CTX &&
+           gpu_need(s, p->ngl, p->n_ctx, p->n_batch, &w, &kv, &c) > budget)
+        p->n_ctx = p->n_ctx / 2 > FIT_GPU_MIN_CTX ? p->n_ctx / 2 : FIT_GPU_MIN_CTX;
+    int32_t fit = s->n_layer + 1;
+    while (fit > 0 && budget && gpu_need(s, fit, p->n_ctx, p->n_batch, &w, &kv, &c) > budget) fit--;
+    if (asked_ngl == TESSERA_NGL_AUTO) {
+        p->ngl = fit;
+    } else if (p->ngl > fit) {
+        uint64_t need = gpu_need(s, p->ngl, p->n_ctx, p->n_batch, &w, &kv, &c);
+        return error_set("device %s: -ngl %d (%d layers) with -c %u needs %.1f MiB (weights %.1f, KV %.1f, "
+                         "compute %.1f), %.1f MiB available; %d layers fit (-ngl auto)",
+                         gpu->name, asked_ngl, gpu_blocks(s, p->ngl), p->n_ctx, mib(need), mib(w), mib(kv),
+                         mib(c), mib(budget), fit);
+    }
+    uint64_t need = gpu_need(s, p->ngl, p->n_ctx, p->n_batch, &w, &kv, &c);
+    if (p->report && p->report_size)
+        p->used += (size_t)snprintf(p->report + p->used, p->report_size - p->used,
+                                    "fit: %s: %d of %d layers, %.1f MiB (weights %.1f, KV %.1f, compute %.1f) of "
+                                    "%.1f MiB available%s",
+                                    gpu->name, gpu_blocks(s, p->ngl), s->n_layer, mib(need), mib(w), mib(kv),
+                                    mib(c), mib(budget), p->ngl > s->n_layer ? " (and the output layer)" : "");
+    return 0;
+}
+
+/* The host: the context that fits (halved down to FIT_MIN_CTX when
+ * automatic) or the asked one, checked. */
+static int fit_host(fit_plan *p, host_device *cpu) {
+    const fit_sizes *s = p->s;
+    const uint64_t budget = device_budget(cpu);
+    uint64_t w, kv, c;
+    uint64_t need = host_need(s, p->ngl, p->n_ctx, p->n_batch, &w, &kv, &c);
+    if (budget && need > budget) {
+        if (!p->ctx_auto)
+            return error_set("device %s: -c %u needs %.1f MiB of host memory (weights %.1f, KV %.1f, compute "
+                             "%.1f), %.1f MiB available",
+                             cpu->name, p->n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget));
+        while (p->n_ctx > FIT_MIN_CTX && host_need(s, p->ngl, p->n_ctx, p->n_batch, &w, &kv, &c) > budget)
+            p->n_ctx = p->n_ctx / 2 > FIT_MIN_CTX ? p->n_ctx / 2 : FIT_MIN_CTX;
+        need = host_need(s, p->ngl, p->n_ctx, p->n_batch, &w, &kv, &c);
+        if (need > budget)
+            return error_set("device %s: even -c %u needs %.1f MiB of host memory (weights %.1f, KV %.1f, "
+                             "compute %.1f), %.1f MiB available",
+                             cpu->name, p->n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget));
+    }
+    if (p->report && p->report_size && p->used < p->report_size)
+        snprintf(p->report + p->used, p->report_size - p->used,
+                 "%s%s: -c %u%s, %.1f MiB (weights %.1f, KV %.1f, compute %.1f) of %.1f MiB available",
+                 p->used ? "; " : "fit: ", cpu->name, p->n_ctx, p->ctx_auto ? " (auto)" : "", mib(need), mib(w),
+                 mib(kv), mib(c), mib(budget));
+    return 0;
+}
+
+/* The context to start from: the asked one, or the training context (4096
+ * when unknown, at most n_ctx_default_max) per sequence, so each of
+ * n_seq_max sequences gets as much. */
+static uint32_t fit_start_ctx(const model_hparams *hp, const tessera_context_params *cp, uint32_t n_ctx_default_max) {
+    if (cp->n_ctx) return cp->n_ctx;
+    uint32_t n_ctx = hp->n_ctx_train > 0 ? (uint32_t)hp->n_ctx_train : 4096;
+    if (n_ctx_default_max && n_ctx > n_ctx_default_max) n_ctx = n_ctx_default_max;
+    uint32_t n_seq = cp->n_seq_max > 1 ? cp->n_seq_max : 1;
+    return n_ctx > UINT32_MAX / n_seq ? UINT32_MAX / n_seq * n_seq : n_ctx * n_seq;
+}
+
 int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_context_params *cp,
                        uint32_t n_ctx_default_max, char *report, size_t report_size) {
     if (report && report_size) report[0] = '\0';
@@ -141,83 +221,20 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
     model_hparams hp;
     int rc = sizes_read(f, cp, &s, &hp);
     gguf_close(f);
-    if (rc) {
-        free(s.layer);
-        free(s.swa);
-        return -1;
-    }
-    const bool ctx_auto = cp->n_ctx == 0;
-    uint32_t n_ctx = cp->n_ctx;
-    if (ctx_auto) { /* per sequence, so each of n_seq_max sequences gets as much */
-        n_ctx = hp.n_ctx_train > 0 ? (uint32_t)hp.n_ctx_train : 4096;
-        if (n_ctx_default_max && n_ctx > n_ctx_default_max) n_ctx = n_ctx_default_max;
-        uint32_t n_seq = cp->n_seq_max > 1 ? cp->n_seq_max : 1;
-        n_ctx = n_ctx > UINT32_MAX / n_seq ? UINT32_MAX / n_seq * n_seq : n_ctx * n_seq;
-    }
-    const uint32_t n_batch = cp->n_batch ? cp->n_batch : 512;
-    /* n_layer + 1: the blocks and the output layer (gpu_blocks) */
-    int32_t ngl = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer + 1 : mp->n_gpu_layers;
-    if (ngl > s.n_layer + 1) ngl = s.n_layer + 1;
-    if (!gpu) ngl = 0;
-    uint64_t w, kv, c;
-    size_t used = 0;
-    /* The GPU: the most layers that fit (auto) or the asked count (checked). */
-    if (gpu) {
-        uint64_t budget = device_budget(gpu);
-        const int32_t want = ngl;
-        /* An automatic context gives way first, down to FIT_GPU_MIN_CTX. */
-        while (ctx_auto && budget && n_ctx > FIT_GPU_MIN_CTX && gpu_need(&s, want, n_ctx, n_batch, &w, &kv, &c) > budget)
-            n_ctx = n_ctx / 2 > FIT_GPU_MIN_CTX ? n_ctx / 2 : FIT_GPU_MIN_CTX;
-        int32_t fit = s.n_layer + 1;
-        while (fit > 0 && budget && gpu_need(&s, fit, n_ctx, n_batch, &w, &kv, &c) > budget) fit--;
-        if (mp->n_gpu_layers == TESSERA_NGL_AUTO) {
-            ngl = fit;
-        } else if (ngl > fit) {
-            uint64_t need = gpu_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
-            rc = error_set("device %s: -ngl %d (%d layers) with -c %u needs %.1f MiB (weights %.1f, KV %.1f, "
-                           "compute %.1f), %.1f MiB available; %d layers fit (-ngl auto)",
-                           gpu->name, mp->n_gpu_layers, gpu_blocks(&s, ngl), n_ctx, mib(need), mib(w), mib(kv),
-                           mib(c), mib(budget), fit);
-            goto done;
+    if (rc == 0) {
+        fit_plan plan = {.s = &s, .ctx_auto = cp->n_ctx == 0, .n_ctx = fit_start_ctx(&hp, cp, n_ctx_default_max),
+                         .n_batch = cp->n_batch ? cp->n_batch : 512, .report = report, .report_size = report_size};
+        /* n_layer + 1: the blocks and the output layer (gpu_blocks) */
+        plan.ngl = mp->n_gpu_layers == TESSERA_NGL_AUTO ? s.n_layer + 1 : mp->n_gpu_layers;
+        if (plan.ngl > s.n_layer + 1) plan.ngl = s.n_layer + 1;
+        if (!gpu) plan.ngl = 0;
+        if (gpu) rc = fit_gpu(&plan, gpu, mp->n_gpu_layers);
+        if (rc == 0 && cpu) rc = fit_host(&plan, cpu);
+        if (rc == 0) {
+            if (gpu || mp->n_gpu_layers == TESSERA_NGL_AUTO) mp->n_gpu_layers = plan.ngl; /* else the load warns */
+            cp->n_ctx = plan.n_ctx;
         }
-        uint64_t need = gpu_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
-        if (report && report_size)
-            used += (size_t)snprintf(report + used, report_size - used,
-                                     "fit: %s: %d of %d layers, %.1f MiB (weights %.1f, KV %.1f, compute %.1f) of "
-                                     "%.1f MiB available%s",
-                                     gpu->name, gpu_blocks(&s, ngl), s.n_layer, mib(need), mib(w), mib(kv), mib(c),
-                                     mib(budget), ngl > s.n_layer ? " (and the output layer)" : "");
     }
-    /* The host: the context that fits (auto) or the asked one (checked). */
-    if (cpu) {
-        uint64_t budget = device_budget(cpu);
-        uint64_t need = host_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
-        if (budget && need > budget) {
-            if (!ctx_auto) {
-                rc = error_set("device %s: -c %u needs %.1f MiB of host memory (weights %.1f, KV %.1f, compute "
-                               "%.1f), %.1f MiB available",
-                               cpu->name, n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget));
-                goto done;
-            }
-            while (n_ctx > FIT_MIN_CTX && host_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c) > budget)
-                n_ctx = n_ctx / 2 > FIT_MIN_CTX ? n_ctx / 2 : FIT_MIN_CTX;
-            need = host_need(&s, ngl, n_ctx, n_batch, &w, &kv, &c);
-            if (need > budget) {
-                rc = error_set("device %s: even -c %u needs %.1f MiB of host memory (weights %.1f, KV %.1f, "
-                               "compute %.1f), %.1f MiB available",
-                               cpu->name, n_ctx, mib(need), mib(w), mib(kv), mib(c), mib(budget));
-                goto done;
-            }
-        }
-        if (report && report_size && used < report_size)
-            snprintf(report + used, report_size - used,
-                     "%s%s: -c %u%s, %.1f MiB (weights %.1f, KV %.1f, compute %.1f) of %.1f MiB available",
-                     used ? "; " : "fit: ", cpu->name, n_ctx, ctx_auto ? " (auto)" : "", mib(need), mib(w),
-                     mib(kv), mib(c), mib(budget));
-    }
-    if (gpu || mp->n_gpu_layers == TESSERA_NGL_AUTO) mp->n_gpu_layers = ngl; /* else the load warns */
-    cp->n_ctx = n_ctx;
-done:
     free(s.layer);
     free(s.swa);
     return rc;

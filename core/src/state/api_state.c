@@ -66,6 +66,34 @@ static uint64_t layer_off(const state_header *h, const kv_cache *kv, int32_t il)
     return off;
 }
 
+/* seq's cells (every sequence's for -1) into out: each set's cell records
+ * and dropped positions, then every layer's K and V rows of those cells.
+ * cells and recs: room for each set's cells. */
+static int save_cache(uint8_t *out, const state_header *h, const kv_cache *kv, int32_t seq, int32_t *cells[2],
+                      kv_cell_rec *recs[2]) {
+    for (int32_t s = 0; s < kv->n_sets; s++) {
+        int32_t n = kv_cache_cells_list(kv, s, seq, recs[s]);
+        for (int32_t c = 0; c < n; c++) {
+            uint8_t *p = out + set_cells_off(h, s) + STATE_CELL_BYTES * (size_t)c;
+            cells[s][c] = recs[s][c].cell;
+            state_put(p, (uint32_t)recs[s][c].cell, 4);
+            state_put(p + 4, (uint32_t)recs[s][c].pos, 4);
+            state_put(p + 8, recs[s][c].seq_mask, 8);
+        }
+        for (int32_t q = 0; q < STATE_SEQS; q++)
+            state_put(out + h->off_dropped + 4 * ((uint64_t)s * STATE_SEQS + (uint64_t)q),
+                      (uint32_t)(seq < 0 || q == seq ? kv_cache_dropped(kv, s, q) : -1), 4);
+    }
+    for (int32_t il = 0; il < kv->n_layer; il++) {
+        int32_t s = kv->layers[il].set;
+        uint8_t *k = out + layer_off(h, kv, il);
+        if (kv_cache_cells_get(kv, il, cells[s], (int32_t)set_n_cells(h, s), k,
+                               k + set_n_cells(h, s) * h->k_cell_bytes) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token *tokens, int32_t n_tokens,
                          const tessera_sampler *sampler, size_t *len) {
     if (!ctx || !len || n_tokens < 0 || (n_tokens > 0 && !tokens)) {
@@ -112,27 +140,9 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
         error_wrap("state save");
         goto fail;
     }
-    for (int32_t s = 0; s < kv->n_sets; s++) {
-        int32_t n = kv_cache_cells_list(kv, s, seq, recs[s]);
-        for (int32_t c = 0; c < n; c++) {
-            uint8_t *p = out + set_cells_off(&h, s) + STATE_CELL_BYTES * (size_t)c;
-            cells[s][c] = recs[s][c].cell;
-            state_put(p, (uint32_t)recs[s][c].cell, 4);
-            state_put(p + 4, (uint32_t)recs[s][c].pos, 4);
-            state_put(p + 8, recs[s][c].seq_mask, 8);
-        }
-        for (int32_t q = 0; q < STATE_SEQS; q++)
-            state_put(out + h.off_dropped + 4 * ((uint64_t)s * STATE_SEQS + (uint64_t)q),
-                      (uint32_t)(seq < 0 || q == seq ? kv_cache_dropped(kv, s, q) : -1), 4);
-    }
-    for (int32_t il = 0; il < kv->n_layer; il++) {
-        int32_t s = kv->layers[il].set;
-        uint8_t *k = out + layer_off(&h, kv, il);
-        if (kv_cache_cells_get(kv, il, cells[s], (int32_t)set_n_cells(&h, s), k,
-                               k + set_n_cells(&h, s) * h.k_cell_bytes) != 0) {
-            error_wrap("state save");
-            goto fail;
-        }
+    if (save_cache(out, &h, kv, seq, cells, recs) != 0) {
+        error_wrap("state save");
+        goto fail;
     }
     state_put(out + h.off_checksum, state_checksum(out, (size_t)h.off_checksum), 8);
     *len = (size_t)h.total;
@@ -278,6 +288,43 @@ static void load_dropped(kv_cache *kv, const state_header *h, const uint8_t *d, 
     }
 }
 
+/* Place the saved cells of every set (recs) in the cache (their cells into
+ * dst), set the sampler's state, then write every layer's K and V rows: a
+ * refusal before the writes leaves the cache's bytes as they were. */
+static int load_cache(kv_cache *kv, const state_header *h, const uint8_t *d, kv_cell_rec *recs[2], int32_t *dst[2],
+                      tessera_sampler *sampler, const char *label) {
+    for (int32_t s = 0; s < kv->n_sets; s++)
+        if (kv_cache_cells_place(kv, s, recs[s], (int32_t)set_n_cells(h, s), dst[s]) != 0)
+            return error_wrap("state file %s", label);
+    if (sampler && h->sampler_bytes > 0 && tessera_sampler_state_set(sampler, d + h->off_sampler, h->sampler_bytes) != 0)
+        return error_wrap("state file %s", label);
+    for (int32_t il = 0; il < kv->n_layer; il++) {
+        int32_t s = kv->layers[il].set;
+        const uint8_t *k = d + layer_off(h, kv, il);
+        if (kv_cache_cells_set(kv, il, dst[s], (int32_t)set_n_cells(h, s), k, k + set_n_cells(h, s) * h->k_cell_bytes) !=
+            0)
+            return error_wrap("state load %s", label);
+    }
+    return 0;
+}
+
+/* A whole cache's saved logits become the context's last ones (a
+ * sequence's state carries none). */
+static int load_logits(tessera_context *ctx, const state_header *h, const uint8_t *d, int32_t seq, const char *label) {
+    ctx->n_last = 0;
+    if (seq >= 0 || h->n_logits == 0) return 0;
+    if (ctx->logits_cap < 1) {
+        float *l = realloc(ctx->logits, (size_t)h->n_vocab * sizeof *l);
+        if (!l) return error_set("state load %s: out of memory for the logits", label);
+        ctx->logits = l;
+        ctx->logits_cap = 1;
+    }
+    memcpy(ctx->logits, d + h->off_logits, (size_t)h->n_vocab * 4);
+    ctx->n_last = 1;
+    ctx->last_all = false;
+    return 0;
+}
+
 int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size_t len, const char *label,
                        tessera_token *tokens, int32_t max_tokens, int32_t *n_tokens, tessera_sampler *sampler) {
     if (!label) label = "(memory)";
@@ -316,44 +363,12 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
         goto done;
     }
     kv_cache_seq_clear(kv, seq);
-    for (int32_t s = 0; s < n_sets; s++)
-        if (kv_cache_cells_place(kv, s, recs[s], (int32_t)set_n_cells(&h, s), dst[s]) != 0) {
-            error_wrap("state file %s", label);
-            goto restore;
-        }
-    if (sampler && h.sampler_bytes > 0 &&
-        tessera_sampler_state_set(sampler, d + h.off_sampler, h.sampler_bytes) != 0) {
-        error_wrap("state file %s", label);
-        goto restore;
-    }
-    for (int32_t il = 0; il < kv->n_layer; il++) {
-        int32_t s = kv->layers[il].set;
-        const uint8_t *k = d + layer_off(&h, kv, il);
-        if (kv_cache_cells_set(kv, il, dst[s], (int32_t)set_n_cells(&h, s), k, k + set_n_cells(&h, s) * h.k_cell_bytes) !=
-            0) {
-            error_wrap("state load %s", label);
-            goto restore;
-        }
-    }
+    if (load_cache(kv, &h, d, recs, dst, sampler, label) != 0) goto restore;
     for (int32_t s = 0; s < n_sets; s++) {
         kv_cache_cells_fill(kv, s, recs[s], dst[s], (int32_t)set_n_cells(&h, s));
         load_dropped(kv, &h, d, s, seq);
     }
-    ctx->n_last = 0;
-    if (seq < 0 && h.n_logits > 0) {
-        if (ctx->logits_cap < 1) {
-            float *l = realloc(ctx->logits, (size_t)h.n_vocab * sizeof *l);
-            if (!l) {
-                error_set("state load %s: out of memory for the logits", label);
-                goto done;
-            }
-            ctx->logits = l;
-            ctx->logits_cap = 1;
-        }
-        memcpy(ctx->logits, d + h.off_logits, (size_t)h.n_vocab * 4);
-        ctx->n_last = 1;
-        ctx->last_all = false;
-    }
+    if (load_logits(ctx, &h, d, seq, label) != 0) goto done;
     for (uint32_t i = 0; i < h.n_tokens; i++)
         tokens[i] = (tessera_token)(uint32_t)state_get(d + h.off_tokens + 4 * (uint64_t)i, 4);
     if (n_tokens) *n_tokens = (int32_t)h.n_tokens;

@@ -644,12 +644,10 @@ static int run_fallback(conf_runner *r, conf_case *c, const conf_node *list, int
     return 0;
 }
 
-/* Upload, validate and ask supports_op for every node, compute them (the
- * declined ones of a GRAPH case on ref), read back into dev_out. */
-static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list, int32_t n_nodes,
-                             char *detail, size_t detail_size) {
-    const tsr_device_api *api = r->dev->api;
-    const tsr_queue_api *q = r->queue->api;
+/* Every storage of the case in a device buffer holding its initial bytes
+ * (or, for host-memory storage, the host copy dev_out alone). */
+static dev_result upload_storage(conf_runner *r, conf_case *c, const conf_node *list, int32_t n_nodes, char *detail,
+                                 size_t detail_size) {
     for (int32_t s = 0; s < c->n_storage; s++) {
         conf_storage *st = &c->storage[s];
         st->dev_out = malloc(st->size ? st->size : 1);
@@ -659,22 +657,26 @@ static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list
         }
         memcpy(st->dev_out, st->init, st->size);
         if (storage_in_host_memory(r, list, n_nodes, s)) continue; /* like an mmap'd weight */
-        tsr_status rc = api->buffer_alloc(r->dev, st->size ? st->size : 1, &st->buf);
+        tsr_status rc = r->dev->api->buffer_alloc(r->dev, st->size ? st->size : 1, &st->buf);
         if (rc != TSR_OK || !st->buf) {
             st->buf = NULL;
             snprintf(detail, detail_size, "buffer_alloc(%llu) failed with status %d",
                      (unsigned long long)st->size, (int)rc);
             return DEV_ERROR;
         }
-        rc = q->write(r->queue, st->buf, 0, st->init, st->size);
+        rc = r->queue->api->write(r->queue, st->buf, 0, st->init, st->size);
         if (rc != TSR_OK) {
             snprintf(detail, detail_size, "queue write of %llu bytes failed with status %d",
                      (unsigned long long)st->size, (int)rc);
             return DEV_ERROR;
         }
     }
-    node_tensors nt[CONF_MAX_NODES];
-    tsr_node nodes[CONF_MAX_NODES];
+    return DEV_DONE;
+}
+
+/* The case's nodes over the device's buffers (tensors in nt). */
+static void device_nodes(conf_runner *r, conf_case *c, const conf_node *list, int32_t n_nodes, node_tensors *nt,
+                         tsr_node *nodes) {
     for (int32_t k = 0; k < n_nodes; k++) {
         const conf_node *cn = &list[k];
         nodes[k] = cn->node;
@@ -688,10 +690,14 @@ static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list
         device_tensor(r, c, &cn->dst, &nt[k].dst);
         nodes[k].dst = &nt[k].dst;
     }
-    /* As the host does: validate, then ask. A GRAPH case whose device
-     * declines some nodes runs those on ref, as the scheduler would. */
-    bool on_device[CONF_MAX_NODES];
-    int32_t n_on = 0;
+}
+
+/* As the host does: validate, then ask supports_op (into on_device). A
+ * single node or a malformed one declined is DEV_DECLINED; a GRAPH case
+ * whose device declines some nodes goes on (they run on ref). */
+static dev_result ask_device(conf_runner *r, conf_case *c, const tsr_node *nodes, int32_t n_nodes, bool *on_device,
+                             int32_t *n_on, char *detail, size_t detail_size) {
+    *n_on = 0;
     for (int32_t k = 0; k < n_nodes; k++) {
         char why[256];
         if (!c->expect_decline && tsr_node_check(&nodes[k], why, sizeof why)) {
@@ -700,23 +706,28 @@ static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list
         }
         r->declined[0] = '\0';
         conf_backend_asking(r->declined, sizeof r->declined, &nodes[k]);
-        on_device[k] = api->supports_op(r->dev, &nodes[k]) != 0;
+        on_device[k] = r->dev->api->supports_op(r->dev, &nodes[k]) != 0;
         conf_backend_asking(NULL, 0, NULL);
-        n_on += on_device[k];
+        *n_on += on_device[k];
         if (!on_device[k] && (n_nodes == 1 || c->expect_decline)) return DEV_DECLINED;
     }
-    if (n_on == 0) return DEV_DECLINED;
+    if (*n_on == 0) return DEV_DECLINED;
     if (c->expect_decline) {
         snprintf(detail, detail_size, "supports_op accepted a malformed node");
         return DEV_ERROR;
     }
+    return DEV_DONE;
+}
+
+/* Each run of consecutive nodes on the device or on ref, in order. */
+static dev_result compute_runs(conf_runner *r, conf_case *c, const conf_node *list, tsr_node *nodes, int32_t n_nodes,
+                               const bool *on_device, char *detail, size_t detail_size) {
     for (int32_t k0 = 0; k0 < n_nodes;) {
         int32_t k1 = k0;
         while (k1 < n_nodes && on_device[k1] == on_device[k0]) k1++;
-        tsr_status rc = TSR_OK;
         if (on_device[k0]) {
-            rc = q->compute(r->queue, nodes + k0, k1 - k0);
-            if (rc == TSR_OK) rc = q->synchronize(r->queue);
+            tsr_status rc = r->queue->api->compute(r->queue, nodes + k0, k1 - k0);
+            if (rc == TSR_OK) rc = r->queue->api->synchronize(r->queue);
             if (rc != TSR_OK) {
                 snprintf(detail, detail_size, "supports_op said yes but compute failed with status %d", (int)rc);
                 return DEV_ERROR;
@@ -726,14 +737,16 @@ static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list
         }
         k0 = k1;
     }
-    if (n_on < n_nodes)
-        snprintf(detail, detail_size, "%d of %d nodes fell back to ref", (int)(n_nodes - n_on), (int)n_nodes);
-    tsr_status rc;
+    return DEV_DONE;
+}
+
+/* Every device buffer read back into its storage's dev_out. */
+static dev_result read_back(conf_runner *r, conf_case *c, char *detail, size_t detail_size) {
     for (int32_t s = 0; s < c->n_storage; s++) {
         conf_storage *st = &c->storage[s];
         if (!st->buf) continue;
-        rc = q->read(r->queue, st->buf, 0, st->dev_out, st->size);
-        if (rc == TSR_OK) rc = q->synchronize(r->queue);
+        tsr_status rc = r->queue->api->read(r->queue, st->buf, 0, st->dev_out, st->size);
+        if (rc == TSR_OK) rc = r->queue->api->synchronize(r->queue);
         if (rc != TSR_OK) {
             snprintf(detail, detail_size, "queue read of %llu bytes failed with status %d",
                      (unsigned long long)st->size, (int)rc);
@@ -741,6 +754,26 @@ static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list
         }
     }
     return DEV_DONE;
+}
+
+/* Upload, validate and ask supports_op for every node, compute them (the
+ * declined ones of a GRAPH case on ref), read back into dev_out. */
+static dev_result run_device(conf_runner *r, conf_case *c, const conf_node *list, int32_t n_nodes,
+                             char *detail, size_t detail_size) {
+    node_tensors nt[CONF_MAX_NODES];
+    tsr_node nodes[CONF_MAX_NODES];
+    bool on_device[CONF_MAX_NODES];
+    int32_t n_on = 0;
+    dev_result res = upload_storage(r, c, list, n_nodes, detail, detail_size);
+    if (res != DEV_DONE) return res;
+    device_nodes(r, c, list, n_nodes, nt, nodes);
+    res = ask_device(r, c, nodes, n_nodes, on_device, &n_on, detail, detail_size);
+    if (res != DEV_DONE) return res;
+    res = compute_runs(r, c, list, nodes, n_nodes, on_device, detail, detail_size);
+    if (res != DEV_DONE) return res;
+    if (n_on < n_nodes)
+        snprintf(detail, detail_size, "%d of %d nodes fell back to ref", (int)(n_nodes - n_on), (int)n_nodes);
+    return read_back(r, c, detail, detail_size);
 }
 
 /* Run the device part with the hang watchdog armed. */

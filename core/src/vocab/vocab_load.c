@@ -194,6 +194,36 @@ static int load_pre(vocab *v, const gguf_file *f) {
     return 0;
 }
 
+/* Token i's score (float32, or int32 converted) and attributes (from its
+ * GGUF token type) from the per-token arrays; either may be absent. */
+static int token_score_and_attr(const gguf_file *f, uint64_t i, const void *scores, gguf_type score_type,
+                                const void *types, vocab_token_data *t) {
+    t->score = 0.0f;
+    if (scores && score_type == GGUF_TYPE_FLOAT32) {
+        memcpy(&t->score, (const char *)scores + 4 * i, 4);
+        /* SPM merges by score: a NaN would make the order meaningless. */
+        if (!isfinite(t->score))
+            return error_set("%s: key '%s': token %" PRIu64 " has score %g (must be finite)", gguf_path(f),
+                             KEY_SCORES, i, (double)t->score);
+    } else if (scores) {
+        int32_t x;
+        memcpy(&x, (const char *)scores + 4 * i, 4);
+        t->score = (float)x;
+    }
+    t->attr = VOCAB_ATTR_NORMAL;
+    if (types) {
+        int32_t x;
+        memcpy(&x, (const char *)types + 4 * i, 4);
+        if (x < TT_UNDEFINED || x > TT_BYTE)
+            return error_set("%s: key '%s': token %" PRIu64 " has type %" PRId32
+                             " (types are 0..6: undefined, normal, unknown, control, "
+                             "user-defined, unused, byte)",
+                             gguf_path(f), KEY_TYPES, i, x);
+        t->attr = attr_of_type(x);
+    }
+    return 0;
+}
+
 static int load_tokens(vocab *v, const gguf_file *f) {
     uint64_t count;
     int64_t k = find_strings(f, KEY_TOKENS, &count);
@@ -249,29 +279,7 @@ static int load_tokens(vocab *v, const gguf_file *f) {
                              gguf_path(f), KEY_TOKENS, (int)(t->len > 64 ? 64 : t->len), t->text,
                              prev, i);
 
-        t->score = 0.0f;
-        if (scores && score_type == GGUF_TYPE_FLOAT32) {
-            memcpy(&t->score, (const char *)scores + 4 * i, 4);
-            /* SPM merges by score: a NaN would make the order meaningless. */
-            if (!isfinite(t->score))
-                return error_set("%s: key '%s': token %" PRIu64 " has score %g (must be finite)",
-                                 gguf_path(f), KEY_SCORES, i, (double)t->score);
-        } else if (scores) {
-            int32_t x;
-            memcpy(&x, (const char *)scores + 4 * i, 4);
-            t->score = (float)x;
-        }
-        t->attr = VOCAB_ATTR_NORMAL;
-        if (types) {
-            int32_t x;
-            memcpy(&x, (const char *)types + 4 * i, 4);
-            if (x < TT_UNDEFINED || x > TT_BYTE)
-                return error_set("%s: key '%s': token %" PRIu64 " has type %" PRId32
-                                 " (types are 0..6: undefined, normal, unknown, control, "
-                                 "user-defined, unused, byte)",
-                                 gguf_path(f), KEY_TYPES, i, x);
-            t->attr = attr_of_type(x);
-        }
+        if (token_score_and_attr(f, i, scores, score_type, types, t) != 0) return -1;
     }
     return 0;
 }

@@ -384,6 +384,34 @@ static int apply_repeat(parser *p, uint32_t rule, size_t start, bool single, uin
     return 0;
 }
 
+/* The repetition operator at p->pos (*, +, ?, {m}, {m,}, {m,n}) as its
+ * bounds; max REPEAT_UNBOUNDED for none. */
+static int parse_repeat(parser *p, int depth, uint32_t *min_out, uint32_t *max_out) {
+    const size_t at = p->pos;
+    const char c = p->src[p->pos++];
+    uint32_t min = c == '+' ? 1 : 0, max = c == '?' ? 1 : REPEAT_UNBOUNDED;
+    if (c == '{') {
+        skip_space(p, depth > 0);
+        if (parse_count(p, &min) < 0) return -1;
+        skip_space(p, depth > 0);
+        max = min;
+        if (p->pos < p->len && p->src[p->pos] == ',') {
+            p->pos++;
+            skip_space(p, depth > 0);
+            max = REPEAT_UNBOUNDED;
+            if (p->pos < p->len && p->src[p->pos] != '}' && parse_count(p, &max) < 0) return -1;
+            skip_space(p, depth > 0);
+        }
+        if (p->pos >= p->len || p->src[p->pos] != '}')
+            return fail_at(p, at, "unclosed '{': expected '}' before %s", char_desc(p, p->pos, (char[16]){0}));
+        p->pos++;
+        if (max < min) return fail_at(p, at, "repetition {%u,%u} has its maximum below its minimum", min, max);
+    }
+    *min_out = min;
+    *max_out = max;
+    return 0;
+}
+
 /* Elements of one alternative into rule's body. */
 static int parse_sequence(parser *p, uint32_t rule, uint32_t owner, int depth) {
     size_t last = SIZE_MAX; /* start of the last primary */
@@ -441,28 +469,7 @@ static int parse_sequence(parser *p, uint32_t rule, uint32_t owner, int depth) {
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
             if (last == SIZE_MAX) return fail_at(p, at, "'%c' has nothing before it to repeat", c);
             uint32_t min = 0, max = REPEAT_UNBOUNDED;
-            p->pos++;
-            if (c == '+') min = 1;
-            if (c == '?') max = 1;
-            if (c == '{') {
-                skip_space(p, depth > 0);
-                if (parse_count(p, &min) < 0) return -1;
-                skip_space(p, depth > 0);
-                max = min;
-                if (p->pos < p->len && p->src[p->pos] == ',') {
-                    p->pos++;
-                    skip_space(p, depth > 0);
-                    max = REPEAT_UNBOUNDED;
-                    if (p->pos < p->len && p->src[p->pos] != '}' && parse_count(p, &max) < 0) return -1;
-                    skip_space(p, depth > 0);
-                }
-                if (p->pos >= p->len || p->src[p->pos] != '}')
-                    return fail_at(p, at, "unclosed '{': expected '}' before %s",
-                                   char_desc(p, p->pos, (char[16]){0}));
-                p->pos++;
-                if (max < min)
-                    return fail_at(p, at, "repetition {%u,%u} has its maximum below its minimum", min, max);
-            }
+            if (parse_repeat(p, depth, &min, &max) < 0) return -1;
             if (apply_repeat(p, rule, last, last_single, owner, min, max) < 0) return -1;
             last = SIZE_MAX; /* x** is an error, as in llama.cpp */
         } else {

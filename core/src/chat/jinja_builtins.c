@@ -204,62 +204,64 @@ static jv list_from_reversed(jctx *c, jbuf *b) {
     return r;
 }
 
-/* str.split / str.rsplit */
-static jv split(jctx *c, jv s, jv sep, jv maxv, bool from_right) {
-    int64_t max = maxv.kind == JV_INT ? maxv.i : -1;
+/* split(None) / rsplit(None): runs of whitespace separate, none at the
+ * ends; after max splits the rest is one part (its outer space trimmed). */
+static jv split_on_space(jctx *c, jv s, int64_t max, bool from_right) {
     jbuf parts = {0};
     const char *p = s.s->s;
-    size_t len = s.s->len;
-    uint8_t fl = s.flags & JV_SAFE;
-    if (sep.kind == JV_NONE || sep.kind == JV_UNDEF) {
-        cps d = decode(c, s.s);
-        if (!from_right) {
-            size_t i = 0;
-            int64_t done = 0;
-            for (;;) {
-                while (i < d.n && py_isspace(d.cp[i])) i++;
-                if (i >= d.n) break;
-                if (max >= 0 && done >= max) {
-                    size_t e = d.n;
-                    while (e > i && py_isspace(d.cp[e - 1])) e--;
-                    list_push(c, &parts, with_flags(jv_str(c, p + d.off[i], d.off[e] - d.off[i]), fl));
-                    break;
-                }
-                size_t j = i;
-                while (j < d.n && !py_isspace(d.cp[j])) j++;
-                list_push(c, &parts, with_flags(jv_str(c, p + d.off[i], d.off[j] - d.off[i]), fl));
-                done++;
-                i = j;
-            }
-            return list_from(c, &parts);
-        }
-        /* rsplit(None): collect from the right, then reverse */
-        size_t i = d.n;
-        int64_t done = 0;
+    const uint8_t fl = s.flags & JV_SAFE;
+    cps d = decode(c, s.s);
+    int64_t done = 0;
+    if (!from_right) {
+        size_t i = 0;
         for (;;) {
-            while (i > 0 && py_isspace(d.cp[i - 1])) i--;
-            if (i == 0) break;
+            while (i < d.n && py_isspace(d.cp[i])) i++;
+            if (i >= d.n) break;
             if (max >= 0 && done >= max) {
-                size_t a = 0;
-                while (a < i && py_isspace(d.cp[a])) a++;
-                list_push(c, &parts, with_flags(jv_str(c, p + d.off[a], d.off[i] - d.off[a]), fl));
+                size_t e = d.n;
+                while (e > i && py_isspace(d.cp[e - 1])) e--;
+                list_push(c, &parts, with_flags(jv_str(c, p + d.off[i], d.off[e] - d.off[i]), fl));
                 break;
             }
             size_t j = i;
-            while (j > 0 && !py_isspace(d.cp[j - 1])) j--;
-            list_push(c, &parts, with_flags(jv_str(c, p + d.off[j], d.off[i] - d.off[j]), fl));
+            while (j < d.n && !py_isspace(d.cp[j])) j++;
+            list_push(c, &parts, with_flags(jv_str(c, p + d.off[i], d.off[j] - d.off[i]), fl));
             done++;
             i = j;
         }
-        return list_from_reversed(c, &parts);
+        return list_from(c, &parts);
     }
+    /* from the right: collect backwards, then reverse */
+    size_t i = d.n;
+    for (;;) {
+        while (i > 0 && py_isspace(d.cp[i - 1])) i--;
+        if (i == 0) break;
+        if (max >= 0 && done >= max) {
+            size_t a = 0;
+            while (a < i && py_isspace(d.cp[a])) a++;
+            list_push(c, &parts, with_flags(jv_str(c, p + d.off[a], d.off[i] - d.off[a]), fl));
+            break;
+        }
+        size_t j = i;
+        while (j > 0 && !py_isspace(d.cp[j - 1])) j--;
+        list_push(c, &parts, with_flags(jv_str(c, p + d.off[j], d.off[i] - d.off[j]), fl));
+        done++;
+        i = j;
+    }
+    return list_from_reversed(c, &parts);
+}
+
+/* split(sep) / rsplit(sep): at most max splits (-1: all), empty parts kept. */
+static jv split_on_sep(jctx *c, jv s, jv sep, int64_t max, bool from_right) {
     need_str(c, sep, "split");
     if (sep.s->len == 0) jerr(c, "empty separator");
-    const char *sp = sep.s->s;
-    size_t sl = sep.s->len;
+    jbuf parts = {0};
+    const char *p = s.s->s, *sp = sep.s->s;
+    const size_t len = s.s->len, sl = sep.s->len;
+    const uint8_t fl = s.flags & JV_SAFE;
+    int64_t done = 0;
     if (!from_right) {
         size_t pos = 0;
-        int64_t done = 0;
         for (;;) {
             const char *hit = (max < 0 || done < max) ? find_bytes(p, len, sp, sl, pos) : NULL;
             if (!hit) {
@@ -273,7 +275,6 @@ static jv split(jctx *c, jv s, jv sep, jv maxv, bool from_right) {
         return list_from(c, &parts);
     }
     size_t end = len;
-    int64_t done = 0;
     for (;;) {
         const char *hit = (max < 0 || done < max) ? rfind_bytes(p, sp, sl, end) : NULL;
         if (!hit) {
@@ -286,6 +287,13 @@ static jv split(jctx *c, jv s, jv sep, jv maxv, bool from_right) {
         done++;
     }
     return list_from_reversed(c, &parts);
+}
+
+/* str.split / str.rsplit */
+static jv split(jctx *c, jv s, jv sep, jv maxv, bool from_right) {
+    int64_t max = maxv.kind == JV_INT ? maxv.i : -1;
+    if (sep.kind == JV_NONE || sep.kind == JV_UNDEF) return split_on_space(c, s, max, from_right);
+    return split_on_sep(c, s, sep, max, from_right);
 }
 
 static bool is_line_break(int32_t cp) {

@@ -228,6 +228,27 @@ static void context_print_summary(const tessera_context *ctx) {
     context_print_memory(ctx, types);
 }
 
+/* The context's parts for its resolved params: the KV cache (flash
+ * attention decided first: the V layout depends on it), the embedding
+ * outputs, the scheduler and its reservation. */
+static int context_setup(tessera_context *ctx) {
+    const tessera_model *tm = ctx->model;
+    const tessera_context_params *p = &ctx->params;
+    const bool fa = context_flash_attn(tm, p, kv_type_dtype[p->type_k], kv_type_dtype[p->type_v]);
+    if (!fa && tsr_dtype_block_size(kv_type_dtype[p->type_v]) != 1)
+        return error_set("context: a quantized V cache (-ctv %s) needs flash attention (-fa on)",
+                         tessera_kv_type_name(p->type_v));
+    ctx->kv = context_kv_new(tm->m, p, fa);
+    if (!ctx->kv || context_embed_setup(ctx) != 0) return -1;
+    /* the context's thread count goes to its own queues (ABI 1.1
+     * set_n_threads), so contexts with different counts can decode at once */
+    ctx->sched = sched_new(tm->devices, tm->n_devices, &(sched_params){.n_threads = p->n_threads});
+    if (!ctx->sched || context_reserve(ctx) != 0) return -1;
+    const char *reuse = getenv("TESSERA_GRAPH_REUSE");
+    ctx->graph_reuse = !reuse || strcmp(reuse, "0") != 0;
+    return 0;
+}
+
 tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_params *params) {
     if (!tm) {
         error_set("context: no model");
@@ -243,26 +264,12 @@ tessera_context *tessera_context_new(tessera_model *tm, const tessera_context_pa
     ctx->model = tm;
     ctx->params = p;
     ctx->timings.load_ms = tm->load_ms;
-    const bool fa = context_flash_attn(tm, &p, kv_type_dtype[p.type_k], kv_type_dtype[p.type_v]);
-    if (!fa && tsr_dtype_block_size(kv_type_dtype[p.type_v]) != 1) {
-        error_set("context: a quantized V cache (-ctv %s) needs flash attention (-fa on)",
-                  tessera_kv_type_name(p.type_v));
-        goto fail;
+    if (context_setup(ctx) != 0) {
+        tessera_context_free(ctx);
+        return NULL;
     }
-    ctx->kv = context_kv_new(tm->m, &p, fa);
-    if (!ctx->kv || context_embed_setup(ctx) != 0) goto fail;
-    /* the context's thread count goes to its own queues (ABI 1.1
-     * set_n_threads), so contexts with different counts can decode at once */
-    ctx->sched = sched_new(tm->devices, tm->n_devices, &(sched_params){.n_threads = p.n_threads});
-    if (!ctx->sched) goto fail;
-    if (context_reserve(ctx) != 0) goto fail;
-    const char *reuse = getenv("TESSERA_GRAPH_REUSE");
-    ctx->graph_reuse = !reuse || strcmp(reuse, "0") != 0;
     if (p.verbose) context_print_summary(ctx);
     return ctx;
-fail:
-    tessera_context_free(ctx);
-    return NULL;
 }
 
 void tessera_context_free(tessera_context *ctx) {

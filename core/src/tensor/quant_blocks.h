@@ -13,6 +13,7 @@
 #ifndef TESSERA_TENSOR_QUANT_BLOCKS_H
 #define TESSERA_TENSOR_QUANT_BLOCKS_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include <tessera/plugin_util.h>
@@ -54,6 +55,21 @@ static inline int quant_nearest_int(float x) {
     float v = x + 12582912.f;
     union { float f; int32_t i; } u = {v};
     return (u.i & 0x007fffff) - 0x00400000;
+}
+
+/* The element of x[0..n) of largest magnitude with its sign (the first on
+ * ties; 0 when all are 0), and that magnitude in *amax: the quantizers'
+ * starting scale. */
+static inline float quant_signed_absmax(const float *x, int n, float *amax) {
+    float a = 0.0f, max = 0.0f;
+    for (int i = 0; i < n; i++) {
+        if (fabsf(x[i]) > a) {
+            a = fabsf(x[i]);
+            max = x[i];
+        }
+    }
+    *amax = a;
+    return max;
 }
 
 #define QUANT_DECLARE(t)                                                     \

@@ -37,57 +37,56 @@
 /* Below this a group counts as all zero (llama.cpp's GROUP_MAX_EPS). */
 #define GROUP_MAX_EPS 1e-15f
 
-/* Symmetric quants in [-nmax, nmax-1] for x; returns the scale. rmse_type 1
- * weights the least-squares fit by x^2 and tries 18 scales around nmax/max.
- * L receives quants offset by nmax. */
-static float make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    float iscale = -nmax / max;
-    if (rmse_type == 0) {
-        for (int i = 0; i < n; i++) {
-            const int l = quant_nearest_int(iscale * x[i]);
-            L[i] = (int8_t)(nmax + MAX(-nmax, MIN(nmax - 1, l)));
-        }
-        return 1 / iscale;
-    }
+/* ------------------------------------------------ sub-block scale fits */
+
+/* x at inverse scale iscale as levels in [-nmax, nmax-1], and the x^2-
+ * weighted sums of the least-squares scale sumlx / suml2; each level plus
+ * offset into L unless L is NULL. */
+static void fit_symmetric(int n, int nmax, const float *x, float iscale, int offset, int8_t *L, float *sumlx_out,
+                          float *suml2_out) {
     float sumlx = 0.0f, suml2 = 0.0f;
     for (int i = 0; i < n; i++) {
         int l = quant_nearest_int(iscale * x[i]);
         l = MAX(-nmax, MIN(nmax - 1, l));
-        L[i] = (int8_t)(l + nmax);
+        if (L) L[i] = (int8_t)(l + offset);
         const float w = x[i] * x[i];
         sumlx += w * x[i] * (float)l;
         suml2 += w * (float)l * (float)l;
     }
+    *sumlx_out = sumlx;
+    *suml2_out = suml2;
+}
+
+/* The first fit of make_qx_quants and make_q3_quants: at iscale -nmax/max,
+ * max the element of largest magnitude with its sign. False, with L zeroed,
+ * for a group that is all (nearly) zero. */
+static bool fit_start(int n, int nmax, const float *x, int offset, int8_t *L, float *max, float *sumlx,
+                      float *suml2) {
+    float amax;
+    *max = quant_signed_absmax(x, n, &amax);
+    if (amax < GROUP_MAX_EPS) {
+        memset(L, 0, (size_t)n);
+        return false;
+    }
+    fit_symmetric(n, nmax, x, -nmax / *max, offset, L, sumlx, suml2);
+    return true;
+}
+
+/* Symmetric quants in [-nmax, nmax-1] for x (llama.cpp's make_qx_quants,
+ * rmse_type 1): the x^2-weighted least-squares scale, best of 18 starting
+ * scales around nmax/max. L receives quants offset by nmax; returns the
+ * scale. */
+static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
+    float max, sumlx, suml2;
+    if (!fit_start(n, nmax, x, nmax, L, &max, &sumlx, &suml2)) return 0.0f;
     float scale = suml2 ? sumlx / suml2 : 0.0f;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; is++) {
         if (is == 0) continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / max;
-        sumlx = suml2 = 0.0f;
-        for (int i = 0; i < n; i++) {
-            int l = quant_nearest_int(iscale * x[i]);
-            l = MAX(-nmax, MIN(nmax - 1, l));
-            const float w = x[i] * x[i];
-            sumlx += w * x[i] * (float)l;
-            suml2 += w * (float)l * (float)l;
-        }
+        const float iscale = -((float)nmax + 0.1f * (float)is) / max;
+        fit_symmetric(n, nmax, x, iscale, nmax, NULL, &sumlx, &suml2);
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; i++) {
-                const int l = quant_nearest_int(iscale * x[i]);
-                L[i] = (int8_t)(nmax + MAX(-nmax, MIN(nmax - 1, l)));
-            }
+            fit_symmetric(n, nmax, x, iscale, nmax, L, &sumlx, &suml2); /* the same sums, and L */
             scale = sumlx / suml2;
             best = scale * sumlx;
         }
@@ -98,28 +97,8 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse
 /* Symmetric 3-bit-style quants in [-nmax, nmax-1] refined by coordinate
  * descent on the x^2-weighted error (up to 5 sweeps). L offset by nmax. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    const float iscale = -nmax / max;
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; i++) {
-        int l = quant_nearest_int(iscale * x[i]);
-        l = MAX(-nmax, MIN(nmax - 1, l));
-        L[i] = (int8_t)l;
-        const float w = x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
+    float max, sumlx, suml2;
+    if (!fit_start(n, nmax, x, 0, L, &max, &sumlx, &suml2)) return 0.0f;
     for (int itry = 0; itry < 5; itry++) {
         int n_changed = 0;
         for (int i = 0; i < n; i++) {
@@ -249,6 +228,128 @@ static inline int q3k_scale(const uint8_t *s, int j) {
     return (lo | (hi << 4)) - 32;
 }
 
+/* ---------------------------------------------- what the formats share */
+
+/* A sub-block's levels recomputed against its stored (rounded) scale d and
+ * min dm: nearest((x + dm) / d) within [lo, hi], plus offset. */
+static void requantize(const float *x, int n, float d, float dm, int lo, int hi, int offset, uint8_t *L) {
+    for (int i = 0; i < n; i++) {
+        const int l = quant_nearest_int((x[i] + dm) / d);
+        L[i] = (uint8_t)(MAX(lo, MIN(hi, l)) + offset);
+    }
+}
+
+/* 2-bit levels 0..3 of a super-block into qs (Q2_K, and Q3_K's low bits):
+ * element e in bits 2k of qs[32a + l], a = e/128, k = (e%128)/32, l = e%32. */
+static void pack_2bit(const uint8_t *L, uint8_t *qs) {
+    for (int j = 0; j < QK_K; j += 128)
+        for (int l = 0; l < 32; l++)
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+}
+
+static inline int q2k_quant(const uint8_t *qs, int e) {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+
+/* A super-block's dot with a min (Q2_K, Q4_K, Q5_K): with isum the sum of
+ * scale * level * q8 and summs the sum of min * q8 over the sub-blocks,
+ * y_d * (d * isum - dmin * summs). */
+static float dot_with_min(float y_d, float d, float dmin, int isum, int summs) {
+    const float dall = y_d * d, dmins = y_d * dmin;
+    return dall * (float)isum - dmins * (float)summs;
+}
+
+/* Q3_K and Q6_K are one rule, x = d * sc_j * level in sub-block j of 16,
+ * with signed scales and levels; they differ only in how these are packed,
+ * which their unpack function undoes. */
+typedef struct signed16_block {
+    float d;
+    int sc[QK_K / 16];
+    int8_t lv[QK_K];
+} signed16_block;
+typedef void (*signed16_unpack_fn)(const void *block, signed16_block *out);
+
+static void signed16_to_f32(const void *src, size_t block_bytes, signed16_unpack_fn unpack, float *y, int64_t n) {
+    signed16_block b;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
+        unpack((const uint8_t *)src + (size_t)i * block_bytes, &b);
+        for (int e = 0; e < QK_K; e++) y[e] = b.d * (float)b.sc[e / 16] * (float)b.lv[e];
+    }
+}
+
+static void signed16_dot(const void *vx, size_t block_bytes, signed16_unpack_fn unpack, const block_q8_K *y,
+                         int64_t n, float *out) {
+    signed16_block b;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        unpack((const uint8_t *)vx + (size_t)i * block_bytes, &b);
+        int isum = 0;
+        for (int j = 0; j < QK_K / 16; j++) {
+            int sub = 0;
+            for (int l = 0; l < 16; l++) sub += b.lv[16 * j + l] * y[i].qs[16 * j + l];
+            isum += b.sc[j] * sub;
+        }
+        sum += b.d * y[i].d * (float)isum;
+    }
+    *out = sum;
+}
+
+/* Q4_K and Q5_K are one rule, x = d * sc_j * level - dmin * m_j in
+ * sub-block j of 32 (6-bit sc and m, kquant_scale_min); they differ only in
+ * the levels' width, which their unpack function undoes. */
+typedef struct min32_block {
+    float d, dmin;
+    const uint8_t *scales; /* K_SCALE_SIZE packed scales and mins */
+    uint8_t lv[QK_K];
+} min32_block;
+typedef void (*min32_unpack_fn)(const void *block, min32_block *out);
+
+static void min32_to_f32(const void *src, size_t block_bytes, min32_unpack_fn unpack, float *y, int64_t n) {
+    min32_block b;
+    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
+        unpack((const uint8_t *)src + (size_t)i * block_bytes, &b);
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, m;
+            kquant_scale_min(j, b.scales, &sc, &m);
+            const float d1 = b.d * (float)sc, m1 = b.dmin * (float)m;
+            for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)b.lv[32 * j + l] - m1;
+        }
+    }
+}
+
+static void min32_dot(const void *vx, size_t block_bytes, min32_unpack_fn unpack, const block_q8_K *y, int64_t n,
+                      float *out) {
+    min32_block b;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        unpack((const uint8_t *)vx + (size_t)i * block_bytes, &b);
+        int sumi = 0, summs = 0;
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, m;
+            kquant_scale_min(j, b.scales, &sc, &m);
+            int sub = 0;
+            for (int l = 0; l < 32; l++) sub += b.lv[32 * j + l] * y[i].qs[32 * j + l];
+            sumi += sc * sub;
+            summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+        }
+        sum += dot_with_min(y[i].d, b.d, b.dmin, sumi, summs);
+    }
+    *out = sum;
+}
+
+/* Q3_K's and Q6_K's first step: each sub-block of 16 fitted on its own
+ * (fit(16, nmax, ...): its scale, its levels into L), then the super-block
+ * scale is the sub-block scale of largest magnitude, sign kept (its
+ * magnitude into *amax unless NULL). */
+static float signed16_scales(const float *x, int nmax, float (*fit)(int n, int nmax, const float *x, int8_t *L),
+                             int8_t *L, float *scales, float *amax) {
+    for (int j = 0; j < QK_K / 16; j++) scales[j] = fit(16, nmax, x + 16 * j, L + 16 * j);
+    float a;
+    const float max = quant_signed_absmax(scales, QK_K / 16, &a);
+    if (amax) *amax = a;
+    return max;
+}
+
 /* ------------------------------------------------------------------ Q2_K */
 
 void quant_q2_K_from_f32(const float *x, void *dst, int64_t n) {
@@ -286,20 +387,10 @@ void quant_q2_K_from_f32(const float *x, void *dst, int64_t n) {
             const float d = fp16_to_f32(y[i].d) * (float)(y[i].scales[j] & 0x0f);
             if (!d) continue;
             const float dm = fp16_to_f32(y[i].dmin) * (float)(y[i].scales[j] >> 4);
-            for (int ii = 0; ii < 16; ii++) {
-                const int l = quant_nearest_int((x[16 * j + ii] + dm) / d);
-                L[16 * j + ii] = (uint8_t)MAX(0, MIN(3, l));
-            }
+            requantize(x + 16 * j, 16, d, dm, 0, 3, 0, L + 16 * j);
         }
-        for (int j = 0; j < QK_K; j += 128)
-            for (int l = 0; l < 32; l++)
-                y[i].qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) |
-                                               (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+        pack_2bit(L, y[i].qs);
     }
-}
-
-static inline int q2k_quant(const uint8_t *qs, int e) {
-    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
 }
 
 void quant_q2_K_to_f32(const void *src, float *y, int64_t n) {
@@ -326,9 +417,7 @@ void quant_q2_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
             for (int l = 0; l < 16; l++) sub += q2k_quant(x[i].qs, 16 * j + l) * y[i].qs[16 * j + l];
             isum += (x[i].scales[j] & 0x0f) * sub;
         }
-        const float dall = y[i].d * fp16_to_f32(x[i].d);
-        const float dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        sum += dall * (float)isum - dmin * (float)summs;
+        sum += dot_with_min(y[i].d, fp16_to_f32(x[i].d), fp16_to_f32(x[i].dmin), isum, summs);
     }
     *out = sum;
 }
@@ -340,15 +429,7 @@ void quant_q3_K_from_f32(const float *x, void *dst, int64_t n) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        float max_scale = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QK_K / 16; j++) {
-            scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
-            const float scale = fabsf(scales[j]);
-            if (scale > amax) {
-                amax = scale;
-                max_scale = scales[j];
-            }
-        }
+        const float max_scale = signed16_scales(x, 4, make_q3_quants, L, scales, NULL);
         memset(y[i].scales, 0, sizeof y[i].scales);
         if (max_scale) {
             const float iscale = -32.f / max_scale;
@@ -367,60 +448,38 @@ void quant_q3_K_from_f32(const float *x, void *dst, int64_t n) {
         } else {
             y[i].d = f32_to_fp16(0.0f);
         }
+        uint8_t *lv = (uint8_t *)L; /* 0..7 from here on */
         for (int j = 0; j < QK_K / 16; j++) {
             const float d = fp16_to_f32(y[i].d) * (float)q3k_scale(y[i].scales, j);
-            if (!d) continue;
-            for (int ii = 0; ii < 16; ii++) {
-                const int l = quant_nearest_int(x[16 * j + ii] / d);
-                L[16 * j + ii] = (int8_t)(MAX(-4, MIN(3, l)) + 4);
-            }
+            if (d) requantize(x + 16 * j, 16, d, 0.0f, -4, 3, 4, lv + 16 * j);
         }
         memset(y[i].hmask, 0, sizeof y[i].hmask);
         for (int j = 0; j < QK_K; j++) {
-            if (L[j] > 3) {
+            if (lv[j] > 3) {
                 y[i].hmask[j % 32] |= (uint8_t)(1u << (j / 32));
-                L[j] = (int8_t)(L[j] - 4);
+                lv[j] = (uint8_t)(lv[j] - 4);
             }
         }
-        for (int j = 0; j < QK_K; j += 128)
-            for (int l = 0; l < 32; l++)
-                y[i].qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) |
-                                               (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+        pack_2bit(lv, y[i].qs);
     }
 }
 
-/* Signed 3-bit quant (-4..3) of element e. */
-static inline int q3k_quant(const block_q3_K *b, int e) {
-    const int low = q2k_quant(b->qs, e);
-    const int high = (b->hmask[e % 32] >> (e / 32)) & 1;
-    return low - (high ? 0 : 4);
+static void q3k_unpack(const void *block, signed16_block *out) {
+    const block_q3_K *b = block;
+    out->d = fp16_to_f32(b->d);
+    for (int j = 0; j < QK_K / 16; j++) out->sc[j] = q3k_scale(b->scales, j);
+    for (int e = 0; e < QK_K; e++) { /* low 2 bits; the high bit set means no -4 */
+        const int high = (b->hmask[e % 32] >> (e / 32)) & 1;
+        out->lv[e] = (int8_t)(q2k_quant(b->qs, e) - (high ? 0 : 4));
+    }
 }
 
 void quant_q3_K_to_f32(const void *src, float *y, int64_t n) {
-    const block_q3_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
-        const float d = fp16_to_f32(x[i].d);
-        for (int e = 0; e < QK_K; e++) {
-            const float dl = d * (float)q3k_scale(x[i].scales, e / 16);
-            y[e] = dl * (float)q3k_quant(&x[i], e);
-        }
-    }
+    signed16_to_f32(src, sizeof(block_q3_K), q3k_unpack, y, n);
 }
 
 void quant_q3_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q3_K *x = vx;
-    const block_q8_K *y = vy;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        int isum = 0;
-        for (int j = 0; j < QK_K / 16; j++) {
-            int sub = 0;
-            for (int l = 0; l < 16; l++) sub += q3k_quant(&x[i], 16 * j + l) * y[i].qs[16 * j + l];
-            isum += q3k_scale(x[i].scales, j) * sub;
-        }
-        sum += fp16_to_f32(x[i].d) * y[i].d * (float)isum;
-    }
-    *out = sum;
+    signed16_dot(vx, sizeof(block_q3_K), q3k_unpack, vy, n, out);
 }
 
 /* ------------------------------------------------------------ Q4_K, Q5_K */
@@ -461,10 +520,7 @@ static void kquant_4_5_quants(const float *x, int nmax, float rmin, int nstep, u
         const float d = fp16_to_f32(*d_out) * (float)sc;
         if (!d) continue;
         const float dm = fp16_to_f32(*dmin_out) * (float)m;
-        for (int ii = 0; ii < 32; ii++) {
-            const int l = quant_nearest_int((x[32 * j + ii] + dm) / d);
-            L[32 * j + ii] = (uint8_t)MAX(0, MIN(nmax, l));
-        }
+        requantize(x + 32 * j, 32, d, dm, 0, nmax, 0, L + 32 * j);
     }
 }
 
@@ -484,38 +540,20 @@ static inline int q4k_quant(const uint8_t *qs, int e) {
     return (e % 64) < 32 ? (b & 0x0f) : (b >> 4);
 }
 
+static void q4k_unpack(const void *block, min32_block *out) {
+    const block_q4_K *b = block;
+    out->d = fp16_to_f32(b->d);
+    out->dmin = fp16_to_f32(b->dmin);
+    out->scales = b->scales;
+    for (int e = 0; e < QK_K; e++) out->lv[e] = (uint8_t)q4k_quant(b->qs, e);
+}
+
 void quant_q4_K_to_f32(const void *src, float *y, int64_t n) {
-    const block_q4_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
-        const float d = fp16_to_f32(x[i].d), min = fp16_to_f32(x[i].dmin);
-        for (int j = 0; j < QK_K / 32; j++) {
-            uint8_t sc, m;
-            kquant_scale_min(j, x[i].scales, &sc, &m);
-            const float d1 = d * (float)sc, m1 = min * (float)m;
-            for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)q4k_quant(x[i].qs, 32 * j + l) - m1;
-        }
-    }
+    min32_to_f32(src, sizeof(block_q4_K), q4k_unpack, y, n);
 }
 
 void quant_q4_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q4_K *x = vx;
-    const block_q8_K *y = vy;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        int sumi = 0, summs = 0;
-        for (int j = 0; j < QK_K / 32; j++) {
-            uint8_t sc, m;
-            kquant_scale_min(j, x[i].scales, &sc, &m);
-            int sub = 0;
-            for (int l = 0; l < 32; l++) sub += q4k_quant(x[i].qs, 32 * j + l) * y[i].qs[32 * j + l];
-            sumi += sc * sub;
-            summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-        }
-        const float d = y[i].d * fp16_to_f32(x[i].d);
-        const float dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        sum += d * (float)sumi - dmin * (float)summs;
-    }
-    *out = sum;
+    min32_dot(vx, sizeof(block_q4_K), q4k_unpack, vy, n, out);
 }
 
 void quant_q5_K_from_f32(const float *x, void *dst, int64_t n) {
@@ -542,43 +580,23 @@ void quant_q5_K_from_f32(const float *x, void *dst, int64_t n) {
     }
 }
 
-static inline int q5k_quant(const block_q5_K *b, int e) {
-    const int a = e / 64, h = (e % 64) / 32;
-    return q4k_quant(b->qs, e) | (((b->qh[e % 32] >> (2 * a + h)) & 1) << 4);
+static void q5k_unpack(const void *block, min32_block *out) {
+    const block_q5_K *b = block;
+    out->d = fp16_to_f32(b->d);
+    out->dmin = fp16_to_f32(b->dmin);
+    out->scales = b->scales;
+    for (int e = 0; e < QK_K; e++) { /* the fifth bit: qh[e % 32] bit 2a + h */
+        const int a = e / 64, h = (e % 64) / 32;
+        out->lv[e] = (uint8_t)(q4k_quant(b->qs, e) | (((b->qh[e % 32] >> (2 * a + h)) & 1) << 4));
+    }
 }
 
 void quant_q5_K_to_f32(const void *src, float *y, int64_t n) {
-    const block_q5_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
-        const float d = fp16_to_f32(x[i].d), min = fp16_to_f32(x[i].dmin);
-        for (int j = 0; j < QK_K / 32; j++) {
-            uint8_t sc, m;
-            kquant_scale_min(j, x[i].scales, &sc, &m);
-            const float d1 = d * (float)sc, m1 = min * (float)m;
-            for (int l = 0; l < 32; l++) y[32 * j + l] = d1 * (float)q5k_quant(&x[i], 32 * j + l) - m1;
-        }
-    }
+    min32_to_f32(src, sizeof(block_q5_K), q5k_unpack, y, n);
 }
 
 void quant_q5_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q5_K *x = vx;
-    const block_q8_K *y = vy;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        int sumi = 0, summs = 0;
-        for (int j = 0; j < QK_K / 32; j++) {
-            uint8_t sc, m;
-            kquant_scale_min(j, x[i].scales, &sc, &m);
-            int sub = 0;
-            for (int l = 0; l < 32; l++) sub += q5k_quant(&x[i], 32 * j + l) * y[i].qs[32 * j + l];
-            sumi += sc * sub;
-            summs += m * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-        }
-        const float d = y[i].d * fp16_to_f32(x[i].d);
-        const float dmin = y[i].d * fp16_to_f32(x[i].dmin);
-        sum += d * (float)sumi - dmin * (float)summs;
-    }
-    *out = sum;
+    min32_dot(vx, sizeof(block_q5_K), q5k_unpack, vy, n, out);
 }
 
 /* ------------------------------------------------------------------ Q6_K */
@@ -588,15 +606,8 @@ void quant_q6_K_from_f32(const float *x, void *dst, int64_t n) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        float max_scale = 0.0f, max_abs_scale = 0.0f;
-        for (int ib = 0; ib < QK_K / 16; ib++) {
-            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1);
-            scales[ib] = scale;
-            if (fabsf(scale) > max_abs_scale) {
-                max_abs_scale = fabsf(scale);
-                max_scale = scale;
-            }
-        }
+        float max_abs_scale;
+        const float max_scale = signed16_scales(x, 32, make_qx_quants, L, scales, &max_abs_scale);
         if (max_abs_scale < GROUP_MAX_EPS) {
             memset(&y[i], 0, sizeof y[i]);
             y[i].d = f32_to_fp16(0.0f);
@@ -606,59 +617,44 @@ void quant_q6_K_from_f32(const float *x, void *dst, int64_t n) {
         y[i].d = f32_to_fp16(1 / iscale);
         for (int ib = 0; ib < QK_K / 16; ib++)
             y[i].scales[ib] = (int8_t)MIN(127, quant_nearest_int(iscale * scales[ib]));
+        uint8_t *lv = (uint8_t *)L; /* 0..63 */
         for (int j = 0; j < QK_K / 16; j++) {
             const float d = fp16_to_f32(y[i].d) * (float)y[i].scales[j];
-            if (!d) continue;
-            for (int ii = 0; ii < 16; ii++) {
-                const int l = quant_nearest_int(x[16 * j + ii] / d);
-                L[16 * j + ii] = (int8_t)(MAX(-32, MIN(31, l)) + 32);
-            }
+            if (d) requantize(x + 16 * j, 16, d, 0.0f, -32, 31, 32, lv + 16 * j);
         }
         for (int j = 0; j < QK_K; j += 128) {
             uint8_t *ql = y[i].ql + j / 2, *qh = y[i].qh + j / 4;
             for (int l = 0; l < 32; l++) {
-                const int q1 = L[j + l] & 0x0f, q2 = L[j + l + 32] & 0x0f;
-                const int q3 = L[j + l + 64] & 0x0f, q4 = L[j + l + 96] & 0x0f;
+                const int q1 = lv[j + l] & 0x0f, q2 = lv[j + l + 32] & 0x0f;
+                const int q3 = lv[j + l + 64] & 0x0f, q4 = lv[j + l + 96] & 0x0f;
                 ql[l] = (uint8_t)(q1 | (q3 << 4));
                 ql[l + 32] = (uint8_t)(q2 | (q4 << 4));
-                qh[l] = (uint8_t)((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
-                                  ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+                qh[l] = (uint8_t)((lv[j + l] >> 4) | ((lv[j + l + 32] >> 4) << 2) |
+                                  ((lv[j + l + 64] >> 4) << 4) | ((lv[j + l + 96] >> 4) << 6));
             }
         }
     }
 }
 
-/* Signed 6-bit quant (-32..31) of element e. */
-static inline int q6k_quant(const block_q6_K *b, int e) {
-    const int a = e / 128, k = (e % 128) / 32, l = e % 32;
-    const uint8_t lb = b->ql[64 * a + 32 * (k & 1) + l];
-    const int low = (k >> 1) ? (lb >> 4) : (lb & 0x0f);
-    const int high = (b->qh[32 * a + l] >> (2 * k)) & 3;
-    return (low | (high << 4)) - 32;
+static void q6k_unpack(const void *block, signed16_block *out) {
+    const block_q6_K *b = block;
+    out->d = fp16_to_f32(b->d);
+    for (int j = 0; j < QK_K / 16; j++) out->sc[j] = b->scales[j];
+    for (int e = 0; e < QK_K; e++) {
+        const int a = e / 128, k = (e % 128) / 32, l = e % 32;
+        const uint8_t lb = b->ql[64 * a + 32 * (k & 1) + l];
+        const int low = (k >> 1) ? (lb >> 4) : (lb & 0x0f);
+        const int high = (b->qh[32 * a + l] >> (2 * k)) & 3;
+        out->lv[e] = (int8_t)((low | (high << 4)) - 32);
+    }
 }
 
 void quant_q6_K_to_f32(const void *src, float *y, int64_t n) {
-    const block_q6_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
-        const float d = fp16_to_f32(x[i].d);
-        for (int e = 0; e < QK_K; e++) y[e] = d * (float)x[i].scales[e / 16] * (float)q6k_quant(&x[i], e);
-    }
+    signed16_to_f32(src, sizeof(block_q6_K), q6k_unpack, y, n);
 }
 
 void quant_q6_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q6_K *x = vx;
-    const block_q8_K *y = vy;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        int isum = 0;
-        for (int j = 0; j < QK_K / 16; j++) {
-            int sub = 0;
-            for (int l = 0; l < 16; l++) sub += q6k_quant(&x[i], 16 * j + l) * y[i].qs[16 * j + l];
-            isum += x[i].scales[j] * sub;
-        }
-        sum += fp16_to_f32(x[i].d) * y[i].d * (float)isum;
-    }
-    *out = sum;
+    signed16_dot(vx, sizeof(block_q6_K), q6k_unpack, vy, n, out);
 }
 
 /* ------------------------------------------------------------------ Q8_K */
@@ -666,14 +662,8 @@ void quant_q6_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
 void quant_q8_K_from_f32(const float *x, void *dst, int64_t n) {
     block_q8_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QK_K; j++) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = x[j];
-            }
-        }
+        float amax;
+        const float max = quant_signed_absmax(x, QK_K, &amax);
         if (!amax) {
             memset(&y[i], 0, sizeof y[i]);
             continue;

@@ -23,68 +23,121 @@
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
-/* Element of largest magnitude, sign kept (first one on ties). */
-static float block_signed_absmax(const float *x, int n) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < n; j++) {
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
+/* -------------------------------------------- levels of Q4_0 ... Q5_1 */
+
+/* Q4_0, Q4_1, Q5_0 and Q5_1 store one level per element, 0..2^bits - 1:
+ *   x = (level - 2^(bits-1)) * d      (_0: symmetric)
+ *   x = level * d + m                 (_1: affine, m the block's minimum)
+ * The low 4 bits of element j are a nibble of qs (j < 16: the low one of
+ * qs[j]; else the high one of qs[j - 16]); a 5-bit level keeps its fifth
+ * bit in bit j of qh. QK = 32 for all four. */
+enum { QK_LEGACY = 32 };
+
+/* Levels of x quantized against min and inverse scale id as llama.cpp does:
+ * (x - min) * id + offset truncated toward zero, at most top. */
+static void levels_truncate(const float *x, float min, float id, float offset, int top, uint8_t *lv) {
+    for (int j = 0; j < QK_LEGACY; j++) lv[j] = (uint8_t)MIN(top, (int8_t)((x[j] - min) * id + offset));
 }
 
-static void block_min_max(const float *x, int n, float *min_out, float *max_out) {
+/* _0: d = the signed value of largest magnitude / -2^(bits-1), so that it
+ * maps to level 0; returns d. */
+static float levels_symmetric(const float *x, int bits, uint8_t *lv) {
+    float amax;
+    const float d = quant_signed_absmax(x, QK_LEGACY, &amax) / (float)-(1 << (bits - 1));
+    const float id = d ? 1.0f / d : 0.0f;
+    /* (x - 0) * id == x * id: the offset holds the 0.5 of rounding */
+    levels_truncate(x, 0.0f, id, (float)(1 << (bits - 1)) + 0.5f, (1 << bits) - 1, lv);
+    return d;
+}
+
+/* _1: d = (max - min) / (2^bits - 1), levels from the minimum. llama.cpp
+ * clamps Q4_1's levels and not Q5_1's; (x - min) * id <= 2^bits - 1 up to
+ * rounding, so the clamp never bites and both take it. */
+static void levels_affine(const float *x, int bits, uint8_t *lv, float *d_out, float *min_out) {
     float min = FLT_MAX, max = -FLT_MAX;
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < QK_LEGACY; j++) {
         if (x[j] < min) min = x[j];
         if (x[j] > max) max = x[j];
     }
+    const float d = (max - min) / (float)((1 << bits) - 1);
+    const float id = d ? 1.0f / d : 0.0f;
+    levels_truncate(x, min, id, 0.5f, (1 << bits) - 1, lv);
+    *d_out = d;
     *min_out = min;
-    *max_out = max;
+}
+
+/* Pack 32 levels into qs, and their fifth bits into qh (NULL: 4-bit levels). */
+static void levels_pack(const uint8_t *lv, uint8_t *qs, uint8_t *qh) {
+    uint32_t hi = 0;
+    for (int j = 0; j < QK_LEGACY / 2; j++) {
+        qs[j] = (uint8_t)((lv[j] & 0x0f) | ((lv[j + QK_LEGACY / 2] & 0x0f) << 4));
+        hi |= (uint32_t)(lv[j] >> 4) << j | (uint32_t)(lv[j + QK_LEGACY / 2] >> 4) << (j + QK_LEGACY / 2);
+    }
+    if (qh) memcpy(qh, &hi, sizeof hi);
+}
+
+/* The 32 levels of qs and qh (NULL: 4-bit levels). */
+static void levels_unpack(const uint8_t *qs, const uint8_t *qh, uint8_t *lv) {
+    uint32_t hi = 0;
+    if (qh) memcpy(&hi, qh, sizeof hi);
+    for (int j = 0; j < QK_LEGACY; j++) {
+        const int nibble = j < QK_LEGACY / 2 ? qs[j] & 0x0f : qs[j - QK_LEGACY / 2] >> 4;
+        lv[j] = (uint8_t)(nibble | (int)((hi >> j) & 1u) << 4);
+    }
+}
+
+/* Symmetric: (level - zero) * d; the integer dot with a Q8_0 block, then
+ * scaled once (the formulation fast backends implement). */
+static void symmetric_to_f32(const uint8_t *lv, int zero, float d, float *y) {
+    for (int j = 0; j < QK_LEGACY; j++) y[j] = (float)(lv[j] - zero) * d;
+}
+
+static float symmetric_dot(const uint8_t *lv, int zero, float d, const block_q8_0 *y) {
+    int sumi = 0;
+    for (int j = 0; j < QK_LEGACY; j++) sumi += (lv[j] - zero) * y->qs[j];
+    return (float)sumi * d * fp16_to_f32(y->d);
+}
+
+/* Affine: level * d + m; with a Q8_1 block (s = d_y * sum(q8)),
+ * sum((d*l + m) * d_y*q8) = d*d_y*sum(l*q8) + m*s. */
+static void affine_to_f32(const uint8_t *lv, float d, float m, float *y) {
+    for (int j = 0; j < QK_LEGACY; j++) y[j] = (float)lv[j] * d + m;
+}
+
+static float affine_dot(const uint8_t *lv, float d, float m, const block_q8_1 *y) {
+    int sumi = 0;
+    for (int j = 0; j < QK_LEGACY; j++) sumi += lv[j] * y->qs[j];
+    return d * fp16_to_f32(y->d) * (float)sumi + m * fp16_to_f32(y->s);
 }
 
 /* ------------------------------------------------------------------ Q4_0 */
 
 void quant_q4_0_from_f32(const float *x, void *dst, int64_t n) {
     block_q4_0 *y = dst;
+    uint8_t lv[QK4_0];
     for (int64_t i = 0; i < n / QK4_0; i++, x += QK4_0) {
-        const float d = block_signed_absmax(x, QK4_0) / -8;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = f32_to_fp16(d);
-        for (int j = 0; j < QK4_0 / 2; j++) {
-            const float x0 = x[j] * id;
-            const float x1 = x[QK4_0 / 2 + j] * id;
-            const uint8_t q0 = (uint8_t)MIN(15, (int8_t)(x0 + 8.5f));
-            const uint8_t q1 = (uint8_t)MIN(15, (int8_t)(x1 + 8.5f));
-            y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
-        }
+        y[i].d = f32_to_fp16(levels_symmetric(x, 4, lv));
+        levels_pack(lv, y[i].qs, NULL);
     }
 }
 
 void quant_q4_0_to_f32(const void *src, float *y, int64_t n) {
     const block_q4_0 *x = src;
+    uint8_t lv[QK4_0];
     for (int64_t i = 0; i < n / QK4_0; i++, y += QK4_0) {
-        const float d = fp16_to_f32(x[i].d);
-        for (int j = 0; j < QK4_0 / 2; j++) {
-            y[j] = (float)((x[i].qs[j] & 0x0f) - 8) * d;
-            y[j + QK4_0 / 2] = (float)((x[i].qs[j] >> 4) - 8) * d;
-        }
+        levels_unpack(x[i].qs, NULL, lv);
+        symmetric_to_f32(lv, 8, fp16_to_f32(x[i].d), y);
     }
 }
 
 void quant_q4_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
     const block_q4_0 *x = vx;
     const block_q8_0 *y = vy;
+    uint8_t lv[QK4_0];
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK4_0; i++) {
-        int sumi = 0;
-        for (int j = 0; j < QK4_0 / 2; j++) {
-            sumi += ((x[i].qs[j] & 0x0f) - 8) * y[i].qs[j];
-            sumi += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + QK4_0 / 2];
-        }
-        sum += (float)sumi * fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d);
+        levels_unpack(x[i].qs, NULL, lv);
+        sum += symmetric_dot(lv, 8, fp16_to_f32(x[i].d), &y[i]);
     }
     *out = sum;
 }
@@ -93,47 +146,33 @@ void quant_q4_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
 
 void quant_q4_1_from_f32(const float *x, void *dst, int64_t n) {
     block_q4_1 *y = dst;
+    uint8_t lv[QK4_1];
     for (int64_t i = 0; i < n / QK4_1; i++, x += QK4_1) {
-        float min, max;
-        block_min_max(x, QK4_1, &min, &max);
-        const float d = (max - min) / ((1 << 4) - 1);
-        const float id = d ? 1.0f / d : 0.0f;
+        float d, min;
+        levels_affine(x, 4, lv, &d, &min);
         y[i].d = f32_to_fp16(d);
         y[i].m = f32_to_fp16(min);
-        for (int j = 0; j < QK4_1 / 2; j++) {
-            const float x0 = (x[j] - min) * id;
-            const float x1 = (x[QK4_1 / 2 + j] - min) * id;
-            const uint8_t q0 = (uint8_t)MIN(15, (int8_t)(x0 + 0.5f));
-            const uint8_t q1 = (uint8_t)MIN(15, (int8_t)(x1 + 0.5f));
-            y[i].qs[j] = (uint8_t)(q0 | (q1 << 4));
-        }
+        levels_pack(lv, y[i].qs, NULL);
     }
 }
 
 void quant_q4_1_to_f32(const void *src, float *y, int64_t n) {
     const block_q4_1 *x = src;
+    uint8_t lv[QK4_1];
     for (int64_t i = 0; i < n / QK4_1; i++, y += QK4_1) {
-        const float d = fp16_to_f32(x[i].d), m = fp16_to_f32(x[i].m);
-        for (int j = 0; j < QK4_1 / 2; j++) {
-            y[j] = (float)(x[i].qs[j] & 0x0f) * d + m;
-            y[j + QK4_1 / 2] = (float)(x[i].qs[j] >> 4) * d + m;
-        }
+        levels_unpack(x[i].qs, NULL, lv);
+        affine_to_f32(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), y);
     }
 }
 
 void quant_q4_1_dot(int64_t n, float *out, const void *vx, const void *vy) {
     const block_q4_1 *x = vx;
     const block_q8_1 *y = vy;
+    uint8_t lv[QK4_1];
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK4_1; i++) {
-        int sumi = 0;
-        for (int j = 0; j < QK4_1 / 2; j++) {
-            sumi += (x[i].qs[j] & 0x0f) * y[i].qs[j];
-            sumi += (x[i].qs[j] >> 4) * y[i].qs[j + QK4_1 / 2];
-        }
-        /* sum(d_x*q + m) * d_y*q8 = d_x*d_y*sumi + m * (d_y*sum(q8)) */
-        sum += fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d) * (float)sumi +
-               fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+        levels_unpack(x[i].qs, NULL, lv);
+        sum += affine_dot(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), &y[i]);
     }
     *out = sum;
 }
@@ -142,50 +181,30 @@ void quant_q4_1_dot(int64_t n, float *out, const void *vx, const void *vy) {
 
 void quant_q5_0_from_f32(const float *x, void *dst, int64_t n) {
     block_q5_0 *y = dst;
+    uint8_t lv[QK5_0];
     for (int64_t i = 0; i < n / QK5_0; i++, x += QK5_0) {
-        const float d = block_signed_absmax(x, QK5_0) / -16;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = f32_to_fp16(d);
-        uint32_t qh = 0;
-        for (int j = 0; j < QK5_0 / 2; j++) {
-            const float x0 = x[j] * id;
-            const float x1 = x[QK5_0 / 2 + j] * id;
-            const uint8_t q0 = (uint8_t)MIN(31, (int8_t)(x0 + 16.5f));
-            const uint8_t q1 = (uint8_t)MIN(31, (int8_t)(x1 + 16.5f));
-            y[i].qs[j] = (uint8_t)((q0 & 0x0f) | ((q1 & 0x0f) << 4));
-            qh |= (uint32_t)((q0 & 0x10u) >> 4) << j;
-            qh |= (uint32_t)((q1 & 0x10u) >> 4) << (j + QK5_0 / 2);
-        }
-        memcpy(y[i].qh, &qh, sizeof qh);
+        y[i].d = f32_to_fp16(levels_symmetric(x, 5, lv));
+        levels_pack(lv, y[i].qs, y[i].qh);
     }
-}
-
-/* The 5-bit value of element j (0..31) of a Q5 block. */
-static inline int q5_value(const uint8_t *qs, uint32_t qh, int j) {
-    int lo = j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4);
-    return lo | (int)(((qh >> j) & 1u) << 4);
 }
 
 void quant_q5_0_to_f32(const void *src, float *y, int64_t n) {
     const block_q5_0 *x = src;
+    uint8_t lv[QK5_0];
     for (int64_t i = 0; i < n / QK5_0; i++, y += QK5_0) {
-        const float d = fp16_to_f32(x[i].d);
-        uint32_t qh;
-        memcpy(&qh, x[i].qh, sizeof qh);
-        for (int j = 0; j < QK5_0; j++) y[j] = (float)(q5_value(x[i].qs, qh, j) - 16) * d;
+        levels_unpack(x[i].qs, x[i].qh, lv);
+        symmetric_to_f32(lv, 16, fp16_to_f32(x[i].d), y);
     }
 }
 
 void quant_q5_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
     const block_q5_0 *x = vx;
     const block_q8_0 *y = vy;
+    uint8_t lv[QK5_0];
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK5_0; i++) {
-        uint32_t qh;
-        memcpy(&qh, x[i].qh, sizeof qh);
-        int sumi = 0;
-        for (int j = 0; j < QK5_0; j++) sumi += (q5_value(x[i].qs, qh, j) - 16) * y[i].qs[j];
-        sum += (float)sumi * fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d);
+        levels_unpack(x[i].qs, x[i].qh, lv);
+        sum += symmetric_dot(lv, 16, fp16_to_f32(x[i].d), &y[i]);
     }
     *out = sum;
 }
@@ -194,49 +213,33 @@ void quant_q5_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
 
 void quant_q5_1_from_f32(const float *x, void *dst, int64_t n) {
     block_q5_1 *y = dst;
+    uint8_t lv[QK5_1];
     for (int64_t i = 0; i < n / QK5_1; i++, x += QK5_1) {
-        float min, max;
-        block_min_max(x, QK5_1, &min, &max);
-        const float d = (max - min) / ((1 << 5) - 1);
-        const float id = d ? 1.0f / d : 0.0f;
+        float d, min;
+        levels_affine(x, 5, lv, &d, &min);
         y[i].d = f32_to_fp16(d);
         y[i].m = f32_to_fp16(min);
-        uint32_t qh = 0;
-        for (int j = 0; j < QK5_1 / 2; j++) {
-            const float x0 = (x[j] - min) * id;
-            const float x1 = (x[QK5_1 / 2 + j] - min) * id;
-            /* no clamp here, unlike Q4_1: llama.cpp relies on (max-min)/d <= 31 */
-            const uint8_t q0 = (uint8_t)(x0 + 0.5f);
-            const uint8_t q1 = (uint8_t)(x1 + 0.5f);
-            y[i].qs[j] = (uint8_t)((q0 & 0x0f) | ((q1 & 0x0f) << 4));
-            qh |= (uint32_t)((q0 & 0x10u) >> 4) << j;
-            qh |= (uint32_t)((q1 & 0x10u) >> 4) << (j + QK5_1 / 2);
-        }
-        memcpy(y[i].qh, &qh, sizeof qh);
+        levels_pack(lv, y[i].qs, y[i].qh);
     }
 }
 
 void quant_q5_1_to_f32(const void *src, float *y, int64_t n) {
     const block_q5_1 *x = src;
+    uint8_t lv[QK5_1];
     for (int64_t i = 0; i < n / QK5_1; i++, y += QK5_1) {
-        const float d = fp16_to_f32(x[i].d), m = fp16_to_f32(x[i].m);
-        uint32_t qh;
-        memcpy(&qh, x[i].qh, sizeof qh);
-        for (int j = 0; j < QK5_1; j++) y[j] = (float)q5_value(x[i].qs, qh, j) * d + m;
+        levels_unpack(x[i].qs, x[i].qh, lv);
+        affine_to_f32(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), y);
     }
 }
 
 void quant_q5_1_dot(int64_t n, float *out, const void *vx, const void *vy) {
     const block_q5_1 *x = vx;
     const block_q8_1 *y = vy;
+    uint8_t lv[QK5_1];
     float sum = 0.0f;
     for (int64_t i = 0; i < n / QK5_1; i++) {
-        uint32_t qh;
-        memcpy(&qh, x[i].qh, sizeof qh);
-        int sumi = 0;
-        for (int j = 0; j < QK5_1; j++) sumi += q5_value(x[i].qs, qh, j) * y[i].qs[j];
-        sum += fp16_to_f32(x[i].d) * fp16_to_f32(y[i].d) * (float)sumi +
-               fp16_to_f32(x[i].m) * fp16_to_f32(y[i].s);
+        levels_unpack(x[i].qs, x[i].qh, lv);
+        sum += affine_dot(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), &y[i]);
     }
     *out = sum;
 }
@@ -348,13 +351,8 @@ void quant_iq4_nl_from_f32(const float *x, void *dst, int64_t n) {
     enum { NTRY = 7 };
     block_iq4_nl *y = dst;
     for (int64_t i = 0; i < n / QK4_NL; i++, x += QK4_NL) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < QK4_NL; j++) {
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        }
+        float amax;
+        const float max = quant_signed_absmax(x, QK4_NL, &amax);
         float scale = 0.0f;
         if (amax >= 1e-15f) { /* llama.cpp's GROUP_MAX_EPS */
             float sumqx, sumq2;

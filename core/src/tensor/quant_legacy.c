@@ -86,163 +86,136 @@ static void levels_unpack(const uint8_t *qs, const uint8_t *qh, uint8_t *lv) {
     }
 }
 
-/* Symmetric: (level - zero) * d; the integer dot with a Q8_0 block, then
- * scaled once (the formulation fast backends implement). */
-static void symmetric_to_f32(const uint8_t *lv, int zero, float d, float *y) {
-    for (int j = 0; j < QK_LEGACY; j++) y[j] = (float)(lv[j] - zero) * d;
+/* A block of any of the four, unpacked: its scale, minimum (0 for _0) and
+ * levels; and what tells the four apart: the width of a level, the zero
+ * point, and where the fields are (pack and unpack). */
+typedef struct legacy_block {
+    float d, m;
+    uint8_t lv[QK_LEGACY];
+} legacy_block;
+
+typedef struct legacy_format {
+    int bits;    /* 4 or 5 */
+    bool affine; /* _1: x = level * d + m, else (level - 2^(bits-1)) * d */
+    size_t block_bytes;
+    void (*pack)(const legacy_block *b, void *dst);
+    void (*unpack)(const void *src, legacy_block *b);
+} legacy_format;
+
+static void legacy_from_f32(const legacy_format *f, const float *x, void *dst, int64_t n) {
+    legacy_block b = {0};
+    for (int64_t i = 0; i < n / QK_LEGACY; i++, x += QK_LEGACY) {
+        if (f->affine) levels_affine(x, f->bits, b.lv, &b.d, &b.m);
+        else b.d = levels_symmetric(x, f->bits, b.lv);
+        f->pack(&b, (uint8_t *)dst + (size_t)i * f->block_bytes);
+    }
 }
 
-static float symmetric_dot(const uint8_t *lv, int zero, float d, const block_q8_0 *y) {
-    int sumi = 0;
-    for (int j = 0; j < QK_LEGACY; j++) sumi += (lv[j] - zero) * y->qs[j];
-    return (float)sumi * d * fp16_to_f32(y->d);
+static void legacy_to_f32(const legacy_format *f, const void *src, float *y, int64_t n) {
+    legacy_block b;
+    const int zero = 1 << (f->bits - 1);
+    for (int64_t i = 0; i < n / QK_LEGACY; i++, y += QK_LEGACY) {
+        f->unpack((const uint8_t *)src + (size_t)i * f->block_bytes, &b);
+        for (int j = 0; j < QK_LEGACY; j++)
+            y[j] = f->affine ? (float)b.lv[j] * b.d + b.m : (float)(b.lv[j] - zero) * b.d;
+    }
 }
 
-/* Affine: level * d + m; with a Q8_1 block (s = d_y * sum(q8)),
- * sum((d*l + m) * d_y*q8) = d*d_y*sum(l*q8) + m*s. */
-static void affine_to_f32(const uint8_t *lv, float d, float m, float *y) {
-    for (int j = 0; j < QK_LEGACY; j++) y[j] = (float)lv[j] * d + m;
+/* y quantized to Q8_0 (_0) or Q8_1 (_1); integer sums per block, scaled
+ * once (the formulation fast backends implement). For _1, with Q8_1's
+ * s = d_y * sum(q8): sum((d*l + m) * d_y*q8) = d*d_y*sum(l*q8) + m*s. */
+static void legacy_dot(const legacy_format *f, int64_t n, float *out, const void *vx, const void *vy) {
+    legacy_block b;
+    const int zero = f->affine ? 0 : 1 << (f->bits - 1);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_LEGACY; i++) {
+        f->unpack((const uint8_t *)vx + (size_t)i * f->block_bytes, &b);
+        const int8_t *q8 = f->affine ? ((const block_q8_1 *)vy)[i].qs : ((const block_q8_0 *)vy)[i].qs;
+        int sumi = 0;
+        for (int j = 0; j < QK_LEGACY; j++) sumi += (b.lv[j] - zero) * q8[j];
+        if (f->affine) {
+            const block_q8_1 *y = (const block_q8_1 *)vy + i;
+            sum += b.d * fp16_to_f32(y->d) * (float)sumi + b.m * fp16_to_f32(y->s);
+        } else {
+            sum += (float)sumi * b.d * fp16_to_f32(((const block_q8_0 *)vy)[i].d);
+        }
+    }
+    *out = sum;
 }
 
-static float affine_dot(const uint8_t *lv, float d, float m, const block_q8_1 *y) {
-    int sumi = 0;
-    for (int j = 0; j < QK_LEGACY; j++) sumi += lv[j] * y->qs[j];
-    return d * fp16_to_f32(y->d) * (float)sumi + m * fp16_to_f32(y->s);
-}
+/* ------------------------------------------- Q4_0, Q4_1, Q5_0, Q5_1 */
 
-/* ------------------------------------------------------------------ Q4_0 */
-
-void quant_q4_0_from_f32(const float *x, void *dst, int64_t n) {
+static void q4_0_pack(const legacy_block *b, void *dst) {
     block_q4_0 *y = dst;
-    uint8_t lv[QK4_0];
-    for (int64_t i = 0; i < n / QK4_0; i++, x += QK4_0) {
-        y[i].d = f32_to_fp16(levels_symmetric(x, 4, lv));
-        levels_pack(lv, y[i].qs, NULL);
-    }
+    y->d = f32_to_fp16(b->d);
+    levels_pack(b->lv, y->qs, NULL);
 }
 
-void quant_q4_0_to_f32(const void *src, float *y, int64_t n) {
+static void q4_0_unpack(const void *src, legacy_block *b) {
     const block_q4_0 *x = src;
-    uint8_t lv[QK4_0];
-    for (int64_t i = 0; i < n / QK4_0; i++, y += QK4_0) {
-        levels_unpack(x[i].qs, NULL, lv);
-        symmetric_to_f32(lv, 8, fp16_to_f32(x[i].d), y);
-    }
+    b->d = fp16_to_f32(x->d);
+    levels_unpack(x->qs, NULL, b->lv);
 }
 
-void quant_q4_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q4_0 *x = vx;
-    const block_q8_0 *y = vy;
-    uint8_t lv[QK4_0];
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK4_0; i++) {
-        levels_unpack(x[i].qs, NULL, lv);
-        sum += symmetric_dot(lv, 8, fp16_to_f32(x[i].d), &y[i]);
-    }
-    *out = sum;
-}
-
-/* ------------------------------------------------------------------ Q4_1 */
-
-void quant_q4_1_from_f32(const float *x, void *dst, int64_t n) {
+static void q4_1_pack(const legacy_block *b, void *dst) {
     block_q4_1 *y = dst;
-    uint8_t lv[QK4_1];
-    for (int64_t i = 0; i < n / QK4_1; i++, x += QK4_1) {
-        float d, min;
-        levels_affine(x, 4, lv, &d, &min);
-        y[i].d = f32_to_fp16(d);
-        y[i].m = f32_to_fp16(min);
-        levels_pack(lv, y[i].qs, NULL);
-    }
+    y->d = f32_to_fp16(b->d);
+    y->m = f32_to_fp16(b->m);
+    levels_pack(b->lv, y->qs, NULL);
 }
 
-void quant_q4_1_to_f32(const void *src, float *y, int64_t n) {
+static void q4_1_unpack(const void *src, legacy_block *b) {
     const block_q4_1 *x = src;
-    uint8_t lv[QK4_1];
-    for (int64_t i = 0; i < n / QK4_1; i++, y += QK4_1) {
-        levels_unpack(x[i].qs, NULL, lv);
-        affine_to_f32(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), y);
-    }
+    b->d = fp16_to_f32(x->d);
+    b->m = fp16_to_f32(x->m);
+    levels_unpack(x->qs, NULL, b->lv);
 }
 
-void quant_q4_1_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q4_1 *x = vx;
-    const block_q8_1 *y = vy;
-    uint8_t lv[QK4_1];
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK4_1; i++) {
-        levels_unpack(x[i].qs, NULL, lv);
-        sum += affine_dot(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), &y[i]);
-    }
-    *out = sum;
-}
-
-/* ------------------------------------------------------------------ Q5_0 */
-
-void quant_q5_0_from_f32(const float *x, void *dst, int64_t n) {
+static void q5_0_pack(const legacy_block *b, void *dst) {
     block_q5_0 *y = dst;
-    uint8_t lv[QK5_0];
-    for (int64_t i = 0; i < n / QK5_0; i++, x += QK5_0) {
-        y[i].d = f32_to_fp16(levels_symmetric(x, 5, lv));
-        levels_pack(lv, y[i].qs, y[i].qh);
-    }
+    y->d = f32_to_fp16(b->d);
+    levels_pack(b->lv, y->qs, y->qh);
 }
 
-void quant_q5_0_to_f32(const void *src, float *y, int64_t n) {
+static void q5_0_unpack(const void *src, legacy_block *b) {
     const block_q5_0 *x = src;
-    uint8_t lv[QK5_0];
-    for (int64_t i = 0; i < n / QK5_0; i++, y += QK5_0) {
-        levels_unpack(x[i].qs, x[i].qh, lv);
-        symmetric_to_f32(lv, 16, fp16_to_f32(x[i].d), y);
-    }
+    b->d = fp16_to_f32(x->d);
+    levels_unpack(x->qs, x->qh, b->lv);
 }
 
-void quant_q5_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q5_0 *x = vx;
-    const block_q8_0 *y = vy;
-    uint8_t lv[QK5_0];
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK5_0; i++) {
-        levels_unpack(x[i].qs, x[i].qh, lv);
-        sum += symmetric_dot(lv, 16, fp16_to_f32(x[i].d), &y[i]);
-    }
-    *out = sum;
-}
-
-/* ------------------------------------------------------------------ Q5_1 */
-
-void quant_q5_1_from_f32(const float *x, void *dst, int64_t n) {
+static void q5_1_pack(const legacy_block *b, void *dst) {
     block_q5_1 *y = dst;
-    uint8_t lv[QK5_1];
-    for (int64_t i = 0; i < n / QK5_1; i++, x += QK5_1) {
-        float d, min;
-        levels_affine(x, 5, lv, &d, &min);
-        y[i].d = f32_to_fp16(d);
-        y[i].m = f32_to_fp16(min);
-        levels_pack(lv, y[i].qs, y[i].qh);
-    }
+    y->d = f32_to_fp16(b->d);
+    y->m = f32_to_fp16(b->m);
+    levels_pack(b->lv, y->qs, y->qh);
 }
 
-void quant_q5_1_to_f32(const void *src, float *y, int64_t n) {
+static void q5_1_unpack(const void *src, legacy_block *b) {
     const block_q5_1 *x = src;
-    uint8_t lv[QK5_1];
-    for (int64_t i = 0; i < n / QK5_1; i++, y += QK5_1) {
-        levels_unpack(x[i].qs, x[i].qh, lv);
-        affine_to_f32(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), y);
-    }
+    b->d = fp16_to_f32(x->d);
+    b->m = fp16_to_f32(x->m);
+    levels_unpack(x->qs, x->qh, b->lv);
 }
 
-void quant_q5_1_dot(int64_t n, float *out, const void *vx, const void *vy) {
-    const block_q5_1 *x = vx;
-    const block_q8_1 *y = vy;
-    uint8_t lv[QK5_1];
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK5_1; i++) {
-        levels_unpack(x[i].qs, x[i].qh, lv);
-        sum += affine_dot(lv, fp16_to_f32(x[i].d), fp16_to_f32(x[i].m), &y[i]);
-    }
-    *out = sum;
-}
+static const legacy_format fmt_q4_0 = {4, false, sizeof(block_q4_0), q4_0_pack, q4_0_unpack};
+static const legacy_format fmt_q4_1 = {4, true, sizeof(block_q4_1), q4_1_pack, q4_1_unpack};
+static const legacy_format fmt_q5_0 = {5, false, sizeof(block_q5_0), q5_0_pack, q5_0_unpack};
+static const legacy_format fmt_q5_1 = {5, true, sizeof(block_q5_1), q5_1_pack, q5_1_unpack};
+
+void quant_q4_0_from_f32(const float *x, void *dst, int64_t n) { legacy_from_f32(&fmt_q4_0, x, dst, n); }
+void quant_q4_1_from_f32(const float *x, void *dst, int64_t n) { legacy_from_f32(&fmt_q4_1, x, dst, n); }
+void quant_q5_0_from_f32(const float *x, void *dst, int64_t n) { legacy_from_f32(&fmt_q5_0, x, dst, n); }
+void quant_q5_1_from_f32(const float *x, void *dst, int64_t n) { legacy_from_f32(&fmt_q5_1, x, dst, n); }
+
+void quant_q4_0_to_f32(const void *src, float *y, int64_t n) { legacy_to_f32(&fmt_q4_0, src, y, n); }
+void quant_q4_1_to_f32(const void *src, float *y, int64_t n) { legacy_to_f32(&fmt_q4_1, src, y, n); }
+void quant_q5_0_to_f32(const void *src, float *y, int64_t n) { legacy_to_f32(&fmt_q5_0, src, y, n); }
+void quant_q5_1_to_f32(const void *src, float *y, int64_t n) { legacy_to_f32(&fmt_q5_1, src, y, n); }
+
+void quant_q4_0_dot(int64_t n, float *out, const void *x, const void *y) { legacy_dot(&fmt_q4_0, n, out, x, y); }
+void quant_q4_1_dot(int64_t n, float *out, const void *x, const void *y) { legacy_dot(&fmt_q4_1, n, out, x, y); }
+void quant_q5_0_dot(int64_t n, float *out, const void *x, const void *y) { legacy_dot(&fmt_q5_0, n, out, x, y); }
+void quant_q5_1_dot(int64_t n, float *out, const void *x, const void *y) { legacy_dot(&fmt_q5_1, n, out, x, y); }
 
 /* ------------------------------------------------------------------ Q8_0 */
 
@@ -255,22 +228,29 @@ static float block_absmax(const float *x, int n) {
     return amax;
 }
 
+/* Q8_0's and Q8_1's quants of a block: d = amax / 127, q = roundf(x / d);
+ * returns d. */
+static float q8_block(const float *x, int8_t *qs) {
+    const float d = block_absmax(x, QK8_0) / ((1 << 7) - 1);
+    const float id = d ? 1.0f / d : 0.0f;
+    for (int j = 0; j < QK8_0; j++) qs[j] = (int8_t)roundf(x[j] * id);
+    return d;
+}
+
 void quant_q8_0_from_f32(const float *x, void *dst, int64_t n) {
     block_q8_0 *y = dst;
-    for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) {
-        const float d = block_absmax(x, QK8_0) / ((1 << 7) - 1);
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = f32_to_fp16(d);
-        for (int j = 0; j < QK8_0; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
-    }
+    for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) y[i].d = f32_to_fp16(q8_block(x, y[i].qs));
+}
+
+/* x = q * d, for Q8_0 and Q8_1 alike. */
+static void q8_block_to_f32(const int8_t *qs, uint16_t d16, float *y) {
+    const float d = fp16_to_f32(d16);
+    for (int j = 0; j < QK8_0; j++) y[j] = (float)qs[j] * d;
 }
 
 void quant_q8_0_to_f32(const void *src, float *y, int64_t n) {
     const block_q8_0 *x = src;
-    for (int64_t i = 0; i < n / QK8_0; i++, y += QK8_0) {
-        const float d = fp16_to_f32(x[i].d);
-        for (int j = 0; j < QK8_0; j++) y[j] = (float)x[i].qs[j] * d;
-    }
+    for (int64_t i = 0; i < n / QK8_0; i++, y += QK8_0) q8_block_to_f32(x[i].qs, x[i].d, y);
 }
 
 void quant_q8_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
@@ -290,24 +270,17 @@ void quant_q8_0_dot(int64_t n, float *out, const void *vx, const void *vy) {
 void quant_q8_1_from_f32(const float *x, void *dst, int64_t n) {
     block_q8_1 *y = dst;
     for (int64_t i = 0; i < n / QK8_1; i++, x += QK8_1) {
-        const float d = block_absmax(x, QK8_1) / ((1 << 7) - 1);
-        const float id = d ? 1.0f / d : 0.0f;
+        const float d = q8_block(x, y[i].qs);
         y[i].d = f32_to_fp16(d);
-        int sum = 0;
-        for (int j = 0; j < QK8_1; j++) {
-            y[i].qs[j] = (int8_t)roundf(x[j] * id);
-            sum += y[i].qs[j];
-        }
+        int sum = 0; /* s = d * sum(q): the block's sum, for the _1 formats' minimum */
+        for (int j = 0; j < QK8_1; j++) sum += y[i].qs[j];
         y[i].s = f32_to_fp16((float)sum * d);
     }
 }
 
 void quant_q8_1_to_f32(const void *src, float *y, int64_t n) {
     const block_q8_1 *x = src;
-    for (int64_t i = 0; i < n / QK8_1; i++, y += QK8_1) {
-        const float d = fp16_to_f32(x[i].d);
-        for (int j = 0; j < QK8_1; j++) y[j] = (float)x[i].qs[j] * d;
-    }
+    for (int64_t i = 0; i < n / QK8_1; i++, y += QK8_1) q8_block_to_f32(x[i].qs, x[i].d, y);
 }
 
 /* ---------------------------------------------------------------- IQ4_NL */

@@ -14,7 +14,6 @@
  * classification head (cls, cls.output), applied to the first token's
  * vector on the host (model/pooling.c).
  */
-#include <math.h>
 #include <stdio.h>
 
 #include "model/arch/arch.h"

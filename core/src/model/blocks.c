@@ -182,10 +182,14 @@ graph_tensor *blk_self_attention(model_build *b, int il, graph_tensor *h) {
     const float scale = hp->attn_scale > 0.0f ? hp->attn_scale : 1.0f / sqrtf((float)hp->head_dim);
     graph_tensor *q, *k, *v;
     blk_qkv(b, il, h, &q, &k, &v);
+    /* q's nodes first, then rope(k), each in its own statement: rope(k) must
+     * be the node right before blk_attention's copy of k into the KV cache
+     * (the Vulkan plugin fuses that pair: backends/vulkan/vk_fused.c), and C
+     * leaves the order of argument evaluation open. Same nodes, same numbers. */
     q = blk_rope(b, q, il);
+    if (hp->attn_scale_q) q = graph_scale(b->g, q, scale, 0.0f);
     k = blk_rope(b, k, il);
-    graph_tensor *att = hp->attn_scale_q ? blk_attention(b, il, graph_scale(b->g, q, scale, 0.0f), k, v, 1.0f)
-                                         : blk_attention(b, il, q, k, v, scale);
+    graph_tensor *att = blk_attention(b, il, q, k, v, hp->attn_scale_q ? 1.0f : scale);
     return blk_linear(b, L->wo, L->bo, att);
 }
 

@@ -10,7 +10,16 @@
  *   normalized rows are still stored unless the MUL overwrites them in
  *   place (the scheduler does that when nothing else reads them: then the
  *   unfused graph leaves the product there too).
- *   TESSERA_VULKAN_NO_FUSE=1 turns fusion off (tests compare both).
+ * - ROPE followed by the CPY of its result into the KV cache (the new K
+ *   rows of a step: core/src/model/blocks.c makes rope(k) the node right
+ *   before that copy) runs as one rope.comp dispatch that also stores each
+ *   rotated value in the cache's dtype (F32, F16, BF16): no second
+ *   dispatch, no barrier, no re-read of the rotated rows. Exact: the CPY's
+ *   conversion of the same f32. The rotated rows are still stored (the
+ *   plugin cannot know that no later split reads them). Quantized caches
+ *   keep the two dispatches (quantize.comp works a block at a time).
+ *   With profiling the pair's time counts as the ROPE's.
+ * TESSERA_VULKAN_NO_FUSE=1 turns both fusions off (tests compare both).
  * - FLASH_ATTN split over its keys (flash_attn.comp with P.u[1] splits,
  *   then flash_attn_reduce.comp): decoding has n_q = 1, so one workgroup per
  *   (query, head) would be a few dozen workgroups on a GPU with a hundred or
@@ -72,6 +81,41 @@ void vk_plan_norm_mul(const vk_device *d, const tsr_node *norm, const tsr_node *
     memcpy(p->nb[4], m.p.nb[4], sizeof p->nb[4]);
     p->u[1] = 1;
     p->u[2] = keep_mid;
+}
+
+bool vk_rope_cpy_fusable(const vk_device *d, const tsr_node *rope, const tsr_node *cpy) {
+    if (!d->fuse || rope->op != TSR_OP_ROPE || cpy->op != TSR_OP_CPY) return false;
+    if (cpy->n_src < 1 || !cpy->src[0] || !same_tensor(cpy->src[0], rope->dst)) return false;
+    const tsr_tensor *x = rope->src[0], *mid = rope->dst, *cache = cpy->dst;
+    /* The rotated value goes to the cache as the CPY would convert it: from
+     * the f32 the rope stores, so no rounding is skipped or added. */
+    if (mid->dtype != TSR_DTYPE_F32) return false;
+    if (cache->dtype != TSR_DTYPE_F32 && cache->dtype != TSR_DTYPE_F16 && cache->dtype != TSR_DTYPE_BF16) return false;
+    if (memcmp(mid->ne, x->ne, sizeof mid->ne) != 0 || tsr_tensor_nelements(cache) != tsr_tensor_nelements(mid))
+        return false;
+    /* Unfused, the CPY writes after the rope has read everything; fused,
+     * the cache is written while other invocations still read: it must
+     * share no byte with what the rope reads or writes. */
+    for (int i = 0; i < rope->n_src; i++)
+        if (rope->src[i] && overlap(cache, rope->src[i])) return false;
+    if (overlap(cache, mid)) return false;
+    return vk_op_supported(d, rope, NULL, 0) && vk_op_supported(d, cpy, NULL, 0);
+}
+
+void vk_plan_rope_cpy(const vk_device *d, const tsr_node *rope, const tsr_node *cpy, vk_dispatch *out) {
+    vk_op_plan(d, rope, out); /* rope.comp: x, positions, factors, grid by rows */
+    vk_params *p = &out->p;
+    /* tensor 3: the rotated rows (the rope's dst), 4: the cache view */
+    p->dt[3] = p->dt[4];
+    memcpy(p->ne[3], p->ne[4], sizeof p->ne[3]);
+    memcpy(p->nb[3], p->nb[4], sizeof p->nb[3]);
+    const tsr_tensor *cache = cpy->dst;
+    p->dt[4] = (uint32_t)cache->dtype;
+    for (int i = 0; i < TSR_MAX_DIMS; i++) {
+        p->ne[4][i] = (uint32_t)cache->ne[i];
+        p->nb[4][i] = (uint32_t)cache->nb[i];
+    }
+    p->u[3] = 1;
 }
 
 enum {

@@ -220,7 +220,7 @@ typedef struct vk_device {
     bool matmul_per_invocation; /* CPU implementations: no workgroup reductions */
     bool attn_per_invocation;   /* the same for FLASH_ATTN (flash_attn_inv.comp) */
     int attn_mode;            /* VK_ATTN_*: which gpu FLASH_ATTN kernel (vk_fused.c) */
-    bool fuse;                /* RMS_NORM/NORM x MUL as one dispatch (TESSERA_VULKAN_NO_FUSE=1: off) */
+    bool fuse;                /* norm x MUL, ROPE + CPY: one dispatch each (TESSERA_VULKAN_NO_FUSE=1: off) */
     bool has_f64;             /* shaderFloat64, enabled on the logical device */
     vk_kernel_caps kern;      /* gpu kernels: what they may use (vk_features.c) */
     /* TESSERA_VULKAN_MEMORY_LIMIT_MIB (tests): the device pretends to have
@@ -416,6 +416,13 @@ bool vk_norm_mul_fusable(const vk_device *d, const tsr_node *norm, const tsr_nod
 /* The dispatch of the pair: tensors src0 x, src1 weight, src2 the norm's
  * dst (written when keep_mid), dst the MUL's dst. */
 void vk_plan_norm_mul(const vk_device *d, const tsr_node *norm, const tsr_node *mul, bool keep_mid, vk_dispatch *out);
+
+/* nodes[i] (ROPE) and nodes[i + 1] (CPY of its F32 result into an F32,
+ * F16 or BF16 tensor: the KV cache) can run as one dispatch. */
+bool vk_rope_cpy_fusable(const vk_device *d, const tsr_node *rope, const tsr_node *cpy);
+/* The dispatch of the pair: rope.comp with P.u[3] = 1, tensors src0 x,
+ * src1 positions, src2 factors, src3 the ROPE's dst, dst the CPY's dst. */
+void vk_plan_rope_cpy(const vk_device *d, const tsr_node *rope, const tsr_node *cpy, vk_dispatch *out);
 
 /* Splits of a FLASH_ATTN node over its keys (1: none) and the keys each. */
 uint32_t vk_attn_splits(const vk_device *d, const tsr_node *node, uint32_t *keys_per_split);

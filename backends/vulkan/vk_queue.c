@@ -459,10 +459,12 @@ static tsr_status plan_dispatch(vk_queue *q, const tsr_node *node, vk_dispatch *
 }
 
 /* How node i runs: alone (1 dispatch), fused with node i + 1 (1 dispatch
- * for both), or FLASH_ATTN split over keys (2 dispatches). vk_fused.c. */
+ * for both: norm x weight, or rope + its copy into the cache), or
+ * FLASH_ATTN split over keys (2 dispatches). vk_fused.c. */
 typedef struct node_shape {
     uint32_t nodes, dispatches;
-    bool keep_mid;           /* fused: store the norm's rows too */
+    bool rope_cpy;           /* fused: ROPE, then CPY (else norm x weight) */
+    bool keep_mid;           /* fused norm: store the norm's rows too */
     uint32_t splits, keys;   /* split attention */
 } node_shape;
 
@@ -470,6 +472,11 @@ static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n
     node_shape sh = {.nodes = 1, .dispatches = 1, .splits = 1};
     if (i + 1 < n && vk_norm_mul_fusable(d, &nodes[i], &nodes[i + 1], &sh.keep_mid)) {
         sh.nodes = 2;
+        return sh;
+    }
+    if (i + 1 < n && vk_rope_cpy_fusable(d, &nodes[i], &nodes[i + 1])) {
+        sh.nodes = 2;
+        sh.rope_cpy = true;
         return sh;
     }
     sh.splits = vk_attn_splits(d, &nodes[i], &sh.keys);
@@ -492,6 +499,13 @@ static tsr_status plan_node(vk_queue *q, const tsr_node *nodes, uint32_t i, cons
     vk_slots sl = {.scratch = -1, .writes = 1u << 4};
     for (int s = 0; s < 4; s++) sl.t[s] = s < node->n_src ? node->src[s] : NULL;
     sl.t[4] = node->dst;
+    if (sh->rope_cpy) { /* x, positions, factors, rotated rows, cache */
+        vk_plan_rope_cpy(d, node, &nodes[i + 1], &disp);
+        sl.t[3] = node->dst;
+        sl.t[4] = nodes[i + 1].dst;
+        sl.writes |= 1u << 3;
+        return plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
+    }
     if (sh->nodes == 2) { /* norm x weight: x, weight, normalized rows, product */
         const tsr_node *mul = &nodes[i + 1];
         vk_plan_norm_mul(d, node, mul, sh->keep_mid, &disp);

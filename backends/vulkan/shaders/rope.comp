@@ -7,7 +7,11 @@
 // are computed in double and rounded once, which gives the correctly
 // rounded floats libm gives ref: q and k then round to the same F16 values
 // in the cache as on the CPU.
-//   P.u: [0] n_dims, [1] 1 = NeoX pairs (i, i + n_dims/2), [2] freq factors bound
+//   P.u: [0] n_dims, [1] 1 = NeoX pairs (i, i + n_dims/2), [2] freq factors bound,
+//        [3] 1 = fused with the CPY of the result (vk_fused.c): the rotated
+//        rows go to t3 (F32, the ROPE's dst) and, converted, to t4 (the
+//        CPY's dst, F32/F16/BF16: the KV cache), element for element in
+//        flat order as the CPY pairs them
 //   P.f: [0] theta_scale, [1] [2] YaRN correction dims, [3] YaRN mscale factor
 //   P.fp: the node's fparams ([1] freq_scale, [2] ext_factor, [3] attn_factor)
 // The straightforward version: ref_rope.c.
@@ -60,6 +64,20 @@ void sincos_f64(float xf, out float s, out float c) {
 }
 #endif
 
+// Store rotated element a (in x's shape): to the ROPE's dst, or when fused
+// to its dst (t3, F32) and to the CPY's dst at the same flat index, rounded
+// from the same f32 as the CPY rounds what it reads from t3.
+void put(uvec4 a, float y) {
+    if (P.u[3] == 0u) {
+        store_dst(elem_off(4u, a), y);
+        return;
+    }
+    t3.d[elem_off(3u, a) >> 2] = floatBitsToUint(y);
+    uvec4 ne = P.ne[0];
+    uint i = a.x + ne.x * (a.y + ne.y * (a.z + ne.z * a.w));
+    store_dst(elem_off(4u, unflat(i, P.ne[4])), y);
+}
+
 void main() {
     uint row = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
     uvec4 ne = P.ne[0];
@@ -101,12 +119,12 @@ void main() {
         // precise: no fused multiply-add, the same two roundings as ref
         precise float y0 = x0 * cs - x1 * sn;
         precise float y1 = x0 * sn + x1 * cs;
-        store_dst(elem_off(4u, a), y0);
-        store_dst(elem_off(4u, b), y1);
+        put(a, y0);
+        put(b, y1);
         theta *= P.f[0];
     }
     for (uint i = n_dims; i < ne.x; i++) {
         uvec4 a = uvec4(i, r.yzw);
-        store_dst(elem_off(4u, a), load0(a));
+        put(a, load0(a));
     }
 }

@@ -40,6 +40,7 @@ int cmd_serve(int argc, char **argv) {
 typedef struct serve_opts {
     cli_params p;
     const char *host, *api_key, *alias, *tags, *slot_save_path, *cors_origin, *reasoning_format;
+    const char *gcp_route; /* AIP_MODE=PREDICTION: Vertex AI's prediction route; NULL: off */
     int32_t no_webui, no_slots, slots, metrics, no_metrics, reasoning, kv_unified;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
@@ -158,12 +159,34 @@ static const cli_command serve_cmd = {
              "them are decoded together, one batch per step. Ctrl-C (or SIGTERM) stops\n"
              "accepting, lets running requests finish for --shutdown-grace seconds, then\n"
              "stops the server. llama-server's /completion, /infill, /tokenize and\n"
-             "/detokenize answer in its shapes.",
+             "/detokenize answer in its shapes. With AIP_MODE=PREDICTION in the environment\n"
+             "(Vertex AI, as llama-server) POST /predict (or AIP_PREDICT_ROUTE) answers\n"
+             "{\"instances\": [OpenAI requests]} with {\"predictions\"}, on port AIP_HTTP_PORT.",
     /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
               CLI_G_SHIFT | CLI_G_EMBED,
     .own = serve_own,
 };
+
+/* Vertex AI runs the server with AIP_MODE=PREDICTION: its prediction route
+ * (AIP_PREDICT_ROUTE, default /predict) is served, on AIP_HTTP_PORT when
+ * set (the port Vertex AI sends to, over --port). 0, or -1 printed. */
+static int gcp_environment(serve_opts *o) {
+    const char *mode = getenv("AIP_MODE");
+    if (!mode || strcmp(mode, "PREDICTION") != 0) return 0;
+    const char *route = getenv("AIP_PREDICT_ROUTE");
+    o->gcp_route = route && route[0] == '/' ? route : "/predict";
+    const char *port = getenv("AIP_HTTP_PORT");
+    if (!port || !port[0]) return 0;
+    char *end = NULL;
+    long n = strtol(port, &end, 10);
+    if (*end || n < 1 || n > 65535) {
+        fprintf(stderr, "tessera serve: AIP_HTTP_PORT '%s' is not a port (1..65535)\n", port);
+        return -1;
+    }
+    o->port = (int32_t)n;
+    return 0;
+}
 
 /* 0 ok, 1 help printed, -1 error printed. */
 static int parse_args(int argc, char **argv, serve_opts *o) {
@@ -200,6 +223,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         fprintf(stderr, "tessera serve: --slot-save-path %s is not a directory\n", o->slot_save_path);
         return -1;
     }
+    if (gcp_environment(o) != 0) return -1;
     if (o->p.n_predict == 0) { /* every request without max_tokens would get an empty reply */
         fprintf(stderr, "tessera serve: -n expects -1 (no limit) or an integer >= 1, got '0'\n");
         return -1;
@@ -381,7 +405,8 @@ int cmd_serve(int argc, char **argv) {
                             .cors_origin = o.cors_origin,
                             .no_webui = o.no_webui,
                             .no_slots = o.no_slots,
-                            .no_metrics = o.no_metrics};
+                            .no_metrics = o.no_metrics,
+                            .gcp_predict_route = o.gcp_route};
     /* Listen first: /health says 503 while the model loads, as llama-server. */
     if (listen_all(&o, &hp, &api, &ls) != 0) goto done;
     fprintf(stderr, "tessera serve: loading %s (%.0f MiB); /health answers 503 until it is ready\n", o.p.model,

@@ -141,19 +141,42 @@ static int apply_samplers(const cJSON *root, tessera_sampler_params *sp, serve_e
     return 0;
 }
 
-/* One sampler per choice from sp plus the request's logit_bias; with a
- * seed, choice i draws from seed + i so that the choices differ and the
- * request is reproducible (seed LLONG_MIN: random). */
+/* llama-server's ignore_eos: every end-of-generation token of the
+ * vocabulary banned (bias -inf), so that only the length or a stop string
+ * ends the reply. Appended to bias[*n..cap). */
+static int add_eog_bans(const serve_api *api, tessera_logit_bias *bias, int32_t *n, int32_t cap, serve_error *err) {
+    int32_t n_vocab = tessera_model_n_vocab(api->model);
+    for (tessera_token t = 0; t < n_vocab; t++) {
+        if (!tessera_token_is_eog(api->model, t)) continue;
+        if (*n == cap)
+            return serve_fail(err, 400, "ignore_eos", NULL, "'ignore_eos' and 'logit_bias' give more than %d biases",
+                              cap);
+        bias[(*n)++] = (tessera_logit_bias){t, -INFINITY};
+    }
+    return 0;
+}
+
+/* One sampler per choice from sp plus the request's logit_bias (and
+ * ignore_eos's bans), which r keeps for generation_settings; with a seed,
+ * choice i draws from seed + i so that the choices differ and the request
+ * is reproducible (seed LLONG_MIN: random). */
 static int make_samplers(const serve_api *api, const cJSON *root, serve_request *r, tessera_sampler_params *sp,
                          long long seed, serve_error *err) {
     static const tessera_logit_bias bias_none[1];
-    tessera_logit_bias *bias = malloc(SERVE_MAX_BIAS * sizeof *bias);
+    enum { CAP = SERVE_MAX_BIAS + 64 }; /* room for the end-of-generation tokens */
+    bool ignore_eos = false;
+    if (api_get_bool(root, "ignore_eos", &ignore_eos, err)) return -1;
+    tessera_logit_bias *bias = malloc(CAP * sizeof *bias);
     if (!bias) return serve_fail(err, 500, NULL, NULL, "out of memory");
     int32_t n_bias = 0;
-    if (get_logit_bias(api, root, bias, &n_bias, err) != 0) {
+    if (get_logit_bias(api, root, bias, &n_bias, err) != 0 ||
+        (ignore_eos && add_eog_bans(api, bias, &n_bias, CAP, err) != 0)) {
         free(bias);
         return -1;
     }
+    r->logit_bias = bias; /* freed with r */
+    r->n_logit_bias = n_bias;
+    r->ignore_eos = ignore_eos;
     sp->seed = seed == LLONG_MIN ? TESSERA_SEED_RANDOM : (uint32_t)((unsigned long long)seed % 0xFFFFFFFFull);
     sp->logit_bias = n_bias ? bias : bias_none;
     sp->n_logit_bias = n_bias;
@@ -161,12 +184,8 @@ static int make_samplers(const serve_api *api, const cJSON *root, serve_request 
         if (seed != LLONG_MIN)
             sp->seed = (uint32_t)(((unsigned long long)seed + (unsigned long long)c) % 0xFFFFFFFFull);
         r->choices[c].sampler = tessera_sampler_new(tessera_model_n_vocab(api->model), sp);
-        if (!r->choices[c].sampler) {
-            free(bias);
-            return serve_fail(err, 400, NULL, NULL, "%s", tessera_last_error());
-        }
+        if (!r->choices[c].sampler) return serve_fail(err, 400, NULL, NULL, "%s", tessera_last_error());
     }
-    free(bias);
     return 0;
 }
 
@@ -305,7 +324,8 @@ static const struct field {
     {"logprobs", FOR_COMPLETION | FOR_CHAT, "chat: true/false; completions: 0..20 alternatives"},
     {"top_logprobs", FOR_CHAT, "0..20 alternatives per token"},
     {"n_probs", FOR_ALL, "llama.cpp's: alternatives per token in completion_probabilities"},
-    {"post_sampling_probs", FOR_NATIVE, "n_probs as the sampler's probabilities after its filters"},
+    {"post_sampling_probs", FOR_CHAT | FOR_NATIVE,
+     "n_probs (chat: logprobs) as the sampler's probabilities after its filters: prob, top_probs"},
     {"tools", FOR_CHAT, "functions the model may call"},
     {"tool_choice", FOR_CHAT, "auto, none, required or a named function"},
     {"parallel_tool_calls", FOR_CHAT, "false keeps the first call only"},
@@ -321,7 +341,7 @@ static const struct field {
     {"id_slot", FOR_ALL, "extension: the slot to run in (-1: any)"},
     {"return_tokens", FOR_NATIVE, "the generated token ids in 'tokens'"},
     {"response_fields", FOR_NATIVE, "only these fields of the response ('a/b' reaches into objects)"},
-    {"ignore_eos", FOR_ALL, "extension: only false"},
+    {"ignore_eos", FOR_ALL, "extension: end-of-generation tokens banned (bias -inf), as llama-server"},
     {"add_generation_prompt", FOR_CHAT, "the template's add_generation_prompt (default true)"},
     {"continue_final_message", FOR_CHAT, "vLLM's: continue the final assistant message (the default prefill)"},
     {"verbose", FOR_ALL, "llama-server's: __verbose in the response (the prompt as the model saw it)"},
@@ -385,9 +405,6 @@ static int check_fields(const cJSON *root, serve_kind kind, serve_call *call, se
     if (want == FOR_COMPLETION && !api_is_null(v) && !(cJSON_IsString(v) && !v->valuestring[0]))
         return serve_fail(err, 400, "suffix", "unsupported_parameter",
                           "'suffix' (insertion) is not implemented on /v1/completions; use /infill");
-    v = cJSON_GetObjectItemCaseSensitive(root, "ignore_eos");
-    if (!api_is_null(v) && !cJSON_IsFalse(v))
-        return serve_fail(err, 400, "ignore_eos", "unsupported_parameter", "'ignore_eos' true is not implemented");
     v = cJSON_GetObjectItemCaseSensitive(root, "user");
     if (!api_is_null(v) && !cJSON_IsString(v))
         return serve_fail(err, 400, "user", NULL, "'user' must be a string");
@@ -470,9 +487,9 @@ static int parse_options(const serve_api *api, const cJSON *root, serve_kind kin
         api_get_int(root, "n_probs", 0, SERVE_MAX_TOP_LOGPROBS, &n_probs, err))
         return -1;
     call->n_probs = (int32_t)n_probs;
+    if (api_get_bool(root, "post_sampling_probs", &r->post_sampling_probs, err)) return -1; /* chat, native */
     if (kind == SERVE_NATIVE || kind == SERVE_INFILL) {
         if (n_probs > 0) r->top_logprobs = (int32_t)n_probs;
-        if (api_get_bool(root, "post_sampling_probs", &r->post_sampling_probs, err)) return -1;
         const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_fields");
         if (!api_is_null(rf)) {
             char *text = cJSON_IsArray(rf) ? cJSON_PrintUnformatted(rf) : NULL;

@@ -25,6 +25,7 @@
 
 #include "dialect.h"
 #include "embed_api.h"
+#include "gcp.h"
 #include "serve.h"
 
 /* Bodies beyond this are not even read: the connection is answered and closed. */
@@ -48,6 +49,7 @@ typedef struct conn_state {
     char origin[256];    /* the request's Origin header, for CORS ("" if none) */
     serve_log_entry log; /* the request's log line (log.c) */
     const serve_dialect *dialect; /* the API in another shape (dialect.h), NULL: OpenAI's */
+    bool gcp;            /* a Vertex AI prediction (gcp.h): its instances answered as predictions */
 } conn_state;
 
 /* The connection this thread serves (one thread per connection), so the
@@ -321,6 +323,8 @@ static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, serve
         status = serve_request_error_status(reqs[failed]);
     } else if (tl_conn && tl_conn->dialect) {
         body = tl_conn->dialect->response(h->api, &calls[0], reqs[0]);
+    } else if (tl_conn && tl_conn->gcp) {
+        body = serve_gcp_response(h->api, calls, reqs, n);
     } else if (calls[0].kind == SERVE_NATIVE || calls[0].kind == SERVE_INFILL) {
         body = serve_native_response(h->api, calls, reqs, n);
     } else {
@@ -357,6 +361,21 @@ static int parse_all(serve_http *h, serve_kind kind, const conn_state *cs, serve
     return 0;
 }
 
+/* Hand reqs[0..n) to the engine: 0, or what serve_engine_submit said of the
+ * one it refused (then none is left to the caller: the refused and later
+ * ones are freed, the earlier ones released). */
+static int submit_all(serve_http *h, serve_request **reqs, int n) {
+    for (int k = 0; k < n; k++) {
+        int sub = serve_engine_submit(h->e, reqs[k]);
+        if (sub != 0) {
+            for (int j = k; j < n; j++) serve_request_free(reqs[j]);
+            for (int j = 0; j < k; j++) serve_engine_release(h->e, reqs[j]);
+            return sub;
+        }
+    }
+    return 0;
+}
+
 static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, serve_kind kind,
                                        const conn_state *cs) {
     int n = cs->dialect ? 1 : serve_api_count_prompts(kind, cs->body ? cs->body : "", cs->len);
@@ -369,17 +388,27 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
     serve_request *reqs[MAX_PROMPTS];
     serve_error err = {0, NULL};
     if (parse_all(h, kind, cs, calls, reqs, n, &err) != 0) return send_json(h, c, err.status, err.body);
-    for (int k = 0; k < n; k++) {
-        int sub = serve_engine_submit(h->e, reqs[k]);
-        if (sub != 0) {
-            for (int j = k; j < n; j++) serve_request_free(reqs[j]);
-            for (int j = 0; j < k; j++) serve_engine_release(h->e, reqs[j]);
-            return send_not_submitted(h, c, sub);
-        }
-    }
+    int sub = submit_all(h, reqs, n);
+    if (sub != 0) return send_not_submitted(h, c, sub);
     int fd = connection_fd(c);
     if (calls[0].stream) return start_stream(h, c, &calls[0], reqs[0], fd);
     return finish_all(h, c, calls, reqs, n, fd);
+}
+
+/* POST AIP_PREDICT_ROUTE (Vertex AI, gcp.h): every instance submitted, then
+ * all their responses as predictions. */
+static enum MHD_Result handle_predict(serve_http *h, struct MHD_Connection *c, conn_state *cs) {
+    serve_call calls[MAX_PROMPTS];
+    serve_request *reqs[MAX_PROMPTS];
+    serve_error err = {0, NULL};
+    int n = 0;
+    if (serve_gcp_parse(h->api, cs->body ? cs->body : "", cs->len, calls, reqs, MAX_PROMPTS, &n, &err) != 0)
+        return send_json(h, c, err.status, err.body);
+    if (tl_conn) snprintf(tl_conn->log.ignored, sizeof tl_conn->log.ignored, "%s", calls[0].ignored);
+    int sub = submit_all(h, reqs, n);
+    if (sub != 0) return send_not_submitted(h, c, sub);
+    cs->gcp = true;
+    return finish_all(h, c, calls, reqs, n, connection_fd(c));
 }
 
 /* ------------------------------------------------------------ routing */
@@ -528,6 +557,8 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         char *body = cs->dialect->answer(h->api, cs->body ? cs->body : "", cs->len, &err);
         return body ? send_json(h, c, 200, body) : send_json(h, c, err.status, err.body);
     }
+    if (h->p.gcp_predict_route && !strcmp(url, h->p.gcp_predict_route))
+        return post ? handle_predict(h, c, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
     serve_kind kind;
     if (is_generation(url, &kind))
         return post ? handle_generate(h, c, kind, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);

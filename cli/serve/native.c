@@ -6,6 +6,7 @@
  * Requests are parsed by api.c (kinds SERVE_NATIVE and SERVE_INFILL).
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,16 @@ static void add_settings(const serve_api *api, cJSON *o, const serve_request *r,
     cJSON_AddNullToObject(g, "adaptive_decay");
     cJSON *stop = cJSON_AddArrayToObject(g, "stop");
     for (int i = 0; i < r->n_stop; i++) cJSON_AddItemToArray(stop, cJSON_CreateString(r->stop[i]));
+    /* [{bias, token}], a ban (-inf) as null: llama-server's shape */
+    cJSON *bias = cJSON_AddArrayToObject(g, "logit_bias");
+    for (int32_t i = 0; i < r->n_logit_bias; i++) {
+        cJSON *e = cJSON_CreateObject();
+        float b = r->logit_bias[i].bias;
+        cJSON_AddItemToObject(e, "bias", isinf(b) ? cJSON_CreateNull() : cJSON_CreateNumber(b));
+        cJSON_AddNumberToObject(e, "token", r->logit_bias[i].token);
+        cJSON_AddItemToArray(bias, e);
+    }
+    cJSON_AddBoolToObject(g, "ignore_eos", r->ignore_eos);
 }
 
 /* The fields of a finished choice beside its content. */

@@ -78,23 +78,28 @@ static size_t entries_ready(const serve_choice *ch, bool final) {
     return k;
 }
 
-/* Chat: {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null}. */
+/* Chat: {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null};
+ * with post_sampling_probs llama-server's prob and top_probs instead (the
+ * sampler's probabilities after its filters, not logs). */
 static cJSON *chat_logprobs(const serve_api *api, const serve_choice *ch, size_t from, size_t to) {
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "content");
     for (size_t i = from; i < to; i++) {
         const serve_logprob *lp = &ch->lp[i];
         const char *s;
         size_t n = entry_text(ch, lp, &s);
+        const char *value = lp->post_sampling ? "prob" : "logprob";
         cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "id", lp->token);
         add_token(e, s, n, true);
-        cJSON_AddNumberToObject(e, "logprob", lp->logprob);
-        cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
+        cJSON_AddNumberToObject(e, value, lp->logprob);
+        cJSON *top = cJSON_AddArrayToObject(e, lp->post_sampling ? "top_probs" : "top_logprobs");
         for (int32_t k = 0; k < lp->n_top; k++) {
             char buf[256];
             size_t pn = serve_token_piece(api, lp->top_id[k], buf, sizeof buf);
             cJSON *t = cJSON_CreateObject();
+            cJSON_AddNumberToObject(t, "id", lp->top_id[k]);
             add_token(t, buf, pn, true);
-            cJSON_AddNumberToObject(t, "logprob", lp->top_lp[k]);
+            cJSON_AddNumberToObject(t, value, lp->top_lp[k]);
             cJSON_AddItemToArray(top, t);
         }
         cJSON_AddItemToArray(arr, e);

@@ -112,6 +112,10 @@ typedef struct serve_request {
     int32_t id_slot;           /* llama-server's id_slot: run in that slot only; -1: any */
     int32_t top_logprobs;      /* -1: no logprobs; else alternatives per token (0..20) */
     bool post_sampling_probs;  /* those as the sampler's filtered probabilities (/completion) */
+    tessera_logit_bias *logit_bias; /* what the samplers add (ignore_eos: -inf on each end-of-generation
+                                       token), reported in generation_settings; owned, NULL: none */
+    int32_t n_logit_bias;
+    bool ignore_eos;           /* llama-server's: its bans are among logit_bias */
     const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
     bool want_progress;        /* return_progress: the engine records prompt marks */
     serve_reply_rules rules;
@@ -558,6 +562,7 @@ typedef struct serve_http_params {
     const char *slot_save_path; /* NULL: slot save/restore refused (501) */
     const char *cors_origin;    /* --cors-origin: "*", "localhost" or origins, comma-separated; NULL: no CORS */
     bool no_webui, no_slots, no_metrics; /* GET /, GET /slots, GET /metrics answer 404 */
+    const char *gcp_predict_route; /* Vertex AI's prediction route (AIP_MODE=PREDICTION, gcp.h); NULL: off */
 } serve_http_params;
 
 typedef struct serve_http serve_http;

@@ -35,6 +35,7 @@ void serve_request_free(serve_request *r) {
     }
     free(r->choices);
     free(r->marks);
+    free(r->logit_bias);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     for (int i = 0; i < r->rules.n_tool_names; i++) free(r->rules.tool_names[i]);
     free(r->rules.tool_names);

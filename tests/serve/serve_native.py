@@ -6,7 +6,8 @@ policy (unknown fields ignored and logged, known unhonourable ones a 400);
 CORS; /v1/completions prompt lists; /v1/models aliases and /v1/models/{id};
 /props params; server-side sampling defaults; --no-webui, --no-slots, a
 --host list, --slot-save-path made; chat_template_kwargs, date_string and
-add_generation_prompt in the template; text parts joined with a newline.
+add_generation_prompt in the template; text parts joined with a newline;
+ignore_eos; post_sampling_probs on chat; Vertex AI's /predict.
 Bad input is one clear 4xx and the server goes on serving."""
 import json
 import math
@@ -15,7 +16,7 @@ import socket
 import sys
 import tempfile
 
-from serve_common import MODEL, Server, error_body, expect, main
+from serve_common import MODEL, Failure, Server, error_body, expect, main
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 from gguf_edit import write_fim_model  # noqa: E402
@@ -405,6 +406,109 @@ def test_progress_metrics_slots():
         expect(srv.json("GET", "/health")[0] == 200, "health after the overflow")
 
 
+def test_ignore_eos():
+    """ignore_eos bans every end-of-generation token (bias -inf), so that a
+    reply that would end at once runs to n_predict; generation_settings
+    lists the bans (bias null: -inf), as llama-server's."""
+    with Server("--temp", "0") as srv:
+        eos = {"prompt": PROMPT, "n_predict": 8, "logit_bias": [[2, 30]], "return_tokens": True}
+        ends = post(srv, "/completion", eos)
+        expect(ends["stop_type"] == "eos" and ends["tokens_predicted"] <= 1, "EOS pushed up ends it: %r" % ends)
+        expect(ends["generation_settings"]["logit_bias"] == [{"bias": 30, "token": 2}] and
+               ends["generation_settings"]["ignore_eos"] is False, "settings %r" % ends["generation_settings"])
+        runs = post(srv, "/completion", dict(eos, ignore_eos=True))
+        expect(runs["stop_type"] == "limit" and runs["tokens_predicted"] == 8 and 2 not in runs["tokens"],
+               "ignore_eos runs to n_predict: %r" % runs)
+        bias = runs["generation_settings"]["logit_bias"]
+        expect({"bias": None, "token": 2} in bias and runs["generation_settings"]["ignore_eos"] is True,
+               "the ban is reported: %r" % bias)
+        plain = post(srv, "/completion", {"prompt": PROMPT, "n_predict": 4, "ignore_eos": False})
+        expect(plain["generation_settings"]["logit_bias"] == [], "no bans unasked: %r" % plain["generation_settings"])
+        chat = post(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6,
+                                                  "logit_bias": {"2": 100}, "ignore_eos": True})
+        expect(chat["usage"]["completion_tokens"] == 6 and chat["choices"][0]["finish_reason"] == "length",
+               "chat honours ignore_eos: %r" % chat)
+        bad(srv, "/completion", {"prompt": PROMPT, "ignore_eos": "yes"}, 400, "ignore_eos", "ignore_eos not a bool")
+
+
+def test_chat_post_sampling_probs():
+    """post_sampling_probs on /v1/chat/completions: logprobs.content entries
+    carry prob/top_probs (the sampler's distribution after its filters), as
+    llama-server's; the same seed draws the same tokens as without it."""
+    with Server() as srv:
+        body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "logprobs": True,
+                "top_logprobs": 5, "seed": 3, "temperature": 1.0, "top_k": 3, "top_p": 1.0, "min_p": 0.0}
+        pre = post(srv, "/v1/chat/completions", body)["choices"][0]["logprobs"]["content"]
+        got = post(srv, "/v1/chat/completions", dict(body, post_sampling_probs=True))["choices"][0]["logprobs"]
+        got = got["content"]
+        expect(len(got) == len(pre) == 4, "4 entries each: %r" % got)
+        for a, b in zip(pre, got):
+            expect(a["id"] == b["id"] and a["token"] == b["token"], "the same draws: %r %r" % (a, b))
+            expect("logprob" not in b and len(b["top_probs"]) == 3, "top-k 3 leaves 3 probs: %r" % b)
+            z = sum(math.exp(t["logprob"]) for t in a["top_logprobs"][:3])
+            for t, m in zip(b["top_probs"], a["top_logprobs"][:3]):
+                expect(t["id"] == m["id"] and abs(t["prob"] - math.exp(m["logprob"]) / z) < 1e-4,
+                       "renormalized: %r vs %r" % (t, m))
+        events, _ = srv.stream("/v1/chat/completions", dict(body, post_sampling_probs=True))
+        streamed = [e for ev in events for c in ev["choices"] if c.get("logprobs") for e in c["logprobs"]["content"]]
+        expect([e["id"] for e in streamed] == [e["id"] for e in got] and all("prob" in e for e in streamed),
+               "stream: the same entries %r" % streamed)
+        bad(srv, "/v1/completions", {"prompt": PROMPT, "post_sampling_probs": True}, 400, "post_sampling_probs",
+            "not a field of /v1/completions")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_gcp_predict():
+    """AIP_MODE=PREDICTION (Vertex AI): POST /predict (AIP_PREDICT_ROUTE)
+    answers {"instances"} with {"predictions"}, each the whole response of
+    its endpoint (chat or completions), on AIP_HTTP_PORT; an instance the
+    endpoint refuses fails the call with its 4xx."""
+    saved = dict(os.environ)
+    port = free_port()
+    os.environ.update(AIP_MODE="PREDICTION", AIP_HTTP_PORT=str(port))
+    try:
+        with Server("--parallel", "2", "--temp", "0") as srv:
+            expect(srv.port == port, "AIP_HTTP_PORT %d: listening on %d" % (port, srv.port))
+            chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
+            alone_chat = post(srv, "/v1/chat/completions", chat)["choices"][0]["message"]["content"]
+            alone_text = post(srv, "/v1/completions", {"prompt": PROMPT, "max_tokens": 5})["choices"][0]["text"]
+            res = post(srv, "/predict", {"instances": [
+                dict(chat, **{"@requestFormat": "chatCompletions"}),
+                {"@requestFormat": "completions", "prompt": PROMPT, "max_tokens": 5},
+                {"prompt": PROMPT, "max_tokens": 5}], "parameters": {}})
+            preds = res["predictions"]
+            expect(len(preds) == 3, "one prediction per instance: %r" % res)
+            expect(preds[0]["object"] == "chat.completion" and preds[0]["choices"][0]["message"]["content"] ==
+                   alone_chat, "chat instance = /v1/chat/completions: %r" % preds[0])
+            expect(preds[1]["object"] == "text_completion" and preds[1]["choices"][0]["text"] == alone_text ==
+                   preds[2]["choices"][0]["text"], "completion instances: %r" % preds[1:])
+            bad(srv, "/predict", {"instances": []}, 400, "instances", "no instances")
+            bad(srv, "/predict", {"instances": [{"@requestFormat": "embeddings", "input": "x"}]}, 400,
+                "instances[0].@requestFormat", "unknown format")
+            bad(srv, "/predict", {"instances": [dict(chat, stream=True)]}, 400, "instances[0].stream", "streamed")
+            bad(srv, "/predict", {"instances": [chat, {"messages": "x"}]}, 400, "messages", "a bad instance")
+            expect(len(post(srv, "/predict", {"instances": [chat]})["predictions"]) == 1, "serves after the 400s")
+        os.environ["AIP_HTTP_PORT"] = "http"
+        try:
+            with Server() as srv:
+                raise Failure("a bad AIP_HTTP_PORT started a server")
+        except Failure as e:
+            expect("AIP_HTTP_PORT 'http'" in str(e), "a bad AIP_HTTP_PORT is named: %s" % e)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    with Server() as srv:  # without AIP_MODE there is no /predict
+        st, _ = srv.json("POST", "/predict", {"instances": [{"prompt": PROMPT}]})
+        expect(st == 404, "no /predict outside Vertex AI mode: %d" % st)
+
+
 main([
     ("/completion shapes, token and mixed prompts, lists, response_fields", test_completion_shapes),
     ("n_probs, streams, id_slot", test_completion_probs_stream_slot),
@@ -418,4 +522,7 @@ main([
     ("named templates and a template as text", test_named_templates),
     ("prefill, continue_final_message, __verbose, context errors, input_tokens", test_prefill_verbose_errors),
     ("return_progress, llamacpp metrics, full slots, --kv-unified", test_progress_metrics_slots),
+    ("ignore_eos", test_ignore_eos),
+    ("post_sampling_probs on chat", test_chat_post_sampling_probs),
+    ("Vertex AI /predict (AIP_MODE=PREDICTION)", test_gcp_predict),
 ])

@@ -169,8 +169,13 @@ static bool authorized(serve_http *h, struct MHD_Connection *c) {
 
 typedef struct stream_state {
     serve_http *h;
-    serve_request *r;
+    serve_request *r;   /* the request being streamed: reqs[cur] */
     serve_call call;
+    /* A list of prompts (/completion): all run at once, streamed one after
+     * the other (each event names its prompt's index), as many as n. */
+    serve_request **reqs;
+    serve_call *calls;
+    int n, cur;
     const serve_dialect *dialect; /* NULL: OpenAI's events */
     void *dialect_state;
     int fd;
@@ -212,7 +217,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         free(st->pending);
         st->pending = NULL;
         st->pend_len = st->pend_off = 0;
-        if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (st->finished) {
+            if (st->cur + 1 >= st->n) return MHD_CONTENT_READER_END_OF_STREAM;
+            st->cur++; /* the next prompt's events, from its start */
+            st->r = st->reqs[st->cur];
+            st->call = st->calls[st->cur];
+            st->seen = 0;
+            st->opened = st->finished = false;
+        }
         if (!stream_produce(st)) {
             if (client_gone(st->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
             continue;
@@ -224,13 +236,18 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
     stream_state *st = cls;
     serve_engine_lock(st->h->e);
-    st->log.n_in = st->r->n_prompt;
-    st->log.n_out = serve_request_n_gen(st->r);
+    st->log.n_in = st->log.n_out = 0;
+    for (int k = 0; k < st->n; k++) {
+        st->log.n_in += st->reqs[k]->n_prompt;
+        st->log.n_out += serve_request_n_gen(st->reqs[k]);
+    }
     serve_engine_unlock(st->h->e);
     serve_log_write(st->h->p.log_format, &st->log);
-    serve_engine_release(st->h->e, st->r); /* cancels the slot if still generating */
+    for (int k = 0; k < st->n; k++) serve_engine_release(st->h->e, st->reqs[k]); /* cancels what still runs */
     if (st->dialect_state) st->dialect->free_state(st->dialect_state);
     free(st->pending);
+    free(st->reqs);
+    free(st->calls);
     free(st);
 }
 
@@ -255,16 +272,22 @@ static enum MHD_Result send_not_submitted(serve_http *h, struct MHD_Connection *
     return send_error(h, c, MHD_HTTP_SERVICE_UNAVAILABLE, msg, "server_error", "server_busy");
 }
 
-/* A stream's response (st takes r). The status goes out with the first
- * event: wait for a slot first, so that a request that never starts
- * (shutdown) still gets its 503, and one whose grammar failed before
- * anything was streamed its 400. */
-static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, const serve_call *call,
-                                    serve_request *r, int fd) {
+static void release_all(serve_http *h, serve_request **reqs, int n) {
+    for (int k = 0; k < n; k++) serve_engine_release(h->e, reqs[k]);
+}
+
+/* A stream's response (st takes reqs[0..n), which run at once and are
+ * streamed in turn). The status goes out with the first event: wait for a
+ * slot first, so that a request that never starts (shutdown) still gets
+ * its 503, and one whose grammar failed before anything was streamed its
+ * 400. */
+static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, const serve_call *calls,
+                                    serve_request **reqs, int n, int fd) {
+    serve_request *r = reqs[0];
     while (request_queued(h->e, r)) {
         serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS);
         if (client_gone(fd)) {
-            serve_engine_release(h->e, r);
+            release_all(h, reqs, n);
             return MHD_NO;
         }
     }
@@ -274,18 +297,26 @@ static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, con
     int status = r->error_status;
     serve_engine_unlock(h->e);
     if (failed_early) {
-        serve_engine_release(h->e, r);
+        release_all(h, reqs, n);
         return send_json(h, c, status, body);
     }
     stream_state *st = calloc(1, sizeof *st);
-    struct MHD_Response *resp =
-        st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free) : NULL;
+    serve_request **all = malloc((size_t)n * sizeof *all);
+    serve_call *all_calls = malloc((size_t)n * sizeof *all_calls);
+    struct MHD_Response *resp = st && all && all_calls ? MHD_create_response_from_callback(
+                                                             MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free)
+                                                       : NULL;
     if (!resp) {
         free(st);
-        serve_engine_release(h->e, r);
+        free(all);
+        free(all_calls);
+        release_all(h, reqs, n);
         return send_error(h, c, 500, "out of memory", "server_error", NULL);
     }
-    *st = (stream_state){.h = h, .r = r, .call = *call, .dialect = tl_conn ? tl_conn->dialect : NULL, .fd = fd};
+    memcpy(all, reqs, (size_t)n * sizeof *all);
+    memcpy(all_calls, calls, (size_t)n * sizeof *all_calls);
+    *st = (stream_state){.h = h, .r = r, .call = calls[0], .reqs = all, .calls = all_calls, .n = n,
+                         .dialect = tl_conn ? tl_conn->dialect : NULL, .fd = fd};
     if (tl_conn) {
         st->log = tl_conn->log;
         st->log.status = MHD_HTTP_OK;
@@ -352,10 +383,11 @@ static int parse_all(serve_http *h, serve_kind kind, const conn_state *cs, serve
         }
         for (int32_t i = 0; i < reqs[k]->n_choices; i++) reqs[k]->choices[i].index = k * reqs[k]->n_choices + i;
     }
-    if (n > 1 && calls[0].stream) {
+    if (n > 1 && calls[0].stream && kind != SERVE_NATIVE) { /* OpenAI's would need one [DONE] for all */
         for (int j = 0; j < n; j++) serve_request_free(reqs[j]);
         return serve_fail(err, 400, "stream", "unsupported_parameter",
-                          "'stream' with a list of %d prompts is not implemented; send them one by one", n);
+                          "'stream' with a list of %d prompts is not implemented on /v1/completions; send them one "
+                         "by one (/completion streams a list)", n);
     }
     if (tl_conn) snprintf(tl_conn->log.ignored, sizeof tl_conn->log.ignored, "%s", calls[0].ignored);
     return 0;
@@ -391,7 +423,7 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
     int sub = submit_all(h, reqs, n);
     if (sub != 0) return send_not_submitted(h, c, sub);
     int fd = connection_fd(c);
-    if (calls[0].stream) return start_stream(h, c, &calls[0], reqs[0], fd);
+    if (calls[0].stream) return start_stream(h, c, calls, reqs, n, fd);
     return finish_all(h, c, calls, reqs, n, fd);
 }
 

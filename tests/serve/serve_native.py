@@ -7,7 +7,8 @@ CORS; /v1/completions prompt lists; /v1/models aliases and /v1/models/{id};
 /props params; server-side sampling defaults; --no-webui, --no-slots, a
 --host list, --slot-save-path made; chat_template_kwargs, date_string and
 add_generation_prompt in the template; text parts joined with a newline;
-ignore_eos; post_sampling_probs on chat; Vertex AI's /predict.
+ignore_eos; post_sampling_probs on chat; Vertex AI's /predict; a streamed list
+of prompts on /completion.
 Bad input is one clear 4xx and the server goes on serving."""
 import json
 import math
@@ -509,6 +510,30 @@ def test_gcp_predict():
         expect(st == 404, "no /predict outside Vertex AI mode: %d" % st)
 
 
+def test_streamed_prompt_list():
+    """/completion streams a list of prompts: they run at once and their
+    events come one prompt after the other, each naming its index and
+    ending with its own stop event, the same text as without stream."""
+    with Server("--parallel", "2", "--temp", "0") as srv:
+        prompts = [PROMPT, "The little dog", tokenize(srv, "Lily", add_special=True)]
+        whole = post(srv, "/completion", {"prompt": prompts, "n_predict": 5})
+        events, done = srv.stream("/completion", {"prompt": prompts, "n_predict": 5})
+        expect(not done, "/completion streams end without [DONE]")
+        order = [e["index"] for e in events]
+        expect(order == sorted(order) and set(order) == {0, 1, 2}, "one prompt after the other: %r" % order)
+        for k in range(3):
+            mine = [e for e in events if e["index"] == k]
+            expect([e["stop"] for e in mine].count(True) == 1 and mine[-1]["stop"] is True,
+                   "prompt %d ends with one stop event: %r" % (k, mine))
+            text = "".join(e["content"] for e in mine)
+            expect(text == whole[k]["content"], "prompt %d streamed %r, whole %r" % (k, text, whole[k]["content"]))
+            expect(mine[-1]["tokens_predicted"] == 5, "prompt %d statistics %r" % (k, mine[-1]))
+        probs, _ = srv.stream("/completion", {"prompt": prompts[:2], "n_predict": 3, "n_probs": 2})
+        expect(sum(len(e.get("completion_probabilities", [])) for e in probs) == 6, "n_probs per prompt %r" % probs)
+        bad(srv, "/v1/completions", {"prompt": [PROMPT, PROMPT], "stream": True}, 400, "stream",
+            "a streamed list on /v1/completions")
+
+
 main([
     ("/completion shapes, token and mixed prompts, lists, response_fields", test_completion_shapes),
     ("n_probs, streams, id_slot", test_completion_probs_stream_slot),
@@ -522,6 +547,7 @@ main([
     ("named templates and a template as text", test_named_templates),
     ("prefill, continue_final_message, __verbose, context errors, input_tokens", test_prefill_verbose_errors),
     ("return_progress, llamacpp metrics, full slots, --kv-unified", test_progress_metrics_slots),
+    ("a streamed list of prompts", test_streamed_prompt_list),
     ("ignore_eos", test_ignore_eos),
     ("post_sampling_probs on chat", test_chat_post_sampling_probs),
     ("Vertex AI /predict (AIP_MODE=PREDICTION)", test_gcp_predict),

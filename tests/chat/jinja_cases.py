@@ -84,6 +84,9 @@ CASES = [
      "{{ xs|sort(reverse=true) }} {{ [1, 2, 1, 3]|unique|list }} {{ xs|max }} {{ xs|min }} "
      "{{ xs|sum }} {{ xs|reverse|list }} {{ 'abc'|list }} {{ d|list }} {{ d|items|list }} "
      "{{ d|dictsort }}", V),
+    ("filters-on-none", "{{ n|selectattr('type', 'equalto', 'x')|list }}|{{ n|rejectattr('type')|list }}|"
+     "{{ n|select|list|length }}|{{ n|reject('none')|list }}|{{ n|map(attribute='a')|list }}|"
+     "{{ missing|selectattr('a')|list }}|{{ ''|map('upper')|list }}", V),
     ("filters-attr", "{{ msgs|selectattr('role', 'equalto', 'user')|list }}|"
      "{{ msgs|rejectattr('role', 'eq', 'user')|map(attribute='content')|join(',') }}|"
      "{{ msgs|map(attribute='role')|list }}|{{ msgs|selectattr('content')|list|length }}|"

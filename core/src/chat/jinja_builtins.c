@@ -823,6 +823,10 @@ static jv apply_filter_args(jctx *c, const char *name, jv v, const jargs *a, siz
 
 /* select/reject(test, args...), selectattr/rejectattr(attr, test, args...) */
 static jv select_items(jctx *c, jv v, const jargs *a, bool by_attr, bool keep) {
+    jbuf out = {0};
+    /* jinja2 yields nothing for a false value (none, undefined, ""), so
+     * "tools | selectattr(...)" works on tools = none (functionary v3.1) */
+    if (!jv_truthy(v)) return list_from(c, &out);
     jv items = jinja_iterable(c, v);
     size_t first = by_attr ? 1 : 0;
     jv attrv = by_attr ? arg(a, 0, NULL, NULL) : jv_none();
@@ -838,7 +842,6 @@ static jv select_items(jctx *c, jv v, const jargs *a, bool by_attr, bool keep) {
     targs.nk = a->nk;
     targs.kname = a->kname;
     targs.kval = a->kval;
-    jbuf out = {0};
     for (size_t i = 0; i < items.l->n; i++) {
         jv it = items.l->v[i];
         jv subject = by_attr ? attr_path(c, it, attrv) : it;
@@ -997,6 +1000,7 @@ static jv f_join(jctx *c, jv v, const jargs *a) {
 }
 
 static jv f_map(jctx *c, jv v, const jargs *a) {
+    if (!jv_truthy(v)) return jv_list(c, 0); /* as select_items: jinja2 maps a false value to nothing */
     jv items = jinja_iterable(c, v);
     bool has_attr;
     jv attribute = arg(a, (size_t)-1, "attribute", &has_attr);

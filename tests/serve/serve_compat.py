@@ -130,8 +130,13 @@ def main():
         else:  # and the tests that skip themselves unless SLOW_TESTS is set (test_infill's Qwen one)
             env["SLOW_TESTS"] = "1"
         cmd += [os.path.join(tests, "unit", f) for f in files]
-        # the tests write (slot files, logs) relative to the working directory: a scratch one
-        r = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # the tests write (slot files, logs) relative to the working directory: a scratch one,
+        # three levels down as tools/server/tests is, so that the chat templates they name
+        # as ../../../models/templates/X.jinja (and check exist) are the peer tree's
+        work = os.path.join(tmp, "tools", "server", "tests")
+        os.makedirs(work)
+        os.symlink(os.path.join(tests, "..", "..", "..", "models"), os.path.join(tmp, "models"))
+        r = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            timeout=7000)
         if os.environ.get("TESSERA_COMPAT_VERBOSE"):
             print(r.stdout)

@@ -40,7 +40,7 @@ int cmd_serve(int argc, char **argv) {
 typedef struct serve_opts {
     cli_params p;
     const char *host, *api_key, *alias, *tags, *slot_save_path, *cors_origin, *reasoning_format;
-    const char *gcp_route; /* AIP_MODE=PREDICTION: Vertex AI's prediction route; NULL: off */
+    const char *gcp_route, *gcp_health; /* AIP_MODE=PREDICTION: Vertex AI's routes; NULL: off */
     int32_t no_webui, no_slots, slots, metrics, no_metrics, reasoning, kv_unified;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
@@ -161,7 +161,8 @@ static const cli_command serve_cmd = {
              "stops the server. llama-server's /completion, /infill, /tokenize and\n"
              "/detokenize answer in its shapes. With AIP_MODE=PREDICTION in the environment\n"
              "(Vertex AI, as llama-server) POST /predict (or AIP_PREDICT_ROUTE) answers\n"
-             "{\"instances\": [OpenAI requests]} with {\"predictions\"}, on port AIP_HTTP_PORT.",
+             "{\"instances\": [OpenAI requests]} with {\"predictions\"}, GET AIP_HEALTH_ROUTE as\n"
+             "/health, on port AIP_HTTP_PORT.",
     /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
               CLI_G_SHIFT | CLI_G_EMBED,
@@ -169,13 +170,16 @@ static const cli_command serve_cmd = {
 };
 
 /* Vertex AI runs the server with AIP_MODE=PREDICTION: its prediction route
- * (AIP_PREDICT_ROUTE, default /predict) is served, on AIP_HTTP_PORT when
- * set (the port Vertex AI sends to, over --port). 0, or -1 printed. */
+ * (AIP_PREDICT_ROUTE, default /predict) is served, and its health route
+ * (AIP_HEALTH_ROUTE) answers as /health, on AIP_HTTP_PORT when set (the
+ * port Vertex AI sends to, over --port). 0, or -1 printed. */
 static int gcp_environment(serve_opts *o) {
     const char *mode = getenv("AIP_MODE");
     if (!mode || strcmp(mode, "PREDICTION") != 0) return 0;
     const char *route = getenv("AIP_PREDICT_ROUTE");
     o->gcp_route = route && route[0] == '/' ? route : "/predict";
+    const char *health = getenv("AIP_HEALTH_ROUTE");
+    o->gcp_health = health && health[0] == '/' ? health : NULL;
     const char *port = getenv("AIP_HTTP_PORT");
     if (!port || !port[0]) return 0;
     char *end = NULL;
@@ -406,7 +410,8 @@ int cmd_serve(int argc, char **argv) {
                             .no_webui = o.no_webui,
                             .no_slots = o.no_slots,
                             .no_metrics = o.no_metrics,
-                            .gcp_predict_route = o.gcp_route};
+                            .gcp_predict_route = o.gcp_route,
+                            .gcp_health_route = o.gcp_health};
     /* Listen first: /health says 503 while the model loads, as llama-server. */
     if (listen_all(&o, &hp, &api, &ls) != 0) goto done;
     fprintf(stderr, "tessera serve: loading %s (%.0f MiB); /health answers 503 until it is ready\n", o.p.model,

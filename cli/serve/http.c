@@ -545,7 +545,7 @@ static bool is_generation(const char *url, serve_kind *kind) {
 /* Answers that need no API key: the preflight, the page, /health. -1: not one of them. */
 static int route_open(serve_http *h, struct MHD_Connection *c, const char *url, bool get, bool ready,
                       enum MHD_Result *rc) {
-    if (!strcmp(url, "/health")) {
+    if (!strcmp(url, "/health") || (h->p.gcp_health_route && !strcmp(url, h->p.gcp_health_route))) {
         if (!get) *rc = send_error(h, c, 405, "use GET /health", "invalid_request_error", NULL);
         else if (!ready) *rc = send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
         else *rc = send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));

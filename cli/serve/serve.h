@@ -563,6 +563,7 @@ typedef struct serve_http_params {
     const char *cors_origin;    /* --cors-origin: "*", "localhost" or origins, comma-separated; NULL: no CORS */
     bool no_webui, no_slots, no_metrics; /* GET /, GET /slots, GET /metrics answer 404 */
     const char *gcp_predict_route; /* Vertex AI's prediction route (AIP_MODE=PREDICTION, gcp.h); NULL: off */
+    const char *gcp_health_route;  /* and its health route, answered as /health; NULL: none */
 } serve_http_params;
 
 typedef struct serve_http serve_http;

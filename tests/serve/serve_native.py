@@ -470,7 +470,8 @@ def test_gcp_predict():
     """AIP_MODE=PREDICTION (Vertex AI): POST /predict (AIP_PREDICT_ROUTE)
     answers {"instances"} with {"predictions"}, each the whole response of
     its endpoint (chat or completions), on AIP_HTTP_PORT; an instance the
-    endpoint refuses fails the call with its 4xx."""
+    endpoint refuses fails the call with its 4xx; AIP_HEALTH_ROUTE answers
+    as /health."""
     saved = dict(os.environ)
     port = free_port()
     os.environ.update(AIP_MODE="PREDICTION", AIP_HTTP_PORT=str(port))
@@ -496,6 +497,13 @@ def test_gcp_predict():
             bad(srv, "/predict", {"instances": [dict(chat, stream=True)]}, 400, "instances[0].stream", "streamed")
             bad(srv, "/predict", {"instances": [chat, {"messages": "x"}]}, 400, "messages", "a bad instance")
             expect(len(post(srv, "/predict", {"instances": [chat]})["predictions"]) == 1, "serves after the 400s")
+        route = "/v1/endpoints/7/deployedModels/9"  # Vertex AI's own routes
+        os.environ.update(AIP_PREDICT_ROUTE=route + ":predict", AIP_HEALTH_ROUTE=route, AIP_HTTP_PORT=str(free_port()))
+        with Server() as srv:
+            expect(srv.json("GET", route) == (200, {"status": "ok"}), "AIP_HEALTH_ROUTE answers as /health")
+            res = post(srv, route + ":predict", {"instances": [{"prompt": PROMPT, "max_tokens": 2}]})
+            expect(res["predictions"][0]["usage"]["completion_tokens"] == 2, "AIP_PREDICT_ROUTE: %r" % res)
+            expect(srv.json("POST", "/predict", {"instances": []})[0] == 404, "/predict is AIP_PREDICT_ROUTE's now")
         os.environ["AIP_HTTP_PORT"] = "http"
         try:
             with Server() as srv:

@@ -542,6 +542,27 @@ def test_streamed_prompt_list():
             "a streamed list on /v1/completions")
 
 
+def test_forced_tool_call_native_template():
+    """A template that writes the tools itself in Llama 3's syntax: a forced
+    call (tool_choice required or named) is prefilled and constrained Hermes
+    style, so it is read back as Hermes and comes out as tool_calls (it was
+    left in content, read as Llama 3's bare JSON)."""
+    tmpl = ("{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>"
+            "{% endfor %}{% if tools %}{% for t in tools %}{{ t.function.name }} \"parameters\"{% endfor %}{% endif %}"
+            "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}")
+    tool = {"type": "function", "function": {"name": "check", "parameters": {
+        "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
+    with Server("--temp", "0", "--chat-template", tmpl, "-c", "1024", "--parallel", "1") as srv:
+        for choice in ("required", {"type": "function", "function": {"name": "check"}}):
+            body = {"messages": [{"role": "user", "content": "hi"}], "tools": [tool], "tool_choice": choice,
+                    "max_tokens": 400}
+            msg = post(srv, "/v1/chat/completions", body)["choices"][0]["message"]
+            calls = msg.get("tool_calls") or []
+            expect(len(calls) == 1 and calls[0]["function"]["name"] == "check" and not msg["content"],
+                   "tool_choice %r: one call, no text: %r" % (choice, msg))
+            expect(isinstance(json.loads(calls[0]["function"]["arguments"])["ok"], bool), "arguments %r" % calls)
+
+
 main([
     ("/completion shapes, token and mixed prompts, lists, response_fields", test_completion_shapes),
     ("n_probs, streams, id_slot", test_completion_probs_stream_slot),
@@ -559,4 +580,5 @@ main([
     ("ignore_eos", test_ignore_eos),
     ("post_sampling_probs on chat", test_chat_post_sampling_probs),
     ("Vertex AI /predict (AIP_MODE=PREDICTION)", test_gcp_predict),
+    ("a forced tool call under a template with its own syntax", test_forced_tool_call_native_template),
 ])

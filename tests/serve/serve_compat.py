@@ -52,6 +52,11 @@ FLOORS = {"test_basic.py": 7, "test_completion.py": 26, "test_chat_completion.py
           "test_compat_oai_responses.py": 1, "test_embedding.py": 32, "test_rerank.py": 12, "test_infill.py": 7,
           "test_ignore_eos.py": 2, "test_compat_gcp.py": 2}
 
+# With the slow tests (mode all), where they add passes: test_tool_call's run
+# the SmolLM2 stand-in for the instruct models (measured 2026-11-28, 52 of 202;
+# one in hand). Other files: FLOORS.
+FLOORS_ALL = {"test_tool_call.py": 51}
+
 
 def peer_tests_dir():
     src = os.environ.get("TESSERA_PEER_SRC")
@@ -151,7 +156,7 @@ def main():
     for f in sorted(per_file):
         p, fl, s = per_file[f]
         total = [total[0] + p, total[1] + fl, total[2] + s]
-        floor = FLOORS.get(f, 0)
+        floor = FLOORS_ALL.get(f, FLOORS.get(f, 0)) if mode == "all" else FLOORS.get(f, 0)
         print("%-28s %6d %6d %7d%s" % (f, p, fl, s, "  (floor %d)" % floor if floor else ""))
         if p < floor:
             low.append("%s: %d passed, floor %d" % (f, p, floor))

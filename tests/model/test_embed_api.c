@@ -46,10 +46,7 @@ static double max_diff(const float *a, const float *b, int64_t n) {
 }
 
 /* Pooled vectors against the rows of pooling none (no normalisation). */
-TEST(test_poolings) {
-    tessera_model *m = g_model;
-    const tessera_token *toks = g_toks;
-    const int32_t n = g_n;
+static void check_poolings(tessera_model *m, const tessera_token *toks, int32_t n) {
     const int32_t E = tessera_model_n_embd(m);
     float *rows = malloc((size_t)n * E * sizeof *rows), *v = malloc((size_t)E * sizeof *v);
     float *mean = calloc((size_t)E, sizeof *mean);
@@ -91,10 +88,7 @@ TEST(test_poolings) {
     free(mean);
 }
 
-TEST(test_errors) {
-    tessera_model *m = g_model;
-    const tessera_token *toks = g_toks;
-    const int32_t n = g_n;
+static void check_errors(tessera_model *m, const tessera_token *toks, int32_t n) {
     const int32_t E = tessera_model_n_embd(m);
     float *v = malloc((size_t)E * 64 * sizeof *v);
     tessera_context_params cp = tessera_context_default_params();
@@ -136,10 +130,7 @@ TEST(test_errors) {
 }
 
 /* logits = output . embedding (stories260K's output.weight is f32). */
-TEST(test_logits_link) {
-    tessera_model *m = g_model;
-    const tessera_token *toks = g_toks;
-    const int32_t n = g_n;
+static void check_logits_link(tessera_model *m, const tessera_token *toks, int32_t n) {
     const int32_t E = tessera_model_n_embd(m), V = tessera_model_n_vocab(m);
     const model_weight *out = m->m->output;
     EXPECT(out->dtype == 0 && out->data, "stories260K's output.weight is host f32");
@@ -173,6 +164,10 @@ TEST(test_names) {
     EXPECT(tessera_pooling_from_name("MEAN") == TESSERA_POOLING_MEAN, "names are case-insensitive");
     EXPECT(tessera_pooling_from_name("avg") == -1 && !tessera_pooling_name(7), "unknown names");
 }
+
+TEST(test_poolings) { check_poolings(g_model, g_toks, g_n); }
+TEST(test_errors) { check_errors(g_model, g_toks, g_n); }
+TEST(test_logits_link) { check_logits_link(g_model, g_toks, g_n); }
 
 FIXTURE(setup) {
     harness_path path = harness_model_file("stories260K");

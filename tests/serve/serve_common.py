@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +17,16 @@ MODEL = os.path.join(SHARED, "models", "stories260K.gguf")
 # tests/data as the build lays it out: its synthetic models are made there
 TEST_DATA = os.environ.get("TESSERA_TEST_DATA", "")
 HOST = "127.0.0.1"
+
+
+def free_port():
+    """A loopback port free now, for a server that must be given one (not
+    `tessera serve`, which takes --port 0): it may be taken before use."""
+    s = socket.socket()
+    s.bind((HOST, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def skip(why):

@@ -18,13 +18,12 @@ Environment: TESSERA_PEER_SRC (the llama.cpp tree; default: the one
 ../shared/peer/build.sh unpacks under ~/.cache/tessera-peer)."""
 import glob
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-from serve_common import check_env, skip
+from serve_common import check_env, free_port, skip
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", "."), "compat-venv")
@@ -84,14 +83,6 @@ def venv_python():
             skip("pip cannot install the suite's requirements (no PyPI?): "
                  + (r.stderr.strip().splitlines() or ["pip failed"])[-1])
     return py
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def counts(junit):

@@ -9,25 +9,16 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 
-from serve_common import HOST, Failure, Server, expect, main, skip
+from serve_common import HOST, Failure, Server, expect, free_port, main, skip
 
 HAPROXY = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
 N_LOAD = 16
 CFG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "haproxy.cfg")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind((HOST, 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Proxy:

@@ -17,7 +17,7 @@ import socket
 import sys
 import tempfile
 
-from serve_common import MODEL, Failure, Server, error_body, expect, main
+from serve_common import MODEL, Failure, Server, error_body, expect, free_port, main
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 from gguf_edit import write_fim_model  # noqa: E402
@@ -456,14 +456,6 @@ def test_chat_post_sampling_probs():
                "stream: the same entries %r" % streamed)
         bad(srv, "/v1/completions", {"prompt": PROMPT, "post_sampling_probs": True}, 400, "post_sampling_probs",
             "not a field of /v1/completions")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_gcp_predict():

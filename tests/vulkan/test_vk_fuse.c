@@ -101,6 +101,40 @@ static void build(graph *g, const fuse_case *c, const uint64_t off[R_COUNT], tsr
     g->nodes[5] = (tsr_node){.op = TSR_OP_MUL, .n_src = 2, .dst = &g->out2, .src = {&g->mid2, &g->w}};
 }
 
+/* Builds a case's graph in g over the device buffer b, or (b NULL) over
+ * the host bytes host; returns its nodes. */
+typedef const tsr_node *(*case_builder)(void *g, const void *c, const uint64_t *off, tsr_buffer *b, uint8_t *host);
+
+/* Runs a case's n nodes on the device over a buffer holding host's size
+ * bytes, read back into dev (dispatched[op] gets how many nodes of each op
+ * the queue ran, which tells whether a pair was fused), and on ref over ref,
+ * a copy of host. dg and rg hold the two graphs. */
+static void run_case(case_builder build, void *dg, void *rg, int32_t n, const void *c, const uint64_t *off,
+                     const uint8_t *host, uint8_t *dev, uint8_t *ref, uint64_t size,
+                     uint64_t dispatched[TSR_STATS_OPS]) {
+    tsr_buffer *b = NULL;
+    assert_int_equal(g_dev->api->buffer_alloc(g_dev, size, &b), TSR_OK);
+    assert_int_equal(g_queue->api->write(g_queue, b, 0, host, size), TSR_OK);
+    const tsr_node *nodes = build(dg, c, off, b, NULL);
+    tsr_queue_stats before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
+    g_queue->api->get_stats(g_queue, &before);
+    assert_int_equal(g_queue->api->compute(g_queue, nodes, n), TSR_OK);
+    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
+    g_queue->api->get_stats(g_queue, &after);
+    assert_int_equal(g_queue->api->read(g_queue, b, 0, dev, size), TSR_OK);
+    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
+    g_dev->api->buffer_free(g_dev, b);
+    for (int32_t op = 0; op < TSR_STATS_OPS; op++) dispatched[op] = after.op_nodes[op] - before.op_nodes[op];
+
+    memcpy(ref, host, size);
+    assert_int_equal(ref_compute(build(rg, c, off, NULL, ref), n, NULL), TSR_OK);
+}
+
+static const tsr_node *build_norm_case(void *g, const void *c, const uint64_t *off, tsr_buffer *b, uint8_t *host) {
+    build(g, c, off, b, host);
+    return ((graph *)g)->nodes;
+}
+
 static void expect_close(const char *what, const float *got, const float *want, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         const double d = fabs((double)got[i] - (double)want[i]);
@@ -128,24 +162,9 @@ static void test_case(void **state) {
     }
     for (int64_t i = 0; i < c->K; i++) ((float *)(host + off[R_W]))[i] = 0.5f + (float)(i % 17) / 16.0f;
 
-    tsr_buffer *b = NULL;
-    assert_int_equal(g_dev->api->buffer_alloc(g_dev, size, &b), TSR_OK);
-    assert_int_equal(g_queue->api->write(g_queue, b, 0, host, size), TSR_OK);
-    graph dg;
-    build(&dg, c, off, b, NULL);
-    tsr_queue_stats before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
-    g_queue->api->get_stats(g_queue, &before);
-    assert_int_equal(g_queue->api->compute(g_queue, dg.nodes, 6), TSR_OK);
-    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
-    g_queue->api->get_stats(g_queue, &after);
-    assert_int_equal(g_queue->api->read(g_queue, b, 0, dev, size), TSR_OK);
-    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
-    g_dev->api->buffer_free(g_dev, b);
-
-    memcpy(ref, host, size);
-    graph rg;
-    build(&rg, c, off, NULL, ref);
-    assert_int_equal(ref_compute(rg.nodes, 6, NULL), TSR_OK);
+    graph dg, rg;
+    uint64_t dispatched[TSR_STATS_OPS];
+    run_case(build_norm_case, &dg, &rg, 6, c, off, host, dev, ref, size, dispatched);
 
     const float *out = (const float *)(dev + (c->in_place ? off[R_MID] : off[R_OUT]));
     const float *out2 = (const float *)(dev + (c->in_place ? off[R_MID2] : off[R_OUT2]));
@@ -155,8 +174,8 @@ static void test_case(void **state) {
     if (!c->in_place) expect_close("norm", (const float *)(dev + off[R_MID]), (const float *)(ref + off[R_MID]), n);
 
     /* dispatches: the pair kept apart always has its MUL timed */
-    const uint64_t muls = after.op_nodes[TSR_OP_MUL] - before.op_nodes[TSR_OP_MUL];
-    const uint64_t norms = after.op_nodes[c->norm_op] - before.op_nodes[c->norm_op];
+    const uint64_t muls = dispatched[TSR_OP_MUL];
+    const uint64_t norms = dispatched[c->norm_op];
     printf("  %s K %lld rows %lld%s: %llu %s and %llu MUL dispatches timed\n", tsr_op_name(c->norm_op),
            (long long)c->K, (long long)c->rows, c->in_place ? " in place" : "", (unsigned long long)norms,
            tsr_op_name(c->norm_op), (unsigned long long)muls);
@@ -245,6 +264,11 @@ static void rope_build(rope_graph *g, const rope_case *c, const uint64_t off[Q_C
     g->nodes[4] = (tsr_node){.op = TSR_OP_CPY, .n_src = 1, .dst = &g->view2, .src = {&g->mid2}};
 }
 
+static const tsr_node *build_rope_case(void *g, const void *c, const uint64_t *off, tsr_buffer *b, uint8_t *host) {
+    rope_build(g, c, off, b, host);
+    return ((rope_graph *)g)->nodes;
+}
+
 static float cache_value(int32_t dtype, const uint8_t *p) {
     uint16_t h;
     memcpy(&h, p, 2);
@@ -298,24 +322,9 @@ static void test_rope_case(void **state) {
     assert_non_null(ref);
     rope_fill(c, host, off, cache_bytes);
 
-    tsr_buffer *b = NULL;
-    assert_int_equal(g_dev->api->buffer_alloc(g_dev, size, &b), TSR_OK);
-    assert_int_equal(g_queue->api->write(g_queue, b, 0, host, size), TSR_OK);
-    rope_graph dg;
-    rope_build(&dg, c, off, b, NULL);
-    tsr_queue_stats before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
-    g_queue->api->get_stats(g_queue, &before);
-    assert_int_equal(g_queue->api->compute(g_queue, dg.nodes, 5), TSR_OK);
-    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
-    g_queue->api->get_stats(g_queue, &after);
-    assert_int_equal(g_queue->api->read(g_queue, b, 0, dev, size), TSR_OK);
-    assert_int_equal(g_queue->api->synchronize(g_queue), TSR_OK);
-    g_dev->api->buffer_free(g_dev, b);
-
-    memcpy(ref, host, size);
-    rope_graph rg;
-    rope_build(&rg, c, off, NULL, ref);
-    assert_int_equal(ref_compute(rg.nodes, 5, NULL), TSR_OK);
+    rope_graph dg, rg;
+    uint64_t dispatched[TSR_STATS_OPS];
+    run_case(build_rope_case, &dg, &rg, 5, c, off, host, dev, ref, size, dispatched);
 
     const uint64_t mid = c->in_place ? off[Q_X] : off[Q_MID], mid2 = c->in_place ? off[Q_X2] : off[Q_MID2];
     if (memcmp(dev + off[Q_CACHE], dev + off[Q_CACHE2], cache_bytes) != 0)
@@ -327,8 +336,8 @@ static void test_rope_case(void **state) {
     expect_close("rope", (const float *)(dev + mid), (const float *)(ref + mid), n);
     expect_cache_close(c, dev + dg.view.offset, ref + dg.view.offset);
 
-    const uint64_t cpys = after.op_nodes[TSR_OP_CPY] - before.op_nodes[TSR_OP_CPY];
-    const uint64_t ropes = after.op_nodes[TSR_OP_ROPE] - before.op_nodes[TSR_OP_ROPE];
+    const uint64_t cpys = dispatched[TSR_OP_CPY];
+    const uint64_t ropes = dispatched[TSR_OP_ROPE];
     const bool fusable = g_fuse && !tsr_dtype_is_quantized(c->cache_dtype);
     printf("  ROPE %s D %lld H %lld T %lld -> %s: %llu ROPE and %llu CPY dispatches timed\n",
            c->mode == TSR_ROPE_NEOX ? "neox" : "normal", (long long)c->D, (long long)c->H, (long long)c->T,

@@ -169,10 +169,9 @@ static bool authorized(serve_http *h, struct MHD_Connection *c) {
 
 typedef struct stream_state {
     serve_http *h;
-    serve_request *r;   /* the request being streamed: reqs[cur] */
-    serve_call call;
-    /* A list of prompts (/completion): all run at once, streamed one after
-     * the other (each event names its prompt's index), as many as n. */
+    /* The requests (one, or a list of prompts on /completion): all run at
+     * once and are streamed one after the other (each event names its
+     * prompt's index); cur is the one being streamed. */
     serve_request **reqs;
     serve_call *calls;
     int n, cur;
@@ -189,17 +188,18 @@ typedef struct stream_state {
 
 /* The next events (lock not held). Returns false when nothing is ready yet. */
 static bool stream_produce(stream_state *st) {
-    if (st->opened && !serve_engine_wait(st->h->e, st->r, st->seen, WAIT_SLICE_MS)) return false;
+    serve_request *r = st->reqs[st->cur];
+    if (st->opened && !serve_engine_wait(st->h->e, r, st->seen, WAIT_SLICE_MS)) return false;
     st->opened = true;
     serve_engine_lock(st->h->e);
     /* A stream cut by a shutdown says how far it got even unasked. */
-    serve_call call = st->call;
-    if (st->r->cut) call.include_usage = true;
-    st->pending = st->dialect ? st->dialect->stream_next(st->h->api, &call, st->r, &st->seen, &st->finished,
+    serve_call call = st->calls[st->cur];
+    if (r->cut) call.include_usage = true;
+    st->pending = st->dialect ? st->dialect->stream_next(st->h->api, &call, r, &st->seen, &st->finished,
                                                          &st->dialect_state)
                   : call.kind == SERVE_NATIVE || call.kind == SERVE_INFILL
-                      ? serve_native_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished)
-                      : serve_api_stream_next(st->h->api, &call, st->r, &st->seen, &st->finished);
+                      ? serve_native_stream_next(st->h->api, &call, r, &st->seen, &st->finished)
+                      : serve_api_stream_next(st->h->api, &call, r, &st->seen, &st->finished);
     serve_engine_unlock(st->h->e);
     return st->pending != NULL || st->finished;
 }
@@ -220,8 +220,6 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->finished) {
             if (st->cur + 1 >= st->n) return MHD_CONTENT_READER_END_OF_STREAM;
             st->cur++; /* the next prompt's events, from its start */
-            st->r = st->reqs[st->cur];
-            st->call = st->calls[st->cur];
             st->seen = 0;
             st->opened = st->finished = false;
         }
@@ -315,7 +313,7 @@ static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, con
     }
     memcpy(all, reqs, (size_t)n * sizeof *all);
     memcpy(all_calls, calls, (size_t)n * sizeof *all_calls);
-    *st = (stream_state){.h = h, .r = r, .call = calls[0], .reqs = all, .calls = all_calls, .n = n,
+    *st = (stream_state){.h = h, .reqs = all, .calls = all_calls, .n = n,
                          .dialect = tl_conn ? tl_conn->dialect : NULL, .fd = fd};
     if (tl_conn) {
         st->log = tl_conn->log;

@@ -432,10 +432,11 @@ static int finish_chat_prompt(const serve_api *api, const cJSON *root, serve_req
                               serve_error *err) {
     reply_rules(api, root, tools, *text, native_tools, &r->rules);
     char *prefill = serve_tools_prefill(tools, r->rules.tool_format);
-    /* a forced call is prefilled and constrained Hermes style whatever the
-     * template's own syntax, so its reply is read as Hermes too */
-    if (prefill) r->rules.tool_format = TESSERA_TOOLS_HERMES;
     if (prefill) { /* the reply starts with it: prompt and generated text both get it */
+        /* a forced call is prefilled and constrained Hermes style whatever
+         * the template's own syntax (serve_tools_prefill), so its reply is
+         * read as Hermes too */
+        r->rules.tool_format = TESSERA_TOOLS_HERMES;
         *text = append(*text, prefill);
         for (int32_t c = 0; c < r->n_choices; c++)
             if (serve_text_append(&r->choices[c], prefill, strlen(prefill)) != 0) {

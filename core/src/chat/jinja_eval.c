@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "chat/jinja.h"
+#include "chat/jinja_builtins.h"
 #include "util/error.h"
 
 jinja_limits jinja_default_limits(void) {
@@ -515,7 +515,9 @@ static jv call_macro(jctx *c, jmacro *m, const jargs *args) {
 jv jinja_call(jctx *c, jv callee, const jargs *args) {
     switch (callee.kind) {
     case JV_MACRO: return call_macro(c, callee.m, args);
-    case JV_FUNC: return callee.fn->fn(c, callee.fn->self, callee.fn->name, args);
+    case JV_FUNC:
+        jb_check_min_args(c, callee.fn->name, callee.fn->min_args, args);
+        return callee.fn->fn(c, callee.fn->self, callee.fn->name, args);
     case JV_UNDEF: undefined_error(c, callee);
     default: jerr(c, "'%s' object is not callable", jv_type_name(callee));
     }

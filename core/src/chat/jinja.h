@@ -334,6 +334,9 @@ const char *jinja_test_closest(const char *name);
 /* A method of a string, list or dict by name, bound to obj; undefined when
  * the type has no such method. */
 jv jinja_method(jctx *c, jv obj, const char *name);
+/* Raise for a call of obj.name that is undefined, suggesting the closest
+ * method of obj's type. */
+_Noreturn void jinja_no_method(jctx *c, jv obj, const char *name);
 void jinja_add_globals(jctx *c, jscope *globals);
 /* A copy of n items in a new arena array of cap items (cap >= n). */
 void *jarena_grow(jctx *c, const void *items, size_t n, size_t cap, size_t item_size);

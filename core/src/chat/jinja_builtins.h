@@ -6,8 +6,9 @@
  * jinja_methods.c (one table per type: str, list, dict, loop) and
  * jinja_globals.c. The tables are the only lists of known names: the parser
  * checks filters and tests against them, the evaluator finds what to call in
- * them, and the "no filter / test named" errors suggest the
- * closest known name from them. Adding a builtin is one function and one row.
+ * them, and the "no filter / test named" and "has no attribute" errors
+ * suggest the closest known name from them. Adding a builtin is one
+ * function and one row.
  *
  * min_args is how many arguments (positional and keyword together) a call
  * must give; fewer is an error before the function runs. Where Python needs

@@ -570,9 +570,20 @@ jv jinja_eval(jctx *c, const jnode *n) {
         return do_slice(c, obj, s0, s1, s2);
     }
     case N_CALL: {
-        jv callee = jinja_eval(c, n->a);
+        /* obj.name(...): evaluated here as N_ATTR would, keeping obj for
+         * the error when obj has no such method */
+        const jnode *f = n->a;
+        jv obj = {0}, callee;
+        if (f->kind == N_ATTR) {
+            step(c, f);
+            obj = jinja_eval(c, f->a);
+            callee = jinja_getattr(c, obj, f->name);
+        } else {
+            callee = jinja_eval(c, f);
+        }
         jargs args = eval_args(c, n);
         c->line = n->line;
+        if (f->kind == N_ATTR && callee.kind == JV_UNDEF) jinja_no_method(c, obj, f->name);
         return jinja_call(c, callee, &args);
     }
     case N_FILTER: {

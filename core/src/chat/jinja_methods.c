@@ -336,18 +336,23 @@ static const jbuiltin loop_methods[] = {
 
 /* ------------------------------------------------------------ lookup */
 
-static const jbuiltin *method_row(jv obj, const char *name) {
+/* The methods of obj's type (n of them), or NULL. */
+static const jbuiltin *methods_of(jv obj, size_t *n) {
+#define ROWS(t) (*n = sizeof(t) / sizeof *(t), (t))
     switch (obj.kind) {
-    case JV_STR: return JB_FIND(name, str_methods);
-    case JV_LIST: return JB_FIND(name, list_methods);
-    case JV_DICT: return JB_FIND(name, dict_methods);
-    case JV_LOOP: return JB_FIND(name, loop_methods);
-    default: return NULL;
+    case JV_STR: return ROWS(str_methods);
+    case JV_LIST: return ROWS(list_methods);
+    case JV_DICT: return ROWS(dict_methods);
+    case JV_LOOP: return ROWS(loop_methods);
+    default: return *n = 0, NULL;
     }
+#undef ROWS
 }
 
 jv jinja_method(jctx *c, jv obj, const char *name) {
-    const jbuiltin *row = method_row(obj, name);
+    size_t n;
+    const jbuiltin *table = methods_of(obj, &n);
+    const jbuiltin *row = table ? jb_find(name, table, n) : NULL;
     if (!row) return jv_undef(name);
     jfunc *f = jalloc(c, sizeof *f);
     f->fn = row->fn;
@@ -355,4 +360,11 @@ jv jinja_method(jctx *c, jv obj, const char *name) {
     f->name = row->name;
     f->min_args = row->min_args;
     return (jv){.kind = JV_FUNC, .fn = f};
+}
+
+_Noreturn void jinja_no_method(jctx *c, jv obj, const char *name) {
+    size_t n;
+    const jbuiltin *table = methods_of(obj, &n);
+    const char *near = table ? jb_closest(name, table, n) : NULL;
+    jerr(c, "'%s' object has no attribute '%s'%s%s%s", jv_type_name(obj), name, JINJA_DID_YOU_MEAN(near));
 }

@@ -17,11 +17,12 @@
  *
  * Files: jinja_lex.c (text -> tokens, whitespace control), jinja_parse.c
  * (tokens -> tree), jinja_value.c (values, arena, str()/repr/JSON),
- * jinja_eval.c (statements and expressions), jinja_builtins.c (filters,
- * tests, methods, globals). Everything a render allocates lives in one
- * arena freed at the end; errors unwind with longjmp to the single cleanup
- * point of jinja_render (nothing outside the arena is held across a call
- * that can fail).
+ * jinja_eval.c (statements and expressions), and the builtins as tables
+ * (jinja_builtins.h): jinja_filters.c, jinja_tests.c, jinja_methods.c,
+ * jinja_globals.c, with what they share in jinja_builtins.c. Everything
+ * a render allocates lives in one arena freed at the end; errors unwind
+ * with longjmp to the single cleanup point of jinja_render (nothing outside
+ * the arena is held across a call that can fail).
  */
 #ifndef TESSERA_CHAT_JINJA_H
 #define TESSERA_CHAT_JINJA_H
@@ -236,6 +237,7 @@ typedef struct jfunc {
     jfunc_impl fn;
     jv self; /* bound methods: the object */
     const char *name;
+    int min_args; /* arguments a call must give (jinja_call checks) */
 } jfunc;
 
 typedef struct jloop {
@@ -316,14 +318,25 @@ jv jinja_iterable(jctx *c, jv v); /* a list of what `for` iterates */
 jv jinja_binop(jctx *c, int op, jv a, jv b);
 bool jinja_contains(jctx *c, jv container, jv item);
 
-/* ---- builtins (jinja_builtins.c) */
+/* ---- builtins (tables in jinja_filters.c, jinja_tests.c,
+ * jinja_methods.c, jinja_globals.c) */
 jv jinja_filter(jctx *c, const char *name, jv v, const jargs *args);
 bool jinja_test(jctx *c, const char *name, jv v, const jargs *args);
 bool jinja_has_filter(const char *name);
 bool jinja_has_test(const char *name);
+/* The known filter or test name closest to name (a likely typo), or NULL. */
+const char *jinja_filter_closest(const char *name);
+const char *jinja_test_closest(const char *name);
+/* For an error message's "%s%s%s": " (did you mean 'x'?)", or nothing when
+ * near is NULL. */
+#define JINJA_DID_YOU_MEAN(near) \
+    (near) ? " (did you mean '" : "", (near) ? (near) : "", (near) ? "'?)" : ""
 /* A method of a string, list or dict by name, bound to obj; undefined when
  * the type has no such method. */
 jv jinja_method(jctx *c, jv obj, const char *name);
+/* Raise for a call of obj.name that is undefined, suggesting the closest
+ * method of obj's type. */
+_Noreturn void jinja_no_method(jctx *c, jv obj, const char *name);
 void jinja_add_globals(jctx *c, jscope *globals);
 /* A copy of n items in a new arena array of cap items (cap >= n). */
 void *jarena_grow(jctx *c, const void *items, size_t n, size_t cap, size_t item_size);

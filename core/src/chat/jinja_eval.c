@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "chat/jinja.h"
+#include "chat/jinja_builtins.h"
 #include "util/error.h"
 
 jinja_limits jinja_default_limits(void) {
@@ -515,7 +515,9 @@ static jv call_macro(jctx *c, jmacro *m, const jargs *args) {
 jv jinja_call(jctx *c, jv callee, const jargs *args) {
     switch (callee.kind) {
     case JV_MACRO: return call_macro(c, callee.m, args);
-    case JV_FUNC: return callee.fn->fn(c, callee.fn->self, callee.fn->name, args);
+    case JV_FUNC:
+        jb_check_min_args(c, callee.fn->name, callee.fn->min_args, args);
+        return callee.fn->fn(c, callee.fn->self, callee.fn->name, args);
     case JV_UNDEF: undefined_error(c, callee);
     default: jerr(c, "'%s' object is not callable", jv_type_name(callee));
     }
@@ -568,9 +570,20 @@ jv jinja_eval(jctx *c, const jnode *n) {
         return do_slice(c, obj, s0, s1, s2);
     }
     case N_CALL: {
-        jv callee = jinja_eval(c, n->a);
+        /* obj.name(...): evaluated here as N_ATTR would, keeping obj for
+         * the error when obj has no such method */
+        const jnode *f = n->a;
+        jv obj = {0}, callee;
+        if (f->kind == N_ATTR) {
+            step(c, f);
+            obj = jinja_eval(c, f->a);
+            callee = jinja_getattr(c, obj, f->name);
+        } else {
+            callee = jinja_eval(c, f);
+        }
         jargs args = eval_args(c, n);
         c->line = n->line;
+        if (f->kind == N_ATTR && callee.kind == JV_UNDEF) jinja_no_method(c, obj, f->name);
         return jinja_call(c, callee, &args);
     }
     case N_FILTER: {

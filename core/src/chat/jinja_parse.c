@@ -388,7 +388,8 @@ static jnode *parse_filter(parser *P, jnode *n, bool start_inline) {
             snprintf(full, l, "%s.%s", name, more);
             name = full;
         }
-        if (!jinja_has_filter(name)) fail_at(P, line, "no filter named '%s'", name);
+        if (!jinja_has_filter(name))
+            fail_at(P, line, "no filter named '%s'%s%s%s", name, JINJA_DID_YOU_MEAN(jinja_filter_closest(name)));
         jnode *f = node(P, N_FILTER, line);
         f->name = name;
         f->a = n;
@@ -406,7 +407,8 @@ static jnode *parse_test(parser *P, jnode *n) {
         negated = true;
     }
     const char *name = expect_name(P);
-    if (!jinja_has_test(name)) fail_at(P, line, "no test named '%s'", name);
+    if (!jinja_has_test(name))
+        fail_at(P, line, "no test named '%s'%s%s%s", name, JINJA_DID_YOU_MEAN(jinja_test_closest(name)));
     jnode *t = node(P, N_TEST, line);
     t->name = name;
     t->a = n;

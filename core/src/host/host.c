@@ -46,7 +46,7 @@ typedef struct plugin_slot {
     bool deferred;
 } plugin_slot;
 
-/* The registry: the library's only global mutable state (DESIGN.md). */
+/* The registry: the library's only global mutable state (docs/design.md). */
 static struct {
     bool initialized;
     plugin_slot *plugins;

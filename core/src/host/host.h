@@ -11,7 +11,7 @@
  * one-line reason; it never stops the program. The reference backend is
  * built in and always present (device "ref").
  *
- * The registry is the only global mutable state of the library (DESIGN.md).
+ * The registry is the only global mutable state of the library (docs/design.md).
  * host_init() loads it once; host_shutdown() unloads it (and host_init may
  * then be called again, e.g. with other directories).
  */

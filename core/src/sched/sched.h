@@ -1,6 +1,6 @@
 /*
  * sched — runs a graph across devices: placement, splits, copies, per-device
- * compute buffers and CPU fallback (DESIGN.md, "Scheduler").
+ * compute buffers and CPU fallback (docs/design.md, "Scheduler").
  *
  * Usage, once per step (the graph may differ from step to step):
  *

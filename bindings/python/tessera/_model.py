@@ -111,9 +111,19 @@ def _context_args(n_ctx, n_batch, n_threads, flash_attn, type_k, type_v):
                 n_threads=_check.integer("n_threads", n_threads, 1, none_ok=True,
                                          what="a positive int or None (the CPUs shared among busy sessions)"),
                 flash_attn={False: 0, True: 1, "auto": 2}[_check.choice("flash_attn", flash_attn,
-                                                                        (False, True, "auto"))],
-                type_k=_check.text("type_k", type_k, none_ok=True),
-                type_v=_check.text("type_v", type_v, none_ok=True))
+                                                                        (True, False, "auto"))],
+                type_k=_kv_type("type_k", type_k),
+                type_v=_kv_type("type_v", type_v))
+
+
+def _kv_type(name, value):
+    """A KV cache type name (None: f16), lower case as the engine names them."""
+    if _check.text(name, value, none_ok=True) is None:
+        return None
+    names = _tessera.kv_types()
+    if value.lower() not in names:
+        raise ValueError(f"{name} must be one of {', '.join(names)} or None, not {value!r}")
+    return value.lower()
 
 
 class Stream:
@@ -420,8 +430,9 @@ class Model:
         use_mlock = _check.flag("use_mlock", use_mlock)
         _init()
         if ngl > 0 and not _has_gpu(devices):
+            names = devices or ",".join(d["name"] for d in _tessera.devices())
             warnings.warn(f"n_gpu_layers={ngl} has no effect: there is no GPU among the devices "
-                          f"({devices or 'all'}); the model runs on the CPU", RuntimeWarning, stacklevel=2)
+                          f"({names}); the model runs on the CPU", RuntimeWarning, stacklevel=2)
             ngl = 0
         try:
             self._m = _tessera.Model(self.path, devices, ngl, use_mmap, use_mlock)
@@ -524,7 +535,7 @@ class Model:
         (a list of rows per text, one per token), "rank" (a reranker's
         scores), or None for the file's pooling_type (none when the file
         has none). normalize: True (L2, as OpenAI's embeddings are), False,
-        or llama.cpp's --embd-normalize number (-1 none, 0 max-abs, 1
+        or a p as llama.cpp numbers them (-1 none, 0 max-abs, 1
         taxicab, 2 Euclidean, p > 2 the p-norm)."""
         single = isinstance(texts, str)
         if not single:
@@ -538,7 +549,8 @@ class Model:
             norm = 2 if normalize else -1
         else:
             norm = _check.integer("normalize", normalize, -1,
-                                  what="True, False or an int >= -1 (llama.cpp's --embd-normalize)")
+                                  what="True, False or an int >= -1 (-1 none, 0 max-abs, 1 taxicab, "
+                                       "2 Euclidean, p > 2 the p-norm)")
         key = pooling or "unspecified"
         ctxs = getattr(self._local, "embed_ctx", None)
         if ctxs is None:

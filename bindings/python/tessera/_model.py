@@ -241,9 +241,14 @@ class Session:
         with _contexts_lock:
             _contexts.add(self)
 
+    def _open_ctx(self):
+        if self._ctx is None:
+            raise RuntimeError("Session is closed")
+        return self._ctx
+
     @property
     def n_ctx(self):
-        return self._ctx.n_ctx()
+        return self._open_ctx().n_ctx()
 
     @property
     def n_threads(self):
@@ -253,7 +258,7 @@ class Session:
     @property
     def tokens(self):
         """The tokens the cache holds."""
-        return self._ctx.tokens()
+        return self._open_ctx().tokens()
 
     # ---- one thread at a time
     def _live_stream(self):
@@ -288,10 +293,10 @@ class Session:
                 self._ctx.set_threads(n)
                 self._threads = n
 
-    def _call(self, fn, *args):
+    def _call(self, method, *args):
         self._claim()
         try:
-            return fn(*args)
+            return getattr(self._ctx, method)(*args)
         finally:
             self._release()
 
@@ -347,14 +352,14 @@ class Session:
 
     def save_state(self, path):
         """Save the cache and its tokens to a file (tessera_state_save_file)."""
-        self._call(self._ctx.save_state, _check.path("path", path))
+        self._call("save_state", _check.path("path", path))
 
     def load_state(self, path):
         """Load a file saved by save_state (same model and settings)."""
-        return self._call(self._ctx.load_state, _check.path("path", path))
+        return self._call("load_state", _check.path("path", path))
 
     def reset(self):
-        self._call(self._ctx.reset)
+        self._call("reset")
 
     def close(self):
         if self._ctx is None:

@@ -172,3 +172,12 @@ def test_n_threads_everywhere(model):
     assert tessera.Session(m, n_threads=1).n_threads == 1
     assert m.embed("a cat", pooling="mean") and all(c.n_threads == 1 for c in m._local.embed_ctx.values())
     assert _model._cpus() == cpus()
+
+
+def test_closed_session_says_so(model):
+    s = model.session(n_ctx=64)
+    s.close()
+    s.close()  # twice is fine
+    for call in (lambda: s.generate("Hi", max_tokens=1), lambda: s.n_ctx, lambda: s.tokens, s.reset):
+        with pytest.raises(RuntimeError, match="Session is closed"):
+            call()

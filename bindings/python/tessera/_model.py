@@ -434,6 +434,8 @@ class Model:
         use_mmap = _check.flag("use_mmap", use_mmap)
         use_mlock = _check.flag("use_mlock", use_mlock)
         _init()
+        if devices:
+            _check_device_names(devices)
         if ngl > 0 and not _has_gpu(devices):
             names = devices or ",".join(d["name"] for d in _tessera.devices())
             warnings.warn(f"n_gpu_layers={ngl} has no effect: there is no GPU among the devices "
@@ -444,6 +446,8 @@ class Model:
         except _tessera.TesseraError as e:
             if not os.path.exists(self.path):
                 raise ModelNotFoundError(str(e)) from None
+            if "(--no-mmap)" in str(e):  # the engine's words for use_mmap=False
+                raise _tessera.TesseraError(str(e).replace("(--no-mmap)", "(use_mmap=False)")) from None
             raise
         self.metadata = self._m.info()
         train = self.metadata["n_ctx_train"] or 4096
@@ -589,6 +593,17 @@ def _device_list(devices):
     if not all(names):
         raise ValueError(f"devices has an empty name: {devices!r} (see tessera.devices() for the names)")
     return ",".join(names)
+
+
+def _check_device_names(devices):
+    """Each name one the engine found (tessera.devices()), once."""
+    found = [d["name"] for d in _tessera.devices()]
+    names = devices.split(",")
+    for i, name in enumerate(names):
+        if name not in found:
+            raise ValueError(f"devices: unknown device {name!r} (available: {', '.join(found)})")
+        if name in names[:i]:
+            raise ValueError(f"devices: {name!r} is listed twice")
 
 
 def _has_gpu(devices):

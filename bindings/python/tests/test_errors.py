@@ -43,6 +43,8 @@ MODEL_CASES = [
     ("devices", 3, TypeError, ["devices", "list of str"]),
     ("devices", ["cpu-avx0", 5], TypeError, ["devices[1]"]),
     ("devices", "cpu-avx0,", ValueError, ["devices", "empty name"]),
+    ("devices", "nosuchdevice0", ValueError, ["devices", "unknown device 'nosuchdevice0'", "available", "ref"]),
+    ("devices", ["ref", "ref"], ValueError, ["devices", "'ref' is listed twice"]),
     ("prefix_cache", "no", TypeError, ["prefix_cache", "True or False"]),
     ("use_mmap", None, TypeError, ["use_mmap", "True or False"]),
     ("use_mlock", "yes", TypeError, ["use_mlock"]),

@@ -247,7 +247,7 @@ def test_error_not_gguf(tmp_path):
 
 
 def test_error_bad_device():
-    with pytest.raises(tessera.TesseraError, match="nosuchdevice0"):
+    with pytest.raises(ValueError, match="nosuchdevice0"):
         tessera.Model(MODEL, devices="nosuchdevice0")
 
 

@@ -302,11 +302,11 @@ class Session:
 
     # ---- generation
     def generate_tokens(self, tokens, max_tokens=128, stop=None, _json_object=False, _where="generate()",
-                        **sampling):
+                        _name="tokens", **sampling):
         """Generate from prompt tokens (a list of ids): a Stream of text pieces."""
-        tokens = _check.tokens("prompt", tokens, self.model.n_vocab)
+        tokens = _check.tokens(_name, tokens, self.model.n_vocab)
         if not tokens:
-            raise ValueError("prompt is empty: give some text or token ids")
+            raise ValueError(f"{_name} is empty: give some text or token ids")
         max_tokens = _check.integer("max_tokens", max_tokens, 0, none_ok=True,
                                     what="an int >= 0, or None for the rest of the context")
         if isinstance(stop, str):
@@ -343,7 +343,7 @@ class Session:
             tokens = prompt
         else:
             raise TypeError(f"prompt must be a str or a list of token ids, not {_check._show(prompt)}")
-        it = self.generate_tokens(tokens, max_tokens=max_tokens, stop=stop, **sampling)
+        it = self.generate_tokens(tokens, max_tokens=max_tokens, stop=stop, _name="prompt", **sampling)
         return it if stream else it.text()
 
     def chat(self, messages, **kw):

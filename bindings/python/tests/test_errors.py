@@ -147,6 +147,10 @@ def test_generate_prompt(model):
     check(ValueError, ["prompt[0]", "from 0 to"], model.generate, [-1])
     check(ValueError, ["prompt[0]", "from 0 to"], model.generate, [model.n_vocab])
     check(ValueError, ["prompt", "empty"], model.generate, [])
+    with model.session(n_ctx=64) as s:
+        check(ValueError, ["tokens[0]", "from 0 to"], s.generate_tokens, [-1])
+        check(TypeError, ["tokens", "list of token ids"], s.generate_tokens, "text")
+        check(TypeError, ["'echo'"], s.generate_tokens, [1], echo=1)
 
 
 def test_grammar_with_schema(model):

@@ -8,8 +8,13 @@ import weakref
 
 try:
     from . import _tessera
-except ImportError:
-    import _tessera
+except ImportError as _first:
+    try:
+        import _tessera
+    except ImportError:
+        # the package's own extension failed to load: say why (a missing
+        # shared library, a wrong Python), not that a fallback is absent
+        raise _first from None
 
 from . import _chat, _check
 

@@ -199,7 +199,8 @@ def chat(session, messages, tools=None, tool_choice="auto", response_format=None
     elif constraint:
         sampling["_json_object"] = True
     tokens = _prompt_tokens(session, messages, tools, chat_template_kwargs)
-    limit = session.n_ctx - len(tokens) if max_tokens is None else max_tokens
+    # a prompt longer than the context: 0 here, and the engine's n_ctx error
+    limit = max(0, session.n_ctx - len(tokens)) if max_tokens is None else max_tokens
     it = session.generate_tokens(tokens, max_tokens=limit, stop=stop, _where="chat()", **sampling)
     base = {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "created": int(time.time()),
             "model": os.path.basename(session.model.path)}

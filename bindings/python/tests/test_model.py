@@ -264,6 +264,8 @@ def test_error_prompt_too_long(model):
     s = model.session(n_ctx=64)
     with pytest.raises(tessera.TesseraError, match="n_ctx"):
         s.generate("word " * 200, max_tokens=1)
+    with pytest.raises(tessera.TesseraError, match="n_ctx"):
+        s.chat([{"role": "user", "content": "word " * 200}])
     s.close()
 
 

@@ -159,6 +159,10 @@ def test_grammar_with_schema(model):
 
 def test_chat_messages(model):
     check(TypeError, ["messages", "list of dicts"], model.chat, "hello")
+    check(TypeError, ["messages", "list of dicts"], model.create_chat_completion, "hello")
+    with model.session(n_ctx=64) as s:
+        check(TypeError, ["messages", "list of dicts"], s.chat, "hello")
+        check(TypeError, ["'echo'"], s.chat, [{"role": "user", "content": "Hi"}], echo=True)
     check(TypeError, ["messages", "list of dicts"], model.chat, {"role": "user", "content": "hi"})
     check(ValueError, ["messages", "empty"], model.chat, [])
     check(TypeError, ["messages[0]", "dict"], model.chat, ["hello"])

@@ -45,7 +45,7 @@ static int ctx_init(pyt_context *self, PyObject *args, PyObject *kw) {
         if (!types[i]) continue;
         int t = tessera_kv_type_from_name(types[i]);
         if (t < 0) {
-            PyErr_Format(pyt_error, "%s: unknown KV cache type '%s' (f16, f32, bf16, q8_0, q4_0, ...)",
+            PyErr_Format(PyExc_ValueError, "%s: unknown KV cache type '%s' (f16, f32, bf16, q8_0, q4_0, ...)",
                          i ? "type_v" : "type_k", types[i]);
             return -1;
         }
@@ -56,7 +56,7 @@ static int ctx_init(pyt_context *self, PyObject *args, PyObject *kw) {
     if (pooling) {
         cp.pooling = tessera_pooling_from_name(pooling);
         if (cp.pooling < 0 && strcmp(pooling, "unspecified") != 0) {
-            PyErr_Format(pyt_error, "pooling: unknown '%s' (none, mean, cls, last, rank)", pooling);
+            PyErr_Format(PyExc_ValueError, "pooling: unknown '%s' (none, mean, cls, last, rank)", pooling);
             return -1;
         }
     }
@@ -373,7 +373,38 @@ static PyObject *ctx_n_ctx(pyt_context *self, PyObject *unused) {
     return PyLong_FromLong(self->cap_tokens);
 }
 
+/* pooling() -> the pooling an embedding context uses ("none", "mean",
+ * "cls", "last", "rank"; the file's when it was made with "unspecified"),
+ * None for a context that gives logits. */
+static PyObject *ctx_pooling(pyt_context *self, PyObject *unused) {
+    (void)unused;
+    if (!self->ctx) {
+        PyErr_SetString(PyExc_RuntimeError, "Context is closed");
+        return NULL;
+    }
+    const char *name = tessera_pooling_name(tessera_context_pooling(self->ctx));
+    if (!name) Py_RETURN_NONE;
+    return PyUnicode_FromString(name);
+}
+
+/* set_threads(n): the CPU threads of this context's next decodes (n > 0). */
+static PyObject *ctx_set_threads(pyt_context *self, PyObject *args) {
+    int n;
+    if (!PyArg_ParseTuple(args, "i", &n)) return NULL;
+    if (n <= 0) {
+        PyErr_Format(PyExc_ValueError, "n_threads must be a positive int, not %d", n);
+        return NULL;
+    }
+    if (ctx_enter(self) != 0) return NULL;
+    int rc = tessera_context_set_threads(self->ctx, n);
+    self->busy = 0;
+    if (rc != 0) return pyt_raise("n_threads");
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef ctx_methods[] = {
+    {"pooling", (PyCFunction)ctx_pooling, METH_NOARGS, "the pooling of an embedding context, or None"},
+    {"set_threads", (PyCFunction)ctx_set_threads, METH_VARARGS, "set_threads(n): CPU threads of the next decodes"},
     {"start", (PyCFunction)(void (*)(void))ctx_start, METH_VARARGS | METH_KEYWORDS,
      "start(tokens, max_tokens, **sampling): decode a prompt, set up sampling"},
     {"next", (PyCFunction)ctx_next, METH_NOARGS, "next() -> (token, bytes) or (None, finish_reason)"},

@@ -87,7 +87,22 @@ static PyObject *mod_schema_gbnf(PyObject *self, PyObject *args) {
     return s;
 }
 
+/* kv_types() -> the KV cache type names (what type_k and type_v take). */
+static PyObject *mod_kv_types(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < TESSERA_KV_TYPE_COUNT; i++) {
+        const char *name = tessera_kv_type_name((tessera_kv_type)i);
+        PyObject *s = name ? PyUnicode_FromString(name) : NULL;
+        if (!s || PyList_Append(list, s) < 0) Py_CLEAR(list);
+        Py_XDECREF(s);
+    }
+    return list;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"kv_types", mod_kv_types, METH_NOARGS, "kv_types() -> the KV cache type names"},
     {"init", mod_init, METH_VARARGS, "init(plugin_dirs, verbosity): find the backend plugins"},
     {"devices", mod_devices, METH_NOARGS, "devices() -> list of dicts"},
     {"version", mod_version, METH_NOARGS, "the engine's version"},

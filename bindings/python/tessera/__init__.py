@@ -16,8 +16,13 @@ import os as _os
 
 try:
     from . import _tessera
-except ImportError:  # the build tree's tests put _tessera on sys.path
-    import _tessera
+except ImportError as _first:  # the build tree's tests put _tessera on sys.path
+    try:
+        import _tessera
+    except ImportError:
+        # the package's own extension failed to load: say why (a missing
+        # shared library, a wrong Python), not that a fallback is absent
+        raise _first from None
 
 from ._model import Model, Session, Stream, ModelNotFoundError  # noqa: E402
 

@@ -5,6 +5,74 @@ import os
 import time
 import uuid
 
+from . import _check
+
+# OpenAI content part types that carry something other than text
+MEDIA_PARTS = {"image_url": "image_url parts need a multimodal projector",
+               "input_image": "input_image parts need a multimodal projector",
+               "image": "image parts need a multimodal projector",
+               "input_audio": "input_audio parts need an audio projector",
+               "audio": "audio parts need an audio projector",
+               "file": "file parts need a document reader",
+               "input_file": "input_file parts need a document reader"}
+CHAT_ARGS = ("tools", "tool_choice", "response_format", "max_tokens", "stop", "stream", "chat_template_kwargs")
+
+
+def check_messages(messages):
+    """messages as the OpenAI API shapes them: a list of dicts with a role
+    and content (a str, None, or a list of text parts). A part the model
+    cannot take (an image, audio) is an error naming it, never dropped."""
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, (list, tuple)):
+        raise TypeError("messages must be a list of dicts like {'role': 'user', 'content': 'Hi'}, "
+                        f"not {_check._show(messages)}")
+    if not messages:
+        raise ValueError("messages is empty: give at least one {'role': ..., 'content': ...}")
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise TypeError(f"{where} must be a dict like {{'role': 'user', 'content': 'Hi'}}, not {_check._show(m)}")
+        if not isinstance(m.get("role"), str) or not m["role"]:
+            raise ValueError(f"{where} needs a 'role' ('system', 'user', 'assistant' or 'tool')")
+        content = m.get("content")
+        if content is None or isinstance(content, str):
+            continue
+        if not isinstance(content, (list, tuple)):
+            raise TypeError(f"{where}.content must be a str, a list of parts or None, not {_check._show(content)}")
+        for j, part in enumerate(content):
+            at = f"{where}.content[{j}]"
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind in MEDIA_PARTS:
+                raise ValueError(f"{at}: {MEDIA_PARTS[kind]}; this model takes text only")
+            if kind != "text":
+                raise ValueError(f"{at} must be a dict {{'type': 'text', 'text': ...}}, not {_check._show(part)}")
+            if not isinstance(part.get("text"), str):
+                raise TypeError(f"{at}.text must be a str, not {_check._show(part.get('text'))}")
+
+
+def check_tools(tools, tool_choice):
+    if tools is not None:
+        if not isinstance(tools, (list, tuple)):
+            raise TypeError(f"tools must be a list of {{'type': 'function', 'function': {{...}}}} or None, "
+                            f"not {_check._show(tools)}")
+        for i, t in enumerate(tools):
+            fn = t.get("function") if isinstance(t, dict) else None
+            if not isinstance(t, dict) or t.get("type", "function") != "function" or not isinstance(fn, dict):
+                raise ValueError(f"tools[{i}] must be {{'type': 'function', 'function': {{'name': ..., "
+                                 f"'parameters': ...}}}}, not {_check._show(t)}")
+            if not isinstance(fn.get("name"), str) or not fn["name"]:
+                raise ValueError(f"tools[{i}].function needs a 'name' (a str)")
+    if isinstance(tool_choice, str):
+        _check.choice("tool_choice", tool_choice, ("auto", "none", "required"))
+    elif isinstance(tool_choice, dict):
+        if not isinstance(tool_choice.get("function"), dict) or \
+                not isinstance(tool_choice["function"].get("name"), str):
+            raise ValueError("tool_choice as a dict must be {'type': 'function', 'function': {'name': ...}}")
+        if not tools:
+            raise ValueError("tool_choice names a function, but no tools were given")
+    else:
+        raise TypeError("tool_choice must be 'auto', 'none', 'required' or "
+                        f"{{'type': 'function', 'function': {{'name': ...}}}}, not {_check._show(tool_choice)}")
+
 
 def _text_of(content):
     """OpenAI content: a string, or a list of parts of which the text ones count."""
@@ -63,6 +131,9 @@ def _constraint(response_format, tools, tool_choice):
         if response_format and response_format.get("type") not in (None, "text"):
             raise ValueError("tool_choice forces a tool call; it cannot be combined with response_format")
         return {"json_schema": _forced_call_schema(tools, tool_choice)}
+    if response_format is not None and not isinstance(response_format, dict):
+        raise TypeError("response_format must be a dict like {'type': 'json_object'} or None, "
+                        f"not {_check._show(response_format)}")
     kind = (response_format or {}).get("type", "text")
     if kind == "text":
         return {}
@@ -74,7 +145,12 @@ def _constraint(response_format, tools, tool_choice):
         if schema is None:
             raise ValueError("response_format json_schema needs json_schema.schema")
         return {"json_schema": schema}
-    raise ValueError(f"response_format type '{kind}': text, json_object or json_schema")
+    raise ValueError(f"response_format type must be 'text', 'json_object' or 'json_schema', not {kind!r}")
+
+
+def session_sampling():
+    from ._model import SAMPLING
+    return SAMPLING
 
 
 def _prompt_tokens(session, messages, tools, extra):
@@ -105,12 +181,27 @@ def _message(session, text, tools):
 
 def chat(session, messages, tools=None, tool_choice="auto", response_format=None,
          max_tokens=None, stop=None, stream=False, chat_template_kwargs=None, **sampling):
+    _check.keywords("chat()", sampling, CHAT_ARGS + session_sampling())
+    check_messages(messages)
+    check_tools(tools, tool_choice)
+    stream = _check.flag("stream", stream)
+    if chat_template_kwargs is not None and not isinstance(chat_template_kwargs, dict):
+        raise TypeError(f"chat_template_kwargs must be a dict or None, not {_check._show(chat_template_kwargs)}")
+    max_tokens = _check.integer("max_tokens", max_tokens, 0, none_ok=True,
+                                what="an int >= 0, or None for the rest of the context")
     if tool_choice == "none":
         tools = None
-    sampling.update(_constraint(response_format, tools, tool_choice))
+    constraint = _constraint(response_format, tools, tool_choice)
+    if "json_schema" in constraint:
+        if sampling.get("json_schema") is not None:
+            raise ValueError("give json_schema= or a JSON response_format / forced tool call, not both")
+        sampling["json_schema"] = constraint["json_schema"]
+    elif constraint:
+        sampling["_json_object"] = True
     tokens = _prompt_tokens(session, messages, tools, chat_template_kwargs)
-    limit = session.n_ctx - len(tokens) if max_tokens is None else max_tokens
-    it = session.generate_tokens(tokens, max_tokens=limit, stop=stop, **sampling)
+    # a prompt longer than the context: 0 here, and the engine's n_ctx error
+    limit = max(0, session.n_ctx - len(tokens)) if max_tokens is None else max_tokens
+    it = session.generate_tokens(tokens, max_tokens=limit, stop=stop, _where="chat()", **sampling)
     base = {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "created": int(time.time()),
             "model": os.path.basename(session.model.path)}
     if stream:

@@ -4,8 +4,9 @@ import subprocess
 
 import pytest
 
-MODEL = os.path.join(os.environ.get("TESSERA_MODEL_CACHE", os.path.expanduser("~/.cache/tessera/models")),
-                     "SmolLM2-135M-Instruct.Q4_1.gguf")
+MODELS = os.environ.get("TESSERA_MODEL_CACHE", os.path.expanduser("~/.cache/tessera/models"))
+MODEL = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
+GEMMA = os.path.join(MODELS, "gemma-3-270m-q4_k_m.gguf")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -247,7 +247,7 @@ def test_error_not_gguf(tmp_path):
 
 
 def test_error_bad_device():
-    with pytest.raises(tessera.TesseraError, match="nosuchdevice0"):
+    with pytest.raises(ValueError, match="nosuchdevice0"):
         tessera.Model(MODEL, devices="nosuchdevice0")
 
 
@@ -264,6 +264,8 @@ def test_error_prompt_too_long(model):
     s = model.session(n_ctx=64)
     with pytest.raises(tessera.TesseraError, match="n_ctx"):
         s.generate("word " * 200, max_tokens=1)
+    with pytest.raises(tessera.TesseraError, match="n_ctx"):
+        s.chat([{"role": "user", "content": "word " * 200}])
     s.close()
 
 
@@ -295,5 +297,5 @@ def test_embed_equals_cli(model):
     assert model.embed(texts[0], pooling="mean") == model.embed(texts, pooling="mean")[0]
     rows = model.embed(texts[0], pooling="none", normalize=False)
     assert len(rows) == len(model.tokenize(texts[0])) and len(rows[0]) == model.n_embd
-    with pytest.raises(tessera.TesseraError, match="pooling"):
+    with pytest.raises(ValueError, match="pooling"):
         model.embed("x", pooling="sideways")

@@ -144,6 +144,18 @@ class StoppingCriteriaList(list):
         return any(c(input_ids, logits) for c in self)
 
 
+def _metadata_strings(meta):
+    """GGUF metadata as llama.cpp's llama_model_meta_val_str gives it (what
+    llama-cpp-python's Llama.metadata holds): every value a string."""
+    def text(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):
+            return f"{v:f}"
+        return str(v)
+    return {k: text(v) for k, v in meta.items()}
+
+
 def _new_id(prefix):
     return prefix + str(uuid.uuid4())
 
@@ -180,8 +192,6 @@ class Llama:
                     self._log(f"Llama({key}={value!r}) is accepted and has no effect here")
             else:
                 raise TypeError(f"Llama() got an unexpected keyword argument '{key}'")
-        if vocab_only:
-            _refuse("Llama(vocab_only=True)", "the engine loads a model's weights with its vocabulary")
         if pooling_type not in _POOLING:
             raise ValueError(f"pooling_type {pooling_type}: one of {sorted(_POOLING)}")
         if chat_format is not None and chat_format not in ("chatml",) and chat_handler is None:
@@ -191,6 +201,27 @@ class Llama:
         if isinstance(type_k, int) or isinstance(type_v, int):
             _refuse("type_k/type_v as ggml type numbers", "give a name: 'f16', 'q8_0', ...")
         self.model_path = os.fspath(model_path)
+        self._closed = False
+        self._embed_ctx = None
+        self._session = None
+        self.chat_format = chat_format
+        self.chat_handler = chat_handler
+        self.cache = None
+        self._seed = int(seed) if seed else LLAMA_DEFAULT_SEED
+        self.n_batch = int(n_batch)
+        self._n_ctx = int(n_ctx)
+        self._pooling = pooling_type
+        if not os.path.exists(self.model_path):  # llama-cpp-python's error
+            raise ValueError(f"Model path does not exist: {self.model_path}")
+        if vocab_only:  # the tokenizer alone: tokenize, detokenize and the token ids
+            self._tok = _tessera.Vocab(self.model_path)
+            self._model = None
+            meta = _tessera.gguf_metadata(self.model_path)
+            self._bos = meta.get("tokenizer.ggml.bos_token_id", -1)
+            self._eos = meta.get("tokenizer.ggml.eos_token_id", -1)
+            self._n_vocab = self._tok.n_tokens()
+            self.metadata = _metadata_strings(meta)
+            return
         self._model = Model(self.model_path, n_gpu_layers="auto" if n_gpu_layers == -1 else int(n_gpu_layers),
                             n_ctx=None if not n_ctx else int(n_ctx), n_batch=int(n_batch),
                             n_threads=int(n_threads or 0), flash_attn=flash_attn,
@@ -198,22 +229,13 @@ class Llama:
         info = self._model.metadata
         if not n_ctx:  # 0: the model's training context
             self._model._default_n_ctx = info["n_ctx_train"] or 4096
-        self._seed = int(seed) if seed else LLAMA_DEFAULT_SEED
-        self.n_batch = int(n_batch)
+        self._tok = self._model._m
+        self._bos, self._eos, self._n_vocab = info["bos"], info["eos"], info["n_vocab"]
         self._logits_all = bool(logits_all)
         self._embedding = bool(embedding)
-        self._pooling = pooling_type
-        self.chat_format = chat_format
-        self.chat_handler = chat_handler
         self._repeat_last_n = int(kwargs.get("last_n_tokens_size", 64))
         self._session = self._model.session()
-        self._embed_ctx = None
-        self.cache = None
-        self._closed = False
-        self.metadata = {k: v for k in ("general.name", "general.architecture", "tokenizer.ggml.model")
-                         if (v := self._model.meta(k)) is not None}
-        if self._model._m.template_source():
-            self.metadata["tokenizer.chat_template"] = self._model._m.template_source()
+        self.metadata = _metadata_strings(_tessera.gguf_metadata(self.model_path))
         if self.verbose:
             print(f"tessera: {self.model_path}: {self._model.description}; n_ctx {self.n_ctx()}",
                   file=sys.stderr)
@@ -260,30 +282,37 @@ class Llama:
         vocabulary asks for it; special parses special-token strings."""
         if isinstance(text, str):
             raise TypeError("Llama.tokenize takes bytes (text.encode('utf-8'))")
-        return self._model._m.tokenize(bytes(text), bool(add_bos), bool(special))
+        return self._tok.tokenize(bytes(text), bool(add_bos), bool(special))
 
     def detokenize(self, tokens, prev_tokens=None, special=False):
         """The bytes of tokens (special: control tokens give their text); a
         leading space after BOS is dropped, as llama-cpp-python does."""
-        out = b"".join(self._model._m.piece(int(t), bool(special)) for t in tokens)
+        out = b"".join(self._tok.piece(int(t), bool(special)) for t in tokens)
         if tokens and tokens[0] == self.token_bos() and out[:1] == b" ":
             out = out[1:]
         return out
 
     def n_ctx(self):
-        return self._session.n_ctx
+        return self._session.n_ctx if self._session is not None else self._n_ctx
 
     def n_vocab(self):
-        return self._model.n_vocab
+        return self._n_vocab
 
     def n_embd(self):
-        return self._model.n_embd
+        return self._need_model().n_embd
 
     def token_bos(self):
-        return self._model.metadata["bos"]
+        return self._bos
 
     def token_eos(self):
-        return self._model.metadata["eos"]
+        return self._eos
+
+    def _need_model(self):
+        if self._model is None:
+            raise RuntimeError("this Llama was created with vocab_only=True: it only tokenizes")
+        if self._closed:
+            raise RuntimeError("this Llama is closed")
+        return self._model
 
     def token_nl(self):
         return self.tokenize(b"\n", add_bos=False)[-1]
@@ -293,7 +322,7 @@ class Llama:
 
     @property
     def n_tokens(self):
-        return len(self._session.tokens)
+        return len(self._session.tokens) if self._session is not None else 0
 
     @property
     def input_ids(self):
@@ -314,9 +343,11 @@ class Llama:
         self._session.prefix_cache = cache is not None
 
     def reset(self):
+        self._need_model()
         self._session.reset()
 
     def save_state(self):
+        self._need_model()
         fd, path = tempfile.mkstemp(prefix="tessera-state-")
         os.close(fd)
         try:
@@ -329,6 +360,7 @@ class Llama:
                           llama_state=data, llama_state_size=len(data), seed=self._seed)
 
     def load_state(self, state):
+        self._need_model()
         fd, path = tempfile.mkstemp(prefix="tessera-state-")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -342,7 +374,8 @@ class Llama:
         if self._closed:
             return
         self._closed = True
-        self._session.close()
+        if self._session is not None:
+            self._session.close()
         if self._embed_ctx is not None:
             self._embed_ctx.close()
 
@@ -425,6 +458,7 @@ class Llama:
         iterator of its chunks. suffix is appended to the completion's text
         (no fill-in-the-middle); logprobs=k gives each token's log-probability
         and the k most likely alternatives."""
+        self._need_model()
         args = self._sampling(seed, temperature, top_p, top_k, min_p, typical_p, repeat_penalty,
                               frequency_penalty, presence_penalty, tfs_z, mirostat_mode, logits_processor,
                               stopping_criteria, grammar, logit_bias)
@@ -583,6 +617,7 @@ class Llama:
         """A chat.completion dict (or with stream=True its chunks) through the
         model's chat template: tools / tool_choice (the reply's calls parsed
         into message.tool_calls), response_format json_object / json_schema."""
+        self._need_model()
         if self.chat_handler is not None:
             return self.chat_handler(
                 llama=self, messages=messages, functions=functions, function_call=function_call,
@@ -679,6 +714,7 @@ class Llama:
     def embed(self, input, normalize=False, truncate=True, return_count=False):
         """Embedding vector(s) of a string or a list of strings: one list of
         floats per input (with pooling NONE, one per token). normalize: L2."""
+        self._need_model()
         if not self._embedding:
             raise RuntimeError("Llama model must be created with embedding=True to call this method")
         if self._embed_ctx is None:

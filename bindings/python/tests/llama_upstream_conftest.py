@@ -40,7 +40,8 @@ collect_ignore = ["test_llama_chat_format.py", "test_llama_speculative.py"]
 
 NOT_APPLICABLE = {
     "test_llama_cpp_tokenization":
-        "vocab_only=True (a vocabulary-only GGUF) and Llama._ctx.ctx (llama.cpp's context pointer)",
+        "it asserts Llama._ctx.ctx, llama.cpp's context pointer (its other assertions run in "
+        "test_llama_compat.py::test_vocab_only_tokenization)",
     "test_real_model": "llama_cpp._internals and the ctypes llama.h functions (llama_model_default_params)",
 }
 

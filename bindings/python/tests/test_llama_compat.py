@@ -134,6 +134,11 @@ def test_tokenize_is_bytes(llm):
     assert llm.detokenize([llm.token_eos()]) == b""
     assert llm.detokenize([llm.token_eos()], special=True) == b"<|im_end|>"
     assert llm.n_vocab() == 49152 and llm.n_ctx() == 512 and llm.token_bos() == 1
+    # metadata: every scalar of the file, as strings (llama.cpp's meta_val_str)
+    assert llm.metadata["general.architecture"] == "llama"
+    assert llm.metadata["llama.context_length"] == "8192"
+    assert llm.metadata["tokenizer.ggml.add_bos_token"] == "false"
+    assert llm.metadata["tokenizer.chat_template"].startswith("{%")
 
 
 def test_state_round_trip(llm):
@@ -152,12 +157,14 @@ def test_state_round_trip(llm):
 
 def test_refused_and_ignored_settings(tmp_path):
     from tessera.llama_cpp import Llama
-    for kw in ({"lora_path": "x.gguf"}, {"rope_freq_base": 5e5}, {"vocab_only": True},
+    for kw in ({"lora_path": "x.gguf"}, {"rope_freq_base": 5e5},
                {"chat_format": "llama-2"}, {"pooling_type": 9}):
         with pytest.raises(ValueError):
             Llama(MODEL, verbose=False, **kw)
     with pytest.raises(TypeError, match="no_such"):
         Llama(MODEL, verbose=False, no_such=1)
+    with pytest.raises(ValueError, match="does not exist"):
+        Llama(str(tmp_path / "absent.gguf"), verbose=False)
     llm = Llama(MODEL, n_ubatch=64, n_threads_batch=1, numa=False, verbose=False)  # accepted
     with pytest.raises(ValueError, match="mirostat"):
         llm("x", mirostat_mode=2)
@@ -184,3 +191,34 @@ def test_module_names():
     g = llama_cpp.LlamaGrammar.from_json_schema({"type": "integer"})
     assert "root" in g._grammar
     assert "llama_cpp" not in sys.modules or sys.modules["llama_cpp"] is not llama_cpp
+
+
+def test_vocab_only_tokenization():
+    """llama-cpp-python's test_llama_cpp_tokenization, less its check of
+    Llama._ctx.ctx (llama.cpp's context pointer), on the same vocabulary."""
+    from tessera.llama_cpp import Llama
+    vocab = os.path.join(HERE, "..", "..", "..", "..", "shared", "vocab", "ggml-vocab-llama-spm.gguf")
+    if not os.path.exists(vocab):
+        pytest.skip(f"{vocab} absent")
+    llama = Llama(model_path=vocab, vocab_only=True, verbose=False)
+    text = b"Hello World"
+    tokens = llama.tokenize(text)
+    assert tokens[0] == llama.token_bos()
+    assert tokens == [1, 15043, 2787]
+    assert llama.detokenize(tokens) == text
+    tokens = llama.tokenize(text, add_bos=False)
+    assert tokens == [15043, 2787]
+    assert llama.detokenize(tokens) != text
+    text = b"Hello World</s>"
+    tokens = llama.tokenize(text)
+    assert tokens[-1] != llama.token_eos()
+    assert tokens == [1, 15043, 2787, 829, 29879, 29958]
+    tokens = llama.tokenize(text, special=True)
+    assert tokens[-1] == llama.token_eos()
+    assert tokens == [1, 15043, 2787, 2]
+    tokens = llama.tokenize(b"", add_bos=True, special=True)
+    assert tokens == [llama.token_bos()]
+    assert llama.detokenize(tokens) == b""
+    assert llama.metadata["tokenizer.ggml.add_bos_token"] == "true" and llama.n_vocab() == 32000
+    with pytest.raises(RuntimeError, match="vocab_only"):
+        llama("Hello")

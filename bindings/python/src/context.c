@@ -267,6 +267,84 @@ static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
     return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
 }
 
+/* next_with(fn) -> as next(), but the row of logits goes through fn first:
+ * fn(row: bytes of n_vocab float32) returns a buffer of n_vocab float32,
+ * which the sampler (its settings, penalties, grammar) picks from:
+ * llama-cpp-python's logits processors. fn runs with the GIL held and the
+ * context claimed (it must not use this Context). */
+static PyObject *ctx_next_with(pyt_context *self, PyObject *args) {
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "O", &fn)) return NULL;
+    if (ctx_enter(self) != 0) return NULL;
+    if (!self->sampler) {
+        self->busy = 0;
+        PyErr_SetString(PyExc_RuntimeError, "next_with() before start()");
+        return NULL;
+    }
+    const tessera_model *m = self->owner->model;
+    const int32_t n_vocab = tessera_model_n_vocab(m);
+    if (self->max_tokens >= 0 && self->n_generated >= self->max_tokens) {
+        self->busy = 0;
+        return Py_BuildValue("(Os)", Py_None, "length");
+    }
+    if (self->n_tokens + (self->pending >= 0) >= self->cap_tokens) {
+        self->busy = 0;
+        return Py_BuildValue("(Os)", Py_None, "length");
+    }
+    if (self->pending >= 0) {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tessera_decode(self->ctx, &self->pending, 1, self->n_tokens, 0);
+        Py_END_ALLOW_THREADS
+        if (rc == 0) self->tokens[self->n_tokens++] = self->pending;
+        self->pending = -1;
+        if (rc != 0) {
+            self->busy = 0;
+            return pyt_raise("decode");
+        }
+    }
+    const float *row = tessera_logits(self->ctx, -1);
+    if (!row) {
+        self->busy = 0;
+        return pyt_raise("logits");
+    }
+    PyObject *in = PyBytes_FromStringAndSize((const char *)row, (Py_ssize_t)n_vocab * (Py_ssize_t)sizeof(float));
+    PyObject *out = in ? PyObject_CallFunctionObjArgs(fn, in, NULL) : NULL;
+    Py_XDECREF(in);
+    tessera_token t = -1;
+    if (out) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(out, &view, PyBUF_SIMPLE) == 0) {
+            if (view.len != (Py_ssize_t)n_vocab * (Py_ssize_t)sizeof(float)) {
+                PyErr_Format(PyExc_ValueError, "the logits processor gave %zd bytes, not %d float32 values",
+                             view.len, (int)n_vocab);
+            } else {
+                float *scores = malloc((size_t)view.len);
+                if (!scores) {
+                    PyErr_NoMemory();
+                } else {
+                    memcpy(scores, view.buf, (size_t)view.len);
+                    t = tessera_sampler_sample(self->sampler, scores);
+                    if (t >= 0) tessera_sampler_accept(self->sampler, t);
+                    else pyt_raise("sample");
+                    free(scores);
+                }
+            }
+            PyBuffer_Release(&view);
+        }
+        Py_DECREF(out);
+    }
+    self->busy = 0;
+    if (t < 0) return NULL;
+    if (tessera_token_is_eog(m, t)) return Py_BuildValue("(Os)", Py_None, "stop");
+    self->pending = t;
+    self->n_generated++;
+    char buf[256];
+    int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, 0);
+    if (len < 0) len = 0;
+    return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
+}
+
 static PyObject *ctx_tokens(pyt_context *self, PyObject *unused) {
     (void)unused;
     PyObject *list = PyList_New(self->n_tokens);
@@ -484,6 +562,8 @@ static PyMethodDef ctx_methods[] = {
     {"start", (PyCFunction)(void (*)(void))ctx_start, METH_VARARGS | METH_KEYWORDS,
      "start(tokens, max_tokens, **sampling): decode a prompt, set up sampling"},
     {"next", (PyCFunction)ctx_next, METH_NOARGS, "next() -> (token, bytes) or (None, finish_reason)"},
+    {"next_with", (PyCFunction)ctx_next_with, METH_VARARGS,
+     "next_with(fn) -> as next(), sampling from fn(row of float32 logits as bytes)"},
     {"tokens", (PyCFunction)ctx_tokens, METH_NOARGS, "the tokens the cache holds"},
     {"save_state", (PyCFunction)ctx_save, METH_VARARGS, "save the cache and tokens to a file"},
     {"load_state", (PyCFunction)ctx_load, METH_VARARGS, "load a file saved by save_state"},

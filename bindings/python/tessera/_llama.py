@@ -18,6 +18,7 @@ token i is scored by the logits after tokens < i (OpenAI's meaning), and
 sampling uses Tessera's sampler, so a seed gives the same text run to run
 but not the text llama.cpp gives for that seed.
 """
+import array
 import fnmatch
 import glob
 import json
@@ -154,6 +155,34 @@ def _metadata_strings(meta):
             return f"{v:f}"
         return str(v)
     return {k: text(v) for k, v in meta.items()}
+
+
+def _numpy():
+    """numpy where it is installed (and is numpy), else None."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy if hasattr(numpy, "frombuffer") else None
+
+
+def _float_array(row):
+    """A row of float32 logits (bytes) as numpy gives it, else array.array."""
+    np = _numpy()
+    return np.frombuffer(row, dtype=np.float32).copy() if np else array.array("f", row)
+
+
+def _int_array(ids):
+    np = _numpy()
+    return np.array(ids, dtype=np.intc) if np else array.array("i", ids)
+
+
+def _float_bytes(scores):
+    if isinstance(scores, array.array) and scores.typecode == "f":
+        return scores.tobytes()
+    if hasattr(scores, "astype"):  # numpy
+        return scores.astype("float32").tobytes()
+    return array.array("f", scores).tobytes()
 
 
 def _new_id(prefix):
@@ -397,10 +426,6 @@ class Llama:
                   stopping_criteria, grammar, logit_bias, **constraint):
         if mirostat_mode:
             _refuse(f"mirostat_mode={mirostat_mode}", "the engine's sampler has no mirostat")
-        if logits_processor:
-            _refuse("logits_processor", "sampling runs inside the engine; use logit_bias or grammar")
-        if stopping_criteria:
-            _refuse("stopping_criteria", "sampling runs inside the engine; use stop= strings")
         if tfs_z not in (None, 1.0):
             self._log(f"tfs_z={tfs_z} has no effect (llama.cpp removed tail-free sampling)")
         if seed is not None:
@@ -416,19 +441,39 @@ class Llama:
                               logit_bias={int(k): float(v) for k, v in (logit_bias or {}).items()},
                               grammar=grammar, **constraint)
 
-    def _run(self, tokens, max_tokens, stop, args, top_k_lp=None):
+    def _run(self, tokens, max_tokens, stop, args, top_k_lp=None, logits_processor=None,
+             stopping_criteria=None):
         """Generate from tokens: yields (token, piece bytes, logprob entry or
-        None) per token, then ('end', finish_reason)."""
+        None) per token, then ('end', finish_reason). A logits_processor
+        (llama-cpp-python's: (input_ids, scores) -> scores, numpy arrays
+        where numpy is installed, else array.array) rewrites each row of
+        logits before sampling; stopping_criteria(input_ids, scores) -> True
+        ends the generation ("stop")."""
         ctx = self._session._ctx
         self._session._generation += 1  # ends a Stream of the Session, if any
         ctx.start(list(tokens), int(max_tokens), reuse_prefix=self._session.prefix_cache, **args)
+        ids = list(tokens)
+        last = [None]
+
+        def process(row):
+            scores = _float_array(row)
+            if logits_processor:
+                scores = logits_processor(_int_array(ids), scores)
+            last[0] = scores
+            return _float_bytes(scores)
+
+        hooked = bool(logits_processor or stopping_criteria)
         while True:
-            tok, piece = ctx.next()
+            tok, piece = ctx.next_with(process) if hooked else ctx.next()
             if tok is None:
                 yield "end", piece, None
                 return
             lp = ctx.logprobs(tok, top_k_lp) if top_k_lp is not None else None
+            ids.append(tok)
             yield tok, piece, lp
+            if stopping_criteria and stopping_criteria(_int_array(ids), last[0]):
+                yield "end", "stop", None
+                return
 
     def _prompt_tokens(self, prompt):
         if isinstance(prompt, (list, tuple)):
@@ -472,7 +517,7 @@ class Llama:
         prompt_lp = None
         if k is not None and echo:
             prompt_lp = self._session._ctx.prompt_logprobs(tokens, k)
-        gen = self._run(tokens, limit, stop, args, k)
+        gen = self._run(tokens, limit, stop, args, k, logits_processor, stopping_criteria)
         if stream:
             return self._completion_chunks(gen, base, tokens, prompt_text, echo, suffix, stop, k, prompt_lp)
         return self._completion(gen, base, tokens, prompt_text, echo, suffix, stop, k, prompt_lp)
@@ -650,9 +695,10 @@ class Llama:
         k = (int(top_logprobs or 0)) if logprobs else None
         base = {"id": _new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
                 "model": model if model is not None else self.model_path}
+        gen = self._run(tokens, limit, stop, args, k, logits_processor)
         if stream:
-            return self._chat_chunks(self._run(tokens, limit, stop, args, k), base, tokens, stop, k, tools)
-        comp = self._completion(self._run(tokens, limit, stop, args, k), {}, tokens, "", False, None, stop, k, None)
+            return self._chat_chunks(gen, base, tokens, stop, k, tools)
+        comp = self._completion(gen, {}, tokens, "", False, None, stop, k, None)
         choice = comp["choices"][0]
         msg = _chat._message(self._session, choice["text"], tools)
         finish = "tool_calls" if msg.get("tool_calls") else choice["finish_reason"]

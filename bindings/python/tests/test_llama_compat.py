@@ -222,3 +222,24 @@ def test_vocab_only_tokenization():
     assert llama.metadata["tokenizer.ggml.add_bos_token"] == "true" and llama.n_vocab() == 32000
     with pytest.raises(RuntimeError, match="vocab_only"):
         llama("Hello")
+
+
+def test_logits_processor_and_stopping_criteria(llm):
+    from tessera.llama_cpp import LogitsProcessorList, StoppingCriteriaList
+    target = llm.tokenize(b" banana", add_bos=False)[0]
+    seen = []
+
+    def favour(input_ids, scores):
+        seen.append(len(input_ids))
+        scores[target] += 1000
+        return scores
+
+    out = llm("My favourite fruit is", max_tokens=3, temperature=0,
+              logits_processor=LogitsProcessorList([favour]))
+    assert out["choices"][0]["text"] == " banana" * 3
+    n = len(llm.tokenize(b"My favourite fruit is"))
+    assert seen == [n, n + 1, n + 2]  # input_ids: the prompt and what came since
+    m = len(llm.tokenize(b"Once upon a time"))
+    out = llm("Once upon a time", max_tokens=20, temperature=0,
+              stopping_criteria=StoppingCriteriaList([lambda ids, scores: len(ids) >= m + 4]))
+    assert out["choices"][0]["finish_reason"] == "stop" and out["usage"]["completion_tokens"] == 4

@@ -41,7 +41,8 @@ EXPECTED = {
 KNOWN_FAILURES = {
     "test_llama.py::test_real_llama":
         "its first assertion wants the text Qwen2-0.5B samples under llama.cpp's RNG with seed 1337 "
-        "(' over the lazy dog'); SmolLM2 under tessera's sampler gives ' over a lazy dog'",
+        "(' over the lazy dog'); SmolLM2 under tessera's sampler gives ' over a lazy dog'. With that "
+        "text made SmolLM2's the whole test passes (run below)",
 }
 # files not collected at all (their imports are llama-cpp-python internals)
 NOT_COLLECTED = {
@@ -85,3 +86,15 @@ def test_llama_cpp_python_unit_tests(tmp_path):
           f"{counts['failed']} failed, {counts['skipped']} not applicable (+ {len(NOT_COLLECTED)} files "
           f"not collected: {', '.join(NOT_COLLECTED)})")
     assert outcomes == EXPECTED, run.stdout[-6000:]
+
+    # test_real_llama again, its first expected text made SmolLM2's: the
+    # rest of it (a GBNF grammar, a logits processor, save_state/load_state
+    # and the seed sequence) must then pass
+    src = (tmp_path / "tests" / "test_llama.py").read_text(encoding="utf-8")
+    assert src.count('== " over the lazy dog"') == 1
+    (tmp_path / "tests" / "test_llama_smollm2.py").write_text(
+        src.replace('== " over the lazy dog"', '== " over a lazy dog"'), encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                          "tests/test_llama_smollm2.py::test_real_llama"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-6000:]

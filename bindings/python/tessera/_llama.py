@@ -492,6 +492,23 @@ class Llama:
         room = self.n_ctx() - n_prompt
         return room if max_tokens is None or max_tokens <= 0 else min(int(max_tokens), room)
 
+    def generate(self, tokens, top_k=40, top_p=0.95, min_p=0.05, typical_p=1.0, temp=0.80,
+                 repeat_penalty=1.0, reset=True, frequency_penalty=0.0, presence_penalty=0.0, tfs_z=1.0,
+                 mirostat_mode=0, mirostat_tau=5.0, mirostat_eta=0.1, penalize_nl=True,
+                 logits_processor=None, stopping_criteria=None, grammar=None):
+        """Token ids sampled after tokens, one at a time, until an
+        end-of-generation token (not yielded), a stopping criterion or the
+        end of the context: llama-cpp-python's generate(), whose callers
+        break out of the loop themselves."""
+        self._need_model()
+        args = self._sampling(self._seed, temp, top_p, top_k, min_p, typical_p, repeat_penalty,
+                              frequency_penalty, presence_penalty, tfs_z, mirostat_mode, None, None,
+                              grammar, None)
+        for tok, _piece, _lp in self._run(list(tokens), -1, [], args, None, logits_processor, stopping_criteria):
+            if tok == "end":
+                return
+            yield tok
+
     # ------------------------------------------------------------- completion
     def create_completion(self, prompt, suffix=None, max_tokens=16, temperature=0.8, top_p=0.95,
                           min_p=0.05, typical_p=1.0, logprobs=None, echo=False, stop=[],

@@ -72,6 +72,13 @@ def test_completion_shape_and_greedy_text(llm):
     assert out["usage"] == {"prompt_tokens": 5, "completion_tokens": 6, "total_tokens": 11}
     # the engine's own greedy continuation
     assert choice["text"] == llm._model.generate(prompt, max_tokens=6, temperature=0)
+    # and the token generator's
+    got = []
+    for tok in llm.generate(llm.tokenize(prompt.encode()), temp=0):
+        got.append(tok)
+        if len(got) == 6:
+            break
+    assert llm.detokenize(got).decode() == choice["text"]
 
 
 def test_logprobs_without_echo_and_with_it(llm):
@@ -243,3 +250,22 @@ def test_logits_processor_and_stopping_criteria(llm):
     out = llm("Once upon a time", max_tokens=20, temperature=0,
               stopping_criteria=StoppingCriteriaList([lambda ids, scores: len(ids) >= m + 4]))
     assert out["choices"][0]["finish_reason"] == "stop" and out["usage"]["completion_tokens"] == 4
+
+
+def test_chat_format_chatml_and_chat_handler():
+    from tessera.llama_cpp import Llama
+    with Llama(MODEL, n_ctx=512, chat_format="chatml", verbose=False) as llm:
+        out = llm.create_chat_completion([{"role": "user", "content": "Say hi"}], temperature=0, max_tokens=8)
+        assert out["choices"][0]["message"]["content"]
+        # ChatML without the model template's default system turn
+        assert out["usage"]["prompt_tokens"] == len(llm.tokenize(
+            b"<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n", special=True))
+    calls = []
+
+    def handler(llama, messages, **kw):
+        calls.append((llama, messages, kw["temperature"], kw["stream"]))
+        return {"handled": True}
+
+    with Llama(MODEL, n_ctx=512, chat_handler=handler, verbose=False) as llm:
+        assert llm.create_chat_completion([{"role": "user", "content": "x"}], temperature=0.5) == {"handled": True}
+        assert calls == [(llm, [{"role": "user", "content": "x"}], 0.5, False)]

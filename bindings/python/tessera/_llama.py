@@ -653,10 +653,12 @@ class Llama:
             lps = None
             if k is not None:
                 lps = {"tokens": [], "text_offset": [], "token_logprobs": [], "top_logprobs": []}
+                at = offset
                 for t, l in held_toks:
                     tt, v, top = self._lp_entry(t, l, k)
                     lps["tokens"].append(tt)
-                    lps["text_offset"].append(offset)
+                    lps["text_offset"].append(at)
+                    at += len(tt)
                     lps["token_logprobs"].append(v)
                     lps["top_logprobs"].append(top)
             held_toks = []

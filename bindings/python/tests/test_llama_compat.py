@@ -108,6 +108,12 @@ def test_stream_matches_whole_and_stops(llm):
     assert [c["choices"][0]["finish_reason"] for c in chunks][-1] == whole["choices"][0]["finish_reason"]
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
     assert "skyscrapers" not in whole["choices"][0]["text"]
+    # streamed logprobs: the same tokens and offsets as the whole completion's
+    whole = llm("Once upon a time", logprobs=1, **args)["choices"][0]["logprobs"]
+    parts = [c["choices"][0]["logprobs"] for c in llm("Once upon a time", stream=True, logprobs=1, **args)]
+    parts = [p for p in parts if p]
+    assert sum((p["tokens"] for p in parts), []) == whole["tokens"]
+    assert sum((p["text_offset"] for p in parts), []) == whole["text_offset"]
     assert llm("Once upon a time", max_tokens=4, temperature=0, suffix=" THE END")["choices"][0]["text"].endswith(" THE END")
 
 

@@ -10,13 +10,14 @@ import types
 import pytest
 
 from tessera import llama_cpp
-from tessera.llama_cpp import llama, llama_grammar
+from tessera.llama_cpp import llama, llama_grammar, llama_types
 
 MODEL = os.environ["TESSERA_LLAMA_MODEL"]
 
 sys.modules["llama_cpp"] = llama_cpp
 sys.modules["llama_cpp.llama"] = llama
 sys.modules["llama_cpp.llama_grammar"] = llama_grammar
+sys.modules["llama_cpp.llama_types"] = llama_types
 # imported at the top of test_llama.py; used only by a test skipped below
 sys.modules["llama_cpp._internals"] = llama_cpp._internals = types.ModuleType("llama_cpp._internals")
 
@@ -36,6 +37,7 @@ for name in ("numpy", "scipy", "scipy.special"):
         sys.modules[name] = mod
 
 # whole files: their module imports what the drop-in does not offer
+# (llama_cpp.llama_chat_format, llama_cpp.llama_speculative)
 collect_ignore = ["test_llama_chat_format.py", "test_llama_speculative.py"]
 
 NOT_APPLICABLE = {

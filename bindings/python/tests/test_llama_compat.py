@@ -204,6 +204,9 @@ def test_module_names():
     g = llama_cpp.LlamaGrammar.from_json_schema({"type": "integer"})
     assert "root" in g._grammar
     assert "llama_cpp" not in sys.modules or sys.modules["llama_cpp"] is not llama_cpp
+    from tessera.llama_cpp.llama_types import ChatCompletionRequestUserMessage
+    assert llama_cpp.ChatCompletionRequestUserMessage is ChatCompletionRequestUserMessage
+    assert ChatCompletionRequestUserMessage(role="user", content="Hi") == {"role": "user", "content": "Hi"}
 
 
 def test_vocab_only_tokenization():

@@ -46,7 +46,7 @@ KNOWN_FAILURES = {
 }
 # files not collected at all (their imports are llama-cpp-python internals)
 NOT_COLLECTED = {
-    "test_llama_chat_format.py": "llama_cpp.llama_chat_format / llama_types: the Python chat formatters "
+    "test_llama_chat_format.py": "llama_cpp.llama_chat_format: llama-cpp-python's Python chat formatters "
                                  "(tessera renders the model's template in C)",
     "test_llama_speculative.py": "llama_cpp.llama_speculative (prompt-lookup speculative decoding)",
 }

@@ -14,5 +14,7 @@ from .._llama import (  # noqa: F401
     LLAMA_POOLING_TYPE_NONE, LLAMA_POOLING_TYPE_RANK, LLAMA_POOLING_TYPE_UNSPECIFIED, Llama, LlamaCache,
     LlamaGrammar, LlamaRAMCache, LlamaState, LogitsProcessorList, StoppingCriteriaList)
 
+from .llama_types import *  # noqa: F401,F403  (llama_cpp re-exports its types too)
+
 # the llama-cpp-python release whose API this follows, with tessera's version
 __version__ = "0.3.16+tessera." + _tessera_version.replace("-", ".")

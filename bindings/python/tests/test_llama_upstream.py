@@ -68,7 +68,8 @@ def test_llama_cpp_python_unit_tests(tmp_path):
                    if m.isfile() and m.name.startswith(top) and m.name[len(top):].startswith(wanted)]
         for m in members:
             m.name = m.name[len(top):]
-        tar.extractall(tmp_path, members=members)
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(tmp_path, members=members, **safe)
     shutil.copy(os.path.join(HERE, "llama_upstream_conftest.py"), tmp_path / "tests" / "conftest.py")
     env = dict(os.environ, TESSERA_LLAMA_MODEL=MODEL)
     report = tmp_path / "report.xml"

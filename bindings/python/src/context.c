@@ -228,19 +228,42 @@ done:
     return result;
 }
 
+/* Claim the context for next() or next_with(): 0, or -1 with an error
+ * (closed, in use, not started). */
+static int ctx_enter_next(pyt_context *self, const char *what) {
+    if (ctx_enter(self) != 0) return -1;
+    if (self->sampler) return 0;
+    self->busy = 0;
+    PyErr_Format(PyExc_RuntimeError, "%s before start()", what);
+    return -1;
+}
+
+/* "length" when the generation may not take another token (max_tokens, or
+ * the context is full), else NULL. */
+static const char *ctx_limit(const pyt_context *self) {
+    if (self->max_tokens >= 0 && self->n_generated >= self->max_tokens) return "length";
+    if (self->n_tokens + (self->pending >= 0) >= self->cap_tokens) return "length";
+    return NULL;
+}
+
+/* next()'s answer for a sampled token t: (None, "stop") at the end of
+ * generation, else (t, its bytes) with t pending for the next decode. */
+static PyObject *ctx_give(pyt_context *self, tessera_token t) {
+    const tessera_model *m = self->owner->model;
+    if (tessera_token_is_eog(m, t)) return Py_BuildValue("(Os)", Py_None, "stop");
+    self->pending = t;
+    self->n_generated++;
+    char buf[256];
+    int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, 0);
+    if (len < 0) len = 0;
+    return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
+}
+
 /* next() -> (token, piece bytes), or (None, "stop" | "length"). */
 static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
     (void)unused;
-    if (ctx_enter(self) != 0) return NULL;
-    if (!self->sampler) {
-        self->busy = 0;
-        PyErr_SetString(PyExc_RuntimeError, "next() before start()");
-        return NULL;
-    }
-    const tessera_model *m = self->owner->model;
-    const char *stop = NULL;
-    if (self->max_tokens >= 0 && self->n_generated >= self->max_tokens) stop = "length";
-    else if (self->n_tokens + (self->pending >= 0) >= self->cap_tokens) stop = "length";
+    if (ctx_enter_next(self, "next()") != 0) return NULL;
+    const char *stop = ctx_limit(self);
     int rc = 0;
     tessera_token t = -1;
     if (!stop) {
@@ -258,13 +281,7 @@ static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
     if (stop) return Py_BuildValue("(Os)", Py_None, stop);
     if (rc != 0) return pyt_raise("decode");
     if (t < 0) return pyt_raise("sample");
-    if (tessera_token_is_eog(m, t)) return Py_BuildValue("(Os)", Py_None, "stop");
-    self->pending = t;
-    self->n_generated++;
-    char buf[256];
-    int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, 0);
-    if (len < 0) len = 0;
-    return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
+    return ctx_give(self, t);
 }
 
 /* next_with(fn) -> as next(), but the row of logits goes through fn first:
@@ -275,21 +292,12 @@ static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
 static PyObject *ctx_next_with(pyt_context *self, PyObject *args) {
     PyObject *fn;
     if (!PyArg_ParseTuple(args, "O", &fn)) return NULL;
-    if (ctx_enter(self) != 0) return NULL;
-    if (!self->sampler) {
+    if (ctx_enter_next(self, "next_with()") != 0) return NULL;
+    const int32_t n_vocab = tessera_model_n_vocab(self->owner->model);
+    const char *stop = ctx_limit(self);
+    if (stop) {
         self->busy = 0;
-        PyErr_SetString(PyExc_RuntimeError, "next_with() before start()");
-        return NULL;
-    }
-    const tessera_model *m = self->owner->model;
-    const int32_t n_vocab = tessera_model_n_vocab(m);
-    if (self->max_tokens >= 0 && self->n_generated >= self->max_tokens) {
-        self->busy = 0;
-        return Py_BuildValue("(Os)", Py_None, "length");
-    }
-    if (self->n_tokens + (self->pending >= 0) >= self->cap_tokens) {
-        self->busy = 0;
-        return Py_BuildValue("(Os)", Py_None, "length");
+        return Py_BuildValue("(Os)", Py_None, stop);
     }
     if (self->pending >= 0) {
         int rc;
@@ -335,14 +343,7 @@ static PyObject *ctx_next_with(pyt_context *self, PyObject *args) {
         Py_DECREF(out);
     }
     self->busy = 0;
-    if (t < 0) return NULL;
-    if (tessera_token_is_eog(m, t)) return Py_BuildValue("(Os)", Py_None, "stop");
-    self->pending = t;
-    self->n_generated++;
-    char buf[256];
-    int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, 0);
-    if (len < 0) len = 0;
-    return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
+    return t < 0 ? NULL : ctx_give(self, t);
 }
 
 static PyObject *ctx_tokens(pyt_context *self, PyObject *unused) {

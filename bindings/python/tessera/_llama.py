@@ -77,6 +77,42 @@ _REFUSED = {
 }
 
 
+# llama-cpp-python's named chat formats that are one line per turn: how
+# the system message is placed ("top": the first one, always, even empty;
+# "inline": each where it stands; None: dropped), each role's turn, the
+# prompt that asks for the reply, and the stop string. Other roles (tool)
+# are left out, as there.
+_CHAT_FORMATS = {
+    "chatml": ("top", {"system": "<|im_start|>system\n{}<|im_end|>\n",
+                       "user": "<|im_start|>user\n{}<|im_end|>\n",
+                       "assistant": "<|im_start|>assistant\n{}<|im_end|>\n"},
+               "<|im_start|>assistant\n", "<|im_end|>"),
+    "llama-3": ("inline", {r: f"<|start_header_id|>{r}<|end_header_id|>\n\n{{}}<|eot_id|>"
+                           for r in ("system", "user", "assistant")},
+                "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>"),
+    "gemma": (None, {"user": "<start_of_turn>user\n{}<end_of_turn>\n",
+                     "assistant": "<start_of_turn>model\n{}<end_of_turn>\n"},
+              "<start_of_turn>model\n", "<end_of_turn>\n"),
+    "zephyr": ("top", {"system": "<|system|>\n{}</s>\n", "user": "<|user|>\n\n{}</s>\n",
+                       "assistant": "<|assistant|>\n\n{}</s>\n"},
+               "<|assistant|>\n\n", "</s>"),
+    "mistral-instruct": (None, {"user": "[INST] {}", "assistant": " [/INST]{}</s>"}, " [/INST]", "</s>"),
+}
+
+
+def _format_chat(name, messages):
+    """(prompt text, stop string) of messages in the chat format name."""
+    system, turns, reply, stop = _CHAT_FORMATS[name]
+    text = ""
+    if system == "top":
+        first = next((m for m in messages if m["role"] == "system"), {})
+        text = turns["system"].format(_chat._text_of(first.get("content")) or "")
+    for m in messages:
+        if m["role"] in turns and (m["role"] != "system" or system == "inline"):
+            text += turns[m["role"]].format(_chat._text_of(m.get("content")) or "")
+    return text + reply, stop
+
+
 def _refuse(what, why):
     raise ValueError(f"{what}: not supported by tessera's llama_cpp drop-in ({why})")
 
@@ -223,10 +259,10 @@ class Llama:
                 raise TypeError(f"Llama() got an unexpected keyword argument '{key}'")
         if pooling_type not in _POOLING:
             raise ValueError(f"pooling_type {pooling_type}: one of {sorted(_POOLING)}")
-        if chat_format is not None and chat_format not in ("chatml",) and chat_handler is None:
+        if chat_format is not None and chat_format not in _CHAT_FORMATS and chat_handler is None:
             _refuse(f"chat_format={chat_format!r}",
-                    "the model's own chat template (chat_format=None) or 'chatml' are; "
-                    "or give a chat_handler")
+                    "the model's own chat template (chat_format=None) or one of "
+                    f"{', '.join(sorted(_CHAT_FORMATS))} are; or give a chat_handler")
         if isinstance(type_k, int) or isinstance(type_v, int):
             _refuse("type_k/type_v as ggml type numbers", "give a name: 'f16', 'q8_0', ...")
         self.model_path = os.fspath(model_path)
@@ -708,9 +744,14 @@ class Llama:
         args = self._sampling(seed, temperature, top_p, top_k, min_p, typical_p, repeat_penalty,
                               frequency_penalty, presence_penalty, tfs_z, mirostat_mode, logits_processor,
                               None, grammar, logit_bias, **constraint)
-        tokens = self._chat_tokens(messages, tools)
-        limit = self._max_tokens(max_tokens, len(tokens))
         stop = [stop] if isinstance(stop, str) else [s for s in (stop or []) if s]
+        if self.chat_format is not None:  # a named format: its text, its stop string
+            text, format_stop = _format_chat(self.chat_format, messages)
+            tokens = self._model._m.tokenize(text.encode("utf-8"), True, True)
+            stop.append(format_stop)
+        else:
+            tokens = _chat._prompt_tokens(self._session, messages, tools, None)
+        limit = self._max_tokens(max_tokens, len(tokens))
         k = (int(top_logprobs or 0)) if logprobs else None
         base = {"id": _new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
                 "model": model if model is not None else self.model_path}
@@ -727,13 +768,6 @@ class Llama:
         return dict(base, choices=[{"index": 0, "message": msg,
                               "logprobs": self._chat_lp(choice["logprobs"]), "finish_reason": finish}],
                     usage=comp["usage"])
-
-    def _chat_tokens(self, messages, tools):
-        if self.chat_format == "chatml" or not self._model._m.template_source():
-            text = "".join(f"<|im_start|>{m['role']}\n{_chat._text_of(m.get('content')) or ''}<|im_end|>\n"
-                           for m in messages) + "<|im_start|>assistant\n"
-            return self._model._m.tokenize(text.encode("utf-8"), True, True)
-        return _chat._prompt_tokens(self._session, messages, tools, None)
 
     @staticmethod
     def _chat_lp(lp):

@@ -266,9 +266,21 @@ def test_chat_format_chatml_and_chat_handler():
     with Llama(MODEL, n_ctx=512, chat_format="chatml", verbose=False) as llm:
         out = llm.create_chat_completion([{"role": "user", "content": "Say hi"}], temperature=0, max_tokens=8)
         assert out["choices"][0]["message"]["content"]
-        # ChatML without the model template's default system turn
+        # llama-cpp-python's ChatML: an empty system turn, not the template's default one
         assert out["usage"]["prompt_tokens"] == len(llm.tokenize(
-            b"<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n", special=True))
+            b"<|im_start|>system\n<|im_end|>\n<|im_start|>user\nSay hi<|im_end|>\n<|im_start|>assistant\n",
+            special=True))
+    from tessera._llama import _format_chat
+    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+            {"role": "assistant", "content": "A"}, {"role": "user", "content": "V"}]
+    assert _format_chat("mistral-instruct", msgs) == ("[INST] U [/INST]A</s>[INST] V [/INST]", "</s>")
+    assert _format_chat("gemma", msgs)[0] == ("<start_of_turn>user\nU<end_of_turn>\n<start_of_turn>model\nA"
+                                              "<end_of_turn>\n<start_of_turn>user\nV<end_of_turn>\n"
+                                              "<start_of_turn>model\n")
+    assert _format_chat("llama-3", msgs[:2])[0] == (
+        "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n")
     calls = []
 
     def handler(llama, messages, **kw):

@@ -36,7 +36,7 @@ except ImportError:  # the build tree's tests put _tessera on sys.path
     import _tessera
 
 from . import _chat
-from ._model import Model, _sampling_args
+from ._model import Model
 
 __all__ = ["Llama", "LlamaGrammar", "LlamaState", "LlamaRAMCache", "LogitsProcessorList",
            "StoppingCriteriaList", "LLAMA_DEFAULT_SEED"]
@@ -181,6 +181,13 @@ class StoppingCriteriaList(list):
         return any(c(input_ids, logits) for c in self)
 
 
+class _ModelHolder:
+    """What tessera._chat's helpers take in place of a Session: .model."""
+
+    def __init__(self, model):
+        self.model = model
+
+
 def _metadata_strings(meta):
     """GGUF metadata as llama.cpp's llama_model_meta_val_str gives it (what
     llama-cpp-python's Llama.metadata holds): every value a string."""
@@ -268,7 +275,7 @@ class Llama:
         self.model_path = os.fspath(model_path)
         self._closed = False
         self._embed_ctx = None
-        self._session = None
+        self._ctx = None
         self.chat_format = chat_format
         self.chat_handler = chat_handler
         self.cache = None
@@ -287,19 +294,24 @@ class Llama:
             self._n_vocab = self._tok.n_tokens()
             self.metadata = _metadata_strings(meta)
             return
+        # the Model for its weights and vocabulary; the contexts are this
+        # class's own (_tessera.Context: generation, and embeddings)
         self._model = Model(self.model_path, n_gpu_layers="auto" if n_gpu_layers == -1 else int(n_gpu_layers),
-                            n_ctx=None if not n_ctx else int(n_ctx), n_batch=int(n_batch),
-                            n_threads=int(n_threads or 0), flash_attn=flash_attn,
-                            type_k=type_k, type_v=type_v, use_mmap=use_mmap, use_mlock=use_mlock)
+                            use_mmap=use_mmap, use_mlock=use_mlock)
         info = self._model.metadata
         if not n_ctx:  # 0: the model's training context
-            self._model._default_n_ctx = info["n_ctx_train"] or 4096
+            self._n_ctx = info["n_ctx_train"] or 4096
         self._tok = self._model._m
         self._bos, self._eos, self._n_vocab = info["bos"], info["eos"], info["n_vocab"]
         self._logits_all = bool(logits_all)
         self._embedding = bool(embedding)
         self._repeat_last_n = int(kwargs.get("last_n_tokens_size", 64))
-        self._session = self._model.session()
+        if flash_attn not in (False, True, "auto"):
+            raise ValueError(f"flash_attn must be True, False or 'auto', not {flash_attn!r}")
+        self._ctx_args = (self.n_batch, int(n_threads or 0), {False: 0, True: 1, "auto": 2}[flash_attn])
+        self._ctx = _tessera.Context(self._tok, self._n_ctx, *self._ctx_args, type_k, type_v)
+        self._prefix_cache = False
+        self._holder = _ModelHolder(self._model)  # what _chat's helpers read (.model)
         self.metadata = _metadata_strings(_tessera.gguf_metadata(self.model_path))
         if self.verbose:
             print(f"tessera: {self.model_path}: {self._model.description}; n_ctx {self.n_ctx()}",
@@ -358,7 +370,7 @@ class Llama:
         return out
 
     def n_ctx(self):
-        return self._session.n_ctx if self._session is not None else self._n_ctx
+        return self._ctx.n_ctx() if self._ctx is not None else self._n_ctx
 
     def n_vocab(self):
         return self._n_vocab
@@ -387,11 +399,11 @@ class Llama:
 
     @property
     def n_tokens(self):
-        return len(self._session.tokens) if self._session is not None else 0
+        return len(self._ctx.tokens()) if self._ctx is not None else 0
 
     @property
     def input_ids(self):
-        return list(self._session.tokens)
+        return list(self._ctx.tokens()) if self._ctx is not None else []
 
     @property
     def _input_ids(self):
@@ -405,18 +417,18 @@ class Llama:
         """A LlamaRAMCache (or any cache object) turns on prompt-prefix
         reuse; None turns it off."""
         self.cache = cache
-        self._session.prefix_cache = cache is not None
+        self._prefix_cache = cache is not None
 
     def reset(self):
         self._need_model()
-        self._session.reset()
+        self._ctx.reset()
 
     def save_state(self):
         self._need_model()
         fd, path = tempfile.mkstemp(prefix="tessera-state-")
         os.close(fd)
         try:
-            self._session.save_state(path)
+            self._ctx.save_state(path)
             with open(path, "rb") as f:
                 data = f.read()
         finally:
@@ -430,7 +442,7 @@ class Llama:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(state.llama_state)
-            self._session.load_state(path)
+            self._ctx.load_state(path)
         finally:
             os.unlink(path)
         self._seed = state.seed
@@ -439,8 +451,8 @@ class Llama:
         if self._closed:
             return
         self._closed = True
-        if self._session is not None:
-            self._session.close()
+        if self._ctx is not None:
+            self._ctx.close()
         if self._embed_ctx is not None:
             self._embed_ctx.close()
 
@@ -470,12 +482,16 @@ class Llama:
             self.set_seed(random.Random(self._seed).randint(0, 2 ** 32))
         if isinstance(grammar, LlamaGrammar):
             grammar = grammar._grammar
-        return _sampling_args(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-                              typical_p=typical_p, repeat_penalty=repeat_penalty,
-                              repeat_last_n=self._repeat_last_n, frequency_penalty=frequency_penalty,
-                              presence_penalty=presence_penalty, seed=self._seed & 0xFFFFFFFF,
-                              logit_bias={int(k): float(v) for k, v in (logit_bias or {}).items()},
-                              grammar=grammar, **constraint)
+        schema = constraint.get("json_schema")
+        if schema is not None and not isinstance(schema, str):
+            schema = json.dumps(schema)
+        # Context.start's keywords (llama.cpp's sampler settings)
+        return dict(temperature=float(temperature), top_k=int(top_k), top_p=float(top_p), min_p=float(min_p),
+                    typical_p=float(typical_p), repeat_penalty=float(repeat_penalty),
+                    repeat_last_n=self._repeat_last_n, frequency_penalty=float(frequency_penalty),
+                    presence_penalty=float(presence_penalty), seed=self._seed & 0xFFFFFFFF,
+                    logit_bias=[(int(t), float(b)) for t, b in (logit_bias or {}).items()],
+                    grammar=grammar, json_schema=schema, json_object=bool(constraint.get("json_object")))
 
     def _run(self, tokens, max_tokens, stop, args, top_k_lp=None, logits_processor=None,
              stopping_criteria=None):
@@ -485,9 +501,8 @@ class Llama:
         where numpy is installed, else array.array) rewrites each row of
         logits before sampling; stopping_criteria(input_ids, scores) -> True
         ends the generation ("stop")."""
-        ctx = self._session._ctx
-        self._session._generation += 1  # ends a Stream of the Session, if any
-        ctx.start(list(tokens), int(max_tokens), reuse_prefix=self._session.prefix_cache, **args)
+        ctx = self._ctx
+        ctx.start(list(tokens), int(max_tokens), reuse_prefix=self._prefix_cache, **args)
         ids = list(tokens)
         last = [None]
 
@@ -569,7 +584,7 @@ class Llama:
                 "model": model if model is not None else self.model_path}
         prompt_lp = None
         if k is not None and echo:
-            prompt_lp = self._session._ctx.prompt_logprobs(tokens, k)
+            prompt_lp = self._ctx.prompt_logprobs(tokens, k)
         gen = self._run(tokens, limit, stop, args, k, logits_processor, stopping_criteria)
         if stream:
             return self._completion_chunks(gen, base, tokens, prompt_text, echo, suffix, stop, k, prompt_lp)
@@ -750,7 +765,7 @@ class Llama:
             tokens = self._model._m.tokenize(text.encode("utf-8"), True, True)
             stop.append(format_stop)
         else:
-            tokens = _chat._prompt_tokens(self._session, messages, tools, None)
+            tokens = _chat._prompt_tokens(self._holder, messages, tools, None)
         limit = self._max_tokens(max_tokens, len(tokens))
         k = (int(top_logprobs or 0)) if logprobs else None
         base = {"id": _new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
@@ -760,7 +775,7 @@ class Llama:
             return self._chat_chunks(gen, base, tokens, stop, k, tools)
         comp = self._completion(gen, {}, tokens, "", False, None, stop, k, None)
         choice = comp["choices"][0]
-        msg = _chat._message(self._session, choice["text"], tools)
+        msg = _chat._message(self._holder, choice["text"], tools)
         finish = "tool_calls" if msg.get("tool_calls") else choice["finish_reason"]
         if msg.get("tool_calls") and len(msg["tool_calls"]) == 1:
             # llama-cpp-python also gives a lone call as the legacy function_call
@@ -793,7 +808,7 @@ class Llama:
             for c in pieces:
                 text += c["choices"][0]["text"]
                 finish = c["choices"][0]["finish_reason"] or finish
-            msg = _chat._message(self._session, text, tools)
+            msg = _chat._message(self._holder, text, tools)
             msg.pop("role")
             if msg.get("tool_calls"):
                 for i, call in enumerate(msg["tool_calls"]):
@@ -817,7 +832,7 @@ class Llama:
         if not self._embedding:
             raise RuntimeError("Llama model must be created with embedding=True to call this method")
         if self._embed_ctx is None:
-            self._embed_ctx = _tessera.Context(self._model._m, self.n_ctx(), self.n_batch, 0,
+            self._embed_ctx = _tessera.Context(self._tok, self.n_ctx(), *self._ctx_args[:2],
                                                embeddings=True, pooling=_POOLING[self._pooling])
         single = isinstance(input, str)
         out, total = [], 0

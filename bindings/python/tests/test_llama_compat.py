@@ -213,7 +213,8 @@ def test_vocab_only_tokenization():
     """llama-cpp-python's test_llama_cpp_tokenization, less its check of
     Llama._ctx.ctx (llama.cpp's context pointer), on the same vocabulary."""
     from tessera.llama_cpp import Llama
-    vocab = os.path.join(HERE, "..", "..", "..", "..", "shared", "vocab", "ggml-vocab-llama-spm.gguf")
+    shared = os.environ.get("TESSERA_SHARED", os.path.join(HERE, "..", "..", "..", "..", "shared"))
+    vocab = os.path.join(shared, "vocab", "ggml-vocab-llama-spm.gguf")
     if not os.path.exists(vocab):
         pytest.skip(f"{vocab} absent")
     llama = Llama(model_path=vocab, vocab_only=True, verbose=False)

@@ -17,6 +17,7 @@
  */
 #include "pytessera.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,19 +228,42 @@ done:
     return result;
 }
 
+/* Claim the context for next() or next_with(): 0, or -1 with an error
+ * (closed, in use, not started). */
+static int ctx_enter_next(pyt_context *self, const char *what) {
+    if (ctx_enter(self) != 0) return -1;
+    if (self->sampler) return 0;
+    self->busy = 0;
+    PyErr_Format(PyExc_RuntimeError, "%s before start()", what);
+    return -1;
+}
+
+/* "length" when the generation may not take another token (max_tokens, or
+ * the context is full), else NULL. */
+static const char *ctx_limit(const pyt_context *self) {
+    if (self->max_tokens >= 0 && self->n_generated >= self->max_tokens) return "length";
+    if (self->n_tokens + (self->pending >= 0) >= self->cap_tokens) return "length";
+    return NULL;
+}
+
+/* next()'s answer for a sampled token t: (None, "stop") at the end of
+ * generation, else (t, its bytes) with t pending for the next decode. */
+static PyObject *ctx_give(pyt_context *self, tessera_token t) {
+    const tessera_model *m = self->owner->model;
+    if (tessera_token_is_eog(m, t)) return Py_BuildValue("(Os)", Py_None, "stop");
+    self->pending = t;
+    self->n_generated++;
+    char buf[256];
+    int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, 0);
+    if (len < 0) len = 0;
+    return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
+}
+
 /* next() -> (token, piece bytes), or (None, "stop" | "length"). */
 static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
     (void)unused;
-    if (ctx_enter(self) != 0) return NULL;
-    if (!self->sampler) {
-        self->busy = 0;
-        PyErr_SetString(PyExc_RuntimeError, "next() before start()");
-        return NULL;
-    }
-    const tessera_model *m = self->owner->model;
-    const char *stop = NULL;
-    if (self->max_tokens >= 0 && self->n_generated >= self->max_tokens) stop = "length";
-    else if (self->n_tokens + (self->pending >= 0) >= self->cap_tokens) stop = "length";
+    if (ctx_enter_next(self, "next()") != 0) return NULL;
+    const char *stop = ctx_limit(self);
     int rc = 0;
     tessera_token t = -1;
     if (!stop) {
@@ -257,13 +281,69 @@ static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
     if (stop) return Py_BuildValue("(Os)", Py_None, stop);
     if (rc != 0) return pyt_raise("decode");
     if (t < 0) return pyt_raise("sample");
-    if (tessera_token_is_eog(m, t)) return Py_BuildValue("(Os)", Py_None, "stop");
-    self->pending = t;
-    self->n_generated++;
-    char buf[256];
-    int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, 0);
-    if (len < 0) len = 0;
-    return Py_BuildValue("(iy#)", t, buf, (Py_ssize_t)len);
+    return ctx_give(self, t);
+}
+
+/* next_with(fn) -> as next(), but the row of logits goes through fn first:
+ * fn(row: bytes of n_vocab float32) returns a buffer of n_vocab float32,
+ * which the sampler (its settings, penalties, grammar) picks from:
+ * llama-cpp-python's logits processors. fn runs with the GIL held and the
+ * context claimed (it must not use this Context). */
+static PyObject *ctx_next_with(pyt_context *self, PyObject *args) {
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "O", &fn)) return NULL;
+    if (ctx_enter_next(self, "next_with()") != 0) return NULL;
+    const int32_t n_vocab = tessera_model_n_vocab(self->owner->model);
+    const char *stop = ctx_limit(self);
+    if (stop) {
+        self->busy = 0;
+        return Py_BuildValue("(Os)", Py_None, stop);
+    }
+    if (self->pending >= 0) {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tessera_decode(self->ctx, &self->pending, 1, self->n_tokens, 0);
+        Py_END_ALLOW_THREADS
+        if (rc == 0) self->tokens[self->n_tokens++] = self->pending;
+        self->pending = -1;
+        if (rc != 0) {
+            self->busy = 0;
+            return pyt_raise("decode");
+        }
+    }
+    const float *row = tessera_logits(self->ctx, -1);
+    if (!row) {
+        self->busy = 0;
+        return pyt_raise("logits");
+    }
+    PyObject *in = PyBytes_FromStringAndSize((const char *)row, (Py_ssize_t)n_vocab * (Py_ssize_t)sizeof(float));
+    PyObject *out = in ? PyObject_CallFunctionObjArgs(fn, in, NULL) : NULL;
+    Py_XDECREF(in);
+    tessera_token t = -1;
+    if (out) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(out, &view, PyBUF_SIMPLE) == 0) {
+            if (view.len != (Py_ssize_t)n_vocab * (Py_ssize_t)sizeof(float)) {
+                PyErr_Format(PyExc_ValueError, "the logits processor gave %zd bytes, not %d float32 values",
+                             view.len, (int)n_vocab);
+            } else {
+                float *scores = malloc((size_t)view.len);
+                if (!scores) {
+                    PyErr_NoMemory();
+                } else {
+                    memcpy(scores, view.buf, (size_t)view.len);
+                    t = tessera_sampler_sample(self->sampler, scores);
+                    if (t >= 0) tessera_sampler_accept(self->sampler, t);
+                    else pyt_raise("sample");
+                    free(scores);
+                }
+            }
+            PyBuffer_Release(&view);
+        }
+        Py_DECREF(out);
+    }
+    self->busy = 0;
+    return t < 0 ? NULL : ctx_give(self, t);
 }
 
 static PyObject *ctx_tokens(pyt_context *self, PyObject *unused) {
@@ -368,6 +448,112 @@ static PyObject *ctx_embed(pyt_context *self, PyObject *args, PyObject *kw) {
     return list ? Py_BuildValue("(Ni)", list, (int)dim) : NULL;
 }
 
+/* log(sum(exp(row))) of a row of logits, in double. */
+static double row_logsumexp(const float *row, int32_t n) {
+    float mx = row[0];
+    for (int32_t i = 1; i < n; i++)
+        if (row[i] > mx) mx = row[i];
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) sum += exp((double)row[i] - mx);
+    return mx + log(sum);
+}
+
+/* (logprob of token, [(id, logprob), ...] the k most likely, best first)
+ * of one row of logits: llama-cpp-python's logprobs (log-softmax of the raw
+ * logits, before any sampler setting). */
+static PyObject *row_logprobs(const float *row, int32_t n_vocab, tessera_token token, int k) {
+    const double lse = row_logsumexp(row, n_vocab);
+    if (k < 0) k = 0;
+    if (k > n_vocab) k = n_vocab;
+    int32_t *top = k ? malloc((size_t)k * sizeof *top) : NULL;
+    if (k && !top) return PyErr_NoMemory();
+    int n_top = 0;
+    for (int32_t i = 0; i < n_vocab && k; i++) { /* insertion into a sorted top k */
+        if (n_top == k && row[i] <= row[top[k - 1]]) continue;
+        int at = n_top < k ? n_top++ : k - 1;
+        while (at > 0 && row[top[at - 1]] < row[i]) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = i;
+    }
+    PyObject *list = PyList_New(n_top);
+    for (int j = 0; list && j < n_top; j++) {
+        PyObject *t = Py_BuildValue("(id)", (int)top[j], (double)row[top[j]] - lse);
+        if (!t) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, j, t);
+    }
+    free(top);
+    if (!list) return NULL;
+    double lp = token >= 0 && token < n_vocab ? (double)row[token] - lse : -INFINITY;
+    return Py_BuildValue("(dN)", lp, list);
+}
+
+/* logprobs(token, k) -> (logprob, [(id, logprob), ...]): of the logits the
+ * last token next() gave was sampled from (after start(): those the first
+ * token will be sampled from). */
+static PyObject *ctx_logprobs(pyt_context *self, PyObject *args) {
+    int token, k = 0;
+    if (!PyArg_ParseTuple(args, "i|i", &token, &k)) return NULL;
+    if (ctx_enter(self) != 0) return NULL;
+    const float *row = tessera_logits(self->ctx, -1);
+    PyObject *r = row ? row_logprobs(row, tessera_model_n_vocab(self->owner->model), token, k)
+                      : pyt_raise("logprobs");
+    self->busy = 0;
+    return r;
+}
+
+/* prompt_logprobs(tokens, k) -> [(logprob, top), ...] of tokens[1:], each
+ * given those before it: decodes tokens from position 0 keeping every
+ * row of logits (the cache then holds them; start(reuse_prefix=True) with
+ * the same prompt decodes only its last token again). */
+static PyObject *ctx_prompt_logprobs(pyt_context *self, PyObject *args) {
+    PyObject *seq;
+    int k = 0;
+    if (!PyArg_ParseTuple(args, "O|i", &seq, &k)) return NULL;
+    int32_t n;
+    tessera_token *toks = pyt_tokens_from_list(seq, &n);
+    if (!toks) return NULL;
+    PyObject *out = NULL;
+    if (ctx_enter(self) != 0) goto done;
+    if (n > self->cap_tokens) {
+        PyErr_Format(pyt_error, "the prompt has %d tokens, the context only %d (n_ctx)", (int)n,
+                     (int)self->cap_tokens);
+        goto leave;
+    }
+    const int32_t n_vocab = tessera_model_n_vocab(self->owner->model);
+    const int32_t chunk = 64; /* rows of logits kept at a time */
+    out = PyList_New(0);
+    tessera_kv_truncate(self->ctx, 0);
+    self->n_tokens = 0;
+    self->pending = -1;
+    for (int32_t at = 0; out && at < n; at += chunk) {
+        int32_t len = n - at < chunk ? n - at : chunk;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tessera_decode(self->ctx, toks + at, len, at, TESSERA_DECODE_ALL_LOGITS);
+        Py_END_ALLOW_THREADS
+        if (rc != 0) {
+            Py_CLEAR(out);
+            pyt_raise("decode");
+            break;
+        }
+        memcpy(self->tokens + at, toks + at, (size_t)len * sizeof *toks);
+        self->n_tokens = at + len;
+        for (int32_t j = 0; out && j < len && at + j + 1 < n; j++) {
+            const float *row = tessera_logits(self->ctx, j);
+            PyObject *e = row ? row_logprobs(row, n_vocab, toks[at + j + 1], k) : pyt_raise("logprobs");
+            if (!e || PyList_Append(out, e) != 0) Py_CLEAR(out);
+            Py_XDECREF(e);
+        }
+    }
+leave:
+    self->busy = 0;
+done:
+    free(toks);
+    return out;
+}
+
 static PyObject *ctx_n_ctx(pyt_context *self, PyObject *unused) {
     (void)unused;
     return PyLong_FromLong(self->cap_tokens);
@@ -408,12 +594,18 @@ static PyMethodDef ctx_methods[] = {
     {"start", (PyCFunction)(void (*)(void))ctx_start, METH_VARARGS | METH_KEYWORDS,
      "start(tokens, max_tokens, **sampling): decode a prompt, set up sampling"},
     {"next", (PyCFunction)ctx_next, METH_NOARGS, "next() -> (token, bytes) or (None, finish_reason)"},
+    {"next_with", (PyCFunction)ctx_next_with, METH_VARARGS,
+     "next_with(fn) -> as next(), sampling from fn(row of float32 logits as bytes)"},
     {"tokens", (PyCFunction)ctx_tokens, METH_NOARGS, "the tokens the cache holds"},
     {"save_state", (PyCFunction)ctx_save, METH_VARARGS, "save the cache and tokens to a file"},
     {"load_state", (PyCFunction)ctx_load, METH_VARARGS, "load a file saved by save_state"},
     {"reset", (PyCFunction)ctx_reset, METH_NOARGS, "forget the cache"},
     {"close", (PyCFunction)ctx_close, METH_NOARGS, "free the context now"},
     {"n_ctx", (PyCFunction)ctx_n_ctx, METH_NOARGS, "the context size in tokens"},
+    {"logprobs", (PyCFunction)ctx_logprobs, METH_VARARGS,
+     "logprobs(token, k) -> (logprob, [(id, logprob)]): of the row the last token came from"},
+    {"prompt_logprobs", (PyCFunction)ctx_prompt_logprobs, METH_VARARGS,
+     "prompt_logprobs(tokens, k) -> [(logprob, top)] of tokens[1:]: decodes tokens, all logits kept"},
     {"embed", (PyCFunction)(void (*)(void))ctx_embed, METH_VARARGS | METH_KEYWORDS,
      "embed(tokens, normalize=2) -> (floats, dim): an embedding context's vector(s)"},
     {NULL, NULL, 0, NULL},

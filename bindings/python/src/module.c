@@ -107,6 +107,7 @@ static PyMethodDef mod_methods[] = {
     {"devices", mod_devices, METH_NOARGS, "devices() -> list of dicts"},
     {"version", mod_version, METH_NOARGS, "the engine's version"},
     {"json_schema_to_gbnf", mod_schema_gbnf, METH_VARARGS, "the GBNF grammar of a JSON Schema"},
+    {"gguf_metadata", pyt_gguf_metadata, METH_VARARGS, "a GGUF file's scalar and string metadata"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -116,7 +117,9 @@ static struct PyModuleDef mod_def = {
 };
 
 PyMODINIT_FUNC PyInit__tessera(void) {
-    if (PyType_Ready(&pyt_model_type) < 0 || PyType_Ready(&pyt_context_type) < 0) return NULL;
+    if (PyType_Ready(&pyt_model_type) < 0 || PyType_Ready(&pyt_context_type) < 0 ||
+        PyType_Ready(&pyt_vocab_type) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&mod_def);
     if (!m) return NULL;
     pyt_error = PyErr_NewExceptionWithDoc("tessera.TesseraError",
@@ -128,6 +131,8 @@ PyMODINIT_FUNC PyInit__tessera(void) {
     if (PyModule_AddObject(m, "Model", (PyObject *)&pyt_model_type) < 0) goto fail;
     Py_INCREF(&pyt_context_type);
     if (PyModule_AddObject(m, "Context", (PyObject *)&pyt_context_type) < 0) goto fail;
+    Py_INCREF(&pyt_vocab_type);
+    if (PyModule_AddObject(m, "Vocab", (PyObject *)&pyt_vocab_type) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

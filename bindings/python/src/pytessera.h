@@ -44,5 +44,8 @@ tessera_token *pyt_tokens_from_list(PyObject *seq, int32_t *n);
 
 extern PyTypeObject pyt_model_type;
 extern PyTypeObject pyt_context_type;
+/* vocab.c: a vocabulary-only file's tokenizer, and gguf_metadata() */
+extern PyTypeObject pyt_vocab_type;
+PyObject *pyt_gguf_metadata(PyObject *self, PyObject *args);
 
 #endif

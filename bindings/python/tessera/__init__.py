@@ -25,6 +25,7 @@ except ImportError as _first:  # the build tree's tests put _tessera on sys.path
         raise _first from None
 
 from ._model import Model, Session, Stream, ModelNotFoundError  # noqa: E402
+from ._llama import Llama  # noqa: E402  (llama-cpp-python's class; tessera.llama_cpp has the rest)
 
 TesseraError = _tessera.TesseraError
 __version__ = _tessera.version()

@@ -1,0 +1,38 @@
+"""llama_cpp.llama_types' names, for scripts that annotate with them or
+build messages through them (ChatCompletionRequestUserMessage(role=...,
+content=...) is a dict). Each is a TypedDict without declared keys: at run
+time they make and accept plain dicts, as llama-cpp-python's do; the
+shapes themselves are documented in tessera/_llama.py's methods."""
+from typing import Any, TypedDict
+
+JsonType = Any
+
+_NAMES = """
+EmbeddingUsage Embedding EmbeddingData CreateEmbeddingResponse
+CompletionLogprobs CompletionChoice CompletionUsage CreateCompletionResponse
+CompletionChunk Completion CreateCompletionStreamResponse
+ChatCompletionResponseFunctionCall ChatCompletionResponseMessage ChatCompletionFunction
+ChatCompletionTopLogprobToken ChatCompletionLogprobToken ChatCompletionLogprobs
+ChatCompletionResponseChoice CreateChatCompletionResponse
+ChatCompletionMessageToolCallChunkFunction ChatCompletionMessageToolCallChunk
+ChatCompletionStreamResponseDeltaEmpty ChatCompletionStreamResponseDeltaFunctionCall
+ChatCompletionStreamResponseDelta ChatCompletionStreamResponseChoice CreateChatCompletionStreamResponse
+ChatCompletionFunctions ChatCompletionFunctionCallOption ChatCompletionRequestResponseFormat
+ChatCompletionRequestMessageContentPartText ChatCompletionRequestMessageContentPartImageImageUrl
+ChatCompletionRequestMessageContentPartImage ChatCompletionRequestMessageContentPart
+ChatCompletionRequestSystemMessage ChatCompletionRequestUserMessage
+ChatCompletionMessageToolCallFunction ChatCompletionMessageToolCall ChatCompletionMessageToolCalls
+ChatCompletionRequestAssistantMessageFunctionCall ChatCompletionRequestAssistantMessage
+ChatCompletionRequestToolMessage ChatCompletionRequestFunctionMessage ChatCompletionRequestMessage
+ChatCompletionRequestFunctionCallOption ChatCompletionRequestFunctionCall
+ChatCompletionFunctionParameters ChatCompletionToolFunction ChatCompletionTool
+ChatCompletionNamedToolChoiceFunction ChatCompletionNamedToolChoice ChatCompletionToolChoiceOption
+ChatCompletionMessage ChatCompletionChoice ChatCompletion ChatCompletionChunkDeltaEmpty
+ChatCompletionChunkChoice ChatCompletionChunkDelta ChatCompletionChunk ChatCompletionStreamResponse
+ChatCompletionResponseFunction ChatCompletionFunctionCall
+""".split()
+
+for _name in _NAMES:
+    globals()[_name] = TypedDict(_name, {}, total=False)
+
+__all__ = ["JsonType"] + _NAMES

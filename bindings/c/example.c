@@ -2,11 +2,14 @@
  * example.c — a C program against an installed Tessera (pkg-config), the
  * README's "Use it from C" snippet and the proof of `meson install`:
  *
- *     cc example.c $(pkg-config --cflags --libs tessera) -o example
+ *     cc example.c $(pkg-config --cflags --libs tessera) \
+ *        -Wl,-rpath,"$(pkg-config --variable=libdir tessera)" -o example
  *     ./example MODEL.gguf "The capital of France is" 16
  *
  * It lists the devices with the plugin file each came from (stderr), then
  * prints the greedy continuation of the prompt (as `tessera run --temp 0` does).
+ * The library writes nothing itself: its warnings reach stderr through the
+ * log callback this program sets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,13 @@
 static int fail(const char *what) {
     fprintf(stderr, "example: %s: %s\n", what, tessera_last_error());
     return 1;
+}
+
+/* The library's log lines (warnings: tessera_init's default verbosity). */
+static void log_line(int32_t level, const char *text, void *user) {
+    (void)level;
+    (void)user;
+    fputs(text, stderr);
 }
 
 static void print_devices(void) {
@@ -56,6 +66,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: example MODEL.gguf PROMPT [N]\n");
         return 2;
     }
+    tessera_log_set(log_line, NULL);
     if (tessera_init(NULL) != 0) return fail("init");
     print_devices();
     tessera_model_params mp = tessera_model_default_params();

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # meson install into a temporary DESTDIR, then build bindings/c/example.c
-# against the installed tree with pkg-config alone and run it: it must find
-# libtessera.so through the rpath given at link time (the installed libdir)
-# and the installed plugins (<libdir>/tessera) with no TESSERA_PLUGIN_PATH
-# and no LD_LIBRARY_PATH. Its greedy answer must equal `tessera run`'s.
+# against the installed tree with pkg-config alone and run it, with the
+# README's own snippet ("Use it from C": its lines after `meson install`,
+# PREFIX the installed tree's prefix, a folder outside the system paths):
+# it must find libtessera.so through the rpath given at link time (the
+# installed libdir) and the installed plugins (<libdir>/tessera) with no
+# TESSERA_PLUGIN_PATH and no LD_LIBRARY_PATH. Its greedy answer must equal
+# `tessera run`'s. tessera.pc hands out -I<includedir> alone as Cflags.
 # Env: BUILD_ROOT, SOURCE_ROOT, TESSERA_BIN, EXTRA_CFLAGS (the sanitizers).
 # Before the model: the public boundary (issue 33). The installed
 # libtessera.so exports exactly the functions the installed headers declare,
@@ -30,10 +33,37 @@ for h in tessera.h plugin.h plugin_util.h plugin_check.h; do
 done
 ls "$libdir"/tessera/libtessera-backend-*.so >/dev/null || { echo "FAIL: no plugins in $libdir/tessera"; exit 1; }
 
-# PKG_CONFIG_SYSROOT_DIR maps the .pc's /usr/local/... paths into DESTDIR.
-export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$dest"
+# The tree as `meson setup --prefix PREFIX` would have installed it: the
+# same files under $dest/<prefix>, and tessera.pc's prefix that folder (a
+# relocatable tessera.pc, -Dpkgconfig.relocatable=true, already is).
+configured_prefix=$(sed -n 's/^prefix=//p' "$pc")
+case "$configured_prefix" in
+  '${pcfiledir}'*) PREFIX=$(cd "$(dirname "$pc")/${configured_prefix#\$\{pcfiledir\}/}" && pwd) ;;
+  *) PREFIX=$dest$configured_prefix
+     sed -i "s|^prefix=.*|prefix=$PREFIX|" "$pc" ;;
+esac
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+unset PKG_CONFIG_SYSROOT_DIR
 flags=$(pkg-config --cflags --libs tessera)
 echo "pkg-config --cflags --libs tessera: $flags"
+
+# An app's flags: the public include folder alone; what the engine is built
+# with (utf8proc's -DUTF8PROC_EXPORTS, cJSON's include folder) stays private.
+cflags=$(pkg-config --cflags tessera | xargs)
+includedir=$(pkg-config --variable=includedir tessera)
+[ "$cflags" = "-I$includedir" ] ||
+  { echo "FAIL: pkg-config --cflags tessera is '$cflags', want '-I$includedir' alone"; exit 1; }
+libs=$(pkg-config --libs tessera | xargs)
+[ "$libs" = "-L$(pkg-config --variable=libdir tessera) -ltessera" ] ||
+  { echo "FAIL: pkg-config --libs tessera is '$libs', want -L<libdir> -ltessera alone"; exit 1; }
+static_libs=$(pkg-config --static --libs tessera)
+for l in -lpcre2-8 -lutf8proc; do
+  case " $static_libs " in
+    *" $l "*) ;;
+    *) echo "FAIL: pkg-config --static --libs tessera lacks $l: $static_libs"; exit 1 ;;
+  esac
+done
+echo "ok: tessera.pc: Cflags '$cflags', Libs '$libs', the engine's own libraries only with --static"
 
 # Exported symbols = the tessera_* functions the installed headers declare.
 hdrdir=$(dirname "$(find "$dest" -path '*/include/tessera/tessera.h' | head -n1)")
@@ -68,12 +98,30 @@ cc -std=c11 -D_GNU_SOURCE -O0 -Wall -Wextra -Werror ${EXTRA_CFLAGS:-} "${cli_src
 echo "ok: cli/ ($(echo "${cli_src[@]}" | wc -w) files) builds against the installed headers and libtessera.so alone"
 
 [ -f "$model" ] || { echo "skip: $model absent (scripts/fetch-models.sh); the boundary checks above passed"; exit 77; }
-# shellcheck disable=SC2086
-cc -std=c11 -Wall -Wextra -Werror ${EXTRA_CFLAGS:-} "$SOURCE_ROOT/bindings/c/example.c" $flags \
-   -Wl,-rpath,"$libdir" -o "$dest/example"
-
+# The README's snippet, from the line after `meson install` on, run as it
+# stands in a folder of its own (bindings/ the source tree's), the model
+# path made this test's, the prompt and count its own, cc given -Werror
+# (and the sanitizers of a -Dsanitize build).
+snippet=$(awk '/^## Use it from C/ {c = 1} c && /^```sh$/ {b = 1; next} b && /^```$/ {exit} b' \
+  "$SOURCE_ROOT/README.md" | sed '1,/meson install/d')
+echo "$snippet" | grep -q -- '-Wl,-rpath' ||
+  { echo "FAIL: README's C snippet lost its rpath:"; echo "$snippet"; exit 1; }
 prompt="The capital of France is"
-out=$(env -u TESSERA_PLUGIN_PATH -u LD_LIBRARY_PATH "$dest/example" "$model" "$prompt" 12 2>"$dest/devices")
+snippet=$(echo "$snippet" |
+  sed -e "s|~/.cache/tessera/models/SmolLM2-135M-Instruct.Q4_1.gguf|\"\$MODEL\"|" \
+      -e "s|\"The capital of France is\" 16|\"\$PROMPT\" 12|" \
+      -e "s|^cc |cc -std=c11 -Wall -Wextra -Werror ${EXTRA_CFLAGS:-} |")
+echo "$snippet" | grep -q '"$MODEL" "$PROMPT" 12' ||
+  { echo "FAIL: README's C snippet no longer runs ./example MODEL PROMPT N:"; echo "$snippet"; exit 1; }
+mkdir "$dest/app"
+ln -s "$SOURCE_ROOT/bindings" "$dest/app/bindings"
+# shellcheck disable=SC2016
+if ! (cd "$dest/app" && env -u TESSERA_PLUGIN_PATH -u LD_LIBRARY_PATH -u PKG_CONFIG_PATH \
+      PREFIX="$PREFIX" MODEL="$model" PROMPT="$prompt" \
+      bash -euo pipefail -c "$snippet" > "$dest/out" 2> "$dest/devices"); then
+  echo "FAIL: README's C snippet against PREFIX=$PREFIX:"; echo "$snippet"; cat "$dest/devices"; exit 1
+fi
+out=$(cat "$dest/out")
 cat "$dest/devices"
 echo "$out"
 grep -q "^device cpu-avx0 (CPU) from $libdir/tessera/libtessera-backend-cpu-avx.so$" "$dest/devices" ||

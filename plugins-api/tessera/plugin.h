@@ -202,26 +202,53 @@ typedef enum tsr_dtype {
  *            the host never asks a plugin built for ABI < 1.2 about block-type
  *            k/v.
  */
+/*
+ * Every op, once: X(OP, name, number, min_src, max_src) gives TSR_OP_<OP> =
+ * number, the lower-case name the host uses for messages and node names
+ * ("mul_mat-5"; tsr_op_name gives "MUL_MAT"), and how many sources the op
+ * reads (optional ones last; they may be NULL). The numbers are the ABI:
+ * append-only, so a new op is a new last line with the next number, and a
+ * line is never removed or renumbered (checked below at compile time).
+ * docs/ops.md lists everything else adding an op touches.
+ */
+#define TSR_OPS(X)                              \
+    X(NONE, "none", 0, 0, 0) /* a leaf: input, weight or view; never computed */ \
+    X(GET_ROWS, "get_rows", 1, 2, 2)            \
+    X(ADD, "add", 2, 2, 2)                      \
+    X(MUL, "mul", 3, 2, 2)                      \
+    X(SCALE, "scale", 4, 1, 1)                  \
+    X(MUL_MAT, "mul_mat", 5, 2, 2)              \
+    X(RMS_NORM, "rms_norm", 6, 1, 1)            \
+    X(NORM, "norm", 7, 1, 1)                    \
+    X(ROPE, "rope", 8, 2, 3)                    \
+    X(SOFT_MAX, "soft_max", 9, 1, 2)            \
+    X(SILU, "silu", 10, 1, 1)                   \
+    X(GELU, "gelu", 11, 1, 1)                   \
+    X(SWIGLU, "swiglu", 12, 2, 2)               \
+    X(CPY, "cpy", 13, 1, 1)                     \
+    X(CONCAT, "concat", 14, 2, 2)               \
+    X(ARGMAX, "argmax", 15, 1, 1)               \
+    X(FLASH_ATTN, "flash_attn", 16, 3, 4)
+
+#define TSR_OP_ENUM_(op, name, number, min_src, max_src) TSR_OP_##op = number,
 typedef enum tsr_op {
-    TSR_OP_NONE = 0, /* a leaf: input, weight or view; never computed */
-    TSR_OP_GET_ROWS = 1,
-    TSR_OP_ADD = 2,
-    TSR_OP_MUL = 3,
-    TSR_OP_SCALE = 4,
-    TSR_OP_MUL_MAT = 5,
-    TSR_OP_RMS_NORM = 6,
-    TSR_OP_NORM = 7,
-    TSR_OP_ROPE = 8,
-    TSR_OP_SOFT_MAX = 9,
-    TSR_OP_SILU = 10,
-    TSR_OP_GELU = 11,
-    TSR_OP_SWIGLU = 12,
-    TSR_OP_CPY = 13,
-    TSR_OP_CONCAT = 14,
-    TSR_OP_ARGMAX = 15,
-    TSR_OP_FLASH_ATTN = 16,
-    TSR_OP_COUNT = 17 /* one past the largest op known to this ABI */
+    TSR_OPS(TSR_OP_ENUM_)
+    TSR_OP_COUNT /* one past the largest op known to this ABI */
 } tsr_op;
+#undef TSR_OP_ENUM_
+
+/* Append-only, checked: each op's number must equal its line's position in
+ * TSR_OPS (a line inserted, removed or renumbered fails the build here). C99
+ * has no static_assert: a negative array size fails instead. */
+#define TSR_OP_POS_(op, name, number, min_src, max_src) TSR_OP_POS_##op##_,
+enum { TSR_OPS(TSR_OP_POS_) TSR_OP_POS_COUNT_ };
+#undef TSR_OP_POS_
+#define TSR_OP_PIN_(op, name, number, min_src, max_src) \
+    typedef char tsr_op_pin_##op##_[TSR_OP_POS_##op##_ == (number) && (min_src) <= (max_src) ? 1 : -1];
+TSR_OPS(TSR_OP_PIN_)
+#undef TSR_OP_PIN_
+/* The 17 ops of ABI 1.0-1.3 stay (a last line removed fails here). */
+typedef char tsr_op_count_check_[TSR_OP_COUNT >= 17 ? 1 : -1];
 
 enum { TSR_ROPE_NORMAL = 0, TSR_ROPE_NEOX = 2 };
 

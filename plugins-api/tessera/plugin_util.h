@@ -1,8 +1,9 @@
 /*
  * tessera/plugin_util.h — tables and helpers a plugin needs next to
- * tessera/plugin.h (ABI 1.1): op names, the full dtype table (block size,
- * bytes per block, byte layout), the block structs of the formats plugins
- * most often compute, and fp16/bf16 conversions bit-exact with the host's.
+ * tessera/plugin.h (ABI 1.1): the op table (names, source counts), the
+ * full dtype table (block size, bytes per block, byte layout), the block
+ * structs of the formats plugins most often compute, and fp16/bf16
+ * conversions bit-exact with the host's.
  *
  * Header-only, C99, includes <stdint.h>, <string.h> and tessera/plugin.h.
  * Everything here is static inline: include it from as many files as you
@@ -20,15 +21,29 @@
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- op names */
+/* ------------------------------------------------------------------ op table */
+
+/* One row of TSR_OPS (tessera/plugin.h). */
+typedef struct tsr_op_traits {
+    const char *name;  /* "MUL_MAT"                                           */
+    const char *lower; /* "mul_mat": the host's node names and messages       */
+    int32_t min_src;   /* sources the op needs                                */
+    int32_t max_src;   /* sources it may read (the extra ones are optional)   */
+} tsr_op_traits;
+
+/* The row of op, or NULL for numbers this ABI lacks. */
+static inline const tsr_op_traits *tsr_op_traits_get(int32_t op) {
+#define TSR_OP_ROW_(o, lower, number, min_src, max_src) [TSR_OP_##o] = {#o, lower, min_src, max_src},
+    static const tsr_op_traits table[] = {TSR_OPS(TSR_OP_ROW_)};
+#undef TSR_OP_ROW_
+    (void)sizeof(char[sizeof table / sizeof table[0] == TSR_OP_COUNT ? 1 : -1]); /* one row per op */
+    return op >= 0 && op < TSR_OP_COUNT ? &table[op] : NULL;
+}
 
 /* "MUL_MAT" for TSR_OP_MUL_MAT; "unknown" for numbers this ABI lacks. */
 static inline const char *tsr_op_name(int32_t op) {
-    static const char *const names[TSR_OP_COUNT] = {
-        "NONE",     "GET_ROWS", "ADD",  "MUL",  "SCALE", "MUL_MAT", "RMS_NORM", "NORM",   "ROPE",
-        "SOFT_MAX", "SILU",     "GELU", "SWIGLU", "CPY", "CONCAT",  "ARGMAX",   "FLASH_ATTN",
-    };
-    return op >= 0 && op < TSR_OP_COUNT ? names[op] : "unknown";
+    const tsr_op_traits *t = tsr_op_traits_get(op);
+    return t ? t->name : "unknown";
 }
 
 /* ------------------------------------------------------------- dtype table */

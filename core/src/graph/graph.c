@@ -27,17 +27,6 @@ struct graph {
     char err[GRAPH_ERR_MAX]; /* the first error */
 };
 
-static const char *const op_names[TSR_OP_COUNT] = {
-    [TSR_OP_NONE] = "none",         [TSR_OP_GET_ROWS] = "get_rows",
-    [TSR_OP_ADD] = "add",           [TSR_OP_MUL] = "mul",
-    [TSR_OP_SCALE] = "scale",       [TSR_OP_MUL_MAT] = "mul_mat",
-    [TSR_OP_RMS_NORM] = "rms_norm", [TSR_OP_NORM] = "norm",
-    [TSR_OP_ROPE] = "rope",         [TSR_OP_SOFT_MAX] = "soft_max",
-    [TSR_OP_SILU] = "silu",         [TSR_OP_GELU] = "gelu",
-    [TSR_OP_SWIGLU] = "swiglu",     [TSR_OP_CPY] = "cpy",
-    [TSR_OP_CONCAT] = "concat",     [TSR_OP_ARGMAX] = "argmax",
-    [TSR_OP_FLASH_ATTN] = "flash_attn",
-};
 
 /* Names for messages. The tensor module's dtype table is the authority on
  * geometry; the graph only needs the names of the types its ops accept. */
@@ -67,9 +56,10 @@ static const char *dtype_name(int32_t dtype) {
     }
 }
 
+/* The lower-case names of TSR_OPS (tessera/plugin.h). */
 const char *graph_op_name(int32_t op) {
-    if (op < 0 || op >= TSR_OP_COUNT || !op_names[op]) return "unknown-op";
-    return op_names[op];
+    const tsr_op_traits *t = tsr_op_traits_get(op);
+    return t ? t->lower : "unknown-op";
 }
 
 /* --------------------------------------------------------------- errors */

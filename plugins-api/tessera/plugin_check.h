@@ -233,6 +233,12 @@ static inline int tsr_chk_unary_(tsr_checker_ *c) {
     return 0;
 }
 
+static inline int tsr_chk_norm_(tsr_checker_ *c) {
+    const float eps = tsr_norm_params_of(c->node).eps;
+    if (!(eps >= 0.0f && eps <= 3.0e38f)) return tsr_chk_fail_(c, "eps = %g is not finite and >= 0", (double)eps);
+    return tsr_chk_unary_(c);
+}
+
 static inline int tsr_chk_swiglu_(tsr_checker_ *c) {
     const tsr_tensor *a = c->node->src[0], *b = c->node->src[1], *dst = c->node->dst;
     if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
@@ -263,7 +269,8 @@ static inline int tsr_chk_rope_(tsr_checker_ *c) {
     if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_i32_(c, pos, "src1 (positions)") ||
         tsr_chk_float_(c, dst, "dst") || tsr_chk_same_shape_(c, dst, "dst", a))
         return -1;
-    int32_t n_dims = n->iparams[0], mode = n->iparams[1];
+    const tsr_rope_params p = tsr_rope_params_of(n);
+    const int32_t n_dims = p.n_dims, mode = p.mode;
     if (n_dims <= 0 || n_dims % 2 || n_dims > a->ne[0])
         return tsr_chk_fail_(c, "n_dims = %d must be even and in 2..head_dim (%lld)", (int)n_dims,
                     (long long)a->ne[0]);
@@ -331,7 +338,7 @@ static inline int tsr_chk_concat_(tsr_checker_ *c) {
     if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
         tsr_chk_float_(c, dst, "dst"))
         return -1;
-    int32_t dim = n->iparams[0];
+    const int32_t dim = tsr_concat_params_of(n).dim;
     if (dim < 0 || dim >= TSR_MAX_DIMS) return tsr_chk_fail_(c, "dimension %d is not 0..3", (int)dim);
     int64_t want[TSR_MAX_DIMS];
     for (int d = 0; d < TSR_MAX_DIMS; d++) {
@@ -389,6 +396,10 @@ static inline int tsr_chk_flash_attn_(tsr_checker_ *c) {
     if (H % k->ne[2])
         return tsr_chk_fail_(c, "%lld query heads are not a multiple of %lld kv heads", (long long)H,
                     (long long)k->ne[2]);
+    const tsr_flash_attn_params fa = tsr_flash_attn_params_of(n);
+    if (fa.max_bias != 0.0f || fa.softcap != 0.0f)
+        return tsr_chk_fail_(c, "max_bias = %g and softcap = %g are reserved and must be 0", (double)fa.max_bias,
+                             (double)fa.softcap);
     if (mask) {
         if (tsr_chk_tensor_(c, mask, "src3 (mask)")) return -1;
         if (mask->dtype != TSR_DTYPE_F32 && mask->dtype != TSR_DTYPE_F16)
@@ -418,10 +429,7 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     case TSR_OP_ADD:
     case TSR_OP_MUL: return tsr_chk_binary_broadcast_(&c);
     case TSR_OP_RMS_NORM:
-    case TSR_OP_NORM:
-        if (!(node->fparams[0] >= 0.0f && node->fparams[0] <= 3.0e38f))
-            return tsr_chk_fail_(&c, "eps = fparams[0] = %g is not finite and >= 0", (double)node->fparams[0]);
-        return tsr_chk_unary_(&c);
+    case TSR_OP_NORM: return tsr_chk_norm_(&c);
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU: return tsr_chk_unary_(&c);

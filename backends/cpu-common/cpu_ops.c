@@ -99,7 +99,8 @@ static inline float gelu(float x) {
 static void op_unary(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
-    const float s = node->fparams[0], bias = node->fparams[1];
+    const tsr_scale_params sp = tsr_scale_params_of(node); /* SCALE's; unused by SILU and GELU */
+    const float s = sp.scale, bias = sp.bias;
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -155,7 +156,7 @@ static void op_swiglu(const tsr_node *node, int ith, int nth) {
 static void op_norm(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
-    const float eps = node->fparams[0];
+    const float eps = tsr_norm_params_of(node).eps;
     const int64_t n = a->ne[0];
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
@@ -197,11 +198,11 @@ static void op_norm(const tsr_node *node, int ith, int nth) {
  * The angles depend only on the position, so each thread computes cos and
  * sin once per position into its scratch (cs, sn: n_dims/2 each) and reuses
  * them for every head of that token. */
-static void rope_angles(const tsr_node *node, int32_t p, float *cs, float *sn) {
+static void rope_angles(const tsr_node *node, const tsr_rope_params *rp, int32_t p, float *cs, float *sn) {
     const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
-    const int n_dims = node->iparams[0];
-    const float base = node->fparams[0], freq_scale = node->fparams[1], attn_factor = node->fparams[3];
-    const float theta_scale = powf(base, -2.0f / (float)n_dims);
+    const int n_dims = rp->n_dims;
+    const float freq_scale = rp->freq_scale, attn_factor = rp->attn_factor;
+    const float theta_scale = rp->theta_scale;
     float theta = (float)p;
     for (int64_t i = 0; i < n_dims / 2; i++) {
         float f = ff ? ld(tensor_ptr(ff), i, ff->nb[0]) : 1.0f;
@@ -215,8 +216,9 @@ static void rope_angles(const tsr_node *node, int32_t p, float *cs, float *sn) {
 static void op_rope(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *pos = node->src[1];
     tsr_tensor *d = node->dst;
-    const int64_t n_dims = node->iparams[0], half = n_dims / 2;
-    const int neox = node->iparams[1] == TSR_ROPE_NEOX;
+    const tsr_rope_params rp = tsr_rope_params_of(node);
+    const int64_t n_dims = rp.n_dims, half = n_dims / 2;
+    const int neox = rp.mode == TSR_ROPE_NEOX;
     const int64_t head_dim = a->ne[0];
     float *cs = (float *)(ex->work + (size_t)ith * ((size_t)n_dims * 4 + 64)), *sn = cs + half;
     int have = 0;
@@ -229,7 +231,7 @@ static void op_rope(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
         int32_t p;
         memcpy(&p, tensor_ptr(pos) + i2 * pos->nb[0], 4);
         if (!have || p != have_pos) {
-            rope_angles(node, p, cs, sn);
+            rope_angles(node, &rp, p, cs, sn);
             have = 1;
             have_pos = p;
         }
@@ -285,7 +287,7 @@ static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
     tsr_tensor *d = node->dst;
-    const float scale = node->fparams[0];
+    const float scale = tsr_soft_max_params_of(node).scale;
     const int64_t n = a->ne[0];
     float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
     const int contiguous = a->nb[0] == 4 && d->nb[0] == 4 &&
@@ -478,7 +480,7 @@ static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
 static void op_concat(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
-    const int dim = node->iparams[0];
+    const int dim = tsr_concat_params_of(node).dim;
     int64_t lo, hi;
     split_range(tensor_nrows(d), ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -580,14 +582,15 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size) {
         return f32_like_src0(node, why, why_size);
     case TSR_OP_ROPE: {
         const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
-        int n_dims = node->iparams[0], mode = node->iparams[1];
+        const tsr_rope_params rp = tsr_rope_params_of(node);
+        int n_dims = rp.n_dims, mode = rp.mode;
         if (node->n_src < 2) return NO("needs positions");
         if (!f32_like_src0(node, why, why_size)) return 0;
         if (!b || b->dtype != TSR_DTYPE_I32 || b->ne[0] < a->ne[2]) return NO("positions must be I32, one per token");
         if (mode != TSR_ROPE_NORMAL && mode != TSR_ROPE_NEOX) return NO("mode %d is not normal (0) or NeoX (2)", mode);
         if (n_dims <= 0 || n_dims > a->ne[0] || n_dims % 2 != 0)
             return NO("n_dims %d is not even and within the head size %lld", n_dims, (long long)a->ne[0]);
-        if (node->fparams[2] != 0.0f) return NO("YaRN (ext_factor %g) is left to ref", (double)node->fparams[2]);
+        if (rp.ext_factor != 0.0f) return NO("YaRN (ext_factor %g) is left to ref", (double)rp.ext_factor);
         if (ff && (!is_f32(ff) || ff->ne[0] < n_dims / 2))
             return NO("frequency factors must be F32 with n_dims/2 = %d entries", n_dims / 2);
         return 1;
@@ -595,7 +598,8 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size) {
     case TSR_OP_SOFT_MAX: {
         const tsr_tensor *m = node->n_src > 1 ? b : NULL;
         if (!f32_like_src0(node, why, why_size)) return 0;
-        if (node->fparams[1] != 0.0f) return NO("ALiBi (max_bias %g) is left to ref", (double)node->fparams[1]);
+        const float max_bias = tsr_soft_max_params_of(node).max_bias;
+        if (max_bias != 0.0f) return NO("ALiBi (max_bias %g) is left to ref", (double)max_bias);
         if (m) {
             if (m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) return NO("mask dtype %s is not F32 or F16", dt(m));
             if (!positive_shape(m) || m->ne[0] != a->ne[0] || m->ne[1] < a->ne[1])
@@ -630,7 +634,7 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size) {
             return NO("src0 and dst rows differ, or src0 rows are not whole blocks");
         return 1;
     case TSR_OP_CONCAT: {
-        int dim = node->iparams[0];
+        int dim = tsr_concat_params_of(node).dim;
         if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d))
             return NO("F32 only (src0 %s, src1 %s, dst %s)", dt(a), dt(node->n_src > 1 ? b : NULL), dt(d));
         if (dim < 0 || dim > 3) return NO("dimension %d is not 0..3", dim);
@@ -655,8 +659,6 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size) {
         if (a->ne[2] % k->ne[2] != 0 || a->ne[3] != 1 || k->ne[3] != 1)
             return NO("query heads are not a multiple of kv heads, or ne[3] is not 1");
         if (d->ne[0] != a->ne[0] || d->ne[1] != a->ne[2] || d->ne[2] != a->ne[1]) return NO("dst is not [D, H, n_q]");
-        if (node->fparams[1] != 0.0f || node->fparams[2] != 0.0f)
-            return NO("max_bias and softcap (fparams[1..2] = %g, %g) are not implemented", (double)node->fparams[1], (double)node->fparams[2]);
         if (m && ((m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) || m->ne[0] < k->ne[1] ||
                   m->ne[1] < a->ne[1]))
             return NO("the mask must be F32 or F16 and cover [n_kv, n_q]");
@@ -676,7 +678,7 @@ size_t ops_work_size(const tsr_node *node, int nth) {
     case TSR_OP_GET_ROWS:
     case TSR_OP_CPY: return (size_t)nth * ((size_t)(a->ne[0] > node->dst->ne[0] ? a->ne[0] : node->dst->ne[0]) * 4 + 64);
     case TSR_OP_FLASH_ATTN: return flash_attn_work_size(node, nth);
-    case TSR_OP_ROPE: return (size_t)nth * ((size_t)node->iparams[0] * 4 + 64);
+    case TSR_OP_ROPE: return (size_t)nth * ((size_t)tsr_rope_params_of(node).n_dims * 4 + 64);
     default: return 0;
     }
 }

@@ -102,6 +102,9 @@ static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
 
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0;
+    /* The shaders cover the ops up to FLASH_ATTN; one appended later falls
+     * back until it has its own (docs/ops.md). */
+    if (node->op > TSR_OP_FLASH_ATTN) return decline(node, why, why_size, "not implemented on this device");
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
      * which one a numerical difference comes from. */
     const char *off = getenv("TESSERA_VULKAN_DECLINE");

@@ -1,6 +1,9 @@
 /* graph building: shapes, views, node order and shape errors as messages. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <tessera/plugin_util.h>
 
 #include "harness.h"
 #include "graph/graph.h"
@@ -162,4 +165,16 @@ TEST(test_errors) {
     graph_free(g);
 }
 
-HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors))
+/* TSR_OPS gives both spellings of each op's name; they must agree. */
+TEST(test_op_names) {
+    for (int32_t op = 0; op < TSR_OP_COUNT; op++) {
+        const char *upper = tsr_op_name(op), *lower = graph_op_name(op);
+        size_t i = 0;
+        while (upper[i] && tolower((unsigned char)upper[i]) == lower[i]) i++;
+        EXPECT(!upper[i] && !lower[i], "op %d: '%s' vs '%s'", (int)op, upper, lower);
+    }
+    EXPECT(strcmp(tsr_op_name(TSR_OP_COUNT), "unknown") == 0, "past the last op");
+    EXPECT(strcmp(graph_op_name(TSR_OP_COUNT), "unknown-op") == 0, "past the last op (graph)");
+}
+
+HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors), HARNESS_TEST(test_op_names))

@@ -32,6 +32,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <tessera/plugin_util.h>
+
 #include "cpu_kernels.h"
 #include "cpu_quants.h"
 #include "cpu_rows.h"
@@ -151,7 +153,7 @@ static void fa_unit(cpu_exec *ex, const tsr_node *node, const fa_plan *p, int64_
     const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2];
     const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
     tsr_tensor *d = node->dst;
-    const float scale = node->fparams[0];
+    const float scale = tsr_flash_attn_params_of(node).scale;
     const int64_t D = p->D;
 
     const int64_t c = u % p->n_chunk, rest = u / p->n_chunk, per_tb = p->H_kv * p->n_hb;

@@ -18,18 +18,6 @@
 static int is_f32(const tsr_tensor *t) { return t && t->dtype == TSR_DTYPE_F32; }
 static int is_float(int32_t dt) { return dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16; }
 
-static int same_shape(const tsr_tensor *a, const tsr_tensor *b) {
-    for (int i = 0; i < 4; i++)
-        if (a->ne[i] != b->ne[i]) return 0;
-    return 1;
-}
-
-static int positive_shape(const tsr_tensor *t) {
-    for (int i = 0; i < 4; i++)
-        if (t->ne[i] <= 0) return 0;
-    return 1;
-}
-
 /* Element i0 of a row of F32 data with stride nb0. */
 static inline float ld(const uint8_t *row, int64_t i0, int64_t nb0) {
     float v;
@@ -99,7 +87,8 @@ static inline float gelu(float x) {
 static void op_unary(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
-    const float s = node->fparams[0], bias = node->fparams[1];
+    const tsr_scale_params sp = tsr_scale_params_of(node); /* SCALE's; unused by SILU and GELU */
+    const float s = sp.scale, bias = sp.bias;
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -155,7 +144,7 @@ static void op_swiglu(const tsr_node *node, int ith, int nth) {
 static void op_norm(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
-    const float eps = node->fparams[0];
+    const float eps = tsr_norm_params_of(node).eps;
     const int64_t n = a->ne[0];
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
@@ -197,11 +186,11 @@ static void op_norm(const tsr_node *node, int ith, int nth) {
  * The angles depend only on the position, so each thread computes cos and
  * sin once per position into its scratch (cs, sn: n_dims/2 each) and reuses
  * them for every head of that token. */
-static void rope_angles(const tsr_node *node, int32_t p, float *cs, float *sn) {
+static void rope_angles(const tsr_node *node, const tsr_rope_params *rp, int32_t p, float *cs, float *sn) {
     const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
-    const int n_dims = node->iparams[0];
-    const float base = node->fparams[0], freq_scale = node->fparams[1], attn_factor = node->fparams[3];
-    const float theta_scale = powf(base, -2.0f / (float)n_dims);
+    const int n_dims = rp->n_dims;
+    const float freq_scale = rp->freq_scale, attn_factor = rp->attn_factor;
+    const float theta_scale = rp->theta_scale;
     float theta = (float)p;
     for (int64_t i = 0; i < n_dims / 2; i++) {
         float f = ff ? ld(tensor_ptr(ff), i, ff->nb[0]) : 1.0f;
@@ -215,8 +204,9 @@ static void rope_angles(const tsr_node *node, int32_t p, float *cs, float *sn) {
 static void op_rope(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *pos = node->src[1];
     tsr_tensor *d = node->dst;
-    const int64_t n_dims = node->iparams[0], half = n_dims / 2;
-    const int neox = node->iparams[1] == TSR_ROPE_NEOX;
+    const tsr_rope_params rp = tsr_rope_params_of(node);
+    const int64_t n_dims = rp.n_dims, half = n_dims / 2;
+    const int neox = rp.mode == TSR_ROPE_NEOX;
     const int64_t head_dim = a->ne[0];
     float *cs = (float *)(ex->work + (size_t)ith * ((size_t)n_dims * 4 + 64)), *sn = cs + half;
     int have = 0;
@@ -229,7 +219,7 @@ static void op_rope(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
         int32_t p;
         memcpy(&p, tensor_ptr(pos) + i2 * pos->nb[0], 4);
         if (!have || p != have_pos) {
-            rope_angles(node, p, cs, sn);
+            rope_angles(node, &rp, p, cs, sn);
             have = 1;
             have_pos = p;
         }
@@ -285,7 +275,7 @@ static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
     tsr_tensor *d = node->dst;
-    const float scale = node->fparams[0];
+    const float scale = tsr_soft_max_params_of(node).scale;
     const int64_t n = a->ne[0];
     float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
     const int contiguous = a->nb[0] == 4 && d->nb[0] == 4 &&
@@ -478,7 +468,7 @@ static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
 static void op_concat(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
-    const int dim = node->iparams[0];
+    const int dim = tsr_concat_params_of(node).dim;
     int64_t lo, hi;
     split_range(tensor_nrows(d), ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -546,120 +536,72 @@ static int fa_kv_readable(const tsr_tensor *t) {
 
 static const char *dt(const tsr_tensor *t) { return t ? tsr_dtype_name(t->dtype) : "none"; }
 
-/* src0 and dst F32 of one shape (the unary ops and the checks they share). */
-static int f32_like_src0(const tsr_node *node, char *why, size_t why_size) {
+/* src0 and dst F32 (the ops whose kernels read and write F32 only). */
+static int f32_src0_dst(const tsr_node *node, char *why, size_t why_size) {
     const tsr_tensor *a = node->src[0], *d = node->dst;
     if (!is_f32(a) || !is_f32(d)) return NO("F32 only (src0 %s, dst %s)", dt(a), dt(d));
-    if (!same_shape(a, d)) return NO("dst shape differs from src0's");
     return 1;
 }
 
+/*
+ * Capability only: what these kernels compute. Shapes, source counts,
+ * broadcast rules, parameter ranges and the dtypes an op allows at all are
+ * tsr_node_check's (tessera/plugin_check.h), which the host runs before it
+ * asks; it runs again here first so a 1.0 host, which did not validate,
+ * cannot hand the kernels a malformed node.
+ */
 int ops_supports(const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0; /* malformed: the ABI 1.1 checker's reason */
     const tsr_tensor *d = node->dst, *a = node->src[0], *b = node->src[1];
-    if (!d || !a || node->n_src < 1 || node->n_src > TSR_MAX_SRC) return NO("needs dst and src0");
-    if (!positive_shape(d) || !positive_shape(a)) return NO("a size is below 1");
     switch (node->op) {
     case TSR_OP_ADD:
     case TSR_OP_MUL:
-        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d))
-            return NO("F32 only (src0 %s, src1 %s, dst %s)", dt(a), dt(node->n_src > 1 ? b : NULL), dt(d));
-        if (!same_shape(a, d)) return NO("dst shape differs from src0's");
-        if (!positive_shape(b)) return NO("a size of src1 is below 1");
-        for (int i = 0; i < 4; i++)
-            if (a->ne[i] % b->ne[i] != 0) return NO("src1 does not broadcast over src0 in dimension %d", i);
+    case TSR_OP_SWIGLU:
+    case TSR_OP_CONCAT:
+        if (!is_f32(a) || !is_f32(b) || !is_f32(d))
+            return NO("F32 only (src0 %s, src1 %s, dst %s)", dt(a), dt(b), dt(d));
         return 1;
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU:
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM:
-        return f32_like_src0(node, why, why_size);
-    case TSR_OP_SWIGLU:
-        if (node->n_src < 2 || !is_f32(b) || !same_shape(a, b)) return NO("src1 must be F32 of src0's shape");
-        return f32_like_src0(node, why, why_size);
+        return f32_src0_dst(node, why, why_size);
     case TSR_OP_ROPE: {
-        const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
-        int n_dims = node->iparams[0], mode = node->iparams[1];
-        if (node->n_src < 2) return NO("needs positions");
-        if (!f32_like_src0(node, why, why_size)) return 0;
-        if (!b || b->dtype != TSR_DTYPE_I32 || b->ne[0] < a->ne[2]) return NO("positions must be I32, one per token");
-        if (mode != TSR_ROPE_NORMAL && mode != TSR_ROPE_NEOX) return NO("mode %d is not normal (0) or NeoX (2)", mode);
-        if (n_dims <= 0 || n_dims > a->ne[0] || n_dims % 2 != 0)
-            return NO("n_dims %d is not even and within the head size %lld", n_dims, (long long)a->ne[0]);
-        if (node->fparams[2] != 0.0f) return NO("YaRN (ext_factor %g) is left to ref", (double)node->fparams[2]);
-        if (ff && (!is_f32(ff) || ff->ne[0] < n_dims / 2))
-            return NO("frequency factors must be F32 with n_dims/2 = %d entries", n_dims / 2);
+        const tsr_rope_params rp = tsr_rope_params_of(node);
+        if (!f32_src0_dst(node, why, why_size)) return 0;
+        if (rp.ext_factor != 0.0f) return NO("YaRN (ext_factor %g) is left to ref", (double)rp.ext_factor);
         return 1;
     }
     case TSR_OP_SOFT_MAX: {
-        const tsr_tensor *m = node->n_src > 1 ? b : NULL;
-        if (!f32_like_src0(node, why, why_size)) return 0;
-        if (node->fparams[1] != 0.0f) return NO("ALiBi (max_bias %g) is left to ref", (double)node->fparams[1]);
-        if (m) {
-            if (m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) return NO("mask dtype %s is not F32 or F16", dt(m));
-            if (!positive_shape(m) || m->ne[0] != a->ne[0] || m->ne[1] < a->ne[1])
-                return NO("mask rows do not cover src0's rows");
-        }
+        const float max_bias = tsr_soft_max_params_of(node).max_bias;
+        if (!f32_src0_dst(node, why, why_size)) return 0;
+        if (max_bias != 0.0f) return NO("ALiBi (max_bias %g) is left to ref", (double)max_bias);
         return 1;
     }
     case TSR_OP_GET_ROWS:
-        if (node->n_src < 2 || !b || b->dtype != TSR_DTYPE_I32 || !is_f32(d))
-            return NO("indices must be I32 and dst F32 (src1 %s, dst %s)", dt(node->n_src > 1 ? b : NULL), dt(d));
+        if (!is_f32(d)) return NO("dst must be F32 (dst %s)", dt(d));
         if (!cpu_quants_row_supported(a->dtype)) return NO("rows of %s are not converted here", dt(a));
-        if (a->nb[0] != tsr_dtype_block_bytes(a->dtype) || a->ne[0] % tsr_dtype_block_size(a->dtype))
-            return NO("src0 rows are not whole contiguous blocks");
-        if (d->ne[0] == a->ne[0] && d->ne[1] == b->ne[0] && d->ne[2] == b->ne[1] && d->ne[3] == b->ne[2] &&
-            b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1)
-            return 1;
-        return NO("dst is not [row size, indices, b2, b3]");
+        if (a->nb[0] != tsr_dtype_block_bytes(a->dtype)) return NO("src0 rows are not contiguous");
+        return 1;
     case TSR_OP_CPY:
-        if (tsr_tensor_nelements(a) != tsr_tensor_nelements(d)) return NO("src0 and dst element counts differ");
         if (is_float(a->dtype) && is_float(d->dtype)) return 1;
-        if (cpu_quants_from_f32_supported(d->dtype)) { /* f32 rows packed as dst's, dst rows of whole blocks */
+        if (cpu_quants_from_f32_supported(d->dtype)) { /* packed f32 rows, quantized a block at a time */
             if (!is_f32(a) || !is_packed(a)) return NO("only packed F32 is converted into %s (src0 %s)", dt(d), dt(a));
-            if (d->nb[0] != tsr_dtype_block_bytes(d->dtype) || d->ne[0] % 32 != 0)
-                return NO("dst rows are not whole %s blocks", dt(d));
             return 1;
         }
         /* quantized -> F32 row by row */
         if (!cpu_quants_row_supported(a->dtype) || !is_f32(d))
             return NO("converting %s into %s is not implemented here", dt(a), dt(d));
-        if (d->ne[0] != a->ne[0] || a->nb[0] != tsr_dtype_block_bytes(a->dtype) ||
-            a->ne[0] % tsr_dtype_block_size(a->dtype) != 0)
-            return NO("src0 and dst rows differ, or src0 rows are not whole blocks");
+        if (d->ne[0] != a->ne[0]) return NO("src0 and dst rows differ in length");
         return 1;
-    case TSR_OP_CONCAT: {
-        int dim = node->iparams[0];
-        if (node->n_src < 2 || !is_f32(a) || !is_f32(b) || !is_f32(d))
-            return NO("F32 only (src0 %s, src1 %s, dst %s)", dt(a), dt(node->n_src > 1 ? b : NULL), dt(d));
-        if (dim < 0 || dim > 3) return NO("dimension %d is not 0..3", dim);
-        for (int i = 0; i < 4; i++) {
-            if (i == dim ? d->ne[i] != a->ne[i] + b->ne[i] : (a->ne[i] != d->ne[i] || b->ne[i] != d->ne[i]))
-                return NO("shapes do not concatenate along dimension %d", dim);
-        }
-        return 1;
-    }
     case TSR_OP_ARGMAX:
-        if (!is_f32(a) || d->dtype != TSR_DTYPE_I32) return NO("src0 must be F32 and dst I32 (%s, %s)", dt(a), dt(d));
-        if (tsr_tensor_nelements(d) != tensor_nrows(a)) return NO("dst needs one element per row of src0");
+        if (!is_f32(a)) return NO("src0 must be F32 (%s)", dt(a));
         return 1;
     case TSR_OP_FLASH_ATTN: {
-        const tsr_tensor *k = b, *v = node->n_src > 2 ? node->src[2] : NULL;
-        const tsr_tensor *m = node->n_src > 3 ? node->src[3] : NULL;
-        if (node->n_src < 3 || !k || !v || !is_f32(a) || !is_f32(d)) return NO("needs F32 q and dst with k and v");
-        if (!positive_shape(k) || !positive_shape(v)) return NO("a size of k or v is below 1");
+        const tsr_tensor *k = b, *v = node->src[2];
+        if (!is_f32(a)) return NO("needs F32 q (%s)", dt(a));
         if (!fa_kv_readable(k) || !fa_kv_readable(v)) return NO("k/v rows of %s/%s are not read here", dt(k), dt(v));
-        if (k->ne[0] != a->ne[0] || v->ne[0] != a->ne[0] || v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2])
-            return NO("q, k and v shapes do not match");
-        if (a->ne[2] % k->ne[2] != 0 || a->ne[3] != 1 || k->ne[3] != 1)
-            return NO("query heads are not a multiple of kv heads, or ne[3] is not 1");
-        if (d->ne[0] != a->ne[0] || d->ne[1] != a->ne[2] || d->ne[2] != a->ne[1]) return NO("dst is not [D, H, n_q]");
-        if (node->fparams[1] != 0.0f || node->fparams[2] != 0.0f)
-            return NO("max_bias and softcap (fparams[1..2] = %g, %g) are not implemented", (double)node->fparams[1], (double)node->fparams[2]);
-        if (m && ((m->dtype != TSR_DTYPE_F32 && m->dtype != TSR_DTYPE_F16) || m->ne[0] < k->ne[1] ||
-                  m->ne[1] < a->ne[1]))
-            return NO("the mask must be F32 or F16 and cover [n_kv, n_q]");
         return 1;
     }
     default:
@@ -676,7 +618,7 @@ size_t ops_work_size(const tsr_node *node, int nth) {
     case TSR_OP_GET_ROWS:
     case TSR_OP_CPY: return (size_t)nth * ((size_t)(a->ne[0] > node->dst->ne[0] ? a->ne[0] : node->dst->ne[0]) * 4 + 64);
     case TSR_OP_FLASH_ATTN: return flash_attn_work_size(node, nth);
-    case TSR_OP_ROPE: return (size_t)nth * ((size_t)node->iparams[0] * 4 + 64);
+    case TSR_OP_ROPE: return (size_t)nth * ((size_t)tsr_rope_params_of(node).n_dims * 4 + 64);
     default: return 0;
     }
 }

@@ -98,8 +98,9 @@ static tsr_status op_unary(ocl_device *d, cl_command_queue cq, const tsr_node *n
     arg_tensor(&a, n->src[0]);
     arg_tensor(&a, n->dst);
     arg_int(&a, n->op);
-    arg_float(&a, n->fparams[0]);
-    arg_float(&a, n->fparams[1]);
+    const tsr_scale_params sp = tsr_scale_params_of(n); /* SCALE's; SILU and GELU ignore them */
+    arg_float(&a, sp.scale);
+    arg_float(&a, sp.bias);
     return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
 }
 
@@ -116,7 +117,7 @@ static tsr_status op_concat(ocl_device *d, cl_command_queue cq, const tsr_node *
     arg_tensor(&a, n->src[0]);
     arg_tensor(&a, n->src[1]);
     arg_tensor(&a, n->dst);
-    arg_int(&a, n->iparams[0]);
+    arg_int(&a, tsr_concat_params_of(n).dim);
     return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
 }
 
@@ -158,46 +159,33 @@ static tsr_status op_norm(ocl_device *d, cl_command_queue cq, const tsr_node *n)
     kargs a = {d->kernels[OCL_K_NORM], 0, CL_SUCCESS};
     arg_tensor(&a, n->src[0]);
     arg_tensor(&a, n->dst);
-    arg_float(&a, n->fparams[0]);
+    arg_float(&a, tsr_norm_params_of(n).eps);
     arg_int(&a, n->op == TSR_OP_RMS_NORM);
     return launch(d, cq, n, &a, (size_t)d->wg, (size_t)n->src[0]->ne[1], rows_of(n->src[0]),
                   (size_t)d->wg);
 }
 
-/* ALiBi's bases as ggml defines them (see ref_ops_norm.c). */
+/* ALiBi's bases as ggml defines them (tsr_soft_max_params_of). */
 static tsr_status op_soft_max(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
     const tsr_tensor *x = n->src[0], *mask = n->n_src > 1 ? n->src[1] : NULL;
-    const float max_bias = n->fparams[1];
-    int32_t n_head_log2 = 1;
-    while ((int64_t)n_head_log2 * 2 <= x->ne[2]) n_head_log2 *= 2;
-    const float m0 = powf(2.0f, -max_bias / (float)n_head_log2);
-    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
+    const tsr_soft_max_params sm = tsr_soft_max_params_of(n);
     kargs a = {d->kernels[OCL_K_SOFT_MAX], 0, CL_SUCCESS};
     arg_tensor(&a, x);
     arg_tensor(&a, mask ? mask : x); /* a stand-in when there is no mask */
     arg_tensor(&a, n->dst);
     arg_int(&a, mask != NULL);
-    arg_float(&a, n->fparams[0]);
-    arg_float(&a, max_bias);
-    arg_float(&a, m0);
-    arg_float(&a, m1);
-    arg_int(&a, n_head_log2);
+    arg_float(&a, sm.scale);
+    arg_float(&a, sm.max_bias);
+    arg_float(&a, sm.m0);
+    arg_float(&a, sm.m1);
+    arg_int(&a, (int32_t)sm.n_head_log2);
     return launch(d, cq, n, &a, (size_t)d->wg, (size_t)x->ne[1], rows_of(x), (size_t)d->wg);
-}
-
-/* YaRN's correction dims, as ref_rope.c computes them. */
-static float yarn_corr_dim(int32_t n_dims, int32_t n_ctx_orig, float n_rot, float base) {
-    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
 }
 
 static tsr_status op_rope(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
     const tsr_tensor *x = n->src[0], *ff = n->n_src > 2 ? n->src[2] : NULL;
-    const int32_t n_dims = n->iparams[0], n_ctx_orig = n->iparams[2];
-    const float freq_base = n->fparams[0];
-    const float theta_scale = powf(freq_base, -2.0f / (float)n_dims);
-    float start = floorf(yarn_corr_dim(n_dims, n_ctx_orig, n->fparams[4], freq_base));
-    float end = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, n->fparams[5], freq_base));
-    const float corr0 = fmaxf(0.0f, start), corr1 = fminf((float)(n_dims - 1), end);
+    const tsr_rope_params rp = tsr_rope_params_of(n); /* theta scale and YaRN dims included */
+    const int32_t n_dims = rp.n_dims;
     kargs a = {d->kernels[OCL_K_ROPE], 0, CL_SUCCESS};
     arg_tensor(&a, x);
     arg_tensor(&a, n->src[1]);
@@ -205,13 +193,13 @@ static tsr_status op_rope(ocl_device *d, cl_command_queue cq, const tsr_node *n)
     arg_tensor(&a, n->dst);
     arg_int(&a, ff != NULL);
     arg_int(&a, n_dims);
-    arg_int(&a, n->iparams[1] == TSR_ROPE_NEOX);
-    arg_float(&a, theta_scale);
-    arg_float(&a, n->fparams[1]);
-    arg_float(&a, n->fparams[2]);
-    arg_float(&a, n->fparams[3]);
-    arg_float(&a, corr0);
-    arg_float(&a, corr1);
+    arg_int(&a, rp.mode == TSR_ROPE_NEOX);
+    arg_float(&a, rp.theta_scale);
+    arg_float(&a, rp.freq_scale);
+    arg_float(&a, rp.ext_factor);
+    arg_float(&a, rp.attn_factor);
+    arg_float(&a, rp.corr_dims[0]);
+    arg_float(&a, rp.corr_dims[1]);
     size_t g0 = (size_t)(n_dims / 2 + (x->ne[0] - n_dims));
     return launch(d, cq, n, &a, g0, (size_t)x->ne[1], rows_of(x), 0);
 }
@@ -238,7 +226,7 @@ static tsr_status op_flash_attn(ocl_device *d, cl_command_queue cq, const tsr_no
     arg_tensor(&a, mask ? mask : q);
     arg_tensor(&a, n->dst);
     arg_int(&a, mask != NULL);
-    arg_float(&a, n->fparams[0]);
+    arg_float(&a, tsr_flash_attn_params_of(n).scale);
     return launch(d, cq, n, &a, (size_t)q->ne[2], (size_t)q->ne[1], 1, 0);
 }
 

@@ -102,6 +102,9 @@ static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
 
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0;
+    /* The shaders cover the ops up to FLASH_ATTN; one appended later falls
+     * back until it has its own (docs/ops.md). */
+    if (node->op > TSR_OP_FLASH_ATTN) return decline(node, why, why_size, "not implemented on this device");
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
      * which one a numerical difference comes from. */
     const char *off = getenv("TESSERA_VULKAN_DECLINE");
@@ -301,6 +304,8 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     for (int k = 0; k < 4; k++)
         if (k < node->n_src && node->src[k]) put_tensor(p, k, node->src[k]);
     put_tensor(p, 4, node->dst);
+    /* the node's parameter slots as they are: shaders read P.ip / P.fp at
+     * the TSR_<OP>_I_* / TSR_<OP>_F_* slots of tessera/plugin.h */
     memcpy(p->ip, node->iparams, sizeof p->ip);
     memcpy(p->fp, node->fparams, sizeof p->fp);
     const bool sg = d->subgroup_arith;
@@ -321,35 +326,27 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         out->shader = sg ? VK_SHADER_SOFT_MAX_SG : VK_SHADER_SOFT_MAX;
         const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
         p->u[0] = mask != NULL;
-        const float max_bias = node->fparams[1];
-        if (mask && max_bias > 0.0f) {
-            /* ALiBi slopes as ggml defines them (ref_ops_norm.c) */
-            const uint32_t n_head_log2 = 1u << (uint32_t)floor(log2((double)a->ne[2]));
-            p->u[1] = n_head_log2;
+        const tsr_soft_max_params sm = tsr_soft_max_params_of(node);
+        if (mask && sm.max_bias > 0.0f) {
+            /* ALiBi slopes as ggml defines them (tsr_soft_max_params_of) */
+            p->u[1] = (uint32_t)sm.n_head_log2;
             p->u[2] = 1;
-            p->f[0] = powf(2.0f, -max_bias / (float)n_head_log2);
-            p->f[1] = powf(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
+            p->f[0] = sm.m0;
+            p->f[1] = sm.m1;
         }
         vk_grid(rows_of(a), out->groups);
         return;
     }
     case TSR_OP_ROPE: {
         out->shader = d->has_f64 ? VK_SHADER_ROPE_F64 : VK_SHADER_ROPE;
-        const int32_t n_dims = node->iparams[0], n_ctx_orig = node->iparams[2];
-        const float freq_base = node->fparams[0], freq_scale = node->fparams[1];
-        const float beta_fast = node->fparams[4], beta_slow = node->fparams[5];
-        p->u[0] = (uint32_t)n_dims;
-        p->u[1] = node->iparams[1] == TSR_ROPE_NEOX;
+        const tsr_rope_params rp = tsr_rope_params_of(node);
+        p->u[0] = (uint32_t)rp.n_dims;
+        p->u[1] = rp.mode == TSR_ROPE_NEOX;
         p->u[2] = node->n_src > 2 && node->src[2] != NULL;
-        p->f[0] = powf(freq_base, -2.0f / (float)n_dims);
-        /* YaRN correction dims (ref_rope.c: yarn_corr_dims) */
-        const float start = floorf((float)n_dims * logf((float)n_ctx_orig / (beta_fast * 2.0f * (float)M_PI)) /
-                                   (2.0f * logf(freq_base)));
-        const float end = ceilf((float)n_dims * logf((float)n_ctx_orig / (beta_slow * 2.0f * (float)M_PI)) /
-                                (2.0f * logf(freq_base)));
-        p->f[1] = fmaxf(0.0f, start);
-        p->f[2] = fminf((float)(n_dims - 1), end);
-        p->f[3] = 1.0f + 0.1f * logf(1.0f / freq_scale);
+        p->f[0] = rp.theta_scale;
+        p->f[1] = rp.corr_dims[0]; /* YaRN correction dims */
+        p->f[2] = rp.corr_dims[1];
+        p->f[3] = rp.yarn_mscale;
         const uint64_t rows = rows_of(a);
         vk_grid((rows + 63) / 64, out->groups);
         return;

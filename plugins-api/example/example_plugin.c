@@ -100,10 +100,11 @@ static float silu(float x) { return x / (1.0f + expf(-x)); }
 
 static void op_unary(const tsr_node *n) {
     const tsr_tensor *a = n->src[0], *b = n->n_src > 1 ? n->src[1] : NULL, *d = n->dst;
+    const tsr_scale_params sp = tsr_scale_params_of(n); /* SCALE's */
     FOR_EACH(d) {
         const float x = load(a, i0, i1, i2, i3);
         float y = x;
-        if (n->op == TSR_OP_SCALE) y = x * n->fparams[0] + n->fparams[1];
+        if (n->op == TSR_OP_SCALE) y = x * sp.scale + sp.bias;
         if (n->op == TSR_OP_SILU) y = silu(x);
         if (n->op == TSR_OP_SWIGLU) y = silu(x) * load(b, i0, i1, i2, i3);
         store(d, i0, i1, i2, i3, y);
@@ -121,7 +122,7 @@ static void op_rms_norm(const tsr_node *n) {
                     const double x = load(a, i0, i1, i2, i3);
                     sum += x * x;
                 }
-                const float scale = (float)(1.0 / sqrt(sum / (double)a->ne[0] + n->fparams[0]));
+                const float scale = (float)(1.0 / sqrt(sum / (double)a->ne[0] + tsr_norm_params_of(n).eps));
                 for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
                     store(d, i0, i1, i2, i3, load(a, i0, i1, i2, i3) * scale);
             }
@@ -168,12 +169,13 @@ static void op_cpy(const tsr_node *n) {
 /* Rows of src0 * scale + mask, softmax along ne[0] (no ALiBi: declined). */
 static void op_soft_max(const tsr_node *n) {
     const tsr_tensor *a = n->src[0], *m = n->n_src > 1 ? n->src[1] : NULL, *d = n->dst;
+    const float scale = tsr_soft_max_params_of(n).scale;
     for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < d->ne[1]; i1++) {
                 float mx = -INFINITY;
                 for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
-                    float v = load(a, i0, i1, i2, i3) * n->fparams[0];
+                    float v = load(a, i0, i1, i2, i3) * scale;
                     if (m) v += load(m, i0, i1, i2 % m->ne[2], i3 % m->ne[3]);
                     store(d, i0, i1, i2, i3, v);
                     if (v > mx) mx = v;
@@ -195,9 +197,10 @@ static void op_soft_max(const tsr_node *n) {
  * ggml does, so angles match the reference to the last bit. */
 static void op_rope(const tsr_node *n) {
     const tsr_tensor *x = n->src[0], *pos = n->src[1], *ff = n->n_src > 2 ? n->src[2] : NULL, *d = n->dst;
-    const int32_t n_dims = n->iparams[0], neox = n->iparams[1] == TSR_ROPE_NEOX;
-    const float theta_scale = powf(n->fparams[0], -2.0f / (float)n_dims);
-    const float freq_scale = n->fparams[1], attn_factor = n->fparams[3];
+    const tsr_rope_params rp = tsr_rope_params_of(n);
+    const int32_t n_dims = rp.n_dims, neox = rp.mode == TSR_ROPE_NEOX;
+    const float theta_scale = rp.theta_scale; /* freq_base^(-2/n_dims) */
+    const float freq_scale = rp.freq_scale, attn_factor = rp.attn_factor;
     for (int64_t i3 = 0; i3 < x->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < x->ne[2]; i2++) {
             const float p = (float)load_i32(pos, i2, 0, 0);
@@ -235,8 +238,10 @@ static const char *cannot(const tsr_node *n) {
     case TSR_OP_RMS_NORM: case TSR_OP_SILU: case TSR_OP_SWIGLU: case TSR_OP_GET_ROWS:
     case TSR_OP_CPY:
         return NULL;
-    case TSR_OP_SOFT_MAX: return n->fparams[1] != 0.0f ? "ALiBi (max_bias) is not implemented" : NULL;
-    case TSR_OP_ROPE: return n->fparams[2] != 0.0f ? "YaRN (ext_factor) is not implemented" : NULL;
+    case TSR_OP_SOFT_MAX:
+        return tsr_soft_max_params_of(n).max_bias != 0.0f ? "ALiBi (max_bias) is not implemented" : NULL;
+    case TSR_OP_ROPE:
+        return tsr_rope_params_of(n).ext_factor != 0.0f ? "YaRN (ext_factor) is not implemented" : NULL;
     default: return "the example implements GET_ROWS, ADD, MUL, SCALE, MUL_MAT, RMS_NORM, ROPE, "
                     "SOFT_MAX, SILU, SWIGLU and CPY";
     }

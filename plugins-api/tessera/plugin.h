@@ -161,28 +161,31 @@ typedef enum tsr_dtype {
  * Every op writes node->dst, which has its own dtype and shape, and reads
  * node->src[0..n_src-1]. Unless said otherwise, dst and src tensors are F32
  * and may be non-contiguous views (honour nb[]). "rows" are runs along ne[0].
+ * Parameters live in named slots of node->iparams / node->fparams (the
+ * TSR_<OP>_I_* / TSR_<OP>_F_* enums below); tessera/plugin_util.h reads them
+ * into one struct per op (tsr_rope_params_of, ...). Slots an op does not name
+ * carry nothing (the host leaves them 0); reserved slots must be 0.
  *
  * GET_ROWS   dst[:, i, j, k] = to_f32(src0[:, src1[i, j, k], j, k])
  *            src0 any dtype [n, r, b2, b3]; src1 I32 [m, b2, b3]; dst F32 [n, m, b2, b3]
  * ADD, MUL   dst = src0 (+|*) src1; src1 is broadcast: src1->ne[d] divides src0->ne[d]
  *            and element (i0,i1,i2,i3) of src0 meets (i0 % ne0, i1 % ne1, ...) of src1
- * SCALE      dst = src0 * fparams[0] + fparams[1]
+ * SCALE      dst = src0 * scale + bias
  * MUL_MAT    dst[m, n, b2, b3] = sum_k src0[k, m, b2/r2, b3/r3] * src1[k, n, b2, b3]
  *            src0 any dtype (weights, rows contiguous), src1 F32, dst F32 [M, N, B2, B3];
  *            r2 = B2 / src0->ne[2], r3 = B3 / src0->ne[3] (broadcast over batch dims)
- * RMS_NORM   each row: x / sqrt(mean(x^2) + eps), eps = fparams[0]
- * NORM       each row: (x - mean) / sqrt(var + eps), eps = fparams[0]
+ * RMS_NORM   each row: x / sqrt(mean(x^2) + eps)
+ * NORM       each row: (x - mean) / sqrt(var + eps)
  * ROPE       src0 [head_dim, n_head, n_tokens, 1]; src1 I32 positions [n_tokens];
  *            src2 optional F32 frequency factors [n_dims/2] (Llama-3 style scaling);
- *            iparams: [0] n_dims rotated (<= head_dim, rest copied), [1] mode
- *            (TSR_ROPE_NORMAL: pairs (2i, 2i+1); TSR_ROPE_NEOX: pairs (i, i+n_dims/2)),
- *            [2] n_ctx_orig (YaRN);
- *            fparams: [0] freq_base, [1] freq_scale, [2] ext_factor, [3] attn_factor,
- *            [4] beta_fast, [5] beta_slow
+ *            n_dims rotated (<= head_dim, rest copied), mode (TSR_ROPE_NORMAL:
+ *            pairs (2i, 2i+1); TSR_ROPE_NEOX: pairs (i, i+n_dims/2)), n_ctx_orig,
+ *            beta_fast, beta_slow (YaRN), freq_base, freq_scale, ext_factor,
+ *            attn_factor:
  *            theta_i = pos * freq_scale * freq_base^(-2i/n_dims) / factor_i
- * SOFT_MAX   each row of src0*fparams[0] + mask, softmax along ne[0];
+ * SOFT_MAX   each row of src0*scale + mask, softmax along ne[0];
  *            src1 optional mask F32 or F16 [n, rows'] broadcast over ne[2], ne[3]
- *            (mask->ne[1] >= src0->ne[1]); fparams[1] max_bias (ALiBi, 0 = off)
+ *            (mask->ne[1] >= src0->ne[1]); max_bias (ALiBi, 0 = off)
  * SILU       x * sigmoid(x)
  * GELU       tanh approximation: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))
  * SWIGLU     silu(src0) * src1 (same shapes)
@@ -190,40 +193,101 @@ typedef enum tsr_dtype {
  *            order as if both were contiguous). dst may be a view into a
  *            persistent tensor (e.g. a KV cache slot). Any of F32/F16/BF16 to
  *            any of F32/F16/BF16/quantized, and quantized to F32.
- * CONCAT     dst = concat(src0, src1) along dimension iparams[0]
+ * CONCAT     dst = concat(src0, src1) along dimension dim
  * ARGMAX     dst I32 [rows]: index of the largest element of each row of src0
  * FLASH_ATTN fused attention: src0 q [D, n_q, H, 1], src1 k [D, n_kv, H_kv, 1],
  *            src2 v [D, n_kv, H_kv, 1] (k, v F32/F16/BF16; from ABI 1.2 also
  *            Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL, whole blocks per row, k and v
  *            may differ: a quantized KV cache), src3 mask optional
- *            [n_kv, n_q'] (F32/F16, -inf masks); fparams[0] scale;
+ *            [n_kv, n_q'] (F32/F16, -inf masks); scale;
  *            dst F32 [D, H, n_q, 1] (heads of one token adjacent); H % H_kv == 0.
+ *            max_bias and softcap (ggml's ALiBi and logit softcap slots) are
+ *            reserved: 0 in this ABI (tsr_node_check rejects other values); a
+ *            later minor version that gives them a meaning will not ask older
+ *            plugins about nodes that use them.
  *            A device declines the k/v dtypes it cannot read in supports_op;
  *            the host never asks a plugin built for ABI < 1.2 about block-type
  *            k/v.
  */
+
+/*
+ * Every op, once: X(OP, name, number, min_src, max_src) gives TSR_OP_<OP> =
+ * number, the lower-case name the host uses for messages and node names
+ * ("mul_mat-5"; tsr_op_name gives "MUL_MAT"), and how many sources the op
+ * reads (optional ones last; they may be NULL). The numbers are the ABI:
+ * append-only, so a new op is a new last line with the next number, and a
+ * line is never removed or renumbered (checked below at compile time).
+ * docs/ops.md lists everything else adding an op touches.
+ */
+#define TSR_OPS(X)                              \
+    X(NONE, "none", 0, 0, 0) /* a leaf: input, weight or view; never computed */ \
+    X(GET_ROWS, "get_rows", 1, 2, 2)            \
+    X(ADD, "add", 2, 2, 2)                      \
+    X(MUL, "mul", 3, 2, 2)                      \
+    X(SCALE, "scale", 4, 1, 1)                  \
+    X(MUL_MAT, "mul_mat", 5, 2, 2)              \
+    X(RMS_NORM, "rms_norm", 6, 1, 1)            \
+    X(NORM, "norm", 7, 1, 1)                    \
+    X(ROPE, "rope", 8, 2, 3)                    \
+    X(SOFT_MAX, "soft_max", 9, 1, 2)            \
+    X(SILU, "silu", 10, 1, 1)                   \
+    X(GELU, "gelu", 11, 1, 1)                   \
+    X(SWIGLU, "swiglu", 12, 2, 2)               \
+    X(CPY, "cpy", 13, 1, 1)                     \
+    X(CONCAT, "concat", 14, 2, 2)               \
+    X(ARGMAX, "argmax", 15, 1, 1)               \
+    X(FLASH_ATTN, "flash_attn", 16, 3, 4)
+
+#define TSR_OP_ENUM_(op, name, number, min_src, max_src) TSR_OP_##op = number,
 typedef enum tsr_op {
-    TSR_OP_NONE = 0, /* a leaf: input, weight or view; never computed */
-    TSR_OP_GET_ROWS = 1,
-    TSR_OP_ADD = 2,
-    TSR_OP_MUL = 3,
-    TSR_OP_SCALE = 4,
-    TSR_OP_MUL_MAT = 5,
-    TSR_OP_RMS_NORM = 6,
-    TSR_OP_NORM = 7,
-    TSR_OP_ROPE = 8,
-    TSR_OP_SOFT_MAX = 9,
-    TSR_OP_SILU = 10,
-    TSR_OP_GELU = 11,
-    TSR_OP_SWIGLU = 12,
-    TSR_OP_CPY = 13,
-    TSR_OP_CONCAT = 14,
-    TSR_OP_ARGMAX = 15,
-    TSR_OP_FLASH_ATTN = 16,
-    TSR_OP_COUNT = 17 /* one past the largest op known to this ABI */
+    TSR_OPS(TSR_OP_ENUM_)
+    TSR_OP_COUNT /* one past the largest op known to this ABI */
 } tsr_op;
+#undef TSR_OP_ENUM_
+
+/* Append-only, checked: each op's number must equal its line's position in
+ * TSR_OPS (a line inserted, removed or renumbered fails the build here). C99
+ * has no static_assert: a negative array size fails instead. */
+#define TSR_OP_POS_(op, name, number, min_src, max_src) TSR_OP_POS_##op##_,
+enum { TSR_OPS(TSR_OP_POS_) TSR_OP_POS_COUNT_ };
+#undef TSR_OP_POS_
+#define TSR_OP_PIN_(op, name, number, min_src, max_src) \
+    typedef char tsr_op_pin_##op##_[TSR_OP_POS_##op##_ == (number) && (min_src) <= (max_src) ? 1 : -1];
+TSR_OPS(TSR_OP_PIN_)
+#undef TSR_OP_PIN_
+/* The 17 ops of ABI 1.0-1.3 stay (a last line removed fails here). */
+typedef char tsr_op_count_check_[TSR_OP_COUNT >= 17 ? 1 : -1];
 
 enum { TSR_ROPE_NORMAL = 0, TSR_ROPE_NEOX = 2 };
+
+/* Parameter slots: TSR_<OP>_I_<NAME> indexes tsr_node.iparams,
+ * TSR_<OP>_F_<NAME> tsr_node.fparams. Frozen like the op numbers: a new
+ * parameter takes a new slot. Read them through plugin_util.h's accessors. */
+enum {
+    TSR_SCALE_F_SCALE = 0,
+    TSR_SCALE_F_BIAS = 1,
+
+    TSR_NORM_F_EPS = 0, /* RMS_NORM and NORM */
+
+    TSR_ROPE_I_N_DIMS = 0,
+    TSR_ROPE_I_MODE = 1,
+    TSR_ROPE_I_N_CTX_ORIG = 2,
+    TSR_ROPE_F_FREQ_BASE = 0,
+    TSR_ROPE_F_FREQ_SCALE = 1,
+    TSR_ROPE_F_EXT_FACTOR = 2,
+    TSR_ROPE_F_ATTN_FACTOR = 3,
+    TSR_ROPE_F_BETA_FAST = 4,
+    TSR_ROPE_F_BETA_SLOW = 5,
+
+    TSR_SOFT_MAX_F_SCALE = 0,
+    TSR_SOFT_MAX_F_MAX_BIAS = 1,
+
+    TSR_CONCAT_I_DIM = 0,
+
+    TSR_FLASH_ATTN_F_SCALE = 0,
+    TSR_FLASH_ATTN_F_MAX_BIAS = 1, /* reserved, 0 */
+    TSR_FLASH_ATTN_F_SOFTCAP = 2   /* reserved, 0 */
+};
 
 /* ---------------------------------------------------------------- tensors */
 

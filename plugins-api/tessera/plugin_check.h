@@ -180,7 +180,10 @@ static inline int tsr_chk_same_shape_(tsr_checker_ *c, const tsr_tensor *t, cons
     return tsr_chk_shape_(c, t, role, like->ne[0], like->ne[1], like->ne[2], like->ne[3]);
 }
 
-static inline int tsr_chk_n_src_(tsr_checker_ *c, int lo, int hi) {
+/* n_src within the op's TSR_OPS range, the required sources present. */
+static inline int tsr_chk_n_src_(tsr_checker_ *c) {
+    const tsr_op_traits *op = tsr_op_traits_get(c->node->op);
+    const int lo = op->min_src, hi = op->max_src;
     int32_t n = c->node->n_src;
     if (n < lo || n > hi) return tsr_chk_fail_(c, "has %d sources, expected %d..%d", (int)n, lo, hi);
     for (int i = 0; i < lo; i++)
@@ -198,7 +201,7 @@ static inline const tsr_tensor *tsr_chk_opt_src_(const tsr_node *node, int i) {
 static inline int tsr_chk_get_rows_(tsr_checker_ *c) {
     const tsr_node *n = c->node;
     const tsr_tensor *a = n->src[0], *rows = n->src[1], *dst = n->dst;
-    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_readable_(c, a, "src0") || tsr_chk_i32_(c, rows, "src1 (rows)") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_readable_(c, a, "src0") || tsr_chk_i32_(c, rows, "src1 (rows)") ||
         tsr_chk_float_(c, dst, "dst"))
         return -1;
     /* a [n, r, b2, b3], rows [m, b2, b3] -> dst [n, m, b2, b3] */
@@ -212,7 +215,7 @@ static inline int tsr_chk_get_rows_(tsr_checker_ *c) {
 
 static inline int tsr_chk_binary_broadcast_(tsr_checker_ *c) {
     const tsr_tensor *a = c->node->src[0], *b = c->node->src[1], *dst = c->node->dst;
-    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
         tsr_chk_float_(c, dst, "dst") || tsr_chk_same_shape_(c, dst, "dst", a))
         return -1;
     for (int d = 0; d < TSR_MAX_DIMS; d++)
@@ -224,15 +227,21 @@ static inline int tsr_chk_binary_broadcast_(tsr_checker_ *c) {
 
 static inline int tsr_chk_unary_(tsr_checker_ *c) {
     const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
-    if (tsr_chk_n_src_(c, 1, 1) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, dst, "dst") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, dst, "dst") ||
         tsr_chk_same_shape_(c, dst, "dst", a))
         return -1;
     return 0;
 }
 
+static inline int tsr_chk_norm_(tsr_checker_ *c) {
+    const float eps = tsr_norm_params_of(c->node).eps;
+    if (!(eps >= 0.0f && eps <= 3.0e38f)) return tsr_chk_fail_(c, "eps = %g is not finite and >= 0", (double)eps);
+    return tsr_chk_unary_(c);
+}
+
 static inline int tsr_chk_swiglu_(tsr_checker_ *c) {
     const tsr_tensor *a = c->node->src[0], *b = c->node->src[1], *dst = c->node->dst;
-    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
         tsr_chk_float_(c, dst, "dst") || tsr_chk_same_shape_(c, b, "src1", a) ||
         tsr_chk_same_shape_(c, dst, "dst", a))
         return -1;
@@ -241,7 +250,7 @@ static inline int tsr_chk_swiglu_(tsr_checker_ *c) {
 
 static inline int tsr_chk_mul_mat_(tsr_checker_ *c) {
     const tsr_tensor *w = c->node->src[0], *x = c->node->src[1], *dst = c->node->dst;
-    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_readable_(c, w, "src0 (weights)") || tsr_chk_float_(c, x, "src1") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_readable_(c, w, "src0 (weights)") || tsr_chk_float_(c, x, "src1") ||
         tsr_chk_float_(c, dst, "dst"))
         return -1;
     /* w [K, M, B2/r2, B3/r3], x [K, N, B2, B3] -> dst [M, N, B2, B3] */
@@ -257,10 +266,11 @@ static inline int tsr_chk_mul_mat_(tsr_checker_ *c) {
 static inline int tsr_chk_rope_(tsr_checker_ *c) {
     const tsr_node *n = c->node;
     const tsr_tensor *a = n->src[0], *pos = n->src[1], *ff = tsr_chk_opt_src_(n, 2), *dst = n->dst;
-    if (tsr_chk_n_src_(c, 2, 3) || tsr_chk_float_(c, a, "src0") || tsr_chk_i32_(c, pos, "src1 (positions)") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_i32_(c, pos, "src1 (positions)") ||
         tsr_chk_float_(c, dst, "dst") || tsr_chk_same_shape_(c, dst, "dst", a))
         return -1;
-    int32_t n_dims = n->iparams[0], mode = n->iparams[1];
+    const tsr_rope_params p = tsr_rope_params_of(n);
+    const int32_t n_dims = p.n_dims, mode = p.mode;
     if (n_dims <= 0 || n_dims % 2 || n_dims > a->ne[0])
         return tsr_chk_fail_(c, "n_dims = %d must be even and in 2..head_dim (%lld)", (int)n_dims,
                     (long long)a->ne[0]);
@@ -282,7 +292,7 @@ static inline int tsr_chk_rope_(tsr_checker_ *c) {
 static inline int tsr_chk_soft_max_(tsr_checker_ *c) {
     const tsr_node *n = c->node;
     const tsr_tensor *a = n->src[0], *mask = tsr_chk_opt_src_(n, 1), *dst = n->dst;
-    if (tsr_chk_n_src_(c, 1, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, dst, "dst") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, dst, "dst") ||
         tsr_chk_same_shape_(c, dst, "dst", a))
         return -1;
     if (mask) {
@@ -303,7 +313,7 @@ static inline int tsr_chk_soft_max_(tsr_checker_ *c) {
 
 static inline int tsr_chk_cpy_(tsr_checker_ *c) {
     const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
-    if (tsr_chk_n_src_(c, 1, 1) || tsr_chk_readable_(c, a, "src0") || tsr_chk_tensor_(c, dst, "dst")) return -1;
+    if (tsr_chk_n_src_(c) || tsr_chk_readable_(c, a, "src0") || tsr_chk_tensor_(c, dst, "dst")) return -1;
     const int a_float = tsr_dtype_is_float(a->dtype), a_quant = tsr_dtype_is_quantized(a->dtype);
     if (!a_float && !a_quant)
         return tsr_chk_fail_(c, "src0 dtype %s cannot be converted", tsr_dtype_name(a->dtype));
@@ -325,10 +335,10 @@ static inline int tsr_chk_cpy_(tsr_checker_ *c) {
 static inline int tsr_chk_concat_(tsr_checker_ *c) {
     const tsr_node *n = c->node;
     const tsr_tensor *a = n->src[0], *b = n->src[1], *dst = n->dst;
-    if (tsr_chk_n_src_(c, 2, 2) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_float_(c, b, "src1") ||
         tsr_chk_float_(c, dst, "dst"))
         return -1;
-    int32_t dim = n->iparams[0];
+    const int32_t dim = tsr_concat_params_of(n).dim;
     if (dim < 0 || dim >= TSR_MAX_DIMS) return tsr_chk_fail_(c, "dimension %d is not 0..3", (int)dim);
     int64_t want[TSR_MAX_DIMS];
     for (int d = 0; d < TSR_MAX_DIMS; d++) {
@@ -342,7 +352,7 @@ static inline int tsr_chk_concat_(tsr_checker_ *c) {
 
 static inline int tsr_chk_argmax_(tsr_checker_ *c) {
     const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
-    if (tsr_chk_n_src_(c, 1, 1) || tsr_chk_float_(c, a, "src0") || tsr_chk_i32_(c, dst, "dst")) return -1;
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, a, "src0") || tsr_chk_i32_(c, dst, "dst")) return -1;
     int64_t rows = a->ne[1] * a->ne[2] * a->ne[3];
     if (tsr_tensor_nelements(dst) != rows)
         return tsr_chk_fail_(c, "dst has %lld elements for %lld rows", (long long)tsr_tensor_nelements(dst),
@@ -374,7 +384,7 @@ static inline int tsr_chk_flash_attn_(tsr_checker_ *c) {
     const tsr_node *n = c->node;
     const tsr_tensor *q = n->src[0], *k = n->src[1], *v = n->src[2], *mask = tsr_chk_opt_src_(n, 3);
     const tsr_tensor *dst = n->dst;
-    if (tsr_chk_n_src_(c, 3, 4) || tsr_chk_float_(c, q, "src0 (q)") || tsr_chk_kv_(c, k, "src1 (k)") ||
+    if (tsr_chk_n_src_(c) || tsr_chk_float_(c, q, "src0 (q)") || tsr_chk_kv_(c, k, "src1 (k)") ||
         tsr_chk_kv_(c, v, "src2 (v)") || tsr_chk_f32_(c, dst, "dst"))
         return -1;
     /* q [D, n_q, H, 1], k/v [D, n_kv, H_kv, 1] -> dst [D, H, n_q, 1] */
@@ -386,6 +396,10 @@ static inline int tsr_chk_flash_attn_(tsr_checker_ *c) {
     if (H % k->ne[2])
         return tsr_chk_fail_(c, "%lld query heads are not a multiple of %lld kv heads", (long long)H,
                     (long long)k->ne[2]);
+    const tsr_flash_attn_params fa = tsr_flash_attn_params_of(n);
+    if (fa.max_bias != 0.0f || fa.softcap != 0.0f)
+        return tsr_chk_fail_(c, "max_bias = %g and softcap = %g are reserved and must be 0", (double)fa.max_bias,
+                             (double)fa.softcap);
     if (mask) {
         if (tsr_chk_tensor_(c, mask, "src3 (mask)")) return -1;
         if (mask->dtype != TSR_DTYPE_F32 && mask->dtype != TSR_DTYPE_F16)
@@ -415,10 +429,7 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     case TSR_OP_ADD:
     case TSR_OP_MUL: return tsr_chk_binary_broadcast_(&c);
     case TSR_OP_RMS_NORM:
-    case TSR_OP_NORM:
-        if (!(node->fparams[0] >= 0.0f && node->fparams[0] <= 3.0e38f))
-            return tsr_chk_fail_(&c, "eps = fparams[0] = %g is not finite and >= 0", (double)node->fparams[0]);
-        return tsr_chk_unary_(&c);
+    case TSR_OP_NORM: return tsr_chk_norm_(&c);
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU: return tsr_chk_unary_(&c);

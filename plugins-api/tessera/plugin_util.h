@@ -1,16 +1,19 @@
 /*
  * tessera/plugin_util.h — tables and helpers a plugin needs next to
- * tessera/plugin.h (ABI 1.1): op names, the full dtype table (block size,
+ * tessera/plugin.h (ABI 1.1): the op table (names, source counts), typed
+ * readers of each op's parameters, the full dtype table (block size,
  * bytes per block, byte layout), the block structs of the formats plugins
  * most often compute, and fp16/bf16 conversions bit-exact with the host's.
  *
- * Header-only, C99, includes <stdint.h>, <string.h> and tessera/plugin.h.
+ * Header-only, C99, includes <math.h>, <stdint.h>, <string.h> and
+ * tessera/plugin.h (link with -lm when you use the parameter accessors).
  * Everything here is static inline: include it from as many files as you
  * like; nothing is exported and unused helpers cost nothing.
  */
 #ifndef TESSERA_PLUGIN_UTIL_H
 #define TESSERA_PLUGIN_UTIL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -20,15 +23,29 @@
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- op names */
+/* ------------------------------------------------------------------ op table */
+
+/* One row of TSR_OPS (tessera/plugin.h). */
+typedef struct tsr_op_traits {
+    const char *name;  /* "MUL_MAT"                                           */
+    const char *lower; /* "mul_mat": the host's node names and messages       */
+    int32_t min_src;   /* sources the op needs                                */
+    int32_t max_src;   /* sources it may read (the extra ones are optional)   */
+} tsr_op_traits;
+
+/* The row of op, or NULL for numbers this ABI lacks. */
+static inline const tsr_op_traits *tsr_op_traits_get(int32_t op) {
+#define TSR_OP_ROW_(o, lower, number, min_src, max_src) [TSR_OP_##o] = {#o, lower, min_src, max_src},
+    static const tsr_op_traits table[] = {TSR_OPS(TSR_OP_ROW_)};
+#undef TSR_OP_ROW_
+    (void)sizeof(char[sizeof table / sizeof table[0] == TSR_OP_COUNT ? 1 : -1]); /* one row per op */
+    return op >= 0 && op < TSR_OP_COUNT ? &table[op] : NULL;
+}
 
 /* "MUL_MAT" for TSR_OP_MUL_MAT; "unknown" for numbers this ABI lacks. */
 static inline const char *tsr_op_name(int32_t op) {
-    static const char *const names[TSR_OP_COUNT] = {
-        "NONE",     "GET_ROWS", "ADD",  "MUL",  "SCALE", "MUL_MAT", "RMS_NORM", "NORM",   "ROPE",
-        "SOFT_MAX", "SILU",     "GELU", "SWIGLU", "CPY", "CONCAT",  "ARGMAX",   "FLASH_ATTN",
-    };
-    return op >= 0 && op < TSR_OP_COUNT ? names[op] : "unknown";
+    const tsr_op_traits *t = tsr_op_traits_get(op);
+    return t ? t->name : "unknown";
 }
 
 /* ------------------------------------------------------------- dtype table */
@@ -235,6 +252,161 @@ static inline uint16_t tsr_f32_to_bf16(float f) {
     const uint32_t x = tsr_f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/* --------------------------------------------------------------- parameters */
+
+/*
+ * One struct per op that has parameters, read from the node's named slots
+ * (tessera/plugin.h: TSR_<OP>_I_* / TSR_<OP>_F_*), and the matching _put
+ * that the host uses to write them, so the two sides cannot disagree on a
+ * slot. Values every backend derives from the parameters (ROPE's theta
+ * scale and YaRN correction dims, SOFT_MAX's ALiBi bases) are computed here
+ * once, with the float operations ref uses; a GPU plugin passes them to its
+ * kernels instead of computing them again.
+ */
+
+typedef struct tsr_scale_params {
+    float scale, bias; /* dst = src0 * scale + bias */
+} tsr_scale_params;
+
+static inline tsr_scale_params tsr_scale_params_of(const tsr_node *n) {
+    tsr_scale_params p = {n->fparams[TSR_SCALE_F_SCALE], n->fparams[TSR_SCALE_F_BIAS]};
+    return p;
+}
+
+static inline void tsr_scale_params_put(const tsr_scale_params *p, int32_t *iparams, float *fparams) {
+    (void)iparams;
+    fparams[TSR_SCALE_F_SCALE] = p->scale;
+    fparams[TSR_SCALE_F_BIAS] = p->bias;
+}
+
+typedef struct tsr_norm_params {
+    float eps; /* RMS_NORM and NORM */
+} tsr_norm_params;
+
+static inline tsr_norm_params tsr_norm_params_of(const tsr_node *n) {
+    tsr_norm_params p = {n->fparams[TSR_NORM_F_EPS]};
+    return p;
+}
+
+static inline void tsr_norm_params_put(const tsr_norm_params *p, int32_t *iparams, float *fparams) {
+    (void)iparams;
+    fparams[TSR_NORM_F_EPS] = p->eps;
+}
+
+typedef struct tsr_rope_params {
+    int32_t n_dims;     /* elements rotated at the start of each head    */
+    int32_t mode;       /* TSR_ROPE_NORMAL or TSR_ROPE_NEOX              */
+    int32_t n_ctx_orig; /* YaRN: the context the model was trained on    */
+    float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
+    /* ---- derived by tsr_rope_params_of (not stored in the node) ---- */
+    float theta_scale;  /* freq_base^(-2/n_dims): theta_{i+1} = theta_i * theta_scale */
+    float corr_dims[2]; /* YaRN: ramp from 1 below corr_dims[0] to 0 above corr_dims[1] */
+    float yarn_mscale;  /* YaRN: 1 + 0.1 ln(1/freq_scale), times attn_factor when ext_factor != 0 */
+} tsr_rope_params;
+
+/* The dimension where YaRN's correction for n_rot rotations falls: solve
+ * n_rot = n_ctx_orig / (2 pi base^(2 d / n_dims)) for d (ggml's
+ * ggml_rope_yarn_corr_dim). */
+static inline float tsr_rope_yarn_corr_dim(int32_t n_dims, int32_t n_ctx_orig, float n_rot, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * 3.14159265358979323846f)) /
+           (2.0f * logf(base));
+}
+
+static inline tsr_rope_params tsr_rope_params_of(const tsr_node *n) {
+    tsr_rope_params p;
+    p.n_dims = n->iparams[TSR_ROPE_I_N_DIMS];
+    p.mode = n->iparams[TSR_ROPE_I_MODE];
+    p.n_ctx_orig = n->iparams[TSR_ROPE_I_N_CTX_ORIG];
+    p.freq_base = n->fparams[TSR_ROPE_F_FREQ_BASE];
+    p.freq_scale = n->fparams[TSR_ROPE_F_FREQ_SCALE];
+    p.ext_factor = n->fparams[TSR_ROPE_F_EXT_FACTOR];
+    p.attn_factor = n->fparams[TSR_ROPE_F_ATTN_FACTOR];
+    p.beta_fast = n->fparams[TSR_ROPE_F_BETA_FAST];
+    p.beta_slow = n->fparams[TSR_ROPE_F_BETA_SLOW];
+    p.theta_scale = powf(p.freq_base, -2.0f / (float)p.n_dims);
+    const float start = floorf(tsr_rope_yarn_corr_dim(p.n_dims, p.n_ctx_orig, p.beta_fast, p.freq_base));
+    const float end = ceilf(tsr_rope_yarn_corr_dim(p.n_dims, p.n_ctx_orig, p.beta_slow, p.freq_base));
+    p.corr_dims[0] = fmaxf(0.0f, start);
+    p.corr_dims[1] = fminf((float)(p.n_dims - 1), end);
+    p.yarn_mscale = 1.0f + 0.1f * logf(1.0f / p.freq_scale);
+    return p;
+}
+
+static inline void tsr_rope_params_put(const tsr_rope_params *p, int32_t *iparams, float *fparams) {
+    iparams[TSR_ROPE_I_N_DIMS] = p->n_dims;
+    iparams[TSR_ROPE_I_MODE] = p->mode;
+    iparams[TSR_ROPE_I_N_CTX_ORIG] = p->n_ctx_orig;
+    fparams[TSR_ROPE_F_FREQ_BASE] = p->freq_base;
+    fparams[TSR_ROPE_F_FREQ_SCALE] = p->freq_scale;
+    fparams[TSR_ROPE_F_EXT_FACTOR] = p->ext_factor;
+    fparams[TSR_ROPE_F_ATTN_FACTOR] = p->attn_factor;
+    fparams[TSR_ROPE_F_BETA_FAST] = p->beta_fast;
+    fparams[TSR_ROPE_F_BETA_SLOW] = p->beta_slow;
+}
+
+typedef struct tsr_soft_max_params {
+    float scale, max_bias; /* softmax(x * scale + slope_h * mask); max_bias 0: slope 1 */
+    /* ---- derived by tsr_soft_max_params_of: ALiBi as ggml defines it ---- */
+    int64_t n_head_log2; /* largest power of two <= the heads (src0 ne[2]) */
+    float m0, m1;        /* slope of head h: m0^(h+1) below n_head_log2, else m1^(2(h-n_head_log2)+1) */
+} tsr_soft_max_params;
+
+static inline tsr_soft_max_params tsr_soft_max_params_of(const tsr_node *n) {
+    tsr_soft_max_params p;
+    p.scale = n->fparams[TSR_SOFT_MAX_F_SCALE];
+    p.max_bias = n->fparams[TSR_SOFT_MAX_F_MAX_BIAS];
+    p.n_head_log2 = 1;
+    while (p.n_head_log2 * 2 <= n->src[0]->ne[2]) p.n_head_log2 *= 2;
+    p.m0 = powf(2.0f, -p.max_bias / (float)p.n_head_log2);
+    p.m1 = powf(2.0f, -(p.max_bias / 2.0f) / (float)p.n_head_log2);
+    return p;
+}
+
+/* ALiBi slope of head h; 1 when max_bias is 0. */
+static inline float tsr_soft_max_slope(const tsr_soft_max_params *p, int64_t h) {
+    if (p->max_bias <= 0.0f) return 1.0f;
+    return h < p->n_head_log2 ? powf(p->m0, (float)(h + 1)) : powf(p->m1, (float)(2 * (h - p->n_head_log2) + 1));
+}
+
+static inline void tsr_soft_max_params_put(const tsr_soft_max_params *p, int32_t *iparams, float *fparams) {
+    (void)iparams;
+    fparams[TSR_SOFT_MAX_F_SCALE] = p->scale;
+    fparams[TSR_SOFT_MAX_F_MAX_BIAS] = p->max_bias;
+}
+
+typedef struct tsr_concat_params {
+    int32_t dim; /* 0..3 */
+} tsr_concat_params;
+
+static inline tsr_concat_params tsr_concat_params_of(const tsr_node *n) {
+    tsr_concat_params p = {n->iparams[TSR_CONCAT_I_DIM]};
+    return p;
+}
+
+static inline void tsr_concat_params_put(const tsr_concat_params *p, int32_t *iparams, float *fparams) {
+    (void)fparams;
+    iparams[TSR_CONCAT_I_DIM] = p->dim;
+}
+
+typedef struct tsr_flash_attn_params {
+    float scale;    /* applied to q.k before the mask */
+    float max_bias; /* reserved: 0 in this ABI */
+    float softcap;  /* reserved: 0 in this ABI */
+} tsr_flash_attn_params;
+
+static inline tsr_flash_attn_params tsr_flash_attn_params_of(const tsr_node *n) {
+    tsr_flash_attn_params p = {n->fparams[TSR_FLASH_ATTN_F_SCALE], n->fparams[TSR_FLASH_ATTN_F_MAX_BIAS],
+                               n->fparams[TSR_FLASH_ATTN_F_SOFTCAP]};
+    return p;
+}
+
+static inline void tsr_flash_attn_params_put(const tsr_flash_attn_params *p, int32_t *iparams, float *fparams) {
+    (void)iparams;
+    fparams[TSR_FLASH_ATTN_F_SCALE] = p->scale;
+    fparams[TSR_FLASH_ATTN_F_MAX_BIAS] = p->max_bias;
+    fparams[TSR_FLASH_ATTN_F_SOFTCAP] = p->softcap;
 }
 
 #ifdef __cplusplus

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <tessera/plugin_util.h>
+
 #include "harness.h"
 #include "ref/ref.h"
 #include "tensor/dtype.h"
@@ -30,13 +32,9 @@ static tsr_status compute1(tsr_node *n) { return ref_compute(n, 1, NULL); }
 static tsr_node rope_node(tsr_tensor *dst, tsr_tensor *x, tsr_tensor *pos, tsr_tensor *ff,
                           int n_dims, int mode) {
     tsr_node n = {.op = TSR_OP_ROPE, .n_src = ff ? 3 : 2, .dst = dst, .src = {x, pos, ff}};
-    n.iparams[0] = n_dims;
-    n.iparams[1] = mode;
-    n.fparams[0] = 10000.0f; /* freq_base */
-    n.fparams[1] = 1.0f;     /* freq_scale */
-    n.fparams[3] = 1.0f;     /* attn_factor */
-    n.fparams[4] = 32.0f;
-    n.fparams[5] = 1.0f;
+    const tsr_rope_params p = {.n_dims = n_dims, .mode = mode, .freq_base = 10000.0f, .freq_scale = 1.0f,
+                               .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+    tsr_rope_params_put(&p, n.iparams, n.fparams);
     return n;
 }
 
@@ -96,9 +94,9 @@ TEST(test_rope_yarn) {
     tsr_tensor tx = tensor(TSR_DTYPE_F32, D, 1, 1, 1, x), ty = tensor(TSR_DTYPE_F32, D, 1, 1, 1, y);
     tsr_tensor tp = tensor(TSR_DTYPE_I32, 1, 1, 1, 1, pos);
     tsr_node n = rope_node(&ty, &tx, &tp, NULL, D, TSR_ROPE_NORMAL);
-    n.iparams[2] = 4096;
-    n.fparams[1] = 0.25f; /* freq_scale */
-    n.fparams[2] = 1.0f;  /* ext_factor */
+    n.iparams[TSR_ROPE_I_N_CTX_ORIG] = 4096;
+    n.fparams[TSR_ROPE_F_FREQ_SCALE] = 0.25f;
+    n.fparams[TSR_ROPE_F_EXT_FACTOR] = 1.0f;
     EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     const double mscale = 1.0 + 0.1 * log(4.0);
     const double theta31 = 7.0 * 0.25 * pow(10000.0, -62.0 / 64.0);
@@ -117,7 +115,7 @@ TEST(test_soft_max) {
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, x), ty = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, y);
     tsr_tensor tm = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, mask);
     tsr_node n = {.op = TSR_OP_SOFT_MAX, .n_src = 2, .dst = &ty, .src = {&tx, &tm}};
-    n.fparams[0] = 0.5f;
+    n.fparams[TSR_SOFT_MAX_F_SCALE] = 0.5f;
     EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     /* row 0: softmax(0.5, 1, -inf) */
     double z0 = exp(0.5) + exp(1.0);
@@ -137,8 +135,8 @@ TEST(test_soft_max) {
     tsr_tensor txa = tensor(TSR_DTYPE_F32, 2, 1, 4, 1, xa), tya = tensor(TSR_DTYPE_F32, 2, 1, 4, 1, ya);
     tsr_tensor tmh = tensor(TSR_DTYPE_F16, 2, 1, 1, 1, mh);
     tsr_node na = {.op = TSR_OP_SOFT_MAX, .n_src = 2, .dst = &tya, .src = {&txa, &tmh}};
-    na.fparams[0] = 1.0f;
-    na.fparams[1] = 8.0f;
+    na.fparams[TSR_SOFT_MAX_F_SCALE] = 1.0f;
+    na.fparams[TSR_SOFT_MAX_F_MAX_BIAS] = 8.0f;
     EXPECT(compute1(&na) == TSR_OK, "%s", error_get());
     for (int h = 0; h < 4; h++) {
         double slope = pow(2.0, -2.0 * (h + 1));
@@ -152,7 +150,7 @@ TEST(test_norms) {
     float x[4] = {3, 4, 0, 0}, y[4];
     tsr_tensor tx = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, x), ty = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, y);
     tsr_node n = {.op = TSR_OP_RMS_NORM, .n_src = 1, .dst = &ty, .src = {&tx}};
-    n.fparams[0] = 0.0f;
+    n.fparams[TSR_NORM_F_EPS] = 0.0f;
     x[2] = 1;
     x[3] = -1;
     EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
@@ -162,7 +160,7 @@ TEST(test_norms) {
     EXPECT_NEAR(y[3], -1, 1e-6, "rms_norm [1, -1]");
 
     /* in place, with eps */
-    n.fparams[0] = 1.0f;
+    n.fparams[TSR_NORM_F_EPS] = 1.0f;
     ty = tx;
     n.dst = &ty;
     x[0] = 3;
@@ -173,7 +171,7 @@ TEST(test_norms) {
     float a[4] = {1, 2, 3, 4}, b[4];
     tsr_tensor ta = tensor(TSR_DTYPE_F32, 4, 1, 1, 1, a), tb = tensor(TSR_DTYPE_F32, 4, 1, 1, 1, b);
     tsr_node nn = {.op = TSR_OP_NORM, .n_src = 1, .dst = &tb, .src = {&ta}};
-    nn.fparams[0] = 1e-5f;
+    nn.fparams[TSR_NORM_F_EPS] = 1e-5f;
     EXPECT(compute1(&nn) == TSR_OK, "%s", error_get());
     for (int i = 0; i < 4; i++) EXPECT_NEAR(b[i], (a[i] - 2.5) / sqrt(1.25 + 1e-5), 1e-6, "norm");
 }
@@ -282,8 +280,8 @@ TEST(test_unary) {
     EXPECT(compute1(&s) == TSR_OK, "%s", error_get());
     for (int i = 0; i < 3; i++) EXPECT_NEAR(y[i], x[i] / (1 + exp(-x[i])) * g[i], 1e-6, "swiglu");
     tsr_node sc = {.op = TSR_OP_SCALE, .n_src = 1, .dst = &ty, .src = {&tx}};
-    sc.fparams[0] = 3.0f;
-    sc.fparams[1] = -1.0f;
+    sc.fparams[TSR_SCALE_F_SCALE] = 3.0f;
+    sc.fparams[TSR_SCALE_F_BIAS] = -1.0f;
     EXPECT(compute1(&sc) == TSR_OK, "%s", error_get());
     EXPECT(y[0] == 2.0f && y[1] == -7.0f && y[2] == 0.5f, "scale 3x-1: %g %g %g", y[0], y[1], y[2]);
 
@@ -321,7 +319,7 @@ TEST(test_cpy_concat_argmax) {
     tsr_tensor ta = tensor(TSR_DTYPE_F32, 2, 1, 1, 1, a), tb = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, b);
     tsr_tensor tc = tensor(TSR_DTYPE_F32, 2, 3, 1, 1, c);
     tsr_node cn = {.op = TSR_OP_CONCAT, .n_src = 2, .dst = &tc, .src = {&ta, &tb}};
-    cn.iparams[0] = 1;
+    cn.iparams[TSR_CONCAT_I_DIM] = 1;
     EXPECT(compute1(&cn) == TSR_OK, "%s", error_get());
     for (int i = 0; i < 6; i++) EXPECT(c[i] == (float)(i + 1), "concat element %d = %g", i, c[i]);
 
@@ -349,7 +347,7 @@ TEST(test_flash_attn) {
     tsr_tensor tv = tensor(TSR_DTYPE_F32, 1, 2, 1, 1, v), tm = tensor(TSR_DTYPE_F32, 2, 2, 1, 1, mask);
     tsr_tensor to = tensor(TSR_DTYPE_F32, 1, 2, 2, 1, out); /* [D, H, n_q] */
     tsr_node n = {.op = TSR_OP_FLASH_ATTN, .n_src = 4, .dst = &to, .src = {&tq, &tk, &tv, &tm}};
-    n.fparams[0] = 1.0f;
+    n.fparams[TSR_FLASH_ATTN_F_SCALE] = 1.0f;
     EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
     /* out[h + 2*iq] */
     EXPECT_NEAR(out[0], 7.0, 1e-5, "query 0 head 0");
@@ -396,7 +394,7 @@ TEST(test_plugin_tables) {
     d.buffer = buf;
     d.offset = 32;
     tsr_node n = {.op = TSR_OP_SCALE, .n_src = 1, .dst = &d, .src = {&a}};
-    n.fparams[0] = 2.0f;
+    n.fparams[TSR_SCALE_F_SCALE] = 2.0f;
     EXPECT(q->api->compute(q, &n, 1) == TSR_OK && q->api->synchronize(q) == TSR_OK, "compute in buffer");
     float back[4] = {0};
     EXPECT(q->api->read(q, buf, 32, back, sizeof back) == TSR_OK && back[3] == 2.0f, "result read back");

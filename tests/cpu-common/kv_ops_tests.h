@@ -105,7 +105,7 @@ static void fa_case(int32_t kt, int32_t vt, int64_t D, int64_t nq, int64_t H, in
     tensor *oa = tensor_new(TSR_DTYPE_F32, D, H, nq, 1), *or_ = tensor_new(TSR_DTYPE_F32, D, H, nq, 1);
     const int with_mask = mask_kind != FA_MASK_NONE;
     tsr_node n = make_node(TSR_OP_FLASH_ATTN, with_mask ? 4 : 3, &qv, &k->t, &v->t, with_mask ? &m->t : NULL);
-    n.fparams[0] = 1.0f / sqrtf((float)D);
+    n.fparams[TSR_FLASH_ATTN_F_SCALE] = 1.0f / sqrtf((float)D);
     static const char *const mask_names[] = {"", " causal", " causal, row 0 empty", " window"};
     char what[96];
     snprintf(what, sizeof what, "FLASH_ATTN K %s V %s D %lld %lldx%lld/%lld kv %lld%s%s", dtype_name(kt),
@@ -120,7 +120,7 @@ static void fa_case(int32_t kt, int32_t vt, int64_t D, int64_t nq, int64_t H, in
                 qc[(h * nq + i) * D + d] = ((const float *)q->mem)[(permuted ? i * H + h : h * nq + i) * D + d];
     float *kf = fa_to_f32(k), *vf = fa_to_f32(v);
     for (int r = 0; r < 2; r++) {
-        double e = fa_plain_rel_err(qc, kf, vf, with_mask ? mf : NULL, D, nq, nkv, H, Hkv, n.fparams[0],
+        double e = fa_plain_rel_err(qc, kf, vf, with_mask ? mf : NULL, D, nq, nkv, H, Hkv, n.fparams[TSR_FLASH_ATTN_F_SCALE],
                                     r ? or_->mem : oa->mem);
         if (!(e <= 1e-4)) {
             ADD_FAILURE("%-44s %s vs the plain formula: rel err %.3g", what, r ? "ref" : "device", e);

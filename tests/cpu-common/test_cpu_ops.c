@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include <tessera/plugin.h>
+#include <tessera/plugin_util.h>
 
 #include "harness.h"
 #include "ref/ref.h"
@@ -383,13 +384,14 @@ static void test_elementwise(void) {
             check_node(what, make_node(ops[o], 2, &a->t, &bb->t, NULL, NULL), oa, or_, 1e-6, 1);
         }
         tsr_node n = make_node(TSR_OP_SCALE, 1, &a->t, NULL, NULL, NULL);
-        n.fparams[0] = 0.125f, n.fparams[1] = 0.5f;
+        n.fparams[TSR_SCALE_F_SCALE] = 0.125f;
+        n.fparams[TSR_SCALE_F_BIAS] = 0.5f;
         check_node("SCALE", n, oa, or_, 1e-6, 1);
         check_node("SILU", make_node(TSR_OP_SILU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
         check_node("GELU", make_node(TSR_OP_GELU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
         check_node("SWIGLU", make_node(TSR_OP_SWIGLU, 2, &a->t, &b->t, NULL, NULL), oa, or_, 1e-5, 1);
         n = make_node(TSR_OP_RMS_NORM, 1, &a->t, NULL, NULL, NULL);
-        n.fparams[0] = 1e-5f;
+        n.fparams[TSR_NORM_F_EPS] = 1e-5f;
         check_node("RMS_NORM", n, oa, or_, 1e-5, 1);
         n.op = TSR_OP_NORM;
         check_node("NORM", n, oa, or_, 1e-4, 1);
@@ -400,7 +402,7 @@ static void test_elementwise(void) {
     tsr_tensor av = view_swap(a, 0, 1);
     tensor *oa = tensor_new(TSR_DTYPE_F32, 6, 8, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, 6, 8, 1, 1);
     tsr_node n = make_node(TSR_OP_RMS_NORM, 1, &av, NULL, NULL, NULL);
-    n.fparams[0] = 1e-6f;
+    n.fparams[TSR_NORM_F_EPS] = 1e-6f;
     check_node("RMS_NORM transposed src", n, oa, or_, 1e-5, 1);
     check_node("SILU transposed src", make_node(TSR_OP_SILU, 1, &av, NULL, NULL, NULL), oa, or_, 1e-5, 1);
     tensor_free(a), tensor_free(oa), tensor_free(or_);
@@ -418,11 +420,11 @@ static void test_rope(void) {
             for (int i = 0; i < 24; i++) ((float *)ff->mem)[i] = 1.0f + (float)i * 0.25f;
             tensor *oa = tensor_new(TSR_DTYPE_F32, hd, nh, nt, 1), *or_ = tensor_new(TSR_DTYPE_F32, hd, nh, nt, 1);
             tsr_node n = make_node(TSR_OP_ROPE, with_ff ? 3 : 2, &x->t, &pos->t, with_ff ? &ff->t : NULL, NULL);
-            n.iparams[0] = with_ff ? 48 : 64; /* n_dims < head_dim with factors */
-            n.iparams[1] = mode;
-            n.iparams[2] = 4096;
-            n.fparams[0] = 10000.0f, n.fparams[1] = 1.0f, n.fparams[3] = 1.0f;
-            n.fparams[4] = 32.0f, n.fparams[5] = 1.0f;
+            const tsr_rope_params rp = {.n_dims = with_ff ? 48 : 64, /* n_dims < head_dim with factors */
+                                        .mode = mode, .n_ctx_orig = 4096, .freq_base = 10000.0f,
+                                        .freq_scale = 1.0f, .attn_factor = 1.0f, .beta_fast = 32.0f,
+                                        .beta_slow = 1.0f};
+            tsr_rope_params_put(&rp, n.iparams, n.fparams);
             char what[96];
             snprintf(what, sizeof what, "ROPE %s%s", mode ? "neox" : "normal", with_ff ? " freq factors, 48/64 dims" : "");
             check_node(what, n, oa, or_, 1e-4, 0);
@@ -448,7 +450,7 @@ static void test_soft_max(void) {
         }
         tensor *oa = tensor_new(TSR_DTYPE_F32, nkv, nq, nh, 1), *or_ = tensor_new(TSR_DTYPE_F32, nkv, nq, nh, 1);
         tsr_node n = make_node(TSR_OP_SOFT_MAX, mask ? 2 : 1, &a->t, mask ? &mask->t : NULL, NULL, NULL);
-        n.fparams[0] = 0.125f;
+        n.fparams[TSR_SOFT_MAX_F_SCALE] = 0.125f;
         char what[64];
         snprintf(what, sizeof what, "SOFT_MAX mask %s", m < 0 ? "none" : dtype_name(mts[m]));
         check_node(what, n, oa, or_, 1e-5, 1);
@@ -495,7 +497,7 @@ static void test_concat_argmax(void) {
         tensor *oa = tensor_new(TSR_DTYPE_F32, sd[0], sd[1], sd[2], sd[3]);
         tensor *or_ = tensor_new(TSR_DTYPE_F32, sd[0], sd[1], sd[2], sd[3]);
         tsr_node n = make_node(TSR_OP_CONCAT, 2, &a->t, &b->t, NULL, NULL);
-        n.iparams[0] = dim;
+        n.iparams[TSR_CONCAT_I_DIM] = dim;
         char what[64];
         snprintf(what, sizeof what, "CONCAT dim %d", dim);
         check_node(what, n, oa, or_, 0.0, 1);
@@ -572,13 +574,14 @@ static void test_decline_reasons(void) {
     tsr_tensor pos = shape_only(TSR_DTYPE_I32, 2, 1, 1);
     tsr_node n = make_node(TSR_OP_ROPE, 2, &x, &pos, NULL, NULL);
     n.dst = &o;
-    n.iparams[0] = 64;
-    n.fparams[0] = 10000.0f, n.fparams[1] = 1.0f, n.fparams[2] = 1.0f, n.fparams[3] = 1.0f;
-    n.fparams[4] = 32.0f, n.fparams[5] = 1.0f;
+    const tsr_rope_params yarn = {.n_dims = 64, .freq_base = 10000.0f, .freq_scale = 1.0f, .ext_factor = 1.0f,
+                                  .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+    tsr_rope_params_put(&yarn, n.iparams, n.fparams);
     expect_declined("ROPE with YaRN", &n, "YaRN (ext_factor 1)");
     n = make_node(TSR_OP_SOFT_MAX, 1, &x, NULL, NULL, NULL);
     n.dst = &o;
-    n.fparams[0] = 1.0f, n.fparams[1] = 8.0f;
+    n.fparams[TSR_SOFT_MAX_F_SCALE] = 1.0f;
+    n.fparams[TSR_SOFT_MAX_F_MAX_BIAS] = 8.0f;
     expect_declined("SOFT_MAX with ALiBi", &n, "ALiBi (max_bias 8)");
     tsr_tensor w = shape_only(TSR_DTYPE_IQ4_NL, 64, 4, 1), mo = shape_only(TSR_DTYPE_F32, 4, 3, 2);
     n = make_node(TSR_OP_MUL_MAT, 2, &w, &x, NULL, NULL);

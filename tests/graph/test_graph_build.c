@@ -1,6 +1,9 @@
 /* graph building: shapes, views, node order and shape errors as messages. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <tessera/plugin_util.h>
 
 #include "harness.h"
 #include "graph/graph.h"
@@ -20,7 +23,7 @@ TEST(test_shapes) {
     EXPECT(w->t.nb[0] == 34 && w->t.nb[1] == 34 * 2, "Q8_0 strides nb0 %lld nb1 %lld",
            (long long)w->t.nb[0], (long long)w->t.nb[1]);
     graph_tensor *n = graph_rms_norm(g, y, 1e-5f);
-    EXPECT(n && n->fparams[0] == 1e-5f, "rms_norm eps");
+    EXPECT(n && n->fparams[TSR_NORM_F_EPS] == 1e-5f, "rms_norm eps");
     graph_tensor *r = graph_reshape_3d(g, n, 16, 3, 5);
     EXPECT(shape_is(r, 16, 3, 5, 1) && r->op == TSR_OP_NONE && r->view_src == n, "reshape view");
     graph_tensor *p = graph_permute(g, r, 0, 2, 1, 3);
@@ -38,7 +41,8 @@ TEST(test_shapes) {
     graph_tensor *pos = graph_tensor_new_1d(g, TSR_DTYPE_I32, 5);
     graph_rope_params rp = {.n_dims = 16, .mode = TSR_ROPE_NEOX, .freq_base = 10000, .freq_scale = 1};
     graph_tensor *ro = graph_rope(g, r, pos, NULL, &rp);
-    EXPECT(ro && ro->iparams[0] == 16 && ro->iparams[1] == TSR_ROPE_NEOX && ro->fparams[0] == 10000,
+    EXPECT(ro && ro->iparams[TSR_ROPE_I_N_DIMS] == 16 && ro->iparams[TSR_ROPE_I_MODE] == TSR_ROPE_NEOX &&
+               ro->fparams[TSR_ROPE_F_FREQ_BASE] == 10000,
            "rope params");
     graph_tensor *kv = graph_tensor_new_1d(g, TSR_DTYPE_F16, 1000);
     graph_tensor *slot = graph_view_1d(g, kv, 240, 2 * 100);
@@ -161,4 +165,16 @@ TEST(test_errors) {
     graph_free(g);
 }
 
-HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors))
+/* TSR_OPS gives both spellings of each op's name; they must agree. */
+TEST(test_op_names) {
+    for (int32_t op = 0; op < TSR_OP_COUNT; op++) {
+        const char *upper = tsr_op_name(op), *lower = graph_op_name(op);
+        size_t i = 0;
+        while (upper[i] && tolower((unsigned char)upper[i]) == lower[i]) i++;
+        EXPECT(!upper[i] && !lower[i], "op %d: '%s' vs '%s'", (int)op, upper, lower);
+    }
+    EXPECT(strcmp(tsr_op_name(TSR_OP_COUNT), "unknown") == 0, "past the last op");
+    EXPECT(strcmp(graph_op_name(TSR_OP_COUNT), "unknown-op") == 0, "past the last op (graph)");
+}
+
+HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors), HARNESS_TEST(test_op_names))

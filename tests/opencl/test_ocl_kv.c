@@ -232,7 +232,7 @@ static void fa_case(host_device *ocl, host_device *ref, int32_t kt, int32_t vt, 
     }
     free(row);
     tsr_node node = {.op = TSR_OP_FLASH_ATTN, .n_src = 3, .src = {&q.t, &k.t, &v.t}};
-    node.fparams[0] = 1.0f / sqrtf((float)D);
+    node.fparams[TSR_FLASH_ATTN_F_SCALE] = 1.0f / sqrtf((float)D);
     ttensor *tts[5] = {&q, &k, &v, &m, &out};
     int n = 3;
     if (s.mask >= 0) { /* causal over the last n_q cells; query 1 fully masked when n_q > 2 */

@@ -199,7 +199,7 @@ static void build(graph5 *g, const shape *s, int32_t kt, int32_t vt, const layou
     g->nodes[3] = (tsr_node){.op = TSR_OP_CPY, .n_src = 1, .dst = &g->q2, .src = {&g->q8}};
     g->nodes[4] = (tsr_node){.op = TSR_OP_FLASH_ATTN, .n_src = s->mask < 0 ? 3 : 4, .dst = &g->out,
                              .src = {&g->qp, &g->K, &g->V, s->mask < 0 ? NULL : &g->mask}};
-    g->nodes[4].fparams[0] = 1.0f / sqrtf((float)D);
+    g->nodes[4].fparams[TSR_FLASH_ATTN_F_SCALE] = 1.0f / sqrtf((float)D);
 }
 
 /* Blocks of n bytes (bb each) that differ between a and b. */

@@ -72,7 +72,7 @@ static void gen_norm(conf_runner *r, int32_t op, const char *name, float lo, flo
             conf_case_init(&c, op, "%s [%lld, %lld, %lld, %lld]%s", name, (long long)ne[0],
                            (long long)ne[1], (long long)ne[2], (long long)ne[3], vname[v]);
             c.tol = conf_tolerance(op, F32);
-            c.node.fparams[0] = v == 1 ? 1e-6f : 1e-5f;
+            tsr_norm_params_put(&(tsr_norm_params){.eps = v == 1 ? 1e-6f : 1e-5f}, c.node.iparams, c.node.fparams);
             conf_case_src(r, &c, 0, F32, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(lo, hi));
             conf_case_dst_as(&c, F32, ne, v == 2, v == 1 ? CONF_PADDED : CONF_CONTIG);
             conf_case_run(r, &c);
@@ -105,8 +105,9 @@ void conf_gen_soft_max(conf_runner *r) {
                                    mdt < 0 ? "none" : dtype_name(mdt), vname[v],
                                    v == 1 && mdt >= 0 ? " alibi" : "");
                     c.tol = conf_tolerance(TSR_OP_SOFT_MAX, F32);
-                    c.node.fparams[0] = v == 1 ? 0.125f : 1.0f;
-                    c.node.fparams[1] = v == 1 && mdt >= 0 ? 8.0f : 0.0f;
+                    const tsr_soft_max_params sp = {.scale = v == 1 ? 0.125f : 1.0f,
+                                                    .max_bias = v == 1 && mdt >= 0 ? 8.0f : 0.0f};
+                    tsr_soft_max_params_put(&sp, c.node.iparams, c.node.fparams);
                     const int64_t ne[4] = {n, rows, heads, 1};
                     conf_case_src(r, &c, 0, F32, ne, v == 2 ? CONF_PERMUTED : CONF_CONTIG,
                                   conf_uniform(-5, 5));
@@ -154,12 +155,13 @@ void conf_gen_rope(conf_runner *r) {
                                mode ? "neox" : "normal", rc->what, (long long)ne[0], (long long)ne[1],
                                (long long)ne[2], (int)rc->n_dims, vname[v]);
                 c.tol = conf_tolerance(TSR_OP_ROPE, F32);
-                c.node.iparams[0] = rc->n_dims;
-                c.node.iparams[1] = mode ? TSR_ROPE_NEOX : TSR_ROPE_NORMAL;
-                c.node.iparams[2] = rc->n_ctx_orig;
-                const float fp[6] = {rc->freq_base, rc->freq_scale, rc->ext_factor,
-                                     rc->attn_factor, rc->beta_fast, rc->beta_slow};
-                for (int i = 0; i < 6; i++) c.node.fparams[i] = fp[i];
+                const tsr_rope_params rp = {
+                    .n_dims = rc->n_dims, .mode = mode ? TSR_ROPE_NEOX : TSR_ROPE_NORMAL,
+                    .n_ctx_orig = rc->n_ctx_orig, .freq_base = rc->freq_base, .freq_scale = rc->freq_scale,
+                    .ext_factor = rc->ext_factor, .attn_factor = rc->attn_factor, .beta_fast = rc->beta_fast,
+                    .beta_slow = rc->beta_slow,
+                };
+                tsr_rope_params_put(&rp, c.node.iparams, c.node.fparams);
                 const int32_t dt = v == 3 ? TSR_DTYPE_F16 : F32;
                 conf_case_src(r, &c, 0, dt, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(-1, 1));
                 conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(rc->n_tokens, 1, 1, 1), CONF_CONTIG,
@@ -211,7 +213,8 @@ void conf_gen_flash_attn(conf_runner *r) {
                                    (long long)H_kv, dtype_name(kt), dtype_name(vt),
                                    mdt < 0 ? "none" : dtype_name(mdt), v ? " views" : "");
                     c.tol = tol_max(conf_tolerance(TSR_OP_FLASH_ATTN, kt), conf_tolerance(TSR_OP_FLASH_ATTN, vt));
-                    c.node.fparams[0] = 1.0f / sqrtf((float)D);
+                    tsr_flash_attn_params_put(&(tsr_flash_attn_params){.scale = 1.0f / sqrtf((float)D)},
+                                              c.node.iparams, c.node.fparams);
                     conf_case_src(r, &c, 0, F32, NE(D, n_q, H, 1), v ? CONF_PERMUTED : CONF_CONTIG,
                                   conf_uniform(-1, 1));
                     conf_case_src(r, &c, 1, kt, NE(D, n_kv, H_kv, 1), v ? CONF_PADDED : CONF_CONTIG,
@@ -262,15 +265,14 @@ void conf_gen_malformed(conf_runner *r) {
 
     for (int bad = 0; bad < 2; bad++) {
         conf_case_init(&c, TSR_OP_ROPE, "ROPE with n_dims %d for head_dim 64", bad ? 66 : 63);
-        c.node.iparams[0] = bad ? 66 : 63;
-        c.node.fparams[0] = 10000.0f;
-        c.node.fparams[1] = 1.0f;
-        c.node.fparams[3] = 1.0f;
+        const tsr_rope_params rp = {.n_dims = bad ? 66 : 63, .mode = TSR_ROPE_NORMAL, .freq_base = 10000.0f,
+                                    .freq_scale = 1.0f, .attn_factor = 1.0f};
+        tsr_rope_params_put(&rp, c.node.iparams, c.node.fparams);
         run_declined(r, &c, NE(64, 2, 3, 1), TSR_DTYPE_I32, NE(3, 1, 1, 1), conf_index(10), NE(64, 2, 3, 1));
     }
 
     conf_case_init(&c, TSR_OP_SOFT_MAX, "SOFT_MAX with a mask of 2 rows for 5");
-    c.node.fparams[0] = 1.0f;
+    tsr_soft_max_params_put(&(tsr_soft_max_params){.scale = 1.0f}, c.node.iparams, c.node.fparams);
     run_declined(r, &c, NE(17, 5, 1, 1), F32, NE(17, 2, 1, 1), conf_uniform(-1, 0), NE(17, 5, 1, 1));
 
     conf_case_init(&c, TSR_OP_GET_ROWS, "GET_ROWS with a dst of the wrong width");
@@ -278,7 +280,7 @@ void conf_gen_malformed(conf_runner *r) {
 
     conf_case_init(&c, TSR_OP_FLASH_ATTN, "FLASH_ATTN with 3 query heads over 2 kv heads");
     c.expect_decline = true;
-    c.node.fparams[0] = 0.125f;
+    tsr_flash_attn_params_put(&(tsr_flash_attn_params){.scale = 0.125f}, c.node.iparams, c.node.fparams);
     conf_case_src(r, &c, 0, F32, NE(64, 1, 3, 1), CONF_CONTIG, conf_uniform(-1, 1));
     conf_case_src(r, &c, 1, F32, NE(64, 4, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
     conf_case_src(r, &c, 2, F32, NE(64, 4, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
@@ -306,7 +308,7 @@ static void graph_ffn(conf_runner *r, int32_t wdt) {
     conf_case_init(&c, TSR_OP_RMS_NORM, "GRAPH rms_norm, mul, mul_mat %s, silu, add", dtype_name(wdt));
     conf_tol tol = conf_tolerance(TSR_OP_RMS_NORM, F32);
     c.tol = tol;
-    c.node.fparams[0] = 1e-5f;
+    tsr_norm_params_put(&(tsr_norm_params){.eps = 1e-5f}, c.node.iparams, c.node.fparams);
     conf_case_src(r, &c, 0, F32, NE(K, N, 1, 1), CONF_CONTIG, conf_uniform(-2, 2));
     conf_case_dst(&c, F32, NE(K, N, 1, 1), CONF_CONTIG);
 
@@ -356,18 +358,17 @@ static void graph_attention(conf_runner *r, int32_t kv_dtype) {
     for (int k = 0; k < 2; k++) {
         if (k) conf_case_next_node(&c, TSR_OP_ROPE);
         c.tol = conf_tolerance(TSR_OP_ROPE, F32);
-        c.node.iparams[0] = (int32_t)D;
-        c.node.iparams[1] = TSR_ROPE_NEOX;
-        c.node.fparams[0] = 10000.0f;
-        c.node.fparams[1] = 1.0f;
-        c.node.fparams[3] = 1.0f;
+        const tsr_rope_params rp = {.n_dims = (int32_t)D, .mode = TSR_ROPE_NEOX, .freq_base = 10000.0f,
+                                    .freq_scale = 1.0f, .attn_factor = 1.0f};
+        tsr_rope_params_put(&rp, c.node.iparams, c.node.fparams);
         conf_case_src(r, &c, 0, F32, NE(D, k ? H_kv : H, T, 1), CONF_CONTIG, conf_uniform(-1, 1));
         conf_case_src(r, &c, 1, TSR_DTYPE_I32, NE(T, 1, 1, 1), CONF_CONTIG, conf_index(64));
         conf_case_dst(&c, F32, NE(D, k ? H_kv : H, T, 1), CONF_CONTIG);
     }
     conf_case_next_node(&c, TSR_OP_FLASH_ATTN);
     c.tol = tol_max(conf_tolerance(TSR_OP_ROPE, F32), conf_tolerance(TSR_OP_FLASH_ATTN, kv_dtype));
-    c.node.fparams[0] = 1.0f / sqrtf((float)D);
+    tsr_flash_attn_params_put(&(tsr_flash_attn_params){.scale = 1.0f / sqrtf((float)D)}, c.node.iparams,
+                              c.node.fparams);
     conf_case_src_from(&c, 0, 0);
     permute_src_12(&c, 0); /* [D, T, H] */
     if (kv_dtype == F32) {
@@ -389,8 +390,7 @@ static void graph_in_place(conf_runner *r) {
     conf_case_init(&c, TSR_OP_SCALE, "GRAPH scale, silu, add, mul all in place on [255, 3]");
     conf_tol tol = conf_tolerance(TSR_OP_SILU, F32);
     c.tol = tol;
-    c.node.fparams[0] = 0.5f;
-    c.node.fparams[1] = 1.0f;
+    tsr_scale_params_put(&(tsr_scale_params){.scale = 0.5f, .bias = 1.0f}, c.node.iparams, c.node.fparams);
     conf_case_src(r, &c, 0, F32, ne, CONF_PADDED, conf_uniform(-4, 4));
     conf_case_dst_inplace(&c, 0);
     conf_case_next_node(&c, TSR_OP_SILU);

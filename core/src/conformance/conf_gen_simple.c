@@ -95,8 +95,9 @@ static void gen_unary(conf_runner *r, int32_t op, const char *name, float lo, fl
                                (long long)ne[1], (long long)ne[2], op == TSR_OP_SCALE ?
                                (p ? " x*-2+1.5" : " x*0.5") : "", vname[v]);
                 c.tol = conf_tolerance(op, F32);
-                c.node.fparams[0] = params[p][0];
-                c.node.fparams[1] = params[p][1];
+                /* SCALE's parameters; the other unary ops have none and ignore them */
+                const tsr_scale_params sp = {.scale = params[p][0], .bias = params[p][1]};
+                tsr_scale_params_put(&sp, c.node.iparams, c.node.fparams);
                 const int32_t dt = v == 3 ? TSR_DTYPE_F16 : F32;
                 conf_case_src(r, &c, 0, dt, ne, v == 1 ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(lo, hi));
                 conf_case_dst_as(&c, dt, ne, v == 2, v == 1 ? CONF_PADDED : CONF_CONTIG);
@@ -184,7 +185,7 @@ void conf_gen_concat(conf_runner *r) {
                            dim, (long long)b[0], (long long)b[1], (long long)b[2], (long long)b[3],
                            v ? " permuted/padded" : "");
             c.tol = conf_tolerance(TSR_OP_CONCAT, F32);
-            c.node.iparams[0] = dim;
+            tsr_concat_params_put(&(tsr_concat_params){.dim = dim}, c.node.iparams, c.node.fparams);
             conf_case_src(r, &c, 0, F32, a, v ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(-1, 1));
             conf_case_src(r, &c, 1, F32, b, v ? CONF_PADDED : CONF_CONTIG, conf_uniform(-1, 1));
             conf_case_dst(&c, F32, d, v ? CONF_PADDED : CONF_CONTIG);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <tessera/plugin.h>
+#include <tessera/plugin_util.h>
 
 /* ---------------------------------------------------------------- backend */
 

@@ -27,17 +27,6 @@ struct graph {
     char err[GRAPH_ERR_MAX]; /* the first error */
 };
 
-static const char *const op_names[TSR_OP_COUNT] = {
-    [TSR_OP_NONE] = "none",         [TSR_OP_GET_ROWS] = "get_rows",
-    [TSR_OP_ADD] = "add",           [TSR_OP_MUL] = "mul",
-    [TSR_OP_SCALE] = "scale",       [TSR_OP_MUL_MAT] = "mul_mat",
-    [TSR_OP_RMS_NORM] = "rms_norm", [TSR_OP_NORM] = "norm",
-    [TSR_OP_ROPE] = "rope",         [TSR_OP_SOFT_MAX] = "soft_max",
-    [TSR_OP_SILU] = "silu",         [TSR_OP_GELU] = "gelu",
-    [TSR_OP_SWIGLU] = "swiglu",     [TSR_OP_CPY] = "cpy",
-    [TSR_OP_CONCAT] = "concat",     [TSR_OP_ARGMAX] = "argmax",
-    [TSR_OP_FLASH_ATTN] = "flash_attn",
-};
 
 /* Names for messages. The tensor module's dtype table is the authority on
  * geometry; the graph only needs the names of the types its ops accept. */
@@ -67,9 +56,10 @@ static const char *dtype_name(int32_t dtype) {
     }
 }
 
+/* The lower-case names of TSR_OPS (tessera/plugin.h). */
 const char *graph_op_name(int32_t op) {
-    if (op < 0 || op >= TSR_OP_COUNT || !op_names[op]) return "unknown-op";
-    return op_names[op];
+    const tsr_op_traits *t = tsr_op_traits_get(op);
+    return t ? t->lower : "unknown-op";
 }
 
 /* --------------------------------------------------------------- errors */
@@ -538,10 +528,7 @@ static graph_tensor *unary(graph *g, int32_t op, graph_tensor *a) {
 
 graph_tensor *graph_scale(graph *g, graph_tensor *a, float scale, float bias) {
     graph_tensor *t = unary(g, TSR_OP_SCALE, a);
-    if (t) {
-        t->fparams[0] = scale;
-        t->fparams[1] = bias;
-    }
+    if (t) tsr_scale_params_put(&(tsr_scale_params){.scale = scale, .bias = bias}, t->iparams, t->fparams);
     return t;
 }
 
@@ -564,13 +551,13 @@ graph_tensor *graph_mul_mat(graph *g, graph_tensor *w, graph_tensor *x) {
 
 graph_tensor *graph_rms_norm(graph *g, graph_tensor *a, float eps) {
     graph_tensor *t = unary(g, TSR_OP_RMS_NORM, a);
-    if (t) t->fparams[0] = eps;
+    if (t) tsr_norm_params_put(&(tsr_norm_params){.eps = eps}, t->iparams, t->fparams);
     return t;
 }
 
 graph_tensor *graph_norm(graph *g, graph_tensor *a, float eps) {
     graph_tensor *t = unary(g, TSR_OP_NORM, a);
-    if (t) t->fparams[0] = eps;
+    if (t) tsr_norm_params_put(&(tsr_norm_params){.eps = eps}, t->iparams, t->fparams);
     return t;
 }
 
@@ -602,15 +589,12 @@ graph_tensor *graph_rope(graph *g, graph_tensor *a, graph_tensor *pos, graph_ten
     graph_tensor *all[3] = {a, pos, freq_factors};
     graph_tensor *t = node_new(g, TSR_OP_ROPE, TSR_DTYPE_F32, a->t.ne, 3, all);
     if (!t) return NULL;
-    t->iparams[0] = p->n_dims;
-    t->iparams[1] = p->mode;
-    t->iparams[2] = p->n_ctx_orig;
-    t->fparams[0] = p->freq_base;
-    t->fparams[1] = p->freq_scale;
-    t->fparams[2] = p->ext_factor;
-    t->fparams[3] = p->attn_factor;
-    t->fparams[4] = p->beta_fast;
-    t->fparams[5] = p->beta_slow;
+    const tsr_rope_params rp = {
+        .n_dims = p->n_dims, .mode = p->mode, .n_ctx_orig = p->n_ctx_orig,
+        .freq_base = p->freq_base, .freq_scale = p->freq_scale, .ext_factor = p->ext_factor,
+        .attn_factor = p->attn_factor, .beta_fast = p->beta_fast, .beta_slow = p->beta_slow,
+    };
+    tsr_rope_params_put(&rp, t->iparams, t->fparams);
     return t;
 }
 
@@ -629,10 +613,9 @@ graph_tensor *graph_soft_max(graph *g, graph_tensor *a, graph_tensor *mask, floa
     }
     graph_tensor *src[2] = {a, mask};
     graph_tensor *t = node_new(g, TSR_OP_SOFT_MAX, TSR_DTYPE_F32, a->t.ne, 2, src);
-    if (t) {
-        t->fparams[0] = scale;
-        t->fparams[1] = max_bias;
-    }
+    if (t)
+        tsr_soft_max_params_put(&(tsr_soft_max_params){.scale = scale, .max_bias = max_bias}, t->iparams,
+                                t->fparams);
     return t;
 }
 
@@ -721,7 +704,7 @@ graph_tensor *graph_concat(graph *g, graph_tensor *a, graph_tensor *b, int dim) 
         ne[d] = d == dim ? a->t.ne[d] + b->t.ne[d] : a->t.ne[d];
     }
     graph_tensor *t = node_new(g, TSR_OP_CONCAT, TSR_DTYPE_F32, ne, 2, src);
-    if (t) t->iparams[0] = dim;
+    if (t) tsr_concat_params_put(&(tsr_concat_params){.dim = dim}, t->iparams, t->fparams);
     return t;
 }
 
@@ -759,7 +742,7 @@ graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph
     }
     const int64_t ne[4] = {D, H, n_q, 1};
     graph_tensor *t = node_new(g, TSR_OP_FLASH_ATTN, TSR_DTYPE_F32, ne, 4, src);
-    if (t) t->fparams[0] = scale;
+    if (t) tsr_flash_attn_params_put(&(tsr_flash_attn_params){.scale = scale}, t->iparams, t->fparams);
     return t;
 }
 

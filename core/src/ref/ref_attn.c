@@ -16,13 +16,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include <tessera/plugin_util.h>
+
 #include "ref/ref_internal.h"
 #include "util/error.h"
 
 tsr_status ref_op_flash_attn(const tsr_node *node) {
     const tsr_tensor *q = node->src[0], *k = node->src[1], *v = node->src[2], *dst = node->dst;
     const tsr_tensor *mask = node->n_src > 3 ? node->src[3] : NULL;
-    const float scale = node->fparams[0];
+    const float scale = tsr_flash_attn_params_of(node).scale;
     const int64_t D = q->ne[0], n_q = q->ne[1], H = q->ne[2];
     const int64_t n_kv = k->ne[1], H_kv = k->ne[2], group = H / H_kv;
 

@@ -7,6 +7,8 @@
  */
 #include <math.h>
 
+#include <tessera/plugin_util.h>
+
 #include "ref/ref_internal.h"
 #include "tensor/dtype.h"
 
@@ -33,10 +35,11 @@ static tsr_status elementwise(const tsr_node *node, const tsr_tensor *b, element
     return TSR_OK;
 }
 
-/* x * fparams[0] + fparams[1] */
+/* x * scale + bias */
 static float scale_one(float x, float y, const tsr_node *node) {
     (void)y;
-    return x * node->fparams[0] + node->fparams[1];
+    const tsr_scale_params p = tsr_scale_params_of(node);
+    return x * p.scale + p.bias;
 }
 
 /* x * sigmoid(x), written as ggml does: x / (1 + e^-x) */

@@ -8,6 +8,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include <tessera/plugin_util.h>
+
 #include "ref/ref_internal.h"
 #include "util/error.h"
 
@@ -50,7 +52,7 @@ static tsr_status normalize_rows(const tsr_node *node, void (*f)(float *, int64_
         for (int64_t i2 = 0; i2 < a->ne[2]; i2++)
             for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
                 ref_row_load(a, i1, i2, i3, row);
-                f(row, a->ne[0], node->fparams[0]);
+                f(row, a->ne[0], tsr_norm_params_of(node).eps);
                 ref_row_store(dst, i1, i2, i3, row);
             }
     free(row);
@@ -60,34 +62,26 @@ static tsr_status normalize_rows(const tsr_node *node, void (*f)(float *, int64_
 tsr_status ref_op_rms_norm(const tsr_node *node) { return normalize_rows(node, rms_norm_row); }
 tsr_status ref_op_norm(const tsr_node *node) { return normalize_rows(node, norm_row); }
 
-/* ALiBi slope of head h (ggml's definition); 1 when max_bias is 0. */
-static float alibi_slope(float max_bias, int64_t n_head, int64_t h) {
-    if (max_bias <= 0.0f) return 1.0f;
-    const int64_t n_head_log2 = INT64_C(1) << (int64_t)floor(log2((double)n_head));
-    const float m0 = powf(2.0f, -max_bias / (float)n_head_log2);
-    const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
-    return h < n_head_log2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n_head_log2) + 1));
-}
-
 /* a [n, rows, ne2, ne3], mask [n, >= rows, ne2', ne3'] (broadcast over 2, 3)
  * each row: softmax(x * scale + slope * mask). A row whose every entry is
  * -inf has no defined softmax; ref writes zeros there. */
 tsr_status ref_op_soft_max(const tsr_node *node) {
     const tsr_tensor *a = node->src[0], *dst = node->dst;
     const tsr_tensor *mask = node->n_src > 1 ? node->src[1] : NULL;
-    const float scale = node->fparams[0], max_bias = node->fparams[1];
+    /* scale, and ALiBi's slope per head (ggml's definition; 1 when max_bias is 0) */
+    const tsr_soft_max_params p = tsr_soft_max_params_of(node);
     const int64_t n = a->ne[0];
     float *row = alloc_row(node, n);
     if (!row) return TSR_ERR_NO_MEMORY;
     const uint8_t *pm = mask ? ref_tensor_base(mask) : NULL;
     for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
         for (int64_t i2 = 0; i2 < a->ne[2]; i2++) {
-            const float slope = alibi_slope(max_bias, a->ne[2], i2);
+            const float slope = tsr_soft_max_slope(&p, i2);
             for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
                 ref_row_load(a, i1, i2, i3, row);
                 float max = -INFINITY;
                 for (int64_t i = 0; i < n; i++) {
-                    row[i] *= scale;
+                    row[i] *= p.scale;
                     if (mask) {
                         int64_t off = ref_offset(mask, i, i1, i2 % mask->ne[2], i3 % mask->ne[3]);
                         row[i] += slope * ref_load(mask->dtype, pm + off);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_util.h>
+
 #include "ref/ref_internal.h"
 #include "util/error.h"
 
@@ -83,7 +85,7 @@ tsr_status ref_op_cpy(const tsr_node *node) {
 /* dst = a followed by b along dimension dim; all other dims equal. */
 tsr_status ref_op_concat(const tsr_node *node) {
     const tsr_tensor *a = node->src[0], *b = node->src[1], *dst = node->dst;
-    const int dim = node->iparams[0];
+    const int dim = tsr_concat_params_of(node).dim;
     const uint8_t *pa = ref_tensor_base(a), *pb = ref_tensor_base(b);
     uint8_t *pd = ref_tensor_base(dst);
     int64_t i[TSR_MAX_DIMS];

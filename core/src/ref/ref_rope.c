@@ -20,26 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/plugin_util.h>
+
 #include "ref/ref_internal.h"
 #include "util/error.h"
 
-typedef struct rope_params {
-    int32_t n_dims, mode, n_ctx_orig;
-    float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
-} rope_params;
-
-/* The dimension index where YaRN's correction for n_rot rotations falls:
- * solve n_rot = n_ctx_orig / (2 pi base^(2 d / n_dims)) for d. */
-static float yarn_corr_dim(int32_t n_dims, int32_t n_ctx_orig, float n_rot, float base) {
-    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
-}
-
-static void yarn_corr_dims(const rope_params *p, float dims[2]) {
-    float start = floorf(yarn_corr_dim(p->n_dims, p->n_ctx_orig, p->beta_fast, p->freq_base));
-    float end = ceilf(yarn_corr_dim(p->n_dims, p->n_ctx_orig, p->beta_slow, p->freq_base));
-    dims[0] = fmaxf(0.0f, start);
-    dims[1] = fminf((float)(p->n_dims - 1), end);
-}
+/* YaRN's correction dims p->corr_dims (where the correction for beta_fast
+ * and beta_slow rotations falls) are computed by tsr_rope_params_of, the
+ * one definition every backend uses. */
 
 /* 1 below dims[0], 0 above dims[1], linear in between (i0 is the element
  * index of the pair's first member in normal order: pair i has i0 = 2i). */
@@ -49,15 +37,14 @@ static float yarn_ramp(const float dims[2], int64_t i0) {
 }
 
 /* cos/sin of pair i0/2 given its unscaled angle theta_extrap. */
-static void yarn_angle(const rope_params *p, const float dims[2], float theta_extrap, int64_t i0,
-                       float *cos_out, float *sin_out) {
+static void yarn_angle(const tsr_rope_params *p, float theta_extrap, int64_t i0, float *cos_out, float *sin_out) {
     const float theta_interp = p->freq_scale * theta_extrap;
     float theta = theta_interp;
     float mscale = p->attn_factor;
     if (p->ext_factor != 0.0f) {
-        const float ramp_mix = yarn_ramp(dims, i0) * p->ext_factor;
+        const float ramp_mix = yarn_ramp(p->corr_dims, i0) * p->ext_factor;
         theta = theta_interp * (1.0f - ramp_mix) + theta_extrap * ramp_mix;
-        mscale *= 1.0f + 0.1f * logf(1.0f / p->freq_scale);
+        mscale *= p->yarn_mscale; /* 1 + 0.1 ln(1 / freq_scale) */
     }
     *cos_out = cosf(theta) * mscale;
     *sin_out = sinf(theta) * mscale;
@@ -66,16 +53,9 @@ static void yarn_angle(const rope_params *p, const float dims[2], float theta_ex
 tsr_status ref_op_rope(const tsr_node *node) {
     const tsr_tensor *x = node->src[0], *pos = node->src[1], *dst = node->dst;
     const tsr_tensor *ff = node->n_src > 2 ? node->src[2] : NULL;
-    const rope_params p = {
-        .n_dims = node->iparams[0], .mode = node->iparams[1], .n_ctx_orig = node->iparams[2],
-        .freq_base = node->fparams[0], .freq_scale = node->fparams[1],
-        .ext_factor = node->fparams[2], .attn_factor = node->fparams[3],
-        .beta_fast = node->fparams[4], .beta_slow = node->fparams[5],
-    };
+    const tsr_rope_params p = tsr_rope_params_of(node);
     const int64_t head_dim = x->ne[0], half = p.n_dims / 2;
-    const float theta_scale = powf(p.freq_base, -2.0f / (float)p.n_dims);
-    float dims[2];
-    yarn_corr_dims(&p, dims);
+    const float theta_scale = p.theta_scale; /* freq_base^(-2/n_dims) */
 
     /* cs[2i], cs[2i+1]: cos and sin of pair i for the current token */
     float *cs = malloc((size_t)(p.n_dims + 2 * head_dim) * sizeof *cs);
@@ -93,7 +73,7 @@ tsr_status ref_op_rope(const tsr_node *node) {
             float theta = (float)position;
             for (int64_t i = 0; i < half; i++) {
                 const float factor = pff ? ref_load(TSR_DTYPE_F32, pff + i * ff->nb[0]) : 1.0f;
-                yarn_angle(&p, dims, theta / factor, 2 * i, &cs[2 * i], &cs[2 * i + 1]);
+                yarn_angle(&p, theta / factor, 2 * i, &cs[2 * i], &cs[2 * i + 1]);
                 theta *= theta_scale;
             }
             for (int64_t i1 = 0; i1 < x->ne[1]; i1++) {

@@ -103,7 +103,8 @@ static bool device_runs_flash_attn(host_device *d, const model_hparams *hp, int3
         t->nb[3] = t->nb[2] * (uint64_t)t->ne[2];
     }
     tsr_node node = {.op = TSR_OP_FLASH_ATTN, .n_src = 4, .dst = &out, .src = {&q, &k, &v, &mask}};
-    node.fparams[0] = 1.0f;
+    tsr_flash_attn_params fa = {.scale = 1.0f};
+    tsr_flash_attn_params_put(&fa, node.iparams, node.fparams);
     return host_device_supports(d, &node, NULL, 0);
 }
 

@@ -1,5 +1,8 @@
 package org.tessera;
 
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+
 /**
  * The engine: loads the JNI library (libtessera_jni.so, which holds the
  * engine itself) and finds the backend plugins.
@@ -28,26 +31,29 @@ public final class Tessera {
      * TESSERA_PLUGIN_PATH and the "tessera" folder beside the library.
      * Later calls do nothing.
      */
-    public static synchronized void init(String... pluginDirs) {
+    public static synchronized void init(@Nullable String... pluginDirs) {
+        byte[][] dirs = new byte[pluginDirs == null ? 0 : pluginDirs.length][];
+        for (int i = 0; i < dirs.length; i++)
+            dirs[i] = Objects.requireNonNull(pluginDirs[i], "pluginDirs[" + i + "]").getBytes(StandardCharsets.UTF_8);
         if (initialized) return;
         System.loadLibrary("tessera_jni");
-        nativeInit(pluginDirs == null ? new String[0] : pluginDirs);
+        nativeInit(dirs);
         initialized = true;
     }
 
     /** The devices found, one line each: "name kind description". */
-    public static String[] devices() {
+    public static @NonNull String[] devices() {
         init();
         return nativeDevices();
     }
 
     /** The engine's version, e.g. "0.1.0". */
-    public static String version() {
+    public static @NonNull String version() {
         init();
         return nativeVersion();
     }
 
-    private static native void nativeInit(String[] pluginDirs);
+    private static native void nativeInit(byte[][] pluginDirs);
     private static native String[] nativeDevices();
     private static native String nativeVersion();
 }

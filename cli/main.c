@@ -35,7 +35,19 @@ static void usage(FILE *out) {
     fprintf(out, "\n'tessera <command> --help' describes a command's options.\n");
 }
 
+/* libtessera writes nothing itself (it is a guest in any process); the
+ * tessera binary owns its process, so the library's log lines go to stderr
+ * as they always did. */
+static void log_to_stderr(int32_t level, const char *text, void *user) {
+    (void)level;
+    (void)user;
+    fputs(text, stderr);
+}
+
 int main(int argc, char **argv) {
+    tessera_log_set(log_to_stderr, NULL);
+    /* and a plugin that crashes is named (tessera plugin check too) */
+    tessera_set_crash_guard(true);
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -56,9 +56,10 @@ typedef struct tessera_init_params {
     /* Extra plugin directories searched first (--plugin-dir), may be NULL. */
     const char *const *plugin_dirs;
     int32_t n_plugin_dirs;
-    /* 0 quiet, 1 info (--verbose), 2 debug. Plugin log lines at or below
-     * this level go to stderr; errors always do. TESSERA_VERBOSITY_ERRORS:
-     * errors only (no warnings). */
+    /* 0 quiet (warnings and errors), 1 info (--verbose), 2 debug: the
+     * library's and plugins' log lines at or below this level go to the log
+     * callback (tessera_log_set; none by default: nowhere).
+     * TESSERA_VERBOSITY_ERRORS: errors only (no warnings). */
     int32_t verbosity;
 } tessera_init_params;
 
@@ -71,6 +72,48 @@ typedef struct tessera_init_params {
  * `tessera devices`, they never make this call fail. */
 int tessera_init(const tessera_init_params *params);
 void tessera_shutdown(void);
+
+/* ------------------------------------------------- a guest in the process
+ *
+ * libtessera is a guest in its process (a JVM, an Android app, a server):
+ * unless the application asks, it installs no signal handler, changes no
+ * signal mask and no locale, and writes nothing to stdout or stderr. Errors
+ * the API returns are told by tessera_last_error(); warnings and, with
+ * tessera_init_params.verbosity, info and debug lines (the library's and
+ * its plugins') go to the log callback, and nowhere when there is none (the
+ * default). */
+
+/* Log levels (a line is passed on when its level is at or below the
+ * verbosity tessera_init was given; lines an option asked for, such as a
+ * context's verbose summary or explain, always are). */
+#define TESSERA_LOG_ERROR 0
+#define TESSERA_LOG_WARN 1
+#define TESSERA_LOG_INFO 2
+#define TESSERA_LOG_DEBUG 3
+
+/* text: one line as the tessera CLI prints it on stderr, ending in '\n',
+ * e.g. "tessera: model: warning: -ngl 99 ignored: no GPU device ...\n".
+ * Called on whichever thread logs (plugins' worker threads included),
+ * possibly on several at once; it must not call back into libtessera. */
+typedef void (*tessera_log_fn)(int32_t level, const char *text, void *user);
+
+/* Send the log to fn (NULL: nowhere, the default); user is passed back. Any
+ * time, from any thread; calls already in flight may still reach the
+ * previous callback. */
+void tessera_log_set(tessera_log_fn fn, void *user);
+
+/* Crash isolation for plugins, off by default: a plugin that crashes
+ * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) inside a call from the library
+ * is named on stderr ("tessera: plugin 'acme' (/path) crashed with signal
+ * 11 (SIGSEGV) in supports_op on acme0 (node ...)") before the signal takes
+ * its course (the handler that was there before, or the default action).
+ * For a program that owns its process, as the tessera CLI does: enabling
+ * it installs process-wide handlers for those five signals, which a
+ * runtime using them (the JVM, ART, a sanitizer installed later) must not
+ * get by surprise. Disabling restores the handlers found when it was
+ * enabled, where ours are still in place. Call it from one thread, before
+ * tessera_init or between computations. Returns 0, or -1 with an error. */
+int tessera_set_crash_guard(bool enable);
 
 /* One compute device, as `tessera devices` lists it (added for the
  * bindings: Python's tessera.devices(), Java's Tessera.devices()). */

@@ -13,14 +13,15 @@
 
 #include "conformance/conf_internal.h"
 #include "host/host_elf.h"
+#include "host/host_log.h"
 #include "ref/ref.h"
 #include "util/error.h"
 
 static void conf_log(int level, const char *plugin_name, const char *message) {
     static const char *const names[] = {"error", "warning", "info", "debug"};
     if (level > TSR_LOG_WARN) return; /* the report is the output; keep it readable */
-    fprintf(stderr, "[%s] %s: %s\n", plugin_name ? plugin_name : "?",
-            level >= 0 && level <= TSR_LOG_DEBUG ? names[level] : "log", message ? message : "");
+    host_log_printf(level, "[%s] %s: %s\n", plugin_name ? plugin_name : "?",
+                    level >= 0 && level <= TSR_LOG_DEBUG ? names[level] : "log", message ? message : "");
 }
 
 /* The supports_op call in progress, for tsr_host.decline. */

@@ -786,10 +786,17 @@ static dev_result run_device_watched(conf_runner *r, conf_case *c, const conf_no
         r->shared->case_seed = c->seed;
         snprintf(r->shared->case_name, sizeof r->shared->case_name, "%s", c->name);
     }
-    signal(SIGALRM, on_hang);
+    /* with --no-fork this is the caller's process: its SIGALRM handler is
+     * put back after the case */
+    struct sigaction watchdog, before;
+    memset(&watchdog, 0, sizeof watchdog);
+    watchdog.sa_handler = on_hang;
+    sigemptyset(&watchdog.sa_mask);
+    sigaction(SIGALRM, &watchdog, &before);
     alarm(CONF_CASE_TIMEOUT_S);
     dev_result d = run_device(r, c, list, n_nodes, detail, detail_size);
     alarm(0);
+    sigaction(SIGALRM, &before, NULL);
     case_on_device = NULL;
     if (r->shared) r->shared->case_index = -1;
     return d;

@@ -19,6 +19,7 @@
 
 #include "host/host_elf.h"
 #include "host/host_guard.h"
+#include "host/host_log.h"
 #include "host/host_probe.h"
 #include "ref/ref.h"
 #include "util/error.h"
@@ -79,21 +80,23 @@ static void decline_from_plugin(const tsr_node *node, const char *reason) {
 
 /* ---------------------------------------------------------- services */
 
-static void log_to_stderr(int level, const char *who, const char *message) {
+/* The plugins' log service and host_log: "tessera: who: level: message" to
+ * the application's log callback (host_log.h), none by default. */
+static void log_line(int level, const char *who, const char *message) {
     static const char *const level_names[] = {"error", "warning", "info", "debug"};
-    if (level > log_verbosity) return;
+    if (level > log_verbosity || !host_log_wanted()) return;
     const char *lv = level >= 0 && level <= TSR_LOG_DEBUG ? level_names[level] : "log";
-    fprintf(stderr, "tessera: %s: %s: %s\n", who ? who : "?", lv, message ? message : "");
+    host_log_printf(level, "tessera: %s: %s: %s\n", who ? who : "?", lv, message ? message : "");
 }
 
 void host_log(int level, const char *who, const char *fmt, ...) {
-    if (level > log_verbosity) return;
+    if (level > log_verbosity || !host_log_wanted()) return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    log_to_stderr(level, who, msg);
+    log_line(level, who, msg);
 }
 
 void host_set_verbosity(int32_t level) { log_verbosity = level; }
@@ -125,7 +128,7 @@ static void services_init(const host_options *opt) {
     memset(&reg.services, 0, sizeof reg.services);
     reg.services.struct_size = sizeof reg.services;
     reg.services.abi_version = TSR_ABI_VERSION;
-    reg.services.log = log_to_stderr;
+    reg.services.log = log_line;
     reg.services.abort_flag = &abort_flag;
     reg.services.decline = decline_from_plugin;
     host_set_n_threads(opt ? opt->n_threads : 0);

@@ -133,7 +133,8 @@ void host_set_n_threads(int32_t n);
 void host_request_abort(void);
 void host_clear_abort(void);
 bool host_abort_requested(void);
-/* Log through the host's logger (stderr, honouring the verbosity). */
+/* Log through the host's logger (the application's log callback, none by
+ * default; honouring the verbosity). */
 void host_log(int level, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

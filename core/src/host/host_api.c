@@ -5,6 +5,8 @@
 #include <stdio.h>
 
 #include "host/host.h"
+#include "host/host_guard.h"
+#include "host/host_log.h"
 #include "util/error.h"
 
 int tessera_init(const tessera_init_params *params) {
@@ -24,6 +26,10 @@ int tessera_init(const tessera_init_params *params) {
 }
 
 void tessera_shutdown(void) { host_shutdown(); }
+
+void tessera_log_set(tessera_log_fn fn, void *user) { host_log_set(fn, user); }
+
+int tessera_set_crash_guard(bool enable) { return host_guard_enable(enable); }
 
 void tessera_abort(void) { host_request_abort(); }
 void tessera_abort_clear(void) { host_clear_abort(); }

@@ -1,12 +1,16 @@
 /*
- * host_guard — see host_guard.h. The handler uses write(2) only.
+ * host_guard — see host_guard.h. The handler uses write(2) only, and is
+ * installed only when the application asked (host_guard_enable).
  */
 #include "host/host_guard.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "util/error.h"
 
 static const int guarded[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 enum { N_GUARDED = sizeof guarded / sizeof guarded[0] };
@@ -18,7 +22,7 @@ static struct {
     volatile sig_atomic_t active;
 } current;
 static struct sigaction previous[N_GUARDED];
-static bool installed;
+static bool installed; /* by host_guard_enable(true), never by a plugin call */
 
 static void put(const char *s) {
     if (!s) return;
@@ -74,20 +78,38 @@ static void on_crash(int sig) {
     raise(sig);
 }
 
-static void install(void) {
-    if (installed) return;
-    installed = true;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_crash;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_NODEFER;
-    for (int k = 0; k < N_GUARDED; k++) sigaction(guarded[k], &sa, &previous[k]);
+int host_guard_enable(bool enable) {
+    if (enable == installed) return 0;
+    if (enable) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_crash;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_NODEFER;
+        for (int k = 0; k < N_GUARDED; k++) {
+            if (sigaction(guarded[k], &sa, &previous[k]) != 0) {
+                int failed = guarded[k], err = errno;
+                while (k-- > 0) sigaction(guarded[k], &previous[k], NULL);
+                return error_set("crash guard: cannot install a handler for %s: %s", signal_name(failed),
+                                 strerror(err));
+            }
+        }
+        installed = true;
+        return 0;
+    }
+    /* Put back what was there, signal by signal, unless someone replaced
+     * our handler since (theirs stays). */
+    for (int k = 0; k < N_GUARDED; k++) {
+        struct sigaction now;
+        if (sigaction(guarded[k], NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == on_crash)
+            sigaction(guarded[k], &previous[k], NULL);
+    }
+    installed = false;
+    return 0;
 }
 
 void host_guard_enter(const char *plugin, const char *path, const char *call, const char *device,
                       const char *node) {
-    install();
     current.plugin = plugin;
     current.path = path;
     current.call = call;

@@ -15,11 +15,20 @@
  * user learns whom to blame. `tessera plugin check` goes further and runs
  * discovery and each op family in child processes.
  *
- * Marking is two pointer stores (no formatting): the strings must outlive
- * the call. Nested calls are not tracked (the innermost wins).
+ * The handlers are process-wide, so they are opt-in (tessera_set_crash_guard:
+ * the tessera CLI turns them on; a library embedded in a JVM must not take
+ * SIGSEGV from it). Marking is done either way and costs a few pointer
+ * stores (no formatting): the strings must outlive the call. Nested calls
+ * are not tracked (the innermost wins).
  */
 #ifndef TESSERA_HOST_GUARD_H
 #define TESSERA_HOST_GUARD_H
+
+#include <stdbool.h>
+
+/* Install the handlers (enable), or put back the ones found when they were
+ * installed, where ours are still in place. 0, or -1 with an error. */
+int host_guard_enable(bool enable);
 
 /* Before a call into a plugin: plugin name and file, what is called, and
  * optionally the device and node names (NULL if none). */

@@ -10,6 +10,7 @@
 #include <tessera/plugin_util.h>
 
 #include "model/public.h"
+#include "host/host_log.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -117,8 +118,9 @@ static bool context_flash_attn(const tessera_model *tm, const tessera_context_pa
     for (int32_t i = 0; i < tm->n_devices; i++) {
         bool yes = device_runs_flash_attn(tm->devices[i], &tm->m->hp, dtype_k, dtype_v);
         if (p->verbose && !yes)
-            fprintf(stderr, "tessera: flash attention auto: %s does not compute it with K %s, V %s\n",
-                    tm->devices[i]->name, dtype_name(dtype_k), dtype_name(dtype_v));
+            host_log_printf(TESSERA_LOG_INFO,
+                            "tessera: flash attention auto: %s does not compute it with K %s, V %s\n",
+                            tm->devices[i]->name, dtype_name(dtype_k), dtype_name(dtype_v));
         all = all && yes;
     }
     return all;
@@ -218,13 +220,14 @@ static void context_print_summary(const tessera_context *ctx) {
     char types[32];
     if (p->type_k == p->type_v) snprintf(types, sizeof types, "%s", tessera_kv_type_name(p->type_k));
     else snprintf(types, sizeof types, "%s/%s", tessera_kv_type_name(p->type_k), tessera_kv_type_name(p->type_v));
-    fprintf(stderr, "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB%s\n",
-            p->n_ctx, p->n_batch, p->n_threads, kv->flash_attn ? "on" : "off", types,
-            (double)kv_cache_nbytes(kv) / (1024.0 * 1024.0),
-            kv->rot_k && kv->rot_v ? " (K, V Hadamard-rotated)"
-            : kv->rot_k            ? " (K Hadamard-rotated)"
-            : kv->rot_v            ? " (V Hadamard-rotated)"
-                                   : "");
+    host_log_printf(TESSERA_LOG_INFO,
+                    "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB%s\n",
+                    p->n_ctx, p->n_batch, p->n_threads, kv->flash_attn ? "on" : "off", types,
+                    (double)kv_cache_nbytes(kv) / (1024.0 * 1024.0),
+                    kv->rot_k && kv->rot_v ? " (K, V Hadamard-rotated)"
+                    : kv->rot_k            ? " (K Hadamard-rotated)"
+                    : kv->rot_v            ? " (V Hadamard-rotated)"
+                                           : "");
     context_print_memory(ctx, types);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/public.h"
+#include "host/host_log.h"
 #include "util/error.h"
 
 int context_reserve(tessera_context *ctx) {
@@ -89,6 +90,7 @@ void context_print_memory(const tessera_context *ctx, const char *kv_type) {
     int32_t n = tessera_context_memory(ctx, rows, TESSERA_MAX_DEVICES);
     const double mib = 1024.0 * 1024.0;
     for (int32_t i = 0; i < n; i++)
-        fprintf(stderr, "tessera: memory %s: weights %.1f MiB, KV %s %.1f MiB, compute %.1f MiB\n", rows[i].device,
-                (double)rows[i].weights / mib, kv_type, (double)rows[i].kv / mib, (double)rows[i].compute / mib);
+        host_log_printf(TESSERA_LOG_INFO, "tessera: memory %s: weights %.1f MiB, KV %s %.1f MiB, compute %.1f MiB\n",
+                        rows[i].device, (double)rows[i].weights / mib, kv_type, (double)rows[i].kv / mib,
+                        (double)rows[i].compute / mib);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/host_log.h"
 #include "model/decode.h"
 #include "model/public.h"
 #include "util/error.h"
@@ -82,10 +83,18 @@ static void step_stats_add(tessera_step_stats *st, const sched *s, const sched_c
 static void explain_once(tessera_context *ctx, int32_t n, int32_t n_kv) {
     bool *explained = n > 1 ? &ctx->explained_prompt : &ctx->explained_gen;
     if (!ctx->params.explain || *explained) return;
-    fprintf(stderr, "tessera: placement of the %s graph (%d tokens, %d cells):\n", n > 1 ? "prompt" : "generation",
-            n, n_kv);
-    sched_explain(ctx->sched, stderr);
     *explained = true;
+    if (!host_log_wanted()) return;
+    /* the report is written to a FILE; the log takes it line by line */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return;
+    fprintf(f, "tessera: placement of the %s graph (%d tokens, %d cells):\n", n > 1 ? "prompt" : "generation", n,
+            n_kv);
+    sched_explain(ctx->sched, f);
+    if (fclose(f) == 0) host_log_text(TESSERA_LOG_INFO, text);
+    free(text);
 }
 
 /* The step graph's inputs for n tokens (want: NULL keeps none). */

@@ -12,6 +12,7 @@
  * libc and pthreads through the engine, so it builds for Android's bionic
  * as it is.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,76 @@ jintArray tokenize_text(JNIEnv *env, const tessera_model *m, const char *text, s
 }
 
 /* ------------------------------------------------------------ Tessera */
+
+static JavaVM *java_vm;
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+    (void)reserved;
+    java_vm = vm;
+    return JNI_VERSION_1_8;
+}
+
+/* The app's Tessera.Logger (a global reference) and its method; the lock
+ * guards the reference against setLogger on another thread. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static jobject log_target;
+static jmethodID log_method;
+
+/* The engine's log callback, on any thread (plugins' workers included):
+ * attach it to the JVM for the call when it is not a Java thread. Nothing
+ * is called while an exception is pending on the thread, and what the
+ * logger throws is dropped. */
+static void log_to_java(int32_t level, const char *text, void *user) {
+    (void)user;
+    JNIEnv *env = NULL;
+    bool attached = false;
+    if (!java_vm) return;
+    jint rc = (*java_vm)->GetEnv(java_vm, (void **)&env, JNI_VERSION_1_8);
+    if (rc == JNI_EDETACHED) {
+        if ((*java_vm)->AttachCurrentThreadAsDaemon(java_vm, (void **)&env, NULL) != JNI_OK) return;
+        attached = true;
+    } else if (rc != JNI_OK) {
+        return;
+    }
+    if (!(*env)->ExceptionCheck(env)) {
+        pthread_mutex_lock(&log_lock);
+        jobject target = log_target ? (*env)->NewLocalRef(env, log_target) : NULL;
+        jmethodID method = log_method;
+        pthread_mutex_unlock(&log_lock);
+        if (target) {
+            size_t len = strlen(text);
+            if (len && text[len - 1] == '\n') len--;
+            jbyteArray line = byte_array(env, text, len);
+            if (line) (*env)->CallVoidMethod(env, target, method, (jint)level, line);
+            (*env)->ExceptionClear(env);
+            if (line) (*env)->DeleteLocalRef(env, line);
+            (*env)->DeleteLocalRef(env, target);
+        }
+    }
+    if (attached) (*java_vm)->DetachCurrentThread(java_vm);
+}
+
+/* sink: an object with void onLine(int, byte[]) (Tessera.LogSink), or NULL
+ * for no log. */
+JNIEXPORT void JNICALL Java_org_tessera_Tessera_nativeSetLogger(JNIEnv *env, jclass cls, jobject sink) {
+    (void)cls;
+    jobject ref = NULL;
+    jmethodID method = NULL;
+    if (sink) {
+        jclass sink_cls = (*env)->GetObjectClass(env, sink);
+        method = sink_cls ? (*env)->GetMethodID(env, sink_cls, "onLine", "(I[B)V") : NULL;
+        if (!method) return;
+        ref = (*env)->NewGlobalRef(env, sink);
+        if (!ref) return;
+    }
+    pthread_mutex_lock(&log_lock);
+    jobject old = log_target;
+    log_target = ref;
+    log_method = method;
+    pthread_mutex_unlock(&log_lock);
+    tessera_log_set(ref ? log_to_java : NULL, NULL);
+    if (old) (*env)->DeleteGlobalRef(env, old);
+}
 
 /* dirs: plugin folders as UTF-8 byte arrays; NULL means none. */
 JNIEXPORT void JNICALL Java_org_tessera_Tessera_nativeInit(JNIEnv *env, jclass cls, jobjectArray dirs) {

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -345,6 +346,22 @@ public final class TesseraTest {
         }
     }
 
+    /** The engine's warnings reach Tessera.setLogger's logger, and nothing after setLogger(null). */
+    static void logger(String path, List<String> logged) throws Exception {
+        String cpu = null;
+        for (String d : Tessera.devices())
+            if (d.split(" ")[1].equals("CPU") && !d.startsWith("ref ")) cpu = d.split(" ")[0];
+        try (Model m = new Model(path, cpu, 99)) {
+            check(logged.stream().anyMatch(l -> l.startsWith(Tessera.LOG_WARN + " ") && l.contains("-ngl 99 ignored")
+                    && !l.endsWith("\n")), "a warning reaches the Logger: " + logged);
+        }
+        Tessera.setLogger(null);
+        logged.clear();
+        try (Model m = new Model(path, cpu, 99)) {
+            check(logged.isEmpty(), "none after setLogger(null)");
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String path = args.length > 0 ? args[0]
                 : System.getProperty("user.home") + "/.cache/tessera/models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -352,6 +369,8 @@ public final class TesseraTest {
             System.out.println("skip: " + path + " absent (scripts/fetch-models.sh)");
             System.exit(77);
         }
+        List<String> logged = Collections.synchronizedList(new ArrayList<>());
+        Tessera.setLogger((level, line) -> logged.add(level + " " + line));
         Tessera.init();
         String[] devices = Tessera.devices();
         check(devices.length > 0 && devices[devices.length - 1].startsWith("ref "), "devices end with ref: " + String.join("; ", devices));
@@ -370,6 +389,7 @@ public final class TesseraTest {
             threads(model, path);
         }
         exceptions(path);
+        logger(path, logged);
         System.out.println(failures == 0 ? "all passed" : failures + " failed");
         System.exit(failures == 0 ? 0 : 1);
     }

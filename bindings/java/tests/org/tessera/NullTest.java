@@ -48,6 +48,26 @@ public final class NullTest {
         }
     }
 
+    static int length(String s) {
+        return s.length();
+    }
+
+    /**
+     * The JVM's own null check: compiled code reads through the reference
+     * and the JVM's SIGSEGV handler turns the fault into the exception, so
+     * a library that replaced that handler kills the JVM here.
+     */
+    static void jvmNullCheck() {
+        int total = 0;
+        for (int i = 0; i < 300000; i++) total += length(i % 3 == 0 ? "abc" : "de");
+        try {
+            total += length(null);
+            check(false, "the JVM's null check: no exception");
+        } catch (NullPointerException e) {
+            check(total > 0, "the JVM's own null check, in compiled code, after a generation: NullPointerException");
+        }
+    }
+
     static long handleOf(Object o) throws Exception {
         Field f = o.getClass().getDeclaredField("handle");
         f.setAccessible(true);
@@ -118,12 +138,21 @@ public final class NullTest {
     }
 
     static void child(String path) throws Exception {
+        List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Tessera.setLogger((level, line) -> logged.add(line)); /* its JNI calls under -Xcheck:jni too */
         Tessera.init();
+        String cpu = null;
+        for (String d : Tessera.devices())
+            if (d.split(" ")[1].equals("CPU") && !d.startsWith("ref ")) cpu = d.split(" ")[0];
+        try (Model warned = new Model(path, cpu, 99)) {
+            check(!logged.isEmpty(), "a warning through the logger: " + logged);
+        }
         Session.Options opts = new Session.Options().maxTokens(8).temperature(0);
         try (Model model = new Model(path); Session s = model.newSession(512);
              Embedder e = model.newEmbedder(Pooling.MEAN, 128)) {
             String first = s.generate("The capital of France is", opts, null);
             check(!first.isEmpty(), "a first generation: " + first);
+            jvmNullCheck();
             npe("prompt", () -> s.generate((String) null, opts, null));
             npe("prompt", () -> s.generate((int[]) null, opts, null));
             npe("messages", () -> s.chat(null, opts, null));
@@ -159,7 +188,9 @@ public final class NullTest {
             String again = s.generate("The capital of France is", null, null);
             check(again != null, "options and callback may be null");
             check(s.generate("The capital of France is", opts, null).equals(first), "the session still generates the same");
-            check(Tessera.devices().length > 0, "Tessera.init(null) and devices() after all that");
+            Tessera.init((String[]) null);
+            Tessera.setLogger(null);
+            check(Tessera.devices().length > 0, "Tessera.init(null), setLogger(null) and devices() after all that");
         }
         System.out.println(failures == 0 ? "all passed" : failures + " failed");
         System.exit(failures == 0 ? 0 : 1);

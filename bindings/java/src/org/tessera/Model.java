@@ -138,6 +138,7 @@ public final class Model implements AutoCloseable {
 
     /** A session (KV cache) of nCtx tokens (0: the training context), threads shared automatically. */
     public @NonNull Session newSession(int nCtx) {
+        if (nCtx < 0) throw new IllegalArgumentException("nCtx is negative: " + nCtx);
         return new Session(this, nCtx, 0);
     }
 
@@ -148,6 +149,7 @@ public final class Model implements AutoCloseable {
      * in this process (see {@link Session#setThreads}).
      */
     public @NonNull Session newSession(int nCtx, int nThreads) {
+        if (nCtx < 0) throw new IllegalArgumentException("nCtx is negative: " + nCtx);
         if (nThreads < 0) throw new IllegalArgumentException("nThreads is negative: " + nThreads);
         return new Session(this, nCtx, nThreads);
     }
@@ -159,6 +161,7 @@ public final class Model implements AutoCloseable {
      * @param pooling how token vectors become one, or null for the file's pooling_type
      */
     public @NonNull Embedder newEmbedder(@Nullable Pooling pooling, int nCtx) {
+        if (nCtx < 0) throw new IllegalArgumentException("nCtx is negative: " + nCtx);
         return new Embedder(this, pooling == null ? Pooling.UNSPECIFIED : pooling, nCtx);
     }
 

@@ -91,6 +91,17 @@ public final class TesseraTest {
             int[] count = {0};
             s.generate("Once upon a time", new Session.Options().maxTokens(50).temperature(0), piece -> ++count[0] < 3);
             check(count[0] == 3, "a callback returning false stops after that piece");
+            String thrown = null;
+            try {
+                s.generate("Once upon a time", new Session.Options().maxTokens(50).temperature(0), piece -> {
+                    throw new IllegalStateException("from the callback");
+                });
+            } catch (IllegalStateException e) {
+                thrown = e.getMessage();
+            }
+            check("from the callback".equals(thrown), "an exception of the callback reaches the caller: " + thrown);
+            check(s.generate("The capital of France is", new Session.Options().maxTokens(4).temperature(0), null)
+                    .contains("Paris"), "the session works after it");
         }
     }
 
@@ -335,6 +346,20 @@ public final class TesseraTest {
                 msg[0] = e.getMessage();
             }
             check(msg[0] != null && msg[0].contains("nCtx"), "prompt longer than the context: " + msg[0]);
+            msg[0] = null;
+            try {
+                s.generate(new int[] {m.nVocab()}, null, null);
+            } catch (TesseraException e) {
+                msg[0] = e.getMessage();
+            }
+            check(msg[0] != null && msg[0].contains("out of range"), "a token out of range: " + msg[0]);
+            boolean negative = false;
+            try {
+                m.newSession(-1);
+            } catch (IllegalArgumentException e) {
+                negative = true;
+            }
+            check(negative, "a negative nCtx is an IllegalArgumentException");
             s.close();
             boolean closed = false;
             try {

@@ -109,10 +109,18 @@ jintArray tokenize_text(JNIEnv *env, const tessera_model *m, const char *text, s
 
 static JavaVM *java_vm;
 
+/* AttachCurrentThread's env argument: JNIEnv ** in Android's jni.h, void **
+ * in the JDK's. */
+#ifdef __ANDROID__
+typedef JNIEnv **attach_env;
+#else
+typedef void **attach_env;
+#endif
+
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
     (void)reserved;
     java_vm = vm;
-    return JNI_VERSION_1_8;
+    return JNI_VERSION_1_6; /* ART accepts 1.2, 1.4 and 1.6 only; nothing newer is used */
 }
 
 /* The app's Tessera.Logger (a global reference) and its method; the lock
@@ -130,9 +138,9 @@ static void log_to_java(int32_t level, const char *text, void *user) {
     JNIEnv *env = NULL;
     bool attached = false;
     if (!java_vm) return;
-    jint rc = (*java_vm)->GetEnv(java_vm, (void **)&env, JNI_VERSION_1_8);
+    jint rc = (*java_vm)->GetEnv(java_vm, (void **)&env, JNI_VERSION_1_6);
     if (rc == JNI_EDETACHED) {
-        if ((*java_vm)->AttachCurrentThreadAsDaemon(java_vm, (void **)&env, NULL) != JNI_OK) return;
+        if ((*java_vm)->AttachCurrentThreadAsDaemon(java_vm, (attach_env)&env, NULL) != JNI_OK) return;
         attached = true;
     } else if (rc != JNI_OK) {
         return;

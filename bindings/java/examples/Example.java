@@ -1,3 +1,6 @@
+import java.util.List;
+
+import org.tessera.ChatMessage;
 import org.tessera.Model;
 import org.tessera.Session;
 import org.tessera.Tessera;
@@ -15,7 +18,7 @@ public class Example {
         Tessera.init();
         try (Model model = new Model(args[0]);
              Session session = model.newSession(2048)) {
-            session.chat(new String[] {"user"}, new String[] {"What is the capital of France?"},
+            session.chat(List.of(ChatMessage.user("What is the capital of France?")),
                     new Session.Options().maxTokens(32).temperature(0), piece -> {
                         System.out.print(piece);
                         return true; // false stops; session.cancel() does too, from any thread
@@ -23,9 +26,9 @@ public class Example {
             System.out.println();
             String schema = "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}},"
                     + " \"required\": [\"city\"], \"additionalProperties\": false}";
-            String json = session.chat(new String[] {"user"}, new String[] {"Which city is the capital of France?"},
+            ChatMessage json = session.chat(List.of(ChatMessage.user("Which city is the capital of France?")),
                     new Session.Options().maxTokens(32).temperature(0).jsonSchema(schema), null);
-            System.out.println("json: " + json);
+            System.out.println("json: " + json.content());
         }
     }
 }

@@ -1,10 +1,17 @@
 /*
- * jni_session.c — org.tessera.Session: a context and the generation loop.
- * Each generate() decodes its prompt from position 0 (greedy output is then
- * the CLI's, whatever ran before), in n_batch chunks; between chunks and
- * tokens it checks the cancel flag that Session.cancel() sets from any
- * thread, and each token's bytes go to Session.Utf8Pieces.onBytes, whose
- * false (the app's callback said stop) ends the loop too.
+ * jni_session.c — org.tessera.Session: a context, the tokens it holds, and
+ * the generation loop. The session keeps its tokens (prompt, then each
+ * token sampled); the KV cache holds all of them but the last sampled one,
+ * which the next step decodes. generate() decodes its prompt from position
+ * 0 (greedy output is then the CLI's, whatever ran before), in n_batch
+ * chunks; resume (Session.continueGenerating, also after loadState) first
+ * decodes what the cache lacks, one token as the uninterrupted loop would,
+ * so greedy output continues as if never stopped. Between chunks and
+ * tokens the loop checks the cancel flag that Session.cancel() sets from
+ * any thread, and each token's bytes go to Session.Utf8Pieces.onBytes,
+ * whose false (the app's callback said stop, or a stop string matched)
+ * ends the loop too. The state (saveState/loadState) is the engine's:
+ * tokens, KV cells, last logits.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -17,10 +24,37 @@ typedef struct jni_session {
     tessera_model *model; /* borrowed: Java closes sessions before their model */
     tessera_context *ctx;
     atomic_int cancel;
+    tessera_token *toks; /* prompt and generated tokens */
+    int32_t n_toks, cap;
+    int32_t n_prompt; /* toks[0..n_prompt) were the prompt (the grammar starts after it) */
 } jni_session;
 
-JNIEXPORT jlong JNICALL Java_org_tessera_Session_nativeNew(JNIEnv *env, jclass cls, jlong model, jint n_ctx) {
+/* The order of Session.Options' ints and floats arrays. */
+enum { I_MAX_TOKENS, I_TOP_K, I_LAST_N, I_SEED, I_COUNT };
+enum { F_TEMP, F_TOP_P, F_MIN_P, F_TYPICAL_P, F_REPEAT, F_FREQ, F_PRESENT, F_COUNT };
+
+static jni_session *session_of(JNIEnv *env, jlong h) {
+    return null_handle(env, h, "Session") ? NULL : (jni_session *)(intptr_t)h;
+}
+
+static bool reserve(JNIEnv *env, jni_session *s, int32_t n) {
+    if (n <= s->cap) return true;
+    int32_t cap = s->cap ? s->cap : 256;
+    while (cap < n) cap *= 2;
+    tessera_token *t = realloc(s->toks, (size_t)cap * sizeof *t);
+    if (!t) {
+        throw_message(env, "out of memory");
+        return false;
+    }
+    s->toks = t;
+    s->cap = cap;
+    return true;
+}
+
+JNIEXPORT jlong JNICALL Java_org_tessera_Session_nativeNew(JNIEnv *env, jclass cls, jlong model, jint n_ctx,
+                                                           jint n_threads) {
     (void)cls;
+    if (null_handle(env, model, "Model")) return 0;
     jni_session *s = calloc(1, sizeof *s);
     if (!s) {
         throw_message(env, "out of memory");
@@ -28,6 +62,7 @@ JNIEXPORT jlong JNICALL Java_org_tessera_Session_nativeNew(JNIEnv *env, jclass c
     }
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = n_ctx > 0 ? (uint32_t)n_ctx : 0;
+    cp.n_threads = n_threads > 0 ? n_threads : 0;
     s->model = (tessera_model *)(intptr_t)model;
     s->ctx = tessera_context_new(s->model, &cp);
     if (!s->ctx) {
@@ -42,51 +77,79 @@ JNIEXPORT void JNICALL Java_org_tessera_Session_nativeFree(JNIEnv *env, jclass c
     (void)env;
     (void)cls;
     jni_session *s = (jni_session *)(intptr_t)h;
+    if (!s) return;
     tessera_context_free(s->ctx);
+    free(s->toks);
     free(s);
 }
 
 JNIEXPORT void JNICALL Java_org_tessera_Session_nativeCancel(JNIEnv *env, jclass cls, jlong h) {
-    (void)env;
     (void)cls;
-    atomic_store(&((jni_session *)(intptr_t)h)->cancel, 1);
+    jni_session *s = session_of(env, h);
+    if (s) atomic_store(&s->cancel, 1);
 }
 
-/* The sampler of one generation, prompt accepted, grammar attached; NULL
- * with an exception. */
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeSetThreads(JNIEnv *env, jclass cls, jlong h, jint n) {
+    (void)cls;
+    jni_session *s = session_of(env, h);
+    if (s && tessera_context_set_threads(s->ctx, n) != 0) throw_tessera(env, "threads");
+}
+
+JNIEXPORT jint JNICALL Java_org_tessera_Session_nativeNCtx(JNIEnv *env, jclass cls, jlong h) {
+    (void)cls;
+    jni_session *s = session_of(env, h);
+    return s ? (jint)tessera_context_n_ctx(s->ctx) : 0;
+}
+
+JNIEXPORT jintArray JNICALL Java_org_tessera_Session_nativeTokens(JNIEnv *env, jclass cls, jlong h) {
+    (void)cls;
+    jni_session *s = session_of(env, h);
+    return s ? int_array(env, s->toks, s->n_toks) : NULL;
+}
+
+/* The sampler of one generation, the held tokens accepted (the prompt's
+ * before the grammar is attached), grammar attached; NULL with an
+ * exception. */
 static tessera_sampler *make_sampler(JNIEnv *env, jni_session *s, const tessera_sampler_params *sp,
-                                     jstring grammar, jstring schema, const tessera_token *prompt, jsize n) {
+                                     jbyteArray grammar, jbyteArray schema) {
     tessera_sampler *smp = tessera_sampler_new(tessera_model_n_vocab(s->model), sp);
     if (!smp) {
         throw_tessera(env, "sampler");
         return NULL;
     }
-    for (jsize i = 0; i < n; i++) tessera_sampler_accept(smp, prompt[i]);
-    jstring text = grammar ? grammar : schema;
-    if (!text) return smp;
-    const char *t = (*env)->GetStringUTFChars(env, text, NULL);
-    tessera_grammar *g = grammar ? tessera_grammar_parse(t, strlen(t), NULL)
-                                 : tessera_grammar_from_json_schema(t, strlen(t));
-    (*env)->ReleaseStringUTFChars(env, text, t);
-    if (!g || tessera_sampler_set_grammar(smp, s->model, g) != 0) {
-        throw_tessera(env, grammar ? "grammar" : "json schema");
+    for (int32_t i = 0; i < s->n_prompt; i++) tessera_sampler_accept(smp, s->toks[i]);
+    jbyteArray text = grammar ? grammar : schema;
+    if (text) {
+        jsize len = 0;
+        char *t = bytes_dup(env, text, grammar ? "grammar" : "jsonSchema", &len);
+        if (!t) {
+            tessera_sampler_free(smp);
+            return NULL;
+        }
+        tessera_grammar *g = grammar ? tessera_grammar_parse(t, (size_t)len, NULL)
+                                     : tessera_grammar_from_json_schema(t, (size_t)len);
+        free(t);
+        if (!g || tessera_sampler_set_grammar(smp, s->model, g) != 0) {
+            throw_tessera(env, grammar ? "grammar" : "json schema");
+            tessera_grammar_free(g);
+            tessera_sampler_free(smp);
+            return NULL;
+        }
         tessera_grammar_free(g);
-        tessera_sampler_free(smp);
-        return NULL;
     }
-    tessera_grammar_free(g);
+    for (int32_t i = s->n_prompt; i < s->n_toks; i++) tessera_sampler_accept(smp, s->toks[i]);
     return smp;
 }
 
-/* Decode the prompt from position 0 in n_batch chunks. 1 done, 0 cancelled,
- * -1 failed (exception pending). */
-static int decode_prompt(JNIEnv *env, jni_session *s, const tessera_token *prompt, jsize n) {
+/* Decode toks[from..n_toks) at their positions in n_batch chunks. 1 done,
+ * 0 cancelled, -1 failed (exception pending). */
+static int decode_range(JNIEnv *env, jni_session *s, int32_t from) {
     int32_t chunk = (int32_t)tessera_context_n_batch(s->ctx);
     if (chunk <= 0) chunk = 512;
-    for (int32_t at = 0; at < n; at += chunk) {
+    for (int32_t at = from; at < s->n_toks; at += chunk) {
         if (atomic_load(&s->cancel)) return 0;
-        int32_t len = n - at < chunk ? n - at : chunk;
-        if (tessera_decode(s->ctx, prompt + at, len, at, 0) != 0) {
+        int32_t len = s->n_toks - at < chunk ? s->n_toks - at : chunk;
+        if (tessera_decode(s->ctx, s->toks + at, len, at, 0) != 0) {
             throw_tessera(env, "decode");
             return -1;
         }
@@ -94,63 +157,194 @@ static int decode_prompt(JNIEnv *env, jni_session *s, const tessera_token *promp
     return 1;
 }
 
+/* Make the cache hold every token and the logits of the last: decode what
+ * it lacks (the last sampled token, as the uninterrupted loop would), or
+ * the last token again when it holds them all (a generation that ended on
+ * end-of-generation, or a fresh load). */
+static int sync_cache(JNIEnv *env, jni_session *s) {
+    if (s->n_toks <= 0) {
+        throw_message(env, "nothing to continue: generate first, or load a state");
+        return -1;
+    }
+    int32_t kv = tessera_kv_len(s->ctx);
+    if (kv >= s->n_toks) {
+        tessera_kv_truncate(s->ctx, s->n_toks - 1);
+        kv = tessera_kv_len(s->ctx);
+    }
+    if (kv > s->n_toks - 1) kv = s->n_toks - 1;
+    return decode_range(env, s, kv < 0 ? 0 : kv);
+}
+
 /* Give one token's bytes to sink.onBytes; false when it asks to stop or threw. */
 static bool deliver(JNIEnv *env, jobject sink, jmethodID on_bytes, const tessera_model *m, tessera_token t) {
     char buf[256];
     int32_t len = tessera_token_to_piece(m, t, buf, sizeof buf, false);
     if (len <= 0) return true;
-    jbyteArray arr = (*env)->NewByteArray(env, len);
+    jbyteArray arr = byte_array(env, buf, (size_t)len);
     if (!arr) return false;
-    (*env)->SetByteArrayRegion(env, arr, 0, len, (const jbyte *)buf);
     jboolean go_on = (*env)->CallBooleanMethod(env, sink, on_bytes, arr);
     (*env)->DeleteLocalRef(env, arr);
-    return go_on && !(*env)->ExceptionCheck(env);
+    return !(*env)->ExceptionCheck(env) && go_on;
 }
 
-JNIEXPORT void JNICALL Java_org_tessera_Session_nativeGenerate(
-    JNIEnv *env, jclass cls, jlong h, jintArray prompt_arr, jint max_tokens, jfloat temp, jint top_k, jfloat top_p,
-    jfloat min_p, jfloat repeat_penalty, jint repeat_last_n, jint seed, jstring grammar, jstring schema, jobject sink) {
+/* prompt: the tokens to start from at position 0; resume (prompt ignored,
+ * may be NULL): go on from the held tokens. ints/floats: Session.Options
+ * (the I_ and F_ orders above); grammar/schema: UTF-8 or NULL. */
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeGenerate(JNIEnv *env, jclass cls, jlong h,
+                                                               jintArray prompt_arr, jboolean resume,
+                                                               jintArray ints_arr, jfloatArray floats_arr,
+                                                               jbyteArray grammar, jbyteArray schema, jobject sink) {
     (void)cls;
-    jni_session *s = (jni_session *)(intptr_t)h;
-    jmethodID on_bytes = (*env)->GetMethodID(env, (*env)->GetObjectClass(env, sink), "onBytes", "([B)Z");
+    jni_session *s = session_of(env, h);
+    if (!s || (!resume && null_arg(env, prompt_arr, "prompt")) || null_arg(env, ints_arr, "ints") ||
+        null_arg(env, floats_arr, "floats") || null_arg(env, sink, "sink"))
+        return;
+    if ((*env)->GetArrayLength(env, ints_arr) < I_COUNT || (*env)->GetArrayLength(env, floats_arr) < F_COUNT) {
+        throw_class(env, "java/lang/IllegalArgumentException", "ints or floats too short");
+        return;
+    }
+    jint ints[I_COUNT];
+    jfloat floats[F_COUNT];
+    (*env)->GetIntArrayRegion(env, ints_arr, 0, I_COUNT, ints);
+    (*env)->GetFloatArrayRegion(env, floats_arr, 0, F_COUNT, floats);
+    jclass sink_cls = (*env)->GetObjectClass(env, sink);
+    jmethodID on_bytes = sink_cls ? (*env)->GetMethodID(env, sink_cls, "onBytes", "([B)Z") : NULL;
     if (!on_bytes) return;
-    jsize n = (*env)->GetArrayLength(env, prompt_arr);
-    if (n <= 0 || (uint32_t)n >= tessera_context_n_ctx(s->ctx)) {
-        throw_message(env, n <= 0 ? "the prompt gives no tokens" : "the prompt does not fit the context (nCtx)");
-        return;
-    }
-    tessera_token *prompt = malloc((size_t)n * sizeof *prompt);
-    if (!prompt) {
-        throw_message(env, "out of memory");
-        return;
-    }
-    (*env)->GetIntArrayRegion(env, prompt_arr, 0, n, (jint *)prompt);
+    uint32_t n_ctx = tessera_context_n_ctx(s->ctx);
     atomic_store(&s->cancel, 0);
+    int state;
+    if (!resume) {
+        jsize n = (*env)->GetArrayLength(env, prompt_arr);
+        if (n <= 0 || (uint32_t)n >= n_ctx) {
+            throw_message(env, n <= 0 ? "the prompt gives no tokens" : "the prompt does not fit the context (nCtx)");
+            return;
+        }
+        if (!reserve(env, s, n)) return;
+        (*env)->GetIntArrayRegion(env, prompt_arr, 0, n, (jint *)s->toks);
+        s->n_toks = s->n_prompt = n;
+        state = decode_range(env, s, 0);
+        if (state < 0) s->n_toks = s->n_prompt = 0; /* the cache no longer holds them */
+    } else {
+        if ((uint32_t)s->n_toks >= n_ctx) {
+            throw_message(env, "the context (nCtx) is full");
+            return;
+        }
+        state = sync_cache(env, s);
+    }
+    if (state != 1) return;
     tessera_sampler_params sp = tessera_sampler_default_params();
-    sp.temp = temp;
-    sp.top_k = top_k;
-    sp.top_p = top_p;
-    sp.min_p = min_p;
-    sp.penalty_repeat = repeat_penalty;
-    sp.penalty_last_n = repeat_last_n;
-    sp.seed = (uint32_t)seed;
-    tessera_sampler *smp = make_sampler(env, s, &sp, grammar, schema, prompt, n);
-    int state = smp ? decode_prompt(env, s, prompt, n) : -1;
-    int32_t pos = n;
-    for (jint i = 0; state == 1 && i < max_tokens && !atomic_load(&s->cancel); i++) {
-        tessera_token t = tessera_sampler_sample(smp, tessera_logits(s->ctx, -1));
+    sp.temp = floats[F_TEMP];
+    sp.top_k = ints[I_TOP_K];
+    sp.top_p = floats[F_TOP_P];
+    sp.min_p = floats[F_MIN_P];
+    sp.typical_p = floats[F_TYPICAL_P];
+    sp.penalty_repeat = floats[F_REPEAT];
+    sp.penalty_freq = floats[F_FREQ];
+    sp.penalty_present = floats[F_PRESENT];
+    sp.penalty_last_n = ints[I_LAST_N];
+    sp.seed = (uint32_t)ints[I_SEED];
+    tessera_sampler *smp = make_sampler(env, s, &sp, grammar, schema);
+    if (!smp) return;
+    jint max_tokens = ints[I_MAX_TOKENS];
+    for (jint i = 0; i < max_tokens && !atomic_load(&s->cancel); i++) {
+        const float *logits = tessera_logits(s->ctx, -1);
+        tessera_token t = logits ? tessera_sampler_sample(smp, logits) : -1;
         if (t < 0) {
             throw_tessera(env, "sample");
             break;
         }
         tessera_sampler_accept(smp, t);
-        if (tessera_token_is_eog(s->model, t) || !deliver(env, sink, on_bytes, s->model, t)) break;
-        if ((uint32_t)pos + 1 >= tessera_context_n_ctx(s->ctx)) break; /* context full */
-        if (i + 1 < max_tokens && tessera_decode(s->ctx, &t, 1, pos++, 0) != 0) {
+        if (tessera_token_is_eog(s->model, t) || !reserve(env, s, s->n_toks + 1)) break;
+        s->toks[s->n_toks++] = t;
+        if (!deliver(env, sink, on_bytes, s->model, t)) break;
+        if ((uint32_t)s->n_toks >= n_ctx) break; /* context full */
+        if (i + 1 < max_tokens && tessera_decode(s->ctx, &t, 1, s->n_toks - 1, 0) != 0) {
             throw_tessera(env, "decode");
             break;
         }
     }
     tessera_sampler_free(smp);
-    free(prompt);
+}
+
+/* ------------------------------------------------------------- state */
+
+JNIEXPORT jbyteArray JNICALL Java_org_tessera_Session_nativeSaveState(JNIEnv *env, jclass cls, jlong h) {
+    (void)cls;
+    jni_session *s = session_of(env, h);
+    if (!s) return NULL;
+    size_t len = 0;
+    void *data = tessera_state_save(s->ctx, -1, s->toks, s->n_toks, NULL, &len);
+    if (!data) {
+        throw_tessera(env, "save state");
+        return NULL;
+    }
+    jbyteArray out = byte_array(env, data, len);
+    free(data);
+    return out;
+}
+
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeSaveStateFile(JNIEnv *env, jclass cls, jlong h,
+                                                                    jbyteArray path) {
+    (void)cls;
+    jni_session *s = session_of(env, h);
+    char *p = s ? bytes_dup(env, path, "path", NULL) : NULL;
+    if (!p) return;
+    if (tessera_state_save_file(s->ctx, -1, p, s->toks, s->n_toks, NULL) != 0) throw_tessera(env, "save state");
+    free(p);
+}
+
+/* data (bytes) or path (a file, UTF-8): one of them. The held tokens become
+ * the saved ones; the prompt/generated boundary is not saved (a grammar
+ * of a continuation starts at the loaded tokens' end). */
+static void load_state(JNIEnv *env, jni_session *s, jbyteArray data, jbyteArray path) {
+    uint32_t n_ctx = tessera_context_n_ctx(s->ctx);
+    tessera_token *toks = malloc(((size_t)n_ctx + 1) * sizeof *toks);
+    if (!toks) {
+        throw_message(env, "out of memory");
+        return;
+    }
+    int32_t n = 0;
+    int rc;
+    if (path) {
+        char *p = bytes_dup(env, path, "path", NULL);
+        if (!p) {
+            free(toks);
+            return;
+        }
+        rc = tessera_state_load_file(s->ctx, -1, p, toks, (int32_t)n_ctx + 1, &n, NULL);
+        free(p);
+    } else {
+        jsize len = (*env)->GetArrayLength(env, data);
+        jbyte *bytes = malloc((size_t)len + 1);
+        if (!bytes) {
+            free(toks);
+            throw_message(env, "out of memory");
+            return;
+        }
+        (*env)->GetByteArrayRegion(env, data, 0, len, bytes);
+        rc = tessera_state_load(s->ctx, -1, bytes, (size_t)len, NULL, toks, (int32_t)n_ctx + 1, &n, NULL);
+        free(bytes);
+    }
+    if (rc != 0) {
+        free(toks);
+        throw_tessera(env, "load state");
+        return;
+    }
+    free(s->toks);
+    s->toks = toks;
+    s->cap = (int32_t)n_ctx + 1;
+    s->n_toks = s->n_prompt = n;
+}
+
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeLoadState(JNIEnv *env, jclass cls, jlong h, jbyteArray data) {
+    (void)cls;
+    jni_session *s = session_of(env, h);
+    if (s && !null_arg(env, data, "state")) load_state(env, s, data, NULL);
+}
+
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeLoadStateFile(JNIEnv *env, jclass cls, jlong h,
+                                                                    jbyteArray path) {
+    (void)cls;
+    jni_session *s = session_of(env, h);
+    if (s && !null_arg(env, path, "path")) load_state(env, s, NULL, path);
 }

@@ -1,81 +1,199 @@
 package org.tessera;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
 
 /**
  * A loaded GGUF model. Thread-safe for reading; each thread generates
- * through its own {@link Session}. Close it (try-with-resources) after
- * its sessions.
+ * through its own {@link Session}. Close it (try-with-resources) after its
+ * sessions and embedders: if some are still open, the weights are freed
+ * when the last of them closes.
  */
 public final class Model implements AutoCloseable {
-    long handle;
+    private long handle;
+    private boolean closed;
+    private int children; /* open sessions and embedders */
+    private final String path;
 
     /** Load with the default devices and GPU layers ("auto"). */
-    public Model(String path) {
+    public Model(@NonNull String path) {
         this(path, null, -1);
     }
 
     /**
-     * @param devices     "cpu-avx0", "vulkan0,cpu-neon0", ... or null for the default order
-     * @param nGpuLayers  layers on the first GPU; -1: as many as fit
+     * @param devices    "cpu-avx0", "vulkan0,cpu-neon0", ... or null for the default order
+     * @param nGpuLayers layers on the first GPU; -1: as many as fit
      */
-    public Model(String path, String devices, int nGpuLayers) {
+    public Model(@NonNull String path, @Nullable String devices, int nGpuLayers) {
+        Objects.requireNonNull(path, "path");
         Tessera.init();
-        if (path == null) throw new TesseraException("model path is null");
-        handle = nativeLoad(path, devices, nGpuLayers);
+        this.path = path;
+        handle = nativeLoad(path.getBytes(StandardCharsets.UTF_8),
+                devices == null ? null : devices.getBytes(StandardCharsets.UTF_8), nGpuLayers);
     }
 
-    long handle() {
+    synchronized long handle() {
         if (handle == 0) throw new IllegalStateException("Model is closed");
         return handle;
     }
 
+    /** A session or embedder opens (it holds the weights until released). */
+    synchronized long retain() {
+        if (closed) throw new IllegalStateException("Model is closed");
+        children++;
+        return handle;
+    }
+
+    synchronized void release() {
+        if (--children == 0 && closed && handle != 0) {
+            nativeFree(handle);
+            handle = 0;
+        }
+    }
+
+    /** The file it was loaded from. */
+    public @NonNull String path() { return path; }
     /** "llama", "qwen2", ... */
-    public String arch() { return nativeString(handle(), 0); }
+    public @NonNull String arch() { return nativeString(handle(), 0); }
     /** One line: "llama 30 layers, dim 576, ..." */
-    public String description() { return nativeString(handle(), 1); }
+    public @NonNull String description() { return nativeString(handle(), 1); }
     /** The devices holding the weights, GPU first. */
-    public String devices() { return nativeString(handle(), 2); }
+    public @NonNull String devices() { return nativeString(handle(), 2); }
     public int nVocab() { return nativeInt(handle(), 0); }
     public int nCtxTrain() { return nativeInt(handle(), 1); }
     public int nLayer() { return nativeInt(handle(), 2); }
+    /** Floats in a token's hidden state (an embedding's length with pooling). */
+    public int nEmbd() { return nativeInt(handle(), 3); }
 
-    /** Tokens of text; addSpecial adds BOS as the vocabulary asks. */
-    public int[] tokenize(String text, boolean addSpecial, boolean parseSpecial) {
+    /** Tokens of text; addSpecial adds BOS as the vocabulary asks, parseSpecial reads "<|im_start|>" and such as special tokens. */
+    public @NonNull int[] tokenize(@NonNull String text, boolean addSpecial, boolean parseSpecial) {
+        Objects.requireNonNull(text, "text");
         return nativeTokenize(handle(), text.getBytes(StandardCharsets.UTF_8), addSpecial, parseSpecial);
     }
 
-    public String detokenize(int[] tokens) {
+    public @NonNull String detokenize(@NonNull int[] tokens) {
+        Objects.requireNonNull(tokens, "tokens");
         return new String(nativeDetokenize(handle(), tokens), StandardCharsets.UTF_8);
     }
 
-    /** The prompt tokens of a conversation through the model's chat template. */
-    public int[] chatTokens(String[] roles, String[] contents) {
-        if (roles.length != contents.length) throw new IllegalArgumentException("roles and contents differ in length");
-        byte[][] r = new byte[roles.length][], c = new byte[contents.length][];
-        for (int i = 0; i < roles.length; i++) {
-            r[i] = roles[i].getBytes(StandardCharsets.UTF_8);
-            c[i] = contents[i].getBytes(StandardCharsets.UTF_8);
+    /**
+     * The prompt tokens of a conversation through the model's chat template
+     * (ChatML when the file has none), with the generation prompt added.
+     *
+     * @param tools the tools offered (the template's "tools"), or null
+     */
+    public @NonNull int[] chatTokens(@NonNull List<ChatMessage> messages, @Nullable List<Tool> tools) {
+        Objects.requireNonNull(messages, "messages");
+        StringBuilder vars = new StringBuilder("{\"messages\":[");
+        for (int i = 0; i < messages.size(); i++)
+            vars.append(i > 0 ? "," : "").append(Objects.requireNonNull(messages.get(i), "messages[" + i + "]").toJson());
+        vars.append("],\"add_generation_prompt\":true");
+        if (tools != null && !tools.isEmpty()) {
+            vars.append(",\"tools\":[");
+            for (int i = 0; i < tools.size(); i++)
+                vars.append(i > 0 ? "," : "").append(Objects.requireNonNull(tools.get(i), "tools[" + i + "]").toJson());
+            vars.append(']');
         }
-        return nativeChatTokens(handle(), r, c);
+        vars.append('}');
+        return nativeChatTokens(handle(), vars.toString().getBytes(StandardCharsets.UTF_8));
     }
 
-    /** A session (KV cache) of nCtx tokens; 0: the training context. */
-    public Session newSession(int nCtx) {
-        return new Session(this, nCtx);
+    /**
+     * An assistant's reply text as a message: its content, reasoning and
+     * the calls of the offered tools, read in the format the model's
+     * template uses (Hermes &lt;tool_call&gt;, Llama 3 JSON, Mistral
+     * [TOOL_CALLS], ...) or as a bare JSON {"name", "arguments"}. A call
+     * without an id gets a fresh "call_..." one.
+     */
+    @SuppressWarnings("unchecked")
+    public @NonNull ChatMessage parseReply(@NonNull String text, @Nullable List<Tool> tools) {
+        Objects.requireNonNull(text, "text");
+        List<Tool> offered = tools == null ? Collections.emptyList() : tools;
+        byte[][] names = new byte[offered.size()][];
+        for (int i = 0; i < names.length; i++)
+            names[i] = Objects.requireNonNull(offered.get(i), "tools[" + i + "]").name().getBytes(StandardCharsets.UTF_8);
+        String json = new String(nativeParseReply(handle(), text.getBytes(StandardCharsets.UTF_8), names),
+                StandardCharsets.UTF_8);
+        Map<String, Object> parsed = (Map<String, Object>) Json.parse(json);
+        List<ToolCall> calls = new ArrayList<>();
+        Object list = parsed.get("tool_calls");
+        if (list instanceof List)
+            for (Object o : (List<Object>) list) {
+                Map<String, Object> c = (Map<String, Object>) o;
+                Object id = c.get("id"), args = c.get("arguments");
+                calls.add(new ToolCall(id instanceof String ? (String) id
+                        : "call_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24),
+                        String.valueOf(c.get("name")), args instanceof String ? (String) args : "{}"));
+            }
+        Object content = parsed.get("content"), reasoning = parsed.get("reasoning_content");
+        String text2 = content instanceof String ? (String) content : null;
+        if (text2 != null && text2.isEmpty() && !calls.isEmpty()) text2 = null;
+        return new ChatMessage("assistant", text2, calls, null, reasoning instanceof String ? (String) reasoning : null);
     }
 
+    /** A session (KV cache) of nCtx tokens (0: the training context), threads shared automatically. */
+    public @NonNull Session newSession(int nCtx) {
+        if (nCtx < 0) throw new IllegalArgumentException("nCtx is negative: " + nCtx);
+        return new Session(this, nCtx, 0);
+    }
+
+    /**
+     * A session of nCtx tokens (0: the training context) computing on
+     * nThreads CPU threads; 0: automatic, each generation taking
+     * availableProcessors() divided by the generations running at its start
+     * in this process (see {@link Session#setThreads}).
+     */
+    public @NonNull Session newSession(int nCtx, int nThreads) {
+        if (nCtx < 0) throw new IllegalArgumentException("nCtx is negative: " + nCtx);
+        if (nThreads < 0) throw new IllegalArgumentException("nThreads is negative: " + nThreads);
+        return new Session(this, nCtx, nThreads);
+    }
+
+    /**
+     * An embedding context of nCtx tokens (0: the training context; a text
+     * must fit it).
+     *
+     * @param pooling how token vectors become one, or null for the file's pooling_type
+     */
+    public @NonNull Embedder newEmbedder(@Nullable Pooling pooling, int nCtx) {
+        if (nCtx < 0) throw new IllegalArgumentException("nCtx is negative: " + nCtx);
+        return new Embedder(this, pooling == null ? Pooling.UNSPECIFIED : pooling, nCtx);
+    }
+
+    /**
+     * The L2-normalised embedding of text (through a temporary {@link
+     * Embedder} sized to it; keep an Embedder for many texts).
+     */
+    public @NonNull float[] embed(@NonNull String text, @Nullable Pooling pooling) {
+        Objects.requireNonNull(text, "text");
+        int n = tokenize(text, true, false).length;
+        try (Embedder e = newEmbedder(pooling, Math.max(64, (n + 63) / 64 * 64))) {
+            return e.embed(text);
+        }
+    }
+
+    /** Free the weights (now, or when its last session or embedder closes). Later calls do nothing. */
     @Override
     public synchronized void close() {
-        if (handle != 0) nativeFree(handle);
-        handle = 0;
+        if (closed) return;
+        closed = true;
+        if (children == 0 && handle != 0) {
+            nativeFree(handle);
+            handle = 0;
+        }
     }
 
-    private static native long nativeLoad(String path, String devices, int nGpuLayers);
+    private static native long nativeLoad(byte[] path, byte[] devices, int nGpuLayers);
     private static native void nativeFree(long model);
     private static native String nativeString(long model, int what);
     private static native int nativeInt(long model, int what);
     private static native int[] nativeTokenize(long model, byte[] text, boolean addSpecial, boolean parseSpecial);
     private static native byte[] nativeDetokenize(long model, int[] tokens);
-    private static native int[] nativeChatTokens(long model, byte[][] roles, byte[][] contents);
+    private static native int[] nativeChatTokens(long model, byte[] varsJson);
+    private static native byte[] nativeParseReply(long model, byte[] text, byte[][] toolNames);
 }

@@ -5,59 +5,209 @@ import java.nio.CharBuffer;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One conversation's KV cache and sampler over a {@link Model}. Use a
- * session from one thread at a time; {@link #cancel()} may be called from
- * any thread and stops the generation in progress at the next token, and
- * {@link #close()} waits for it. Close sessions before their model.
+ * One conversation's KV cache over a {@link Model}, and the tokens it
+ * holds. Use a session from one thread at a time; {@link #cancel()} may be
+ * called from any thread and stops the generation in progress at the next
+ * token, and {@link #close()} waits for it. Close sessions before their
+ * model.
+ *
+ * <p>Threads: a session made with nThreads 0 (the default) takes, when
+ * each generation starts, {@code availableProcessors()} divided by the
+ * generations then running in this process (itself included), at least 1:
+ * one session uses every core, two generating at once use half each, and
+ * so on. A fixed count ({@link Model#newSession(int, int)}, {@link
+ * #setThreads}) is kept as given.
  */
 public final class Session implements AutoCloseable {
     /** Receives the text of each token as it is generated; false stops. */
     public interface TokenCallback {
-        boolean onToken(String piece);
-    }
-
-    /** Sampling and length settings (llama.cpp's defaults; temperature 0 is greedy). */
-    public static final class Options {
-        int maxTokens = 256, topK = 40, repeatLastN = 64;
-        float temperature = 0.8f, topP = 0.95f, minP = 0.05f, repeatPenalty = 1.0f;
-        long seed = 0xFFFFFFFFL; /* random */
-        String grammar, jsonSchema;
-
-        public Options maxTokens(int n) { maxTokens = n; return this; }
-        public Options temperature(float t) { temperature = t; return this; }
-        public Options topK(int k) { topK = k; return this; }
-        public Options topP(float p) { topP = p; return this; }
-        public Options minP(float p) { minP = p; return this; }
-        public Options repeatPenalty(float r, int lastN) { repeatPenalty = r; repeatLastN = lastN; return this; }
-        public Options seed(int s) { seed = s & 0xFFFFFFFFL; return this; }
-        /** A GBNF grammar the output must follow. */
-        public Options grammar(String gbnf) { grammar = gbnf; return this; }
-        /** A JSON Schema (as JSON text) the output must follow. */
-        public Options jsonSchema(String schema) { jsonSchema = schema; return this; }
-    }
-
-    private final Model model;
-    private volatile long handle;
-    private final Object cancelLock = new Object(); /* cancel() against close(), never held by run() */
-
-    Session(Model model, int nCtx) {
-        this.model = model;
-        this.handle = nativeNew(model.handle(), nCtx);
-    }
-
-    /** Continue prompt; returns the generated text (also given piece by piece to callback, which may be null). */
-    public String generate(String prompt, Options options, TokenCallback callback) {
-        return run(model.tokenize(prompt, true, true), options, callback);
+        boolean onToken(@NonNull String piece);
     }
 
     /**
-     * Answer a conversation (roles "system", "user", "assistant") through the
-     * model's chat template; returns the reply.
+     * Sampling, length and stop settings (llama.cpp's defaults; temperature
+     * 0 is greedy). The chain: penalties, top-k, typical, top-p, min-p,
+     * temperature.
      */
-    public String chat(String[] roles, String[] contents, Options options, TokenCallback callback) {
-        return run(model.chatTokens(roles, contents), options, callback);
+    public static final class Options {
+        int maxTokens = 256, topK = 40, penaltyLastN = 64;
+        float temperature = 0.8f, topP = 0.95f, minP = 0.05f, typicalP = 1.0f;
+        float repeatPenalty = 1.0f, frequencyPenalty = 0.0f, presencePenalty = 0.0f;
+        long seed = 0xFFFFFFFFL; /* random */
+        String grammar, jsonSchema, toolChoice = "auto";
+        String[] stop = new String[0];
+
+        public @NonNull Options maxTokens(int n) { maxTokens = n; return this; }
+        public @NonNull Options temperature(float t) { temperature = t; return this; }
+        public @NonNull Options topK(int k) { topK = k; return this; }
+        public @NonNull Options topP(float p) { topP = p; return this; }
+        public @NonNull Options minP(float p) { minP = p; return this; }
+        /** Locally typical sampling; 1: off. */
+        public @NonNull Options typicalP(float p) { typicalP = p; return this; }
+        /** The repetition penalty (1: off) over the last lastN tokens (0: penalties off). */
+        public @NonNull Options repeatPenalty(float r, int lastN) { repeatPenalty = r; penaltyLastN = lastN; return this; }
+        /** The repetition penalty (1: off): a logit over the last penaltyLastN tokens is divided by it when positive, multiplied when negative. */
+        public @NonNull Options repeatPenalty(float r) { repeatPenalty = r; return this; }
+        /** Minus f times a token's count in the last penaltyLastN tokens (0: off). */
+        public @NonNull Options frequencyPenalty(float f) { frequencyPenalty = f; return this; }
+        /** Minus p for a token found in the last penaltyLastN tokens (0: off). */
+        public @NonNull Options presencePenalty(float p) { presencePenalty = p; return this; }
+        /** How many of the last tokens the three penalties look at (default 64; 0: none, penalties off). */
+        public @NonNull Options penaltyLastN(int n) { penaltyLastN = n; return this; }
+        public @NonNull Options seed(int s) { seed = s & 0xFFFFFFFFL; return this; }
+        /** A GBNF grammar the output must follow; null: none. */
+        public @NonNull Options grammar(@Nullable String gbnf) { grammar = gbnf; return this; }
+        /** A JSON Schema (as JSON text) the output must follow; null: none. */
+        public @NonNull Options jsonSchema(@Nullable String schema) { jsonSchema = schema; return this; }
+        /**
+         * Texts that end the generation: the output stops before the first
+         * one found (it is neither returned nor streamed; text that may
+         * begin one is streamed only once it cannot). None by default.
+         */
+        public @NonNull Options stop(@NonNull String... stops) {
+            Objects.requireNonNull(stops, "stops");
+            String[] copy = stops.clone();
+            for (int i = 0; i < copy.length; i++) {
+                Objects.requireNonNull(copy[i], "stops[" + i + "]");
+                if (copy[i].isEmpty()) throw new IllegalArgumentException("stops[" + i + "] is empty");
+            }
+            stop = copy;
+            return this;
+        }
+        /**
+         * With tools in {@link Session#chat}: "auto" (the default: the model
+         * decides), "none" (tools not offered), "required" (it must call
+         * one: its output is constrained to a call), or a tool's name (it
+         * must call that one).
+         */
+        public @NonNull Options toolChoice(@NonNull String choice) {
+            toolChoice = Objects.requireNonNull(choice, "choice");
+            return this;
+        }
+
+        /** A copy to change without changing this one. */
+        public @NonNull Options copy() {
+            Options o = new Options();
+            o.maxTokens = maxTokens; o.topK = topK; o.penaltyLastN = penaltyLastN;
+            o.temperature = temperature; o.topP = topP; o.minP = minP; o.typicalP = typicalP;
+            o.repeatPenalty = repeatPenalty; o.frequencyPenalty = frequencyPenalty; o.presencePenalty = presencePenalty;
+            o.seed = seed; o.grammar = grammar; o.jsonSchema = jsonSchema; o.toolChoice = toolChoice; o.stop = stop;
+            return o;
+        }
+    }
+
+    private static final AtomicInteger RUNNING = new AtomicInteger();
+
+    private final Model model;
+    private volatile long handle;
+    private final int fixedThreads; /* 0: automatic */
+    private int threads;            /* the count set in the context; 0: not set by us */
+    private final Object cancelLock = new Object(); /* cancel() against close(), never held by run() */
+
+    Session(Model model, int nCtx, int nThreads) {
+        long m = model.retain();
+        try {
+            this.handle = nativeNew(m, nCtx, nThreads);
+        } catch (RuntimeException e) {
+            model.release();
+            throw e;
+        }
+        this.model = model;
+        this.fixedThreads = nThreads;
+        this.threads = nThreads;
+    }
+
+    private long handle() {
+        long h = handle;
+        if (h == 0) throw new IllegalStateException("Session is closed");
+        return h;
+    }
+
+    /** The context's size in tokens. */
+    public synchronized int nCtx() { return nativeNCtx(handle()); }
+
+    /** The tokens the session holds: the last prompt and what was generated after it (or what loadState gave). */
+    public synchronized @NonNull int[] tokens() { return nativeTokens(handle()); }
+
+    /**
+     * CPU threads for the next generations; 0: automatic (see the class
+     * comment).
+     */
+    public synchronized void setThreads(int nThreads) {
+        if (nThreads < 0) throw new IllegalArgumentException("nThreads is negative: " + nThreads);
+        nativeSetThreads(handle(), nThreads);
+        threads = nThreads;
+    }
+
+    /**
+     * Continue prompt (BOS added as the vocabulary asks, special-token texts
+     * read as such) from an empty cache; returns the generated text (also
+     * given piece by piece to callback).
+     */
+    public @NonNull String generate(@NonNull String prompt, @Nullable Options options, @Nullable TokenCallback callback) {
+        Objects.requireNonNull(prompt, "prompt");
+        return run(model.tokenize(prompt, true, true), false, options, callback);
+    }
+
+    /** Continue the tokens prompt from an empty cache. */
+    public @NonNull String generate(@NonNull int[] prompt, @Nullable Options options, @Nullable TokenCallback callback) {
+        Objects.requireNonNull(prompt, "prompt");
+        return run(prompt.clone(), false, options, callback);
+    }
+
+    /**
+     * Go on from the tokens the session holds (after a generation that
+     * stopped, or after {@link #loadState}): greedy output continues as the
+     * uninterrupted generation would have. The penalties see the held
+     * tokens; a grammar starts after the last prompt (after loadState: at
+     * the end of the loaded tokens); a random draw restarts from its seed.
+     */
+    public @NonNull String continueGenerating(@Nullable Options options, @Nullable TokenCallback callback) {
+        return run(null, true, options, callback);
+    }
+
+    /**
+     * Answer a conversation through the model's chat template; returns the
+     * assistant's reply.
+     */
+    public @NonNull ChatMessage chat(@NonNull List<ChatMessage> messages, @Nullable Options options,
+                                     @Nullable TokenCallback callback) {
+        return chat(messages, null, options, callback);
+    }
+
+    /**
+     * Answer a conversation, offering tools (null or empty: none); returns
+     * the assistant's reply with the tool calls it made parsed ({@link
+     * ChatMessage#toolCalls()}). Options.toolChoice("required") or a tool's
+     * name makes it call one (its output is constrained to a JSON call);
+     * that cannot be combined with a grammar or JSON schema.
+     */
+    public @NonNull ChatMessage chat(@NonNull List<ChatMessage> messages, @Nullable List<Tool> tools,
+                                     @Nullable Options options, @Nullable TokenCallback callback) {
+        Objects.requireNonNull(messages, "messages");
+        Options o = options == null ? new Options() : options;
+        List<Tool> offered = tools == null || o.toolChoice.equals("none") ? Collections.emptyList() : tools;
+        for (int i = 0; i < offered.size(); i++) Objects.requireNonNull(offered.get(i), "tools[" + i + "]");
+        if (!offered.isEmpty() && !o.toolChoice.equals("auto")) {
+            if (o.grammar != null || o.jsonSchema != null)
+                throw new IllegalArgumentException("toolChoice '" + o.toolChoice + "' forces a tool call; it cannot be combined with a grammar or JSON schema");
+            List<String> schemas = new ArrayList<>();
+            for (Tool t : offered)
+                if (o.toolChoice.equals("required") || o.toolChoice.equals(t.name())) schemas.add(t.callSchema());
+            if (schemas.isEmpty())
+                throw new IllegalArgumentException("toolChoice names '" + o.toolChoice + "', which is not among the tools");
+            o = o.copy().jsonSchema(schemas.size() == 1 ? schemas.get(0) : "{\"anyOf\":[" + String.join(",", schemas) + "]}");
+        }
+        String text = run(model.chatTokens(messages, offered), false, o, callback);
+        return offered.isEmpty() ? new ChatMessage("assistant", text) : model.parseReply(text, offered);
     }
 
     /** Stop the generation in progress (from any thread); it returns what it had. */
@@ -67,47 +217,135 @@ public final class Session implements AutoCloseable {
         }
     }
 
+    /**
+     * The session's state: its tokens, the KV cache and the last logits
+     * (the engine's format, which names the model and the cache settings),
+     * for {@link #loadState(byte[])} in a session of the same model and
+     * cache settings.
+     */
+    public synchronized @NonNull byte[] saveState() { return nativeSaveState(handle()); }
+
+    /** The state to a file (written beside it and renamed over it). */
+    public synchronized void saveState(@NonNull Path path) {
+        Objects.requireNonNull(path, "path");
+        nativeSaveStateFile(handle(), path.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Replace the session's tokens and cache with a saved state; then {@link #continueGenerating} goes on from it. */
+    public synchronized void loadState(@NonNull byte[] state) {
+        Objects.requireNonNull(state, "state");
+        nativeLoadState(handle(), state);
+    }
+
+    public synchronized void loadState(@NonNull Path path) {
+        Objects.requireNonNull(path, "path");
+        nativeLoadStateFile(handle(), path.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
     /* synchronized with close(): a close() from another thread waits for the generation (cancel() first). */
-    private synchronized String run(int[] prompt, Options o, TokenCallback callback) {
-        if (handle == 0) throw new IllegalStateException("Session is closed");
-        if (o == null) o = new Options();
-        Utf8Pieces pieces = new Utf8Pieces(callback);
-        nativeGenerate(handle, prompt, o.maxTokens, o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty,
-                       o.repeatLastN, (int) o.seed, o.grammar, o.jsonSchema, pieces);
-        return pieces.finish();
+    private synchronized String run(int[] prompt, boolean resume, Options options, TokenCallback callback) {
+        long h = handle();
+        Options o = options == null ? new Options() : options;
+        if (o.grammar != null && o.jsonSchema != null)
+            throw new IllegalArgumentException("grammar and jsonSchema both set; give one");
+        int running = RUNNING.incrementAndGet();
+        try {
+            if (fixedThreads == 0) {
+                int want = Math.max(1, Runtime.getRuntime().availableProcessors() / running);
+                if (want != threads) {
+                    nativeSetThreads(h, want);
+                    threads = want;
+                }
+            }
+            Utf8Pieces pieces = new Utf8Pieces(callback, o.stop);
+            int[] ints = {o.maxTokens, o.topK, o.penaltyLastN, (int) o.seed};
+            float[] floats = {o.temperature, o.topP, o.minP, o.typicalP, o.repeatPenalty, o.frequencyPenalty,
+                              o.presencePenalty};
+            nativeGenerate(h, prompt, resume, ints, floats, utf8(o.grammar), utf8(o.jsonSchema), pieces);
+            return pieces.finish();
+        } finally {
+            RUNNING.decrementAndGet();
+        }
+    }
+
+    private static byte[] utf8(String s) {
+        return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
     }
 
     @Override
     public synchronized void close() {
         synchronized (cancelLock) {
-            if (handle != 0) nativeFree(handle);
+            if (handle == 0) return;
+            nativeFree(handle);
             handle = 0;
         }
+        model.release();
     }
 
-    /** Token bytes from the native loop to text: a UTF-8 character split over tokens is held until complete. */
+    /**
+     * Token bytes from the native loop to text: a UTF-8 character split over
+     * tokens is held until complete, and text that may begin a stop string
+     * until it cannot.
+     */
     static final class Utf8Pieces {
         private final TokenCallback callback;
+        private final String[] stops;
+        private final int maxStop;
         private final CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPLACE).onUnmappableCharacter(CodingErrorAction.REPLACE);
         private ByteBuffer pending = ByteBuffer.allocate(0);
         private final StringBuilder text = new StringBuilder();
-        private boolean stopped;
+        private int emitted;           /* text[0..emitted) went to the callback */
+        private boolean stopped, done; /* the callback said stop; a stop string matched */
 
-        Utf8Pieces(TokenCallback callback) { this.callback = callback; }
+        Utf8Pieces(TokenCallback callback, String[] stops) {
+            this.callback = callback;
+            this.stops = stops;
+            int m = 0;
+            for (String s : stops) m = Math.max(m, s.length());
+            maxStop = m;
+        }
 
         /** Called by the native loop for each token; false stops it. */
         boolean onBytes(byte[] bytes) {
+            if (done) return false;
             ByteBuffer in = ByteBuffer.allocate(pending.remaining() + bytes.length);
             in.put(pending).put(bytes).flip();
             CharBuffer out = CharBuffer.allocate(in.remaining() + 1);
             decoder.decode(in, out, false);
             pending = in.slice();
             out.flip();
-            String piece = out.toString();
+            add(out.toString(), false);
+            return !stopped && !done;
+        }
+
+        /** Append piece, cut at a stop string, and stream what is safe (all of it when last). */
+        private void add(String piece, boolean last) {
+            int from = Math.max(0, text.length() - maxStop + 1);
             text.append(piece);
-            if (callback != null && !piece.isEmpty() && !callback.onToken(piece)) stopped = true;
-            return !stopped;
+            int cut = -1;
+            for (String s : stops) {
+                int at = text.indexOf(s, from);
+                if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+            }
+            int safe = text.length();
+            if (cut >= 0) {
+                text.setLength(cut);
+                safe = cut;
+                done = true;
+            } else if (!last) {
+                for (String s : stops) /* hold back a tail that begins a stop string */
+                    for (int k = Math.min(s.length() - 1, text.length()); k > 0; k--)
+                        if (text.length() - k < safe && s.startsWith(text.substring(text.length() - k))) {
+                            safe = text.length() - k;
+                            break;
+                        }
+            }
+            if (safe > emitted) {
+                String out = text.substring(emitted, safe);
+                emitted = safe;
+                if (callback != null && !stopped && !callback.onToken(out)) stopped = true;
+            }
         }
 
         String finish() {
@@ -115,17 +353,21 @@ public final class Session implements AutoCloseable {
             decoder.decode(pending, out, true);
             decoder.flush(out);
             out.flip();
-            String tail = out.toString();
-            text.append(tail);
-            if (callback != null && !tail.isEmpty() && !stopped) callback.onToken(tail);
+            if (!done) add(out.toString(), true);
             return text.toString();
         }
     }
 
-    private static native long nativeNew(long model, int nCtx);
+    private static native long nativeNew(long model, int nCtx, int nThreads);
     private static native void nativeFree(long session);
     private static native void nativeCancel(long session);
-    private static native void nativeGenerate(long session, int[] prompt, int maxTokens, float temperature, int topK,
-                                              float topP, float minP, float repeatPenalty, int repeatLastN, int seed,
-                                              String grammar, String jsonSchema, Utf8Pieces sink);
+    private static native void nativeSetThreads(long session, int nThreads);
+    private static native int nativeNCtx(long session);
+    private static native int[] nativeTokens(long session);
+    private static native void nativeGenerate(long session, int[] prompt, boolean resume, int[] ints, float[] floats,
+                                              byte[] grammar, byte[] jsonSchema, Utf8Pieces sink);
+    private static native byte[] nativeSaveState(long session);
+    private static native void nativeSaveStateFile(long session, byte[] path);
+    private static native void nativeLoadState(long session, byte[] state);
+    private static native void nativeLoadStateFile(long session, byte[] path);
 }

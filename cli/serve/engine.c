@@ -24,7 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cli_setup.h" /* cli_shift_keep, cli_shift_seq */
 #include "serve.h"
 
 typedef struct serve_slot {
@@ -325,8 +324,10 @@ static serve_logprob *logprob_slot(serve_choice *ch) {
 static int slot_shift(serve_engine *e, int32_t i, char *msg, size_t msg_size) {
     serve_slot *s = &e->slots[i];
     const bool has_bos = s->n_past > 0 && s->cached[0] == tessera_token_bos(e->p.model);
-    const int32_t keep = cli_shift_keep(e->p.n_keep, s->ch->req->n_prompt, has_bos);
-    return cli_shift_seq(e->p.ctx, i, keep, s->cached, &s->n_past, msg, msg_size);
+    const int32_t keep = tessera_shift_keep(e->p.n_keep, s->ch->req->n_prompt, has_bos);
+    if (tessera_context_shift(e->p.ctx, i, keep, s->cached, &s->n_past) == 0) return 0;
+    snprintf(msg, msg_size, "%s", tessera_last_error());
+    return -1;
 }
 
 /* Record a generated token in ch->toks (llama-server's "tokens"); -1 when out of memory. */

@@ -34,8 +34,8 @@ int cmd_serve(int argc, char **argv) {
 #include "cli_opts.h"
 #include "cli_setup.h"
 #include "cli_util.h"
-#include "serve/embed_api.h"
-#include "serve/serve.h"
+#include "../serve/embed_api.h"
+#include "../serve/serve.h"
 
 typedef struct serve_opts {
     cli_params p;

@@ -1,4 +1,4 @@
-/* tessera serve — an OpenAI-compatible HTTP server (cli/serve/). */
+/* tessera serve — an OpenAI-compatible HTTP server (serve/, the server library). */
 #include "commands.h"
 
 #ifndef TESSERA_HAVE_SERVE
@@ -34,8 +34,8 @@ int cmd_serve(int argc, char **argv) {
 #include "cli_opts.h"
 #include "cli_setup.h"
 #include "cli_util.h"
-#include "../serve/embed_api.h"
-#include "../serve/serve.h"
+#include "embed_api.h"
+#include "serve.h"
 
 typedef struct serve_opts {
     cli_params p;

@@ -15,8 +15,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "serve/dialect.h"
-#include "serve/serve.h"
+#include "dialect.h"
+#include "serve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

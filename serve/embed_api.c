@@ -537,35 +537,18 @@ static char *handle_rerank(serve_embed *se, const cJSON *root, int *status) {
     return body ? body : fail(status, 500, NULL, "out of memory");
 }
 
-/* ------------------------------------------------------------ routing */
+/* ------------------------------------------------------------ requests */
 
-static bool is_one_of(const char *url, const char *const *list) {
-    for (; *list; list++)
-        if (!strcmp(url, *list)) return true;
-    return false;
-}
-
-char *serve_embed_route(serve_embed *se, const char *url, const char *method, const char *body, size_t len,
-                        int *status) {
-    static const char *const embed_urls[] = {"/v1/embeddings", "/embeddings", "/embedding", NULL};
-    static const char *const rerank_urls[] = {"/v1/rerank", "/rerank", "/reranking", "/v1/reranking", NULL};
-    static const char *const completion_urls[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions",
-                                                  "/completions", "/completion", "/infill", NULL};
-    const bool embed = is_one_of(url, embed_urls), rerank = is_one_of(url, rerank_urls);
-    if (se && is_one_of(url, completion_urls))
-        return fail(status, 501, NULL, "This server does not support completions. Start it without `--embeddings`");
-    if (!embed && !rerank) return NULL;
+char *serve_embed_answer(serve_embed *se, bool rerank, bool oai, const char *body, size_t len, int *status) {
     if (!se)
         return fail(status, 501, NULL, "This server does not support %s. Start it with `%s`",
-                    embed ? "embeddings" : "reranking", embed ? "--embeddings" : "--reranking");
-    if (strcmp(method, "POST")) return fail(status, 405, NULL, "use POST %s", url);
+                    rerank ? "reranking" : "embeddings", rerank ? "--reranking" : "--embeddings");
     cJSON *root = cJSON_ParseWithLength(body ? body : "", len);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return fail(status, 400, NULL, "the request body is not a JSON object");
     }
-    char *out = embed ? handle_embeddings(se, root, strcmp(url, "/v1/embeddings") == 0, status)
-                      : handle_rerank(se, root, status);
+    char *out = rerank ? handle_rerank(se, root, status) : handle_embeddings(se, root, oai, status);
     cJSON_Delete(root);
     return out;
 }

@@ -18,6 +18,7 @@
 #ifndef TESSERA_SERVE_EMBED_API_H
 #define TESSERA_SERVE_EMBED_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <tessera/tessera.h>
@@ -35,12 +36,10 @@ void serve_embed_free(serve_embed *se);
  * calls and their time) to m, the engine's counters for /metrics. */
 void serve_embed_metrics_add(serve_embed *se, serve_metrics *m);
 
-/* The response to a request for url: a malloc'd JSON body and *status, or
- * NULL when url is none of the endpoints above (nor, on an embedding server
- * (se not NULL), a completion endpoint, which it refuses with 501 as
- * llama-server does). se NULL: the server has no embeddings, and the
- * endpoints above answer 501 saying how to start it. */
-char *serve_embed_route(serve_embed *se, const char *url, const char *method, const char *body, size_t len,
-                        int *status);
+/* The response to an embedding (rerank false; oai: OpenAI's shape, else
+ * llama-server's) or rerank request body: a malloc'd JSON body and *status,
+ * an error's too. Which URL asks which is the route table's (route.c); se
+ * NULL (no --embeddings or --reranking) answers 501 saying how to start it. */
+char *serve_embed_answer(serve_embed *se, bool rerank, bool oai, const char *body, size_t len, int *status);
 
 #endif

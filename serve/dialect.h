@@ -19,7 +19,6 @@
 #include <stdint.h>
 
 #include "format.h"
-#include "serve.h"
 
 struct cJSON;
 

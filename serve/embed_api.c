@@ -12,7 +12,7 @@
 
 #include <cJSON.h>
 
-#include "serve.h"
+#include "format.h"
 
 struct serve_embed {
     tessera_model *model;

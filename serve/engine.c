@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "serve.h"
+#include "engine.h"
 
 typedef struct serve_slot {
     serve_choice *ch;   /* NULL: free */

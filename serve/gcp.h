@@ -6,7 +6,7 @@
 #ifndef TESSERA_SERVE_GCP_H
 #define TESSERA_SERVE_GCP_H
 
-#include "serve.h"
+#include "format.h"
 
 /* The body's instances into calls/reqs[0..*n) (at most max), each parsed as
  * its endpoint's request and not submitted; 0, or -1 with *err filled and

@@ -23,11 +23,13 @@
 
 #include <microhttpd.h>
 
-#include "format.h"
 #include "embed_api.h"
+#include "format.h"
+#include "gate.h"
 #include "gcp.h"
+#include "http.h"
+#include "log.h"
 #include "route.h"
-#include "serve.h"
 
 /* Bodies beyond this are not even read: the connection is answered and closed. */
 #define SERVE_DISCARD_LIMIT ((uint64_t)64 << 20)

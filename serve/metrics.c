@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve.h"
+#include "engine.h"
 
 typedef struct text_buf {
     char *s;

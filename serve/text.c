@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve.h"
+#include "engine.h"
 
 serve_request *serve_request_new(int32_t n_choices) {
     if (n_choices < 1) return NULL;

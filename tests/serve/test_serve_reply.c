@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "chat/tool_parse.h"
-#include "serve.h"
+#include "format.h"
 
 static serve_reply_rules think_rules(bool tools, bool starts_in_think) {
     return (serve_reply_rules){.think_open = "<think>", .think_close = "</think>",

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "serve.h"
+#include "engine.h"
 
 /* Append a piece; returns whether a stop string ended the text. */
 static bool feed(serve_request *r, const char *piece) {

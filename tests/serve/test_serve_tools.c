@@ -13,7 +13,7 @@
 #include "harness.h"
 #include "chat/tool_parse.h"
 #include "grammar/grammar.h"
-#include "serve.h"
+#include "tools.h"
 
 static const char TOOLS[] =
     "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "

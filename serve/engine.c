@@ -40,6 +40,21 @@ typedef struct serve_slot {
     tessera_token *cached;
 } serve_slot;
 
+/* What a slot's row of logits gave in a step, worked out by the engine
+ * thread without the lock (the grammar mask, sampling, the full-vocabulary
+ * log-softmax and the token's bytes are the step's costly part; the lock
+ * is then held only to add the result to the request). */
+typedef struct slot_token {
+    tessera_token t;     /* < 0: sampling failed, err says why */
+    char err[200];
+    bool eog;            /* an end-of-generation token: no bytes, no logprobs */
+    bool has_lp;
+    serve_logprob lp;
+    char small[256];
+    char *piece;         /* small, or malloc'd for a long token; NULL: out of memory */
+    int32_t len;         /* bytes of piece (<= 0: none) */
+} slot_token;
+
 struct serve_engine {
     serve_engine_params p;
     int32_t n_vocab, n_batch;
@@ -59,6 +74,7 @@ struct serve_engine {
     tessera_token *b_tok;
     int32_t *b_pos, *b_seq, *b_slot_of_row;
     bool *b_want;
+    slot_token *b_out; /* per slot: the token its row gave this step */
 };
 
 serve_engine *serve_engine_new(const serve_engine_params *p) {
@@ -86,8 +102,9 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
     e->b_seq = malloc(nb * sizeof *e->b_seq);
     e->b_slot_of_row = malloc(nb * sizeof *e->b_slot_of_row);
     e->b_want = malloc(nb * sizeof *e->b_want);
+    e->b_out = calloc((size_t)p->n_slots, sizeof *e->b_out);
     if (!e->slots || !e->queue || !e->b_tok || !e->b_pos || !e->b_seq || !e->b_slot_of_row || !e->b_want ||
-        pthread_mutex_init(&e->mu, NULL) != 0) {
+        !e->b_out || pthread_mutex_init(&e->mu, NULL) != 0) {
         free(e->slots);
         free(e->queue);
         free(e->b_tok);
@@ -95,6 +112,7 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
         free(e->b_seq);
         free(e->b_slot_of_row);
         free(e->b_want);
+        free(e->b_out);
         free(e);
         return NULL;
     }
@@ -367,24 +385,54 @@ static int slot_full(serve_engine *e, int32_t i) {
     return full ? 1 : 0;
 }
 
-/* A sampled token for slot i (lock held); logits: the row it came from. */
-static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const float *logits) {
+/* Slot i's token from its row of logits, without the lock: sample it
+ * (with its grammar), its logprobs when asked, its bytes (engine thread:
+ * the slot's sampler and the request's input are its own). */
+static void slot_sample(serve_engine *e, int32_t i, const float *logits, slot_token *o) {
+    serve_choice *ch = e->slots[i].ch;
+    const serve_request *r = ch->req;
+    o->t = tessera_sampler_sample(ch->sampler, logits);
+    o->has_lp = false;
+    o->piece = o->small;
+    o->len = 0;
+    if (o->t < 0) { /* the grammar allows no token (or the sampler failed) */
+        snprintf(o->err, sizeof o->err, "sampling failed: %s", tessera_last_error());
+        return;
+    }
+    o->eog = tessera_token_is_eog(e->p.model, o->t);
+    if (o->eog) return;
+    if (r->top_logprobs >= 0) {
+        o->has_lp = true;
+        if (r->post_sampling_probs)
+            serve_logprobs_post_sampling(ch->sampler, o->t, r->top_logprobs, &o->lp);
+        else
+            serve_logprobs_compute(logits, e->n_vocab, o->t, r->top_logprobs, &o->lp);
+    }
+    o->len = tessera_token_to_piece(e->p.model, o->t, o->small, sizeof o->small, false);
+    if (o->len < 0 && o->len != INT32_MIN) { /* a long token */
+        int32_t need = -o->len;
+        o->piece = malloc((size_t)need);
+        if (o->piece) o->len = tessera_token_to_piece(e->p.model, o->t, o->piece, need, false);
+    }
+}
+
+/* Slot i's sampled token o into its choice (lock held). */
+static void slot_take_token(serve_engine *e, int32_t i, slot_token *o) {
     serve_slot *s = &e->slots[i];
     serve_choice *ch = s->ch;
     serve_request *r = ch->req;
-    if (t < 0) { /* the grammar allows no token (or the sampler failed) */
-        char msg[200];
-        snprintf(msg, sizeof msg, "sampling failed: %s", tessera_last_error());
+    const tessera_token t = o->t;
+    if (t < 0) {
         /* only a grammar can fail a sampler made from a valid request */
-        if (!r->error[0] && r->grammar_param) r->error_status = serve_grammar_failure_status(msg);
-        request_finish(e, r, msg);
+        if (!r->error[0] && r->grammar_param) r->error_status = serve_grammar_failure_status(o->err);
+        request_finish(e, r, o->err);
         return;
     }
     tessera_sampler_accept(ch->sampler, t);
     ch->n_gen++;
     e->m.gen_tokens++;
     if (r->t_first_ms == 0) r->t_first_ms = serve_now_ms();
-    if (tessera_token_is_eog(e->p.model, t)) {
+    if (o->eog) {
         ch->stop_type = "eos";
         choice_finish(e, ch, "stop");
         return;
@@ -394,26 +442,18 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
         return;
     }
     serve_logprob *lp = NULL;
-    if (r->top_logprobs >= 0) {
+    if (o->has_lp) {
         lp = logprob_slot(ch);
         if (!lp) {
             request_finish(e, r, "out of memory for logprobs");
             return;
         }
-        if (r->post_sampling_probs)
-            serve_logprobs_post_sampling(ch->sampler, t, r->top_logprobs, lp);
-        else
-            serve_logprobs_compute(logits, e->n_vocab, t, r->top_logprobs, lp);
+        *lp = o->lp;
         lp->offset = ch->len;
     }
-    char small[256], *piece = small;
-    int32_t len = tessera_token_to_piece(e->p.model, t, small, sizeof small, false);
-    if (len < 0 && len != INT32_MIN && (piece = malloc((size_t)-len)) != NULL) /* a long token */
-        len = tessera_token_to_piece(e->p.model, t, piece, -len, false);
+    const int32_t len = o->len;
     size_t from = ch->len;
-    int app = piece && len > 0 ? serve_text_append(ch, piece, (size_t)len) : 0;
-    if (piece != small) free(piece);
-    if (!piece || app != 0) {
+    if (!o->piece || (len > 0 && serve_text_append(ch, o->piece, (size_t)len) != 0)) {
         request_finish(e, r, "out of memory for the generated text");
         return;
     }
@@ -562,13 +602,21 @@ static void *engine_main(void *arg) {
         double t0 = serve_now_ms();
         int rc = tessera_decode_batch(e->p.ctx, e->b_tok, e->b_pos, e->b_seq, e->b_want, n);
         double dt = serve_now_ms() - t0;
+        /* Each row's token, still without the lock: a choice that ended
+         * before the step has no row to sample (only this thread ends
+         * choices); one whose client left meanwhile is skipped below. */
+        for (int32_t k = 0, row = 0; rc == 0 && k < n; k++) {
+            if (!e->b_want[k]) continue;
+            int32_t i = e->b_slot_of_row[k];
+            const float *logits = tessera_logits(e->p.ctx, row++);
+            if (e->slots[i].ch->state != SERVE_DONE) slot_sample(e, i, logits, &e->b_out[i]);
+        }
         pthread_mutex_lock(&e->mu);
         e->m.steps++;
         e->m.batch_tokens += (uint64_t)n;
         e->m.decode_ms += dt;
         e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
         step_done(e, rc == 0);
-        int32_t row = 0;
         for (int32_t k = 0; k < n; k++) {
             if (!e->b_want[k]) continue;
             int32_t i = e->b_slot_of_row[k];
@@ -577,9 +625,10 @@ static void *engine_main(void *arg) {
                 request_finish(e, ch->req, decode_error(e));
                 continue;
             }
-            const float *logits = tessera_logits(e->p.ctx, row++);
-            if (ch->state == SERVE_DONE || ch->req->cancelled) continue;
-            slot_take_token(e, i, tessera_sampler_sample(ch->sampler, logits), logits);
+            slot_token *o = &e->b_out[i];
+            if (ch->state != SERVE_DONE && !ch->req->cancelled) slot_take_token(e, i, o);
+            if (o->piece != o->small) free(o->piece);
+            o->piece = o->small;
         }
         if (rc != 0) /* prompt chunks without logits fail with the rest of their request */
             for (int32_t k = 0; k < n; k++) {
@@ -663,6 +712,7 @@ void serve_engine_free(serve_engine *e) {
     free(e->b_tok);
     free(e->b_pos);
     free(e->b_seq);
+    free(e->b_out);
     free(e->b_slot_of_row);
     free(e->b_want);
     free(e);

@@ -140,6 +140,15 @@ typedef struct serve_request {
 serve_request *serve_request_new(int32_t n_choices);
 /* Free a request that was never submitted (or whose last holder is gone). */
 void serve_request_free(serve_request *r);
+/* A reader's copy of r's output (view.c): call it with the engine lock
+ * held (serve_engine_lock), then render the view without the lock. *view is
+ * made on the first call (NULL) and brought up to date by later ones,
+ * copying only what is new; its send cursors (each choice's sent_* and
+ * opened/closed, the request's sent_marks) are the reader's own and are
+ * kept. Its input fields point into r, which the reader holds. 0, or -1
+ * when out of memory (the view as it was). */
+int serve_request_view_sync(serve_request **view, const serve_request *r);
+void serve_request_view_free(serve_request *view);
 /* Completion tokens over all choices. */
 int32_t serve_request_n_gen(const serve_request *r);
 

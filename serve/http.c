@@ -180,6 +180,10 @@ typedef struct stream_state {
     const serve_format *format;
     void *format_state; /* the format's, across its events */
     int fd;
+    /* The request being streamed as this stream has seen it (engine.h:
+     * serve_request_view_sync): copied under the engine's lock, rendered
+     * without it; its send cursors are this stream's. */
+    serve_request *view;
     char *pending; /* SSE bytes not yet handed to MHD */
     size_t pend_len, pend_off;
     uint64_t seen; /* the request's progress already turned into events */
@@ -194,11 +198,18 @@ static bool stream_produce(stream_state *st) {
     if (st->opened && !serve_engine_wait(st->h->e, r, st->seen, WAIT_SLICE_MS)) return false;
     st->opened = true;
     serve_engine_lock(st->h->e);
+    int synced = serve_request_view_sync(&st->view, r);
+    serve_engine_unlock(st->h->e);
+    if (synced != 0) { /* the stream cannot go on: it ends with an error event */
+        st->pending = strdup("data: {\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}\n\n");
+        st->finished = true;
+        return true;
+    }
     /* A stream cut by a shutdown says how far it got even unasked. */
     serve_call call = st->calls[st->cur];
-    if (r->cut) call.include_usage = true;
-    st->pending = st->format->stream_next(st->h->api, &call, r, &st->seen, &st->finished, &st->format_state);
-    serve_engine_unlock(st->h->e);
+    if (st->view->cut) call.include_usage = true;
+    st->pending =
+        st->format->stream_next(st->h->api, &call, st->view, &st->seen, &st->finished, &st->format_state);
     return st->pending != NULL || st->finished;
 }
 
@@ -218,6 +229,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->finished) {
             if (st->cur + 1 >= st->n) return MHD_CONTENT_READER_END_OF_STREAM;
             st->cur++; /* the next prompt's events, from its start */
+            serve_request_view_free(st->view);
+            st->view = NULL;
             st->seen = 0;
             st->opened = st->finished = false;
         }
@@ -241,6 +254,7 @@ static void stream_free(void *cls) {
     serve_log_write(st->h->p.log_format, &st->log);
     for (int k = 0; k < st->n; k++) serve_engine_release(st->h->e, st->reqs[k]); /* cancels what still runs */
     if (st->format_state && st->format->free_state) st->format->free_state(st->format_state);
+    serve_request_view_free(st->view);
     free(st->pending);
     free(st->reqs);
     free(st->calls);
@@ -345,11 +359,14 @@ static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, const
         n_in += reqs[k]->n_prompt;
         n_out += serve_request_n_gen(reqs[k]);
     }
-    char *body;
+    char *body = NULL;
+    serve_request *views[MAX_PROMPTS] = {0};
+    bool viewed = failed < 0;
+    for (int k = 0; viewed && k < n; k++) viewed = serve_request_view_sync(&views[k], reqs[k]) == 0;
     if (failed >= 0) {
         body = serve_request_error_json(reqs[failed]);
         status = serve_request_error_status(reqs[failed]);
-    } else {
+    } else if (!viewed) { /* no memory for copies: rendered under the lock */
         body = format ? format->response(h->api, calls, reqs, n) : serve_gcp_response(h->api, calls, reqs, n);
     }
     if (tl_conn) {
@@ -357,6 +374,9 @@ static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, const
         tl_conn->log.n_out = n_out;
     }
     serve_engine_unlock(h->e);
+    if (failed < 0 && viewed) /* the JSON is made without the lock */
+        body = format ? format->response(h->api, calls, views, n) : serve_gcp_response(h->api, calls, views, n);
+    for (int k = 0; k < n; k++) serve_request_view_free(views[k]);
     for (int k = 0; k < n; k++) serve_engine_release(h->e, reqs[k]);
     return send_json(h, c, status, body);
 }

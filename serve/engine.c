@@ -777,8 +777,21 @@ void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms
     pthread_mutex_lock(&e->mu);
     *out = e->m;
     double t = serve_now_ms();
-    for (int32_t i = 0; i < e->p.n_slots; i++)
-        if (e->slots[i].ch) out->busy_slot_ms += t - e->slots[i].t_start_ms;
+    int64_t held = 0; /* cells the running requests hold */
+    for (int32_t i = 0; i < e->p.n_slots; i++) {
+        const serve_slot *s = &e->slots[i];
+        if (!s->ch) continue;
+        out->busy_slot_ms += t - s->t_start_ms;
+        /* a request counts once, in the first slot of its choices */
+        bool first = true;
+        for (int32_t k = 0; k < i && first; k++) first = !e->slots[k].ch || e->slots[k].ch->req != s->ch->req;
+        out->requests_running += first;
+        /* unified: the cells it holds; else the slot's share, which no
+         * other request may use while it runs */
+        held += e->p.unified ? s->n_past : e->p.slot_ctx;
+    }
+    const int64_t cells = e->p.unified ? e->p.slot_ctx : (int64_t)e->p.slot_ctx * e->p.n_slots;
+    out->kv_usage = cells > 0 ? (double)(held < cells ? held : cells) / (double)cells : 0.0;
     *uptime_ms = t - e->t_start_ms;
     pthread_mutex_unlock(&e->mu);
 }

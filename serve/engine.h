@@ -195,6 +195,9 @@ typedef struct serve_metrics {
     int32_t slots_busy;
     int32_t queued;
     int32_t kv_cells_used;
+    /* The inference gateway's load signals (serve_engine_metrics fills them) */
+    int32_t requests_running;  /* requests with a choice in a slot */
+    double kv_usage;           /* 0..1: the cache that running requests hold (see metrics.c) */
     /* from the gate (filled by http.c) */
     uint64_t conn_refused, conn_timeouts, bad_request_lines;
     int64_t conn_open;
@@ -258,7 +261,8 @@ long long serve_engine_start_unix(const serve_engine *e);
 int serve_grammar_failure_status(const char *error);
 
 /* Prometheus text of the metrics into a malloc'd string. */
-char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_slots, size_t *len);
+char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_slots, const char *model_name,
+                           size_t *len);
 
 /* ------------------------------------------------------------ /props, /slots */
 

@@ -467,7 +467,7 @@ static char *render_metrics(serve_http *h) {
     m.conn_timeouts = gs.timeouts;
     m.bad_request_lines = gs.bad_request_lines;
     size_t len;
-    return serve_metrics_render(&m, up, serve_engine_n_slots(h->e), &len);
+    return serve_metrics_render(&m, up, serve_engine_n_slots(h->e), h->api->model_id, &len);
 }
 
 /* GET /metrics: the Prometheus text, with llama-server's

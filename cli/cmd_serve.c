@@ -346,6 +346,7 @@ static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, 
         fprintf(stderr, "tessera serve: cannot start the engine (out of memory or threads)\n");
         return -1;
     }
+    serve_embed_set_engine(*embed, *engine); /* embeddings decode on the engine's thread */
     return 0;
 }
 

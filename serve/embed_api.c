@@ -18,7 +18,8 @@ struct serve_embed {
     tessera_model *model;
     tessera_context *ctx;
     char *model_id;
-    pthread_mutex_t lock; /* one request at a time on ctx */
+    serve_engine *engine; /* decodes on its thread (NULL: on the caller's, one at a time) */
+    pthread_mutex_t lock; /* ctx without an engine; the counters */
     /* what /metrics counts for embeddings and reranking (under lock): each
      * input is one decode of its prompt tokens; nothing is generated */
     uint64_t prompt_tokens, decodes;
@@ -46,6 +47,10 @@ serve_embed *serve_embed_new(tessera_model *model, tessera_context *ctx, const c
     se->ctx = ctx;
     pthread_mutex_init(&se->lock, NULL);
     return se;
+}
+
+void serve_embed_set_engine(serve_embed *se, serve_engine *e) {
+    if (se) se->engine = e;
 }
 
 void serve_embed_free(serve_embed *se) {
@@ -285,6 +290,33 @@ static char *parse_inputs(const serve_embed *se, const cJSON *root, embed_inputs
 
 /* ------------------------------------------------------------ computing */
 
+/* One input's decode, on the engine thread (or the caller's, under the lock). */
+typedef struct embed_job {
+    serve_embed *se;
+    const tessera_token *t;
+    int32_t n, norm;
+    float *v;
+    int64_t cap, n_out;
+    char err[400];
+} embed_job;
+
+static void embed_run(void *arg) {
+    embed_job *j = arg;
+    serve_embed *se = j->se;
+    const double t0 = serve_now_ms();
+    j->n_out = tessera_embed(se->ctx, j->t, j->n, j->norm, j->v, j->cap);
+    const double dt = serve_now_ms() - t0;
+    if (j->n_out < 0) {
+        snprintf(j->err, sizeof j->err, "%s", tessera_last_error());
+        return;
+    }
+    pthread_mutex_lock(&se->lock);
+    se->decode_ms += dt;
+    se->prompt_tokens += (uint64_t)j->n;
+    se->decodes++;
+    pthread_mutex_unlock(&se->lock);
+}
+
 /* Embed one input into *out (malloc'd, *n_out floats); NULL, or an error body. */
 static char *run_one(serve_embed *se, const tessera_token *t, int32_t n, int index, int32_t norm, float **out,
                      int64_t *n_out, int *status) {
@@ -294,21 +326,20 @@ static char *run_one(serve_embed *se, const tessera_token *t, int32_t n, int ind
     int64_t cap = (tessera_context_pooling(se->ctx) == TESSERA_POOLING_NONE ? (int64_t)n : 1) * dim;
     float *v = malloc((size_t)cap * sizeof *v);
     if (!v) return fail(status, 500, "input", "out of memory");
-    pthread_mutex_lock(&se->lock);
-    const double t0 = serve_now_ms();
-    *n_out = tessera_embed(se->ctx, t, n, norm, v, cap);
-    char err[400];
-    if (*n_out < 0) {
-        snprintf(err, sizeof err, "%s", tessera_last_error());
-    } else {
-        se->decode_ms += serve_now_ms() - t0;
-        se->prompt_tokens += (uint64_t)n;
-        se->decodes++;
+    embed_job job = {.se = se, .t = t, .n = n, .norm = norm, .v = v, .cap = cap};
+    if (!se->engine) {
+        static pthread_mutex_t alone = PTHREAD_MUTEX_INITIALIZER; /* one decode at a time on ctx */
+        pthread_mutex_lock(&alone);
+        embed_run(&job);
+        pthread_mutex_unlock(&alone);
+    } else if (serve_engine_run(se->engine, embed_run, &job) != 0) {
+        free(v);
+        return fail(status, 503, NULL, "the server is shutting down");
     }
-    pthread_mutex_unlock(&se->lock);
+    *n_out = job.n_out;
     if (*n_out < 0) {
         free(v);
-        return fail(status, strstr(err, "out of memory") ? 500 : 400, "input", "input %d: %s", index, err);
+        return fail(status, strstr(job.err, "out of memory") ? 500 : 400, "input", "input %d: %s", index, job.err);
     }
     *out = v;
     return NULL;

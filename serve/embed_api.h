@@ -12,8 +12,9 @@
  *        its index (llama-server's and Jina's shape).
  *
  * Enabled with --embeddings (or --reranking, which is rank pooling). The
- * endpoints own an embedding context of their own, used by one request at a
- * time; a bad request is one 4xx and changes nothing for the next.
+ * endpoints own an embedding context of their own, decoded by the engine's
+ * thread between its steps; a bad request is one 4xx and changes nothing
+ * for the next.
  */
 #ifndef TESSERA_SERVE_EMBED_API_H
 #define TESSERA_SERVE_EMBED_API_H
@@ -23,7 +24,8 @@
 
 #include <tessera/tessera.h>
 
-typedef struct serve_metrics serve_metrics; /* serve.h */
+typedef struct serve_metrics serve_metrics; /* engine.h */
+typedef struct serve_engine serve_engine;   /* engine.h */
 
 typedef struct serve_embed serve_embed;
 
@@ -31,6 +33,10 @@ typedef struct serve_embed serve_embed;
  * model_id names the model in responses. NULL when out of memory. */
 serve_embed *serve_embed_new(tessera_model *model, tessera_context *ctx, const char *model_id);
 void serve_embed_free(serve_embed *se);
+/* Decode on e's thread from now on (serve_engine_run), as generation does:
+ * one thread computes with the model. Before (or with none): on the
+ * caller's thread, one request at a time. */
+void serve_embed_set_engine(serve_embed *se, serve_engine *e);
 
 /* Add what embedding and rerank requests decoded (prompt tokens, decode
  * calls and their time) to m, the engine's counters for /metrics. */

@@ -70,6 +70,7 @@ struct serve_engine {
     long long start_unix; /* wall-clock seconds at creation (/metrics' Process-Start-Time-Unix) */
     serve_slot_action *action;  /* posted by an HTTP thread, run by the engine */
     pthread_cond_t action_done;
+    struct engine_job *jobs, **jobs_tail; /* serve_engine_run's, oldest first */
     /* batch scratch (engine thread only) */
     tessera_token *b_tok;
     int32_t *b_pos, *b_seq, *b_slot_of_row;
@@ -117,6 +118,7 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
         return NULL;
     }
     pthread_cond_init(&e->wake, NULL);
+    e->jobs_tail = &e->jobs;
     pthread_cond_init(&e->action_done, NULL);
     e->t_start_ms = serve_now_ms();
     e->start_unix = (long long)time(NULL);
@@ -545,6 +547,52 @@ int serve_engine_slot_action(serve_engine *e, serve_slot_action *a) {
     return a->status == 200 ? 0 : -1;
 }
 
+/* Work an HTTP thread hands the engine thread (serve_engine_run). */
+typedef struct engine_job {
+    void (*fn)(void *);
+    void *arg;
+    int state; /* 0 waiting, 1 done, -1 never run (stopping) */
+    struct engine_job *next;
+} engine_job;
+
+int serve_engine_run(serve_engine *e, void (*fn)(void *), void *arg) {
+    engine_job job = {.fn = fn, .arg = arg};
+    pthread_mutex_lock(&e->mu);
+    if (e->stopping || !e->started) {
+        pthread_mutex_unlock(&e->mu);
+        return -1;
+    }
+    *e->jobs_tail = &job;
+    e->jobs_tail = &job.next;
+    pthread_cond_signal(&e->wake);
+    while (job.state == 0) pthread_cond_wait(&e->action_done, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return job.state > 0 ? 0 : -1;
+}
+
+/* Run the jobs posted so far (lock held on entry and exit, let go while
+ * each runs: a job decodes, and readers must not wait for it). */
+static void jobs_run(serve_engine *e) {
+    while (e->jobs && !e->stopping) {
+        engine_job *j = e->jobs;
+        e->jobs = j->next;
+        if (!e->jobs) e->jobs_tail = &e->jobs;
+        pthread_mutex_unlock(&e->mu);
+        j->fn(j->arg);
+        pthread_mutex_lock(&e->mu);
+        j->state = 1;
+        pthread_cond_broadcast(&e->action_done);
+    }
+}
+
+/* Stopping: the jobs never run are answered (lock held). */
+static void jobs_fail(serve_engine *e) {
+    for (engine_job *j = e->jobs; j; j = j->next) j->state = -1;
+    e->jobs = NULL;
+    e->jobs_tail = &e->jobs;
+    pthread_cond_broadcast(&e->action_done);
+}
+
 /* --kv-unified: before a step of n tokens, idle slots' cached prompts give
  * their cells back when the free ones are fewer (lock held). */
 static void unified_make_room(serve_engine *e, int32_t n) {
@@ -591,6 +639,8 @@ static void *engine_main(void *arg) {
             e->action = NULL;
             pthread_cond_broadcast(&e->action_done);
         }
+        jobs_run(e);
+        if (e->stopping) break;
         int32_t n = build_batch(e);
         if (n == 0) {
             pthread_cond_wait(&e->wake, &e->mu);
@@ -672,6 +722,7 @@ void serve_engine_stop(serve_engine *e) {
     e->stopping = true;
     pthread_cond_signal(&e->wake);
     pthread_cond_broadcast(&e->action_done);
+    jobs_fail(e);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
     e->started = false;

@@ -247,6 +247,11 @@ bool serve_engine_wait(serve_engine *e, serve_request *r, uint64_t seen, int tim
 void serve_engine_release(serve_engine *e, serve_request *r);
 void serve_engine_lock(serve_engine *e);
 void serve_engine_unlock(serve_engine *e);
+/* Run fn(arg) on the engine thread between two steps (embeddings and
+ * reranking decode there: one thread computes with the model), without the
+ * engine's lock held; blocks until it ran. 0, or -1 when the engine
+ * stopped (or never started) and fn did not run. */
+int serve_engine_run(serve_engine *e, void (*fn)(void *), void *arg);
 /* Count an HTTP response by status. */
 void serve_engine_count_status(serve_engine *e, int status);
 /* A snapshot of the counters. */

@@ -10,6 +10,7 @@
  *   http.h    the transport (libmicrohttpd); gate.h the socket in front of it
  *   tools.h   tool calling's request side; log.h the request log
  *   embed_api.h  embeddings and reranking; gcp.h Vertex AI
+ *   server.h  a whole server from a config: listen, start, drain, stop
  */
 #ifndef TESSERA_SERVE_H
 #define TESSERA_SERVE_H
@@ -21,6 +22,7 @@
 #include "http.h"
 #include "log.h"
 #include "route.h"
+#include "server.h"
 #include "tools.h"
 
 #endif

@@ -10,9 +10,23 @@
  *   text.c     generated text: stop strings and what is safe to send
  *   logprobs.c log-probabilities of a token and its alternatives
  *   metrics.c  counters and the Prometheus text of /metrics
+ *   view.c     a reader's copy of a request's output
  *
- * Threads: one engine thread, one thread per HTTP connection. All fields of a
- * request written after submission are guarded by the engine's mutex.
+ * Threads and the one lock (the engine's mutex), all the rules:
+ * - A request's input is fixed once submitted; anyone may read it.
+ * - Its output (the fields marked Output below) is written by the engine
+ *   thread only, under the lock, and only by appending: text (cut back
+ *   only at a stop string, in the part not yet ready), tokens, logprobs,
+ *   prompt marks, then the finish. The engine samples, scores and
+ *   detokenizes before it takes the lock; under it it only adds results.
+ * - A reader (an HTTP thread) takes the lock only to copy what is new into
+ *   its own view (serve_request_view_sync) and to look at state, error and
+ *   counts; it renders JSON from the view after letting go. Its send
+ *   cursors are the view's.
+ * - cancelled and refs are the exceptions a reader writes, through
+ *   serve_engine_release.
+ * - Slots, the queue and the counters are the engine's, under the lock;
+ *   embedding work runs on the engine thread through serve_engine_run.
  */
 #ifndef TESSERA_SERVE_ENGINE_H
 #define TESSERA_SERVE_ENGINE_H
@@ -80,7 +94,8 @@ typedef struct serve_choice {
     int32_t slot;              /* the slot it ran in (-1 before) */
     bool truncated;            /* its slot filled: a context shift dropped tokens, or the reply was cut */
 
-    /* What a stream has sent of this choice (the HTTP thread, under the lock). */
+    /* What a reader has sent of this choice: meaningful in its view only
+     * (serve_request_view_sync keeps them; the engine never reads them). */
     size_t sent_content, sent_reasoning, sent_lp;
     int32_t sent_toks;
     bool opened, closed;
@@ -133,7 +148,7 @@ typedef struct serve_request {
     double t_start_ms;         /* when its first choice got a slot (the prompt's timings start) */
     serve_prompt_mark *marks;  /* want_progress: one per batch of its first choice's prompt */
     int32_t n_marks, cap_marks;
-    int32_t sent_marks;        /* marks a stream has sent (the HTTP thread, under the lock) */
+    int32_t sent_marks;        /* marks a reader has sent (its view's, as sent_* above) */
 } serve_request;
 
 /* A request with n choices (samplers not made yet); NULL when out of memory. */

@@ -93,7 +93,7 @@ int serve_api_parse_at(const serve_api *api, serve_kind kind, const char *body, 
 int serve_api_count_prompts(serve_kind kind, const char *body, size_t len);
 /* {"error": {...}} as a malloc'd string. param may be NULL. */
 char *serve_api_error_json(const char *message, const char *type, const char *param, const char *code);
-/* The whole non-streamed response (call r's fields under the engine lock). */
+/* The whole non-streamed response (of a view, engine.h, or of r under the engine lock). */
 char *serve_api_response(const serve_api *api, const serve_call *call, const serve_request *r);
 /* The same over the requests of a list of prompts: their choices (each
  * with the index its request gave it) in one response, usage summed. */
@@ -104,7 +104,8 @@ char *serve_api_response_list(const serve_api *api, const serve_call *call, cons
  * the content, reasoning, logprobs and tool-call deltas that became ready,
  * each choice's final chunk, then usage (when asked) and [DONE] once the
  * request is done (*finished set), or an error event if it failed. *seen
- * records the request's progress consumed. Call under the engine lock. */
+ * records the request's progress consumed. Call it on the reader's view
+ * (engine.h: serve_request_view_sync), whose send cursors it moves. */
 char *serve_api_stream_next(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
                             bool *finished);
 char *serve_api_models(const serve_api *api);
@@ -153,7 +154,7 @@ void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *ke
 /* llama-server's "timings" of r (prompt) and ch (generation) so far. */
 void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch);
 /* The next prompt_progress of r not yet sent (with timings when timed)
- * into o; false when none is left. Under the engine lock. */
+ * into o; false when none is left. On a reader's view (engine.h). */
 bool serve_json_add_progress(struct cJSON *o, serve_request *r, bool timed);
 /* The bytes of token t (up to cap); its length. */
 size_t serve_token_piece(const serve_api *api, tessera_token t, char *buf, size_t cap);
@@ -191,7 +192,7 @@ typedef struct serve_format {
      * with *err (OpenAI-shaped; error_body turns it into the format's). */
     int (*parse)(const serve_api *api, const char *body, size_t len, int index, serve_call *call,
                  serve_request **out, serve_error *err);
-    /* The whole response of reqs[0..n) (engine lock held). */
+    /* The whole response of reqs[0..n): readers' views (engine.h). */
     char *(*response)(const serve_api *api, const serve_call *calls, serve_request *const *reqs, int n);
     /* The next server-sent events of r (as serve_api_stream_next); *state
      * starts NULL and is the format's (free_state frees it, may be NULL). */

@@ -13,7 +13,7 @@
  * nothing left to free. */
 int serve_gcp_parse(const serve_api *api, const char *body, size_t len, serve_call *calls, serve_request **reqs,
                     int max, int *n, serve_error *err);
-/* {"predictions": [each request's whole response]} (engine lock held);
+/* {"predictions": [each request's whole response]} (of readers' views);
  * NULL when out of memory. */
 char *serve_gcp_response(const serve_api *api, const serve_call *calls, serve_request *const *reqs, int n);
 

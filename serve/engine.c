@@ -125,15 +125,18 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
     return e;
 }
 
-void serve_engine_lock(serve_engine *e) { pthread_mutex_lock(&e->mu); }
-void serve_engine_unlock(serve_engine *e) { pthread_mutex_unlock(&e->mu); }
+void serve_request_lock(serve_request *r) { pthread_mutex_lock(&r->mu); }
+void serve_request_unlock(serve_request *r) { pthread_mutex_unlock(&r->mu); }
+
+/* Whether r's client went away (a reader sets it, without a lock). */
+static bool request_cancelled(const serve_request *r) { return __atomic_load_n(&r->cancelled, __ATOMIC_ACQUIRE); }
 int32_t serve_engine_slot_ctx(const serve_engine *e) { return e->p.slot_ctx; }
 int32_t serve_engine_n_slots(const serve_engine *e) { return e->p.n_slots; }
 long long serve_engine_start_unix(const serve_engine *e) { return e->start_unix; }
 
-/* Drop one holder of r (lock held); the last frees it. */
+/* Drop one holder of r (not under r's lock); the last frees it. */
 static void request_unref(serve_request *r) {
-    if (--r->refs == 0) serve_request_free(r);
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) serve_request_free(r);
 }
 
 /* Mark a choice done (lock held); the last one done ends its request and
@@ -148,7 +151,7 @@ static void choice_finish(serve_engine *e, serve_choice *ch, const char *reason)
     if (++r->n_done == r->n_choices) {
         r->state = SERVE_DONE;
         r->t_done_ms = serve_now_ms();
-        if (!r->error[0] && !r->cancelled) e->m.completions++;
+        if (!r->error[0] && !request_cancelled(r)) e->m.completions++;
         if (r->t_first_ms > 0) { /* llama-server's prompt and generation seconds */
             e->m.prompt_ms += r->t_first_ms - r->t_start_ms;
             e->m.gen_ms += r->t_done_ms - r->t_first_ms;
@@ -177,7 +180,7 @@ static void slot_free(serve_engine *e, int32_t i) {
     serve_request *r = s->ch->req;
     /* n_past: what the cache holds; a failed or cancelled request's last
      * step may not have run, so only a clean finish keeps its tokens. */
-    bool keep = r->cache_prompt && !r->error[0] && !r->cancelled;
+    bool keep = r->cache_prompt && !r->error[0] && !request_cancelled(r);
     if (!keep) {
         tessera_seq_remove(e->p.ctx, i, 0);
         s->n_past = 0;
@@ -240,10 +243,12 @@ static void schedule(serve_engine *e) {
         serve_slot *s = &e->slots[i];
         if (!s->ch) continue;
         serve_request *r = s->ch->req;
-        if (r->cancelled && r->state != SERVE_DONE) {
+        pthread_mutex_lock(&r->mu);
+        if (request_cancelled(r) && r->state != SERVE_DONE) {
             e->m.cancelled++;
             request_finish(e, r, NULL);
         }
+        pthread_mutex_unlock(&r->mu);
         if (s->ch->state == SERVE_DONE) slot_free(e, i);
     }
     /* Choices whose client left while queued, or whose request failed, go at
@@ -252,9 +257,11 @@ static void schedule(serve_engine *e) {
     for (int32_t k = 0; k < e->q_len; k++) {
         serve_choice *ch = e->queue[(e->q_head + k) % e->q_cap];
         serve_request *r = ch->req;
-        if (r->cancelled || ch->state == SERVE_DONE) {
-            if (r->cancelled && r->state != SERVE_DONE) e->m.cancelled++;
+        if (request_cancelled(r) || ch->state == SERVE_DONE) {
+            pthread_mutex_lock(&r->mu);
+            if (request_cancelled(r) && r->state != SERVE_DONE) e->m.cancelled++;
             request_finish(e, r, NULL);
+            pthread_mutex_unlock(&r->mu);
             request_unref(r);
             continue;
         }
@@ -274,6 +281,7 @@ static void schedule(serve_engine *e) {
         if (tessera_seq_len(e->p.ctx, i) < reuse) reuse = tessera_seq_len(e->p.ctx, i);
         *s = (serve_slot){.ch = ch, .t_start_ms = serve_now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
+        pthread_mutex_lock(&r->mu);
         ch->state = SERVE_RUNNING;
         ch->slot = i;
         r->state = SERVE_RUNNING;
@@ -283,6 +291,7 @@ static void schedule(serve_engine *e) {
             e->m.prompt_tokens_cached += (uint64_t)reuse;
             if (r->want_progress) prompt_mark(r, reuse);
         }
+        pthread_mutex_unlock(&r->mu);
         e->m.slots_busy++;
     }
     e->m.queued = e->q_len;
@@ -623,7 +632,11 @@ static void step_done(serve_engine *e, bool ok) {
         if (!s->ch) continue;
         e->m.busy_slot_steps++;
         if (s->n_past > e->m.n_tokens_max) e->m.n_tokens_max = s->n_past;
-        if (s->fed_prompt && ok && s->ch->index == 0 && s->ch->req->want_progress) prompt_mark(s->ch->req, s->n_fed);
+        if (s->fed_prompt && ok && s->ch->index == 0 && s->ch->req->want_progress) {
+            pthread_mutex_lock(&s->ch->req->mu);
+            prompt_mark(s->ch->req, s->n_fed);
+            pthread_mutex_unlock(&s->ch->req->mu);
+        }
         s->fed_prompt = false;
     }
 }
@@ -671,32 +684,37 @@ static void *engine_main(void *arg) {
             if (!e->b_want[k]) continue;
             int32_t i = e->b_slot_of_row[k];
             serve_choice *ch = e->slots[i].ch;
-            if (rc != 0) {
-                request_finish(e, ch->req, decode_error(e));
-                continue;
-            }
+            serve_request *r = ch->req;
             slot_token *o = &e->b_out[i];
-            if (ch->state != SERVE_DONE && !ch->req->cancelled) slot_take_token(e, i, o);
+            pthread_mutex_lock(&r->mu); /* the reader of r waits a token's adding at most */
+            if (rc != 0) request_finish(e, r, decode_error(e));
+            else if (ch->state != SERVE_DONE && !request_cancelled(r)) slot_take_token(e, i, o);
+            pthread_mutex_unlock(&r->mu);
             if (o->piece != o->small) free(o->piece);
             o->piece = o->small;
         }
         if (rc != 0) /* prompt chunks without logits fail with the rest of their request */
             for (int32_t k = 0; k < n; k++) {
                 serve_request *r = e->slots[e->b_slot_of_row[k]].ch->req;
+                pthread_mutex_lock(&r->mu);
                 if (r->state != SERVE_DONE) request_finish(e, r, decode_error(e));
+                pthread_mutex_unlock(&r->mu);
             }
     }
     /* Stopping: what runs ends with its text so far, what waits never starts. */
     for (int32_t i = 0; i < e->p.n_slots; i++)
         if (e->slots[i].ch) {
             serve_request *r = e->slots[i].ch->req;
+            pthread_mutex_lock(&r->mu);
             if (r->state != SERVE_DONE) request_cut(e, r);
+            pthread_mutex_unlock(&r->mu);
             slot_free(e, i);
         }
     while (e->q_len > 0) {
         serve_request *r = e->queue[e->q_head]->req;
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_len--;
+        pthread_mutex_lock(&r->mu);
         if (r->state == SERVE_QUEUED) { /* none of its choices started */
             snprintf(r->error, sizeof r->error, "the server is shutting down; the request was not started");
             r->error_status = 503;
@@ -704,6 +722,7 @@ static void *engine_main(void *arg) {
         } else if (r->state != SERVE_DONE) {
             request_cut(e, r);
         }
+        pthread_mutex_unlock(&r->mu);
         request_unref(r);
     }
     pthread_mutex_unlock(&e->mu);
@@ -730,9 +749,13 @@ void serve_engine_stop(serve_engine *e) {
      * queued, so that streams send their last event and [DONE] instead of
      * being cut off when the HTTP side closes. */
     pthread_mutex_lock(&e->mu);
-    for (int32_t i = 0; i < e->p.n_slots; i++)
-        if (e->slots[i].ch) request_finish(e, e->slots[i].ch->req, NULL);
-    for (int32_t k = 0; k < e->q_len; k++) request_finish(e, e->queue[(e->q_head + k) % e->q_cap]->req, NULL);
+    for (int32_t i = 0; i < e->p.n_slots + e->q_len; i++) {
+        serve_choice *ch = i < e->p.n_slots ? e->slots[i].ch : e->queue[(e->q_head + i - e->p.n_slots) % e->q_cap];
+        if (!ch) continue;
+        pthread_mutex_lock(&ch->req->mu);
+        request_finish(e, ch->req, NULL);
+        pthread_mutex_unlock(&ch->req->mu);
+    }
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -799,22 +822,26 @@ bool serve_engine_wait(serve_engine *e, serve_request *r, uint64_t seen, int tim
     ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
     ts.tv_sec += timeout_ms / 1000 + ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&e->mu);
+    (void)e;
+    pthread_mutex_lock(&r->mu);
     while (r->state != SERVE_DONE && r->progress <= seen)
-        if (pthread_cond_timedwait(&r->cond, &e->mu, &ts) != 0) break;
+        if (pthread_cond_timedwait(&r->cond, &r->mu, &ts) != 0) break;
     bool ready = r->state == SERVE_DONE || r->progress > seen;
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&r->mu);
     return ready;
 }
 
 void serve_engine_release(serve_engine *e, serve_request *r) {
-    pthread_mutex_lock(&e->mu);
-    if (r->state != SERVE_DONE) {
-        r->cancelled = true;
+    pthread_mutex_lock(&r->mu); /* as the engine sees state: a done request is not cancelled */
+    const bool running = r->state != SERVE_DONE;
+    if (running) __atomic_store_n(&r->cancelled, true, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&r->mu);
+    if (running) { /* the engine drops it at its next step */
+        pthread_mutex_lock(&e->mu);
         pthread_cond_signal(&e->wake);
+        pthread_mutex_unlock(&e->mu);
     }
     request_unref(r);
-    pthread_mutex_unlock(&e->mu);
 }
 
 void serve_engine_count_status(serve_engine *e, int status) {

@@ -12,21 +12,26 @@
  *   metrics.c  counters and the Prometheus text of /metrics
  *   view.c     a reader's copy of a request's output
  *
- * Threads and the one lock (the engine's mutex), all the rules:
+ * Threads and locks, all the rules:
  * - A request's input is fixed once submitted; anyone may read it.
  * - Its output (the fields marked Output below) is written by the engine
- *   thread only, under the lock, and only by appending: text (cut back
- *   only at a stop string, in the part not yet ready), tokens, logprobs,
- *   prompt marks, then the finish. The engine samples, scores and
- *   detokenizes before it takes the lock; under it it only adds results.
- * - A reader (an HTTP thread) takes the lock only to copy what is new into
- *   its own view (serve_request_view_sync) and to look at state, error and
- *   counts; it renders JSON from the view after letting go. Its send
- *   cursors are the view's.
- * - cancelled and refs are the exceptions a reader writes, through
+ *   thread only, holding the request's own lock (serve_request_lock) and
+ *   the engine's, and only by appending: text (cut back only at a stop
+ *   string, in the part not yet ready), tokens, logprobs, prompt marks,
+ *   then the finish. The engine samples, scores and detokenizes before it
+ *   takes a lock; under one it only adds a result.
+ * - A reader (an HTTP thread) takes the request's lock, never the
+ *   engine's, to copy what is new into its own view
+ *   (serve_request_view_sync) and to look at state, error and counts; it
+ *   renders JSON from the view after letting go. Its send cursors are the
+ *   view's. So a reader waits for the engine only while it adds a token to
+ *   that same request, and never for other readers or other requests.
+ * - cancelled and refs are a reader's only writes, atomic, through
  *   serve_engine_release.
- * - Slots, the queue and the counters are the engine's, under the lock;
- *   embedding work runs on the engine thread through serve_engine_run.
+ * - Slots, the queue and the counters are the engine's, under the engine's
+ *   lock (which /metrics and /slots take for a snapshot); embedding work
+ *   runs on the engine thread through serve_engine_run. The engine never
+ *   holds two requests' locks at once.
  */
 #ifndef TESSERA_SERVE_ENGINE_H
 #define TESSERA_SERVE_ENGINE_H
@@ -78,7 +83,7 @@ typedef struct serve_choice {
     int32_t index;
     tessera_sampler *sampler;  /* owned; the prompt is accepted into it already */
 
-    /* Output, guarded by the engine mutex. */
+    /* Output: the engine thread's, under the request's lock (mu). */
     char *text;                /* generated text (after any prefill), cut at a stop string */
     size_t len, cap;
     size_t n_ready;            /* bytes of text safe to send (no partial stop or UTF-8) */
@@ -133,7 +138,7 @@ typedef struct serve_request {
     serve_choice *choices;
     int32_t n_choices;
 
-    /* Output, guarded by the engine mutex. */
+    /* Output: the engine thread's, under the request's lock (mu). */
     uint64_t progress;         /* grows whenever any choice has more ready or ends */
     int32_t n_cached;          /* prompt tokens found in a slot's cache (cache_prompt) */
     serve_state state;         /* SERVE_DONE once every choice is */
@@ -141,9 +146,10 @@ typedef struct serve_request {
     char error[256];           /* non-empty: the engine failed this request */
     int error_status;          /* HTTP status of that error (0: 500) */
     bool cut;                  /* ended by a shutdown: finish "length", text kept */
-    bool cancelled;            /* the client went away */
-    int refs;                  /* holders: the HTTP thread and each choice the engine holds */
-    pthread_cond_t cond;       /* signalled on progress and when done */
+    bool cancelled;            /* the client went away (atomic: a reader sets it) */
+    int refs;                  /* holders: the HTTP thread and each choice the engine holds (atomic) */
+    pthread_mutex_t mu;        /* this request's output (serve_request_lock) */
+    pthread_cond_t cond;       /* signalled on progress and when done, under mu */
     double t_submit_ms, t_first_ms, t_done_ms;
     double t_start_ms;         /* when its first choice got a slot (the prompt's timings start) */
     serve_prompt_mark *marks;  /* want_progress: one per batch of its first choice's prompt */
@@ -155,8 +161,8 @@ typedef struct serve_request {
 serve_request *serve_request_new(int32_t n_choices);
 /* Free a request that was never submitted (or whose last holder is gone). */
 void serve_request_free(serve_request *r);
-/* A reader's copy of r's output (view.c): call it with the engine lock
- * held (serve_engine_lock), then render the view without the lock. *view is
+/* A reader's copy of r's output (view.c): call it with r's lock
+ * held (serve_request_lock), then render the view without it. *view is
  * made on the first call (NULL) and brought up to date by later ones,
  * copying only what is new; its send cursors (each choice's sent_* and
  * opened/closed, the request's sent_marks) are the reader's own and are
@@ -260,8 +266,9 @@ bool serve_engine_wait(serve_engine *e, serve_request *r, uint64_t seen, int tim
 /* The HTTP side is done with r (finished or the client left): the engine
  * drops its slot at its next step; the last holder frees r. */
 void serve_engine_release(serve_engine *e, serve_request *r);
-void serve_engine_lock(serve_engine *e);
-void serve_engine_unlock(serve_engine *e);
+/* r's lock: its output only changes under it (see the rules at the top). */
+void serve_request_lock(serve_request *r);
+void serve_request_unlock(serve_request *r);
 /* Run fn(arg) on the engine thread between two steps (embeddings and
  * reranking decode there: one thread computes with the model), without the
  * engine's lock held; blocks until it ran. 0, or -1 when the engine

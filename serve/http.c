@@ -197,9 +197,9 @@ static bool stream_produce(stream_state *st) {
     serve_request *r = st->reqs[st->cur];
     if (st->opened && !serve_engine_wait(st->h->e, r, st->seen, WAIT_SLICE_MS)) return false;
     st->opened = true;
-    serve_engine_lock(st->h->e);
+    serve_request_lock(r);
     int synced = serve_request_view_sync(&st->view, r);
-    serve_engine_unlock(st->h->e);
+    serve_request_unlock(r);
     if (synced != 0) { /* the stream cannot go on: it ends with an error event */
         st->pending = strdup("data: {\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}\n\n");
         st->finished = true;
@@ -244,13 +244,13 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream_state *st = cls;
-    serve_engine_lock(st->h->e);
     st->log.n_in = st->log.n_out = 0;
     for (int k = 0; k < st->n; k++) {
+        serve_request_lock(st->reqs[k]);
         st->log.n_in += st->reqs[k]->n_prompt;
         st->log.n_out += serve_request_n_gen(st->reqs[k]);
+        serve_request_unlock(st->reqs[k]);
     }
-    serve_engine_unlock(st->h->e);
     serve_log_write(st->h->p.log_format, &st->log);
     for (int k = 0; k < st->n; k++) serve_engine_release(st->h->e, st->reqs[k]); /* cancels what still runs */
     if (st->format_state && st->format->free_state) st->format->free_state(st->format_state);
@@ -263,10 +263,10 @@ static void stream_free(void *cls) {
 
 /* ------------------------------------------------------------ generation */
 
-static bool request_queued(serve_engine *e, const serve_request *r) {
-    serve_engine_lock(e);
+static bool request_queued(serve_request *r) {
+    serve_request_lock(r);
     bool q = r->state == SERVE_QUEUED;
-    serve_engine_unlock(e);
+    serve_request_unlock(r);
     return q;
 }
 
@@ -294,18 +294,18 @@ static void release_all(serve_http *h, serve_request **reqs, int n) {
 static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, const serve_format *format,
                                     const serve_call *calls, serve_request **reqs, int n, int fd) {
     serve_request *r = reqs[0];
-    while (request_queued(h->e, r)) {
+    while (request_queued(r)) {
         serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS);
         if (client_gone(fd)) {
             release_all(h, reqs, n);
             return MHD_NO;
         }
     }
-    serve_engine_lock(h->e);
+    serve_request_lock(r);
     bool failed_early = r->state == SERVE_DONE && r->error_status;
     char *body = failed_early ? serve_request_error_json(r) : NULL;
     int status = r->error_status;
-    serve_engine_unlock(h->e);
+    serve_request_unlock(r);
     if (failed_early) {
         release_all(h, reqs, n);
         return send_json(h, c, status, body);
@@ -351,7 +351,9 @@ static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, const
                 for (int j = 0; j < n; j++) serve_engine_release(h->e, reqs[j]);
                 return MHD_NO; /* closes the connection */
             }
-    serve_engine_lock(h->e);
+    /* Done, each of them; their locks for the copies (the engine never
+     * holds two requests' locks, so holding several cannot deadlock). */
+    for (int k = 0; k < n; k++) serve_request_lock(reqs[k]);
     int failed = -1, status = MHD_HTTP_OK;
     int32_t n_in = 0, n_out = 0;
     for (int k = 0; k < n; k++) {
@@ -366,15 +368,15 @@ static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, const
     if (failed >= 0) {
         body = serve_request_error_json(reqs[failed]);
         status = serve_request_error_status(reqs[failed]);
-    } else if (!viewed) { /* no memory for copies: rendered under the lock */
+    } else if (!viewed) { /* no memory for copies: rendered under the locks */
         body = format ? format->response(h->api, calls, reqs, n) : serve_gcp_response(h->api, calls, reqs, n);
     }
     if (tl_conn) {
         tl_conn->log.n_in = n_in;
         tl_conn->log.n_out = n_out;
     }
-    serve_engine_unlock(h->e);
-    if (failed < 0 && viewed) /* the JSON is made without the lock */
+    for (int k = 0; k < n; k++) serve_request_unlock(reqs[k]);
+    if (failed < 0 && viewed) /* the JSON is made without the locks */
         body = format ? format->response(h->api, calls, views, n) : serve_gcp_response(h->api, calls, views, n);
     for (int k = 0; k < n; k++) serve_request_view_free(views[k]);
     for (int k = 0; k < n; k++) serve_engine_release(h->e, reqs[k]);

@@ -1,8 +1,8 @@
 /*
  * A reader's copy of a request's output (engine.h: serve_request_view_sync).
- * The engine appends to a request under its lock; an HTTP thread copies
- * what is new into its view under that lock, a few memcpy, and renders
- * JSON from the view after letting go. Logprobs, tokens and prompt marks
+ * The engine appends to a request under the request's lock; an HTTP
+ * thread copies what is new into its view under that lock, a few memcpy,
+ * and renders JSON from the view after letting go. Logprobs, tokens and prompt marks
  * only grow, so only their new entries are copied; the text may be cut
  * back at a stop string, so it is copied whole (bytes, not JSON).
  */

@@ -54,9 +54,9 @@ TEST(test_engine) {
     int updates = 0;
     for (int i = 0; i < 2000; i++) {
         serve_engine_wait(e, r[0], seen, 50);
-        serve_engine_lock(e);
+        serve_request_lock(r[0]);
         REQUIRE(serve_request_view_sync(&view, r[0]) == 0, "view");
-        serve_engine_unlock(e);
+        serve_request_unlock(r[0]);
         EXPECT(view->choices[0].len >= last_len || view->choices[0].state == SERVE_DONE, "the text went back");
         updates += view->progress != seen;
         seen = view->progress;
@@ -66,7 +66,8 @@ TEST(test_engine) {
     REQUIRE(view->state == SERVE_DONE, "r[0] not done");
     while (!serve_engine_wait(e, r[1], UINT64_MAX, 50)) {
     }
-    serve_engine_lock(e);
+    serve_request_lock(r[0]);
+    serve_request_lock(r[1]);
     const serve_choice *a = &r[0]->choices[0], *b = &r[1]->choices[0];
     EXPECT(!r[0]->error[0] && !r[1]->error[0], "errors: '%s' '%s'", r[0]->error, r[1]->error);
     EXPECT(a->n_gen == 24 && !strcmp(a->finish_reason, "length"), "%d tokens, finish %s", a->n_gen,
@@ -78,7 +79,8 @@ TEST(test_engine) {
            "logprobs: %zu for %d tokens", a->n_lp, a->n_toks);
     EXPECT(view->choices[0].len == a->len && !memcmp(view->choices[0].text, a->text, a->len), "the view's text");
     EXPECT(view->choices[0].n_lp == a->n_lp, "the view's logprobs");
-    serve_engine_unlock(e);
+    serve_request_unlock(r[1]);
+    serve_request_unlock(r[0]);
     EXPECT(updates > 1, "the reader saw the request grow %d times", updates);
     serve_request_view_free(view);
     for (int k = 0; k < 2; k++) serve_engine_release(e, r[k]);

@@ -146,6 +146,7 @@ typedef struct serve_request {
     char error[256];           /* non-empty: the engine failed this request */
     int error_status;          /* HTTP status of that error (0: 500) */
     bool cut;                  /* ended by a shutdown: finish "length", text kept */
+    /* cancelled .. cond: shared by threads, kept together (view.c copies around them) */
     bool cancelled;            /* the client went away (atomic: a reader sets it) */
     int refs;                  /* holders: the HTTP thread and each choice the engine holds (atomic) */
     pthread_mutex_t mu;        /* this request's output (serve_request_lock) */

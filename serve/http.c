@@ -573,9 +573,11 @@ static enum MHD_Result dispatch(serve_http *h, struct MHD_Connection *c, const s
  * what it needs; the checks run in this order for every endpoint. */
 static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char *url, const char *method,
                              conn_state *cs) {
+    /* api's model fields are filled before ready is set (release) */
+    const bool ready = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;
     const serve_route_options o = {
         .no_webui = h->p.no_webui, .no_slots = h->p.no_slots, .no_metrics = h->p.no_metrics,
-        .embeddings = h->api && h->api->embed, .gcp_predict_route = h->p.gcp_predict_route,
+        .embeddings = ready && h->api->embed, .gcp_predict_route = h->p.gcp_predict_route,
         .gcp_health_route = h->p.gcp_health_route};
     bool wrong_method = false;
     const serve_route *r = serve_route_find(&o, method, url, &wrong_method);
@@ -588,8 +590,7 @@ static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char
         return send_error(h, c, 405, msg, "invalid_request_error", NULL);
     }
     if (!open) {
-        if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE))
-            return send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
+        if (!ready) return send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
         if (!authorized(h, c))
             return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
                               "authentication_error", "invalid_api_key");

@@ -6,6 +6,7 @@
  * only grow, so only their new entries are copied; the text may be cut
  * back at a stop string, so it is copied whole (bytes, not JSON).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,11 +57,19 @@ int serve_request_view_sync(serve_request **view, const serve_request *r) {
     size_t marks_cap = (size_t)v->cap_marks;
     if (reserve((void **)&v->marks, &marks_cap, (size_t)r->n_marks, sizeof *v->marks) != 0) return -1;
 
-    /* Everything of r by value, then the view's own buffers and cursors back. */
+    /* Everything of r by value but what other threads share (cancelled,
+     * refs: atomic; the lock and condition), then the view's own buffers
+     * and cursors back. */
     serve_choice *choices = v->choices;
     serve_prompt_mark *marks = v->marks;
     const int32_t n_marks = v->n_marks, sent_marks = v->sent_marks;
-    *v = *r;
+    const size_t shared_at = offsetof(serve_request, cancelled), shared_end = offsetof(serve_request, t_submit_ms);
+    _Static_assert(offsetof(serve_request, refs) > offsetof(serve_request, cancelled) &&
+                       offsetof(serve_request, cond) < offsetof(serve_request, t_submit_ms) &&
+                       offsetof(serve_request, mu) < offsetof(serve_request, t_submit_ms),
+                   "serve_request's shared fields lie between cancelled and t_submit_ms");
+    memcpy(v, r, shared_at);
+    memcpy((char *)v + shared_end, (const char *)r + shared_end, sizeof *v - shared_end);
     v->choices = choices;
     v->marks = marks;
     v->cap_marks = (int32_t)marks_cap;

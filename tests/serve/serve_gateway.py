@@ -45,7 +45,7 @@ def load(srv, n, max_tokens):
     return ts, statuses
 
 
-def scrape_until(srv, pred, timeout=60):
+def scrape_until(srv, pred, timeout=180):
     """Scrape every 20 ms until pred(gauges) holds; the last scrape."""
     end = time.time() + timeout
     g = gauges(srv)
@@ -61,7 +61,7 @@ def test_slots():
     with Server("--parallel", "2", "--queue", "4", "-c", "4096") as srv:
         idle = gauges(srv)
         expect(idle == dict.fromkeys(GAUGES, 0.0), "an idle server: %r" % idle)
-        ts, statuses = load(srv, 4, 1500)
+        ts, statuses = load(srv, 4, 600)
         busy = scrape_until(srv, lambda g: g["vllm:num_requests_running"] == 2 and
                             g["vllm:num_requests_waiting"] == 2)
         # each running request closes its slot's share: both shares, all of the cache
@@ -79,7 +79,7 @@ def test_slots():
 
 def test_unified():
     with Server("--parallel", "2", "--queue", "2", "-c", "4096", "--kv-unified") as srv:
-        ts, statuses = load(srv, 1, 1500)
+        ts, statuses = load(srv, 1, 600)
         g = scrape_until(srv, lambda g: g["vllm:num_requests_running"] == 1 and g["vllm:kv_cache_usage_perc"] > 0)
         expect(g["vllm:kv_cache_usage_perc"] < 0.5, "a short request holds most of the cache: %r" % g)
         for t in ts:

@@ -253,7 +253,7 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
  * cache only up to the kept tokens and decodes the rest again. */
 static int shift_context(chat_session *s, const chat_turn_info *info) {
     const bool has_bos = s->cached.n > 0 && s->cached.ids[0] == tessera_token_bos(s->model);
-    const int32_t keep = cli_shift_keep(s->p->n_keep, info->n_prompt, has_bos);
+    const int32_t keep = tessera_shift_keep(s->p->n_keep, info->n_prompt, has_bos);
     return cli_context_shift(s->cmd, s->ctx, 0, keep, s->cached.ids, &s->cached.n, s->p->verbose);
 }
 

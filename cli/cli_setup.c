@@ -158,35 +158,11 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     return ctx;
 }
 
-int32_t cli_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos) {
-    int32_t keep = n_keep < 0 ? n_prompt : n_keep + (has_bos ? 1 : 0);
-    return keep > n_prompt ? n_prompt : keep;
-}
-
-int cli_shift_seq(tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens, int32_t *pos, char *err,
-                  size_t err_size) {
-    const int32_t n_discard = (*pos - keep) / 2;
-    if (n_discard <= 0) {
-        snprintf(err, err_size, "context shift: keeping %d tokens leaves nothing to drop of %d (--keep)", keep,
-                 *pos);
-        return -1;
-    }
-    if (tessera_seq_shift(ctx, seq, keep, n_discard) != 0) {
-        snprintf(err, err_size, "%s", tessera_last_error());
-        return -1;
-    }
-    if (tokens)
-        memmove(tokens + keep, tokens + keep + n_discard, (size_t)(*pos - keep - n_discard) * sizeof *tokens);
-    *pos -= n_discard;
-    return 0;
-}
-
 int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
                       int32_t *pos, bool verbose) {
-    char err[512];
     const int32_t before = *pos;
-    if (cli_shift_seq(ctx, seq, keep, tokens, pos, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err);
+    if (tessera_context_shift(ctx, seq, keep, tokens, pos) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
         return -1;
     }
     if (verbose) fprintf(stderr, "\n[context shift: kept %d tokens, dropped %d]\n", keep, before - *pos);

@@ -33,18 +33,8 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
 int32_t cli_ctx_size(const tessera_model *m, int32_t n_ctx);
 tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_model *m, int32_t n_ctx);
 
-/* --context-shift: the positions a shift keeps, --keep N after a BOS, the
- * whole prompt for -1 (never more than the prompt). */
-int32_t cli_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos);
-/* Sequence seq holds positions 0..*pos-1 and is full: drop half of what
- * follows its first keep positions (tessera_seq_shift), from tokens too when
- * given (they mirror the sequence: tokens[i] at position i), and lower *pos
- * by as much. 0, or -1 with the reason in err (run, chat and the server's
- * slots all shift through this). */
-int cli_shift_seq(tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens, int32_t *pos, char *err,
-                  size_t err_size);
-/* cli_shift_seq with the error printed after cmd, and the shift itself
- * with --verbose. */
+/* tessera_context_shift (tessera.h) with the error printed after cmd, and the
+ * shift itself with --verbose. */
 int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
                       int32_t *pos, bool verbose);
 

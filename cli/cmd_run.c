@@ -186,7 +186,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     }
     t0 = now_ms();
     int32_t pos = n;
-    const int32_t keep = cli_shift_keep(o->p.n_keep, n, toks[0] == tessera_token_bos(model));
+    const int32_t keep = tessera_shift_keep(o->p.n_keep, n, toks[0] == tessera_token_bos(model));
     int eot = 0;
     char piece[256];
     rc = 0;

@@ -1,4 +1,4 @@
-/* tessera serve — an OpenAI-compatible HTTP server (cli/serve/). */
+/* tessera serve — an OpenAI-compatible HTTP server (serve/, the server library). */
 #include "commands.h"
 
 #ifndef TESSERA_HAVE_SERVE
@@ -34,8 +34,8 @@ int cmd_serve(int argc, char **argv) {
 #include "cli_opts.h"
 #include "cli_setup.h"
 #include "cli_util.h"
-#include "serve/embed_api.h"
-#include "serve/serve.h"
+#include "embed_api.h"
+#include "serve.h"
 
 typedef struct serve_opts {
     cli_params p;
@@ -250,41 +250,6 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
-enum { MAX_HOSTS = 8 };
-
-/* The servers of a --host list, all on one port (--port 0: the first's). */
-typedef struct serve_listeners {
-    serve_http *http[MAX_HOSTS];
-    char hosts[MAX_HOSTS][128];
-    int n;
-} serve_listeners;
-
-/* Start answering on every --host address (503 "Loading model" until
- * ready). 0, or -1 with the error printed. */
-static int listen_all(const serve_opts *o, const serve_http_params *base, const serve_api *api, serve_listeners *l) {
-    char list[1024];
-    snprintf(list, sizeof list, "%s", o->host);
-    char *save = NULL;
-    for (char *h = strtok_r(list, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
-        while (*h == ' ') h++;
-        size_t n = strlen(h);
-        if (n >= 2 && h[0] == '[' && h[n - 1] == ']') h[n - 1] = '\0', h++; /* [::1] */
-        if (l->n == MAX_HOSTS || !*h) {
-            fprintf(stderr, "tessera serve: --host %s: %s\n", o->host,
-                    *h ? "at most 8 addresses" : "an empty address");
-            return -1;
-        }
-        serve_http_params hp = *base;
-        hp.host = h;
-        if (l->n > 0) hp.port = serve_http_port(l->http[0]);
-        l->http[l->n] = serve_http_start(&hp, NULL, api);
-        if (!l->http[l->n]) return -1;
-        snprintf(l->hosts[l->n], sizeof l->hosts[0], "%s", h);
-        l->n++;
-    }
-    return 0;
-}
-
 /* --alias NAME[,NAME...]: the id is the first in alphabetical order (as
  * llama-server picks it), written into buf. */
 static const char *model_id_of(const serve_opts *o, char *buf, size_t size) {
@@ -298,11 +263,13 @@ static const char *model_id_of(const serve_opts *o, char *buf, size_t size) {
     return buf[0] ? buf : base_name(o->p.model);
 }
 
-/* Load the model and start the engine behind the listeners; api is
- * completed. 0, or -1 with the error printed. */
-static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, tessera_context **ctx,
-                          cli_chat *chat, serve_engine **engine, serve_embed **embed) {
+/* Load the model, its context, the embedding endpoints' context and the
+ * chat template into c->api (the server serves it from serve_server_start
+ * on). 0, or -1 with the error printed. */
+static int load_model(serve_opts *o, serve_config *c, tessera_model **model, tessera_context **ctx, cli_chat *chat,
+                      serve_embed **embed) {
     const char *cmd = "tessera serve";
+    serve_api *api = &c->api;
     /* The fit sizes the cache for every slot: -c 0 gives each slot the
      * training context (at most the CLI default) as far as memory allows. */
     o->p.n_seq_max = (uint32_t)o->parallel;
@@ -318,7 +285,7 @@ static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, 
     *ctx = cli_context_new(cmd, &o->p, *model, (int32_t)n_ctx);
     if (!*ctx) return -1;
     api->model = *model;
-    api->slot_ctx = (int32_t)(o->kv_unified ? n_ctx : n_ctx / o->parallel);
+    api->slot_ctx = c->engine.slot_ctx = (int32_t)(o->kv_unified ? n_ctx : n_ctx / o->parallel);
     const char *owner = tessera_model_meta_str(*model, "general.organization");
     if (!owner) owner = tessera_model_meta_str(*model, "general.author");
     snprintf(api->owned_by, sizeof api->owned_by, "%s", owner ? owner : "tessera");
@@ -333,31 +300,57 @@ static int load_and_start(serve_opts *o, serve_api *api, tessera_model **model, 
     }
     if (cli_chat_setup(cmd, &o->p, *model, 1, chat) != 0) return -1;
     api->tmpl = chat->tmpl;
-    serve_engine_params ep = {.model = *model,
-                              .ctx = *ctx,
-                              .n_slots = (int32_t)o->parallel,
-                              .max_queue = (int32_t)o->queue,
-                              .slot_ctx = api->slot_ctx,
-                              .context_shift = o->p.context_shift,
-                              .unified = o->kv_unified != 0,
-                              .n_keep = o->p.n_keep};
-    *engine = serve_engine_new(&ep);
-    if (!*engine || serve_engine_start(*engine) != 0) {
-        fprintf(stderr, "tessera serve: cannot start the engine (out of memory or threads)\n");
-        return -1;
-    }
     return 0;
 }
 
 /* A non-loopback address without --api-key: anyone who reaches it may use it. */
-static void warn_open_hosts(const serve_opts *o, const serve_listeners *ls) {
-    for (int i = 0; i < ls->n; i++)
-        if (!o->api_key && strcmp(ls->hosts[i], "127.0.0.1") && strcmp(ls->hosts[i], "::1") &&
-            strcmp(ls->hosts[i], "localhost"))
+static void warn_open_hosts(const serve_opts *o, const serve_server *srv) {
+    for (int i = 0; i < serve_server_n_hosts(srv); i++) {
+        const char *h = serve_server_host(srv, i);
+        if (!o->api_key && strcmp(h, "127.0.0.1") && strcmp(h, "::1") && strcmp(h, "localhost"))
             fprintf(stderr,
-                    "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n",
-                    ls->hosts[i]);
+                    "tessera serve: warning: --host %s without --api-key: anyone who can reach it may use it\n", h);
+    }
     fflush(stderr);
+}
+
+/* The server's config from the flags (the model's fields come with it). */
+static void config_of(const serve_opts *o, const char *model_id, long long created, serve_config *c) {
+    const int max_conns = o->max_conns > 0 ? o->max_conns : o->parallel + o->queue + 64;
+    *c = (serve_config){
+        .hosts = o->host,
+        .http = {.port = (int)o->port,
+                 .api_key = o->api_key,
+                 .max_body = (size_t)o->max_body,
+                 .max_connections = max_conns,
+                 .max_conns_per_ip = o->max_conns_per_ip >= 0 ? o->max_conns_per_ip : (max_conns + 1) / 2,
+                 .header_timeout_ms = o->header_timeout * 1000,
+                 .body_timeout_ms = o->body_timeout * 1000,
+                 .log_format = o->log_format,
+                 .slot_save_path = o->slot_save_path,
+                 .cors_origin = o->cors_origin,
+                 .no_webui = o->no_webui,
+                 .no_slots = o->no_slots,
+                 .no_metrics = o->no_metrics,
+                 .gcp_predict_route = o->gcp_route,
+                 .gcp_health_route = o->gcp_health},
+        .api = {.model_id = model_id,
+                .aliases = o->alias,
+                .tags = o->tags,
+                .model_path = o->p.model,
+                .created = created,
+                .n_slots = (int32_t)o->parallel,
+                .default_max_tokens = o->p.n_predict > 0 ? o->p.n_predict : 0,
+                .sampling = &o->p.sp,
+                .reasoning_format = o->reasoning_format,
+                .enable_thinking = o->reasoning,
+                .verbose = o->p.verbose != 0},
+        .engine = {.n_slots = (int32_t)o->parallel,
+                   .max_queue = (int32_t)o->queue,
+                   .context_shift = o->p.context_shift,
+                   .unified = o->kv_unified != 0,
+                   .n_keep = o->p.n_keep},
+    };
 }
 
 int cmd_serve(int argc, char **argv) {
@@ -375,8 +368,7 @@ int cmd_serve(int argc, char **argv) {
 
     tessera_model *model = NULL;
     tessera_context *ctx = NULL;
-    serve_engine *engine = NULL;
-    serve_listeners ls = {0};
+    serve_server *srv = NULL;
     serve_embed *embed = NULL;
     cli_chat chat = {0};
     int rc = 1, initialized = 0;
@@ -385,58 +377,30 @@ int cmd_serve(int argc, char **argv) {
     struct stat st = {0};
     stat(o.p.model, &st);
     char id_buf[256];
-    serve_api api = {.model_id = model_id_of(&o, id_buf, sizeof id_buf),
-                     .aliases = o.alias,
-                     .tags = o.tags,
-                     .model_path = o.p.model,
-                     .created = (long long)st.st_mtime,
-                     .n_slots = (int32_t)o.parallel,
-                     .default_max_tokens = o.p.n_predict > 0 ? o.p.n_predict : 0,
-                     .sampling = &o.p.sp,
-                     .reasoning_format = o.reasoning_format,
-                     .enable_thinking = o.reasoning,
-                     .verbose = o.p.verbose != 0};
-    int max_conns = o.max_conns > 0 ? o.max_conns : o.parallel + o.queue + 64;
-    serve_http_params hp = {.port = (int)o.port,
-                            .api_key = o.api_key,
-                            .max_body = (size_t)o.max_body,
-                            .max_connections = max_conns,
-                            .max_conns_per_ip = o.max_conns_per_ip >= 0 ? o.max_conns_per_ip : (max_conns + 1) / 2,
-                            .header_timeout_ms = o.header_timeout * 1000,
-                            .body_timeout_ms = o.body_timeout * 1000,
-                            .log_format = o.log_format,
-                            .slot_save_path = o.slot_save_path,
-                            .cors_origin = o.cors_origin,
-                            .no_webui = o.no_webui,
-                            .no_slots = o.no_slots,
-                            .no_metrics = o.no_metrics,
-                            .gcp_predict_route = o.gcp_route,
-                            .gcp_health_route = o.gcp_health};
+    serve_config cfg;
+    config_of(&o, model_id_of(&o, id_buf, sizeof id_buf), (long long)st.st_mtime, &cfg);
     /* Listen first: /health says 503 while the model loads, as llama-server. */
-    if (listen_all(&o, &hp, &api, &ls) != 0) goto done;
+    if (!(srv = serve_server_listen(&cfg))) goto done;
     fprintf(stderr, "tessera serve: loading %s (%.0f MiB); /health answers 503 until it is ready\n", o.p.model,
             (double)st.st_size / 1048576.0);
-    if (load_and_start(&o, &api, &model, &ctx, &chat, &engine, &embed) != 0) goto done;
-    for (int i = 0; i < ls.n; i++) serve_http_set_ready(ls.http[i], engine);
+    if (load_model(&o, &cfg, &model, &ctx, &chat, &embed) != 0 || serve_server_start(srv, model, ctx, embed) != 0)
+        goto done;
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s)\n",
-            api.model_id, ls.hosts[0], serve_http_port(ls.http[0]), (long)o.parallel, api.slot_ctx, chat.source);
-    for (int i = 1; i < ls.n; i++)
-        fprintf(stderr, "tessera serve: also on %s port %d\n", ls.hosts[i], serve_http_port(ls.http[i]));
-    warn_open_hosts(&o, &ls);
+            cfg.api.model_id, serve_server_host(srv, 0), serve_server_port(srv, 0), (long)o.parallel,
+            cfg.api.slot_ctx, chat.source);
+    for (int i = 1; i < serve_server_n_hosts(srv); i++)
+        fprintf(stderr, "tessera serve: also on %s port %d\n", serve_server_host(srv, i), serve_server_port(srv, i));
+    warn_open_hosts(&o, srv);
     int sig = 0;
     sigwait(&stop_sigs, &sig);
     fprintf(stderr, "tessera serve: %s, no new connections; %d s for running requests (again: at once)\n",
             sig == SIGINT ? "interrupted" : "terminated", (int)o.shutdown_grace);
     fflush(stderr);
-    for (int i = 0; i < ls.n; i++) serve_http_stop_accepting(ls.http[i]);
-    serve_engine_drain(engine, o.shutdown_grace * 1000, second_signal, &stop_sigs);
+    serve_server_drain(srv, o.shutdown_grace * 1000, second_signal, &stop_sigs);
     fprintf(stderr, "tessera serve: stopping\n");
     rc = 0;
 done:
-    /* Engine first: it fails what is still waiting, so connections end. */
-    if (engine) serve_engine_stop(engine);
-    for (int i = 0; i < ls.n; i++) serve_http_stop(ls.http[i]);
-    serve_engine_free(engine);
+    serve_server_free(srv); /* its engine first: what still waits fails, so connections end */
     cli_chat_free(&chat);
     serve_embed_free(embed);
     tessera_context_free(ctx);

@@ -15,8 +15,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "serve/dialect.h"
-#include "serve/serve.h"
+#include "dialect.h"
+#include "serve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -115,9 +115,9 @@ static void must_be_named_sse(char *s) {
 }
 
 /* A refusal: a 4xx/5xx with a JSON body, in the dialect's shape if it has one. */
-static void must_be_refusal(const serve_dialect *d, serve_error *err) {
+static void must_be_refusal(const serve_format *d, serve_error *err) {
     if (err->status < 400 || err->status > 599 || !err->body) {
-        fprintf(stderr, "fuzz_serve: %s: a refusal with status %d and no body\n", d->path, err->status);
+        fprintf(stderr, "fuzz_serve: %s: a refusal with status %d and no body\n", d->name, err->status);
         abort();
     }
     must_be_json(d->error_body ? d->error_body(err->status, err->body) : err->body, "a dialect's error body");
@@ -125,7 +125,7 @@ static void must_be_refusal(const serve_dialect *d, serve_error *err) {
 
 /* body through a dialect: parsed, its "reply" the body's own bytes (cut at
  * max tokens when ctl says), streamed in pieces of up to 7, then whole. */
-static void fuzz_dialect(const serve_dialect *d, const serve_api *api, const char *body, size_t len, uint8_t ctl) {
+static void fuzz_dialect(const serve_format *d, const serve_api *api, const char *body, size_t len, uint8_t ctl) {
     serve_error err = {0, NULL};
     if (d->answer) {
         char *out = d->answer(api, body, len, &err);
@@ -135,7 +135,7 @@ static void fuzz_dialect(const serve_dialect *d, const serve_api *api, const cha
     }
     serve_call call;
     serve_request *r = NULL;
-    if (d->parse(api, body, len, &call, &r, &err) != 0) {
+    if (d->parse(api, body, len, 0, &call, &r, &err) != 0) {
         must_be_refusal(d, &err);
         return;
     }
@@ -162,10 +162,10 @@ static void fuzz_dialect(const serve_dialect *d, const serve_api *api, const cha
     for (int i = 0; i < 4 && !finished; i++) must_be_named_sse(d->stream_next(api, &call, r, &seen, &finished, &state));
     if (state) d->free_state(state);
     if (!finished) {
-        fprintf(stderr, "fuzz_serve: %s: a done request's stream does not finish\n", d->path);
+        fprintf(stderr, "fuzz_serve: %s: a done request's stream does not finish\n", d->name);
         abort();
     }
-    must_be_json(d->response(api, &call, r), "a dialect's response");
+    must_be_json(d->response(api, &call, &r, 1), "a dialect's response");
     serve_request_free(r);
 }
 

@@ -11,6 +11,7 @@ import json
 import random
 import signal
 import socket
+import sys
 import threading
 import time
 
@@ -236,7 +237,61 @@ def test_sigterm_under_load():
         expect(srv.proc.returncode == 0, "exit status %d" % srv.proc.returncode)
 
 
+def bench(streams=16, max_tokens=160, rounds=3):
+    """--bench: `streams` concurrent streamed completions in as many slots;
+    the time between one stream's tokens as they arrive, over all streams
+    and rounds: p50, p99 and max (ms). Prints, checks nothing: run it on the
+    builds to compare, one after the other on the same machine."""
+    gaps, tokens = [], 0
+    with Server("--parallel", str(streams), "--queue", str(streams), "-c", str(streams * 512)) as srv:
+        body = {"prompt": "Once upon a time", "max_tokens": max_tokens, "stream": True, "temperature": 0.8,
+                "ignore_eos": True}
+        for _ in range(rounds):
+            barrier = threading.Barrier(streams)
+            results = [None] * streams
+
+            def one(k):
+                s = socket.create_connection((HOST, srv.port), timeout=120)
+                data = json.dumps(dict(body, seed=k)).encode()
+                s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+                barrier.wait()
+                times, buf = [], b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    now = time.perf_counter()
+                    buf += chunk
+                    while b"\n\n" in buf:
+                        ev, buf = buf.split(b"\n\n", 1)
+                        if b'"text":' in ev and b'"text":""' not in ev:
+                            times.append(now)
+                        if b"[DONE]" in ev:
+                            s.close()
+                            results[k] = times
+                            return
+                s.close()
+                results[k] = times
+
+            ts = [threading.Thread(target=one, args=(k,)) for k in range(streams)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            for times in results:
+                tokens += len(times or [])
+                gaps += [(b - a) * 1e3 for a, b in zip(times or [], (times or [])[1:])]
+    gaps.sort()
+    pick = lambda q: gaps[min(len(gaps) - 1, int(q * len(gaps)))] if gaps else float("nan")
+    print("bench: %d streams x %d rounds, %d tokens: time between tokens p50 %.2f ms, p99 %.2f ms, max %.2f ms"
+          % (streams, rounds, tokens, pick(0.5), pick(0.99), gaps[-1] if gaps else float("nan")))
+
+
 if __name__ == "__main__":
+    if "--bench" in sys.argv:
+        bench()
+        sys.exit(0)
     main([
         ("%d rounds of %d mixed and hostile requests: none lost, RSS flat" % (ROUNDS, PER_ROUND), test_rounds),
         ("SIGTERM under load: every accepted request answered", test_sigterm_under_load),

@@ -1,5 +1,5 @@
 /*
- * The split of a growing chat reply (cli/serve/reply.c): <think> reasoning
+ * The split of a growing chat reply (serve/reply.c): <think> reasoning
  * apart from content, a tail that may begin a marker or a tool call held
  * back, and, for every prefix of a reply, what the split shows is a prefix
  * of what the finished reply shows (so a stream never sends text it must
@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "chat/tool_parse.h"
-#include "serve/serve.h"
+#include "format.h"
 
 static serve_reply_rules think_rules(bool tools, bool starts_in_think) {
     return (serve_reply_rules){.think_open = "<think>", .think_close = "</think>",

@@ -1,5 +1,5 @@
 /*
- * The server's generated-text rules (cli/serve/text.c): a stop string is cut
+ * The server's generated-text rules (serve/text.c): a stop string is cut
  * off even when it arrives over several tokens, the earliest of several
  * wins, a tail that may begin a stop string or is an unfinished UTF-8
  * character is held back from streaming, and nothing is held back wrongly.
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "serve/serve.h"
+#include "engine.h"
 
 /* Append a piece; returns whether a stop string ended the text. */
 static bool feed(serve_request *r, const char *piece) {

@@ -1,5 +1,5 @@
 /*
- * The request side of tool calling (cli/serve/tools.c) without a model: the
+ * The request side of tool calling (serve/tools.c) without a model: the
  * grammar a forced call gets accepts exactly a call of an offered tool whose
  * arguments follow its JSON Schema, then the end of the call; prefills,
  * the system text and earlier calls written back are what the parser reads.
@@ -13,7 +13,7 @@
 #include "harness.h"
 #include "chat/tool_parse.h"
 #include "grammar/grammar.h"
-#include "serve/serve.h"
+#include "tools.h"
 
 static const char TOOLS[] =
     "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "

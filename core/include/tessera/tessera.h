@@ -664,6 +664,17 @@ int tessera_sampler_state_set(tessera_sampler *sampler, const void *buf, size_t 
  * computation the sequence is cleared. */
 int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);
 
+/* The context shift as run, chat and the server's slots make it when a
+ * sequence is full. tessera_shift_keep: the positions it keeps, n_keep
+ * (--keep) after a BOS, the whole prompt for -1, never more than the
+ * prompt. tessera_context_shift: sequence seq holds positions 0..*n_past-1;
+ * drop half of what follows its first keep (tessera_seq_shift), from tokens
+ * too when given (tokens[i] at position i), and lower *n_past by as much.
+ * 0, or -1 with the reason in tessera_last_error(). */
+int32_t tessera_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos);
+int tessera_context_shift(tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
+                          int32_t *n_past);
+
 /* ====================================================================
  * Embeddings and reranking  (added for `tessera embed`, /v1/embeddings)
  * ==================================================================== */

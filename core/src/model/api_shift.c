@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "model/blocks.h"
 #include "model/public.h"
@@ -103,4 +104,22 @@ int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t
 done:
     for (int32_t s = 0; s < KV_MAX_SETS; s++) free(delta[s]);
     return rc;
+}
+
+int32_t tessera_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos) {
+    const int32_t keep = n_keep < 0 ? n_prompt : n_keep + (has_bos ? 1 : 0);
+    return keep > n_prompt ? n_prompt : keep;
+}
+
+int tessera_context_shift(tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
+                          int32_t *n_past) {
+    if (!n_past) return error_set("context shift: no position count");
+    const int32_t n_discard = (*n_past - keep) / 2;
+    if (keep < 0 || n_discard <= 0)
+        return error_set("context shift: keeping %d tokens leaves nothing to drop of %d (--keep)", keep, *n_past);
+    if (tessera_seq_shift(ctx, seq, keep, n_discard) != 0) return -1;
+    if (tokens)
+        memmove(tokens + keep, tokens + keep + n_discard, (size_t)(*n_past - keep - n_discard) * sizeof *tokens);
+    *n_past -= n_discard;
+    return 0;
 }

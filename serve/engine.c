@@ -24,8 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cli_setup.h" /* cli_shift_keep, cli_shift_seq */
-#include "serve.h"
+#include "engine.h"
 
 typedef struct serve_slot {
     serve_choice *ch;   /* NULL: free */
@@ -40,6 +39,21 @@ typedef struct serve_slot {
      * ends, for the next cache_prompt request with the same prefix. */
     tessera_token *cached;
 } serve_slot;
+
+/* What a slot's row of logits gave in a step, worked out by the engine
+ * thread without the lock (the grammar mask, sampling, the full-vocabulary
+ * log-softmax and the token's bytes are the step's costly part; the lock
+ * is then held only to add the result to the request). */
+typedef struct slot_token {
+    tessera_token t;     /* < 0: sampling failed, err says why */
+    char err[200];
+    bool eog;            /* an end-of-generation token: no bytes, no logprobs */
+    bool has_lp;
+    serve_logprob lp;
+    char small[256];
+    char *piece;         /* small, or malloc'd for a long token; NULL: out of memory */
+    int32_t len;         /* bytes of piece (<= 0: none) */
+} slot_token;
 
 struct serve_engine {
     serve_engine_params p;
@@ -56,10 +70,12 @@ struct serve_engine {
     long long start_unix; /* wall-clock seconds at creation (/metrics' Process-Start-Time-Unix) */
     serve_slot_action *action;  /* posted by an HTTP thread, run by the engine */
     pthread_cond_t action_done;
+    struct engine_job *jobs, **jobs_tail; /* serve_engine_run's, oldest first */
     /* batch scratch (engine thread only) */
     tessera_token *b_tok;
     int32_t *b_pos, *b_seq, *b_slot_of_row;
     bool *b_want;
+    slot_token *b_out; /* per slot: the token its row gave this step */
 };
 
 serve_engine *serve_engine_new(const serve_engine_params *p) {
@@ -87,8 +103,9 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
     e->b_seq = malloc(nb * sizeof *e->b_seq);
     e->b_slot_of_row = malloc(nb * sizeof *e->b_slot_of_row);
     e->b_want = malloc(nb * sizeof *e->b_want);
+    e->b_out = calloc((size_t)p->n_slots, sizeof *e->b_out);
     if (!e->slots || !e->queue || !e->b_tok || !e->b_pos || !e->b_seq || !e->b_slot_of_row || !e->b_want ||
-        pthread_mutex_init(&e->mu, NULL) != 0) {
+        !e->b_out || pthread_mutex_init(&e->mu, NULL) != 0) {
         free(e->slots);
         free(e->queue);
         free(e->b_tok);
@@ -96,25 +113,30 @@ serve_engine *serve_engine_new(const serve_engine_params *p) {
         free(e->b_seq);
         free(e->b_slot_of_row);
         free(e->b_want);
+        free(e->b_out);
         free(e);
         return NULL;
     }
     pthread_cond_init(&e->wake, NULL);
+    e->jobs_tail = &e->jobs;
     pthread_cond_init(&e->action_done, NULL);
     e->t_start_ms = serve_now_ms();
     e->start_unix = (long long)time(NULL);
     return e;
 }
 
-void serve_engine_lock(serve_engine *e) { pthread_mutex_lock(&e->mu); }
-void serve_engine_unlock(serve_engine *e) { pthread_mutex_unlock(&e->mu); }
+void serve_request_lock(serve_request *r) { pthread_mutex_lock(&r->mu); }
+void serve_request_unlock(serve_request *r) { pthread_mutex_unlock(&r->mu); }
+
+/* Whether r's client went away (a reader sets it, without a lock). */
+static bool request_cancelled(const serve_request *r) { return __atomic_load_n(&r->cancelled, __ATOMIC_ACQUIRE); }
 int32_t serve_engine_slot_ctx(const serve_engine *e) { return e->p.slot_ctx; }
 int32_t serve_engine_n_slots(const serve_engine *e) { return e->p.n_slots; }
 long long serve_engine_start_unix(const serve_engine *e) { return e->start_unix; }
 
-/* Drop one holder of r (lock held); the last frees it. */
+/* Drop one holder of r (not under r's lock); the last frees it. */
 static void request_unref(serve_request *r) {
-    if (--r->refs == 0) serve_request_free(r);
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) serve_request_free(r);
 }
 
 /* Mark a choice done (lock held); the last one done ends its request and
@@ -129,7 +151,7 @@ static void choice_finish(serve_engine *e, serve_choice *ch, const char *reason)
     if (++r->n_done == r->n_choices) {
         r->state = SERVE_DONE;
         r->t_done_ms = serve_now_ms();
-        if (!r->error[0] && !r->cancelled) e->m.completions++;
+        if (!r->error[0] && !request_cancelled(r)) e->m.completions++;
         if (r->t_first_ms > 0) { /* llama-server's prompt and generation seconds */
             e->m.prompt_ms += r->t_first_ms - r->t_start_ms;
             e->m.gen_ms += r->t_done_ms - r->t_first_ms;
@@ -158,7 +180,7 @@ static void slot_free(serve_engine *e, int32_t i) {
     serve_request *r = s->ch->req;
     /* n_past: what the cache holds; a failed or cancelled request's last
      * step may not have run, so only a clean finish keeps its tokens. */
-    bool keep = r->cache_prompt && !r->error[0] && !r->cancelled;
+    bool keep = r->cache_prompt && !r->error[0] && !request_cancelled(r);
     if (!keep) {
         tessera_seq_remove(e->p.ctx, i, 0);
         s->n_past = 0;
@@ -221,10 +243,12 @@ static void schedule(serve_engine *e) {
         serve_slot *s = &e->slots[i];
         if (!s->ch) continue;
         serve_request *r = s->ch->req;
-        if (r->cancelled && r->state != SERVE_DONE) {
+        pthread_mutex_lock(&r->mu);
+        if (request_cancelled(r) && r->state != SERVE_DONE) {
             e->m.cancelled++;
             request_finish(e, r, NULL);
         }
+        pthread_mutex_unlock(&r->mu);
         if (s->ch->state == SERVE_DONE) slot_free(e, i);
     }
     /* Choices whose client left while queued, or whose request failed, go at
@@ -233,9 +257,11 @@ static void schedule(serve_engine *e) {
     for (int32_t k = 0; k < e->q_len; k++) {
         serve_choice *ch = e->queue[(e->q_head + k) % e->q_cap];
         serve_request *r = ch->req;
-        if (r->cancelled || ch->state == SERVE_DONE) {
-            if (r->cancelled && r->state != SERVE_DONE) e->m.cancelled++;
+        if (request_cancelled(r) || ch->state == SERVE_DONE) {
+            pthread_mutex_lock(&r->mu);
+            if (request_cancelled(r) && r->state != SERVE_DONE) e->m.cancelled++;
             request_finish(e, r, NULL);
+            pthread_mutex_unlock(&r->mu);
             request_unref(r);
             continue;
         }
@@ -255,6 +281,7 @@ static void schedule(serve_engine *e) {
         if (tessera_seq_len(e->p.ctx, i) < reuse) reuse = tessera_seq_len(e->p.ctx, i);
         *s = (serve_slot){.ch = ch, .t_start_ms = serve_now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
+        pthread_mutex_lock(&r->mu);
         ch->state = SERVE_RUNNING;
         ch->slot = i;
         r->state = SERVE_RUNNING;
@@ -264,6 +291,7 @@ static void schedule(serve_engine *e) {
             e->m.prompt_tokens_cached += (uint64_t)reuse;
             if (r->want_progress) prompt_mark(r, reuse);
         }
+        pthread_mutex_unlock(&r->mu);
         e->m.slots_busy++;
     }
     e->m.queued = e->q_len;
@@ -325,8 +353,10 @@ static serve_logprob *logprob_slot(serve_choice *ch) {
 static int slot_shift(serve_engine *e, int32_t i, char *msg, size_t msg_size) {
     serve_slot *s = &e->slots[i];
     const bool has_bos = s->n_past > 0 && s->cached[0] == tessera_token_bos(e->p.model);
-    const int32_t keep = cli_shift_keep(e->p.n_keep, s->ch->req->n_prompt, has_bos);
-    return cli_shift_seq(e->p.ctx, i, keep, s->cached, &s->n_past, msg, msg_size);
+    const int32_t keep = tessera_shift_keep(e->p.n_keep, s->ch->req->n_prompt, has_bos);
+    if (tessera_context_shift(e->p.ctx, i, keep, s->cached, &s->n_past) == 0) return 0;
+    snprintf(msg, msg_size, "%s", tessera_last_error());
+    return -1;
 }
 
 /* Record a generated token in ch->toks (llama-server's "tokens"); -1 when out of memory. */
@@ -366,24 +396,54 @@ static int slot_full(serve_engine *e, int32_t i) {
     return full ? 1 : 0;
 }
 
-/* A sampled token for slot i (lock held); logits: the row it came from. */
-static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const float *logits) {
+/* Slot i's token from its row of logits, without the lock: sample it
+ * (with its grammar), its logprobs when asked, its bytes (engine thread:
+ * the slot's sampler and the request's input are its own). */
+static void slot_sample(serve_engine *e, int32_t i, const float *logits, slot_token *o) {
+    serve_choice *ch = e->slots[i].ch;
+    const serve_request *r = ch->req;
+    o->t = tessera_sampler_sample(ch->sampler, logits);
+    o->has_lp = false;
+    o->piece = o->small;
+    o->len = 0;
+    if (o->t < 0) { /* the grammar allows no token (or the sampler failed) */
+        snprintf(o->err, sizeof o->err, "sampling failed: %s", tessera_last_error());
+        return;
+    }
+    o->eog = tessera_token_is_eog(e->p.model, o->t);
+    if (o->eog) return;
+    if (r->top_logprobs >= 0) {
+        o->has_lp = true;
+        if (r->post_sampling_probs)
+            serve_logprobs_post_sampling(ch->sampler, o->t, r->top_logprobs, &o->lp);
+        else
+            serve_logprobs_compute(logits, e->n_vocab, o->t, r->top_logprobs, &o->lp);
+    }
+    o->len = tessera_token_to_piece(e->p.model, o->t, o->small, sizeof o->small, false);
+    if (o->len < 0 && o->len != INT32_MIN) { /* a long token */
+        int32_t need = -o->len;
+        o->piece = malloc((size_t)need);
+        if (o->piece) o->len = tessera_token_to_piece(e->p.model, o->t, o->piece, need, false);
+    }
+}
+
+/* Slot i's sampled token o into its choice (lock held). */
+static void slot_take_token(serve_engine *e, int32_t i, slot_token *o) {
     serve_slot *s = &e->slots[i];
     serve_choice *ch = s->ch;
     serve_request *r = ch->req;
-    if (t < 0) { /* the grammar allows no token (or the sampler failed) */
-        char msg[200];
-        snprintf(msg, sizeof msg, "sampling failed: %s", tessera_last_error());
+    const tessera_token t = o->t;
+    if (t < 0) {
         /* only a grammar can fail a sampler made from a valid request */
-        if (!r->error[0] && r->grammar_param) r->error_status = serve_grammar_failure_status(msg);
-        request_finish(e, r, msg);
+        if (!r->error[0] && r->grammar_param) r->error_status = serve_grammar_failure_status(o->err);
+        request_finish(e, r, o->err);
         return;
     }
     tessera_sampler_accept(ch->sampler, t);
     ch->n_gen++;
     e->m.gen_tokens++;
     if (r->t_first_ms == 0) r->t_first_ms = serve_now_ms();
-    if (tessera_token_is_eog(e->p.model, t)) {
+    if (o->eog) {
         ch->stop_type = "eos";
         choice_finish(e, ch, "stop");
         return;
@@ -393,26 +453,18 @@ static void slot_take_token(serve_engine *e, int32_t i, tessera_token t, const f
         return;
     }
     serve_logprob *lp = NULL;
-    if (r->top_logprobs >= 0) {
+    if (o->has_lp) {
         lp = logprob_slot(ch);
         if (!lp) {
             request_finish(e, r, "out of memory for logprobs");
             return;
         }
-        if (r->post_sampling_probs)
-            serve_logprobs_post_sampling(ch->sampler, t, r->top_logprobs, lp);
-        else
-            serve_logprobs_compute(logits, e->n_vocab, t, r->top_logprobs, lp);
+        *lp = o->lp;
         lp->offset = ch->len;
     }
-    char small[256], *piece = small;
-    int32_t len = tessera_token_to_piece(e->p.model, t, small, sizeof small, false);
-    if (len < 0 && len != INT32_MIN && (piece = malloc((size_t)-len)) != NULL) /* a long token */
-        len = tessera_token_to_piece(e->p.model, t, piece, -len, false);
+    const int32_t len = o->len;
     size_t from = ch->len;
-    int app = piece && len > 0 ? serve_text_append(ch, piece, (size_t)len) : 0;
-    if (piece != small) free(piece);
-    if (!piece || app != 0) {
+    if (!o->piece || (len > 0 && serve_text_append(ch, o->piece, (size_t)len) != 0)) {
         request_finish(e, r, "out of memory for the generated text");
         return;
     }
@@ -504,6 +556,52 @@ int serve_engine_slot_action(serve_engine *e, serve_slot_action *a) {
     return a->status == 200 ? 0 : -1;
 }
 
+/* Work an HTTP thread hands the engine thread (serve_engine_run). */
+typedef struct engine_job {
+    void (*fn)(void *);
+    void *arg;
+    int state; /* 0 waiting, 1 done, -1 never run (stopping) */
+    struct engine_job *next;
+} engine_job;
+
+int serve_engine_run(serve_engine *e, void (*fn)(void *), void *arg) {
+    engine_job job = {.fn = fn, .arg = arg};
+    pthread_mutex_lock(&e->mu);
+    if (e->stopping || !e->started) {
+        pthread_mutex_unlock(&e->mu);
+        return -1;
+    }
+    *e->jobs_tail = &job;
+    e->jobs_tail = &job.next;
+    pthread_cond_signal(&e->wake);
+    while (job.state == 0) pthread_cond_wait(&e->action_done, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return job.state > 0 ? 0 : -1;
+}
+
+/* Run the jobs posted so far (lock held on entry and exit, let go while
+ * each runs: a job decodes, and readers must not wait for it). */
+static void jobs_run(serve_engine *e) {
+    while (e->jobs && !e->stopping) {
+        engine_job *j = e->jobs;
+        e->jobs = j->next;
+        if (!e->jobs) e->jobs_tail = &e->jobs;
+        pthread_mutex_unlock(&e->mu);
+        j->fn(j->arg);
+        pthread_mutex_lock(&e->mu);
+        j->state = 1;
+        pthread_cond_broadcast(&e->action_done);
+    }
+}
+
+/* Stopping: the jobs never run are answered (lock held). */
+static void jobs_fail(serve_engine *e) {
+    for (engine_job *j = e->jobs; j; j = j->next) j->state = -1;
+    e->jobs = NULL;
+    e->jobs_tail = &e->jobs;
+    pthread_cond_broadcast(&e->action_done);
+}
+
 /* --kv-unified: before a step of n tokens, idle slots' cached prompts give
  * their cells back when the free ones are fewer (lock held). */
 static void unified_make_room(serve_engine *e, int32_t n) {
@@ -534,7 +632,11 @@ static void step_done(serve_engine *e, bool ok) {
         if (!s->ch) continue;
         e->m.busy_slot_steps++;
         if (s->n_past > e->m.n_tokens_max) e->m.n_tokens_max = s->n_past;
-        if (s->fed_prompt && ok && s->ch->index == 0 && s->ch->req->want_progress) prompt_mark(s->ch->req, s->n_fed);
+        if (s->fed_prompt && ok && s->ch->index == 0 && s->ch->req->want_progress) {
+            pthread_mutex_lock(&s->ch->req->mu);
+            prompt_mark(s->ch->req, s->n_fed);
+            pthread_mutex_unlock(&s->ch->req->mu);
+        }
         s->fed_prompt = false;
     }
 }
@@ -550,6 +652,8 @@ static void *engine_main(void *arg) {
             e->action = NULL;
             pthread_cond_broadcast(&e->action_done);
         }
+        jobs_run(e);
+        if (e->stopping) break;
         int32_t n = build_batch(e);
         if (n == 0) {
             pthread_cond_wait(&e->wake, &e->mu);
@@ -561,42 +665,56 @@ static void *engine_main(void *arg) {
         double t0 = serve_now_ms();
         int rc = tessera_decode_batch(e->p.ctx, e->b_tok, e->b_pos, e->b_seq, e->b_want, n);
         double dt = serve_now_ms() - t0;
+        /* Each row's token, still without the lock: a choice that ended
+         * before the step has no row to sample (only this thread ends
+         * choices); one whose client left meanwhile is skipped below. */
+        for (int32_t k = 0, row = 0; rc == 0 && k < n; k++) {
+            if (!e->b_want[k]) continue;
+            int32_t i = e->b_slot_of_row[k];
+            const float *logits = tessera_logits(e->p.ctx, row++);
+            if (e->slots[i].ch->state != SERVE_DONE) slot_sample(e, i, logits, &e->b_out[i]);
+        }
         pthread_mutex_lock(&e->mu);
         e->m.steps++;
         e->m.batch_tokens += (uint64_t)n;
         e->m.decode_ms += dt;
         e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
         step_done(e, rc == 0);
-        int32_t row = 0;
         for (int32_t k = 0; k < n; k++) {
             if (!e->b_want[k]) continue;
             int32_t i = e->b_slot_of_row[k];
             serve_choice *ch = e->slots[i].ch;
-            if (rc != 0) {
-                request_finish(e, ch->req, decode_error(e));
-                continue;
-            }
-            const float *logits = tessera_logits(e->p.ctx, row++);
-            if (ch->state == SERVE_DONE || ch->req->cancelled) continue;
-            slot_take_token(e, i, tessera_sampler_sample(ch->sampler, logits), logits);
+            serve_request *r = ch->req;
+            slot_token *o = &e->b_out[i];
+            pthread_mutex_lock(&r->mu); /* the reader of r waits a token's adding at most */
+            if (rc != 0) request_finish(e, r, decode_error(e));
+            else if (ch->state != SERVE_DONE && !request_cancelled(r)) slot_take_token(e, i, o);
+            pthread_mutex_unlock(&r->mu);
+            if (o->piece != o->small) free(o->piece);
+            o->piece = o->small;
         }
         if (rc != 0) /* prompt chunks without logits fail with the rest of their request */
             for (int32_t k = 0; k < n; k++) {
                 serve_request *r = e->slots[e->b_slot_of_row[k]].ch->req;
+                pthread_mutex_lock(&r->mu);
                 if (r->state != SERVE_DONE) request_finish(e, r, decode_error(e));
+                pthread_mutex_unlock(&r->mu);
             }
     }
     /* Stopping: what runs ends with its text so far, what waits never starts. */
     for (int32_t i = 0; i < e->p.n_slots; i++)
         if (e->slots[i].ch) {
             serve_request *r = e->slots[i].ch->req;
+            pthread_mutex_lock(&r->mu);
             if (r->state != SERVE_DONE) request_cut(e, r);
+            pthread_mutex_unlock(&r->mu);
             slot_free(e, i);
         }
     while (e->q_len > 0) {
         serve_request *r = e->queue[e->q_head]->req;
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_len--;
+        pthread_mutex_lock(&r->mu);
         if (r->state == SERVE_QUEUED) { /* none of its choices started */
             snprintf(r->error, sizeof r->error, "the server is shutting down; the request was not started");
             r->error_status = 503;
@@ -604,6 +722,7 @@ static void *engine_main(void *arg) {
         } else if (r->state != SERVE_DONE) {
             request_cut(e, r);
         }
+        pthread_mutex_unlock(&r->mu);
         request_unref(r);
     }
     pthread_mutex_unlock(&e->mu);
@@ -622,6 +741,7 @@ void serve_engine_stop(serve_engine *e) {
     e->stopping = true;
     pthread_cond_signal(&e->wake);
     pthread_cond_broadcast(&e->action_done);
+    jobs_fail(e);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
     e->started = false;
@@ -629,9 +749,13 @@ void serve_engine_stop(serve_engine *e) {
      * queued, so that streams send their last event and [DONE] instead of
      * being cut off when the HTTP side closes. */
     pthread_mutex_lock(&e->mu);
-    for (int32_t i = 0; i < e->p.n_slots; i++)
-        if (e->slots[i].ch) request_finish(e, e->slots[i].ch->req, NULL);
-    for (int32_t k = 0; k < e->q_len; k++) request_finish(e, e->queue[(e->q_head + k) % e->q_cap]->req, NULL);
+    for (int32_t i = 0; i < e->p.n_slots + e->q_len; i++) {
+        serve_choice *ch = i < e->p.n_slots ? e->slots[i].ch : e->queue[(e->q_head + i - e->p.n_slots) % e->q_cap];
+        if (!ch) continue;
+        pthread_mutex_lock(&ch->req->mu);
+        request_finish(e, ch->req, NULL);
+        pthread_mutex_unlock(&ch->req->mu);
+    }
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -662,6 +786,7 @@ void serve_engine_free(serve_engine *e) {
     free(e->b_tok);
     free(e->b_pos);
     free(e->b_seq);
+    free(e->b_out);
     free(e->b_slot_of_row);
     free(e->b_want);
     free(e);
@@ -697,22 +822,26 @@ bool serve_engine_wait(serve_engine *e, serve_request *r, uint64_t seen, int tim
     ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
     ts.tv_sec += timeout_ms / 1000 + ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&e->mu);
+    (void)e;
+    pthread_mutex_lock(&r->mu);
     while (r->state != SERVE_DONE && r->progress <= seen)
-        if (pthread_cond_timedwait(&r->cond, &e->mu, &ts) != 0) break;
+        if (pthread_cond_timedwait(&r->cond, &r->mu, &ts) != 0) break;
     bool ready = r->state == SERVE_DONE || r->progress > seen;
-    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_unlock(&r->mu);
     return ready;
 }
 
 void serve_engine_release(serve_engine *e, serve_request *r) {
-    pthread_mutex_lock(&e->mu);
-    if (r->state != SERVE_DONE) {
-        r->cancelled = true;
+    pthread_mutex_lock(&r->mu); /* as the engine sees state: a done request is not cancelled */
+    const bool running = r->state != SERVE_DONE;
+    if (running) __atomic_store_n(&r->cancelled, true, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&r->mu);
+    if (running) { /* the engine drops it at its next step */
+        pthread_mutex_lock(&e->mu);
         pthread_cond_signal(&e->wake);
+        pthread_mutex_unlock(&e->mu);
     }
     request_unref(r);
-    pthread_mutex_unlock(&e->mu);
 }
 
 void serve_engine_count_status(serve_engine *e, int status) {
@@ -726,8 +855,21 @@ void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms
     pthread_mutex_lock(&e->mu);
     *out = e->m;
     double t = serve_now_ms();
-    for (int32_t i = 0; i < e->p.n_slots; i++)
-        if (e->slots[i].ch) out->busy_slot_ms += t - e->slots[i].t_start_ms;
+    int64_t held = 0; /* cells the running requests hold */
+    for (int32_t i = 0; i < e->p.n_slots; i++) {
+        const serve_slot *s = &e->slots[i];
+        if (!s->ch) continue;
+        out->busy_slot_ms += t - s->t_start_ms;
+        /* a request counts once, in the first slot of its choices */
+        bool first = true;
+        for (int32_t k = 0; k < i && first; k++) first = !e->slots[k].ch || e->slots[k].ch->req != s->ch->req;
+        out->requests_running += first;
+        /* unified: the cells it holds; else the slot's share, which no
+         * other request may use while it runs */
+        held += e->p.unified ? s->n_past : e->p.slot_ctx;
+    }
+    const int64_t cells = e->p.unified ? e->p.slot_ctx : (int64_t)e->p.slot_ctx * e->p.n_slots;
+    out->kv_usage = cells > 0 ? (double)(held < cells ? held : cells) / (double)cells : 0.0;
     *uptime_ms = t - e->t_start_ms;
     pthread_mutex_unlock(&e->mu);
 }

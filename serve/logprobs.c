@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "serve.h"
+#include "engine.h"
 
 void serve_logprobs_compute(const float *logits, int32_t n_vocab, tessera_token chosen, int32_t k,
                             serve_logprob *out) {

@@ -281,8 +281,9 @@ static void rename_param(serve_error *err) {
     cJSON_Delete(o);
 }
 
-static int responses_parse(const serve_api *api, const char *body, size_t len, serve_call *call,
+static int responses_parse(const serve_api *api, const char *body, size_t len, int index, serve_call *call,
                            serve_request **out, serve_error *err) {
+    (void)index; /* one request per body */
     cJSON *root = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
@@ -446,8 +447,10 @@ static cJSON *response_object(const serve_api *api, const serve_call *call, cons
     return o;
 }
 
-static char *responses_response(const serve_api *api, const serve_call *call, const serve_request *r) {
-    cJSON *o = response_object(api, call, r);
+static char *responses_response(const serve_api *api, const serve_call *calls, serve_request *const *reqs,
+                                int n) {
+    (void)n;
+    cJSON *o = response_object(api, &calls[0], reqs[0]);
     char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return s;
@@ -656,15 +659,15 @@ static void free_stream(void *state) {
     free(st);
 }
 
-const serve_dialect serve_responses = {
-    .path = "/v1/responses",
+const serve_format serve_responses = {
+    .name = "responses",
     .parse = responses_parse,
     .response = responses_response,
     .stream_next = responses_stream_next,
     .free_state = free_stream,
 };
 
-const serve_dialect serve_responses_input_tokens = {
-    .path = "/v1/responses/input_tokens",
+const serve_format serve_responses_input_tokens = {
+    .name = "responses input_tokens",
     .answer = input_tokens,
 };

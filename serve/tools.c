@@ -20,7 +20,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "serve.h"
+#include "tools.h"
 
 void serve_tools_free(serve_tools *t) {
     for (int i = 0; i < t->n; i++) {

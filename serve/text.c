@@ -4,14 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve.h"
+#include "engine.h"
 
 serve_request *serve_request_new(int32_t n_choices) {
     if (n_choices < 1) return NULL;
     serve_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->choices = calloc((size_t)n_choices, sizeof *r->choices);
-    if (!r->choices || pthread_cond_init(&r->cond, NULL) != 0) {
+    if (!r->choices || pthread_mutex_init(&r->mu, NULL) != 0) {
+        free(r->choices);
+        free(r);
+        return NULL;
+    }
+    if (pthread_cond_init(&r->cond, NULL) != 0) {
+        pthread_mutex_destroy(&r->mu);
         free(r->choices);
         free(r);
         return NULL;
@@ -41,6 +47,7 @@ void serve_request_free(serve_request *r) {
     free(r->rules.tool_names);
     free(r->dialect_echo);
     pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->mu);
     free(r);
 }
 

@@ -1,5 +1,5 @@
-/* What the dialects (anthropic.c, responses.c) share: their routes, and the
- * chat path's requests and output passed through cJSON. */
+/* What the dialects (anthropic.c, responses.c) share: the chat path's
+ * requests and output passed through cJSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,16 +7,6 @@
 #include <cjson/cJSON.h>
 
 #include "dialect.h"
-
-const serve_dialect *serve_dialect_find(const char *url) {
-    static const serve_dialect *const all[] = {&serve_anthropic_messages, &serve_anthropic_count_tokens,
-                                               &serve_responses, &serve_responses_input_tokens};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-        const char *p = all[i]->path;
-        if (!strcmp(url, p) || !strcmp(url, p + 3)) return all[i]; /* p + 3: without "/v1" */
-    }
-    return NULL;
-}
 
 int serve_dialect_parse_chat(const serve_api *api, cJSON *chat, serve_call *call, serve_request **out,
                              serve_error *err) {

@@ -317,8 +317,9 @@ static cJSON *read_request(const char *body, size_t len, bool counting, char *ig
     return chat;
 }
 
-static int messages_parse(const serve_api *api, const char *body, size_t len, serve_call *call,
+static int messages_parse(const serve_api *api, const char *body, size_t len, int index, serve_call *call,
                           serve_request **out, serve_error *err) {
+    (void)index; /* one request per body */
     char ignored[sizeof call->ignored];
     cJSON *chat = read_request(body, len, false, ignored, sizeof ignored, err);
     if (!chat || serve_dialect_parse_chat(api, chat, call, out, err) != 0) return -1;
@@ -401,7 +402,11 @@ static void add_block(cJSON *content, const char *type, const char *key, const c
     cJSON_AddItemToArray(content, b);
 }
 
-static char *messages_response(const serve_api *api, const serve_call *call, const serve_request *r) {
+static char *messages_response(const serve_api *api, const serve_call *req_calls, serve_request *const *reqs,
+                               int n) {
+    (void)n;
+    const serve_call *call = &req_calls[0];
+    const serve_request *r = reqs[0];
     cJSON *chat = serve_dialect_chat_response(api, call, r);
     const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(chat, "choices"), 0);
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(choice, "message");
@@ -610,8 +615,8 @@ static char *messages_stream_next(const serve_api *api, const serve_call *call, 
 
 /* ------------------------------------------------------------ routes */
 
-const serve_dialect serve_anthropic_messages = {
-    .path = "/v1/messages",
+const serve_format serve_anthropic_messages = {
+    .name = "anthropic messages",
     .parse = messages_parse,
     .response = messages_response,
     .stream_next = messages_stream_next,
@@ -619,8 +624,8 @@ const serve_dialect serve_anthropic_messages = {
     .error_body = anthropic_error_body,
 };
 
-const serve_dialect serve_anthropic_count_tokens = {
-    .path = "/v1/messages/count_tokens",
+const serve_format serve_anthropic_count_tokens = {
+    .name = "anthropic count_tokens",
     .answer = count_tokens,
     .error_body = anthropic_error_body,
 };

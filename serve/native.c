@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "serve.h"
+#include "format.h"
 
 /* ------------------------------------------------------------ pieces */
 

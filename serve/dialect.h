@@ -18,35 +18,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "serve.h"
+#include "format.h"
 
 struct cJSON;
 
-typedef struct serve_dialect {
-    const char *path; /* the URL it answers ("/v1/..."; also without "/v1") */
-    /* A generation request: as serve_api_parse (errors OpenAI-shaped;
-     * error_body turns them into the dialect's). */
-    int (*parse)(const serve_api *api, const char *body, size_t len, serve_call *call, serve_request **out,
-                 serve_error *err);
-    /* The whole non-streamed response (engine lock held). */
-    char *(*response)(const serve_api *api, const serve_call *call, const serve_request *r);
-    /* As serve_api_stream_next; *state starts NULL and is the dialect's
-     * (free_state frees it when the stream ends). */
-    char *(*stream_next)(const serve_api *api, const serve_call *call, serve_request *r, uint64_t *seen,
-                         bool *finished, void **state);
-    void (*free_state)(void *state);
-    /* An endpoint answered at once (count_tokens): JSON, or NULL with *err. */
-    char *(*answer)(const serve_api *api, const char *body, size_t len, serve_error *err);
-    /* An OpenAI-shaped error body (taken) in the dialect's shape; NULL
-     * member: bodies stay OpenAI's. */
-    char *(*error_body)(int status, char *openai_body);
-} serve_dialect;
-
-extern const serve_dialect serve_anthropic_messages, serve_anthropic_count_tokens, serve_responses,
-    serve_responses_input_tokens;
-
-/* The dialect answering url, NULL for the OpenAI endpoints. */
-const serve_dialect *serve_dialect_find(const char *url);
+/* The dialects are formats (format.h): serve_anthropic_messages,
+ * serve_anthropic_count_tokens, serve_responses, serve_responses_input_tokens;
+ * the route table (route.c) names their paths. */
 
 /* ---- shared by the dialects (dialect.c) */
 

@@ -4,7 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "serve.h"
+#include "engine.h"
+#include "log.h"
 
 void serve_log_begin(serve_log_entry *e, const char *method, const char *path) {
     memset(e, 0, sizeof *e);

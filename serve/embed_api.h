@@ -12,17 +12,20 @@
  *        its index (llama-server's and Jina's shape).
  *
  * Enabled with --embeddings (or --reranking, which is rank pooling). The
- * endpoints own an embedding context of their own, used by one request at a
- * time; a bad request is one 4xx and changes nothing for the next.
+ * endpoints own an embedding context of their own, decoded by the engine's
+ * thread between its steps; a bad request is one 4xx and changes nothing
+ * for the next.
  */
 #ifndef TESSERA_SERVE_EMBED_API_H
 #define TESSERA_SERVE_EMBED_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <tessera/tessera.h>
 
-typedef struct serve_metrics serve_metrics; /* serve.h */
+typedef struct serve_metrics serve_metrics; /* engine.h */
+typedef struct serve_engine serve_engine;   /* engine.h */
 
 typedef struct serve_embed serve_embed;
 
@@ -30,17 +33,19 @@ typedef struct serve_embed serve_embed;
  * model_id names the model in responses. NULL when out of memory. */
 serve_embed *serve_embed_new(tessera_model *model, tessera_context *ctx, const char *model_id);
 void serve_embed_free(serve_embed *se);
+/* Decode on e's thread from now on (serve_engine_run), as generation does:
+ * one thread computes with the model. Before (or with none): on the
+ * caller's thread, one request at a time. */
+void serve_embed_set_engine(serve_embed *se, serve_engine *e);
 
 /* Add what embedding and rerank requests decoded (prompt tokens, decode
  * calls and their time) to m, the engine's counters for /metrics. */
 void serve_embed_metrics_add(serve_embed *se, serve_metrics *m);
 
-/* The response to a request for url: a malloc'd JSON body and *status, or
- * NULL when url is none of the endpoints above (nor, on an embedding server
- * (se not NULL), a completion endpoint, which it refuses with 501 as
- * llama-server does). se NULL: the server has no embeddings, and the
- * endpoints above answer 501 saying how to start it. */
-char *serve_embed_route(serve_embed *se, const char *url, const char *method, const char *body, size_t len,
-                        int *status);
+/* The response to an embedding (rerank false; oai: OpenAI's shape, else
+ * llama-server's) or rerank request body: a malloc'd JSON body and *status,
+ * an error's too. Which URL asks which is the route table's (route.c); se
+ * NULL (no --embeddings or --reranking) answers 501 saying how to start it. */
+char *serve_embed_answer(serve_embed *se, bool rerank, bool oai, const char *body, size_t len, int *status);
 
 #endif

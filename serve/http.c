@@ -23,10 +23,13 @@
 
 #include <microhttpd.h>
 
-#include "dialect.h"
 #include "embed_api.h"
+#include "format.h"
+#include "gate.h"
 #include "gcp.h"
-#include "serve.h"
+#include "http.h"
+#include "log.h"
+#include "route.h"
 
 /* Bodies beyond this are not even read: the connection is answered and closed. */
 #define SERVE_DISCARD_LIMIT ((uint64_t)64 << 20)
@@ -48,8 +51,7 @@ typedef struct conn_state {
     bool too_large;
     char origin[256];    /* the request's Origin header, for CORS ("" if none) */
     serve_log_entry log; /* the request's log line (log.c) */
-    const serve_dialect *dialect; /* the API in another shape (dialect.h), NULL: OpenAI's */
-    bool gcp;            /* a Vertex AI prediction (gcp.h): its instances answered as predictions */
+    const serve_format *format; /* the route's (format.h): its errors in its shape; NULL: OpenAI's */
 } conn_state;
 
 /* The connection this thread serves (one thread per connection), so the
@@ -104,8 +106,8 @@ static enum MHD_Result send_body(serve_http *h, struct MHD_Connection *c, int st
         body = serve_api_error_json("out of memory", "server_error", NULL, NULL);
         if (!body) return MHD_NO;
     }
-    if (status >= 400 && tl_conn && tl_conn->dialect && tl_conn->dialect->error_body)
-        body = tl_conn->dialect->error_body(status, body);
+    if (status >= 400 && tl_conn && tl_conn->format && tl_conn->format->error_body)
+        body = tl_conn->format->error_body(status, body);
     struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
@@ -175,9 +177,13 @@ typedef struct stream_state {
     serve_request **reqs;
     serve_call *calls;
     int n, cur;
-    const serve_dialect *dialect; /* NULL: OpenAI's events */
-    void *dialect_state;
+    const serve_format *format;
+    void *format_state; /* the format's, across its events */
     int fd;
+    /* The request being streamed as this stream has seen it (engine.h:
+     * serve_request_view_sync): copied under the engine's lock, rendered
+     * without it; its send cursors are this stream's. */
+    serve_request *view;
     char *pending; /* SSE bytes not yet handed to MHD */
     size_t pend_len, pend_off;
     uint64_t seen; /* the request's progress already turned into events */
@@ -191,16 +197,19 @@ static bool stream_produce(stream_state *st) {
     serve_request *r = st->reqs[st->cur];
     if (st->opened && !serve_engine_wait(st->h->e, r, st->seen, WAIT_SLICE_MS)) return false;
     st->opened = true;
-    serve_engine_lock(st->h->e);
+    serve_request_lock(r);
+    int synced = serve_request_view_sync(&st->view, r);
+    serve_request_unlock(r);
+    if (synced != 0) { /* the stream cannot go on: it ends with an error event */
+        st->pending = strdup("data: {\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}\n\n");
+        st->finished = true;
+        return true;
+    }
     /* A stream cut by a shutdown says how far it got even unasked. */
     serve_call call = st->calls[st->cur];
-    if (r->cut) call.include_usage = true;
-    st->pending = st->dialect ? st->dialect->stream_next(st->h->api, &call, r, &st->seen, &st->finished,
-                                                         &st->dialect_state)
-                  : call.kind == SERVE_NATIVE || call.kind == SERVE_INFILL
-                      ? serve_native_stream_next(st->h->api, &call, r, &st->seen, &st->finished)
-                      : serve_api_stream_next(st->h->api, &call, r, &st->seen, &st->finished);
-    serve_engine_unlock(st->h->e);
+    if (st->view->cut) call.include_usage = true;
+    st->pending =
+        st->format->stream_next(st->h->api, &call, st->view, &st->seen, &st->finished, &st->format_state);
     return st->pending != NULL || st->finished;
 }
 
@@ -220,6 +229,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->finished) {
             if (st->cur + 1 >= st->n) return MHD_CONTENT_READER_END_OF_STREAM;
             st->cur++; /* the next prompt's events, from its start */
+            serve_request_view_free(st->view);
+            st->view = NULL;
             st->seen = 0;
             st->opened = st->finished = false;
         }
@@ -233,16 +244,17 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream_state *st = cls;
-    serve_engine_lock(st->h->e);
     st->log.n_in = st->log.n_out = 0;
     for (int k = 0; k < st->n; k++) {
+        serve_request_lock(st->reqs[k]);
         st->log.n_in += st->reqs[k]->n_prompt;
         st->log.n_out += serve_request_n_gen(st->reqs[k]);
+        serve_request_unlock(st->reqs[k]);
     }
-    serve_engine_unlock(st->h->e);
     serve_log_write(st->h->p.log_format, &st->log);
     for (int k = 0; k < st->n; k++) serve_engine_release(st->h->e, st->reqs[k]); /* cancels what still runs */
-    if (st->dialect_state) st->dialect->free_state(st->dialect_state);
+    if (st->format_state && st->format->free_state) st->format->free_state(st->format_state);
+    serve_request_view_free(st->view);
     free(st->pending);
     free(st->reqs);
     free(st->calls);
@@ -251,10 +263,10 @@ static void stream_free(void *cls) {
 
 /* ------------------------------------------------------------ generation */
 
-static bool request_queued(serve_engine *e, const serve_request *r) {
-    serve_engine_lock(e);
+static bool request_queued(serve_request *r) {
+    serve_request_lock(r);
     bool q = r->state == SERVE_QUEUED;
-    serve_engine_unlock(e);
+    serve_request_unlock(r);
     return q;
 }
 
@@ -279,21 +291,21 @@ static void release_all(serve_http *h, serve_request **reqs, int n) {
  * slot first, so that a request that never starts (shutdown) still gets
  * its 503, and one whose grammar failed before anything was streamed its
  * 400. */
-static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, const serve_call *calls,
-                                    serve_request **reqs, int n, int fd) {
+static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, const serve_format *format,
+                                    const serve_call *calls, serve_request **reqs, int n, int fd) {
     serve_request *r = reqs[0];
-    while (request_queued(h->e, r)) {
+    while (request_queued(r)) {
         serve_engine_wait(h->e, r, SIZE_MAX, WAIT_SLICE_MS);
         if (client_gone(fd)) {
             release_all(h, reqs, n);
             return MHD_NO;
         }
     }
-    serve_engine_lock(h->e);
+    serve_request_lock(r);
     bool failed_early = r->state == SERVE_DONE && r->error_status;
     char *body = failed_early ? serve_request_error_json(r) : NULL;
     int status = r->error_status;
-    serve_engine_unlock(h->e);
+    serve_request_unlock(r);
     if (failed_early) {
         release_all(h, reqs, n);
         return send_json(h, c, status, body);
@@ -314,7 +326,7 @@ static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, con
     memcpy(all, reqs, (size_t)n * sizeof *all);
     memcpy(all_calls, calls, (size_t)n * sizeof *all_calls);
     *st = (stream_state){.h = h, .reqs = all, .calls = all_calls, .n = n,
-                         .dialect = tl_conn ? tl_conn->dialect : NULL, .fd = fd};
+                         .format = format, .fd = fd};
     if (tl_conn) {
         st->log = tl_conn->log;
         st->log.status = MHD_HTTP_OK;
@@ -329,16 +341,19 @@ static enum MHD_Result start_stream(serve_http *h, struct MHD_Connection *c, con
     return rc;
 }
 
-/* Wait for every request, then answer with all of them (one response). */
-static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, serve_call *calls, serve_request **reqs,
-                                  int n, int fd) {
+/* Wait for every request, then answer with all of them (one response in
+ * format; NULL: Vertex AI's predictions). */
+static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, const serve_format *format,
+                                  serve_call *calls, serve_request **reqs, int n, int fd) {
     for (int k = 0; k < n; k++)
         while (!serve_engine_wait(h->e, reqs[k], SIZE_MAX, WAIT_SLICE_MS))
             if (client_gone(fd)) {
                 for (int j = 0; j < n; j++) serve_engine_release(h->e, reqs[j]);
                 return MHD_NO; /* closes the connection */
             }
-    serve_engine_lock(h->e);
+    /* Done, each of them; their locks for the copies (the engine never
+     * holds two requests' locks, so holding several cannot deadlock). */
+    for (int k = 0; k < n; k++) serve_request_lock(reqs[k]);
     int failed = -1, status = MHD_HTTP_OK;
     int32_t n_in = 0, n_out = 0;
     for (int k = 0; k < n; k++) {
@@ -346,42 +361,41 @@ static enum MHD_Result finish_all(serve_http *h, struct MHD_Connection *c, serve
         n_in += reqs[k]->n_prompt;
         n_out += serve_request_n_gen(reqs[k]);
     }
-    char *body;
+    char *body = NULL;
+    serve_request *views[MAX_PROMPTS] = {0};
+    bool viewed = failed < 0;
+    for (int k = 0; viewed && k < n; k++) viewed = serve_request_view_sync(&views[k], reqs[k]) == 0;
     if (failed >= 0) {
         body = serve_request_error_json(reqs[failed]);
         status = serve_request_error_status(reqs[failed]);
-    } else if (tl_conn && tl_conn->dialect) {
-        body = tl_conn->dialect->response(h->api, &calls[0], reqs[0]);
-    } else if (tl_conn && tl_conn->gcp) {
-        body = serve_gcp_response(h->api, calls, reqs, n);
-    } else if (calls[0].kind == SERVE_NATIVE || calls[0].kind == SERVE_INFILL) {
-        body = serve_native_response(h->api, calls, reqs, n);
-    } else {
-        body = serve_api_response_list(h->api, &calls[0], (const serve_request *const *)reqs, n);
+    } else if (!viewed) { /* no memory for copies: rendered under the locks */
+        body = format ? format->response(h->api, calls, reqs, n) : serve_gcp_response(h->api, calls, reqs, n);
     }
     if (tl_conn) {
         tl_conn->log.n_in = n_in;
         tl_conn->log.n_out = n_out;
     }
-    serve_engine_unlock(h->e);
+    for (int k = 0; k < n; k++) serve_request_unlock(reqs[k]);
+    if (failed < 0 && viewed) /* the JSON is made without the locks */
+        body = format ? format->response(h->api, calls, views, n) : serve_gcp_response(h->api, calls, views, n);
+    for (int k = 0; k < n; k++) serve_request_view_free(views[k]);
     for (int k = 0; k < n; k++) serve_engine_release(h->e, reqs[k]);
     return send_json(h, c, status, body);
 }
 
 /* Parse the body's prompts (one, or each of a list) into reqs; choice i of
  * prompt k gets index k * n + i, as OpenAI numbers them. */
-static int parse_all(serve_http *h, serve_kind kind, const conn_state *cs, serve_call *calls, serve_request **reqs,
-                     int n, serve_error *err) {
+static int parse_all(serve_http *h, const serve_format *format, const conn_state *cs, serve_call *calls,
+                     serve_request **reqs, int n, serve_error *err) {
     const char *body = cs->body ? cs->body : "";
     for (int k = 0; k < n; k++) {
-        if ((cs->dialect ? cs->dialect->parse(h->api, body, cs->len, &calls[k], &reqs[k], err)
-                         : serve_api_parse_at(h->api, kind, body, cs->len, k, &calls[k], &reqs[k], err)) != 0) {
+        if (format->parse(h->api, body, cs->len, k, &calls[k], &reqs[k], err) != 0) {
             for (int j = 0; j < k; j++) serve_request_free(reqs[j]);
             return -1;
         }
         for (int32_t i = 0; i < reqs[k]->n_choices; i++) reqs[k]->choices[i].index = k * reqs[k]->n_choices + i;
     }
-    if (n > 1 && calls[0].stream && kind != SERVE_NATIVE) { /* OpenAI's would need one [DONE] for all */
+    if (n > 1 && calls[0].stream && calls[0].kind != SERVE_NATIVE) { /* OpenAI's would need one [DONE] for all */
         for (int j = 0; j < n; j++) serve_request_free(reqs[j]);
         return serve_fail(err, 400, "stream", "unsupported_parameter",
                           "'stream' with a list of %d prompts is not implemented on /v1/completions; send them one "
@@ -406,9 +420,9 @@ static int submit_all(serve_http *h, serve_request **reqs, int n) {
     return 0;
 }
 
-static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, serve_kind kind,
+static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, const serve_format *format,
                                        const conn_state *cs) {
-    int n = cs->dialect ? 1 : serve_api_count_prompts(kind, cs->body ? cs->body : "", cs->len);
+    int n = format->count ? format->count(cs->body ? cs->body : "", cs->len) : 1;
     if (n > MAX_PROMPTS) {
         char msg[128];
         snprintf(msg, sizeof msg, "'prompt' lists %d prompts, at most %d", n, MAX_PROMPTS);
@@ -417,12 +431,12 @@ static enum MHD_Result handle_generate(serve_http *h, struct MHD_Connection *c, 
     serve_call calls[MAX_PROMPTS];
     serve_request *reqs[MAX_PROMPTS];
     serve_error err = {0, NULL};
-    if (parse_all(h, kind, cs, calls, reqs, n, &err) != 0) return send_json(h, c, err.status, err.body);
+    if (parse_all(h, format, cs, calls, reqs, n, &err) != 0) return send_json(h, c, err.status, err.body);
     int sub = submit_all(h, reqs, n);
     if (sub != 0) return send_not_submitted(h, c, sub);
     int fd = connection_fd(c);
-    if (calls[0].stream) return start_stream(h, c, calls, reqs, n, fd);
-    return finish_all(h, c, calls, reqs, n, fd);
+    if (calls[0].stream) return start_stream(h, c, format, calls, reqs, n, fd);
+    return finish_all(h, c, format, calls, reqs, n, fd);
 }
 
 /* POST AIP_PREDICT_ROUTE (Vertex AI, gcp.h): every instance submitted, then
@@ -437,8 +451,7 @@ static enum MHD_Result handle_predict(serve_http *h, struct MHD_Connection *c, c
     if (tl_conn) snprintf(tl_conn->log.ignored, sizeof tl_conn->log.ignored, "%s", calls[0].ignored);
     int sub = submit_all(h, reqs, n);
     if (sub != 0) return send_not_submitted(h, c, sub);
-    cs->gcp = true;
-    return finish_all(h, c, calls, reqs, n, connection_fd(c));
+    return finish_all(h, c, NULL, calls, reqs, n, connection_fd(c));
 }
 
 /* ------------------------------------------------------------ routing */
@@ -456,7 +469,7 @@ static char *render_metrics(serve_http *h) {
     m.conn_timeouts = gs.timeouts;
     m.bad_request_lines = gs.bad_request_lines;
     size_t len;
-    return serve_metrics_render(&m, up, serve_engine_n_slots(h->e), &len);
+    return serve_metrics_render(&m, up, serve_engine_n_slots(h->e), h->api->model_id, &len);
 }
 
 /* GET /metrics: the Prometheus text, with llama-server's
@@ -514,118 +527,90 @@ static enum MHD_Result model_by_id(serve_http *h, struct MHD_Connection *c, cons
     return send_json(h, c, 404, serve_api_error_json(msg, "invalid_request_error", "model", "model_not_found"));
 }
 
-/* The POST endpoints whose body is answered without the engine. */
-static enum MHD_Result handle_text_tool(serve_http *h, struct MHD_Connection *c, const char *url,
-                                        const conn_state *cs) {
-    serve_error err = {0, NULL};
+/* Run the handler of route r (its method, key and readiness checked). */
+static enum MHD_Result dispatch(serve_http *h, struct MHD_Connection *c, const serve_route *r, const char *url,
+                               conn_state *cs) {
     const char *body = cs->body ? cs->body : "";
-    char *out = !strcmp(url, "/apply-template") ? serve_api_apply_template(h->api, body, cs->len, &err)
-                : !strcmp(url, "/tokenize")     ? serve_native_tokenize(h->api, body, cs->len, &err)
-                : strstr(url, "/input_tokens")  ? serve_api_input_tokens(h->api, body, cs->len, &err)
-                                                : serve_native_detokenize(h->api, body, cs->len, &err);
-    return out ? send_json(h, c, 200, out) : send_json(h, c, err.status, err.body);
+    const char *rest = url + (r->prefix ? strlen(r->path) : strlen(url));
+    int status = 500;
+    char *out;
+    switch (r->handler) {
+    case SERVE_H_HEALTH:
+        if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE))
+            return send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
+        return send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
+    case SERVE_H_PAGE:
+        return send_body(h, c, 200, strdup(serve_page_html), "text/html; charset=utf-8");
+    case SERVE_H_GENERATE:
+        return handle_generate(h, c, r->format, cs);
+    case SERVE_H_ANSWER: {
+        serve_error err = {0, NULL};
+        out = r->format->answer(h->api, body, cs->len, &err);
+        return out ? send_json(h, c, 200, out) : send_json(h, c, err.status, err.body);
+    }
+    case SERVE_H_PREDICT:
+        return handle_predict(h, c, cs);
+    case SERVE_H_MODELS:
+        return send_json(h, c, 200, serve_api_models(h->api));
+    case SERVE_H_MODEL:
+        return model_by_id(h, c, rest);
+    case SERVE_H_PROPS:
+        return send_json(h, c, 200, serve_api_props(h->api, h->e));
+    case SERVE_H_SLOTS:
+        return send_json(h, c, 200, serve_api_slots(h->api, h->e));
+    case SERVE_H_SLOT_ACTION: {
+        const char *action = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "action");
+        out = serve_slots_post(h->e, h->p.slot_save_path, rest, action, cs->body, cs->len, &status);
+        return send_json(h, c, status, out);
+    }
+    case SERVE_H_METRICS:
+        return send_metrics(h, c);
+    }
+    return send_error(h, c, 500, "no handler for this endpoint", "server_error", NULL);
 }
 
-static bool is_generation(const char *url, serve_kind *kind) {
-    static const struct { const char *url; serve_kind kind; } gen[] = {
-        {"/v1/chat/completions", SERVE_CHAT}, {"/chat/completions", SERVE_CHAT},
-        {"/v1/completions", SERVE_COMPLETION}, {"/completion", SERVE_NATIVE},
-        {"/completions", SERVE_NATIVE}, {"/infill", SERVE_INFILL},
-    };
-    for (size_t i = 0; i < sizeof gen / sizeof *gen; i++)
-        if (!strcmp(url, gen[i].url)) {
-            *kind = gen[i].kind;
-            return true;
-        }
-    return false;
-}
-
-/* Answers that need no API key: the preflight, the page, /health. -1: not one of them. */
-static int route_open(serve_http *h, struct MHD_Connection *c, const char *url, bool get, bool ready,
-                      enum MHD_Result *rc) {
-    if (!strcmp(url, "/health") || (h->p.gcp_health_route && !strcmp(url, h->p.gcp_health_route))) {
-        if (!get) *rc = send_error(h, c, 405, "use GET /health", "invalid_request_error", NULL);
-        else if (!ready) *rc = send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
-        else *rc = send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
-        return 0;
-    }
-    if ((!strcmp(url, "/") || !strcmp(url, "/index.html")) && !h->p.no_webui) { /* the chat page: static */
-        *rc = get ? send_body(h, c, 200, strdup(serve_page_html), "text/html; charset=utf-8")
-                  : send_error(h, c, 405, "use GET /", "invalid_request_error", NULL);
-        return 0;
-    }
-    if (!ready) {
-        *rc = send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
-        return 0;
-    }
-    return -1;
-}
-
+/* A request in full: the route table (route.h) says what answers it and
+ * what it needs; the checks run in this order for every endpoint. */
 static enum MHD_Result route(serve_http *h, struct MHD_Connection *c, const char *url, const char *method,
                              conn_state *cs) {
-    bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-    cs->dialect = serve_dialect_find(url);
+    /* api's model fields are filled before ready is set (release) */
+    const bool ready = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;
+    const serve_route_options o = {
+        .no_webui = h->p.no_webui, .no_slots = h->p.no_slots, .no_metrics = h->p.no_metrics,
+        .embeddings = ready && h->api->embed, .gcp_predict_route = h->p.gcp_predict_route,
+        .gcp_health_route = h->p.gcp_health_route};
+    bool wrong_method = false;
+    const serve_route *r = serve_route_find(&o, method, url, &wrong_method);
+    cs->format = r ? r->format : NULL; /* its errors in its shape */
     if (!strcmp(method, "OPTIONS")) return preflight(h, c);
-    enum MHD_Result rc;
-    if (route_open(h, c, url, get, __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0, &rc) == 0) return rc;
-    if (!authorized(h, c))
-        return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
-                          "authentication_error", "invalid_api_key");
-    if (cs->too_large) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the request body of %llu bytes is over the limit of %zu bytes",
-                 (unsigned long long)cs->seen, h->p.max_body);
-        return send_error(h, c, 413, msg, "invalid_request_error", "request_too_large");
-    }
-    int embed_status = 500; /* embeddings and reranking, or their absence (embed_api.c) */
-    char *embed_body = serve_embed_route(h->api->embed, url, method, cs->body, cs->len, &embed_status);
-    if (embed_body) return send_json(h, c, embed_status, embed_body);
-    if (cs->dialect) { /* /v1/messages, /v1/responses: the chat path in another shape */
-        if (!post) return send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
-        if (!cs->dialect->answer) return handle_generate(h, c, SERVE_CHAT, cs);
-        serve_error err = {0, NULL};
-        char *body = cs->dialect->answer(h->api, cs->body ? cs->body : "", cs->len, &err);
-        return body ? send_json(h, c, 200, body) : send_json(h, c, err.status, err.body);
-    }
-    if (h->p.gcp_predict_route && !strcmp(url, h->p.gcp_predict_route))
-        return post ? handle_predict(h, c, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
-    serve_kind kind;
-    if (is_generation(url, &kind))
-        return post ? handle_generate(h, c, kind, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
-    if (!strcmp(url, "/apply-template") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
-        !strcmp(url, "/v1/chat/completions/input_tokens") || !strcmp(url, "/chat/completions/input_tokens"))
-        return post ? handle_text_tool(h, c, url, cs) : send_error(h, c, 405, "use POST", "invalid_request_error", NULL);
-    if (!strcmp(url, "/v1/models") || !strcmp(url, "/models"))
-        return get ? send_json(h, c, 200, serve_api_models(h->api))
-                   : send_error(h, c, 405, "use GET /v1/models", "invalid_request_error", NULL);
-    if (!strncmp(url, "/v1/models/", 11) || !strncmp(url, "/models/", 8))
-        return get ? model_by_id(h, c, url + (url[1] == 'v' ? 11 : 8))
-                   : send_error(h, c, 405, "use GET /v1/models/{id}", "invalid_request_error", NULL);
-    if (!strcmp(url, "/props"))
-        return get ? send_json(h, c, 200, serve_api_props(h->api, h->e))
-                   : send_error(h, c, 405, "use GET /props", "invalid_request_error", NULL);
-    if (!strcmp(url, "/slots") && h->p.no_slots) /* llama-server's answer: not supported */
-        return send_error(h, c, 501, "the slots endpoint is off (--no-slots)", "not_supported_error", NULL);
-    if (!strcmp(url, "/slots"))
-        return get ? send_json(h, c, 200, serve_api_slots(h->api, h->e))
-                   : send_error(h, c, 405, "use GET /slots", "invalid_request_error", NULL);
-    if (!strncmp(url, "/slots/", 7)) {
-        if (!post)
-            return send_error(h, c, 405, "use POST /slots/{id}?action=save|restore|erase", "invalid_request_error",
-                              NULL);
-        int status = 500;
-        const char *action = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "action");
-        char *body = serve_slots_post(h->e, h->p.slot_save_path, url + 7, action, cs->body, cs->len, &status);
-        return send_json(h, c, status, body);
-    }
-    if (!strcmp(url, "/metrics") && h->p.no_metrics) /* llama-server's answer: not supported */
-        return send_error(h, c, 501, "the metrics endpoint is off (--no-metrics)", "not_supported_error", NULL);
-    if (!strcmp(url, "/metrics"))
-        return get ? send_metrics(h, c)
-                   : send_error(h, c, 405, "use GET /metrics", "invalid_request_error", NULL);
     char msg[160];
-    snprintf(msg, sizeof msg, "no endpoint %.100s", url);
-    return send_error(h, c, 404, msg, "invalid_request_error", "not_found");
+    const bool open = r && !r->needs_ready && !r->auth;
+    if (open && wrong_method) {
+        serve_route_usage(r, url, msg, sizeof msg);
+        return send_error(h, c, 405, msg, "invalid_request_error", NULL);
+    }
+    if (!open) {
+        if (!ready) return send_error(h, c, 503, "Loading model", "unavailable_error", NULL);
+        if (!authorized(h, c))
+            return send_error(h, c, 401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
+                              "authentication_error", "invalid_api_key");
+        if (cs->too_large) {
+            snprintf(msg, sizeof msg, "the request body of %llu bytes is over the limit of %zu bytes",
+                     (unsigned long long)cs->seen, h->p.max_body);
+            return send_error(h, c, 413, msg, "invalid_request_error", "request_too_large");
+        }
+    }
+    if (!r) {
+        snprintf(msg, sizeof msg, "no endpoint %.100s", url);
+        return send_error(h, c, 404, msg, "invalid_request_error", "not_found");
+    }
+    const char *off = serve_route_off(&o, r);
+    if (off) return send_error(h, c, 501, off, "not_supported_error", NULL);
+    if (wrong_method) {
+        serve_route_usage(r, url, msg, sizeof msg);
+        return send_error(h, c, 405, msg, "invalid_request_error", NULL);
+    }
+    return dispatch(h, c, r, url, cs);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,

@@ -12,13 +12,14 @@
 
 #include <cJSON.h>
 
-#include "serve.h"
+#include "format.h"
 
 struct serve_embed {
     tessera_model *model;
     tessera_context *ctx;
     char *model_id;
-    pthread_mutex_t lock; /* one request at a time on ctx */
+    serve_engine *engine; /* decodes on its thread (NULL: on the caller's, one at a time) */
+    pthread_mutex_t lock; /* ctx without an engine; the counters */
     /* what /metrics counts for embeddings and reranking (under lock): each
      * input is one decode of its prompt tokens; nothing is generated */
     uint64_t prompt_tokens, decodes;
@@ -46,6 +47,10 @@ serve_embed *serve_embed_new(tessera_model *model, tessera_context *ctx, const c
     se->ctx = ctx;
     pthread_mutex_init(&se->lock, NULL);
     return se;
+}
+
+void serve_embed_set_engine(serve_embed *se, serve_engine *e) {
+    if (se) se->engine = e;
 }
 
 void serve_embed_free(serve_embed *se) {
@@ -285,6 +290,33 @@ static char *parse_inputs(const serve_embed *se, const cJSON *root, embed_inputs
 
 /* ------------------------------------------------------------ computing */
 
+/* One input's decode, on the engine thread (or the caller's, under the lock). */
+typedef struct embed_job {
+    serve_embed *se;
+    const tessera_token *t;
+    int32_t n, norm;
+    float *v;
+    int64_t cap, n_out;
+    char err[400];
+} embed_job;
+
+static void embed_run(void *arg) {
+    embed_job *j = arg;
+    serve_embed *se = j->se;
+    const double t0 = serve_now_ms();
+    j->n_out = tessera_embed(se->ctx, j->t, j->n, j->norm, j->v, j->cap);
+    const double dt = serve_now_ms() - t0;
+    if (j->n_out < 0) {
+        snprintf(j->err, sizeof j->err, "%s", tessera_last_error());
+        return;
+    }
+    pthread_mutex_lock(&se->lock);
+    se->decode_ms += dt;
+    se->prompt_tokens += (uint64_t)j->n;
+    se->decodes++;
+    pthread_mutex_unlock(&se->lock);
+}
+
 /* Embed one input into *out (malloc'd, *n_out floats); NULL, or an error body. */
 static char *run_one(serve_embed *se, const tessera_token *t, int32_t n, int index, int32_t norm, float **out,
                      int64_t *n_out, int *status) {
@@ -294,21 +326,20 @@ static char *run_one(serve_embed *se, const tessera_token *t, int32_t n, int ind
     int64_t cap = (tessera_context_pooling(se->ctx) == TESSERA_POOLING_NONE ? (int64_t)n : 1) * dim;
     float *v = malloc((size_t)cap * sizeof *v);
     if (!v) return fail(status, 500, "input", "out of memory");
-    pthread_mutex_lock(&se->lock);
-    const double t0 = serve_now_ms();
-    *n_out = tessera_embed(se->ctx, t, n, norm, v, cap);
-    char err[400];
-    if (*n_out < 0) {
-        snprintf(err, sizeof err, "%s", tessera_last_error());
-    } else {
-        se->decode_ms += serve_now_ms() - t0;
-        se->prompt_tokens += (uint64_t)n;
-        se->decodes++;
+    embed_job job = {.se = se, .t = t, .n = n, .norm = norm, .v = v, .cap = cap};
+    if (!se->engine) {
+        static pthread_mutex_t alone = PTHREAD_MUTEX_INITIALIZER; /* one decode at a time on ctx */
+        pthread_mutex_lock(&alone);
+        embed_run(&job);
+        pthread_mutex_unlock(&alone);
+    } else if (serve_engine_run(se->engine, embed_run, &job) != 0) {
+        free(v);
+        return fail(status, 503, NULL, "the server is shutting down");
     }
-    pthread_mutex_unlock(&se->lock);
+    *n_out = job.n_out;
     if (*n_out < 0) {
         free(v);
-        return fail(status, strstr(err, "out of memory") ? 500 : 400, "input", "input %d: %s", index, err);
+        return fail(status, strstr(job.err, "out of memory") ? 500 : 400, "input", "input %d: %s", index, job.err);
     }
     *out = v;
     return NULL;
@@ -537,35 +568,18 @@ static char *handle_rerank(serve_embed *se, const cJSON *root, int *status) {
     return body ? body : fail(status, 500, NULL, "out of memory");
 }
 
-/* ------------------------------------------------------------ routing */
+/* ------------------------------------------------------------ requests */
 
-static bool is_one_of(const char *url, const char *const *list) {
-    for (; *list; list++)
-        if (!strcmp(url, *list)) return true;
-    return false;
-}
-
-char *serve_embed_route(serve_embed *se, const char *url, const char *method, const char *body, size_t len,
-                        int *status) {
-    static const char *const embed_urls[] = {"/v1/embeddings", "/embeddings", "/embedding", NULL};
-    static const char *const rerank_urls[] = {"/v1/rerank", "/rerank", "/reranking", "/v1/reranking", NULL};
-    static const char *const completion_urls[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions",
-                                                  "/completions", "/completion", "/infill", NULL};
-    const bool embed = is_one_of(url, embed_urls), rerank = is_one_of(url, rerank_urls);
-    if (se && is_one_of(url, completion_urls))
-        return fail(status, 501, NULL, "This server does not support completions. Start it without `--embeddings`");
-    if (!embed && !rerank) return NULL;
+char *serve_embed_answer(serve_embed *se, bool rerank, bool oai, const char *body, size_t len, int *status) {
     if (!se)
         return fail(status, 501, NULL, "This server does not support %s. Start it with `%s`",
-                    embed ? "embeddings" : "reranking", embed ? "--embeddings" : "--reranking");
-    if (strcmp(method, "POST")) return fail(status, 405, NULL, "use POST %s", url);
+                    rerank ? "reranking" : "embeddings", rerank ? "--reranking" : "--embeddings");
     cJSON *root = cJSON_ParseWithLength(body ? body : "", len);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return fail(status, 400, NULL, "the request body is not a JSON object");
     }
-    char *out = embed ? handle_embeddings(se, root, strcmp(url, "/v1/embeddings") == 0, status)
-                      : handle_rerank(se, root, status);
+    char *out = rerank ? handle_rerank(se, root, status) : handle_embeddings(se, root, oai, status);
     cJSON_Delete(root);
     return out;
 }

@@ -3,7 +3,7 @@
 #include <cJSON.h>
 #include <stdlib.h>
 
-#include "serve.h"
+#include "format.h"
 
 /* The sampling defaults a request gets (--temp, --seed, ... or the library's). */
 static void add_params(const serve_api *api, cJSON *p) {

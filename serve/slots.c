@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "serve.h"
+#include "format.h"
 
 static char *fail(int *status, int code, const char *msg, const char *type) {
     *status = code;

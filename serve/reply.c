@@ -6,7 +6,7 @@
 
 #include <tessera/tessera_chat.h>
 
-#include "serve.h"
+#include "format.h"
 
 static size_t skip_ws(const char *s, size_t n, size_t i) {
     while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) i++;

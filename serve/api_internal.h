@@ -7,7 +7,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "serve.h"
+#include "format.h"
+#include "tools.h"
 
 /* Absent or JSON null. */
 bool api_is_null(const cJSON *v);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve.h"
+#include "engine.h"
 
 typedef struct text_buf {
     char *s;
@@ -74,7 +74,40 @@ static void llamacpp_metrics(text_buf *b, const serve_metrics *m) {
              m->steps ? (double)m->busy_slot_steps / (double)m->steps : 0.0);
 }
 
-char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_slots, size_t *len) {
+/* The model server protocol of Kubernetes' inference gateway
+ * (gateway-api-inference-extension: its endpoint picker scrapes these to
+ * choose a replica), under vLLM's names, which it reads by default:
+ * requests waiting for a slot, requests running, and KV-cache usage as a
+ * 0..1 gauge (vLLM renamed gpu_cache_usage_perc to kv_cache_usage_perc;
+ * both are written). Usage is what running requests keep from others: with
+ * --kv-unified the cells they hold, else their slots' shares of the cache
+ * (a busy slot's share is closed to other requests however much of it is
+ * filled). Idle slots' cached prompts do not count: they give way. No LoRA
+ * adapters, so no vllm:lora_requests_info. */
+static void gateway_metrics(text_buf *b, const serve_metrics *m, const char *model_name) {
+    char label[160];
+    size_t k = 0;
+    for (const char *c = model_name ? model_name : ""; *c && k + 2 < sizeof label; c++) {
+        if (*c == '"' || *c == '\\') label[k++] = '\\';
+        label[k++] = *c == '\n' ? ' ' : *c;
+    }
+    label[k] = '\0';
+    const struct {
+        const char *name, *help;
+        double v;
+    } g[] = {
+        {"num_requests_waiting", "Requests waiting for a slot.", m->queued},
+        {"num_requests_running", "Requests being generated.", m->requests_running},
+        {"kv_cache_usage_perc", "KV-cache usage, 0..1 (1: full).", m->kv_usage},
+        {"gpu_cache_usage_perc", "KV-cache usage, 0..1 (vLLM's older name).", m->kv_usage},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++)
+        put(b, "# HELP vllm:%s %s\n# TYPE vllm:%s gauge\nvllm:%s{model_name=\"%s\"} %.6g\n", g[i].name, g[i].help,
+            g[i].name, g[i].name, label, g[i].v);
+}
+
+char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_slots, const char *model_name,
+                           size_t *len) {
     text_buf b = {.cap = 4096};
     b.s = malloc(b.cap);
     if (!b.s) return NULL;
@@ -102,6 +135,8 @@ char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_s
            up_s > 0 && n_slots > 0 ? m->busy_slot_ms / (uptime_ms * n_slots) : 0.0);
     metric(&b, "requests_queued", "gauge", "Requests waiting for a slot.", m->queued);
     metric(&b, "kv_cells_used", "gauge", "KV cache cells in use.", m->kv_cells_used);
+    metric(&b, "requests_running", "gauge", "Requests being generated.", m->requests_running);
+    metric(&b, "kv_cache_usage_ratio", "gauge", "KV cache held by running requests, 0..1.", m->kv_usage);
     metric(&b, "connections_open", "gauge", "Connections being served.", (double)m->conn_open);
     metric(&b, "connections_refused_total", "counter",
            "Connections answered 429 or 503 over a connection limit.", (double)m->conn_refused);
@@ -110,6 +145,7 @@ char *serve_metrics_render(const serve_metrics *m, double uptime_ms, int32_t n_s
     metric(&b, "bad_request_lines_total", "counter", "Malformed request lines refused.",
            (double)m->bad_request_lines);
     llamacpp_metrics(&b, m);
+    gateway_metrics(&b, m, model_name);
     if (b.oom) {
         free(b.s);
         return NULL;

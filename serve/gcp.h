@@ -6,14 +6,14 @@
 #ifndef TESSERA_SERVE_GCP_H
 #define TESSERA_SERVE_GCP_H
 
-#include "serve.h"
+#include "format.h"
 
 /* The body's instances into calls/reqs[0..*n) (at most max), each parsed as
  * its endpoint's request and not submitted; 0, or -1 with *err filled and
  * nothing left to free. */
 int serve_gcp_parse(const serve_api *api, const char *body, size_t len, serve_call *calls, serve_request **reqs,
                     int max, int *n, serve_error *err);
-/* {"predictions": [each request's whole response]} (engine lock held);
+/* {"predictions": [each request's whole response]} (of readers' views);
  * NULL when out of memory. */
 char *serve_gcp_response(const serve_api *api, const serve_call *calls, serve_request *const *reqs, int n);
 

@@ -37,7 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "serve.h"
+#include "engine.h"
+#include "format.h" /* serve_api_error_json: refusals in OpenAI's shape */
+#include "gate.h"
 
 enum {
     PEEK_MAX = 2048,     /* a request line longer than this is refused (414) */

@@ -196,7 +196,7 @@ static acquire_rc acquire(router *r, struct MHD_Connection *c, const char *name,
     int failures = m->failures;
     acquire_rc rc = GOT_IT;
     while (m->state != ROUTER_LOADED) {
-        if (m->failures != failures) {
+        if (m->failures != failures || r->closing) {
             rc = LOAD_FAILED;
             break;
         }
@@ -461,7 +461,10 @@ static MHD_RESULT route(router *r, struct MHD_Connection *c, const char *url, co
     case NOT_LOADED:
         return reply_error(c, 400, "invalid_request_error",
                            "model '%s' is not loaded (POST /models/load; autoload is off)", name);
-    case LOAD_FAILED: return reply_error(c, 503, "unavailable_error", "model '%s' failed to load", name);
+    case LOAD_FAILED:
+        return reply_error(c, 503, "unavailable_error",
+                           r->closing ? "the router is stopping; model '%s' is not served" : "model '%s' failed to load",
+                           name);
     case CLIENT_GONE: return MHD_NO;
     case GOT_IT: break;
     }
@@ -544,6 +547,12 @@ int serve_router_main(int argc, char **argv) {
         if (!strcmp(a, "--models-autoload")) {
             r.autoload = true;
             continue;
+        }
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            fprintf(stderr, "tessera serve: %s with --models-dir or --models-preset: the router serves the models "
+                            "of those (put the file in the directory, or a [NAME] section with model = FILE)\n", a);
+            free(r.child_args);
+            return 2;
         }
         bool own = false;
         for (int k = 0; VALUE_FLAGS[k]; k++) own |= !strcmp(a, VALUE_FLAGS[k]);
@@ -649,14 +658,24 @@ int serve_router_main(int argc, char **argv) {
     int sig = 0;
     sigwait(&stop_sigs, &sig);
     fprintf(stderr, "tessera serve: router %s: stopping the children\n", sig == SIGINT ? "interrupted" : "terminated");
-    MHD_quiesce_daemon(d);
+    MHD_socket listener = MHD_quiesce_daemon(d);
+    if (listener != MHD_INVALID_SOCKET) close(listener);
     pthread_mutex_lock(&r.mu);
+    r.closing = true; /* waiting requests give up (503) */
+    for (int i = 0; i < r.n_queue; i++) r.queue[i]->queued = false;
     r.n_queue = 0;
-    for (int i = 0; i < r.n_models; i++) {
-        r.models[i]->queued = false;
-        router_stop(&r, r.models[i]);
+    long long until = router_now_ms() + 10000;
+    for (;;) { /* requests being answered finish first, for up to 10 s */
+        int busy = 0;
+        for (int i = 0; i < r.n_models; i++) busy += r.models[i]->busy;
+        if (!busy || router_now_ms() >= until) break;
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_sec += 1;
+        pthread_cond_timedwait(&r.cv, &r.mu, &t);
     }
-    long long until = router_now_ms() + 15000;
+    for (int i = 0; i < r.n_models; i++) router_stop(&r, r.models[i]);
+    until = router_now_ms() + 15000;
     while (r.watchers > 0 && router_now_ms() < until) { /* their children exit */
         struct timespec t;
         clock_gettime(CLOCK_REALTIME, &t);

@@ -283,7 +283,7 @@ static router_model *lru_idle(router *r) {
  * stopping idle ones; the head waits (and those behind it) when every
  * running model is busy. */
 void router_schedule(router *r) {
-    while (r->n_queue > 0) {
+    while (r->n_queue > 0 && !r->closing) {
         router_model *m = r->queue[0];
         if (r->models_max > 0 && router_active(r) >= r->models_max) {
             router_model *victim = lru_idle(r);

@@ -60,6 +60,7 @@ typedef struct router {
     router_model **queue; /* FIFO: models waiting for an instance */
     int n_queue;
     int watchers; /* live watch threads */
+    bool closing; /* SIGTERM: nothing new starts, waiting requests give up */
 } router;
 
 /* catalog.c: (re)reads the directory and the preset into r->models; under

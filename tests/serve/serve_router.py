@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from serve_common import BIN, HOST, MODEL, TEST_DATA, Failure, Server, error_body, expect, main, skip
@@ -177,6 +178,30 @@ def test_preset_reload():
                    "child %d outlived the router" % k)
 
 
+def test_sigterm_drains():
+    """SIGTERM: a request being answered finishes, then the children stop."""
+    os.environ["TESSERA_ROUTER_DEBUG_HOLD_MS"] = "1500"  # the request is still running at the signal
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            r = Router("--models-dir", models_dir(tmp)).__enter__()
+            st, _ = r.json("POST", "/models/load", {"model": "stories260K"})
+            r.wait_status("stories260K", "loaded")
+            kids = r.children()
+            got = []
+            t = threading.Thread(target=lambda: got.append(r.chat("stories260K")))
+            t.start()
+            time.sleep(0.5)
+            r.proc.send_signal(signal.SIGTERM)
+            t.join(30)
+            expect(got and got[0][0] == 200, "the running request at SIGTERM: %r" % got)
+            r.stop()
+            for k in kids:
+                expect(not os.path.exists("/proc/%d" % k) or "zombie" in open("/proc/%d/status" % k).read().lower(),
+                       "child %d outlived the router" % k)
+    finally:
+        del os.environ["TESSERA_ROUTER_DEBUG_HOLD_MS"]
+
+
 if __name__ == "__main__":
     if not os.path.exists(OTHER):
         skip("synthetic model missing: " + OTHER)
@@ -184,4 +209,5 @@ if __name__ == "__main__":
           ("bad model names", test_bad_names),
           ("stream, killed child restarted", test_stream_and_killed_child),
           ("no autoload, api key", test_no_autoload_api_key),
-          ("preset and reload", test_preset_reload)])
+          ("preset and reload", test_preset_reload),
+          ("SIGTERM lets a running request finish", test_sigterm_drains)])

@@ -64,7 +64,8 @@ typedef struct router {
 } router;
 
 /* catalog.c: (re)reads the directory and the preset into r->models; under
- * r->mu. 0, or -1 with the error printed (the old list is kept). */
+ * r->mu. 0, or -1 with the error printed (a preset that cannot be read
+ * lists none of its models; a running one of them is stopped). */
 int router_catalog_load(router *r);
 router_model *router_find(router *r, const char *name);
 

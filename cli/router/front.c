@@ -148,7 +148,8 @@ static bool model_of(struct MHD_Connection *c, const request *q, char *out, size
 
 static MHD_RESULT load_unload(router *r, struct MHD_Connection *c, const request *q, bool load) {
     char name[256];
-    if (!model_of(c, q, name, sizeof name)) return reply_error(c, 400, "invalid_request_error", "\"model\" is required%s", NULL);
+    if (!model_of(c, q, name, sizeof name))
+        return reply_error(c, 400, "invalid_request_error", "\"model\" is required%s", NULL);
     pthread_mutex_lock(&r->mu);
     router_model *m = router_find(r, name);
     if (!m) {
@@ -457,13 +458,15 @@ static MHD_RESULT route(router *r, struct MHD_Connection *c, const char *url, co
                            "\"model\" is required (the router serves several; GET /models lists them)%s", NULL);
     router_model *m = NULL;
     switch (acquire(r, c, name, &m)) {
-    case NOT_FOUND: return reply_error(c, 404, "not_found_error", "model '%s' not found (GET /models lists them)", name);
+    case NOT_FOUND:
+        return reply_error(c, 404, "not_found_error", "model '%s' not found (GET /models lists them)", name);
     case NOT_LOADED:
         return reply_error(c, 400, "invalid_request_error",
                            "model '%s' is not loaded (POST /models/load; autoload is off)", name);
     case LOAD_FAILED:
         return reply_error(c, 503, "unavailable_error",
-                           r->closing ? "the router is stopping; model '%s' is not served" : "model '%s' failed to load",
+                           r->closing ? "the router is stopping; model '%s' is not served"
+                                      : "model '%s' failed to load",
                            name);
     case CLIENT_GONE: return MHD_NO;
     case GOT_IT: break;

@@ -532,6 +532,20 @@ static void usage(void) {
            "Every other flag (-c, --parallel, --temp, ...) is passed to each child.\n");
 }
 
+/* Everything the router holds, once no watch thread is left (one still
+ * running holds its model and the lock: left to the process exit). */
+static void router_free(router *r) {
+    if (r->watchers > 0) return;
+    for (int i = 0; i < r->n_models; i++) {
+        for (int k = 0; k < r->models[i]->n_args; k++) free(r->models[i]->args[k]);
+        free(r->models[i]->args);
+        free(r->models[i]);
+    }
+    free(r->models);
+    free(r->queue);
+    free(r->child_args);
+}
+
 int serve_router_main(int argc, char **argv) {
     router r = {.host = "127.0.0.1", .port = 8080, .models_max = 4, .autoload = true};
     r.child_args = calloc((size_t)argc + 1, sizeof *r.child_args);
@@ -623,7 +637,10 @@ int serve_router_main(int argc, char **argv) {
     int listed = 0;
     for (int i = 0; i < r.n_models; i++) listed += !r.models[i]->removed;
     pthread_mutex_unlock(&r.mu);
-    if (rc != 0) return 2;
+    if (rc != 0) {
+        router_free(&r);
+        return 2;
+    }
 
     struct sockaddr_storage addr = {0};
     socklen_t alen;
@@ -640,6 +657,7 @@ int serve_router_main(int argc, char **argv) {
         alen = sizeof *a6;
     } else {
         fprintf(stderr, "tessera serve: --host %s is not an IPv4 or IPv6 address\n", r.host);
+        router_free(&r);
         return 2;
     }
     (void)alen;
@@ -652,6 +670,7 @@ int serve_router_main(int argc, char **argv) {
                                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "tessera serve: cannot listen on %s port %d: %s\n", r.host, r.port, strerror(errno));
+        router_free(&r);
         return 1;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -687,5 +706,6 @@ int serve_router_main(int argc, char **argv) {
     }
     pthread_mutex_unlock(&r.mu);
     MHD_stop_daemon(d);
+    router_free(&r);
     return 0;
 }

@@ -35,6 +35,7 @@ int cmd_serve(int argc, char **argv) {
 #include "cli_setup.h"
 #include "cli_util.h"
 #include "embed_api.h"
+#include "router/router.h"
 #include "serve.h"
 
 typedef struct serve_opts {
@@ -162,7 +163,8 @@ static const cli_command serve_cmd = {
              "/detokenize answer in its shapes. With AIP_MODE=PREDICTION in the environment\n"
              "(Vertex AI, as llama-server) POST /predict (or AIP_PREDICT_ROUTE) answers\n"
              "{\"instances\": [OpenAI requests]} with {\"predictions\"}, GET AIP_HEALTH_ROUTE as\n"
-             "/health, on port AIP_HTTP_PORT.",
+             "/health, on port AIP_HTTP_PORT. Router mode: --models-dir DIR or --models-preset FILE\n"
+             "serves many models, each in its own child (tessera serve --models-dir DIR --help).",
     /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
               CLI_G_SHIFT | CLI_G_EMBED,
@@ -354,6 +356,10 @@ static void config_of(const serve_opts *o, const char *model_id, long long creat
 }
 
 int cmd_serve(int argc, char **argv) {
+    /* --models-dir / --models-preset: router mode (cli/router/), one child per model */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--models-dir") || !strcmp(argv[i], "--models-preset"))
+            return serve_router_main(argc, argv);
     serve_opts o;
     int pr = parse_args(argc, argv, &o);
     if (pr != 0) return pr > 0 ? 0 : 2;

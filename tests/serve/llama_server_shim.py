@@ -95,6 +95,54 @@ def split_standin():
     return first
 
 
+# Router mode (llama-server --models-dir/--models-preset/--models-max, or its
+# router preset under test_router.py): the models its tests name, as
+# ORG/REPO:QUANT, in a directory laid out as tessera serve --models-dir names
+# them (ORG/REPO/QUANT.gguf), each a link to the stand-in of MODELS below.
+ROUTER_MODELS = {
+    "ggml-org/tinygemma3-GGUF/Q8_0.gguf": "tinygemma3",
+    "ggml-org/test-model-stories260K/F32.gguf": "stories260K",
+    "ggml-org/test-model-stories260K-infill/F32.gguf": "stories260K-infill",
+}
+ROUTER_FLAGS = ("--models-dir", "--models-preset", "--models-max", "--no-models-autoload")
+# The preset repository test_router_remote_preset fetches (ggml-org/test-preset-ci): a
+# local stand-in with its two model names, on the stand-ins above.
+REMOTE_PRESET = ("[tinygemma3-preset]\nhf-repo = ggml-org/tinygemma3-GGUF\n\n"
+                 "[stories260K-test]\nhf-repo = ggml-org/test-model-stories260K\n")
+
+
+def router_dir():
+    d = os.path.join(STANDINS, "router-models")
+    for rel, key in ROUTER_MODELS.items():
+        link = os.path.join(d, rel)
+        if os.path.lexists(link):
+            continue
+        target = model_for([key])
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        tmp = "%s.tmp-%d" % (link, os.getpid())
+        os.symlink(target, tmp)
+        os.replace(tmp, link)  # a concurrent start sees the link or none
+    return d
+
+
+def remote_preset():
+    path = os.path.join(STANDINS, "test-preset-ci.ini")
+    if not os.path.exists(path):
+        tmp = "%s.tmp-%d" % (path, os.getpid())
+        with open(tmp, "w") as f:
+            f.write(REMOTE_PRESET)
+        os.replace(tmp, path)
+    return path
+
+
+def router_mode(argv, ids):
+    if any(a in ROUTER_FLAGS for a in argv):
+        return True
+    if any(i and "test-preset-ci" in i for i in ids):
+        return True
+    return not ids and "test_router.py" in os.environ.get("PYTEST_CURRENT_TEST", "")
+
+
 # (substring of "repo file", local file or a function making it): the first match wins.
 MODELS = [
     ("stories15M-q8_0-00001-of-00003", split_standin),
@@ -181,7 +229,15 @@ def translate(argv):
         i += 1
     if "--metrics" not in argv:  # llama-server's default: no /metrics
         out.append("--no-metrics")
-    if not have_model:
+    if not have_model and router_mode(argv, ids):
+        out = ["--models-dir", router_dir()] + out
+        if any(i and "test-preset-ci" in i for i in ids):
+            out += ["--models-preset", remote_preset()]
+        # llama-server's LLAMA_SERVER_DEBUG_FAKE_TIMING makes a request hold its model a while,
+        # which the router's queue tests rely on; the router's test hook does the same
+        if os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING"):
+            os.environ.setdefault("TESSERA_ROUTER_DEBUG_HOLD_MS", "2000")
+    elif not have_model:
         # no model at all (the suite's router preset, used by the CORS tests too): stories260K
         path = model_for(ids) if ids else os.path.join(SHARED, "models", "stories260K.gguf")
         if not path or not os.path.exists(path):

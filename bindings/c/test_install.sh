@@ -86,7 +86,7 @@ if pkg-config --exists libcjson; then
   cli_flags+=(-DTESSERA_HAVE_CJSON $(env -u PKG_CONFIG_SYSROOT_DIR pkg-config --cflags --libs libcjson))
   if pkg-config --exists libmicrohttpd; then
     python3 "$SOURCE_ROOT/serve/embed.py" "$SOURCE_ROOT/serve/page.html" "$dest/serve_page_html.c" serve_page_html
-    cli_src+=("$SOURCE_ROOT"/serve/*.c "$dest/serve_page_html.c")
+    cli_src+=("$SOURCE_ROOT"/serve/*.c "$SOURCE_ROOT"/cli/router/*.c "$dest/serve_page_html.c")
     cli_flags+=(-DTESSERA_HAVE_SERVE -I"$SOURCE_ROOT/serve" $(env -u PKG_CONFIG_SYSROOT_DIR pkg-config --cflags --libs libmicrohttpd))
   fi
 fi

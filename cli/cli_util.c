@@ -2,6 +2,7 @@
 #include "cli_util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,4 +116,12 @@ size_t cli_utf8_seq_len(const unsigned char *s, size_t n) {
         (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
     return len;
+}
+
+void cli_block_stop_signals(sigset_t *stop) {
+    sigemptyset(stop);
+    sigaddset(stop, SIGINT);
+    sigaddset(stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }

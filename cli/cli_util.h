@@ -7,6 +7,7 @@
 #ifndef TESSERA_CLI_UTIL_H
 #define TESSERA_CLI_UTIL_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include <tessera/tessera.h>
@@ -45,6 +46,11 @@ int cli_parse_float(const char *s, float lo, float hi, float *out);
 /* From now on SIGINT calls tessera_abort(): the running decode stops and
  * the command reports the interruption itself. */
 void cli_abort_on_sigint(void);
+
+/* A server's signals: SIGINT and SIGTERM blocked in this thread and every
+ * thread it starts after this (one sigwait(stop) takes them), SIGPIPE
+ * ignored (a write to a client that left must not end the process). */
+void cli_block_stop_signals(sigset_t *stop);
 
 /* Length of the valid UTF-8 sequence at s[0..n) (1..4), 0 if it is not
  * one (overlong forms, surrogates and values past U+10FFFF are not). */

@@ -366,11 +366,7 @@ int cmd_serve(int argc, char **argv) {
     /* SIGINT / SIGTERM are taken by sigwait below; every thread created after
      * this inherits the blocked mask. Writes to a gone client must not kill us. */
     sigset_t stop_sigs;
-    sigemptyset(&stop_sigs);
-    sigaddset(&stop_sigs, SIGINT);
-    sigaddset(&stop_sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    cli_block_stop_signals(&stop_sigs);
 
     tessera_model *model = NULL;
     tessera_context *ctx = NULL;

@@ -30,6 +30,7 @@
 #include <microhttpd.h>
 #include <tessera/tessera.h>
 
+#include "../cli_util.h"
 #include "router.h"
 
 #if MHD_VERSION < 0x00097002
@@ -620,11 +621,7 @@ int serve_router_main(int argc, char **argv) {
         }
     }
     sigset_t stop_sigs;
-    sigemptyset(&stop_sigs);
-    sigaddset(&stop_sigs, SIGINT);
-    sigaddset(&stop_sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    cli_block_stop_signals(&stop_sigs);
     pthread_mutex_init(&r.mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -156,11 +156,13 @@ def tokens_lasting(srv, seconds):
 
 def test_grace_lets_them_finish():
     """Grace 300: running requests finish whole; the port is closed meanwhile.
-    Each request is sized to last about 5 s alone on this machine, and
+    Each request is sized to last about 5 s alone on this machine (past a
+    slot's 4096 cells on a fast one: --context-shift lets it go on), and
     SIGTERM goes out when the stream's first text event has arrived, so both
     requests are generating then."""
-    with Server("--parallel", "2", "-c", "8192", "--shutdown-grace", "300") as srv:
+    with Server("--parallel", "2", "-c", "8192", "--context-shift", "--shutdown-grace", "300") as srv:
         n_tokens = tokens_lasting(srv, 5.0)
+        print("each request asks for %d tokens (about 5 s alone here)" % n_tokens)
         body = dict(LONG, max_tokens=n_tokens)
         threads, results = start_all(srv, [(body, False)])
         wait_for(srv, lambda m: m["tessera_slots_busy"] == 1, "the first request running")

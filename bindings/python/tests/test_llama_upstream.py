@@ -53,11 +53,19 @@ NOT_COLLECTED = {
 
 
 def _sdist():
-    found = sorted(glob.glob(os.path.join(SDIST_DIR, f"llama_cpp_python-{VERSION}.tar.gz")))
-    if not found:
-        pytest.skip(f"llama-cpp-python {VERSION}'s sdist is not in {SDIST_DIR} (pip download --no-deps "
-                    f"--no-binary :all: llama-cpp-python=={VERSION} -d {SDIST_DIR})")
-    return found[0]
+    """The sdist from the cache, fetched from PyPI the first time (as
+    serve_compat fetches llama.cpp's server tests). Without it the test is
+    skipped with exit 77, which meson counts as skipped, not passed."""
+    pattern = os.path.join(SDIST_DIR, f"llama_cpp_python-{VERSION}.tar.gz")
+    if not glob.glob(pattern):
+        os.makedirs(SDIST_DIR, exist_ok=True)
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                            "--timeout", "20", "--no-deps", "--no-binary", ":all:", f"llama-cpp-python=={VERSION}",
+                            "-d", SDIST_DIR], capture_output=True, text=True)
+        if r.returncode != 0 or not glob.glob(pattern):
+            pytest.exit(f"skip: llama-cpp-python {VERSION}'s sdist is not in {SDIST_DIR} and pip could not fetch "
+                        f"it: {(r.stderr.strip().splitlines() or ['pip failed'])[-1]}", returncode=77)
+    return sorted(glob.glob(pattern))[0]
 
 
 def test_llama_cpp_python_unit_tests(tmp_path):

@@ -66,8 +66,8 @@ for name, args in configs:
     c.check(line and line.group(1) == rot, f"{name}: the context line ends {line and line.group(1)!r}, not {rot!r}")
 
 # The bounds hold at every CPU level cpu-avx ships. Measured on a Zen 4
-# (AVX-512), TESSERA_AVX_LEVEL=avx2 / avxvnni (256-bit) and avx512 /
-# avx512-novnni (512-bit), 2026-11-29:
+# (AVX-512, no AVX-VNNI), TESSERA_AVX_LEVEL=avx2 (256-bit; avxvnni asked
+# for ran the same kernels) and avx512 / avx512-novnni (512-bit), 2026-11-29:
 #   F16              19.5155 at every level
 #   F16 -fa on       19.4561 (256-bit)  19.5476 (512-bit)
 #   q8_0 -fa on      19.3940 at every level; q4_0 20.1570; q8_0/q4_0 19.6490

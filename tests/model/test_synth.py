@@ -171,7 +171,12 @@ for args, word in [(["--dim", "100", "--heads", "8"], "--heads"),
                    (["--rope-dims", "80"], "--rope-dims"),
                    (["--set", "novalue"], "KEY=VALUE"),
                    (["--unset", "llama.no_such_key"], "llama.no_such_key"),
-                   (["--layers", "zero"], "--layers")]:
+                   (["--layers", "zero"], "--layers"),
+                   (["--arch", "qwen2", "--experts", "4"], "qwen2 has no experts"),
+                   (["--experts-used", "2"], "need --experts"),
+                   (["--arch", "olmoe", "--experts", "2", "--experts-used", "3"], "--experts-used 3"),
+                   (["--arch", "olmoe", "--expert-ffn", "64"], "--expert-ffn"),
+                   (["--arch", "qwen3moe", "--shared-ffn", "64"], "no shared expert")]:
     rc, err = synth(bad, *args)
     check(rc != 0 and word in err and not os.path.exists(bad), f"{args}: rc {rc}, {err!r}")
     check(not os.path.exists(bad + ".tmp"), f"{args}: temp file left behind")

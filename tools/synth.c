@@ -287,6 +287,9 @@ static int check_moe(synth_opts *o) {
     const unsigned moe = o->sa->moe;
     if (!moe && (o->experts || o->experts_used || o->expert_ffn || o->shared_ffn))
         return fprintf(stderr, "tessera-synth: --arch %s has no experts (--experts and the like)\n", o->arch), -1;
+    if (o->sa->qk_norm == QK_NORM_FULL && (o->kv_heads != o->heads || o->head_dim * o->heads != o->dim))
+        return fprintf(stderr, "tessera-synth: --arch %s: llama.cpp reads its q/k norms as wide as the embedding, "
+                               "so --kv-heads must equal --heads and the head size be --dim / --heads\n", o->arch), -1;
     if (!moe) return 0;
     if (!o->experts && (moe & MOE_OPTIONAL)) {
         if (o->experts_used || o->expert_ffn || o->shared_ffn)

@@ -21,13 +21,11 @@ static void shape_str(char *buf, size_t size, int n_dims, const int64_t *ne) {
 /* Look up tensor `name`, check it has exactly the expected shape and a dtype
  * we can compute with; fill w. Returns 1 when found, 0 when absent, -1 on
  * error. */
-static int weight_find(const model *m, model_weight *w, const char *name, int n_dims, int64_t ne0,
-                       int64_t ne1) {
+static int weight_find(const model *m, model_weight *w, const char *name, int n_dims, const int64_t want[4]) {
     const gguf_file *f = m->file;
     memset(w, 0, sizeof *w);
     const gguf_tensor_info *ti = gguf_find_tensor(f, name);
     if (!ti) return 0;
-    int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, 1, 1};
     bool same = ti->n_dims == n_dims;
     for (int d = 0; d < 4 && same; d++) same = ti->ne[d] == want[d];
     /* Trailing 1-sized dims written explicitly are still the same shape. */
@@ -51,15 +49,15 @@ static int weight_find(const model *m, model_weight *w, const char *name, int n_
     w->name = ti->name;
     w->dtype = ti->dtype;
     w->n_dims = n_dims;
-    memcpy(w->ne, want, sizeof want);
+    memcpy(w->ne, want, 4 * sizeof *want);
     w->nbytes = ti->size;
     w->home_device = -1;
     w->data = (void *)ti->data;
     return 1;
 }
 
-const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
-                                 int64_t ne1, const char *fmt) {
+static const model_weight *tensor_declare(model_loader *ld, int32_t il, unsigned flags, int n_dims,
+                                          const int64_t want[4], const char *fmt) {
     if (ld->failed) return NULL;
     model *m = ld->m;
     char name[96];
@@ -76,7 +74,7 @@ const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, i
         return NULL;
     }
     model_weight *w = &m->weights[m->n_weights];
-    int rc = weight_find(m, w, name, n_dims, ne0, ne1);
+    int rc = weight_find(m, w, name, n_dims, want);
     if (rc < 0) {
         ld->failed = -1;
         return NULL;
@@ -89,6 +87,18 @@ const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, i
     w->layer = il;
     m->n_weights++;
     return w;
+}
+
+const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
+                                 int64_t ne1, const char *fmt) {
+    const int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, 1, 1};
+    return tensor_declare(ld, il, flags, n_dims, want, fmt);
+}
+
+const model_weight *model_tensor_3d(model_loader *ld, int32_t il, unsigned flags, int64_t ne0, int64_t ne1,
+                                    int64_t ne2, const char *fmt) {
+    const int64_t want[4] = {ne0, ne1, ne2, 1};
+    return tensor_declare(ld, il, flags, 3, want, fmt);
 }
 
 int32_t model_layer_device(const model *m, int32_t il) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "host/host_weights.h"
+#include "model/placement.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -85,6 +86,7 @@ static const model_weight *tensor_declare(model_loader *ld, int32_t il, unsigned
         return NULL;
     }
     w->layer = il;
+    w->place = MODEL_PLACE_RULE;
     m->n_weights++;
     return w;
 }
@@ -115,6 +117,7 @@ int32_t model_layer_device(const model *m, int32_t il) {
  * -1: host memory (the mapping). */
 int32_t model_weight_device(const model *m, const model_weight *w) {
     if (w->nbytes == 0) return -1;
+    if (w->place != MODEL_PLACE_RULE) return w->place == MODEL_PLACE_HOST || m->gpu_device < 0 ? -1 : w->place;
     if (w->layer >= 0) return model_layer_device(m, w->layer);
     return m->gpu_device >= 0 && m->offload_globals ? m->gpu_device : -1;
 }
@@ -232,8 +235,24 @@ model *model_load(gguf_file *f, const model_load_params *p) {
         m->n_params += (uint64_t)ne;
     }
 
+    /* Weights placed by name (-ot, --n-cpu-moe) before the -ngl rule. */
+    bool named_to_gpu = false;
+    uint64_t named_host = 0;
+    int32_t n_named = 0;
+    for (int32_t i = 0; i < m->n_weights && p->placement; i++) {
+        model_weight *w = &m->weights[i];
+        w->place = model_placement_of(p->placement, w->name);
+        if (w->place == MODEL_PLACE_RULE) continue;
+        n_named++;
+        if (w->place >= 0) named_to_gpu = true;
+        else named_host += w->nbytes;
+    }
+    if (n_named)
+        host_log(TSR_LOG_INFO, "model", "placed by name (-ot, --n-cpu-moe): %d weights, %.1f MiB of them in host memory",
+                 n_named, (double)named_host / (1024.0 * 1024.0));
+
     uint64_t done = 0, total = m->nbytes;
-    if (p->gpu && p->n_gpu_layers > 0) {
+    if (p->gpu && (p->n_gpu_layers > 0 || named_to_gpu)) {
         m->gpu = p->gpu;
         m->gpu_device = p->gpu_device;
         m->n_gpu_layers = p->n_gpu_layers > hp->n_layer ? hp->n_layer : p->n_gpu_layers;

@@ -129,6 +129,7 @@ typedef struct model_weight {
     int64_t ne[4];
     uint64_t nbytes;
     int32_t layer;       /* the block it belongs to, -1 for global tensors */
+    int32_t place;       /* by name (placement.h): MODEL_PLACE_RULE (-ngl decides), _HOST or a device */
     int32_t home_device; /* -1: host memory at data */
     tsr_buffer *buffer;
     uint64_t offset;
@@ -279,6 +280,8 @@ typedef struct model_load_params {
     int32_t gpu_device; /* host device index or -1 */
     tsr_device *gpu;    /* that device (NULL: no offload) */
     int32_t cpu_device; /* host device index */
+    /* weights placed by name before -ngl (-ot, --n-cpu-moe; NULL: none) */
+    const struct model_placement *placement;
     model_progress_fn progress;
     void *progress_user;
     bool prefault; /* touch every page of the mapping once (not for a read image) */
@@ -290,9 +293,10 @@ void model_free(model *m);
 
 /* Home device of layer il's weights and KV cache (-1: host memory). */
 int32_t model_layer_device(const model *m, int32_t il);
-/* Home device of weight w (-1: host memory): its layer's, and for the
- * global weights the GPU once -ngl exceeds the layer count. The one rule
- * model loading uploads by. */
+/* Home device of weight w (-1: host memory): where its name places it
+ * (-ot, --n-cpu-moe: placement.h), else its layer's, and for the global
+ * weights the GPU once -ngl exceeds the layer count. The one rule model
+ * loading uploads by. */
 int32_t model_weight_device(const model *m, const model_weight *w);
 
 /* A graph leaf for a weight, bound to its memory. */

@@ -132,7 +132,9 @@ if "--cpu-moe" in splits:
             sys.exit(1)
         sys.exit(77)
     check(len(s) <= 2 * N_LAYER + 1, f"--cpu-moe: {len(s)} splits, want at most {2 * N_LAYER + 1}")
-    check(all(("vulkan0" in l) != ("cpu-avx0" in l) for l in s), "a split on neither vulkan0 nor cpu-avx0")
+    devs = [re.match(r"split \d+: ([\w-]+),", l).group(1) for l in s]
+    check(devs == ["vulkan0", "cpu-avx0"] * N_LAYER + ["vulkan0"],
+          f"splits on {devs}: want vulkan0 (attention, router) and cpu-avx0 (experts) per layer, then vulkan0")
 
 if failures:
     print(f"{failures} failure(s)")

@@ -42,9 +42,10 @@ typedef struct synth_arch {
  * with --experts (Mixtral is llama with experts); MOE_ALWAYS, an MoE family;
  * MOE_SHARED, one that may also have a shared expert (--shared-ffn);
  * MOE_EXP_FFN, one that writes expert_feed_forward_length (its experts' size
- * is not feed_forward_length). */
+ * is not feed_forward_length); MOE_SHARED_GATE, a shared expert scaled by
+ * sigmoid(ffn_gate_inp_shexp . x) and required (qwen2moe). */
 enum { QK_NORM_FULL = 2 };
-enum { MOE_OPTIONAL = 1, MOE_ALWAYS = 2, MOE_SHARED = 4, MOE_EXP_FFN = 8 };
+enum { MOE_OPTIONAL = 1, MOE_ALWAYS = 2, MOE_SHARED = 4, MOE_EXP_FFN = 8, MOE_SHARED_GATE = 16 };
 static const synth_arch synth_archs[] = {
     {"llama", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL, 0},
     {"qwen2", 1, 0, 0, 0, 0, 0, 0, 0},
@@ -56,6 +57,7 @@ static const synth_arch synth_archs[] = {
     {"mistral3", 0, 0, 0, 0, 1, 0, 0, 0},
     {"bert", 0, 0, 0, 0, 0, 1, 0, 0},
     {"nomic-bert", 0, 0, 0, 1, 0, 2, 0, 0},
+    {"qwen2moe", 1, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0},
     {"qwen3moe", 0, 1, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN, 0},
     {"olmoe", 0, QK_NORM_FULL, 0, 0, 0, 0, MOE_ALWAYS, 0},
     {"granitemoe", 0, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_SHARED, 1},
@@ -98,7 +100,8 @@ static void usage(FILE *out) {
             "                        Granite 3: embedding 12, residual 0.22, attention\n"
             "                        1/head size, logits 1/8), mistral3 (YaRN factor 16 from\n"
             "                        context/16, log multiplier 1, temperature scale 0.1),\n"
-            "                        qwen3moe (qwen3 with experts), olmoe (q/k norms over\n"
+            "                        qwen2moe (qwen2 with experts and a gated shared\n"
+            "                        expert), qwen3moe (qwen3 with experts), olmoe (q/k norms over\n"
             "                        whole rows, experts, weights not renormalised),\n"
             "                        granitemoe (granite with experts)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
@@ -119,7 +122,8 @@ static void usage(FILE *out) {
             "                        expert_feed_forward_length; default --ffn / experts\n"
             "                        used; the other families' experts are --ffn wide)\n"
             "  --shared-ffn N        granitemoe: a shared expert of this size beside the\n"
-            "                        routed ones (default none)\n"
+            "                        routed ones (default none); qwen2moe: its gated\n"
+            "                        shared expert's size (default --ffn)\n"
             "  --vocab N             vocabulary size (default: the source's)\n"
             "  --ctx N               context length (default 4096)\n"
             "  --rope-base F         RoPE frequency base (default 10000)\n"
@@ -307,6 +311,7 @@ static int check_moe(synth_opts *o) {
     if (o->expert_ffn < 1) o->expert_ffn = 1;
     if (o->shared_ffn && !(moe & MOE_SHARED))
         return fprintf(stderr, "tessera-synth: --arch %s has no shared expert (--shared-ffn)\n", o->arch), -1;
+    if (!o->shared_ffn && (moe & MOE_SHARED_GATE)) o->shared_ffn = o->ffn;
     return 0;
 }
 
@@ -490,6 +495,7 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
             T3("ffn_up_exps.weight", "ffn_up", E, Fx, s_in);
             T3("ffn_down_exps.weight", "ffn_down", Fx, E, 1.0f / sqrtf((float)Fx));
 #undef T3
+            if (Fs && (sa->moe & MOE_SHARED_GATE)) T("ffn_gate_inp_shexp.weight", "router", 1, E, 1, s_in);
             if (Fs) {
                 T("ffn_gate_shexp.weight", "ffn_gate", 2, E, Fs, s_in);
                 T("ffn_up_shexp.weight", "ffn_up", 2, E, Fs, s_in);

@@ -61,6 +61,8 @@ bad = [
     ("granitemoe", ["--set", "granitemoe.expert_used_count=9"], ["expert_used_count 9", "expert_count 8"]),
     ("granitemoe", ["--set", "granitemoe.expert_shared_feed_forward_length=32"],
      ["blk.0.ffn_gate_shexp.weight", "missing"]),
+    ("qwen2moe", ["--unset", "qwen2moe.expert_shared_feed_forward_length"],
+     ["qwen2moe.expert_shared_feed_forward_length", "not found"]),
     ("llama", ["--experts", "8", "--unset", "llama.expert_used_count"], ["llama.expert_used_count", "not found"]),
     ("llama", ["--set", "llama.expert_used_count=2"], ["expert_used_count", "without expert_count"]),
     ("smollm3", ["--unset", "smollm3.block_count"], ["smollm3.block_count"]),

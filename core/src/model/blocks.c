@@ -234,7 +234,10 @@ graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
     if (K == 1) out = graph_cont(g, out);
     if (L->ffn_up_shexp) {
         graph_tensor *sg = blk_linear(b, L->ffn_gate_shexp, NULL, x), *su = blk_linear(b, L->ffn_up_shexp, NULL, x);
-        out = graph_add(g, out, named(blk_linear(b, L->ffn_down_shexp, NULL, graph_swiglu(g, sg, su)), "ffn_shexp", il));
+        graph_tensor *sh = named(blk_linear(b, L->ffn_down_shexp, NULL, graph_swiglu(g, sg, su)), "ffn_shexp", il);
+        if (L->ffn_gate_inp_shexp) /* qwen2moe: scaled by its own gate, sigmoid(w . x) [1, T] */
+            sh = graph_mul(g, sh, graph_sigmoid(g, blk_linear(b, L->ffn_gate_inp_shexp, NULL, x)));
+        out = graph_add(g, out, sh);
     }
     return named(out, "ffn_moe_out", il);
 }

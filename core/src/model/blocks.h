@@ -74,7 +74,8 @@ graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
  *   chosen = the K largest p of each token                       [K, T]
  *   w = p[chosen]                  (divided by its sum: hp->moe_norm_w)
  *   out = sum over the K slots of w * down_e(silu(gate_e x) * up_e x)
- *         (+ the shared expert's FFN, when the layer has one)    [E, T] */
+ *         (+ the shared expert's FFN, when the layer has one, times
+ *          sigmoid(ffn_gate_inp_shexp . x) when it has that gate) [E, T] */
 graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x);
 
 /* The rows of x whose logits are wanted, final norm, output projection,

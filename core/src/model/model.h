@@ -153,6 +153,7 @@ typedef struct model_layer {
     const model_weight *ffn_gate_inp;
     const model_weight *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
     const model_weight *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
+    const model_weight *ffn_gate_inp_shexp; /* qwen2moe: the shared expert times sigmoid(this . x) [E] */
     /* encoders (bert, nomic-bert): biases and the post-norms (LayerNorm weight, bias) */
     const model_weight *bqkv, *bo, *ffn_up_b, *ffn_down_b;
     const model_weight *attn_out_norm, *attn_out_norm_b;   /* after the attention's residual add */

@@ -19,6 +19,7 @@ extern const model_arch_desc arch_granite;
 extern const model_arch_desc arch_mistral3;
 extern const model_arch_desc arch_bert;
 extern const model_arch_desc arch_nomic_bert;
+extern const model_arch_desc arch_qwen2moe;
 extern const model_arch_desc arch_qwen3moe;
 extern const model_arch_desc arch_olmoe;
 extern const model_arch_desc arch_granitemoe;

@@ -18,7 +18,13 @@
  *      the same kernels, activation rounding and thread split as MUL_MAT
  *      (decoding: chunks of weight rows; prompts: the packed GEMM);
  *   4. all threads scatter dg's columns to dst.
- * Work area: [MUL_MAT's own][start, cursor][order][xg][dg].
+ * Decoding (fewer slots than GEMM_MIN_N: the products take the dot
+ * kernels) needs no meeting per expert: the gathered rows are converted
+ * once, as one product's activations (matmul_prepare), and each expert's
+ * rows are handed out through a chunk counter of its own (matmul_run), so
+ * a thread done with one expert's chunks goes on to the next. Four
+ * barriers per node instead of two per expert.
+ * Work area: [MUL_MAT's own][start, cursor][order][xg][dg][counters].
  */
 #include <math.h>
 #include <string.h>
@@ -64,8 +70,10 @@ int mul_mat_id_supports(const cpu_kernels *k, const tsr_node *node, char *why, s
 
 /* Byte offsets of the parts of the work area. */
 typedef struct moe_layout {
-    size_t start, order, xg, dg, total;
+    size_t start, order, xg, dg, counters, total;
 } moe_layout;
+
+enum { COUNTER_BYTES = 64 }; /* one chunk counter per cache line */
 
 static moe_layout moe_layout_of(const cpu_kernels *k, const tsr_node *node, int nth) {
     const tsr_tensor *w = node->src[0], *ids = node->src[2];
@@ -86,7 +94,8 @@ static moe_layout moe_layout_of(const cpu_kernels *k, const tsr_node *node, int 
     l.order = l.start + align64((size_t)(2 * E + 1) * sizeof(int32_t));
     l.xg = l.order + align64((size_t)n_slots * sizeof(int32_t));
     l.dg = l.xg + align64((size_t)(n_slots * K) * sizeof(float));
-    l.total = l.dg + align64((size_t)(n_slots * N) * sizeof(float));
+    l.counters = l.dg + align64((size_t)(n_slots * N) * sizeof(float));
+    l.total = l.counters + (size_t)E * COUNTER_BYTES;
     return l;
 }
 
@@ -121,6 +130,25 @@ static int sort_slots(const tsr_node *node, int32_t *start, int32_t *order) {
     return 0;
 }
 
+/* The products of the experts on the dot kernels, without a barrier
+ * between them (see the top of the file). xg's rows were converted into
+ * ex->work by matmul_prepare of the product over all of them (mm_all). */
+static void run_phased(cpu_exec *ex, const tsr_node *node, const moe_layout *l, const int32_t *start, float *xg,
+                       float *dg, size_t act_row, int ith, int nth) {
+    const int64_t K = node->src[0]->ne[0], N = node->src[0]->ne[1], E = node->src[0]->ne[2];
+    for (int64_t e = 0; e < E; e++) {
+        const int64_t cols = start[e + 1] - start[e];
+        if (cols == 0) continue;
+        expert_mm m;
+        expert_mm_init(&m, node, e, cols, xg + start[e] * K, dg + start[e] * N);
+        /* matmul_run reads its activations from work: this expert's start there */
+        cpu_exec at = {.k = ex->k, .pool = ex->pool, .nth = ex->nth, .exp_sub_sum = ex->exp_sub_sum,
+                       .work = ex->work + (size_t)start[e] * act_row, .work_size = ex->work_size};
+        _Atomic int64_t *counter = (_Atomic int64_t *)(void *)(ex->work + l->counters + (size_t)e * COUNTER_BYTES);
+        matmul_run(&at, &m.node, counter, ith, nth);
+    }
+}
+
 void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *w = node->src[0], *x = node->src[1], *ids = node->src[2];
     tsr_tensor *d = node->dst;
@@ -130,7 +158,14 @@ void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     int32_t *start = (int32_t *)(void *)(ex->work + l.start), *order = (int32_t *)(void *)(ex->work + l.order);
     float *xg = (float *)(void *)(ex->work + l.xg), *dg = (float *)(void *)(ex->work + l.dg);
 
-    if (ith == 0 && sort_slots(node, start, order)) exec_fail(ex, TSR_ERR_INVALID);
+    expert_mm all; /* one product over every gathered row: its plan and activation rows */
+    expert_mm_init(&all, node, 0, n_slots, xg, dg);
+    const int phased = n_slots < GEMM_MIN_N && matmul_phased(ex->k, &all.node);
+    if (ith == 0) {
+        if (sort_slots(node, start, order)) exec_fail(ex, TSR_ERR_INVALID);
+        for (int64_t e = 0; phased && e < E; e++)
+            atomic_store((_Atomic int64_t *)(void *)(ex->work + l.counters + (size_t)e * COUNTER_BYTES), 0);
+    }
     exec_barrier(ex);
     /* every thread sees thread 0's verdict after the barrier */
     if (atomic_load_explicit(&ex->error, memory_order_relaxed)) return;
@@ -145,7 +180,17 @@ void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     }
     exec_barrier(ex);
 
-    for (int64_t e = 0; e < E; e++) {
+    if (phased) {
+        size_t act_row = 0;
+        if (matmul_has_prepare(&all.node)) {
+            matmul_prepare(ex, &all.node, ith, nth);
+            act_row = matmul_act_row_bytes(ex->k, &all.node);
+            exec_barrier(ex);
+        }
+        run_phased(ex, node, &l, start, xg, dg, act_row, ith, nth);
+        exec_barrier(ex);
+    }
+    for (int64_t e = 0; !phased && e < E; e++) {
         const int64_t cols = start[e + 1] - start[e];
         if (cols == 0) continue;
         expert_mm m;

@@ -233,38 +233,42 @@ typedef enum tsr_dtype {
  */
 
 /*
- * Every op, once: X(OP, name, number, min_src, max_src) gives TSR_OP_<OP> =
- * number, the lower-case name the host uses for messages and node names
- * ("mul_mat-5"; tsr_op_name gives "MUL_MAT"), and how many sources the op
- * reads (optional ones last; they may be NULL). The numbers are the ABI:
- * append-only, so a new op is a new last line with the next number, and a
- * line is never removed or renumbered (checked below at compile time).
- * docs/ops.md lists everything else adding an op touches.
+ * Every op, once: X(OP, name, number, min_src, max_src, minor) gives
+ * TSR_OP_<OP> = number, the lower-case name the host uses for messages and
+ * node names ("mul_mat-5"; tsr_op_name gives "MUL_MAT"), how many sources
+ * the op reads (optional ones last; they may be NULL), and the ABI minor
+ * version that added it: a host never asks a plugin built for an older
+ * minor about the op (its own checker could not know it; a plugin that
+ * answered by op number alone would misread it). The numbers are the ABI:
+ * append-only, so a new op is a new last line with the next number and the
+ * current TSR_ABI_MINOR, and a line is never removed or renumbered
+ * (checked below at compile time). docs/ops.md lists everything else
+ * adding an op touches.
  */
 #define TSR_OPS(X)                              \
-    X(NONE, "none", 0, 0, 0) /* a leaf: input, weight or view; never computed */ \
-    X(GET_ROWS, "get_rows", 1, 2, 2)            \
-    X(ADD, "add", 2, 2, 2)                      \
-    X(MUL, "mul", 3, 2, 2)                      \
-    X(SCALE, "scale", 4, 1, 1)                  \
-    X(MUL_MAT, "mul_mat", 5, 2, 2)              \
-    X(RMS_NORM, "rms_norm", 6, 1, 1)            \
-    X(NORM, "norm", 7, 1, 1)                    \
-    X(ROPE, "rope", 8, 2, 3)                    \
-    X(SOFT_MAX, "soft_max", 9, 1, 2)            \
-    X(SILU, "silu", 10, 1, 1)                   \
-    X(GELU, "gelu", 11, 1, 1)                   \
-    X(SWIGLU, "swiglu", 12, 2, 2)               \
-    X(CPY, "cpy", 13, 1, 1)                     \
-    X(CONCAT, "concat", 14, 2, 2)               \
-    X(ARGMAX, "argmax", 15, 1, 1)               \
-    X(FLASH_ATTN, "flash_attn", 16, 3, 4)       \
-    X(MUL_MAT_ID, "mul_mat_id", 17, 3, 3)       \
-    X(TOP_K, "top_k", 18, 1, 1)                 \
-    X(SUM_ROWS, "sum_rows", 19, 1, 1)           \
-    X(DIV, "div", 20, 2, 2)
+    X(NONE, "none", 0, 0, 0, 0) /* a leaf: input, weight or view; never computed */ \
+    X(GET_ROWS, "get_rows", 1, 2, 2, 0)         \
+    X(ADD, "add", 2, 2, 2, 0)                   \
+    X(MUL, "mul", 3, 2, 2, 0)                   \
+    X(SCALE, "scale", 4, 1, 1, 0)               \
+    X(MUL_MAT, "mul_mat", 5, 2, 2, 0)           \
+    X(RMS_NORM, "rms_norm", 6, 1, 1, 0)         \
+    X(NORM, "norm", 7, 1, 1, 0)                 \
+    X(ROPE, "rope", 8, 2, 3, 0)                 \
+    X(SOFT_MAX, "soft_max", 9, 1, 2, 0)         \
+    X(SILU, "silu", 10, 1, 1, 0)                \
+    X(GELU, "gelu", 11, 1, 1, 0)                \
+    X(SWIGLU, "swiglu", 12, 2, 2, 0)            \
+    X(CPY, "cpy", 13, 1, 1, 0)                  \
+    X(CONCAT, "concat", 14, 2, 2, 0)            \
+    X(ARGMAX, "argmax", 15, 1, 1, 0)            \
+    X(FLASH_ATTN, "flash_attn", 16, 3, 4, 0)    \
+    X(MUL_MAT_ID, "mul_mat_id", 17, 3, 3, 4)    \
+    X(TOP_K, "top_k", 18, 1, 1, 4)              \
+    X(SUM_ROWS, "sum_rows", 19, 1, 1, 4)        \
+    X(DIV, "div", 20, 2, 2, 4)
 
-#define TSR_OP_ENUM_(op, name, number, min_src, max_src) TSR_OP_##op = number,
+#define TSR_OP_ENUM_(op, name, number, min_src, max_src, minor) TSR_OP_##op = number,
 typedef enum tsr_op {
     TSR_OPS(TSR_OP_ENUM_)
     TSR_OP_COUNT /* one past the largest op known to this ABI */
@@ -272,13 +276,15 @@ typedef enum tsr_op {
 #undef TSR_OP_ENUM_
 
 /* Append-only, checked: each op's number must equal its line's position in
- * TSR_OPS (a line inserted, removed or renumbered fails the build here). C99
+ * TSR_OPS (a line inserted, removed or renumbered fails the build here), and
+ * no op may claim a minor version newer than this header's. C99
  * has no static_assert: a negative array size fails instead. */
-#define TSR_OP_POS_(op, name, number, min_src, max_src) TSR_OP_POS_##op##_,
+#define TSR_OP_POS_(op, name, number, min_src, max_src, minor) TSR_OP_POS_##op##_,
 enum { TSR_OPS(TSR_OP_POS_) TSR_OP_POS_COUNT_ };
 #undef TSR_OP_POS_
-#define TSR_OP_PIN_(op, name, number, min_src, max_src) \
-    typedef char tsr_op_pin_##op##_[TSR_OP_POS_##op##_ == (number) && (min_src) <= (max_src) ? 1 : -1];
+#define TSR_OP_PIN_(op, name, number, min_src, max_src, minor) \
+    typedef char tsr_op_pin_##op##_[TSR_OP_POS_##op##_ == (number) && (min_src) <= (max_src) && \
+                                    (minor) <= TSR_ABI_MINOR ? 1 : -1];
 TSR_OPS(TSR_OP_PIN_)
 #undef TSR_OP_PIN_
 /* The 17 ops of ABI 1.0-1.3 stay (a last line removed fails here). */

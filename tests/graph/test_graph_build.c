@@ -195,6 +195,18 @@ static void free_run(graph *g, void **mem) {
     free(mem);
 }
 
+/* graph_mul_mat_id of experts 'exps' Q8_0 [64, 16, 4], activations 'x' F32
+ * [K, n_b, T] and ids 'ids' [2, 5] of ids_dtype must fail with want. */
+static void mul_mat_id_error(int64_t K, int64_t n_b, int64_t T, int32_t ids_dtype, const char *want) {
+    graph *g = graph_new(32);
+    graph_tensor *ex = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_Q8_0, 64, 16, 4), "exps");
+    graph_tensor *x = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, K, n_b, T), "x");
+    graph_tensor *ids = graph_tensor_set_name(graph_tensor_new_2d(g, ids_dtype, 2, 5), "ids");
+    EXPECT(graph_mul_mat_id(g, ex, x, ids) == NULL, "%s: accepted", want);
+    expect_error(g, "mul_mat_id", want);
+    graph_free(g);
+}
+
 /* The mixture-of-experts constructors (ABI 1.4): shapes, errors naming the
  * tensors, and graph_sigmoid (a composite) computed on ref. */
 TEST(test_moe) {
@@ -217,29 +229,9 @@ TEST(test_moe) {
     EXPECT(graph_check(g) == 0, "no error expected: %s", error_get());
     graph_free(g);
 
-    g = graph_new(32);
-    ex = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_Q8_0, 64, 16, 4), "exps");
-    x = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, 64, 3, 5), "x");
-    ids = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_I32, 2, 5), "ids");
-    EXPECT(graph_mul_mat_id(g, ex, x, ids) == NULL, "n_b 3 with 2 per token");
-    expect_error(g, "mul_mat_id n_b", "mul_mat_id: activations 'x' [64, 3, 5]: ne[1] must be 1 or the 2");
-    graph_free(g);
-
-    g = graph_new(32);
-    ex = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_Q8_0, 64, 16, 4), "exps");
-    x = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, 64, 1, 4), "x");
-    ids = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_I32, 2, 5), "ids");
-    EXPECT(graph_mul_mat_id(g, ex, x, ids) == NULL, "4 tokens vs 5");
-    expect_error(g, "mul_mat_id tokens", "activations 'x' [64, 1, 4] have 4 tokens, ids 'ids' [2, 5] 5");
-    graph_free(g);
-
-    g = graph_new(32);
-    ex = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_Q8_0, 64, 16, 4), "exps");
-    x = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, 32, 1, 5), "x");
-    ids = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 2, 5), "ids");
-    EXPECT(graph_mul_mat_id(g, ex, x, ids) == NULL, "F32 ids");
-    expect_error(g, "mul_mat_id ids", "mul_mat_id: expert ids 'ids' [2, 5] is F32, expected I32");
-    graph_free(g);
+    mul_mat_id_error(64, 3, 5, TSR_DTYPE_I32, "mul_mat_id: activations 'x' [64, 3, 5]: ne[1] must be 1 or the 2");
+    mul_mat_id_error(64, 1, 4, TSR_DTYPE_I32, "activations 'x' [64, 1, 4] have 4 tokens, ids 'ids' [2, 5] 5");
+    mul_mat_id_error(32, 1, 5, TSR_DTYPE_F32, "mul_mat_id: expert ids 'ids' [2, 5] is F32, expected I32");
 
     g = graph_new(32);
     logits = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 5), "router");

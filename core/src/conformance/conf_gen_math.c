@@ -308,6 +308,20 @@ static void run_declined_f32(conf_runner *r, conf_case *c, const int64_t *a, con
     run_declined(r, c, a, F32, b, conf_uniform(-1, 1), d);
 }
 
+/* A malformed MUL_MAT_ID over experts F32 [32, 5, 4]: activations x, ids
+ * of ids_dtype (values 0..3), dst [5, ids ne0, ids ne1]. */
+static void mul_mat_id_declined(conf_runner *r, const char *what, const int64_t *x, int32_t ids_dtype,
+                                const int64_t *ids) {
+    conf_case c;
+    conf_case_init(&c, TSR_OP_MUL_MAT_ID, "MUL_MAT_ID with %s", what);
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(32, 5, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, x, CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 2, ids_dtype, ids, CONF_CONTIG, ids_dtype == F32 ? conf_uniform(0, 3) : conf_index(4));
+    conf_case_dst(&c, F32, NE(5, ids[0], ids[1], 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+}
+
 /* Nodes the ABI's op list forbids; a device must answer supports_op = 0. */
 void conf_gen_malformed(conf_runner *r) {
     conf_case c;
@@ -351,29 +365,10 @@ void conf_gen_malformed(conf_runner *r) {
     conf_case_init(&c, TSR_OP_CPY, "CPY of 51 elements into 48");
     run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(16, 3, 1, 1));
 
-    conf_case_init(&c, TSR_OP_MUL_MAT_ID, "MUL_MAT_ID with 3 rows per token for 2 experts used");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(32, 5, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(32, 3, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 2, TSR_DTYPE_I32, NE(2, 2, 1, 1), CONF_CONTIG, conf_index(4));
-    conf_case_dst(&c, F32, NE(5, 2, 2, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
-
-    conf_case_init(&c, TSR_OP_MUL_MAT_ID, "MUL_MAT_ID with F32 ids");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(32, 5, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(32, 1, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 2, F32, NE(2, 2, 1, 1), CONF_CONTIG, conf_uniform(0, 3));
-    conf_case_dst(&c, F32, NE(5, 2, 2, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
-
-    conf_case_init(&c, TSR_OP_MUL_MAT_ID, "MUL_MAT_ID with ids for 3 tokens and 2 token rows");
-    c.expect_decline = true;
-    conf_case_src(r, &c, 0, F32, NE(32, 5, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 1, F32, NE(32, 1, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
-    conf_case_src(r, &c, 2, TSR_DTYPE_I32, NE(2, 3, 1, 1), CONF_CONTIG, conf_index(4));
-    conf_case_dst(&c, F32, NE(5, 2, 3, 1), CONF_CONTIG);
-    conf_case_run(r, &c);
+    /* experts F32 [32, 5, 4] */
+    mul_mat_id_declined(r, "3 rows per token for 2 experts used", NE(32, 3, 2, 1), TSR_DTYPE_I32, NE(2, 2, 1, 1));
+    mul_mat_id_declined(r, "F32 ids", NE(32, 1, 2, 1), F32, NE(2, 2, 1, 1));
+    mul_mat_id_declined(r, "ids for 3 tokens and 2 token rows", NE(32, 1, 2, 1), TSR_DTYPE_I32, NE(2, 3, 1, 1));
 
     conf_case_init(&c, TSR_OP_TOP_K, "TOP_K of 9 from rows of 8");
     c.expect_decline = true;

@@ -23,6 +23,33 @@ static int parse_ngl(const char *cmd, const char *flag, const char *v, void *dst
     return 0;
 }
 
+/* -ot PATTERN=DEVICE[,...]: each comma-separated rule appended, as
+ * llama.cpp splits its value. A rule without '=' is refused here; the
+ * pattern and the device are checked when the model loads. */
+static int parse_override(const char *cmd, const char *flag, const char *v, void *dst) {
+    cli_overrides *o = dst;
+    for (const char *p = v; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (len == 0 || !eq || eq == p || eq == p + len - 1)
+            return cli_bad_value(cmd, flag, v, "PATTERN=DEVICE[,PATTERN=DEVICE...], e.g. '\\.ffn_.*_exps\\.=CPU'");
+        if (o->n == CLI_MAX_OVERRIDES || o->used + len + 1 > sizeof o->buf) {
+            fprintf(stderr, "%s: %s: more than %d rules or %zu bytes of them\n", cmd, flag, CLI_MAX_OVERRIDES,
+                    sizeof o->buf);
+            return -1;
+        }
+        char *t = o->buf + o->used;
+        memcpy(t, p, len);
+        t[len] = '\0';
+        o->used += len + 1;
+        o->list[o->n++] = t;
+        o->list[o->n] = NULL;
+        p = end ? end + 1 : p + len;
+    }
+    return 0;
+}
+
 /* --pooling none|mean|cls|last|rank (llama.cpp's names). */
 static int parse_pooling(const char *cmd, const char *flag, const char *v, void *dst) {
     int32_t x = tessera_pooling_from_name(v);
@@ -52,6 +79,14 @@ static const cli_option common_options[] = {
     {"-ngl", "--n-gpu-layers", "N|auto",
      "layers whose weights go on the first GPU device; auto: as many as fit its free memory (default: "
      "auto)", CLI_FN, P(n_gpu_layers), 0, 0, parse_ngl, CLI_NO_DEFAULT, CLI_G_DEVICE},
+    {"-ot", "--override-tensor", "PATTERN=DEVICE,...",
+     "keep the weights whose name matches PATTERN (a regular expression) on DEVICE: CPU (host memory) or "
+     "the GPU device; the first matching rule wins, before -ngl (repeatable)",
+     CLI_FN, P(overrides), 0, 0, parse_override, CLI_NO_DEFAULT, CLI_G_DEVICE},
+    {"-cmoe", "--cpu-moe", NULL, "keep every layer's experts (ffn_*_exps) in host memory, computed on the CPU",
+     CLI_SWITCH, P(cpu_moe), 0, 0, NULL, 0, CLI_G_DEVICE},
+    {"-ncmoe", "--n-cpu-moe", "N", "keep the experts of the first N layers in host memory", CLI_INT,
+     P(n_cpu_moe), 0, INT32_MAX, NULL, 0, CLI_G_DEVICE},
     {NULL, "--plugin-dir", "DIR", "also look for backend plugins in DIR (repeatable)", CLI_DIR,
      P(plugin_dirs), 0, 0, NULL, 0, CLI_G_DEVICE | CLI_G_PLUGINS},
     {NULL, "--explain", NULL, "print where each part of the graph runs (stderr)", CLI_SWITCH,

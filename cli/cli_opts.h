@@ -30,7 +30,16 @@
 
 #include "cli_util.h"
 
-enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8 };
+enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64 };
+
+/* -ot PATTERN=DEVICE[,PATTERN=DEVICE...] (repeatable): the rules in order,
+ * NULL-terminated (tessera_model_params.tensor_overrides), their text in buf. */
+typedef struct cli_overrides {
+    const char *list[CLI_MAX_OVERRIDES + 1];
+    int32_t n;
+    char buf[4096];
+    size_t used;
+} cli_overrides;
 
 /* -ngl auto (TESSERA_NGL_AUTO): as many layers as fit the GPU device. */
 enum { CLI_NGL_AUTO = -1 };
@@ -38,7 +47,8 @@ enum { CLI_NGL_AUTO = -1 };
 /* Option groups (bits of cli_command.groups). */
 enum {
     CLI_G_MODEL = 1u << 0,    /* -m */
-    CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, --plugin-dir, --explain, --no-mmap, --mlock */
+    CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, -ot, --cpu-moe, --n-cpu-moe, --plugin-dir, --explain,
+                               * --no-mmap, --mlock */
     CLI_G_CONTEXT = 1u << 2,  /* -c, -b, -t, -ctk, -ctv, -fa */
     CLI_G_PROMPT = 1u << 3,   /* -p, -f */
     CLI_G_PREDICT = 1u << 4,  /* -n */
@@ -67,6 +77,11 @@ typedef struct cli_params {
     const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
     int32_t n_plugin_dirs;
     int32_t n_gpu_layers; /* CLI_NGL_AUTO: fit to the device (the default) */
+    /* weights placed by name: -ot rules; --cpu-moe (every block's experts
+     * in host memory) or --n-cpu-moe N (the first N blocks') */
+    cli_overrides overrides;
+    int cpu_moe;
+    int32_t n_cpu_moe;
     int explain;
     int profile; /* --profile: time each op on the devices (cli_print_profile) */
     /* model memory: --no-mmap, --mlock */

@@ -98,6 +98,8 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
     mp.n_gpu_layers = default_gpu_layers(cmd, p);
     mp.no_mmap = p->no_mmap != 0;
     mp.use_mlock = p->use_mlock != 0;
+    mp.tensor_overrides = p->overrides.n ? p->overrides.list : NULL;
+    mp.n_cpu_moe = p->cpu_moe ? TESSERA_CPU_MOE_ALL : p->n_cpu_moe;
     /* -ngl auto and -c to the devices' free memory; explicit values checked */
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = (uint32_t)(n_ctx ? *n_ctx : p->n_ctx);

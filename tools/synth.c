@@ -33,13 +33,34 @@ typedef struct synth_arch {
     unsigned char fused;      /* attn_qkv and gate|up in ffn_up (phi3) */
     unsigned char head_keys;  /* attention.key_length / value_length always written */
     unsigned char encoder;    /* 1 bert, 2 nomic-bert: post-norm encoder blocks (plan_encoder) */
+    unsigned char moe;        /* MOE_*: mixture-of-experts FFN blocks */
+    unsigned char granite;    /* the four Granite multipliers (granite, granitemoe) */
 } synth_arch;
 
+/* qk_norm: 1 per head [head size] (qwen3, gemma3), QK_NORM_FULL over the
+ * whole q and k rows [heads x head size] (olmoe). moe: MOE_OPTIONAL, experts
+ * with --experts (Mixtral is llama with experts); MOE_ALWAYS, an MoE family;
+ * MOE_SHARED, one that may also have a shared expert (--shared-ffn);
+ * MOE_EXP_FFN, one that writes expert_feed_forward_length (its experts' size
+ * is not feed_forward_length); MOE_SHARED_GATE, a shared expert scaled by
+ * sigmoid(ffn_gate_inp_shexp . x) and required (qwen2moe). */
+enum { QK_NORM_FULL = 2 };
+enum { MOE_OPTIONAL = 1, MOE_ALWAYS = 2, MOE_SHARED = 4, MOE_EXP_FFN = 8, MOE_SHARED_GATE = 16 };
 static const synth_arch synth_archs[] = {
-    {"llama", 0, 0, 0, 0, 0, 0},   {"qwen2", 1, 0, 0, 0, 0, 0},   {"qwen3", 0, 1, 0, 0, 1, 0},
-    {"gemma3", 0, 1, 1, 0, 1, 0},  {"phi3", 0, 0, 0, 1, 0, 0},    {"smollm3", 0, 0, 0, 0, 0, 0},
-    {"granite", 0, 0, 0, 0, 0, 0}, {"mistral3", 0, 0, 0, 0, 1, 0},
-    {"bert", 0, 0, 0, 0, 0, 1}, {"nomic-bert", 0, 0, 0, 1, 0, 2},
+    {"llama", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL, 0},
+    {"qwen2", 1, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3", 0, 1, 0, 0, 1, 0, 0, 0},
+    {"gemma3", 0, 1, 1, 0, 1, 0, 0, 0},
+    {"phi3", 0, 0, 0, 1, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 0, 0, 0, 0},
+    {"granite", 0, 0, 0, 0, 0, 0, 0, 1},
+    {"mistral3", 0, 0, 0, 0, 1, 0, 0, 0},
+    {"bert", 0, 0, 0, 0, 0, 1, 0, 0},
+    {"nomic-bert", 0, 0, 0, 1, 0, 2, 0, 0},
+    {"qwen2moe", 1, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0},
+    {"qwen3moe", 0, 1, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN, 0},
+    {"olmoe", 0, QK_NORM_FULL, 0, 0, 0, 0, MOE_ALWAYS, 0},
+    {"granitemoe", 0, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_SHARED, 1},
 };
 enum { ENC_BERT = 1, ENC_NOMIC = 2 };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
@@ -51,6 +72,7 @@ typedef struct synth_opts {
     const synth_arch *sa;
     const char *type;
     int64_t dim, layers, heads, kv_heads, ffn, vocab, ctx, head_dim, rope_dims;
+    int64_t experts, experts_used, expert_ffn, shared_ffn; /* MoE (0: a dense FFN) */
     uint64_t seed;
     float rope_base;
     int tied;
@@ -77,7 +99,11 @@ static void usage(FILE *out) {
             "                        qkv and gate|up), smollm3, granite (multipliers of\n"
             "                        Granite 3: embedding 12, residual 0.22, attention\n"
             "                        1/head size, logits 1/8), mistral3 (YaRN factor 16 from\n"
-            "                        context/16, log multiplier 1, temperature scale 0.1)\n"
+            "                        context/16, log multiplier 1, temperature scale 0.1),\n"
+            "                        qwen2moe (qwen2 with experts and a gated shared\n"
+            "                        expert), qwen3moe (qwen3 with experts), olmoe (q/k norms over\n"
+            "                        whole rows, experts, weights not renormalised),\n"
+            "                        granitemoe (granite with experts)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -89,6 +115,15 @@ static void usage(FILE *out) {
             "  --ffn N               feed-forward size (default 768)\n"
             "  --head-dim N          head size (default dim/heads; written as key_length)\n"
             "  --rope-dims N         rotated dims per head (default: the head size)\n"
+            "  --experts N           experts per MoE layer (qwen3moe, olmoe, granitemoe:\n"
+            "                        default 8; llama: none unless given, Mixtral-style)\n"
+            "  --experts-used N      experts each token is routed to (default 2)\n"
+            "  --expert-ffn N        an expert's feed-forward size (qwen3moe, written as\n"
+            "                        expert_feed_forward_length; default --ffn / experts\n"
+            "                        used; the other families' experts are --ffn wide)\n"
+            "  --shared-ffn N        granitemoe: a shared expert of this size beside the\n"
+            "                        routed ones (default none); qwen2moe: its gated\n"
+            "                        shared expert's size (default --ffn)\n"
             "  --vocab N             vocabulary size (default: the source's)\n"
             "  --ctx N               context length (default 4096)\n"
             "  --rope-base F         RoPE frequency base (default 10000)\n"
@@ -124,6 +159,8 @@ static int parse_i64(const char *flag, const char *s, int64_t *out) {
     *out = v;
     return 0;
 }
+
+static int check_moe(synth_opts *o);
 
 static int parse_args(int argc, char **argv, synth_opts *o) {
     *o = (synth_opts){.arch = "llama", .type = "F32", .dim = 256, .layers = 4, .heads = 8,
@@ -202,6 +239,10 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                            : !strcmp(a, "--ctx")      ? &o->ctx
                            : !strcmp(a, "--head-dim") ? &o->head_dim
                            : !strcmp(a, "--rope-dims") ? &o->rope_dims
+                           : !strcmp(a, "--experts") ? &o->experts
+                           : !strcmp(a, "--experts-used") ? &o->experts_used
+                           : !strcmp(a, "--expert-ffn") ? &o->expert_ffn
+                           : !strcmp(a, "--shared-ffn") ? &o->shared_ffn
                                                       : NULL;
             if (!dst) return fprintf(stderr, "tessera-synth: unknown option '%s' (see --help)\n", a), -1;
             NEED_VALUE();
@@ -241,6 +282,36 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
     if (o->rope_dims % 2 || o->rope_dims > o->head_dim)
         return fprintf(stderr, "tessera-synth: --rope-dims %" PRId64 " must be even and at most the head size %" PRId64
                                "\n", o->rope_dims, o->head_dim), -1;
+    return check_moe(o);
+}
+
+/* The expert options against the architecture: defaults for an MoE family,
+ * and a refusal naming the flag the architecture has no place for. */
+static int check_moe(synth_opts *o) {
+    const unsigned moe = o->sa->moe;
+    if (!moe && (o->experts || o->experts_used || o->expert_ffn || o->shared_ffn))
+        return fprintf(stderr, "tessera-synth: --arch %s has no experts (--experts and the like)\n", o->arch), -1;
+    if (o->sa->qk_norm == QK_NORM_FULL && (o->kv_heads != o->heads || o->head_dim * o->heads != o->dim))
+        return fprintf(stderr, "tessera-synth: --arch %s: llama.cpp reads its q/k norms as wide as the embedding, "
+                               "so --kv-heads must equal --heads and the head size be --dim / --heads\n", o->arch), -1;
+    if (!moe) return 0;
+    if (!o->experts && (moe & MOE_OPTIONAL)) {
+        if (o->experts_used || o->expert_ffn || o->shared_ffn)
+            return fprintf(stderr, "tessera-synth: --arch %s: the expert options need --experts N\n", o->arch), -1;
+        return 0;
+    }
+    if (!o->experts) o->experts = 8;
+    if (!o->experts_used) o->experts_used = o->experts < 2 ? o->experts : 2;
+    if (o->experts_used > o->experts)
+        return fprintf(stderr, "tessera-synth: --experts-used %" PRId64 " is more than --experts %" PRId64 "\n",
+                       o->experts_used, o->experts), -1;
+    if (o->expert_ffn && !(moe & MOE_EXP_FFN))
+        return fprintf(stderr, "tessera-synth: --arch %s: experts are --ffn wide (no --expert-ffn)\n", o->arch), -1;
+    if (!o->expert_ffn) o->expert_ffn = (moe & MOE_EXP_FFN) ? o->ffn / o->experts_used : o->ffn;
+    if (o->expert_ffn < 1) o->expert_ffn = 1;
+    if (o->shared_ffn && !(moe & MOE_SHARED))
+        return fprintf(stderr, "tessera-synth: --arch %s has no shared expert (--shared-ffn)\n", o->arch), -1;
+    if (!o->shared_ffn && (moe & MOE_SHARED_GATE)) o->shared_ffn = o->ffn;
     return 0;
 }
 
@@ -269,7 +340,7 @@ typedef struct synth_tensor {
     char name[64];
     int32_t dtype;
     int n_dims;
-    int64_t ne[2];
+    int64_t ne[3];
     float center; /* values are center + uniform noise of standard deviation std */
     float std;
 } synth_tensor;
@@ -301,14 +372,24 @@ static int add_tensor(synth_tensor *ts, int *n, const char *name, int32_t dtype,
     t->n_dims = n_dims;
     t->ne[0] = ne0;
     t->ne[1] = ne1;
+    t->ne[2] = 1;
     t->center = std == NORM ? 1.0f : 0.0f;
     t->std = std == NORM ? norm_std : std;
-    if (n_dims == 2 && dtype_row_bytes(t->dtype, ne0) == 0) {
+    if (n_dims >= 2 && dtype_row_bytes(t->dtype, ne0) == 0) {
         fprintf(stderr, "tessera-synth: tensor '%s': row of %" PRId64 " elements cannot be stored as %s "
                         "(block size %" PRId64 ")\n",
                 name, ne0, dtype_name(t->dtype), dtype_traits_get(t->dtype)->block_size);
         return -1;
     }
+    return 0;
+}
+
+/* A stack of ne2 matrices [ne0, ne1] (the experts of an MoE layer). */
+static int add_tensor_3d(synth_tensor *ts, int *n, const char *name, int32_t dtype, int64_t ne0, int64_t ne1,
+                         int64_t ne2, float std) {
+    if (add_tensor(ts, n, name, dtype, 2, ne0, ne1, std)) return -1;
+    ts[*n - 1].n_dims = 3;
+    ts[*n - 1].ne[2] = ne2;
     return 0;
 }
 
@@ -393,12 +474,35 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
             T("attn_v.bias", "bias", 1, KV, 1, 0.02f);
         }
         if (sa->qk_norm) {
-            T("attn_q_norm.weight", "norm", 1, D, 1, NORM);
-            T("attn_k_norm.weight", "norm", 1, D, 1, NORM);
+            T("attn_q_norm.weight", "norm", 1, sa->qk_norm == QK_NORM_FULL ? Q : D, 1, NORM);
+            T("attn_k_norm.weight", "norm", 1, sa->qk_norm == QK_NORM_FULL ? KV : D, 1, NORM);
         }
         T("attn_output.weight", "attn_output", 2, Q, E, s_q);
         if (sa->post_norms) T("post_attention_norm.weight", "norm", 1, E, 1, NORM);
         T("ffn_norm.weight", "norm", 1, E, 1, NORM);
+        if (o->experts) {
+            /* The router (kept F32, as llama-quantize keeps it), the experts
+             * stacked [E, Fx, X] / [Fx, E, X], and granitemoe's shared one. */
+            const int64_t X = o->experts, Fx = o->expert_ffn, Fs = o->shared_ffn;
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_inp.weight", il);
+            if (add_tensor(ts, n, name, TSR_DTYPE_F32, 2, E, X, s_in)) return -1;
+#define T3(suffix, what, a, b, std)                                                                        \
+    do {                                                                                                   \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                                     \
+        if (add_tensor_3d(ts, n, name, pick_type(o, base, mix, what, il), a, b, X, std)) return -1;        \
+    } while (0)
+            T3("ffn_gate_exps.weight", "ffn_gate", E, Fx, s_in);
+            T3("ffn_up_exps.weight", "ffn_up", E, Fx, s_in);
+            T3("ffn_down_exps.weight", "ffn_down", Fx, E, 1.0f / sqrtf((float)Fx));
+#undef T3
+            if (Fs && (sa->moe & MOE_SHARED_GATE)) T("ffn_gate_inp_shexp.weight", "router", 1, E, 1, s_in);
+            if (Fs) {
+                T("ffn_gate_shexp.weight", "ffn_gate", 2, E, Fs, s_in);
+                T("ffn_up_shexp.weight", "ffn_up", 2, E, Fs, s_in);
+                T("ffn_down_shexp.weight", "ffn_down", 2, Fs, E, 1.0f / sqrtf((float)Fs));
+            }
+            continue;
+        }
         if (sa->fused) {
             T("ffn_up.weight", "ffn_up", 2, E, 2 * F, s_in); /* gate rows, then up rows */
         } else {
@@ -599,7 +703,14 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)o->head_dim);
     if (!rc && !strcmp(a, "gemma3")) /* Gemma 3 270M's window */
         rc = gguf_writer_set_u32(w, KEY("attention.sliding_window"), 512);
-    if (!rc && !strcmp(a, "granite")) /* granite-3.x-2b's multipliers, muP attention 1/D */
+    if (!rc && o->experts)
+        rc = gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)o->experts) ||
+             gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)o->experts_used);
+    if (!rc && (o->sa->moe & MOE_EXP_FFN))
+        rc = gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)o->expert_ffn);
+    if (!rc && o->shared_ffn)
+        rc = gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)o->shared_ffn);
+    if (!rc && o->sa->granite) /* granite-3.x-2b's multipliers, muP attention 1/D */
         rc = gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f) ||
              gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f) ||
              gguf_writer_set_f32(w, KEY("attention.scale"), 1.0f / (float)o->head_dim) ||
@@ -673,7 +784,7 @@ static int32_t file_type_of(int32_t dtype, int mix) {
 /* Generate one tensor row block by row block into its final type. */
 static void *make_tensor(const synth_tensor *t, uint64_t seed, int idx, uint64_t *size) {
     const dtype_traits *tr = dtype_traits_get(t->dtype);
-    int64_t rows = t->n_dims == 2 ? t->ne[1] : 1;
+    int64_t rows = t->n_dims >= 2 ? t->ne[1] * t->ne[2] : 1;
     size_t row_bytes = dtype_row_bytes(t->dtype, t->ne[0]);
     *size = (uint64_t)row_bytes * (uint64_t)rows;
     unsigned char *out = malloc(*size);
@@ -712,7 +823,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     gguf_writer *w = gguf_writer_new();
-    synth_tensor *ts = calloc((size_t)(o.layers * 20 + 16), sizeof *ts);
+    synth_tensor *ts = calloc((size_t)(o.layers * 24 + 16), sizeof *ts);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", o.out);
     FILE *fp = NULL;

@@ -10,6 +10,9 @@
  *          when there is room in the buffer: must fail
  *   MUL_MAT says yes to every node, even malformed ones, then computes
  *          nothing: must fail (and MALFORMED must fail)
+ *   MUL_MAT_ID (F32) two bugs: every slot reads the token's first row
+ *          (n_b = n_used taken for 1), and an expert id out of range is
+ *          clamped into it (read, not refused): must fail on both
  *   others declined: "unsupported (falls back)"
  * With BROKEN_PLUGIN_NO_DEVICE=1 in the environment, init reports zero
  * devices and a reason (the suite must skip, exit 77). With
@@ -87,6 +90,25 @@ static void scale_and_scribble(const tsr_node *n) {
     if (b && end + 4 <= b->data + b->size) memset(end, 0, 4); /* the bug */
 }
 
+#if TSR_ABI_MINOR >= 4
+/* dst[:, s, t] = w[:, :, ids[s, t]] . x[:, 0, t] -- the bugs: row 0 for
+ * every slot, and ids clamped into 0..E-1 */
+static void mul_mat_id_wrong(const tsr_node *n) {
+    const tsr_tensor *w = n->src[0], *x = n->src[1], *ids = n->src[2], *d = n->dst;
+    for (int64_t t = 0; t < d->ne[2]; t++)
+        for (int64_t s = 0; s < d->ne[1]; s++) {
+            int32_t e;
+            memcpy(&e, base_of(ids) + s * ids->nb[0] + t * ids->nb[1], sizeof e);
+            e = e < 0 ? 0 : e >= w->ne[2] ? (int32_t)(w->ne[2] - 1) : e;
+            for (int64_t m = 0; m < d->ne[0]; m++) {
+                double sum = 0.0;
+                for (int64_t k = 0; k < w->ne[0]; k++) sum += (double)*at(w, k, m, e, 0) * *at(x, k, 0, t, 0);
+                *at(d, m, s, t, 0) = (float)sum;
+            }
+        }
+}
+#endif
+
 static int crash_wanted(const char *what) {
     const char *e = getenv("BROKEN_PLUGIN_CRASH");
     return e && !strcmp(e, what);
@@ -104,6 +126,9 @@ static tsr_status q_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes
         case TSR_OP_GELU: gelu_contiguous(n); break;
         case TSR_OP_SCALE: scale_and_scribble(n); break;
         case TSR_OP_MUL_MAT: break; /* the bug: nothing computed */
+#if TSR_ABI_MINOR >= 4
+        case TSR_OP_MUL_MAT_ID: mul_mat_id_wrong(n); break;
+#endif
         default: return TSR_ERR_UNSUPPORTED;
         }
     }
@@ -158,6 +183,10 @@ static int32_t d_supports(tsr_device *d, const tsr_node *n) {
     case TSR_OP_MUL:
     case TSR_OP_GELU:
     case TSR_OP_SCALE: return all_f32(n);
+#if TSR_ABI_MINOR >= 4
+    case TSR_OP_MUL_MAT_ID:
+        return n->src[0]->dtype == TSR_DTYPE_F32 && n->src[1]->dtype == TSR_DTYPE_F32 && n->dst->dtype == TSR_DTYPE_F32;
+#endif
     default: return 0;
     }
 }

@@ -150,12 +150,13 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
 }
 
 /* The command line: test_golden MODEL_NAME strict|quant|real [TOL] [--model M] [--golden PATH]
- * [--device NAME] [--kernels K] [--tie-cap X] [-ngl N] [--steps N] [-fa on|off|auto] [-ctk T] [-ctv T];
+ * [--device NAME] [--kernels K] [--tie-cap X] [-ngl N] [--cpu-moe] [--steps N] [-fa on|off|auto] [-ctk T]
+ * [-ctv T];
  * sets tie_cap and ctx_opts. */
 typedef struct golden_args {
     const char *name, *mode, *model_arg, *golden_arg, *device, *kernels;
     double tol;
-    int32_t ngl, steps;
+    int32_t ngl, steps, n_cpu_moe;
 } golden_args;
 
 static void parse_args(golden_args *a) {
@@ -179,6 +180,8 @@ static void parse_args(golden_args *a) {
             a->ngl = atoi(harness_arg(++i));
         else if (!strcmp(arg, "--steps") && next)
             a->steps = atoi(harness_arg(++i));
+        else if (!strcmp(arg, "--cpu-moe"))
+            a->n_cpu_moe = TESSERA_CPU_MOE_ALL;
         else if (!strcmp(arg, "-fa") && next) {
             const char *v = harness_arg(++i);
             REQUIRE(!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"), "-fa %s is not on, off or auto", v);
@@ -227,6 +230,7 @@ TEST(test_golden) {
         tessera_model_params mp = tessera_model_default_params();
         mp.devices = device ? device : dev->name;
         mp.n_gpu_layers = a.ngl;
+        mp.n_cpu_moe = a.n_cpu_moe;
         tessera_model *m = tessera_model_load(path.s, &mp);
         if (!m) {
             ADD_FAILURE("%s on %s: %s", name, dev->name, tessera_last_error());

@@ -418,7 +418,11 @@ class _EmbedContext:
 
 class Model:
     """A GGUF model. devices: "cpu-avx0", "vulkan0,cpu-avx0" or a list
-    (None: the default order); n_gpu_layers: "auto" or a count; n_ctx: the
+    (None: the default order); n_gpu_layers: "auto" or a count;
+    tensor_overrides: ["PATTERN=DEVICE", ...] (llama.cpp's -ot: the weights
+    whose name matches PATTERN go to DEVICE, "CPU" or the GPU); cpu_moe=True
+    or n_cpu_moe=N: the experts of every / the first N layers stay in host
+    memory (--cpu-moe, --n-cpu-moe); n_ctx: the
     context of each Session (None: the training context, at most 4096);
     n_threads: None (the CPUs divided among the sessions generating at
     once) or a count. The generate/chat/embed/save_state methods use one
@@ -426,7 +430,7 @@ class Model:
 
     def __init__(self, path, *, devices=None, n_gpu_layers="auto", n_ctx=None, n_batch=512,
                  n_threads=None, flash_attn=False, type_k=None, type_v=None, prefix_cache=False,
-                 use_mmap=True, use_mlock=False):
+                 use_mmap=True, use_mlock=False, tensor_overrides=None, cpu_moe=False, n_cpu_moe=0):
         from . import _init
         self.path = _check.path("path", path)
         devices = _device_list(devices)
@@ -438,6 +442,14 @@ class Model:
         prefix_cache = _check.flag("prefix_cache", prefix_cache)
         use_mmap = _check.flag("use_mmap", use_mmap)
         use_mlock = _check.flag("use_mlock", use_mlock)
+        if tensor_overrides is not None:
+            if isinstance(tensor_overrides, str) or not all(isinstance(o, str) for o in tensor_overrides):
+                raise TypeError("tensor_overrides must be a list of 'PATTERN=DEVICE' strings, not "
+                                f"{_check._show(tensor_overrides)}")
+            tensor_overrides = list(tensor_overrides)
+        n_cpu_moe = _check.integer("n_cpu_moe", n_cpu_moe, 0, what="an int >= 0")
+        if _check.flag("cpu_moe", cpu_moe):
+            n_cpu_moe = 2**31 - 1  # TESSERA_CPU_MOE_ALL
         _init()
         if devices:
             _check_device_names(devices)
@@ -447,7 +459,7 @@ class Model:
                           f"({names}); the model runs on the CPU", RuntimeWarning, stacklevel=2)
             ngl = 0
         try:
-            self._m = _tessera.Model(self.path, devices, ngl, use_mmap, use_mlock)
+            self._m = _tessera.Model(self.path, devices, ngl, use_mmap, use_mlock, tensor_overrides, n_cpu_moe)
         except _tessera.TesseraError as e:
             if not os.path.exists(self.path):
                 raise ModelNotFoundError(str(e)) from None

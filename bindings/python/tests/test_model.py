@@ -299,3 +299,34 @@ def test_embed_equals_cli(model):
     assert len(rows) == len(model.tokenize(texts[0])) and len(rows[0]) == model.n_embd
     with pytest.raises(ValueError, match="pooling"):
         model.embed("x", pooling="sideways")
+
+
+MOE = os.path.join(os.environ.get("TESSERA_TEST_DATA", ""), "synth-qwen3moe-f32.gguf")
+
+
+def moe_text(**kw):
+    m = tessera.Model(MOE, n_ctx=256, **kw)
+    return m, m.generate("Once upon a time", max_tokens=8, temperature=0)
+
+
+def test_experts_placed_per_device():
+    """tensor_overrides, cpu_moe and n_cpu_moe (llama.cpp's -ot, --cpu-moe,
+    --n-cpu-moe): the same text wherever the experts live; with a GPU, the
+    experts' bytes leave it."""
+    if not os.path.exists(MOE):
+        pytest.skip(f"{MOE} absent")
+    _, want = moe_text(devices="ref")
+    for kw in ({"tensor_overrides": [r"\.ffn_(up|down|gate)_exps=CPU"]}, {"cpu_moe": True}, {"n_cpu_moe": 1}):
+        assert moe_text(devices="ref", **kw)[1] == want, kw
+    names = [d["name"] for d in tessera.devices()]
+    if "vulkan0" in names and "cpu-avx0" in names:
+        m, text = moe_text(devices="vulkan0,cpu-avx0", n_gpu_layers=99, cpu_moe=True)
+        assert text == want and m.devices == ["vulkan0", "cpu-avx0"]
+    with pytest.raises(tessera.TesseraError, match=r"\(\[=CPU.*pattern"):
+        moe_text(devices="ref", tensor_overrides=["([=CPU"])
+    with pytest.raises(tessera.TesseraError, match="nosuch0"):
+        moe_text(devices="ref", tensor_overrides=["exps=nosuch0"])
+    with pytest.raises(TypeError, match="tensor_overrides"):
+        moe_text(devices="ref", tensor_overrides="exps=CPU")
+    with pytest.raises(ValueError, match="n_cpu_moe"):
+        moe_text(devices="ref", n_cpu_moe=-1)

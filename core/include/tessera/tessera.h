@@ -159,10 +159,24 @@ typedef struct tessera_model_params {
     /* Lock the host weights in RAM (mlock); a refusal (RLIMIT_MEMLOCK) is a
      * warning naming the limit, not an error (llama.cpp's --mlock). */
     bool use_mlock;
+    /* Appended: weights placed by name before the n_gpu_layers rule
+     * (llama.cpp's -ot/--override-tensor): a NULL-terminated list of
+     * "PATTERN=DEVICE" (NULL: none), PATTERN a regular expression (PCRE2)
+     * searched in each tensor name, DEVICE "CPU" (host memory; a CPU
+     * device's name too) or the GPU device's name; the first rule that
+     * matches decides. The strings need only last until the load returns. */
+    const char *const *tensor_overrides;
+    /* The experts (ffn_{up,down,gate}_exps) of the first n_cpu_moe blocks
+     * stay in host memory, computed by the CPU device, while the rest of
+     * those layers goes where n_gpu_layers says (llama.cpp's --n-cpu-moe;
+     * TESSERA_CPU_MOE_ALL: every block, --cpu-moe). 0: none. */
+    int32_t n_cpu_moe;
 } tessera_model_params;
 
 /* n_gpu_layers: as many layers as fit the GPU device's free memory. */
 #define TESSERA_NGL_AUTO (-1)
+/* n_cpu_moe: the experts of every block (--cpu-moe). */
+#define TESSERA_CPU_MOE_ALL INT32_MAX
 
 tessera_model_params tessera_model_default_params(void);
 
@@ -284,7 +298,9 @@ tessera_context_params tessera_context_default_params(void);
  * (llama.cpp's -ngl auto): with the devices of mp as tessera_model_load
  * would choose them,
  *  - mp->n_gpu_layers TESSERA_NGL_AUTO becomes the most layers the first
- *    GPU-like device holds with their KV cache and compute buffers; an
+ *    GPU-like device holds with their KV cache and compute buffers (the
+ *    weights mp->tensor_overrides and n_cpu_moe keep in host memory
+ *    counted on the host, those they send to the GPU on the GPU); an
  *    explicit count that does not fit is an error naming the device and the
  *    sizes;
  *  - cp->n_ctx 0 becomes the training context (at most n_ctx_default_max

@@ -578,7 +578,8 @@ static int run_ref(conf_case *c, const conf_node *list, int32_t n_nodes, char *d
     return 0;
 }
 
-typedef enum { DEV_DONE, DEV_DECLINED, DEV_ERROR } dev_result;
+/* DEV_REFUSED: compute() failed with TSR_ERR_INVALID on a bad_data case. */
+typedef enum { DEV_DONE, DEV_DECLINED, DEV_ERROR, DEV_REFUSED } dev_result;
 
 /* Storage s is passed as plain host memory (a weight read in place). */
 static bool storage_in_host_memory(const conf_runner *r, const conf_node *list, int32_t n_nodes,
@@ -728,6 +729,10 @@ static dev_result compute_runs(conf_runner *r, conf_case *c, const conf_node *li
         if (on_device[k0]) {
             tsr_status rc = r->queue->api->compute(r->queue, nodes + k0, k1 - k0);
             if (rc == TSR_OK) rc = r->queue->api->synchronize(r->queue);
+            if (rc == TSR_ERR_INVALID && c->bad_data) {
+                snprintf(detail, detail_size, "refused");
+                return DEV_REFUSED;
+            }
             if (rc != TSR_OK) {
                 snprintf(detail, detail_size, "supports_op said yes but compute failed with status %d", (int)rc);
                 return DEV_ERROR;
@@ -842,7 +847,24 @@ void conf_case_run(conf_runner *r, conf_case *c) {
         case_free(r, c);
         return;
     }
-    if (run_ref(c, list, n_nodes, detail, sizeof detail)) {
+    if (c->bad_data) {
+        /* ref must refuse it; the device refuses it or writes zeros */
+        if (!run_ref(c, list, n_nodes, detail, sizeof detail)) {
+            record(r, c, 1, INFINITY, "suite bug: ref computes this case of bad data");
+            case_free(r, c);
+            return;
+        }
+        const conf_node *last = &list[n_nodes - 1];
+        float *zeros = calloc((size_t)tsr_tensor_nelements(&last->dst.t), sizeof *zeros);
+        const int stored = zeros ? store_f32(&last->dst.t, c->storage[last->dst.storage].ref_out, zeros) : -1;
+        free(zeros);
+        if (stored) {
+            record(r, c, 1, INFINITY, "out of memory");
+            case_free(r, c);
+            return;
+        }
+        detail[0] = '\0';
+    } else if (run_ref(c, list, n_nodes, detail, sizeof detail)) {
         record(r, c, 1, INFINITY, detail);
         case_free(r, c);
         return;
@@ -850,6 +872,7 @@ void conf_case_run(conf_runner *r, conf_case *c) {
     switch (run_device_watched(r, c, list, n_nodes, detail, sizeof detail)) {
     case DEV_DECLINED: record(r, c, 2, 0.0, r->declined); break;
     case DEV_ERROR: record(r, c, 1, INFINITY, detail); break;
+    case DEV_REFUSED: record(r, c, 0, 0.0, r->verbose ? detail : ""); break;
     case DEV_DONE: {
         int failed = judge(r, c, list, n_nodes, &ratio, detail, sizeof detail);
         if (!failed && r->verbose) snprintf(detail, sizeof detail, "%.3g x allowed", ratio);

@@ -107,6 +107,10 @@ typedef struct conf_case {
     conf_storage storage[CONF_MAX_STORAGE];
     int32_t n_storage;
     bool expect_decline;    /* malformed: the device must say no */
+    bool bad_data;          /* well-formed, data out of range (e.g. an expert id):
+                               ref refuses it; the device refuses it too
+                               (compute() fails with TSR_ERR_INVALID) or
+                               writes 0 to every element of dst */
     bool failed_to_build;   /* a builder ran out of memory or room */
     bool seeded;            /* index and seed assigned                */
     int32_t index;          /* position in its family (--case N)      */
@@ -223,6 +227,10 @@ void conf_gen_cpy(conf_runner *r);
 void conf_gen_concat(conf_runner *r);
 void conf_gen_argmax(conf_runner *r);
 void conf_gen_flash_attn(conf_runner *r);
+void conf_gen_mul_mat_id(conf_runner *r);
+void conf_gen_top_k(conf_runner *r);
+void conf_gen_sum_rows(conf_runner *r);
+void conf_gen_div(conf_runner *r);
 void conf_gen_malformed(conf_runner *r);
 void conf_gen_graph(conf_runner *r);
 

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include "model/placement.h"
 #include "model/public.h"
 #include "util/error.h"
 
@@ -87,7 +88,13 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
     }
     host_device *gpu, *cpu;
     model_pick_devices(tm->devices, tm->n_devices, &gpu, &cpu);
+    model_placement placement;
+    if (model_placement_init(&placement, p.tensor_overrides, p.n_cpu_moe, tm->devices, tm->n_devices, gpu) != 0) {
+        gguf_close(f);
+        goto fail;
+    }
     model_load_params lp = {
+        .placement = &placement,
         .n_gpu_layers = !gpu ? 0 : p.n_gpu_layers == TESSERA_NGL_AUTO ? INT32_MAX : p.n_gpu_layers,
         .gpu_device = gpu ? gpu->index : -1,
         .gpu = gpu ? gpu->dev : NULL,
@@ -102,7 +109,11 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
     snprintf(tm->weight_devices, sizeof tm->weight_devices, "%s%s%s", lp.n_gpu_layers > 0 ? gpu->name : "",
              lp.n_gpu_layers > 0 && cpu ? "," : "", cpu ? cpu->name : "");
     tm->m = model_load(f, &lp); /* owns f from here */
+    model_placement_free(&placement);
     if (!tm->m) goto fail;
+    if (tm->m->gpu && lp.n_gpu_layers == 0) /* only weights placed by name there */
+        snprintf(tm->weight_devices, sizeof tm->weight_devices, "%s%s%s", gpu->name, cpu ? "," : "",
+                 cpu ? cpu->name : "");
     if (p.use_mlock) weights_lock(tm->m->file);
 
     const model_hparams *hp = &tm->m->hp;

@@ -12,6 +12,7 @@
 static const model_arch_desc *const model_archs[] = {
     &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
     &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
+    &arch_qwen2moe, &arch_qwen3moe, &arch_olmoe, &arch_granitemoe,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 
@@ -54,10 +55,30 @@ static void attn_tensors(model_loader *ld, model *m, int32_t il, unsigned sets) 
     }
 }
 
+/* An MoE layer's FFN: the router, the stacked experts, the shared expert. */
+static void moe_tensors(model_loader *ld, model *m, int32_t il) {
+    const model_hparams *hp = &m->hp;
+    model_layer *L = &m->layers[il];
+    const int64_t E = hp->n_embd, X = hp->n_expert, Fx = hp->n_ff_exp, Fs = hp->n_ff_shexp;
+    L->ffn_gate_inp = model_tensor(ld, il, 0, 2, E, X, "blk.%d.ffn_gate_inp.weight");
+    L->ffn_gate_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_gate_exps.weight");
+    L->ffn_up_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_up_exps.weight");
+    L->ffn_down_exps = model_tensor_3d(ld, il, 0, Fx, E, X, "blk.%d.ffn_down_exps.weight");
+    if (Fs > 0) {
+        L->ffn_gate_shexp = model_tensor(ld, il, 0, 2, E, Fs, "blk.%d.ffn_gate_shexp.weight");
+        L->ffn_up_shexp = model_tensor(ld, il, 0, 2, E, Fs, "blk.%d.ffn_up_shexp.weight");
+        L->ffn_down_shexp = model_tensor(ld, il, 0, 2, Fs, E, "blk.%d.ffn_down_shexp.weight");
+    }
+}
+
 static void ffn_tensors(model_loader *ld, model *m, int32_t il) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
     L->ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.ffn_norm.weight");
+    if (hp->n_expert > 0) {
+        moe_tensors(ld, m, il);
+        return;
+    }
     L->ffn_gate = model_tensor(ld, il, 0, 2, hp->n_embd, hp->n_ff, "blk.%d.ffn_gate.weight");
     L->ffn_up = model_tensor(ld, il, 0, 2, hp->n_embd, hp->n_ff, "blk.%d.ffn_up.weight");
     L->ffn_down = model_tensor(ld, il, 0, 2, hp->n_ff, hp->n_embd, "blk.%d.ffn_down.weight");
@@ -70,6 +91,16 @@ void arch_tensor_sets(model_loader *ld, model *m, unsigned sets) {
         if (sets & MODEL_SET_ATTN) attn_tensors(ld, m, il, sets);
         if (sets & MODEL_SET_FFN) ffn_tensors(ld, m, il);
     }
+}
+
+int arch_moe_family(model_hparams *hp, const model_hp_reader *r, bool norm_w, bool shared_expert) {
+    if (hp->n_expert == 0)
+        return error_set("%s: key '%s.expert_count' not found (a %s file has experts)", gguf_path(r->f), r->arch,
+                         r->arch);
+    hp->moe_gating = MODEL_MOE_SOFTMAX;
+    hp->moe_norm_w = norm_w;
+    if (!shared_expert) hp->n_ff_shexp = 0;
+    return 0;
 }
 
 /* ------------------------------------------------------------ the graph */
@@ -88,8 +119,10 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         out->kv_head[s] = kv_head[s];
         out->n_kv[s] = n_kv[s];
     }
-    /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads) */
-    graph *g = graph_new((96 + (kv->rot_k || kv->rot_v ? 16 : 0)) * hp->n_layer + 64);
+    /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads),
+     * experts about 40 tensors and 2 per chosen expert (blk_moe_ffn) */
+    const int32_t per_layer = 96 + (kv->rot_k || kv->rot_v ? 16 : 0) + (hp->n_expert ? 40 + 2 * hp->n_expert_used : 0);
+    graph *g = graph_new(per_layer * hp->n_layer + 64);
     if (!g) return error_set("%s graph: out of memory", hp->arch->name);
     out->g = g;
     out->n_tokens = n_tokens;

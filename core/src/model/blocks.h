@@ -65,8 +65,18 @@ graph_tensor *blk_self_attention(model_build *b, int il, graph_tensor *h);
 typedef enum blk_ffn_act { BLK_FFN_SILU, BLK_FFN_GELU } blk_ffn_act;
 
 /* down(act(gate x) * up x) of layer il; gate and up fused in ffn_up
- * (gate rows first) when ffn_gate is NULL. */
+ * (gate rows first) when ffn_gate is NULL; an MoE layer's blk_moe_ffn
+ * when it has a router (act is then SiLU, the experts' own). */
 graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
+
+/* A mixture-of-experts FFN of layer il on x [E, T]:
+ *   p = softmax(router x)          (or sigmoid: hp->moe_gating)   [X, T]
+ *   chosen = the K largest p of each token                       [K, T]
+ *   w = p[chosen]                  (divided by its sum: hp->moe_norm_w)
+ *   out = sum over the K slots of w * down_e(silu(gate_e x) * up_e x)
+ *         (+ the shared expert's FFN, when the layer has one, times
+ *          sigmoid(ffn_gate_inp_shexp . x) when it has that gate) [E, T] */
+graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x);
 
 /* The rows of x whose logits are wanted, final norm, output projection,
  * logit scale and soft-cap: [n_vocab, n_out]. In an embedding context

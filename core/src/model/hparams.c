@@ -117,6 +117,22 @@ static int hp_pooling(const model_hp_reader *r, int32_t *out) {
     return 0;
 }
 
+/* Mixture of experts: expert_count (absent: a dense FFN), expert_used_count
+ * (required with experts), the experts' FFN size (expert_feed_forward_length,
+ * default the dense one; a family's hook may have its own rule) and the
+ * shared expert's. */
+static int hp_experts(const model_hp_reader *r, model_hparams *hp) {
+    if (model_hp_int_opt(r, "expert_count", &hp->n_expert) ||
+        model_hp_int_opt(r, "expert_used_count", &hp->n_expert_used) ||
+        model_hp_int_opt(r, "expert_feed_forward_length", &hp->n_ff_exp) ||
+        model_hp_int_opt(r, "expert_shared_feed_forward_length", &hp->n_ff_shexp))
+        return -1;
+    if (hp->n_expert > 0 && !model_hp_has(r, "expert_used_count"))
+        return error_set("%s: key '%s.expert_used_count' not found (%s.expert_count is %d)", gguf_path(r->f),
+                         r->arch, r->arch, hp->n_expert);
+    return 0;
+}
+
 /* Checks of meaning: a file that passes them can be built into a graph. */
 static int hp_validate(const model_hparams *hp, const gguf_file *f) {
     const char *path = gguf_path(f);
@@ -141,6 +157,15 @@ static int hp_validate(const model_hparams *hp, const gguf_file *f) {
         !isfinite(hp->residual_scale) || !isfinite(hp->logit_scale) || hp->logit_scale == 0.0f ||
         !isfinite(hp->logit_softcap) || hp->logit_softcap < 0.0f)
         return error_set("%s: a scale or soft-cap key is not a usable number", path);
+    if (hp->n_expert == 0 && (hp->n_expert_used || hp->n_ff_shexp))
+        return error_set("%s: expert_used_count or expert_shared_feed_forward_length without expert_count",
+                         path);
+    if (hp->n_expert > 0 && hp->n_expert_used > hp->n_expert)
+        return error_set("%s: expert_used_count %d is more than expert_count %d", path, hp->n_expert_used,
+                         hp->n_expert);
+    if (hp->n_expert > 4096 || hp->n_ff_exp > (1 << 24) || hp->n_ff_shexp > (1 << 24))
+        return error_set("%s: experts out of range (%d experts, FFN %d, shared FFN %d)", path, hp->n_expert,
+                         hp->n_ff_exp, hp->n_ff_shexp);
     /* The largest graph tensors must stay indexable. */
     if ((int64_t)hp->head_dim * hp->n_head > (1 << 20) || hp->n_embd > (1 << 20) || hp->n_ff > (1 << 24) ||
         hp->n_layer > 4096)
@@ -200,7 +225,9 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     if (model_hp_bool_opt(&r, "attention.causal", &hp->causal_attn) ||
         model_hp_f32_opt(&r, "attention.layer_norm_epsilon", &hp->norm_eps) || hp_pooling(&r, &hp->pooling))
         return -1;
+    if (hp_experts(&r, hp) != 0) return -1;
     if (ad->hparams && ad->hparams(hp, &r) != 0) return -1;
+    if (hp->n_expert > 0 && hp->n_ff_exp == 0) hp->n_ff_exp = hp->n_ff;
 
     /* The vocabulary size: the embedding matrix is the authority. */
     const gguf_tensor_info *emb = gguf_find_tensor(f, "token_embd.weight");

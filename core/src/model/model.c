@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "host/host_weights.h"
+#include "model/placement.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
@@ -21,13 +22,11 @@ static void shape_str(char *buf, size_t size, int n_dims, const int64_t *ne) {
 /* Look up tensor `name`, check it has exactly the expected shape and a dtype
  * we can compute with; fill w. Returns 1 when found, 0 when absent, -1 on
  * error. */
-static int weight_find(const model *m, model_weight *w, const char *name, int n_dims, int64_t ne0,
-                       int64_t ne1) {
+static int weight_find(const model *m, model_weight *w, const char *name, int n_dims, const int64_t want[4]) {
     const gguf_file *f = m->file;
     memset(w, 0, sizeof *w);
     const gguf_tensor_info *ti = gguf_find_tensor(f, name);
     if (!ti) return 0;
-    int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, 1, 1};
     bool same = ti->n_dims == n_dims;
     for (int d = 0; d < 4 && same; d++) same = ti->ne[d] == want[d];
     /* Trailing 1-sized dims written explicitly are still the same shape. */
@@ -51,15 +50,15 @@ static int weight_find(const model *m, model_weight *w, const char *name, int n_
     w->name = ti->name;
     w->dtype = ti->dtype;
     w->n_dims = n_dims;
-    memcpy(w->ne, want, sizeof want);
+    memcpy(w->ne, want, 4 * sizeof *want);
     w->nbytes = ti->size;
     w->home_device = -1;
     w->data = (void *)ti->data;
     return 1;
 }
 
-const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
-                                 int64_t ne1, const char *fmt) {
+static const model_weight *tensor_declare(model_loader *ld, int32_t il, unsigned flags, int n_dims,
+                                          const int64_t want[4], const char *fmt) {
     if (ld->failed) return NULL;
     model *m = ld->m;
     char name[96];
@@ -76,7 +75,7 @@ const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, i
         return NULL;
     }
     model_weight *w = &m->weights[m->n_weights];
-    int rc = weight_find(m, w, name, n_dims, ne0, ne1);
+    int rc = weight_find(m, w, name, n_dims, want);
     if (rc < 0) {
         ld->failed = -1;
         return NULL;
@@ -87,8 +86,21 @@ const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, i
         return NULL;
     }
     w->layer = il;
+    w->place = MODEL_PLACE_RULE;
     m->n_weights++;
     return w;
+}
+
+const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
+                                 int64_t ne1, const char *fmt) {
+    const int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, 1, 1};
+    return tensor_declare(ld, il, flags, n_dims, want, fmt);
+}
+
+const model_weight *model_tensor_3d(model_loader *ld, int32_t il, unsigned flags, int64_t ne0, int64_t ne1,
+                                    int64_t ne2, const char *fmt) {
+    const int64_t want[4] = {ne0, ne1, ne2, 1};
+    return tensor_declare(ld, il, flags, 3, want, fmt);
 }
 
 int32_t model_layer_device(const model *m, int32_t il) {
@@ -105,6 +117,7 @@ int32_t model_layer_device(const model *m, int32_t il) {
  * -1: host memory (the mapping). */
 int32_t model_weight_device(const model *m, const model_weight *w) {
     if (w->nbytes == 0) return -1;
+    if (w->place != MODEL_PLACE_RULE) return w->place == MODEL_PLACE_HOST || m->gpu_device < 0 ? -1 : w->place;
     if (w->layer >= 0) return model_layer_device(m, w->layer);
     return m->gpu_device >= 0 && m->offload_globals ? m->gpu_device : -1;
 }
@@ -222,8 +235,24 @@ model *model_load(gguf_file *f, const model_load_params *p) {
         m->n_params += (uint64_t)ne;
     }
 
+    /* Weights placed by name (-ot, --n-cpu-moe) before the -ngl rule. */
+    bool named_to_gpu = false;
+    uint64_t named_host = 0;
+    int32_t n_named = 0;
+    for (int32_t i = 0; i < m->n_weights && p->placement; i++) {
+        model_weight *w = &m->weights[i];
+        w->place = model_placement_of(p->placement, w->name);
+        if (w->place == MODEL_PLACE_RULE) continue;
+        n_named++;
+        if (w->place >= 0) named_to_gpu = true;
+        else named_host += w->nbytes;
+    }
+    if (n_named)
+        host_log(TSR_LOG_INFO, "model", "placed by name (-ot, --n-cpu-moe): %d weights, %.1f MiB of them in host memory",
+                 n_named, (double)named_host / (1024.0 * 1024.0));
+
     uint64_t done = 0, total = m->nbytes;
-    if (p->gpu && p->n_gpu_layers > 0) {
+    if (p->gpu && (p->n_gpu_layers > 0 || named_to_gpu)) {
         m->gpu = p->gpu;
         m->gpu_device = p->gpu_device;
         m->n_gpu_layers = p->n_gpu_layers > hp->n_layer ? hp->n_layer : p->n_gpu_layers;

@@ -80,7 +80,19 @@ typedef struct model_hparams {
                                * sequence (encoders: bert, nomic-bert) */
     int32_t pooling;          /* pooling_type (TESSERA_POOLING_*), -1 when the file does not say */
     float norm_eps;           /* attention.layer_norm_epsilon: LayerNorm of encoders (default 1e-12) */
+
+    /* mixture of experts (n_expert 0: a dense FFN); the gating is the
+     * family's, set by its hparams hook (model_moe_gating) */
+    int32_t n_expert;      /* expert_count */
+    int32_t n_expert_used; /* expert_used_count: experts each token is routed to */
+    int32_t n_ff_exp;      /* an expert's FFN size (expert_feed_forward_length, or the family's rule) */
+    int32_t n_ff_shexp;    /* the shared expert's (expert_shared_feed_forward_length; 0: none) */
+    int32_t moe_gating;    /* MODEL_MOE_SOFTMAX (default) or MODEL_MOE_SIGMOID: router logits to probabilities */
+    bool moe_norm_w;       /* the chosen experts' weights divided by their sum */
 } model_hparams;
+
+/* How an MoE router turns its logits into expert probabilities. */
+enum { MODEL_MOE_SOFTMAX = 0, MODEL_MOE_SIGMOID = 1 };
 
 /* Reads "<arch>.<suffix>" keys of one file, naming file and key in errors. */
 typedef struct model_hp_reader {
@@ -117,6 +129,7 @@ typedef struct model_weight {
     int64_t ne[4];
     uint64_t nbytes;
     int32_t layer;       /* the block it belongs to, -1 for global tensors */
+    int32_t place;       /* by name (placement.h): MODEL_PLACE_RULE (-ngl decides), _HOST or a device */
     int32_t home_device; /* -1: host memory at data */
     tsr_buffer *buffer;
     uint64_t offset;
@@ -135,6 +148,12 @@ typedef struct model_layer {
     const model_weight *ffn_norm;
     const model_weight *ffn_gate, *ffn_up, *ffn_down; /* ffn_up is gate|up when ffn_gate is NULL */
     const model_weight *post_ffn_norm;  /* gemma3: norm of the FFN output */
+    /* mixture of experts: the router [E, X], the experts stacked [E, Fx, X]
+     * (down [Fx, E, X]), a shared expert beside them (granitemoe) */
+    const model_weight *ffn_gate_inp;
+    const model_weight *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+    const model_weight *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
+    const model_weight *ffn_gate_inp_shexp; /* qwen2moe: the shared expert times sigmoid(this . x) [E] */
     /* encoders (bert, nomic-bert): biases and the post-norms (LayerNorm weight, bias) */
     const model_weight *bqkv, *bo, *ffn_up_b, *ffn_down_b;
     const model_weight *attn_out_norm, *attn_out_norm_b;   /* after the attention's residual add */
@@ -189,6 +208,9 @@ enum {
  * optional and absent or when loading already failed. */
 const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
                                  int64_t ne1, const char *fmt);
+/* The same for a stack of ne2 matrices [ne0, ne1] (an MoE layer's experts). */
+const model_weight *model_tensor_3d(model_loader *ld, int32_t il, unsigned flags, int64_t ne0, int64_t ne1,
+                                    int64_t ne2, const char *fmt);
 
 /* ------------------------------------------------------------ forward */
 
@@ -228,7 +250,9 @@ enum {
     MODEL_SET_ATTN = 1 << 1,       /* attn_norm, attn_q/k/v/output with the shapes of hp */
     MODEL_SET_QKV_BIAS = 1 << 2,   /* attn_q/k/v.bias */
     MODEL_SET_QK_NORM = 1 << 3,    /* attn_q_norm, attn_k_norm: per-head RMS norm weights [head_dim] */
-    MODEL_SET_FFN = 1 << 4,        /* ffn_norm, ffn_gate, ffn_up, ffn_down */
+    MODEL_SET_FFN = 1 << 4,        /* ffn_norm, ffn_gate, ffn_up, ffn_down; when hp.n_expert > 0
+                                    * instead the router ffn_gate_inp, the experts ffn_{gate,up,down}_exps
+                                    * and, when hp.n_ff_shexp > 0, the shared ffn_{gate,up,down}_shexp */
 };
 
 struct model_arch_desc {
@@ -257,6 +281,8 @@ typedef struct model_load_params {
     int32_t gpu_device; /* host device index or -1 */
     tsr_device *gpu;    /* that device (NULL: no offload) */
     int32_t cpu_device; /* host device index */
+    /* weights placed by name before -ngl (-ot, --n-cpu-moe; NULL: none) */
+    const struct model_placement *placement;
     model_progress_fn progress;
     void *progress_user;
     bool prefault; /* touch every page of the mapping once (not for a read image) */
@@ -268,9 +294,10 @@ void model_free(model *m);
 
 /* Home device of layer il's weights and KV cache (-1: host memory). */
 int32_t model_layer_device(const model *m, int32_t il);
-/* Home device of weight w (-1: host memory): its layer's, and for the
- * global weights the GPU once -ngl exceeds the layer count. The one rule
- * model loading uploads by. */
+/* Home device of weight w (-1: host memory): where its name places it
+ * (-ot, --n-cpu-moe: placement.h), else its layer's, and for the global
+ * weights the GPU once -ngl exceeds the layer count. The one rule model
+ * loading uploads by. */
 int32_t model_weight_device(const model *m, const model_weight *w);
 
 /* A graph leaf for a weight, bound to its memory. */

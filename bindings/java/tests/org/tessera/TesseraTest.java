@@ -306,6 +306,42 @@ public final class TesseraTest {
         }
     }
 
+    /** Model.Options' placement (-ot, --cpu-moe, --n-cpu-moe) on the synthetic qwen3moe file. */
+    static String moeText(String moe, Model.Options o) {
+        try (Model m = new Model(moe, o); Session s = m.newSession(256)) {
+            return s.generate("Once upon a time", new Session.Options().maxTokens(8).temperature(0), null);
+        }
+    }
+
+    static void expertsPlaced() throws Exception {
+        String dir = System.getenv("TESSERA_TEST_DATA");
+        if (dir == null || !Files.exists(Paths.get(dir, "synth-qwen3moe-f32.gguf"))) {
+            System.out.println("skip: experts placed: synth-qwen3moe-f32.gguf absent");
+            return;
+        }
+        String moe = Paths.get(dir, "synth-qwen3moe-f32.gguf").toString();
+        String want = moeText(moe, new Model.Options().devices("ref"));
+        check(!want.isEmpty(), "qwen3moe generates");
+        check(moeText(moe, new Model.Options().devices("ref").cpuMoe()).equals(want), "cpuMoe(): the same text");
+        check(moeText(moe, new Model.Options().devices("ref").nCpuMoe(1)).equals(want), "nCpuMoe(1): the same text");
+        check(moeText(moe, new Model.Options().devices("ref").overrideTensor("\\.ffn_(up|down|gate)_exps=CPU"))
+                .equals(want), "overrideTensor: the same text");
+        String msg = null;
+        try {
+            moeText(moe, new Model.Options().devices("ref").overrideTensor("([=CPU"));
+        } catch (TesseraException e) {
+            msg = e.getMessage();
+        }
+        check(msg != null && msg.contains("([=CPU") && msg.contains("pattern"), "a bad pattern is named: " + msg);
+        boolean refused = false;
+        try {
+            new Model.Options().nCpuMoe(-1);
+        } catch (IllegalArgumentException e) {
+            refused = true;
+        }
+        check(refused, "nCpuMoe(-1) is an IllegalArgumentException");
+    }
+
     static void exceptions(String path) throws Exception {
         String[] msg = new String[1];
         try (Model m = new Model("/nonexistent/model.gguf")) {
@@ -413,6 +449,7 @@ public final class TesseraTest {
             embeddings(model, path);
             threads(model, path);
         }
+        expertsPlaced();
         exceptions(path);
         logger(path, logged);
         System.out.println(failures == 0 ? "all passed" : failures + " failed");

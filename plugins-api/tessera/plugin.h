@@ -55,6 +55,12 @@
  *   same list while it reuses the step graph, changing only the locations
  *   of views into the KV cache.
  *
+ * What 1.4 added (appended ops; 1.0-1.3 plugins load and run as before and
+ * decline ops they do not know, which then run on the CPU):
+ *   - SSM_CONV and SSM_SCAN, the recurrent ops of Mamba-2 and LFM2-style
+ *     hybrids (a causal depthwise convolution over time and Mamba-2's
+ *     selective scan, llama.cpp's semantics), see the op list below.
+ *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
  *     plugin copied the source bytes first: the host may reuse `src` as soon
@@ -94,7 +100,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define TSR_ABI_MAJOR 1
-#define TSR_ABI_MINOR 3
+#define TSR_ABI_MINOR 4
 #define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
 #define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -208,6 +214,23 @@ typedef enum tsr_dtype {
  *            A device declines the k/v dtypes it cannot read in supports_op;
  *            the host never asks a plugin built for ABI < 1.2 about block-type
  *            k/v.
+ * SSM_CONV   (ABI 1.4) causal depthwise 1-D convolution over time, all F32:
+ *            src0 sx [K - 1 + T, C, S] (per channel, the K - 1 previous inputs
+ *            then this batch's T, time innermost), src1 kernel [K, C] ->
+ *            dst [C, T, S]: dst[c, t, s] = sum_k sx[t + k, c, s] * w[k, c].
+ *            The caller keeps the K - 1 last inputs (the last columns of sx)
+ *            as the next call's state.
+ * SSM_SCAN   (ABI 1.4) Mamba-2's selective scan, all F32:
+ *            src0 state [N, P, H, S] (N = d_state, P = head size, H heads,
+ *            S sequences), src1 xBC [P*H + 2*G*N, T, S] (per token: x
+ *            [P, H], then B [N, G], then C [N, G]; G groups, H % G == 0),
+ *            src2 dt [H, T, S] (bias added, before softplus), src3 A [H]
+ *            or [1, H] -> dst 1-D [P*H*T*S + N*P*H*S]: y
+ *            [P, H, T, S] then the final state [N, P, H, S]. Per sequence,
+ *            head h (group g = h / (H / G)), token t in order:
+ *              d = softplus(dt[h, t])  (log1p(exp(x)), x for x > 20)
+ *              state[n, p, h] = state[n, p, h] * exp(d * A[h]) + B[n, g, t] * x[p, h, t] * d
+ *              y[p, h, t] = sum_n state[n, p, h] * C[n, g, t]
  */
 
 /*
@@ -236,7 +259,9 @@ typedef enum tsr_dtype {
     X(CPY, "cpy", 13, 1, 1)                     \
     X(CONCAT, "concat", 14, 2, 2)               \
     X(ARGMAX, "argmax", 15, 1, 1)               \
-    X(FLASH_ATTN, "flash_attn", 16, 3, 4)
+    X(FLASH_ATTN, "flash_attn", 16, 3, 4)       \
+    X(SSM_CONV, "ssm_conv", 17, 2, 2)           \
+    X(SSM_SCAN, "ssm_scan", 18, 4, 4)
 
 #define TSR_OP_ENUM_(op, name, number, min_src, max_src) TSR_OP_##op = number,
 typedef enum tsr_op {

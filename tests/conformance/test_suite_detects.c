@@ -54,6 +54,8 @@ TEST(test_suite_detects) {
     expect(broken, "GELU", 1, "re-run one case: tessera plugin check");
     expect(broken, "SCALE", 1, "lies outside dst and was changed");
     expect(broken, "MUL_MAT", 1, "FAIL");
+    expect(broken, "SSM_CONV", 1, "FAIL");
+    expect(broken, "SSM_SCAN", 1, "FAIL");
     /* 1.1: the host validates, the device is never asked; 1.0: must decline */
     expect(broken, "MALFORMED", 0, "0 failed");
     expect(broken10, "MALFORMED", 1, "supports_op accepted a malformed node");

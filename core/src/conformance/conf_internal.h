@@ -223,6 +223,8 @@ void conf_gen_cpy(conf_runner *r);
 void conf_gen_concat(conf_runner *r);
 void conf_gen_argmax(conf_runner *r);
 void conf_gen_flash_attn(conf_runner *r);
+void conf_gen_ssm_conv(conf_runner *r);
+void conf_gen_ssm_scan(conf_runner *r);
 void conf_gen_malformed(conf_runner *r);
 void conf_gen_graph(conf_runner *r);
 

@@ -676,7 +676,10 @@ static void device_close(host_device *d) {
 /* Nodes whose contract is newer than the plugin's ABI: a plugin built for
  * 1.0/1.1 may accept FLASH_ATTN by op alone, without reading block-type k/v. */
 static bool node_newer_than_plugin(const host_device *d, const tsr_node *node) {
-    if (TSR_ABI_MINOR_OF(d->plugin->abi_version) >= 2 || node->op != TSR_OP_FLASH_ATTN) return false;
+    const uint32_t minor = TSR_ABI_MINOR_OF(d->plugin->abi_version);
+    /* 1.4's ops: a 1.0 plugin answering by op number alone must not get them */
+    if ((node->op == TSR_OP_SSM_CONV || node->op == TSR_OP_SSM_SCAN) && minor < 4) return true;
+    if (minor >= 2 || node->op != TSR_OP_FLASH_ATTN) return false;
     return tsr_dtype_block_size(node->src[1]->dtype) != 1 || tsr_dtype_block_size(node->src[2]->dtype) != 1;
 }
 
@@ -684,8 +687,9 @@ bool host_device_supports(host_device *d, const tsr_node *node, char *why, size_
     if (tsr_node_check(node, why, why_size)) return false;
     if (node_newer_than_plugin(d, node)) {
         if (why && why_size)
-            snprintf(why, why_size, "%s: plugin built for ABI %u.%u, quantized FLASH_ATTN k/v need 1.2", d->name,
-                     TSR_ABI_MAJOR_OF(d->plugin->abi_version), TSR_ABI_MINOR_OF(d->plugin->abi_version));
+            snprintf(why, why_size, "%s: plugin built for ABI %u.%u, %s", d->name,
+                     TSR_ABI_MAJOR_OF(d->plugin->abi_version), TSR_ABI_MINOR_OF(d->plugin->abi_version),
+                     node->op == TSR_OP_FLASH_ATTN ? "quantized FLASH_ATTN k/v need 1.2" : "the SSM ops need 1.4");
         return false;
     }
     if (host_device_open(d)) {

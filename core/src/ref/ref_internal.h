@@ -80,5 +80,7 @@ tsr_status ref_op_cpy(const tsr_node *node);
 tsr_status ref_op_concat(const tsr_node *node);
 tsr_status ref_op_argmax(const tsr_node *node);
 tsr_status ref_op_flash_attn(const tsr_node *node);
+tsr_status ref_op_ssm_conv(const tsr_node *node);
+tsr_status ref_op_ssm_scan(const tsr_node *node);
 
 #endif

@@ -19,6 +19,9 @@ extern const model_arch_desc arch_granite;
 extern const model_arch_desc arch_mistral3;
 extern const model_arch_desc arch_bert;
 extern const model_arch_desc arch_nomic_bert;
+extern const model_arch_desc arch_lfm2;
+extern const model_arch_desc arch_mamba2;
+extern const model_arch_desc arch_granitehybrid;
 
 /* The llama graph (arch/llama.c): pre-norm blocks of attention and a SiLU-gated
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */

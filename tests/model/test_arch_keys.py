@@ -1,4 +1,4 @@
-"""The keys of granite, mistral3 and smollm3 files: each missing, malformed
+"""The keys of granite, mistral3, smollm3 and the recurrent hybrids' files: each missing, malformed
 or out-of-range key is one clear error naming the key (a non-zero exit, not
 a crash), and the keys change the numbers they should (a model differs when
 one of its multipliers, its temperature or its rope switch changes)."""
@@ -53,6 +53,17 @@ bad = [
     ("mistral3", ["--set", "mistral3.rope.scaling.factor=-2.0"], ["factor", "negative"]),
     ("smollm3", ["--unset", "smollm3.block_count"], ["smollm3.block_count"]),
     ("smollm3", ["--set", "smollm3.attention.head_count=3"], ["head_count"]),
+    # recurrent hybrids (issue 43)
+    ("lfm2", ["--unset", "lfm2.shortconv.l_cache"], ["lfm2.shortconv.l_cache", "not found"]),
+    ("lfm2", ["--set", "lfm2.shortconv.l_cache=1"], ["lfm2.shortconv.l_cache", "2..64"]),
+    # a scalar head_count_kv: every block attends, so block 0's attention is missing
+    ("lfm2", ["--set", "lfm2.attention.head_count_kv=2"], ["blk.0.attn_q.weight"]),
+    ("lfm2", ["--set", "lfm2.attention.head_count_kv=abc"], ["lfm2.attention.head_count_kv"]),
+    ("mamba2", ["--unset", "mamba2.ssm.state_size"], ["mamba2.ssm.state_size", "not found"]),
+    ("mamba2", ["--set", "mamba2.ssm.group_count=3"], ["ssm.group_count", "whole heads"]),
+    ("mamba2", ["--set", "mamba2.ssm.state_size=17"], ["blk.0.ssm_in.weight"]),
+    ("granitehybrid", ["--set", "granitehybrid.logit_scale=0.0"], ["granitehybrid.logit_scale", "positive"]),
+    ("granitehybrid", ["--unset", "granitehybrid.ssm.conv_kernel"], ["granitehybrid.ssm.conv_kernel", "not found"]),
 ]
 for arch, edits, words in bad:
     rc, out, err = run(synth(arch, *edits))

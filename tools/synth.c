@@ -421,11 +421,16 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
     *n = 0;
     if (add_tensor(ts, n, "token_embd.weight", base, 2, E, V, 1.0f)) return -1;
     for (int64_t il = 0; il < o->layers; il++) {
-#define T(suffix, nd, a, b, std)                                                           \
+/* T: a tensor of the weight type; TF: one kept F32 whatever --type says (rows
+ * of 3-4 convolution taps, per-head numbers, norms), as llama.cpp's
+ * quantizer keeps them */
+#define TT(suffix, dt, nd, a, b, std)                                                      \
     do {                                                                                   \
         snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                     \
-        if (add_tensor(ts, n, name, base, nd, a, b, std)) return -1;                       \
+        if (add_tensor(ts, n, name, dt, nd, a, b, std)) return -1;                         \
     } while (0)
+#define T(suffix, nd, a, b, std) TT(suffix, base, nd, a, b, std)
+#define TF(suffix, nd, a, b, std) TT(suffix, TSR_DTYPE_F32, nd, a, b, std)
         T("attn_norm.weight", 1, E, 1, NORM);
         if (rec_layer_attends(o, il)) {
             T("attn_q.weight", 2, E, Q, s_in);
@@ -438,20 +443,17 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
             T("attn_output.weight", 2, Q, E, s_q);
         } else if (rec == REC_LFM2) {
             T("shortconv.in_proj.weight", 2, E, 3 * E, s_in);
-            T("shortconv.conv.weight", 2, 3, E, 0.5f);
+            TF("shortconv.conv.weight", 2, 3, E, 0.5f);
             T("shortconv.out_proj.weight", 2, E, E, s_in);
         } else {
             T("ssm_in.weight", 2, E, 2 * DI + 2 * G * N + H, s_in);
-            T("ssm_conv1d.weight", 2, 4, CC, 0.5f);
+            TF("ssm_conv1d.weight", 2, 4, CC, 0.5f);
             T("ssm_conv1d.bias", 1, CC, 1, 0.1f);
             T("ssm_dt.bias", 1, H, 1, 1.0f);
-            T("ssm_a", 2, 1, H, 0.5f);
+            TF("ssm_a", 2, 1, H, 0.5f);
             ts[*n - 1].center = -1.0f; /* A = -exp(A_log) < 0 */
-            ts[*n - 1].dtype = TSR_DTYPE_F32;
-            T("ssm_d", 2, 1, H, NORM);
-            ts[*n - 1].dtype = TSR_DTYPE_F32;
-            T("ssm_norm.weight", 2, DI / G, G, NORM);
-            ts[*n - 1].dtype = TSR_DTYPE_F32;
+            TF("ssm_d", 2, 1, H, NORM);
+            TF("ssm_norm.weight", 2, DI / G, G, NORM);
             T("ssm_out.weight", 2, DI, E, 1.0f / sqrtf((float)DI));
         }
         if (rec != REC_MAMBA2) {
@@ -461,6 +463,8 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
             T("ffn_down.weight", 2, F, E, s_ff);
         }
 #undef T
+#undef TF
+#undef TT
     }
     if (add_tensor(ts, n, rec == REC_LFM2 ? "token_embd_norm.weight" : "output_norm.weight", base, 1, E, 1, NORM))
         return -1;

@@ -123,7 +123,9 @@ static int hp_head_kv(const model_hp_reader *r, model_hparams *hp) {
     char key[KEY_MAX];
     const int64_t i = gguf_find_key(r->f, hp_key(r, "attention.head_count_kv", key));
     if (i < 0) return 0;
-    if (gguf_kv_type(r->f, i) != GGUF_TYPE_ARRAY) return model_hp_int(r, "attention.head_count_kv", &hp->n_head_kv);
+    /* an array only where recurrent blocks can be built (state_floats) */
+    if (gguf_kv_type(r->f, i) != GGUF_TYPE_ARRAY || !hp->arch->state_floats)
+        return model_hp_int(r, "attention.head_count_kv", &hp->n_head_kv);
     gguf_type et;
     uint64_t n;
     const void *data;

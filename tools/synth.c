@@ -63,6 +63,14 @@ static const synth_arch synth_archs[] = {
     {"granitemoe", 0, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_SHARED, 1},
 };
 enum { ENC_BERT = 1, ENC_NOMIC = 2 };
+
+/* Recurrent hybrids (plan_recurrent): their blocks are not the llama
+ * layout, so they have a table of their own. */
+enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3 };
+static const synth_arch synth_rec_archs[] = {
+    {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, 0, 0},
+};
+enum { N_SYNTH_REC_ARCHS = sizeof synth_rec_archs / sizeof synth_rec_archs[0] };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
 
 typedef struct synth_opts {
@@ -73,6 +81,9 @@ typedef struct synth_opts {
     const char *type;
     int64_t dim, layers, heads, kv_heads, ffn, vocab, ctx, head_dim, rope_dims;
     int64_t experts, experts_used, expert_ffn, shared_ffn; /* MoE (0: a dense FFN) */
+    int rec;                       /* REC_*, 0: not a recurrent hybrid */
+    int64_t attn_every;            /* hybrids: layer il attends when il % attn_every == attn_every - 1 */
+    int64_t ssm_groups, ssm_state, ssm_head_dim; /* mamba2, granitehybrid */
     uint64_t seed;
     float rope_base;
     int tied;
@@ -138,6 +149,14 @@ static void usage(FILE *out) {
             "  --wpm-words A,B,...   more whole words (lowercase) for that built-in vocabulary,\n"
             "                        after its own tokens (stand-ins whose token counts match\n"
             "                        a real model's on given sentences)\n"
+            "  (lfm2: short-convolution blocks (l_cache 3) with attention blocks (q/k norms);\n"
+            "  mamba2: Mamba-2 blocks only, inner size 2*dim; granitehybrid: Mamba-2 and\n"
+            "  attention blocks, each with a SwiGLU FFN, and Granite's multipliers)\n"
+            "  --attn-every N        lfm2, granitehybrid: every Nth block attends, the rest\n"
+            "                        are recurrent (default 3)\n"
+            "  --ssm-groups N        mamba2, granitehybrid: B/C groups (default 1)\n"
+            "  --ssm-state N         mamba2, granitehybrid: state size (default 16)\n"
+            "  --ssm-head-dim N      mamba2, granitehybrid: head size (default 16)\n"
             "  --seed N              random seed (default 42)\n"
             "  --set KEY=VALUE       set a metadata key (full name): true/false is a bool,\n"
             "                        an integer a u32 (i32 if negative), a number with '.',\n"
@@ -164,7 +183,8 @@ static int check_moe(synth_opts *o);
 
 static int parse_args(int argc, char **argv, synth_opts *o) {
     *o = (synth_opts){.arch = "llama", .type = "F32", .dim = 256, .layers = 4, .heads = 8,
-                      .ffn = 768, .ctx = 4096, .seed = 42, .rope_base = 10000.0f, .pooling = -1};
+                      .ffn = 768, .ctx = 4096, .seed = 42, .rope_base = 10000.0f, .pooling = -1,
+                      .attn_every = 3, .ssm_groups = 1, .ssm_state = 16, .ssm_head_dim = 16};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -243,6 +263,10 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                            : !strcmp(a, "--experts-used") ? &o->experts_used
                            : !strcmp(a, "--expert-ffn") ? &o->expert_ffn
                            : !strcmp(a, "--shared-ffn") ? &o->shared_ffn
+                           : !strcmp(a, "--attn-every") ? &o->attn_every
+                           : !strcmp(a, "--ssm-groups") ? &o->ssm_groups
+                           : !strcmp(a, "--ssm-state") ? &o->ssm_state
+                           : !strcmp(a, "--ssm-head-dim") ? &o->ssm_head_dim
                                                       : NULL;
             if (!dst) return fprintf(stderr, "tessera-synth: unknown option '%s' (see --help)\n", a), -1;
             NEED_VALUE();
@@ -254,6 +278,11 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
     if (!o->out) return fprintf(stderr, "tessera-synth: -o OUT.gguf is required\n"), -1;
     for (int i = 0; i < N_SYNTH_ARCHS; i++)
         if (!strcmp(o->arch, synth_archs[i].name)) o->sa = &synth_archs[i];
+    for (int i = 0; i < N_SYNTH_REC_ARCHS; i++)
+        if (!strcmp(o->arch, synth_rec_archs[i].name)) {
+            o->sa = &synth_rec_archs[i];
+            o->rec = REC_LFM2 + i;
+        }
     if (!o->vocab_from && !(o->sa && o->sa->encoder))
         return fprintf(stderr, "tessera-synth: --vocab-from FILE is required\n"), -1;
     if (o->reranker && !(o->sa && o->sa->encoder == ENC_BERT))
@@ -263,9 +292,11 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                                "nomic-bert (no --vocab-from)\n"), -1;
     if (o->pooling < 0) o->pooling = o->reranker ? 4 : o->sa && o->sa->encoder == ENC_NOMIC ? 1 : 2;
     if (!o->sa) {
-        char list[128] = "";
+        char list[256] = "";
         for (int i = 0; i < N_SYNTH_ARCHS; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", synth_archs[i].name);
+        for (int i = 0; i < N_SYNTH_REC_ARCHS; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), ", %s", synth_rec_archs[i].name);
         return fprintf(stderr, "tessera-synth: --arch '%s' is not supported (%s)\n", o->arch, list), -1;
     }
     if (!o->kv_heads) o->kv_heads = o->heads;
@@ -279,6 +310,9 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                        o->heads, o->kv_heads), -1;
     if (o->head_dim % 2)
         return fprintf(stderr, "tessera-synth: head size %" PRId64 " must be even\n", o->head_dim), -1;
+    if (o->rec >= REC_MAMBA2 && ((2 * o->dim) % o->ssm_head_dim || ((2 * o->dim) / o->ssm_head_dim) % o->ssm_groups))
+        return fprintf(stderr, "tessera-synth: inner size %" PRId64 " is not whole heads of --ssm-head-dim %" PRId64
+                               " in --ssm-groups %" PRId64 "\n", 2 * o->dim, o->ssm_head_dim, o->ssm_groups), -1;
     if (o->rope_dims % 2 || o->rope_dims > o->head_dim)
         return fprintf(stderr, "tessera-synth: --rope-dims %" PRId64 " must be even and at most the head size %" PRId64
                                "\n", o->rope_dims, o->head_dim), -1;
@@ -446,9 +480,121 @@ static int plan_encoder(const synth_opts *o, int32_t base, synth_tensor *ts, int
     return 0;
 }
 
+/* ------------------------------------------------------------ recurrent hybrids */
+
+/* Whether block il of a hybrid attends (the others are recurrent): every
+ * attn_every-th; mamba2 has no attention. */
+static int rec_layer_attends(const synth_opts *o, int64_t il) {
+    if (o->rec == REC_MAMBA2) return 0;
+    return il % o->attn_every == o->attn_every - 1;
+}
+
+/* llama.cpp's tensor names of LFM2 (shortconv.*, token_embd_norm as the
+ * final norm), Mamba-2 (ssm_*) and Granite 4 H (Mamba-2 or attention, each
+ * block with a SwiGLU FFN). */
+static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, int *n) {
+    const int rec = o->rec;
+    const int64_t E = o->dim, D = o->head_dim, Q = D * o->heads, KV = D * o->kv_heads, F = o->ffn, V = o->vocab;
+    const int64_t DI = 2 * E, N = o->ssm_state, G = o->ssm_groups, H = DI / o->ssm_head_dim;
+    const int64_t CC = DI + 2 * G * N; /* conv channels: x, B, C */
+    const float s_in = 1.0f / sqrtf((float)E), s_q = 1.0f / sqrtf((float)Q), s_ff = 1.0f / sqrtf((float)F);
+    char name[64];
+    *n = 0;
+    if (add_tensor(ts, n, "token_embd.weight", base, 2, E, V, 1.0f)) return -1;
+    for (int64_t il = 0; il < o->layers; il++) {
+/* T: a tensor of the weight type; TF: one kept F32 whatever --type says (rows
+ * of 3-4 convolution taps, per-head numbers, norms), as llama.cpp's
+ * quantizer keeps them */
+#define TT(suffix, dt, nd, a, b, std)                                                      \
+    do {                                                                                   \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                     \
+        if (add_tensor(ts, n, name, dt, nd, a, b, std)) return -1;                         \
+    } while (0)
+#define T(suffix, nd, a, b, std) TT(suffix, base, nd, a, b, std)
+#define TF(suffix, nd, a, b, std) TT(suffix, TSR_DTYPE_F32, nd, a, b, std)
+        T("attn_norm.weight", 1, E, 1, NORM);
+        if (rec_layer_attends(o, il)) {
+            T("attn_q.weight", 2, E, Q, s_in);
+            T("attn_k.weight", 2, E, KV, s_in);
+            T("attn_v.weight", 2, E, KV, s_in);
+            if (rec == REC_LFM2) {
+                T("attn_q_norm.weight", 1, D, 1, NORM);
+                T("attn_k_norm.weight", 1, D, 1, NORM);
+            }
+            T("attn_output.weight", 2, Q, E, s_q);
+        } else if (rec == REC_LFM2) {
+            T("shortconv.in_proj.weight", 2, E, 3 * E, s_in);
+            TF("shortconv.conv.weight", 2, 3, E, 0.5f);
+            T("shortconv.out_proj.weight", 2, E, E, s_in);
+        } else {
+            T("ssm_in.weight", 2, E, 2 * DI + 2 * G * N + H, s_in);
+            TF("ssm_conv1d.weight", 2, 4, CC, 0.5f);
+            T("ssm_conv1d.bias", 1, CC, 1, 0.1f);
+            T("ssm_dt.bias", 1, H, 1, 1.0f);
+            TF("ssm_a", 2, 1, H, 0.5f);
+            ts[*n - 1].center = -1.0f; /* A = -exp(A_log) < 0 */
+            TF("ssm_d", 2, 1, H, NORM);
+            TF("ssm_norm.weight", 2, DI / G, G, NORM);
+            T("ssm_out.weight", 2, DI, E, 1.0f / sqrtf((float)DI));
+        }
+        if (rec != REC_MAMBA2) {
+            T("ffn_norm.weight", 1, E, 1, NORM);
+            T("ffn_gate.weight", 2, E, F, s_in);
+            T("ffn_up.weight", 2, E, F, s_in);
+            T("ffn_down.weight", 2, F, E, s_ff);
+        }
+#undef T
+#undef TF
+#undef TT
+    }
+    if (add_tensor(ts, n, rec == REC_LFM2 ? "token_embd_norm.weight" : "output_norm.weight", base, 1, E, 1, NORM))
+        return -1;
+    if (!o->tied && add_tensor(ts, n, "output.weight", base, 2, E, V, s_in)) return -1;
+    return 0;
+}
+
+/* The keys of the recurrent architectures beyond write_metadata's: the
+ * per-block KV head counts (0: recurrent block), LFM2's l_cache, Mamba-2's
+ * ssm.* sizes, Granite's multipliers. */
+static int write_recurrent_metadata(gguf_writer *w, const synth_opts *o) {
+    const int rec = o->rec;
+    char key[128];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s.%s", o->arch, suffix), key)
+    uint32_t *kv = calloc((size_t)o->layers, sizeof *kv);
+    if (!kv) return error_set("out of memory");
+    for (int64_t il = 0; il < o->layers; il++) kv[il] = rec_layer_attends(o, il) ? (uint32_t)o->kv_heads : 0;
+    int rc = rec != REC_MAMBA2 &&
+             (gguf_writer_remove_key(w, KEY("attention.head_count_kv")) ||
+              gguf_writer_set_arr(w, KEY("attention.head_count_kv"), GGUF_TYPE_UINT32, kv, (uint64_t)o->layers));
+    free(kv);
+    if (!rc && rec == REC_LFM2) rc = gguf_writer_set_u32(w, KEY("shortconv.l_cache"), 3);
+    if (!rc && rec >= REC_MAMBA2) {
+        const int64_t DI = 2 * o->dim;
+        rc = gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), 4) ||
+             gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)DI) ||
+             gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)o->ssm_state) ||
+             gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)(DI / o->ssm_head_dim)) ||
+             gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)o->ssm_groups);
+    }
+    if (!rc && rec == REC_MAMBA2) /* no attention, no FFN */
+        rc = gguf_writer_remove_key(w, KEY("attention.head_count")) ||
+             gguf_writer_remove_key(w, KEY("attention.head_count_kv")) ||
+             gguf_writer_remove_key(w, KEY("feed_forward_length")) ||
+             gguf_writer_remove_key(w, KEY("rope.dimension_count")) ||
+             gguf_writer_remove_key(w, KEY("rope.freq_base"));
+    if (!rc && rec == REC_GRANITEHYBRID) /* Granite 4.0 H's multipliers */
+        rc = gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f) ||
+             gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f) ||
+             gguf_writer_set_f32(w, KEY("attention.scale"), 1.0f / (float)o->head_dim) ||
+             gguf_writer_set_f32(w, KEY("logit_scale"), 8.0f);
+#undef KEY
+    return rc ? -1 : 0;
+}
+
 static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor *ts, int *n) {
     const synth_arch *sa = o->sa;
     if (sa->encoder) return plan_encoder(o, base, ts, n);
+    if (o->rec) return plan_recurrent(o, base, ts, n);
     const int64_t E = o->dim, D = o->head_dim, Q = D * o->heads, KV = D * o->kv_heads, F = o->ffn, V = o->vocab;
     const float s_in = 1.0f / sqrtf((float)E), s_q = 1.0f / sqrtf((float)Q), s_ff = 1.0f / sqrtf((float)F);
     char name[64];
@@ -732,6 +878,7 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_u32(w, KEY("pooling_type"), (uint32_t)o->pooling) ||
              gguf_writer_set_u32(w, "tokenizer.ggml.token_type_count", 2);
 #undef KEY
+    if (!rc && o->rec) rc = write_recurrent_metadata(w, o);
     return rc ? -1 : 0;
 }
 

@@ -16,6 +16,7 @@
 #include "cpu_kernels.h"
 #include "cpu_quants.h"
 #include "cpu_rows.h"
+#include "cpu_ssm.h"
 
 static int is_f32(const tsr_tensor *t) { return t && t->dtype == TSR_DTYPE_F32; }
 static int is_float(int32_t dt) { return dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16; }
@@ -616,6 +617,10 @@ int ops_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_t w
         if (!fa_kv_readable(k) || !fa_kv_readable(v)) return NO("k/v rows of %s/%s are not read here", dt(k), dt(v));
         return 1;
     }
+    case TSR_OP_SSM_CONV: return 1; /* F32 by the rules */
+    case TSR_OP_SSM_SCAN:
+        if (!is_packed(d)) return NO("dst must be packed");
+        return 1;
     default:
         return NO("not implemented on the CPU");
     }
@@ -657,6 +662,8 @@ void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     case TSR_OP_MUL_MAT_ID: mul_mat_id_compute(ex, node, ith, nth); break;
     case TSR_OP_TOP_K: top_k_compute(ex, node, ith, nth); break;
     case TSR_OP_SUM_ROWS: sum_rows_compute(ex, node, ith, nth); break;
+    case TSR_OP_SSM_CONV: cpu_ssm_conv(node, ith, nth); break;
+    case TSR_OP_SSM_SCAN: cpu_ssm_scan(node, ith, nth); break;
     default: exec_fail(ex, TSR_ERR_UNSUPPORTED); break;
     }
 }

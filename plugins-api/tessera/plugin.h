@@ -60,6 +60,9 @@
  * them, so they run on a device that knows them or on ref):
  *   - MUL_MAT_ID, TOP_K, SUM_ROWS, DIV: mixture-of-experts layers (experts
  *     chosen per token, their routing weights, the weighted sum).
+ *   - SSM_CONV and SSM_SCAN, the recurrent ops of Mamba-2 and LFM2-style
+ *     hybrids (a causal depthwise convolution over time and Mamba-2's
+ *     selective scan, llama.cpp's semantics), see the op list below.
  *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
@@ -230,6 +233,23 @@ typedef enum tsr_dtype {
  *            below every number (-inf included).
  * SUM_ROWS   dst F32 [1, r, b2, b3] = the sum of each row of src0 F32 [n, r, b2, b3]
  * DIV        dst = src0 / src1, src1 broadcast as in ADD and MUL
+ * SSM_CONV   (ABI 1.4) causal depthwise 1-D convolution over time, all F32:
+ *            src0 sx [K - 1 + T, C, S] (per channel, the K - 1 previous inputs
+ *            then this batch's T, time innermost), src1 kernel [K, C] ->
+ *            dst [C, T, S]: dst[c, t, s] = sum_k sx[t + k, c, s] * w[k, c].
+ *            The caller keeps the K - 1 last inputs (the last columns of sx)
+ *            as the next call's state.
+ * SSM_SCAN   (ABI 1.4) Mamba-2's selective scan, all F32:
+ *            src0 state [N, P, H, S] (N = d_state, P = head size, H heads,
+ *            S sequences), src1 xBC [P*H + 2*G*N, T, S] (per token: x
+ *            [P, H], then B [N, G], then C [N, G]; G groups, H % G == 0),
+ *            src2 dt [H, T, S] (bias added, before softplus), src3 A [H]
+ *            or [1, H] -> dst 1-D [P*H*T*S + N*P*H*S]: y
+ *            [P, H, T, S] then the final state [N, P, H, S]. Per sequence,
+ *            head h (group g = h / (H / G)), token t in order:
+ *              d = softplus(dt[h, t])  (log1p(exp(x)), x for x > 20)
+ *              state[n, p, h] = state[n, p, h] * exp(d * A[h]) + B[n, g, t] * x[p, h, t] * d
+ *              y[p, h, t] = sum_n state[n, p, h] * C[n, g, t]
  */
 
 /*
@@ -266,7 +286,9 @@ typedef enum tsr_dtype {
     X(MUL_MAT_ID, "mul_mat_id", 17, 3, 3, 4)    \
     X(TOP_K, "top_k", 18, 1, 1, 4)              \
     X(SUM_ROWS, "sum_rows", 19, 1, 1, 4)        \
-    X(DIV, "div", 20, 2, 2, 4)
+    X(DIV, "div", 20, 2, 2, 4)                  \
+    X(SSM_CONV, "ssm_conv", 21, 2, 2, 4)        \
+    X(SSM_SCAN, "ssm_scan", 22, 4, 4, 4)
 
 #define TSR_OP_ENUM_(op, name, number, min_src, max_src, minor) TSR_OP_##op = number,
 typedef enum tsr_op {

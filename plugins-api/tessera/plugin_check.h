@@ -455,6 +455,50 @@ static inline int tsr_chk_sum_rows_(tsr_checker_ *c) {
     return tsr_chk_shape_(c, dst, "dst", 1, a->ne[1], a->ne[2], a->ne[3]);
 }
 
+/* SSM_CONV (ABI 1.4): sx [K - 1 + T, C, S, 1], w [K, C, 1, 1] -> dst [C, T, S, 1]. */
+static inline int tsr_chk_ssm_conv_(tsr_checker_ *c) {
+    const tsr_tensor *sx = c->node->src[0], *w = c->node->src[1], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, sx, "src0 (sx)") || tsr_chk_f32_(c, w, "src1 (kernel)") ||
+        tsr_chk_f32_(c, dst, "dst"))
+        return -1;
+    const int64_t K = w->ne[0], C = w->ne[1];
+    if (w->ne[2] != 1 || w->ne[3] != 1) return tsr_chk_fail_(c, "src1 (kernel) must be [K, C, 1, 1]");
+    if (sx->ne[3] != 1) return tsr_chk_fail_(c, "src0 (sx) must have ne[3] = 1");
+    if (sx->ne[1] != C)
+        return tsr_chk_fail_(c, "src0 (sx) has %lld channels, the kernel %lld", (long long)sx->ne[1], (long long)C);
+    if (sx->ne[0] < K)
+        return tsr_chk_fail_(c, "src0 (sx) holds %lld steps, fewer than the kernel's %lld", (long long)sx->ne[0],
+                             (long long)K);
+    return tsr_chk_shape_(c, dst, "dst", C, sx->ne[0] - K + 1, sx->ne[2], 1);
+}
+
+/* SSM_SCAN (ABI 1.4): state [N, P, H, S], xBC [P*H + 2*G*N, T, S, 1], dt [H, T, S, 1],
+ * A [H] or [1, H] -> dst [P*H*T*S + N*P*H*S, 1, 1, 1]. */
+static inline int tsr_chk_ssm_scan_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *s = n->src[0], *xbc = n->src[1], *dt = n->src[2], *a = n->src[3], *dst = n->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, s, "src0 (state)") || tsr_chk_f32_(c, xbc, "src1 (xBC)") ||
+        tsr_chk_f32_(c, dt, "src2 (dt)") || tsr_chk_f32_(c, a, "src3 (A)") || tsr_chk_f32_(c, dst, "dst"))
+        return -1;
+    const int64_t N = s->ne[0], P = s->ne[1], H = s->ne[2], S = s->ne[3], T = xbc->ne[1];
+    if (xbc->ne[2] != S || xbc->ne[3] != 1)
+        return tsr_chk_fail_(c, "src1 (xBC) is [%lld, %lld, %lld, %lld], needs [_, T, %lld, 1]",
+                             (long long)xbc->ne[0], (long long)xbc->ne[1], (long long)xbc->ne[2],
+                             (long long)xbc->ne[3], (long long)S);
+    const int64_t bc = xbc->ne[0] - P * H;
+    if (bc < 2 * N || bc % (2 * N))
+        return tsr_chk_fail_(c, "src1 (xBC) rows of %lld are not P*H = %lld plus whole groups of 2*N = %lld",
+                             (long long)xbc->ne[0], (long long)(P * H), (long long)(2 * N));
+    const int64_t G = bc / (2 * N);
+    if (H % G) return tsr_chk_fail_(c, "%lld heads are not a multiple of %lld groups", (long long)H, (long long)G);
+    if (tsr_chk_shape_(c, dt, "src2 (dt)", H, T, S, 1)) return -1;
+    if (tsr_tensor_nelements(a) != H || (a->ne[0] != H && a->ne[1] != H))
+        return tsr_chk_fail_(c, "src3 (A) is [%lld, %lld, %lld, %lld], needs [%lld] or [1, %lld]",
+                             (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2], (long long)a->ne[3],
+                             (long long)H, (long long)H);
+    return tsr_chk_shape_(c, dst, "dst", P * H * T * S + N * P * H * S, 1, 1, 1);
+}
+
 /* 0 if the node is well-formed, else -1 with a one-line reason in
  * why[why_size] ("OP 'dst name': what is wrong"); why may be NULL. */
 static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_size) {
@@ -488,6 +532,8 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     case TSR_OP_MUL_MAT_ID: return tsr_chk_mul_mat_id_(&c);
     case TSR_OP_TOP_K: return tsr_chk_top_k_(&c);
     case TSR_OP_SUM_ROWS: return tsr_chk_sum_rows_(&c);
+    case TSR_OP_SSM_CONV: return tsr_chk_ssm_conv_(&c);
+    case TSR_OP_SSM_SCAN: return tsr_chk_ssm_scan_(&c);
     default: return tsr_chk_fail_(&c, "op %d is not a computable op", (int)node->op);
     }
 }

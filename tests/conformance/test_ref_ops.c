@@ -391,6 +391,34 @@ TEST(test_unary) {
     EXPECT(sum[0] == 3 && sum[3] == 6 && sum[5] == 5, "add broadcast: %g %g %g", sum[0], sum[3], sum[5]);
 }
 
+/* ------------------------------------------------- SSM_CONV, SSM_SCAN */
+
+TEST(test_ssm) {
+    /* SSM_CONV, K 2, one channel: sx [1, 2, 3] (one step of state, two new)
+     * with kernel [10, 1] -> [1*10 + 2*1, 2*10 + 3*1] (a correlation: w[0]
+     * meets the oldest input) */
+    float sx[3] = {1, 2, 3}, w[2] = {10, 1}, y[2];
+    tsr_tensor tsx = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, sx), tw = tensor(TSR_DTYPE_F32, 2, 1, 1, 1, w);
+    tsr_tensor ty = tensor(TSR_DTYPE_F32, 1, 2, 1, 1, y);
+    tsr_node cn = {.op = TSR_OP_SSM_CONV, .n_src = 2, .dst = &ty, .src = {&tsx, &tw}};
+    EXPECT(compute1(&cn) == TSR_OK, "%s", error_get());
+    EXPECT(y[0] == 12.0f && y[1] == 23.0f, "ssm_conv gave %g %g, want 12 23", y[0], y[1]);
+
+    /* SSM_SCAN, N = P = H = G = 1, two tokens, state 0.5, A -1, dt 0 (so
+     * softplus = ln 2 and the decay exp(-ln 2) = 1/2):
+     *   t0 x 1, B 2, C 3:  h = 0.5/2 + 2*1*ln2 = 1.6362944, y = 3h = 4.9088831
+     *   t1 x -1, B 1, C 1: h = 1.6362944/2 - ln2 = 0.125,    y = 0.125 */
+    float st[1] = {0.5f}, xbc[6] = {1, 2, 3, -1, 1, 1}, dt[2] = {0, 0}, a[1] = {-1}, out[3];
+    tsr_tensor ts = tensor(TSR_DTYPE_F32, 1, 1, 1, 1, st), tx = tensor(TSR_DTYPE_F32, 3, 2, 1, 1, xbc);
+    tsr_tensor tdt = tensor(TSR_DTYPE_F32, 1, 2, 1, 1, dt), ta = tensor(TSR_DTYPE_F32, 1, 1, 1, 1, a);
+    tsr_tensor to = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, out);
+    tsr_node sn = {.op = TSR_OP_SSM_SCAN, .n_src = 4, .dst = &to, .src = {&ts, &tx, &tdt, &ta}};
+    EXPECT(compute1(&sn) == TSR_OK, "%s", error_get());
+    EXPECT(fabsf(out[0] - 4.9088831f) < 1e-6f, "y0 = %.7f, want 4.9088831", out[0]);
+    EXPECT(fabsf(out[1] - 0.125f) < 1e-6f, "y1 = %.7f, want 0.125", out[1]);
+    EXPECT(fabsf(out[2] - 0.125f) < 1e-6f, "final state = %.7f, want 0.125", out[2]);
+}
+
 /* ------------------------------------------------- CPY, CONCAT, ARGMAX */
 
 TEST(test_cpy_concat_argmax) {
@@ -540,4 +568,4 @@ HARNESS_MAIN("ref ops", HARNESS_TEST(test_rope), HARNESS_TEST(test_rope_yarn), H
              HARNESS_TEST(test_norms), HARNESS_TEST(test_get_rows_quantized), HARNESS_TEST(test_mul_mat_broadcast),
              HARNESS_TEST(test_unary), HARNESS_TEST(test_cpy_concat_argmax), HARNESS_TEST(test_flash_attn),
              HARNESS_TEST(test_plugin_tables), HARNESS_TEST(test_mul_mat_id),
-             HARNESS_TEST(test_top_k_sum_rows_div))
+             HARNESS_TEST(test_top_k_sum_rows_div), HARNESS_TEST(test_ssm))

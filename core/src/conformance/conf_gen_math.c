@@ -1,7 +1,7 @@
 /*
  * conf_gen_math — cases for the ops that compute: MUL_MAT, MUL_MAT_ID,
- * RMS_NORM, NORM, SOFT_MAX, ROPE, FLASH_ATTN; and MALFORMED, nodes every
- * device must decline.
+ * RMS_NORM, NORM, SOFT_MAX, ROPE, FLASH_ATTN, SSM_CONV, SSM_SCAN; and
+ * MALFORMED, nodes every device must decline.
  */
 #include <math.h>
 
@@ -322,6 +322,60 @@ static void mul_mat_id_declined(conf_runner *r, const char *what, const int64_t 
     conf_case_run(r, &c);
 }
 
+/* ------------------------------------------------------------- SSM_CONV */
+
+/* LFM2's short convolution (K 3) and Mamba-2's (K 4) over one token
+ * (decoding), a prompt, and several sequences; an asymmetric random kernel,
+ * so a flipped kernel fails. */
+void conf_gen_ssm_conv(conf_runner *r) {
+    static const int64_t shapes[][4] = {
+        /* K, C, T, S */
+        {3, 64, 1, 1}, {3, 17, 9, 1}, {4, 96, 1, 3}, {4, 33, 7, 2}, {2, 5, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int v = 0; v < 2; v++) {
+            const int64_t K = shapes[i][0], C = shapes[i][1], T = shapes[i][2], S = shapes[i][3];
+            conf_case c;
+            conf_case_init(&c, TSR_OP_SSM_CONV, "SSM_CONV K %lld C %lld T %lld S %lld%s", (long long)K,
+                           (long long)C, (long long)T, (long long)S, v ? " padded" : "");
+            c.tol = conf_tolerance(TSR_OP_SSM_CONV, F32);
+            conf_case_src(r, &c, 0, F32, NE(K - 1 + T, C, S, 1), v ? CONF_PADDED : CONF_CONTIG,
+                          conf_uniform(-1, 1));
+            conf_case_src(r, &c, 1, F32, NE(K, C, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+            conf_case_dst(&c, F32, NE(C, T, S, 1), v ? CONF_PADDED : CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
+/* ------------------------------------------------------------- SSM_SCAN */
+
+/* Mamba-2's scan: a random previous state (a scan that starts from zero
+ * fails), groups shared by several heads (G > 1 and H / G > 1, so a wrong
+ * head-to-group rule fails), dt on both sides of softplus's cut at 20. */
+void conf_gen_ssm_scan(conf_runner *r) {
+    static const int64_t shapes[][6] = {
+        /* N, P, H, G, T, S */
+        {16, 8, 4, 1, 1, 1}, {16, 4, 8, 2, 5, 1}, {8, 5, 6, 3, 1, 2}, {32, 16, 2, 1, 9, 1}, {4, 3, 4, 2, 3, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int v = 0; v < 2; v++) {
+            const int64_t N = shapes[i][0], P = shapes[i][1], H = shapes[i][2], G = shapes[i][3];
+            const int64_t T = shapes[i][4], S = shapes[i][5];
+            conf_case c;
+            conf_case_init(&c, TSR_OP_SSM_SCAN, "SSM_SCAN N %lld P %lld H %lld G %lld T %lld S %lld%s",
+                           (long long)N, (long long)P, (long long)H, (long long)G, (long long)T, (long long)S,
+                           v ? " padded, A [1, H]" : "");
+            c.tol = conf_tolerance(TSR_OP_SSM_SCAN, F32);
+            conf_case_src(r, &c, 0, F32, NE(N, P, H, S), v ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(-1, 1));
+            conf_case_src(r, &c, 1, F32, NE(P * H + 2 * G * N, T, S, 1), v ? CONF_PADDED : CONF_CONTIG,
+                          conf_uniform(-1, 1));
+            conf_case_src(r, &c, 2, F32, NE(H, T, S, 1), CONF_CONTIG, conf_uniform(-4, v ? 24 : 2));
+            conf_case_src(r, &c, 3, F32, v ? NE(1, H, 1, 1) : NE(H, 1, 1, 1), CONF_CONTIG, conf_uniform(-2, -0.1f));
+            conf_case_dst(&c, F32, NE(P * H * T * S + N * P * H * S, 1, 1, 1), CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
 /* Nodes the ABI's op list forbids; a device must answer supports_op = 0. */
 void conf_gen_malformed(conf_runner *r) {
     conf_case c;
@@ -360,6 +414,21 @@ void conf_gen_malformed(conf_runner *r) {
     conf_case_src(r, &c, 1, F32, NE(64, 4, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
     conf_case_src(r, &c, 2, F32, NE(64, 4, 2, 1), CONF_CONTIG, conf_uniform(-1, 1));
     conf_case_dst(&c, F32, NE(64, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_SSM_CONV, "SSM_CONV with 2 steps for a kernel of 4");
+    run_declined_f32(r, &c, NE(2, 8, 1, 1), NE(4, 8, 1, 1), NE(8, 1, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SSM_CONV, "SSM_CONV with 8 channels for a kernel of 6");
+    run_declined_f32(r, &c, NE(5, 8, 1, 1), NE(3, 6, 1, 1), NE(8, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SSM_SCAN, "SSM_SCAN with 6 heads in 4 groups");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(4, 2, 6, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(2 * 6 + 2 * 4 * 4, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 2, F32, NE(6, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 3, F32, NE(6, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 0));
+    conf_case_dst(&c, F32, NE(2 * 6 + 4 * 2 * 6, 1, 1, 1), CONF_CONTIG);
     conf_case_run(r, &c);
 
     conf_case_init(&c, TSR_OP_CPY, "CPY of 51 elements into 48");

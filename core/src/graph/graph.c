@@ -717,6 +717,40 @@ graph_tensor *graph_argmax(graph *g, graph_tensor *a) {
     return node_new(g, TSR_OP_ARGMAX, TSR_DTYPE_I32, ne, 1, &a);
 }
 
+graph_tensor *graph_ssm_conv(graph *g, graph_tensor *sx, graph_tensor *kernel) {
+    graph_tensor *src[2] = {sx, kernel};
+    if (!sources_ok(g, "ssm_conv", 2, src)) return NULL;
+    if (!want_dtype(g, "ssm_conv", sx, TSR_DTYPE_F32, "input") ||
+        !want_dtype(g, "ssm_conv", kernel, TSR_DTYPE_F32, "kernel"))
+        return NULL;
+    const int64_t K = kernel->t.ne[0], C = kernel->t.ne[1];
+    if (kernel->t.ne[2] != 1 || kernel->t.ne[3] != 1 || sx->t.ne[3] != 1 || sx->t.ne[1] != C || sx->t.ne[0] < K)
+        return graph_fail(g, "ssm_conv: input %s does not fit kernel %s (needs [>= K, C, S] and [K, C])",
+                          SHAPE(sx), SHAPE(kernel));
+    const int64_t ne[4] = {C, sx->t.ne[0] - K + 1, sx->t.ne[2], 1};
+    return node_new(g, TSR_OP_SSM_CONV, TSR_DTYPE_F32, ne, 2, src);
+}
+
+graph_tensor *graph_ssm_scan(graph *g, graph_tensor *state, graph_tensor *xbc, graph_tensor *dt,
+                             graph_tensor *a) {
+    graph_tensor *src[4] = {state, xbc, dt, a};
+    if (!sources_ok(g, "ssm_scan", 4, src)) return NULL;
+    for (int i = 0; i < 4; i++)
+        if (!want_dtype(g, "ssm_scan", src[i], TSR_DTYPE_F32, "input")) return NULL;
+    const int64_t N = state->t.ne[0], P = state->t.ne[1], H = state->t.ne[2], S = state->t.ne[3];
+    const int64_t T = xbc->t.ne[1], bc = xbc->t.ne[0] - P * H;
+    if (xbc->t.ne[2] != S || xbc->t.ne[3] != 1 || bc < 2 * N || bc % (2 * N) != 0 || H % (bc / (2 * N)) != 0)
+        return graph_fail(g, "ssm_scan: xBC %s does not fit state %s (needs [P*H + 2*G*N, T, S], H %% G == 0)",
+                          SHAPE(xbc), SHAPE(state));
+    if (dt->t.ne[0] != H || dt->t.ne[1] != T || dt->t.ne[2] != S || dt->t.ne[3] != 1)
+        return graph_fail(g, "ssm_scan: dt %s is not [%lld, %lld, %lld]", SHAPE(dt), (long long)H, (long long)T,
+                          (long long)S);
+    if (graph_tensor_nelements(a) != H || (a->t.ne[0] != H && a->t.ne[1] != H))
+        return graph_fail(g, "ssm_scan: A %s is not [%lld] or [1, %lld]", SHAPE(a), (long long)H, (long long)H);
+    const int64_t ne[4] = {P * H * T * S + N * P * H * S, 1, 1, 1};
+    return node_new(g, TSR_OP_SSM_SCAN, TSR_DTYPE_F32, ne, 4, src);
+}
+
 graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                                graph_tensor *mask, float scale) {
     graph_tensor *src[4] = {q, k, v, mask};

@@ -174,6 +174,14 @@ graph_tensor *graph_argmax(graph *g, graph_tensor *a);
 /* q [D, n_q, H], k/v [D, n_kv, H_kv], mask [n_kv, n_q'] or NULL -> [D, H, n_q] */
 graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                                graph_tensor *mask, float scale);
+/* Causal depthwise convolution over time (SSM_CONV): sx [K - 1 + T, C, S],
+ * kernel [K, C] -> [C, T, S]. */
+graph_tensor *graph_ssm_conv(graph *g, graph_tensor *sx, graph_tensor *kernel);
+/* Mamba-2's selective scan (SSM_SCAN): state [N, P, H, S], xBC
+ * [P*H + 2*G*N, T, S], dt [H, T, S], A [H] or [1, H] -> 1-D
+ * [P*H*T*S + N*P*H*S]: y [P, H, T, S] then the final state [N, P, H, S]. */
+graph_tensor *graph_ssm_scan(graph *g, graph_tensor *state, graph_tensor *xbc, graph_tensor *dt,
+                             graph_tensor *a);
 
 /* ----------------------------------------------- mixture of experts (1.4) */
 

@@ -13,6 +13,7 @@ static const model_arch_desc *const model_archs[] = {
     &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
     &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
     &arch_qwen2moe, &arch_qwen3moe, &arch_olmoe, &arch_granitemoe,
+    &arch_lfm2, &arch_mamba2, &arch_granitehybrid,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 
@@ -127,6 +128,7 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
     out->g = g;
     out->n_tokens = n_tokens;
     out->n_out = n_out;
+    out->rs_slot = kv_cache_rs_slot(kv);
 
     out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
     out->pos = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));

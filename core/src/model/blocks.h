@@ -88,4 +88,12 @@ graph_tensor *blk_logits(model_build *b, graph_tensor *x);
  * block in a loop (arch_llama_build). */
 graph_tensor *blk_prenorm_layer(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
 
+/* Recurrent blocks (blocks_ssm.c), on h [n_embd, T] of one sequence:
+ * LFM2's gated short convolution, out_proj(C * conv(B * x)) with B, C, x
+ * from in_proj, and Mamba-2's mixer (in_proj to z, xBC, dt; causal conv +
+ * SiLU; selective scan; + x D; gated by SiLU(z); grouped RMS norm;
+ * out_proj). Both read and update the sequence's recurrent state. */
+graph_tensor *blk_shortconv(model_build *b, int il, graph_tensor *h);
+graph_tensor *blk_mamba2(model_build *b, int il, graph_tensor *h);
+
 #endif

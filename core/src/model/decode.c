@@ -194,8 +194,12 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
         return error_set("decode: position %d is not in 0..%d (the cache holds %d positions)", pos, len, len);
     /* Rewinding past what a sliding-window cache still holds clears it. */
     if (pos < len && kv_cache_seq_forget(ctx->kv, 0, pos) < pos)
-        return error_set("decode: position %d cannot be reached again: the sliding-window cache dropped "
-                         "positions before it, so it was cleared (decode from position 0)", pos);
+        return error_set(kv_cache_is_recurrent(ctx->kv)
+                             ? "decode: position %d cannot be reached again: a recurrent state cannot be rolled "
+                               "back, so it was cleared (decode from position 0)"
+                             : "decode: position %d cannot be reached again: the sliding-window cache dropped "
+                               "positions before it, so it was cleared (decode from position 0)",
+                         pos);
     if ((int64_t)pos + n_tokens > n_ctx)
         return error_set("decode: context full: %d tokens at position %d need %lld cells, the context has %d (-c)",
                          n_tokens, pos, (long long)pos + n_tokens, n_ctx);

@@ -41,6 +41,7 @@ typedef struct fit_sizes {
     uint64_t act_token;  /* activation bytes per token */
     uint64_t score_cell; /* score bytes per token and cell */
     uint64_t logit_token;
+    uint64_t rs;         /* recurrent states of every sequence (host memory) */
 } fit_sizes;
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
@@ -79,6 +80,9 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, cons
                            2ull * (uint64_t)hp->n_head * (uint64_t)hp->head_dim);
     s->score_cell = 8ull * (uint64_t)hp->n_head;
     s->logit_token = 4ull * (uint64_t)hp->n_vocab;
+    if (hp->arch->state_floats)
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            s->rs += 4ull * (uint64_t)hp->arch->state_floats(hp, il) * (cp->n_seq_max ? cp->n_seq_max : 1);
     return 0;
 }
 
@@ -128,7 +132,7 @@ static uint64_t host_need(const fit_sizes *s, int32_t n_gpu, uint32_t n_ctx, uin
     const int32_t blocks = gpu_blocks(s, n_gpu);
     *w = (n_gpu > s->n_layer ? 0 : s->other) + s->host_named;
     for (int32_t il = 0; il < s->n_layer - blocks; il++) *w += s->layer[il];
-    *kv = kv_bytes(s, 0, s->n_layer - blocks, n_ctx);
+    *kv = kv_bytes(s, 0, s->n_layer - blocks, n_ctx) + s->rs;
     *c = compute_bytes(s, n_ctx, n_batch, true);
     return *w + *kv + *c;
 }

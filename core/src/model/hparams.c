@@ -133,6 +133,37 @@ static int hp_experts(const model_hp_reader *r, model_hparams *hp) {
     return 0;
 }
 
+/* attention.head_count_kv: one number, or one per block where 0 marks a
+ * recurrent block (llama.cpp's hybrids); the attending blocks must agree. */
+static int hp_head_kv(const model_hp_reader *r, model_hparams *hp) {
+    char key[KEY_MAX];
+    const int64_t i = gguf_find_key(r->f, hp_key(r, "attention.head_count_kv", key));
+    if (i < 0) return 0;
+    /* an array only where recurrent blocks can be built (state_floats) */
+    if (gguf_kv_type(r->f, i) != GGUF_TYPE_ARRAY || !hp->arch->state_floats)
+        return model_hp_int(r, "attention.head_count_kv", &hp->n_head_kv);
+    gguf_type et;
+    uint64_t n;
+    const void *data;
+    if (gguf_get_arr(r->f, key, &et, &n, &data) != 0) return -1;
+    if ((et != GGUF_TYPE_UINT32 && et != GGUF_TYPE_INT32) || n != (uint64_t)hp->n_layer)
+        return error_set("%s: key '%s' must hold one 32-bit integer per block (%d)", gguf_path(r->f), key,
+                         hp->n_layer);
+    int32_t kv = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        int32_t v;
+        memcpy(&v, (const char *)data + (size_t)il * 4, 4);
+        if (v < 0 || (v > 0 && kv > 0 && v != kv))
+            return error_set("%s: key '%s' gives block %d %d KV heads (blocks that attend must agree)",
+                             gguf_path(r->f), key, il, v);
+        if (v > 0) kv = v;
+        hp->layer_recurrent[il] = v == 0;
+    }
+    if (kv == 0) return error_set("%s: key '%s' has no block that attends", gguf_path(r->f), key);
+    hp->n_head_kv = kv;
+    return 0;
+}
+
 /* Checks of meaning: a file that passes them can be built into a graph. */
 static int hp_validate(const model_hparams *hp, const gguf_file *f) {
     const char *path = gguf_path(f);
@@ -192,12 +223,21 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     hp->rope_mode = ad->rope_mode;
 
     if (model_hp_int(&r, "context_length", &hp->n_ctx_train) ||
-        model_hp_int(&r, "embedding_length", &hp->n_embd) || model_hp_int(&r, "block_count", &hp->n_layer) ||
-        model_hp_int(&r, "feed_forward_length", &hp->n_ff) ||
-        model_hp_int(&r, "attention.head_count", &hp->n_head))
+        model_hp_int(&r, "embedding_length", &hp->n_embd) || model_hp_int(&r, "block_count", &hp->n_layer))
         return -1;
-    hp->n_head_kv = hp->n_head;
-    if (model_hp_int_opt(&r, "attention.head_count_kv", &hp->n_head_kv)) return -1;
+    if (hp->n_layer > MODEL_MAX_LAYERS)
+        return error_set("%s: block_count %d is more than %d", gguf_path(f), hp->n_layer, MODEL_MAX_LAYERS);
+    if (ad->no_attention) { /* one nominal head: no attention is built, the cache's cells count positions */
+        hp->n_head = hp->n_head_kv = 1;
+        for (int32_t il = 0; il < hp->n_layer; il++) hp->layer_recurrent[il] = true;
+        if (model_hp_int_opt(&r, "feed_forward_length", &hp->n_ff)) return -1;
+    } else {
+        if (model_hp_int(&r, "feed_forward_length", &hp->n_ff) ||
+            model_hp_int(&r, "attention.head_count", &hp->n_head))
+            return -1;
+        hp->n_head_kv = hp->n_head;
+        if (hp_head_kv(&r, hp)) return -1;
+    }
     hp->head_dim = hp->n_embd / hp->n_head;
     if (!model_hp_has(&r, "attention.key_length") && hp->n_embd % hp->n_head != 0)
         return error_set("%s: embedding_length %d is not a multiple of head_count %d", gguf_path(f),

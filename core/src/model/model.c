@@ -219,8 +219,9 @@ model *model_load(gguf_file *f, const model_load_params *p) {
     model_loader ld = {.m = m};
     m->tok_embd = model_tensor(&ld, -1, MODEL_TENSOR_REQUIRED, 2, hp->n_embd, hp->n_vocab, "token_embd.weight");
     /* (encoders end with their last layer's norm) */
-    m->output_norm = model_tensor(&ld, -1, hp->causal_attn ? MODEL_TENSOR_REQUIRED : MODEL_TENSOR_OPTIONAL, 1,
-                                  hp->n_embd, 1, "output_norm.weight");
+    if (!hp->arch->own_output_norm)
+        m->output_norm = model_tensor(&ld, -1, hp->causal_attn ? MODEL_TENSOR_REQUIRED : MODEL_TENSOR_OPTIONAL, 1,
+                                      hp->n_embd, 1, "output_norm.weight");
     m->output = model_tensor(&ld, -1, MODEL_TENSOR_OPTIONAL, 2, hp->n_embd, hp->n_vocab, "output.weight");
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
     if (hp->arch->tensors) hp->arch->tensors(&ld, m); /* first: its refusals (mistral3's scales) name the cause */

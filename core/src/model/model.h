@@ -38,6 +38,8 @@ typedef enum model_rope_scaling {
     MODEL_ROPE_SCALING_LONGROPE, /* Phi-3: rope_factors_short/long tensors */
 } model_rope_scaling;
 
+enum { MODEL_MAX_LAYERS = 4096 };
+
 /* What every architecture has, read from "<arch>.<key>" by hparams.c; the
  * fields below "architecture extras" have neutral defaults that an
  * architecture's own hparams hook may change. */
@@ -89,6 +91,14 @@ typedef struct model_hparams {
     int32_t n_ff_shexp;    /* the shared expert's (expert_shared_feed_forward_length; 0: none) */
     int32_t moe_gating;    /* MODEL_MOE_SOFTMAX (default) or MODEL_MOE_SIGMOID: router logits to probabilities */
     bool moe_norm_w;       /* the chosen experts' weights divided by their sum */
+    /* recurrent hybrids (lfm2, mamba2, granitehybrid): which blocks are
+     * recurrent (an attention.head_count_kv array's zeros; every block of an
+     * architecture without attention), the convolution's width (lfm2:
+     * shortconv.l_cache, mamba2: ssm.conv_kernel) and Mamba-2's sizes
+     * (ssm.inner_size, state_size, time_step_rank = heads, group_count) */
+    bool layer_recurrent[MODEL_MAX_LAYERS];
+    int32_t conv_kernel;
+    int32_t ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
 } model_hparams;
 
 /* How an MoE router turns its logits into expert probabilities. */
@@ -158,6 +168,10 @@ typedef struct model_layer {
     const model_weight *bqkv, *bo, *ffn_up_b, *ffn_down_b;
     const model_weight *attn_out_norm, *attn_out_norm_b;   /* after the attention's residual add */
     const model_weight *layer_out_norm, *layer_out_norm_b; /* after the FFN's residual add */
+    /* recurrent blocks: LFM2's short convolution, Mamba-2's mixer */
+    const model_weight *conv_in, *conv_w, *conv_out;         /* shortconv.in_proj, .conv, .out_proj */
+    const model_weight *ssm_in, *ssm_conv1d, *ssm_conv1d_b;  /* Mamba-2 */
+    const model_weight *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm, *ssm_out;
     bool swa;     /* attends through the sliding-window mask */
     bool no_rope; /* positions are not rotated in this layer (smollm3; bert's learned positions) */
 } model_layer;
@@ -230,6 +244,7 @@ typedef struct model_batch_graph {
      * cells attended to (0..n_kv-1). */
     int32_t kv_head[KV_MAX_SETS], n_kv[KV_MAX_SETS];
     int32_t n_out;
+    int32_t rs_slot; /* recurrent models: the state slot the graph reads and writes */
 } model_batch_graph;
 
 /* What a graph builder works with; the blocks of blocks.h take it. */
@@ -266,6 +281,13 @@ struct model_arch_desc {
     void (*tensors)(model_loader *ld, model *m);
     /* The forward graph: returns the logits [n_vocab, n_out] (NULL on error). */
     graph_tensor *(*build)(model_build *b);
+    /* Appended for the recurrent hybrids: the file has no attention
+     * (mamba2: head counts and feed_forward_length are not read), and the
+     * tensors hook declares the final norm itself (lfm2's token_embd_norm). */
+    bool no_attention;
+    bool own_output_norm;
+    /* Floats of recurrent state per sequence of block il (0: none). */
+    int64_t (*state_floats)(const model_hparams *hp, int32_t il);
 };
 
 /* The architecture named by general.architecture; NULL plus an error listing

@@ -75,6 +75,7 @@ static int find_writes(step_graph *sg, const kv_cache *kv, const int32_t *kv_hea
     sg->reusable = false;
     for (int32_t i = 0; i < graph_n_nodes(g); i++) {
         graph_tensor *t = graph_node_at(g, i);
+        if (is_persistent_view(t) && kv_cache_rs_root(kv, t->view_src)) continue; /* a state: kept per slot */
         if (is_persistent_view(t)) {
             int32_t set;
             uint64_t cell_bytes;
@@ -85,7 +86,9 @@ static int find_writes(step_graph *sg, const kv_cache *kv, const int32_t *kv_hea
         }
         for (int k = 0; k < t->n_src; k++) {
             const graph_tensor *src = t->src[k];
-            if (src && is_persistent_view(src) && src->op != TSR_OP_CPY && src->view_offset != 0) return 0;
+            if (src && is_persistent_view(src) && src->op != TSR_OP_CPY && src->view_offset != 0 &&
+                !kv_cache_rs_root(kv, src->view_src))
+                return 0;
         }
     }
     sg->reusable = true;
@@ -97,6 +100,7 @@ static bool kept_fits(const step_graph *sg, const kv_cache *kv, sched *s, int32_
                       const int32_t *n_kv, int32_t n_out) {
     const model_batch_graph *bg = &sg->bg;
     if (!bg->g || !sg->reusable || bg->n_tokens != n || bg->n_out != n_out || !sched_holds(s, bg->g)) return false;
+    if (bg->rs_slot != kv_cache_rs_slot(kv)) return false; /* its state views are another sequence's */
     for (int32_t k = 0; k < kv->n_sets; k++) {
         if (bg->n_kv[k] != n_kv[k]) return false;
         /* (what model_build_graph checks of a new graph) */

@@ -18,7 +18,8 @@
  * padded n_kv of every cell set, and the scheduler's last allocation is
  * still this graph (a context-shift graph or a reserve in between re-plans
  * the buffers). Anything the cache-write check does not recognise makes the
- * graph single-use.
+ * graph single-use. A recurrent model's graph reads and writes the state
+ * slot of its sequence (kv_cache_rs_slot): it is kept for that slot only.
  */
 #ifndef TESSERA_MODEL_STEP_GRAPH_H
 #define TESSERA_MODEL_STEP_GRAPH_H

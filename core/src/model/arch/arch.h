@@ -23,6 +23,9 @@ extern const model_arch_desc arch_qwen2moe;
 extern const model_arch_desc arch_qwen3moe;
 extern const model_arch_desc arch_olmoe;
 extern const model_arch_desc arch_granitemoe;
+extern const model_arch_desc arch_lfm2;
+extern const model_arch_desc arch_mamba2;
+extern const model_arch_desc arch_granitehybrid;
 
 /* The llama graph (arch/llama.c): pre-norm blocks of attention and a SiLU-gated
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */

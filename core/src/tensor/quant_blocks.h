@@ -93,6 +93,25 @@ QUANT_DECLARE(q4_K)
 QUANT_DECLARE(q5_K)
 QUANT_DECLARE(q6_K)
 QUANT_DECLARE(q8_K)
+QUANT_DECLARE(iq4_xs)
+QUANT_DECLARE(tq1_0)
+QUANT_DECLARE(tq2_0)
+QUANT_DECLARE(mxfp4)
+
+/* The grid IQ formats: read and dotted, not produced (see quant_iq.c). */
+#define QUANT_DECLARE_READ(t)                                                \
+    void quant_##t##_to_f32(const void *src, float *dst, int64_t n);         \
+    void quant_##t##_dot(int64_t n, float *out, const void *x, const void *y);
+
+QUANT_DECLARE_READ(iq2_xxs)
+QUANT_DECLARE_READ(iq2_xs)
+QUANT_DECLARE_READ(iq2_s)
+QUANT_DECLARE_READ(iq3_xxs)
+QUANT_DECLARE_READ(iq3_s)
+QUANT_DECLARE_READ(iq1_s)
+QUANT_DECLARE_READ(iq1_m)
+
+#undef QUANT_DECLARE_READ
 
 #undef QUANT_DECLARE
 

@@ -8,6 +8,7 @@
 #include <tessera/plugin.h>
 
 #include "cpu_quants_decode.h"
+#include <tessera/plugin_quants.h>
 
 /* ------------------------------------------------------------ to f32 */
 
@@ -17,7 +18,7 @@ int cpu_quants_row_supported(int32_t dtype) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
     case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: return 1;
-    default: return 0;
+    default: return tsr_quant_decoder(dtype) != NULL; /* IQ, TQ, MXFP4 */
     }
 }
 
@@ -39,7 +40,12 @@ void cpu_quants_row_to_f32(int32_t dtype, const void *src, float *y, int64_t n) 
             y[i] = cpu_bf16_to_f32(h);
         }
         return;
-    default: break;
+    default:
+        if (dtype != TSR_DTYPE_IQ4_NL && tsr_quant_decoder(dtype)) {
+            tsr_quant_dequant_row(dtype, src, y, n);
+            return;
+        }
+        break;
     }
     int64_t nb = n / tsr_dtype_block_size(dtype);
     uint8_t q[32];

@@ -1,5 +1,5 @@
 /*
- * gemv_iq_impl.h — IQ4_NL, MXFP4 and IQ4_XS weights against act8 / act8k
+ * gemv_iq_impl.h — IQ4_NL, MXFP4, IQ4_XS and TQ2_0 weights against act8 / act8k
  * activations on every level: included by each kernels_<level>.c after
  * kernels_impl.h; gemv_iq_register puts them in the table.
  *
@@ -102,7 +102,42 @@ KERNEL_INLINE void dot_iq4_xs_v_body(int64_t K, const void *w, const void *act, 
 }
 NC1_SPECIALIZED(dot_iq4_xs_v, dot_iq4_xs_v_body)
 
+/* TQ2_0 x act8k: element 128h + 32l + m is bits 2l..2l+1 of qs[32h + m],
+ * a level v in 0..2 meaning v - 1. Shifting a register of 32 qs bytes by
+ * 2l and masking gives 32 levels in the activations' order; vpmaddubsw
+ * takes them as u8, and the -1 is the activations' sum (their bsums). */
+KERNEL_INLINE void dot_tq2_0_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                    float *out) {
+    const tsr_block_tq2_0 *x = w;
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const tsr_block_tq2_0 *b = x + ib;
+        prefetch_row_ahead(b, (int)sizeof *b);
+        const __m256i q0 = _mm256_loadu_si256((const __m256i *)b->qs);
+        const __m256i q1 = _mm256_loadu_si256((const __m256i *)(b->qs + 32));
+        const float d = f16s(b->d);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            /* -sum(a), spread over 8 lanes */
+            __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                            _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), ones));
+            for (int l = 0; l < 4; l++) {
+                const __m256i v0 = _mm256_and_si256(_mm256_srli_epi16(q0, 2 * l), m3);
+                const __m256i v1 = _mm256_and_si256(_mm256_srli_epi16(q1, 2 * l), m3);
+                isum = dot_u8s8(isum, v0, _mm256_loadu_si256((const __m256i *)(a->qs + 32 * l)));
+                isum = dot_u8s8(isum, v1, _mm256_loadu_si256((const __m256i *)(a->qs + 128 + 32 * l)));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * a->d), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+}
+NC1_SPECIALIZED(dot_tq2_0_v, dot_tq2_0_v_body)
+
 static void gemv_iq_register(cpu_kernels *k) {
+    k->dot[TSR_DTYPE_TQ2_0] = dot_tq2_0_v;
     k->dot[TSR_DTYPE_IQ4_NL] = dot_iq4_nl_v;
     k->dot[TSR_DTYPE_MXFP4] = dot_mxfp4_v;
     k->dot[TSR_DTYPE_IQ4_XS] = dot_iq4_xs_v;

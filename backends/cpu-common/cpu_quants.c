@@ -41,7 +41,7 @@ void cpu_quants_row_to_f32(int32_t dtype, const void *src, float *y, int64_t n) 
         }
         return;
     default:
-        if (dtype != TSR_DTYPE_IQ4_NL && tsr_quant_decoder(dtype)) {
+        if (tsr_quant_decoder(dtype)) { /* IQ4_NL, IQ4_XS, MXFP4, TQ*, the grid IQ types */
             tsr_quant_dequant_row(dtype, src, y, n);
             return;
         }
@@ -83,16 +83,6 @@ void cpu_quants_row_to_f32(int32_t dtype, const void *src, float *y, int64_t n) 
             decode_nibbles(b->qs, q);
             add_high_bits(b->qh, q);
             for (int j = 0; j < 32; j++) y[j] = q[j] * d + m;
-            y += 32;
-            break;
-        }
-        case TSR_DTYPE_IQ4_NL: { /* Q4_0's layout; the nibble picks one of 16 non-uniform levels */
-            static const int8_t levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                              1,    13,   25,  38,  53,  69,  89,  113};
-            const blk_q4_0 *b = (const blk_q4_0 *)p + ib;
-            float d = cpu_fp16_to_f32(b->d);
-            decode_nibbles(b->qs, q);
-            for (int j = 0; j < 32; j++) y[j] = levels[q[j]] * d;
             y += 32;
             break;
         }

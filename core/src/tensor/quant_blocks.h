@@ -72,6 +72,11 @@ static inline float quant_signed_absmax(const float *x, int n, float *amax) {
     return max;
 }
 
+/* IQ4_NL's codebook search and 32-block scale fit (quant_legacy.c), which
+ * IQ4_XS's quantizer (quant_iq.c) reuses per sub-block. */
+int quant_iq4nl_best_index(float x);
+float quant_iq4nl_scale(const float *x);
+
 #define QUANT_DECLARE(t)                                                     \
     void quant_##t##_to_f32(const void *src, float *dst, int64_t n);         \
     void quant_##t##_from_f32(const float *src, void *dst, int64_t n);      \

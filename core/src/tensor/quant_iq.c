@@ -92,60 +92,12 @@ void quant_mxfp4_dot(int64_t n, float *out, const void *vx, const void *vy) {
 
 /* ---------------------------------------------------------- IQ4_XS */
 
-/* Index of the IQ4_NL level nearest x (ties to the upper level unless
- * strictly nearer the lower one). */
-static int iq4_best_index(float x) {
-    const int8_t *v = TSR_IQ4NL_VALUES;
-    if (x <= v[0]) return 0;
-    if (x >= v[15]) return 15;
-    int lo = 0, hi = 15;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        if (x < v[mid]) hi = mid;
-        else lo = mid;
-    }
-    return x - v[hi - 1] < v[hi] - x ? hi - 1 : hi;
-}
-
-/* sum(w*q*x) and sum(w*q*q), w = x^2, for the levels chosen with inverse
- * scale id over 32 values. */
-static void iq4_fit(const float *x, float id, float *sumqx, float *sumq2) {
-    float sx = 0.0f, s2 = 0.0f;
-    for (int j = 0; j < 32; j++) {
-        const float q = TSR_IQ4NL_VALUES[iq4_best_index(id * x[j])];
-        const float w = x[j] * x[j];
-        sx += w * q * x[j];
-        s2 += w * q * q;
-    }
-    *sumqx = sx;
-    *sumq2 = s2;
-}
-
-/* The best scale of one 32-block (0 when it is all but zero). */
-static float iq4_block_scale(const float *x) {
-    enum { NTRY = 7 };
-    float amax;
-    const float max = quant_signed_absmax(x, 32, &amax);
-    if (amax < 1e-15f) return 0.0f;
-    float sumqx, sumq2;
-    iq4_fit(x, 1 / (-max / TSR_IQ4NL_VALUES[0]), &sumqx, &sumq2);
-    float d = sumqx / sumq2, best = d * sumqx;
-    for (int itry = -NTRY; itry <= NTRY; itry++) {
-        iq4_fit(x, (float)(itry + TSR_IQ4NL_VALUES[0]) / max, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            d = sumqx / sumq2;
-            best = d * sumqx;
-        }
-    }
-    return d;
-}
-
 void quant_iq4_xs_from_f32(const float *x, void *dst, int64_t n) {
     tsr_block_iq4_xs *y = dst;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         float scales[8], max_scale = 0.0f, amax_scale = 0.0f;
         for (int ib = 0; ib < 8; ib++) {
-            scales[ib] = iq4_block_scale(x + 32 * ib);
+            scales[ib] = quant_iq4nl_scale(x + 32 * ib);
             if (fabsf(scales[ib]) > amax_scale) {
                 amax_scale = fabsf(scales[ib]);
                 max_scale = scales[ib];
@@ -162,7 +114,7 @@ void quant_iq4_xs_from_f32(const float *x, void *dst, int64_t n) {
             const float idl = dl ? 1 / dl : 0.0f;
             const float *xb = x + 32 * ib;
             for (int j = 0; j < 16; j++)
-                y[i].qs[16 * ib + j] = (uint8_t)(iq4_best_index(idl * xb[j]) | (iq4_best_index(idl * xb[j + 16]) << 4));
+                y[i].qs[16 * ib + j] = (uint8_t)(quant_iq4nl_best_index(idl * xb[j]) | (quant_iq4nl_best_index(idl * xb[j + 16]) << 4));
             l += 32;
             y[i].scales_l[ib / 2] |= (uint8_t)((l & 0xf) << (4 * (ib % 2)));
             y[i].scales_h |= (uint16_t)((l >> 4) << (2 * ib));

@@ -6,7 +6,7 @@
  * host). What is left is what the kernels implement:
  *   - float tensors are F32, F16 or BF16; indices I32;
  *   - quantized weights (MUL_MAT, GET_ROWS, CPY to float): Q4_0, Q4_1, Q5_0,
- *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL; every other type is declined and falls
+ *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS; every other type is declined and falls
  *     back to the CPU;
  *   - CPY into a quantized type: the KV cache's block types (Q8_0, Q4_0,
  *     Q4_1, Q5_0, Q5_1, IQ4_NL) from F32/F16/BF16; the k-quants are left to
@@ -40,7 +40,7 @@ bool ocl_dtype_is_quant(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
-    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: return true;
+    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS: return true;
     default: return false;
     }
 }

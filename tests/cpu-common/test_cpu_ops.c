@@ -627,10 +627,10 @@ static void test_decline_reasons(void) {
     n.fparams[TSR_SOFT_MAX_F_SCALE] = 1.0f;
     n.fparams[TSR_SOFT_MAX_F_MAX_BIAS] = 8.0f;
     expect_declined("SOFT_MAX with ALiBi", &n, "ALiBi (max_bias 8)");
-    tsr_tensor w = shape_only(TSR_DTYPE_IQ4_NL, 64, 4, 1), mo = shape_only(TSR_DTYPE_F32, 4, 3, 2);
+    tsr_tensor w = shape_only(TSR_DTYPE_Q8_1, 64, 4, 1), mo = shape_only(TSR_DTYPE_F32, 4, 3, 2);
     n = make_node(TSR_OP_MUL_MAT, 2, &w, &x, NULL, NULL);
     n.dst = &mo;
-    expect_declined("MUL_MAT of IQ4_NL weights", &n, "dot kernel for IQ4_NL weights");
+    expect_declined("MUL_MAT of Q8_1 weights", &n, "dot kernel for Q8_1 weights");
     tsr_tensor h = shape_only(TSR_DTYPE_F16, 64, 3, 2), q8 = shape_only(TSR_DTYPE_Q8_0, 64, 3, 2);
     n = make_node(TSR_OP_CPY, 1, &h, NULL, NULL, NULL);
     n.dst = &q8;

@@ -170,9 +170,11 @@ void conf_gen_cpy(conf_runner *r) {
         if (!conf_dtype_is_quantized(q)) continue;
         const int64_t bs = tsr_dtype_block_size(q);
         const int64_t n0 = bs == 32 ? 96 : bs;
-        cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 3, 1, 1), q, CONF_CONTIG, NE(n0, 3, 1, 1));
-        cpy_case(r, TSR_DTYPE_F16, CONF_PERMUTED, NE(n0, 2, 3, 1), q, CONF_CONTIG, NE(n0, 2, 3, 1));
-        cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 4, 1, 1), q, CONF_PADDED, NE(n0, 4, 1, 1));
+        if (!conf_dtype_random_fill(q)) { /* into q: where the host has its quantizer */
+            cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 3, 1, 1), q, CONF_CONTIG, NE(n0, 3, 1, 1));
+            cpy_case(r, TSR_DTYPE_F16, CONF_PERMUTED, NE(n0, 2, 3, 1), q, CONF_CONTIG, NE(n0, 2, 3, 1));
+            cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 4, 1, 1), q, CONF_PADDED, NE(n0, 4, 1, 1));
+        }
         cpy_case(r, q, CONF_CONTIG, NE(n0, 3, 1, 1), TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 3, 1, 1));
         cpy_case(r, q, CONF_PADDED, NE(n0, 2, 2, 1), TSR_DTYPE_F32, CONF_PERMUTED, NE(n0, 2, 2, 1));
     }

@@ -208,6 +208,8 @@ int32_t conf_weight_dtype_next(int32_t prev);
 #define CONF_FOR_EACH_WEIGHT_DTYPE(dt) \
     for (int32_t dt = conf_weight_dtype_next(-1); dt >= 0; dt = conf_weight_dtype_next(dt))
 bool conf_dtype_is_quantized(int32_t dtype);
+/* True for the dtypes filled with random blocks (read, not produced). */
+bool conf_dtype_random_fill(int32_t dtype);
 
 /* ------------------------------------------------------------- generators */
 

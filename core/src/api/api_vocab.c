@@ -3,6 +3,7 @@
 #include <tessera/tessera_vocab.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "gguf/gguf.h"
 #include "util/error.h"
@@ -63,4 +64,29 @@ const char *tessera_vocab_piece(const tessera_vocab *tv, tessera_token token, bo
     }
     if (len) *len = n;
     return p;
+}
+
+int32_t tessera_vocab_detokenize(const tessera_vocab *tv, const tessera_token *tokens, int32_t n_tokens, char *buf,
+                                 int32_t size, bool remove_special, bool render_special) {
+    if (!tv || n_tokens < 0 || (n_tokens > 0 && !tokens)) {
+        error_set("tessera_vocab_detokenize: bad arguments");
+        return INT32_MIN;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    unsigned flags = (remove_special ? VOCAB_DETOK_REMOVE_SPECIAL : 0) | (render_special ? VOCAB_DETOK_UNPARSE_SPECIAL : 0);
+    if (vocab_detokenize(tv->vocab, tokens, (size_t)n_tokens, flags, &text, &len) != 0) return INT32_MIN;
+    if (len >= (size_t)INT32_MAX) {
+        free(text);
+        error_set("tessera_vocab_detokenize: text too long");
+        return INT32_MIN;
+    }
+    int32_t n = (int32_t)len;
+    if (!buf || size < n + 1) {
+        free(text);
+        return -(n + 1);
+    }
+    memcpy(buf, text, len + 1);
+    free(text);
+    return n;
 }

@@ -173,7 +173,13 @@ tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tes
     tessera_sampler_params sp = p->sp;
     sp.logit_bias = p->bias;
     if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;
-    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(m), &sp);
+    if (sp.dry_penalty_last_n < 0) sp.dry_penalty_last_n = n_ctx;
+    sp.samplers = !p->samplers[0] ? NULL : strcmp(p->samplers, "none") ? p->samplers : "";
+    if (p->dry_breakers.set) {
+        sp.dry_sequence_breakers = p->dry_breakers.list;
+        sp.n_dry_sequence_breakers = p->dry_breakers.n;
+    }
+    tessera_sampler *s = tessera_sampler_new_model(m, &sp);
     if (!s) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
     return s;
 }

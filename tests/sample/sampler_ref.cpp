@@ -26,6 +26,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <algorithm>
 
 typedef std::vector<llama_token_data> cands;
 
@@ -243,9 +244,11 @@ int main(int argc, char **argv) {
         for (float n : {0.5f, 1.0f, 2.0f, 0.0f, -1.0f})
             case_apply("top_n_sigma", P("n", n), llama_sampler_init_top_n_sigma(n), L.name, in);
         // dynamic temperature (temp_ext)
+        const bool big = in.size() > 50; // fewer cases where each is long
         for (float t : {0.8f, 1.0f, 1.5f, 0.0f})
             for (float r : {0.0f, 0.5f, 1.0f})
                 for (float e : {1.0f, 0.5f, 2.0f})
+                    if (!big || (t != 1.0f && r != 1.0f && e != 0.5f))
                     case_apply("temp_ext", P("temp", t) + "," + P("range", r) + "," + P("exponent", e),
                                llama_sampler_init_temp_ext(t, r, e), L.name, in);
         // the existing steps too, for the order and tie-breaking they leave
@@ -264,8 +267,9 @@ int main(int argc, char **argv) {
         for (float p : {1.0f, 0.5f})
             for (float t : {0.1f, 0.05f, 0.2f})
                 for (uint32_t seed : {1u, 42u})
+                    if (!big || (p == 0.5f && t == 0.1f))
                     case_draws("xtc", P("probability", p) + "," + P("threshold", t) + "," + P("min_keep", 1) +
-                               "," + P("seed", seed), llama_sampler_init_xtc(p, t, 1, seed), L.name, in, 40, true);
+                               "," + P("seed", seed), llama_sampler_init_xtc(p, t, 1, seed), L.name, in, big ? 12 : 40, true);
         // the draw: dist alone
         for (uint32_t seed : {0u, 1u, 42u, 1234u})
             case_draws("dist", P("seed", seed), llama_sampler_init_dist(seed), L.name, in, 200, false);
@@ -295,6 +299,50 @@ int main(int argc, char **argv) {
         emit("{\"sampler\":\"dist_one\",\"params\":{\"seed\":7},\"list\":\"mixed\",\"input\":" +
              json_input(mixed) + ",\"draws\":" + d + "]}");
         llama_sampler_free(smp);
+    }
+    // XTC likewise: does a list of one take a number?
+    {
+        llama_sampler *smp = llama_sampler_init_xtc(0.5f, 0.1f, 0, 7);
+        cands mixed = list_mixed(), one = {{5, 1.0f, 0.0f}};
+        std::string d = "[";
+        for (int k = 0; k < 40; k++) {
+            cands c = k % 3 == 1 ? one : mixed;
+            llama_token_data_array a = {c.data(), c.size(), -1, false};
+            llama_sampler_apply(smp, &a);
+            d += std::string(k ? "," : "") + "[";
+            for (size_t i = 0; i < a.size; i++) d += (i ? "," : "") + std::to_string(a.data[i].id);
+            d += "]";
+        }
+        emit("{\"sampler\":\"xtc_one\",\"params\":{\"seed\":7,\"probability\":0.5,\"threshold\":0.1,"
+             "\"min_keep\":0},\"list\":\"mixed\",\"input\":" + json_input(mixed) + ",\"draws\":" + d + "]}");
+        llama_sampler_free(smp);
+    }
+    // Whole chains in llama.cpp's default order (as its common sampler
+    // builds them): penalties, top-n-sigma, top-k, typical, top-p, min-p,
+    // XTC, temperature (dynamic), dist, each apply followed by accept.
+    struct chain_def { float xtc_p, xtc_t, top_n_sigma, dyn_range, rep; uint32_t seed; };
+    const chain_def chains[] = {{0.5f, 0.05f, -1.0f, 0.0f, 1.0f, 3}, {0.9f, 0.1f, -1.0f, 0.0f, 1.1f, 4},
+                                {0.0f, 0.1f, 1.5f, 0.5f, 1.0f, 5},  {1.0f, 0.02f, 2.0f, 0.3f, 1.3f, 6}};
+    for (const list_def &L : lists) {
+        cands in = L.make(); // as a row of logits: in id order
+        std::sort(in.begin(), in.end(), [](const llama_token_data &a, const llama_token_data &b) { return a.id < b.id; });
+        for (const chain_def &cd : chains) {
+            llama_sampler *ch = llama_sampler_chain_init(llama_sampler_chain_default_params());
+            llama_sampler_chain_add(ch, llama_sampler_init_penalties(1000, 64, cd.rep, 0.0f, 0.0f));
+            llama_sampler_chain_add(ch, llama_sampler_init_top_n_sigma(cd.top_n_sigma));
+            llama_sampler_chain_add(ch, llama_sampler_init_top_k(40));
+            llama_sampler_chain_add(ch, llama_sampler_init_typical(1.0f, 0));
+            llama_sampler_chain_add(ch, llama_sampler_init_top_p(0.95f, 0));
+            llama_sampler_chain_add(ch, llama_sampler_init_min_p(0.05f, 0));
+            llama_sampler_chain_add(ch, llama_sampler_init_xtc(cd.xtc_p, cd.xtc_t, 0, cd.seed));
+            llama_sampler_chain_add(ch, llama_sampler_init_temp_ext(0.8f, cd.dyn_range, 1.0f));
+            llama_sampler_chain_add(ch, llama_sampler_init_dist(cd.seed));
+            case_draws("chain",
+                       P("xtc_probability", cd.xtc_p) + "," + P("xtc_threshold", cd.xtc_t) + "," +
+                           P("top_n_sigma", cd.top_n_sigma) + "," + P("dynatemp_range", cd.dyn_range) + "," +
+                           P("repeat_penalty", cd.rep) + "," + P("seed", cd.seed),
+                       ch, L.name, in, 60, false);
+        }
     }
     dry_cases("gpt-2", argv[1]);
     dry_cases("llama-spm", argv[2]);

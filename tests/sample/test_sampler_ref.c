@@ -162,7 +162,9 @@ static void check_draws(const char *name) {
                 if (k % 3 == 1) cands.size = 0, cands.data[cands.size++] = (sample_cand){.id = 5, .logit = 1.0f};
                 int32_t id = sample_dist(&cands, &rng);
                 ok = EXPECT(id == d->valueint, "dist_one: draw %d is %d, llama.cpp %d", k, (int)id, d->valueint);
-            } else if (!strcmp(name, "xtc")) {
+            } else if (!strcmp(name, "xtc") || !strcmp(name, "xtc_one")) {
+                if (!strcmp(name, "xtc_one") && k % 3 == 1)
+                    cands.size = 0, cands.data[cands.size++] = (sample_cand){.id = 5, .logit = 1.0f};
                 sample_xtc(&cands, (float)param(c, "probability"), (float)param(c, "threshold"),
                            (size_t)param(c, "min_keep"), &rng);
                 bool same = (int)cands.size == cJSON_GetArraySize(d);
@@ -189,11 +191,62 @@ static void check_draws(const char *name) {
     EXPECT(seen > 0, "no %s case in the reference file", name);
 }
 
+/* Whole chains in llama.cpp's default order: our chain with the same
+ * settings must draw the same tokens (each accepted, for the penalties). */
+TEST(test_chain) {
+    int seen = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases) {
+        if (strcmp(cJSON_GetObjectItem(c, "sampler")->valuestring, "chain")) continue;
+        sample_cand storage[MAX_CANDS];
+        sample_cands cands;
+        load_input(c, storage, &cands);
+        /* The input as a row of logits by id (ids 0..n-1, -inf for none). */
+        float row[MAX_CANDS];
+        int32_t n_vocab = 0;
+        for (size_t i = 0; i < cands.size; i++)
+            if (cands.data[i].id + 1 > n_vocab) n_vocab = cands.data[i].id + 1;
+        for (int32_t i = 0; i < n_vocab; i++) row[i] = -INFINITY;
+        for (size_t i = 0; i < cands.size; i++) row[cands.data[i].id] = cands.data[i].logit;
+        sample_params p = sample_params_default();
+        p.seed = (uint32_t)param(c, "seed");
+        p.xtc_probability = (float)param(c, "xtc_probability");
+        p.xtc_threshold = (float)param(c, "xtc_threshold");
+        p.top_n_sigma = (float)param(c, "top_n_sigma");
+        p.dynatemp_range = (float)param(c, "dynatemp_range");
+        p.penalty_repeat = (float)param(c, "repeat_penalty");
+        sample_chain *ch = sample_chain_new(&p, n_vocab);
+        REQUIRE(ch, "chain: %s", error_get());
+        char *params = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "params"));
+        const char *list = cJSON_GetObjectItem(c, "list")->valuestring;
+        int k = 0;
+        bool ok = true;
+        const cJSON *d;
+        n_cases++;
+        cJSON_ArrayForEach(d, cJSON_GetObjectItem(c, "draws")) {
+            int32_t id = sample_chain_sample(ch, row);
+            ok = EXPECT(id == d->valueint, "chain %s on %s: draw %d is %d, llama.cpp %d", params, list, k, (int)id,
+                        d->valueint);
+            if (!ok) break;
+            sample_chain_accept(ch, id);
+            k++;
+        }
+        if (!ok) n_bad++;
+        free(params);
+        sample_chain_free(ch);
+        seen++;
+    }
+    EXPECT(seen > 0, "no chain case in the reference file");
+}
+
 TEST(test_dist) {
     check_draws("dist");
     check_draws("dist_one");
 }
-TEST(test_xtc) { check_draws("xtc"); }
+TEST(test_xtc) {
+    check_draws("xtc");
+    check_draws("xtc_one");
+}
 TEST(test_mirostat) { check_draws("mirostat"); }
 TEST(test_mirostat_v2) { check_draws("mirostat_v2"); }
 
@@ -295,6 +348,6 @@ FIXTURE(load_cases) {
 
 HARNESS_MAIN_GROUP("sampler-ref", load_cases, NULL, HARNESS_TEST(test_top_n_sigma), HARNESS_TEST(test_temp_ext),
                    HARNESS_TEST(test_top_k), HARNESS_TEST(test_top_p), HARNESS_TEST(test_min_p),
-                   HARNESS_TEST(test_typical), HARNESS_TEST(test_temp), HARNESS_TEST(test_dist), HARNESS_TEST(test_xtc),
+                   HARNESS_TEST(test_typical), HARNESS_TEST(test_temp), HARNESS_TEST(test_dist), HARNESS_TEST(test_xtc), HARNESS_TEST(test_chain),
                    HARNESS_TEST(test_mirostat), HARNESS_TEST(test_mirostat_v2), HARNESS_TEST(test_dry_gpt2),
                    HARNESS_TEST(test_dry_spm), HARNESS_TEST(test_summary))

@@ -16,8 +16,9 @@ struct sample_chain {
     sample_cand *storage; /* n_vocab candidates, refilled every call */
     sample_history history; /* max(penalty_last_n, dry_penalty_last_n) tokens */
     sample_dry_breakers dry; /* owned copy of params.dry_breakers */
-    sample_rng rng;
-    float mu; /* mirostat's, 2 * tau after a reset */
+    sample_rng rng;     /* the draw's (dist or mirostat) */
+    sample_rng rng_xtc; /* XTC's own, from the same seed, as llama.cpp's XTC sampler has */
+    float mu;           /* mirostat's, 2 * tau after a reset */
     sample_constraint con; /* allows == NULL: none */
     uint8_t *allowed;      /* n_vocab, for con.mask; allocated on first use */
     const sample_cand *last; /* last[0..n_last): the last draw's candidates */
@@ -145,6 +146,7 @@ sample_chain *sample_chain_new(const sample_params *p, int32_t n_vocab) {
     if (p->dry_multiplier > 0.0f && (size_t)p->dry_penalty_last_n > window) window = (size_t)p->dry_penalty_last_n;
     if (sample_history_init(&s->history, window) < 0) goto fail;
     sample_rng_seed(&s->rng, (uint32_t)p->seed);
+    sample_rng_seed(&s->rng_xtc, (uint32_t)p->seed);
     s->mu = 2.0f * p->mirostat_tau;
     s->last = s->storage;
     return s;
@@ -202,7 +204,7 @@ static void run_step(sample_chain *s, sample_cands *c, sample_step step) {
     case SAMPLE_STEP_TYPICAL: sample_typical(c, p->typical_p); break;
     case SAMPLE_STEP_TOP_P: sample_top_p(c, p->top_p); break;
     case SAMPLE_STEP_MIN_P: sample_min_p(c, p->min_p); break;
-    case SAMPLE_STEP_XTC: sample_xtc(c, p->xtc_probability, p->xtc_threshold, 1, &s->rng); break;
+    case SAMPLE_STEP_XTC: sample_xtc(c, p->xtc_probability, p->xtc_threshold, 1, &s->rng_xtc); break;
     case SAMPLE_STEP_TEMPERATURE:
         /* Greedy picks after the steps: a temperature <= 0 changes nothing then. */
         if (!chain_greedy(p)) sample_temp_ext(c, p->temp, p->dynatemp_range, p->dynatemp_exponent);
@@ -328,18 +330,22 @@ void sample_chain_reset(sample_chain *s) {
     s->last = s->storage;
     sample_history_clear(&s->history);
     sample_rng_seed(&s->rng, (uint32_t)s->params.seed);
+    sample_rng_seed(&s->rng_xtc, (uint32_t)s->params.seed);
     s->mu = 2.0f * s->params.mirostat_tau;
 }
 
 /* ------------------------------------------------------------ saved state
- * Little-endian: u32 version, u32 mt[624], u32 mt index, f32 mirostat mu,
- * u32 count, i32 ids[count] (the token window, oldest first). */
+ * Little-endian: u32 version, the draw's generator (u32 mt[624], u32 index),
+ * XTC's (the same), f32 mirostat mu, u32 count, i32 ids[count] (the token
+ * window, oldest first). */
 enum {
     CHAIN_STATE_VERSION = 2,
+    STATE_RNG_BYTES = 4 * SAMPLE_MT_N + 4,
     STATE_MT = 4,
-    STATE_INDEX = STATE_MT + 4 * SAMPLE_MT_N,
-    STATE_MU = STATE_INDEX + 4,
+    STATE_MT_XTC = STATE_MT + STATE_RNG_BYTES,
+    STATE_MU = STATE_MT_XTC + STATE_RNG_BYTES,
     STATE_COUNT = STATE_MU + 4,
+    STATE_INDEX = 4 * SAMPLE_MT_N, /* within a generator's bytes */
     CHAIN_STATE_FIXED = STATE_COUNT + 4,
 };
 
@@ -365,11 +371,26 @@ static uint32_t f32_bits(float f) {
     return u;
 }
 
+static void rng_write(const sample_rng *r, uint8_t *out) {
+    for (int i = 0; i < SAMPLE_MT_N; i++) le_put(out + 4 * i, r->mt[i], 4);
+    le_put(out + STATE_INDEX, r->i, 4);
+}
+
+/* A generator's bytes, checked; 0 or -1 with the error set. */
+static int rng_read(sample_rng *r, const uint8_t *in, const char *which) {
+    uint32_t any = 0;
+    for (int i = 0; i < SAMPLE_MT_N; i++) any |= r->mt[i] = (uint32_t)le_get(in + 4 * i, 4);
+    r->i = (uint32_t)le_get(in + STATE_INDEX, 4);
+    if (!any) return error_set("sampler state: the %s PRNG state is all zero (never a valid MT19937 state)", which);
+    if (r->i > SAMPLE_MT_N) return error_set("sampler state: %s PRNG index %u is past %d", which, r->i, (int)SAMPLE_MT_N);
+    return 0;
+}
+
 void sample_chain_state_write(const sample_chain *s, uint8_t *out) {
     const sample_history *h = &s->history;
     le_put(out, CHAIN_STATE_VERSION, 4);
-    for (int i = 0; i < SAMPLE_MT_N; i++) le_put(out + STATE_MT + 4 * i, s->rng.mt[i], 4);
-    le_put(out + STATE_INDEX, s->rng.i, 4);
+    rng_write(&s->rng, out + STATE_MT);
+    rng_write(&s->rng_xtc, out + STATE_MT_XTC);
     le_put(out + STATE_MU, f32_bits(s->mu), 4);
     le_put(out + STATE_COUNT, h->count, 4);
     for (size_t i = 0; i < h->count; i++)
@@ -382,13 +403,8 @@ int sample_chain_state_read(sample_chain *s, const uint8_t *in, size_t len) {
     uint32_t version = (uint32_t)le_get(in, 4);
     if (version != CHAIN_STATE_VERSION)
         return error_set("sampler state: version %u, this build reads %d", version, CHAIN_STATE_VERSION);
-    sample_rng rng;
-    uint32_t any = 0;
-    for (int i = 0; i < SAMPLE_MT_N; i++) any |= rng.mt[i] = (uint32_t)le_get(in + STATE_MT + 4 * i, 4);
-    rng.i = (uint32_t)le_get(in + STATE_INDEX, 4);
-    if (!any) return error_set("sampler state: the PRNG state is all zero (never a valid MT19937 state)");
-    if (rng.i > SAMPLE_MT_N)
-        return error_set("sampler state: PRNG index %u is past %d", rng.i, (int)SAMPLE_MT_N);
+    sample_rng rng, rng_xtc;
+    if (rng_read(&rng, in + STATE_MT, "draw's") < 0 || rng_read(&rng_xtc, in + STATE_MT_XTC, "XTC's") < 0) return -1;
     uint32_t mu_bits = (uint32_t)le_get(in + STATE_MU, 4);
     float mu;
     memcpy(&mu, &mu_bits, 4);
@@ -405,6 +421,7 @@ int sample_chain_state_read(sample_chain *s, const uint8_t *in, size_t len) {
     }
     /* Valid: apply. A window shorter than the saved one keeps the newest. */
     s->rng = rng;
+    s->rng_xtc = rng_xtc;
     s->mu = mu;
     sample_history_clear(&s->history);
     for (uint64_t i = 0; i < count; i++)

@@ -486,6 +486,9 @@ void tessera_sampler_free(tessera_sampler *sampler);
  * (NUL-terminated) and returns their length, or -1 with an error naming
  * the unknown name or letter (or a too small out). */
 int32_t tessera_sampler_order(const char *text, bool letters, char *out, size_t cap);
+/* llama.cpp's default DRY sequence breakers ("\n", ":", "\"", "*"), what a
+ * NULL dry_sequence_breakers means; their number in *n. */
+const char *const *tessera_sampler_default_breakers(int32_t *n);
 /* Pick a token from a row of logits (not modified). */
 tessera_token tessera_sampler_sample(tessera_sampler *sampler, const float *logits);
 /* Record a token of the sequence (prompt or generated) for the penalties. */

@@ -52,6 +52,11 @@ tessera_sampler_params tessera_sampler_default_params(void) {
 /* llama.cpp's default sequence breakers. */
 static const char *const default_breakers[] = {"\n", ":", "\"", "*"};
 
+const char *const *tessera_sampler_default_breakers(int32_t *n) {
+    if (n) *n = (int32_t)(sizeof default_breakers / sizeof *default_breakers);
+    return default_breakers;
+}
+
 int32_t tessera_sampler_order(const char *text, bool letters, char *out, size_t cap) {
     sample_step steps[SAMPLE_MAX_STEPS];
     int n = sample_order_parse(text, letters, steps, SAMPLE_MAX_STEPS);
@@ -113,7 +118,8 @@ static int breakers_make(const tessera_model *model, const tessera_sampler_param
     memset(out, 0, sizeof *out);
     if (!(params->dry_multiplier > 0.0f)) return 0;
     const char *const *strs = params->dry_sequence_breakers ? params->dry_sequence_breakers : default_breakers;
-    int32_t n = params->dry_sequence_breakers ? params->n_dry_sequence_breakers : 4;
+    int32_t n = params->dry_sequence_breakers ? params->n_dry_sequence_breakers
+                                              : (int32_t)(sizeof default_breakers / sizeof *default_breakers);
     if (n < 0) return error_set("sampler: %d DRY sequence breakers", (int)n);
     if (n == 0) return 0;
     if (!model)

@@ -353,18 +353,11 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         }
         tessera_sampler_accept(smp, t);
         if (tessera_token_is_eog(model, t)) {
-            if (o->interactive) { /* llama-completion hands over at the end of text */
-                int u = user_turn(o, model, ctx, smp, &pos, NULL);
-                if (u != 0) {
-                    rc = u < 0 ? 1 : 0;
-                    break;
-                }
-                n_tail = 0;
-                turn_gen = 0;
-                continue;
+            if (!o->interactive) {
+                eot = 1;
+                break;
             }
-            eot = 1;
-            break;
+            goto hand_over; /* llama-completion hands over at the end of text */
         }
         cnt->n_gen++;
         turn_gen++;
@@ -398,6 +391,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
                 break;
             }
             pos++;
+        hand_over:;
             int u = user_turn(o, model, ctx, smp, &pos, NULL);
             if (u != 0) {
                 rc = u < 0 ? 1 : 0;

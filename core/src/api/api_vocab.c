@@ -3,7 +3,6 @@
 #include <tessera/tessera_vocab.h>
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "gguf/gguf.h"
 #include "util/error.h"
@@ -72,21 +71,6 @@ int32_t tessera_vocab_detokenize(const tessera_vocab *tv, const tessera_token *t
         error_set("tessera_vocab_detokenize: bad arguments");
         return INT32_MIN;
     }
-    char *text = NULL;
-    size_t len = 0;
     unsigned flags = (remove_special ? VOCAB_DETOK_REMOVE_SPECIAL : 0) | (render_special ? VOCAB_DETOK_UNPARSE_SPECIAL : 0);
-    if (vocab_detokenize(tv->vocab, tokens, (size_t)n_tokens, flags, &text, &len) != 0) return INT32_MIN;
-    if (len >= (size_t)INT32_MAX) {
-        free(text);
-        error_set("tessera_vocab_detokenize: text too long");
-        return INT32_MIN;
-    }
-    int32_t n = (int32_t)len;
-    if (!buf || size < n + 1) {
-        free(text);
-        return -(n + 1);
-    }
-    memcpy(buf, text, len + 1);
-    free(text);
-    return n;
+    return vocab_detokenize_buf(tv->vocab, tokens, (size_t)n_tokens, flags, buf, size);
 }

@@ -212,6 +212,17 @@ void sample_xtc(sample_cands *c, float probability, float threshold, size_t min_
 
 /* --------------------------------------------------------------- mirostat */
 
+/* Both versions' last part: draw (one candidate left: llama.cpp's mirostat
+ * takes it without a draw), then move mu by the surprise of the pick. */
+static int32_t mirostat_pick(sample_cands *c, float tau, float eta, float *mu, sample_rng *rng) {
+    int32_t id = c->size == 1 ? c->data[0].id : sample_dist(c, rng);
+    float p = 1.0f;
+    for (size_t i = 0; i < c->size; i++)
+        if (c->data[i].id == id) p = c->data[i].p;
+    *mu -= eta * (-log2f(p) - tau);
+    return id;
+}
+
 int32_t sample_mirostat(sample_cands *c, float tau, float eta, int32_t m, int32_t n_vocab, float *mu,
                         sample_rng *rng) {
     if (c->size == 0) return -1;
@@ -230,13 +241,7 @@ int32_t sample_mirostat(sample_cands *c, float tau, float eta, int32_t m, int32_
     int32_t ki = (int32_t)k;
     sample_top_k(c, ki > 1 ? ki : 1);
     sample_softmax(c);
-    /* One candidate left: llama.cpp's mirostat takes it without a draw. */
-    int32_t id = c->size == 1 ? c->data[0].id : sample_dist(c, rng);
-    float p = 1.0f;
-    for (size_t i = 0; i < c->size; i++)
-        if (c->data[i].id == id) p = c->data[i].p;
-    *mu -= eta * (-log2f(p) - tau);
-    return id;
+    return mirostat_pick(c, tau, eta, mu, rng);
 }
 
 int32_t sample_mirostat_v2(sample_cands *c, float tau, float eta, float *mu, sample_rng *rng) {
@@ -247,12 +252,7 @@ int32_t sample_mirostat_v2(sample_cands *c, float tau, float eta, float *mu, sam
     while (keep < c->size && !(-log2f(c->data[keep].p) > *mu)) keep++;
     c->size = keep > 0 ? keep : 1;
     sample_softmax(c);
-    int32_t id = c->size == 1 ? c->data[0].id : sample_dist(c, rng);
-    float p = 1.0f;
-    for (size_t i = 0; i < c->size; i++)
-        if (c->data[i].id == id) p = c->data[i].p;
-    *mu -= eta * (-log2f(p) - tau);
-    return id;
+    return mirostat_pick(c, tau, eta, mu, rng);
 }
 
 /* ------------------------------------------------------------------- pick */

@@ -58,6 +58,42 @@ static int parse_pooling(const char *cmd, const char *flag, const char *v, void 
     return 0;
 }
 
+/* --samplers NAMES (';'-separated, llama.cpp's names) and --sampling-seq
+ * LETTERS: kept in llama.cpp's spelling of names. */
+static int parse_order(const char *cmd, const char *flag, const char *v, char *dst, bool letters) {
+    if (tessera_sampler_order(v, letters, dst, 256) < 0) {
+        fprintf(stderr, "%s: %s: %s\n", cmd, flag, tessera_last_error());
+        return -1;
+    }
+    if (!*dst) strcpy(dst, "none"); /* "" is the default order: keep "no step" apart */
+    return 0;
+}
+static int parse_samplers(const char *cmd, const char *flag, const char *v, void *dst) {
+    return parse_order(cmd, flag, v, dst, false);
+}
+static int parse_sampling_seq(const char *cmd, const char *flag, const char *v, void *dst) {
+    return parse_order(cmd, flag, v, dst, true);
+}
+
+/* --dry-sequence-breaker STRING (repeatable): the first replaces llama.cpp's
+ * defaults; "none" means no breaker at all. */
+static int parse_breaker(const char *cmd, const char *flag, const char *v, void *dst) {
+    struct cli_breakers *b = dst;
+    if (!b->set) b->n = 0;
+    b->set = 1;
+    if (!strcmp(v, "none")) {
+        b->n = 0;
+        return 0;
+    }
+    if (!*v) return cli_bad_value(cmd, flag, v, "a non-empty string (or none)");
+    if (b->n >= CLI_MAX_BREAKERS) {
+        fprintf(stderr, "%s: %s given more than %d times\n", cmd, flag, CLI_MAX_BREAKERS);
+        return -1;
+    }
+    b->list[b->n++] = v;
+    return 0;
+}
+
 /* The shared options, by group. Rows of one group stay together: --help
  * prints them under the group's heading in this order. */
 static const cli_option common_options[] = {
@@ -150,6 +186,44 @@ static const cli_option common_options[] = {
      CLI_FLOAT, P(sp.penalty_freq), -INFINITY, INFINITY, NULL, 0, CLI_G_SAMPLING},
     {NULL, "--logit-bias", "ID(+|-)B", "add B to token ID's logit, e.g. 15043+1.5 or 2-inf (repeatable)",
      CLI_BIAS, P(bias), 0, 0, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--samplers", "SAMPLERS",
+     "samplers in the order they run, separated by ';' (default: "
+     "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)",
+     CLI_FN, P(samplers), 0, 0, parse_samplers, CLI_NO_DEFAULT, CLI_G_SAMPLING},
+    {"--sampler-seq", "--sampling-seq", "SEQUENCE",
+     "the same as letters: e penalties, d dry, s top_n_sigma, k top_k, y typ_p, p top_p, m min_p, x xtc, t "
+     "temperature (default: edskypmxt)",
+     CLI_FN, P(samplers), 0, 0, parse_sampling_seq, CLI_NO_DEFAULT, CLI_G_SAMPLING},
+    {"--top-nsigma", "--top-n-sigma", "N", "keep logits within N standard deviations of the best; <= 0: off",
+     CLI_FLOAT, P(sp.top_n_sigma), -INFINITY, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--xtc-probability", "P", "chance that XTC drops the most likely tokens; 0: off", CLI_FLOAT,
+     P(sp.xtc_probability), 0, 1, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--xtc-threshold", "T",
+     "XTC drops every token at least T likely but the least likely of them; > 0.5: off", CLI_FLOAT,
+     P(sp.xtc_threshold), 0, 1, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-multiplier", "M", "DRY repetition penalty multiplier; 0: off", CLI_FLOAT, P(sp.dry_multiplier), 0,
+     INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-base", "B", "DRY base: a repeat of n tokens costs M x B^(n - allowed length)", CLI_FLOAT,
+     P(sp.dry_base), 0, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-allowed-length", "N", "repeats this long go unpenalized by DRY", CLI_INT,
+     P(sp.dry_allowed_length), 0, INT32_MAX, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-penalty-last-n", "N", "tokens DRY looks back at; 0: off, -1: the context size", CLI_INT,
+     P(sp.dry_penalty_last_n), -1, INT32_MAX, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-sequence-breaker", "STRING",
+     "add a DRY sequence breaker, replacing the defaults ('\\n', ':', '\"', '*'); none: no breakers (repeatable)",
+     CLI_FN, P(dry_breakers), 0, 0, parse_breaker, CLI_NO_DEFAULT, CLI_G_SAMPLING},
+    {NULL, "--dynatemp-range", "R", "dynamic temperature: between temp - R and temp + R by entropy; 0: off",
+     CLI_FLOAT, P(sp.dynatemp_range), 0, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dynatemp-exp", "E", "dynamic temperature exponent", CLI_FLOAT, P(sp.dynatemp_exponent), 0, INFINITY,
+     NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--mirostat", "N",
+     "Mirostat sampling: 0 off, 1 Mirostat, 2 Mirostat 2.0 (top-k, top-p, typical and the other samplers are "
+     "then ignored)",
+     CLI_INT, P(sp.mirostat), 0, 2, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--mirostat-lr", "ETA", "Mirostat learning rate, parameter eta", CLI_FLOAT, P(sp.mirostat_eta), 0,
+     INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--mirostat-ent", "TAU", "Mirostat target entropy, parameter tau", CLI_FLOAT, P(sp.mirostat_tau), 0,
+     INFINITY, NULL, 0, CLI_G_SAMPLING},
 
     {NULL, "--grammar", "GBNF", "only output the grammar allows (llama.cpp's GBNF, start rule 'root')",
      CLI_STR, P(grammar), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},

@@ -30,7 +30,7 @@
 
 #include "cli_util.h"
 
-enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64 };
+enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64, CLI_MAX_BREAKERS = 32 };
 
 /* -ot PATTERN=DEVICE[,PATTERN=DEVICE...] (repeatable): the rules in order,
  * NULL-terminated (tessera_model_params.tensor_overrides), their text in buf. */
@@ -106,6 +106,15 @@ typedef struct cli_params {
      * size (cli_sampler_new resolves it) */
     tessera_sampler_params sp;
     tessera_logit_bias bias[CLI_MAX_BIAS];
+    /* --samplers / --sampling-seq in llama.cpp's names ("": the default
+     * order); --dry-sequence-breaker's list (set: the defaults were
+     * replaced; "none" leaves it empty). cli_sampler_new points sp at them. */
+    char samplers[256];
+    struct cli_breakers {
+        const char *list[CLI_MAX_BREAKERS];
+        int32_t n;
+        int set;
+    } dry_breakers;
     /* constrained output: at most one of these */
     const char *grammar, *grammar_file, *json_schema, *json_schema_file;
     /* chat */

@@ -171,11 +171,22 @@ int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_
     return 0;
 }
 
-tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx) {
+tessera_sampler_params cli_sampling(const cli_params *p) {
     tessera_sampler_params sp = p->sp;
     sp.logit_bias = p->bias;
+    sp.samplers = !p->samplers[0] ? NULL : strcmp(p->samplers, "none") ? p->samplers : "";
+    if (p->dry_breakers.set) {
+        sp.dry_sequence_breakers = p->dry_breakers.list;
+        sp.n_dry_sequence_breakers = p->dry_breakers.n;
+    }
+    return sp;
+}
+
+tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx) {
+    tessera_sampler_params sp = cli_sampling(p);
     if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;
-    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(m), &sp);
+    if (sp.dry_penalty_last_n < 0) sp.dry_penalty_last_n = n_ctx;
+    tessera_sampler *s = tessera_sampler_new_model(m, &sp);
     if (!s) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
     return s;
 }

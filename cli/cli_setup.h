@@ -39,6 +39,9 @@ int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_
                       int32_t *pos, bool verbose);
 
 /* p's sampling options; --repeat-last-n -1 becomes n_ctx. NULL after printing. */
+/* p's sampling settings with its --samplers, --dry-sequence-breaker and
+ * --logit-bias lists in place (pointing into p: valid while p is). */
+tessera_sampler_params cli_sampling(const cli_params *p);
 tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx);
 
 /* Attach the grammar of --grammar, --grammar-file, --json-schema or

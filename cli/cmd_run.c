@@ -17,12 +17,35 @@
 #include "commands.h"
 #include "prompt_cache.h"
 
+enum { RUN_MAX_REVERSE = 8 };
+
 typedef struct run_opts {
     cli_params p;
     int no_echo, conversation, no_conversation, single_turn;
     const char *prompt_cache;
-    int prompt_cache_ro;
+    int prompt_cache_ro, prompt_cache_all;
+    /* llama-completion's interactive mode: -r ends a turn (or the run when
+     * not interactive), the person's line goes in between --in-prefix and
+     * --in-suffix */
+    int interactive, interactive_first, in_prefix_bos;
+    const char *in_prefix, *in_suffix;
+    struct run_reverse {
+        const char *list[RUN_MAX_REVERSE];
+        int n;
+    } reverse;
 } run_opts;
+
+/* -r PROMPT (repeatable). */
+static int parse_reverse(const char *cmd, const char *flag, const char *v, void *dst) {
+    struct run_reverse *r = dst;
+    if (!*v) return cli_bad_value(cmd, flag, v, "a non-empty text");
+    if (r->n == RUN_MAX_REVERSE) {
+        fprintf(stderr, "%s: %s given more than %d times\n", cmd, flag, RUN_MAX_REVERSE);
+        return -1;
+    }
+    r->list[r->n++] = v;
+    return 0;
+}
 
 static const cli_option run_own[] = {
     {NULL, "--no-echo", NULL, "do not print the prompt before the output", CLI_SWITCH,
@@ -41,6 +64,24 @@ static const cli_option run_own[] = {
      CLI_STR, CLI_OWN(run_opts, prompt_cache), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--prompt-cache-ro", NULL, "use the --prompt-cache file but do not update it", CLI_SWITCH,
      CLI_OWN(run_opts, prompt_cache_ro), 0, 0, NULL, 0, 0},
+    {NULL, "--prompt-cache-all", NULL,
+     "save the generated text to the --prompt-cache file as well (not with -i)", CLI_SWITCH,
+     CLI_OWN(run_opts, prompt_cache_all), 0, 0, NULL, 0, 0},
+    {"-i", "--interactive", NULL,
+     "interactive completion: at a reverse prompt or the end of text, read a line from stdin and go on (an "
+     "empty input ends the run at end of file)",
+     CLI_SWITCH, CLI_OWN(run_opts, interactive), 0, 0, NULL, 0, 0},
+    {"-if", "--interactive-first", NULL, "interactive, and wait for input right after the prompt", CLI_SWITCH,
+     CLI_OWN(run_opts, interactive_first), 0, 0, NULL, 0, 0},
+    {"-r", "--reverse-prompt", "PROMPT",
+     "halt generation at PROMPT, return control in interactive mode (repeatable)", CLI_FN,
+     CLI_OWN(run_opts, reverse), 0, 0, parse_reverse, CLI_NO_DEFAULT, 0},
+    {NULL, "--in-prefix", "STRING", "string to prefix user inputs with (default: empty)", CLI_STR,
+     CLI_OWN(run_opts, in_prefix), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--in-suffix", "STRING", "string to suffix after user inputs with (default: empty)", CLI_STR,
+     CLI_OWN(run_opts, in_suffix), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--in-prefix-bos", NULL, "prefix BOS to user inputs, preceding the --in-prefix string", CLI_SWITCH,
+     CLI_OWN(run_opts, in_prefix_bos), 0, 0, NULL, 0, 0},
     CLI_END,
 };
 
@@ -78,6 +119,19 @@ static int run_parse(int argc, char **argv, run_opts *o) {
     }
     if (o->prompt_cache_ro && !o->prompt_cache) {
         fprintf(stderr, "tessera run: --prompt-cache-ro needs --prompt-cache FILE\n");
+        return -1;
+    }
+    if (o->interactive_first) o->interactive = 1;
+    if (o->prompt_cache_all && !o->prompt_cache) {
+        fprintf(stderr, "tessera run: --prompt-cache-all needs --prompt-cache FILE\n");
+        return -1;
+    }
+    if (o->prompt_cache_all && (o->interactive || o->prompt_cache_ro)) {
+        fprintf(stderr, "tessera run: --prompt-cache-all works neither with -i nor with --prompt-cache-ro\n");
+        return -1;
+    }
+    if (o->interactive && o->conversation) {
+        fprintf(stderr, "tessera run: -i is plain-completion interactive mode; -cnv is the chat one: give one\n");
         return -1;
     }
     if (o->prompt_cache && o->conversation) {
@@ -126,6 +180,93 @@ static int decode_prompt(const run_opts *o, tessera_context *ctx, const tessera_
         return tessera_decode(ctx, toks + n - 1, 1, n - 1, 0);
     }
     return tessera_decode(ctx, toks + from, n - from, from, 0);
+}
+
+/* Every token the context holds, for --prompt-cache-all. */
+typedef struct run_tokens {
+    tessera_token *t;
+    int32_t n, cap;
+} run_tokens;
+
+static int tokens_push(run_tokens *a, const tessera_token *t, int32_t n) {
+    if (a->n + n > a->cap) {
+        int32_t cap = a->cap ? a->cap : 256;
+        while (cap < a->n + n) cap *= 2;
+        tessera_token *nt = realloc(a->t, (size_t)cap * sizeof *nt);
+        if (!nt) return -1;
+        a->t = nt;
+        a->cap = cap;
+    }
+    memcpy(a->t + a->n, t, (size_t)n * sizeof *t);
+    a->n += n;
+    return 0;
+}
+
+/* Does the text generated so far (its last bytes in tail) end with a
+ * reverse prompt? */
+static bool at_reverse_prompt(const run_opts *o, const char *tail, size_t n) {
+    for (int i = 0; i < o->reverse.n; i++) {
+        size_t rl = strlen(o->reverse.list[i]);
+        if (rl <= n && !memcmp(tail + n - rl, o->reverse.list[i], rl)) return true;
+    }
+    return false;
+}
+
+/* Interactive mode's turn: --in-prefix, a line from stdin (echoed when
+ * stdin is no terminal, as llama-completion does), --in-suffix, all
+ * decoded from *pos. 1: end of input (stop), 0: go on, -1: error. */
+static int user_turn(const run_opts *o, tessera_model *model, tessera_context *ctx, tessera_sampler *smp,
+                     int32_t *pos, run_tokens *all) {
+    if (o->in_prefix) fputs(o->in_prefix, stdout);
+    fflush(stdout);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len = getline(&line, &cap, stdin);
+    if (len < 0) {
+        free(line);
+        fputs("EOF by user\n", stdout); /* as llama-completion */
+        return 1;
+    }
+    if (!isatty(STDIN_FILENO)) fwrite(line, 1, (size_t)len, stdout); /* with its newline */
+    if (o->in_suffix) fputs(o->in_suffix, stdout);
+    fflush(stdout);
+    /* As llama-completion: prefix, line and suffix tokenized apart (the
+     * prefix and suffix with special tokens parsed), then joined. */
+    const char *parts[3] = {o->in_prefix ? o->in_prefix : "", line, o->in_suffix ? o->in_suffix : ""};
+    /* The line without its newline, as llama-completion's reader gives it. */
+    if (len > 0 && line[len - 1] == '\n') len--;
+    if (len > 0 && line[len - 1] == '\r') len--;
+    size_t lens[3] = {strlen(parts[0]), (size_t)len, strlen(parts[2])};
+    int rc = -1;
+    tessera_token *toks = NULL;
+    toks = malloc(((size_t)len + lens[0] + lens[2] + 4) * sizeof *toks);
+    if (!toks) goto done;
+    int32_t k = 0;
+    if (o->in_prefix_bos && tessera_token_bos(model) >= 0) toks[k++] = tessera_token_bos(model);
+    for (int i = 0; i < 3; i++) {
+        if (!lens[i]) continue;
+        int32_t m = tessera_tokenize(model, parts[i], lens[i], toks + k, (int32_t)(len + lens[0] + lens[2] + 3) - k,
+                                     false, i != 1);
+        if (m < 0) {
+            fprintf(stderr, "\ntessera run: %s\n", m == INT32_MIN ? tessera_last_error() : "input too long");
+            goto done;
+        }
+        k += m;
+    }
+    if (*pos + k >= (int32_t)tessera_context_n_ctx(ctx)) {
+        fprintf(stderr, "\ntessera run: the input does not fit the context (-c)\n");
+        rc = 1;
+    } else if (k > 0 && tessera_decode(ctx, toks, k, *pos, 0) != 0) {
+        fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
+    } else {
+        for (int32_t i = 0; i < k; i++) tessera_sampler_accept(smp, toks[i]);
+        *pos += k;
+        rc = all && tokens_push(all, toks, k) < 0 ? -1 : 0;
+    }
+done:
+    free(toks);
+    free(line);
+    return rc;
 }
 
 static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, const char *prompt,
@@ -189,8 +330,18 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     const int32_t keep = tessera_shift_keep(o->p.n_keep, n, toks[0] == tessera_token_bos(model));
     int eot = 0;
     char piece[256];
+    char tail[512]; /* the last bytes generated in this turn, for -r */
+    size_t n_tail = 0;
+    int32_t turn_gen = 0;
+    run_tokens all = {0};
     rc = 0;
-    while (o->p.n_predict < 0 || cnt->n_gen < o->p.n_predict) {
+    if (o->prompt_cache_all && tokens_push(&all, toks, n) < 0) rc = 1;
+    if (rc == 0 && o->interactive_first) {
+        int u = user_turn(o, model, ctx, smp, &pos, NULL);
+        if (u != 0) rc = u < 0 ? 1 : 0;
+        if (u != 0) goto finish;
+    }
+    while (o->p.n_predict < 0 || turn_gen < o->p.n_predict) {
         if (tessera_aborted()) {
             rc = 130;
             break;
@@ -202,16 +353,55 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         }
         tessera_sampler_accept(smp, t);
         if (tessera_token_is_eog(model, t)) {
-            eot = 1;
-            break;
+            if (!o->interactive) {
+                eot = 1;
+                break;
+            }
+            goto hand_over; /* llama-completion hands over at the end of text */
         }
         cnt->n_gen++;
+        turn_gen++;
+        if (o->prompt_cache_all && tokens_push(&all, &t, 1) < 0) {
+            rc = 1;
+            break;
+        }
         int32_t len = tessera_token_to_piece(model, t, piece, sizeof piece, false);
         if (len > 0) {
             fwrite(piece, 1, (size_t)len, stdout);
             fflush(stdout);
+            if (n_tail + (size_t)len > sizeof tail) { /* keep the newest half */
+                size_t drop = n_tail + (size_t)len - sizeof tail / 2;
+                if (drop > n_tail) drop = n_tail;
+                memmove(tail, tail + drop, n_tail - drop);
+                n_tail -= drop;
+            }
+            if ((size_t)len <= sizeof tail - n_tail) {
+                memcpy(tail + n_tail, piece, (size_t)len);
+                n_tail += (size_t)len;
+            }
         }
-        if (o->p.n_predict >= 0 && cnt->n_gen == o->p.n_predict) break;
+        bool limit = o->p.n_predict >= 0 && turn_gen == o->p.n_predict;
+        if ((o->reverse.n > 0 && at_reverse_prompt(o, tail, n_tail)) || (limit && o->interactive)) {
+            /* -r halts generation; interactive mode hands over there and
+             * at the -n limit of a turn */
+            if (!o->interactive) break;
+            if (tessera_decode(ctx, &t, 1, pos, 0) != 0) { /* the token the model said goes in first */
+                fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
+                rc = 1;
+                break;
+            }
+            pos++;
+        hand_over:;
+            int u = user_turn(o, model, ctx, smp, &pos, NULL);
+            if (u != 0) {
+                rc = u < 0 ? 1 : 0;
+                break;
+            }
+            n_tail = 0;
+            turn_gen = 0;
+            continue;
+        }
+        if (o->p.n_predict >= 0 && turn_gen == o->p.n_predict) break;
         if (pos >= n_ctx && !o->p.context_shift) {
             fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
             break;
@@ -231,11 +421,17 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         }
         pos++;
     }
+finish:
     cnt->gen_ms = now_ms() - t0;
     fputc('\n', stdout);
     fflush(stdout);
     /* As llama.cpp: the model ended the text (on stderr: stdout is the text). */
     if (eot) fputs("[end of text]\n", stderr);
+    /* --prompt-cache-all: the generated tokens too (all but the last, which
+     * was never decoded). */
+    if (o->prompt_cache_all && rc == 0 && all.n > 1 && all.n - 1 > n)
+        prompt_cache_save("tessera run", o->prompt_cache, ctx, all.t, all.n - 1);
+    free(all.t);
 done:
     tessera_sampler_free(smp);
     free(toks);

@@ -210,6 +210,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     o->cors_origin = "*";
     o->reasoning = -1;
     int rc = cli_parse(&serve_cmd, argc, argv, &o->p, o);
+    o->p.sp = cli_sampling(&o->p); /* the server's defaults, lists in place */
     if (rc != 0) return rc;
     if (!o->p.model) {
         fprintf(stderr, "tessera serve: -m MODEL is required (see 'tessera serve --help')\n");

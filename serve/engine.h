@@ -131,6 +131,13 @@ typedef struct serve_request {
                                        token), reported in generation_settings; owned, NULL: none */
     int32_t n_logit_bias;
     bool ignore_eos;           /* llama-server's: its bans are among logit_bias */
+    /* What the samplers were made from, for generation_settings: sampling's
+     * samplers points at samplers_text (or is NULL), its breakers at
+     * dry_breakers (owned, or NULL: the defaults). */
+    tessera_sampler_params sampling;
+    char samplers_text[256];
+    char **dry_breakers;
+    int32_t n_dry_breakers;
     const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
     bool want_progress;        /* return_progress: the engine records prompt marks */
     serve_reply_rules rules;

@@ -153,6 +153,11 @@ bool serve_utf8_valid(const char *s, size_t n);
 void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *key, const serve_request *r);
 /* llama-server's "timings" of r (prompt) and ch (generation) so far. */
 void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch);
+/* The sampler settings of sp under llama-server's names (temperature,
+ * dynatemp_range, ..., dry_sequence_breakers, mirostat_eta, samplers), as
+ * /props' default_generation_settings and /completion's generation_settings
+ * report them (info.c). */
+void serve_json_add_sampling(struct cJSON *o, const tessera_sampler_params *sp);
 /* The next prompt_progress of r not yet sent (with timings when timed)
  * into o; false when none is left. On a reader's view (engine.h). */
 bool serve_json_add_progress(struct cJSON *o, serve_request *r, bool timed);

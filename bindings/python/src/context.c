@@ -138,7 +138,7 @@ static int ctx_make_sampler(pyt_context *self, tessera_sampler_params *sp, PyObj
     }
     sp->logit_bias = lb;
     sp->n_logit_bias = (int32_t)n_bias;
-    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(self->owner->model), sp);
+    tessera_sampler *s = tessera_sampler_new_model(self->owner->model, sp);
     free(lb);
     if (!s) return pyt_raise("sampler"), -1;
     for (int32_t i = 0; i < n_prompt; i++) tessera_sampler_accept(s, prompt[i]);
@@ -193,16 +193,41 @@ static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"tokens", "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p",
                             "typical_p", "repeat_last_n", "repeat_penalty", "frequency_penalty",
                             "presence_penalty", "logit_bias", "grammar", "json_schema", "json_object",
-                            "reuse_prefix", NULL};
-    PyObject *seq, *bias = NULL;
+                            "reuse_prefix", "dry_multiplier", "dry_base", "dry_allowed_length",
+                            "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability", "xtc_threshold",
+                            "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat", "mirostat_tau",
+                            "mirostat_eta", "samplers", NULL};
+    PyObject *seq, *bias = NULL, *breakers = NULL;
     tessera_sampler_params sp = tessera_sampler_default_params();
     int max_tokens = -1, json_object = 0, reuse_prefix = 0;
     const char *gbnf = NULL, *schema = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iIfifffifffOzzpp", names, &seq, &max_tokens, &sp.seed,
-                                     &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p, &sp.typical_p,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iIfifffifffOzzppffiiOfffffiffz", names, &seq, &max_tokens,
+                                     &sp.seed, &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p, &sp.typical_p,
                                      &sp.penalty_last_n, &sp.penalty_repeat, &sp.penalty_freq,
-                                     &sp.penalty_present, &bias, &gbnf, &schema, &json_object, &reuse_prefix))
+                                     &sp.penalty_present, &bias, &gbnf, &schema, &json_object, &reuse_prefix,
+                                     &sp.dry_multiplier, &sp.dry_base, &sp.dry_allowed_length,
+                                     &sp.dry_penalty_last_n, &breakers, &sp.xtc_probability, &sp.xtc_threshold,
+                                     &sp.top_n_sigma, &sp.dynatemp_range, &sp.dynatemp_exponent, &sp.mirostat,
+                                     &sp.mirostat_tau, &sp.mirostat_eta, &sp.samplers))
         return NULL;
+    /* DRY's breakers: a list of str (None: llama.cpp's), valid while args are. */
+    const char *brs[64];
+    if (breakers && breakers != Py_None) {
+        Py_ssize_t nb = PyList_Check(breakers) ? PyList_Size(breakers) : -1;
+        if (nb < 0 || nb > 64) {
+            PyErr_SetString(PyExc_TypeError, "dry_sequence_breakers must be a list of at most 64 str, or None");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            brs[i] = PyUnicode_Check(PyList_GetItem(breakers, i)) ? PyUnicode_AsUTF8(PyList_GetItem(breakers, i)) : NULL;
+            if (!brs[i]) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "dry_sequence_breakers must hold str");
+                return NULL;
+            }
+        }
+        sp.dry_sequence_breakers = brs;
+        sp.n_dry_sequence_breakers = (int32_t)nb;
+    }
     int32_t n;
     tessera_token *prompt = pyt_tokens_from_list(seq, &n);
     if (!prompt) return NULL;

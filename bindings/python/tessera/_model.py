@@ -21,7 +21,12 @@ from . import _chat, _check
 SEED_RANDOM = 0xFFFFFFFF
 
 SAMPLING = ("temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty", "repeat_last_n",
-            "frequency_penalty", "presence_penalty", "seed", "logit_bias", "grammar", "json_schema")
+            "frequency_penalty", "presence_penalty", "seed", "logit_bias", "grammar", "json_schema",
+            "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers",
+            "xtc_probability", "xtc_threshold", "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat",
+            "mirostat_tau", "mirostat_eta", "samplers")
+# llama.cpp's sampler names, the values "samplers" may list
+SAMPLER_NAMES = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc", "temperature")
 SESSION_ARGS = ("n_ctx", "n_batch", "n_threads", "flash_attn", "type_k", "type_v", "prefix_cache")
 POOLINGS = ("none", "mean", "cls", "last", "rank")
 
@@ -67,6 +72,40 @@ def _sampling_args(where, sampling, n_vocab, n_ctx, json_object=False):
                                          what=f"a token id (an int from 0 to {n_vocab - 1})"),
                           _check.real(f"logit_bias[{t}]", b, what="a number (-inf bans the token)"))
                          for t, b in (bias or {}).items()]
+    # llama.cpp's other samplers: given only when asked for (the engine's defaults are llama.cpp's)
+    if "dry_multiplier" in kw:
+        out["dry_multiplier"] = _check.real("dry_multiplier", kw["dry_multiplier"], 0.0, what="a number >= 0 (0: off)")
+    if "dry_base" in kw:
+        out["dry_base"] = _check.real("dry_base", kw["dry_base"], 0.0, what="a number > 0")
+    if "dry_allowed_length" in kw:
+        out["dry_allowed_length"] = _check.integer("dry_allowed_length", kw["dry_allowed_length"], 0)
+    if "dry_penalty_last_n" in kw:
+        dn = _check.integer("dry_penalty_last_n", kw["dry_penalty_last_n"], -1,
+                            what="an int >= 0, or -1 for the whole context")
+        out["dry_penalty_last_n"] = n_ctx if dn == -1 else dn
+    if kw.get("dry_sequence_breakers") is not None:
+        br = kw["dry_sequence_breakers"]
+        if not isinstance(br, (list, tuple)) or not all(isinstance(b, str) and b for b in br):
+            raise TypeError(f"dry_sequence_breakers must be a list of non-empty str, not {_check._show(br)}")
+        out["dry_sequence_breakers"] = list(br)
+    for name in ("xtc_probability", "xtc_threshold"):
+        if name in kw:
+            out[name] = _check.real(name, kw[name], 0.0, 1.0)
+    for name in ("top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat_tau", "mirostat_eta"):
+        if name in kw:
+            out[name] = _check.real(name, kw[name], None if name == "top_n_sigma" else 0.0)
+    if "mirostat" in kw:
+        out["mirostat"] = _check.integer("mirostat", kw["mirostat"], 0, 2, what="0 (off), 1 or 2")
+    if kw.get("samplers") is not None:
+        names = kw["samplers"]
+        if isinstance(names, str):
+            names = [n for n in names.replace(",", ";").split(";") if n]
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"samplers must be a list of sampler names, not {_check._show(names)}")
+        for n in names:
+            if n not in SAMPLER_NAMES:
+                raise ValueError(f"samplers: {n!r} is no sampler (names: {', '.join(SAMPLER_NAMES)})")
+        out["samplers"] = ";".join(names)
     out["grammar"] = _check.text("grammar", kw["grammar"], none_ok=True)
     schema = kw["json_schema"]
     if isinstance(schema, str):

@@ -422,11 +422,16 @@ int32_t tessera_context_profile(const tessera_context *ctx, tessera_op_profile *
  * ==================================================================== */
 
 /* ------------------------------------------------------------- sampling
- * The chain runs in llama.cpp's default order: logit bias -> repetition /
- * frequency / presence penalties -> top-k -> typical -> top-p -> min-p ->
- * temperature -> draw. temp <= 0 is greedy (argmax after bias and
- * penalties). The draw uses the sampler's own PRNG, so one seed gives the
- * same tokens on every machine. */
+ * Logit bias first, then the steps in the order `samplers` names,
+ * llama.cpp's by default: repetition / frequency / presence penalties ->
+ * DRY -> top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC ->
+ * temperature (dynamic with a range) -> draw. With mirostat 1 or 2 the
+ * chain is logit bias -> temperature -> mirostat, as in llama.cpp. temp <= 0
+ * (without a dynamic range) is greedy: the highest logit after the steps.
+ * Each step does what llama.cpp's sampler of that name does, and the draw
+ * is llama.cpp's too (std::mt19937 from the seed, libstdc++'s uniform
+ * double, the candidates walked in the order the steps left them), so one
+ * seed gives llama.cpp's tokens on the same logits, on every machine. */
 
 typedef struct tessera_sampler tessera_sampler;
 
@@ -452,6 +457,32 @@ typedef struct tessera_sampler_params {
     float penalty_present;   /* 0 (off): minus present if it occurred */
     const tessera_logit_bias *logit_bias; /* copied by tessera_sampler_new */
     int32_t n_logit_bias;
+    /* DRY: a token that would extend a sequence repeating earlier in the
+     * last dry_penalty_last_n tokens by n >= dry_allowed_length loses
+     * dry_multiplier * dry_base^(n - dry_allowed_length); a repeat stops at
+     * a sequence breaker (tokenized with the model's vocabulary, so DRY
+     * with breakers needs tessera_sampler_new_model). */
+    float dry_multiplier;        /* 0 (off) */
+    float dry_base;              /* 1.75 */
+    int32_t dry_allowed_length;  /* 2 */
+    int32_t dry_penalty_last_n;  /* 64; 0: off; -1: the context (new_model: the training context) */
+    const char *const *dry_sequence_breakers; /* NULL: llama.cpp's "\n", ":", "\"", "*" */
+    int32_t n_dry_sequence_breakers;          /* of a non-NULL list (0: none) */
+    /* XTC: with chance xtc_probability, every candidate at least
+     * xtc_threshold likely but the least likely of them is dropped. */
+    float xtc_probability;   /* 0 (off) */
+    float xtc_threshold;     /* 0.1; above 0.5: off */
+    float top_n_sigma;       /* -1 (off, as any <= 0): keep logits >= max - n * sigma */
+    float dynatemp_range;    /* 0 (off): temperature in [temp - range, temp + range] by entropy */
+    float dynatemp_exponent; /* 1 */
+    int32_t mirostat;        /* 0 (off), 1 Mirostat, 2 Mirostat 2.0 */
+    float mirostat_tau;      /* 5: target entropy */
+    float mirostat_eta;      /* 0.1: learning rate */
+    /* The steps in order, llama.cpp's names separated by ';' (or ','):
+     * penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc,
+     * temperature (and its other spellings: top-k, nucleus, typical_p,
+     * temp, ...). NULL: llama.cpp's default order; "": no step. */
+    const char *samplers;
 } tessera_sampler_params;
 
 tessera_sampler_params tessera_sampler_default_params(void);
@@ -459,7 +490,21 @@ tessera_sampler_params tessera_sampler_default_params(void);
 /* A sampler for rows of n_vocab logits (tessera_model_n_vocab()). NULL with
  * an error naming the parameter when one is out of range. */
 tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_params *params);
+/* The same for model's vocabulary, which also tokenizes DRY's sequence
+ * breakers (tessera_sampler_new refuses DRY with breakers) and resolves a
+ * dry_penalty_last_n of -1 to the model's training context. */
+tessera_sampler *tessera_sampler_new_model(const tessera_model *model, const tessera_sampler_params *params);
 void tessera_sampler_free(tessera_sampler *sampler);
+/* A sampler order in llama.cpp's spelling: text holds names (as `samplers`)
+ * or, with letters, --sampling-seq's letters (e penalties, d dry, s
+ * top_n_sigma, k top_k, y typ_p, p top_p, m min_p, x xtc, t temperature);
+ * NULL is the default order. Writes the names separated by ';' to out
+ * (NUL-terminated) and returns their length, or -1 with an error naming
+ * the unknown name or letter (or a too small out). */
+int32_t tessera_sampler_order(const char *text, bool letters, char *out, size_t cap);
+/* llama.cpp's default DRY sequence breakers ("\n", ":", "\"", "*"), what a
+ * NULL dry_sequence_breakers means; their number in *n. */
+const char *const *tessera_sampler_default_breakers(int32_t *n);
 /* Pick a token from a row of logits (not modified). */
 tessera_token tessera_sampler_sample(tessera_sampler *sampler, const float *logits);
 /* Record a token of the sequence (prompt or generated) for the penalties. */

@@ -223,23 +223,7 @@ int32_t tessera_detokenize(const tessera_model *tm, const tessera_token *tokens,
         error_set("detokenize: bad token list");
         return INT32_MIN;
     }
-    char *text = NULL;
-    size_t len = 0;
     unsigned flags = (remove_special ? VOCAB_DETOK_REMOVE_SPECIAL : 0) |
                      (render_special ? VOCAB_DETOK_UNPARSE_SPECIAL : 0);
-    if (vocab_detokenize(tm->vocab, tokens, (size_t)n_tokens, flags, &text, &len) != 0)
-        return INT32_MIN;
-    if (len >= (size_t)INT32_MAX) {
-        free(text);
-        error_set("detokenize: text too long");
-        return INT32_MIN;
-    }
-    int32_t n = (int32_t)len;
-    if (!buf || size < n + 1) {
-        free(text);
-        return -(n + 1);
-    }
-    memcpy(buf, text, len + 1);
-    free(text);
-    return n;
+    return vocab_detokenize_buf(tm->vocab, tokens, (size_t)n_tokens, flags, buf, size);
 }

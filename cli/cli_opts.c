@@ -60,6 +60,11 @@ static const cli_option common_options[] = {
      "time each op type on the devices (timestamp queries) and print time, bytes, GB/s and FLOP/s per op "
      "(stderr)", CLI_SWITCH, P(profile), 0, 0, NULL, 0, CLI_G_DEVICE},
 
+    {NULL, "--lora", "FILE", "apply the LoRA adapter FILE (a GGUF adapter; repeatable)", CLI_LORA, P(lora), 0, 0,
+     NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+    {NULL, "--lora-scaled", "FILE SCALE", "apply the LoRA adapter FILE times SCALE (repeatable)", CLI_LORA_SCALED,
+     P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+
     {NULL, "--no-mmap", NULL, "read the weights into memory instead of mapping the file", CLI_SWITCH,
      P(no_mmap), 0, 0, NULL, 0, CLI_G_DEVICE},
     {NULL, "--mlock", NULL, "keep the weights in RAM (mlock; a refusal is a warning)", CLI_SWITCH,
@@ -152,6 +157,7 @@ static const struct {
     const char *heading;
 } group_headings[] = {
     {CLI_G_MODEL, "model"},
+    {CLI_G_LORA, "LoRA adapters"},
     {CLI_G_PROMPT | CLI_G_ESCAPE, "prompt"},
     {CLI_G_DEVICE | CLI_G_PLUGINS, "devices"},
     {CLI_G_CONTEXT | CLI_G_SHIFT, "context"},
@@ -311,6 +317,8 @@ static int apply(const char *cmd, const cli_option *o, const char *flag, const c
         p->n_plugin_dirs = n;
         return rc;
     }
+    case CLI_LORA:
+    case CLI_LORA_SCALED: return 0; /* cli_parse takes them: they may have two values */
     case CLI_FN: return o->fn(cmd, flag, v, dst);
     }
     return -1;
@@ -367,6 +375,25 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, cli_params *p, void
                 return -1;
             }
             if (apply(name, o, flag, NULL, p, own) < 0) return -1;
+            continue;
+        }
+        if (o->type == CLI_LORA || o->type == CLI_LORA_SCALED) {
+            const int two = o->type == CLI_LORA_SCALED;
+            if (inline_value || i + 1 + two >= argc) {
+                fprintf(stderr, "%s: option %s needs %s (as separate arguments)\n", name, flag, o->metavar);
+                return -1;
+            }
+            if (p->n_lora >= CLI_MAX_LORA) {
+                fprintf(stderr, "%s: at most %d LoRA adapters (--lora, --lora-scaled)\n", name, CLI_MAX_LORA);
+                return -1;
+            }
+            cli_lora *l = &p->lora[p->n_lora];
+            l->path = argv[++i];
+            l->scale = 1.0f;
+            if (two && cli_parse_float(argv[i + 1], -INFINITY, INFINITY, &l->scale) != 0)
+                return cli_bad_value(name, flag, argv[i + 1], "a SCALE after FILE (a number, e.g. 0.5)");
+            i += two;
+            p->n_lora++;
             continue;
         }
         const char *v = inline_value;

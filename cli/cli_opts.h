@@ -30,7 +30,7 @@
 
 #include "cli_util.h"
 
-enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8 };
+enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_LORA = 16 };
 
 /* -ngl auto (TESSERA_NGL_AUTO): as many layers as fit the GPU device. */
 enum { CLI_NGL_AUTO = -1 };
@@ -50,10 +50,17 @@ enum {
     CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
     CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat, serve) */
     CLI_G_EMBED = 1u << 12,   /* --embeddings, --reranking, --pooling (embed, serve) */
+    CLI_G_LORA = 1u << 13,    /* --lora, --lora-scaled */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
-    CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
+    CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_LORA,
 };
+
+/* A LoRA adapter of --lora (scale 1) or --lora-scaled FILE SCALE. */
+typedef struct cli_lora {
+    const char *path;
+    float scale;
+} cli_lora;
 
 /* The values of the shared options. cli_params_init() sets the defaults;
  * a command may change a default before cli_parse(). */
@@ -67,6 +74,12 @@ typedef struct cli_params {
     const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
     int32_t n_plugin_dirs;
     int32_t n_gpu_layers; /* CLI_NGL_AUTO: fit to the device (the default) */
+    /* LoRA adapters, in order (--lora, --lora-scaled); loaded with the
+     * context (cli_context_new), applied unless lora_init_without_apply
+     * (serve: then at scale 0 until a request or POST /lora-adapters) */
+    cli_lora lora[CLI_MAX_LORA];
+    int32_t n_lora;
+    int lora_init_without_apply;
     int explain;
     int profile; /* --profile: time each op on the devices (cli_print_profile) */
     /* model memory: --no-mmap, --mlock */
@@ -112,6 +125,8 @@ typedef enum cli_type {
     CLI_FA,     /* tessera_flash_attn: on, off or auto */
     CLI_BIAS,   /* appends ID+B / ID-B to cli_params.bias */
     CLI_DIR,    /* appends to cli_params.plugin_dirs */
+    CLI_LORA,   /* appends FILE to cli_params.lora (scale 1) */
+    CLI_LORA_SCALED, /* takes two values, FILE SCALE: appends to cli_params.lora */
     CLI_FN,     /* fn(cmd, flag, value, dst) parses; 0 ok, -1 error printed */
 } cli_type;
 

@@ -167,7 +167,7 @@ static const cli_command serve_cmd = {
              "serves many models, each in its own child (tessera serve --models-dir DIR --help).",
     /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
-              CLI_G_SHIFT | CLI_G_EMBED,
+              CLI_G_SHIFT | CLI_G_EMBED | CLI_G_LORA,
     .own = serve_own,
 };
 

@@ -6,6 +6,7 @@
 
 #include "kv/kv.h"
 #include "model/arch/arch.h"
+#include "model/lora.h"
 #include "util/error.h"
 
 /* One line per architecture (general.architecture names). */
@@ -74,8 +75,8 @@ void arch_tensor_sets(model_loader *ld, model *m, unsigned sets) {
 
 /* ------------------------------------------------------------ the graph */
 
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
-                      const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
+int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                      const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
     const model_hparams *hp = &m->hp;
     memset(out, 0, sizeof *out);
     if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens)
@@ -88,8 +89,11 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         out->kv_head[s] = kv_head[s];
         out->n_kv[s] = n_kv[s];
     }
-    /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads) */
-    graph *g = graph_new((96 + (kv->rot_k || kv->rot_v ? 16 : 0)) * hp->n_layer + 64);
+    /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads);
+     * an adapter up to 6 tensors per product, 8 products per layer and the
+     * output (blk_linear) */
+    const int32_t n_lora = lora ? lora->n : 0;
+    graph *g = graph_new((96 + (kv->rot_k || kv->rot_v ? 16 : 0) + 48 * n_lora) * hp->n_layer + 64 + 8 * n_lora);
     if (!g) return error_set("%s graph: out of memory", hp->arch->name);
     out->g = g;
     out->n_tokens = n_tokens;
@@ -111,7 +115,7 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         if (out->attn_temp) graph_tensor_set_name(out->attn_temp, "attn_temp");
     }
 
-    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out};
+    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out, .lora = n_lora ? lora : NULL};
     out->logits = graph_set_output(hp->arch->build(&b));
     if (out->logits) graph_tensor_set_name(out->logits, "logits");
     if (graph_check(g) != 0 || !out->logits) {

@@ -60,10 +60,11 @@ static const cli_option common_options[] = {
      "time each op type on the devices (timestamp queries) and print time, bytes, GB/s and FLOP/s per op "
      "(stderr)", CLI_SWITCH, P(profile), 0, 0, NULL, 0, CLI_G_DEVICE},
 
-    {NULL, "--lora", "FILE", "apply the LoRA adapter FILE (a GGUF adapter; repeatable)", CLI_LORA, P(lora), 0, 0,
-     NULL, CLI_NO_DEFAULT, CLI_G_LORA},
-    {NULL, "--lora-scaled", "FILE SCALE", "apply the LoRA adapter FILE times SCALE (repeatable)", CLI_LORA_SCALED,
+    {NULL, "--lora", "FILE", "apply the LoRA adapter FILE (a GGUF adapter; repeatable, or FILE1,FILE2)", CLI_LORA,
      P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+    {NULL, "--lora-scaled", "FILE SCALE",
+     "apply the LoRA adapter FILE times SCALE (repeatable; also llama.cpp's FILE:SCALE,FILE2:SCALE2)",
+     CLI_LORA_SCALED, P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
 
     {NULL, "--no-mmap", NULL, "read the weights into memory instead of mapping the file", CLI_SWITCH,
      P(no_mmap), 0, 0, NULL, 0, CLI_G_DEVICE},
@@ -324,6 +325,60 @@ static int apply(const char *cmd, const cli_option *o, const char *flag, const c
     return -1;
 }
 
+/* --lora FILE and --lora-scaled FILE SCALE (llama.cpp's older spelling,
+ * two arguments), or llama.cpp's current lists: --lora F1,F2 and
+ * --lora-scaled F1:S1,F2:S2 (also as --flag=LIST). *i is the flag's index
+ * and moves past what was taken. */
+static int lora_add(const char *cmd, const char *flag, cli_params *p, const char *path, size_t len, float scale) {
+    if (p->n_lora >= CLI_MAX_LORA) {
+        fprintf(stderr, "%s: at most %d LoRA adapters (--lora, --lora-scaled)\n", cmd, CLI_MAX_LORA);
+        return -1;
+    }
+    if (len == 0) return cli_bad_value(cmd, flag, path, "a file name");
+    char *copy = strndup(path, len); /* kept for the process, as argv is */
+    if (!copy) return fprintf(stderr, "%s: out of memory\n", cmd), -1;
+    p->lora[p->n_lora++] = (cli_lora){.path = copy, .scale = scale};
+    return 0;
+}
+
+static int parse_lora(const char *cmd, const char *flag, int scaled, int argc, char **argv, int *i,
+                      const char *inline_value, cli_params *p) {
+    const char *v = inline_value;
+    if (!v) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "%s: option %s needs %s\n", cmd, flag, scaled ? "FILE SCALE or FILE:SCALE" : "FILE");
+            return -1;
+        }
+        v = argv[++*i];
+    }
+    /* the two-argument form: FILE, then a number */
+    float scale;
+    if (scaled && !inline_value && *i + 1 < argc && cli_parse_float(argv[*i + 1], -INFINITY, INFINITY, &scale) == 0) {
+        ++*i;
+        return lora_add(cmd, flag, p, v, strlen(v), scale);
+    }
+    for (const char *item = v; *item;) {
+        const char *end = strchr(item, ',');
+        size_t len = end ? (size_t)(end - item) : strlen(item);
+        scale = 1.0f;
+        if (scaled) {
+            const char *colon = memrchr(item, ':', len);
+            char num[64];
+            size_t nl = colon ? len - (size_t)(colon - item) - 1 : 0;
+            if (!colon || nl == 0 || nl >= sizeof num)
+                return cli_bad_value(cmd, flag, v, "FILE SCALE, or FILE:SCALE[,FILE:SCALE...] (e.g. a.gguf:0.5)");
+            memcpy(num, colon + 1, nl);
+            num[nl] = '\0';
+            if (cli_parse_float(num, -INFINITY, INFINITY, &scale) != 0)
+                return cli_bad_value(cmd, flag, num, "a SCALE (a number, e.g. 0.5)");
+            len = (size_t)(colon - item);
+        }
+        if (lora_add(cmd, flag, p, item, len, scale) != 0) return -1;
+        item += (end ? (size_t)(end - item) + 1 : strlen(item));
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ parsing */
 
 int cli_parse(const cli_command *cmd, int argc, char **argv, cli_params *p, void *own) {
@@ -378,22 +433,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, cli_params *p, void
             continue;
         }
         if (o->type == CLI_LORA || o->type == CLI_LORA_SCALED) {
-            const int two = o->type == CLI_LORA_SCALED;
-            if (inline_value || i + 1 + two >= argc) {
-                fprintf(stderr, "%s: option %s needs %s (as separate arguments)\n", name, flag, o->metavar);
-                return -1;
-            }
-            if (p->n_lora >= CLI_MAX_LORA) {
-                fprintf(stderr, "%s: at most %d LoRA adapters (--lora, --lora-scaled)\n", name, CLI_MAX_LORA);
-                return -1;
-            }
-            cli_lora *l = &p->lora[p->n_lora];
-            l->path = argv[++i];
-            l->scale = 1.0f;
-            if (two && cli_parse_float(argv[i + 1], -INFINITY, INFINITY, &l->scale) != 0)
-                return cli_bad_value(name, flag, argv[i + 1], "a SCALE after FILE (a number, e.g. 0.5)");
-            i += two;
-            p->n_lora++;
+            if (parse_lora(name, flag, o->type == CLI_LORA_SCALED, argc, argv, &i, inline_value, p) != 0) return -1;
             continue;
         }
         const char *v = inline_value;

@@ -40,7 +40,11 @@ def main():
     c.check(rc == 0 and same == lora, "--lora-scaled FILE 1 differs from --lora FILE")
     rc, zero, err = greedy("--lora-scaled", R4, "0")
     c.check(rc == 0 and zero == base, "--lora-scaled FILE 0 differs from the base model")
+    rc, colon, err = greedy("--lora-scaled", R4 + ":0")
+    c.check(rc == 0 and colon == base, "--lora-scaled FILE:0 (llama.cpp's spelling) differs from the base model")
     rc, two, err = greedy("--lora", R4, "--lora-scaled", R8, "0.75")
+    rc2, two_list, err = greedy("--lora-scaled", f"{R4}:1,{R8}:0.75")
+    c.check(rc2 == 0 and two_list == two, "--lora-scaled A:1,B:0.75 differs from --lora A --lora-scaled B 0.75")
     c.check(rc == 0 and two not in (base, lora), f"two adapters: rc {rc}, output same as one or none: {err}")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +74,9 @@ def main():
     rc, out, err = run(["run", "-m", BASE, "-p", "x", "--lora-scaled", R4])
     c.check(rc == 2 and "--lora-scaled" in err, f"--lora-scaled without SCALE: rc {rc}: {err!r}")
     rc, out, err = run(["run", "-m", BASE, "-p", "x", "--lora-scaled", R4, "half"])
-    c.check(rc == 2 and "'half'" in err, f"--lora-scaled FILE half: rc {rc}: {err!r}")
+    c.check(rc == 2 and "--lora-scaled" in err, f"--lora-scaled FILE half: rc {rc}: {err!r}")
+    rc, out, err = run(["run", "-m", BASE, "-p", "x", "--lora-scaled", R4 + ":half"])
+    c.check(rc == 2 and "'half'" in err, f"--lora-scaled FILE:half: rc {rc}: {err!r}")
     rc, out, err = run(["run", "--help"])
     c.check(rc == 0 and "--lora-scaled FILE SCALE" in out, "run --help does not list --lora-scaled FILE SCALE")
     c.finish()

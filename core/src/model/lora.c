@@ -22,6 +22,56 @@ static int key_is(const gguf_file *f, const char *key, const char *want) {
     return 0;
 }
 
+int lora_file_check(const gguf_file *f, const char *arch, float *alpha) {
+    *alpha = 0.0f;
+    if (key_is(f, "general.type", "adapter") != 0 || key_is(f, "adapter.type", "lora") != 0 ||
+        key_is(f, "general.architecture", arch) != 0)
+        return -1;
+    if (gguf_find_key(f, "adapter.lora.alpha") >= 0) {
+        if (gguf_get_f32(f, "adapter.lora.alpha", alpha) != 0) return -1;
+        if (!isfinite(*alpha) || *alpha < 0.0f)
+            return error_set("%s: adapter.lora.alpha is %g, expected a finite value >= 0", gguf_path(f),
+                             (double)*alpha);
+    }
+    if (gguf_tensor_count(f) == 0) return error_set("%s: the adapter has no tensors", gguf_path(f));
+    return 0;
+}
+
+int lora_tensor_base(const gguf_file *f, const gguf_tensor_info *ti, size_t *base_len, bool *is_a) {
+    const size_t len = strlen(ti->name);
+    *is_a = len > 7 && !strcmp(ti->name + len - 7, ".lora_a");
+    const bool is_b = len > 7 && !strcmp(ti->name + len - 7, ".lora_b");
+    if (!*is_a && !is_b)
+        return error_set("%s: tensor '%s' is not a LoRA tensor (its name must end in .lora_a or .lora_b)",
+                         gguf_path(f), ti->name);
+    const dtype_traits *tr = dtype_traits_get(ti->dtype);
+    if (!tr || !tr->supported)
+        return error_set("%s: tensor '%s' has type %s, which Tessera cannot compute with", gguf_path(f), ti->name,
+                         dtype_name(ti->dtype));
+    if (ti->n_dims != 2)
+        return error_set("%s: tensor '%s' has %d dimensions, expected 2", gguf_path(f), ti->name, (int)ti->n_dims);
+    *base_len = len - 7;
+    return 0;
+}
+
+int lora_pair_check(const gguf_file *f, const char *w_name, const int64_t *w_ne, const char *a_name,
+                    const int64_t *a_ne, const char *b_name, const int64_t *b_ne) {
+    const char *path = gguf_path(f);
+    if (!a_name || !b_name)
+        return error_set("%s: '%s' has %s.lora_%s but no %s.lora_%s", path, w_name, w_name, a_name ? "a" : "b",
+                         w_name, a_name ? "b" : "a");
+    if (a_ne[0] != w_ne[0])
+        return error_set("%s: tensor '%s' has shape [%lld, %lld], expected [%lld, rank] for '%s' [%lld, %lld]", path,
+                         a_name, (long long)a_ne[0], (long long)a_ne[1], (long long)w_ne[0], w_name,
+                         (long long)w_ne[0], (long long)w_ne[1]);
+    if (b_ne[1] != w_ne[1] || b_ne[0] != a_ne[1])
+        return error_set("%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld] (the rank of '%s', then "
+                         "the rows of '%s')",
+                         path, b_name, (long long)b_ne[0], (long long)b_ne[1], (long long)a_ne[1], (long long)w_ne[1],
+                         a_name, w_name);
+    return 0;
+}
+
 /* The model weight named name, NULL if the model has none. */
 static const model_weight *base_weight(const model *m, const char *name, size_t len) {
     for (int32_t i = 0; i < m->n_weights; i++)
@@ -39,26 +89,17 @@ static bool weight_is_product(const model *m, const model_weight *w) {
 static int take_tensor(model_lora *l, const gguf_tensor_info *ti) {
     const model *m = l->base;
     const char *path = gguf_path(l->file);
-    const size_t len = strlen(ti->name);
-    const bool is_a = len > 7 && !strcmp(ti->name + len - 7, ".lora_a");
-    const bool is_b = len > 7 && !strcmp(ti->name + len - 7, ".lora_b");
-    if (!is_a && !is_b)
-        return error_set("%s: tensor '%s' is not a LoRA tensor (its name must end in .lora_a or .lora_b)", path,
-                         ti->name);
-    const model_weight *w = base_weight(m, ti->name, len - 7);
+    size_t len;
+    bool is_a;
+    if (lora_tensor_base(l->file, ti, &len, &is_a) != 0) return -1;
+    const model_weight *w = base_weight(m, ti->name, len);
     if (!w)
         return error_set("%s: tensor '%s' adapts '%.*s', which the %s model does not have", path, ti->name,
-                         (int)(len - 7), ti->name, m->hp.arch->name);
+                         (int)len, ti->name, m->hp.arch->name);
     if (!weight_is_product(m, w))
         return error_set("%s: tensor '%s' adapts '%s', which is not a matrix product Tessera can adapt "
                          "(token and position embeddings, norms and biases are not)",
                          path, ti->name, w->name);
-    const dtype_traits *tr = dtype_traits_get(ti->dtype);
-    if (!tr || !tr->supported)
-        return error_set("%s: tensor '%s' has type %s, which Tessera cannot compute with", path, ti->name,
-                         dtype_name(ti->dtype));
-    if (ti->n_dims != 2)
-        return error_set("%s: tensor '%s' has %d dimensions, expected 2", path, ti->name, (int)ti->n_dims);
     const int32_t wi = (int32_t)(w - m->weights);
     if (l->pair_of[wi] < 0) l->pair_of[wi] = l->n_pairs++;
     model_lora_pair *p = &l->pairs[l->pair_of[wi]];
@@ -74,25 +115,6 @@ static int take_tensor(model_lora *l, const gguf_tensor_info *ti) {
         .home_device = -1,
         .data = (void *)ti->data,
     };
-    return 0;
-}
-
-/* Both halves there, with shapes that fit the base weight W [n_in, n_out]:
- * A [n_in, r], B [r, n_out]. */
-static int check_pair(const model_lora *l, const model_weight *w, const model_lora_pair *p) {
-    const char *path = gguf_path(l->file);
-    if (!p->a.name || !p->b.name)
-        return error_set("%s: '%s' has %s.lora_%s but no %s.lora_%s", path, w->name, w->name, p->a.name ? "a" : "b",
-                         w->name, p->a.name ? "b" : "a");
-    if (p->a.ne[0] != w->ne[0])
-        return error_set("%s: tensor '%s' has shape [%lld, %lld], expected [%lld, rank] for '%s' [%lld, %lld]", path,
-                         p->a.name, (long long)p->a.ne[0], (long long)p->a.ne[1], (long long)w->ne[0], w->name,
-                         (long long)w->ne[0], (long long)w->ne[1]);
-    if (p->b.ne[1] != w->ne[1] || p->b.ne[0] != p->a.ne[1])
-        return error_set("%s: tensor '%s' has shape [%lld, %lld], expected [%lld, %lld] (the rank of '%s', then "
-                         "the rows of '%s')",
-                         path, p->b.name, (long long)p->b.ne[0], (long long)p->b.ne[1], (long long)p->a.ne[1],
-                         (long long)w->ne[1], p->a.name, w->name);
     return 0;
 }
 
@@ -126,21 +148,8 @@ model_lora *model_lora_load(const model *m, const char *path) {
     }
     l->file = f;
     l->base = m;
-    if (key_is(f, "general.type", "adapter") != 0 || key_is(f, "adapter.type", "lora") != 0 ||
-        key_is(f, "general.architecture", m->hp.arch->name) != 0)
-        goto fail;
-    if (gguf_find_key(f, "adapter.lora.alpha") >= 0) {
-        if (gguf_get_f32(f, "adapter.lora.alpha", &l->alpha) != 0) goto fail;
-        if (!isfinite(l->alpha) || l->alpha < 0.0f) {
-            error_set("%s: adapter.lora.alpha is %g, expected a finite value >= 0", path, (double)l->alpha);
-            goto fail;
-        }
-    }
+    if (lora_file_check(f, m->hp.arch->name, &l->alpha) != 0) goto fail;
     const int64_t n_tensors = gguf_tensor_count(f);
-    if (n_tensors == 0) {
-        error_set("%s: the adapter has no tensors", path);
-        goto fail;
-    }
     l->pair_of = malloc(((size_t)m->n_weights + 1) * sizeof *l->pair_of);
     l->pairs = calloc((size_t)n_tensors, sizeof *l->pairs);
     if (!l->pair_of || !l->pairs) {
@@ -151,7 +160,11 @@ model_lora *model_lora_load(const model *m, const char *path) {
     for (int64_t i = 0; i < n_tensors; i++)
         if (take_tensor(l, gguf_tensor(f, i)) != 0) goto fail;
     for (int32_t i = 0; i < m->n_weights; i++)
-        if (l->pair_of[i] >= 0 && check_pair(l, &m->weights[i], &l->pairs[l->pair_of[i]]) != 0) goto fail;
+        if (l->pair_of[i] >= 0) {
+            const model_lora_pair *p = &l->pairs[l->pair_of[i]];
+            if (lora_pair_check(f, m->weights[i].name, m->weights[i].ne, p->a.name, p->a.ne, p->b.name, p->b.ne))
+                goto fail;
+        }
     if (lora_upload(l) != 0) goto fail;
     return l;
 fail:

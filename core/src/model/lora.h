@@ -17,6 +17,7 @@
 #ifndef TESSERA_MODEL_LORA_H
 #define TESSERA_MODEL_LORA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gguf/gguf.h"
@@ -49,6 +50,20 @@ struct model_lora_set {
     const model_lora_use *use;
     int32_t n;
 };
+
+/* The checks shared by loading and export-lora (lora_export.c), each
+ * naming the file and the key or tensor at fault:
+ * the adapter's keys (general.type, adapter.type, general.architecture
+ * equal to arch, adapter.lora.alpha -> *alpha, 0 when absent) and that it
+ * has tensors; */
+int lora_file_check(const gguf_file *f, const char *arch, float *alpha);
+/* ti is "<base>.lora_a" or ".lora_b" (*is_a), 2-D, of a type Tessera
+ * computes with: *base_len is the length of <base>; */
+int lora_tensor_base(const gguf_file *f, const gguf_tensor_info *ti, size_t *base_len, bool *is_a);
+/* both halves (names not NULL) and A [n_in, r], B [r, n_out] for the base
+ * weight W [n_in, n_out]. */
+int lora_pair_check(const gguf_file *f, const char *w_name, const int64_t *w_ne, const char *a_name,
+                    const int64_t *a_ne, const char *b_name, const int64_t *b_ne);
 
 /* Open and validate the adapter at path for model m: its type keys, its
  * architecture against m's, every tensor a lora_a/lora_b of a weight m

@@ -65,6 +65,9 @@ static const cli_option common_options[] = {
     {NULL, "--lora-scaled", "FILE SCALE",
      "apply the LoRA adapter FILE times SCALE (repeatable; also llama.cpp's FILE:SCALE,FILE2:SCALE2)",
      CLI_LORA_SCALED, P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+    {NULL, "--lora-init-without-apply", NULL,
+     "load the adapters at scale 0 (POST /lora-adapters or a request's 'lora' applies them)", CLI_SWITCH,
+     P(lora_init_without_apply), 0, 0, NULL, 0, CLI_G_LORA_SERVE},
 
     {NULL, "--no-mmap", NULL, "read the weights into memory instead of mapping the file", CLI_SWITCH,
      P(no_mmap), 0, 0, NULL, 0, CLI_G_DEVICE},
@@ -158,7 +161,7 @@ static const struct {
     const char *heading;
 } group_headings[] = {
     {CLI_G_MODEL, "model"},
-    {CLI_G_LORA, "LoRA adapters"},
+    {CLI_G_LORA | CLI_G_LORA_SERVE, "LoRA adapters"},
     {CLI_G_PROMPT | CLI_G_ESCAPE, "prompt"},
     {CLI_G_DEVICE | CLI_G_PLUGINS, "devices"},
     {CLI_G_CONTEXT | CLI_G_SHIFT, "context"},

@@ -51,6 +51,7 @@ enum {
     CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat, serve) */
     CLI_G_EMBED = 1u << 12,   /* --embeddings, --reranking, --pooling (embed, serve) */
     CLI_G_LORA = 1u << 13,    /* --lora, --lora-scaled */
+    CLI_G_LORA_SERVE = 1u << 14, /* --lora-init-without-apply (serve) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_LORA,

@@ -48,6 +48,17 @@ def main():
     c.check(rc == 0 and two not in (base, lora), f"two adapters: rc {rc}, output same as one or none: {err}")
 
     with tempfile.TemporaryDirectory() as tmp:
+        # --prompt-cache knows the adapters: a cache saved with one set is
+        # not used with another (llama.cpp's file would be; its logits not)
+        pc = os.path.join(tmp, "prompt.cache")
+        rc, first, err = greedy("--lora", R4, "--prompt-cache", pc)
+        c.check(rc == 0 and first == lora and os.path.exists(pc), f"--prompt-cache with --lora: rc {rc}: {err}")
+        rc, again, err = greedy("--lora", R4, "--prompt-cache", pc)
+        c.check(rc == 0 and again == lora and "prompt cache not used" not in err, f"same adapters: {err}")
+        rc, other, err = greedy("--lora-scaled", R4, "0.5", "--prompt-cache", pc)
+        c.check(rc == 0 and "prompt cache not used" in err and "LoRA" in err, f"other scale used the cache: {err}")
+        rc, plain, err = greedy("--prompt-cache", pc)
+        c.check(rc == 0 and plain == base and "prompt cache not used" in err, f"no adapter used the cache: {err}")
         cases = [
             # (name, tessera-synth options, what the error must say)
             ("shape", SHAPE[:1] + ["96"] + SHAPE[2:] + ["--lora-rank", "4"], "has shape"),

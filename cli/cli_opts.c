@@ -131,6 +131,15 @@ static const cli_option common_options[] = {
      "time each op type on the devices (timestamp queries) and print time, bytes, GB/s and FLOP/s per op "
      "(stderr)", CLI_SWITCH, P(profile), 0, 0, NULL, 0, CLI_G_DEVICE},
 
+    {NULL, "--lora", "FILE", "apply the LoRA adapter FILE (a GGUF adapter; repeatable, or FILE1,FILE2)", CLI_LORA,
+     P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+    {NULL, "--lora-scaled", "FILE SCALE",
+     "apply the LoRA adapter FILE times SCALE (repeatable; also llama.cpp's FILE:SCALE,FILE2:SCALE2)",
+     CLI_LORA_SCALED, P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+    {NULL, "--lora-init-without-apply", NULL,
+     "load the adapters at scale 0 (POST /lora-adapters or a request's 'lora' applies them)", CLI_SWITCH,
+     P(lora_init_without_apply), 0, 0, NULL, 0, CLI_G_LORA_SERVE},
+
     {NULL, "--no-mmap", NULL, "read the weights into memory instead of mapping the file", CLI_SWITCH,
      P(no_mmap), 0, 0, NULL, 0, CLI_G_DEVICE},
     {NULL, "--mlock", NULL, "keep the weights in RAM (mlock; a refusal is a warning)", CLI_SWITCH,
@@ -261,6 +270,7 @@ static const struct {
     const char *heading;
 } group_headings[] = {
     {CLI_G_MODEL, "model"},
+    {CLI_G_LORA | CLI_G_LORA_SERVE, "LoRA adapters"},
     {CLI_G_PROMPT | CLI_G_ESCAPE, "prompt"},
     {CLI_G_DEVICE | CLI_G_PLUGINS, "devices"},
     {CLI_G_CONTEXT | CLI_G_SHIFT, "context"},
@@ -420,9 +430,65 @@ static int apply(const char *cmd, const cli_option *o, const char *flag, const c
         p->n_plugin_dirs = n;
         return rc;
     }
+    case CLI_LORA:
+    case CLI_LORA_SCALED: return 0; /* cli_parse takes them: they may have two values */
     case CLI_FN: return o->fn(cmd, flag, v, dst);
     }
     return -1;
+}
+
+/* --lora FILE and --lora-scaled FILE SCALE (llama.cpp's older spelling,
+ * two arguments), or llama.cpp's current lists: --lora F1,F2 and
+ * --lora-scaled F1:S1,F2:S2 (also as --flag=LIST). *i is the flag's index
+ * and moves past what was taken. */
+static int lora_add(const char *cmd, const char *flag, cli_params *p, const char *path, size_t len, float scale) {
+    if (p->n_lora >= CLI_MAX_LORA) {
+        fprintf(stderr, "%s: at most %d LoRA adapters (--lora, --lora-scaled)\n", cmd, CLI_MAX_LORA);
+        return -1;
+    }
+    if (len == 0) return cli_bad_value(cmd, flag, path, "a file name");
+    char *copy = strndup(path, len); /* kept for the process, as argv is */
+    if (!copy) return fprintf(stderr, "%s: out of memory\n", cmd), -1;
+    p->lora[p->n_lora++] = (cli_lora){.path = copy, .scale = scale};
+    return 0;
+}
+
+static int parse_lora(const char *cmd, const char *flag, int scaled, int argc, char **argv, int *i,
+                      const char *inline_value, cli_params *p) {
+    const char *v = inline_value;
+    if (!v) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "%s: option %s needs %s\n", cmd, flag, scaled ? "FILE SCALE or FILE:SCALE" : "FILE");
+            return -1;
+        }
+        v = argv[++*i];
+    }
+    /* the two-argument form: FILE, then a number */
+    float scale;
+    if (scaled && !inline_value && *i + 1 < argc && cli_parse_float(argv[*i + 1], -INFINITY, INFINITY, &scale) == 0) {
+        ++*i;
+        return lora_add(cmd, flag, p, v, strlen(v), scale);
+    }
+    for (const char *item = v; *item;) {
+        const char *end = strchr(item, ',');
+        size_t len = end ? (size_t)(end - item) : strlen(item);
+        scale = 1.0f;
+        if (scaled) {
+            const char *colon = memrchr(item, ':', len);
+            char num[64];
+            size_t nl = colon ? len - (size_t)(colon - item) - 1 : 0;
+            if (!colon || nl == 0 || nl >= sizeof num)
+                return cli_bad_value(cmd, flag, v, "FILE SCALE, or FILE:SCALE[,FILE:SCALE...] (e.g. a.gguf:0.5)");
+            memcpy(num, colon + 1, nl);
+            num[nl] = '\0';
+            if (cli_parse_float(num, -INFINITY, INFINITY, &scale) != 0)
+                return cli_bad_value(cmd, flag, num, "a SCALE (a number, e.g. 0.5)");
+            len = (size_t)(colon - item);
+        }
+        if (lora_add(cmd, flag, p, item, len, scale) != 0) return -1;
+        item += (end ? (size_t)(end - item) + 1 : strlen(item));
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ parsing */
@@ -476,6 +542,10 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, cli_params *p, void
                 return -1;
             }
             if (apply(name, o, flag, NULL, p, own) < 0) return -1;
+            continue;
+        }
+        if (o->type == CLI_LORA || o->type == CLI_LORA_SCALED) {
+            if (parse_lora(name, flag, o->type == CLI_LORA_SCALED, argc, argv, &i, inline_value, p) != 0) return -1;
             continue;
         }
         const char *v = inline_value;

@@ -30,7 +30,7 @@
 
 #include "cli_util.h"
 
-enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64, CLI_MAX_BREAKERS = 32 };
+enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64, CLI_MAX_BREAKERS = 32, CLI_MAX_LORA = 16 };
 
 /* -ot PATTERN=DEVICE[,PATTERN=DEVICE...] (repeatable): the rules in order,
  * NULL-terminated (tessera_model_params.tensor_overrides), their text in buf. */
@@ -60,10 +60,18 @@ enum {
     CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
     CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat, serve) */
     CLI_G_EMBED = 1u << 12,   /* --embeddings, --reranking, --pooling (embed, serve) */
+    CLI_G_LORA = 1u << 13,    /* --lora, --lora-scaled */
+    CLI_G_LORA_SERVE = 1u << 14, /* --lora-init-without-apply (serve) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
-    CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
+    CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_LORA,
 };
+
+/* A LoRA adapter of --lora (scale 1) or --lora-scaled FILE SCALE. */
+typedef struct cli_lora {
+    const char *path;
+    float scale;
+} cli_lora;
 
 /* The values of the shared options. cli_params_init() sets the defaults;
  * a command may change a default before cli_parse(). */
@@ -82,6 +90,12 @@ typedef struct cli_params {
     cli_overrides overrides;
     int cpu_moe;
     int32_t n_cpu_moe;
+    /* LoRA adapters, in order (--lora, --lora-scaled); loaded with the
+     * context (cli_context_new), applied unless lora_init_without_apply
+     * (serve: then at scale 0 until a request or POST /lora-adapters) */
+    cli_lora lora[CLI_MAX_LORA];
+    int32_t n_lora;
+    int lora_init_without_apply;
     int explain;
     int profile; /* --profile: time each op on the devices (cli_print_profile) */
     /* model memory: --no-mmap, --mlock */
@@ -136,6 +150,8 @@ typedef enum cli_type {
     CLI_FA,     /* tessera_flash_attn: on, off or auto */
     CLI_BIAS,   /* appends ID+B / ID-B to cli_params.bias */
     CLI_DIR,    /* appends to cli_params.plugin_dirs */
+    CLI_LORA,   /* appends FILE to cli_params.lora (scale 1) */
+    CLI_LORA_SCALED, /* takes two values, FILE SCALE: appends to cli_params.lora */
     CLI_FN,     /* fn(cmd, flag, value, dst) parses; 0 ok, -1 error printed */
 } cli_type;
 

@@ -157,7 +157,37 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     cp.pooling = p->reranking ? TESSERA_POOLING_RANK : p->pooling;
     tessera_context *ctx = tessera_context_new(m, &cp);
     if (!ctx) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+    if (ctx && p->n_lora > 0 && cli_loras_apply(cmd, p, m, ctx, NULL) != 0) {
+        tessera_context_free(ctx);
+        return NULL;
+    }
     return ctx;
+}
+
+int cli_loras_apply(const char *cmd, const cli_params *p, tessera_model *m, tessera_context *ctx,
+                    tessera_lora **out) {
+    tessera_lora *loras[CLI_MAX_LORA];
+    float scales[CLI_MAX_LORA];
+    for (int32_t i = 0; i < p->n_lora; i++) {
+        loras[i] = tessera_lora_load(m, p->lora[i].path);
+        if (!loras[i]) {
+            fprintf(stderr, "%s: --lora: %s\n", cmd, tessera_last_error());
+            while (i-- > 0) tessera_lora_free(loras[i]);
+            return -1;
+        }
+        scales[i] = p->lora_init_without_apply ? 0.0f : p->lora[i].scale;
+        if (p->verbose)
+            fprintf(stderr, "%s: LoRA adapter %s: %d weights, alpha %g, scale %g\n", cmd, p->lora[i].path,
+                    (int)tessera_lora_n_weights(loras[i]), (double)tessera_lora_alpha(loras[i]),
+                    (double)scales[i]);
+    }
+    if (tessera_context_set_loras(ctx, loras, scales, p->n_lora) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        for (int32_t i = 0; i < p->n_lora; i++) tessera_lora_free(loras[i]);
+        return -1;
+    }
+    if (out) memcpy(out, loras, (size_t)p->n_lora * sizeof *loras);
+    return 0;
 }
 
 int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,

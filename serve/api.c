@@ -411,6 +411,7 @@ static const struct field {
     {"metadata", FOR_ALL, "accepted and ignored (tags for stored completions)"},
     {"cache_prompt", FOR_ALL, "extension: reuse a slot's cached prompt prefix"},
     {"id_slot", FOR_ALL, "extension: the slot to run in (-1: any)"},
+    {"lora", FOR_ALL, "llama-server's: [{id, scale}] LoRA scales of this request (unlisted adapters: 0)"},
     {"return_tokens", FOR_NATIVE, "the generated token ids in 'tokens'"},
     {"response_fields", FOR_NATIVE, "only these fields of the response ('a/b' reaches into objects)"},
     {"ignore_eos", FOR_ALL, "extension: end-of-generation tokens banned (bias -inf), as llama-server"},
@@ -543,6 +544,11 @@ static int parse_options(const serve_api *api, const cJSON *root, serve_kind kin
         if (api_get_bool(so, "include_usage", &call->include_usage, err)) return -1;
     }
     r->cache_prompt = true; /* llama-server's default: reuse a slot's cached prefix */
+    const cJSON *lora = cJSON_GetObjectItemCaseSensitive(root, "lora");
+    if (!api_is_null(lora)) {
+        if (serve_lora_parse(lora, "lora", api->n_loras, r->lora, err) != 0) return -1;
+        r->has_lora = true;
+    }
     call->verbose = api->verbose;
     if (api_get_bool(root, "verbose", &call->verbose, err) ||
         api_get_bool(root, "timings_per_token", &call->timings_per_token, err) ||

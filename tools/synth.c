@@ -91,6 +91,8 @@ typedef struct synth_opts {
     int reranker;     /* encoders: a classification head (cls, cls.output), pooling rank */
     int64_t pooling;  /* encoders: pooling_type (default: bert cls, nomic-bert mean) */
     const char *wpm_words; /* "a,b,c": whole words added to the built-in WordPiece vocabulary */
+    int64_t lora_rank;  /* > 0: write a LoRA adapter of this rank for the model, not the model */
+    float lora_alpha;   /* its adapter.lora.alpha (default: 2 x rank) */
     const char *set[MAX_EDITS];   /* "KEY=VALUE" */
     const char *unset[MAX_EDITS]; /* "KEY" */
     int n_set, n_unset;
@@ -158,6 +160,12 @@ static void usage(FILE *out) {
             "  --ssm-state N         mamba2, granitehybrid: state size (default 16)\n"
             "  --ssm-head-dim N      mamba2, granitehybrid: head size (default 16)\n"
             "  --seed N              random seed (default 42)\n"
+            "  --lora-rank R         write a LoRA adapter of rank R for the model the other\n"
+            "                        options describe, instead of the model: llama.cpp's\n"
+            "                        convert_lora_to_gguf.py layout (general.type adapter,\n"
+            "                        <weight>.lora_a [n_in, R], .lora_b [R, n_out] for every\n"
+            "                        matrix but the embeddings; --type F32, F16 or BF16)\n"
+            "  --lora-alpha F        its adapter.lora.alpha (default 2 x R)\n"
             "  --set KEY=VALUE       set a metadata key (full name): true/false is a bool,\n"
             "                        an integer a u32 (i32 if negative), a number with '.',\n"
             "                        'e', or nan/inf an f32 (8.0, not 8), else a string;\n"
@@ -242,6 +250,12 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             o->rope_base = strtof(v, &end);
             if (*end || o->rope_base <= 0)
                 return fprintf(stderr, "tessera-synth: --rope-base expects a positive number, got '%s'\n", v), -1;
+        } else if (!strcmp(a, "--lora-alpha")) {
+            NEED_VALUE();
+            char *end;
+            o->lora_alpha = strtof(v, &end);
+            if (*end || end == v || !(o->lora_alpha >= 0))
+                return fprintf(stderr, "tessera-synth: --lora-alpha expects a number >= 0, got '%s'\n", v), -1;
         } else if (!strcmp(a, "--seed")) {
             NEED_VALUE();
             char *end;
@@ -267,6 +281,7 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                            : !strcmp(a, "--ssm-groups") ? &o->ssm_groups
                            : !strcmp(a, "--ssm-state") ? &o->ssm_state
                            : !strcmp(a, "--ssm-head-dim") ? &o->ssm_head_dim
+                           : !strcmp(a, "--lora-rank") ? &o->lora_rank
                                                       : NULL;
             if (!dst) return fprintf(stderr, "tessera-synth: unknown option '%s' (see --help)\n", a), -1;
             NEED_VALUE();
@@ -299,6 +314,7 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             snprintf(list + strlen(list), sizeof list - strlen(list), ", %s", synth_rec_archs[i].name);
         return fprintf(stderr, "tessera-synth: --arch '%s' is not supported (%s)\n", o->arch, list), -1;
     }
+    if (o->lora_rank && !o->lora_alpha) o->lora_alpha = 2.0f * (float)o->lora_rank;
     if (!o->kv_heads) o->kv_heads = o->heads;
     if (!o->head_dim && o->dim % o->heads)
         return fprintf(stderr, "tessera-synth: --dim %" PRId64 " is not a multiple of --heads %" PRId64 "\n",
@@ -665,6 +681,43 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
     return 0;
 }
 
+/* A LoRA adapter of the model planned in ts[0..n): for every matrix but
+ * the embeddings, <name>.lora_a [n_in, r] and <name>.lora_b [r, n_out]
+ * (llama.cpp's convert_lora_to_gguf.py names and shapes), A with the
+ * usual 1/sqrt(n_in) spread and B with 0.5/sqrt(r), so that B (A x) is
+ * about half of W x: an adapter that shows in every logit. */
+static int plan_lora(const synth_opts *o, int32_t dtype, const synth_tensor *ts, int n, synth_tensor *out,
+                     int *n_out) {
+    const int64_t r = o->lora_rank;
+    char name[96];
+    *n_out = 0;
+    if (dtype != TSR_DTYPE_F32 && dtype != TSR_DTYPE_F16 && dtype != TSR_DTYPE_BF16)
+        return fprintf(stderr, "tessera-synth: --lora-rank writes F32, F16 or BF16 (--type), not %s\n",
+                       dtype_name(dtype)), -1;
+    for (int i = 0; i < n; i++) {
+        const synth_tensor *t = &ts[i];
+        if (t->n_dims != 2 || !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "token_types.weight") ||
+            !strcmp(t->name, "position_embd.weight"))
+            continue;
+        snprintf(name, sizeof name, "%s.lora_a", t->name);
+        if (add_tensor(out, n_out, name, dtype, 2, t->ne[0], r, 1.0f / sqrtf((float)t->ne[0]))) return -1;
+        snprintf(name, sizeof name, "%s.lora_b", t->name);
+        if (add_tensor(out, n_out, name, dtype, 2, r, t->ne[1], 0.5f / sqrtf((float)r))) return -1;
+    }
+    return 0;
+}
+
+static int write_lora_metadata(gguf_writer *w, const synth_opts *o) {
+    const char *a = o->sa->name, *name = "tessera-synth adapter";
+    return gguf_writer_set_str(w, "general.architecture", a, strlen(a)) ||
+                   gguf_writer_set_str(w, "general.type", "adapter", 7) ||
+                   gguf_writer_set_str(w, "adapter.type", "lora", 4) ||
+                   gguf_writer_set_str(w, "general.name", name, strlen(name)) ||
+                   gguf_writer_set_f32(w, "adapter.lora.alpha", o->lora_alpha)
+               ? -1
+               : 0;
+}
+
 /* ------------------------------------------------------------ vocabulary */
 
 /* Copy tokenizer.* keys; resize the token arrays to n_vocab (extra tokens
@@ -985,6 +1038,20 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (plan_tensors(&o, base, mix, ts, &n) != 0) goto done;
+    if (o.lora_rank) { /* the adapter instead: its own keys and tensors */
+        synth_tensor *lt = calloc((size_t)n * 2 + 1, sizeof *lt);
+        int nl = 0;
+        gguf_writer_free(w);
+        w = gguf_writer_new();
+        if (!lt || !w || plan_lora(&o, base, ts, n, lt, &nl) != 0 || write_lora_metadata(w, &o) != 0) {
+            if (!lt || !w) fprintf(stderr, "tessera-synth: out of memory\n");
+            free(lt);
+            goto done;
+        }
+        free(ts);
+        ts = lt;
+        n = nl;
+    }
     for (int i = 0; i < n; i++) {
         if (gguf_writer_add_tensor(w, ts[i].name, ts[i].dtype, ts[i].n_dims, ts[i].ne, NULL) != 0) {
             fprintf(stderr, "tessera-synth: %s\n", error_get());

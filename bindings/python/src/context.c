@@ -613,7 +613,51 @@ static PyObject *ctx_set_threads(pyt_context *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* set_loras([(id, scale), ...]): the adapters (Model.load_lora ids) the
+ * next decodes use; [] none. */
+static PyObject *ctx_set_loras(pyt_context *self, PyObject *args) {
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "O", &list)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "set_loras takes a list of (id, scale) pairs");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    tessera_lora **loras = calloc((size_t)n + 1, sizeof *loras);
+    float *scales = calloc((size_t)n + 1, sizeof *scales);
+    PyObject *ret = NULL;
+    if (!loras || !scales) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int id;
+        double scale;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "id", &id, &scale)) goto done;
+        if (id < 0 || id >= self->owner->n_loras) {
+            PyErr_Format(PyExc_ValueError, "no LoRA adapter with id %d (%d loaded with load_lora)", id,
+                         (int)self->owner->n_loras);
+            goto done;
+        }
+        loras[i] = self->owner->loras[id];
+        scales[i] = (float)scale;
+    }
+    if (ctx_enter(self) != 0) goto done;
+    int rc = tessera_context_set_loras(self->ctx, loras, scales, (int32_t)n);
+    self->busy = 0;
+    if (rc != 0) {
+        pyt_raise("set_loras");
+        goto done;
+    }
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    free(loras);
+    free(scales);
+    Py_DECREF(seq);
+    return ret;
+}
+
 static PyMethodDef ctx_methods[] = {
+    {"set_loras", (PyCFunction)ctx_set_loras, METH_VARARGS, "set_loras([(id, scale), ...]): adapters in use"},
     {"pooling", (PyCFunction)ctx_pooling, METH_NOARGS, "the pooling of an embedding context, or None"},
     {"set_threads", (PyCFunction)ctx_set_threads, METH_VARARGS, "set_threads(n): CPU threads of the next decodes"},
     {"start", (PyCFunction)(void (*)(void))ctx_start, METH_VARARGS | METH_KEYWORDS,

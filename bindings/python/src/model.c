@@ -75,7 +75,8 @@ static int model_init(pyt_model *self, PyObject *args, PyObject *kw) {
 
 static void model_dealloc(pyt_model *self) {
     if (self->tmpl) tessera_chat_template_free(self->tmpl);
-    if (self->model) tessera_model_free(self->model);
+    if (self->model) tessera_model_free(self->model); /* its adapters too */
+    free(self->loras);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -260,7 +261,26 @@ static PyObject *model_template_source(pyt_model *self, PyObject *unused) {
     return PyUnicode_FromString(tessera_chat_template_source(t));
 }
 
+/* load_lora(path) -> id: a LoRA adapter of this model (llama.cpp's GGUF
+ * adapters); Context.set_loras takes its id. */
+static PyObject *model_load_lora(pyt_model *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    NEED_MODEL(self);
+    tessera_lora **a = realloc(self->loras, (size_t)(self->n_loras + 1) * sizeof *a);
+    if (!a) return PyErr_NoMemory();
+    self->loras = a;
+    tessera_lora *l;
+    Py_BEGIN_ALLOW_THREADS
+    l = tessera_lora_load(self->model, path);
+    Py_END_ALLOW_THREADS
+    if (!l) return pyt_raise(NULL);
+    self->loras[self->n_loras] = l;
+    return PyLong_FromLong(self->n_loras++);
+}
+
 static PyMethodDef model_methods[] = {
+    {"load_lora", (PyCFunction)model_load_lora, METH_VARARGS, "load_lora(path) -> adapter id"},
     {"info", (PyCFunction)model_info, METH_NOARGS, "metadata as a dict"},
     {"meta", (PyCFunction)model_meta, METH_VARARGS, "a string value of the GGUF metadata, or None"},
     {"tokenize", (PyCFunction)model_tokenize, METH_VARARGS, "tokenize(text, add_special, parse_special)"},

@@ -337,6 +337,20 @@ class Session:
                 self._ctx.set_threads(n)
                 self._threads = n
 
+    def set_loras(self, adapters):
+        """The LoRA adapters the next generations use: {adapter: scale} (or
+        [(adapter, scale)]), adapters from Model.load_lora; {} none. The
+        cache keeps what it holds: reset() (or a new prompt without
+        prefix_cache) forgets tokens computed with other adapters."""
+        pairs = list(adapters.items()) if isinstance(adapters, dict) else list(adapters)
+        ids = []
+        for a, scale in pairs:
+            if not isinstance(a, LoraAdapter) or a.model is not self.model:
+                raise TypeError(f"set_loras takes adapters of this session's model (Model.load_lora), "
+                                f"not {_check._show(a)}")
+            ids.append((a.id, _check.real("scale", scale)))
+        self._call("set_loras", ids)
+
     def _call(self, method, *args):
         self._claim()
         try:
@@ -455,6 +469,16 @@ class _EmbedContext:
             self._in_call = False
 
 
+class LoraAdapter:
+    """A LoRA adapter loaded for one Model (Model.load_lora); freed with it."""
+
+    def __init__(self, model, id, path):
+        self.model, self.id, self.path = model, id, path
+
+    def __repr__(self):
+        return f"LoraAdapter({self.path!r})"
+
+
 class Model:
     """A GGUF model. devices: "cpu-avx0", "vulkan0,cpu-avx0" or a list
     (None: the default order); n_gpu_layers: "auto" or a count;
@@ -511,6 +535,12 @@ class Model:
         self._session_args = dict(n_batch=args["n_batch"], n_threads=args["n_threads"], flash_attn=flash_attn,
                                   type_k=type_k, type_v=type_v, prefix_cache=prefix_cache)
         self._local = threading.local()
+
+    def load_lora(self, path):
+        """A LoRA adapter of this model (a GGUF adapter as llama.cpp's
+        convert_lora_to_gguf.py writes it), for Session.set_loras."""
+        path = _check.path("path", path)
+        return LoraAdapter(self, self._m.load_lora(path), path)
 
     # ---- metadata
     arch = property(lambda self: self.metadata["arch"])

@@ -315,6 +315,38 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
 tessera_context *tessera_context_new(tessera_model *model, const tessera_context_params *params);
 void tessera_context_free(tessera_context *ctx);
 
+/* ------------------------------------------------------------ LoRA adapters */
+
+/* A LoRA adapter for one model, as llama.cpp's convert_lora_to_gguf.py
+ * writes it (general.type "adapter", adapter.type "lora",
+ * adapter.lora.alpha, a "<weight>.lora_a" and "<weight>.lora_b" per adapted
+ * weight): llama.cpp's llama_adapter_lora. A context using it adds
+ * scale * alpha / rank * B (A x) to every product W x with an adapted
+ * weight, in the graph (the weights are not changed), on every device. */
+typedef struct tessera_lora tessera_lora;
+
+/* Load and check the adapter at path against model (architecture, every
+ * tensor's base weight and shape); the pairs of offloaded weights go to the
+ * GPU with them. The adapter belongs to the model: tessera_model_free frees
+ * the ones still loaded. NULL and tessera_last_error() naming the file and
+ * key or tensor on failure. */
+tessera_lora *tessera_lora_load(tessera_model *model, const char *path);
+/* Free an adapter no context is using any longer (NULL: nothing). */
+void tessera_lora_free(tessera_lora *lora);
+/* adapter.lora.alpha (0 when the file has none: the scale is then the
+ * user's alone); the path it was loaded from; the weights it adapts. */
+float tessera_lora_alpha(const tessera_lora *lora);
+const char *tessera_lora_path(const tessera_lora *lora);
+int32_t tessera_lora_n_weights(const tessera_lora *lora);
+
+/* Use adapters loras[0..n) with scales[0..n) in ctx from its next decode
+ * on, replacing the set in use (n 0: none; llama.cpp's
+ * llama_set_adapters_lora). Each must be of ctx's model; an adapter with
+ * scale 0 costs nothing. Tokens already in the KV cache stay as they were
+ * computed: a caller that changes the set drops what no longer matches
+ * (the server's slots and the prompt cache do). 0 or -1. */
+int tessera_context_set_loras(tessera_context *ctx, tessera_lora *const *loras, const float *scales, int32_t n);
+
 /* What a context holds on one device. The device computing the layers kept
  * in host memory also gets the host's share: weights read from the mapping
  * (or the --no-mmap copy), host KV cache, the scheduler's host arena. */

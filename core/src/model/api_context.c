@@ -288,6 +288,7 @@ void tessera_context_free(tessera_context *ctx) {
     kv_cache_free(ctx->kv);
     decode_scratch_free(&ctx->scratch);
     free(ctx->logits);
+    free(ctx->lora_use);
     free(ctx);
 }
 

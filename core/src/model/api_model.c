@@ -133,6 +133,7 @@ fail:
 
 void tessera_model_free(tessera_model *tm) {
     if (!tm) return;
+    model_loras_free(tm);
     model_free(tm->m);
     vocab_free(tm->vocab);
     for (int32_t i = 0; i < tm->n_meta; i++) {

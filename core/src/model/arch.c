@@ -6,6 +6,7 @@
 
 #include "kv/kv.h"
 #include "model/arch/arch.h"
+#include "model/lora.h"
 #include "util/error.h"
 
 /* One line per architecture (general.architecture names). */
@@ -106,8 +107,8 @@ int arch_moe_family(model_hparams *hp, const model_hp_reader *r, bool norm_w, bo
 
 /* ------------------------------------------------------------ the graph */
 
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
-                      const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
+int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                      const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
     const model_hparams *hp = &m->hp;
     memset(out, 0, sizeof *out);
     if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens)
@@ -121,9 +122,13 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         out->n_kv[s] = n_kv[s];
     }
     /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads),
-     * experts about 40 tensors and 2 per chosen expert (blk_moe_ffn) */
-    const int32_t per_layer = 96 + (kv->rot_k || kv->rot_v ? 16 : 0) + (hp->n_expert ? 40 + 2 * hp->n_expert_used : 0);
-    graph *g = graph_new(per_layer * hp->n_layer + 64);
+     * experts about 40 tensors and 2 per chosen expert (blk_moe_ffn), an
+     * adapter up to 6 tensors per product, 8 products per layer and the
+     * output (blk_linear) */
+    const int32_t n_lora = lora ? lora->n : 0;
+    const int32_t per_layer = 96 + (kv->rot_k || kv->rot_v ? 16 : 0) + (hp->n_expert ? 40 + 2 * hp->n_expert_used : 0) +
+                              48 * n_lora;
+    graph *g = graph_new(per_layer * hp->n_layer + 64 + 8 * n_lora);
     if (!g) return error_set("%s graph: out of memory", hp->arch->name);
     out->g = g;
     out->n_tokens = n_tokens;
@@ -146,7 +151,7 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         if (out->attn_temp) graph_tensor_set_name(out->attn_temp, "attn_temp");
     }
 
-    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out};
+    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out, .lora = n_lora ? lora : NULL};
     out->logits = graph_set_output(hp->arch->build(&b));
     if (out->logits) graph_tensor_set_name(out->logits, "logits");
     if (graph_check(g) != 0 || !out->logits) {

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "kv/kv.h"
+#include "model/lora.h"
 #include "tensor/dtype.h"
 
 /* llama.cpp's CPU backend multiplies an F16 cache with F16 copies of q and
@@ -46,6 +47,15 @@ graph_tensor *blk_layer_norm(model_build *b, graph_tensor *x, const model_weight
 
 graph_tensor *blk_linear(model_build *b, const model_weight *w, const model_weight *bias, graph_tensor *x) {
     graph_tensor *t = graph_mul_mat(b->g, model_weight_leaf(b->g, w), x);
+    /* each adapter in use: + scale * B (A x) (lora.h) */
+    for (int32_t i = 0; b->lora && i < b->lora->n; i++) {
+        const model_lora_use *u = &b->lora->use[i];
+        const model_lora_pair *p = model_lora_pair_for(u->lora, w);
+        if (!p) continue;
+        graph_tensor *ax = graph_mul_mat(b->g, model_weight_leaf(b->g, &p->a), x);        /* [r, T] */
+        graph_tensor *bax = graph_mul_mat(b->g, model_weight_leaf(b->g, &p->b), ax);      /* [n_out, T] */
+        t = graph_add(b->g, t, graph_scale(b->g, bax, model_lora_scale(u->lora, p, u->scale), 0.0f));
+    }
     if (bias) t = graph_add(b->g, t, model_weight_leaf(b->g, bias));
     return t;
 }

@@ -25,7 +25,7 @@ int context_reserve(tessera_context *ctx) {
         if (n > n_kv[s]) n = n_kv[s];
     }
     model_batch_graph bg;
-    if (model_build_graph(m, kv, n, head, n_kv, n, &bg) != 0) return error_wrap("reserving compute buffers");
+    if (model_build_graph(m, kv, NULL, n, head, n_kv, n, &bg) != 0) return error_wrap("reserving compute buffers");
     int rc = sched_alloc(ctx->sched, bg.g);
     graph_free(bg.g);
     if (rc) return error_wrap("reserving compute buffers for %d tokens over %d cells", n, n_ctx);

@@ -126,7 +126,7 @@ static int decode_ubatch(tessera_context *ctx, const tessera_token *tokens, cons
     for (int32_t s = 0; s < ub->n_sets; s++) n_kv[s] = step_kv_padded(ub->n_kv[s], ub->n_cells[s], n);
     model_batch_graph *bg;
     const int64_t built = ctx->step.n_built;
-    if (step_graph_get(&ctx->step, m, ctx->kv, ctx->sched, n, ub->head, n_kv, n_out > 0 ? n_out : 1,
+    if (step_graph_get(&ctx->step, m, ctx->kv, &ctx->lora, ctx->sched, n, ub->head, n_kv, n_out > 0 ? n_out : 1,
                        ctx->graph_reuse, &bg) != 0)
         return -1;
     explain_once(ctx, n, n_kv[0]);

@@ -125,6 +125,49 @@ int32_t model_weight_device(const model *m, const model_weight *w) {
 /* Whether weight w is uploaded to the GPU at load. */
 static bool weight_offloaded(const model *m, const model_weight *w) { return model_weight_device(m, w) >= 0; }
 
+int model_weights_upload(host_device *hd, int32_t device, model_weight *const *mw, int32_t n, host_weight_set *set,
+                         bool (*uploaded)(const model_weight *w, void *user), void *user) {
+    memset(set, 0, sizeof *set);
+    if (n == 0) return 0;
+    host_weight *hw = calloc((size_t)n, sizeof *hw);
+    if (!hw) return error_set("model: out of memory planning %d offloaded weights", n);
+    for (int32_t i = 0; i < n; i++) {
+        const model_weight *w = mw[i];
+        tsr_tensor t = {.dtype = w->dtype, .ne = {w->ne[0], w->ne[1], w->ne[2], w->ne[3]}, .name = w->name};
+        t.nb[0] = dtype_traits_get(w->dtype)->block_bytes;
+        t.nb[1] = w->nbytes / (uint64_t)(w->ne[1] * w->ne[2] * w->ne[3]);
+        t.nb[2] = t.nb[1] * (uint64_t)w->ne[1];
+        t.nb[3] = t.nb[2] * (uint64_t)w->ne[2];
+        hw[i] = (host_weight){.t = t, .src = w->data, .name = w->name};
+    }
+    int rc = host_weights_alloc(hd, hw, n, set);
+    for (int32_t i = 0; i < n && rc == 0; i++) {
+        rc = host_weights_upload(hd, set, &hw[i]);
+        if (rc) break;
+        model_weight *w = mw[i];
+        tsr_buffer *buf = set->buffers[hw[i].buffer];
+        char *host = hd->dev->api->buffer_host_ptr ? hd->dev->api->buffer_host_ptr(hd->dev, buf) : NULL;
+        w->home_device = device;
+        w->buffer = buf;
+        w->offset = hw[i].offset;
+        w->data = host ? host + hw[i].offset : NULL;
+        if (uploaded && !uploaded(w, user)) rc = error_set("model load cancelled");
+    }
+    free(hw);
+    return rc;
+}
+
+typedef struct offload_progress {
+    const model_load_params *p;
+    uint64_t *done, total;
+} offload_progress;
+
+static bool offload_uploaded(const model_weight *w, void *user) {
+    offload_progress *op = user;
+    *op->done += w->nbytes;
+    return !op->p->progress || op->p->progress((float)((double)*op->done / (double)op->total), op->p->progress_user);
+}
+
 /* Copy the last n_gpu_layers layers' weights into buffers of the GPU
  * device, split to fit its largest allocation and aligned as it asks
  * (host_weights). */
@@ -134,48 +177,17 @@ static int model_offload(model *m, const model_load_params *p, uint64_t *done, u
     int32_t n = 0;
     for (int32_t i = 0; i < m->n_weights; i++) n += weight_offloaded(m, &m->weights[i]);
     if (n == 0) return 0;
-    host_weight *hw = calloc((size_t)n, sizeof *hw);
     model_weight **mw = calloc((size_t)n, sizeof *mw);
-    if (!hw || !mw) {
-        free(hw);
-        free(mw);
-        return error_set("model: out of memory planning %d offloaded weights", n);
-    }
+    if (!mw) return error_set("model: out of memory planning %d offloaded weights", n);
     n = 0;
-    for (int32_t i = 0; i < m->n_weights; i++) {
-        model_weight *w = &m->weights[i];
-        if (!weight_offloaded(m, w)) continue;
-        tsr_tensor t = {.dtype = w->dtype, .ne = {w->ne[0], w->ne[1], w->ne[2], w->ne[3]}, .name = w->name};
-        t.nb[0] = dtype_traits_get(w->dtype)->block_bytes;
-        t.nb[1] = w->nbytes / (uint64_t)(w->ne[1] * w->ne[2] * w->ne[3]);
-        t.nb[2] = t.nb[1] * (uint64_t)w->ne[1];
-        t.nb[3] = t.nb[2] * (uint64_t)w->ne[2];
-        hw[n] = (host_weight){.t = t, .src = w->data, .name = w->name};
-        mw[n++] = w;
-    }
-    int rc = host_weights_alloc(hd, hw, n, &m->gpu_weights);
-    if (rc) {
+    for (int32_t i = 0; i < m->n_weights; i++)
+        if (weight_offloaded(m, &m->weights[i])) mw[n++] = &m->weights[i];
+    offload_progress op = {.p = p, .done = done, .total = total};
+    int rc = model_weights_upload(hd, p->gpu_device, mw, n, &m->gpu_weights, offload_uploaded, &op);
+    if (m->gpu_weights.n_buffers > 0) m->gpu_hd = hd;
+    if (rc && !m->gpu_hd)
         error_wrap("cannot allocate %d offloaded layers%s", m->n_gpu_layers,
                    m->offload_globals ? " and the output layer" : "");
-        goto done;
-    }
-    m->gpu_hd = hd;
-    for (int32_t i = 0; i < n && rc == 0; i++) {
-        rc = host_weights_upload(hd, &m->gpu_weights, &hw[i]);
-        if (rc) break;
-        model_weight *w = mw[i];
-        tsr_buffer *buf = m->gpu_weights.buffers[hw[i].buffer];
-        char *host = hd->dev->api->buffer_host_ptr ? hd->dev->api->buffer_host_ptr(hd->dev, buf) : NULL;
-        w->home_device = p->gpu_device;
-        w->buffer = buf;
-        w->offset = hw[i].offset;
-        w->data = host ? host + hw[i].offset : NULL;
-        *done += w->nbytes;
-        if (p->progress && !p->progress((float)((double)*done / (double)total), p->progress_user))
-            rc = error_set("model load cancelled");
-    }
-done:
-    free(hw);
     free(mw);
     return rc;
 }

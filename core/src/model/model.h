@@ -26,6 +26,7 @@
 
 typedef struct model model;
 typedef struct model_arch_desc model_arch_desc;
+typedef struct model_lora_set model_lora_set; /* lora.h */
 
 /* ------------------------------------------------------------ hparams */
 
@@ -255,6 +256,7 @@ typedef struct model_build {
     kv_cache *kv;
     model_batch_graph *io;
     graph_tensor *kv_rot; /* the cache's rotation H, made on first use (blk_rotate_heads) */
+    const model_lora_set *lora; /* adapters added to every product with a weight (NULL: none) */
 } model_build;
 
 /* The tensor sets most architectures share, or-ed in a descriptor's
@@ -322,15 +324,23 @@ int32_t model_layer_device(const model *m, int32_t il);
  * loading uploads by. */
 int32_t model_weight_device(const model *m, const model_weight *w);
 
+/* Upload weights mw[0..n) into a new set of buffers of device hd (host
+ * device index device) and bind each there; uploaded (may be NULL) is
+ * called after each and may return false to cancel. On failure the set
+ * holds what was allocated (host_weights_free it). */
+int model_weights_upload(host_device *hd, int32_t device, model_weight *const *mw, int32_t n, host_weight_set *set,
+                         bool (*uploaded)(const model_weight *w, void *user), void *user);
+
 /* A graph leaf for a weight, bound to its memory. */
 graph_tensor *model_weight_leaf(graph *g, const model_weight *w);
 
 /* Build the forward graph for n_tokens tokens written, in each cell set s
  * of the cache (kv->n_sets), to cells kv_head[s]..kv_head[s]+n_tokens-1,
- * attending to cells 0..n_kv[s]-1, with logits for n_out rows. Returns 0,
+ * attending to cells 0..n_kv[s]-1, with logits for n_out rows, and the
+ * LoRA adapters of lora (NULL: none) in every weight product. Returns 0,
  * or -1 with the first shape error. */
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
-                      const int32_t *n_kv, int32_t n_out, model_batch_graph *out);
+int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                      const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, model_batch_graph *out);
 
 /* ------------------------------------------------------------ masks */
 

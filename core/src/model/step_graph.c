@@ -109,8 +109,8 @@ static bool kept_fits(const step_graph *sg, const kv_cache *kv, sched *s, int32_
     return true;
 }
 
-int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, sched *s, int32_t n, const int32_t *kv_head,
-                   const int32_t *n_kv, int32_t n_out, bool reuse, model_batch_graph **out) {
+int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, const model_lora_set *lora, sched *s, int32_t n,
+                   const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, bool reuse, model_batch_graph **out) {
     model_batch_graph *bg = &sg->bg;
     if (reuse && kept_fits(sg, kv, s, n, kv_head, n_kv, n_out)) {
         for (int32_t i = 0; i < sg->n_writes; i++) {
@@ -124,7 +124,7 @@ int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, sched *s, int32
         return 0;
     }
     step_graph_drop(sg);
-    if (model_build_graph(m, kv, n, kv_head, n_kv, n_out, bg) != 0) return -1;
+    if (model_build_graph(m, kv, lora, n, kv_head, n_kv, n_out, bg) != 0) return -1;
     if (sched_alloc(s, bg->g) != 0 || find_writes(sg, kv, kv_head) != 0) {
         step_graph_drop(sg);
         return -1;

@@ -20,11 +20,27 @@
 
 /* The model's identity beyond its shape: the GGUF's metadata and tensor
  * infos (every byte before the data section). */
-static uint64_t model_gguf_hash(const tessera_model *tm) {
-    const gguf_file *f = tm->m->file;
+static uint64_t gguf_header_hash(const gguf_file *f) {
     uint64_t n = gguf_data_offset(f);
     const uint8_t *base = (const uint8_t *)gguf_data(f) - n;
     return state_checksum(base, (size_t)n);
+}
+
+static uint64_t model_gguf_hash(const tessera_model *tm) { return gguf_header_hash(tm->m->file); }
+
+/* The model's hash with the LoRA adapters in use folded in (each file's
+ * header hash and its scale, in order): a state computed with other
+ * adapters or scales is another model's. No adapter: the model's alone,
+ * so files saved without adapters read as before. */
+static uint64_t context_model_hash(const tessera_context *ctx) {
+    uint64_t h = model_gguf_hash(ctx->model);
+    for (int32_t i = 0; i < ctx->lora.n; i++) {
+        float scale = ctx->lora.use[i].scale;
+        uint64_t part[3] = {h, gguf_header_hash(ctx->lora.use[i].lora->file), 0};
+        memcpy(&part[2], &scale, sizeof scale);
+        h = state_checksum(part, sizeof part);
+    }
+    return h;
 }
 
 static void header_of_context(const tessera_context *ctx, state_header *h) {
@@ -36,7 +52,7 @@ static void header_of_context(const tessera_context *ctx, state_header *h) {
     h->n_layer = (uint32_t)m->hp.n_layer;
     h->n_embd = (uint32_t)m->hp.n_embd;
     h->n_vocab = (uint32_t)m->hp.n_vocab;
-    h->gguf_hash = model_gguf_hash(ctx->model);
+    h->gguf_hash = context_model_hash(ctx);
     h->n_ctx = (uint32_t)kv->n_ctx;
     h->k_dtype = (uint32_t)kv->dtype_k;
     h->v_dtype = (uint32_t)kv->dtype_v;
@@ -194,10 +210,13 @@ static int state_check_identity(const tessera_context *ctx, const state_header *
         if (model_fields[i].saved != model_fields[i].here)
             return error_set("state file %s was saved for another model: %s %u there, %u here", label,
                              model_fields[i].what, model_fields[i].saved, model_fields[i].here);
-    if (h->gguf_hash != me.gguf_hash)
-        return error_set("state file %s was saved for another model file (GGUF metadata/tensor hash %016llx "
-                         "there, %016llx here)",
+    if (h->gguf_hash != me.gguf_hash) {
+        if (ctx->lora.n > 0 && h->gguf_hash == model_gguf_hash(ctx->model))
+            return error_set("state file %s was saved without the LoRA adapters this context uses (--lora)", label);
+        return error_set("state file %s was saved for another model file or with other LoRA adapters or scales "
+                         "(GGUF metadata/tensor hash %016llx there, %016llx here)",
                          label, (unsigned long long)h->gguf_hash, (unsigned long long)me.gguf_hash);
+    }
     const struct {
         const char *what;
         uint32_t saved, here;

@@ -176,6 +176,11 @@ int media_audio_decode(const void *data, size_t size, const char *label,
             goto fail;
         }
         n_out = sd.output_frames_gen;
+        if (n_out < 1) {
+            error_set("%s: %s data: %lld samples at %d Hz are less than one at 16 kHz", label, fmt,
+                      (long long)n, info.samplerate);
+            goto fail;
+        }
         free(mono);
         mono = res;
         res = NULL;

@@ -76,6 +76,11 @@ void arch_tensor_sets(model_loader *ld, model *m, unsigned sets) {
 
 int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
                       const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
+    return model_build_graph_ex(m, kv, n_tokens, kv_head, n_kv, n_out, false, out);
+}
+
+int model_build_graph_ex(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
+                         const int32_t *n_kv, int32_t n_out, bool embd_in, model_batch_graph *out) {
     const model_hparams *hp = &m->hp;
     memset(out, 0, sizeof *out);
     if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens)
@@ -95,7 +100,12 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
     out->n_tokens = n_tokens;
     out->n_out = n_out;
 
-    out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    if (embd_in) {
+        out->embd = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, hp->n_embd, n_tokens));
+        if (out->embd) graph_tensor_set_name(out->embd, "inp_embd");
+    } else {
+        out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    }
     out->pos = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
     out->mask = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv[0], n_tokens));
     if (out->tokens) graph_tensor_set_name(out->tokens, "tokens");

@@ -90,11 +90,6 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                 o->p.media_kind[0] == 'a' ? "audio" : "image");
         return -1;
     }
-    if (o->p.mmproj && o->conversation) {
-        fprintf(stderr, "tessera run: --mmproj works in plain completion; for conversations use 'tessera chat "
-                        "--mmproj FILE' and /image PATH\n");
-        return -1;
-    }
     if (o->p.mmproj && o->prompt_cache) {
         fprintf(stderr, "tessera run: --prompt-cache does not hold media yet: give either --mmproj or "
                         "--prompt-cache\n");

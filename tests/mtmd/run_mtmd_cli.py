@@ -58,12 +58,30 @@ cases = [
     (["run"] + P + ["--mmproj", os.path.join(tmp, "none.gguf"), "--image", IMG], "none.gguf"),
     (["run", "-m", MODEL, "-p", "<__media__> and <__media__>", "--mmproj", PROJ, "--image", IMG], "markers"),
     (["run"] + P + ["--mmproj", PROJ, "--prompt-cache", os.path.join(tmp, "pc")], "--prompt-cache"),
+    (["run"] + P + ["--mmproj", PROJ, "--image", IMG, "--image", IMG] + ["--image", IMG] * 15, "at most 16"),
 ]
 for args, word in cases:
     rc, out, err = run(args)
     lines = [l for l in err.splitlines() if l.strip()]
     c.check(rc != 0 and not crashed(rc, err) and lines and word in lines[-1], f"{args}: exit {rc}, {err!r}")
     c.check(len(lines) <= 2, f"{args}: more than a line or two of error: {err!r}")
+# chat: /image attaches an image to the next message; --image to the first
+CHAT = ["chat", "-m", MODEL, "--mmproj", PROJ, "--chat-template", "vicuna", "-n", "4", "--temp", "0",
+        "-dev", "ref", "--verbose"]
+rc, out, err = run(CHAT, stdin_text=f"/image {IMG}\nWhat is this?\n")
+c.check(rc == 0 and "attached to the next message" in out + err and "[image: 16 positions" in err,
+        f"chat /image: exit {rc}: {out!r} {err!r}")
+rc, out, err = run(CHAT + ["--image", IMG, "-p", "What is this?"])
+c.check(rc == 0 and "[image: 16 positions" in err, f"chat --image -p: exit {rc}: {err!r}")
+rc, out, err = run(CHAT, stdin_text=f"/image {os.path.join(tmp, 'none.png')}\n/image {cut}\n")
+c.check(rc == 0 and "none.png" in err and "cut.png" in err and not crashed(rc, err), f"chat bad /image: {err!r}")
+rc, out, err = run(["chat", "-m", MODEL, "--chat-template", "vicuna", "-dev", "ref"], stdin_text=f"/image {IMG}\n")
+c.check(rc == 0 and "--mmproj" in err, f"chat /image without --mmproj: {err!r}")
+rc, out, err = run(["chat", "-m", MODEL, "--image", IMG, "-p", "hi"])
+c.check(rc != 0 and "--mmproj" in err and not crashed(rc, err), f"chat --image without --mmproj: {err!r}")
+
 rc, out, err = run(["run", "--help"])
 c.check(rc == 0 and "--mmproj" in out and "--image" in out and "--no-mmproj-offload" in out, "run --help")
+rc, out, err = run(["chat", "--help"])
+c.check(rc == 0 and "--mmproj" in out and "--image" in out, "chat --help")
 c.finish()

@@ -329,6 +329,7 @@ static int decode_stb(const uint8_t *data, size_t size, const char *label, const
 int media_image_decode(const void *data, size_t size, const char *label,
                        const media_limits *limits, media_image *out) {
     media_limits l = limits ? *limits : media_limits_default();
+    (void)l; /* unused in a build without any image library */
     memset(out, 0, sizeof *out);
     if (!label) label = "image";
     const char *fmt = NULL;

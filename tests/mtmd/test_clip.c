@@ -104,8 +104,19 @@ static void check_image(const char *device, const char *image, const char *golde
 TEST(embeddings_match_llama_cpp) {
     if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
     harness_host_start();
-    const char *devs[] = {"ref", harness_cpu_plugin()};
-    for (int i = 0; i < 2; i++) {
+    /* MM_DEVICES (a comma list, e.g. vulkan0): those instead of ref and the CPU plugin */
+    const char *devs[8] = {"ref", harness_cpu_plugin()};
+    int n_devs = 2;
+    char list[256] = "";
+    if (getenv("MM_DEVICES")) {
+        snprintf(list, sizeof list, "%s", getenv("MM_DEVICES"));
+        n_devs = 0;
+        for (char *save = NULL, *d = strtok_r(list, ",", &save); d && n_devs < 8; d = strtok_r(NULL, ",", &save)) {
+            if (!host_device_find(d)) harness_skip("no device %s in this build or machine", d);
+            devs[n_devs++] = d;
+        }
+    }
+    for (int i = 0; i < n_devs; i++) {
         if (!devs[i]) continue;
         /* the image at the encoder's size: no resampling in play */
         check_image(devs[i], getenv("MM_IMG") ? getenv("MM_IMG") : MM_DATA_DIR "/sq56.png", getenv("MM_GOLD") ? getenv("MM_GOLD") : MM_DATA_DIR "/synth-llava-sq56.json", 0.9999);

@@ -94,6 +94,19 @@ static int parse_breaker(const char *cmd, const char *flag, const char *v, void 
     return 0;
 }
 
+/* --image FILE / --audio FILE: append to cli_params.media (dst is the
+ * params; the kind is the flag's). */
+static int parse_media(const char *cmd, const char *flag, const char *value, void *dst) {
+    cli_params *p = dst;
+    if (p->n_media == CLI_MAX_MEDIA) {
+        fprintf(stderr, "%s: %s: at most %d media in one prompt\n", cmd, flag, CLI_MAX_MEDIA);
+        return -1;
+    }
+    p->media_kind[p->n_media] = strstr(flag, "audio") ? 'a' : 'i';
+    p->media[p->n_media++] = value;
+    return 0;
+}
+
 /* The shared options, by group. Rows of one group stay together: --help
  * prints them under the group's heading in this order. */
 static const cli_option common_options[] = {
@@ -260,6 +273,17 @@ static const cli_option common_options[] = {
     {NULL, "--pooling", "none|mean|cls|last|rank", "how token vectors become one (default: the model's)",
      CLI_FN, P(pooling), 0, 0, parse_pooling, CLI_NO_DEFAULT, CLI_G_EMBED},
 
+    {NULL, "--mmproj", "FILE", "multimodal projector (llama.cpp's mmproj GGUF) for --image and --audio",
+     CLI_STR, P(mmproj), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_MEDIA},
+    {NULL, "--image", "FILE",
+     "an image for the prompt (JPEG, PNG, WebP, BMP, GIF; repeatable): each goes where the prompt says "
+     "<__media__>, or before the prompt when it has no marker", CLI_FN, 0, 0, 0, parse_media, CLI_NO_DEFAULT,
+     CLI_G_MEDIA},
+    {NULL, "--audio", "FILE", "a sound for the prompt (WAV, FLAC, MP3; repeatable), as --image", CLI_FN, 0, 0, 0,
+     parse_media, CLI_NO_DEFAULT, CLI_G_MEDIA},
+    {NULL, "--no-mmproj-offload", NULL, "run the multimodal encoder on the CPU, not the GPU", CLI_SWITCH,
+     P(no_mmproj_offload), 0, 0, NULL, 0, CLI_G_MEDIA},
+
     {NULL, "--verbose", NULL, "model, context, device and speed details on stderr", CLI_SWITCH,
      P(verbose), 0, 0, NULL, 0, CLI_G_ALWAYS},
 };
@@ -279,6 +303,7 @@ static const struct {
     {CLI_G_GRAMMAR, "constrained output"},
     {CLI_G_CHAT | CLI_G_TEMPLATE, "chat"},
     {CLI_G_EMBED, "embeddings"},
+    {CLI_G_MEDIA, "images and sounds"},
     {CLI_G_ALWAYS, "general"},
 };
 

@@ -30,7 +30,8 @@
 
 #include "cli_util.h"
 
-enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64, CLI_MAX_BREAKERS = 32, CLI_MAX_LORA = 16 };
+enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64, CLI_MAX_BREAKERS = 32, CLI_MAX_LORA = 16,
+       CLI_MAX_MEDIA = 16 };
 
 /* -ot PATTERN=DEVICE[,PATTERN=DEVICE...] (repeatable): the rules in order,
  * NULL-terminated (tessera_model_params.tensor_overrides), their text in buf. */
@@ -62,6 +63,7 @@ enum {
     CLI_G_EMBED = 1u << 12,   /* --embeddings, --reranking, --pooling (embed, serve) */
     CLI_G_LORA = 1u << 13,    /* --lora, --lora-scaled */
     CLI_G_LORA_SERVE = 1u << 14, /* --lora-init-without-apply (serve) */
+    CLI_G_MEDIA = 1u << 15,   /* --mmproj, --image, --audio, --no-mmproj-offload (run, chat) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_LORA,
@@ -134,6 +136,13 @@ typedef struct cli_params {
     /* chat */
     const char *chat_template, *chat_template_file, *system;
     int verbose;
+    /* multimodal: the projector and the media in the order given (--image
+     * and --audio append to media[], kind 'i' or 'a') */
+    const char *mmproj;
+    const char *media[CLI_MAX_MEDIA];
+    char media_kind[CLI_MAX_MEDIA];
+    int32_t n_media;
+    int no_mmproj_offload;
     /* Arguments that are not options (FILE for inspect, ...). */
     const char *positional[CLI_MAX_POSITIONAL];
     int n_positional;

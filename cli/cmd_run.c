@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_mtmd.h>
 
 #include "cli_opts.h"
 #include "cli_setup.h"
@@ -91,7 +92,7 @@ static const cli_command run_cmd = {
     .about = "Generates text after the prompt and streams it to stdout; load time and\n"
              "prompt / generation speed go to stderr. Ctrl-C stops generation.\n"
              "With -cnv (or --system, or -st) the prompt is a chat message instead.",
-    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT,
+    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT | CLI_G_MEDIA,
     .own = run_own,
 };
 
@@ -136,6 +137,16 @@ static int run_parse(int argc, char **argv, run_opts *o) {
     }
     if (o->prompt_cache && o->conversation) {
         fprintf(stderr, "tessera run: --prompt-cache works in plain completion, not conversation mode\n");
+        return -1;
+    }
+    if (o->p.n_media > 0 && !o->p.mmproj) {
+        fprintf(stderr, "tessera run: --%s needs --mmproj FILE (the model's multimodal projector)\n",
+                o->p.media_kind[0] == 'a' ? "audio" : "image");
+        return -1;
+    }
+    if (o->p.mmproj && o->prompt_cache) {
+        fprintf(stderr, "tessera run: --prompt-cache does not hold media yet: give either --mmproj or "
+                        "--prompt-cache\n");
         return -1;
     }
     if (o->single_turn && !o->p.prompt && !o->p.prompt_file) {
@@ -269,21 +280,75 @@ done:
     return rc;
 }
 
+/* The prompt with its media (--mmproj): chunks of text and media, the
+ * media where the prompt says <__media__> (before it when it has no
+ * marker, as llama-mtmd-cli). */
+typedef struct run_media {
+    tessera_mtmd *mm;
+    tessera_media *media[CLI_MAX_MEDIA];
+    int32_t n_media;
+    tessera_mtmd_chunks *chunks;
+} run_media;
+
+static void run_media_free(run_media *rm) {
+    tessera_mtmd_chunks_free(rm->chunks);
+    for (int32_t i = 0; i < rm->n_media; i++) tessera_media_free(rm->media[i]);
+    tessera_mtmd_free(rm->mm);
+}
+
+static int run_media_open(const run_opts *o, tessera_model *model, const char *prompt, size_t prompt_len,
+                          run_media *rm) {
+    memset(rm, 0, sizeof *rm);
+    tessera_mtmd_params mp = tessera_mtmd_default_params();
+    mp.no_offload = o->p.no_mmproj_offload != 0;
+    mp.n_threads = o->p.n_threads;
+    mp.explain = o->p.explain != 0;
+    rm->mm = tessera_mtmd_load(model, o->p.mmproj, &mp);
+    if (!rm->mm) return fprintf(stderr, "tessera run: --mmproj: %s\n", tessera_last_error()), -1;
+    for (int32_t i = 0; i < o->p.n_media; i++) {
+        tessera_media *m = tessera_media_from_file(o->p.media[i]);
+        if (!m) return fprintf(stderr, "tessera run: --%s: %s\n", o->p.media_kind[i] == 'a' ? "audio" : "image",
+                               tessera_last_error()), -1;
+        rm->media[rm->n_media++] = m;
+    }
+    char *text = malloc(prompt_len + 1 + (size_t)rm->n_media * sizeof TESSERA_MEDIA_MARKER);
+    if (!text) return fprintf(stderr, "tessera run: out of memory\n"), -1;
+    text[0] = 0;
+    int markers = 0;
+    for (const char *p = prompt; (p = strstr(p, TESSERA_MEDIA_MARKER)) != NULL; p++) markers++;
+    if (markers == 0)
+        for (int32_t i = 0; i < rm->n_media; i++) strcat(text, TESSERA_MEDIA_MARKER);
+    strncat(text, prompt, prompt_len);
+    rm->chunks = tessera_mtmd_tokenize(rm->mm, text, rm->media, rm->n_media, true, true);
+    free(text);
+    if (!rm->chunks) return fprintf(stderr, "tessera run: %s\n", tessera_last_error()), -1;
+    return 0;
+}
+
 static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, const char *prompt,
                     size_t prompt_len, run_counts *cnt) {
     int32_t n_ctx = (int32_t)tessera_context_n_ctx(ctx);
-    int32_t n = tessera_tokenize(model, prompt, prompt_len, NULL, 0, true, true);
+    run_media rm = {0};
+    if (o->p.mmproj && run_media_open(o, model, prompt, prompt_len, &rm) != 0) {
+        run_media_free(&rm);
+        return 1;
+    }
+    int32_t n = rm.chunks ? tessera_mtmd_chunks_n_tokens(rm.chunks)
+                          : tessera_tokenize(model, prompt, prompt_len, NULL, 0, true, true);
     if (n == INT32_MIN) {
         fprintf(stderr, "tessera run: %s\n", tessera_last_error());
+        run_media_free(&rm);
         return 1;
     }
     if (n < 0) n = -n;
     if (n == 0) {
         fprintf(stderr, "tessera run: the prompt gives no tokens\n");
+        run_media_free(&rm);
         return 1;
     }
     if (n >= n_ctx) {
         fprintf(stderr, "tessera run: the prompt has %d tokens, the context only %d (-c)\n", n, n_ctx);
+        run_media_free(&rm);
         return 1;
     }
     tessera_token *toks = malloc((size_t)n * sizeof *toks);
@@ -293,8 +358,20 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         if (smp) fprintf(stderr, "tessera run: out of memory\n");
         goto done;
     }
-    tessera_tokenize(model, prompt, prompt_len, toks, n, true, true);
-    for (int32_t i = 0; i < n; i++) tessera_sampler_accept(smp, toks[i]);
+    if (rm.chunks) {
+        /* the text tokens in place, media positions as -1 (only the
+         * sampler's penalties and the first token are read from toks) */
+        int32_t k = 0;
+        for (int32_t c = 0; c < tessera_mtmd_chunks_count(rm.chunks); c++) {
+            int32_t nt, cn = tessera_mtmd_chunk_n_tokens(rm.chunks, c);
+            const tessera_token *t = tessera_mtmd_chunk_tokens(rm.chunks, c, &nt);
+            for (int32_t i = 0; i < cn; i++) toks[k++] = t ? t[i] : -1;
+        }
+    } else {
+        tessera_tokenize(model, prompt, prompt_len, toks, n, true, true);
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (toks[i] >= 0) tessera_sampler_accept(smp, toks[i]);
     if (cli_grammar_attach("tessera run", &o->p, model, smp) != 0) goto done;
     if (o->p.verbose)
         fprintf(stderr, "tessera run: prompt of %d tokens, seed %u\n", n, tessera_sampler_seed(smp));
@@ -308,7 +385,8 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     if (o->prompt_cache && o->p.verbose)
         fprintf(stderr, "tessera run: prompt cache: %d of %d prompt tokens reused, %d evaluated\n", from, n,
                 n - from);
-    if (decode_prompt(o, ctx, toks, n, from) != 0) {
+    if (rm.chunks ? tessera_mtmd_eval_chunks(rm.mm, ctx, rm.chunks, 0, NULL) != 0
+                  : decode_prompt(o, ctx, toks, n, from) != 0) {
         if (tessera_aborted()) {
             rc = 130;
             goto done;
@@ -318,6 +396,9 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     }
     cnt->n_prompt = n - from;
     cnt->prompt_ms = now_ms() - t0;
+    if (rm.chunks && o->p.verbose)
+        fprintf(stderr, "tessera run: %d media (%s projector), last encode %.2f ms\n", rm.n_media,
+                tessera_mtmd_projector_type(rm.mm), tessera_mtmd_last_encode_ms(rm.mm));
     if (o->prompt_cache && !o->prompt_cache_ro && from < n)
         prompt_cache_save("tessera run", o->prompt_cache, ctx, toks, n);
     if (!o->no_echo && o->p.explain) {
@@ -435,6 +516,7 @@ finish:
 done:
     tessera_sampler_free(smp);
     free(toks);
+    run_media_free(&rm);
     return rc;
 }
 

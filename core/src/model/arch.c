@@ -109,6 +109,12 @@ int arch_moe_family(model_hparams *hp, const model_hp_reader *r, bool norm_w, bo
 
 int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
                       const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
+    return model_build_graph_ex(m, kv, lora, n_tokens, kv_head, n_kv, n_out, false, out);
+}
+
+int model_build_graph_ex(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                         const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, bool embd_in,
+                         model_batch_graph *out) {
     const model_hparams *hp = &m->hp;
     memset(out, 0, sizeof *out);
     if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens)
@@ -135,7 +141,12 @@ int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, 
     out->n_out = n_out;
     out->rs_slot = kv_cache_rs_slot(kv);
 
-    out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    if (embd_in) {
+        out->embd = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, hp->n_embd, n_tokens));
+        if (out->embd) graph_tensor_set_name(out->embd, "inp_embd");
+    } else {
+        out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    }
     out->pos = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
     out->mask = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv[0], n_tokens));
     if (out->tokens) graph_tensor_set_name(out->tokens, "tokens");

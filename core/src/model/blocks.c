@@ -26,6 +26,9 @@ static graph_tensor *named(graph_tensor *t, const char *name, int il) {
 }
 
 graph_tensor *blk_embed(model_build *b) {
+    /* a medium's rows come from its projector, already in the text model's
+     * space: no lookup and no embedding scale (llama.cpp scales neither) */
+    if (b->io->embd) return b->io->embd;
     graph_tensor *x = graph_get_rows(b->g, model_weight_leaf(b->g, b->m->tok_embd), b->io->tokens);
     if (b->hp->embd_scale != 1.0f) x = graph_scale(b->g, x, b->hp->embd_scale, 0.0f);
     return x;

@@ -232,7 +232,8 @@ const model_weight *model_tensor_3d(model_loader *ld, int32_t il, unsigned flags
 /* The inputs of one micro-batch graph, filled by the caller after allocation. */
 typedef struct model_batch_graph {
     graph *g;
-    graph_tensor *tokens;   /* I32 [n_tokens] */
+    graph_tensor *tokens;   /* I32 [n_tokens] (NULL when embd is the input) */
+    graph_tensor *embd;     /* F32 [n_embd, n_tokens] input embeddings (a medium's rows; NULL: tokens) */
     graph_tensor *pos;      /* I32 [n_tokens] */
     graph_tensor *mask;     /* F32 [n_kv[0], n_tokens] causal mask */
     graph_tensor *mask_swa; /* F32 [n_kv[swa set], n_tokens] sliding-window mask (NULL: no SWA layer) */
@@ -341,6 +342,11 @@ graph_tensor *model_weight_leaf(graph *g, const model_weight *w);
  * or -1 with the first shape error. */
 int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
                       const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, model_batch_graph *out);
+/* The same with embd_in: the graph takes embedding rows (out->embd) in
+ * place of tokens, for the rows a multimodal encoder produced. */
+int model_build_graph_ex(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                         const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, bool embd_in,
+                         model_batch_graph *out);
 
 /* ------------------------------------------------------------ masks */
 

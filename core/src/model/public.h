@@ -56,6 +56,7 @@ struct tessera_context {
     step_graph step;  /* the last step's graph, kept for the next one */
     bool graph_reuse; /* use it again when the next step fits (default) */
     bool embeddings;  /* rows of ctx->logits are hidden states (n_embd wide) */
+    const float *embd_in; /* during tessera_decode_embd: the next micro-batch's input rows */
     int32_t pooling;  /* an embedding context's tessera_pooling (never unspecified) */
     model_lora_use *lora_use; /* the adapters in use (tessera_context_set_loras) */
     model_lora_set lora;      /* {lora_use, n} as graphs take it */

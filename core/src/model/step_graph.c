@@ -101,6 +101,7 @@ static bool kept_fits(const step_graph *sg, const kv_cache *kv, sched *s, int32_
     const model_batch_graph *bg = &sg->bg;
     if (!bg->g || !sg->reusable || bg->n_tokens != n || bg->n_out != n_out || !sched_holds(s, bg->g)) return false;
     if (bg->rs_slot != kv_cache_rs_slot(kv)) return false; /* its state views are another sequence's */
+    if ((bg->embd != NULL) != sg->embd_in) return false;
     for (int32_t k = 0; k < kv->n_sets; k++) {
         if (bg->n_kv[k] != n_kv[k]) return false;
         /* (what model_build_graph checks of a new graph) */
@@ -124,7 +125,7 @@ int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, const model_lor
         return 0;
     }
     step_graph_drop(sg);
-    if (model_build_graph(m, kv, lora, n, kv_head, n_kv, n_out, bg) != 0) return -1;
+    if (model_build_graph_ex(m, kv, lora, n, kv_head, n_kv, n_out, sg->embd_in, bg) != 0) return -1;
     if (sched_alloc(s, bg->g) != 0 || find_writes(sg, kv, kv_head) != 0) {
         step_graph_drop(sg);
         return -1;

@@ -154,8 +154,9 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
 
 static void media_drop_front(chat_session *s, int32_t n) {
     if (n > s->n_media) n = s->n_media;
+    if (n <= 0) return; /* s->media may still be NULL: memmove must not see it */
     for (int32_t i = 0; i < n; i++) tessera_media_free(s->media[i]);
-    memmove(s->media, s->media + n, (size_t)(s->n_media - n) * sizeof *s->media);
+    if (s->n_media > n) memmove(s->media, s->media + n, (size_t)(s->n_media - n) * sizeof *s->media);
     s->n_media -= n;
 }
 

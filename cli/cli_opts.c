@@ -472,8 +472,13 @@ static int lora_add(const char *cmd, const char *flag, cli_params *p, const char
         return -1;
     }
     if (len == 0) return cli_bad_value(cmd, flag, path, "a file name");
-    char *copy = strndup(path, len); /* kept for the process, as argv is */
+    /* The copy lives as long as the process, as argv does; a static list
+     * holds it so that LeakSanitizer sees it reachable at exit. */
+    static char *kept[4 * CLI_MAX_LORA];
+    static size_t n_kept;
+    char *copy = strndup(path, len);
     if (!copy) return fprintf(stderr, "%s: out of memory\n", cmd), -1;
+    if (n_kept < sizeof kept / sizeof kept[0]) kept[n_kept++] = copy;
     p->lora[p->n_lora++] = (cli_lora){.path = copy, .scale = scale};
     return 0;
 }

@@ -238,7 +238,10 @@ int32_t sample_mirostat(sample_cands *c, float tau, float eta, int32_t m, int32_
     float s_hat = sum_ti_bi / sum_ti_sq;
     float eps = s_hat - 1.0f;
     float k = powf((eps * powf(2.0f, *mu)) / (1.0f - powf((float)n_vocab, -eps)), 1.0f / s_hat);
-    int32_t ki = (int32_t)k;
+    /* k overflows int when mu is large; C leaves that conversion
+     * undefined, and x86 (where llama.cpp's reference ran) gives INT_MIN,
+     * so the step keeps one token: say so without the undefined cast. */
+    int32_t ki = k >= -2147483648.0f && k < 2147483648.0f ? (int32_t)k : INT32_MIN;
     sample_top_k(c, ki > 1 ? ki : 1);
     sample_softmax(c);
     return mirostat_pick(c, tau, eta, mu, rng);

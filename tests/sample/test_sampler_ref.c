@@ -26,7 +26,8 @@
 
 enum { MAX_CANDS = 300 };
 
-static cJSON *cases;
+static cJSON *doc;   /* the whole file, kept for the run */
+static cJSON *cases; /* its "cases" array */
 
 static float jnum(const cJSON *v) {
     if (cJSON_IsString(v)) {
@@ -339,10 +340,10 @@ FIXTURE(load_cases) {
     REQUIRE(text && fread(text, 1, (size_t)n, f) == (size_t)n, "cannot read %s", path.s);
     text[n] = 0;
     fclose(f);
-    cJSON *root = cJSON_Parse(text);
+    doc = cJSON_Parse(text);
     free(text);
-    REQUIRE(root, "%s is not JSON", path.s);
-    cases = cJSON_GetObjectItem(root, "cases");
+    REQUIRE(doc, "%s is not JSON", path.s);
+    cases = cJSON_GetObjectItem(doc, "cases");
     return 0;
 }
 

@@ -92,3 +92,36 @@ def best_cpu_device():
         if re.search(rf"^\s*\d+\s+{name}\s", out, re.M):
             return name
     return "ref"
+
+
+def peer_completion():
+    """Path of the peer llama.cpp build's llama-completion
+    (../shared/peer/build.sh), or None when it is not built here."""
+    import glob
+    peer = os.environ.get("TESSERA_PEER_DIR", os.path.expanduser("~/.cache/tessera-peer"))
+    bins = glob.glob(os.path.join(peer, "llama_cpp_python-*", "vendor", "llama.cpp", "build", "bin",
+                                  "llama-completion"))
+    return bins[0] if bins else None
+
+
+def peer_text(binary, args, ours, tries=8):
+    """llama-completion's text for args, judged against ours. On a busy
+    machine llama-completion now and then exits before its last bytes
+    reach the pipe (exit status 0, the text cut anywhere, at times empty:
+    seen under CI's load and reproduced with a few runs at once), so a run
+    whose text is a strict prefix of ours is run again, up to tries times;
+    callers that can ask it for more tokens than we made do so, and a text
+    that begins with ours counts as ours. Returns ours when a run matched,
+    else the first text that differs otherwise, else the longest cut one."""
+    want = ours.strip()
+    longest = ""
+    for _ in range(tries):
+        r = subprocess.run([binary] + args, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        theirs = r.stdout.decode("utf-8", "replace")
+        if r.returncode == 0 and theirs.strip().startswith(want):
+            return ours
+        if r.returncode != 0 or not want.startswith(theirs.strip()):
+            return theirs
+        if len(theirs) > len(longest):
+            longest = theirs
+    return longest

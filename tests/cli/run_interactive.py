@@ -4,12 +4,11 @@ line read goes in between --in-prefix and --in-suffix (--in-prefix-bos puts
 BOS first); --prompt-cache-all keeps the generated text in the prompt
 cache. Where the peer llama.cpp build is present, -r's output equals
 llama-completion's with the same flags (greedy, stories260K)."""
-import glob
 import os
 import subprocess
 import tempfile
 
-from cli_common import BIN, STORIES, Checker, require, run
+from cli_common import BIN, STORIES, Checker, peer_completion, peer_text, require, run
 
 require(STORIES)
 c = Checker("run_interactive")
@@ -57,26 +56,16 @@ for args in (["--prompt-cache-all"], ["-i", "-cnv"], ["--prompt-cache", "x", "--
     rc, out, err = run(["run"] + M + BASE + args)
     c.check(rc == 2 and len(err.strip().splitlines()) == 1, f"{args}: rc {rc}, {err!r}")
 
-peer = os.environ.get("TESSERA_PEER_DIR", os.path.expanduser("~/.cache/tessera-peer"))
-bins = glob.glob(os.path.join(peer, "llama_cpp_python-*", "vendor", "llama.cpp", "build", "bin", "llama-completion"))
-if not bins:
-    print("run_interactive: no llama-completion under", peer, ": the comparison is skipped")
+binary = peer_completion()
+if not binary:
+    print("run_interactive: no llama-completion (../shared/peer/build.sh): the comparison is skipped")
 else:
     # -r alone. The interactive transcripts equal llama-completion's too
     # (checked by hand on 2026-11-29), but its echo of piped input lands
     # among its output bytes wherever its buffering puts it, so they are
     # not compared here.
     args, stdin = CASES[0]
-    theirs = ""
-    # llama-completion now and then writes nothing, or only the prompt's
-    # echo, on a busy machine (seen under CI's load): such a run is retried,
-    # not compared.
-    for _ in range(5):
-        r = subprocess.run([bins[0]] + M + BASE + ["-no-cnv", "-t", "2"] + args, input=b"", capture_output=True,
-                           timeout=120)
-        theirs = r.stdout.decode("utf-8", "replace")
-        if len(theirs.strip()) > len(BASE[1]):
-            break
+    theirs = peer_text(binary, M + BASE + ["-no-cnv", "-t", "2"] + args, results[0])
     c.check(theirs.strip() == results[0].strip(), f"{args}: llama-completion {theirs!r}, tessera {results[0]!r}")
 
 c.finish()

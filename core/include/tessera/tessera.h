@@ -676,6 +676,31 @@ int tessera_context_shift(tessera_context *ctx, int32_t seq, int32_t keep, tesse
                           int32_t *n_past);
 
 /* ====================================================================
+ * Self-Extend  (added for --grp-attn-n / --grp-attn-w)
+ * ==================================================================== */
+
+/* Sequence seq's positions in [p0, p1) (p1 < 0: to the end) move by delta
+ * (llama.cpp's seq_add; a position moved below 0 is forgotten), or become
+ * pos / d (seq_div), their cached keys turned (RoPE) to the new positions.
+ * Errors: a bad range or divisor, a cache with a sliding-window cell set;
+ * on a failed computation the sequence is cleared. */
+int tessera_seq_add(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+int tessera_seq_div(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t d);
+
+/* Self-Extend (group attention), as llama.cpp's completion tool does it:
+ * a model reads past its training context by dividing the positions of
+ * all but the last window of ga_w tokens by ga_n, one window at a time.
+ * Call it before each decode of sequence seq with *n_past the position the
+ * next token goes to and *ga_i the group state (0 at the start); it moves
+ * positions while *n_past >= *ga_i + ga_w and lowers *n_past (the cache
+ * keeps every token: n_ctx must hold them all). ga_n 1 does nothing.
+ * tessera_self_extend_check says whether ga_n and ga_w are usable (ga_n >=
+ * 1; ga_w a positive multiple of ga_n), naming the flags. 0, or -1. */
+int tessera_self_extend_check(int32_t ga_n, int32_t ga_w);
+int tessera_self_extend(tessera_context *ctx, int32_t seq, int32_t ga_n, int32_t ga_w, int32_t *ga_i,
+                        int32_t *n_past);
+
+/* ====================================================================
  * Embeddings and reranking  (added for `tessera embed`, /v1/embeddings)
  * ==================================================================== */
 

@@ -50,6 +50,7 @@ enum {
     CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
     CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat, serve) */
     CLI_G_EMBED = 1u << 12,   /* --embeddings, --reranking, --pooling (embed, serve) */
+    CLI_G_SPEC = 1u << 13,    /* -md, --draft-max, --spec-type, ... (run) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
@@ -96,6 +97,13 @@ typedef struct cli_params {
     /* chat */
     const char *chat_template, *chat_template_file, *system;
     int verbose;
+    /* speculative decoding: a draft model (-md, on -devd with -ngld layers
+     * offloaded) or n-grams (--spec-type ngram-simple); spec holds
+     * --draft-max, --draft-min, --draft-p-min and the n-gram sizes */
+    const char *model_draft, *devices_draft;
+    int32_t n_gpu_layers_draft;
+    int spec_ngram;
+    tessera_spec_params spec;
     /* Arguments that are not options (FILE for inspect, ...). */
     const char *positional[CLI_MAX_POSITIONAL];
     int n_positional;

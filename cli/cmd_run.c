@@ -22,6 +22,7 @@ typedef struct run_opts {
     int no_echo, conversation, no_conversation, single_turn;
     const char *prompt_cache;
     int prompt_cache_ro;
+    int32_t grp_attn_n, grp_attn_w;
 } run_opts;
 
 static const cli_option run_own[] = {
@@ -41,6 +42,12 @@ static const cli_option run_own[] = {
      CLI_STR, CLI_OWN(run_opts, prompt_cache), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--prompt-cache-ro", NULL, "use the --prompt-cache file but do not update it", CLI_SWITCH,
      CLI_OWN(run_opts, prompt_cache_ro), 0, 0, NULL, 0, 0},
+    {"-gan", "--grp-attn-n", "N",
+     "Self-Extend's group factor: read past the trained context by dividing the positions of all but the "
+     "last --grp-attn-w tokens by N, a window at a time (1: off; the prompt goes in -b chunks)",
+     CLI_INT, CLI_OWN(run_opts, grp_attn_n), 1, 1 << 20, NULL, 0, 0},
+    {"-gaw", "--grp-attn-w", "N", "Self-Extend's window, a multiple of --grp-attn-n", CLI_INT,
+     CLI_OWN(run_opts, grp_attn_w), 1, 1 << 30, NULL, 0, 0},
     CLI_END,
 };
 
@@ -50,7 +57,8 @@ static const cli_command run_cmd = {
     .about = "Generates text after the prompt and streams it to stdout; load time and\n"
              "prompt / generation speed go to stderr. Ctrl-C stops generation.\n"
              "With -cnv (or --system, or -st) the prompt is a chat message instead.",
-    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT,
+    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT |
+              CLI_G_SPEC,
     .own = run_own,
 };
 
@@ -59,8 +67,24 @@ static int run_parse(int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     cli_params_init(&o->p);
     o->p.n_predict = 128;
+    o->grp_attn_n = 1;
+    o->grp_attn_w = 512;
     int rc = cli_parse(&run_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
+    if (tessera_self_extend_check(o->grp_attn_n, o->grp_attn_w) != 0) {
+        fprintf(stderr, "tessera run: %s\n", tessera_last_error());
+        return -1;
+    }
+    if (o->grp_attn_n > 1 && (o->p.model_draft || o->p.spec_ngram || o->prompt_cache || o->p.context_shift)) {
+        fprintf(stderr, "tessera run: --grp-attn-n works without %s\n",
+                o->prompt_cache ? "--prompt-cache" : o->p.context_shift ? "--context-shift (it replaces it)"
+                                                                        : "speculative decoding");
+        return -1;
+    }
+    if ((o->p.model_draft || o->p.spec_ngram) && o->conversation) {
+        fprintf(stderr, "tessera run: speculative decoding works in plain completion, not conversation mode\n");
+        return -1;
+    }
     if (!o->p.model) {
         fprintf(stderr, "tessera run: -m MODEL is required (see 'tessera run --help')\n");
         return -1;
@@ -128,8 +152,29 @@ static int decode_prompt(const run_opts *o, tessera_context *ctx, const tessera_
     return tessera_decode(ctx, toks + from, n - from, from, 0);
 }
 
-static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, const char *prompt,
-                    size_t prompt_len, run_counts *cnt) {
+/* Self-Extend's state: the position the next token goes to and the group
+ * front (tessera_self_extend). */
+typedef struct run_ga {
+    int32_t pos, i;
+} run_ga;
+
+/* The prompt in -b chunks, Self-Extend moving positions before each (as
+ * llama.cpp's completion tool does). */
+static int decode_prompt_grouped(const run_opts *o, tessera_context *ctx, const tessera_token *toks, int32_t n,
+                                 run_ga *ga) {
+    const int32_t b = (int32_t)tessera_context_n_batch(ctx);
+    for (int32_t i = 0; i < n; i += b) {
+        const int32_t c = n - i < b ? n - i : b;
+        if (tessera_self_extend(ctx, 0, o->grp_attn_n, o->grp_attn_w, &ga->i, &ga->pos) != 0 ||
+            tessera_decode(ctx, toks + i, c, ga->pos, 0) != 0)
+            return -1;
+        ga->pos += c;
+    }
+    return 0;
+}
+
+static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, tessera_spec *spec,
+                    const char *prompt, size_t prompt_len, run_counts *cnt) {
     int32_t n_ctx = (int32_t)tessera_context_n_ctx(ctx);
     int32_t n = tessera_tokenize(model, prompt, prompt_len, NULL, 0, true, true);
     if (n == INT32_MIN) {
@@ -145,7 +190,9 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         fprintf(stderr, "tessera run: the prompt has %d tokens, the context only %d (-c)\n", n, n_ctx);
         return 1;
     }
-    tessera_token *toks = malloc((size_t)n * sizeof *toks);
+    /* The whole text: the prompt, then each token as it is printed (the
+     * speculation drafts from it), with room for a step's tokens. */
+    tessera_token *toks = malloc(((size_t)n_ctx + 300) * sizeof *toks);
     tessera_sampler *smp = cli_sampler_new("tessera run", &o->p, model, n_ctx);
     int rc = 1;
     if (!toks || !smp) {
@@ -167,7 +214,9 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     if (o->prompt_cache && o->p.verbose)
         fprintf(stderr, "tessera run: prompt cache: %d of %d prompt tokens reused, %d evaluated\n", from, n,
                 n - from);
-    if (decode_prompt(o, ctx, toks, n, from) != 0) {
+    run_ga ga = {0, 0};
+    if ((o->grp_attn_n > 1 ? decode_prompt_grouped(o, ctx, toks, n, &ga) : decode_prompt(o, ctx, toks, n, from)) !=
+        0) {
         if (tessera_aborted()) {
             rc = 130;
             goto done;
@@ -185,51 +234,81 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         fflush(stdout);
     }
     t0 = now_ms();
-    int32_t pos = n;
+    /* toks[0..nh): the text; the cache holds all but its last token once
+     * the queue of picked tokens (q) is printed. */
+    int32_t nh = n;
     const int32_t keep = tessera_shift_keep(o->p.n_keep, n, toks[0] == tessera_token_bos(model));
     int eot = 0;
     char piece[256];
+    tessera_token q[260];
+    int32_t nq = 0, qi = 0;
     rc = 0;
+    q[nq++] = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
+    if (q[0] >= 0) tessera_sampler_accept(smp, q[0]);
     while (o->p.n_predict < 0 || cnt->n_gen < o->p.n_predict) {
-        if (tessera_aborted()) {
-            rc = 130;
-            break;
+        if (qi == nq) {
+            if (tessera_aborted()) {
+                rc = 130;
+                break;
+            }
+            int32_t cached = nh - 1;
+            if (cached >= n_ctx && (!o->p.context_shift || o->grp_attn_n > 1)) {
+                fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
+                break;
+            }
+            if (cached >= n_ctx) {
+                const tessera_token last = toks[nh - 1];
+                if (cli_context_shift("tessera run", ctx, 0, keep, toks, &cached, o->p.verbose) != 0) {
+                    rc = 1;
+                    break;
+                }
+                toks[cached] = last;
+                nh = cached + 1;
+            }
+            nq = qi = 0;
+            if (spec) {
+                const int32_t left = o->p.n_predict < 0 ? 256 : o->p.n_predict - cnt->n_gen;
+                nq = tessera_spec_step(spec, 0, smp, toks, nh, q, left < 256 ? left : 256, NULL);
+            } else if (o->grp_attn_n > 1) {
+                if (tessera_self_extend(ctx, 0, o->grp_attn_n, o->grp_attn_w, &ga.i, &ga.pos) == 0 &&
+                    tessera_decode(ctx, &toks[nh - 1], 1, ga.pos, 0) == 0) {
+                    ga.pos++;
+                    nq = 1;
+                }
+            } else if (tessera_decode(ctx, &toks[nh - 1], 1, nh - 1, 0) == 0) {
+                nq = 1;
+            }
+            if (nq <= 0) {
+                if (tessera_aborted()) {
+                    rc = 130;
+                    break;
+                }
+                fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
+                rc = 1;
+                break;
+            }
+            if (!spec) {
+                q[0] = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
+                if (q[0] >= 0) tessera_sampler_accept(smp, q[0]);
+            }
         }
-        tessera_token t = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
+        tessera_token t = q[qi++];
         if (t < 0) {
             fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
+            rc = 1;
             goto done;
         }
-        tessera_sampler_accept(smp, t);
         if (tessera_token_is_eog(model, t)) {
             eot = 1;
             break;
         }
         cnt->n_gen++;
+        toks[nh++] = t;
         int32_t len = tessera_token_to_piece(model, t, piece, sizeof piece, false);
         if (len > 0) {
             fwrite(piece, 1, (size_t)len, stdout);
             fflush(stdout);
         }
-        if (o->p.n_predict >= 0 && cnt->n_gen == o->p.n_predict) break;
-        if (pos >= n_ctx && !o->p.context_shift) {
-            fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
-            break;
-        }
-        if (pos >= n_ctx && cli_context_shift("tessera run", ctx, 0, keep, NULL, &pos, o->p.verbose) != 0) {
-            rc = 1;
-            break;
-        }
-        if (tessera_decode(ctx, &t, 1, pos, 0) != 0) {
-            if (tessera_aborted()) {
-                rc = 130;
-                break;
-            }
-            fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
-            rc = 1;
-            break;
-        }
-        pos++;
     }
     cnt->gen_ms = now_ms() - t0;
     fputc('\n', stdout);
@@ -293,9 +372,12 @@ int cmd_run(int argc, char **argv) {
         run_counts cnt = {0};
         if (o.p.profile && tessera_context_set_profiling(s.ctx, true) > 0)
             fprintf(stderr, "tessera run: --profile: some devices cannot time their work (counted, not timed)\n");
-        rc = generate(&o, s.model, s.ctx, prompt, prompt_len, &cnt);
+        cli_spec sp;
+        rc = cli_spec_open(&sp, cmd, &o.p, &s) != 0 ? 1 : generate(&o, s.model, s.ctx, sp.spec, prompt, prompt_len, &cnt);
         if (rc == 130) fprintf(stderr, "tessera run: interrupted\n");
         if (rc == 0 || rc == 130) print_counts(s.ctx, &cnt, o.p.verbose);
+        if ((rc == 0 || rc == 130) && o.p.verbose) cli_spec_print_stats(cmd, &sp);
+        cli_spec_close(&sp);
         if ((rc == 0 || rc == 130) && o.p.profile) cli_print_profile(stderr, "the prompt and the generation", s.ctx);
     }
     cli_session_close(&s);

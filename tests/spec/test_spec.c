@@ -18,7 +18,11 @@
  * - a draft whose vocabulary differs (tessera-synth: 300 tokens; another
  *   BOS id) is refused with an error naming the difference.
  *
- * Usage: test_spec TESSERA_SYNTH
+ * On ref by default; a DEVICE argument runs the same on that device
+ * ("cpu": the build's CPU plugin; "vulkan0": lavapipe's), skipped when the
+ * build has none.
+ *
+ * Usage: test_spec TESSERA_SYNTH [DEVICE]
  */
 #include "harness.h"
 #include <stdio.h>
@@ -30,9 +34,11 @@
 
 enum { N_GEN = 48, MAX_TOK = 512 };
 
+static const char *g_dev = "ref";
+
 static tessera_model *load(const char *name) {
     harness_path path = harness_model_file(name);
-    return harness_model_load(path.s, "ref", NULL);
+    return harness_model_load(path.s, g_dev, NULL);
 }
 
 static tessera_context *new_ctx(tessera_model *m) {
@@ -151,7 +157,7 @@ TEST(test_other_draft) {
     char p[4096];
     snprintf(p, sizeof p, "%s/synth-smollm3-f32.gguf", getenv("TESSERA_TEST_DATA") ? getenv("TESSERA_TEST_DATA") : ".");
     harness_require_file(p);
-    tessera_model *dm = harness_model_load(p, "ref", NULL);
+    tessera_model *dm = harness_model_load(p, g_dev, NULL);
     tessera_spec_params sp = tessera_spec_default_params();
     sp.p_min = 0.0f;
     sp.n_max = 3;
@@ -214,6 +220,18 @@ TEST(test_vocab_mismatch) {
 
 FIXTURE(setup) {
     harness_host_start();
+    const char *dev = harness_arg(2);
+    if (dev && !strcmp(dev, "cpu")) {
+        g_dev = harness_cpu_plugin();
+        if (!g_dev) harness_skip("no CPU plugin device in this build");
+    } else if (dev) {
+        tessera_device_info info[32];
+        int32_t n = tessera_devices(info, 32);
+        bool found = false;
+        for (int32_t i = 0; i < n && i < 32; i++) found |= !strcmp(info[i].name, dev);
+        if (!found) harness_skip("no device %s", dev);
+        g_dev = dev;
+    }
     return 0;
 }
 

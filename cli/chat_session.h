@@ -40,6 +40,7 @@ typedef struct chat_session {
     conversation conv;
     token_list cached; /* the tokens held in the KV cache, in order */
     token_list prompt; /* scratch: the latest rendering, tokenized */
+    cli_spec spec;     /* -md / --spec-type: replies through speculative steps */
 } chat_session;
 
 /* How a reply ended. */

@@ -38,7 +38,8 @@ static const cli_command chat_cmd = {
              "With -p (or -f) it answers that one message and exits; otherwise it\n"
              "reads messages from the terminal (type /help there) or from a pipe,\n"
              "one line per message. Ctrl-C stops a reply.",
-    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT,
+    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT |
+              CLI_G_SPEC,
 };
 
 static const char repl_help[] =

@@ -81,10 +81,6 @@ static int run_parse(int argc, char **argv, run_opts *o) {
                                                                         : "speculative decoding");
         return -1;
     }
-    if ((o->p.model_draft || o->p.spec_ngram) && o->conversation) {
-        fprintf(stderr, "tessera run: speculative decoding works in plain completion, not conversation mode\n");
-        return -1;
-    }
     if (!o->p.model) {
         fprintf(stderr, "tessera run: -m MODEL is required (see 'tessera run --help')\n");
         return -1;

@@ -5,6 +5,7 @@ stories260K (greedy, 2 threads' worth of work on one):
   tests/data's same weights rounded) and --spec-type ngram-simple print the
   same text as plain decoding, and --verbose reports drafted and accepted
   tokens (all accepted in the self-draft);
+- tessera chat -md gives the plain reply;
 - a draft whose vocabulary differs (tessera-synth's --vocab 300, made here) is
   one error naming the sizes; bad --spec-type and --grp-attn-w values name the
   flag;
@@ -47,6 +48,14 @@ for model, extra, prompt, what in [
     if what == "self-draft":
         c.check(accepted == drafted, f"self-draft accepted {accepted} of {drafted}")
     print(f"{what}: same {len(plain)} bytes, drafted {drafted}, accepted {accepted}")
+
+# tessera chat: the reply through speculative steps is the plain one.
+CHAT = ["chat", "-m", STORIES, "--device", CPU, "-t", "1", "-p", "Tell me a story", "-n", "48", "--temp", "0",
+        "--verbose"]
+rc0, plain, _ = run(CHAT)
+rc1, fast, err = run(CHAT + ["-md", STORIES, "--draft-p-min", "0"])
+c.check(rc0 == 0 and rc1 == 0 and plain == fast and plain.strip(), f"chat -md: rc {rc0} {rc1}:\n{plain!r}\n{fast!r}")
+c.check(stats(err)[0] > 0, f"chat -md: {err[-300:]!r}")
 
 with tempfile.TemporaryDirectory() as d:
     small = os.path.join(d, "small.gguf")

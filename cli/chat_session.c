@@ -124,6 +124,13 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
     s->cmd = cmd;
     s->p = p;
     int32_t n_ctx = p->n_ctx;
+    if (p->mmproj && (p->model_draft || p->spec_ngram)) {
+        /* a medium is ids the draft cannot decode and positions no n-gram
+         * or draft model knows */
+        fprintf(stderr, "%s: speculative decoding (%s) works without --mmproj\n", cmd,
+                p->model_draft ? "-md" : "--spec-type");
+        return -1;
+    }
     s->model = cli_model_load(cmd, p, p->model, &n_ctx);
     if (!s->model) return -1;
     s->ctx = cli_context_new(cmd, p, s->model, n_ctx);
@@ -138,12 +145,84 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
         fprintf(stderr, "[%s; template %s; context %d; seed %u]\n", tessera_model_desc(s->model),
                 s->chat.source, (int)s->n_ctx, tessera_sampler_seed(s->sampler));
     if (p->system && chat_session_set_system(s, p->system) < 0) return -1;
+    if (p->mmproj) {
+        tessera_mtmd_params mp = tessera_mtmd_default_params();
+        mp.no_offload = p->no_mmproj_offload != 0;
+        mp.n_threads = p->n_threads;
+        mp.explain = p->explain != 0;
+        s->mm = tessera_mtmd_load(s->model, p->mmproj, &mp);
+        if (!s->mm) {
+            fprintf(stderr, "%s: --mmproj: %s\n", cmd, tessera_last_error());
+            return -1;
+        }
+        for (int32_t i = 0; i < p->n_media; i++)
+            if (chat_session_add_media(s, p->media[i]) < 0) return -1;
+    }
+    return 0;
+}
+
+static void media_drop_front(chat_session *s, int32_t n) {
+    if (n > s->n_media) n = s->n_media;
+    for (int32_t i = 0; i < n; i++) tessera_media_free(s->media[i]);
+    memmove(s->media, s->media + n, (size_t)(s->n_media - n) * sizeof *s->media);
+    s->n_media -= n;
+}
+
+static int32_t count_markers(const char *text) {
+    int32_t n = 0;
+    for (const char *p = text; (p = strstr(p, TESSERA_MEDIA_MARKER)) != NULL; p++) n++;
+    return n;
+}
+
+/* Remove message i, and the media its markers stand for. */
+static void conv_remove_with_media(chat_session *s, size_t i) {
+    if (s->mm) {
+        int32_t before = 0;
+        for (size_t k = 0; k < i; k++) before += count_markers(s->conv.msgs[k].content);
+        int32_t own = count_markers(s->conv.msgs[i].content);
+        if (own > 0) {
+            for (int32_t k = 0; k < own && before + k < s->n_media; k++) tessera_media_free(s->media[before + k]);
+            int32_t end = before + own < s->n_media ? before + own : s->n_media;
+            memmove(s->media + before, s->media + end, (size_t)(s->n_media - end) * sizeof *s->media);
+            s->n_media -= end - before;
+        }
+    }
+    conv_remove(&s->conv, i);
+}
+
+int chat_session_add_media(chat_session *s, const char *path) {
+    if (!s->mm) {
+        fprintf(stderr, "%s: an image needs --mmproj FILE (the model's multimodal projector)\n", s->cmd);
+        return -1;
+    }
+    tessera_media *m = tessera_media_from_file(path);
+    if (!m) {
+        fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
+        return -1;
+    }
+    if (s->n_media == s->cap_media) {
+        int32_t cap = s->cap_media ? s->cap_media * 2 : 8;
+        tessera_media **p = realloc(s->media, (size_t)cap * sizeof *p);
+        if (!p) {
+            tessera_media_free(m);
+            fprintf(stderr, "%s: out of memory\n", s->cmd);
+            return -1;
+        }
+        s->media = p;
+        s->cap_media = cap;
+    }
+    s->media[s->n_media++] = m;
+    s->n_pending++;
     return 0;
 }
 
 void chat_session_close(chat_session *s) {
     if (s->p && s->p->verbose) cli_spec_print_stats(s->cmd, &s->spec);
     cli_spec_close(&s->spec);
+    tessera_mtmd_chunks_free(s->chunks);
+    media_drop_front(s, s->n_media);
+    free(s->media);
+    tessera_mtmd_free(s->mm);
     conv_free(&s->conv);
     cli_chat_free(&s->chat);
     free(s->cached.ids);
@@ -156,6 +235,7 @@ void chat_session_close(chat_session *s) {
 
 void chat_session_clear(chat_session *s, bool keep_system) {
     while (s->conv.n > (keep_system && has_system(&s->conv) ? 1u : 0u)) conv_remove(&s->conv, s->conv.n - 1);
+    media_drop_front(s, s->n_media - s->n_pending); /* the pending ones still go with the next message */
     s->cached.n = 0;
     tessera_kv_truncate(s->ctx, 0);
     tessera_sampler_reset(s->sampler);
@@ -174,6 +254,70 @@ int chat_session_set_system(chat_session *s, const char *text) {
  * oldest turns until it leaves a quarter of the context for the reply.
  * Returns 0, 1 when even the newest message alone does not fit (it is
  * removed), -1 on error. */
+/* The id standing for every position of medium m in prompt and cached:
+ * negative, from its content hash. */
+static tessera_token media_id(const tessera_media *m) {
+    unsigned long long h = strtoull(tessera_media_hash(m), NULL, 16);
+    return -(tessera_token)(1 + (h & 0x3fffffff));
+}
+
+/* The rendering through the projector: chunks (s->chunks) and their ids
+ * (s->prompt), media ids standing for media rows. */
+static int chunks_into(chat_session *s, const char *text, bool add_bos) {
+    tessera_mtmd_chunks_free(s->chunks);
+    s->chunks = tessera_mtmd_tokenize(s->mm, text, s->media, s->n_media - s->n_pending, add_bos, true);
+    if (!s->chunks) {
+        fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
+        return -1;
+    }
+    int32_t n = tessera_mtmd_chunks_n_tokens(s->chunks);
+    if (token_list_reserve(&s->prompt, n) < 0) {
+        fprintf(stderr, "%s: out of memory for %d tokens\n", s->cmd, (int)n);
+        return -1;
+    }
+    int32_t k = 0, medium = 0;
+    for (int32_t c = 0; c < tessera_mtmd_chunks_count(s->chunks); c++) {
+        int32_t nt, cn = tessera_mtmd_chunk_n_tokens(s->chunks, c);
+        const tessera_token *t = tessera_mtmd_chunk_tokens(s->chunks, c, &nt);
+        tessera_token id = t ? 0 : media_id(s->media[medium++]);
+        for (int32_t i = 0; i < cn; i++) s->prompt.ids[k++] = t ? t[i] : id;
+    }
+    s->prompt.n = k;
+    return 0;
+}
+
+/* Decode s->prompt from position common through the chunks: text from
+ * there on, a medium whole (common moves back to its start when it falls
+ * inside one). Returns the position decoding started from, or -1. */
+static int32_t decode_chunks_from(chat_session *s, int32_t common) {
+    int32_t at = 0;
+    for (int32_t c = 0; c < tessera_mtmd_chunks_count(s->chunks); c++) {
+        int32_t cn = tessera_mtmd_chunk_n_tokens(s->chunks, c);
+        if (!tessera_mtmd_chunk_tokens(s->chunks, c, NULL) && common > at && common < at + cn) common = at;
+        at += cn;
+    }
+    tessera_kv_truncate(s->ctx, common);
+    at = 0;
+    for (int32_t c = 0; c < tessera_mtmd_chunks_count(s->chunks); c++) {
+        int32_t nt, cn = tessera_mtmd_chunk_n_tokens(s->chunks, c);
+        const tessera_token *t = tessera_mtmd_chunk_tokens(s->chunks, c, &nt);
+        if (at + cn > common) {
+            if (t) {
+                int32_t from = common > at ? common - at : 0;
+                if (tessera_decode(s->ctx, t + from, cn - from, at + from, 0) != 0) return -1;
+            } else {
+                const float *rows = tessera_mtmd_encode_chunk(s->mm, s->chunks, c);
+                if (!rows || tessera_decode_embd(s->ctx, rows, cn, at, 0) != 0) return -1;
+                if (s->p->verbose)
+                    fprintf(stderr, "[image: %d positions, encoded in %.2f ms%s]\n", (int)cn,
+                            tessera_mtmd_last_encode_ms(s->mm), tessera_mtmd_last_encode_ms(s->mm) > 0 ? "" : " (cached)");
+            }
+        }
+        at += cn;
+    }
+    return common;
+}
+
 static int render_fitting(chat_session *s, int *n_dropped) {
     int32_t room = s->n_ctx / 4 > 0 ? s->n_ctx / 4 : 1;
     for (;;) {
@@ -184,7 +328,7 @@ static int render_fitting(chat_session *s, int *n_dropped) {
             fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
             return -1;
         }
-        int rc = tokenize_into(s->cmd, s->model, text, len, add_bos, &s->prompt);
+        int rc = s->mm ? chunks_into(s, text, add_bos) : tokenize_into(s->cmd, s->model, text, len, add_bos, &s->prompt);
         free(text);
         if (rc < 0) return -1;
         if (s->prompt.n <= s->n_ctx - room) return 0;
@@ -195,11 +339,12 @@ static int render_fitting(chat_session *s, int *n_dropped) {
                     "%s: the message (%d tokens with the template) does not fit the context of %d tokens "
                     "(-c); it was not sent\n",
                     s->cmd, (int)s->prompt.n, (int)s->n_ctx);
-            conv_remove(&s->conv, s->conv.n - 1);
+            conv_remove_with_media(s, s->conv.n - 1);
             return 1;
         }
-        conv_remove(&s->conv, first);
-        if (first < s->conv.n - 1 && !strcmp(s->conv.msgs[first].role, "assistant")) conv_remove(&s->conv, first);
+        conv_remove_with_media(s, first);
+        if (first < s->conv.n - 1 && !strcmp(s->conv.msgs[first].role, "assistant"))
+            conv_remove_with_media(s, first);
         (*n_dropped)++;
     }
 }
@@ -226,7 +371,14 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
         fprintf(stderr, "[prompt: %d tokens, %d reused from the cache, %d decoded]\n", (int)s->prompt.n,
                 (int)common, (int)n_new);
     double t0 = now_ms();
-    int rc = tessera_decode(s->ctx, s->prompt.ids + common, n_new, common, 0);
+    int rc;
+    if (s->chunks) {
+        int32_t from = decode_chunks_from(s, common);
+        rc = from < 0 ? -1 : 0;
+        if (from >= 0) common = from;
+    } else {
+        rc = tessera_decode(s->ctx, s->prompt.ids + common, n_new, common, 0);
+    }
     info->prompt_ms = now_ms() - t0;
     if (rc < 0) {
         /* The cache keeps what it held before the call, up to common. */
@@ -242,7 +394,8 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
     }
     memcpy(s->cached.ids, s->prompt.ids, (size_t)s->prompt.n * sizeof *s->prompt.ids);
     s->cached.n = s->prompt.n;
-    for (int32_t i = common; i < s->prompt.n; i++) tessera_sampler_accept(s->sampler, s->prompt.ids[i]);
+    for (int32_t i = common; i < s->prompt.n; i++)
+        if (s->prompt.ids[i] >= 0) tessera_sampler_accept(s->sampler, s->prompt.ids[i]);
     /* Each reply is one match of --grammar / --json-schema. */
     if (tessera_sampler_grammar_restart(s->sampler) != 0) {
         fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
@@ -344,7 +497,27 @@ static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_pie
 int chat_session_turn(chat_session *s, const char *text, chat_piece_fn on_piece, void *user,
                       chat_turn_info *info) {
     memset(info, 0, sizeof *info);
-    if (conv_add(&s->conv, "user", text, strlen(text)) < 0) {
+    char *with_media = NULL;
+    if (s->n_pending > 0) { /* the attached media go before the text */
+        size_t ml = strlen(TESSERA_MEDIA_MARKER), tl = strlen(text);
+        with_media = malloc((size_t)s->n_pending * ml + tl + 1);
+        if (!with_media) {
+            fprintf(stderr, "%s: out of memory\n", s->cmd);
+            return -1;
+        }
+        for (int32_t i = 0; i < s->n_pending; i++) memcpy(with_media + (size_t)i * ml, TESSERA_MEDIA_MARKER, ml);
+        memcpy(with_media + (size_t)s->n_pending * ml, text, tl + 1);
+        text = with_media;
+        s->n_pending = 0;
+    } else if (s->mm && count_markers(text) > 0) {
+        fprintf(stderr, "%s: the message names %d media (%s) but none is attached: use /image PATH first\n",
+                s->cmd, (int)count_markers(text), TESSERA_MEDIA_MARKER);
+        info->end = CHAT_END_NOT_SENT;
+        return 0;
+    }
+    int added = conv_add(&s->conv, "user", text, strlen(text));
+    free(with_media);
+    if (added < 0) {
         fprintf(stderr, "%s: out of memory\n", s->cmd);
         return -1;
     }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_mtmd.h>
 
 #include "cli_opts.h"
 #include "cli_setup.h"
@@ -41,6 +42,15 @@ typedef struct chat_session {
     token_list cached; /* the tokens held in the KV cache, in order */
     token_list prompt; /* scratch: the latest rendering, tokenized */
     cli_spec spec;     /* -md / --spec-type: replies through speculative steps */
+    /* --mmproj: the media of the conversation's messages in the order of
+     * their markers, then the n_pending ones (/image, --image) the next
+     * message will carry; a medium's positions are in prompt and cached as
+     * a negative id made from its content hash, so an unchanged
+     * conversation reuses the cache around it */
+    tessera_mtmd *mm;
+    tessera_media **media;
+    int32_t n_media, cap_media, n_pending;
+    tessera_mtmd_chunks *chunks; /* the latest rendering's chunks */
 } chat_session;
 
 /* How a reply ended. */
@@ -78,6 +88,9 @@ int chat_session_turn(chat_session *s, const char *text, chat_piece_fn on_piece,
 /* Forget the conversation (keeping the system message unless keep_system
  * is false) and the cache. */
 void chat_session_clear(chat_session *s, bool keep_system);
+/* Attach the image (or sound) at path to the next message (needs
+ * --mmproj). 0, or -1 with the error printed. */
+int chat_session_add_media(chat_session *s, const char *path);
 /* Set, replace or (text NULL) remove the system message. 0 or -1. */
 int chat_session_set_system(chat_session *s, const char *text);
 

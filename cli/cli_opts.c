@@ -39,11 +39,87 @@ static int parse_spec_type(const char *cmd, const char *flag, const char *v, voi
     return 0;
 }
 
+/* -ot PATTERN=DEVICE[,...]: each comma-separated rule appended, as
+ * llama.cpp splits its value. A rule without '=' is refused here; the
+ * pattern and the device are checked when the model loads. */
+static int parse_override(const char *cmd, const char *flag, const char *v, void *dst) {
+    cli_overrides *o = dst;
+    for (const char *p = v; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (len == 0 || !eq || eq == p || eq == p + len - 1)
+            return cli_bad_value(cmd, flag, v, "PATTERN=DEVICE[,PATTERN=DEVICE...], e.g. '\\.ffn_.*_exps\\.=CPU'");
+        if (o->n == CLI_MAX_OVERRIDES || o->used + len + 1 > sizeof o->buf) {
+            fprintf(stderr, "%s: %s: more than %d rules or %zu bytes of them\n", cmd, flag, CLI_MAX_OVERRIDES,
+                    sizeof o->buf);
+            return -1;
+        }
+        char *t = o->buf + o->used;
+        memcpy(t, p, len);
+        t[len] = '\0';
+        o->used += len + 1;
+        o->list[o->n++] = t;
+        o->list[o->n] = NULL;
+        p = end ? end + 1 : p + len;
+    }
+    return 0;
+}
+
 /* --pooling none|mean|cls|last|rank (llama.cpp's names). */
 static int parse_pooling(const char *cmd, const char *flag, const char *v, void *dst) {
     int32_t x = tessera_pooling_from_name(v);
     if (x < 0) return cli_bad_value(cmd, flag, v, "none, mean, cls, last or rank");
     *(int32_t *)dst = x;
+    return 0;
+}
+
+/* --samplers NAMES (';'-separated, llama.cpp's names) and --sampling-seq
+ * LETTERS: kept in llama.cpp's spelling of names. */
+static int parse_order(const char *cmd, const char *flag, const char *v, char *dst, bool letters) {
+    if (tessera_sampler_order(v, letters, dst, 256) < 0) {
+        fprintf(stderr, "%s: %s: %s\n", cmd, flag, tessera_last_error());
+        return -1;
+    }
+    if (!*dst) strcpy(dst, "none"); /* "" is the default order: keep "no step" apart */
+    return 0;
+}
+static int parse_samplers(const char *cmd, const char *flag, const char *v, void *dst) {
+    return parse_order(cmd, flag, v, dst, false);
+}
+static int parse_sampling_seq(const char *cmd, const char *flag, const char *v, void *dst) {
+    return parse_order(cmd, flag, v, dst, true);
+}
+
+/* --dry-sequence-breaker STRING (repeatable): the first replaces llama.cpp's
+ * defaults; "none" means no breaker at all. */
+static int parse_breaker(const char *cmd, const char *flag, const char *v, void *dst) {
+    struct cli_breakers *b = dst;
+    if (!b->set) b->n = 0;
+    b->set = 1;
+    if (!strcmp(v, "none")) {
+        b->n = 0;
+        return 0;
+    }
+    if (!*v) return cli_bad_value(cmd, flag, v, "a non-empty string (or none)");
+    if (b->n >= CLI_MAX_BREAKERS) {
+        fprintf(stderr, "%s: %s given more than %d times\n", cmd, flag, CLI_MAX_BREAKERS);
+        return -1;
+    }
+    b->list[b->n++] = v;
+    return 0;
+}
+
+/* --image FILE / --audio FILE: append to cli_params.media (dst is the
+ * params; the kind is the flag's). */
+static int parse_media(const char *cmd, const char *flag, const char *value, void *dst) {
+    cli_params *p = dst;
+    if (p->n_media == CLI_MAX_MEDIA) {
+        fprintf(stderr, "%s: %s: at most %d media in one prompt\n", cmd, flag, CLI_MAX_MEDIA);
+        return -1;
+    }
+    p->media_kind[p->n_media] = strstr(flag, "audio") ? 'a' : 'i';
+    p->media[p->n_media++] = value;
     return 0;
 }
 
@@ -68,6 +144,14 @@ static const cli_option common_options[] = {
     {"-ngl", "--n-gpu-layers", "N|auto",
      "layers whose weights go on the first GPU device; auto: as many as fit its free memory (default: "
      "auto)", CLI_FN, P(n_gpu_layers), 0, 0, parse_ngl, CLI_NO_DEFAULT, CLI_G_DEVICE},
+    {"-ot", "--override-tensor", "PATTERN=DEVICE,...",
+     "keep the weights whose name matches PATTERN (a regular expression) on DEVICE: CPU (host memory) or "
+     "the GPU device; the first matching rule wins, before -ngl (repeatable)",
+     CLI_FN, P(overrides), 0, 0, parse_override, CLI_NO_DEFAULT, CLI_G_DEVICE},
+    {"-cmoe", "--cpu-moe", NULL, "keep every layer's experts (ffn_*_exps) in host memory, computed on the CPU",
+     CLI_SWITCH, P(cpu_moe), 0, 0, NULL, 0, CLI_G_DEVICE},
+    {"-ncmoe", "--n-cpu-moe", "N", "keep the experts of the first N layers in host memory", CLI_INT,
+     P(n_cpu_moe), 0, INT32_MAX, NULL, 0, CLI_G_DEVICE},
     {NULL, "--plugin-dir", "DIR", "also look for backend plugins in DIR (repeatable)", CLI_DIR,
      P(plugin_dirs), 0, 0, NULL, 0, CLI_G_DEVICE | CLI_G_PLUGINS},
     {NULL, "--explain", NULL, "print where each part of the graph runs (stderr)", CLI_SWITCH,
@@ -75,6 +159,15 @@ static const cli_option common_options[] = {
     {NULL, "--profile", NULL,
      "time each op type on the devices (timestamp queries) and print time, bytes, GB/s and FLOP/s per op "
      "(stderr)", CLI_SWITCH, P(profile), 0, 0, NULL, 0, CLI_G_DEVICE},
+
+    {NULL, "--lora", "FILE", "apply the LoRA adapter FILE (a GGUF adapter; repeatable, or FILE1,FILE2)", CLI_LORA,
+     P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+    {NULL, "--lora-scaled", "FILE SCALE",
+     "apply the LoRA adapter FILE times SCALE (repeatable; also llama.cpp's FILE:SCALE,FILE2:SCALE2)",
+     CLI_LORA_SCALED, P(lora), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_LORA},
+    {NULL, "--lora-init-without-apply", NULL,
+     "load the adapters at scale 0 (POST /lora-adapters or a request's 'lora' applies them)", CLI_SWITCH,
+     P(lora_init_without_apply), 0, 0, NULL, 0, CLI_G_LORA_SERVE},
 
     {NULL, "--no-mmap", NULL, "read the weights into memory instead of mapping the file", CLI_SWITCH,
      P(no_mmap), 0, 0, NULL, 0, CLI_G_DEVICE},
@@ -131,6 +224,44 @@ static const cli_option common_options[] = {
      CLI_FLOAT, P(sp.penalty_freq), -INFINITY, INFINITY, NULL, 0, CLI_G_SAMPLING},
     {NULL, "--logit-bias", "ID(+|-)B", "add B to token ID's logit, e.g. 15043+1.5 or 2-inf (repeatable)",
      CLI_BIAS, P(bias), 0, 0, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--samplers", "SAMPLERS",
+     "samplers in the order they run, separated by ';' (default: "
+     "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)",
+     CLI_FN, P(samplers), 0, 0, parse_samplers, CLI_NO_DEFAULT, CLI_G_SAMPLING},
+    {"--sampler-seq", "--sampling-seq", "SEQUENCE",
+     "the same as letters: e penalties, d dry, s top_n_sigma, k top_k, y typ_p, p top_p, m min_p, x xtc, t "
+     "temperature (default: edskypmxt)",
+     CLI_FN, P(samplers), 0, 0, parse_sampling_seq, CLI_NO_DEFAULT, CLI_G_SAMPLING},
+    {"--top-nsigma", "--top-n-sigma", "N", "keep logits within N standard deviations of the best; <= 0: off",
+     CLI_FLOAT, P(sp.top_n_sigma), -INFINITY, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--xtc-probability", "P", "chance that XTC drops the most likely tokens; 0: off", CLI_FLOAT,
+     P(sp.xtc_probability), 0, 1, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--xtc-threshold", "T",
+     "XTC drops every token at least T likely but the least likely of them; > 0.5: off", CLI_FLOAT,
+     P(sp.xtc_threshold), 0, 1, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-multiplier", "M", "DRY repetition penalty multiplier; 0: off", CLI_FLOAT, P(sp.dry_multiplier), 0,
+     INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-base", "B", "DRY base: a repeat of n tokens costs M x B^(n - allowed length)", CLI_FLOAT,
+     P(sp.dry_base), 0, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-allowed-length", "N", "repeats this long go unpenalized by DRY", CLI_INT,
+     P(sp.dry_allowed_length), 0, INT32_MAX, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-penalty-last-n", "N", "tokens DRY looks back at; 0: off, -1: the context size", CLI_INT,
+     P(sp.dry_penalty_last_n), -1, INT32_MAX, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dry-sequence-breaker", "STRING",
+     "add a DRY sequence breaker, replacing the defaults ('\\n', ':', '\"', '*'); none: no breakers (repeatable)",
+     CLI_FN, P(dry_breakers), 0, 0, parse_breaker, CLI_NO_DEFAULT, CLI_G_SAMPLING},
+    {NULL, "--dynatemp-range", "R", "dynamic temperature: between temp - R and temp + R by entropy; 0: off",
+     CLI_FLOAT, P(sp.dynatemp_range), 0, INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--dynatemp-exp", "E", "dynamic temperature exponent", CLI_FLOAT, P(sp.dynatemp_exponent), 0, INFINITY,
+     NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--mirostat", "N",
+     "Mirostat sampling: 0 off, 1 Mirostat, 2 Mirostat 2.0 (top-k, top-p, typical and the other samplers are "
+     "then ignored)",
+     CLI_INT, P(sp.mirostat), 0, 2, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--mirostat-lr", "ETA", "Mirostat learning rate, parameter eta", CLI_FLOAT, P(sp.mirostat_eta), 0,
+     INFINITY, NULL, 0, CLI_G_SAMPLING},
+    {NULL, "--mirostat-ent", "TAU", "Mirostat target entropy, parameter tau", CLI_FLOAT, P(sp.mirostat_tau), 0,
+     INFINITY, NULL, 0, CLI_G_SAMPLING},
 
     {NULL, "--grammar", "GBNF", "only output the grammar allows (llama.cpp's GBNF, start rule 'root')",
      CLI_STR, P(grammar), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_GRAMMAR},
@@ -160,7 +291,7 @@ static const cli_option common_options[] = {
 
     {"-md", "--model-draft", "FILE",
      "draft model for speculative decoding: a small model with the target's vocabulary drafts tokens the "
-     "target verifies in one batch (the output is the target's)",
+     "target verifies in one batch (the output is the target's; not with --mmproj, nor with run's -i)",
      CLI_STR, P(model_draft), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_SPEC},
     {NULL, "--spec-draft-model", "FILE", "-md", CLI_STR, P(model_draft), 0, 0, NULL, CLI_HIDDEN, CLI_G_SPEC},
     {"-devd", "--device-draft", "LIST", "devices of the draft model (default: --device's)", CLI_STR,
@@ -197,6 +328,16 @@ static const cli_option common_options[] = {
      NULL, 0, CLI_G_SPEC},
     {NULL, "--spec-ngram-size-m", "N", "--spec-ngram-simple-size-m", CLI_INT, P(spec.ngram_m), 1, 1024, NULL,
      CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--mmproj", "FILE", "multimodal projector (llama.cpp's mmproj GGUF) for --image and --audio",
+     CLI_STR, P(mmproj), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_MEDIA},
+    {NULL, "--image", "FILE",
+     "an image for the prompt (JPEG, PNG, WebP, BMP, GIF; repeatable): each goes where the prompt says "
+     "<__media__>, or before the prompt when it has no marker", CLI_FN, 0, 0, 0, parse_media, CLI_NO_DEFAULT,
+     CLI_G_MEDIA},
+    {NULL, "--audio", "FILE", "a sound for the prompt (WAV, FLAC, MP3; repeatable), as --image", CLI_FN, 0, 0, 0,
+     parse_media, CLI_NO_DEFAULT, CLI_G_MEDIA},
+    {NULL, "--no-mmproj-offload", NULL, "run the multimodal encoder on the CPU, not the GPU", CLI_SWITCH,
+     P(no_mmproj_offload), 0, 0, NULL, 0, CLI_G_MEDIA},
 
     {NULL, "--verbose", NULL, "model, context, device and speed details on stderr", CLI_SWITCH,
      P(verbose), 0, 0, NULL, 0, CLI_G_ALWAYS},
@@ -208,6 +349,7 @@ static const struct {
     const char *heading;
 } group_headings[] = {
     {CLI_G_MODEL, "model"},
+    {CLI_G_LORA | CLI_G_LORA_SERVE, "LoRA adapters"},
     {CLI_G_PROMPT | CLI_G_ESCAPE, "prompt"},
     {CLI_G_DEVICE | CLI_G_PLUGINS, "devices"},
     {CLI_G_CONTEXT | CLI_G_SHIFT, "context"},
@@ -217,6 +359,7 @@ static const struct {
     {CLI_G_CHAT | CLI_G_TEMPLATE, "chat"},
     {CLI_G_EMBED, "embeddings"},
     {CLI_G_SPEC, "speculative decoding"},
+    {CLI_G_MEDIA, "images and sounds"},
     {CLI_G_ALWAYS, "general"},
 };
 
@@ -370,9 +513,65 @@ static int apply(const char *cmd, const cli_option *o, const char *flag, const c
         p->n_plugin_dirs = n;
         return rc;
     }
+    case CLI_LORA:
+    case CLI_LORA_SCALED: return 0; /* cli_parse takes them: they may have two values */
     case CLI_FN: return o->fn(cmd, flag, v, dst);
     }
     return -1;
+}
+
+/* --lora FILE and --lora-scaled FILE SCALE (llama.cpp's older spelling,
+ * two arguments), or llama.cpp's current lists: --lora F1,F2 and
+ * --lora-scaled F1:S1,F2:S2 (also as --flag=LIST). *i is the flag's index
+ * and moves past what was taken. */
+static int lora_add(const char *cmd, const char *flag, cli_params *p, const char *path, size_t len, float scale) {
+    if (p->n_lora >= CLI_MAX_LORA) {
+        fprintf(stderr, "%s: at most %d LoRA adapters (--lora, --lora-scaled)\n", cmd, CLI_MAX_LORA);
+        return -1;
+    }
+    if (len == 0) return cli_bad_value(cmd, flag, path, "a file name");
+    char *copy = strndup(path, len); /* kept for the process, as argv is */
+    if (!copy) return fprintf(stderr, "%s: out of memory\n", cmd), -1;
+    p->lora[p->n_lora++] = (cli_lora){.path = copy, .scale = scale};
+    return 0;
+}
+
+static int parse_lora(const char *cmd, const char *flag, int scaled, int argc, char **argv, int *i,
+                      const char *inline_value, cli_params *p) {
+    const char *v = inline_value;
+    if (!v) {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "%s: option %s needs %s\n", cmd, flag, scaled ? "FILE SCALE or FILE:SCALE" : "FILE");
+            return -1;
+        }
+        v = argv[++*i];
+    }
+    /* the two-argument form: FILE, then a number */
+    float scale;
+    if (scaled && !inline_value && *i + 1 < argc && cli_parse_float(argv[*i + 1], -INFINITY, INFINITY, &scale) == 0) {
+        ++*i;
+        return lora_add(cmd, flag, p, v, strlen(v), scale);
+    }
+    for (const char *item = v; *item;) {
+        const char *end = strchr(item, ',');
+        size_t len = end ? (size_t)(end - item) : strlen(item);
+        scale = 1.0f;
+        if (scaled) {
+            const char *colon = memrchr(item, ':', len);
+            char num[64];
+            size_t nl = colon ? len - (size_t)(colon - item) - 1 : 0;
+            if (!colon || nl == 0 || nl >= sizeof num)
+                return cli_bad_value(cmd, flag, v, "FILE SCALE, or FILE:SCALE[,FILE:SCALE...] (e.g. a.gguf:0.5)");
+            memcpy(num, colon + 1, nl);
+            num[nl] = '\0';
+            if (cli_parse_float(num, -INFINITY, INFINITY, &scale) != 0)
+                return cli_bad_value(cmd, flag, num, "a SCALE (a number, e.g. 0.5)");
+            len = (size_t)(colon - item);
+        }
+        if (lora_add(cmd, flag, p, item, len, scale) != 0) return -1;
+        item += (end ? (size_t)(end - item) + 1 : strlen(item));
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ parsing */
@@ -426,6 +625,10 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, cli_params *p, void
                 return -1;
             }
             if (apply(name, o, flag, NULL, p, own) < 0) return -1;
+            continue;
+        }
+        if (o->type == CLI_LORA || o->type == CLI_LORA_SCALED) {
+            if (parse_lora(name, flag, o->type == CLI_LORA_SCALED, argc, argv, &i, inline_value, p) != 0) return -1;
             continue;
         }
         const char *v = inline_value;

@@ -30,7 +30,17 @@
 
 #include "cli_util.h"
 
-enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8 };
+enum { CLI_MAX_BIAS = 64, CLI_MAX_POSITIONAL = 8, CLI_MAX_OVERRIDES = 64, CLI_MAX_BREAKERS = 32, CLI_MAX_LORA = 16,
+       CLI_MAX_MEDIA = 16 };
+
+/* -ot PATTERN=DEVICE[,PATTERN=DEVICE...] (repeatable): the rules in order,
+ * NULL-terminated (tessera_model_params.tensor_overrides), their text in buf. */
+typedef struct cli_overrides {
+    const char *list[CLI_MAX_OVERRIDES + 1];
+    int32_t n;
+    char buf[4096];
+    size_t used;
+} cli_overrides;
 
 /* -ngl auto (TESSERA_NGL_AUTO): as many layers as fit the GPU device. */
 enum { CLI_NGL_AUTO = -1 };
@@ -38,7 +48,8 @@ enum { CLI_NGL_AUTO = -1 };
 /* Option groups (bits of cli_command.groups). */
 enum {
     CLI_G_MODEL = 1u << 0,    /* -m */
-    CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, --plugin-dir, --explain, --no-mmap, --mlock */
+    CLI_G_DEVICE = 1u << 1,   /* --device, -ngl, -ot, --cpu-moe, --n-cpu-moe, --plugin-dir, --explain,
+                               * --no-mmap, --mlock */
     CLI_G_CONTEXT = 1u << 2,  /* -c, -b, -t, -ctk, -ctv, -fa */
     CLI_G_PROMPT = 1u << 3,   /* -p, -f */
     CLI_G_PREDICT = 1u << 4,  /* -n */
@@ -50,11 +61,20 @@ enum {
     CLI_G_GRAMMAR = 1u << 10, /* --grammar, --grammar-file, --json-schema, --json-schema-file */
     CLI_G_SHIFT = 1u << 11,   /* --context-shift, --keep (run, chat, serve) */
     CLI_G_EMBED = 1u << 12,   /* --embeddings, --reranking, --pooling (embed, serve) */
-    CLI_G_SPEC = 1u << 13,    /* -md, --draft-max, --spec-type, ... (run) */
+    CLI_G_LORA = 1u << 13,    /* --lora, --lora-scaled */
+    CLI_G_LORA_SERVE = 1u << 14, /* --lora-init-without-apply (serve) */
+    CLI_G_MEDIA = 1u << 15,   /* --mmproj, --image, --audio, --no-mmproj-offload (run, chat) */
+    CLI_G_SPEC = 1u << 16,    /* -md, --draft-max, --spec-type, ... (run, chat, serve) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
-    CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING,
+    CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_LORA,
 };
+
+/* A LoRA adapter of --lora (scale 1) or --lora-scaled FILE SCALE. */
+typedef struct cli_lora {
+    const char *path;
+    float scale;
+} cli_lora;
 
 /* The values of the shared options. cli_params_init() sets the defaults;
  * a command may change a default before cli_parse(). */
@@ -68,6 +88,17 @@ typedef struct cli_params {
     const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS];
     int32_t n_plugin_dirs;
     int32_t n_gpu_layers; /* CLI_NGL_AUTO: fit to the device (the default) */
+    /* weights placed by name: -ot rules; --cpu-moe (every block's experts
+     * in host memory) or --n-cpu-moe N (the first N blocks') */
+    cli_overrides overrides;
+    int cpu_moe;
+    int32_t n_cpu_moe;
+    /* LoRA adapters, in order (--lora, --lora-scaled); loaded with the
+     * context (cli_context_new), applied unless lora_init_without_apply
+     * (serve: then at scale 0 until a request or POST /lora-adapters) */
+    cli_lora lora[CLI_MAX_LORA];
+    int32_t n_lora;
+    int lora_init_without_apply;
     int explain;
     int profile; /* --profile: time each op on the devices (cli_print_profile) */
     /* model memory: --no-mmap, --mlock */
@@ -92,6 +123,15 @@ typedef struct cli_params {
      * size (cli_sampler_new resolves it) */
     tessera_sampler_params sp;
     tessera_logit_bias bias[CLI_MAX_BIAS];
+    /* --samplers / --sampling-seq in llama.cpp's names ("": the default
+     * order); --dry-sequence-breaker's list (set: the defaults were
+     * replaced; "none" leaves it empty). cli_sampler_new points sp at them. */
+    char samplers[256];
+    struct cli_breakers {
+        const char *list[CLI_MAX_BREAKERS];
+        int32_t n;
+        int set;
+    } dry_breakers;
     /* constrained output: at most one of these */
     const char *grammar, *grammar_file, *json_schema, *json_schema_file;
     /* chat */
@@ -104,6 +144,13 @@ typedef struct cli_params {
     int32_t n_gpu_layers_draft;
     int spec_ngram;
     tessera_spec_params spec;
+    /* multimodal: the projector and the media in the order given (--image
+     * and --audio append to media[], kind 'i' or 'a') */
+    const char *mmproj;
+    const char *media[CLI_MAX_MEDIA];
+    char media_kind[CLI_MAX_MEDIA];
+    int32_t n_media;
+    int no_mmproj_offload;
     /* Arguments that are not options (FILE for inspect, ...). */
     const char *positional[CLI_MAX_POSITIONAL];
     int n_positional;
@@ -120,6 +167,8 @@ typedef enum cli_type {
     CLI_FA,     /* tessera_flash_attn: on, off or auto */
     CLI_BIAS,   /* appends ID+B / ID-B to cli_params.bias */
     CLI_DIR,    /* appends to cli_params.plugin_dirs */
+    CLI_LORA,   /* appends FILE to cli_params.lora (scale 1) */
+    CLI_LORA_SCALED, /* takes two values, FILE SCALE: appends to cli_params.lora */
     CLI_FN,     /* fn(cmd, flag, value, dst) parses; 0 ok, -1 error printed */
 } cli_type;
 

@@ -98,6 +98,8 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
     mp.n_gpu_layers = default_gpu_layers(cmd, p);
     mp.no_mmap = p->no_mmap != 0;
     mp.use_mlock = p->use_mlock != 0;
+    mp.tensor_overrides = p->overrides.n ? p->overrides.list : NULL;
+    mp.n_cpu_moe = p->cpu_moe ? TESSERA_CPU_MOE_ALL : p->n_cpu_moe;
     /* -ngl auto and -c to the devices' free memory; explicit values checked */
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = (uint32_t)(n_ctx ? *n_ctx : p->n_ctx);
@@ -155,7 +157,37 @@ tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_m
     cp.pooling = p->reranking ? TESSERA_POOLING_RANK : p->pooling;
     tessera_context *ctx = tessera_context_new(m, &cp);
     if (!ctx) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+    if (ctx && p->n_lora > 0 && cli_loras_apply(cmd, p, m, ctx, NULL) != 0) {
+        tessera_context_free(ctx);
+        return NULL;
+    }
     return ctx;
+}
+
+int cli_loras_apply(const char *cmd, const cli_params *p, tessera_model *m, tessera_context *ctx,
+                    tessera_lora **out) {
+    tessera_lora *loras[CLI_MAX_LORA];
+    float scales[CLI_MAX_LORA];
+    for (int32_t i = 0; i < p->n_lora; i++) {
+        loras[i] = tessera_lora_load(m, p->lora[i].path);
+        if (!loras[i]) {
+            fprintf(stderr, "%s: --lora: %s\n", cmd, tessera_last_error());
+            while (i-- > 0) tessera_lora_free(loras[i]);
+            return -1;
+        }
+        scales[i] = p->lora_init_without_apply ? 0.0f : p->lora[i].scale;
+        if (p->verbose)
+            fprintf(stderr, "%s: LoRA adapter %s: %d weights, alpha %g, scale %g\n", cmd, p->lora[i].path,
+                    (int)tessera_lora_n_weights(loras[i]), (double)tessera_lora_alpha(loras[i]),
+                    (double)scales[i]);
+    }
+    if (tessera_context_set_loras(ctx, loras, scales, p->n_lora) != 0) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        for (int32_t i = 0; i < p->n_lora; i++) tessera_lora_free(loras[i]);
+        return -1;
+    }
+    if (out) memcpy(out, loras, (size_t)p->n_lora * sizeof *loras);
+    return 0;
 }
 
 int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
@@ -169,11 +201,22 @@ int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_
     return 0;
 }
 
-tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx) {
+tessera_sampler_params cli_sampling(const cli_params *p) {
     tessera_sampler_params sp = p->sp;
     sp.logit_bias = p->bias;
+    sp.samplers = !p->samplers[0] ? NULL : strcmp(p->samplers, "none") ? p->samplers : "";
+    if (p->dry_breakers.set) {
+        sp.dry_sequence_breakers = p->dry_breakers.list;
+        sp.n_dry_sequence_breakers = p->dry_breakers.n;
+    }
+    return sp;
+}
+
+tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx) {
+    tessera_sampler_params sp = cli_sampling(p);
     if (sp.penalty_last_n < 0) sp.penalty_last_n = n_ctx;
-    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(m), &sp);
+    if (sp.dry_penalty_last_n < 0) sp.dry_penalty_last_n = n_ctx;
+    tessera_sampler *s = tessera_sampler_new_model(m, &sp);
     if (!s) fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
     return s;
 }
@@ -252,6 +295,12 @@ int cli_spec_open(cli_spec *out, const char *cmd, const cli_params *p, cli_sessi
         cli_params pd = *p;
         if (p->devices_draft) pd.devices = p->devices_draft;
         pd.n_gpu_layers = p->n_gpu_layers_draft;
+        /* --lora, -ot and --cpu-moe are the target's (llama.cpp has draft
+         * flags of its own for the last two): the draft runs plain */
+        pd.n_lora = 0;
+        memset(&pd.overrides, 0, sizeof pd.overrides);
+        pd.cpu_moe = 0;
+        pd.n_cpu_moe = 0;
         int32_t n_ctx = s->n_ctx;
         out->draft_model = cli_model_load(cmd, &pd, p->model_draft, &n_ctx);
         if (!out->draft_model) return -1;

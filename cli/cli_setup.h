@@ -33,12 +33,22 @@ tessera_model *cli_model_load(const char *cmd, const cli_params *p, const char *
 int32_t cli_ctx_size(const tessera_model *m, int32_t n_ctx);
 tessera_context *cli_context_new(const char *cmd, const cli_params *p, tessera_model *m, int32_t n_ctx);
 
+/* Load p's --lora/--lora-scaled adapters for m and use them in ctx (at
+ * scale 0 with --lora-init-without-apply); out (may be NULL) gets the
+ * p->n_lora handles. cli_context_new calls it. 0, or -1 after printing the
+ * error naming the file. */
+int cli_loras_apply(const char *cmd, const cli_params *p, tessera_model *m, tessera_context *ctx,
+                    tessera_lora **out);
+
 /* tessera_context_shift (tessera.h) with the error printed after cmd, and the
  * shift itself with --verbose. */
 int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
                       int32_t *pos, bool verbose);
 
 /* p's sampling options; --repeat-last-n -1 becomes n_ctx. NULL after printing. */
+/* p's sampling settings with its --samplers, --dry-sequence-breaker and
+ * --logit-bias lists in place (pointing into p: valid while p is). */
+tessera_sampler_params cli_sampling(const cli_params *p);
 tessera_sampler *cli_sampler_new(const char *cmd, const cli_params *p, const tessera_model *m, int32_t n_ctx);
 
 /* Attach the grammar of --grammar, --grammar-file, --json-schema or

@@ -39,7 +39,7 @@ static const cli_command chat_cmd = {
              "reads messages from the terminal (type /help there) or from a pipe,\n"
              "one line per message. Ctrl-C stops a reply.",
     .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT |
-              CLI_G_SPEC,
+              CLI_G_SPEC | CLI_G_MEDIA,
 };
 
 static const char repl_help[] =
@@ -48,6 +48,7 @@ static const char repl_help[] =
     "  /system TEXT     set the system message (/system alone removes it)\n"
     "  /save FILE       write the conversation as JSON ({\"messages\": [...]})\n"
     "  /load FILE       read a conversation written by /save\n"
+    "  /image PATH      attach an image to the next message (needs --mmproj)\n"
     "  /bye, /exit      leave (so do Ctrl-D and a second Ctrl-C at the prompt)\n"
     "  a line ending in \\ continues on the next line; \"\"\" starts and ends a\n"
     "  block of several lines. Ctrl-C stops a reply.\n";
@@ -232,6 +233,9 @@ static int command(repl *r, char *line) {
     } else if (!strcmp(line, "/system")) {
         if (chat_session_set_system(&r->s, *arg ? arg : NULL) < 0) return -1;
         note(r, *arg ? "[system message set]" : "[system message removed]");
+    } else if (!strcmp(line, "/image") || !strcmp(line, "/audio")) {
+        if (!*arg) note(r, "[%s needs a PATH]", line);
+        else if (chat_session_add_media(&r->s, arg) == 0) note(r, "[%s attached to the next message]", arg);
     } else if (!strcmp(line, "/save") || !strcmp(line, "/load")) {
         if (!*arg) {
             note(r, "[%s needs a FILE]", line);
@@ -332,6 +336,11 @@ int cmd_chat(int argc, char **argv) {
     }
     if (p.prompt && p.prompt_file) {
         fprintf(stderr, "tessera chat: give either -p or -f, not both\n");
+        return 2;
+    }
+    if (p.n_media > 0 && !p.mmproj) {
+        fprintf(stderr, "tessera chat: --%s needs --mmproj FILE (the model's multimodal projector)\n",
+                p.media_kind[0] == 'a' ? "audio" : "image");
         return 2;
     }
     /* -p / -f: one turn and out; else the REPL. */

@@ -39,7 +39,7 @@ static const cli_command ppl_cmd = {
     .about = "Measures perplexity as llama.cpp does: chunks of -c tokens (each starting\n"
              "with BOS), scored on the second half of each chunk. Prints the running\n"
              "estimate after every chunk and the final PPL. -b is -c unless given.",
-    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PROMPT,
+    .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PROMPT | CLI_G_LORA,
     .own = ppl_own,
 };
 

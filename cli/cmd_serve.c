@@ -167,7 +167,7 @@ static const cli_command serve_cmd = {
              "serves many models, each in its own child (tessera serve --models-dir DIR --help).",
     /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
-              CLI_G_SHIFT | CLI_G_EMBED | CLI_G_SPEC,
+              CLI_G_SHIFT | CLI_G_EMBED | CLI_G_SPEC | CLI_G_LORA | CLI_G_LORA_SERVE,
     .own = serve_own,
 };
 
@@ -210,6 +210,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     o->cors_origin = "*";
     o->reasoning = -1;
     int rc = cli_parse(&serve_cmd, argc, argv, &o->p, o);
+    o->p.sp = cli_sampling(&o->p); /* the server's defaults, lists in place */
     if (rc != 0) return rc;
     if (!o->p.model) {
         fprintf(stderr, "tessera serve: -m MODEL is required (see 'tessera serve --help')\n");
@@ -265,6 +266,8 @@ static const char *model_id_of(const serve_opts *o, char *buf, size_t size) {
     return buf[0] ? buf : base_name(o->p.model);
 }
 
+_Static_assert((int)CLI_MAX_LORA <= (int)SERVE_MAX_LORA, "every --lora adapter fits the engine");
+
 /* Load the model, its context, the embedding endpoints' context and the
  * chat template into c->api (the server serves it from serve_server_start
  * on). 0, or -1 with the error printed. */
@@ -284,14 +287,28 @@ static int load_model(serve_opts *o, serve_config *c, tessera_model **model, tes
                 n_ctx / o->parallel, (long)o->parallel);
         return -1;
     }
-    *ctx = cli_context_new(cmd, &o->p, *model, (int32_t)n_ctx);
+    cli_params no_lora = o->p; /* the adapters: loaded here, for the engine */
+    no_lora.n_lora = 0;
+    *ctx = cli_context_new(cmd, &no_lora, *model, (int32_t)n_ctx);
     if (!*ctx) return -1;
+    if (o->p.n_lora > 0) {
+        if (cli_loras_apply(cmd, &o->p, *model, *ctx, c->engine.loras) != 0) return -1;
+        c->engine.n_loras = api->n_loras = o->p.n_lora;
+        for (int32_t i = 0; i < o->p.n_lora; i++) {
+            c->engine.lora_paths[i] = o->p.lora[i].path;
+            c->engine.lora_scales[i] = o->p.lora_init_without_apply ? 0.0f : o->p.lora[i].scale;
+        }
+    }
     api->model = *model;
     api->slot_ctx = c->engine.slot_ctx = (int32_t)(o->kv_unified ? n_ctx : n_ctx / o->parallel);
     /* -md / --spec-type: the draft context holds --parallel sequences too */
     cli_session target = {.model = *model, .ctx = *ctx, .n_ctx = (int32_t)n_ctx};
     if (cli_spec_open(spec, cmd, &o->p, &target) != 0) return -1;
     c->engine.spec = spec->spec;
+    if (spec->spec && o->p.n_lora > 0)
+        fprintf(stderr,
+                "tessera serve: speculative decoding with LoRA adapters: each slot's target model verifies with "
+                "its request's scales; the draft runs without adapters\n");
     const char *owner = tessera_model_meta_str(*model, "general.organization");
     if (!owner) owner = tessera_model_meta_str(*model, "general.author");
     snprintf(api->owned_by, sizeof api->owned_by, "%s", owner ? owner : "tessera");

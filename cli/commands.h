@@ -15,6 +15,8 @@ int cmd_inspect(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_plugin(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_export_lora(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_gguf_split(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

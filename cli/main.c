@@ -22,6 +22,8 @@ static const command commands[] = {
     {"devices", cmd_devices, "list compute devices and backend plugins"},
     {"plugin", cmd_plugin, "check a backend plugin against the reference (plugin check PATH)"},
     {"quantize", cmd_quantize, "convert a GGUF model to another weight type"},
+    {"export-lora", cmd_export_lora, "merge LoRA adapters into a model's weights"},
+    {"convert", cmd_convert, "convert a Hugging Face model directory to GGUF"},
     {"gguf-split", cmd_gguf_split, "split a GGUF model into shards (llama-gguf-split), or --merge them"},
     {"bench", cmd_bench, "measure prompt and generation speed"},
     {"serve", cmd_serve, "serve an OpenAI-compatible HTTP API"},

@@ -14,6 +14,9 @@ packages=(
   python3-dev python3-pytest python3-venv openjdk-17-jdk-headless
   libpcre2-dev libutf8proc-dev libcjson-dev libcmocka-dev libedit-dev
   libmicrohttpd-dev
+  # media decoding for multimodal prompts (core/src/media): JPEG, PNG, WebP,
+  # BMP/GIF (stb_image), WAV/FLAC/MP3 (libsndfile) and a resampler
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libstb-dev libsndfile1-dev libsamplerate0-dev
   # tests: the chat REPL through a pseudo-terminal (tests/cli/chat_repl.py)
   python3-pexpect
   # tests: the server's chat page in headless Chromium (tests/serve/serve_page.py;

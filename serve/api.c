@@ -111,33 +111,56 @@ static int get_logit_bias(const serve_api *api, const cJSON *root, tessera_logit
     return 0;
 }
 
-/* llama-server's "samplers": the names of those to use; the others are
- * turned off in sp. Tessera applies them in its own fixed order (penalties,
- * top_k, typical, top_p, min_p, temperature), which is llama.cpp's default. */
-static int apply_samplers(const cJSON *root, tessera_sampler_params *sp, serve_error *err) {
+/* llama-server's "samplers": the samplers to run, in order, as an array of
+ * llama.cpp's names (or a string of --sampling-seq letters). */
+static int get_samplers(const cJSON *root, serve_request *r, tessera_sampler_params *sp, serve_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "samplers");
     if (api_is_null(v)) return 0;
-    static const char *const names[] = {"penalties", "top_k", "typ_p", "top_p", "min_p", "temperature",
-                                        "dry", "top_n_sigma", "xtc", "typical_p"};
-    bool on[10] = {0};
+    char names[512];
+    size_t len = 0;
+    if (cJSON_IsString(v)) {
+        if (tessera_sampler_order(v->valuestring, true, r->samplers_text, sizeof r->samplers_text) < 0)
+            return serve_fail(err, 400, "samplers", NULL, "'samplers': %s", tessera_last_error());
+        sp->samplers = r->samplers_text;
+        return 0;
+    }
     if (!cJSON_IsArray(v))
         return serve_fail(err, 400, "samplers", NULL, "'samplers' must be an array of sampler names");
+    names[0] = '\0';
     const cJSON *e;
     cJSON_ArrayForEach(e, v) {
-        size_t i = 0;
-        while (i < 10 && !(cJSON_IsString(e) && !strcmp(e->valuestring, names[i]))) i++;
-        if (i == 10)
-            return serve_fail(err, 400, "samplers", NULL,
-                              "'samplers' knows penalties, top_k, typ_p, top_p, min_p, temperature (and dry, "
-                              "top_n_sigma, xtc, which are off)");
-        on[i] = true;
+        if (!cJSON_IsString(e) || !*e->valuestring || strpbrk(e->valuestring, ";,"))
+            return serve_fail(err, 400, "samplers", NULL, "'samplers' must be an array of sampler names");
+        size_t nl = strlen(e->valuestring);
+        if (len + nl + 2 > sizeof names) return serve_fail(err, 400, "samplers", NULL, "'samplers' is too long");
+        if (len) names[len++] = ';';
+        memcpy(names + len, e->valuestring, nl + 1);
+        len += nl;
     }
-    if (!on[0]) sp->penalty_repeat = 1.0f, sp->penalty_freq = 0.0f, sp->penalty_present = 0.0f;
-    if (!on[1]) sp->top_k = 0;
-    if (!on[2] && !on[9]) sp->typical_p = 1.0f;
-    if (!on[3]) sp->top_p = 1.0f;
-    if (!on[4]) sp->min_p = 0.0f;
-    if (!on[5] && sp->temp > 0.0f) sp->temp = 1.0f;
+    if (tessera_sampler_order(names, false, r->samplers_text, sizeof r->samplers_text) < 0)
+        return serve_fail(err, 400, "samplers", NULL, "'samplers': %s", tessera_last_error());
+    sp->samplers = r->samplers_text;
+    return 0;
+}
+
+/* llama-server's dry_sequence_breakers: a JSON array of strings (kept in r). */
+static int get_breakers(const cJSON *root, serve_request *r, tessera_sampler_params *sp, serve_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "dry_sequence_breakers");
+    if (api_is_null(v)) return 0;
+    const char *bad = "'dry_sequence_breakers' must be an array of non-empty strings (at most 64)";
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > 64) return serve_fail(err, 400, "dry_sequence_breakers", NULL, "%s", bad);
+    int n = cJSON_GetArraySize(v);
+    r->dry_breakers = calloc(n > 0 ? (size_t)n : 1, sizeof *r->dry_breakers);
+    if (!r->dry_breakers) return serve_fail(err, 500, NULL, NULL, "out of memory");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        if (!cJSON_IsString(e) || !*e->valuestring) return serve_fail(err, 400, "dry_sequence_breakers", NULL, "%s", bad);
+        r->dry_breakers[r->n_dry_breakers] = strdup(e->valuestring);
+        if (!r->dry_breakers[r->n_dry_breakers]) return serve_fail(err, 500, NULL, NULL, "out of memory");
+        r->n_dry_breakers++;
+    }
+    sp->dry_sequence_breakers = (const char *const *)r->dry_breakers;
+    sp->n_dry_sequence_breakers = r->n_dry_breakers;
     return 0;
 }
 
@@ -183,7 +206,7 @@ static int make_samplers(const serve_api *api, const cJSON *root, serve_request 
     for (int32_t c = 0; c < r->n_choices; c++) {
         if (seed != LLONG_MIN)
             sp->seed = (uint32_t)(((unsigned long long)seed + (unsigned long long)c) % 0xFFFFFFFFull);
-        r->choices[c].sampler = tessera_sampler_new(tessera_model_n_vocab(api->model), sp);
+        r->choices[c].sampler = tessera_sampler_new_model(api->model, sp);
         if (!r->choices[c].sampler) return serve_fail(err, 400, NULL, NULL, "%s", tessera_last_error());
     }
     return 0;
@@ -216,8 +239,44 @@ static int parse_sampling(const serve_api *api, const cJSON *root, serve_request
     sp.penalty_last_n = last_n < 0 ? api->slot_ctx : (int32_t)last_n;
     sp.penalty_present = (float)pres;
     sp.penalty_freq = (float)freq;
-    if (apply_samplers(root, &sp, err) != 0) return -1;
-    return make_samplers(api, root, r, &sp, seed, err);
+    /* llama.cpp's other samplers (DRY, XTC, top-n-sigma, dynamic
+     * temperature, mirostat) and their order. */
+    double dry_mult = sp.dry_multiplier, dry_base = sp.dry_base, xtc_p = sp.xtc_probability, xtc_t = sp.xtc_threshold;
+    double sigma = sp.top_n_sigma, dyn_r = sp.dynatemp_range, dyn_e = sp.dynatemp_exponent;
+    double tau = sp.mirostat_tau, eta = sp.mirostat_eta;
+    long long dry_len = sp.dry_allowed_length, dry_last = sp.dry_penalty_last_n, miro = sp.mirostat;
+    if (api_get_number(root, "dry_multiplier", 0.0, 1e6, &dry_mult, err) ||
+        api_get_number(root, "dry_base", 1e-6, 1e6, &dry_base, err) ||
+        api_get_int(root, "dry_allowed_length", 0, INT32_MAX, &dry_len, err) ||
+        api_get_int(root, "dry_penalty_last_n", -1, INT32_MAX, &dry_last, err) ||
+        api_get_number(root, "xtc_probability", 0.0, 1.0, &xtc_p, err) ||
+        api_get_number(root, "xtc_threshold", 0.0, 1.0, &xtc_t, err) ||
+        api_get_number(root, "top_n_sigma", -1e6, 1e6, &sigma, err) ||
+        api_get_number(root, "dynatemp_range", 0.0, 1e6, &dyn_r, err) ||
+        api_get_number(root, "dynatemp_exponent", 0.0, 1e6, &dyn_e, err) ||
+        api_get_int(root, "mirostat", 0, 2, &miro, err) || api_get_number(root, "mirostat_tau", 0.0, 1e6, &tau, err) ||
+        api_get_number(root, "mirostat_eta", 0.0, 1e6, &eta, err))
+        return -1;
+    sp.dry_multiplier = (float)dry_mult;
+    sp.dry_base = (float)dry_base;
+    sp.dry_allowed_length = (int32_t)dry_len;
+    sp.dry_penalty_last_n = dry_last < 0 ? api->slot_ctx : (int32_t)dry_last;
+    sp.xtc_probability = (float)xtc_p;
+    sp.xtc_threshold = (float)xtc_t;
+    sp.top_n_sigma = (float)sigma;
+    sp.dynatemp_range = (float)dyn_r;
+    sp.dynatemp_exponent = (float)dyn_e;
+    sp.mirostat = (int32_t)miro;
+    sp.mirostat_tau = (float)tau;
+    sp.mirostat_eta = (float)eta;
+    if (sp.samplers) { /* the server's --samplers, copied: r outlives nothing it points at */
+        snprintf(r->samplers_text, sizeof r->samplers_text, "%s", sp.samplers);
+        sp.samplers = r->samplers_text;
+    }
+    if (get_samplers(root, r, &sp, err) != 0 || get_breakers(root, r, &sp, err) != 0) return -1;
+    if (make_samplers(api, root, r, &sp, seed, err) != 0) return -1;
+    r->sampling = sp;
+    return 0;
 }
 
 /* response_format {"type": "text" | "json_object" | "json_schema"} (with
@@ -311,7 +370,20 @@ static const struct field {
     {"typical_p", FOR_ALL, "extension"},
     {"repeat_penalty", FOR_ALL, "extension"},
     {"repeat_last_n", FOR_ALL, "extension: tokens the penalties look back (-1: the context)"},
-    {"samplers", FOR_ALL, "extension: the samplers to use (llama.cpp's names); their order is Tessera's"},
+    {"samplers", FOR_ALL, "extension: the samplers in order (llama.cpp's names, or its letters as a string)"},
+    {"dynatemp_range", FOR_ALL, "extension: dynamic temperature range (0: off)"},
+    {"dynatemp_exponent", FOR_ALL, "extension: dynamic temperature exponent"},
+    {"top_n_sigma", FOR_ALL, "extension: top-n-sigma (<= 0: off)"},
+    {"xtc_probability", FOR_ALL, "extension: XTC's chance (0: off)"},
+    {"xtc_threshold", FOR_ALL, "extension: XTC's threshold (> 0.5: off)"},
+    {"dry_multiplier", FOR_ALL, "extension: DRY's multiplier (0: off)"},
+    {"dry_base", FOR_ALL, "extension: DRY's base"},
+    {"dry_allowed_length", FOR_ALL, "extension: DRY's allowed repeat length"},
+    {"dry_penalty_last_n", FOR_ALL, "extension: tokens DRY looks back (-1: the context, 0: off)"},
+    {"dry_sequence_breakers", FOR_ALL, "extension: DRY's sequence breakers (strings)"},
+    {"mirostat", FOR_ALL, "extension: 0 off, 1 Mirostat, 2 Mirostat 2.0"},
+    {"mirostat_tau", FOR_ALL, "extension: Mirostat's target entropy"},
+    {"mirostat_eta", FOR_ALL, "extension: Mirostat's learning rate"},
     {"n", FOR_COMPLETION | FOR_CHAT, "choices, each its own sequence in its own slot; at most --parallel"},
     {"best_of", FOR_COMPLETION, "only 1 or equal to n"},
     {"stream", FOR_ALL, NULL},
@@ -339,6 +411,7 @@ static const struct field {
     {"metadata", FOR_ALL, "accepted and ignored (tags for stored completions)"},
     {"cache_prompt", FOR_ALL, "extension: reuse a slot's cached prompt prefix"},
     {"id_slot", FOR_ALL, "extension: the slot to run in (-1: any)"},
+    {"lora", FOR_ALL, "llama-server's: [{id, scale}] LoRA scales of this request (unlisted adapters: 0)"},
     {"return_tokens", FOR_NATIVE, "the generated token ids in 'tokens'"},
     {"response_fields", FOR_NATIVE, "only these fields of the response ('a/b' reaches into objects)"},
     {"ignore_eos", FOR_ALL, "extension: end-of-generation tokens banned (bias -inf), as llama-server"},
@@ -354,22 +427,16 @@ static const struct field {
     {"input_extra", FOR_NATIVE, "/infill: other files, [{filename, text}]"},
     {"functions", FOR_CHAT, "OpenAI's deprecated function calling: only null (use tools)"},
     {"function_call", FOR_CHAT, "the same: only null (use tool_choice)"},
-    /* llama.cpp samplers Tessera does not have: accepted only when off */
-    {"mirostat", FOR_ALL, "only 0"},
-    {"dry_multiplier", FOR_ALL, "only 0"},
-    {"xtc_probability", FOR_ALL, "only 0"},
-    {"dynatemp_range", FOR_ALL, "only 0"},
 };
 
 /* Known fields whose only accepted value is "off" (0 or null). */
 static int check_off(const cJSON *root, serve_error *err) {
-    static const char *const off[] = {"mirostat", "dry_multiplier", "xtc_probability", "dynatemp_range",
-                                      "functions", "function_call"};
+    static const char *const off[] = {"functions", "function_call"};
     for (size_t i = 0; i < sizeof off / sizeof *off; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, off[i]);
         if (!api_is_null(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0.0))
-            return serve_fail(err, 400, off[i], "unsupported_parameter", "'%s' is not implemented%s", off[i],
-                              off[i][0] == 'f' ? " (use 'tools' and 'tool_choice')" : " (give 0 or leave it out)");
+            return serve_fail(err, 400, off[i], "unsupported_parameter",
+                              "'%s' is not implemented (use 'tools' and 'tool_choice')", off[i]);
     }
     return 0;
 }
@@ -477,6 +544,11 @@ static int parse_options(const serve_api *api, const cJSON *root, serve_kind kin
         if (api_get_bool(so, "include_usage", &call->include_usage, err)) return -1;
     }
     r->cache_prompt = true; /* llama-server's default: reuse a slot's cached prefix */
+    const cJSON *lora = cJSON_GetObjectItemCaseSensitive(root, "lora");
+    if (!api_is_null(lora)) {
+        if (serve_lora_parse(lora, "lora", api->n_loras, r->lora, err) != 0) return -1;
+        r->has_lora = true;
+    }
     call->verbose = api->verbose;
     if (api_get_bool(root, "verbose", &call->verbose, err) ||
         api_get_bool(root, "timings_per_token", &call->timings_per_token, err) ||

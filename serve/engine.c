@@ -38,6 +38,9 @@ typedef struct serve_slot {
      * of room). A cache_prompt request leaves them in the cache when it
      * ends, for the next cache_prompt request with the same prefix. */
     tessera_token *cached;
+    /* The LoRA scales (by adapter id) the request in it runs with, and so
+     * its cached tokens were computed with (kept with them). */
+    float lora[SERVE_MAX_LORA];
 } serve_slot;
 
 /* What a slot's row of logits gave in a step, worked out by the engine
@@ -77,13 +80,19 @@ struct serve_engine {
     int32_t *b_pos, *b_seq, *b_slot_of_row;
     bool *b_want;
     slot_token *b_out; /* per slot: the token its row gave this step */
+    float lora[SERVE_MAX_LORA]; /* requests' scales without a `lora` field (under mu) */
+    float b_lora[SERVE_MAX_LORA]; /* the scales of the batch being built */
+    int32_t lora_first; /* the slot a step's set of scales is taken from first (turns) */
 };
 
 serve_engine *serve_engine_new(const serve_engine_params *p) {
-    if (p->n_slots < 1 || p->n_slots > TESSERA_MAX_SEQ || p->max_queue < 0 || p->slot_ctx < 2) return NULL;
+    if (p->n_slots < 1 || p->n_slots > TESSERA_MAX_SEQ || p->max_queue < 0 || p->slot_ctx < 2 || p->n_loras < 0 ||
+        p->n_loras > SERVE_MAX_LORA)
+        return NULL;
     serve_engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->p = *p;
+    memcpy(e->lora, p->lora_scales, sizeof e->lora);
     e->n_vocab = tessera_model_n_vocab(p->model);
     e->n_batch = (int32_t)tessera_context_n_batch(p->ctx);
     if (e->n_batch < p->n_slots) e->n_batch = p->n_slots;
@@ -188,7 +197,9 @@ static void slot_free(serve_engine *e, int32_t i) {
     }
     e->m.busy_slot_ms += serve_now_ms() - s->t_start_ms;
     request_unref(r);
+    serve_slot kept = *s;
     *s = (serve_slot){.cached = s->cached, .n_past = s->n_past};
+    memcpy(s->lora, kept.lora, sizeof s->lora);
     e->m.slots_busy--;
     e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
 }
@@ -204,12 +215,14 @@ static int32_t common_prefix(const tessera_token *a, int32_t na, const tessera_t
  * share the longest prefix with its prompt (*reuse: how many, leaving at
  * least the last prompt token to decode for its logits); otherwise an empty
  * slot first, so that other slots keep their caches. -1 if none is free. */
-static int32_t pick_slot(serve_engine *e, const serve_request *r, int32_t *reuse) {
+static int32_t pick_slot(serve_engine *e, const serve_request *r, const float *lora, int32_t *reuse) {
     int32_t best = -1, best_len = INT32_MIN; /* a slot holding a cache is still a free slot */
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         const serve_slot *s = &e->slots[i];
         if (s->ch || (r->id_slot >= 0 && r->id_slot != i)) continue;
-        int32_t len = r->cache_prompt ? common_prefix(s->cached, s->n_past, r->prompt, r->n_prompt)
+        /* a prefix computed with other adapters or scales is not this request's */
+        const bool same = !memcmp(s->lora, lora, sizeof s->lora);
+        int32_t len = r->cache_prompt ? (same ? common_prefix(s->cached, s->n_past, r->prompt, r->n_prompt) : 0)
                                       : -s->n_past; /* prefer the emptiest */
         if (len > best_len) {
             best = i;
@@ -272,7 +285,10 @@ static void schedule(serve_engine *e) {
     while (e->q_len > 0) {
         serve_choice *ch = e->queue[e->q_head];
         serve_request *r = ch->req;
-        int32_t reuse = 0, i = pick_slot(e, r, &reuse);
+        float lora[SERVE_MAX_LORA] = {0};
+        memcpy(lora, r->has_lora ? r->lora : e->lora, sizeof lora);
+        for (int32_t k = e->p.n_loras; k < SERVE_MAX_LORA; k++) lora[k] = 0.0f;
+        int32_t reuse = 0, i = pick_slot(e, r, lora, &reuse);
         if (i < 0) break;
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_len--;
@@ -282,6 +298,7 @@ static void schedule(serve_engine *e) {
         if (tessera_seq_len(e->p.ctx, i) < reuse) reuse = tessera_seq_len(e->p.ctx, i);
         *s = (serve_slot){.ch = ch, .t_start_ms = serve_now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
+        memcpy(s->lora, lora, sizeof s->lora);
         pthread_mutex_lock(&r->mu);
         ch->state = SERVE_RUNNING;
         ch->slot = i;
@@ -298,20 +315,42 @@ static void schedule(serve_engine *e) {
     e->m.queued = e->q_len;
 }
 
-/* Fill the batch (lock held). Generating slots first, one token each, then
- * prompt tokens while room is left; the slots count them as decoded (a
- * failed decode fails their requests). Returns the token count. */
-/* Whether slot i's next token goes through a speculative step instead. */
+/* Whether slot i's next token goes through a speculative step instead of
+ * a row of the batch (slot_spec_step, with the slot's own LoRA scales). */
 static bool slot_speculates(const serve_engine *e, int32_t i) {
     const serve_slot *s = &e->slots[i];
     return e->p.spec && s->ch && s->has_next && s->ch->req->top_logprobs < 0;
 }
 
+/* Whether slot i has work and runs with the batch's LoRA scales. A step
+ * decodes the slots of one set of scales (the context applies one set);
+ * the set is the first busy slot's from lora_first on, which moves every
+ * step, so that requests with other scales take turns. */
+static bool slot_in_batch(const serve_engine *e, const serve_slot *s) {
+    return e->p.n_loras == 0 || !memcmp(s->lora, e->b_lora, sizeof s->lora);
+}
+
+static void batch_pick_lora(serve_engine *e) {
+    if (e->p.n_loras == 0) return;
+    for (int32_t k = 0; k < e->p.n_slots; k++) {
+        const int32_t i = (e->lora_first + k) % e->p.n_slots;
+        const serve_slot *s = &e->slots[i];
+        if (!s->ch || !(s->has_next || s->n_fed < s->ch->req->n_prompt) || slot_speculates(e, i)) continue;
+        memcpy(e->b_lora, s->lora, sizeof e->b_lora);
+        break;
+    }
+    e->lora_first = (e->lora_first + 1) % e->p.n_slots;
+}
+
+/* Fill the batch (lock held). Generating slots first, one token each, then
+ * prompt tokens while room is left; the slots count them as decoded (a
+ * failed decode fails their requests). Returns the token count. */
 static int32_t build_batch(serve_engine *e) {
     int32_t n = 0;
+    batch_pick_lora(e);
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         serve_slot *s = &e->slots[i];
-        if (!s->ch || !s->has_next || slot_speculates(e, i)) continue;
+        if (!s->ch || !s->has_next || slot_speculates(e, i) || !slot_in_batch(e, s)) continue;
         e->b_tok[n] = s->next;
         e->b_pos[n] = s->n_past;
         e->b_seq[n] = i;
@@ -324,7 +363,7 @@ static int32_t build_batch(serve_engine *e) {
     for (int32_t i = 0; i < e->p.n_slots && n < e->n_batch; i++) {
         serve_slot *s = &e->slots[i];
         serve_request *r = s->ch ? s->ch->req : NULL;
-        if (!r || s->has_next || s->n_fed >= r->n_prompt) continue;
+        if (!r || s->has_next || s->n_fed >= r->n_prompt || !slot_in_batch(e, s)) continue;
         while (s->n_fed < r->n_prompt && n < e->n_batch) {
             e->b_tok[n] = r->prompt[s->n_fed];
             e->b_pos[n] = s->n_fed;
@@ -671,11 +710,18 @@ static void slot_spec_step(serve_engine *e, int32_t i) {
     if (max_out < 1) max_out = 1;
     s->cached[s->n_past] = s->next;
     s->has_next = false;
+    float lora[SERVE_MAX_LORA];
+    memcpy(lora, s->lora, sizeof lora);
     pthread_mutex_unlock(&e->mu);
     tessera_token out[64];
     int32_t drafted = 0;
     const double t0 = serve_now_ms();
-    const int32_t k = tessera_spec_step(e->p.spec, i, ch->sampler, s->cached, s->n_past + 1, out, max_out, &drafted);
+    /* The target verifies with the slot's adapters, as its batch row would
+     * (the draft model has none: they change what is accepted, not the
+     * output). */
+    int32_t k = -1;
+    if (e->p.n_loras == 0 || tessera_context_set_loras(e->p.ctx, e->p.loras, lora, e->p.n_loras) == 0)
+        k = tessera_spec_step(e->p.spec, i, ch->sampler, s->cached, s->n_past + 1, out, max_out, &drafted);
     const double dt = serve_now_ms() - t0;
     pthread_mutex_lock(&e->mu);
     e->m.steps++;
@@ -740,7 +786,8 @@ static void *engine_main(void *arg) {
         pthread_mutex_unlock(&e->mu);
         /* Requests cannot go away meanwhile: the engine holds a reference. */
         double t0 = serve_now_ms();
-        int rc = tessera_decode_batch(e->p.ctx, e->b_tok, e->b_pos, e->b_seq, e->b_want, n);
+        int rc = e->p.n_loras ? tessera_context_set_loras(e->p.ctx, e->p.loras, e->b_lora, e->p.n_loras) : 0;
+        if (rc == 0) rc = tessera_decode_batch(e->p.ctx, e->b_tok, e->b_pos, e->b_seq, e->b_want, n);
         double dt = serve_now_ms() - t0;
         /* Each row's token, still without the lock: a choice that ended
          * before the step has no row to sample (only this thread ends
@@ -804,6 +851,24 @@ static void *engine_main(void *arg) {
     }
     pthread_mutex_unlock(&e->mu);
     return NULL;
+}
+
+int32_t serve_engine_lora_count(const serve_engine *e) { return e->p.n_loras; }
+
+const char *serve_engine_lora_path(const serve_engine *e, int32_t id) {
+    return id >= 0 && id < e->p.n_loras && e->p.lora_paths[id] ? e->p.lora_paths[id] : "";
+}
+
+void serve_engine_lora_get(serve_engine *e, float *out) {
+    pthread_mutex_lock(&e->mu);
+    memcpy(out, e->lora, (size_t)e->p.n_loras * sizeof *out);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void serve_engine_lora_set(serve_engine *e, const float *scales) {
+    pthread_mutex_lock(&e->mu);
+    memcpy(e->lora, scales, (size_t)e->p.n_loras * sizeof *scales);
+    pthread_mutex_unlock(&e->mu);
 }
 
 int serve_engine_start(serve_engine *e) {

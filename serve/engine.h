@@ -51,7 +51,7 @@ typedef enum serve_state {
     SERVE_DONE
 } serve_state;
 
-enum { SERVE_MAX_STOP = 4, SERVE_MAX_BIAS = 1024, SERVE_MAX_TOP_LOGPROBS = 20 };
+enum { SERVE_MAX_STOP = 4, SERVE_MAX_BIAS = 1024, SERVE_MAX_TOP_LOGPROBS = 20, SERVE_MAX_LORA = 16 };
 
 /* One generated token's log-probabilities (log-softmax of the model's
  * logits, before bias, penalties and temperature), for `logprobs`; or, with
@@ -133,8 +133,18 @@ typedef struct serve_request {
                                        token), reported in generation_settings; owned, NULL: none */
     int32_t n_logit_bias;
     bool ignore_eos;           /* llama-server's: its bans are among logit_bias */
+    /* What the samplers were made from, for generation_settings: sampling's
+     * samplers points at samplers_text (or is NULL), its breakers at
+     * dry_breakers (owned, or NULL: the defaults). */
+    tessera_sampler_params sampling;
+    char samplers_text[256];
+    char **dry_breakers;
+    int32_t n_dry_breakers;
     const char *grammar_param; /* the field whose grammar constrains the reply, NULL if none */
     bool want_progress;        /* return_progress: the engine records prompt marks */
+    bool has_lora;             /* llama-server's `lora`: these scales by adapter id (the others 0) instead of the
+                                * server's (POST /lora-adapters) */
+    float lora[SERVE_MAX_LORA];
     serve_reply_rules rules;
     char *dialect_echo;        /* a dialect's request settings its reply repeats (JSON object text), or NULL */
     serve_choice *choices;
@@ -252,6 +262,15 @@ typedef struct serve_engine_params {
      * generating slot whose request wants no logprobs takes a step of it
      * (tessera_spec_step on its sequence) instead of a row of the batch. */
     tessera_spec *spec;
+    /* LoRA adapters loaded with ctx (--lora, --lora-scaled), by id, and
+     * their scales for requests without a `lora` field (POST
+     * /lora-adapters changes them; 0 with --lora-init-without-apply). A
+     * decode step runs the slots of one set of scales; a slot's cached
+     * prefix is reused only by a request with the same scales. */
+    tessera_lora *loras[SERVE_MAX_LORA];
+    const char *lora_paths[SERVE_MAX_LORA];
+    float lora_scales[SERVE_MAX_LORA];
+    int32_t n_loras;
 } serve_engine_params;
 
 serve_engine *serve_engine_new(const serve_engine_params *p);
@@ -292,6 +311,15 @@ void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms
 int32_t serve_engine_slot_ctx(const serve_engine *e);
 int32_t serve_engine_n_slots(const serve_engine *e);
 long long serve_engine_start_unix(const serve_engine *e);
+
+/* GET and POST /lora-adapters: the adapters' count and paths, and the
+ * scales of requests without a `lora` field (get: into out[0..n_loras);
+ * set: from scales[0..n_loras), taking effect for requests that start
+ * after it). */
+int32_t serve_engine_lora_count(const serve_engine *e);
+const char *serve_engine_lora_path(const serve_engine *e, int32_t id);
+void serve_engine_lora_get(serve_engine *e, float *out);
+void serve_engine_lora_set(serve_engine *e, const float *scales);
 
 /* The HTTP status of a request whose grammar failed (setting it up or
  * matching): out of memory is the server's, 500; anything else (too

@@ -56,6 +56,7 @@ typedef struct serve_api {
     const char *reasoning_format; /* --reasoning-format: "none" keeps <think> in content; NULL: split */
     int enable_thinking;         /* --reasoning: 1 on, 0 off (the template's enable_thinking), -1 auto (on) */
     bool verbose;                /* --verbose: every response carries __verbose (a request's "verbose" wins) */
+    int32_t n_loras;             /* adapters loaded (--lora): ids a request's `lora` may name */
 } serve_api;
 
 /* What a parsed request asks beyond generation. */
@@ -153,6 +154,11 @@ bool serve_utf8_valid(const char *s, size_t n);
 void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *key, const serve_request *r);
 /* llama-server's "timings" of r (prompt) and ch (generation) so far. */
 void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve_choice *ch);
+/* The sampler settings of sp under llama-server's names (temperature,
+ * dynatemp_range, ..., dry_sequence_breakers, mirostat_eta, samplers), as
+ * /props' default_generation_settings and /completion's generation_settings
+ * report them (info.c). */
+void serve_json_add_sampling(struct cJSON *o, const tessera_sampler_params *sp);
 /* The next prompt_progress of r not yet sent (with timings when timed)
  * into o; false when none is left. On a reader's view (engine.h). */
 bool serve_json_add_progress(struct cJSON *o, serve_request *r, bool timed);
@@ -177,6 +183,16 @@ void serve_reply_split(const serve_reply_rules *rules, const char *text, size_t 
  * body and *status. dir: --slot-save-path (NULL: save/restore refused). */
 char *serve_slots_post(serve_engine *e, const char *dir, const char *id, const char *action, const char *body,
                        size_t len, int *status);
+
+/* llama-server's LoRA adapters (lora.c): the JSON of GET /lora-adapters,
+ * POST /lora-adapters with its *status; and a [{id, scale}] array v (the
+ * POST body, a request's `lora` field) into out[0..n_loras): listed
+ * adapters get their scale, the others 0; a bad entry is a 400 naming
+ * field (-1). */
+char *serve_lora_list(serve_engine *e);
+char *serve_lora_post(serve_engine *e, const char *body, size_t len, int *status);
+struct cJSON;
+int serve_lora_parse(const struct cJSON *v, const char *field, int32_t n_loras, float *out, serve_error *err);
 
 /* llama-server's GET /props and GET /slots, malloc'd JSON (info.c). */
 char *serve_api_props(const serve_api *api, serve_engine *e);

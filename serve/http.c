@@ -565,6 +565,11 @@ static enum MHD_Result dispatch(serve_http *h, struct MHD_Connection *c, const s
     }
     case SERVE_H_METRICS:
         return send_metrics(h, c);
+    case SERVE_H_LORA_LIST:
+        return send_json(h, c, 200, serve_lora_list(h->e));
+    case SERVE_H_LORA_SET:
+        out = serve_lora_post(h->e, cs->body, cs->len, &status);
+        return send_json(h, c, status, out);
     }
     return send_error(h, c, 500, "no handler for this endpoint", "server_error", NULL);
 }

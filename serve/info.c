@@ -2,29 +2,54 @@
  * written for it (its web UI, scripts that read n_ctx) find what they need. */
 #include <cJSON.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "format.h"
+
+void serve_json_add_sampling(cJSON *p, const tessera_sampler_params *sp) {
+    if (!p) return;
+    cJSON_AddNumberToObject(p, "temperature", sp->temp);
+    cJSON_AddNumberToObject(p, "dynatemp_range", sp->dynatemp_range);
+    cJSON_AddNumberToObject(p, "dynatemp_exponent", sp->dynatemp_exponent);
+    cJSON_AddNumberToObject(p, "top_k", sp->top_k);
+    cJSON_AddNumberToObject(p, "top_p", sp->top_p);
+    cJSON_AddNumberToObject(p, "min_p", sp->min_p);
+    cJSON_AddNumberToObject(p, "top_n_sigma", sp->top_n_sigma);
+    cJSON_AddNumberToObject(p, "xtc_probability", sp->xtc_probability);
+    cJSON_AddNumberToObject(p, "xtc_threshold", sp->xtc_threshold);
+    cJSON_AddNumberToObject(p, "typical_p", sp->typical_p);
+    cJSON_AddNumberToObject(p, "repeat_last_n", sp->penalty_last_n);
+    cJSON_AddNumberToObject(p, "repeat_penalty", sp->penalty_repeat);
+    cJSON_AddNumberToObject(p, "presence_penalty", sp->penalty_present);
+    cJSON_AddNumberToObject(p, "frequency_penalty", sp->penalty_freq);
+    cJSON_AddNumberToObject(p, "dry_multiplier", sp->dry_multiplier);
+    cJSON_AddNumberToObject(p, "dry_base", sp->dry_base);
+    cJSON_AddNumberToObject(p, "dry_allowed_length", sp->dry_allowed_length);
+    cJSON_AddNumberToObject(p, "dry_penalty_last_n", sp->dry_penalty_last_n);
+    cJSON *br = cJSON_AddArrayToObject(p, "dry_sequence_breakers");
+    int32_t n_br = sp->n_dry_sequence_breakers;
+    const char *const *brs = sp->dry_sequence_breakers ? sp->dry_sequence_breakers
+                                                      : tessera_sampler_default_breakers(&n_br);
+    for (int32_t i = 0; br && i < n_br; i++) cJSON_AddItemToArray(br, cJSON_CreateString(brs[i]));
+    cJSON_AddNumberToObject(p, "mirostat", sp->mirostat);
+    cJSON_AddNumberToObject(p, "mirostat_tau", sp->mirostat_tau);
+    cJSON_AddNumberToObject(p, "mirostat_eta", sp->mirostat_eta);
+    /* The order as llama.cpp's names, one array entry each. */
+    char order[256];
+    cJSON *samplers = cJSON_AddArrayToObject(p, "samplers");
+    if (samplers && tessera_sampler_order(sp->samplers, false, order, sizeof order) > 0)
+        for (char *tok = strtok(order, ";"); tok; tok = strtok(NULL, ";"))
+            cJSON_AddItemToArray(samplers, cJSON_CreateString(tok));
+}
 
 /* The sampling defaults a request gets (--temp, --seed, ... or the library's). */
 static void add_params(const serve_api *api, cJSON *p) {
     if (!p) return;
     tessera_sampler_params sp = api->sampling ? *api->sampling : tessera_sampler_default_params();
     cJSON_AddNumberToObject(p, "seed", sp.seed == TESSERA_SEED_RANDOM ? -1.0 : (double)sp.seed);
-    cJSON_AddNumberToObject(p, "temperature", sp.temp);
-    cJSON_AddNumberToObject(p, "top_k", sp.top_k);
-    cJSON_AddNumberToObject(p, "top_p", sp.top_p);
-    cJSON_AddNumberToObject(p, "min_p", sp.min_p);
-    cJSON_AddNumberToObject(p, "typical_p", sp.typical_p);
-    cJSON_AddNumberToObject(p, "repeat_penalty", sp.penalty_repeat);
-    cJSON_AddNumberToObject(p, "repeat_last_n", sp.penalty_last_n);
-    cJSON_AddNumberToObject(p, "presence_penalty", sp.penalty_present);
-    cJSON_AddNumberToObject(p, "frequency_penalty", sp.penalty_freq);
+    serve_json_add_sampling(p, &sp);
     cJSON_AddNumberToObject(p, "n_predict", api->default_max_tokens > 0 ? api->default_max_tokens : -1);
     cJSON_AddBoolToObject(p, "cache_prompt", 1);
-    cJSON *samplers = cJSON_AddArrayToObject(p, "samplers");
-    static const char *const order[] = {"penalties", "top_k", "typ_p", "top_p", "min_p", "temperature"};
-    for (size_t i = 0; samplers && i < sizeof order / sizeof *order; i++)
-        cJSON_AddItemToArray(samplers, cJSON_CreateString(order[i]));
 }
 
 char *serve_api_props(const serve_api *api, serve_engine *e) {

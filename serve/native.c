@@ -79,6 +79,7 @@ static void add_settings(const serve_api *api, cJSON *o, const serve_request *r,
     cJSON *g = cJSON_AddObjectToObject(o, "generation_settings");
     cJSON_AddNumberToObject(g, "n_predict", r->max_tokens);
     cJSON_AddNumberToObject(g, "seed", ch->sampler ? tessera_sampler_seed(ch->sampler) : 0);
+    serve_json_add_sampling(g, &r->sampling);
     cJSON_AddNumberToObject(g, "n_probs", r->top_logprobs > 0 ? r->top_logprobs : 0);
     cJSON_AddBoolToObject(g, "post_sampling_probs", r->post_sampling_probs);
     cJSON_AddBoolToObject(g, "cache_prompt", r->cache_prompt);

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "api_internal.h"
+#include "media_part.h"
 #include <tessera/tessera_chat.h>
 
 /* ------------------------------------------------------------ prompts */
@@ -49,9 +50,23 @@ static int message_text(const cJSON *content, const char *sep, char **out, serve
     } else if (cJSON_IsArray(content)) {
         size_t len = 0;
         const cJSON *part;
+        int k = 0;
         cJSON_ArrayForEach(part, content) {
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
             const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+            if (serve_media_part_is(part)) {
+                /* checked (a hostile file is a 400 naming it), then refused:
+                 * the engine takes text only until it gets a projector */
+                char where[48];
+                snprintf(where, sizeof where, "content part %d", k);
+                tessera_media *m = NULL;
+                if (serve_media_part_decode(part, where, &m, err) != 0) return -1;
+                tessera_media_free(m);
+                return serve_fail(err, 400, "messages", NULL,
+                                  "%s: this server takes text only: images and sounds need a multimodal "
+                                  "projector (--mmproj), which tessera serve does not load yet", where);
+            }
+            k++;
             if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
                 return serve_fail(err, 400, "messages", NULL,
                             "message content parts must be {\"type\": \"text\", \"text\": ...}");

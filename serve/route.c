@@ -58,6 +58,9 @@ static const serve_route routes[] = {
     SERVER(GET, "/slots", SERVE_H_SLOTS),
     {POST, "/slots/", true, KEYED, SERVE_H_SLOT_ACTION, NULL, "/slots/{id}?action=save|restore|erase"},
     SERVER(GET, "/metrics", SERVE_H_METRICS),
+    /* llama-server's LoRA adapters (--lora): the list and the server's scales */
+    SERVER(GET, "/lora-adapters", SERVE_H_LORA_LIST),
+    {POST, "/lora-adapters", false, KEYED, SERVE_H_LORA_SET, NULL, NULL},
 };
 
 /* Vertex AI's routes, at the paths its environment names (AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE). */
@@ -73,6 +76,10 @@ const serve_route *serve_route_find(const serve_route_options *o, const char *me
     const serve_route *found = NULL;
     if (o->gcp_health_route && !strcmp(url, o->gcp_health_route)) found = &gcp_health;
     else if (o->gcp_predict_route && !strcmp(url, o->gcp_predict_route)) found = &gcp_predict;
+    /* a path may have a route per method (/lora-adapters): the method's
+     * own first, else the path's for the 405 */
+    for (size_t i = 0; !found && i < sizeof routes / sizeof *routes; i++)
+        if (matches(&routes[i], url) && !strcmp(method, routes[i].method)) found = &routes[i];
     for (size_t i = 0; !found && i < sizeof routes / sizeof *routes; i++)
         if (matches(&routes[i], url)) found = &routes[i];
     if (found && found->handler == SERVE_H_PAGE && o->no_webui) found = NULL;

@@ -23,6 +23,8 @@ typedef enum serve_handler {
     SERVE_H_MODEL,       /* one model by id (the rest of the path) */
     SERVE_H_PROPS,
     SERVE_H_SLOTS,
+    SERVE_H_LORA_LIST,
+    SERVE_H_LORA_SET,
     SERVE_H_SLOT_ACTION, /* save / restore / erase a slot (the rest of the path is its id) */
     SERVE_H_METRICS
 } serve_handler;

@@ -42,6 +42,8 @@ void serve_request_free(serve_request *r) {
     free(r->choices);
     free(r->marks);
     free(r->logit_bias);
+    for (int32_t i = 0; i < r->n_dry_breakers; i++) free(r->dry_breakers[i]);
+    free(r->dry_breakers);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     for (int i = 0; i < r->rules.n_tool_names; i++) free(r->rules.tool_names[i]);
     free(r->rules.tool_names);

@@ -33,15 +33,44 @@ typedef struct synth_arch {
     unsigned char fused;      /* attn_qkv and gate|up in ffn_up (phi3) */
     unsigned char head_keys;  /* attention.key_length / value_length always written */
     unsigned char encoder;    /* 1 bert, 2 nomic-bert: post-norm encoder blocks (plan_encoder) */
+    unsigned char moe;        /* MOE_*: mixture-of-experts FFN blocks */
+    unsigned char granite;    /* the four Granite multipliers (granite, granitemoe) */
 } synth_arch;
 
+/* qk_norm: 1 per head [head size] (qwen3, gemma3), QK_NORM_FULL over the
+ * whole q and k rows [heads x head size] (olmoe). moe: MOE_OPTIONAL, experts
+ * with --experts (Mixtral is llama with experts); MOE_ALWAYS, an MoE family;
+ * MOE_SHARED, one that may also have a shared expert (--shared-ffn);
+ * MOE_EXP_FFN, one that writes expert_feed_forward_length (its experts' size
+ * is not feed_forward_length); MOE_SHARED_GATE, a shared expert scaled by
+ * sigmoid(ffn_gate_inp_shexp . x) and required (qwen2moe). */
+enum { QK_NORM_FULL = 2 };
+enum { MOE_OPTIONAL = 1, MOE_ALWAYS = 2, MOE_SHARED = 4, MOE_EXP_FFN = 8, MOE_SHARED_GATE = 16 };
 static const synth_arch synth_archs[] = {
-    {"llama", 0, 0, 0, 0, 0, 0},   {"qwen2", 1, 0, 0, 0, 0, 0},   {"qwen3", 0, 1, 0, 0, 1, 0},
-    {"gemma3", 0, 1, 1, 0, 1, 0},  {"phi3", 0, 0, 0, 1, 0, 0},    {"smollm3", 0, 0, 0, 0, 0, 0},
-    {"granite", 0, 0, 0, 0, 0, 0}, {"mistral3", 0, 0, 0, 0, 1, 0},
-    {"bert", 0, 0, 0, 0, 0, 1}, {"nomic-bert", 0, 0, 0, 1, 0, 2},
+    {"llama", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL, 0},
+    {"qwen2", 1, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3", 0, 1, 0, 0, 1, 0, 0, 0},
+    {"gemma3", 0, 1, 1, 0, 1, 0, 0, 0},
+    {"phi3", 0, 0, 0, 1, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 0, 0, 0, 0},
+    {"granite", 0, 0, 0, 0, 0, 0, 0, 1},
+    {"mistral3", 0, 0, 0, 0, 1, 0, 0, 0},
+    {"bert", 0, 0, 0, 0, 0, 1, 0, 0},
+    {"nomic-bert", 0, 0, 0, 1, 0, 2, 0, 0},
+    {"qwen2moe", 1, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0},
+    {"qwen3moe", 0, 1, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN, 0},
+    {"olmoe", 0, QK_NORM_FULL, 0, 0, 0, 0, MOE_ALWAYS, 0},
+    {"granitemoe", 0, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_SHARED, 1},
 };
 enum { ENC_BERT = 1, ENC_NOMIC = 2 };
+
+/* Recurrent hybrids (plan_recurrent): their blocks are not the llama
+ * layout, so they have a table of their own. */
+enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3 };
+static const synth_arch synth_rec_archs[] = {
+    {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, 0, 0},
+};
+enum { N_SYNTH_REC_ARCHS = sizeof synth_rec_archs / sizeof synth_rec_archs[0] };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
 
 typedef struct synth_opts {
@@ -51,6 +80,10 @@ typedef struct synth_opts {
     const synth_arch *sa;
     const char *type;
     int64_t dim, layers, heads, kv_heads, ffn, vocab, ctx, head_dim, rope_dims;
+    int64_t experts, experts_used, expert_ffn, shared_ffn; /* MoE (0: a dense FFN) */
+    int rec;                       /* REC_*, 0: not a recurrent hybrid */
+    int64_t attn_every;            /* hybrids: layer il attends when il % attn_every == attn_every - 1 */
+    int64_t ssm_groups, ssm_state, ssm_head_dim; /* mamba2, granitehybrid */
     uint64_t seed;
     float rope_base;
     int tied;
@@ -58,6 +91,8 @@ typedef struct synth_opts {
     int reranker;     /* encoders: a classification head (cls, cls.output), pooling rank */
     int64_t pooling;  /* encoders: pooling_type (default: bert cls, nomic-bert mean) */
     const char *wpm_words; /* "a,b,c": whole words added to the built-in WordPiece vocabulary */
+    int64_t lora_rank;  /* > 0: write a LoRA adapter of this rank for the model, not the model */
+    float lora_alpha;   /* its adapter.lora.alpha (default: 2 x rank) */
     const char *set[MAX_EDITS];   /* "KEY=VALUE" */
     const char *unset[MAX_EDITS]; /* "KEY" */
     int n_set, n_unset;
@@ -77,7 +112,11 @@ static void usage(FILE *out) {
             "                        qkv and gate|up), smollm3, granite (multipliers of\n"
             "                        Granite 3: embedding 12, residual 0.22, attention\n"
             "                        1/head size, logits 1/8), mistral3 (YaRN factor 16 from\n"
-            "                        context/16, log multiplier 1, temperature scale 0.1)\n"
+            "                        context/16, log multiplier 1, temperature scale 0.1),\n"
+            "                        qwen2moe (qwen2 with experts and a gated shared\n"
+            "                        expert), qwen3moe (qwen3 with experts), olmoe (q/k norms over\n"
+            "                        whole rows, experts, weights not renormalised),\n"
+            "                        granitemoe (granite with experts)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -89,6 +128,15 @@ static void usage(FILE *out) {
             "  --ffn N               feed-forward size (default 768)\n"
             "  --head-dim N          head size (default dim/heads; written as key_length)\n"
             "  --rope-dims N         rotated dims per head (default: the head size)\n"
+            "  --experts N           experts per MoE layer (qwen3moe, olmoe, granitemoe:\n"
+            "                        default 8; llama: none unless given, Mixtral-style)\n"
+            "  --experts-used N      experts each token is routed to (default 2)\n"
+            "  --expert-ffn N        an expert's feed-forward size (qwen3moe, written as\n"
+            "                        expert_feed_forward_length; default --ffn / experts\n"
+            "                        used; the other families' experts are --ffn wide)\n"
+            "  --shared-ffn N        granitemoe: a shared expert of this size beside the\n"
+            "                        routed ones (default none); qwen2moe: its gated\n"
+            "                        shared expert's size (default --ffn)\n"
             "  --vocab N             vocabulary size (default: the source's)\n"
             "  --ctx N               context length (default 4096)\n"
             "  --rope-base F         RoPE frequency base (default 10000)\n"
@@ -103,7 +151,21 @@ static void usage(FILE *out) {
             "  --wpm-words A,B,...   more whole words (lowercase) for that built-in vocabulary,\n"
             "                        after its own tokens (stand-ins whose token counts match\n"
             "                        a real model's on given sentences)\n"
+            "  (lfm2: short-convolution blocks (l_cache 3) with attention blocks (q/k norms);\n"
+            "  mamba2: Mamba-2 blocks only, inner size 2*dim; granitehybrid: Mamba-2 and\n"
+            "  attention blocks, each with a SwiGLU FFN, and Granite's multipliers)\n"
+            "  --attn-every N        lfm2, granitehybrid: every Nth block attends, the rest\n"
+            "                        are recurrent (default 3)\n"
+            "  --ssm-groups N        mamba2, granitehybrid: B/C groups (default 1)\n"
+            "  --ssm-state N         mamba2, granitehybrid: state size (default 16)\n"
+            "  --ssm-head-dim N      mamba2, granitehybrid: head size (default 16)\n"
             "  --seed N              random seed (default 42)\n"
+            "  --lora-rank R         write a LoRA adapter of rank R for the model the other\n"
+            "                        options describe, instead of the model: llama.cpp's\n"
+            "                        convert_lora_to_gguf.py layout (general.type adapter,\n"
+            "                        <weight>.lora_a [n_in, R], .lora_b [R, n_out] for every\n"
+            "                        matrix but the embeddings; --type F32, F16 or BF16)\n"
+            "  --lora-alpha F        its adapter.lora.alpha (default 2 x R)\n"
             "  --set KEY=VALUE       set a metadata key (full name): true/false is a bool,\n"
             "                        an integer a u32 (i32 if negative), a number with '.',\n"
             "                        'e', or nan/inf an f32 (8.0, not 8), else a string;\n"
@@ -125,9 +187,12 @@ static int parse_i64(const char *flag, const char *s, int64_t *out) {
     return 0;
 }
 
+static int check_moe(synth_opts *o);
+
 static int parse_args(int argc, char **argv, synth_opts *o) {
     *o = (synth_opts){.arch = "llama", .type = "F32", .dim = 256, .layers = 4, .heads = 8,
-                      .ffn = 768, .ctx = 4096, .seed = 42, .rope_base = 10000.0f, .pooling = -1};
+                      .ffn = 768, .ctx = 4096, .seed = 42, .rope_base = 10000.0f, .pooling = -1,
+                      .attn_every = 3, .ssm_groups = 1, .ssm_state = 16, .ssm_head_dim = 16};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -185,6 +250,12 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             o->rope_base = strtof(v, &end);
             if (*end || o->rope_base <= 0)
                 return fprintf(stderr, "tessera-synth: --rope-base expects a positive number, got '%s'\n", v), -1;
+        } else if (!strcmp(a, "--lora-alpha")) {
+            NEED_VALUE();
+            char *end;
+            o->lora_alpha = strtof(v, &end);
+            if (*end || end == v || !(o->lora_alpha >= 0))
+                return fprintf(stderr, "tessera-synth: --lora-alpha expects a number >= 0, got '%s'\n", v), -1;
         } else if (!strcmp(a, "--seed")) {
             NEED_VALUE();
             char *end;
@@ -202,6 +273,15 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                            : !strcmp(a, "--ctx")      ? &o->ctx
                            : !strcmp(a, "--head-dim") ? &o->head_dim
                            : !strcmp(a, "--rope-dims") ? &o->rope_dims
+                           : !strcmp(a, "--experts") ? &o->experts
+                           : !strcmp(a, "--experts-used") ? &o->experts_used
+                           : !strcmp(a, "--expert-ffn") ? &o->expert_ffn
+                           : !strcmp(a, "--shared-ffn") ? &o->shared_ffn
+                           : !strcmp(a, "--attn-every") ? &o->attn_every
+                           : !strcmp(a, "--ssm-groups") ? &o->ssm_groups
+                           : !strcmp(a, "--ssm-state") ? &o->ssm_state
+                           : !strcmp(a, "--ssm-head-dim") ? &o->ssm_head_dim
+                           : !strcmp(a, "--lora-rank") ? &o->lora_rank
                                                       : NULL;
             if (!dst) return fprintf(stderr, "tessera-synth: unknown option '%s' (see --help)\n", a), -1;
             NEED_VALUE();
@@ -213,6 +293,11 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
     if (!o->out) return fprintf(stderr, "tessera-synth: -o OUT.gguf is required\n"), -1;
     for (int i = 0; i < N_SYNTH_ARCHS; i++)
         if (!strcmp(o->arch, synth_archs[i].name)) o->sa = &synth_archs[i];
+    for (int i = 0; i < N_SYNTH_REC_ARCHS; i++)
+        if (!strcmp(o->arch, synth_rec_archs[i].name)) {
+            o->sa = &synth_rec_archs[i];
+            o->rec = REC_LFM2 + i;
+        }
     if (!o->vocab_from && !(o->sa && o->sa->encoder))
         return fprintf(stderr, "tessera-synth: --vocab-from FILE is required\n"), -1;
     if (o->reranker && !(o->sa && o->sa->encoder == ENC_BERT))
@@ -222,11 +307,14 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                                "nomic-bert (no --vocab-from)\n"), -1;
     if (o->pooling < 0) o->pooling = o->reranker ? 4 : o->sa && o->sa->encoder == ENC_NOMIC ? 1 : 2;
     if (!o->sa) {
-        char list[128] = "";
+        char list[256] = "";
         for (int i = 0; i < N_SYNTH_ARCHS; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", synth_archs[i].name);
+        for (int i = 0; i < N_SYNTH_REC_ARCHS; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), ", %s", synth_rec_archs[i].name);
         return fprintf(stderr, "tessera-synth: --arch '%s' is not supported (%s)\n", o->arch, list), -1;
     }
+    if (o->lora_rank && !o->lora_alpha) o->lora_alpha = 2.0f * (float)o->lora_rank;
     if (!o->kv_heads) o->kv_heads = o->heads;
     if (!o->head_dim && o->dim % o->heads)
         return fprintf(stderr, "tessera-synth: --dim %" PRId64 " is not a multiple of --heads %" PRId64 "\n",
@@ -238,9 +326,42 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                        o->heads, o->kv_heads), -1;
     if (o->head_dim % 2)
         return fprintf(stderr, "tessera-synth: head size %" PRId64 " must be even\n", o->head_dim), -1;
+    if (o->rec >= REC_MAMBA2 && ((2 * o->dim) % o->ssm_head_dim || ((2 * o->dim) / o->ssm_head_dim) % o->ssm_groups))
+        return fprintf(stderr, "tessera-synth: inner size %" PRId64 " is not whole heads of --ssm-head-dim %" PRId64
+                               " in --ssm-groups %" PRId64 "\n", 2 * o->dim, o->ssm_head_dim, o->ssm_groups), -1;
     if (o->rope_dims % 2 || o->rope_dims > o->head_dim)
         return fprintf(stderr, "tessera-synth: --rope-dims %" PRId64 " must be even and at most the head size %" PRId64
                                "\n", o->rope_dims, o->head_dim), -1;
+    return check_moe(o);
+}
+
+/* The expert options against the architecture: defaults for an MoE family,
+ * and a refusal naming the flag the architecture has no place for. */
+static int check_moe(synth_opts *o) {
+    const unsigned moe = o->sa->moe;
+    if (!moe && (o->experts || o->experts_used || o->expert_ffn || o->shared_ffn))
+        return fprintf(stderr, "tessera-synth: --arch %s has no experts (--experts and the like)\n", o->arch), -1;
+    if (o->sa->qk_norm == QK_NORM_FULL && (o->kv_heads != o->heads || o->head_dim * o->heads != o->dim))
+        return fprintf(stderr, "tessera-synth: --arch %s: llama.cpp reads its q/k norms as wide as the embedding, "
+                               "so --kv-heads must equal --heads and the head size be --dim / --heads\n", o->arch), -1;
+    if (!moe) return 0;
+    if (!o->experts && (moe & MOE_OPTIONAL)) {
+        if (o->experts_used || o->expert_ffn || o->shared_ffn)
+            return fprintf(stderr, "tessera-synth: --arch %s: the expert options need --experts N\n", o->arch), -1;
+        return 0;
+    }
+    if (!o->experts) o->experts = 8;
+    if (!o->experts_used) o->experts_used = o->experts < 2 ? o->experts : 2;
+    if (o->experts_used > o->experts)
+        return fprintf(stderr, "tessera-synth: --experts-used %" PRId64 " is more than --experts %" PRId64 "\n",
+                       o->experts_used, o->experts), -1;
+    if (o->expert_ffn && !(moe & MOE_EXP_FFN))
+        return fprintf(stderr, "tessera-synth: --arch %s: experts are --ffn wide (no --expert-ffn)\n", o->arch), -1;
+    if (!o->expert_ffn) o->expert_ffn = (moe & MOE_EXP_FFN) ? o->ffn / o->experts_used : o->ffn;
+    if (o->expert_ffn < 1) o->expert_ffn = 1;
+    if (o->shared_ffn && !(moe & MOE_SHARED))
+        return fprintf(stderr, "tessera-synth: --arch %s has no shared expert (--shared-ffn)\n", o->arch), -1;
+    if (!o->shared_ffn && (moe & MOE_SHARED_GATE)) o->shared_ffn = o->ffn;
     return 0;
 }
 
@@ -269,7 +390,7 @@ typedef struct synth_tensor {
     char name[64];
     int32_t dtype;
     int n_dims;
-    int64_t ne[2];
+    int64_t ne[3];
     float center; /* values are center + uniform noise of standard deviation std */
     float std;
 } synth_tensor;
@@ -301,14 +422,24 @@ static int add_tensor(synth_tensor *ts, int *n, const char *name, int32_t dtype,
     t->n_dims = n_dims;
     t->ne[0] = ne0;
     t->ne[1] = ne1;
+    t->ne[2] = 1;
     t->center = std == NORM ? 1.0f : 0.0f;
     t->std = std == NORM ? norm_std : std;
-    if (n_dims == 2 && dtype_row_bytes(t->dtype, ne0) == 0) {
+    if (n_dims >= 2 && dtype_row_bytes(t->dtype, ne0) == 0) {
         fprintf(stderr, "tessera-synth: tensor '%s': row of %" PRId64 " elements cannot be stored as %s "
                         "(block size %" PRId64 ")\n",
                 name, ne0, dtype_name(t->dtype), dtype_traits_get(t->dtype)->block_size);
         return -1;
     }
+    return 0;
+}
+
+/* A stack of ne2 matrices [ne0, ne1] (the experts of an MoE layer). */
+static int add_tensor_3d(synth_tensor *ts, int *n, const char *name, int32_t dtype, int64_t ne0, int64_t ne1,
+                         int64_t ne2, float std) {
+    if (add_tensor(ts, n, name, dtype, 2, ne0, ne1, std)) return -1;
+    ts[*n - 1].n_dims = 3;
+    ts[*n - 1].ne[2] = ne2;
     return 0;
 }
 
@@ -365,9 +496,121 @@ static int plan_encoder(const synth_opts *o, int32_t base, synth_tensor *ts, int
     return 0;
 }
 
+/* ------------------------------------------------------------ recurrent hybrids */
+
+/* Whether block il of a hybrid attends (the others are recurrent): every
+ * attn_every-th; mamba2 has no attention. */
+static int rec_layer_attends(const synth_opts *o, int64_t il) {
+    if (o->rec == REC_MAMBA2) return 0;
+    return il % o->attn_every == o->attn_every - 1;
+}
+
+/* llama.cpp's tensor names of LFM2 (shortconv.*, token_embd_norm as the
+ * final norm), Mamba-2 (ssm_*) and Granite 4 H (Mamba-2 or attention, each
+ * block with a SwiGLU FFN). */
+static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, int *n) {
+    const int rec = o->rec;
+    const int64_t E = o->dim, D = o->head_dim, Q = D * o->heads, KV = D * o->kv_heads, F = o->ffn, V = o->vocab;
+    const int64_t DI = 2 * E, N = o->ssm_state, G = o->ssm_groups, H = DI / o->ssm_head_dim;
+    const int64_t CC = DI + 2 * G * N; /* conv channels: x, B, C */
+    const float s_in = 1.0f / sqrtf((float)E), s_q = 1.0f / sqrtf((float)Q), s_ff = 1.0f / sqrtf((float)F);
+    char name[64];
+    *n = 0;
+    if (add_tensor(ts, n, "token_embd.weight", base, 2, E, V, 1.0f)) return -1;
+    for (int64_t il = 0; il < o->layers; il++) {
+/* T: a tensor of the weight type; TF: one kept F32 whatever --type says (rows
+ * of 3-4 convolution taps, per-head numbers, norms), as llama.cpp's
+ * quantizer keeps them */
+#define TT(suffix, dt, nd, a, b, std)                                                      \
+    do {                                                                                   \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                     \
+        if (add_tensor(ts, n, name, dt, nd, a, b, std)) return -1;                         \
+    } while (0)
+#define T(suffix, nd, a, b, std) TT(suffix, base, nd, a, b, std)
+#define TF(suffix, nd, a, b, std) TT(suffix, TSR_DTYPE_F32, nd, a, b, std)
+        T("attn_norm.weight", 1, E, 1, NORM);
+        if (rec_layer_attends(o, il)) {
+            T("attn_q.weight", 2, E, Q, s_in);
+            T("attn_k.weight", 2, E, KV, s_in);
+            T("attn_v.weight", 2, E, KV, s_in);
+            if (rec == REC_LFM2) {
+                T("attn_q_norm.weight", 1, D, 1, NORM);
+                T("attn_k_norm.weight", 1, D, 1, NORM);
+            }
+            T("attn_output.weight", 2, Q, E, s_q);
+        } else if (rec == REC_LFM2) {
+            T("shortconv.in_proj.weight", 2, E, 3 * E, s_in);
+            TF("shortconv.conv.weight", 2, 3, E, 0.5f);
+            T("shortconv.out_proj.weight", 2, E, E, s_in);
+        } else {
+            T("ssm_in.weight", 2, E, 2 * DI + 2 * G * N + H, s_in);
+            TF("ssm_conv1d.weight", 2, 4, CC, 0.5f);
+            T("ssm_conv1d.bias", 1, CC, 1, 0.1f);
+            T("ssm_dt.bias", 1, H, 1, 1.0f);
+            TF("ssm_a", 2, 1, H, 0.5f);
+            ts[*n - 1].center = -1.0f; /* A = -exp(A_log) < 0 */
+            TF("ssm_d", 2, 1, H, NORM);
+            TF("ssm_norm.weight", 2, DI / G, G, NORM);
+            T("ssm_out.weight", 2, DI, E, 1.0f / sqrtf((float)DI));
+        }
+        if (rec != REC_MAMBA2) {
+            T("ffn_norm.weight", 1, E, 1, NORM);
+            T("ffn_gate.weight", 2, E, F, s_in);
+            T("ffn_up.weight", 2, E, F, s_in);
+            T("ffn_down.weight", 2, F, E, s_ff);
+        }
+#undef T
+#undef TF
+#undef TT
+    }
+    if (add_tensor(ts, n, rec == REC_LFM2 ? "token_embd_norm.weight" : "output_norm.weight", base, 1, E, 1, NORM))
+        return -1;
+    if (!o->tied && add_tensor(ts, n, "output.weight", base, 2, E, V, s_in)) return -1;
+    return 0;
+}
+
+/* The keys of the recurrent architectures beyond write_metadata's: the
+ * per-block KV head counts (0: recurrent block), LFM2's l_cache, Mamba-2's
+ * ssm.* sizes, Granite's multipliers. */
+static int write_recurrent_metadata(gguf_writer *w, const synth_opts *o) {
+    const int rec = o->rec;
+    char key[128];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s.%s", o->arch, suffix), key)
+    uint32_t *kv = calloc((size_t)o->layers, sizeof *kv);
+    if (!kv) return error_set("out of memory");
+    for (int64_t il = 0; il < o->layers; il++) kv[il] = rec_layer_attends(o, il) ? (uint32_t)o->kv_heads : 0;
+    int rc = rec != REC_MAMBA2 &&
+             (gguf_writer_remove_key(w, KEY("attention.head_count_kv")) ||
+              gguf_writer_set_arr(w, KEY("attention.head_count_kv"), GGUF_TYPE_UINT32, kv, (uint64_t)o->layers));
+    free(kv);
+    if (!rc && rec == REC_LFM2) rc = gguf_writer_set_u32(w, KEY("shortconv.l_cache"), 3);
+    if (!rc && rec >= REC_MAMBA2) {
+        const int64_t DI = 2 * o->dim;
+        rc = gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), 4) ||
+             gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)DI) ||
+             gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)o->ssm_state) ||
+             gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)(DI / o->ssm_head_dim)) ||
+             gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)o->ssm_groups);
+    }
+    if (!rc && rec == REC_MAMBA2) /* no attention, no FFN */
+        rc = gguf_writer_remove_key(w, KEY("attention.head_count")) ||
+             gguf_writer_remove_key(w, KEY("attention.head_count_kv")) ||
+             gguf_writer_remove_key(w, KEY("feed_forward_length")) ||
+             gguf_writer_remove_key(w, KEY("rope.dimension_count")) ||
+             gguf_writer_remove_key(w, KEY("rope.freq_base"));
+    if (!rc && rec == REC_GRANITEHYBRID) /* Granite 4.0 H's multipliers */
+        rc = gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f) ||
+             gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f) ||
+             gguf_writer_set_f32(w, KEY("attention.scale"), 1.0f / (float)o->head_dim) ||
+             gguf_writer_set_f32(w, KEY("logit_scale"), 8.0f);
+#undef KEY
+    return rc ? -1 : 0;
+}
+
 static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor *ts, int *n) {
     const synth_arch *sa = o->sa;
     if (sa->encoder) return plan_encoder(o, base, ts, n);
+    if (o->rec) return plan_recurrent(o, base, ts, n);
     const int64_t E = o->dim, D = o->head_dim, Q = D * o->heads, KV = D * o->kv_heads, F = o->ffn, V = o->vocab;
     const float s_in = 1.0f / sqrtf((float)E), s_q = 1.0f / sqrtf((float)Q), s_ff = 1.0f / sqrtf((float)F);
     char name[64];
@@ -393,12 +636,35 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
             T("attn_v.bias", "bias", 1, KV, 1, 0.02f);
         }
         if (sa->qk_norm) {
-            T("attn_q_norm.weight", "norm", 1, D, 1, NORM);
-            T("attn_k_norm.weight", "norm", 1, D, 1, NORM);
+            T("attn_q_norm.weight", "norm", 1, sa->qk_norm == QK_NORM_FULL ? Q : D, 1, NORM);
+            T("attn_k_norm.weight", "norm", 1, sa->qk_norm == QK_NORM_FULL ? KV : D, 1, NORM);
         }
         T("attn_output.weight", "attn_output", 2, Q, E, s_q);
         if (sa->post_norms) T("post_attention_norm.weight", "norm", 1, E, 1, NORM);
         T("ffn_norm.weight", "norm", 1, E, 1, NORM);
+        if (o->experts) {
+            /* The router (kept F32, as llama-quantize keeps it), the experts
+             * stacked [E, Fx, X] / [Fx, E, X], and granitemoe's shared one. */
+            const int64_t X = o->experts, Fx = o->expert_ffn, Fs = o->shared_ffn;
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_inp.weight", il);
+            if (add_tensor(ts, n, name, TSR_DTYPE_F32, 2, E, X, s_in)) return -1;
+#define T3(suffix, what, a, b, std)                                                                        \
+    do {                                                                                                   \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                                     \
+        if (add_tensor_3d(ts, n, name, pick_type(o, base, mix, what, il), a, b, X, std)) return -1;        \
+    } while (0)
+            T3("ffn_gate_exps.weight", "ffn_gate", E, Fx, s_in);
+            T3("ffn_up_exps.weight", "ffn_up", E, Fx, s_in);
+            T3("ffn_down_exps.weight", "ffn_down", Fx, E, 1.0f / sqrtf((float)Fx));
+#undef T3
+            if (Fs && (sa->moe & MOE_SHARED_GATE)) T("ffn_gate_inp_shexp.weight", "router", 1, E, 1, s_in);
+            if (Fs) {
+                T("ffn_gate_shexp.weight", "ffn_gate", 2, E, Fs, s_in);
+                T("ffn_up_shexp.weight", "ffn_up", 2, E, Fs, s_in);
+                T("ffn_down_shexp.weight", "ffn_down", 2, Fs, E, 1.0f / sqrtf((float)Fs));
+            }
+            continue;
+        }
         if (sa->fused) {
             T("ffn_up.weight", "ffn_up", 2, E, 2 * F, s_in); /* gate rows, then up rows */
         } else {
@@ -413,6 +679,43 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
     if (!o->tied && add_tensor(ts, n, "output.weight", pick_type(o, base, mix, "output", 0), 2, E, V, s_in))
         return -1;
     return 0;
+}
+
+/* A LoRA adapter of the model planned in ts[0..n): for every matrix but
+ * the embeddings, <name>.lora_a [n_in, r] and <name>.lora_b [r, n_out]
+ * (llama.cpp's convert_lora_to_gguf.py names and shapes), A with the
+ * usual 1/sqrt(n_in) spread and B with 0.5/sqrt(r), so that B (A x) is
+ * about half of W x: an adapter that shows in every logit. */
+static int plan_lora(const synth_opts *o, int32_t dtype, const synth_tensor *ts, int n, synth_tensor *out,
+                     int *n_out) {
+    const int64_t r = o->lora_rank;
+    char name[96];
+    *n_out = 0;
+    if (dtype != TSR_DTYPE_F32 && dtype != TSR_DTYPE_F16 && dtype != TSR_DTYPE_BF16)
+        return fprintf(stderr, "tessera-synth: --lora-rank writes F32, F16 or BF16 (--type), not %s\n",
+                       dtype_name(dtype)), -1;
+    for (int i = 0; i < n; i++) {
+        const synth_tensor *t = &ts[i];
+        if (t->n_dims != 2 || !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "token_types.weight") ||
+            !strcmp(t->name, "position_embd.weight"))
+            continue;
+        snprintf(name, sizeof name, "%s.lora_a", t->name);
+        if (add_tensor(out, n_out, name, dtype, 2, t->ne[0], r, 1.0f / sqrtf((float)t->ne[0]))) return -1;
+        snprintf(name, sizeof name, "%s.lora_b", t->name);
+        if (add_tensor(out, n_out, name, dtype, 2, r, t->ne[1], 0.5f / sqrtf((float)r))) return -1;
+    }
+    return 0;
+}
+
+static int write_lora_metadata(gguf_writer *w, const synth_opts *o) {
+    const char *a = o->sa->name, *name = "tessera-synth adapter";
+    return gguf_writer_set_str(w, "general.architecture", a, strlen(a)) ||
+                   gguf_writer_set_str(w, "general.type", "adapter", 7) ||
+                   gguf_writer_set_str(w, "adapter.type", "lora", 4) ||
+                   gguf_writer_set_str(w, "general.name", name, strlen(name)) ||
+                   gguf_writer_set_f32(w, "adapter.lora.alpha", o->lora_alpha)
+               ? -1
+               : 0;
 }
 
 /* ------------------------------------------------------------ vocabulary */
@@ -599,7 +902,14 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)o->head_dim);
     if (!rc && !strcmp(a, "gemma3")) /* Gemma 3 270M's window */
         rc = gguf_writer_set_u32(w, KEY("attention.sliding_window"), 512);
-    if (!rc && !strcmp(a, "granite")) /* granite-3.x-2b's multipliers, muP attention 1/D */
+    if (!rc && o->experts)
+        rc = gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)o->experts) ||
+             gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)o->experts_used);
+    if (!rc && (o->sa->moe & MOE_EXP_FFN))
+        rc = gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)o->expert_ffn);
+    if (!rc && o->shared_ffn)
+        rc = gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)o->shared_ffn);
+    if (!rc && o->sa->granite) /* granite-3.x-2b's multipliers, muP attention 1/D */
         rc = gguf_writer_set_f32(w, KEY("embedding_scale"), 12.0f) ||
              gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f) ||
              gguf_writer_set_f32(w, KEY("attention.scale"), 1.0f / (float)o->head_dim) ||
@@ -621,6 +931,7 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_u32(w, KEY("pooling_type"), (uint32_t)o->pooling) ||
              gguf_writer_set_u32(w, "tokenizer.ggml.token_type_count", 2);
 #undef KEY
+    if (!rc && o->rec) rc = write_recurrent_metadata(w, o);
     return rc ? -1 : 0;
 }
 
@@ -673,7 +984,7 @@ static int32_t file_type_of(int32_t dtype, int mix) {
 /* Generate one tensor row block by row block into its final type. */
 static void *make_tensor(const synth_tensor *t, uint64_t seed, int idx, uint64_t *size) {
     const dtype_traits *tr = dtype_traits_get(t->dtype);
-    int64_t rows = t->n_dims == 2 ? t->ne[1] : 1;
+    int64_t rows = t->n_dims >= 2 ? t->ne[1] * t->ne[2] : 1;
     size_t row_bytes = dtype_row_bytes(t->dtype, t->ne[0]);
     *size = (uint64_t)row_bytes * (uint64_t)rows;
     unsigned char *out = malloc(*size);
@@ -712,7 +1023,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     gguf_writer *w = gguf_writer_new();
-    synth_tensor *ts = calloc((size_t)(o.layers * 20 + 16), sizeof *ts);
+    synth_tensor *ts = calloc((size_t)(o.layers * 24 + 16), sizeof *ts);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", o.out);
     FILE *fp = NULL;
@@ -727,6 +1038,20 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (plan_tensors(&o, base, mix, ts, &n) != 0) goto done;
+    if (o.lora_rank) { /* the adapter instead: its own keys and tensors */
+        synth_tensor *lt = calloc((size_t)n * 2 + 1, sizeof *lt);
+        int nl = 0;
+        gguf_writer_free(w);
+        w = gguf_writer_new();
+        if (!lt || !w || plan_lora(&o, base, ts, n, lt, &nl) != 0 || write_lora_metadata(w, &o) != 0) {
+            if (!lt || !w) fprintf(stderr, "tessera-synth: out of memory\n");
+            free(lt);
+            goto done;
+        }
+        free(ts);
+        ts = lt;
+        n = nl;
+    }
     for (int i = 0; i < n; i++) {
         if (gguf_writer_add_tensor(w, ts[i].name, ts[i].dtype, ts[i].n_dims, ts[i].ne, NULL) != 0) {
             fprintf(stderr, "tessera-synth: %s\n", error_get());

@@ -66,15 +66,27 @@ static inline void split_range(int64_t n, int ith, int nth, int64_t *lo, int64_t
     *hi = *lo + per < n ? *lo + per : n;
 }
 
-/* cpu_ops.c: every op but MUL_MAT. */
+/* cpu_ops.c: every op but MUL_MAT (k: the plugin's kernel table, for the
+ * ops built on the products). */
 /* 1 if the node runs here, else 0 with the reason in why[why_size] (may
  * be NULL): the checker's for a malformed node, else what is missing. */
-int ops_supports(const tsr_node *node, char *why, size_t why_size);
-size_t ops_work_size(const tsr_node *node, int nth);
+int ops_supports(const struct cpu_kernels *k, const tsr_node *node, char *why, size_t why_size);
+size_t ops_work_size(const struct cpu_kernels *k, const tsr_node *node, int nth);
 void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+/* Rough work of a node: multiply-adds for products, else elements (the
+ * plugin's thread count follows it). */
+double ops_cost(const tsr_node *node);
 
 /* cpu_flash_attn.c: FLASH_ATTN (through ops_*; ops_supports checks it). */
 size_t flash_attn_work_size(const tsr_node *node, int nth);
 void flash_attn_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+
+/* cpu_moe.c: MUL_MAT_ID (on the MUL_MAT driver), TOP_K, SUM_ROWS (through
+ * ops_*). */
+int mul_mat_id_supports(const struct cpu_kernels *k, const tsr_node *node, char *why, size_t why_size);
+size_t mul_mat_id_work_size(const struct cpu_kernels *k, const tsr_node *node, int nth);
+void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+void top_k_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+void sum_rows_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 
 #endif

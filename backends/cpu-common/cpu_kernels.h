@@ -71,6 +71,9 @@ int matmul_has_prepare(const tsr_node *node);
 size_t matmul_prepare_elements(const tsr_node *node);
 int matmul_same_activations(const cpu_kernels *k, const tsr_node *a, const tsr_node *b);
 void matmul_prepare(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+/* Bytes of one prepared activation row (column) in work: column n of a
+ * phased product is at work + n * this. */
+size_t matmul_act_row_bytes(const cpu_kernels *k, const tsr_node *node);
 void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk, int ith, int nth);
 
 #endif

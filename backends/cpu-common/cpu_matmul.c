@@ -211,6 +211,10 @@ int matmul_same_activations(const cpu_kernels *k, const tsr_node *a, const tsr_n
     return pa.kind == pb.kind && pa.offset == pb.offset;
 }
 
+size_t matmul_act_row_bytes(const cpu_kernels *k, const tsr_node *node) {
+    return quants_act_row_bytes(plan_for(k, node).kind, node->src[0]->ne[0]);
+}
+
 void matmul_prepare(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const mm_plan plan = plan_for(ex->k, node);
     convert_activations(ex, node, &plan, ith, nth);

@@ -7,6 +7,7 @@
 #include <tessera/plugin.h>
 
 #include "cpu_quants_decode.h"
+#include <tessera/plugin_quants.h>
 
 /* ----------------------------------------------------- activations */
 
@@ -14,9 +15,11 @@ act_kind quants_act_kind(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_F32: case TSR_DTYPE_F16: case TSR_DTYPE_BF16: return ACT_F32;
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
-    case TSR_DTYPE_Q8_0: return ACT_Q8;
+    case TSR_DTYPE_Q8_0: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_MXFP4: return ACT_Q8;
     case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K: case TSR_DTYPE_Q5_K:
-    case TSR_DTYPE_Q6_K: return ACT_Q8K;
+    case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_XS: case TSR_DTYPE_TQ1_0: case TSR_DTYPE_TQ2_0:
+    case TSR_DTYPE_IQ2_XXS: case TSR_DTYPE_IQ2_XS: case TSR_DTYPE_IQ2_S: case TSR_DTYPE_IQ3_XXS:
+    case TSR_DTYPE_IQ3_S: case TSR_DTYPE_IQ1_S: case TSR_DTYPE_IQ1_M: return ACT_Q8K;
     default: return ACT_NONE;
     }
 }
@@ -234,6 +237,54 @@ static void dot_q6_k(int64_t K, const void *w, const void *act, size_t act_strid
     for (int c = 0; c < nc; c++) out[c] = acc[c];
 }
 
+/* The IQ, TQ and MXFP4 formats: each block decoded once (plugin_quants.h:
+ * value = sc[e/16] * q[e]), then per column and group of 16 an integer
+ * dot times the group's scale. 32-element types read act8, the others
+ * act8k. */
+static void dot_decoded(int32_t dtype, int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                        float *out) {
+    const tsr_quant_decode_fn dec = tsr_quant_decoder(dtype);
+    const int64_t bs = tsr_dtype_block_size(dtype), bb = tsr_dtype_block_bytes(dtype);
+    int8_t q[256];
+    float sc[16];
+    float acc[CPU_NC] = {0};
+    for (int64_t ib = 0; ib < K / bs; ib++) {
+        dec((const uint8_t *)w + ib * bb, q, sc);
+        for (int c = 0; c < nc; c++) {
+            const int8_t *aq;
+            float ad;
+            if (bs == 32) {
+                const act8 *a = (const act8 *)ACT(c) + ib;
+                aq = a->qs, ad = a->d;
+            } else {
+                const act8k *a = (const act8k *)ACT(c) + ib;
+                aq = a->qs, ad = a->d;
+            }
+            float s = 0.0f;
+            for (int g = 0; g < bs / 16; g++) s += sc[g] * (float)sum_s8_s8(q + 16 * g, aq + 16 * g, 16);
+            acc[c] += ad * s;
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = acc[c];
+}
+
+#define DOT_DECODED(name, T)                                                                              \
+    static void name(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) { \
+        dot_decoded(T, K, w, act, act_stride, nc, out);                                                   \
+    }
+DOT_DECODED(dot_iq4_nl, TSR_DTYPE_IQ4_NL)
+DOT_DECODED(dot_mxfp4, TSR_DTYPE_MXFP4)
+DOT_DECODED(dot_iq4_xs, TSR_DTYPE_IQ4_XS)
+DOT_DECODED(dot_tq1_0, TSR_DTYPE_TQ1_0)
+DOT_DECODED(dot_tq2_0, TSR_DTYPE_TQ2_0)
+DOT_DECODED(dot_iq2_xxs, TSR_DTYPE_IQ2_XXS)
+DOT_DECODED(dot_iq2_xs, TSR_DTYPE_IQ2_XS)
+DOT_DECODED(dot_iq2_s, TSR_DTYPE_IQ2_S)
+DOT_DECODED(dot_iq3_xxs, TSR_DTYPE_IQ3_XXS)
+DOT_DECODED(dot_iq3_s, TSR_DTYPE_IQ3_S)
+DOT_DECODED(dot_iq1_s, TSR_DTYPE_IQ1_S)
+DOT_DECODED(dot_iq1_m, TSR_DTYPE_IQ1_M)
+
 cpu_dot_fn quants_scalar_dot(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_F32: return dot_f32;
@@ -249,6 +300,18 @@ cpu_dot_fn quants_scalar_dot(int32_t dtype) {
     case TSR_DTYPE_Q4_K: return dot_q4_k;
     case TSR_DTYPE_Q5_K: return dot_q5_k;
     case TSR_DTYPE_Q6_K: return dot_q6_k;
+    case TSR_DTYPE_IQ4_NL: return dot_iq4_nl;
+    case TSR_DTYPE_MXFP4: return dot_mxfp4;
+    case TSR_DTYPE_IQ4_XS: return dot_iq4_xs;
+    case TSR_DTYPE_TQ1_0: return dot_tq1_0;
+    case TSR_DTYPE_TQ2_0: return dot_tq2_0;
+    case TSR_DTYPE_IQ2_XXS: return dot_iq2_xxs;
+    case TSR_DTYPE_IQ2_XS: return dot_iq2_xs;
+    case TSR_DTYPE_IQ2_S: return dot_iq2_s;
+    case TSR_DTYPE_IQ3_XXS: return dot_iq3_xxs;
+    case TSR_DTYPE_IQ3_S: return dot_iq3_s;
+    case TSR_DTYPE_IQ1_S: return dot_iq1_s;
+    case TSR_DTYPE_IQ1_M: return dot_iq1_m;
     default: return NULL;
     }
 }

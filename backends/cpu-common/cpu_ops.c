@@ -1,6 +1,8 @@
 /*
  * cpu_ops — every op of the CPU plugins (cpu-avx, cpu-neon) except MUL_MAT
- * (cpu_matmul.c) and FLASH_ATTN (cpu_flash_attn.c). These are cheap
+ * (cpu_matmul.c), FLASH_ATTN (cpu_flash_attn.c) and the mixture-of-experts
+ * ops MUL_MAT_ID, TOP_K, SUM_ROWS (cpu_moe.c); ops_supports, ops_work_size
+ * and ops_compute dispatch to those too. These are cheap
  * next to the matrix products, so they are plain C written for the compiler
  * to vectorize, split across threads by rows. All tensors here are F32 unless
  * the op says otherwise; strides (nb) are honoured everywhere, and rows that
@@ -11,9 +13,10 @@
 
 #include <tessera/plugin_check.h>
 
-#include "cpu_exec.h"
+#include "cpu_kernels.h"
 #include "cpu_quants.h"
 #include "cpu_rows.h"
+#include "cpu_ssm.h"
 
 static int is_f32(const tsr_tensor *t) { return t && t->dtype == TSR_DTYPE_F32; }
 static int is_float(int32_t dt) { return dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16; }
@@ -39,11 +42,15 @@ static inline void row_index(const tsr_tensor *t, int64_t r, int64_t *i1, int64_
 
 /* ---------------------------------------------------------- elementwise */
 
-/* ADD, MUL: src1 broadcast by modulo along every dimension. */
+static inline float binary_one(int32_t op, float x, float y) {
+    return op == TSR_OP_MUL ? x * y : op == TSR_OP_DIV ? x / y : x + y;
+}
+
+/* ADD, MUL, DIV: src1 broadcast by modulo along every dimension. */
 static void op_binary(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
-    int mul = node->op == TSR_OP_MUL;
+    const int32_t op = node->op;
     int64_t lo, hi;
     split_range(tensor_nrows(a), ith, nth, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
@@ -56,15 +63,17 @@ static void op_binary(const tsr_node *node, int ith, int nth) {
         if (a->nb[0] == 4 && b->nb[0] == 4 && d->nb[0] == 4 && nb1 == n) {
             const float *x = (const float *)ra, *y = (const float *)rb;
             float *z = (float *)rd;
-            if (mul)
+            if (op == TSR_OP_MUL)
                 for (int64_t i = 0; i < n; i++) z[i] = x[i] * y[i];
+            else if (op == TSR_OP_DIV)
+                for (int64_t i = 0; i < n; i++) z[i] = x[i] / y[i];
             else
                 for (int64_t i = 0; i < n; i++) z[i] = x[i] + y[i];
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             float x = ld(ra, i, a->nb[0]), y = ld(rb, i % nb1, b->nb[0]);
-            st(rd, i, d->nb[0], mul ? x * y : x + y);
+            st(rd, i, d->nb[0], binary_one(op, x, y));
         }
     }
 }
@@ -550,12 +559,13 @@ static int f32_src0_dst(const tsr_node *node, char *why, size_t why_size) {
  * asks; it runs again here first so a 1.0 host, which did not validate,
  * cannot hand the kernels a malformed node.
  */
-int ops_supports(const tsr_node *node, char *why, size_t why_size) {
+int ops_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0; /* malformed: the ABI 1.1 checker's reason */
     const tsr_tensor *d = node->dst, *a = node->src[0], *b = node->src[1];
     switch (node->op) {
     case TSR_OP_ADD:
     case TSR_OP_MUL:
+    case TSR_OP_DIV:
     case TSR_OP_SWIGLU:
     case TSR_OP_CONCAT:
         if (!is_f32(a) || !is_f32(b) || !is_f32(d))
@@ -567,6 +577,9 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size) {
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM:
         return f32_src0_dst(node, why, why_size);
+    case TSR_OP_MUL_MAT_ID: return mul_mat_id_supports(k, node, why, why_size);
+    case TSR_OP_TOP_K:
+    case TSR_OP_SUM_ROWS: return 1; /* F32 (and I32 ids) is all the checker allows */
     case TSR_OP_ROPE: {
         const tsr_rope_params rp = tsr_rope_params_of(node);
         if (!f32_src0_dst(node, why, why_size)) return 0;
@@ -604,6 +617,10 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size) {
         if (!fa_kv_readable(k) || !fa_kv_readable(v)) return NO("k/v rows of %s/%s are not read here", dt(k), dt(v));
         return 1;
     }
+    case TSR_OP_SSM_CONV: return 1; /* F32 by the rules */
+    case TSR_OP_SSM_SCAN:
+        if (!is_packed(d)) return NO("dst must be packed");
+        return 1;
     default:
         return NO("not implemented on the CPU");
     }
@@ -611,9 +628,10 @@ int ops_supports(const tsr_node *node, char *why, size_t why_size) {
 
 #undef NO
 
-size_t ops_work_size(const tsr_node *node, int nth) {
+size_t ops_work_size(const cpu_kernels *k, const tsr_node *node, int nth) {
     const tsr_tensor *a = node->src[0];
     switch (node->op) {
+    case TSR_OP_MUL_MAT_ID: return mul_mat_id_work_size(k, node, nth);
     case TSR_OP_SOFT_MAX:
     case TSR_OP_GET_ROWS:
     case TSR_OP_CPY: return (size_t)nth * ((size_t)(a->ne[0] > node->dst->ne[0] ? a->ne[0] : node->dst->ne[0]) * 4 + 64);
@@ -626,7 +644,8 @@ size_t ops_work_size(const tsr_node *node, int nth) {
 void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     switch (node->op) {
     case TSR_OP_ADD:
-    case TSR_OP_MUL: op_binary(node, ith, nth); break;
+    case TSR_OP_MUL:
+    case TSR_OP_DIV: op_binary(node, ith, nth); break;
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU: op_unary(node, ith, nth); break;
@@ -640,6 +659,20 @@ void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     case TSR_OP_CONCAT: op_concat(node, ith, nth); break;
     case TSR_OP_ARGMAX: op_argmax(node, ith, nth); break;
     case TSR_OP_FLASH_ATTN: flash_attn_compute(ex, node, ith, nth); break;
+    case TSR_OP_MUL_MAT_ID: mul_mat_id_compute(ex, node, ith, nth); break;
+    case TSR_OP_TOP_K: top_k_compute(ex, node, ith, nth); break;
+    case TSR_OP_SUM_ROWS: sum_rows_compute(ex, node, ith, nth); break;
+    case TSR_OP_SSM_CONV: cpu_ssm_conv(node, ith, nth); break;
+    case TSR_OP_SSM_SCAN: cpu_ssm_scan(node, ith, nth); break;
     default: exec_fail(ex, TSR_ERR_UNSUPPORTED); break;
+    }
+}
+
+double ops_cost(const tsr_node *node) {
+    const double out = (double)tsr_tensor_nelements(node->dst);
+    switch (node->op) {
+    case TSR_OP_FLASH_ATTN: return out * (double)node->src[1]->ne[1] * 2.0;
+    case TSR_OP_MUL_MAT_ID: return out * (double)node->src[0]->ne[0]; /* multiply-adds */
+    default: return out;
     }
 }

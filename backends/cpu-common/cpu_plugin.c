@@ -61,7 +61,7 @@ typedef struct cpu_queue {
 /* 1 if this plugin computes node, else 0 with the reason in why (may be NULL). */
 static int node_supported(const tsr_node *node, char *why, size_t why_size) {
     if (node->op == TSR_OP_MUL_MAT) return matmul_supports(&g.kernels, node, why, why_size);
-    return ops_supports(node, why, why_size);
+    return ops_supports(&g.kernels, node, why, why_size);
 }
 
 /* Every tensor a node touches has an address by compute time. */
@@ -74,12 +74,11 @@ static int node_located(const tsr_node *node) {
     return 1;
 }
 
-/* Rough cost of a node in multiply-adds (matmul) or elements (the rest). */
+/* Rough cost of a node in multiply-adds (products) or elements (the rest). */
 static double node_cost(const tsr_node *node) {
     const tsr_tensor *d = node->dst;
     if (node->op == TSR_OP_MUL_MAT) return (double)node->src[0]->ne[0] * (double)tsr_tensor_nelements(d);
-    if (node->op == TSR_OP_FLASH_ATTN) return (double)tsr_tensor_nelements(d) * (double)node->src[1]->ne[1] * 2.0;
-    return (double)tsr_tensor_nelements(d);
+    return ops_cost(node);
 }
 
 /* Below this much work per node list, waking threads and meeting at a
@@ -89,7 +88,7 @@ static double node_cost(const tsr_node *node) {
 
 static size_t node_work_size(const tsr_node *node, int nth) {
     if (node->op == TSR_OP_MUL_MAT) return matmul_work_size(&g.kernels, node, nth);
-    return ops_work_size(node, nth);
+    return ops_work_size(&g.kernels, node, nth);
 }
 
 /* The node loop, run by every thread of the pool: the plan's steps

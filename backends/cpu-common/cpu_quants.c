@@ -8,6 +8,7 @@
 #include <tessera/plugin.h>
 
 #include "cpu_quants_decode.h"
+#include <tessera/plugin_quants.h>
 
 /* ------------------------------------------------------------ to f32 */
 
@@ -17,7 +18,7 @@ int cpu_quants_row_supported(int32_t dtype) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
     case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: return 1;
-    default: return 0;
+    default: return tsr_quant_decoder(dtype) != NULL; /* IQ, TQ, MXFP4 */
     }
 }
 
@@ -39,7 +40,12 @@ void cpu_quants_row_to_f32(int32_t dtype, const void *src, float *y, int64_t n) 
             y[i] = cpu_bf16_to_f32(h);
         }
         return;
-    default: break;
+    default:
+        if (tsr_quant_decoder(dtype)) { /* IQ4_NL, IQ4_XS, MXFP4, TQ*, the grid IQ types */
+            tsr_quant_dequant_row(dtype, src, y, n);
+            return;
+        }
+        break;
     }
     int64_t nb = n / tsr_dtype_block_size(dtype);
     uint8_t q[32];
@@ -77,16 +83,6 @@ void cpu_quants_row_to_f32(int32_t dtype, const void *src, float *y, int64_t n) 
             decode_nibbles(b->qs, q);
             add_high_bits(b->qh, q);
             for (int j = 0; j < 32; j++) y[j] = q[j] * d + m;
-            y += 32;
-            break;
-        }
-        case TSR_DTYPE_IQ4_NL: { /* Q4_0's layout; the nibble picks one of 16 non-uniform levels */
-            static const int8_t levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                              1,    13,   25,  38,  53,  69,  89,  113};
-            const blk_q4_0 *b = (const blk_q4_0 *)p + ib;
-            float d = cpu_fp16_to_f32(b->d);
-            decode_nibbles(b->qs, q);
-            for (int j = 0; j < 32; j++) y[j] = levels[q[j]] * d;
             y += 32;
             break;
         }

@@ -49,7 +49,10 @@ static int op_solo(const tsr_node *node) {
     case TSR_OP_GET_ROWS:
     case TSR_OP_CPY:
     case TSR_OP_CONCAT:
-    case TSR_OP_ARGMAX: break;
+    case TSR_OP_ARGMAX:
+    case TSR_OP_DIV:
+    case TSR_OP_TOP_K:
+    case TSR_OP_SUM_ROWS: break;
     default: return 0;
     }
     const tsr_tensor *a = node->src[0];

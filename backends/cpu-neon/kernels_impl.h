@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include <tessera/plugin_quants.h>
 
 #define ACT(c) ((const void *)((const uint8_t *)act + (size_t)(c) * act_stride))
 
@@ -232,6 +233,63 @@ DOT32(dot_q4_1_v, blk_q4_1, unpack_q4_1, scale_q4_1, min_q4_1, 1)
 DOT32(dot_q5_0_v, blk_q5_0, unpack_q5_0, scale_q5_0, min_none, 0)
 DOT32(dot_q5_1_v, blk_q5_1, unpack_q5_1, scale_q5_1, min_q5_1, 1)
 DOT32(dot_q8_0_v, blk_q8_0, unpack_q8_0, scale_q8_0, min_none, 0)
+
+/* IQ4_NL, MXFP4, IQ4_XS: nibbles index a 16-entry table of int8 levels
+ * (plugin_quants.h), one tbl per 16 values. */
+static inline q32x2 lookup16(q32x2 q, const int8_t *values) {
+    const int8x16_t t = vld1q_s8(values);
+    q.v[0] = vqtbl1q_s8(t, vreinterpretq_u8_s8(q.v[0]));
+    q.v[1] = vqtbl1q_s8(t, vreinterpretq_u8_s8(q.v[1]));
+    return q;
+}
+static inline q32x2 unpack_iq4_nl(const void *blk) {
+    return lookup16(nibbles(((const tsr_block_iq4_nl *)blk)->qs), TSR_IQ4NL_VALUES);
+}
+static inline q32x2 unpack_mxfp4(const void *blk) {
+    return lookup16(nibbles(((const tsr_block_mxfp4 *)blk)->qs), TSR_MXFP4_VALUES);
+}
+static inline float scale_iq4_nl(const void *b) { return f16s(((const tsr_block_iq4_nl *)b)->d); }
+static inline float scale_mxfp4(const void *b) { return tsr_e8m0_half(((const tsr_block_mxfp4 *)b)->e); }
+DOT32(dot_iq4_nl_v, tsr_block_iq4_nl, unpack_iq4_nl, scale_iq4_nl, min_none, 0)
+DOT32(dot_mxfp4_v, tsr_block_mxfp4, unpack_mxfp4, scale_mxfp4, min_none, 0)
+
+/* IQ4_XS x act8k: per 32-element sub-block an integer dot times its 6-bit
+ * scale (ls - 32), summed in i32; one float FMA per block and column. */
+static inline __attribute__((always_inline)) void dot_iq4_xs_v_nc(int64_t K, const void *w, const void *act,
+                                                                 size_t act_stride, const int nc, float *out) {
+    const tsr_block_iq4_xs *x = w;
+    float32x4_t acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = vdupq_n_f32(0.0f);
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const tsr_block_iq4_xs *b = x + ib;
+        int32x4_t isum[CPU_NC];
+        for (int c = 0; c < CPU_NC; c++) isum[c] = vdupq_n_s32(0);
+        for (int j = 0; j < 8; j++) {
+            const int ls = (((b->scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((b->scales_h >> (2 * j)) & 3) << 4)) - 32;
+            const q32x2 q = lookup16(nibbles(b->qs + 16 * j), TSR_IQ4NL_VALUES);
+            _Pragma("GCC unroll 4") for (int c = 0; c < nc; c++) {
+                const act8k *a = (const act8k *)ACT(c) + ib;
+                int32x4_t p = dot16(vdupq_n_s32(0), q.v[0], vld1q_s8(a->qs + 32 * j));
+                p = dot16(p, q.v[1], vld1q_s8(a->qs + 32 * j + 16));
+                isum[c] = vmlaq_n_s32(isum[c], p, ls);
+            }
+        }
+        const float d = f16s(b->d);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            acc[c] = vfmaq_n_f32(acc[c], vcvtq_f32_s32(isum[c]), d * a->d);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]);
+}
+static void dot_iq4_xs_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
+    switch (nc) {
+    case 1: dot_iq4_xs_v_nc(K, w, act, act_stride, 1, out); break;
+    case 2: dot_iq4_xs_v_nc(K, w, act, act_stride, 2, out); break;
+    case 3: dot_iq4_xs_v_nc(K, w, act, act_stride, 3, out); break;
+    default: dot_iq4_xs_v_nc(K, w, act, act_stride, 4, out); break;
+    }
+}
 
 #if KERNELS_I8MM
 /* 2x2 tiles with smmla. smmla(acc, X, Y) treats X and Y as 2x8 matrices
@@ -597,6 +655,9 @@ void KERNELS_INIT(cpu_kernels *k) {
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_v;
     k->dot[TSR_DTYPE_Q5_K] = dot_q5_k_v;
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_v;
+    k->dot[TSR_DTYPE_IQ4_NL] = dot_iq4_nl_v;
+    k->dot[TSR_DTYPE_MXFP4] = dot_mxfp4_v;
+    k->dot[TSR_DTYPE_IQ4_XS] = dot_iq4_xs_v;
 #if KERNELS_I8MM
     k->tile[TSR_DTYPE_Q4_0] = tile_q4_0;
     k->tile[TSR_DTYPE_Q4_1] = tile_q4_1;

@@ -6,12 +6,13 @@
  * host). What is left is what the kernels implement:
  *   - float tensors are F32, F16 or BF16; indices I32;
  *   - quantized weights (MUL_MAT, GET_ROWS, CPY to float): Q4_0, Q4_1, Q5_0,
- *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL; every other type is declined and falls
+ *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS; every other type is declined and falls
  *     back to the CPU;
  *   - CPY into a quantized type: the KV cache's block types (Q8_0, Q4_0,
  *     Q4_1, Q5_0, Q5_1, IQ4_NL) from F32/F16/BF16; the k-quants are left to
  *     the CPU;
- *   - MUL_MAT activations and result F32;
+ *   - MUL_MAT and MUL_MAT_ID activations and result F32 (the checker's rule
+ *     for MUL_MAT_ID);
  *   - FLASH_ATTN head size <= 256, k and v F32/F16/BF16 or a KV block type;
  *   - at most 2^40 elements and strides below 2^40 bytes;
  *   - strides are multiples of the element size (kernels load whole
@@ -39,7 +40,7 @@ bool ocl_dtype_is_quant(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
-    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: return true;
+    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS: return true;
     default: return false;
     }
 }
@@ -65,13 +66,14 @@ static const char *tensor_problem(const tsr_tensor *t) {
 int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, size_t why_size) {
     (void)d;
     if (!tsr_node_fits(node, tensor_problem, why, why_size)) return 0;
-    /* The kernels cover the ops up to FLASH_ATTN; one appended later falls
-     * back until it has its own (docs/ops.md). */
-    if (node->op > TSR_OP_FLASH_ATTN) return no(node, why, why_size, "not implemented on this device");
+    /* The kernels cover the ops up to DIV; one appended later falls back
+     * until it has its own (docs/ops.md). */
+    if (node->op > TSR_OP_DIV) return no(node, why, why_size, "not implemented on this device");
     const tsr_tensor *a = node->src[0], *dst = node->dst;
     switch (node->op) {
     case TSR_OP_GET_ROWS:
     case TSR_OP_MUL_MAT:
+    case TSR_OP_MUL_MAT_ID:
     case TSR_OP_CPY:
         if (a->dtype == TSR_DTYPE_I32) return no(node, why, why_size, "src0 dtype I32 is not read here");
         if (node->op == TSR_OP_MUL_MAT && (node->src[1]->dtype != TSR_DTYPE_F32 || dst->dtype != TSR_DTYPE_F32))

@@ -49,6 +49,9 @@ typedef enum ocl_kernel_id {
     OCL_K_ROPE,
     OCL_K_MUL_MAT,
     OCL_K_FLASH_ATTN,
+    OCL_K_MUL_MAT_ID,
+    OCL_K_TOP_K,
+    OCL_K_SUM_ROWS,
     OCL_K_COUNT
 } ocl_kernel_id;
 

@@ -89,7 +89,7 @@ static tsr_status op_binary(ocl_device *d, cl_command_queue cq, const tsr_node *
     arg_tensor(&a, n->src[0]);
     arg_tensor(&a, n->src[1]);
     arg_tensor(&a, n->dst);
-    arg_int(&a, n->op);
+    arg_int(&a, n->op == TSR_OP_MUL ? 1 : n->op == TSR_OP_DIV ? 2 : 0); /* BIN_* in kernels/elementwise.cl */
     return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
 }
 
@@ -217,6 +217,37 @@ static tsr_status op_mul_mat(ocl_device *d, cl_command_queue cq, const tsr_node 
     return launch(d, cq, n, &a, (size_t)d->wg * (size_t)dst->ne[0], cols, rows_of(dst), (size_t)d->wg);
 }
 
+/* One work-group per output element (kernels/moe.cl). */
+static tsr_status op_mul_mat_id(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *w = n->src[0], *dst = n->dst;
+    kargs a = {d->kernels[OCL_K_MUL_MAT_ID], 0, CL_SUCCESS};
+    arg_tensor(&a, w);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, n->src[2]);
+    arg_tensor(&a, dst);
+    arg_int(&a, ocl_dtype_is_quant(w->dtype));
+    return launch(d, cq, n, &a, (size_t)d->wg * (size_t)dst->ne[0], (size_t)dst->ne[1], (size_t)dst->ne[2],
+                  (size_t)d->wg);
+}
+
+/* One work-item per element of src0 (its rank in the row). */
+static tsr_status op_top_k(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *x = n->src[0];
+    kargs a = {d->kernels[OCL_K_TOP_K], 0, CL_SUCCESS};
+    arg_tensor(&a, x);
+    arg_tensor(&a, n->dst);
+    return launch(d, cq, n, &a, (size_t)x->ne[0], (size_t)x->ne[1], rows_of(x), 0);
+}
+
+/* One work-item per row. */
+static tsr_status op_sum_rows(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *x = n->src[0];
+    kargs a = {d->kernels[OCL_K_SUM_ROWS], 0, CL_SUCCESS};
+    arg_tensor(&a, x);
+    arg_tensor(&a, n->dst);
+    return launch(d, cq, n, &a, 1, (size_t)x->ne[1], rows_of(x), 0);
+}
+
 static tsr_status op_flash_attn(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
     const tsr_tensor *q = n->src[0], *mask = n->n_src > 3 ? n->src[3] : NULL;
     kargs a = {d->kernels[OCL_K_FLASH_ATTN], 0, CL_SUCCESS};
@@ -233,7 +264,8 @@ static tsr_status op_flash_attn(ocl_device *d, cl_command_queue cq, const tsr_no
 tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *node) {
     switch (node->op) {
     case TSR_OP_ADD:
-    case TSR_OP_MUL: return op_binary(d, cq, node);
+    case TSR_OP_MUL:
+    case TSR_OP_DIV: return op_binary(d, cq, node);
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU: return op_unary(d, cq, node);
@@ -248,6 +280,9 @@ tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *no
     case TSR_OP_ROPE: return op_rope(d, cq, node);
     case TSR_OP_MUL_MAT: return op_mul_mat(d, cq, node);
     case TSR_OP_FLASH_ATTN: return op_flash_attn(d, cq, node);
+    case TSR_OP_MUL_MAT_ID: return op_mul_mat_id(d, cq, node);
+    case TSR_OP_TOP_K: return op_top_k(d, cq, node);
+    case TSR_OP_SUM_ROWS: return op_sum_rows(d, cq, node);
     default: return TSR_ERR_UNSUPPORTED;
     }
 }

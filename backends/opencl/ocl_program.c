@@ -41,6 +41,9 @@ static const char *const kernel_names[OCL_K_COUNT] = {
     [OCL_K_ROPE] = "k_rope",
     [OCL_K_MUL_MAT] = "k_mul_mat",
     [OCL_K_FLASH_ATTN] = "k_flash_attn",
+    [OCL_K_MUL_MAT_ID] = "k_mul_mat_id",
+    [OCL_K_TOP_K] = "k_top_k",
+    [OCL_K_SUM_ROWS] = "k_sum_rows",
 };
 
 static const char injected_error[] = "\nkernel void tessera_injected_error( { this is not OpenCL C }\n";

@@ -131,6 +131,7 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT_COOPMAT,  /* prompts on cooperative matrices, f32 accumulators */
     VK_SHADER_MUL_MAT_COOPMAT_F16ACC, /* the same accumulating in f16 */
     VK_SHADER_MUL_MAT_COOPMAT_EMU, /* its plain-GLSL emulation (tests on any device) */
+    VK_SHADER_MUL_MAT_ID,       /* MUL_MAT_ID: one output per invocation */
     VK_SHADER_COUNT
 } vk_shader_id;
 

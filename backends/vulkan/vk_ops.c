@@ -35,7 +35,7 @@ static bool is_readable(int32_t dt) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q8_1: case TSR_DTYPE_Q8_K:
     case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
-    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: return true;
+    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS: return true;
     default: return false;
     }
 }
@@ -102,9 +102,9 @@ static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
 
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0;
-    /* The shaders cover the ops up to FLASH_ATTN; one appended later falls
-     * back until it has its own (docs/ops.md). */
-    if (node->op > TSR_OP_FLASH_ATTN) return decline(node, why, why_size, "not implemented on this device");
+    /* The shaders cover the ops up to DIV; one appended later falls back
+     * until it has its own (docs/ops.md). */
+    if (node->op > TSR_OP_DIV) return decline(node, why, why_size, "not implemented on this device");
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
      * which one a numerical difference comes from. */
     const char *off = getenv("TESSERA_VULKAN_DECLINE");
@@ -134,7 +134,8 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
                                  tsr_dtype_name(dst->dtype));
         return reads_into_float(node, why, why_size);
     case TSR_OP_GET_ROWS:
-    case TSR_OP_MUL_MAT: return reads_into_float(node, why, why_size);
+    case TSR_OP_MUL_MAT:
+    case TSR_OP_MUL_MAT_ID: return reads_into_float(node, why, why_size);
     case TSR_OP_FLASH_ATTN: /* k and v: any KV cache type (the checker's list) */
         if (a->ne[0] > 256) return decline(node, why, why_size, "head size %lld is above 256", (long long)a->ne[0]);
         if (!attn_fits(d, a->ne[0], node->src[1]->ne[1]))
@@ -176,6 +177,7 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_COOPMAT] = "mul_mat_coopmat",
     [VK_SHADER_MUL_MAT_COOPMAT_F16ACC] = "mul_mat_coopmat_f16acc",
     [VK_SHADER_MUL_MAT_COOPMAT_EMU] = "mul_mat_coopmat_emu",
+    [VK_SHADER_MUL_MAT_ID] = "mul_mat_id",
 };
 
 bool vk_shader_embedded(vk_shader_id id) {
@@ -190,7 +192,8 @@ const char *vk_shader_name(vk_shader_id id) {
 }
 
 
-enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_SWIGLU, ELT_CPY, ELT_GET_ROWS, ELT_CONCAT, ELT_ARGMAX };
+enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_SWIGLU, ELT_CPY, ELT_GET_ROWS, ELT_CONCAT, ELT_ARGMAX,
+       ELT_DIV, ELT_SUM_ROWS, ELT_TOP_K };
 
 void vk_grid(uint64_t n, uint32_t groups[3]) {
     if (n == 0) n = 1;
@@ -316,6 +319,17 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_MUL_MAT:
         plan_mul_mat(d, node, out);
         return;
+    case TSR_OP_MUL_MAT_ID: /* P.u: [0] N, [1] n_used, [2] T, [3] K, [4] E, [5] n_b */
+        out->shader = VK_SHADER_MUL_MAT_ID;
+        out->spec[0] = (uint32_t)a->dtype;
+        p->u[0] = (uint32_t)a->ne[1];
+        p->u[1] = (uint32_t)node->src[2]->ne[0];
+        p->u[2] = (uint32_t)node->src[2]->ne[1];
+        p->u[3] = (uint32_t)a->ne[0];
+        p->u[4] = (uint32_t)a->ne[2];
+        p->u[5] = (uint32_t)node->src[1]->ne[1];
+        vk_grid((n_dst + 63) / 64, out->groups);
+        return;
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM:
         out->shader = sg ? VK_SHADER_ROW_NORM_SG : VK_SHADER_ROW_NORM;
@@ -389,6 +403,13 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_GET_ROWS: p->u[0] = ELT_GET_ROWS; break;
     case TSR_OP_CONCAT: p->u[0] = ELT_CONCAT; break;
     case TSR_OP_ARGMAX: p->u[0] = ELT_ARGMAX; break;
+    case TSR_OP_DIV: p->u[0] = ELT_DIV; break;
+    case TSR_OP_SUM_ROWS: p->u[0] = ELT_SUM_ROWS; break;
+    case TSR_OP_TOP_K: /* one invocation per src0 element */
+        p->u[0] = ELT_TOP_K;
+        p->u[1] = (uint32_t)tsr_tensor_nelements(a);
+        vk_grid(((uint64_t)p->u[1] + 255) / 256, out->groups);
+        return;
     default: break;
     }
     vk_grid((n_dst + 255) / 256, out->groups);

@@ -27,7 +27,7 @@ libdir=$(dirname "$(dirname "$pc")")
 ls "$libdir"/libtessera.so.0 >/dev/null || { echo "FAIL: no libtessera.so.0 (soname) in $libdir"; exit 1; }
 soname=$(objdump -p "$libdir/libtessera.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = "libtessera.so.0" ] || { echo "FAIL: soname is '$soname'"; exit 1; }
-for h in tessera.h plugin.h plugin_util.h plugin_check.h; do
+for h in tessera.h plugin.h plugin_util.h plugin_check.h plugin_quants.h iq_grids.h; do
   [ -f "$(dirname "$(dirname "$libdir")")/include/tessera/$h" ] ||
     [ -f "$(dirname "$libdir")/include/tessera/$h" ] || { echo "FAIL: tessera/$h not installed"; exit 1; }
 done

@@ -55,6 +55,15 @@
  *   same list while it reuses the step graph, changing only the locations
  *   of views into the KV cache.
  *
+ * What 1.4 added (new ops; a plugin built for 1.0-1.3 declines op numbers
+ * its own tsr_node_check does not know, and the host never asks it about
+ * them, so they run on a device that knows them or on ref):
+ *   - MUL_MAT_ID, TOP_K, SUM_ROWS, DIV: mixture-of-experts layers (experts
+ *     chosen per token, their routing weights, the weighted sum).
+ *   - SSM_CONV and SSM_SCAN, the recurrent ops of Mamba-2 and LFM2-style
+ *     hybrids (a causal depthwise convolution over time and Mamba-2's
+ *     selective scan, llama.cpp's semantics), see the op list below.
+ *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
  *     plugin copied the source bytes first: the host may reuse `src` as soon
@@ -94,7 +103,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define TSR_ABI_MAJOR 1
-#define TSR_ABI_MINOR 3
+#define TSR_ABI_MINOR 4
 #define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
 #define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -208,37 +217,80 @@ typedef enum tsr_dtype {
  *            A device declines the k/v dtypes it cannot read in supports_op;
  *            the host never asks a plugin built for ABI < 1.2 about block-type
  *            k/v.
+ *
+ * ABI 1.4 (mixture of experts):
+ * MUL_MAT_ID dst[n, s, t] = sum_k src0[k, n, e] * src1[k, s % n_b, t], e = src2[s, t]
+ *            src0 experts, any dtype MUL_MAT takes, rows contiguous [K, N, E, 1];
+ *            src1 F32 activations [K, n_b, T, 1] with n_b = 1 (one row for every
+ *            slot) or n_b = n_used; src2 I32 ids [n_used, T, 1, 1] (the expert of
+ *            slot s of token t); dst F32 [N, n_used, T, 1]. Activations round as
+ *            MUL_MAT's do. An id outside 0..E-1 is bad data, never a read out of
+ *            bounds: a device that can report it fails compute() with
+ *            TSR_ERR_INVALID, one that cannot writes 0 to that slot's row.
+ * TOP_K      dst I32 [k, r, b2, b3]: the indices of the k largest elements of
+ *            each row of src0 F32 [n, r, b2, b3] (1 <= k <= n), largest first;
+ *            equal values in index order (the lower index first); NaN ranks
+ *            below every number (-inf included).
+ * SUM_ROWS   dst F32 [1, r, b2, b3] = the sum of each row of src0 F32 [n, r, b2, b3]
+ * DIV        dst = src0 / src1, src1 broadcast as in ADD and MUL
+ * SSM_CONV   (ABI 1.4) causal depthwise 1-D convolution over time, all F32:
+ *            src0 sx [K - 1 + T, C, S] (per channel, the K - 1 previous inputs
+ *            then this batch's T, time innermost), src1 kernel [K, C] ->
+ *            dst [C, T, S]: dst[c, t, s] = sum_k sx[t + k, c, s] * w[k, c].
+ *            The caller keeps the K - 1 last inputs (the last columns of sx)
+ *            as the next call's state.
+ * SSM_SCAN   (ABI 1.4) Mamba-2's selective scan, all F32:
+ *            src0 state [N, P, H, S] (N = d_state, P = head size, H heads,
+ *            S sequences), src1 xBC [P*H + 2*G*N, T, S] (per token: x
+ *            [P, H], then B [N, G], then C [N, G]; G groups, H % G == 0),
+ *            src2 dt [H, T, S] (bias added, before softplus), src3 A [H]
+ *            or [1, H] -> dst 1-D [P*H*T*S + N*P*H*S]: y
+ *            [P, H, T, S] then the final state [N, P, H, S]. Per sequence,
+ *            head h (group g = h / (H / G)), token t in order:
+ *              d = softplus(dt[h, t])  (log1p(exp(x)), x for x > 20)
+ *              state[n, p, h] = state[n, p, h] * exp(d * A[h]) + B[n, g, t] * x[p, h, t] * d
+ *              y[p, h, t] = sum_n state[n, p, h] * C[n, g, t]
  */
 
 /*
- * Every op, once: X(OP, name, number, min_src, max_src) gives TSR_OP_<OP> =
- * number, the lower-case name the host uses for messages and node names
- * ("mul_mat-5"; tsr_op_name gives "MUL_MAT"), and how many sources the op
- * reads (optional ones last; they may be NULL). The numbers are the ABI:
- * append-only, so a new op is a new last line with the next number, and a
- * line is never removed or renumbered (checked below at compile time).
- * docs/ops.md lists everything else adding an op touches.
+ * Every op, once: X(OP, name, number, min_src, max_src, minor) gives
+ * TSR_OP_<OP> = number, the lower-case name the host uses for messages and
+ * node names ("mul_mat-5"; tsr_op_name gives "MUL_MAT"), how many sources
+ * the op reads (optional ones last; they may be NULL), and the ABI minor
+ * version that added it: a host never asks a plugin built for an older
+ * minor about the op (its own checker could not know it; a plugin that
+ * answered by op number alone would misread it). The numbers are the ABI:
+ * append-only, so a new op is a new last line with the next number and the
+ * current TSR_ABI_MINOR, and a line is never removed or renumbered
+ * (checked below at compile time). docs/ops.md lists everything else
+ * adding an op touches.
  */
 #define TSR_OPS(X)                              \
-    X(NONE, "none", 0, 0, 0) /* a leaf: input, weight or view; never computed */ \
-    X(GET_ROWS, "get_rows", 1, 2, 2)            \
-    X(ADD, "add", 2, 2, 2)                      \
-    X(MUL, "mul", 3, 2, 2)                      \
-    X(SCALE, "scale", 4, 1, 1)                  \
-    X(MUL_MAT, "mul_mat", 5, 2, 2)              \
-    X(RMS_NORM, "rms_norm", 6, 1, 1)            \
-    X(NORM, "norm", 7, 1, 1)                    \
-    X(ROPE, "rope", 8, 2, 3)                    \
-    X(SOFT_MAX, "soft_max", 9, 1, 2)            \
-    X(SILU, "silu", 10, 1, 1)                   \
-    X(GELU, "gelu", 11, 1, 1)                   \
-    X(SWIGLU, "swiglu", 12, 2, 2)               \
-    X(CPY, "cpy", 13, 1, 1)                     \
-    X(CONCAT, "concat", 14, 2, 2)               \
-    X(ARGMAX, "argmax", 15, 1, 1)               \
-    X(FLASH_ATTN, "flash_attn", 16, 3, 4)
+    X(NONE, "none", 0, 0, 0, 0) /* a leaf: input, weight or view; never computed */ \
+    X(GET_ROWS, "get_rows", 1, 2, 2, 0)         \
+    X(ADD, "add", 2, 2, 2, 0)                   \
+    X(MUL, "mul", 3, 2, 2, 0)                   \
+    X(SCALE, "scale", 4, 1, 1, 0)               \
+    X(MUL_MAT, "mul_mat", 5, 2, 2, 0)           \
+    X(RMS_NORM, "rms_norm", 6, 1, 1, 0)         \
+    X(NORM, "norm", 7, 1, 1, 0)                 \
+    X(ROPE, "rope", 8, 2, 3, 0)                 \
+    X(SOFT_MAX, "soft_max", 9, 1, 2, 0)         \
+    X(SILU, "silu", 10, 1, 1, 0)                \
+    X(GELU, "gelu", 11, 1, 1, 0)                \
+    X(SWIGLU, "swiglu", 12, 2, 2, 0)            \
+    X(CPY, "cpy", 13, 1, 1, 0)                  \
+    X(CONCAT, "concat", 14, 2, 2, 0)            \
+    X(ARGMAX, "argmax", 15, 1, 1, 0)            \
+    X(FLASH_ATTN, "flash_attn", 16, 3, 4, 0)    \
+    X(MUL_MAT_ID, "mul_mat_id", 17, 3, 3, 4)    \
+    X(TOP_K, "top_k", 18, 1, 1, 4)              \
+    X(SUM_ROWS, "sum_rows", 19, 1, 1, 4)        \
+    X(DIV, "div", 20, 2, 2, 4)                  \
+    X(SSM_CONV, "ssm_conv", 21, 2, 2, 4)        \
+    X(SSM_SCAN, "ssm_scan", 22, 4, 4, 4)
 
-#define TSR_OP_ENUM_(op, name, number, min_src, max_src) TSR_OP_##op = number,
+#define TSR_OP_ENUM_(op, name, number, min_src, max_src, minor) TSR_OP_##op = number,
 typedef enum tsr_op {
     TSR_OPS(TSR_OP_ENUM_)
     TSR_OP_COUNT /* one past the largest op known to this ABI */
@@ -246,13 +298,15 @@ typedef enum tsr_op {
 #undef TSR_OP_ENUM_
 
 /* Append-only, checked: each op's number must equal its line's position in
- * TSR_OPS (a line inserted, removed or renumbered fails the build here). C99
+ * TSR_OPS (a line inserted, removed or renumbered fails the build here), and
+ * no op may claim a minor version newer than this header's. C99
  * has no static_assert: a negative array size fails instead. */
-#define TSR_OP_POS_(op, name, number, min_src, max_src) TSR_OP_POS_##op##_,
+#define TSR_OP_POS_(op, name, number, min_src, max_src, minor) TSR_OP_POS_##op##_,
 enum { TSR_OPS(TSR_OP_POS_) TSR_OP_POS_COUNT_ };
 #undef TSR_OP_POS_
-#define TSR_OP_PIN_(op, name, number, min_src, max_src) \
-    typedef char tsr_op_pin_##op##_[TSR_OP_POS_##op##_ == (number) && (min_src) <= (max_src) ? 1 : -1];
+#define TSR_OP_PIN_(op, name, number, min_src, max_src, minor) \
+    typedef char tsr_op_pin_##op##_[TSR_OP_POS_##op##_ == (number) && (min_src) <= (max_src) && \
+                                    (minor) <= TSR_ABI_MINOR ? 1 : -1];
 TSR_OPS(TSR_OP_PIN_)
 #undef TSR_OP_PIN_
 /* The 17 ops of ABI 1.0-1.3 stay (a last line removed fails here). */

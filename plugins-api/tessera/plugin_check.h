@@ -412,6 +412,93 @@ static inline int tsr_chk_flash_attn_(tsr_checker_ *c) {
     return tsr_chk_shape_(c, dst, "dst", D, H, n_q, 1);
 }
 
+/* ABI 1.4: experts [K, N, E], activations [K, n_b, T], ids [n_used, T]
+ * -> dst [N, n_used, T]; n_b is 1 or n_used. The ids' values are data:
+ * each backend checks them when it reads them (plugin.h). */
+static inline int tsr_chk_mul_mat_id_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *w = n->src[0], *x = n->src[1], *ids = n->src[2], *dst = n->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_readable_(c, w, "src0 (experts)") || tsr_chk_f32_(c, x, "src1") ||
+        tsr_chk_i32_(c, ids, "src2 (ids)") || tsr_chk_f32_(c, dst, "dst"))
+        return -1;
+    if (!tsr_dtype_is_float(w->dtype) && !tsr_dtype_is_quantized(w->dtype))
+        return tsr_chk_fail_(c, "src0 (experts) dtype %s is not a weight type", tsr_dtype_name(w->dtype));
+    if (w->ne[3] != 1 || x->ne[3] != 1 || ids->ne[2] != 1 || ids->ne[3] != 1)
+        return tsr_chk_fail_(c, "src0 (experts) must be [K, N, E], src1 [K, n_b, T], src2 (ids) [n_used, T]");
+    if (w->ne[0] != x->ne[0])
+        return tsr_chk_fail_(c, "src0 (experts) ne[0] = %lld differs from src1 ne[0] = %lld", (long long)w->ne[0],
+                             (long long)x->ne[0]);
+    const int64_t n_used = ids->ne[0], T = ids->ne[1];
+    if (x->ne[2] != T)
+        return tsr_chk_fail_(c, "src1 has %lld tokens (ne[2]), src2 (ids) %lld (ne[1])", (long long)x->ne[2],
+                             (long long)T);
+    if (x->ne[1] != 1 && x->ne[1] != n_used)
+        return tsr_chk_fail_(c, "src1 ne[1] = %lld is neither 1 nor the %lld experts used per token",
+                             (long long)x->ne[1], (long long)n_used);
+    return tsr_chk_shape_(c, dst, "dst", w->ne[1], n_used, T, 1);
+}
+
+/* ABI 1.4: src0 F32 [n, r, b2, b3] -> dst I32 [k, r, b2, b3], 1 <= k <= n. */
+static inline int tsr_chk_top_k_(tsr_checker_ *c) {
+    const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, a, "src0") || tsr_chk_i32_(c, dst, "dst")) return -1;
+    if (dst->ne[0] > a->ne[0])
+        return tsr_chk_fail_(c, "k = %lld (dst ne[0]) is more than the %lld elements of a row",
+                             (long long)dst->ne[0], (long long)a->ne[0]);
+    return tsr_chk_shape_(c, dst, "dst", dst->ne[0], a->ne[1], a->ne[2], a->ne[3]);
+}
+
+/* ABI 1.4: src0 F32 [n, r, b2, b3] -> dst F32 [1, r, b2, b3]. */
+static inline int tsr_chk_sum_rows_(tsr_checker_ *c) {
+    const tsr_tensor *a = c->node->src[0], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, a, "src0") || tsr_chk_f32_(c, dst, "dst")) return -1;
+    return tsr_chk_shape_(c, dst, "dst", 1, a->ne[1], a->ne[2], a->ne[3]);
+}
+
+/* SSM_CONV (ABI 1.4): sx [K - 1 + T, C, S, 1], w [K, C, 1, 1] -> dst [C, T, S, 1]. */
+static inline int tsr_chk_ssm_conv_(tsr_checker_ *c) {
+    const tsr_tensor *sx = c->node->src[0], *w = c->node->src[1], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, sx, "src0 (sx)") || tsr_chk_f32_(c, w, "src1 (kernel)") ||
+        tsr_chk_f32_(c, dst, "dst"))
+        return -1;
+    const int64_t K = w->ne[0], C = w->ne[1];
+    if (w->ne[2] != 1 || w->ne[3] != 1) return tsr_chk_fail_(c, "src1 (kernel) must be [K, C, 1, 1]");
+    if (sx->ne[3] != 1) return tsr_chk_fail_(c, "src0 (sx) must have ne[3] = 1");
+    if (sx->ne[1] != C)
+        return tsr_chk_fail_(c, "src0 (sx) has %lld channels, the kernel %lld", (long long)sx->ne[1], (long long)C);
+    if (sx->ne[0] < K)
+        return tsr_chk_fail_(c, "src0 (sx) holds %lld steps, fewer than the kernel's %lld", (long long)sx->ne[0],
+                             (long long)K);
+    return tsr_chk_shape_(c, dst, "dst", C, sx->ne[0] - K + 1, sx->ne[2], 1);
+}
+
+/* SSM_SCAN (ABI 1.4): state [N, P, H, S], xBC [P*H + 2*G*N, T, S, 1], dt [H, T, S, 1],
+ * A [H] or [1, H] -> dst [P*H*T*S + N*P*H*S, 1, 1, 1]. */
+static inline int tsr_chk_ssm_scan_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *s = n->src[0], *xbc = n->src[1], *dt = n->src[2], *a = n->src[3], *dst = n->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, s, "src0 (state)") || tsr_chk_f32_(c, xbc, "src1 (xBC)") ||
+        tsr_chk_f32_(c, dt, "src2 (dt)") || tsr_chk_f32_(c, a, "src3 (A)") || tsr_chk_f32_(c, dst, "dst"))
+        return -1;
+    const int64_t N = s->ne[0], P = s->ne[1], H = s->ne[2], S = s->ne[3], T = xbc->ne[1];
+    if (xbc->ne[2] != S || xbc->ne[3] != 1)
+        return tsr_chk_fail_(c, "src1 (xBC) is [%lld, %lld, %lld, %lld], needs [_, T, %lld, 1]",
+                             (long long)xbc->ne[0], (long long)xbc->ne[1], (long long)xbc->ne[2],
+                             (long long)xbc->ne[3], (long long)S);
+    const int64_t bc = xbc->ne[0] - P * H;
+    if (bc < 2 * N || bc % (2 * N))
+        return tsr_chk_fail_(c, "src1 (xBC) rows of %lld are not P*H = %lld plus whole groups of 2*N = %lld",
+                             (long long)xbc->ne[0], (long long)(P * H), (long long)(2 * N));
+    const int64_t G = bc / (2 * N);
+    if (H % G) return tsr_chk_fail_(c, "%lld heads are not a multiple of %lld groups", (long long)H, (long long)G);
+    if (tsr_chk_shape_(c, dt, "src2 (dt)", H, T, S, 1)) return -1;
+    if (tsr_tensor_nelements(a) != H || (a->ne[0] != H && a->ne[1] != H))
+        return tsr_chk_fail_(c, "src3 (A) is [%lld, %lld, %lld, %lld], needs [%lld] or [1, %lld]",
+                             (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2], (long long)a->ne[3],
+                             (long long)H, (long long)H);
+    return tsr_chk_shape_(c, dst, "dst", P * H * T * S + N * P * H * S, 1, 1, 1);
+}
+
 /* 0 if the node is well-formed, else -1 with a one-line reason in
  * why[why_size] ("OP 'dst name': what is wrong"); why may be NULL. */
 static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_size) {
@@ -427,7 +514,8 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     switch (node->op) {
     case TSR_OP_GET_ROWS: return tsr_chk_get_rows_(&c);
     case TSR_OP_ADD:
-    case TSR_OP_MUL: return tsr_chk_binary_broadcast_(&c);
+    case TSR_OP_MUL:
+    case TSR_OP_DIV: return tsr_chk_binary_broadcast_(&c);
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM: return tsr_chk_norm_(&c);
     case TSR_OP_SCALE:
@@ -441,6 +529,11 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     case TSR_OP_CONCAT: return tsr_chk_concat_(&c);
     case TSR_OP_ARGMAX: return tsr_chk_argmax_(&c);
     case TSR_OP_FLASH_ATTN: return tsr_chk_flash_attn_(&c);
+    case TSR_OP_MUL_MAT_ID: return tsr_chk_mul_mat_id_(&c);
+    case TSR_OP_TOP_K: return tsr_chk_top_k_(&c);
+    case TSR_OP_SUM_ROWS: return tsr_chk_sum_rows_(&c);
+    case TSR_OP_SSM_CONV: return tsr_chk_ssm_conv_(&c);
+    case TSR_OP_SSM_SCAN: return tsr_chk_ssm_scan_(&c);
     default: return tsr_chk_fail_(&c, "op %d is not a computable op", (int)node->op);
     }
 }

@@ -31,11 +31,12 @@ typedef struct tsr_op_traits {
     const char *lower; /* "mul_mat": the host's node names and messages       */
     int32_t min_src;   /* sources the op needs                                */
     int32_t max_src;   /* sources it may read (the extra ones are optional)   */
+    int32_t abi_minor; /* the ABI minor version that added it (1.abi_minor)  */
 } tsr_op_traits;
 
 /* The row of op, or NULL for numbers this ABI lacks. */
 static inline const tsr_op_traits *tsr_op_traits_get(int32_t op) {
-#define TSR_OP_ROW_(o, lower, number, min_src, max_src) [TSR_OP_##o] = {#o, lower, min_src, max_src},
+#define TSR_OP_ROW_(o, lower, number, min_src, max_src, minor) [TSR_OP_##o] = {#o, lower, min_src, max_src, minor},
     static const tsr_op_traits table[] = {TSR_OPS(TSR_OP_ROW_)};
 #undef TSR_OP_ROW_
     (void)sizeof(char[sizeof table / sizeof table[0] == TSR_OP_COUNT ? 1 : -1]); /* one row per op */

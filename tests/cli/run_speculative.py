@@ -6,6 +6,9 @@ stories260K (greedy, 2 threads' worth of work on one):
   same text as plain decoding, and --verbose reports drafted and accepted
   tokens (all accepted in the self-draft);
 - tessera chat -md gives the plain reply;
+- -r stops the speculative text where it stops the plain one; -i/-if,
+  --mmproj and --prompt-cache-all with speculation, and -i and --mmproj with
+  --grp-attn-n, are refused naming the flags (chat -md --mmproj too);
 - a draft whose vocabulary differs (tessera-synth's --vocab 300, made here) is
   one error naming the sizes; bad --spec-type and --grp-attn-w values name the
   flag;
@@ -66,6 +69,29 @@ with tempfile.TemporaryDirectory() as d:
         rc, out, err = gen(STORIES, ["-md", small])
         c.check(rc != 0 and not crashed(rc, err) and "300 tokens, the target's 512" in err,
                 f"vocabulary mismatch: rc {rc}: {err[-300:]!r}")
+
+# -r halts the speculative text where it halts the plain one (a step's tokens
+# past the reverse prompt are not printed).
+rc0, plain, _ = gen(STORIES, [])
+rev = plain.strip()[16:22]
+rc0, plain_r, err0 = gen(STORIES, ["-r", rev])
+rc1, fast_r, err1 = gen(STORIES, ["-r", rev, "-md", STORIES, "--draft-p-min", "0"])
+c.check(rc0 == 0 and rc1 == 0 and plain_r == fast_r and plain_r.rstrip().endswith(rev)
+        and len(plain_r) < len(plain), f"-r {rev!r}: rc {rc0} {rc1}:\n{plain_r!r}\n{fast_r!r}")
+
+# What does not combine is refused before loading anything, naming the flags.
+for extra, needle in [(["-md", STORIES, "-i"], "speculative decoding works without -i"),
+                      (["--spec-type", "ngram-simple", "-if"], "speculative decoding works without -if"),
+                      (["-md", STORIES, "--mmproj", "x.gguf"], "speculative decoding works without --mmproj"),
+                      (["--grp-attn-n", "4", "--grp-attn-w", "64", "-i"], "--grp-attn-n works without -i"),
+                      (["--grp-attn-n", "4", "--grp-attn-w", "64", "--mmproj", "x.gguf"],
+                       "--grp-attn-n works without --mmproj"),
+                      (["-md", STORIES, "--prompt-cache", "x.bin", "--prompt-cache-all"],
+                       "speculative decoding works without --prompt-cache-all")]:
+    rc, out, err = gen(STORIES, extra)
+    c.check(rc == 2 and needle in err, f"{extra}: rc {rc}: {err!r}")
+rc, out, err = run(CHAT + ["-md", STORIES, "--mmproj", "x.gguf"])
+c.check(rc != 0 and not crashed(rc, err) and "works without --mmproj" in err, f"chat -md --mmproj: rc {rc}: {err!r}")
 
 rc, out, err = gen(STORIES, ["--spec-type", "eagle"])
 c.check(rc == 2 and "--spec-type" in err, f"--spec-type eagle: rc {rc}: {err!r}")

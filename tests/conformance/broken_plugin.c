@@ -10,6 +10,13 @@
  *          when there is room in the buffer: must fail
  *   MUL_MAT says yes to every node, even malformed ones, then computes
  *          nothing: must fail (and MALFORMED must fail)
+ *   MUL_MAT_ID (F32) two bugs: every slot reads the token's first row
+ *          (n_b = n_used taken for 1), and an expert id out of range is
+ *          clamped into it (read, not refused): must fail on both
+ *   SSM_CONV (ABI 1.4 build only) flips the kernel (w[K-1-k], a
+ *          convolution where ggml's is a correlation): must fail
+ *   SSM_SCAN (ABI 1.4 build only) gives head h group h % G instead of
+ *          h / (H / G): must fail (the cases have G > 1 and H / G > 1)
  *   others declined: "unsupported (falls back)"
  * With BROKEN_PLUGIN_NO_DEVICE=1 in the environment, init reports zero
  * devices and a reason (the suite must skip, exit 77). With
@@ -87,6 +94,64 @@ static void scale_and_scribble(const tsr_node *n) {
     if (b && end + 4 <= b->data + b->size) memset(end, 0, 4); /* the bug */
 }
 
+#if TSR_ABI_MINOR >= 4
+/* dst[:, s, t] = w[:, :, ids[s, t]] . x[:, 0, t] -- the bugs: row 0 for
+ * every slot, and ids clamped into 0..E-1 */
+static void mul_mat_id_wrong(const tsr_node *n) {
+    const tsr_tensor *w = n->src[0], *x = n->src[1], *ids = n->src[2], *d = n->dst;
+    for (int64_t t = 0; t < d->ne[2]; t++)
+        for (int64_t s = 0; s < d->ne[1]; s++) {
+            int32_t e;
+            memcpy(&e, base_of(ids) + s * ids->nb[0] + t * ids->nb[1], sizeof e);
+            e = e < 0 ? 0 : e >= w->ne[2] ? (int32_t)(w->ne[2] - 1) : e;
+            for (int64_t m = 0; m < d->ne[0]; m++) {
+                double sum = 0.0;
+                for (int64_t k = 0; k < w->ne[0]; k++) sum += (double)*at(w, k, m, e, 0) * *at(x, k, 0, t, 0);
+                *at(d, m, s, t, 0) = (float)sum;
+            }
+        }
+}
+
+static void ssm_conv_flipped(const tsr_node *n) {
+    const tsr_tensor *sx = n->src[0], *w = n->src[1], *d = n->dst;
+    const int64_t K = w->ne[0];
+    for (int64_t s = 0; s < d->ne[2]; s++)
+        for (int64_t t = 0; t < d->ne[1]; t++)
+            for (int64_t c = 0; c < d->ne[0]; c++) {
+                float acc = 0.0f;
+                for (int64_t k = 0; k < K; k++) acc += *at(sx, t + k, c, s, 0) * *at(w, K - 1 - k, c, 0, 0); /* the bug */
+                *at(d, c, t, s, 0) = acc;
+            }
+}
+
+static void ssm_scan_wrong_groups(const tsr_node *n) {
+    const tsr_tensor *st = n->src[0], *x = n->src[1], *dt = n->src[2], *a = n->src[3];
+    const int64_t N = st->ne[0], P = st->ne[1], H = st->ne[2], S = st->ne[3], T = x->ne[1];
+    const int64_t G = (x->ne[0] - P * H) / (2 * N);
+    float *y = (float *)(void *)base_of(n->dst), *fin = y + P * H * T * S;
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t g = h % G; /* the bug */
+            const float A = a->ne[0] == H ? *at(a, h, 0, 0, 0) : *at(a, 0, h, 0, 0);
+            float *hs = fin + (s * H + h) * P * N;
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t i = 0; i < N; i++) hs[p * N + i] = *at(st, i, p, h, s);
+            for (int64_t t = 0; t < T; t++) {
+                const float v = *at(dt, h, t, s, 0), sp = v > 20.0f ? v : log1pf(expf(v));
+                for (int64_t p = 0; p < P; p++) {
+                    float acc = 0.0f;
+                    for (int64_t i = 0; i < N; i++) {
+                        float *e = &hs[p * N + i];
+                        *e = *e * expf(sp * A) + *at(x, P * H + g * N + i, t, s, 0) * *at(x, h * P + p, t, s, 0) * sp;
+                        acc += *e * *at(x, P * H + G * N + g * N + i, t, s, 0);
+                    }
+                    y[((s * T + t) * H + h) * P + p] = acc;
+                }
+            }
+        }
+}
+#endif
+
 static int crash_wanted(const char *what) {
     const char *e = getenv("BROKEN_PLUGIN_CRASH");
     return e && !strcmp(e, what);
@@ -104,6 +169,11 @@ static tsr_status q_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes
         case TSR_OP_GELU: gelu_contiguous(n); break;
         case TSR_OP_SCALE: scale_and_scribble(n); break;
         case TSR_OP_MUL_MAT: break; /* the bug: nothing computed */
+#if TSR_ABI_MINOR >= 4
+        case TSR_OP_MUL_MAT_ID: mul_mat_id_wrong(n); break;
+        case TSR_OP_SSM_CONV: ssm_conv_flipped(n); break;
+        case TSR_OP_SSM_SCAN: ssm_scan_wrong_groups(n); break;
+#endif
         default: return TSR_ERR_UNSUPPORTED;
         }
     }
@@ -158,6 +228,12 @@ static int32_t d_supports(tsr_device *d, const tsr_node *n) {
     case TSR_OP_MUL:
     case TSR_OP_GELU:
     case TSR_OP_SCALE: return all_f32(n);
+#if TSR_ABI_MINOR >= 4
+    case TSR_OP_MUL_MAT_ID:
+        return n->src[0]->dtype == TSR_DTYPE_F32 && n->src[1]->dtype == TSR_DTYPE_F32 && n->dst->dtype == TSR_DTYPE_F32;
+    case TSR_OP_SSM_CONV: return all_f32(n);
+    case TSR_OP_SSM_SCAN: return all_f32(n) && n->dst->nb[0] == 4;
+#endif
     default: return 0;
     }
 }

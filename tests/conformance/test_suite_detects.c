@@ -54,6 +54,11 @@ TEST(test_suite_detects) {
     expect(broken, "GELU", 1, "re-run one case: tessera plugin check");
     expect(broken, "SCALE", 1, "lies outside dst and was changed");
     expect(broken, "MUL_MAT", 1, "FAIL");
+    /* MUL_MAT_ID: slot rows (n_b = n_used) and ids out of range, clamped */
+    expect(broken, "MUL_MAT_ID", 1, "x F32 [17, 2, 5], 2 of 3 per token: element");
+    expect(broken, "MUL_MAT_ID", 1, "F32 [64, 6, 4] with ids 4 and 7 of 4 experts: element 0");
+    expect(broken, "SSM_CONV", 1, "FAIL");
+    expect(broken, "SSM_SCAN", 1, "FAIL");
     /* 1.1: the host validates, the device is never asked; 1.0: must decline */
     expect(broken, "MALFORMED", 0, "0 failed");
     expect(broken10, "MALFORMED", 1, "supports_op accepted a malformed node");

@@ -347,6 +347,50 @@ static void test_mul_mat_model_shapes(void) {
         }
 }
 
+/* MUL_MAT_ID (ABI 1.4) on expert shapes: decoding (one token) and prompts
+ * (the slots grouped by expert, several tokens per expert), n_b 1 and
+ * n_used, against ref; the result of each slot is that of MUL_MAT, so the
+ * bound is MUL_MAT's. Ids drawn with repeats across tokens (every expert
+ * gets several tokens of a prompt, some none). */
+static void test_mul_mat_id(void) {
+    static const int32_t types[] = {TSR_DTYPE_Q4_0, TSR_DTYPE_Q8_0, TSR_DTYPE_Q4_K, TSR_DTYPE_Q6_K, TSR_DTYPE_F16};
+    static const int64_t shapes[][5] = {
+        /* K, N, E, n_used, T */
+        {512, 48, 8, 2, 1}, {512, 33, 8, 4, 7}, {256, 40, 16, 4, 40}, {1024, 24, 6, 2, 65},
+    };
+    for (int t = 0; t < 5; t++)
+        for (int sh = 0; sh < 4; sh++)
+            for (int nb = 0; nb < 2; nb++) {
+                const int64_t K = shapes[sh][0], N = shapes[sh][1], E = shapes[sh][2], n_used = shapes[sh][3];
+                const int64_t T = shapes[sh][4], n_b = nb ? n_used : 1;
+                tensor *w = tensor_new(types[t], K, N, E, 1), *x = tensor_new(TSR_DTYPE_F32, K, n_b, T, 1);
+                tensor *ids = tensor_new(TSR_DTYPE_I32, n_used, T, 1, 1);
+                int32_t *id = (int32_t *)(void *)ids->mem;
+                for (int64_t i = 0; i < n_used * T; i++) id[i] = (int32_t)((i * 7 + i / n_used * 3) % E);
+                fill_model_like(x);
+                tensor *oa = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1), *or_ = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1);
+                char what[96];
+                snprintf(what, sizeof what, "MUL_MAT_ID %s K%lld N%lld E%lld %lld/tok T%lld n_b %lld",
+                         dtype_name(types[t]), (long long)K, (long long)N, (long long)E, (long long)n_used,
+                         (long long)T, (long long)n_b);
+                scale_floor = mm_scale(&w->t, &x->t);
+                check_node(what, make_node(TSR_OP_MUL_MAT_ID, 3, &w->t, &x->t, &ids->t, NULL), oa, or_,
+                           types[t] == TSR_DTYPE_F16 ? 1e-3 : 2e-3, 1);
+                scale_floor = 1e-6;
+                tensor_free(w), tensor_free(x), tensor_free(ids), tensor_free(oa), tensor_free(or_);
+            }
+    /* an id out of range: compute fails, nothing is read through it */
+    tensor *w = tensor_new(TSR_DTYPE_Q8_0, 64, 4, 3, 1), *x = tensor_new(TSR_DTYPE_F32, 64, 1, 2, 1);
+    tensor *ids = tensor_new(TSR_DTYPE_I32, 2, 2, 1, 1), *o = tensor_new(TSR_DTYPE_F32, 4, 2, 2, 1);
+    const int32_t bad[4] = {0, 2, 1, 3};
+    memcpy(ids->mem, bad, sizeof bad);
+    tsr_node n = make_node(TSR_OP_MUL_MAT_ID, 3, &w->t, &x->t, &ids->t, NULL);
+    n.dst = &o->t;
+    if (queue->api->compute(queue, &n, 1) != TSR_ERR_INVALID) ADD_FAILURE("MUL_MAT_ID with expert 3 of 3 was not refused");
+    else printf("ok   MUL_MAT_ID expert id out of range is an error\n");
+    tensor_free(w), tensor_free(x), tensor_free(ids), tensor_free(o);
+}
+
 static void test_get_rows(void) {
     for (int t = 0; t < N_WEIGHT_TYPES; t++) {
         int32_t wt = weight_types[t];
@@ -583,10 +627,10 @@ static void test_decline_reasons(void) {
     n.fparams[TSR_SOFT_MAX_F_SCALE] = 1.0f;
     n.fparams[TSR_SOFT_MAX_F_MAX_BIAS] = 8.0f;
     expect_declined("SOFT_MAX with ALiBi", &n, "ALiBi (max_bias 8)");
-    tsr_tensor w = shape_only(TSR_DTYPE_IQ4_NL, 64, 4, 1), mo = shape_only(TSR_DTYPE_F32, 4, 3, 2);
+    tsr_tensor w = shape_only(TSR_DTYPE_Q8_1, 64, 4, 1), mo = shape_only(TSR_DTYPE_F32, 4, 3, 2);
     n = make_node(TSR_OP_MUL_MAT, 2, &w, &x, NULL, NULL);
     n.dst = &mo;
-    expect_declined("MUL_MAT of IQ4_NL weights", &n, "dot kernel for IQ4_NL weights");
+    expect_declined("MUL_MAT of Q8_1 weights", &n, "dot kernel for Q8_1 weights");
     tsr_tensor h = shape_only(TSR_DTYPE_F16, 64, 3, 2), q8 = shape_only(TSR_DTYPE_Q8_0, 64, 3, 2);
     n = make_node(TSR_OP_CPY, 1, &h, NULL, NULL, NULL);
     n.dst = &q8;
@@ -681,6 +725,7 @@ TEST(test_one_thread) {
     host.n_threads = 1;
     test_mul_mat();
     test_mul_mat_model_shapes();
+    test_mul_mat_id();
     test_flash_attn();
     test_get_rows();
     test_elementwise();
@@ -700,6 +745,7 @@ TEST(test_three_threads) {
     host.n_threads = 3;
     test_mul_mat();
     test_mul_mat_model_shapes();
+    test_mul_mat_id();
     test_flash_attn();
 }
 

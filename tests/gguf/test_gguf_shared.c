@@ -130,7 +130,8 @@ static void check_synth(const gguf_file *f, const char *type) {
     static const struct { const char *name; int32_t dtype; } types[] = {
         {"f32", 0}, {"F16", 1}, {"BF16", 30}, {"Q4_0", 2}, {"Q4_1", 3}, {"Q5_0", 6},
         {"Q5_1", 7}, {"Q8_0", 8}, {"Q2_K", 10}, {"Q3_K_S", 11}, {"Q4_K_S", 12},
-        {"Q5_K_S", 13}, {"Q6_K", 14}, {"Q4_K_M-mix", 12},
+        {"Q5_K_S", 13}, {"Q6_K", 14}, {"Q4_K_M-mix", 12}, {"IQ4_NL", 20}, {"IQ4_XS", 23},
+        {"TQ1_0", 34}, {"TQ2_0", 35}, {"IQ4_NL-mix", 20}, {"IQ4_XS-mix", 23}, {"TQ1_0-mix", 34},
     };
     check_str(f, "general.architecture", "llama");
     check_u32(f, "llama.block_count", 4);

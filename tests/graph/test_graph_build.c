@@ -1,12 +1,15 @@
 /* graph building: shapes, views, node order and shape errors as messages. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <tessera/plugin_util.h>
 
 #include "harness.h"
 #include "graph/graph.h"
+#include "ref/ref.h"
 #include "util/error.h"
 
 static int shape_is(const graph_tensor *t, int64_t a, int64_t b, int64_t c, int64_t d) {
@@ -165,6 +168,98 @@ TEST(test_errors) {
     graph_free(g);
 }
 
+/* Run every node of g on ref, each tensor in its own calloc'd storage
+ * (views into their storage's); returns the storage to free. */
+static void **run_on_ref(graph *g) {
+    const int32_t n = graph_n_tensors(g);
+    void **mem = calloc((size_t)n, sizeof *mem);
+    for (int32_t i = 0; i < n; i++) {
+        graph_tensor *t = graph_tensor_at(g, i);
+        if (t->view_src) continue;
+        if (!t->t.data) mem[i] = calloc(1, graph_tensor_nbytes(t)), t->t.data = mem[i];
+    }
+    for (int32_t i = 0; i < n; i++) {
+        graph_tensor *t = graph_tensor_at(g, i);
+        if (t->view_src) t->t.data = (uint8_t *)t->view_src->t.data + t->view_offset;
+    }
+    for (int32_t i = 0; i < graph_n_nodes(g); i++) {
+        tsr_node nd;
+        graph_node_to_tsr(graph_node_at(g, i), &nd);
+        EXPECT(ref_compute(&nd, 1, NULL) == TSR_OK, "node %d: %s", (int)i, error_get());
+    }
+    return mem;
+}
+
+static void free_run(graph *g, void **mem) {
+    for (int32_t i = 0; i < graph_n_tensors(g); i++) free(mem[i]);
+    free(mem);
+}
+
+/* graph_mul_mat_id of experts 'exps' Q8_0 [64, 16, 4], activations 'x' F32
+ * [K, n_b, T] and ids 'ids' [2, 5] of ids_dtype must fail with want. */
+static void mul_mat_id_error(int64_t K, int64_t n_b, int64_t T, int32_t ids_dtype, const char *want) {
+    graph *g = graph_new(32);
+    graph_tensor *ex = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_Q8_0, 64, 16, 4), "exps");
+    graph_tensor *x = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, K, n_b, T), "x");
+    graph_tensor *ids = graph_tensor_set_name(graph_tensor_new_2d(g, ids_dtype, 2, 5), "ids");
+    EXPECT(graph_mul_mat_id(g, ex, x, ids) == NULL, "%s: accepted", want);
+    expect_error(g, "mul_mat_id", want);
+    graph_free(g);
+}
+
+/* The mixture-of-experts constructors (ABI 1.4): shapes, errors naming the
+ * tensors, and graph_sigmoid (a composite) computed on ref. */
+TEST(test_moe) {
+    graph *g = graph_new(64);
+    graph_tensor *ex = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_Q4_K, 256, 48, 8), "blk.0.ffn_up_exps");
+    graph_tensor *x = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, 256, 1, 5), "ffn_norm-0");
+    graph_tensor *logits = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 5), "router");
+    graph_tensor *ids = graph_top_k(g, logits, 2);
+    EXPECT(shape_is(ids, 2, 5, 1, 1) && ids->t.dtype == TSR_DTYPE_I32 && ids->op == TSR_OP_TOP_K, "top_k");
+    graph_tensor *up = graph_mul_mat_id(g, ex, x, ids);
+    EXPECT(shape_is(up, 48, 2, 5, 1) && up->op == TSR_OP_MUL_MAT_ID && up->n_src == 3, "mul_mat_id n_b 1");
+    graph_tensor *x2 = graph_tensor_new_3d(g, TSR_DTYPE_F32, 256, 2, 5);
+    EXPECT(shape_is(graph_mul_mat_id(g, ex, x2, ids), 48, 2, 5, 1), "mul_mat_id n_b = n_used");
+    graph_tensor *w = graph_reshape_3d(g, logits, 1, 8, 5);
+    graph_tensor *sel = graph_get_rows(g, w, ids); /* [1, 2, 5] */
+    graph_tensor *sum = graph_sum_rows(g, graph_reshape_2d(g, sel, 2, 5));
+    EXPECT(shape_is(sum, 1, 5, 1, 1) && sum->op == TSR_OP_SUM_ROWS, "sum_rows");
+    graph_tensor *norm = graph_div(g, graph_reshape_2d(g, sel, 2, 5), sum);
+    EXPECT(shape_is(norm, 2, 5, 1, 1) && norm->op == TSR_OP_DIV, "div");
+    EXPECT(graph_check(g) == 0, "no error expected: %s", error_get());
+    graph_free(g);
+
+    mul_mat_id_error(64, 3, 5, TSR_DTYPE_I32, "mul_mat_id: activations 'x' [64, 3, 5]: ne[1] must be 1 or the 2");
+    mul_mat_id_error(64, 1, 4, TSR_DTYPE_I32, "activations 'x' [64, 1, 4] have 4 tokens, ids 'ids' [2, 5] 5");
+    mul_mat_id_error(32, 1, 5, TSR_DTYPE_F32, "mul_mat_id: expert ids 'ids' [2, 5] is F32, expected I32");
+
+    g = graph_new(32);
+    logits = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 5), "router");
+    EXPECT(graph_top_k(g, logits, 9) == NULL, "k 9 of 8");
+    expect_error(g, "top_k", "top_k: 'router' [8, 5]: k = 9 is not 1..8");
+    graph_free(g);
+
+    /* graph_sigmoid on ref: 1 / (1 + e^-x) over a transposed view */
+    g = graph_new(32);
+    float v[6] = {0.0f, 1.0f, -2.0f, 30.0f, -30.0f, 0.25f};
+    graph_tensor *a = graph_tensor_new_2d(g, TSR_DTYPE_F32, 3, 2);
+    graph_tensor_bind(a, GRAPH_INPUT, -1, NULL, 0, v);
+    graph_tensor *sg = graph_sigmoid(g, graph_transpose(g, a));
+    EXPECT(shape_is(sg, 2, 3, 1, 1) && graph_tensor_is_contiguous(sg), "sigmoid shape");
+    EXPECT(graph_check(g) == 0, "sigmoid graph: %s", error_get());
+    if (sg) {
+        void **mem = run_on_ref(g);
+        const float *out = sg->view_src ? sg->view_src->t.data : sg->t.data;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++) {
+                const double want = 1.0 / (1.0 + exp(-(double)v[i * 3 + j]));
+                EXPECT_NEAR(out[j * 2 + i], want, 2e-7, "sigmoid(%g)", (double)v[i * 3 + j]);
+            }
+        free_run(g, mem);
+    }
+    graph_free(g);
+}
+
 /* TSR_OPS gives both spellings of each op's name; they must agree. */
 TEST(test_op_names) {
     for (int32_t op = 0; op < TSR_OP_COUNT; op++) {
@@ -177,4 +272,5 @@ TEST(test_op_names) {
     EXPECT(strcmp(graph_op_name(TSR_OP_COUNT), "unknown-op") == 0, "past the last op (graph)");
 }
 
-HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors), HARNESS_TEST(test_op_names))
+HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors), HARNESS_TEST(test_op_names),
+             HARNESS_TEST(test_moe))

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <tessera/plugin_check.h>
+
 #include "harness.h"
 #include "graph/graph.h"
 #include "host/host.h"
@@ -444,6 +446,24 @@ TEST(test_abi11) {
     EXPECT(!host_device_supports(host_device_find("testdev0"), &silu, why, sizeof why) &&
               strstr(why, "testdev0 does not support it"),
            "1.0 decline: %s", why);
+    /* An op newer than the plugin's ABI (its TSR_OPS line) is never asked
+     * about: testnew is built for this header's minor, testdev for 1.0. */
+    int32_t ids[2] = {0, 1};
+    tsr_tensor we = a, xr = a, ti = {.dtype = TSR_DTYPE_I32, .ne = {2, 1, 1, 1}, .nb = {4, 8, 8, 8}, .data = ids,
+                                   .name = "ids"};
+    we.ne[2] = 2, we.nb[2] = 32, we.nb[3] = 64;
+    xr.ne[1] = 1, xr.nb[2] = 16, xr.nb[3] = 16;
+    tsr_tensor o = {.dtype = TSR_DTYPE_F32, .ne = {2, 2, 1, 1}, .nb = {4, 8, 16, 16}, .data = buf, .name = "moe"};
+    tsr_node moe = {.op = TSR_OP_MUL_MAT_ID, .n_src = 3, .dst = &o, .src = {&we, &xr, &ti}};
+    EXPECT(tsr_node_check(&moe, why, sizeof why) == 0, "the MUL_MAT_ID node is malformed: %s", why);
+    EXPECT(!host_device_supports(host_device_find("testdev0"), &moe, why, sizeof why) &&
+              strstr(why, "plugin built for ABI 1.0, MUL_MAT_ID needs 1."),
+           "1.0 plugin asked about MUL_MAT_ID: %s", why);
+    testnew_stats(st);
+    asked = st[ST_ASKED];
+    EXPECT(!host_device_supports(d, &moe, why, sizeof why) && !strstr(why, "needs 1."), "testnew: %s", why);
+    testnew_stats(st);
+    EXPECT(st[ST_ASKED] == asked + 1, "a plugin of this minor is asked about MUL_MAT_ID");
 
     /* Weights: split over buffers of at most 4096 bytes, aligned to 128,
      * sized by weight_size (repacked +64), stored by weight_write. */

@@ -57,7 +57,7 @@ int mini_forward(const model *m, kv_cache *kv, const int32_t *tokens, int32_t n,
                  float *out) {
     model_batch_graph bg;
     const int32_t n_kv = pos + n, n_out = all ? n : 1;
-    if (model_build_graph(m, kv, n, &pos, &n_kv, n_out, &bg) != 0) return -1;
+    if (model_build_graph(m, kv, NULL, n, &pos, &n_kv, n_out, &bg) != 0) return -1;
     int rc = -1;
     int32_t *positions = malloc((size_t)n * sizeof *positions);
     if (!positions || mini_alloc(bg.g) != 0) goto done;

@@ -1,4 +1,6 @@
-"""The keys of granite, mistral3 and smollm3 files: each missing, malformed
+"""The keys of granite, mistral3, smollm3, the mixture-of-experts files
+(qwen3moe, olmoe, granitemoe, llama with experts) and the recurrent hybrids:
+each missing, malformed
 or out-of-range key is one clear error naming the key (a non-zero exit, not
 a crash), and the keys change the numbers they should (a model differs when
 one of its multipliers, its temperature or its rope switch changes)."""
@@ -51,8 +53,32 @@ bad = [
      ["mistral3.rope.scaling.original_context_length"]),
     ("mistral3", ["--set", "mistral3.rope.scaling.type=ntk"], ["mistral3.rope.scaling.type", "ntk"]),
     ("mistral3", ["--set", "mistral3.rope.scaling.factor=-2.0"], ["factor", "negative"]),
+    # mixture of experts: missing and contradicting keys, tensors that disagree with them
+    ("qwen3moe", ["--unset", "qwen3moe.expert_count"], ["qwen3moe.expert_count", "not found"]),
+    ("qwen3moe", ["--unset", "qwen3moe.expert_used_count"], ["qwen3moe.expert_used_count", "not found"]),
+    ("qwen3moe", ["--set", "qwen3moe.expert_count=4"], ["blk.0.ffn_gate_inp.weight", "shape"]),
+    ("qwen3moe", ["--set", "qwen3moe.expert_feed_forward_length=40"], ["blk.0.ffn_gate_exps.weight", "shape"]),
+    ("olmoe", ["--kv-heads", "4", "--set", "olmoe.expert_used_count=0"], ["olmoe.expert_used_count"]),
+    ("granitemoe", ["--set", "granitemoe.expert_used_count=9"], ["expert_used_count 9", "expert_count 8"]),
+    ("granitemoe", ["--set", "granitemoe.expert_shared_feed_forward_length=32"],
+     ["blk.0.ffn_gate_shexp.weight", "missing"]),
+    ("qwen2moe", ["--unset", "qwen2moe.expert_shared_feed_forward_length"],
+     ["qwen2moe.expert_shared_feed_forward_length", "not found"]),
+    ("llama", ["--experts", "8", "--unset", "llama.expert_used_count"], ["llama.expert_used_count", "not found"]),
+    ("llama", ["--set", "llama.expert_used_count=2"], ["expert_used_count", "without expert_count"]),
     ("smollm3", ["--unset", "smollm3.block_count"], ["smollm3.block_count"]),
     ("smollm3", ["--set", "smollm3.attention.head_count=3"], ["head_count"]),
+    # recurrent hybrids (issue 43)
+    ("lfm2", ["--unset", "lfm2.shortconv.l_cache"], ["lfm2.shortconv.l_cache", "not found"]),
+    ("lfm2", ["--set", "lfm2.shortconv.l_cache=1"], ["lfm2.shortconv.l_cache", "2..64"]),
+    # a scalar head_count_kv: every block attends, so block 0's attention is missing
+    ("lfm2", ["--set", "lfm2.attention.head_count_kv=2"], ["blk.0.attn_q.weight"]),
+    ("lfm2", ["--set", "lfm2.attention.head_count_kv=abc"], ["lfm2.attention.head_count_kv"]),
+    ("mamba2", ["--unset", "mamba2.ssm.state_size"], ["mamba2.ssm.state_size", "not found"]),
+    ("mamba2", ["--set", "mamba2.ssm.group_count=3"], ["ssm.group_count", "whole heads"]),
+    ("mamba2", ["--set", "mamba2.ssm.state_size=17"], ["blk.0.ssm_in.weight"]),
+    ("granitehybrid", ["--set", "granitehybrid.logit_scale=0.0"], ["granitehybrid.logit_scale", "positive"]),
+    ("granitehybrid", ["--unset", "granitehybrid.ssm.conv_kernel"], ["granitehybrid.ssm.conv_kernel", "not found"]),
 ]
 for arch, edits, words in bad:
     rc, out, err = run(synth(arch, *edits))

@@ -26,6 +26,8 @@
  *   --tie-cap   the cap of the near-tie threshold in mode real (default 0.1)
  *   -fa on|off|auto  flash attention (default: the library's, auto)
  *   -ctk, -ctv  KV cache types (f16, q8_0, ...; default f16)
+ *   --lora PATH SCALE  a LoRA adapter in use (repeatable; the golden made
+ *               with llama.cpp's llama_set_adapters_lora: tests/lora)
  *   --steps N   check only the first N greedy steps of each case (the slow
  *               devices: a CPU-emulated GPU decodes a few tokens a second)
  *   --kernels   skip (exit 77) unless the device's description names these
@@ -54,6 +56,11 @@ typedef struct result {
 
 static double tie_cap = 0.1;
 static tessera_context_params ctx_opts; /* -fa, -ctk, -ctv */
+enum { MAX_LORA = 8 };
+static const char *lora_paths[MAX_LORA]; /* --lora PATH SCALE */
+static float lora_scales[MAX_LORA];
+static tessera_lora *loras[MAX_LORA]; /* of the model being tested */
+static int n_lora;
 
 static int run_case(tessera_model *m, const golden_case *g, const char *mode, result *r) {
     memset(r, 0, sizeof *r);
@@ -68,8 +75,9 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
     if (cp.n_ctx < 64) cp.n_ctx = 64;
     cp.n_threads = 2;
     tessera_context *ctx = tessera_context_new(m, &cp);
-    if (!ctx) {
+    if (!ctx || tessera_context_set_loras(ctx, loras, lora_scales, n_lora) != 0) {
         printf("  context: %s\n", tessera_last_error());
+        tessera_context_free(ctx);
         return -1;
     }
     /* The golden tokens, so a tokenizer difference does not hide the rest. */
@@ -150,12 +158,13 @@ static int run_case(tessera_model *m, const golden_case *g, const char *mode, re
 }
 
 /* The command line: test_golden MODEL_NAME strict|quant|real [TOL] [--model M] [--golden PATH]
- * [--device NAME] [--kernels K] [--tie-cap X] [-ngl N] [--steps N] [-fa on|off|auto] [-ctk T] [-ctv T];
+ * [--device NAME] [--kernels K] [--tie-cap X] [-ngl N] [--cpu-moe] [--steps N] [-fa on|off|auto] [-ctk T]
+ * [-ctv T];
  * sets tie_cap and ctx_opts. */
 typedef struct golden_args {
     const char *name, *mode, *model_arg, *golden_arg, *device, *kernels;
     double tol;
-    int32_t ngl, steps;
+    int32_t ngl, steps, n_cpu_moe;
 } golden_args;
 
 static void parse_args(golden_args *a) {
@@ -177,8 +186,14 @@ static void parse_args(golden_args *a) {
             a->kernels = harness_arg(++i);
         else if (!strcmp(arg, "-ngl") && next)
             a->ngl = atoi(harness_arg(++i));
-        else if (!strcmp(arg, "--steps") && next)
+        else if (!strcmp(arg, "--lora") && next && harness_arg(i + 2)) {
+            REQUIRE(n_lora < MAX_LORA, "more than %d --lora", MAX_LORA);
+            lora_paths[n_lora] = harness_arg(++i);
+            lora_scales[n_lora++] = (float)atof(harness_arg(++i));
+        } else if (!strcmp(arg, "--steps") && next)
             a->steps = atoi(harness_arg(++i));
+        else if (!strcmp(arg, "--cpu-moe"))
+            a->n_cpu_moe = TESSERA_CPU_MOE_ALL;
         else if (!strcmp(arg, "-fa") && next) {
             const char *v = harness_arg(++i);
             REQUIRE(!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"), "-fa %s is not on, off or auto", v);
@@ -227,10 +242,16 @@ TEST(test_golden) {
         tessera_model_params mp = tessera_model_default_params();
         mp.devices = device ? device : dev->name;
         mp.n_gpu_layers = a.ngl;
+        mp.n_cpu_moe = a.n_cpu_moe;
         tessera_model *m = tessera_model_load(path.s, &mp);
         if (!m) {
             ADD_FAILURE("%s on %s: %s", name, dev->name, tessera_last_error());
             continue;
+        }
+        for (int i = 0; i < n_lora; i++) {
+            harness_path lp = harness_file(lora_paths[i]);
+            loras[i] = tessera_lora_load(m, lp.s);
+            REQUIRE(loras[i], "%s", tessera_last_error());
         }
         for (int c = 0; c < n_cases; c++) {
             result r;

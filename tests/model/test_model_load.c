@@ -127,7 +127,7 @@ static int forward(const model *m, float *out) {
                           .dtype_k = TSR_DTYPE_F32, .dtype_v = TSR_DTYPE_F32};
     kv_cache *kv = kv_cache_new(&kp);
     model_batch_graph bg;
-    if (!kv || model_build_graph(m, kv, 5, (int32_t[]){0}, (int32_t[]){5}, 1, &bg) != 0 || mini_alloc(bg.g) != 0) return -1;
+    if (!kv || model_build_graph(m, kv, NULL, 5, (int32_t[]){0}, (int32_t[]){5}, 1, &bg) != 0 || mini_alloc(bg.g) != 0) return -1;
     for (int i = 0; i < 5; i++) {
         ((int32_t *)bg.tokens->t.data)[i] = toks[i];
         ((int32_t *)bg.pos->t.data)[i] = i;

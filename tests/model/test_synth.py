@@ -151,6 +151,37 @@ for arch, extra, have, lack, keys in archs:
     rc, out, err = run("run", "-m", path, "-p", "Once upon a time", "-n", "8", "--temp", "0")
     check(rc == 0 and "tokens/s" in err, f"run {arch}: {rc} {err[-300:]}")
 
+# Mixture of experts: the router (kept F32), the experts stacked in 3-D, the
+# family's keys; each runs.
+moe = [
+    ("qwen3moe", ["--head-dim", "48", "--expert-ffn", "64", "--experts", "4", "--experts-used", "2"],
+     {"blk.0.ffn_gate_inp.weight": (0, [128, 4]), "blk.1.ffn_gate_exps.weight": (8, [128, 64, 4]),
+      "blk.1.ffn_down_exps.weight": (8, [64, 128, 4]), "blk.0.attn_q_norm.weight": (0, [48])},
+     {"qwen3moe.expert_count": 4, "qwen3moe.expert_used_count": 2, "qwen3moe.expert_feed_forward_length": 64}),
+    ("olmoe", ["--kv-heads", "4"],
+     {"blk.0.ffn_up_exps.weight": (8, [128, 192, 8]), "blk.0.attn_k_norm.weight": (0, [128])},
+     {"olmoe.expert_count": 8, "olmoe.expert_used_count": 2}),
+    ("granitemoe", ["--shared-ffn", "96"],
+     {"blk.3.ffn_gate_shexp.weight": (8, [128, 96]), "blk.3.ffn_down_shexp.weight": (8, [96, 128]),
+      "blk.3.ffn_down_exps.weight": (8, [192, 128, 8])},
+     {"granitemoe.expert_shared_feed_forward_length": 96, "granitemoe.embedding_scale": 12.0}),
+    ("llama", ["--experts", "4", "--experts-used", "1"], {"blk.0.ffn_gate_exps.weight": (8, [128, 192, 4])},
+     {"llama.expert_count": 4, "llama.expert_used_count": 1}),
+]
+for arch, extra, have, keys in moe:
+    path = os.path.join(tmp, arch + "-moe.gguf")
+    rc, err = synth(path, *small, "--arch", arch, "--type", "Q8_0", *extra)
+    if not check(rc == 0, f"synth {arch}: {err}"):
+        continue
+    tt, kv = read_header(path)
+    for name, want in have.items():
+        check(tt.get(name) == want, f"{arch}: {name} {tt.get(name)}, want (type, shape) {want}")
+    check("blk.0.ffn_gate.weight" not in tt, f"{arch}: a dense FFN beside the experts")
+    for k, v in keys.items():
+        check(kv.get(k) == v, f"{arch}: {k} = {kv.get(k)!r}, want {v!r}")
+    rc, out, err = run("run", "-m", path, "-p", "Once upon a time", "-n", "8", "--temp", "0")
+    check(rc == 0 and "tokens/s" in err, f"run {arch}: {rc} {err[-300:]}")
+
 # --set and --unset.
 ed = os.path.join(tmp, "edited.gguf")
 rc, err = synth(ed, *shape, "--set", "llama.rope.freq_base=500.0", "--set", "llama.context_length=77",
@@ -171,7 +202,13 @@ for args, word in [(["--dim", "100", "--heads", "8"], "--heads"),
                    (["--rope-dims", "80"], "--rope-dims"),
                    (["--set", "novalue"], "KEY=VALUE"),
                    (["--unset", "llama.no_such_key"], "llama.no_such_key"),
-                   (["--layers", "zero"], "--layers")]:
+                   (["--layers", "zero"], "--layers"),
+                   (["--arch", "qwen2", "--experts", "4"], "qwen2 has no experts"),
+                   (["--experts-used", "2"], "need --experts"),
+                   (["--arch", "olmoe", "--experts", "2", "--experts-used", "3"], "--experts-used 3"),
+                   (["--arch", "olmoe", "--expert-ffn", "64"], "--expert-ffn"),
+                   (["--arch", "olmoe", "--kv-heads", "2"], "--kv-heads must equal"),
+                   (["--arch", "qwen3moe", "--shared-ffn", "64"], "no shared expert")]:
     rc, err = synth(bad, *args)
     check(rc != 0 and word in err and not os.path.exists(bad), f"{args}: rc {rc}, {err!r}")
     check(not os.path.exists(bad + ".tmp"), f"{args}: temp file left behind")

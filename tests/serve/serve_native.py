@@ -184,8 +184,8 @@ def test_field_policy():
         post(srv, "/v1/completions", {"prompt": PROMPT, "max_tokens": 2, "n_predict": 5, "top_k": 3,
                                       "repeat_penalty": 1.1, "cache_prompt": False, "id_slot": 1,
                                       "samplers": ["top_k", "temperature"]})
-        bad(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "mirostat": 2}, 400,
-            "mirostat", "mirostat on")
+        bad(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "mirostat": 3}, 400,
+            "mirostat", "mirostat 3")
         bad(srv, "/v1/completions", {"prompt": "x", "tools": [{"type": "function"}]}, 400, "tools",
             "a chat field on completions")
         bad(srv, "/v1/completions", {"prompt": "x", "samplers": ["nope"]}, 400, "samplers", "unknown sampler")

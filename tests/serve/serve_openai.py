@@ -146,10 +146,10 @@ def test_fields():
         expect(lp.choices[0].text == best and ids.choices[0].text == second,
                "logit_bias ban: %r then %r, want %r" % (best, ids.choices[0].text, second))
         try:
-            c.chat.completions.create(model="m", messages=msgs, max_tokens=2, extra_body={"mirostat": 2})
-            raise Failure("unknown field accepted")
+            c.chat.completions.create(model="m", messages=msgs, max_tokens=2, extra_body={"mirostat": 3})
+            raise Failure("mirostat 3 accepted")
         except openai.BadRequestError as ex:
-            expect(ex.param == "mirostat" and "mirostat" in str(ex), "unknown field error %r" % ex)
+            expect(ex.param == "mirostat" and "mirostat" in str(ex), "bad mirostat error %r" % ex)
 
 
 WEATHER = [{"type": "function", "function": {

@@ -19,6 +19,7 @@
 static const char *const files[] = {
     "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
     "Q2_K", "Q3_K_S", "Q4_K_S", "Q5_K_S", "Q6_K", "Q4_K_M-mix",
+    "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "IQ4_NL-mix", "IQ4_XS-mix", "TQ1_0-mix",
 };
 
 static int64_t nelements(const gguf_tensor_info *t) {

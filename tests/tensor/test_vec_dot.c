@@ -50,16 +50,14 @@ TEST(test_vec_dot) {
                 y[i] = (float)(grand() + (trial == 1 ? 0.5 : 0.0)); /* biased: exercises mins */
             }
             /* weights: from the type's quantizer, or for types Tessera
-             * cannot produce (IQ4_NL) random bytes with a sane fp16 scale */
+             * cannot produce (the grid IQ formats) random bytes with a
+             * sane scale */
             if (tr->from_f32) {
                 tr->from_f32(x, xq, N);
             } else {
                 for (size_t i = 0; i < dtype_row_bytes(t, N); i++) xq[i] = (unsigned char)(urand() * 256);
-                for (size_t b = 0; b < dtype_row_bytes(t, N); b += tr->block_bytes) {
-                    uint16_t h = f32_to_fp16((float)(0.01 + urand() * 0.02));
-                    xq[b] = (unsigned char)(h & 0xff);
-                    xq[b + 1] = (unsigned char)(h >> 8);
-                }
+                for (size_t b = 0; b < dtype_row_bytes(t, N); b += tr->block_bytes)
+                    REQUIRE(dtype_block_set_scale(t, xq + b, (float)(0.01 + urand() * 0.02)) == 0, "%s", tr->name);
             }
             tr->to_f32(xq, xd, N);
             act->from_f32(y, yq, N);

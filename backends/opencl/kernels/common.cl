@@ -27,6 +27,7 @@
 #define DT_Q5_K 13
 #define DT_Q6_K 14
 #define DT_IQ4_NL 20
+#define DT_IQ4_XS 23
 #define DT_I32 26
 #define DT_BF16 30
 

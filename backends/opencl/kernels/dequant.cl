@@ -19,6 +19,9 @@
  *   Q4_K  {f16 d, dmin; u8 scales[12]; u8 qs[128]}
  *   Q5_K  {f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]}
  *   Q6_K  {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}
+ *   IQ4_XS {f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}: sub-block j
+ *         has the 6-bit scale ls = (4 bits of scales_l, 2 of scales_h) and
+ *         x = (d * (ls - 32)) * table[q], nibbles as IQ4_NL in qs[16 j..]
  */
 #define BYTES_Q4_0 18
 #define BYTES_Q4_1 20
@@ -30,6 +33,7 @@
 #define BYTES_Q4_K 144
 #define BYTES_Q5_K 176
 #define BYTES_Q6_K 210
+#define BYTES_IQ4_XS 136
 
 constant char iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                    1,    13,   25,  38,  53,  69,  89,  113};
@@ -167,6 +171,15 @@ void dequant32(const global uchar *row, int type, long c, float *out) {
             int q = (lo | (((qh[l] >> (2 * k)) & 3) << 4)) - 32;
             out[l] = d * (float)scales[l / 16 + 2 * k] * (float)q;
         }
+        break;
+    }
+    case DT_IQ4_XS: {
+        const global uchar *b = row + (c / 8) * BYTES_IQ4_XS;
+        const int sub = (int)(c % 8);
+        const int sh = b[2] | (b[3] << 8);
+        const int ls = ((b[4 + sub / 2] >> (4 * (sub % 2))) & 0xF) | (((sh >> (2 * sub)) & 3) << 4);
+        const float dl = load_f16(b) * (float)(ls - 32);
+        for (int j = 0; j < 32; j++) out[j] = dl * (float)iq4nl_values[nibble(b + 8 + 16 * sub, j)];
         break;
     }
     default:

@@ -1,12 +1,14 @@
 /*
- * elementwise.cl - ADD, MUL (src1 broadcast), SCALE, SILU, GELU, SWIGLU,
+ * elementwise.cl - ADD, MUL, DIV (src1 broadcast), SCALE, SILU, GELU, SWIGLU,
  * CONCAT.
  *
  * Work-item (i0, i1, i2 + ne2 * i3) of dst's shape computes that one element;
  * it reads its sources before writing, so dst may alias src0 in place.
  */
-#define OP_ADD 2
-#define OP_MUL 3
+/* k_binary's modes (ocl_ops.c: op_binary) */
+#define BIN_ADD 0
+#define BIN_MUL 1
+#define BIN_DIV 2
 #define OP_SCALE 4
 #define OP_SILU 10
 #define OP_GELU 11
@@ -21,13 +23,14 @@ static inline int item_coords(long4 ne, long *i0, long *i1, long *i2, long *i3) 
     return *i0 < ne.s0 && *i1 < ne.s1 && *i3 < ne.s3;
 }
 
-kernel void k_binary(TENSOR(a), TENSOR(b), TENSOR(d), int op) {
+kernel void k_binary(TENSOR(a), TENSOR(b), TENSOR(d), int mode) {
     long i0, i1, i2, i3;
     if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
     float x = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
     float y = load_float(b_type, BASE(b) + OFFSET(b, i0 % b_ne.s0, i1 % b_ne.s1, i2 % b_ne.s2,
                                                   i3 % b_ne.s3));
-    store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), op == OP_MUL ? x * y : x + y);
+    store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3),
+                mode == BIN_MUL ? x * y : mode == BIN_DIV ? x / y : x + y);
 }
 
 static inline float silu(float x) { return x / (1.0f + exp(-x)); }

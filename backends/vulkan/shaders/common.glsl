@@ -30,7 +30,7 @@ layout(std430, binding = 5) readonly buffer Params {
 // GGUF dtype numbers
 const uint DT_F32 = 0u, DT_F16 = 1u, DT_Q4_0 = 2u, DT_Q4_1 = 3u, DT_Q5_0 = 6u, DT_Q5_1 = 7u,
            DT_Q8_0 = 8u, DT_Q8_1 = 9u, DT_Q2_K = 10u, DT_Q3_K = 11u, DT_Q4_K = 12u, DT_Q5_K = 13u,
-           DT_Q6_K = 14u, DT_Q8_K = 15u, DT_IQ4_NL = 20u, DT_I32 = 26u, DT_BF16 = 30u;
+           DT_Q6_K = 14u, DT_Q8_K = 15u, DT_IQ4_NL = 20u, DT_IQ4_XS = 23u, DT_I32 = 26u, DT_BF16 = 30u;
 
 uint group_linear() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
 
@@ -163,7 +163,7 @@ DEF_BLOCK32(t2)
 
 uint block_size_of(uint dtype) {
     if (dtype == DT_F32 || dtype == DT_F16 || dtype == DT_BF16) return 1u;
-    if (dtype >= DT_Q2_K && dtype <= DT_Q8_K) return 256u;
+    if ((dtype >= DT_Q2_K && dtype <= DT_Q8_K) || dtype == DT_IQ4_XS) return 256u;
     return 32u;
 }
 
@@ -226,6 +226,16 @@ float dequant(uint dtype, uint b, uint j) {
         int q = int(lo | (hb << 4)) - 32;
         int sc = t0_i8(b + 192u + h * 8u + (l >> 4) + 2u * r);
         return t0_f16(b + 208u) * float(sc) * float(q);
+    }
+    if (dtype == DT_IQ4_XS) {
+        // d scales_h(u16) scales_l[4] qs[128]; 32-element sub-block ib with
+        // a 6-bit scale (ls - 32) * d, nibbles as IQ4_NL
+        uint ib = j >> 5, l = j & 31u;
+        uint ls = ((t0_u8(b + 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 0xfu) | (((t0_u16(b + 2u) >> (2u * ib)) & 3u) << 4);
+        uint byte = t0_u8(b + 8u + 16u * ib + (l & 15u));
+        precise float dl = t0_f16(b) * float(int(ls) - 32);
+        precise float v = dl * float(IQ4NL_VALUES[l < 16u ? byte & 0xfu : byte >> 4]);
+        return v;
     }
     return uintBitsToFloat(0x7fc00000u); // not reached: supports_op declines other types
 }

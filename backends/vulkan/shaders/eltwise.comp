@@ -2,8 +2,13 @@
 // SCALE, SILU, GELU, SWIGLU, CPY/convert (src0 may be quantized; elements
 // pair up in flat ne order), GET_ROWS (src0 any dtype) and CONCAT.
 // ARGMAX: one invocation per row of src0, dst I32 (first largest; NaN never
-// wins; 0 when nothing beats -inf). Every tensor is read and written
-// through its own strides.
+// wins; 0 when nothing beats -inf). DIV (ABI 1.4) as ADD and MUL. SUM_ROWS:
+// one invocation per row, compensated (Kahan) f32 sum in index order.
+// TOP_K: one invocation per element of src0 (P.u[1] counts those): its
+// rank in TOP_K's order (larger first, equal values by lower index, NaN
+// last), counted over its row; ranks below k write dst[rank] = its index,
+// so every dst element is written exactly once. Every tensor is read and
+// written through its own strides.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -12,7 +17,14 @@ layout(local_size_x = 256) in;
 
 // P.u[0]: the mode, P.u[1]: dst element count
 const uint M_ADD = 0u, M_MUL = 1u, M_SCALE = 2u, M_SILU = 3u, M_GELU = 4u, M_SWIGLU = 5u,
-           M_CPY = 6u, M_GET_ROWS = 7u, M_CONCAT = 8u, M_ARGMAX = 9u;
+           M_CPY = 6u, M_GET_ROWS = 7u, M_CONCAT = 8u, M_ARGMAX = 9u, M_DIV = 10u, M_SUM_ROWS = 11u,
+           M_TOP_K = 12u;
+
+// TOP_K's order: x (at index i) ranks before y (at j)
+bool ranks_before(float x, uint i, float y, uint j) {
+    if (isnan(x) || isnan(y)) return isnan(x) == isnan(y) ? i < j : isnan(y);
+    return x > y || (x == y && i < j);
+}
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
@@ -32,8 +44,28 @@ void main() {
     uint i = group_linear() * 256u + gl_LocalInvocationID.x;
     if (i >= P.u[1]) return;
     uint mode = P.u[0];
+    if (mode == M_TOP_K) {
+        uvec4 si = unflat(i, P.ne[0]); // element (i0, row) of src0
+        float x = load0(si);
+        uint rank = 0u;
+        for (uint j = 0u; j < P.ne[0].x; j++)
+            if (ranks_before(load0(uvec4(j, si.yzw)), j, x, si.x)) rank++;
+        if (rank < P.ne[4].x) t4.d[elem_off(4u, uvec4(rank, si.yzw)) >> 2] = si.x;
+        return;
+    }
     uvec4 di = unflat(i, P.ne[4]);
     float v;
+    if (mode == M_SUM_ROWS) {
+        precise float sum = 0.0, c = 0.0;
+        for (uint k = 0u; k < P.ne[0].x; k++) {
+            precise float y = load0(uvec4(k, di.yzw)) - c;
+            precise float t = sum + y;
+            c = (t - sum) - y;
+            sum = t;
+        }
+        store_dst(elem_off(4u, di), sum);
+        return;
+    }
     if (mode == M_ARGMAX) {
         uvec4 r = unflat(i * P.ne[0].x, P.ne[0]); // (0, i1, i2, i3) of row i
         float best = uintBitsToFloat(0xff800000u);
@@ -71,6 +103,7 @@ void main() {
         float a = load0(di);
         if (mode == M_ADD) v = a + load1(di % P.ne[1]);
         else if (mode == M_MUL) v = a * load1(di % P.ne[1]);
+        else if (mode == M_DIV) v = a / load1(di % P.ne[1]);
         else if (mode == M_SCALE) v = a * P.fp[0] + P.fp[1];
         else if (mode == M_SILU) v = silu(a);
         else if (mode == M_GELU) v = gelu(a);

@@ -70,6 +70,7 @@ uint unit_block_bytes(uint dt) {
     if (dt == DT_Q5_K) return 176u;
     if (dt == DT_Q6_K) return 210u;
     if (dt == DT_Q8_K) return 292u;
+    if (dt == DT_IQ4_XS) return 136u;
     return 0u;
 }
 
@@ -143,7 +144,18 @@ vec4 unit_load(uint dt, uint wrow, uint u, out float q[32]) {
     } else {
         // K-quants: unit u is sub-block r of block u / 8 (elements 32r..32r+31)
         uint o = wrow + (u >> 3) * unit_block_bytes(dt), r8 = u & 7u;
-        if (dt == DT_Q8_K) { // f32 d, qs[256]
+        if (dt == DT_IQ4_XS) {
+            // d scales_h scales_l[4] qs[128]: sub-block r8 is qs[16 r8 ..], nibbles as IQ4_NL,
+            // scale (ls - 32) * d with ls 4 low bits in scales_l, 2 high in scales_h
+            uvec4 qv = load16(o + 8u + 16u * r8);
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
+                uint b = byte16(qv, j);
+                q[j] = float(IQ4NL_VALUES[b & 15u]);
+                q[16u + j] = float(IQ4NL_VALUES[b >> 4]);
+            }
+            uint ls = ((t0_u8(o + 4u + (r8 >> 1)) >> (4u * (r8 & 1u))) & 0xfu) | (((t0_u16(o + 2u) >> (2u * r8)) & 3u) << 4);
+            a0 = t0_f16(o) * float(int(ls) - 32); a1 = a0;
+        } else if (dt == DT_Q8_K) { // f32 d, qs[256]
             uvec4 lo = load16(o + 4u + 32u * r8), hi = load16(o + 20u + 32u * r8);
             [[unroll]] for (uint j = 0u; j < 16u; j++) {
                 q[j] = float(sbyte(byte16(lo, j)));

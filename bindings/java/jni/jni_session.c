@@ -30,8 +30,9 @@ typedef struct jni_session {
 } jni_session;
 
 /* The order of Session.Options' ints and floats arrays. */
-enum { I_MAX_TOKENS, I_TOP_K, I_LAST_N, I_SEED, I_COUNT };
-enum { F_TEMP, F_TOP_P, F_MIN_P, F_TYPICAL_P, F_REPEAT, F_FREQ, F_PRESENT, F_COUNT };
+enum { I_MAX_TOKENS, I_TOP_K, I_LAST_N, I_SEED, I_DRY_ALLOWED, I_DRY_LAST_N, I_MIROSTAT, I_COUNT };
+enum { F_TEMP, F_TOP_P, F_MIN_P, F_TYPICAL_P, F_REPEAT, F_FREQ, F_PRESENT, F_DRY_MULT, F_DRY_BASE, F_XTC_P,
+       F_XTC_T, F_SIGMA, F_DYN_RANGE, F_DYN_EXP, F_TAU, F_ETA, F_COUNT };
 
 static jni_session *session_of(JNIEnv *env, jlong h) {
     return null_handle(env, h, "Session") ? NULL : (jni_session *)(intptr_t)h;
@@ -112,7 +113,7 @@ JNIEXPORT jintArray JNICALL Java_org_tessera_Session_nativeTokens(JNIEnv *env, j
  * exception. */
 static tessera_sampler *make_sampler(JNIEnv *env, jni_session *s, const tessera_sampler_params *sp,
                                      jbyteArray grammar, jbyteArray schema) {
-    tessera_sampler *smp = tessera_sampler_new(tessera_model_n_vocab(s->model), sp);
+    tessera_sampler *smp = tessera_sampler_new_model(s->model, sp);
     if (!smp) {
         throw_tessera(env, "sampler");
         return NULL;
@@ -193,7 +194,8 @@ static bool deliver(JNIEnv *env, jobject sink, jmethodID on_bytes, const tessera
 JNIEXPORT void JNICALL Java_org_tessera_Session_nativeGenerate(JNIEnv *env, jclass cls, jlong h,
                                                                jintArray prompt_arr, jboolean resume,
                                                                jintArray ints_arr, jfloatArray floats_arr,
-                                                               jbyteArray grammar, jbyteArray schema, jobject sink) {
+                                                               jbyteArray grammar, jbyteArray schema,
+                                                               jbyteArray samplers, jbyteArray breakers, jobject sink) {
     (void)cls;
     jni_session *s = session_of(env, h);
     if (!s || (!resume && null_arg(env, prompt_arr, "prompt")) || null_arg(env, ints_arr, "ints") ||
@@ -243,7 +245,39 @@ JNIEXPORT void JNICALL Java_org_tessera_Session_nativeGenerate(JNIEnv *env, jcla
     sp.penalty_present = floats[F_PRESENT];
     sp.penalty_last_n = ints[I_LAST_N];
     sp.seed = (uint32_t)ints[I_SEED];
+    sp.dry_allowed_length = ints[I_DRY_ALLOWED];
+    sp.dry_penalty_last_n = ints[I_DRY_LAST_N] < 0 ? (int32_t)n_ctx : ints[I_DRY_LAST_N];
+    sp.mirostat = ints[I_MIROSTAT];
+    sp.dry_multiplier = floats[F_DRY_MULT];
+    sp.dry_base = floats[F_DRY_BASE];
+    sp.xtc_probability = floats[F_XTC_P];
+    sp.xtc_threshold = floats[F_XTC_T];
+    sp.top_n_sigma = floats[F_SIGMA];
+    sp.dynatemp_range = floats[F_DYN_RANGE];
+    sp.dynatemp_exponent = floats[F_DYN_EXP];
+    sp.mirostat_tau = floats[F_TAU];
+    sp.mirostat_eta = floats[F_ETA];
+    /* samplers: names joined by ';' (NULL: the default order); breakers:
+     * each followed by a NUL (NULL: llama.cpp's). */
+    char *order = samplers ? bytes_dup(env, samplers, "samplers", NULL) : NULL;
+    jsize br_len = 0;
+    char *br = breakers ? bytes_dup(env, breakers, "breakers", &br_len) : NULL;
+    const char *br_list[64];
+    int32_t n_br = 0;
+    if ((samplers && !order) || (breakers && !br)) {
+        free(order);
+        free(br);
+        return;
+    }
+    for (jsize i = 0; br && i < br_len && n_br < 64; i += (jsize)strlen(br + i) + 1) br_list[n_br++] = br + i;
+    sp.samplers = order;
+    if (br) {
+        sp.dry_sequence_breakers = br_list;
+        sp.n_dry_sequence_breakers = n_br;
+    }
     tessera_sampler *smp = make_sampler(env, s, &sp, grammar, schema);
+    free(order);
+    free(br);
     if (!smp) return;
     jint max_tokens = ints[I_MAX_TOKENS];
     for (jint i = 0; i < max_tokens && !atomic_load(&s->cancel); i++) {

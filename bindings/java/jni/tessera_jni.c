@@ -235,23 +235,40 @@ JNIEXPORT jstring JNICALL Java_org_tessera_Tessera_nativeVersion(JNIEnv *env, jc
 
 /* -------------------------------------------------------------- Model */
 
+/* overrides: "PATTERN=DEVICE" rules as UTF-8 byte arrays (may be NULL or
+ * empty); n_cpu_moe as tessera_model_params takes it. */
 JNIEXPORT jlong JNICALL Java_org_tessera_Model_nativeLoad(JNIEnv *env, jclass cls, jbyteArray path,
-                                                         jbyteArray devices, jint ngl) {
+                                                         jbyteArray devices, jint ngl, jobjectArray overrides,
+                                                         jint n_cpu_moe) {
     (void)cls;
-    char *p = bytes_dup(env, path, "path", NULL);
-    if (!p) return 0;
-    char *d = NULL;
-    if (devices && !(d = bytes_dup(env, devices, "devices", NULL))) {
-        free(p);
+    jsize n_ot = overrides ? (*env)->GetArrayLength(env, overrides) : 0;
+    char **ot = calloc((size_t)n_ot + 1, sizeof *ot);
+    char *p = NULL, *d = NULL;
+    tessera_model *m = NULL;
+    if (!ot) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"), "overrides");
         return 0;
     }
+    for (jsize i = 0; i < n_ot; i++) {
+        jbyteArray r = (jbyteArray)(*env)->GetObjectArrayElement(env, overrides, i);
+        ot[i] = bytes_dup(env, r, "overrides[i]", NULL);
+        (*env)->DeleteLocalRef(env, r);
+        if (!ot[i]) goto done;
+    }
+    if (!(p = bytes_dup(env, path, "path", NULL))) goto done;
+    if (devices && !(d = bytes_dup(env, devices, "devices", NULL))) goto done;
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = d;
     mp.n_gpu_layers = ngl;
-    tessera_model *m = tessera_model_load(p, &mp);
+    mp.tensor_overrides = n_ot ? (const char *const *)ot : NULL;
+    mp.n_cpu_moe = n_cpu_moe;
+    m = tessera_model_load(p, &mp);
+    if (!m) throw_tessera(env, NULL);
+done:
+    for (jsize i = 0; i < n_ot; i++) free(ot[i]);
+    free(ot);
     free(p);
     free(d);
-    if (!m) throw_tessera(env, NULL);
     return (jlong)(intptr_t)m;
 }
 

@@ -142,7 +142,7 @@ static int ctx_make_sampler(pyt_context *self, tessera_sampler_params *sp, PyObj
     }
     sp->logit_bias = lb;
     sp->n_logit_bias = (int32_t)n_bias;
-    tessera_sampler *s = tessera_sampler_new(tessera_model_n_vocab(self->owner->model), sp);
+    tessera_sampler *s = tessera_sampler_new_model(self->owner->model, sp);
     free(lb);
     if (!s) return pyt_raise("sampler"), -1;
     for (int32_t i = 0; i < n_prompt; i++) tessera_sampler_accept(s, prompt[i]);
@@ -197,16 +197,41 @@ static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"tokens", "max_tokens", "seed", "temperature", "top_k", "top_p", "min_p",
                             "typical_p", "repeat_last_n", "repeat_penalty", "frequency_penalty",
                             "presence_penalty", "logit_bias", "grammar", "json_schema", "json_object",
-                            "reuse_prefix", NULL};
-    PyObject *seq, *bias = NULL;
+                            "reuse_prefix", "dry_multiplier", "dry_base", "dry_allowed_length",
+                            "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability", "xtc_threshold",
+                            "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat", "mirostat_tau",
+                            "mirostat_eta", "samplers", NULL};
+    PyObject *seq, *bias = NULL, *breakers = NULL;
     tessera_sampler_params sp = tessera_sampler_default_params();
     int max_tokens = -1, json_object = 0, reuse_prefix = 0;
     const char *gbnf = NULL, *schema = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iIfifffifffOzzpp", names, &seq, &max_tokens, &sp.seed,
-                                     &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p, &sp.typical_p,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iIfifffifffOzzppffiiOfffffiffz", names, &seq, &max_tokens,
+                                     &sp.seed, &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p, &sp.typical_p,
                                      &sp.penalty_last_n, &sp.penalty_repeat, &sp.penalty_freq,
-                                     &sp.penalty_present, &bias, &gbnf, &schema, &json_object, &reuse_prefix))
+                                     &sp.penalty_present, &bias, &gbnf, &schema, &json_object, &reuse_prefix,
+                                     &sp.dry_multiplier, &sp.dry_base, &sp.dry_allowed_length,
+                                     &sp.dry_penalty_last_n, &breakers, &sp.xtc_probability, &sp.xtc_threshold,
+                                     &sp.top_n_sigma, &sp.dynatemp_range, &sp.dynatemp_exponent, &sp.mirostat,
+                                     &sp.mirostat_tau, &sp.mirostat_eta, &sp.samplers))
         return NULL;
+    /* DRY's breakers: a list of str (None: llama.cpp's), valid while args are. */
+    const char *brs[64];
+    if (breakers && breakers != Py_None) {
+        Py_ssize_t nb = PyList_Check(breakers) ? PyList_Size(breakers) : -1;
+        if (nb < 0 || nb > 64) {
+            PyErr_SetString(PyExc_TypeError, "dry_sequence_breakers must be a list of at most 64 str, or None");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            brs[i] = PyUnicode_Check(PyList_GetItem(breakers, i)) ? PyUnicode_AsUTF8(PyList_GetItem(breakers, i)) : NULL;
+            if (!brs[i]) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "dry_sequence_breakers must hold str");
+                return NULL;
+            }
+        }
+        sp.dry_sequence_breakers = brs;
+        sp.n_dry_sequence_breakers = (int32_t)nb;
+    }
     int32_t n;
     tessera_token *prompt = pyt_tokens_from_list(seq, &n);
     if (!prompt) return NULL;
@@ -668,7 +693,51 @@ static PyObject *ctx_spec_stats(pyt_context *self, PyObject *unused) {
     return Py_BuildValue("(LLL)", (long long)st.n_steps, (long long)st.n_drafted, (long long)st.n_accepted);
 }
 
+/* set_loras([(id, scale), ...]): the adapters (Model.load_lora ids) the
+ * next decodes use; [] none. */
+static PyObject *ctx_set_loras(pyt_context *self, PyObject *args) {
+    PyObject *list;
+    if (!PyArg_ParseTuple(args, "O", &list)) return NULL;
+    PyObject *seq = PySequence_Fast(list, "set_loras takes a list of (id, scale) pairs");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    tessera_lora **loras = calloc((size_t)n + 1, sizeof *loras);
+    float *scales = calloc((size_t)n + 1, sizeof *scales);
+    PyObject *ret = NULL;
+    if (!loras || !scales) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int id;
+        double scale;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "id", &id, &scale)) goto done;
+        if (id < 0 || id >= self->owner->n_loras) {
+            PyErr_Format(PyExc_ValueError, "no LoRA adapter with id %d (%d loaded with load_lora)", id,
+                         (int)self->owner->n_loras);
+            goto done;
+        }
+        loras[i] = self->owner->loras[id];
+        scales[i] = (float)scale;
+    }
+    if (ctx_enter(self) != 0) goto done;
+    int rc = tessera_context_set_loras(self->ctx, loras, scales, (int32_t)n);
+    self->busy = 0;
+    if (rc != 0) {
+        pyt_raise("set_loras");
+        goto done;
+    }
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    free(loras);
+    free(scales);
+    Py_DECREF(seq);
+    return ret;
+}
+
 static PyMethodDef ctx_methods[] = {
+    {"set_loras", (PyCFunction)ctx_set_loras, METH_VARARGS, "set_loras([(id, scale), ...]): adapters in use"},
     {"speculate", (PyCFunction)(void (*)(void))ctx_speculate, METH_VARARGS | METH_KEYWORDS,
      "speculate(draft=None, n_max=16, ...): speculative decoding from a draft Context or n-grams"},
     {"spec_stats", (PyCFunction)ctx_spec_stats, METH_NOARGS, "(steps, drafted, accepted) of speculate()"},

@@ -7,26 +7,64 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* tensor_overrides: None or a sequence of "PATTERN=DEVICE" str, as a
+ * NULL-terminated array of UTF-8 pointers into the list's items (*keep
+ * holds the list while they are used). */
+static const char **override_list(PyObject *seq, PyObject **keep) {
+    *keep = NULL;
+    if (!seq || seq == Py_None) return NULL;
+    PyObject *list = PySequence_Fast(seq, "tensor_overrides must be a list of 'PATTERN=DEVICE' strings");
+    if (!list) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(list);
+    const char **out = calloc((size_t)n + 1, sizeof *out);
+    if (!out) {
+        Py_DECREF(list);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(list, i);
+        out[i] = PyUnicode_Check(it) ? PyUnicode_AsUTF8(it) : NULL;
+        if (!out[i]) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "tensor_overrides must be a list of str");
+            free(out);
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    *keep = list;
+    return out;
+}
+
 static int model_init(pyt_model *self, PyObject *args, PyObject *kw) {
-    static char *names[] = {"path", "devices", "n_gpu_layers", "use_mmap", "use_mlock", NULL};
+    static char *names[] = {"path", "devices", "n_gpu_layers", "use_mmap", "use_mlock", "tensor_overrides",
+                            "n_cpu_moe", NULL};
     const char *path, *devices = NULL;
-    int n_gpu_layers = TESSERA_NGL_AUTO, use_mmap = 1, use_mlock = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zipp", names, &path, &devices, &n_gpu_layers, &use_mmap,
-                                     &use_mlock))
+    int n_gpu_layers = TESSERA_NGL_AUTO, use_mmap = 1, use_mlock = 0, n_cpu_moe = 0;
+    PyObject *overrides = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zippOi", names, &path, &devices, &n_gpu_layers, &use_mmap,
+                                     &use_mlock, &overrides, &n_cpu_moe))
         return -1;
     if (self->model) {
         PyErr_SetString(PyExc_RuntimeError, "Model is already loaded");
         return -1;
     }
+    PyObject *keep;
+    const char **ot = override_list(overrides, &keep);
+    if (!ot && PyErr_Occurred()) return -1;
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = devices;
     mp.n_gpu_layers = n_gpu_layers;
     mp.no_mmap = !use_mmap;
     mp.use_mlock = use_mlock;
+    mp.tensor_overrides = ot;
+    mp.n_cpu_moe = n_cpu_moe;
     tessera_model *m;
     Py_BEGIN_ALLOW_THREADS
     m = tessera_model_load(path, &mp);
     Py_END_ALLOW_THREADS
+    free(ot);
+    Py_XDECREF(keep);
     if (!m) {
         pyt_raise(NULL);
         return -1;
@@ -37,7 +75,8 @@ static int model_init(pyt_model *self, PyObject *args, PyObject *kw) {
 
 static void model_dealloc(pyt_model *self) {
     if (self->tmpl) tessera_chat_template_free(self->tmpl);
-    if (self->model) tessera_model_free(self->model);
+    if (self->model) tessera_model_free(self->model); /* its adapters too */
+    free(self->loras);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -222,7 +261,26 @@ static PyObject *model_template_source(pyt_model *self, PyObject *unused) {
     return PyUnicode_FromString(tessera_chat_template_source(t));
 }
 
+/* load_lora(path) -> id: a LoRA adapter of this model (llama.cpp's GGUF
+ * adapters); Context.set_loras takes its id. */
+static PyObject *model_load_lora(pyt_model *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    NEED_MODEL(self);
+    tessera_lora **a = realloc(self->loras, (size_t)(self->n_loras + 1) * sizeof *a);
+    if (!a) return PyErr_NoMemory();
+    self->loras = a;
+    tessera_lora *l;
+    Py_BEGIN_ALLOW_THREADS
+    l = tessera_lora_load(self->model, path);
+    Py_END_ALLOW_THREADS
+    if (!l) return pyt_raise(NULL);
+    self->loras[self->n_loras] = l;
+    return PyLong_FromLong(self->n_loras++);
+}
+
 static PyMethodDef model_methods[] = {
+    {"load_lora", (PyCFunction)model_load_lora, METH_VARARGS, "load_lora(path) -> adapter id"},
     {"info", (PyCFunction)model_info, METH_NOARGS, "metadata as a dict"},
     {"meta", (PyCFunction)model_meta, METH_VARARGS, "a string value of the GGUF metadata, or None"},
     {"tokenize", (PyCFunction)model_tokenize, METH_VARARGS, "tokenize(text, add_special, parse_special)"},

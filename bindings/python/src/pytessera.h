@@ -24,6 +24,8 @@ typedef struct {
     PyObject_HEAD
     tessera_model *model;
     tessera_chat_template *tmpl; /* the model's, built on first use */
+    tessera_lora **loras;        /* load_lora's, by id (freed with the model) */
+    int32_t n_loras;
 } pyt_model;
 
 typedef struct {

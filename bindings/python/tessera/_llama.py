@@ -471,9 +471,9 @@ class Llama:
     # ------------------------------------------------------------- sampling
     def _sampling(self, seed, temperature, top_p, top_k, min_p, typical_p, repeat_penalty,
                   frequency_penalty, presence_penalty, tfs_z, mirostat_mode, logits_processor,
-                  stopping_criteria, grammar, logit_bias, **constraint):
-        if mirostat_mode:
-            _refuse(f"mirostat_mode={mirostat_mode}", "the engine's sampler has no mirostat")
+                  stopping_criteria, grammar, logit_bias, mirostat_tau=5.0, mirostat_eta=0.1, **constraint):
+        if mirostat_mode not in (0, 1, 2, None):
+            raise ValueError(f"mirostat_mode must be 0 (off), 1 or 2, not {mirostat_mode!r}")
         if tfs_z not in (None, 1.0):
             self._log(f"tfs_z={tfs_z} has no effect (llama.cpp removed tail-free sampling)")
         if seed is not None:
@@ -491,7 +491,9 @@ class Llama:
                     repeat_last_n=self._repeat_last_n, frequency_penalty=float(frequency_penalty),
                     presence_penalty=float(presence_penalty), seed=self._seed & 0xFFFFFFFF,
                     logit_bias=[(int(t), float(b)) for t, b in (logit_bias or {}).items()],
-                    grammar=grammar, json_schema=schema, json_object=bool(constraint.get("json_object")))
+                    grammar=grammar, json_schema=schema, json_object=bool(constraint.get("json_object")),
+                    mirostat=int(mirostat_mode or 0), mirostat_tau=float(mirostat_tau),
+                    mirostat_eta=float(mirostat_eta))
 
     def _run(self, tokens, max_tokens, stop, args, top_k_lp=None, logits_processor=None,
              stopping_criteria=None):
@@ -554,7 +556,7 @@ class Llama:
         self._need_model()
         args = self._sampling(self._seed, temp, top_p, top_k, min_p, typical_p, repeat_penalty,
                               frequency_penalty, presence_penalty, tfs_z, mirostat_mode, None, None,
-                              grammar, None)
+                              grammar, None, mirostat_tau, mirostat_eta)
         for tok, _piece, _lp in self._run(list(tokens), -1, [], args, None, logits_processor, stopping_criteria):
             if tok == "end":
                 return
@@ -574,7 +576,7 @@ class Llama:
         self._need_model()
         args = self._sampling(seed, temperature, top_p, top_k, min_p, typical_p, repeat_penalty,
                               frequency_penalty, presence_penalty, tfs_z, mirostat_mode, logits_processor,
-                              stopping_criteria, grammar, logit_bias)
+                              stopping_criteria, grammar, logit_bias, mirostat_tau, mirostat_eta)
         tokens = self._prompt_tokens(prompt)
         prompt_text = prompt if isinstance(prompt, str) else self.detokenize(tokens).decode("utf-8", "replace")
         limit = self._max_tokens(max_tokens, len(tokens))
@@ -758,7 +760,7 @@ class Llama:
             raise ValueError("give at most one of grammar= and a JSON response_format / forced tool call")
         args = self._sampling(seed, temperature, top_p, top_k, min_p, typical_p, repeat_penalty,
                               frequency_penalty, presence_penalty, tfs_z, mirostat_mode, logits_processor,
-                              None, grammar, logit_bias, **constraint)
+                              None, grammar, logit_bias, mirostat_tau, mirostat_eta, **constraint)
         stop = [stop] if isinstance(stop, str) else [s for s in (stop or []) if s]
         if self.chat_format is not None:  # a named format: its text, its stop string
             text, format_stop = _format_chat(self.chat_format, messages)

@@ -21,7 +21,12 @@ from . import _chat, _check
 SEED_RANDOM = 0xFFFFFFFF
 
 SAMPLING = ("temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty", "repeat_last_n",
-            "frequency_penalty", "presence_penalty", "seed", "logit_bias", "grammar", "json_schema")
+            "frequency_penalty", "presence_penalty", "seed", "logit_bias", "grammar", "json_schema",
+            "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers",
+            "xtc_probability", "xtc_threshold", "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat",
+            "mirostat_tau", "mirostat_eta", "samplers")
+# llama.cpp's sampler names, the values "samplers" may list
+SAMPLER_NAMES = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc", "temperature")
 SESSION_ARGS = ("n_ctx", "n_batch", "n_threads", "flash_attn", "type_k", "type_v", "prefix_cache")
 POOLINGS = ("none", "mean", "cls", "last", "rank")
 
@@ -67,6 +72,40 @@ def _sampling_args(where, sampling, n_vocab, n_ctx, json_object=False):
                                          what=f"a token id (an int from 0 to {n_vocab - 1})"),
                           _check.real(f"logit_bias[{t}]", b, what="a number (-inf bans the token)"))
                          for t, b in (bias or {}).items()]
+    # llama.cpp's other samplers: given only when asked for (the engine's defaults are llama.cpp's)
+    if "dry_multiplier" in kw:
+        out["dry_multiplier"] = _check.real("dry_multiplier", kw["dry_multiplier"], 0.0, what="a number >= 0 (0: off)")
+    if "dry_base" in kw:
+        out["dry_base"] = _check.real("dry_base", kw["dry_base"], 0.0, what="a number > 0")
+    if "dry_allowed_length" in kw:
+        out["dry_allowed_length"] = _check.integer("dry_allowed_length", kw["dry_allowed_length"], 0)
+    if "dry_penalty_last_n" in kw:
+        dn = _check.integer("dry_penalty_last_n", kw["dry_penalty_last_n"], -1,
+                            what="an int >= 0, or -1 for the whole context")
+        out["dry_penalty_last_n"] = n_ctx if dn == -1 else dn
+    if kw.get("dry_sequence_breakers") is not None:
+        br = kw["dry_sequence_breakers"]
+        if not isinstance(br, (list, tuple)) or not all(isinstance(b, str) and b for b in br):
+            raise TypeError(f"dry_sequence_breakers must be a list of non-empty str, not {_check._show(br)}")
+        out["dry_sequence_breakers"] = list(br)
+    for name in ("xtc_probability", "xtc_threshold"):
+        if name in kw:
+            out[name] = _check.real(name, kw[name], 0.0, 1.0)
+    for name in ("top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat_tau", "mirostat_eta"):
+        if name in kw:
+            out[name] = _check.real(name, kw[name], None if name == "top_n_sigma" else 0.0)
+    if "mirostat" in kw:
+        out["mirostat"] = _check.integer("mirostat", kw["mirostat"], 0, 2, what="0 (off), 1 or 2")
+    if kw.get("samplers") is not None:
+        names = kw["samplers"]
+        if isinstance(names, str):
+            names = [n for n in names.replace(",", ";").split(";") if n]
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"samplers must be a list of sampler names, not {_check._show(names)}")
+        for n in names:
+            if n not in SAMPLER_NAMES:
+                raise ValueError(f"samplers: {n!r} is no sampler (names: {', '.join(SAMPLER_NAMES)})")
+        out["samplers"] = ";".join(names)
     out["grammar"] = _check.text("grammar", kw["grammar"], none_ok=True)
     schema = kw["json_schema"]
     if isinstance(schema, str):
@@ -298,6 +337,20 @@ class Session:
                 self._ctx.set_threads(n)
                 self._threads = n
 
+    def set_loras(self, adapters):
+        """The LoRA adapters the next generations use: {adapter: scale} (or
+        [(adapter, scale)]), adapters from Model.load_lora; {} none. The
+        cache keeps what it holds: reset() (or a new prompt without
+        prefix_cache) forgets tokens computed with other adapters."""
+        pairs = list(adapters.items()) if isinstance(adapters, dict) else list(adapters)
+        ids = []
+        for a, scale in pairs:
+            if not isinstance(a, LoraAdapter) or a.model is not self.model:
+                raise TypeError(f"set_loras takes adapters of this session's model (Model.load_lora), "
+                                f"not {_check._show(a)}")
+            ids.append((a.id, _check.real("scale", scale)))
+        self._call("set_loras", ids)
+
     def _call(self, method, *args):
         self._claim()
         try:
@@ -416,9 +469,23 @@ class _EmbedContext:
             self._in_call = False
 
 
+class LoraAdapter:
+    """A LoRA adapter loaded for one Model (Model.load_lora); freed with it."""
+
+    def __init__(self, model, id, path):
+        self.model, self.id, self.path = model, id, path
+
+    def __repr__(self):
+        return f"LoraAdapter({self.path!r})"
+
+
 class Model:
     """A GGUF model. devices: "cpu-avx0", "vulkan0,cpu-avx0" or a list
-    (None: the default order); n_gpu_layers: "auto" or a count; n_ctx: the
+    (None: the default order); n_gpu_layers: "auto" or a count;
+    tensor_overrides: ["PATTERN=DEVICE", ...] (llama.cpp's -ot: the weights
+    whose name matches PATTERN go to DEVICE, "CPU" or the GPU); cpu_moe=True
+    or n_cpu_moe=N: the experts of every / the first N layers stay in host
+    memory (--cpu-moe, --n-cpu-moe); n_ctx: the
     context of each Session (None: the training context, at most 4096);
     n_threads: None (the CPUs divided among the sessions generating at
     once) or a count. The generate/chat/embed/save_state methods use one
@@ -426,7 +493,7 @@ class Model:
 
     def __init__(self, path, *, devices=None, n_gpu_layers="auto", n_ctx=None, n_batch=512,
                  n_threads=None, flash_attn=False, type_k=None, type_v=None, prefix_cache=False,
-                 use_mmap=True, use_mlock=False):
+                 use_mmap=True, use_mlock=False, tensor_overrides=None, cpu_moe=False, n_cpu_moe=0):
         from . import _init
         self.path = _check.path("path", path)
         devices = _device_list(devices)
@@ -438,6 +505,14 @@ class Model:
         prefix_cache = _check.flag("prefix_cache", prefix_cache)
         use_mmap = _check.flag("use_mmap", use_mmap)
         use_mlock = _check.flag("use_mlock", use_mlock)
+        if tensor_overrides is not None:
+            if isinstance(tensor_overrides, str) or not all(isinstance(o, str) for o in tensor_overrides):
+                raise TypeError("tensor_overrides must be a list of 'PATTERN=DEVICE' strings, not "
+                                f"{_check._show(tensor_overrides)}")
+            tensor_overrides = list(tensor_overrides)
+        n_cpu_moe = _check.integer("n_cpu_moe", n_cpu_moe, 0, what="an int >= 0")
+        if _check.flag("cpu_moe", cpu_moe):
+            n_cpu_moe = 2**31 - 1  # TESSERA_CPU_MOE_ALL
         _init()
         if devices:
             _check_device_names(devices)
@@ -447,7 +522,7 @@ class Model:
                           f"({names}); the model runs on the CPU", RuntimeWarning, stacklevel=2)
             ngl = 0
         try:
-            self._m = _tessera.Model(self.path, devices, ngl, use_mmap, use_mlock)
+            self._m = _tessera.Model(self.path, devices, ngl, use_mmap, use_mlock, tensor_overrides, n_cpu_moe)
         except _tessera.TesseraError as e:
             if not os.path.exists(self.path):
                 raise ModelNotFoundError(str(e)) from None
@@ -460,6 +535,12 @@ class Model:
         self._session_args = dict(n_batch=args["n_batch"], n_threads=args["n_threads"], flash_attn=flash_attn,
                                   type_k=type_k, type_v=type_v, prefix_cache=prefix_cache)
         self._local = threading.local()
+
+    def load_lora(self, path):
+        """A LoRA adapter of this model (a GGUF adapter as llama.cpp's
+        convert_lora_to_gguf.py writes it), for Session.set_loras."""
+        path = _check.path("path", path)
+        return LoraAdapter(self, self._m.load_lora(path), path)
 
     # ---- metadata
     arch = property(lambda self: self.metadata["arch"])

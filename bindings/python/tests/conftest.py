@@ -21,10 +21,11 @@ def model():
     return tessera.Model(MODEL, n_ctx=1024)
 
 
-def tessera_run(prompt, n):
-    """`tessera run`'s greedy continuation of prompt (stdout less the echoed prompt)."""
+def tessera_run(prompt, n, *flags):
+    """`tessera run`'s continuation of prompt (stdout less the echoed prompt):
+    greedy, unless flags set the sampler."""
     out = subprocess.run([os.environ["TESSERA_BIN"], "run", "-m", MODEL, "-p", prompt, "-n", str(n),
-                          "--temp", "0", "-c", "1024"], capture_output=True, check=True).stdout
+                          "--temp", "0", "-c", "1024"] + list(flags), capture_output=True, check=True).stdout
     text = out.decode("utf-8")
     assert text.startswith(prompt) and text.endswith("\n")
     return text[len(prompt):-1]  # the CLI ends its output with a newline

@@ -180,7 +180,7 @@ def test_refused_and_ignored_settings(tmp_path):
         Llama(str(tmp_path / "absent.gguf"), verbose=False)
     llm = Llama(MODEL, n_ubatch=64, n_threads_batch=1, numa=False, verbose=False)  # accepted
     with pytest.raises(ValueError, match="mirostat"):
-        llm("x", mirostat_mode=2)
+        llm("x", mirostat_mode=3)
     with pytest.raises(RuntimeError, match="embedding=True"):
         llm.embed("x")
     with pytest.raises(ValueError, match="exceed context window"):

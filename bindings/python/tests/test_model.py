@@ -58,6 +58,28 @@ def test_seeded_sampling_repeats(model):
     assert a == model.generate("Once upon a time", seed=7, **kw)
 
 
+def test_llama_samplers_equal_cli(model):
+    """DRY, XTC, top-n-sigma, dynamic temperature, mirostat and the order:
+    the same text as `tessera run` with llama.cpp's flags and the seed."""
+    kw = dict(max_tokens=16, seed=5, temperature=0.9, dry_multiplier=0.8, dry_base=1.75, dry_allowed_length=2,
+              dry_penalty_last_n=64, dry_sequence_breakers=["\n", ":"], xtc_probability=0.5, xtc_threshold=0.1,
+              top_n_sigma=2.0, dynatemp_range=0.3, dynatemp_exponent=1.0, samplers=["dry", "top_k", "xtc", "temperature"])
+    flags = ["--seed", "5", "--temp", "0.9", "--dry-multiplier", "0.8", "--dry-sequence-breaker", "\n",
+             "--dry-sequence-breaker", ":", "--xtc-probability", "0.5", "--xtc-threshold", "0.1", "--top-n-sigma", "2",
+             "--dynatemp-range", "0.3", "--samplers", "dry;top_k;xtc;temperature"]
+    assert model.generate("Once upon a time", **kw) == tessera_run("Once upon a time", 16, *flags)
+    for m in (1, 2):
+        got = model.generate("Once upon a time", max_tokens=16, seed=3, temperature=0.8, mirostat=m, mirostat_tau=4.0)
+        assert got == tessera_run("Once upon a time", 16, "--seed", "3", "--temp", "0.8", "--mirostat", str(m),
+                                  "--mirostat-ent", "4")
+    with pytest.raises(ValueError, match="mirostat"):
+        model.generate("x", mirostat=3)
+    with pytest.raises(ValueError, match="warp"):
+        model.generate("x", samplers=["top_k", "warp"])
+    with pytest.raises(ValueError, match="xtc_probability"):
+        model.generate("x", xtc_probability=1.5)
+
+
 def test_logit_bias_bans_token(model):
     greedy = model.generate(PROMPTS[0], max_tokens=1, temperature=0)
     first = model.tokenize(greedy, add_special=False)[0]
@@ -299,3 +321,34 @@ def test_embed_equals_cli(model):
     assert len(rows) == len(model.tokenize(texts[0])) and len(rows[0]) == model.n_embd
     with pytest.raises(ValueError, match="pooling"):
         model.embed("x", pooling="sideways")
+
+
+MOE = os.path.join(os.environ.get("TESSERA_TEST_DATA", ""), "synth-qwen3moe-f32.gguf")
+
+
+def moe_text(**kw):
+    m = tessera.Model(MOE, n_ctx=256, **kw)
+    return m, m.generate("Once upon a time", max_tokens=8, temperature=0)
+
+
+def test_experts_placed_per_device():
+    """tensor_overrides, cpu_moe and n_cpu_moe (llama.cpp's -ot, --cpu-moe,
+    --n-cpu-moe): the same text wherever the experts live; with a GPU, the
+    experts' bytes leave it."""
+    if not os.path.exists(MOE):
+        pytest.skip(f"{MOE} absent")
+    _, want = moe_text(devices="ref")
+    for kw in ({"tensor_overrides": [r"\.ffn_(up|down|gate)_exps=CPU"]}, {"cpu_moe": True}, {"n_cpu_moe": 1}):
+        assert moe_text(devices="ref", **kw)[1] == want, kw
+    names = [d["name"] for d in tessera.devices()]
+    if "vulkan0" in names and "cpu-avx0" in names:
+        m, text = moe_text(devices="vulkan0,cpu-avx0", n_gpu_layers=99, cpu_moe=True)
+        assert text == want and m.devices == ["vulkan0", "cpu-avx0"]
+    with pytest.raises(tessera.TesseraError, match=r"\(\[=CPU.*pattern"):
+        moe_text(devices="ref", tensor_overrides=["([=CPU"])
+    with pytest.raises(tessera.TesseraError, match="nosuch0"):
+        moe_text(devices="ref", tensor_overrides=["exps=nosuch0"])
+    with pytest.raises(TypeError, match="tensor_overrides"):
+        moe_text(devices="ref", tensor_overrides="exps=CPU")
+    with pytest.raises(ValueError, match="n_cpu_moe"):
+        moe_text(devices="ref", n_cpu_moe=-1)

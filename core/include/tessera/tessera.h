@@ -159,10 +159,24 @@ typedef struct tessera_model_params {
     /* Lock the host weights in RAM (mlock); a refusal (RLIMIT_MEMLOCK) is a
      * warning naming the limit, not an error (llama.cpp's --mlock). */
     bool use_mlock;
+    /* Appended: weights placed by name before the n_gpu_layers rule
+     * (llama.cpp's -ot/--override-tensor): a NULL-terminated list of
+     * "PATTERN=DEVICE" (NULL: none), PATTERN a regular expression (PCRE2)
+     * searched in each tensor name, DEVICE "CPU" (host memory; a CPU
+     * device's name too) or the GPU device's name; the first rule that
+     * matches decides. The strings need only last until the load returns. */
+    const char *const *tensor_overrides;
+    /* The experts (ffn_{up,down,gate}_exps) of the first n_cpu_moe blocks
+     * stay in host memory, computed by the CPU device, while the rest of
+     * those layers goes where n_gpu_layers says (llama.cpp's --n-cpu-moe;
+     * TESSERA_CPU_MOE_ALL: every block, --cpu-moe). 0: none. */
+    int32_t n_cpu_moe;
 } tessera_model_params;
 
 /* n_gpu_layers: as many layers as fit the GPU device's free memory. */
 #define TESSERA_NGL_AUTO (-1)
+/* n_cpu_moe: the experts of every block (--cpu-moe). */
+#define TESSERA_CPU_MOE_ALL INT32_MAX
 
 tessera_model_params tessera_model_default_params(void);
 
@@ -284,7 +298,9 @@ tessera_context_params tessera_context_default_params(void);
  * (llama.cpp's -ngl auto): with the devices of mp as tessera_model_load
  * would choose them,
  *  - mp->n_gpu_layers TESSERA_NGL_AUTO becomes the most layers the first
- *    GPU-like device holds with their KV cache and compute buffers; an
+ *    GPU-like device holds with their KV cache and compute buffers (the
+ *    weights mp->tensor_overrides and n_cpu_moe keep in host memory
+ *    counted on the host, those they send to the GPU on the GPU); an
  *    explicit count that does not fit is an error naming the device and the
  *    sizes;
  *  - cp->n_ctx 0 becomes the training context (at most n_ctx_default_max
@@ -298,6 +314,38 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
 
 tessera_context *tessera_context_new(tessera_model *model, const tessera_context_params *params);
 void tessera_context_free(tessera_context *ctx);
+
+/* ------------------------------------------------------------ LoRA adapters */
+
+/* A LoRA adapter for one model, as llama.cpp's convert_lora_to_gguf.py
+ * writes it (general.type "adapter", adapter.type "lora",
+ * adapter.lora.alpha, a "<weight>.lora_a" and "<weight>.lora_b" per adapted
+ * weight): llama.cpp's llama_adapter_lora. A context using it adds
+ * scale * alpha / rank * B (A x) to every product W x with an adapted
+ * weight, in the graph (the weights are not changed), on every device. */
+typedef struct tessera_lora tessera_lora;
+
+/* Load and check the adapter at path against model (architecture, every
+ * tensor's base weight and shape); the pairs of offloaded weights go to the
+ * GPU with them. The adapter belongs to the model: tessera_model_free frees
+ * the ones still loaded. NULL and tessera_last_error() naming the file and
+ * key or tensor on failure. */
+tessera_lora *tessera_lora_load(tessera_model *model, const char *path);
+/* Free an adapter no context is using any longer (NULL: nothing). */
+void tessera_lora_free(tessera_lora *lora);
+/* adapter.lora.alpha (0 when the file has none: the scale is then the
+ * user's alone); the path it was loaded from; the weights it adapts. */
+float tessera_lora_alpha(const tessera_lora *lora);
+const char *tessera_lora_path(const tessera_lora *lora);
+int32_t tessera_lora_n_weights(const tessera_lora *lora);
+
+/* Use adapters loras[0..n) with scales[0..n) in ctx from its next decode
+ * on, replacing the set in use (n 0: none; llama.cpp's
+ * llama_set_adapters_lora). Each must be of ctx's model; an adapter with
+ * scale 0 costs nothing. Tokens already in the KV cache stay as they were
+ * computed: a caller that changes the set drops what no longer matches
+ * (the server's slots and the prompt cache do). 0 or -1. */
+int tessera_context_set_loras(tessera_context *ctx, tessera_lora *const *loras, const float *scales, int32_t n);
 
 /* What a context holds on one device. The device computing the layers kept
  * in host memory also gets the host's share: weights read from the mapping
@@ -406,11 +454,16 @@ int32_t tessera_context_profile(const tessera_context *ctx, tessera_op_profile *
  * ==================================================================== */
 
 /* ------------------------------------------------------------- sampling
- * The chain runs in llama.cpp's default order: logit bias -> repetition /
- * frequency / presence penalties -> top-k -> typical -> top-p -> min-p ->
- * temperature -> draw. temp <= 0 is greedy (argmax after bias and
- * penalties). The draw uses the sampler's own PRNG, so one seed gives the
- * same tokens on every machine. */
+ * Logit bias first, then the steps in the order `samplers` names,
+ * llama.cpp's by default: repetition / frequency / presence penalties ->
+ * DRY -> top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC ->
+ * temperature (dynamic with a range) -> draw. With mirostat 1 or 2 the
+ * chain is logit bias -> temperature -> mirostat, as in llama.cpp. temp <= 0
+ * (without a dynamic range) is greedy: the highest logit after the steps.
+ * Each step does what llama.cpp's sampler of that name does, and the draw
+ * is llama.cpp's too (std::mt19937 from the seed, libstdc++'s uniform
+ * double, the candidates walked in the order the steps left them), so one
+ * seed gives llama.cpp's tokens on the same logits, on every machine. */
 
 typedef struct tessera_sampler tessera_sampler;
 
@@ -436,6 +489,32 @@ typedef struct tessera_sampler_params {
     float penalty_present;   /* 0 (off): minus present if it occurred */
     const tessera_logit_bias *logit_bias; /* copied by tessera_sampler_new */
     int32_t n_logit_bias;
+    /* DRY: a token that would extend a sequence repeating earlier in the
+     * last dry_penalty_last_n tokens by n >= dry_allowed_length loses
+     * dry_multiplier * dry_base^(n - dry_allowed_length); a repeat stops at
+     * a sequence breaker (tokenized with the model's vocabulary, so DRY
+     * with breakers needs tessera_sampler_new_model). */
+    float dry_multiplier;        /* 0 (off) */
+    float dry_base;              /* 1.75 */
+    int32_t dry_allowed_length;  /* 2 */
+    int32_t dry_penalty_last_n;  /* 64; 0: off; -1: the context (new_model: the training context) */
+    const char *const *dry_sequence_breakers; /* NULL: llama.cpp's "\n", ":", "\"", "*" */
+    int32_t n_dry_sequence_breakers;          /* of a non-NULL list (0: none) */
+    /* XTC: with chance xtc_probability, every candidate at least
+     * xtc_threshold likely but the least likely of them is dropped. */
+    float xtc_probability;   /* 0 (off) */
+    float xtc_threshold;     /* 0.1; above 0.5: off */
+    float top_n_sigma;       /* -1 (off, as any <= 0): keep logits >= max - n * sigma */
+    float dynatemp_range;    /* 0 (off): temperature in [temp - range, temp + range] by entropy */
+    float dynatemp_exponent; /* 1 */
+    int32_t mirostat;        /* 0 (off), 1 Mirostat, 2 Mirostat 2.0 */
+    float mirostat_tau;      /* 5: target entropy */
+    float mirostat_eta;      /* 0.1: learning rate */
+    /* The steps in order, llama.cpp's names separated by ';' (or ','):
+     * penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc,
+     * temperature (and its other spellings: top-k, nucleus, typical_p,
+     * temp, ...). NULL: llama.cpp's default order; "": no step. */
+    const char *samplers;
 } tessera_sampler_params;
 
 tessera_sampler_params tessera_sampler_default_params(void);
@@ -443,7 +522,21 @@ tessera_sampler_params tessera_sampler_default_params(void);
 /* A sampler for rows of n_vocab logits (tessera_model_n_vocab()). NULL with
  * an error naming the parameter when one is out of range. */
 tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_params *params);
+/* The same for model's vocabulary, which also tokenizes DRY's sequence
+ * breakers (tessera_sampler_new refuses DRY with breakers) and resolves a
+ * dry_penalty_last_n of -1 to the model's training context. */
+tessera_sampler *tessera_sampler_new_model(const tessera_model *model, const tessera_sampler_params *params);
 void tessera_sampler_free(tessera_sampler *sampler);
+/* A sampler order in llama.cpp's spelling: text holds names (as `samplers`)
+ * or, with letters, --sampling-seq's letters (e penalties, d dry, s
+ * top_n_sigma, k top_k, y typ_p, p top_p, m min_p, x xtc, t temperature);
+ * NULL is the default order. Writes the names separated by ';' to out
+ * (NUL-terminated) and returns their length, or -1 with an error naming
+ * the unknown name or letter (or a too small out). */
+int32_t tessera_sampler_order(const char *text, bool letters, char *out, size_t cap);
+/* llama.cpp's default DRY sequence breakers ("\n", ":", "\"", "*"), what a
+ * NULL dry_sequence_breakers means; their number in *n. */
+const char *const *tessera_sampler_default_breakers(int32_t *n);
 /* Pick a token from a row of logits (not modified). */
 tessera_token tessera_sampler_sample(tessera_sampler *sampler, const float *logits);
 /* Record a token of the sequence (prompt or generated) for the penalties. */

@@ -70,6 +70,27 @@ tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
  * abort nothing is left at out_path. 0, or -1 with an error. */
 int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params);
 
+/* ========================================================== export-lora */
+
+typedef struct tessera_lora_export_report {
+    int64_t n_tensors; /* written */
+    int64_t n_merged;  /* of which had an adapter merged in */
+} tessera_lora_export_report;
+
+/* llama-export-lora: write out_path, the model base_path with the LoRA
+ * adapters lora_paths[0..n) merged into its weights at scales[0..n) (each
+ * adapted W becomes W + sum scale * alpha / r * B A, in f32). An F32 or F16
+ * weight keeps its type; a quantized or BF16 one is dequantized and written
+ * as F16, as llama-export-lora does; other tensors are copied. Tensors are
+ * written sorted by name and general.file_type is set to 1, as
+ * llama-export-lora does. The adapters are checked as tessera_lora_load
+ * checks them (architecture, base tensors, shapes). The output goes to a
+ * temporary file renamed into place when complete. 0, or -1 with an error
+ * naming the file and key or tensor; report (may be NULL) says what was
+ * written. */
+int tessera_lora_export(const char *base_path, const char *const *lora_paths, const float *scales, int32_t n,
+                        const char *out_path, tessera_lora_export_report *report);
+
 /* =========================================================== gguf-split */
 
 /* tessera_gguf_split's limits per output file, as llama-gguf-split's

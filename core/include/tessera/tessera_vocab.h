@@ -44,6 +44,12 @@ int32_t tessera_vocab_tokenize(const tessera_vocab *vocab, const char *text, siz
 const char *tessera_vocab_piece(const tessera_vocab *vocab, tessera_token token, bool render_special,
                                 size_t *len);
 
+/* Text of tokens[0..n_tokens) as tessera_detokenize gives it (NUL-terminated
+ * when it fits). Returns the length, the negated length needed (plus the
+ * NUL) when buf is too small, INT32_MIN on error. */
+int32_t tessera_vocab_detokenize(const tessera_vocab *vocab, const tessera_token *tokens, int32_t n_tokens,
+                                 char *buf, int32_t size, bool remove_special, bool render_special);
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,3 +64,13 @@ const char *tessera_vocab_piece(const tessera_vocab *tv, tessera_token token, bo
     if (len) *len = n;
     return p;
 }
+
+int32_t tessera_vocab_detokenize(const tessera_vocab *tv, const tessera_token *tokens, int32_t n_tokens, char *buf,
+                                 int32_t size, bool remove_special, bool render_special) {
+    if (!tv || n_tokens < 0 || (n_tokens > 0 && !tokens)) {
+        error_set("tessera_vocab_detokenize: bad arguments");
+        return INT32_MIN;
+    }
+    unsigned flags = (remove_special ? VOCAB_DETOK_REMOVE_SPECIAL : 0) | (render_special ? VOCAB_DETOK_UNPARSE_SPECIAL : 0);
+    return vocab_detokenize_buf(tv->vocab, tokens, (size_t)n_tokens, flags, buf, size);
+}

@@ -63,7 +63,9 @@ int32_t conf_weight_dtype_next(int32_t prev) {
         const dtype_traits *tr = dtype_traits_get(dt);
         bool is_float = dt == TSR_DTYPE_F32 || dt == TSR_DTYPE_F16 || dt == TSR_DTYPE_BF16;
         if (!tr || !tr->supported) continue;
-        if (!is_float && !(tr->quantized && tr->to_f32 && tr->from_f32)) continue;
+        /* quantized: made by its quantizer, or (the grid IQ formats) from
+         * random bytes with a sane scale */
+        if (!is_float && !(tr->quantized && tr->to_f32 && (tr->from_f32 || conf_dtype_random_fill(dt)))) continue;
         if (tsr_dtype_block_size(dt) == 0) continue; /* the ABI header must know its geometry */
         return dt;
     }
@@ -172,9 +174,35 @@ static uint8_t *element_ptr(const tsr_tensor *t, uint8_t *base, int64_t i0, int6
            i2 * t->nb[2] + i3 * t->nb[3];
 }
 
+/* Types the host reads but cannot produce take random blocks. */
+bool conf_dtype_random_fill(int32_t dtype) {
+    const dtype_traits *tr = dtype_traits_get(dtype);
+    uint8_t probe[512] = {0};
+    return tr && tr->quantized && !tr->from_f32 && tr->block_bytes <= sizeof probe &&
+           dtype_block_set_scale(dtype, probe, 1.0f) == 0;
+}
+
+/* Random bytes in every block of t, each block's scale set to a small
+ * value (a random one could be inf or NaN). */
+static void fill_random_blocks(conf_runner *r, const tsr_tensor *t, uint8_t *base) {
+    const int64_t bs = tsr_dtype_block_size(t->dtype), bb = tsr_dtype_block_bytes(t->dtype);
+    for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < t->ne[0]; i0 += bs) {
+                    uint8_t *b = element_ptr(t, base, i0, i1, i2, i3);
+                    for (int64_t k = 0; k < bb; k++) b[k] = (uint8_t)conf_rand_next(&r->seed);
+                    dtype_block_set_scale(t->dtype, b, conf_rand_uniform(&r->seed, 0.002f, 0.02f));
+                }
+}
+
 static int fill_tensor(conf_runner *r, conf_tensor *ct, uint8_t *base, conf_fill fill) {
     tsr_tensor *t = &ct->t;
     const int64_t n = tsr_tensor_nelements(t);
+    if (conf_dtype_random_fill(t->dtype)) {
+        fill_random_blocks(r, t, base);
+        return 0;
+    }
     if (t->dtype == TSR_DTYPE_I32) {
         for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
             for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
@@ -578,7 +606,8 @@ static int run_ref(conf_case *c, const conf_node *list, int32_t n_nodes, char *d
     return 0;
 }
 
-typedef enum { DEV_DONE, DEV_DECLINED, DEV_ERROR } dev_result;
+/* DEV_REFUSED: compute() failed with TSR_ERR_INVALID on a bad_data case. */
+typedef enum { DEV_DONE, DEV_DECLINED, DEV_ERROR, DEV_REFUSED } dev_result;
 
 /* Storage s is passed as plain host memory (a weight read in place). */
 static bool storage_in_host_memory(const conf_runner *r, const conf_node *list, int32_t n_nodes,
@@ -728,6 +757,10 @@ static dev_result compute_runs(conf_runner *r, conf_case *c, const conf_node *li
         if (on_device[k0]) {
             tsr_status rc = r->queue->api->compute(r->queue, nodes + k0, k1 - k0);
             if (rc == TSR_OK) rc = r->queue->api->synchronize(r->queue);
+            if (rc == TSR_ERR_INVALID && c->bad_data) {
+                snprintf(detail, detail_size, "refused");
+                return DEV_REFUSED;
+            }
             if (rc != TSR_OK) {
                 snprintf(detail, detail_size, "supports_op said yes but compute failed with status %d", (int)rc);
                 return DEV_ERROR;
@@ -842,7 +875,24 @@ void conf_case_run(conf_runner *r, conf_case *c) {
         case_free(r, c);
         return;
     }
-    if (run_ref(c, list, n_nodes, detail, sizeof detail)) {
+    if (c->bad_data) {
+        /* ref must refuse it; the device refuses it or writes zeros */
+        if (!run_ref(c, list, n_nodes, detail, sizeof detail)) {
+            record(r, c, 1, INFINITY, "suite bug: ref computes this case of bad data");
+            case_free(r, c);
+            return;
+        }
+        const conf_node *last = &list[n_nodes - 1];
+        float *zeros = calloc((size_t)tsr_tensor_nelements(&last->dst.t), sizeof *zeros);
+        const int stored = zeros ? store_f32(&last->dst.t, c->storage[last->dst.storage].ref_out, zeros) : -1;
+        free(zeros);
+        if (stored) {
+            record(r, c, 1, INFINITY, "out of memory");
+            case_free(r, c);
+            return;
+        }
+        detail[0] = '\0';
+    } else if (run_ref(c, list, n_nodes, detail, sizeof detail)) {
         record(r, c, 1, INFINITY, detail);
         case_free(r, c);
         return;
@@ -850,6 +900,7 @@ void conf_case_run(conf_runner *r, conf_case *c) {
     switch (run_device_watched(r, c, list, n_nodes, detail, sizeof detail)) {
     case DEV_DECLINED: record(r, c, 2, 0.0, r->declined); break;
     case DEV_ERROR: record(r, c, 1, INFINITY, detail); break;
+    case DEV_REFUSED: record(r, c, 0, 0.0, r->verbose ? detail : ""); break;
     case DEV_DONE: {
         int failed = judge(r, c, list, n_nodes, &ratio, detail, sizeof detail);
         if (!failed && r->verbose) snprintf(detail, sizeof detail, "%.3g x allowed", ratio);

@@ -1,6 +1,7 @@
 /*
- * conf_gen_math — cases for the ops that compute: MUL_MAT, RMS_NORM, NORM,
- * SOFT_MAX, ROPE, FLASH_ATTN; and MALFORMED, nodes every device must decline.
+ * conf_gen_math — cases for the ops that compute: MUL_MAT, MUL_MAT_ID,
+ * RMS_NORM, NORM, SOFT_MAX, ROPE, FLASH_ATTN, SSM_CONV, SSM_SCAN; and
+ * MALFORMED, nodes every device must decline.
  */
 #include <math.h>
 
@@ -53,6 +54,66 @@ void conf_gen_mul_mat(conf_runner *r) {
                 conf_case_dst(&c, F32, NE(w[1], x[1], x[2], x[3]), v == 4 ? CONF_PADDED : CONF_CONTIG);
                 conf_case_run(r, &c);
             }
+    }
+}
+
+/* ----------------------------------------------------------- MUL_MAT_ID */
+
+/* One MUL_MAT_ID case: E experts [K, N], T tokens of n_b rows, n_used ids
+ * per token (random in 0..E-1, so a token may name an expert twice). */
+static void mul_mat_id_case(conf_runner *r, int32_t dt, int64_t K, int64_t N, int64_t E, int64_t n_used,
+                            int64_t T, int64_t n_b, bool odd_layouts) {
+    conf_case c;
+    conf_case_init(&c, TSR_OP_MUL_MAT_ID, "%s [%lld, %lld, %lld]%s x F32 [%lld, %lld, %lld]%s, %lld of %lld per token",
+                   dtype_name(dt), (long long)K, (long long)N, (long long)E, odd_layouts ? " padded" : "",
+                   (long long)K, (long long)n_b, (long long)T, odd_layouts ? " permuted" : "", (long long)n_used,
+                   (long long)E);
+    c.weight_src0 = true;
+    c.tol = conf_tolerance(TSR_OP_MUL_MAT_ID, dt);
+    conf_case_src(r, &c, 0, dt, NE(K, N, E, 1), odd_layouts ? CONF_PADDED : CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(K, n_b, T, 1), odd_layouts ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 2, TSR_DTYPE_I32, NE(n_used, T, 1, 1), odd_layouts ? CONF_PADDED : CONF_CONTIG,
+                  conf_index(E));
+    conf_case_dst(&c, F32, NE(N, n_used, T, 1), odd_layouts ? CONF_PADDED : CONF_CONTIG);
+    conf_case_run(r, &c);
+}
+
+void conf_gen_mul_mat_id(conf_runner *r) {
+    CONF_FOR_EACH_WEIGHT_DTYPE(dt) {
+        const int64_t bs = tsr_dtype_block_size(dt);
+        /* float weights: odd K; block types: one block, a few, and a
+         * model-sized K (Qwen3-30B-A3B's experts are [2048, 768]) */
+        const int64_t Ks[3] = {bs == 1 ? 17 : bs, bs == 1 ? 255 : 3 * bs, 2048};
+        for (int ki = 0; ki < 3; ki++) {
+            const int64_t K = Ks[ki];
+            mul_mat_id_case(r, dt, K, 33, 4, 2, 1, 1, false); /* decoding: one token      */
+            mul_mat_id_case(r, dt, K, 17, 5, 3, 7, 1, false); /* a few tokens, repeats    */
+            mul_mat_id_case(r, dt, K, 9, 3, 2, 5, 2, false);  /* n_b = n_used (down proj) */
+            mul_mat_id_case(r, dt, K, 7, 3, 2, 4, 2, true);   /* padded, permuted views   */
+            if (ki < 2) mul_mat_id_case(r, dt, K, 5, 8, 4, 33, 1, false); /* a prompt: grouped by expert */
+        }
+    }
+    /* ids outside 0..E-1: never read out of bounds; a device that cannot
+     * refuse the node writes 0 to those slots */
+    static const int32_t bad[][2] = {{4, 7}, {-1, 4}, {INT32_MAX, INT32_MIN}};
+    for (int v = 0; v < 3; v++) {
+        const int32_t dt = v == 0 ? F32 : v == 1 ? TSR_DTYPE_Q8_0 : TSR_DTYPE_Q4_K;
+        const int64_t K = v == 2 ? 256 : 64;
+        conf_case c;
+        conf_case_init(&c, TSR_OP_MUL_MAT_ID, "%s [%lld, 6, 4] with ids %d and %d of 4 experts", dtype_name(dt),
+                       (long long)K, (int)bad[v][0], (int)bad[v][1]);
+        c.bad_data = true;
+        c.weight_src0 = true;
+        c.tol = conf_tolerance(TSR_OP_MUL_MAT_ID, dt);
+        conf_case_src(r, &c, 0, dt, NE(K, 6, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
+        conf_case_src(r, &c, 1, F32, NE(K, 1, 3, 1), CONF_CONTIG, conf_uniform(-1, 1));
+        conf_tensor *ids = conf_case_src(r, &c, 2, TSR_DTYPE_I32, NE(2, 3, 1, 1), CONF_CONTIG, conf_index(4));
+        if (ids->storage >= 0) {
+            int32_t *p = (int32_t *)(void *)(c.storage[ids->storage].init + ids->t.offset);
+            for (int i = 0; i < 6; i++) p[i] = bad[v][i % 2];
+        }
+        conf_case_dst(&c, F32, NE(6, 2, 3, 1), CONF_CONTIG);
+        conf_case_run(r, &c);
     }
 }
 
@@ -247,6 +308,74 @@ static void run_declined_f32(conf_runner *r, conf_case *c, const int64_t *a, con
     run_declined(r, c, a, F32, b, conf_uniform(-1, 1), d);
 }
 
+/* A malformed MUL_MAT_ID over experts F32 [32, 5, 4]: activations x, ids
+ * of ids_dtype (values 0..3), dst [5, ids ne0, ids ne1]. */
+static void mul_mat_id_declined(conf_runner *r, const char *what, const int64_t *x, int32_t ids_dtype,
+                                const int64_t *ids) {
+    conf_case c;
+    conf_case_init(&c, TSR_OP_MUL_MAT_ID, "MUL_MAT_ID with %s", what);
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(32, 5, 4, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, x, CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 2, ids_dtype, ids, CONF_CONTIG, ids_dtype == F32 ? conf_uniform(0, 3) : conf_index(4));
+    conf_case_dst(&c, F32, NE(5, ids[0], ids[1], 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+}
+
+/* ------------------------------------------------------------- SSM_CONV */
+
+/* LFM2's short convolution (K 3) and Mamba-2's (K 4) over one token
+ * (decoding), a prompt, and several sequences; an asymmetric random kernel,
+ * so a flipped kernel fails. */
+void conf_gen_ssm_conv(conf_runner *r) {
+    static const int64_t shapes[][4] = {
+        /* K, C, T, S */
+        {3, 64, 1, 1}, {3, 17, 9, 1}, {4, 96, 1, 3}, {4, 33, 7, 2}, {2, 5, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int v = 0; v < 2; v++) {
+            const int64_t K = shapes[i][0], C = shapes[i][1], T = shapes[i][2], S = shapes[i][3];
+            conf_case c;
+            conf_case_init(&c, TSR_OP_SSM_CONV, "SSM_CONV K %lld C %lld T %lld S %lld%s", (long long)K,
+                           (long long)C, (long long)T, (long long)S, v ? " padded" : "");
+            c.tol = conf_tolerance(TSR_OP_SSM_CONV, F32);
+            conf_case_src(r, &c, 0, F32, NE(K - 1 + T, C, S, 1), v ? CONF_PADDED : CONF_CONTIG,
+                          conf_uniform(-1, 1));
+            conf_case_src(r, &c, 1, F32, NE(K, C, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+            conf_case_dst(&c, F32, NE(C, T, S, 1), v ? CONF_PADDED : CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
+/* ------------------------------------------------------------- SSM_SCAN */
+
+/* Mamba-2's scan: a random previous state (a scan that starts from zero
+ * fails), groups shared by several heads (G > 1 and H / G > 1, so a wrong
+ * head-to-group rule fails), dt on both sides of softplus's cut at 20. */
+void conf_gen_ssm_scan(conf_runner *r) {
+    static const int64_t shapes[][6] = {
+        /* N, P, H, G, T, S */
+        {16, 8, 4, 1, 1, 1}, {16, 4, 8, 2, 5, 1}, {8, 5, 6, 3, 1, 2}, {32, 16, 2, 1, 9, 1}, {4, 3, 4, 2, 3, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int v = 0; v < 2; v++) {
+            const int64_t N = shapes[i][0], P = shapes[i][1], H = shapes[i][2], G = shapes[i][3];
+            const int64_t T = shapes[i][4], S = shapes[i][5];
+            conf_case c;
+            conf_case_init(&c, TSR_OP_SSM_SCAN, "SSM_SCAN N %lld P %lld H %lld G %lld T %lld S %lld%s",
+                           (long long)N, (long long)P, (long long)H, (long long)G, (long long)T, (long long)S,
+                           v ? " padded, A [1, H]" : "");
+            c.tol = conf_tolerance(TSR_OP_SSM_SCAN, F32);
+            conf_case_src(r, &c, 0, F32, NE(N, P, H, S), v ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(-1, 1));
+            conf_case_src(r, &c, 1, F32, NE(P * H + 2 * G * N, T, S, 1), v ? CONF_PADDED : CONF_CONTIG,
+                          conf_uniform(-1, 1));
+            conf_case_src(r, &c, 2, F32, NE(H, T, S, 1), CONF_CONTIG, conf_uniform(-4, v ? 24 : 2));
+            conf_case_src(r, &c, 3, F32, v ? NE(1, H, 1, 1) : NE(H, 1, 1, 1), CONF_CONTIG, conf_uniform(-2, -0.1f));
+            conf_case_dst(&c, F32, NE(P * H * T * S + N * P * H * S, 1, 1, 1), CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
 /* Nodes the ABI's op list forbids; a device must answer supports_op = 0. */
 void conf_gen_malformed(conf_runner *r) {
     conf_case c;
@@ -287,8 +416,43 @@ void conf_gen_malformed(conf_runner *r) {
     conf_case_dst(&c, F32, NE(64, 3, 1, 1), CONF_CONTIG);
     conf_case_run(r, &c);
 
+    conf_case_init(&c, TSR_OP_SSM_CONV, "SSM_CONV with 2 steps for a kernel of 4");
+    run_declined_f32(r, &c, NE(2, 8, 1, 1), NE(4, 8, 1, 1), NE(8, 1, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SSM_CONV, "SSM_CONV with 8 channels for a kernel of 6");
+    run_declined_f32(r, &c, NE(5, 8, 1, 1), NE(3, 6, 1, 1), NE(8, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SSM_SCAN, "SSM_SCAN with 6 heads in 4 groups");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(4, 2, 6, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 1, F32, NE(2 * 6 + 2 * 4 * 4, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 2, F32, NE(6, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_src(r, &c, 3, F32, NE(6, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 0));
+    conf_case_dst(&c, F32, NE(2 * 6 + 4 * 2 * 6, 1, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
     conf_case_init(&c, TSR_OP_CPY, "CPY of 51 elements into 48");
     run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(16, 3, 1, 1));
+
+    /* experts F32 [32, 5, 4] */
+    mul_mat_id_declined(r, "3 rows per token for 2 experts used", NE(32, 3, 2, 1), TSR_DTYPE_I32, NE(2, 2, 1, 1));
+    mul_mat_id_declined(r, "F32 ids", NE(32, 1, 2, 1), F32, NE(2, 2, 1, 1));
+    mul_mat_id_declined(r, "ids for 3 tokens and 2 token rows", NE(32, 1, 2, 1), TSR_DTYPE_I32, NE(2, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_TOP_K, "TOP_K of 9 from rows of 8");
+    c.expect_decline = true;
+    conf_case_src(r, &c, 0, F32, NE(8, 3, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+    conf_case_dst(&c, TSR_DTYPE_I32, NE(9, 3, 1, 1), CONF_CONTIG);
+    conf_case_run(r, &c);
+
+    conf_case_init(&c, TSR_OP_TOP_K, "TOP_K into an F32 dst");
+    run_declined_f32(r, &c, NE(8, 3, 1, 1), NULL, NE(2, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SUM_ROWS, "SUM_ROWS with a dst of 2 columns");
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(2, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_DIV, "DIV by 4 rows broadcast over 6");
+    run_declined_f32(r, &c, NE(17, 6, 1, 1), NE(17, 4, 1, 1), NE(17, 6, 1, 1));
 
     conf_case_init(&c, TSR_OP_COUNT + 100, "op number %d, unknown to this ABI", TSR_OP_COUNT + 100);
     run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(17, 3, 1, 1));

@@ -1,11 +1,14 @@
 /*
  * conf_gen_simple — cases for the ops that move or map elements:
- * GET_ROWS, ADD, MUL, SCALE, SILU, GELU, SWIGLU, CPY, CONCAT, ARGMAX.
+ * GET_ROWS, ADD, MUL, DIV, SCALE, SILU, GELU, SWIGLU, CPY, CONCAT, ARGMAX,
+ * TOP_K, SUM_ROWS.
  *
  * Shapes favour odd sizes (1, 3, 17, 33, 255) and every case family has
  * strided/permuted sources, a padded dst view, and an in-place variant where
  * the op allows it.
  */
+#include <math.h>
+
 #include "conformance/conf_internal.h"
 #include "tensor/dtype.h"
 
@@ -53,7 +56,7 @@ static void gen_binary(conf_runner *r, int32_t op) {
         {{255, 5, 1, 1}, {255, 1, 1, 1}}, {{33, 7, 3, 2}, {33, 1, 3, 1}},
         {{1, 1, 1, 1}, {1, 1, 1, 1}},   {{64, 4, 2, 3}, {64, 4, 1, 3}},
     };
-    const char *name = op == TSR_OP_ADD ? "ADD" : "MUL";
+    const char *name = tsr_op_name(op);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int v = 0; v < 4; v++) {
             /* v0 contiguous; v1 src0 permuted, src1 padded, dst padded;
@@ -68,7 +71,9 @@ static void gen_binary(conf_runner *r, int32_t op) {
             c.tol = conf_tolerance(op, F32);
             conf_layout la = v == 1 ? CONF_PERMUTED : v == 2 ? CONF_TRANSPOSED : CONF_CONTIG;
             conf_case_src(r, &c, 0, F32, a, la, conf_uniform(-1, 1));
-            conf_case_src(r, &c, 1, F32, b, v == 1 ? CONF_PADDED : CONF_CONTIG, conf_uniform(-1, 1));
+            /* DIV's divisors stay away from 0 (the quotient's rounding is relative) */
+            const conf_fill fb = op == TSR_OP_DIV ? conf_uniform(0.25f, 2.0f) : conf_uniform(-1, 1);
+            conf_case_src(r, &c, 1, F32, b, v == 1 ? CONF_PADDED : CONF_CONTIG, fb);
             conf_case_dst_as(&c, F32, a, v == 3, v == 1 ? CONF_PADDED : CONF_CONTIG);
             conf_case_run(r, &c);
         }
@@ -76,6 +81,7 @@ static void gen_binary(conf_runner *r, int32_t op) {
 
 void conf_gen_add(conf_runner *r) { gen_binary(r, TSR_OP_ADD); }
 void conf_gen_mul(conf_runner *r) { gen_binary(r, TSR_OP_MUL); }
+void conf_gen_div(conf_runner *r) { gen_binary(r, TSR_OP_DIV); }
 
 /* ------------------------------------------- SCALE, SILU, GELU (unary) */
 
@@ -164,9 +170,11 @@ void conf_gen_cpy(conf_runner *r) {
         if (!conf_dtype_is_quantized(q)) continue;
         const int64_t bs = tsr_dtype_block_size(q);
         const int64_t n0 = bs == 32 ? 96 : bs;
-        cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 3, 1, 1), q, CONF_CONTIG, NE(n0, 3, 1, 1));
-        cpy_case(r, TSR_DTYPE_F16, CONF_PERMUTED, NE(n0, 2, 3, 1), q, CONF_CONTIG, NE(n0, 2, 3, 1));
-        cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 4, 1, 1), q, CONF_PADDED, NE(n0, 4, 1, 1));
+        if (!conf_dtype_random_fill(q)) { /* into q: where the host has its quantizer */
+            cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 3, 1, 1), q, CONF_CONTIG, NE(n0, 3, 1, 1));
+            cpy_case(r, TSR_DTYPE_F16, CONF_PERMUTED, NE(n0, 2, 3, 1), q, CONF_CONTIG, NE(n0, 2, 3, 1));
+            cpy_case(r, TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 4, 1, 1), q, CONF_PADDED, NE(n0, 4, 1, 1));
+        }
         cpy_case(r, q, CONF_CONTIG, NE(n0, 3, 1, 1), TSR_DTYPE_F32, CONF_CONTIG, NE(n0, 3, 1, 1));
         cpy_case(r, q, CONF_PADDED, NE(n0, 2, 2, 1), TSR_DTYPE_F32, CONF_PERMUTED, NE(n0, 2, 2, 1));
     }
@@ -209,6 +217,69 @@ void conf_gen_argmax(conf_runner *r) {
             c.tol = conf_tolerance(TSR_OP_ARGMAX, F32);
             conf_case_src(r, &c, 0, F32, ne, v ? CONF_PADDED : CONF_CONTIG, conf_uniform(-10, 10));
             conf_case_dst(&c, TSR_DTYPE_I32, NE(rows, 1, 1, 1), CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
+/* ---------------------------------------------------------------- TOP_K */
+
+/* Round src0's values to multiples of step (ties), then put -inf and NaN
+ * in the first row when special: TOP_K's order must hold for them too. */
+static void top_k_values(conf_case *c, float step, bool special) {
+    const conf_tensor *ct = &c->src[0];
+    if (ct->storage < 0) return;
+    uint8_t *base = c->storage[ct->storage].init + ct->t.offset;
+    const tsr_tensor *t = &ct->t;
+    for (int64_t i3 = 0; i3 < t->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < t->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < t->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < t->ne[0]; i0++) {
+                    float *p = (float *)(void *)(base + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]);
+                    if (step > 0) *p = roundf(*p / step) * step;
+                    if (special && i1 == 0 && i2 == 0 && i3 == 0 && i0 % 3 == 1) *p = i0 % 2 ? NAN : -INFINITY;
+                }
+}
+
+void conf_gen_top_k(conf_runner *r) {
+    /* [n, rows]: expert counts (8, 60, 128) and odd sizes; k from 1 to n */
+    static const int64_t shapes[][5] = {
+        /* n, rows, b2, k, layout (0 contig, 1 padded, 2 permuted) */
+        {1, 1, 1, 1, 0},   {8, 5, 1, 2, 0},    {8, 3, 1, 8, 1},   {60, 7, 1, 4, 0},
+        {128, 33, 1, 8, 0}, {17, 3, 2, 5, 2},  {128, 4, 1, 1, 1}, {255, 2, 1, 13, 0},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int v = 0; v < 3; v++) {
+            /* v0 distinct values, v1 many ties, v2 ties with -inf and NaN */
+            const int64_t *sh = shapes[s];
+            const conf_layout lay = sh[4] == 1 ? CONF_PADDED : sh[4] == 2 ? CONF_PERMUTED : CONF_CONTIG;
+            static const char *const vname[] = {"", " ties", " ties, -inf, NaN"};
+            conf_case c;
+            conf_case_init(&c, TSR_OP_TOP_K, "TOP_K %lld of [%lld, %lld, %lld]%s%s", (long long)sh[3],
+                           (long long)sh[0], (long long)sh[1], (long long)sh[2], layout_name(lay), vname[v]);
+            c.tol = conf_tolerance(TSR_OP_TOP_K, F32);
+            conf_case_src(r, &c, 0, F32, NE(sh[0], sh[1], sh[2], 1), lay, conf_uniform(-4, 4));
+            top_k_values(&c, v ? 0.5f : 0.0f, v == 2);
+            conf_case_dst(&c, TSR_DTYPE_I32, NE(sh[3], sh[1], sh[2], 1), lay == CONF_PADDED ? CONF_PADDED : CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
+/* ------------------------------------------------------------- SUM_ROWS */
+
+void conf_gen_sum_rows(conf_runner *r) {
+    static const int64_t shapes[][4] = {{1, 1, 1, 1}, {8, 5, 1, 1}, {17, 3, 2, 1}, {255, 4, 1, 2}, {4096, 2, 1, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int v = 0; v < 3; v++) {
+            /* v0 contiguous, v1 permuted source and padded dst, v2 transposed source */
+            const int64_t *ne = shapes[s];
+            if (v == 2 && ne[1] == 1) continue;
+            const conf_layout la = v == 1 ? CONF_PERMUTED : v == 2 ? CONF_TRANSPOSED : CONF_CONTIG;
+            conf_case c;
+            conf_case_init(&c, TSR_OP_SUM_ROWS, "SUM_ROWS [%lld, %lld, %lld, %lld]%s", (long long)ne[0],
+                           (long long)ne[1], (long long)ne[2], (long long)ne[3], layout_name(la));
+            c.tol = conf_tolerance(TSR_OP_SUM_ROWS, F32);
+            conf_case_src(r, &c, 0, F32, ne, la, conf_uniform(-1, 1));
+            conf_case_dst(&c, F32, NE(1, ne[1], ne[2], ne[3]), v == 1 ? CONF_PADDED : CONF_CONTIG);
             conf_case_run(r, &c);
         }
 }

@@ -107,6 +107,10 @@ typedef struct conf_case {
     conf_storage storage[CONF_MAX_STORAGE];
     int32_t n_storage;
     bool expect_decline;    /* malformed: the device must say no */
+    bool bad_data;          /* well-formed, data out of range (e.g. an expert id):
+                               ref refuses it; the device refuses it too
+                               (compute() fails with TSR_ERR_INVALID) or
+                               writes 0 to every element of dst */
     bool failed_to_build;   /* a builder ran out of memory or room */
     bool seeded;            /* index and seed assigned                */
     int32_t index;          /* position in its family (--case N)      */
@@ -204,6 +208,8 @@ int32_t conf_weight_dtype_next(int32_t prev);
 #define CONF_FOR_EACH_WEIGHT_DTYPE(dt) \
     for (int32_t dt = conf_weight_dtype_next(-1); dt >= 0; dt = conf_weight_dtype_next(dt))
 bool conf_dtype_is_quantized(int32_t dtype);
+/* True for the dtypes filled with random blocks (read, not produced). */
+bool conf_dtype_random_fill(int32_t dtype);
 
 /* ------------------------------------------------------------- generators */
 
@@ -223,6 +229,12 @@ void conf_gen_cpy(conf_runner *r);
 void conf_gen_concat(conf_runner *r);
 void conf_gen_argmax(conf_runner *r);
 void conf_gen_flash_attn(conf_runner *r);
+void conf_gen_mul_mat_id(conf_runner *r);
+void conf_gen_top_k(conf_runner *r);
+void conf_gen_sum_rows(conf_runner *r);
+void conf_gen_div(conf_runner *r);
+void conf_gen_ssm_conv(conf_runner *r);
+void conf_gen_ssm_scan(conf_runner *r);
 void conf_gen_malformed(conf_runner *r);
 void conf_gen_graph(conf_runner *r);
 

@@ -29,6 +29,9 @@ static const conf_family families[] = {
     {"GELU", conf_gen_gelu},         {"SWIGLU", conf_gen_swiglu},
     {"CPY", conf_gen_cpy},           {"CONCAT", conf_gen_concat},
     {"ARGMAX", conf_gen_argmax},     {"FLASH_ATTN", conf_gen_flash_attn},
+    {"MUL_MAT_ID", conf_gen_mul_mat_id}, {"TOP_K", conf_gen_top_k},
+    {"SUM_ROWS", conf_gen_sum_rows}, {"DIV", conf_gen_div},
+    {"SSM_CONV", conf_gen_ssm_conv}, {"SSM_SCAN", conf_gen_ssm_scan},
     {"GRAPH", conf_gen_graph},       {"MALFORMED", conf_gen_malformed},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };

@@ -717,6 +717,40 @@ graph_tensor *graph_argmax(graph *g, graph_tensor *a) {
     return node_new(g, TSR_OP_ARGMAX, TSR_DTYPE_I32, ne, 1, &a);
 }
 
+graph_tensor *graph_ssm_conv(graph *g, graph_tensor *sx, graph_tensor *kernel) {
+    graph_tensor *src[2] = {sx, kernel};
+    if (!sources_ok(g, "ssm_conv", 2, src)) return NULL;
+    if (!want_dtype(g, "ssm_conv", sx, TSR_DTYPE_F32, "input") ||
+        !want_dtype(g, "ssm_conv", kernel, TSR_DTYPE_F32, "kernel"))
+        return NULL;
+    const int64_t K = kernel->t.ne[0], C = kernel->t.ne[1];
+    if (kernel->t.ne[2] != 1 || kernel->t.ne[3] != 1 || sx->t.ne[3] != 1 || sx->t.ne[1] != C || sx->t.ne[0] < K)
+        return graph_fail(g, "ssm_conv: input %s does not fit kernel %s (needs [>= K, C, S] and [K, C])",
+                          SHAPE(sx), SHAPE(kernel));
+    const int64_t ne[4] = {C, sx->t.ne[0] - K + 1, sx->t.ne[2], 1};
+    return node_new(g, TSR_OP_SSM_CONV, TSR_DTYPE_F32, ne, 2, src);
+}
+
+graph_tensor *graph_ssm_scan(graph *g, graph_tensor *state, graph_tensor *xbc, graph_tensor *dt,
+                             graph_tensor *a) {
+    graph_tensor *src[4] = {state, xbc, dt, a};
+    if (!sources_ok(g, "ssm_scan", 4, src)) return NULL;
+    for (int i = 0; i < 4; i++)
+        if (!want_dtype(g, "ssm_scan", src[i], TSR_DTYPE_F32, "input")) return NULL;
+    const int64_t N = state->t.ne[0], P = state->t.ne[1], H = state->t.ne[2], S = state->t.ne[3];
+    const int64_t T = xbc->t.ne[1], bc = xbc->t.ne[0] - P * H;
+    if (xbc->t.ne[2] != S || xbc->t.ne[3] != 1 || bc < 2 * N || bc % (2 * N) != 0 || H % (bc / (2 * N)) != 0)
+        return graph_fail(g, "ssm_scan: xBC %s does not fit state %s (needs [P*H + 2*G*N, T, S], H %% G == 0)",
+                          SHAPE(xbc), SHAPE(state));
+    if (dt->t.ne[0] != H || dt->t.ne[1] != T || dt->t.ne[2] != S || dt->t.ne[3] != 1)
+        return graph_fail(g, "ssm_scan: dt %s is not [%lld, %lld, %lld]", SHAPE(dt), (long long)H, (long long)T,
+                          (long long)S);
+    if (graph_tensor_nelements(a) != H || (a->t.ne[0] != H && a->t.ne[1] != H))
+        return graph_fail(g, "ssm_scan: A %s is not [%lld] or [1, %lld]", SHAPE(a), (long long)H, (long long)H);
+    const int64_t ne[4] = {P * H * T * S + N * P * H * S, 1, 1, 1};
+    return node_new(g, TSR_OP_SSM_SCAN, TSR_DTYPE_F32, ne, 4, src);
+}
+
 graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                                graph_tensor *mask, float scale) {
     graph_tensor *src[4] = {q, k, v, mask};
@@ -744,6 +778,71 @@ graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph
     graph_tensor *t = node_new(g, TSR_OP_FLASH_ATTN, TSR_DTYPE_F32, ne, 4, src);
     if (t) tsr_flash_attn_params_put(&(tsr_flash_attn_params){.scale = scale}, t->iparams, t->fparams);
     return t;
+}
+
+/* ----------------------------------------------- mixture of experts (1.4) */
+
+graph_tensor *graph_mul_mat_id(graph *g, graph_tensor *experts, graph_tensor *x, graph_tensor *ids) {
+    graph_tensor *src[3] = {experts, x, ids};
+    if (!sources_ok(g, "mul_mat_id", 3, src)) return NULL;
+    if (!want_dtype(g, "mul_mat_id", x, TSR_DTYPE_F32, "activations") ||
+        !want_dtype(g, "mul_mat_id", ids, TSR_DTYPE_I32, "expert ids"))
+        return NULL;
+    const int32_t wt = experts->t.dtype;
+    if (!is_float_dtype(wt) && !tsr_dtype_is_quantized(wt))
+        return graph_fail(g, "mul_mat_id: experts %s are %s, expected a weight type", SHAPE(experts),
+                          dtype_name(wt));
+    if (experts->t.nb[0] != tsr_dtype_block_bytes(wt))
+        return graph_fail(g, "mul_mat_id: experts %s: rows must be contiguous", SHAPE(experts));
+    if (experts->t.ne[3] != 1 || x->t.ne[3] != 1 || ids->t.ne[2] != 1 || ids->t.ne[3] != 1)
+        return graph_fail(g, "mul_mat_id: experts %s, activations %s, ids %s: expected [K, N, E], "
+                             "[K, n_b, T] and [n_used, T]",
+                          SHAPE(experts), SHAPE(x), SHAPE(ids));
+    if (experts->t.ne[0] != x->t.ne[0])
+        return graph_fail(g, "mul_mat_id: experts %s x activations %s: inner dimensions differ (%lld vs %lld)",
+                          SHAPE(experts), SHAPE(x), (long long)experts->t.ne[0], (long long)x->t.ne[0]);
+    const int64_t n_used = ids->t.ne[0], T = ids->t.ne[1];
+    if (x->t.ne[2] != T)
+        return graph_fail(g, "mul_mat_id: activations %s have %lld tokens, ids %s %lld", SHAPE(x),
+                          (long long)x->t.ne[2], SHAPE(ids), (long long)T);
+    if (x->t.ne[1] != 1 && x->t.ne[1] != n_used)
+        return graph_fail(g, "mul_mat_id: activations %s: ne[1] must be 1 or the %lld experts per token of ids %s",
+                          SHAPE(x), (long long)n_used, SHAPE(ids));
+    const int64_t ne[4] = {experts->t.ne[1], n_used, T, 1};
+    return node_new(g, TSR_OP_MUL_MAT_ID, TSR_DTYPE_F32, ne, 3, src);
+}
+
+graph_tensor *graph_top_k(graph *g, graph_tensor *a, int64_t k) {
+    if (!sources_ok(g, "top_k", 1, &a)) return NULL;
+    if (!want_dtype(g, "top_k", a, TSR_DTYPE_F32, "input")) return NULL;
+    if (k < 1 || k > a->t.ne[0])
+        return graph_fail(g, "top_k: %s: k = %lld is not 1..%lld", SHAPE(a), (long long)k, (long long)a->t.ne[0]);
+    const int64_t ne[4] = {k, a->t.ne[1], a->t.ne[2], a->t.ne[3]};
+    return node_new(g, TSR_OP_TOP_K, TSR_DTYPE_I32, ne, 1, &a);
+}
+
+graph_tensor *graph_sum_rows(graph *g, graph_tensor *a) {
+    if (!sources_ok(g, "sum_rows", 1, &a)) return NULL;
+    if (!want_dtype(g, "sum_rows", a, TSR_DTYPE_F32, "input")) return NULL;
+    const int64_t ne[4] = {1, a->t.ne[1], a->t.ne[2], a->t.ne[3]};
+    return node_new(g, TSR_OP_SUM_ROWS, TSR_DTYPE_F32, ne, 1, &a);
+}
+
+graph_tensor *graph_div(graph *g, graph_tensor *a, graph_tensor *b) { return binary(g, TSR_OP_DIV, a, b); }
+
+graph_tensor *graph_sigmoid(graph *g, graph_tensor *a) {
+    if (!sources_ok(g, "sigmoid", 1, &a)) return NULL;
+    if (!want_dtype(g, "sigmoid", a, TSR_DTYPE_F32, "input")) return NULL;
+    graph_tensor *c = graph_tensor_is_contiguous(a) ? a : graph_cont(g, a);
+    const int64_t n = graph_tensor_nelements(a);
+    graph_tensor *x = graph_reshape_2d(g, c, 1, n);       /* [1, n]        */
+    graph_tensor *zero = graph_scale(g, x, 0.0f, 0.0f);   /* [1, n] of 0   */
+    graph_tensor *pair = graph_concat(g, x, zero, 0);     /* [2, n]: (a, 0) */
+    graph_tensor *sm = graph_soft_max(g, pair, NULL, 1.0f, 0.0f);
+    if (!sm) return NULL;
+    graph_tensor *first = graph_view_2d(g, sm, 1, n, sm->t.nb[1], 0); /* e^a / (e^a + 1) */
+    graph_tensor *out = graph_cont(g, first);
+    return out ? graph_reshape_4d(g, out, a->t.ne[0], a->t.ne[1], a->t.ne[2], a->t.ne[3]) : NULL;
 }
 
 void graph_node_to_tsr(const graph_tensor *t, tsr_node *out) {

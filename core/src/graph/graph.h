@@ -174,6 +174,35 @@ graph_tensor *graph_argmax(graph *g, graph_tensor *a);
 /* q [D, n_q, H], k/v [D, n_kv, H_kv], mask [n_kv, n_q'] or NULL -> [D, H, n_q] */
 graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                                graph_tensor *mask, float scale);
+/* Causal depthwise convolution over time (SSM_CONV): sx [K - 1 + T, C, S],
+ * kernel [K, C] -> [C, T, S]. */
+graph_tensor *graph_ssm_conv(graph *g, graph_tensor *sx, graph_tensor *kernel);
+/* Mamba-2's selective scan (SSM_SCAN): state [N, P, H, S], xBC
+ * [P*H + 2*G*N, T, S], dt [H, T, S], A [H] or [1, H] -> 1-D
+ * [P*H*T*S + N*P*H*S]: y [P, H, T, S] then the final state [N, P, H, S]. */
+graph_tensor *graph_ssm_scan(graph *g, graph_tensor *state, graph_tensor *xbc, graph_tensor *dt,
+                             graph_tensor *a);
+
+/* ----------------------------------------------- mixture of experts (1.4) */
+
+/* The chosen experts' products: experts [K, N, E] (a weight dtype, rows
+ * contiguous), x F32 [K, n_b, T] with n_b 1 (every slot reads the token's one
+ * row) or n_used (slot s reads row s), ids I32 [n_used, T] (expert of slot s
+ * of token t) -> F32 [N, n_used, T]:
+ *   out[:, s, t] = experts[:, :, ids[s, t]] x[:, s % n_b, t] */
+graph_tensor *graph_mul_mat_id(graph *g, graph_tensor *experts, graph_tensor *x, graph_tensor *ids);
+/* a F32 [n, r, b2, b3] -> I32 [k, r, b2, b3]: each row's k largest, largest
+ * first, equal values by lower index, NaN last; 1 <= k <= n. */
+graph_tensor *graph_top_k(graph *g, graph_tensor *a, int64_t k);
+/* a F32 [n, r, b2, b3] -> F32 [1, r, b2, b3]: the sum of each row. */
+graph_tensor *graph_sum_rows(graph *g, graph_tensor *a);
+/* a / b, b broadcast as in graph_add. */
+graph_tensor *graph_div(graph *g, graph_tensor *a, graph_tensor *b);
+/* 1 / (1 + e^-a), element by element: no op of its own (the ABI has none),
+ * but SOFT_MAX over the pair (a, 0): e^a / (e^a + e^0). Four nodes on a
+ * router's few logits (SCALE, CONCAT, SOFT_MAX, CPY); a must be finite
+ * (the 0 is a * 0). Any shape; returns a contiguous tensor of a's shape. */
+graph_tensor *graph_sigmoid(graph *g, graph_tensor *a);
 
 /* The ABI node for a computed tensor (pointers into g's tensors). */
 void graph_node_to_tsr(const graph_tensor *t, tsr_node *out);

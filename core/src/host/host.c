@@ -673,19 +673,36 @@ static void device_close(host_device *d) {
     d->open_state = 0;
 }
 
-/* Nodes whose contract is newer than the plugin's ABI: a plugin built for
- * 1.0/1.1 may accept FLASH_ATTN by op alone, without reading block-type k/v. */
-static bool node_newer_than_plugin(const host_device *d, const tsr_node *node) {
-    if (TSR_ABI_MINOR_OF(d->plugin->abi_version) >= 2 || node->op != TSR_OP_FLASH_ATTN) return false;
-    return tsr_dtype_block_size(node->src[1]->dtype) != 1 || tsr_dtype_block_size(node->src[2]->dtype) != 1;
+/* Nodes whose contract is newer than the plugin's ABI: the minor version
+ * they need (0: none) and what needs it. An op added after the plugin's
+ * minor (its TSR_OPS line says which) is unknown to the plugin's own
+ * checker, and a plugin that answers by op number alone would misread it;
+ * a plugin built for 1.0/1.1 may accept FLASH_ATTN by op alone, without
+ * reading block-type k/v. */
+static uint32_t node_newer_than_plugin(const host_device *d, const tsr_node *node, const char **what) {
+    const uint32_t minor = TSR_ABI_MINOR_OF(d->plugin->abi_version);
+    const tsr_op_traits *op = tsr_op_traits_get(node->op);
+    if (op && (uint32_t)op->abi_minor > minor) {
+        *what = op->name;
+        return (uint32_t)op->abi_minor;
+    }
+    if (minor < 2 && node->op == TSR_OP_FLASH_ATTN &&
+        (tsr_dtype_block_size(node->src[1]->dtype) != 1 || tsr_dtype_block_size(node->src[2]->dtype) != 1)) {
+        *what = "FLASH_ATTN with quantized k/v";
+        return 2;
+    }
+    return 0;
 }
 
 bool host_device_supports(host_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return false;
-    if (node_newer_than_plugin(d, node)) {
+    const char *what = "";
+    const uint32_t needs = node_newer_than_plugin(d, node, &what);
+    if (needs) {
         if (why && why_size)
-            snprintf(why, why_size, "%s: plugin built for ABI %u.%u, quantized FLASH_ATTN k/v need 1.2", d->name,
-                     TSR_ABI_MAJOR_OF(d->plugin->abi_version), TSR_ABI_MINOR_OF(d->plugin->abi_version));
+            snprintf(why, why_size, "%s: plugin built for ABI %u.%u, %s needs %u.%u", d->name,
+                     TSR_ABI_MAJOR_OF(d->plugin->abi_version), TSR_ABI_MINOR_OF(d->plugin->abi_version), what,
+                     TSR_ABI_MAJOR, needs);
         return false;
     }
     if (host_device_open(d)) {

@@ -160,6 +160,7 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
         for (int32_t il = 0; il < p->n_layer; il++) kv->layers[il].set = p->layer_swa[il] ? 1 : 0;
     }
 
+    if (kv_rs_init(kv, p) != 0) goto fail;
     if (kv_host_map(kv, p) != 0) goto fail;
     uint64_t host_off = 0;
     for (int32_t il = 0; il < p->n_layer; il++) {
@@ -191,6 +192,7 @@ void kv_cache_free(kv_cache *kv) {
             if (L->buffer) L->device->api->buffer_free(L->device, L->buffer);
         }
     if (kv->host_mem) munmap(kv->host_mem, (size_t)kv->host_bytes);
+    kv_rs_free(kv);
     free(kv->rot);
     free(kv->layers);
     for (int32_t s = 0; s < KV_MAX_SETS; s++) {
@@ -268,7 +270,10 @@ int32_t kv_cache_seq_forget(kv_cache *kv, int32_t seq, int32_t pos) {
         if (kv->sets[s].n_swa > 0 && pos > 0 && kv->sets[s].dropped[seq] >= 0 &&
             kv->sets[s].dropped[seq] > pos - kv->sets[s].n_swa)
             pos = 0;
+    /* A recurrent state cannot be rolled back part way: all of it goes. */
+    if (kv_cache_rs_held(kv, seq) && pos < kv_cache_seq_len(kv, seq)) pos = 0;
     for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_forget(&kv->sets[s], seq, pos);
+    if (pos == 0) kv_rs_release(kv, seq);
     return pos;
 }
 
@@ -357,6 +362,9 @@ static void kv_cells_shift(kv_cells *c, int32_t seq, int32_t p0, int32_t n, int3
 
 int kv_cache_seq_shift(kv_cache *kv, int32_t seq, int32_t p0, int32_t n, int32_t *const *delta) {
     const uint64_t bit = (uint64_t)1 << seq;
+    if (kv->rs)
+        return error_set("context shift: sequence %d has a recurrent state, which holds everything before it and "
+                         "cannot drop positions from its middle", seq);
     for (int32_t s = 0; s < kv->n_sets; s++)
         for (int32_t j = 0; j < kv->sets[s].size; j++)
             if ((kv->sets[s].seq[j] & bit) && kv->sets[s].seq[j] != bit && kv->sets[s].pos[j] >= p0)

@@ -34,6 +34,25 @@
  * far less. When the head size is not a power of two, H is block-diagonal:
  * one Hadamard matrix per run of kv_rot_block(head_dim) dimensions (at
  * least 32, since a block type needs head sizes that are multiples of 32).
+ *
+ * Recurrent state (kv_rs.c): models with recurrent layers (Mamba-2's scan,
+ * LFM2's short convolutions) keep, beside the cells, one fixed-size state
+ * per sequence and recurrent layer (its last conv inputs and its scan
+ * state), in n_seq_max slots of host memory. The cells still record each
+ * sequence's positions (its length, the masks of the attention layers). A
+ * state sums everything before it, so, as llama.cpp's recurrent memory:
+ *   - a sequence cannot be rolled back part way: forgetting positions from
+ *     pos > 0 while it holds later ones forgets the whole sequence
+ *     (kv_cache_seq_forget returns 0, as when a sliding window dropped what
+ *     the rewind needs), and a prompt cache only reuses a state whose
+ *     positions all match;
+ *   - it cannot be shifted: kv_cache_seq_shift fails (no context shift);
+ *   - a failed decode call forgets its sequences entirely (their states may
+ *     have taken some of its tokens);
+ *   - a micro-batch holds tokens of one sequence (kv_cache_ubatch_reserve
+ *     cuts it there), whose slot is kv_ubatch.rs_slot and kv_cache_rs_slot:
+ *     the graph reads and writes that row of each layer's state.
+ * Saved states carry every recurrent layer's state of each saved sequence.
  */
 #ifndef TESSERA_KV_H
 #define TESSERA_KV_H
@@ -64,6 +83,19 @@ typedef struct kv_layer {
     void *k_data, *v_data; /* host addresses (NULL if not host-visible) */
 } kv_layer;
 
+/* The recurrent state (kv_rs.c): per layer, layer_floats[il] floats per
+ * slot (0: not a recurrent layer), at layer_offset[il] bytes in mem, as
+ * [layer_floats, n_slots]; slot_of[seq]: the sequence's slot (-1: none). */
+typedef struct kv_rs {
+    int32_t n_slots;
+    int64_t *layer_floats;
+    uint64_t *layer_offset;
+    void *mem;
+    uint64_t bytes;
+    int32_t slot_of[KV_MAX_SEQ];
+    int32_t cur_slot; /* the slot of the last micro-batch reserved */
+} kv_rs;
+
 typedef struct kv_cache {
     int32_t n_layer;
     int32_t n_ctx;    /* cells of set 0: the context */
@@ -87,6 +119,7 @@ typedef struct kv_cache {
      * the position each starts at, what kv_cache_batch_rollback forgets. */
     int32_t batch_n_seq;
     int32_t batch_seq[KV_MAX_SEQ], batch_from[KV_MAX_SEQ];
+    kv_rs *rs; /* NULL: no recurrent layer */
 } kv_cache;
 
 /* Which caches hold rotated heads: AUTO (0) rotates K when it is a block
@@ -107,6 +140,10 @@ typedef struct kv_cache_params {
      * n_cells_swa cells when 0 < n_cells_swa < n_ctx, window n_swa. */
     const bool *layer_swa;
     int32_t n_swa, n_cells_swa;
+    /* Recurrent layers (NULL: none): floats of state per sequence of each
+     * layer (0: not recurrent), kept for rs_slots sequences at a time. */
+    const int64_t *rs_layer_floats;
+    int32_t rs_slots;
 } kv_cache_params;
 
 /* The cells each row of a transposed V holds for a set of `cells` cells:
@@ -231,6 +268,7 @@ void kv_cells_backup_free(kv_cells_backup *b);
 typedef struct kv_ubatch {
     int32_t n, n_sets;
     int32_t head[KV_MAX_SETS], n_kv[KV_MAX_SETS], n_cells[KV_MAX_SETS];
+    int32_t rs_slot; /* recurrent models: the state slot of the (one) sequence */
 } kv_ubatch;
 
 /* Start a decode call of n tokens (pos[i] of sequence seq[i]): each
@@ -272,5 +310,31 @@ int kv_cache_cells_get(const kv_cache *kv, int32_t il, const int32_t *cells, int
                        void *v_out);
 int kv_cache_cells_set(kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, const void *k_in,
                        const void *v_in);
+
+/* ------------------------------------- recurrent state (kv_rs.c) */
+
+/* Whether the cache has recurrent layers; whether layer il is one. */
+bool kv_cache_is_recurrent(const kv_cache *kv);
+bool kv_cache_layer_is_recurrent(const kv_cache *kv, int32_t il);
+/* Bytes of every slot's state (what -v reports beside the K/V). */
+uint64_t kv_cache_rs_bytes(const kv_cache *kv);
+/* The slot the graph being built reads and writes (the last micro-batch's). */
+int32_t kv_cache_rs_slot(const kv_cache *kv);
+/* A persistent leaf for layer il's states [floats, n_slots] F32 (NULL when
+ * the layer is not recurrent). */
+graph_tensor *kv_cache_rs_leaf(graph *g, const kv_cache *kv, int32_t il);
+/* Whether root is the storage of some layer's states (step graphs). */
+bool kv_cache_rs_root(const kv_cache *kv, const graph_tensor *root);
+/* Saved states: the bytes of one sequence's states (every recurrent layer's,
+ * in layer order), whether seq holds one, a copy of it (zeros when it holds
+ * none) and setting it (taking a slot: -1 with the error set when none is
+ * free). */
+uint64_t kv_cache_rs_seq_bytes(const kv_cache *kv);
+bool kv_cache_rs_held(const kv_cache *kv, int32_t seq);
+void kv_cache_rs_get(const kv_cache *kv, int32_t seq, void *out);
+int kv_cache_rs_set(kv_cache *kv, int32_t seq, const void *in);
+/* dst's state becomes a copy of src's (llama.cpp's seq_cp of a recurrent
+ * state); -1 when no slot is free. */
+int kv_cache_rs_copy(kv_cache *kv, int32_t src, int32_t dst);
 
 #endif

@@ -99,10 +99,15 @@ int kv_cache_batch_begin(kv_cache *kv, const int32_t *pos, const int32_t *seq, i
         kv->batch_seq[kv->batch_n_seq] = seq[i];
         kv->batch_from[kv->batch_n_seq++] = lo;
         if (kv_cache_seq_forget(kv, seq[i], lo) < lo)
-            return error_set("sequence %d cannot go on at position %d: the sliding-window cache no longer holds "
-                             "the positions before it, so the sequence was cleared (decode it from position 0)",
+            return error_set(kv->rs ? "sequence %d cannot go back to position %d: its recurrent state cannot be "
+                                      "rolled back, so the sequence was cleared (decode it from position 0)"
+                                    : "sequence %d cannot go on at position %d: the sliding-window cache no longer "
+                                      "holds the positions before it, so the sequence was cleared (decode it from "
+                                      "position 0)",
                              seq[i], lo);
     }
+    for (int32_t k = 0; k < kv->batch_n_seq; k++)
+        if (kv->rs && kv_rs_acquire(kv, kv->batch_seq[k]) < 0) return -1;
     int32_t n_free = kv->n_ctx - kv_cells_used(&kv->sets[0]);
     if (n_free < n)
         return error_set("context full: %d tokens need cells, %d of %d are free (-c)", n, n_free, kv->n_ctx);
@@ -134,6 +139,14 @@ static int32_t batch_find_cells(kv_cache *kv, const int32_t *pos, const int32_t 
 int32_t kv_cache_ubatch_reserve(kv_cache *kv, const int32_t *pos, const int32_t *seq, int32_t want,
                                 kv_ubatch *ub) {
     *ub = (kv_ubatch){.n_sets = kv->n_sets};
+    if (kv->rs) { /* one sequence per micro-batch: the graph updates one state */
+        int32_t run = 1;
+        while (run < want && seq[run] == seq[0]) run++;
+        want = run;
+        const int32_t slot = kv_rs_acquire(kv, seq[0]);
+        if (slot < 0) return 0;
+        ub->rs_slot = kv->rs->cur_slot = slot;
+    }
     ub->n = batch_find_cells(kv, pos, seq, want, ub->head);
     if (ub->n == 0)
         return error_set(kv->n_sets > 1 ? "no free cell left in the KV cache (the sliding-window cells hold "
@@ -148,8 +161,12 @@ int32_t kv_cache_ubatch_reserve(kv_cache *kv, const int32_t *pos, const int32_t 
 }
 
 void kv_cache_batch_rollback(kv_cache *kv) {
-    for (int32_t k = 0; k < kv->batch_n_seq; k++)
-        for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_forget(&kv->sets[s], kv->batch_seq[k], kv->batch_from[k]);
+    for (int32_t k = 0; k < kv->batch_n_seq; k++) {
+        /* a recurrent state may hold some of the call's tokens: it all goes */
+        const int32_t from = kv->rs ? 0 : kv->batch_from[k];
+        for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_forget(&kv->sets[s], kv->batch_seq[k], from);
+        if (kv->rs) kv_rs_release(kv, kv->batch_seq[k]);
+    }
     kv->batch_n_seq = 0;
 }
 

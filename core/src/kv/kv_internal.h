@@ -13,4 +13,12 @@ int32_t kv_cells_n_kv(const kv_cells *c);
 /* The cells of sequence seq at positions >= pos become free. */
 void kv_cells_forget(kv_cells *c, int32_t seq, int32_t pos);
 
+/* The recurrent state (kv_rs.c): made from p's sizes (nothing when p has
+ * none), freed; a sequence lets go of its slot (zeroed) or takes one (its
+ * own if it holds one; -1 with the error set when all are taken). */
+int kv_rs_init(kv_cache *kv, const kv_cache_params *p);
+void kv_rs_free(kv_cache *kv);
+void kv_rs_release(kv_cache *kv, int32_t seq);
+int32_t kv_rs_acquire(kv_cache *kv, int32_t seq);
+
 #endif

@@ -40,6 +40,8 @@ void kv_cache_seq_clear(kv_cache *kv, int32_t seq) {
             if (!c->seq[j]) c->pos[j] = -1;
         }
     }
+    for (int32_t s = 0; s < KV_MAX_SEQ; s++)
+        if (seq < 0 || s == seq) kv_rs_release(kv, s);
 }
 
 int kv_cache_cells_place(const kv_cache *kv, int32_t set, const kv_cell_rec *recs, int32_t n, int32_t *dst) {

@@ -175,8 +175,9 @@ static kv_cache *context_kv_new(const model *m, const tessera_context_params *p,
     tsr_device **layer_dev = calloc((size_t)n_layer, sizeof *layer_dev);
     int32_t *layer_home = calloc((size_t)n_layer, sizeof *layer_home);
     bool *layer_swa = calloc((size_t)n_layer, sizeof *layer_swa);
+    int64_t *rs_floats = m->hp.arch->state_floats ? calloc((size_t)n_layer, sizeof *rs_floats) : NULL;
     kv_cache *kv = NULL;
-    if (!layer_dev || !layer_home || !layer_swa) {
+    if (!layer_dev || !layer_home || !layer_swa || (m->hp.arch->state_floats && !rs_floats)) {
         error_set("context: out of memory");
         goto done;
     }
@@ -189,6 +190,7 @@ static kv_cache *context_kv_new(const model *m, const tessera_context_params *p,
         layer_home[il] = kv_on_gpu ? model_layer_device(m, il) : -1;
         layer_dev[il] = layer_home[il] >= 0 ? m->gpu : NULL;
         layer_swa[il] = m->layers[il].swa;
+        if (rs_floats) rs_floats[il] = m->hp.arch->state_floats(&m->hp, il);
     }
     kv_cache_params kp = {
         .n_layer = n_layer,
@@ -205,9 +207,12 @@ static kv_cache *context_kv_new(const model *m, const tessera_context_params *p,
         .layer_swa = layer_swa,
         .n_swa = m->hp.n_swa,
         .n_cells_swa = p->swa_full ? 0 : context_swa_cells(m->hp.n_swa, p->n_seq_max, p->n_batch),
+        .rs_layer_floats = rs_floats, /* one state per sequence of n_seq_max */
+        .rs_slots = (int32_t)p->n_seq_max,
     };
     kv = kv_cache_new(&kp);
 done:
+    free(rs_floats);
     free(layer_dev);
     free(layer_home);
     free(layer_swa);
@@ -283,6 +288,7 @@ void tessera_context_free(tessera_context *ctx) {
     kv_cache_free(ctx->kv);
     decode_scratch_free(&ctx->scratch);
     free(ctx->logits);
+    free(ctx->lora_use);
     free(ctx);
 }
 

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include "model/placement.h"
 #include "model/public.h"
 #include "util/error.h"
 
@@ -87,7 +88,13 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
     }
     host_device *gpu, *cpu;
     model_pick_devices(tm->devices, tm->n_devices, &gpu, &cpu);
+    model_placement placement;
+    if (model_placement_init(&placement, p.tensor_overrides, p.n_cpu_moe, tm->devices, tm->n_devices, gpu) != 0) {
+        gguf_close(f);
+        goto fail;
+    }
     model_load_params lp = {
+        .placement = &placement,
         .n_gpu_layers = !gpu ? 0 : p.n_gpu_layers == TESSERA_NGL_AUTO ? INT32_MAX : p.n_gpu_layers,
         .gpu_device = gpu ? gpu->index : -1,
         .gpu = gpu ? gpu->dev : NULL,
@@ -102,7 +109,11 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
     snprintf(tm->weight_devices, sizeof tm->weight_devices, "%s%s%s", lp.n_gpu_layers > 0 ? gpu->name : "",
              lp.n_gpu_layers > 0 && cpu ? "," : "", cpu ? cpu->name : "");
     tm->m = model_load(f, &lp); /* owns f from here */
+    model_placement_free(&placement);
     if (!tm->m) goto fail;
+    if (tm->m->gpu && lp.n_gpu_layers == 0) /* only weights placed by name there */
+        snprintf(tm->weight_devices, sizeof tm->weight_devices, "%s%s%s", gpu->name, cpu ? "," : "",
+                 cpu ? cpu->name : "");
     if (p.use_mlock) weights_lock(tm->m->file);
 
     const model_hparams *hp = &tm->m->hp;
@@ -122,6 +133,7 @@ fail:
 
 void tessera_model_free(tessera_model *tm) {
     if (!tm) return;
+    model_loras_free(tm);
     model_free(tm->m);
     vocab_free(tm->vocab);
     for (int32_t i = 0; i < tm->n_meta; i++) {
@@ -212,23 +224,7 @@ int32_t tessera_detokenize(const tessera_model *tm, const tessera_token *tokens,
         error_set("detokenize: bad token list");
         return INT32_MIN;
     }
-    char *text = NULL;
-    size_t len = 0;
     unsigned flags = (remove_special ? VOCAB_DETOK_REMOVE_SPECIAL : 0) |
                      (render_special ? VOCAB_DETOK_UNPARSE_SPECIAL : 0);
-    if (vocab_detokenize(tm->vocab, tokens, (size_t)n_tokens, flags, &text, &len) != 0)
-        return INT32_MIN;
-    if (len >= (size_t)INT32_MAX) {
-        free(text);
-        error_set("detokenize: text too long");
-        return INT32_MIN;
-    }
-    int32_t n = (int32_t)len;
-    if (!buf || size < n + 1) {
-        free(text);
-        return -(n + 1);
-    }
-    memcpy(buf, text, len + 1);
-    free(text);
-    return n;
+    return vocab_detokenize_buf(tm->vocab, tokens, (size_t)n_tokens, flags, buf, size);
 }

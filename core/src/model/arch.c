@@ -6,12 +6,15 @@
 
 #include "kv/kv.h"
 #include "model/arch/arch.h"
+#include "model/lora.h"
 #include "util/error.h"
 
 /* One line per architecture (general.architecture names). */
 static const model_arch_desc *const model_archs[] = {
     &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
     &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
+    &arch_qwen2moe, &arch_qwen3moe, &arch_olmoe, &arch_granitemoe,
+    &arch_lfm2, &arch_mamba2, &arch_granitehybrid,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 
@@ -54,10 +57,30 @@ static void attn_tensors(model_loader *ld, model *m, int32_t il, unsigned sets) 
     }
 }
 
+/* An MoE layer's FFN: the router, the stacked experts, the shared expert. */
+static void moe_tensors(model_loader *ld, model *m, int32_t il) {
+    const model_hparams *hp = &m->hp;
+    model_layer *L = &m->layers[il];
+    const int64_t E = hp->n_embd, X = hp->n_expert, Fx = hp->n_ff_exp, Fs = hp->n_ff_shexp;
+    L->ffn_gate_inp = model_tensor(ld, il, 0, 2, E, X, "blk.%d.ffn_gate_inp.weight");
+    L->ffn_gate_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_gate_exps.weight");
+    L->ffn_up_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_up_exps.weight");
+    L->ffn_down_exps = model_tensor_3d(ld, il, 0, Fx, E, X, "blk.%d.ffn_down_exps.weight");
+    if (Fs > 0) {
+        L->ffn_gate_shexp = model_tensor(ld, il, 0, 2, E, Fs, "blk.%d.ffn_gate_shexp.weight");
+        L->ffn_up_shexp = model_tensor(ld, il, 0, 2, E, Fs, "blk.%d.ffn_up_shexp.weight");
+        L->ffn_down_shexp = model_tensor(ld, il, 0, 2, Fs, E, "blk.%d.ffn_down_shexp.weight");
+    }
+}
+
 static void ffn_tensors(model_loader *ld, model *m, int32_t il) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
     L->ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.ffn_norm.weight");
+    if (hp->n_expert > 0) {
+        moe_tensors(ld, m, il);
+        return;
+    }
     L->ffn_gate = model_tensor(ld, il, 0, 2, hp->n_embd, hp->n_ff, "blk.%d.ffn_gate.weight");
     L->ffn_up = model_tensor(ld, il, 0, 2, hp->n_embd, hp->n_ff, "blk.%d.ffn_up.weight");
     L->ffn_down = model_tensor(ld, il, 0, 2, hp->n_ff, hp->n_embd, "blk.%d.ffn_down.weight");
@@ -72,10 +95,26 @@ void arch_tensor_sets(model_loader *ld, model *m, unsigned sets) {
     }
 }
 
+int arch_moe_family(model_hparams *hp, const model_hp_reader *r, bool norm_w, bool shared_expert) {
+    if (hp->n_expert == 0)
+        return error_set("%s: key '%s.expert_count' not found (a %s file has experts)", gguf_path(r->f), r->arch,
+                         r->arch);
+    hp->moe_gating = MODEL_MOE_SOFTMAX;
+    hp->moe_norm_w = norm_w;
+    if (!shared_expert) hp->n_ff_shexp = 0;
+    return 0;
+}
+
 /* ------------------------------------------------------------ the graph */
 
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
-                      const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
+int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                      const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, model_batch_graph *out) {
+    return model_build_graph_ex(m, kv, lora, n_tokens, kv_head, n_kv, n_out, false, out);
+}
+
+int model_build_graph_ex(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                         const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, bool embd_in,
+                         model_batch_graph *out) {
     const model_hparams *hp = &m->hp;
     memset(out, 0, sizeof *out);
     if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens)
@@ -88,14 +127,26 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         out->kv_head[s] = kv_head[s];
         out->n_kv[s] = n_kv[s];
     }
-    /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads) */
-    graph *g = graph_new((96 + (kv->rot_k || kv->rot_v ? 16 : 0)) * hp->n_layer + 64);
+    /* a rotated cache adds 4 turns of 3 tensors per layer (blk_rotate_heads),
+     * experts about 40 tensors and 2 per chosen expert (blk_moe_ffn), an
+     * adapter up to 6 tensors per product, 8 products per layer and the
+     * output (blk_linear) */
+    const int32_t n_lora = lora ? lora->n : 0;
+    const int32_t per_layer = 96 + (kv->rot_k || kv->rot_v ? 16 : 0) + (hp->n_expert ? 40 + 2 * hp->n_expert_used : 0) +
+                              48 * n_lora;
+    graph *g = graph_new(per_layer * hp->n_layer + 64 + 8 * n_lora);
     if (!g) return error_set("%s graph: out of memory", hp->arch->name);
     out->g = g;
     out->n_tokens = n_tokens;
     out->n_out = n_out;
+    out->rs_slot = kv_cache_rs_slot(kv);
 
-    out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    if (embd_in) {
+        out->embd = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, hp->n_embd, n_tokens));
+        if (out->embd) graph_tensor_set_name(out->embd, "inp_embd");
+    } else {
+        out->tokens = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
+    }
     out->pos = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, n_tokens));
     out->mask = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv[0], n_tokens));
     if (out->tokens) graph_tensor_set_name(out->tokens, "tokens");
@@ -111,7 +162,7 @@ int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int3
         if (out->attn_temp) graph_tensor_set_name(out->attn_temp, "attn_temp");
     }
 
-    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out};
+    model_build b = {.g = g, .m = m, .hp = hp, .kv = kv, .io = out, .lora = n_lora ? lora : NULL};
     out->logits = graph_set_output(hp->arch->build(&b));
     if (out->logits) graph_tensor_set_name(out->logits, "logits");
     if (graph_check(g) != 0 || !out->logits) {

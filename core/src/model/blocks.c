@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "kv/kv.h"
+#include "model/lora.h"
 #include "tensor/dtype.h"
 
 /* llama.cpp's CPU backend multiplies an F16 cache with F16 copies of q and
@@ -25,6 +26,9 @@ static graph_tensor *named(graph_tensor *t, const char *name, int il) {
 }
 
 graph_tensor *blk_embed(model_build *b) {
+    /* a medium's rows come from its projector, already in the text model's
+     * space: no lookup and no embedding scale (llama.cpp scales neither) */
+    if (b->io->embd) return b->io->embd;
     graph_tensor *x = graph_get_rows(b->g, model_weight_leaf(b->g, b->m->tok_embd), b->io->tokens);
     if (b->hp->embd_scale != 1.0f) x = graph_scale(b->g, x, b->hp->embd_scale, 0.0f);
     return x;
@@ -46,6 +50,15 @@ graph_tensor *blk_layer_norm(model_build *b, graph_tensor *x, const model_weight
 
 graph_tensor *blk_linear(model_build *b, const model_weight *w, const model_weight *bias, graph_tensor *x) {
     graph_tensor *t = graph_mul_mat(b->g, model_weight_leaf(b->g, w), x);
+    /* each adapter in use: + scale * B (A x) (lora.h) */
+    for (int32_t i = 0; b->lora && i < b->lora->n; i++) {
+        const model_lora_use *u = &b->lora->use[i];
+        const model_lora_pair *p = model_lora_pair_for(u->lora, w);
+        if (!p) continue;
+        graph_tensor *ax = graph_mul_mat(b->g, model_weight_leaf(b->g, &p->a), x);        /* [r, T] */
+        graph_tensor *bax = graph_mul_mat(b->g, model_weight_leaf(b->g, &p->b), ax);      /* [n_out, T] */
+        t = graph_add(b->g, t, graph_scale(b->g, bax, model_lora_scale(u->lora, p, u->scale), 0.0f));
+    }
     if (bias) t = graph_add(b->g, t, model_weight_leaf(b->g, bias));
     return t;
 }
@@ -72,11 +85,16 @@ void blk_qkv(model_build *b, int il, graph_tensor *h, graph_tensor **q, graph_te
         tk = blk_linear(b, L->wk, L->bk, h);
         tv = blk_linear(b, L->wv, L->bv, h);
     }
+    /* q/k norms: per head [D] (qwen3, gemma3) or over the whole row [D*H]
+     * (olmoe), then the heads apart */
+    const bool row_norm = L->q_norm && L->q_norm->ne[0] != D;
+    if (row_norm) tq = blk_rms_norm(b, tq, L->q_norm, "q_norm", il);
+    if (row_norm && L->k_norm) tk = blk_rms_norm(b, tk, L->k_norm, "k_norm", il);
     *q = graph_reshape_3d(g, tq, D, H, T);
     *k = graph_reshape_3d(g, tk, D, Hkv, T);
     *v = tv;
-    if (L->q_norm) *q = blk_rms_norm(b, *q, L->q_norm, "q_norm", il);
-    if (L->k_norm) *k = blk_rms_norm(b, *k, L->k_norm, "k_norm", il);
+    if (L->q_norm && !row_norm) *q = blk_rms_norm(b, *q, L->q_norm, "q_norm", il);
+    if (L->k_norm && !row_norm) *k = blk_rms_norm(b, *k, L->k_norm, "k_norm", il);
 }
 
 graph_rope_params blk_rope_params(const model_build *b, int il) {
@@ -193,9 +211,54 @@ graph_tensor *blk_self_attention(model_build *b, int il, graph_tensor *h) {
     return blk_linear(b, L->wo, L->bo, att);
 }
 
+graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    const model_layer *L = &b->m->layers[il];
+    const int64_t E = hp->n_embd, X = hp->n_expert, K = hp->n_expert_used, T = b->io->n_tokens;
+
+    /* Route: each token's K most probable experts and their weights. */
+    graph_tensor *logits = named(blk_linear(b, L->ffn_gate_inp, NULL, x), "ffn_moe_logits", il); /* [X, T] */
+    graph_tensor *probs = hp->moe_gating == MODEL_MOE_SIGMOID ? graph_sigmoid(g, logits)
+                                                              : graph_soft_max(g, logits, NULL, 1.0f, 0.0f);
+    named(probs, "ffn_moe_probs", il);
+    graph_tensor *sel = named(graph_top_k(g, probs, K), "ffn_moe_topk", il);             /* I32 [K, T] */
+    graph_tensor *w = graph_get_rows(g, graph_reshape_3d(g, probs, 1, X, T), sel);    /* [1, K, T] */
+    if (hp->moe_norm_w) {
+        graph_tensor *w2 = graph_reshape_2d(g, w, K, T);
+        w = graph_reshape_3d(g, graph_div(g, w2, graph_sum_rows(g, w2)), 1, K, T);
+    }
+    named(w, "ffn_moe_weights", il);
+
+    /* The chosen experts' SwiGLU FFNs, weighted, summed over the K slots. */
+    graph_tensor *xe = graph_reshape_3d(g, x, E, 1, T);
+    graph_tensor *up = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_up", il);
+    graph_tensor *gate =
+        named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_gate_exps), xe, sel), "ffn_moe_gate", il);
+    graph_tensor *h = graph_swiglu(g, gate, up); /* [Fx, K, T] */
+    graph_tensor *down =
+        named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_down_exps), h, sel), "ffn_moe_down", il);
+    down = graph_mul(g, down, w); /* [E, K, T] */
+    graph_tensor *out = NULL;
+    for (int64_t k = 0; k < K && down; k++) {
+        graph_tensor *slot = graph_view_2d(g, down, E, T, down->t.nb[2], (uint64_t)k * down->t.nb[1]);
+        out = out ? graph_add(g, out, slot) : slot;
+    }
+    if (K == 1) out = graph_cont(g, out);
+    if (L->ffn_up_shexp) {
+        graph_tensor *sg = blk_linear(b, L->ffn_gate_shexp, NULL, x), *su = blk_linear(b, L->ffn_up_shexp, NULL, x);
+        graph_tensor *sh = named(blk_linear(b, L->ffn_down_shexp, NULL, graph_swiglu(g, sg, su)), "ffn_shexp", il);
+        if (L->ffn_gate_inp_shexp) /* qwen2moe: scaled by its own gate, sigmoid(w . x) [1, T] */
+            sh = graph_mul(g, sh, graph_sigmoid(g, blk_linear(b, L->ffn_gate_inp_shexp, NULL, x)));
+        out = graph_add(g, out, sh);
+    }
+    return named(out, "ffn_moe_out", il);
+}
+
 graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act) {
     graph *g = b->g;
     const model_layer *L = &b->m->layers[il];
+    if (L->ffn_gate_inp) return blk_moe_ffn(b, il, x);
     graph_tensor *gate, *up;
     if (L->ffn_gate) {
         gate = blk_linear(b, L->ffn_gate, NULL, x);

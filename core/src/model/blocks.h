@@ -65,8 +65,18 @@ graph_tensor *blk_self_attention(model_build *b, int il, graph_tensor *h);
 typedef enum blk_ffn_act { BLK_FFN_SILU, BLK_FFN_GELU } blk_ffn_act;
 
 /* down(act(gate x) * up x) of layer il; gate and up fused in ffn_up
- * (gate rows first) when ffn_gate is NULL. */
+ * (gate rows first) when ffn_gate is NULL; an MoE layer's blk_moe_ffn
+ * when it has a router (act is then SiLU, the experts' own). */
 graph_tensor *blk_ffn(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
+
+/* A mixture-of-experts FFN of layer il on x [E, T]:
+ *   p = softmax(router x)          (or sigmoid: hp->moe_gating)   [X, T]
+ *   chosen = the K largest p of each token                       [K, T]
+ *   w = p[chosen]                  (divided by its sum: hp->moe_norm_w)
+ *   out = sum over the K slots of w * down_e(silu(gate_e x) * up_e x)
+ *         (+ the shared expert's FFN, when the layer has one, times
+ *          sigmoid(ffn_gate_inp_shexp . x) when it has that gate) [E, T] */
+graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x);
 
 /* The rows of x whose logits are wanted, final norm, output projection,
  * logit scale and soft-cap: [n_vocab, n_out]. In an embedding context
@@ -77,5 +87,13 @@ graph_tensor *blk_logits(model_build *b, graph_tensor *x);
  * llama, qwen2, qwen3, phi3, smollm3, granite and mistral3 graphs are this
  * block in a loop (arch_llama_build). */
 graph_tensor *blk_prenorm_layer(model_build *b, int il, graph_tensor *x, blk_ffn_act act);
+
+/* Recurrent blocks (blocks_ssm.c), on h [n_embd, T] of one sequence:
+ * LFM2's gated short convolution, out_proj(C * conv(B * x)) with B, C, x
+ * from in_proj, and Mamba-2's mixer (in_proj to z, xBC, dt; causal conv +
+ * SiLU; selective scan; + x D; gated by SiLU(z); grouped RMS norm;
+ * out_proj). Both read and update the sequence's recurrent state. */
+graph_tensor *blk_shortconv(model_build *b, int il, graph_tensor *h);
+graph_tensor *blk_mamba2(model_build *b, int il, graph_tensor *h);
 
 #endif

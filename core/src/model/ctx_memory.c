@@ -25,7 +25,7 @@ int context_reserve(tessera_context *ctx) {
         if (n > n_kv[s]) n = n_kv[s];
     }
     model_batch_graph bg;
-    if (model_build_graph(m, kv, n, head, n_kv, n, &bg) != 0) return error_wrap("reserving compute buffers");
+    if (model_build_graph(m, kv, NULL, n, head, n_kv, n, &bg) != 0) return error_wrap("reserving compute buffers");
     int rc = sched_alloc(ctx->sched, bg.g);
     graph_free(bg.g);
     if (rc) return error_wrap("reserving compute buffers for %d tokens over %d cells", n, n_ctx);
@@ -77,6 +77,9 @@ int32_t tessera_context_memory(const tessera_context *ctx, tessera_memory *out, 
         tessera_memory *r = row_for(out, &n, max, home >= 0 ? home : host);
         if (r) r->kv += kv_cache_layer_k_bytes(kv, il) + kv_cache_layer_v_bytes(kv, il);
     }
+    /* the recurrent states of hybrid models live in host memory */
+    tessera_memory *rs_row = kv_cache_rs_bytes(kv) ? row_for(out, &n, max, host) : NULL;
+    if (rs_row) rs_row->kv += kv_cache_rs_bytes(kv);
     /* fallback devices the scheduler added (ref, a CPU backend) */
     (void)h;
     int32_t kept = 0;

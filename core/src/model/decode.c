@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tessera/tessera_mtmd.h>
+
 #include "host/host_log.h"
 #include "model/decode.h"
 #include "model/public.h"
@@ -101,7 +103,10 @@ static void explain_once(tessera_context *ctx, int32_t n, int32_t n_kv) {
 static void fill_inputs(const tessera_context *ctx, model_batch_graph *bg, const tessera_token *tokens,
                         const int32_t *pos, const int32_t *seq, const bool *want, int32_t n, const int32_t *n_kv) {
     const model *m = ctx->model->m;
-    memcpy(bg->tokens->t.data, tokens, (size_t)n * sizeof *tokens);
+    if (bg->embd)
+        memcpy(bg->embd->t.data, ctx->embd_in, (size_t)n * (size_t)m->hp.n_embd * sizeof(float));
+    else
+        memcpy(bg->tokens->t.data, tokens, (size_t)n * sizeof *tokens);
     memcpy(bg->pos->t.data, pos, (size_t)n * sizeof *pos);
     const bool causal = m->hp.causal_attn;
     kv_cache_fill_mask(ctx->kv, false, causal, n_kv, n, pos, seq, bg->mask->t.data);
@@ -126,7 +131,7 @@ static int decode_ubatch(tessera_context *ctx, const tessera_token *tokens, cons
     for (int32_t s = 0; s < ub->n_sets; s++) n_kv[s] = step_kv_padded(ub->n_kv[s], ub->n_cells[s], n);
     model_batch_graph *bg;
     const int64_t built = ctx->step.n_built;
-    if (step_graph_get(&ctx->step, m, ctx->kv, ctx->sched, n, ub->head, n_kv, n_out > 0 ? n_out : 1,
+    if (step_graph_get(&ctx->step, m, ctx->kv, &ctx->lora, ctx->sched, n, ub->head, n_kv, n_out > 0 ? n_out : 1,
                        ctx->graph_reuse, &bg) != 0)
         return -1;
     explain_once(ctx, n, n_kv[0]);
@@ -170,11 +175,12 @@ int32_t decode_tokens(tessera_context *ctx, const tessera_token *tokens, const i
         const bool *w = want ? want + b0 : NULL;
         kv_ubatch ub;
         if (kv_cache_ubatch_reserve(ctx->kv, pos + b0, seq + b0, left < n_batch ? left : n_batch, &ub) == 0 ||
-            decode_ubatch(ctx, tokens + b0, pos + b0, seq + b0, w, &ub, row) != 0) {
+            decode_ubatch(ctx, tokens ? tokens + b0 : NULL, pos + b0, seq + b0, w, &ub, row) != 0) {
             step_graph_drop(&ctx->step); /* nothing about a failed step is trusted */
             kv_cache_batch_rollback(ctx->kv);
             return -1;
         }
+        if (ctx->embd_in) ctx->embd_in += (size_t)ub.n * (size_t)ctx->model->m->hp.n_embd;
         for (int32_t i = 0; i < ub.n; i++) row += w && w[i];
         b0 += ub.n;
     }
@@ -194,8 +200,12 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
         return error_set("decode: position %d is not in 0..%d (the cache holds %d positions)", pos, len, len);
     /* Rewinding past what a sliding-window cache still holds clears it. */
     if (pos < len && kv_cache_seq_forget(ctx->kv, 0, pos) < pos)
-        return error_set("decode: position %d cannot be reached again: the sliding-window cache dropped "
-                         "positions before it, so it was cleared (decode from position 0)", pos);
+        return error_set(kv_cache_is_recurrent(ctx->kv)
+                             ? "decode: position %d cannot be reached again: a recurrent state cannot be rolled "
+                               "back, so it was cleared (decode from position 0)"
+                             : "decode: position %d cannot be reached again: the sliding-window cache dropped "
+                               "positions before it, so it was cleared (decode from position 0)",
+                         pos);
     if ((int64_t)pos + n_tokens > n_ctx)
         return error_set("decode: context full: %d tokens at position %d need %lld cells, the context has %d (-c)",
                          n_tokens, pos, (long long)pos + n_tokens, n_ctx);
@@ -213,6 +223,43 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
     }
     if (decode_tokens(ctx, tokens, s->pos, s->seq, s->want, n_tokens) < 0) return error_wrap("decode");
     ctx->n_last = n_tokens;
+    ctx->last_all = all;
+    return 0;
+}
+
+/* Sequence 0's embedding rows (a medium's, from its projector) at pos,
+ * pos + 1, ...: the same checks and path as tokens, through a graph that
+ * takes the rows in place of the token lookup. */
+int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, uint32_t flags) {
+    if (!ctx) return error_set("decode embeddings: no context");
+    int32_t n_ctx = (int32_t)ctx->params.n_ctx;
+    int32_t len = kv_cache_seq_len(ctx->kv, 0);
+    ctx->n_last = 0;
+    if (n_rows <= 0 || !embd) return error_set("decode embeddings: no rows given");
+    if (pos < 0 || pos > len)
+        return error_set("decode embeddings: position %d is not in 0..%d (the cache holds %d positions)", pos, len,
+                         len);
+    if (pos < len && kv_cache_seq_forget(ctx->kv, 0, pos) < pos)
+        return error_set("decode embeddings: position %d cannot be reached again: the sliding-window cache "
+                         "dropped positions before it", pos);
+    if ((int64_t)pos + n_rows > n_ctx)
+        return error_set("decode embeddings: context full: %d rows at position %d need %lld cells, the context "
+                         "has %d (-c)", n_rows, pos, (long long)pos + n_rows, n_ctx);
+    if (scratch_reserve(&ctx->scratch, n_rows) != 0) return error_wrap("decode embeddings");
+    const bool all = (flags & TESSERA_DECODE_ALL_LOGITS) != 0;
+    decode_scratch *s = &ctx->scratch;
+    for (int32_t i = 0; i < n_rows; i++) {
+        s->pos[i] = pos + i;
+        s->seq[i] = 0;
+        s->want[i] = all || i == n_rows - 1;
+    }
+    ctx->embd_in = embd;
+    ctx->step.embd_in = true;
+    const int32_t rc = decode_tokens(ctx, NULL, s->pos, s->seq, s->want, n_rows);
+    ctx->embd_in = NULL;
+    ctx->step.embd_in = false;
+    if (rc < 0) return error_wrap("decode embeddings");
+    ctx->n_last = n_rows;
     ctx->last_all = all;
     return 0;
 }

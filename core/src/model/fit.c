@@ -3,7 +3,8 @@
  * what llama.cpp's -ngl auto / --fit does).
  *
  * Sizes come from the GGUF header alone (the file is mapped, no weight is
- * read): each block's tensors ("blk.N.*"), the KV cache per cell (a
+ * read): each block's tensors ("blk.N.*"; those -ot and --n-cpu-moe place
+ * by name counted where they go), the KV cache per cell (a
  * sliding-window layer holds only its window's cells), and the
  * compute buffers of the largest step, estimated from the shapes:
  *     activations  4 * n_tokens * (5 * n_embd + 3 * n_ff + 2 * n_head * head_dim)
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/placement.h"
 #include "model/public.h"
 #include "util/error.h"
 
@@ -32,17 +34,20 @@ typedef struct fit_sizes {
     int32_t n_layer;
     uint64_t *layer;     /* [n_layer] weight bytes of block il */
     uint64_t other;      /* weights outside the blocks (embeddings, output) */
+    uint64_t host_named, gpu_named; /* weights placed by name (-ot, --n-cpu-moe), in neither sum above */
     uint64_t kv_cell;    /* KV bytes per cell and layer */
     bool *swa;           /* [n_layer] the layer keeps only its window */
     uint32_t swa_cells;  /* cells of a sliding-window layer (0: n_ctx, as the others) */
     uint64_t act_token;  /* activation bytes per token */
     uint64_t score_cell; /* score bytes per token and cell */
     uint64_t logit_token;
+    uint64_t rs;         /* recurrent states of every sequence (host memory) */
 } fit_sizes;
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
-static int sizes_read(const gguf_file *f, const tessera_context_params *cp, fit_sizes *s, model_hparams *hp) {
+static int sizes_read(const gguf_file *f, const tessera_context_params *cp, const model_placement *pl, fit_sizes *s,
+                      model_hparams *hp) {
     memset(s, 0, sizeof *s);
     if (model_hparams_load(hp, f) != 0) return -1;
     s->n_layer = hp->n_layer;
@@ -55,6 +60,11 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, fit_
                                                               cp->n_batch ? cp->n_batch : 512);
     for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
         const gguf_tensor_info *ti = gguf_tensor(f, i);
+        const int32_t place = model_placement_of(pl, ti->name);
+        if (place != MODEL_PLACE_RULE) {
+            *(place == MODEL_PLACE_HOST ? &s->host_named : &s->gpu_named) += ti->size;
+            continue;
+        }
         int il = -1, end = 0;
         if (sscanf(ti->name, "blk.%d.%n", &il, &end) == 1 && end > 0 && il >= 0 && il < hp->n_layer)
             s->layer[il] += ti->size;
@@ -70,6 +80,9 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, fit_
                            2ull * (uint64_t)hp->n_head * (uint64_t)hp->head_dim);
     s->score_cell = 8ull * (uint64_t)hp->n_head;
     s->logit_token = 4ull * (uint64_t)hp->n_vocab;
+    if (hp->arch->state_floats)
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            s->rs += 4ull * (uint64_t)hp->arch->state_floats(hp, il) * (cp->n_seq_max ? cp->n_seq_max : 1);
     return 0;
 }
 
@@ -107,7 +120,7 @@ static int32_t gpu_blocks(const fit_sizes *s, int32_t n_gpu) { return n_gpu > s-
 static uint64_t gpu_need(const fit_sizes *s, int32_t n, uint32_t n_ctx, uint32_t n_batch, uint64_t *w, uint64_t *kv,
                          uint64_t *c) {
     const int32_t blocks = gpu_blocks(s, n);
-    *w = n > s->n_layer ? s->other : 0;
+    *w = (n > s->n_layer ? s->other : 0) + s->gpu_named;
     for (int32_t il = s->n_layer - blocks; il < s->n_layer; il++) *w += s->layer[il];
     *kv = kv_bytes(s, s->n_layer - blocks, s->n_layer, n_ctx);
     *c = n > 0 ? compute_bytes(s, n_ctx, n_batch, false) : 0;
@@ -117,9 +130,9 @@ static uint64_t gpu_need(const fit_sizes *s, int32_t n, uint32_t n_ctx, uint32_t
 static uint64_t host_need(const fit_sizes *s, int32_t n_gpu, uint32_t n_ctx, uint32_t n_batch, uint64_t *w,
                           uint64_t *kv, uint64_t *c) {
     const int32_t blocks = gpu_blocks(s, n_gpu);
-    *w = n_gpu > s->n_layer ? 0 : s->other;
+    *w = (n_gpu > s->n_layer ? 0 : s->other) + s->host_named;
     for (int32_t il = 0; il < s->n_layer - blocks; il++) *w += s->layer[il];
-    *kv = kv_bytes(s, 0, s->n_layer - blocks, n_ctx);
+    *kv = kv_bytes(s, 0, s->n_layer - blocks, n_ctx) + s->rs;
     *c = compute_bytes(s, n_ctx, n_batch, true);
     return *w + *kv + *c;
 }
@@ -215,12 +228,18 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
     if (n_dev < 0) return -1;
     host_device *gpu = NULL, *cpu = NULL;
     model_pick_devices(devs, n_dev, &gpu, &cpu);
+    model_placement pl;
+    if (model_placement_init(&pl, mp->tensor_overrides, mp->n_cpu_moe, devs, n_dev, gpu) != 0) return -1;
     gguf_file *f = gguf_open(path);
-    if (!f) return -1;
+    if (!f) {
+        model_placement_free(&pl);
+        return -1;
+    }
     fit_sizes s;
     model_hparams hp;
-    int rc = sizes_read(f, cp, &s, &hp);
+    int rc = sizes_read(f, cp, &pl, &s, &hp);
     gguf_close(f);
+    model_placement_free(&pl);
     if (rc == 0) {
         fit_plan plan = {.s = &s, .ctx_auto = cp->n_ctx == 0, .n_ctx = fit_start_ctx(&hp, cp, n_ctx_default_max),
                          .n_batch = cp->n_batch ? cp->n_batch : 512, .report = report, .report_size = report_size};

@@ -117,6 +117,53 @@ static int hp_pooling(const model_hp_reader *r, int32_t *out) {
     return 0;
 }
 
+/* Mixture of experts: expert_count (absent: a dense FFN), expert_used_count
+ * (required with experts), the experts' FFN size (expert_feed_forward_length,
+ * default the dense one; a family's hook may have its own rule) and the
+ * shared expert's. */
+static int hp_experts(const model_hp_reader *r, model_hparams *hp) {
+    if (model_hp_int_opt(r, "expert_count", &hp->n_expert) ||
+        model_hp_int_opt(r, "expert_used_count", &hp->n_expert_used) ||
+        model_hp_int_opt(r, "expert_feed_forward_length", &hp->n_ff_exp) ||
+        model_hp_int_opt(r, "expert_shared_feed_forward_length", &hp->n_ff_shexp))
+        return -1;
+    if (hp->n_expert > 0 && !model_hp_has(r, "expert_used_count"))
+        return error_set("%s: key '%s.expert_used_count' not found (%s.expert_count is %d)", gguf_path(r->f),
+                         r->arch, r->arch, hp->n_expert);
+    return 0;
+}
+
+/* attention.head_count_kv: one number, or one per block where 0 marks a
+ * recurrent block (llama.cpp's hybrids); the attending blocks must agree. */
+static int hp_head_kv(const model_hp_reader *r, model_hparams *hp) {
+    char key[KEY_MAX];
+    const int64_t i = gguf_find_key(r->f, hp_key(r, "attention.head_count_kv", key));
+    if (i < 0) return 0;
+    /* an array only where recurrent blocks can be built (state_floats) */
+    if (gguf_kv_type(r->f, i) != GGUF_TYPE_ARRAY || !hp->arch->state_floats)
+        return model_hp_int(r, "attention.head_count_kv", &hp->n_head_kv);
+    gguf_type et;
+    uint64_t n;
+    const void *data;
+    if (gguf_get_arr(r->f, key, &et, &n, &data) != 0) return -1;
+    if ((et != GGUF_TYPE_UINT32 && et != GGUF_TYPE_INT32) || n != (uint64_t)hp->n_layer)
+        return error_set("%s: key '%s' must hold one 32-bit integer per block (%d)", gguf_path(r->f), key,
+                         hp->n_layer);
+    int32_t kv = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        int32_t v;
+        memcpy(&v, (const char *)data + (size_t)il * 4, 4);
+        if (v < 0 || (v > 0 && kv > 0 && v != kv))
+            return error_set("%s: key '%s' gives block %d %d KV heads (blocks that attend must agree)",
+                             gguf_path(r->f), key, il, v);
+        if (v > 0) kv = v;
+        hp->layer_recurrent[il] = v == 0;
+    }
+    if (kv == 0) return error_set("%s: key '%s' has no block that attends", gguf_path(r->f), key);
+    hp->n_head_kv = kv;
+    return 0;
+}
+
 /* Checks of meaning: a file that passes them can be built into a graph. */
 static int hp_validate(const model_hparams *hp, const gguf_file *f) {
     const char *path = gguf_path(f);
@@ -141,6 +188,15 @@ static int hp_validate(const model_hparams *hp, const gguf_file *f) {
         !isfinite(hp->residual_scale) || !isfinite(hp->logit_scale) || hp->logit_scale == 0.0f ||
         !isfinite(hp->logit_softcap) || hp->logit_softcap < 0.0f)
         return error_set("%s: a scale or soft-cap key is not a usable number", path);
+    if (hp->n_expert == 0 && (hp->n_expert_used || hp->n_ff_shexp))
+        return error_set("%s: expert_used_count or expert_shared_feed_forward_length without expert_count",
+                         path);
+    if (hp->n_expert > 0 && hp->n_expert_used > hp->n_expert)
+        return error_set("%s: expert_used_count %d is more than expert_count %d", path, hp->n_expert_used,
+                         hp->n_expert);
+    if (hp->n_expert > 4096 || hp->n_ff_exp > (1 << 24) || hp->n_ff_shexp > (1 << 24))
+        return error_set("%s: experts out of range (%d experts, FFN %d, shared FFN %d)", path, hp->n_expert,
+                         hp->n_ff_exp, hp->n_ff_shexp);
     /* The largest graph tensors must stay indexable. */
     if ((int64_t)hp->head_dim * hp->n_head > (1 << 20) || hp->n_embd > (1 << 20) || hp->n_ff > (1 << 24) ||
         hp->n_layer > 4096)
@@ -167,12 +223,21 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     hp->rope_mode = ad->rope_mode;
 
     if (model_hp_int(&r, "context_length", &hp->n_ctx_train) ||
-        model_hp_int(&r, "embedding_length", &hp->n_embd) || model_hp_int(&r, "block_count", &hp->n_layer) ||
-        model_hp_int(&r, "feed_forward_length", &hp->n_ff) ||
-        model_hp_int(&r, "attention.head_count", &hp->n_head))
+        model_hp_int(&r, "embedding_length", &hp->n_embd) || model_hp_int(&r, "block_count", &hp->n_layer))
         return -1;
-    hp->n_head_kv = hp->n_head;
-    if (model_hp_int_opt(&r, "attention.head_count_kv", &hp->n_head_kv)) return -1;
+    if (hp->n_layer > MODEL_MAX_LAYERS)
+        return error_set("%s: block_count %d is more than %d", gguf_path(f), hp->n_layer, MODEL_MAX_LAYERS);
+    if (ad->no_attention) { /* one nominal head: no attention is built, the cache's cells count positions */
+        hp->n_head = hp->n_head_kv = 1;
+        for (int32_t il = 0; il < hp->n_layer; il++) hp->layer_recurrent[il] = true;
+        if (model_hp_int_opt(&r, "feed_forward_length", &hp->n_ff)) return -1;
+    } else {
+        if (model_hp_int(&r, "feed_forward_length", &hp->n_ff) ||
+            model_hp_int(&r, "attention.head_count", &hp->n_head))
+            return -1;
+        hp->n_head_kv = hp->n_head;
+        if (hp_head_kv(&r, hp)) return -1;
+    }
     hp->head_dim = hp->n_embd / hp->n_head;
     if (!model_hp_has(&r, "attention.key_length") && hp->n_embd % hp->n_head != 0)
         return error_set("%s: embedding_length %d is not a multiple of head_count %d", gguf_path(f),
@@ -200,7 +265,9 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     if (model_hp_bool_opt(&r, "attention.causal", &hp->causal_attn) ||
         model_hp_f32_opt(&r, "attention.layer_norm_epsilon", &hp->norm_eps) || hp_pooling(&r, &hp->pooling))
         return -1;
+    if (hp_experts(&r, hp) != 0) return -1;
     if (ad->hparams && ad->hparams(hp, &r) != 0) return -1;
+    if (hp->n_expert > 0 && hp->n_ff_exp == 0) hp->n_ff_exp = hp->n_ff;
 
     /* The vocabulary size: the embedding matrix is the authority. */
     const gguf_tensor_info *emb = gguf_find_tensor(f, "token_embd.weight");

@@ -26,6 +26,7 @@
 
 typedef struct model model;
 typedef struct model_arch_desc model_arch_desc;
+typedef struct model_lora_set model_lora_set; /* lora.h */
 
 /* ------------------------------------------------------------ hparams */
 
@@ -37,6 +38,8 @@ typedef enum model_rope_scaling {
     MODEL_ROPE_SCALING_LLAMA3, /* carried by the rope_freqs.weight tensor */
     MODEL_ROPE_SCALING_LONGROPE, /* Phi-3: rope_factors_short/long tensors */
 } model_rope_scaling;
+
+enum { MODEL_MAX_LAYERS = 4096 };
 
 /* What every architecture has, read from "<arch>.<key>" by hparams.c; the
  * fields below "architecture extras" have neutral defaults that an
@@ -80,7 +83,27 @@ typedef struct model_hparams {
                                * sequence (encoders: bert, nomic-bert) */
     int32_t pooling;          /* pooling_type (TESSERA_POOLING_*), -1 when the file does not say */
     float norm_eps;           /* attention.layer_norm_epsilon: LayerNorm of encoders (default 1e-12) */
+
+    /* mixture of experts (n_expert 0: a dense FFN); the gating is the
+     * family's, set by its hparams hook (model_moe_gating) */
+    int32_t n_expert;      /* expert_count */
+    int32_t n_expert_used; /* expert_used_count: experts each token is routed to */
+    int32_t n_ff_exp;      /* an expert's FFN size (expert_feed_forward_length, or the family's rule) */
+    int32_t n_ff_shexp;    /* the shared expert's (expert_shared_feed_forward_length; 0: none) */
+    int32_t moe_gating;    /* MODEL_MOE_SOFTMAX (default) or MODEL_MOE_SIGMOID: router logits to probabilities */
+    bool moe_norm_w;       /* the chosen experts' weights divided by their sum */
+    /* recurrent hybrids (lfm2, mamba2, granitehybrid): which blocks are
+     * recurrent (an attention.head_count_kv array's zeros; every block of an
+     * architecture without attention), the convolution's width (lfm2:
+     * shortconv.l_cache, mamba2: ssm.conv_kernel) and Mamba-2's sizes
+     * (ssm.inner_size, state_size, time_step_rank = heads, group_count) */
+    bool layer_recurrent[MODEL_MAX_LAYERS];
+    int32_t conv_kernel;
+    int32_t ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
 } model_hparams;
+
+/* How an MoE router turns its logits into expert probabilities. */
+enum { MODEL_MOE_SOFTMAX = 0, MODEL_MOE_SIGMOID = 1 };
 
 /* Reads "<arch>.<suffix>" keys of one file, naming file and key in errors. */
 typedef struct model_hp_reader {
@@ -117,6 +140,7 @@ typedef struct model_weight {
     int64_t ne[4];
     uint64_t nbytes;
     int32_t layer;       /* the block it belongs to, -1 for global tensors */
+    int32_t place;       /* by name (placement.h): MODEL_PLACE_RULE (-ngl decides), _HOST or a device */
     int32_t home_device; /* -1: host memory at data */
     tsr_buffer *buffer;
     uint64_t offset;
@@ -135,10 +159,20 @@ typedef struct model_layer {
     const model_weight *ffn_norm;
     const model_weight *ffn_gate, *ffn_up, *ffn_down; /* ffn_up is gate|up when ffn_gate is NULL */
     const model_weight *post_ffn_norm;  /* gemma3: norm of the FFN output */
+    /* mixture of experts: the router [E, X], the experts stacked [E, Fx, X]
+     * (down [Fx, E, X]), a shared expert beside them (granitemoe) */
+    const model_weight *ffn_gate_inp;
+    const model_weight *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+    const model_weight *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
+    const model_weight *ffn_gate_inp_shexp; /* qwen2moe: the shared expert times sigmoid(this . x) [E] */
     /* encoders (bert, nomic-bert): biases and the post-norms (LayerNorm weight, bias) */
     const model_weight *bqkv, *bo, *ffn_up_b, *ffn_down_b;
     const model_weight *attn_out_norm, *attn_out_norm_b;   /* after the attention's residual add */
     const model_weight *layer_out_norm, *layer_out_norm_b; /* after the FFN's residual add */
+    /* recurrent blocks: LFM2's short convolution, Mamba-2's mixer */
+    const model_weight *conv_in, *conv_w, *conv_out;         /* shortconv.in_proj, .conv, .out_proj */
+    const model_weight *ssm_in, *ssm_conv1d, *ssm_conv1d_b;  /* Mamba-2 */
+    const model_weight *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm, *ssm_out;
     bool swa;     /* attends through the sliding-window mask */
     bool no_rope; /* positions are not rotated in this layer (smollm3; bert's learned positions) */
 } model_layer;
@@ -189,13 +223,17 @@ enum {
  * optional and absent or when loading already failed. */
 const model_weight *model_tensor(model_loader *ld, int32_t il, unsigned flags, int n_dims, int64_t ne0,
                                  int64_t ne1, const char *fmt);
+/* The same for a stack of ne2 matrices [ne0, ne1] (an MoE layer's experts). */
+const model_weight *model_tensor_3d(model_loader *ld, int32_t il, unsigned flags, int64_t ne0, int64_t ne1,
+                                    int64_t ne2, const char *fmt);
 
 /* ------------------------------------------------------------ forward */
 
 /* The inputs of one micro-batch graph, filled by the caller after allocation. */
 typedef struct model_batch_graph {
     graph *g;
-    graph_tensor *tokens;   /* I32 [n_tokens] */
+    graph_tensor *tokens;   /* I32 [n_tokens] (NULL when embd is the input) */
+    graph_tensor *embd;     /* F32 [n_embd, n_tokens] input embeddings (a medium's rows; NULL: tokens) */
     graph_tensor *pos;      /* I32 [n_tokens] */
     graph_tensor *mask;     /* F32 [n_kv[0], n_tokens] causal mask */
     graph_tensor *mask_swa; /* F32 [n_kv[swa set], n_tokens] sliding-window mask (NULL: no SWA layer) */
@@ -208,6 +246,7 @@ typedef struct model_batch_graph {
      * cells attended to (0..n_kv-1). */
     int32_t kv_head[KV_MAX_SETS], n_kv[KV_MAX_SETS];
     int32_t n_out;
+    int32_t rs_slot; /* recurrent models: the state slot the graph reads and writes */
 } model_batch_graph;
 
 /* What a graph builder works with; the blocks of blocks.h take it. */
@@ -218,6 +257,7 @@ typedef struct model_build {
     kv_cache *kv;
     model_batch_graph *io;
     graph_tensor *kv_rot; /* the cache's rotation H, made on first use (blk_rotate_heads) */
+    const model_lora_set *lora; /* adapters added to every product with a weight (NULL: none) */
 } model_build;
 
 /* The tensor sets most architectures share, or-ed in a descriptor's
@@ -228,7 +268,9 @@ enum {
     MODEL_SET_ATTN = 1 << 1,       /* attn_norm, attn_q/k/v/output with the shapes of hp */
     MODEL_SET_QKV_BIAS = 1 << 2,   /* attn_q/k/v.bias */
     MODEL_SET_QK_NORM = 1 << 3,    /* attn_q_norm, attn_k_norm: per-head RMS norm weights [head_dim] */
-    MODEL_SET_FFN = 1 << 4,        /* ffn_norm, ffn_gate, ffn_up, ffn_down */
+    MODEL_SET_FFN = 1 << 4,        /* ffn_norm, ffn_gate, ffn_up, ffn_down; when hp.n_expert > 0
+                                    * instead the router ffn_gate_inp, the experts ffn_{gate,up,down}_exps
+                                    * and, when hp.n_ff_shexp > 0, the shared ffn_{gate,up,down}_shexp */
 };
 
 struct model_arch_desc {
@@ -242,6 +284,13 @@ struct model_arch_desc {
     void (*tensors)(model_loader *ld, model *m);
     /* The forward graph: returns the logits [n_vocab, n_out] (NULL on error). */
     graph_tensor *(*build)(model_build *b);
+    /* Appended for the recurrent hybrids: the file has no attention
+     * (mamba2: head counts and feed_forward_length are not read), and the
+     * tensors hook declares the final norm itself (lfm2's token_embd_norm). */
+    bool no_attention;
+    bool own_output_norm;
+    /* Floats of recurrent state per sequence of block il (0: none). */
+    int64_t (*state_floats)(const model_hparams *hp, int32_t il);
 };
 
 /* The architecture named by general.architecture; NULL plus an error listing
@@ -257,6 +306,8 @@ typedef struct model_load_params {
     int32_t gpu_device; /* host device index or -1 */
     tsr_device *gpu;    /* that device (NULL: no offload) */
     int32_t cpu_device; /* host device index */
+    /* weights placed by name before -ngl (-ot, --n-cpu-moe; NULL: none) */
+    const struct model_placement *placement;
     model_progress_fn progress;
     void *progress_user;
     bool prefault; /* touch every page of the mapping once (not for a read image) */
@@ -268,20 +319,34 @@ void model_free(model *m);
 
 /* Home device of layer il's weights and KV cache (-1: host memory). */
 int32_t model_layer_device(const model *m, int32_t il);
-/* Home device of weight w (-1: host memory): its layer's, and for the
- * global weights the GPU once -ngl exceeds the layer count. The one rule
- * model loading uploads by. */
+/* Home device of weight w (-1: host memory): where its name places it
+ * (-ot, --n-cpu-moe: placement.h), else its layer's, and for the global
+ * weights the GPU once -ngl exceeds the layer count. The one rule model
+ * loading uploads by. */
 int32_t model_weight_device(const model *m, const model_weight *w);
+
+/* Upload weights mw[0..n) into a new set of buffers of device hd (host
+ * device index device) and bind each there; uploaded (may be NULL) is
+ * called after each and may return false to cancel. On failure the set
+ * holds what was allocated (host_weights_free it). */
+int model_weights_upload(host_device *hd, int32_t device, model_weight *const *mw, int32_t n, host_weight_set *set,
+                         bool (*uploaded)(const model_weight *w, void *user), void *user);
 
 /* A graph leaf for a weight, bound to its memory. */
 graph_tensor *model_weight_leaf(graph *g, const model_weight *w);
 
 /* Build the forward graph for n_tokens tokens written, in each cell set s
  * of the cache (kv->n_sets), to cells kv_head[s]..kv_head[s]+n_tokens-1,
- * attending to cells 0..n_kv[s]-1, with logits for n_out rows. Returns 0,
+ * attending to cells 0..n_kv[s]-1, with logits for n_out rows, and the
+ * LoRA adapters of lora (NULL: none) in every weight product. Returns 0,
  * or -1 with the first shape error. */
-int model_build_graph(const model *m, kv_cache *kv, int32_t n_tokens, const int32_t *kv_head,
-                      const int32_t *n_kv, int32_t n_out, model_batch_graph *out);
+int model_build_graph(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                      const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, model_batch_graph *out);
+/* The same with embd_in: the graph takes embedding rows (out->embd) in
+ * place of tokens, for the rows a multimodal encoder produced. */
+int model_build_graph_ex(const model *m, kv_cache *kv, const model_lora_set *lora, int32_t n_tokens,
+                         const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, bool embd_in,
+                         model_batch_graph *out);
 
 /* ------------------------------------------------------------ masks */
 

@@ -10,6 +10,7 @@
 #include "host/host.h"
 #include "kv/kv.h"
 #include "model/decode.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/step_graph.h"
 #include "sched/sched.h"
@@ -30,6 +31,13 @@ struct tessera_model {
     char **meta_keys;
     char **meta_vals;
     int32_t n_meta;
+    tessera_lora **loras; /* adapters loaded for it, freed with it */
+    int32_t n_loras, cap_loras;
+};
+
+struct tessera_lora {
+    tessera_model *model;
+    model_lora *l;
 };
 
 struct tessera_context {
@@ -48,8 +56,14 @@ struct tessera_context {
     step_graph step;  /* the last step's graph, kept for the next one */
     bool graph_reuse; /* use it again when the next step fits (default) */
     bool embeddings;  /* rows of ctx->logits are hidden states (n_embd wide) */
+    const float *embd_in; /* during tessera_decode_embd: the next micro-batch's input rows */
     int32_t pooling;  /* an embedding context's tessera_pooling (never unspecified) */
+    model_lora_use *lora_use; /* the adapters in use (tessera_context_set_loras) */
+    model_lora_set lora;      /* {lora_use, n} as graphs take it */
 };
+
+/* Free the model's adapters (api_lora.c; tessera_model_free). */
+void model_loras_free(tessera_model *tm);
 
 /* Floats in one row of ctx->logits: n_vocab, or n_embd in an embedding context. */
 static inline int64_t context_row_width(const tessera_context *ctx) {

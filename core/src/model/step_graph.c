@@ -75,6 +75,7 @@ static int find_writes(step_graph *sg, const kv_cache *kv, const int32_t *kv_hea
     sg->reusable = false;
     for (int32_t i = 0; i < graph_n_nodes(g); i++) {
         graph_tensor *t = graph_node_at(g, i);
+        if (is_persistent_view(t) && kv_cache_rs_root(kv, t->view_src)) continue; /* a state: kept per slot */
         if (is_persistent_view(t)) {
             int32_t set;
             uint64_t cell_bytes;
@@ -85,7 +86,9 @@ static int find_writes(step_graph *sg, const kv_cache *kv, const int32_t *kv_hea
         }
         for (int k = 0; k < t->n_src; k++) {
             const graph_tensor *src = t->src[k];
-            if (src && is_persistent_view(src) && src->op != TSR_OP_CPY && src->view_offset != 0) return 0;
+            if (src && is_persistent_view(src) && src->op != TSR_OP_CPY && src->view_offset != 0 &&
+                !kv_cache_rs_root(kv, src->view_src))
+                return 0;
         }
     }
     sg->reusable = true;
@@ -97,6 +100,8 @@ static bool kept_fits(const step_graph *sg, const kv_cache *kv, sched *s, int32_
                       const int32_t *n_kv, int32_t n_out) {
     const model_batch_graph *bg = &sg->bg;
     if (!bg->g || !sg->reusable || bg->n_tokens != n || bg->n_out != n_out || !sched_holds(s, bg->g)) return false;
+    if (bg->rs_slot != kv_cache_rs_slot(kv)) return false; /* its state views are another sequence's */
+    if ((bg->embd != NULL) != sg->embd_in) return false;
     for (int32_t k = 0; k < kv->n_sets; k++) {
         if (bg->n_kv[k] != n_kv[k]) return false;
         /* (what model_build_graph checks of a new graph) */
@@ -105,8 +110,8 @@ static bool kept_fits(const step_graph *sg, const kv_cache *kv, sched *s, int32_
     return true;
 }
 
-int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, sched *s, int32_t n, const int32_t *kv_head,
-                   const int32_t *n_kv, int32_t n_out, bool reuse, model_batch_graph **out) {
+int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, const model_lora_set *lora, sched *s, int32_t n,
+                   const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, bool reuse, model_batch_graph **out) {
     model_batch_graph *bg = &sg->bg;
     if (reuse && kept_fits(sg, kv, s, n, kv_head, n_kv, n_out)) {
         for (int32_t i = 0; i < sg->n_writes; i++) {
@@ -120,7 +125,7 @@ int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, sched *s, int32
         return 0;
     }
     step_graph_drop(sg);
-    if (model_build_graph(m, kv, n, kv_head, n_kv, n_out, bg) != 0) return -1;
+    if (model_build_graph_ex(m, kv, lora, n, kv_head, n_kv, n_out, sg->embd_in, bg) != 0) return -1;
     if (sched_alloc(s, bg->g) != 0 || find_writes(sg, kv, kv_head) != 0) {
         step_graph_drop(sg);
         return -1;

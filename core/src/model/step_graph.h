@@ -18,7 +18,10 @@
  * padded n_kv of every cell set, and the scheduler's last allocation is
  * still this graph (a context-shift graph or a reserve in between re-plans
  * the buffers). Anything the cache-write check does not recognise makes the
- * graph single-use.
+ * graph single-use. A recurrent model's graph reads and writes the state
+ * slot of its sequence (kv_cache_rs_slot): it is kept for that slot only.
+ * Changing the adapters in use (lora) drops the kept
+ * graph: the caller does (tessera_context_set_loras).
  */
 #ifndef TESSERA_MODEL_STEP_GRAPH_H
 #define TESSERA_MODEL_STEP_GRAPH_H
@@ -46,6 +49,7 @@ typedef struct step_graph {
     step_kv_write *writes;
     int32_t n_writes, cap_writes;
     int32_t n_reused, n_built; /* statistics (tests) */
+    bool embd_in; /* the next step takes embedding rows, not tokens (set by the caller) */
 } step_graph;
 
 /* The cells a step of n_tokens attends to when n_kv cells of a set of size
@@ -57,8 +61,8 @@ int32_t step_kv_padded(int32_t n_kv, int32_t size, int32_t n_tokens);
  * outputs: the kept one moved to kv_head when it fits and reuse is on,
  * else a new one (kept for later when reusable). Returns 0 with *out set
  * (owned by sg), or -1. */
-int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, sched *s, int32_t n, const int32_t *kv_head,
-                   const int32_t *n_kv, int32_t n_out, bool reuse, model_batch_graph **out);
+int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, const model_lora_set *lora, sched *s, int32_t n,
+                   const int32_t *kv_head, const int32_t *n_kv, int32_t n_out, bool reuse, model_batch_graph **out);
 
 /* Forget the kept graph (after a failed step: nothing is trusted). */
 void step_graph_drop(step_graph *sg);

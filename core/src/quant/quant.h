@@ -20,7 +20,15 @@ typedef struct quant_ftype {
     int32_t llama_ftype;   /* LLAMA_FTYPE_MOSTLY_Q4_K_M = 15             */
     int32_t default_dtype; /* TSR_DTYPE_Q4_K                             */
     const char *summary;   /* one line for --help                        */
+    /* llama-quantize refuses it without an importance matrix: its ~2-bit
+     * (and IQ3_XXS) quantizers choose grid points by each weight's
+     * importance. Tessera has no --imatrix yet, so it refuses too. */
+    bool needs_imatrix;
 } quant_ftype;
+
+/* The error for a target that needs an importance matrix (-1, with
+ * error_get() giving llama-quantize's reasoning), or 0. */
+int quant_ftype_check(const quant_ftype *ft);
 
 /* The target of a name (case-insensitive; aliases Q3_K, Q4_K, Q5_K mean the
  * _M mixtures as in llama-quantize), or NULL. */

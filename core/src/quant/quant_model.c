@@ -241,6 +241,7 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
     unsigned char *buf = NULL;
 
     if (!p || !p->ftype) return error_set("quantize: no target type given");
+    if (quant_ftype_check(p->ftype)) return -1;
     f = gguf_open(in_path);
     if (!f) goto done;
     const int64_t n = gguf_tensor_count(f);

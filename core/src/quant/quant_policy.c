@@ -9,29 +9,59 @@
 
 #include "quant/quant.h"
 #include "tensor/dtype.h"
+#include "util/error.h"
 
 static const quant_ftype ftypes[] = {
-    {"Q4_0", 2, TSR_DTYPE_Q4_0, "4.5 bpw, legacy symmetric 4-bit"},
-    {"Q4_1", 3, TSR_DTYPE_Q4_1, "5.0 bpw, legacy 4-bit with minimum"},
-    {"Q5_0", 8, TSR_DTYPE_Q5_0, "5.5 bpw, legacy symmetric 5-bit"},
-    {"Q5_1", 9, TSR_DTYPE_Q5_1, "6.0 bpw, legacy 5-bit with minimum"},
-    {"Q8_0", 7, TSR_DTYPE_Q8_0, "8.5 bpw, nearly lossless"},
-    {"Q2_K", 10, TSR_DTYPE_Q2_K, "K-quant mixture, mostly 2-bit"},
-    {"Q3_K_S", 11, TSR_DTYPE_Q3_K, "K-quant mixture, all 3-bit"},
-    {"Q3_K_M", 12, TSR_DTYPE_Q3_K, "K-quant mixture, 3-bit, attn_v/ffn_down/attn_output higher"},
-    {"Q3_K_L", 13, TSR_DTYPE_Q3_K, "K-quant mixture, 3-bit, attn_v/ffn_down/attn_output Q5_K"},
-    {"Q4_K_S", 14, TSR_DTYPE_Q4_K, "K-quant mixture, 4-bit, first layers' attn_v/ffn_down Q5_K"},
-    {"Q4_K_M", 15, TSR_DTYPE_Q4_K, "K-quant mixture, 4-bit, half of attn_v/ffn_down Q6_K"},
-    {"Q5_K_S", 16, TSR_DTYPE_Q5_K, "K-quant mixture, all 5-bit"},
-    {"Q5_K_M", 17, TSR_DTYPE_Q5_K, "K-quant mixture, 5-bit, half of attn_v/ffn_down Q6_K"},
-    {"Q6_K", 18, TSR_DTYPE_Q6_K, "K-quant, 6-bit"},
-    {"F16", 1, TSR_DTYPE_F16, "IEEE half precision"},
-    {"BF16", 32, TSR_DTYPE_BF16, "bfloat16"},
-    {"F32", 0, TSR_DTYPE_F32, "single precision (no quantization)"},
+    {"Q4_0", 2, TSR_DTYPE_Q4_0, "4.5 bpw, legacy symmetric 4-bit", false},
+    {"Q4_1", 3, TSR_DTYPE_Q4_1, "5.0 bpw, legacy 4-bit with minimum", false},
+    {"Q5_0", 8, TSR_DTYPE_Q5_0, "5.5 bpw, legacy symmetric 5-bit", false},
+    {"Q5_1", 9, TSR_DTYPE_Q5_1, "6.0 bpw, legacy 5-bit with minimum", false},
+    {"Q8_0", 7, TSR_DTYPE_Q8_0, "8.5 bpw, nearly lossless", false},
+    {"Q2_K", 10, TSR_DTYPE_Q2_K, "K-quant mixture, mostly 2-bit", false},
+    {"Q3_K_S", 11, TSR_DTYPE_Q3_K, "K-quant mixture, all 3-bit", false},
+    {"Q3_K_M", 12, TSR_DTYPE_Q3_K, "K-quant mixture, 3-bit, attn_v/ffn_down/attn_output higher", false},
+    {"Q3_K_L", 13, TSR_DTYPE_Q3_K, "K-quant mixture, 3-bit, attn_v/ffn_down/attn_output Q5_K", false},
+    {"Q4_K_S", 14, TSR_DTYPE_Q4_K, "K-quant mixture, 4-bit, first layers' attn_v/ffn_down Q5_K", false},
+    {"Q4_K_M", 15, TSR_DTYPE_Q4_K, "K-quant mixture, 4-bit, half of attn_v/ffn_down Q6_K", false},
+    {"Q5_K_S", 16, TSR_DTYPE_Q5_K, "K-quant mixture, all 5-bit", false},
+    {"Q5_K_M", 17, TSR_DTYPE_Q5_K, "K-quant mixture, 5-bit, half of attn_v/ffn_down Q6_K", false},
+    {"Q6_K", 18, TSR_DTYPE_Q6_K, "K-quant, 6-bit", false},
+    {"IQ4_NL", 25, TSR_DTYPE_IQ4_NL, "4.50 bpw non-linear quantization", false},
+    {"IQ4_XS", 30, TSR_DTYPE_IQ4_XS, "4.25 bpw non-linear quantization", false},
+    {"TQ1_0", 36, TSR_DTYPE_TQ1_0, "1.69 bpw ternarization", false},
+    {"TQ2_0", 37, TSR_DTYPE_TQ2_0, "2.06 bpw ternarization", false},
+    /* the targets below are named so that they are refused clearly: they
+     * need an importance matrix, or a quantizer Tessera does not have */
+    {"IQ3_S", 26, TSR_DTYPE_IQ3_S, "3.44 bpw quantization (not produced by Tessera yet)", false},
+    {"IQ3_M", 27, TSR_DTYPE_IQ3_S, "3.66 bpw quantization mix (not produced by Tessera yet)", false},
+    {"IQ3_XS", 22, TSR_DTYPE_IQ3_XXS, "3.3 bpw quantization (needs an importance matrix)", true},
+    {"IQ3_XXS", 23, TSR_DTYPE_IQ3_XXS, "3.06 bpw quantization (needs an importance matrix)", true},
+    {"IQ2_M", 29, TSR_DTYPE_IQ2_S, "2.7 bpw quantization (needs an importance matrix)", true},
+    {"IQ2_S", 28, TSR_DTYPE_IQ2_S, "2.5 bpw quantization (needs an importance matrix)", true},
+    {"IQ2_XS", 20, TSR_DTYPE_IQ2_XS, "2.31 bpw quantization (needs an importance matrix)", true},
+    {"IQ2_XXS", 19, TSR_DTYPE_IQ2_XXS, "2.06 bpw quantization (needs an importance matrix)", true},
+    {"IQ1_M", 31, TSR_DTYPE_IQ1_M, "1.75 bpw quantization (needs an importance matrix)", true},
+    {"IQ1_S", 24, TSR_DTYPE_IQ1_S, "1.56 bpw quantization (needs an importance matrix)", true},
+    {"Q2_K_S", 21, TSR_DTYPE_Q2_K, "K-quant mixture, 2-bit (needs an importance matrix)", true},
+    {"F16", 1, TSR_DTYPE_F16, "IEEE half precision", false},
+    {"BF16", 32, TSR_DTYPE_BF16, "bfloat16", false},
+    {"F32", 0, TSR_DTYPE_F32, "single precision (no quantization)", false},
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 
+int quant_ftype_check(const quant_ftype *ft) {
+    if (!ft->needs_imatrix) return 0;
+    return error_set("quantize: %s requires an importance matrix: at this size llama-quantize's "
+                     "quantizer picks each block's grid points (or, for Q2_K_S, its scales) by how much "
+                     "each weight matters, and without that data the result is unusable, so "
+                     "llama-quantize refuses ('this quantization requires an importance matrix!'). "
+                     "Tessera cannot read one yet (no --imatrix); quantize to IQ4_XS, IQ4_NL or a "
+                     "K-quant instead, or make the file with llama-imatrix and llama-quantize --imatrix",
+                     ft->name);
+}
+
 enum {
+    FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_TQ1_0 = 36, FT_TQ2_0 = 37,
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
     FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17,
 };
@@ -128,7 +158,9 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         if (falcon || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
         else if (t != TSR_DTYPE_Q8_0) t = TSR_DTYPE_Q6_K;
     } else if (!strcmp(name, "token_embd.weight")) {
-        /* rows are looked up, not multiplied: the default type is fine */
+        /* rows are looked up, not multiplied: the default type is fine,
+         * except that ternary embeddings would lose too much */
+        if (f == FT_TQ1_0 || f == FT_TQ2_0) t = TSR_DTYPE_Q4_K;
     } else if (contains(name, "attn_v.weight")) {
         /* V is small under GQA and its errors pass straight to the output */
         if (f == FT_Q2_K) t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
@@ -138,6 +170,7 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                  use_more_bits(st->i_attention_wv, info->n_attention_wv))
             t = TSR_DTYPE_Q6_K;
         else if (f == FT_Q4_K_S && st->i_attention_wv < 4) t = TSR_DTYPE_Q5_K;
+        else if ((f == FT_IQ4_NL || f == FT_IQ4_XS) && n_gqa >= 4) t = TSR_DTYPE_Q5_K;
         /* llama.cpp's "70B" rule: 80-layer llama, 8 heads share each V */
         if (!strcmp(info->arch, "llama") && info->n_layer == 80 &&
             (t == TSR_DTYPE_Q3_K || t == TSR_DTYPE_Q4_K))

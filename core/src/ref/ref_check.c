@@ -38,6 +38,7 @@ int ref_node_check(const tsr_node *node, char *why, size_t why_size) {
     switch (node->op) {
     case TSR_OP_GET_ROWS:
     case TSR_OP_MUL_MAT:
+    case TSR_OP_MUL_MAT_ID:
     case TSR_OP_CPY:
         if (!ref_dtype_is_readable(a->dtype))
             return fail(node, why, why_size, "src0 dtype %s is not supported", dtype_name(a->dtype));

@@ -80,5 +80,11 @@ tsr_status ref_op_cpy(const tsr_node *node);
 tsr_status ref_op_concat(const tsr_node *node);
 tsr_status ref_op_argmax(const tsr_node *node);
 tsr_status ref_op_flash_attn(const tsr_node *node);
+tsr_status ref_op_mul_mat_id(const tsr_node *node);
+tsr_status ref_op_top_k(const tsr_node *node);
+tsr_status ref_op_sum_rows(const tsr_node *node);
+tsr_status ref_op_div(const tsr_node *node);
+tsr_status ref_op_ssm_conv(const tsr_node *node);
+tsr_status ref_op_ssm_scan(const tsr_node *node);
 
 #endif

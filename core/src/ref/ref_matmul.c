@@ -25,6 +25,7 @@
  * halves the error (0.054 -> 0.021), on SmolLM2 Q4_1 1.13 -> 0.83.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ref/ref_internal.h"
 #include "tensor/dtype.h"
@@ -109,5 +110,49 @@ tsr_status ref_op_mul_mat(const tsr_node *node) {
         }
     free(xs);
     free(xq);
+    return TSR_OK;
+}
+
+/*
+ * MUL_MAT_ID (ABI 1.4): each token's chosen experts, each one a MUL_MAT of
+ * one activation row by one expert's matrix, so the roundings above apply
+ * unchanged (llama.cpp's CPU backend converts the activations the same way
+ * before it groups the rows by expert).
+ *
+ *   experts [K, N, E], x [K, n_b, T], ids I32 [n_used, T] -> dst [N, n_used, T]
+ *   dst[:, s, t] = experts[:, :, ids[s, t]] x[:, s % n_b, t]
+ *
+ * Every id is checked before anything is written: one outside 0..E-1 fails
+ * the node with TSR_ERR_INVALID naming the slot and token.
+ */
+tsr_status ref_op_mul_mat_id(const tsr_node *node) {
+    const tsr_tensor *w = node->src[0], *x = node->src[1], *ids = node->src[2], *dst = node->dst;
+    const int64_t E = w->ne[2], n_used = ids->ne[0], T = ids->ne[1], n_b = x->ne[1];
+    const uint8_t *pids = ref_tensor_base(ids);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t s = 0; s < n_used; s++) {
+            int32_t e;
+            memcpy(&e, pids + ref_offset(ids, s, t, 0, 0), sizeof e);
+            if (e < 0 || e >= E) {
+                error_set("ref: MUL_MAT_ID '%s': expert id %d of slot %lld of token %lld is outside 0..%lld",
+                          ref_node_label(node), (int)e, (long long)s, (long long)t, (long long)(E - 1));
+                return TSR_ERR_INVALID;
+            }
+        }
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t s = 0; s < n_used; s++) {
+            int32_t e;
+            memcpy(&e, pids + ref_offset(ids, s, t, 0, 0), sizeof e);
+            /* one MUL_MAT over views: expert e [K, N], row [K, 1], out [N, 1] */
+            tsr_tensor we = *w, xr = *x, out = *dst;
+            we.buffer = xr.buffer = out.buffer = NULL;
+            we.data = ref_tensor_base(w) + e * w->nb[2];
+            xr.data = ref_tensor_base(x) + (s % n_b) * x->nb[1] + t * x->nb[2];
+            out.data = ref_tensor_base(dst) + s * dst->nb[1] + t * dst->nb[2];
+            we.ne[2] = xr.ne[1] = xr.ne[2] = out.ne[1] = out.ne[2] = 1;
+            tsr_node mm = {.op = TSR_OP_MUL_MAT, .n_src = 2, .dst = &out, .src = {&we, &xr}};
+            const tsr_status st = ref_op_mul_mat(&mm);
+            if (st != TSR_OK) return st;
+        }
     return TSR_OK;
 }

@@ -1,5 +1,5 @@
 /*
- * ref_ops_elementwise — ADD, MUL, SCALE, SILU, GELU, SWIGLU.
+ * ref_ops_elementwise — ADD, MUL, DIV, SCALE, SILU, GELU, SWIGLU.
  *
  * Each walks dst element by element in (i0, i1, i2, i3) order, reading the
  * sources through their own strides; reading an element happens before
@@ -77,9 +77,16 @@ static float mul_two(float x, float y, const tsr_node *node) {
     return x * y;
 }
 
+/* IEEE division, as ggml's: x / 0 is +-inf or NaN */
+static float div_two(float x, float y, const tsr_node *node) {
+    (void)node;
+    return x / y;
+}
+
 /* silu(src0) * src1, all three the same shape */
 static float swiglu_two(float x, float y, const tsr_node *node) { return silu_one(x, 0.0f, node) * y; }
 
 tsr_status ref_op_add(const tsr_node *node) { return elementwise(node, node->src[1], add_two); }
 tsr_status ref_op_mul(const tsr_node *node) { return elementwise(node, node->src[1], mul_two); }
+tsr_status ref_op_div(const tsr_node *node) { return elementwise(node, node->src[1], div_two); }
 tsr_status ref_op_swiglu(const tsr_node *node) { return elementwise(node, node->src[1], swiglu_two); }

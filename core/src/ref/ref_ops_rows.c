@@ -1,6 +1,6 @@
 /*
  * ref_ops_rows — ops that move data rather than compute with it:
- * GET_ROWS, CPY, CONCAT, ARGMAX.
+ * GET_ROWS, CPY, CONCAT, ARGMAX, TOP_K; and SUM_ROWS.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -125,6 +125,68 @@ tsr_status ref_op_argmax(const tsr_node *node) {
                     }
                 }
                 memcpy(ref_flat_ptr(dst, r), &best_i, sizeof best_i);
+            }
+    return TSR_OK;
+}
+
+/* Whether element (x, i) ranks before (y, j) in TOP_K's order: larger
+ * first, NaN after every number, equal values (and NaNs) by lower index. */
+static bool top_k_before(float x, int64_t i, float y, int64_t j) {
+    if (isnan(x) || isnan(y)) return isnan(x) == isnan(y) ? i < j : isnan(y);
+    return x > y || (x == y && i < j);
+}
+
+/* a F32 [n, r, b2, b3] -> dst I32 [k, r, b2, b3]: the first k of each row
+ * in that order, by selection (k passes over the row; n is an expert count,
+ * not a vocabulary). llama.cpp sorts the whole row (argsort) and views its
+ * first k; the order is the same except where it leaves ties unordered. */
+tsr_status ref_op_top_k(const tsr_node *node) {
+    const tsr_tensor *a = node->src[0], *dst = node->dst;
+    const int64_t n = a->ne[0], k = dst->ne[0];
+    const uint8_t *pa = ref_tensor_base(a);
+    uint8_t *pd = ref_tensor_base(dst);
+    bool *taken = malloc((size_t)n * sizeof *taken);
+    if (!taken) {
+        error_set("ref: TOP_K '%s': out of memory for a row of %lld", ref_node_label(node), (long long)n);
+        return TSR_ERR_NO_MEMORY;
+    }
+    for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < a->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
+                memset(taken, 0, (size_t)n * sizeof *taken);
+                for (int64_t r = 0; r < k; r++) {
+                    int64_t best = -1;
+                    float best_x = 0.0f;
+                    for (int64_t i0 = 0; i0 < n; i0++) {
+                        if (taken[i0]) continue;
+                        const float x = ref_load(a->dtype, pa + ref_offset(a, i0, i1, i2, i3));
+                        if (best < 0 || top_k_before(x, i0, best_x, best)) {
+                            best = i0;
+                            best_x = x;
+                        }
+                    }
+                    taken[best] = true;
+                    const int32_t id = (int32_t)best;
+                    memcpy(pd + ref_offset(dst, r, i1, i2, i3), &id, sizeof id);
+                }
+            }
+    free(taken);
+    return TSR_OK;
+}
+
+/* a [n, r, b2, b3] -> dst [1, r, b2, b3]: each row summed in double, in
+ * index order, rounded once. */
+tsr_status ref_op_sum_rows(const tsr_node *node) {
+    const tsr_tensor *a = node->src[0], *dst = node->dst;
+    const uint8_t *pa = ref_tensor_base(a);
+    uint8_t *pd = ref_tensor_base(dst);
+    for (int64_t i3 = 0; i3 < a->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < a->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < a->ne[1]; i1++) {
+                double sum = 0.0;
+                for (int64_t i0 = 0; i0 < a->ne[0]; i0++)
+                    sum += (double)ref_load(a->dtype, pa + ref_offset(a, i0, i1, i2, i3));
+                ref_store(dst->dtype, pd + ref_offset(dst, 0, i1, i2, i3), (float)sum);
             }
     return TSR_OK;
 }

@@ -37,6 +37,9 @@ static const ref_op_fn op_table[TSR_OP_COUNT] = {
     [TSR_OP_GELU] = ref_op_gelu,         [TSR_OP_SWIGLU] = ref_op_swiglu,
     [TSR_OP_CPY] = ref_op_cpy,           [TSR_OP_CONCAT] = ref_op_concat,
     [TSR_OP_ARGMAX] = ref_op_argmax,     [TSR_OP_FLASH_ATTN] = ref_op_flash_attn,
+    [TSR_OP_MUL_MAT_ID] = ref_op_mul_mat_id, [TSR_OP_TOP_K] = ref_op_top_k,
+    [TSR_OP_SUM_ROWS] = ref_op_sum_rows, [TSR_OP_DIV] = ref_op_div,
+    [TSR_OP_SSM_CONV] = ref_op_ssm_conv, [TSR_OP_SSM_SCAN] = ref_op_ssm_scan,
 };
 
 /* Every tensor the node touches must have a host address. */

@@ -1,5 +1,6 @@
 /* api — the public tessera_sampler_* calls over the internal chain. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +31,72 @@ tessera_sampler_params tessera_sampler_default_params(void) {
         .penalty_present = d.penalty_present,
         .logit_bias = NULL,
         .n_logit_bias = 0,
+        .dry_multiplier = d.dry_multiplier,
+        .dry_base = d.dry_base,
+        .dry_allowed_length = d.dry_allowed_length,
+        .dry_penalty_last_n = d.dry_penalty_last_n,
+        .dry_sequence_breakers = NULL,
+        .n_dry_sequence_breakers = 0,
+        .xtc_probability = d.xtc_probability,
+        .xtc_threshold = d.xtc_threshold,
+        .top_n_sigma = d.top_n_sigma,
+        .dynatemp_range = d.dynatemp_range,
+        .dynatemp_exponent = d.dynatemp_exponent,
+        .mirostat = d.mirostat,
+        .mirostat_tau = d.mirostat_tau,
+        .mirostat_eta = d.mirostat_eta,
+        .samplers = NULL,
     };
+}
+
+/* llama.cpp's default sequence breakers. */
+static const char *const default_breakers[] = {"\n", ":", "\"", "*"};
+
+const char *const *tessera_sampler_default_breakers(int32_t *n) {
+    if (n) *n = (int32_t)(sizeof default_breakers / sizeof *default_breakers);
+    return default_breakers;
+}
+
+int32_t tessera_sampler_order(const char *text, bool letters, char *out, size_t cap) {
+    sample_step steps[SAMPLE_MAX_STEPS];
+    int n = sample_order_parse(text, letters, steps, SAMPLE_MAX_STEPS);
+    if (n < 0) return -1;
+    if (!out && cap > 0) return error_set("sampler order: out is NULL");
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = sample_step_name(steps[i]);
+        size_t nl = strlen(name);
+        if (len + nl + 2 > cap) return error_set("sampler order: %zu bytes are too few for '%s'", cap, text);
+        if (i > 0) out[len++] = ';';
+        memcpy(out + len, name, nl);
+        len += nl;
+    }
+    if (cap > 0) out[len] = '\0';
+    return (int32_t)len;
+}
+
+static int32_t model_piece(void *user, int32_t id, char *buf, int32_t size) {
+    int32_t n = tessera_detokenize(user, &id, 1, buf, size, false, true);
+    return n < 0 ? 0 : n;
+}
+
+static int32_t model_tokenize(void *user, const char *text, size_t len, int32_t *out, int32_t cap) {
+    return tessera_tokenize(user, text, len, out, cap, false, false);
+}
+
+static tessera_sampler *sampler_make(int32_t n_vocab, const tessera_model *model,
+                                     const tessera_sampler_params *params);
+
+tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_params *params) {
+    return sampler_make(n_vocab, NULL, params);
+}
+
+tessera_sampler *tessera_sampler_new_model(const tessera_model *model, const tessera_sampler_params *params) {
+    if (!model) {
+        error_set("sampler: model is NULL");
+        return NULL;
+    }
+    return sampler_make(tessera_model_n_vocab(model), model, params);
 }
 
 /* Only for TESSERA_SEED_RANDOM: the clock and the pid, mixed. */
@@ -45,7 +111,26 @@ static uint32_t seed_from_clock(void) {
     return seed == TESSERA_SEED_RANDOM ? 0 : seed;
 }
 
-tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_params *params) {
+/* DRY's breakers as token sequences of model's vocabulary (none without
+ * DRY). 0, or -1 with the error set. */
+static int breakers_make(const tessera_model *model, const tessera_sampler_params *params,
+                         sample_dry_breakers *out) {
+    memset(out, 0, sizeof *out);
+    if (!(params->dry_multiplier > 0.0f)) return 0;
+    const char *const *strs = params->dry_sequence_breakers ? params->dry_sequence_breakers : default_breakers;
+    int32_t n = params->dry_sequence_breakers ? params->n_dry_sequence_breakers
+                                              : (int32_t)(sizeof default_breakers / sizeof *default_breakers);
+    if (n < 0) return error_set("sampler: %d DRY sequence breakers", (int)n);
+    if (n == 0) return 0;
+    if (!model)
+        return error_set("sampler: DRY's sequence breakers are tokenized with the model's vocabulary: make the "
+                         "sampler with tessera_sampler_new_model (or give no breakers)");
+    sample_vocab_fns v = {model_piece, model_tokenize, (void *)model, tessera_model_n_vocab(model)};
+    return sample_dry_breakers_build(out, &v, strs, (size_t)n);
+}
+
+static tessera_sampler *sampler_make(int32_t n_vocab, const tessera_model *model,
+                                     const tessera_sampler_params *params) {
     if (!params) {
         error_set("sampler: params is NULL");
         return NULL;
@@ -68,9 +153,15 @@ tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_para
             bias[i].bias = params->logit_bias[i].bias;
         }
     }
+    sample_dry_breakers dry;
+    if (breakers_make(model, params, &dry) < 0) {
+        free(bias);
+        return NULL;
+    }
     tessera_sampler *s = calloc(1, sizeof *s);
     if (!s) {
         free(bias);
+        sample_dry_breakers_free(&dry);
         error_set("sampler: out of memory");
         return NULL;
     }
@@ -88,9 +179,25 @@ tessera_sampler *tessera_sampler_new(int32_t n_vocab, const tessera_sampler_para
         .penalty_present = params->penalty_present,
         .bias = bias,
         .n_bias = (size_t)params->n_logit_bias,
+        .dry_multiplier = params->dry_multiplier,
+        .dry_base = params->dry_base,
+        .dry_allowed_length = params->dry_allowed_length,
+        .dry_penalty_last_n = params->dry_penalty_last_n,
+        .dry_breakers = &dry,
+        .xtc_probability = params->xtc_probability,
+        .xtc_threshold = params->xtc_threshold,
+        .top_n_sigma = params->top_n_sigma,
+        .dynatemp_range = params->dynatemp_range,
+        .dynatemp_exponent = params->dynatemp_exponent,
+        .mirostat = params->mirostat,
+        .mirostat_tau = params->mirostat_tau,
+        .mirostat_eta = params->mirostat_eta,
     };
-    s->chain = sample_chain_new(&p, n_vocab);
+    if (p.dry_penalty_last_n == -1 && model) p.dry_penalty_last_n = tessera_model_n_ctx_train(model);
+    p.n_order = sample_order_parse(params->samplers, false, p.order, SAMPLE_MAX_STEPS);
+    s->chain = p.n_order < 0 ? NULL : sample_chain_new(&p, n_vocab);
     free(bias);
+    sample_dry_breakers_free(&dry);
     if (!s->chain) {
         free(s);
         return NULL;

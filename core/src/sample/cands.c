@@ -44,14 +44,20 @@ bool sample_cand_before(const sample_cand *a, const sample_cand *b) {
 
 void sample_sort(sample_cands *c) {
     if (c->sorted) return;
-    if (c->size > 1) qsort(c->data, c->size, sizeof *c->data, sample_cand_cmp);
+    sample_sort_top(c->data, c->size, c->size);
     c->sorted = true;
 }
 
 void sample_softmax(sample_cands *c) {
     sample_sort(c);
+    sample_softmax_unsorted(c);
+}
+
+void sample_softmax_unsorted(sample_cands *c) {
     if (c->size == 0) return;
     float max = c->data[0].logit;
+    for (size_t i = 1; i < c->size; i++)
+        if (c->data[i].logit > max) max = c->data[i].logit;
     if (!isfinite(max)) { /* every logit -inf (or NaN): the first one takes it all */
         for (size_t i = 0; i < c->size; i++) c->data[i].p = i == 0 ? 1.0f : 0.0f;
         return;

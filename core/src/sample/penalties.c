@@ -19,7 +19,7 @@ int sample_history_init(sample_history *h, size_t cap) {
     memset(h, 0, sizeof *h);
     if (cap == 0) return 0;
     h->ring = malloc(cap * sizeof *h->ring);
-    h->scratch = malloc(cap * sizeof *h->scratch);
+    h->scratch = malloc(4 * cap * sizeof *h->scratch); /* penalties: cap; DRY: 4 cap */
     if (!h->ring || !h->scratch) {
         sample_history_free(h);
         return error_set("sampler: out of memory for a penalty window of %zu tokens", cap);
@@ -46,6 +46,10 @@ void sample_history_clear(sample_history *h) {
     h->head = 0;
 }
 
+int32_t sample_history_back(const sample_history *h, size_t i) {
+    return h->ring[(h->head + h->cap - 1 - i) % h->cap];
+}
+
 static int id_cmp(const void *pa, const void *pb) {
     int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
     return (a > b) - (a < b);
@@ -70,13 +74,13 @@ static void penalize(sample_cand *cand, size_t n, float repeat, float freq, floa
     cand->logit -= (float)n * freq + present;
 }
 
-void sample_penalties(sample_cands *c, sample_history *h, float repeat, float freq,
+void sample_penalties(sample_cands *c, sample_history *h, size_t last_n, float repeat, float freq,
                       float present) {
-    if (h->count == 0 || (repeat == 1.0f && freq == 0.0f && present == 0.0f)) return;
+    if (h->count == 0 || last_n == 0 || (repeat == 1.0f && freq == 0.0f && present == 0.0f)) return;
     /* The window in any order will do: only the counts matter. */
     int32_t *ids = h->scratch;
-    size_t n_ids = h->count;
-    memcpy(ids, h->ring, n_ids * sizeof *ids);
+    size_t n_ids = h->count < last_n ? h->count : last_n;
+    for (size_t i = 0; i < n_ids; i++) ids[i] = sample_history_back(h, i);
     qsort(ids, n_ids, sizeof *ids, id_cmp);
     /* Usual case: the candidates are still the whole row in id order, so
      * each distinct id of the window is found by indexing. */

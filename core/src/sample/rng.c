@@ -1,34 +1,50 @@
-/* rng — xoshiro256** seeded through splitmix64: a small PRNG whose stream is
- * the same on every machine and libc for a given seed. */
+/* rng — MT19937, the generator llama.cpp's samplers draw from (C++'s
+ * std::mt19937: Matsumoto and Nishimura, 1998), and the uniform numbers
+ * libstdc++'s std::uniform_real_distribution makes from it, so a seed gives
+ * llama.cpp's draws on every machine and libc. */
 #include "sample/sample.h"
 
-static uint64_t splitmix64_next(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+enum { MT_M = 397 };
+
+void sample_rng_seed(sample_rng *rng, uint32_t seed) {
+    rng->mt[0] = seed;
+    for (uint32_t i = 1; i < SAMPLE_MT_N; i++)
+        rng->mt[i] = 1812433253u * (rng->mt[i - 1] ^ (rng->mt[i - 1] >> 30)) + i;
+    rng->i = SAMPLE_MT_N;
 }
 
-static uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-void sample_rng_seed(sample_rng *rng, uint64_t seed) {
-    uint64_t sm = seed;
-    for (int i = 0; i < 4; i++) rng->s[i] = splitmix64_next(&sm);
+/* The next 624 words at once (the "twist"). */
+static void mt_twist(uint32_t *mt) {
+    for (int k = 0; k < SAMPLE_MT_N; k++) {
+        uint32_t y = (mt[k] & 0x80000000u) | (mt[(k + 1) % SAMPLE_MT_N] & 0x7fffffffu);
+        mt[k] = mt[(k + MT_M) % SAMPLE_MT_N] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    }
 }
 
-uint64_t sample_rng_next(sample_rng *rng) {
-    uint64_t *s = rng->s;
-    uint64_t result = rotl64(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl64(s[3], 45);
-    return result;
+uint32_t sample_rng_next(sample_rng *rng) {
+    if (rng->i >= SAMPLE_MT_N) {
+        mt_twist(rng->mt);
+        rng->i = 0;
+    }
+    uint32_t y = rng->mt[rng->i++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
 }
 
+/* libstdc++'s generate_canonical: enough 32-bit words for the mantissa,
+ * the first the least significant, divided by 2^(32 k); a result that
+ * rounds up to 1 becomes the largest value below 1. */
 double sample_rng_uniform(sample_rng *rng) {
-    return (double)(sample_rng_next(rng) >> 11) * 0x1.0p-53;
+    double lo = sample_rng_next(rng);
+    double hi = sample_rng_next(rng);
+    double u = (lo + hi * 4294967296.0) / 18446744073709551616.0;
+    return u < 1.0 ? u : 0x1.fffffffffffffp-1;
+}
+
+float sample_rng_uniform_f(sample_rng *rng) {
+    float u = (float)sample_rng_next(rng) / 4294967296.0f;
+    return u < 1.0f ? u : 0x1.fffffep-1f;
 }

@@ -52,7 +52,8 @@ static double node_flops(const tsr_node *n) {
     const tsr_tensor *d = n->dst;
     const double out = (double)tsr_tensor_nelements(d);
     switch (n->op) {
-    case TSR_OP_MUL_MAT: return 2.0 * out * (double)n->src[0]->ne[0];
+    case TSR_OP_MUL_MAT:
+    case TSR_OP_MUL_MAT_ID: return 2.0 * out * (double)n->src[0]->ne[0];
     case TSR_OP_FLASH_ATTN: /* q.k and p.v over every key, per query head */
         return 4.0 * (double)n->src[0]->ne[0] * (double)n->src[1]->ne[1] * (double)n->src[0]->ne[1] *
                (double)n->src[0]->ne[2];
@@ -72,6 +73,9 @@ static uint64_t node_bytes(const tsr_node *n) {
         if (n->op == TSR_OP_GET_ROWS && i == 0) { /* only the rows looked up */
             const int64_t rows = n->src[0]->ne[1] * n->src[0]->ne[2] * n->src[0]->ne[3];
             b += rows > 0 ? tensor_bytes(n->src[0]) / (uint64_t)rows * (uint64_t)tsr_tensor_nelements(n->src[1]) : 0;
+        } else if (n->op == TSR_OP_MUL_MAT_ID && i == 0) { /* at most one expert per slot */
+            const int64_t E = n->src[0]->ne[2], slots = tsr_tensor_nelements(n->src[2]);
+            b += tensor_bytes(n->src[0]) / (uint64_t)E * (uint64_t)(slots < E ? slots : E);
         } else {
             b += tensor_bytes(n->src[i]);
         }

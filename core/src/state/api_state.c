@@ -20,11 +20,27 @@
 
 /* The model's identity beyond its shape: the GGUF's metadata and tensor
  * infos (every byte before the data section). */
-static uint64_t model_gguf_hash(const tessera_model *tm) {
-    const gguf_file *f = tm->m->file;
+static uint64_t gguf_header_hash(const gguf_file *f) {
     uint64_t n = gguf_data_offset(f);
     const uint8_t *base = (const uint8_t *)gguf_data(f) - n;
     return state_checksum(base, (size_t)n);
+}
+
+static uint64_t model_gguf_hash(const tessera_model *tm) { return gguf_header_hash(tm->m->file); }
+
+/* The model's hash with the LoRA adapters in use folded in (each file's
+ * header hash and its scale, in order): a state computed with other
+ * adapters or scales is another model's. No adapter: the model's alone,
+ * so files saved without adapters read as before. */
+static uint64_t context_model_hash(const tessera_context *ctx) {
+    uint64_t h = model_gguf_hash(ctx->model);
+    for (int32_t i = 0; i < ctx->lora.n; i++) {
+        float scale = ctx->lora.use[i].scale;
+        uint64_t part[3] = {h, gguf_header_hash(ctx->lora.use[i].lora->file), 0};
+        memcpy(&part[2], &scale, sizeof scale);
+        h = state_checksum(part, sizeof part);
+    }
+    return h;
 }
 
 static void header_of_context(const tessera_context *ctx, state_header *h) {
@@ -36,7 +52,7 @@ static void header_of_context(const tessera_context *ctx, state_header *h) {
     h->n_layer = (uint32_t)m->hp.n_layer;
     h->n_embd = (uint32_t)m->hp.n_embd;
     h->n_vocab = (uint32_t)m->hp.n_vocab;
-    h->gguf_hash = model_gguf_hash(ctx->model);
+    h->gguf_hash = context_model_hash(ctx);
     h->n_ctx = (uint32_t)kv->n_ctx;
     h->k_dtype = (uint32_t)kv->dtype_k;
     h->v_dtype = (uint32_t)kv->dtype_v;
@@ -46,6 +62,15 @@ static void header_of_context(const tessera_context *ctx, state_header *h) {
                | (kv->rot_k ? STATE_FLAG_K_ROT : 0) | (kv->rot_v ? STATE_FLAG_V_ROT : 0);
     h->n_sets = (uint32_t)kv->n_sets;
     for (int32_t il = 0; il < kv->n_layer; il++) h->n_layer_swa += kv->layers[il].set != 0;
+    h->rs_bytes = kv_cache_rs_seq_bytes(kv);
+}
+
+/* The sequences whose recurrent state a save of seq (-1: all) holds. */
+static uint32_t rs_saved_seqs(const kv_cache *kv, int32_t seq, int32_t *out) {
+    uint32_t n = 0;
+    for (int32_t q = 0; q < KV_MAX_SEQ; q++)
+        if ((seq < 0 || q == seq) && kv_cache_rs_held(kv, q)) out[n++] = q;
+    return n;
 }
 
 static int seq_check(int32_t seq) {
@@ -115,6 +140,8 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
     h.n_logits = logits ? h.n_vocab : 0;
     size_t sbytes = sampler ? tessera_sampler_state_size(sampler) : 0;
     h.sampler_bytes = (uint32_t)sbytes;
+    int32_t rs_seqs[KV_MAX_SEQ];
+    h.n_rs = rs_saved_seqs(kv, seq, rs_seqs);
     uint8_t *out = NULL;
     int32_t *cells[2] = {NULL, NULL};
     kv_cell_rec *recs[2] = {NULL, NULL};
@@ -143,6 +170,11 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
     if (save_cache(out, &h, kv, seq, cells, recs) != 0) {
         error_wrap("state save");
         goto fail;
+    }
+    for (uint32_t i = 0; i < h.n_rs; i++) {
+        uint8_t *p = out + h.off_rs + (4 + h.rs_bytes) * i;
+        state_put(p, (uint32_t)rs_seqs[i], 4);
+        kv_cache_rs_get(kv, rs_seqs[i], p + 4);
     }
     state_put(out + h.off_checksum, state_checksum(out, (size_t)h.off_checksum), 8);
     *len = (size_t)h.total;
@@ -178,10 +210,13 @@ static int state_check_identity(const tessera_context *ctx, const state_header *
         if (model_fields[i].saved != model_fields[i].here)
             return error_set("state file %s was saved for another model: %s %u there, %u here", label,
                              model_fields[i].what, model_fields[i].saved, model_fields[i].here);
-    if (h->gguf_hash != me.gguf_hash)
-        return error_set("state file %s was saved for another model file (GGUF metadata/tensor hash %016llx "
-                         "there, %016llx here)",
+    if (h->gguf_hash != me.gguf_hash) {
+        if (ctx->lora.n > 0 && h->gguf_hash == model_gguf_hash(ctx->model))
+            return error_set("state file %s was saved without the LoRA adapters this context uses (--lora)", label);
+        return error_set("state file %s was saved for another model file or with other LoRA adapters or scales "
+                         "(GGUF metadata/tensor hash %016llx there, %016llx here)",
                          label, (unsigned long long)h->gguf_hash, (unsigned long long)me.gguf_hash);
+    }
     const struct {
         const char *what;
         uint32_t saved, here;
@@ -197,6 +232,11 @@ static int state_check_identity(const tessera_context *ctx, const state_header *
                                      settings[i].what, kv_type_name(settings[i].saved), kv_type_name(settings[i].here))
                          : error_set("state file %s has other settings: %s %u there, %u here", label,
                                      settings[i].what, settings[i].saved, settings[i].here);
+    if (h->n_rs && h->rs_bytes != me.rs_bytes)
+        return error_set("state file %s has recurrent states of %llu bytes a sequence, this context's are %llu",
+                         label, (unsigned long long)h->rs_bytes, (unsigned long long)me.rs_bytes);
+    if (!h->n_rs && me.rs_bytes && h->n_cells)
+        return error_set("state file %s holds positions but no recurrent state, which this model needs", label);
     /* The cache types decide the rotation, so this differs only when one was
      * forced (kv_rotation): the bytes would be read in the wrong basis. */
     for (uint32_t bit = STATE_FLAG_K_ROT; bit <= STATE_FLAG_V_ROT; bit <<= 1)
@@ -256,6 +296,11 @@ static int state_check_payload(const state_header *h, const uint8_t *data, int32
     }
     for (int32_t set = 0; set < (int32_t)h->n_sets; set++)
         if (check_cells(h, data, set, label) != 0) return -1;
+    for (uint32_t i = 0; i < h->n_rs; i++) {
+        const int32_t q = (int32_t)(uint32_t)state_get(data + h->off_rs + (4 + h->rs_bytes) * i, 4);
+        if (q < 0 || q >= STATE_SEQS || (h->seq >= 0 && q != h->seq))
+            return error_set("state file %s: recurrent state %u is of sequence %d", label, i, q);
+    }
     for (uint64_t i = 0; i < (uint64_t)h->n_sets * STATE_SEQS; i++) {
         int32_t d = (int32_t)(uint32_t)state_get(data + h->off_dropped + 4 * i, 4);
         if (d < -1 || d >= (1 << 30))
@@ -368,6 +413,15 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
         kv_cache_cells_fill(kv, s, recs[s], dst[s], (int32_t)set_n_cells(&h, s));
         load_dropped(kv, &h, d, s, seq);
     }
+    for (uint32_t i = 0; i < h.n_rs; i++) { /* a state goes to its own sequence, or to seq */
+        const uint8_t *p = d + h.off_rs + (4 + h.rs_bytes) * i;
+        const int32_t q = seq >= 0 ? seq : (int32_t)(uint32_t)state_get(p, 4);
+        if (kv_cache_rs_set(kv, q, p + 4) != 0) {
+            error_wrap("state load %s", label);
+            kv_cache_seq_clear(kv, seq); /* no positions without their state */
+            goto done;
+        }
+    }
     if (load_logits(ctx, &h, d, seq, label) != 0) goto done;
     for (uint32_t i = 0; i < h.n_tokens; i++)
         tokens[i] = (tessera_token)(uint32_t)state_get(d + h.off_tokens + 4 * (uint64_t)i, 4);
@@ -377,6 +431,8 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
 restore:
     kv_cache_cells_restore(kv, bk);
     bk = NULL;
+    /* the cleared sequences' recurrent states are gone: so are their positions */
+    if (kv_cache_is_recurrent(kv)) kv_cache_seq_clear(kv, seq);
 done:
     kv_cells_backup_free(bk);
     for (int32_t s = 0; s < 2; s++) {

@@ -1,7 +1,8 @@
 /*
  * state — a context's saved state (tessera_state_* in tessera.h).
  *
- * File layout, little-endian, version 1:
+ * File layout, little-endian, version 2 (version 1, still read, is the same
+ * without the recurrent-state fields: they are 0):
  *
  *   header  "TSRSTATE" u32 version
  *           model:    char arch[32], u32 n_layer, n_embd, n_vocab,
@@ -15,12 +16,16 @@
  *           counts:   i32 seq (-1: the whole cache), u32 n_tokens, n_cells,
  *                     n_logits, sampler_bytes, n_sets (1, or 2 with a
  *                     sliding-window set), n_cells_swa, n_layer_swa
+ *           (v2)      u32 n_rs (sequences saved with a recurrent state),
+ *                     u64 rs_bytes (bytes of one sequence's state: every
+ *                     recurrent layer's, in layer order; 0 without)
  *   payload i32 tokens[n_tokens], f32 logits[n_logits], sampler bytes,
  *           cells of set 0 [n_cells] {u32 index, i32 pos, u64 seq_mask},
  *           cells of set 1 [n_cells_swa] (the same),
  *           i32 dropped[n_sets][64] (per set and sequence: the highest
  *           position a sliding window dropped, -1: none),
- *           per layer: K of its set's cells (count * k bytes), then V
+ *           per layer: K of its set's cells (count * k bytes), then V,
+ *           (v2) n_rs times {i32 seq, rs_bytes of its state}
  *   u64     checksum of every byte before it
  *
  * The header's counts fix the file's exact size, so a truncated or padded
@@ -33,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { STATE_VERSION = 1, STATE_ARCH_MAX = 32, STATE_SEQS = 64 };
+enum { STATE_VERSION = 2, STATE_ARCH_MAX = 32, STATE_SEQS = 64 };
 enum { STATE_FLAG_V_TRANS = 1, STATE_FLAG_K_ROT = 2, STATE_FLAG_V_ROT = 4 };
 
 typedef struct state_header {
@@ -45,14 +50,21 @@ typedef struct state_header {
     int32_t seq;
     uint32_t n_tokens, n_cells, n_logits, sampler_bytes;
     uint32_t n_sets, n_cells_swa, n_layer_swa;
+    uint32_t n_rs;     /* v2 */
+    uint64_t rs_bytes; /* v2 */
     /* derived by state_header_sizes */
     uint64_t k_cell_bytes, v_cell_bytes;
-    uint64_t off_tokens, off_logits, off_sampler, off_cells, off_cells_swa, off_dropped, off_kv, off_checksum,
-        total;
+    uint64_t off_tokens, off_logits, off_sampler, off_cells, off_cells_swa, off_dropped, off_kv, off_rs,
+        off_checksum, total;
 } state_header;
 
-/* Bytes of the encoded header. */
-#define STATE_HEADER_BYTES ((size_t)(8 + 4 + STATE_ARCH_MAX + 3 * 4 + 8 + 6 * 4 + 4 + 4 * 4 + 3 * 4))
+/* Bytes of the encoded header of version 1, and of the current one. */
+#define STATE_HEADER_BYTES_V1 ((size_t)(8 + 4 + STATE_ARCH_MAX + 3 * 4 + 8 + 6 * 4 + 4 + 4 * 4 + 3 * 4))
+#define STATE_HEADER_BYTES (STATE_HEADER_BYTES_V1 + 4 + 8)
+/* Bytes of the header of a version (1 or 2). */
+static inline size_t state_header_bytes(uint32_t version) {
+    return version == 1 ? STATE_HEADER_BYTES_V1 : STATE_HEADER_BYTES;
+}
 #define STATE_CELL_BYTES ((size_t)16)
 
 /* A 64-bit checksum (not cryptographic: it catches damage, not forgery). */

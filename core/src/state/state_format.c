@@ -58,7 +58,7 @@ int state_header_sizes(state_header *h) {
     if (!h->k_cell_bytes || !h->v_cell_bytes)
         return error_set("%s type %u with %u values per cell is not a KV cache row", h->k_cell_bytes ? "V" : "K",
                          h->k_cell_bytes ? h->v_dtype : h->k_dtype, h->k_cell_bytes ? h->n_embd_v : h->n_embd_k);
-    uint64_t off = STATE_HEADER_BYTES;
+    uint64_t off = state_header_bytes(h->version);
     h->off_tokens = off;
     bool ok = add_mul(&off, h->n_tokens, 4);
     h->off_logits = off;
@@ -79,6 +79,10 @@ int state_header_sizes(state_header *h) {
     uint64_t full = 0, swa = 0;
     ok = ok && add_mul(&full, h->n_cells, cell) && add_mul(&swa, h->n_cells_swa, cell);
     ok = ok && add_mul(&off, full, h->n_layer - h->n_layer_swa) && add_mul(&off, swa, h->n_layer_swa);
+    h->off_rs = off;
+    if (h->n_rs > STATE_SEQS || (h->n_rs && !h->rs_bytes) || h->rs_bytes > (UINT64_C(1) << 40))
+        return error_set("%u recurrent states of %llu bytes make no cache", h->n_rs, (unsigned long long)h->rs_bytes);
+    ok = ok && add_mul(&off, h->n_rs, 4 + h->rs_bytes);
     h->off_checksum = off;
     ok = ok && add_mul(&off, 8, 1);
     h->total = off;
@@ -99,6 +103,8 @@ void state_header_write(const state_header *h, uint8_t *out) {
                           (uint32_t)h->seq, h->n_tokens, h->n_cells, h->n_logits, h->sampler_bytes,
                           h->n_sets,        h->n_cells_swa, h->n_layer_swa};
     for (size_t i = 0; i < 14; i++) state_put(p, b[i], 4), p += 4;
+    state_put(p, h->n_rs, 4), p += 4;
+    state_put(p, h->rs_bytes, 8);
 }
 
 int state_header_read(state_header *h, const uint8_t *data, size_t len, const char *label) {
@@ -106,14 +112,17 @@ int state_header_read(state_header *h, const uint8_t *data, size_t len, const ch
     if (len < 8 || memcmp(data, STATE_MAGIC, 8) != 0)
         return error_set("state file %s: not a Tessera state file (%s)", label,
                          len < 8 ? "shorter than its magic" : "no TSRSTATE magic");
-    if (len < STATE_HEADER_BYTES + 8)
+    if (len < STATE_HEADER_BYTES_V1 + 8)
         return error_set("state file %s: truncated: %zu bytes, a header alone takes %zu", label, len,
-                         STATE_HEADER_BYTES + 8);
+                         STATE_HEADER_BYTES_V1 + 8);
     const uint8_t *p = data + 8;
     h->version = (uint32_t)state_get(p, 4), p += 4;
-    if (h->version != STATE_VERSION)
-        return error_set("state file %s: version %u, this build reads version %d", label, h->version,
+    if (h->version != 1 && h->version != STATE_VERSION)
+        return error_set("state file %s: version %u, this build reads versions 1 and %d", label, h->version,
                          STATE_VERSION);
+    if (len < state_header_bytes(h->version) + 8)
+        return error_set("state file %s: truncated: %zu bytes, a header alone takes %zu", label, len,
+                         state_header_bytes(h->version) + 8);
     memcpy(h->arch, p, STATE_ARCH_MAX), p += STATE_ARCH_MAX;
     if (h->arch[STATE_ARCH_MAX - 1] != '\0')
         return error_set("state file %s: the architecture name is not NUL-terminated", label);
@@ -126,6 +135,10 @@ int state_header_read(state_header *h, const uint8_t *data, size_t len, const ch
                      &h->n_sets,   &h->n_cells_swa, &h->n_layer_swa};
     for (size_t i = 0; i < 14; i++) *b[i] = (uint32_t)state_get(p, 4), p += 4;
     h->seq = (int32_t)seq;
+    if (h->version >= 2) {
+        h->n_rs = (uint32_t)state_get(p, 4), p += 4;
+        h->rs_bytes = state_get(p, 8);
+    }
     if (state_header_sizes(h) != 0) return error_wrap("state file %s", label);
     if (h->total != len)
         return error_set("state file %s: %s: the header describes %llu bytes, the file has %zu", label,

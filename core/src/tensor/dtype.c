@@ -17,6 +17,11 @@
 #define COMPUTES(t, vdt) \
     .supported = true, .to_f32 = quant_##t##_to_f32, .from_f32 = quant_##t##_from_f32, \
     .vec_dot_type = vdt, .vec_dot = quant_##t##_dot
+/* Read and computed, but produced only by llama.cpp's importance-matrix
+ * search (the grid IQ formats): no quantizer. */
+#define READS(t, vdt) \
+    .supported = true, .to_f32 = quant_##t##_to_f32, .from_f32 = NULL, .vec_dot_type = vdt, \
+    .vec_dot = quant_##t##_dot
 /* Known to GGUF, sized, but not computed by Tessera. */
 #define NOT_COMPUTED .supported = false, .vec_dot_type = -1
 
@@ -38,22 +43,22 @@
 #define COMPUTE_Q6_K COMPUTES(q6_K, TSR_DTYPE_Q8_K)
 #define COMPUTE_Q8_K COMPUTES(q8_K, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ4_NL COMPUTES(iq4_nl, TSR_DTYPE_Q8_0)
-#define COMPUTE_IQ2_XXS NOT_COMPUTED
-#define COMPUTE_IQ2_XS NOT_COMPUTED
-#define COMPUTE_IQ3_XXS NOT_COMPUTED
-#define COMPUTE_IQ1_S NOT_COMPUTED
-#define COMPUTE_IQ3_S NOT_COMPUTED
-#define COMPUTE_IQ2_S NOT_COMPUTED
-#define COMPUTE_IQ4_XS NOT_COMPUTED
+#define COMPUTE_IQ2_XXS READS(iq2_xxs, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ2_XS READS(iq2_xs, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ3_XXS READS(iq3_xxs, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ1_S READS(iq1_s, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ3_S READS(iq3_s, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ2_S READS(iq2_s, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ4_XS COMPUTES(iq4_xs, TSR_DTYPE_Q8_K)
 #define COMPUTE_I8 NOT_COMPUTED
 #define COMPUTE_I16 NOT_COMPUTED
 #define COMPUTE_I32 NOT_COMPUTED
 #define COMPUTE_I64 NOT_COMPUTED
 #define COMPUTE_F64 NOT_COMPUTED
-#define COMPUTE_IQ1_M NOT_COMPUTED
-#define COMPUTE_TQ1_0 NOT_COMPUTED
-#define COMPUTE_TQ2_0 NOT_COMPUTED
-#define COMPUTE_MXFP4 NOT_COMPUTED
+#define COMPUTE_IQ1_M READS(iq1_m, TSR_DTYPE_Q8_K)
+#define COMPUTE_TQ1_0 COMPUTES(tq1_0, TSR_DTYPE_Q8_K)
+#define COMPUTE_TQ2_0 COMPUTES(tq2_0, TSR_DTYPE_Q8_K)
+#define COMPUTE_MXFP4 COMPUTES(mxfp4, TSR_DTYPE_Q8_0)
 
 #define DTYPE_ROW(e, nm, bs, bytes, q, f, layout) \
     [TSR_DTYPE_##e] = {.name = nm, .block_size = bs, .block_bytes = bytes, .quantized = q, COMPUTE_##e},

@@ -9,10 +9,12 @@
  *             does (same bytes), NULL where the type cannot be produced
  *   vec_dot   sum_i x[i]*y[i] over n elements, x of this type and y of
  *             vec_dot_type (the 8-bit activation type matching the weight
- *             type: Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1,
- *             Q8_K for the K-quants; F32 for F32/F16/BF16)
- * Types GGUF defines that Tessera does not implement (IQ*, TQ*, MXFP4) are
- * recognized by name and size where known but have supported == false.
+ *             type: Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4, Q8_1 for
+ *             Q4_1/Q5_1, Q8_K for the K-quants, IQ4_XS, the grid IQ
+ *             formats and TQ1_0/TQ2_0; F32 for F32/F16/BF16)
+ * The grid IQ formats (IQ2_*, IQ3_*, IQ1_*) are read and computed but have
+ * no quantizer (from_f32 NULL); I8..F64 are data types with supported
+ * == false.
  */
 #ifndef TESSERA_TENSOR_DTYPE_H
 #define TESSERA_TENSOR_DTYPE_H
@@ -68,5 +70,12 @@ static inline uint16_t f32_to_bf16(float f) { return tsr_f32_to_bf16(f); }
  * not a multiple of its block size. */
 int dtype_quantize_row(int32_t dtype, const float *src, void *dst, int64_t n);
 int dtype_dequantize_row(int32_t dtype, const void *src, float *dst, int64_t n);
+
+/* Set the scale of one block of dtype to d (rounded to the block's scale
+ * format), for tests that fill blocks of the types Tessera cannot produce
+ * with random bytes: a random scale could be inf or NaN. 0 on success, -1
+ * if dtype is not a block type with one scale (the IQ, TQ and MXFP4
+ * formats, IQ4_NL included, are). */
+int dtype_block_set_scale(int32_t dtype, void *block, float d);
 
 #endif

@@ -72,6 +72,11 @@ static inline float quant_signed_absmax(const float *x, int n, float *amax) {
     return max;
 }
 
+/* IQ4_NL's codebook search and 32-block scale fit (quant_legacy.c), which
+ * IQ4_XS's quantizer (quant_iq.c) reuses per sub-block. */
+int quant_iq4nl_best_index(float x);
+float quant_iq4nl_scale(const float *x);
+
 #define QUANT_DECLARE(t)                                                     \
     void quant_##t##_to_f32(const void *src, float *dst, int64_t n);         \
     void quant_##t##_from_f32(const float *src, void *dst, int64_t n);      \
@@ -93,6 +98,25 @@ QUANT_DECLARE(q4_K)
 QUANT_DECLARE(q5_K)
 QUANT_DECLARE(q6_K)
 QUANT_DECLARE(q8_K)
+QUANT_DECLARE(iq4_xs)
+QUANT_DECLARE(tq1_0)
+QUANT_DECLARE(tq2_0)
+QUANT_DECLARE(mxfp4)
+
+/* The grid IQ formats: read and dotted, not produced (see quant_iq.c). */
+#define QUANT_DECLARE_READ(t)                                                \
+    void quant_##t##_to_f32(const void *src, float *dst, int64_t n);         \
+    void quant_##t##_dot(int64_t n, float *out, const void *x, const void *y);
+
+QUANT_DECLARE_READ(iq2_xxs)
+QUANT_DECLARE_READ(iq2_xs)
+QUANT_DECLARE_READ(iq2_s)
+QUANT_DECLARE_READ(iq3_xxs)
+QUANT_DECLARE_READ(iq3_s)
+QUANT_DECLARE_READ(iq1_s)
+QUANT_DECLARE_READ(iq1_m)
+
+#undef QUANT_DECLARE_READ
 
 #undef QUANT_DECLARE
 

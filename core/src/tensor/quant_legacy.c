@@ -20,6 +20,7 @@
 
 #include "tensor/dtype.h"
 #include "tensor/quant_blocks.h"
+#include <tessera/plugin_quants.h>
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -285,14 +286,13 @@ void quant_q8_1_to_f32(const void *src, float *y, int64_t n) {
 
 /* ---------------------------------------------------------------- IQ4_NL */
 
-/* The non-linear 4-bit codebook of IQ4_NL (llama.cpp's kvalues_iq4nl). */
-static const int8_t iq4nl_values[16] = {
-    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-};
+/* The non-linear 4-bit codebook of IQ4_NL (plugin_quants.h's, shared with
+ * the plugins). */
+static const int8_t *const iq4nl_values = TSR_IQ4NL_VALUES;
 
 /* Index of the codebook value nearest to x (ties to the upper value unless
  * strictly nearer the lower one, as llama.cpp's best_index_int8). */
-static int iq4nl_best_index(float x) {
+int quant_iq4nl_best_index(float x) {
     if (x <= iq4nl_values[0]) return 0;
     if (x >= iq4nl_values[15]) return 15;
     int lo = 0, hi = 15;
@@ -309,7 +309,7 @@ static int iq4nl_best_index(float x) {
 static void iq4nl_fit(const float *x, float id, float *sumqx, float *sumq2) {
     float sx = 0.0f, s2 = 0.0f;
     for (int j = 0; j < QK4_NL; j++) {
-        const float q = iq4nl_values[iq4nl_best_index(id * x[j])];
+        const float q = iq4nl_values[quant_iq4nl_best_index(id * x[j])];
         const float w = x[j] * x[j];
         sx += w * q * x[j];
         s2 += w * q * q;
@@ -318,34 +318,36 @@ static void iq4nl_fit(const float *x, float id, float *sumqx, float *sumq2) {
     *sumq2 = s2;
 }
 
+float quant_iq4nl_scale(const float *x) {
+    enum { NTRY = 7 };
+    float amax;
+    const float max = quant_signed_absmax(x, QK4_NL, &amax);
+    if (amax < 1e-15f) return 0.0f; /* llama.cpp's GROUP_MAX_EPS */
+    float sumqx, sumq2;
+    iq4nl_fit(x, 1 / (-max / iq4nl_values[0]), &sumqx, &sumq2);
+    float d = sumqx / sumq2;
+    float best = d * sumqx;
+    for (int itry = -NTRY; itry <= NTRY; itry++) {
+        iq4nl_fit(x, (float)(itry + iq4nl_values[0]) / max, &sumqx, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            d = sumqx / sumq2;
+            best = d * sumqx;
+        }
+    }
+    return d;
+}
+
 /* llama.cpp's quantize_row_iq4_nl_ref: quantize_row_iq4_nl_impl with one
  * 32-block per super-block, no importance weights and ntry = 7. */
 void quant_iq4_nl_from_f32(const float *x, void *dst, int64_t n) {
-    enum { NTRY = 7 };
     block_iq4_nl *y = dst;
     for (int64_t i = 0; i < n / QK4_NL; i++, x += QK4_NL) {
-        float amax;
-        const float max = quant_signed_absmax(x, QK4_NL, &amax);
-        float scale = 0.0f;
-        if (amax >= 1e-15f) { /* llama.cpp's GROUP_MAX_EPS */
-            float sumqx, sumq2;
-            iq4nl_fit(x, 1 / (-max / iq4nl_values[0]), &sumqx, &sumq2);
-            float d = sumqx / sumq2;
-            float best = d * sumqx;
-            for (int itry = -NTRY; itry <= NTRY; itry++) {
-                iq4nl_fit(x, (float)(itry + iq4nl_values[0]) / max, &sumqx, &sumq2);
-                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                    d = sumqx / sumq2;
-                    best = d * sumqx;
-                }
-            }
-            scale = d;
-        }
+        const float scale = quant_iq4nl_scale(x);
         y[i].d = f32_to_fp16(scale);
         const float id = scale ? 1 / scale : 0.0f;
         for (int j = 0; j < QK4_NL / 2; j++) {
-            const int l0 = iq4nl_best_index(id * x[j]);
-            const int l1 = iq4nl_best_index(id * x[j + QK4_NL / 2]);
+            const int l0 = quant_iq4nl_best_index(id * x[j]);
+            const int l1 = quant_iq4nl_best_index(id * x[j + QK4_NL / 2]);
             y[i].qs[j] = (uint8_t)(l0 | (l1 << 4));
         }
     }

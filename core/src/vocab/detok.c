@@ -202,3 +202,22 @@ int vocab_detokenize(const vocab *v, const int32_t *ids, size_t n, unsigned flag
     if (out_len) *out_len = b.len;
     return 0;
 }
+
+int32_t vocab_detokenize_buf(const vocab *v, const int32_t *ids, size_t n, unsigned flags, char *buf, int32_t size) {
+    char *text = NULL;
+    size_t len = 0;
+    if (vocab_detokenize(v, ids, n, flags, &text, &len) != 0) return INT32_MIN;
+    if (len >= (size_t)INT32_MAX) {
+        free(text);
+        error_set("detokenize: text too long");
+        return INT32_MIN;
+    }
+    int32_t m = (int32_t)len;
+    if (!buf || size < m + 1) {
+        free(text);
+        return -(m + 1);
+    }
+    memcpy(buf, text, len + 1);
+    free(text);
+    return m;
+}

@@ -158,5 +158,9 @@ enum {
  * Returns 0, or -1 (id out of range, out of memory) with error_get(). */
 int vocab_detokenize(const vocab *v, const int32_t *ids, size_t n, unsigned flags, char **out,
                      size_t *out_len);
+/* The same into buf as the public detokenize calls answer: the length
+ * (NUL-terminated), the negated length needed plus the NUL when buf is too
+ * small, INT32_MIN on error. */
+int32_t vocab_detokenize_buf(const vocab *v, const int32_t *ids, size_t n, unsigned flags, char *buf, int32_t size);
 
 #endif

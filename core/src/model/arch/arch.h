@@ -19,10 +19,23 @@ extern const model_arch_desc arch_granite;
 extern const model_arch_desc arch_mistral3;
 extern const model_arch_desc arch_bert;
 extern const model_arch_desc arch_nomic_bert;
+extern const model_arch_desc arch_qwen2moe;
+extern const model_arch_desc arch_qwen3moe;
+extern const model_arch_desc arch_olmoe;
+extern const model_arch_desc arch_granitemoe;
+extern const model_arch_desc arch_lfm2;
+extern const model_arch_desc arch_mamba2;
+extern const model_arch_desc arch_granitehybrid;
 
 /* The llama graph (arch/llama.c): pre-norm blocks of attention and a SiLU-gated
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */
 graph_tensor *arch_llama_build(model_build *b);
+
+/* The routing of an MoE family (hparams hook helper): the file must have
+ * experts (expert_count, naming the key when absent); the chosen experts'
+ * weights renormalised or not (norm_w); a family without a shared expert
+ * ignores expert_shared_feed_forward_length, as llama.cpp does. */
+int arch_moe_family(model_hparams *hp, const model_hp_reader *r, bool norm_w, bool shared_expert);
 
 /* The post-norm encoders (arch/bert.c): their keys (never causal), their
  * tensors (learned positions: position_embd and no rope, bert; otherwise

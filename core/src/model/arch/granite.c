@@ -1,6 +1,10 @@
 /*
  * granite — IBM Granite 3.x dense models: the llama block with four
- * multipliers from the file.
+ * multipliers from the file; granitemoe — Granite 3.x MoE (1B-A400M,
+ * 3B-A800M; GraniteMoeShared's files too): the same block with every FFN
+ * an MoE one (softmax router, the chosen experts' weights renormalised,
+ * experts feed_forward_length wide), and a shared expert beside them when
+ * expert_shared_feed_forward_length says so.
  *
  *   x = token_embd[tokens] * embedding_scale
  *   for each layer:
@@ -14,6 +18,7 @@
  * rope on).
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "model/arch/arch.h"
 #include "util/error.h"
@@ -40,8 +45,13 @@ static int granite_hparams(model_hparams *hp, const model_hp_reader *r) {
     return 0;
 }
 
+static int granitemoe_hparams(model_hparams *hp, const model_hp_reader *r) {
+    return granite_hparams(hp, r) || arch_moe_family(hp, r, true, true) ? -1 : 0;
+}
+
 static void granite_tensors(model_loader *ld, model *m) {
-    model_hp_reader r = {.f = m->file, .arch = "granite"};
+    model_hp_reader r = {.f = m->file};
+    snprintf(r.arch, sizeof r.arch, "%s", m->hp.arch->name);
     bool use_rope = true;
     if (!ld->failed && model_hp_bool_opt(&r, "rope.scaling.finetuned", &use_rope) != 0) ld->failed = 1;
     for (int32_t il = 0; il < m->hp.n_layer; il++) m->layers[il].no_rope = !use_rope;
@@ -54,4 +64,13 @@ const model_arch_desc arch_granite = {
     .tensor_sets = MODEL_SET_ATTN | MODEL_SET_FFN,
     .tensors = granite_tensors,
     .build = arch_llama_build, /* blk_prenorm_layer applies the multipliers */
+};
+
+const model_arch_desc arch_granitemoe = {
+    .name = "granitemoe",
+    .rope_mode = TSR_ROPE_NORMAL,
+    .hparams = granitemoe_hparams,
+    .tensor_sets = MODEL_SET_ATTN | MODEL_SET_FFN,
+    .tensors = granite_tensors,
+    .build = arch_llama_build,
 };

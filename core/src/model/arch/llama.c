@@ -1,5 +1,7 @@
 /*
- * llama — Llama 2/3, TinyLlama, SmolLM2, Mistral 7B (no sliding window).
+ * llama — Llama 2/3, TinyLlama, SmolLM2, Mistral 7B (no sliding window),
+ * and Mixtral (llama with expert_count: every FFN an MoE one, softmax
+ * router, the chosen experts' weights renormalised, blk_moe_ffn).
  *
  *   x = token_embd[tokens]                                  [E, T]
  *   for each layer:
@@ -18,9 +20,17 @@ graph_tensor *arch_llama_build(model_build *b) {
     return blk_logits(b, x);
 }
 
+/* Mixtral's routing, when the file has experts. */
+static int llama_hparams(model_hparams *hp, const model_hp_reader *r) {
+    (void)r;
+    hp->moe_norm_w = true;
+    return 0;
+}
+
 const model_arch_desc arch_llama = {
     .name = "llama",
     .rope_mode = TSR_ROPE_NORMAL,
+    .hparams = llama_hparams,
     .tensor_sets = MODEL_SET_ROPE_FREQS | MODEL_SET_ATTN | MODEL_SET_FFN,
     .build = arch_llama_build,
 };

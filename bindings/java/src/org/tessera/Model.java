@@ -30,11 +30,50 @@ public final class Model implements AutoCloseable {
      * @param nGpuLayers layers on the first GPU; -1: as many as fit
      */
     public Model(@NonNull String path, @Nullable String devices, int nGpuLayers) {
+        this(path, new Options().devices(devices).nGpuLayers(nGpuLayers));
+    }
+
+    /** Where a model's weights go: llama.cpp's --device, -ngl, -ot, --cpu-moe, --n-cpu-moe. */
+    public static final class Options {
+        String devices;
+        int nGpuLayers = -1;
+        final List<String> overrides = new ArrayList<>();
+        int nCpuMoe;
+
+        /** "cpu-avx0", "vulkan0,cpu-avx0", ... or null for the default order. */
+        public @NonNull Options devices(@Nullable String d) { devices = d; return this; }
+        /** Layers on the first GPU; -1: as many as fit. */
+        public @NonNull Options nGpuLayers(int n) { nGpuLayers = n; return this; }
+        /**
+         * "PATTERN=DEVICE" (llama.cpp's -ot; repeatable): the weights whose name the regular
+         * expression PATTERN matches go to DEVICE, "CPU" (host memory) or the GPU; the first
+         * matching rule wins, before nGpuLayers.
+         */
+        public @NonNull Options overrideTensor(@NonNull String rule) {
+            overrides.add(Objects.requireNonNull(rule, "rule"));
+            return this;
+        }
+        /** Every layer's experts (ffn_*_exps) stay in host memory, computed on the CPU (--cpu-moe). */
+        public @NonNull Options cpuMoe() { nCpuMoe = Integer.MAX_VALUE; return this; }
+        /** The experts of the first n layers stay in host memory (--n-cpu-moe). */
+        public @NonNull Options nCpuMoe(int n) {
+            if (n < 0) throw new IllegalArgumentException("nCpuMoe " + n + " is negative");
+            nCpuMoe = n;
+            return this;
+        }
+    }
+
+    /** Load with the devices and placement of o. */
+    public Model(@NonNull String path, @NonNull Options o) {
         Objects.requireNonNull(path, "path");
+        Objects.requireNonNull(o, "options");
         Tessera.init();
         this.path = path;
+        byte[][] ot = new byte[o.overrides.size()][];
+        for (int i = 0; i < ot.length; i++) ot[i] = o.overrides.get(i).getBytes(StandardCharsets.UTF_8);
         handle = nativeLoad(path.getBytes(StandardCharsets.UTF_8),
-                devices == null ? null : devices.getBytes(StandardCharsets.UTF_8), nGpuLayers);
+                o.devices == null ? null : o.devices.getBytes(StandardCharsets.UTF_8), o.nGpuLayers, ot,
+                o.nCpuMoe);
     }
 
     synchronized long handle() {
@@ -188,7 +227,8 @@ public final class Model implements AutoCloseable {
         }
     }
 
-    private static native long nativeLoad(byte[] path, byte[] devices, int nGpuLayers);
+    private static native long nativeLoad(byte[] path, byte[] devices, int nGpuLayers, byte[][] overrides,
+                                          int nCpuMoe);
     private static native void nativeFree(long model);
     private static native String nativeString(long model, int what);
     private static native int nativeInt(long model, int what);

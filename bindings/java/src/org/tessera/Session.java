@@ -34,13 +34,46 @@ public final class Session implements AutoCloseable {
 
     /**
      * Sampling, length and stop settings (llama.cpp's defaults; temperature
-     * 0 is greedy). The chain: penalties, top-k, typical, top-p, min-p,
-     * temperature.
+     * 0 is greedy). The chain, llama.cpp's default order: penalties, DRY,
+     * top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature (or
+     * mirostat alone); {@link #samplers} changes it.
      */
     public static final class Options {
         int maxTokens = 256, topK = 40, penaltyLastN = 64;
         float temperature = 0.8f, topP = 0.95f, minP = 0.05f, typicalP = 1.0f;
         float repeatPenalty = 1.0f, frequencyPenalty = 0.0f, presencePenalty = 0.0f;
+        float dryMultiplier = 0.0f, dryBase = 1.75f, xtcProbability = 0.0f, xtcThreshold = 0.1f, topNSigma = -1.0f;
+        float dynatempRange = 0.0f, dynatempExponent = 1.0f, mirostatTau = 5.0f, mirostatEta = 0.1f;
+        int dryAllowedLength = 2, dryPenaltyLastN = 64, mirostat = 0;
+        String[] dryBreakers, samplers; /* null: llama.cpp's defaults */
+
+        /** DRY: multiplier (0: off), base, allowed repeat length, tokens looked back (-1: the context). */
+        public @NonNull Options dry(float multiplier, float base, int allowedLength, int penaltyLastN) {
+            dryMultiplier = multiplier; dryBase = base; dryAllowedLength = allowedLength; dryPenaltyLastN = penaltyLastN;
+            return this;
+        }
+        /** DRY's sequence breakers (default llama.cpp's "\n", ":", "\"", "*"); none: no breakers. */
+        public @NonNull Options drySequenceBreakers(@NonNull String... breakers) {
+            String[] copy = Objects.requireNonNull(breakers, "breakers").clone();
+            for (int i = 0; i < copy.length; i++)
+                if (copy[i] == null || copy[i].isEmpty()) throw new IllegalArgumentException("breakers[" + i + "] is empty");
+            dryBreakers = copy;
+            return this;
+        }
+        /** XTC: chance (0: off) and threshold (above 0.5: off). */
+        public @NonNull Options xtc(float probability, float threshold) { xtcProbability = probability; xtcThreshold = threshold; return this; }
+        /** Top-n-sigma (<= 0: off). */
+        public @NonNull Options topNSigma(float n) { topNSigma = n; return this; }
+        /** Dynamic temperature: range (0: off) and exponent. */
+        public @NonNull Options dynatemp(float range, float exponent) { dynatempRange = range; dynatempExponent = exponent; return this; }
+        /** Mirostat: 0 off, 1, 2; tau (target entropy), eta (learning rate). */
+        public @NonNull Options mirostat(int mode, float tau, float eta) { mirostat = mode; mirostatTau = tau; mirostatEta = eta; return this; }
+        /** The samplers in order, llama.cpp's names (penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature). */
+        public @NonNull Options samplers(@NonNull String... names) {
+            samplers = Objects.requireNonNull(names, "names").clone();
+            for (int i = 0; i < samplers.length; i++) Objects.requireNonNull(samplers[i], "names[" + i + "]");
+            return this;
+        }
         long seed = 0xFFFFFFFFL; /* random */
         String grammar, jsonSchema, toolChoice = "auto";
         String[] stop = new String[0];
@@ -100,6 +133,11 @@ public final class Session implements AutoCloseable {
             o.temperature = temperature; o.topP = topP; o.minP = minP; o.typicalP = typicalP;
             o.repeatPenalty = repeatPenalty; o.frequencyPenalty = frequencyPenalty; o.presencePenalty = presencePenalty;
             o.seed = seed; o.grammar = grammar; o.jsonSchema = jsonSchema; o.toolChoice = toolChoice; o.stop = stop;
+            o.dryMultiplier = dryMultiplier; o.dryBase = dryBase; o.dryAllowedLength = dryAllowedLength;
+            o.dryPenaltyLastN = dryPenaltyLastN; o.dryBreakers = dryBreakers; o.xtcProbability = xtcProbability;
+            o.xtcThreshold = xtcThreshold; o.topNSigma = topNSigma; o.dynatempRange = dynatempRange;
+            o.dynatempExponent = dynatempExponent; o.mirostat = mirostat; o.mirostatTau = mirostatTau;
+            o.mirostatEta = mirostatEta; o.samplers = samplers;
             return o;
         }
     }
@@ -258,10 +296,19 @@ public final class Session implements AutoCloseable {
                 }
             }
             Utf8Pieces pieces = new Utf8Pieces(callback, o.stop);
-            int[] ints = {o.maxTokens, o.topK, o.penaltyLastN, (int) o.seed};
+            int[] ints = {o.maxTokens, o.topK, o.penaltyLastN, (int) o.seed, o.dryAllowedLength, o.dryPenaltyLastN,
+                          o.mirostat};
             float[] floats = {o.temperature, o.topP, o.minP, o.typicalP, o.repeatPenalty, o.frequencyPenalty,
-                              o.presencePenalty};
-            nativeGenerate(h, prompt, resume, ints, floats, utf8(o.grammar), utf8(o.jsonSchema), pieces);
+                              o.presencePenalty, o.dryMultiplier, o.dryBase, o.xtcProbability, o.xtcThreshold,
+                              o.topNSigma, o.dynatempRange, o.dynatempExponent, o.mirostatTau, o.mirostatEta};
+            byte[] order = o.samplers == null ? null : utf8(String.join(";", o.samplers));
+            byte[] breakers = null;
+            if (o.dryBreakers != null) {
+                StringBuilder b = new StringBuilder();
+                for (String x : o.dryBreakers) b.append(x).append('\0');
+                breakers = utf8(b.toString());
+            }
+            nativeGenerate(h, prompt, resume, ints, floats, utf8(o.grammar), utf8(o.jsonSchema), order, breakers, pieces);
             return pieces.finish();
         } finally {
             RUNNING.decrementAndGet();
@@ -365,7 +412,8 @@ public final class Session implements AutoCloseable {
     private static native int nativeNCtx(long session);
     private static native int[] nativeTokens(long session);
     private static native void nativeGenerate(long session, int[] prompt, boolean resume, int[] ints, float[] floats,
-                                              byte[] grammar, byte[] jsonSchema, Utf8Pieces sink);
+                                              byte[] grammar, byte[] jsonSchema, byte[] samplers, byte[] breakers,
+                                              Utf8Pieces sink);
     private static native byte[] nativeSaveState(long session);
     private static native void nativeSaveStateFile(long session, byte[] path);
     private static native void nativeLoadState(long session, byte[] state);

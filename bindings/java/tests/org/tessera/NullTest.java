@@ -120,9 +120,9 @@ public final class NullTest {
                     if (types[j].isPrimitive()) continue;
                     Object[] args = new Object[types.length];
                     for (int k = 0; k < types.length; k++) args[k] = k == j ? null : dummy(types[k], h);
-                    /* the nullable ones: devices, grammar, jsonSchema */
-                    boolean nullable = (m.getName().equals("nativeLoad") && j == 1)
-                            || (m.getName().equals("nativeGenerate") && (j == 5 || j == 6));
+                    /* the nullable ones: devices, tensor overrides, grammar, jsonSchema, samplers, breakers */
+                    boolean nullable = (m.getName().equals("nativeLoad") && (j == 1 || j == 3))
+                            || (m.getName().equals("nativeGenerate") && j >= 5 && j <= 8);
                     callNative(m, args, "parameter " + j + " null", !nullable);
                     calls++;
                 }

@@ -33,9 +33,11 @@ public final class TesseraTest {
         if (!ok) failures++;
     }
 
-    static String cliRun(String model, String prompt, int n) throws Exception {
-        Process p = new ProcessBuilder(System.getenv("TESSERA_BIN"), "run", "-m", model, "-p", prompt, "-n",
-                String.valueOf(n), "--temp", "0").redirectError(ProcessBuilder.Redirect.DISCARD).start();
+    static String cliRun(String model, String prompt, int n, String... flags) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(System.getenv("TESSERA_BIN"), "run", "-m", model, "-p", prompt, "-n",
+                String.valueOf(n), "--temp", "0"));
+        cmd.addAll(List.of(flags));
+        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         try (InputStream in = p.getInputStream()) {
             in.transferTo(out);
@@ -55,6 +57,36 @@ public final class TesseraTest {
         }
         p.waitFor();
         return out.toString(StandardCharsets.UTF_8).strip();
+    }
+
+    /** llama.cpp's other samplers: the same text as tessera run with its flags and the seed. */
+    static void llamaSamplers(Model model, String path) throws Exception {
+        Session.Options o = new Session.Options().maxTokens(16).seed(5).temperature(0.9f).dry(0.8f, 1.75f, 2, 64)
+                .drySequenceBreakers("\n", ":").xtc(0.5f, 0.1f).topNSigma(2.0f).dynatemp(0.3f, 1.0f)
+                .samplers("dry", "top_k", "xtc", "temperature");
+        try (Session s = model.newSession(1024)) {
+            String text = s.generate("Once upon a time", o, null);
+            String want = cliRun(path, "Once upon a time", 16, "--seed", "5", "--temp", "0.9", "--dry-multiplier", "0.8",
+                    "--dry-sequence-breaker", "\n", "--dry-sequence-breaker", ":", "--xtc-probability", "0.5",
+                    "--top-n-sigma", "2", "--dynatemp-range", "0.3", "--samplers", "dry;top_k;xtc;temperature");
+            check(text.equals(want), "DRY/XTC/top-n-sigma/dynatemp/order equal tessera run: " + text.replace("\n", "\\n"));
+            String miro = s.generate("Once upon a time", new Session.Options().maxTokens(16).seed(3).mirostat(2, 4.0f, 0.1f), null);
+            String wantMiro = cliRun(path, "Once upon a time", 16, "--seed", "3", "--temp", "0.8", "--mirostat", "2",
+                    "--mirostat-ent", "4");
+            check(miro.equals(wantMiro), "mirostat 2 equals tessera run: " + miro.replace("\n", "\\n"));
+            try {
+                s.generate("x", new Session.Options().maxTokens(2).mirostat(3, 5.0f, 0.1f), null);
+                check(false, "mirostat 3 refused");
+            } catch (TesseraException e) {
+                check(e.getMessage().contains("mirostat"), "mirostat 3 refused: " + e.getMessage());
+            }
+            try {
+                s.generate("x", new Session.Options().maxTokens(2).samplers("top_k", "warp"), null);
+                check(false, "an unknown sampler refused");
+            } catch (TesseraException e) {
+                check(e.getMessage().contains("warp"), "an unknown sampler refused: " + e.getMessage());
+            }
+        }
     }
 
     static void greedyAndStreaming(Model model, String path) throws Exception {
@@ -306,6 +338,42 @@ public final class TesseraTest {
         }
     }
 
+    /** Model.Options' placement (-ot, --cpu-moe, --n-cpu-moe) on the synthetic qwen3moe file. */
+    static String moeText(String moe, Model.Options o) {
+        try (Model m = new Model(moe, o); Session s = m.newSession(256)) {
+            return s.generate("Once upon a time", new Session.Options().maxTokens(8).temperature(0), null);
+        }
+    }
+
+    static void expertsPlaced() throws Exception {
+        String dir = System.getenv("TESSERA_TEST_DATA");
+        if (dir == null || !Files.exists(Paths.get(dir, "synth-qwen3moe-f32.gguf"))) {
+            System.out.println("skip: experts placed: synth-qwen3moe-f32.gguf absent");
+            return;
+        }
+        String moe = Paths.get(dir, "synth-qwen3moe-f32.gguf").toString();
+        String want = moeText(moe, new Model.Options().devices("ref"));
+        check(!want.isEmpty(), "qwen3moe generates");
+        check(moeText(moe, new Model.Options().devices("ref").cpuMoe()).equals(want), "cpuMoe(): the same text");
+        check(moeText(moe, new Model.Options().devices("ref").nCpuMoe(1)).equals(want), "nCpuMoe(1): the same text");
+        check(moeText(moe, new Model.Options().devices("ref").overrideTensor("\\.ffn_(up|down|gate)_exps=CPU"))
+                .equals(want), "overrideTensor: the same text");
+        String msg = null;
+        try {
+            moeText(moe, new Model.Options().devices("ref").overrideTensor("([=CPU"));
+        } catch (TesseraException e) {
+            msg = e.getMessage();
+        }
+        check(msg != null && msg.contains("([=CPU") && msg.contains("pattern"), "a bad pattern is named: " + msg);
+        boolean refused = false;
+        try {
+            new Model.Options().nCpuMoe(-1);
+        } catch (IllegalArgumentException e) {
+            refused = true;
+        }
+        check(refused, "nCpuMoe(-1) is an IllegalArgumentException");
+    }
+
     static void exceptions(String path) throws Exception {
         String[] msg = new String[1];
         try (Model m = new Model("/nonexistent/model.gguf")) {
@@ -404,6 +472,7 @@ public final class TesseraTest {
             int[] toks = model.tokenize("Hello, world! \uD83D\uDE00", false, false);
             check(model.detokenize(toks).equals("Hello, world! \uD83D\uDE00"), "tokenize/detokenize round trip, emoji included");
             greedyAndStreaming(model, path);
+            llamaSamplers(model, path);
             cancellation(model);
             chatAndSchema(model, path);
             tools(model);
@@ -413,6 +482,7 @@ public final class TesseraTest {
             embeddings(model, path);
             threads(model, path);
         }
+        expertsPlaced();
         exceptions(path);
         logger(path, logged);
         System.out.println(failures == 0 ? "all passed" : failures + " failed");

@@ -1,0 +1,79 @@
+/* tessera convert — a Hugging Face model directory to GGUF. The converter
+ * is a Python program (tools/convert/tessera_convert.py: numpy and PyPI's
+ * gguf write the file); this command finds it and runs it with the same
+ * arguments, so its exit status and its one-line errors are the command's. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+
+static const char usage[] =
+    "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0]\n"
+    "\n"
+    "Convert a Hugging Face model directory (config.json, model.safetensors or the\n"
+    "shards model.safetensors.index.json names, tokenizer.model or tokenizer.json,\n"
+    "tokenizer_config.json and its chat template) to a GGUF file, as llama.cpp's\n"
+    "convert_hf_to_gguf.py does: the same keys and tensors (byte for byte at every\n"
+    "type). Architectures: llama (and Mistral), qwen2, qwen3. --outtype: f16 (the\n"
+    "default), f32, bf16 or q8_0; 1-D tensors stay f32.\n"
+    "\n"
+    "The converter is tools/convert/tessera_convert.py, run with python3 (or\n"
+    "$TESSERA_PYTHON); it needs PyPI's numpy and gguf, and sentencepiece for a\n"
+    "tokenizer.model. $TESSERA_CONVERT_SCRIPT names another copy of it.\n";
+
+/* The converter: $TESSERA_CONVERT_SCRIPT, the installed copy beside the
+ * binary (../share/tessera), or the source tree's. */
+static const char *script_path(char *buf, size_t size) {
+    const char *env = getenv("TESSERA_CONVERT_SCRIPT");
+    if (env && *env) return env;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(buf, size, "%s/../share/tessera/tessera_convert.py", exe);
+            if (access(buf, R_OK) == 0) return buf;
+        }
+    }
+#ifdef TESSERA_CONVERT_SOURCE
+    if (access(TESSERA_CONVERT_SOURCE, R_OK) == 0) return TESSERA_CONVERT_SOURCE;
+#endif
+    return NULL;
+}
+
+int cmd_convert(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    char buf[PATH_MAX + 64];
+    const char *script = script_path(buf, sizeof buf);
+    if (!script) {
+        fprintf(stderr, "tessera convert: the converter tessera_convert.py is not installed beside tessera "
+                        "(share/tessera); set TESSERA_CONVERT_SCRIPT to its path\n");
+        return 1;
+    }
+    const char *python = getenv("TESSERA_PYTHON");
+    if (!python || !*python) python = "python3";
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (!args) {
+        fprintf(stderr, "tessera convert: out of memory\n");
+        return 1;
+    }
+    args[0] = (char *)python;
+    args[1] = (char *)script;
+    for (int i = 1; i < argc; i++) args[i + 1] = argv[i];
+    fflush(NULL);
+    execvp(python, args);
+    fprintf(stderr, "tessera convert: cannot run %s: %s (set TESSERA_PYTHON to a Python 3 with numpy and gguf)\n",
+            python, strerror(errno));
+    free(args);
+    return 1;
+}

@@ -1,0 +1,98 @@
+/*
+ * blocks_ssm — the recurrent blocks of the hybrid architectures (see
+ * blocks.h): LFM2's gated short convolution and Mamba-2's mixer. Each reads
+ * its sequence's state from the recurrent-state cache (kv_cache_rs_leaf,
+ * the row of the micro-batch's slot) and copies the next one back in place
+ * after the nodes that read it, as blk_attention writes the KV cache.
+ *
+ * A layer's state row: the convolution's last K - 1 inputs per channel
+ * [K - 1, channels] (time innermost, what SSM_CONV reads in front of the
+ * batch), then for Mamba-2 the scan state [d_state, head_dim, heads].
+ */
+#include "model/blocks.h"
+
+#include "kv/kv.h"
+
+static graph_tensor *named(graph_tensor *t, const char *name, int il) {
+    if (t) graph_tensor_set_name(t, "%s-%d", name, il);
+    return t;
+}
+
+/* Floats [off, off + ne0 * ne1) of the state row of this micro-batch's
+ * sequence in layer il, as [ne0, ne1]. */
+static graph_tensor *state_view(model_build *b, graph_tensor *leaf, int64_t off, int64_t ne0, int64_t ne1) {
+    if (!leaf) return NULL;
+    const uint64_t row = (uint64_t)b->io->rs_slot * leaf->t.nb[1];
+    return graph_view_2d(b->g, leaf, ne0, ne1, (uint64_t)ne0 * sizeof(float), row + (uint64_t)off * sizeof(float));
+}
+
+/* Causal depthwise convolution of x [C, T] with kernel [K, C] over the
+ * state's K - 1 previous inputs; the state takes the last K - 1 inputs.
+ * Returns [C, T]. */
+static graph_tensor *conv_step(model_build *b, graph_tensor *leaf, const model_weight *kernel, graph_tensor *x,
+                               int il) {
+    graph *g = b->g;
+    const int64_t K = kernel->ne[0], C = kernel->ne[1], T = x->t.ne[1];
+    graph_tensor *prev = state_view(b, leaf, 0, K - 1, C);                     /* [K - 1, C] */
+    graph_tensor *sx = named(graph_concat(g, prev, graph_transpose(g, x), 0), "conv_in", il); /* [K - 1 + T, C] */
+    graph_tensor *y = graph_ssm_conv(g, sx, model_weight_leaf(g, kernel));     /* [C, T] */
+    if (!sx || !y) return NULL;
+    /* after the convolution read it: the last K - 1 inputs are the state */
+    graph_cpy(g, graph_view_2d(g, sx, K - 1, C, sx->t.nb[1], (uint64_t)T * sx->t.nb[0]),
+              state_view(b, leaf, 0, K - 1, C));
+    return graph_reshape_2d(g, y, C, T);
+}
+
+graph_tensor *blk_shortconv(model_build *b, int il, graph_tensor *h) {
+    graph *g = b->g;
+    const model_layer *L = &b->m->layers[il];
+    const int64_t E = b->hp->n_embd, T = b->io->n_tokens;
+    graph_tensor *bcx = blk_linear(b, L->conv_in, NULL, h); /* [3E, T]: B, C, x */
+    if (!bcx) return NULL;
+    const uint64_t nb1 = bcx->t.nb[1], e = (uint64_t)E * sizeof(float);
+    graph_tensor *B = graph_view_2d(g, bcx, E, T, nb1, 0);
+    graph_tensor *C = graph_view_2d(g, bcx, E, T, nb1, e);
+    graph_tensor *X = graph_view_2d(g, bcx, E, T, nb1, 2 * e);
+    graph_tensor *bx = named(graph_mul(g, B, X), "conv_bx", il);
+    graph_tensor *y = conv_step(b, kv_cache_rs_leaf(g, b->kv, il), L->conv_w, bx, il);
+    y = named(graph_mul(g, C, y), "conv_out", il);
+    return blk_linear(b, L->conv_out, NULL, y);
+}
+
+graph_tensor *blk_mamba2(model_build *b, int il, graph_tensor *h) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    const model_layer *L = &b->m->layers[il];
+    const int64_t DI = hp->ssm_d_inner, N = hp->ssm_d_state, H = hp->ssm_n_head, G = hp->ssm_n_group;
+    const int64_t P = DI / H, CC = DI + 2 * G * N, K = hp->conv_kernel, T = b->io->n_tokens;
+    graph_tensor *zxbcdt = blk_linear(b, L->ssm_in, NULL, h); /* [2 DI + 2 G N + H, T] */
+    if (!zxbcdt) return NULL;
+    const uint64_t nb1 = zxbcdt->t.nb[1], f = sizeof(float);
+    graph_tensor *z = graph_view_2d(g, zxbcdt, DI, T, nb1, 0);
+    graph_tensor *xbc = graph_view_2d(g, zxbcdt, CC, T, nb1, (uint64_t)DI * f);
+    graph_tensor *dt = graph_view_2d(g, zxbcdt, H, T, nb1, (uint64_t)(DI + CC) * f);
+
+    graph_tensor *leaf = kv_cache_rs_leaf(g, b->kv, il);
+    xbc = conv_step(b, leaf, L->ssm_conv1d, xbc, il);
+    xbc = graph_add(g, xbc, model_weight_leaf(g, L->ssm_conv1d_b));
+    xbc = named(graph_silu(g, xbc), "ssm_xbc", il); /* [CC, T]: x, B, C */
+    dt = graph_add(g, dt, model_weight_leaf(g, L->ssm_dt_b)); /* softplus is the scan's */
+
+    const int64_t s_off = (K - 1) * CC; /* the scan state after the conv state */
+    graph_tensor *state = state_view(b, leaf, s_off, N * P * H, 1);
+    state = state ? graph_reshape_4d(g, state, N, P, H, 1) : NULL;
+    graph_tensor *ys = named(graph_ssm_scan(g, state, xbc, dt, model_weight_leaf(g, L->ssm_a)), "ssm_scan", il);
+    if (!ys) return NULL;
+    graph_cpy(g, graph_view_1d(g, ys, N * P * H, (uint64_t)(P * H * T) * f), state_view(b, leaf, s_off, N * P * H, 1));
+    graph_tensor *y = graph_view_3d(g, ys, P, H, T, P * f, P * H * f, 0); /* [P, H, T] */
+
+    /* D skip: y + x * D, D one number per head */
+    graph_tensor *x = graph_view_3d(g, xbc, P, H, T, P * f, xbc->t.nb[1], 0);
+    y = graph_add(g, y, graph_mul(g, x, model_weight_leaf(g, L->ssm_d)));
+    /* gate, then the grouped RMS norm (Mamba-2's norm_before_gate = False) */
+    y = graph_swiglu(g, graph_cont(g, z), graph_reshape_2d(g, y, DI, T));
+    y = graph_reshape_3d(g, y, DI / G, G, T);
+    y = graph_mul(g, graph_rms_norm(g, y, hp->rms_eps), model_weight_leaf(g, L->ssm_norm));
+    y = named(graph_reshape_2d(g, y, DI, T), "ssm_y", il);
+    return blk_linear(b, L->ssm_out, NULL, y);
+}

@@ -1,0 +1,357 @@
+/* tessera_mtmd.h: a projector for a model, media, chunks, encoding with a
+ * cache by content hash, decoding the chunks into a context. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/tessera_mtmd.h>
+
+#include "host/host.h"
+#include "media/media.h"
+#include "model/public.h"
+#include "mtmd/clip.h"
+#include "util/error.h"
+
+enum { MEDIA_MAX_BYTES = 256 << 20 };
+
+struct tessera_media {
+    tessera_media_kind kind;
+    media_image img;
+    media_audio audio;
+    char hash[17];
+};
+
+typedef struct cache_entry {
+    char hash[17];
+    float *rows;
+    uint64_t used; /* last use, for eviction */
+} cache_entry;
+
+struct tessera_mtmd {
+    const tessera_model *model;
+    clip_model *clip;
+    tessera_mtmd_params params;
+    host_device *devices[TESSERA_MAX_DEVICES];
+    int n_devices;
+    int32_t n_embd;
+    cache_entry *cache;
+    uint64_t tick;
+    double last_ms;
+    float *uncached; /* the last rows when cache_size is 0 */
+};
+
+typedef struct chunk {
+    tessera_chunk_type type;
+    tessera_token *tokens;
+    int32_t n;
+    const tessera_media *media;
+} chunk;
+
+struct tessera_mtmd_chunks {
+    chunk *c;
+    int32_t n;
+};
+
+tessera_mtmd_params tessera_mtmd_default_params(void) {
+    tessera_mtmd_params p = {false, 0, false, 8};
+    return p;
+}
+
+tessera_mtmd *tessera_mtmd_load(const tessera_model *model, const char *path, const tessera_mtmd_params *params) {
+    if (!model || !path) {
+        error_set("mmproj: no model or path given");
+        return NULL;
+    }
+    tessera_mtmd *mm = calloc(1, sizeof *mm);
+    if (!mm) {
+        error_set("%s: out of memory", path);
+        return NULL;
+    }
+    mm->model = model;
+    mm->params = params ? *params : tessera_mtmd_default_params();
+    if (mm->params.cache_size < 0 || mm->params.cache_size > 1024) mm->params.cache_size = 8;
+    mm->n_embd = tessera_model_n_embd(model);
+    mm->clip = clip_model_load(path, mm->n_embd);
+    if (!mm->clip) goto fail;
+    /* the model's devices, or its CPU devices alone */
+    for (int32_t i = 0; i < model->n_devices; i++) {
+        host_device *d = model->devices[i];
+        if (mm->params.no_offload && d->info.kind != TSR_DEVICE_CPU) continue;
+        mm->devices[mm->n_devices++] = d;
+    }
+    if (mm->n_devices == 0) mm->devices[mm->n_devices++] = host_device_ref();
+    if (mm->params.cache_size > 0) {
+        mm->cache = calloc((size_t)mm->params.cache_size, sizeof *mm->cache);
+        if (!mm->cache) {
+            error_set("%s: out of memory", path);
+            goto fail;
+        }
+    }
+    return mm;
+fail:
+    tessera_mtmd_free(mm);
+    return NULL;
+}
+
+void tessera_mtmd_free(tessera_mtmd *mm) {
+    if (!mm) return;
+    for (int32_t i = 0; mm->cache && i < mm->params.cache_size; i++) free(mm->cache[i].rows);
+    free(mm->cache);
+    free(mm->uncached);
+    clip_model_free(mm->clip);
+    free(mm);
+}
+
+bool tessera_mtmd_supports_vision(const tessera_mtmd *mm) { return mm && mm->clip; }
+bool tessera_mtmd_supports_audio(const tessera_mtmd *mm) { (void)mm; return false; }
+const char *tessera_mtmd_projector_type(const tessera_mtmd *mm) { return mm ? clip_projector_type(mm->clip) : ""; }
+
+/* ------------------------------------------------------------- media */
+
+/* FNV-1a 64 over the kind, the size and the decoded samples. */
+static void hash_media(tessera_media *m) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    const uint8_t *p;
+    size_t n;
+    int32_t head[3] = {m->kind, m->img.nx, m->img.ny};
+    for (size_t i = 0; i < sizeof head; i++) h = (h ^ ((const uint8_t *)head)[i]) * 0x100000001b3ull;
+    if (m->kind == TESSERA_MEDIA_IMAGE) {
+        p = m->img.rgb;
+        n = (size_t)m->img.nx * (size_t)m->img.ny * 3;
+    } else {
+        p = (const uint8_t *)m->audio.pcm;
+        n = (size_t)m->audio.n_samples * sizeof(float);
+    }
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    snprintf(m->hash, sizeof m->hash, "%016llx", (unsigned long long)h);
+}
+
+tessera_media *tessera_media_from_buffer(const void *data, size_t size, const char *label) {
+    if (!label) label = "media";
+    tessera_media *m = calloc(1, sizeof *m);
+    if (!m) {
+        error_set("%s: out of memory", label);
+        return NULL;
+    }
+    const char *fmt = NULL;
+    media_kind k = media_sniff(data, size, &fmt);
+    int rc;
+    if (k == MEDIA_AUDIO) {
+        m->kind = TESSERA_MEDIA_AUDIO;
+        rc = media_audio_decode(data, size, label, NULL, &m->audio);
+    } else {
+        m->kind = TESSERA_MEDIA_IMAGE;
+        rc = media_image_decode(data, size, label, NULL, &m->img);
+    }
+    if (rc != 0) {
+        free(m);
+        return NULL;
+    }
+    hash_media(m);
+    return m;
+}
+
+tessera_media *tessera_media_from_file(const char *path) {
+    if (!path) {
+        error_set("media: no path given");
+        return NULL;
+    }
+    void *d;
+    size_t n;
+    if (media_read_file(path, MEDIA_MAX_BYTES, &d, &n) != 0) return NULL;
+    tessera_media *m = tessera_media_from_buffer(d, n, path);
+    free(d);
+    return m;
+}
+
+void tessera_media_free(tessera_media *m) {
+    if (!m) return;
+    media_image_free(&m->img);
+    media_audio_free(&m->audio);
+    free(m);
+}
+
+tessera_media_kind tessera_media_get_kind(const tessera_media *m) { return m ? m->kind : 0; }
+int32_t tessera_media_nx(const tessera_media *m) { return m ? m->img.nx : 0; }
+int32_t tessera_media_ny(const tessera_media *m) { return m ? m->img.ny : 0; }
+const char *tessera_media_hash(const tessera_media *m) { return m ? m->hash : ""; }
+
+int32_t tessera_mtmd_media_n_tokens(const tessera_mtmd *mm, const tessera_media *m) {
+    if (!mm || !m) return -1;
+    if (m->kind != TESSERA_MEDIA_IMAGE) return -1;
+    return clip_n_tokens(mm->clip, m->img.nx, m->img.ny);
+}
+
+/* ------------------------------------------------------------ chunks */
+
+static int add_text(tessera_mtmd *mm, tessera_mtmd_chunks *ch, const char *text, size_t len, bool bos,
+                    bool parse_special) {
+    if (len == 0 && !bos) return 0;
+    int32_t need = tessera_tokenize(mm->model, text, len, NULL, 0, bos, parse_special);
+    if (need == INT32_MIN) return -1;
+    if (need < 0) need = -need;
+    if (need == 0) return 0;
+    tessera_token *t = malloc((size_t)need * sizeof *t);
+    if (!t) return error_set("tokenize: out of memory");
+    int32_t got = tessera_tokenize(mm->model, text, len, t, need, bos, parse_special);
+    if (got < 0) {
+        free(t);
+        return error_set("tokenize: the text changed size");
+    }
+    ch->c[ch->n++] = (chunk){TESSERA_CHUNK_TEXT, t, got, NULL};
+    return 0;
+}
+
+tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt, tessera_media *const *media,
+                                           int32_t n_media, bool add_special, bool parse_special) {
+    if (!mm || !prompt || n_media < 0 || (n_media > 0 && !media)) {
+        error_set("mtmd tokenize: bad arguments");
+        return NULL;
+    }
+    const size_t ml = strlen(TESSERA_MEDIA_MARKER);
+    int32_t markers = 0;
+    for (const char *p = strstr(prompt, TESSERA_MEDIA_MARKER); p; p = strstr(p + ml, TESSERA_MEDIA_MARKER))
+        markers++;
+    if (markers != n_media) {
+        error_set("mtmd tokenize: the prompt has %d media markers (%s) but %d media were given", markers,
+                  TESSERA_MEDIA_MARKER, n_media);
+        return NULL;
+    }
+    tessera_mtmd_chunks *ch = calloc(1, sizeof *ch);
+    if (ch) ch->c = calloc((size_t)(2 * markers + 2), sizeof *ch->c);
+    if (!ch || !ch->c) {
+        free(ch);
+        error_set("mtmd tokenize: out of memory");
+        return NULL;
+    }
+    const char *p = prompt;
+    bool first = true;
+    for (int32_t k = 0;; k++) {
+        const char *q = k < markers ? strstr(p, TESSERA_MEDIA_MARKER) : p + strlen(p);
+        if (add_text(mm, ch, p, (size_t)(q - p), first && add_special, parse_special) != 0) goto fail;
+        first = false;
+        if (k == markers) break;
+        const tessera_media *m = media[k];
+        int32_t n = tessera_mtmd_media_n_tokens(mm, m);
+        if (!m || n < 0) {
+            error_set("mtmd tokenize: medium %d: %s this projector cannot take", k + 1,
+                      m && m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "missing, or one");
+            goto fail;
+        }
+        ch->c[ch->n++] = (chunk){m->kind == TESSERA_MEDIA_AUDIO ? TESSERA_CHUNK_AUDIO : TESSERA_CHUNK_IMAGE,
+                                 NULL, n, m};
+        p = q + ml;
+    }
+    return ch;
+fail:
+    tessera_mtmd_chunks_free(ch);
+    return NULL;
+}
+
+void tessera_mtmd_chunks_free(tessera_mtmd_chunks *ch) {
+    if (!ch) return;
+    for (int32_t i = 0; i < ch->n; i++) free(ch->c[i].tokens);
+    free(ch->c);
+    free(ch);
+}
+
+int32_t tessera_mtmd_chunks_count(const tessera_mtmd_chunks *ch) { return ch ? ch->n : 0; }
+
+static const chunk *chunk_at(const tessera_mtmd_chunks *ch, int32_t i) {
+    if (!ch || i < 0 || i >= ch->n) {
+        error_set("mtmd: chunk %d does not exist", i);
+        return NULL;
+    }
+    return &ch->c[i];
+}
+
+tessera_chunk_type tessera_mtmd_chunk_type(const tessera_mtmd_chunks *ch, int32_t i) {
+    const chunk *c = chunk_at(ch, i);
+    return c ? c->type : TESSERA_CHUNK_TEXT;
+}
+
+int32_t tessera_mtmd_chunk_n_tokens(const tessera_mtmd_chunks *ch, int32_t i) {
+    const chunk *c = chunk_at(ch, i);
+    return c ? c->n : 0;
+}
+
+const tessera_token *tessera_mtmd_chunk_tokens(const tessera_mtmd_chunks *ch, int32_t i, int32_t *n) {
+    const chunk *c = chunk_at(ch, i);
+    if (n) *n = c && c->tokens ? c->n : 0;
+    return c ? c->tokens : NULL;
+}
+
+int32_t tessera_mtmd_chunks_n_tokens(const tessera_mtmd_chunks *ch) {
+    int32_t n = 0;
+    for (int32_t i = 0; ch && i < ch->n; i++) n += ch->c[i].n;
+    return n;
+}
+
+/* ------------------------------------------------------------ encode */
+
+const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chunks *ch, int32_t i) {
+    const chunk *c = chunk_at(ch, i);
+    if (!mm || !c) return NULL;
+    if (c->type != TESSERA_CHUNK_IMAGE) {
+        error_set("mtmd encode: chunk %d is %s", i, c->type == TESSERA_CHUNK_TEXT ? "text" : "a sound");
+        return NULL;
+    }
+    mm->tick++;
+    mm->last_ms = 0;
+    cache_entry *slot = NULL;
+    for (int32_t k = 0; mm->cache && k < mm->params.cache_size; k++) {
+        cache_entry *e = &mm->cache[k];
+        if (e->rows && !strcmp(e->hash, c->media->hash)) {
+            e->used = mm->tick;
+            return e->rows;
+        }
+        if (!slot || !e->rows || (slot->rows && e->used < slot->used)) slot = e;
+    }
+    float *rows = malloc((size_t)c->n * (size_t)mm->n_embd * sizeof(float));
+    if (!rows) {
+        error_set("mtmd encode: out of memory");
+        return NULL;
+    }
+    clip_run run = {mm->devices, mm->n_devices, mm->params.n_threads, mm->params.explain, 0};
+    if (clip_encode(mm->clip, &run, &c->media->img, rows) != 0) {
+        free(rows);
+        return NULL;
+    }
+    mm->last_ms = run.encode_ms;
+    if (!slot) { /* no cache: keep the last */
+        free(mm->uncached);
+        mm->uncached = rows;
+        return rows;
+    }
+    free(slot->rows);
+    slot->rows = rows;
+    slot->used = mm->tick;
+    memcpy(slot->hash, c->media->hash, sizeof slot->hash);
+    return rows;
+}
+
+double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm) { return mm ? mm->last_ms : 0; }
+
+int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch, int32_t pos,
+                             int32_t *new_pos) {
+    if (!mm || !ctx || !ch) return error_set("mtmd eval: bad arguments");
+    const int32_t n_batch = (int32_t)ctx->params.n_batch;
+    for (int32_t i = 0; i < ch->n; i++) {
+        const chunk *c = &ch->c[i];
+        if (c->type == TESSERA_CHUNK_TEXT) {
+            for (int32_t b = 0; b < c->n; b += n_batch) {
+                int32_t n = c->n - b < n_batch ? c->n - b : n_batch;
+                if (tessera_decode(ctx, c->tokens + b, n, pos, 0) != 0) return -1;
+                pos += n;
+            }
+        } else {
+            const float *rows = tessera_mtmd_encode_chunk(mm, ch, i);
+            if (!rows) return -1;
+            /* the rows of one medium attend to each other: one call */
+            if (tessera_decode_embd(ctx, rows, c->n, pos, 0) != 0) return -1;
+            pos += c->n;
+        }
+    }
+    if (new_pos) *new_pos = pos;
+    return 0;
+}

@@ -1,0 +1,503 @@
+/* clip: loading an mmproj file, preprocessing, the encoder graph. */
+#include "mtmd/clip.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tessera/plugin_util.h>
+#include <tessera/tessera.h>
+
+#include "gguf/gguf.h"
+#include "host/host_log.h"
+#include "graph/graph.h"
+#include "sched/sched.h"
+#include "util/error.h"
+
+enum { CLIP_MAX_LAYERS = 256 };
+
+typedef struct clip_linear {
+    const gguf_tensor_info *w, *b; /* b may be NULL */
+} clip_linear;
+
+typedef struct clip_norm {
+    const gguf_tensor_info *w, *b;
+} clip_norm;
+
+typedef struct clip_layer {
+    clip_linear q, k, v, o, up, down;
+    clip_norm ln1, ln2;
+} clip_layer;
+
+struct clip_model {
+    gguf_file *f;
+    char path[512];
+    char projector[32];
+    int32_t image_size, patch, n_embd, n_ff, n_head, n_layer, n_out;
+    int32_t n_layer_used; /* blocks run: LLaVA takes the penultimate block's output */
+    float eps, mean[3], std[3];
+    bool gelu; /* else quick GELU */
+    const gguf_tensor_info *patch_w, *patch_b, *cls, *pos;
+    clip_norm pre_ln, post_ln;
+    clip_layer *layers;
+    clip_linear mm0, mm2;
+    sched *s;           /* kept across encodes */
+    host_device *s_devs[8];
+    int s_n;
+};
+
+/* ---------------------------------------------------------------- load */
+
+static int key_u32(clip_model *c, const char *key, int32_t lo, int32_t hi, int32_t *out) {
+    int64_t v;
+    if (gguf_get_int(c->f, key, &v) != 0) return error_wrap("%s", c->path);
+    if (v < lo || v > hi)
+        return error_set("%s: key %s = %lld is out of range [%d, %d]", c->path, key, (long long)v, lo, hi);
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int key_f32x3(clip_model *c, const char *key, float *out) {
+    gguf_type t;
+    uint64_t n;
+    const void *data;
+    if (gguf_get_arr(c->f, key, &t, &n, &data) != 0) return error_wrap("%s", c->path);
+    if (t != GGUF_TYPE_FLOAT32 || n != 3)
+        return error_set("%s: key %s must be 3 float32 values (has %llu of %s)", c->path, key,
+                         (unsigned long long)n, gguf_type_name(t));
+    memcpy(out, data, 3 * sizeof(float));
+    for (int i = 0; i < 3; i++)
+        if (!isfinite(out[i])) return error_set("%s: key %s holds a non-finite value", c->path, key);
+    return 0;
+}
+
+/* Tensor name, of dtype F32 (or F16/F32 where f16_ok) and shape ne (unused
+ * dims 1). Optional ones may be absent (*out = NULL). */
+static int tensor(clip_model *c, const char *name, bool optional, bool f16_ok, int64_t ne0, int64_t ne1,
+                  int64_t ne2, int64_t ne3, const gguf_tensor_info **out) {
+    const gguf_tensor_info *t = gguf_find_tensor(c->f, name);
+    *out = t;
+    if (!t) return optional ? 0 : error_set("%s: tensor %s is missing", c->path, name);
+    const int64_t want[4] = {ne0, ne1, ne2, ne3};
+    if (memcmp(t->ne, want, sizeof want) != 0)
+        return error_set("%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]",
+                         c->path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                         (long long)t->ne[3], (long long)ne0, (long long)ne1, (long long)ne2, (long long)ne3);
+    if (t->dtype != TSR_DTYPE_F32 && !(f16_ok && t->dtype == TSR_DTYPE_F16))
+        return error_set("%s: tensor %s has type %s, expected F32%s", c->path, name,
+                         tsr_dtype_name(t->dtype), f16_ok ? " or F16" : "");
+    return 0;
+}
+
+/* A weight [in, out] (F32 or F16) and a bias [out]. */
+static int linear(clip_model *c, const char *name, int64_t in, int64_t out, bool bias_optional,
+                  clip_linear *l) {
+    char n[96];
+    snprintf(n, sizeof n, "%s.weight", name);
+    if (tensor(c, n, false, true, in, out, 1, 1, &l->w) != 0) return -1;
+    snprintf(n, sizeof n, "%s.bias", name);
+    return tensor(c, n, bias_optional, false, out, 1, 1, 1, &l->b);
+}
+
+static int norm(clip_model *c, const char *name, bool optional, int64_t dim, clip_norm *l) {
+    char n[96];
+    snprintf(n, sizeof n, "%s.weight", name);
+    if (tensor(c, n, optional, false, dim, 1, 1, 1, &l->w) != 0) return -1;
+    if (!l->w) return 0;
+    snprintf(n, sizeof n, "%s.bias", name);
+    return tensor(c, n, false, false, dim, 1, 1, 1, &l->b);
+}
+
+clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
+    clip_model *c = calloc(1, sizeof *c);
+    if (!c) {
+        error_set("%s: out of memory", path);
+        return NULL;
+    }
+    snprintf(c->path, sizeof c->path, "%s", path);
+    c->f = gguf_open(path);
+    if (!c->f) goto fail;
+    gguf_str s;
+    if (gguf_get_str(c->f, "general.architecture", &s) != 0 || s.len != 4 || memcmp(s.ptr, "clip", 4) != 0) {
+        error_set("%s: not an mmproj file (general.architecture is not \"clip\")", path);
+        goto fail;
+    }
+    bool has_vision = false;
+    if (gguf_find_key(c->f, "clip.has_vision_encoder") >= 0 &&
+        gguf_get_bool(c->f, "clip.has_vision_encoder", &has_vision) != 0) {
+        error_wrap("%s", path);
+        goto fail;
+    }
+    if (!has_vision) {
+        error_set("%s: key clip.has_vision_encoder: no vision encoder (audio encoders are not supported yet)",
+                  path);
+        goto fail;
+    }
+    const char *ptkey = gguf_find_key(c->f, "clip.projector_type") >= 0 ? "clip.projector_type"
+                                                                          : "clip.vision.projector_type";
+    if (gguf_get_str(c->f, ptkey, &s) != 0) {
+        error_wrap("%s", path);
+        goto fail;
+    }
+    if (s.len >= sizeof c->projector) s.len = sizeof c->projector - 1;
+    memcpy(c->projector, s.ptr, s.len);
+    if (strcmp(c->projector, "mlp") != 0) {
+        error_set("%s: key %s: projector type \"%s\" is not supported (supported: mlp)", path, ptkey,
+                  c->projector);
+        goto fail;
+    }
+    if (key_u32(c, "clip.vision.image_size", 1, 4096, &c->image_size) ||
+        key_u32(c, "clip.vision.patch_size", 1, 256, &c->patch) ||
+        key_u32(c, "clip.vision.embedding_length", 1, 16384, &c->n_embd) ||
+        key_u32(c, "clip.vision.feed_forward_length", 1, 65536, &c->n_ff) ||
+        key_u32(c, "clip.vision.attention.head_count", 1, 256, &c->n_head) ||
+        key_u32(c, "clip.vision.block_count", 1, CLIP_MAX_LAYERS, &c->n_layer) ||
+        key_f32x3(c, "clip.vision.image_mean", c->mean) || key_f32x3(c, "clip.vision.image_std", c->std))
+        goto fail;
+    if (gguf_get_f32(c->f, "clip.vision.attention.layer_norm_epsilon", &c->eps) != 0 || !(c->eps > 0) ||
+        c->eps > 1) {
+        error_set("%s: key clip.vision.attention.layer_norm_epsilon is missing or not in (0, 1]", path);
+        goto fail;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!(c->std[i] > 0)) {
+            error_set("%s: key clip.vision.image_std: %g is not positive", path, (double)c->std[i]);
+            goto fail;
+        }
+    c->gelu = false;
+    if (gguf_find_key(c->f, "clip.use_gelu") >= 0 && gguf_get_bool(c->f, "clip.use_gelu", &c->gelu) != 0) {
+        error_wrap("%s", path);
+        goto fail;
+    }
+    if (c->image_size % c->patch) {
+        error_set("%s: key clip.vision.image_size (%d) is not a multiple of clip.vision.patch_size (%d)", path,
+                  c->image_size, c->patch);
+        goto fail;
+    }
+    if (c->n_embd % c->n_head) {
+        error_set("%s: key clip.vision.embedding_length (%d) is not a multiple of the head count (%d)", path,
+                  c->n_embd, c->n_head);
+        goto fail;
+    }
+    /* LLaVA-1.5 feeds the projector the penultimate block's output (its
+     * vision_feature_layer -2); llama.cpp does so for "mlp" files without
+     * a post-norm, which we measured: with the last block's weights zeroed
+     * its embeddings do not change (tests/data/mm/README.md). */
+    c->n_layer_used = c->n_layer - 1;
+    if (c->n_layer_used < 1) {
+        error_set("%s: key clip.vision.block_count = %d: LLaVA needs at least 2 blocks", path, c->n_layer);
+        goto fail;
+    }
+    const int64_t D = c->n_embd, side = c->image_size / c->patch, n_pos = side * side + 1;
+    if (tensor(c, "v.patch_embd.weight", false, true, c->patch, c->patch, 3, D, &c->patch_w) ||
+        tensor(c, "v.patch_embd.bias", true, false, D, 1, 1, 1, &c->patch_b) ||
+        tensor(c, "v.class_embd", false, false, D, 1, 1, 1, &c->cls) ||
+        tensor(c, "v.position_embd.weight", false, false, D, n_pos, 1, 1, &c->pos) ||
+        norm(c, "v.pre_ln", true, D, &c->pre_ln) || norm(c, "v.post_ln", true, D, &c->post_ln))
+        goto fail;
+    c->layers = calloc((size_t)c->n_layer, sizeof *c->layers);
+    if (!c->layers) {
+        error_set("%s: out of memory", path);
+        goto fail;
+    }
+    for (int il = 0; il < c->n_layer; il++) {
+        clip_layer *L = &c->layers[il];
+        char n[64];
+#define LIN(field, name, in, out)                                     \
+    snprintf(n, sizeof n, "v.blk.%d.%s", il, name);                   \
+    if (linear(c, n, in, out, false, &L->field) != 0) goto fail;
+        LIN(q, "attn_q", D, D)
+        LIN(k, "attn_k", D, D)
+        LIN(v, "attn_v", D, D)
+        LIN(o, "attn_out", D, D)
+        LIN(up, "ffn_up", D, c->n_ff)
+        LIN(down, "ffn_down", c->n_ff, D)
+#undef LIN
+        snprintf(n, sizeof n, "v.blk.%d.ln1", il);
+        if (norm(c, n, false, D, &L->ln1) != 0) goto fail;
+        snprintf(n, sizeof n, "v.blk.%d.ln2", il);
+        if (norm(c, n, false, D, &L->ln2) != 0) goto fail;
+    }
+    const gguf_tensor_info *mm0 = gguf_find_tensor(c->f, "mm.0.weight");
+    if (!mm0) {
+        error_set("%s: tensor mm.0.weight is missing", path);
+        goto fail;
+    }
+    int64_t hidden = mm0->ne[1];
+    if (linear(c, "mm.0", D, hidden, false, &c->mm0) != 0) goto fail;
+    const gguf_tensor_info *mm2 = gguf_find_tensor(c->f, "mm.2.weight");
+    if (!mm2) {
+        error_set("%s: tensor mm.2.weight is missing", path);
+        goto fail;
+    }
+    if (linear(c, "mm.2", hidden, mm2->ne[1], false, &c->mm2) != 0) goto fail;
+    c->n_out = (int32_t)mm2->ne[1];
+    if (n_embd_text > 0 && c->n_out != n_embd_text) {
+        error_set("%s: the projector writes %d-wide embeddings (mm.2.weight) but the text model's are %d wide:"
+                  " not this model's mmproj",
+                  path, c->n_out, n_embd_text);
+        goto fail;
+    }
+    return c;
+fail:
+    clip_model_free(c);
+    return NULL;
+}
+
+void clip_model_free(clip_model *c) {
+    if (!c) return;
+    if (c->s) sched_free(c->s);
+    free(c->layers);
+    gguf_close(c->f);
+    free(c);
+}
+
+const char *clip_projector_type(const clip_model *c) { return c->projector; }
+int32_t clip_n_embd_out(const clip_model *c) { return c->n_out; }
+int32_t clip_image_size(const clip_model *c) { return c->image_size; }
+
+int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny) {
+    (void)nx;
+    (void)ny;
+    const int32_t side = c->image_size / c->patch;
+    return side * side; /* the class token is dropped */
+}
+
+/* ---------------------------------------------------------- preprocess */
+
+static float cubic(float x) {
+    /* Keys' cubic convolution kernel, a = -0.5 */
+    const float a = -0.5f;
+    x = fabsf(x);
+    if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    return 0;
+}
+
+/* One pass of bicubic resampling (Keys, a = -0.5, weights normalised, each
+ * pass rounded to 8 bits): src nx x ny -> dst (horizontal: n x ny;
+ * vertical: nx x n). Pillow widens the kernel by the scale when shrinking
+ * (antialiasing); llama.cpp's embeddings of a shrunk image are closer to the
+ * plain kernel's (worst row cosine 0.9955 against 0.9931 with Pillow's
+ * widening, tests/mtmd/test_clip.c): its exact kernel is still to match. */
+static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, bool horizontal) {
+    const int in = horizontal ? nx : ny;
+    const double scale = (double)in / n, fs = 1, support = 2.0 * fs;
+    const int taps = (int)ceil(support) * 2 + 1;
+    double *w = malloc((size_t)taps * sizeof(double));
+    if (!w) return -1;
+    for (int o = 0; o < n; o++) {
+        const double center = (o + 0.5) * scale;
+        int lo = (int)floor(center - support + 0.5), hi = (int)floor(center + support + 0.5);
+        if (lo < 0) lo = 0;
+        if (hi > in) hi = in;
+        if (hi - lo > taps) hi = lo + taps;
+        double sum = 0;
+        for (int i = lo; i < hi; i++) sum += w[i - lo] = cubic((float)((i - center + 0.5) / fs));
+        for (int i = lo; i < hi; i++) w[i - lo] /= sum != 0 ? sum : 1;
+        const int other = horizontal ? ny : nx;
+        for (int k = 0; k < other; k++)
+            for (int ch = 0; ch < 3; ch++) {
+                double acc = 0;
+                for (int i = lo; i < hi; i++) {
+                    const size_t at = horizontal ? ((size_t)k * nx + i) * 3 : ((size_t)i * nx + k) * 3;
+                    acc += w[i - lo] * src[at + ch];
+                }
+                const long v = lround(acc);
+                const size_t to = horizontal ? ((size_t)k * n + o) * 3 : ((size_t)o * nx + k) * 3;
+                dst[to + ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+    }
+    free(w);
+    return 0;
+}
+
+int clip_preprocess(const clip_model *c, const media_image *img, float *out) {
+    const int S = c->image_size;
+    /* pad to a square of the longer side with the mean colour, centred */
+    const int side = img->nx > img->ny ? img->nx : img->ny;
+    const int ox = (side - img->nx) / 2, oy = (side - img->ny) / 2;
+    uint8_t fill[3];
+    for (int ch = 0; ch < 3; ch++) fill[ch] = (uint8_t)lrintf(c->mean[ch] * 255.0f);
+    uint8_t *sq = malloc((size_t)side * side * 3);
+    if (!sq) return error_set("image: out of memory padding to %dx%d", side, side);
+    for (int y = 0; y < side; y++)
+        for (int x = 0; x < side; x++) {
+            const int sx = x - ox, sy = y - oy;
+            const bool in = sx >= 0 && sy >= 0 && sx < img->nx && sy < img->ny;
+            for (int ch = 0; ch < 3; ch++)
+                sq[((size_t)y * side + x) * 3 + ch] = in ? img->rgb[((size_t)sy * img->nx + sx) * 3 + ch] : fill[ch];
+        }
+    uint8_t *rs = sq;
+    if (side != S) {
+        rs = malloc((size_t)S * S * 3);
+        uint8_t *tmp = malloc((size_t)S * side * 3);
+        if (!rs || !tmp || resample(sq, side, side, tmp, S, true) != 0 || resample(tmp, S, side, rs, S, false) != 0) {
+            free(tmp);
+            free(sq);
+            if (rs != sq) free(rs);
+            return error_set("image: out of memory resizing to %dx%d", S, S);
+        }
+        free(tmp);
+    }
+    for (int y = 0; y < S; y++)
+        for (int x = 0; x < S; x++)
+            for (int ch = 0; ch < 3; ch++)
+                out[((size_t)ch * S + y) * S + x] =
+                    ((float)rs[((size_t)y * S + x) * 3 + ch] / 255.0f - c->mean[ch]) / c->std[ch];
+    if (rs != sq) free(rs);
+    free(sq);
+    return 0;
+}
+
+/* -------------------------------------------------------------- graph */
+
+static graph_tensor *weight(graph *g, const gguf_tensor_info *t, int n_dims, const int64_t *ne) {
+    graph_tensor *w = graph_tensor_new(g, t->dtype, n_dims, ne);
+    if (!w) return NULL;
+    graph_tensor_set_name(w, "%s", t->name);
+    graph_tensor_bind(w, GRAPH_WEIGHT, -1, NULL, 0, (void *)t->data);
+    return w;
+}
+
+static graph_tensor *w1(graph *g, const gguf_tensor_info *t) { return weight(g, t, 1, t->ne); }
+static graph_tensor *w2(graph *g, const gguf_tensor_info *t) { return weight(g, t, 2, t->ne); }
+
+static graph_tensor *lin(graph *g, const clip_linear *l, graph_tensor *x) {
+    graph_tensor *y = graph_mul_mat(g, w2(g, l->w), x);
+    return l->b ? graph_add(g, y, w1(g, l->b)) : y;
+}
+
+static graph_tensor *layer_norm(graph *g, const clip_norm *n, graph_tensor *x, float eps) {
+    graph_tensor *y = graph_norm(g, x, eps);
+    y = graph_mul(g, y, w1(g, n->w));
+    return graph_add(g, y, w1(g, n->b));
+}
+
+/* quick GELU, x * sigmoid(1.702 x) = silu(1.702 x) / 1.702 */
+static graph_tensor *act(const clip_model *c, graph *g, graph_tensor *x) {
+    if (c->gelu) return graph_gelu(g, x);
+    return graph_scale(g, graph_silu(g, graph_scale(g, x, 1.702f, 0.0f)), 1.0f / 1.702f, 0.0f);
+}
+
+/* inp F32 [3 p p, n_patch] (patches in row order, each c-major then y, x as
+ * the convolution kernel [kw, kh, c, D] is laid out) -> out [n_out, n_patch]. */
+static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out) {
+    const int64_t D = c->n_embd, P = (int64_t)c->patch * c->patch * 3;
+    const int64_t side = c->image_size / c->patch, n_patch = side * side, N = n_patch + 1;
+    const int64_t H = c->n_head, hd = D / H;
+    graph *g = graph_new(64 + 48 * c->n_layer);
+    if (!g) return NULL;
+    *inp = graph_set_input(graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, P, n_patch), "patches"));
+    const int64_t pne[2] = {P, D};
+    graph_tensor *x = graph_mul_mat(g, weight(g, c->patch_w, 2, pne), *inp); /* [D, n_patch] */
+    if (c->patch_b) x = graph_add(g, x, w1(g, c->patch_b));
+    const int64_t cne[2] = {D, 1};
+    /* llama.cpp (libmtmd of October 2026) appends the class token after the
+     * patches, adds positions 0..N-1 in that order, and later drops row 0
+     * (the first patch), keeping the class token's row: measured by probing
+     * its encoder with one-pixel images (tests/data/mm/README.md). HF's CLIP
+     * puts the class token first; we follow llama.cpp so embeddings match. */
+    x = graph_concat(g, x, weight(g, c->cls, 2, cne), 1); /* [D, N] */
+    x = graph_add(g, x, w2(g, c->pos));
+    if (c->pre_ln.w) x = layer_norm(g, &c->pre_ln, x, c->eps);
+    const float kq_scale = 1.0f / sqrtf((float)hd);
+    for (int il = 0; il < c->n_layer_used; il++) {
+        const clip_layer *L = &c->layers[il];
+        graph_tensor *h = layer_norm(g, &L->ln1, x, c->eps);
+        graph_tensor *q = graph_reshape_3d(g, lin(g, &L->q, h), hd, H, N);
+        graph_tensor *k = graph_reshape_3d(g, lin(g, &L->k, h), hd, H, N);
+        graph_tensor *v = graph_reshape_3d(g, lin(g, &L->v, h), hd, H, N);
+        q = graph_permute(g, q, 0, 2, 1, 3); /* [hd, N, H] */
+        k = graph_permute(g, k, 0, 2, 1, 3);
+        v = graph_permute(g, v, 0, 2, 1, 3);
+        graph_tensor *a = graph_flash_attn(g, q, k, v, NULL, kq_scale); /* [hd, H, N] */
+        a = graph_reshape_2d(g, a, D, N);
+        x = graph_add(g, x, lin(g, &L->o, a));
+        h = layer_norm(g, &L->ln2, x, c->eps);
+        h = lin(g, &L->down, act(c, g, lin(g, &L->up, h)));
+        x = graph_tensor_set_name(graph_add(g, x, h), "vit-out-%d", il);
+    }
+    if (c->post_ln.w) x = layer_norm(g, &c->post_ln, x, c->eps);
+    /* drop row 0 */
+    x = graph_cont(g, graph_view_2d(g, x, D, n_patch, x ? x->t.nb[1] : 0, x ? x->t.nb[1] : 0));
+    x = lin(g, &c->mm2, graph_gelu(g, lin(g, &c->mm0, x)));
+    *out = graph_set_output(graph_tensor_set_name(x, "mm-out"));
+    if (graph_check(g) != 0) {
+        error_wrap("%s: the encoder graph", c->path);
+        graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out) {
+    const int S = c->image_size, p = c->patch, side = S / p;
+    float *pix = malloc((size_t)3 * S * S * sizeof(float));
+    if (!pix) return error_set("%s: out of memory", c->path);
+    if (clip_preprocess(c, img, pix) != 0) {
+        free(pix);
+        return -1;
+    }
+    graph_tensor *inp = NULL, *res = NULL;
+    graph *g = build(c, &inp, &res);
+    if (!g) {
+        free(pix);
+        return -1;
+    }
+    bool same = c->s && c->s_n == run->n_devices && run->n_devices <= 8;
+    for (int i = 0; same && i < run->n_devices; i++) same = c->s_devs[i] == run->devices[i];
+    if (!same) {
+        if (c->s) sched_free(c->s);
+        c->s = sched_new(run->devices, run->n_devices, &(sched_params){.n_threads = run->n_threads});
+        c->s_n = run->n_devices > 8 ? 8 : run->n_devices;
+        for (int i = 0; i < c->s_n; i++) c->s_devs[i] = run->devices[i];
+    } else {
+        sched_set_n_threads(c->s, run->n_threads);
+    }
+    int rc = -1;
+    if (!c->s || sched_alloc(c->s, g) != 0) goto done;
+    if (run->explain && host_log_wanted()) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (f) {
+            fprintf(f, "tessera: placement of the image encoder graph (%s):\n", c->projector);
+            sched_explain(c->s, f);
+            if (fclose(f) == 0) host_log_text(TESSERA_LOG_INFO, text);
+            free(text);
+        }
+    }
+    /* patchify: patch (py, px) is column py * side + px; element (ch, ky, kx) */
+    float *dst = inp->t.data;
+    const int64_t P = (int64_t)p * p * 3;
+    for (int py = 0; py < side; py++)
+        for (int px = 0; px < side; px++) {
+            float *col = dst + (size_t)(py * side + px) * (size_t)P;
+            for (int ch = 0; ch < 3; ch++)
+                for (int ky = 0; ky < p; ky++)
+                    for (int kx = 0; kx < p; kx++)
+                        col[(ch * p + ky) * p + kx] = pix[((size_t)ch * S + py * p + ky) * S + px * p + kx];
+        }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (sched_compute(c->s, g) != 0) goto done;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    run->encode_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    const int64_t n = (int64_t)clip_n_tokens(c, img->nx, img->ny) * c->n_out;
+    const float *r = res->t.data;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(r[i])) {
+            error_set("%s: the encoder produced a non-finite value (row %lld)", c->path, (long long)(i / c->n_out));
+            goto done;
+        }
+        out[i] = r[i];
+    }
+    rc = 0;
+done:
+    graph_free(g);
+    free(pix);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/*
+ * clip — the vision encoder and projector of an mmproj file (llama.cpp's
+ * multimodal projector format), run as a Tessera graph on the scheduler so
+ * every plugin can take it.
+ *
+ * The file is read with the same validation as every GGUF (gguf/), then its
+ * `clip.*` keys and `v.*`/`mm.*` tensors are checked against each other:
+ * every shape follows from the keys, and an error names the key or tensor.
+ *
+ * Families (clip.projector_type):
+ *   mlp   LLaVA-1.5 / MobileVLM style: CLIP ViT (patch convolution, class
+ *         token, learned positions, pre-norm, quick-GELU or GELU FFN), the
+ *         class token dropped, then mm.0 -> GELU -> mm.2 onto the text model.
+ *
+ * Preprocessing follows the file: the image is padded to a square with the
+ * mean colour, resized (bicubic) to clip.vision.image_size and normalised
+ * with clip.vision.image_mean / image_std.
+ */
+#ifndef TESSERA_MTMD_CLIP_H
+#define TESSERA_MTMD_CLIP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "host/host.h"
+#include "media/media.h"
+
+typedef struct clip_model clip_model;
+
+/* Load and validate path. n_embd_text (0: unchecked) must equal the
+ * projection's output width. NULL with error_get() naming the key or tensor. */
+clip_model *clip_model_load(const char *path, int32_t n_embd_text);
+void clip_model_free(clip_model *c);
+
+const char *clip_projector_type(const clip_model *c);
+int32_t clip_n_embd_out(const clip_model *c);
+int32_t clip_image_size(const clip_model *c);
+
+/* The embedding rows an image costs (independent of its size for fixed
+ * resolution families). */
+int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny);
+
+/* The normalised input the encoder sees: F32 [3][size][size] planes, from
+ * an RGB8 image (pad to square, bicubic resize, (x/255 - mean) / std). */
+int clip_preprocess(const clip_model *c, const media_image *img, float *out);
+
+/* Encode img on the devices (tried in order): writes clip_n_tokens rows of
+ * clip_n_embd_out floats to out. */
+typedef struct clip_run {
+    host_device *const *devices;
+    int n_devices;
+    int32_t n_threads;
+    bool explain;       /* log the placement of the encoder graph */
+    double encode_ms;   /* set by clip_encode: the graph's time */
+} clip_run;
+int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out);
+
+#endif

@@ -1,0 +1,87 @@
+"""tessera run with --mmproj and --image on the synthetic LLaVA pair: the
+greedy text after the image is llama.cpp's (libmtmd's greedy ids of
+tests/data/mm/synth-llava-sq56.json, spelled with the model's own
+vocabulary); and the media flags' errors: one clear line naming the flag or
+the file, a non-zero exit, no crash."""
+import json
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.environ.get("TESSERA_SOURCE_ROOT", "."), "tests", "cli"))
+from cli_common import Checker, crashed, require, run  # noqa: E402
+from gguf_edit import Gguf  # noqa: E402
+
+build, data = sys.argv[1], sys.argv[2]
+MODEL = os.path.join(build, "synth-llava-f32.gguf")
+PROJ = os.path.join(build, "mmproj-synth-llava-f32.gguf")
+IMG = os.path.join(data, "sq56.png")
+require(MODEL, PROJ, IMG)
+c = Checker("run_mtmd_cli")
+
+
+def spell(ids):
+    """SentencePiece pieces to text: U+2581 is a space, <0xNN> a byte."""
+    toks = Gguf(MODEL).get("tokenizer.ggml.tokens")[1]
+    out = b""
+    for i in ids:
+        t = toks[i].decode() if isinstance(toks[i], bytes) else toks[i]
+        m = re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", t)
+        out += bytes([int(m.group(1), 16)]) if m else t.replace("\u2581", " ").encode()
+    return out.decode("utf-8", errors="replace")
+
+
+gold = json.load(open(os.path.join(data, "synth-llava-sq56.json")))
+want = spell(gold["greedy"])
+for dev in ["ref", "cpu-avx0"]:
+    rc, out, err = run(["run", "-m", MODEL, "--mmproj", PROJ, "--image", IMG, "-p", "Once upon a time",
+                        "-n", str(len(gold["greedy"])), "--temp", "0", "-dev", dev, "--no-echo"])
+    if dev != "ref" and "cpu-avx0" in err and rc != 0:
+        continue  # no such device in this build
+    c.check(rc == 0, f"{dev}: exit {rc}: {err}")
+    c.check(out.rstrip("\n") == want, f"{dev}: {out!r} is not llama.cpp's {want!r}")
+
+tmp = tempfile.mkdtemp(prefix="tessera-mtmd-cli-")
+cut = os.path.join(tmp, "cut.png")
+with open(IMG, "rb") as f:
+    png = f.read()
+with open(cut, "wb") as f:
+    f.write(png[: len(png) // 2])
+P = ["-m", MODEL, "-p", "hi"]
+cases = [
+    (["run"] + P + ["--image", IMG], "--mmproj"),
+    (["run"] + P + ["--audio", IMG], "--mmproj"),
+    (["run"] + P + ["--mmproj", PROJ, "--image", os.path.join(tmp, "none.png")], "none.png"),
+    (["run"] + P + ["--mmproj", PROJ, "--image", cut], "cut.png"),
+    (["run"] + P + ["--mmproj", MODEL, "--image", IMG], "not an mmproj"),
+    (["run"] + P + ["--mmproj", os.path.join(tmp, "none.gguf"), "--image", IMG], "none.gguf"),
+    (["run", "-m", MODEL, "-p", "<__media__> and <__media__>", "--mmproj", PROJ, "--image", IMG], "markers"),
+    (["run"] + P + ["--mmproj", PROJ, "--prompt-cache", os.path.join(tmp, "pc")], "--prompt-cache"),
+    (["run"] + P + ["--mmproj", PROJ, "--image", IMG, "--image", IMG] + ["--image", IMG] * 15, "at most 16"),
+]
+for args, word in cases:
+    rc, out, err = run(args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    c.check(rc != 0 and not crashed(rc, err) and lines and word in lines[-1], f"{args}: exit {rc}, {err!r}")
+    c.check(len(lines) <= 2, f"{args}: more than a line or two of error: {err!r}")
+# chat: /image attaches an image to the next message; --image to the first
+CHAT = ["chat", "-m", MODEL, "--mmproj", PROJ, "--chat-template", "vicuna", "-n", "4", "--temp", "0",
+        "-dev", "ref", "--verbose"]
+rc, out, err = run(CHAT, stdin_text=f"/image {IMG}\nWhat is this?\n")
+c.check(rc == 0 and "attached to the next message" in out + err and "[image: 16 positions" in err,
+        f"chat /image: exit {rc}: {out!r} {err!r}")
+rc, out, err = run(CHAT + ["--image", IMG, "-p", "What is this?"])
+c.check(rc == 0 and "[image: 16 positions" in err, f"chat --image -p: exit {rc}: {err!r}")
+rc, out, err = run(CHAT, stdin_text=f"/image {os.path.join(tmp, 'none.png')}\n/image {cut}\n")
+c.check(rc == 0 and "none.png" in err and "cut.png" in err and not crashed(rc, err), f"chat bad /image: {err!r}")
+rc, out, err = run(["chat", "-m", MODEL, "--chat-template", "vicuna", "-dev", "ref"], stdin_text=f"/image {IMG}\n")
+c.check(rc == 0 and "--mmproj" in err, f"chat /image without --mmproj: {err!r}")
+rc, out, err = run(["chat", "-m", MODEL, "--image", IMG, "-p", "hi"])
+c.check(rc != 0 and "--mmproj" in err and not crashed(rc, err), f"chat --image without --mmproj: {err!r}")
+
+rc, out, err = run(["run", "--help"])
+c.check(rc == 0 and "--mmproj" in out and "--image" in out and "--no-mmproj-offload" in out, "run --help")
+rc, out, err = run(["chat", "--help"])
+c.check(rc == 0 and "--mmproj" in out and "--image" in out, "chat --help")
+c.finish()

@@ -1,0 +1,166 @@
+/*
+ * clip: the LLaVA-style encoder of a synthetic mmproj against llama.cpp's
+ * libmtmd (the JSON files in tests/data/mm, made by its mtmd_ref.cpp): the
+ * image's embedding rows within cosine 0.9999 of llama.cpp's on ref and on
+ * the CPU plugin; and the mmproj reader's errors on broken files.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "gguf/gguf.h"
+#include "harness.h"
+#include "host/host.h"
+#include "media/media.h"
+#include "mtmd/clip.h"
+#include "util/error.h"
+
+static char *slurp(const char *path) {
+    void *d;
+    size_t n;
+    if (media_read_file(path, 64 << 20, &d, &n) != 0) return NULL;
+    ((char *)d)[n] = 0; /* media_read_file leaves a spare byte */
+    return d;
+}
+
+/* The golden's first media chunk: rows into *embd (malloc), count in *n. */
+static int golden_embd(const char *path, float **embd, int *n_rows, int *n_embd) {
+    char *text = slurp(path);
+    if (!text) return -1;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j) return error_set("%s: not JSON", path);
+    *n_embd = cJSON_GetObjectItem(j, "n_embd")->valueint;
+    cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "chunks")) {
+        cJSON *e = cJSON_GetObjectItem(c, "embd");
+        if (!e) continue;
+        int n = cJSON_GetArraySize(e);
+        *n_rows = n / *n_embd;
+        *embd = malloc((size_t)n * sizeof(float));
+        int i = 0;
+        cJSON *v;
+        cJSON_ArrayForEach(v, e)(*embd)[i++] = (float)v->valuedouble;
+        cJSON_Delete(j);
+        return 0;
+    }
+    cJSON_Delete(j);
+    return error_set("%s: no media chunk", path);
+}
+
+static double cosine(const float *a, const float *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) ab += (double)a[i] * b[i], aa += (double)a[i] * a[i], bb += (double)b[i] * b[i];
+    return ab / sqrt(aa * bb + 1e-30);
+}
+
+static void check_image(const char *device, const char *image, const char *golden, double min_cos) {
+    clip_model *c = clip_model_load(getenv("MM_PROJ") ? getenv("MM_PROJ") : MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf", 128);
+    REQUIRE(c, "%s", error_get());
+    float *want = NULL;
+    int n_rows = 0, n_embd = 0;
+    REQUIRE(golden_embd(golden, &want, &n_rows, &n_embd) == 0, "%s", error_get());
+    void *d;
+    size_t n;
+    REQUIRE(media_read_file(image, 1 << 20, &d, &n) == 0, "%s", error_get());
+    media_image img;
+    REQUIRE(media_image_decode(d, n, image, NULL, &img) == 0, "%s", error_get());
+    free(d);
+    EXPECT(clip_n_tokens(c, img.nx, img.ny) == n_rows, "tokens %d vs llama.cpp's %d",
+           clip_n_tokens(c, img.nx, img.ny), n_rows);
+    EXPECT(clip_n_embd_out(c) == n_embd, "width");
+    host_device *dev[1] = {host_device_find(device)};
+    REQUIRE(dev[0], "no device %s", device);
+    float *got = calloc((size_t)n_rows * n_embd, sizeof(float));
+    clip_run run = {dev, 1, 2, false, 0};
+    EXPECT(clip_encode(c, &run, &img, got) == 0, "%s", error_get());
+    double worst = 1;
+    for (int r = 0; r < n_rows; r++) {
+        double cs = cosine(got + (size_t)r * n_embd, want + (size_t)r * n_embd, n_embd);
+        if (cs < worst) worst = cs;
+    }
+    if (getenv("MM_DBG"))
+        for (int r = 0; r < n_rows; r++) {
+            int best = 0;
+            double bc = -2;
+            for (int q = 0; q < n_rows; q++) {
+                double cs = cosine(got + (size_t)r * n_embd, want + (size_t)q * n_embd, n_embd);
+                if (cs > bc) bc = cs, best = q;
+            }
+            printf("row %d: self %.4f best %d %.4f\n", r, cosine(got + (size_t)r * n_embd, want + (size_t)r * n_embd, n_embd), best, bc);
+        }
+    printf("%s on %s: worst row cosine %.7f over %d rows (%.1f ms)\n", image, device, worst, n_rows,
+           run.encode_ms);
+    EXPECT(worst >= min_cos, "%s on %s: worst row cosine %.7f < %.7f", image, device, worst, min_cos);
+    free(got);
+    free(want);
+    media_image_free(&img);
+    clip_model_free(c);
+}
+
+TEST(embeddings_match_llama_cpp) {
+    if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
+    harness_host_start();
+    /* MM_DEVICES (a comma list, e.g. vulkan0): those instead of ref and the CPU plugin */
+    const char *devs[8] = {"ref", harness_cpu_plugin()};
+    int n_devs = 2;
+    char list[256] = "";
+    if (getenv("MM_DEVICES")) {
+        snprintf(list, sizeof list, "%s", getenv("MM_DEVICES"));
+        n_devs = 0;
+        for (char *save = NULL, *d = strtok_r(list, ",", &save); d && n_devs < 8; d = strtok_r(NULL, ",", &save)) {
+            if (!host_device_find(d)) harness_skip("no device %s in this build or machine", d);
+            devs[n_devs++] = d;
+        }
+    }
+    for (int i = 0; i < n_devs; i++) {
+        if (!devs[i]) continue;
+        /* the image at the encoder's size: no resampling in play */
+        check_image(devs[i], getenv("MM_IMG") ? getenv("MM_IMG") : MM_DATA_DIR "/sq56.png", getenv("MM_GOLD") ? getenv("MM_GOLD") : MM_DATA_DIR "/synth-llava-sq56.json", 0.9999);
+        /* 80x48: padded to a square with the mean colour, then resized */
+        check_image(devs[i], MM_DATA_DIR "/wide.png", MM_DATA_DIR "/synth-llava-wide.json", 0.995);
+    }
+    tessera_shutdown();
+}
+
+TEST(broken_mmproj) {
+    clip_model *c = clip_model_load(MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf", 256);
+    EXPECT_ERROR(c == NULL, error_get(), "not this model's mmproj", "width mismatch");
+    c = clip_model_load(MM_BUILD_DIR "/synth-llava-f32.gguf", 0);
+    EXPECT_ERROR(c == NULL, error_get(), "not an mmproj", "a text model");
+    /* a copy with one tensor's shape changed and one key dropped */
+    gguf_file *f = gguf_open(MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf");
+    REQUIRE(f, "%s", error_get());
+    static const struct { const char *drop_key, *bad_tensor, *needle; } cases[] = {
+        {"clip.vision.patch_size", NULL, "clip.vision.patch_size"},
+        {NULL, "v.blk.1.attn_k.weight", "v.blk.1.attn_k.weight"},
+        {NULL, "mm.0.bias", "mm.0.bias"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        gguf_writer *w = gguf_writer_new();
+        for (int64_t i = 0; i < gguf_kv_count(f); i++)
+            if (!cases[k].drop_key || strcmp(gguf_kv_key(f, i), cases[k].drop_key) != 0) gguf_writer_copy_kv(w, f, i);
+        for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
+            const gguf_tensor_info *t = gguf_tensor(f, i);
+            int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+            if (cases[k].bad_tensor && !strcmp(t->name, cases[k].bad_tensor)) {
+                if (ne[1] > 1) ne[1] /= 2;
+                else ne[0] /= 2;
+            }
+            gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, ne, t->data);
+        }
+        char path[1024];
+        snprintf(path, sizeof path, "%s/broken-%zu.gguf", harness_tmpdir(), k);
+        REQUIRE(gguf_writer_write_file(w, path) == 0, "%s", error_get());
+        gguf_writer_free(w);
+        c = clip_model_load(path, 0);
+        EXPECT_ERROR(c == NULL, error_get(), cases[k].needle, "case %zu", k);
+        clip_model_free(c);
+    }
+    gguf_close(f);
+}
+
+HARNESS_MAIN("clip", HARNESS_TEST(embeddings_match_llama_cpp), HARNESS_TEST(broken_mmproj))

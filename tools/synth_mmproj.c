@@ -1,0 +1,231 @@
+/*
+ * tessera-synth-mmproj — a synthetic mmproj file as llama.cpp writes them:
+ * random (seeded) weights with the keys and tensors of a CLIP vision encoder
+ * and its projector, the stand-in for a real one in the tests (a text model
+ * of the same width comes from tessera-synth).
+ *
+ *   --projector mlp   LLaVA-1.5 / MobileVLM style: CLIP ViT (class token,
+ *                     learned positions, pre-norm), MLP projector mm.0/mm.2
+ *
+ * The key and tensor names are those gguf-py (the `gguf` PyPI package)
+ * defines for vision encoders (gguf.Keys.ClipVision, gguf.TENSOR_NAMES),
+ * and llama.cpp's llama-mtmd-cli loads the result.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/plugin_util.h>
+
+#include "gguf/gguf.h"
+#include "util/error.h"
+
+typedef struct opts {
+    const char *out;
+    int dim, layers, heads, ffn, image, patch, proj, seed;
+    bool gelu;
+    const char *projector;
+} opts;
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Normal(0, 1) by Box-Muller. */
+static double gauss(uint64_t *s) {
+    double u = ((double)(splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double v = (double)(splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
+    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
+}
+
+typedef struct tensors {
+    gguf_writer *w;
+    uint64_t rng;
+    void *bufs[256];
+    int n;
+} tensors;
+
+/* A tensor of n_dims with values mean + std * N(0,1), F32 or F16. */
+static int add(tensors *t, const char *name, int32_t dtype, int n_dims, int64_t ne0, int64_t ne1,
+               int64_t ne2, int64_t ne3, double mean, double std) {
+    int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    int64_t n = ne0 * ne1 * ne2 * ne3;
+    size_t esz = dtype == 1 ? 2 : 4;
+    void *buf = malloc((size_t)n * esz);
+    if (!buf || t->n == 256) return error_set("out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        float v = (float)(mean + std * gauss(&t->rng));
+        if (dtype == 1) ((uint16_t *)buf)[i] = tsr_f32_to_fp16(v);
+        else ((float *)buf)[i] = v;
+    }
+    t->bufs[t->n++] = buf;
+    return gguf_writer_add_tensor(t->w, name, dtype, n_dims, ne, buf);
+}
+
+static int linear(tensors *t, const char *name, int64_t in, int64_t out) {
+    char n[96];
+    snprintf(n, sizeof n, "%s.weight", name);
+    if (add(t, n, 0, 2, in, out, 1, 1, 0.0, 1.0 / sqrt((double)in)) != 0) return -1;
+    snprintf(n, sizeof n, "%s.bias", name);
+    return add(t, n, 0, 1, out, 1, 1, 1, 0.0, 0.02);
+}
+
+static int layer_norm(tensors *t, const char *name, int64_t dim) {
+    char n[96];
+    snprintf(n, sizeof n, "%s.weight", name);
+    if (add(t, n, 0, 1, dim, 1, 1, 1, 1.0, 0.1) != 0) return -1;
+    snprintf(n, sizeof n, "%s.bias", name);
+    return add(t, n, 0, 1, dim, 1, 1, 1, 0.0, 0.05);
+}
+
+static int write_mlp(const opts *o) {
+    gguf_writer *w = gguf_writer_new();
+    tensors t = {w, (uint64_t)o->seed, {0}, 0};
+    int rc = -1;
+    const char *s;
+    gguf_writer_set_str(w, "general.architecture", "clip", 4);
+    gguf_writer_set_str(w, "general.name", "synth-mmproj", 12);
+    gguf_writer_set_u32(w, "general.file_type", 0);
+    gguf_writer_set_bool(w, "clip.has_vision_encoder", true);
+    gguf_writer_set_bool(w, "clip.has_llava_projector", true);
+    s = o->projector;
+    gguf_writer_set_str(w, "clip.projector_type", s, strlen(s));
+    gguf_writer_set_bool(w, "clip.use_gelu", o->gelu);
+    gguf_writer_set_u32(w, "clip.vision.image_size", (uint32_t)o->image);
+    gguf_writer_set_u32(w, "clip.vision.patch_size", (uint32_t)o->patch);
+    gguf_writer_set_u32(w, "clip.vision.embedding_length", (uint32_t)o->dim);
+    gguf_writer_set_u32(w, "clip.vision.feed_forward_length", (uint32_t)o->ffn);
+    gguf_writer_set_u32(w, "clip.vision.projection_dim", (uint32_t)o->proj);
+    gguf_writer_set_u32(w, "clip.vision.block_count", (uint32_t)o->layers);
+    gguf_writer_set_u32(w, "clip.vision.attention.head_count", (uint32_t)o->heads);
+    gguf_writer_set_f32(w, "clip.vision.attention.layer_norm_epsilon", 1e-5f);
+    /* CLIP's (OpenAI's) normalisation, as LLaVA-1.5's file carries it */
+    const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    const float std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    gguf_writer_set_arr(w, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
+    gguf_writer_set_arr(w, "clip.vision.image_std", GGUF_TYPE_FLOAT32, std, 3);
+
+    int64_t D = o->dim, np = (int64_t)(o->image / o->patch) * (o->image / o->patch);
+    char n[96];
+    if (add(&t, "v.class_embd", 0, 1, D, 1, 1, 1, 0.0, 0.5) != 0) goto done;
+    /* the patch convolution's kernel [kw, kh, c_in, c_out], F16 as converters write it */
+    if (add(&t, "v.patch_embd.weight", 1, 4, o->patch, o->patch, 3, D, 0.0,
+            1.0 / sqrt(3.0 * o->patch * o->patch)) != 0)
+        goto done;
+    if (add(&t, "v.position_embd.weight", 0, 2, D, np + 1, 1, 1, 0.0, 0.5) != 0) goto done;
+    if (layer_norm(&t, "v.pre_ln", D) != 0) goto done;
+    for (int l = 0; l < o->layers; l++) {
+        static const char *const lin[] = {"attn_q", "attn_k", "attn_v", "attn_out"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(n, sizeof n, "v.blk.%d.%s", l, lin[i]);
+            if (linear(&t, n, D, D) != 0) goto done;
+        }
+        snprintf(n, sizeof n, "v.blk.%d.ln1", l);
+        if (layer_norm(&t, n, D) != 0) goto done;
+        snprintf(n, sizeof n, "v.blk.%d.ffn_up", l);
+        if (linear(&t, n, D, o->ffn) != 0) goto done;
+        snprintf(n, sizeof n, "v.blk.%d.ffn_down", l);
+        if (linear(&t, n, o->ffn, D) != 0) goto done;
+        snprintf(n, sizeof n, "v.blk.%d.ln2", l);
+        if (layer_norm(&t, n, D) != 0) goto done;
+    }
+    if (linear(&t, "mm.0", D, o->proj) != 0) goto done;
+    if (linear(&t, "mm.2", o->proj, o->proj) != 0) goto done;
+    rc = gguf_writer_write_file(w, o->out);
+done:
+    gguf_writer_free(w);
+    for (int i = 0; i < t.n; i++) free(t.bufs[i]);
+    return rc;
+}
+
+static void usage(FILE *fp) {
+    fprintf(fp,
+            "usage: tessera-synth-mmproj -o OUT.gguf [options]\n\n"
+            "Writes a synthetic mmproj (vision encoder and projector) with random\n"
+            "(seeded) weights, as llama.cpp's converter lays one out.\n\n"
+            "  -o, --out FILE      output path\n"
+            "  --projector NAME    mlp (LLaVA-1.5: CLIP ViT, MLP projector; default)\n"
+            "  --dim N             encoder width (default 64)\n"
+            "  --layers N          encoder blocks (default 2)\n"
+            "  --heads N           attention heads (default 4)\n"
+            "  --ffn N             feed-forward size (default 128)\n"
+            "  --image-size N      input side in pixels (default 56)\n"
+            "  --patch N           patch side in pixels (default 14)\n"
+            "  --proj-dim N        the text model's embedding size (default 128)\n"
+            "  --gelu              GELU in the FFN (default: quick GELU, as CLIP)\n"
+            "  --seed N            random seed (default 42)\n");
+}
+
+int main(int argc, char **argv) {
+    opts o = {NULL, 64, 2, 4, 128, 56, 14, 128, 42, false, "mlp"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int *num = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--gelu")) {
+            o.gelu = true;
+            continue;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
+            if (!v) goto missing;
+            o.out = v;
+            i++;
+            continue;
+        } else if (!strcmp(a, "--projector")) {
+            if (!v) goto missing;
+            o.projector = v;
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--dim")) num = &o.dim;
+        else if (!strcmp(a, "--layers")) num = &o.layers;
+        else if (!strcmp(a, "--heads")) num = &o.heads;
+        else if (!strcmp(a, "--ffn")) num = &o.ffn;
+        else if (!strcmp(a, "--image-size")) num = &o.image;
+        else if (!strcmp(a, "--patch")) num = &o.patch;
+        else if (!strcmp(a, "--proj-dim")) num = &o.proj;
+        else if (!strcmp(a, "--seed")) num = &o.seed;
+        if (!num) {
+            fprintf(stderr, "tessera-synth-mmproj: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+        if (!v) goto missing;
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x < 0 || x > 1 << 20) {
+            fprintf(stderr, "tessera-synth-mmproj: %s: not a size: '%s'\n", a, v);
+            return 2;
+        }
+        *num = (int)x;
+        i++;
+        continue;
+    missing:
+        fprintf(stderr, "tessera-synth-mmproj: %s needs a value\n", a);
+        return 2;
+    }
+    if (!o.out) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(o.projector, "mlp") != 0) {
+        fprintf(stderr, "tessera-synth-mmproj: --projector: '%s' is not one of: mlp\n", o.projector);
+        return 2;
+    }
+    if (o.patch < 1 || o.image < o.patch || o.image % o.patch || o.heads < 1 || o.dim % o.heads ||
+        o.layers < 1) {
+        fprintf(stderr, "tessera-synth-mmproj: the image size must be a multiple of the patch "
+                        "size and the width of the head count\n");
+        return 2;
+    }
+    if (write_mlp(&o) != 0) {
+        fprintf(stderr, "tessera-synth-mmproj: %s\n", error_get());
+        return 1;
+    }
+    return 0;
+}

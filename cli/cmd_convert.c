@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "tessera/tessera.h"
 
 static const char usage[] =
     "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0]\n"
@@ -23,7 +24,43 @@ static const char usage[] =
     "\n"
     "The converter is tools/convert/tessera_convert.py, run with python3 (or\n"
     "$TESSERA_PYTHON); it needs PyPI's numpy and gguf, and sentencepiece for a\n"
-    "tokenizer.model. $TESSERA_CONVERT_SCRIPT names another copy of it.\n";
+    "tokenizer.model. $TESSERA_CONVERT_SCRIPT names another copy of it.\n"
+    "\n"
+    "options:\n"
+    "  -o, --outfile FILE    the GGUF file to write (required)\n"
+    "  --outtype TYPE        f32, f16 (default), bf16 or q8_0\n"
+    "  -h, --help            this text\n"
+    "  --version             the version of tessera\n";
+
+/* The options are checked here, before Python runs, so that --help,
+ * --version and a mistyped flag answer as every other command does even
+ * where numpy or gguf are missing. 0: run the converter, else the exit
+ * status (1 + the answer given). */
+static int check_args(int argc, char **argv, int *exit_code) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return *exit_code = 0, 1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("tessera %s\n", tessera_version());
+            return *exit_code = 0, 1;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--outfile") || !strcmp(a, "--output") || !strcmp(a, "--outtype")) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "tessera convert: %s needs a value (see 'tessera convert --help')\n", a);
+                return *exit_code = 2, 1;
+            }
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            size_t len = strcspn(a, "=");
+            fprintf(stderr, "tessera convert: unknown option '%.*s' (see 'tessera convert --help')\n", (int)len, a);
+            return *exit_code = 2, 1;
+        }
+    }
+    return 0;
+}
 
 /* The converter: $TESSERA_CONVERT_SCRIPT, the installed copy beside the
  * binary (../share/tessera), or the source tree's. */
@@ -48,11 +85,8 @@ static const char *script_path(char *buf, size_t size) {
 }
 
 int cmd_convert(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        }
+    int exit_code;
+    if (check_args(argc, argv, &exit_code)) return exit_code;
     char buf[PATH_MAX + 64];
     const char *script = script_path(buf, sizeof buf);
     if (!script) {

@@ -68,11 +68,14 @@ else:
     # not compared here.
     args, stdin = CASES[0]
     theirs = ""
-    for _ in range(3):  # llama-completion now and then writes nothing on a busy machine
+    # llama-completion now and then writes nothing, or only the prompt's
+    # echo, on a busy machine (seen under CI's load): such a run is retried,
+    # not compared.
+    for _ in range(5):
         r = subprocess.run([bins[0]] + M + BASE + ["-no-cnv", "-t", "2"] + args, input=b"", capture_output=True,
                            timeout=120)
         theirs = r.stdout.decode("utf-8", "replace")
-        if theirs.strip():
+        if len(theirs.strip()) > len(BASE[1]):
             break
     c.check(theirs.strip() == results[0].strip(), f"{args}: llama-completion {theirs!r}, tessera {results[0]!r}")
 

@@ -124,6 +124,13 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
     s->cmd = cmd;
     s->p = p;
     int32_t n_ctx = p->n_ctx;
+    if (p->mmproj && (p->model_draft || p->spec_ngram)) {
+        /* a medium is ids the draft cannot decode and positions no n-gram
+         * or draft model knows */
+        fprintf(stderr, "%s: speculative decoding (%s) works without --mmproj\n", cmd,
+                p->model_draft ? "-md" : "--spec-type");
+        return -1;
+    }
     s->model = cli_model_load(cmd, p, p->model, &n_ctx);
     if (!s->model) return -1;
     s->ctx = cli_context_new(cmd, p, s->model, n_ctx);
@@ -132,6 +139,8 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
     s->sampler = cli_sampler_new(cmd, p, s->model, s->n_ctx);
     if (!s->sampler || cli_grammar_attach(cmd, p, s->model, s->sampler) != 0) return -1;
     if (cli_chat_setup(cmd, p, s->model, 0, &s->chat) < 0) return -1;
+    cli_session target = {.model = s->model, .ctx = s->ctx, .n_ctx = s->n_ctx};
+    if (cli_spec_open(&s->spec, cmd, p, &target) != 0) return -1;
     if (p->verbose)
         fprintf(stderr, "[%s; template %s; context %d; seed %u]\n", tessera_model_desc(s->model),
                 s->chat.source, (int)s->n_ctx, tessera_sampler_seed(s->sampler));
@@ -209,6 +218,8 @@ int chat_session_add_media(chat_session *s, const char *path) {
 }
 
 void chat_session_close(chat_session *s) {
+    if (s->p && s->p->verbose) cli_spec_print_stats(s->cmd, &s->spec);
+    cli_spec_close(&s->spec);
     tessera_mtmd_chunks_free(s->chunks);
     media_drop_front(s, s->n_media);
     free(s->media);
@@ -411,6 +422,8 @@ static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_pie
     char piece[256];
     const int32_t limit = s->p->n_predict;
     double t0 = now_ms();
+    tessera_token q[64];
+    int32_t nq = 0, qi = 0;
     info->end = CHAT_END_LIMIT;
     for (;;) {
         if (tessera_aborted()) {
@@ -423,17 +436,22 @@ static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_pie
             break;
         }
         if (s->cached.n >= s->n_ctx && shift_context(s, info) != 0) return -1;
-        const float *logits = tessera_logits(s->ctx, -1);
-        if (!logits) {
-            fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
-            return -1;
+        tessera_token tok;
+        if (qi < nq) {
+            tok = q[qi++]; /* a speculative step's, accepted already */
+        } else {
+            const float *logits = tessera_logits(s->ctx, -1);
+            if (!logits) {
+                fprintf(stderr, "%s: %s\n", s->cmd, tessera_last_error());
+                return -1;
+            }
+            tok = tessera_sampler_sample(s->sampler, logits);
+            if (tok < 0) {
+                fprintf(stderr, "%s: sampling failed: %s\n", s->cmd, tessera_last_error());
+                return -1;
+            }
+            tessera_sampler_accept(s->sampler, tok);
         }
-        tessera_token tok = tessera_sampler_sample(s->sampler, logits);
-        if (tok < 0) {
-            fprintf(stderr, "%s: sampling failed: %s\n", s->cmd, tessera_last_error());
-            return -1;
-        }
-        tessera_sampler_accept(s->sampler, tok);
         if (tessera_token_is_eog(s->model, tok)) {
             info->end = CHAT_END_EOG;
             break;
@@ -449,18 +467,29 @@ static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_pie
         }
         /* The last token of a limited reply needs no decode: nothing samples after it. */
         if (limit >= 0 && info->n_gen >= limit) break;
-        if (tessera_decode(s->ctx, &tok, 1, s->cached.n, 0) < 0) {
-            if (tessera_aborted()) {
-                info->end = CHAT_END_INTERRUPTED;
-                break;
-            }
-            fprintf(stderr, "\n%s: %s\n", s->cmd, tessera_last_error());
-            return -1;
-        }
         if (token_list_push(&s->cached, tok) < 0) {
             fprintf(stderr, "%s: out of memory\n", s->cmd);
             return -1;
         }
+        if (qi < nq) continue; /* a step's token before its last: in the cache already */
+        if (s->spec.spec) {
+            /* The cache holds all of cached but tok; the step decodes it with a draft. */
+            int32_t max = limit >= 0 ? limit - info->n_gen : 64;
+            nq = tessera_spec_step(s->spec.spec, 0, s->sampler, s->cached.ids, s->cached.n, q, max < 64 ? max : 64,
+                                   NULL);
+            qi = 0;
+            if (nq > 0) continue;
+            nq = 0;
+        } else if (tessera_decode(s->ctx, &tok, 1, s->cached.n - 1, 0) == 0) {
+            continue;
+        }
+        s->cached.n--; /* tok did not get into the cache */
+        if (tessera_aborted()) {
+            info->end = CHAT_END_INTERRUPTED;
+            break;
+        }
+        fprintf(stderr, "\n%s: %s\n", s->cmd, tessera_last_error());
+        return -1;
     }
     info->gen_ms = now_ms() - t0;
     return 0;

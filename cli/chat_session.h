@@ -41,6 +41,7 @@ typedef struct chat_session {
     conversation conv;
     token_list cached; /* the tokens held in the KV cache, in order */
     token_list prompt; /* scratch: the latest rendering, tokenized */
+    cli_spec spec;     /* -md / --spec-type: replies through speculative steps */
     /* --mmproj: the media of the conversation's messages in the order of
      * their markers, then the n_pending ones (/image, --image) the next
      * message will carry; a medium's positions are in prompt and cached as

@@ -23,6 +23,22 @@ static int parse_ngl(const char *cmd, const char *flag, const char *v, void *dst
     return 0;
 }
 
+/* --spec-type: llama.cpp's comma-separated list; none, draft-simple (the
+ * draft model of -md, which needs no --spec-type) and ngram-simple are
+ * ours. */
+static int parse_spec_type(const char *cmd, const char *flag, const char *v, void *dst) {
+    int ngram = 0;
+    for (const char *t = v; *t;) {
+        size_t n = strcspn(t, ",");
+        if (n == 12 && !strncmp(t, "ngram-simple", n)) ngram = 1;
+        else if (!(n == 4 && !strncmp(t, "none", n)) && !(n == 12 && !strncmp(t, "draft-simple", n)))
+            return cli_bad_value(cmd, flag, v, "none, draft-simple or ngram-simple (a comma-separated list)");
+        t += n + (t[n] == ',');
+    }
+    *(int *)dst = ngram;
+    return 0;
+}
+
 /* -ot PATTERN=DEVICE[,...]: each comma-separated rule appended, as
  * llama.cpp splits its value. A rule without '=' is refused here; the
  * pattern and the device are checked when the model loads. */
@@ -273,6 +289,45 @@ static const cli_option common_options[] = {
     {NULL, "--pooling", "none|mean|cls|last|rank", "how token vectors become one (default: the model's)",
      CLI_FN, P(pooling), 0, 0, parse_pooling, CLI_NO_DEFAULT, CLI_G_EMBED},
 
+    {"-md", "--model-draft", "FILE",
+     "draft model for speculative decoding: a small model with the target's vocabulary drafts tokens the "
+     "target verifies in one batch (the output is the target's; not with --mmproj, nor with run's -i)",
+     CLI_STR, P(model_draft), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_SPEC},
+    {NULL, "--spec-draft-model", "FILE", "-md", CLI_STR, P(model_draft), 0, 0, NULL, CLI_HIDDEN, CLI_G_SPEC},
+    {"-devd", "--device-draft", "LIST", "devices of the draft model (default: --device's)", CLI_STR,
+     P(devices_draft), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_SPEC},
+    {NULL, "--spec-draft-device", "LIST", "-devd", CLI_STR, P(devices_draft), 0, 0, NULL, CLI_HIDDEN, CLI_G_SPEC},
+    {"-ngld", "--gpu-layers-draft", "N|auto", "draft model layers on the GPU device (default: auto)", CLI_FN,
+     P(n_gpu_layers_draft), 0, 0, parse_ngl, CLI_NO_DEFAULT, CLI_G_SPEC},
+    {NULL, "--n-gpu-layers-draft", "N|auto", "-ngld", CLI_FN, P(n_gpu_layers_draft), 0, 0, parse_ngl,
+     CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--spec-draft-ngl", "N|auto", "-ngld", CLI_FN, P(n_gpu_layers_draft), 0, 0, parse_ngl, CLI_HIDDEN,
+     CLI_G_SPEC},
+    {NULL, "--draft-max", "N", "most tokens drafted per step", CLI_INT, P(spec.n_max), 1, 256, NULL, 0,
+     CLI_G_SPEC},
+    {NULL, "--draft", "N", "--draft-max", CLI_INT, P(spec.n_max), 1, 256, NULL, CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--draft-n", "N", "--draft-max", CLI_INT, P(spec.n_max), 1, 256, NULL, CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--spec-draft-n-max", "N", "--draft-max", CLI_INT, P(spec.n_max), 1, 256, NULL, CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--draft-min", "N", "a shorter draft is not verified", CLI_INT, P(spec.n_min), 0, 256, NULL, 0,
+     CLI_G_SPEC},
+    {NULL, "--draft-n-min", "N", "--draft-min", CLI_INT, P(spec.n_min), 0, 256, NULL, CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--spec-draft-n-min", "N", "--draft-min", CLI_INT, P(spec.n_min), 0, 256, NULL, CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--draft-p-min", "P", "the draft model stops before a token it gives less than P", CLI_FLOAT,
+     P(spec.p_min), 0, 1, NULL, 0, CLI_G_SPEC},
+    {NULL, "--spec-draft-p-min", "P", "--draft-p-min", CLI_FLOAT, P(spec.p_min), 0, 1, NULL, CLI_HIDDEN,
+     CLI_G_SPEC},
+    {NULL, "--spec-type", "TYPE",
+     "ngram-simple: draft from an earlier occurrence of the text's last n-gram (prompt lookup, no draft "
+     "model); draft-simple: the -md model; none",
+     CLI_FN, P(spec_ngram), 0, 0, parse_spec_type, CLI_NO_DEFAULT, CLI_G_SPEC},
+    {NULL, "--spec-ngram-simple-size-n", "N", "n-gram looked up for ngram-simple", CLI_INT, P(spec.ngram_n), 1,
+     1024, NULL, 0, CLI_G_SPEC},
+    {NULL, "--spec-ngram-size-n", "N", "--spec-ngram-simple-size-n", CLI_INT, P(spec.ngram_n), 1, 1024, NULL,
+     CLI_HIDDEN, CLI_G_SPEC},
+    {NULL, "--spec-ngram-simple-size-m", "N", "most tokens an n-gram drafts", CLI_INT, P(spec.ngram_m), 1, 1024,
+     NULL, 0, CLI_G_SPEC},
+    {NULL, "--spec-ngram-size-m", "N", "--spec-ngram-simple-size-m", CLI_INT, P(spec.ngram_m), 1, 1024, NULL,
+     CLI_HIDDEN, CLI_G_SPEC},
     {NULL, "--mmproj", "FILE", "multimodal projector (llama.cpp's mmproj GGUF) for --image and --audio",
      CLI_STR, P(mmproj), 0, 0, NULL, CLI_NO_DEFAULT, CLI_G_MEDIA},
     {NULL, "--image", "FILE",
@@ -303,6 +358,7 @@ static const struct {
     {CLI_G_GRAMMAR, "constrained output"},
     {CLI_G_CHAT | CLI_G_TEMPLATE, "chat"},
     {CLI_G_EMBED, "embeddings"},
+    {CLI_G_SPEC, "speculative decoding"},
     {CLI_G_MEDIA, "images and sounds"},
     {CLI_G_ALWAYS, "general"},
 };
@@ -317,6 +373,8 @@ void cli_params_init(cli_params *p) {
     p->n_predict = -1;
     p->sp = tessera_sampler_default_params();
     p->sp.logit_bias = p->bias;
+    p->n_gpu_layers_draft = CLI_NGL_AUTO;
+    p->spec = tessera_spec_default_params();
 }
 
 int cli_bad_value(const char *cmd, const char *flag, const char *value, const char *want) {

@@ -64,6 +64,7 @@ enum {
     CLI_G_LORA = 1u << 13,    /* --lora, --lora-scaled */
     CLI_G_LORA_SERVE = 1u << 14, /* --lora-init-without-apply (serve) */
     CLI_G_MEDIA = 1u << 15,   /* --mmproj, --image, --audio, --no-mmproj-offload (run, chat) */
+    CLI_G_SPEC = 1u << 16,    /* -md, --draft-max, --spec-type, ... (run, chat, serve) */
     CLI_G_ALWAYS = 1u << 31,  /* --verbose, --help, --version: every command */   /* --no-escape (else \n, \t, ... in -p and --system are processed) */
     /* What a command that loads a model and generates takes. */
     CLI_G_GENERATE = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_LORA,
@@ -136,6 +137,13 @@ typedef struct cli_params {
     /* chat */
     const char *chat_template, *chat_template_file, *system;
     int verbose;
+    /* speculative decoding: a draft model (-md, on -devd with -ngld layers
+     * offloaded) or n-grams (--spec-type ngram-simple); spec holds
+     * --draft-max, --draft-min, --draft-p-min and the n-gram sizes */
+    const char *model_draft, *devices_draft;
+    int32_t n_gpu_layers_draft;
+    int spec_ngram;
+    tessera_spec_params spec;
     /* multimodal: the projector and the media in the order given (--image
      * and --audio append to media[], kind 'i' or 'a') */
     const char *mmproj;

@@ -284,6 +284,65 @@ void cli_session_close(cli_session *s) {
     memset(s, 0, sizeof *s);
 }
 
+int cli_spec_open(cli_spec *out, const char *cmd, const cli_params *p, cli_session *s) {
+    memset(out, 0, sizeof *out);
+    if (!p->model_draft && !p->spec_ngram) return 0;
+    if (p->model_draft && p->spec_ngram) {
+        fprintf(stderr, "%s: give either -md FILE or --spec-type ngram-simple, not both\n", cmd);
+        return -1;
+    }
+    if (p->model_draft) {
+        cli_params pd = *p;
+        if (p->devices_draft) pd.devices = p->devices_draft;
+        pd.n_gpu_layers = p->n_gpu_layers_draft;
+        /* --lora, -ot and --cpu-moe are the target's (llama.cpp has draft
+         * flags of its own for the last two): the draft runs plain */
+        pd.n_lora = 0;
+        memset(&pd.overrides, 0, sizeof pd.overrides);
+        pd.cpu_moe = 0;
+        pd.n_cpu_moe = 0;
+        int32_t n_ctx = s->n_ctx;
+        out->draft_model = cli_model_load(cmd, &pd, p->model_draft, &n_ctx);
+        if (!out->draft_model) return -1;
+        if (tessera_spec_compatible(s->model, out->draft_model) != 0) {
+            fprintf(stderr, "%s: -md %s: %s\n", cmd, p->model_draft, tessera_last_error());
+            cli_spec_close(out);
+            return -1;
+        }
+        out->draft_ctx = cli_context_new(cmd, &pd, out->draft_model, s->n_ctx);
+        if (!out->draft_ctx) {
+            cli_spec_close(out);
+            return -1;
+        }
+    }
+    out->spec = tessera_spec_new(s->ctx, out->draft_ctx, &p->spec);
+    if (!out->spec) {
+        fprintf(stderr, "%s: %s\n", cmd, tessera_last_error());
+        cli_spec_close(out);
+        return -1;
+    }
+    if (p->verbose)
+        fprintf(stderr, "%s: speculative decoding with %s, up to %d tokens a step\n", cmd,
+                p->model_draft ? p->model_draft : "n-grams of the text", p->spec.n_max);
+    return 0;
+}
+
+void cli_spec_close(cli_spec *sp) {
+    tessera_spec_free(sp->spec);
+    tessera_context_free(sp->draft_ctx);
+    tessera_model_free(sp->draft_model);
+    memset(sp, 0, sizeof *sp);
+}
+
+void cli_spec_print_stats(const char *cmd, const cli_spec *sp) {
+    if (!sp->spec) return;
+    tessera_spec_stats st;
+    tessera_spec_stats_get(sp->spec, -1, &st);
+    fprintf(stderr, "%s: speculative: %lld steps, drafted %lld, accepted %lld (acceptance rate %.3f)\n", cmd,
+            (long long)st.n_steps, (long long)st.n_drafted, (long long)st.n_accepted,
+            st.n_drafted ? (double)st.n_accepted / (double)st.n_drafted : 0.0);
+}
+
 char *cli_prompt_text(const char *cmd, const cli_params *p, int escapes, size_t *len) {
     if (p->prompt_file) return cli_read_file(cmd, "prompt file", p->prompt_file, len);
     const char *src = p->prompt ? p->prompt : "";

@@ -69,6 +69,22 @@ typedef struct cli_session {
 int cli_session_open(cli_session *s, const char *cmd, const cli_params *p);
 void cli_session_close(cli_session *s);
 
+/* Speculative decoding for s's context as p asks (-md, --spec-type
+ * ngram-simple): the draft model and its context (on -devd, with -ngld,
+ * the target's context size and sequences) and the speculation. 0 with
+ * out->spec NULL when p asks for none; -1 after printing the error (a
+ * vocabulary that differs is named). Free with cli_spec_close. */
+typedef struct cli_spec {
+    tessera_model *draft_model;
+    tessera_context *draft_ctx;
+    tessera_spec *spec;
+} cli_spec;
+
+int cli_spec_open(cli_spec *out, const char *cmd, const cli_params *p, cli_session *s);
+void cli_spec_close(cli_spec *sp);
+/* --verbose's line: drafted, accepted and the rate. */
+void cli_spec_print_stats(const char *cmd, const cli_spec *sp);
+
 /* The prompt of -p (escapes processed unless --no-escape, when the command
  * takes CLI_G_ESCAPE) or the contents of -f; malloc'd, NUL-terminated.
  * NULL after printing. */

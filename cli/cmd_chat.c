@@ -39,7 +39,7 @@ static const cli_command chat_cmd = {
              "reads messages from the terminal (type /help there) or from a pipe,\n"
              "one line per message. Ctrl-C stops a reply.",
     .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT |
-              CLI_G_MEDIA,
+              CLI_G_SPEC | CLI_G_MEDIA,
 };
 
 static const char repl_help[] =

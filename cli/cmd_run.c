@@ -25,6 +25,7 @@ typedef struct run_opts {
     int no_echo, conversation, no_conversation, single_turn;
     const char *prompt_cache;
     int prompt_cache_ro, prompt_cache_all;
+    int32_t grp_attn_n, grp_attn_w;
     /* llama-completion's interactive mode: -r ends a turn (or the run when
      * not interactive), the person's line goes in between --in-prefix and
      * --in-suffix */
@@ -83,6 +84,12 @@ static const cli_option run_own[] = {
      CLI_OWN(run_opts, in_suffix), 0, 0, NULL, CLI_NO_DEFAULT, 0},
     {NULL, "--in-prefix-bos", NULL, "prefix BOS to user inputs, preceding the --in-prefix string", CLI_SWITCH,
      CLI_OWN(run_opts, in_prefix_bos), 0, 0, NULL, 0, 0},
+    {"-gan", "--grp-attn-n", "N",
+     "Self-Extend's group factor: read past the trained context by dividing the positions of all but the "
+     "last --grp-attn-w tokens by N, a window at a time (1: off; the prompt goes in -b chunks; not with -i, --mmproj or speculative decoding)",
+     CLI_INT, CLI_OWN(run_opts, grp_attn_n), 1, 1 << 20, NULL, 0, 0},
+    {"-gaw", "--grp-attn-w", "N", "Self-Extend's window, a multiple of --grp-attn-n", CLI_INT,
+     CLI_OWN(run_opts, grp_attn_w), 1, 1 << 30, NULL, 0, 0},
     CLI_END,
 };
 
@@ -91,8 +98,12 @@ static const cli_command run_cmd = {
     .synopsis = "-m MODEL (-p PROMPT | -f FILE) [options]",
     .about = "Generates text after the prompt and streams it to stdout; load time and\n"
              "prompt / generation speed go to stderr. Ctrl-C stops generation.\n"
-             "With -cnv (or --system, or -st) the prompt is a chat message instead.",
-    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT | CLI_G_MEDIA,
+             "With -cnv (or --system, or -st) the prompt is a chat message instead.\n"
+             "Speculative decoding (-md, --spec-type) and Self-Extend (--grp-attn-n)\n"
+             "work without -i/-if and --mmproj; speculation also without\n"
+             "--prompt-cache-all.",
+    .groups = CLI_G_GENERATE | CLI_G_PROMPT | CLI_G_ESCAPE | CLI_G_CHAT | CLI_G_TEMPLATE | CLI_G_GRAMMAR | CLI_G_SHIFT |
+              CLI_G_MEDIA | CLI_G_SPEC,
     .own = run_own,
 };
 
@@ -101,8 +112,20 @@ static int run_parse(int argc, char **argv, run_opts *o) {
     memset(o, 0, sizeof *o);
     cli_params_init(&o->p);
     o->p.n_predict = 128;
+    o->grp_attn_n = 1;
+    o->grp_attn_w = 512;
     int rc = cli_parse(&run_cmd, argc, argv, &o->p, o);
     if (rc != 0) return rc;
+    if (tessera_self_extend_check(o->grp_attn_n, o->grp_attn_w) != 0) {
+        fprintf(stderr, "tessera run: %s\n", tessera_last_error());
+        return -1;
+    }
+    if (o->grp_attn_n > 1 && (o->p.model_draft || o->p.spec_ngram || o->prompt_cache || o->p.context_shift)) {
+        fprintf(stderr, "tessera run: --grp-attn-n works without %s\n",
+                o->prompt_cache ? "--prompt-cache" : o->p.context_shift ? "--context-shift (it replaces it)"
+                                                                        : "speculative decoding");
+        return -1;
+    }
     if (!o->p.model) {
         fprintf(stderr, "tessera run: -m MODEL is required (see 'tessera run --help')\n");
         return -1;
@@ -142,6 +165,20 @@ static int run_parse(int argc, char **argv, run_opts *o) {
     if (o->p.n_media > 0 && !o->p.mmproj) {
         fprintf(stderr, "tessera run: --%s needs --mmproj FILE (the model's multimodal projector)\n",
                 o->p.media_kind[0] == 'a' ? "audio" : "image");
+        return -1;
+    }
+    /* Self-Extend and speculation keep one text in one sequence: neither
+     * takes a person's turns (-i) nor media chunks (--mmproj) yet, and a
+     * speculative step leaves verified tokens past where -n or -r stops,
+     * which --prompt-cache-all would save as the text. */
+    const bool spec = o->p.model_draft || o->p.spec_ngram;
+    if ((o->grp_attn_n > 1 || spec) && !o->conversation && (o->interactive || o->p.mmproj)) {
+        fprintf(stderr, "tessera run: %s works without %s\n", o->grp_attn_n > 1 ? "--grp-attn-n" : "speculative decoding",
+                o->interactive ? (o->interactive_first ? "-if" : "-i") : "--mmproj");
+        return -1;
+    }
+    if (spec && o->prompt_cache_all) {
+        fprintf(stderr, "tessera run: speculative decoding works without --prompt-cache-all\n");
         return -1;
     }
     if (o->p.mmproj && o->prompt_cache) {
@@ -325,8 +362,29 @@ static int run_media_open(const run_opts *o, tessera_model *model, const char *p
     return 0;
 }
 
-static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, const char *prompt,
-                    size_t prompt_len, run_counts *cnt) {
+/* Self-Extend's state: the position the next token goes to and the group
+ * front (tessera_self_extend). */
+typedef struct run_ga {
+    int32_t pos, i;
+} run_ga;
+
+/* The prompt in -b chunks, Self-Extend moving positions before each (as
+ * llama.cpp's completion tool does). */
+static int decode_prompt_grouped(const run_opts *o, tessera_context *ctx, const tessera_token *toks, int32_t n,
+                                 run_ga *ga) {
+    const int32_t b = (int32_t)tessera_context_n_batch(ctx);
+    for (int32_t i = 0; i < n; i += b) {
+        const int32_t c = n - i < b ? n - i : b;
+        if (tessera_self_extend(ctx, 0, o->grp_attn_n, o->grp_attn_w, &ga->i, &ga->pos) != 0 ||
+            tessera_decode(ctx, toks + i, c, ga->pos, 0) != 0)
+            return -1;
+        ga->pos += c;
+    }
+    return 0;
+}
+
+static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, tessera_spec *spec,
+                    const char *prompt, size_t prompt_len, run_counts *cnt) {
     int32_t n_ctx = (int32_t)tessera_context_n_ctx(ctx);
     run_media rm = {0};
     if (o->p.mmproj && run_media_open(o, model, prompt, prompt_len, &rm) != 0) {
@@ -351,7 +409,9 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         run_media_free(&rm);
         return 1;
     }
-    tessera_token *toks = malloc((size_t)n * sizeof *toks);
+    /* The whole text: the prompt, then each token as it is printed (the
+     * speculation drafts from it), with room for a step's tokens. */
+    tessera_token *toks = malloc(((size_t)n_ctx + 300) * sizeof *toks);
     tessera_sampler *smp = cli_sampler_new("tessera run", &o->p, model, n_ctx);
     int rc = 1;
     if (!toks || !smp) {
@@ -385,8 +445,12 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     if (o->prompt_cache && o->p.verbose)
         fprintf(stderr, "tessera run: prompt cache: %d of %d prompt tokens reused, %d evaluated\n", from, n,
                 n - from);
-    if (rm.chunks ? tessera_mtmd_eval_chunks(rm.mm, ctx, rm.chunks, 0, NULL) != 0
-                  : decode_prompt(o, ctx, toks, n, from) != 0) {
+    run_ga ga = {0, 0};
+    int dec;
+    if (rm.chunks) dec = tessera_mtmd_eval_chunks(rm.mm, ctx, rm.chunks, 0, NULL);
+    else if (o->grp_attn_n > 1) dec = decode_prompt_grouped(o, ctx, toks, n, &ga);
+    else dec = decode_prompt(o, ctx, toks, n, from);
+    if (dec != 0) {
         if (tessera_aborted()) {
             rc = 130;
             goto done;
@@ -407,7 +471,12 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         fflush(stdout);
     }
     t0 = now_ms();
-    int32_t pos = n;
+    /* pos: the tokens the cache holds, the next one's position but with
+     * Self-Extend (ga.pos). With speculation toks[0..nh) is the text, and
+     * the cache holds all but its last token once the queue of picked
+     * tokens (q) is printed; fresh: the context's last logits are the next
+     * token's (the prompt, a plain decode or a user turn gave them). */
+    int32_t pos = n, nh = n;
     const int32_t keep = tessera_shift_keep(o->p.n_keep, n, toks[0] == tessera_token_bos(model));
     int eot = 0;
     char piece[256];
@@ -415,6 +484,9 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
     size_t n_tail = 0;
     int32_t turn_gen = 0;
     run_tokens all = {0};
+    tessera_token q[260];
+    int32_t nq = 0, qi = 0;
+    bool fresh = true;
     rc = 0;
     if (o->prompt_cache_all && tokens_push(&all, toks, n) < 0) rc = 1;
     if (rc == 0 && o->interactive_first) {
@@ -427,12 +499,48 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             rc = 130;
             break;
         }
-        tessera_token t = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
+        tessera_token t;
+        if (qi < nq) {
+            t = q[qi++];
+        } else if (fresh || !spec) {
+            t = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
+            if (t >= 0) tessera_sampler_accept(smp, t);
+            fresh = false;
+        } else { /* a speculative step decodes the text's last token */
+            int32_t cached = nh - 1;
+            if (cached >= n_ctx && !o->p.context_shift) {
+                fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
+                break;
+            }
+            if (cached >= n_ctx) {
+                const tessera_token last = toks[nh - 1];
+                if (cli_context_shift("tessera run", ctx, 0, keep, toks, &cached, o->p.verbose) != 0) {
+                    rc = 1;
+                    break;
+                }
+                toks[cached] = last;
+                nh = cached + 1;
+            }
+            const int32_t left = o->p.n_predict < 0 ? 256 : o->p.n_predict - turn_gen;
+            nq = tessera_spec_step(spec, 0, smp, toks, nh, q, left < 256 ? left : 256, NULL);
+            qi = 0;
+            if (nq <= 0) {
+                nq = 0;
+                if (tessera_aborted()) {
+                    rc = 130;
+                    break;
+                }
+                fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
+                rc = 1;
+                break;
+            }
+            t = q[qi++];
+        }
         if (t < 0) {
             fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
-            goto done;
+            rc = 1;
+            break;
         }
-        tessera_sampler_accept(smp, t);
         if (tessera_token_is_eog(model, t)) {
             if (!o->interactive) {
                 eot = 1;
@@ -442,6 +550,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         }
         cnt->n_gen++;
         turn_gen++;
+        if (spec) toks[nh++] = t;
         if (o->prompt_cache_all && tokens_push(&all, &t, 1) < 0) {
             rc = 1;
             break;
@@ -463,8 +572,9 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         }
         bool limit = o->p.n_predict >= 0 && turn_gen == o->p.n_predict;
         if ((o->reverse.n > 0 && at_reverse_prompt(o, tail, n_tail)) || (limit && o->interactive)) {
-            /* -r halts generation; interactive mode hands over there and
-             * at the -n limit of a turn */
+            /* -r halts generation; interactive mode (neither speculation
+             * nor Self-Extend, run_parse) hands over there and at the -n
+             * limit of a turn */
             if (!o->interactive) break;
             if (tessera_decode(ctx, &t, 1, pos, 0) != 0) { /* the token the model said goes in first */
                 fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
@@ -480,10 +590,12 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             }
             n_tail = 0;
             turn_gen = 0;
+            fresh = true;
             continue;
         }
-        if (o->p.n_predict >= 0 && turn_gen == o->p.n_predict) break;
-        if (pos >= n_ctx && !o->p.context_shift) {
+        if (limit) break;
+        if (spec) continue; /* the queue, or the next step that decodes t */
+        if (pos >= n_ctx && (!o->p.context_shift || o->grp_attn_n > 1)) {
             fprintf(stderr, "\ntessera run: context full (%d tokens), stopping\n", n_ctx);
             break;
         }
@@ -491,7 +603,9 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             rc = 1;
             break;
         }
-        if (tessera_decode(ctx, &t, 1, pos, 0) != 0) {
+        int drc = o->grp_attn_n > 1 ? tessera_self_extend(ctx, 0, o->grp_attn_n, o->grp_attn_w, &ga.i, &ga.pos) : 0;
+        if (drc == 0) drc = tessera_decode(ctx, &t, 1, o->grp_attn_n > 1 ? ga.pos++ : pos, 0);
+        if (drc != 0) {
             if (tessera_aborted()) {
                 rc = 130;
                 break;
@@ -501,6 +615,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             break;
         }
         pos++;
+        fresh = true;
     }
 finish:
     cnt->gen_ms = now_ms() - t0;
@@ -571,9 +686,12 @@ int cmd_run(int argc, char **argv) {
         run_counts cnt = {0};
         if (o.p.profile && tessera_context_set_profiling(s.ctx, true) > 0)
             fprintf(stderr, "tessera run: --profile: some devices cannot time their work (counted, not timed)\n");
-        rc = generate(&o, s.model, s.ctx, prompt, prompt_len, &cnt);
+        cli_spec sp;
+        rc = cli_spec_open(&sp, cmd, &o.p, &s) != 0 ? 1 : generate(&o, s.model, s.ctx, sp.spec, prompt, prompt_len, &cnt);
         if (rc == 130) fprintf(stderr, "tessera run: interrupted\n");
         if (rc == 0 || rc == 130) print_counts(s.ctx, &cnt, o.p.verbose);
+        if ((rc == 0 || rc == 130) && o.p.verbose) cli_spec_print_stats(cmd, &sp);
+        cli_spec_close(&sp);
         if ((rc == 0 || rc == 130) && o.p.profile) cli_print_profile(stderr, "the prompt and the generation", s.ctx);
     }
     cli_session_close(&s);

@@ -167,7 +167,7 @@ static const cli_command serve_cmd = {
              "serves many models, each in its own child (tessera serve --models-dir DIR --help).",
     /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
-              CLI_G_SHIFT | CLI_G_EMBED | CLI_G_LORA | CLI_G_LORA_SERVE,
+              CLI_G_SHIFT | CLI_G_EMBED | CLI_G_SPEC | CLI_G_LORA | CLI_G_LORA_SERVE,
     .own = serve_own,
 };
 
@@ -272,7 +272,7 @@ _Static_assert((int)CLI_MAX_LORA <= (int)SERVE_MAX_LORA, "every --lora adapter f
  * chat template into c->api (the server serves it from serve_server_start
  * on). 0, or -1 with the error printed. */
 static int load_model(serve_opts *o, serve_config *c, tessera_model **model, tessera_context **ctx, cli_chat *chat,
-                      serve_embed **embed) {
+                      serve_embed **embed, cli_spec *spec) {
     const char *cmd = "tessera serve";
     serve_api *api = &c->api;
     /* The fit sizes the cache for every slot: -c 0 gives each slot the
@@ -301,6 +301,14 @@ static int load_model(serve_opts *o, serve_config *c, tessera_model **model, tes
     }
     api->model = *model;
     api->slot_ctx = c->engine.slot_ctx = (int32_t)(o->kv_unified ? n_ctx : n_ctx / o->parallel);
+    /* -md / --spec-type: the draft context holds --parallel sequences too */
+    cli_session target = {.model = *model, .ctx = *ctx, .n_ctx = (int32_t)n_ctx};
+    if (cli_spec_open(spec, cmd, &o->p, &target) != 0) return -1;
+    c->engine.spec = spec->spec;
+    if (spec->spec && o->p.n_lora > 0)
+        fprintf(stderr,
+                "tessera serve: speculative decoding with LoRA adapters: each slot's target model verifies with "
+                "its request's scales; the draft runs without adapters\n");
     const char *owner = tessera_model_meta_str(*model, "general.organization");
     if (!owner) owner = tessera_model_meta_str(*model, "general.author");
     snprintf(api->owned_by, sizeof api->owned_by, "%s", owner ? owner : "tessera");
@@ -386,6 +394,7 @@ int cmd_serve(int argc, char **argv) {
     serve_server *srv = NULL;
     serve_embed *embed = NULL;
     cli_chat chat = {0};
+    cli_spec spec = {0};
     int rc = 1, initialized = 0;
     if (cli_runtime_init("tessera serve", &o.p) != 0) goto done;
     initialized = 1;
@@ -398,7 +407,7 @@ int cmd_serve(int argc, char **argv) {
     if (!(srv = serve_server_listen(&cfg))) goto done;
     fprintf(stderr, "tessera serve: loading %s (%.0f MiB); /health answers 503 until it is ready\n", o.p.model,
             (double)st.st_size / 1048576.0);
-    if (load_model(&o, &cfg, &model, &ctx, &chat, &embed) != 0 || serve_server_start(srv, model, ctx, embed) != 0)
+    if (load_model(&o, &cfg, &model, &ctx, &chat, &embed, &spec) != 0 || serve_server_start(srv, model, ctx, embed) != 0)
         goto done;
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s)\n",
             cfg.api.model_id, serve_server_host(srv, 0), serve_server_port(srv, 0), (long)o.parallel,
@@ -416,6 +425,7 @@ int cmd_serve(int argc, char **argv) {
     rc = 0;
 done:
     serve_server_free(srv); /* its engine first: what still waits fails, so connections end */
+    cli_spec_close(&spec);
     cli_chat_free(&chat);
     serve_embed_free(embed);
     tessera_context_free(ctx);

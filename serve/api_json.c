@@ -231,8 +231,14 @@ void serve_json_add_timings(struct cJSON *o, const serve_request *r, const serve
     double now = r->t_done_ms > 0 ? r->t_done_ms : serve_now_ms();
     double start = r->t_start_ms > 0 ? r->t_start_ms : r->t_submit_ms;
     double first = r->t_first_ms > 0 ? r->t_first_ms : now;
-    timings_put(cJSON_AddObjectToObject(o, "timings"), r->n_cached, r->n_prompt - r->n_cached,
-                first > start ? first - start : 0.0, ch->n_gen, r->t_first_ms > 0 ? now - r->t_first_ms : 0.0);
+    cJSON *t = cJSON_AddObjectToObject(o, "timings");
+    timings_put(t, r->n_cached, r->n_prompt - r->n_cached, first > start ? first - start : 0.0, ch->n_gen,
+                r->t_first_ms > 0 ? now - r->t_first_ms : 0.0);
+    /* speculative decoding, as llama-server: when the choice had drafts */
+    if (t && ch->draft_n > 0) {
+        cJSON_AddNumberToObject(t, "draft_n", ch->draft_n);
+        cJSON_AddNumberToObject(t, "draft_n_accepted", ch->draft_n_accepted);
+    }
 }
 
 /* The next unsent prompt mark of r as llama-server's "prompt_progress"

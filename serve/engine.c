@@ -49,6 +49,7 @@ typedef struct serve_slot {
  * is then held only to add the result to the request). */
 typedef struct slot_token {
     tessera_token t;     /* < 0: sampling failed, err says why */
+    bool accepted;       /* the sampler has it already (a speculative step's) */
     char err[200];
     bool eog;            /* an end-of-generation token: no bytes, no logprobs */
     bool has_lp;
@@ -314,9 +315,13 @@ static void schedule(serve_engine *e) {
     e->m.queued = e->q_len;
 }
 
-/* Fill the batch (lock held). Generating slots first, one token each, then
- * prompt tokens while room is left; the slots count them as decoded (a
- * failed decode fails their requests). Returns the token count. */
+/* Whether slot i's next token goes through a speculative step instead of
+ * a row of the batch (slot_spec_step, with the slot's own LoRA scales). */
+static bool slot_speculates(const serve_engine *e, int32_t i) {
+    const serve_slot *s = &e->slots[i];
+    return e->p.spec && s->ch && s->has_next && s->ch->req->top_logprobs < 0;
+}
+
 /* Whether slot i has work and runs with the batch's LoRA scales. A step
  * decodes the slots of one set of scales (the context applies one set);
  * the set is the first busy slot's from lora_first on, which moves every
@@ -328,20 +333,24 @@ static bool slot_in_batch(const serve_engine *e, const serve_slot *s) {
 static void batch_pick_lora(serve_engine *e) {
     if (e->p.n_loras == 0) return;
     for (int32_t k = 0; k < e->p.n_slots; k++) {
-        const serve_slot *s = &e->slots[(e->lora_first + k) % e->p.n_slots];
-        if (!s->ch || !(s->has_next || s->n_fed < s->ch->req->n_prompt)) continue;
+        const int32_t i = (e->lora_first + k) % e->p.n_slots;
+        const serve_slot *s = &e->slots[i];
+        if (!s->ch || !(s->has_next || s->n_fed < s->ch->req->n_prompt) || slot_speculates(e, i)) continue;
         memcpy(e->b_lora, s->lora, sizeof e->b_lora);
         break;
     }
     e->lora_first = (e->lora_first + 1) % e->p.n_slots;
 }
 
+/* Fill the batch (lock held). Generating slots first, one token each, then
+ * prompt tokens while room is left; the slots count them as decoded (a
+ * failed decode fails their requests). Returns the token count. */
 static int32_t build_batch(serve_engine *e) {
     int32_t n = 0;
     batch_pick_lora(e);
     for (int32_t i = 0; i < e->p.n_slots; i++) {
         serve_slot *s = &e->slots[i];
-        if (!s->ch || !s->has_next || !slot_in_batch(e, s)) continue;
+        if (!s->ch || !s->has_next || slot_speculates(e, i) || !slot_in_batch(e, s)) continue;
         e->b_tok[n] = s->next;
         e->b_pos[n] = s->n_past;
         e->b_seq[n] = i;
@@ -436,10 +445,19 @@ static int slot_full(serve_engine *e, int32_t i) {
 /* Slot i's token from its row of logits, without the lock: sample it
  * (with its grammar), its logprobs when asked, its bytes (engine thread:
  * the slot's sampler and the request's input are its own). */
+static void slot_describe(serve_engine *e, int32_t i, const float *logits, slot_token *o);
+
 static void slot_sample(serve_engine *e, int32_t i, const float *logits, slot_token *o) {
+    o->t = tessera_sampler_sample(e->slots[i].ch->sampler, logits);
+    o->accepted = false;
+    slot_describe(e, i, logits, o);
+}
+
+/* o->t's end-of-generation flag, logprobs (from logits, which may be NULL
+ * when the request wants none) and bytes. */
+static void slot_describe(serve_engine *e, int32_t i, const float *logits, slot_token *o) {
     serve_choice *ch = e->slots[i].ch;
     const serve_request *r = ch->req;
-    o->t = tessera_sampler_sample(ch->sampler, logits);
     o->has_lp = false;
     o->piece = o->small;
     o->len = 0;
@@ -449,7 +467,7 @@ static void slot_sample(serve_engine *e, int32_t i, const float *logits, slot_to
     }
     o->eog = tessera_token_is_eog(e->p.model, o->t);
     if (o->eog) return;
-    if (r->top_logprobs >= 0) {
+    if (r->top_logprobs >= 0 && logits) {
         o->has_lp = true;
         if (r->post_sampling_probs)
             serve_logprobs_post_sampling(ch->sampler, o->t, r->top_logprobs, &o->lp);
@@ -476,7 +494,7 @@ static void slot_take_token(serve_engine *e, int32_t i, slot_token *o) {
         request_finish(e, r, o->err);
         return;
     }
-    tessera_sampler_accept(ch->sampler, t);
+    if (!o->accepted) tessera_sampler_accept(ch->sampler, t);
     ch->n_gen++;
     e->m.gen_tokens++;
     if (r->t_first_ms == 0) r->t_first_ms = serve_now_ms();
@@ -678,6 +696,68 @@ static void step_done(serve_engine *e, bool ok) {
     }
 }
 
+/* A speculative step of slot i (slot_speculates; entered with the lock
+ * held, which it lets go while decoding): its text so far is its cached
+ * tokens and its next one; the tokens the step gives are taken one by one
+ * as a batch row's would be, until the choice ends. */
+static void slot_spec_step(serve_engine *e, int32_t i) {
+    serve_slot *s = &e->slots[i];
+    serve_choice *ch = s->ch;
+    serve_request *r = ch->req;
+    int32_t max_out = e->p.slot_ctx - s->n_past - 1;
+    if (r->max_tokens >= 0 && r->max_tokens - ch->n_gen < max_out) max_out = r->max_tokens - ch->n_gen;
+    if (max_out > 64) max_out = 64;
+    if (max_out < 1) max_out = 1;
+    s->cached[s->n_past] = s->next;
+    s->has_next = false;
+    float lora[SERVE_MAX_LORA];
+    memcpy(lora, s->lora, sizeof lora);
+    pthread_mutex_unlock(&e->mu);
+    tessera_token out[64];
+    int32_t drafted = 0;
+    const double t0 = serve_now_ms();
+    /* The target verifies with the slot's adapters, as its batch row would
+     * (the draft model has none: they change what is accepted, not the
+     * output). */
+    int32_t k = -1;
+    if (e->p.n_loras == 0 || tessera_context_set_loras(e->p.ctx, e->p.loras, lora, e->p.n_loras) == 0)
+        k = tessera_spec_step(e->p.spec, i, ch->sampler, s->cached, s->n_past + 1, out, max_out, &drafted);
+    const double dt = serve_now_ms() - t0;
+    pthread_mutex_lock(&e->mu);
+    e->m.steps++;
+    e->m.batch_tokens += (uint64_t)drafted + 1;
+    e->m.decode_ms += dt;
+    e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
+    step_done(e, k > 0);
+    pthread_mutex_lock(&r->mu);
+    if (k <= 0) {
+        if (r->state != SERVE_DONE) request_finish(e, r, decode_error(e));
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    s->n_past++; /* the next token is in the cache now */
+    ch->draft_n += drafted;
+    ch->draft_n_accepted += k - 1;
+    e->m.spec_drafts += drafted > 0;
+    e->m.spec_drafted += (uint64_t)drafted;
+    e->m.spec_accepted += (uint64_t)(k - 1);
+    for (int32_t j = 0; j < k && ch->state != SERVE_DONE && !request_cancelled(r); j++) {
+        slot_token *o = &e->b_out[i];
+        o->t = out[j];
+        o->accepted = true;
+        slot_describe(e, i, NULL, o);
+        slot_take_token(e, i, o);
+        if (o->piece != o->small) free(o->piece);
+        o->piece = o->small;
+        /* all but the last are in the cache already: the last is the next one to decode */
+        if (j < k - 1 && s->has_next) {
+            s->cached[s->n_past++] = s->next;
+            s->has_next = false;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 static void *engine_main(void *arg) {
     serve_engine *e = arg;
     pthread_mutex_lock(&e->mu);
@@ -691,9 +771,15 @@ static void *engine_main(void *arg) {
         }
         jobs_run(e);
         if (e->stopping) break;
+        bool speculated = false;
+        for (int32_t i = 0; i < e->p.n_slots && !e->stopping; i++)
+            if (slot_speculates(e, i)) {
+                slot_spec_step(e, i);
+                speculated = true;
+            }
         int32_t n = build_batch(e);
         if (n == 0) {
-            pthread_cond_wait(&e->wake, &e->mu);
+            if (!speculated) pthread_cond_wait(&e->wake, &e->mu);
             continue;
         }
         if (e->p.unified) unified_make_room(e, n);
@@ -910,6 +996,7 @@ void serve_engine_count_status(serve_engine *e, int status) {
 void serve_engine_metrics(serve_engine *e, serve_metrics *out, double *uptime_ms) {
     pthread_mutex_lock(&e->mu);
     *out = e->m;
+    out->spec = e->p.spec != NULL;
     double t = serve_now_ms();
     int64_t held = 0; /* cells the running requests hold */
     for (int32_t i = 0; i < e->p.n_slots; i++) {

@@ -98,6 +98,8 @@ typedef struct serve_choice {
     const char *stop_type;     /* llama-server's: "eos", "word" or "limit" once done */
     int32_t slot;              /* the slot it ran in (-1 before) */
     bool truncated;            /* its slot filled: a context shift dropped tokens, or the reply was cut */
+    int32_t draft_n;           /* speculative decoding: tokens drafted for it (timings' draft_n) */
+    int32_t draft_n_accepted;  /* and of those the ones its sampler kept */
 
     /* What a reader has sent of this choice: meaningful in its view only
      * (serve_request_view_sync keeps them; the engine never reads them). */
@@ -230,6 +232,9 @@ typedef struct serve_metrics {
     /* The inference gateway's load signals (serve_engine_metrics fills them) */
     int32_t requests_running;  /* requests with a choice in a slot */
     double kv_usage;           /* 0..1: the cache that running requests hold (see metrics.c) */
+    /* speculative decoding (serve_engine_params.spec): draft tokens made and kept */
+    uint64_t spec_drafts, spec_drafted, spec_accepted;
+    bool spec;                 /* the server speculates: /metrics and timings report it */
     /* from the gate (filled by http.c) */
     uint64_t conn_refused, conn_timeouts, bad_request_lines;
     int64_t conn_open;
@@ -252,6 +257,11 @@ typedef struct serve_engine_params {
     bool unified;         /* --kv-unified: slot_ctx is the whole cache, which the slots share */
     bool context_shift;   /* a full slot drops half of what follows n_keep (else "length") */
     int32_t n_keep;       /* --keep: tokens after BOS a shift keeps; -1: the whole prompt */
+    /* Speculative decoding (-md, --spec-type; NULL: none), made on ctx with
+     * a draft context of n_slots sequences when a draft model is used: a
+     * generating slot whose request wants no logprobs takes a step of it
+     * (tessera_spec_step on its sequence) instead of a row of the batch. */
+    tessera_spec *spec;
     /* LoRA adapters loaded with ctx (--lora, --lora-scaled), by id, and
      * their scales for requests without a `lora` field (POST
      * /lora-adapters changes them; 0 with --lora-init-without-apply). A

@@ -48,8 +48,9 @@ static void llamacpp(text_buf *b, const char *name, const char *type, const char
 }
 
 /* llama-server's metric names, for the dashboards and alerts written
- * against it: the same counters as ours where both have them. Tessera does
- * no speculative decoding: its draft counters stay 0. */
+ * against it: the same counters as ours where both have them; the
+ * speculative decoding counters stay 0 when the server has no -md or
+ * --spec-type. */
 static void llamacpp_metrics(text_buf *b, const serve_metrics *m) {
     double prompt_s = m->prompt_ms / 1e3, gen_s = m->gen_ms / 1e3;
     llamacpp(b, "prompt_tokens_total", "counter", "Number of prompt tokens processed.", (double)m->prompt_tokens);
@@ -61,9 +62,11 @@ static void llamacpp_metrics(text_buf *b, const serve_metrics *m) {
     llamacpp(b, "tokens_predicted_seconds_total", "counter", "Predict process time.", gen_s);
     llamacpp(b, "n_decode_total", "counter", "Total number of llama_decode() calls.", (double)m->steps);
     llamacpp(b, "n_tokens_max", "counter", "Largest observed n_tokens.", m->n_tokens_max);
-    llamacpp(b, "spec_decode_num_draft_tokens_total", "counter", "Draft tokens (no speculative decoding: 0).", 0);
-    llamacpp(b, "spec_decode_num_accepted_tokens_total", "counter", "Accepted draft tokens (0).", 0);
-    llamacpp(b, "spec_decode_num_drafts_total", "counter", "Drafts (0).", 0);
+    llamacpp(b, "spec_decode_num_draft_tokens_total", "counter", "Draft tokens made (speculative decoding).",
+             (double)m->spec_drafted);
+    llamacpp(b, "spec_decode_num_accepted_tokens_total", "counter", "Draft tokens the target accepted.",
+             (double)m->spec_accepted);
+    llamacpp(b, "spec_decode_num_drafts_total", "counter", "Drafts verified.", (double)m->spec_drafts);
     llamacpp(b, "prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
              prompt_s > 0 ? (double)m->prompt_tokens / prompt_s : 0.0);
     llamacpp(b, "predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",

@@ -6,7 +6,9 @@ llama_set_adapters_lora), whichever way the scales are given, one request
 after another and two at once with different scales (a step decodes one
 set of scales; the other waits its turn), without reloading anything; a
 cached prompt prefix is reused only with the same scales; bad ids and
-values are 400s; --lora-init-without-apply starts at scale 0."""
+values are 400s; --lora-init-without-apply starts at scale 0. With -md
+(the base model drafting, without adapters) the tokens are the same, two
+requests with different scales at once included."""
 import json
 import os
 import threading
@@ -109,7 +111,39 @@ def test_post_and_errors():
         expect(st == 400 and "lora" in json.dumps(obj), "request lora 'all': %d %r" % (st, obj))
 
 
+def test_speculative():
+    # -md BASE: the draft has no adapters, each slot's target verifies with
+    # its request's scales, so the greedy tokens stay llama.cpp's (drafts
+    # of the plain model get rejected where the adapters change the text)
+    r4, half, two = golden("synth-lora-r4.jsonl"), golden("synth-lora-r4-half.jsonl"), golden("synth-lora-two.jsonl")
+    with server("-md", BASE, "--draft-p-min", "0", "--draft-max", "4") as srv:
+        drafted = [0]
+
+        def go(out, key, case, lora):
+            body = {"prompt": case["tokens"], "n_predict": len(case["greedy"]), "temperature": 0,
+                    "return_tokens": True, "lora": lora}
+            st, obj = srv.json("POST", "/completion", body)
+            out[key] = obj.get("tokens") if st == 200 else (st, obj)
+            if st == 200:
+                drafted[0] += obj["timings"].get("draft_n", 0)
+        for c in range(3):
+            out = {}
+            ts = [threading.Thread(target=go, args=(out, "r4", r4[c], [{"id": 0, "scale": 1}])),
+                  threading.Thread(target=go, args=(out, "two", two[c], [{"id": 0, "scale": 1},
+                                                                          {"id": 1, "scale": 0.75}]))]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            go(out, "half", half[c], [{"id": 0, "scale": 0.5}])
+            same_greedy(out.get("r4"), r4[c], "speculative, lora 1, case %d" % c)
+            same_greedy(out.get("two"), two[c], "speculative, two adapters at once, case %d" % c)
+            same_greedy(out.get("half"), half[c], "speculative, lora 0.5, case %d" % c)
+        expect(drafted[0] > 0, "no tokens were drafted")
+
+
 if not all(os.path.exists(p) for p in (BASE, R4, R8)):
     skip("the synthetic LoRA files are missing (tests/data)")
 main([("list and per-request scales", test_list_and_request_scales), ("cache knows scales", test_cache_knows_scales),
-      ("two at once", test_two_at_once), ("POST and errors", test_post_and_errors)])
+      ("two at once", test_two_at_once), ("POST and errors", test_post_and_errors),
+      ("speculative decoding", test_speculative)])

@@ -84,6 +84,10 @@ static int ctx_init(pyt_context *self, PyObject *args, PyObject *kw) {
 }
 
 static void ctx_release(pyt_context *self) {
+    tessera_spec_free(self->spec);
+    self->spec = NULL;
+    self->nq = self->qi = 0;
+    Py_CLEAR(self->draft);
     if (self->sampler) tessera_sampler_free(self->sampler);
     if (self->ctx) tessera_context_free(self->ctx);
     free(self->tokens);
@@ -243,6 +247,7 @@ static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
         while (reuse_prefix && common < self->n_tokens && common < n && self->tokens[common] == prompt[common]) common++;
         if (common == n) common = n - 1; /* the last token's logits are needed */
         self->pending = -1;
+        self->nq = self->qi = 0;
         self->n_generated = 0;
         self->max_tokens = max_tokens;
         if (ctx_decode_prompt(self, prompt, common, n) == 0) result = PyLong_FromLong(n - common);
@@ -291,6 +296,36 @@ static PyObject *ctx_next(pyt_context *self, PyObject *unused) {
     const char *stop = ctx_limit(self);
     int rc = 0;
     tessera_token t = -1;
+    if (!stop && self->spec && (self->qi < self->nq || self->pending >= 0)) {
+        /* Speculation: the step's tokens, one per call; those before its
+         * last are in the cache already. */
+        if (self->qi == self->nq) {
+            int32_t max = self->cap_tokens - self->n_tokens - 1, k;
+            if (self->max_tokens >= 0 && self->max_tokens - self->n_generated < max)
+                max = self->max_tokens - self->n_generated;
+            if (max > 64) max = 64;
+            if (max < 1) max = 1;
+            self->tokens[self->n_tokens] = self->pending;
+            Py_BEGIN_ALLOW_THREADS
+            k = tessera_spec_step(self->spec, 0, self->sampler, self->tokens, self->n_tokens + 1, self->queue, max,
+                                  NULL);
+            Py_END_ALLOW_THREADS
+            self->busy = 0;
+            self->pending = -1;
+            if (k < 1) return pyt_raise("speculative step");
+            self->n_tokens++;
+            self->nq = k;
+            self->qi = 0;
+        }
+        self->busy = 0;
+        t = self->queue[self->qi++];
+        PyObject *r = ctx_give(self, t);
+        if (r && self->pending >= 0 && self->qi < self->nq) { /* in the cache already */
+            self->tokens[self->n_tokens++] = self->pending;
+            self->pending = -1;
+        }
+        return r;
+    }
     if (!stop) {
         Py_BEGIN_ALLOW_THREADS
         if (self->pending >= 0) rc = tessera_decode(self->ctx, &self->pending, 1, self->n_tokens, 0);
@@ -613,6 +648,51 @@ static PyObject *ctx_set_threads(pyt_context *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* speculate(draft=None, n_max=16, n_min=0, p_min=0.75, ngram_n=12,
+ * ngram_m=48): next() goes through speculative steps from now on, drafts
+ * from draft (a Context of a model with this one's vocabulary, as many
+ * cells; it must not be used meanwhile) or, without one, from n-grams of
+ * the text. The output is the same; spec_stats() -> (steps, drafted,
+ * accepted). speculate(None) with n_max 0 turns it off. */
+static PyObject *ctx_speculate(pyt_context *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"draft", "n_max", "n_min", "p_min", "ngram_n", "ngram_m", NULL};
+    PyObject *draft = Py_None;
+    tessera_spec_params p = tessera_spec_default_params();
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oiifii", names, &draft, &p.n_max, &p.n_min, &p.p_min, &p.ngram_n,
+                                     &p.ngram_m))
+        return NULL;
+    if (draft != Py_None && !PyObject_TypeCheck(draft, &pyt_context_type)) {
+        PyErr_SetString(PyExc_TypeError, "draft: a Context, or None for n-grams");
+        return NULL;
+    }
+    if (ctx_enter(self) != 0) return NULL;
+    self->busy = 0;
+    tessera_spec_free(self->spec);
+    self->spec = NULL;
+    self->nq = self->qi = 0;
+    Py_CLEAR(self->draft);
+    if (p.n_max == 0 && draft == Py_None) Py_RETURN_NONE;
+    pyt_context *d = draft != Py_None ? (pyt_context *)draft : NULL;
+    if (d && !d->ctx) {
+        PyErr_SetString(PyExc_RuntimeError, "draft: the Context is closed");
+        return NULL;
+    }
+    self->spec = tessera_spec_new(self->ctx, d ? d->ctx : NULL, &p);
+    if (!self->spec) return pyt_raise("speculate");
+    if (d) {
+        Py_INCREF(draft);
+        self->draft = draft;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_spec_stats(pyt_context *self, PyObject *unused) {
+    (void)unused;
+    tessera_spec_stats st;
+    tessera_spec_stats_get(self->spec, -1, &st);
+    return Py_BuildValue("(LLL)", (long long)st.n_steps, (long long)st.n_drafted, (long long)st.n_accepted);
+}
+
 /* set_loras([(id, scale), ...]): the adapters (Model.load_lora ids) the
  * next decodes use; [] none. */
 static PyObject *ctx_set_loras(pyt_context *self, PyObject *args) {
@@ -658,6 +738,9 @@ done:
 
 static PyMethodDef ctx_methods[] = {
     {"set_loras", (PyCFunction)ctx_set_loras, METH_VARARGS, "set_loras([(id, scale), ...]): adapters in use"},
+    {"speculate", (PyCFunction)(void (*)(void))ctx_speculate, METH_VARARGS | METH_KEYWORDS,
+     "speculate(draft=None, n_max=16, ...): speculative decoding from a draft Context or n-grams"},
+    {"spec_stats", (PyCFunction)ctx_spec_stats, METH_NOARGS, "(steps, drafted, accepted) of speculate()"},
     {"pooling", (PyCFunction)ctx_pooling, METH_NOARGS, "the pooling of an embedding context, or None"},
     {"set_threads", (PyCFunction)ctx_set_threads, METH_VARARGS, "set_threads(n): CPU threads of the next decodes"},
     {"start", (PyCFunction)(void (*)(void))ctx_start, METH_VARARGS | METH_KEYWORDS,

@@ -38,6 +38,12 @@ typedef struct {
     tessera_token pending; /* sampled, not yet decoded; -1 none */
     int32_t n_generated, max_tokens;
     int busy;              /* set (under the GIL) while a call runs without it */
+    /* speculate(): tessera_spec_step replaces next()'s decode; queue holds
+     * a step's tokens not given out yet (all but its last in the cache) */
+    tessera_spec *spec;
+    PyObject *draft;       /* the draft Context, kept alive (NULL: n-grams) */
+    tessera_token queue[64];
+    int32_t nq, qi;
 } pyt_context;
 
 /* A sequence of ints as a malloc'd token array (*n its length); NULL with an

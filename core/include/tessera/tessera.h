@@ -769,6 +769,96 @@ int tessera_context_shift(tessera_context *ctx, int32_t seq, int32_t keep, tesse
                           int32_t *n_past);
 
 /* ====================================================================
+ * Speculative decoding  (added for -md / --spec-type)
+ * ==================================================================== */
+/*
+ * A draft of the next tokens, from a small draft model sharing the
+ * target's vocabulary or from n-grams of the text so far (prompt lookup),
+ * verified by the target in one batch: the target's sampler picks each
+ * token from the target's logits as plain decoding would, a draft token is
+ * kept while it equals the pick, and the cache forgets the rest. So the
+ * output is the target's: greedy gives the same tokens, and sampling the
+ * same tokens for the same seed (the drafts are deterministic, for which
+ * keeping x when the target's own draw is x is the standard acceptance
+ * rule, min(1, p/q) with q 1 at x). The gain is one batch of 1 + k tokens
+ * in place of up to 1 + k one-token steps.
+ */
+typedef struct tessera_spec tessera_spec;
+
+typedef struct tessera_spec_params {
+    int32_t n_max;   /* --draft-max: most tokens drafted per step (16) */
+    int32_t n_min;   /* --draft-min: a shorter draft is not used (0) */
+    float p_min;     /* --draft-p-min: the draft model stops before a token it gives less (0.75) */
+    int32_t ngram_n; /* --spec-ngram-simple-size-n: the n-gram looked up (12) */
+    int32_t ngram_m; /* --spec-ngram-simple-size-m: most tokens an n-gram drafts (48) */
+} tessera_spec_params;
+
+tessera_spec_params tessera_spec_default_params(void);
+
+/* Whether draft can draft for target (llama.cpp's rules): the same
+ * tokenizer type, the same BOS and EOS and whether they are added,
+ * vocabulary sizes within 128, and the same text for every token from id 5
+ * up to the smaller size. 0, or -1 with an error naming what differs. */
+int tessera_spec_compatible(const tessera_model *target, const tessera_model *draft);
+
+/* Speculation for the target context: with draft (a context of a
+ * compatible model, as many sequences and cells as the target's) from the
+ * draft model, else (NULL) from n-grams. Neither context is owned. NULL
+ * with an error naming the parameter or the difference. */
+tessera_spec *tessera_spec_new(tessera_context *target, tessera_context *draft, const tessera_spec_params *params);
+void tessera_spec_free(tessera_spec *spec);
+
+/* One step of sequence seq, instead of "decode the last token, sample":
+ * tokens[0..n_tokens) is the whole text so far (prompt and output), the
+ * target's cache holds all but its last token (which the caller sampled and
+ * accepted into sampler). The step drafts up to min(n_max, max_out - 1)
+ * tokens, decodes the last token and the draft together, and writes the
+ * tokens the sampler picks to out: the draft tokens it agreed with and the
+ * pick that followed (stopping at an end-of-generation token), each
+ * accepted into sampler. Returns how many (1..max_out); the cache then
+ * holds tokens and out but the last of out. *n_drafted (may be NULL) gets
+ * the draft's length; the accepted drafts are the returned count less one.
+ * -1 on error (context full, aborted, a sampler error), the target's cache
+ * for seq then holding tokens but their last. */
+int32_t tessera_spec_step(tessera_spec *spec, int32_t seq, tessera_sampler *sampler, const tessera_token *tokens,
+                          int32_t n_tokens, tessera_token *out, int32_t max_out, int32_t *n_drafted);
+
+/* Tokens drafted and accepted, and verifying steps, since creation or the
+ * last reset, of sequence seq (-1: all). */
+typedef struct tessera_spec_stats {
+    int64_t n_steps;
+    int64_t n_drafted;
+    int64_t n_accepted;
+} tessera_spec_stats;
+void tessera_spec_stats_get(const tessera_spec *spec, int32_t seq, tessera_spec_stats *out);
+void tessera_spec_stats_reset(tessera_spec *spec);
+
+/* ====================================================================
+ * Self-Extend  (added for --grp-attn-n / --grp-attn-w)
+ * ==================================================================== */
+
+/* Sequence seq's positions in [p0, p1) (p1 < 0: to the end) move by delta
+ * (llama.cpp's seq_add; a position moved below 0 is forgotten), or become
+ * pos / d (seq_div), their cached keys turned (RoPE) to the new positions.
+ * Errors: a bad range or divisor, a cache with a sliding-window cell set;
+ * on a failed computation the sequence is cleared. */
+int tessera_seq_add(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t delta);
+int tessera_seq_div(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t d);
+
+/* Self-Extend (group attention), as llama.cpp's completion tool does it:
+ * a model reads past its training context by dividing the positions of
+ * all but the last window of ga_w tokens by ga_n, one window at a time.
+ * Call it before each decode of sequence seq with *n_past the position the
+ * next token goes to and *ga_i the group state (0 at the start); it moves
+ * positions while *n_past >= *ga_i + ga_w and lowers *n_past (the cache
+ * keeps every token: n_ctx must hold them all). ga_n 1 does nothing.
+ * tessera_self_extend_check says whether ga_n and ga_w are usable (ga_n >=
+ * 1; ga_w a positive multiple of ga_n), naming the flags. 0, or -1. */
+int tessera_self_extend_check(int32_t ga_n, int32_t ga_w);
+int tessera_self_extend(tessera_context *ctx, int32_t seq, int32_t ga_n, int32_t ga_w, int32_t *ga_i,
+                        int32_t *n_past);
+
+/* ====================================================================
  * Embeddings and reranking  (added for `tessera embed`, /v1/embeddings)
  * ==================================================================== */
 

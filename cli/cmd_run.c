@@ -683,6 +683,7 @@ int cmd_run(int argc, char **argv) {
     cli_session s;
     int rc = 1;
     if (cli_session_open(&s, cmd, &o.p) == 0) {
+        o.p.context_shift = cli_context_shift_usable(cmd, &o.p, s.ctx);
         run_counts cnt = {0};
         if (o.p.profile && tessera_context_set_profiling(s.ctx, true) > 0)
             fprintf(stderr, "tessera run: --profile: some devices cannot time their work (counted, not timed)\n");

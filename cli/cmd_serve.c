@@ -291,6 +291,7 @@ static int load_model(serve_opts *o, serve_config *c, tessera_model **model, tes
     no_lora.n_lora = 0;
     *ctx = cli_context_new(cmd, &no_lora, *model, (int32_t)n_ctx);
     if (!*ctx) return -1;
+    c->engine.context_shift = cli_context_shift_usable(cmd, &o->p, *ctx);
     if (o->p.n_lora > 0) {
         if (cli_loras_apply(cmd, &o->p, *model, *ctx, c->engine.loras) != 0) return -1;
         c->engine.n_loras = api->n_loras = o->p.n_lora;

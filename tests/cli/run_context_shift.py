@@ -6,10 +6,12 @@ into a loop: at least 30% distinct words (measured 0.36-0.40 for --keep 0,
 4, -1) and no word repeated more than 3 times in a row. This guards the
 loop; that the shifted keys are right is test_kv_shift's proof (a shift
 without re-rotation writes made-up words here, distinct 0.66, which this
-ratio does not catch). tessera chat -p: 300 tokens through the shifts too.""" 
+ratio does not catch). tessera chat -p: 300 tokens through the shifts too.
+A recurrent hybrid turns the flag off with a warning.""" 
+import os
 import re
 
-from cli_common import STORIES, Checker, best_cpu_device, crashed, require, run
+from cli_common import STORIES, Checker, best_cpu_device, crashed, require, run, test_data
 
 require(STORIES)
 c = Checker("run_context_shift")
@@ -51,6 +53,19 @@ rc, out, err = run(CHAT + ["--context-shift"])
 shifts = err.count("[context shift:")
 c.check(rc == 0 and not crashed(rc, err) and "[300 tokens in" in err and shifts >= 3,
         f"chat --context-shift: rc {rc}, {shifts} shifts: {err[-300:]!r}")
+
+# A recurrent hybrid (tests/data's synth-lfm2) cannot shift: --context-shift
+# is turned off with a warning and a full context stops the run, in run and
+# in chat, as without the flag.
+lfm2 = test_data("synth-lfm2-f32.gguf")
+if os.path.exists(lfm2):
+    for cmd in ("run", "chat"):
+        rc, out, err = run([cmd, "-m", lfm2, "-t", "1", "-p", "Once upon a time", "-n", "100", "-c", "64",
+                            "--temp", "0", "--context-shift"])
+        c.check(rc == 0 and not crashed(rc, err) and "--context-shift is off" in err and "context full" in err,
+                f"{cmd} on lfm2 with --context-shift: rc {rc}: {err[-300:]!r}")
+else:
+    print(f"run_context_shift: {lfm2} is not built: the hybrid case is skipped")
 
 rc, out, err = run(BASE + ["--context-shift", "--keep", "x"])
 c.check(rc != 0 and "--keep" in err, f"--keep x: rc {rc}: {err!r}")

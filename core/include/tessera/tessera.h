@@ -765,6 +765,11 @@ int tessera_seq_shift(tessera_context *ctx, int32_t seq, int32_t n_keep, int32_t
  * too when given (tokens[i] at position i), and lower *n_past by as much.
  * 0, or -1 with the reason in tessera_last_error(). */
 int32_t tessera_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos);
+/* Whether ctx can make a context shift: false for a model with a recurrent
+ * state (Mamba-2, LFM2, Granite 4 H), which holds everything before it and
+ * cannot drop positions from its middle. llama.cpp turns --context-shift
+ * off for such memory; run, chat and serve do the same, with a warning. */
+bool tessera_context_can_shift(const tessera_context *ctx);
 int tessera_context_shift(tessera_context *ctx, int32_t seq, int32_t keep, tessera_token *tokens,
                           int32_t *n_past);
 

@@ -174,6 +174,10 @@ int tessera_self_extend(tessera_context *ctx, int32_t seq, int32_t ga_n, int32_t
     return 0;
 }
 
+bool tessera_context_can_shift(const tessera_context *ctx) {
+    return ctx && !kv_cache_is_recurrent(ctx->kv);
+}
+
 int32_t tessera_shift_keep(int32_t n_keep, int32_t n_prompt, bool has_bos) {
     const int32_t keep = n_keep < 0 ? n_prompt : n_keep + (has_bos ? 1 : 0);
     return keep > n_prompt ? n_prompt : keep;

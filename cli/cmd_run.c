@@ -383,6 +383,13 @@ static int decode_prompt_grouped(const run_opts *o, tessera_context *ctx, const 
     return 0;
 }
 
+/* A decoding step failed: 130 after Ctrl-C, else 1 with the reason printed. */
+static int step_failed(void) {
+    if (tessera_aborted()) return 130;
+    fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
+    return 1;
+}
+
 static int generate(const run_opts *o, tessera_model *model, tessera_context *ctx, tessera_spec *spec,
                     const char *prompt, size_t prompt_len, run_counts *cnt) {
     int32_t n_ctx = (int32_t)tessera_context_n_ctx(ctx);
@@ -526,12 +533,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
             qi = 0;
             if (nq <= 0) {
                 nq = 0;
-                if (tessera_aborted()) {
-                    rc = 130;
-                    break;
-                }
-                fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
-                rc = 1;
+                rc = step_failed();
                 break;
             }
             t = q[qi++];
@@ -606,12 +608,7 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         int drc = o->grp_attn_n > 1 ? tessera_self_extend(ctx, 0, o->grp_attn_n, o->grp_attn_w, &ga.i, &ga.pos) : 0;
         if (drc == 0) drc = tessera_decode(ctx, &t, 1, o->grp_attn_n > 1 ? ga.pos++ : pos, 0);
         if (drc != 0) {
-            if (tessera_aborted()) {
-                rc = 130;
-                break;
-            }
-            fprintf(stderr, "\ntessera run: %s\n", tessera_last_error());
-            rc = 1;
+            rc = step_failed();
             break;
         }
         pos++;

@@ -70,8 +70,9 @@ char *serve_api_props(const serve_api *api, serve_engine *e) {
     cJSON_AddStringToObject(root, "eos_token", tessera_chat_template_eos_token(api->tmpl));
     cJSON *mod = cJSON_AddObjectToObject(root, "modalities");
     if (mod) {
-        cJSON_AddBoolToObject(mod, "vision", 0);
-        cJSON_AddBoolToObject(mod, "audio", 0);
+        /* --mmproj: what its encoders take (no audio projector is supported yet) */
+        cJSON_AddBoolToObject(mod, "vision", api->mtmd && tessera_mtmd_supports_vision(api->mtmd));
+        cJSON_AddBoolToObject(mod, "audio", api->mtmd && tessera_mtmd_supports_audio(api->mtmd));
     }
     cJSON_AddStringToObject(root, "build_info", tessera_version());
     char *s = cJSON_PrintUnformatted(root);

@@ -122,7 +122,7 @@ static int message_text(const serve_api *api, const cJSON *content, const char *
             const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
             if (serve_media_part_is(part)) { /* checked: a hostile file is a 400 naming it */
                 if (message_medium(api, part, mi, k++, r, err) != 0) return -1;
-                len += strlen(TESSERA_MEDIA_MARKER) + strlen(sep);
+                len += strlen(TESSERA_MEDIA_MARKER);
                 continue;
             }
             k++;
@@ -134,11 +134,17 @@ static int message_text(const serve_api *api, const cJSON *content, const char *
         *out = malloc(len + 1);
         if (*out) {
             size_t o = 0;
+            bool prev_text = false;
             cJSON_ArrayForEach(part, content) {
-                const char *t = serve_media_part_is(part)
-                                    ? TESSERA_MEDIA_MARKER
-                                    : cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
-                if (o > 0) {
+                /* a medium's marker joins its neighbours without a separator,
+                 * as llama-server writes it ("A<marker>B\nC" for parts A,
+                 * image, B, C: measured with its /apply-template) */
+                const bool media = serve_media_part_is(part);
+                const char *t = media ? TESSERA_MEDIA_MARKER
+                                      : cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+                const bool join = prev_text && !media && o > 0;
+                prev_text = !media;
+                if (join) {
                     memcpy(*out + o, sep, strlen(sep));
                     o += strlen(sep);
                 }

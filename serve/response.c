@@ -455,18 +455,29 @@ static cJSON *model_object(const serve_api *api) {
     return m;
 }
 
-/* llama-server's Ollama-style entry of /v1/models' "models": its
- * capabilities are "completion", and "multimodal" with a projector. */
+/* llama-server's Ollama-style entry of /v1/models' "models" (its fields,
+ * measured on llama-server): capabilities "completion", and "multimodal"
+ * with a projector. */
 static cJSON *ollama_model_object(const serve_api *api) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", api->model_id);
     cJSON_AddStringToObject(m, "model", api->model_id);
+    static const char *const empty[] = {"modified_at", "size", "digest"};
+    for (size_t i = 0; i < sizeof empty / sizeof *empty; i++) cJSON_AddStringToObject(m, empty[i], "");
     cJSON_AddStringToObject(m, "type", "model");
+    cJSON_AddStringToObject(m, "description", "");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "tags"), cJSON_CreateString(""));
     cJSON *caps = cJSON_AddArrayToObject(m, "capabilities");
     cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
     if (api->mtmd) cJSON_AddItemToArray(caps, cJSON_CreateString("multimodal"));
+    cJSON_AddStringToObject(m, "parameters", "");
     cJSON *details = cJSON_AddObjectToObject(m, "details");
+    cJSON_AddStringToObject(details, "parent_model", "");
     cJSON_AddStringToObject(details, "format", "gguf");
+    cJSON_AddStringToObject(details, "family", "");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(details, "families"), cJSON_CreateString(""));
+    cJSON_AddStringToObject(details, "parameter_size", "");
+    cJSON_AddStringToObject(details, "quantization_level", "");
     return m;
 }
 

@@ -205,7 +205,7 @@ def test_bad_media():
         expect(st == 200, "health after the bad requests: %d" % st)
         # capabilities
         st, props = srv.json("GET", "/props")
-        expect(st == 200 and props.get("modalities") == {"vision": True, "audio": False}, "props: %r" % props)
+        expect(st == 200 and props.get("modalities") == {"vision": True, "audio": False, "video": False}, "props: %r" % props)
         st, models = srv.json("GET", "/v1/models")
         caps = [c for m in models.get("models", []) for c in m.get("capabilities", [])]
         expect(st == 200 and "multimodal" in caps, "/v1/models capabilities: %r" % models)
@@ -220,7 +220,7 @@ def test_without_projector():
         st, obj = srv.json("POST", "/completion", completion_body([b64(SQ)]))
         expect(st == 400 and "--mmproj" in str(obj), "multimodal_data without a projector: %d %r" % (st, obj))
         st, props = srv.json("GET", "/props")
-        expect(props.get("modalities") == {"vision": False, "audio": False}, "props: %r" % props)
+        expect(props.get("modalities") == {"vision": False, "audio": False, "video": False}, "props: %r" % props)
         st, models = srv.json("GET", "/v1/models")
         caps = [c for m in models.get("models", []) for c in m.get("capabilities", [])]
         expect("multimodal" not in caps, "/v1/models without a projector: %r" % models)
@@ -245,6 +245,9 @@ def peer_server():
 
 
 def test_llama_server_side_by_side():
+    """The same image through llama-server (--mmproj): the same greedy text
+    on chat and on /completion (its marker is /props' media_marker), the
+    same field shapes of /props and /v1/models."""
     exe = peer_server()
     if not exe:
         print("  (llama-server not built: side-by-side check skipped)")
@@ -258,25 +261,45 @@ def test_llama_server_side_by_side():
     s.close()
     proc = subprocess.Popen([exe, "-m", MODEL, "--mmproj", PROJ, "--port", str(port), "-t", "1", "-np", "1",
                              "-c", "512", "--no-warmup"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def peer(method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request(method, path, json.dumps(body) if body is not None else None, {"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+
     try:
         deadline = time.time() + 60
         while time.time() < deadline:
             try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
+                if peer("GET", "/health")[0] == 200:
                     break
             except OSError:
                 pass
             time.sleep(0.2)
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        c.request("POST", "/completion", json.dumps(completion_body([b64(SQ)])),
-                  {"Content-Type": "application/json"})
-        r = c.getresponse()
-        peer = json.loads(r.read())
-        expect(r.status == 200, "llama-server: %d %r" % (r.status, peer))
+        st, props = peer("GET", "/props")
+        expect(st == 200, "llama-server /props: %d" % st)
+        with server() as srv:
+            st, ours = srv.json("GET", "/props")
+            expect(set(props["modalities"]) == set(ours["modalities"]) and "media_marker" in ours,
+                   "/props modalities: llama-server %r, tessera %r" % (props["modalities"], ours))
+            st, pm = peer("GET", "/v1/models")
+            st, om = srv.json("GET", "/v1/models")
+            expect(set(pm["models"][0]) == set(om["models"][0]) and
+                   pm["models"][0]["capabilities"] == om["models"][0]["capabilities"],
+                   "/v1/models: llama-server %r, tessera %r" % (pm["models"][0], om["models"][0]))
+            st, theirs = peer("POST", "/v1/chat/completions", chat_body(data_url(SQ)))
+            expect(st == 200, "llama-server chat: %d %r" % (st, theirs))
+            st, mine = srv.json("POST", "/v1/chat/completions", chat_body(data_url(SQ)))
+            a, b = theirs["choices"][0]["message"]["content"], mine["choices"][0]["message"]["content"]
+            expect(a == b, "chat with the image: llama-server %r, tessera %r" % (a, b))
+            expect(theirs["usage"]["prompt_tokens"] == mine["usage"]["prompt_tokens"],
+                   "prompt tokens: llama-server %r, tessera %r" % (theirs["usage"], mine["usage"]))
+        st, comp = peer("POST", "/completion",
+                        completion_body([b64(SQ)], props["media_marker"] + "Once upon a time"))
+        expect(st == 200, "llama-server completion: %d %r" % (st, comp))
         want = run_text("<__media__>Once upon a time", SQ)
-        expect(peer["content"] == want, "llama-server %r, tessera %r" % (peer["content"], want))
+        expect(comp["content"] == want, "llama-server %r, tessera %r" % (comp["content"], want))
     finally:
         proc.terminate()
         proc.wait(timeout=30)

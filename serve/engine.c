@@ -580,7 +580,13 @@ static void slot_action_run(serve_engine *e, serve_slot_action *a) {
         tessera_seq_remove(e->p.ctx, a->slot, 0);
         s->n_past = 0;
     } else if (a->op == SERVE_SLOT_SAVE) {
-        if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
+        bool media = false;
+        for (int32_t k = 0; k < s->n_past && !media; k++) media = s->cached[k] < 0;
+        if (media) { /* a slot file holds token ids: a medium's rows have none */
+            a->status = 400;
+            snprintf(a->error, sizeof a->error,
+                     "slot %d holds an image: slot files hold token ids, and saving media is not supported", a->slot);
+        } else if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
             a->status = 500;
             snprintf(a->error, sizeof a->error, "%s", tessera_last_error());
         }

@@ -18,6 +18,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 
@@ -68,7 +69,8 @@ def completion_body(images, prompt="<__media__>Once upon a time"):
 
 
 def server(*extra):
-    return Server("-dev", "ref", "--mmproj", PROJ, "--parallel", "1", "-c", "512", *extra, model=MODEL)
+    return Server("-dev", "ref", "--mmproj", PROJ, "--parallel", "1", "-c", "512",
+                  "--slot-save-path", tempfile.mkdtemp(prefix="tessera-serve-media-"), *extra, model=MODEL)
 
 
 def png_chunk(kind, data):
@@ -141,6 +143,9 @@ def test_same_text_every_shape():
         text = "".join(c.get("text", "") for o in obj["output"] if o["type"] == "message" for c in o["content"])
         expect(text == want_chat, "responses input_image: %r, tessera run %r" % (text, want_chat))
 
+        # a slot holding an image is not saved (slot files hold token ids)
+        st, obj = srv.json("POST", "/slots/0?action=save", {"filename": "m.bin"})
+        expect(st == 400 and "image" in str(obj), "saving a slot with an image: %d %r" % (st, obj))
         # the chat request again: its image and prefix come from the cache
         st, obj = srv.json("POST", "/v1/chat/completions", chat_body(data_url(SQ)))
         expect(st == 200 and obj["choices"][0]["message"]["content"] == want_chat, "chat again: %r" % obj)

@@ -152,6 +152,29 @@ def test_same_text_every_shape():
         expect(obj["timings"]["prompt_n"] == 1, "chat again was not reused: %r" % obj["timings"])
 
 
+def test_two_slots_at_once():
+    """Two images in two slots decoded side by side (a medium goes into its
+    slot's own sequence): each gets its own image's text."""
+    import threading
+    want = {SQ: run_text("<__media__>Once upon a time", SQ), WIDE: run_text("<__media__>Once upon a time", WIDE)}
+    with Server("-dev", "ref", "--mmproj", PROJ, "--parallel", "2", "-c", "1024", model=MODEL) as srv:
+        for _ in range(2):
+            got = {}
+
+            def one(path):
+                got[path] = srv.json("POST", "/completion", completion_body([b64(path)]))
+
+            ts = [threading.Thread(target=one, args=(p,)) for p in (SQ, WIDE)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            for path in (SQ, WIDE):
+                st, obj = got[path]
+                expect(st == 200 and obj["content"] == want[path],
+                       "%s beside another image: %r, tessera run %r" % (os.path.basename(path), obj, want[path]))
+
+
 def test_bad_media():
     with open(SQ, "rb") as f:
         png = f.read()
@@ -314,6 +337,7 @@ if __name__ == "__main__":
     for p in (MODEL, PROJ, SQ, WIDE):
         if not os.path.exists(p):
             skip("missing " + p)
-    main([("same_text_every_shape", test_same_text_every_shape), ("bad_media", test_bad_media),
+    main([("same_text_every_shape", test_same_text_every_shape), ("two_slots_at_once", test_two_slots_at_once),
+          ("bad_media", test_bad_media),
           ("without_projector", test_without_projector),
           ("llama_server_side_by_side", test_llama_server_side_by_side)])

@@ -442,7 +442,8 @@ int cmd_serve(int argc, char **argv) {
     if (!(srv = serve_server_listen(&cfg))) goto done;
     fprintf(stderr, "tessera serve: loading %s (%.0f MiB); /health answers 503 until it is ready\n", o.p.model,
             (double)st.st_size / 1048576.0);
-    if (load_model(&o, &cfg, &model, &ctx, &chat, &embed, &spec, &mtmd) != 0 || serve_server_start(srv, model, ctx, embed) != 0)
+    if (load_model(&o, &cfg, &model, &ctx, &chat, &embed, &spec, &mtmd) != 0 ||
+        serve_server_start(srv, model, ctx, embed) != 0)
         goto done;
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s)\n",
             cfg.api.model_id, serve_server_host(srv, 0), serve_server_port(srv, 0), (long)o.parallel,

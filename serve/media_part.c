@@ -137,7 +137,7 @@ const char *serve_media_part_where(const cJSON *part, const char *fallback) {
 }
 
 int serve_media_part_mark(cJSON *part, const char *where, const char *param) {
-    return cJSON_AddStringToObject(part, "tessera_where", where) && cJSON_AddStringToObject(part, "tessera_param", param)
-               ? 0
-               : -1;
+    const bool ok = cJSON_AddStringToObject(part, "tessera_where", where) &&
+                    cJSON_AddStringToObject(part, "tessera_param", param);
+    return ok ? 0 : -1;
 }

@@ -102,7 +102,9 @@ static int message_medium(const serve_api *api, const cJSON *part, int i, int j,
 }
 
 /* Message content: a string, null, or an array of {"type": "text", "text"}
- * parts (and, with --mmproj, media parts: message_medium), joined with sep: a newline as llama-server joins them in a message
+ * parts (and, with --mmproj, media parts: message_medium, whose markers join
+ * their neighbours without sep), joined with sep: a newline as llama-server
+ * joins them in a message
  * (measured: its prompt for ["What is", "the best book"] has the two tokens
  * of "\n" and the unspaced "the" more than "What is the best book"); an
  * assistant prefill's parts with a blank line, as llama-server's (its

@@ -30,6 +30,7 @@ int cmd_serve(int argc, char **argv) {
 #include <sys/stat.h>
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_mtmd.h>
 
 #include "cli_opts.h"
 #include "cli_setup.h"
@@ -42,7 +43,7 @@ typedef struct serve_opts {
     cli_params p;
     const char *host, *api_key, *alias, *tags, *slot_save_path, *cors_origin, *reasoning_format;
     const char *gcp_route, *gcp_health; /* AIP_MODE=PREDICTION: Vertex AI's routes; NULL: off */
-    int32_t no_webui, no_slots, slots, metrics, no_metrics, reasoning, kv_unified;
+    int32_t no_webui, no_slots, slots, metrics, no_metrics, reasoning, kv_unified, allow_remote_media;
     int32_t port, parallel, queue, max_body;
     int32_t max_conns, max_conns_per_ip, header_timeout, body_timeout, shutdown_grace;
     serve_log_format log_format;
@@ -141,6 +142,10 @@ static const cli_option serve_own[] = {
      "the slots share the whole cache: each may hold up to -c positions while the cells last (when they "
      "run out, the requests in that step fail with 500); default: N / parallel each, always room",
      CLI_SWITCH, CLI_OWN(serve_opts, kv_unified), 0, 0, NULL, 0, 0},
+    {NULL, "--allow-remote-media", NULL,
+     "accept http(s) image URLs in requests; fetching is not built in, so such a part is still a 400 "
+     "(saying so); off: a 400 saying a server does not fetch what a client names",
+     CLI_SWITCH, CLI_OWN(serve_opts, allow_remote_media), 0, 0, NULL, 0, 0},
     {"-c", "--ctx-size", "N",
      "KV cache cells shared by all slots, each holding N / parallel; 0: parallel x the model's "
      "context (at most 4096 per slot)",
@@ -164,10 +169,14 @@ static const cli_command serve_cmd = {
              "(Vertex AI, as llama-server) POST /predict (or AIP_PREDICT_ROUTE) answers\n"
              "{\"instances\": [OpenAI requests]} with {\"predictions\"}, GET AIP_HEALTH_ROUTE as\n"
              "/health, on port AIP_HTTP_PORT. Router mode: --models-dir DIR or --models-preset FILE\n"
-             "serves many models, each in its own child (tessera serve --models-dir DIR --help).",
+             "serves many models, each in its own child (tessera serve --models-dir DIR --help).\n"
+             "--mmproj FILE loads a multimodal projector beside the model: requests may then\n"
+             "carry images (OpenAI image_url data: URLs, /completion's multimodal_data,\n"
+             "Anthropic image blocks, Responses input_image); --image and --audio are\n"
+             "for tessera run and chat.",
     /* CLI_G_SAMPLING: --temp, --top-k, ... are the defaults of requests that omit them */
     .groups = CLI_G_MODEL | CLI_G_DEVICE | CLI_G_CONTEXT | CLI_G_PREDICT | CLI_G_SAMPLING | CLI_G_TEMPLATE |
-              CLI_G_SHIFT | CLI_G_EMBED | CLI_G_SPEC | CLI_G_LORA | CLI_G_LORA_SERVE,
+              CLI_G_SHIFT | CLI_G_EMBED | CLI_G_SPEC | CLI_G_LORA | CLI_G_LORA_SERVE | CLI_G_MEDIA,
     .own = serve_own,
 };
 
@@ -231,6 +240,16 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         return -1;
     }
     if (gcp_environment(o) != 0) return -1;
+    if (o->p.n_media > 0) {
+        fprintf(stderr, "tessera serve: --%s is for tessera run and chat: a server takes images in requests "
+                        "(load the projector with --mmproj FILE)\n", o->p.media_kind[0] == 'a' ? "audio" : "image");
+        return -1;
+    }
+    if (o->p.mmproj && (o->p.model_draft || o->p.spec_ngram)) {
+        fprintf(stderr, "tessera serve: speculative decoding (-md, --spec-type) is not available with --mmproj: a "
+                        "medium is embeddings a draft cannot decode\n");
+        return -1;
+    }
     if (o->p.n_predict == 0) { /* every request without max_tokens would get an empty reply */
         fprintf(stderr, "tessera serve: -n expects -1 (no limit) or an integer >= 1, got '0'\n");
         return -1;
@@ -272,7 +291,7 @@ _Static_assert((int)CLI_MAX_LORA <= (int)SERVE_MAX_LORA, "every --lora adapter f
  * chat template into c->api (the server serves it from serve_server_start
  * on). 0, or -1 with the error printed. */
 static int load_model(serve_opts *o, serve_config *c, tessera_model **model, tessera_context **ctx, cli_chat *chat,
-                      serve_embed **embed, cli_spec *spec) {
+                      serve_embed **embed, cli_spec *spec, tessera_mtmd **mtmd) {
     const char *cmd = "tessera serve";
     serve_api *api = &c->api;
     /* The fit sizes the cache for every slot: -c 0 gives each slot the
@@ -324,6 +343,20 @@ static int load_model(serve_opts *o, serve_config *c, tessera_model **model, tes
     }
     if (cli_chat_setup(cmd, &o->p, *model, 1, chat) != 0) return -1;
     api->tmpl = chat->tmpl;
+    if (o->p.mmproj) { /* the projector, once, beside the model: the engine thread encodes */
+        tessera_mtmd_params mp = tessera_mtmd_default_params();
+        mp.no_offload = o->p.no_mmproj_offload != 0;
+        mp.n_threads = o->p.n_threads;
+        mp.explain = o->p.explain != 0;
+        if (!(*mtmd = tessera_mtmd_load(*model, o->p.mmproj, &mp))) {
+            fprintf(stderr, "tessera serve: --mmproj %s: %s\n", o->p.mmproj, tessera_last_error());
+            return -1;
+        }
+        api->mtmd = c->engine.mtmd = *mtmd;
+        fprintf(stderr, "tessera serve: projector %s (%s): vision %s, audio %s\n", o->p.mmproj,
+                tessera_mtmd_projector_type(*mtmd), tessera_mtmd_supports_vision(*mtmd) ? "yes" : "no",
+                tessera_mtmd_supports_audio(*mtmd) ? "yes" : "no");
+    }
     return 0;
 }
 
@@ -368,6 +401,7 @@ static void config_of(const serve_opts *o, const char *model_id, long long creat
                 .sampling = &o->p.sp,
                 .reasoning_format = o->reasoning_format,
                 .enable_thinking = o->reasoning,
+                .allow_remote_media = o->allow_remote_media != 0,
                 .verbose = o->p.verbose != 0},
         .engine = {.n_slots = (int32_t)o->parallel,
                    .max_queue = (int32_t)o->queue,
@@ -396,6 +430,7 @@ int cmd_serve(int argc, char **argv) {
     serve_embed *embed = NULL;
     cli_chat chat = {0};
     cli_spec spec = {0};
+    tessera_mtmd *mtmd = NULL;
     int rc = 1, initialized = 0;
     if (cli_runtime_init("tessera serve", &o.p) != 0) goto done;
     initialized = 1;
@@ -408,7 +443,8 @@ int cmd_serve(int argc, char **argv) {
     if (!(srv = serve_server_listen(&cfg))) goto done;
     fprintf(stderr, "tessera serve: loading %s (%.0f MiB); /health answers 503 until it is ready\n", o.p.model,
             (double)st.st_size / 1048576.0);
-    if (load_model(&o, &cfg, &model, &ctx, &chat, &embed, &spec) != 0 || serve_server_start(srv, model, ctx, embed) != 0)
+    if (load_model(&o, &cfg, &model, &ctx, &chat, &embed, &spec, &mtmd) != 0 ||
+        serve_server_start(srv, model, ctx, embed) != 0)
         goto done;
     fprintf(stderr, "tessera serve: %s on http://%s:%d (%ld slots of %d positions, chat template %s)\n",
             cfg.api.model_id, serve_server_host(srv, 0), serve_server_port(srv, 0), (long)o.parallel,
@@ -426,6 +462,7 @@ int cmd_serve(int argc, char **argv) {
     rc = 0;
 done:
     serve_server_free(srv); /* its engine first: what still waits fails, so connections end */
+    tessera_mtmd_free(mtmd);
     cli_spec_close(&spec);
     cli_chat_free(&chat);
     serve_embed_free(embed);

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "dialect.h"
+#include "media_part.h"
 
 static const char *const KNOWN[] = {"model",       "messages",   "system",         "max_tokens",
                                     "temperature", "top_p",      "top_k",          "stop_sequences",
@@ -38,6 +39,43 @@ static int text_block(const cJSON *b, const char *param, cJSON *parts, serve_err
     return 0;
 }
 
+/* An image block ({"source": {"type": "base64", "media_type", "data"}} or
+ * {"type": "url", "url"}) as an OpenAI image_url part, marked with the
+ * block's name (the chat path checks it: a bad image is a 400 naming the
+ * block). */
+static int image_block(const cJSON *b, const char *param, cJSON *parts, serve_error *err) {
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(b, "source");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(src, "type");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(src, "media_type");
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(src, "data");
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(src, "url");
+    char *u = NULL;
+    if (cJSON_IsString(type) && !strcmp(type->valuestring, "base64") && cJSON_IsString(mt) && cJSON_IsString(data)) {
+        size_t n = strlen(mt->valuestring) + strlen(data->valuestring) + 16;
+        if ((u = malloc(n))) snprintf(u, n, "data:%s;base64,%s", mt->valuestring, data->valuestring);
+    } else if (cJSON_IsString(type) && !strcmp(type->valuestring, "url") && cJSON_IsString(url)) {
+        u = strdup(url->valuestring);
+    } else {
+        return serve_fail(err, 400, param, NULL,
+                          "'%s' is an image block whose 'source' is not {\"type\": \"base64\", \"media_type\", "
+                          "\"data\"} or {\"type\": \"url\", \"url\"}", param);
+    }
+    cJSON *part = cJSON_CreateObject();
+    cJSON *iu = part ? cJSON_AddObjectToObject(part, "image_url") : NULL;
+    if (!u || !iu || !cJSON_AddStringToObject(part, "type", "image_url") || !cJSON_AddStringToObject(iu, "url", u)) {
+        free(u);
+        cJSON_Delete(part);
+        return serve_fail(err, 500, NULL, NULL, "out of memory");
+    }
+    free(u);
+    if (serve_media_part_mark(part, param, param) != 0) {
+        cJSON_Delete(part);
+        return serve_fail(err, 500, NULL, NULL, "out of memory");
+    }
+    cJSON_AddItemToArray(parts, part);
+    return 0;
+}
+
 static const char *block_type(const cJSON *b) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "type");
     return cJSON_IsObject(b) && cJSON_IsString(t) ? t->valuestring : NULL;
@@ -51,8 +89,8 @@ static int block_refused(const char *type, const char *param, serve_error *err) 
     if (!type) return serve_fail(err, 400, param, NULL, "'%s' must be a content block with a string 'type'", param);
     if (!strcmp(type, "image") || !strcmp(type, "document"))
         return serve_fail(err, 400, param, "unsupported_parameter",
-                          "%s input is not supported: '%s' is %s %s block; this server reads text, tool_use and "
-                          "tool_result blocks",
+                          "%s input is not supported: '%s' is %s %s block; this server reads text, tool_use, "
+                          "tool_result and (in user messages) image blocks",
                           type, param, type[0] == 'i' ? "an" : "a", type);
     return serve_fail(err, 400, param, "unsupported_parameter",
                       "'%s' is a '%.40s' block; this server reads text, tool_use and tool_result blocks", param,
@@ -161,6 +199,7 @@ static int add_message(const cJSON *msg, int i, cJSON *list, serve_error *err) {
             const char *type = block_type(b);
             if (type && !strcmp(type, "text")) rc = text_block(b, p, parts, err);
             else if (type && user && !strcmp(type, "tool_result")) rc = tool_result_message(b, p, list, err);
+            else if (type && user && !strcmp(type, "image")) rc = image_block(b, p, parts, err);
             else if (type && !user && !strcmp(type, "tool_use")) rc = tool_use_call(b, p, calls, err);
             else if (type && !user && !strcmp(type, "thinking")) rc = thinking_block(b, p, &reasoning, err);
             else if (type && !user && !strcmp(type, "redacted_thinking")) rc = 0; /* encrypted: nothing to show */

@@ -581,7 +581,8 @@ static int parse_options(const serve_api *api, const cJSON *root, serve_kind kin
  * penalties) and the grammar. */
 static int samplers_start(const serve_api *api, serve_request *r, const tessera_grammar *grammar, serve_error *err) {
     for (int32_t c = 0; c < r->n_choices; c++) {
-        for (int32_t i = 0; i < r->n_prompt; i++) tessera_sampler_accept(r->choices[c].sampler, r->prompt[i]);
+        for (int32_t i = 0; i < r->n_prompt; i++) /* a medium's rows are no tokens for the penalties */
+            if (r->prompt[i] >= 0) tessera_sampler_accept(r->choices[c].sampler, r->prompt[i]);
         if (grammar && tessera_sampler_set_grammar(r->choices[c].sampler, api->model, grammar) != 0) {
             /* a grammar too ambiguous to start matching is the request's */
             const char *why = tessera_last_error();

@@ -198,15 +198,50 @@ char *serve_sse_append(char *acc, cJSON *root) {
 
 /* ------------------------------------------------------------ llama-server fields */
 
-/* The prompt as text with its special tokens written out ("<s> Once..."). */
+/* Whether a medium's span starts at prompt entry k. */
+static bool media_starts_at(const serve_request *r, int32_t k) {
+    for (int32_t i = 0; i < r->n_spans; i++)
+        if (r->spans[i].start == k) return true;
+    return false;
+}
+
+/* The prompt as text with its special tokens written out ("<s> Once..."),
+ * each medium as its marker (<__media__>). */
 void serve_json_add_prompt(const serve_api *api, struct cJSON *o, const char *key, const serve_request *r) {
-    int32_t n = tessera_detokenize(api->model, r->prompt, r->n_prompt, NULL, 0, false, true);
-    if (n == INT32_MIN) return;
-    if (n < 0) n = -n;
-    char *buf = malloc((size_t)n + 1);
-    if (!buf) return;
-    int32_t got = tessera_detokenize(api->model, r->prompt, r->n_prompt, buf, n + 1, false, true);
-    if (got >= 0) serve_json_add_text(o, key, buf, (size_t)got);
+    size_t cap = 64, len = 0;
+    char *buf = malloc(cap);
+    for (int32_t i = 0; buf && i < r->n_prompt;) {
+        int32_t j = i;
+        while (j < r->n_prompt && (r->prompt[j] < 0) == (r->prompt[i] < 0)) j++;
+        if (r->prompt[i] < 0) { /* one marker per medium: its rows share one entry value */
+            for (int32_t k = i; k < j; k++)
+                if (media_starts_at(r, k)) {
+                    const size_t ml = strlen(TESSERA_MEDIA_MARKER);
+                    if (len + ml + 1 > cap) {
+                        char *g = realloc(buf, cap = 2 * (len + ml + 1));
+                        if (!g) goto fail;
+                        buf = g;
+                    }
+                    memcpy(buf + len, TESSERA_MEDIA_MARKER, ml);
+                    len += ml;
+                }
+        } else {
+            int32_t n = tessera_detokenize(api->model, r->prompt + i, j - i, NULL, 0, false, true);
+            if (n == INT32_MIN) goto fail;
+            if (n < 0) n = -n;
+            if (len + (size_t)n + 1 > cap) {
+                char *g = realloc(buf, cap = 2 * (len + (size_t)n + 1));
+                if (!g) goto fail;
+                buf = g;
+            }
+            int32_t got = tessera_detokenize(api->model, r->prompt + i, j - i, buf + len, n + 1, false, true);
+            if (got < 0) goto fail;
+            len += (size_t)got;
+        }
+        i = j;
+    }
+    if (buf) serve_json_add_text(o, key, buf, len);
+fail:
     free(buf);
 }
 

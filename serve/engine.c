@@ -211,6 +211,16 @@ static int32_t common_prefix(const tessera_token *a, int32_t na, const tessera_t
     return n;
 }
 
+/* reuse moved back to the start of a medium it would cut: a medium's rows
+ * are decoded together (they attend to each other), never in part. */
+static int32_t media_align(const serve_request *r, int32_t reuse) {
+    for (int32_t k = 0; k < r->n_spans; k++) {
+        const serve_media_span *sp = &r->spans[k];
+        if (reuse > sp->start && reuse < sp->start + sp->n) return sp->start;
+    }
+    return reuse;
+}
+
 /* A free slot for r: for a cache_prompt request the one whose cached tokens
  * share the longest prefix with its prompt (*reuse: how many, leaving at
  * least the last prompt token to decode for its logits); otherwise an empty
@@ -230,7 +240,7 @@ static int32_t pick_slot(serve_engine *e, const serve_request *r, const float *l
         }
     }
     *reuse = 0;
-    if (best >= 0 && r->cache_prompt) *reuse = best_len < r->n_prompt ? best_len : r->n_prompt - 1;
+    if (best >= 0 && r->cache_prompt) *reuse = media_align(r, best_len < r->n_prompt ? best_len : r->n_prompt - 1);
     return best;
 }
 
@@ -296,6 +306,10 @@ static void schedule(serve_engine *e) {
         tessera_seq_remove(e->p.ctx, i, reuse); /* forget what differs */
         /* A sliding-window cache may have had to forget all of it. */
         if (tessera_seq_len(e->p.ctx, i) < reuse) reuse = tessera_seq_len(e->p.ctx, i);
+        if (media_align(r, reuse) < reuse) {
+            reuse = media_align(r, reuse);
+            tessera_seq_remove(e->p.ctx, i, reuse);
+        }
         *s = (serve_slot){.ch = ch, .t_start_ms = serve_now_ms(), .cached = s->cached, .n_past = reuse,
                           .n_fed = reuse};
         memcpy(s->lora, lora, sizeof s->lora);
@@ -364,7 +378,8 @@ static int32_t build_batch(serve_engine *e) {
         serve_slot *s = &e->slots[i];
         serve_request *r = s->ch ? s->ch->req : NULL;
         if (!r || s->has_next || s->n_fed >= r->n_prompt || !slot_in_batch(e, s)) continue;
-        while (s->n_fed < r->n_prompt && n < e->n_batch) {
+        /* up to a medium: its rows go in a step of their own (slot_media_step) */
+        while (s->n_fed < r->n_prompt && n < e->n_batch && r->prompt[s->n_fed] >= 0) {
             e->b_tok[n] = r->prompt[s->n_fed];
             e->b_pos[n] = s->n_fed;
             e->b_seq[n] = i;
@@ -429,7 +444,8 @@ static int slot_full(serve_engine *e, int32_t i) {
     serve_choice *ch = s->ch;
     serve_request *r = ch->req;
     bool full = s->n_past + 1 >= e->p.slot_ctx;
-    if (full && e->p.context_shift && !(r->max_tokens >= 0 && ch->n_gen >= r->max_tokens)) {
+    /* a prompt with media is not shifted: its rows cannot be cut in part */
+    if (full && e->p.context_shift && r->n_spans == 0 && !(r->max_tokens >= 0 && ch->n_gen >= r->max_tokens)) {
         char msg[sizeof r->error];
         if (slot_shift(e, i, msg, sizeof msg) != 0) {
             request_finish(e, r, msg);
@@ -564,7 +580,13 @@ static void slot_action_run(serve_engine *e, serve_slot_action *a) {
         tessera_seq_remove(e->p.ctx, a->slot, 0);
         s->n_past = 0;
     } else if (a->op == SERVE_SLOT_SAVE) {
-        if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
+        bool media = false;
+        for (int32_t k = 0; k < s->n_past && !media; k++) media = s->cached[k] < 0;
+        if (media) { /* a slot file holds token ids: a medium's rows have none */
+            a->status = 400;
+            snprintf(a->error, sizeof a->error,
+                     "slot %d holds an image: slot files hold token ids, and saving media is not supported", a->slot);
+        } else if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
             a->status = 500;
             snprintf(a->error, sizeof a->error, "%s", tessera_last_error());
         }
@@ -758,6 +780,69 @@ static void slot_spec_step(serve_engine *e, int32_t i) {
     pthread_mutex_unlock(&r->mu);
 }
 
+/* Whether slot i's next prompt entry is a medium's first row: a media
+ * step (slot_media_step) comes before the batch. */
+static bool slot_at_media(const serve_engine *e, int32_t i) {
+    const serve_slot *s = &e->slots[i];
+    const serve_request *r = s->ch ? s->ch->req : NULL;
+    return r && !s->has_next && s->ch->state != SERVE_DONE && s->n_fed < r->n_prompt && r->prompt[s->n_fed] < 0;
+}
+
+/* Slot i's medium at its n_fed (slot_at_media; entered with the lock held,
+ * which it lets go while encoding and decoding): encoded, or taken from
+ * the projector's cache by its content, and its rows decoded into the
+ * slot's sequence in one call, so that they attend to each other. A prompt
+ * that ends with the medium samples its first token from the last row. */
+static void slot_media_step(serve_engine *e, int32_t i) {
+    serve_slot *s = &e->slots[i];
+    serve_choice *ch = s->ch;
+    serve_request *r = ch->req;
+    const serve_media_span *sp = NULL;
+    int32_t k = 0;
+    for (; k < r->n_spans && !sp; k++)
+        if (r->spans[k].start == s->n_fed) sp = &r->spans[k];
+    char msg[sizeof r->error] = "";
+    if (!sp || !e->p.mtmd) snprintf(msg, sizeof msg, "no medium starts at prompt position %d", s->n_fed);
+    else if (e->p.unified) unified_make_room(e, sp->n);
+    const bool last = sp && sp->start + sp->n == r->n_prompt;
+    float lora[SERVE_MAX_LORA];
+    memcpy(lora, s->lora, sizeof lora);
+    slot_token *o = &e->b_out[i];
+    o->piece = o->small;
+    pthread_mutex_unlock(&e->mu);
+    const double t0 = serve_now_ms();
+    if (!msg[0]) {
+        const float *rows = tessera_mtmd_encode_chunk(e->p.mtmd, r->chunks, sp->chunk);
+        if (!rows)
+            snprintf(msg, sizeof msg, "encoding medium %d failed: %s", k, tessera_last_error());
+        else if ((e->p.n_loras && tessera_context_set_loras(e->p.ctx, e->p.loras, lora, e->p.n_loras) != 0) ||
+                 tessera_decode_embd_seq(e->p.ctx, rows, sp->n, sp->start, i, 0) != 0)
+            snprintf(msg, sizeof msg, "%s", decode_error(e));
+        else if (last)
+            slot_sample(e, i, tessera_logits(e->p.ctx, -1), o);
+    }
+    const double dt = serve_now_ms() - t0;
+    pthread_mutex_lock(&e->mu);
+    e->m.steps++;
+    e->m.decode_ms += dt;
+    e->m.kv_cells_used = tessera_kv_cells_used(e->p.ctx);
+    pthread_mutex_lock(&r->mu);
+    if (msg[0]) {
+        if (r->state != SERVE_DONE) request_finish(e, r, msg);
+    } else {
+        memcpy(s->cached + sp->start, r->prompt + sp->start, (size_t)sp->n * sizeof *s->cached);
+        s->n_fed = s->n_past = sp->start + sp->n;
+        e->m.batch_tokens += (uint64_t)sp->n;
+        e->m.prompt_tokens += (uint64_t)sp->n;
+        if (s->n_past > e->m.n_tokens_max) e->m.n_tokens_max = s->n_past;
+        if (ch->index == 0 && r->want_progress) prompt_mark(r, s->n_fed);
+        if (last && ch->state != SERVE_DONE && !request_cancelled(r)) slot_take_token(e, i, o);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (o->piece != o->small) free(o->piece);
+    o->piece = o->small;
+}
+
 static void *engine_main(void *arg) {
     serve_engine *e = arg;
     pthread_mutex_lock(&e->mu);
@@ -776,6 +861,11 @@ static void *engine_main(void *arg) {
             if (slot_speculates(e, i)) {
                 slot_spec_step(e, i);
                 speculated = true;
+            }
+        for (int32_t i = 0; i < e->p.n_slots && !e->stopping; i++)
+            if (slot_at_media(e, i)) {
+                slot_media_step(e, i);
+                speculated = true; /* work was done: look again before waiting */
             }
         int32_t n = build_batch(e);
         if (n == 0) {

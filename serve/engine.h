@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_mtmd.h>
 
 /* ------------------------------------------------------------ requests */
 
@@ -118,10 +119,28 @@ typedef struct serve_reply_rules {
     int n_tool_names;
 } serve_reply_rules;
 
+/* A medium's place in a request's prompt (--mmproj): positions
+ * start..start+n-1 hold its embedding rows, chunk `chunk` of the request's
+ * chunks. Its prompt entries there are all serve_media_token(hash of its
+ * content): negative, never a vocabulary id, so a slot's cached prefix
+ * matches a medium by its content (the same image: reused; another: the
+ * prefix ends at it). */
+typedef struct serve_media_span {
+    int32_t start, n, chunk;
+} serve_media_span;
+
+/* The prompt entry of a medium's rows (hash: tessera_media_hash). */
+tessera_token serve_media_token(const char *hash);
+
 typedef struct serve_request {
     /* Input, fixed once submitted. */
-    tessera_token *prompt;
+    tessera_token *prompt;     /* vocabulary ids; < 0: a medium's row (spans) */
     int32_t n_prompt;
+    tessera_mtmd_chunks *chunks; /* the prompt's chunks when it has media (owned), else NULL */
+    tessera_media **media;              /* the media they point at (owned) */
+    int32_t n_media;
+    serve_media_span *spans;   /* one per medium, in prompt order (owned) */
+    int32_t n_spans;
     int32_t max_tokens;        /* -1: until the end of text or the slot is full */
     char *stop[SERVE_MAX_STOP];
     int n_stop;
@@ -172,6 +191,8 @@ typedef struct serve_request {
 
 /* A request with n choices (samplers not made yet); NULL when out of memory. */
 serve_request *serve_request_new(int32_t n_choices);
+/* Append a medium to r's media (r owns it from here). 0, or -1 when out of memory. */
+int serve_request_add_media(serve_request *r, tessera_media *m);
 /* Free a request that was never submitted (or whose last holder is gone). */
 void serve_request_free(serve_request *r);
 /* A reader's copy of r's output (view.c): call it with r's lock
@@ -271,6 +292,9 @@ typedef struct serve_engine_params {
     const char *lora_paths[SERVE_MAX_LORA];
     float lora_scales[SERVE_MAX_LORA];
     int32_t n_loras;
+    /* --mmproj: the projector that encodes the media of requests' prompts
+     * (serve_request.spans), on the engine thread; NULL: text only. */
+    tessera_mtmd *mtmd;
 } serve_engine_params;
 
 serve_engine *serve_engine_new(const serve_engine_params *p);

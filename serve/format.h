@@ -57,6 +57,9 @@ typedef struct serve_api {
     int enable_thinking;         /* --reasoning: 1 on, 0 off (the template's enable_thinking), -1 auto (on) */
     bool verbose;                /* --verbose: every response carries __verbose (a request's "verbose" wins) */
     int32_t n_loras;             /* adapters loaded (--lora): ids a request's `lora` may name */
+    struct tessera_mtmd *mtmd;   /* --mmproj: media parts become media chunks (tokenize only: the engine
+                                  * thread encodes); NULL: a medium is a 400 */
+    bool allow_remote_media;     /* --allow-remote-media: only changes the 400 of an http(s) image URL */
 } serve_api;
 
 /* What a parsed request asks beyond generation. */

@@ -70,9 +70,14 @@ char *serve_api_props(const serve_api *api, serve_engine *e) {
     cJSON_AddStringToObject(root, "eos_token", tessera_chat_template_eos_token(api->tmpl));
     cJSON *mod = cJSON_AddObjectToObject(root, "modalities");
     if (mod) {
-        cJSON_AddBoolToObject(mod, "vision", 0);
-        cJSON_AddBoolToObject(mod, "audio", 0);
+        /* --mmproj: what its encoders take (no audio projector is supported yet) */
+        cJSON_AddBoolToObject(mod, "vision", api->mtmd && tessera_mtmd_supports_vision(api->mtmd));
+        cJSON_AddBoolToObject(mod, "audio", api->mtmd && tessera_mtmd_supports_audio(api->mtmd));
+        cJSON_AddBoolToObject(mod, "video", 0); /* llama-server's third modality: no video input here */
     }
+    /* the marker multimodal_data items go to (llama-server's is random per
+     * server; ours is llama.cpp's fixed default) */
+    cJSON_AddStringToObject(root, "media_marker", TESSERA_MEDIA_MARKER);
     cJSON_AddStringToObject(root, "build_info", tessera_version());
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);

@@ -20,8 +20,41 @@
 
 /* ------------------------------------------------------------ prompts */
 
+/* A prompt with media markers into r (--mmproj): its chunks
+ * (tessera_mtmd_tokenize with the media r holds, in order), flattened into
+ * r->prompt: text chunks' tokens, and each medium's rows as
+ * serve_media_token entries of its content, with its span. */
+static int tokenize_media(const serve_api *api, const char *text, bool add_special, serve_request *r,
+                          const char *param, serve_error *err) {
+    tessera_mtmd_chunks *ch = tessera_mtmd_tokenize(api->mtmd, text, r->media, r->n_media, add_special, true);
+    if (!ch) return serve_fail(err, 400, param, NULL, "'%s': %s", param, tessera_last_error());
+    r->chunks = ch;
+    const int32_t n = tessera_mtmd_chunks_n_tokens(ch), nc = tessera_mtmd_chunks_count(ch);
+    if (n == 0) return serve_fail(err, 400, param, NULL, "'%s' gives no tokens", param);
+    if (n >= api->slot_ctx) return api_fail_context(err, param, n, api->slot_ctx);
+    r->prompt = malloc((size_t)n * sizeof *r->prompt);
+    r->spans = calloc((size_t)r->n_media + 1, sizeof *r->spans);
+    if (!r->prompt || !r->spans) return serve_fail(err, 500, NULL, NULL, "out of memory");
+    int32_t o = 0, m = 0;
+    for (int32_t c = 0; c < nc; c++) {
+        const int32_t cn = tessera_mtmd_chunk_n_tokens(ch, c);
+        if (tessera_mtmd_chunk_type(ch, c) == TESSERA_CHUNK_TEXT) {
+            memcpy(r->prompt + o, tessera_mtmd_chunk_tokens(ch, c, NULL), (size_t)cn * sizeof *r->prompt);
+        } else {
+            if (m >= r->n_media) return serve_fail(err, 500, param, NULL, "more media chunks than media");
+            const tessera_token v = serve_media_token(tessera_media_hash(r->media[m++]));
+            for (int32_t j = 0; j < cn; j++) r->prompt[o + j] = v;
+            r->spans[r->n_spans++] = (serve_media_span){o, cn, c};
+        }
+        o += cn;
+    }
+    r->n_prompt = n;
+    return 0;
+}
+
 static int tokenize_text(const serve_api *api, const char *text, size_t len, bool add_special,
                          serve_request *r, const char *param, serve_error *err) {
+    if (r->n_media > 0) return tokenize_media(api, text, add_special, r, param, err);
     int32_t n = tessera_tokenize(api->model, text, len, NULL, 0, add_special, true);
     if (n == INT32_MIN)
         return serve_fail(err, 400, param, NULL, "cannot tokenize '%s': %s", param, tessera_last_error());
@@ -36,13 +69,48 @@ static int tokenize_text(const serve_api *api, const char *text, size_t len, boo
     return 0;
 }
 
+/* Media part j of message i (an image_url or input_audio part) into r's
+ * media, its place in the text the media marker. r NULL: no media may go
+ * there (an assistant message being continued). 0, or -1 with *err. */
+static int message_medium(const serve_api *api, const cJSON *part, int i, int j, serve_request *r,
+                          serve_error *err) {
+    char own[64];
+    snprintf(own, sizeof own, "messages[%d].content[%d]", i, j);
+    const char *where = serve_media_part_where(part, own), *param = serve_media_part_param(part);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+    const bool audio = !strcmp(type->valuestring, "input_audio");
+    if (!api->mtmd) /* llama-server's words, which clients search for; the flag that helps */
+        return serve_fail(err, 400, param, "unsupported_parameter",
+                          "%s input is not supported: '%s' is %s part; this server has no multimodal projector "
+                          "(start tessera serve with --mmproj FILE)",
+                          audio ? "audio" : "image", where, audio ? "an audio" : "an image");
+    tessera_media *m = NULL;
+    if (serve_media_part_decode(part, where, api->allow_remote_media, &m, err) != 0) return -1;
+    int rc = 0;
+    if (audio && !tessera_mtmd_supports_audio(api->mtmd))
+        rc = serve_fail(err, 400, param, NULL,
+                        "%s: the loaded projector (%s) has no audio encoder: this server takes images only",
+                        where, tessera_mtmd_projector_type(api->mtmd));
+    else if (!audio && !tessera_mtmd_supports_vision(api->mtmd))
+        rc = serve_fail(err, 400, param, NULL, "%s: the loaded projector has no vision encoder", where);
+    else if (!r)
+        rc = serve_fail(err, 400, param, NULL, "%s: an assistant message that is continued cannot hold media",
+                        where);
+    if (rc == 0 && serve_request_add_media(r, m) != 0) rc = serve_fail(err, 500, NULL, NULL, "out of memory");
+    if (rc != 0) tessera_media_free(m);
+    return rc;
+}
+
 /* Message content: a string, null, or an array of {"type": "text", "text"}
- * parts, joined with sep: a newline as llama-server joins them in a message
+ * parts (and, with --mmproj, media parts: message_medium, whose markers join
+ * their neighbours without sep), joined with sep: a newline as llama-server
+ * joins them in a message
  * (measured: its prompt for ["What is", "the best book"] has the two tokens
  * of "\n" and the unspaced "the" more than "What is the best book"); an
  * assistant prefill's parts with a blank line, as llama-server's (its
  * test_chat_template_assistant_prefill). */
-static int message_text(const cJSON *content, const char *sep, char **out, serve_error *err) {
+static int message_text(const serve_api *api, const cJSON *content, const char *sep, int mi, serve_request *r,
+                        char **out, serve_error *err) {
     if (api_is_null(content)) {
         *out = strdup("");
     } else if (cJSON_IsString(content)) {
@@ -54,17 +122,10 @@ static int message_text(const cJSON *content, const char *sep, char **out, serve
         cJSON_ArrayForEach(part, content) {
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
             const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-            if (serve_media_part_is(part)) {
-                /* checked (a hostile file is a 400 naming it), then refused:
-                 * the engine takes text only until it gets a projector */
-                char where[48];
-                snprintf(where, sizeof where, "content part %d", k);
-                tessera_media *m = NULL;
-                if (serve_media_part_decode(part, where, &m, err) != 0) return -1;
-                tessera_media_free(m);
-                return serve_fail(err, 400, "messages", NULL,
-                                  "%s: this server takes text only: images and sounds need a multimodal "
-                                  "projector (--mmproj), which tessera serve does not load yet", where);
+            if (serve_media_part_is(part)) { /* checked: a hostile file is a 400 naming it */
+                if (message_medium(api, part, mi, k++, r, err) != 0) return -1;
+                len += strlen(TESSERA_MEDIA_MARKER);
+                continue;
             }
             k++;
             if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
@@ -75,9 +136,17 @@ static int message_text(const cJSON *content, const char *sep, char **out, serve
         *out = malloc(len + 1);
         if (*out) {
             size_t o = 0;
+            bool prev_text = false;
             cJSON_ArrayForEach(part, content) {
-                const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
-                if (o > 0) {
+                /* a medium's marker joins its neighbours without a separator,
+                 * as llama-server writes it ("A<marker>B\nC" for parts A,
+                 * image, B, C: measured with its /apply-template) */
+                const bool media = serve_media_part_is(part);
+                const char *t = media ? TESSERA_MEDIA_MARKER
+                                      : cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+                const bool join = prev_text && !media && o > 0;
+                prev_text = !media;
+                if (join) {
                     memcpy(*out + o, sep, strlen(sep));
                     o += strlen(sep);
                 }
@@ -231,7 +300,7 @@ static char *render_plain(const serve_api *api, const cJSON *root, const tessera
  * add_generation_prompt on. prefill: the last message is left out (and
  * continued by the caller). Returns the malloc'd prompt text, or NULL with
  * *err filled. */
-static char *render_messages(const serve_api *api, const cJSON *root, bool prefill, size_t *len,
+static char *render_messages(const serve_api *api, const cJSON *root, bool prefill, serve_request *r, size_t *len,
                              serve_error *err) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (api_is_null(msgs)) return serve_fail(err, 400, "messages", NULL, "'messages' is required"), NULL;
@@ -259,7 +328,8 @@ static char *render_messages(const serve_api *api, const cJSON *root, bool prefi
             goto done;
         }
         char *content = NULL;
-        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), "\n", &content, err) != 0) goto done;
+        if (message_text(api, cJSON_GetObjectItemCaseSensitive(msg, "content"), "\n", i, r, &content, err) != 0)
+            goto done;
         cJSON *copy = cJSON_Duplicate(msg, 1);
         cJSON *rv = cJSON_CreateString(rs), *cv = cJSON_CreateString(content);
         free(content);
@@ -306,7 +376,7 @@ done:
  * add_generation_prompt true, or without a final assistant message, and two
  * assistant messages at the end are 400s. Returns 1 with *out (malloc'd)
  * for a prefill, 0 for none, -1 with *err filled. */
-static int final_assistant(const cJSON *root, char **out, serve_error *err) {
+static int final_assistant(const serve_api *api, const cJSON *root, char **out, serve_error *err) {
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     const cJSON *cfm = cJSON_GetObjectItemCaseSensitive(root, "continue_final_message");
     const cJSON *agp = cJSON_GetObjectItemCaseSensitive(root, "add_generation_prompt");
@@ -330,7 +400,8 @@ static int final_assistant(const cJSON *root, char **out, serve_error *err) {
     if (cJSON_IsString(prev_role) && !strcmp(prev_role->valuestring, "assistant"))
         return serve_fail(err, 400, "messages", NULL,
                           "the conversation ends with two assistant messages; only the last one can be continued");
-    if (message_text(cJSON_GetObjectItemCaseSensitive(last, "content"), "\n\n", out, err) != 0) return -1;
+    if (message_text(api, cJSON_GetObjectItemCaseSensitive(last, "content"), "\n\n", n - 1, NULL, out, err) != 0)
+        return -1;
     return 1;
 }
 
@@ -343,8 +414,10 @@ char *serve_api_apply_template(const serve_api *api, const char *body, size_t le
     }
     size_t n = 0;
     char *prefill = NULL, *text = NULL;
-    int pf = final_assistant(root, &prefill, err);
-    if (pf >= 0) text = render_messages(api, root, pf == 1, &n, err);
+    serve_request *media = serve_request_new(1); /* the media are checked, then dropped: the text has markers */
+    int pf = media ? final_assistant(api, root, &prefill, err) : serve_fail(err, 500, NULL, NULL, "out of memory");
+    if (pf >= 0) text = render_messages(api, root, pf == 1, media, &n, err);
+    serve_request_free(media);
     if (text && prefill) {
         text = append(text, prefill);
         n = text ? strlen(text) : 0;
@@ -366,7 +439,8 @@ char *serve_api_apply_template(const serve_api *api, const char *body, size_t le
  * tool results as a user turn of <tool_response> blocks (consecutive ones
  * merged). m and texts have room for every message plus one; *k counts
  * those written. 0, or -1 with *err filled. */
-static int plain_messages(const cJSON *msgs, tessera_chat_message *m, char **texts, int *k, serve_error *err) {
+static int plain_messages(const serve_api *api, const cJSON *msgs, serve_request *r, tessera_chat_message *m,
+                          char **texts, int *k, serve_error *err) {
     int i = 0;
     const cJSON *msg;
     cJSON_ArrayForEach(msg, msgs) {
@@ -380,7 +454,8 @@ static int plain_messages(const cJSON *msgs, tessera_chat_message *m, char **tex
             return serve_fail(err, 400, "messages", NULL,
                               "message %d has role '%.32s' (system, developer, user, assistant or tool)", i, rs);
         char *content = NULL;
-        if (message_text(cJSON_GetObjectItemCaseSensitive(msg, "content"), "\n", &content, err) != 0) return -1;
+        if (message_text(api, cJSON_GetObjectItemCaseSensitive(msg, "content"), "\n", i, r, &content, err) != 0)
+            return -1;
         const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
         if (!api_is_null(calls) && (strcmp(rs, "assistant") || !cJSON_IsArray(calls))) {
             free(content);
@@ -506,13 +581,13 @@ int api_parse_messages(const serve_api *api, const cJSON *root, serve_request *r
     bool native_tools =
         tools.choice != SERVE_TOOLS_NONE && strstr(tessera_chat_template_source(api->tmpl), "tools");
     char *prefill = NULL;
-    int pf = final_assistant(root, &prefill, err);
+    int pf = final_assistant(api, root, &prefill, err);
     if (pf < 0) {
     } else if (!m || !texts) {
         serve_fail(err, 500, NULL, NULL, "out of memory");
     } else if (native_tools) {
-        text = render_messages(api, root, pf == 1, &len, err);
-    } else if (plain_messages(msgs, m, texts, &k, err) == 0) {
+        text = render_messages(api, root, pf == 1, r, &len, err);
+    } else if (plain_messages(api, msgs, r, m, texts, &k, err) == 0) {
         if (pf == 1) { /* the final assistant message is continued, not rendered */
             free(texts[--k]);
             texts[k] = NULL;
@@ -597,17 +672,64 @@ static int prompt_push_text(const serve_api *api, serve_request *r, int32_t *cap
     return rc;
 }
 
+/* llama-server's {"prompt_string": TEXT, "multimodal_data": [BASE64...]}:
+ * each item a medium, matched in order to the <__media__> markers of TEXT
+ * (a count that differs is a 400), with the model's BOS first. 0, 1 when
+ * there are none (the prompt is text), or -1 with *err filled. */
+static int prompt_media(const serve_api *api, const char *text, const cJSON *md, serve_request *r,
+                        serve_error *err) {
+    if (!cJSON_IsArray(md))
+        return serve_fail(err, 400, "prompt", NULL, "'prompt.multimodal_data' must be an array of base64 strings");
+    const int n = cJSON_GetArraySize(md);
+    if (n > 0 && !api->mtmd)
+        return serve_fail(err, 400, "prompt", "unsupported_parameter",
+                          "'prompt.multimodal_data': this server takes text only: images need a multimodal "
+                          "projector (start tessera serve with --mmproj FILE)");
+    int markers = 0;
+    const size_t ml = strlen(TESSERA_MEDIA_MARKER);
+    for (const char *q = strstr(text, TESSERA_MEDIA_MARKER); q; q = strstr(q + ml, TESSERA_MEDIA_MARKER)) markers++;
+    if (markers != n)
+        return serve_fail(err, 400, "prompt", NULL,
+                          "'prompt.prompt_string' has %d media markers (%s) but 'prompt.multimodal_data' has %d "
+                          "items", markers, TESSERA_MEDIA_MARKER, n);
+    if (n == 0) return 1; /* text only */
+    int k = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, md) {
+        char where[48];
+        snprintf(where, sizeof where, "prompt.multimodal_data[%d]", k++);
+        if (!cJSON_IsString(item))
+            return serve_fail(err, 400, "prompt", NULL, "'%s' must be a base64 string", where);
+        tessera_media *m = NULL;
+        if (serve_media_from_base64(item->valuestring, where, &m, err) != 0) {
+            /* the error names the item; its param is the prompt */
+            return -1;
+        }
+        if (tessera_media_get_kind(m) == TESSERA_MEDIA_AUDIO && !tessera_mtmd_supports_audio(api->mtmd)) {
+            tessera_media_free(m);
+            return serve_fail(err, 400, "prompt", NULL,
+                              "'%s': the loaded projector (%s) has no audio encoder: this server takes images only",
+                              where, tessera_mtmd_projector_type(api->mtmd));
+        }
+        if (serve_request_add_media(r, m) != 0) {
+            tessera_media_free(m);
+            return serve_fail(err, 500, NULL, NULL, "out of memory");
+        }
+    }
+    return tokenize_media(api, text, true, r, "prompt", err);
+}
+
 /* One prompt (see prompt_at) into r->prompt. Text gets the model's BOS when
  * it starts the prompt, as llama-server does. */
 static int prompt_tokens(const serve_api *api, const cJSON *p, serve_request *r, serve_error *err) {
     int32_t cap = 0, n_vocab = tessera_model_n_vocab(api->model);
     if (cJSON_IsObject(p)) {
-        if (!api_is_null(cJSON_GetObjectItemCaseSensitive(p, "multimodal_data")))
-            return serve_fail(err, 400, "prompt", "unsupported_parameter",
-                              "'prompt.multimodal_data': this server has no vision or audio input");
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(p, "multimodal_data");
         p = cJSON_GetObjectItemCaseSensitive(p, "prompt_string");
         if (!cJSON_IsString(p))
             return serve_fail(err, 400, "prompt", NULL, "a prompt object needs a 'prompt_string'");
+        const int rc = api_is_null(md) ? 1 : prompt_media(api, p->valuestring, md, r, err);
+        if (rc <= 0) return rc;
     }
     if (cJSON_IsString(p)) {
         if (prompt_push_text(api, r, &cap, p->valuestring, true, "prompt", err) != 0) return -1;

@@ -444,11 +444,46 @@ static cJSON *model_object(const serve_api *api) {
     cJSON_AddNumberToObject(meta, "n_params", (double)tessera_model_n_params(api->model));
     cJSON_AddNumberToObject(meta, "size", (double)tessera_model_size_bytes(api->model));
     cJSON_AddNumberToObject(meta, "n_vocab", tessera_model_n_vocab(api->model));
+    /* llama-server's input and output modalities (text, and image with a
+     * vision projector: --mmproj) */
+    cJSON *arch = cJSON_AddObjectToObject(m, "architecture");
+    cJSON *in = cJSON_AddArrayToObject(arch, "input_modalities");
+    cJSON_AddItemToArray(in, cJSON_CreateString("text"));
+    if (api->mtmd && tessera_mtmd_supports_vision(api->mtmd)) cJSON_AddItemToArray(in, cJSON_CreateString("image"));
+    if (api->mtmd && tessera_mtmd_supports_audio(api->mtmd)) cJSON_AddItemToArray(in, cJSON_CreateString("audio"));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(arch, "output_modalities"), cJSON_CreateString("text"));
+    return m;
+}
+
+/* llama-server's Ollama-style entry of /v1/models' "models" (its fields,
+ * measured on llama-server): capabilities "completion", and "multimodal"
+ * with a projector. */
+static cJSON *ollama_model_object(const serve_api *api) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", api->model_id);
+    cJSON_AddStringToObject(m, "model", api->model_id);
+    static const char *const empty[] = {"modified_at", "size", "digest"};
+    for (size_t i = 0; i < sizeof empty / sizeof *empty; i++) cJSON_AddStringToObject(m, empty[i], "");
+    cJSON_AddStringToObject(m, "type", "model");
+    cJSON_AddStringToObject(m, "description", "");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(m, "tags"), cJSON_CreateString(""));
+    cJSON *caps = cJSON_AddArrayToObject(m, "capabilities");
+    cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
+    if (api->mtmd) cJSON_AddItemToArray(caps, cJSON_CreateString("multimodal"));
+    cJSON_AddStringToObject(m, "parameters", "");
+    cJSON *details = cJSON_AddObjectToObject(m, "details");
+    cJSON_AddStringToObject(details, "parent_model", "");
+    cJSON_AddStringToObject(details, "format", "gguf");
+    cJSON_AddStringToObject(details, "family", "");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(details, "families"), cJSON_CreateString(""));
+    cJSON_AddStringToObject(details, "parameter_size", "");
+    cJSON_AddStringToObject(details, "quantization_level", "");
     return m;
 }
 
 char *serve_api_models(const serve_api *api) {
     cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "models"), ollama_model_object(api));
     cJSON_AddStringToObject(root, "object", "list");
     cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "data"), model_object(api));
     char *s = cJSON_PrintUnformatted(root);

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "dialect.h"
+#include "media_part.h"
 
 static const char *const KNOWN[] = {
     "model",   "input",       "instructions", "tools",        "tool_choice",        "parallel_tool_calls",
@@ -48,10 +49,32 @@ static cJSON *item_content(const cJSON *v, const char *param, serve_error *err) 
     const cJSON *p;
     cJSON_ArrayForEach(p, v) {
         const char *type = str_of(p, "type"), *text = str_of(p, "text");
+        if (type && !strcmp(type, "input_image")) { /* {"image_url": URL}: an OpenAI image_url part, checked on
+                                                       * the chat path under this part's name */
+            char where[96];
+            snprintf(where, sizeof where, "%s[%d]", param, j++);
+            const char *url = str_of(p, "image_url");
+            cJSON *part = cJSON_CreateObject();
+            cJSON *iu = part ? cJSON_AddObjectToObject(part, "image_url") : NULL;
+            int bad = 0;
+            if (!url)
+                bad = serve_fail(err, 400, param, NULL, "'%s' (input_image) needs a string 'image_url' (a data: URL)",
+                                 where);
+            else if (!iu || !cJSON_AddStringToObject(part, "type", "image_url") ||
+                     !cJSON_AddStringToObject(iu, "url", url) || serve_media_part_mark(part, where, param) != 0)
+                bad = serve_fail(err, 500, NULL, NULL, "out of memory");
+            if (bad) {
+                cJSON_Delete(part);
+                cJSON_Delete(parts);
+                return NULL;
+            }
+            cJSON_AddItemToArray(parts, part);
+            continue;
+        }
         if (!type || !text || (strcmp(type, "input_text") && strcmp(type, "output_text") && strcmp(type, "text"))) {
             serve_fail(err, 400, param, "unsupported_parameter",
-                       "'%s[%d]' is a '%.40s' part; this server reads input_text and output_text parts", param, j,
-                       type ? type : "?");
+                       "'%s[%d]' is a '%.40s' part; this server reads input_text, output_text and input_image "
+                       "parts", param, j, type ? type : "?");
             cJSON_Delete(parts);
             return NULL;
         }

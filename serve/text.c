@@ -33,6 +33,10 @@ serve_request *serve_request_new(int32_t n_choices) {
 void serve_request_free(serve_request *r) {
     if (!r) return;
     free(r->prompt);
+    tessera_mtmd_chunks_free(r->chunks);
+    for (int32_t i = 0; i < r->n_media; i++) tessera_media_free(r->media[i]);
+    free(r->media);
+    free(r->spans);
     for (int32_t i = 0; i < r->n_choices; i++) {
         tessera_sampler_free(r->choices[i].sampler);
         free(r->choices[i].text);
@@ -128,4 +132,18 @@ bool serve_text_check_stop(serve_choice *c, size_t from) {
     size_t ready = serve_utf8_complete(c->text, c->len - hold);
     if (ready > c->n_ready) c->n_ready = ready;
     return false;
+}
+
+tessera_token serve_media_token(const char *hash) {
+    /* 30 bits of the content hash below -1: two media collide once in 2^30 */
+    unsigned long long h = strtoull(hash ? hash : "0", NULL, 16);
+    return (tessera_token)(-2 - (int32_t)(h & 0x3fffffffu));
+}
+
+int serve_request_add_media(serve_request *r, tessera_media *m) {
+    tessera_media **grown = realloc(r->media, (size_t)(r->n_media + 1) * sizeof *grown);
+    if (!grown) return -1;
+    r->media = grown;
+    r->media[r->n_media++] = m;
+    return 0;
 }

@@ -30,7 +30,7 @@ static int part(const char *json, tessera_media **m, serve_error *err) {
     cJSON *j = cJSON_Parse(json);
     if (!j) return ADD_FAILURE("bad JSON in the test: %s", json), -1;
     EXPECT(serve_media_part_is(j), "is a media part: %.60s", json);
-    int rc = serve_media_part_decode(j, "content part 0", m, err);
+    int rc = serve_media_part_decode(j, "content part 0", false, m, err);
     cJSON_Delete(j);
     return rc;
 }

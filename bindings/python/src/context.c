@@ -200,20 +200,25 @@ static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
                             "reuse_prefix", "dry_multiplier", "dry_base", "dry_allowed_length",
                             "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability", "xtc_threshold",
                             "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "mirostat", "mirostat_tau",
-                            "mirostat_eta", "samplers", NULL};
-    PyObject *seq, *bias = NULL, *breakers = NULL;
+                            "mirostat_eta", "samplers", "chunks", NULL};
+    PyObject *seq, *bias = NULL, *breakers = NULL, *chunks = NULL;
     tessera_sampler_params sp = tessera_sampler_default_params();
     int max_tokens = -1, json_object = 0, reuse_prefix = 0;
     const char *gbnf = NULL, *schema = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iIfifffifffOzzppffiiOfffffiffz", names, &seq, &max_tokens,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iIfifffifffOzzppffiiOfffffiffzO", names, &seq, &max_tokens,
                                      &sp.seed, &sp.temp, &sp.top_k, &sp.top_p, &sp.min_p, &sp.typical_p,
                                      &sp.penalty_last_n, &sp.penalty_repeat, &sp.penalty_freq,
                                      &sp.penalty_present, &bias, &gbnf, &schema, &json_object, &reuse_prefix,
                                      &sp.dry_multiplier, &sp.dry_base, &sp.dry_allowed_length,
                                      &sp.dry_penalty_last_n, &breakers, &sp.xtc_probability, &sp.xtc_threshold,
                                      &sp.top_n_sigma, &sp.dynatemp_range, &sp.dynatemp_exponent, &sp.mirostat,
-                                     &sp.mirostat_tau, &sp.mirostat_eta, &sp.samplers))
+                                     &sp.mirostat_tau, &sp.mirostat_eta, &sp.samplers, &chunks))
         return NULL;
+    if (chunks == Py_None) chunks = NULL;
+    if (chunks && !PyObject_TypeCheck(chunks, &pyt_chunks_type)) {
+        PyErr_SetString(PyExc_TypeError, "chunks must be a Chunks (Projector.tokenize) or None");
+        return NULL;
+    }
     /* DRY's breakers: a list of str (None: llama.cpp's), valid while args are. */
     const char *brs[64];
     if (breakers && breakers != Py_None) {
@@ -242,6 +247,38 @@ static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
     } else if (n > self->cap_tokens) {
         PyErr_Format(pyt_error, "the prompt has %d tokens, the context only %d (n_ctx)", (int)n,
                      (int)self->cap_tokens);
+    } else if (chunks) { /* a prompt with media: its text tokens for the penalties, then every chunk */
+        pyt_chunks *ch = (pyt_chunks *)chunks;
+        int32_t nt = 0, n_past = 0, rc;
+        tessera_token *text = malloc((size_t)n * sizeof *text);
+        for (int32_t i = 0; text && i < n; i++)
+            if (prompt[i] >= 0) text[nt++] = prompt[i];
+        if (!text) {
+            PyErr_NoMemory();
+        } else if (tessera_mtmd_chunks_n_tokens(ch->chunks) != n) {
+            PyErr_SetString(PyExc_ValueError, "tokens are not chunks.tokens()");
+        } else if (ctx_make_sampler(self, &sp, bias, gbnf, schema, json_object, text, nt) == 0) {
+            self->pending = -1;
+            self->nq = self->qi = 0;
+            self->n_generated = 0;
+            self->max_tokens = max_tokens;
+            self->n_tokens = 0;
+            tessera_kv_truncate(self->ctx, 0);
+            Py_BEGIN_ALLOW_THREADS
+            rc = tessera_mtmd_eval_chunks(ch->proj->mm, self->ctx, ch->chunks, 0, &n_past);
+            Py_END_ALLOW_THREADS
+            if (rc != 0 || n_past != n) {
+                tessera_kv_truncate(self->ctx, 0);
+                pyt_raise("decode");
+            } else {
+                /* what the cache holds, a medium's rows as their values:
+                 * a later reuse_prefix stops before a different medium */
+                memcpy(self->tokens, prompt, (size_t)n * sizeof *prompt);
+                self->n_tokens = n;
+                result = PyLong_FromLong(n);
+            }
+        }
+        free(text);
     } else if (ctx_make_sampler(self, &sp, bias, gbnf, schema, json_object, prompt, n) == 0) {
         int32_t common = 0;
         while (reuse_prefix && common < self->n_tokens && common < n && self->tokens[common] == prompt[common]) common++;

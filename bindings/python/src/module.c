@@ -118,7 +118,8 @@ static struct PyModuleDef mod_def = {
 
 PyMODINIT_FUNC PyInit__tessera(void) {
     if (PyType_Ready(&pyt_model_type) < 0 || PyType_Ready(&pyt_context_type) < 0 ||
-        PyType_Ready(&pyt_vocab_type) < 0)
+        PyType_Ready(&pyt_vocab_type) < 0 || PyType_Ready(&pyt_projector_type) < 0 ||
+        PyType_Ready(&pyt_chunks_type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&mod_def);
     if (!m) return NULL;
@@ -133,6 +134,10 @@ PyMODINIT_FUNC PyInit__tessera(void) {
     if (PyModule_AddObject(m, "Context", (PyObject *)&pyt_context_type) < 0) goto fail;
     Py_INCREF(&pyt_vocab_type);
     if (PyModule_AddObject(m, "Vocab", (PyObject *)&pyt_vocab_type) < 0) goto fail;
+    Py_INCREF(&pyt_projector_type);
+    if (PyModule_AddObject(m, "Projector", (PyObject *)&pyt_projector_type) < 0) goto fail;
+    Py_INCREF(&pyt_chunks_type);
+    if (PyModule_AddObject(m, "Chunks", (PyObject *)&pyt_chunks_type) < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

@@ -14,6 +14,7 @@
 #include <Python.h>
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_mtmd.h>
 
 /* tessera.TesseraError: raised with tessera_last_error() of the failing call. */
 extern PyObject *pyt_error;
@@ -45,6 +46,25 @@ typedef struct {
     tessera_token queue[64];
     int32_t nq, qi;
 } pyt_context;
+
+/* mtmd.c: a model's multimodal projector, and a prompt split into text and
+ * media chunks by it (its media owned; the projector kept alive). */
+typedef struct {
+    PyObject_HEAD
+    pyt_model *owner;
+    tessera_mtmd *mm;
+} pyt_projector;
+
+typedef struct {
+    PyObject_HEAD
+    pyt_projector *proj;
+    tessera_mtmd_chunks *chunks;
+    tessera_media **media;
+    int32_t n_media;
+} pyt_chunks;
+
+extern PyTypeObject pyt_projector_type;
+extern PyTypeObject pyt_chunks_type;
 
 /* A sequence of ints as a malloc'd token array (*n its length); NULL with an
  * exception. */

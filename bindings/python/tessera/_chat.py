@@ -1,5 +1,7 @@
 """chat(): a conversation through the model's Jinja chat template, with
 tools and response formats, answered in the OpenAI API's shapes."""
+import base64
+import binascii
 import json
 import os
 import time
@@ -15,13 +17,16 @@ MEDIA_PARTS = {"image_url": "image_url parts need a multimodal projector",
                "audio": "audio parts need an audio projector",
                "file": "file parts need a document reader",
                "input_file": "input_file parts need a document reader"}
+IMAGE_PARTS = ("image_url", "input_image", "image")
+MEDIA_MARKER = "<__media__>"
 CHAT_ARGS = ("tools", "tool_choice", "response_format", "max_tokens", "stop", "stream", "chat_template_kwargs")
 
 
-def check_messages(messages):
+def check_messages(messages, projector=None):
     """messages as the OpenAI API shapes them: a list of dicts with a role
-    and content (a str, None, or a list of text parts). A part the model
-    cannot take (an image, audio) is an error naming it, never dropped."""
+    and content (a str, None, or a list of text parts; image parts too with
+    a projector). A part the model cannot take (an image without a
+    projector, audio) is an error naming it, never dropped."""
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, (list, tuple)):
         raise TypeError("messages must be a list of dicts like {'role': 'user', 'content': 'Hi'}, "
                         f"not {_check._show(messages)}")
@@ -41,12 +46,41 @@ def check_messages(messages):
         for j, part in enumerate(content):
             at = f"{where}.content[{j}]"
             kind = part.get("type") if isinstance(part, dict) else None
+            if kind in IMAGE_PARTS and projector is not None and projector.info()["vision"]:
+                continue  # its bytes are read (and checked) by image_bytes
             if kind in MEDIA_PARTS:
-                raise ValueError(f"{at}: {MEDIA_PARTS[kind]}; this model takes text only")
+                if projector is not None:
+                    raise ValueError(f"{at}: the loaded projector ({projector.info()['projector_type']}) takes no "
+                                     f"{kind} parts{' (it has no audio encoder)' if 'audio' in kind else ''}")
+                raise ValueError(f"{at}: {MEDIA_PARTS[kind]}; this model takes text only: load one with "
+                                 "Model(..., mmproj='mmproj-MODEL.gguf') (tessera.Llama: "
+                                 "chat_handler=Llava15ChatHandler(clip_model_path=...))")
             if kind != "text":
                 raise ValueError(f"{at} must be a dict {{'type': 'text', 'text': ...}}, not {_check._show(part)}")
             if not isinstance(part.get("text"), str):
                 raise TypeError(f"{at}.text must be a str, not {_check._show(part.get('text'))}")
+
+
+def check_media(messages, projector):
+    """Only the media parts of messages (the llama-cpp-python drop-in reads
+    the rest leniently): images need a vision projector, anything else
+    (audio, files) is refused naming the part."""
+    for i, m in enumerate(messages or []):
+        content = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(content, (list, tuple)):
+            continue
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in MEDIA_PARTS:
+                continue
+            at = f"messages[{i}].content[{j}]"
+            if kind in IMAGE_PARTS and projector is not None and projector.info()["vision"]:
+                continue
+            if projector is not None:
+                raise ValueError(f"{at}: the loaded projector ({projector.info()['projector_type']}) takes no "
+                                 f"{kind} parts{' (it has no audio encoder)' if 'audio' in kind else ''}")
+            raise ValueError(f"{at}: {MEDIA_PARTS[kind]}; this model takes text only: give "
+                             "chat_handler=Llava15ChatHandler(clip_model_path='mmproj-MODEL.gguf')")
 
 
 def check_tools(tools, tool_choice):
@@ -74,11 +108,64 @@ def check_tools(tools, tool_choice):
                         f"{{'type': 'function', 'function': {{'name': ...}}}}, not {_check._show(tool_choice)}")
 
 
+def image_bytes(part, where):
+    """The bytes of an image part: {"type": "image_url", "image_url": {"url":
+    URL}} (or the URL as a str), {"type": "input_image", "image_url": URL},
+    or {"type": "image", "image": ...}; a URL is a data: URI (base64), a
+    file path or file:// URL; "image" may also be bytes or a path. A remote
+    http(s) URL is refused, never fetched."""
+    kind = part.get("type")
+    if kind == "image_url":
+        src = part.get("image_url")
+        src = src.get("url") if isinstance(src, dict) else src
+    elif kind == "input_image":
+        src = part.get("image_url")
+    else:
+        src = part.get("image", part.get("data"))
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return bytes(src)
+    if isinstance(src, os.PathLike):
+        src = os.fspath(src)
+    if not isinstance(src, str) or not src:
+        raise TypeError(f"{where}: an image part needs a data: URI, a file path or bytes, not {_check._show(src)}")
+    low = src[:8].lower()
+    if low.startswith("http:") or low.startswith("https:"):
+        raise ValueError(f"{where}: remote image URLs are not fetched: give the bytes, a file path or a data: URI")
+    if low.startswith("data:"):
+        meta, comma, data = src[5:].partition(",")
+        if not comma or not meta.lower().endswith(";base64"):
+            raise ValueError(f"{where}: a data: URI must be base64 (data:image/png;base64,...)")
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{where}: the data: URI is not base64") from None
+    if low.startswith("file://"):
+        src = src[7:]
+    try:
+        with open(src, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError(f"{where}: cannot read the image file {src!r}: {e.strerror}") from None
+
+
+def _media_of(messages):
+    """The bytes of every image part, in order ([] without any)."""
+    out = []
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if isinstance(content, (list, tuple)):
+            for j, p in enumerate(content):
+                if isinstance(p, dict) and p.get("type") in IMAGE_PARTS:
+                    out.append(image_bytes(p, f"messages[{i}].content[{j}]"))
+    return out
+
+
 def _text_of(content):
     """OpenAI content: a string, or a list of parts of which the text ones count."""
     if content is None or isinstance(content, str):
         return content
-    return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "".join(MEDIA_MARKER if p.get("type") in IMAGE_PARTS else p.get("text", "")
+                   for p in content if isinstance(p, dict) and (p.get("type") == "text" or p.get("type") in IMAGE_PARTS))
 
 
 def _template_messages(messages):
@@ -153,13 +240,27 @@ def session_sampling():
     return SAMPLING
 
 
-def _prompt_tokens(session, messages, tools, extra):
+def _prompt(model_m, projector, messages, tools, extra):
+    """The conversation through the chat template: (tokens, chunks), chunks
+    (the prompt split at its images by the projector) None without images;
+    each image part is <__media__> in the text, where its rows go."""
     variables = dict(extra or {})
     variables.update(messages=_template_messages(messages), add_generation_prompt=True)
     if tools:
         variables["tools"] = tools
-    text, has_bos = session.model._m.apply_template(json.dumps(variables, ensure_ascii=False))
-    return session.model.tokenize(text, add_special=not has_bos, parse_special=True)
+    text, has_bos = model_m.apply_template(json.dumps(variables, ensure_ascii=False))
+    media = _media_of(messages) if projector is not None else []
+    if media:
+        try:
+            chunks = projector.tokenize(text, media, not has_bos)
+        except ValueError as e:  # the engine names the image ("image N") and what is wrong
+            raise ValueError(f"chat: {e}") from None
+        return chunks.tokens(), chunks
+    return model_m.tokenize(text.encode("utf-8"), not has_bos, True), None
+
+
+def _prompt_tokens(session, messages, tools, extra):
+    return _prompt(session.model._m, None, messages, tools, extra)[0]
 
 
 def _message(session, text, tools):
@@ -182,7 +283,8 @@ def _message(session, text, tools):
 def chat(session, messages, tools=None, tool_choice="auto", response_format=None,
          max_tokens=None, stop=None, stream=False, chat_template_kwargs=None, **sampling):
     _check.keywords("chat()", sampling, CHAT_ARGS + session_sampling())
-    check_messages(messages)
+    projector = getattr(session.model, "_proj", None)
+    check_messages(messages, projector)
     check_tools(tools, tool_choice)
     stream = _check.flag("stream", stream)
     if chat_template_kwargs is not None and not isinstance(chat_template_kwargs, dict):
@@ -198,10 +300,10 @@ def chat(session, messages, tools=None, tool_choice="auto", response_format=None
         sampling["json_schema"] = constraint["json_schema"]
     elif constraint:
         sampling["_json_object"] = True
-    tokens = _prompt_tokens(session, messages, tools, chat_template_kwargs)
+    tokens, chunks = _prompt(session.model._m, projector, messages, tools, chat_template_kwargs)
     # a prompt longer than the context: 0 here, and the engine's n_ctx error
     limit = max(0, session.n_ctx - len(tokens)) if max_tokens is None else max_tokens
-    it = session.generate_tokens(tokens, max_tokens=limit, stop=stop, _where="chat()", **sampling)
+    it = session.generate_tokens(tokens, max_tokens=limit, stop=stop, _where="chat()", _chunks=chunks, **sampling)
     base = {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "created": int(time.time()),
             "model": os.path.basename(session.model.path)}
     if stream:

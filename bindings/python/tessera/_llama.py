@@ -312,6 +312,14 @@ class Llama:
         self._ctx = _tessera.Context(self._tok, self._n_ctx, *self._ctx_args, type_k, type_v)
         self._prefix_cache = False
         self._holder = _ModelHolder(self._model)  # what _chat's helpers read (.model)
+        # llama-cpp-python's multimodal handlers (Llava15ChatHandler(clip_model_path=...)):
+        # the mmproj is loaded beside the model and image parts go through the model's template
+        self._proj = None
+        clip = getattr(chat_handler, "clip_model_path", None)
+        if clip is not None:
+            if not os.path.exists(os.fspath(clip)):
+                raise ValueError(f"Clip model path does not exist: {os.fspath(clip)}")
+            self._proj = _tessera.Projector(self._tok, os.fspath(clip))
         self.metadata = _metadata_strings(_tessera.gguf_metadata(self.model_path))
         if self.verbose:
             print(f"tessera: {self.model_path}: {self._model.description}; n_ctx {self.n_ctx()}",
@@ -496,7 +504,7 @@ class Llama:
                     mirostat_eta=float(mirostat_eta))
 
     def _run(self, tokens, max_tokens, stop, args, top_k_lp=None, logits_processor=None,
-             stopping_criteria=None):
+             stopping_criteria=None, chunks=None):
         """Generate from tokens: yields (token, piece bytes, logprob entry or
         None) per token, then ('end', finish_reason). A logits_processor
         (llama-cpp-python's: (input_ids, scores) -> scores, numpy arrays
@@ -504,7 +512,7 @@ class Llama:
         logits before sampling; stopping_criteria(input_ids, scores) -> True
         ends the generation ("stop")."""
         ctx = self._ctx
-        ctx.start(list(tokens), int(max_tokens), reuse_prefix=self._prefix_cache, **args)
+        ctx.start(list(tokens), int(max_tokens), reuse_prefix=self._prefix_cache, chunks=chunks, **args)
         ids = list(tokens)
         last = [None]
 
@@ -735,7 +743,8 @@ class Llama:
         model's chat template: tools / tool_choice (the reply's calls parsed
         into message.tool_calls), response_format json_object / json_schema."""
         self._need_model()
-        if self.chat_handler is not None:
+        _chat.check_media(messages, self._proj)
+        if self.chat_handler is not None and self._proj is None:
             return self.chat_handler(
                 llama=self, messages=messages, functions=functions, function_call=function_call,
                 tools=tools, tool_choice=tool_choice, temperature=temperature, top_p=top_p, top_k=top_k,
@@ -762,17 +771,18 @@ class Llama:
                               frequency_penalty, presence_penalty, tfs_z, mirostat_mode, logits_processor,
                               None, grammar, logit_bias, mirostat_tau, mirostat_eta, **constraint)
         stop = [stop] if isinstance(stop, str) else [s for s in (stop or []) if s]
-        if self.chat_format is not None:  # a named format: its text, its stop string
+        chunks = None
+        if self.chat_format is not None and self._proj is None:  # a named format: its text, its stop string
             text, format_stop = _format_chat(self.chat_format, messages)
             tokens = self._model._m.tokenize(text.encode("utf-8"), True, True)
             stop.append(format_stop)
         else:
-            tokens = _chat._prompt_tokens(self._holder, messages, tools, None)
+            tokens, chunks = _chat._prompt(self._model._m, self._proj, messages, tools, None)
         limit = self._max_tokens(max_tokens, len(tokens))
         k = (int(top_logprobs or 0)) if logprobs else None
         base = {"id": _new_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
                 "model": model if model is not None else self.model_path}
-        gen = self._run(tokens, limit, stop, args, k, logits_processor)
+        gen = self._run(tokens, limit, stop, args, k, logits_processor, chunks=chunks)
         if stream:
             return self._chat_chunks(gen, base, tokens, stop, k, tools)
         comp = self._completion(gen, {}, tokens, "", False, None, stop, k, None)

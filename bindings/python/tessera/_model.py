@@ -360,9 +360,10 @@ class Session:
 
     # ---- generation
     def generate_tokens(self, tokens, max_tokens=128, stop=None, _json_object=False, _where="generate()",
-                        _name="tokens", **sampling):
+                        _name="tokens", _chunks=None, **sampling):
         """Generate from prompt tokens (a list of ids): a Stream of text pieces."""
-        tokens = _check.tokens(_name, tokens, self.model.n_vocab)
+        if _chunks is None:  # with chunks: their tokens, media rows negative
+            tokens = _check.tokens(_name, tokens, self.model.n_vocab)
         if not tokens:
             raise ValueError(f"{_name} is empty: give some text or token ids")
         max_tokens = _check.integer("max_tokens", max_tokens, 0, none_ok=True,
@@ -382,7 +383,7 @@ class Session:
             self._stream = weakref.ref(stream)
             self._tune_threads()
             self._ctx.start(tokens, -1 if max_tokens is None else max_tokens,
-                            reuse_prefix=self.prefix_cache, **args)
+                            reuse_prefix=self.prefix_cache, chunks=_chunks, **args)
         except BaseException:
             stream._done = True
             raise
@@ -488,12 +489,16 @@ class Model:
     memory (--cpu-moe, --n-cpu-moe); n_ctx: the
     context of each Session (None: the training context, at most 4096);
     n_threads: None (the CPUs divided among the sessions generating at
-    once) or a count. The generate/chat/embed/save_state methods use one
+    once) or a count; mmproj: the model's multimodal projector (an mmproj
+    GGUF, as `tessera run --mmproj`), after which chat() takes image parts
+    (bytes, a file path or a data: URI; mmproj_offload=False keeps the
+    encoder on the CPU). The generate/chat/embed/save_state methods use one
     Session per calling thread."""
 
     def __init__(self, path, *, devices=None, n_gpu_layers="auto", n_ctx=None, n_batch=512,
                  n_threads=None, flash_attn=False, type_k=None, type_v=None, prefix_cache=False,
-                 use_mmap=True, use_mlock=False, tensor_overrides=None, cpu_moe=False, n_cpu_moe=0):
+                 use_mmap=True, use_mlock=False, tensor_overrides=None, cpu_moe=False, n_cpu_moe=0,
+                 mmproj=None, mmproj_offload=True):
         from . import _init
         self.path = _check.path("path", path)
         devices = _device_list(devices)
@@ -530,6 +535,12 @@ class Model:
                 raise _tessera.TesseraError(str(e).replace("(--no-mmap)", "(use_mmap=False)")) from None
             raise
         self.metadata = self._m.info()
+        # mmproj: the model's multimodal projector (llama.cpp's mmproj GGUF,
+        # --mmproj): chat() then takes image parts
+        self.mmproj = None if mmproj is None else _check.path("mmproj", mmproj)
+        self._proj = None
+        if self.mmproj is not None:
+            self._proj = _tessera.Projector(self._m, self.mmproj, not _check.flag("mmproj_offload", mmproj_offload))
         train = self.metadata["n_ctx_train"] or 4096
         self._default_n_ctx = min(train, 4096) if args["n_ctx"] is None else args["n_ctx"]
         self._session_args = dict(n_batch=args["n_batch"], n_threads=args["n_threads"], flash_attn=flash_attn,

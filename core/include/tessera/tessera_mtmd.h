@@ -115,6 +115,11 @@ double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm);
 /* Decode embedding rows into sequence 0 of ctx at pos, pos + 1, ... as
  * tessera_decode does tokens (flags: TESSERA_DECODE_ALL_LOGITS). */
 int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, uint32_t flags);
+/* The same into sequence seq (0..TESSERA_MAX_SEQ-1) of a context made for
+ * several (a server's slots), beside the tokens tessera_decode_batch gives
+ * the others. */
+int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, int32_t seq,
+                            uint32_t flags);
 
 /* Decode every chunk in order into sequence 0 from pos (text in batches,
  * media encoded then decoded), logits kept for the last token; *new_pos

@@ -227,19 +227,22 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
     return 0;
 }
 
-/* Sequence 0's embedding rows (a medium's, from its projector) at pos,
- * pos + 1, ...: the same checks and path as tokens, through a graph that
- * takes the rows in place of the token lookup. */
-int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, uint32_t flags) {
+/* Embedding rows (a medium's, from its projector) into sequence seq at
+ * pos, pos + 1, ...: the same checks and path as tokens, through a graph
+ * that takes the rows in place of the token lookup. */
+int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, int32_t seq,
+                            uint32_t flags) {
     if (!ctx) return error_set("decode embeddings: no context");
+    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
+        return error_set("decode embeddings: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
     int32_t n_ctx = (int32_t)ctx->params.n_ctx;
-    int32_t len = kv_cache_seq_len(ctx->kv, 0);
+    int32_t len = kv_cache_seq_len(ctx->kv, seq);
     ctx->n_last = 0;
     if (n_rows <= 0 || !embd) return error_set("decode embeddings: no rows given");
     if (pos < 0 || pos > len)
         return error_set("decode embeddings: position %d is not in 0..%d (the cache holds %d positions)", pos, len,
                          len);
-    if (pos < len && kv_cache_seq_forget(ctx->kv, 0, pos) < pos)
+    if (pos < len && kv_cache_seq_forget(ctx->kv, seq, pos) < pos)
         return error_set("decode embeddings: position %d cannot be reached again: the sliding-window cache "
                          "dropped positions before it", pos);
     if ((int64_t)pos + n_rows > n_ctx)
@@ -250,7 +253,7 @@ int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows,
     decode_scratch *s = &ctx->scratch;
     for (int32_t i = 0; i < n_rows; i++) {
         s->pos[i] = pos + i;
-        s->seq[i] = 0;
+        s->seq[i] = seq;
         s->want[i] = all || i == n_rows - 1;
     }
     ctx->embd_in = embd;
@@ -262,6 +265,10 @@ int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows,
     ctx->n_last = n_rows;
     ctx->last_all = all;
     return 0;
+}
+
+int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, uint32_t flags) {
+    return tessera_decode_embd_seq(ctx, embd, n_rows, pos, 0, flags);
 }
 
 int tessera_decode_batch(tessera_context *ctx, const tessera_token *tokens, const int32_t *pos,

@@ -58,6 +58,16 @@ typedef struct tessera_quantize_params {
     volatile sig_atomic_t *abort_flag;
     void (*progress)(const tessera_quant_progress *p, void *user); /* may be NULL */
     void *progress_user;
+    /* An importance matrix (llama-imatrix's or tessera imatrix's GGUF, or the
+     * legacy .dat) that weighs each row's elements as llama-quantize
+     * --imatrix does; NULL for none. Its entries are first limited to names
+     * containing one of include_weights[] (if any) and none of
+     * exclude_weights[]. */
+    const char *imatrix_file;
+    const char *const *include_weights;
+    int32_t n_include_weights;
+    const char *const *exclude_weights;
+    int32_t n_exclude_weights;
 } tessera_quantize_params;
 
 tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */

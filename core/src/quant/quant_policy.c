@@ -49,15 +49,21 @@ static const quant_ftype ftypes[] = {
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 
-int quant_ftype_check(const quant_ftype *ft) {
+int quant_ftype_check(const quant_ftype *ft, bool have_imatrix) {
     if (!ft->needs_imatrix) return 0;
+    if (have_imatrix)
+        return error_set("quantize: %s: Tessera does not produce this target yet (the IQ grid searches "
+                         "and Q2_K_S's mixture are not implemented; Tessera reads and computes the types); "
+                         "an importance matrix does not change that. Use llama-quantize --imatrix for %s, or quantize to IQ4_XS, IQ4_NL or a "
+                         "K-quant",
+                         ft->name, ft->name);
     return error_set("quantize: %s requires an importance matrix: at this size llama-quantize's "
                      "quantizer picks each block's grid points (or, for Q2_K_S, its scales) by how much "
                      "each weight matters, and without that data the result is unusable, so "
                      "llama-quantize refuses ('this quantization requires an importance matrix!'). "
-                     "Tessera cannot read one yet (no --imatrix); quantize to IQ4_XS, IQ4_NL or a "
-                     "K-quant instead, or make the file with llama-imatrix and llama-quantize --imatrix",
-                     ft->name);
+                     "Make one with 'tessera imatrix' (or llama-imatrix) and pass --imatrix FILE; note "
+                     "that Tessera does not quantize to %s itself yet (llama-quantize --imatrix does)",
+                     ft->name, ft->name);
 }
 
 enum {

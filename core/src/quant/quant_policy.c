@@ -142,7 +142,8 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
     int32_t fb;
     switch (dtype) {
     case TSR_DTYPE_Q2_K:
-    case TSR_DTYPE_Q3_K: fb = TSR_DTYPE_IQ4_NL; break;
+    case TSR_DTYPE_Q3_K:
+    case TSR_DTYPE_IQ4_XS: fb = TSR_DTYPE_IQ4_NL; break;
     case TSR_DTYPE_Q4_K: fb = TSR_DTYPE_Q5_0; break;
     case TSR_DTYPE_Q5_K: fb = TSR_DTYPE_Q5_1; break;
     case TSR_DTYPE_Q6_K: fb = TSR_DTYPE_Q8_0; break;
@@ -208,7 +209,7 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         if (!falcon) {
             if (info->n_expert == 8) {
                 if (f == FT_Q2_K || f == FT_Q3_K_S || f == FT_Q3_K_M || f == FT_Q4_K_S ||
-                    f == FT_Q4_K_M)
+                    f == FT_Q4_K_M || f == FT_IQ4_NL || f == FT_IQ4_XS)
                     t = TSR_DTYPE_Q5_K;
             } else {
                 if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;

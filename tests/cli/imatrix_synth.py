@@ -10,7 +10,9 @@
   quantizer takes the matrix, some mixtures and --include/--exclude-weights;
 - the types that need a matrix refuse without one (llama-quantize's
   reasoning) and say Tessera cannot produce them with one; a matrix of
-  another model, a garbage file and bad flags are one clear error."""
+  another model, a garbage file and bad flags are one clear error;
+- a mixture-of-experts model (synth-qwen3moe, 8 experts: MUL_MAT_ID, one
+  sum per expert) against llama-imatrix, and quantized with its matrix."""
 import os
 import shutil
 import subprocess
@@ -18,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_common import SHARED, Checker, require, run  # noqa: E402
+from cli_common import SHARED, Checker, require, run, test_data  # noqa: E402
 from imatrix_common import compare, peer_tool, read_gguf  # noqa: E402
 
 MODEL = os.path.join(SHARED, "models", "synth-s-f32.gguf")
@@ -30,10 +32,11 @@ N_ENTRIES = 28
 PURE = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S", "Q4_K_S", "Q5_K_S", "Q6_K", "IQ4_NL",
         "IQ4_XS"]
 MIXES = ["Q3_K_M", "Q4_K_M", "Q5_K_M", "IQ4_XS"]
+MOE = test_data("synth-qwen3moe-f32.gguf")
 
 
 def main():
-    require(MODEL, TEXT, STORIES)
+    require(MODEL, TEXT, STORIES, MOE)
     c = Checker("imatrix_synth")
     tmp = tempfile.mkdtemp(prefix="tessera-imatrix-")
     try:
@@ -109,14 +112,31 @@ def check_all(c, tmp):
     jobs = [(ty, theirs, ["--pure"]) for ty in PURE] + [(ty, dat, []) for ty in MIXES]
     jobs += [("Q4_K_M", ours, ["--include-weights", "attn_v", "--include-weights", "ffn_down"]),
              ("Q5_0", dat, ["--exclude-weights", "attn_q"])]
-    for ty, im, extra in jobs:
+    # the MoE model: per-expert sums and counts, then quantized with them
+    moe_ours, moe_theirs = os.path.join(tmp, "moe-ours.gguf"), os.path.join(tmp, "moe-theirs.gguf")
+    moe_args = ["-m", MOE, "-f", text, "-c", str(N_CTX), "--chunks", "3"]
+    rc, _, err = imatrix(moe_args + ["-o", moe_ours])
+    p = subprocess.run([li] + moe_args + ["-o", moe_theirs, "--no-ppl", "-t", "2"], capture_output=True,
+                       timeout=300)
+    if c.check(rc == 0 and p.returncode == 0, f"MoE imatrix failed: {err[-300:]} {p.stderr[-300:]}"):
+        _, tm = read_gguf(moe_ours)
+        counts = tm.get("blk.0.ffn_up_exps.weight.counts", ())
+        c.check(len(counts) == 8 and sum(counts) == 3 * N_CTX * 2,
+                f"MoE counts per expert {counts} (2 experts used per token, 8 experts)")
+        problems, worst_el, _ = compare(moe_ours, moe_theirs)
+        c.check(not problems, f"MoE: ours and llama-imatrix's differ: {problems[:3]}")
+        c.check(worst_el <= 2e-3, f"MoE: a sum differs from llama-imatrix's by {worst_el:.2e}")
+        print(f"imatrix_synth: MoE vs llama-imatrix: worst element {worst_el:.2e}")
+    jobs = [(ty, im, extra, MODEL) for ty, im, extra in jobs]
+    jobs += [("IQ4_XS", moe_ours, [], MOE), ("Q4_K_M", moe_ours, [], MOE)]
+    for ty, im, extra, model in jobs:
         want = os.path.join(tmp, f"want-{ty}.gguf")
         got = os.path.join(tmp, f"got-{ty}.gguf")
-        p = subprocess.run([lq] + extra + ["--imatrix", im, MODEL, want, ty, "2"], capture_output=True,
+        p = subprocess.run([lq] + extra + ["--imatrix", im, model, want, ty, "2"], capture_output=True,
                            timeout=300)
         if not c.check(p.returncode == 0, f"llama-quantize {ty} failed: {p.stderr[-300:]}"):
             continue
-        rc, _, err = quantize(extra + ["--imatrix", im, MODEL, got, ty])
+        rc, _, err = quantize(extra + ["--imatrix", im, model, got, ty])
         if not c.check(rc == 0, f"tessera quantize --imatrix {ty} failed: {err[-300:]}"):
             continue
         with open(want, "rb") as f1, open(got, "rb") as f2:

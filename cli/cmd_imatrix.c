@@ -36,17 +36,23 @@ typedef struct imatrix_opts {
     int process_output;
     const char *in_files[MAX_IN_FILES];
     int n_in_files;
+    char *in_lists[MAX_IN_FILES]; /* the --in-file values split in place (freed at the end) */
+    int n_in_lists;
 } imatrix_opts;
 
 static int add_in_file(const char *cmd, const char *flag, const char *value, void *dst) {
     imatrix_opts *o = (imatrix_opts *)((char *)dst - offsetof(imatrix_opts, in_files));
     /* comma-separated, as llama-imatrix */
-    char *copy = strdup(value);
-    if (!copy) return -1;
+    char *copy = o->n_in_lists < MAX_IN_FILES ? strdup(value) : NULL;
+    if (!copy) {
+        fprintf(stderr, "%s: %s: more than %d files\n", cmd, flag, MAX_IN_FILES);
+        return -1;
+    }
+    o->in_lists[o->n_in_lists++] = copy;
     for (char *save = NULL, *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
         if (o->n_in_files == MAX_IN_FILES) {
             fprintf(stderr, "%s: %s: more than %d files\n", cmd, flag, MAX_IN_FILES);
-            return -1; /* the copy is kept: in_files point into it */
+            return -1;
         }
         o->in_files[o->n_in_files++] = f;
     }
@@ -163,55 +169,71 @@ done:
     return rc;
 }
 
+static void free_in_lists(imatrix_opts *o) {
+    for (int i = 0; i < o->n_in_lists; i++) free(o->in_lists[i]);
+    o->n_in_lists = 0;
+}
+
+static int run_imatrix(imatrix_opts *o);
+
 int cmd_imatrix(int argc, char **argv) {
-    const char *cmd = "tessera imatrix";
     imatrix_opts o;
     memset(&o, 0, sizeof o);
     cli_params_init(&o.p);
     o.p.n_ctx = 512;
     o.p.n_batch = 0;
     int pr = cli_parse(&imatrix_cmd, argc, argv, &o.p, &o);
-    if (pr != 0) return pr > 0 ? 0 : 2;
-    const char *out = o.out ? o.out : "imatrix.gguf";
+    if (pr != 0) {
+        free_in_lists(&o);
+        return pr > 0 ? 0 : 2;
+    }
+    int rc = run_imatrix(&o);
+    free_in_lists(&o);
+    return rc;
+}
+
+static int run_imatrix(imatrix_opts *o) {
+    const char *cmd = "tessera imatrix";
+    const char *out = o->out ? o->out : "imatrix.gguf";
     bool legacy = false;
-    if (o.format && !strcmp(o.format, "dat"))
+    if (o->format && !strcmp(o->format, "dat"))
         legacy = true;
-    else if (o.format && strcmp(o.format, "gguf") != 0) {
-        fprintf(stderr, "%s: --output-format expects gguf or dat, got '%s'\n", cmd, o.format);
+    else if (o->format && strcmp(o->format, "gguf") != 0) {
+        fprintf(stderr, "%s: --output-format expects gguf or dat, got '%s'\n", cmd, o->format);
         return 2;
     }
-    if (!o.p.prompt_file && o.n_in_files == 0) {
+    if (!o->p.prompt_file && o->n_in_files == 0) {
         fprintf(stderr, "%s: -f TEXT is required (or --in-file files to combine; see --help)\n", cmd);
         return 2;
     }
-    if (o.p.prompt) {
+    if (o->p.prompt) {
         fprintf(stderr, "%s: -p is not used: the text comes from -f TEXT\n", cmd);
         return 2;
     }
-    if (o.p.prompt_file && !o.p.model) {
+    if (o->p.prompt_file && !o->p.model) {
         fprintf(stderr, "%s: -m MODEL is required with -f\n", cmd);
         return 2;
     }
-    if (o.p.n_ctx < 2) {
-        fprintf(stderr, "%s: -c expects an integer >= 2, got '%d'\n", cmd, (int)o.p.n_ctx);
+    if (o->p.n_ctx < 2) {
+        fprintf(stderr, "%s: -c expects an integer >= 2, got '%d'\n", cmd, (int)o->p.n_ctx);
         return 2;
     }
-    if (o.p.n_batch == 0) o.p.n_batch = o.p.n_ctx;
+    if (o->p.n_batch == 0) o->p.n_batch = o->p.n_ctx;
 
     int rc = 1;
     cli_session s;
     bool open = false;
     tessera_imatrix *im = tessera_imatrix_new();
     if (!im) goto api_fail;
-    for (int i = 0; i < o.n_in_files; i++) {
-        if (tessera_imatrix_load(im, o.in_files[i]) != 0) goto api_fail;
-        fprintf(stderr, "%s: added %s\n", cmd, o.in_files[i]);
+    for (int i = 0; i < o->n_in_files; i++) {
+        if (tessera_imatrix_load(im, o->in_files[i]) != 0) goto api_fail;
+        fprintf(stderr, "%s: added %s\n", cmd, o->in_files[i]);
     }
-    if (o.p.prompt_file) {
+    if (o->p.prompt_file) {
         cli_abort_on_sigint();
-        if (cli_session_open(&s, cmd, &o.p) < 0) goto done;
+        if (cli_session_open(&s, cmd, &o->p) < 0) goto done;
         open = true;
-        if (compute(&o, &s, im) != 0) goto done;
+        if (compute(o, &s, im) != 0) goto done;
     }
     if (tessera_imatrix_save(im, out, legacy) != 0) goto api_fail;
     fprintf(stderr, "%s: wrote %lld entries over %lld chunks to %s\n", cmd, (long long)tessera_imatrix_n_entries(im),

@@ -168,6 +168,20 @@ def check_refusals(c, tmp, ours, text):
         f.write(b"\x05\x00\x00\x00\xff\xff\xff\x7fgarbage")
     rc, _, err = quantize(["--imatrix", junk, MODEL, out, "Q4_0"])
     c.check(rc == 1 and "junk.dat" in err and "Traceback" not in err, f"garbage matrix: rc {rc}: {err[-300:]}")
+    # truncated matrices (both formats): one clear error naming the file, or
+    # (a .dat cut exactly after its entries, as old files end) accepted
+    for src in (ours, ours.replace(".gguf", ".dat")):
+        with open(src, "rb") as f:
+            data = f.read()
+        # (a GGUF's end may be alignment padding, which a cut loses nothing of)
+        cuts = (3, 4, 9, 40, len(data) // 3, len(data) // 2) + ((len(data) - 5,) if src.endswith(".dat") else ())
+        for cut in cuts:
+            bad = os.path.join(tmp, "cut" + os.path.splitext(src)[1])
+            with open(bad, "wb") as f:
+                f.write(data[:cut])
+            rc, _, err = quantize(["--imatrix", bad, MODEL, out, "Q4_0"])
+            c.check(rc == 1 and os.path.basename(bad) in err and not os.path.exists(out),
+                    f"{os.path.basename(src)} cut at {cut}: rc {rc}: {err[-200:]}")
     rc, _, err = quantize(["--imatrix", os.path.join(tmp, "absent.gguf"), MODEL, out, "Q4_0"])
     c.check(rc == 1 and "absent.gguf" in err, f"missing matrix: rc {rc}: {err[-300:]}")
     rc, _, err = quantize(["--include-weights", "x", "--exclude-weights", "y", "--imatrix", ours, MODEL, out,

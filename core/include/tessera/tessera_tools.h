@@ -1,7 +1,9 @@
 /*
- * tessera_tools.h — the model and plugin tools behind `tessera quantize` and
- * `tessera plugin check`: convert a GGUF model's weights to another type,
- * and run the op conformance suite on a backend plugin.
+ * tessera_tools.h — the model and plugin tools behind `tessera quantize`,
+ * `tessera imatrix` and `tessera plugin check`: convert a GGUF model's
+ * weights to another type (optionally weighted by an importance matrix),
+ * observe the activations a context's matrix products use and sum them into
+ * such a matrix, and run the op conformance suite on a backend plugin.
  *
  * Conventions as in tessera.h: a negative status on failure, and
  * tessera_last_error() says why, naming the file, tensor, type or plugin at

@@ -29,10 +29,29 @@ static void type_list(FILE *out) {
         fprintf(out, "  %-8s %-5s %s\n", qt.name, tessera_tensor_type_name(qt.base_type), qt.summary);
 }
 
+enum { MAX_WEIGHT_FILTERS = 64 };
+
+typedef struct name_list {
+    const char *names[MAX_WEIGHT_FILTERS];
+    int n;
+} name_list;
+
 typedef struct quantize_opts {
     int pure, allow_requantize, quiet;
     int32_t n_threads;
+    const char *imatrix;
+    name_list include, exclude;
 } quantize_opts;
+
+static int add_name(const char *cmd, const char *flag, const char *value, void *dst) {
+    name_list *l = dst;
+    if (l->n == MAX_WEIGHT_FILTERS) {
+        fprintf(stderr, "%s: %s given more than %d times\n", cmd, flag, MAX_WEIGHT_FILTERS);
+        return -1;
+    }
+    l->names[l->n++] = value;
+    return 0;
+}
 
 static const cli_option quantize_own[] = {
     {NULL, "--pure", NULL, "every 2-D weight in TYPE's base dtype (no mixture rules)", CLI_SWITCH,
@@ -42,6 +61,13 @@ static const cli_option quantize_own[] = {
     {"-t", "--threads", "N", "worker threads (default: all CPUs)", CLI_INT, CLI_OWN(quantize_opts, n_threads),
      1, 256, NULL, CLI_NO_DEFAULT, 0},
     {"-q", "--quiet", NULL, "no progress lines", CLI_SWITCH, CLI_OWN(quantize_opts, quiet), 0, 0, NULL, 0, 0},
+    {NULL, "--imatrix", "FILE",
+     "importance matrix (GGUF or legacy .dat, from tessera imatrix or llama-imatrix) to weigh the quantizers by",
+     CLI_STR, CLI_OWN(quantize_opts, imatrix), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--include-weights", "NAME", "use the matrix only for tensors whose name contains NAME (repeatable)",
+     CLI_FN, CLI_OWN(quantize_opts, include), 0, 0, add_name, CLI_NO_DEFAULT, 0},
+    {NULL, "--exclude-weights", "NAME", "do not use the matrix for tensors whose name contains NAME (repeatable)",
+     CLI_FN, CLI_OWN(quantize_opts, exclude), 0, 0, add_name, CLI_NO_DEFAULT, 0},
     CLI_END,
 };
 
@@ -88,6 +114,20 @@ int cmd_quantize(int argc, char **argv) {
     p.allow_requantize = qo.allow_requantize;
     p.n_threads = qo.n_threads;
     ps.quiet = qo.quiet;
+    if (qo.include.n && qo.exclude.n) {
+        fprintf(stderr, "tessera quantize: give --include-weights or --exclude-weights, not both "
+                        "(as llama-quantize)\n");
+        return 2;
+    }
+    if ((qo.include.n || qo.exclude.n) && !qo.imatrix) {
+        fprintf(stderr, "tessera quantize: --include-weights/--exclude-weights need --imatrix\n");
+        return 2;
+    }
+    p.imatrix_file = qo.imatrix;
+    p.include_weights = qo.include.names;
+    p.n_include_weights = qo.include.n;
+    p.exclude_weights = qo.exclude.names;
+    p.n_exclude_weights = qo.exclude.n;
     const char *const *pos = cp.positional;
     int n_pos = cp.n_positional;
     if (n_pos != 3) {
@@ -116,8 +156,9 @@ int cmd_quantize(int argc, char **argv) {
     p.progress_user = &ps;
 
     if (!ps.quiet)
-        fprintf(stderr, "quantizing %s -> %s as %s%s, %d threads\n", pos[0], pos[1], qt.name,
-                p.pure ? " (pure)" : "", p.n_threads);
+        fprintf(stderr, "quantizing %s -> %s as %s%s, %d threads%s%s\n", pos[0], pos[1], qt.name,
+                p.pure ? " (pure)" : "", p.n_threads, p.imatrix_file ? ", importance matrix " : "",
+                p.imatrix_file ? p.imatrix_file : "");
     int rc = tessera_quantize(pos[0], pos[1], &p);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

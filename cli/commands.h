@@ -11,6 +11,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_imatrix(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_plugin(int argc, char **argv);

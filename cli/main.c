@@ -18,6 +18,7 @@ static const command commands[] = {
     {"embed", cmd_embed, "print the embedding of each prompt (llama-embedding)"},
     {"tokenize", cmd_tokenize, "print the token ids and pieces of a text"},
     {"perplexity", cmd_perplexity, "measure perplexity over a text file"},
+    {"imatrix", cmd_imatrix, "compute an importance matrix over a text file (for quantize --imatrix)"},
     {"inspect", cmd_inspect, "print a GGUF file's header, metadata and tensors"},
     {"devices", cmd_devices, "list compute devices and backend plugins"},
     {"plugin", cmd_plugin, "check a backend plugin against the reference (plugin check PATH)"},

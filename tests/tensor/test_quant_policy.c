@@ -12,6 +12,7 @@
  *           ffn_up Q4_K->Q5_0->F16 (80 % 32 != 0), attn_norm F32 (copied)
  *   Q2_K:   attn_q Q2_K->IQ4_NL, ffn_down Q3_K->IQ4_NL
  *   Q5_K_S: attn_q Q5_K->Q5_1
+ *   IQ4_XS: attn_q IQ4_XS->IQ4_NL
  *   --pure Q4_K: refused, naming the first offending tensor (output.weight
  *           in llama.cpp's order) and the block size
  * Each converted tensor must dequantize to within 15% of the source block max.
@@ -124,6 +125,7 @@ TEST(test_quant_policy) {
         {"Q2_K", "blk.0.attn_q.weight", TSR_DTYPE_IQ4_NL},
         {"Q2_K", "blk.0.ffn_down.weight", TSR_DTYPE_IQ4_NL},
         {"Q5_K_S", "blk.0.attn_q.weight", TSR_DTYPE_Q5_1},
+        {"IQ4_XS", "blk.0.attn_q.weight", TSR_DTYPE_IQ4_NL},
         {"Q8_0", "output.weight", TSR_DTYPE_Q8_0},
         {"Q4_0", "output.weight", TSR_DTYPE_Q8_0},
     };

@@ -1,7 +1,9 @@
 /*
- * tessera_tools.h — the model and plugin tools behind `tessera quantize` and
- * `tessera plugin check`: convert a GGUF model's weights to another type,
- * and run the op conformance suite on a backend plugin.
+ * tessera_tools.h — the model and plugin tools behind `tessera quantize`,
+ * `tessera imatrix` and `tessera plugin check`: convert a GGUF model's
+ * weights to another type (optionally weighted by an importance matrix),
+ * observe the activations a context's matrix products use and sum them into
+ * such a matrix, and run the op conformance suite on a backend plugin.
  *
  * Conventions as in tessera.h: a negative status on failure, and
  * tessera_last_error() says why, naming the file, tensor, type or plugin at
@@ -58,6 +60,16 @@ typedef struct tessera_quantize_params {
     volatile sig_atomic_t *abort_flag;
     void (*progress)(const tessera_quant_progress *p, void *user); /* may be NULL */
     void *progress_user;
+    /* An importance matrix (llama-imatrix's or tessera imatrix's GGUF, or the
+     * legacy .dat) that weighs each row's elements as llama-quantize
+     * --imatrix does; NULL for none. Its entries are first limited to names
+     * containing one of include_weights[] (if any) and none of
+     * exclude_weights[]. */
+    const char *imatrix_file;
+    const char *const *include_weights;
+    int32_t n_include_weights;
+    const char *const *exclude_weights;
+    int32_t n_exclude_weights;
 } tessera_quantize_params;
 
 tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
@@ -69,6 +81,50 @@ tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
  * out_path that is renamed into place only when complete: on any error or
  * abort nothing is left at out_path. 0, or -1 with an error. */
 int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params);
+
+/* ============================================================= imatrix */
+
+/* The activations one matrix product of a decode step multiplied a model
+ * weight with (valid during the callback): n_rows rows of n_cols floats,
+ * row r multiplying expert experts[r] of the weight when it is a
+ * mixture-of-experts tensor (experts NULL, n_experts 1 otherwise). */
+typedef struct tessera_matmul_input {
+    const char *weight; /* the weight's tensor name, "blk.0.attn_q.weight" */
+    int64_t n_cols;     /* the weight's row length */
+    int64_t n_experts;
+    int64_t n_rows;
+    const float *rows;
+    const int32_t *experts;
+} tessera_matmul_input;
+
+typedef struct tessera_context tessera_context;
+typedef void (*tessera_matmul_observer)(const tessera_matmul_input *in, void *user);
+
+/* From the next decode on, hand every product of a model weight (MUL_MAT,
+ * MUL_MAT_ID) with activations to fn, after each micro-batch's compute, on
+ * whatever device computed it (NULL: stop). Costs memory and copies while
+ * set: the inputs are kept to the end of each step. 0 or -1. */
+int tessera_context_set_matmul_observer(tessera_context *ctx, tessera_matmul_observer fn, void *user);
+
+/* An importance matrix as llama-imatrix makes it: per weight and column the
+ * sum of squared activations and the number of rows seen. */
+typedef struct tessera_imatrix tessera_imatrix;
+
+tessera_imatrix *tessera_imatrix_new(void); /* NULL on out of memory */
+void tessera_imatrix_free(tessera_imatrix *im);
+/* Add the rows of one product (a tessera_matmul_observer's input). 0 or -1
+ * (a weight seen before with another shape, out of memory). */
+int tessera_imatrix_add(tessera_imatrix *im, const tessera_matmul_input *in);
+/* Add a file's sums and counts (GGUF imatrix or legacy .dat): llama-imatrix
+ * --in-file. 0 or -1 with an error naming the file. */
+int tessera_imatrix_load(tessera_imatrix *im, const char *path);
+/* Record a dataset name and the chunks computed (added to the count), and
+ * the chunk size in tokens. */
+int tessera_imatrix_note(tessera_imatrix *im, const char *dataset, int64_t chunks, int64_t chunk_size);
+int64_t tessera_imatrix_n_entries(const tessera_imatrix *im);
+int64_t tessera_imatrix_n_chunks(const tessera_imatrix *im);
+/* Write llama.cpp's GGUF imatrix format, or the legacy .dat (legacy). */
+int tessera_imatrix_save(const tessera_imatrix *im, const char *path, bool legacy);
 
 /* ========================================================== export-lora */
 

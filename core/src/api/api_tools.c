@@ -78,6 +78,11 @@ int tessera_quantize(const char *in_path, const char *out_path, const tessera_qu
     p.abort_flag = params->abort_flag;
     p.progress = params->progress; /* quant_progress is tessera_quant_progress */
     p.progress_user = params->progress_user;
+    p.imatrix_file = params->imatrix_file;
+    p.include = params->include_weights;
+    p.n_include = params->n_include_weights;
+    p.exclude = params->exclude_weights;
+    p.n_exclude = params->n_exclude_weights;
     return quant_model_file(in_path, out_path, &p);
 }
 

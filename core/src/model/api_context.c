@@ -289,6 +289,8 @@ void tessera_context_free(tessera_context *ctx) {
     decode_scratch_free(&ctx->scratch);
     free(ctx->logits);
     free(ctx->lora_use);
+    free(ctx->observe_rows);
+    free(ctx->observe_ids);
     free(ctx);
 }
 

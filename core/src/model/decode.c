@@ -9,6 +9,7 @@
 
 #include "host/host_log.h"
 #include "model/decode.h"
+#include "model/observe.h"
 #include "model/public.h"
 #include "util/error.h"
 
@@ -139,6 +140,7 @@ static int decode_ubatch(tessera_context *ctx, const tessera_token *tokens, cons
     sched_counters before, after;
     sched_get_counters(ctx->sched, &before);
     if (sched_compute(ctx->sched, bg->g) != 0) return -1;
+    if (ctx->observer && observe_step(ctx, bg->g) != 0) return -1;
     if (n == 1) {
         sched_get_counters(ctx->sched, &after);
         step_stats_add(&ctx->gen_stats, ctx->sched, &before, &after, ctx->step.n_built != built);

@@ -6,6 +6,7 @@
 #define TESSERA_MODEL_PUBLIC_H
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_tools.h>
 
 #include "host/host.h"
 #include "kv/kv.h"
@@ -60,6 +61,14 @@ struct tessera_context {
     int32_t pooling;  /* an embedding context's tessera_pooling (never unspecified) */
     model_lora_use *lora_use; /* the adapters in use (tessera_context_set_loras) */
     model_lora_set lora;      /* {lora_use, n} as graphs take it */
+    /* tessera_context_set_matmul_observer's callback, and the rows it is
+     * handed (observe.c) */
+    tessera_matmul_observer observer;
+    void *observer_user;
+    float *observe_rows;
+    int64_t observe_cap;
+    int32_t *observe_ids;
+    int64_t observe_ids_cap;
 };
 
 /* Free the model's adapters (api_lora.c; tessera_model_free). */

@@ -1,4 +1,5 @@
 /* The decode step's graph, kept between steps: see step_graph.h. */
+#include "model/observe.h"
 #include "model/step_graph.h"
 
 #include <stdlib.h>
@@ -126,6 +127,7 @@ int step_graph_get(step_graph *sg, const model *m, kv_cache *kv, const model_lor
     }
     step_graph_drop(sg);
     if (model_build_graph_ex(m, kv, lora, n, kv_head, n_kv, n_out, sg->embd_in, bg) != 0) return -1;
+    if (sg->observe) observe_mark(bg->g);
     if (sched_alloc(s, bg->g) != 0 || find_writes(sg, kv, kv_head) != 0) {
         step_graph_drop(sg);
         return -1;

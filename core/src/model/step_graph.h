@@ -50,6 +50,7 @@ typedef struct step_graph {
     int32_t n_writes, cap_writes;
     int32_t n_reused, n_built; /* statistics (tests) */
     bool embd_in; /* the next step takes embedding rows, not tokens (set by the caller) */
+    bool observe; /* mark the products' inputs as outputs (observe.h; set by the caller) */
 } step_graph;
 
 /* The cells a step of n_tokens attends to when n_kv cells of a set of size

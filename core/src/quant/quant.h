@@ -22,13 +22,14 @@ typedef struct quant_ftype {
     const char *summary;   /* one line for --help                        */
     /* llama-quantize refuses it without an importance matrix: its ~2-bit
      * (and IQ3_XXS) quantizers choose grid points by each weight's
-     * importance. Tessera has no --imatrix yet, so it refuses too. */
+     * importance. */
     bool needs_imatrix;
 } quant_ftype;
 
-/* The error for a target that needs an importance matrix (-1, with
- * error_get() giving llama-quantize's reasoning), or 0. */
-int quant_ftype_check(const quant_ftype *ft);
+/* The error for a target that needs an importance matrix when none is
+ * given (-1, with error_get() giving llama-quantize's reasoning), or for
+ * one of those targets that Tessera cannot produce even with one; or 0. */
+int quant_ftype_check(const quant_ftype *ft, bool have_imatrix);
 
 /* The target of a name (case-insensitive; aliases Q3_K, Q4_K, Q5_K mean the
  * _M mixtures as in llama-quantize), or NULL. */
@@ -76,6 +77,15 @@ typedef struct quant_params {
     volatile sig_atomic_t *abort_flag;
     void (*progress)(const quant_progress *p, void *user);
     void *progress_user;
+    /* An importance matrix (GGUF or legacy .dat) the quantizers weigh rows
+     * by, as llama-quantize --imatrix; NULL for none. Entries whose name
+     * contains none of include[] (when n_include > 0) or any of exclude[]
+     * are dropped first (--include-weights / --exclude-weights). */
+    const char *imatrix_file;
+    const char *const *include;
+    int n_include;
+    const char *const *exclude;
+    int n_exclude;
 } quant_params;
 
 /* Quantize in_path into out_path, streaming one tensor at a time. Writes a

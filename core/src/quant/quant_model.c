@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "quant/imatrix.h"
 #include "quant/quant.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
@@ -28,6 +29,7 @@ typedef struct tensor_plan {
     int layer;         /* N of "blk.N.", -1 for other tensors */
     int32_t out_dtype;
     uint64_t out_bytes;
+    const imatrix_entry *imx; /* its importance matrix, or NULL */
 } tensor_plan;
 
 static int tensor_layer(const char *name) {
@@ -81,8 +83,28 @@ static void model_info_read(const gguf_file *f, quant_model_info *info) {
     error_clear();
 }
 
+/* The importance-matrix entry of weight t, checked as llama-quantize
+ * checks it: its size must be the tensor's row length times its experts
+ * (token_embd.weight, which no matrix product sees, is quantized without
+ * one instead). *out NULL when the matrix has none; -1 on a mismatch. */
+static int plan_imatrix(const imatrix *im, const char *in_path, const gguf_tensor_info *t,
+                        const imatrix_entry **out) {
+    *out = NULL;
+    const imatrix_entry *e = imatrix_find(im, t->name);
+    if (!e) return 0;
+    if (e->ne0 * e->n_mat != t->ne[0] * t->ne[2]) {
+        if (!strcmp(t->name, "token_embd.weight")) return 0;
+        return error_set("%s: tensor '%s': the importance matrix has %lld values for it, the tensor needs "
+                         "%lld (row length %lld x %lld matrices): the matrix was made for another model",
+                         in_path, t->name, (long long)(e->ne0 * e->n_mat), (long long)(t->ne[0] * t->ne[2]),
+                         (long long)t->ne[0], (long long)t->ne[2]);
+    }
+    *out = e;
+    return 0;
+}
+
 /* Choose and check the output dtype of every tensor. */
-static int plan_tensors(const gguf_file *f, const char *in_path, const quant_params *p,
+static int plan_tensors(const gguf_file *f, const char *in_path, const quant_params *p, const imatrix *im,
                         tensor_plan *plan) {
     const int64_t n = gguf_tensor_count(f);
     quant_model_info info;
@@ -104,6 +126,7 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
         plan[i].out_dtype = out;
         plan[i].out_bytes = t->size;
         if (out == t->dtype) continue;
+        if (im && plan_imatrix(im, in_path, t, &plan[i].imx) != 0) return -1;
 
         const dtype_traits *in_tr = dtype_traits_get(t->dtype);
         const dtype_traits *out_tr = dtype_traits_get(out);
@@ -128,7 +151,7 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
 }
 
 static int writer_setup(gguf_writer *w, const gguf_file *f, const tensor_plan *plan, int64_t n,
-                        const quant_params *p) {
+                        const quant_params *p, const imatrix *im) {
     for (int64_t i = 0; i < gguf_kv_count(f); i++) {
         const char *key = gguf_kv_key(f, i);
         /* rewritten below, at the end as llama-quantize does */
@@ -139,6 +162,17 @@ static int writer_setup(gguf_writer *w, const gguf_file *f, const tensor_plan *p
     if (gguf_writer_set_u32(w, "general.quantization_version", QUANT_FORMAT_VERSION) != 0 ||
         gguf_writer_set_u32(w, "general.file_type", (uint32_t)p->ftype->llama_ftype) != 0)
         return -1;
+    /* what llama-quantize records of the matrix, in its order */
+    if (im) {
+        if (gguf_writer_set_str(w, "quantize.imatrix.file", p->imatrix_file, strlen(p->imatrix_file)) != 0)
+            return -1;
+        if (im->n_datasets > 0 &&
+            gguf_writer_set_str(w, "quantize.imatrix.dataset", im->datasets[0], strlen(im->datasets[0])) != 0)
+            return -1;
+        if (gguf_writer_set_u32(w, "quantize.imatrix.entries_count", (uint32_t)im->n_entries) != 0 ||
+            gguf_writer_set_u32(w, "quantize.imatrix.chunks_count", (uint32_t)im->chunk_count) != 0)
+            return -1;
+    }
     for (int64_t i = 0; i < n; i++) {
         const gguf_tensor_info *t = plan[i].info;
         if (gguf_writer_add_tensor(w, t->name, plan[i].out_dtype, t->n_dims, t->ne, NULL) != 0)
@@ -153,6 +187,8 @@ typedef struct convert_job {
     const void *src;
     int32_t in_dtype, out_dtype;
     int64_t row_len, row_begin, row_end;
+    int64_t rows_per_matrix; /* ne[1]: rows of one expert */
+    const float *qw;         /* importance weights, row_len per matrix, or NULL */
     size_t in_row_bytes, out_row_bytes;
     unsigned char *dst;
     volatile sig_atomic_t *abort_flag;
@@ -179,15 +215,20 @@ static void *convert_rows(void *arg) {
             in_tr->to_f32(in, scratch, j->row_len);
             row = scratch;
         }
-        out_tr->from_f32(row, j->dst + (size_t)r * j->out_row_bytes, j->row_len);
+        unsigned char *out = j->dst + (size_t)r * j->out_row_bytes;
+        if (j->qw && out_tr->from_f32_w)
+            out_tr->from_f32_w(row, out, j->row_len, j->qw + (r / j->rows_per_matrix) * j->row_len);
+        else
+            out_tr->from_f32(row, out, j->row_len);
     }
     free(scratch);
     return NULL;
 }
 
-/* Convert tensor t into dst (plan->out_bytes) using up to n_threads. */
+/* Convert tensor t into dst (plan->out_bytes) using up to n_threads,
+ * weighing rows by qw (row length x matrices floats) unless NULL. */
 static int convert_tensor(const gguf_tensor_info *t, int32_t out_dtype, unsigned char *dst,
-                          const quant_params *p) {
+                          const quant_params *p, const float *qw) {
     enum { MAX_THREADS = 256 };
     const int64_t row_len = t->ne[0];
     const int64_t n_rows = tensor_nelements(t) / row_len;
@@ -206,6 +247,8 @@ static int convert_tensor(const gguf_tensor_info *t, int32_t out_dtype, unsigned
             .row_len = row_len,
             .row_begin = n_rows * k / n_threads,
             .row_end = n_rows * (k + 1) / n_threads,
+            .rows_per_matrix = t->ne[1] > 0 ? t->ne[1] : 1,
+            .qw = qw,
             .in_row_bytes = dtype_row_bytes(t->dtype, row_len),
             .out_row_bytes = dtype_row_bytes(out_dtype, row_len),
             .dst = dst,
@@ -239,9 +282,15 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
     FILE *fp = NULL;
     char *tmp_path = NULL;
     unsigned char *buf = NULL;
+    imatrix *im = NULL;
+    float *qw = NULL;
 
     if (!p || !p->ftype) return error_set("quantize: no target type given");
-    if (quant_ftype_check(p->ftype)) return -1;
+    if (quant_ftype_check(p->ftype, p->imatrix_file != NULL)) return -1;
+    if (p->imatrix_file) {
+        if (!(im = imatrix_new()) || imatrix_load(im, p->imatrix_file) != 0) goto done;
+        imatrix_filter(im, p->include, p->n_include, p->exclude, p->n_exclude);
+    }
     f = gguf_open(in_path);
     if (!f) goto done;
     const int64_t n = gguf_tensor_count(f);
@@ -250,18 +299,26 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
         error_set("%s: out of memory", in_path);
         goto done;
     }
-    if (plan_tensors(f, in_path, p, plan) != 0) goto done;
+    if (plan_tensors(f, in_path, p, im, plan) != 0) goto done;
 
     w = gguf_writer_new();
-    if (!w || writer_setup(w, f, plan, n, p) != 0) goto done;
+    if (!w || writer_setup(w, f, plan, n, p, im) != 0) goto done;
     fp = gguf_tmpfile_open(out_path, &tmp_path);
     if (!fp) goto done;
     if (gguf_writer_begin(w, fp) != 0) goto fail_write;
 
     uint64_t max_out = 0;
-    for (int64_t i = 0; i < n; i++)
+    int64_t max_qw = 0;
+    for (int64_t i = 0; i < n; i++) {
         if (plan[i].out_dtype != plan[i].info->dtype && plan[i].out_bytes > max_out)
             max_out = plan[i].out_bytes;
+        if (plan[i].imx && plan[i].imx->ne0 * plan[i].imx->n_mat > max_qw)
+            max_qw = plan[i].imx->ne0 * plan[i].imx->n_mat;
+    }
+    if (max_qw > 0 && !(qw = malloc((size_t)max_qw * sizeof *qw))) {
+        error_set("%s: out of memory", out_path);
+        goto fail_write;
+    }
     if (max_out > 0 && !(buf = malloc(max_out))) {
         error_set("%s: out of memory (%llu bytes for one tensor)", out_path,
                   (unsigned long long)max_out);
@@ -276,7 +333,8 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
         const gguf_tensor_info *t = plan[i].info;
         const void *data = t->data;
         if (plan[i].out_dtype != t->dtype) {
-            if (convert_tensor(t, plan[i].out_dtype, buf, p) != 0) goto fail_write;
+            if (plan[i].imx) imatrix_entry_means(plan[i].imx, qw);
+            if (convert_tensor(t, plan[i].out_dtype, buf, p, plan[i].imx ? qw : NULL) != 0) goto fail_write;
             data = buf;
         }
         if (gguf_writer_write_tensor_data(w, fp, i, data, plan[i].out_bytes) != 0) goto fail_write;
@@ -301,6 +359,8 @@ fail_write:
     fp = NULL;
     tmp_path = NULL;
 done:
+    free(qw);
+    imatrix_free(im);
     free(buf);
     gguf_writer_free(w);
     free(plan);

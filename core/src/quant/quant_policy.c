@@ -49,15 +49,21 @@ static const quant_ftype ftypes[] = {
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 
-int quant_ftype_check(const quant_ftype *ft) {
+int quant_ftype_check(const quant_ftype *ft, bool have_imatrix) {
     if (!ft->needs_imatrix) return 0;
+    if (have_imatrix)
+        return error_set("quantize: %s: Tessera does not produce this target yet (the IQ grid searches "
+                         "and Q2_K_S's mixture are not implemented; Tessera reads and computes the types); "
+                         "an importance matrix does not change that. Use llama-quantize --imatrix for %s, or quantize to IQ4_XS, IQ4_NL or a "
+                         "K-quant",
+                         ft->name, ft->name);
     return error_set("quantize: %s requires an importance matrix: at this size llama-quantize's "
                      "quantizer picks each block's grid points (or, for Q2_K_S, its scales) by how much "
                      "each weight matters, and without that data the result is unusable, so "
                      "llama-quantize refuses ('this quantization requires an importance matrix!'). "
-                     "Tessera cannot read one yet (no --imatrix); quantize to IQ4_XS, IQ4_NL or a "
-                     "K-quant instead, or make the file with llama-imatrix and llama-quantize --imatrix",
-                     ft->name);
+                     "Make one with 'tessera imatrix' (or llama-imatrix) and pass --imatrix FILE; note "
+                     "that Tessera does not quantize to %s itself yet (llama-quantize --imatrix does)",
+                     ft->name, ft->name);
 }
 
 enum {
@@ -136,7 +142,8 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
     int32_t fb;
     switch (dtype) {
     case TSR_DTYPE_Q2_K:
-    case TSR_DTYPE_Q3_K: fb = TSR_DTYPE_IQ4_NL; break;
+    case TSR_DTYPE_Q3_K:
+    case TSR_DTYPE_IQ4_XS: fb = TSR_DTYPE_IQ4_NL; break;
     case TSR_DTYPE_Q4_K: fb = TSR_DTYPE_Q5_0; break;
     case TSR_DTYPE_Q5_K: fb = TSR_DTYPE_Q5_1; break;
     case TSR_DTYPE_Q6_K: fb = TSR_DTYPE_Q8_0; break;
@@ -202,7 +209,7 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         if (!falcon) {
             if (info->n_expert == 8) {
                 if (f == FT_Q2_K || f == FT_Q3_K_S || f == FT_Q3_K_M || f == FT_Q4_K_S ||
-                    f == FT_Q4_K_M)
+                    f == FT_Q4_K_M || f == FT_IQ4_NL || f == FT_IQ4_XS)
                     t = TSR_DTYPE_Q5_K;
             } else {
                 if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;

@@ -17,6 +17,8 @@
 #define COMPUTES(t, vdt) \
     .supported = true, .to_f32 = quant_##t##_to_f32, .from_f32 = quant_##t##_from_f32, \
     .vec_dot_type = vdt, .vec_dot = quant_##t##_dot
+/* The quantizer also takes an importance matrix (quant_<t>_from_f32_w). */
+#define WEIGHTED(t) .from_f32_w = quant_##t##_from_f32_w
 /* Read and computed, but produced only by llama.cpp's importance-matrix
  * search (the grid IQ formats): no quantizer. */
 #define READS(t, vdt) \
@@ -28,28 +30,28 @@
 #define COMPUTE_F32 COMPUTES(f32, TSR_DTYPE_F32)
 #define COMPUTE_F16 COMPUTES(f16, TSR_DTYPE_F32)
 #define COMPUTE_BF16 COMPUTES(bf16, TSR_DTYPE_F32)
-#define COMPUTE_Q4_0 COMPUTES(q4_0, TSR_DTYPE_Q8_0)
-#define COMPUTE_Q4_1 COMPUTES(q4_1, TSR_DTYPE_Q8_1)
-#define COMPUTE_Q5_0 COMPUTES(q5_0, TSR_DTYPE_Q8_0)
-#define COMPUTE_Q5_1 COMPUTES(q5_1, TSR_DTYPE_Q8_1)
+#define COMPUTE_Q4_0 COMPUTES(q4_0, TSR_DTYPE_Q8_0), WEIGHTED(q4_0)
+#define COMPUTE_Q4_1 COMPUTES(q4_1, TSR_DTYPE_Q8_1), WEIGHTED(q4_1)
+#define COMPUTE_Q5_0 COMPUTES(q5_0, TSR_DTYPE_Q8_0), WEIGHTED(q5_0)
+#define COMPUTE_Q5_1 COMPUTES(q5_1, TSR_DTYPE_Q8_1), WEIGHTED(q5_1)
 #define COMPUTE_Q8_0 COMPUTES(q8_0, TSR_DTYPE_Q8_0)
 /* Q8_1 is an activation type: no weight dot product of its own */
 #define COMPUTE_Q8_1 \
     .supported = true, .to_f32 = quant_q8_1_to_f32, .from_f32 = quant_q8_1_from_f32, .vec_dot_type = -1
-#define COMPUTE_Q2_K COMPUTES(q2_K, TSR_DTYPE_Q8_K)
-#define COMPUTE_Q3_K COMPUTES(q3_K, TSR_DTYPE_Q8_K)
-#define COMPUTE_Q4_K COMPUTES(q4_K, TSR_DTYPE_Q8_K)
-#define COMPUTE_Q5_K COMPUTES(q5_K, TSR_DTYPE_Q8_K)
-#define COMPUTE_Q6_K COMPUTES(q6_K, TSR_DTYPE_Q8_K)
+#define COMPUTE_Q2_K COMPUTES(q2_K, TSR_DTYPE_Q8_K), WEIGHTED(q2_K)
+#define COMPUTE_Q3_K COMPUTES(q3_K, TSR_DTYPE_Q8_K), WEIGHTED(q3_K)
+#define COMPUTE_Q4_K COMPUTES(q4_K, TSR_DTYPE_Q8_K), WEIGHTED(q4_K)
+#define COMPUTE_Q5_K COMPUTES(q5_K, TSR_DTYPE_Q8_K), WEIGHTED(q5_K)
+#define COMPUTE_Q6_K COMPUTES(q6_K, TSR_DTYPE_Q8_K), WEIGHTED(q6_K)
 #define COMPUTE_Q8_K COMPUTES(q8_K, TSR_DTYPE_Q8_K)
-#define COMPUTE_IQ4_NL COMPUTES(iq4_nl, TSR_DTYPE_Q8_0)
+#define COMPUTE_IQ4_NL COMPUTES(iq4_nl, TSR_DTYPE_Q8_0), WEIGHTED(iq4_nl)
 #define COMPUTE_IQ2_XXS READS(iq2_xxs, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ2_XS READS(iq2_xs, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ3_XXS READS(iq3_xxs, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ1_S READS(iq1_s, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ3_S READS(iq3_s, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ2_S READS(iq2_s, TSR_DTYPE_Q8_K)
-#define COMPUTE_IQ4_XS COMPUTES(iq4_xs, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ4_XS COMPUTES(iq4_xs, TSR_DTYPE_Q8_K), WEIGHTED(iq4_xs)
 #define COMPUTE_I8 NOT_COMPUTED
 #define COMPUTE_I16 NOT_COMPUTED
 #define COMPUTE_I32 NOT_COMPUTED
@@ -118,6 +120,16 @@ int dtype_quantize_row(int32_t dtype, const float *src, void *dst, int64_t n) {
     const dtype_traits *t = row_check(dtype, n, "quantize", true);
     if (!t) return -1;
     t->from_f32(src, dst, n);
+    return 0;
+}
+
+int dtype_quantize_row_w(int32_t dtype, const float *src, void *dst, int64_t n, const float *qw) {
+    const dtype_traits *t = row_check(dtype, n, "quantize", true);
+    if (!t) return -1;
+    if (qw && t->from_f32_w)
+        t->from_f32_w(src, dst, n, qw);
+    else
+        t->from_f32(src, dst, n);
     return 0;
 }
 

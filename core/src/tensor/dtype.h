@@ -28,6 +28,8 @@
 
 typedef void (*dtype_to_f32_fn)(const void *src, float *dst, int64_t n);
 typedef void (*dtype_from_f32_fn)(const float *src, void *dst, int64_t n);
+/* n elements of one row with importance weights qw[0..n) */
+typedef void (*dtype_from_f32_w_fn)(const float *src, void *dst, int64_t n, const float *qw);
 typedef void (*dtype_vec_dot_fn)(int64_t n, float *out, const void *x, const void *y);
 
 typedef struct dtype_traits {
@@ -38,6 +40,10 @@ typedef struct dtype_traits {
     bool supported;         /* Tessera can compute with it                  */
     dtype_to_f32_fn to_f32;
     dtype_from_f32_fn from_f32;
+    /* from_f32 weighted by an importance matrix, byte-exact with llama.cpp's
+     * quantize_<type>(..., quant_weights); NULL where llama.cpp ignores the
+     * matrix for this type (Q8_0, TQ1_0, ...) */
+    dtype_from_f32_w_fn from_f32_w;
     int32_t vec_dot_type;
     dtype_vec_dot_fn vec_dot;
 } dtype_traits;
@@ -70,6 +76,9 @@ static inline uint16_t f32_to_bf16(float f) { return tsr_f32_to_bf16(f); }
  * not a multiple of its block size. */
 int dtype_quantize_row(int32_t dtype, const float *src, void *dst, int64_t n);
 int dtype_dequantize_row(int32_t dtype, const void *src, float *dst, int64_t n);
+/* dtype_quantize_row of one row of n elements with importance weights qw
+ * (n of them; NULL, or a type without from_f32_w: the unweighted rule). */
+int dtype_quantize_row_w(int32_t dtype, const float *src, void *dst, int64_t n, const float *qw);
 
 /* Set the scale of one block of dtype to d (rounded to the block's scale
  * format), for tests that fill blocks of the types Tessera cannot produce

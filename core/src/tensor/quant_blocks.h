@@ -14,6 +14,7 @@
 #define TESSERA_TENSOR_QUANT_BLOCKS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <tessera/plugin_util.h>
@@ -75,7 +76,37 @@ static inline float quant_signed_absmax(const float *x, int n, float *amax) {
 /* IQ4_NL's codebook search and 32-block scale fit (quant_legacy.c), which
  * IQ4_XS's quantizer (quant_iq.c) reuses per sub-block. */
 int quant_iq4nl_best_index(float x);
-float quant_iq4nl_scale(const float *x);
+/* weight: one per element, NULL for x^2 (the reference rule) */
+float quant_iq4nl_scale(const float *x, const float *weight);
+
+/* The scale fits the quantizers share (quant_kquants.c): make_qx_quants
+ * (symmetric, weights qw or x^2 when NULL) and make_qkx2/3_quants
+ * (asymmetric, a grid of nstep+1 scales from rmin in steps of rdelta). */
+float quant_make_qx(int n, int nmax, const float *x, int8_t *L, const float *qw);
+float quant_make_qkx(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
+                     uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad);
+/* Importance weights qw[i] * sqrt(sigma2 + x[i]^2) into w, their sum into
+ * *sumw unless NULL: how every weighted quantizer turns an importance
+ * matrix's column means into per-element weights. */
+void quant_imatrix_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *sumw);
+
+/* Quantizers that take an importance matrix: qw holds one weight per
+ * element of the row x[0..n) (the matrix's mean squared activation of that
+ * column), as llama.cpp's quantize_<type>(..., quant_weights). The types
+ * not listed (Q8_0, TQ1_0, TQ2_0, F16, ...) ignore the matrix there too. */
+#define QUANT_DECLARE_W(t) void quant_##t##_from_f32_w(const float *src, void *dst, int64_t n, const float *qw);
+QUANT_DECLARE_W(q4_0)
+QUANT_DECLARE_W(q4_1)
+QUANT_DECLARE_W(q5_0)
+QUANT_DECLARE_W(q5_1)
+QUANT_DECLARE_W(q2_K)
+QUANT_DECLARE_W(q3_K)
+QUANT_DECLARE_W(q4_K)
+QUANT_DECLARE_W(q5_K)
+QUANT_DECLARE_W(q6_K)
+QUANT_DECLARE_W(iq4_nl)
+QUANT_DECLARE_W(iq4_xs)
+#undef QUANT_DECLARE_W
 
 #define QUANT_DECLARE(t)                                                     \
     void quant_##t##_to_f32(const void *src, float *dst, int64_t n);         \

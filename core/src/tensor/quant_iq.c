@@ -92,12 +92,19 @@ void quant_mxfp4_dot(int64_t n, float *out, const void *vx, const void *vy) {
 
 /* ---------------------------------------------------------- IQ4_XS */
 
-void quant_iq4_xs_from_f32(const float *x, void *dst, int64_t n) {
+/* With importance weights qw (or NULL: x^2) each element weighs
+ * qw * sqrt(sigma2 + x^2), sigma2 twice the super-block's mean square. */
+static void iq4xs_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     tsr_block_iq4_xs *y = dst;
+    float weight[32];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
         float scales[8], max_scale = 0.0f, amax_scale = 0.0f;
+        float sigma2 = 0.0f;
+        for (int j = 0; j < QK_K; j++) sigma2 += x[j] * x[j];
+        sigma2 *= 2.f / QK_K;
         for (int ib = 0; ib < 8; ib++) {
-            scales[ib] = quant_iq4nl_scale(x + 32 * ib);
+            if (qw) quant_imatrix_weights(x + 32 * ib, qw + QK_K * i + 32 * ib, 32, sigma2, weight, NULL);
+            scales[ib] = quant_iq4nl_scale(x + 32 * ib, qw ? weight : NULL);
             if (fabsf(scales[ib]) > amax_scale) {
                 amax_scale = fabsf(scales[ib]);
                 max_scale = scales[ib];
@@ -120,6 +127,12 @@ void quant_iq4_xs_from_f32(const float *x, void *dst, int64_t n) {
             y[i].scales_h |= (uint16_t)((l >> 4) << (2 * ib));
         }
     }
+}
+
+void quant_iq4_xs_from_f32(const float *x, void *dst, int64_t n) { iq4xs_quantize(x, dst, n, NULL); }
+
+void quant_iq4_xs_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    iq4xs_quantize(x, dst, n, qw);
 }
 
 /* ---------------------------------------------------- TQ1_0, TQ2_0 */

@@ -39,17 +39,17 @@
 
 /* ------------------------------------------------ sub-block scale fits */
 
-/* x at inverse scale iscale as levels in [-nmax, nmax-1], and the x^2-
- * weighted sums of the least-squares scale sumlx / suml2; each level plus
- * offset into L unless L is NULL. */
-static void fit_symmetric(int n, int nmax, const float *x, float iscale, int offset, int8_t *L, float *sumlx_out,
-                          float *suml2_out) {
+/* x at inverse scale iscale as levels in [-nmax, nmax-1], and the
+ * weighted sums of the least-squares scale sumlx / suml2 (weights qw, or
+ * x^2 when qw is NULL); each level plus offset into L unless L is NULL. */
+static void fit_symmetric(int n, int nmax, const float *x, const float *qw, float iscale, int offset, int8_t *L,
+                          float *sumlx_out, float *suml2_out) {
     float sumlx = 0.0f, suml2 = 0.0f;
     for (int i = 0; i < n; i++) {
         int l = quant_nearest_int(iscale * x[i]);
         l = MAX(-nmax, MIN(nmax - 1, l));
         if (L) L[i] = (int8_t)(l + offset);
-        const float w = x[i] * x[i];
+        const float w = qw ? qw[i] : x[i] * x[i];
         sumlx += w * x[i] * (float)l;
         suml2 += w * (float)l * (float)l;
     }
@@ -57,36 +57,36 @@ static void fit_symmetric(int n, int nmax, const float *x, float iscale, int off
     *suml2_out = suml2;
 }
 
-/* The first fit of make_qx_quants and make_q3_quants: at iscale -nmax/max,
+/* The first fit of quant_make_qx and make_q3_quants: at iscale -nmax/max,
  * max the element of largest magnitude with its sign. False, with L zeroed,
  * for a group that is all (nearly) zero. */
-static bool fit_start(int n, int nmax, const float *x, int offset, int8_t *L, float *max, float *sumlx,
-                      float *suml2) {
+static bool fit_start(int n, int nmax, const float *x, const float *qw, int offset, int8_t *L, float *max,
+                      float *sumlx, float *suml2) {
     float amax;
     *max = quant_signed_absmax(x, n, &amax);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return false;
     }
-    fit_symmetric(n, nmax, x, -nmax / *max, offset, L, sumlx, suml2);
+    fit_symmetric(n, nmax, x, qw, -nmax / *max, offset, L, sumlx, suml2);
     return true;
 }
 
 /* Symmetric quants in [-nmax, nmax-1] for x (llama.cpp's make_qx_quants,
- * rmse_type 1): the x^2-weighted least-squares scale, best of 18 starting
- * scales around nmax/max. L receives quants offset by nmax; returns the
- * scale. */
-static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
+ * rmse_type 1): the weighted least-squares scale (weights qw, x^2 when
+ * NULL), best of 18 starting scales around nmax/max. L receives quants
+ * offset by nmax; returns the scale. */
+float quant_make_qx(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     float max, sumlx, suml2;
-    if (!fit_start(n, nmax, x, nmax, L, &max, &sumlx, &suml2)) return 0.0f;
+    if (!fit_start(n, nmax, x, qw, nmax, L, &max, &sumlx, &suml2)) return 0.0f;
     float scale = suml2 ? sumlx / suml2 : 0.0f;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; is++) {
         if (is == 0) continue;
         const float iscale = -((float)nmax + 0.1f * (float)is) / max;
-        fit_symmetric(n, nmax, x, iscale, nmax, NULL, &sumlx, &suml2);
+        fit_symmetric(n, nmax, x, qw, iscale, nmax, NULL, &sumlx, &suml2);
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            fit_symmetric(n, nmax, x, iscale, nmax, L, &sumlx, &suml2); /* the same sums, and L */
+            fit_symmetric(n, nmax, x, qw, iscale, nmax, L, &sumlx, &suml2); /* the same sums, and L */
             scale = sumlx / suml2;
             best = scale * sumlx;
         }
@@ -96,9 +96,10 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
 
 /* Symmetric 3-bit-style quants in [-nmax, nmax-1] refined by coordinate
  * descent on the x^2-weighted error (up to 5 sweeps). L offset by nmax. */
-static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
+static float make_q3_quants(int n, int nmax, const float *x, int8_t *L, const float *qw) {
+    (void)qw; /* the x^2 weights are its rule; the signature is quant_make_qx's */
     float max, sumlx, suml2;
-    if (!fit_start(n, nmax, x, 0, L, &max, &sumlx, &suml2)) return 0.0f;
+    if (!fit_start(n, nmax, x, NULL, 0, L, &max, &sumlx, &suml2)) return 0.0f;
     for (int itry = 0; itry < 5; itry++) {
         int n_changed = 0;
         for (int i = 0; i < n; i++) {
@@ -128,8 +129,10 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
 
 /* Asymmetric quants in [0, nmax] with x ~ scale*L - the_min: a grid of
  * nstep+1 candidate scales, each refit by weighted least squares, keeping the
- * one of least weighted error (absolute when use_mad, else squared). */
-static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights, uint8_t *L,
+ * one of least weighted error (absolute when use_mad, else squared).
+ * llama.cpp's make_qkx2_quants, and make_qkx3_quants with weights given
+ * (the two differ only when weights is NULL, which never happens here). */
+float quant_make_qkx(int n, int nmax, const float *x, const float *weights, uint8_t *L,
                               float *the_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
                               bool use_mad) {
     float min = x[0], max = x[0];
@@ -194,6 +197,89 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
     }
     *the_min = -min;
     return scale;
+}
+
+/* Non-negative quants in [0, nmax] of the sub-block scales (or mins) x of a
+ * super-block, with weights qw (the sub-blocks' summed importance):
+ * llama.cpp's make_qp_quants. The best of 9 starting scales around
+ * nmax/max by weighted squared error, then up to 5 sweeps of coordinate
+ * descent on the weighted least-squares scale. Returns the scale. */
+static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
+    float max = 0.0f;
+    for (int i = 0; i < n; i++) max = MAX(max, x[i]);
+    if (max < GROUP_MAX_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = nmax / max;
+    for (int i = 0; i < n; i++) L[i] = (uint8_t)quant_nearest_int(iscale * x[i]);
+    const float scale = 1 / iscale;
+    float best_mse = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float diff = x[i] - scale * (float)L[i];
+        best_mse += qw[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; is++) {
+        if (is == 0) continue;
+        const float iscale_is = (0.1f * (float)is + (float)nmax) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0.0f;
+        for (int i = 0; i < n; i++) {
+            const int l = MIN(nmax, quant_nearest_int(iscale_is * x[i]));
+            const float diff = x[i] - scale_is * (float)l;
+            mse += qw[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const int l = MIN(nmax, quant_nearest_int(iscale * x[i]));
+        L[i] = (uint8_t)l;
+        sumlx += qw[i] * x[i] * (float)l;
+        suml2 += qw[i] * (float)l * (float)l;
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int n_changed = 0;
+        for (int i = 0; i < n; i++) {
+            const float w = qw[i];
+            float slx = sumlx - w * x[i] * (float)L[i];
+            float sl2 = suml2 - w * (float)L[i] * (float)L[i];
+            if (slx > 0 && sl2 > 0) {
+                const int new_l = MIN(nmax, quant_nearest_int(x[i] * sl2 / slx));
+                if (new_l != L[i]) {
+                    slx += w * x[i] * (float)new_l;
+                    sl2 += w * (float)new_l * (float)new_l;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (uint8_t)new_l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        n_changed++;
+                    }
+                }
+            }
+        }
+        if (!n_changed) break;
+    }
+    return sumlx / suml2;
+}
+
+/* Importance weights of a group of n under the weighted quantizers:
+ * qw[i] * sqrt(sigma2 + x[i]^2), sigma2 the group's (or row's) mean square
+ * scaled as the caller says; the sum into *sumw unless NULL. */
+void quant_imatrix_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *sumw) {
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) w[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+    for (int i = 0; i < n; i++) s += w[i];
+    if (sumw) *sumw = s;
+}
+
+static float sum_squares(const float *x, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    return s;
 }
 
 /* Scale and min (6 bits each) of sub-block j of a Q4_K/Q5_K block: j < 4 in
@@ -341,9 +427,10 @@ static void min32_dot(const void *vx, size_t block_bytes, min32_unpack_fn unpack
  * (fit(16, nmax, ...): its scale, its levels into L), then the super-block
  * scale is the sub-block scale of largest magnitude, sign kept (its
  * magnitude into *amax unless NULL). */
-static float signed16_scales(const float *x, int nmax, float (*fit)(int n, int nmax, const float *x, int8_t *L),
-                             int8_t *L, float *scales, float *amax) {
-    for (int j = 0; j < QK_K / 16; j++) scales[j] = fit(16, nmax, x + 16 * j, L + 16 * j);
+static float signed16_scales(const float *x, int nmax,
+                             float (*fit)(int n, int nmax, const float *x, int8_t *L, const float *qw),
+                             const float *qw, int8_t *L, float *scales, float *amax) {
+    for (int j = 0; j < QK_K / 16; j++) scales[j] = fit(16, nmax, x + 16 * j, L + 16 * j, qw ? qw + 16 * j : NULL);
     float a;
     const float max = quant_signed_absmax(scales, QK_K / 16, &a);
     if (amax) *amax = a;
@@ -351,6 +438,18 @@ static float signed16_scales(const float *x, int nmax, float (*fit)(int n, int n
 }
 
 /* ------------------------------------------------------------------ Q2_K */
+
+/* Q2_K's last step, once d, dmin and the 4-bit scales are stored: the
+ * levels recomputed against them, packed. */
+static void q2k_finish(const float *x, block_q2_K *y, uint8_t *L) {
+    for (int j = 0; j < QK_K / 16; j++) {
+        const float d = fp16_to_f32(y->d) * (float)(y->scales[j] & 0x0f);
+        if (!d) continue;
+        const float dm = fp16_to_f32(y->dmin) * (float)(y->scales[j] >> 4);
+        requantize(x + 16 * j, 16, d, dm, 0, 3, 0, L + 16 * j);
+    }
+    pack_2bit(L, y->qs);
+}
 
 void quant_q2_K_from_f32(const float *x, void *dst, int64_t n) {
     block_q2_K *y = dst;
@@ -361,7 +460,7 @@ void quant_q2_K_from_f32(const float *x, void *dst, int64_t n) {
         float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < QK_K / 16; j++) {
             for (int l = 0; l < 16; l++) weights[l] = fabsf(x[16 * j + l]);
-            scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+            scales[j] = quant_make_qkx(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
                                          -0.5f, 0.1f, 15, true);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
@@ -383,13 +482,29 @@ void quant_q2_K_from_f32(const float *x, void *dst, int64_t n) {
         } else {
             y[i].dmin = f32_to_fp16(0.0f);
         }
+        q2k_finish(x, &y[i], L);
+    }
+}
+
+/* llama.cpp's quantize_row_q2_K_impl: per sub-block make_qkx3 with weights
+ * qw * sqrt(sigma2 + x^2) (sigma2 the super-block's mean square), then the
+ * scales and the mins each fitted to 4 bits by make_qp_quants weighted by
+ * the sub-blocks' summed weights. */
+void quant_q2_K_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    block_q2_K *y = dst;
+    uint8_t L[QK_K], Laux[16], Ls[QK_K / 16], Lm[QK_K / 16];
+    float weight[16], mins[QK_K / 16], scales[QK_K / 16], sw[QK_K / 16];
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, qw += QK_K) {
+        const float sigma2 = sum_squares(x, QK_K) / QK_K;
         for (int j = 0; j < QK_K / 16; j++) {
-            const float d = fp16_to_f32(y[i].d) * (float)(y[i].scales[j] & 0x0f);
-            if (!d) continue;
-            const float dm = fp16_to_f32(y[i].dmin) * (float)(y[i].scales[j] >> 4);
-            requantize(x + 16 * j, 16, d, dm, 0, 3, 0, L + 16 * j);
+            quant_imatrix_weights(x + 16 * j, qw + 16 * j, 16, sigma2, weight, &sw[j]);
+            scales[j] = quant_make_qkx(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36,
+                                       false);
         }
-        pack_2bit(L, y[i].qs);
+        y[i].d = f32_to_fp16(make_qp_quants(QK_K / 16, 15, scales, Ls, sw));
+        y[i].dmin = f32_to_fp16(make_qp_quants(QK_K / 16, 15, mins, Lm, sw));
+        for (int j = 0; j < QK_K / 16; j++) y[i].scales[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
+        q2k_finish(x, &y[i], L);
     }
 }
 
@@ -424,12 +539,42 @@ void quant_q2_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
 
 /* ------------------------------------------------------------------ Q3_K */
 
+/* Q3_K's last step, once d and the 6-bit scales are stored: the levels
+ * recomputed against them (L keeps make_q3/make_qx's where a scale is 0),
+ * the high bits into hmask, the low bits packed. */
+static void q3k_finish(const float *x, block_q3_K *y, int8_t *L) {
+    uint8_t *lv = (uint8_t *)L; /* 0..7 from here on */
+    for (int j = 0; j < QK_K / 16; j++) {
+        const float d = fp16_to_f32(y->d) * (float)q3k_scale(y->scales, j);
+        if (d) requantize(x + 16 * j, 16, d, 0.0f, -4, 3, 4, lv + 16 * j);
+    }
+    memset(y->hmask, 0, sizeof y->hmask);
+    for (int j = 0; j < QK_K; j++) {
+        if (lv[j] > 3) {
+            y->hmask[j % 32] |= (uint8_t)(1u << (j / 32));
+            lv[j] = (uint8_t)(lv[j] - 4);
+        }
+    }
+    pack_2bit(lv, y->qs);
+}
+
+/* Stores 6-bit scale j (0..63, 32 meaning 0) of a Q3_K block (scales
+ * zeroed first): the low nibble in byte j or j-8, the top 2 bits in byte
+ * 8 + j%4. */
+static void q3k_pack_scale(uint8_t *scales, int j, int l) {
+    if (j < 8)
+        scales[j] = (uint8_t)(l & 0x0f);
+    else
+        scales[j - 8] |= (uint8_t)((l & 0x0f) << 4);
+    scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+}
+
 void quant_q3_K_from_f32(const float *x, void *dst, int64_t n) {
     block_q3_K *y = dst;
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        const float max_scale = signed16_scales(x, 4, make_q3_quants, L, scales, NULL);
+        const float max_scale = signed16_scales(x, 4, make_q3_quants, NULL, L, scales, NULL);
         memset(y[i].scales, 0, sizeof y[i].scales);
         if (max_scale) {
             const float iscale = -32.f / max_scale;
@@ -437,30 +582,35 @@ void quant_q3_K_from_f32(const float *x, void *dst, int64_t n) {
                 /* llama.cpp stores nearest_int in an int8_t before clamping */
                 int8_t l = (int8_t)quant_nearest_int(iscale * scales[j]);
                 l = (int8_t)(MAX(-32, MIN(31, l)) + 32);
-                if (j < 8)
-                    y[i].scales[j] = (uint8_t)(l & 0x0f);
-                else
-                    y[i].scales[j - 8] |= (uint8_t)((l & 0x0f) << 4);
-                l = (int8_t)(l >> 4);
-                y[i].scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
+                q3k_pack_scale(y[i].scales, j, (uint8_t)l);
             }
             y[i].d = f32_to_fp16(1 / iscale);
         } else {
             y[i].d = f32_to_fp16(0.0f);
         }
-        uint8_t *lv = (uint8_t *)L; /* 0..7 from here on */
+        q3k_finish(x, &y[i], L);
+    }
+}
+
+/* llama.cpp's quantize_row_q3_K_impl: per sub-block make_qx with weights
+ * qw * sqrt(sigma2 + x^2) (sigma2 twice the super-block's mean square),
+ * then the 16 scales themselves fitted to signed 6 bits by make_qx
+ * weighted by the sub-blocks' summed weights. */
+void quant_q3_K_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    block_q3_K *y = dst;
+    int8_t L[QK_K], Ls[QK_K / 16];
+    float weight[16], scales[QK_K / 16], sw[QK_K / 16];
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K, qw += QK_K) {
+        const float sigma2 = 2 * sum_squares(x, QK_K) / QK_K;
         for (int j = 0; j < QK_K / 16; j++) {
-            const float d = fp16_to_f32(y[i].d) * (float)q3k_scale(y[i].scales, j);
-            if (d) requantize(x + 16 * j, 16, d, 0.0f, -4, 3, 4, lv + 16 * j);
+            quant_imatrix_weights(x + 16 * j, qw + 16 * j, 16, sigma2, weight, &sw[j]);
+            scales[j] = quant_make_qx(16, 4, x + 16 * j, L + 16 * j, weight);
         }
-        memset(y[i].hmask, 0, sizeof y[i].hmask);
-        for (int j = 0; j < QK_K; j++) {
-            if (lv[j] > 3) {
-                y[i].hmask[j % 32] |= (uint8_t)(1u << (j / 32));
-                lv[j] = (uint8_t)(lv[j] - 4);
-            }
-        }
-        pack_2bit(lv, y[i].qs);
+        memset(y[i].scales, 0, sizeof y[i].scales);
+        const float d_block = quant_make_qx(QK_K / 16, 32, scales, Ls, sw);
+        for (int j = 0; j < QK_K / 16; j++) q3k_pack_scale(y[i].scales, j, Ls[j]);
+        y[i].d = f32_to_fp16(d_block);
+        q3k_finish(x, &y[i], L);
     }
 }
 
@@ -487,17 +637,43 @@ void quant_q3_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
 /* Shared first half of Q4_K and Q5_K: per 32-element sub-block scale and
  * min from make_qkx2, packed to 6 bits against fp16 super-scales, then the
  * quants recomputed with the stored (rounded) scales. */
+static void kquant_4_5_requantize(const float *x, int nmax, const uint16_t *d_out, const uint16_t *dmin_out,
+                                  const uint8_t *packed_scales, uint8_t *L);
+
+/* qw NULL: llama.cpp's reference rule (below). Otherwise its
+ * quantize_row_q4_K_impl / q5_K_impl: make_qkx3 with weights
+ * qw * sqrt(sigma2 + x^2), sigma2 twice the super-block's mean square, and
+ * the scales and mins each fitted to 6 bits by make_qp_quants weighted by
+ * the sub-blocks' summed weights. */
 static void kquant_4_5_quants(const float *x, int nmax, float rmin, int nstep, uint16_t *d_out,
-                              uint16_t *dmin_out, uint8_t *packed_scales, uint8_t *L) {
+                              uint16_t *dmin_out, uint8_t *packed_scales, uint8_t *L, const float *qw) {
     uint8_t Laux[32];
     float weights[32], mins[QK_K / 32], scales[QK_K / 32];
     float max_scale = 0.0f, max_min = 0.0f;
+    if (qw) {
+        uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
+        float sw[QK_K / 32];
+        const float sigma2 = 2 * sum_squares(x, QK_K) / QK_K;
+        for (int j = 0; j < QK_K / 32; j++) {
+            quant_imatrix_weights(x + 32 * j, qw + 32 * j, 32, sigma2, weights, &sw[j]);
+            scales[j] = quant_make_qkx(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f,
+                                       36, false);
+        }
+        const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
+        const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
+        memset(packed_scales, 0, K_SCALE_SIZE);
+        for (int j = 0; j < QK_K / 32; j++) kquant_pack_scale_min(j, Ls[j], Lm[j], packed_scales);
+        *d_out = f32_to_fp16(d_block);
+        *dmin_out = f32_to_fp16(m_block);
+        kquant_4_5_requantize(x, nmax, d_out, dmin_out, packed_scales, L);
+        return;
+    }
     for (int j = 0; j < QK_K / 32; j++) {
         float sum_x2 = 0.0f;
         for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
         const float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+        scales[j] = quant_make_qkx(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
                                      0.1f, nstep, false);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
@@ -514,6 +690,12 @@ static void kquant_4_5_quants(const float *x, int nmax, float rmin, int nstep, u
     }
     *d_out = f32_to_fp16(max_scale / 63.f);
     *dmin_out = f32_to_fp16(max_min / 63.f);
+    kquant_4_5_requantize(x, nmax, d_out, dmin_out, packed_scales, L);
+}
+
+/* The levels recomputed against the stored (rounded) scales and mins. */
+static void kquant_4_5_requantize(const float *x, int nmax, const uint16_t *d_out, const uint16_t *dmin_out,
+                                  const uint8_t *packed_scales, uint8_t *L) {
     for (int j = 0; j < QK_K / 32; j++) {
         uint8_t sc, m;
         kquant_scale_min(j, packed_scales, &sc, &m);
@@ -524,16 +706,20 @@ static void kquant_4_5_quants(const float *x, int nmax, float rmin, int nstep, u
     }
 }
 
-void quant_q4_K_from_f32(const float *x, void *dst, int64_t n) {
+static void q4k_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     block_q4_K *y = dst;
     uint8_t L[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        kquant_4_5_quants(x, 15, -1.0f, 20, &y[i].d, &y[i].dmin, y[i].scales, L);
+        kquant_4_5_quants(x, 15, -1.0f, 20, &y[i].d, &y[i].dmin, y[i].scales, L, qw ? qw + QK_K * i : NULL);
         for (int j = 0; j < QK_K; j += 64)
             for (int l = 0; l < 32; l++)
                 y[i].qs[j / 2 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
     }
 }
+
+void quant_q4_K_from_f32(const float *x, void *dst, int64_t n) { q4k_quantize(x, dst, n, NULL); }
+
+void quant_q4_K_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) { q4k_quantize(x, dst, n, qw); }
 
 static inline int q4k_quant(const uint8_t *qs, int e) {
     const uint8_t b = qs[32 * (e / 64) + e % 32];
@@ -556,11 +742,11 @@ void quant_q4_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
     min32_dot(vx, sizeof(block_q4_K), q4k_unpack, vy, n, out);
 }
 
-void quant_q5_K_from_f32(const float *x, void *dst, int64_t n) {
+static void q5k_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     block_q5_K *y = dst;
     uint8_t L[QK_K];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        kquant_4_5_quants(x, 31, -0.5f, 15, &y[i].d, &y[i].dmin, y[i].scales, L);
+        kquant_4_5_quants(x, 31, -0.5f, 15, &y[i].d, &y[i].dmin, y[i].scales, L, qw ? qw + QK_K * i : NULL);
         memset(y[i].qh, 0, sizeof y[i].qh);
         for (int j = 0; j < QK_K; j += 64) {
             const int a = j / 64;
@@ -579,6 +765,10 @@ void quant_q5_K_from_f32(const float *x, void *dst, int64_t n) {
         }
     }
 }
+
+void quant_q5_K_from_f32(const float *x, void *dst, int64_t n) { q5k_quantize(x, dst, n, NULL); }
+
+void quant_q5_K_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) { q5k_quantize(x, dst, n, qw); }
 
 static void q5k_unpack(const void *block, min32_block *out) {
     const block_q5_K *b = block;
@@ -601,13 +791,16 @@ void quant_q5_K_dot(int64_t n, float *out, const void *vx, const void *vy) {
 
 /* ------------------------------------------------------------------ Q6_K */
 
-void quant_q6_K_from_f32(const float *x, void *dst, int64_t n) {
+/* llama.cpp's quantize_row_q6_K_impl: with importance weights qw (one per
+ * element, or NULL) each sub-block's make_qx uses them instead of x^2. */
+static void q6k_quantize(const float *x, void *dst, int64_t n, const float *qw_row) {
     block_q6_K *y = dst;
     int8_t L[QK_K];
     float scales[QK_K / 16];
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        const float *qw = qw_row ? qw_row + QK_K * i : NULL;
         float max_abs_scale;
-        const float max_scale = signed16_scales(x, 32, make_qx_quants, L, scales, &max_abs_scale);
+        const float max_scale = signed16_scales(x, 32, quant_make_qx, qw, L, scales, &max_abs_scale);
         if (max_abs_scale < GROUP_MAX_EPS) {
             memset(&y[i], 0, sizeof y[i]);
             y[i].d = f32_to_fp16(0.0f);
@@ -635,6 +828,10 @@ void quant_q6_K_from_f32(const float *x, void *dst, int64_t n) {
         }
     }
 }
+
+void quant_q6_K_from_f32(const float *x, void *dst, int64_t n) { q6k_quantize(x, dst, n, NULL); }
+
+void quant_q6_K_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) { q6k_quantize(x, dst, n, qw); }
 
 static void q6k_unpack(const void *block, signed16_block *out) {
     const block_q6_K *b = block;

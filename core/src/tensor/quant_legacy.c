@@ -208,6 +208,45 @@ void quant_q4_1_from_f32(const float *x, void *dst, int64_t n) { legacy_from_f32
 void quant_q5_0_from_f32(const float *x, void *dst, int64_t n) { legacy_from_f32(&fmt_q5_0, x, dst, n); }
 void quant_q5_1_from_f32(const float *x, void *dst, int64_t n) { legacy_from_f32(&fmt_q5_1, x, dst, n); }
 
+/* With importance weights (llama.cpp's quantize_row_q4_0_impl and its
+ * siblings): each element weighs qw * sqrt(sigma2 + x^2), sigma2 the mean
+ * square of the whole row; the _0 types fit a symmetric scale by make_qx,
+ * the _1 types a scale and minimum by make_qkx3 (37 candidate scales). */
+static void legacy_from_f32_w(const legacy_format *f, const float *x, void *dst, int64_t n, const float *qw) {
+    legacy_block b = {0};
+    float sum_x2 = 0.0f, weight[QK_LEGACY];
+    for (int64_t j = 0; j < n; j++) sum_x2 += x[j] * x[j];
+    const float sigma2 = sum_x2 / (float)n;
+    for (int64_t i = 0; i < n / QK_LEGACY; i++, x += QK_LEGACY, qw += QK_LEGACY) {
+        quant_imatrix_weights(x, qw, QK_LEGACY, sigma2, weight, NULL);
+        if (f->affine) {
+            uint8_t Laux[QK_LEGACY];
+            float min;
+            b.d = quant_make_qkx(QK_LEGACY, (1 << f->bits) - 1, x, weight, b.lv, &min, Laux, -0.9f, 0.05f, 36,
+                                 false);
+            b.m = -min;
+        } else {
+            int8_t L[QK_LEGACY];
+            b.d = quant_make_qx(QK_LEGACY, 1 << (f->bits - 1), x, L, weight);
+            for (int j = 0; j < QK_LEGACY; j++) b.lv[j] = (uint8_t)L[j];
+        }
+        f->pack(&b, (uint8_t *)dst + (size_t)i * f->block_bytes);
+    }
+}
+
+void quant_q4_0_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    legacy_from_f32_w(&fmt_q4_0, x, dst, n, qw);
+}
+void quant_q4_1_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    legacy_from_f32_w(&fmt_q4_1, x, dst, n, qw);
+}
+void quant_q5_0_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    legacy_from_f32_w(&fmt_q5_0, x, dst, n, qw);
+}
+void quant_q5_1_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    legacy_from_f32_w(&fmt_q5_1, x, dst, n, qw);
+}
+
 void quant_q4_0_to_f32(const void *src, float *y, int64_t n) { legacy_to_f32(&fmt_q4_0, src, y, n); }
 void quant_q4_1_to_f32(const void *src, float *y, int64_t n) { legacy_to_f32(&fmt_q4_1, src, y, n); }
 void quant_q5_0_to_f32(const void *src, float *y, int64_t n) { legacy_to_f32(&fmt_q5_0, src, y, n); }
@@ -305,12 +344,12 @@ int quant_iq4nl_best_index(float x) {
 }
 
 /* Weighted fit of the scale for codebook indices chosen with inverse scale
- * id: returns sum(w*q*x) and sum(w*q*q) with w = x^2. */
-static void iq4nl_fit(const float *x, float id, float *sumqx, float *sumq2) {
+ * id: returns sum(w*q*x) and sum(w*q*q) with w the weights, x^2 if NULL. */
+static void iq4nl_fit(const float *x, const float *weight, float id, float *sumqx, float *sumq2) {
     float sx = 0.0f, s2 = 0.0f;
     for (int j = 0; j < QK4_NL; j++) {
         const float q = iq4nl_values[quant_iq4nl_best_index(id * x[j])];
-        const float w = x[j] * x[j];
+        const float w = weight ? weight[j] : x[j] * x[j];
         sx += w * q * x[j];
         s2 += w * q * q;
     }
@@ -318,17 +357,17 @@ static void iq4nl_fit(const float *x, float id, float *sumqx, float *sumq2) {
     *sumq2 = s2;
 }
 
-float quant_iq4nl_scale(const float *x) {
+float quant_iq4nl_scale(const float *x, const float *weight) {
     enum { NTRY = 7 };
     float amax;
     const float max = quant_signed_absmax(x, QK4_NL, &amax);
     if (amax < 1e-15f) return 0.0f; /* llama.cpp's GROUP_MAX_EPS */
     float sumqx, sumq2;
-    iq4nl_fit(x, 1 / (-max / iq4nl_values[0]), &sumqx, &sumq2);
+    iq4nl_fit(x, weight, 1 / (-max / iq4nl_values[0]), &sumqx, &sumq2);
     float d = sumqx / sumq2;
     float best = d * sumqx;
     for (int itry = -NTRY; itry <= NTRY; itry++) {
-        iq4nl_fit(x, (float)(itry + iq4nl_values[0]) / max, &sumqx, &sumq2);
+        iq4nl_fit(x, weight, (float)(itry + iq4nl_values[0]) / max, &sumqx, &sumq2);
         if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
             d = sumqx / sumq2;
             best = d * sumqx;
@@ -337,12 +376,19 @@ float quant_iq4nl_scale(const float *x) {
     return d;
 }
 
-/* llama.cpp's quantize_row_iq4_nl_ref: quantize_row_iq4_nl_impl with one
- * 32-block per super-block, no importance weights and ntry = 7. */
-void quant_iq4_nl_from_f32(const float *x, void *dst, int64_t n) {
+/* llama.cpp's quantize_row_iq4_nl_impl with one 32-block per super-block
+ * and ntry = 7; with importance weights qw (or NULL, the reference rule:
+ * x^2) each element weighs qw * sqrt(sigma2 + x^2), sigma2 twice the
+ * block's mean square. */
+static void iq4nl_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     block_iq4_nl *y = dst;
+    float weight[QK4_NL];
     for (int64_t i = 0; i < n / QK4_NL; i++, x += QK4_NL) {
-        const float scale = quant_iq4nl_scale(x);
+        float sigma2 = 0.0f;
+        for (int j = 0; j < QK4_NL; j++) sigma2 += x[j] * x[j];
+        sigma2 *= 2.f / QK4_NL;
+        if (qw) quant_imatrix_weights(x, qw + QK4_NL * i, QK4_NL, sigma2, weight, NULL);
+        const float scale = quant_iq4nl_scale(x, qw ? weight : NULL);
         y[i].d = f32_to_fp16(scale);
         const float id = scale ? 1 / scale : 0.0f;
         for (int j = 0; j < QK4_NL / 2; j++) {
@@ -351,6 +397,12 @@ void quant_iq4_nl_from_f32(const float *x, void *dst, int64_t n) {
             y[i].qs[j] = (uint8_t)(l0 | (l1 << 4));
         }
     }
+}
+
+void quant_iq4_nl_from_f32(const float *x, void *dst, int64_t n) { iq4nl_quantize(x, dst, n, NULL); }
+
+void quant_iq4_nl_from_f32_w(const float *x, void *dst, int64_t n, const float *qw) {
+    iq4nl_quantize(x, dst, n, qw);
 }
 
 void quant_iq4_nl_to_f32(const void *src, float *y, int64_t n) {

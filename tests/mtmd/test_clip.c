@@ -1,6 +1,6 @@
 /*
- * clip: the LLaVA-style encoder of a synthetic mmproj against llama.cpp's
- * libmtmd (the JSON files in tests/data/mm, made by its mtmd_ref.cpp): the
+ * clip: the LLaVA-style and Gemma 3 encoders of synthetic mmproj files against
+ * llama.cpp's libmtmd (the JSON files in tests/data/mm, made by its mtmd_ref.cpp): the
  * image's embedding rows within cosine 0.9999 of llama.cpp's on ref and on
  * the CPU plugin; and the mmproj reader's errors on broken files.
  */
@@ -57,8 +57,8 @@ static double cosine(const float *a, const float *b, int n) {
     return ab / sqrt(aa * bb + 1e-30);
 }
 
-static void check_image(const char *device, const char *image, const char *golden, double min_cos) {
-    clip_model *c = clip_model_load(getenv("MM_PROJ") ? getenv("MM_PROJ") : MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf", 128);
+static void check_image(const char *device, const char *proj, const char *image, const char *golden, double min_cos) {
+    clip_model *c = clip_model_load(getenv("MM_PROJ") ? getenv("MM_PROJ") : proj, 128);
     REQUIRE(c, "%s", error_get());
     float *want = NULL;
     int n_rows = 0, n_embd = 0;
@@ -119,9 +119,16 @@ TEST(embeddings_match_llama_cpp) {
     for (int i = 0; i < n_devs; i++) {
         if (!devs[i]) continue;
         /* the image at the encoder's size: no resampling in play */
-        check_image(devs[i], getenv("MM_IMG") ? getenv("MM_IMG") : MM_DATA_DIR "/sq56.png", getenv("MM_GOLD") ? getenv("MM_GOLD") : MM_DATA_DIR "/synth-llava-sq56.json", 0.9999);
+        const char *llava = MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf";
+        check_image(devs[i], llava, getenv("MM_IMG") ? getenv("MM_IMG") : MM_DATA_DIR "/sq56.png",
+                    getenv("MM_GOLD") ? getenv("MM_GOLD") : MM_DATA_DIR "/synth-llava-sq56.json", 0.9999);
         /* 80x48: padded to a square with the mean colour, then resized */
-        check_image(devs[i], MM_DATA_DIR "/wide.png", MM_DATA_DIR "/synth-llava-wide.json", 0.995);
+        check_image(devs[i], llava, MM_DATA_DIR "/wide.png", MM_DATA_DIR "/synth-llava-wide.json", 0.995);
+        /* Gemma 3: SigLIP, the 4x4 pool, the soft-embedding norm */
+        const char *g3 = MM_BUILD_DIR "/mmproj-synth-gemma3-f32.gguf";
+        check_image(devs[i], g3, MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-gemma3-sq224.json", 0.99999);
+        /* 300x180: padded with black, then resized (bilinear) */
+        check_image(devs[i], g3, MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-gemma3-wide.json", 0.996);
     }
     tessera_shutdown();
 }

@@ -184,6 +184,20 @@ TEST(errors) {
     tessera_media_free(img);
     tessera_mtmd_free(mm);
     tessera_model_free(m);
+    /* rows that attend both ways must fit one batch */
+    m = harness_model_load(MM_BUILD_DIR "/synth-gemma3-f32.gguf", "ref", NULL);
+    REQUIRE(m, "model");
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_batch = 8;
+    tessera_context *ctx = harness_context(m, &cp);
+    float *rows = calloc(16 * (size_t)tessera_model_n_embd(m), sizeof(float));
+    EXPECT_ERROR(tessera_decode_embd(ctx, rows, 16, 0, TESSERA_DECODE_NON_CAUSAL) != 0, tessera_last_error(),
+                 "-b is 8", "two-way rows over a batch");
+    EXPECT(tessera_decode_embd(ctx, rows, 8, 0, TESSERA_DECODE_NON_CAUSAL) == 0, "%s", tessera_last_error());
+    free(rows);
+    tessera_context_free(ctx);
+    tessera_model_free(m);
     tessera_shutdown();
 }
 

@@ -309,7 +309,8 @@ static int32_t decode_chunks_from(chat_session *s, int32_t common) {
                 if (tessera_decode(s->ctx, t + from, cn - from, at + from, 0) != 0) return -1;
             } else {
                 const float *rows = tessera_mtmd_encode_chunk(s->mm, s->chunks, c);
-                if (!rows || tessera_decode_embd(s->ctx, rows, cn, at, 0) != 0) return -1;
+                if (!rows || tessera_decode_embd(s->ctx, rows, cn, at, tessera_mtmd_decode_flags(s->mm)) != 0)
+                    return -1;
                 if (s->p->verbose)
                     fprintf(stderr, "[image: %d positions, encoded in %.2f ms%s]\n", (int)cn,
                             tessera_mtmd_last_encode_ms(s->mm), tessera_mtmd_last_encode_ms(s->mm) > 0 ? "" : " (cached)");

@@ -4,8 +4,12 @@
  * and its projector, the stand-in for a real one in the tests (a text model
  * of the same width comes from tessera-synth).
  *
- *   --projector mlp   LLaVA-1.5 / MobileVLM style: CLIP ViT (class token,
- *                     learned positions, pre-norm), MLP projector mm.0/mm.2
+ *   --projector mlp     LLaVA-1.5 / MobileVLM style: CLIP ViT (class token,
+ *                       learned positions, pre-norm), MLP projector mm.0/mm.2
+ *   --projector gemma3  Gemma 3: SigLIP ViT (no class token, learned
+ *                       positions, GELU, post-layernorm), then a 4x4 average
+ *                       pool, the soft-embedding RMS norm and the input
+ *                       projection onto the text model
  *
  * The key and tensor names are those gguf-py (the `gguf` PyPI package)
  * defines for vision encoders (gguf.Keys.ClipVision, gguf.TENSOR_NAMES),
@@ -82,7 +86,8 @@ static int layer_norm(tensors *t, const char *name, int64_t dim) {
     return add(t, n, 0, 1, dim, 1, 1, 1, 0.0, 0.05);
 }
 
-static int write_mlp(const opts *o) {
+static int write_mmproj(const opts *o) {
+    const bool siglip = !strcmp(o->projector, "gemma3");
     gguf_writer *w = gguf_writer_new();
     tensors t = {w, (uint64_t)o->seed, {0}, 0};
     int rc = -1;
@@ -91,10 +96,10 @@ static int write_mlp(const opts *o) {
     gguf_writer_set_str(w, "general.name", "synth-mmproj", 12);
     gguf_writer_set_u32(w, "general.file_type", 0);
     gguf_writer_set_bool(w, "clip.has_vision_encoder", true);
-    gguf_writer_set_bool(w, "clip.has_llava_projector", true);
+    if (!siglip) gguf_writer_set_bool(w, "clip.has_llava_projector", true);
     s = o->projector;
     gguf_writer_set_str(w, "clip.projector_type", s, strlen(s));
-    gguf_writer_set_bool(w, "clip.use_gelu", o->gelu);
+    gguf_writer_set_bool(w, "clip.use_gelu", siglip || o->gelu);
     gguf_writer_set_u32(w, "clip.vision.image_size", (uint32_t)o->image);
     gguf_writer_set_u32(w, "clip.vision.patch_size", (uint32_t)o->patch);
     gguf_writer_set_u32(w, "clip.vision.embedding_length", (uint32_t)o->dim);
@@ -102,22 +107,25 @@ static int write_mlp(const opts *o) {
     gguf_writer_set_u32(w, "clip.vision.projection_dim", (uint32_t)o->proj);
     gguf_writer_set_u32(w, "clip.vision.block_count", (uint32_t)o->layers);
     gguf_writer_set_u32(w, "clip.vision.attention.head_count", (uint32_t)o->heads);
-    gguf_writer_set_f32(w, "clip.vision.attention.layer_norm_epsilon", 1e-5f);
-    /* CLIP's (OpenAI's) normalisation, as LLaVA-1.5's file carries it */
+    gguf_writer_set_f32(w, "clip.vision.attention.layer_norm_epsilon", siglip ? 1e-6f : 1e-5f);
+    /* CLIP's (OpenAI's) normalisation, as LLaVA-1.5's file carries it;
+     * SigLIP's is 0.5 / 0.5 as Gemma 3's file carries it */
     const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
     const float std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
-    gguf_writer_set_arr(w, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
-    gguf_writer_set_arr(w, "clip.vision.image_std", GGUF_TYPE_FLOAT32, std, 3);
+    const float half[3] = {0.5f, 0.5f, 0.5f};
+    gguf_writer_set_arr(w, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, siglip ? half : mean, 3);
+    gguf_writer_set_arr(w, "clip.vision.image_std", GGUF_TYPE_FLOAT32, siglip ? half : std, 3);
 
     int64_t D = o->dim, np = (int64_t)(o->image / o->patch) * (o->image / o->patch);
     char n[96];
-    if (add(&t, "v.class_embd", 0, 1, D, 1, 1, 1, 0.0, 0.5) != 0) goto done;
+    if (!siglip && add(&t, "v.class_embd", 0, 1, D, 1, 1, 1, 0.0, 0.5) != 0) goto done;
     /* the patch convolution's kernel [kw, kh, c_in, c_out], F16 as converters write it */
     if (add(&t, "v.patch_embd.weight", 1, 4, o->patch, o->patch, 3, D, 0.0,
             1.0 / sqrt(3.0 * o->patch * o->patch)) != 0)
         goto done;
-    if (add(&t, "v.position_embd.weight", 0, 2, D, np + 1, 1, 1, 0.0, 0.5) != 0) goto done;
-    if (layer_norm(&t, "v.pre_ln", D) != 0) goto done;
+    if (siglip && add(&t, "v.patch_embd.bias", 0, 1, D, 1, 1, 1, 0.0, 0.05) != 0) goto done;
+    if (add(&t, "v.position_embd.weight", 0, 2, D, np + !siglip, 1, 1, 0.0, 0.5) != 0) goto done;
+    if (!siglip && layer_norm(&t, "v.pre_ln", D) != 0) goto done;
     for (int l = 0; l < o->layers; l++) {
         static const char *const lin[] = {"attn_q", "attn_k", "attn_v", "attn_out"};
         for (int i = 0; i < 4; i++) {
@@ -133,8 +141,16 @@ static int write_mlp(const opts *o) {
         snprintf(n, sizeof n, "v.blk.%d.ln2", l);
         if (layer_norm(&t, n, D) != 0) goto done;
     }
-    if (linear(&t, "mm.0", D, o->proj) != 0) goto done;
-    if (linear(&t, "mm.2", o->proj, o->proj) != 0) goto done;
+    if (siglip) {
+        if (layer_norm(&t, "v.post_ln", D) != 0) goto done;
+        /* Gemma's RMS norm weight as converters write it (the "1 +" folded in) */
+        if (add(&t, "mm.soft_emb_norm.weight", 0, 1, D, 1, 1, 1, 1.0, 0.1) != 0) goto done;
+        if (add(&t, "mm.input_projection.weight", 0, 2, o->proj, D, 1, 1, 0.0, 1.0 / sqrt((double)D)) != 0)
+            goto done;
+    } else {
+        if (linear(&t, "mm.0", D, o->proj) != 0) goto done;
+        if (linear(&t, "mm.2", o->proj, o->proj) != 0) goto done;
+    }
     rc = gguf_writer_write_file(w, o->out);
 done:
     gguf_writer_free(w);
@@ -148,7 +164,9 @@ static void usage(FILE *fp) {
             "Writes a synthetic mmproj (vision encoder and projector) with random\n"
             "(seeded) weights, as llama.cpp's converter lays one out.\n\n"
             "  -o, --out FILE      output path\n"
-            "  --projector NAME    mlp (LLaVA-1.5: CLIP ViT, MLP projector; default)\n"
+            "  --projector NAME    mlp (LLaVA-1.5: CLIP ViT, MLP projector; default),\n"
+            "                      gemma3 (SigLIP ViT, 4x4 average pool, RMS norm,\n"
+            "                      input projection; the image size a multiple of 4 patches)\n"
             "  --dim N             encoder width (default 64)\n"
             "  --layers N          encoder blocks (default 2)\n"
             "  --heads N           attention heads (default 4)\n"
@@ -213,8 +231,8 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (strcmp(o.projector, "mlp") != 0) {
-        fprintf(stderr, "tessera-synth-mmproj: --projector: '%s' is not one of: mlp\n", o.projector);
+    if (strcmp(o.projector, "mlp") != 0 && strcmp(o.projector, "gemma3") != 0) {
+        fprintf(stderr, "tessera-synth-mmproj: --projector: '%s' is not one of: mlp, gemma3\n", o.projector);
         return 2;
     }
     if (o.patch < 1 || o.image < o.patch || o.image % o.patch || o.heads < 1 || o.dim % o.heads ||
@@ -223,7 +241,11 @@ int main(int argc, char **argv) {
                         "size and the width of the head count\n");
         return 2;
     }
-    if (write_mlp(&o) != 0) {
+    if (!strcmp(o.projector, "gemma3") && (o.image / o.patch) % 4) {
+        fprintf(stderr, "tessera-synth-mmproj: gemma3: the image size must be a multiple of 4 patches\n");
+        return 2;
+    }
+    if (write_mmproj(&o) != 0) {
         fprintf(stderr, "tessera-synth-mmproj: %s\n", error_get());
         return 1;
     }

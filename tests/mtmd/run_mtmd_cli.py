@@ -1,7 +1,7 @@
-"""tessera run with --mmproj and --image on the synthetic LLaVA pair: the
-greedy text after the image is llama.cpp's (libmtmd's greedy ids of
-tests/data/mm/synth-llava-sq56.json, spelled with the model's own
-vocabulary); and the media flags' errors: one clear line naming the flag or
+"""tessera run with --mmproj and --image on the synthetic LLaVA and Gemma 3
+pairs: the greedy text after the image is llama.cpp's (libmtmd's greedy ids
+of tests/data/mm/synth-llava-sq56.json and synth-gemma3-sq224.json, spelled
+with the model's own vocabulary); and the media flags' errors: one clear line naming the flag or
 the file, a non-zero exit, no crash."""
 import json
 import os
@@ -21,9 +21,9 @@ require(MODEL, PROJ, IMG)
 c = Checker("run_mtmd_cli")
 
 
-def spell(ids):
+def spell(ids, model=MODEL):
     """SentencePiece pieces to text: U+2581 is a space, <0xNN> a byte."""
-    toks = Gguf(MODEL).get("tokenizer.ggml.tokens")[1]
+    toks = Gguf(model).get("tokenizer.ggml.tokens")[1]
     out = b""
     for i in ids:
         t = toks[i].decode() if isinstance(toks[i], bytes) else toks[i]
@@ -32,15 +32,19 @@ def spell(ids):
     return out.decode("utf-8", errors="replace")
 
 
-gold = json.load(open(os.path.join(data, "synth-llava-sq56.json")))
-want = spell(gold["greedy"])
-for dev in ["ref", "cpu-avx0"]:
-    rc, out, err = run(["run", "-m", MODEL, "--mmproj", PROJ, "--image", IMG, "-p", "Once upon a time",
-                        "-n", str(len(gold["greedy"])), "--temp", "0", "-dev", dev, "--no-echo"])
-    if dev != "ref" and "cpu-avx0" in err and rc != 0:
-        continue  # no such device in this build
-    c.check(rc == 0, f"{dev}: exit {rc}: {err}")
-    c.check(out.rstrip("\n") == want, f"{dev}: {out!r} is not llama.cpp's {want!r}")
+G3 = (os.path.join(build, "synth-gemma3-f32.gguf"), os.path.join(build, "mmproj-synth-gemma3-f32.gguf"),
+      os.path.join(data, "sq224.png"), "synth-gemma3-sq224.json")
+require(*G3[:3])
+for model, proj, img, golden in [(MODEL, PROJ, IMG, "synth-llava-sq56.json"), G3]:
+    gold = json.load(open(os.path.join(data, golden)))
+    want = spell(gold["greedy"], model)
+    for dev in ["ref", "cpu-avx0"]:
+        rc, out, err = run(["run", "-m", model, "--mmproj", proj, "--image", img, "-p", "Once upon a time",
+                            "-n", str(len(gold["greedy"])), "--temp", "0", "-dev", dev, "--no-echo"])
+        if dev != "ref" and "cpu-avx0" in err and rc != 0:
+            continue  # no such device in this build
+        c.check(rc == 0, f"{golden} {dev}: exit {rc}: {err}")
+        c.check(out.rstrip("\n") == want, f"{golden} {dev}: {out!r} is not llama.cpp's {want!r}")
 
 tmp = tempfile.mkdtemp(prefix="tessera-mtmd-cli-")
 cut = os.path.join(tmp, "cut.png")

@@ -1,6 +1,6 @@
 /*
- * clip: the LLaVA-style encoder of a synthetic mmproj against llama.cpp's
- * libmtmd (the JSON files in tests/data/mm, made by its mtmd_ref.cpp): the
+ * clip: the LLaVA-style and Gemma 3 encoders of synthetic mmproj files against
+ * llama.cpp's libmtmd (the JSON files in tests/data/mm, made by its mtmd_ref.cpp): the
  * image's embedding rows within cosine 0.9999 of llama.cpp's on ref and on
  * the CPU plugin; and the mmproj reader's errors on broken files.
  */
@@ -57,8 +57,8 @@ static double cosine(const float *a, const float *b, int n) {
     return ab / sqrt(aa * bb + 1e-30);
 }
 
-static void check_image(const char *device, const char *image, const char *golden, double min_cos) {
-    clip_model *c = clip_model_load(getenv("MM_PROJ") ? getenv("MM_PROJ") : MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf", 128);
+static void check_image(const char *device, const char *proj, const char *image, const char *golden, double min_cos) {
+    clip_model *c = clip_model_load(getenv("MM_PROJ") ? getenv("MM_PROJ") : proj, 128);
     REQUIRE(c, "%s", error_get());
     float *want = NULL;
     int n_rows = 0, n_embd = 0;
@@ -119,9 +119,16 @@ TEST(embeddings_match_llama_cpp) {
     for (int i = 0; i < n_devs; i++) {
         if (!devs[i]) continue;
         /* the image at the encoder's size: no resampling in play */
-        check_image(devs[i], getenv("MM_IMG") ? getenv("MM_IMG") : MM_DATA_DIR "/sq56.png", getenv("MM_GOLD") ? getenv("MM_GOLD") : MM_DATA_DIR "/synth-llava-sq56.json", 0.9999);
+        const char *llava = MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf";
+        check_image(devs[i], llava, getenv("MM_IMG") ? getenv("MM_IMG") : MM_DATA_DIR "/sq56.png",
+                    getenv("MM_GOLD") ? getenv("MM_GOLD") : MM_DATA_DIR "/synth-llava-sq56.json", 0.9999);
         /* 80x48: padded to a square with the mean colour, then resized */
-        check_image(devs[i], MM_DATA_DIR "/wide.png", MM_DATA_DIR "/synth-llava-wide.json", 0.995);
+        check_image(devs[i], llava, MM_DATA_DIR "/wide.png", MM_DATA_DIR "/synth-llava-wide.json", 0.995);
+        /* Gemma 3: SigLIP, the 4x4 pool, the soft-embedding norm */
+        const char *g3 = MM_BUILD_DIR "/mmproj-synth-gemma3-f32.gguf";
+        check_image(devs[i], g3, MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-gemma3-sq224.json", 0.99999);
+        /* 300x180: padded with black, then resized (bilinear) */
+        check_image(devs[i], g3, MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-gemma3-wide.json", 0.996);
     }
     tessera_shutdown();
 }
@@ -132,19 +139,26 @@ TEST(broken_mmproj) {
     c = clip_model_load(MM_BUILD_DIR "/synth-llava-f32.gguf", 0);
     EXPECT_ERROR(c == NULL, error_get(), "not an mmproj", "a text model");
     /* a copy with one tensor's shape changed and one key dropped */
-    gguf_file *f = gguf_open(MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf");
-    REQUIRE(f, "%s", error_get());
-    static const struct { const char *drop_key, *bad_tensor, *needle; } cases[] = {
-        {"clip.vision.patch_size", NULL, "clip.vision.patch_size"},
-        {NULL, "v.blk.1.attn_k.weight", "v.blk.1.attn_k.weight"},
-        {NULL, "mm.0.bias", "mm.0.bias"},
+    static const struct broken { const char *src, *drop_key, *bad_tensor, *needle; } cases[] = {
+        {"llava", "clip.vision.patch_size", NULL, "clip.vision.patch_size"},
+        {"llava", NULL, "v.blk.1.attn_k.weight", "v.blk.1.attn_k.weight"},
+        {"llava", NULL, "mm.0.bias", "mm.0.bias"},
+        {"gemma3", "mm.soft_emb_norm.weight", NULL, "mm.soft_emb_norm.weight"},
+        {"gemma3", NULL, "mm.input_projection.weight", "mm.input_projection.weight"},
+        {"gemma3", "v.post_ln.weight", NULL, "v.post_ln.weight"},
+        {"gemma3", NULL, "v.position_embd.weight", "v.position_embd.weight"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char src[512];
+        snprintf(src, sizeof src, "%s/mmproj-synth-%s-f32.gguf", MM_BUILD_DIR, cases[k].src);
+        gguf_file *f = gguf_open(src);
+        REQUIRE(f, "%s", error_get());
         gguf_writer *w = gguf_writer_new();
         for (int64_t i = 0; i < gguf_kv_count(f); i++)
             if (!cases[k].drop_key || strcmp(gguf_kv_key(f, i), cases[k].drop_key) != 0) gguf_writer_copy_kv(w, f, i);
         for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
             const gguf_tensor_info *t = gguf_tensor(f, i);
+            if (cases[k].drop_key && !strcmp(t->name, cases[k].drop_key)) continue;
             int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
             if (cases[k].bad_tensor && !strcmp(t->name, cases[k].bad_tensor)) {
                 if (ne[1] > 1) ne[1] /= 2;
@@ -156,11 +170,32 @@ TEST(broken_mmproj) {
         snprintf(path, sizeof path, "%s/broken-%zu.gguf", harness_tmpdir(), k);
         REQUIRE(gguf_writer_write_file(w, path) == 0, "%s", error_get());
         gguf_writer_free(w);
+        gguf_close(f);
         c = clip_model_load(path, 0);
         EXPECT_ERROR(c == NULL, error_get(), cases[k].needle, "case %zu", k);
         clip_model_free(c);
     }
+    /* gemma3's pool needs a multiple of 4 patches a side */
+    gguf_file *f = gguf_open(MM_BUILD_DIR "/mmproj-synth-gemma3-f32.gguf");
+    REQUIRE(f, "%s", error_get());
+    gguf_writer *w = gguf_writer_new();
+    for (int64_t i = 0; i < gguf_kv_count(f); i++)
+        if (strcmp(gguf_kv_key(f, i), "clip.vision.image_size") != 0) gguf_writer_copy_kv(w, f, i);
+    gguf_writer_set_u32(w, "clip.vision.image_size", 14 * 6);
+    for (int64_t i = 0; i < gguf_tensor_count(f); i++) {
+        const gguf_tensor_info *t = gguf_tensor(f, i);
+        gguf_writer_add_tensor(w, t->name, t->dtype, t->n_dims, t->ne, t->data);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/broken-pool.gguf", harness_tmpdir());
+    REQUIRE(gguf_writer_write_file(w, path) == 0, "%s", error_get());
+    gguf_writer_free(w);
     gguf_close(f);
+    c = clip_model_load(path, 0);
+    EXPECT_ERROR(c == NULL, error_get(), "multiple of 4 patches", "gemma3 image size");
+    clip_model_free(c);
+    c = clip_model_load(MM_BUILD_DIR "/mmproj-synth-gemma3-f32.gguf", 64);
+    EXPECT_ERROR(c == NULL, error_get(), "not this model's mmproj", "gemma3 width mismatch");
 }
 
 HARNESS_MAIN("clip", HARNESS_TEST(embeddings_match_llama_cpp), HARNESS_TEST(broken_mmproj))

@@ -1,6 +1,7 @@
 /*
- * tessera_mtmd.h end to end on the synthetic LLaVA pair against llama.cpp's
- * libmtmd (tests/data/mm): the chunks' tokens as mtmd_tokenize makes them,
+ * tessera_mtmd.h end to end on the synthetic LLaVA and Gemma 3 pairs against
+ * llama.cpp's libmtmd (tests/data/mm): the chunks' tokens as mtmd_tokenize
+ * makes them (Gemma 3's <start_of_image> / <end_of_image> around the image),
  * the image's cost before encoding, greedy text after the image (up to
  * near-ties), the cache by content hash, and the API's errors.
  */
@@ -25,15 +26,26 @@ static cJSON *golden(const char *path) {
     return j;
 }
 
-static void run_golden(const char *devices, const char *image, const char *gold) {
-    tessera_model *m = harness_model_load(MM_BUILD_DIR "/synth-llava-f32.gguf", devices, NULL);
+/* family: "llava" (projector mlp) or "gemma3"; causal_media forces the
+ * image's rows causal where the projector says otherwise (the check that
+ * gemma3's two-way attention is what makes the greedy text agree). Returns
+ * the greedy tokens that agree with llama.cpp's; *logit_err (if the golden
+ * has them) the largest difference from llama.cpp's logits after the prompt. */
+static int run_golden(const char *family, const char *devices, const char *image, const char *gold,
+                      bool causal_media, double *logit_err) {
+    char model_path[512], proj_path[512];
+    snprintf(model_path, sizeof model_path, "%s/synth-%s-f32.gguf", MM_BUILD_DIR, family);
+    snprintf(proj_path, sizeof proj_path, "%s/mmproj-synth-%s-f32.gguf", MM_BUILD_DIR, family);
+    const bool gemma3 = !strcmp(family, "gemma3");
+    tessera_model *m = harness_model_load(model_path, devices, NULL);
     REQUIRE(m, "model");
     tessera_context_params cp = tessera_context_default_params();
     cp.n_ctx = 512;
     tessera_context *ctx = harness_context(m, &cp);
-    tessera_mtmd *mm = tessera_mtmd_load(m, MM_BUILD_DIR "/mmproj-synth-llava-f32.gguf", NULL);
+    tessera_mtmd *mm = tessera_mtmd_load(m, proj_path, NULL);
     REQUIRE(mm, "%s", tessera_last_error());
-    EXPECT_STR(tessera_mtmd_projector_type(mm), "mlp", "projector");
+    EXPECT_STR(tessera_mtmd_projector_type(mm), gemma3 ? "gemma3" : "mlp", "projector");
+    EXPECT(tessera_mtmd_decode_flags(mm) == (gemma3 ? TESSERA_DECODE_NON_CAUSAL : 0u), "decode flags");
     tessera_media *img = tessera_media_from_file(image);
     REQUIRE(img, "%s", tessera_last_error());
     EXPECT(tessera_mtmd_media_n_tokens(mm, img) == 16, "cost %d", tessera_mtmd_media_n_tokens(mm, img));
@@ -60,10 +72,34 @@ static void run_golden(const char *devices, const char *image, const char *gold)
         }
     }
     int32_t n_past = 0;
-    EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
+    if (causal_media) { /* eval_chunks by hand, the image's rows causal */
+        for (int i = 0; i < tessera_mtmd_chunks_count(ch); i++) {
+            int32_t nt, cn = tessera_mtmd_chunk_n_tokens(ch, i);
+            const tessera_token *t = tessera_mtmd_chunk_tokens(ch, i, &nt);
+            const float *rows = t ? NULL : tessera_mtmd_encode_chunk(mm, ch, i);
+            EXPECT((t ? tessera_decode(ctx, t, cn, n_past, 0) : tessera_decode_embd(ctx, rows, cn, n_past, 0)) == 0,
+                   "%s", tessera_last_error());
+            n_past += cn;
+        }
+    } else {
+        EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
+    }
     EXPECT(n_past == cJSON_GetObjectItem(g, "n_past")->valueint, "n_past %d", n_past);
     cJSON *greedy = cJSON_GetObjectItem(g, "greedy"), *margin = cJSON_GetObjectItem(g, "greedy_margin");
     int n_vocab = tessera_model_n_vocab(m), agreed = 0;
+    cJSON *l0 = cJSON_GetObjectItem(g, "logits0");
+    if (l0 && logit_err) {
+        const float *lg = tessera_logits(ctx, -1);
+        REQUIRE(lg && cJSON_GetArraySize(l0) == n_vocab, "logits0");
+        double worst = 0;
+        for (int v = 0; v < n_vocab; v++) {
+            double d = fabs(lg[v] - cJSON_GetArrayItem(l0, v)->valuedouble);
+            if (d > worst) worst = d;
+        }
+        *logit_err = worst;
+        printf("%s on %s%s: logits after the prompt within %.5f of llama.cpp's\n", image, devices,
+               causal_media ? " (image rows causal)" : "", worst);
+    }
     for (int i = 0; i < cJSON_GetArraySize(greedy); i++) {
         const float *lg = tessera_logits(ctx, -1);
         REQUIRE(lg, "%s", tessera_last_error());
@@ -74,15 +110,17 @@ static void run_golden(const char *devices, const char *image, const char *gold)
         if (best != want) {
             /* a near-tie in llama.cpp's logits may go either way: stop there */
             double gap = cJSON_GetArrayItem(margin, i)->valuedouble;
-            EXPECT(gap < 0.01, "greedy token %d: %d vs llama.cpp's %d (its margin %.4f)", i, best, want, gap);
+            if (!causal_media)
+                EXPECT(gap < 0.01, "greedy token %d: %d vs llama.cpp's %d (its margin %.4f)", i, best, want, gap);
             break;
         }
         agreed++;
         tessera_token t = best;
         REQUIRE(tessera_decode(ctx, &t, 1, n_past++, 0) == 0, "%s", tessera_last_error());
     }
-    printf("%s on %s: %d of %d greedy tokens as llama.cpp's\n", image, devices, agreed, cJSON_GetArraySize(greedy));
-    EXPECT(agreed >= 8, "only %d greedy tokens agree", agreed);
+    printf("%s on %s%s: %d of %d greedy tokens as llama.cpp's\n", image, devices,
+           causal_media ? " (image rows causal)" : "", agreed, cJSON_GetArraySize(greedy));
+    if (!causal_media) EXPECT(agreed >= 8, "only %d greedy tokens agree", agreed);
     /* the same image again: from the cache, the same rows */
     int img_chunk = 1;
     const float *a = tessera_mtmd_encode_chunk(mm, ch, img_chunk);
@@ -96,14 +134,33 @@ static void run_golden(const char *devices, const char *image, const char *gold)
     tessera_mtmd_free(mm);
     tessera_context_free(ctx);
     tessera_model_free(m);
+    return agreed;
 }
 
 TEST(greedy_after_image) {
     if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
     harness_host_start();
-    run_golden("ref", MM_DATA_DIR "/sq56.png", MM_DATA_DIR "/synth-llava-sq56.json");
+    run_golden("llava", "ref", MM_DATA_DIR "/sq56.png", MM_DATA_DIR "/synth-llava-sq56.json", false, NULL);
     const char *cpu = harness_cpu_plugin();
-    if (cpu) run_golden(cpu, MM_DATA_DIR "/sq56.png", MM_DATA_DIR "/synth-llava-sq56.json");
+    if (cpu) run_golden("llava", cpu, MM_DATA_DIR "/sq56.png", MM_DATA_DIR "/synth-llava-sq56.json", false, NULL);
+    tessera_shutdown();
+}
+
+TEST(greedy_after_image_gemma3) {
+    if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
+    harness_host_start();
+    /* the image's rows read both ways, as llama.cpp decodes them: its
+     * logits, and measurably not those of causal rows */
+    double err = 1e9, err_causal = 0;
+    run_golden("gemma3", "ref", MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-gemma3-sq224.json", false, &err);
+    run_golden("gemma3", "ref", MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-gemma3-sq224.json", true, &err_causal);
+    EXPECT(err < 1e-3, "logits %.5f from llama.cpp's", err);
+    EXPECT(err_causal > 10 * err, "causal image rows: logits %.5f from llama.cpp's (two-way: %.5f)", err_causal, err);
+    const char *cpu = harness_cpu_plugin();
+    if (cpu) {
+        run_golden("gemma3", cpu, MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-gemma3-sq224.json", false, &err);
+        EXPECT(err < 1e-3, "%s: logits %.5f from llama.cpp's", cpu, err);
+    }
     tessera_shutdown();
 }
 
@@ -127,7 +184,22 @@ TEST(errors) {
     tessera_media_free(img);
     tessera_mtmd_free(mm);
     tessera_model_free(m);
+    /* rows that attend both ways must fit one batch */
+    m = harness_model_load(MM_BUILD_DIR "/synth-gemma3-f32.gguf", "ref", NULL);
+    REQUIRE(m, "model");
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_batch = 8;
+    tessera_context *ctx = harness_context(m, &cp);
+    float *rows = calloc(16 * (size_t)tessera_model_n_embd(m), sizeof(float));
+    EXPECT_ERROR(tessera_decode_embd(ctx, rows, 16, 0, TESSERA_DECODE_NON_CAUSAL) != 0, tessera_last_error(),
+                 "-b is 8", "two-way rows over a batch");
+    EXPECT(tessera_decode_embd(ctx, rows, 8, 0, TESSERA_DECODE_NON_CAUSAL) == 0, "%s", tessera_last_error());
+    free(rows);
+    tessera_context_free(ctx);
+    tessera_model_free(m);
     tessera_shutdown();
 }
 
-HARNESS_MAIN("mtmd_api", HARNESS_TEST(greedy_after_image), HARNESS_TEST(errors))
+HARNESS_MAIN("mtmd_api", HARNESS_TEST(greedy_after_image), HARNESS_TEST(greedy_after_image_gemma3),
+             HARNESS_TEST(errors))

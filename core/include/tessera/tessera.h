@@ -371,7 +371,11 @@ int tessera_context_set_threads(tessera_context *ctx, int32_t n_threads);
 enum {
     /* Keep the logits of every token of the call (perplexity); default is
      * the last token only. */
-    TESSERA_DECODE_ALL_LOGITS = 1 << 0
+    TESSERA_DECODE_ALL_LOGITS = 1 << 0,
+    /* tessera_decode_embd: the rows attend to each other both ways (a
+     * Gemma 3 image's, as llama.cpp's libmtmd decodes them); they must fit
+     * one batch (n_batch). */
+    TESSERA_DECODE_NON_CAUSAL = 1 << 1
 };
 
 /* Run tokens[0..n) at positions pos..pos+n-1 of sequence 0. The cache keeps

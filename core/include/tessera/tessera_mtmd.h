@@ -55,6 +55,10 @@ bool tessera_mtmd_supports_vision(const tessera_mtmd *mm);
 bool tessera_mtmd_supports_audio(const tessera_mtmd *mm);
 /* "mlp", ... */
 const char *tessera_mtmd_projector_type(const tessera_mtmd *mm);
+/* The flags tessera_decode_embd takes for this projector's media:
+ * TESSERA_DECODE_NON_CAUSAL where the text model reads an image's rows
+ * both ways (gemma3), as llama.cpp's mtmd_decode_use_non_causal says. */
+uint32_t tessera_mtmd_decode_flags(const tessera_mtmd *mm);
 
 /* ------------------------------------------------------------- media */
 
@@ -113,7 +117,8 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
 double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm);
 
 /* Decode embedding rows into sequence 0 of ctx at pos, pos + 1, ... as
- * tessera_decode does tokens (flags: TESSERA_DECODE_ALL_LOGITS). */
+ * tessera_decode does tokens (flags: TESSERA_DECODE_ALL_LOGITS,
+ * TESSERA_DECODE_NON_CAUSAL). */
 int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, uint32_t flags);
 /* The same into sequence seq (0..TESSERA_MAX_SEQ-1) of a context made for
  * several (a server's slots), beside the tokens tessera_decode_batch gives

@@ -109,7 +109,7 @@ static void fill_inputs(const tessera_context *ctx, model_batch_graph *bg, const
     else
         memcpy(bg->tokens->t.data, tokens, (size_t)n * sizeof *tokens);
     memcpy(bg->pos->t.data, pos, (size_t)n * sizeof *pos);
-    const bool causal = m->hp.causal_attn;
+    const bool causal = m->hp.causal_attn && !ctx->non_causal;
     kv_cache_fill_mask(ctx->kv, false, causal, n_kv, n, pos, seq, bg->mask->t.data);
     if (bg->mask_swa) kv_cache_fill_mask(ctx->kv, true, causal, n_kv, n, pos, seq, bg->mask_swa->t.data);
     if (bg->attn_temp) model_fill_attn_temp(&m->hp, n, pos, bg->attn_temp->t.data);
@@ -250,6 +250,10 @@ int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_r
     if ((int64_t)pos + n_rows > n_ctx)
         return error_set("decode embeddings: context full: %d rows at position %d need %lld cells, the context "
                          "has %d (-c)", n_rows, pos, (long long)pos + n_rows, n_ctx);
+    const bool non_causal = (flags & TESSERA_DECODE_NON_CAUSAL) != 0;
+    if (non_causal && (uint32_t)n_rows > ctx->params.n_batch)
+        return error_set("decode embeddings: %d rows that attend both ways need one batch, but -b is %u", n_rows,
+                         ctx->params.n_batch);
     if (scratch_reserve(&ctx->scratch, n_rows) != 0) return error_wrap("decode embeddings");
     const bool all = (flags & TESSERA_DECODE_ALL_LOGITS) != 0;
     decode_scratch *s = &ctx->scratch;
@@ -260,7 +264,9 @@ int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_r
     }
     ctx->embd_in = embd;
     ctx->step.embd_in = true;
+    ctx->non_causal = non_causal;
     const int32_t rc = decode_tokens(ctx, NULL, s->pos, s->seq, s->want, n_rows);
+    ctx->non_causal = false;
     ctx->embd_in = NULL;
     ctx->step.embd_in = false;
     if (rc < 0) return error_wrap("decode embeddings");

@@ -58,6 +58,7 @@ struct tessera_context {
     bool graph_reuse; /* use it again when the next step fits (default) */
     bool embeddings;  /* rows of ctx->logits are hidden states (n_embd wide) */
     const float *embd_in; /* during tessera_decode_embd: the next micro-batch's input rows */
+    bool non_causal;      /* during tessera_decode_embd with TESSERA_DECODE_NON_CAUSAL */
     int32_t pooling;  /* an embedding context's tessera_pooling (never unspecified) */
     model_lora_use *lora_use; /* the adapters in use (tessera_context_set_loras) */
     model_lora_set lora;      /* {lora_use, n} as graphs take it */

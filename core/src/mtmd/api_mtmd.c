@@ -105,6 +105,9 @@ void tessera_mtmd_free(tessera_mtmd *mm) {
 bool tessera_mtmd_supports_vision(const tessera_mtmd *mm) { return mm && mm->clip; }
 bool tessera_mtmd_supports_audio(const tessera_mtmd *mm) { (void)mm; return false; }
 const char *tessera_mtmd_projector_type(const tessera_mtmd *mm) { return mm ? clip_projector_type(mm->clip) : ""; }
+uint32_t tessera_mtmd_decode_flags(const tessera_mtmd *mm) {
+    return mm && clip_non_causal(mm->clip) ? TESSERA_DECODE_NON_CAUSAL : 0;
+}
 
 /* ------------------------------------------------------------- media */
 
@@ -198,6 +201,19 @@ static int add_text(tessera_mtmd *mm, tessera_mtmd_chunks *ch, const char *text,
         free(t);
         return error_set("tokenize: the text changed size");
     }
+    chunk *last = ch->n > 0 ? &ch->c[ch->n - 1] : NULL;
+    if (last && last->type == TESSERA_CHUNK_TEXT) { /* one text chunk, as libmtmd makes */
+        tessera_token *both = realloc(last->tokens, (size_t)(last->n + got) * sizeof *both);
+        if (!both) {
+            free(t);
+            return error_set("tokenize: out of memory");
+        }
+        memcpy(both + last->n, t, (size_t)got * sizeof *t);
+        last->tokens = both;
+        last->n += got;
+        free(t);
+        return 0;
+    }
     ch->c[ch->n++] = (chunk){TESSERA_CHUNK_TEXT, t, got, NULL};
     return 0;
 }
@@ -231,6 +247,8 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
         if (add_text(mm, ch, p, (size_t)(q - p), first && add_special, parse_special) != 0) goto fail;
         first = false;
         if (k == markers) break;
+        const char *begin = clip_media_begin(mm->clip), *end = clip_media_end(mm->clip);
+        if (add_text(mm, ch, begin, strlen(begin), false, true) != 0) goto fail;
         const tessera_media *m = media[k];
         int32_t n = tessera_mtmd_media_n_tokens(mm, m);
         if (!m || n < 0) {
@@ -240,6 +258,7 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
         }
         ch->c[ch->n++] = (chunk){m->kind == TESSERA_MEDIA_AUDIO ? TESSERA_CHUNK_AUDIO : TESSERA_CHUNK_IMAGE,
                                  NULL, n, m};
+        if (add_text(mm, ch, end, strlen(end), false, true) != 0) goto fail;
         p = q + ml;
     }
     return ch;
@@ -348,7 +367,7 @@ int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tesse
             const float *rows = tessera_mtmd_encode_chunk(mm, ch, i);
             if (!rows) return -1;
             /* the rows of one medium attend to each other: one call */
-            if (tessera_decode_embd(ctx, rows, c->n, pos, 0) != 0) return -1;
+            if (tessera_decode_embd(ctx, rows, c->n, pos, tessera_mtmd_decode_flags(mm)) != 0) return -1;
             pos += c->n;
         }
     }

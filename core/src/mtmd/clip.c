@@ -39,10 +39,14 @@ struct clip_model {
     int32_t n_layer_used; /* blocks run: LLaVA takes the penultimate block's output */
     float eps, mean[3], std[3];
     bool gelu; /* else quick GELU */
+    bool siglip; /* gemma3: SigLIP ViT (no class token), pooled projector */
+    int32_t pool; /* gemma3: the average pool's side in patches */
     const gguf_tensor_info *patch_w, *patch_b, *cls, *pos;
     clip_norm pre_ln, post_ln;
     clip_layer *layers;
     clip_linear mm0, mm2;
+    const gguf_tensor_info *soft_norm, *in_proj; /* gemma3 */
+    float *pool_w; /* gemma3: [n_patch, n_tokens], the average pool as a product */
     sched *s;           /* kept across encodes */
     host_device *s_devs[8];
     int s_n;
@@ -143,8 +147,9 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
     }
     if (s.len >= sizeof c->projector) s.len = sizeof c->projector - 1;
     memcpy(c->projector, s.ptr, s.len);
-    if (strcmp(c->projector, "mlp") != 0) {
-        error_set("%s: key %s: projector type \"%s\" is not supported (supported: mlp)", path, ptkey,
+    c->siglip = !strcmp(c->projector, "gemma3");
+    if (strcmp(c->projector, "mlp") != 0 && !c->siglip) {
+        error_set("%s: key %s: projector type \"%s\" is not supported (supported: mlp, gemma3)", path, ptkey,
                   c->projector);
         goto fail;
     }
@@ -185,15 +190,26 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
      * vision_feature_layer -2); llama.cpp does so for "mlp" files without
      * a post-norm, which we measured: with the last block's weights zeroed
      * its embeddings do not change (tests/data/mm/README.md). */
-    c->n_layer_used = c->n_layer - 1;
+    c->n_layer_used = c->siglip ? c->n_layer : c->n_layer - 1;
     if (c->n_layer_used < 1) {
         error_set("%s: key clip.vision.block_count = %d: LLaVA needs at least 2 blocks", path, c->n_layer);
         goto fail;
     }
-    const int64_t D = c->n_embd, side = c->image_size / c->patch, n_pos = side * side + 1;
+    const int64_t D = c->n_embd, side = c->image_size / c->patch, n_pos = side * side + !c->siglip;
+    if (c->siglip) {
+        /* Gemma 3 pools its 64x64 patches to 16x16 tokens (4x4); the
+         * synthetic files keep the 4x4 pool on a smaller grid, as llama.cpp
+         * does (16 tokens from 16x16 patches, tests/data/mm/README.md) */
+        c->pool = 4;
+        if (side % c->pool) {
+            error_set("%s: key clip.vision.image_size (%d): gemma3 needs a multiple of %d patches of %d", path,
+                      c->image_size, c->pool, c->patch);
+            goto fail;
+        }
+    }
     if (tensor(c, "v.patch_embd.weight", false, true, c->patch, c->patch, 3, D, &c->patch_w) ||
         tensor(c, "v.patch_embd.bias", true, false, D, 1, 1, 1, &c->patch_b) ||
-        tensor(c, "v.class_embd", false, false, D, 1, 1, 1, &c->cls) ||
+        (!c->siglip && tensor(c, "v.class_embd", false, false, D, 1, 1, 1, &c->cls)) ||
         tensor(c, "v.position_embd.weight", false, false, D, n_pos, 1, 1, &c->pos) ||
         norm(c, "v.pre_ln", true, D, &c->pre_ln) || norm(c, "v.post_ln", true, D, &c->post_ln))
         goto fail;
@@ -219,6 +235,39 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
         if (norm(c, n, false, D, &L->ln1) != 0) goto fail;
         snprintf(n, sizeof n, "v.blk.%d.ln2", il);
         if (norm(c, n, false, D, &L->ln2) != 0) goto fail;
+    }
+    if (c->siglip) {
+        if (!c->post_ln.w) {
+            error_set("%s: tensor v.post_ln.weight is missing (gemma3 needs the post-layernorm)", path);
+            goto fail;
+        }
+        if (tensor(c, "mm.soft_emb_norm.weight", false, false, D, 1, 1, 1, &c->soft_norm)) goto fail;
+        const gguf_tensor_info *ip = gguf_find_tensor(c->f, "mm.input_projection.weight");
+        if (!ip) {
+            error_set("%s: tensor mm.input_projection.weight is missing", path);
+            goto fail;
+        }
+        /* stored [text width, vision width] (ne0 first), x W as in HF */
+        if (tensor(c, "mm.input_projection.weight", false, true, ip->ne[0], D, 1, 1, &c->in_proj)) goto fail;
+        c->n_out = (int32_t)ip->ne[0];
+        if (n_embd_text > 0 && c->n_out != n_embd_text) {
+            error_set("%s: the projector writes %d-wide embeddings (mm.input_projection.weight) but the text "
+                      "model's are %d wide: not this model's mmproj",
+                      path, c->n_out, n_embd_text);
+            goto fail;
+        }
+        const int64_t n_tok = (side / c->pool) * (side / c->pool), n_patch = side * side;
+        c->pool_w = calloc((size_t)(n_patch * n_tok), sizeof(float));
+        if (!c->pool_w) {
+            error_set("%s: out of memory", path);
+            goto fail;
+        }
+        const int64_t ts = side / c->pool;
+        for (int64_t py = 0; py < side; py++)
+            for (int64_t px = 0; px < side; px++)
+                c->pool_w[((py / c->pool) * ts + px / c->pool) * n_patch + py * side + px] =
+                    1.0f / (float)(c->pool * c->pool);
+        return c;
     }
     const gguf_tensor_info *mm0 = gguf_find_tensor(c->f, "mm.0.weight");
     if (!mm0) {
@@ -250,6 +299,7 @@ void clip_model_free(clip_model *c) {
     if (!c) return;
     if (c->s) sched_free(c->s);
     free(c->layers);
+    free(c->pool_w);
     gguf_close(c->f);
     free(c);
 }
@@ -257,11 +307,15 @@ void clip_model_free(clip_model *c) {
 const char *clip_projector_type(const clip_model *c) { return c->projector; }
 int32_t clip_n_embd_out(const clip_model *c) { return c->n_out; }
 int32_t clip_image_size(const clip_model *c) { return c->image_size; }
+const char *clip_media_begin(const clip_model *c) { return c->siglip ? "<start_of_image>" : ""; }
+const char *clip_media_end(const clip_model *c) { return c->siglip ? "<end_of_image>" : ""; }
+bool clip_non_causal(const clip_model *c) { return c->siglip; }
 
 int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny) {
     (void)nx;
     (void)ny;
     const int32_t side = c->image_size / c->patch;
+    if (c->siglip) return (side / c->pool) * (side / c->pool);
     return side * side; /* the class token is dropped */
 }
 
@@ -281,10 +335,17 @@ static float cubic(float x) {
  * vertical: nx x n). Pillow widens the kernel by the scale when shrinking
  * (antialiasing); llama.cpp's embeddings of a shrunk image are closer to the
  * plain kernel's (worst row cosine 0.9955 against 0.9931 with Pillow's
- * widening, tests/mtmd/test_clip.c): its exact kernel is still to match. */
-static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, bool horizontal) {
+ * widening, tests/mtmd/test_clip.c): its exact kernel is still to match.
+ * bilinear: the triangle kernel without widening (gemma3's resize, closer to
+ * llama.cpp's than bicubic: worst row cosine 0.9971 against 0.9969). */
+static float linear_k(float x) {
+    x = fabsf(x);
+    return x < 1 ? 1 - x : 0;
+}
+
+static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, bool horizontal, bool bilinear) {
     const int in = horizontal ? nx : ny;
-    const double scale = (double)in / n, fs = 1, support = 2.0 * fs;
+    const double scale = (double)in / n, fs = 1, support = (bilinear ? 1.0 : 2.0) * fs;
     const int taps = (int)ceil(support) * 2 + 1;
     double *w = malloc((size_t)taps * sizeof(double));
     if (!w) return -1;
@@ -295,7 +356,10 @@ static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, boo
         if (hi > in) hi = in;
         if (hi - lo > taps) hi = lo + taps;
         double sum = 0;
-        for (int i = lo; i < hi; i++) sum += w[i - lo] = cubic((float)((i - center + 0.5) / fs));
+        for (int i = lo; i < hi; i++) {
+            const float x = (float)((i - center + 0.5) / fs);
+            sum += w[i - lo] = bilinear ? linear_k(x) : cubic(x);
+        }
         for (int i = lo; i < hi; i++) w[i - lo] /= sum != 0 ? sum : 1;
         const int other = horizontal ? ny : nx;
         for (int k = 0; k < other; k++)
@@ -316,11 +380,14 @@ static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, boo
 
 int clip_preprocess(const clip_model *c, const media_image *img, float *out) {
     const int S = c->image_size;
-    /* pad to a square of the longer side with the mean colour, centred */
+    /* pad to a square of the longer side, centred, with the mean colour
+     * (LLaVA) or black (gemma3: measured, worst row cosine 0.997 against
+     * -0.37 for a stretched image and 0.02 for the mean colour) */
     const int side = img->nx > img->ny ? img->nx : img->ny;
     const int ox = (side - img->nx) / 2, oy = (side - img->ny) / 2;
     uint8_t fill[3];
     for (int ch = 0; ch < 3; ch++) fill[ch] = (uint8_t)lrintf(c->mean[ch] * 255.0f);
+    if (c->siglip) memset(fill, 0, sizeof fill);
     uint8_t *sq = malloc((size_t)side * side * 3);
     if (!sq) return error_set("image: out of memory padding to %dx%d", side, side);
     for (int y = 0; y < side; y++)
@@ -334,7 +401,8 @@ int clip_preprocess(const clip_model *c, const media_image *img, float *out) {
     if (side != S) {
         rs = malloc((size_t)S * S * 3);
         uint8_t *tmp = malloc((size_t)S * side * 3);
-        if (!rs || !tmp || resample(sq, side, side, tmp, S, true) != 0 || resample(tmp, S, side, rs, S, false) != 0) {
+        if (!rs || !tmp || resample(sq, side, side, tmp, S, true, c->siglip) != 0 ||
+            resample(tmp, S, side, rs, S, false, c->siglip) != 0) {
             free(tmp);
             free(sq);
             if (rs != sq) free(rs);
@@ -386,7 +454,7 @@ static graph_tensor *act(const clip_model *c, graph *g, graph_tensor *x) {
  * the convolution kernel [kw, kh, c, D] is laid out) -> out [n_out, n_patch]. */
 static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out) {
     const int64_t D = c->n_embd, P = (int64_t)c->patch * c->patch * 3;
-    const int64_t side = c->image_size / c->patch, n_patch = side * side, N = n_patch + 1;
+    const int64_t side = c->image_size / c->patch, n_patch = side * side, N = n_patch + !c->siglip;
     const int64_t H = c->n_head, hd = D / H;
     graph *g = graph_new(64 + 48 * c->n_layer);
     if (!g) return NULL;
@@ -400,7 +468,7 @@ static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out)
      * (the first patch), keeping the class token's row: measured by probing
      * its encoder with one-pixel images (tests/data/mm/README.md). HF's CLIP
      * puts the class token first; we follow llama.cpp so embeddings match. */
-    x = graph_concat(g, x, weight(g, c->cls, 2, cne), 1); /* [D, N] */
+    if (!c->siglip) x = graph_concat(g, x, weight(g, c->cls, 2, cne), 1); /* [D, N] */
     x = graph_add(g, x, w2(g, c->pos));
     if (c->pre_ln.w) x = layer_norm(g, &c->pre_ln, x, c->eps);
     const float kq_scale = 1.0f / sqrtf((float)hd);
@@ -421,9 +489,23 @@ static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out)
         x = graph_tensor_set_name(graph_add(g, x, h), "vit-out-%d", il);
     }
     if (c->post_ln.w) x = layer_norm(g, &c->post_ln, x, c->eps);
-    /* drop row 0 */
-    x = graph_cont(g, graph_view_2d(g, x, D, n_patch, x ? x->t.nb[1] : 0, x ? x->t.nb[1] : 0));
-    x = lin(g, &c->mm2, graph_gelu(g, lin(g, &c->mm0, x)));
+    if (c->siglip) {
+        /* the pool x P: P [n_patch, n_tok] averages each pool x pool square
+         * of patches (row order) into one token (row order) */
+        const int64_t n_tok = n_patch / ((int64_t)c->pool * c->pool);
+        graph_tensor *pw = graph_tensor_new_2d(g, TSR_DTYPE_F32, n_patch, n_tok);
+        if (pw) {
+            graph_tensor_set_name(pw, "mm.pool");
+            graph_tensor_bind(pw, GRAPH_WEIGHT, -1, NULL, 0, c->pool_w);
+        }
+        x = graph_mul_mat(g, graph_cont(g, graph_transpose(g, x)), pw); /* [D, n_tok] */
+        x = graph_mul(g, graph_rms_norm(g, x, c->eps), w1(g, c->soft_norm));
+        x = graph_mul_mat(g, graph_cont(g, graph_transpose(g, w2(g, c->in_proj))), x); /* [n_out, n_tok] */
+    } else {
+        /* drop row 0 */
+        x = graph_cont(g, graph_view_2d(g, x, D, n_patch, x ? x->t.nb[1] : 0, x ? x->t.nb[1] : 0));
+        x = lin(g, &c->mm2, graph_gelu(g, lin(g, &c->mm0, x)));
+    }
     *out = graph_set_output(graph_tensor_set_name(x, "mm-out"));
     if (graph_check(g) != 0) {
         error_wrap("%s: the encoder graph", c->path);

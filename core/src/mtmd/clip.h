@@ -11,10 +11,15 @@
  *   mlp   LLaVA-1.5 / MobileVLM style: CLIP ViT (patch convolution, class
  *         token, learned positions, pre-norm, quick-GELU or GELU FFN), the
  *         class token dropped, then mm.0 -> GELU -> mm.2 onto the text model.
+ *   gemma3 Gemma 3: SigLIP ViT (patch convolution, learned positions, no
+ *         class token, GELU FFN, every block, post-layernorm), a 4x4
+ *         average pool of the patch grid, Gemma's RMS norm
+ *         (mm.soft_emb_norm) and mm.input_projection onto the text model.
  *
- * Preprocessing follows the file: the image is padded to a square with the
- * mean colour, resized (bicubic) to clip.vision.image_size and normalised
- * with clip.vision.image_mean / image_std.
+ * Preprocessing follows the file: the image is padded to a square (mlp: the
+ * mean colour, bicubic; gemma3: black, bilinear, as measured against
+ * llama.cpp), resized to clip.vision.image_size and normalised with
+ * clip.vision.image_mean / image_std.
  */
 #ifndef TESSERA_MTMD_CLIP_H
 #define TESSERA_MTMD_CLIP_H
@@ -36,12 +41,21 @@ const char *clip_projector_type(const clip_model *c);
 int32_t clip_n_embd_out(const clip_model *c);
 int32_t clip_image_size(const clip_model *c);
 
+/* Text around each image as llama.cpp's libmtmd puts it (tokenized apart
+ * from the prompt's text, special tokens parsed), "" for none: gemma3's
+ * <start_of_image> and <end_of_image>, measured on its tokenized chunks. */
+const char *clip_media_begin(const clip_model *c);
+const char *clip_media_end(const clip_model *c);
+/* The image's rows attend to each other both ways in the text model
+ * (gemma3, as libmtmd's mtmd_decode_use_non_causal says). */
+bool clip_non_causal(const clip_model *c);
+
 /* The embedding rows an image costs (independent of its size for fixed
  * resolution families). */
 int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny);
 
 /* The normalised input the encoder sees: F32 [3][size][size] planes, from
- * an RGB8 image (pad to square, bicubic resize, (x/255 - mean) / std). */
+ * an RGB8 image (pad to square, resize, (x/255 - mean) / std). */
 int clip_preprocess(const clip_model *c, const media_image *img, float *out);
 
 /* Encode img on the devices (tried in order): writes clip_n_tokens rows of

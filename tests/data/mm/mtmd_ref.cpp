@@ -7,8 +7,9 @@
 // PROMPT holds the media marker <__media__>; it is tokenized by
 // mtmd_tokenize with BOS and special tokens parsed. Writes the media chunk's
 // embedding rows (mtmd_encode_chunk), the chunks (text tokens, media token
-// counts), and N_GREEDY greedy tokens after the whole prompt with the gap
-// between the best two logits at each step. CPU, 2 threads.
+// counts, whether the media is decoded with non-causal attention), and N_GREEDY greedy tokens after the whole prompt with the gap
+// between the best two logits at each step, and the logits after the prompt.
+// CPU, 2 threads.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -67,9 +68,9 @@ int main(int argc, char **argv) {
             size_t n = mtmd_input_chunk_get_n_tokens(c);
             if (mtmd_encode_chunk(mctx, c) != 0) return fprintf(stderr, "encode\n"), 1;
             const float *e = mtmd_get_output_embd(mctx);
-            fprintf(out, "{\"type\": \"%s\", \"n_tokens\": %zu, \"n_pos\": %d, \"embd\": [",
+            fprintf(out, "{\"type\": \"%s\", \"n_tokens\": %zu, \"n_pos\": %d, \"non_causal\": %s, \"embd\": [",
                     mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio", n,
-                    (int)mtmd_input_chunk_get_n_pos(c));
+                    (int)mtmd_input_chunk_get_n_pos(c), mtmd_decode_use_non_causal(mctx, c) ? "true" : "false");
             for (size_t j = 0; j < n * (size_t)n_embd; j++) fprintf(out, "%s%.7g", j ? ", " : "", e[j]);
             fprintf(out, "]}");
         }
@@ -86,6 +87,12 @@ int main(int argc, char **argv) {
         return fprintf(stderr, "eval\n"), 1;
     const llama_vocab *vocab = llama_model_get_vocab(model);
     int n_vocab = llama_vocab_n_tokens(vocab);
+    {  // the logits after the prompt, to compare more than the argmax
+        const float *lg = llama_get_logits_ith(lctx, -1);
+        fprintf(out, "\"logits0\": [");
+        for (int v = 0; v < n_vocab; v++) fprintf(out, "%s%.7g", v ? ", " : "", lg[v]);
+        fprintf(out, "], ");
+    }
     fprintf(out, "\"n_past\": %d, \"greedy\": [", (int)n_past);
     std::vector<float> margins;
     for (int i = 0; i < n_greedy; i++) {

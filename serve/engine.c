@@ -816,7 +816,8 @@ static void slot_media_step(serve_engine *e, int32_t i) {
         if (!rows)
             snprintf(msg, sizeof msg, "encoding medium %d failed: %s", k, tessera_last_error());
         else if ((e->p.n_loras && tessera_context_set_loras(e->p.ctx, e->p.loras, lora, e->p.n_loras) != 0) ||
-                 tessera_decode_embd_seq(e->p.ctx, rows, sp->n, sp->start, i, 0) != 0)
+                 tessera_decode_embd_seq(e->p.ctx, rows, sp->n, sp->start, i,
+                                         tessera_mtmd_decode_flags(e->p.mtmd)) != 0)
             snprintf(msg, sizeof msg, "%s", decode_error(e));
         else if (last)
             slot_sample(e, i, tessera_logits(e->p.ctx, -1), o);

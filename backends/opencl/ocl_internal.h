@@ -52,6 +52,8 @@ typedef enum ocl_kernel_id {
     OCL_K_MUL_MAT_ID,
     OCL_K_TOP_K,
     OCL_K_SUM_ROWS,
+    OCL_K_SSM_CONV,
+    OCL_K_SSM_SCAN,
     OCL_K_COUNT
 } ocl_kernel_id;
 

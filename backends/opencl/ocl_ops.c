@@ -248,6 +248,25 @@ static tsr_status op_sum_rows(ocl_device *d, cl_command_queue cq, const tsr_node
     return launch(d, cq, n, &a, 1, (size_t)x->ne[1], rows_of(x), 0);
 }
 
+/* One work-item per dst element (kernels/ssm.cl). */
+static tsr_status op_ssm_conv(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *dst = n->dst;
+    kargs a = {d->kernels[OCL_K_SSM_CONV], 0, CL_SUCCESS};
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, dst);
+    return launch(d, cq, n, &a, (size_t)dst->ne[0], (size_t)dst->ne[1], (size_t)dst->ne[2], 0);
+}
+
+/* One work-item per row (p, h, s) of the state (kernels/ssm.cl). */
+static tsr_status op_ssm_scan(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *st = n->src[0];
+    kargs a = {d->kernels[OCL_K_SSM_SCAN], 0, CL_SUCCESS};
+    for (int i = 0; i < 4; i++) arg_tensor(&a, n->src[i]);
+    arg_tensor(&a, n->dst);
+    return launch(d, cq, n, &a, (size_t)st->ne[1], (size_t)st->ne[2], (size_t)st->ne[3], 0);
+}
+
 static tsr_status op_flash_attn(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
     const tsr_tensor *q = n->src[0], *mask = n->n_src > 3 ? n->src[3] : NULL;
     kargs a = {d->kernels[OCL_K_FLASH_ATTN], 0, CL_SUCCESS};
@@ -283,6 +302,8 @@ tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *no
     case TSR_OP_MUL_MAT_ID: return op_mul_mat_id(d, cq, node);
     case TSR_OP_TOP_K: return op_top_k(d, cq, node);
     case TSR_OP_SUM_ROWS: return op_sum_rows(d, cq, node);
+    case TSR_OP_SSM_CONV: return op_ssm_conv(d, cq, node);
+    case TSR_OP_SSM_SCAN: return op_ssm_scan(d, cq, node);
     default: return TSR_ERR_UNSUPPORTED;
     }
 }

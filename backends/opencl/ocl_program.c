@@ -44,6 +44,8 @@ static const char *const kernel_names[OCL_K_COUNT] = {
     [OCL_K_MUL_MAT_ID] = "k_mul_mat_id",
     [OCL_K_TOP_K] = "k_top_k",
     [OCL_K_SUM_ROWS] = "k_sum_rows",
+    [OCL_K_SSM_CONV] = "k_ssm_conv",
+    [OCL_K_SSM_SCAN] = "k_ssm_scan",
 };
 
 static const char injected_error[] = "\nkernel void tessera_injected_error( { this is not OpenCL C }\n";

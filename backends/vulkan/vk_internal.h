@@ -132,10 +132,14 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT_COOPMAT_F16ACC, /* the same accumulating in f16 */
     VK_SHADER_MUL_MAT_COOPMAT_EMU, /* its plain-GLSL emulation (tests on any device) */
     VK_SHADER_MUL_MAT_ID,       /* MUL_MAT_ID: one output per invocation */
+    VK_SHADER_SSM_CONV,         /* SSM_CONV: one output per invocation */
+    VK_SHADER_SSM_SCAN,         /* SSM_SCAN: one state row per workgroup */
     VK_SHADER_COUNT
 } vk_shader_id;
 
 enum { VK_MUL_MAT_COLS = 8 }; /* must match NCOLS of the mul_mat_inv variants */
+/* ssm_scan.comp's WG and MAX_PER: it holds d_state up to their product */
+enum { VK_SSM_WG = 32, VK_SSM_MAX_PER = 8 };
 
 /* ---- gpu kernels (matrix products): variants and their choice ---- */
 enum {

@@ -8,8 +8,8 @@
  * (permuted, transposed, padded, KV cache slots) are supported wherever the
  * op list allows them. What is declined falls back to a CPU backend:
  * FLASH_ATTN with a head size above 256, CPY into a quantized type other
- * than the KV cache's (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), and dtypes
- * without a dequantizer in the shaders.
+ * than the KV cache's (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), SSM_SCAN with
+ * a d_state above 256, and dtypes without a dequantizer in the shaders.
  * Byte offsets are 32-bit in the shaders: a tensor must span less
  * than 2 GiB.
  */
@@ -91,6 +91,15 @@ static bool attn_fits(const vk_device *d, int64_t D, int64_t n_kv) {
     return n_kv * (3 * per_loop + 1) + 2 * per_loop + 16 <= 65535;
 }
 
+/* ssm_scan.comp per token: its state loop (VK_SSM_MAX_PER, unrolled or
+ * not), the workgroup sum's log2(VK_SSM_WG) steps and the token loop's
+ * test; twice VK_SSM_MAX_PER before and after (see attn_fits: lavapipe's
+ * limit of 65535 iterations per invocation). About 4000 tokens. */
+static bool scan_fits(const vk_device *d, int64_t T) {
+    if (!d || d->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return true;
+    return T * (VK_SSM_MAX_PER + 5 + 2) + 2 * VK_SSM_MAX_PER + 16 <= 65535;
+}
+
 /* GET_ROWS, MUL_MAT, CPY into floats: src0 dequantized, dst F32/F16/BF16. */
 static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
     const tsr_tensor *a = node->src[0], *dst = node->dst;
@@ -102,9 +111,9 @@ static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
 
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0;
-    /* The shaders cover the ops up to DIV; one appended later falls back
-     * until it has its own (docs/ops.md). */
-    if (node->op > TSR_OP_DIV) return decline(node, why, why_size, "not implemented on this device");
+    /* The shaders cover the ops up to SSM_SCAN; one appended later falls
+     * back until it has its own (docs/ops.md). */
+    if (node->op > TSR_OP_SSM_SCAN) return decline(node, why, why_size, "not implemented on this device");
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
      * which one a numerical difference comes from. */
     const char *off = getenv("TESSERA_VULKAN_DECLINE");
@@ -142,6 +151,17 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
             return decline(node, why, why_size, "%lld keys of head size %lld: more loop iterations than a CPU implementation runs",
                            (long long)node->src[1]->ne[1], (long long)a->ne[0]);
         return 1;
+    case TSR_OP_SSM_SCAN: {
+        /* ssm_scan.comp: N state elements over VK_SSM_WG invocations, at
+         * most VK_SSM_MAX_PER each */
+        const int64_t N = a->ne[0], T = node->src[1]->ne[1];
+        if (N > VK_SSM_WG * VK_SSM_MAX_PER)
+            return decline(node, why, why_size, "d_state %lld is above %d", (long long)N, VK_SSM_WG * VK_SSM_MAX_PER);
+        if (!scan_fits(d, T))
+            return decline(node, why, why_size, "%lld tokens: more loop iterations than a CPU implementation runs",
+                           (long long)T);
+        return 1;
+    }
     default:
         return 1;
     }
@@ -178,6 +198,8 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_COOPMAT_F16ACC] = "mul_mat_coopmat_f16acc",
     [VK_SHADER_MUL_MAT_COOPMAT_EMU] = "mul_mat_coopmat_emu",
     [VK_SHADER_MUL_MAT_ID] = "mul_mat_id",
+    [VK_SHADER_SSM_CONV] = "ssm_conv",
+    [VK_SHADER_SSM_SCAN] = "ssm_scan",
 };
 
 bool vk_shader_embedded(vk_shader_id id) {
@@ -329,6 +351,15 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->u[4] = (uint32_t)a->ne[2];
         p->u[5] = (uint32_t)node->src[1]->ne[1];
         vk_grid((n_dst + 63) / 64, out->groups);
+        return;
+    case TSR_OP_SSM_CONV: /* P.u[1]: dst elements, one per invocation */
+        out->shader = VK_SHADER_SSM_CONV;
+        p->u[1] = (uint32_t)n_dst;
+        vk_grid((n_dst + 63) / 64, out->groups);
+        return;
+    case TSR_OP_SSM_SCAN: /* one workgroup per (p, h, s) of the state */
+        out->shader = VK_SHADER_SSM_SCAN;
+        vk_grid((uint64_t)(a->ne[1] * a->ne[2] * a->ne[3]), out->groups);
         return;
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM:

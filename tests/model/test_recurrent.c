@@ -11,7 +11,9 @@
  *   - a third sequence in a context for two is an error naming n_seq_max,
  *     after which the context goes on.
  *
- *   test_recurrent MODEL [--device D]
+ *   test_recurrent MODEL [--device D] [--ngl N] [--tol X]
+ * (--ngl: layers on the GPU device among D; with a GPU device at 99 the
+ * states live in its memory. --tol: the logits' bound, 1e-4 by default)
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 enum { N_SEQ = 2, N_GEN = 12, MAX_TOK = 128 };
 
 static const char *device = "ref";
+static double logit_tol = 1e-4; /* --tol: interleaved against alone */
 static const char *const prompts[N_SEQ] = {"Once upon a time, there was a little dog named Max.",
                                            "Lily and Tom went to the park to play"};
 
@@ -111,7 +114,7 @@ static void check_interleaved(tessera_model *m, tessera_context *ctx, run *alone
         EXPECT(tessera_seq_len(ctx, s) == last[s], "sequence %d holds %d positions, want %d", s,
                tessera_seq_len(ctx, s), last[s]);
     }
-    EXPECT(worst < 1e-4, "interleaved logits differ from the runs alone by %g", worst);
+    EXPECT(worst < logit_tol, "interleaved logits differ from the runs alone by %g", worst);
     printf("ok   two interleaved sequences: greedy tokens as alone, logits within %.2g\n", worst);
 }
 
@@ -145,13 +148,16 @@ static void check_forget(tessera_model *m, tessera_context *ctx, run *alone) {
 }
 
 TEST(test_recurrent) {
-    REQUIRE(harness_argc() >= 2, "usage: test_recurrent MODEL [--device D]");
+    REQUIRE(harness_argc() >= 2, "usage: test_recurrent MODEL [--device D] [--ngl N] [--tol X]");
     const char *path = harness_arg(1);
+    tessera_model_params mp = tessera_model_default_params();
     for (int i = 2; i < harness_argc(); i++)
         if (!strcmp(harness_arg(i), "--device") && i + 1 < harness_argc()) device = harness_arg(++i);
+        else if (!strcmp(harness_arg(i), "--ngl") && i + 1 < harness_argc()) mp.n_gpu_layers = atoi(harness_arg(++i));
+        else if (!strcmp(harness_arg(i), "--tol") && i + 1 < harness_argc()) logit_tol = atof(harness_arg(++i));
     harness_require_file(path);
     harness_host_start(); /* ref and this build's plugins */
-    tessera_model *m = harness_model_load(path, device, NULL);
+    tessera_model *m = harness_model_load(path, device, &mp);
     const int32_t nv = tessera_model_n_vocab(m);
     run alone[N_SEQ];
     for (int s = 0; s < N_SEQ; s++) {

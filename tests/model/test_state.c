@@ -7,7 +7,7 @@
  * byte, trailing bytes, another model, another model file of the same
  * shape, other KV settings, too small a context or token buffer.
  *
- *   test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--device D] [--ctx N] [--q8] [--seqs N]
+ *   test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--device D] [--ngl N] [--ctx N] [--q8] [--seqs N]
  *
  * --seqs N makes every context for N sequences (n_seq_max): a recurrent
  * model keeps a state per sequence, for at most n_seq_max at a time.
@@ -40,12 +40,14 @@ static tessera_kv_type type_k = TESSERA_KV_F16, type_v = TESSERA_KV_F16;
 static tessera_flash_attn flash = TESSERA_FLASH_ATTN_OFF;
 static uint32_t n_ctx = 128;
 static uint32_t n_seqs = 0; /* n_seq_max of every context (0: the default) */
+static int32_t n_gpu_layers = 0; /* --ngl: layers on the GPU device among --device */
 /* When set, every sampler the checks make is constrained by this GBNF. */
 static const char *grammar_gbnf;
 
 static tessera_model *load_model(const char *path) {
     tessera_model_params mp = tessera_model_default_params();
     mp.devices = device;
+    mp.n_gpu_layers = n_gpu_layers;
     tessera_model *m = tessera_model_load(path, &mp);
     if (!m) ADD_FAILURE("load %s: %s", path, tessera_last_error());
     return m;
@@ -328,7 +330,7 @@ static void check_bad_files(tessera_model *m, tessera_model *other, tessera_mode
     tessera_context_free(ctx);
 }
 
-/* Usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--q8] [--device D] [--ctx N]
+/* Usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--q8] [--device D] [--ngl N] [--ctx N]
  * (each MODEL as harness_model_file takes it) */
 TEST(test_state) {
     static harness_path paths[3];
@@ -339,6 +341,7 @@ TEST(test_state) {
         else if (!strcmp(arg, "--device") && i + 1 < harness_argc()) device = harness_arg(++i);
         else if (!strcmp(arg, "--ctx") && i + 1 < harness_argc()) n_ctx = (uint32_t)atoi(harness_arg(++i));
         else if (!strcmp(arg, "--seqs") && i + 1 < harness_argc()) n_seqs = (uint32_t)atoi(harness_arg(++i));
+        else if (!strcmp(arg, "--ngl") && i + 1 < harness_argc()) n_gpu_layers = atoi(harness_arg(++i));
         else if (np < 3) paths[np++] = harness_model_file(arg);
     }
     REQUIRE(np >= 2, "usage: test_state MODEL OTHER_MODEL [SAME_SHAPE_MODEL] [--q8] [--device D] [--ctx N]");

@@ -60,7 +60,7 @@ static int kv_cells_init(kv_cells *c, int32_t size, int32_t n_swa) {
 
 /* Device memory starts zeroed too: empty cells are masked, but 0 * NaN from
  * uninitialised bytes would still poison the V product. */
-static int kv_device_zero(tsr_device *dev, tsr_buffer *buf, uint64_t size) {
+int kv_device_zero(tsr_device *dev, tsr_buffer *buf, uint64_t size) {
     tsr_queue *q = NULL;
     if (dev->api->queue_create(dev, &q) != TSR_OK) return error_set("kv cache: cannot create a queue");
     enum { CHUNK = 1 << 20 };

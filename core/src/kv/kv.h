@@ -38,7 +38,8 @@
  * Recurrent state (kv_rs.c): models with recurrent layers (Mamba-2's scan,
  * LFM2's short convolutions) keep, beside the cells, one fixed-size state
  * per sequence and recurrent layer (its last conv inputs and its scan
- * state), in n_seq_max slots of host memory. The cells still record each
+ * state), in n_seq_max slots, in host memory or on the device that holds
+ * the layer's KV cache (so that -ngl 99 leaves nothing on the CPU). The cells still record each
  * sequence's positions (its length, the masks of the attention layers). A
  * state sums everything before it, so, as llama.cpp's recurrent memory:
  *   - a sequence cannot be rolled back part way: forgetting positions from
@@ -84,12 +85,20 @@ typedef struct kv_layer {
 } kv_layer;
 
 /* The recurrent state (kv_rs.c): per layer, layer_floats[il] floats per
- * slot (0: not a recurrent layer), at layer_offset[il] bytes in mem, as
- * [layer_floats, n_slots]; slot_of[seq]: the sequence's slot (-1: none). */
+ * slot (0: not a recurrent layer), as [layer_floats, n_slots]: in the
+ * buffer buf[il] of device dev[il] (host index home[il]) where the layer's
+ * KV cache is on a device, else at layer_offset[il] bytes in mem. host[il]
+ * is where the host reads and writes them directly (mem, or the device
+ * buffer's host mapping), NULL when only the device's queue can.
+ * slot_of[seq]: the sequence's slot (-1: none). */
 typedef struct kv_rs {
     int32_t n_slots;
     int64_t *layer_floats;
     uint64_t *layer_offset;
+    char **host;
+    tsr_device **dev;
+    tsr_buffer **buf;
+    int32_t *home;
     void *mem;
     uint64_t bytes;
     int32_t slot_of[KV_MAX_SEQ];
@@ -316,8 +325,6 @@ int kv_cache_cells_set(kv_cache *kv, int32_t il, const int32_t *cells, int32_t n
 /* Whether the cache has recurrent layers; whether layer il is one. */
 bool kv_cache_is_recurrent(const kv_cache *kv);
 bool kv_cache_layer_is_recurrent(const kv_cache *kv, int32_t il);
-/* Bytes of every slot's state (what -v reports beside the K/V). */
-uint64_t kv_cache_rs_bytes(const kv_cache *kv);
 /* The slot the graph being built reads and writes (the last micro-batch's). */
 int32_t kv_cache_rs_slot(const kv_cache *kv);
 /* A persistent leaf for layer il's states [floats, n_slots] F32 (NULL when
@@ -325,6 +332,9 @@ int32_t kv_cache_rs_slot(const kv_cache *kv);
 graph_tensor *kv_cache_rs_leaf(graph *g, const kv_cache *kv, int32_t il);
 /* Whether root is the storage of some layer's states (step graphs). */
 bool kv_cache_rs_root(const kv_cache *kv, const graph_tensor *root);
+/* The bytes of layer il's states, every slot (0: not a recurrent layer);
+ * they live where the layer's KV cache does (what -v reports with it). */
+uint64_t kv_cache_rs_layer_bytes(const kv_cache *kv, int32_t il);
 /* Saved states: the bytes of one sequence's states (every recurrent layer's,
  * in layer order), whether seq holds one, a copy of it (zeros when it holds
  * none) and setting it (taking a slot: -1 with the error set when none is

@@ -20,5 +20,7 @@ int kv_rs_init(kv_cache *kv, const kv_cache_params *p);
 void kv_rs_free(kv_cache *kv);
 void kv_rs_release(kv_cache *kv, int32_t seq);
 int32_t kv_rs_acquire(kv_cache *kv, int32_t seq);
+/* size bytes of zeros into buf of dev (kv.c) */
+int kv_device_zero(tsr_device *dev, tsr_buffer *buf, uint64_t size);
 
 #endif

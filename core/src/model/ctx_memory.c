@@ -72,14 +72,13 @@ int32_t tessera_context_memory(const tessera_context *ctx, tessera_memory *out, 
     }
     (void)offloaded;
     const kv_cache *kv = ctx->kv;
+    /* a layer's recurrent states (hybrid models) live where its KV does */
     for (int32_t il = 0; il < kv->n_layer; il++) {
         int32_t home = kv->layers[il].home_device;
         tessera_memory *r = row_for(out, &n, max, home >= 0 ? home : host);
-        if (r) r->kv += kv_cache_layer_k_bytes(kv, il) + kv_cache_layer_v_bytes(kv, il);
+        if (r)
+            r->kv += kv_cache_layer_k_bytes(kv, il) + kv_cache_layer_v_bytes(kv, il) + kv_cache_rs_layer_bytes(kv, il);
     }
-    /* the recurrent states of hybrid models live in host memory */
-    tessera_memory *rs_row = kv_cache_rs_bytes(kv) ? row_for(out, &n, max, host) : NULL;
-    if (rs_row) rs_row->kv += kv_cache_rs_bytes(kv);
     /* fallback devices the scheduler added (ref, a CPU backend) */
     (void)h;
     int32_t kept = 0;

@@ -41,7 +41,7 @@ typedef struct fit_sizes {
     uint64_t act_token;  /* activation bytes per token */
     uint64_t score_cell; /* score bytes per token and cell */
     uint64_t logit_token;
-    uint64_t rs;         /* recurrent states of every sequence (host memory) */
+    uint64_t *rs;        /* [n_layer] recurrent states of every sequence, where the layer's KV is */
 } fit_sizes;
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
@@ -53,7 +53,8 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, cons
     s->n_layer = hp->n_layer;
     s->layer = calloc((size_t)hp->n_layer, sizeof *s->layer);
     s->swa = calloc((size_t)hp->n_layer, sizeof *s->swa);
-    if (!s->layer || !s->swa) return error_set("fit: out of memory");
+    s->rs = calloc((size_t)hp->n_layer, sizeof *s->rs);
+    if (!s->layer || !s->swa || !s->rs) return error_set("fit: out of memory");
     for (int32_t il = 0; il < hp->n_layer; il++) s->swa[il] = model_layer_is_swa(hp, il);
     s->swa_cells = cp->swa_full ? 0
                                 : (uint32_t)context_swa_cells(hp->n_swa, cp->n_seq_max ? cp->n_seq_max : 1,
@@ -82,15 +83,16 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, cons
     s->logit_token = 4ull * (uint64_t)hp->n_vocab;
     if (hp->arch->state_floats)
         for (int32_t il = 0; il < hp->n_layer; il++)
-            s->rs += 4ull * (uint64_t)hp->arch->state_floats(hp, il) * (cp->n_seq_max ? cp->n_seq_max : 1);
+            s->rs[il] = 4ull * (uint64_t)hp->arch->state_floats(hp, il) * (cp->n_seq_max ? cp->n_seq_max : 1);
     return 0;
 }
 
-/* KV bytes of layers [from, to) with a context of n_ctx. */
+/* KV bytes (recurrent states included) of layers [from, to) with a context
+ * of n_ctx. */
 static uint64_t kv_bytes(const fit_sizes *s, int32_t from, int32_t to, uint32_t n_ctx) {
     uint64_t b = 0;
     for (int32_t il = from; il < to; il++)
-        b += s->kv_cell * (s->swa[il] && s->swa_cells && s->swa_cells < n_ctx ? s->swa_cells : n_ctx);
+        b += s->rs[il] + s->kv_cell * (s->swa[il] && s->swa_cells && s->swa_cells < n_ctx ? s->swa_cells : n_ctx);
     return b;
 }
 
@@ -132,7 +134,7 @@ static uint64_t host_need(const fit_sizes *s, int32_t n_gpu, uint32_t n_ctx, uin
     const int32_t blocks = gpu_blocks(s, n_gpu);
     *w = (n_gpu > s->n_layer ? 0 : s->other) + s->host_named;
     for (int32_t il = 0; il < s->n_layer - blocks; il++) *w += s->layer[il];
-    *kv = kv_bytes(s, 0, s->n_layer - blocks, n_ctx) + s->rs;
+    *kv = kv_bytes(s, 0, s->n_layer - blocks, n_ctx);
     *c = compute_bytes(s, n_ctx, n_batch, true);
     return *w + *kv + *c;
 }
@@ -256,5 +258,6 @@ int tessera_params_fit(const char *path, tessera_model_params *mp, tessera_conte
     }
     free(s.layer);
     free(s.swa);
+    free(s.rs);
     return rc;
 }

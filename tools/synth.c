@@ -35,6 +35,7 @@ typedef struct synth_arch {
     unsigned char encoder;    /* 1 bert, 2 nomic-bert: post-norm encoder blocks (plan_encoder) */
     unsigned char moe;        /* MOE_*: mixture-of-experts FFN blocks */
     unsigned char granite;    /* the four Granite multipliers (granite, granitemoe) */
+    unsigned char gptoss;     /* gpt-oss: sinks, biases everywhere, MXFP4 experts (plan_gptoss_layer) */
 } synth_arch;
 
 /* qk_norm: 1 per head [head size] (qwen3, gemma3), QK_NORM_FULL over the
@@ -47,20 +48,21 @@ typedef struct synth_arch {
 enum { QK_NORM_FULL = 2 };
 enum { MOE_OPTIONAL = 1, MOE_ALWAYS = 2, MOE_SHARED = 4, MOE_EXP_FFN = 8, MOE_SHARED_GATE = 16 };
 static const synth_arch synth_archs[] = {
-    {"llama", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL, 0},
-    {"qwen2", 1, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen3", 0, 1, 0, 0, 1, 0, 0, 0},
-    {"gemma3", 0, 1, 1, 0, 1, 0, 0, 0},
-    {"phi3", 0, 0, 0, 1, 0, 0, 0, 0},
-    {"smollm3", 0, 0, 0, 0, 0, 0, 0, 0},
-    {"granite", 0, 0, 0, 0, 0, 0, 0, 1},
-    {"mistral3", 0, 0, 0, 0, 1, 0, 0, 0},
-    {"bert", 0, 0, 0, 0, 0, 1, 0, 0},
-    {"nomic-bert", 0, 0, 0, 1, 0, 2, 0, 0},
-    {"qwen2moe", 1, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0},
-    {"qwen3moe", 0, 1, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN, 0},
-    {"olmoe", 0, QK_NORM_FULL, 0, 0, 0, 0, MOE_ALWAYS, 0},
-    {"granitemoe", 0, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_SHARED, 1},
+    {"llama", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL, 0, 0},
+    {"qwen2", 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3", 0, 1, 0, 0, 1, 0, 0, 0, 0},
+    {"gemma3", 0, 1, 1, 0, 1, 0, 0, 0, 0},
+    {"phi3", 0, 0, 0, 1, 0, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"granite", 0, 0, 0, 0, 0, 0, 0, 1, 0},
+    {"mistral3", 0, 0, 0, 0, 1, 0, 0, 0, 0},
+    {"bert", 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {"nomic-bert", 0, 0, 0, 1, 0, 2, 0, 0, 0},
+    {"qwen2moe", 1, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0, 0},
+    {"qwen3moe", 0, 1, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN, 0, 0},
+    {"olmoe", 0, QK_NORM_FULL, 0, 0, 0, 0, MOE_ALWAYS, 0, 0},
+    {"granitemoe", 0, 0, 0, 0, 0, 0, MOE_ALWAYS | MOE_SHARED, 1, 0},
+    {"gpt-oss", 1, 0, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN, 0, 1},
 };
 enum { ENC_BERT = 1, ENC_NOMIC = 2 };
 
@@ -68,7 +70,7 @@ enum { ENC_BERT = 1, ENC_NOMIC = 2 };
  * layout, so they have a table of their own. */
 enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3 };
 static const synth_arch synth_rec_archs[] = {
-    {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, 0, 0},
+    {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 enum { N_SYNTH_REC_ARCHS = sizeof synth_rec_archs / sizeof synth_rec_archs[0] };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
@@ -116,7 +118,9 @@ static void usage(FILE *out) {
             "                        qwen2moe (qwen2 with experts and a gated shared\n"
             "                        expert), qwen3moe (qwen3 with experts), olmoe (q/k norms over\n"
             "                        whole rows, experts, weights not renormalised),\n"
-            "                        granitemoe (granite with experts)\n"
+            "                        granitemoe (granite with experts), gpt-oss (attention\n"
+            "                        sinks, biases, window 128 every other layer, YaRN 32,\n"
+            "                        MXFP4 experts whatever --type says)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -607,6 +611,50 @@ static int write_recurrent_metadata(gguf_writer *w, const synth_opts *o) {
     return rc ? -1 : 0;
 }
 
+/* One gpt-oss block as llama.cpp's converter writes it: biases on q, k, v,
+ * o, the router and every expert; one sink logit per head (attn_sinks);
+ * post_attention_norm as the FFN's pre-norm; the experts in MXFP4 (as
+ * OpenAI publishes them) whatever --type says for the rest. */
+static int plan_gptoss_layer(const synth_opts *o, int32_t base, int64_t il, synth_tensor *ts, int *n) {
+    const int64_t E = o->dim, D = o->head_dim, Q = D * o->heads, KV = D * o->kv_heads;
+    const int64_t X = o->experts, Fx = o->expert_ffn;
+    const float s_in = 1.0f / sqrtf((float)E), s_q = 1.0f / sqrtf((float)Q), s_fx = 1.0f / sqrtf((float)Fx);
+    char name[64];
+#define G(suffix, dtype, nd, a, b, std)                                          \
+    do {                                                                         \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);           \
+        if (add_tensor(ts, n, name, dtype, nd, a, b, std)) return -1;            \
+    } while (0)
+#define G3(suffix, a, b, std)                                                                    \
+    do {                                                                                         \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                           \
+        if (add_tensor_3d(ts, n, name, TSR_DTYPE_MXFP4, a, b, X, std)) return -1;                \
+    } while (0)
+    G("attn_norm.weight", base, 1, E, 1, NORM);
+    G("attn_q.weight", base, 2, E, Q, s_in);
+    G("attn_q.bias", base, 1, Q, 1, 0.1f);
+    G("attn_k.weight", base, 2, E, KV, s_in);
+    G("attn_k.bias", base, 1, KV, 1, 0.1f);
+    G("attn_v.weight", base, 2, E, KV, s_in);
+    G("attn_v.bias", base, 1, KV, 1, 0.1f);
+    G("attn_output.weight", base, 2, Q, E, s_q);
+    G("attn_output.bias", base, 1, E, 1, 0.1f);
+    G("attn_sinks.weight", base, 1, o->heads, 1, 1.0f);
+    G("post_attention_norm.weight", base, 1, E, 1, NORM);
+    G("ffn_gate_inp.weight", TSR_DTYPE_F32, 2, E, X, s_in);
+    G("ffn_gate_inp.bias", TSR_DTYPE_F32, 1, X, 1, 0.5f);
+    /* gate and up scaled up so the clamps at +-7 are met now and then */
+    G3("ffn_gate_exps.weight", E, Fx, 4.0f * s_in);
+    G3("ffn_up_exps.weight", E, Fx, 4.0f * s_in);
+    G3("ffn_down_exps.weight", Fx, E, s_fx);
+    G("ffn_gate_exps.bias", TSR_DTYPE_F32, 2, Fx, X, 0.5f);
+    G("ffn_up_exps.bias", TSR_DTYPE_F32, 2, Fx, X, 0.5f);
+    G("ffn_down_exps.bias", TSR_DTYPE_F32, 2, E, X, 0.1f);
+#undef G
+#undef G3
+    return 0;
+}
+
 static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor *ts, int *n) {
     const synth_arch *sa = o->sa;
     if (sa->encoder) return plan_encoder(o, base, ts, n);
@@ -617,6 +665,10 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
     *n = 0;
     if (add_tensor(ts, n, "token_embd.weight", base, 2, E, V, 1.0f)) return -1;
     for (int64_t il = 0; il < o->layers; il++) {
+        if (sa->gptoss) {
+            if (plan_gptoss_layer(o, base, il, ts, n)) return -1;
+            continue;
+        }
 #define T(suffix, what, nd, a, b, std)                                                          \
     do {                                                                                        \
         snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                          \
@@ -924,6 +976,16 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_slow"), 1.0f) ||
              gguf_writer_set_f32(w, KEY("rope.scaling.yarn_log_multiplier"), 1.0f) ||
              gguf_writer_set_f32(w, KEY("attention.temperature_scale"), 0.1f);
+    }
+    if (!rc && o->sa->gptoss) { /* gpt-oss-20b's rope_scaling and window, scaled to the file */
+        const char *yarn = "yarn";
+        rc = gguf_writer_set_str(w, KEY("rope.scaling.type"), yarn, strlen(yarn)) ||
+             gguf_writer_set_f32(w, KEY("rope.scaling.factor"), 32.0f) ||
+             gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
+                                 (uint32_t)(o->ctx >= 64 ? o->ctx / 32 : 2)) ||
+             gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_fast"), 32.0f) ||
+             gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_slow"), 1.0f) ||
+             gguf_writer_set_u32(w, KEY("attention.sliding_window"), 128);
     }
     if (!rc && o->sa->encoder) /* bge / nomic-embed keys */
         rc = gguf_writer_set_f32(w, KEY("attention.layer_norm_epsilon"), 1e-12f) ||

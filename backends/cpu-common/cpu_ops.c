@@ -147,6 +147,28 @@ static void op_swiglu(const tsr_node *node, int ith, int nth) {
     }
 }
 
+/* gpt-oss's clamped SwiGLU: g = min(gate, limit), u = clamp(up, +-limit),
+ * g / (1 + e^(-alpha g)) * (u + 1), as ref (plugin.h: SWIGLU_OAI). */
+static void op_swiglu_oai(const tsr_node *node, int ith, int nth) {
+    const tsr_tensor *a = node->src[0], *b = node->src[1];
+    tsr_tensor *d = node->dst;
+    const tsr_swiglu_oai_params p = tsr_swiglu_oai_params_of(node);
+    int64_t lo, hi;
+    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t i1, i2, i3;
+        row_index(a, r, &i1, &i2, &i3);
+        const uint8_t *ra = tensor_row(a, i1, i2, i3), *rb = tensor_row(b, i1, i2, i3);
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        for (int64_t i = 0; i < a->ne[0]; i++) {
+            float g = ld(ra, i, a->nb[0]), u = ld(rb, i, b->nb[0]);
+            g = g < p.limit ? g : p.limit;
+            u = u < -p.limit ? -p.limit : u > p.limit ? p.limit : u;
+            st(rd, i, d->nb[0], g / (1.0f + expf(-p.alpha * g)) * (u + 1.0f));
+        }
+    }
+}
+
 /* ------------------------------------------------------------- norms */
 
 /* RMS_NORM and NORM; sums in double as ggml does. */
@@ -567,6 +589,7 @@ int ops_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_t w
     case TSR_OP_MUL:
     case TSR_OP_DIV:
     case TSR_OP_SWIGLU:
+    case TSR_OP_SWIGLU_OAI:
     case TSR_OP_CONCAT:
         if (!is_f32(a) || !is_f32(b) || !is_f32(d))
             return NO("F32 only (src0 %s, src1 %s, dst %s)", dt(a), dt(b), dt(d));
@@ -650,6 +673,7 @@ void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     case TSR_OP_SILU:
     case TSR_OP_GELU: op_unary(node, ith, nth); break;
     case TSR_OP_SWIGLU: op_swiglu(node, ith, nth); break;
+    case TSR_OP_SWIGLU_OAI: op_swiglu_oai(node, ith, nth); break;
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM: op_norm(node, ith, nth); break;
     case TSR_OP_ROPE: op_rope(ex, node, ith, nth); break;

@@ -63,6 +63,7 @@
  *   - SSM_CONV and SSM_SCAN, the recurrent ops of Mamba-2 and LFM2-style
  *     hybrids (a causal depthwise convolution over time and Mamba-2's
  *     selective scan, llama.cpp's semantics), see the op list below.
+ *   - SWIGLU_OAI, gpt-oss's clamped SwiGLU (its experts' activation).
  *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
@@ -250,6 +251,10 @@ typedef enum tsr_dtype {
  *              d = softplus(dt[h, t])  (log1p(exp(x)), x for x > 20)
  *              state[n, p, h] = state[n, p, h] * exp(d * A[h]) + B[n, g, t] * x[p, h, t] * d
  *              y[p, h, t] = sum_n state[n, p, h] * C[n, g, t]
+ * SWIGLU_OAI (ABI 1.4) gpt-oss's clamped SwiGLU, all F32, src0 gate and
+ *            src1 up of one shape -> dst of that shape; alpha, limit > 0:
+ *              g = min(gate, limit), u = clamp(up, -limit, limit)
+ *              dst = g * sigmoid(alpha * g) * (u + 1)
  */
 
 /*
@@ -288,7 +293,8 @@ typedef enum tsr_dtype {
     X(SUM_ROWS, "sum_rows", 19, 1, 1, 4)        \
     X(DIV, "div", 20, 2, 2, 4)                  \
     X(SSM_CONV, "ssm_conv", 21, 2, 2, 4)        \
-    X(SSM_SCAN, "ssm_scan", 22, 4, 4, 4)
+    X(SSM_SCAN, "ssm_scan", 22, 4, 4, 4)        \
+    X(SWIGLU_OAI, "swiglu_oai", 23, 2, 2, 4)
 
 #define TSR_OP_ENUM_(op, name, number, min_src, max_src, minor) TSR_OP_##op = number,
 typedef enum tsr_op {
@@ -340,7 +346,10 @@ enum {
 
     TSR_FLASH_ATTN_F_SCALE = 0,
     TSR_FLASH_ATTN_F_MAX_BIAS = 1, /* reserved, 0 */
-    TSR_FLASH_ATTN_F_SOFTCAP = 2   /* reserved, 0 */
+    TSR_FLASH_ATTN_F_SOFTCAP = 2,  /* reserved, 0 */
+
+    TSR_SWIGLU_OAI_F_ALPHA = 0,
+    TSR_SWIGLU_OAI_F_LIMIT = 1
 };
 
 /* ---------------------------------------------------------------- tensors */

@@ -248,6 +248,15 @@ static inline int tsr_chk_swiglu_(tsr_checker_ *c) {
     return 0;
 }
 
+static inline int tsr_chk_swiglu_oai_(tsr_checker_ *c) {
+    const tsr_swiglu_oai_params p = tsr_swiglu_oai_params_of(c->node);
+    if (!(p.alpha > 0.0f && p.alpha <= 3.0e38f))
+        return tsr_chk_fail_(c, "alpha = %g is not finite and > 0", (double)p.alpha);
+    if (!(p.limit > 0.0f && p.limit <= 3.0e38f))
+        return tsr_chk_fail_(c, "limit = %g is not finite and > 0", (double)p.limit);
+    return tsr_chk_swiglu_(c);
+}
+
 static inline int tsr_chk_mul_mat_(tsr_checker_ *c) {
     const tsr_tensor *w = c->node->src[0], *x = c->node->src[1], *dst = c->node->dst;
     if (tsr_chk_n_src_(c) || tsr_chk_readable_(c, w, "src0 (weights)") || tsr_chk_float_(c, x, "src1") ||
@@ -525,6 +534,7 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     case TSR_OP_ROPE: return tsr_chk_rope_(&c);
     case TSR_OP_SOFT_MAX: return tsr_chk_soft_max_(&c);
     case TSR_OP_SWIGLU: return tsr_chk_swiglu_(&c);
+    case TSR_OP_SWIGLU_OAI: return tsr_chk_swiglu_oai_(&c);
     case TSR_OP_CPY: return tsr_chk_cpy_(&c);
     case TSR_OP_CONCAT: return tsr_chk_concat_(&c);
     case TSR_OP_ARGMAX: return tsr_chk_argmax_(&c);

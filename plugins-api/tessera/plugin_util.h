@@ -282,6 +282,21 @@ static inline void tsr_scale_params_put(const tsr_scale_params *p, int32_t *ipar
     fparams[TSR_SCALE_F_BIAS] = p->bias;
 }
 
+typedef struct tsr_swiglu_oai_params {
+    float alpha, limit; /* g = min(gate, limit): g * sigmoid(alpha g) * (clamp(up, +-limit) + 1) */
+} tsr_swiglu_oai_params;
+
+static inline tsr_swiglu_oai_params tsr_swiglu_oai_params_of(const tsr_node *n) {
+    tsr_swiglu_oai_params p = {n->fparams[TSR_SWIGLU_OAI_F_ALPHA], n->fparams[TSR_SWIGLU_OAI_F_LIMIT]};
+    return p;
+}
+
+static inline void tsr_swiglu_oai_params_put(const tsr_swiglu_oai_params *p, int32_t *iparams, float *fparams) {
+    (void)iparams;
+    fparams[TSR_SWIGLU_OAI_F_ALPHA] = p->alpha;
+    fparams[TSR_SWIGLU_OAI_F_LIMIT] = p->limit;
+}
+
 typedef struct tsr_norm_params {
     float eps; /* RMS_NORM and NORM */
 } tsr_norm_params;

@@ -17,6 +17,9 @@
  *          convolution where ggml's is a correlation): must fail
  *   SSM_SCAN (ABI 1.4 build only) gives head h group h % G instead of
  *          h / (H / G): must fail (the cases have G > 1 and H / G > 1)
+ *   SWIGLU_OAI (ABI 1.4 build only) clamps the gate on both sides
+ *          (clamp(gate, -limit, limit), as it clamps up) where gpt-oss
+ *          clamps it only from above: must fail
  *   others declined: "unsupported (falls back)"
  * With BROKEN_PLUGIN_NO_DEVICE=1 in the environment, init reports zero
  * devices and a reason (the suite must skip, exit 77). With
@@ -152,6 +155,22 @@ static void ssm_scan_wrong_groups(const tsr_node *n) {
 }
 #endif
 
+#if TSR_ABI_MINOR >= 4
+static void swiglu_oai_clamped_twice(const tsr_node *n) {
+    const tsr_tensor *a = n->src[0], *b = n->src[1], *d = n->dst;
+    const float alpha = n->fparams[TSR_SWIGLU_OAI_F_ALPHA], lim = n->fparams[TSR_SWIGLU_OAI_F_LIMIT];
+    for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < d->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < d->ne[0]; i0++) {
+                    float g = *at(a, i0, i1, i2, i3), u = *at(b, i0, i1, i2, i3);
+                    g = g < -lim ? -lim : g > lim ? lim : g; /* the bug: gpt-oss has no lower clamp */
+                    u = u < -lim ? -lim : u > lim ? lim : u;
+                    *at(d, i0, i1, i2, i3) = g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+                }
+}
+#endif
+
 static int crash_wanted(const char *what) {
     const char *e = getenv("BROKEN_PLUGIN_CRASH");
     return e && !strcmp(e, what);
@@ -173,6 +192,7 @@ static tsr_status q_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes
         case TSR_OP_MUL_MAT_ID: mul_mat_id_wrong(n); break;
         case TSR_OP_SSM_CONV: ssm_conv_flipped(n); break;
         case TSR_OP_SSM_SCAN: ssm_scan_wrong_groups(n); break;
+        case TSR_OP_SWIGLU_OAI: swiglu_oai_clamped_twice(n); break;
 #endif
         default: return TSR_ERR_UNSUPPORTED;
         }
@@ -233,6 +253,7 @@ static int32_t d_supports(tsr_device *d, const tsr_node *n) {
         return n->src[0]->dtype == TSR_DTYPE_F32 && n->src[1]->dtype == TSR_DTYPE_F32 && n->dst->dtype == TSR_DTYPE_F32;
     case TSR_OP_SSM_CONV: return all_f32(n);
     case TSR_OP_SSM_SCAN: return all_f32(n) && n->dst->nb[0] == 4;
+    case TSR_OP_SWIGLU_OAI: return all_f32(n);
 #endif
     default: return 0;
     }

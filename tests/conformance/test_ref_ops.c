@@ -377,6 +377,19 @@ TEST(test_unary) {
     tsr_node s = {.op = TSR_OP_SWIGLU, .n_src = 2, .dst = &ty, .src = {&tx, &tg}};
     EXPECT(compute1(&s) == TSR_OK, "%s", error_get());
     for (int i = 0; i < 3; i++) EXPECT_NEAR(y[i], x[i] / (1 + exp(-x[i])) * g[i], 1e-6, "swiglu");
+    {
+        /* gpt-oss's clamp: the gate only from above, up both ways */
+        float og[3] = {-9.0f, 0.5f, 9.0f}, ou[3] = {-9.0f, 2.0f, 9.0f}, oy[3];
+        tsr_tensor tgo = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, og), tuo = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, ou);
+        tsr_tensor tyo = tensor(TSR_DTYPE_F32, 3, 1, 1, 1, oy);
+        tsr_node so = {.op = TSR_OP_SWIGLU_OAI, .n_src = 2, .dst = &tyo, .src = {&tgo, &tuo}};
+        so.fparams[TSR_SWIGLU_OAI_F_ALPHA] = 1.702f;
+        so.fparams[TSR_SWIGLU_OAI_F_LIMIT] = 7.0f;
+        EXPECT(compute1(&so) == TSR_OK, "%s", error_get());
+        const double want[3] = {-9.0 / (1 + exp(1.702 * 9.0)) * (-7.0 + 1), 0.5 / (1 + exp(-1.702 * 0.5)) * 3.0,
+                                7.0 / (1 + exp(-1.702 * 7.0)) * 8.0};
+        for (int i = 0; i < 3; i++) EXPECT_NEAR(oy[i], want[i], 1e-5, "swiglu_oai %d", i);
+    }
     tsr_node sc = {.op = TSR_OP_SCALE, .n_src = 1, .dst = &ty, .src = {&tx}};
     sc.fparams[TSR_SCALE_F_SCALE] = 3.0f;
     sc.fparams[TSR_SCALE_F_BIAS] = -1.0f;

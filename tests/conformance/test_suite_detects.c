@@ -59,6 +59,7 @@ TEST(test_suite_detects) {
     expect(broken, "MUL_MAT_ID", 1, "F32 [64, 6, 4] with ids 4 and 7 of 4 experts: element 0");
     expect(broken, "SSM_CONV", 1, "FAIL");
     expect(broken, "SSM_SCAN", 1, "FAIL");
+    expect(broken, "SWIGLU_OAI", 1, "FAIL");
     /* 1.1: the host validates, the device is never asked; 1.0: must decline */
     expect(broken, "MALFORMED", 0, "0 failed");
     expect(broken10, "MALFORMED", 1, "supports_op accepted a malformed node");

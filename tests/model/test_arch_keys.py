@@ -66,6 +66,10 @@ bad = [
      ["qwen2moe.expert_shared_feed_forward_length", "not found"]),
     ("llama", ["--experts", "8", "--unset", "llama.expert_used_count"], ["llama.expert_used_count", "not found"]),
     ("llama", ["--set", "llama.expert_used_count=2"], ["expert_used_count", "without expert_count"]),
+    # gpt-oss: its window is required; a sink per head
+    ("gpt-oss", ["--unset", "gpt-oss.attention.sliding_window"], ["gpt-oss.attention.sliding_window", "not found"]),
+    ("gpt-oss", ["--set", "gpt-oss.attention.head_count=2", "--set", "gpt-oss.attention.key_length=32",
+                 "--set", "gpt-oss.attention.value_length=32"], ["blk.0.attn_sinks.weight", "shape"]),
     ("smollm3", ["--unset", "smollm3.block_count"], ["smollm3.block_count"]),
     ("smollm3", ["--set", "smollm3.attention.head_count=3"], ["head_count"]),
     # recurrent hybrids (issue 43)

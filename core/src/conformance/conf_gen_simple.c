@@ -137,6 +137,33 @@ void conf_gen_swiglu(conf_runner *r) {
         }
 }
 
+/* ----------------------------------------------------------- SWIGLU_OAI */
+
+/* gate and up over (-10, 10) so both clamps are met, at gpt-oss's alpha
+ * and limit and at a small limit that clamps most values. */
+void conf_gen_swiglu_oai(conf_runner *r) {
+    static const int64_t shapes[][4] = {{1, 1, 1, 1}, {17, 3, 1, 1}, {255, 4, 2, 1}};
+    static const float lim[2][2] = {{1.702f, 7.0f}, {0.5f, 1.5f}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int v = 0; v < 3; v++) {
+            /* v0 contiguous, v1 padded sources and permuted dst, v2 in place */
+            const int64_t *ne = shapes[s];
+            const float *p = lim[v == 2];
+            conf_case c;
+            static const char *const vname[] = {"", " padded/permuted", " in place, limit 1.5"};
+            conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI [%lld, %lld, %lld]%s", (long long)ne[0],
+                           (long long)ne[1], (long long)ne[2], vname[v]);
+            tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = p[0], .limit = p[1]}, c.node.iparams,
+                                      c.node.fparams);
+            c.tol = conf_tolerance(TSR_OP_SWIGLU_OAI, F32);
+            conf_layout l = v == 1 ? CONF_PADDED : CONF_CONTIG;
+            conf_case_src(r, &c, 0, F32, ne, l, conf_uniform(-10, 10));
+            conf_case_src(r, &c, 1, F32, ne, l, conf_uniform(-10, 10));
+            conf_case_dst_as(&c, F32, ne, v == 2, v == 1 ? CONF_PERMUTED : CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
 /* ------------------------------------------------------------------ CPY */
 
 static void cpy_case(conf_runner *r, int32_t from, conf_layout from_lay, const int64_t *from_ne,

@@ -26,7 +26,7 @@ static const conf_family families[] = {
     {"MUL_MAT", conf_gen_mul_mat},   {"RMS_NORM", conf_gen_rms_norm},
     {"NORM", conf_gen_norm},         {"ROPE", conf_gen_rope},
     {"SOFT_MAX", conf_gen_soft_max}, {"SILU", conf_gen_silu},
-    {"GELU", conf_gen_gelu},         {"SWIGLU", conf_gen_swiglu},
+    {"GELU", conf_gen_gelu},         {"SWIGLU", conf_gen_swiglu}, {"SWIGLU_OAI", conf_gen_swiglu_oai},
     {"CPY", conf_gen_cpy},           {"CONCAT", conf_gen_concat},
     {"ARGMAX", conf_gen_argmax},     {"FLASH_ATTN", conf_gen_flash_attn},
     {"MUL_MAT_ID", conf_gen_mul_mat_id}, {"TOP_K", conf_gen_top_k},

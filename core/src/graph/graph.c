@@ -633,6 +633,21 @@ graph_tensor *graph_swiglu(graph *g, graph_tensor *a, graph_tensor *b) {
     return node_new(g, TSR_OP_SWIGLU, TSR_DTYPE_F32, a->t.ne, 2, src);
 }
 
+graph_tensor *graph_swiglu_oai(graph *g, graph_tensor *gate, graph_tensor *up, float alpha, float limit) {
+    graph_tensor *src[2] = {gate, up};
+    if (!sources_ok(g, "swiglu_oai", 2, src)) return NULL;
+    if (!want_dtype(g, "swiglu_oai", gate, TSR_DTYPE_F32, "gate") ||
+        !want_dtype(g, "swiglu_oai", up, TSR_DTYPE_F32, "up"))
+        return NULL;
+    if (!same_shape(gate, up))
+        return graph_fail(g, "swiglu_oai: %s and %s: shapes differ", SHAPE(gate), SHAPE(up));
+    if (!(alpha > 0.0f && limit > 0.0f))
+        return graph_fail(g, "swiglu_oai: alpha %g and limit %g must be > 0", (double)alpha, (double)limit);
+    graph_tensor *t = node_new(g, TSR_OP_SWIGLU_OAI, TSR_DTYPE_F32, gate->t.ne, 2, src);
+    if (t) tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = alpha, .limit = limit}, t->iparams, t->fparams);
+    return t;
+}
+
 /* CPY may read F32/F16/BF16 or a quantized type, and write F32/F16/BF16 or
  * (from a float type) a quantized type. */
 static bool is_float_dtype(int32_t d) {

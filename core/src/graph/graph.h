@@ -162,6 +162,9 @@ graph_tensor *graph_soft_max(graph *g, graph_tensor *a, graph_tensor *mask, floa
 graph_tensor *graph_silu(graph *g, graph_tensor *a);
 graph_tensor *graph_gelu(graph *g, graph_tensor *a);
 graph_tensor *graph_swiglu(graph *g, graph_tensor *a, graph_tensor *b);
+/* gpt-oss's clamped SwiGLU (SWIGLU_OAI): g = min(gate, limit),
+ * g * sigmoid(alpha g) * (clamp(up, -limit, limit) + 1); shapes equal. */
+graph_tensor *graph_swiglu_oai(graph *g, graph_tensor *gate, graph_tensor *up, float alpha, float limit);
 /* Copy/convert a into dst (often a view of a persistent tensor); returns the
  * node, which aliases dst's storage. */
 graph_tensor *graph_cpy(graph *g, graph_tensor *a, graph_tensor *dst);

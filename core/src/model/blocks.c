@@ -106,7 +106,7 @@ graph_rope_params blk_rope_params(const model_build *b, int il) {
         .mode = hp->rope_mode,
         .n_ctx_orig = hp->n_ctx_orig,
         .freq_base = L->swa ? hp->rope_freq_base_swa : hp->rope_freq_base,
-        .freq_scale = L->swa ? 1.0f : hp->rope_freq_scale,
+        .freq_scale = L->swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale,
         .ext_factor = yarn ? hp->yarn_ext_factor : 0.0f,
         .attn_factor = hp->yarn_attn_factor,
         .beta_fast = yarn ? hp->yarn_beta_fast : 32.0f,
@@ -138,6 +138,27 @@ graph_tensor *blk_rotate_heads(model_build *b, graph_tensor *x) {
     graph_tensor *r = graph_mul_mat(g, b->kv_rot, graph_reshape_2d(g, x, D, n / D)); /* H^T x = H x */
     if (!r) return NULL;
     return graph_reshape_4d(g, r, x->t.ne[0], x->t.ne[1], x->t.ne[2], x->t.ne[3]);
+}
+
+/* softmax over each row of kq_scale * kq + mask with one more logit per
+ * head, the layer's sink, that takes its share of the row and is dropped:
+ *   p[j] = e^(s_j) / (sum_i e^(s_i) + e^(sink_h))
+ * (gpt-oss; Hugging Face's eager attention concatenates the sinks to the
+ * scores the same way). kq [n_kv, T, H], q [D, H, T] gives the shape of
+ * the sink column (its values times 0, plus the sinks). */
+static graph_tensor *soft_max_sinks(model_build *b, int il, graph_tensor *kq, graph_tensor *q,
+                                    graph_tensor *mask, float kq_scale) {
+    graph *g = b->g;
+    const int64_t n_kv = kq->t.ne[0], T = kq->t.ne[1], H = kq->t.ne[2];
+    graph_tensor *s = graph_scale(g, kq, kq_scale, 0.0f);
+    if (mask) s = graph_add(g, s, mask); /* [n_kv, T] over the heads */
+    graph_tensor *q0 = graph_cont(g, graph_view_3d(g, q, 1, H, T, q->t.nb[1], q->t.nb[2], 0)); /* [1, H, T] */
+    graph_tensor *sink = graph_add(g, graph_scale(g, q0, 0.0f, 0.0f),
+                                   graph_reshape_3d(g, model_weight_leaf(g, b->m->layers[il].attn_sinks), 1, H, 1));
+    sink = graph_cont(g, graph_permute(g, sink, 0, 2, 1, 3));          /* [1, T, H] */
+    graph_tensor *p = graph_soft_max(g, graph_concat(g, s, sink, 0), NULL, 1.0f, 0.0f); /* [n_kv + 1, T, H] */
+    if (!p) return NULL;
+    return graph_cont(g, graph_view_3d(g, p, n_kv, T, H, p->t.nb[1], p->t.nb[2], 0));
 }
 
 graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tensor *k, graph_tensor *v,
@@ -176,18 +197,25 @@ graph_tensor *blk_attention(model_build *b, int il, graph_tensor *q, graph_tenso
     graph_tensor *mask = b->m->layers[il].swa ? b->io->mask_swa : b->io->mask;
     if (b->io->attn_temp) q = graph_mul(g, q, b->io->attn_temp);
     if (kv->rot_k) q = named(blk_rotate_heads(b, q), "q_rot", il); /* (H q).(H k) = q.k */
-    if (kv->flash_attn) {
+    const bool sinks = b->m->layers[il].attn_sinks != NULL;
+    if (kv->flash_attn && !sinks) {
         graph_tensor *V = graph_view_3d(g, vc, D, n_kv, Hkv, v_row, v_head, 0); /* [D, n_kv, Hkv] */
         graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv->dtype_k), 0, 2, 1, 3); /* [D, T, H] */
         graph_tensor *o = named(graph_flash_attn(g, qp, K, V, mask, kq_scale), "fattn", il); /* [D, H, T] */
         if (kv->rot_v) o = named(blk_rotate_heads(b, o), "fattn_unrot", il); /* sum p H v = H sum p v */
         return graph_reshape_2d(g, o, D * H, T);
     }
-    graph_tensor *V = graph_view_3d(g, vc, n_kv, D, Hkv, v_row, v_row * D, 0); /* [n_kv, D, Hkv] */
+    /* FLASH_ATTN has no sink: with sinks, a flash-attention cache
+     * ([D*Hkv, cells] values) is read through a transposed copy. */
+    graph_tensor *V = kv->flash_attn
+                          ? graph_cont(g, graph_permute(g, graph_view_3d(g, vc, D, n_kv, Hkv, v_row, v_head, 0),
+                                                        1, 0, 2, 3))
+                          : graph_view_3d(g, vc, n_kv, D, Hkv, v_row, v_row * D, 0); /* [n_kv, D, Hkv] */
     /* (rounded while contiguous, then permuted) */
     graph_tensor *qp = graph_permute(g, round_like_cache(g, q, kv->dtype_k), 0, 2, 1, 3); /* [D, T, H] */
     graph_tensor *kq = graph_mul_mat(g, K, qp);                                          /* [n_kv, T, H] */
-    kq = named(graph_soft_max(g, kq, mask, kq_scale, 0.0f), "kq_soft_max", il);
+    kq = sinks ? soft_max_sinks(b, il, kq, q, mask, kq_scale) : graph_soft_max(g, kq, mask, kq_scale, 0.0f);
+    named(kq, "kq_soft_max", il);
     graph_tensor *kqv = graph_mul_mat(g, V, round_like_cache(g, kq, kv->dtype_v)); /* [D, T, H] */
     graph_tensor *o = graph_cont(g, graph_permute(g, kqv, 0, 2, 1, 3));             /* [D, H, T] */
     if (kv->rot_v) o = named(blk_rotate_heads(b, o), "kqv_unrot", il);
@@ -211,6 +239,16 @@ graph_tensor *blk_self_attention(model_build *b, int il, graph_tensor *h) {
     return blk_linear(b, L->wo, L->bo, att);
 }
 
+/* y [N, K, T] (the chosen experts' products) plus each chosen expert's
+ * bias, bias [N, X] (gpt-oss); y itself without one. */
+static graph_tensor *expert_bias(model_build *b, graph_tensor *y, const model_weight *bias, graph_tensor *sel) {
+    if (!bias || !y || !sel) return y;
+    graph *g = b->g;
+    const int64_t K = sel->t.ne[0], T = sel->t.ne[1];
+    graph_tensor *rows = graph_get_rows(g, model_weight_leaf(g, bias), graph_reshape_2d(g, sel, K * T, 1));
+    return graph_add(g, y, graph_reshape_3d(g, rows, y->t.ne[0], K, T));
+}
+
 graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
     graph *g = b->g;
     const model_hparams *hp = b->hp;
@@ -218,12 +256,16 @@ graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
     const int64_t E = hp->n_embd, X = hp->n_expert, K = hp->n_expert_used, T = b->io->n_tokens;
 
     /* Route: each token's K most probable experts and their weights. */
-    graph_tensor *logits = named(blk_linear(b, L->ffn_gate_inp, NULL, x), "ffn_moe_logits", il); /* [X, T] */
-    graph_tensor *probs = hp->moe_gating == MODEL_MOE_SIGMOID ? graph_sigmoid(g, logits)
-                                                              : graph_soft_max(g, logits, NULL, 1.0f, 0.0f);
+    graph_tensor *logits =
+        named(blk_linear(b, L->ffn_gate_inp, L->ffn_gate_inp_b, x), "ffn_moe_logits", il); /* [X, T] */
+    graph_tensor *probs = hp->moe_gating == MODEL_MOE_SIGMOID      ? graph_sigmoid(g, logits)
+                          : hp->moe_gating == MODEL_MOE_SOFTMAX_WEIGHT ? logits
+                                                                   : graph_soft_max(g, logits, NULL, 1.0f, 0.0f);
     named(probs, "ffn_moe_probs", il);
     graph_tensor *sel = named(graph_top_k(g, probs, K), "ffn_moe_topk", il);             /* I32 [K, T] */
     graph_tensor *w = graph_get_rows(g, graph_reshape_3d(g, probs, 1, X, T), sel);    /* [1, K, T] */
+    if (hp->moe_gating == MODEL_MOE_SOFTMAX_WEIGHT) /* softmax over the K chosen logits */
+        w = graph_reshape_3d(g, graph_soft_max(g, graph_reshape_2d(g, w, K, T), NULL, 1.0f, 0.0f), 1, K, T);
     if (hp->moe_norm_w) {
         graph_tensor *w2 = graph_reshape_2d(g, w, K, T);
         w = graph_reshape_3d(g, graph_div(g, w2, graph_sum_rows(g, w2)), 1, K, T);
@@ -235,9 +277,13 @@ graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
     graph_tensor *up = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_up", il);
     graph_tensor *gate =
         named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_gate_exps), xe, sel), "ffn_moe_gate", il);
-    graph_tensor *h = graph_swiglu(g, gate, up); /* [Fx, K, T] */
+    up = expert_bias(b, up, L->ffn_up_exps_b, sel);
+    gate = expert_bias(b, gate, L->ffn_gate_exps_b, sel);
+    graph_tensor *h = hp->swiglu_limit > 0.0f ? graph_swiglu_oai(g, gate, up, hp->swiglu_alpha, hp->swiglu_limit)
+                                              : graph_swiglu(g, gate, up); /* [Fx, K, T] */
     graph_tensor *down =
         named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_down_exps), h, sel), "ffn_moe_down", il);
+    down = expert_bias(b, down, L->ffn_down_exps_b, sel);
     down = graph_mul(g, down, w); /* [E, K, T] */
     graph_tensor *out = NULL;
     for (int64_t k = 0; k < K && down; k++) {

@@ -256,6 +256,7 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     if (hp_rope_scaling(&r, hp)) return -1;
 
     hp->rope_freq_base_swa = hp->rope_freq_base;
+    hp->rope_freq_scale_swa = 1.0f;
     hp->embd_scale = 1.0f;
     hp->residual_scale = 1.0f;
     hp->logit_scale = 1.0f;

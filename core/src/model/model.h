@@ -69,6 +69,7 @@ typedef struct model_hparams {
     int32_t swa_pattern;      /* > 0: the last layer of every swa_pattern sees the whole context, the others
                                * the window (model_layer_is_swa); 0: every layer uses the window */
     float rope_freq_base_swa; /* rope base of SWA layers */
+    float rope_freq_scale_swa; /* rope scale of SWA layers (1: gemma3's local layers are not stretched) */
     float attn_scale;         /* scale of q.k (0: 1/sqrt(head_dim)) */
     bool attn_scale_q;        /* apply attn_scale to q before q.k (gemma3, phi3, as llama.cpp does), not
                                * in the softmax */
@@ -92,6 +93,7 @@ typedef struct model_hparams {
     int32_t n_ff_shexp;    /* the shared expert's (expert_shared_feed_forward_length; 0: none) */
     int32_t moe_gating;    /* MODEL_MOE_SOFTMAX (default) or MODEL_MOE_SIGMOID: router logits to probabilities */
     bool moe_norm_w;       /* the chosen experts' weights divided by their sum */
+    float swiglu_alpha, swiglu_limit; /* gpt-oss: the experts' SwiGLU clamped (SWIGLU_OAI); limit 0: plain */
     /* recurrent hybrids (lfm2, mamba2, granitehybrid): which blocks are
      * recurrent (an attention.head_count_kv array's zeros; every block of an
      * architecture without attention), the convolution's width (lfm2:
@@ -103,7 +105,11 @@ typedef struct model_hparams {
 } model_hparams;
 
 /* How an MoE router turns its logits into expert probabilities. */
-enum { MODEL_MOE_SOFTMAX = 0, MODEL_MOE_SIGMOID = 1 };
+enum {
+    MODEL_MOE_SOFTMAX = 0,        /* softmax over all experts, the top K of those probabilities */
+    MODEL_MOE_SIGMOID = 1,        /* sigmoid of each logit, the top K */
+    MODEL_MOE_SOFTMAX_WEIGHT = 2, /* gpt-oss: the top K logits, weights the softmax over those K */
+};
 
 /* Reads "<arch>.<suffix>" keys of one file, naming file and key in errors. */
 typedef struct model_hp_reader {
@@ -165,6 +171,10 @@ typedef struct model_layer {
     const model_weight *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
     const model_weight *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;
     const model_weight *ffn_gate_inp_shexp; /* qwen2moe: the shared expert times sigmoid(this . x) [E] */
+    /* gpt-oss: the router's bias [X], each expert's biases [Fx, X] / [E, X],
+     * and one sink logit per head [H] that joins every softmax row */
+    const model_weight *ffn_gate_inp_b, *ffn_gate_exps_b, *ffn_up_exps_b, *ffn_down_exps_b;
+    const model_weight *attn_sinks;
     /* encoders (bert, nomic-bert): biases and the post-norms (LayerNorm weight, bias) */
     const model_weight *bqkv, *bo, *ffn_up_b, *ffn_down_b;
     const model_weight *attn_out_norm, *attn_out_norm_b;   /* after the attention's residual add */

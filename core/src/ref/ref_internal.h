@@ -76,6 +76,7 @@ tsr_status ref_op_soft_max(const tsr_node *node);
 tsr_status ref_op_silu(const tsr_node *node);
 tsr_status ref_op_gelu(const tsr_node *node);
 tsr_status ref_op_swiglu(const tsr_node *node);
+tsr_status ref_op_swiglu_oai(const tsr_node *node);
 tsr_status ref_op_cpy(const tsr_node *node);
 tsr_status ref_op_concat(const tsr_node *node);
 tsr_status ref_op_argmax(const tsr_node *node);

@@ -1,5 +1,5 @@
 /*
- * ref_ops_elementwise — ADD, MUL, DIV, SCALE, SILU, GELU, SWIGLU.
+ * ref_ops_elementwise — ADD, MUL, DIV, SCALE, SILU, GELU, SWIGLU, SWIGLU_OAI.
  *
  * Each walks dst element by element in (i0, i1, i2, i3) order, reading the
  * sources through their own strides; reading an element happens before
@@ -90,3 +90,15 @@ tsr_status ref_op_add(const tsr_node *node) { return elementwise(node, node->src
 tsr_status ref_op_mul(const tsr_node *node) { return elementwise(node, node->src[1], mul_two); }
 tsr_status ref_op_div(const tsr_node *node) { return elementwise(node, node->src[1], div_two); }
 tsr_status ref_op_swiglu(const tsr_node *node) { return elementwise(node, node->src[1], swiglu_two); }
+
+/* gpt-oss's clamped SwiGLU (Hugging Face's GptOssExperts): g = min(gate,
+ * limit), u = clamp(up, -limit, limit), g * sigmoid(alpha g) * (u + 1),
+ * the sigmoid written as silu's g / (1 + e^(-alpha g)). */
+static float swiglu_oai_two(float gate, float up, const tsr_node *node) {
+    const tsr_swiglu_oai_params p = tsr_swiglu_oai_params_of(node);
+    const float g = gate < p.limit ? gate : p.limit;
+    const float u = up < -p.limit ? -p.limit : up > p.limit ? p.limit : up;
+    return g / (1.0f + expf(-p.alpha * g)) * (u + 1.0f);
+}
+
+tsr_status ref_op_swiglu_oai(const tsr_node *node) { return elementwise(node, node->src[1], swiglu_oai_two); }

@@ -34,7 +34,7 @@ static const ref_op_fn op_table[TSR_OP_COUNT] = {
     [TSR_OP_MUL_MAT] = ref_op_mul_mat,   [TSR_OP_RMS_NORM] = ref_op_rms_norm,
     [TSR_OP_NORM] = ref_op_norm,         [TSR_OP_ROPE] = ref_op_rope,
     [TSR_OP_SOFT_MAX] = ref_op_soft_max, [TSR_OP_SILU] = ref_op_silu,
-    [TSR_OP_GELU] = ref_op_gelu,         [TSR_OP_SWIGLU] = ref_op_swiglu,
+    [TSR_OP_GELU] = ref_op_gelu,         [TSR_OP_SWIGLU] = ref_op_swiglu, [TSR_OP_SWIGLU_OAI] = ref_op_swiglu_oai,
     [TSR_OP_CPY] = ref_op_cpy,           [TSR_OP_CONCAT] = ref_op_concat,
     [TSR_OP_ARGMAX] = ref_op_argmax,     [TSR_OP_FLASH_ATTN] = ref_op_flash_attn,
     [TSR_OP_MUL_MAT_ID] = ref_op_mul_mat_id, [TSR_OP_TOP_K] = ref_op_top_k,

@@ -23,6 +23,7 @@ extern const model_arch_desc arch_qwen2moe;
 extern const model_arch_desc arch_qwen3moe;
 extern const model_arch_desc arch_olmoe;
 extern const model_arch_desc arch_granitemoe;
+extern const model_arch_desc arch_gptoss;
 extern const model_arch_desc arch_lfm2;
 extern const model_arch_desc arch_mamba2;
 extern const model_arch_desc arch_granitehybrid;

@@ -16,37 +16,23 @@ struct tessera_sampler {
     sample_grammar *grammar; /* NULL: unconstrained */
 };
 
+/* The settings tessera_sampler_params and sample_params share, field for
+ * field: one list for the two copies below (the defaults out, a caller's
+ * settings in). */
+#define SHARED_SETTINGS(X) X(temp) X(top_k) X(top_p) X(min_p) X(typical_p) X(penalty_last_n) \
+    X(penalty_repeat) X(penalty_freq) X(penalty_present) X(dry_multiplier) X(dry_base) X(dry_allowed_length) \
+    X(dry_penalty_last_n) X(xtc_probability) X(xtc_threshold) X(top_n_sigma) X(dynatemp_range) \
+    X(dynatemp_exponent) X(mirostat) X(mirostat_tau) X(mirostat_eta)
+
 tessera_sampler_params tessera_sampler_default_params(void) {
     sample_params d = sample_params_default();
-    return (tessera_sampler_params){
+    tessera_sampler_params out = {
         .seed = TESSERA_SEED_RANDOM,
-        .temp = d.temp,
-        .top_k = d.top_k,
-        .top_p = d.top_p,
-        .min_p = d.min_p,
-        .typical_p = d.typical_p,
-        .penalty_last_n = d.penalty_last_n,
-        .penalty_repeat = d.penalty_repeat,
-        .penalty_freq = d.penalty_freq,
-        .penalty_present = d.penalty_present,
-        .logit_bias = NULL,
-        .n_logit_bias = 0,
-        .dry_multiplier = d.dry_multiplier,
-        .dry_base = d.dry_base,
-        .dry_allowed_length = d.dry_allowed_length,
-        .dry_penalty_last_n = d.dry_penalty_last_n,
-        .dry_sequence_breakers = NULL,
-        .n_dry_sequence_breakers = 0,
-        .xtc_probability = d.xtc_probability,
-        .xtc_threshold = d.xtc_threshold,
-        .top_n_sigma = d.top_n_sigma,
-        .dynatemp_range = d.dynatemp_range,
-        .dynatemp_exponent = d.dynatemp_exponent,
-        .mirostat = d.mirostat,
-        .mirostat_tau = d.mirostat_tau,
-        .mirostat_eta = d.mirostat_eta,
-        .samplers = NULL,
-    };
+#define COPY_DEFAULT(f) .f = d.f,
+        SHARED_SETTINGS(COPY_DEFAULT)
+#undef COPY_DEFAULT
+    }; /* no logit bias, llama.cpp's DRY breakers, the default order */
+    return out;
 }
 
 /* llama.cpp's default sequence breakers. */
@@ -168,30 +154,12 @@ static tessera_sampler *sampler_make(int32_t n_vocab, const tessera_model *model
     s->seed = params->seed == TESSERA_SEED_RANDOM ? seed_from_clock() : params->seed;
     sample_params p = {
         .seed = s->seed,
-        .temp = params->temp,
-        .top_k = params->top_k,
-        .top_p = params->top_p,
-        .min_p = params->min_p,
-        .typical_p = params->typical_p,
-        .penalty_last_n = params->penalty_last_n,
-        .penalty_repeat = params->penalty_repeat,
-        .penalty_freq = params->penalty_freq,
-        .penalty_present = params->penalty_present,
         .bias = bias,
         .n_bias = (size_t)params->n_logit_bias,
-        .dry_multiplier = params->dry_multiplier,
-        .dry_base = params->dry_base,
-        .dry_allowed_length = params->dry_allowed_length,
-        .dry_penalty_last_n = params->dry_penalty_last_n,
         .dry_breakers = &dry,
-        .xtc_probability = params->xtc_probability,
-        .xtc_threshold = params->xtc_threshold,
-        .top_n_sigma = params->top_n_sigma,
-        .dynatemp_range = params->dynatemp_range,
-        .dynatemp_exponent = params->dynatemp_exponent,
-        .mirostat = params->mirostat,
-        .mirostat_tau = params->mirostat_tau,
-        .mirostat_eta = params->mirostat_eta,
+#define COPY_PARAM(f) .f = params->f,
+        SHARED_SETTINGS(COPY_PARAM)
+#undef COPY_PARAM
     };
     if (p.dry_penalty_last_n == -1 && model) p.dry_penalty_last_n = tessera_model_n_ctx_train(model);
     p.n_order = sample_order_parse(params->samplers, false, p.order, SAMPLE_MAX_STEPS);

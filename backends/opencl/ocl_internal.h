@@ -54,6 +54,7 @@ typedef enum ocl_kernel_id {
     OCL_K_SUM_ROWS,
     OCL_K_SSM_CONV,
     OCL_K_SSM_SCAN,
+    OCL_K_SWIGLU_OAI,
     OCL_K_COUNT
 } ocl_kernel_id;
 

@@ -112,6 +112,17 @@ static tsr_status op_swiglu(ocl_device *d, cl_command_queue cq, const tsr_node *
     return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
 }
 
+static tsr_status op_swiglu_oai(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    kargs a = {d->kernels[OCL_K_SWIGLU_OAI], 0, CL_SUCCESS};
+    const tsr_swiglu_oai_params p = tsr_swiglu_oai_params_of(n);
+    arg_tensor(&a, n->src[0]);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, n->dst);
+    arg_float(&a, p.alpha);
+    arg_float(&a, p.limit);
+    return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
+}
+
 static tsr_status op_concat(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
     kargs a = {d->kernels[OCL_K_CONCAT], 0, CL_SUCCESS};
     arg_tensor(&a, n->src[0]);
@@ -289,6 +300,7 @@ tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *no
     case TSR_OP_SILU:
     case TSR_OP_GELU: return op_unary(d, cq, node);
     case TSR_OP_SWIGLU: return op_swiglu(d, cq, node);
+    case TSR_OP_SWIGLU_OAI: return op_swiglu_oai(d, cq, node);
     case TSR_OP_CONCAT: return op_concat(d, cq, node);
     case TSR_OP_GET_ROWS: return op_get_rows(d, cq, node);
     case TSR_OP_CPY: return op_cpy(d, cq, node);

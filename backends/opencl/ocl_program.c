@@ -46,6 +46,7 @@ static const char *const kernel_names[OCL_K_COUNT] = {
     [OCL_K_SUM_ROWS] = "k_sum_rows",
     [OCL_K_SSM_CONV] = "k_ssm_conv",
     [OCL_K_SSM_SCAN] = "k_ssm_scan",
+    [OCL_K_SWIGLU_OAI] = "k_swiglu_oai",
 };
 
 static const char injected_error[] = "\nkernel void tessera_injected_error( { this is not OpenCL C }\n";

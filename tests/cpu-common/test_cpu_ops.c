@@ -434,6 +434,14 @@ static void test_elementwise(void) {
         check_node("SILU", make_node(TSR_OP_SILU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
         check_node("GELU", make_node(TSR_OP_GELU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
         check_node("SWIGLU", make_node(TSR_OP_SWIGLU, 2, &a->t, &b->t, NULL, NULL), oa, or_, 1e-5, 1);
+        /* gpt-oss's alpha and limit, and a limit of 0.5 that both clamps meet
+         * (gate and up are in [-1, 1)) */
+        for (int lim = 0; lim < 2; lim++) {
+            n = make_node(TSR_OP_SWIGLU_OAI, 2, &a->t, &b->t, NULL, NULL);
+            tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = 1.702f, .limit = lim ? 0.5f : 7.0f},
+                                      n.iparams, n.fparams);
+            check_node(lim ? "SWIGLU_OAI limit 0.5" : "SWIGLU_OAI", n, oa, or_, 1e-5, 1);
+        }
         n = make_node(TSR_OP_RMS_NORM, 1, &a->t, NULL, NULL, NULL);
         n.fparams[TSR_NORM_F_EPS] = 1e-5f;
         check_node("RMS_NORM", n, oa, or_, 1e-5, 1);

@@ -260,6 +260,65 @@ TEST(test_moe) {
     graph_free(g);
 }
 
+/* graph_swiglu_oai (gpt-oss's clamped SwiGLU): shape, parameters in their
+ * slots, and the errors naming the tensors, on ref against its formula. */
+TEST(test_swiglu_oai) {
+    graph *g = graph_new(32);
+    float gate[6] = {-9.0f, -1.0f, 0.0f, 0.5f, 6.9f, 30.0f};
+    float up[6] = {-30.0f, -7.5f, -0.25f, 0.0f, 3.0f, 8.0f};
+    graph_tensor *a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 3, 2), "gate");
+    graph_tensor *b = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 3, 2), "up");
+    graph_tensor_bind(a, GRAPH_INPUT, -1, NULL, 0, gate);
+    graph_tensor_bind(b, GRAPH_INPUT, -1, NULL, 0, up);
+    graph_tensor *y = graph_swiglu_oai(g, a, b, 1.702f, 7.0f);
+    EXPECT(shape_is(y, 3, 2, 1, 1) && y->op == TSR_OP_SWIGLU_OAI && y->n_src == 2 && y->t.dtype == TSR_DTYPE_F32,
+           "swiglu_oai shape");
+    if (y) {
+        tsr_node nd;
+        graph_node_to_tsr(y, &nd);
+        const tsr_swiglu_oai_params p = tsr_swiglu_oai_params_of(&nd);
+        EXPECT(p.alpha == 1.702f && p.limit == 7.0f, "swiglu_oai params %g %g", (double)p.alpha, (double)p.limit);
+    }
+    EXPECT(graph_check(g) == 0, "swiglu_oai graph: %s", error_get());
+    if (y) {
+        void **mem = run_on_ref(g);
+        const float *out = y->t.data;
+        for (int i = 0; i < 6; i++) {
+            const double gg = fmin(gate[i], 7.0), uu = fmax(-7.0, fmin(up[i], 7.0));
+            const double want = gg / (1.0 + exp(-1.702 * gg)) * (uu + 1.0);
+            EXPECT_NEAR(out[i], want, 1e-5 * fmax(1.0, fabs(want)), "swiglu_oai(%g, %g)", (double)gate[i],
+                        (double)up[i]);
+        }
+        free_run(g, mem);
+    }
+    graph_free(g);
+
+    g = graph_new(32);
+    a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 3), "ffn_gate");
+    b = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 1), "ffn_up");
+    EXPECT(graph_swiglu_oai(g, a, b, 1.702f, 7.0f) == NULL, "swiglu_oai broadcast");
+    expect_error(g, "swiglu_oai shapes", "swiglu_oai: 'ffn_gate' [8, 3] and 'ffn_up' [8]: shapes differ");
+    graph_free(g);
+
+    g = graph_new(32);
+    a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 3), "ffn_gate");
+    b = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F16, 8, 3), "ffn_up");
+    EXPECT(graph_swiglu_oai(g, a, b, 1.702f, 7.0f) == NULL, "swiglu_oai F16 up");
+    expect_error(g, "swiglu_oai dtype", "swiglu_oai: up 'ffn_up' [8, 3] is F16, expected F32");
+    graph_free(g);
+
+    const float bad[][2] = {{1.702f, 0.0f}, {0.0f, 7.0f}, {1.702f, INFINITY}, {NAN, 7.0f}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        g = graph_new(32);
+        a = graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 3);
+        b = graph_tensor_new_2d(g, TSR_DTYPE_F32, 8, 3);
+        EXPECT(graph_swiglu_oai(g, a, b, bad[i][0], bad[i][1]) == NULL, "swiglu_oai alpha %g limit %g",
+               (double)bad[i][0], (double)bad[i][1]);
+        expect_error(g, "swiglu_oai params", "must be finite and > 0");
+        graph_free(g);
+    }
+}
+
 /* TSR_OPS gives both spellings of each op's name; they must agree. */
 TEST(test_op_names) {
     for (int32_t op = 0; op < TSR_OP_COUNT; op++) {
@@ -273,4 +332,4 @@ TEST(test_op_names) {
 }
 
 HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors), HARNESS_TEST(test_op_names),
-             HARNESS_TEST(test_moe))
+             HARNESS_TEST(test_moe), HARNESS_TEST(test_swiglu_oai))

@@ -1,6 +1,6 @@
 /*
  * elementwise.cl - ADD, MUL, DIV (src1 broadcast), SCALE, SILU, GELU, SWIGLU,
- * CONCAT.
+ * SWIGLU_OAI, CONCAT.
  *
  * Work-item (i0, i1, i2 + ne2 * i3) of dst's shape computes that one element;
  * it reads its sources before writing, so dst may alias src0 in place.
@@ -54,6 +54,19 @@ kernel void k_swiglu(TENSOR(a), TENSOR(b), TENSOR(d)) {
     float x = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
     float g = load_float(b_type, BASE(b) + OFFSET(b, i0, i1, i2, i3));
     store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), silu(x) * g);
+}
+
+/* gpt-oss's clamped SwiGLU, a the gate and b up (plugin.h: SWIGLU_OAI):
+ * g = min(a, limit), u = clamp(b, -limit, limit), g / (1 + e^(-alpha g)) * (u + 1),
+ * in ref's order of float operations. */
+kernel void k_swiglu_oai(TENSOR(a), TENSOR(b), TENSOR(d), float alpha, float limit) {
+    long i0, i1, i2, i3;
+    if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
+    float g = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
+    float u = load_float(b_type, BASE(b) + OFFSET(b, i0, i1, i2, i3));
+    g = g < limit ? g : limit;
+    u = u < -limit ? -limit : u > limit ? limit : u;
+    store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), g / (1.0f + exp(-alpha * g)) * (u + 1.0f));
 }
 
 /* dst = a followed by b along dimension dim */

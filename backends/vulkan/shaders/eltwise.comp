@@ -1,6 +1,7 @@
 // eltwise — one invocation per dst element: ADD, MUL (src1 broadcast),
-// SCALE, SILU, GELU, SWIGLU, CPY/convert (src0 may be quantized; elements
-// pair up in flat ne order), GET_ROWS (src0 any dtype) and CONCAT.
+// SCALE, SILU, GELU, SWIGLU, SWIGLU_OAI (P.f[0] alpha, P.f[1] limit),
+// CPY/convert (src0 may be quantized; elements pair up in flat ne order),
+// GET_ROWS (src0 any dtype) and CONCAT.
 // ARGMAX: one invocation per row of src0, dst I32 (first largest; NaN never
 // wins; 0 when nothing beats -inf). DIV (ABI 1.4) as ADD and MUL. SUM_ROWS:
 // one invocation per row, compensated (Kahan) f32 sum in index order.
@@ -18,7 +19,7 @@ layout(local_size_x = 256) in;
 // P.u[0]: the mode, P.u[1]: dst element count
 const uint M_ADD = 0u, M_MUL = 1u, M_SCALE = 2u, M_SILU = 3u, M_GELU = 4u, M_SWIGLU = 5u,
            M_CPY = 6u, M_GET_ROWS = 7u, M_CONCAT = 8u, M_ARGMAX = 9u, M_DIV = 10u, M_SUM_ROWS = 11u,
-           M_TOP_K = 12u;
+           M_TOP_K = 12u, M_SWIGLU_OAI = 13u;
 
 // TOP_K's order: x (at index i) ranks before y (at j)
 bool ranks_before(float x, uint i, float y, uint j) {
@@ -107,7 +108,13 @@ void main() {
         else if (mode == M_SCALE) v = a * P.fp[0] + P.fp[1];
         else if (mode == M_SILU) v = silu(a);
         else if (mode == M_GELU) v = gelu(a);
-        else v = silu(a) * load1(di); // M_SWIGLU
+        else if (mode == M_SWIGLU_OAI) {
+            // gpt-oss's clamps as ref writes them (min() and clamp() leave
+            // NaN undefined), then ref's order of float operations
+            float lim = P.f[1], b = load1(di);
+            float g = a < lim ? a : lim, u = b < -lim ? -lim : (b > lim ? lim : b);
+            v = g / (1.0 + exp(-P.f[0] * g)) * (u + 1.0);
+        } else v = silu(a) * load1(di); // M_SWIGLU
     }
     store_dst(elem_off(4u, di), v);
 }

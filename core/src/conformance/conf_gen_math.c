@@ -454,6 +454,35 @@ void conf_gen_malformed(conf_runner *r) {
     conf_case_init(&c, TSR_OP_DIV, "DIV by 4 rows broadcast over 6");
     run_declined_f32(r, &c, NE(17, 6, 1, 1), NE(17, 4, 1, 1), NE(17, 6, 1, 1));
 
+    /* gate [17, 3]; valid alpha and limit unless the case is about them */
+    const tsr_swiglu_oai_params oai = {.alpha = 1.702f, .limit = 7.0f};
+    conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with up [17, 1] broadcast over gate [17, 3]");
+    tsr_swiglu_oai_params_put(&oai, c.node.iparams, c.node.fparams);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NE(17, 1, 1, 1), NE(17, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with a dst of 16 columns for 17");
+    tsr_swiglu_oai_params_put(&oai, c.node.iparams, c.node.fparams);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NE(17, 3, 1, 1), NE(16, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with an I32 up");
+    tsr_swiglu_oai_params_put(&oai, c.node.iparams, c.node.fparams);
+    run_declined(r, &c, NE(17, 3, 1, 1), TSR_DTYPE_I32, NE(17, 3, 1, 1), conf_index(5), NE(17, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with limit 0");
+    tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = 1.702f, .limit = 0.0f}, c.node.iparams,
+                              c.node.fparams);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NE(17, 3, 1, 1), NE(17, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with alpha -1.702");
+    tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = -1.702f, .limit = 7.0f}, c.node.iparams,
+                              c.node.fparams);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NE(17, 3, 1, 1), NE(17, 3, 1, 1));
+
+    conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with an infinite limit");
+    tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = 1.702f, .limit = INFINITY}, c.node.iparams,
+                              c.node.fparams);
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NE(17, 3, 1, 1), NE(17, 3, 1, 1));
+
     conf_case_init(&c, TSR_OP_COUNT + 100, "op number %d, unknown to this ABI", TSR_OP_COUNT + 100);
     run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(17, 3, 1, 1));
 }

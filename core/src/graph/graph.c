@@ -641,8 +641,10 @@ graph_tensor *graph_swiglu_oai(graph *g, graph_tensor *gate, graph_tensor *up, f
         return NULL;
     if (!same_shape(gate, up))
         return graph_fail(g, "swiglu_oai: %s and %s: shapes differ", SHAPE(gate), SHAPE(up));
-    if (!(alpha > 0.0f && limit > 0.0f))
-        return graph_fail(g, "swiglu_oai: alpha %g and limit %g must be > 0", (double)alpha, (double)limit);
+    /* tsr_node_check's rule: finite and > 0 */
+    if (!(alpha > 0.0f && alpha <= 3.0e38f && limit > 0.0f && limit <= 3.0e38f))
+        return graph_fail(g, "swiglu_oai: alpha %g and limit %g must be finite and > 0", (double)alpha,
+                          (double)limit);
     graph_tensor *t = node_new(g, TSR_OP_SWIGLU_OAI, TSR_DTYPE_F32, gate->t.ne, 2, src);
     if (t) tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = alpha, .limit = limit}, t->iparams, t->fparams);
     return t;

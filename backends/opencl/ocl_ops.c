@@ -97,7 +97,7 @@ static tsr_status op_unary(ocl_device *d, cl_command_queue cq, const tsr_node *n
     kargs a = {d->kernels[OCL_K_UNARY], 0, CL_SUCCESS};
     arg_tensor(&a, n->src[0]);
     arg_tensor(&a, n->dst);
-    arg_int(&a, n->op);
+    arg_int(&a, n->op == TSR_OP_SCALE ? 0 : n->op == TSR_OP_SILU ? 1 : 2); /* UN_* in kernels/elementwise.cl */
     const tsr_scale_params sp = tsr_scale_params_of(n); /* SCALE's; SILU and GELU ignore them */
     arg_float(&a, sp.scale);
     arg_float(&a, sp.bias);

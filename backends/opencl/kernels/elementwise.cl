@@ -9,9 +9,11 @@
 #define BIN_ADD 0
 #define BIN_MUL 1
 #define BIN_DIV 2
-#define OP_SCALE 4
-#define OP_SILU 10
-#define OP_GELU 11
+/* k_unary's modes (ocl_ops.c: op_unary; modes, not op numbers, which live
+ * in plugin.h alone) */
+#define UN_SCALE 0
+#define UN_SILU 1
+#define UN_GELU 2
 
 /* The dst coordinates of this work-item, or 0 when it is past the end. */
 static inline int item_coords(long4 ne, long *i0, long *i1, long *i2, long *i3) {
@@ -40,11 +42,11 @@ static inline float gelu(float x) {
     return 0.5f * x * (1.0f + tanh(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
 }
 
-kernel void k_unary(TENSOR(a), TENSOR(d), int op, float p0, float p1) {
+kernel void k_unary(TENSOR(a), TENSOR(d), int mode, float p0, float p1) {
     long i0, i1, i2, i3;
     if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
     float x = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
-    float y = op == OP_SCALE ? x * p0 + p1 : op == OP_SILU ? silu(x) : gelu(x);
+    float y = mode == UN_SCALE ? x * p0 + p1 : mode == UN_SILU ? silu(x) : gelu(x);
     store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), y);
 }
 

@@ -9,7 +9,12 @@
  *     before; it then decodes again from position 0 as a fresh run does;
  *   - a context shift is refused with an error that says why;
  *   - a third sequence in a context for two is an error naming n_seq_max,
- *     after which the context goes on.
+ *     after which the context goes on;
+ *   - only attention layers get K/V (kv.h): the cache holds attention
+ *     layers (those with an attn_k weight) x cells x (K row + V row) bytes,
+ *     0 for mamba2, with and without flash attention, and the context's
+ *     memory rows (-v, tessera_context_memory) count that plus the
+ *     recurrent states, nothing for a recurrent layer's K/V.
  *
  *   test_recurrent MODEL [--device D] [--ngl N] [--tol X]
  * (--ngl: layers on the GPU device among D; with a GPU device at 99 the
@@ -23,6 +28,7 @@
 #include <tessera/tessera.h>
 
 #include "harness.h"
+#include "model/public.h"
 
 enum { N_SEQ = 2, N_GEN = 12, MAX_TOK = 128 };
 
@@ -147,6 +153,45 @@ static void check_forget(tessera_model *m, tessera_context *ctx, run *alone) {
     EXPECT(same, "sequence 0 decoded again from position 0 parts from its run alone");
 }
 
+/* The K/V bytes of a context of n_ctx cells against the attention layers'
+ * weights, and its memory rows against K/V plus the recurrent states. */
+static void check_kv_bytes(tessera_model *tm, bool fa) {
+    enum { N_CTX = 256 }; /* a multiple of 32: a transposed V has no padding cells */
+    const model *m = tm->m;
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = N_CTX;
+    cp.n_threads = 2;
+    cp.n_seq_max = N_SEQ;
+    cp.flash_attn = fa ? TESSERA_FLASH_ATTN_ON : TESSERA_FLASH_ATTN_OFF;
+    tessera_context *ctx = tessera_context_new(tm, &cp);
+    REQUIRE(ctx, "context (fa %d): %s", fa, tessera_last_error());
+    uint64_t want = 0, rs = 0;
+    int32_t n_attn = 0;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        const model_layer *L = &m->layers[il];
+        rs += 4ull * (uint64_t)m->hp.arch->state_floats(&m->hp, il) * N_SEQ;
+        if (!L->wk) continue;
+        n_attn++; /* F16 K and V rows of the layer's projections' widths */
+        want += (uint64_t)N_CTX * 2ull * (uint64_t)(L->wk->ne[1] + L->wv->ne[1]);
+    }
+    const uint64_t got = kv_cache_nbytes(ctx->kv);
+    EXPECT(got == want, "fa %d: K/V %llu bytes, want %d attention layers x %d cells x rows = %llu", fa,
+           (unsigned long long)got, n_attn, N_CTX, (unsigned long long)want);
+    EXPECT(kv_cache_n_layer_kv(ctx->kv) == n_attn, "%d layers with K/V, %d attention layers",
+           kv_cache_n_layer_kv(ctx->kv), n_attn);
+    if (!strcmp(tm->arch, "mamba2")) EXPECT(got == 0 && n_attn == 0, "mamba2: %llu K/V bytes", (unsigned long long)got);
+    else EXPECT(n_attn > 0 && n_attn < m->hp.n_layer, "%s: %d attention layers of %d", tm->arch, n_attn, m->hp.n_layer);
+    tessera_memory rows[TESSERA_MAX_DEVICES];
+    const int32_t n = tessera_context_memory(ctx, rows, TESSERA_MAX_DEVICES);
+    uint64_t mem = 0;
+    for (int32_t i = 0; i < n; i++) mem += rows[i].kv;
+    EXPECT(mem == want + rs, "fa %d: memory rows count %llu KV bytes, want K/V %llu + states %llu", fa,
+           (unsigned long long)mem, (unsigned long long)want, (unsigned long long)rs);
+    printf("%s fa %d: %d of %d layers with K/V, %llu K/V bytes, %llu state bytes\n", tm->arch, fa, n_attn,
+           m->hp.n_layer, (unsigned long long)got, (unsigned long long)rs);
+    tessera_context_free(ctx);
+}
+
 TEST(test_recurrent) {
     REQUIRE(harness_argc() >= 2, "usage: test_recurrent MODEL [--device D] [--ngl N] [--tol X]");
     const char *path = harness_arg(1);
@@ -158,6 +203,8 @@ TEST(test_recurrent) {
     harness_require_file(path);
     harness_host_start(); /* ref and this build's plugins */
     tessera_model *m = harness_model_load(path, device, &mp);
+    check_kv_bytes(m, false);
+    check_kv_bytes(m, true);
     const int32_t nv = tessera_model_n_vocab(m);
     run alone[N_SEQ];
     for (int s = 0; s < N_SEQ; s++) {

@@ -16,11 +16,23 @@ uint64_t kv_row_bytes(int32_t dtype, int64_t n) { return dtype_row_bytes(dtype, 
 
 static int32_t kv_layer_cells(const kv_cache *kv, int32_t il) { return kv->sets[kv->layers[il].set].size; }
 
+/* A recurrent layer has no attention, so no K/V (llama.cpp's hybrid memory
+ * likewise gives K/V to the attention layers alone). */
+bool kv_cache_layer_has_kv(const kv_cache *kv, int32_t il) { return !kv_cache_layer_is_recurrent(kv, il); }
+
+int32_t kv_cache_n_layer_kv(const kv_cache *kv) {
+    int32_t n = 0;
+    for (int32_t il = 0; il < kv->n_layer; il++) n += kv_cache_layer_has_kv(kv, il);
+    return n;
+}
+
 uint64_t kv_cache_layer_k_bytes(const kv_cache *kv, int32_t il) {
+    if (!kv_cache_layer_has_kv(kv, il)) return 0;
     return kv_row_bytes(kv->dtype_k, kv->n_embd_k) * (uint64_t)kv_layer_cells(kv, il);
 }
 
 uint64_t kv_cache_layer_v_bytes(const kv_cache *kv, int32_t il) {
+    if (!kv_cache_layer_has_kv(kv, il)) return 0;
     const int32_t cells = kv_layer_cells(kv, il);
     return kv_row_bytes(kv->dtype_v, kv->n_embd_v) * (uint64_t)(kv->flash_attn ? cells : kv_v_row_cells(cells));
 }
@@ -112,8 +124,9 @@ static int kv_host_map(kv_cache *kv, const kv_cache_params *p) {
 static int kv_device_layer(kv_cache *kv, int32_t il, tsr_device *dev, int32_t home) {
     kv_layer *L = &kv->layers[il];
     const uint64_t layer_bytes = kv_layer_bytes(kv, il);
-    L->home_device = home;
+    L->home_device = home; /* a recurrent layer's too: its state lives there (kv_rs.c) */
     L->device = dev;
+    if (layer_bytes == 0) return 0;
     if (dev->api->buffer_alloc(dev, layer_bytes, &L->buffer) != TSR_OK || !L->buffer) {
         L->buffer = NULL;
         return error_set("kv cache: device %d cannot allocate %.1f MiB for layer %d", L->home_device,
@@ -170,6 +183,7 @@ kv_cache *kv_cache_new(const kv_cache_params *p) {
             char *base = (char *)kv->host_mem + host_off;
             host_off += kv_layer_bytes(kv, il);
             L->home_device = -1;
+            if (!kv_cache_layer_has_kv(kv, il)) continue;
             L->k_data = base;
             L->v_data = base + align_up(kv_cache_layer_k_bytes(kv, il), 64);
         } else if (kv_device_layer(kv, il, dev, p->layer_home ? p->layer_home[il] : -1) != 0) {
@@ -210,6 +224,10 @@ uint64_t kv_cache_nbytes(const kv_cache *kv) {
 
 static graph_tensor *kv_leaf(graph *g, const kv_cache *kv, int32_t il, bool is_k) {
     const kv_layer *L = &kv->layers[il];
+    if (!kv_cache_layer_has_kv(kv, il)) {
+        error_set("kv cache: layer %d is recurrent and has no %s cache", il, is_k ? "K" : "V");
+        return NULL;
+    }
     const int32_t cells = kv_layer_cells(kv, il);
     graph_tensor *t = is_k             ? graph_tensor_new_2d(g, kv->dtype_k, kv->n_embd_k, cells)
                       : kv->flash_attn ? graph_tensor_new_2d(g, kv->dtype_v, kv->n_embd_v, cells)
@@ -309,7 +327,9 @@ static void kv_set_compact(kv_cache *kv, int32_t set) {
     int32_t slack = used / 4 > 64 ? used / 4 : 64;
     if (n_kv - used <= slack) return;
     for (int32_t il = 0; il < kv->n_layer; il++)
-        if (kv->layers[il].set == set && (!kv->layers[il].k_data || !kv->layers[il].v_data)) return;
+        if (kv->layers[il].set == set && kv_cache_layer_has_kv(kv, il) &&
+            (!kv->layers[il].k_data || !kv->layers[il].v_data))
+            return;
     const size_t k_row = kv_row_bytes(kv->dtype_k, kv->n_embd_k);
     const size_t v_cell = kv->flash_attn ? kv_row_bytes(kv->dtype_v, kv->n_embd_v) : kv_row_bytes(kv->dtype_v, 1);
     const size_t v_row = kv_row_bytes(kv->dtype_v, kv_v_row_cells(c->size));
@@ -318,7 +338,7 @@ static void kv_set_compact(kv_cache *kv, int32_t set) {
         if (!c->seq[j]) continue;
         if (j != dst) {
             for (int32_t il = 0; il < kv->n_layer; il++) {
-                if (kv->layers[il].set != set) continue;
+                if (kv->layers[il].set != set || !kv_cache_layer_has_kv(kv, il)) continue;
                 char *k = kv->layers[il].k_data, *v = kv->layers[il].v_data;
                 memcpy(k + (size_t)dst * k_row, k + (size_t)j * k_row, k_row);
                 if (kv->flash_attn) memcpy(v + (size_t)dst * v_cell, v + (size_t)j * v_cell, v_cell);

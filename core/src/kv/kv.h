@@ -23,7 +23,8 @@
  * All the cell bookkeeping is in kv_cache (it is what a saved state holds).
  *
  * Layers whose weights live on a device that does not read host memory get
- * their K/V in a buffer of that device; the others in host memory.
+ * their K/V in a buffer of that device; the others in host memory. A
+ * recurrent layer (below) has no K/V at all: no bytes, no leaves.
  *
  * Rotation (kv_rot.c): a block-type K cache holds every head of the keys
  * turned by H, the orthonormal Walsh-Hadamard matrix of the head size, and
@@ -39,8 +40,11 @@
  * LFM2's short convolutions) keep, beside the cells, one fixed-size state
  * per sequence and recurrent layer (its last conv inputs and its scan
  * state), in n_seq_max slots, in host memory or on the device that holds
- * the layer's KV cache (so that -ngl 99 leaves nothing on the CPU). The cells still record each
- * sequence's positions (its length, the masks of the attention layers). A
+ * the layer's KV cache would be (so that -ngl 99 leaves nothing on the
+ * CPU). Recurrent layers get no K/V (as llama.cpp's hybrid memory: K/V for
+ * the attention layers, a state for the recurrent ones; a pure-recurrent
+ * model such as mamba2 has no K/V bytes at all). The cells still record
+ * each sequence's positions (its length, the masks of the attention layers). A
  * state sums everything before it, so, as llama.cpp's recurrent memory:
  *   - a sequence cannot be rolled back part way: forgetting positions from
  *     pos > 0 while it holds later ones forgets the whole sequence
@@ -175,14 +179,19 @@ void kv_cache_free(kv_cache *kv);
 
 uint64_t kv_cache_nbytes(const kv_cache *kv);
 
-/* Bytes of layer il's K and V (their set's cells). */
+/* Whether layer il has K/V (false for a recurrent layer: it has a state
+ * instead), and how many layers have. */
+bool kv_cache_layer_has_kv(const kv_cache *kv, int32_t il);
+int32_t kv_cache_n_layer_kv(const kv_cache *kv);
+
+/* Bytes of layer il's K and V (their set's cells; 0 for a recurrent layer). */
 uint64_t kv_cache_layer_k_bytes(const kv_cache *kv, int32_t il);
 uint64_t kv_cache_layer_v_bytes(const kv_cache *kv, int32_t il);
 
 /* Persistent leaves for layer il's whole K [n_embd_k, cells] and V
  * ([n_embd_v, cells] for flash_attn, else [cells, n_embd_v]) tensors (cells:
  * the size of the layer's set), bound to
- * the cache's memory. */
+ * the cache's memory; NULL with the error set for a recurrent layer. */
 graph_tensor *kv_cache_k_leaf(graph *g, const kv_cache *kv, int32_t il);
 graph_tensor *kv_cache_v_leaf(graph *g, const kv_cache *kv, int32_t il);
 
@@ -312,7 +321,8 @@ void kv_cache_compact(kv_cache *kv);
 /* Saved state (kv_cells.c): the bytes one cell takes in a layer's K and V,
  * and copies of the K/V of cells[0..n) (of the layer's set) of layer il to / from packed arrays
  * (n * cell bytes each; cell c's K then at c * k bytes), through the
- * device's queue where the layer's memory is not host-addressable. */
+ * device's queue where the layer's memory is not host-addressable. A
+ * recurrent layer has no K/V: its cells read as zeros and take nothing. */
 uint64_t kv_cache_cell_k_bytes(const kv_cache *kv);
 uint64_t kv_cache_cell_v_bytes(const kv_cache *kv);
 int kv_cache_cells_get(const kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, void *k_out,

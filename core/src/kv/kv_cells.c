@@ -75,6 +75,13 @@ static void layer_unmap(char *scratch, tsr_queue *q) {
  * device that is not host-addressable). */
 static int cells_copy(const kv_cache *kv, int32_t il, const int32_t *cells, int32_t n, char *k_buf, char *v_buf,
                       bool to_cache) {
+    if (!kv_cache_layer_has_kv(kv, il)) { /* a recurrent layer has no K/V: it reads as zeros */
+        if (!to_cache) {
+            memset(k_buf, 0, (size_t)n * kv_cache_cell_k_bytes(kv));
+            memset(v_buf, 0, (size_t)n * kv_cache_cell_v_bytes(kv));
+        }
+        return 0;
+    }
     char *k = NULL, *v = NULL, *scratch = NULL;
     tsr_queue *q = NULL;
     int rc = layer_map(kv, il, true, &k, &v, &scratch, &q);

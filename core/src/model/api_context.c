@@ -226,14 +226,23 @@ static void context_print_summary(const tessera_context *ctx) {
     char types[32];
     if (p->type_k == p->type_v) snprintf(types, sizeof types, "%s", tessera_kv_type_name(p->type_k));
     else snprintf(types, sizeof types, "%s/%s", tessera_kv_type_name(p->type_k), tessera_kv_type_name(p->type_v));
+    /* recurrent layers have no K/V but a state per sequence (kv.h) */
+    char rs[64] = "";
+    if (kv_cache_is_recurrent(kv)) {
+        uint64_t rs_bytes = 0;
+        for (int32_t il = 0; il < kv->n_layer; il++) rs_bytes += kv_cache_rs_layer_bytes(kv, il);
+        snprintf(rs, sizeof rs, ", recurrent state %.1f MiB (%d of %d layers with K/V)",
+                 (double)rs_bytes / (1024.0 * 1024.0), kv_cache_n_layer_kv(kv), kv->n_layer);
+    }
     host_log_printf(TESSERA_LOG_INFO,
-                    "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB%s\n",
+                    "tessera: context n_ctx %u, n_batch %u, %d threads, flash attention %s, KV %s %.1f MiB%s%s\n",
                     p->n_ctx, p->n_batch, p->n_threads, kv->flash_attn ? "on" : "off", types,
                     (double)kv_cache_nbytes(kv) / (1024.0 * 1024.0),
                     kv->rot_k && kv->rot_v ? " (K, V Hadamard-rotated)"
                     : kv->rot_k            ? " (K Hadamard-rotated)"
                     : kv->rot_v            ? " (V Hadamard-rotated)"
-                                           : "");
+                                           : "",
+                    rs);
     context_print_memory(ctx, types);
 }
 

@@ -42,7 +42,7 @@ static int shift_keys(tessera_context *ctx, int32_t *const *delta) {
     }
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const int32_t s = kv->layers[il].set;
-        if (m->layers[il].no_rope || !pos[s]) continue;
+        if (m->layers[il].no_rope || !pos[s] || !kv_cache_layer_has_kv(kv, il)) continue; /* recurrent: no keys */
         graph_tensor *kc = kv_cache_k_leaf(g, kv, il); /* [D*Hkv, cells] */
         if (!kc) break;
         const uint64_t row = kc->t.nb[1];

@@ -88,11 +88,12 @@ static int sizes_read(const gguf_file *f, const tessera_context_params *cp, cons
 }
 
 /* KV bytes (recurrent states included) of layers [from, to) with a context
- * of n_ctx. */
+ * of n_ctx: a recurrent layer (a state) has no K/V, as in kv_cache_new. */
 static uint64_t kv_bytes(const fit_sizes *s, int32_t from, int32_t to, uint32_t n_ctx) {
     uint64_t b = 0;
     for (int32_t il = from; il < to; il++)
-        b += s->rs[il] + s->kv_cell * (s->swa[il] && s->swa_cells && s->swa_cells < n_ctx ? s->swa_cells : n_ctx);
+        b += s->rs[il] ? s->rs[il]
+                       : s->kv_cell * (s->swa[il] && s->swa_cells && s->swa_cells < n_ctx ? s->swa_cells : n_ctx);
     return b;
 }
 

@@ -38,6 +38,7 @@ static bool kv_root_is(const kv_layer *L, const graph_tensor *r, bool is_k) {
 static bool kv_root_find(const kv_cache *kv, const graph_tensor *r, int32_t *set, uint64_t *cell_bytes) {
     for (int32_t il = 0; il < kv->n_layer; il++) {
         const kv_layer *L = &kv->layers[il];
+        if (!kv_cache_layer_has_kv(kv, il)) continue; /* a recurrent layer: no K/V */
         for (int is_k = 0; is_k < 2; is_k++) {
             if (!kv_root_is(L, r, is_k)) continue;
             *set = L->set;

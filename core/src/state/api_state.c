@@ -61,8 +61,10 @@ static void header_of_context(const tessera_context *ctx, state_header *h) {
     h->flags = (kv->flash_attn ? 0 : STATE_FLAG_V_TRANS) /* informative: cells are packed alike */
                | (kv->rot_k ? STATE_FLAG_K_ROT : 0) | (kv->rot_v ? STATE_FLAG_V_ROT : 0);
     h->n_sets = (uint32_t)kv->n_sets;
-    for (int32_t il = 0; il < kv->n_layer; il++) h->n_layer_swa += kv->layers[il].set != 0;
+    for (int32_t il = 0; il < kv->n_layer; il++)
+        h->n_layer_swa += kv_cache_layer_has_kv(kv, il) && kv->layers[il].set != 0;
     h->rs_bytes = kv_cache_rs_seq_bytes(kv);
+    h->n_layer_kv = (uint32_t)kv_cache_n_layer_kv(kv);
 }
 
 /* The sequences whose recurrent state a save of seq (-1: all) holds. */
@@ -83,11 +85,18 @@ static int seq_check(int32_t seq) {
 static uint64_t set_cells_off(const state_header *h, int32_t s) { return s ? h->off_cells_swa : h->off_cells; }
 static uint32_t set_n_cells(const state_header *h, int32_t s) { return s ? h->n_cells_swa : h->n_cells; }
 
+/* Whether the file holds layer il's K/V: a layer with K/V, or any layer in
+ * a file from before version 3, whose recurrent layers' K/V (zeros: never
+ * written) are skipped when read. */
+static bool file_has_kv(const state_header *h, const kv_cache *kv, int32_t il) {
+    return h->version < 3 || kv_cache_layer_has_kv(kv, il);
+}
+
 /* Offset of layer il's K in the payload (its V follows its K). */
 static uint64_t layer_off(const state_header *h, const kv_cache *kv, int32_t il) {
     uint64_t off = h->off_kv;
     for (int32_t l = 0; l < il; l++)
-        off += set_n_cells(h, kv->layers[l].set) * (h->k_cell_bytes + h->v_cell_bytes);
+        if (file_has_kv(h, kv, l)) off += set_n_cells(h, kv->layers[l].set) * (h->k_cell_bytes + h->v_cell_bytes);
     return off;
 }
 
@@ -111,6 +120,7 @@ static int save_cache(uint8_t *out, const state_header *h, const kv_cache *kv, i
     }
     for (int32_t il = 0; il < kv->n_layer; il++) {
         int32_t s = kv->layers[il].set;
+        if (!kv_cache_layer_has_kv(kv, il)) continue; /* a recurrent layer: its state is saved apart */
         uint8_t *k = out + layer_off(h, kv, il);
         if (kv_cache_cells_get(kv, il, cells[s], (int32_t)set_n_cells(h, s), k,
                                k + set_n_cells(h, s) * h->k_cell_bytes) != 0)
@@ -232,6 +242,9 @@ static int state_check_identity(const tessera_context *ctx, const state_header *
                                      settings[i].what, kv_type_name(settings[i].saved), kv_type_name(settings[i].here))
                          : error_set("state file %s has other settings: %s %u there, %u here", label,
                                      settings[i].what, settings[i].saved, settings[i].here);
+    if (h->version >= 3 && h->n_layer_kv != me.n_layer_kv)
+        return error_set("state file %s has K/V for %u layers, this context has K/V for %u (its attention layers)",
+                         label, h->n_layer_kv, me.n_layer_kv);
     if (h->n_rs && h->rs_bytes != me.rs_bytes)
         return error_set("state file %s has recurrent states of %llu bytes a sequence, this context's are %llu",
                          label, (unsigned long long)h->rs_bytes, (unsigned long long)me.rs_bytes);
@@ -345,6 +358,7 @@ static int load_cache(kv_cache *kv, const state_header *h, const uint8_t *d, kv_
         return error_wrap("state file %s", label);
     for (int32_t il = 0; il < kv->n_layer; il++) {
         int32_t s = kv->layers[il].set;
+        if (!kv_cache_layer_has_kv(kv, il)) continue; /* (an older file's zeros for it are skipped) */
         const uint8_t *k = d + layer_off(h, kv, il);
         if (kv_cache_cells_set(kv, il, dst[s], (int32_t)set_n_cells(h, s), k, k + set_n_cells(h, s) * h->k_cell_bytes) !=
             0)

@@ -65,9 +65,13 @@ int state_header_sizes(state_header *h) {
     ok = ok && add_mul(&off, h->n_logits, 4);
     h->off_sampler = off;
     ok = ok && add_mul(&off, h->sampler_bytes, 1);
-    if (h->n_sets < 1 || h->n_sets > 2 || h->n_layer_swa > h->n_layer || (h->n_sets == 1 && (h->n_cells_swa || h->n_layer_swa)))
+    if (h->version < 3) h->n_layer_kv = h->n_layer; /* every layer had K/V */
+    if (h->n_layer_kv > h->n_layer)
+        return error_set("%u layers with K/V of %u make no cache", h->n_layer_kv, h->n_layer);
+    if (h->n_sets < 1 || h->n_sets > 2 || h->n_layer_swa > h->n_layer_kv ||
+        (h->n_sets == 1 && (h->n_cells_swa || h->n_layer_swa)))
         return error_set("%u cell sets with %u sliding-window layers of %u make no cache", h->n_sets, h->n_layer_swa,
-                         h->n_layer);
+                         h->n_layer_kv);
     h->off_cells = off;
     ok = ok && add_mul(&off, h->n_cells, STATE_CELL_BYTES);
     h->off_cells_swa = off;
@@ -78,7 +82,7 @@ int state_header_sizes(state_header *h) {
     const uint64_t cell = h->k_cell_bytes + h->v_cell_bytes;
     uint64_t full = 0, swa = 0;
     ok = ok && add_mul(&full, h->n_cells, cell) && add_mul(&swa, h->n_cells_swa, cell);
-    ok = ok && add_mul(&off, full, h->n_layer - h->n_layer_swa) && add_mul(&off, swa, h->n_layer_swa);
+    ok = ok && add_mul(&off, full, h->n_layer_kv - h->n_layer_swa) && add_mul(&off, swa, h->n_layer_swa);
     h->off_rs = off;
     if (h->n_rs > STATE_SEQS || (h->n_rs && !h->rs_bytes) || h->rs_bytes > (UINT64_C(1) << 40))
         return error_set("%u recurrent states of %llu bytes make no cache", h->n_rs, (unsigned long long)h->rs_bytes);
@@ -104,7 +108,8 @@ void state_header_write(const state_header *h, uint8_t *out) {
                           h->n_sets,        h->n_cells_swa, h->n_layer_swa};
     for (size_t i = 0; i < 14; i++) state_put(p, b[i], 4), p += 4;
     state_put(p, h->n_rs, 4), p += 4;
-    state_put(p, h->rs_bytes, 8);
+    state_put(p, h->rs_bytes, 8), p += 8;
+    state_put(p, h->n_layer_kv, 4);
 }
 
 int state_header_read(state_header *h, const uint8_t *data, size_t len, const char *label) {
@@ -117,8 +122,8 @@ int state_header_read(state_header *h, const uint8_t *data, size_t len, const ch
                          STATE_HEADER_BYTES_V1 + 8);
     const uint8_t *p = data + 8;
     h->version = (uint32_t)state_get(p, 4), p += 4;
-    if (h->version != 1 && h->version != STATE_VERSION)
-        return error_set("state file %s: version %u, this build reads versions 1 and %d", label, h->version,
+    if (h->version < 1 || h->version > STATE_VERSION)
+        return error_set("state file %s: version %u, this build reads versions 1 to %d", label, h->version,
                          STATE_VERSION);
     if (len < state_header_bytes(h->version) + 8)
         return error_set("state file %s: truncated: %zu bytes, a header alone takes %zu", label, len,
@@ -137,8 +142,9 @@ int state_header_read(state_header *h, const uint8_t *data, size_t len, const ch
     h->seq = (int32_t)seq;
     if (h->version >= 2) {
         h->n_rs = (uint32_t)state_get(p, 4), p += 4;
-        h->rs_bytes = state_get(p, 8);
+        h->rs_bytes = state_get(p, 8), p += 8;
     }
+    if (h->version >= 3) h->n_layer_kv = (uint32_t)state_get(p, 4);
     if (state_header_sizes(h) != 0) return error_wrap("state file %s", label);
     if (h->total != len)
         return error_set("state file %s: %s: the header describes %llu bytes, the file has %zu", label,

@@ -1,8 +1,10 @@
 /*
- * jni_mtmd.c — a Model's multimodal projector (an mmproj file,
- * tessera_mtmd.h) and the chat template's prompt text, which a prompt with
- * images needs as text (the projector splits it at its <__media__> markers;
- * Session.nativeEvalMedia in jni_session.c decodes it).
+ * jni_mtmd.c — what a Model loads beside its weights: its multimodal
+ * projector (an mmproj file, tessera_mtmd.h) with the chat template's
+ * prompt text, which a prompt with images needs as text (the projector
+ * splits it at its <__media__> markers; Session.nativeEvalMedia in
+ * jni_session.c decodes it), and LoRA adapters (Session.nativeSetLoras
+ * there uses them). Both are freed with the model.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,4 +79,33 @@ JNIEXPORT jbyteArray JNICALL Java_org_tessera_Model_nativeChatPrompt(JNIEnv *env
     free(json);
     tessera_chat_template_free(tmpl);
     return out;
+}
+
+/* ---------------------------------------------------------------- LoRA */
+
+/* The adapter at path for the model (freed with it); 0 with a
+ * TesseraException naming the file and the key or tensor at fault. */
+JNIEXPORT jlong JNICALL Java_org_tessera_Model_nativeLoraLoad(JNIEnv *env, jclass cls, jlong h, jbyteArray path) {
+    (void)cls;
+    if (null_handle(env, h, "Model")) return 0;
+    char *p = bytes_dup(env, path, "path", NULL);
+    if (!p) return 0;
+    tessera_lora *l = tessera_lora_load((tessera_model *)(intptr_t)h, p);
+    free(p);
+    if (!l) throw_tessera(env, "lora");
+    return (jlong)(intptr_t)l;
+}
+
+/* adapter.lora.alpha (0: none in the file). */
+JNIEXPORT jfloat JNICALL Java_org_tessera_Model_nativeLoraAlpha(JNIEnv *env, jclass cls, jlong h) {
+    (void)cls;
+    if (null_handle(env, h, "LoraAdapter")) return 0;
+    return tessera_lora_alpha((const tessera_lora *)(intptr_t)h);
+}
+
+/* The weights it adapts. */
+JNIEXPORT jint JNICALL Java_org_tessera_Model_nativeLoraNWeights(JNIEnv *env, jclass cls, jlong h) {
+    (void)cls;
+    if (null_handle(env, h, "LoraAdapter")) return 0;
+    return tessera_lora_n_weights((const tessera_lora *)(intptr_t)h);
 }

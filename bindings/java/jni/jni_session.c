@@ -485,3 +485,45 @@ JNIEXPORT void JNICALL Java_org_tessera_Session_nativeEvalMedia(JNIEnv *env, jcl
     free(media);
     free(text);
 }
+
+/* ---------------------------------------------------------------- LoRA */
+
+/* The adapters (Model.nativeLoraLoad handles of this session's model) and
+ * their scales the next decodes use; none when empty. The cache's tokens
+ * were computed with the set before: it is emptied, and a continuation
+ * decodes the held tokens again. */
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeSetLoras(JNIEnv *env, jclass cls, jlong h, jlongArray loras,
+                                                               jfloatArray scales) {
+    (void)cls;
+    if (null_arg(env, loras, "loras") || null_arg(env, scales, "scales")) return;
+    jni_session *s = session_of(env, h);
+    if (!s) return;
+    jsize n = (*env)->GetArrayLength(env, loras);
+    if ((*env)->GetArrayLength(env, scales) != n) {
+        throw_class(env, "java/lang/IllegalArgumentException", "loras and scales differ in length");
+        return;
+    }
+    jlong *hs = malloc(((size_t)n + 1) * sizeof *hs);
+    tessera_lora **ls = malloc(((size_t)n + 1) * sizeof *ls);
+    float *sc = malloc(((size_t)n + 1) * sizeof *sc);
+    if (!hs || !ls || !sc) {
+        throw_message(env, "out of memory");
+    } else {
+        (*env)->GetLongArrayRegion(env, loras, 0, n, hs);
+        (*env)->GetFloatArrayRegion(env, scales, 0, n, sc);
+        bool ok = true;
+        for (jsize i = 0; i < n && ok; i++) {
+            ls[i] = (tessera_lora *)(intptr_t)hs[i];
+            ok = !null_handle(env, hs[i], "LoraAdapter");
+        }
+        if (ok && tessera_context_set_loras(s->ctx, ls, sc, n) != 0) {
+            throw_tessera(env, "lora");
+        } else if (ok) {
+            tessera_kv_truncate(s->ctx, 0);
+            s->fresh = false;
+        }
+    }
+    free(hs);
+    free(ls);
+    free(sc);
+}

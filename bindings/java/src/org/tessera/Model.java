@@ -198,6 +198,20 @@ public final class Model implements AutoCloseable {
     }
 
     /**
+     * Load a LoRA adapter of this model (a GGUF adapter as llama.cpp's
+     * convert_lora_to_gguf.py writes it; --lora), checked against the
+     * model (architecture, each tensor's base weight and shape); sessions
+     * use it with {@link Session#setLora}. It is freed with the model.
+     */
+    public synchronized @NonNull LoraAdapter loadLora(@NonNull String path) {
+        java.util.Objects.requireNonNull(path, "path");
+        return new LoraAdapter(this, nativeLoraLoad(handle(), path.getBytes(StandardCharsets.UTF_8)), path);
+    }
+
+    static float loraAlpha(long lora) { return nativeLoraAlpha(lora); }
+    static int loraNWeights(long lora) { return nativeLoraNWeights(lora); }
+
+    /**
      * The prompt text of a conversation through the model's chat template
      * (as {@link #chatTokens} tokenizes it), a {@link ChatMessage#MEDIA_MARKER}
      * where each image goes.
@@ -305,6 +319,9 @@ public final class Model implements AutoCloseable {
     private static native int[] nativeChatTokens(long model, byte[] varsJson);
     private static native byte[] nativeParseReply(long model, byte[] text, byte[][] toolNames);
     private static native byte[] nativeChatPrompt(long model, byte[] varsJson);
+    private static native long nativeLoraLoad(long model, byte[] path);
+    private static native float nativeLoraAlpha(long lora);
+    private static native int nativeLoraNWeights(long lora);
     private static native long nativeLoadProjector(long model, byte[] path, boolean noOffload);
     private static native void nativeFreeProjector(long projector);
     private static native String nativeProjectorType(long projector);

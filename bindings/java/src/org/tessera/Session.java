@@ -288,6 +288,61 @@ public final class Session implements AutoCloseable {
         return offered.isEmpty() ? new ChatMessage("assistant", text) : model.parseReply(text, offered);
     }
 
+    /* the adapters in use and their scales, in the order set */
+    private final java.util.LinkedHashMap<LoraAdapter, Float> loras = new java.util.LinkedHashMap<>();
+
+    /**
+     * Use a LoRA adapter of this session's model ({@link Model#loadLora})
+     * with scale in the next generations (--lora-scaled FILE SCALE; 1 is
+     * --lora, 0 as if not set), or change its scale. The KV cache was
+     * computed with the set before: it is dropped, and {@link
+     * #continueGenerating} decodes the held tokens again (a prompt with
+     * images cannot be: start it again).
+     */
+    public synchronized void setLora(@NonNull LoraAdapter adapter, float scale) {
+        Objects.requireNonNull(adapter, "adapter");
+        if (adapter.model() != model)
+            throw new IllegalArgumentException("the adapter " + adapter.path() + " is of another model ("
+                    + adapter.model().path() + "), not this session's (" + model.path() + ")");
+        if (!Float.isFinite(scale)) throw new IllegalArgumentException("LoRA scale " + scale + " is not finite");
+        java.util.LinkedHashMap<LoraAdapter, Float> next = new java.util.LinkedHashMap<>(loras);
+        next.put(adapter, scale);
+        applyLoras(next);
+    }
+
+    /** Stop using an adapter (nothing when it is not set); the KV cache is dropped as by setLora. */
+    public synchronized void removeLora(@NonNull LoraAdapter adapter) {
+        Objects.requireNonNull(adapter, "adapter");
+        if (!loras.containsKey(adapter)) return;
+        java.util.LinkedHashMap<LoraAdapter, Float> next = new java.util.LinkedHashMap<>(loras);
+        next.remove(adapter);
+        applyLoras(next);
+    }
+
+    /** Stop using every adapter. */
+    public synchronized void clearLoras() {
+        if (!loras.isEmpty()) applyLoras(new java.util.LinkedHashMap<>());
+    }
+
+    /** The adapters in use and their scales, in the order set (a copy). */
+    public synchronized @NonNull java.util.Map<LoraAdapter, Float> loras() {
+        return new java.util.LinkedHashMap<>(loras);
+    }
+
+    private void applyLoras(java.util.LinkedHashMap<LoraAdapter, Float> next) {
+        long h = handle();
+        long[] hs = new long[next.size()];
+        float[] scales = new float[next.size()];
+        int i = 0;
+        for (java.util.Map.Entry<LoraAdapter, Float> e : next.entrySet()) {
+            hs[i] = e.getKey().handle();
+            scales[i++] = e.getValue();
+        }
+        nativeSetLoras(h, hs, scales);
+        loras.clear();
+        loras.putAll(next);
+    }
+
     /** Stop the generation in progress (from any thread); it returns what it had. */
     public void cancel() {
         synchronized (cancelLock) { /* not the session's lock: run() holds that */
@@ -485,6 +540,7 @@ public final class Session implements AutoCloseable {
                                               Utf8Pieces sink);
     private static native void nativeEvalMedia(long session, long projector, byte[] prompt, boolean addSpecial,
                                                byte[][] images, byte[][] paths);
+    private static native void nativeSetLoras(long session, long[] loras, float[] scales);
     private static native byte[] nativeSaveState(long session);
     private static native void nativeSaveStateFile(long session, byte[] path);
     private static native void nativeLoadState(long session, byte[] state);

@@ -81,6 +81,7 @@ public final class NullTest {
         if (t == float.class) return 0f;
         if (t == byte[].class) return new byte[0];
         if (t == int[].class) return new int[0];
+        if (t == long[].class) return new long[0];
         if (t == float[].class) return new float[0];
         if (t == byte[][].class) return new byte[0][];
         if (t == Session.Utf8Pieces.class) return new Session.Utf8Pieces(null, new String[0]);
@@ -176,6 +177,9 @@ public final class NullTest {
             npe("text", () -> model.embed(null, Pooling.MEAN));
             npe("text", () -> e.embed(null));
             npe("tokens", () -> e.embedTokens(null, 2));
+            npe("path", () -> model.loadLora(null));
+            npe("adapter", () -> s.setLora(null, 1f));
+            npe("adapter", () -> s.removeLora(null));
             npe("data", () -> Image.fromBytes(null));
             npe("path", () -> Image.fromFile((String) null));
             npe("path", () -> Image.fromFile((Path) null));

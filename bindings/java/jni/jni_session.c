@@ -15,8 +15,11 @@
  */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <tessera/tessera_mtmd.h>
 
 #include "jni_common.h"
 
@@ -27,6 +30,7 @@ typedef struct jni_session {
     tessera_token *toks; /* prompt and generated tokens */
     int32_t n_toks, cap;
     int32_t n_prompt; /* toks[0..n_prompt) were the prompt (the grammar starts after it) */
+    bool fresh;       /* nativeEvalMedia decoded every token: the logits are the last one's */
 } jni_session;
 
 /* The order of Session.Options' ints and floats arrays. */
@@ -118,7 +122,9 @@ static tessera_sampler *make_sampler(JNIEnv *env, jni_session *s, const tessera_
         throw_tessera(env, "sampler");
         return NULL;
     }
-    for (int32_t i = 0; i < s->n_prompt; i++) tessera_sampler_accept(smp, s->toks[i]);
+    /* a medium's rows are negative values, not tokens: the penalties skip them */
+    for (int32_t i = 0; i < s->n_prompt; i++)
+        if (s->toks[i] >= 0) tessera_sampler_accept(smp, s->toks[i]);
     jbyteArray text = grammar ? grammar : schema;
     if (text) {
         jsize len = 0;
@@ -138,7 +144,8 @@ static tessera_sampler *make_sampler(JNIEnv *env, jni_session *s, const tessera_
         }
         tessera_grammar_free(g);
     }
-    for (int32_t i = s->n_prompt; i < s->n_toks; i++) tessera_sampler_accept(smp, s->toks[i]);
+    for (int32_t i = s->n_prompt; i < s->n_toks; i++)
+        if (s->toks[i] >= 0) tessera_sampler_accept(smp, s->toks[i]);
     return smp;
 }
 
@@ -213,7 +220,9 @@ JNIEXPORT void JNICALL Java_org_tessera_Session_nativeGenerate(JNIEnv *env, jcla
     jmethodID on_bytes = sink_cls ? (*env)->GetMethodID(env, sink_cls, "onBytes", "([B)Z") : NULL;
     if (!on_bytes) return;
     uint32_t n_ctx = tessera_context_n_ctx(s->ctx);
-    atomic_store(&s->cancel, 0);
+    bool fresh = s->fresh;
+    s->fresh = false;
+    if (!fresh) atomic_store(&s->cancel, 0); /* after nativeEvalMedia: a cancel() since counts */
     int state;
     if (!resume) {
         jsize n = (*env)->GetArrayLength(env, prompt_arr);
@@ -231,7 +240,7 @@ JNIEXPORT void JNICALL Java_org_tessera_Session_nativeGenerate(JNIEnv *env, jcla
             throw_message(env, "the context (nCtx) is full");
             return;
         }
-        state = sync_cache(env, s);
+        state = fresh ? (atomic_load(&s->cancel) ? 0 : 1) : sync_cache(env, s);
     }
     if (state != 1) return;
     tessera_sampler_params sp = tessera_sampler_default_params();
@@ -366,6 +375,7 @@ static void load_state(JNIEnv *env, jni_session *s, jbyteArray data, jbyteArray 
     }
     free(s->toks);
     s->toks = toks;
+    s->fresh = false;
     s->cap = (int32_t)n_ctx + 1;
     s->n_toks = s->n_prompt = n;
 }
@@ -381,4 +391,139 @@ JNIEXPORT void JNICALL Java_org_tessera_Session_nativeLoadStateFile(JNIEnv *env,
     (void)cls;
     jni_session *s = session_of(env, h);
     if (s && !null_arg(env, path, "path")) load_state(env, s, NULL, path);
+}
+
+/* ------------------------------------------------------------- media */
+
+/* A medium's rows as the session's tokens: a negative value from its content
+ * hash (never a vocabulary id, as the Python binding's), so a state or
+ * tokens() shows where an image was. */
+static tessera_token media_token(const tessera_media *m) {
+    unsigned long long h = strtoull(tessera_media_hash(m), NULL, 16);
+    return (tessera_token)(-2 - (int32_t)(h & 0x3fffffffu));
+}
+
+/* Decode prompt (UTF-8, with one <__media__> marker per image) from an empty
+ * cache through the projector proj: images[i] the bytes of image i, or when
+ * that is null paths[i] its file (UTF-8). The session's tokens become the
+ * text tokens and each medium's rows (media_token), the logits the last
+ * one's; nativeGenerate with resume then samples from them. The caller holds
+ * the projector's lock (its cache and encode buffer are not shared). */
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeEvalMedia(JNIEnv *env, jclass cls, jlong h, jlong proj,
+                                                                jbyteArray prompt, jboolean add_special,
+                                                                jobjectArray images, jobjectArray paths) {
+    (void)cls;
+    /* the objects first: a null one is a NullPointerException whatever the handles */
+    if (null_arg(env, prompt, "prompt") || null_arg(env, images, "images") || null_arg(env, paths, "paths")) return;
+    jni_session *s = session_of(env, h);
+    if (!s || null_handle(env, proj, "projector")) return;
+    tessera_mtmd *mm = (tessera_mtmd *)(intptr_t)proj;
+    s->fresh = false;
+    atomic_store(&s->cancel, 0);
+    jsize n_media = (*env)->GetArrayLength(env, images);
+    if ((*env)->GetArrayLength(env, paths) != n_media) {
+        throw_class(env, "java/lang/IllegalArgumentException", "images and paths differ in length");
+        return;
+    }
+    char *text = bytes_dup(env, prompt, "prompt", NULL);
+    tessera_media **media = text ? calloc((size_t)n_media + 1, sizeof *media) : NULL;
+    tessera_mtmd_chunks *ch = NULL;
+    jsize got = 0;
+    if (text && !media) throw_message(env, "out of memory");
+    for (; media && got < n_media; got++) {
+        jbyteArray b = (jbyteArray)(*env)->GetObjectArrayElement(env, images, got);
+        if (b) {
+            jsize len = 0;
+            char *data = bytes_dup(env, b, "images[i]", &len);
+            char label[32];
+            snprintf(label, sizeof label, "image %d", (int)got);
+            media[got] = data ? tessera_media_from_buffer(data, (size_t)len, label) : NULL;
+            free(data);
+        } else {
+            jbyteArray pb = (jbyteArray)(*env)->GetObjectArrayElement(env, paths, got);
+            char *p = bytes_dup(env, pb, "paths[i]", NULL);
+            media[got] = p ? tessera_media_from_file(p) : NULL;
+            free(p);
+            if (pb) (*env)->DeleteLocalRef(env, pb);
+        }
+        if (b) (*env)->DeleteLocalRef(env, b);
+        if (!media[got]) {
+            if (!(*env)->ExceptionCheck(env)) throw_tessera(env, NULL);
+            break;
+        }
+    }
+    if (media && got == n_media) {
+        ch = tessera_mtmd_tokenize(mm, text, media, n_media, add_special, true);
+        if (!ch) throw_tessera(env, "prompt");
+    }
+    if (ch) {
+        int32_t n = tessera_mtmd_chunks_n_tokens(ch);
+        int32_t n_past = 0;
+        if (n <= 0 || (uint32_t)n >= tessera_context_n_ctx(s->ctx)) {
+            throw_message(env, n <= 0 ? "the prompt gives no tokens" : "the prompt does not fit the context (nCtx)");
+        } else if (reserve(env, s, n)) {
+            int32_t at = 0, m = 0;
+            for (int32_t c = 0; c < tessera_mtmd_chunks_count(ch); c++) {
+                int32_t k = tessera_mtmd_chunk_n_tokens(ch, c);
+                const tessera_token *t = tessera_mtmd_chunk_tokens(ch, c, NULL);
+                tessera_token v = t || m >= n_media ? 0 : media_token(media[m++]);
+                for (int32_t i = 0; i < k && at < n; i++) s->toks[at++] = t ? t[i] : v;
+            }
+            s->n_toks = s->n_prompt = 0;
+            tessera_kv_truncate(s->ctx, 0);
+            if (tessera_mtmd_eval_chunks(mm, s->ctx, ch, 0, &n_past) != 0 || n_past != n) {
+                tessera_kv_truncate(s->ctx, 0);
+                throw_tessera(env, "decode");
+            } else {
+                s->n_toks = s->n_prompt = n;
+                s->fresh = true;
+            }
+        }
+    }
+    tessera_mtmd_chunks_free(ch);
+    for (jsize i = 0; media && i < n_media; i++) tessera_media_free(media[i]);
+    free(media);
+    free(text);
+}
+
+/* ---------------------------------------------------------------- LoRA */
+
+/* The adapters (Model.nativeLoraLoad handles of this session's model) and
+ * their scales the next decodes use; none when empty. The cache's tokens
+ * were computed with the set before: it is emptied, and a continuation
+ * decodes the held tokens again. */
+JNIEXPORT void JNICALL Java_org_tessera_Session_nativeSetLoras(JNIEnv *env, jclass cls, jlong h, jlongArray loras,
+                                                               jfloatArray scales) {
+    (void)cls;
+    if (null_arg(env, loras, "loras") || null_arg(env, scales, "scales")) return;
+    jni_session *s = session_of(env, h);
+    if (!s) return;
+    jsize n = (*env)->GetArrayLength(env, loras);
+    if ((*env)->GetArrayLength(env, scales) != n) {
+        throw_class(env, "java/lang/IllegalArgumentException", "loras and scales differ in length");
+        return;
+    }
+    jlong *hs = malloc(((size_t)n + 1) * sizeof *hs);
+    tessera_lora **ls = malloc(((size_t)n + 1) * sizeof *ls);
+    float *sc = malloc(((size_t)n + 1) * sizeof *sc);
+    if (!hs || !ls || !sc) {
+        throw_message(env, "out of memory");
+    } else {
+        (*env)->GetLongArrayRegion(env, loras, 0, n, hs);
+        (*env)->GetFloatArrayRegion(env, scales, 0, n, sc);
+        bool ok = true;
+        for (jsize i = 0; i < n && ok; i++) {
+            ls[i] = (tessera_lora *)(intptr_t)hs[i];
+            ok = !null_handle(env, hs[i], "LoraAdapter");
+        }
+        if (ok && tessera_context_set_loras(s->ctx, ls, sc, n) != 0) {
+            throw_tessera(env, "lora");
+        } else if (ok) {
+            tessera_kv_truncate(s->ctx, 0);
+            s->fresh = false;
+        }
+    }
+    free(hs);
+    free(ls);
+    free(sc);
 }

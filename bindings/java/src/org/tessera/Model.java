@@ -19,6 +19,9 @@ public final class Model implements AutoCloseable {
     private boolean closed;
     private int children; /* open sessions and embedders */
     private final String path;
+    private long projector; /* the mmproj's tessera_mtmd; 0: none */
+    /* held around a projector's use: its cache and encode buffer are not shared */
+    final Object projectorLock = new Object();
 
     /** Load with the default devices and GPU layers ("auto"). */
     public Model(@NonNull String path) {
@@ -39,6 +42,8 @@ public final class Model implements AutoCloseable {
         int nGpuLayers = -1;
         final List<String> overrides = new ArrayList<>();
         int nCpuMoe;
+        String mmproj;
+        boolean mmprojOffload = true;
 
         /** "cpu-avx0", "vulkan0,cpu-avx0", ... or null for the default order. */
         public @NonNull Options devices(@Nullable String d) { devices = d; return this; }
@@ -61,6 +66,15 @@ public final class Model implements AutoCloseable {
             nCpuMoe = n;
             return this;
         }
+
+        /**
+         * The model's multimodal projector (llama.cpp's mmproj GGUF, --mmproj), after which
+         * {@link Session#chat} and {@link Session#generate(String, List, Session.Options,
+         * Session.TokenCallback)} take {@link Image}s; null: none (text only).
+         */
+        public @NonNull Options mmproj(@Nullable String path) { mmproj = path; return this; }
+        /** false: run the projector's encoder on the CPU alone (--no-mmproj-offload). */
+        public @NonNull Options mmprojOffload(boolean on) { mmprojOffload = on; return this; }
     }
 
     /** Load with the devices and placement of o. */
@@ -74,6 +88,16 @@ public final class Model implements AutoCloseable {
         handle = nativeLoad(path.getBytes(StandardCharsets.UTF_8),
                 o.devices == null ? null : o.devices.getBytes(StandardCharsets.UTF_8), o.nGpuLayers, ot,
                 o.nCpuMoe);
+        if (o.mmproj != null) {
+            try {
+                projector = nativeLoadProjector(handle, o.mmproj.getBytes(StandardCharsets.UTF_8), !o.mmprojOffload);
+            } catch (RuntimeException e) {
+                nativeFree(handle);
+                handle = 0;
+                closed = true;
+                throw e;
+            }
+        }
     }
 
     synchronized long handle() {
@@ -89,10 +113,37 @@ public final class Model implements AutoCloseable {
     }
 
     synchronized void release() {
-        if (--children == 0 && closed && handle != 0) {
-            nativeFree(handle);
-            handle = 0;
-        }
+        if (--children == 0 && closed && handle != 0) free();
+    }
+
+    private void free() {
+        nativeFreeProjector(projector);
+        projector = 0;
+        nativeFree(handle);
+        handle = 0;
+    }
+
+    /** Whether it was loaded with a projector that takes images ({@link Options#mmproj}). */
+    public synchronized boolean hasVision() {
+        return projector != 0 && nativeProjectorVision(projector);
+    }
+
+    /** The projector's type ("mlp", ...), or null without one. */
+    public synchronized @Nullable String projectorType() {
+        return projector == 0 ? null : nativeProjectorType(projector);
+    }
+
+    /* the projector for a prompt with images; where names the first image */
+    synchronized long projector(String where) {
+        handle();
+        if (projector == 0)
+            throw new IllegalArgumentException(where + ": an image needs a multimodal projector, and this model ("
+                    + path + ") was loaded without one: load it with new Model(path, new Model.Options()"
+                    + ".mmproj(\"mmproj-MODEL.gguf\"))");
+        if (!nativeProjectorVision(projector))
+            throw new IllegalArgumentException(where + ": the loaded projector (" + nativeProjectorType(projector)
+                    + ") takes no images");
+        return projector;
     }
 
     /** The file it was loaded from. */
@@ -127,6 +178,10 @@ public final class Model implements AutoCloseable {
      * @param tools the tools offered (the template's "tools"), or null
      */
     public @NonNull int[] chatTokens(@NonNull List<ChatMessage> messages, @Nullable List<Tool> tools) {
+        return nativeChatTokens(handle(), chatVars(messages, tools));
+    }
+
+    private static byte[] chatVars(List<ChatMessage> messages, List<Tool> tools) {
         Objects.requireNonNull(messages, "messages");
         StringBuilder vars = new StringBuilder("{\"messages\":[");
         for (int i = 0; i < messages.size(); i++)
@@ -139,7 +194,37 @@ public final class Model implements AutoCloseable {
             vars.append(']');
         }
         vars.append('}');
-        return nativeChatTokens(handle(), vars.toString().getBytes(StandardCharsets.UTF_8));
+        return vars.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Load a LoRA adapter of this model (a GGUF adapter as llama.cpp's
+     * convert_lora_to_gguf.py writes it; --lora), checked against the
+     * model (architecture, each tensor's base weight and shape); sessions
+     * use it with {@link Session#setLora}. It is freed with the model.
+     */
+    public synchronized @NonNull LoraAdapter loadLora(@NonNull String path) {
+        java.util.Objects.requireNonNull(path, "path");
+        return new LoraAdapter(this, nativeLoraLoad(handle(), path.getBytes(StandardCharsets.UTF_8)), path);
+    }
+
+    static float loraAlpha(long lora) { return nativeLoraAlpha(lora); }
+    static int loraNWeights(long lora) { return nativeLoraNWeights(lora); }
+
+    /**
+     * The prompt text of a conversation through the model's chat template
+     * (as {@link #chatTokens} tokenizes it), a {@link ChatMessage#MEDIA_MARKER}
+     * where each image goes.
+     */
+    public @NonNull String chatPrompt(@NonNull List<ChatMessage> messages, @Nullable List<Tool> tools) {
+        byte[] b = nativeChatPrompt(handle(), chatVars(messages, tools));
+        return new String(b, 1, b.length - 1, StandardCharsets.UTF_8);
+    }
+
+    /* The prompt text, and whether it begins with BOS (then none is added). */
+    Object[] chatPromptBos(List<ChatMessage> messages, List<Tool> tools) {
+        byte[] b = nativeChatPrompt(handle(), chatVars(messages, tools));
+        return new Object[] {new String(b, 1, b.length - 1, StandardCharsets.UTF_8), b[0] != 0};
     }
 
     /**
@@ -221,10 +306,7 @@ public final class Model implements AutoCloseable {
     public synchronized void close() {
         if (closed) return;
         closed = true;
-        if (children == 0 && handle != 0) {
-            nativeFree(handle);
-            handle = 0;
-        }
+        if (children == 0 && handle != 0) free();
     }
 
     private static native long nativeLoad(byte[] path, byte[] devices, int nGpuLayers, byte[][] overrides,
@@ -236,4 +318,12 @@ public final class Model implements AutoCloseable {
     private static native byte[] nativeDetokenize(long model, int[] tokens);
     private static native int[] nativeChatTokens(long model, byte[] varsJson);
     private static native byte[] nativeParseReply(long model, byte[] text, byte[][] toolNames);
+    private static native byte[] nativeChatPrompt(long model, byte[] varsJson);
+    private static native long nativeLoraLoad(long model, byte[] path);
+    private static native float nativeLoraAlpha(long lora);
+    private static native int nativeLoraNWeights(long lora);
+    private static native long nativeLoadProjector(long model, byte[] path, boolean noOffload);
+    private static native void nativeFreeProjector(long projector);
+    private static native String nativeProjectorType(long projector);
+    private static native boolean nativeProjectorVision(long projector);
 }

@@ -192,13 +192,39 @@ public final class Session implements AutoCloseable {
      */
     public @NonNull String generate(@NonNull String prompt, @Nullable Options options, @Nullable TokenCallback callback) {
         Objects.requireNonNull(prompt, "prompt");
-        return run(model.tokenize(prompt, true, true), false, options, callback);
+        return run(model.tokenize(prompt, true, true), false, options, callback, null);
+    }
+
+    /**
+     * Continue prompt showing images, from an empty cache, for a model
+     * loaded with a projector ({@link Model.Options#mmproj}): each image
+     * goes where the prompt has a {@link ChatMessage#MEDIA_MARKER}
+     * ({@code <__media__>}), or all of them before the text when it has
+     * none. Greedy text is {@code tessera run --mmproj ... --image ...}'s.
+     * An image without a projector is an IllegalArgumentException naming
+     * it; an image the engine cannot decode a {@link TesseraException}
+     * naming it ("image 0" or its file).
+     */
+    public @NonNull String generate(@NonNull String prompt, @NonNull List<Image> images, @Nullable Options options,
+                                    @Nullable TokenCallback callback) {
+        Objects.requireNonNull(prompt, "prompt");
+        Objects.requireNonNull(images, "images");
+        for (int i = 0; i < images.size(); i++) Objects.requireNonNull(images.get(i), "images[" + i + "]");
+        if (images.isEmpty()) return generate(prompt, options, callback);
+        long proj = model.projector("images[0]");
+        String text = prompt;
+        if (ChatMessage.markers(prompt) == 0) {
+            StringBuilder b = new StringBuilder();
+            for (int i = 0; i < images.size(); i++) b.append(ChatMessage.MEDIA_MARKER);
+            text = b.append(prompt).toString();
+        }
+        return run(null, true, options, callback, new Media(proj, text, true, images));
     }
 
     /** Continue the tokens prompt from an empty cache. */
     public @NonNull String generate(@NonNull int[] prompt, @Nullable Options options, @Nullable TokenCallback callback) {
         Objects.requireNonNull(prompt, "prompt");
-        return run(prompt.clone(), false, options, callback);
+        return run(prompt.clone(), false, options, callback, null);
     }
 
     /**
@@ -209,7 +235,7 @@ public final class Session implements AutoCloseable {
      * the end of the loaded tokens); a random draw restarts from its seed.
      */
     public @NonNull String continueGenerating(@Nullable Options options, @Nullable TokenCallback callback) {
-        return run(null, true, options, callback);
+        return run(null, true, options, callback, null);
     }
 
     /**
@@ -244,8 +270,77 @@ public final class Session implements AutoCloseable {
                 throw new IllegalArgumentException("toolChoice names '" + o.toolChoice + "', which is not among the tools");
             o = o.copy().jsonSchema(schemas.size() == 1 ? schemas.get(0) : "{\"anyOf\":[" + String.join(",", schemas) + "]}");
         }
-        String text = run(model.chatTokens(messages, offered), false, o, callback);
+        List<Image> images = new ArrayList<>();
+        String first = null;
+        for (int i = 0; i < messages.size(); i++) {
+            ChatMessage m = Objects.requireNonNull(messages.get(i), "messages[" + i + "]");
+            if (first == null && !m.images().isEmpty()) first = "messages[" + i + "].images[0]";
+            images.addAll(m.images());
+        }
+        String text;
+        if (images.isEmpty()) {
+            text = run(model.chatTokens(messages, offered), false, o, callback, null);
+        } else {
+            long proj = model.projector(first);
+            Object[] prompt = model.chatPromptBos(messages, offered);
+            text = run(null, true, o, callback, new Media(proj, (String) prompt[0], !(Boolean) prompt[1], images));
+        }
         return offered.isEmpty() ? new ChatMessage("assistant", text) : model.parseReply(text, offered);
+    }
+
+    /* the adapters in use and their scales, in the order set */
+    private final java.util.LinkedHashMap<LoraAdapter, Float> loras = new java.util.LinkedHashMap<>();
+
+    /**
+     * Use a LoRA adapter of this session's model ({@link Model#loadLora})
+     * with scale in the next generations (--lora-scaled FILE SCALE; 1 is
+     * --lora, 0 as if not set), or change its scale. The KV cache was
+     * computed with the set before: it is dropped, and {@link
+     * #continueGenerating} decodes the held tokens again (a prompt with
+     * images cannot be: start it again).
+     */
+    public synchronized void setLora(@NonNull LoraAdapter adapter, float scale) {
+        Objects.requireNonNull(adapter, "adapter");
+        if (adapter.model() != model)
+            throw new IllegalArgumentException("the adapter " + adapter.path() + " is of another model ("
+                    + adapter.model().path() + "), not this session's (" + model.path() + ")");
+        if (!Float.isFinite(scale)) throw new IllegalArgumentException("LoRA scale " + scale + " is not finite");
+        java.util.LinkedHashMap<LoraAdapter, Float> next = new java.util.LinkedHashMap<>(loras);
+        next.put(adapter, scale);
+        applyLoras(next);
+    }
+
+    /** Stop using an adapter (nothing when it is not set); the KV cache is dropped as by setLora. */
+    public synchronized void removeLora(@NonNull LoraAdapter adapter) {
+        Objects.requireNonNull(adapter, "adapter");
+        if (!loras.containsKey(adapter)) return;
+        java.util.LinkedHashMap<LoraAdapter, Float> next = new java.util.LinkedHashMap<>(loras);
+        next.remove(adapter);
+        applyLoras(next);
+    }
+
+    /** Stop using every adapter. */
+    public synchronized void clearLoras() {
+        if (!loras.isEmpty()) applyLoras(new java.util.LinkedHashMap<>());
+    }
+
+    /** The adapters in use and their scales, in the order set (a copy). */
+    public synchronized @NonNull java.util.Map<LoraAdapter, Float> loras() {
+        return new java.util.LinkedHashMap<>(loras);
+    }
+
+    private void applyLoras(java.util.LinkedHashMap<LoraAdapter, Float> next) {
+        long h = handle();
+        long[] hs = new long[next.size()];
+        float[] scales = new float[next.size()];
+        int i = 0;
+        for (java.util.Map.Entry<LoraAdapter, Float> e : next.entrySet()) {
+            hs[i] = e.getKey().handle();
+            scales[i++] = e.getValue();
+        }
+        nativeSetLoras(h, hs, scales);
+        loras.clear();
+        loras.putAll(next);
     }
 
     /** Stop the generation in progress (from any thread); it returns what it had. */
@@ -280,8 +375,33 @@ public final class Session implements AutoCloseable {
         nativeLoadStateFile(handle(), path.toString().getBytes(StandardCharsets.UTF_8));
     }
 
-    /* synchronized with close(): a close() from another thread waits for the generation (cancel() first). */
-    private synchronized String run(int[] prompt, boolean resume, Options options, TokenCallback callback) {
+    /** A prompt with images: decoded through the model's projector before the generation. */
+    private static final class Media {
+        final long projector;
+        final byte[] text;
+        final boolean addSpecial;
+        final byte[][] data, paths;
+
+        Media(long projector, String text, boolean addSpecial, List<Image> images) {
+            this.projector = projector;
+            this.text = utf8(text);
+            this.addSpecial = addSpecial;
+            data = new byte[images.size()][];
+            paths = new byte[images.size()][];
+            for (int i = 0; i < data.length; i++) {
+                data[i] = images.get(i).data();
+                paths[i] = utf8(images.get(i).path());
+            }
+        }
+    }
+
+    /*
+     * synchronized with close(): a close() from another thread waits for the
+     * generation (cancel() first). media: a prompt with images, decoded
+     * first (then resume goes on from it).
+     */
+    private synchronized String run(int[] prompt, boolean resume, Options options, TokenCallback callback,
+                                    Media media) {
         long h = handle();
         Options o = options == null ? new Options() : options;
         if (o.grammar != null && o.jsonSchema != null)
@@ -308,6 +428,10 @@ public final class Session implements AutoCloseable {
                 for (String x : o.dryBreakers) b.append(x).append('\0');
                 breakers = utf8(b.toString());
             }
+            if (media != null)
+                synchronized (model.projectorLock) {
+                    nativeEvalMedia(h, media.projector, media.text, media.addSpecial, media.data, media.paths);
+                }
             nativeGenerate(h, prompt, resume, ints, floats, utf8(o.grammar), utf8(o.jsonSchema), order, breakers, pieces);
             return pieces.finish();
         } finally {
@@ -414,6 +538,9 @@ public final class Session implements AutoCloseable {
     private static native void nativeGenerate(long session, int[] prompt, boolean resume, int[] ints, float[] floats,
                                               byte[] grammar, byte[] jsonSchema, byte[] samplers, byte[] breakers,
                                               Utf8Pieces sink);
+    private static native void nativeEvalMedia(long session, long projector, byte[] prompt, boolean addSpecial,
+                                               byte[][] images, byte[][] paths);
+    private static native void nativeSetLoras(long session, long[] loras, float[] scales);
     private static native byte[] nativeSaveState(long session);
     private static native void nativeSaveStateFile(long session, byte[] path);
     private static native void nativeLoadState(long session, byte[] state);

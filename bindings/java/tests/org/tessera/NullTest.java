@@ -81,6 +81,7 @@ public final class NullTest {
         if (t == float.class) return 0f;
         if (t == byte[].class) return new byte[0];
         if (t == int[].class) return new int[0];
+        if (t == long[].class) return new long[0];
         if (t == float[].class) return new float[0];
         if (t == byte[][].class) return new byte[0][];
         if (t == Session.Utf8Pieces.class) return new Session.Utf8Pieces(null, new String[0]);
@@ -113,7 +114,10 @@ public final class NullTest {
             Method[] methods = cls.getDeclaredMethods();
             Arrays.sort(methods, (a, b) -> a.toString().compareTo(b.toString()));
             for (Method m : methods) {
-                if (!Modifier.isNative(m.getModifiers()) || m.getName().equals("nativeFree")) continue;
+                /* the frees take what they free: a dummy handle would be freed */
+                if (!Modifier.isNative(m.getModifiers()) || m.getName().equals("nativeFree")
+                        || m.getName().equals("nativeFreeProjector"))
+                    continue;
                 m.setAccessible(true);
                 Class<?>[] types = m.getParameterTypes();
                 for (int j = 0; j < types.length; j++) {
@@ -173,6 +177,16 @@ public final class NullTest {
             npe("text", () -> model.embed(null, Pooling.MEAN));
             npe("text", () -> e.embed(null));
             npe("tokens", () -> e.embedTokens(null, 2));
+            npe("path", () -> model.loadLora(null));
+            npe("adapter", () -> s.setLora(null, 1f));
+            npe("adapter", () -> s.removeLora(null));
+            npe("data", () -> Image.fromBytes(null));
+            npe("path", () -> Image.fromFile((String) null));
+            npe("path", () -> Image.fromFile((Path) null));
+            npe("images", () -> ChatMessage.user("hi", (Image[]) null));
+            npe("images[0]", () -> ChatMessage.user("hi", (Image) null));
+            npe("images", () -> s.generate("hi", (List<Image>) null, opts, null));
+            npe("images[0]", () -> s.generate("hi", Arrays.asList((Image) null), opts, null));
             npe("a", () -> Embedder.cosine(null, new float[1]));
             npe("stops", () -> new Session.Options().stop((String[]) null));
             npe("stops[1]", () -> new Session.Options().stop("a", null));

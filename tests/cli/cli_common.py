@@ -94,14 +94,18 @@ def best_cpu_device():
     return "ref"
 
 
-def peer_completion():
-    """Path of the peer llama.cpp build's llama-completion
-    (../shared/peer/build.sh), or None when it is not built here."""
+def peer_tool(name):
+    """Path of a tool of the peer llama.cpp build (../shared/peer/build.sh,
+    build-more.sh), or None when it is not built here."""
     import glob
     peer = os.environ.get("TESSERA_PEER_DIR", os.path.expanduser("~/.cache/tessera-peer"))
-    bins = glob.glob(os.path.join(peer, "llama_cpp_python-*", "vendor", "llama.cpp", "build", "bin",
-                                  "llama-completion"))
+    bins = glob.glob(os.path.join(peer, "llama_cpp_python-*", "vendor", "llama.cpp", "build", "bin", name))
     return bins[0] if bins else None
+
+
+def peer_completion():
+    """The peer's llama-completion, or None."""
+    return peer_tool("llama-completion")
 
 
 def peer_text(binary, args, ours, tries=8):

@@ -1,17 +1,21 @@
 """Helpers of the importance-matrix tests: the peer's llama-imatrix and
 llama-quantize, a reader of GGUF imatrix files (standard library only), and
 the comparison of two matrices."""
-import glob
 import math
 import os
 import struct
 
+from cli_common import peer_tool  # noqa: F401 (the tests import it from here)
 
-def peer_tool(name):
-    """Path of a tool of the peer llama.cpp build, or None."""
-    peer = os.environ.get("TESSERA_PEER_DIR", os.path.expanduser("~/.cache/tessera-peer"))
-    bins = glob.glob(os.path.join(peer, "llama_cpp_python-*", "vendor", "llama.cpp", "build", "bin", name))
-    return bins[0] if bins else None
+
+def text_head(src_path, tmp, n_chars):
+    """The first n_chars characters of src_path as tmp/gpl.txt; its path."""
+    text = os.path.join(tmp, "gpl.txt")
+    with open(src_path, encoding="utf-8") as f:
+        src = f.read()
+    with open(text, "w", encoding="utf-8") as f:
+        f.write(src[:n_chars])
+    return text
 
 
 def read_gguf(path):

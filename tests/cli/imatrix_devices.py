@@ -12,7 +12,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_common import SHARED, SKIP, Checker, require, run  # noqa: E402
-from imatrix_common import compare  # noqa: E402
+from imatrix_common import compare, text_head  # noqa: E402
 
 MODEL = os.path.join(SHARED, "models", "synth-s-f32.gguf")
 TEXT = os.path.join(SHARED, "golden", "gpl3-12k.txt")
@@ -28,11 +28,7 @@ def main():
     c = Checker("imatrix_devices")
     tmp = tempfile.mkdtemp(prefix="tessera-imatrix-dev-")
     try:
-        text = os.path.join(tmp, "gpl.txt")
-        with open(TEXT, encoding="utf-8") as f:
-            src = f.read()
-        with open(text, "w", encoding="utf-8") as f:
-            f.write(src[:2000])
+        text = text_head(TEXT, tmp, 2000)
         args = ["imatrix", "-m", MODEL, "-f", text, "-c", "64", "--chunks", "1", "-t", "2"]
         ref = os.path.join(tmp, "ref.gguf")
         rc, _, err = run(args + ["--device", "ref", "-o", ref], timeout=600)

@@ -12,7 +12,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_common import SHARED, SKIP, Checker, real_model, require, run  # noqa: E402
-from imatrix_common import compare, peer_tool  # noqa: E402
+from imatrix_common import compare, peer_tool, text_head  # noqa: E402
 
 TEXT = os.path.join(SHARED, "golden", "gpl3-12k.txt")
 
@@ -27,11 +27,7 @@ def main():
     c = Checker("imatrix_real")
     tmp = tempfile.mkdtemp(prefix="tessera-imatrix-real-")
     try:
-        text = os.path.join(tmp, "gpl.txt")
-        with open(TEXT, encoding="utf-8") as f:
-            src = f.read()
-        with open(text, "w", encoding="utf-8") as f:
-            f.write(src[:12000])
+        text = text_head(TEXT, tmp, 12000)
         args = ["-m", model, "-f", text, "-c", "256", "--chunks", "4", "-t", "2"]
         ours, theirs = os.path.join(tmp, "ours.gguf"), os.path.join(tmp, "theirs.gguf")
         rc, _, err = run(["imatrix"] + args + ["-o", ours], timeout=600)

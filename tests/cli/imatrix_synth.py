@@ -21,7 +21,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_common import SHARED, Checker, require, run, test_data  # noqa: E402
-from imatrix_common import compare, peer_tool, read_gguf  # noqa: E402
+from imatrix_common import compare, peer_tool, read_gguf, text_head  # noqa: E402
 
 MODEL = os.path.join(SHARED, "models", "synth-s-f32.gguf")
 STORIES = os.path.join(SHARED, "models", "stories260K.gguf")
@@ -55,11 +55,7 @@ def quantize(args):
 
 
 def check_all(c, tmp):
-    text = os.path.join(tmp, "gpl.txt")
-    with open(TEXT, encoding="utf-8") as f:
-        src = f.read()
-    with open(text, "w", encoding="utf-8") as f:
-        f.write(src[:6000])
+    text = text_head(TEXT, tmp, 6000)
     ours = os.path.join(tmp, "ours.gguf")
     args = ["-m", MODEL, "-f", text, "-c", str(N_CTX), "--chunks", str(N_CHUNKS)]
     rc, _, err = imatrix(args + ["-o", ours])

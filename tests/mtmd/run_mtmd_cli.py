@@ -84,6 +84,24 @@ c.check(rc == 0 and "--mmproj" in err, f"chat /image without --mmproj: {err!r}")
 rc, out, err = run(["chat", "-m", MODEL, "--image", IMG, "-p", "hi"])
 c.check(rc != 0 and "--mmproj" in err and not crashed(rc, err), f"chat --image without --mmproj: {err!r}")
 
+# bench: each image's encode time, every repetition an encode of the graph
+# (no cache), beside the text tests or alone
+rc, out, err = run(["bench", "-m", MODEL, "--mmproj", PROJ, "--image", IMG, "--image", G3[2], "-p", "0", "-n", "0",
+                    "-t", "1", "-r", "2", "-o", "json", "-dev", "ref"])
+rows = json.loads(out) if rc == 0 else []
+c.check(rc == 0 and [r["media"] for r in rows] == ["sq56.png", "sq224.png"] and
+        all(r["test"] == "encode" and r["n_tokens"] == 16 and len(r["samples_ms"]) == 2 and
+            all(ms > 0 for ms in r["samples_ms"]) for r in rows) and
+        (rows[0]["width"], rows[0]["height"]) == (56, 56), f"bench --mmproj -o json: exit {rc}: {out!r} {err!r}")
+rc, out, err = run(["bench", "-m", MODEL, "--mmproj", PROJ, "--image", IMG, "-p", "8", "-n", "2", "-t", "1", "-r", "1"])
+c.check(rc == 0 and "| pp8 |" in out and "encode ms" in out and "| sq56.png | 56x56 | 16 |" in out,
+        f"bench --mmproj with text tests: exit {rc}: {out!r} {err!r}")
+for args, word in [(["--image", IMG], "--mmproj"), (["--mmproj", PROJ], "--image"),
+                   (["--mmproj", PROJ, "--image", IMG, "-o", "csv"], "CSV"),
+                   (["--mmproj", PROJ, "--image", cut], "cut.png")]:
+    rc, out, err = run(["bench", "-m", MODEL, "-p", "0", "-n", "0", "-r", "1"] + args)
+    c.check(rc != 0 and not crashed(rc, err) and word in err, f"bench {args}: exit {rc}: {err!r}")
+
 rc, out, err = run(["run", "--help"])
 c.check(rc == 0 and "--mmproj" in out and "--image" in out and "--no-mmproj-offload" in out, "run --help")
 rc, out, err = run(["chat", "--help"])

@@ -125,6 +125,14 @@ int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows,
  * the others. */
 int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, int32_t seq,
                             uint32_t flags);
+/* The same for a medium whose nx x ny rows (row order) are a grid: on a
+ * model with M-RoPE (qwen2vl) row r turns by (t0, t0 + r / nx, t0 + r % nx),
+ * t0 the rope position of pos, and text after it goes on at t0 +
+ * max(nx, ny) as libmtmd places it (the cache still counts nx * ny
+ * positions: the next text token is at pos + nx * ny); elsewhere it is
+ * tessera_decode_embd_seq. tessera_mtmd_chunk_grid gives a chunk's grid. */
+int tessera_decode_embd_grid(tessera_context *ctx, const float *embd, int32_t nx, int32_t ny, int32_t pos,
+                             int32_t seq, uint32_t flags);
 
 /* Decode every chunk in order into sequence 0 from pos (text in batches,
  * media encoded then decoded), logits kept for the last token; *new_pos

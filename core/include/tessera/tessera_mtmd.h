@@ -115,6 +115,13 @@ int32_t tessera_mtmd_chunks_n_tokens(const tessera_mtmd_chunks *chunks);
 const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chunks *chunks, int32_t i);
 /* Milliseconds the last encode spent in the encoder graph (0: cached). */
 double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm);
+/* The grid a medium's rows form (across, down; row order) for
+ * tessera_decode_embd_grid: a dynamic-resolution projector's cells
+ * (qwen2vl_merger, qwen2.5vl_merger), else n_tokens x 1. 0, or -1 with an
+ * error. */
+int tessera_mtmd_media_grid(const tessera_mtmd *mm, const tessera_media *media, int32_t *nx, int32_t *ny);
+int tessera_mtmd_chunk_grid(const tessera_mtmd *mm, const tessera_mtmd_chunks *chunks, int32_t i, int32_t *nx,
+                            int32_t *ny);
 
 /* Decode embedding rows into sequence 0 of ctx at pos, pos + 1, ... as
  * tessera_decode does tokens (flags: TESSERA_DECODE_ALL_LOGITS,

@@ -237,6 +237,84 @@ TEST(greedy_after_image_qwen2vl) {
     tessera_shutdown();
 }
 
+/* The rope offset an image grid leaves (model/mrope.c) follows the cache:
+ * rewinding to just after the image keeps it, rewinding to before the
+ * image drops it, and what would carry it wrong (moving positions, saving
+ * the sequence's state) is refused by name. */
+static void last_logits(tessera_context *ctx, float *out, int n) {
+    const float *lg = tessera_logits(ctx, -1);
+    REQUIRE(lg, "%s", tessera_last_error());
+    memcpy(out, lg, (size_t)n * sizeof *out);
+}
+
+static double max_diff(const float *a, const float *b, int n) {
+    double d = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs(a[i] - b[i]) > d) d = fabs(a[i] - b[i]);
+    return d;
+}
+
+TEST(qwen2vl_positions_follow_the_cache) {
+    if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
+    harness_host_start();
+    tessera_model *m = harness_model_load(MM_BUILD_DIR "/synth-qwen2vl-f32.gguf", "ref", NULL);
+    REQUIRE(m, "model");
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = 256;
+    tessera_context *ctx = harness_context(m, &cp), *plain = harness_context(m, &cp);
+    tessera_mtmd *mm = tessera_mtmd_load(m, MM_BUILD_DIR "/mmproj-synth-qwen2vl-f32.gguf", NULL);
+    REQUIRE(mm, "%s", tessera_last_error());
+    tessera_media *img = tessera_media_from_file(MM_DATA_DIR "/wide300.png");
+    REQUIRE(img, "%s", tessera_last_error());
+    tessera_mtmd_chunks *ch = tessera_mtmd_tokenize(mm, "A" TESSERA_MEDIA_MARKER "Once upon a time", &img, 1, true, true);
+    REQUIRE(ch && tessera_mtmd_chunks_count(ch) == 3, "chunks");
+    const int nv = tessera_model_n_vocab(m);
+    float *l1 = malloc((size_t)nv * sizeof(float)), *l2 = malloc((size_t)nv * sizeof(float));
+    int32_t n0, n2, n_past = 0;
+    const tessera_token *t0 = tessera_mtmd_chunk_tokens(ch, 0, &n0), *t2 = tessera_mtmd_chunk_tokens(ch, 2, &n2);
+    const int32_t n_img = tessera_mtmd_chunk_n_tokens(ch, 1);
+    EXPECT(n_img == 66, "11x6 cells: %d rows", n_img);
+    EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
+    EXPECT(n_past == n0 + n_img + n2, "n_past %d", n_past);
+    last_logits(ctx, l1, nv);
+    /* back to the last prompt token: the image's offset holds */
+    EXPECT(tessera_decode(ctx, t2 + n2 - 1, 1, n_past - 1, 0) == 0, "%s", tessera_last_error());
+    last_logits(ctx, l2, nv);
+    EXPECT(max_diff(l1, l2, nv) < 1e-4, "re-decoded after the image: %.6f apart", max_diff(l1, l2, nv));
+    /* back to before the image: the text goes on at plain positions, as in
+     * a context that never saw it */
+    EXPECT(tessera_decode(ctx, t2, n2, n0, 0) == 0, "%s", tessera_last_error());
+    last_logits(ctx, l1, nv);
+    tessera_token *both = malloc((size_t)(n0 + n2) * sizeof *both);
+    memcpy(both, t0, (size_t)n0 * sizeof *both);
+    memcpy(both + n0, t2, (size_t)n2 * sizeof *both);
+    EXPECT(tessera_decode(plain, both, n0 + n2, 0, 0) == 0, "%s", tessera_last_error());
+    last_logits(plain, l2, nv);
+    EXPECT(max_diff(l1, l2, nv) < 1e-4, "rewound before the image: %.6f from plain text", max_diff(l1, l2, nv));
+    /* with the image again: moving positions and saving state are refused */
+    EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
+    EXPECT_ERROR(tessera_seq_add(ctx, 0, n0 + n_img, n_past, 5) != 0, tessera_last_error(), "M-RoPE", "move");
+    size_t len = 0;
+    void *st = tessera_state_save(ctx, 0, NULL, 0, NULL, &len);
+    EXPECT_ERROR(st == NULL, tessera_last_error(), "M-RoPE", "state save");
+    free(st);
+    /* and gone with the sequence */
+    EXPECT(tessera_seq_remove(ctx, 0, 0) == 0, "%s", tessera_last_error());
+    st = tessera_state_save(ctx, 0, NULL, 0, NULL, &len);
+    EXPECT(st != NULL, "state save of an emptied sequence: %s", tessera_last_error());
+    free(st);
+    free(both);
+    free(l1);
+    free(l2);
+    tessera_mtmd_chunks_free(ch);
+    tessera_media_free(img);
+    tessera_mtmd_free(mm);
+    tessera_context_free(plain);
+    tessera_context_free(ctx);
+    tessera_model_free(m);
+    tessera_shutdown();
+}
+
 HARNESS_MAIN("mtmd_api", HARNESS_TEST(greedy_after_image), HARNESS_TEST(greedy_after_image_gemma3),
-             HARNESS_TEST(greedy_after_image_qwen2vl),
+             HARNESS_TEST(greedy_after_image_qwen2vl), HARNESS_TEST(qwen2vl_positions_follow_the_cache),
              HARNESS_TEST(errors))

@@ -1,6 +1,7 @@
-"""tessera run with --mmproj and --image on the synthetic LLaVA and Gemma 3
-pairs: the greedy text after the image is llama.cpp's (libmtmd's greedy ids
-of tests/data/mm/synth-llava-sq56.json and synth-gemma3-sq224.json, spelled
+"""tessera run with --mmproj and --image on the synthetic LLaVA, Gemma 3 and
+Qwen2.5-VL pairs: the greedy text after the image is llama.cpp's (libmtmd's
+greedy ids of tests/data/mm/synth-llava-sq56.json, synth-gemma3-sq224.json
+and synth-qwen2vl-sq224.json / -wide.json, spelled
 with the model's own vocabulary); and the media flags' errors: one clear line naming the flag or
 the file, a non-zero exit, no crash."""
 import json
@@ -35,7 +36,13 @@ def spell(ids, model=MODEL):
 G3 = (os.path.join(build, "synth-gemma3-f32.gguf"), os.path.join(build, "mmproj-synth-gemma3-f32.gguf"),
       os.path.join(data, "sq224.png"), "synth-gemma3-sq224.json")
 require(*G3[:3])
-for model, proj, img, golden in [(MODEL, PROJ, IMG, "synth-llava-sq56.json"), G3]:
+# Qwen2.5-VL: M-RoPE grid positions, the text after the image (prompt and
+# every generated token) turned from t0 + max(cells across, down)
+Q2M, Q2P = os.path.join(build, "synth-qwen2vl-f32.gguf"), os.path.join(build, "mmproj-synth-qwen2vl-f32.gguf")
+Q2 = [(Q2M, Q2P, os.path.join(data, "sq224.png"), "synth-qwen2vl-sq224.json"),
+      (Q2M, Q2P, os.path.join(data, "wide300.png"), "synth-qwen2vl-wide.json")]
+require(Q2M, Q2P)
+for model, proj, img, golden in [(MODEL, PROJ, IMG, "synth-llava-sq56.json"), G3] + Q2:
     gold = json.load(open(os.path.join(data, golden)))
     want = spell(gold["greedy"], model)
     for dev in ["ref", "cpu-avx0"]:

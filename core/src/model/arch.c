@@ -14,7 +14,7 @@ static const model_arch_desc *const model_archs[] = {
     &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
     &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
     &arch_qwen2moe, &arch_qwen3moe, &arch_olmoe, &arch_granitemoe, &arch_gptoss,
-    &arch_lfm2, &arch_mamba2, &arch_granitehybrid,
+    &arch_lfm2, &arch_mamba2, &arch_granitehybrid, &arch_qwen35,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 

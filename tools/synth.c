@@ -68,10 +68,12 @@ enum { ENC_BERT = 1, ENC_NOMIC = 2 };
 
 /* Recurrent hybrids (plan_recurrent): their blocks are not the llama
  * layout, so they have a table of their own. */
-enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3, REC_QWEN35 = 4 };
+enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3, REC_QWEN35 = 4, REC_QWEN35MOE = 5 };
+#define REC_IS_QWEN35(rec) ((rec) == REC_QWEN35 || (rec) == REC_QWEN35MOE)
 static const synth_arch synth_rec_archs[] = {
     {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, 0, 0, 0},
     {"qwen35", 0, 0, 0, 0, 1, 0, 0, 0, 0},
+    {"qwen35moe", 0, 0, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0, 0},
 };
 enum { N_SYNTH_REC_ARCHS = sizeof synth_rec_archs / sizeof synth_rec_archs[0] };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
@@ -122,7 +124,8 @@ static void usage(FILE *out) {
             "                        granitemoe (granite with experts), gpt-oss (attention\n"
             "                        sinks, biases, window 128 every other layer, YaRN 32,\n"
             "                        MXFP4 experts whatever --type says), and the recurrent\n"
-            "                        hybrids lfm2, mamba2, granitehybrid, qwen35 (below)\n"
+            "                        hybrids lfm2, mamba2, granitehybrid, qwen35 and\n"
+            "                        qwen35moe (below)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -162,7 +165,7 @@ static void usage(FILE *out) {
             "  attention blocks, each with a SwiGLU FFN, and Granite's multipliers;\n"
             "  qwen35: Qwen3.5's Gated DeltaNet blocks (2*dim / --ssm-head-dim v heads) and\n"
             "  gated attention blocks (q/k norms, --rope-dims of the head), each with a\n"
-            "  SwiGLU FFN)\n"
+            "  SwiGLU FFN; qwen35moe: the same with experts and a gated shared expert)\n"
             "  --attn-every N        lfm2, granitehybrid, qwen35: every Nth block attends,\n"
             "                        the rest are recurrent (default 3; qwen35 writes it\n"
             "                        as full_attention_interval)\n"
@@ -574,15 +577,15 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
 #define TF(suffix, nd, a, b, std) TT(suffix, TSR_DTYPE_F32, nd, a, b, std)
         T("attn_norm.weight", 1, E, 1, NORM);
         if (rec_layer_attends(o, il)) {
-            T("attn_q.weight", 2, E, rec == REC_QWEN35 ? 2 * Q : Q, s_in); /* qwen35: q, then its gate */
+            T("attn_q.weight", 2, E, REC_IS_QWEN35(rec) ? 2 * Q : Q, s_in); /* qwen35: q, then its gate */
             T("attn_k.weight", 2, E, KV, s_in);
             T("attn_v.weight", 2, E, KV, s_in);
-            if (rec == REC_LFM2 || rec == REC_QWEN35) {
+            if (rec == REC_LFM2 || REC_IS_QWEN35(rec)) {
                 T("attn_q_norm.weight", 1, D, 1, NORM);
                 T("attn_k_norm.weight", 1, D, 1, NORM);
             }
             T("attn_output.weight", 2, Q, E, s_q);
-        } else if (rec == REC_QWEN35) {
+        } else if (REC_IS_QWEN35(rec)) {
             if (plan_deltanet(o, base, il, ts, n)) return -1;
         } else if (rec == REC_LFM2) {
             T("shortconv.in_proj.weight", 2, E, 3 * E, s_in);
@@ -599,8 +602,24 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
             TF("ssm_norm.weight", 2, DI / G, G, NORM);
             T("ssm_out.weight", 2, DI, E, 1.0f / sqrtf((float)DI));
         }
-        if (rec != REC_MAMBA2) {
-            T(rec == REC_QWEN35 ? "post_attention_norm.weight" : "ffn_norm.weight", 1, E, 1, NORM);
+        if (rec != REC_MAMBA2)
+            T(REC_IS_QWEN35(rec) ? "post_attention_norm.weight" : "ffn_norm.weight", 1, E, 1, NORM);
+        if (o->experts) {
+            /* qwen35moe: the router (F32), the experts stacked, the shared
+             * expert and its sigmoid gate */
+            const int64_t X = o->experts, Fx = o->expert_ffn, Fs = o->shared_ffn;
+            TF("ffn_gate_inp.weight", 2, E, X, s_in);
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_exps.weight", il);
+            if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_up_exps.weight", il);
+            if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_down_exps.weight", il);
+            if (add_tensor_3d(ts, n, name, base, Fx, E, X, 1.0f / sqrtf((float)Fx))) return -1;
+            T("ffn_gate_inp_shexp.weight", 1, E, 1, s_in);
+            T("ffn_gate_shexp.weight", 2, E, Fs, s_in);
+            T("ffn_up_shexp.weight", 2, E, Fs, s_in);
+            T("ffn_down_shexp.weight", 2, Fs, E, 1.0f / sqrtf((float)Fs));
+        } else if (rec != REC_MAMBA2) {
             T("ffn_gate.weight", 2, E, F, s_in);
             T("ffn_up.weight", 2, E, F, s_in);
             T("ffn_down.weight", 2, F, E, s_ff);
@@ -625,12 +644,12 @@ static int write_recurrent_metadata(gguf_writer *w, const synth_opts *o) {
     uint32_t *kv = calloc((size_t)o->layers, sizeof *kv);
     if (!kv) return error_set("out of memory");
     for (int64_t il = 0; il < o->layers; il++) kv[il] = rec_layer_attends(o, il) ? (uint32_t)o->kv_heads : 0;
-    int rc = rec != REC_MAMBA2 && rec != REC_QWEN35 && /* qwen35: full_attention_interval says */
+    int rc = rec != REC_MAMBA2 && !REC_IS_QWEN35(rec) && /* qwen35: full_attention_interval says */
              (gguf_writer_remove_key(w, KEY("attention.head_count_kv")) ||
               gguf_writer_set_arr(w, KEY("attention.head_count_kv"), GGUF_TYPE_UINT32, kv, (uint64_t)o->layers));
     free(kv);
     if (!rc && rec == REC_LFM2) rc = gguf_writer_set_u32(w, KEY("shortconv.l_cache"), 3);
-    if (!rc && rec == REC_QWEN35) {
+    if (!rc && REC_IS_QWEN35(rec)) {
         const int64_t DI = 2 * o->dim;
         rc = gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), 4) ||
              gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)DI) ||

@@ -286,6 +286,8 @@ enum {
     MODEL_SET_FFN = 1 << 4,        /* ffn_norm, ffn_gate, ffn_up, ffn_down; when hp.n_expert > 0
                                     * instead the router ffn_gate_inp, the experts ffn_{gate,up,down}_exps
                                     * and, when hp.n_ff_shexp > 0, the shared ffn_{gate,up,down}_shexp */
+    MODEL_SET_FFN_POST_ATTN_NORM = 1 << 5, /* with _FFN: the FFN's norm is named post_attention_norm
+                                            * (qwen35, qwen35moe) */
 };
 
 struct model_arch_desc {

@@ -60,10 +60,8 @@ static void qwen35_tensors(model_loader *ld, model *m) {
     for (int32_t il = 0; il < hp->n_layer; il++) {
         model_layer *L = &m->layers[il];
         L->attn_norm = model_tensor(ld, il, 0, 1, E, 1, "blk.%d.attn_norm.weight");
-        L->ffn_norm = model_tensor(ld, il, 0, 1, E, 1, "blk.%d.post_attention_norm.weight");
-        L->ffn_gate = model_tensor(ld, il, 0, 2, E, hp->n_ff, "blk.%d.ffn_gate.weight");
-        L->ffn_up = model_tensor(ld, il, 0, 2, E, hp->n_ff, "blk.%d.ffn_up.weight");
-        L->ffn_down = model_tensor(ld, il, 0, 2, hp->n_ff, E, "blk.%d.ffn_down.weight");
+        if (hp->n_expert > 0) /* qwen35moe's shared expert is scaled by sigmoid(this . x) */
+            L->ffn_gate_inp_shexp = model_tensor(ld, il, 0, 1, E, 1, "blk.%d.ffn_gate_inp_shexp.weight");
         if (!hp->layer_recurrent[il]) {
             L->wq = model_tensor(ld, il, 0, 2, E, 2 * Q, "blk.%d.attn_q.weight"); /* q and its gate */
             L->wk = model_tensor(ld, il, 0, 2, E, KV, "blk.%d.attn_k.weight");
@@ -127,6 +125,28 @@ const model_arch_desc arch_qwen35 = {
     .name = "qwen35",
     .rope_mode = TSR_ROPE_NEOX,
     .hparams = qwen35_hparams,
+    .tensor_sets = MODEL_SET_FFN | MODEL_SET_FFN_POST_ATTN_NORM,
+    .tensors = qwen35_tensors,
+    .build = qwen35_build,
+    .state_floats = qwen35_state,
+};
+
+/* qwen35moe: qwen35's blocks with qwen3moe's experts (softmax router, the
+ * chosen weights renormalised, expert_feed_forward_length wide) and a
+ * shared expert scaled by sigmoid(ffn_gate_inp_shexp . x), as qwen2moe's. */
+static int qwen35moe_hparams(model_hparams *hp, const model_hp_reader *r) {
+    if (qwen35_hparams(hp, r) || arch_moe_family(hp, r, true, true)) return -1;
+    if (!model_hp_has(r, "expert_feed_forward_length") || hp->n_ff_shexp == 0)
+        return error_set("%s: key '%s.%s' not found (a qwen35moe file has it)", gguf_path(r->f), r->arch,
+                         hp->n_ff_shexp == 0 ? "expert_shared_feed_forward_length" : "expert_feed_forward_length");
+    return 0;
+}
+
+const model_arch_desc arch_qwen35moe = {
+    .name = "qwen35moe",
+    .rope_mode = TSR_ROPE_NEOX,
+    .hparams = qwen35moe_hparams,
+    .tensor_sets = MODEL_SET_FFN | MODEL_SET_FFN_POST_ATTN_NORM,
     .tensors = qwen35_tensors,
     .build = qwen35_build,
     .state_floats = qwen35_state,

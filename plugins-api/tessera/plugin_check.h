@@ -527,7 +527,8 @@ static inline int tsr_chk_delta_net_(tsr_checker_ *c) {
         return tsr_chk_fail_(c, "src1 (qkv) rows of %lld are not H*Dv = %lld plus whole q/k heads of 2*Dk = %lld",
                              (long long)qkv->ne[0], (long long)(H * Dv), (long long)(2 * Dk));
     const int64_t Hk = qk / (2 * Dk);
-    if (H % Hk) return tsr_chk_fail_(c, "%lld v heads are not a multiple of %lld q/k heads", (long long)H, (long long)Hk);
+    if (H % Hk)
+        return tsr_chk_fail_(c, "%lld v heads are not a multiple of %lld q/k heads", (long long)H, (long long)Hk);
     if (tsr_chk_shape_(c, gt, "src2 (gates)", H, 2, T, S)) return -1;
     if (tsr_tensor_nelements(a) != H || (a->ne[0] != H && a->ne[1] != H))
         return tsr_chk_fail_(c, "src3 (A) is [%lld, %lld, %lld, %lld], needs [%lld] or [1, %lld]",

@@ -199,7 +199,8 @@ static void delta_net_untiled(const tsr_node *n) {
                 const float decay = expf(A * (av > 20.0f ? av : log1pf(expf(av)))), beta = 1.0f / (1.0f + expf(-b));
                 for (int64_t i = 0; i < Dv; i++) {
                     float sk = 0.0f;
-                    for (int64_t k = 0; k < Dk; k++) sk += (m[k * Dv + i] *= decay) * *at(x, (Hk + j) * Dk + k, t, s, 0) / kd;
+                    for (int64_t k = 0; k < Dk; k++)
+                        sk += (m[k * Dv + i] *= decay) * *at(x, (Hk + j) * Dk + k, t, s, 0) / kd;
                     const float u = beta * (*at(x, 2 * Hk * Dk + h * Dv + i, t, s, 0) - sk);
                     float acc = 0.0f;
                     for (int64_t k = 0; k < Dk; k++) {

@@ -470,7 +470,8 @@ static void test_delta_net(void) {
         for (int tiled = 0; tiled < 2; tiled++) {
             const int64_t Dk = shapes[i][0], Dv = shapes[i][1], H = shapes[i][2], Hk = shapes[i][3];
             const int64_t T = shapes[i][4], S = shapes[i][5], n_out = Dv * H * T * S + Dv * Dk * H * S;
-            tensor *st = tensor_new(TSR_DTYPE_F32, Dv, Dk, H, S), *x = tensor_new(TSR_DTYPE_F32, 2 * Hk * Dk + H * Dv, T, S, 1);
+            tensor *st = tensor_new(TSR_DTYPE_F32, Dv, Dk, H, S);
+            tensor *x = tensor_new(TSR_DTYPE_F32, 2 * Hk * Dk + H * Dv, T, S, 1);
             tensor *gt = tensor_new(TSR_DTYPE_F32, H, 2, T, S), *a = tensor_new(TSR_DTYPE_F32, H, 1, 1, 1);
             for (int64_t h = 0; h < H; h++) ((float *)a->mem)[h] = -fabsf(((float *)a->mem)[h]) - 0.1f;
             tensor *oa = tensor_new(TSR_DTYPE_F32, n_out, 1, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, n_out, 1, 1, 1);
@@ -479,8 +480,8 @@ static void test_delta_net(void) {
                                                              .kv_tiled = tiled},
                                      n.iparams, n.fparams);
             char what[96];
-            snprintf(what, sizeof what, "DELTA_NET Dk%lld Dv%lld H%lld/%lld T%lld S%lld%s", (long long)Dk, (long long)Dv,
-                     (long long)H, (long long)Hk, (long long)T, (long long)S, tiled ? " tiled" : "");
+            snprintf(what, sizeof what, "DELTA_NET Dk%lld Dv%lld H%lld/%lld T%lld S%lld%s", (long long)Dk,
+                     (long long)Dv, (long long)H, (long long)Hk, (long long)T, (long long)S, tiled ? " tiled" : "");
             check_node(what, n, oa, or_, 1e-5, 1);
             tensor_free(st), tensor_free(x), tensor_free(gt), tensor_free(a), tensor_free(oa), tensor_free(or_);
         }

@@ -81,7 +81,8 @@ kernel void k_delta_net(TENSOR(st), TENSOR(x), TENSOR(gt), TENSOR(a), TENSOR(d),
         const global uchar *xt = BASE(x) + OFFSET(x, 0, t, s, 0);
         float qq = 0.0f, kk = 0.0f;
         for (long n = 0; n < Dk; n++) {
-            const float qv = *(const global float *)(xt + (q0 + n) * e), kv = *(const global float *)(xt + (k0 + n) * e);
+            const float qv = *(const global float *)(xt + (q0 + n) * e);
+            const float kv = *(const global float *)(xt + (k0 + n) * e);
             qq += qv * qv;
             kk += kv * kv;
         }

@@ -468,7 +468,8 @@ void conf_gen_malformed(conf_runner *r) {
     for (int bad = 0; bad < 2; bad++) {
         /* 6 v heads over 4 q/k heads; a good shape with kv_tiled 2 */
         const int64_t Hk = bad ? 2 : 4;
-        conf_case_init(&c, TSR_OP_DELTA_NET, bad ? "DELTA_NET with kv_tiled 2" : "DELTA_NET with 6 v heads over 4 q/k heads");
+        conf_case_init(&c, TSR_OP_DELTA_NET,
+                       bad ? "DELTA_NET with kv_tiled 2" : "DELTA_NET with 6 v heads over 4 q/k heads");
         c.expect_decline = true;
         tsr_delta_net_params_put(&(tsr_delta_net_params){.eps = 1e-6f, .scale = 0.5f, .kv_tiled = bad ? 2 : 0},
                                  c.node.iparams, c.node.fparams);

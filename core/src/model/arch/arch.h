@@ -40,6 +40,10 @@ graph_tensor *arch_llama_build(model_build *b);
  * ignores expert_shared_feed_forward_length, as llama.cpp does. */
 int arch_moe_family(model_hparams *hp, const model_hp_reader *r, bool norm_w, bool shared_expert);
 
+/* A required integer key of the recurrent families (arch/hybrid.c): "key
+ * '<arch>.<suffix>' not found (a <arch> file needs it)" when absent. */
+int arch_hp_need_int(const model_hp_reader *r, const char *suffix, int32_t *out);
+
 /* The post-norm encoders (arch/bert.c): their keys (never causal), their
  * tensors (learned positions: position_embd and no rope, bert; otherwise
  * rotary positions, nomic-bert; gated FFN: ffn_gate, nomic-bert), and their

@@ -23,17 +23,14 @@
 #include "model/arch/arch.h"
 #include "util/error.h"
 
-static int need_int(const model_hp_reader *r, const char *suffix, int32_t *out) {
-    if (!model_hp_has(r, suffix))
-        return error_set("%s: key '%s.%s' not found (a %s file needs it)", gguf_path(r->f), r->arch, suffix, r->arch);
-    return model_hp_int(r, suffix, out);
-}
-
 static int qwen35_hparams(model_hparams *hp, const model_hp_reader *r) {
     int32_t every = 0;
-    if (need_int(r, "ssm.conv_kernel", &hp->conv_kernel) || need_int(r, "ssm.inner_size", &hp->ssm_d_inner) ||
-        need_int(r, "ssm.state_size", &hp->ssm_d_state) || need_int(r, "ssm.time_step_rank", &hp->ssm_n_head) ||
-        need_int(r, "ssm.group_count", &hp->ssm_n_group) || need_int(r, "full_attention_interval", &every))
+    if (arch_hp_need_int(r, "ssm.conv_kernel", &hp->conv_kernel) ||
+        arch_hp_need_int(r, "ssm.inner_size", &hp->ssm_d_inner) ||
+        arch_hp_need_int(r, "ssm.state_size", &hp->ssm_d_state) ||
+        arch_hp_need_int(r, "ssm.time_step_rank", &hp->ssm_n_head) ||
+        arch_hp_need_int(r, "ssm.group_count", &hp->ssm_n_group) ||
+        arch_hp_need_int(r, "full_attention_interval", &every))
         return -1;
     if (hp->ssm_d_inner % hp->ssm_n_head || hp->ssm_n_head % hp->ssm_n_group)
         return error_set("%s: %s.ssm.inner_size %d is not whole v heads of ssm.time_step_rank %d, or these not "

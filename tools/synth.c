@@ -70,9 +70,12 @@ enum { ENC_BERT = 1, ENC_NOMIC = 2 };
 
 /* Recurrent hybrids (plan_recurrent): their blocks are not the llama
  * layout, so they have a table of their own. */
-enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3 };
+enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3, REC_QWEN35 = 4, REC_QWEN35MOE = 5 };
+#define REC_IS_QWEN35(rec) ((rec) == REC_QWEN35 || (rec) == REC_QWEN35MOE)
 static const synth_arch synth_rec_archs[] = {
     {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen35", 0, 0, 0, 0, 1, 0, 0, 0, 0},
+    {"qwen35moe", 0, 0, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0, 0},
 };
 enum { N_SYNTH_REC_ARCHS = sizeof synth_rec_archs / sizeof synth_rec_archs[0] };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
@@ -125,7 +128,9 @@ static void usage(FILE *out) {
             "                        sinks, biases, window 128 every other layer, YaRN 32,\n"
             "                        MXFP4 experts whatever --type says), qwen2vl (qwen2\n"
             "                        with M-RoPE: rope.dimension_sections splits the\n"
-            "                        rotated pairs 1/4, 3/8, 3/8 as Qwen2-VL's 16/24/24)\n"
+            "                        rotated pairs 1/4, 3/8, 3/8 as Qwen2-VL's 16/24/24),\n"
+            "                        and the recurrent hybrids lfm2, mamba2, granitehybrid,\n"
+            "                        qwen35 and qwen35moe (below)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -166,12 +171,19 @@ static void usage(FILE *out) {
             "                        a real model's on given sentences)\n"
             "  (lfm2: short-convolution blocks (l_cache 3) with attention blocks (q/k norms);\n"
             "  mamba2: Mamba-2 blocks only, inner size 2*dim; granitehybrid: Mamba-2 and\n"
-            "  attention blocks, each with a SwiGLU FFN, and Granite's multipliers)\n"
-            "  --attn-every N        lfm2, granitehybrid: every Nth block attends, the rest\n"
-            "                        are recurrent (default 3)\n"
-            "  --ssm-groups N        mamba2, granitehybrid: B/C groups (default 1)\n"
-            "  --ssm-state N         mamba2, granitehybrid: state size (default 16)\n"
-            "  --ssm-head-dim N      mamba2, granitehybrid: head size (default 16)\n"
+            "  attention blocks, each with a SwiGLU FFN, and Granite's multipliers;\n"
+            "  qwen35: Qwen3.5's Gated DeltaNet blocks (2*dim / --ssm-head-dim v heads) and\n"
+            "  gated attention blocks (q/k norms, --rope-dims of the head), each with a\n"
+            "  SwiGLU FFN; qwen35moe: the same with experts and a gated shared expert)\n"
+            "  --attn-every N        lfm2, granitehybrid, qwen35: every Nth block attends,\n"
+            "                        the rest are recurrent (default 3; qwen35 writes it\n"
+            "                        as full_attention_interval)\n"
+            "  --ssm-groups N        mamba2, granitehybrid: B/C groups; qwen35: q/k heads\n"
+            "                        of the DeltaNet (default 1)\n"
+            "  --ssm-state N         mamba2, granitehybrid: state size; qwen35: q/k head\n"
+            "                        size (default 16)\n"
+            "  --ssm-head-dim N      mamba2, granitehybrid: head size; qwen35: v head size\n"
+            "                        (default 16)\n"
             "  --seed N              random seed (default 42)\n"
             "  --lora-rank R         write a LoRA adapter of rank R for the model the other\n"
             "                        options describe, instead of the model: llama.cpp's\n"
@@ -523,6 +535,37 @@ static int rec_layer_attends(const synth_opts *o, int64_t il) {
     return il % o->attn_every == o->attn_every - 1;
 }
 
+/* One Gated DeltaNet block of qwen35 (Qwen3.5's "linear attention"), as
+ * llama.cpp names it: q, k, v in one product (attn_qkv: Hk heads of Dk for
+ * q and k, Hv heads of Dv for v), the output gate z (attn_gate), beta and
+ * the decay's input per v head (ssm_beta, ssm_alpha), the short
+ * convolution over q|k|v, A and dt's bias per v head, the gated RMS norm
+ * over each head's Dv, the output product. Hk = --ssm-groups, Dk =
+ * --ssm-state, Dv = --ssm-head-dim, Hv = 2 dim / Dv. */
+static int plan_deltanet(const synth_opts *o, int32_t base, int64_t il, synth_tensor *ts, int *n) {
+    const int64_t E = o->dim, Hk = o->ssm_groups, Dk = o->ssm_state, Dv = o->ssm_head_dim;
+    const int64_t Hv = 2 * E / Dv, QKV = 2 * Hk * Dk + Hv * Dv;
+    const float s_in = 1.0f / sqrtf((float)E);
+    char name[64];
+#define T(suffix, dt, nd, a, b, std)                                                       \
+    do {                                                                                   \
+        snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                     \
+        if (add_tensor(ts, n, name, dt, nd, a, b, std)) return -1;                         \
+    } while (0)
+    T("attn_qkv.weight", base, 2, E, QKV, s_in);
+    T("attn_gate.weight", base, 2, E, Hv * Dv, s_in);
+    T("ssm_beta.weight", base, 2, E, Hv, s_in);
+    T("ssm_alpha.weight", base, 2, E, Hv, s_in);
+    T("ssm_conv1d.weight", TSR_DTYPE_F32, 2, 4, QKV, 0.5f);
+    T("ssm_dt.bias", TSR_DTYPE_F32, 1, Hv, 1, 1.0f);
+    T("ssm_a", TSR_DTYPE_F32, 1, Hv, 1, 0.5f);
+    ts[*n - 1].center = -1.0f; /* A = -exp(A_log) < 0 */
+    T("ssm_norm.weight", TSR_DTYPE_F32, 1, Dv, 1, NORM);
+    T("ssm_out.weight", base, 2, Hv * Dv, E, 1.0f / sqrtf((float)(Hv * Dv)));
+#undef T
+    return 0;
+}
+
 /* llama.cpp's tensor names of LFM2 (shortconv.*, token_embd_norm as the
  * final norm), Mamba-2 (ssm_*) and Granite 4 H (Mamba-2 or attention, each
  * block with a SwiGLU FFN). */
@@ -548,14 +591,16 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
 #define TF(suffix, nd, a, b, std) TT(suffix, TSR_DTYPE_F32, nd, a, b, std)
         T("attn_norm.weight", 1, E, 1, NORM);
         if (rec_layer_attends(o, il)) {
-            T("attn_q.weight", 2, E, Q, s_in);
+            T("attn_q.weight", 2, E, REC_IS_QWEN35(rec) ? 2 * Q : Q, s_in); /* qwen35: q, then its gate */
             T("attn_k.weight", 2, E, KV, s_in);
             T("attn_v.weight", 2, E, KV, s_in);
-            if (rec == REC_LFM2) {
+            if (rec == REC_LFM2 || REC_IS_QWEN35(rec)) {
                 T("attn_q_norm.weight", 1, D, 1, NORM);
                 T("attn_k_norm.weight", 1, D, 1, NORM);
             }
             T("attn_output.weight", 2, Q, E, s_q);
+        } else if (REC_IS_QWEN35(rec)) {
+            if (plan_deltanet(o, base, il, ts, n)) return -1;
         } else if (rec == REC_LFM2) {
             T("shortconv.in_proj.weight", 2, E, 3 * E, s_in);
             TF("shortconv.conv.weight", 2, 3, E, 0.5f);
@@ -571,8 +616,24 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
             TF("ssm_norm.weight", 2, DI / G, G, NORM);
             T("ssm_out.weight", 2, DI, E, 1.0f / sqrtf((float)DI));
         }
-        if (rec != REC_MAMBA2) {
-            T("ffn_norm.weight", 1, E, 1, NORM);
+        if (rec != REC_MAMBA2)
+            T(REC_IS_QWEN35(rec) ? "post_attention_norm.weight" : "ffn_norm.weight", 1, E, 1, NORM);
+        if (o->experts) {
+            /* qwen35moe: the router (F32), the experts stacked, the shared
+             * expert and its sigmoid gate */
+            const int64_t X = o->experts, Fx = o->expert_ffn, Fs = o->shared_ffn;
+            TF("ffn_gate_inp.weight", 2, E, X, s_in);
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_exps.weight", il);
+            if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_up_exps.weight", il);
+            if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
+            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_down_exps.weight", il);
+            if (add_tensor_3d(ts, n, name, base, Fx, E, X, 1.0f / sqrtf((float)Fx))) return -1;
+            T("ffn_gate_inp_shexp.weight", 1, E, 1, s_in);
+            T("ffn_gate_shexp.weight", 2, E, Fs, s_in);
+            T("ffn_up_shexp.weight", 2, E, Fs, s_in);
+            T("ffn_down_shexp.weight", 2, Fs, E, 1.0f / sqrtf((float)Fs));
+        } else if (rec != REC_MAMBA2) {
             T("ffn_gate.weight", 2, E, F, s_in);
             T("ffn_up.weight", 2, E, F, s_in);
             T("ffn_down.weight", 2, F, E, s_ff);
@@ -597,12 +658,26 @@ static int write_recurrent_metadata(gguf_writer *w, const synth_opts *o) {
     uint32_t *kv = calloc((size_t)o->layers, sizeof *kv);
     if (!kv) return error_set("out of memory");
     for (int64_t il = 0; il < o->layers; il++) kv[il] = rec_layer_attends(o, il) ? (uint32_t)o->kv_heads : 0;
-    int rc = rec != REC_MAMBA2 &&
+    int rc = rec != REC_MAMBA2 && !REC_IS_QWEN35(rec) && /* qwen35: full_attention_interval says */
              (gguf_writer_remove_key(w, KEY("attention.head_count_kv")) ||
               gguf_writer_set_arr(w, KEY("attention.head_count_kv"), GGUF_TYPE_UINT32, kv, (uint64_t)o->layers));
     free(kv);
     if (!rc && rec == REC_LFM2) rc = gguf_writer_set_u32(w, KEY("shortconv.l_cache"), 3);
-    if (!rc && rec >= REC_MAMBA2) {
+    if (!rc && REC_IS_QWEN35(rec)) {
+        const int64_t DI = 2 * o->dim;
+        rc = gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), 4) ||
+             gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)DI) ||
+             gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)o->ssm_state) ||
+             gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)(DI / o->ssm_head_dim)) ||
+             gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)o->ssm_groups) ||
+             gguf_writer_set_u32(w, KEY("full_attention_interval"), (uint32_t)o->attn_every);
+        /* Qwen3.5's multimodal rope sections (t, h, w, -) over the rotated
+         * pairs: text positions are the same in all of them */
+        const int32_t half = (int32_t)(o->rope_dims / 2);
+        const int32_t sec[4] = {half - 2 * (half / 3), half / 3, half / 3, 0};
+        if (!rc) rc = gguf_writer_set_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sec, 4);
+    }
+    if (!rc && (rec == REC_MAMBA2 || rec == REC_GRANITEHYBRID)) {
         const int64_t DI = 2 * o->dim;
         rc = gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), 4) ||
              gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)DI) ||

@@ -636,6 +636,7 @@ int ops_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_t w
     }
     case TSR_OP_SSM_CONV: return 1; /* F32 by the rules */
     case TSR_OP_SSM_SCAN:
+    case TSR_OP_DELTA_NET:
         if (!is_packed(d)) return NO("dst must be packed");
         return 1;
     default:
@@ -682,6 +683,7 @@ void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     case TSR_OP_SUM_ROWS: sum_rows_compute(ex, node, ith, nth); break;
     case TSR_OP_SSM_CONV: cpu_ssm_conv(node, ith, nth); break;
     case TSR_OP_SSM_SCAN: cpu_ssm_scan(node, ith, nth); break;
+    case TSR_OP_DELTA_NET: cpu_delta_net(node, ith, nth); break;
     default: exec_fail(ex, TSR_ERR_UNSUPPORTED); break;
     }
 }
@@ -691,6 +693,9 @@ double ops_cost(const tsr_node *node) {
     switch (node->op) {
     case TSR_OP_FLASH_ATTN: return out * (double)node->src[1]->ne[1] * 2.0;
     case TSR_OP_MUL_MAT_ID: return out * (double)node->src[0]->ne[0]; /* multiply-adds */
+    case TSR_OP_DELTA_NET: /* four passes over each head's Dk x Dv state per token */
+        return 4.0 * (double)node->src[0]->ne[0] * (double)node->src[0]->ne[1] * (double)node->src[0]->ne[2] *
+               (double)node->src[1]->ne[1] * (double)node->src[1]->ne[2];
     default: return out;
     }
 }

@@ -55,6 +55,7 @@ typedef enum ocl_kernel_id {
     OCL_K_SSM_CONV,
     OCL_K_SSM_SCAN,
     OCL_K_SWIGLU_OAI,
+    OCL_K_DELTA_NET,
     OCL_K_COUNT
 } ocl_kernel_id;
 

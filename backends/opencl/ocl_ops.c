@@ -278,6 +278,20 @@ static tsr_status op_ssm_scan(ocl_device *d, cl_command_queue cq, const tsr_node
     return launch(d, cq, n, &a, (size_t)st->ne[1], (size_t)st->ne[2], (size_t)st->ne[3], 0);
 }
 
+/* One work-item per column (i, h, s) of the delta rule's state
+ * (kernels/ssm.cl). */
+static tsr_status op_delta_net(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+    const tsr_tensor *st = n->src[0];
+    const tsr_delta_net_params p = tsr_delta_net_params_of(n);
+    kargs a = {d->kernels[OCL_K_DELTA_NET], 0, CL_SUCCESS};
+    for (int i = 0; i < 4; i++) arg_tensor(&a, n->src[i]);
+    arg_tensor(&a, n->dst);
+    arg_float(&a, p.eps);
+    arg_float(&a, p.scale);
+    arg_int(&a, p.kv_tiled);
+    return launch(d, cq, n, &a, (size_t)st->ne[0], (size_t)st->ne[2], (size_t)st->ne[3], 0);
+}
+
 static tsr_status op_flash_attn(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
     const tsr_tensor *q = n->src[0], *mask = n->n_src > 3 ? n->src[3] : NULL;
     kargs a = {d->kernels[OCL_K_FLASH_ATTN], 0, CL_SUCCESS};
@@ -316,6 +330,7 @@ tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *no
     case TSR_OP_SUM_ROWS: return op_sum_rows(d, cq, node);
     case TSR_OP_SSM_CONV: return op_ssm_conv(d, cq, node);
     case TSR_OP_SSM_SCAN: return op_ssm_scan(d, cq, node);
+    case TSR_OP_DELTA_NET: return op_delta_net(d, cq, node);
     default: return TSR_ERR_UNSUPPORTED;
     }
 }

@@ -47,6 +47,7 @@ static const char *const kernel_names[OCL_K_COUNT] = {
     [OCL_K_SSM_CONV] = "k_ssm_conv",
     [OCL_K_SSM_SCAN] = "k_ssm_scan",
     [OCL_K_SWIGLU_OAI] = "k_swiglu_oai",
+    [OCL_K_DELTA_NET] = "k_delta_net",
 };
 
 static const char injected_error[] = "\nkernel void tessera_injected_error( { this is not OpenCL C }\n";

@@ -134,6 +134,7 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT_ID,       /* MUL_MAT_ID: one output per invocation */
     VK_SHADER_SSM_CONV,         /* SSM_CONV: one output per invocation */
     VK_SHADER_SSM_SCAN,         /* SSM_SCAN: one state row per workgroup */
+    VK_SHADER_DELTA_NET,        /* DELTA_NET: one state column per invocation */
     VK_SHADER_COUNT
 } vk_shader_id;
 

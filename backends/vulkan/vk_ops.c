@@ -111,9 +111,9 @@ static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
 
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0;
-    /* The shaders cover the ops up to SWIGLU_OAI; one appended later falls
+    /* The shaders cover the ops up to DELTA_NET; one appended later falls
      * back until it has its own (docs/ops.md). */
-    if (node->op > TSR_OP_SWIGLU_OAI) return decline(node, why, why_size, "not implemented on this device");
+    if (node->op > TSR_OP_DELTA_NET) return decline(node, why, why_size, "not implemented on this device");
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
      * which one a numerical difference comes from. */
     const char *off = getenv("TESSERA_VULKAN_DECLINE");
@@ -151,6 +151,15 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
             return decline(node, why, why_size, "%lld keys of head size %lld: more loop iterations than a CPU implementation runs",
                            (long long)node->src[1]->ne[1], (long long)a->ne[0]);
         return 1;
+    case TSR_OP_DELTA_NET: {
+        /* delta_net.comp per token: three loops over Dk and the token
+         * loop's test, Dk more before (see attn_fits: lavapipe's limit) */
+        const int64_t Dk = a->ne[1], T = node->src[1]->ne[1];
+        if (d && d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && T * (3 * Dk + 2) + Dk + 16 > 65535)
+            return decline(node, why, why_size, "%lld tokens of state rows %lld: more loop iterations than a CPU "
+                           "implementation runs", (long long)T, (long long)Dk);
+        return 1;
+    }
     case TSR_OP_SSM_SCAN: {
         /* ssm_scan.comp: N state elements over VK_SSM_WG invocations, at
          * most VK_SSM_MAX_PER each */
@@ -200,6 +209,7 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_ID] = "mul_mat_id",
     [VK_SHADER_SSM_CONV] = "ssm_conv",
     [VK_SHADER_SSM_SCAN] = "ssm_scan",
+    [VK_SHADER_DELTA_NET] = "delta_net",
 };
 
 bool vk_shader_embedded(vk_shader_id id) {
@@ -357,6 +367,13 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->u[1] = (uint32_t)n_dst;
         vk_grid((n_dst + 63) / 64, out->groups);
         return;
+    case TSR_OP_DELTA_NET: { /* P.u[1]: state columns (i, h, s), one per invocation; slots as they are */
+        const uint64_t cols = (uint64_t)(a->ne[0] * a->ne[2] * a->ne[3]);
+        out->shader = VK_SHADER_DELTA_NET;
+        p->u[1] = (uint32_t)cols;
+        vk_grid((cols + 63) / 64, out->groups);
+        return;
+    }
     case TSR_OP_SSM_SCAN: /* one workgroup per (p, h, s) of the state */
         out->shader = VK_SHADER_SSM_SCAN;
         vk_grid((uint64_t)(a->ne[1] * a->ne[2] * a->ne[3]), out->groups);

@@ -65,6 +65,12 @@
  *     selective scan, llama.cpp's semantics), see the op list below.
  *   - SWIGLU_OAI, gpt-oss's clamped SwiGLU (its experts' activation).
  *
+ * What 1.5 added: DELTA_NET, the gated delta rule of Qwen3.5 and
+ * Qwen3-Next's Gated DeltaNet blocks (a recurrent state of d_k x d_v per
+ * head, see the op list below). As for 1.4's ops, the host never asks a
+ * plugin built for 1.0-1.4 about it: such nodes run where a 1.5 plugin
+ * computes them, or on ref.
+ *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
  *     plugin copied the source bytes first: the host may reuse `src` as soon
@@ -104,7 +110,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define TSR_ABI_MAJOR 1
-#define TSR_ABI_MINOR 4
+#define TSR_ABI_MINOR 5
 #define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
 #define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -255,6 +261,23 @@ typedef enum tsr_dtype {
  *            src1 up of one shape -> dst of that shape; alpha, limit > 0:
  *              g = min(gate, limit), u = clamp(up, -limit, limit)
  *              dst = g * sigmoid(alpha * g) * (u + 1)
+ *
+ * ABI 1.5:
+ * DELTA_NET  the gated delta rule (Gated DeltaNet), all F32: src0 state
+ *            [Dv, Dk, H, S] (per head a Dk x Dv matrix, Dv innermost; S
+ *            sequences), src1 qkv [2*Hk*Dk + H*Dv, T, S] (per token: q [Dk, Hk],
+ *            k [Dk, Hk], v [Dv, H]; H % Hk == 0), src2 gates [H, 2, T, S]
+ *            (per token: the beta logits b [H], then the decay inputs a [H],
+ *            dt's bias added), src3 A [H] or [1, H] -> dst 1-D
+ *            [Dv*H*T*S + Dv*Dk*H*S]: y [Dv, H, T, S] then the final state
+ *            [Dv, Dk, H, S]. Parameters eps, scale, and kv_tiled: v head h
+ *            reads q/k head h % Hk when kv_tiled is 1, h / (H / Hk) when 0.
+ *            Per sequence, head h (q/k head j), token t in order:
+ *              q' = scale * q[:, j] / max(|q[:, j]|, eps), k' = k[:, j] / max(|k[:, j]|, eps)
+ *              decay = exp(A[h] * softplus(a[h]))  (softplus as SSM_SCAN's)
+ *              beta = 1 / (1 + exp(-b[h]))
+ *              S = decay * S;  u[i] = beta * (v[i, h] - sum_n S[i, n] k'[n])
+ *              S[i, n] += k'[n] * u[i];  y[i, h, t] = sum_n S[i, n] q'[n]
  */
 
 /*
@@ -294,7 +317,8 @@ typedef enum tsr_dtype {
     X(DIV, "div", 20, 2, 2, 4)                  \
     X(SSM_CONV, "ssm_conv", 21, 2, 2, 4)        \
     X(SSM_SCAN, "ssm_scan", 22, 4, 4, 4)        \
-    X(SWIGLU_OAI, "swiglu_oai", 23, 2, 2, 4)
+    X(SWIGLU_OAI, "swiglu_oai", 23, 2, 2, 4)   \
+    X(DELTA_NET, "delta_net", 24, 4, 4, 5)
 
 #define TSR_OP_ENUM_(op, name, number, min_src, max_src, minor) TSR_OP_##op = number,
 typedef enum tsr_op {
@@ -349,7 +373,11 @@ enum {
     TSR_FLASH_ATTN_F_SOFTCAP = 2,  /* reserved, 0 */
 
     TSR_SWIGLU_OAI_F_ALPHA = 0,
-    TSR_SWIGLU_OAI_F_LIMIT = 1
+    TSR_SWIGLU_OAI_F_LIMIT = 1,
+
+    TSR_DELTA_NET_I_KV_TILED = 0,
+    TSR_DELTA_NET_F_EPS = 0,
+    TSR_DELTA_NET_F_SCALE = 1
 };
 
 /* ---------------------------------------------------------------- tensors */

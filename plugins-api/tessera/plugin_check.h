@@ -513,6 +513,42 @@ static inline int tsr_chk_ssm_scan_(tsr_checker_ *c) {
     return tsr_chk_shape_(c, dst, "dst", P * H * T * S + N * P * H * S, 1, 1, 1);
 }
 
+/* DELTA_NET (ABI 1.5): state [Dv, Dk, H, S], qkv [2*Hk*Dk + H*Dv, T, S, 1],
+ * gates [H, 2, T, S], A [H] or [1, H] -> dst [Dv*H*T*S + Dv*Dk*H*S, 1, 1, 1];
+ * eps > 0 and finite scale, kv_tiled 0 or 1. */
+static inline int tsr_chk_delta_net_(tsr_checker_ *c) {
+    const tsr_node *n = c->node;
+    const tsr_tensor *s = n->src[0], *qkv = n->src[1], *gt = n->src[2], *a = n->src[3], *dst = n->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, s, "src0 (state)") || tsr_chk_f32_(c, qkv, "src1 (qkv)") ||
+        tsr_chk_f32_(c, gt, "src2 (gates)") || tsr_chk_f32_(c, a, "src3 (A)") || tsr_chk_f32_(c, dst, "dst"))
+        return -1;
+    const int64_t Dv = s->ne[0], Dk = s->ne[1], H = s->ne[2], S = s->ne[3], T = qkv->ne[1];
+    if (qkv->ne[2] != S || qkv->ne[3] != 1)
+        return tsr_chk_fail_(c, "src1 (qkv) is [%lld, %lld, %lld, %lld], needs [_, T, %lld, 1]",
+                             (long long)qkv->ne[0], (long long)qkv->ne[1], (long long)qkv->ne[2],
+                             (long long)qkv->ne[3], (long long)S);
+    const int64_t qk = qkv->ne[0] - H * Dv;
+    if (qk < 2 * Dk || qk % (2 * Dk))
+        return tsr_chk_fail_(c, "src1 (qkv) rows of %lld are not H*Dv = %lld plus whole q/k heads of 2*Dk = %lld",
+                             (long long)qkv->ne[0], (long long)(H * Dv), (long long)(2 * Dk));
+    const int64_t Hk = qk / (2 * Dk);
+    if (H % Hk)
+        return tsr_chk_fail_(c, "%lld v heads are not a multiple of %lld q/k heads", (long long)H, (long long)Hk);
+    if (tsr_chk_shape_(c, gt, "src2 (gates)", H, 2, T, S)) return -1;
+    if (tsr_tensor_nelements(a) != H || (a->ne[0] != H && a->ne[1] != H))
+        return tsr_chk_fail_(c, "src3 (A) is [%lld, %lld, %lld, %lld], needs [%lld] or [1, %lld]",
+                             (long long)a->ne[0], (long long)a->ne[1], (long long)a->ne[2], (long long)a->ne[3],
+                             (long long)H, (long long)H);
+    const tsr_delta_net_params p = tsr_delta_net_params_of(n);
+    if (!(p.eps > 0.0f) || !(p.eps < 1.0f) || !(p.scale == p.scale) || p.scale - p.scale != 0.0f)
+        return tsr_chk_fail_(c, "eps %g must be in (0, 1) and scale %g finite", (double)p.eps, (double)p.scale);
+    if (p.kv_tiled != 0 && p.kv_tiled != 1) return tsr_chk_fail_(c, "kv_tiled %d is not 0 or 1", (int)p.kv_tiled);
+    for (int i = 1; i < TSR_MAX_PARAMS; i++)
+        if (n->iparams[i] || (i > 1 && n->fparams[i] != 0.0f))
+            return tsr_chk_fail_(c, "parameter slot %d is not used by DELTA_NET and must be 0", i);
+    return tsr_chk_shape_(c, dst, "dst", Dv * H * T * S + Dv * Dk * H * S, 1, 1, 1);
+}
+
 /* 0 if the node is well-formed, else -1 with a one-line reason in
  * why[why_size] ("OP 'dst name': what is wrong"); why may be NULL. */
 static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_size) {
@@ -549,6 +585,7 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     case TSR_OP_SUM_ROWS: return tsr_chk_sum_rows_(&c);
     case TSR_OP_SSM_CONV: return tsr_chk_ssm_conv_(&c);
     case TSR_OP_SSM_SCAN: return tsr_chk_ssm_scan_(&c);
+    case TSR_OP_DELTA_NET: return tsr_chk_delta_net_(&c);
     default: return tsr_chk_fail_(&c, "op %d is not a computable op", (int)node->op);
     }
 }

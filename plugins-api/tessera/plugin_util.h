@@ -297,6 +297,25 @@ static inline void tsr_swiglu_oai_params_put(const tsr_swiglu_oai_params *p, int
     fparams[TSR_SWIGLU_OAI_F_LIMIT] = p->limit;
 }
 
+/* DELTA_NET (ABI 1.5): q and k divided by max(L2 norm, eps), q times
+ * scale; v head h reads q/k head h % Hk (kv_tiled 1) or h / (H / Hk) (0). */
+typedef struct tsr_delta_net_params {
+    float eps, scale;
+    int32_t kv_tiled;
+} tsr_delta_net_params;
+
+static inline tsr_delta_net_params tsr_delta_net_params_of(const tsr_node *n) {
+    tsr_delta_net_params p = {n->fparams[TSR_DELTA_NET_F_EPS], n->fparams[TSR_DELTA_NET_F_SCALE],
+                              n->iparams[TSR_DELTA_NET_I_KV_TILED]};
+    return p;
+}
+
+static inline void tsr_delta_net_params_put(const tsr_delta_net_params *p, int32_t *iparams, float *fparams) {
+    iparams[TSR_DELTA_NET_I_KV_TILED] = p->kv_tiled;
+    fparams[TSR_DELTA_NET_F_EPS] = p->eps;
+    fparams[TSR_DELTA_NET_F_SCALE] = p->scale;
+}
+
 typedef struct tsr_norm_params {
     float eps; /* RMS_NORM and NORM */
 } tsr_norm_params;

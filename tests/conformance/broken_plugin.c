@@ -20,6 +20,9 @@
  *   SWIGLU_OAI (ABI 1.4 build only) clamps the gate on both sides
  *          (clamp(gate, -limit, limit), as it clamps up) where gpt-oss
  *          clamps it only from above: must fail
+ *   DELTA_NET (ABI 1.5 build only) ignores kv_tiled: v head h always
+ *          reads q/k head h / (H / Hk) (Hugging Face's repeat_interleave)
+ *          where a tiled node says h % Hk: must fail on the tiled cases
  *   others declined: "unsupported (falls back)"
  * With BROKEN_PLUGIN_NO_DEVICE=1 in the environment, init reports zero
  * devices and a reason (the suite must skip, exit 77). With
@@ -171,6 +174,46 @@ static void swiglu_oai_clamped_twice(const tsr_node *n) {
 }
 #endif
 
+#if TSR_ABI_MINOR >= 5
+static void delta_net_untiled(const tsr_node *n) {
+    const tsr_tensor *st = n->src[0], *x = n->src[1], *gt = n->src[2], *a = n->src[3];
+    const int64_t Dv = st->ne[0], Dk = st->ne[1], H = st->ne[2], S = st->ne[3], T = x->ne[1];
+    const int64_t Hk = (x->ne[0] - H * Dv) / (2 * Dk);
+    const float eps = n->fparams[TSR_DELTA_NET_F_EPS], scale = n->fparams[TSR_DELTA_NET_F_SCALE];
+    float *y = (float *)(void *)base_of(n->dst), *fin = y + Dv * H * T * S;
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t j = h / (H / Hk); /* the bug: kv_tiled not read */
+            const float A = a->ne[0] == H ? *at(a, h, 0, 0, 0) : *at(a, 0, h, 0, 0);
+            float *m = fin + (s * H + h) * Dk * Dv;
+            for (int64_t k = 0; k < Dk; k++)
+                for (int64_t i = 0; i < Dv; i++) m[k * Dv + i] = *at(st, i, k, h, s);
+            for (int64_t t = 0; t < T; t++) {
+                float qq = 0.0f, kk = 0.0f;
+                for (int64_t k = 0; k < Dk; k++) {
+                    qq += *at(x, j * Dk + k, t, s, 0) * *at(x, j * Dk + k, t, s, 0);
+                    kk += *at(x, (Hk + j) * Dk + k, t, s, 0) * *at(x, (Hk + j) * Dk + k, t, s, 0);
+                }
+                const float qd = sqrtf(qq) > eps ? sqrtf(qq) : eps, kd = sqrtf(kk) > eps ? sqrtf(kk) : eps;
+                const float b = *at(gt, h, 0, t, s), av = *at(gt, h, 1, t, s);
+                const float decay = expf(A * (av > 20.0f ? av : log1pf(expf(av)))), beta = 1.0f / (1.0f + expf(-b));
+                for (int64_t i = 0; i < Dv; i++) {
+                    float sk = 0.0f;
+                    for (int64_t k = 0; k < Dk; k++)
+                        sk += (m[k * Dv + i] *= decay) * *at(x, (Hk + j) * Dk + k, t, s, 0) / kd;
+                    const float u = beta * (*at(x, 2 * Hk * Dk + h * Dv + i, t, s, 0) - sk);
+                    float acc = 0.0f;
+                    for (int64_t k = 0; k < Dk; k++) {
+                        m[k * Dv + i] += *at(x, (Hk + j) * Dk + k, t, s, 0) / kd * u;
+                        acc += m[k * Dv + i] * *at(x, j * Dk + k, t, s, 0) / qd * scale;
+                    }
+                    y[((s * T + t) * H + h) * Dv + i] = acc;
+                }
+            }
+        }
+}
+#endif
+
 static int crash_wanted(const char *what) {
     const char *e = getenv("BROKEN_PLUGIN_CRASH");
     return e && !strcmp(e, what);
@@ -193,6 +236,9 @@ static tsr_status q_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes
         case TSR_OP_SSM_CONV: ssm_conv_flipped(n); break;
         case TSR_OP_SSM_SCAN: ssm_scan_wrong_groups(n); break;
         case TSR_OP_SWIGLU_OAI: swiglu_oai_clamped_twice(n); break;
+#endif
+#if TSR_ABI_MINOR >= 5
+        case TSR_OP_DELTA_NET: delta_net_untiled(n); break;
 #endif
         default: return TSR_ERR_UNSUPPORTED;
         }
@@ -254,6 +300,9 @@ static int32_t d_supports(tsr_device *d, const tsr_node *n) {
     case TSR_OP_SSM_CONV: return all_f32(n);
     case TSR_OP_SSM_SCAN: return all_f32(n) && n->dst->nb[0] == 4;
     case TSR_OP_SWIGLU_OAI: return all_f32(n);
+#endif
+#if TSR_ABI_MINOR >= 5
+    case TSR_OP_DELTA_NET: return all_f32(n) && n->dst->nb[0] == 4;
 #endif
     default: return 0;
     }

@@ -432,6 +432,32 @@ TEST(test_ssm) {
     EXPECT(fabsf(out[2] - 0.125f) < 1e-6f, "final state = %.7f, want 0.125", out[2]);
 }
 
+/* ------------------------------------------------------------ DELTA_NET */
+
+TEST(test_delta_net) {
+    /* Dk 2, Dv 1, one head, two tokens of the same q (3, 4) -> q' (0.6, 0.8),
+     * k (0, 2) -> k' (0, 1), v 2, b 0 (beta 1/2), a 0 with A -1 (decay
+     * exp(-ln 2) = 1/2), from the state (0.5, 0.5):
+     *   t0: S = (0.25, 0.25), u = (2 - 0.25)/2 = 0.875, S = (0.25, 1.125), y = 1.05
+     *   t1: S = (0.125, 0.5625), u = 0.71875, S = (0.125, 1.28125), y = 1.1
+     * With kv_tiled or not, one q/k head serves every v head. */
+    float st[2] = {0.5f, 0.5f}, qkv[10] = {3, 4, 0, 2, 2, 3, 4, 0, 2, 2}, gates[4] = {0, 0, 0, 0}, a[1] = {-1};
+    float out[4];
+    tsr_tensor ts = tensor(TSR_DTYPE_F32, 1, 2, 1, 1, st), tq = tensor(TSR_DTYPE_F32, 5, 2, 1, 1, qkv);
+    tsr_tensor tg = tensor(TSR_DTYPE_F32, 1, 2, 2, 1, gates), ta = tensor(TSR_DTYPE_F32, 1, 1, 1, 1, a);
+    tsr_tensor to = tensor(TSR_DTYPE_F32, 4, 1, 1, 1, out);
+    tsr_node n = {.op = TSR_OP_DELTA_NET, .n_src = 4, .dst = &to, .src = {&ts, &tq, &tg, &ta}};
+    tsr_delta_net_params_put(&(tsr_delta_net_params){.eps = 1e-6f, .scale = 1.0f}, n.iparams, n.fparams);
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    EXPECT(fabsf(out[0] - 1.05f) < 1e-6f && fabsf(out[1] - 1.1f) < 1e-6f, "y = %.7f %.7f, want 1.05 1.1", out[0],
+           out[1]);
+    EXPECT(fabsf(out[2] - 0.125f) < 1e-6f && fabsf(out[3] - 1.28125f) < 1e-6f,
+           "final state = %.7f %.7f, want 0.125 1.28125", out[2], out[3]);
+    /* a zero q: divided by eps, not by 0 (y 0, no NaN) */
+    qkv[5] = qkv[6] = 0;
+    EXPECT(compute1(&n) == TSR_OK && out[1] == 0.0f, "y1 with q = 0 is %g, want 0", out[1]);
+}
+
 /* ------------------------------------------------- CPY, CONCAT, ARGMAX */
 
 TEST(test_cpy_concat_argmax) {
@@ -582,4 +608,5 @@ HARNESS_MAIN("ref ops", HARNESS_TEST(test_rope), HARNESS_TEST(test_rope_yarn), H
              HARNESS_TEST(test_norms), HARNESS_TEST(test_get_rows_quantized), HARNESS_TEST(test_mul_mat_broadcast),
              HARNESS_TEST(test_unary), HARNESS_TEST(test_cpy_concat_argmax), HARNESS_TEST(test_flash_attn),
              HARNESS_TEST(test_plugin_tables), HARNESS_TEST(test_mul_mat_id),
-             HARNESS_TEST(test_top_k_sum_rows_div), HARNESS_TEST(test_ssm))
+             HARNESS_TEST(test_top_k_sum_rows_div), HARNESS_TEST(test_ssm),
+             HARNESS_TEST(test_delta_net))

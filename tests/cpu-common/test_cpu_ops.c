@@ -460,6 +460,33 @@ static void test_elementwise(void) {
     tensor_free(a), tensor_free(oa), tensor_free(or_);
 }
 
+/* DELTA_NET (ABI 1.5): threads split the heads of all sequences; a
+ * prompt (T 7) and a token (T 1), two sequences, 8 v heads over 2 q/k
+ * heads both ways, Dv 80 (past the kernel's blocks of 64). A is made
+ * negative (a decay below 1, as models have it). */
+static void test_delta_net(void) {
+    static const int64_t shapes[][6] = {{16, 16, 8, 2, 7, 2}, {8, 80, 4, 2, 1, 1}, {32, 24, 6, 3, 5, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int tiled = 0; tiled < 2; tiled++) {
+            const int64_t Dk = shapes[i][0], Dv = shapes[i][1], H = shapes[i][2], Hk = shapes[i][3];
+            const int64_t T = shapes[i][4], S = shapes[i][5], n_out = Dv * H * T * S + Dv * Dk * H * S;
+            tensor *st = tensor_new(TSR_DTYPE_F32, Dv, Dk, H, S);
+            tensor *x = tensor_new(TSR_DTYPE_F32, 2 * Hk * Dk + H * Dv, T, S, 1);
+            tensor *gt = tensor_new(TSR_DTYPE_F32, H, 2, T, S), *a = tensor_new(TSR_DTYPE_F32, H, 1, 1, 1);
+            for (int64_t h = 0; h < H; h++) ((float *)a->mem)[h] = -fabsf(((float *)a->mem)[h]) - 0.1f;
+            tensor *oa = tensor_new(TSR_DTYPE_F32, n_out, 1, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, n_out, 1, 1, 1);
+            tsr_node n = make_node(TSR_OP_DELTA_NET, 4, &st->t, &x->t, &gt->t, &a->t);
+            tsr_delta_net_params_put(&(tsr_delta_net_params){.eps = 1e-6f, .scale = 1.0f / sqrtf((float)Dk),
+                                                             .kv_tiled = tiled},
+                                     n.iparams, n.fparams);
+            char what[96];
+            snprintf(what, sizeof what, "DELTA_NET Dk%lld Dv%lld H%lld/%lld T%lld S%lld%s", (long long)Dk,
+                     (long long)Dv, (long long)H, (long long)Hk, (long long)T, (long long)S, tiled ? " tiled" : "");
+            check_node(what, n, oa, or_, 1e-5, 1);
+            tensor_free(st), tensor_free(x), tensor_free(gt), tensor_free(a), tensor_free(oa), tensor_free(or_);
+        }
+}
+
 static void test_rope(void) {
     for (int mode = 0; mode <= 2; mode += 2) {
         for (int with_ff = 0; with_ff < 2; with_ff++) {
@@ -741,6 +768,7 @@ TEST(test_one_thread) {
     test_soft_max();
     test_cpy();
     test_concat_argmax();
+    test_delta_net();
     test_cpy_to_kv_types();
     test_bad_input();
     test_decline_reasons();
@@ -755,6 +783,7 @@ TEST(test_three_threads) {
     test_mul_mat_model_shapes();
     test_mul_mat_id();
     test_flash_attn();
+    test_delta_net();
 }
 
 HARNESS_MAIN_GROUP("cpu ops", setup, teardown, HARNESS_TEST(test_one_thread), HARNESS_TEST(test_three_threads))

@@ -320,6 +320,41 @@ TEST(test_swiglu_oai) {
 }
 
 /* TSR_OPS gives both spellings of each op's name; they must agree. */
+/* graph_delta_net: its 1-D output (y, then the state), its parameters in
+ * their slots, and errors naming the tensors. */
+TEST(test_delta_net) {
+    graph *g = graph_new(32);
+    /* Dv 16, Dk 8, 6 v heads over 2 q/k heads, 5 tokens */
+    graph_tensor *st = graph_tensor_set_name(graph_tensor_new_4d(g, TSR_DTYPE_F32, 16, 8, 6, 1), "state");
+    graph_tensor *qkv = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 2 * 2 * 8 + 6 * 16, 5), "qkv");
+    graph_tensor *gt = graph_tensor_set_name(graph_tensor_new_4d(g, TSR_DTYPE_F32, 6, 2, 5, 1), "gates");
+    graph_tensor *a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 1), "A");
+    graph_tensor *y = graph_delta_net(g, st, graph_reshape_3d(g, qkv, 128, 5, 1), gt, a, 1e-6f, 0.25f, true);
+    EXPECT(shape_is(y, 16 * 6 * 5 + 16 * 8 * 6, 1, 1, 1) && y->op == TSR_OP_DELTA_NET && y->n_src == 4,
+           "delta_net shape");
+    if (y) {
+        tsr_node nd;
+        graph_node_to_tsr(y, &nd);
+        const tsr_delta_net_params p = tsr_delta_net_params_of(&nd);
+        EXPECT(p.eps == 1e-6f && p.scale == 0.25f && p.kv_tiled == 1, "delta_net params");
+    }
+    /* 6 v heads over 4 q/k heads */
+    graph_tensor *qkv4 = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 2 * 4 * 8 + 6 * 16, 5), "qkv4");
+    EXPECT(graph_delta_net(g, st, graph_reshape_3d(g, qkv4, 160, 5, 1), gt, a, 1e-6f, 0.25f, false) == NULL,
+           "delta_net 6 heads over 4");
+    expect_error(g, "delta_net heads", "delta_net: qkv");
+    graph_free(g);
+
+    g = graph_new(32);
+    st = graph_tensor_new_4d(g, TSR_DTYPE_F32, 16, 8, 6, 1);
+    qkv = graph_tensor_new_3d(g, TSR_DTYPE_F32, 128, 5, 1);
+    gt = graph_tensor_set_name(graph_tensor_new_4d(g, TSR_DTYPE_F32, 6, 1, 5, 1), "ba");
+    a = graph_tensor_new_2d(g, TSR_DTYPE_F32, 6, 1);
+    EXPECT(graph_delta_net(g, st, qkv, gt, a, 1e-6f, 0.25f, false) == NULL, "delta_net gates of one row");
+    expect_error(g, "delta_net gates", "delta_net: gates 'ba' [6, 1, 5] is not [6, 2, 5, 1]");
+    graph_free(g);
+}
+
 TEST(test_op_names) {
     for (int32_t op = 0; op < TSR_OP_COUNT; op++) {
         const char *upper = tsr_op_name(op), *lower = graph_op_name(op);
@@ -332,4 +367,4 @@ TEST(test_op_names) {
 }
 
 HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors), HARNESS_TEST(test_op_names),
-             HARNESS_TEST(test_moe), HARNESS_TEST(test_swiglu_oai))
+             HARNESS_TEST(test_moe), HARNESS_TEST(test_swiglu_oai), HARNESS_TEST(test_delta_net))

@@ -1,6 +1,6 @@
 """The keys of granite, mistral3, smollm3, the mixture-of-experts files
 (qwen3moe, olmoe, granitemoe, llama with experts), qwen2vl's M-RoPE sections
-and the recurrent hybrids:
+and the recurrent hybrids (lfm2, mamba2, granitehybrid, qwen35, qwen35moe):
 each missing, malformed
 or out-of-range key is one clear error naming the key (a non-zero exit, not
 a crash), and the keys change the numbers they should (a model differs when
@@ -84,6 +84,13 @@ bad = [
     ("mamba2", ["--set", "mamba2.ssm.state_size=17"], ["blk.0.ssm_in.weight"]),
     ("granitehybrid", ["--set", "granitehybrid.logit_scale=0.0"], ["granitehybrid.logit_scale", "positive"]),
     ("granitehybrid", ["--unset", "granitehybrid.ssm.conv_kernel"], ["granitehybrid.ssm.conv_kernel", "not found"]),
+    ("qwen35", ["--unset", "qwen35.full_attention_interval"], ["qwen35.full_attention_interval", "not found"]),
+    ("qwen35", ["--set", "qwen35.full_attention_interval=0"], ["qwen35.full_attention_interval"]),
+    ("qwen35", ["--set", "qwen35.ssm.group_count=3"], ["ssm.group_count", "multiple"]),
+    ("qwen35", ["--set", "qwen35.ssm.state_size=17"], ["blk.0.attn_qkv.weight"]),
+    ("qwen35moe", ["--unset", "qwen35moe.expert_shared_feed_forward_length"],
+     ["qwen35moe.expert_shared_feed_forward_length", "not found"]),
+    ("qwen35moe", ["--unset", "qwen35moe.expert_count"], ["qwen35moe.expert_count", "not found"]),
 ]
 for arch, edits, words in bad:
     rc, out, err = run(synth(arch, *edits))

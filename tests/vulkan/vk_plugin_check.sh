@@ -16,7 +16,7 @@ if [ $rc -ne 0 ]; then echo "FAIL: tessera plugin check exited $rc"; exit 1; fi
 # cache's block types (K-quants, Q8_1), which fall back. GET_ROWS and
 # MUL_MAT may decline only the weight types no shader reads yet (the grid
 # IQ types, the ternary ones, MXFP4: they fall back to the CPU).
-fams='GET_ROWS ADD MUL SCALE MUL_MAT RMS_NORM NORM ROPE SOFT_MAX SILU GELU SWIGLU SWIGLU_OAI CONCAT ARGMAX FLASH_ATTN'
+fams='GET_ROWS ADD MUL SCALE MUL_MAT RMS_NORM NORM ROPE SOFT_MAX SILU GELU SWIGLU SWIGLU_OAI CONCAT ARGMAX FLASH_ATTN DELTA_NET'
 for fam in $fams; do
   if ! grep -qE "^  $fam +[0-9]+ cases: +[1-9][0-9]* passed, 0 failed, [0-9]+ unsupported" "$out"; then
     echo "FAIL: $fam has failures (or no case passed) on the device"; exit 1

@@ -1,6 +1,6 @@
 /*
  * conf_gen_math — cases for the ops that compute: MUL_MAT, MUL_MAT_ID,
- * RMS_NORM, NORM, SOFT_MAX, ROPE, FLASH_ATTN, SSM_CONV, SSM_SCAN; and
+ * RMS_NORM, NORM, SOFT_MAX, ROPE, FLASH_ATTN, SSM_CONV, SSM_SCAN, DELTA_NET; and
  * MALFORMED, nodes every device must decline.
  */
 #include <math.h>
@@ -376,6 +376,40 @@ void conf_gen_ssm_scan(conf_runner *r) {
         }
 }
 
+/* ------------------------------------------------------------ DELTA_NET */
+
+/* The gated delta rule: a random previous state, several v heads per q/k
+ * head both ways (kv_tiled 0 and 1, so a wrong head rule fails), decay
+ * inputs on both sides of softplus's cut at 20, beta logits of both signs,
+ * q/k rows with norms above and below 1, a q scale other than 1. */
+void conf_gen_delta_net(conf_runner *r) {
+    static const int64_t shapes[][6] = {
+        /* Dk, Dv, H, Hk, T, S */
+        {16, 16, 4, 1, 1, 1}, {8, 16, 8, 2, 5, 1}, {16, 8, 6, 3, 1, 2}, {32, 32, 2, 2, 9, 1}, {4, 5, 4, 2, 3, 2},
+        {8, 80, 4, 2, 2, 1}, /* Dv past 64 (cpu-common's blocks of y) */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int v = 0; v < 2; v++) {
+            const int64_t Dk = shapes[i][0], Dv = shapes[i][1], H = shapes[i][2], Hk = shapes[i][3];
+            const int64_t T = shapes[i][4], S = shapes[i][5];
+            conf_case c;
+            conf_case_init(&c, TSR_OP_DELTA_NET, "DELTA_NET Dk %lld Dv %lld H %lld Hk %lld T %lld S %lld%s",
+                           (long long)Dk, (long long)Dv, (long long)H, (long long)Hk, (long long)T, (long long)S,
+                           v ? " tiled, padded, A [1, H]" : "");
+            c.tol = conf_tolerance(TSR_OP_DELTA_NET, F32);
+            tsr_delta_net_params_put(&(tsr_delta_net_params){.eps = 1e-6f, .scale = 1.0f / sqrtf((float)Dk),
+                                                             .kv_tiled = v},
+                                     c.node.iparams, c.node.fparams);
+            conf_case_src(r, &c, 0, F32, NE(Dv, Dk, H, S), v ? CONF_PERMUTED : CONF_CONTIG, conf_uniform(-1, 1));
+            conf_case_src(r, &c, 1, F32, NE(2 * Hk * Dk + H * Dv, T, S, 1), v ? CONF_PADDED : CONF_CONTIG,
+                          conf_uniform(-1, 1));
+            conf_case_src(r, &c, 2, F32, NE(H, 2, T, S), CONF_CONTIG, conf_uniform(-4, v ? 24 : 3));
+            conf_case_src(r, &c, 3, F32, v ? NE(1, H, 1, 1) : NE(H, 1, 1, 1), CONF_CONTIG, conf_uniform(-2, -0.1f));
+            conf_case_dst(&c, F32, NE(Dv * H * T * S + Dv * Dk * H * S, 1, 1, 1), CONF_CONTIG);
+            conf_case_run(r, &c);
+        }
+}
+
 /* Nodes the ABI's op list forbids; a device must answer supports_op = 0. */
 void conf_gen_malformed(conf_runner *r) {
     conf_case c;
@@ -430,6 +464,22 @@ void conf_gen_malformed(conf_runner *r) {
     conf_case_src(r, &c, 3, F32, NE(6, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 0));
     conf_case_dst(&c, F32, NE(2 * 6 + 4 * 2 * 6, 1, 1, 1), CONF_CONTIG);
     conf_case_run(r, &c);
+
+    for (int bad = 0; bad < 2; bad++) {
+        /* 6 v heads over 4 q/k heads; a good shape with kv_tiled 2 */
+        const int64_t Hk = bad ? 2 : 4;
+        conf_case_init(&c, TSR_OP_DELTA_NET,
+                       bad ? "DELTA_NET with kv_tiled 2" : "DELTA_NET with 6 v heads over 4 q/k heads");
+        c.expect_decline = true;
+        tsr_delta_net_params_put(&(tsr_delta_net_params){.eps = 1e-6f, .scale = 0.5f, .kv_tiled = bad ? 2 : 0},
+                                 c.node.iparams, c.node.fparams);
+        conf_case_src(r, &c, 0, F32, NE(2, 4, 6, 1), CONF_CONTIG, conf_uniform(-1, 1));
+        conf_case_src(r, &c, 1, F32, NE(2 * Hk * 4 + 6 * 2, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+        conf_case_src(r, &c, 2, F32, NE(6, 2, 1, 1), CONF_CONTIG, conf_uniform(-1, 1));
+        conf_case_src(r, &c, 3, F32, NE(6, 1, 1, 1), CONF_CONTIG, conf_uniform(-1, 0));
+        conf_case_dst(&c, F32, NE(2 * 6 + 2 * 4 * 6, 1, 1, 1), CONF_CONTIG);
+        conf_case_run(r, &c);
+    }
 
     conf_case_init(&c, TSR_OP_CPY, "CPY of 51 elements into 48");
     run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(16, 3, 1, 1));

@@ -236,6 +236,7 @@ void conf_gen_sum_rows(conf_runner *r);
 void conf_gen_div(conf_runner *r);
 void conf_gen_ssm_conv(conf_runner *r);
 void conf_gen_ssm_scan(conf_runner *r);
+void conf_gen_delta_net(conf_runner *r);
 void conf_gen_malformed(conf_runner *r);
 void conf_gen_graph(conf_runner *r);
 

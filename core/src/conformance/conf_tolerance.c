@@ -37,6 +37,8 @@
  *  SSM_CONV     F32                1e-6    1e-5    0      f32 sums of K products
   *  SSM_SCAN     F32                1e-5    1e-4    0      f32 state carried over T tokens,
  *                                                         expf/log1pf
+ *  DELTA_NET    F32                1e-5    1e-4    0      the same, plus two L2 norms and
+ *                                                         a sigmoid per token
  *  ARGMAX       I32                exact
  *  GRAPH        each node of a chain gets the loosest tolerance of the nodes
  *               up to it (errors propagate)
@@ -70,7 +72,8 @@ conf_tol conf_tolerance(int32_t op, int32_t key_dtype) {
         if (key_dtype == TSR_DTYPE_F32) return (conf_tol){1e-4, 1e-3, 0};
         return quant ? (conf_tol){1e-2, 1e-2, 0} : (conf_tol){2e-3, 2e-3, 0};
     case TSR_OP_SSM_CONV: return (conf_tol){1e-6, 1e-5, 0};
-    case TSR_OP_SSM_SCAN: return (conf_tol){1e-5, 1e-4, 0};
+    case TSR_OP_SSM_SCAN:
+    case TSR_OP_DELTA_NET: return (conf_tol){1e-5, 1e-4, 0};
     case TSR_OP_CPY: return quant ? (conf_tol){1e-6, 1e-6, 0} : (conf_tol){0, 0, 0};
     default: return (conf_tol){0, 0, 0};
     }

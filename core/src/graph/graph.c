@@ -768,6 +768,32 @@ graph_tensor *graph_ssm_scan(graph *g, graph_tensor *state, graph_tensor *xbc, g
     return node_new(g, TSR_OP_SSM_SCAN, TSR_DTYPE_F32, ne, 4, src);
 }
 
+graph_tensor *graph_delta_net(graph *g, graph_tensor *state, graph_tensor *qkv, graph_tensor *gates, graph_tensor *a,
+                              float eps, float scale, bool kv_tiled) {
+    graph_tensor *src[4] = {state, qkv, gates, a};
+    if (!sources_ok(g, "delta_net", 4, src)) return NULL;
+    for (int i = 0; i < 4; i++)
+        if (!want_dtype(g, "delta_net", src[i], TSR_DTYPE_F32, "input")) return NULL;
+    const int64_t Dv = state->t.ne[0], Dk = state->t.ne[1], H = state->t.ne[2], S = state->t.ne[3];
+    const int64_t T = qkv->t.ne[1], qk = qkv->t.ne[0] - H * Dv;
+    if (qkv->t.ne[2] != S || qkv->t.ne[3] != 1 || qk < 2 * Dk || qk % (2 * Dk) != 0 || H % (qk / (2 * Dk)) != 0)
+        return graph_fail(g, "delta_net: qkv %s does not fit state %s (needs [2*Hk*Dk + H*Dv, T, S], H %% Hk == 0)",
+                          SHAPE(qkv), SHAPE(state));
+    if (gates->t.ne[0] != H || gates->t.ne[1] != 2 || gates->t.ne[2] != T || gates->t.ne[3] != S)
+        return graph_fail(g, "delta_net: gates %s is not [%lld, 2, %lld, %lld]", SHAPE(gates), (long long)H,
+                          (long long)T, (long long)S);
+    if (graph_tensor_nelements(a) != H || (a->t.ne[0] != H && a->t.ne[1] != H))
+        return graph_fail(g, "delta_net: A %s is not [%lld] or [1, %lld]", SHAPE(a), (long long)H, (long long)H);
+    if (!(eps > 0.0f && eps < 1.0f && scale == scale && scale - scale == 0.0f))
+        return graph_fail(g, "delta_net: eps %g must be in (0, 1) and scale %g finite", (double)eps, (double)scale);
+    const int64_t ne[4] = {Dv * H * T * S + Dv * Dk * H * S, 1, 1, 1};
+    graph_tensor *t = node_new(g, TSR_OP_DELTA_NET, TSR_DTYPE_F32, ne, 4, src);
+    if (t)
+        tsr_delta_net_params_put(&(tsr_delta_net_params){.eps = eps, .scale = scale, .kv_tiled = kv_tiled},
+                                 t->iparams, t->fparams);
+    return t;
+}
+
 graph_tensor *graph_flash_attn(graph *g, graph_tensor *q, graph_tensor *k, graph_tensor *v,
                                graph_tensor *mask, float scale) {
     graph_tensor *src[4] = {q, k, v, mask};

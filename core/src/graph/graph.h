@@ -185,6 +185,14 @@ graph_tensor *graph_ssm_conv(graph *g, graph_tensor *sx, graph_tensor *kernel);
  * [P*H*T*S + N*P*H*S]: y [P, H, T, S] then the final state [N, P, H, S]. */
 graph_tensor *graph_ssm_scan(graph *g, graph_tensor *state, graph_tensor *xbc, graph_tensor *dt,
                              graph_tensor *a);
+/* The gated delta rule (DELTA_NET, ABI 1.5): state [Dv, Dk, H, S], qkv
+ * [2*Hk*Dk + H*Dv, T, S] (q, k, v per token), gates [H, 2, T, S] (beta
+ * logits, then the decay inputs), A [H] or [1, H] -> 1-D
+ * [Dv*H*T*S + Dv*Dk*H*S]: y [Dv, H, T, S] then the final state. q and k
+ * are L2-normalised (eps), q scaled; kv_tiled: v head h reads q/k head
+ * h % Hk, else h / (H / Hk). */
+graph_tensor *graph_delta_net(graph *g, graph_tensor *state, graph_tensor *qkv, graph_tensor *gates, graph_tensor *a,
+                              float eps, float scale, bool kv_tiled);
 
 /* ----------------------------------------------- mixture of experts (1.4) */
 

@@ -14,7 +14,7 @@ static const model_arch_desc *const model_archs[] = {
     &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
     &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
     &arch_qwen2moe, &arch_qwen3moe, &arch_olmoe, &arch_granitemoe, &arch_gptoss,
-    &arch_lfm2, &arch_mamba2, &arch_granitehybrid, &arch_qwen2vl,
+    &arch_lfm2, &arch_mamba2, &arch_granitehybrid, &arch_qwen2vl, &arch_qwen35, &arch_qwen35moe,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 
@@ -73,10 +73,12 @@ static void moe_tensors(model_loader *ld, model *m, int32_t il) {
     }
 }
 
-static void ffn_tensors(model_loader *ld, model *m, int32_t il) {
+static void ffn_tensors(model_loader *ld, model *m, int32_t il, unsigned sets) {
     const model_hparams *hp = &m->hp;
     model_layer *L = &m->layers[il];
-    L->ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1, "blk.%d.ffn_norm.weight");
+    L->ffn_norm = model_tensor(ld, il, 0, 1, hp->n_embd, 1,
+                               sets & MODEL_SET_FFN_POST_ATTN_NORM ? "blk.%d.post_attention_norm.weight"
+                                                                   : "blk.%d.ffn_norm.weight");
     if (hp->n_expert > 0) {
         moe_tensors(ld, m, il);
         return;
@@ -91,7 +93,7 @@ void arch_tensor_sets(model_loader *ld, model *m, unsigned sets) {
         m->rope_freqs = model_tensor(ld, -1, MODEL_TENSOR_OPTIONAL, 1, m->hp.n_rot / 2, 1, "rope_freqs.weight");
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
         if (sets & MODEL_SET_ATTN) attn_tensors(ld, m, il, sets);
-        if (sets & MODEL_SET_FFN) ffn_tensors(ld, m, il);
+        if (sets & MODEL_SET_FFN) ffn_tensors(ld, m, il, sets);
     }
 }
 

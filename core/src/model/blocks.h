@@ -95,5 +95,11 @@ graph_tensor *blk_prenorm_layer(model_build *b, int il, graph_tensor *x, blk_ffn
  * out_proj). Both read and update the sequence's recurrent state. */
 graph_tensor *blk_shortconv(model_build *b, int il, graph_tensor *h);
 graph_tensor *blk_mamba2(model_build *b, int il, graph_tensor *h);
+/* Qwen3.5's Gated DeltaNet block: q|k|v (attn_qkv) through the causal conv
+ * + SiLU, the gated delta rule (DELTA_NET) with beta = sigmoid(ssm_beta x)
+ * and decay exp(A softplus(ssm_alpha x + dt_bias)), an RMS norm per v head
+ * times silu(attn_gate x), ssm_out. kv_tiled: which q/k head a v head
+ * reads (DELTA_NET's parameter). */
+graph_tensor *blk_deltanet(model_build *b, int il, graph_tensor *h, bool kv_tiled);
 
 #endif

@@ -1,14 +1,18 @@
 /*
  * blocks_ssm — the recurrent blocks of the hybrid architectures (see
- * blocks.h): LFM2's gated short convolution and Mamba-2's mixer. Each reads
+ * blocks.h): LFM2's gated short convolution, Mamba-2's mixer and Qwen3.5's
+ * Gated DeltaNet. Each reads
  * its sequence's state from the recurrent-state cache (kv_cache_rs_leaf,
  * the row of the micro-batch's slot) and copies the next one back in place
  * after the nodes that read it, as blk_attention writes the KV cache.
  *
  * A layer's state row: the convolution's last K - 1 inputs per channel
  * [K - 1, channels] (time innermost, what SSM_CONV reads in front of the
- * batch), then for Mamba-2 the scan state [d_state, head_dim, heads].
+ * batch), then for Mamba-2 the scan state [d_state, head_dim, heads],
+ * for the Gated DeltaNet its state [Dv, Dk, v heads].
  */
+#include <math.h>
+
 #include "model/blocks.h"
 
 #include "kv/kv.h"
@@ -94,5 +98,42 @@ graph_tensor *blk_mamba2(model_build *b, int il, graph_tensor *h) {
     y = graph_reshape_3d(g, y, DI / G, G, T);
     y = graph_mul(g, graph_rms_norm(g, y, hp->rms_eps), model_weight_leaf(g, L->ssm_norm));
     y = named(graph_reshape_2d(g, y, DI, T), "ssm_y", il);
+    return blk_linear(b, L->ssm_out, NULL, y);
+}
+
+graph_tensor *blk_deltanet(model_build *b, int il, graph_tensor *h, bool kv_tiled) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    const model_layer *L = &b->m->layers[il];
+    const int64_t H = hp->ssm_n_head, Dv = hp->ssm_d_inner / H, Dk = hp->ssm_d_state, Hk = hp->ssm_n_group;
+    const int64_t QKV = 2 * Hk * Dk + H * Dv, K = hp->conv_kernel, T = b->io->n_tokens;
+    const uint64_t f = sizeof(float);
+    graph_tensor *qkv = blk_linear(b, L->wqkv, NULL, h);     /* [QKV, T]: q [Dk, Hk], k [Dk, Hk], v [Dv, H] */
+    graph_tensor *z = blk_linear(b, L->attn_gate, NULL, h);  /* [Dv*H, T] */
+    graph_tensor *beta = blk_linear(b, L->ssm_beta, NULL, h); /* [H, T] */
+    graph_tensor *alpha = blk_linear(b, L->ssm_alpha, NULL, h);
+    alpha = graph_add(g, alpha, model_weight_leaf(g, L->ssm_dt_b)); /* softplus is the op's */
+    if (!qkv || !beta || !alpha) return NULL;
+    graph_tensor *gates = graph_concat(g, graph_reshape_3d(g, beta, H, 1, T), graph_reshape_3d(g, alpha, H, 1, T), 1);
+
+    graph_tensor *leaf = kv_cache_rs_leaf(g, b->kv, il);
+    qkv = conv_step(b, leaf, L->ssm_conv1d, qkv, il);
+    qkv = named(graph_silu(g, qkv), "dn_qkv", il);
+
+    const int64_t s_off = (K - 1) * QKV; /* the delta state after the conv state */
+    graph_tensor *state = state_view(b, leaf, s_off, Dv * Dk * H, 1);
+    state = state ? graph_reshape_4d(g, state, Dv, Dk, H, 1) : NULL;
+    gates = gates ? graph_reshape_4d(g, gates, H, 2, T, 1) : NULL;
+    graph_tensor *ys = named(graph_delta_net(g, state, qkv, gates, model_weight_leaf(g, L->ssm_a), hp->rms_eps,
+                                             1.0f / sqrtf((float)Dk), kv_tiled),
+                             "delta_net", il);
+    if (!ys) return NULL;
+    graph_cpy(g, graph_view_1d(g, ys, Dv * Dk * H, (uint64_t)(Dv * H * T) * f),
+              state_view(b, leaf, s_off, Dv * Dk * H, 1));
+    graph_tensor *y = graph_view_2d(g, ys, Dv, H * T, Dv * f, 0); /* [Dv, H*T] */
+    /* the gated RMS norm: each head's norm times the weight, times silu(z) */
+    y = graph_mul(g, graph_rms_norm(g, y, hp->rms_eps), model_weight_leaf(g, L->ssm_norm));
+    y = graph_swiglu(g, graph_reshape_2d(g, z, Dv, H * T), y);
+    y = named(graph_reshape_2d(g, y, Dv * H, T), "dn_y", il);
     return blk_linear(b, L->ssm_out, NULL, y);
 }

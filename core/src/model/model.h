@@ -94,11 +94,13 @@ typedef struct model_hparams {
     int32_t moe_gating;    /* MODEL_MOE_SOFTMAX (default) or MODEL_MOE_SIGMOID: router logits to probabilities */
     bool moe_norm_w;       /* the chosen experts' weights divided by their sum */
     float swiglu_alpha, swiglu_limit; /* gpt-oss: the experts' SwiGLU clamped (SWIGLU_OAI); limit 0: plain */
-    /* recurrent hybrids (lfm2, mamba2, granitehybrid): which blocks are
+    /* recurrent hybrids (lfm2, mamba2, granitehybrid, qwen35): which blocks are
      * recurrent (an attention.head_count_kv array's zeros; every block of an
      * architecture without attention), the convolution's width (lfm2:
      * shortconv.l_cache, mamba2: ssm.conv_kernel) and Mamba-2's sizes
-     * (ssm.inner_size, state_size, time_step_rank = heads, group_count) */
+     * (ssm.inner_size, state_size, time_step_rank = heads, group_count);
+     * qwen35's Gated DeltaNet reads the same keys: v heads of inner_size /
+     * time_step_rank, group_count q/k heads of state_size */
     bool layer_recurrent[MODEL_MAX_LAYERS];
     int32_t conv_kernel;
     int32_t ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
@@ -191,6 +193,9 @@ typedef struct model_layer {
     const model_weight *conv_in, *conv_w, *conv_out;         /* shortconv.in_proj, .conv, .out_proj */
     const model_weight *ssm_in, *ssm_conv1d, *ssm_conv1d_b;  /* Mamba-2 */
     const model_weight *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm, *ssm_out;
+    /* Gated DeltaNet (qwen35; q|k|v in wqkv): the output gate z, beta's and
+     * the decay's projections */
+    const model_weight *attn_gate, *ssm_beta, *ssm_alpha;
     bool swa;     /* attends through the sliding-window mask */
     bool no_rope; /* positions are not rotated in this layer (smollm3; bert's learned positions) */
 } model_layer;
@@ -290,6 +295,8 @@ enum {
     MODEL_SET_FFN = 1 << 4,        /* ffn_norm, ffn_gate, ffn_up, ffn_down; when hp.n_expert > 0
                                     * instead the router ffn_gate_inp, the experts ffn_{gate,up,down}_exps
                                     * and, when hp.n_ff_shexp > 0, the shared ffn_{gate,up,down}_shexp */
+    MODEL_SET_FFN_POST_ATTN_NORM = 1 << 5, /* with _FFN: the FFN's norm is named post_attention_norm
+                                            * (qwen35, qwen35moe) */
 };
 
 struct model_arch_desc {

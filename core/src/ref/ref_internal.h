@@ -87,5 +87,6 @@ tsr_status ref_op_sum_rows(const tsr_node *node);
 tsr_status ref_op_div(const tsr_node *node);
 tsr_status ref_op_ssm_conv(const tsr_node *node);
 tsr_status ref_op_ssm_scan(const tsr_node *node);
+tsr_status ref_op_delta_net(const tsr_node *node);
 
 #endif

@@ -95,3 +95,76 @@ tsr_status ref_op_ssm_scan(const tsr_node *node) {
     free(h);
     return TSR_OK;
 }
+
+/* The L2 norm of n floats of src1 from element i0 of column (t, s), as
+ * ggml_l2_norm divides: by max(norm, eps). */
+static double l2_div(const tsr_tensor *x, int64_t i0, int64_t n, int64_t t, int64_t s, double eps) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double v = f32_at(x, i0 + i, t, s, 0);
+        ss += v * v;
+    }
+    const double norm = sqrt(ss);
+    return norm > eps ? norm : eps;
+}
+
+/* DELTA_NET (ABI 1.5), the gated delta rule: state [Dv, Dk, H, S], qkv
+ * [2*Hk*Dk + H*Dv, T, S], gates [H, 2, T, S] (b, then a), A [H] or [1, H]
+ * -> dst [Dv*H*T*S + Dv*Dk*H*S]: y [Dv, H, T, S] then the final state.
+ * Per head the state S[i, n] (i < Dv, n < Dk) is carried in double:
+ *   S = exp(A softplus(a)) S;  u = sigmoid(b) (v - S k');  S += u k'^T;  y = S q'
+ * with q', k' the L2-normalised q and k (q' times scale). llama.cpp writes
+ * the same as ggml_l2_norm on q and k and its fused gated delta net op. */
+tsr_status ref_op_delta_net(const tsr_node *node) {
+    const tsr_tensor *st = node->src[0], *qkv = node->src[1], *gt = node->src[2], *a = node->src[3];
+    const tsr_tensor *dst = node->dst;
+    const tsr_delta_net_params p = tsr_delta_net_params_of(node);
+    const int64_t Dv = st->ne[0], Dk = st->ne[1], H = st->ne[2], S = st->ne[3], T = qkv->ne[1];
+    const int64_t Hk = (qkv->ne[0] - H * Dv) / (2 * Dk), per = H / Hk;
+    const int64_t y_elems = Dv * H * T * S;
+    double *m = malloc((size_t)(Dv * Dk + 2 * Dk + Dv) * sizeof *m);
+    if (!m) {
+        error_set("ref: DELTA_NET '%s': out of memory for a state of %lld", ref_node_label(node),
+                  (long long)(Dv * Dk));
+        return TSR_ERR_NO_MEMORY;
+    }
+    double *qn = m + Dv * Dk, *kn = qn + Dk, *u = kn + Dk;
+    uint8_t *out = ref_tensor_base(dst);
+    for (int64_t s = 0; s < S; s++)
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t j = p.kv_tiled ? h % Hk : h / per;
+            const int64_t q0 = j * Dk, k0 = Hk * Dk + j * Dk, v0 = 2 * Hk * Dk + h * Dv;
+            const double A = a->ne[0] == H ? f32_at(a, h, 0, 0, 0) : f32_at(a, 0, h, 0, 0);
+            for (int64_t n = 0; n < Dk; n++)
+                for (int64_t i = 0; i < Dv; i++) m[n * Dv + i] = f32_at(st, i, n, h, s);
+            for (int64_t t = 0; t < T; t++) {
+                const double qd = l2_div(qkv, q0, Dk, t, s, p.eps), kd = l2_div(qkv, k0, Dk, t, s, p.eps);
+                for (int64_t n = 0; n < Dk; n++) {
+                    qn[n] = f32_at(qkv, q0 + n, t, s, 0) / qd * p.scale;
+                    kn[n] = f32_at(qkv, k0 + n, t, s, 0) / kd;
+                }
+                const double decay = exp(A * softplus(f32_at(gt, h, 1, t, s)));
+                const double beta = 1.0 / (1.0 + exp(-(double)f32_at(gt, h, 0, t, s)));
+                for (int64_t i = 0; i < Dv; i++) {
+                    double sk = 0.0;
+                    for (int64_t n = 0; n < Dk; n++) sk += (m[n * Dv + i] *= decay) * kn[n];
+                    u[i] = beta * (f32_at(qkv, v0 + i, t, s, 0) - sk);
+                }
+                for (int64_t i = 0; i < Dv; i++) {
+                    double y = 0.0;
+                    for (int64_t n = 0; n < Dk; n++) y += (m[n * Dv + i] += kn[n] * u[i]) * qn[n];
+                    const float yf = (float)y;
+                    const int64_t iy = ((s * T + t) * H + h) * Dv + i;
+                    memcpy(out + iy * dst->nb[0], &yf, sizeof yf);
+                }
+            }
+            for (int64_t n = 0; n < Dk; n++)
+                for (int64_t i = 0; i < Dv; i++) {
+                    const float v = (float)m[n * Dv + i];
+                    const int64_t is = y_elems + ((s * H + h) * Dk + n) * Dv + i;
+                    memcpy(out + is * dst->nb[0], &v, sizeof v);
+                }
+        }
+    free(m);
+    return TSR_OK;
+}

@@ -57,6 +57,9 @@ static double node_flops(const tsr_node *n) {
     case TSR_OP_FLASH_ATTN: /* q.k and p.v over every key, per query head */
         return 4.0 * (double)n->src[0]->ne[0] * (double)n->src[1]->ne[1] * (double)n->src[0]->ne[1] *
                (double)n->src[0]->ne[2];
+    case TSR_OP_DELTA_NET: /* decay, S^T k, S += k u^T, S^T q: 7 per state element and token */
+        return 7.0 * (double)n->src[0]->ne[0] * (double)n->src[0]->ne[1] * (double)n->src[0]->ne[2] *
+               (double)n->src[1]->ne[1] * (double)n->src[1]->ne[2];
     case TSR_OP_RMS_NORM: case TSR_OP_NORM: case TSR_OP_SOFT_MAX: return 4.0 * out;
     case TSR_OP_ROPE: return 6.0 * out;
     case TSR_OP_GET_ROWS: case TSR_OP_CPY: case TSR_OP_CONCAT: case TSR_OP_NONE: return 0.0;

@@ -28,6 +28,8 @@ extern const model_arch_desc arch_gptoss;
 extern const model_arch_desc arch_lfm2;
 extern const model_arch_desc arch_mamba2;
 extern const model_arch_desc arch_granitehybrid;
+extern const model_arch_desc arch_qwen35;
+extern const model_arch_desc arch_qwen35moe;
 
 /* The llama graph (arch/llama.c): pre-norm blocks of attention and a SiLU-gated
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */
@@ -38,6 +40,10 @@ graph_tensor *arch_llama_build(model_build *b);
  * weights renormalised or not (norm_w); a family without a shared expert
  * ignores expert_shared_feed_forward_length, as llama.cpp does. */
 int arch_moe_family(model_hparams *hp, const model_hp_reader *r, bool norm_w, bool shared_expert);
+
+/* A required integer key of the recurrent families (arch/hybrid.c): "key
+ * '<arch>.<suffix>' not found (a <arch> file needs it)" when absent. */
+int arch_hp_need_int(const model_hp_reader *r, const char *suffix, int32_t *out);
 
 /* The post-norm encoders (arch/bert.c): their keys (never causal), their
  * tensors (learned positions: position_embd and no rope, bert; otherwise

@@ -24,16 +24,18 @@
 
 /* ------------------------------------------------------------ keys */
 
-static int need_int(const model_hp_reader *r, const char *suffix, int32_t *out) {
+int arch_hp_need_int(const model_hp_reader *r, const char *suffix, int32_t *out) {
     if (!model_hp_has(r, suffix))
         return error_set("%s: key '%s.%s' not found (a %s file needs it)", gguf_path(r->f), r->arch, suffix, r->arch);
     return model_hp_int(r, suffix, out);
 }
 
 static int mamba2_keys(model_hparams *hp, const model_hp_reader *r) {
-    if (need_int(r, "ssm.conv_kernel", &hp->conv_kernel) || need_int(r, "ssm.inner_size", &hp->ssm_d_inner) ||
-        need_int(r, "ssm.state_size", &hp->ssm_d_state) || need_int(r, "ssm.time_step_rank", &hp->ssm_n_head) ||
-        need_int(r, "ssm.group_count", &hp->ssm_n_group))
+    if (arch_hp_need_int(r, "ssm.conv_kernel", &hp->conv_kernel) ||
+        arch_hp_need_int(r, "ssm.inner_size", &hp->ssm_d_inner) ||
+        arch_hp_need_int(r, "ssm.state_size", &hp->ssm_d_state) ||
+        arch_hp_need_int(r, "ssm.time_step_rank", &hp->ssm_n_head) ||
+        arch_hp_need_int(r, "ssm.group_count", &hp->ssm_n_group))
         return -1;
     if (hp->ssm_d_inner % hp->ssm_n_head || hp->ssm_n_head % hp->ssm_n_group)
         return error_set("%s: %s.ssm.inner_size %d is not whole heads of ssm.time_step_rank %d in "
@@ -45,7 +47,7 @@ static int mamba2_keys(model_hparams *hp, const model_hp_reader *r) {
 }
 
 static int lfm2_hparams(model_hparams *hp, const model_hp_reader *r) {
-    if (need_int(r, "shortconv.l_cache", &hp->conv_kernel)) return -1;
+    if (arch_hp_need_int(r, "shortconv.l_cache", &hp->conv_kernel)) return -1;
     if (hp->conv_kernel < 2 || hp->conv_kernel > 64)
         return error_set("%s: lfm2.shortconv.l_cache %d is not 2..64", gguf_path(r->f), hp->conv_kernel);
     return 0;

@@ -84,6 +84,49 @@ c.check(rc == 0 and "--mmproj" in err, f"chat /image without --mmproj: {err!r}")
 rc, out, err = run(["chat", "-m", MODEL, "--image", IMG, "-p", "hi"])
 c.check(rc != 0 and "--mmproj" in err and not crashed(rc, err), f"chat --image without --mmproj: {err!r}")
 
+# Ultravox: --audio, the greedy text after the sound is llama.cpp's (up to
+# the first near-tie: a gap under 0.01 between its best two logits)
+UV = (os.path.join(build, "synth-ultravox-f32.gguf"), os.path.join(build, "mmproj-synth-ultravox-f32.gguf"))
+require(*UV)
+for secs in ["3", "31"]:
+    wav = os.path.join(tmp, f"tones{secs}.wav")
+    rc = os.system(f"python3 '{os.path.join(data, 'make_wav.py')}' '{wav}' {secs}")
+    c.check(rc == 0, f"make_wav.py {secs}: {rc}")
+    gold = json.load(open(os.path.join(data, f"synth-ultravox-tones{secs}.json")))
+    n = len(gold["greedy"])
+    for i, m in enumerate(gold["greedy_margin"]):
+        if m < 0.01:
+            n = i + 1  # this token is still llama.cpp's best, the next may not be
+            break
+    want = spell(gold["greedy"][:n], UV[0])
+    for dev in ["ref", "cpu-avx0"] if secs == "3" else ["cpu-avx0"]:
+        rc, out, err = run(["run", "-m", UV[0], "--mmproj", UV[1], "--audio", wav, "-p", "<__media__>Once upon a time",
+                            "-n", str(n), "--temp", "0", "-dev", dev, "--no-echo", "-c", "1024"])
+        if dev != "ref" and "cpu-avx0" in err and rc != 0:
+            continue
+        c.check(rc == 0, f"ultravox {secs} s {dev}: exit {rc}: {err}")
+        c.check(out.rstrip("\n") == want, f"ultravox {secs} s {dev}: {out!r} is not llama.cpp's {want!r}")
+WAV3 = os.path.join(tmp, "tones3.wav")
+with open(WAV3, "rb") as f:
+    wav = f.read()
+cutwav = os.path.join(tmp, "cut.wav")
+with open(cutwav, "wb") as f:
+    f.write(wav[: len(wav) // 2])
+UP = ["-m", UV[0], "-p", "hi", "--mmproj", UV[1]]
+for args, word in [
+    (["run"] + UP + ["--audio", cutwav], "cut.wav"),
+    (["run"] + UP + ["--image", IMG], "an image"),
+    (["run"] + P + ["--mmproj", PROJ, "--audio", WAV3], "a sound"),
+    (["run"] + UP + ["--audio", WAV3, "-c", "256"], "context"),
+]:
+    rc, out, err = run(args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    c.check(rc != 0 and not crashed(rc, err) and lines and word in lines[-1], f"{args}: exit {rc}, {err!r}")
+rc, out, err = run(["chat", "-m", UV[0], "--mmproj", UV[1], "--chat-template", "vicuna", "-n", "4", "--temp", "0",
+                    "-dev", "cpu-avx0", "-c", "1024", "--verbose"], stdin_text=f"/audio {WAV3}\nWhat is this?\n")
+c.check(rc == 0 and "attached to the next message" in out + err and "[audio: 375 positions" in err,
+        f"chat /audio: exit {rc}: {out!r} {err!r}")
+
 rc, out, err = run(["run", "--help"])
 c.check(rc == 0 and "--mmproj" in out and "--image" in out and "--no-mmproj-offload" in out, "run --help")
 rc, out, err = run(["chat", "--help"])

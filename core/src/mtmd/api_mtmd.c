@@ -10,6 +10,7 @@
 #include "media/media.h"
 #include "model/public.h"
 #include "mtmd/clip.h"
+#include "mtmd/clip_audio.h"
 #include "util/error.h"
 
 enum { MEDIA_MAX_BYTES = 256 << 20 };
@@ -22,14 +23,15 @@ struct tessera_media {
 };
 
 typedef struct cache_entry {
-    char hash[17];
+    char hash[28]; /* the medium's, ".N" for a sound's window N */
     float *rows;
     uint64_t used; /* last use, for eviction */
 } cache_entry;
 
 struct tessera_mtmd {
     const tessera_model *model;
-    clip_model *clip;
+    clip_model *clip;  /* a vision projector, or */
+    clip_audio *audio; /* an audio one */
     tessera_mtmd_params params;
     host_device *devices[TESSERA_MAX_DEVICES];
     int n_devices;
@@ -45,6 +47,7 @@ typedef struct chunk {
     tessera_token *tokens;
     int32_t n;
     const tessera_media *media;
+    int32_t part; /* a sound's 30 s window */
 } chunk;
 
 struct tessera_mtmd_chunks {
@@ -71,8 +74,13 @@ tessera_mtmd *tessera_mtmd_load(const tessera_model *model, const char *path, co
     mm->params = params ? *params : tessera_mtmd_default_params();
     if (mm->params.cache_size < 0 || mm->params.cache_size > 1024) mm->params.cache_size = 8;
     mm->n_embd = tessera_model_n_embd(model);
-    mm->clip = clip_model_load(path, mm->n_embd);
-    if (!mm->clip) goto fail;
+    if (clip_audio_probe(path)) {
+        mm->audio = clip_audio_load(path, mm->n_embd);
+        if (!mm->audio) goto fail;
+    } else {
+        mm->clip = clip_model_load(path, mm->n_embd);
+        if (!mm->clip) goto fail;
+    }
     /* the model's devices, or its CPU devices alone */
     for (int32_t i = 0; i < model->n_devices; i++) {
         host_device *d = model->devices[i];
@@ -99,14 +107,17 @@ void tessera_mtmd_free(tessera_mtmd *mm) {
     free(mm->cache);
     free(mm->uncached);
     clip_model_free(mm->clip);
+    clip_audio_free(mm->audio);
     free(mm);
 }
 
 bool tessera_mtmd_supports_vision(const tessera_mtmd *mm) { return mm && mm->clip; }
-bool tessera_mtmd_supports_audio(const tessera_mtmd *mm) { (void)mm; return false; }
-const char *tessera_mtmd_projector_type(const tessera_mtmd *mm) { return mm ? clip_projector_type(mm->clip) : ""; }
+bool tessera_mtmd_supports_audio(const tessera_mtmd *mm) { return mm && mm->audio; }
+const char *tessera_mtmd_projector_type(const tessera_mtmd *mm) {
+    return !mm ? "" : mm->audio ? clip_audio_projector_type(mm->audio) : clip_projector_type(mm->clip);
+}
 uint32_t tessera_mtmd_decode_flags(const tessera_mtmd *mm) {
-    return mm && clip_non_causal(mm->clip) ? TESSERA_DECODE_NON_CAUSAL : 0;
+    return mm && mm->clip && clip_non_causal(mm->clip) ? TESSERA_DECODE_NON_CAUSAL : 0;
 }
 
 /* ------------------------------------------------------------- media */
@@ -181,7 +192,9 @@ const char *tessera_media_hash(const tessera_media *m) { return m ? m->hash : ""
 
 int32_t tessera_mtmd_media_n_tokens(const tessera_mtmd *mm, const tessera_media *m) {
     if (!mm || !m) return -1;
-    if (m->kind != TESSERA_MEDIA_IMAGE) return -1;
+    if (m->kind == TESSERA_MEDIA_AUDIO)
+        return mm->audio ? clip_audio_n_chunks(mm->audio, m->audio.n_samples) * clip_audio_n_tokens(mm->audio) : -1;
+    if (!mm->clip) return -1;
     return clip_n_tokens(mm->clip, m->img.nx, m->img.ny);
 }
 
@@ -214,7 +227,7 @@ static int add_text(tessera_mtmd *mm, tessera_mtmd_chunks *ch, const char *text,
         free(t);
         return 0;
     }
-    ch->c[ch->n++] = (chunk){TESSERA_CHUNK_TEXT, t, got, NULL};
+    ch->c[ch->n++] = (chunk){TESSERA_CHUNK_TEXT, t, got, NULL, 0};
     return 0;
 }
 
@@ -233,8 +246,13 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
                   TESSERA_MEDIA_MARKER, n_media);
         return NULL;
     }
+    /* a sound is a chunk per 30 s window (libmtmd's) */
+    int64_t n_chunks = 2 * (int64_t)markers + 2;
+    for (int32_t k = 0; k < n_media; k++)
+        if (mm->audio && media[k] && media[k]->kind == TESSERA_MEDIA_AUDIO)
+            n_chunks += clip_audio_n_chunks(mm->audio, media[k]->audio.n_samples);
     tessera_mtmd_chunks *ch = calloc(1, sizeof *ch);
-    if (ch) ch->c = calloc((size_t)(2 * markers + 2), sizeof *ch->c);
+    if (ch) ch->c = calloc((size_t)n_chunks, sizeof *ch->c);
     if (!ch || !ch->c) {
         free(ch);
         error_set("mtmd tokenize: out of memory");
@@ -247,17 +265,23 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
         if (add_text(mm, ch, p, (size_t)(q - p), first && add_special, parse_special) != 0) goto fail;
         first = false;
         if (k == markers) break;
-        const char *begin = clip_media_begin(mm->clip), *end = clip_media_end(mm->clip);
+        const char *begin = mm->clip ? clip_media_begin(mm->clip) : "", *end = mm->clip ? clip_media_end(mm->clip) : "";
         if (add_text(mm, ch, begin, strlen(begin), false, true) != 0) goto fail;
         const tessera_media *m = media[k];
         int32_t n = tessera_mtmd_media_n_tokens(mm, m);
         if (!m || n < 0) {
-            error_set("mtmd tokenize: medium %d: %s this projector cannot take", k + 1,
-                      m && m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "missing, or one");
+            error_set("mtmd tokenize: medium %d: %s this projector (%s) cannot take", k + 1,
+                      !m ? "missing, or one" : m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "an image,",
+                      tessera_mtmd_projector_type(mm));
             goto fail;
         }
-        ch->c[ch->n++] = (chunk){m->kind == TESSERA_MEDIA_AUDIO ? TESSERA_CHUNK_AUDIO : TESSERA_CHUNK_IMAGE,
-                                 NULL, n, m};
+        if (m->kind == TESSERA_MEDIA_AUDIO) {
+            const int32_t parts = clip_audio_n_chunks(mm->audio, m->audio.n_samples);
+            for (int32_t j = 0; j < parts; j++)
+                ch->c[ch->n++] = (chunk){TESSERA_CHUNK_AUDIO, NULL, clip_audio_n_tokens(mm->audio), m, j};
+        } else {
+            ch->c[ch->n++] = (chunk){TESSERA_CHUNK_IMAGE, NULL, n, m, 0};
+        }
         if (add_text(mm, ch, end, strlen(end), false, true) != 0) goto fail;
         p = q + ml;
     }
@@ -311,16 +335,18 @@ int32_t tessera_mtmd_chunks_n_tokens(const tessera_mtmd_chunks *ch) {
 const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chunks *ch, int32_t i) {
     const chunk *c = chunk_at(ch, i);
     if (!mm || !c) return NULL;
-    if (c->type != TESSERA_CHUNK_IMAGE) {
-        error_set("mtmd encode: chunk %d is %s", i, c->type == TESSERA_CHUNK_TEXT ? "text" : "a sound");
+    if (c->type == TESSERA_CHUNK_TEXT) {
+        error_set("mtmd encode: chunk %d is text", i);
         return NULL;
     }
+    char key[sizeof mm->cache[0].hash];
+    snprintf(key, sizeof key, "%s.%d", c->media->hash, (int)c->part);
     mm->tick++;
     mm->last_ms = 0;
     cache_entry *slot = NULL;
     for (int32_t k = 0; mm->cache && k < mm->params.cache_size; k++) {
         cache_entry *e = &mm->cache[k];
-        if (e->rows && !strcmp(e->hash, c->media->hash)) {
+        if (e->rows && !strcmp(e->hash, key)) {
             e->used = mm->tick;
             return e->rows;
         }
@@ -332,7 +358,11 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
         return NULL;
     }
     clip_run run = {mm->devices, mm->n_devices, mm->params.n_threads, mm->params.explain, 0};
-    if (clip_encode(mm->clip, &run, &c->media->img, rows) != 0) {
+    const int rc = c->type == TESSERA_CHUNK_AUDIO
+                       ? clip_audio_encode(mm->audio, &run, c->media->audio.pcm, c->media->audio.n_samples, c->part,
+                                           rows)
+                       : clip_encode(mm->clip, &run, &c->media->img, rows);
+    if (rc != 0) {
         free(rows);
         return NULL;
     }
@@ -345,7 +375,7 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
     free(slot->rows);
     slot->rows = rows;
     slot->used = mm->tick;
-    memcpy(slot->hash, c->media->hash, sizeof slot->hash);
+    memcpy(slot->hash, key, sizeof slot->hash);
     return rows;
 }
 

@@ -127,8 +127,9 @@ TEST(embeddings_match_llama_cpp) {
         if (!devs[i]) continue;
         check_audio(devs[i], getenv("MM_WAV") ? getenv("MM_WAV") : t3,
                     getenv("MM_GOLD") ? getenv("MM_GOLD") : MM_DATA_DIR "/synth-ultravox-tones3.json", 0.9999);
-        /* 31 s: two 30 s windows, the second 1 s of sound and silence */
-        check_audio(devs[i], t31, MM_DATA_DIR "/synth-ultravox-tones31.json", 0.9999);
+        /* 31 s: two 30 s windows, the second 1 s of sound and silence (on
+         * the CPU devices: a window takes lavapipe some 45 s) */
+        if (!getenv("MM_DEVICES")) check_audio(devs[i], t31, MM_DATA_DIR "/synth-ultravox-tones31.json", 0.9999);
     }
     tessera_shutdown();
 }

@@ -3,8 +3,10 @@
  * synthetic mmproj against llama.cpp's libmtmd (the JSON files in tests/data/mm, made by
  * mtmd_ref.cpp from WAVs that make_wav.py writes; the test makes the same
  * WAVs): every row of every 30 s window within a cosine of llama.cpp's on ref
- * and the CPU plugin (MM_DEVICES: others); the log-mel features' invariants;
- * and the reader's errors on broken files.
+ * and the CPU plugin (MM_DEVICES: others); tessera_mtmd.h end to end (the
+ * chunks as mtmd_tokenize makes them, one per 30 s window; the logits after
+ * the prompt; greedy text up to near-ties; the cache); the log-mel
+ * features' invariants; and the reader's errors on broken files.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include <cJSON.h>
+#include <tessera/tessera_mtmd.h>
 
 #include "gguf/gguf.h"
 #include "harness.h"
@@ -134,6 +137,114 @@ TEST(embeddings_match_llama_cpp) {
     tessera_shutdown();
 }
 
+/* tessera_mtmd.h with the sound at wav against golden, on device. */
+static void check_api(const char *device, const char *wav, const char *gold) {
+    tessera_model *m = harness_model_load(MM_BUILD_DIR "/synth-ultravox-f32.gguf", device, NULL);
+    REQUIRE(m, "model");
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = 1024;
+    tessera_context *ctx = harness_context(m, &cp);
+    tessera_mtmd *mm = tessera_mtmd_load(m, MM_BUILD_DIR "/mmproj-synth-ultravox-f32.gguf", NULL);
+    REQUIRE(mm, "%s", tessera_last_error());
+    EXPECT_STR(tessera_mtmd_projector_type(mm), "ultravox", "projector");
+    EXPECT(tessera_mtmd_supports_audio(mm) && !tessera_mtmd_supports_vision(mm), "audio only");
+    EXPECT(tessera_mtmd_decode_flags(mm) == 0u, "a sound's rows are causal");
+    tessera_media *snd = tessera_media_from_file(wav);
+    REQUIRE(snd, "%s", tessera_last_error());
+    EXPECT(tessera_media_get_kind(snd) == TESSERA_MEDIA_AUDIO, "a sound");
+    char *text = slurp(gold);
+    REQUIRE(text, "%s", error_get());
+    cJSON *g = cJSON_Parse(text);
+    free(text);
+    REQUIRE(g, "%s: not JSON", gold);
+    cJSON *gch = cJSON_GetObjectItem(g, "chunks");
+    int n_audio = 0;
+    for (int i = 0; i < cJSON_GetArraySize(gch); i++)
+        if (cJSON_GetObjectItem(cJSON_GetArrayItem(gch, i), "embd"))
+            n_audio += cJSON_GetObjectItem(cJSON_GetArrayItem(gch, i), "n_tokens")->valueint;
+    EXPECT(tessera_mtmd_media_n_tokens(mm, snd) == n_audio, "cost %d vs llama.cpp's %d",
+           tessera_mtmd_media_n_tokens(mm, snd), n_audio);
+    tessera_mtmd_chunks *ch = tessera_mtmd_tokenize(mm, TESSERA_MEDIA_MARKER "Once upon a time", &snd, 1, true, true);
+    REQUIRE(ch, "%s", tessera_last_error());
+    EXPECT(tessera_mtmd_chunks_count(ch) == cJSON_GetArraySize(gch), "%d chunks vs llama.cpp's %d",
+           tessera_mtmd_chunks_count(ch), cJSON_GetArraySize(gch));
+    for (int i = 0; i < tessera_mtmd_chunks_count(ch) && i < cJSON_GetArraySize(gch); i++) {
+        cJSON *c = cJSON_GetArrayItem(gch, i), *toks = cJSON_GetObjectItem(c, "tokens");
+        if (toks) {
+            int32_t n;
+            const tessera_token *t = tessera_mtmd_chunk_tokens(ch, i, &n);
+            EXPECT(n == cJSON_GetArraySize(toks), "chunk %d: %d tokens vs %d", i, n, cJSON_GetArraySize(toks));
+            for (int k = 0; k < n && k < cJSON_GetArraySize(toks); k++)
+                EXPECT(t[k] == cJSON_GetArrayItem(toks, k)->valueint, "chunk %d token %d", i, k);
+        } else {
+            EXPECT(tessera_mtmd_chunk_type(ch, i) == TESSERA_CHUNK_AUDIO, "chunk %d is a window of the sound", i);
+            EXPECT(tessera_mtmd_chunk_n_tokens(ch, i) == cJSON_GetObjectItem(c, "n_tokens")->valueint, "rows");
+        }
+    }
+    int32_t n_past = 0;
+    EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
+    EXPECT(n_past == cJSON_GetObjectItem(g, "n_past")->valueint, "n_past %d", n_past);
+    const int n_vocab = tessera_model_n_vocab(m);
+    cJSON *l0 = cJSON_GetObjectItem(g, "logits0");
+    const float *lg = tessera_logits(ctx, -1);
+    REQUIRE(lg && l0 && cJSON_GetArraySize(l0) == n_vocab, "logits0");
+    double worst = 0;
+    for (int v = 0; v < n_vocab; v++) {
+        const double d = fabs(lg[v] - cJSON_GetArrayItem(l0, v)->valuedouble);
+        if (d > worst) worst = d;
+    }
+    EXPECT(worst < 2e-3, "logits after the prompt %.5f from llama.cpp's", worst);
+    cJSON *greedy = cJSON_GetObjectItem(g, "greedy"), *margin = cJSON_GetObjectItem(g, "greedy_margin");
+    int agreed = 0, n_greedy = cJSON_GetArraySize(greedy);
+    for (int i = 0; i < n_greedy; i++) {
+        lg = tessera_logits(ctx, -1);
+        REQUIRE(lg, "%s", tessera_last_error());
+        int best = 0;
+        for (int v = 1; v < n_vocab; v++)
+            if (lg[v] > lg[best]) best = v;
+        const int want = cJSON_GetArrayItem(greedy, i)->valueint;
+        if (best != want) { /* a near-tie in llama.cpp's logits may go either way: stop there */
+            const double gap = cJSON_GetArrayItem(margin, i)->valuedouble;
+            EXPECT(gap < 0.01, "greedy token %d: %d vs llama.cpp's %d (its margin %.4f)", i, best, want, gap);
+            break;
+        }
+        agreed++;
+        tessera_token t = best;
+        REQUIRE(tessera_decode(ctx, &t, 1, n_past++, 0) == 0, "%s", tessera_last_error());
+    }
+    printf("%s on %s: logits within %.5f of llama.cpp's, %d of %d greedy tokens as its\n", wav, device, worst,
+           agreed, n_greedy);
+    EXPECT(agreed >= 4, "only %d greedy tokens agree", agreed);
+    /* every window again: from the cache */
+    for (int i = 0; i < tessera_mtmd_chunks_count(ch); i++)
+        if (tessera_mtmd_chunk_type(ch, i) == TESSERA_CHUNK_AUDIO)
+            EXPECT(tessera_mtmd_encode_chunk(mm, ch, i) && tessera_mtmd_last_encode_ms(mm) == 0, "cached window %d", i);
+    EXPECT(tessera_mtmd_encode_chunk(mm, ch, 0) == NULL, "chunk 0 is text");
+    cJSON_Delete(g);
+    tessera_mtmd_chunks_free(ch);
+    tessera_media_free(snd);
+    tessera_mtmd_free(mm);
+    tessera_context_free(ctx);
+    tessera_model_free(m);
+}
+
+TEST(greedy_after_sound) {
+    if (!strstr(media_formats(), "wav")) harness_skip("built without libsndfile: no WAV decoder");
+    harness_host_start();
+    const char *dev = getenv("MM_DEVICES") ? getenv("MM_DEVICES") : harness_cpu_plugin() ? harness_cpu_plugin() : "ref";
+    if (!host_device_find(dev)) harness_skip("no device %s in this build or machine", dev);
+    char t3[1024], t31[1024];
+    snprintf(t3, sizeof t3, "%s/api3.wav", harness_tmpdir());
+    snprintf(t31, sizeof t31, "%s/api31.wav", harness_tmpdir());
+    make_wav(t3, "3");
+    check_api(dev, t3, MM_DATA_DIR "/synth-ultravox-tones3.json");
+    if (!getenv("MM_DEVICES")) {
+        make_wav(t31, "31");
+        check_api(dev, t31, MM_DATA_DIR "/synth-ultravox-tones31.json");
+    }
+    tessera_shutdown();
+}
+
 /* The features' invariants: a silent sound is flat at the floor ((-10 + 4)
  * / 4: log10 of 1e-10); a tone's energy lands in the mel bin of its
  * frequency; the max - 8 floor holds. */
@@ -223,5 +334,6 @@ TEST(broken_mmproj) {
     }
 }
 
-HARNESS_MAIN("clip_audio", HARNESS_TEST(embeddings_match_llama_cpp), HARNESS_TEST(log_mel_features),
+HARNESS_MAIN("clip_audio", HARNESS_TEST(embeddings_match_llama_cpp), HARNESS_TEST(greedy_after_sound),
+             HARNESS_TEST(log_mel_features),
              HARNESS_TEST(broken_mmproj))

@@ -113,7 +113,8 @@ int mel_compute(const mel_bank *b, const float *pcm, int64_t n, float *out) {
             in[i] = (double)pcm[j] * b->window[i];
         }
         fft(in, MEL_N_FFT, 1, spec, tw);
-        for (int k = 0; k < MEL_N_BINS; k++) power[k] = creal(spec[k]) * creal(spec[k]) + cimag(spec[k]) * cimag(spec[k]);
+        for (int k = 0; k < MEL_N_BINS; k++)
+            power[k] = creal(spec[k]) * creal(spec[k]) + cimag(spec[k]) * cimag(spec[k]);
         for (int m = 0; m < b->n_mel; m++) {
             const float *f = b->filters + (size_t)m * MEL_N_BINS;
             double e = 0;

@@ -4,7 +4,8 @@ part and /completion's multimodal_data give exactly the greedy text of
 `tessera run --mmproj ... --audio ...` on the same prompt (the chat
 template's, from /apply-template), through the official `openai` client too
 when it is importable (else that part is skipped and says so); hostile WAVs
-(truncated, a header that lies, noise after RIFF) are 400s naming the part
+(truncated, a header that lies, noise after RIFF, float samples that
+are NaN) are 400s naming the part
 and the next request is served; an image for this audio-only projector is a
 400; /props and /v1/models report audio.
 
@@ -51,6 +52,13 @@ def chat_body(wav_bytes, fmt="wav", text="Once upon a time"):
 def wav_header(n_bytes, rate=16000):
     return (b"RIFF" + struct.pack("<I", 36 + n_bytes) + b"WAVEfmt " +
             struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", n_bytes))
+
+
+def float_wav(samples):
+    """A 32-bit float WAV (format 3) of samples, NaN and infinities as given."""
+    data = b"".join(struct.pack("<f", v) for v in samples)
+    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " +
+            struct.pack("<IHHIIHH", 16, 3, 1, 16000, 64000, 4, 32) + b"data" + struct.pack("<I", len(data)) + data)
 
 
 def server():
@@ -111,7 +119,8 @@ def test_audio_requests():
         for name, bad in [("truncated", wav[: len(wav) // 3]),
                           ("lying header", wav_header(1 << 30) + pcm[:4000]),
                           ("noise after RIFF", b"RIFF" + os.urandom(3000)),
-                          ("zero-rate", wav_header(len(pcm), rate=0) + pcm)]:
+                          ("zero-rate", wav_header(len(pcm), rate=0) + pcm),
+                          ("NaN float", float_wav([0.1, float("nan"), float("inf")] * 1000))]:
             st, obj = srv.json("POST", "/v1/chat/completions", chat_body(bad))
             e = error_body(obj, name)
             expect(st == 400 and "messages[0].content[0]" in e["message"], "%s WAV: %d %r" % (name, st, e))

@@ -311,6 +311,11 @@ static const float *whole_mel(clip_audio *a, const float *pcm, int64_t n_samples
     const int32_t n_chunks = clip_audio_n_chunks(a, n_samples);
     const int64_t total = (int64_t)n_chunks * AUDIO_CHUNK_SAMPLES;
     *frames = mel_n_frames(total);
+    for (int64_t i = 0; i < n_samples; i++) /* a float WAV may carry them */
+        if (!isfinite(pcm[i])) {
+            error_set("sound: sample %lld (%.3f s) is not a finite number", (long long)i, (double)i / MEL_RATE);
+            return NULL;
+        }
     const uint64_t h = pcm_hash(pcm, n_samples);
     if (a->mel_all && a->mel_key == h && a->mel_n == n_samples) return a->mel_all;
     free(a->mel_all);

@@ -135,6 +135,8 @@ def test_audio_requests():
         st, obj = srv.json("POST", "/v1/chat/completions", chat_body(wav))
         expect(st == 200 and obj["choices"][0]["message"]["content"] == want_chat,
                "after the bad requests: %d %r" % (st, obj))
+        # the slot's cache reaches past the sound the second time (keyed by its content)
+        expect(obj["timings"]["prompt_n"] == 1, "the same sound again was not reused: %r" % obj["timings"])
 
         st, props = srv.json("GET", "/props")
         expect(st == 200 and props.get("modalities") == {"vision": False, "audio": True, "video": False},

@@ -309,7 +309,9 @@ static int32_t decode_chunks_from(chat_session *s, int32_t common) {
                 if (tessera_decode(s->ctx, t + from, cn - from, at + from, 0) != 0) return -1;
             } else {
                 const float *rows = tessera_mtmd_encode_chunk(s->mm, s->chunks, c);
-                if (!rows || tessera_decode_embd(s->ctx, rows, cn, at, tessera_mtmd_decode_flags(s->mm)) != 0)
+                int32_t gx, gy; /* the rows' grid (M-RoPE positions) */
+                if (!rows || tessera_mtmd_chunk_grid(s->mm, s->chunks, c, &gx, &gy) != 0 ||
+                    tessera_decode_embd_grid(s->ctx, rows, gx, gy, at, 0, tessera_mtmd_decode_flags(s->mm)) != 0)
                     return -1;
                 if (s->p->verbose)
                     fprintf(stderr, "[%s: %d positions, encoded in %.2f ms%s]\n",

@@ -5,7 +5,10 @@
  * test ("pp512": decode 512 random tokens in one call from an empty cache)
  * and each generation test ("tg128": decode 128 tokens one by one from an
  * empty cache) -r times after one untimed warm-up, and prints tokens/s as
- * mean ± sample standard deviation over the repetitions.
+ * mean ± sample standard deviation over the repetitions. With --mmproj and
+ * --image/--audio it also times the projector's encoder on each medium
+ * (the graph's time per encode, as llama-mtmd-cli prints "image slice
+ * encoded in N ms"), in a table of its own after the text tests.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include <tessera/tessera.h>
+#include <tessera/tessera_mtmd.h>
 
 #include "cli_opts.h"
 #include "cli_setup.h"
@@ -64,6 +68,15 @@ typedef struct bench_result {
     double ts_mean, ts_sd;
     double samples[64];
 } bench_result;
+
+/* One medium's encode times (--mmproj). */
+typedef struct media_result {
+    char model_name[256], media_name[256];
+    const char *devices;
+    int threads, nx, ny, n_tokens, reps;
+    double ms_mean, ms_sd;
+    double samples[64];
+} media_result;
 
 /* "512,1024" -> list; each value in [lo, hi]. */
 static int parse_int_list(const char *cmd, const char *flag, const char *s, int lo, int hi, int_list *out) {
@@ -189,8 +202,10 @@ static const cli_command bench_cmd = {
              "llama-bench does; with -d D both start with D tokens already in the\n"
              "context (\"pp512 @ d4096\"), filled before the timing. Results are\n"
              "mean ± standard deviation over the repetitions. Lists are\n"
-             "comma-separated and every combination is run.",
-    .groups = CLI_G_PLUGINS,
+             "comma-separated and every combination is run. With --mmproj and\n"
+             "--image/--audio, each medium's encode time (ms, the encoder graph's)\n"
+             "is measured too, in a table after the text tests.",
+    .groups = CLI_G_PLUGINS | CLI_G_MEDIA,
     .own = bench_own,
 };
 
@@ -216,6 +231,18 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     }
     if (o->models.n == 0) {
         fprintf(stderr, "tessera bench: -m MODEL is required (see 'tessera bench --help')\n");
+        return -1;
+    }
+    if (o->p.n_media > 0 && !o->p.mmproj) {
+        fprintf(stderr, "tessera bench: --image/--audio need --mmproj FILE (the projector that encodes them)\n");
+        return -1;
+    }
+    if (o->p.mmproj && o->p.n_media == 0) {
+        fprintf(stderr, "tessera bench: --mmproj: give the media to encode with --image FILE or --audio FILE\n");
+        return -1;
+    }
+    if (o->p.mmproj && o->out == OUT_CSV) {
+        fprintf(stderr, "tessera bench: --mmproj: encode times have no CSV columns; use -o md or -o json\n");
         return -1;
     }
     for (int i = 0; i < o->models.n; i++) {
@@ -489,6 +516,93 @@ static int bench_threads(const bench_opts *o, tessera_model *model, bench_result
     return rc;
 }
 
+/* ------------------------------------------------------------- media */
+
+static void summarize_ms(media_result *r) {
+    double sum = 0.0, sq = 0.0;
+    for (int i = 0; i < r->reps; i++) sum += r->samples[i];
+    r->ms_mean = sum / r->reps;
+    for (int i = 0; i < r->reps; i++) sq += (r->samples[i] - r->ms_mean) * (r->samples[i] - r->ms_mean);
+    r->ms_sd = r->reps > 1 ? sqrt(sq / (r->reps - 1)) : 0.0;
+}
+
+/* Encode each medium -r times (after one untimed encode) with threads
+ * threads; the projector keeps no cache, so every encode runs the graph. */
+static int bench_media(const bench_opts *o, tessera_model *model, const bench_result *proto, int threads,
+                       media_result *out, int *n_out) {
+    tessera_mtmd_params mp = tessera_mtmd_default_params();
+    mp.no_offload = o->p.no_mmproj_offload != 0;
+    mp.n_threads = threads;
+    mp.cache_size = 0;
+    tessera_mtmd *mm = tessera_mtmd_load(model, o->p.mmproj, &mp);
+    if (!mm) return fprintf(stderr, "tessera bench: --mmproj %s: %s\n", o->p.mmproj, tessera_last_error()), -1;
+    int rc = 0;
+    for (int32_t k = 0; k < o->p.n_media && rc == 0 && *n_out < MAX_LIST * MAX_LIST; k++) {
+        const char *flag = o->p.media_kind[k] == 'a' ? "--audio" : "--image";
+        tessera_media *media = tessera_media_from_file(o->p.media[k]);
+        tessera_mtmd_chunks *chunks = media ? tessera_mtmd_tokenize(mm, TESSERA_MEDIA_MARKER, &media, 1, false, true)
+                                            : NULL;
+        int32_t c = -1;
+        for (int32_t i = 0; chunks && i < tessera_mtmd_chunks_count(chunks); i++)
+            if (tessera_mtmd_chunk_type(chunks, i) != TESSERA_CHUNK_TEXT) c = i;
+        if (c < 0) {
+            fprintf(stderr, "tessera bench: %s %s: %s\n", flag, o->p.media[k], tessera_last_error());
+            rc = -1;
+        }
+        media_result r = {.devices = proto->devices, .threads = threads, .reps = o->reps};
+        snprintf(r.model_name, sizeof r.model_name, "%s", proto->model_name);
+        snprintf(r.media_name, sizeof r.media_name, "%s", base_name(o->p.media[k]));
+        if (rc == 0) {
+            r.nx = tessera_media_nx(media);
+            r.ny = tessera_media_ny(media);
+            r.n_tokens = tessera_mtmd_chunk_n_tokens(chunks, c);
+        }
+        for (int i = o->no_warmup ? 0 : -1; i < o->reps && rc == 0; i++) {
+            if (!tessera_mtmd_encode_chunk(mm, chunks, c)) {
+                fprintf(stderr, "tessera bench: %s %s: %s\n", flag, o->p.media[k], tessera_last_error());
+                rc = -1;
+            } else if (i >= 0) {
+                r.samples[i] = tessera_mtmd_last_encode_ms(mm);
+                if (o->p.verbose)
+                    fprintf(stderr, "bench: %s %s t=%d run %d: %.2f ms\n", r.model_name, r.media_name, threads, i + 1,
+                            r.samples[i]);
+            }
+        }
+        if (rc == 0) {
+            summarize_ms(&r);
+            out[(*n_out)++] = r;
+        }
+        tessera_mtmd_chunks_free(chunks);
+        tessera_media_free(media);
+    }
+    tessera_mtmd_free(mm);
+    return rc;
+}
+
+static void print_media(out_format fmt, const media_result *r, int n, int first_json) {
+    if (fmt == OUT_MD && n > 0) {
+        printf("%s| model | devices | threads | media | size | tokens | encode ms |\n"
+               "| --- | --- | ---: | --- | ---: | ---: | ---: |\n", first_json ? "" : "\n");
+        for (int i = 0; i < n; i++)
+            printf("| %s | %s | %d | %s | %dx%d | %d | %.2f ± %.2f |\n", r[i].model_name, r[i].devices, r[i].threads,
+                   r[i].media_name, r[i].nx, r[i].ny, r[i].n_tokens, r[i].ms_mean, r[i].ms_sd);
+    } else if (fmt == OUT_JSON) {
+        for (int i = 0; i < n; i++) {
+            printf("%s  {\"model\": ", first_json && i == 0 ? "[\n" : ",\n");
+            json_str(stdout, r[i].model_name);
+            printf(", \"devices\": ");
+            json_str(stdout, r[i].devices);
+            printf(", \"n_threads\": %d, \"test\": \"encode\", \"media\": ", r[i].threads);
+            json_str(stdout, r[i].media_name);
+            printf(", \"width\": %d, \"height\": %d, \"n_tokens\": %d, \"avg_ms\": %.4f, \"stddev_ms\": %.4f, "
+                   "\"samples_ms\": [", r[i].nx, r[i].ny, r[i].n_tokens, r[i].ms_mean, r[i].ms_sd);
+            for (int k = 0; k < r[i].reps; k++) printf("%s%.4f", k ? ", " : "", r[i].samples[k]);
+            printf("]}");
+        }
+    }
+    fflush(stdout);
+}
+
 int cmd_bench(int argc, char **argv) {
     bench_opts o;
     int prc = parse_args(argc, argv, &o);
@@ -499,6 +613,12 @@ int cmd_bench(int argc, char **argv) {
     if (o.devices.n == 0) o.devices = (str_list){1, {NULL}};
 
     int status = 0, first = 1;
+    media_result *media = o.p.mmproj ? calloc(MAX_LIST * MAX_LIST, sizeof *media) : NULL;
+    int n_media = 0;
+    if (o.p.mmproj && !media) {
+        fprintf(stderr, "tessera bench: out of memory\n");
+        return 1;
+    }
     md_cache_columns = o.cache_type[0] != TESSERA_KV_F16 || o.cache_type[1] != TESSERA_KV_F16 ||
                        o.flash_attn != TESSERA_FLASH_ATTN_OFF;
     for (int m = 0; m < o.models.n && !status; m++) {
@@ -531,13 +651,18 @@ int cmd_bench(int argc, char **argv) {
                 proto.flash_attn = o.flash_attn;
                 proto.use_mmap = o.mmap;
                 if (o.p.verbose) fprintf(stderr, "bench: %s: %s\n", proto.model_name, tessera_model_desc(model));
-                for (int t = 0; t < o.threads.n && !status; t++)
+                for (int t = 0; t < o.threads.n && !status; t++) {
                     if (bench_threads(&o, model, &proto, o.threads.v[t], &first) != 0) status = 1;
+                    else if (media && bench_media(&o, model, &proto, o.threads.v[t], media, &n_media) != 0) status = 1;
+                }
                 tessera_model_free(model);
                 if (tessera_aborted()) status = 130;
             }
         }
     }
+    print_media(o.out, media, n_media, first);
+    if (n_media > 0) first = 0;
+    free(media);
     if (o.out == OUT_JSON && !first) printf("\n]\n");
     else if (o.out == OUT_JSON && status == 0) printf("[]\n");
     tessera_shutdown();

@@ -681,6 +681,13 @@ int cmd_run(int argc, char **argv) {
     int rc = 1;
     if (cli_session_open(&s, cmd, &o.p) == 0) {
         o.p.context_shift = cli_context_shift_usable(cmd, &o.p, s.ctx);
+        if (o.grp_attn_n > 1 && !tessera_context_can_shift(s.ctx)) {
+            fprintf(stderr, "tessera run: --grp-attn-n: %s keeps a recurrent state, whose positions cannot be "
+                            "regrouped; Self-Extend needs a model of attention layers only\n", o.p.model);
+            cli_session_close(&s);
+            free(prompt);
+            return 1;
+        }
         run_counts cnt = {0};
         if (o.p.profile && tessera_context_set_profiling(s.ctx, true) > 0)
             fprintf(stderr, "tessera run: --profile: some devices cannot time their work (counted, not timed)\n");

@@ -814,12 +814,14 @@ static void slot_media_step(serve_engine *e, int32_t i) {
     pthread_mutex_unlock(&e->mu);
     const double t0 = serve_now_ms();
     if (!msg[0]) {
+        int32_t gx, gy; /* the rows' grid (M-RoPE positions) */
         const float *rows = tessera_mtmd_encode_chunk(e->p.mtmd, r->chunks, sp->chunk);
         if (!rows)
             snprintf(msg, sizeof msg, "encoding medium %d failed: %s", k, tessera_last_error());
         else if ((e->p.n_loras && tessera_context_set_loras(e->p.ctx, e->p.loras, lora, e->p.n_loras) != 0) ||
-                 tessera_decode_embd_seq(e->p.ctx, rows, sp->n, sp->start, i,
-                                         tessera_mtmd_decode_flags(e->p.mtmd)) != 0)
+                 tessera_mtmd_chunk_grid(e->p.mtmd, r->chunks, sp->chunk, &gx, &gy) != 0 ||
+                 tessera_decode_embd_grid(e->p.ctx, rows, gx, gy, sp->start, i,
+                                          tessera_mtmd_decode_flags(e->p.mtmd)) != 0)
             snprintf(msg, sizeof msg, "%s", decode_error(e));
         else if (last)
             slot_sample(e, i, tessera_logits(e->p.ctx, -1), o);

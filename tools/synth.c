@@ -50,6 +50,7 @@ enum { MOE_OPTIONAL = 1, MOE_ALWAYS = 2, MOE_SHARED = 4, MOE_EXP_FFN = 8, MOE_SH
 static const synth_arch synth_archs[] = {
     {"llama", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL, 0, 0},
     {"qwen2", 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen2vl", 1, 0, 0, 0, 0, 0, 0, 0, 0},
     {"qwen3", 0, 1, 0, 0, 1, 0, 0, 0, 0},
     {"gemma3", 0, 1, 1, 0, 1, 0, 0, 0, 0},
     {"phi3", 0, 0, 0, 1, 0, 0, 0, 0, 0},
@@ -120,7 +121,9 @@ static void usage(FILE *out) {
             "                        whole rows, experts, weights not renormalised),\n"
             "                        granitemoe (granite with experts), gpt-oss (attention\n"
             "                        sinks, biases, window 128 every other layer, YaRN 32,\n"
-            "                        MXFP4 experts whatever --type says)\n"
+            "                        MXFP4 experts whatever --type says), qwen2vl (qwen2\n"
+            "                        with M-RoPE: rope.dimension_sections splits the\n"
+            "                        rotated pairs 1/4, 3/8, 3/8 as Qwen2-VL's 16/24/24)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -966,6 +969,11 @@ static int write_metadata(gguf_writer *w, const synth_opts *o, int32_t file_type
              gguf_writer_set_f32(w, KEY("residual_scale"), 0.22f) ||
              gguf_writer_set_f32(w, KEY("attention.scale"), 1.0f / (float)o->head_dim) ||
              gguf_writer_set_f32(w, KEY("logit_scale"), 8.0f);
+    if (!rc && !strcmp(a, "qwen2vl")) { /* M-RoPE: Qwen2-VL's 16/24/24 of 64 pairs, scaled; no 4th */
+        const int32_t half = (int32_t)(o->rope_dims / 2), t = half / 4, h = (half - t) / 2;
+        const int32_t sec[4] = {t, h, half - t - h, 0};
+        rc = gguf_writer_set_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sec, 4);
+    }
     if (!rc && !strcmp(a, "mistral3")) { /* Ministral 3's rope_parameters, stretch 16 */
         const char *yarn = "yarn";
         rc = gguf_writer_set_str(w, KEY("rope.scaling.type"), yarn, strlen(yarn)) ||

@@ -26,6 +26,8 @@
 #include "synth_mmproj_audio.h"
 #include "util/error.h"
 
+#include "synth_mmproj_qwen2vl.h"
+
 typedef struct opts {
     const char *out;
     int dim, layers, heads, ffn, image, patch, proj, seed;
@@ -167,7 +169,10 @@ static void usage(FILE *fp) {
             "  -o, --out FILE      output path\n"
             "  --projector NAME    mlp (LLaVA-1.5: CLIP ViT, MLP projector; default),\n"
             "                      gemma3 (SigLIP ViT, 4x4 average pool, RMS norm,\n"
-            "                      input projection; the image size a multiple of 4 patches)\n"
+            "                      input projection; the image size a multiple of 4 patches),\n"
+            "                      qwen2vl_merger (Qwen2-VL: 2-D rope ViT, 2x2 merger),\n"
+            "                      qwen2.5vl_merger (Qwen2.5-VL: RMS norms, gated SiLU FFN,\n"
+            "                      window attention but in 2 blocks)\n"
             "  --dim N             encoder width (default 64)\n"
             "  --layers N          encoder blocks (default 2)\n"
             "  --heads N           attention heads (default 4)\n"
@@ -255,8 +260,22 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
+    if (!strcmp(o.projector, "qwen2vl_merger") || !strcmp(o.projector, "qwen2.5vl_merger")) {
+        if (o.patch < 1 || o.heads < 1 || o.dim % (4 * o.heads) || o.layers < 1) {
+            fprintf(stderr, "tessera-synth-mmproj: %s: the width must be a multiple of 4 x the head count\n",
+                    o.projector);
+            return 2;
+        }
+        if (synth_mmproj_qwen2vl(o.out, o.projector, o.dim, o.layers, o.heads, o.ffn, o.image, o.patch, o.proj,
+                                 o.seed) != 0) {
+            fprintf(stderr, "tessera-synth-mmproj: %s\n", error_get());
+            return 1;
+        }
+        return 0;
+    }
     if (strcmp(o.projector, "mlp") != 0 && strcmp(o.projector, "gemma3") != 0) {
-        fprintf(stderr, "tessera-synth-mmproj: --projector: '%s' is not one of: mlp, gemma3, ultravox\n",
+        fprintf(stderr, "tessera-synth-mmproj: --projector: '%s' is not one of: mlp, gemma3, qwen2vl_merger, "
+                        "qwen2.5vl_merger, ultravox\n",
                 o.projector);
         return 2;
     }

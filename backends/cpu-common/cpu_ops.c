@@ -40,6 +40,27 @@ static inline void row_index(const tsr_tensor *t, int64_t r, int64_t *i1, int64_
     *i3 = r / (t->ne[1] * t->ne[2]);
 }
 
+/* This thread's share of t's rows (split_range), in order, each with its
+ * (i1, i2, i3): for (row_iter it = rows_of(t, ith, nth); row_next(&it);). */
+typedef struct row_iter {
+    const tsr_tensor *t;
+    int64_t r, end;
+    int64_t i1, i2, i3;
+} row_iter;
+
+static inline row_iter rows_of(const tsr_tensor *t, int ith, int nth) {
+    row_iter it = {.t = t};
+    split_range(tensor_nrows(t), ith, nth, &it.r, &it.end);
+    it.r--;
+    return it;
+}
+
+static inline int row_next(row_iter *it) {
+    if (++it->r >= it->end) return 0;
+    row_index(it->t, it->r, &it->i1, &it->i2, &it->i3);
+    return 1;
+}
+
 /* ---------------------------------------------------------- elementwise */
 
 static inline float binary_one(int32_t op, float x, float y) {
@@ -51,11 +72,8 @@ static void op_binary(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
     const int32_t op = node->op;
-    int64_t lo, hi;
-    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i1, i2, i3;
-        row_index(a, r, &i1, &i2, &i3);
+    for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
+        const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         const uint8_t *rb = tensor_row(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
@@ -98,11 +116,8 @@ static void op_unary(const tsr_node *node, int ith, int nth) {
     tsr_tensor *d = node->dst;
     const tsr_scale_params sp = tsr_scale_params_of(node); /* SCALE's; unused by SILU and GELU */
     const float s = sp.scale, bias = sp.bias;
-    int64_t lo, hi;
-    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i1, i2, i3;
-        row_index(a, r, &i1, &i2, &i3);
+    for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
+        const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
         const int64_t n = a->ne[0];
@@ -131,11 +146,8 @@ static void op_unary(const tsr_node *node, int ith, int nth) {
 static void op_swiglu(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
-    int64_t lo, hi;
-    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i1, i2, i3;
-        row_index(a, r, &i1, &i2, &i3);
+    for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
+        const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
         const uint8_t *ra = tensor_row(a, i1, i2, i3), *rb = tensor_row(b, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
         if (a->nb[0] == 4 && b->nb[0] == 4 && d->nb[0] == 4) {
@@ -153,11 +165,8 @@ static void op_swiglu_oai(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
     const tsr_swiglu_oai_params p = tsr_swiglu_oai_params_of(node);
-    int64_t lo, hi;
-    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i1, i2, i3;
-        row_index(a, r, &i1, &i2, &i3);
+    for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
+        const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
         const uint8_t *ra = tensor_row(a, i1, i2, i3), *rb = tensor_row(b, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
         for (int64_t i = 0; i < a->ne[0]; i++) {
@@ -177,11 +186,8 @@ static void op_norm(const tsr_node *node, int ith, int nth) {
     tsr_tensor *d = node->dst;
     const float eps = tsr_norm_params_of(node).eps;
     const int64_t n = a->ne[0];
-    int64_t lo, hi;
-    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i1, i2, i3;
-        row_index(a, r, &i1, &i2, &i3);
+    for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
+        const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
         if (a->nb[0] == 4 && d->nb[0] == 4) { /* same sums, in ROW_LANES partial sums */
@@ -311,11 +317,8 @@ static void op_soft_max(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
     const int contiguous = a->nb[0] == 4 && d->nb[0] == 4 &&
                            (!mask || mask->nb[0] == tsr_dtype_block_bytes(mask->dtype));
-    int64_t lo, hi;
-    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i1, i2, i3;
-        row_index(a, r, &i1, &i2, &i3);
+    for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
+        const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         uint8_t *rd = tensor_row(d, i1, i2, i3);
         const uint8_t *rm = mask ? tensor_row(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : NULL;
@@ -365,11 +368,8 @@ static void op_get_rows(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     tsr_tensor *d = node->dst;
     const int64_t n = a->ne[0];
     float *tmp = (float *)(ex->work + (size_t)ith * ((size_t)n * 4 + 64));
-    int64_t lo, hi;
-    split_range(tensor_nrows(d), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i, j, k; /* dst row (i, j, k) */
-        row_index(d, r, &i, &j, &k);
+    for (row_iter it = rows_of(d, ith, nth); row_next(&it);) {
+        const int64_t i = it.i1, j = it.i2, k = it.i3; /* dst row (i, j, k) */
         int32_t row;
         memcpy(&row, tensor_ptr(idx) + i * idx->nb[0] + j * idx->nb[1] + k * idx->nb[2], 4);
         uint8_t *rd = tensor_row(d, i, j, k);
@@ -500,11 +500,8 @@ static void op_concat(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
     const int dim = tsr_concat_params_of(node).dim;
-    int64_t lo, hi;
-    split_range(tensor_nrows(d), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i[4];
-        row_index(d, r, &i[1], &i[2], &i[3]);
+    for (row_iter it = rows_of(d, ith, nth); row_next(&it);) {
+        int64_t i[4] = {0, it.i1, it.i2, it.i3};
         uint8_t *rd = tensor_row(d, i[1], i[2], i[3]);
         for (i[0] = 0; i[0] < d->ne[0]; i[0]++) {
             const tsr_tensor *s = a;
@@ -524,11 +521,8 @@ static void op_concat(const tsr_node *node, int ith, int nth) {
 static void op_argmax(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
-    int64_t lo, hi;
-    split_range(tensor_nrows(a), ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
-        int64_t i1, i2, i3;
-        row_index(a, r, &i1, &i2, &i3);
+    for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
+        const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
         const uint8_t *ra = tensor_row(a, i1, i2, i3);
         int32_t best = 0;
         float bv = ld(ra, 0, a->nb[0]);
@@ -540,7 +534,7 @@ static void op_argmax(const tsr_node *node, int ith, int nth) {
             }
         }
         int64_t e[4];
-        elem_index(d, r, e);
+        elem_index(d, it.r, e);
         memcpy(tensor_row(d, e[1], e[2], e[3]) + e[0] * d->nb[0], &best, 4);
     }
 }

@@ -512,8 +512,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 
 /* The router's own flags; every other is its children's. */
-static const char *const VALUE_FLAGS[] = {"--models-dir", "--models-preset", "--models-max", "--host",
-                                          "--port", "--api-key", NULL};
+static const char *const VALUE_FLAGS[] = {"--models-dir", "--models-preset", "--models-max", "--models-load-timeout",
+                                          "--host", "--port", "--api-key", NULL};
 
 static void usage(void) {
     printf("usage: tessera serve --models-dir DIR | --models-preset FILE [options] [child options]\n\n"
@@ -528,6 +528,8 @@ static void usage(void) {
            "  --models-max N          children at once (default 4; 0: no limit); past it the least\n"
            "                          recently used idle one stops\n"
            "  --no-models-autoload    requests for a model not loaded get 400 (POST /models/load first)\n"
+           "  --models-load-timeout N seconds a child may take to answer /health (default 600; 0: no\n"
+           "                          limit); past it the child is stopped and its requests get 503\n"
            "  --host ADDR --port N    where the router listens (default 127.0.0.1:8080)\n"
            "  --api-key KEY           require 'Authorization: Bearer KEY' (not for /health)\n"
            "Every other flag (-c, --parallel, --temp, ...) is passed to each child.\n");
@@ -548,7 +550,7 @@ static void router_free(router *r) {
 }
 
 int serve_router_main(int argc, char **argv) {
-    router r = {.host = "127.0.0.1", .port = 8080, .models_max = 4, .autoload = true};
+    router r = {.host = "127.0.0.1", .port = 8080, .models_max = 4, .load_timeout_s = 600, .autoload = true};
     r.child_args = calloc((size_t)argc + 1, sizeof *r.child_args);
     if (!r.child_args) return 1;
     for (int i = 1; i < argc; i++) {
@@ -590,14 +592,15 @@ int serve_router_main(int argc, char **argv) {
         else if (!strcmp(a, "--host")) r.host = v;
         else if (!strcmp(a, "--api-key")) r.api_key = v;
         else {
+            const long most = !strcmp(a, "--port") ? 65535 : !strcmp(a, "--models-load-timeout") ? 86400 : 1024;
             long n = strtol(v, &end, 10);
-            if (!*v || *end || n < 0 || n > (!strcmp(a, "--port") ? 65535 : 1024)) {
-                fprintf(stderr, "tessera serve: %s expects an integer (0..%d), got '%s'\n", a,
-                        !strcmp(a, "--port") ? 65535 : 1024, v);
+            if (!*v || *end || n < 0 || n > most) {
+                fprintf(stderr, "tessera serve: %s expects an integer (0..%ld), got '%s'\n", a, most, v);
                 free(r.child_args);
                 return 2;
             }
             if (!strcmp(a, "--port")) r.port = (int)n;
+            else if (!strcmp(a, "--models-load-timeout")) r.load_timeout_s = (int)n;
             else r.models_max = (int)n;
         }
     }

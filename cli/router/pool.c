@@ -160,6 +160,8 @@ static void *watch_main(void *arg) {
     char buf[8192];
     size_t len = 0;
     bool loading = true;
+    const long long started = router_now_ms();
+    long long stopped_at = 0; /* when a child too slow to load was sent SIGTERM */
     for (;;) {
         struct pollfd p = {.fd = w->fd, .events = POLLIN};
         int n = poll(&p, 1, 50);
@@ -169,7 +171,19 @@ static void *watch_main(void *arg) {
             len += (size_t)got;
             copy_lines(m, buf, &len, len == sizeof buf - 1);
         }
-        if (loading && healthy(w->port)) {
+        /* A child that neither answers nor ends (a hung load, a stalled
+         * disk) would hold its queue forever: stopped, then killed. */
+        if (loading && r->load_timeout_s > 0 && router_now_ms() - started > r->load_timeout_s * 1000LL) {
+            if (!stopped_at) {
+                fprintf(stderr, "tessera serve: router: %s did not answer /health within %d s "
+                                "(--models-load-timeout): stopping it\n", m->name, r->load_timeout_s);
+                kill(w->pid, SIGTERM);
+                stopped_at = router_now_ms();
+            } else if (router_now_ms() - stopped_at > 5000) {
+                kill(w->pid, SIGKILL);
+            }
+        }
+        if (loading && !stopped_at && healthy(w->port)) {
             loading = false;
             pthread_mutex_lock(&r->mu);
             if (m->gen == w->gen && m->state == ROUTER_LOADING) {

@@ -47,6 +47,7 @@ typedef struct router_model {
 typedef struct router {
     const char *models_dir, *preset, *api_key, *host;
     int port, models_max;
+    int load_timeout_s; /* a child not healthy by then is stopped (0: wait forever) */
     bool autoload;
     const char *self_exe;
     char **child_args; /* the command line's flags that are the children's */

@@ -254,7 +254,12 @@ static inline int tsr_chk_swiglu_oai_(tsr_checker_ *c) {
         return tsr_chk_fail_(c, "alpha = %g is not finite and > 0", (double)p.alpha);
     if (!(p.limit > 0.0f && p.limit <= 3.0e38f))
         return tsr_chk_fail_(c, "limit = %g is not finite and > 0", (double)p.limit);
-    return tsr_chk_swiglu_(c);
+    /* all F32, as plugin.h states (SWIGLU also takes F16 and BF16) */
+    const tsr_tensor *a = c->node->src[0], *b = c->node->src[1], *dst = c->node->dst;
+    if (tsr_chk_n_src_(c) || tsr_chk_f32_(c, a, "src0") || tsr_chk_f32_(c, b, "src1") || tsr_chk_f32_(c, dst, "dst") ||
+        tsr_chk_same_shape_(c, b, "src1", a) || tsr_chk_same_shape_(c, dst, "dst", a))
+        return -1;
+    return 0;
 }
 
 static inline int tsr_chk_mul_mat_(tsr_checker_ *c) {

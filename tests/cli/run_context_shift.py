@@ -7,7 +7,8 @@ into a loop: at least 30% distinct words (measured 0.36-0.40 for --keep 0,
 loop; that the shifted keys are right is test_kv_shift's proof (a shift
 without re-rotation writes made-up words here, distinct 0.66, which this
 ratio does not catch). tessera chat -p: 300 tokens through the shifts too.
-A recurrent hybrid turns the flag off with a warning.""" 
+A recurrent hybrid turns the flag off with a warning, and refuses
+--grp-attn-n (Self-Extend) with an error.""" 
 import os
 import re
 
@@ -64,6 +65,11 @@ if os.path.exists(lfm2):
                             "--temp", "0", "--context-shift"])
         c.check(rc == 0 and not crashed(rc, err) and "--context-shift is off" in err and "context full" in err,
                 f"{cmd} on lfm2 with --context-shift: rc {rc}: {err[-300:]!r}")
+    # Self-Extend regroups positions the state cannot: refused before any work.
+    rc, out, err = run(["run", "-m", lfm2, "-t", "1", "-p", "Once upon a time", "-n", "8", "-c", "64",
+                        "--temp", "0", "--grp-attn-n", "2", "--grp-attn-w", "16"])
+    c.check(rc == 1 and not crashed(rc, err) and "--grp-attn-n" in err and "recurrent state" in err and not out,
+            f"run on lfm2 with --grp-attn-n 2: rc {rc}: {err[-300:]!r}")
 else:
     print(f"run_context_shift: {lfm2} is not built: the hybrid case is skipped")
 

@@ -1,5 +1,6 @@
 """The keys of granite, mistral3, smollm3, the mixture-of-experts files
-(qwen3moe, olmoe, granitemoe, llama with experts) and the recurrent hybrids:
+(qwen3moe, olmoe, granitemoe, llama with experts), qwen2vl's M-RoPE sections
+and the recurrent hybrids:
 each missing, malformed
 or out-of-range key is one clear error naming the key (a non-zero exit, not
 a crash), and the keys change the numbers they should (a model differs when

@@ -1,8 +1,11 @@
-"""tessera run with --mmproj and --image on the synthetic LLaVA and Gemma 3
-pairs: the greedy text after the image is llama.cpp's (libmtmd's greedy ids
-of tests/data/mm/synth-llava-sq56.json and synth-gemma3-sq224.json, spelled
-with the model's own vocabulary); and the media flags' errors: one clear line naming the flag or
-the file, a non-zero exit, no crash."""
+"""tessera run with --mmproj and --image on the synthetic LLaVA, Gemma 3 and
+Qwen2.5-VL pairs: the greedy text after the image is llama.cpp's (libmtmd's
+greedy ids of tests/data/mm/synth-llava-sq56.json, synth-gemma3-sq224.json
+and synth-qwen2vl-sq224.json / -wide.json, spelled
+with the model's own vocabulary), and after a sound with --audio on the
+Ultravox pair (synth-ultravox-tones3.json, -tones31.json); and the media
+flags' errors: one clear line naming the flag or the file, a non-zero exit,
+no crash."""
 import json
 import os
 import re
@@ -35,7 +38,13 @@ def spell(ids, model=MODEL):
 G3 = (os.path.join(build, "synth-gemma3-f32.gguf"), os.path.join(build, "mmproj-synth-gemma3-f32.gguf"),
       os.path.join(data, "sq224.png"), "synth-gemma3-sq224.json")
 require(*G3[:3])
-for model, proj, img, golden in [(MODEL, PROJ, IMG, "synth-llava-sq56.json"), G3]:
+# Qwen2.5-VL: M-RoPE grid positions, the text after the image (prompt and
+# every generated token) turned from t0 + max(cells across, down)
+Q2M, Q2P = os.path.join(build, "synth-qwen2vl-f32.gguf"), os.path.join(build, "mmproj-synth-qwen2vl-f32.gguf")
+Q2 = [(Q2M, Q2P, os.path.join(data, "sq224.png"), "synth-qwen2vl-sq224.json"),
+      (Q2M, Q2P, os.path.join(data, "wide300.png"), "synth-qwen2vl-wide.json")]
+require(Q2M, Q2P)
+for model, proj, img, golden in [(MODEL, PROJ, IMG, "synth-llava-sq56.json"), G3] + Q2:
     gold = json.load(open(os.path.join(data, golden)))
     want = spell(gold["greedy"], model)
     for dev in ["ref", "cpu-avx0"]:
@@ -83,6 +92,24 @@ rc, out, err = run(["chat", "-m", MODEL, "--chat-template", "vicuna", "-dev", "r
 c.check(rc == 0 and "--mmproj" in err, f"chat /image without --mmproj: {err!r}")
 rc, out, err = run(["chat", "-m", MODEL, "--image", IMG, "-p", "hi"])
 c.check(rc != 0 and "--mmproj" in err and not crashed(rc, err), f"chat --image without --mmproj: {err!r}")
+
+# bench: each image's encode time, every repetition an encode of the graph
+# (no cache), beside the text tests or alone
+rc, out, err = run(["bench", "-m", MODEL, "--mmproj", PROJ, "--image", IMG, "--image", G3[2], "-p", "0", "-n", "0",
+                    "-t", "1", "-r", "2", "-o", "json", "-dev", "ref"])
+rows = json.loads(out) if rc == 0 else []
+c.check(rc == 0 and [r["media"] for r in rows] == ["sq56.png", "sq224.png"] and
+        all(r["test"] == "encode" and r["n_tokens"] == 16 and len(r["samples_ms"]) == 2 and
+            all(ms > 0 for ms in r["samples_ms"]) for r in rows) and
+        (rows[0]["width"], rows[0]["height"]) == (56, 56), f"bench --mmproj -o json: exit {rc}: {out!r} {err!r}")
+rc, out, err = run(["bench", "-m", MODEL, "--mmproj", PROJ, "--image", IMG, "-p", "8", "-n", "2", "-t", "1", "-r", "1"])
+c.check(rc == 0 and "| pp8 |" in out and "encode ms" in out and "| sq56.png | 56x56 | 16 |" in out,
+        f"bench --mmproj with text tests: exit {rc}: {out!r} {err!r}")
+for args, word in [(["--image", IMG], "--mmproj"), (["--mmproj", PROJ], "--image"),
+                   (["--mmproj", PROJ, "--image", IMG, "-o", "csv"], "CSV"),
+                   (["--mmproj", PROJ, "--image", cut], "cut.png")]:
+    rc, out, err = run(["bench", "-m", MODEL, "-p", "0", "-n", "0", "-r", "1"] + args)
+    c.check(rc != 0 and not crashed(rc, err) and word in err, f"bench {args}: exit {rc}: {err!r}")
 
 # Ultravox: --audio, the greedy text after the sound is llama.cpp's (up to
 # the first near-tie: a gap under 0.01 between its best two logits)

@@ -1,5 +1,5 @@
 /*
- * clip: the LLaVA-style and Gemma 3 encoders of synthetic mmproj files against
+ * clip: the LLaVA-style, Gemma 3 and Qwen2.5-VL encoders of synthetic mmproj files against
  * llama.cpp's libmtmd (the JSON files in tests/data/mm, made by its mtmd_ref.cpp): the
  * image's embedding rows within cosine 0.9999 of llama.cpp's on ref and on
  * the CPU plugin; and the mmproj reader's errors on broken files.
@@ -129,6 +129,15 @@ TEST(embeddings_match_llama_cpp) {
         check_image(devs[i], g3, MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-gemma3-sq224.json", 0.99999);
         /* 300x180: padded with black, then resized (bilinear) */
         check_image(devs[i], g3, MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-gemma3-wide.json", 0.996);
+        /* Qwen2.5-VL: 224x224 is 8x8 cells as it is (64 rows, 2x2 windows of
+         * 4x4 cells); 300x180 is 11x6 cells (66 rows), scaled into 308x168
+         * keeping its aspect and padded */
+        const char *q2 = MM_BUILD_DIR "/mmproj-synth-qwen2vl-f32.gguf";
+        check_image(devs[i], q2, MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-qwen2vl-sq224.json", 0.99999);
+        check_image(devs[i], q2, MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-qwen2vl-wide.json", 0.9998);
+        /* Qwen2-VL: LayerNorms, quick-GELU FFN, every block full attention */
+        check_image(devs[i], MM_BUILD_DIR "/mmproj-synth-qwen2vl1-f32.gguf", MM_DATA_DIR "/sq224.png",
+                    MM_DATA_DIR "/synth-qwen2vl1-sq224.json", 0.99999);
     }
     tessera_shutdown();
 }
@@ -147,6 +156,10 @@ TEST(broken_mmproj) {
         {"gemma3", NULL, "mm.input_projection.weight", "mm.input_projection.weight"},
         {"gemma3", "v.post_ln.weight", NULL, "v.post_ln.weight"},
         {"gemma3", NULL, "v.position_embd.weight", "v.position_embd.weight"},
+        {"qwen2vl", "clip.vision.n_wa_pattern", NULL, "clip.vision.n_wa_pattern"},
+        {"qwen2vl", "v.blk.2.ffn_gate.weight", NULL, "v.blk.2.ffn_gate.weight"},
+        {"qwen2vl", NULL, "v.blk.1.attn_k.weight", "v.blk.1.attn_k.weight"},
+        {"qwen2vl", NULL, "v.blk.0.attn_q.bias", "v.blk.0.attn_q.bias"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char src[512];
@@ -196,6 +209,31 @@ TEST(broken_mmproj) {
     clip_model_free(c);
     c = clip_model_load(MM_BUILD_DIR "/mmproj-synth-gemma3-f32.gguf", 64);
     EXPECT_ERROR(c == NULL, error_get(), "not this model's mmproj", "gemma3 width mismatch");
+    c = clip_model_load(MM_BUILD_DIR "/mmproj-synth-qwen2vl-f32.gguf", 64);
+    EXPECT_ERROR(c == NULL, error_get(), "not this model's mmproj", "qwen2vl width mismatch");
 }
 
-HARNESS_MAIN("clip", HARNESS_TEST(embeddings_match_llama_cpp), HARNESS_TEST(broken_mmproj))
+/* Qwen2-VL's dynamic resolution: the cells libmtmd gave these image sizes
+ * (its chunks' nx, ny through mtmd_image_tokens_get_nx/_ny; min 8 cells,
+ * max 4096, tests/data/mm/README.md). */
+TEST(qwen2vl_grid) {
+    clip_model *c = clip_model_load(MM_BUILD_DIR "/mmproj-synth-qwen2vl-f32.gguf", 128);
+    REQUIRE(c, "%s", error_get());
+    static const int32_t cases[][4] = {
+        {300, 180, 11, 6}, {224, 224, 8, 8}, {40, 30, 4, 3},       {64, 64, 3, 3},       {42, 42, 3, 3},
+        {70, 50, 4, 3},    {100, 20, 7, 2},  {20, 100, 2, 7},      {2400, 1600, 78, 52}, {4000, 3000, 73, 55},
+        {3000, 200, 107, 7},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int32_t gx, gy;
+        clip_grid(c, cases[k][0], cases[k][1], &gx, &gy);
+        EXPECT(gx == cases[k][2] && gy == cases[k][3], "%dx%d: %dx%d cells, llama.cpp %dx%d", cases[k][0],
+               cases[k][1], gx, gy, cases[k][2], cases[k][3]);
+        EXPECT(clip_n_tokens(c, cases[k][0], cases[k][1]) == cases[k][2] * cases[k][3], "%dx%d: rows",
+               cases[k][0], cases[k][1]);
+    }
+    clip_model_free(c);
+}
+
+HARNESS_MAIN("clip", HARNESS_TEST(embeddings_match_llama_cpp), HARNESS_TEST(broken_mmproj),
+             HARNESS_TEST(qwen2vl_grid))

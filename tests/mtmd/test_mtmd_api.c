@@ -36,7 +36,7 @@ static int run_golden(const char *family, const char *devices, const char *image
     char model_path[512], proj_path[512];
     snprintf(model_path, sizeof model_path, "%s/synth-%s-f32.gguf", MM_BUILD_DIR, family);
     snprintf(proj_path, sizeof proj_path, "%s/mmproj-synth-%s-f32.gguf", MM_BUILD_DIR, family);
-    const bool gemma3 = !strcmp(family, "gemma3");
+    const bool gemma3 = !strcmp(family, "gemma3"), qwen = !strcmp(family, "qwen2vl");
     tessera_model *m = harness_model_load(model_path, devices, NULL);
     REQUIRE(m, "model");
     tessera_context_params cp = tessera_context_default_params();
@@ -44,11 +44,10 @@ static int run_golden(const char *family, const char *devices, const char *image
     tessera_context *ctx = harness_context(m, &cp);
     tessera_mtmd *mm = tessera_mtmd_load(m, proj_path, NULL);
     REQUIRE(mm, "%s", tessera_last_error());
-    EXPECT_STR(tessera_mtmd_projector_type(mm), gemma3 ? "gemma3" : "mlp", "projector");
+    EXPECT_STR(tessera_mtmd_projector_type(mm), gemma3 ? "gemma3" : qwen ? "qwen2.5vl_merger" : "mlp", "projector");
     EXPECT(tessera_mtmd_decode_flags(mm) == (gemma3 ? TESSERA_DECODE_NON_CAUSAL : 0u), "decode flags");
     tessera_media *img = tessera_media_from_file(image);
     REQUIRE(img, "%s", tessera_last_error());
-    EXPECT(tessera_mtmd_media_n_tokens(mm, img) == 16, "cost %d", tessera_mtmd_media_n_tokens(mm, img));
     tessera_mtmd_chunks *ch = tessera_mtmd_tokenize(mm, TESSERA_MEDIA_MARKER "Once upon a time", &img, 1, true, true);
     REQUIRE(ch, "%s", tessera_last_error());
     cJSON *g = golden(gold);
@@ -56,6 +55,7 @@ static int run_golden(const char *family, const char *devices, const char *image
     cJSON *gch = cJSON_GetObjectItem(g, "chunks");
     EXPECT(tessera_mtmd_chunks_count(ch) == cJSON_GetArraySize(gch), "%d chunks vs %d",
            tessera_mtmd_chunks_count(ch), cJSON_GetArraySize(gch));
+    int pos_skip = 0; /* rows the cache counts that libmtmd's positions do not */
     for (int i = 0; i < tessera_mtmd_chunks_count(ch) && i < cJSON_GetArraySize(gch); i++) {
         cJSON *c = cJSON_GetArrayItem(gch, i);
         cJSON *toks = cJSON_GetObjectItem(c, "tokens");
@@ -66,9 +66,17 @@ static int run_golden(const char *family, const char *devices, const char *image
             for (int k = 0; k < n && k < cJSON_GetArraySize(toks); k++)
                 EXPECT(t[k] == cJSON_GetArrayItem(toks, k)->valueint, "chunk %d token %d", i, k);
         } else {
+            /* its cost before encoding, and the positions it moves text on
+             * by (libmtmd's n_pos: a qwen grid's longer side) */
+            const int n_tok = cJSON_GetObjectItem(c, "n_tokens")->valueint, n_pos = cJSON_GetObjectItem(c, "n_pos")->valueint;
             EXPECT(tessera_mtmd_chunk_type(ch, i) == TESSERA_CHUNK_IMAGE, "chunk %d is the image", i);
-            EXPECT(tessera_mtmd_chunk_n_tokens(ch, i) == cJSON_GetObjectItem(c, "n_tokens")->valueint,
-                   "image rows");
+            EXPECT(tessera_mtmd_chunk_n_tokens(ch, i) == n_tok, "image rows");
+            EXPECT(tessera_mtmd_media_n_tokens(mm, img) == n_tok, "cost %d", tessera_mtmd_media_n_tokens(mm, img));
+            int32_t gx = 0, gy = 0;
+            EXPECT(tessera_mtmd_chunk_grid(mm, ch, i, &gx, &gy) == 0, "%s", tessera_last_error());
+            EXPECT(gx * gy == n_tok && (gx > gy ? gx : gy) == n_pos, "grid %dx%d: %d rows, llama.cpp's n_pos %d",
+                   gx, gy, n_tok, n_pos);
+            pos_skip += n_tok - n_pos;
         }
     }
     int32_t n_past = 0;
@@ -77,6 +85,7 @@ static int run_golden(const char *family, const char *devices, const char *image
             int32_t nt, cn = tessera_mtmd_chunk_n_tokens(ch, i);
             const tessera_token *t = tessera_mtmd_chunk_tokens(ch, i, &nt);
             const float *rows = t ? NULL : tessera_mtmd_encode_chunk(mm, ch, i);
+            /* qwen2vl: the rows at plain 1-D positions, not their grid's */
             EXPECT((t ? tessera_decode(ctx, t, cn, n_past, 0) : tessera_decode_embd(ctx, rows, cn, n_past, 0)) == 0,
                    "%s", tessera_last_error());
             n_past += cn;
@@ -84,7 +93,8 @@ static int run_golden(const char *family, const char *devices, const char *image
     } else {
         EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
     }
-    EXPECT(n_past == cJSON_GetObjectItem(g, "n_past")->valueint, "n_past %d", n_past);
+    EXPECT(n_past - pos_skip == cJSON_GetObjectItem(g, "n_past")->valueint, "n_past %d (%d in libmtmd's positions)",
+           n_past, n_past - pos_skip);
     cJSON *greedy = cJSON_GetObjectItem(g, "greedy"), *margin = cJSON_GetObjectItem(g, "greedy_margin");
     int n_vocab = tessera_model_n_vocab(m), agreed = 0;
     cJSON *l0 = cJSON_GetObjectItem(g, "logits0");
@@ -98,7 +108,7 @@ static int run_golden(const char *family, const char *devices, const char *image
         }
         *logit_err = worst;
         printf("%s on %s%s: logits after the prompt within %.5f of llama.cpp's\n", image, devices,
-               causal_media ? " (image rows causal)" : "", worst);
+               causal_media ? (qwen ? " (image rows at 1-D positions)" : " (image rows causal)") : "", worst);
     }
     for (int i = 0; i < cJSON_GetArraySize(greedy); i++) {
         const float *lg = tessera_logits(ctx, -1);
@@ -119,7 +129,8 @@ static int run_golden(const char *family, const char *devices, const char *image
         REQUIRE(tessera_decode(ctx, &t, 1, n_past++, 0) == 0, "%s", tessera_last_error());
     }
     printf("%s on %s%s: %d of %d greedy tokens as llama.cpp's\n", image, devices,
-           causal_media ? " (image rows causal)" : "", agreed, cJSON_GetArraySize(greedy));
+           causal_media ? (qwen ? " (image rows at 1-D positions)" : " (image rows causal)") : "", agreed,
+           cJSON_GetArraySize(greedy));
     if (!causal_media) EXPECT(agreed >= 8, "only %d greedy tokens agree", agreed);
     /* the same image again: from the cache, the same rows */
     int img_chunk = 1;
@@ -201,5 +212,109 @@ TEST(errors) {
     tessera_shutdown();
 }
 
+TEST(greedy_after_image_qwen2vl) {
+    if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
+    harness_host_start();
+    /* the rows at their grid's M-RoPE positions and text after them at
+     * t0 + max(cells across, down), as libmtmd: its logits; and measurably
+     * not those of rows at plain 1-D positions */
+    double err = 1e9, err_flat = 0, err_wide = 1e9;
+    run_golden("qwen2vl", "ref", MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-qwen2vl-sq224.json", false, &err);
+    run_golden("qwen2vl", "ref", MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-qwen2vl-sq224.json", true, &err_flat);
+    EXPECT(err < 2e-3, "logits %.5f from llama.cpp's", err);
+    EXPECT(err_flat > 10 * err, "1-D positions: logits %.5f from llama.cpp's (grid: %.5f)", err_flat, err);
+    /* 300x180: 11x6 cells, text on 11 positions past the image's first */
+    run_golden("qwen2vl", "ref", MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-qwen2vl-wide.json", false, &err_wide);
+    EXPECT(err_wide < 2e-2, "wide: logits %.5f from llama.cpp's", err_wide);
+    const char *cpu = harness_cpu_plugin();
+    if (cpu) {
+        run_golden("qwen2vl", cpu, MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-qwen2vl-sq224.json", false, &err);
+        EXPECT(err < 2e-3, "%s: logits %.5f from llama.cpp's", cpu, err);
+        run_golden("qwen2vl", cpu, MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-qwen2vl-wide.json", false,
+                   &err_wide);
+        EXPECT(err_wide < 2e-2, "%s: wide: logits %.5f from llama.cpp's", cpu, err_wide);
+    }
+    tessera_shutdown();
+}
+
+/* The rope offset an image grid leaves (model/mrope.c) follows the cache:
+ * rewinding to just after the image keeps it, rewinding to before the
+ * image drops it, and what would carry it wrong (moving positions, saving
+ * the sequence's state) is refused by name. */
+static void last_logits(tessera_context *ctx, float *out, int n) {
+    const float *lg = tessera_logits(ctx, -1);
+    REQUIRE(lg, "%s", tessera_last_error());
+    memcpy(out, lg, (size_t)n * sizeof *out);
+}
+
+static double max_diff(const float *a, const float *b, int n) {
+    double d = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs(a[i] - b[i]) > d) d = fabs(a[i] - b[i]);
+    return d;
+}
+
+TEST(qwen2vl_positions_follow_the_cache) {
+    if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
+    harness_host_start();
+    tessera_model *m = harness_model_load(MM_BUILD_DIR "/synth-qwen2vl-f32.gguf", "ref", NULL);
+    REQUIRE(m, "model");
+    tessera_context_params cp = tessera_context_default_params();
+    cp.n_ctx = 256;
+    tessera_context *ctx = harness_context(m, &cp), *plain = harness_context(m, &cp);
+    tessera_mtmd *mm = tessera_mtmd_load(m, MM_BUILD_DIR "/mmproj-synth-qwen2vl-f32.gguf", NULL);
+    REQUIRE(mm, "%s", tessera_last_error());
+    tessera_media *img = tessera_media_from_file(MM_DATA_DIR "/wide300.png");
+    REQUIRE(img, "%s", tessera_last_error());
+    tessera_mtmd_chunks *ch = tessera_mtmd_tokenize(mm, "A" TESSERA_MEDIA_MARKER "Once upon a time", &img, 1, true, true);
+    REQUIRE(ch && tessera_mtmd_chunks_count(ch) == 3, "chunks");
+    const int nv = tessera_model_n_vocab(m);
+    float *l1 = malloc((size_t)nv * sizeof(float)), *l2 = malloc((size_t)nv * sizeof(float));
+    int32_t n0, n2, n_past = 0;
+    const tessera_token *t0 = tessera_mtmd_chunk_tokens(ch, 0, &n0), *t2 = tessera_mtmd_chunk_tokens(ch, 2, &n2);
+    const int32_t n_img = tessera_mtmd_chunk_n_tokens(ch, 1);
+    EXPECT(n_img == 66, "11x6 cells: %d rows", n_img);
+    EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
+    EXPECT(n_past == n0 + n_img + n2, "n_past %d", n_past);
+    last_logits(ctx, l1, nv);
+    /* back to the last prompt token: the image's offset holds */
+    EXPECT(tessera_decode(ctx, t2 + n2 - 1, 1, n_past - 1, 0) == 0, "%s", tessera_last_error());
+    last_logits(ctx, l2, nv);
+    EXPECT(max_diff(l1, l2, nv) < 1e-4, "re-decoded after the image: %.6f apart", max_diff(l1, l2, nv));
+    /* back to before the image: the text goes on at plain positions, as in
+     * a context that never saw it */
+    EXPECT(tessera_decode(ctx, t2, n2, n0, 0) == 0, "%s", tessera_last_error());
+    last_logits(ctx, l1, nv);
+    tessera_token *both = malloc((size_t)(n0 + n2) * sizeof *both);
+    memcpy(both, t0, (size_t)n0 * sizeof *both);
+    memcpy(both + n0, t2, (size_t)n2 * sizeof *both);
+    EXPECT(tessera_decode(plain, both, n0 + n2, 0, 0) == 0, "%s", tessera_last_error());
+    last_logits(plain, l2, nv);
+    EXPECT(max_diff(l1, l2, nv) < 1e-4, "rewound before the image: %.6f from plain text", max_diff(l1, l2, nv));
+    /* with the image again: moving positions and saving state are refused */
+    EXPECT(tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past) == 0, "%s", tessera_last_error());
+    EXPECT_ERROR(tessera_seq_add(ctx, 0, n0 + n_img, n_past, 5) != 0, tessera_last_error(), "M-RoPE", "move");
+    size_t len = 0;
+    void *st = tessera_state_save(ctx, 0, NULL, 0, NULL, &len);
+    EXPECT_ERROR(st == NULL, tessera_last_error(), "M-RoPE", "state save");
+    free(st);
+    /* and gone with the sequence */
+    EXPECT(tessera_seq_remove(ctx, 0, 0) == 0, "%s", tessera_last_error());
+    st = tessera_state_save(ctx, 0, NULL, 0, NULL, &len);
+    EXPECT(st != NULL, "state save of an emptied sequence: %s", tessera_last_error());
+    free(st);
+    free(both);
+    free(l1);
+    free(l2);
+    tessera_mtmd_chunks_free(ch);
+    tessera_media_free(img);
+    tessera_mtmd_free(mm);
+    tessera_context_free(plain);
+    tessera_context_free(ctx);
+    tessera_model_free(m);
+    tessera_shutdown();
+}
+
 HARNESS_MAIN("mtmd_api", HARNESS_TEST(greedy_after_image), HARNESS_TEST(greedy_after_image_gemma3),
+             HARNESS_TEST(greedy_after_image_qwen2vl), HARNESS_TEST(qwen2vl_positions_follow_the_cache),
              HARNESS_TEST(errors))

@@ -2,7 +2,10 @@
 `chromium`) loads it from `tessera serve` with SmolLM2-135M-Instruct, a
 message is typed into the box and sent with Enter, and the answer must
 stream in (several SSE chunks) and answer the question; a screenshot is
-written to the build directory (serve_page.png). Chromium is driven over
+written to the build directory (serve_page.png); a dropped image is refused
+on the page without --mmproj. With the synthetic LLaVA pair (--mmproj), an
+image dropped and one pasted go with the next message and reach the model
+(serve_page_images.png). Chromium is driven over
 its DevTools protocol with a small WebSocket client from the standard
 library. Skipped (77) when chromium is not installed."""
 import base64
@@ -23,6 +26,13 @@ CACHE = os.environ.get("TESSERA_MODEL_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tessera", "models")
 SMOL = os.path.join(CACHE, "SmolLM2-135M-Instruct.Q4_1.gguf")
 OUT = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", tempfile.gettempdir()), "serve_page.png")
+OUT_IMAGES = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", tempfile.gettempdir()), "serve_page_images.png")
+MTMD = sys.argv[1] if len(sys.argv) > 1 else ""  # the build's tests/mtmd: the synthetic LLaVA pair
+DATA = sys.argv[2] if len(sys.argv) > 2 else ""  # tests/data/mm: its images
+LLAVA = os.path.join(MTMD, "synth-llava-f32.gguf")
+LLAVA_PROJ = os.path.join(MTMD, "mmproj-synth-llava-f32.gguf")
+SQ = os.path.join(DATA, "sq56.png")
+WIDE = os.path.join(DATA, "wide.png")
 
 
 class DevTools:
@@ -116,51 +126,106 @@ def start_chromium(profile):
     raise Failure("chromium did not start its DevTools endpoint")
 
 
+class Page:
+    """Chromium showing the page of srv, driven over DevTools."""
+
+    def __init__(self, srv):
+        self.profile = tempfile.mkdtemp(prefix="tessera-chromium-")
+        self.proc, port = start_chromium(self.profile)
+        try:
+            targets = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=30))
+            page = next(t for t in targets if t.get("type") == "page")
+            self.dt = DevTools(page["webSocketDebuggerUrl"])
+            self.dt.call("Page.enable")
+            self.dt.call("Page.navigate", url="http://127.0.0.1:%d/" % srv.port)
+            self.wait("document.readyState === 'complete'", 60, "the page did not load")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def eval(self, expr):
+        return self.dt.eval(expr)
+
+    def wait(self, expr, secs, what):
+        deadline = time.time() + secs
+        while time.time() < deadline:
+            if self.eval(expr):
+                return
+            time.sleep(0.2)
+        raise Failure(what)
+
+    def type_and_enter(self, text):
+        """Type the message and press Enter, as a person does."""
+        self.eval("document.getElementById('input').focus()")
+        self.dt.call("Input.insertText", text=text)
+        for kind in ("keyDown", "keyUp"):
+            self.dt.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13,
+                         nativeVirtualKeyCode=13, text="\r" if kind == "keyDown" else "")
+
+    def last_exchange(self, secs=240):
+        """The last user and assistant messages once the reply is complete
+        (or an error shows)."""
+        deadline = time.time() + secs
+        state = {}
+        while time.time() < deadline:
+            state = self.eval("""(() => {
+                const us = document.querySelectorAll('.msg.user'), as = document.querySelectorAll('.msg.assistant');
+                const u = us[us.length - 1], a = as[as.length - 1];
+                return {user: u ? u.textContent : '', user_images: u ? u.querySelectorAll('img').length : 0,
+                        text: a ? a.textContent : '', done: a ? a.dataset.done === '1' : false,
+                        chunks: Number(document.getElementById('messages').dataset.chunks),
+                        prompt_tokens: Number(document.getElementById('messages').dataset.promptTokens || 0),
+                        status: document.getElementById('status').textContent,
+                        error: (document.querySelector('.msg.error') || {}).textContent || ''};
+            })()""") or {}
+            if state.get("done") or state.get("error"):
+                break
+            time.sleep(0.3)
+        return state
+
+    def give_file(self, how, path, mime):
+        """Drop or paste a file on the page, as the browser hands it over: a
+        File in a DataTransfer on a drop or paste event."""
+        with open(path, "rb") as f:
+            data = base64.b64encode(f.read()).decode()
+        event = ("new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})" if how == "drop" else
+                 "new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true})")
+        target = "document.getElementById('messages')" if how == "drop" else "document.getElementById('input')"
+        self.eval("""(() => {
+            const bytes = Uint8Array.from(atob('%s'), (c) => c.charCodeAt(0));
+            const dt = new DataTransfer();
+            dt.items.add(new File([bytes], '%s', {type: '%s'}));
+            %s.dispatchEvent(%s);
+        })()""" % (data, os.path.basename(path), mime, target, event))
+
+    def screenshot(self, out):
+        shot = self.dt.call("Page.captureScreenshot", format="png")
+        with open(out, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        print("screenshot: " + out)
+        with open(out, "rb") as f:
+            png = f.read()
+        expect(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, "screenshot is not a PNG")
+
+
 def test_page():
     # -n 256: a sampled 135M model may ramble to the end of its context,
     # over 4 minutes under the sanitizers (it did once); the page shows a
     # reply cut at 256 tokens as complete all the same.
     with Server("-m", SMOL, "-c", "2048", "-np", "1", "-n", "256") as srv:
-        profile = tempfile.mkdtemp(prefix="tessera-chromium-")
-        proc, port = start_chromium(profile)
+        page = Page(srv)
         try:
-            targets = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=30))
-            page = next(t for t in targets if t.get("type") == "page")
-            dt = DevTools(page["webSocketDebuggerUrl"])
-            dt.call("Page.enable")
-            dt.call("Page.navigate", url="http://127.0.0.1:%d/" % srv.port)
-            deadline = time.time() + 60
-            while time.time() < deadline and dt.eval("document.readyState") != "complete":
-                time.sleep(0.2)
             # The model name comes from /v1/models.
-            deadline = time.time() + 30
-            while time.time() < deadline and "SmolLM2" not in (dt.eval("document.getElementById('model').textContent") or ""):
-                time.sleep(0.2)
-            expect("SmolLM2" in dt.eval("document.getElementById('model').textContent"), "page shows no model name")
-            # Type the question and press Enter, as a person does.
-            dt.eval("document.getElementById('input').focus()")
-            dt.call("Input.insertText", text="What is the capital of France?")
-            for kind in ("keyDown", "keyUp"):
-                dt.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13,
-                        nativeVirtualKeyCode=13, text="\r" if kind == "keyDown" else "")
-            deadline = time.time() + 240
-            state = {}
-            while time.time() < deadline:
-                state = dt.eval("""(() => {
-                    const a = document.querySelector('.msg.assistant');
-                    return {user: (document.querySelector('.msg.user') || {}).textContent || '',
-                            text: a ? a.textContent : '', done: a ? a.dataset.done === '1' : false,
-                            chunks: Number(document.getElementById('messages').dataset.chunks),
-                            status: document.getElementById('status').textContent,
-                            error: (document.querySelector('.msg.error') || {}).textContent || ''};
-                })()""") or {}
-                if state.get("done") or state.get("error"):
-                    break
-                time.sleep(0.3)
-            shot = dt.call("Page.captureScreenshot", format="png")
-            with open(OUT, "wb") as f:
-                f.write(base64.b64decode(shot["data"]))
-            print("screenshot: " + OUT)
+            page.wait("(document.getElementById('model').textContent || '').includes('SmolLM2')", 30,
+                      "page shows no model name")
+            page.type_and_enter("What is the capital of France?")
+            state = page.last_exchange()
+            page.screenshot(OUT)
             expect(state.get("user") == "What is the capital of France?", "the message was not sent: %r" % state)
             expect(not state.get("error"), "the page shows an error: %r" % state)
             expect(state.get("done"), "no complete answer: %r" % state)
@@ -169,27 +234,68 @@ def test_page():
             expect(len(state.get("text", "").strip()) > 0, "the answer is empty: %r" % state)
             expect(state.get("chunks", 0) > 1, "the answer did not stream (one chunk): %r" % state)
             expect("tokens/s" in state.get("status", ""), "no speed under the answer: %r" % state)
-            with open(OUT, "rb") as f:
-                png = f.read()
-            expect(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, "screenshot is not a PNG")
+            # No --mmproj: the page has no Attach button, and a dropped image
+            # is refused on the page, saying why, not sent.
+            expect(page.eval("document.getElementById('attach').hidden") is True, "Attach shown without --mmproj")
+            page.give_file("drop", SQ, "image/png")
+            page.wait("!!document.querySelector('.msg.error')", 10, "a dropped image without --mmproj: no error")
+            err = page.eval("document.querySelector('.msg.error').textContent")
+            expect("--mmproj" in err and "sq56.png" in err, "the refusal: %r" % err)
         finally:
-            proc.kill()
-            proc.wait()
-            shutil.rmtree(profile, ignore_errors=True)
+            page.close()
     log = "".join(srv.stderr_lines)
     expect("GET / 200" in log and "POST /v1/chat/completions 200" in log, "the request log lacks the page's requests")
+
+
+def test_page_images():
+    """--mmproj: an image dropped and one pasted reach the model: the prompt
+    grows by the image's embedding rows, the user's message shows them, and
+    the reply completes; a follow-up keeps them in the conversation."""
+    with Server("-m", LLAVA, "--mmproj", LLAVA_PROJ, "-c", "1024", "-np", "1", "-n", "8") as srv:
+        page = Page(srv)
+        try:
+            page.wait("document.body.dataset.modalities && document.body.dataset.modalities.includes('vision')",
+                      30, "the page did not read vision from /props")
+            expect(page.eval("document.getElementById('attach').hidden") is False, "no Attach button with --mmproj")
+            page.type_and_enter("Describe it.")
+            plain = page.last_exchange(120)
+            expect(plain.get("done") and not plain.get("error"), "a text message: %r" % plain)
+            page.eval("document.getElementById('clear').click()")
+            page.give_file("drop", SQ, "image/png")
+            page.wait("document.getElementById('attached').dataset.count === '1'", 10, "the dropped image is not shown")
+            page.give_file("paste", WIDE, "image/png")
+            page.wait("document.getElementById('attached').dataset.count === '2'", 10, "the pasted image is not shown")
+            page.type_and_enter("Describe it.")
+            state = page.last_exchange(120)
+            page.screenshot(OUT_IMAGES)
+            expect(not state.get("error"), "the page shows an error: %r" % state)
+            expect(state.get("done") and state.get("user_images") == 2, "the message with two images: %r" % state)
+            expect(state.get("prompt_tokens", 0) > plain.get("prompt_tokens", 0) + 2,
+                   "the images did not reach the prompt: %d tokens with, %d without" %
+                   (state.get("prompt_tokens", 0), plain.get("prompt_tokens", 0)))
+            expect(page.eval("document.getElementById('attached').dataset.count") == "0",
+                   "the attachments were not cleared after sending")
+            page.type_and_enter("And now?")
+            more = page.last_exchange(120)
+            expect(more.get("done") and not more.get("error") and more.get("prompt_tokens", 0) > state["prompt_tokens"],
+                   "the follow-up without the images in the conversation: %r" % more)
+        finally:
+            page.close()
 
 
 if __name__ == "__main__":
     check_env()
     if not (shutil.which("chromium") or shutil.which("chromium-browser")):
         skip("chromium is not installed (Debian package 'chromium'; scripts/setup.sh installs it)")
-    if not os.path.exists(SMOL):
-        print("FAIL: %s is missing: run scripts/fetch-models.sh" % SMOL)
-        sys.exit(1)
-    try:
-        test_page()
-        print("ok   the chat page streams an answer in Chromium")
-    except Failure as ex:
-        print("FAIL page: %s" % ex)
-        sys.exit(1)
+    for f in (SMOL, LLAVA, LLAVA_PROJ, SQ, WIDE):
+        if not os.path.exists(f):
+            print("FAIL: %s is missing (scripts/fetch-models.sh; the build makes the LLaVA pair)" % f)
+            sys.exit(1)
+    for what, test in (("the chat page streams an answer in Chromium", test_page),
+                       ("images dropped and pasted into the page reach the model", test_page_images)):
+        try:
+            test()
+            print("ok   " + what)
+        except Failure as ex:
+            print("FAIL %s: %s" % (what, ex))
+            sys.exit(1)

@@ -4,7 +4,8 @@ a directory, each served by its own child started on first use. Checks the
 /models statuses, the HF-style ORG/REPO:QUANT name of a file two directories
 down, unload, LRU eviction with --models-max 1, unknown and missing model
 names, a streamed chat through the router, a killed child reported (failed,
-exit_code) and started again on next use, --no-models-autoload, the preset
+exit_code) and started again on next use, a hung load stopped by
+--models-load-timeout, --no-models-autoload, the preset
 and its reload, --api-key, and that no child outlives the router."""
 import os
 import signal
@@ -134,6 +135,25 @@ def test_stream_and_killed_child():
         expect(s["value"] == "loaded" and "failed" not in s, "restarted: %r" % s)
 
 
+def test_load_timeout():
+    """A child whose load hangs (its model file a FIFO no one writes: open(2)
+    blocks) is stopped after --models-load-timeout, the waiting request gets
+    a 503, the model reads failed, and the others still load."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = models_dir(tmp)
+        os.mkfifo(os.path.join(d, "hang.gguf"))
+        with Router("--models-dir", d, "--models-load-timeout", "2") as r:
+            t0 = time.time()
+            st, obj = r.chat("hang")
+            took = time.time() - t0
+            expect(st == 503 and took < 30, "a hung load: %d after %.1f s: %r" % (st, took, obj))
+            expect(r.wait_log(lambda l: "--models-load-timeout" in l and "hang" in l), "no timeout line in the log")
+            s = r.wait_status("hang", "unloaded", 10)
+            expect(s.get("failed") is True, "hung child's status: %r" % s)
+            st, obj = r.chat("stories260K")
+            expect(st == 200, "another model after the timeout: %d %r" % (st, obj))
+
+
 def test_no_autoload_api_key():
     with tempfile.TemporaryDirectory() as tmp, \
             Router("--models-dir", models_dir(tmp), "--no-models-autoload", "--api-key", "sk-r") as r:
@@ -208,6 +228,7 @@ if __name__ == "__main__":
     main([("lazy load, /models, LRU, unload", test_lazy_lru_unload),
           ("bad model names", test_bad_names),
           ("stream, killed child restarted", test_stream_and_killed_child),
+          ("a hung load stopped by --models-load-timeout", test_load_timeout),
           ("no autoload, api key", test_no_autoload_api_key),
           ("preset and reload", test_preset_reload),
           ("SIGTERM lets a running request finish", test_sigterm_drains)])

@@ -108,6 +108,8 @@ static PyMethodDef mod_methods[] = {
     {"version", mod_version, METH_NOARGS, "the engine's version"},
     {"json_schema_to_gbnf", mod_schema_gbnf, METH_VARARGS, "the GBNF grammar of a JSON Schema"},
     {"gguf_metadata", pyt_gguf_metadata, METH_VARARGS, "a GGUF file's scalar and string metadata"},
+    {"log_flush", pyt_log_flush, METH_NOARGS, "hand the engine's waiting log lines to logging now"},
+    {"log_detach", pyt_log_detach, METH_NOARGS, "stop passing the engine's log to logging (atexit)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -138,6 +140,7 @@ PyMODINIT_FUNC PyInit__tessera(void) {
     if (PyModule_AddObject(m, "Projector", (PyObject *)&pyt_projector_type) < 0) goto fail;
     Py_INCREF(&pyt_chunks_type);
     if (PyModule_AddObject(m, "Chunks", (PyObject *)&pyt_chunks_type) < 0) goto fail;
+    if (pyt_log_attach() < 0) goto fail;
     return m;
 fail:
     Py_DECREF(m);

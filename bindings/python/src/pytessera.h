@@ -21,6 +21,11 @@ extern PyObject *pyt_error;
 /* Raise pyt_error with "what: <engine message>" (what may be NULL); NULL. */
 PyObject *pyt_raise(const char *what);
 
+/* log.c: the engine's log lines to logging.getLogger("tessera"). */
+int pyt_log_attach(void);
+PyObject *pyt_log_flush(PyObject *self, PyObject *unused);
+PyObject *pyt_log_detach(PyObject *self, PyObject *unused);
+
 typedef struct {
     PyObject_HEAD
     tessera_model *model;

@@ -11,7 +11,14 @@
 A thin layer over the engine's C API (the _tessera extension module);
 decoding releases the GIL, so several threads may generate at once, each
 with its own context (Model does that for you, one Session per thread).
+
+The engine's warnings (and, with TESSERA_VERBOSE=1 or 2, its info and debug
+lines) go to the logger "tessera" of Python's logging, which like any
+library's has only a NullHandler until the application configures logging
+(logging.basicConfig() shows them on stderr).
 """
+import atexit as _atexit
+import logging as _logging
 import os as _os
 
 try:
@@ -28,6 +35,8 @@ from ._model import Model, Session, Stream, ModelNotFoundError  # noqa: E402
 from ._llama import Llama  # noqa: E402  (llama-cpp-python's class; tessera.llama_cpp has the rest)
 
 TesseraError = _tessera.TesseraError
+_logging.getLogger("tessera").addHandler(_logging.NullHandler())
+_atexit.register(_tessera.log_detach)
 __version__ = _tessera.version()
 
 __all__ = ["Model", "Session", "Stream", "TesseraError", "ModelNotFoundError", "devices", "__version__"]

@@ -849,8 +849,9 @@ void tessera_spec_stats_reset(tessera_spec *spec);
 /* Sequence seq's positions in [p0, p1) (p1 < 0: to the end) move by delta
  * (llama.cpp's seq_add; a position moved below 0 is forgotten), or become
  * pos / d (seq_div), their cached keys turned (RoPE) to the new positions.
- * Errors: a bad range or divisor, a cache with a sliding-window cell set;
- * on a failed computation the sequence is cleared. */
+ * Errors: a bad range or divisor, a cache with a sliding-window cell set
+ * or a recurrent state (tessera_context_can_shift is false); on a failed
+ * computation the sequence is cleared. */
 int tessera_seq_add(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t delta);
 int tessera_seq_div(tessera_context *ctx, int32_t seq, int32_t p0, int32_t p1, int32_t d);
 

@@ -115,6 +115,13 @@ int32_t tessera_mtmd_chunks_n_tokens(const tessera_mtmd_chunks *chunks);
 const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chunks *chunks, int32_t i);
 /* Milliseconds the last encode spent in the encoder graph (0: cached). */
 double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm);
+/* The grid a medium's rows form (across, down; row order) for
+ * tessera_decode_embd_grid: a dynamic-resolution projector's cells
+ * (qwen2vl_merger, qwen2.5vl_merger), else n_tokens x 1. 0, or -1 with an
+ * error. */
+int tessera_mtmd_media_grid(const tessera_mtmd *mm, const tessera_media *media, int32_t *nx, int32_t *ny);
+int tessera_mtmd_chunk_grid(const tessera_mtmd *mm, const tessera_mtmd_chunks *chunks, int32_t i, int32_t *nx,
+                            int32_t *ny);
 
 /* Decode embedding rows into sequence 0 of ctx at pos, pos + 1, ... as
  * tessera_decode does tokens (flags: TESSERA_DECODE_ALL_LOGITS,
@@ -125,6 +132,14 @@ int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows,
  * the others. */
 int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, int32_t seq,
                             uint32_t flags);
+/* The same for a medium whose nx x ny rows (row order) are a grid: on a
+ * model with M-RoPE (qwen2vl) row r turns by (t0, t0 + r / nx, t0 + r % nx),
+ * t0 the rope position of pos, and text after it goes on at t0 +
+ * max(nx, ny) as libmtmd places it (the cache still counts nx * ny
+ * positions: the next text token is at pos + nx * ny); elsewhere it is
+ * tessera_decode_embd_seq. tessera_mtmd_chunk_grid gives a chunk's grid. */
+int tessera_decode_embd_grid(tessera_context *ctx, const float *embd, int32_t nx, int32_t ny, int32_t pos,
+                             int32_t seq, uint32_t flags);
 
 /* Decode every chunk in order into sequence 0 from pos (text in batches,
  * media encoded then decoded), logits kept for the last token; *new_pos

@@ -468,6 +468,10 @@ void conf_gen_malformed(conf_runner *r) {
     tsr_swiglu_oai_params_put(&oai, c.node.iparams, c.node.fparams);
     run_declined(r, &c, NE(17, 3, 1, 1), TSR_DTYPE_I32, NE(17, 3, 1, 1), conf_index(5), NE(17, 3, 1, 1));
 
+    conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with an F16 up (the op is all F32)");
+    tsr_swiglu_oai_params_put(&oai, c.node.iparams, c.node.fparams);
+    run_declined(r, &c, NE(17, 3, 1, 1), TSR_DTYPE_F16, NE(17, 3, 1, 1), conf_uniform(-1, 1), NE(17, 3, 1, 1));
+
     conf_case_init(&c, TSR_OP_SWIGLU_OAI, "SWIGLU_OAI with limit 0");
     tsr_swiglu_oai_params_put(&(tsr_swiglu_oai_params){.alpha = 1.702f, .limit = 0.0f}, c.node.iparams,
                               c.node.fparams);

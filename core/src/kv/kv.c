@@ -397,6 +397,9 @@ int kv_cache_seq_shift(kv_cache *kv, int32_t seq, int32_t p0, int32_t n, int32_t
  * move(pos); delta[0][j] (one int per cell) gets how far cell j moved. */
 static int kv_cache_seq_move(kv_cache *kv, int32_t seq, int32_t p0, int32_t p1, int32_t add, int32_t div,
                              int32_t *const *delta, const char *what) {
+    if (kv->rs) /* Self-Extend regroups attention positions; a state has none to regroup */
+        return error_set("%s: sequence %d has a recurrent state, which holds everything before it and whose "
+                         "positions cannot move", what, seq);
     if (kv->n_sets > 1)
         return error_set("%s: the cache has a sliding-window cell set, whose dropped positions cannot move", what);
     const uint64_t bit = (uint64_t)1 << seq;

@@ -296,6 +296,7 @@ void tessera_context_free(tessera_context *ctx) {
     sched_free(ctx->sched);
     kv_cache_free(ctx->kv);
     decode_scratch_free(&ctx->scratch);
+    mrope_free(&ctx->mrope);
     free(ctx->logits);
     free(ctx->lora_use);
     free(ctx->observe_rows);
@@ -324,6 +325,7 @@ int32_t tessera_kv_len(const tessera_context *ctx) { return kv_cache_seq_len(ctx
 int tessera_kv_truncate(tessera_context *ctx, int32_t pos) {
     if (pos < 0) return error_set("kv truncate: position %d is negative", pos);
     kv_cache_seq_forget(ctx->kv, 0, pos);
+    mrope_forget(&ctx->mrope, 0, pos);
     return 0;
 }
 
@@ -373,6 +375,7 @@ int tessera_seq_remove(tessera_context *ctx, int32_t seq, int32_t pos) {
     if (seq < 0 || seq >= TESSERA_MAX_SEQ)
         return error_set("seq remove: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
     kv_cache_seq_forget(ctx->kv, seq, pos < 0 ? 0 : pos);
+    mrope_forget(&ctx->mrope, seq, pos < 0 ? 0 : pos);
     return 0;
 }
 

@@ -126,6 +126,7 @@ int64_t tessera_embed(tessera_context *ctx, const tessera_token *tokens, int32_t
                   (i == n_tokens - 1 && (pooling == TESSERA_POOLING_LAST || rank_last));
     }
     kv_cache_seq_forget(ctx->kv, 0, 0);
+    mrope_forget(&ctx->mrope, 0, 0);
     ctx->n_last = 0;
     int32_t n_rows = decode_tokens(ctx, tokens, pos, seq, want, n_tokens);
     kv_cache_seq_forget(ctx->kv, 0, 0);

@@ -87,6 +87,10 @@ static int seq_move(tessera_context *ctx, int32_t seq, seq_move_kind kind, int32
     kv_cache *kv = ctx->kv;
     int32_t *delta[KV_MAX_SETS] = {0};
     int rc = -1;
+    /* M-RoPE's marks (mrope.h) would have to move with the cells */
+    if (mrope_has_marks(&ctx->mrope, seq))
+        return error_set("%s: sequence %d holds an image with M-RoPE grid positions; moving its positions is not "
+                         "supported", what, seq);
     for (int32_t s = 0; s < kv->n_sets; s++)
         if (!(delta[s] = malloc((size_t)kv_cache_set_size(kv, s) * sizeof *delta[s]))) {
             error_set("%s: out of memory", what);
@@ -99,6 +103,7 @@ static int seq_move(tessera_context *ctx, int32_t seq, seq_move_kind kind, int32
     if (shift_keys(ctx, delta) != 0) {
         /* The keys are in an unknown state: the sequence cannot go on. */
         kv_cache_seq_forget(kv, seq, 0);
+        mrope_forget(&ctx->mrope, seq, 0);
         error_wrap("%s (the sequence was cleared)", what);
         goto done;
     }

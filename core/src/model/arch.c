@@ -14,7 +14,7 @@ static const model_arch_desc *const model_archs[] = {
     &arch_llama, &arch_qwen2, &arch_qwen3, &arch_gemma3, &arch_phi3,
     &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
     &arch_qwen2moe, &arch_qwen3moe, &arch_olmoe, &arch_granitemoe, &arch_gptoss,
-    &arch_lfm2, &arch_mamba2, &arch_granitehybrid,
+    &arch_lfm2, &arch_mamba2, &arch_granitehybrid, &arch_qwen2vl,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 
@@ -132,7 +132,8 @@ int model_build_graph_ex(const model *m, kv_cache *kv, const model_lora_set *lor
      * adapter up to 6 tensors per product, 8 products per layer and the
      * output (blk_linear) */
     const int32_t n_lora = lora ? lora->n : 0;
-    const int32_t per_layer = 96 + (kv->rot_k || kv->rot_v ? 16 : 0) + (hp->n_expert ? 40 + 2 * hp->n_expert_used : 0) +
+    const bool mrope = model_hparams_mrope(hp);
+    const int32_t per_layer = 96 + (mrope ? 64 : 0) + (kv->rot_k || kv->rot_v ? 16 : 0) + (hp->n_expert ? 40 + 2 * hp->n_expert_used : 0) +
                               48 * n_lora;
     graph *g = graph_new(per_layer * hp->n_layer + 64 + 8 * n_lora);
     if (!g) return error_set("%s graph: out of memory", hp->arch->name);
@@ -151,6 +152,10 @@ int model_build_graph_ex(const model *m, kv_cache *kv, const model_lora_set *lor
     out->mask = graph_set_input(graph_tensor_new_2d(g, TSR_DTYPE_F32, n_kv[0], n_tokens));
     if (out->tokens) graph_tensor_set_name(out->tokens, "tokens");
     if (out->pos) graph_tensor_set_name(out->pos, "positions");
+    if (mrope) {
+        out->pos_mrope = graph_set_input(graph_tensor_new_1d(g, TSR_DTYPE_I32, 4 * (int64_t)n_tokens));
+        if (out->pos_mrope) graph_tensor_set_name(out->pos_mrope, "positions_mrope");
+    }
     if (out->mask) graph_tensor_set_name(out->mask, "kq_mask");
     if (hp->n_swa > 0) {
         out->mask_swa =

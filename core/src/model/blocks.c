@@ -124,7 +124,54 @@ graph_tensor *blk_rope_at(model_build *b, graph_tensor *x, int il, graph_tensor 
     return graph_rope(b->g, x, pos, ff ? model_weight_leaf(b->g, ff) : NULL, rp);
 }
 
+/* M-RoPE as ROPE ops: NeoX pair i (dims i and i + n_rot/2) turns by
+ * pos_s(i) * freq_scale * base^(-2i/n_rot), pos_s the row of positions of
+ * the section i falls in. A section of n pairs from pair a is its two runs
+ * of dims side by side, [a, a+n) then [n_rot/2 + a, ...), which is a NeoX
+ * rope of n_dims 2n whose pair j turns by pos_s * freq_scale * base^(-2a/n_rot)
+ * * (base^(2n/n_rot))^(-2j/2n): the same angle with that section's base and
+ * freq_scale. The runs go back to their places afterwards, so the cache
+ * holds K as plain rope would (a shift by d turns every section by d: plain
+ * rope's K-shift stays right). */
+static graph_tensor *blk_mrope(model_build *b, graph_tensor *x, int il) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    if (!x) return NULL;
+    if (!graph_tensor_is_contiguous(x)) x = graph_cont(g, x);
+    const graph_rope_params base_rp = blk_rope_params(b, il);
+    const int64_t D = x->t.ne[0], H = x->t.ne[1], T = x->t.ne[2], half = hp->n_rot / 2;
+    const uint64_t es = x->t.nb[0], nb1 = x->t.nb[1], nb2 = x->t.nb[2];
+    graph_tensor *lo = NULL, *hi = NULL;
+    int64_t a = 0;
+    for (int s = 0; s < 4; s++) {
+        const int64_t n = hp->rope_sections[s];
+        if (n == 0) continue;
+        graph_tensor *xl = graph_view_3d(g, x, n, H, T, nb1, nb2, (uint64_t)a * es);
+        graph_tensor *xh = graph_view_3d(g, x, n, H, T, nb1, nb2, (uint64_t)(half + a) * es);
+        graph_tensor *xs = graph_concat(g, xl, xh, 0); /* [2n, H, T] */
+        graph_rope_params rp = base_rp;
+        rp.n_dims = (int32_t)(2 * n);
+        rp.mode = TSR_ROPE_NEOX;
+        rp.freq_base = (float)pow((double)base_rp.freq_base, (double)(2 * n) / (double)hp->n_rot);
+        rp.freq_scale = (float)((double)base_rp.freq_scale *
+                                pow((double)base_rp.freq_base, -2.0 * (double)a / (double)hp->n_rot));
+        graph_tensor *ps = graph_view_1d(g, b->io->pos_mrope, T, (uint64_t)s * (uint64_t)T * sizeof(int32_t));
+        graph_tensor *r = graph_rope(g, xs, ps, NULL, &rp);
+        const uint64_t rb1 = r ? r->t.nb[1] : 0, rb2 = r ? r->t.nb[2] : 0;
+        graph_tensor *rl = graph_view_3d(g, r, n, H, T, rb1, rb2, 0);
+        graph_tensor *rh = graph_view_3d(g, r, n, H, T, rb1, rb2, (uint64_t)n * es);
+        lo = lo ? graph_concat(g, lo, rl, 0) : rl;
+        hi = hi ? graph_concat(g, hi, rh, 0) : rh;
+        a += n;
+    }
+    graph_tensor *y = graph_concat(g, lo, hi, 0);
+    if (hp->n_rot < D) /* the dims past n_rot are not turned */
+        y = graph_concat(g, y, graph_view_3d(g, x, D - hp->n_rot, H, T, nb1, nb2, (uint64_t)hp->n_rot * es), 0);
+    return named(y, "mrope", il);
+}
+
 graph_tensor *blk_rope(model_build *b, graph_tensor *x, int il) {
+    if (b->io->pos_mrope && !b->m->layers[il].no_rope) return blk_mrope(b, x, il);
     const graph_rope_params rp = blk_rope_params(b, il);
     return blk_rope_at(b, x, il, b->io->pos, &rp);
 }

@@ -1,6 +1,7 @@
 /* Public API: decoding (tessera_decode, tessera_decode_batch, tessera_logits);
  * the path of one call is described in decode.h. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,7 @@ static void fill_inputs(const tessera_context *ctx, model_batch_graph *bg, const
     else
         memcpy(bg->tokens->t.data, tokens, (size_t)n * sizeof *tokens);
     memcpy(bg->pos->t.data, pos, (size_t)n * sizeof *pos);
+    if (bg->pos_mrope) mrope_fill(&ctx->mrope, pos, seq, n, bg->pos_mrope->t.data);
     const bool causal = m->hp.causal_attn && !ctx->non_causal;
     kv_cache_fill_mask(ctx->kv, false, causal, n_kv, n, pos, seq, bg->mask->t.data);
     if (bg->mask_swa) kv_cache_fill_mask(ctx->kv, true, causal, n_kv, n, pos, seq, bg->mask_swa->t.data);
@@ -201,6 +203,7 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
     if (pos < 0 || pos > len)
         return error_set("decode: position %d is not in 0..%d (the cache holds %d positions)", pos, len, len);
     /* Rewinding past what a sliding-window cache still holds clears it. */
+    mrope_forget(&ctx->mrope, 0, pos);
     if (pos < len && kv_cache_seq_forget(ctx->kv, 0, pos) < pos)
         return error_set(kv_cache_is_recurrent(ctx->kv)
                              ? "decode: position %d cannot be reached again: a recurrent state cannot be rolled "
@@ -232,8 +235,8 @@ int tessera_decode(tessera_context *ctx, const tessera_token *tokens, int32_t n_
 /* Embedding rows (a medium's, from its projector) into sequence seq at
  * pos, pos + 1, ...: the same checks and path as tokens, through a graph
  * that takes the rows in place of the token lookup. */
-int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, int32_t seq,
-                            uint32_t flags) {
+static int decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, int32_t seq,
+                       uint32_t flags, int32_t nx, int32_t ny) {
     if (!ctx) return error_set("decode embeddings: no context");
     if (seq < 0 || seq >= TESSERA_MAX_SEQ)
         return error_set("decode embeddings: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
@@ -244,6 +247,7 @@ int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_r
     if (pos < 0 || pos > len)
         return error_set("decode embeddings: position %d is not in 0..%d (the cache holds %d positions)", pos, len,
                          len);
+    mrope_forget(&ctx->mrope, seq, pos);
     if (pos < len && kv_cache_seq_forget(ctx->kv, seq, pos) < pos)
         return error_set("decode embeddings: position %d cannot be reached again: the sliding-window cache "
                          "dropped positions before it", pos);
@@ -265,7 +269,11 @@ int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_r
     ctx->embd_in = embd;
     ctx->step.embd_in = true;
     ctx->non_causal = non_causal;
-    const int32_t rc = decode_tokens(ctx, NULL, s->pos, s->seq, s->want, n_rows);
+    const bool grid = nx > 0 && model_hparams_mrope(&ctx->model->m->hp);
+    if (grid) ctx->mrope = (mrope_state){ctx->mrope.marks, ctx->mrope.n, ctx->mrope.cap, nx, pos, seq};
+    int32_t rc = decode_tokens(ctx, NULL, s->pos, s->seq, s->want, n_rows);
+    ctx->mrope.grid_nx = 0;
+    if (rc >= 0 && grid && mrope_add_grid(&ctx->mrope, seq, pos, nx, ny) != 0) rc = -1;
     ctx->non_causal = false;
     ctx->embd_in = NULL;
     ctx->step.embd_in = false;
@@ -273,6 +281,18 @@ int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_r
     ctx->n_last = n_rows;
     ctx->last_all = all;
     return 0;
+}
+
+int tessera_decode_embd_seq(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, int32_t seq,
+                            uint32_t flags) {
+    return decode_embd(ctx, embd, n_rows, pos, seq, flags, 0, 0);
+}
+
+int tessera_decode_embd_grid(tessera_context *ctx, const float *embd, int32_t nx, int32_t ny, int32_t pos,
+                             int32_t seq, uint32_t flags) {
+    if (nx <= 0 || ny <= 0 || (int64_t)nx * ny > INT32_MAX)
+        return error_set("decode embeddings: a grid of %d x %d rows", nx, ny);
+    return decode_embd(ctx, embd, nx * ny, pos, seq, flags, nx, ny);
 }
 
 int tessera_decode_embd(tessera_context *ctx, const float *embd, int32_t n_rows, int32_t pos, uint32_t flags) {

@@ -102,6 +102,10 @@ typedef struct model_hparams {
     bool layer_recurrent[MODEL_MAX_LAYERS];
     int32_t conv_kernel;
     int32_t ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
+    /* M-RoPE (qwen2vl: rope.dimension_sections): the rotated pairs split in
+     * runs of these sizes, each turned by its own row of positions (t, h, w,
+     * and a 4th, 0 for Qwen2-VL); all 0: plain rope */
+    int32_t rope_sections[4];
 } model_hparams;
 
 /* How an MoE router turns its logits into expert probabilities. */
@@ -134,6 +138,10 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f);
 /* Whether layer il attends through the sliding window (from n_swa and
  * swa_pattern: known from the header alone, for the memory fit too). */
 bool model_layer_is_swa(const model_hparams *hp, int32_t il);
+/* Whether the model turns positions by M-RoPE (rope_sections). */
+static inline bool model_hparams_mrope(const model_hparams *hp) {
+    return hp->rope_sections[0] + hp->rope_sections[1] + hp->rope_sections[2] + hp->rope_sections[3] > 0;
+}
 
 /* ------------------------------------------------------------ weights */
 
@@ -245,6 +253,7 @@ typedef struct model_batch_graph {
     graph_tensor *tokens;   /* I32 [n_tokens] (NULL when embd is the input) */
     graph_tensor *embd;     /* F32 [n_embd, n_tokens] input embeddings (a medium's rows; NULL: tokens) */
     graph_tensor *pos;      /* I32 [n_tokens] */
+    graph_tensor *pos_mrope; /* I32 [4 * n_tokens]: M-RoPE's rows of positions t, h, w, e (NULL: plain rope) */
     graph_tensor *mask;     /* F32 [n_kv[0], n_tokens] causal mask */
     graph_tensor *mask_swa; /* F32 [n_kv[swa set], n_tokens] sliding-window mask (NULL: no SWA layer) */
     graph_tensor *attn_temp; /* F32 [n_tokens] query temperature (NULL: none) */

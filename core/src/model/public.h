@@ -13,6 +13,7 @@
 #include "model/decode.h"
 #include "model/lora.h"
 #include "model/model.h"
+#include "model/mrope.h"
 #include "model/step_graph.h"
 #include "sched/sched.h"
 #include "vocab/vocab.h"
@@ -59,6 +60,7 @@ struct tessera_context {
     bool embeddings;  /* rows of ctx->logits are hidden states (n_embd wide) */
     const float *embd_in; /* during tessera_decode_embd: the next micro-batch's input rows */
     bool non_causal;      /* during tessera_decode_embd with TESSERA_DECODE_NON_CAUSAL */
+    mrope_state mrope;    /* M-RoPE's positions past images (qwen2vl) */
     int32_t pooling;  /* an embedding context's tessera_pooling (never unspecified) */
     model_lora_use *lora_use; /* the adapters in use (tessera_context_set_loras) */
     model_lora_set lora;      /* {lora_use, n} as graphs take it */

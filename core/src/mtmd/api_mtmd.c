@@ -381,6 +381,33 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
 
 double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm) { return mm ? mm->last_ms : 0; }
 
+int tessera_mtmd_media_grid(const tessera_mtmd *mm, const tessera_media *m, int32_t *nx, int32_t *ny) {
+    if (!mm || !m || !nx || !ny) return error_set("mtmd grid: bad arguments");
+    if (m->kind == TESSERA_MEDIA_AUDIO || !mm->clip) { /* a sound's rows are a line */
+        const int32_t n = tessera_mtmd_media_n_tokens(mm, m);
+        if (n < 0) return error_set("mtmd grid: this projector (%s) cannot take the medium",
+                                    tessera_mtmd_projector_type(mm));
+        *nx = n;
+        *ny = 1;
+        return 0;
+    }
+    clip_grid(mm->clip, m->img.nx, m->img.ny, nx, ny);
+    return 0;
+}
+
+int tessera_mtmd_chunk_grid(const tessera_mtmd *mm, const tessera_mtmd_chunks *ch, int32_t i, int32_t *nx,
+                            int32_t *ny) {
+    const chunk *c = chunk_at(ch, i);
+    if (!c) return -1;
+    if (c->type == TESSERA_CHUNK_AUDIO) { /* one 30 s window: a line of rows */
+        *nx = c->n;
+        *ny = 1;
+        return 0;
+    }
+    if (c->type != TESSERA_CHUNK_IMAGE) return error_set("mtmd grid: chunk %d is not an image", i);
+    return tessera_mtmd_media_grid(mm, c->media, nx, ny);
+}
+
 int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch, int32_t pos,
                              int32_t *new_pos) {
     if (!mm || !ctx || !ch) return error_set("mtmd eval: bad arguments");
@@ -396,8 +423,11 @@ int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tesse
         } else {
             const float *rows = tessera_mtmd_encode_chunk(mm, ch, i);
             if (!rows) return -1;
-            /* the rows of one medium attend to each other: one call */
-            if (tessera_decode_embd(ctx, rows, c->n, pos, tessera_mtmd_decode_flags(mm)) != 0) return -1;
+            /* the rows of one medium, as the grid they are (M-RoPE) */
+            int32_t gx, gy;
+            if (tessera_mtmd_chunk_grid(mm, ch, i, &gx, &gy) != 0 ||
+                tessera_decode_embd_grid(ctx, rows, gx, gy, pos, 0, tessera_mtmd_decode_flags(mm)) != 0)
+                return -1;
             pos += c->n;
         }
     }

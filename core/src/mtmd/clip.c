@@ -15,6 +15,7 @@
 #include "graph/graph.h"
 #include "sched/sched.h"
 #include "util/error.h"
+#include "mtmd/clip_qwen2vl.h"
 
 enum { CLIP_MAX_LAYERS = 256 };
 
@@ -47,6 +48,7 @@ struct clip_model {
     clip_linear mm0, mm2;
     const gguf_tensor_info *soft_norm, *in_proj; /* gemma3 */
     float *pool_w; /* gemma3: [n_patch, n_tokens], the average pool as a product */
+    clip_qwen2vl *qv;   /* qwen2vl_merger, qwen2.5vl_merger (clip_qwen2vl.c) */
     sched *s;           /* kept across encodes */
     host_device *s_devs[8];
     int s_n;
@@ -147,10 +149,14 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
     }
     if (s.len >= sizeof c->projector) s.len = sizeof c->projector - 1;
     memcpy(c->projector, s.ptr, s.len);
+    if (clip_qwen2vl_is(c->projector)) {
+        if (!(c->qv = clip_qwen2vl_load(c->f, path, c->projector, n_embd_text))) goto fail;
+        return c;
+    }
     c->siglip = !strcmp(c->projector, "gemma3");
     if (strcmp(c->projector, "mlp") != 0 && !c->siglip) {
-        error_set("%s: key %s: projector type \"%s\" is not supported (supported: mlp, gemma3)", path, ptkey,
-                  c->projector);
+        error_set("%s: key %s: projector type \"%s\" is not supported (supported: mlp, gemma3, qwen2vl_merger, "
+                  "qwen2.5vl_merger)", path, ptkey, c->projector);
         goto fail;
     }
     if (key_u32(c, "clip.vision.image_size", 1, 4096, &c->image_size) ||
@@ -298,6 +304,7 @@ fail:
 void clip_model_free(clip_model *c) {
     if (!c) return;
     if (c->s) sched_free(c->s);
+    clip_qwen2vl_free(c->qv);
     free(c->layers);
     free(c->pool_w);
     gguf_close(c->f);
@@ -305,15 +312,29 @@ void clip_model_free(clip_model *c) {
 }
 
 const char *clip_projector_type(const clip_model *c) { return c->projector; }
-int32_t clip_n_embd_out(const clip_model *c) { return c->n_out; }
+int32_t clip_n_embd_out(const clip_model *c) { return c->qv ? clip_qwen2vl_n_embd_out(c->qv) : c->n_out; }
 int32_t clip_image_size(const clip_model *c) { return c->image_size; }
-const char *clip_media_begin(const clip_model *c) { return c->siglip ? "<start_of_image>" : ""; }
-const char *clip_media_end(const clip_model *c) { return c->siglip ? "<end_of_image>" : ""; }
+const char *clip_media_begin(const clip_model *c) {
+    return c->qv ? "<|vision_start|>" : c->siglip ? "<start_of_image>" : "";
+}
+const char *clip_media_end(const clip_model *c) { return c->qv ? "<|vision_end|>" : c->siglip ? "<end_of_image>" : ""; }
 bool clip_non_causal(const clip_model *c) { return c->siglip; }
 
+void clip_grid(const clip_model *c, int32_t nx, int32_t ny, int32_t *gx, int32_t *gy) {
+    if (c->qv) {
+        clip_qwen2vl_grid(c->qv, nx, ny, gx, gy);
+        return;
+    }
+    *gx = clip_n_tokens(c, nx, ny);
+    *gy = 1;
+}
+
 int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny) {
-    (void)nx;
-    (void)ny;
+    if (c->qv) {
+        int32_t gx, gy;
+        clip_qwen2vl_grid(c->qv, nx, ny, &gx, &gy);
+        return gx * gy;
+    }
     const int32_t side = c->image_size / c->patch;
     if (c->siglip) return (side / c->pool) * (side / c->pool);
     return side * side; /* the class token is dropped */
@@ -378,7 +399,16 @@ static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, boo
     return 0;
 }
 
+int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, int oy, bool bilinear) {
+    uint8_t *tmp = malloc((size_t)ox * ny * 3);
+    if (!tmp) return error_set("image: out of memory resizing to %dx%d", ox, oy);
+    const int rc = resample(src, nx, ny, tmp, ox, true, bilinear) != 0 || resample(tmp, ox, ny, dst, oy, false, bilinear) != 0;
+    free(tmp);
+    return rc ? error_set("image: out of memory resizing to %dx%d", ox, oy) : 0;
+}
+
 int clip_preprocess(const clip_model *c, const media_image *img, float *out) {
+    if (c->qv) return error_set("%s: a %s image has no fixed size to preprocess to", c->path, c->projector);
     const int S = c->image_size;
     /* pad to a square of the longer side, centred, with the mean colour
      * (LLaVA) or black (gemma3: measured, worst row cosine 0.997 against
@@ -516,6 +546,7 @@ static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out)
 }
 
 int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out) {
+    if (c->qv) return clip_qwen2vl_encode(c->qv, run, img, out);
     const int S = c->image_size, p = c->patch, side = S / p;
     float *pix = malloc((size_t)3 * S * S * sizeof(float));
     if (!pix) return error_set("%s: out of memory", c->path);

@@ -15,6 +15,8 @@
  *         class token, GELU FFN, every block, post-layernorm), a 4x4
  *         average pool of the patch grid, Gemma's RMS norm
  *         (mm.soft_emb_norm) and mm.input_projection onto the text model.
+ *   qwen2vl_merger, qwen2.5vl_merger  Qwen2-VL / Qwen2.5-VL: dynamic
+ *         resolution, 2-D rope, the 2x2 patch merger (clip_qwen2vl.h).
  *
  * Preprocessing follows the file: the image is padded to a square (mlp: the
  * mean colour, bicubic; gemma3: black, bilinear, as measured against
@@ -53,6 +55,14 @@ bool clip_non_causal(const clip_model *c);
 /* The embedding rows an image costs (independent of its size for fixed
  * resolution families). */
 int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny);
+
+/* The grid of those rows (across, down; row order): a dynamic-resolution
+ * family's (qwen2vl), else n_tokens x 1. */
+void clip_grid(const clip_model *c, int32_t nx, int32_t ny, int32_t *gx, int32_t *gy);
+
+/* Resample RGB8 src nx x ny to dst ox x oy: bicubic (Keys, a = -0.5, the
+ * kernel not widened when shrinking) or bilinear, each pass rounded to 8 bits. */
+int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, int oy, bool bilinear);
 
 /* The normalised input the encoder sees: F32 [3][size][size] planes, from
  * an RGB8 image (pad to square, resize, (x/255 - mean) / std). */

@@ -139,6 +139,11 @@ void *tessera_state_save(tessera_context *ctx, int32_t seq, const tessera_token 
         error_wrap("state save");
         return NULL;
     }
+    if (mrope_has_marks(&ctx->mrope, seq)) {
+        error_set("state save: the sequence holds an image with M-RoPE grid positions, which a state does not "
+                  "keep yet");
+        return NULL;
+    }
     const kv_cache *kv = ctx->kv;
     state_header h;
     header_of_context(ctx, &h);
@@ -422,6 +427,7 @@ int tessera_state_load(tessera_context *ctx, int32_t seq, const void *data, size
         goto done;
     }
     kv_cache_seq_clear(kv, seq);
+    mrope_forget(&ctx->mrope, seq, 0); /* a state holds no M-RoPE grid (tessera_state_save refuses one) */
     if (load_cache(kv, &h, d, recs, dst, sampler, label) != 0) goto restore;
     for (int32_t s = 0; s < n_sets; s++) {
         kv_cache_cells_fill(kv, s, recs[s], dst[s], (int32_t)set_n_cells(&h, s));

@@ -11,6 +11,7 @@
 
 extern const model_arch_desc arch_llama;
 extern const model_arch_desc arch_qwen2;
+extern const model_arch_desc arch_qwen2vl;
 extern const model_arch_desc arch_qwen3;
 extern const model_arch_desc arch_gemma3;
 extern const model_arch_desc arch_phi3;

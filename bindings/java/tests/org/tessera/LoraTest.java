@@ -1,8 +1,7 @@
 package org.tessera;
 
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
+import static org.tessera.Checks.*;
+
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -22,27 +21,8 @@ import java.util.List;
  * Exits 0, 1 (a check failed) or 77 (the files are absent).
  */
 public final class LoraTest {
-    static int failures;
     static final int N = 12;
     static final String PROMPT = "Once upon a time";
-
-    static void check(boolean ok, String what) {
-        System.out.println((ok ? "ok   " : "FAIL ") + what);
-        if (!ok) failures++;
-    }
-
-    interface Call {
-        void run() throws Exception;
-    }
-
-    static void throwsWith(Class<? extends Throwable> kind, String part, Call c, String what) {
-        try {
-            c.run();
-            check(false, what + ": no exception");
-        } catch (Throwable t) {
-            check(kind.isInstance(t) && t.getMessage() != null && t.getMessage().contains(part), what + ": " + t);
-        }
-    }
 
     /** `tessera run`'s greedy text (stdout less the final newline) with flags. */
     static String cliRun(String model, String... flags) throws Exception {
@@ -50,12 +30,8 @@ public final class LoraTest {
                 "-n", String.valueOf(N), "--temp", "0", "--no-echo", "--no-escape", "-c", "256"));
         cmd.addAll(List.of(flags));
         Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
+        String text = stdout(p);
         check(p.waitFor() == 0, "tessera run " + String.join(" ", flags) + " exits 0");
-        String text = out.toString(StandardCharsets.UTF_8);
         return text.isEmpty() ? text : text.substring(0, text.length() - 1);
     }
 
@@ -132,7 +108,6 @@ public final class LoraTest {
             }
             check(wantR4.equals(s.generate(PROMPT, greedy, null)), "after the errors, r4's text");
         }
-        System.out.println(failures == 0 ? "all passed" : failures + " failed");
-        System.exit(failures == 0 ? 0 : 1);
+        finish();
     }
 }

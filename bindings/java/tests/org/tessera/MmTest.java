@@ -1,8 +1,7 @@
 package org.tessera;
 
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
+import static org.tessera.Checks.*;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -25,39 +24,15 @@ import java.util.List;
  * Exits 0, 1 (a check failed) or 77 (the pair is absent).
  */
 public final class MmTest {
-    static int failures;
     static final int N = 16;
-
-    static void check(boolean ok, String what) {
-        System.out.println((ok ? "ok   " : "FAIL ") + what);
-        if (!ok) failures++;
-    }
-
-    interface Call {
-        void run() throws Exception;
-    }
-
-    static void throwsWith(Class<? extends Throwable> kind, String part, Call c, String what) {
-        try {
-            c.run();
-            check(false, what + ": no exception");
-        } catch (Throwable t) {
-            check(kind.isInstance(t) && t.getMessage() != null && t.getMessage().contains(part),
-                    what + ": " + t);
-        }
-    }
 
     /** `tessera run`'s greedy text after prompt with image (its stdout less the final newline). */
     static String cliRun(String model, String proj, String image, String prompt) throws Exception {
         Process p = new ProcessBuilder(System.getenv("TESSERA_BIN"), "run", "-m", model, "--mmproj", proj, "--image",
                 image, "-p", prompt, "-n", String.valueOf(N), "--temp", "0", "--no-echo", "--no-escape", "-c", "512")
                 .redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
+        String text = stdout(p);
         check(p.waitFor() == 0, "tessera run --mmproj --image " + Paths.get(image).getFileName() + " exits 0");
-        String text = out.toString(StandardCharsets.UTF_8);
         return text.isEmpty() ? text : text.substring(0, text.length() - 1);
     }
 
@@ -139,7 +114,6 @@ public final class MmTest {
         throwsWith(TesseraException.class, "mmproj",
                 () -> new Model(model, new Model.Options().mmproj("/nonexistent/mmproj.gguf")).close(),
                 "a missing projector file");
-        System.out.println(failures == 0 ? "all passed" : failures + " failed");
-        System.exit(failures == 0 ? 0 : 1);
+        finish();
     }
 }

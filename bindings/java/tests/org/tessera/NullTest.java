@@ -1,12 +1,11 @@
 package org.tessera;
 
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
+import static org.tessera.Checks.*;
+
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -26,17 +25,6 @@ import java.util.concurrent.TimeUnit;
  * no JNI warning, no fatal error. Exits 0, 1 or 77 (no model).
  */
 public final class NullTest {
-    static int failures;
-
-    static void check(boolean ok, String what) {
-        System.out.println((ok ? "ok   " : "FAIL ") + what);
-        if (!ok) failures++;
-    }
-
-    interface Call {
-        void run() throws Exception;
-    }
-
     static void npe(String param, Call c) {
         try {
             c.run();
@@ -206,8 +194,7 @@ public final class NullTest {
             Tessera.setLogger(null);
             check(Tessera.devices().length > 0, "Tessera.init(null), setLogger(null) and devices() after all that");
         }
-        System.out.println(failures == 0 ? "all passed" : failures + " failed");
-        System.exit(failures == 0 ? 0 : 1);
+        finish();
     }
 
     public static void main(String[] args) throws Exception {
@@ -226,12 +213,8 @@ public final class NullTest {
                 "-Djava.library.path=" + System.getProperty("java.library.path"),
                 "-cp", System.getProperty("java.class.path"), NullTest.class.getName(), "--child", path)
                 .redirectErrorStream(true).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
+        String text = stdout(p);
         boolean exited = p.waitFor(600, TimeUnit.SECONDS);
-        String text = out.toString(StandardCharsets.UTF_8);
         System.out.println("---- the -Xcheck:jni JVM's output:");
         System.out.print(text);
         System.out.println("----");
@@ -243,7 +226,6 @@ public final class NullTest {
         check(!text.contains("WARNING in native method") && !lower.contains("warning: jni"), "no JNI warning");
         check(!text.contains("FATAL ERROR") && !text.contains("A fatal error has been detected")
                 && !text.contains("crashed with signal"), "no fatal error, no crash");
-        System.out.println(failures == 0 ? "all passed" : failures + " failed");
-        System.exit(failures == 0 ? 0 : 1);
+        finish();
     }
 }

@@ -1,7 +1,7 @@
 package org.tessera;
 
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
+import static org.tessera.Checks.*;
+
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,24 +26,13 @@ import java.util.concurrent.atomic.AtomicReference;
  * (the model is absent).
  */
 public final class TesseraTest {
-    static int failures;
-
-    static void check(boolean ok, String what) {
-        System.out.println((ok ? "ok   " : "FAIL ") + what);
-        if (!ok) failures++;
-    }
-
     static String cliRun(String model, String prompt, int n, String... flags) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(System.getenv("TESSERA_BIN"), "run", "-m", model, "-p", prompt, "-n",
                 String.valueOf(n), "--temp", "0"));
         cmd.addAll(List.of(flags));
         Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
+        String text = stdout(p);
         p.waitFor();
-        String text = out.toString(StandardCharsets.UTF_8);
         return text.substring(prompt.length(), text.length() - 1); // the echoed prompt, the final newline
     }
 
@@ -51,12 +40,9 @@ public final class TesseraTest {
     static String cliChat(String model, String question, int n) throws Exception {
         Process p = new ProcessBuilder(System.getenv("TESSERA_BIN"), "chat", "-m", model, "-p", question, "-n",
                 String.valueOf(n), "--temp", "0").redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
+        String text = stdout(p);
         p.waitFor();
-        return out.toString(StandardCharsets.UTF_8).strip();
+        return text.strip();
     }
 
     /** llama.cpp's other samplers: the same text as tessera run with its flags and the seed. */
@@ -284,13 +270,10 @@ public final class TesseraTest {
     static float[] cliEmbed(String path, String text, String pooling) throws Exception {
         Process p = new ProcessBuilder(System.getenv("TESSERA_BIN"), "embed", "-m", path, "-p", text, "--pooling",
                 pooling, "--embd-output-format", "json", "-c", "1024").redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
+        String out = stdout(p);
         p.waitFor();
         @SuppressWarnings("unchecked")
-        Map<String, Object> json = (Map<String, Object>) Json.parse(out.toString(StandardCharsets.UTF_8));
+        Map<String, Object> json = (Map<String, Object>) Json.parse(out);
         @SuppressWarnings("unchecked")
         List<Object> v = (List<Object>) ((Map<String, Object>) ((List<Object>) json.get("data")).get(0)).get("embedding");
         float[] f = new float[v.size()];
@@ -485,7 +468,6 @@ public final class TesseraTest {
         expertsPlaced();
         exceptions(path);
         logger(path, logged);
-        System.out.println(failures == 0 ? "all passed" : failures + " failed");
-        System.exit(failures == 0 ? 0 : 1);
+        finish();
     }
 }

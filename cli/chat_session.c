@@ -277,11 +277,11 @@ static int chunks_into(chat_session *s, const char *text, bool add_bos) {
         fprintf(stderr, "%s: out of memory for %d tokens\n", s->cmd, (int)n);
         return -1;
     }
-    int32_t k = 0, medium = 0;
+    int32_t k = 0;
     for (int32_t c = 0; c < tessera_mtmd_chunks_count(s->chunks); c++) {
         int32_t nt, cn = tessera_mtmd_chunk_n_tokens(s->chunks, c);
         const tessera_token *t = tessera_mtmd_chunk_tokens(s->chunks, c, &nt);
-        tessera_token id = t ? 0 : media_id(s->media[medium++]);
+        tessera_token id = t ? 0 : media_id(s->media[tessera_mtmd_chunk_medium(s->chunks, c)]);
         for (int32_t i = 0; i < cn; i++) s->prompt.ids[k++] = t ? t[i] : id;
     }
     s->prompt.n = k;

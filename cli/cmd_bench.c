@@ -72,7 +72,7 @@ typedef struct bench_result {
 /* One medium's encode times (--mmproj). */
 typedef struct media_result {
     char model_name[256], media_name[256];
-    const char *devices;
+    char devices[256]; /* a copy: printed after the model is freed */
     int threads, nx, ny, n_tokens, reps;
     double ms_mean, ms_sd;
     double samples[64];
@@ -549,8 +549,9 @@ static int bench_media(const bench_opts *o, tessera_model *model, const bench_re
             fprintf(stderr, "tessera bench: %s %s: %s\n", flag, o->p.media[k], tessera_last_error());
             rc = -1;
         }
-        media_result r = {.devices = proto->devices, .threads = threads, .reps = o->reps};
+        media_result r = {.threads = threads, .reps = o->reps};
         snprintf(r.model_name, sizeof r.model_name, "%s", proto->model_name);
+        snprintf(r.devices, sizeof r.devices, "%s", proto->devices);
         snprintf(r.media_name, sizeof r.media_name, "%s", base_name(o->p.media[k]));
         if (rc == 0) {
             r.nx = tessera_media_nx(media);

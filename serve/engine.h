@@ -139,7 +139,7 @@ typedef struct serve_request {
     tessera_mtmd_chunks *chunks; /* the prompt's chunks when it has media (owned), else NULL */
     tessera_media **media;              /* the media they point at (owned) */
     int32_t n_media;
-    serve_media_span *spans;   /* one per medium, in prompt order (owned) */
+    serve_media_span *spans;   /* one per media chunk (a medium, or a tile of one), in prompt order (owned) */
     int32_t n_spans;
     int32_t max_tokens;        /* -1: until the end of text or the slot is full */
     char *stop[SERVE_MAX_STOP];

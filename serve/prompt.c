@@ -33,16 +33,17 @@ static int tokenize_media(const serve_api *api, const char *text, bool add_speci
     if (n == 0) return serve_fail(err, 400, param, NULL, "'%s' gives no tokens", param);
     if (n >= api->slot_ctx) return api_fail_context(err, param, n, api->slot_ctx);
     r->prompt = malloc((size_t)n * sizeof *r->prompt);
-    r->spans = calloc((size_t)r->n_media + 1, sizeof *r->spans);
+    r->spans = calloc((size_t)nc + 1, sizeof *r->spans); /* a span per media chunk (an image's tiles) */
     if (!r->prompt || !r->spans) return serve_fail(err, 500, NULL, NULL, "out of memory");
-    int32_t o = 0, m = 0;
+    int32_t o = 0;
     for (int32_t c = 0; c < nc; c++) {
         const int32_t cn = tessera_mtmd_chunk_n_tokens(ch, c);
         if (tessera_mtmd_chunk_type(ch, c) == TESSERA_CHUNK_TEXT) {
             memcpy(r->prompt + o, tessera_mtmd_chunk_tokens(ch, c, NULL), (size_t)cn * sizeof *r->prompt);
         } else {
-            if (m >= r->n_media) return serve_fail(err, 500, param, NULL, "more media chunks than media");
-            const tessera_token v = serve_media_token(tessera_media_hash(r->media[m++]));
+            const int32_t m = tessera_mtmd_chunk_medium(ch, c);
+            if (m < 0 || m >= r->n_media) return serve_fail(err, 500, param, NULL, "a media chunk of no medium");
+            const tessera_token v = serve_media_token(tessera_media_hash(r->media[m]));
             for (int32_t j = 0; j < cn; j++) r->prompt[o + j] = v;
             r->spans[r->n_spans++] = (serve_media_span){o, cn, c};
         }

@@ -10,6 +10,7 @@
  * so a 1.1B-parameter model needs memory for one tensor, not the model.
  * Usage: see --help.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -94,6 +95,7 @@ typedef struct synth_opts {
     int reranker;     /* encoders: a classification head (cls, cls.output), pooling rank */
     int64_t pooling;  /* encoders: pooling_type (default: bert cls, nomic-bert mean) */
     const char *wpm_words; /* "a,b,c": whole words added to the built-in WordPiece vocabulary */
+    const char *add_tokens; /* "a,b,c": user-defined tokens after the --vocab-from vocabulary */
     int64_t lora_rank;  /* > 0: write a LoRA adapter of this rank for the model, not the model */
     float lora_alpha;   /* its adapter.lora.alpha (default: 2 x rank) */
     const char *set[MAX_EDITS];   /* "KEY=VALUE" */
@@ -155,6 +157,10 @@ static void usage(FILE *out) {
             "  (bert and nomic-bert: bidirectional encoders with post-norms, token types and\n"
             "  learned positions (bert, GELU FFN) or NeoX rope (nomic-bert, SwiGLU FFN); without\n"
             "  --vocab-from they get a small built-in WordPiece vocabulary)\n"
+            "  --add-tokens A,B,...  user-defined tokens appended to the --vocab-from\n"
+            "                        vocabulary (%%XX is the byte XX: %%0A a newline, %%2C a\n"
+            "                        comma): a multimodal model's\n"
+            "                        image markers, e.g. <fake_token_around_image>\n"
             "  --wpm-words A,B,...   more whole words (lowercase) for that built-in vocabulary,\n"
             "                        after its own tokens (stand-ins whose token counts match\n"
             "                        a real model's on given sentences)\n"
@@ -242,6 +248,9 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         } else if (!strcmp(a, "--wpm-words")) {
             NEED_VALUE();
             o->wpm_words = v;
+        } else if (!strcmp(a, "--add-tokens")) {
+            NEED_VALUE();
+            o->add_tokens = v;
         } else if (!strcmp(a, "--pooling")) {
             NEED_VALUE();
             char *end;
@@ -309,6 +318,8 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
         return fprintf(stderr, "tessera-synth: --vocab-from FILE is required\n"), -1;
     if (o->reranker && !(o->sa && o->sa->encoder == ENC_BERT))
         return fprintf(stderr, "tessera-synth: --reranker needs --arch bert\n"), -1;
+    if (o->add_tokens && !o->vocab_from)
+        return fprintf(stderr, "tessera-synth: --add-tokens adds to a --vocab-from vocabulary\n"), -1;
     if (o->wpm_words && (o->vocab_from || !(o->sa && o->sa->encoder)))
         return fprintf(stderr, "tessera-synth: --wpm-words adds to the built-in vocabulary of bert and "
                                "nomic-bert (no --vocab-from)\n"), -1;
@@ -775,14 +786,47 @@ static int write_lora_metadata(gguf_writer *w, const synth_opts *o) {
 
 /* ------------------------------------------------------------ vocabulary */
 
+/* The tokens of a comma-separated --add-tokens list, %XX read as the byte
+ * XX (%0A a newline, %2C a comma), each a NUL-terminated string in out (n_out of them, at most
+ * max); returns the count or -1. */
+static int split_add_tokens(const char *list, char *store, size_t store_size, const char **out, int max) {
+    int n = 0;
+    size_t k = 0;
+    if (!list) return 0;
+    out[n++] = store;
+    for (const char *c = list; *c; c++) {
+        if (k + 2 > store_size) return error_set("--add-tokens: the list is too long");
+        if (*c == ',') {
+            store[k++] = 0;
+            if (n == max) return error_set("--add-tokens: more than %d tokens", max);
+            out[n++] = store + k;
+        } else if (c[0] == '%' && isxdigit((unsigned char)c[1]) && isxdigit((unsigned char)c[2])) {
+            const char hex[3] = {c[1], c[2], 0};
+            store[k++] = (char)strtol(hex, NULL, 16);
+            c += 2;
+        } else {
+            store[k++] = *c;
+        }
+    }
+    store[k] = 0;
+    for (int i = 0; i < n; i++)
+        if (!out[i][0]) return error_set("--add-tokens: an empty token in '%s'", list);
+    return n;
+}
+
 /* Copy tokenizer.* keys; resize the token arrays to n_vocab (extra tokens
- * are "[PAD<i>]", type UNUSED, score 0). */
-static int copy_vocab(gguf_writer *w, const gguf_file *src, int64_t *n_vocab) {
+ * are "[PAD<i>]", type UNUSED, score 0), the add list (--add-tokens) right
+ * after the source's, type USER_DEFINED. */
+static int copy_vocab(gguf_writer *w, const gguf_file *src, int64_t *n_vocab, const char *add) {
     gguf_type et;
     uint64_t n_src;
     const void *data;
+    char add_store[4096];
+    const char *added[256];
+    const int n_add = split_add_tokens(add, add_store, sizeof add_store, added, 256);
+    if (n_add < 0) return -1;
     if (gguf_get_arr(src, "tokenizer.ggml.tokens", &et, &n_src, &data) != 0) return -1;
-    if (*n_vocab == 0) *n_vocab = (int64_t)n_src;
+    if (*n_vocab == 0 || (n_add > 0 && *n_vocab < (int64_t)n_src + n_add)) *n_vocab = (int64_t)n_src + n_add;
     uint64_t n = (uint64_t)*n_vocab;
     for (int64_t i = 0; i < gguf_kv_count(src); i++) {
         const char *key = gguf_kv_key(src, i);
@@ -813,13 +857,15 @@ static int copy_vocab(gguf_writer *w, const gguf_file *src, int64_t *n_vocab) {
     for (uint64_t i = 0; i < n; i++) {
         if (i < n_src) {
             if (gguf_get_arr_str(src, "tokenizer.ggml.tokens", i, &strs[i]) != 0) goto done;
+        } else if (i < n_src + (uint64_t)n_add) {
+            strs[i] = (gguf_str){added[i - n_src], strlen(added[i - n_src])};
         } else {
             int len = snprintf(pad + i * 16, 16, "[PAD%" PRIu64 "]", i);
             strs[i] = (gguf_str){pad + i * 16, (uint64_t)len};
         }
         scores[i] = 0.0f;
         if (i < n_scores && st == GGUF_TYPE_FLOAT32) memcpy(&scores[i], (const char *)sdata + 4 * i, 4);
-        types[i] = i < n_src ? 1 : 5; /* NORMAL, UNUSED */
+        types[i] = i < n_src ? 1 : i < n_src + (uint64_t)n_add ? 4 : 5; /* NORMAL, USER_DEFINED, UNUSED */
         if (i < n_types && tt == GGUF_TYPE_INT32) memcpy(&types[i], (const char *)tdata + 4 * i, 4);
     }
     if (gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", strs, n) != 0) goto done;
@@ -1102,7 +1148,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-synth: out of memory\n");
         goto done;
     }
-    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || (src ? copy_vocab(w, src, &o.vocab) : write_wpm_vocab(w, &o.vocab, o.wpm_words)) != 0 ||
+    if (write_metadata(w, &o, file_type_of(base, mix)) != 0 || (src ? copy_vocab(w, src, &o.vocab, o.add_tokens) : write_wpm_vocab(w, &o.vocab, o.wpm_words)) != 0 ||
         edit_metadata(w, &o) != 0) {
         fprintf(stderr, "tessera-synth: %s\n", error_get());
         goto done;

@@ -10,6 +10,12 @@
  *                       positions, GELU, post-layernorm), then a 4x4 average
  *                       pool, the soft-embedding RMS norm and the input
  *                       projection onto the text model
+ *   --projector idefics3 SmolVLM / Idefics3: the same SigLIP ViT, then a
+ *                       pixel shuffle (--scale-factor S: each SxS block of
+ *                       patches one row, S*S*width wide) and one linear map
+ *                       mm.model.fc (no bias) onto the text model; big
+ *                       images are split into tiles of the encoder's size
+ *                       after their longest side is resized to --preproc-size
  *
  * The key and tensor names are those gguf-py (the `gguf` PyPI package)
  * defines for vision encoders (gguf.Keys.ClipVision, gguf.TENSOR_NAMES),
@@ -30,7 +36,7 @@
 
 typedef struct opts {
     const char *out;
-    int dim, layers, heads, ffn, image, patch, proj, seed;
+    int dim, layers, heads, ffn, image, patch, proj, seed, scale, preproc;
     bool gelu;
     const char *projector;
 } opts;
@@ -90,7 +96,8 @@ static int layer_norm(tensors *t, const char *name, int64_t dim) {
 }
 
 static int write_mmproj(const opts *o) {
-    const bool siglip = !strcmp(o->projector, "gemma3");
+    const bool idefics3 = !strcmp(o->projector, "idefics3");
+    const bool siglip = !strcmp(o->projector, "gemma3") || idefics3;
     gguf_writer *w = gguf_writer_new();
     tensors t = {w, (uint64_t)o->seed, {0}, 0};
     int rc = -1;
@@ -118,6 +125,10 @@ static int write_mmproj(const opts *o) {
     const float half[3] = {0.5f, 0.5f, 0.5f};
     gguf_writer_set_arr(w, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, siglip ? half : mean, 3);
     gguf_writer_set_arr(w, "clip.vision.image_std", GGUF_TYPE_FLOAT32, siglip ? half : std, 3);
+    if (idefics3) {
+        gguf_writer_set_u32(w, "clip.vision.projector.scale_factor", (uint32_t)o->scale);
+        gguf_writer_set_u32(w, "clip.vision.preproc_image_size", (uint32_t)o->preproc);
+    }
 
     int64_t D = o->dim, np = (int64_t)(o->image / o->patch) * (o->image / o->patch);
     char n[96];
@@ -144,7 +155,11 @@ static int write_mmproj(const opts *o) {
         snprintf(n, sizeof n, "v.blk.%d.ln2", l);
         if (layer_norm(&t, n, D) != 0) goto done;
     }
-    if (siglip) {
+    if (idefics3) {
+        if (layer_norm(&t, "v.post_ln", D) != 0) goto done;
+        const int64_t in = D * o->scale * o->scale;
+        if (add(&t, "mm.model.fc.weight", 0, 2, in, o->proj, 1, 1, 0.0, 1.0 / sqrt((double)in)) != 0) goto done;
+    } else if (siglip) {
         if (layer_norm(&t, "v.post_ln", D) != 0) goto done;
         /* Gemma's RMS norm weight as converters write it (the "1 +" folded in) */
         if (add(&t, "mm.soft_emb_norm.weight", 0, 1, D, 1, 1, 1, 1.0, 0.1) != 0) goto done;
@@ -172,7 +187,12 @@ static void usage(FILE *fp) {
             "                      input projection; the image size a multiple of 4 patches),\n"
             "                      qwen2vl_merger (Qwen2-VL: 2-D rope ViT, 2x2 merger),\n"
             "                      qwen2.5vl_merger (Qwen2.5-VL: RMS norms, gated SiLU FFN,\n"
-            "                      window attention but in 2 blocks)\n"
+            "                      window attention but in 2 blocks),\n"
+            "                      idefics3 (SigLIP ViT, pixel shuffle, linear projector;\n"
+            "                      the image size a multiple of --scale-factor patches)\n"
+            "  --scale-factor N    idefics3: the pixel shuffle's side in patches (default 2)\n"
+            "  --preproc-size N    idefics3: the longest side a big image is resized to\n"
+            "                      before tiling (default 2 x the image size)\n"
             "  --dim N             encoder width (default 64)\n"
             "  --layers N          encoder blocks (default 2)\n"
             "  --heads N           attention heads (default 4)\n"
@@ -189,7 +209,7 @@ static void usage(FILE *fp) {
 }
 
 int main(int argc, char **argv) {
-    opts o = {NULL, 64, 2, 4, 128, 56, 14, 128, 42, false, "mlp"};
+    opts o = {NULL, 64, 2, 4, 128, 56, 14, 128, 42, 2, 0, false, "mlp"};
     synth_audio_opts ao = {.n_mel = 128, .n_pos = 1500, .stack = 8, .proj_hidden = 256};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -220,6 +240,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--patch")) num = &o.patch;
         else if (!strcmp(a, "--proj-dim")) num = &o.proj;
         else if (!strcmp(a, "--seed")) num = &o.seed;
+        else if (!strcmp(a, "--scale-factor")) num = &o.scale;
+        else if (!strcmp(a, "--preproc-size")) num = &o.preproc;
         else if (!strcmp(a, "--mel")) num = &ao.n_mel;
         else if (!strcmp(a, "--stack")) num = &ao.stack;
         else if (!strcmp(a, "--proj-hidden")) num = &ao.proj_hidden;
@@ -273,9 +295,11 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
-    if (strcmp(o.projector, "mlp") != 0 && strcmp(o.projector, "gemma3") != 0) {
-        fprintf(stderr, "tessera-synth-mmproj: --projector: '%s' is not one of: mlp, gemma3, qwen2vl_merger, "
-                        "qwen2.5vl_merger, ultravox\n",
+    if (strcmp(o.projector, "mlp") != 0 && strcmp(o.projector, "gemma3") != 0 &&
+        strcmp(o.projector, "idefics3") != 0) {
+        fprintf(stderr,
+                "tessera-synth-mmproj: --projector: '%s' is not one of: mlp, gemma3, qwen2vl_merger, "
+                "qwen2.5vl_merger, idefics3, ultravox\n",
                 o.projector);
         return 2;
     }
@@ -288,6 +312,14 @@ int main(int argc, char **argv) {
     if (!strcmp(o.projector, "gemma3") && (o.image / o.patch) % 4) {
         fprintf(stderr, "tessera-synth-mmproj: gemma3: the image size must be a multiple of 4 patches\n");
         return 2;
+    }
+    if (!strcmp(o.projector, "idefics3")) {
+        if (o.preproc == 0) o.preproc = 2 * o.image;
+        if (o.scale < 1 || (o.image / o.patch) % o.scale || o.preproc < o.image) {
+            fprintf(stderr, "tessera-synth-mmproj: idefics3: the image size must be a multiple of "
+                            "--scale-factor patches, and --preproc-size at least the image size\n");
+            return 2;
+        }
     }
     if (write_mmproj(&o) != 0) {
         fprintf(stderr, "tessera-synth-mmproj: %s\n", error_get());

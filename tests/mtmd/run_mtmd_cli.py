@@ -1,11 +1,11 @@
-"""tessera run with --mmproj and --image on the synthetic LLaVA, Gemma 3 and
-Qwen2.5-VL pairs: the greedy text after the image is llama.cpp's (libmtmd's
-greedy ids of tests/data/mm/synth-llava-sq56.json, synth-gemma3-sq224.json
-and synth-qwen2vl-sq224.json / -wide.json, spelled
+"""tessera run with --mmproj and --image on the synthetic LLaVA, Gemma 3,
+Qwen2.5-VL and SmolVLM (idefics3: an image in 7 tiles) pairs: the greedy text
+after the image is llama.cpp's (libmtmd's greedy ids of
+tests/data/mm/synth-llava-sq56.json, synth-gemma3-sq224.json,
+synth-qwen2vl-sq224.json / -wide.json and synth-idefics3-wide.json, spelled
 with the model's own vocabulary), and after a sound with --audio on the
-Ultravox pair (synth-ultravox-tones3.json, -tones31.json); and the media
-flags' errors: one clear line naming the flag or the file, a non-zero exit,
-no crash."""
+Ultravox pair (synth-ultravox-tones3.json, -tones31.json); and the media flags' errors: one clear line naming the flag or
+the file, a non-zero exit, no crash."""
 import json
 import os
 import re
@@ -44,7 +44,11 @@ Q2M, Q2P = os.path.join(build, "synth-qwen2vl-f32.gguf"), os.path.join(build, "m
 Q2 = [(Q2M, Q2P, os.path.join(data, "sq224.png"), "synth-qwen2vl-sq224.json"),
       (Q2M, Q2P, os.path.join(data, "wide300.png"), "synth-qwen2vl-wide.json")]
 require(Q2M, Q2P)
-for model, proj, img, golden in [(MODEL, PROJ, IMG, "synth-llava-sq56.json"), G3] + Q2:
+
+I3 = (os.path.join(build, "synth-idefics3-f32.gguf"), os.path.join(build, "mmproj-synth-idefics3-f32.gguf"),
+      os.path.join(data, "wide300.png"), "synth-idefics3-wide.json")
+require(*I3[:3])
+for model, proj, img, golden in [(MODEL, PROJ, IMG, "synth-llava-sq56.json"), G3] + Q2 + [I3]:
     gold = json.load(open(os.path.join(data, golden)))
     want = spell(gold["greedy"], model)
     for dev in ["ref", "cpu-avx0"]:

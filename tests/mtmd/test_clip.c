@@ -26,7 +26,8 @@ static char *slurp(const char *path) {
     return d;
 }
 
-/* The golden's first media chunk: rows into *embd (malloc), count in *n. */
+/* The golden's media chunks (an image's tiles, in order): their rows into
+ * *embd (malloc), count in *n_rows. */
 static int golden_embd(const char *path, float **embd, int *n_rows, int *n_embd) {
     char *text = slurp(path);
     if (!text) return -1;
@@ -34,21 +35,22 @@ static int golden_embd(const char *path, float **embd, int *n_rows, int *n_embd)
     free(text);
     if (!j) return error_set("%s: not JSON", path);
     *n_embd = cJSON_GetObjectItem(j, "n_embd")->valueint;
+    *n_rows = 0;
+    *embd = NULL;
     cJSON *c;
+    int n = 0;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "chunks")) {
         cJSON *e = cJSON_GetObjectItem(c, "embd");
         if (!e) continue;
-        int n = cJSON_GetArraySize(e);
-        *n_rows = n / *n_embd;
-        *embd = malloc((size_t)n * sizeof(float));
-        int i = 0;
+        float *more = realloc(*embd, (size_t)(n + cJSON_GetArraySize(e)) * sizeof(float));
+        if (!more) break;
+        *embd = more;
         cJSON *v;
-        cJSON_ArrayForEach(v, e)(*embd)[i++] = (float)v->valuedouble;
-        cJSON_Delete(j);
-        return 0;
+        cJSON_ArrayForEach(v, e)(*embd)[n++] = (float)v->valuedouble;
     }
     cJSON_Delete(j);
-    return error_set("%s: no media chunk", path);
+    *n_rows = n / *n_embd;
+    return n > 0 ? 0 : error_set("%s: no media chunk", path);
 }
 
 static double cosine(const float *a, const float *b, int n) {
@@ -78,9 +80,15 @@ static void check_image(const char *device, const char *proj, const char *image,
     clip_run run = {dev, 1, 2, false, 0};
     EXPECT(clip_encode(c, &run, &img, got) == 0, "%s", error_get());
     double worst = 1;
-    for (int r = 0; r < n_rows; r++) {
-        double cs = cosine(got + (size_t)r * n_embd, want + (size_t)r * n_embd, n_embd);
-        if (cs < worst) worst = cs;
+    const int n_tiles = clip_n_tiles(c, img.nx, img.ny), per_tile = n_rows / n_tiles;
+    for (int t = 0; t < n_tiles; t++) {
+        double tile_worst = 1;
+        for (int r = t * per_tile; r < (t + 1) * per_tile; r++) {
+            double cs = cosine(got + (size_t)r * n_embd, want + (size_t)r * n_embd, n_embd);
+            if (cs < tile_worst) tile_worst = cs;
+        }
+        if (n_tiles > 1) printf("  tile %d of %d: worst row cosine %.7f\n", t + 1, n_tiles, tile_worst);
+        if (tile_worst < worst) worst = tile_worst;
     }
     if (getenv("MM_DBG"))
         for (int r = 0; r < n_rows; r++) {
@@ -138,6 +146,13 @@ TEST(embeddings_match_llama_cpp) {
         /* Qwen2-VL: LayerNorms, quick-GELU FFN, every block full attention */
         check_image(devs[i], MM_BUILD_DIR "/mmproj-synth-qwen2vl1-f32.gguf", MM_DATA_DIR "/sq224.png",
                     MM_DATA_DIR "/synth-qwen2vl1-sq224.json", 0.99999);
+        /* SmolVLM / Idefics3: 300x180 fitted to 192, 3x2 tiles of 64 and the
+         * global view (Lanczos resizes); 64x64 with the mmproj that does not
+         * tile: one tile and the global view, both the image itself */
+        const char *i3 = MM_BUILD_DIR "/mmproj-synth-idefics3-f32.gguf";
+        check_image(devs[i], i3, MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-idefics3-wide.json", 0.99999);
+        check_image(devs[i], MM_BUILD_DIR "/mmproj-synth-idefics3-1tile-f32.gguf", MM_DATA_DIR "/sq64.png",
+                    MM_DATA_DIR "/synth-idefics3-1tile-sq64.json", 0.99999);
     }
     tessera_shutdown();
 }
@@ -160,6 +175,9 @@ TEST(broken_mmproj) {
         {"qwen2vl", "v.blk.2.ffn_gate.weight", NULL, "v.blk.2.ffn_gate.weight"},
         {"qwen2vl", NULL, "v.blk.1.attn_k.weight", "v.blk.1.attn_k.weight"},
         {"qwen2vl", NULL, "v.blk.0.attn_q.bias", "v.blk.0.attn_q.bias"},
+        {"idefics3", "mm.model.fc.weight", NULL, "mm.model.fc.weight"},
+        {"idefics3", "clip.vision.projector.scale_factor", NULL, "clip.vision.projector.scale_factor"},
+        {"idefics3", "v.post_ln.weight", NULL, "v.post_ln.weight"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char src[512];

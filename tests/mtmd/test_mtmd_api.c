@@ -26,7 +26,9 @@ static cJSON *golden(const char *path) {
     return j;
 }
 
-/* family: "llava" (projector mlp) or "gemma3"; causal_media forces the
+/* family: "llava" (projector mlp), "gemma3", "idefics3" or
+ * "idefics3-1tile" (the idefics3 text model, the mmproj that does not
+ * tile); causal_media forces the
  * image's rows causal where the projector says otherwise (the check that
  * gemma3's two-way attention is what makes the greedy text agree). Returns
  * the greedy tokens that agree with llama.cpp's; *logit_err (if the golden
@@ -34,9 +36,10 @@ static cJSON *golden(const char *path) {
 static int run_golden(const char *family, const char *devices, const char *image, const char *gold,
                       bool causal_media, double *logit_err) {
     char model_path[512], proj_path[512];
-    snprintf(model_path, sizeof model_path, "%s/synth-%s-f32.gguf", MM_BUILD_DIR, family);
+    const bool gemma3 = !strcmp(family, "gemma3"), idefics3 = !strncmp(family, "idefics3", 8);
+    snprintf(model_path, sizeof model_path, "%s/synth-%s-f32.gguf", MM_BUILD_DIR, idefics3 ? "idefics3" : family);
     snprintf(proj_path, sizeof proj_path, "%s/mmproj-synth-%s-f32.gguf", MM_BUILD_DIR, family);
-    const bool gemma3 = !strcmp(family, "gemma3"), qwen = !strcmp(family, "qwen2vl");
+    const bool qwen = !strcmp(family, "qwen2vl");
     tessera_model *m = harness_model_load(model_path, devices, NULL);
     REQUIRE(m, "model");
     tessera_context_params cp = tessera_context_default_params();
@@ -44,7 +47,8 @@ static int run_golden(const char *family, const char *devices, const char *image
     tessera_context *ctx = harness_context(m, &cp);
     tessera_mtmd *mm = tessera_mtmd_load(m, proj_path, NULL);
     REQUIRE(mm, "%s", tessera_last_error());
-    EXPECT_STR(tessera_mtmd_projector_type(mm), gemma3 ? "gemma3" : qwen ? "qwen2.5vl_merger" : "mlp", "projector");
+    EXPECT_STR(tessera_mtmd_projector_type(mm),
+               gemma3 ? "gemma3" : qwen ? "qwen2.5vl_merger" : idefics3 ? "idefics3" : "mlp", "projector");
     EXPECT(tessera_mtmd_decode_flags(mm) == (gemma3 ? TESSERA_DECODE_NON_CAUSAL : 0u), "decode flags");
     tessera_media *img = tessera_media_from_file(image);
     REQUIRE(img, "%s", tessera_last_error());
@@ -53,6 +57,13 @@ static int run_golden(const char *family, const char *devices, const char *image
     cJSON *g = golden(gold);
     REQUIRE(g, "golden %s", gold);
     cJSON *gch = cJSON_GetObjectItem(g, "chunks");
+    int rows = 0; /* the image's rows, all its tiles' (a chunk each in libmtmd's) */
+    for (int i = 0; i < cJSON_GetArraySize(gch); i++) {
+        cJSON *n = cJSON_GetObjectItem(cJSON_GetArrayItem(gch, i), "n_tokens");
+        rows += n ? n->valueint : 0;
+    }
+    EXPECT(tessera_mtmd_media_n_tokens(mm, img) == rows, "cost %d vs llama.cpp's %d",
+           tessera_mtmd_media_n_tokens(mm, img), rows);
     EXPECT(tessera_mtmd_chunks_count(ch) == cJSON_GetArraySize(gch), "%d chunks vs %d",
            tessera_mtmd_chunks_count(ch), cJSON_GetArraySize(gch));
     int pos_skip = 0; /* rows the cache counts that libmtmd's positions do not */
@@ -63,6 +74,7 @@ static int run_golden(const char *family, const char *devices, const char *image
             int32_t n;
             const tessera_token *t = tessera_mtmd_chunk_tokens(ch, i, &n);
             EXPECT(n == cJSON_GetArraySize(toks), "chunk %d: %d tokens vs %d", i, n, cJSON_GetArraySize(toks));
+            EXPECT(tessera_mtmd_chunk_medium(ch, i) == -1, "chunk %d is text", i);
             for (int k = 0; k < n && k < cJSON_GetArraySize(toks); k++)
                 EXPECT(t[k] == cJSON_GetArrayItem(toks, k)->valueint, "chunk %d token %d", i, k);
         } else {
@@ -71,12 +83,12 @@ static int run_golden(const char *family, const char *devices, const char *image
             const int n_tok = cJSON_GetObjectItem(c, "n_tokens")->valueint, n_pos = cJSON_GetObjectItem(c, "n_pos")->valueint;
             EXPECT(tessera_mtmd_chunk_type(ch, i) == TESSERA_CHUNK_IMAGE, "chunk %d is the image", i);
             EXPECT(tessera_mtmd_chunk_n_tokens(ch, i) == n_tok, "image rows");
-            EXPECT(tessera_mtmd_media_n_tokens(mm, img) == n_tok, "cost %d", tessera_mtmd_media_n_tokens(mm, img));
             int32_t gx = 0, gy = 0;
             EXPECT(tessera_mtmd_chunk_grid(mm, ch, i, &gx, &gy) == 0, "%s", tessera_last_error());
             EXPECT(gx * gy == n_tok && (gx > gy ? gx : gy) == n_pos, "grid %dx%d: %d rows, llama.cpp's n_pos %d",
                    gx, gy, n_tok, n_pos);
             pos_skip += n_tok - n_pos;
+            EXPECT(tessera_mtmd_chunk_medium(ch, i) == 0, "chunk %d shows medium 0", i);
         }
     }
     int32_t n_past = 0;
@@ -172,6 +184,62 @@ TEST(greedy_after_image_gemma3) {
         run_golden("gemma3", cpu, MM_DATA_DIR "/sq224.png", MM_DATA_DIR "/synth-gemma3-sq224.json", false, &err);
         EXPECT(err < 1e-3, "%s: logits %.5f from llama.cpp's", cpu, err);
     }
+    tessera_shutdown();
+}
+
+TEST(greedy_after_image_idefics3) {
+    if (!strstr(media_formats(), "png")) harness_skip("built without libpng: the test images are PNGs");
+    harness_host_start();
+    /* 300x180: 3x2 tiles and the global view, text between them */
+    double err = 1e9;
+    run_golden("idefics3", "ref", MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-idefics3-wide.json", false, &err);
+    EXPECT(err < 1e-3, "logits %.5f from llama.cpp's", err);
+    /* an mmproj that does not tile: one tile and the global view */
+    run_golden("idefics3-1tile", "ref", MM_DATA_DIR "/sq64.png", MM_DATA_DIR "/synth-idefics3-1tile-sq64.json", false,
+               &err);
+    EXPECT(err < 1e-3, "logits %.5f from llama.cpp's", err);
+    const char *cpu = harness_cpu_plugin();
+    if (cpu) {
+        run_golden("idefics3", cpu, MM_DATA_DIR "/wide300.png", MM_DATA_DIR "/synth-idefics3-wide.json", false, &err);
+        EXPECT(err < 1e-3, "%s: logits %.5f from llama.cpp's", cpu, err);
+    }
+    /* without a cache each tile is encoded alone: the rows of the whole
+     * medium's encode, tile by tile */
+    tessera_model *m = harness_model_load(MM_BUILD_DIR "/synth-idefics3-f32.gguf", "ref", NULL);
+    REQUIRE(m, "model");
+    tessera_mtmd_params mp = tessera_mtmd_default_params();
+    tessera_mtmd *whole = tessera_mtmd_load(m, MM_BUILD_DIR "/mmproj-synth-idefics3-f32.gguf", &mp);
+    mp.cache_size = 0;
+    tessera_mtmd *alone = tessera_mtmd_load(m, MM_BUILD_DIR "/mmproj-synth-idefics3-f32.gguf", &mp);
+    REQUIRE(whole && alone, "%s", tessera_last_error());
+    tessera_media *img = tessera_media_from_file(MM_DATA_DIR "/wide300.png");
+    REQUIRE(img, "%s", tessera_last_error());
+    tessera_mtmd_chunks *ch = tessera_mtmd_tokenize(whole, TESSERA_MEDIA_MARKER, &img, 1, false, true);
+    REQUIRE(ch, "%s", tessera_last_error());
+    int tiles = 0;
+    for (int i = 0; i < tessera_mtmd_chunks_count(ch); i++) {
+        if (tessera_mtmd_chunk_type(ch, i) != TESSERA_CHUNK_IMAGE) continue;
+        const size_t n = (size_t)tessera_mtmd_chunk_n_tokens(ch, i) * (size_t)tessera_model_n_embd(m);
+        const float *a = tessera_mtmd_encode_chunk(whole, ch, i), *b = tessera_mtmd_encode_chunk(alone, ch, i);
+        REQUIRE(a && b, "%s", tessera_last_error());
+        EXPECT(tessera_mtmd_last_encode_ms(alone) > 0, "tile %d encoded", tiles);
+        double worst = 0;
+        for (size_t k = 0; k < n; k++) worst = fmax(worst, fabs(a[k] - b[k]));
+        EXPECT(worst < 1e-5, "tile %d: alone differs by %g", tiles, worst);
+        tiles++;
+    }
+    EXPECT(tiles == 7, "%d tiles", tiles);
+    tessera_mtmd_chunks_free(ch);
+    tessera_media_free(img);
+    tessera_mtmd_free(whole);
+    tessera_mtmd_free(alone);
+    tessera_model_free(m);
+    /* the tokens around the global view must be the model's */
+    m = harness_model_load(MM_BUILD_DIR "/synth-llava-f32.gguf", "ref", NULL);
+    REQUIRE(m, "model");
+    EXPECT_ERROR(tessera_mtmd_load(m, MM_BUILD_DIR "/mmproj-synth-idefics3-f32.gguf", NULL) == NULL,
+                 tessera_last_error(), "no such token", "idefics3 mmproj on a vocabulary without its tokens");
+    tessera_model_free(m);
     tessera_shutdown();
 }
 
@@ -317,4 +385,4 @@ TEST(qwen2vl_positions_follow_the_cache) {
 
 HARNESS_MAIN("mtmd_api", HARNESS_TEST(greedy_after_image), HARNESS_TEST(greedy_after_image_gemma3),
              HARNESS_TEST(greedy_after_image_qwen2vl), HARNESS_TEST(qwen2vl_positions_follow_the_cache),
-             HARNESS_TEST(errors))
+             HARNESS_TEST(greedy_after_image_idefics3), HARNESS_TEST(errors))

@@ -44,10 +44,10 @@ def data_url(path, mime="image/png"):
     return "data:%s;base64,%s" % (mime, b64(path))
 
 
-def run_text(prompt, *images):
+def run_text(prompt, *images, model=MODEL, proj=PROJ):
     """What `tessera run` writes after the prompt with the images (greedy)."""
     flags = [a for img in images for a in ("--image", img)]
-    out = subprocess.run([BIN, "run", "-m", MODEL, "--mmproj", PROJ, "-p", prompt, "-n", str(N), "--temp", "0",
+    out = subprocess.run([BIN, "run", "-m", model, "--mmproj", proj, "-p", prompt, "-n", str(N), "--temp", "0",
                           "-t", "1", "-dev", "ref", "--no-echo", "--no-escape"] + flags,
                          capture_output=True, timeout=120)
     expect(out.returncode == 0, "tessera run failed: " + out.stderr.decode(errors="replace"))
@@ -150,6 +150,28 @@ def test_same_text_every_shape():
         st, obj = srv.json("POST", "/v1/chat/completions", chat_body(data_url(SQ)))
         expect(st == 200 and obj["choices"][0]["message"]["content"] == want_chat, "chat again: %r" % obj)
         expect(obj["timings"]["prompt_n"] == 1, "chat again was not reused: %r" % obj["timings"])
+
+
+def test_image_in_tiles():
+    """SmolVLM (idefics3): one image is 7 media chunks (3x2 tiles and the
+    global view) with text between them; the server decodes them as `tessera
+    run` does and reuses its cache past all of them."""
+    model, proj = os.path.join(BUILD, "synth-idefics3-f32.gguf"), os.path.join(BUILD, "mmproj-synth-idefics3-f32.gguf")
+    wide300 = os.path.join(DATA, "wide300.png")
+    if not all(os.path.exists(p) for p in (model, proj, wide300)):
+        return
+    want = run_text("<__media__>Once upon a time", wide300, model=model, proj=proj)
+    with Server("-dev", "ref", "--mmproj", proj, "--parallel", "1", "-c", "512", model=model) as srv:
+        st, obj = srv.json("POST", "/completion", completion_body([b64(wide300)]))
+        expect(st == 200 and obj["content"] == want, "idefics3 completion: %d %r, tessera run %r" % (st, obj, want))
+        n_prompt = obj["timings"]["prompt_n"] + obj["timings"]["cache_n"]
+        expect(n_prompt == 134, "idefics3 prompt: %d positions, llama.cpp's 134" % n_prompt)
+        st, obj = srv.json("POST", "/completion", completion_body([b64(wide300)]))
+        t = obj["timings"]
+        expect(st == 200 and obj["content"] == want and t["cache_n"] == n_prompt - 1 and t["prompt_n"] == 1,
+               "idefics3 again, its tiles from the cache: %d %r" % (st, obj))
+        st, obj = srv.json("POST", "/v1/chat/completions", chat_body(data_url(wide300)))
+        expect(st == 200 and obj["choices"][0]["message"]["content"], "idefics3 chat: %d %r" % (st, obj))
 
 
 def test_two_slots_at_once():
@@ -338,6 +360,6 @@ if __name__ == "__main__":
         if not os.path.exists(p):
             skip("missing " + p)
     main([("same_text_every_shape", test_same_text_every_shape), ("two_slots_at_once", test_two_slots_at_once),
-          ("bad_media", test_bad_media),
+          ("bad_media", test_bad_media), ("image_in_tiles", test_image_in_tiles),
           ("without_projector", test_without_projector),
           ("llama_server_side_by_side", test_llama_server_side_by_side)])

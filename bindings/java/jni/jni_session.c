@@ -462,11 +462,11 @@ JNIEXPORT void JNICALL Java_org_tessera_Session_nativeEvalMedia(JNIEnv *env, jcl
         if (n <= 0 || (uint32_t)n >= tessera_context_n_ctx(s->ctx)) {
             throw_message(env, n <= 0 ? "the prompt gives no tokens" : "the prompt does not fit the context (nCtx)");
         } else if (reserve(env, s, n)) {
-            int32_t at = 0, m = 0;
+            int32_t at = 0;
             for (int32_t c = 0; c < tessera_mtmd_chunks_count(ch); c++) {
-                int32_t k = tessera_mtmd_chunk_n_tokens(ch, c);
+                int32_t k = tessera_mtmd_chunk_n_tokens(ch, c), m = tessera_mtmd_chunk_medium(ch, c);
                 const tessera_token *t = tessera_mtmd_chunk_tokens(ch, c, NULL);
-                tessera_token v = t || m >= n_media ? 0 : media_token(media[m++]);
+                tessera_token v = t || m < 0 || m >= n_media ? 0 : media_token(media[m]);
                 for (int32_t i = 0; i < k && at < n; i++) s->toks[at++] = t ? t[i] : v;
             }
             s->n_toks = s->n_prompt = 0;

@@ -145,11 +145,10 @@ static tessera_token pyt_media_token(const tessera_media *m) {
 static PyObject *chunks_tokens(pyt_chunks *self, PyObject *unused) {
     (void)unused;
     PyObject *out = PyList_New(0);
-    int32_t m = 0;
     for (int32_t c = 0; out && c < tessera_mtmd_chunks_count(self->chunks); c++) {
         int32_t n = tessera_mtmd_chunk_n_tokens(self->chunks, c);
         const tessera_token *t = tessera_mtmd_chunk_tokens(self->chunks, c, NULL);
-        tessera_token v = t ? 0 : pyt_media_token(self->media[m++]);
+        tessera_token v = t ? 0 : pyt_media_token(self->media[tessera_mtmd_chunk_medium(self->chunks, c)]);
         for (int32_t i = 0; i < n; i++) {
             PyObject *x = PyLong_FromLong(t ? t[i] : v);
             if (!x || PyList_Append(out, x) != 0) {

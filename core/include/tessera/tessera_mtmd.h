@@ -13,7 +13,8 @@
  *     tessera_mtmd_eval_chunks(mm, ctx, ch, 0, &n_past);   // logits of the last token
  *     ... sample from tessera_logits(ctx, -1), decode from n_past ...
  *
- * Families: "mlp" (LLaVA-1.5 / MobileVLM style CLIP ViT). The encoder runs
+ * Families: "mlp" (LLaVA-1.5 / MobileVLM style CLIP ViT), "gemma3",
+ * "idefics3" (SmolVLM: an image in tiles, docs/multimodal.md). The encoder runs
  * as a graph on the model's devices (or the CPU alone: no_offload).
  * Embeddings of a medium are kept by content hash, so a conversation that
  * shows the same image every turn encodes it once.
@@ -80,8 +81,10 @@ int32_t tessera_media_ny(const tessera_media *media);
 /* A hash of the decoded content (16 hex digits): the cache's key. */
 const char *tessera_media_hash(const tessera_media *media);
 
-/* The embedding rows (= positions) a medium costs, before encoding it; -1
- * when the projector cannot take it (an image for an audio-only one). */
+/* The embedding rows a medium costs (all its tiles'), before encoding it;
+ * the text around its tiles adds a few positions (tessera_mtmd_tokenize's
+ * chunks count both); -1 when the projector cannot take it (an image for an
+ * audio-only one). */
 int32_t tessera_mtmd_media_n_tokens(const tessera_mtmd *mm, const tessera_media *media);
 
 /* ------------------------------------------------------------ chunks */
@@ -103,6 +106,11 @@ int32_t tessera_mtmd_chunks_count(const tessera_mtmd_chunks *chunks);
 tessera_chunk_type tessera_mtmd_chunk_type(const tessera_mtmd_chunks *chunks, int32_t i);
 /* Positions chunk i takes in the context (its tokens or embedding rows). */
 int32_t tessera_mtmd_chunk_n_tokens(const tessera_mtmd_chunks *chunks, int32_t i);
+/* The medium media chunk i shows, as its index in tokenize's media (-1 for
+ * text): some projectors cut an image into tiles (idefics3: a grid and a
+ * global view), each its own media chunk with text chunks between, as
+ * llama.cpp's libmtmd does; the others give one chunk per medium. */
+int32_t tessera_mtmd_chunk_medium(const tessera_mtmd_chunks *chunks, int32_t i);
 /* The tokens of text chunk i (NULL for a media chunk). */
 const tessera_token *tessera_mtmd_chunk_tokens(const tessera_mtmd_chunks *chunks, int32_t i, int32_t *n_tokens);
 /* Positions all chunks take. */
@@ -111,7 +119,8 @@ int32_t tessera_mtmd_chunks_n_tokens(const tessera_mtmd_chunks *chunks);
 /* Encode media chunk i: its rows (tessera_mtmd_chunk_n_tokens of them, each
  * tessera_model_n_embd wide), valid until the next encode or the
  * projector's end; from the cache when the same content was encoded
- * before. NULL with an error. */
+ * before (a medium in tiles is encoded whole at its first tile, so
+ * tessera_mtmd_last_encode_ms is 0 for the others). NULL with an error. */
 const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chunks *chunks, int32_t i);
 /* Milliseconds the last encode spent in the encoder graph (0: cached). */
 double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm);

@@ -12,6 +12,7 @@
 #include "mtmd/clip.h"
 #include "mtmd/clip_audio.h"
 #include "util/error.h"
+#include "vocab/vocab.h"
 
 enum { MEDIA_MAX_BYTES = 256 << 20 };
 
@@ -47,7 +48,8 @@ typedef struct chunk {
     tessera_token *tokens;
     int32_t n;
     const tessera_media *media;
-    int32_t part; /* a sound's 30 s window */
+    int32_t medium, tile; /* media chunks: which medium (tokenize's order) and which of
+                          * its tiles (a sound's: its 30 s windows) */
 } chunk;
 
 struct tessera_mtmd_chunks {
@@ -58,6 +60,42 @@ struct tessera_mtmd_chunks {
 tessera_mtmd_params tessera_mtmd_default_params(void) {
     tessera_mtmd_params p = {false, 0, false, 8};
     return p;
+}
+
+/* The token named exactly text, as libmtmd looks up the tokens it puts
+ * around some families' tiles: its text in the vocabulary, a byte's byte
+ * token (SPM's <0x0A> for "\n": llama.cpp's chunk holds it alone, without
+ * the space prefix tokenizing would add), else the one token it tokenizes
+ * to (BPE's "\n\n"); -1 when there is none. */
+static tessera_token lookup_token(const tessera_mtmd *mm, const char *text) {
+    const size_t len = strlen(text);
+    int32_t id = vocab_text_to_token(mm->model->vocab, text, len);
+    if (id >= 0) return id;
+    if (len == 1) {
+        char byte[8];
+        snprintf(byte, sizeof byte, "<0x%02X>", (unsigned char)text[0]);
+        if ((id = vocab_text_to_token(mm->model->vocab, byte, strlen(byte))) >= 0) return id;
+    }
+    tessera_token t[2];
+    return tessera_tokenize(mm->model, text, len, t, 2, false, true) == 1 ? t[0] : -1;
+}
+
+/* The tokens looked up around an image (a square one at the encoder's size
+ * stands for all: the names do not depend on the size) are the model's. */
+static int check_lookups(const tessera_mtmd *mm, const char *path) {
+    const int32_t S = clip_image_size(mm->clip);
+    for (int32_t t = 0; t < clip_n_tiles(mm->clip, S, S); t++) {
+        clip_text around[2];
+        clip_tile_text(mm->clip, S, S, t, &around[0], &around[1]);
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < around[k].n; i++)
+                if (around[k].lookup[i] && lookup_token(mm, around[k].piece[i]) < 0)
+                    return error_set("%s: projector %s puts the token \"%s\" around images, and the model's "
+                                     "vocabulary has no such token: not this model's mmproj",
+                                     path, clip_projector_type(mm->clip),
+                                     !strcmp(around[k].piece[i], "\n\n") ? "\\n\\n" : around[k].piece[i]);
+    }
+    return 0;
 }
 
 tessera_mtmd *tessera_mtmd_load(const tessera_model *model, const char *path, const tessera_mtmd_params *params) {
@@ -88,6 +126,7 @@ tessera_mtmd *tessera_mtmd_load(const tessera_model *model, const char *path, co
         mm->devices[mm->n_devices++] = d;
     }
     if (mm->n_devices == 0) mm->devices[mm->n_devices++] = host_device_ref();
+    if (mm->clip && check_lookups(mm, path) != 0) goto fail;
     if (mm->params.cache_size > 0) {
         mm->cache = calloc((size_t)mm->params.cache_size, sizeof *mm->cache);
         if (!mm->cache) {
@@ -227,7 +266,30 @@ static int add_text(tessera_mtmd *mm, tessera_mtmd_chunks *ch, const char *text,
         free(t);
         return 0;
     }
-    ch->c[ch->n++] = (chunk){TESSERA_CHUNK_TEXT, t, got, NULL, 0};
+    ch->c[ch->n++] = (chunk){TESSERA_CHUNK_TEXT, t, got, NULL, -1, 0};
+    return 0;
+}
+
+/* The pieces of text around a tile into ch: each tokenized apart (special
+ * tokens parsed) or looked up. */
+static int add_pieces(tessera_mtmd *mm, tessera_mtmd_chunks *ch, const clip_text *t) {
+    for (int i = 0; i < t->n; i++) {
+        if (!t->lookup[i]) {
+            if (add_text(mm, ch, t->piece[i], strlen(t->piece[i]), false, true) != 0) return -1;
+            continue;
+        }
+        tessera_token id = lookup_token(mm, t->piece[i]);
+        if (id < 0) return error_set("mtmd tokenize: the vocabulary has no token \"%s\"", t->piece[i]);
+        chunk *last = ch->n > 0 ? &ch->c[ch->n - 1] : NULL;
+        if (!last || last->type != TESSERA_CHUNK_TEXT) {
+            last = &ch->c[ch->n++];
+            *last = (chunk){TESSERA_CHUNK_TEXT, NULL, 0, NULL, -1, 0};
+        }
+        tessera_token *more = realloc(last->tokens, (size_t)(last->n + 1) * sizeof *more);
+        if (!more) return error_set("tokenize: out of memory");
+        more[last->n++] = id;
+        last->tokens = more;
+    }
     return 0;
 }
 
@@ -246,13 +308,22 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
                   TESSERA_MEDIA_MARKER, n_media);
         return NULL;
     }
-    /* a sound is a chunk per 30 s window (libmtmd's) */
-    int64_t n_chunks = 2 * (int64_t)markers + 2;
-    for (int32_t k = 0; k < n_media; k++)
-        if (mm->audio && media[k] && media[k]->kind == TESSERA_MEDIA_AUDIO)
-            n_chunks += clip_audio_n_chunks(mm->audio, media[k]->audio.n_samples);
+    /* each medium's tiles: a media chunk each, and a text chunk around */
+    int64_t n_tiles = 0;
+    for (int32_t k = 0; k < n_media; k++) {
+        const tessera_media *m = media[k];
+        if (!m || tessera_mtmd_media_n_tokens(mm, m) < 0) {
+            error_set("mtmd tokenize: medium %d: %s this projector (%s) cannot take", k + 1,
+                      !m ? "missing, or one" : m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "an image,",
+                      tessera_mtmd_projector_type(mm));
+            return NULL;
+        }
+        /* a sound: a chunk per 30 s window (libmtmd's) */
+        n_tiles += m->kind == TESSERA_MEDIA_AUDIO ? clip_audio_n_chunks(mm->audio, m->audio.n_samples)
+                                                  : clip_n_tiles(mm->clip, m->img.nx, m->img.ny);
+    }
     tessera_mtmd_chunks *ch = calloc(1, sizeof *ch);
-    if (ch) ch->c = calloc((size_t)n_chunks, sizeof *ch->c);
+    if (ch) ch->c = calloc((size_t)(2 * n_tiles + 2), sizeof *ch->c);
     if (!ch || !ch->c) {
         free(ch);
         error_set("mtmd tokenize: out of memory");
@@ -265,24 +336,21 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
         if (add_text(mm, ch, p, (size_t)(q - p), first && add_special, parse_special) != 0) goto fail;
         first = false;
         if (k == markers) break;
-        const char *begin = mm->clip ? clip_media_begin(mm->clip) : "", *end = mm->clip ? clip_media_end(mm->clip) : "";
-        if (add_text(mm, ch, begin, strlen(begin), false, true) != 0) goto fail;
         const tessera_media *m = media[k];
-        int32_t n = tessera_mtmd_media_n_tokens(mm, m);
-        if (!m || n < 0) {
-            error_set("mtmd tokenize: medium %d: %s this projector (%s) cannot take", k + 1,
-                      !m ? "missing, or one" : m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "an image,",
-                      tessera_mtmd_projector_type(mm));
-            goto fail;
-        }
         if (m->kind == TESSERA_MEDIA_AUDIO) {
-            const int32_t parts = clip_audio_n_chunks(mm->audio, m->audio.n_samples);
-            for (int32_t j = 0; j < parts; j++)
-                ch->c[ch->n++] = (chunk){TESSERA_CHUNK_AUDIO, NULL, clip_audio_n_tokens(mm->audio), m, j};
-        } else {
-            ch->c[ch->n++] = (chunk){TESSERA_CHUNK_IMAGE, NULL, n, m, 0};
+            for (int32_t j = 0; j < clip_audio_n_chunks(mm->audio, m->audio.n_samples); j++)
+                ch->c[ch->n++] = (chunk){TESSERA_CHUNK_AUDIO, NULL, clip_audio_n_tokens(mm->audio), m, k, j};
+            p = q + ml;
+            continue;
         }
-        if (add_text(mm, ch, end, strlen(end), false, true) != 0) goto fail;
+        for (int32_t t = 0; t < clip_n_tiles(mm->clip, m->img.nx, m->img.ny); t++) {
+            clip_text before, after;
+            clip_tile_text(mm->clip, m->img.nx, m->img.ny, t, &before, &after);
+            if (add_pieces(mm, ch, &before) != 0) goto fail;
+            ch->c[ch->n++] = (chunk){TESSERA_CHUNK_IMAGE, NULL, clip_tile_n_tokens(mm->clip, m->img.nx, m->img.ny, t),
+                                     m, k, t};
+            if (add_pieces(mm, ch, &after) != 0) goto fail;
+        }
         p = q + ml;
     }
     return ch;
@@ -318,6 +386,11 @@ int32_t tessera_mtmd_chunk_n_tokens(const tessera_mtmd_chunks *ch, int32_t i) {
     return c ? c->n : 0;
 }
 
+int32_t tessera_mtmd_chunk_medium(const tessera_mtmd_chunks *ch, int32_t i) {
+    const chunk *c = chunk_at(ch, i);
+    return c && c->type != TESSERA_CHUNK_TEXT ? c->medium : -1;
+}
+
 const tessera_token *tessera_mtmd_chunk_tokens(const tessera_mtmd_chunks *ch, int32_t i, int32_t *n) {
     const chunk *c = chunk_at(ch, i);
     if (n) *n = c && c->tokens ? c->n : 0;
@@ -332,6 +405,9 @@ int32_t tessera_mtmd_chunks_n_tokens(const tessera_mtmd_chunks *ch) {
 
 /* ------------------------------------------------------------ encode */
 
+/* A medium's rows are encoded and kept whole, all its tiles together; a
+ * chunk's are its tile's, from the row after the tiles before it. Without
+ * a cache (cache_size 0), every call encodes its tile alone. */
 const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chunks *ch, int32_t i) {
     const chunk *c = chunk_at(ch, i);
     if (!mm || !c) return NULL;
@@ -339,8 +415,16 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
         error_set("mtmd encode: chunk %d is text", i);
         return NULL;
     }
+    /* an image's tiles are kept together under its hash, a sound's
+     * windows each under "hash.N" */
+    const bool audio = c->type == TESSERA_CHUNK_AUDIO;
+    const media_image *img = &c->media->img;
     char key[sizeof mm->cache[0].hash];
-    snprintf(key, sizeof key, "%s.%d", c->media->hash, (int)c->part);
+    if (audio) snprintf(key, sizeof key, "%s.%d", c->media->hash, (int)c->tile);
+    else snprintf(key, sizeof key, "%s", c->media->hash);
+    size_t at = 0;
+    for (int32_t t = 0; !audio && t < c->tile; t++) at += (size_t)clip_tile_n_tokens(mm->clip, img->nx, img->ny, t);
+    at *= (size_t)mm->n_embd;
     mm->tick++;
     mm->last_ms = 0;
     cache_entry *slot = NULL;
@@ -348,20 +432,21 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
         cache_entry *e = &mm->cache[k];
         if (e->rows && !strcmp(e->hash, key)) {
             e->used = mm->tick;
-            return e->rows;
+            return e->rows + at;
         }
         if (!slot || !e->rows || (slot->rows && e->used < slot->used)) slot = e;
     }
-    float *rows = malloc((size_t)c->n * (size_t)mm->n_embd * sizeof(float));
+    const int32_t n_rows = slot && !audio ? clip_n_tokens(mm->clip, img->nx, img->ny) : c->n;
+    float *rows = malloc((size_t)n_rows * (size_t)mm->n_embd * sizeof(float));
     if (!rows) {
         error_set("mtmd encode: out of memory");
         return NULL;
     }
     clip_run run = {mm->devices, mm->n_devices, mm->params.n_threads, mm->params.explain, 0};
-    const int rc = c->type == TESSERA_CHUNK_AUDIO
-                       ? clip_audio_encode(mm->audio, &run, c->media->audio.pcm, c->media->audio.n_samples, c->part,
-                                           rows)
-                       : clip_encode(mm->clip, &run, &c->media->img, rows);
+    const int rc = audio ? clip_audio_encode(mm->audio, &run, c->media->audio.pcm, c->media->audio.n_samples,
+                                             c->tile, rows)
+                   : slot ? clip_encode(mm->clip, &run, img, rows)
+                          : clip_encode_tile(mm->clip, &run, img, c->tile, rows);
     if (rc != 0) {
         free(rows);
         return NULL;
@@ -376,7 +461,7 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
     slot->rows = rows;
     slot->used = mm->tick;
     memcpy(slot->hash, key, sizeof slot->hash);
-    return rows;
+    return rows + at;
 }
 
 double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm) { return mm ? mm->last_ms : 0; }
@@ -405,6 +490,10 @@ int tessera_mtmd_chunk_grid(const tessera_mtmd *mm, const tessera_mtmd_chunks *c
         return 0;
     }
     if (c->type != TESSERA_CHUNK_IMAGE) return error_set("mtmd grid: chunk %d is not an image", i);
+    if (mm && nx && ny && clip_n_tiles(mm->clip, c->media->img.nx, c->media->img.ny) > 1) {
+        *nx = c->n, *ny = 1; /* one tile of several: its rows in a line */
+        return 0;
+    }
     return tessera_mtmd_media_grid(mm, c->media, nx, ny);
 }
 

@@ -1,5 +1,6 @@
 /* clip: loading an mmproj file, preprocessing, the encoder graph. */
 #include "mtmd/clip.h"
+#include "mtmd/clip_idefics3.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,6 +50,7 @@ struct clip_model {
     const gguf_tensor_info *soft_norm, *in_proj; /* gemma3 */
     float *pool_w; /* gemma3: [n_patch, n_tokens], the average pool as a product */
     clip_qwen2vl *qv;   /* qwen2vl_merger, qwen2.5vl_merger (clip_qwen2vl.c) */
+    idefics3 *i3;  /* idefics3: its projector and tiles, else NULL */
     sched *s;           /* kept across encodes */
     host_device *s_devs[8];
     int s_n;
@@ -153,10 +155,11 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
         if (!(c->qv = clip_qwen2vl_load(c->f, path, c->projector, n_embd_text))) goto fail;
         return c;
     }
-    c->siglip = !strcmp(c->projector, "gemma3");
+    const bool i3 = !strcmp(c->projector, "idefics3");
+    c->siglip = !strcmp(c->projector, "gemma3") || i3;
     if (strcmp(c->projector, "mlp") != 0 && !c->siglip) {
         error_set("%s: key %s: projector type \"%s\" is not supported (supported: mlp, gemma3, qwen2vl_merger, "
-                  "qwen2.5vl_merger)", path, ptkey, c->projector);
+                  "qwen2.5vl_merger, idefics3)", path, ptkey, c->projector);
         goto fail;
     }
     if (key_u32(c, "clip.vision.image_size", 1, 4096, &c->image_size) ||
@@ -202,7 +205,7 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
         goto fail;
     }
     const int64_t D = c->n_embd, side = c->image_size / c->patch, n_pos = side * side + !c->siglip;
-    if (c->siglip) {
+    if (c->siglip && !i3) {
         /* Gemma 3 pools its 64x64 patches to 16x16 tokens (4x4); the
          * synthetic files keep the 4x4 pool on a smaller grid, as llama.cpp
          * does (16 tokens from 16x16 patches, tests/data/mm/README.md) */
@@ -242,11 +245,20 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
         snprintf(n, sizeof n, "v.blk.%d.ln2", il);
         if (norm(c, n, false, D, &L->ln2) != 0) goto fail;
     }
-    if (c->siglip) {
-        if (!c->post_ln.w) {
-            error_set("%s: tensor v.post_ln.weight is missing (gemma3 needs the post-layernorm)", path);
+    if (c->siglip && !c->post_ln.w) {
+        error_set("%s: tensor v.post_ln.weight is missing (%s needs the post-layernorm)", path, c->projector);
+        goto fail;
+    }
+    if (i3) {
+        c->i3 = calloc(1, sizeof *c->i3);
+        if (!c->i3 || idefics3_load(c->i3, c->f, path, c->image_size, c->patch, c->n_embd, n_embd_text) != 0) {
+            if (!c->i3) error_set("%s: out of memory", path);
             goto fail;
         }
+        c->n_out = c->i3->n_out;
+        return c;
+    }
+    if (c->siglip) {
         if (tensor(c, "mm.soft_emb_norm.weight", false, false, D, 1, 1, 1, &c->soft_norm)) goto fail;
         const gguf_tensor_info *ip = gguf_find_tensor(c->f, "mm.input_projection.weight");
         if (!ip) {
@@ -307,6 +319,7 @@ void clip_model_free(clip_model *c) {
     clip_qwen2vl_free(c->qv);
     free(c->layers);
     free(c->pool_w);
+    idefics3_free(c->i3);
     gguf_close(c->f);
     free(c);
 }
@@ -315,10 +328,34 @@ const char *clip_projector_type(const clip_model *c) { return c->projector; }
 int32_t clip_n_embd_out(const clip_model *c) { return c->qv ? clip_qwen2vl_n_embd_out(c->qv) : c->n_out; }
 int32_t clip_image_size(const clip_model *c) { return c->image_size; }
 const char *clip_media_begin(const clip_model *c) {
-    return c->qv ? "<|vision_start|>" : c->siglip ? "<start_of_image>" : "";
+    return c->qv ? "<|vision_start|>" : c->siglip && !c->i3 ? "<start_of_image>" : "";
 }
-const char *clip_media_end(const clip_model *c) { return c->qv ? "<|vision_end|>" : c->siglip ? "<end_of_image>" : ""; }
-bool clip_non_causal(const clip_model *c) { return c->siglip; }
+const char *clip_media_end(const clip_model *c) {
+    return c->qv ? "<|vision_end|>" : c->siglip && !c->i3 ? "<end_of_image>" : "";
+}
+bool clip_non_causal(const clip_model *c) { return c->siglip && !c->i3; }
+
+int32_t clip_n_tiles(const clip_model *c, int32_t nx, int32_t ny) {
+    return c->i3 ? idefics3_n_tiles(c->i3, nx, ny) : 1;
+}
+
+int32_t clip_tile_n_tokens(const clip_model *c, int32_t nx, int32_t ny, int32_t t) {
+    (void)t;
+    return c->i3 ? idefics3_tile_rows(c->i3) : clip_n_tokens(c, nx, ny);
+}
+
+void clip_tile_text(const clip_model *c, int32_t nx, int32_t ny, int32_t t, clip_text *before, clip_text *after) {
+    if (c->i3) {
+        idefics3_tile_text(c->i3, nx, ny, t, before, after);
+        return;
+    }
+    memset(before, 0, sizeof *before);
+    memset(after, 0, sizeof *after);
+    snprintf(before->piece[0], sizeof before->piece[0], "%s", clip_media_begin(c));
+    snprintf(after->piece[0], sizeof after->piece[0], "%s", clip_media_end(c));
+    before->n = before->piece[0][0] != 0;
+    after->n = after->piece[0][0] != 0;
+}
 
 void clip_grid(const clip_model *c, int32_t nx, int32_t ny, int32_t *gx, int32_t *gy) {
     if (c->qv) {
@@ -335,6 +372,7 @@ int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny) {
         clip_qwen2vl_grid(c->qv, nx, ny, &gx, &gy);
         return gx * gy;
     }
+    if (c->i3) return idefics3_n_tiles(c->i3, nx, ny) * idefics3_tile_rows(c->i3);
     const int32_t side = c->image_size / c->patch;
     if (c->siglip) return (side / c->pool) * (side / c->pool);
     return side * side; /* the class token is dropped */
@@ -364,9 +402,21 @@ static float linear_k(float x) {
     return x < 1 ? 1 - x : 0;
 }
 
-static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, bool horizontal, bool bilinear) {
+/* Lanczos, a = 3 (idefics3's resize, widened when shrinking as Pillow does:
+ * worst row cosine 0.9999998 against llama.cpp's, clip_idefics3.c). */
+static float lanczos3(float x) {
+    x = fabsf(x);
+    if (x < 1e-6f) return 1;
+    if (x >= 3) return 0;
+    const float px = (float)M_PI * x;
+    return 3 * sinf(px) * sinf(px / 3) / (px * px);
+}
+
+static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, bool horizontal, clip_resize_kind kind) {
     const int in = horizontal ? nx : ny;
-    const double scale = (double)in / n, fs = 1, support = (bilinear ? 1.0 : 2.0) * fs;
+    const bool bilinear = kind == CLIP_RESIZE_BILINEAR, lanczos = kind == CLIP_RESIZE_LANCZOS;
+    const double scale = (double)in / n, fs = lanczos && scale > 1 ? scale : 1;
+    const double support = (bilinear ? 1.0 : lanczos ? 3.0 : 2.0) * fs;
     const int taps = (int)ceil(support) * 2 + 1;
     double *w = malloc((size_t)taps * sizeof(double));
     if (!w) return -1;
@@ -379,7 +429,7 @@ static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, boo
         double sum = 0;
         for (int i = lo; i < hi; i++) {
             const float x = (float)((i - center + 0.5) / fs);
-            sum += w[i - lo] = bilinear ? linear_k(x) : cubic(x);
+            sum += w[i - lo] = bilinear ? linear_k(x) : lanczos ? lanczos3(x) : cubic(x);
         }
         for (int i = lo; i < hi; i++) w[i - lo] /= sum != 0 ? sum : 1;
         const int other = horizontal ? ny : nx;
@@ -399,10 +449,9 @@ static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, boo
     return 0;
 }
 
-int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, int oy, bool bilinear) {
+int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, int oy, clip_resize_kind kind) {
     uint8_t *tmp = malloc((size_t)ox * ny * 3);
-    if (!tmp) return error_set("image: out of memory resizing to %dx%d", ox, oy);
-    const int rc = resample(src, nx, ny, tmp, ox, true, bilinear) != 0 || resample(tmp, ox, ny, dst, oy, false, bilinear) != 0;
+    int rc = !tmp || resample(src, nx, ny, tmp, ox, true, kind) != 0 || resample(tmp, ox, ny, dst, oy, false, kind) != 0;
     free(tmp);
     return rc ? error_set("image: out of memory resizing to %dx%d", ox, oy) : 0;
 }
@@ -430,15 +479,11 @@ int clip_preprocess(const clip_model *c, const media_image *img, float *out) {
     uint8_t *rs = sq;
     if (side != S) {
         rs = malloc((size_t)S * S * 3);
-        uint8_t *tmp = malloc((size_t)S * side * 3);
-        if (!rs || !tmp || resample(sq, side, side, tmp, S, true, c->siglip) != 0 ||
-            resample(tmp, S, side, rs, S, false, c->siglip) != 0) {
-            free(tmp);
+        if (!rs || clip_resample_rgb(sq, side, side, rs, S, S, c->siglip ? CLIP_RESIZE_BILINEAR : CLIP_RESIZE_BICUBIC) != 0) {
             free(sq);
-            if (rs != sq) free(rs);
+            free(rs);
             return error_set("image: out of memory resizing to %dx%d", S, S);
         }
-        free(tmp);
     }
     for (int y = 0; y < S; y++)
         for (int x = 0; x < S; x++)
@@ -519,7 +564,9 @@ static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out)
         x = graph_tensor_set_name(graph_add(g, x, h), "vit-out-%d", il);
     }
     if (c->post_ln.w) x = layer_norm(g, &c->post_ln, x, c->eps);
-    if (c->siglip) {
+    if (c->i3) {
+        x = idefics3_project(c->i3, g, x, w2(g, c->i3->fc));
+    } else if (c->siglip) {
         /* the pool x P: P [n_patch, n_tok] averages each pool x pool square
          * of patches (row order) into one token (row order) */
         const int64_t n_tok = n_patch / ((int64_t)c->pool * c->pool);
@@ -545,8 +592,8 @@ static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out)
     return g;
 }
 
-int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out) {
-    if (c->qv) return clip_qwen2vl_encode(c->qv, run, img, out);
+/* One tile (the image itself but for idefics3) through the graph. */
+static int encode_one(clip_model *c, clip_run *run, const media_image *img, int32_t n_rows, float *out) {
     const int S = c->image_size, p = c->patch, side = S / p;
     float *pix = malloc((size_t)3 * S * S * sizeof(float));
     if (!pix) return error_set("%s: out of memory", c->path);
@@ -599,7 +646,7 @@ int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out
     if (sched_compute(c->s, g) != 0) goto done;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     run->encode_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    const int64_t n = (int64_t)clip_n_tokens(c, img->nx, img->ny) * c->n_out;
+    const int64_t n = (int64_t)n_rows * c->n_out;
     const float *r = res->t.data;
     for (int64_t i = 0; i < n; i++) {
         if (!isfinite(r[i])) {
@@ -613,4 +660,28 @@ done:
     graph_free(g);
     free(pix);
     return rc;
+}
+
+int clip_encode_tile(clip_model *c, clip_run *run, const media_image *img, int32_t t, float *out) {
+    const int32_t n_rows = clip_tile_n_tokens(c, img->nx, img->ny, t);
+    if (!c->i3) return t == 0 ? clip_encode(c, run, img, out) : error_set("image: tile %d does not exist", t);
+    const int32_t S = c->image_size;
+    media_image tile = {S, S, malloc((size_t)S * S * 3)};
+    if (!tile.rgb) return error_set("%s: out of memory", c->path);
+    int rc = idefics3_tile_image(c->i3, img, t, tile.rgb) != 0 ? -1 : encode_one(c, run, &tile, n_rows, out);
+    free(tile.rgb);
+    return rc;
+}
+
+int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out) {
+    if (c->qv) return clip_qwen2vl_encode(c->qv, run, img, out);
+    if (!c->i3) return encode_one(c, run, img, clip_n_tokens(c, img->nx, img->ny), out);
+    double ms = 0;
+    for (int32_t t = 0; t < clip_n_tiles(c, img->nx, img->ny); t++) {
+        if (clip_encode_tile(c, run, img, t, out) != 0) return -1;
+        out += (size_t)clip_tile_n_tokens(c, img->nx, img->ny, t) * (size_t)c->n_out;
+        ms += run->encode_ms;
+    }
+    run->encode_ms = ms;
+    return 0;
 }

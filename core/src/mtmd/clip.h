@@ -17,6 +17,9 @@
  *         (mm.soft_emb_norm) and mm.input_projection onto the text model.
  *   qwen2vl_merger, qwen2.5vl_merger  Qwen2-VL / Qwen2.5-VL: dynamic
  *         resolution, 2-D rope, the 2x2 patch merger (clip_qwen2vl.h).
+ *   idefics3 SmolVLM / Idefics3: the same SigLIP ViT, a pixel shuffle and
+ *         mm.model.fc; images split into tiles plus a global view
+ *         (clip_idefics3.h).
  *
  * Preprocessing follows the file: the image is padded to a square (mlp: the
  * mean colour, bicubic; gemma3: black, bilinear, as measured against
@@ -52,24 +55,43 @@ const char *clip_media_end(const clip_model *c);
  * (gemma3, as libmtmd's mtmd_decode_use_non_causal says). */
 bool clip_non_causal(const clip_model *c);
 
-/* The embedding rows an image costs (independent of its size for fixed
- * resolution families). */
+/* The embedding rows an image costs, all its tiles together (independent
+ * of its size for fixed resolution families). */
 int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny);
 
 /* The grid of those rows (across, down; row order): a dynamic-resolution
  * family's (qwen2vl), else n_tokens x 1. */
 void clip_grid(const clip_model *c, int32_t nx, int32_t ny, int32_t *gx, int32_t *gy);
 
-/* Resample RGB8 src nx x ny to dst ox x oy: bicubic (Keys, a = -0.5, the
- * kernel not widened when shrinking) or bilinear, each pass rounded to 8 bits. */
-int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, int oy, bool bilinear);
+
+/* Tiles: libmtmd cuts some families' images into several (idefics3), each
+ * its own media chunk with text around it; others are one tile, with
+ * clip_media_begin / clip_media_end around it. */
+int32_t clip_n_tiles(const clip_model *c, int32_t nx, int32_t ny);
+/* The embedding rows tile t costs. */
+int32_t clip_tile_n_tokens(const clip_model *c, int32_t nx, int32_t ny, int32_t t);
+/* The text around tile t: pieces tokenized apart (special tokens parsed),
+ * or where lookup is set, one token named exactly. */
+typedef struct clip_text {
+    int n;
+    char piece[4][64];
+    bool lookup[4];
+} clip_text;
+void clip_tile_text(const clip_model *c, int32_t nx, int32_t ny, int32_t t, clip_text *before, clip_text *after);
 
 /* The normalised input the encoder sees: F32 [3][size][size] planes, from
  * an RGB8 image (pad to square, resize, (x/255 - mean) / std). */
 int clip_preprocess(const clip_model *c, const media_image *img, float *out);
 
+/* Resample RGB8 src nx x ny to dst ox x oy, a pass per axis rounded to 8
+ * bits: bicubic (Keys, a = -0.5) or bilinear with the kernel not widened
+ * when shrinking, or Lanczos-3 widened (clip.c says how each matches
+ * llama.cpp). */
+typedef enum clip_resize_kind { CLIP_RESIZE_BICUBIC, CLIP_RESIZE_BILINEAR, CLIP_RESIZE_LANCZOS } clip_resize_kind;
+int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, int oy, clip_resize_kind kind);
+
 /* Encode img on the devices (tried in order): writes clip_n_tokens rows of
- * clip_n_embd_out floats to out. */
+ * clip_n_embd_out floats to out (clip_encode_tile: tile t's rows). */
 typedef struct clip_run {
     host_device *const *devices;
     int n_devices;
@@ -78,5 +100,6 @@ typedef struct clip_run {
     double encode_ms;   /* set by clip_encode: the graph's time */
 } clip_run;
 int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out);
+int clip_encode_tile(clip_model *c, clip_run *run, const media_image *img, int32_t t, float *out);
 
 #endif

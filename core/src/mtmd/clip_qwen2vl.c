@@ -368,7 +368,7 @@ static int fit_pad(const media_image *img, uint8_t *rs, int W, int H) {
     rh = rh < 1 ? 1 : rh > H ? H : rh;
     uint8_t *t = malloc((size_t)rw * rh * 3);
     if (!t) return error_set("image: out of memory resizing to %dx%d", rw, rh);
-    if (clip_resample_rgb(img->rgb, img->nx, img->ny, t, rw, rh, false) != 0) {
+    if (clip_resample_rgb(img->rgb, img->nx, img->ny, t, rw, rh, CLIP_RESIZE_BICUBIC) != 0) {
         free(t);
         return -1;
     }

@@ -314,7 +314,8 @@ static int32_t decode_chunks_from(chat_session *s, int32_t common) {
                     tessera_decode_embd_grid(s->ctx, rows, gx, gy, at, 0, tessera_mtmd_decode_flags(s->mm)) != 0)
                     return -1;
                 if (s->p->verbose)
-                    fprintf(stderr, "[image: %d positions, encoded in %.2f ms%s]\n", (int)cn,
+                    fprintf(stderr, "[%s: %d positions, encoded in %.2f ms%s]\n",
+                            tessera_mtmd_chunk_type(s->chunks, c) == TESSERA_CHUNK_AUDIO ? "audio" : "image", (int)cn,
                             tessera_mtmd_last_encode_ms(s->mm), tessera_mtmd_last_encode_ms(s->mm) > 0 ? "" : " (cached)");
             }
         }

@@ -585,7 +585,9 @@ static void slot_action_run(serve_engine *e, serve_slot_action *a) {
         if (media) { /* a slot file holds token ids: a medium's rows have none */
             a->status = 400;
             snprintf(a->error, sizeof a->error,
-                     "slot %d holds an image: slot files hold token ids, and saving media is not supported", a->slot);
+                     "slot %d holds an image or a sound: slot files hold token ids, and saving media is not "
+                     "supported",
+                     a->slot);
         } else if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
             a->status = 500;
             snprintf(a->error, sizeof a->error, "%s", tessera_last_error());

@@ -29,6 +29,7 @@
 #include <tessera/plugin_util.h>
 
 #include "gguf/gguf.h"
+#include "synth_mmproj_audio.h"
 #include "util/error.h"
 
 #include "synth_mmproj_qwen2vl.h"
@@ -200,11 +201,16 @@ static void usage(FILE *fp) {
             "  --patch N           patch side in pixels (default 14)\n"
             "  --proj-dim N        the text model's embedding size (default 128)\n"
             "  --gelu              GELU in the FFN (default: quick GELU, as CLIP)\n"
-            "  --seed N            random seed (default 42)\n");
+            "  --seed N            random seed (default 42)\n\n"
+            "  --projector ultravox  an audio mmproj: Whisper encoder (--dim, --layers,\n"
+            "                      --heads, --ffn) and Ultravox's projector onto --proj-dim;\n"
+            "                      --mel N mel bins (128), --stack N frames stacked (8),\n"
+            "                      --proj-hidden N the projector's first linear (256)\n");
 }
 
 int main(int argc, char **argv) {
     opts o = {NULL, 64, 2, 4, 128, 56, 14, 128, 42, 2, 0, false, "mlp"};
+    synth_audio_opts ao = {.n_mel = 128, .n_pos = 1500, .stack = 8, .proj_hidden = 256};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -236,6 +242,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) num = &o.seed;
         else if (!strcmp(a, "--scale-factor")) num = &o.scale;
         else if (!strcmp(a, "--preproc-size")) num = &o.preproc;
+        else if (!strcmp(a, "--mel")) num = &ao.n_mel;
+        else if (!strcmp(a, "--stack")) num = &ao.stack;
+        else if (!strcmp(a, "--proj-hidden")) num = &ao.proj_hidden;
         if (!num) {
             fprintf(stderr, "tessera-synth-mmproj: unknown option '%s' (see --help)\n", a);
             return 2;
@@ -258,6 +267,21 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (!strcmp(o.projector, "ultravox")) {
+        ao.out = o.out, ao.dim = o.dim, ao.layers = o.layers, ao.heads = o.heads, ao.ffn = o.ffn;
+        ao.proj = o.proj, ao.seed = o.seed;
+        if (ao.n_mel < 1 || ao.stack < 1 || ao.proj_hidden < 2 || ao.proj_hidden % 2 || o.heads < 1 ||
+            o.dim % o.heads || o.layers < 1) {
+            fprintf(stderr, "tessera-synth-mmproj: ultravox: --mel, --stack and --layers must be positive, "
+                            "--proj-hidden even, --dim a multiple of --heads\n");
+            return 2;
+        }
+        if (synth_mmproj_ultravox(&ao) != 0) {
+            fprintf(stderr, "tessera-synth-mmproj: %s\n", error_get());
+            return 1;
+        }
+        return 0;
+    }
     if (!strcmp(o.projector, "qwen2vl_merger") || !strcmp(o.projector, "qwen2.5vl_merger")) {
         if (o.patch < 1 || o.heads < 1 || o.dim % (4 * o.heads) || o.layers < 1) {
             fprintf(stderr, "tessera-synth-mmproj: %s: the width must be a multiple of 4 x the head count\n",
@@ -275,7 +299,7 @@ int main(int argc, char **argv) {
         strcmp(o.projector, "idefics3") != 0) {
         fprintf(stderr,
                 "tessera-synth-mmproj: --projector: '%s' is not one of: mlp, gemma3, qwen2vl_merger, "
-                "qwen2.5vl_merger, idefics3\n",
+                "qwen2.5vl_merger, idefics3, ultravox\n",
                 o.projector);
         return 2;
     }

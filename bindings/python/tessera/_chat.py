@@ -18,6 +18,7 @@ MEDIA_PARTS = {"image_url": "image_url parts need a multimodal projector",
                "file": "file parts need a document reader",
                "input_file": "input_file parts need a document reader"}
 IMAGE_PARTS = ("image_url", "input_image", "image")
+AUDIO_PARTS = ("input_audio", "audio")
 MEDIA_MARKER = "<__media__>"
 CHAT_ARGS = ("tools", "tool_choice", "response_format", "max_tokens", "stop", "stream", "chat_template_kwargs")
 
@@ -48,6 +49,8 @@ def check_messages(messages, projector=None):
             kind = part.get("type") if isinstance(part, dict) else None
             if kind in IMAGE_PARTS and projector is not None and projector.info()["vision"]:
                 continue  # its bytes are read (and checked) by image_bytes
+            if kind in AUDIO_PARTS and projector is not None and projector.info()["audio"]:
+                continue  # and a sound's by audio_bytes
             if kind in MEDIA_PARTS:
                 if projector is not None:
                     raise ValueError(f"{at}: the loaded projector ({projector.info()['projector_type']}) takes no "
@@ -75,6 +78,8 @@ def check_media(messages, projector):
                 continue
             at = f"messages[{i}].content[{j}]"
             if kind in IMAGE_PARTS and projector is not None and projector.info()["vision"]:
+                continue
+            if kind in AUDIO_PARTS and projector is not None and projector.info()["audio"]:
                 continue
             if projector is not None:
                 raise ValueError(f"{at}: the loaded projector ({projector.info()['projector_type']}) takes no "
@@ -148,8 +153,36 @@ def image_bytes(part, where):
         raise ValueError(f"{where}: cannot read the image file {src!r}: {e.strerror}") from None
 
 
+def audio_bytes(part, where):
+    """The bytes of a sound part: OpenAI's {"type": "input_audio",
+    "input_audio": {"data": BASE64, "format": "wav"}} (WAV, MP3, FLAC), or
+    {"type": "audio", "audio": BYTES_OR_PATH}."""
+    if part.get("type") == "input_audio":
+        src = part.get("input_audio")
+        data = src.get("data") if isinstance(src, dict) else None
+        if not isinstance(data, str) or not data:
+            raise TypeError(f"{where}: input_audio must be {{'data': BASE64, 'format': 'wav'|'mp3'|'flac'}}, "
+                            f"not {_check._show(src)}")
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{where}: input_audio.data is not base64") from None
+    src = part.get("audio", part.get("data"))
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return bytes(src)
+    if isinstance(src, os.PathLike):
+        src = os.fspath(src)
+    if not isinstance(src, str) or not src:
+        raise TypeError(f"{where}: an audio part needs bytes or a file path, not {_check._show(src)}")
+    try:
+        with open(src, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError(f"{where}: cannot read the audio file {src!r}: {e.strerror}") from None
+
+
 def _media_of(messages):
-    """The bytes of every image part, in order ([] without any)."""
+    """The bytes of every image and sound part, in order ([] without any)."""
     out = []
     for i, m in enumerate(messages):
         content = m.get("content")
@@ -157,6 +190,8 @@ def _media_of(messages):
             for j, p in enumerate(content):
                 if isinstance(p, dict) and p.get("type") in IMAGE_PARTS:
                     out.append(image_bytes(p, f"messages[{i}].content[{j}]"))
+                elif isinstance(p, dict) and p.get("type") in AUDIO_PARTS:
+                    out.append(audio_bytes(p, f"messages[{i}].content[{j}]"))
     return out
 
 
@@ -164,8 +199,9 @@ def _text_of(content):
     """OpenAI content: a string, or a list of parts of which the text ones count."""
     if content is None or isinstance(content, str):
         return content
-    return "".join(MEDIA_MARKER if p.get("type") in IMAGE_PARTS else p.get("text", "")
-                   for p in content if isinstance(p, dict) and (p.get("type") == "text" or p.get("type") in IMAGE_PARTS))
+    media = IMAGE_PARTS + AUDIO_PARTS
+    return "".join(MEDIA_MARKER if p.get("type") in media else p.get("text", "")
+                   for p in content if isinstance(p, dict) and (p.get("type") == "text" or p.get("type") in media))
 
 
 def _template_messages(messages):

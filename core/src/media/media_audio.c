@@ -8,6 +8,7 @@
  */
 #include "media/media.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +151,10 @@ int media_audio_decode(const void *data, size_t size, const char *label,
         double s = 0;
         for (int c = 0; c < info.channels; c++) s += in[(size_t)i * (size_t)info.channels + (size_t)c];
         mono[i] = (float)(s / info.channels);
+        if (!isfinite(mono[i])) { /* a float WAV can carry NaN or infinity */
+            error_set("%s: %s data: sample %lld is not a finite number", label, fmt, (long long)i);
+            goto fail;
+        }
     }
     free(in);
     in = NULL;

@@ -10,6 +10,7 @@
 #include "media/media.h"
 #include "model/public.h"
 #include "mtmd/clip.h"
+#include "mtmd/clip_audio.h"
 #include "util/error.h"
 #include "vocab/vocab.h"
 
@@ -23,14 +24,15 @@ struct tessera_media {
 };
 
 typedef struct cache_entry {
-    char hash[17];
+    char hash[28]; /* the medium's, ".N" for a sound's window N */
     float *rows;
     uint64_t used; /* last use, for eviction */
 } cache_entry;
 
 struct tessera_mtmd {
     const tessera_model *model;
-    clip_model *clip;
+    clip_model *clip;  /* a vision projector, or */
+    clip_audio *audio; /* an audio one */
     tessera_mtmd_params params;
     host_device *devices[TESSERA_MAX_DEVICES];
     int n_devices;
@@ -46,7 +48,8 @@ typedef struct chunk {
     tessera_token *tokens;
     int32_t n;
     const tessera_media *media;
-    int32_t medium, tile; /* media chunks: which medium (tokenize's order) and which of its tiles */
+    int32_t medium, tile; /* media chunks: which medium (tokenize's order) and which of
+                          * its tiles (a sound's: its 30 s windows) */
 } chunk;
 
 struct tessera_mtmd_chunks {
@@ -109,8 +112,13 @@ tessera_mtmd *tessera_mtmd_load(const tessera_model *model, const char *path, co
     mm->params = params ? *params : tessera_mtmd_default_params();
     if (mm->params.cache_size < 0 || mm->params.cache_size > 1024) mm->params.cache_size = 8;
     mm->n_embd = tessera_model_n_embd(model);
-    mm->clip = clip_model_load(path, mm->n_embd);
-    if (!mm->clip) goto fail;
+    if (clip_audio_probe(path)) {
+        mm->audio = clip_audio_load(path, mm->n_embd);
+        if (!mm->audio) goto fail;
+    } else {
+        mm->clip = clip_model_load(path, mm->n_embd);
+        if (!mm->clip) goto fail;
+    }
     /* the model's devices, or its CPU devices alone */
     for (int32_t i = 0; i < model->n_devices; i++) {
         host_device *d = model->devices[i];
@@ -118,7 +126,7 @@ tessera_mtmd *tessera_mtmd_load(const tessera_model *model, const char *path, co
         mm->devices[mm->n_devices++] = d;
     }
     if (mm->n_devices == 0) mm->devices[mm->n_devices++] = host_device_ref();
-    if (check_lookups(mm, path) != 0) goto fail;
+    if (mm->clip && check_lookups(mm, path) != 0) goto fail;
     if (mm->params.cache_size > 0) {
         mm->cache = calloc((size_t)mm->params.cache_size, sizeof *mm->cache);
         if (!mm->cache) {
@@ -138,14 +146,17 @@ void tessera_mtmd_free(tessera_mtmd *mm) {
     free(mm->cache);
     free(mm->uncached);
     clip_model_free(mm->clip);
+    clip_audio_free(mm->audio);
     free(mm);
 }
 
 bool tessera_mtmd_supports_vision(const tessera_mtmd *mm) { return mm && mm->clip; }
-bool tessera_mtmd_supports_audio(const tessera_mtmd *mm) { (void)mm; return false; }
-const char *tessera_mtmd_projector_type(const tessera_mtmd *mm) { return mm ? clip_projector_type(mm->clip) : ""; }
+bool tessera_mtmd_supports_audio(const tessera_mtmd *mm) { return mm && mm->audio; }
+const char *tessera_mtmd_projector_type(const tessera_mtmd *mm) {
+    return !mm ? "" : mm->audio ? clip_audio_projector_type(mm->audio) : clip_projector_type(mm->clip);
+}
 uint32_t tessera_mtmd_decode_flags(const tessera_mtmd *mm) {
-    return mm && clip_non_causal(mm->clip) ? TESSERA_DECODE_NON_CAUSAL : 0;
+    return mm && mm->clip && clip_non_causal(mm->clip) ? TESSERA_DECODE_NON_CAUSAL : 0;
 }
 
 /* ------------------------------------------------------------- media */
@@ -220,7 +231,9 @@ const char *tessera_media_hash(const tessera_media *m) { return m ? m->hash : ""
 
 int32_t tessera_mtmd_media_n_tokens(const tessera_mtmd *mm, const tessera_media *m) {
     if (!mm || !m) return -1;
-    if (m->kind != TESSERA_MEDIA_IMAGE) return -1;
+    if (m->kind == TESSERA_MEDIA_AUDIO)
+        return mm->audio ? clip_audio_n_chunks(mm->audio, m->audio.n_samples) * clip_audio_n_tokens(mm->audio) : -1;
+    if (!mm->clip) return -1;
     return clip_n_tokens(mm->clip, m->img.nx, m->img.ny);
 }
 
@@ -300,11 +313,14 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
     for (int32_t k = 0; k < n_media; k++) {
         const tessera_media *m = media[k];
         if (!m || tessera_mtmd_media_n_tokens(mm, m) < 0) {
-            error_set("mtmd tokenize: medium %d: %s this projector cannot take", k + 1,
-                      m && m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "missing, or one");
+            error_set("mtmd tokenize: medium %d: %s this projector (%s) cannot take", k + 1,
+                      !m ? "missing, or one" : m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "an image,",
+                      tessera_mtmd_projector_type(mm));
             return NULL;
         }
-        n_tiles += clip_n_tiles(mm->clip, m->img.nx, m->img.ny);
+        /* a sound: a chunk per 30 s window (libmtmd's) */
+        n_tiles += m->kind == TESSERA_MEDIA_AUDIO ? clip_audio_n_chunks(mm->audio, m->audio.n_samples)
+                                                  : clip_n_tiles(mm->clip, m->img.nx, m->img.ny);
     }
     tessera_mtmd_chunks *ch = calloc(1, sizeof *ch);
     if (ch) ch->c = calloc((size_t)(2 * n_tiles + 2), sizeof *ch->c);
@@ -321,6 +337,12 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
         first = false;
         if (k == markers) break;
         const tessera_media *m = media[k];
+        if (m->kind == TESSERA_MEDIA_AUDIO) {
+            for (int32_t j = 0; j < clip_audio_n_chunks(mm->audio, m->audio.n_samples); j++)
+                ch->c[ch->n++] = (chunk){TESSERA_CHUNK_AUDIO, NULL, clip_audio_n_tokens(mm->audio), m, k, j};
+            p = q + ml;
+            continue;
+        }
         for (int32_t t = 0; t < clip_n_tiles(mm->clip, m->img.nx, m->img.ny); t++) {
             clip_text before, after;
             clip_tile_text(mm->clip, m->img.nx, m->img.ny, t, &before, &after);
@@ -389,33 +411,43 @@ int32_t tessera_mtmd_chunks_n_tokens(const tessera_mtmd_chunks *ch) {
 const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chunks *ch, int32_t i) {
     const chunk *c = chunk_at(ch, i);
     if (!mm || !c) return NULL;
-    if (c->type != TESSERA_CHUNK_IMAGE) {
-        error_set("mtmd encode: chunk %d is %s", i, c->type == TESSERA_CHUNK_TEXT ? "text" : "a sound");
+    if (c->type == TESSERA_CHUNK_TEXT) {
+        error_set("mtmd encode: chunk %d is text", i);
         return NULL;
     }
+    /* an image's tiles are kept together under its hash, a sound's
+     * windows each under "hash.N" */
+    const bool audio = c->type == TESSERA_CHUNK_AUDIO;
     const media_image *img = &c->media->img;
+    char key[sizeof mm->cache[0].hash];
+    if (audio) snprintf(key, sizeof key, "%s.%d", c->media->hash, (int)c->tile);
+    else snprintf(key, sizeof key, "%s", c->media->hash);
     size_t at = 0;
-    for (int32_t t = 0; t < c->tile; t++) at += (size_t)clip_tile_n_tokens(mm->clip, img->nx, img->ny, t);
+    for (int32_t t = 0; !audio && t < c->tile; t++) at += (size_t)clip_tile_n_tokens(mm->clip, img->nx, img->ny, t);
     at *= (size_t)mm->n_embd;
     mm->tick++;
     mm->last_ms = 0;
     cache_entry *slot = NULL;
     for (int32_t k = 0; mm->cache && k < mm->params.cache_size; k++) {
         cache_entry *e = &mm->cache[k];
-        if (e->rows && !strcmp(e->hash, c->media->hash)) {
+        if (e->rows && !strcmp(e->hash, key)) {
             e->used = mm->tick;
             return e->rows + at;
         }
         if (!slot || !e->rows || (slot->rows && e->used < slot->used)) slot = e;
     }
-    const int32_t n_rows = slot ? clip_n_tokens(mm->clip, img->nx, img->ny) : c->n;
+    const int32_t n_rows = slot && !audio ? clip_n_tokens(mm->clip, img->nx, img->ny) : c->n;
     float *rows = malloc((size_t)n_rows * (size_t)mm->n_embd * sizeof(float));
     if (!rows) {
         error_set("mtmd encode: out of memory");
         return NULL;
     }
     clip_run run = {mm->devices, mm->n_devices, mm->params.n_threads, mm->params.explain, 0};
-    if ((slot ? clip_encode(mm->clip, &run, img, rows) : clip_encode_tile(mm->clip, &run, img, c->tile, rows)) != 0) {
+    const int rc = audio ? clip_audio_encode(mm->audio, &run, c->media->audio.pcm, c->media->audio.n_samples,
+                                             c->tile, rows)
+                   : slot ? clip_encode(mm->clip, &run, img, rows)
+                          : clip_encode_tile(mm->clip, &run, img, c->tile, rows);
+    if (rc != 0) {
         free(rows);
         return NULL;
     }
@@ -428,7 +460,7 @@ const float *tessera_mtmd_encode_chunk(tessera_mtmd *mm, const tessera_mtmd_chun
     free(slot->rows);
     slot->rows = rows;
     slot->used = mm->tick;
-    memcpy(slot->hash, c->media->hash, sizeof slot->hash);
+    memcpy(slot->hash, key, sizeof slot->hash);
     return rows + at;
 }
 
@@ -436,7 +468,14 @@ double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm) { return mm ? mm->las
 
 int tessera_mtmd_media_grid(const tessera_mtmd *mm, const tessera_media *m, int32_t *nx, int32_t *ny) {
     if (!mm || !m || !nx || !ny) return error_set("mtmd grid: bad arguments");
-    if (m->kind != TESSERA_MEDIA_IMAGE) return error_set("mtmd grid: a sound has no grid");
+    if (m->kind == TESSERA_MEDIA_AUDIO || !mm->clip) { /* a sound's rows are a line */
+        const int32_t n = tessera_mtmd_media_n_tokens(mm, m);
+        if (n < 0) return error_set("mtmd grid: this projector (%s) cannot take the medium",
+                                    tessera_mtmd_projector_type(mm));
+        *nx = n;
+        *ny = 1;
+        return 0;
+    }
     clip_grid(mm->clip, m->img.nx, m->img.ny, nx, ny);
     return 0;
 }
@@ -445,6 +484,11 @@ int tessera_mtmd_chunk_grid(const tessera_mtmd *mm, const tessera_mtmd_chunks *c
                             int32_t *ny) {
     const chunk *c = chunk_at(ch, i);
     if (!c) return -1;
+    if (c->type == TESSERA_CHUNK_AUDIO) { /* one 30 s window: a line of rows */
+        *nx = c->n;
+        *ny = 1;
+        return 0;
+    }
     if (c->type != TESSERA_CHUNK_IMAGE) return error_set("mtmd grid: chunk %d is not an image", i);
     if (mm && nx && ny && clip_n_tiles(mm->clip, c->media->img.nx, c->media->img.ny) > 1) {
         *nx = c->n, *ny = 1; /* one tile of several: its rows in a line */

@@ -139,7 +139,7 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
         goto fail;
     }
     if (!has_vision) {
-        error_set("%s: key clip.has_vision_encoder: no vision encoder (audio encoders are not supported yet)",
+        error_set("%s: key clip.has_vision_encoder: no vision encoder (an audio mmproj loads as clip_audio)",
                   path);
         goto fail;
     }

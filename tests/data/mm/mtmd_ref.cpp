@@ -9,7 +9,7 @@
 // embedding rows (mtmd_encode_chunk), the chunks (text tokens, media token
 // counts, whether the media is decoded with non-causal attention), and N_GREEDY greedy tokens after the whole prompt with the gap
 // between the best two logits at each step, and the logits after the prompt.
-// CPU, 2 threads.
+// CPU, 2 threads; context and batch 512 tokens, or $MTMD_REF_CTX (long audio).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -77,13 +77,14 @@ int main(int argc, char **argv) {
     }
     fprintf(out, "], ");
     llama_context_params lp = llama_context_default_params();
-    lp.n_ctx = 512;
-    lp.n_batch = 512;
+    const int n_ctx = getenv("MTMD_REF_CTX") ? atoi(getenv("MTMD_REF_CTX")) : 512;
+    lp.n_ctx = n_ctx;
+    lp.n_batch = n_ctx;
     lp.n_threads = lp.n_threads_batch = 2;
     lp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     llama_context *lctx = llama_init_from_model(model, lp);
     llama_pos n_past = 0;
-    if (mtmd_helper_eval_chunks(mctx, lctx, chunks, 0, 0, 512, true, &n_past) != 0)
+    if (mtmd_helper_eval_chunks(mctx, lctx, chunks, 0, 0, n_ctx, true, &n_past) != 0)
         return fprintf(stderr, "eval\n"), 1;
     const llama_vocab *vocab = llama_model_get_vocab(model);
     int n_vocab = llama_vocab_n_tokens(vocab);

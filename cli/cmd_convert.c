@@ -13,7 +13,7 @@
 #include "tessera/tessera.h"
 
 static const char usage[] =
-    "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0]\n"
+    "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]\n"
     "\n"
     "Convert a Hugging Face model directory (config.json, model.safetensors or the\n"
     "shards model.safetensors.index.json names, tokenizer.model or tokenizer.json,\n"
@@ -29,6 +29,7 @@ static const char usage[] =
     "options:\n"
     "  -o, --outfile FILE    the GGUF file to write (required)\n"
     "  --outtype TYPE        f32, f16 (default), bf16 or q8_0\n"
+    "  --vocab-only          write the vocabulary and the keys only, no tensors\n"
     "  -h, --help            this text\n"
     "  --version             the version of tessera\n";
 
@@ -53,6 +54,8 @@ static int check_args(int argc, char **argv, int *exit_code) {
                 return *exit_code = 2, 1;
             }
             i++;
+        } else if (!strcmp(a, "--vocab-only")) {
+            continue;
         } else if (a[0] == '-' && a[1]) {
             size_t len = strcspn(a, "=");
             fprintf(stderr, "tessera convert: unknown option '%.*s' (see 'tessera convert --help')\n", (int)len, a);

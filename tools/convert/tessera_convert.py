@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """tessera convert: a Hugging Face model directory to one GGUF file.
 
-usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0]
+usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]
 
 Reads config.json, the weights (model.safetensors, or the shards that
 model.safetensors.index.json names), the tokenizer (tokenizer.model:
-SentencePiece; tokenizer.json: BPE) with tokenizer_config.json and its chat
+SentencePiece; tokenizer.json: byte-level BPE, its pre-tokenizer named from
+its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
-LlamaForCausalLM and MistralForCausalLM (llama), Qwen2ForCausalLM (qwen2),
-Qwen3ForCausalLM (qwen3).
+Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
+OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
+SmolLM3. See docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
 header length, the JSON header, every tensor's dtype, shape and byte range

@@ -13,14 +13,17 @@
 #include "tessera/tessera.h"
 
 static const char usage[] =
-    "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0]\n"
+    "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]\n"
     "\n"
     "Convert a Hugging Face model directory (config.json, model.safetensors or the\n"
     "shards model.safetensors.index.json names, tokenizer.model or tokenizer.json,\n"
     "tokenizer_config.json and its chat template) to a GGUF file, as llama.cpp's\n"
-    "convert_hf_to_gguf.py does: the same keys and tensors (byte for byte at every\n"
-    "type). Architectures: llama (and Mistral), qwen2, qwen3. --outtype: f16 (the\n"
-    "default), f32, bf16 or q8_0; 1-D tensors stay f32.\n"
+    "convert_hf_to_gguf.py does: the same keys and tensors (byte for byte; tested at\n"
+    "f16 and bf16). Architectures: llama (Llama, Mistral, Mixtral), qwen2, qwen3,\n"
+    "qwen2moe, qwen3moe, olmoe, gemma3, phi3, granite, granitemoe, smollm3\n"
+    "(docs/convert.md).\n"
+    "--outtype: f16 (the default), f32, bf16 or q8_0; 1-D tensors and MoE routers\n"
+    "stay f32.\n"
     "\n"
     "The converter is tools/convert/tessera_convert.py, run with python3 (or\n"
     "$TESSERA_PYTHON); it needs PyPI's numpy and gguf, and sentencepiece for a\n"
@@ -29,6 +32,7 @@ static const char usage[] =
     "options:\n"
     "  -o, --outfile FILE    the GGUF file to write (required)\n"
     "  --outtype TYPE        f32, f16 (default), bf16 or q8_0\n"
+    "  --vocab-only          write the vocabulary and the keys only, no tensors\n"
     "  -h, --help            this text\n"
     "  --version             the version of tessera\n";
 
@@ -53,6 +57,8 @@ static int check_args(int argc, char **argv, int *exit_code) {
                 return *exit_code = 2, 1;
             }
             i++;
+        } else if (!strcmp(a, "--vocab-only")) {
+            continue;
         } else if (a[0] == '-' && a[1]) {
             size_t len = strcspn(a, "=");
             fprintf(stderr, "tessera convert: unknown option '%.*s' (see 'tessera convert --help')\n", (int)len, a);

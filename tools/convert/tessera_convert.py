@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """tessera convert: a Hugging Face model directory to one GGUF file.
 
-usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0]
+usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]
 
 Reads config.json, the weights (model.safetensors, or the shards that
 model.safetensors.index.json names), the tokenizer (tokenizer.model:
-SentencePiece; tokenizer.json: BPE) with tokenizer_config.json and its chat
+SentencePiece; tokenizer.json: byte-level BPE, its pre-tokenizer named from
+its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
-LlamaForCausalLM and MistralForCausalLM (llama), Qwen2ForCausalLM (qwen2),
-Qwen3ForCausalLM (qwen3).
+Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
+OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
+SmolLM3. See docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
 header length, the JSON header, every tensor's dtype, shape and byte range
@@ -132,12 +134,25 @@ def open_weights(d):
 
 # ------------------------------------------------------------ architectures
 
+# Hugging Face class -> GGUF architecture
 ARCHS = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "llama",
+    "MixtralForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    "Qwen2MoeForCausalLM": "qwen2moe",
+    "Qwen3MoeForCausalLM": "qwen3moe",
+    "OlmoeForCausalLM": "olmoe",
+    "Gemma3ForCausalLM": "gemma3",
+    "Phi3ForCausalLM": "phi3",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
+    "GraniteMoeSharedForCausalLM": "granitemoe",
+    "SmolLM3ForCausalLM": "smollm3",
 }
+# architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
+PERMUTE_QK = {"llama", "granite", "granitemoe", "smollm3"}
 
 LAYER_MAP = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -148,34 +163,106 @@ LAYER_MAP = {
     "self_attn.q_proj.bias": "attn_q.bias",
     "self_attn.k_proj.bias": "attn_k.bias",
     "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight",
     "self_attn.q_norm.weight": "attn_q_norm.weight",
     "self_attn.k_norm.weight": "attn_k_norm.weight",
     "post_attention_layernorm.weight": "ffn_norm.weight",
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    "mlp.gate_up_proj.weight": "ffn_up.weight",  # phi3: gate|up in one matrix, as GGUF keeps it
+    # mixture of experts: routers and shared experts (the experts are stacked, below)
+    "mlp.gate.weight": "ffn_gate_inp.weight",
+    "block_sparse_moe.gate.weight": "ffn_gate_inp.weight",
+    "block_sparse_moe.router.layer.weight": "ffn_gate_inp.weight",
+    "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp.weight",
+    "mlp.shared_expert.up_proj.weight": "ffn_up_shexp.weight",
+    "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
+    "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight",
+    "shared_mlp.output_linear.weight": "ffn_down_shexp.weight",
 }
+# gemma3's four norms per block
+GEMMA3_LAYER_MAP = {
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+}
+# one expert's matrix -> the stacked GGUF tensor
+EXPERT_MAP = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps",
+              "w1": "ffn_gate_exps", "w3": "ffn_up_exps", "w2": "ffn_down_exps"}
+# a matrix holding gate and up one after the other (rows), split in two
+SPLIT_MAP = {"block_sparse_moe.input_linear.weight": ("ffn_gate_exps.weight", "ffn_up_exps.weight"),
+             "shared_mlp.input_linear.weight": ("ffn_gate_shexp.weight", "ffn_up_shexp.weight")}
 GLOBAL_MAP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
               "lm_head.weight": "output.weight"}
-
-
-def gguf_name(hf, n_layer):
-    if hf in GLOBAL_MAP:
-        return GLOBAL_MAP[hf]
-    parts = hf.split(".", 3)
-    if len(parts) == 4 and parts[0] == "model" and parts[1] == "layers" and parts[2].isdigit():
-        il = int(parts[2])
-        if il < n_layer and parts[3] in LAYER_MAP:
-            return f"blk.{il}.{LAYER_MAP[parts[3]]}"
-    if hf.endswith("rotary_emb.inv_freq"):
-        return None  # recomputed from rope_theta
-    raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table")
+# tensors llama.cpp keeps in f32 whatever the output type
+KEEP_F32 = ("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")
 
 
 def unpermute(w, n_head):
     """Hugging Face's q/k rows (rotate-half order) back into llama's
     interleaved pairs, as GGUF's llama stores them."""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+class TensorMap:
+    """Hugging Face tensors in, GGUF tensors out: names, the few changes of
+    layout llama.cpp's files have, and the experts stacked into one tensor
+    per projection (given when the last of them is read)."""
+
+    def __init__(self, arch, cfg, n_layer, n_head, n_kv, n_expert):
+        self.arch, self.cfg, self.n_layer, self.n_head, self.n_kv, self.n_expert = \
+            arch, cfg, n_layer, n_head, n_kv, n_expert
+        self.experts = {}  # gguf name -> {expert: array}
+
+    def __call__(self, hf, data):
+        if hf in GLOBAL_MAP:
+            return self.fix(GLOBAL_MAP[hf], data)
+        if hf.endswith("rotary_emb.inv_freq"):
+            return []  # recomputed from rope_theta
+        parts = hf.split(".", 3)
+        if len(parts) == 4 and parts[0] == "model" and parts[1] == "layers" and parts[2].isdigit() \
+                and int(parts[2]) < self.n_layer:
+            il, rest = int(parts[2]), parts[3]
+            if self.arch == "gemma3" and rest in GEMMA3_LAYER_MAP:
+                return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
+            if rest in LAYER_MAP:
+                return self.fix(f"blk.{il}.{LAYER_MAP[rest]}", data)
+            if rest in SPLIT_MAP:
+                half = data.shape[-2] // 2
+                return [(f"blk.{il}.{SPLIT_MAP[rest][0]}", data[..., :half, :]),
+                        (f"blk.{il}.{SPLIT_MAP[rest][1]}", data[..., half:, :])]
+            if rest == "block_sparse_moe.output_linear.weight":
+                return [(f"blk.{il}.ffn_down_exps.weight", data)]
+            e = rest.split(".")  # mlp.experts.E.gate_proj.weight, block_sparse_moe.experts.E.w1.weight
+            if len(e) == 5 and e[0] in ("mlp", "block_sparse_moe") and e[1] == "experts" and e[2].isdigit() \
+                    and e[3] in EXPERT_MAP and e[4] == "weight":
+                return self.expert(f"blk.{il}.{EXPERT_MAP[e[3]]}.weight", int(e[2]), data, hf)
+        raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
+
+    def fix(self, name, data):
+        if self.arch in PERMUTE_QK and name.endswith(("attn_q.weight", "attn_k.weight")):
+            data = unpermute(data, self.n_head if "attn_q" in name else self.n_kv)
+        if self.arch == "gemma3" and "norm" in name:
+            data = data + np.float32(1)  # Gemma scales by (1 + w); GGUF stores 1 + w
+        return [(name, data)]
+
+    def expert(self, name, e, data, hf):
+        if not self.n_expert or e >= self.n_expert:
+            raise ConvertError(f"tensor '{hf}': expert {e}, but the config has {self.n_expert} experts")
+        got = self.experts.setdefault(name, {})
+        if e in got:
+            raise ConvertError(f"tensor '{hf}' appears twice")
+        got[e] = data
+        if len(got) < self.n_expert:
+            return []
+        del self.experts[name]
+        return [(name, np.stack([got[i] for i in range(self.n_expert)]))]
+
+    def finish(self):
+        for name, got in self.experts.items():
+            missing = sorted(set(range(self.n_expert)) - set(got))
+            raise ConvertError(f"the weights have no tensor for expert {missing[0]} of '{name}'")
 
 
 def cfg_int(cfg, key, where, default=None):
@@ -185,45 +272,125 @@ def cfg_int(cfg, key, where, default=None):
     return v
 
 
+def cfg_num(cfg, key, where, default):
+    v = cfg.get(key, default)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise ConvertError(f"{where}: '{key}' is {v!r}, expected a number")
+    return float(v)
+
+
+def rope_params(cfg):
+    """transformers 5 keeps rope_theta and the scaling in rope_parameters
+    (per layer type for gemma3); older configs at the top level."""
+    rp = cfg.get("rope_parameters") or {}
+    if "full_attention" in rp or "sliding_attention" in rp:
+        return rp
+    out = dict(cfg.get("rope_scaling") or {})
+    out["rope_theta"] = cfg.get("rope_theta", 10000.0)
+    out.update(rp)
+    return out
+
+
 def write_hparams(w, arch, cfg, where):  # noqa: C901
     n_embd = cfg_int(cfg, "hidden_size", where)
     n_head = cfg_int(cfg, "num_attention_heads", where)
     n_kv = cfg_int(cfg, "num_key_value_heads", where, n_head)
+    n_layer = cfg_int(cfg, "num_hidden_layers", where)
     head_dim = cfg.get("head_dim") or n_embd // n_head
-    w.add_block_count(cfg_int(cfg, "num_hidden_layers", where))
+    n_expert = cfg.get("num_local_experts") or cfg.get("num_experts") or 0
+    if arch in ("qwen2moe", "qwen3moe", "olmoe", "granitemoe") and not n_expert:
+        raise ConvertError(f"{where}: {arch} needs 'num_experts' (or 'num_local_experts')")
+    rp = rope_params(cfg)
+    if arch == "gemma3":
+        rp_full, rp_swa = rp.get("full_attention", rp), rp.get("sliding_attention", {})
+    else:
+        rp_full, rp_swa = rp, {}
+    rtype = rp_full.get("rope_type", rp_full.get("type"))
+    if rtype not in (None, "default") and not (arch == "gemma3" and rtype == "linear"):
+        raise ConvertError(f"{where}: rope scaling '{rtype}' is not converted by tessera convert yet")
+
+    if arch == "phi3":
+        w.add_context_length(cfg_int(cfg, "max_position_embeddings", where))
+        w.add_rope_scaling_orig_ctx_len(cfg_int(cfg, "original_max_position_embeddings", where,
+                                                cfg["max_position_embeddings"]))
+        w.add_embedding_length(n_embd)
+        w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
+        w.add_block_count(n_layer)
+        w.add_head_count(n_head)
+        w.add_head_count_kv(n_kv)
+        w.add_layer_norm_rms_eps(cfg_num(cfg, "rms_norm_eps", where, 1e-5))
+        prf = cfg_num(rp, "partial_rotary_factor", where, cfg.get("partial_rotary_factor", 1.0))
+        w.add_rope_dimension_count(int(prf * head_dim))
+        w.add_rope_freq_base(cfg_num(rp, "rope_theta", where, 10000.0))
+        return n_head, n_kv, n_expert, head_dim
+
+    w.add_block_count(n_layer)
     w.add_context_length(cfg_int(cfg, "max_position_embeddings", where))
     w.add_embedding_length(n_embd)
     w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
     w.add_head_count(n_head)
     w.add_head_count_kv(n_kv)
-    rp = cfg.get("rope_parameters") or {}  # transformers 5 keeps rope_theta there
-    w.add_rope_freq_base(float(rp.get("rope_theta", cfg.get("rope_theta", 10000.0))))
-    w.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
-    if arch == "llama" or cfg.get("head_dim"):  # qwen2, qwen3: only when the config says it, as llama.cpp
+    w.add_rope_freq_base(cfg_num(rp_full, "rope_theta", where, 10000.0))
+    if arch == "gemma3":
+        w.add_rope_freq_base_swa(cfg_num(rp_swa, "rope_theta", where, 10000.0))
+    w.add_layer_norm_rms_eps(cfg_num(cfg, "rms_norm_eps", where, 1e-6))
+    if n_expert:
+        w.add_expert_count(n_expert)
+        w.add_expert_used_count(cfg_int(cfg, "num_experts_per_tok", where))
+    if arch in ("qwen2moe", "qwen3moe"):
+        w.add_expert_feed_forward_length(cfg_int(cfg, "moe_intermediate_size", where))
+    if arch == "qwen2moe":
+        w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
+    # llama.cpp writes the head size for llama unless the config says null
+    # (Mixtral's), for the others only when the config gives it
+    if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch == "gemma3" or \
+            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe")):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
-    rs = cfg.get("rope_scaling") or (rp if rp.get("rope_type") not in (None, "default") else None)
-    if rs and rs.get("rope_type", rs.get("type")) not in (None, "default"):
-        raise ConvertError(f"{where}: rope_scaling {rs!r} is not converted by tessera convert yet")
-    return n_head, n_kv
+    return n_head, n_kv, n_expert, head_dim
+
+
+def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
+    """The keys llama.cpp writes after general.file_type."""
+    if arch in ("llama", "granite", "granitemoe", "smollm3"):
+        w.add_vocab_size(n_vocab)
+        w.add_rope_dimension_count(head_dim)
+    if arch in ("granite", "granitemoe"):
+        w.add_attention_scale(cfg_num(cfg, "attention_multiplier", where, 1.0))
+        w.add_embedding_scale(cfg_num(cfg, "embedding_multiplier", where, 1.0))
+        w.add_residual_scale(cfg_num(cfg, "residual_multiplier", where, 1.0))
+        w.add_logit_scale(cfg_num(cfg, "logits_scaling", where, 1.0))
+        if cfg.get("shared_intermediate_size"):
+            w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_intermediate_size", where))
+    if arch == "gemma3":
+        w.add_sliding_window(cfg_int(cfg, "sliding_window", where))
+    if arch == "phi3":
+        w.add_sliding_window(cfg.get("sliding_window") or 0)
 
 
 # ------------------------------------------------------------ tokenizer
 
-def write_vocab(w, d, n_vocab):
+def write_vocab(w, d, n_vocab, arch):
     spm = os.path.join(d, "tokenizer.model")
     if os.path.exists(spm):
-        write_spm(w, spm, n_vocab)
+        write_spm(w, spm, n_vocab, arch)
         special = gguf.SpecialVocab(d, load_merges=False, n_vocab=n_vocab)
     elif os.path.exists(os.path.join(d, "tokenizer.json")):
-        write_bpe(w, d, n_vocab)
+        post = write_bpe(w, d, n_vocab)
         special = gguf.SpecialVocab(d, load_merges=True, n_vocab=n_vocab)
+        if (post or {}).get("type") in (None, "ByteLevel"):
+            # a post-processor that adds no token: no BOS, no EOS (as
+            # llama.cpp's gguf-py says where PyPI's 0.19 says nothing)
+            for k in ("bos", "eos"):
+                special.add_special_token.setdefault(k, False)
     else:
         raise ConvertError(f"{d}: no tokenizer.model and no tokenizer.json")
     special.add_to_gguf(w, quiet=True)
+    if arch == "gemma3" and os.path.exists(spm):
+        w.add_add_space_prefix(False)
 
 
-def write_spm(w, path, n_vocab):
+def write_spm(w, path, n_vocab, arch):
     try:
         from sentencepiece import SentencePieceProcessor
     except ImportError:
@@ -259,9 +426,126 @@ def write_spm(w, path, n_vocab):
     w.add_token_types(types)
 
 
+# BPE pre-tokenizers. llama.cpp's converter names a tokenizer.json's
+# pre-tokenizer by hashing the tokens of a check text and looking the hash
+# up in a list of known models; a new model is refused until added. Here
+# the name comes from what the tokenizer does: the regular expressions of
+# its pre_tokenizer (and the normalizer they need) give the family of
+# splitting, and the family's name is the one llama.cpp uses whose other
+# switches (tessera's core/src/vocab/pretok_table.h: whether spaces are
+# cleaned up when decoding, whether a word that is a token skips the merges)
+# match tokenizer_config.json's clean_up_tokenization_spaces and the BPE
+# model's ignore_merges. tests/convert checks the result against llama.cpp's
+# converter on real vocabularies, and the tokenization against the
+# tokenizer's own.
+RX_CONTRACTIONS_CI = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+PRE_SPLITS = {  # Split regex (ByteLevel after it without its own regex) -> family
+    RX_CONTRACTIONS_CI + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+":
+        "llama3",
+    RX_CONTRACTIONS_CI + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+":
+        "qwen2",
+    RX_CONTRACTIONS_CI + r"|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+"
+                         r"|\s+(?!\S)|\s+": "qwen35",
+}
+# family, cleans spaces, ignores merges -> llama.cpp's name (the first that fits)
+PRE_NAMES = [
+    ("gpt2", True, False, "gpt-2"),
+    ("gpt2", False, False, "trillion"),
+    ("starcoder", True, False, "starcoder"),
+    ("starcoder", False, False, "smollm"),
+    ("llama3", True, True, "llama-bpe"),
+    ("llama3", True, False, "smaug-bpe"),
+    ("qwen2", False, False, "qwen2"),
+    ("qwen2", True, False, "stablelm2"),
+    ("qwen35", False, False, "qwen35"),
+]
+
+
+def _is_byte_level(p, use_regex):
+    return isinstance(p, dict) and p.get("type") == "ByteLevel" and bool(p.get("use_regex", True)) == use_regex \
+        and not p.get("add_prefix_space", False)
+
+
+def bpe_family(tj, where):
+    """The splitting family of a tokenizer.json, or a ConvertError saying
+    what it has."""
+    pre = tj.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
+    steps = steps or []
+    fam = None
+    if len(steps) == 1 and _is_byte_level(steps[0], True):
+        fam = "gpt2"
+    elif len(steps) == 2 and steps[0].get("type") == "Digits" and steps[0].get("individual_digits") \
+            and _is_byte_level(steps[1], True):
+        fam = "starcoder"
+    elif len(steps) == 2 and steps[0].get("type") == "Split" and _is_byte_level(steps[1], False) \
+            and steps[0].get("behavior") == "Isolated" and not steps[0].get("invert"):
+        fam = PRE_SPLITS.get((steps[0].get("pattern") or {}).get("Regex"))
+    if fam is None:
+        raise ConvertError(f"{where}: the BPE pre-tokenizer {json.dumps(pre)[:300]} is not one tessera convert "
+                           f"knows (GPT-2 byte level, StarCoder/SmolLM digits, Llama 3, Qwen2, Qwen3.5)")
+    norm = tj.get("normalizer")
+    if norm is not None and norm.get("type") != "NFC":
+        raise ConvertError(f"{where}: the normalizer {json.dumps(norm)[:200]} of a byte-level BPE tokenizer is "
+                           f"not one tessera convert knows")
+    return fam
+
+
+def bpe_pre_name(tj, tcfg, where):
+    fam = bpe_family(tj, where)
+    clean = tcfg.get("clean_up_tokenization_spaces", True) is not False
+    ignore_merges = bool((tj.get("model") or {}).get("ignore_merges", False))
+    fits = [n for f, c, im, n in PRE_NAMES if f == fam and c == clean and im == ignore_merges] or \
+           [n for f, c, im, n in PRE_NAMES if f == fam]
+    return fits[0]
+
+
 def write_bpe(w, d, n_vocab):
-    raise ConvertError(f"{d}: a BPE tokenizer (tokenizer.json without tokenizer.model) is not converted by "
-                       f"tessera convert yet")
+    path = os.path.join(d, "tokenizer.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            tj = json.load(f)
+    except ValueError as e:
+        raise ConvertError(f"{path}: not JSON ({e})")
+    model = tj.get("model") if isinstance(tj, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
+        raise ConvertError(f"{path}: model {str((model or {}).get('type'))!r} is not a BPE vocabulary "
+                           f"(tessera convert reads BPE tokenizer.json and SentencePiece tokenizer.model)")
+    if model.get("byte_fallback"):
+        raise ConvertError(f"{path}: a SentencePiece-style BPE tokenizer.json (byte_fallback) without "
+                           f"tokenizer.model is not converted by tessera convert yet")
+    tcfg = {}
+    cp = os.path.join(d, "tokenizer_config.json")
+    if os.path.exists(cp):
+        try:
+            with open(cp, encoding="utf-8") as f:
+                tcfg = json.load(f)
+        except ValueError as e:
+            raise ConvertError(f"{cp}: not JSON ({e})")
+    pre = bpe_pre_name(tj, tcfg, path)
+    T = gguf.TokenType
+    tokens = [None] * n_vocab
+    types = [T.NORMAL] * n_vocab
+    for tok, i in model["vocab"].items():
+        if not isinstance(i, int) or not 0 <= i < n_vocab:
+            raise ConvertError(f"{path}: token {tok!r} has id {i!r}, outside the model's vocab_size {n_vocab}")
+        tokens[i] = tok
+    for a in tj.get("added_tokens") or []:
+        i = a.get("id")
+        if not isinstance(i, int) or not 0 <= i < n_vocab:
+            raise ConvertError(f"{path}: added token {a.get('content')!r} has id {i!r}, outside the model's "
+                               f"vocab_size {n_vocab}")
+        tokens[i] = a["content"]
+        types[i] = T.CONTROL if a.get("special") else T.USER_DEFINED
+    for i, t in enumerate(tokens):
+        if t is None:  # the model's rows past the tokenizer's tokens
+            tokens[i] = f"[PAD{i}]"
+            types[i] = T.UNUSED
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    return tj.get("post_processor")
 
 
 # ------------------------------------------------------------ main
@@ -270,7 +554,7 @@ OUTTYPES = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_
             "bf16": gguf.LlamaFileType.MOSTLY_BF16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 
 
-def convert(d, out, outtype):
+def convert(d, out, outtype, vocab_only=False):
     where = os.path.join(d, "config.json")
     try:
         with open(where, encoding="utf-8") as f:
@@ -279,6 +563,8 @@ def convert(d, out, outtype):
         raise ConvertError(f"{d}: no config.json (not a Hugging Face model directory)")
     except ValueError as e:
         raise ConvertError(f"{where}: not JSON ({e})")
+    if not isinstance(cfg, dict):
+        raise ConvertError(f"{where}: not a JSON object")
     names = cfg.get("architectures") or []
     if len(names) != 1 or names[0] not in ARCHS:
         raise ConvertError(f"{where}: architecture {names!r} is not one tessera convert knows "
@@ -286,54 +572,57 @@ def convert(d, out, outtype):
     arch = ARCHS[names[0]]
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
     n_vocab = cfg_int(cfg, "vocab_size", where)
-    shards = open_weights(d)
+    shards = [] if vocab_only else open_weights(d)
     w = gguf.GGUFWriter(out, arch)
     w.add_type(gguf.GGUFType.MODEL)
     w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
-    n_head, n_kv = write_hparams(w, arch, cfg, where)
+    n_head, n_kv, n_expert, head_dim = write_hparams(w, arch, cfg, where)
     w.add_file_type(OUTTYPES[outtype])
-    if arch == "llama":
-        w.add_vocab_size(n_vocab)
-        w.add_rope_dimension_count(cfg.get("head_dim") or cfg["hidden_size"] // n_head)
+    write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    write_vocab(w, d, n_vocab)
+    write_vocab(w, d, n_vocab, arch)
     seen = set()
+    tmap = TensorMap(arch, cfg, n_layer, n_head, n_kv, n_expert)
+    tied = cfg.get("tie_word_embeddings", arch in ("gemma3",)) is True
     for st in shards:
         for hf in st.names_in_order():
-            name = gguf_name(hf, n_layer)
-            if name is None:
-                continue
-            if name in seen:
-                raise ConvertError(f"{st.path}: tensor '{hf}' appears in two shards")
-            seen.add(name)
             data, dt = st.get(hf)
-            data = data.astype(np.float32)
-            if arch == "llama" and name.endswith(("attn_q.weight", "attn_k.weight")):
-                data = unpermute(data, n_head if "attn_q" in name else n_kv)
-            if name == "output.weight" and cfg.get("tie_word_embeddings") is True:
-                continue
-            if data.ndim <= 1 or outtype == "f32":
-                w.add_tensor(name, np.ascontiguousarray(data, np.float32))
-            elif outtype == "f16":
-                w.add_tensor(name, data.astype(np.float16))
-            else:
-                qt = gguf.GGMLQuantizationType.BF16 if outtype == "bf16" else gguf.GGMLQuantizationType.Q8_0
-                if qt == gguf.GGMLQuantizationType.Q8_0 and data.shape[-1] % 32:
-                    w.add_tensor(name, data.astype(np.float16))  # rows that are not whole Q8_0 blocks
+            for name, data in tmap(hf, data.astype(np.float32)):
+                if name in seen:
+                    raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
+                seen.add(name)
+                if name == "output.weight" and tied:
                     continue
-                q = gguf.quants.quantize(data, qt)
-                w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qt)
-    for need in ["token_embd.weight", "output_norm.weight"] + [f"blk.{i}.attn_q.weight" for i in range(n_layer)]:
-        if need not in seen:
-            raise ConvertError(f"{d}: the weights have no tensor for '{need}'")
+                add_tensor(w, name, data, outtype)
+    tmap.finish()
+    if not vocab_only:
+        need = ["token_embd.weight", "output_norm.weight"] + \
+            [f"blk.{i}.{'attn_qkv' if arch == 'phi3' else 'attn_q'}.weight" for i in range(n_layer)]
+        for n in need:
+            if n not in seen:
+                raise ConvertError(f"{d}: the weights have no tensor for '{n}'")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
+def add_tensor(w, name, data, outtype):
+    if data.ndim <= 1 or outtype == "f32" or name.endswith(KEEP_F32):
+        w.add_tensor(name, np.ascontiguousarray(data, np.float32))
+    elif outtype == "f16":
+        w.add_tensor(name, data.astype(np.float16))
+    else:
+        qt = gguf.GGMLQuantizationType.BF16 if outtype == "bf16" else gguf.GGMLQuantizationType.Q8_0
+        if qt == gguf.GGMLQuantizationType.Q8_0 and data.shape[-1] % 32:
+            w.add_tensor(name, data.astype(np.float16))  # rows that are not whole Q8_0 blocks
+            return
+        q = gguf.quants.quantize(np.ascontiguousarray(data), qt)
+        w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qt)
+
+
 def main(argv):
-    args, out, outtype = [], None, "f16"
+    args, out, outtype, vocab_only = [], None, "f16", False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -343,6 +632,9 @@ def main(argv):
         if a in ("-o", "--outfile", "--output") and i + 1 < len(argv):
             out = argv[i + 1]
             i += 2
+        elif a == "--vocab-only":
+            vocab_only = True
+            i += 1
         elif a == "--outtype" and i + 1 < len(argv):
             outtype = argv[i + 1].lower()
             i += 2
@@ -361,7 +653,7 @@ def main(argv):
         return 2
     tmp = out + ".tmp"
     try:
-        convert(args[0], tmp, outtype)
+        convert(args[0], tmp, outtype, vocab_only)
         os.replace(tmp, out)
     except ConvertError as e:
         print(f"tessera convert: {e}", file=sys.stderr)

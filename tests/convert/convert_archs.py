@@ -1,0 +1,416 @@
+"""tessera convert on every architecture and BPE tokenizer it converts,
+against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
+
+- Tokenizers: tokenizer.json BPE vocabularies of real models (GPT-2,
+  Llama 3, Qwen2, StarCoder from the vocabulary files of llama.cpp's source
+  tree, SmolLM2 from its GGUF when the models cache has it), each written
+  back into a Hugging Face tokenizer.json with the model's pre-tokenizer,
+  normalizer and post-processor: `tessera convert --vocab-only` and the
+  peer's converter write the same keys (tokenizer.ggml.pre, tokens, types,
+  merges, special ids, add_bos/add_eos); and `tessera tokenize` on our file
+  gives the Hugging Face tokenizer's tokens for llama.cpp's tokenizer test
+  texts (the .inp files beside those vocabularies).
+- Architectures: a tiny random model of each (made here by transformers:
+  2-4 layers, hidden 64): the same keys and the same tensors byte for byte,
+  in the same order, as the peer's converter at f16 and bf16; and the
+  logits of our f32 file on the ref device equal to the Hugging Face
+  model's (top-8 at every position within the tolerance printed with each,
+  greedy continuation the same up to near ties), for prompts tokenized by
+  tessera (so that this checks the weights and hyperparameters, the
+  tokenizer being checked above), f32 KV cache.
+- Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
+  know is one line and exit 1 (tests/convert/convert_hf.py checks the
+  rest: a missing shard, a dtype mismatch, an unknown architecture).
+
+Needs numpy, gguf, sentencepiece, torch and transformers in the Python that
+runs it ($TESSERA_CONVERT_PYTHON, else this one) and llama.cpp's source tree
+($TESSERA_PEER_LLAMA_CPP, else ../shared/peer's cache): without them it
+skips (77). The peer's converter runs in this process (runpy), once per
+file, so torch is imported once.
+usage: convert_archs.py TEST_GOLDEN [ARCH|tok...]"""
+import contextlib
+import json
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+PY = os.environ.get("TESSERA_CONVERT_PYTHON") or sys.executable
+if os.path.abspath(PY) != os.path.abspath(sys.executable) and os.environ.get("TESSERA_CONVERT_REEXEC") != "1":
+    os.environ["TESSERA_CONVERT_REEXEC"] = "1"
+    os.execv(PY, [PY] + sys.argv)
+try:
+    import numpy as np
+    import gguf  # noqa: F401
+    import sentencepiece as spm
+    import torch
+    import transformers as T
+except ImportError as e:
+    print(f"skip: {e} (set TESSERA_CONVERT_PYTHON to a Python with numpy, gguf, sentencepiece, torch and "
+          f"transformers)")
+    sys.exit(77)
+PEER = os.environ.get("TESSERA_PEER_LLAMA_CPP") or os.path.expanduser(
+    "~/.cache/tessera-peer/llama_cpp_python-0.3.36/vendor/llama.cpp")
+if not os.path.exists(os.path.join(PEER, "convert_hf_to_gguf.py")):
+    print(f"skip: no llama.cpp source tree at {PEER} (its convert_hf_to_gguf.py is the reference)")
+    sys.exit(77)
+
+BIN = os.environ["TESSERA_BIN"]
+TEST_GOLDEN = sys.argv[1]
+ONLY = set(sys.argv[2:])
+VOCABS = os.path.join(PEER, "models")
+SMOLLM2 = os.path.expanduser("~/.cache/tessera/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+failures = 0
+
+
+def check(cond, msg):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", msg, flush=True)
+    return cond
+
+
+# ------------------------------------------------------------ tokenizers
+
+R_LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+            r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+R_QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+           r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def byte_level(use_regex):
+    return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex}
+
+
+def split(rx):
+    return {"type": "Split", "pattern": {"Regex": rx}, "behavior": "Isolated", "invert": False}
+
+
+DIGITS = {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True}, byte_level(True)]}
+# the published tokenizer.json of each model, as far as it matters here:
+# name -> (vocabulary GGUF, normalizer, pre_tokenizer, BOS added by the
+# post-processor, BPE ignore_merges, clean_up_tokenization_spaces)
+TOKENIZERS = {
+    "gpt2": ("ggml-vocab-gpt-2.gguf", None, byte_level(True), False, False, True),
+    "llamabpe": ("ggml-vocab-llama-bpe.gguf", None,
+                 {"type": "Sequence", "pretokenizers": [split(R_LLAMA3), byte_level(False)]}, True, True, True),
+    "qwen": ("ggml-vocab-qwen2.gguf", {"type": "NFC"},
+             {"type": "Sequence", "pretokenizers": [split(R_QWEN2), byte_level(False)]}, False, False, False),
+    "starcoder": ("ggml-vocab-starcoder.gguf", None, DIGITS, False, False, True),
+    "smollm": (SMOLLM2, None, DIGITS, False, False, False),
+}
+EXPECT_PRE = {"gpt2": "gpt-2", "llamabpe": "llama-bpe", "qwen": "qwen2", "starcoder": "starcoder", "smollm": "smollm"}
+
+
+def hf_tokenizer(name, d):
+    """A tokenizer.json and tokenizer_config.json for the vocabulary of
+    TOKENIZERS[name] (tokens, types and merges from its GGUF); returns the
+    model's vocab_size and special ids."""
+    src, norm, pre, bos, ignore_merges, clean = TOKENIZERS[name]
+    src = src if os.path.isabs(src) else os.path.join(VOCABS, src)
+    f = {x.name: x for x in gguf.GGUFReader(src).fields.values()}
+    toks = f["tokenizer.ggml.tokens"].contents()
+    types = f["tokenizer.ggml.token_type"].contents()
+    ids = {k: f[f"tokenizer.ggml.{k}_token_id"].contents() for k in ("bos", "eos", "unknown", "padding")
+           if f"tokenizer.ggml.{k}_token_id" in f}
+    vocab, added = {}, []
+    for i, (t, ty) in enumerate(zip(toks, types)):
+        if ty == 4 and t.startswith("[PAD"):  # padding rows a converter added
+            continue
+        vocab[t] = i
+        if ty in (3, 4):
+            added.append({"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": ty == 4, "special": ty == 3})
+    if bos:
+        b = toks[ids["bos"]]
+        tok_b, seq = {"SpecialToken": {"id": b, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}
+        post = {"type": "TemplateProcessing", "single": [tok_b, seq],
+                "pair": [tok_b, seq, {"SpecialToken": {"id": b, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {b: {"id": b, "ids": [ids["bos"]], "tokens": [b]}}}
+    else:
+        post = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    tj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": norm,
+          "pre_tokenizer": pre, "post_processor": post, "decoder": byte_level(True),
+          "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                    "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                    "ignore_merges": ignore_merges, "vocab": vocab,
+                    "merges": [m.split(" ", 1) for m in f["tokenizer.ggml.merges"].contents()]}}
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as fo:
+        json.dump(tj, fo, ensure_ascii=False)
+    cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": clean,
+           "add_bos_token": bos}
+    for k in ids:
+        cfg[{"unknown": "unk", "padding": "pad"}.get(k, k) + "_token"] = toks[ids[k]]
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as fo:
+        json.dump(cfg, fo)
+    return len(toks), ids
+
+
+def spm_tokenizer(d):
+    """A 512-piece SentencePiece BPE trained on docs/*.md."""
+    os.makedirs(d)
+    corpus = os.path.join(d, "corpus.txt")
+    with open(corpus, "w") as out:
+        for fn in sorted(os.listdir(os.path.join(ROOT, "docs"))):
+            if fn.endswith(".md"):
+                out.write(open(os.path.join(ROOT, "docs", fn), encoding="utf-8").read())
+    spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(d, "tokenizer"), vocab_size=512,
+                                   model_type="bpe", byte_fallback=True, character_coverage=0.995,
+                                   num_threads=1, minloglevel=2)
+    os.unlink(corpus)
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
+                   "unk_token": "<unk>", "add_bos_token": True, "add_eos_token": False}, f)
+
+
+# ------------------------------------------------------------ converters
+
+def ours(d, out, outtype, *extra):
+    r = subprocess.run([BIN, "convert", d, "-o", out, "--outtype", outtype, *extra], capture_output=True, text=True,
+                       env=dict(os.environ, TESSERA_PYTHON=PY))
+    return check(r.returncode == 0, f"tessera convert {os.path.basename(d)} {outtype}: {r.stderr.strip()[-500:]}")
+
+
+def peer(d, out, outtype, *extra, log=None):
+    """llama.cpp's converter, run in this process with its output to LOG."""
+    argv, path = sys.argv, sys.path[:]
+    sys.argv = ["convert_hf_to_gguf.py", d, "--outtype", outtype, "--outfile", out, *extra]
+    sys.path[:0] = [PEER, os.path.join(PEER, "gguf-py")]
+    saved = {k: v for k, v in sys.modules.items() if k == "gguf" or k.startswith("gguf.")}
+    for k in saved:  # the peer's gguf-py, not PyPI's, while it runs
+        del sys.modules[k]
+    fd1, fd2 = os.dup(1), os.dup(2)
+    ok, why = True, ""
+    with open(log, "a") as lf:
+        os.dup2(lf.fileno(), 1)
+        os.dup2(lf.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(lf), contextlib.redirect_stderr(lf):
+                runpy.run_path(os.path.join(PEER, "convert_hf_to_gguf.py"), run_name="__main__")
+        except SystemExit as e:
+            ok, why = e.code in (0, None), f"exit {e.code}"
+        except Exception as e:  # noqa: BLE001 - any failure of the peer is reported
+            ok, why = False, repr(e)[:300]
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(fd1, 1)
+            os.dup2(fd2, 2)
+            os.close(fd1)
+            os.close(fd2)
+            sys.argv, sys.path[:] = argv, path
+            for k in [k for k in sys.modules if k == "gguf" or k.startswith("gguf.")]:
+                del sys.modules[k]
+            sys.modules.update(saved)
+    return check(ok, f"convert_hf_to_gguf.py {os.path.basename(d)} {outtype}: {why} (log {log})")
+
+
+def compare(a, b, what):
+    r = subprocess.run([PY, os.path.join(ROOT, "tests", "lora", "compare_gguf.py"), a, b, "--ignore",
+                        "general.size_label"], capture_output=True, text=True)
+    print(f"{what}: {r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-300:]}", flush=True)
+    return check(r.returncode == 0, f"{what} against llama.cpp's converter:\n{r.stdout[-2000:]}")
+
+
+def tessera_ids(model, text, tmp, bos=True):
+    p = os.path.join(tmp, "text.txt")
+    with open(p, "w", encoding="utf-8") as f:
+        f.write(text)
+    r = subprocess.run([BIN, "tokenize", "-m", model, "-f", p, "--ids"] + ([] if bos else ["--no-bos"]),
+                       capture_output=True, text=True)
+    if not check(r.returncode == 0, f"tessera tokenize {model}: {r.stderr[-300:]}"):
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_tokenizers(tmp, log):
+    for name, (src, *_) in TOKENIZERS.items():
+        if ONLY and name not in ONLY and "tok" not in ONLY:
+            continue
+        srcp = src if os.path.isabs(src) else os.path.join(VOCABS, src)
+        if not os.path.exists(srcp):
+            print(f"note: {name}: no {srcp}, not checked")
+            continue
+        d = os.path.join(tmp, f"tok{name}")
+        n, ids = hf_tokenizer(name, d)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": n,
+                       "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+                       "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
+                       "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "bos_token_id": ids.get("bos"),
+                       "eos_token_id": ids.get("eos")}, f)
+        a, b = d + "-ours.gguf", d + "-peer.gguf"
+        if not (ours(d, a, "f16", "--vocab-only") and peer(d, b, "f16", "--vocab-only", log=log)):
+            continue
+        compare(a, b, f"tokenizer {name} (vocab only)")
+        if name == "gpt2":  # an unknown pre-tokenizer is one error naming it
+            tjp = os.path.join(d, "tokenizer.json")
+            keep = open(tjp, encoding="utf-8").read()
+            tj = json.loads(keep)
+            tj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [split(r"\p{L}+|\s+"), byte_level(False)]}
+            with open(tjp, "w", encoding="utf-8") as fo:
+                json.dump(tj, fo, ensure_ascii=False)
+            r = subprocess.run([BIN, "convert", d, "-o", d + "-bad.gguf", "--vocab-only"], capture_output=True,
+                               text=True, env=dict(os.environ, TESSERA_PYTHON=PY))
+            check(r.returncode == 1 and "BPE pre-tokenizer" in r.stderr and "tokenizer.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(d + "-bad.gguf"),
+                  f"unknown pre-tokenizer: rc {r.returncode}: {r.stderr[-400:]!r}")
+            with open(tjp, "w", encoding="utf-8") as fo:
+                fo.write(keep)
+        pre = {x.name: x for x in gguf.GGUFReader(a).fields.values()}["tokenizer.ggml.pre"].contents()
+        check(pre == EXPECT_PRE[name], f"tokenizer {name}: pre-tokenizer '{pre}', expected '{EXPECT_PRE[name]}'")
+        # the tokenization: llama.cpp's test texts through both tokenizers
+        inp = os.path.join(VOCABS, os.path.basename(srcp) + ".inp")
+        inp = inp if os.path.exists(inp) else os.path.join(VOCABS, "ggml-vocab-gpt-2.gguf.inp")
+        texts = [t.strip("\n") for t in open(inp, encoding="utf-8").read().split("__ggml_vocab_test__")]
+        text = "\n".join(t for t in texts if t.strip()) + "\nThe model 12345 runs: don't, WON'T 'll  x\t y\n\n"
+        hf = T.AutoTokenizer.from_pretrained(d).encode(text, add_special_tokens=False)
+        got = tessera_ids(a, text, tmp, bos=False)
+        if got is not None:
+            first = next((i for i, (x, y) in enumerate(zip(got, hf)) if x != y), min(len(got), len(hf)))
+            check(got == hf, f"tokenizer {name}: tessera's {len(got)} tokens differ from Hugging Face's {len(hf)} "
+                             f"at {first}: {got[first:first + 6]} vs {hf[first:first + 6]}")
+            print(f"tokenizer {name}: pre '{pre}', {len(text)} characters, {len(hf)} tokens, "
+                  f"{'the same' if got == hf else 'DIFFERENT'} in tessera and Hugging Face", flush=True)
+
+
+# ------------------------------------------------------------ architectures
+
+BASE = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+            tie_word_embeddings=False)
+MOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+GRANITE = dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0078125,
+               logits_scaling=8.0)
+# name -> (config class, model class, config, tokenizer, weights dtype, top-8 tolerance)
+# The tolerance: f32 weights and an f32 KV cache on both sides, so only the
+# order of f32 sums differs: measured 1.5e-7 to 4.1e-6 (granite's logits are
+# divided by 8); gemma3 to 9.0e-4, its GELU (tanh form) computed differently.
+ARCHS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(), "spm", "float32", 1e-4),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+               dict(head_dim=16, query_pre_attn_scalar=16, sliding_window=32, tie_word_embeddings=True),
+               "spm", "float32", 2e-3),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(partial_rotary_factor=0.75), "spm", "float32", 1e-4),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", GRANITE, "spm", "float32", 1e-4),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", dict(num_hidden_layers=4, tie_word_embeddings=True),
+                "spm", "bfloat16", 1e-4),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(num_local_experts=4, num_experts_per_tok=2),
+                "spm", "float32", 1e-4),
+    "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM",
+                   dict(GRANITE, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32), "spm",
+                   "float32", 1e-4),
+    "granitemoeshared": ("GraniteMoeSharedConfig", "GraniteMoeSharedForCausalLM",
+                         dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32,
+                              shared_intermediate_size=64), "spm", "float32", 1e-4),
+    "qwenmoe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(MOE, shared_expert_intermediate_size=64),
+                "smollm", "float32", 1e-4),
+    "qwenthreemoe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(MOE, head_dim=24, norm_topk_prob=True),
+                     "smollm", "bfloat16", 1e-4),
+    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM",
+              dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), "smollm", "float32", 1e-4),
+}
+
+
+def make_model(name, d, tokd, seed):
+    cc, mc, extra, tok, dtype, _ = ARCHS[name]
+    kw = dict(BASE, **extra)
+    if tok != "spm":
+        n, ids = hf_tokenizer(tok, d)
+        kw.update(vocab_size=n, bos_token_id=ids.get("bos"), eos_token_id=ids.get("eos"),
+                  pad_token_id=ids.get("padding", ids.get("eos")))
+    torch.manual_seed(seed)
+    m = getattr(T, mc)(getattr(T, cc)(**kw))
+    with torch.no_grad():
+        for pn, p in m.named_parameters():
+            if "norm" in pn:  # around 1 (gemma: around 0, it adds the 1)
+                p.copy_(torch.randn_like(p) * 0.1 + (0 if name == "gemma3" else 1))
+            else:
+                p.normal_(0, 0.15)
+    m = m.to(getattr(torch, dtype))
+    m.save_pretrained(d)
+    del m
+    if tok == "spm":
+        for fn in ("tokenizer.model", "tokenizer_config.json"):
+            with open(os.path.join(tokd, fn), "rb") as src, open(os.path.join(d, fn), "wb") as dst:
+                dst.write(src.read())
+
+
+def hf_golden(d, model_file, path, prompts, tmp):
+    """A golden file (tests/model/golden.h) from the Hugging Face model in
+    D, loaded in f32 (not cast from bf16, which would keep the rope
+    frequencies rounded to bf16), on the tokens tessera makes of each
+    prompt."""
+    m = T.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    with open(path, "w") as f:
+        for p in prompts:
+            ids = tessera_ids(model_file, p, tmp)
+            if ids is None:
+                return False
+            with torch.no_grad():
+                lg = m(torch.tensor([ids])).logits[0].numpy()
+                g = m.generate(torch.tensor([ids]), max_new_tokens=8, do_sample=False, output_scores=True,
+                               return_dict_in_generate=True, attention_mask=torch.ones(1, len(ids), dtype=torch.long))
+            greedy = g.sequences[0][len(ids):].tolist()
+            margin = []
+            for s in g.scores:
+                top2 = torch.topk(s[0].float(), 2).values
+                margin.append(float(top2[0] - top2[1]))
+            top = [[[int(j), float(row[j])] for j in np.argsort(-row, kind="stable")[:8]] for row in lg]
+            f.write(json.dumps({"prompt": p, "tokens": ids, "top_logits": top, "all_logits": None, "greedy": greedy,
+                                "greedy_margin": margin, "greedy_pieces": [], "greedy_text": ""}) + "\n")
+    return True
+
+
+def test_archs(tmp, log):
+    tokd = os.path.join(tmp, "spm")
+    spm_tokenizer(tokd)
+    for k, name in enumerate(ARCHS):
+        if ONLY and name not in ONLY:
+            continue
+        d = os.path.join(tmp, name)
+        make_model(name, d, tokd, 60 + k)
+        for outtype in ("f16", "bf16"):
+            a, b = f"{d}-ours-{outtype}.gguf", f"{d}-peer-{outtype}.gguf"
+            if ours(d, a, outtype) and peer(d, b, outtype, log=log):
+                compare(a, b, f"{name} {outtype}")
+            for fn in (a, b):
+                if os.path.exists(fn):
+                    os.unlink(fn)
+        f32 = f"{d}-ours-f32.gguf"
+        if not ours(d, f32, "f32"):
+            continue
+        g = os.path.join(tmp, f"{name}.jsonl")
+        if not hf_golden(d, f32, g, ["The model runs on every device", "Tessera reads GGUF files"], tmp):
+            continue
+        tol = ARCHS[name][5]
+        r = subprocess.run([TEST_GOLDEN, name, "strict", str(tol), "--model", f32, "--golden", g, "--device", "ref",
+                            "-ctk", "f32", "-ctv", "f32"],
+                           capture_output=True, text=True)
+        lines = [x for x in r.stdout.splitlines() if x.startswith(("ok", "FAIL"))]
+        print("\n".join(lines), flush=True)
+        check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
+                                 f"{r.stdout[-1500:]}{r.stderr[-500:]}")
+        os.unlink(f32)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "peer.log")
+        try:
+            test_tokenizers(tmp, log)
+            test_archs(tmp, log)
+        finally:
+            if failures and os.path.exists(log):
+                print("--- the peer converter's log (last lines) ---")
+                print(open(log, errors="replace").read()[-3000:])
+    print(f"{failures} failure(s)")
+    sys.exit(1 if failures else 0)
+
+
+main()

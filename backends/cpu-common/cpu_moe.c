@@ -22,9 +22,18 @@
  * kernels) needs no meeting per expert: the gathered rows are converted
  * once, as one product's activations (matmul_prepare), and each expert's
  * rows are handed out through a chunk counter of its own (matmul_run), so
- * a thread done with one expert's chunks goes on to the next. Four
- * barriers per node instead of two per expert.
- * Work area: [MUL_MAT's own][start, cursor][order][xg][dg][counters].
+ * a thread done with one expert's chunks goes on to the next. Nor a
+ * meeting per stage: every thread sorts the few ids itself, into a copy
+ * of its own, and gathers the rows it then converts (matmul_prepare's
+ * split: rows ith, ith + nth, ...), so the threads meet once, before the
+ * products; and an expert with one slot (each of them, decoding a token)
+ * writes its column into dst where it belongs, so no scatter follows
+ * unless some expert has several. One barrier per node instead of four:
+ * a meeting is cheap on idle cores, but a step of a 48-layer MoE model
+ * has ~150 of these nodes, and on a loaded machine each meeting can wait
+ * for a preempted thread's next time slice.
+ * Work area: [MUL_MAT's own][start, cursor, order per thread][xg][dg]
+ * [counters].
  */
 #include <math.h>
 #include <string.h>
@@ -70,7 +79,8 @@ int mul_mat_id_supports(const cpu_kernels *k, const tsr_node *node, char *why, s
 
 /* Byte offsets of the parts of the work area. */
 typedef struct moe_layout {
-    size_t start, order, xg, dg, counters, total;
+    size_t sort, sort_bytes; /* thread i's start, cursor and order at sort + i * sort_bytes */
+    size_t xg, dg, counters, total;
 } moe_layout;
 
 enum { COUNTER_BYTES = 64 }; /* one chunk counter per cache line */
@@ -90,9 +100,9 @@ static moe_layout moe_layout_of(const cpu_kernels *k, const tsr_node *node, int 
         if (s > mm) mm = s;
     }
     moe_layout l;
-    l.start = align64(mm);
-    l.order = l.start + align64((size_t)(2 * E + 1) * sizeof(int32_t));
-    l.xg = l.order + align64((size_t)n_slots * sizeof(int32_t));
+    l.sort = align64(mm);
+    l.sort_bytes = align64((size_t)(2 * E + 1) * sizeof(int32_t)) + align64((size_t)n_slots * sizeof(int32_t));
+    l.xg = l.sort + (size_t)nth * l.sort_bytes;
     l.dg = l.xg + align64((size_t)(n_slots * K) * sizeof(float));
     l.counters = l.dg + align64((size_t)(n_slots * N) * sizeof(float));
     l.total = l.counters + (size_t)E * COUNTER_BYTES;
@@ -130,17 +140,46 @@ static int sort_slots(const tsr_node *node, int32_t *start, int32_t *order) {
     return 0;
 }
 
+/* Slot j's activation row into xg (contiguous F32). */
+static void gather_row(const tsr_tensor *x, const int32_t *order, int64_t n_used, int64_t j, float *xg) {
+    const int64_t K = x->ne[0], s = order[j] % n_used, t = order[j] / n_used;
+    const uint8_t *row = tensor_row(x, s % x->ne[1], t, 0);
+    float *out = xg + j * K;
+    if (x->nb[0] == 4) memcpy(out, row, (size_t)K * 4);
+    else
+        for (int64_t i = 0; i < K; i++) memcpy(&out[i], row + i * x->nb[0], 4);
+}
+
+/* dg's column j to its place in dst. */
+static void scatter_row(tsr_tensor *d, const int32_t *order, int64_t n_used, int64_t j, const float *dg) {
+    const int64_t N = d->ne[0], s = order[j] % n_used, t = order[j] / n_used;
+    uint8_t *row = tensor_row(d, s, t, 0);
+    const float *in = dg + j * N;
+    if (d->nb[0] == 4) memcpy(row, in, (size_t)N * 4);
+    else
+        for (int64_t i = 0; i < N; i++) memcpy(row + i * d->nb[0], &in[i], 4);
+}
+
 /* The products of the experts on the dot kernels, without a barrier
  * between them (see the top of the file). xg's rows were converted into
- * ex->work by matmul_prepare of the product over all of them (mm_all). */
-static void run_phased(cpu_exec *ex, const tsr_node *node, const moe_layout *l, const int32_t *start, float *xg,
-                       float *dg, size_t act_row, int ith, int nth) {
-    const int64_t K = node->src[0]->ne[0], N = node->src[0]->ne[1], E = node->src[0]->ne[2];
+ * ex->work by matmul_prepare of the product over all of them; with
+ * direct, each expert has one slot and its product goes straight into
+ * that slot's column of dst. */
+static void run_phased(cpu_exec *ex, const tsr_node *node, const moe_layout *l, const int32_t *start,
+                       const int32_t *order, int direct, float *xg, float *dg, size_t act_row, int ith, int nth) {
+    const tsr_tensor *ids = node->src[2];
+    tsr_tensor *d = node->dst;
+    const int64_t K = node->src[0]->ne[0], N = node->src[0]->ne[1], E = node->src[0]->ne[2], n_used = ids->ne[0];
     for (int64_t e = 0; e < E; e++) {
         const int64_t cols = start[e + 1] - start[e];
         if (cols == 0) continue;
         expert_mm m;
         expert_mm_init(&m, node, e, cols, xg + start[e] * K, dg + start[e] * N);
+        if (direct) {
+            const int64_t slot = order[start[e]];
+            m.d.data = tensor_row(d, slot % n_used, slot / n_used, 0);
+            m.d.nb[0] = d->nb[0];
+        }
         /* matmul_run reads its activations from work: this expert's start there */
         cpu_exec at = {.k = ex->k, .pool = ex->pool, .nth = ex->nth, .exp_sub_sum = ex->exp_sub_sum,
                        .work = ex->work + (size_t)start[e] * act_row, .work_size = ex->work_size};
@@ -152,45 +191,54 @@ static void run_phased(cpu_exec *ex, const tsr_node *node, const moe_layout *l, 
 void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     const tsr_tensor *w = node->src[0], *x = node->src[1], *ids = node->src[2];
     tsr_tensor *d = node->dst;
-    const int64_t K = w->ne[0], N = w->ne[1], E = w->ne[2], n_used = ids->ne[0], n_b = x->ne[1];
+    const int64_t K = w->ne[0], N = w->ne[1], E = w->ne[2], n_used = ids->ne[0];
     const int64_t n_slots = n_used * ids->ne[1];
     const moe_layout l = moe_layout_of(ex->k, node, nth);
-    int32_t *start = (int32_t *)(void *)(ex->work + l.start), *order = (int32_t *)(void *)(ex->work + l.order);
     float *xg = (float *)(void *)(ex->work + l.xg), *dg = (float *)(void *)(ex->work + l.dg);
 
     expert_mm all; /* one product over every gathered row: its plan and activation rows */
     expert_mm_init(&all, node, 0, n_slots, xg, dg);
     const int phased = n_slots < GEMM_MIN_N && matmul_phased(ex->k, &all.node);
-    if (ith == 0) {
-        if (sort_slots(node, start, order)) exec_fail(ex, TSR_ERR_INVALID);
-        for (int64_t e = 0; phased && e < E; e++)
-            atomic_store((_Atomic int64_t *)(void *)(ex->work + l.counters + (size_t)e * COUNTER_BYTES), 0);
-    }
-    exec_barrier(ex);
-    /* every thread sees thread 0's verdict after the barrier */
-    if (atomic_load_explicit(&ex->error, memory_order_relaxed)) return;
-
-    for (int64_t j = ith; j < n_slots; j += nth) {
-        const int64_t s = order[j] % n_used, t = order[j] / n_used;
-        const uint8_t *row = tensor_row(x, s % n_b, t, 0);
-        float *out = xg + j * K;
-        if (x->nb[0] == 4) memcpy(out, row, (size_t)K * 4);
-        else
-            for (int64_t i = 0; i < K; i++) memcpy(&out[i], row + i * x->nb[0], 4);
-    }
-    exec_barrier(ex);
 
     if (phased) {
+        /* this thread's own sort: every thread finds a bad id itself */
+        uint8_t *mine = ex->work + l.sort + (size_t)ith * l.sort_bytes;
+        int32_t *start = (int32_t *)(void *)mine;
+        int32_t *order = (int32_t *)(void *)(mine + align64((size_t)(2 * E + 1) * sizeof(int32_t)));
+        if (sort_slots(node, start, order)) {
+            exec_fail(ex, TSR_ERR_INVALID);
+            return;
+        }
+        if (ith == 0)
+            for (int64_t e = 0; e < E; e++)
+                atomic_store((_Atomic int64_t *)(void *)(ex->work + l.counters + (size_t)e * COUNTER_BYTES), 0);
+        int direct = 1;
+        for (int64_t e = 0; e < E && direct; e++) direct = start[e + 1] - start[e] <= 1;
+        /* the rows this thread gathers are the rows it converts */
+        for (int64_t j = ith; j < n_slots; j += nth) gather_row(x, order, n_used, j, xg);
         size_t act_row = 0;
         if (matmul_has_prepare(&all.node)) {
             matmul_prepare(ex, &all.node, ith, nth);
             act_row = matmul_act_row_bytes(ex->k, &all.node);
-            exec_barrier(ex);
         }
-        run_phased(ex, node, &l, start, xg, dg, act_row, ith, nth);
         exec_barrier(ex);
+        run_phased(ex, node, &l, start, order, direct, xg, dg, act_row, ith, nth);
+        if (direct) return; /* the step after this one meets the threads (cpu_steps.h) */
+        exec_barrier(ex);
+        for (int64_t j = ith; j < n_slots; j += nth) scatter_row(d, order, n_used, j, dg);
+        return;
     }
-    for (int64_t e = 0; !phased && e < E; e++) {
+
+    /* Prompts: thread 0 sorts, all gather, then one product per expert. */
+    int32_t *start = (int32_t *)(void *)(ex->work + l.sort);
+    int32_t *order = (int32_t *)(void *)(ex->work + l.sort + align64((size_t)(2 * E + 1) * sizeof(int32_t)));
+    if (ith == 0 && sort_slots(node, start, order)) exec_fail(ex, TSR_ERR_INVALID);
+    exec_barrier(ex);
+    /* every thread sees thread 0's verdict after the barrier */
+    if (atomic_load_explicit(&ex->error, memory_order_relaxed)) return;
+    for (int64_t j = ith; j < n_slots; j += nth) gather_row(x, order, n_used, j, xg);
+    exec_barrier(ex);
+    for (int64_t e = 0; e < E; e++) {
         const int64_t cols = start[e + 1] - start[e];
         if (cols == 0) continue;
         expert_mm m;
@@ -198,15 +246,7 @@ void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
         matmul_compute(ex, &m.node, ith, nth);
         exec_barrier(ex); /* the next product resets the chunk counter */
     }
-
-    for (int64_t j = ith; j < n_slots; j += nth) {
-        const int64_t s = order[j] % n_used, t = order[j] / n_used;
-        uint8_t *row = tensor_row(d, s, t, 0);
-        const float *in = dg + j * N;
-        if (d->nb[0] == 4) memcpy(row, in, (size_t)N * 4);
-        else
-            for (int64_t i = 0; i < N; i++) memcpy(row + i * d->nb[0], &in[i], 4);
-    }
+    for (int64_t j = ith; j < n_slots; j += nth) scatter_row(d, order, n_used, j, dg);
 }
 
 /* ---------------------------------------------------------------- TOP_K */

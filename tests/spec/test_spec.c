@@ -179,6 +179,46 @@ TEST(test_other_draft) {
     tessera_model_free(dm);
 }
 
+/* A draft model that never drafts (p_min 1: a random model is never
+ * sure) is asked after 1, 2, 4, ... plain steps, not at every step: its
+ * cache (tessera_seq_len) moves only when it is asked. */
+TEST(test_useless_draft_backs_off) {
+    tessera_model *tm = load("stories260K");
+    char p[4096];
+    snprintf(p, sizeof p, "%s/synth-smollm3-f32.gguf", getenv("TESSERA_TEST_DATA") ? getenv("TESSERA_TEST_DATA") : ".");
+    harness_require_file(p);
+    tessera_model *dm = harness_model_load(p, g_dev, NULL);
+    tessera_spec_params sp = tessera_spec_default_params();
+    sp.p_min = 1.0f;
+    tessera_context *tc = new_ctx(tm), *dc = new_ctx(dm);
+    tessera_spec *spec = tessera_spec_new(tc, dc, &sp);
+    REQUIRE(spec, "spec: %s", tessera_last_error());
+    tessera_token toks[MAX_TOK];
+    int32_t n = tessera_tokenize(tm, PROMPT, strlen(PROMPT), toks, MAX_TOK, true, false);
+    REQUIRE(n > 0 && n < MAX_TOK - 64, "prompt: %d tokens", n);
+    REQUIRE(tessera_decode(tc, toks, n - 1, 0, 0) == 0, "prompt: %s", tessera_last_error());
+    tessera_sampler *smp = new_sampler(tm, 1, true);
+    int32_t asked = 0, steps = 0, held = tessera_seq_len(dc, 0);
+    for (; steps < 40; steps++) {
+        tessera_token got[4];
+        int32_t k = tessera_spec_step(spec, 0, smp, toks, n, got, 4, NULL);
+        REQUIRE(k == 1, "step %d: %d tokens (%s)", steps, k, k < 0 ? tessera_last_error() : "nothing drafted");
+        if (tessera_seq_len(dc, 0) != held) asked++;
+        held = tessera_seq_len(dc, 0);
+        toks[n++] = got[0];
+        if (tessera_token_is_eog(tm, got[0])) break;
+    }
+    print_message("useless draft: asked at %d of %d steps\n", asked, steps);
+    /* 1, 2, 4, ... plain steps between tries: 6 tries in 40 steps */
+    EXPECT(asked >= 2 && asked <= 8, "the draft model was asked at %d of %d steps", asked, steps);
+    tessera_sampler_free(smp);
+    tessera_spec_free(spec);
+    tessera_context_free(tc);
+    tessera_context_free(dc);
+    tessera_model_free(tm);
+    tessera_model_free(dm);
+}
+
 TEST(test_ngram) {
     tessera_model *m = load("stories260K");
     tessera_spec_params sp = tessera_spec_default_params();
@@ -253,4 +293,5 @@ FIXTURE(teardown) {
 }
 
 HARNESS_MAIN_GROUP("spec", setup, teardown, HARNESS_TEST(test_self_draft), HARNESS_TEST(test_quantized_draft),
-                   HARNESS_TEST(test_other_draft), HARNESS_TEST(test_ngram), HARNESS_TEST(test_vocab_mismatch))
+                   HARNESS_TEST(test_other_draft), HARNESS_TEST(test_useless_draft_backs_off),
+                   HARNESS_TEST(test_ngram), HARNESS_TEST(test_vocab_mismatch))

@@ -537,10 +537,15 @@ int chat_session_turn(chat_session *s, const char *text, chat_piece_fn on_piece,
     text_buf reply = {0};
     if (rc > 0) info->end = CHAT_END_INTERRUPTED;
     else if (generate_reply(s, &reply, on_piece, user, info) < 0) rc = -1;
-    if (rc >= 0 && conv_add(&s->conv, "assistant", reply.data ? reply.data : "", reply.len) < 0) {
+    /* The template takes valid UTF-8 only: a reply cut inside a character
+     * (or a model's stray byte token) is kept with U+FFFD in its place. */
+    size_t clean_len = 0;
+    char *clean = rc >= 0 ? cli_utf8_clean(reply.data ? reply.data : "", reply.len, &clean_len) : NULL;
+    if (rc >= 0 && (!clean || conv_add(&s->conv, "assistant", clean, clean_len) < 0)) {
         fprintf(stderr, "%s: out of memory\n", s->cmd);
         rc = -1;
     }
+    free(clean);
     free(reply.data);
     return rc < 0 ? -1 : 0;
 }

@@ -118,6 +118,27 @@ size_t cli_utf8_seq_len(const unsigned char *s, size_t n) {
     return len;
 }
 
+char *cli_utf8_clean(const char *s, size_t n, size_t *out_len) {
+    char *out = malloc(3 * n + 1); /* one byte becomes at most three */
+    if (!out) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = cli_utf8_seq_len((const unsigned char *)s + i, n - i);
+        if (len == 0) {
+            memcpy(out + k, "\xEF\xBF\xBD", 3);
+            k += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + k, s + i, len);
+        k += len;
+        i += len;
+    }
+    out[k] = '\0';
+    if (out_len) *out_len = k;
+    return out;
+}
+
 void cli_block_stop_signals(sigset_t *stop) {
     sigemptyset(stop);
     sigaddset(stop, SIGINT);

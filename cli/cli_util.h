@@ -55,5 +55,9 @@ void cli_block_stop_signals(sigset_t *stop);
 /* Length of the valid UTF-8 sequence at s[0..n) (1..4), 0 if it is not
  * one (overlong forms, surrogates and values past U+10FFFF are not). */
 size_t cli_utf8_seq_len(const unsigned char *s, size_t n);
+/* A NUL-terminated copy of s[0..n) in which each byte that does not start
+ * a valid sequence is U+FFFD (a reply cut inside a character, a byte token
+ * of a model); its length in *out_len. NULL when out of memory. */
+char *cli_utf8_clean(const char *s, size_t n, size_t *out_len);
 
 #endif

@@ -92,6 +92,12 @@ rc, out, err = run(CHAT + ["--image", IMG, "-p", "What is this?"])
 c.check(rc == 0 and "[image: 16 positions" in err, f"chat --image -p: exit {rc}: {err!r}")
 rc, out, err = run(CHAT, stdin_text=f"/image {os.path.join(tmp, 'none.png')}\n/image {cut}\n")
 c.check(rc == 0 and "none.png" in err and "cut.png" in err and not crashed(rc, err), f"chat bad /image: {err!r}")
+# a reply with stray bytes (this vocabulary's byte tokens at seed 3) goes
+# back into the template as U+FFFD: the second turn is answered
+rc, out, err = run(["chat", "-m", MODEL, "--chat-template", "vicuna", "-n", "24", "--temp", "1", "--seed", "3",
+                    "-dev", "ref"], stdin_text="Hello there\nAnd again\n")
+c.check(rc == 0 and err.count("tokens in") == 2 and "invalid UTF-8" not in err,
+        f"chat: a second turn after a reply of invalid UTF-8: exit {rc}: {err[-300:]!r}")
 rc, out, err = run(["chat", "-m", MODEL, "--chat-template", "vicuna", "-dev", "ref"], stdin_text=f"/image {IMG}\n")
 c.check(rc == 0 and "--mmproj" in err, f"chat /image without --mmproj: {err!r}")
 rc, out, err = run(["chat", "-m", MODEL, "--image", IMG, "-p", "hi"])

@@ -203,6 +203,8 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_COOPMAT_F16ACC] = "mul_mat_coopmat_f16acc",
     [VK_SHADER_MUL_MAT_COOPMAT_EMU] = "mul_mat_coopmat_emu",
     [VK_SHADER_MUL_MAT_ID] = "mul_mat_id",
+    [VK_SHADER_MUL_MAT_ID_GROUP] = "mul_mat_id_group",
+    [VK_SHADER_MUL_MAT_ID_TILED] = "mul_mat_id_tiled",
     [VK_SHADER_SSM_CONV] = "ssm_conv",
     [VK_SHADER_SSM_SCAN] = "ssm_scan",
 };

@@ -6,8 +6,8 @@
  * host). What is left is what the kernels implement:
  *   - float tensors are F32, F16 or BF16; indices I32;
  *   - quantized weights (MUL_MAT, GET_ROWS, CPY to float): Q4_0, Q4_1, Q5_0,
- *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS; every other type is declined and falls
- *     back to the CPU;
+ *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4; every other type is
+ *     declined and falls back to the CPU;
  *   - CPY into a quantized type: the KV cache's block types (Q8_0, Q4_0,
  *     Q4_1, Q5_0, Q5_1, IQ4_NL) from F32/F16/BF16; the k-quants are left to
  *     the CPU;
@@ -16,7 +16,7 @@
  *   - FLASH_ATTN head size <= 256, k and v F32/F16/BF16 or a KV block type;
  *   - at most 2^40 elements and strides below 2^40 bytes;
  *   - strides are multiples of the element size (kernels load whole
- *     elements; 2 bytes for blocks, whose scales are F16).
+ *     elements; 2 bytes for blocks, whose scales are F16; any for MXFP4).
  * Addresses are never looked at.
  */
 #include <stdio.h>
@@ -40,9 +40,15 @@ bool ocl_dtype_is_quant(int32_t dtype) {
     switch (dtype) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
-    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS: return true;
+    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS:
+    case TSR_DTYPE_MXFP4: return true;
     default: return false;
     }
+}
+
+int64_t ocl_dtype_alignment(int32_t dtype) {
+    if (dtype == TSR_DTYPE_MXFP4) return 1; /* 17-byte blocks, no 16-bit field: read a byte at a time */
+    return tsr_dtype_block_size(dtype) > 1 ? 2 : tsr_dtype_block_bytes(dtype);
 }
 
 /* no(node, why, why_size, fmt, ...): "OP 'name': ..." into why, returns 0 */
@@ -54,7 +60,7 @@ static const char *tensor_problem(const tsr_tensor *t) {
     if (!tsr_dtype_is_float(t->dtype) && t->dtype != TSR_DTYPE_I32 && !ocl_dtype_is_quant(t->dtype))
         return "has a dtype the kernels do not read";
     if (tsr_tensor_nelements(t) > OCL_MAX_ELEMENTS) return "has more than 2^40 elements";
-    const int64_t align = tsr_dtype_block_size(t->dtype) > 1 ? 2 : tsr_dtype_block_bytes(t->dtype);
+    const int64_t align = ocl_dtype_alignment(t->dtype);
     for (int d = 0; d < TSR_MAX_DIMS; d++) {
         if (t->ne[d] > 1 && t->nb[d] > OCL_MAX_ELEMENTS) return "has a stride of 2^40 bytes or more";
         if (t->ne[d] > 1 && (d > 0 || align == tsr_dtype_block_bytes(t->dtype)) && t->nb[d] % align)

@@ -162,6 +162,9 @@ bool ocl_dtype_is_quant(int32_t dtype);
 /* The KV cache's block types: quantized by CPY (kernels/quant.cl) and read
  * by FLASH_ATTN. */
 bool ocl_dtype_is_kv_block(int32_t dtype);
+/* Byte alignment the kernels need for a tensor's offset and strides: whole
+ * elements (F32/I32 4, F16/BF16 2), 2 for blocks (F16 scales), 1 for MXFP4. */
+int64_t ocl_dtype_alignment(int32_t dtype);
 
 /* --------------------------------------------------------------- ocl_ops */
 

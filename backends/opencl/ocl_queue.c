@@ -36,9 +36,8 @@ static bool tensor_in_buffer(ocl_device *d, const tsr_tensor *t, const char *rol
                 node->dst->name ? node->dst->name : "", role, t->name ? t->name : "");
         return false;
     }
-    /* kernels load whole elements: F32/I32 at 4-byte, the rest at 2-byte addresses */
-    int64_t bytes = tsr_dtype_block_bytes(t->dtype);
-    uint64_t align = tsr_dtype_block_size(t->dtype) == 1 && bytes == 4 ? 4 : 2;
+    /* kernels load whole elements (ocl_dtype_alignment) */
+    const uint64_t align = (uint64_t)ocl_dtype_alignment(t->dtype);
     if (t->offset % align) {
         ocl_log(TSR_LOG_ERROR, "%s: %s '%s': %s '%s' at offset %llu is not %llu-byte aligned",
                 ocl_device_label(d, label, sizeof label), tsr_op_name(node->op),

@@ -2,6 +2,16 @@
  * vk_fused — the plans where nodes and dispatches are not one to one
  * (vk_queue.c asks before planning each node):
  *
+ * - MUL_MAT_ID of a prompt batch grouped by expert (GPUs; more than
+ *   VK_MMV_MAX_COLS tokens): mul_mat_id_group.comp lists each expert's
+ *   (token, slot) pairs in the queue's scratch buffer, then the tiled GEMM
+ *   (mul_mat_tiled.comp built with MUL_MAT_ID) multiplies each expert's
+ *   weights by its pairs' activations 64 at a time, as the dense product's
+ *   prompt kernel does: an expert's weights are read once per 64 of its
+ *   pairs, not once per pair as mul_mat_id.comp (one output per
+ *   invocation) reads them. TESSERA_VULKAN_MATMUL=tiled groups at every
+ *   size, matvec never.
+ *
  * - RMS_NORM (or NORM) followed by the MUL of its result by a weight, as
  *   every norm of a transformer block is, runs as one row_norm.comp
  *   dispatch: one pass over the row, no second dispatch, no barrier between
@@ -31,6 +41,7 @@
  * (query, head) over all keys); =split and =tiled force one at every size
  * (split: 16 keys a split), for tests.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_internal.h"
@@ -202,4 +213,44 @@ void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t split
         reduce->p.nb[4][i] = (uint32_t)dst->nb[i];
     }
     vk_grid(items, reduce->groups);
+}
+
+bool vk_moe_grouped(const vk_device *d, const tsr_node *node) {
+    if (node->op != TSR_OP_MUL_MAT_ID || d->matmul_per_invocation) return false;
+    if (node->src[0]->ne[2] > VK_MOE_MAX_EXPERTS) return false;
+    const char *forced = getenv("TESSERA_VULKAN_MATMUL");
+    if (forced && strcmp(forced, "tiled") == 0) return true;
+    if (forced && strcmp(forced, "matvec") == 0) return false;
+    return node->src[2]->ne[1] > VK_MMV_MAX_COLS;
+}
+
+uint64_t vk_moe_scratch_bytes(const tsr_node *node) {
+    const tsr_tensor *ids = node->src[2];
+    return (uint64_t)(node->src[0]->ne[2] + 1 + ids->ne[0] * ids->ne[1]) * sizeof(uint32_t);
+}
+
+void vk_plan_moe_grouped(const vk_device *d, const tsr_node *node, vk_dispatch *group, vk_dispatch *gemm) {
+    vk_op_plan(d, node, group); /* P.u: [0] N, [1] n_used, [2] T, [3] K, [4] E, [5] n_b; tensors */
+    const uint32_t N = group->p.u[0], n_used = group->p.u[1], T = group->p.u[2], K = group->p.u[3],
+                   E = group->p.u[4], n_b = group->p.u[5];
+    group->shader = VK_SHADER_MUL_MAT_ID_GROUP;
+    group->spec[0] = 0;
+    group->groups[0] = group->groups[1] = group->groups[2] = 1;
+
+    *gemm = *group;
+    gemm->shader = VK_SHADER_MUL_MAT_ID_TILED;
+    gemm->spec[0] = (uint32_t)node->src[0]->dtype;
+    gemm->spec[1] = (uint32_t)node->src[1]->dtype;
+    vk_params *p = &gemm->p;
+    const uint32_t pairs = n_used * T, row_tiles = (N + VK_TILE_M - 1) / VK_TILE_M,
+                   col_tiles = (pairs + VK_TILE_N - 1) / VK_TILE_N;
+    p->u[0] = N;
+    p->u[1] = pairs;
+    p->u[2] = row_tiles;
+    p->u[3] = n_used;
+    p->u[4] = E;
+    p->u[5] = K;
+    p->u[6] = n_b;
+    p->u[7] = col_tiles;
+    vk_grid((uint64_t)row_tiles * col_tiles * E, gemm->groups);
 }

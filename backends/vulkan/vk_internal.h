@@ -132,6 +132,8 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT_COOPMAT_F16ACC, /* the same accumulating in f16 */
     VK_SHADER_MUL_MAT_COOPMAT_EMU, /* its plain-GLSL emulation (tests on any device) */
     VK_SHADER_MUL_MAT_ID,       /* MUL_MAT_ID: one output per invocation */
+    VK_SHADER_MUL_MAT_ID_GROUP, /* grouped MUL_MAT_ID: each expert's (token, slot) pairs listed */
+    VK_SHADER_MUL_MAT_ID_TILED, /* grouped MUL_MAT_ID: the tiled GEMM over those lists */
     VK_SHADER_SSM_CONV,         /* SSM_CONV: one output per invocation */
     VK_SHADER_SSM_SCAN,         /* SSM_SCAN: one state row per workgroup */
     VK_SHADER_DELTA_NET,        /* DELTA_NET: one state column per invocation */
@@ -440,6 +442,16 @@ uint64_t vk_attn_scratch_bytes(const tsr_node *node, uint32_t splits);
  * (src0 slot bound to the scratch, dst the node's). */
 void vk_plan_attn_split(const vk_device *d, const tsr_node *node, uint32_t splits, uint32_t keys_per_split,
                         vk_dispatch *partial, vk_dispatch *reduce);
+
+/* MUL_MAT_ID grouped by expert (mul_mat_id_group.comp, then
+ * mul_mat_tiled.comp with MUL_MAT_ID): prompts on GPUs. */
+enum { VK_MOE_MAX_EXPERTS = 1024 }; /* mul_mat_id_group.comp's MAX_E */
+bool vk_moe_grouped(const vk_device *d, const tsr_node *node);
+/* Scratch bytes its lists take. */
+uint64_t vk_moe_scratch_bytes(const tsr_node *node);
+/* The two dispatches: the lists (scratch in slot 3, written; dst zeroed
+ * where an id is out of range) and the GEMM (scratch in slot 3, read). */
+void vk_plan_moe_grouped(const vk_device *d, const tsr_node *node, vk_dispatch *group, vk_dispatch *gemm);
 
 /* n workgroups as an x * y grid within the guaranteed 65535 per dimension */
 void vk_grid(uint64_t n, uint32_t groups[3]);

@@ -9,7 +9,8 @@
  * op list allows them. What is declined falls back to a CPU backend:
  * FLASH_ATTN with a head size above 256, CPY into a quantized type other
  * than the KV cache's (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), SSM_SCAN with
- * a d_state above 256, and dtypes without a dequantizer in the shaders.
+ * a d_state above 256, and dtypes without a dequantizer in the shaders
+ * (the grid IQ types and the ternary ones).
  * Byte offsets are 32-bit in the shaders: a tensor must span less
  * than 2 GiB.
  */
@@ -35,7 +36,8 @@ static bool is_readable(int32_t dt) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q8_1: case TSR_DTYPE_Q8_K:
     case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
-    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS: return true;
+    case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS:
+    case TSR_DTYPE_MXFP4: return true;
     default: return false;
     }
 }
@@ -50,7 +52,10 @@ static bool is_kv_block(int32_t dt) {
     }
 }
 
+/* MXFP4's blocks are 17 bytes with no 16-bit field: its readers take any
+ * byte (common.glsl: t0_block32, units.glsl: load16). */
 int64_t vk_dtype_alignment(int32_t dtype) {
+    if (dtype == TSR_DTYPE_MXFP4) return 1;
     return dtype == TSR_DTYPE_F32 || dtype == TSR_DTYPE_I32 ? 4 : 2;
 }
 
@@ -207,6 +212,8 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_COOPMAT_F16ACC] = "mul_mat_coopmat_f16acc",
     [VK_SHADER_MUL_MAT_COOPMAT_EMU] = "mul_mat_coopmat_emu",
     [VK_SHADER_MUL_MAT_ID] = "mul_mat_id",
+    [VK_SHADER_MUL_MAT_ID_GROUP] = "mul_mat_id_group",
+    [VK_SHADER_MUL_MAT_ID_TILED] = "mul_mat_id_tiled",
     [VK_SHADER_SSM_CONV] = "ssm_conv",
     [VK_SHADER_SSM_SCAN] = "ssm_scan",
     [VK_SHADER_DELTA_NET] = "delta_net",

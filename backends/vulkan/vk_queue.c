@@ -7,7 +7,8 @@
  * (five tensor ranges and its parameter block), except where vk_fused.c
  * says otherwise: a norm and the MUL by its weight share one dispatch, a
  * FLASH_ATTN split over its keys takes two (partials into the queue's
- * scratch buffer, then their reduction). A pipeline barrier goes in
+ * scratch buffer, then their reduction), and so does a MUL_MAT_ID grouped
+ * by expert (the lists into the scratch, then the GEMM). A pipeline barrier goes in
  * only where a dispatch touches bytes an earlier dispatch since the last
  * barrier wrote (or writes bytes one read), so independent nodes overlap.
  *
@@ -466,6 +467,7 @@ typedef struct node_shape {
     bool rope_cpy;           /* fused: ROPE, then CPY (else norm x weight) */
     bool keep_mid;           /* fused norm: store the norm's rows too */
     uint32_t splits, keys;   /* split attention */
+    bool moe_grouped;        /* MUL_MAT_ID: the lists, then the GEMM */
 } node_shape;
 
 static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n, uint32_t i) {
@@ -477,6 +479,11 @@ static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n
     if (i + 1 < n && vk_rope_cpy_fusable(d, &nodes[i], &nodes[i + 1])) {
         sh.nodes = 2;
         sh.rope_cpy = true;
+        return sh;
+    }
+    if (vk_moe_grouped(d, &nodes[i])) {
+        sh.moe_grouped = true;
+        sh.dispatches = 2;
         return sh;
     }
     sh.splits = vk_attn_splits(d, &nodes[i], &sh.keys);
@@ -516,6 +523,15 @@ static tsr_status plan_node(vk_queue *q, const tsr_node *nodes, uint32_t i, cons
         sl.writes |= sh->keep_mid ? 1u << 2 : 0u;
         tsr_status st = plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
         return st;
+    }
+    if (sh->moe_grouped) { /* each expert's pairs into the scratch, then the GEMM over them */
+        vk_plan_moe_grouped(d, node, &disp, &reduce);
+        vk_slots gs = {.t = {NULL, NULL, node->src[2], NULL, node->dst}, .scratch = 3,
+                       .writes = 1u << 3 | 1u << 4};
+        tsr_status st = plan_dispatch(q, node, &disp, &gs, (*k)++, hz);
+        if (st != TSR_OK) return st;
+        vk_slots ms = {.t = {node->src[0], node->src[1], NULL, NULL, node->dst}, .scratch = 3, .writes = 1u << 4};
+        return plan_dispatch(q, node, &reduce, &ms, (*k)++, hz);
     }
     if (sh->dispatches == 2) { /* partial states into the scratch, then their reduction */
         vk_plan_attn_split(d, node, sh->splits, sh->keys, &disp, &reduce);
@@ -677,8 +693,9 @@ static uint32_t count_dispatches(const vk_device *d, const tsr_node *nodes, uint
     *scratch = 0;
     for (uint32_t i = 0; i < n;) {
         const node_shape sh = shape_of(d, nodes, n, i);
-        if (sh.splits > 1) {
-            const uint64_t b = vk_attn_scratch_bytes(&nodes[i], sh.splits);
+        if (sh.splits > 1 || sh.moe_grouped) {
+            const uint64_t b = sh.moe_grouped ? vk_moe_scratch_bytes(&nodes[i])
+                                              : vk_attn_scratch_bytes(&nodes[i], sh.splits);
             if (b > *scratch) *scratch = b;
         }
         n_disp += sh.dispatches;

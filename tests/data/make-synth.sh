@@ -28,6 +28,14 @@ done
 for name in $(names $src/synth-models.txt | sed 's/ .*//' | grep -- '-f32$' | grep -v /); do
     "$peer/golden_gen" "$out/$name.gguf" "$src/synth-prompts.jsonl" "$src/$name.jsonl" 16 256
 done
+# gpt-oss's MXFP4 experts dequantized to F32 (exact: powers of two times
+# small integers), and llama.cpp's golden of that file: the oracle of
+# devices that decode MXFP4 exactly and multiply with f32 activations (the
+# GPU plugins), where llama.cpp's CPU rounds the activations to Q8_0.
+"$peer/llama-quantize" --allow-requantize "$out/synth-gpt-oss-f32.gguf" "$out/synth-gpt-oss-f32-dequant.gguf" F32 2 \
+    >/dev/null
+"$peer/golden_gen" "$out/synth-gpt-oss-f32-dequant.gguf" "$src/synth-prompts.jsonl" \
+    "$src/synth-gpt-oss-f32-dequant.jsonl" 16 256
 for name in $( (names $src/synth-models.txt; names $src/quantized-models.txt) | sed 's/ .*//' | grep '^models/'); do
     "$peer/golden_gen" "$out/$name.gguf" "$src/synth-s-prompts.jsonl" "$src/golden/${name#models/}.jsonl" 16 256
 done

@@ -30,6 +30,7 @@
 #define DT_IQ4_XS 23
 #define DT_I32 26
 #define DT_BF16 30
+#define DT_MXFP4 39
 
 #define TENSOR(x) global uchar *x##_buf, ulong x##_off, long4 x##_ne, long4 x##_nb, int x##_type
 #define BASE(x) (x##_buf + x##_off)

@@ -12,6 +12,8 @@
  *   Q5_1  {f16 d, m; u8 qh[4]; u8 qs[16]}         x = d * q + m
  *   Q8_0  {f16 d; i8 qs[32]}                      x = d * q
  *   IQ4_NL {f16 d; u8 qs[16]}                     x = d * table[q]
+ *   MXFP4 {u8 e; u8 qs[16]}                       x = 2^(e-128) * mxfp4[q] (E2M1
+ *         values doubled; 17-byte blocks, read a byte at a time)
  *   (nibbles: element j < 16 is the low nibble of qs[j], j >= 16 the high
  *   nibble of qs[j - 16]; Q5's fifth bit of element j is bit j of qh)
  *   Q2_K  {u8 scales[16]; u8 qs[64]; f16 d, dmin}
@@ -34,9 +36,15 @@
 #define BYTES_Q5_K 176
 #define BYTES_Q6_K 210
 #define BYTES_IQ4_XS 136
+#define BYTES_MXFP4 17
 
 constant char iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                    1,    13,   25,  38,  53,  69,  89,  113};
+/* tessera/plugin_quants.h: TSR_MXFP4_VALUES and tsr_e8m0_half */
+constant char mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* E8M0 exponent byte e times 1/2: 2^(e-128) (subnormal below 2). */
+static inline float e8m0_half(uint e) { return as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23); }
 
 static inline uint load_u32_bytes(const global uchar *p) {
     return (uint)p[0] | ((uint)p[1] << 8) | ((uint)p[2] << 16) | ((uint)p[3] << 24);
@@ -107,6 +115,12 @@ void dequant32(const global uchar *row, int type, long c, float *out) {
         const global uchar *b = row + c * BYTES_Q4_0;
         float d = load_f16(b);
         for (int j = 0; j < 32; j++) out[j] = d * (float)iq4nl_values[nibble(b + 2, j)];
+        break;
+    }
+    case DT_MXFP4: {
+        const global uchar *b = row + c * BYTES_MXFP4;
+        float d = e8m0_half(b[0]);
+        for (int j = 0; j < 32; j++) out[j] = d * (float)mxfp4_values[nibble(b + 1, j)];
         break;
     }
     case DT_Q2_K: {

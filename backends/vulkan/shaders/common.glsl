@@ -30,7 +30,8 @@ layout(std430, binding = 5) readonly buffer Params {
 // GGUF dtype numbers
 const uint DT_F32 = 0u, DT_F16 = 1u, DT_Q4_0 = 2u, DT_Q4_1 = 3u, DT_Q5_0 = 6u, DT_Q5_1 = 7u,
            DT_Q8_0 = 8u, DT_Q8_1 = 9u, DT_Q2_K = 10u, DT_Q3_K = 11u, DT_Q4_K = 12u, DT_Q5_K = 13u,
-           DT_Q6_K = 14u, DT_Q8_K = 15u, DT_IQ4_NL = 20u, DT_IQ4_XS = 23u, DT_I32 = 26u, DT_BF16 = 30u;
+           DT_Q6_K = 14u, DT_Q8_K = 15u, DT_IQ4_NL = 20u, DT_IQ4_XS = 23u, DT_I32 = 26u, DT_BF16 = 30u,
+           DT_MXFP4 = 39u;
 
 uint group_linear() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
 
@@ -124,11 +125,18 @@ void store_dst(uint o, float v) {
 // GGUF block layouts, see core/src/tensor/quant_blocks.h.
 
 const int IQ4NL_VALUES[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+// MXFP4: E2M1 values times 2, with the E8M0 scale halved to match
+// (tessera/plugin_quants.h: TSR_MXFP4_VALUES, tsr_e8m0_half)
+const int MXFP4_VALUES[16] = int[16](0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+float e8m0_half(uint e) { return uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23); }
 
 // Element j (0..31) of the 32-element block (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q8_1, IQ4_NL) at byte offset b of tensor T: weights (t0) and the KV
-// cache's block types (flash attention's k and v, t1 and t2). Each value is
-// rounded as ref's dequantizer rounds it (precise: no fused multiply-add).
+// Q8_1, IQ4_NL, MXFP4) at byte offset b of tensor T: weights (t0) and the
+// KV cache's block types (flash attention's k and v, t1 and t2). Each value
+// is rounded as ref's dequantizer rounds it (precise: no fused
+// multiply-add). MXFP4's 17-byte blocks may start at any byte: it is read
+// a byte at a time ({e; qs[16]}, exact: a power of two times a small
+// integer).
 #define DEF_BLOCK32(T)                                                                  \
     float T##_f16(uint o) { return f16_to_f32(T##_u16(o)); }                            \
     int T##_i8(uint o) { return int(T##_u8(o) << 24) >> 24; }                           \
@@ -151,6 +159,8 @@ const int IQ4NL_VALUES[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1
             v = T##_f16(b) * float(T##_i8(b + 2u + j));                                 \
         } else if (dtype == DT_Q8_1) { /* d, s, qs[32] */                               \
             v = T##_f16(b) * float(T##_i8(b + 4u + j));                                 \
+        } else if (dtype == DT_MXFP4) { /* e qs[16] */                                 \
+            v = e8m0_half(T##_u8(b)) * float(MXFP4_VALUES[T##_nibble32(b + 1u, j)]);    \
         } else { /* DT_IQ4_NL */                                                        \
             v = T##_f16(b) * float(IQ4NL_VALUES[T##_nibble32(b + 2u, j)]);              \
         }                                                                               \

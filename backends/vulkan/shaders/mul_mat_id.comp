@@ -5,9 +5,11 @@
 //
 // One output element per invocation, k in order, dequantizing element by
 // element as mul_mat.comp does for CPU implementations: the simple product,
-// correct on every device (a GPU-shaped kernel grouped by expert is future
-// work). An id outside 0..E-1 cannot be reported from here: its slot's row
-// is written as 0 and nothing is read through it.
+// correct on every device; GPUs run it for decoding (up to VK_MMV_MAX_COLS
+// tokens), and prompts grouped by expert (mul_mat_id_group.comp, then
+// mul_mat_tiled.comp with MUL_MAT_ID: vk_fused.c). An id outside 0..E-1
+// cannot be reported from here: its slot's row is written as 0 and nothing
+// is read through it.
 // The straightforward version: ref_matmul.c (ref_op_mul_mat_id).
 #version 450
 #extension GL_GOOGLE_include_directive : require

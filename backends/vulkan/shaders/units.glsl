@@ -23,23 +23,24 @@
 layout(std430, binding = 0) readonly buffer T0V { uvec4 d[]; } t0v;
 layout(std430, binding = 1) readonly buffer T1V { uvec4 d[]; } t1v;
 
-// 16 bytes of t0 at byte offset o (even): one 128-bit load when o is
-// 16-byte aligned, four words when 4-byte aligned, else five words shifted.
+// 16 bytes of t0 at byte offset o: one 128-bit load when o is 16-byte
+// aligned, four words when 4-byte aligned, else five words shifted (any
+// byte: MXFP4's 17-byte blocks start at odd offsets).
 uvec4 load16(uint o) {
     if ((o & 15u) == 0u) return t0v.d[o >> 4];
     uint w = o >> 2;
     uvec4 a = uvec4(t0.d[w], t0.d[w + 1u], t0.d[w + 2u], t0.d[w + 3u]);
-    if ((o & 3u) == 0u) return a;
-    uint e = t0.d[w + 4u];
-    return uvec4((a.x >> 16) | (a.y << 16), (a.y >> 16) | (a.z << 16), (a.z >> 16) | (a.w << 16),
-                 (a.w >> 16) | (e << 16));
+    uint s = (o & 3u) << 3;
+    if (s == 0u) return a;
+    uint e = t0.d[w + 4u], r = 32u - s;
+    return uvec4((a.x >> s) | (a.y << r), (a.y >> s) | (a.z << r), (a.z >> s) | (a.w << r), (a.w >> s) | (e << r));
 }
 
-// 32 bits of t0 at an even byte offset
+// 32 bits of t0 at any byte offset
 uint load4(uint o) {
-    uint w = o >> 2;
-    if ((o & 3u) == 0u) return t0.d[w];
-    return (t0.d[w] >> 16) | (t0.d[w + 1u] << 16);
+    uint w = o >> 2, s = (o & 3u) << 3;
+    if (s == 0u) return t0.d[w];
+    return (t0.d[w] >> s) | (t0.d[w + 1u] << (32u - s));
 }
 
 // Byte j (0..31) of 32 bytes held as two uvec4
@@ -59,6 +60,7 @@ int sbyte(uint b) { return int(b << 24) >> 24; }
 // the block (0 for 32-element types, 0..7 for K-quants).
 uint unit_block_bytes(uint dt) {
     if (dt == DT_Q4_0 || dt == DT_IQ4_NL) return 18u;
+    if (dt == DT_MXFP4) return 17u;
     if (dt == DT_Q4_1) return 20u;
     if (dt == DT_Q5_0) return 22u;
     if (dt == DT_Q5_1) return 24u;
@@ -97,22 +99,26 @@ vec4 unit_load(uint dt, uint wrow, uint u, out float q[32]) {
                 q[8u * c + 2u * i] = h.x; q[8u * c + 2u * i + 1u] = h.y;
             }
         }
-    } else if (dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_IQ4_NL) {
-        // d [m] qs[16]: element j < 16 low nibble of byte j, j >= 16 high nibble of byte j - 16
+    } else if (dt == DT_Q4_0 || dt == DT_Q4_1 || dt == DT_IQ4_NL || dt == DT_MXFP4) {
+        // d [m] qs[16] (MXFP4: e qs[16]): element j < 16 low nibble of byte j,
+        // j >= 16 high nibble of byte j - 16
         uint o = wrow + u * unit_block_bytes(dt);
-        uint qo = dt == DT_Q4_1 ? o + 4u : o + 2u;
+        uint qo = dt == DT_Q4_1 ? o + 4u : dt == DT_MXFP4 ? o + 1u : o + 2u;
         uvec4 qv = load16(qo);
         [[unroll]] for (uint j = 0u; j < 16u; j++) {
             uint b = byte16(qv, j);
             if (dt == DT_IQ4_NL) {
                 q[j] = float(IQ4NL_VALUES[b & 15u]);
                 q[16u + j] = float(IQ4NL_VALUES[b >> 4]);
+            } else if (dt == DT_MXFP4) {
+                q[j] = float(MXFP4_VALUES[b & 15u]);
+                q[16u + j] = float(MXFP4_VALUES[b >> 4]);
             } else {
                 q[j] = float(b & 15u);
                 q[16u + j] = float(b >> 4);
             }
         }
-        float d = t0_f16(o);
+        float d = dt == DT_MXFP4 ? e8m0_half(t0_u8(o)) : t0_f16(o);
         a0 = d; a1 = d;
         b0 = dt == DT_Q4_0 ? -8.0 * d : dt == DT_Q4_1 ? t0_f16(o + 2u) : 0.0;
         b1 = b0;

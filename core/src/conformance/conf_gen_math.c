@@ -90,7 +90,11 @@ void conf_gen_mul_mat_id(conf_runner *r) {
             mul_mat_id_case(r, dt, K, 17, 5, 3, 7, 1, false); /* a few tokens, repeats    */
             mul_mat_id_case(r, dt, K, 9, 3, 2, 5, 2, false);  /* n_b = n_used (down proj) */
             mul_mat_id_case(r, dt, K, 7, 3, 2, 4, 2, true);   /* padded, permuted views   */
-            if (ki < 2) mul_mat_id_case(r, dt, K, 5, 8, 4, 33, 1, false); /* a prompt: grouped by expert */
+            if (ki < 2) { /* prompts: devices group the pairs by expert */
+                mul_mat_id_case(r, dt, K, 5, 8, 4, 33, 1, false);
+                mul_mat_id_case(r, dt, K, 65, 2, 2, 70, 1, false); /* experts with over 64 pairs and rows */
+                mul_mat_id_case(r, dt, K, 9, 4, 2, 40, 2, true);   /* down projection, views           */
+            }
         }
     }
     /* ids outside 0..E-1: never read out of bounds; a device that cannot

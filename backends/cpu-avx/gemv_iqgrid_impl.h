@@ -1,0 +1,224 @@
+/*
+ * gemv_iqgrid_impl.h — the grid IQ formats (IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) and TQ1_0 against act8k activations on
+ * every level: included by each kernels_<level>.c after kernels_impl.h and
+ * gemv_iq_impl.h; gemv_iqgrid_register puts them in the table.
+ *
+ * The layouts are plugin_quants.h's and the grids tessera/iq_grids.h's (the
+ * one copy of them; nothing here repeats a table). Every kernel works on
+ * one 32-element sub-block at a time, as a register of 32 bytes in the
+ * activations' order:
+ *   - the weights' magnitudes are gathered from the grid, one 8-byte entry
+ *     per 8 weights (IQ2_*, IQ1_*) or one 4-byte entry per 4 (IQ3_*): four
+ *     (eight) scalar loads put together by vpinsrq/vinserti128 — the grids
+ *     have 256..2048 entries, too many for a byte shuffle;
+ *   - the signs go onto the activations, not the weights (the sign trick):
+ *     vpsignb with +1/-1 bytes, so the grid value stays an unsigned byte and
+ *     one vpmaddubsw makes the u8 x s8 pair sums (at most 2 * 62 * 127, no
+ *     saturation). 7-bit sign indices (IQ2_XXS, IQ2_XS, IQ3_XXS; bit 7 is
+ *     their parity) are expanded by iq_sign8, a table of the +1/-1 bytes
+ *     built at init from tsr_iq_signs; IQ2_S and IQ3_S store all 8 bits,
+ *     which AVX-512 uses as a mask register (one masked subtract from zero)
+ *     and AVX2 expands with a shuffle, an and and a compare;
+ *   - vpmaddwd widens the pair sums to i32 and multiplies them by the
+ *     sub-block's (or 16-group's) odd integer scale 2s + 1 on the way, as
+ *     the IQ4_XS kernel does with ls - 32; one float FMA per 256-block and
+ *     column applies d (with the format's 1/8 or 1/4) and the activation's d.
+ * IQ1_S/IQ1_M (grid values -1, 0, 1, then 8g + delta) take g + 1 as the u8
+ * operand and subtract the activations' sums; TQ1_0 computes its base-3
+ * digits with 16-bit multiplies (see each kernel).
+ * The straightforward version of all of them: dot_decoded in
+ * cpu_mm_quants.c (the same integer sums per group; it applies the scales
+ * in float per 16, so the results differ in the last bits).
+ */
+
+/* The +1/-1 bytes of 7-bit sign index i (bit 7 from tsr_iq_signs), one u64
+ * per 8 weights. Filled once by gemv_iqgrid_register, before any kernel. */
+static uint64_t iq_sign8[128];
+
+static void iq_sign8_fill(void) {
+    for (uint32_t i = 0; i < 128; i++) {
+        const uint8_t s = tsr_iq_signs(i);
+        uint64_t v = 0;
+        for (int j = 0; j < 8; j++) v |= (uint64_t)((s >> j) & 1 ? 0xff : 0x01) << (8 * j);
+        iq_sign8[i] = v;
+    }
+}
+
+/* Four 8-byte grid entries: elements 8l..8l+7 from entry i_l. */
+static inline __m256i gather8x4(const uint64_t *t, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
+    return _mm256_set_epi64x((long long)t[i3], (long long)t[i2], (long long)t[i1], (long long)t[i0]);
+}
+
+/* Eight 4-byte grid entries: elements 4l..4l+3 from entry i[l]. */
+static inline __m256i gather4x8(const uint32_t *t, const uint32_t *i) {
+    return _mm256_set_epi32((int)t[i[7]], (int)t[i[6]], (int)t[i[5]], (int)t[i[4]], (int)t[i[3]], (int)t[i[2]],
+                            (int)t[i[1]], (int)t[i[0]]);
+}
+
+/* The signs of 32 weights from four 7-bit indices packed in the low 28
+ * bits of aux (IQ2_XXS, IQ3_XXS), as +1/-1 bytes. */
+static inline __m256i signs_aux28(uint32_t aux) {
+    return gather8x4(iq_sign8, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
+}
+
+/* a with the signs of 32 weights applied, bit k of the 4 bytes at s the
+ * sign of element k (IQ2_S, IQ3_S). */
+static inline __m256i signed_act_bits(__m256i a, const uint8_t *s) {
+#if KERNELS_AVX512
+    uint32_t m;
+    memcpy(&m, s, 4);
+    return _mm256_mask_sub_epi8(a, (__mmask32)m, _mm256_setzero_si256(), a);
+#else
+    uint32_t m;
+    memcpy(&m, s, 4);
+    /* byte k <- byte k/8 of m, tested against bit k%8 */
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                            3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)m), spread), bit);
+    return _mm256_sign_epi8(a, _mm256_or_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(1)));
+#endif
+}
+
+/* isum + sum over 16-bit pairs of (g * a) times the i16 scales ls. */
+static inline __m256i iq_madd(__m256i isum, __m256i g, __m256i a, __m256i ls) {
+    return _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(g, a), ls));
+}
+
+static inline __m256i act_sub(const void *act, size_t act_stride, int c, int64_t ib, int j) {
+    return _mm256_loadu_si256((const __m256i *)(((const act8k *)ACT(c) + ib)->qs + 32 * j));
+}
+
+/* The i16 scale vector of a sub-block with scales per 16: s_lo for
+ * elements 0..15 (the low 128-bit lane), s_hi for 16..31. */
+static inline __m256i scales16(int s_lo, int s_hi) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)s_hi), _mm_set1_epi16((short)s_lo));
+}
+
+/* The float step shared by all: acc[c] += isum[c] * DW * a_c->d. */
+#define IQ_BLOCK_END(DW)                                                                                   \
+    for (int c = 0; c < nc; c++) {                                                                        \
+        const act8k *a_ = (const act8k *)ACT(c) + ib;                                                     \
+        acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_set1_ps((DW) * a_->d), acc[c]);       \
+    }
+
+#define IQ_BODY_BEGIN(BLK)                                                                                \
+    const BLK *x = w;                                                                                     \
+    __m256 acc[CPU_NC];                                                                                   \
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();                                        \
+    for (int64_t ib = 0; ib < K / 256; ib++) {                                                            \
+        const BLK *b = x + ib;                                                                            \
+        prefetch_row_ahead(b, (int)sizeof *b);                                                            \
+        __m256i isum[CPU_NC];                                                                             \
+        for (int c = 0; c < CPU_NC; c++) isum[c] = _mm256_setzero_si256();
+
+#define IQ_BODY_END(DW)                                                                                    \
+        IQ_BLOCK_END(DW)                                                                                  \
+    }                                                                                                     \
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+
+/* IQ2_XXS: per sub-block 8 bytes, four grid indices (u8) then a u32 of four
+ * 7-bit sign indices and the 4-bit scale s: value = d (2s + 1) / 8 * g. */
+KERNEL_INLINE void dot_iq2_xxs_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                      float *out) {
+    IQ_BODY_BEGIN(tsr_block_iq2_xxs)
+    const uint8_t *q = (const uint8_t *)b->qs;
+    for (int j = 0; j < 8; j++, q += 8) {
+        uint32_t aux;
+        memcpy(&aux, q + 4, 4);
+        const __m256i g = gather8x4(tsr_iq2xxs_grid, q[0], q[1], q[2], q[3]);
+        const __m256i s = signs_aux28(aux);
+        const __m256i ls = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
+        for (int c = 0; c < nc; c++)
+            isum[c] = iq_madd(isum[c], g, _mm256_sign_epi8(act_sub(act, act_stride, c, ib, j), s), ls);
+    }
+    IQ_BODY_END(0.125f * f16s(b->d))
+}
+NC1_SPECIALIZED(dot_iq2_xxs_v, dot_iq2_xxs_v_body)
+
+/* IQ2_XS: per 8 weights a u16, 9-bit grid index and 7-bit sign index;
+ * 4-bit scales per 16: value = d (2s + 1) / 8 * g. */
+KERNEL_INLINE void dot_iq2_xs_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                     float *out) {
+    IQ_BODY_BEGIN(tsr_block_iq2_xs)
+    for (int j = 0; j < 8; j++) {
+        const uint16_t *q = b->qs + 4 * j;
+        const __m256i g = gather8x4(tsr_iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+        const __m256i s = gather8x4(iq_sign8, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
+        const __m256i ls = scales16(2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1);
+        for (int c = 0; c < nc; c++)
+            isum[c] = iq_madd(isum[c], g, _mm256_sign_epi8(act_sub(act, act_stride, c, ib, j), s), ls);
+    }
+    IQ_BODY_END(0.125f * f16s(b->d))
+}
+NC1_SPECIALIZED(dot_iq2_xs_v, dot_iq2_xs_v_body)
+
+/* IQ2_S: grid index = qs[4j + l] | 2 bits of qh[j] << 8 (1024 entries),
+ * the 8 sign bits of each 8 weights in qs[32 + 4j + l]; scales as IQ2_XS. */
+KERNEL_INLINE void dot_iq2_s_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                    float *out) {
+    IQ_BODY_BEGIN(tsr_block_iq2_s)
+    for (int j = 0; j < 8; j++) {
+        const uint8_t *q = b->qs + 4 * j;
+        const uint32_t h = b->qh[j];
+        const __m256i g = gather8x4(tsr_iq2s_grid, q[0] | (h << 8 & 0x300), q[1] | (h << 6 & 0x300),
+                                    q[2] | (h << 4 & 0x300), q[3] | (h << 2 & 0x300));
+        const __m256i ls = scales16(2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1);
+        for (int c = 0; c < nc; c++)
+            isum[c] = iq_madd(isum[c], g, signed_act_bits(act_sub(act, act_stride, c, ib, j), q + 32), ls);
+    }
+    IQ_BODY_END(0.125f * f16s(b->d))
+}
+NC1_SPECIALIZED(dot_iq2_s_v, dot_iq2_s_v_body)
+
+/* IQ3_XXS: 64 grid indices (u8, 4 values each), then per sub-block a u32
+ * of four 7-bit sign indices (one per 8 weights) and the 4-bit scale s:
+ * value = d (2s + 1) / 4 * g. */
+KERNEL_INLINE void dot_iq3_xxs_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                      float *out) {
+    IQ_BODY_BEGIN(tsr_block_iq3_xxs)
+    for (int j = 0; j < 8; j++) {
+        const uint8_t *q = b->qs + 8 * j;
+        uint32_t aux;
+        memcpy(&aux, b->qs + 64 + 4 * j, 4);
+        const uint32_t idx[8] = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
+        const __m256i g = gather4x8(tsr_iq3xxs_grid, idx);
+        const __m256i s = signs_aux28(aux);
+        const __m256i ls = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
+        for (int c = 0; c < nc; c++)
+            isum[c] = iq_madd(isum[c], g, _mm256_sign_epi8(act_sub(act, act_stride, c, ib, j), s), ls);
+    }
+    IQ_BODY_END(0.25f * f16s(b->d))
+}
+NC1_SPECIALIZED(dot_iq3_xxs_v, dot_iq3_xxs_v_body)
+
+/* IQ3_S: grid index m of sub-block j = qs[8j + m] | bit m of qh[j] << 8
+ * (512 entries), 8 sign bits per 8 weights in signs[], a 4-bit scale s per
+ * sub-block: value = d (2s + 1) * g. */
+KERNEL_INLINE void dot_iq3_s_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                    float *out) {
+    IQ_BODY_BEGIN(tsr_block_iq3_s)
+    for (int j = 0; j < 8; j++) {
+        const uint8_t *q = b->qs + 8 * j;
+        const uint32_t h = b->qh[j];
+        const uint32_t idx[8] = {q[0] | (h << 8 & 256), q[1] | (h << 7 & 256), q[2] | (h << 6 & 256),
+                                 q[3] | (h << 5 & 256), q[4] | (h << 4 & 256), q[5] | (h << 3 & 256),
+                                 q[6] | (h << 2 & 256), q[7] | (h << 1 & 256)};
+        const __m256i g = gather4x8(tsr_iq3s_grid, idx);
+        const __m256i ls = _mm256_set1_epi16((short)(2 * ((b->scales[j / 2] >> (4 * (j % 2))) & 15) + 1));
+        for (int c = 0; c < nc; c++)
+            isum[c] = iq_madd(isum[c], g, signed_act_bits(act_sub(act, act_stride, c, ib, j), b->signs + 4 * j), ls);
+    }
+    IQ_BODY_END(f16s(b->d))
+}
+NC1_SPECIALIZED(dot_iq3_s_v, dot_iq3_s_v_body)
+
+static void gemv_iqgrid_register(cpu_kernels *k) {
+    iq_sign8_fill();
+    k->dot[TSR_DTYPE_IQ2_XXS] = dot_iq2_xxs_v;
+    k->dot[TSR_DTYPE_IQ2_XS] = dot_iq2_xs_v;
+    k->dot[TSR_DTYPE_IQ2_S] = dot_iq2_s_v;
+    k->dot[TSR_DTYPE_IQ3_XXS] = dot_iq3_xxs_v;
+    k->dot[TSR_DTYPE_IQ3_S] = dot_iq3_s_v;
+}

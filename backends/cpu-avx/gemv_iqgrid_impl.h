@@ -214,6 +214,124 @@ KERNEL_INLINE void dot_iq3_s_v_body(int64_t K, const void *w, const void *act, s
 }
 NC1_SPECIALIZED(dot_iq3_s_v, dot_iq3_s_v_body)
 
+/* 32 signed bytes q against a: |q| as u8, q's sign moved onto a. */
+static inline __m256i iq_madd_s8(__m256i isum, __m256i q, __m256i a, __m256i ls) {
+    return iq_madd(isum, _mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q), ls);
+}
+
+/* IQ1_S/IQ1_M weights 8g + delta as bytes: g (-1, 0, 1) from four 8-byte
+ * entries of tsr_iq1s_grid, times 8 by a 16-bit shift with the bits that
+ * cross into the next byte masked off (g = -1 is 0xff: 0xf8 = -8). */
+static inline __m256i iq1_q8(uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3, __m256i delta) {
+    const __m256i g = gather8x4(tsr_iq1s_grid, i0, i1, i2, i3);
+    return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(g, 3), _mm256_set1_epi8((char)0xf8)), delta);
+}
+
+/* IQ1_S: per sub-block 4 bytes of index and a u16 qh: 3 more index bits
+ * per 8 weights, a 3-bit scale s, the sign of delta; value =
+ * d (2s + 1) / 8 * (8g + delta), |8g + delta| <= 9. */
+KERNEL_INLINE void dot_iq1_s_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                    float *out) {
+    IQ_BODY_BEGIN(tsr_block_iq1_s)
+    for (int j = 0; j < 8; j++) {
+        const uint8_t *q = b->qs + 4 * j;
+        const uint32_t h = b->qh[j];
+        const __m256i v = iq1_q8(q[0] | (h << 8 & 0x700), q[1] | (h << 5 & 0x700), q[2] | (h << 2 & 0x700),
+                                 q[3] | (h >> 1 & 0x700), _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
+        const __m256i ls = _mm256_set1_epi16((short)(2 * (h >> 12 & 7) + 1));
+        for (int c = 0; c < nc; c++) isum[c] = iq_madd_s8(isum[c], v, act_sub(act, act_stride, c, ib, j), ls);
+    }
+    IQ_BODY_END(0.125f * f16s(b->d))
+}
+NC1_SPECIALIZED(dot_iq1_s_v, dot_iq1_s_v_body)
+
+/* IQ1_M: indices as IQ1_S with the 3 high bits and the delta sign per 8
+ * weights in a nibble of qh; 3-bit scales per 16 in the u16s of scales,
+ * whose top nibbles hold d. */
+KERNEL_INLINE void dot_iq1_m_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                    float *out) {
+    static const uint64_t delta8[2] = {0x0101010101010101ull, 0xffffffffffffffffull};
+    const tsr_block_iq1_m *x = w;
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const tsr_block_iq1_m *b = x + ib;
+        prefetch_row_ahead(b, (int)sizeof *b);
+        uint16_t sc[4];
+        memcpy(sc, b->scales, 8);
+        const uint16_t dh = (uint16_t)((sc[0] >> 12) | (sc[1] >> 8 & 0x00f0) | (sc[2] >> 4 & 0x0f00) | (sc[3] & 0xf000));
+        __m256i isum[CPU_NC];
+        for (int c = 0; c < CPU_NC; c++) isum[c] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            const uint8_t *q = b->qs + 4 * j;
+            const uint32_t h0 = b->qh[2 * j], h1 = b->qh[2 * j + 1], s = sc[j / 2] >> (6 * (j % 2));
+            const __m256i delta = gather8x4(delta8, h0 >> 3 & 1, h0 >> 7, h1 >> 3 & 1, h1 >> 7);
+            const __m256i v = iq1_q8(q[0] | (h0 << 8 & 0x700), q[1] | (h0 << 4 & 0x700), q[2] | (h1 << 8 & 0x700),
+                                     q[3] | (h1 << 4 & 0x700), delta);
+            const __m256i ls = scales16(2 * (int)(s & 7) + 1, 2 * (int)(s >> 3 & 7) + 1);
+            for (int c = 0; c < nc; c++) isum[c] = iq_madd_s8(isum[c], v, act_sub(act, act_stride, c, ib, j), ls);
+        }
+        IQ_BLOCK_END(0.125f * _cvtsh_ss(dh))
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+}
+NC1_SPECIALIZED(dot_iq1_m_v, dot_iq1_m_v_body)
+
+/* TQ1_0 digits: byte v holds base-3 digits as the fraction v / 256 of
+ * 3^5 (plugin_quants.h); digit n is floor(3 t / 256) with t = v * 3^n mod
+ * 256, i.e. (t >= 86) + (t >= 171). The byte products mod 256 come from
+ * two 16-bit multiplies by the per-lane powers p (even bytes from v * p,
+ * odd ones from (v & 0xff00) * p); the compares give -1 per step, so this
+ * returns the digits negated, 0..-2. */
+static inline __m256i tq1_neg_digits(__m256i v, __m256i p) {
+    const __m256i lo = _mm256_set1_epi16(0x00ff);
+    const __m256i t = _mm256_or_si256(_mm256_and_si256(_mm256_mullo_epi16(v, p), lo),
+                                      _mm256_mullo_epi16(_mm256_andnot_si256(lo, v), p));
+    const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8(86)), t);
+    const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8((char)171)), t);
+    return _mm256_add_epi8(ge86, ge171);
+}
+
+/* TQ1_0 x act8k: elements 32n + m (n < 5) are digit n of qs[m], 160 + 16n
+ * + m digit n of qs[32 + m], 240 + 4n + m digit n of qh[m]; a weight is
+ * digit - 1. Eight registers of 32 digits in the activations' order (the
+ * 16-byte and 4-byte groups broadcast and multiplied by a different power
+ * per lane or word), summed as u8 x s8; the -1 is the activations' sum. */
+KERNEL_INLINE void dot_tq1_0_v_body(int64_t K, const void *w, const void *act, size_t act_stride, int nc,
+                                    float *out) {
+    const tsr_block_tq1_0 *x = w;
+    const __m256i ones = _mm256_set1_epi16(1), zero = _mm256_setzero_si256();
+    const __m256i p_lanes[2] = {_mm256_setr_m128i(_mm_set1_epi16(1), _mm_set1_epi16(3)),
+                                _mm256_setr_m128i(_mm_set1_epi16(9), _mm_set1_epi16(27))};
+    const __m256i p_last = _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27);
+    __m256 acc[CPU_NC];
+    for (int c = 0; c < CPU_NC; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < K / 256; ib++) {
+        const tsr_block_tq1_0 *b = x + ib;
+        prefetch_row_ahead(b, (int)sizeof *b);
+        __m256i dg[8];
+        const __m256i v0 = _mm256_loadu_si256((const __m256i *)b->qs);
+        static const int16_t pow3[5] = {1, 3, 9, 27, 81};
+        for (int n = 0; n < 5; n++) dg[n] = _mm256_sub_epi8(zero, tq1_neg_digits(v0, _mm256_set1_epi16(pow3[n])));
+        const __m256i v1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b->qs + 32)));
+        dg[5] = _mm256_sub_epi8(zero, tq1_neg_digits(v1, p_lanes[0]));
+        dg[6] = _mm256_sub_epi8(zero, tq1_neg_digits(v1, p_lanes[1]));
+        uint32_t qh;
+        memcpy(&qh, b->qh, 4);
+        const __m256i v2 = _mm256_setr_m128i(_mm_loadu_si128((const __m128i *)(b->qs + 32)), _mm_set1_epi32((int)qh));
+        dg[7] = _mm256_sub_epi8(zero, tq1_neg_digits(v2, p_last));
+        const float d = f16s(b->d);
+        for (int c = 0; c < nc; c++) {
+            const act8k *a = (const act8k *)ACT(c) + ib;
+            __m256i isum = _mm256_sub_epi32(zero, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), ones));
+            for (int r = 0; r < 8; r++) isum = dot_u8s8(isum, dg[r], _mm256_loadu_si256((const __m256i *)(a->qs + 32 * r)));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * a->d), acc[c]);
+        }
+    }
+    for (int c = 0; c < nc; c++) out[c] = hsum256(acc[c]);
+}
+NC1_SPECIALIZED(dot_tq1_0_v, dot_tq1_0_v_body)
+
 static void gemv_iqgrid_register(cpu_kernels *k) {
     iq_sign8_fill();
     k->dot[TSR_DTYPE_IQ2_XXS] = dot_iq2_xxs_v;
@@ -221,4 +339,7 @@ static void gemv_iqgrid_register(cpu_kernels *k) {
     k->dot[TSR_DTYPE_IQ2_S] = dot_iq2_s_v;
     k->dot[TSR_DTYPE_IQ3_XXS] = dot_iq3_xxs_v;
     k->dot[TSR_DTYPE_IQ3_S] = dot_iq3_s_v;
+    k->dot[TSR_DTYPE_IQ1_S] = dot_iq1_s_v;
+    k->dot[TSR_DTYPE_IQ1_M] = dot_iq1_m_v;
+    k->dot[TSR_DTYPE_TQ1_0] = dot_tq1_0_v;
 }

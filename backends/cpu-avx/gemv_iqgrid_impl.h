@@ -16,8 +16,8 @@
  *     vpsignb with +1/-1 bytes, so the grid value stays an unsigned byte and
  *     one vpmaddubsw makes the u8 x s8 pair sums (at most 2 * 62 * 127, no
  *     saturation). 7-bit sign indices (IQ2_XXS, IQ2_XS, IQ3_XXS; bit 7 is
- *     their parity) are expanded by iq_sign8, a table of the +1/-1 bytes
- *     built at init from tsr_iq_signs; IQ2_S and IQ3_S store all 8 bits,
+ *     their parity) are expanded by quants_iq_sign8, a table of the +1/-1
+ *     bytes built at init from tsr_iq_signs; IQ2_S and IQ3_S store all 8 bits,
  *     which AVX-512 uses as a mask register (one masked subtract from zero)
  *     and AVX2 expands with a shuffle, an and and a compare;
  *   - vpmaddwd widens the pair sums to i32 and multiplies them by the
@@ -31,19 +31,6 @@
  * cpu_mm_quants.c (the same integer sums per group; it applies the scales
  * in float per 16, so the results differ in the last bits).
  */
-
-/* The +1/-1 bytes of 7-bit sign index i (bit 7 from tsr_iq_signs), one u64
- * per 8 weights. Filled once by gemv_iqgrid_register, before any kernel. */
-static uint64_t iq_sign8[128];
-
-static void iq_sign8_fill(void) {
-    for (uint32_t i = 0; i < 128; i++) {
-        const uint8_t s = tsr_iq_signs(i);
-        uint64_t v = 0;
-        for (int j = 0; j < 8; j++) v |= (uint64_t)((s >> j) & 1 ? 0xff : 0x01) << (8 * j);
-        iq_sign8[i] = v;
-    }
-}
 
 /* Four 8-byte grid entries: elements 8l..8l+7 from entry i_l. */
 static inline __m256i gather8x4(const uint64_t *t, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
@@ -59,7 +46,7 @@ static inline __m256i gather4x8(const uint32_t *t, const uint32_t *i) {
 /* The signs of 32 weights from four 7-bit indices packed in the low 28
  * bits of aux (IQ2_XXS, IQ3_XXS), as +1/-1 bytes. */
 static inline __m256i signs_aux28(uint32_t aux) {
-    return gather8x4(iq_sign8, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
+    return gather8x4(quants_iq_sign8, aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
 }
 
 /* a with the signs of 32 weights applied, bit k of the 4 bytes at s the
@@ -145,7 +132,7 @@ KERNEL_INLINE void dot_iq2_xs_v_body(int64_t K, const void *w, const void *act, 
     for (int j = 0; j < 8; j++) {
         const uint16_t *q = b->qs + 4 * j;
         const __m256i g = gather8x4(tsr_iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
-        const __m256i s = gather8x4(iq_sign8, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
+        const __m256i s = gather8x4(quants_iq_sign8, q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
         const __m256i ls = scales16(2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1);
         for (int c = 0; c < nc; c++)
             isum[c] = iq_madd(isum[c], g, _mm256_sign_epi8(act_sub(act, act_stride, c, ib, j), s), ls);
@@ -333,7 +320,7 @@ KERNEL_INLINE void dot_tq1_0_v_body(int64_t K, const void *w, const void *act, s
 NC1_SPECIALIZED(dot_tq1_0_v, dot_tq1_0_v_body)
 
 static void gemv_iqgrid_register(cpu_kernels *k) {
-    iq_sign8_fill();
+    quants_iq_sign8_init();
     k->dot[TSR_DTYPE_IQ2_XXS] = dot_iq2_xxs_v;
     k->dot[TSR_DTYPE_IQ2_XS] = dot_iq2_xs_v;
     k->dot[TSR_DTYPE_IQ2_S] = dot_iq2_s_v;

@@ -50,6 +50,20 @@ static inline float32x4_t load4_bf16(const uint16_t *p) {
 static inline float w_f16(uint16_t v) { return f16s(v); }
 static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
 
+/* The dot kernel NAME: NAME##_nc (always inline, nc a parameter) copied
+ * once per column count, so each copy's column loop unrolls and its
+ * accumulators stay in registers (decoding, nc = 1, has no column
+ * bookkeeping at all). */
+#define NC_DISPATCH(NAME)                                                                          \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) { \
+        switch (nc) {                                                                              \
+        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                                   \
+        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                                   \
+        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                                   \
+        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                                  \
+        }                                                                                          \
+    }
+
 /* F16/BF16 weights x f32 activations: 8 weights widened per step, one FMA
  * per column and half (two chains per column). Like ggml's vec_dot_f16, only
  * the first K & ~31 elements go through the vector loop; the rest (all of a
@@ -81,15 +95,7 @@ static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
             out[c] = (float)r;                                                             \
         }                                                                                  \
     }                                                                                      \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
-                     float *out) {                                                         \
-        switch (nc) { /* one copy per column count, as DOT32 */                            \
-        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                           \
-        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                           \
-        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                           \
-        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                          \
-        }                                                                                  \
-    }
+    NC_DISPATCH(NAME)
 
 FLOAT_DOT(dot_f16_v, uint16_t, load4_f16, w_f16)
 FLOAT_DOT(dot_bf16_v, uint16_t, load4_bf16, w_bf16)
@@ -218,15 +224,7 @@ static inline float min_none(const void *b) { (void)b; return 0.0f; }
         }                                                                                  \
         for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]) + macc[c];                \
     }                                                                                      \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
-                     float *out) {                                                         \
-        switch (nc) {                                                                      \
-        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                           \
-        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                           \
-        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                           \
-        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                          \
-        }                                                                                  \
-    }
+    NC_DISPATCH(NAME)
 
 DOT32(dot_q4_0_v, blk_q4_0, unpack_q4_0, scale_q4_0, min_none, 0)
 DOT32(dot_q4_1_v, blk_q4_1, unpack_q4_1, scale_q4_1, min_q4_1, 1)
@@ -282,35 +280,18 @@ static inline __attribute__((always_inline)) void dot_iq4_xs_v_nc(int64_t K, con
     }
     for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]);
 }
-static void dot_iq4_xs_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
-    switch (nc) {
-    case 1: dot_iq4_xs_v_nc(K, w, act, act_stride, 1, out); break;
-    case 2: dot_iq4_xs_v_nc(K, w, act, act_stride, 2, out); break;
-    case 3: dot_iq4_xs_v_nc(K, w, act, act_stride, 3, out); break;
-    default: dot_iq4_xs_v_nc(K, w, act, act_stride, 4, out); break;
-    }
-}
+NC_DISPATCH(dot_iq4_xs_v)
 
 /* The grid IQ formats (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) x act8k, per
  * 32-element sub-block: the weights' magnitudes gathered from the grids of
  * tessera/iq_grids.h, one 8-byte entry per 8 weights (IQ3: 4 bytes per 4),
  * as two int8x16_t; the signs applied to them as +1/-1 bytes (a multiply;
- * 7-bit sign indices expand through iq_sign8, built at init from
+ * 7-bit sign indices expand through quants_iq_sign8, built at init from
  * tsr_iq_signs, and IQ2_S/IQ3_S's explicit sign bits through vtst); one
  * integer dot (dot16) times the sub-block's (or 16-group's) odd scale
  * 2s + 1 summed in i32, one float FMA per block and column with d times
  * the format's 1/8 (IQ2) or 1/4 (IQ3_XXS). Straightforward version:
  * dot_decoded in cpu_mm_quants.c. */
-static uint64_t iq_sign8[128];
-
-static void iq_sign8_fill(void) {
-    for (uint32_t i = 0; i < 128; i++) {
-        const uint8_t s = tsr_iq_signs(i);
-        uint64_t v = 0;
-        for (int j = 0; j < 8; j++) v |= (uint64_t)((s >> j) & 1 ? 0xff : 0x01) << (8 * j);
-        iq_sign8[i] = v;
-    }
-}
 
 static inline int8x16_t pair8(uint64_t lo, uint64_t hi) {
     return vreinterpretq_s8_u64(vcombine_u64(vcreate_u64(lo), vcreate_u64(hi)));
@@ -321,6 +302,13 @@ static inline int8x16_t quad4(const uint32_t *t, const uint8_t *i, uint32_t h, i
     const uint32_t v[4] = {t[i[0] | ((h << hshift) & 256)], t[i[1] | ((h << (hshift - 1)) & 256)],
                            t[i[2] | ((h << (hshift - 2)) & 256)], t[i[3] | ((h << (hshift - 3)) & 256)]};
     return vreinterpretq_s8_u32(vld1q_u32(v));
+}
+
+/* +1/-1 bytes of the four 7-bit sign indices in the low 28 bits of aux
+ * (IQ2_XXS, IQ3_XXS): elements 0..15 in s[0], 16..31 in s[1]. */
+static inline void signs_aux28(uint32_t aux, int8x16_t *s) {
+    s[0] = pair8(quants_iq_sign8[aux & 127], quants_iq_sign8[(aux >> 7) & 127]);
+    s[1] = pair8(quants_iq_sign8[(aux >> 14) & 127], quants_iq_sign8[(aux >> 21) & 127]);
 }
 
 /* +1/-1 bytes of the 16 sign bits at s (bit k: element k). */
@@ -364,14 +352,7 @@ typedef struct {
         }                                                                                             \
         for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]);                                     \
     }                                                                                                 \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) { \
-        switch (nc) {                                                                                 \
-        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                                      \
-        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                                      \
-        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                                      \
-        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                                     \
-        }                                                                                             \
-    }
+    NC_DISPATCH(NAME)
 
 /* IQ2_XXS: 4 grid indices (u8), then a u32 of four 7-bit sign indices and
  * the scale s in its top 4 bits. */
@@ -380,11 +361,11 @@ static inline iq_sub iq2_xxs_sub(const tsr_block_iq2_xxs *b, int j) {
     uint32_t aux;
     memcpy(&aux, q + 4, 4);
     const int ls = 2 * (int)(aux >> 28) + 1;
-    return (iq_sub){{pair8(tsr_iq2xxs_grid[q[0]], tsr_iq2xxs_grid[q[1]]),
-                     pair8(tsr_iq2xxs_grid[q[2]], tsr_iq2xxs_grid[q[3]])},
-                    {pair8(iq_sign8[aux & 127], iq_sign8[(aux >> 7) & 127]),
-                     pair8(iq_sign8[(aux >> 14) & 127], iq_sign8[(aux >> 21) & 127])},
-                    {ls, ls}};
+    iq_sub u = {.g = {pair8(tsr_iq2xxs_grid[q[0]], tsr_iq2xxs_grid[q[1]]),
+                      pair8(tsr_iq2xxs_grid[q[2]], tsr_iq2xxs_grid[q[3]])},
+                .ls = {ls, ls}};
+    signs_aux28(aux, u.s);
+    return u;
 }
 IQ_GRID_DOT(dot_iq2_xxs_v, tsr_block_iq2_xxs, iq2_xxs_sub, 0.125f)
 
@@ -394,7 +375,7 @@ static inline iq_sub iq2_xs_sub(const tsr_block_iq2_xs *b, int j) {
     const uint16_t *q = b->qs + 4 * j;
     return (iq_sub){{pair8(tsr_iq2xs_grid[q[0] & 511], tsr_iq2xs_grid[q[1] & 511]),
                      pair8(tsr_iq2xs_grid[q[2] & 511], tsr_iq2xs_grid[q[3] & 511])},
-                    {pair8(iq_sign8[q[0] >> 9], iq_sign8[q[1] >> 9]), pair8(iq_sign8[q[2] >> 9], iq_sign8[q[3] >> 9])},
+                    {pair8(quants_iq_sign8[q[0] >> 9], quants_iq_sign8[q[1] >> 9]), pair8(quants_iq_sign8[q[2] >> 9], quants_iq_sign8[q[3] >> 9])},
                     {2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1}};
 }
 IQ_GRID_DOT(dot_iq2_xs_v, tsr_block_iq2_xs, iq2_xs_sub, 0.125f)
@@ -418,10 +399,9 @@ static inline iq_sub iq3_xxs_sub(const tsr_block_iq3_xxs *b, int j) {
     uint32_t aux;
     memcpy(&aux, b->qs + 64 + 4 * j, 4);
     const int ls = 2 * (int)(aux >> 28) + 1;
-    return (iq_sub){{quad4(tsr_iq3xxs_grid, q, 0, 8), quad4(tsr_iq3xxs_grid, q + 4, 0, 8)},
-                    {pair8(iq_sign8[aux & 127], iq_sign8[(aux >> 7) & 127]),
-                     pair8(iq_sign8[(aux >> 14) & 127], iq_sign8[(aux >> 21) & 127])},
-                    {ls, ls}};
+    iq_sub u = {.g = {quad4(tsr_iq3xxs_grid, q, 0, 8), quad4(tsr_iq3xxs_grid, q + 4, 0, 8)}, .ls = {ls, ls}};
+    signs_aux28(aux, u.s);
+    return u;
 }
 IQ_GRID_DOT(dot_iq3_xxs_v, tsr_block_iq3_xxs, iq3_xxs_sub, 0.25f)
 
@@ -803,7 +783,7 @@ void KERNELS_INIT(cpu_kernels *k) {
     k->dot[TSR_DTYPE_IQ4_NL] = dot_iq4_nl_v;
     k->dot[TSR_DTYPE_MXFP4] = dot_mxfp4_v;
     k->dot[TSR_DTYPE_IQ4_XS] = dot_iq4_xs_v;
-    iq_sign8_fill();
+    quants_iq_sign8_init();
     k->dot[TSR_DTYPE_IQ2_XXS] = dot_iq2_xxs_v;
     k->dot[TSR_DTYPE_IQ2_XS] = dot_iq2_xs_v;
     k->dot[TSR_DTYPE_IQ2_S] = dot_iq2_s_v;

@@ -3,6 +3,7 @@
 #define KERNELS_NAME "avx2"
 #include "kernels_impl.h"
 #include "gemv_iq_impl.h"
+#include "gemv_iqgrid_impl.h"
 #include "gemv_kq_impl.h"
 #include "gemm_q8_impl.h"
 #include "gemm_q4k_impl.h"
@@ -13,6 +14,7 @@
 void kernels_init_avx2(cpu_kernels *k) {
     kernels_fill(k);
     gemv_iq_register(k);
+    gemv_iqgrid_register(k);
     gemv_kq_register(k);
     gemm_q8_register(k);
     /* The Q4_K panel GEMM of gemm_q4k_impl.h (TESSERA_AVX2_Q4K_GEMM=0 turns

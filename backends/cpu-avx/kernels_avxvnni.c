@@ -5,6 +5,7 @@
 #define KERNELS_NAME "avxvnni"
 #include "kernels_impl.h"
 #include "gemv_iq_impl.h"
+#include "gemv_iqgrid_impl.h"
 #include "gemv_kq_impl.h"
 #include "gemm_q8_impl.h"
 #include "gemm_float_impl.h"
@@ -12,6 +13,7 @@
 void kernels_init_avxvnni(cpu_kernels *k) {
     kernels_fill(k);
     gemv_iq_register(k);
+    gemv_iqgrid_register(k);
     gemv_kq_register(k);
     gemm_q8_register(k);
     gemm_float_register(k);

@@ -318,6 +318,17 @@ cpu_dot_fn quants_scalar_dot(int32_t dtype) {
 
 /* ------------------------------------------ decoders for the kernels */
 
+uint64_t quants_iq_sign8[128];
+
+void quants_iq_sign8_init(void) {
+    for (uint32_t i = 0; i < 128; i++) {
+        const uint8_t s = tsr_iq_signs(i);
+        uint64_t v = 0;
+        for (int j = 0; j < 8; j++) v |= (uint64_t)((s >> j) & 1 ? 0xff : 0x01) << (8 * j);
+        quants_iq_sign8[i] = v;
+    }
+}
+
 void quants_decode_q2k(const blk_q2_k *b, int8_t *q) { decode_q2k(b, q); }
 void quants_decode_q3k(const blk_q3_k *b, int8_t *q) { decode_q3k(b, q); }
 void quants_decode_q5k(const blk_q5_k *b, int8_t *q) { decode_q5k(b, q); }

@@ -51,6 +51,13 @@ void quants_decode_q5k(const blk_q5_k *b, int8_t *q);
 void quants_q3k_scales(const uint8_t *packed, int *sc);
 void quants_k4_scales(const uint8_t *packed, int *sc, int *mn);
 
+/* The grid IQ kernels' sign table: entry i holds the 8 signs of 7-bit sign
+ * index i (tsr_iq_signs: bit 7 is the parity) as bytes +1 / -1, byte j for
+ * weight j. quants_iq_sign8_init fills it; each kernel table's init calls
+ * it before any kernel runs. */
+extern uint64_t quants_iq_sign8[128];
+void quants_iq_sign8_init(void);
+
 /* Plain C dot kernel for dtype, or NULL if the plugin cannot multiply it. */
 cpu_dot_fn quants_scalar_dot(int32_t dtype);
 

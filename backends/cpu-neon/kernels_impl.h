@@ -50,6 +50,20 @@ static inline float32x4_t load4_bf16(const uint16_t *p) {
 static inline float w_f16(uint16_t v) { return f16s(v); }
 static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
 
+/* The dot kernel NAME: NAME##_nc (always inline, nc a parameter) copied
+ * once per column count, so each copy's column loop unrolls and its
+ * accumulators stay in registers (decoding, nc = 1, has no column
+ * bookkeeping at all). */
+#define NC_DISPATCH(NAME)                                                                          \
+    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) { \
+        switch (nc) {                                                                              \
+        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                                   \
+        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                                   \
+        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                                   \
+        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                                  \
+        }                                                                                          \
+    }
+
 /* F16/BF16 weights x f32 activations: 8 weights widened per step, one FMA
  * per column and half (two chains per column). Like ggml's vec_dot_f16, only
  * the first K & ~31 elements go through the vector loop; the rest (all of a
@@ -81,15 +95,7 @@ static inline float w_bf16(uint16_t v) { return cpu_bf16_to_f32(v); }
             out[c] = (float)r;                                                             \
         }                                                                                  \
     }                                                                                      \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
-                     float *out) {                                                         \
-        switch (nc) { /* one copy per column count, as DOT32 */                            \
-        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                           \
-        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                           \
-        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                           \
-        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                          \
-        }                                                                                  \
-    }
+    NC_DISPATCH(NAME)
 
 FLOAT_DOT(dot_f16_v, uint16_t, load4_f16, w_f16)
 FLOAT_DOT(dot_bf16_v, uint16_t, load4_bf16, w_bf16)
@@ -218,15 +224,7 @@ static inline float min_none(const void *b) { (void)b; return 0.0f; }
         }                                                                                  \
         for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]) + macc[c];                \
     }                                                                                      \
-    static void NAME(int64_t K, const void *w, const void *act, size_t act_stride, int nc, \
-                     float *out) {                                                         \
-        switch (nc) {                                                                      \
-        case 1: NAME##_nc(K, w, act, act_stride, 1, out); break;                           \
-        case 2: NAME##_nc(K, w, act, act_stride, 2, out); break;                           \
-        case 3: NAME##_nc(K, w, act, act_stride, 3, out); break;                           \
-        default: NAME##_nc(K, w, act, act_stride, 4, out); break;                          \
-        }                                                                                  \
-    }
+    NC_DISPATCH(NAME)
 
 DOT32(dot_q4_0_v, blk_q4_0, unpack_q4_0, scale_q4_0, min_none, 0)
 DOT32(dot_q4_1_v, blk_q4_1, unpack_q4_1, scale_q4_1, min_q4_1, 1)
@@ -282,14 +280,141 @@ static inline __attribute__((always_inline)) void dot_iq4_xs_v_nc(int64_t K, con
     }
     for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]);
 }
-static void dot_iq4_xs_v(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
-    switch (nc) {
-    case 1: dot_iq4_xs_v_nc(K, w, act, act_stride, 1, out); break;
-    case 2: dot_iq4_xs_v_nc(K, w, act, act_stride, 2, out); break;
-    case 3: dot_iq4_xs_v_nc(K, w, act, act_stride, 3, out); break;
-    default: dot_iq4_xs_v_nc(K, w, act, act_stride, 4, out); break;
-    }
+NC_DISPATCH(dot_iq4_xs_v)
+
+/* The grid IQ formats (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) x act8k, per
+ * 32-element sub-block: the weights' magnitudes gathered from the grids of
+ * tessera/iq_grids.h, one 8-byte entry per 8 weights (IQ3: 4 bytes per 4),
+ * as two int8x16_t; the signs applied to them as +1/-1 bytes (a multiply;
+ * 7-bit sign indices expand through quants_iq_sign8, built at init from
+ * tsr_iq_signs, and IQ2_S/IQ3_S's explicit sign bits through vtst); one
+ * integer dot (dot16) times the sub-block's (or 16-group's) odd scale
+ * 2s + 1 summed in i32, one float FMA per block and column with d times
+ * the format's 1/8 (IQ2) or 1/4 (IQ3_XXS). Straightforward version:
+ * dot_decoded in cpu_mm_quants.c. */
+
+static inline int8x16_t pair8(uint64_t lo, uint64_t hi) {
+    return vreinterpretq_s8_u64(vcombine_u64(vcreate_u64(lo), vcreate_u64(hi)));
 }
+
+static inline int8x16_t quad4(const uint32_t *t, const uint8_t *i, uint32_t h, int hshift) {
+    /* entries i[m] | (bit m of h) << 8 (hshift 8; IQ3_XXS: h = 0) */
+    const uint32_t v[4] = {t[i[0] | ((h << hshift) & 256)], t[i[1] | ((h << (hshift - 1)) & 256)],
+                           t[i[2] | ((h << (hshift - 2)) & 256)], t[i[3] | ((h << (hshift - 3)) & 256)]};
+    return vreinterpretq_s8_u32(vld1q_u32(v));
+}
+
+/* +1/-1 bytes of the four 7-bit sign indices in the low 28 bits of aux
+ * (IQ2_XXS, IQ3_XXS): elements 0..15 in s[0], 16..31 in s[1]. */
+static inline void signs_aux28(uint32_t aux, int8x16_t *s) {
+    s[0] = pair8(quants_iq_sign8[aux & 127], quants_iq_sign8[(aux >> 7) & 127]);
+    s[1] = pair8(quants_iq_sign8[(aux >> 14) & 127], quants_iq_sign8[(aux >> 21) & 127]);
+}
+
+/* +1/-1 bytes of the 16 sign bits at s (bit k: element k). */
+static inline int8x16_t signs_bits16(const uint8_t *s) {
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint16_t h;
+    memcpy(&h, s, 2);
+    const uint8x16_t b = vcombine_u8(vdup_n_u8((uint8_t)h), vdup_n_u8((uint8_t)(h >> 8)));
+    return vreinterpretq_s8_u8(vorrq_u8(vtstq_u8(b, vld1q_u8(bit)), vdupq_n_u8(1)));
+}
+
+/* One sub-block: magnitudes g and +1/-1 signs s of elements 0..15 ([0])
+ * and 16..31 ([1]), and their scales. */
+typedef struct {
+    int8x16_t g[2], s[2];
+    int ls[2];
+} iq_sub;
+
+#define IQ_GRID_DOT(NAME, BLK, SUB, DSCALE)                                                           \
+    static inline __attribute__((always_inline)) void NAME##_nc(int64_t K, const void *w, const void *act, \
+                                                               size_t act_stride, const int nc, float *out) { \
+        const BLK *x = w;                                                                             \
+        float32x4_t acc[CPU_NC];                                                                      \
+        for (int c = 0; c < CPU_NC; c++) acc[c] = vdupq_n_f32(0.0f);                                  \
+        for (int64_t ib = 0; ib < K / 256; ib++) {                                                    \
+            const BLK *b = x + ib;                                                                    \
+            int32x4_t isum[CPU_NC];                                                                   \
+            for (int c = 0; c < CPU_NC; c++) isum[c] = vdupq_n_s32(0);                                \
+            for (int j = 0; j < 8; j++) {                                                             \
+                const iq_sub u = SUB(b, j);                                                           \
+                const int8x16_t w0 = vmulq_s8(u.g[0], u.s[0]), w1 = vmulq_s8(u.g[1], u.s[1]);         \
+                _Pragma("GCC unroll 4") for (int c = 0; c < nc; c++) {                                \
+                    const int8_t *aq = ((const act8k *)ACT(c) + ib)->qs + 32 * j;                     \
+                    isum[c] = vmlaq_n_s32(isum[c], dot16(vdupq_n_s32(0), w0, vld1q_s8(aq)), u.ls[0]); \
+                    isum[c] = vmlaq_n_s32(isum[c], dot16(vdupq_n_s32(0), w1, vld1q_s8(aq + 16)), u.ls[1]); \
+                }                                                                                     \
+            }                                                                                         \
+            const float d = (DSCALE) * f16s(b->d);                                                    \
+            for (int c = 0; c < nc; c++)                                                              \
+                acc[c] = vfmaq_n_f32(acc[c], vcvtq_f32_s32(isum[c]), d * ((const act8k *)ACT(c) + ib)->d); \
+        }                                                                                             \
+        for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]);                                     \
+    }                                                                                                 \
+    NC_DISPATCH(NAME)
+
+/* IQ2_XXS: 4 grid indices (u8), then a u32 of four 7-bit sign indices and
+ * the scale s in its top 4 bits. */
+static inline iq_sub iq2_xxs_sub(const tsr_block_iq2_xxs *b, int j) {
+    const uint8_t *q = (const uint8_t *)b->qs + 8 * j;
+    uint32_t aux;
+    memcpy(&aux, q + 4, 4);
+    const int ls = 2 * (int)(aux >> 28) + 1;
+    iq_sub u = {.g = {pair8(tsr_iq2xxs_grid[q[0]], tsr_iq2xxs_grid[q[1]]),
+                      pair8(tsr_iq2xxs_grid[q[2]], tsr_iq2xxs_grid[q[3]])},
+                .ls = {ls, ls}};
+    signs_aux28(aux, u.s);
+    return u;
+}
+IQ_GRID_DOT(dot_iq2_xxs_v, tsr_block_iq2_xxs, iq2_xxs_sub, 0.125f)
+
+/* IQ2_XS: per 8 weights a u16 (9-bit grid index, 7-bit sign index);
+ * 4-bit scales per 16. */
+static inline iq_sub iq2_xs_sub(const tsr_block_iq2_xs *b, int j) {
+    const uint16_t *q = b->qs + 4 * j;
+    return (iq_sub){{pair8(tsr_iq2xs_grid[q[0] & 511], tsr_iq2xs_grid[q[1] & 511]),
+                     pair8(tsr_iq2xs_grid[q[2] & 511], tsr_iq2xs_grid[q[3] & 511])},
+                    {pair8(quants_iq_sign8[q[0] >> 9], quants_iq_sign8[q[1] >> 9]), pair8(quants_iq_sign8[q[2] >> 9], quants_iq_sign8[q[3] >> 9])},
+                    {2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1}};
+}
+IQ_GRID_DOT(dot_iq2_xs_v, tsr_block_iq2_xs, iq2_xs_sub, 0.125f)
+
+/* IQ2_S: 10-bit grid indices (2 high bits per index in qh[j]), 8 sign bits
+ * per 8 weights in qs[32..63]; scales as IQ2_XS. */
+static inline iq_sub iq2_s_sub(const tsr_block_iq2_s *b, int j) {
+    const uint8_t *q = b->qs + 4 * j;
+    const uint32_t h = b->qh[j];
+    return (iq_sub){{pair8(tsr_iq2s_grid[q[0] | (h << 8 & 0x300)], tsr_iq2s_grid[q[1] | (h << 6 & 0x300)]),
+                     pair8(tsr_iq2s_grid[q[2] | (h << 4 & 0x300)], tsr_iq2s_grid[q[3] | (h << 2 & 0x300)])},
+                    {signs_bits16(q + 32), signs_bits16(q + 34)},
+                    {2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1}};
+}
+IQ_GRID_DOT(dot_iq2_s_v, tsr_block_iq2_s, iq2_s_sub, 0.125f)
+
+/* IQ3_XXS: 8 grid indices (u8, 4 values each), then per sub-block a u32 of
+ * four 7-bit sign indices and the scale. */
+static inline iq_sub iq3_xxs_sub(const tsr_block_iq3_xxs *b, int j) {
+    const uint8_t *q = b->qs + 8 * j;
+    uint32_t aux;
+    memcpy(&aux, b->qs + 64 + 4 * j, 4);
+    const int ls = 2 * (int)(aux >> 28) + 1;
+    iq_sub u = {.g = {quad4(tsr_iq3xxs_grid, q, 0, 8), quad4(tsr_iq3xxs_grid, q + 4, 0, 8)}, .ls = {ls, ls}};
+    signs_aux28(aux, u.s);
+    return u;
+}
+IQ_GRID_DOT(dot_iq3_xxs_v, tsr_block_iq3_xxs, iq3_xxs_sub, 0.25f)
+
+/* IQ3_S: 9-bit grid indices (bit m of qh[j] the 9th of index m), 8 sign
+ * bits per 8 weights, a 4-bit scale per sub-block: d (2s + 1). */
+static inline iq_sub iq3_s_sub(const tsr_block_iq3_s *b, int j) {
+    const uint8_t *q = b->qs + 8 * j;
+    const int ls = 2 * ((b->scales[j / 2] >> (4 * (j % 2))) & 15) + 1;
+    return (iq_sub){{quad4(tsr_iq3s_grid, q, b->qh[j], 8), quad4(tsr_iq3s_grid, q + 4, b->qh[j] >> 4u, 8)},
+                    {signs_bits16(b->signs + 4 * j), signs_bits16(b->signs + 4 * j + 2)},
+                    {ls, ls}};
+}
+IQ_GRID_DOT(dot_iq3_s_v, tsr_block_iq3_s, iq3_s_sub, 1.0f)
 
 #if KERNELS_I8MM
 /* 2x2 tiles with smmla. smmla(acc, X, Y) treats X and Y as 2x8 matrices
@@ -658,6 +783,12 @@ void KERNELS_INIT(cpu_kernels *k) {
     k->dot[TSR_DTYPE_IQ4_NL] = dot_iq4_nl_v;
     k->dot[TSR_DTYPE_MXFP4] = dot_mxfp4_v;
     k->dot[TSR_DTYPE_IQ4_XS] = dot_iq4_xs_v;
+    quants_iq_sign8_init();
+    k->dot[TSR_DTYPE_IQ2_XXS] = dot_iq2_xxs_v;
+    k->dot[TSR_DTYPE_IQ2_XS] = dot_iq2_xs_v;
+    k->dot[TSR_DTYPE_IQ2_S] = dot_iq2_s_v;
+    k->dot[TSR_DTYPE_IQ3_XXS] = dot_iq3_xxs_v;
+    k->dot[TSR_DTYPE_IQ3_S] = dot_iq3_s_v;
 #if KERNELS_I8MM
     k->tile[TSR_DTYPE_Q4_0] = tile_q4_0;
     k->tile[TSR_DTYPE_Q4_1] = tile_q4_1;

@@ -347,6 +347,51 @@ static void test_mul_mat_model_shapes(void) {
         }
 }
 
+/* The IQ, TQ and MXFP4 types (plugin_quants.h) from random blocks, every
+ * bit pattern of grid indices, signs and scales (dtype_block_set_scale
+ * keeps d finite), against ref on the same 8-bit activations: decoding
+ * (N 1) and the nc = 2..4 column groups with a tail, odd row counts, one
+ * and several super-blocks. The kernels' integer sums equal ref's, so the
+ * bound is MUL_MAT's float-steps one (see test_mul_mat_model_shapes);
+ * K 2048 takes model-like activations (outliers, zero super-blocks). */
+static void test_mul_mat_iq(void) {
+    static const int32_t types[] = {
+        TSR_DTYPE_IQ4_NL, TSR_DTYPE_MXFP4, TSR_DTYPE_IQ4_XS, TSR_DTYPE_TQ1_0, TSR_DTYPE_TQ2_0, TSR_DTYPE_IQ2_XXS,
+        TSR_DTYPE_IQ2_XS, TSR_DTYPE_IQ2_S, TSR_DTYPE_IQ3_XXS, TSR_DTYPE_IQ3_S, TSR_DTYPE_IQ1_S, TSR_DTYPE_IQ1_M,
+    };
+    static const int64_t shapes[][3] = {
+        /* K, M, N */
+        {256, 33, 1}, {512, 7, 1}, {2048, 5, 1}, {256, 9, 2}, {768, 17, 3}, {512, 3, 4}, {2048, 7, 9},
+    };
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int32_t wt = types[t];
+            const int64_t K = shapes[s][0], M = shapes[s][1], N = shapes[s][2];
+            const int64_t bs = tsr_dtype_block_size(wt), bb = tsr_dtype_block_bytes(wt);
+            tensor *w = calloc(1, sizeof *w);
+            w->t.dtype = wt;
+            w->t.ne[0] = K, w->t.ne[1] = M, w->t.ne[2] = w->t.ne[3] = 1;
+            w->t.name = "t";
+            set_strides(&w->t);
+            w->t.data = w->mem = calloc(1, tensor_bytes(&w->t) + 64);
+            for (int64_t i = 0; i < M * (K / bs); i++) {
+                uint8_t *b = (uint8_t *)w->mem + i * bb;
+                for (int64_t k = 0; k < bb; k++) b[k] = (uint8_t)((frand() + 1.0f) * 128.0f);
+                REQUIRE(dtype_block_set_scale(wt, b, 0.002f + 0.01f * (frand() + 1.0f)) == 0, "%s scale", dtype_name(wt));
+            }
+            tensor *x = tensor_new(TSR_DTYPE_F32, K, N, 1, 1);
+            if (K >= 2048) fill_model_like(x);
+            tensor *oa = tensor_new(TSR_DTYPE_F32, M, N, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, M, N, 1, 1);
+            char what[96];
+            snprintf(what, sizeof what, "MUL_MAT %s K%lld M%lld N%lld", dtype_name(wt), (long long)K, (long long)M,
+                     (long long)N);
+            scale_floor = mm_scale(&w->t, &x->t);
+            check_mul_mat_8bit(what, make_node(TSR_OP_MUL_MAT, 2, &w->t, &x->t, NULL, NULL), x, oa, or_, 1e-4);
+            scale_floor = 1e-6;
+            tensor_free(w), tensor_free(x), tensor_free(oa), tensor_free(or_);
+        }
+}
+
 /* MUL_MAT_ID (ABI 1.4) on expert shapes: decoding (one token) and prompts
  * (the slots grouped by expert, several tokens per expert), n_b 1 and
  * n_used, against ref; the result of each slot is that of MUL_MAT, so the
@@ -760,6 +805,7 @@ TEST(test_one_thread) {
     host.n_threads = 1;
     test_mul_mat();
     test_mul_mat_model_shapes();
+    test_mul_mat_iq();
     test_mul_mat_id();
     test_flash_attn();
     test_get_rows();

@@ -1,5 +1,6 @@
 /* clip: loading an mmproj file, preprocessing, the encoder graph. */
 #include "mtmd/clip.h"
+#include "mtmd/clip_file.h"
 #include "mtmd/clip_idefics3.h"
 
 #include <math.h>
@@ -59,44 +60,18 @@ struct clip_model {
 /* ---------------------------------------------------------------- load */
 
 static int key_u32(clip_model *c, const char *key, int32_t lo, int32_t hi, int32_t *out) {
-    int64_t v;
-    if (gguf_get_int(c->f, key, &v) != 0) return error_wrap("%s", c->path);
-    if (v < lo || v > hi)
-        return error_set("%s: key %s = %lld is out of range [%d, %d]", c->path, key, (long long)v, lo, hi);
-    *out = (int32_t)v;
-    return 0;
+    return clip_file_key_int(c->f, c->path, key, false, lo, hi, out);
 }
 
 static int key_f32x3(clip_model *c, const char *key, float *out) {
-    gguf_type t;
-    uint64_t n;
-    const void *data;
-    if (gguf_get_arr(c->f, key, &t, &n, &data) != 0) return error_wrap("%s", c->path);
-    if (t != GGUF_TYPE_FLOAT32 || n != 3)
-        return error_set("%s: key %s must be 3 float32 values (has %llu of %s)", c->path, key,
-                         (unsigned long long)n, gguf_type_name(t));
-    memcpy(out, data, 3 * sizeof(float));
-    for (int i = 0; i < 3; i++)
-        if (!isfinite(out[i])) return error_set("%s: key %s holds a non-finite value", c->path, key);
-    return 0;
+    return clip_file_key_f32x3(c->f, c->path, key, out);
 }
 
 /* Tensor name, of dtype F32 (or F16/F32 where f16_ok) and shape ne (unused
  * dims 1). Optional ones may be absent (*out = NULL). */
 static int tensor(clip_model *c, const char *name, bool optional, bool f16_ok, int64_t ne0, int64_t ne1,
                   int64_t ne2, int64_t ne3, const gguf_tensor_info **out) {
-    const gguf_tensor_info *t = gguf_find_tensor(c->f, name);
-    *out = t;
-    if (!t) return optional ? 0 : error_set("%s: tensor %s is missing", c->path, name);
-    const int64_t want[4] = {ne0, ne1, ne2, ne3};
-    if (memcmp(t->ne, want, sizeof want) != 0)
-        return error_set("%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]",
-                         c->path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
-                         (long long)t->ne[3], (long long)ne0, (long long)ne1, (long long)ne2, (long long)ne3);
-    if (t->dtype != TSR_DTYPE_F32 && !(f16_ok && t->dtype == TSR_DTYPE_F16))
-        return error_set("%s: tensor %s has type %s, expected F32%s", c->path, name,
-                         tsr_dtype_name(t->dtype), f16_ok ? " or F16" : "");
-    return 0;
+    return clip_file_tensor(c->f, c->path, name, optional, f16_ok, ne0, ne1, ne2, ne3, out);
 }
 
 /* A weight [in, out] (F32 or F16) and a bias [out]. */

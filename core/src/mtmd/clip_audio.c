@@ -1,5 +1,6 @@
 /* clip_audio: loading an audio mmproj, its features, the encoder graph. */
 #include "mtmd/clip_audio.h"
+#include "mtmd/clip_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -61,28 +62,12 @@ struct clip_audio {
 /* ---------------------------------------------------------------- load */
 
 static int key_i32(clip_audio *a, const char *key, int32_t lo, int32_t hi, int32_t *out) {
-    int64_t v;
-    if (gguf_get_int(a->f, key, &v) != 0) return error_wrap("%s", a->path);
-    if (v < lo || v > hi)
-        return error_set("%s: key %s = %lld is out of range [%d, %d]", a->path, key, (long long)v, lo, hi);
-    *out = (int32_t)v;
-    return 0;
+    return clip_file_key_int(a->f, a->path, key, false, lo, hi, out);
 }
 
 static int tensor(clip_audio *a, const char *name, bool optional, bool f16_ok, int64_t ne0, int64_t ne1, int64_t ne2,
                   const gguf_tensor_info **out) {
-    const gguf_tensor_info *t = gguf_find_tensor(a->f, name);
-    *out = t;
-    if (!t) return optional ? 0 : error_set("%s: tensor %s is missing", a->path, name);
-    const int64_t want[4] = {ne0, ne1, ne2, 1};
-    if (memcmp(t->ne, want, sizeof want) != 0)
-        return error_set("%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, 1]", a->path,
-                         name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
-                         (long long)ne0, (long long)ne1, (long long)ne2);
-    if (t->dtype != TSR_DTYPE_F32 && !(f16_ok && t->dtype == TSR_DTYPE_F16))
-        return error_set("%s: tensor %s has type %s, expected F32%s", a->path, name, tsr_dtype_name(t->dtype),
-                         f16_ok ? " or F16" : "");
-    return 0;
+    return clip_file_tensor(a->f, a->path, name, optional, f16_ok, ne0, ne1, ne2, 1, out);
 }
 
 static int linear(clip_audio *a, const char *name, int64_t in, int64_t out, bool bias, a_linear *l) {

@@ -1,5 +1,6 @@
 /* clip_qwen2vl: the Qwen2-VL / Qwen2.5-VL encoders (see clip_qwen2vl.h). */
 #include "mtmd/clip_qwen2vl.h"
+#include "mtmd/clip_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,42 +54,16 @@ bool clip_qwen2vl_is(const char *projector) {
 /* ---------------------------------------------------------------- load */
 
 static int key_int(clip_qwen2vl *q, const char *key, bool optional, int32_t lo, int32_t hi, int32_t *out) {
-    if (optional && gguf_find_key(q->f, key) < 0) return 0;
-    int64_t v;
-    if (gguf_get_int(q->f, key, &v) != 0) return error_wrap("%s", q->path);
-    if (v < lo || v > hi)
-        return error_set("%s: key %s = %lld is out of range [%d, %d]", q->path, key, (long long)v, lo, hi);
-    *out = (int32_t)v;
-    return 0;
+    return clip_file_key_int(q->f, q->path, key, optional, lo, hi, out);
 }
 
 static int key_f32x3(clip_qwen2vl *q, const char *key, float *out) {
-    gguf_type t;
-    uint64_t n;
-    const void *data;
-    if (gguf_get_arr(q->f, key, &t, &n, &data) != 0) return error_wrap("%s", q->path);
-    if (t != GGUF_TYPE_FLOAT32 || n != 3)
-        return error_set("%s: key %s must be 3 float32 values", q->path, key);
-    memcpy(out, data, 3 * sizeof(float));
-    for (int i = 0; i < 3; i++)
-        if (!isfinite(out[i])) return error_set("%s: key %s holds a non-finite value", q->path, key);
-    return 0;
+    return clip_file_key_f32x3(q->f, q->path, key, out);
 }
 
 static int tensor(clip_qwen2vl *q, const char *name, bool optional, bool f16_ok, int64_t ne0, int64_t ne1,
                   int64_t ne2, int64_t ne3, const gguf_tensor_info **out) {
-    const gguf_tensor_info *t = gguf_find_tensor(q->f, name);
-    *out = t;
-    if (!t) return optional ? 0 : error_set("%s: tensor %s is missing", q->path, name);
-    const int64_t want[4] = {ne0, ne1, ne2, ne3};
-    if (memcmp(t->ne, want, sizeof want) != 0)
-        return error_set("%s: tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, %lld]",
-                         q->path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
-                         (long long)t->ne[3], (long long)ne0, (long long)ne1, (long long)ne2, (long long)ne3);
-    if (t->dtype != TSR_DTYPE_F32 && !(f16_ok && t->dtype == TSR_DTYPE_F16))
-        return error_set("%s: tensor %s has type %s, expected F32%s", q->path, name, tsr_dtype_name(t->dtype),
-                         f16_ok ? " or F16" : "");
-    return 0;
+    return clip_file_tensor(q->f, q->path, name, optional, f16_ok, ne0, ne1, ne2, ne3, out);
 }
 
 static int linear(clip_qwen2vl *q, const char *name, int64_t in, int64_t out, qv_lin *l) {

@@ -114,6 +114,11 @@ def test_audio_requests():
         else:
             expect(text == want_chat, "openai client: %r, tessera run %r" % (text, want_chat))
 
+        # the chat once more, so the slot holds it whether or not the openai
+        # client ran (without it the last request was /completion's prompt)
+        st, obj = srv.json("POST", "/v1/chat/completions", chat_body(wav))
+        expect(st == 200 and obj["choices"][0]["message"]["content"] == want_chat, "chat again: %d %r" % (st, obj))
+
         # hostile sounds: one 400 naming the part each, and the server serves on
         pcm = wav[44:]
         for name, bad in [("truncated", wav[: len(wav) // 3]),
@@ -135,7 +140,8 @@ def test_audio_requests():
         st, obj = srv.json("POST", "/v1/chat/completions", chat_body(wav))
         expect(st == 200 and obj["choices"][0]["message"]["content"] == want_chat,
                "after the bad requests: %d %r" % (st, obj))
-        # the slot's cache reaches past the sound the second time (keyed by its content)
+        # the slot's cache reaches past the sound the second time (keyed by its
+        # content): the request before the 400s was this same chat
         expect(obj["timings"]["prompt_n"] == 1, "the same sound again was not reused: %r" % obj["timings"])
 
         st, props = srv.json("GET", "/props")

@@ -243,12 +243,7 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
         /* stored [text width, vision width] (ne0 first), x W as in HF */
         if (tensor(c, "mm.input_projection.weight", false, true, ip->ne[0], D, 1, 1, &c->in_proj)) goto fail;
         c->n_out = (int32_t)ip->ne[0];
-        if (n_embd_text > 0 && c->n_out != n_embd_text) {
-            error_set("%s: the projector writes %d-wide embeddings (mm.input_projection.weight) but the text "
-                      "model's are %d wide: not this model's mmproj",
-                      path, c->n_out, n_embd_text);
-            goto fail;
-        }
+        if (clip_file_check_width(path, "mm.input_projection.weight", c->n_out, n_embd_text) != 0) goto fail;
         const int64_t n_tok = (side / c->pool) * (side / c->pool), n_patch = side * side;
         c->pool_w = calloc((size_t)(n_patch * n_tok), sizeof(float));
         if (!c->pool_w) {
@@ -276,12 +271,7 @@ clip_model *clip_model_load(const char *path, int32_t n_embd_text) {
     }
     if (linear(c, "mm.2", hidden, mm2->ne[1], false, &c->mm2) != 0) goto fail;
     c->n_out = (int32_t)mm2->ne[1];
-    if (n_embd_text > 0 && c->n_out != n_embd_text) {
-        error_set("%s: the projector writes %d-wide embeddings (mm.2.weight) but the text model's are %d wide:"
-                  " not this model's mmproj",
-                  path, c->n_out, n_embd_text);
-        goto fail;
-    }
+    if (clip_file_check_width(path, "mm.2.weight", c->n_out, n_embd_text) != 0) goto fail;
     return c;
 fail:
     clip_model_free(c);

@@ -216,12 +216,7 @@ clip_audio *clip_audio_load(const char *path, int32_t n_embd_text) {
     }
     if (linear(a, "mm.a.mlp.2", a->n_hidden / 2, m2->ne[1], false, &a->mlp2)) goto fail;
     a->n_out = (int32_t)m2->ne[1];
-    if (n_embd_text > 0 && a->n_out != n_embd_text) {
-        error_set("%s: the projector writes %d-wide embeddings (mm.a.mlp.2.weight) but the text model's are %d wide: "
-                  "not this model's mmproj",
-                  path, a->n_out, n_embd_text);
-        goto fail;
-    }
+    if (clip_file_check_width(path, "mm.a.mlp.2.weight", a->n_out, n_embd_text) != 0) goto fail;
     /* the second convolution as two products over pairs of frames: taps 0
      * and 1 [2D, D] on a pair, tap 2 [D, D] on the next pair's first */
     a->conv2_01 = malloc((size_t)2 * D * D * sizeof(float));

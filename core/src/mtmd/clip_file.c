@@ -48,3 +48,11 @@ int clip_file_tensor(const gguf_file *f, const char *path, const char *name, boo
                          f16_ok ? " or F16" : "");
     return 0;
 }
+
+int clip_file_check_width(const char *path, const char *name, int32_t n_out, int32_t n_embd_text) {
+    if (n_embd_text > 0 && n_out != n_embd_text)
+        return error_set("%s: the projector writes %d-wide embeddings (%s) but the text model's are %d wide: not "
+                         "this model's mmproj",
+                         path, n_out, name, n_embd_text);
+    return 0;
+}

@@ -22,4 +22,8 @@ int clip_file_key_f32x3(const gguf_file *f, const char *path, const char *key, f
 int clip_file_tensor(const gguf_file *f, const char *path, const char *name, bool optional, bool f16_ok, int64_t ne0,
                      int64_t ne1, int64_t ne2, int64_t ne3, const gguf_tensor_info **out);
 
+/* The projector's output width n_out (from tensor name) against the text
+ * model's n_embd_text (0: unchecked): another model's mmproj is an error. */
+int clip_file_check_width(const char *path, const char *name, int32_t n_out, int32_t n_embd_text);
+
 #endif

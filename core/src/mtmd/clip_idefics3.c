@@ -1,5 +1,6 @@
 /* clip_idefics3: SmolVLM / Idefics3's projector, tiles and their text. */
 #include "mtmd/clip_idefics3.h"
+#include "mtmd/clip_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,10 +47,7 @@ int idefics3_load(idefics3 *p, const gguf_file *f, const char *path, int32_t ima
         return error_set("%s: tensor mm.model.fc.bias: idefics3's projector has no bias", path);
     p->fc = fc;
     p->n_out = (int32_t)fc->ne[1];
-    if (n_embd_text > 0 && p->n_out != n_embd_text)
-        return error_set("%s: the projector writes %d-wide embeddings (mm.model.fc.weight) but the text model's "
-                         "are %d wide: not this model's mmproj",
-                         path, p->n_out, n_embd_text);
+    if (clip_file_check_width(path, "mm.model.fc.weight", p->n_out, n_embd_text) != 0) return -1;
     return 0;
 }
 

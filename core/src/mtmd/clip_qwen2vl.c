@@ -175,12 +175,7 @@ clip_qwen2vl *clip_qwen2vl_load(gguf_file *f, const char *path, const char *proj
     if (linear(q, "mm.0", 4 * D, mm0->ne[1], &q->mm0) || linear(q, "mm.2", mm0->ne[1], mm2->ne[1], &q->mm2))
         goto fail;
     q->n_out = (int32_t)mm2->ne[1];
-    if (n_embd_text > 0 && q->n_out != n_embd_text) {
-        error_set("%s: the projector writes %d-wide embeddings (mm.2.weight) but the text model's are %d wide: not "
-                  "this model's mmproj",
-                  path, q->n_out, n_embd_text);
-        goto fail;
-    }
+    if (clip_file_check_width(path, "mm.2.weight", q->n_out, n_embd_text) != 0) goto fail;
     return q;
 fail:
     clip_qwen2vl_free(q);

@@ -832,6 +832,14 @@ void tessera_spec_free(tessera_spec *spec);
 int32_t tessera_spec_step(tessera_spec *spec, int32_t seq, tessera_sampler *sampler, const tessera_token *tokens,
                           int32_t n_tokens, tessera_token *out, int32_t max_out, int32_t *n_drafted);
 
+/* The draft model reads tokens[0..n_tokens) into sequence seq now, as the
+ * target reads its prompt: call it after the target's prompt so that the
+ * draft's share of the prompt is spent (and timed) with it, as llama.cpp
+ * does, rather than at the first step. Optional: a step catches the draft
+ * up on whatever it has not read. Nothing to do without a draft model.
+ * 0, or -1 with an error. */
+int tessera_spec_prefill(tessera_spec *spec, int32_t seq, const tessera_token *tokens, int32_t n_tokens);
+
 /* Tokens drafted and accepted, and verifying steps, since creation or the
  * last reset, of sequence seq (-1: all). */
 typedef struct tessera_spec_stats {

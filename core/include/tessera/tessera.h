@@ -329,7 +329,8 @@ typedef struct tessera_lora tessera_lora;
  * tensor's base weight and shape); the pairs of offloaded weights go to the
  * GPU with them. The adapter belongs to the model: tessera_model_free frees
  * the ones still loaded. NULL and tessera_last_error() naming the file and
- * key or tensor on failure. */
+ * key or tensor on failure. Threads sharing the model may load and free
+ * adapters at the same time (and decode with their own contexts). */
 tessera_lora *tessera_lora_load(tessera_model *model, const char *path);
 /* Free an adapter no context is using any longer (NULL: nothing). */
 void tessera_lora_free(tessera_lora *lora);

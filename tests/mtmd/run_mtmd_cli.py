@@ -160,6 +160,7 @@ for args, word in [
     (["run"] + UP + ["--image", IMG], "an image"),
     (["run"] + P + ["--mmproj", PROJ, "--audio", WAV3], "a sound"),
     (["run"] + UP + ["--audio", WAV3, "-c", "256"], "context"),
+    (["run"] + P + ["--mmproj", VX[1], "--audio", WAV3], "mm.a.mlp.2.weight"),  # 64 wide, the model 128
 ]:
     rc, out, err = run(args)
     lines = [l for l in err.splitlines() if l.strip()]

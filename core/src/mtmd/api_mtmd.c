@@ -338,6 +338,8 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
         if (k == markers) break;
         const tessera_media *m = media[k];
         if (m->kind == TESSERA_MEDIA_AUDIO) {
+            const char *before = clip_audio_text_before(mm->audio);
+            if (before && add_text(mm, ch, before, strlen(before), false, true) != 0) goto fail;
             for (int32_t j = 0; j < clip_audio_n_chunks(mm->audio, m->audio.n_samples); j++)
                 ch->c[ch->n++] = (chunk){TESSERA_CHUNK_AUDIO, NULL, clip_audio_n_tokens(mm->audio), m, k, j};
             p = q + ml;

@@ -155,6 +155,13 @@ int tessera_decode_embd_grid(tessera_context *ctx, const float *embd, int32_t nx
  * gets the position after the last. 0, or -1 with an error. */
 int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *chunks,
                              int32_t pos, int32_t *new_pos);
+/* The same but for the chunks' first `skip` positions, which the cache
+ * already holds at pos .. pos + skip - 1 (a prefix kept from the last
+ * prompt: a chat's next turn with the same image decodes only its new
+ * text); skip must be below the chunks' positions and not inside a media
+ * chunk (a medium's rows are decoded whole). */
+int tessera_mtmd_eval_chunks_from(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *chunks,
+                                  int32_t pos, int32_t skip, int32_t *new_pos);
 
 #ifdef __cplusplus
 }

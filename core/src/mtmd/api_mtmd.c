@@ -497,19 +497,29 @@ int tessera_mtmd_chunk_grid(const tessera_mtmd *mm, const tessera_mtmd_chunks *c
     return tessera_mtmd_media_grid(mm, c->media, nx, ny);
 }
 
-int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch, int32_t pos,
-                             int32_t *new_pos) {
+int tessera_mtmd_eval_chunks_from(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch,
+                                  int32_t pos, int32_t skip, int32_t *new_pos) {
     if (!mm || !ctx || !ch) return error_set("mtmd eval: bad arguments");
+    if (skip < 0 || (skip > 0 && skip >= tessera_mtmd_chunks_n_tokens(ch)))
+        return error_set("mtmd eval: skip %d is not below the chunks' %d positions", skip,
+                         tessera_mtmd_chunks_n_tokens(ch));
     const int32_t n_batch = (int32_t)ctx->params.n_batch;
-    for (int32_t i = 0; i < ch->n; i++) {
+    for (int32_t i = 0, at = 0; i < ch->n; at += ch->c[i].n, i++) {
         const chunk *c = &ch->c[i];
+        const int32_t from = skip > at ? skip - at : 0; /* of this chunk, in the cache already */
+        if (from >= c->n) {
+            pos += c->n;
+            continue;
+        }
         if (c->type == TESSERA_CHUNK_TEXT) {
-            for (int32_t b = 0; b < c->n; b += n_batch) {
+            pos += from;
+            for (int32_t b = from; b < c->n; b += n_batch) {
                 int32_t n = c->n - b < n_batch ? c->n - b : n_batch;
                 if (tessera_decode(ctx, c->tokens + b, n, pos, 0) != 0) return -1;
                 pos += n;
             }
         } else {
+            if (from > 0) return error_set("mtmd eval: skip %d falls inside media chunk %d", skip, i);
             const float *rows = tessera_mtmd_encode_chunk(mm, ch, i);
             if (!rows) return -1;
             /* the rows of one medium, as the grid they are (M-RoPE) */
@@ -522,4 +532,9 @@ int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tesse
     }
     if (new_pos) *new_pos = pos;
     return 0;
+}
+
+int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch, int32_t pos,
+                             int32_t *new_pos) {
+    return tessera_mtmd_eval_chunks_from(mm, ctx, ch, pos, 0, new_pos);
 }

@@ -3,25 +3,15 @@
 # A LLaVA (mlp) mmproj whose rows are the preprocessed pixels: patch 4,
 # width 48 = 4*4*3, identity patch embedding, no pre-norm, zero blocks,
 # projector identity (through a GELU made linear by an offset of 20).
-import sys, numpy as np, gguf
-src, dst = sys.argv[1], sys.argv[2]
-r = gguf.GGUFReader(src)
-w = gguf.GGUFWriter(dst, 'clip')
-for f in r.fields.values():
-    if f.name.startswith('GGUF.') or f.name == 'general.architecture': continue
-    t = f.types[0]
-    if t == gguf.GGUFValueType.ARRAY:
-        w.add_array(f.name, [f.parts[i].tolist()[0] for i in f.data])
-    elif t == gguf.GGUFValueType.STRING:
-        w.add_string(f.name, bytes(f.parts[f.data[0]]).decode())
-    else:
-        w.add_key_value(f.name, f.parts[f.data[0]].tolist()[0], t)
+import sys, numpy as np
+from probe_edit import copy_mmproj
+
 OFF = 20.0
-for t in r.tensors:
-    n = t.name
-    if n.startswith('v.pre_ln') or n.startswith('v.post_ln'): continue
-    shape = list(reversed([int(x) for x in t.shape]))
-    a = np.array(t.data).reshape(shape).astype(np.float32)
+
+
+def edit(n, a):
+    if n.startswith('v.pre_ln') or n.startswith('v.post_ln'): return None
+    a = a.astype(np.float32)
     if n == 'v.patch_embd.weight':  # (D, 3, p, p)
         a[:] = 0
         D, C, P, _ = a.shape
@@ -43,5 +33,7 @@ for t in r.tensors:
     elif n == 'mm.2.bias':
         a[:] = 0
         a[:48] = -OFF
-    w.add_tensor(n, a, raw_dtype=gguf.GGMLQuantizationType.F32)
-w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    return a
+
+
+copy_mmproj(sys.argv[1], sys.argv[2], edit)

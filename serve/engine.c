@@ -588,7 +588,10 @@ static void slot_action_run(serve_engine *e, serve_slot_action *a) {
         for (int32_t k = 0; k < s->n_past && !media; k++) media = s->cached[k] < 0;
         if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
             a->status = media ? 400 : 500; /* a medium the state cannot hold (M-RoPE grid positions) */
-            snprintf(a->error, sizeof a->error, "slot %d: %s", a->slot, tessera_last_error());
+            const char *why = tessera_last_error();
+            const size_t pl = strlen(a->path); /* the client named the file, not the server's folder */
+            if (!strncmp(why, a->path, pl) && !strncmp(why + pl, ": ", 2)) why += pl + 2;
+            snprintf(a->error, sizeof a->error, "slot %d: %s", a->slot, why);
         }
         a->n_tokens = s->n_past;
     } else {

@@ -154,7 +154,8 @@ def test_slot_save_with_image():
     after a restore the same image reuses the restored cache past it (the
     text is the image's own), another image reuses nothing past BOS (and
     gets its own text). A slot file with an image restored into a server
-    without --mmproj is a 400 naming the flag."""
+    without --mmproj is a 400 naming the flag, and a Qwen-VL slot (M-RoPE
+    positions) a 400 on save that does not show the server's folder."""
     want_sq = run_text("<__media__>Once upon a time", SQ)
     want_wide = run_text("<__media__>Once upon a time", WIDE)
     slot_dir = tempfile.mkdtemp(prefix="tessera-serve-media-slots-")
@@ -186,6 +187,15 @@ def test_slot_save_with_image():
                "restore without --mmproj: %d %r" % (st, obj))
         st, obj = srv.json("POST", "/completion", {"prompt": "Once upon a time", "n_predict": 2})
         expect(st == 200, "served after the refused restore: %d %r" % (st, obj))
+    # a Qwen-VL image's M-RoPE grid positions are not in a state: a 400 saying so
+    qm, qp = os.path.join(BUILD, "synth-qwen2vl-f32.gguf"), os.path.join(BUILD, "mmproj-synth-qwen2vl-f32.gguf")
+    with Server("-dev", "ref", "--mmproj", qp, "--parallel", "1", "-c", "512", "--slot-save-path", slot_dir,
+                model=qm) as srv:
+        st, obj = srv.json("POST", "/completion", dict(completion_body([b64(SQ)]), n_predict=2))
+        expect(st == 200, "qwen completion: %d %r" % (st, obj))
+        st, obj = srv.json("POST", "/slots/0?action=save", {"filename": "q.bin"})
+        msg = error_body(obj, "saving a Qwen-VL slot")["message"] if st != 200 else ""
+        expect(st == 400 and "M-RoPE" in msg and slot_dir not in msg, "saving a Qwen-VL slot: %d %r" % (st, obj))
 
 
 def test_image_in_tiles():

@@ -708,7 +708,9 @@ int32_t tessera_kv_cells_used(const tessera_context *ctx);
  * Saved state  (a prompt cache, a server slot's save/restore)
  * ==================================================================== */
 
-/* A context's state as bytes or a file: the caller's tokens, the KV cache
+/* A context's state as bytes or a file: the caller's tokens (vocabulary
+ * ids, or negative values the caller keys a medium's rows with, as
+ * tessera serve does: kept as they are), the KV cache
  * cells (positions, sequences, K/V bytes of the cells in use), the last
  * decode's last row of logits, and optionally a sampler's PRNG, penalty
  * window and grammar state (not its parameters; loading a grammar's state

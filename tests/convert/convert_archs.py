@@ -314,6 +314,11 @@ ARCHS = {
                      "smollm", "bfloat16", 1e-4),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM",
               dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), "smollm", "float32", 1e-4),
+    # YaRN (factor 32 from 4096), sinks, biased experts with gate and up
+    # interleaved in one tensor, a sliding window every other layer
+    "gptoss": ("GptOssConfig", "GptOssForCausalLM",
+               dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, head_dim=16,
+                    sliding_window=32, max_position_embeddings=131072), "smollm", "bfloat16", 1e-4),
 }
 
 
@@ -346,7 +351,14 @@ def hf_golden(d, model_file, path, prompts, tmp):
     D, loaded in f32 (not cast from bf16, which would keep the rope
     frequencies rounded to bf16), on the tokens tessera makes of each
     prompt."""
-    m = T.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    cfg = T.AutoConfig.from_pretrained(d)
+    if getattr(cfg, "model_type", "") == "gpt_oss":
+        # GGUF has no key for YaRN without truncation (gpt-oss's
+        # truncate: false): llama.cpp and Tessera round the correction
+        # range to whole dimensions, so the reference does too (5.8e-3
+        # apart at this size without it)
+        cfg.rope_parameters["truncate"] = True
+    m = T.AutoModelForCausalLM.from_pretrained(d, config=cfg, dtype=torch.float32).eval()
     with open(path, "w") as f:
         for p in prompts:
             ids = tessera_ids(model_file, p, tmp)

@@ -150,6 +150,7 @@ ARCHS = {
     "GraniteMoeForCausalLM": "granitemoe",
     "GraniteMoeSharedForCausalLM": "granitemoe",
     "SmolLM3ForCausalLM": "smollm3",
+    "GptOssForCausalLM": "gpt-oss",
 }
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
 PERMUTE_QK = {"llama", "granite", "granitemoe", "smollm3"}
@@ -180,6 +181,11 @@ LAYER_MAP = {
     "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
     "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight",
     "shared_mlp.output_linear.weight": "ffn_down_shexp.weight",
+    # gpt-oss: biased attention output, sinks, a biased router
+    "self_attn.o_proj.bias": "attn_output.bias",
+    "self_attn.sinks": "attn_sinks.weight",
+    "mlp.router.weight": "ffn_gate_inp.weight",
+    "mlp.router.bias": "ffn_gate_inp.bias",
 }
 # gemma3's four norms per block
 GEMMA3_LAYER_MAP = {
@@ -187,6 +193,8 @@ GEMMA3_LAYER_MAP = {
     "pre_feedforward_layernorm.weight": "ffn_norm.weight",
     "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
 }
+# gpt-oss's second norm is the one after attention, not the FFN's
+GPTOSS_LAYER_MAP = {"post_attention_layernorm.weight": "post_attention_norm.weight"}
 # one expert's matrix -> the stacked GGUF tensor
 EXPERT_MAP = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps",
               "w1": "ffn_gate_exps", "w3": "ffn_up_exps", "w2": "ffn_down_exps"}
@@ -196,7 +204,7 @@ SPLIT_MAP = {"block_sparse_moe.input_linear.weight": ("ffn_gate_exps.weight", "f
 GLOBAL_MAP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
               "lm_head.weight": "output.weight"}
 # tensors llama.cpp keeps in f32 whatever the output type
-KEEP_F32 = ("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")
+KEEP_F32 = ("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", ".bias")
 
 
 def unpermute(w, n_head):
@@ -226,6 +234,10 @@ class TensorMap:
             il, rest = int(parts[2]), parts[3]
             if self.arch == "gemma3" and rest in GEMMA3_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
+            if self.arch == "gpt-oss" and rest in GPTOSS_LAYER_MAP:
+                return self.fix(f"blk.{il}.{GPTOSS_LAYER_MAP[rest]}", data)
+            if self.arch == "gpt-oss" and rest.startswith("mlp.experts."):
+                return self.gptoss_experts(il, rest[len("mlp.experts."):], data, hf)
             if rest in LAYER_MAP:
                 return self.fix(f"blk.{il}.{LAYER_MAP[rest]}", data)
             if rest in SPLIT_MAP:
@@ -239,6 +251,26 @@ class TensorMap:
                     and e[3] in EXPERT_MAP and e[4] == "weight":
                 return self.expert(f"blk.{il}.{EXPERT_MAP[e[3]]}.weight", int(e[2]), data, hf)
         raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
+
+    def gptoss_experts(self, il, what, data, hf):
+        """gpt-oss's experts, one tensor per projection for all experts:
+        gate_up_proj [expert, in, 2 * ff] with gate and up interleaved
+        (columns 0, 2, 4... gate), down_proj [expert, ff, out], as x @ W;
+        GGUF stores [expert, out, in] and gate and up apart."""
+        p = f"blk.{il}."
+        if data.ndim < 2 or data.shape[0] != self.n_expert:
+            raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected {self.n_expert} experts first")
+        if what == "gate_up_proj" and data.ndim == 3:
+            return [(p + "ffn_gate_exps.weight", data[:, :, 0::2].swapaxes(1, 2)),
+                    (p + "ffn_up_exps.weight", data[:, :, 1::2].swapaxes(1, 2))]
+        if what == "gate_up_proj_bias" and data.ndim == 2:
+            return [(p + "ffn_gate_exps.bias", data[:, 0::2]), (p + "ffn_up_exps.bias", data[:, 1::2])]
+        if what == "down_proj" and data.ndim == 3:
+            return [(p + "ffn_down_exps.weight", data.swapaxes(1, 2))]
+        if what == "down_proj_bias" and data.ndim == 2:
+            return [(p + "ffn_down_exps.bias", data)]
+        raise ConvertError(f"tensor '{hf}' ({list(data.shape)}) has no GGUF name in tessera convert's table "
+                           f"for gpt-oss")
 
     def fix(self, name, data):
         if self.arch in PERMUTE_QK and name.endswith(("attn_q.weight", "attn_k.weight")):
@@ -291,6 +323,21 @@ def rope_params(cfg):
     return out
 
 
+YARN_ARCHS = {"gpt-oss"}
+
+
+def write_yarn(w, rp, where):
+    """YaRN's keys, in llama.cpp's order: the beta pair only when the
+    config gives it."""
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(cfg_num(rp, "factor", where, None))
+    w.add_rope_scaling_orig_ctx_len(cfg_int(rp, "original_max_position_embeddings", where))
+    if "beta_fast" in rp:
+        w.add_rope_scaling_yarn_beta_fast(cfg_num(rp, "beta_fast", where, None))
+    if "beta_slow" in rp:
+        w.add_rope_scaling_yarn_beta_slow(cfg_num(rp, "beta_slow", where, None))
+
+
 def write_hparams(w, arch, cfg, where):  # noqa: C901
     n_embd = cfg_int(cfg, "hidden_size", where)
     n_head = cfg_int(cfg, "num_attention_heads", where)
@@ -306,7 +353,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     else:
         rp_full, rp_swa = rp, {}
     rtype = rp_full.get("rope_type", rp_full.get("type"))
-    if rtype not in (None, "default") and not (arch == "gemma3" and rtype == "linear"):
+    if rtype not in (None, "default") and not (arch == "gemma3" and rtype == "linear") \
+            and not (arch in YARN_ARCHS and rtype == "yarn"):
         raise ConvertError(f"{where}: rope scaling '{rtype}' is not converted by tessera convert yet")
 
     if arch == "phi3":
@@ -330,6 +378,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
     w.add_head_count(n_head)
     w.add_head_count_kv(n_kv)
+    if rtype == "yarn":
+        write_yarn(w, rp_full, where)
     w.add_rope_freq_base(cfg_num(rp_full, "rope_theta", where, 10000.0))
     if arch == "gemma3":
         w.add_rope_freq_base_swa(cfg_num(rp_swa, "rope_theta", where, 10000.0))
@@ -343,7 +393,7 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
         w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
-    if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch == "gemma3" or \
+    if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
             (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe")):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
@@ -366,6 +416,9 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
         w.add_sliding_window(cfg_int(cfg, "sliding_window", where))
     if arch == "phi3":
         w.add_sliding_window(cfg.get("sliding_window") or 0)
+    if arch == "gpt-oss":
+        w.add_sliding_window(cfg_int(cfg, "sliding_window", where))
+        w.add_expert_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
 
 
 # ------------------------------------------------------------ tokenizer

@@ -64,6 +64,9 @@ static int granitehybrid_hparams(model_hparams *hp, const model_hp_reader *r) {
             return error_set("%s: key '%s.%s' = %g must be positive", gguf_path(r->f), r->arch, keys[i], *vals[i]);
     }
     hp->logit_scale = 1.0f / logit_scale;
+    /* the MoE models (4.0-H Tiny, Small) route as granitemoe: softmax
+     * over the chosen experts' logits, a shared expert beside them */
+    if (hp->n_expert && arch_moe_family(hp, r, true, true)) return -1;
     return mamba2_keys(hp, r);
 }
 

@@ -319,6 +319,22 @@ ARCHS = {
     "gptoss": ("GptOssConfig", "GptOssForCausalLM",
                dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, head_dim=16,
                     sliding_window=32, max_position_embeddings=131072), "smollm", "bfloat16", 1e-4),
+    # short convolutions and attention with q/k norms; the FFN width
+    # adjusted (2/3 of 192, rounded up to 64) as in LFM2's own configs
+    "lfm2": ("Lfm2Config", "Lfm2ForCausalLM",
+             dict(num_hidden_layers=4, layer_types=["conv", "full_attention", "conv", "full_attention"],
+                  intermediate_size=192, block_auto_adjust_ff_dim=True, block_multiple_of=64), "smollm",
+             "float32", 1e-4),
+    "mamba2": ("Mamba2Config", "Mamba2ForCausalLM",
+               dict(state_size=16, num_heads=8, head_dim=16, expand=2, n_groups=2, chunk_size=16), "smollm",
+               "float32", 1e-4),
+    # Mamba-2 and attention layers, experts and a shared expert, granite's
+    # multipliers
+    "granitehybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM",
+                      dict(GRANITE, num_hidden_layers=4, layer_types=["mamba", "attention", "mamba", "attention"],
+                           mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16, mamba_n_groups=2, mamba_expand=2,
+                           mamba_chunk_size=16, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32,
+                           shared_intermediate_size=64), "smollm", "float32", 1e-4),
 }
 
 
@@ -340,6 +356,16 @@ def make_model(name, d, tokd, seed):
     m = m.to(getattr(torch, dtype))
     m.save_pretrained(d)
     del m
+    if name == "granitehybrid":
+        # Granite 4's own config.json says mamba/attention, which
+        # transformers 5 saves as linear_attention/full_attention and
+        # llama.cpp's converter does not read (every layer recurrent)
+        p = os.path.join(d, "config.json")
+        with open(p) as f:
+            cfg = json.load(f)
+        cfg["layer_types"] = extra["layer_types"]
+        with open(p, "w") as f:
+            json.dump(cfg, f, indent=2)
     if tok == "spm":
         for fn in ("tokenizer.model", "tokenizer_config.json"):
             with open(os.path.join(tokd, fn), "rb") as src, open(os.path.join(d, fn), "wb") as dst:

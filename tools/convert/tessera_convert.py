@@ -10,7 +10,8 @@ its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
 Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
-SmolLM3. See docs/convert.md.
+SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid). See
+docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
 header length, the JSON header, every tensor's dtype, shape and byte range

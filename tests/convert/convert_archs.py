@@ -19,7 +19,8 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   tessera (so that this checks the weights and hyperparameters, the
   tokenizer being checked above), f32 KV cache.
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
-  know is one line and exit 1 (tests/convert/convert_hf.py checks the
+  know, and granitehybrid layer_types that do not cover every layer, are
+  one line and exit 1 (tests/convert/convert_hf.py checks the
   rest: a missing shard, a dtype mismatch, an unknown architecture).
 
 Needs numpy, gguf, sentencepiece, torch and transformers in the Python that
@@ -36,12 +37,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-PY = os.environ.get("TESSERA_CONVERT_PYTHON") or sys.executable
-if os.path.abspath(PY) != os.path.abspath(sys.executable) and os.environ.get("TESSERA_CONVERT_REEXEC") != "1":
-    os.environ["TESSERA_CONVERT_REEXEC"] = "1"
-    os.execv(PY, [PY] + sys.argv)
+import convert_env as env
+from convert_env import ROOT, PY, PEER, check
+
+env.reexec()
 try:
     import numpy as np
     import gguf  # noqa: F401
@@ -49,29 +48,16 @@ try:
     import torch
     import transformers as T
 except ImportError as e:
-    print(f"skip: {e} (set TESSERA_CONVERT_PYTHON to a Python with numpy, gguf, sentencepiece, torch and "
-          f"transformers)")
-    sys.exit(77)
-PEER = os.environ.get("TESSERA_PEER_LLAMA_CPP") or os.path.expanduser(
-    "~/.cache/tessera-peer/llama_cpp_python-0.3.36/vendor/llama.cpp")
-if not os.path.exists(os.path.join(PEER, "convert_hf_to_gguf.py")):
-    print(f"skip: no llama.cpp source tree at {PEER} (its convert_hf_to_gguf.py is the reference)")
-    sys.exit(77)
+    env.skip(f"{e} (set TESSERA_CONVERT_PYTHON to a Python with numpy, gguf, sentencepiece, torch and "
+             f"transformers)")
+if not os.path.exists(env.PEER_SCRIPT):
+    env.skip(f"no llama.cpp source tree at {PEER} (its convert_hf_to_gguf.py is the reference)")
 
 BIN = os.environ["TESSERA_BIN"]
 TEST_GOLDEN = sys.argv[1]
 ONLY = set(sys.argv[2:])
 VOCABS = os.path.join(PEER, "models")
 SMOLLM2 = os.path.expanduser("~/.cache/tessera/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg, flush=True)
-    return cond
 
 
 # ------------------------------------------------------------ tokenizers
@@ -171,8 +157,7 @@ def spm_tokenizer(d):
 # ------------------------------------------------------------ converters
 
 def ours(d, out, outtype, *extra):
-    r = subprocess.run([BIN, "convert", d, "-o", out, "--outtype", outtype, *extra], capture_output=True, text=True,
-                       env=dict(os.environ, TESSERA_PYTHON=PY))
+    r = env.tessera_convert(d, out, outtype, *extra)
     return check(r.returncode == 0, f"tessera convert {os.path.basename(d)} {outtype}: {r.stderr.strip()[-500:]}")
 
 
@@ -191,7 +176,7 @@ def peer(d, out, outtype, *extra, log=None):
         os.dup2(lf.fileno(), 2)
         try:
             with contextlib.redirect_stdout(lf), contextlib.redirect_stderr(lf):
-                runpy.run_path(os.path.join(PEER, "convert_hf_to_gguf.py"), run_name="__main__")
+                runpy.run_path(env.PEER_SCRIPT, run_name="__main__")
         except SystemExit as e:
             ok, why = e.code in (0, None), f"exit {e.code}"
         except Exception as e:  # noqa: BLE001 - any failure of the peer is reported
@@ -211,8 +196,7 @@ def peer(d, out, outtype, *extra, log=None):
 
 
 def compare(a, b, what):
-    r = subprocess.run([PY, os.path.join(ROOT, "tests", "lora", "compare_gguf.py"), a, b, "--ignore",
-                        "general.size_label"], capture_output=True, text=True)
+    r = env.compare_gguf(a, b)
     print(f"{what}: {r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-300:]}", flush=True)
     return check(r.returncode == 0, f"{what} against llama.cpp's converter:\n{r.stdout[-2000:]}")
 
@@ -435,6 +419,17 @@ def test_archs(tmp, log):
         check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
                                  f"{r.stdout[-1500:]}{r.stderr[-500:]}")
         os.unlink(f32)
+        if name == "granitehybrid":  # layer_types that do not say every layer's kind: one error naming the key
+            p = os.path.join(d, "config.json")
+            with open(p) as f:
+                cfg = json.load(f)
+            cfg["layer_types"] = ["mamba", "attention", "mamba"]
+            with open(p, "w") as f:
+                json.dump(cfg, f)
+            r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+            check(r.returncode == 1 and "'layer_types'" in r.stderr and "config.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                  f"granitehybrid with 3 layer_types for 4 layers: rc {r.returncode}: {r.stderr[-400:]!r}")
 
 
 def main():
@@ -444,11 +439,10 @@ def main():
             test_tokenizers(tmp, log)
             test_archs(tmp, log)
         finally:
-            if failures and os.path.exists(log):
+            if env.failures and os.path.exists(log):
                 print("--- the peer converter's log (last lines) ---")
                 print(open(log, errors="replace").read()[-3000:])
-    print(f"{failures} failure(s)")
-    sys.exit(1 if failures else 0)
+    env.finish()
 
 
 main()

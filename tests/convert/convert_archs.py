@@ -19,7 +19,8 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   tessera (so that this checks the weights and hyperparameters, the
   tokenizer being checked above), f32 KV cache.
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
-  know is one line and exit 1 (tests/convert/convert_hf.py checks the
+  know, and granitehybrid layer_types that do not cover every layer, are
+  one line and exit 1 (tests/convert/convert_hf.py checks the
   rest: a missing shard, a dtype mismatch, an unknown architecture).
 
 Needs numpy, gguf, sentencepiece, torch and transformers in the Python that
@@ -36,12 +37,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-PY = os.environ.get("TESSERA_CONVERT_PYTHON") or sys.executable
-if os.path.abspath(PY) != os.path.abspath(sys.executable) and os.environ.get("TESSERA_CONVERT_REEXEC") != "1":
-    os.environ["TESSERA_CONVERT_REEXEC"] = "1"
-    os.execv(PY, [PY] + sys.argv)
+import convert_env as env
+from convert_env import ROOT, PY, PEER, check
+
+env.reexec()
 try:
     import numpy as np
     import gguf  # noqa: F401
@@ -49,29 +48,16 @@ try:
     import torch
     import transformers as T
 except ImportError as e:
-    print(f"skip: {e} (set TESSERA_CONVERT_PYTHON to a Python with numpy, gguf, sentencepiece, torch and "
-          f"transformers)")
-    sys.exit(77)
-PEER = os.environ.get("TESSERA_PEER_LLAMA_CPP") or os.path.expanduser(
-    "~/.cache/tessera-peer/llama_cpp_python-0.3.36/vendor/llama.cpp")
-if not os.path.exists(os.path.join(PEER, "convert_hf_to_gguf.py")):
-    print(f"skip: no llama.cpp source tree at {PEER} (its convert_hf_to_gguf.py is the reference)")
-    sys.exit(77)
+    env.skip(f"{e} (set TESSERA_CONVERT_PYTHON to a Python with numpy, gguf, sentencepiece, torch and "
+             f"transformers)")
+if not os.path.exists(env.PEER_SCRIPT):
+    env.skip(f"no llama.cpp source tree at {PEER} (its convert_hf_to_gguf.py is the reference)")
 
 BIN = os.environ["TESSERA_BIN"]
 TEST_GOLDEN = sys.argv[1]
 ONLY = set(sys.argv[2:])
 VOCABS = os.path.join(PEER, "models")
 SMOLLM2 = os.path.expanduser("~/.cache/tessera/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg, flush=True)
-    return cond
 
 
 # ------------------------------------------------------------ tokenizers
@@ -171,8 +157,7 @@ def spm_tokenizer(d):
 # ------------------------------------------------------------ converters
 
 def ours(d, out, outtype, *extra):
-    r = subprocess.run([BIN, "convert", d, "-o", out, "--outtype", outtype, *extra], capture_output=True, text=True,
-                       env=dict(os.environ, TESSERA_PYTHON=PY))
+    r = env.tessera_convert(d, out, outtype, *extra)
     return check(r.returncode == 0, f"tessera convert {os.path.basename(d)} {outtype}: {r.stderr.strip()[-500:]}")
 
 
@@ -191,7 +176,7 @@ def peer(d, out, outtype, *extra, log=None):
         os.dup2(lf.fileno(), 2)
         try:
             with contextlib.redirect_stdout(lf), contextlib.redirect_stderr(lf):
-                runpy.run_path(os.path.join(PEER, "convert_hf_to_gguf.py"), run_name="__main__")
+                runpy.run_path(env.PEER_SCRIPT, run_name="__main__")
         except SystemExit as e:
             ok, why = e.code in (0, None), f"exit {e.code}"
         except Exception as e:  # noqa: BLE001 - any failure of the peer is reported
@@ -211,8 +196,7 @@ def peer(d, out, outtype, *extra, log=None):
 
 
 def compare(a, b, what):
-    r = subprocess.run([PY, os.path.join(ROOT, "tests", "lora", "compare_gguf.py"), a, b, "--ignore",
-                        "general.size_label"], capture_output=True, text=True)
+    r = env.compare_gguf(a, b)
     print(f"{what}: {r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-300:]}", flush=True)
     return check(r.returncode == 0, f"{what} against llama.cpp's converter:\n{r.stdout[-2000:]}")
 
@@ -314,6 +298,27 @@ ARCHS = {
                      "smollm", "bfloat16", 1e-4),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM",
               dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), "smollm", "float32", 1e-4),
+    # YaRN (factor 32 from 4096), sinks, biased experts with gate and up
+    # interleaved in one tensor, a sliding window every other layer
+    "gptoss": ("GptOssConfig", "GptOssForCausalLM",
+               dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, head_dim=16,
+                    sliding_window=32, max_position_embeddings=131072), "smollm", "bfloat16", 1e-4),
+    # short convolutions and attention with q/k norms; the FFN width
+    # adjusted (2/3 of 192, rounded up to 64) as in LFM2's own configs
+    "lfm2": ("Lfm2Config", "Lfm2ForCausalLM",
+             dict(num_hidden_layers=4, layer_types=["conv", "full_attention", "conv", "full_attention"],
+                  intermediate_size=192, block_auto_adjust_ff_dim=True, block_multiple_of=64), "smollm",
+             "float32", 1e-4),
+    "mamba2": ("Mamba2Config", "Mamba2ForCausalLM",
+               dict(state_size=16, num_heads=8, head_dim=16, expand=2, n_groups=2, chunk_size=16), "smollm",
+               "float32", 1e-4),
+    # Mamba-2 and attention layers, experts and a shared expert, granite's
+    # multipliers
+    "granitehybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM",
+                      dict(GRANITE, num_hidden_layers=4, layer_types=["mamba", "attention", "mamba", "attention"],
+                           mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16, mamba_n_groups=2, mamba_expand=2,
+                           mamba_chunk_size=16, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32,
+                           shared_intermediate_size=64), "smollm", "float32", 1e-4),
 }
 
 
@@ -335,6 +340,16 @@ def make_model(name, d, tokd, seed):
     m = m.to(getattr(torch, dtype))
     m.save_pretrained(d)
     del m
+    if name == "granitehybrid":
+        # Granite 4's own config.json says mamba/attention, which
+        # transformers 5 saves as linear_attention/full_attention and
+        # llama.cpp's converter does not read (every layer recurrent)
+        p = os.path.join(d, "config.json")
+        with open(p) as f:
+            cfg = json.load(f)
+        cfg["layer_types"] = extra["layer_types"]
+        with open(p, "w") as f:
+            json.dump(cfg, f, indent=2)
     if tok == "spm":
         for fn in ("tokenizer.model", "tokenizer_config.json"):
             with open(os.path.join(tokd, fn), "rb") as src, open(os.path.join(d, fn), "wb") as dst:
@@ -346,7 +361,14 @@ def hf_golden(d, model_file, path, prompts, tmp):
     D, loaded in f32 (not cast from bf16, which would keep the rope
     frequencies rounded to bf16), on the tokens tessera makes of each
     prompt."""
-    m = T.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    cfg = T.AutoConfig.from_pretrained(d)
+    if getattr(cfg, "model_type", "") == "gpt_oss":
+        # GGUF has no key for YaRN without truncation (gpt-oss's
+        # truncate: false): llama.cpp and Tessera round the correction
+        # range to whole dimensions, so the reference does too (5.8e-3
+        # apart at this size without it)
+        cfg.rope_parameters["truncate"] = True
+    m = T.AutoModelForCausalLM.from_pretrained(d, config=cfg, dtype=torch.float32).eval()
     with open(path, "w") as f:
         for p in prompts:
             ids = tessera_ids(model_file, p, tmp)
@@ -397,6 +419,17 @@ def test_archs(tmp, log):
         check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
                                  f"{r.stdout[-1500:]}{r.stderr[-500:]}")
         os.unlink(f32)
+        if name == "granitehybrid":  # layer_types that do not say every layer's kind: one error naming the key
+            p = os.path.join(d, "config.json")
+            with open(p) as f:
+                cfg = json.load(f)
+            cfg["layer_types"] = ["mamba", "attention", "mamba"]
+            with open(p, "w") as f:
+                json.dump(cfg, f)
+            r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+            check(r.returncode == 1 and "'layer_types'" in r.stderr and "config.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                  f"granitehybrid with 3 layer_types for 4 layers: rc {r.returncode}: {r.stderr[-400:]!r}")
 
 
 def main():
@@ -406,11 +439,10 @@ def main():
             test_tokenizers(tmp, log)
             test_archs(tmp, log)
         finally:
-            if failures and os.path.exists(log):
+            if env.failures and os.path.exists(log):
                 print("--- the peer converter's log (last lines) ---")
                 print(open(log, errors="replace").read()[-3000:])
-    print(f"{failures} failure(s)")
-    sys.exit(1 if failures else 0)
+    env.finish()
 
 
 main()

@@ -27,19 +27,16 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-PY = os.environ.get("TESSERA_CONVERT_PYTHON") or sys.executable
-if os.path.abspath(PY) != os.path.abspath(sys.executable) and os.environ.get("TESSERA_CONVERT_REEXEC") != "1":
-    os.environ["TESSERA_CONVERT_REEXEC"] = "1"
-    os.execv(PY, [PY] + sys.argv)
+import convert_env as env
+from convert_env import ROOT, PY, check
+
+env.reexec()
 try:
     import numpy as np
     import gguf  # noqa: F401
     import sentencepiece as spm
 except ImportError as e:
-    print(f"skip: {e} (set TESSERA_CONVERT_PYTHON to a Python with numpy, gguf and sentencepiece)")
-    sys.exit(77)
+    env.skip(f"{e} (set TESSERA_CONVERT_PYTHON to a Python with numpy, gguf and sentencepiece)")
 try:
     import torch
     import transformers
@@ -48,17 +45,6 @@ except ImportError:
 
 BIN = os.environ["TESSERA_BIN"]
 TEST_GOLDEN = sys.argv[1]
-PEER = os.environ.get("TESSERA_PEER_LLAMA_CPP") or os.path.expanduser(
-    "~/.cache/tessera-peer/llama_cpp_python-0.3.36/vendor/llama.cpp")
-failures = 0
-
-
-def check(cond, msg):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", msg)
-    return cond
 
 
 def bf16(x):
@@ -147,9 +133,7 @@ def make_tokenizer(d):
 
 
 def convert(d, out, outtype):
-    env = dict(os.environ, TESSERA_PYTHON=PY)
-    return subprocess.run([BIN, "convert", d, "-o", out, "--outtype", outtype], capture_output=True, text=True,
-                          env=env)
+    return env.tessera_convert(d, out, outtype)
 
 
 def hf_golden(d, path, prompts):
@@ -187,14 +171,12 @@ def main():
                                       "ref"], capture_output=True, text=True, errors="replace")
                 check(run.returncode == 0, f"{arch} {outtype}: tessera run: {run.stderr.strip()[-300:]}")
                 ref = os.path.join(tmp, f"ref-{arch}-{outtype}.gguf")
-                script = os.path.join(PEER, "convert_hf_to_gguf.py")
-                if transformers is not None and os.path.exists(script):
-                    env = dict(os.environ, PYTHONPATH=os.path.join(PEER, "gguf-py"))
-                    rr = subprocess.run([PY, script, d, "--outtype", outtype, "--outfile", ref], capture_output=True,
-                                        text=True, env=env)
+                if transformers is not None and os.path.exists(env.PEER_SCRIPT):
+                    rr = subprocess.run([PY, env.PEER_SCRIPT, d, "--outtype", outtype, "--outfile", ref],
+                                        capture_output=True, text=True,
+                                        env=dict(os.environ, PYTHONPATH=os.path.join(env.PEER, "gguf-py")))
                     if check(rr.returncode == 0, f"{arch} {outtype}: convert_hf_to_gguf.py: {rr.stderr[-300:]}"):
-                        cmp = subprocess.run([PY, os.path.join(ROOT, "tests", "lora", "compare_gguf.py"), out, ref,
-                                              "--ignore", "general.size_label"], capture_output=True, text=True)
+                        cmp = env.compare_gguf(out, ref)
                         check(cmp.returncode == 0, f"{arch} {outtype} against llama.cpp's:\n{cmp.stdout}")
                         print(f"{arch} {outtype}: {cmp.stdout.strip()}")
             if transformers is not None:
@@ -230,8 +212,7 @@ def main():
         json.dump(cfg, open(cfgp, "w"))
         bad(os.path.join(tmp, "qwen2"), "FooForCausalLM", "unknown architecture")
         bad(tmp, "no config.json", "not a model directory")
-    print(f"{failures} failure(s)")
-    sys.exit(1 if failures else 0)
+    env.finish()
 
 
 main()

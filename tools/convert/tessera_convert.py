@@ -10,7 +10,8 @@ its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
 Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
-SmolLM3. See docs/convert.md.
+SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid). See
+docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
 header length, the JSON header, every tensor's dtype, shape and byte range
@@ -150,9 +151,13 @@ ARCHS = {
     "GraniteMoeForCausalLM": "granitemoe",
     "GraniteMoeSharedForCausalLM": "granitemoe",
     "SmolLM3ForCausalLM": "smollm3",
+    "GptOssForCausalLM": "gpt-oss",
+    "Lfm2ForCausalLM": "lfm2",
+    "Mamba2ForCausalLM": "mamba2",
+    "GraniteMoeHybridForCausalLM": "granitehybrid",
 }
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
-PERMUTE_QK = {"llama", "granite", "granitemoe", "smollm3"}
+PERMUTE_QK = {"llama", "granite", "granitemoe", "granitehybrid", "smollm3"}
 
 LAYER_MAP = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -180,6 +185,33 @@ LAYER_MAP = {
     "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
     "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight",
     "shared_mlp.output_linear.weight": "ffn_down_shexp.weight",
+    # gpt-oss: biased attention output, sinks, a biased router
+    "self_attn.o_proj.bias": "attn_output.bias",
+    "self_attn.sinks": "attn_sinks.weight",
+    "mlp.router.weight": "ffn_gate_inp.weight",
+    "mlp.router.bias": "ffn_gate_inp.bias",
+    # lfm2: its own names for the norms, the attention and the FFN
+    "operator_norm.weight": "attn_norm.weight",
+    "ffn_norm.weight": "ffn_norm.weight",
+    "self_attn.q_layernorm.weight": "attn_q_norm.weight",
+    "self_attn.k_layernorm.weight": "attn_k_norm.weight",
+    "self_attn.out_proj.weight": "attn_output.weight",
+    "feed_forward.w1.weight": "ffn_gate.weight",
+    "feed_forward.w2.weight": "ffn_down.weight",
+    "feed_forward.w3.weight": "ffn_up.weight",
+    "conv.conv.weight": "shortconv.conv.weight",
+    "conv.in_proj.weight": "shortconv.in_proj.weight",
+    "conv.out_proj.weight": "shortconv.out_proj.weight",
+    # mamba2's mixer (granitehybrid's mamba layers: the same under mamba.)
+    "mixer.A_log": "ssm_a",
+    "mixer.D": "ssm_d",
+    "mixer.conv1d.bias": "ssm_conv1d.bias",
+    "mixer.conv1d.weight": "ssm_conv1d.weight",
+    "mixer.dt_bias": "ssm_dt.bias",
+    "mixer.in_proj.weight": "ssm_in.weight",
+    "mixer.norm.weight": "ssm_norm.weight",
+    "mixer.out_proj.weight": "ssm_out.weight",
+    "norm.weight": "attn_norm.weight",
 }
 # gemma3's four norms per block
 GEMMA3_LAYER_MAP = {
@@ -187,6 +219,8 @@ GEMMA3_LAYER_MAP = {
     "pre_feedforward_layernorm.weight": "ffn_norm.weight",
     "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
 }
+# gpt-oss's second norm is the one after attention, not the FFN's
+GPTOSS_LAYER_MAP = {"post_attention_layernorm.weight": "post_attention_norm.weight"}
 # one expert's matrix -> the stacked GGUF tensor
 EXPERT_MAP = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps",
               "w1": "ffn_gate_exps", "w3": "ffn_up_exps", "w2": "ffn_down_exps"}
@@ -194,9 +228,12 @@ EXPERT_MAP = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj
 SPLIT_MAP = {"block_sparse_moe.input_linear.weight": ("ffn_gate_exps.weight", "ffn_up_exps.weight"),
              "shared_mlp.input_linear.weight": ("ffn_gate_shexp.weight", "ffn_up_shexp.weight")}
 GLOBAL_MAP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-              "lm_head.weight": "output.weight"}
+              "lm_head.weight": "output.weight",
+              "model.embedding_norm.weight": "token_embd_norm.weight",  # lfm2's last norm
+              "backbone.embeddings.weight": "token_embd.weight", "backbone.norm_f.weight": "output_norm.weight"}
 # tensors llama.cpp keeps in f32 whatever the output type
-KEEP_F32 = ("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")
+KEEP_F32 = ("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", ".bias", "ssm_a", "ssm_d", "ssm_norm.weight",
+            "ssm_conv1d.weight", "shortconv.conv.weight")
 
 
 def unpermute(w, n_head):
@@ -221,11 +258,19 @@ class TensorMap:
         if hf.endswith("rotary_emb.inv_freq"):
             return []  # recomputed from rope_theta
         parts = hf.split(".", 3)
-        if len(parts) == 4 and parts[0] == "model" and parts[1] == "layers" and parts[2].isdigit() \
+        if len(parts) == 4 and parts[0] in ("model", "backbone") and parts[1] == "layers" and parts[2].isdigit() \
                 and int(parts[2]) < self.n_layer:
             il, rest = int(parts[2]), parts[3]
+            if rest.startswith("mamba."):  # granitehybrid
+                rest = "mixer." + rest[len("mamba."):]
+            if rest.startswith("mixer."):
+                return self.ssm(f"blk.{il}.{LAYER_MAP.get(rest, rest)}", data, hf)
             if self.arch == "gemma3" and rest in GEMMA3_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
+            if self.arch == "gpt-oss" and rest in GPTOSS_LAYER_MAP:
+                return self.fix(f"blk.{il}.{GPTOSS_LAYER_MAP[rest]}", data)
+            if self.arch == "gpt-oss" and rest.startswith("mlp.experts."):
+                return self.gptoss_experts(il, rest[len("mlp.experts."):], data, hf)
             if rest in LAYER_MAP:
                 return self.fix(f"blk.{il}.{LAYER_MAP[rest]}", data)
             if rest in SPLIT_MAP:
@@ -240,9 +285,50 @@ class TensorMap:
                 return self.expert(f"blk.{il}.{EXPERT_MAP[e[3]]}.weight", int(e[2]), data, hf)
         raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
 
+    def gptoss_experts(self, il, what, data, hf):
+        """gpt-oss's experts, one tensor per projection for all experts:
+        gate_up_proj [expert, in, 2 * ff] with gate and up interleaved
+        (columns 0, 2, 4... gate), down_proj [expert, ff, out], as x @ W;
+        GGUF stores [expert, out, in] and gate and up apart."""
+        p = f"blk.{il}."
+        if data.ndim < 2 or data.shape[0] != self.n_expert:
+            raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected {self.n_expert} experts first")
+        if what == "gate_up_proj" and data.ndim == 3:
+            return [(p + "ffn_gate_exps.weight", data[:, :, 0::2].swapaxes(1, 2)),
+                    (p + "ffn_up_exps.weight", data[:, :, 1::2].swapaxes(1, 2))]
+        if what == "gate_up_proj_bias" and data.ndim == 2:
+            return [(p + "ffn_gate_exps.bias", data[:, 0::2]), (p + "ffn_up_exps.bias", data[:, 1::2])]
+        if what == "down_proj" and data.ndim == 3:
+            return [(p + "ffn_down_exps.weight", data.swapaxes(1, 2))]
+        if what == "down_proj_bias" and data.ndim == 2:
+            return [(p + "ffn_down_exps.bias", data)]
+        raise ConvertError(f"tensor '{hf}' ({list(data.shape)}) has no GGUF name in tessera convert's table "
+                           f"for gpt-oss")
+
+    def ssm(self, name, data, hf):
+        """A Mamba-2 mixer's tensors as llama.cpp's files hold them: A as
+        -exp(A_log), A and D one column per head, the conv's weight without
+        its middle axis, the gated norm one row per group."""
+        if name.endswith("ssm_a"):
+            return [(name, -np.exp(data.astype(np.float64)).astype(np.float32).reshape(-1, 1))]
+        if name.endswith("ssm_d"):
+            return [(name, data.reshape(-1, 1))]
+        if name.endswith("ssm_conv1d.weight") and data.ndim == 3 and data.shape[1] == 1:
+            return [(name, data[:, 0, :])]
+        if name.endswith("ssm_norm.weight"):
+            g = self.cfg.get("n_groups", self.cfg.get("mamba_n_groups", 1))
+            if not isinstance(g, int) or g <= 0 or data.size % g:
+                raise ConvertError(f"tensor '{hf}': {data.size} values do not split into {g!r} groups")
+            return [(name, data.reshape(g, -1))]
+        if name.endswith(("ssm_conv1d.bias", "ssm_dt.bias", "ssm_in.weight", "ssm_out.weight")):
+            return [(name, data)]
+        raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
+
     def fix(self, name, data):
         if self.arch in PERMUTE_QK and name.endswith(("attn_q.weight", "attn_k.weight")):
             data = unpermute(data, self.n_head if "attn_q" in name else self.n_kv)
+        if name.endswith("shortconv.conv.weight") and data.ndim == 3 and data.shape[1] == 1:
+            data = data[:, 0, :]  # lfm2's conv [channels, 1, width]
         if self.arch == "gemma3" and "norm" in name:
             data = data + np.float32(1)  # Gemma scales by (1 + w); GGUF stores 1 + w
         return [(name, data)]
@@ -291,8 +377,25 @@ def rope_params(cfg):
     return out
 
 
+YARN_ARCHS = {"gpt-oss"}
+
+
+def write_yarn(w, rp, where):
+    """YaRN's keys, in llama.cpp's order: the beta pair only when the
+    config gives it."""
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(cfg_num(rp, "factor", where, None))
+    w.add_rope_scaling_orig_ctx_len(cfg_int(rp, "original_max_position_embeddings", where))
+    if "beta_fast" in rp:
+        w.add_rope_scaling_yarn_beta_fast(cfg_num(rp, "beta_fast", where, None))
+    if "beta_slow" in rp:
+        w.add_rope_scaling_yarn_beta_slow(cfg_num(rp, "beta_slow", where, None))
+
+
 def write_hparams(w, arch, cfg, where):  # noqa: C901
     n_embd = cfg_int(cfg, "hidden_size", where)
+    if arch == "mamba2":
+        return write_mamba2(w, cfg, where, cfg_int(cfg, "num_hidden_layers", where), n_embd)
     n_head = cfg_int(cfg, "num_attention_heads", where)
     n_kv = cfg_int(cfg, "num_key_value_heads", where, n_head)
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
@@ -306,8 +409,25 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     else:
         rp_full, rp_swa = rp, {}
     rtype = rp_full.get("rope_type", rp_full.get("type"))
-    if rtype not in (None, "default") and not (arch == "gemma3" and rtype == "linear"):
+    if rtype not in (None, "default") and not (arch == "gemma3" and rtype == "linear") \
+            and not (arch in YARN_ARCHS and rtype == "yarn"):
         raise ConvertError(f"{where}: rope scaling '{rtype}' is not converted by tessera convert yet")
+
+    if arch in ("lfm2", "granitehybrid"):
+        w.add_block_count(n_layer)
+        w.add_context_length(SSM_CONTEXT if arch == "granitehybrid" else
+                             cfg_int(cfg, "max_position_embeddings", where))
+        w.add_embedding_length(n_embd)
+        w.add_feed_forward_length(lfm2_ff(cfg, where) if arch == "lfm2" else
+                                  cfg_int(cfg, "intermediate_size", where))
+        w.add_head_count(n_head)
+        w.add_head_count_kv([n_kv if t in ATTN_LAYER else 0 for t in layer_types(cfg, arch, n_layer, where)])
+        w.add_rope_freq_base(cfg_num(rp_full, "rope_theta", where, 10000.0))
+        w.add_layer_norm_rms_eps(cfg_num(cfg, "norm_eps" if arch == "lfm2" else "rms_norm_eps", where, 1e-5))
+        if n_expert:
+            w.add_expert_count(n_expert)
+            w.add_expert_used_count(cfg_int(cfg, "num_experts_per_tok", where))
+        return n_head, n_kv, n_expert, head_dim
 
     if arch == "phi3":
         w.add_context_length(cfg_int(cfg, "max_position_embeddings", where))
@@ -330,6 +450,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
     w.add_head_count(n_head)
     w.add_head_count_kv(n_kv)
+    if rtype == "yarn":
+        write_yarn(w, rp_full, where)
     w.add_rope_freq_base(cfg_num(rp_full, "rope_theta", where, 10000.0))
     if arch == "gemma3":
         w.add_rope_freq_base_swa(cfg_num(rp_swa, "rope_theta", where, 10000.0))
@@ -343,29 +465,90 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
         w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
-    if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch == "gemma3" or \
+    if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
             (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe")):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     return n_head, n_kv, n_expert, head_dim
 
 
+# the context length llama.cpp writes for Mamba-2 layers, whatever the config says
+SSM_CONTEXT = 1 << 20
+# a layer with attention in layer_types (lfm2, granitehybrid; transformers 5
+# spells granite's "attention" full_attention and its "mamba" linear_attention)
+ATTN_LAYER = ("full_attention", "attention")
+OTHER_LAYER = ("conv", "mamba", "linear_attention")
+
+
+def layer_types(cfg, arch, n_layer, where):
+    lt = cfg.get("layer_types")
+    if lt is None and arch == "lfm2" and isinstance(cfg.get("full_attn_idxs"), list):
+        lt = ["full_attention" if i in cfg["full_attn_idxs"] else "conv" for i in range(n_layer)]
+    if not isinstance(lt, list) or len(lt) != n_layer or not all(t in ATTN_LAYER + OTHER_LAYER for t in lt):
+        raise ConvertError(f"{where}: 'layer_types' is {lt!r}, expected {n_layer} of "
+                           f"{', '.join(ATTN_LAYER + OTHER_LAYER)}")
+    return lt
+
+
+def lfm2_ff(cfg, where):
+    """LFM2's feed-forward width: block_ff_dim, adjusted (2/3, the
+    multiplier, rounded up to block_multiple_of) as transformers does when
+    block_auto_adjust_ff_dim is set."""
+    ff = cfg_int(cfg, "block_ff_dim", where, cfg.get("intermediate_size"))
+    if cfg.get("block_auto_adjust_ff_dim"):
+        ff = int(2 * ff / 3)
+        if cfg.get("block_ffn_dim_multiplier") is not None:
+            ff = int(cfg_num(cfg, "block_ffn_dim_multiplier", where, 1.0) * ff)
+        mult = cfg_int(cfg, "block_multiple_of", where, 256)
+        ff = mult * ((ff + mult - 1) // mult)
+    return ff
+
+
+def write_mamba2(w, cfg, where, n_layer, n_embd):
+    n_heads = cfg_int(cfg, "num_heads", where)
+    w.add_context_length(SSM_CONTEXT)
+    w.add_embedding_length(n_embd)
+    w.add_feed_forward_length(0)
+    w.add_head_count(0)
+    w.add_block_count(n_layer)
+    w.add_ssm_conv_kernel(cfg_int(cfg, "conv_kernel", where, 4))
+    w.add_ssm_inner_size(cfg_int(cfg, "expand", where, 2) * n_embd)
+    w.add_ssm_state_size(cfg_int(cfg, "state_size", where))
+    w.add_ssm_time_step_rank(n_heads)
+    w.add_ssm_group_count(cfg_int(cfg, "n_groups", where, 1))
+    w.add_layer_norm_rms_eps(cfg_num(cfg, "layer_norm_epsilon", where, 1e-5))
+    return 0, 0, 0, 0
+
+
 def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     """The keys llama.cpp writes after general.file_type."""
-    if arch in ("llama", "granite", "granitemoe", "smollm3"):
+    if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3"):
         w.add_vocab_size(n_vocab)
         w.add_rope_dimension_count(head_dim)
-    if arch in ("granite", "granitemoe"):
+    if arch == "lfm2":
+        w.add_vocab_size(n_vocab)
+        w.add_shortconv_l_cache(cfg_int(cfg, "conv_L_cache", where))
+    if arch in ("granite", "granitemoe", "granitehybrid"):
         w.add_attention_scale(cfg_num(cfg, "attention_multiplier", where, 1.0))
         w.add_embedding_scale(cfg_num(cfg, "embedding_multiplier", where, 1.0))
         w.add_residual_scale(cfg_num(cfg, "residual_multiplier", where, 1.0))
         w.add_logit_scale(cfg_num(cfg, "logits_scaling", where, 1.0))
         if cfg.get("shared_intermediate_size"):
             w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_intermediate_size", where))
+    if arch == "granitehybrid":
+        w.add_ssm_conv_kernel(cfg_int(cfg, "mamba_d_conv", where, 4))
+        w.add_ssm_state_size(cfg_int(cfg, "mamba_d_state", where))
+        w.add_ssm_group_count(cfg_int(cfg, "mamba_n_groups", where, 1))
+        w.add_ssm_inner_size(cfg_int(cfg, "mamba_expand", where, 2) * cfg_int(cfg, "hidden_size", where))
+        w.add_ssm_time_step_rank(cfg_int(cfg, "mamba_n_heads", where))
+        w.add_rope_scaling_finetuned(False)
     if arch == "gemma3":
         w.add_sliding_window(cfg_int(cfg, "sliding_window", where))
     if arch == "phi3":
         w.add_sliding_window(cfg.get("sliding_window") or 0)
+    if arch == "gpt-oss":
+        w.add_sliding_window(cfg_int(cfg, "sliding_window", where))
+        w.add_expert_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
 
 
 # ------------------------------------------------------------ tokenizer
@@ -596,15 +779,25 @@ def convert(d, out, outtype, vocab_only=False):
                 add_tensor(w, name, data, outtype)
     tmap.finish()
     if not vocab_only:
-        need = ["token_embd.weight", "output_norm.weight"] + \
-            [f"blk.{i}.{'attn_qkv' if arch == 'phi3' else 'attn_q'}.weight" for i in range(n_layer)]
-        for n in need:
+        for n in needed(arch, cfg, n_layer, where):
             if n not in seen:
                 raise ConvertError(f"{d}: the weights have no tensor for '{n}'")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def needed(arch, cfg, n_layer, where):
+    """Tensors without which the file would not load: the embedding, the
+    last norm and each layer's first matrix."""
+    first = {"phi3": "attn_qkv", "mamba2": "ssm_in"}.get(arch, "attn_q")
+    kinds = [first] * n_layer
+    if arch in ("lfm2", "granitehybrid"):
+        kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")
+                 for t in layer_types(cfg, arch, n_layer, where)]
+    return ["token_embd.weight", "token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight"] + \
+        [f"blk.{i}.{k}.weight" for i, k in enumerate(kinds)]
 
 
 def add_tensor(w, name, data, outtype):

@@ -230,7 +230,13 @@ int model_hparams_load(model_hparams *hp, const gguf_file *f) {
     if (ad->no_attention) { /* one nominal head: no attention is built, the cache's cells count positions */
         hp->n_head = hp->n_head_kv = 1;
         for (int32_t il = 0; il < hp->n_layer; il++) hp->layer_recurrent[il] = true;
-        if (model_hp_int_opt(&r, "feed_forward_length", &hp->n_ff)) return -1;
+        /* no FFN: llama.cpp's converter writes 0 for Mamba-2, as if absent */
+        char key[KEY_MAX];
+        int64_t ff;
+        hp_key(&r, "feed_forward_length", key);
+        if (gguf_find_key(f, key) >= 0 && (gguf_get_int(f, key, &ff) != 0 || ff != 0) &&
+            model_hp_int(&r, "feed_forward_length", &hp->n_ff))
+            return -1;
     } else {
         if (model_hp_int(&r, "feed_forward_length", &hp->n_ff) ||
             model_hp_int(&r, "attention.head_count", &hp->n_head))

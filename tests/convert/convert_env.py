@@ -1,0 +1,56 @@
+"""What convert_hf.py and convert_archs.py share: the Python that has the
+converter's and the references' packages ($TESSERA_CONVERT_PYTHON, which
+the test re-executes itself in), llama.cpp's source tree with its
+convert_hf_to_gguf.py, both converters' command lines, and the count of
+failed checks."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+PY = os.environ.get("TESSERA_CONVERT_PYTHON") or sys.executable
+PEER = os.environ.get("TESSERA_PEER_LLAMA_CPP") or os.path.expanduser(
+    "~/.cache/tessera-peer/llama_cpp_python-0.3.36/vendor/llama.cpp")
+PEER_SCRIPT = os.path.join(PEER, "convert_hf_to_gguf.py")
+failures = 0
+
+
+def reexec():
+    """Run the calling test in $TESSERA_CONVERT_PYTHON when that is not
+    this Python (once: the environment marks the second start)."""
+    if os.path.abspath(PY) != os.path.abspath(sys.executable) and os.environ.get("TESSERA_CONVERT_REEXEC") != "1":
+        os.environ["TESSERA_CONVERT_REEXEC"] = "1"
+        os.execv(PY, [PY] + sys.argv)
+
+
+def skip(why):
+    print(f"skip: {why}")
+    sys.exit(77)
+
+
+def check(cond, msg):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", msg, flush=True)
+    return cond
+
+
+def finish():
+    print(f"{failures} failure(s)")
+    sys.exit(1 if failures else 0)
+
+
+def tessera_convert(d, out, outtype, *extra):
+    """`tessera convert D -o OUT --outtype T` with this Python as the
+    converter's."""
+    return subprocess.run([os.environ["TESSERA_BIN"], "convert", d, "-o", out, "--outtype", outtype, *extra],
+                          capture_output=True, text=True, env=dict(os.environ, TESSERA_PYTHON=PY))
+
+
+def compare_gguf(a, b):
+    """tests/lora/compare_gguf.py on two files, general.size_label aside
+    (tessera convert does not write it)."""
+    return subprocess.run([PY, os.path.join(ROOT, "tests", "lora", "compare_gguf.py"), a, b, "--ignore",
+                           "general.size_label"], capture_output=True, text=True)

@@ -8,8 +8,10 @@
 - tessera quantize --imatrix gives byte-identical files to llama-quantize
   --imatrix given the same matrix (GGUF and .dat), for every type whose
   quantizer takes the matrix, some mixtures and --include/--exclude-weights;
+- Q2_K_S and IQ3_XXS (--pure) byte-identical to llama-quantize with
+  tessera imatrix's matrix;
 - the types that need a matrix refuse without one (llama-quantize's
-  reasoning) and say Tessera cannot produce them with one; a matrix of
+  reasoning) and the grid types Tessera lacks say so with one; a matrix of
   another model, a garbage file and bad flags are one clear error;
 - a mixture-of-experts model (synth-qwen3moe, 8 experts: MUL_MAT_ID, one
   sum per expert) against llama-imatrix, and quantized with its matrix."""
@@ -106,6 +108,8 @@ def check_all(c, tmp):
 
     # both tools given the same file (llama-imatrix's, or ours in either format)
     jobs = [(ty, theirs, ["--pure"]) for ty in PURE] + [(ty, dat, []) for ty in MIXES]
+    # the grid and ~2-bit targets Tessera produces, with tessera imatrix's matrix
+    jobs += [("Q2_K_S", ours, []), ("IQ3_XXS", ours, ["--pure"])]
     jobs += [("Q4_K_M", ours, ["--include-weights", "attn_v", "--include-weights", "ffn_down"]),
              ("Q5_0", dat, ["--exclude-weights", "attn_q"])]
     # the MoE model: per-expert sums and counts, then quantized with them
@@ -149,9 +153,19 @@ def check_refusals(c, tmp, ours, text):
     rc, _, err = quantize([MODEL, out, "IQ2_XXS"])
     c.check(rc != 0 and "requires an importance matrix" in err and not os.path.exists(out),
             f"IQ2_XXS without a matrix: rc {rc}: {err[-300:]}")
+    rc, _, err = quantize([MODEL, out, "Q2_K_S"])
+    c.check(rc != 0 and "requires an importance matrix" in err and not os.path.exists(out),
+            f"Q2_K_S without a matrix: rc {rc}: {err[-300:]}")
+    rc, _, err = quantize(["--pure", MODEL, out, "IQ3_XXS"])
+    c.check(rc != 0 and "requires an importance matrix" in err and not os.path.exists(out),
+            f"IQ3_XXS without a matrix: rc {rc}: {err[-300:]}")
     rc, _, err = quantize(["--imatrix", ours, MODEL, out, "IQ1_S"])
     c.check(rc != 0 and "does not produce" in err and not os.path.exists(out),
             f"IQ1_S with a matrix: rc {rc}: {err[-300:]}")
+    # IQ3_XXS's mixture puts attention and embedding weights in IQ3_S/IQ2_S
+    rc, _, err = quantize(["--imatrix", ours, MODEL, out, "IQ3_XXS"])
+    c.check(rc != 0 and "IQ3_S" in err and "--pure" in err and not os.path.exists(out),
+            f"IQ3_XXS mixture: rc {rc}: {err[-300:]}")
     # a matrix of another model (stories260K: dim 64) names the tensor
     small = os.path.join(tmp, "stories.gguf")
     rc, _, err = imatrix(["-m", STORIES, "-f", text, "-c", "64", "--chunks", "1", "-o", small])

@@ -7,7 +7,8 @@
  *       ggml's to_float of them: ours must give the same bits;
  *   tests/data/quant-ref/quant.bin    random rows and ggml_quantize_chunk's
  *       bytes for the types Tessera produces (IQ4_NL, IQ4_XS, TQ1_0,
- *       TQ2_0, MXFP4): ours must give the same bytes.
+ *       TQ2_0, MXFP4, IQ3_XXS without a matrix): ours must give the same
+ *       bytes.
  *
  * Also: the dot products of every new type against Q8_0/Q8_K activations
  * agree with dequantize-then-multiply.
@@ -121,7 +122,7 @@ TEST(test_quantize_matches_ggml) {
         free(got);
         types++;
     }
-    EXPECT(types == 5, "quant.bin holds %d types, expected 5", types);
+    EXPECT(types == 6, "quant.bin holds %d types, expected 6", types);
     free(buf);
 }
 

@@ -20,7 +20,8 @@
  * blocks: per type, random blocks (scales kept finite and small) and
  *         ggml's dequantized floats: records of
  *         {u32 type, u32 n_blocks, bytes[n_blocks * type_size], f32[n_blocks * blck_size]}.
- * quant:  per type that quantizes without an importance matrix, random
+ * quant:  per type that quantizes without an importance matrix (IQ3_XXS
+ *         too: ggml quantizes it with x^2 weights), random
  *         rows and ggml_quantize_chunk's bytes: records of
  *         {u32 type, u32 n_rows, u32 n_per_row, f32[rows * n], bytes[...]}.
  */
@@ -178,7 +179,7 @@ static int dump_blocks(const char *path) {
 
 static int dump_quant(const char *path) {
     static const enum ggml_type types[] = {GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_TQ1_0,
-                                           GGML_TYPE_TQ2_0, GGML_TYPE_MXFP4};
+                                           GGML_TYPE_TQ2_0, GGML_TYPE_MXFP4, GGML_TYPE_IQ3_XXS};
     FILE *f = fopen(path, "wb");
     if (!f) return perror(path), 1;
     enum { ROWS = 4, N = 512 };

@@ -45,6 +45,7 @@ typedef struct quant_model_info {
     int n_expert;       /* <arch>.expert_count, 0 if none            */
     bool has_output;    /* output.weight exists (untied embeddings)  */
     int n_attention_wv; /* attn_v / attn_qkv / attn_kv_b tensors     */
+    bool has_imatrix;   /* quantizing with an importance matrix       */
 } quant_model_info;
 
 /* Counters the rules advance as tensors are visited in file order. */

@@ -109,6 +109,7 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
     const int64_t n = gguf_tensor_count(f);
     quant_model_info info;
     model_info_read(f, &info);
+    info.has_imatrix = im != NULL;
     for (int64_t i = 0; i < n; i++) {
         plan[i].info = gguf_tensor(f, i);
         plan[i].layer = tensor_layer(plan[i].info->name);
@@ -138,8 +139,9 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
                              "precision, pass --allow-requantize to do it anyway",
                              in_path, t->name, in_tr->name);
         if (!out_tr->from_f32)
-            return error_set("%s: tensor '%s': Tessera cannot produce dtype %s", in_path,
-                             t->name, out_tr->name);
+            return error_set("%s: tensor '%s': the %s mixture puts it in %s, which Tessera cannot "
+                             "produce yet (--pure keeps every weight in %s)", in_path, t->name,
+                             p->ftype->name, out_tr->name, dtype_name(target));
         if (t->ne[0] % out_tr->block_size != 0)
             return error_set("%s: tensor '%s': row length %lld is not a multiple of the %s "
                              "block size %lld",

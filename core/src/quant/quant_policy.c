@@ -30,46 +30,55 @@ static const quant_ftype ftypes[] = {
     {"IQ4_XS", 30, TSR_DTYPE_IQ4_XS, "4.25 bpw non-linear quantization", false},
     {"TQ1_0", 36, TSR_DTYPE_TQ1_0, "1.69 bpw ternarization", false},
     {"TQ2_0", 37, TSR_DTYPE_TQ2_0, "2.06 bpw ternarization", false},
+    {"IQ3_XXS", 23, TSR_DTYPE_IQ3_XXS, "3.06 bpw quantization (needs an importance matrix; --pure: its mixture needs IQ2_S/IQ3_S)", true},
+    {"Q2_K_S", 21, TSR_DTYPE_Q2_K, "K-quant mixture, 2-bit (needs an importance matrix)", true},
     /* the targets below are named so that they are refused clearly: they
      * need an importance matrix, or a quantizer Tessera does not have */
     {"IQ3_S", 26, TSR_DTYPE_IQ3_S, "3.44 bpw quantization (not produced by Tessera yet)", false},
     {"IQ3_M", 27, TSR_DTYPE_IQ3_S, "3.66 bpw quantization mix (not produced by Tessera yet)", false},
-    {"IQ3_XS", 22, TSR_DTYPE_IQ3_XXS, "3.3 bpw quantization (needs an importance matrix)", true},
-    {"IQ3_XXS", 23, TSR_DTYPE_IQ3_XXS, "3.06 bpw quantization (needs an importance matrix)", true},
+    {"IQ3_XS", 22, TSR_DTYPE_IQ3_S, "3.3 bpw quantization (needs an importance matrix)", true},
     {"IQ2_M", 29, TSR_DTYPE_IQ2_S, "2.7 bpw quantization (needs an importance matrix)", true},
     {"IQ2_S", 28, TSR_DTYPE_IQ2_S, "2.5 bpw quantization (needs an importance matrix)", true},
     {"IQ2_XS", 20, TSR_DTYPE_IQ2_XS, "2.31 bpw quantization (needs an importance matrix)", true},
     {"IQ2_XXS", 19, TSR_DTYPE_IQ2_XXS, "2.06 bpw quantization (needs an importance matrix)", true},
     {"IQ1_M", 31, TSR_DTYPE_IQ1_M, "1.75 bpw quantization (needs an importance matrix)", true},
     {"IQ1_S", 24, TSR_DTYPE_IQ1_S, "1.56 bpw quantization (needs an importance matrix)", true},
-    {"Q2_K_S", 21, TSR_DTYPE_Q2_K, "K-quant mixture, 2-bit (needs an importance matrix)", true},
     {"F16", 1, TSR_DTYPE_F16, "IEEE half precision", false},
     {"BF16", 32, TSR_DTYPE_BF16, "bfloat16", false},
     {"F32", 0, TSR_DTYPE_F32, "single precision (no quantization)", false},
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 
+/* Whether Tessera has a quantizer for the target's base type. */
+static bool ftype_produced(const quant_ftype *ft) {
+    const dtype_traits *t = dtype_traits_get(ft->default_dtype);
+    return t && (t->from_f32 || !t->quantized);
+}
+
 int quant_ftype_check(const quant_ftype *ft, bool have_imatrix) {
-    if (!ft->needs_imatrix) return 0;
-    if (have_imatrix)
-        return error_set("quantize: %s: Tessera does not produce this target yet (the IQ grid searches "
-                         "and Q2_K_S's mixture are not implemented; Tessera reads and computes the types); "
-                         "an importance matrix does not change that. Use llama-quantize --imatrix for %s, or quantize to IQ4_XS, IQ4_NL or a "
-                         "K-quant",
-                         ft->name, ft->name);
-    return error_set("quantize: %s requires an importance matrix: at this size llama-quantize's "
-                     "quantizer picks each block's grid points (or, for Q2_K_S, its scales) by how much "
-                     "each weight matters, and without that data the result is unusable, so "
-                     "llama-quantize refuses ('this quantization requires an importance matrix!'). "
-                     "Make one with 'tessera imatrix' (or llama-imatrix) and pass --imatrix FILE; note "
-                     "that Tessera does not quantize to %s itself yet (llama-quantize --imatrix does)",
-                     ft->name, ft->name);
+    const bool produced = ftype_produced(ft);
+    if (ft->needs_imatrix && !have_imatrix)
+        return error_set("quantize: %s requires an importance matrix: at this size llama-quantize's "
+                         "quantizer picks each block's grid points (or, for Q2_K_S, its scales) by how much "
+                         "each weight matters, and without that data the result is unusable, so "
+                         "llama-quantize refuses ('this quantization requires an importance matrix!'). "
+                         "Make one with 'tessera imatrix' (or llama-imatrix) and pass --imatrix FILE%s",
+                         ft->name,
+                         produced ? "" : "; note that Tessera does not quantize to this type itself yet "
+                                         "(llama-quantize --imatrix does)");
+    if (!produced)
+        return error_set("quantize: %s: Tessera does not produce this target yet (its IQ grid search "
+                         "is not implemented; Tessera reads and computes the type)%s. Use llama-quantize "
+                         "--imatrix for %s, or quantize to IQ3_XXS, IQ4_XS, IQ4_NL or a K-quant",
+                         ft->name, have_imatrix ? "; an importance matrix does not change that" : "",
+                         ft->name);
+    return 0;
 }
 
 enum {
     FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_TQ1_0 = 36, FT_TQ2_0 = 37,
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
-    FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17,
+    FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17, FT_Q2_K_S = 21, FT_IQ3_XXS = 23,
 };
 
 const quant_ftype *quant_ftype_find(const char *name) {
@@ -143,6 +152,13 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
     switch (dtype) {
     case TSR_DTYPE_Q2_K:
     case TSR_DTYPE_Q3_K:
+    case TSR_DTYPE_IQ2_XXS:
+    case TSR_DTYPE_IQ2_XS:
+    case TSR_DTYPE_IQ2_S:
+    case TSR_DTYPE_IQ3_XXS:
+    case TSR_DTYPE_IQ3_S:
+    case TSR_DTYPE_IQ1_S:
+    case TSR_DTYPE_IQ1_M:
     case TSR_DTYPE_IQ4_XS: fb = TSR_DTYPE_IQ4_NL; break;
     case TSR_DTYPE_Q4_K: fb = TSR_DTYPE_Q5_0; break;
     case TSR_DTYPE_Q5_K: fb = TSR_DTYPE_Q5_1; break;
@@ -168,9 +184,13 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         /* rows are looked up, not multiplied: the default type is fine,
          * except that ternary embeddings would lose too much */
         if (f == FT_TQ1_0 || f == FT_TQ2_0) t = TSR_DTYPE_Q4_K;
+        else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ3_S;
     } else if (contains(name, "attn_v.weight")) {
         /* V is small under GQA and its errors pass straight to the output */
         if (f == FT_Q2_K) t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
+        else if (f == FT_Q2_K_S && n_gqa >= 4) t = TSR_DTYPE_Q4_K;
+        else if (f == FT_IQ3_XXS)
+            t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : info->has_imatrix ? TSR_DTYPE_IQ3_XXS : TSR_DTYPE_IQ3_S;
         else if (f == FT_Q3_K_M) t = st->i_attention_wv < 2 ? TSR_DTYPE_Q5_K : TSR_DTYPE_Q4_K;
         else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
         else if ((f == FT_Q4_K_M || f == FT_Q5_K_M) &&
@@ -186,9 +206,16 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         st->i_attention_wv++;
     } else if (contains(name, "attn_k.weight")) {
         if (info->n_expert == 8) t = TSR_DTYPE_Q8_0;
+        else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ2_S; /* seen on llama-quantize: see docs */
+    } else if (contains(name, "attn_q.weight")) {
+        if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ2_S;
     } else if (contains(name, "ffn_down")) {
         const int i_layer = layer_of(info, st->i_ffn_down, name), n_layer = info->n_layer;
         if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
+        else if (f == FT_Q2_K_S) {
+            if (i_layer < n_layer / 8) t = TSR_DTYPE_Q4_K;
+        } else if (f == FT_IQ3_XXS && !info->has_imatrix)
+            t = i_layer < n_layer / 8 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
         else if (f == FT_Q3_K_M)
             t = i_layer < n_layer / 16 ? TSR_DTYPE_Q5_K
                 : (!falcon || use_more_bits(i_layer, n_layer)) ? TSR_DTYPE_Q4_K
@@ -209,10 +236,11 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         if (!falcon) {
             if (info->n_expert == 8) {
                 if (f == FT_Q2_K || f == FT_Q3_K_S || f == FT_Q3_K_M || f == FT_Q4_K_S ||
-                    f == FT_Q4_K_M || f == FT_IQ4_NL || f == FT_IQ4_XS)
+                    f == FT_Q4_K_M || f == FT_IQ4_NL || f == FT_IQ4_XS || f == FT_IQ3_XXS)
                     t = TSR_DTYPE_Q5_K;
             } else {
                 if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
+                else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ3_S;
                 else if (f == FT_Q3_K_M) t = TSR_DTYPE_Q4_K;
                 else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
             }

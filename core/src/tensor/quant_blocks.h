@@ -106,6 +106,7 @@ QUANT_DECLARE_W(q5_K)
 QUANT_DECLARE_W(q6_K)
 QUANT_DECLARE_W(iq4_nl)
 QUANT_DECLARE_W(iq4_xs)
+QUANT_DECLARE_W(iq3_xxs)
 #undef QUANT_DECLARE_W
 
 #define QUANT_DECLARE(t)                                                     \
@@ -130,11 +131,12 @@ QUANT_DECLARE(q5_K)
 QUANT_DECLARE(q6_K)
 QUANT_DECLARE(q8_K)
 QUANT_DECLARE(iq4_xs)
+QUANT_DECLARE(iq3_xxs) /* quant_iq_grid.c */
 QUANT_DECLARE(tq1_0)
 QUANT_DECLARE(tq2_0)
 QUANT_DECLARE(mxfp4)
 
-/* The grid IQ formats: read and dotted, not produced (see quant_iq.c). */
+/* The other grid IQ formats: read and dotted, not produced (quant_iq.c). */
 #define QUANT_DECLARE_READ(t)                                                \
     void quant_##t##_to_f32(const void *src, float *dst, int64_t n);         \
     void quant_##t##_dot(int64_t n, float *out, const void *x, const void *y);
@@ -142,7 +144,6 @@ QUANT_DECLARE(mxfp4)
 QUANT_DECLARE_READ(iq2_xxs)
 QUANT_DECLARE_READ(iq2_xs)
 QUANT_DECLARE_READ(iq2_s)
-QUANT_DECLARE_READ(iq3_xxs)
 QUANT_DECLARE_READ(iq3_s)
 QUANT_DECLARE_READ(iq1_s)
 QUANT_DECLARE_READ(iq1_m)

@@ -16,8 +16,8 @@
  *   TQ2_0:  d = amax, q = round(x/d) + 1 in 2 bits
  *   TQ1_0:  the same q packed five (four) to a byte in base 3
  *   MXFP4:  a power-of-two scale from amax, nearest E2M1 value per element
- * The grid formats need llama.cpp's importance-matrix search to produce and
- * have no quantizer here (from_f32 NULL).
+ * The grid formats' quantizers are in quant_iq_grid.c (IQ3_XXS so far); the
+ * others have none (from_f32 NULL).
  */
 #include <math.h>
 #include <stddef.h>

@@ -384,6 +384,8 @@ static int decode_prompt(chat_session *s, chat_turn_info *info) {
         if (from >= 0) common = from;
     } else {
         rc = tessera_decode(s->ctx, s->prompt.ids + common, n_new, common, 0);
+        /* the draft model reads the turn too, timed with it as llama.cpp does */
+        if (rc == 0 && s->spec.spec) rc = tessera_spec_prefill(s->spec.spec, 0, s->prompt.ids, s->prompt.n);
     }
     info->prompt_ms = now_ms() - t0;
     if (rc < 0) {

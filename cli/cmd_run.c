@@ -465,6 +465,11 @@ static int generate(const run_opts *o, tessera_model *model, tessera_context *ct
         fprintf(stderr, "tessera run: %s\n", tessera_last_error());
         goto done;
     }
+    /* the draft model reads the prompt too, timed with it as llama.cpp does */
+    if (spec && tessera_spec_prefill(spec, 0, toks, n) != 0) {
+        fprintf(stderr, "tessera run: %s\n", tessera_last_error());
+        goto done;
+    }
     cnt->n_prompt = n - from;
     cnt->prompt_ms = now_ms() - t0;
     if (rm.chunks && o->p.verbose)

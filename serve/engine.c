@@ -580,17 +580,18 @@ static void slot_action_run(serve_engine *e, serve_slot_action *a) {
         tessera_seq_remove(e->p.ctx, a->slot, 0);
         s->n_past = 0;
     } else if (a->op == SERVE_SLOT_SAVE) {
+        /* A medium's rows are in the cache, keyed in s->cached by the
+         * medium's content (serve_media_token): saved and restored as they
+         * are, so the same image after a restore reuses them and another
+         * does not, as llama-server's slot files do. */
         bool media = false;
         for (int32_t k = 0; k < s->n_past && !media; k++) media = s->cached[k] < 0;
-        if (media) { /* a slot file holds token ids: a medium's rows have none */
-            a->status = 400;
-            snprintf(a->error, sizeof a->error,
-                     "slot %d holds an image or a sound: slot files hold token ids, and saving media is not "
-                     "supported",
-                     a->slot);
-        } else if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
-            a->status = 500;
-            snprintf(a->error, sizeof a->error, "%s", tessera_last_error());
+        if (tessera_state_save_file(e->p.ctx, a->slot, a->path, s->cached, s->n_past, NULL) != 0) {
+            a->status = media ? 400 : 500; /* a medium the state cannot hold (M-RoPE grid positions) */
+            const char *why = tessera_last_error();
+            const size_t pl = strlen(a->path); /* the client named the file, not the server's folder */
+            if (!strncmp(why, a->path, pl) && !strncmp(why + pl, ": ", 2)) why += pl + 2;
+            snprintf(a->error, sizeof a->error, "slot %d: %s", a->slot, why);
         }
         a->n_tokens = s->n_past;
     } else {
@@ -599,6 +600,15 @@ static void slot_action_run(serve_engine *e, serve_slot_action *a) {
             a->status = 400;
             snprintf(a->error, sizeof a->error, "%s", tessera_last_error());
         } else {
+            bool media = false;
+            for (int32_t k = 0; k < n && !media; k++) media = s->cached[k] < 0;
+            if (media && !e->p.mtmd) { /* rows of a projector this server has not loaded */
+                tessera_seq_remove(e->p.ctx, a->slot, 0);
+                n = 0;
+                a->status = 400;
+                snprintf(a->error, sizeof a->error,
+                         "the slot file holds an image or a sound: restore it into a server started with --mmproj");
+            }
             s->n_past = n;
             a->n_tokens = n;
         }

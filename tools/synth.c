@@ -76,7 +76,7 @@ enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3, REC_QWEN35 = 4, REC_
  * projections are fused differently, plan_deltanet) */
 #define REC_IS_QWEN35(rec) ((rec) == REC_QWEN35 || (rec) == REC_QWEN35MOE || (rec) == REC_QWEN3NEXT)
 static const synth_arch synth_rec_archs[] = {
-    {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL | MOE_SHARED, 0, 0},
     {"qwen35", 0, 0, 0, 0, 1, 0, 0, 0, 0},
     {"qwen35moe", 0, 0, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0, 0},
     {"qwen3next", 0, 0, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0, 0},
@@ -148,12 +148,12 @@ static void usage(FILE *out) {
             "  --head-dim N          head size (default dim/heads; written as key_length)\n"
             "  --rope-dims N         rotated dims per head (default: the head size)\n"
             "  --experts N           experts per MoE layer (qwen3moe, olmoe, granitemoe:\n"
-            "                        default 8; llama: none unless given, Mixtral-style)\n"
+            "                        default 8; llama, granitehybrid: none unless given)\n"
             "  --experts-used N      experts each token is routed to (default 2)\n"
             "  --expert-ffn N        an expert's feed-forward size (qwen3moe, written as\n"
             "                        expert_feed_forward_length; default --ffn / experts\n"
             "                        used; the other families' experts are --ffn wide)\n"
-            "  --shared-ffn N        granitemoe: a shared expert of this size beside the\n"
+            "  --shared-ffn N        granitemoe, granitehybrid: a shared expert of this size beside the\n"
             "                        routed ones (default none); qwen2moe: its gated\n"
             "                        shared expert's size (default --ffn)\n"
             "  --vocab N             vocabulary size (default: the source's)\n"
@@ -650,8 +650,8 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
         if (rec != REC_MAMBA2)
             T(REC_IS_QWEN35(rec) ? "post_attention_norm.weight" : "ffn_norm.weight", 1, E, 1, NORM);
         if (o->experts) {
-            /* qwen35moe: the router (F32), the experts stacked, the shared
-             * expert and its sigmoid gate */
+            /* qwen35moe, granitehybrid: the router (F32), the experts
+             * stacked, the shared expert (with qwen35moe's sigmoid gate) */
             const int64_t X = o->experts, Fx = o->expert_ffn, Fs = o->shared_ffn;
             TF("ffn_gate_inp.weight", 2, E, X, s_in);
             snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_exps.weight", il);
@@ -660,10 +660,12 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
             if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
             snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_down_exps.weight", il);
             if (add_tensor_3d(ts, n, name, base, Fx, E, X, 1.0f / sqrtf((float)Fx))) return -1;
-            T("ffn_gate_inp_shexp.weight", 1, E, 1, s_in);
-            T("ffn_gate_shexp.weight", 2, E, Fs, s_in);
-            T("ffn_up_shexp.weight", 2, E, Fs, s_in);
-            T("ffn_down_shexp.weight", 2, Fs, E, 1.0f / sqrtf((float)Fs));
+            if (Fs && (o->sa->moe & MOE_SHARED_GATE)) T("ffn_gate_inp_shexp.weight", 1, E, 1, s_in);
+            if (Fs) {
+                T("ffn_gate_shexp.weight", 2, E, Fs, s_in);
+                T("ffn_up_shexp.weight", 2, E, Fs, s_in);
+                T("ffn_down_shexp.weight", 2, Fs, E, 1.0f / sqrtf((float)Fs));
+            }
         } else if (rec != REC_MAMBA2) {
             T("ffn_gate.weight", 2, E, F, s_in);
             T("ffn_up.weight", 2, E, F, s_in);

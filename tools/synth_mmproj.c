@@ -205,7 +205,10 @@ static void usage(FILE *fp) {
             "  --projector ultravox  an audio mmproj: Whisper encoder (--dim, --layers,\n"
             "                      --heads, --ffn) and Ultravox's projector onto --proj-dim;\n"
             "                      --mel N mel bins (128), --stack N frames stacked (8),\n"
-            "                      --proj-hidden N the projector's first linear (256)\n");
+            "                      --proj-hidden N the projector's first linear (256)\n"
+            "  --projector voxtral   an audio mmproj: the same Whisper encoder and Voxtral's\n"
+            "                      projector (frames stacked, linear, GELU, linear) onto\n"
+            "                      --proj-dim; --mel, --stack, --proj-hidden as for ultravox\n");
 }
 
 int main(int argc, char **argv) {
@@ -267,16 +270,16 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (!strcmp(o.projector, "ultravox")) {
-        ao.out = o.out, ao.dim = o.dim, ao.layers = o.layers, ao.heads = o.heads, ao.ffn = o.ffn;
+    if (!strcmp(o.projector, "ultravox") || !strcmp(o.projector, "voxtral")) {
+        ao.out = o.out, ao.projector = o.projector, ao.dim = o.dim, ao.layers = o.layers, ao.heads = o.heads, ao.ffn = o.ffn;
         ao.proj = o.proj, ao.seed = o.seed;
         if (ao.n_mel < 1 || ao.stack < 1 || ao.proj_hidden < 2 || ao.proj_hidden % 2 || o.heads < 1 ||
             o.dim % o.heads || o.layers < 1) {
-            fprintf(stderr, "tessera-synth-mmproj: ultravox: --mel, --stack and --layers must be positive, "
-                            "--proj-hidden even, --dim a multiple of --heads\n");
+            fprintf(stderr, "tessera-synth-mmproj: %s: --mel, --stack and --layers must be positive, "
+                            "--proj-hidden even, --dim a multiple of --heads\n", o.projector);
             return 2;
         }
-        if (synth_mmproj_ultravox(&ao) != 0) {
+        if (synth_mmproj_audio(&ao) != 0) {
             fprintf(stderr, "tessera-synth-mmproj: %s\n", error_get());
             return 1;
         }
@@ -299,7 +302,7 @@ int main(int argc, char **argv) {
         strcmp(o.projector, "idefics3") != 0) {
         fprintf(stderr,
                 "tessera-synth-mmproj: --projector: '%s' is not one of: mlp, gemma3, qwen2vl_merger, "
-                "qwen2.5vl_merger, idefics3, ultravox\n",
+                "qwen2.5vl_merger, idefics3, ultravox, voxtral\n",
                 o.projector);
         return 2;
     }

@@ -1,11 +1,12 @@
 /*
- * tessera-synth-mmproj --projector ultravox: a synthetic audio mmproj as
- * llama.cpp writes one for Ultravox: a Whisper encoder (two 1-D
- * convolutions, learned positions, pre-norm blocks, a final norm) and
- * Ultravox's projector (frames stacked, RMS norm, linear, SwiGLU, RMS
- * norm, linear), random (seeded) weights. llama.cpp's llama-mtmd-cli loads
- * it (the key and tensor names were found by its load errors and the names
- * its library holds; tests/data/mm/README.md).
+ * tessera-synth-mmproj --projector ultravox|voxtral: a synthetic audio
+ * mmproj as llama.cpp writes one: a Whisper encoder (two 1-D convolutions,
+ * learned positions, pre-norm blocks, a final norm) and the projector:
+ * Ultravox's (frames stacked, RMS norm, linear, SwiGLU, RMS norm, linear)
+ * or Voxtral's (frames stacked, linear, GELU, linear; no biases), random
+ * (seeded) weights. llama.cpp's llama-mtmd-cli loads both (the key and
+ * tensor names were found by its load errors, the names its library holds
+ * and gguf-py's tables; tests/data/mm/README.md).
  */
 #include "synth_mmproj_audio.h"
 
@@ -78,18 +79,22 @@ static int ln(abufs *t, const char *name, int64_t dim, bool bias) {
     return put(t, n, 0, 1, dim, 1, 1, 0.0, 0.05);
 }
 
-int synth_mmproj_ultravox(const synth_audio_opts *o) {
+int synth_mmproj_audio(const synth_audio_opts *o) {
+    const bool voxtral = !strcmp(o->projector, "voxtral");
     gguf_writer *w = gguf_writer_new();
     abufs t = {w, (uint64_t)o->seed, {0}, 0};
     int rc = -1;
     const int64_t D = o->dim, M = o->n_mel, S = o->stack, H = o->proj_hidden;
+    const size_t plen = strlen(o->projector);
+    char name[64];
+    snprintf(name, sizeof name, "synth-mmproj-%s", o->projector);
     gguf_writer_set_str(w, "general.architecture", "clip", 4);
-    gguf_writer_set_str(w, "general.name", "synth-mmproj-ultravox", 21);
+    gguf_writer_set_str(w, "general.name", name, strlen(name));
     gguf_writer_set_u32(w, "general.file_type", 0);
     gguf_writer_set_bool(w, "clip.has_vision_encoder", false);
     gguf_writer_set_bool(w, "clip.has_audio_encoder", true);
-    gguf_writer_set_str(w, "clip.projector_type", "ultravox", 8);
-    gguf_writer_set_str(w, "clip.audio.projector_type", "ultravox", 8);
+    gguf_writer_set_str(w, "clip.projector_type", o->projector, plen);
+    gguf_writer_set_str(w, "clip.audio.projector_type", o->projector, plen);
     gguf_writer_set_bool(w, "clip.use_gelu", true);
     gguf_writer_set_u32(w, "clip.audio.num_mel_bins", (uint32_t)M);
     gguf_writer_set_u32(w, "clip.audio.embedding_length", (uint32_t)D);
@@ -124,9 +129,12 @@ int synth_mmproj_ultravox(const synth_audio_opts *o) {
         if (ln(&t, n, D, true) != 0) goto done;
     }
     if (ln(&t, "a.post_ln", D, true) != 0) goto done;
-    if (ln(&t, "mm.a.norm_pre", D * S, false) != 0 || lin(&t, "mm.a.mlp.1", D * S, H, false) != 0 ||
-        ln(&t, "mm.a.norm_mid", H / 2, false) != 0 || lin(&t, "mm.a.mlp.2", H / 2, o->proj, false) != 0)
+    if (voxtral) { /* frames stacked, linear, GELU, linear; no biases */
+        if (lin(&t, "mm.a.mlp.1", D * S, H, false) != 0 || lin(&t, "mm.a.mlp.2", H, o->proj, false) != 0) goto done;
+    } else if (ln(&t, "mm.a.norm_pre", D * S, false) != 0 || lin(&t, "mm.a.mlp.1", D * S, H, false) != 0 ||
+               ln(&t, "mm.a.norm_mid", H / 2, false) != 0 || lin(&t, "mm.a.mlp.2", H / 2, o->proj, false) != 0) {
         goto done;
+    }
     rc = gguf_writer_write_file(w, o->out);
 done:
     gguf_writer_free(w);

@@ -262,6 +262,22 @@ static void check_seq(tessera_model *m) {
                          tessera_state_load(b, 70, st, len, "seq-state", got, MAX_TOK, &ng, NULL),
                  "sequence 70", "sequence 70");
     free(st);
+    /* a negative token (a medium's row, as tessera serve keys them) is kept;
+     * one past the vocabulary is a hostile file */
+    for (int k = 0; k < 2; k++) {
+        tessera_token odd[MAX_TOK];
+        memcpy(odd, toks, (size_t)n * sizeof *odd);
+        odd[1] = k == 0 ? -12345 : tessera_model_n_vocab(m);
+        st = tessera_state_save(a, 1, odd, n, NULL, &len);
+        EXPECT(st, "save with token %d: %s", odd[1], tessera_last_error());
+        int rc = st ? tessera_state_load(b, 3, st, len, "odd-token", got, MAX_TOK, &ng, NULL) : -1;
+        if (k == 0)
+            EXPECT(rc == 0 && ng == n && !memcmp(got, odd, (size_t)n * sizeof *got), "a media token restored: %s",
+                   rc ? tessera_last_error() : "tokens differ");
+        else
+            expect_error(rc, "a token past the vocabulary", "outside the vocabulary");
+        free(st);
+    }
     tessera_context_free(a);
     tessera_context_free(b);
 }

@@ -4,8 +4,9 @@ after the image is llama.cpp's (libmtmd's greedy ids of
 tests/data/mm/synth-llava-sq56.json, synth-gemma3-sq224.json,
 synth-qwen2vl-sq224.json / -wide.json and synth-idefics3-wide.json, spelled
 with the model's own vocabulary), and after a sound with --audio on the
-Ultravox pair (synth-ultravox-tones3.json, -tones31.json); and the media flags' errors: one clear line naming the flag or
-the file, a non-zero exit, no crash."""
+Ultravox and Voxtral pairs (synth-ultravox-tones3.json, -tones31.json,
+synth-voxtral-tones3.json, -tones31.json); and the media flags' errors: one
+clear line naming the flag or the file, a non-zero exit, no crash."""
 import json
 import os
 import re
@@ -121,28 +122,32 @@ for args, word in [(["--image", IMG], "--mmproj"), (["--mmproj", PROJ], "--image
     rc, out, err = run(["bench", "-m", MODEL, "-p", "0", "-n", "0", "-r", "1"] + args)
     c.check(rc != 0 and not crashed(rc, err) and word in err, f"bench {args}: exit {rc}: {err!r}")
 
-# Ultravox: --audio, the greedy text after the sound is llama.cpp's (up to
-# the first near-tie: a gap under 0.01 between its best two logits)
+# Ultravox and Voxtral: --audio, the greedy text after the sound is
+# llama.cpp's (up to the first near-tie: a gap under 0.01 between its best
+# two logits); Voxtral's prompt has [BEGIN_AUDIO] before the sound
 UV = (os.path.join(build, "synth-ultravox-f32.gguf"), os.path.join(build, "mmproj-synth-ultravox-f32.gguf"))
-require(*UV)
+VX = (os.path.join(build, "synth-voxtral-f32.gguf"), os.path.join(build, "mmproj-synth-voxtral-f32.gguf"))
+require(*UV, *VX)
 for secs in ["3", "31"]:
     wav = os.path.join(tmp, f"tones{secs}.wav")
     rc = os.system(f"python3 '{os.path.join(data, 'make_wav.py')}' '{wav}' {secs}")
     c.check(rc == 0, f"make_wav.py {secs}: {rc}")
-    gold = json.load(open(os.path.join(data, f"synth-ultravox-tones{secs}.json")))
-    n = len(gold["greedy"])
-    for i, m in enumerate(gold["greedy_margin"]):
-        if m < 0.01:
-            n = i + 1  # this token is still llama.cpp's best, the next may not be
-            break
-    want = spell(gold["greedy"][:n], UV[0])
-    for dev in ["ref", "cpu-avx0"] if secs == "3" else ["cpu-avx0"]:
-        rc, out, err = run(["run", "-m", UV[0], "--mmproj", UV[1], "--audio", wav, "-p", "<__media__>Once upon a time",
-                            "-n", str(n), "--temp", "0", "-dev", dev, "--no-echo", "-c", "1024"])
-        if dev != "ref" and "cpu-avx0" in err and rc != 0:
-            continue
-        c.check(rc == 0, f"ultravox {secs} s {dev}: exit {rc}: {err}")
-        c.check(out.rstrip("\n") == want, f"ultravox {secs} s {dev}: {out!r} is not llama.cpp's {want!r}")
+    for fam, pair in [("ultravox", UV), ("voxtral", VX)]:
+        gold = json.load(open(os.path.join(data, f"synth-{fam}-tones{secs}.json")))
+        n = len(gold["greedy"])
+        for i, m in enumerate(gold["greedy_margin"]):
+            if m < 0.01:
+                n = i + 1  # this token is still llama.cpp's best, the next may not be
+                break
+        want = spell(gold["greedy"][:n], pair[0])
+        for dev in ["ref", "cpu-avx0"] if secs == "3" else ["cpu-avx0"]:
+            rc, out, err = run(["run", "-m", pair[0], "--mmproj", pair[1], "--audio", wav, "-p",
+                                "<__media__>Once upon a time", "-n", str(n), "--temp", "0", "-dev", dev,
+                                "--no-echo", "-c", "1024"])
+            if dev != "ref" and "cpu-avx0" in err and rc != 0:
+                continue
+            c.check(rc == 0, f"{fam} {secs} s {dev}: exit {rc}: {err}")
+            c.check(out.rstrip("\n") == want, f"{fam} {secs} s {dev}: {out!r} is not llama.cpp's {want!r}")
 WAV3 = os.path.join(tmp, "tones3.wav")
 with open(WAV3, "rb") as f:
     wav = f.read()
@@ -155,6 +160,7 @@ for args, word in [
     (["run"] + UP + ["--image", IMG], "an image"),
     (["run"] + P + ["--mmproj", PROJ, "--audio", WAV3], "a sound"),
     (["run"] + UP + ["--audio", WAV3, "-c", "256"], "context"),
+    (["run"] + P + ["--mmproj", VX[1], "--audio", WAV3], "mm.a.mlp.2.weight"),  # 64 wide, the model 128
 ]:
     rc, out, err = run(args)
     lines = [l for l in err.splitlines() if l.strip()]

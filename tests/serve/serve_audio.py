@@ -1,5 +1,6 @@
-"""Sounds in requests to tessera serve --mmproj, on the synthetic Ultravox
-pair (tests/mtmd builds it; tests/data/mm/README.md): an OpenAI input_audio
+"""Sounds in requests to tessera serve --mmproj, on a synthetic audio pair
+(Ultravox's, or FAMILY's: voxtral; tests/mtmd builds them;
+tests/data/mm/README.md): an OpenAI input_audio
 part and /completion's multimodal_data give exactly the greedy text of
 `tessera run --mmproj ... --audio ...` on the same prompt (the chat
 template's, from /apply-template), through the official `openai` client too
@@ -9,7 +10,7 @@ are NaN) are 400s naming the part
 and the next request is served; an image for this audio-only projector is a
 400; /props and /v1/models report audio.
 
-Usage: serve_audio.py MM_BUILD_DIR MM_DATA_DIR"""
+Usage: serve_audio.py MM_BUILD_DIR MM_DATA_DIR [FAMILY]"""
 import base64
 import os
 import struct
@@ -21,8 +22,9 @@ from serve_common import BIN, Server, error_body, expect, main
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else ""
 DATA = sys.argv[2] if len(sys.argv) > 2 else ""
-MODEL = os.path.join(BUILD, "synth-ultravox-f32.gguf")
-PROJ = os.path.join(BUILD, "mmproj-synth-ultravox-f32.gguf")
+FAMILY = sys.argv[3] if len(sys.argv) > 3 else "ultravox"
+MODEL = os.path.join(BUILD, "synth-%s-f32.gguf" % FAMILY)
+PROJ = os.path.join(BUILD, "mmproj-synth-%s-f32.gguf" % FAMILY)
 TMP = tempfile.mkdtemp(prefix="tessera-serve-audio-")
 WAV = os.path.join(TMP, "tones3.wav")
 N = 8

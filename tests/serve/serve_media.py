@@ -143,13 +143,59 @@ def test_same_text_every_shape():
         text = "".join(c.get("text", "") for o in obj["output"] if o["type"] == "message" for c in o["content"])
         expect(text == want_chat, "responses input_image: %r, tessera run %r" % (text, want_chat))
 
-        # a slot holding an image is not saved (slot files hold token ids)
-        st, obj = srv.json("POST", "/slots/0?action=save", {"filename": "m.bin"})
-        expect(st == 400 and "image" in str(obj), "saving a slot with an image: %d %r" % (st, obj))
         # the chat request again: its image and prefix come from the cache
         st, obj = srv.json("POST", "/v1/chat/completions", chat_body(data_url(SQ)))
         expect(st == 200 and obj["choices"][0]["message"]["content"] == want_chat, "chat again: %r" % obj)
         expect(obj["timings"]["prompt_n"] == 1, "chat again was not reused: %r" % obj["timings"])
+
+
+def test_slot_save_with_image():
+    """As llama-server does: a slot holding an image is saved and restored;
+    after a restore the same image reuses the restored cache past it (the
+    text is the image's own), another image reuses nothing past BOS (and
+    gets its own text). A slot file with an image restored into a server
+    without --mmproj is a 400 naming the flag, and a Qwen-VL slot (M-RoPE
+    positions) a 400 on save that does not show the server's folder."""
+    want_sq = run_text("<__media__>Once upon a time", SQ)
+    want_wide = run_text("<__media__>Once upon a time", WIDE)
+    slot_dir = tempfile.mkdtemp(prefix="tessera-serve-media-slots-")
+    with Server("-dev", "ref", "--mmproj", PROJ, "--parallel", "1", "-c", "512", "--slot-save-path", slot_dir,
+                model=MODEL) as srv:
+        st, obj = srv.json("POST", "/completion", completion_body([b64(SQ)]))
+        expect(st == 200 and obj["content"] == want_sq, "completion: %d %r" % (st, obj))
+        n_prompt = obj["timings"]["prompt_n"] + obj["timings"]["cache_n"]
+        st, obj = srv.json("POST", "/slots/0?action=save", {"filename": "sq.bin"})
+        expect(st == 200 and obj["n_saved"] >= n_prompt, "saving a slot with an image: %d %r" % (st, obj))
+        n_saved = obj["n_saved"]
+        for img, want in ((SQ, want_sq), (WIDE, want_wide), (SQ, want_sq)):
+            st, obj = srv.json("POST", "/slots/0?action=erase")
+            expect(st == 200, "erase: %d %r" % (st, obj))
+            st, obj = srv.json("POST", "/slots/0?action=restore", {"filename": "sq.bin"})
+            expect(st == 200 and obj["n_restored"] == n_saved, "restore: %d %r" % (st, obj))
+            st, obj = srv.json("POST", "/completion", completion_body([b64(img)]))
+            expect(st == 200 and obj["content"] == want, "%s after a restore: %d %r, tessera run %r" %
+                   (os.path.basename(img), st, obj.get("content"), want))
+            t = obj["timings"]
+            if img == SQ:
+                expect(t["cache_n"] == n_prompt - 1 and t["prompt_n"] == 1,
+                       "the saved image was not reused after a restore: %r" % t)
+            else:
+                expect(t["cache_n"] <= 1, "another image reused the restored one: %r" % t)
+    with Server("-dev", "ref", "--parallel", "1", "-c", "512", "--slot-save-path", slot_dir, model=MODEL) as srv:
+        st, obj = srv.json("POST", "/slots/0?action=restore", {"filename": "sq.bin"})
+        expect(st == 400 and "--mmproj" in error_body(obj, "restore without --mmproj")["message"],
+               "restore without --mmproj: %d %r" % (st, obj))
+        st, obj = srv.json("POST", "/completion", {"prompt": "Once upon a time", "n_predict": 2})
+        expect(st == 200, "served after the refused restore: %d %r" % (st, obj))
+    # a Qwen-VL image's M-RoPE grid positions are not in a state: a 400 saying so
+    qm, qp = os.path.join(BUILD, "synth-qwen2vl-f32.gguf"), os.path.join(BUILD, "mmproj-synth-qwen2vl-f32.gguf")
+    with Server("-dev", "ref", "--mmproj", qp, "--parallel", "1", "-c", "512", "--slot-save-path", slot_dir,
+                model=qm) as srv:
+        st, obj = srv.json("POST", "/completion", dict(completion_body([b64(SQ)]), n_predict=2))
+        expect(st == 200, "qwen completion: %d %r" % (st, obj))
+        st, obj = srv.json("POST", "/slots/0?action=save", {"filename": "q.bin"})
+        msg = error_body(obj, "saving a Qwen-VL slot")["message"] if st != 200 else ""
+        expect(st == 400 and "M-RoPE" in msg and slot_dir not in msg, "saving a Qwen-VL slot: %d %r" % (st, obj))
 
 
 def test_image_in_tiles():
@@ -361,5 +407,6 @@ if __name__ == "__main__":
             skip("missing " + p)
     main([("same_text_every_shape", test_same_text_every_shape), ("two_slots_at_once", test_two_slots_at_once),
           ("bad_media", test_bad_media), ("image_in_tiles", test_image_in_tiles),
+          ("slot_save_with_image", test_slot_save_with_image),
           ("without_projector", test_without_projector),
           ("llama_server_side_by_side", test_llama_server_side_by_side)])

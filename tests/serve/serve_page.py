@@ -213,6 +213,39 @@ class Page:
         expect(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, "screenshot is not a PNG")
 
 
+def check_settings(page):
+    """The Settings dialog: the server's defaults as placeholders, a value
+    that does not parse refused naming its field, and the values saved sent
+    with the next message (and honoured: n_predict 5 gives 5 tokens)."""
+    page.eval("document.getElementById('open-settings').click()")
+    page.wait("document.getElementById('settings').open", 10, "Settings did not open")
+    ph = page.eval("[document.getElementById('set-dry_base').placeholder, document.getElementById('set-samplers').placeholder]")
+    expect(ph and ph[0] == "1.75" and ph[1].startswith("penalties;dry;"), "the defaults shown: %r" % (ph,))
+    page.eval("document.getElementById('set-top_k').value = 'abc'; document.getElementById('settings-save').click()")
+    err = page.eval("document.getElementById('settings-error').textContent")
+    expect("top_k" in err and page.eval("document.getElementById('settings').open"),
+           "a bad top_k was taken: %r" % err)
+    values = {"top_k": "", "n_predict": "5", "temperature": "0", "samplers": "top_k;temperature", "seed": "7",
+              "dry_multiplier": "0.8", "dry_sequence_breakers": '["\\n", ":"]', "xtc_probability": "0.5",
+              "mirostat": "0"}
+    page.eval("(() => { const v = %s; for (const k in v) document.getElementById('set-' + k).value = v[k];"
+              " document.getElementById('settings-save').click(); })()" % json.dumps(values))
+    expect(not page.eval("document.getElementById('settings').open"), "Settings did not close on Save")
+    page.type_and_enter("Name a colour.")
+    state = page.last_exchange()
+    body = page.eval("JSON.stringify(lastBody)")
+    body = json.loads(body) if body else {}
+    want = {"n_predict": 5, "temperature": 0, "samplers": ["top_k", "temperature"], "seed": 7,
+            "dry_multiplier": 0.8, "dry_sequence_breakers": ["\n", ":"], "xtc_probability": 0.5, "mirostat": 0}
+    for k, v in want.items():
+        expect(body.get(k) == v, "the request's %s: %r, want %r" % (k, body.get(k), v))
+    expect("top_k" not in body, "an emptied field was sent: %r" % body)
+    expect(not state.get("error") and state.get("done"), "the reply with settings: %r" % state)
+    expect(state.get("status", "").startswith("5 tokens"), "n_predict 5 not honoured: %r" % state)
+    saved = page.eval("localStorage.getItem('tessera-sampling')")
+    expect(saved and json.loads(saved).get("seed") == 7, "the settings were not kept: %r" % saved)
+
+
 def test_page():
     # -n 256: a sampled 135M model may ramble to the end of its context,
     # over 4 minutes under the sanitizers (it did once); the page shows a
@@ -234,6 +267,7 @@ def test_page():
             expect(len(state.get("text", "").strip()) > 0, "the answer is empty: %r" % state)
             expect(state.get("chunks", 0) > 1, "the answer did not stream (one chunk): %r" % state)
             expect("tokens/s" in state.get("status", ""), "no speed under the answer: %r" % state)
+            check_settings(page)
             # No --mmproj: the page has no Attach button, and a dropped image
             # is refused on the page, saying why, not sent.
             expect(page.eval("document.getElementById('attach').hidden") is True, "Attach shown without --mmproj")

@@ -40,6 +40,9 @@
 enum { N_GEN = 48, MAX_TOK = 512 };
 
 static const char *g_dev = "ref";
+/* generate() hands the prompt to the draft model with tessera_spec_prefill
+ * before the first step (as tessera run and chat do) */
+static bool g_prefill;
 
 static tessera_model *load(const char *name) {
     harness_path path = harness_model_file(name);
@@ -73,6 +76,7 @@ static int32_t generate(tessera_model *m, tessera_context *ctx, tessera_spec *sp
     tessera_sampler *smp = new_sampler(m, seed, greedy);
     for (int32_t i = 0; i < n; i++) tessera_sampler_accept(smp, toks[i]);
     REQUIRE(tessera_decode(ctx, toks, n, 0, 0) == 0, "prompt: %s", tessera_last_error());
+    if (spec && g_prefill) REQUIRE(tessera_spec_prefill(spec, 0, toks, n) == 0, "prefill: %s", tessera_last_error());
     int32_t n_out = 0;
     tessera_token t = tessera_sampler_sample(smp, tessera_logits(ctx, -1));
     tessera_sampler_accept(smp, t);
@@ -160,6 +164,37 @@ TEST(test_quantized_draft) {
         snprintf(what, sizeof what, "synth-s f32 with its Q4_0, sampling, seed %u", seed);
         compare(what, tm, dm, &sp, PROMPT, seed, false);
     }
+    tessera_model_free(tm);
+    tessera_model_free(dm);
+}
+
+/* The draft read the prompt beforehand: the same text, and the first
+ * step's catch-up is the one token sampled since. */
+TEST(test_prefilled_draft) {
+    tessera_model *tm = load("synth-s-f32"), *dm = load("synth-s-Q4_0");
+    tessera_spec_params sp = tessera_spec_default_params();
+    sp.p_min = 0.0f;
+    sp.n_max = 4;
+    g_prefill = true;
+    compare("synth-s f32 with its Q4_0, draft prefilled", tm, dm, &sp, PROMPT, 1, true);
+    g_prefill = false;
+    tessera_context *tc = new_ctx(tm), *dc = new_ctx(dm);
+    tessera_spec *spec = tessera_spec_new(tc, dc, &sp);
+    REQUIRE(spec, "spec: %s", tessera_last_error());
+    tessera_token toks[MAX_TOK];
+    const int32_t n = tessera_tokenize(tm, PROMPT, strlen(PROMPT), toks, MAX_TOK, true, false);
+    REQUIRE(n > 1, "prompt: %d tokens", n);
+    EXPECT(tessera_spec_prefill(spec, 0, toks, n) == 0, "prefill: %s", tessera_last_error());
+    EXPECT(tessera_seq_len(dc, 0) == n, "the draft holds %d of %d prompt tokens", tessera_seq_len(dc, 0), n);
+    /* again with the same text: nothing but the last token is read again */
+    EXPECT(tessera_spec_prefill(spec, 0, toks, n) == 0, "prefill again: %s", tessera_last_error());
+    EXPECT(tessera_seq_len(dc, 0) == n, "the draft holds %d after a second prefill, want %d", tessera_seq_len(dc, 0),
+           n);
+    EXPECT(tessera_spec_prefill(spec, TESSERA_MAX_SEQ, toks, n) != 0, "a sequence out of range was taken");
+    EXPECT(strstr(tessera_last_error(), "sequence") != NULL, "error: %s", tessera_last_error());
+    tessera_spec_free(spec);
+    tessera_context_free(tc);
+    tessera_context_free(dc);
     tessera_model_free(tm);
     tessera_model_free(dm);
 }
@@ -293,5 +328,6 @@ FIXTURE(teardown) {
 }
 
 HARNESS_MAIN_GROUP("spec", setup, teardown, HARNESS_TEST(test_self_draft), HARNESS_TEST(test_quantized_draft),
-                   HARNESS_TEST(test_other_draft), HARNESS_TEST(test_useless_draft_backs_off),
+                   HARNESS_TEST(test_prefilled_draft), HARNESS_TEST(test_other_draft),
+                   HARNESS_TEST(test_useless_draft_backs_off),
                    HARNESS_TEST(test_ngram), HARNESS_TEST(test_vocab_mismatch))

@@ -258,14 +258,26 @@ static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
         } else if (tessera_mtmd_chunks_n_tokens(ch->chunks) != n) {
             PyErr_SetString(PyExc_ValueError, "tokens are not chunks.tokens()");
         } else if (ctx_make_sampler(self, &sp, bias, gbnf, schema, json_object, text, nt) == 0) {
+            /* with reuse_prefix, the positions the cache holds already (a
+             * medium matches by its content, and is kept or decoded whole) */
+            int32_t common = 0;
+            while (reuse_prefix && common < self->n_tokens && common < n && self->tokens[common] == prompt[common])
+                common++;
+            if (common == n) common = n - 1; /* the last token's logits are needed */
+            for (int32_t c = 0, at = 0; c < tessera_mtmd_chunks_count(ch->chunks); c++) {
+                const int32_t cn = tessera_mtmd_chunk_n_tokens(ch->chunks, c);
+                if (tessera_mtmd_chunk_type(ch->chunks, c) != TESSERA_CHUNK_TEXT && common > at && common < at + cn)
+                    common = at;
+                at += cn;
+            }
             self->pending = -1;
             self->nq = self->qi = 0;
             self->n_generated = 0;
             self->max_tokens = max_tokens;
             self->n_tokens = 0;
-            tessera_kv_truncate(self->ctx, 0);
+            tessera_kv_truncate(self->ctx, common);
             Py_BEGIN_ALLOW_THREADS
-            rc = tessera_mtmd_eval_chunks(ch->proj->mm, self->ctx, ch->chunks, 0, &n_past);
+            rc = tessera_mtmd_eval_chunks_from(ch->proj->mm, self->ctx, ch->chunks, 0, common, &n_past);
             Py_END_ALLOW_THREADS
             if (rc != 0 || n_past != n) {
                 tessera_kv_truncate(self->ctx, 0);
@@ -275,7 +287,7 @@ static PyObject *ctx_start(pyt_context *self, PyObject *args, PyObject *kw) {
                  * a later reuse_prefix stops before a different medium */
                 memcpy(self->tokens, prompt, (size_t)n * sizeof *prompt);
                 self->n_tokens = n;
-                result = PyLong_FromLong(n);
+                result = PyLong_FromLong(n - common);
             }
         }
         free(text);

@@ -350,7 +350,8 @@ def chat(session, messages, tools=None, tool_choice="auto", response_format=None
     return dict(base, object="chat.completion",
                 choices=[{"index": 0, "message": msg, "logprobs": None, "finish_reason": finish}],
                 usage={"prompt_tokens": it.n_prompt, "completion_tokens": it.n_generated,
-                       "total_tokens": it.n_prompt + it.n_generated})
+                       "total_tokens": it.n_prompt + it.n_generated,
+                       "prompt_tokens_details": {"cached_tokens": it.n_cached}})
 
 
 def _chunks(session, it, tools, base):

@@ -174,7 +174,8 @@ class Stream:
     """An iterator of text pieces from one generation. After it ends,
     finish_reason is "stop" (end of generation or a stop string) or
     "length" (max_tokens or the context), and n_prompt / n_generated count
-    tokens. Starting another generation on the same Session ends it; while
+    tokens (n_cached: of the prompt's, those the session's prefix cache
+    held, so not decoded again). Starting another generation on the same Session ends it; while
     it runs, another thread cannot use its Session (RuntimeError), though
     the stream itself may be handed to another thread to finish."""
 
@@ -187,6 +188,7 @@ class Stream:
         self._done = False
         self.finish_reason = None
         self.n_prompt = 0
+        self.n_cached = 0
         self.n_generated = 0
         self.tokens = []
 
@@ -382,14 +384,15 @@ class Session:
             stream = Stream(self, self._generation, [s for s in (stop or []) if s])
             self._stream = weakref.ref(stream)
             self._tune_threads()
-            self._ctx.start(tokens, -1 if max_tokens is None else max_tokens,
-                            reuse_prefix=self.prefix_cache, chunks=_chunks, **args)
+            n_decoded = self._ctx.start(tokens, -1 if max_tokens is None else max_tokens,
+                                        reuse_prefix=self.prefix_cache, chunks=_chunks, **args)
         except BaseException:
             stream._done = True
             raise
         finally:
             self._release()
         stream.n_prompt = len(tokens)
+        stream.n_cached = len(tokens) - n_decoded
         return stream
 
     def generate(self, prompt, max_tokens=128, stream=False, stop=None, **sampling):

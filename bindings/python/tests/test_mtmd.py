@@ -106,3 +106,37 @@ def test_llama_drop_in(vlm):
     text = Llama(MODEL, n_ctx=512, verbose=False)
     with pytest.raises(ValueError, match=r"messages\[0\].content\[0\].*clip_model_path"):
         text.create_chat_completion(messages=msgs, max_tokens=2)
+
+
+def test_next_turn_reuses_the_image(vlm):
+    """A session with prefix_cache: the next turn of a conversation showing
+    the same image decodes only its new text (the image's rows and the
+    first turn stay in the cache: usage's cached_tokens), and gives the
+    text a fresh session gives; another image ends the reused prefix
+    before it."""
+    s = vlm.session(n_ctx=512, prefix_cache=True)
+    first = messages({"type": "image", "image": SQ})
+    r1 = s.chat(first, max_tokens=4, temperature=0)
+    u1 = r1["usage"]
+    assert u1["prompt_tokens_details"]["cached_tokens"] == 0
+    second = first + [{"role": "assistant", "content": r1["choices"][0]["message"]["content"]},
+                      {"role": "user", "content": "And then?"}]
+    r2 = s.chat(second, max_tokens=N, temperature=0)
+    u2 = r2["usage"]
+    decoded = u2["prompt_tokens"] - u2["prompt_tokens_details"]["cached_tokens"]
+    # the first prompt (its 16 image rows among them) is reused; what is
+    # decoded is at most the text past it (the reply as the template writes
+    # it and the new message)
+    assert u2["prompt_tokens_details"]["cached_tokens"] >= u1["prompt_tokens"] > 16
+    print("turn 1: %d prompt; turn 2: %d prompt, %d cached, %d decoded" %
+          (u1["prompt_tokens"], u2["prompt_tokens"], u2["prompt_tokens_details"]["cached_tokens"], decoded))
+    assert 0 < decoded <= u2["prompt_tokens"] - u1["prompt_tokens"]
+    fresh = vlm.session(n_ctx=512).chat(second, max_tokens=N, temperature=0)
+    assert r2["choices"][0]["message"]["content"] == fresh["choices"][0]["message"]["content"]
+    # the same conversation with another image: nothing past the image's start is reused
+    other = [dict(m) for m in second]
+    other[0] = messages({"type": "image", "image": WIDE})[0]
+    r3 = s.chat(other, max_tokens=N, temperature=0)
+    assert r3["usage"]["prompt_tokens_details"]["cached_tokens"] < 16
+    fresh = vlm.session(n_ctx=512).chat(other, max_tokens=N, temperature=0)
+    assert r3["choices"][0]["message"]["content"] == fresh["choices"][0]["message"]["content"]

@@ -1,5 +1,5 @@
-"""Sounds in chat(), on tests/mtmd's synthetic Ultravox pair
-(TESSERA_MM_DIR: the build folder holding it, TESSERA_MM_DATA:
+"""Sounds in chat(), on tests/mtmd's synthetic Ultravox and Voxtral pairs
+(TESSERA_MM_DIR: the build folder holding them, TESSERA_MM_DATA:
 tests/data/mm, whose make_wav.py writes the sound): an input_audio part
 (base64) and an audio part (bytes, a path) give exactly the greedy text of
 `tessera run --mmproj ... --audio ...` on the same prompt; a truncated WAV,
@@ -18,12 +18,17 @@ from tessera import _chat
 
 MM = os.environ.get("TESSERA_MM_DIR", "")
 DATA = os.environ.get("TESSERA_MM_DATA", "")
-MODEL = os.path.join(MM, "synth-ultravox-f32.gguf")
-PROJ = os.path.join(MM, "mmproj-synth-ultravox-f32.gguf")
+FAMILIES = ["ultravox", "voxtral"]
 N = 8
 
-pytestmark = pytest.mark.skipif(not all(os.path.exists(p) for p in (MODEL, PROJ, os.path.join(DATA, "make_wav.py"))),
-                                reason="the synthetic Ultravox pair (TESSERA_MM_DIR, TESSERA_MM_DATA) is absent")
+
+def pair(family):
+    return os.path.join(MM, "synth-%s-f32.gguf" % family), os.path.join(MM, "mmproj-synth-%s-f32.gguf" % family)
+
+
+pytestmark = pytest.mark.skipif(
+    not all(os.path.exists(p) for f in FAMILIES for p in pair(f) + (os.path.join(DATA, "make_wav.py"),)),
+    reason="the synthetic Ultravox and Voxtral pairs (TESSERA_MM_DIR, TESSERA_MM_DATA) are absent")
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +38,11 @@ def wav(tmp_path_factory):
     return path
 
 
-@pytest.fixture(scope="module")
-def alm():
-    return tessera.Model(MODEL, mmproj=PROJ, n_ctx=1024)
+@pytest.fixture(scope="module", params=FAMILIES)
+def alm(request):
+    model = tessera.Model(pair(request.param)[0], mmproj=pair(request.param)[1], n_ctx=1024)
+    model.family = request.param
+    return model
 
 
 def messages(part):
@@ -46,7 +53,8 @@ def run_text(model, msgs, wav):
     variables = {"messages": _chat._template_messages(msgs), "add_generation_prompt": True}
     text, has_bos = model._m.apply_template(json.dumps(variables))
     assert "<__media__>" in text and not has_bos
-    out = subprocess.run([os.environ["TESSERA_BIN"], "run", "-m", MODEL, "--mmproj", PROJ, "--audio", wav,
+    path, proj = pair(model.family)
+    out = subprocess.run([os.environ["TESSERA_BIN"], "run", "-m", path, "--mmproj", proj, "--audio", wav,
                           "-p", text, "-n", str(N), "--temp", "0", "--no-echo", "--no-escape", "-c", "1024"],
                          capture_output=True, check=True).stdout
     return out.decode("utf-8", errors="replace")[:-1]
@@ -71,5 +79,5 @@ def test_bad_audio(alm, wav):
         alm.chat(messages({"type": "audio", "audio": data[:len(data) // 3]}), max_tokens=2)
     with pytest.raises(ValueError, match=r"messages\[0\].content\[0\].*base64"):
         alm.chat(messages({"type": "input_audio", "input_audio": {"data": "@@@", "format": "wav"}}), max_tokens=2)
-    with pytest.raises(ValueError, match=r"messages\[0\].content\[0\].*ultravox"):
+    with pytest.raises(ValueError, match=r"messages\[0\].content\[0\].*" + alm.family):
         alm.chat(messages({"type": "image", "image": b"\x89PNG\r\n\x1a\n"}), max_tokens=2)

@@ -329,7 +329,8 @@ typedef struct tessera_lora tessera_lora;
  * tensor's base weight and shape); the pairs of offloaded weights go to the
  * GPU with them. The adapter belongs to the model: tessera_model_free frees
  * the ones still loaded. NULL and tessera_last_error() naming the file and
- * key or tensor on failure. */
+ * key or tensor on failure. Threads sharing the model may load and free
+ * adapters at the same time (and decode with their own contexts). */
 tessera_lora *tessera_lora_load(tessera_model *model, const char *path);
 /* Free an adapter no context is using any longer (NULL: nothing). */
 void tessera_lora_free(tessera_lora *lora);
@@ -707,7 +708,9 @@ int32_t tessera_kv_cells_used(const tessera_context *ctx);
  * Saved state  (a prompt cache, a server slot's save/restore)
  * ==================================================================== */
 
-/* A context's state as bytes or a file: the caller's tokens, the KV cache
+/* A context's state as bytes or a file: the caller's tokens (vocabulary
+ * ids, or negative values the caller keys a medium's rows with, as
+ * tessera serve does: kept as they are), the KV cache
  * cells (positions, sequences, K/V bytes of the cells in use), the last
  * decode's last row of logits, and optionally a sampler's PRNG, penalty
  * window and grammar state (not its parameters; loading a grammar's state
@@ -831,6 +834,14 @@ void tessera_spec_free(tessera_spec *spec);
  * for seq then holding tokens but their last. */
 int32_t tessera_spec_step(tessera_spec *spec, int32_t seq, tessera_sampler *sampler, const tessera_token *tokens,
                           int32_t n_tokens, tessera_token *out, int32_t max_out, int32_t *n_drafted);
+
+/* The draft model reads tokens[0..n_tokens) into sequence seq now, as the
+ * target reads its prompt: call it after the target's prompt so that the
+ * draft's share of the prompt is spent (and timed) with it, as llama.cpp
+ * does, rather than at the first step. Optional: a step catches the draft
+ * up on whatever it has not read. Nothing to do without a draft model.
+ * 0, or -1 with an error. */
+int tessera_spec_prefill(tessera_spec *spec, int32_t seq, const tessera_token *tokens, int32_t n_tokens);
 
 /* Tokens drafted and accepted, and verifying steps, since creation or the
  * last reset, of sequence seq (-1: all). */

@@ -81,10 +81,12 @@ int32_t tessera_media_ny(const tessera_media *media);
 /* A hash of the decoded content (16 hex digits): the cache's key. */
 const char *tessera_media_hash(const tessera_media *media);
 
-/* The embedding rows a medium costs (all its tiles'), before encoding it;
- * the text around its tiles adds a few positions (tessera_mtmd_tokenize's
- * chunks count both); -1 when the projector cannot take it (an image for an
- * audio-only one). */
+/* The positions a medium costs in a prompt, before encoding it: its
+ * embedding rows (all its tiles') and the text tessera_mtmd_tokenize puts
+ * around it (idefics3's tile tokens and newlines between tiles, gemma3's
+ * <start_of_image> / <end_of_image>, Qwen's vision start and end): what
+ * the marker adds to tessera_mtmd_chunks_n_tokens. -1 when the projector
+ * cannot take it (an image for an audio-only one). */
 int32_t tessera_mtmd_media_n_tokens(const tessera_mtmd *mm, const tessera_media *media);
 
 /* ------------------------------------------------------------ chunks */
@@ -155,6 +157,13 @@ int tessera_decode_embd_grid(tessera_context *ctx, const float *embd, int32_t nx
  * gets the position after the last. 0, or -1 with an error. */
 int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *chunks,
                              int32_t pos, int32_t *new_pos);
+/* The same but for the chunks' first `skip` positions, which the cache
+ * already holds at pos .. pos + skip - 1 (a prefix kept from the last
+ * prompt: a chat's next turn with the same image decodes only its new
+ * text); skip must be below the chunks' positions and not inside a media
+ * chunk (a medium's rows are decoded whole). */
+int tessera_mtmd_eval_chunks_from(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *chunks,
+                                  int32_t pos, int32_t skip, int32_t *new_pos);
 
 #ifdef __cplusplus
 }

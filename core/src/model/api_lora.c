@@ -5,20 +5,12 @@
 #include "model/public.h"
 #include "util/error.h"
 
+/* The adapter is read and checked without the model's lock (the model is
+ * only read); the lock covers the model's list of adapters. */
 tessera_lora *tessera_lora_load(tessera_model *tm, const char *path) {
     if (!tm || !path) {
         error_set("lora: no model or no path");
         return NULL;
-    }
-    if (tm->n_loras == tm->cap_loras) {
-        int32_t cap = tm->cap_loras ? 2 * tm->cap_loras : 4;
-        tessera_lora **a = realloc(tm->loras, (size_t)cap * sizeof *a);
-        if (!a) {
-            error_set("%s: out of memory", path);
-            return NULL;
-        }
-        tm->loras = a;
-        tm->cap_loras = cap;
     }
     tessera_lora *lo = calloc(1, sizeof *lo);
     if (!lo) {
@@ -31,7 +23,22 @@ tessera_lora *tessera_lora_load(tessera_model *tm, const char *path) {
         free(lo);
         return NULL;
     }
+    pthread_mutex_lock(&tm->mu);
+    if (tm->n_loras == tm->cap_loras) {
+        int32_t cap = tm->cap_loras ? 2 * tm->cap_loras : 4;
+        tessera_lora **a = realloc(tm->loras, (size_t)cap * sizeof *a);
+        if (!a) {
+            pthread_mutex_unlock(&tm->mu);
+            model_lora_free(lo->l);
+            free(lo);
+            error_set("%s: out of memory", path);
+            return NULL;
+        }
+        tm->loras = a;
+        tm->cap_loras = cap;
+    }
     tm->loras[tm->n_loras++] = lo;
+    pthread_mutex_unlock(&tm->mu);
     return lo;
 }
 
@@ -43,12 +50,14 @@ static void lora_destroy(tessera_lora *lo) {
 void tessera_lora_free(tessera_lora *lo) {
     if (!lo) return;
     tessera_model *tm = lo->model;
+    pthread_mutex_lock(&tm->mu);
     for (int32_t i = 0; i < tm->n_loras; i++) {
         if (tm->loras[i] != lo) continue;
         memmove(&tm->loras[i], &tm->loras[i + 1], (size_t)(tm->n_loras - i - 1) * sizeof *tm->loras);
         tm->n_loras--;
         break;
     }
+    pthread_mutex_unlock(&tm->mu);
     lora_destroy(lo);
 }
 

@@ -71,6 +71,7 @@ tessera_model *tessera_model_load(const char *path, const tessera_model_params *
         error_set("model load: out of memory");
         return NULL;
     }
+    pthread_mutex_init(&tm->mu, NULL);
     tm->n_devices = p.devices && p.devices[0]
                         ? host_select_devices(p.devices, tm->devices, TESSERA_MAX_DEVICES)
                         : host_default_devices(tm->devices, TESSERA_MAX_DEVICES);
@@ -142,6 +143,7 @@ void tessera_model_free(tessera_model *tm) {
     }
     free(tm->meta_keys);
     free(tm->meta_vals);
+    pthread_mutex_destroy(&tm->mu);
     free(tm);
 }
 
@@ -155,8 +157,8 @@ int32_t tessera_model_n_layer(const tessera_model *tm) { return tm->m->hp.n_laye
 uint64_t tessera_model_n_params(const tessera_model *tm) { return tm->m->n_params; }
 uint64_t tessera_model_size_bytes(const tessera_model *tm) { return tm->m->nbytes; }
 
-const char *tessera_model_meta_str(const tessera_model *cm, const char *key) {
-    tessera_model *tm = (tessera_model *)cm; /* the cache is not observable state */
+/* The cached copy of key's string value, made on first use (mu held). */
+static const char *meta_str_locked(tessera_model *tm, const char *key) {
     for (int32_t i = 0; i < tm->n_meta; i++)
         if (!strcmp(tm->meta_keys[i], key)) return tm->meta_vals[i];
     gguf_str s;
@@ -179,6 +181,14 @@ const char *tessera_model_meta_str(const tessera_model *cm, const char *key) {
     tm->meta_keys[tm->n_meta] = k;
     tm->meta_vals[tm->n_meta] = v;
     tm->n_meta++;
+    return v;
+}
+
+const char *tessera_model_meta_str(const tessera_model *cm, const char *key) {
+    tessera_model *tm = (tessera_model *)cm; /* the cache is not observable state */
+    pthread_mutex_lock(&tm->mu);
+    const char *v = meta_str_locked(tm, key);
+    pthread_mutex_unlock(&tm->mu);
     return v;
 }
 

@@ -5,6 +5,8 @@
 #ifndef TESSERA_MODEL_PUBLIC_H
 #define TESSERA_MODEL_PUBLIC_H
 
+#include <pthread.h>
+
 #include <tessera/tessera.h>
 #include <tessera/tessera_tools.h>
 
@@ -29,6 +31,9 @@ struct tessera_model {
     char desc[256];
     char arch[32];
     char weight_devices[2 * HOST_DEVICE_NAME_MAX + 2]; /* tessera_model_devices: "vulkan0,cpu-avx0" */
+    /* The two lists below change after loading, from whichever threads
+     * share the model (each with its own context): mu guards them. */
+    pthread_mutex_t mu;
     /* NUL-terminated copies handed out by tessera_model_meta_str */
     char **meta_keys;
     char **meta_vals;

@@ -229,12 +229,46 @@ int32_t tessera_media_nx(const tessera_media *m) { return m ? m->img.nx : 0; }
 int32_t tessera_media_ny(const tessera_media *m) { return m ? m->img.ny : 0; }
 const char *tessera_media_hash(const tessera_media *m) { return m ? m->hash : ""; }
 
-int32_t tessera_mtmd_media_n_tokens(const tessera_mtmd *mm, const tessera_media *m) {
+/* The embedding rows of a medium (all its tiles' or windows'); -1 when the
+ * projector cannot take it. */
+static int32_t media_rows(const tessera_mtmd *mm, const tessera_media *m) {
     if (!mm || !m) return -1;
     if (m->kind == TESSERA_MEDIA_AUDIO)
         return mm->audio ? clip_audio_n_chunks(mm->audio, m->audio.n_samples) * clip_audio_n_tokens(mm->audio) : -1;
     if (!mm->clip) return -1;
     return clip_n_tokens(mm->clip, m->img.nx, m->img.ny);
+}
+
+/* The tokens of the pieces of text around a tile, as add_pieces puts them
+ * in a prompt (each tokenized apart); -1 with an error. */
+static int32_t pieces_n_tokens(const tessera_mtmd *mm, const clip_text *t) {
+    int32_t n = 0;
+    for (int i = 0; i < t->n; i++) {
+        if (t->lookup[i]) {
+            if (lookup_token(mm, t->piece[i]) < 0)
+                return error_set("mtmd: the vocabulary has no token \"%s\"", t->piece[i]);
+            n++;
+            continue;
+        }
+        int32_t k = tessera_tokenize(mm->model, t->piece[i], strlen(t->piece[i]), NULL, 0, false, true);
+        if (k == INT32_MIN) return -1;
+        n += k < 0 ? -k : k;
+    }
+    return n;
+}
+
+int32_t tessera_mtmd_media_n_tokens(const tessera_mtmd *mm, const tessera_media *m) {
+    const int32_t rows = media_rows(mm, m);
+    if (rows < 0 || m->kind == TESSERA_MEDIA_AUDIO) return rows; /* a sound's windows have no text around */
+    int32_t n = rows;
+    for (int32_t t = 0; t < clip_n_tiles(mm->clip, m->img.nx, m->img.ny); t++) {
+        clip_text before, after;
+        clip_tile_text(mm->clip, m->img.nx, m->img.ny, t, &before, &after);
+        const int32_t nb = pieces_n_tokens(mm, &before), na = nb < 0 ? -1 : pieces_n_tokens(mm, &after);
+        if (na < 0) return -1;
+        n += nb + na;
+    }
+    return n;
 }
 
 /* ------------------------------------------------------------ chunks */
@@ -312,7 +346,7 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
     int64_t n_tiles = 0;
     for (int32_t k = 0; k < n_media; k++) {
         const tessera_media *m = media[k];
-        if (!m || tessera_mtmd_media_n_tokens(mm, m) < 0) {
+        if (!m || media_rows(mm, m) < 0) {
             error_set("mtmd tokenize: medium %d: %s this projector (%s) cannot take", k + 1,
                       !m ? "missing, or one" : m->kind == TESSERA_MEDIA_AUDIO ? "a sound," : "an image,",
                       tessera_mtmd_projector_type(mm));
@@ -338,6 +372,8 @@ tessera_mtmd_chunks *tessera_mtmd_tokenize(tessera_mtmd *mm, const char *prompt,
         if (k == markers) break;
         const tessera_media *m = media[k];
         if (m->kind == TESSERA_MEDIA_AUDIO) {
+            const char *before = clip_audio_text_before(mm->audio);
+            if (before && add_text(mm, ch, before, strlen(before), false, true) != 0) goto fail;
             for (int32_t j = 0; j < clip_audio_n_chunks(mm->audio, m->audio.n_samples); j++)
                 ch->c[ch->n++] = (chunk){TESSERA_CHUNK_AUDIO, NULL, clip_audio_n_tokens(mm->audio), m, k, j};
             p = q + ml;
@@ -469,7 +505,7 @@ double tessera_mtmd_last_encode_ms(const tessera_mtmd *mm) { return mm ? mm->las
 int tessera_mtmd_media_grid(const tessera_mtmd *mm, const tessera_media *m, int32_t *nx, int32_t *ny) {
     if (!mm || !m || !nx || !ny) return error_set("mtmd grid: bad arguments");
     if (m->kind == TESSERA_MEDIA_AUDIO || !mm->clip) { /* a sound's rows are a line */
-        const int32_t n = tessera_mtmd_media_n_tokens(mm, m);
+        const int32_t n = media_rows(mm, m);
         if (n < 0) return error_set("mtmd grid: this projector (%s) cannot take the medium",
                                     tessera_mtmd_projector_type(mm));
         *nx = n;
@@ -497,19 +533,29 @@ int tessera_mtmd_chunk_grid(const tessera_mtmd *mm, const tessera_mtmd_chunks *c
     return tessera_mtmd_media_grid(mm, c->media, nx, ny);
 }
 
-int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch, int32_t pos,
-                             int32_t *new_pos) {
+int tessera_mtmd_eval_chunks_from(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch,
+                                  int32_t pos, int32_t skip, int32_t *new_pos) {
     if (!mm || !ctx || !ch) return error_set("mtmd eval: bad arguments");
+    if (skip < 0 || (skip > 0 && skip >= tessera_mtmd_chunks_n_tokens(ch)))
+        return error_set("mtmd eval: skip %d is not below the chunks' %d positions", skip,
+                         tessera_mtmd_chunks_n_tokens(ch));
     const int32_t n_batch = (int32_t)ctx->params.n_batch;
-    for (int32_t i = 0; i < ch->n; i++) {
+    for (int32_t i = 0, at = 0; i < ch->n; at += ch->c[i].n, i++) {
         const chunk *c = &ch->c[i];
+        const int32_t from = skip > at ? skip - at : 0; /* of this chunk, in the cache already */
+        if (from >= c->n) {
+            pos += c->n;
+            continue;
+        }
         if (c->type == TESSERA_CHUNK_TEXT) {
-            for (int32_t b = 0; b < c->n; b += n_batch) {
+            pos += from;
+            for (int32_t b = from; b < c->n; b += n_batch) {
                 int32_t n = c->n - b < n_batch ? c->n - b : n_batch;
                 if (tessera_decode(ctx, c->tokens + b, n, pos, 0) != 0) return -1;
                 pos += n;
             }
         } else {
+            if (from > 0) return error_set("mtmd eval: skip %d falls inside media chunk %d", skip, i);
             const float *rows = tessera_mtmd_encode_chunk(mm, ch, i);
             if (!rows) return -1;
             /* the rows of one medium, as the grid they are (M-RoPE) */
@@ -522,4 +568,9 @@ int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tesse
     }
     if (new_pos) *new_pos = pos;
     return 0;
+}
+
+int tessera_mtmd_eval_chunks(tessera_mtmd *mm, tessera_context *ctx, const tessera_mtmd_chunks *ch, int32_t pos,
+                             int32_t *new_pos) {
+    return tessera_mtmd_eval_chunks_from(mm, ctx, ch, pos, 0, new_pos);
 }

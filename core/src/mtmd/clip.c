@@ -345,72 +345,78 @@ int32_t clip_n_tokens(const clip_model *c, int32_t nx, int32_t ny) {
 
 /* ---------------------------------------------------------- preprocess */
 
-static float cubic(float x) {
+/* The resize kernels, as Pillow defines them (support 2, 1 and 3). */
+static double cubic(double x) {
     /* Keys' cubic convolution kernel, a = -0.5 */
-    const float a = -0.5f;
-    x = fabsf(x);
-    if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-    if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    const double a = -0.5;
+    x = fabs(x);
+    if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;
     return 0;
 }
 
-/* One pass of bicubic resampling (Keys, a = -0.5, weights normalised, each
- * pass rounded to 8 bits): src nx x ny -> dst (horizontal: n x ny;
- * vertical: nx x n). Pillow widens the kernel by the scale when shrinking
- * (antialiasing); llama.cpp's embeddings of a shrunk image are closer to the
- * plain kernel's (worst row cosine 0.9955 against 0.9931 with Pillow's
- * widening, tests/mtmd/test_clip.c): its exact kernel is still to match.
- * bilinear: the triangle kernel without widening (gemma3's resize, closer to
- * llama.cpp's than bicubic: worst row cosine 0.9971 against 0.9969). */
-static float linear_k(float x) {
-    x = fabsf(x);
+static double triangle(double x) {
+    x = fabs(x);
     return x < 1 ? 1 - x : 0;
 }
 
-/* Lanczos, a = 3 (idefics3's resize, widened when shrinking as Pillow does:
- * worst row cosine 0.9999998 against llama.cpp's, clip_idefics3.c). */
-static float lanczos3(float x) {
-    x = fabsf(x);
-    if (x < 1e-6f) return 1;
-    if (x >= 3) return 0;
-    const float px = (float)M_PI * x;
-    return 3 * sinf(px) * sinf(px / 3) / (px * px);
+static double sinc(double x) {
+    if (x == 0) return 1;
+    x *= M_PI;
+    return sin(x) / x;
 }
 
+static double lanczos3(double x) { return x > -3 && x < 3 ? sinc(x) * sinc(x / 3) : 0; }
+
+enum { RS_BITS = 22 }; /* Pillow's fixed point for 8-bit images: 32 - 8 - 2 */
+
+/* One pass of resampling as Pillow's does it for 8-bit images: output
+ * pixel o samples the input around (o + 0.5) * scale with the kernel
+ * widened by the scale when shrinking (antialiasing), the weights
+ * normalised, then turned into 22-bit fixed point (rounded away from zero)
+ * and the sum rounded half up to 8 bits. src nx x ny -> dst (horizontal:
+ * n x ny; vertical: nx x n). */
 static int resample(const uint8_t *src, int nx, int ny, uint8_t *dst, int n, bool horizontal, clip_resize_kind kind) {
     const int in = horizontal ? nx : ny;
-    const bool bilinear = kind == CLIP_RESIZE_BILINEAR, lanczos = kind == CLIP_RESIZE_LANCZOS;
-    const double scale = (double)in / n, fs = lanczos && scale > 1 ? scale : 1;
-    const double support = (bilinear ? 1.0 : lanczos ? 3.0 : 2.0) * fs;
+    double (*k)(double) = kind == CLIP_RESIZE_BILINEAR ? triangle : kind == CLIP_RESIZE_LANCZOS ? lanczos3 : cubic;
+    const double kernel_support = kind == CLIP_RESIZE_BILINEAR ? 1 : kind == CLIP_RESIZE_LANCZOS ? 3 : 2;
+    const double scale = (double)in / n;
+    const double fs = scale > 1 ? scale : 1, support = kernel_support * fs;
     const int taps = (int)ceil(support) * 2 + 1;
     double *w = malloc((size_t)taps * sizeof(double));
-    if (!w) return -1;
+    int32_t *wi = malloc((size_t)taps * sizeof(int32_t));
+    if (!w || !wi) {
+        free(w);
+        free(wi);
+        return -1;
+    }
     for (int o = 0; o < n; o++) {
         const double center = (o + 0.5) * scale;
-        int lo = (int)floor(center - support + 0.5), hi = (int)floor(center + support + 0.5);
+        int lo = (int)(center - support + 0.5), hi = (int)(center + support + 0.5);
         if (lo < 0) lo = 0;
         if (hi > in) hi = in;
         if (hi - lo > taps) hi = lo + taps;
         double sum = 0;
+        for (int i = lo; i < hi; i++) sum += w[i - lo] = k((i - center + 0.5) / fs);
         for (int i = lo; i < hi; i++) {
-            const float x = (float)((i - center + 0.5) / fs);
-            sum += w[i - lo] = bilinear ? linear_k(x) : lanczos ? lanczos3(x) : cubic(x);
+            const double v = (sum != 0 ? w[i - lo] / sum : w[i - lo]) * (1 << RS_BITS);
+            wi[i - lo] = (int32_t)(v < 0 ? v - 0.5 : v + 0.5);
         }
-        for (int i = lo; i < hi; i++) w[i - lo] /= sum != 0 ? sum : 1;
         const int other = horizontal ? ny : nx;
-        for (int k = 0; k < other; k++)
+        for (int j = 0; j < other; j++)
             for (int ch = 0; ch < 3; ch++) {
-                double acc = 0;
+                int64_t acc = (int64_t)1 << (RS_BITS - 1);
                 for (int i = lo; i < hi; i++) {
-                    const size_t at = horizontal ? ((size_t)k * nx + i) * 3 : ((size_t)i * nx + k) * 3;
-                    acc += w[i - lo] * src[at + ch];
+                    const size_t at = horizontal ? ((size_t)j * nx + i) * 3 : ((size_t)i * nx + j) * 3;
+                    acc += (int64_t)wi[i - lo] * src[at + ch];
                 }
-                const long v = lround(acc);
-                const size_t to = horizontal ? ((size_t)k * n + o) * 3 : ((size_t)o * nx + k) * 3;
-                dst[to + ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                const int64_t v = acc >> RS_BITS;
+                const size_t to = horizontal ? ((size_t)j * n + o) * 3 : ((size_t)o * nx + j) * 3;
+                dst[to + ch] = (uint8_t)(acc < 0 ? 0 : v > 255 ? 255 : v);
             }
     }
     free(w);
+    free(wi);
     return 0;
 }
 
@@ -421,42 +427,49 @@ int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, 
     return rc ? error_set("image: out of memory resizing to %dx%d", ox, oy) : 0;
 }
 
+int clip_fit_pad(const media_image *img, uint8_t *out, int W, int H, int rw, int rh, const uint8_t fill[3],
+                 clip_resize_kind kind) {
+    if (img->nx == W && img->ny == H) {
+        memcpy(out, img->rgb, (size_t)W * H * 3);
+        return 0;
+    }
+    uint8_t *t = malloc((size_t)rw * rh * 3);
+    if (!t) return error_set("image: out of memory resizing to %dx%d", rw, rh);
+    if (clip_resample_rgb(img->rgb, img->nx, img->ny, t, rw, rh, kind) != 0) {
+        free(t);
+        return -1;
+    }
+    const int ox = (W - rw) / 2, oy = (H - rh) / 2;
+    for (size_t i = 0; i < (size_t)W * H; i++) memcpy(out + i * 3, fill, 3);
+    for (int y = 0; y < rh; y++) memcpy(out + ((size_t)(y + oy) * W + ox) * 3, t + (size_t)y * rw * 3, (size_t)rw * 3);
+    free(t);
+    return 0;
+}
+
 int clip_preprocess(const clip_model *c, const media_image *img, float *out) {
     if (c->qv) return error_set("%s: a %s image has no fixed size to preprocess to", c->path, c->projector);
     const int S = c->image_size;
-    /* pad to a square of the longer side, centred, with the mean colour
-     * (LLaVA) or black (gemma3: measured, worst row cosine 0.997 against
-     * -0.37 for a stretched image and 0.02 for the mean colour) */
-    const int side = img->nx > img->ny ? img->nx : img->ny;
-    const int ox = (side - img->nx) / 2, oy = (side - img->ny) / 2;
-    uint8_t fill[3];
-    for (int ch = 0; ch < 3; ch++) fill[ch] = (uint8_t)lrintf(c->mean[ch] * 255.0f);
-    if (c->siglip) memset(fill, 0, sizeof fill);
-    uint8_t *sq = malloc((size_t)side * side * 3);
-    if (!sq) return error_set("image: out of memory padding to %dx%d", side, side);
-    for (int y = 0; y < side; y++)
-        for (int x = 0; x < side; x++) {
-            const int sx = x - ox, sy = y - oy;
-            const bool in = sx >= 0 && sy >= 0 && sx < img->nx && sy < img->ny;
-            for (int ch = 0; ch < 3; ch++)
-                sq[((size_t)y * side + x) * 3 + ch] = in ? img->rgb[((size_t)sy * img->nx + sx) * 3 + ch] : fill[ch];
-        }
-    uint8_t *rs = sq;
-    if (side != S) {
-        rs = malloc((size_t)S * S * 3);
-        if (!rs || clip_resample_rgb(sq, side, side, rs, S, S, c->siglip ? CLIP_RESIZE_BILINEAR : CLIP_RESIZE_BICUBIC) != 0) {
-            free(sq);
-            free(rs);
-            return error_set("image: out of memory resizing to %dx%d", S, S);
-        }
+    /* As libmtmd does it (measured, tests/data/mm/README.md): scaled to fit
+     * S x S keeping its aspect, the shorter side rounded up, with Pillow's
+     * bicubic (LLaVA) or bilinear (Gemma 3), centred, the rest filled with
+     * the mean colour truncated to 8 bits (LLaVA) or black (Gemma 3) */
+    const int64_t nx = img->nx, ny = img->ny;
+    const int rw = nx >= ny ? S : (int)((S * nx + ny - 1) / ny), rh = ny >= nx ? S : (int)((S * ny + nx - 1) / nx);
+    uint8_t fill[3] = {0, 0, 0};
+    if (!c->siglip)
+        for (int ch = 0; ch < 3; ch++) fill[ch] = (uint8_t)(c->mean[ch] * 255.0f);
+    uint8_t *rs = malloc((size_t)S * S * 3);
+    if (!rs) return error_set("image: out of memory resizing to %dx%d", S, S);
+    if (clip_fit_pad(img, rs, S, S, rw, rh, fill, c->siglip ? CLIP_RESIZE_BILINEAR : CLIP_RESIZE_BICUBIC) != 0) {
+        free(rs);
+        return -1;
     }
     for (int y = 0; y < S; y++)
         for (int x = 0; x < S; x++)
             for (int ch = 0; ch < 3; ch++)
                 out[((size_t)ch * S + y) * S + x] =
                     ((float)rs[((size_t)y * S + x) * 3 + ch] / 255.0f - c->mean[ch]) / c->std[ch];
-    if (rs != sq) free(rs);
-    free(sq);
+    free(rs);
     return 0;
 }
 

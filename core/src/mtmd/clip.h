@@ -80,15 +80,21 @@ typedef struct clip_text {
 void clip_tile_text(const clip_model *c, int32_t nx, int32_t ny, int32_t t, clip_text *before, clip_text *after);
 
 /* The normalised input the encoder sees: F32 [3][size][size] planes, from
- * an RGB8 image (pad to square, resize, (x/255 - mean) / std). */
+ * an RGB8 image (fitted into a square keeping its aspect, padded, (x/255 -
+ * mean) / std). */
 int clip_preprocess(const clip_model *c, const media_image *img, float *out);
 
-/* Resample RGB8 src nx x ny to dst ox x oy, a pass per axis rounded to 8
- * bits: bicubic (Keys, a = -0.5) or bilinear with the kernel not widened
- * when shrinking, or Lanczos-3 widened (clip.c says how each matches
- * llama.cpp). */
+/* Resample RGB8 src nx x ny to dst ox x oy as Pillow does for 8-bit images:
+ * a pass per axis (horizontal first) in fixed point rounded to 8 bits, the
+ * kernel widened by the scale when shrinking: bicubic (Keys, a = -0.5),
+ * bilinear or Lanczos-3 (which family takes which: tests/data/mm/README.md). */
 typedef enum clip_resize_kind { CLIP_RESIZE_BICUBIC, CLIP_RESIZE_BILINEAR, CLIP_RESIZE_LANCZOS } clip_resize_kind;
 int clip_resample_rgb(const uint8_t *src, int nx, int ny, uint8_t *dst, int ox, int oy, clip_resize_kind kind);
+
+/* img resized to rw x rh (at most W x H) and centred in W x H (offsets
+ * rounded down), the rest fill; an image of W x H is copied as it is. */
+int clip_fit_pad(const media_image *img, uint8_t *out, int W, int H, int rw, int rh, const uint8_t fill[3],
+                 clip_resize_kind kind);
 
 /* Encode img on the devices (tried in order): writes clip_n_tokens rows of
  * clip_n_embd_out floats to out (clip_encode_tile: tile t's rows). */

@@ -38,10 +38,19 @@ typedef struct a_layer {
     a_norm ln1, ln2;
 } a_layer;
 
+/* The projectors after the Whisper encoder (clip_audio.h). */
+typedef enum audio_family { AUDIO_ULTRAVOX, AUDIO_VOXTRAL } audio_family;
+
+static const struct {
+    const char *name;
+    audio_family fam;
+} families[] = {{"ultravox", AUDIO_ULTRAVOX}, {"voxtral", AUDIO_VOXTRAL}};
+
 struct clip_audio {
     gguf_file *f;
     char path[512];
     char projector[32];
+    audio_family fam;
     int32_t n_mel, n_embd, n_ff, n_head, n_layer, n_pos, stack, n_hidden, n_out;
     float eps;
     const gguf_tensor_info *conv1_w, *conv1_b, *conv2_w, *conv2_b, *pos;
@@ -109,6 +118,96 @@ int clip_audio_probe(const char *path) {
     return audio && !vision;
 }
 
+/* Whisper's encoder: the convolutions, positions, blocks and final norm. */
+static int whisper_load(clip_audio *a) {
+    const int64_t D = a->n_embd, M = a->n_mel;
+    if (tensor(a, "a.conv1d.1.weight", false, true, 3, M, D, &a->conv1_w) ||
+        tensor(a, "a.conv1d.1.bias", false, false, 1, D, 1, &a->conv1_b) ||
+        tensor(a, "a.conv1d.2.weight", false, true, 3, D, D, &a->conv2_w) ||
+        tensor(a, "a.conv1d.2.bias", false, false, 1, D, 1, &a->conv2_b))
+        return -1;
+    const gguf_tensor_info *pos = gguf_find_tensor(a->f, "a.position_embd.weight");
+    if (!pos) return error_set("%s: tensor a.position_embd.weight is missing", a->path);
+    if (pos->ne[1] < 1500 || pos->ne[1] > 1 << 20)
+        return error_set("%s: tensor a.position_embd.weight has %lld positions: a 30 s window needs 1500", a->path,
+                         (long long)pos->ne[1]);
+    if (tensor(a, "a.position_embd.weight", false, false, D, pos->ne[1], 1, &a->pos)) return -1;
+    a->n_pos = (int32_t)pos->ne[1];
+    a->layers = calloc((size_t)a->n_layer, sizeof *a->layers);
+    if (!a->layers) return error_set("%s: out of memory", a->path);
+    for (int il = 0; il < a->n_layer; il++) {
+        a_layer *L = &a->layers[il];
+        char n[64];
+#define LIN(field, name, in, out, bias)                  \
+    snprintf(n, sizeof n, "a.blk.%d.%s", il, name);      \
+    if (linear(a, n, in, out, bias, &L->field) != 0) return -1;
+        LIN(q, "attn_q", D, D, true)
+        LIN(k, "attn_k", D, D, false)
+        LIN(v, "attn_v", D, D, true)
+        LIN(o, "attn_out", D, D, true)
+        LIN(up, "ffn_up", D, a->n_ff, true)
+        LIN(down, "ffn_down", a->n_ff, D, true)
+#undef LIN
+        snprintf(n, sizeof n, "a.blk.%d.ln1", il);
+        if (norm(a, n, true, D, &L->ln1) != 0) return -1;
+        snprintf(n, sizeof n, "a.blk.%d.ln2", il);
+        if (norm(a, n, true, D, &L->ln2) != 0) return -1;
+    }
+    if (norm(a, "a.post_ln", true, D, &a->post_ln) != 0) return -1;
+    /* the second convolution as two products over pairs of frames: taps 0
+     * and 1 [2D, D] on a pair, tap 2 [D, D] on the next pair's first */
+    a->conv2_01 = malloc((size_t)2 * D * D * sizeof(float));
+    a->conv2_2 = malloc((size_t)D * D * sizeof(float));
+    a->zeros = calloc((size_t)D * (a->stack > 2 ? a->stack : 2), sizeof(float));
+    if (!a->conv2_01 || !a->conv2_2 || !a->zeros) return error_set("%s: out of memory", a->path);
+    for (int64_t co = 0; co < D; co++)
+        for (int64_t ci = 0; ci < D; ci++) {
+            a->conv2_01[co * 2 * D + ci] = kernel_at(a->conv2_w, 0, ci, co);
+            a->conv2_01[co * 2 * D + D + ci] = kernel_at(a->conv2_w, 1, ci, co);
+            a->conv2_2[co * D + ci] = kernel_at(a->conv2_w, 2, ci, co);
+        }
+    return 0;
+}
+
+/* A weight's output count (ne[1]), before its shape is checked. */
+static int out_rows(clip_audio *a, const char *name, int64_t *out) {
+    const gguf_tensor_info *t = gguf_find_tensor(a->f, name);
+    if (!t) return error_set("%s: tensor %s is missing", a->path, name);
+    if (t->ne[1] < 1 || t->ne[1] > 1 << 20)
+        return error_set("%s: tensor %s has %lld outputs", a->path, name, (long long)t->ne[1]);
+    *out = t->ne[1];
+    return 0;
+}
+
+/* Ultravox: RMS norm, linear, SwiGLU, RMS norm, linear. */
+static int ultravox_load(clip_audio *a) {
+    const int64_t DS = (int64_t)a->n_embd * a->stack;
+    int64_t hidden = 0, n_out = 0;
+    if (norm(a, "mm.a.norm_pre", false, DS, &a->norm_pre) != 0 || out_rows(a, "mm.a.mlp.1.weight", &hidden) != 0)
+        return -1;
+    if (hidden < 2 || hidden % 2)
+        return error_set("%s: tensor mm.a.mlp.1.weight: %lld outputs, SwiGLU needs an even count", a->path,
+                         (long long)hidden);
+    a->n_hidden = (int32_t)hidden;
+    if (linear(a, "mm.a.mlp.1", DS, hidden, false, &a->mlp1) || norm(a, "mm.a.norm_mid", false, hidden / 2, &a->norm_mid) ||
+        out_rows(a, "mm.a.mlp.2.weight", &n_out) || linear(a, "mm.a.mlp.2", hidden / 2, n_out, false, &a->mlp2))
+        return -1;
+    a->n_out = (int32_t)n_out;
+    return 0;
+}
+
+/* Voxtral: linear, GELU, linear. */
+static int voxtral_load(clip_audio *a) {
+    const int64_t DS = (int64_t)a->n_embd * a->stack;
+    int64_t hidden = 0, n_out = 0;
+    if (out_rows(a, "mm.a.mlp.1.weight", &hidden) || linear(a, "mm.a.mlp.1", DS, hidden, false, &a->mlp1) ||
+        out_rows(a, "mm.a.mlp.2.weight", &n_out) || linear(a, "mm.a.mlp.2", hidden, n_out, false, &a->mlp2))
+        return -1;
+    a->n_hidden = (int32_t)hidden;
+    a->n_out = (int32_t)n_out;
+    return 0;
+}
+
 clip_audio *clip_audio_load(const char *path, int32_t n_embd_text) {
     clip_audio *a = calloc(1, sizeof *a);
     if (!a) {
@@ -131,11 +230,14 @@ clip_audio *clip_audio_load(const char *path, int32_t n_embd_text) {
     }
     if (s.len >= sizeof a->projector) s.len = sizeof a->projector - 1;
     memcpy(a->projector, s.ptr, s.len);
-    if (strcmp(a->projector, "ultravox") != 0) {
-        error_set("%s: key %s: audio projector type \"%s\" is not supported (supported: ultravox)", path, ptkey,
-                  a->projector);
+    size_t k = 0;
+    while (k < sizeof families / sizeof families[0] && strcmp(a->projector, families[k].name) != 0) k++;
+    if (k == sizeof families / sizeof families[0]) {
+        error_set("%s: key %s: audio projector type \"%s\" is not supported (supported: ultravox, voxtral)", path,
+                  ptkey, a->projector);
         goto fail;
     }
+    a->fam = families[k].fam;
     if (key_i32(a, "clip.audio.num_mel_bins", 1, 256, &a->n_mel) ||
         key_i32(a, "clip.audio.embedding_length", 1, 16384, &a->n_embd) ||
         key_i32(a, "clip.audio.feed_forward_length", 1, 65536, &a->n_ff) ||
@@ -152,86 +254,9 @@ clip_audio *clip_audio_load(const char *path, int32_t n_embd_text) {
                   a->n_head);
         goto fail;
     }
-    const int64_t D = a->n_embd, M = a->n_mel;
-    if (tensor(a, "a.conv1d.1.weight", false, true, 3, M, D, &a->conv1_w) ||
-        tensor(a, "a.conv1d.1.bias", false, false, 1, D, 1, &a->conv1_b) ||
-        tensor(a, "a.conv1d.2.weight", false, true, 3, D, D, &a->conv2_w) ||
-        tensor(a, "a.conv1d.2.bias", false, false, 1, D, 1, &a->conv2_b))
+    if (whisper_load(a) != 0 || (a->fam == AUDIO_ULTRAVOX ? ultravox_load(a) : voxtral_load(a)) != 0 ||
+        clip_file_check_width(path, "mm.a.mlp.2.weight", a->n_out, n_embd_text) != 0)
         goto fail;
-    const gguf_tensor_info *pos = gguf_find_tensor(a->f, "a.position_embd.weight");
-    if (!pos) {
-        error_set("%s: tensor a.position_embd.weight is missing", path);
-        goto fail;
-    }
-    if (pos->ne[1] < 1500 || pos->ne[1] > 1 << 20) {
-        error_set("%s: tensor a.position_embd.weight has %lld positions: a 30 s window needs 1500", path,
-                  (long long)pos->ne[1]);
-        goto fail;
-    }
-    if (tensor(a, "a.position_embd.weight", false, false, D, pos->ne[1], 1, &a->pos)) goto fail;
-    a->n_pos = (int32_t)pos->ne[1];
-    a->layers = calloc((size_t)a->n_layer, sizeof *a->layers);
-    if (!a->layers) {
-        error_set("%s: out of memory", path);
-        goto fail;
-    }
-    for (int il = 0; il < a->n_layer; il++) {
-        a_layer *L = &a->layers[il];
-        char n[64];
-#define LIN(field, name, in, out, bias)                               \
-    snprintf(n, sizeof n, "a.blk.%d.%s", il, name);                   \
-    if (linear(a, n, in, out, bias, &L->field) != 0) goto fail;
-        LIN(q, "attn_q", D, D, true)
-        LIN(k, "attn_k", D, D, false)
-        LIN(v, "attn_v", D, D, true)
-        LIN(o, "attn_out", D, D, true)
-        LIN(up, "ffn_up", D, a->n_ff, true)
-        LIN(down, "ffn_down", a->n_ff, D, true)
-#undef LIN
-        snprintf(n, sizeof n, "a.blk.%d.ln1", il);
-        if (norm(a, n, true, D, &L->ln1) != 0) goto fail;
-        snprintf(n, sizeof n, "a.blk.%d.ln2", il);
-        if (norm(a, n, true, D, &L->ln2) != 0) goto fail;
-    }
-    if (norm(a, "a.post_ln", true, D, &a->post_ln) != 0 || norm(a, "mm.a.norm_pre", false, D * a->stack, &a->norm_pre))
-        goto fail;
-    const gguf_tensor_info *m1 = gguf_find_tensor(a->f, "mm.a.mlp.1.weight");
-    if (!m1) {
-        error_set("%s: tensor mm.a.mlp.1.weight is missing", path);
-        goto fail;
-    }
-    if (m1->ne[1] < 2 || m1->ne[1] % 2) {
-        error_set("%s: tensor mm.a.mlp.1.weight: %lld outputs, SwiGLU needs an even count", path,
-                  (long long)m1->ne[1]);
-        goto fail;
-    }
-    a->n_hidden = (int32_t)m1->ne[1];
-    if (linear(a, "mm.a.mlp.1", D * a->stack, a->n_hidden, false, &a->mlp1) ||
-        norm(a, "mm.a.norm_mid", false, a->n_hidden / 2, &a->norm_mid))
-        goto fail;
-    const gguf_tensor_info *m2 = gguf_find_tensor(a->f, "mm.a.mlp.2.weight");
-    if (!m2) {
-        error_set("%s: tensor mm.a.mlp.2.weight is missing", path);
-        goto fail;
-    }
-    if (linear(a, "mm.a.mlp.2", a->n_hidden / 2, m2->ne[1], false, &a->mlp2)) goto fail;
-    a->n_out = (int32_t)m2->ne[1];
-    if (clip_file_check_width(path, "mm.a.mlp.2.weight", a->n_out, n_embd_text) != 0) goto fail;
-    /* the second convolution as two products over pairs of frames: taps 0
-     * and 1 [2D, D] on a pair, tap 2 [D, D] on the next pair's first */
-    a->conv2_01 = malloc((size_t)2 * D * D * sizeof(float));
-    a->conv2_2 = malloc((size_t)D * D * sizeof(float));
-    a->zeros = calloc((size_t)D * (a->stack > 2 ? a->stack : 2), sizeof(float));
-    if (!a->conv2_01 || !a->conv2_2 || !a->zeros) {
-        error_set("%s: out of memory", path);
-        goto fail;
-    }
-    for (int64_t co = 0; co < D; co++)
-        for (int64_t ci = 0; ci < D; ci++) {
-            a->conv2_01[co * 2 * D + ci] = kernel_at(a->conv2_w, 0, ci, co);
-            a->conv2_01[co * 2 * D + D + ci] = kernel_at(a->conv2_w, 1, ci, co);
-            a->conv2_2[co * D + ci] = kernel_at(a->conv2_w, 2, ci, co);
-        }
     if (mel_bank_init(&a->mel, a->n_mel) != 0) {
         error_wrap("%s", path);
         goto fail;
@@ -259,17 +284,24 @@ const char *clip_audio_projector_type(const clip_audio *a) { return a->projector
 int32_t clip_audio_n_embd_out(const clip_audio *a) { return a->n_out; }
 int32_t clip_audio_n_mel(const clip_audio *a) { return a->n_mel; }
 
+const char *clip_audio_text_before(const clip_audio *a) {
+    return a->fam == AUDIO_VOXTRAL ? "[BEGIN_AUDIO]" : NULL; /* measured: once, before the first window */
+}
+
 int32_t clip_audio_n_chunks(const clip_audio *a, int64_t n_samples) {
     (void)a;
     const int64_t n = (n_samples + AUDIO_CHUNK_SAMPLES - 1) / AUDIO_CHUNK_SAMPLES;
     return n < 1 ? 1 : (int32_t)n;
 }
 
-/* frames after the convolutions: 3000 -> 1500 */
-static int64_t enc_frames(void) { return AUDIO_CHUNK_FRAMES / 2; }
+/* frames out of the encoder: 3000 -> 1500 after the convolutions, 750
+ * after Voxtral's pooling */
+static int64_t enc_frames(const clip_audio *a) {
+    return AUDIO_CHUNK_FRAMES / (a->fam == AUDIO_VOXTRAL ? 4 : 2);
+}
 
 int32_t clip_audio_n_tokens(const clip_audio *a) {
-    return (int32_t)((enc_frames() + a->stack - 1) / a->stack);
+    return (int32_t)((enc_frames(a) + a->stack - 1) / a->stack);
 }
 
 /* ------------------------------------------------------------ features */
@@ -372,15 +404,15 @@ static graph_tensor *bias_vec(graph *g, const gguf_tensor_info *t) {
     return weight(g, t->name, t->dtype, 1, ne, t->data);
 }
 
-/* inp F32 [3 n_mel, T] (the first convolution's windows, tap fastest, as
- * its kernel [3, n_mel, D] is laid out) -> out [n_out, n_tokens]. */
-static graph *build(const clip_audio *a, int64_t T, graph_tensor **inp, graph_tensor **out) {
-    const int64_t D = a->n_embd, H = a->n_head, hd = D / H, S = a->stack;
-    graph *g = graph_new(96 + 48 * a->n_layer);
-    if (!g) return NULL;
-    *inp = graph_set_input(graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 3 * a->n_mel, T), "mel"));
+/* Whisper's encoder: inp F32 [3 n_mel, T] (the first convolution's
+ * windows, tap fastest, as its kernel [3, n_mel, D] is laid out) -> the
+ * frames [D, enc_frames] after the final norm (Voxtral's averaged in pairs
+ * before it, as Qwen2-Audio's encoder does: measured, llama.cpp's rows are
+ * at cosine 0.9999994 with the pooling there, 0.9965 with it after). */
+static graph_tensor *whisper_build(graph *g, const clip_audio *a, graph_tensor *inp, int64_t T) {
+    const int64_t D = a->n_embd, H = a->n_head, hd = D / H;
     const int64_t k1[2] = {3 * a->n_mel, D};
-    graph_tensor *x = graph_mul_mat(g, weight(g, a->conv1_w->name, a->conv1_w->dtype, 2, k1, a->conv1_w->data), *inp);
+    graph_tensor *x = graph_mul_mat(g, weight(g, a->conv1_w->name, a->conv1_w->dtype, 2, k1, a->conv1_w->data), inp);
     x = graph_gelu(g, graph_add(g, x, bias_vec(g, a->conv1_b))); /* [D, T] */
     /* the second convolution, stride 2, one zero frame either side: T + 2
      * frames as (T + 2) / 2 pairs; output t = taps 0,1 . pair t + tap 2 .
@@ -411,14 +443,29 @@ static graph *build(const clip_audio *a, int64_t T, graph_tensor **inp, graph_te
         h = lin(g, &L->down, graph_gelu(g, lin(g, &L->up, h)));
         x = graph_tensor_set_name(graph_add(g, x, h), "whisper-out-%d", il);
     }
-    x = layer_norm(g, &a->post_ln, x, a->eps);
-    /* Ultravox: stack S frames (the last padded with zeros) into one row */
-    const int64_t N = (X + S - 1) / S, pad = N * S - X;
+    if (a->fam == AUDIO_VOXTRAL) { /* frames averaged in pairs (X is even) */
+        graph_tensor *p = graph_reshape_2d(g, x, 2 * D, X / 2);
+        const uint64_t nb = p ? p->t.nb[1] : 0;
+        graph_tensor *even = graph_cont(g, graph_view_2d(g, p, D, X / 2, nb, 0));
+        graph_tensor *odd = graph_cont(g, graph_view_2d(g, p, D, X / 2, nb, (uint64_t)D * sizeof(float)));
+        x = graph_scale(g, graph_add(g, even, odd), 0.5f, 0.0f);
+    }
+    return layer_norm(g, &a->post_ln, x, a->eps);
+}
+
+/* Frames x [D, X] stacked S at a time (the last row padded with zeros)
+ * into [D S, ceil(X / S)]. */
+static graph_tensor *stack_frames(graph *g, const clip_audio *a, graph_tensor *x, int64_t X) {
+    const int64_t D = a->n_embd, S = a->stack, N = (X + S - 1) / S, pad = N * S - X;
     if (pad > 0) {
         const int64_t pne[2] = {D, pad};
         x = graph_concat(g, x, weight(g, "a.zero", TSR_DTYPE_F32, 2, pne, a->zeros), 1);
     }
-    x = graph_reshape_2d(g, x, D * S, N);
+    return graph_reshape_2d(g, x, D * S, N);
+}
+
+/* Ultravox's projector on the stacked frames x [D S, N]. */
+static graph_tensor *ultravox_project(graph *g, const clip_audio *a, graph_tensor *x, int64_t N) {
     x = graph_mul(g, graph_rms_norm(g, x, 1e-6f), wt(g, a->norm_pre.w, 1));
     x = lin(g, &a->mlp1, x); /* [n_hidden, N] */
     const int64_t hh = a->n_hidden / 2;
@@ -429,7 +476,22 @@ static graph *build(const clip_audio *a, int64_t T, graph_tensor **inp, graph_te
      * (measured: the other order's rows are at cosine 0.70 of llama.cpp's) */
     x = graph_swiglu(g, hi, lo);
     x = graph_mul(g, graph_rms_norm(g, x, 1e-6f), wt(g, a->norm_mid.w, 1));
-    x = lin(g, &a->mlp2, x);
+    return lin(g, &a->mlp2, x);
+}
+
+/* Voxtral's projector on the stacked frames x [D S, N]. */
+static graph_tensor *voxtral_project(graph *g, const clip_audio *a, graph_tensor *x) {
+    return lin(g, &a->mlp2, graph_gelu(g, lin(g, &a->mlp1, x)));
+}
+
+static graph *build(const clip_audio *a, int64_t T, graph_tensor **inp, graph_tensor **out) {
+    graph *g = graph_new(96 + 48 * a->n_layer);
+    if (!g) return NULL;
+    *inp = graph_set_input(graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, 3 * a->n_mel, T), "mel"));
+    graph_tensor *x = whisper_build(g, a, *inp, T);
+    const int64_t X = enc_frames(a), N = (X + a->stack - 1) / a->stack;
+    x = stack_frames(g, a, x, X);
+    x = a->fam == AUDIO_ULTRAVOX ? ultravox_project(g, a, x, N) : voxtral_project(g, a, x);
     *out = graph_set_output(graph_tensor_set_name(x, "mm-out"));
     if (graph_check(g) != 0) {
         error_wrap("%s: the audio encoder graph", a->path);

@@ -8,12 +8,16 @@
  *             a final layer norm) and Ultravox's projector: frames stacked
  *             clip.audio.projector.stack_factor at a time (zero padded),
  *             RMS norm, linear, SwiGLU, RMS norm, linear onto the text model.
+ *   voxtral   the same Whisper encoder, its frames averaged in pairs before
+ *             the final norm (1500 -> 750 a window), and Voxtral's
+ *             projector: frames stacked (zero padded), linear, GELU,
+ *             linear; "[BEGIN_AUDIO]" before the sound in the prompt.
  *
  * Sound (16 kHz mono) becomes Whisper's log-mel features (mel.h), padded
  * with silence to a multiple of 30 s and cut into 30 s windows (3000
  * frames) as llama.cpp's libmtmd cuts it: each window is one chunk of the
  * prompt and costs the same number of rows (1500 frames after the
- * convolutions, stacked).
+ * convolutions, or 750 pooled, stacked).
  */
 #ifndef TESSERA_MTMD_CLIP_AUDIO_H
 #define TESSERA_MTMD_CLIP_AUDIO_H
@@ -37,6 +41,10 @@ void clip_audio_free(clip_audio *a);
 const char *clip_audio_projector_type(const clip_audio *a);
 int32_t clip_audio_n_embd_out(const clip_audio *a);
 int32_t clip_audio_n_mel(const clip_audio *a);
+
+/* The text libmtmd puts before a sound's first window (tokenized with
+ * special tokens parsed), or NULL. */
+const char *clip_audio_text_before(const clip_audio *a);
 
 /* The 30 s windows n_samples (16 kHz) is cut into (at least 1). */
 int32_t clip_audio_n_chunks(const clip_audio *a, int64_t n_samples);

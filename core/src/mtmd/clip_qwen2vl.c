@@ -266,11 +266,62 @@ typedef struct qv_inputs {
     graph_tensor *patches, *pos_h, *pos_w, *out;
 } qv_inputs;
 
-/* N patches in 2x2-block order -> out [n_out, N/4]. mask: [N, N] window mask
- * (NULL: no windowed block). */
-static graph *build(const clip_qwen2vl *q, int64_t N, float *mask, qv_inputs *io) {
+/* The windows of an image's cells (Qwen2.5-VL's get_window_index): squares
+ * of wc x wc cells from the top left, the last ones cut short. The encoder
+ * takes the cells window by window (each window's cells in row order), so
+ * a window's patches are contiguous: cell[j] is the j-th cell taken (its
+ * index in row order), window w's patches start at 4 * first[w] and number
+ * 4 * (first[w + 1] - first[w]). One window (wc at least the grid) is row
+ * order. */
+typedef struct qv_windows {
+    int32_t n, *first, *cell;
+} qv_windows;
+
+static int windows_make(int32_t gx, int32_t gy, int32_t wc, qv_windows *w) {
+    const int32_t nwx = (gx + wc - 1) / wc, nwy = (gy + wc - 1) / wc;
+    w->n = nwx * nwy;
+    w->first = malloc(((size_t)w->n + 1) * sizeof *w->first);
+    w->cell = malloc((size_t)gx * gy * sizeof *w->cell);
+    if (!w->first || !w->cell) return -1;
+    int32_t j = 0;
+    for (int32_t wy = 0; wy < nwy; wy++)
+        for (int32_t wx = 0; wx < nwx; wx++) {
+            w->first[wy * nwx + wx] = j;
+            for (int32_t cy = wy * wc; cy < gy && cy < (wy + 1) * wc; cy++)
+                for (int32_t cx = wx * wc; cx < gx && cx < (wx + 1) * wc; cx++) w->cell[j++] = cy * gx + cx;
+        }
+    w->first[w->n] = j;
+    return 0;
+}
+
+/* Attention within each window: q, k, v [hd, N, H] with each window's
+ * patches contiguous -> [hd, H, N], one FLASH_ATTN per window, joined in a
+ * balanced tree of CONCATs (so each row is copied log2(windows) times, and
+ * nothing is N x N: the mask this replaces was N^2 floats, 1 GiB at 16k
+ * patches). */
+static graph_tensor *window_attn(graph *g, graph_tensor *qq, graph_tensor *kk, graph_tensor *vv,
+                                 const qv_windows *w, int32_t lo, int32_t hi, float kq_scale) {
+    if (!qq || !kk || !vv) return NULL;
+    if (hi - lo > 1) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        return graph_concat(g, window_attn(g, qq, kk, vv, w, lo, mid, kq_scale),
+                            window_attn(g, qq, kk, vv, w, mid, hi, kq_scale), 2);
+    }
+    const int64_t hd = qq->t.ne[0], H = qq->t.ne[2], at = 4 * (int64_t)w->first[lo];
+    const int64_t n = 4 * (int64_t)(w->first[lo + 1] - w->first[lo]);
+    graph_tensor *v3[3] = {qq, kk, vv};
+    for (int i = 0; i < 3; i++)
+        v3[i] = graph_view_3d(g, v3[i], hd, n, H, v3[i]->t.nb[1], v3[i]->t.nb[2], (uint64_t)at * v3[i]->t.nb[1]);
+    return graph_flash_attn(g, v3[0], v3[1], v3[2], NULL, kq_scale);
+}
+
+/* N patches, each cell's 2x2 block in row order, the cells window by
+ * window (w) -> out [n_out, N/4], the cells in the same order. */
+static graph *build(const clip_qwen2vl *q, int64_t N, const qv_windows *w, qv_inputs *io) {
     const int64_t D = q->n_embd, P = (int64_t)q->patch * q->patch * 3, H = q->n_head, hd = D / H;
-    graph *g = graph_new(64 + 96 * q->n_layer);
+    int n_win_layers = 0;
+    for (int il = 0; il < q->n_layer; il++) n_win_layers += windowed(q, il) && w->n > 1;
+    graph *g = graph_new((int32_t)(64 + 96 * (int64_t)q->n_layer + (int64_t)n_win_layers * w->n * 6));
     if (!g) return NULL;
     io->patches = graph_set_input(graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F32, P, N), "patches"));
     io->pos_h = graph_set_input(graph_tensor_set_name(graph_tensor_new_1d(g, TSR_DTYPE_I32, N), "pos_h"));
@@ -280,14 +331,6 @@ static graph *build(const clip_qwen2vl *q, int64_t N, float *mask, qv_inputs *io
     graph_tensor *x = graph_mul_mat(g, weight(g, q->patch_w0, 2, pne), io->patches); /* [D, N] */
     if (q->patch_w1) x = graph_add(g, x, graph_mul_mat(g, weight(g, q->patch_w1, 2, pne), io->patches));
     if (q->patch_b) x = graph_add(g, x, w1(g, q->patch_b));
-    graph_tensor *wmask = NULL;
-    if (mask) {
-        wmask = graph_tensor_new_2d(g, TSR_DTYPE_F32, N, N);
-        if (wmask) {
-            graph_tensor_set_name(wmask, "window_mask");
-            graph_tensor_bind(wmask, GRAPH_WEIGHT, -1, NULL, 0, mask);
-        }
-    }
     const float kq_scale = 1.0f / sqrtf((float)hd);
     for (int il = 0; il < q->n_layer; il++) {
         const qv_layer *L = &q->layers[il];
@@ -298,7 +341,8 @@ static graph *build(const clip_qwen2vl *q, int64_t N, float *mask, qv_inputs *io
         qq = graph_permute(g, qq, 0, 2, 1, 3); /* [hd, N, H] */
         kk = graph_permute(g, kk, 0, 2, 1, 3);
         vv = graph_permute(g, vv, 0, 2, 1, 3);
-        graph_tensor *a = graph_flash_attn(g, qq, kk, vv, windowed(q, il) ? wmask : NULL, kq_scale); /* [hd, H, N] */
+        graph_tensor *a = windowed(q, il) && w->n > 1 ? window_attn(g, qq, kk, vv, w, 0, w->n, kq_scale)
+                                                       : graph_flash_attn(g, qq, kk, vv, NULL, kq_scale); /* [hd, H, N] */
         x = graph_add(g, x, lin(g, &L->o, graph_reshape_2d(g, a, D, N)));
         h = norm_of(q, g, &L->ln2, x);
         if (q->v25) {
@@ -324,29 +368,17 @@ static graph *build(const clip_qwen2vl *q, int64_t N, float *mask, qv_inputs *io
 }
 
 /* img into W x H pixels as libmtmd does it (measured on a 300x180 image
- * sized 308x168: worst row cosine 0.99985 against 0.24 for a stretch):
- * scaled to fit keeping its aspect (bicubic; bilinear gave 0.9993), centred,
- * the rest black. */
+ * sized 308x168: worst row cosine 0.9999999 against 0.24 for a stretch):
+ * scaled to fit keeping its aspect, each side truncated (Pillow's bicubic;
+ * 0.99985 with the kernel not widened, 0.9993 bilinear), centred, the rest
+ * black. */
 static int fit_pad(const media_image *img, uint8_t *rs, int W, int H) {
-    if (img->nx == W && img->ny == H) {
-        memcpy(rs, img->rgb, (size_t)W * H * 3);
-        return 0;
-    }
     const double sc = fmin((double)W / img->nx, (double)H / img->ny);
     int rw = (int)(img->nx * sc), rh = (int)(img->ny * sc);
     rw = rw < 1 ? 1 : rw > W ? W : rw;
     rh = rh < 1 ? 1 : rh > H ? H : rh;
-    uint8_t *t = malloc((size_t)rw * rh * 3);
-    if (!t) return error_set("image: out of memory resizing to %dx%d", rw, rh);
-    if (clip_resample_rgb(img->rgb, img->nx, img->ny, t, rw, rh, CLIP_RESIZE_BICUBIC) != 0) {
-        free(t);
-        return -1;
-    }
-    const int ox = (W - rw) / 2, oy = (H - rh) / 2;
-    memset(rs, 0, (size_t)W * H * 3);
-    for (int y = 0; y < rh; y++) memcpy(rs + ((size_t)(y + oy) * W + ox) * 3, t + (size_t)y * rw * 3, (size_t)rw * 3);
-    free(t);
-    return 0;
+    static const uint8_t black[3] = {0, 0, 0};
+    return clip_fit_pad(img, rs, W, H, rw, rh, black, CLIP_RESIZE_BICUBIC);
 }
 
 int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, float *out) {
@@ -356,31 +388,19 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
     const int64_t N = (int64_t)gx * gy * 4, P = (int64_t)p * p * 3;
     int rc = -1;
     graph *g = NULL;
-    float *mask = NULL;
+    qv_windows win = {0};
     uint8_t *rs = malloc((size_t)W * Hh * 3);
     if (!rs) return error_set("%s: out of memory for a %dx%d image", q->path, W, Hh);
     if (fit_pad(img, rs, W, Hh) != 0) goto done;
-    /* windows of window_size pixels over the cells, from the top left
-     * (Qwen2.5-VL's get_window_index; the last ones cut short) */
-    bool any_window = false;
-    for (int il = 0; il < q->n_layer; il++) any_window |= windowed(q, il);
-    const int wc = q->v25 ? q->window / c : 1;
-    if (any_window && (gx > wc || gy > wc)) {
-        mask = malloc((size_t)N * (size_t)N * sizeof(float));
-        if (!mask) {
-            error_set("%s: out of memory for the window mask of %lld patches", q->path, (long long)N);
-            goto done;
-        }
-        for (int64_t i = 0; i < N; i++) {
-            const int64_t ci = i / 4, wi = (ci / gx / wc) * 65536 + (ci % gx) / wc;
-            for (int64_t j = 0; j < N; j++) {
-                const int64_t cj = j / 4, wj = (cj / gx / wc) * 65536 + (cj % gx) / wc;
-                mask[i * N + j] = wi == wj ? 0.0f : -INFINITY;
-            }
-        }
+    /* windows of window_size pixels over the cells (Qwen2-VL: one window,
+     * no block attends within windows) */
+    const int wc = q->v25 ? q->window / c : (gx > gy ? gx : gy);
+    if (windows_make(gx, gy, wc, &win) != 0) {
+        error_set("%s: out of memory for the windows of %dx%d cells", q->path, gx, gy);
+        goto done;
     }
     qv_inputs io;
-    if (!(g = build(q, N, mask, &io))) goto done;
+    if (!(g = build(q, N, &win, &io))) goto done;
     bool same = q->s && q->s_n == run->n_devices && run->n_devices <= 8;
     for (int i = 0; same && i < run->n_devices; i++) same = q->s_devs[i] == run->devices[i];
     if (!same) {
@@ -403,13 +423,12 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
             free(text);
         }
     }
-    /* patch k of cell (cy, cx) (k = dy * 2 + dx, the 2x2 block in row
-     * order) is column (cy * gx + cx) * 4 + k; its elements (ch, ky, kx)
-     * normalised */
+    /* patch k of the j-th cell taken (k = dy * 2 + dx, the 2x2 block in row
+     * order) is column j * 4 + k; its elements (ch, ky, kx) normalised */
     float *dst = io.patches->t.data;
     int32_t *ph = io.pos_h->t.data, *pw = io.pos_w->t.data;
     for (int64_t i = 0; i < N; i++) {
-        const int64_t cell = i / 4, k = i % 4;
+        const int64_t cell = win.cell[i / 4], k = i % 4;
         const int py = (int)(cell / gx) * QV_MERGE + (int)(k / 2), pxx = (int)(cell % gx) * QV_MERGE + (int)(k % 2);
         ph[i] = py;
         pw[i] = pxx;
@@ -426,19 +445,22 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
     if (sched_compute(q->s, g) != 0) goto done;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     run->encode_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    const int64_t n = (int64_t)gx * gy * q->n_out;
+    /* the rows back in row order of the cells */
     const float *r = io.out->t.data;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(r[i])) {
-            error_set("%s: the encoder produced a non-finite value (row %lld)", q->path, (long long)(i / q->n_out));
-            goto done;
+    for (int64_t j = 0; j < (int64_t)gx * gy; j++)
+        for (int64_t e = 0; e < q->n_out; e++) {
+            const float v = r[j * q->n_out + e];
+            if (!isfinite(v)) {
+                error_set("%s: the encoder produced a non-finite value (row %d)", q->path, win.cell[j]);
+                goto done;
+            }
+            out[(int64_t)win.cell[j] * q->n_out + e] = v;
         }
-        out[i] = r[i];
-    }
     rc = 0;
 done:
     graph_free(g);
-    free(mask);
+    free(win.first);
+    free(win.cell);
     free(rs);
     return rc;
 }

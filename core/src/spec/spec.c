@@ -193,14 +193,21 @@ static int draft_decode(tessera_spec *s, int32_t seq, const tessera_token *toks,
     return 0;
 }
 
+/* How many leading tokens of tokens[0..n) the draft's sequence holds
+ * already, leaving at least the last to decode (its row is the draft's). */
+static int32_t draft_shared_prefix(const spec_seq *q, const tessera_token *tokens, int32_t n) {
+    int32_t c = 0;
+    const int32_t lim = q->n_held < n - 1 ? q->n_held : n - 1;
+    while (c < lim && q->held[c] == tokens[c]) c++;
+    return c;
+}
+
 /* Up to max tokens from the draft model after tokens[0..n); a failure of
  * the draft only shortens the draft (the target decides anyway). */
 static int32_t draft_model(tessera_spec *s, int32_t seq, const tessera_token *tokens, int32_t n, int32_t max,
                            tessera_token *out) {
     spec_seq *q = &s->seqs[seq];
-    int32_t c = 0;
-    const int32_t lim = q->n_held < n - 1 ? q->n_held : n - 1;
-    while (c < lim && q->held[c] == tokens[c]) c++;
+    const int32_t c = draft_shared_prefix(q, tokens, n);
     if (draft_decode(s, seq, tokens + c, n - c, c) != 0) return 0;
     const int32_t nv = tessera_model_n_vocab(s->draft->model);
     int32_t k = 0;
@@ -215,6 +222,16 @@ static int32_t draft_model(tessera_spec *s, int32_t seq, const tessera_token *to
         if (draft_decode(s, seq, &t, 1, n + k - 1) != 0) break;
     }
     return k;
+}
+
+int tessera_spec_prefill(tessera_spec *spec, int32_t seq, const tessera_token *tokens, int32_t n_tokens) {
+    if (!spec || !tokens || n_tokens < 1) return error_set("speculative prefill: no speculation or tokens");
+    if (seq < 0 || seq >= TESSERA_MAX_SEQ)
+        return error_set("speculative prefill: sequence %d is not in 0..%d", seq, TESSERA_MAX_SEQ - 1);
+    if (!spec->draft) return 0;
+    const int32_t c = draft_shared_prefix(&spec->seqs[seq], tokens, n_tokens);
+    if (draft_decode(spec, seq, tokens + c, n_tokens - c, c) != 0) return error_wrap("speculative prefill");
+    return 0;
 }
 
 int32_t tessera_spec_step(tessera_spec *spec, int32_t seq, tessera_sampler *sampler, const tessera_token *tokens,

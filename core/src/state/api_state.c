@@ -303,8 +303,9 @@ static int state_check_payload(const state_header *h, const uint8_t *data, int32
     if (h->n_ctx == 0 || h->n_ctx > (1u << 24))
         return error_set("state file %s: a context of %u cells", label, h->n_ctx);
     for (uint32_t i = 0; i < h->n_tokens; i++) {
+        /* a negative token is a medium's row (tessera.h): kept as it is */
         uint32_t t = (uint32_t)state_get(data + h->off_tokens + 4 * (uint64_t)i, 4);
-        if (t >= h->n_vocab)
+        if (t >= h->n_vocab && (int32_t)t >= 0)
             return error_set("state file %s: token %u at index %u is outside the vocabulary", label, t, i);
     }
     for (uint32_t i = 0; i < h->n_logits; i++) {

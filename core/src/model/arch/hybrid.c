@@ -13,7 +13,9 @@
  *   mamba2:         x = embd; per block: x += mamba2(rms_norm(x))
  *   granitehybrid:  granite's block (embedding, residual, attention and
  *                   logit multipliers) with Mamba-2 mixers in the recurrent
- *                   blocks; rope in the attention blocks unless
+ *                   blocks, and granitemoe's experts (softmax router, the
+ *                   chosen weights renormalised, a shared expert) in every
+ *                   block's FFN when the file has expert_count; rope in the attention blocks unless
  *                   rope.scaling.finetuned = false (as granite; llama.cpp's
  *                   golden moves by 7.6e-4 without it)
  */
@@ -64,6 +66,8 @@ static int granitehybrid_hparams(model_hparams *hp, const model_hp_reader *r) {
             return error_set("%s: key '%s.%s' = %g must be positive", gguf_path(r->f), r->arch, keys[i], *vals[i]);
     }
     hp->logit_scale = 1.0f / logit_scale;
+    /* Granite 4.0 H Tiny and Small: granitemoe's experts in every block */
+    if (hp->n_expert > 0 && arch_moe_family(hp, r, true, true)) return -1;
     return mamba2_keys(hp, r);
 }
 

@@ -70,12 +70,16 @@ enum { ENC_BERT = 1, ENC_NOMIC = 2 };
 
 /* Recurrent hybrids (plan_recurrent): their blocks are not the llama
  * layout, so they have a table of their own. */
-enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3, REC_QWEN35 = 4, REC_QWEN35MOE = 5 };
-#define REC_IS_QWEN35(rec) ((rec) == REC_QWEN35 || (rec) == REC_QWEN35MOE)
+enum { REC_LFM2 = 1, REC_MAMBA2 = 2, REC_GRANITEHYBRID = 3, REC_QWEN35 = 4, REC_QWEN35MOE = 5,
+       REC_QWEN3NEXT = 6 };
+/* qwen35's blocks: Gated DeltaNet and gated attention (qwen3next's DeltaNet
+ * projections are fused differently, plan_deltanet) */
+#define REC_IS_QWEN35(rec) ((rec) == REC_QWEN35 || (rec) == REC_QWEN35MOE || (rec) == REC_QWEN3NEXT)
 static const synth_arch synth_rec_archs[] = {
     {"lfm2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"mamba2", 0, 0, 0, 0, 0, 0, 0, 0, 0}, {"granitehybrid", 0, 0, 0, 0, 0, 0, MOE_OPTIONAL | MOE_SHARED, 0, 0},
     {"qwen35", 0, 0, 0, 0, 1, 0, 0, 0, 0},
     {"qwen35moe", 0, 0, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0, 0},
+    {"qwen3next", 0, 0, 0, 0, 1, 0, MOE_ALWAYS | MOE_EXP_FFN | MOE_SHARED | MOE_SHARED_GATE, 0, 0},
 };
 enum { N_SYNTH_REC_ARCHS = sizeof synth_rec_archs / sizeof synth_rec_archs[0] };
 enum { N_SYNTH_ARCHS = sizeof synth_archs / sizeof synth_archs[0] };
@@ -91,6 +95,7 @@ typedef struct synth_opts {
     int rec;                       /* REC_*, 0: not a recurrent hybrid */
     int64_t attn_every;            /* hybrids: layer il attends when il % attn_every == attn_every - 1 */
     int64_t ssm_groups, ssm_state, ssm_head_dim; /* mamba2, granitehybrid */
+    int qkv_split; /* qwen3next: attn_qkv and attn_gate, not ssm_in */
     uint64_t seed;
     float rope_base;
     int tied;
@@ -130,7 +135,7 @@ static void usage(FILE *out) {
             "                        with M-RoPE: rope.dimension_sections splits the\n"
             "                        rotated pairs 1/4, 3/8, 3/8 as Qwen2-VL's 16/24/24),\n"
             "                        and the recurrent hybrids lfm2, mamba2, granitehybrid,\n"
-            "                        qwen35 and qwen35moe (below)\n"
+            "                        qwen35, qwen35moe and qwen3next (below)\n"
             "  --type TYPE           weight type of 2-D tensors: F32 (default), F16, BF16,\n"
             "                        Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,\n"
             "                        Q6_K, or the mixture Q4_K_M (Q4_K, with Q6_K for\n"
@@ -174,16 +179,22 @@ static void usage(FILE *out) {
             "  attention blocks, each with a SwiGLU FFN, and Granite's multipliers;\n"
             "  qwen35: Qwen3.5's Gated DeltaNet blocks (2*dim / --ssm-head-dim v heads) and\n"
             "  gated attention blocks (q/k norms, --rope-dims of the head), each with a\n"
-            "  SwiGLU FFN; qwen35moe: the same with experts and a gated shared expert)\n"
-            "  --attn-every N        lfm2, granitehybrid, qwen35: every Nth block attends,\n"
-            "                        the rest are recurrent (default 3; qwen35 writes it\n"
-            "                        as full_attention_interval)\n"
-            "  --ssm-groups N        mamba2, granitehybrid: B/C groups; qwen35: q/k heads\n"
-            "                        of the DeltaNet (default 1)\n"
-            "  --ssm-state N         mamba2, granitehybrid: state size; qwen35: q/k head\n"
-            "                        size (default 16)\n"
-            "  --ssm-head-dim N      mamba2, granitehybrid: head size; qwen35: v head size\n"
-            "                        (default 16)\n"
+            "  SwiGLU FFN; qwen35moe: the same with experts and a gated shared expert;\n"
+            "  qwen3next: qwen35moe with the DeltaNet's projections fused per q/k head,\n"
+            "  ssm_in (q, k, v, z) and ssm_ba (beta, alpha), v heads as wide as q/k heads)\n"
+            "  --attn-every N        lfm2, granitehybrid, the qwen35s: every Nth block\n"
+            "                        attends, the rest are recurrent (default 3; the\n"
+            "                        qwen35s write it as full_attention_interval)\n"
+            "  (the qwen35s: qwen35, qwen35moe and qwen3next)\n"
+            "  --ssm-groups N        mamba2, granitehybrid: B/C groups; the qwen35s: q/k\n"
+            "                        heads of the DeltaNet (default 1)\n"
+            "  --ssm-state N         mamba2, granitehybrid: state size; the qwen35s: q/k\n"
+            "                        head size (default 16)\n"
+            "  --ssm-head-dim N      mamba2, granitehybrid: head size; the qwen35s: v head\n"
+            "                        size (default 16; qwen3next: must be --ssm-state)\n"
+            "  --qkv-split           qwen3next: the DeltaNet's q|k|v and z as attn_qkv and\n"
+            "                        attn_gate (q, k, v each whole, as qwen35's), not fused\n"
+            "                        per q/k head in ssm_in; llama.cpp reads either\n"
             "  --seed N              random seed (default 42)\n"
             "  --lora-rank R         write a LoRA adapter of rank R for the model the other\n"
             "                        options describe, instead of the model: llama.cpp's\n"
@@ -255,6 +266,8 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
                 o->unset[o->n_unset++] = v;
         } else if (!strcmp(a, "--tied")) {
             o->tied = 1;
+        } else if (!strcmp(a, "--qkv-split")) {
+            o->qkv_split = 1;
         } else if (!strcmp(a, "--reranker")) {
             o->reranker = 1;
         } else if (!strcmp(a, "--wpm-words")) {
@@ -359,6 +372,11 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
     if (o->rec >= REC_MAMBA2 && ((2 * o->dim) % o->ssm_head_dim || ((2 * o->dim) / o->ssm_head_dim) % o->ssm_groups))
         return fprintf(stderr, "tessera-synth: inner size %" PRId64 " is not whole heads of --ssm-head-dim %" PRId64
                                " in --ssm-groups %" PRId64 "\n", 2 * o->dim, o->ssm_head_dim, o->ssm_groups), -1;
+    if (o->qkv_split && o->rec != REC_QWEN3NEXT)
+        return fprintf(stderr, "tessera-synth: --qkv-split is for --arch qwen3next\n"), -1;
+    if (o->rec == REC_QWEN3NEXT && o->ssm_head_dim != o->ssm_state)
+        return fprintf(stderr, "tessera-synth: qwen3next: --ssm-head-dim %" PRId64 " must be --ssm-state %" PRId64
+                               " (llama.cpp sizes v heads as q/k heads)\n", o->ssm_head_dim, o->ssm_state), -1;
     if (o->rope_dims % 2 || o->rope_dims > o->head_dim)
         return fprintf(stderr, "tessera-synth: --rope-dims %" PRId64 " must be even and at most the head size %" PRId64
                                "\n", o->rope_dims, o->head_dim), -1;
@@ -541,7 +559,11 @@ static int rec_layer_attends(const synth_opts *o, int64_t il) {
  * the decay's input per v head (ssm_beta, ssm_alpha), the short
  * convolution over q|k|v, A and dt's bias per v head, the gated RMS norm
  * over each head's Dv, the output product. Hk = --ssm-groups, Dk =
- * --ssm-state, Dv = --ssm-head-dim, Hv = 2 dim / Dv. */
+ * --ssm-state, Dv = --ssm-head-dim, Hv = 2 dim / Dv. qwen3next: beta and
+ * the decay's input in one product (ssm_ba, per q/k head: beta, then
+ * alpha of its Hv / Hk v heads), and q|k|v|z in another (ssm_in, per q/k
+ * head: q, k, then v and z of its v heads) or, with --qkv-split, as
+ * qwen35's attn_qkv and attn_gate. */
 static int plan_deltanet(const synth_opts *o, int32_t base, int64_t il, synth_tensor *ts, int *n) {
     const int64_t E = o->dim, Hk = o->ssm_groups, Dk = o->ssm_state, Dv = o->ssm_head_dim;
     const int64_t Hv = 2 * E / Dv, QKV = 2 * Hk * Dk + Hv * Dv;
@@ -552,10 +574,19 @@ static int plan_deltanet(const synth_opts *o, int32_t base, int64_t il, synth_te
         snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                     \
         if (add_tensor(ts, n, name, dt, nd, a, b, std)) return -1;                         \
     } while (0)
-    T("attn_qkv.weight", base, 2, E, QKV, s_in);
-    T("attn_gate.weight", base, 2, E, Hv * Dv, s_in);
-    T("ssm_beta.weight", base, 2, E, Hv, s_in);
-    T("ssm_alpha.weight", base, 2, E, Hv, s_in);
+    if (o->rec == REC_QWEN3NEXT && !o->qkv_split) {
+        T("ssm_in.weight", base, 2, E, QKV + Hv * Dv, s_in);
+        T("ssm_ba.weight", base, 2, E, 2 * Hv, s_in);
+    } else if (o->rec == REC_QWEN3NEXT) {
+        T("attn_qkv.weight", base, 2, E, QKV, s_in);
+        T("attn_gate.weight", base, 2, E, Hv * Dv, s_in);
+        T("ssm_ba.weight", base, 2, E, 2 * Hv, s_in);
+    } else {
+        T("attn_qkv.weight", base, 2, E, QKV, s_in);
+        T("attn_gate.weight", base, 2, E, Hv * Dv, s_in);
+        T("ssm_beta.weight", base, 2, E, Hv, s_in);
+        T("ssm_alpha.weight", base, 2, E, Hv, s_in);
+    }
     T("ssm_conv1d.weight", TSR_DTYPE_F32, 2, 4, QKV, 0.5f);
     T("ssm_dt.bias", TSR_DTYPE_F32, 1, Hv, 1, 1.0f);
     T("ssm_a", TSR_DTYPE_F32, 1, Hv, 1, 0.5f);
@@ -677,7 +708,8 @@ static int write_recurrent_metadata(gguf_writer *w, const synth_opts *o) {
          * pairs: text positions are the same in all of them */
         const int32_t half = (int32_t)(o->rope_dims / 2);
         const int32_t sec[4] = {half - 2 * (half / 3), half / 3, half / 3, 0};
-        if (!rc) rc = gguf_writer_set_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sec, 4);
+        if (!rc && rec != REC_QWEN3NEXT) /* Qwen3-Next is text only */
+            rc = gguf_writer_set_arr(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, sec, 4);
     }
     if (!rc && (rec == REC_MAMBA2 || rec == REC_GRANITEHYBRID)) {
         const int64_t DI = 2 * o->dim;

@@ -1,6 +1,7 @@
 """The keys of granite, mistral3, smollm3, the mixture-of-experts files
 (qwen3moe, olmoe, granitemoe, llama with experts), qwen2vl's M-RoPE sections
-and the recurrent hybrids (lfm2, mamba2, granitehybrid, qwen35, qwen35moe):
+and the recurrent hybrids (lfm2, mamba2, granitehybrid, qwen35, qwen35moe,
+qwen3next):
 each missing, malformed
 or out-of-range key is one clear error naming the key (a non-zero exit, not
 a crash), and the keys change the numbers they should (a model differs when
@@ -91,6 +92,16 @@ bad = [
     ("qwen35moe", ["--unset", "qwen35moe.expert_shared_feed_forward_length"],
      ["qwen35moe.expert_shared_feed_forward_length", "not found"]),
     ("qwen35moe", ["--unset", "qwen35moe.expert_count"], ["qwen35moe.expert_count", "not found"]),
+    ("qwen3next", ["--unset", "qwen3next.ssm.group_count"], ["qwen3next.ssm.group_count", "not found"]),
+    ("qwen3next", ["--unset", "qwen3next.expert_shared_feed_forward_length"],
+     ["qwen3next.expert_shared_feed_forward_length", "not found"]),
+    # v heads as wide as q/k heads, as llama.cpp reads the file
+    ("qwen3next", ["--set", "qwen3next.ssm.inner_size=64"], ["qwen3next.ssm.inner_size", "ssm.state_size"]),
+    # 4 v heads of 32: the sizes agree, the fused projection does not
+    ("qwen3next", ["--set", "qwen3next.ssm.time_step_rank=4", "--set", "qwen3next.ssm.state_size=32"],
+     ["blk.0.ssm_in.weight"]),
+    # interval 3 in the file, 4 without the key: block 2 attends, not a DeltaNet
+    ("qwen3next", ["--unset", "qwen3next.full_attention_interval"], ["blk.2.ssm_in.weight"]),
 ]
 for arch, edits, words in bad:
     rc, out, err = run(synth(arch, *edits))
@@ -137,6 +148,17 @@ for arch, a, b in pairs:
     rb, tb, eb = run(pb, 12)
     check(ra == 0 and rb == 0, f"{arch}: runs failed: {ea[-300:]} {eb[-300:]}")
     check(ta != tb, f"{arch}: {b} changed nothing ({ta!r})")
+
+# qwen3next without full_attention_interval attends every 4th block, as
+# llama.cpp reads such a file: the same text as the key at 4; the key at 2
+# over the same tensors reads them as other blocks (block 1's attention
+# missing), so the key is read when present.
+four = ["--attn-every", "4"]
+r4, t4, e4 = run(synth("qwen3next", *four), 12)
+rn, tn, en = run(synth("qwen3next", *four, "--unset", "qwen3next.full_attention_interval"), 12)
+r2, t2, e2 = run(synth("qwen3next", *four, "--set", "qwen3next.full_attention_interval=2"), 12)
+check(r4 == 0 and rn == 0 and t4 == tn, f"qwen3next: no interval is not 4: {t4!r} vs {tn!r} {en[-300:]}")
+check(r2 > 0 and "blk.1.attn_q.weight" in e2, f"qwen3next: interval 2 over interval-4 tensors: {e2[-300:]!r}")
 
 shutil.rmtree(tmp, ignore_errors=True)
 finish()

@@ -15,6 +15,7 @@ static const model_arch_desc *const model_archs[] = {
     &arch_smollm3, &arch_granite, &arch_mistral3, &arch_bert, &arch_nomic_bert,
     &arch_qwen2moe, &arch_qwen3moe, &arch_olmoe, &arch_granitemoe, &arch_gptoss,
     &arch_lfm2, &arch_mamba2, &arch_granitehybrid, &arch_qwen2vl, &arch_qwen35, &arch_qwen35moe,
+    &arch_qwen3next,
 };
 enum { N_ARCHS = sizeof model_archs / sizeof model_archs[0] };
 

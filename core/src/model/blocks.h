@@ -99,7 +99,9 @@ graph_tensor *blk_mamba2(model_build *b, int il, graph_tensor *h);
  * + SiLU, the gated delta rule (DELTA_NET) with beta = sigmoid(ssm_beta x)
  * and decay exp(A softplus(ssm_alpha x + dt_bias)), an RMS norm per v head
  * times silu(attn_gate x), ssm_out. kv_tiled: which q/k head a v head
- * reads (DELTA_NET's parameter). */
+ * reads (DELTA_NET's parameter). qwen3next fuses products per q/k head:
+ * beta|alpha in ssm_ba, and q|k|v|z in ssm_in where the file has no
+ * attn_qkv. */
 graph_tensor *blk_deltanet(model_build *b, int il, graph_tensor *h, bool kv_tiled);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * blocks_ssm — the recurrent blocks of the hybrid architectures (see
  * blocks.h): LFM2's gated short convolution, Mamba-2's mixer and Qwen3.5's
- * Gated DeltaNet. Each reads
+ * Gated DeltaNet (also Qwen3-Next's, its products fused). Each reads
  * its sequence's state from the recurrent-state cache (kv_cache_rs_leaf,
  * the row of the micro-batch's slot) and copies the next one back in place
  * after the nodes that read it, as blk_attention writes the KV cache.
@@ -101,6 +101,49 @@ graph_tensor *blk_mamba2(model_build *b, int il, graph_tensor *h) {
     return blk_linear(b, L->ssm_out, NULL, y);
 }
 
+/* Qwen3-Next's fused DeltaNet products, grouped per q/k head g of the R =
+ * H / Hk v heads g R .. g R + R - 1 it serves. ssm_ba's rows are, for
+ * each g, beta's then alpha's R: gives beta and alpha [H, T]. */
+static void deltanet_ba(model_build *b, const model_layer *L, graph_tensor *h, graph_tensor **beta,
+                        graph_tensor **alpha) {
+    graph *g = b->g;
+    const int64_t H = b->hp->ssm_n_head, Hk = b->hp->ssm_n_group, R = H / Hk, T = b->io->n_tokens;
+    const uint64_t f = sizeof(float);
+    *beta = *alpha = NULL;
+    graph_tensor *ba = blk_linear(b, L->ssm_ba, NULL, h); /* [2 H, T] */
+    if (!ba) return;
+    graph_tensor *bt = graph_cont(g, graph_view_3d(g, ba, R, Hk, T, 2 * R * f, ba->t.nb[1], 0));
+    graph_tensor *al = graph_cont(g, graph_view_3d(g, ba, R, Hk, T, 2 * R * f, ba->t.nb[1], R * f));
+    if (!bt || !al) return;
+    *beta = graph_reshape_2d(g, bt, H, T);
+    *alpha = graph_reshape_2d(g, al, H, T);
+}
+
+/* ssm_in's rows are, for each g, q [Dk], k [Dk], then v and z [Dv] of its
+ * R v heads: gives qkv [QKV, T] as DELTA_NET and the convolution read it
+ * (all q, all k, all v; attn_qkv's layout) and z [Dv*H, T]. */
+static void deltanet_qkvz(model_build *b, const model_layer *L, graph_tensor *h, graph_tensor **qkv,
+                          graph_tensor **z) {
+    graph *g = b->g;
+    const model_hparams *hp = b->hp;
+    const int64_t H = hp->ssm_n_head, Dv = hp->ssm_d_inner / H, Dk = hp->ssm_d_state, Hk = hp->ssm_n_group;
+    const int64_t R = H / Hk, W = 2 * Dk + 2 * R * Dv, T = b->io->n_tokens;
+    const uint64_t f = sizeof(float);
+    *qkv = *z = NULL;
+    graph_tensor *in = blk_linear(b, L->ssm_in, NULL, h); /* [Hk W, T] */
+    if (!in) return;
+    const uint64_t nb1 = in->t.nb[1];
+    /* q and k of every head side by side along dim 1: [Dk, 2 Hk, T] is q
+     * [Dk, Hk] then k [Dk, Hk] per token */
+    graph_tensor *qk = graph_concat(g, graph_view_3d(g, in, Dk, Hk, T, W * f, nb1, 0),
+                                    graph_view_3d(g, in, Dk, Hk, T, W * f, nb1, Dk * f), 1);
+    graph_tensor *v = graph_cont(g, graph_view_3d(g, in, R * Dv, Hk, T, W * f, nb1, 2 * Dk * f));
+    graph_tensor *zz = graph_cont(g, graph_view_3d(g, in, R * Dv, Hk, T, W * f, nb1, (2 * Dk + R * Dv) * f));
+    if (!qk || !v || !zz) return;
+    *qkv = graph_concat(g, graph_reshape_2d(g, qk, 2 * Dk * Hk, T), graph_reshape_2d(g, v, Dv * H, T), 0);
+    *z = graph_reshape_2d(g, zz, Dv * H, T);
+}
+
 graph_tensor *blk_deltanet(model_build *b, int il, graph_tensor *h, bool kv_tiled) {
     graph *g = b->g;
     const model_hparams *hp = b->hp;
@@ -108,10 +151,19 @@ graph_tensor *blk_deltanet(model_build *b, int il, graph_tensor *h, bool kv_tile
     const int64_t H = hp->ssm_n_head, Dv = hp->ssm_d_inner / H, Dk = hp->ssm_d_state, Hk = hp->ssm_n_group;
     const int64_t QKV = 2 * Hk * Dk + H * Dv, K = hp->conv_kernel, T = b->io->n_tokens;
     const uint64_t f = sizeof(float);
-    graph_tensor *qkv = blk_linear(b, L->wqkv, NULL, h);     /* [QKV, T]: q [Dk, Hk], k [Dk, Hk], v [Dv, H] */
-    graph_tensor *z = blk_linear(b, L->attn_gate, NULL, h);  /* [Dv*H, T] */
-    graph_tensor *beta = blk_linear(b, L->ssm_beta, NULL, h); /* [H, T] */
-    graph_tensor *alpha = blk_linear(b, L->ssm_alpha, NULL, h);
+    graph_tensor *qkv, *z, *beta, *alpha;
+    if (L->ssm_in) { /* qwen3next's fused q|k|v|z */
+        deltanet_qkvz(b, L, h, &qkv, &z);
+    } else {
+        qkv = blk_linear(b, L->wqkv, NULL, h);    /* [QKV, T]: q [Dk, Hk], k [Dk, Hk], v [Dv, H] */
+        z = blk_linear(b, L->attn_gate, NULL, h); /* [Dv*H, T] */
+    }
+    if (L->ssm_ba) { /* qwen3next's fused beta|alpha */
+        deltanet_ba(b, L, h, &beta, &alpha);
+    } else {
+        beta = blk_linear(b, L->ssm_beta, NULL, h); /* [H, T] */
+        alpha = blk_linear(b, L->ssm_alpha, NULL, h);
+    }
     alpha = graph_add(g, alpha, model_weight_leaf(g, L->ssm_dt_b)); /* softplus is the op's */
     if (!qkv || !beta || !alpha) return NULL;
     graph_tensor *gates = graph_concat(g, graph_reshape_3d(g, beta, H, 1, T), graph_reshape_3d(g, alpha, H, 1, T), 1);

@@ -194,8 +194,10 @@ typedef struct model_layer {
     const model_weight *ssm_in, *ssm_conv1d, *ssm_conv1d_b;  /* Mamba-2 */
     const model_weight *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm, *ssm_out;
     /* Gated DeltaNet (qwen35; q|k|v in wqkv): the output gate z, beta's and
-     * the decay's projections */
-    const model_weight *attn_gate, *ssm_beta, *ssm_alpha;
+     * the decay's projections; qwen3next fuses them per q/k head:
+     * beta|alpha in ssm_ba, and q|k|v|z in ssm_in unless the file has
+     * attn_qkv and attn_gate */
+    const model_weight *attn_gate, *ssm_beta, *ssm_alpha, *ssm_ba;
     bool swa;     /* attends through the sliding-window mask */
     bool no_rope; /* positions are not rotated in this layer (smollm3; bert's learned positions) */
 } model_layer;

@@ -30,6 +30,7 @@ extern const model_arch_desc arch_mamba2;
 extern const model_arch_desc arch_granitehybrid;
 extern const model_arch_desc arch_qwen35;
 extern const model_arch_desc arch_qwen35moe;
+extern const model_arch_desc arch_qwen3next;
 
 /* The llama graph (arch/llama.c): pre-norm blocks of attention and a SiLU-gated
  * FFN; also the graph of qwen2 and qwen3, which differ in their tensors. */

@@ -35,6 +35,8 @@ packages=(
   libvulkan-dev:arm64 ocl-icd-opencl-dev:arm64
   # the C tests' harness (tests/harness/harness.h) is on cmocka
   libcmocka-dev:arm64
+  # the multimodal tests' media (tests/mtmd): PNG images, WAV sound
+  libpng-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64
 )
 
 sudo=""

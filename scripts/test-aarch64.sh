@@ -6,9 +6,10 @@
 #   N passed, N failed, N skipped
 # Usage: scripts/test-aarch64.sh [--ci] [build-dir] [extra meson test options...]
 #   --ci   only the representative subset (ci_tests below plus the meson
-#          suite 'aarch64-ci' of tests/cpu-neon: core unit tests, op
-#          conformance of cpu-neon at every level, the stories260K and synth-s
-#          goldens); sized for .ci/run
+#          suite 'aarch64-ci' of tests/cpu-neon and tests/mtmd: core unit
+#          tests, op conformance of cpu-neon at every level, the stories260K
+#          and synth-s goldens, the image encoders' rows on cpu-neon against
+#          libmtmd's); sized for .ci/run
 #   default: every test except the 'slow' suite
 # Tests run one at a time per core; qemu is ~10-50x slower than native.
 set -uo pipefail
@@ -18,7 +19,13 @@ cd "$(dirname "$0")/.."
 # build): the core's fast unit tests, op conformance of ref and of cpu-neon
 # at every level, tessera devices, and model goldens (stories260K strict and
 # synth-s F32/F16/BF16 and four quantized types on ref and cpu-neon at its
-# best level, plus the level-forced goldens of tests/cpu-neon).
+# best level, plus the level-forced goldens of tests/cpu-neon), and
+# clip_cpu-neon0 (tests/mtmd, ~30 s: every image pair's rows on cpu-neon).
+# The default run adds the rest of tests/mtmd: clip and mtmd_api on ref and
+# cpu-neon, clip_audio_cpu-neon0 and clip_audio_voxtral_cpu-neon0 (the two
+# audio families, ~3 min each); clip_audio itself (a 31 s sound on both
+# devices) is in 'slow' under qemu. They need scripts/setup.sh's
+# arm64 libpng and libsndfile, without which they skip.
 ci_tests=(
   gguf_roundtrip gguf_shared gguf_corrupt quant_roundtrip vec_dot quant_policy fp16_bf16
   graph_build graph_alloc host_sched ref_ops conformance_detects_bugs sample chat

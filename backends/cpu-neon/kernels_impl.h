@@ -282,16 +282,19 @@ static inline __attribute__((always_inline)) void dot_iq4_xs_v_nc(int64_t K, con
 }
 NC_DISPATCH(dot_iq4_xs_v)
 
-/* The grid IQ formats (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) x act8k, per
- * 32-element sub-block: the weights' magnitudes gathered from the grids of
- * tessera/iq_grids.h, one 8-byte entry per 8 weights (IQ3: 4 bytes per 4),
- * as two int8x16_t; the signs applied to them as +1/-1 bytes (a multiply;
- * 7-bit sign indices expand through quants_iq_sign8, built at init from
- * tsr_iq_signs, and IQ2_S/IQ3_S's explicit sign bits through vtst); one
- * integer dot (dot16) times the sub-block's (or 16-group's) odd scale
- * 2s + 1 summed in i32, one float FMA per block and column with d times
- * the format's 1/8 (IQ2) or 1/4 (IQ3_XXS). Straightforward version:
- * dot_decoded in cpu_mm_quants.c. */
+/* The grid IQ formats (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+ * IQ1_M) x act8k, per 32-element sub-block: the weights' magnitudes
+ * gathered from the grids of tessera/iq_grids.h (the one copy of them),
+ * one 8-byte entry per 8 weights (IQ3: 4 bytes per 4), as two int8x16_t;
+ * the signs applied to them as +1/-1 bytes (a multiply; 7-bit sign indices
+ * expand through quants_iq_sign8, built at init from tsr_iq_signs, and
+ * IQ2_S/IQ3_S's explicit sign bits through vtst; IQ1's grid is signed
+ * already, see iq1_w16); one integer dot (dot16) times the sub-block's (or
+ * 16-group's) odd scale 2s + 1 summed in i32, one float FMA per block and
+ * column with d times the format's 1/8 (IQ2, IQ1) or 1/4 (IQ3_XXS).
+ * TQ1_0/TQ2_0 follow (TQ_DOT). Straightforward version of all: dot_decoded
+ * in cpu_mm_quants.c (the same integer sums per group; it applies the
+ * scales in float per 16, so the results differ in the last bits). */
 
 static inline int8x16_t pair8(uint64_t lo, uint64_t hi) {
     return vreinterpretq_s8_u64(vcombine_u64(vcreate_u64(lo), vcreate_u64(hi)));
@@ -320,14 +323,25 @@ static inline int8x16_t signs_bits16(const uint8_t *s) {
     return vreinterpretq_s8_u8(vorrq_u8(vtstq_u8(b, vld1q_u8(bit)), vdupq_n_u8(1)));
 }
 
-/* One sub-block: magnitudes g and +1/-1 signs s of elements 0..15 ([0])
- * and 16..31 ([1]), and their scales. */
+/* One sub-block: the signed weights of elements 0..15 ([0]) and 16..31
+ * ([1]), and their scales. The grid types make them as magnitude times
+ * +1/-1 (signed_grid). */
 typedef struct {
-    int8x16_t g[2], s[2];
+    int8x16_t w[2];
     int ls[2];
 } iq_sub;
 
-#define IQ_GRID_DOT(NAME, BLK, SUB, DSCALE)                                                           \
+static inline int8x16_t signed_grid(int8x16_t g, int8x16_t s) { return vmulq_s8(g, s); }
+
+/* The scale of a block times the format's fraction (1/8 for IQ2 and IQ1,
+ * 1/4 for IQ3_XXS). */
+static inline float dw_eighth(uint16_t d) { return 0.125f * f16s(d); }
+static inline float dw_quarter(uint16_t d) { return 0.25f * f16s(d); }
+#define IQ_DW_EIGHTH(b) dw_eighth((b)->d)
+#define IQ_DW_QUARTER(b) dw_quarter((b)->d)
+#define IQ_DW_ONE(b) f16s((b)->d)
+
+#define IQ_GRID_DOT(NAME, BLK, SUB, DW)                                                               \
     static inline __attribute__((always_inline)) void NAME##_nc(int64_t K, const void *w, const void *act, \
                                                                size_t act_stride, const int nc, float *out) { \
         const BLK *x = w;                                                                             \
@@ -339,14 +353,14 @@ typedef struct {
             for (int c = 0; c < CPU_NC; c++) isum[c] = vdupq_n_s32(0);                                \
             for (int j = 0; j < 8; j++) {                                                             \
                 const iq_sub u = SUB(b, j);                                                           \
-                const int8x16_t w0 = vmulq_s8(u.g[0], u.s[0]), w1 = vmulq_s8(u.g[1], u.s[1]);         \
+                const int8x16_t w0 = u.w[0], w1 = u.w[1];                                             \
                 _Pragma("GCC unroll 4") for (int c = 0; c < nc; c++) {                                \
                     const int8_t *aq = ((const act8k *)ACT(c) + ib)->qs + 32 * j;                     \
                     isum[c] = vmlaq_n_s32(isum[c], dot16(vdupq_n_s32(0), w0, vld1q_s8(aq)), u.ls[0]); \
                     isum[c] = vmlaq_n_s32(isum[c], dot16(vdupq_n_s32(0), w1, vld1q_s8(aq + 16)), u.ls[1]); \
                 }                                                                                     \
             }                                                                                         \
-            const float d = (DSCALE) * f16s(b->d);                                                    \
+            const float d = DW(b);                                                                    \
             for (int c = 0; c < nc; c++)                                                              \
                 acc[c] = vfmaq_n_f32(acc[c], vcvtq_f32_s32(isum[c]), d * ((const act8k *)ACT(c) + ib)->d); \
         }                                                                                             \
@@ -361,36 +375,38 @@ static inline iq_sub iq2_xxs_sub(const tsr_block_iq2_xxs *b, int j) {
     uint32_t aux;
     memcpy(&aux, q + 4, 4);
     const int ls = 2 * (int)(aux >> 28) + 1;
-    iq_sub u = {.g = {pair8(tsr_iq2xxs_grid[q[0]], tsr_iq2xxs_grid[q[1]]),
-                      pair8(tsr_iq2xxs_grid[q[2]], tsr_iq2xxs_grid[q[3]])},
-                .ls = {ls, ls}};
-    signs_aux28(aux, u.s);
-    return u;
+    int8x16_t s[2];
+    signs_aux28(aux, s);
+    return (iq_sub){{signed_grid(pair8(tsr_iq2xxs_grid[q[0]], tsr_iq2xxs_grid[q[1]]), s[0]),
+                     signed_grid(pair8(tsr_iq2xxs_grid[q[2]], tsr_iq2xxs_grid[q[3]]), s[1])},
+                    {ls, ls}};
 }
-IQ_GRID_DOT(dot_iq2_xxs_v, tsr_block_iq2_xxs, iq2_xxs_sub, 0.125f)
+IQ_GRID_DOT(dot_iq2_xxs_v, tsr_block_iq2_xxs, iq2_xxs_sub, IQ_DW_EIGHTH)
 
 /* IQ2_XS: per 8 weights a u16 (9-bit grid index, 7-bit sign index);
  * 4-bit scales per 16. */
 static inline iq_sub iq2_xs_sub(const tsr_block_iq2_xs *b, int j) {
     const uint16_t *q = b->qs + 4 * j;
-    return (iq_sub){{pair8(tsr_iq2xs_grid[q[0] & 511], tsr_iq2xs_grid[q[1] & 511]),
-                     pair8(tsr_iq2xs_grid[q[2] & 511], tsr_iq2xs_grid[q[3] & 511])},
-                    {pair8(quants_iq_sign8[q[0] >> 9], quants_iq_sign8[q[1] >> 9]), pair8(quants_iq_sign8[q[2] >> 9], quants_iq_sign8[q[3] >> 9])},
+    return (iq_sub){{signed_grid(pair8(tsr_iq2xs_grid[q[0] & 511], tsr_iq2xs_grid[q[1] & 511]),
+                                 pair8(quants_iq_sign8[q[0] >> 9], quants_iq_sign8[q[1] >> 9])),
+                     signed_grid(pair8(tsr_iq2xs_grid[q[2] & 511], tsr_iq2xs_grid[q[3] & 511]),
+                                 pair8(quants_iq_sign8[q[2] >> 9], quants_iq_sign8[q[3] >> 9]))},
                     {2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1}};
 }
-IQ_GRID_DOT(dot_iq2_xs_v, tsr_block_iq2_xs, iq2_xs_sub, 0.125f)
+IQ_GRID_DOT(dot_iq2_xs_v, tsr_block_iq2_xs, iq2_xs_sub, IQ_DW_EIGHTH)
 
 /* IQ2_S: 10-bit grid indices (2 high bits per index in qh[j]), 8 sign bits
  * per 8 weights in qs[32..63]; scales as IQ2_XS. */
 static inline iq_sub iq2_s_sub(const tsr_block_iq2_s *b, int j) {
     const uint8_t *q = b->qs + 4 * j;
     const uint32_t h = b->qh[j];
-    return (iq_sub){{pair8(tsr_iq2s_grid[q[0] | (h << 8 & 0x300)], tsr_iq2s_grid[q[1] | (h << 6 & 0x300)]),
-                     pair8(tsr_iq2s_grid[q[2] | (h << 4 & 0x300)], tsr_iq2s_grid[q[3] | (h << 2 & 0x300)])},
-                    {signs_bits16(q + 32), signs_bits16(q + 34)},
+    return (iq_sub){{signed_grid(pair8(tsr_iq2s_grid[q[0] | (h << 8 & 0x300)], tsr_iq2s_grid[q[1] | (h << 6 & 0x300)]),
+                                 signs_bits16(q + 32)),
+                     signed_grid(pair8(tsr_iq2s_grid[q[2] | (h << 4 & 0x300)], tsr_iq2s_grid[q[3] | (h << 2 & 0x300)]),
+                                 signs_bits16(q + 34))},
                     {2 * (b->scales[j] & 15) + 1, 2 * (b->scales[j] >> 4) + 1}};
 }
-IQ_GRID_DOT(dot_iq2_s_v, tsr_block_iq2_s, iq2_s_sub, 0.125f)
+IQ_GRID_DOT(dot_iq2_s_v, tsr_block_iq2_s, iq2_s_sub, IQ_DW_EIGHTH)
 
 /* IQ3_XXS: 8 grid indices (u8, 4 values each), then per sub-block a u32 of
  * four 7-bit sign indices and the scale. */
@@ -399,22 +415,144 @@ static inline iq_sub iq3_xxs_sub(const tsr_block_iq3_xxs *b, int j) {
     uint32_t aux;
     memcpy(&aux, b->qs + 64 + 4 * j, 4);
     const int ls = 2 * (int)(aux >> 28) + 1;
-    iq_sub u = {.g = {quad4(tsr_iq3xxs_grid, q, 0, 8), quad4(tsr_iq3xxs_grid, q + 4, 0, 8)}, .ls = {ls, ls}};
-    signs_aux28(aux, u.s);
-    return u;
+    int8x16_t s[2];
+    signs_aux28(aux, s);
+    return (iq_sub){{signed_grid(quad4(tsr_iq3xxs_grid, q, 0, 8), s[0]),
+                     signed_grid(quad4(tsr_iq3xxs_grid, q + 4, 0, 8), s[1])},
+                    {ls, ls}};
 }
-IQ_GRID_DOT(dot_iq3_xxs_v, tsr_block_iq3_xxs, iq3_xxs_sub, 0.25f)
+IQ_GRID_DOT(dot_iq3_xxs_v, tsr_block_iq3_xxs, iq3_xxs_sub, IQ_DW_QUARTER)
 
 /* IQ3_S: 9-bit grid indices (bit m of qh[j] the 9th of index m), 8 sign
  * bits per 8 weights, a 4-bit scale per sub-block: d (2s + 1). */
 static inline iq_sub iq3_s_sub(const tsr_block_iq3_s *b, int j) {
     const uint8_t *q = b->qs + 8 * j;
     const int ls = 2 * ((b->scales[j / 2] >> (4 * (j % 2))) & 15) + 1;
-    return (iq_sub){{quad4(tsr_iq3s_grid, q, b->qh[j], 8), quad4(tsr_iq3s_grid, q + 4, b->qh[j] >> 4u, 8)},
-                    {signs_bits16(b->signs + 4 * j), signs_bits16(b->signs + 4 * j + 2)},
+    return (iq_sub){{signed_grid(quad4(tsr_iq3s_grid, q, b->qh[j], 8), signs_bits16(b->signs + 4 * j)),
+                     signed_grid(quad4(tsr_iq3s_grid, q + 4, b->qh[j] >> 4u, 8), signs_bits16(b->signs + 4 * j + 2))},
                     {ls, ls}};
 }
-IQ_GRID_DOT(dot_iq3_s_v, tsr_block_iq3_s, iq3_s_sub, 1.0f)
+IQ_GRID_DOT(dot_iq3_s_v, tsr_block_iq3_s, iq3_s_sub, IQ_DW_ONE)
+
+/* IQ1_S and IQ1_M: weights 8g + delta as bytes, g (-1, 0, 1) from two
+ * 8-byte entries of tsr_iq1s_grid per 16 weights (g = -1 is 0xff, so a
+ * byte shift by 3 gives -8), delta +-1 per 8 or per sub-block;
+ * |8g + delta| <= 9. The format's 1/8 goes with d. */
+static inline int8x16_t iq1_w16(uint32_t i0, uint32_t i1, int8x16_t delta) {
+    return vaddq_s8(vshlq_n_s8(pair8(tsr_iq1s_grid[i0], tsr_iq1s_grid[i1]), 3), delta);
+}
+
+/* IQ1_S: per sub-block 4 bytes of index and a u16 qh: 3 more index bits
+ * per 8 weights, a 3-bit scale s (2s + 1) and the sign of delta (bit 15). */
+static inline iq_sub iq1_s_sub(const tsr_block_iq1_s *b, int j) {
+    const uint8_t *q = b->qs + 4 * j;
+    const uint32_t h = b->qh[j];
+    const int8x16_t delta = vdupq_n_s8(h & 0x8000 ? -1 : 1);
+    const int ls = 2 * (int)(h >> 12 & 7) + 1;
+    return (iq_sub){{iq1_w16(q[0] | (h << 8 & 0x700), q[1] | (h << 5 & 0x700), delta),
+                     iq1_w16(q[2] | (h << 2 & 0x700), q[3] | (h >> 1 & 0x700), delta)},
+                    {ls, ls}};
+}
+IQ_GRID_DOT(dot_iq1_s_v, tsr_block_iq1_s, iq1_s_sub, IQ_DW_EIGHTH)
+
+/* IQ1_M: indices as IQ1_S with the 3 high bits and the delta sign of each
+ * 8 weights in a nibble of qh (bit 3: delta of the low 8); 3-bit scales
+ * per 16 in the four u16 of scales, whose top nibbles hold d. */
+static inline int8x16_t iq1_m_delta(uint32_t h) {
+    return vcombine_s8(vdup_n_s8(h & 0x08 ? -1 : 1), vdup_n_s8(h & 0x80 ? -1 : 1));
+}
+
+static inline iq_sub iq1_m_sub(const tsr_block_iq1_m *b, int j) {
+    const uint8_t *q = b->qs + 4 * j;
+    const uint32_t h0 = b->qh[2 * j], h1 = b->qh[2 * j + 1];
+    uint16_t sc;
+    memcpy(&sc, b->scales + 2 * (j / 2), 2);
+    const uint32_t s = (uint32_t)sc >> (6 * (j % 2));
+    return (iq_sub){{iq1_w16(q[0] | (h0 << 8 & 0x700), q[1] | (h0 << 4 & 0x700), iq1_m_delta(h0)),
+                     iq1_w16(q[2] | (h1 << 8 & 0x700), q[3] | (h1 << 4 & 0x700), iq1_m_delta(h1))},
+                    {2 * (int)(s & 7) + 1, 2 * (int)(s >> 3 & 7) + 1}};
+}
+
+static inline float iq1_m_dw(const tsr_block_iq1_m *b) {
+    uint16_t sc[4];
+    memcpy(sc, b->scales, 8);
+    return dw_eighth((uint16_t)((sc[0] >> 12) | (sc[1] >> 8 & 0x00f0) | (sc[2] >> 4 & 0x0f00) | (sc[3] & 0xf000)));
+}
+IQ_GRID_DOT(dot_iq1_m_v, tsr_block_iq1_m, iq1_m_sub, iq1_m_dw)
+
+/* The ternary types x act8k: the block unpacked once to 16 registers of
+ * weights -1, 0, 1 in element order (TQ_DOT's UNPACK), then per column 16
+ * integer dots and one float FMA with d times the activation's d. */
+#define TQ_DOT(NAME, BLK, UNPACK)                                                                      \
+    static inline __attribute__((always_inline)) void NAME##_nc(int64_t K, const void *w, const void *act, \
+                                                               size_t act_stride, const int nc, float *out) { \
+        const BLK *x = w;                                                                             \
+        float32x4_t acc[CPU_NC];                                                                      \
+        for (int c = 0; c < CPU_NC; c++) acc[c] = vdupq_n_f32(0.0f);                                  \
+        for (int64_t ib = 0; ib < K / 256; ib++) {                                                    \
+            const BLK *b = x + ib;                                                                    \
+            int8x16_t q[16];                                                                          \
+            UNPACK(b, q);                                                                             \
+            const float d = f16s(b->d);                                                               \
+            _Pragma("GCC unroll 4") for (int c = 0; c < nc; c++) {                                    \
+                const act8k *a = (const act8k *)ACT(c) + ib;                                          \
+                int32x4_t p0 = vdupq_n_s32(0), p1 = vdupq_n_s32(0);                                   \
+                for (int r = 0; r < 16; r += 2) {                                                     \
+                    p0 = dot16(p0, q[r], vld1q_s8(a->qs + 16 * r));                                   \
+                    p1 = dot16(p1, q[r + 1], vld1q_s8(a->qs + 16 * r + 16));                          \
+                }                                                                                     \
+                acc[c] = vfmaq_n_f32(acc[c], vcvtq_f32_s32(vaddq_s32(p0, p1)), d * a->d);             \
+            }                                                                                         \
+        }                                                                                             \
+        for (int c = 0; c < nc; c++) out[c] = vaddvq_f32(acc[c]);                                     \
+    }                                                                                                 \
+    NC_DISPATCH(NAME)
+
+/* TQ2_0: element 128h + 32l + m is bits 2l..2l+1 of qs[32h + m], a level
+ * 0..2 meaning -1..1. */
+static inline void tq2_0_unpack(const tsr_block_tq2_0 *b, int8x16_t *q) {
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    const int8x16_t one = vdupq_n_s8(1);
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 2; k++) {
+            const uint8x16_t v = vld1q_u8(b->qs + 32 * h + 16 * k);
+            q[8 * h + k] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m3)), one);
+            q[8 * h + 2 + k] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(v, 2), m3)), one);
+            q[8 * h + 4 + k] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(vshrq_n_u8(v, 4), m3)), one);
+            q[8 * h + 6 + k] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 6)), one);
+        }
+}
+TQ_DOT(dot_tq2_0_v, tsr_block_tq2_0, tq2_0_unpack)
+
+/* TQ1_0 digits (plugin_quants.h's tsr_tq1_digit): byte v holds base-3
+ * digits as the fraction v / 256 of 3^5; digit n is floor(3 t / 256) with
+ * t = v * 3^n mod 256 (one byte multiply by the lanes' powers p), i.e.
+ * (t >= 86) + (t >= 171). The compares give -1 per step, so their sum is
+ * -digit and its complement digit - 1, the weight. */
+static inline int8x16_t tq1_weights(uint8x16_t v, uint8x16_t p) {
+    const uint8x16_t t = vmulq_u8(v, p);
+    const uint8x16_t neg = vaddq_u8(vcgeq_u8(t, vdupq_n_u8(86)), vcgeq_u8(t, vdupq_n_u8(171)));
+    return vreinterpretq_s8_u8(vmvnq_u8(neg));
+}
+
+/* TQ1_0: elements 32n + m (n < 5) are digit n of qs[m], 160 + 16n + m
+ * digit n of qs[32 + m], 240 + 4n + m digit n of qh[m] (the 4 bytes of qh
+ * in every word, multiplied by a power per word). */
+static inline void tq1_0_unpack(const tsr_block_tq1_0 *b, int8x16_t *q) {
+    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    static const uint8_t p_qh[16] = {1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27};
+    const uint8x16_t v0 = vld1q_u8(b->qs), v1 = vld1q_u8(b->qs + 16), v2 = vld1q_u8(b->qs + 32);
+    for (int n = 0; n < 5; n++) {
+        const uint8x16_t p = vdupq_n_u8(pow3[n]);
+        q[2 * n] = tq1_weights(v0, p);
+        q[2 * n + 1] = tq1_weights(v1, p);
+        q[10 + n] = tq1_weights(v2, p);
+    }
+    uint32_t qh;
+    memcpy(&qh, b->qh, 4);
+    q[15] = tq1_weights(vreinterpretq_u8_u32(vdupq_n_u32(qh)), vld1q_u8(p_qh));
+}
+TQ_DOT(dot_tq1_0_v, tsr_block_tq1_0, tq1_0_unpack)
 
 #if KERNELS_I8MM
 /* 2x2 tiles with smmla. smmla(acc, X, Y) treats X and Y as 2x8 matrices
@@ -789,6 +927,10 @@ void KERNELS_INIT(cpu_kernels *k) {
     k->dot[TSR_DTYPE_IQ2_S] = dot_iq2_s_v;
     k->dot[TSR_DTYPE_IQ3_XXS] = dot_iq3_xxs_v;
     k->dot[TSR_DTYPE_IQ3_S] = dot_iq3_s_v;
+    k->dot[TSR_DTYPE_IQ1_S] = dot_iq1_s_v;
+    k->dot[TSR_DTYPE_IQ1_M] = dot_iq1_m_v;
+    k->dot[TSR_DTYPE_TQ1_0] = dot_tq1_0_v;
+    k->dot[TSR_DTYPE_TQ2_0] = dot_tq2_0_v;
 #if KERNELS_I8MM
     k->tile[TSR_DTYPE_Q4_0] = tile_q4_0;
     k->tile[TSR_DTYPE_Q4_1] = tile_q4_1;

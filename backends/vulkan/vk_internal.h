@@ -453,6 +453,12 @@ uint64_t vk_moe_scratch_bytes(const tsr_node *node);
  * where an id is out of range) and the GEMM (scratch in slot 3, read). */
 void vk_plan_moe_grouped(const vk_device *d, const tsr_node *node, vk_dispatch *group, vk_dispatch *gemm);
 
+/* DELTA_NET in chunks of tokens (vk_fused.c): tokens a dispatch may take
+ * on d (< 1: not one), the dispatches of the node, and chunk c's plan. */
+int64_t vk_delta_net_chunk_tokens(const vk_device *d, const tsr_node *node);
+uint32_t vk_delta_net_chunks(const vk_device *d, const tsr_node *node);
+void vk_plan_delta_net_chunk(const vk_device *d, const tsr_node *node, uint32_t chunk, vk_dispatch *out);
+
 /* n workgroups as an x * y grid within the guaranteed 65535 per dimension */
 void vk_grid(uint64_t n, uint32_t groups[3]);
 

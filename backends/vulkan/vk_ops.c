@@ -156,15 +156,11 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
             return decline(node, why, why_size, "%lld keys of head size %lld: more loop iterations than a CPU implementation runs",
                            (long long)node->src[1]->ne[1], (long long)a->ne[0]);
         return 1;
-    case TSR_OP_DELTA_NET: {
-        /* delta_net.comp per token: three loops over Dk and the token
-         * loop's test, Dk more before (see attn_fits: lavapipe's limit) */
-        const int64_t Dk = a->ne[1], T = node->src[1]->ne[1];
-        if (d && d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && T * (3 * Dk + 2) + Dk + 16 > 65535)
-            return decline(node, why, why_size, "%lld tokens of state rows %lld: more loop iterations than a CPU "
-                           "implementation runs", (long long)T, (long long)Dk);
+    case TSR_OP_DELTA_NET: /* long prompts in chunks of tokens (vk_delta_net_chunks) */
+        if (vk_delta_net_chunk_tokens(d, node) < 1)
+            return decline(node, why, why_size, "state rows %lld: more loop iterations per token than a CPU "
+                           "implementation runs", (long long)a->ne[1]);
         return 1;
-    }
     case TSR_OP_SSM_SCAN: {
         /* ssm_scan.comp: N state elements over VK_SSM_WG invocations, at
          * most VK_SSM_MAX_PER each */
@@ -374,10 +370,13 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->u[1] = (uint32_t)n_dst;
         vk_grid((n_dst + 63) / 64, out->groups);
         return;
-    case TSR_OP_DELTA_NET: { /* P.u[1]: state columns (i, h, s), one per invocation; slots as they are */
+    case TSR_OP_DELTA_NET: { /* P.u[1]: state columns (i, h, s), one per invocation; [2], [3]: the tokens
+                               * t0..t1-1 (all: vk_plan_delta_net_chunk picks a chunk); slots as they are */
         const uint64_t cols = (uint64_t)(a->ne[0] * a->ne[2] * a->ne[3]);
         out->shader = VK_SHADER_DELTA_NET;
         p->u[1] = (uint32_t)cols;
+        p->u[2] = 0;
+        p->u[3] = (uint32_t)node->src[1]->ne[1];
         vk_grid((cols + 63) / 64, out->groups);
         return;
     }

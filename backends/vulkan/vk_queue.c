@@ -8,7 +8,8 @@
  * says otherwise: a norm and the MUL by its weight share one dispatch, a
  * FLASH_ATTN split over its keys takes two (partials into the queue's
  * scratch buffer, then their reduction), and so does a MUL_MAT_ID grouped
- * by expert (the lists into the scratch, then the GEMM). A pipeline barrier goes in
+ * by expert (the lists into the scratch, then the GEMM); a long DELTA_NET
+ * on a CPU implementation takes one per chunk of tokens. A pipeline barrier goes in
  * only where a dispatch touches bytes an earlier dispatch since the last
  * barrier wrote (or writes bytes one read), so independent nodes overlap.
  *
@@ -468,6 +469,7 @@ typedef struct node_shape {
     bool keep_mid;           /* fused norm: store the norm's rows too */
     uint32_t splits, keys;   /* split attention */
     bool moe_grouped;        /* MUL_MAT_ID: the lists, then the GEMM */
+    uint32_t delta_chunks;   /* DELTA_NET: dispatches, one per chunk of tokens */
 } node_shape;
 
 static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n, uint32_t i) {
@@ -484,6 +486,10 @@ static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n
     if (vk_moe_grouped(d, &nodes[i])) {
         sh.moe_grouped = true;
         sh.dispatches = 2;
+        return sh;
+    }
+    if (nodes[i].op == TSR_OP_DELTA_NET) {
+        sh.delta_chunks = sh.dispatches = vk_delta_net_chunks(d, &nodes[i]);
         return sh;
     }
     sh.splits = vk_attn_splits(d, &nodes[i], &sh.keys);
@@ -532,6 +538,14 @@ static tsr_status plan_node(vk_queue *q, const tsr_node *nodes, uint32_t i, cons
         if (st != TSR_OK) return st;
         vk_slots ms = {.t = {node->src[0], node->src[1], NULL, NULL, node->dst}, .scratch = 3, .writes = 1u << 4};
         return plan_dispatch(q, node, &reduce, &ms, (*k)++, hz);
+    }
+    if (sh->delta_chunks > 1) { /* chunks of tokens, each from the state the last left in dst */
+        for (uint32_t c = 0; c < sh->delta_chunks; c++) {
+            vk_plan_delta_net_chunk(d, node, c, &disp);
+            tsr_status st = plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
+            if (st != TSR_OK) return st;
+        }
+        return TSR_OK;
     }
     if (sh->dispatches == 2) { /* partial states into the scratch, then their reduction */
         vk_plan_attn_split(d, node, sh->splits, sh->keys, &disp, &reduce);

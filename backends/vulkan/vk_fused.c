@@ -249,7 +249,7 @@ void vk_plan_moe_grouped(const vk_device *d, const tsr_node *node, vk_dispatch *
     group->groups[0] = group->groups[1] = group->groups[2] = 1;
 
     *gemm = *group;
-    gemm->shader = VK_SHADER_MUL_MAT_ID_TILED;
+    gemm->shader = vk_shader_for_weights(VK_SHADER_MUL_MAT_ID_TILED, node->src[0]->dtype);
     gemm->spec[0] = (uint32_t)node->src[0]->dtype;
     gemm->spec[1] = (uint32_t)node->src[1]->dtype;
     vk_params *p = &gemm->p;

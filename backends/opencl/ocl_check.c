@@ -5,9 +5,11 @@
  * (tessera/plugin_check.h; a 1.1 host asks it first, we ask again for a 1.0
  * host). What is left is what the kernels implement:
  *   - float tensors are F32, F16 or BF16; indices I32;
- *   - quantized weights (MUL_MAT, GET_ROWS, CPY to float): Q4_0, Q4_1, Q5_0,
- *     Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4; every other type is
- *     declined and falls back to the CPU;
+ *   - quantized weights (MUL_MAT, MUL_MAT_ID, GET_ROWS, CPY to float):
+ *     Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4 and
+ *     the grid IQ types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+ *     IQ1_M); the rest (TQ1_0, TQ2_0, Q8_1, Q8_K) is declined and falls
+ *     back to the CPU;
  *   - CPY into a quantized type: the KV cache's block types (Q8_0, Q4_0,
  *     Q4_1, Q5_0, Q5_1, IQ4_NL) from F32/F16/BF16; the k-quants are left to
  *     the CPU;
@@ -41,7 +43,8 @@ bool ocl_dtype_is_quant(int32_t dtype) {
     case TSR_DTYPE_Q4_0: case TSR_DTYPE_Q4_1: case TSR_DTYPE_Q5_0: case TSR_DTYPE_Q5_1:
     case TSR_DTYPE_Q8_0: case TSR_DTYPE_Q2_K: case TSR_DTYPE_Q3_K: case TSR_DTYPE_Q4_K:
     case TSR_DTYPE_Q5_K: case TSR_DTYPE_Q6_K: case TSR_DTYPE_IQ4_NL: case TSR_DTYPE_IQ4_XS:
-    case TSR_DTYPE_MXFP4: return true;
+    case TSR_DTYPE_MXFP4: case TSR_DTYPE_IQ2_XXS: case TSR_DTYPE_IQ2_XS: case TSR_DTYPE_IQ2_S:
+    case TSR_DTYPE_IQ3_XXS: case TSR_DTYPE_IQ3_S: case TSR_DTYPE_IQ1_S: case TSR_DTYPE_IQ1_M: return true;
     default: return false;
     }
 }

@@ -17,6 +17,9 @@
  *   TESSERA_OPENCL_NO_MAP=1          copy instead of mapping on unified memory
  *   TESSERA_OPENCL_WG=N              work-group size of the reduction kernels
  *   TESSERA_OPENCL_INJECT_BUILD_ERROR=1   break the kernel source (tests)
+ *   TESSERA_OPENCL_MOE=grouped|token MUL_MAT_ID grouped by expert at every
+ *                                    size, or never (default: above
+ *                                    OCL_MOE_MIN_TOKENS tokens)
  *   POCL_WORK_GROUP_SPECIALIZATION   set to 0 unless already set (ocl_plugin.c)
  */
 #ifndef TESSERA_OCL_INTERNAL_H
@@ -56,6 +59,8 @@ typedef enum ocl_kernel_id {
     OCL_K_SSM_SCAN,
     OCL_K_SWIGLU_OAI,
     OCL_K_DELTA_NET,
+    OCL_K_MOE_GROUP,          /* grouped MUL_MAT_ID: each expert's pairs listed */
+    OCL_K_MUL_MAT_ID_TILED,   /* grouped MUL_MAT_ID: the tiled product over those lists */
     OCL_K_COUNT
 } ocl_kernel_id;
 
@@ -118,6 +123,10 @@ typedef struct ocl_queue {
     cl_event *marks;
     int32_t *mark_ops;       /* op of the node each mark (but the first) ends */
     uint32_t n_marks, cap_marks;
+    /* Scratch for kernels that need more than their node's tensors (the
+     * lists of a grouped MUL_MAT_ID), grown on demand. */
+    cl_mem scratch;
+    uint64_t scratch_bytes;
 } ocl_queue;
 
 /* ------------------------------------------------------------ ocl_plugin */
@@ -150,6 +159,9 @@ ocl_buffer *ocl_buffer_of(const ocl_device *d, tsr_buffer *buffer);
 /* ------------------------------------------------------------- ocl_queue */
 
 tsr_status ocl_queue_create(tsr_device *device, tsr_queue **out);
+/* q's scratch buffer of at least bytes (grown: the old one is released,
+ * which OpenCL defers until the work enqueued on it is done), or NULL. */
+cl_mem ocl_queue_scratch(ocl_queue *q, uint64_t bytes);
 
 /* ------------------------------------------------------------- ocl_check */
 
@@ -168,8 +180,15 @@ int64_t ocl_dtype_alignment(int32_t dtype);
 
 /* --------------------------------------------------------------- ocl_ops */
 
-/* Enqueue the kernels of one node on cq (the node passed ocl_node_supported
+/* Enqueue the kernels of one node on q (the node passed ocl_node_supported
  * and its tensors live in d's buffers). */
-tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *node);
+tsr_status ocl_op_enqueue(ocl_device *d, ocl_queue *q, const tsr_node *node);
+
+/* MUL_MAT_ID grouped by expert (kernels/moe.cl: k_moe_group, then
+ * k_mul_mat_id_tiled): prompts of more than OCL_MOE_MIN_TOKENS tokens, up
+ * to OCL_MOE_MAX_EXPERTS experts (MOE_MAX_E, its local counters), on
+ * devices with work-groups of 64. */
+enum { OCL_MOE_MIN_TOKENS = 8, OCL_MOE_MAX_EXPERTS = 1024, OCL_MOE_TILE = 32 };
+bool ocl_moe_grouped(const ocl_device *d, const tsr_node *node);
 
 #endif

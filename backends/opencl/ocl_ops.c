@@ -7,6 +7,8 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <tessera/plugin_util.h>
 
@@ -228,8 +230,46 @@ static tsr_status op_mul_mat(ocl_device *d, cl_command_queue cq, const tsr_node 
     return launch(d, cq, n, &a, (size_t)d->wg * (size_t)dst->ne[0], cols, rows_of(dst), (size_t)d->wg);
 }
 
-/* One work-group per output element (kernels/moe.cl). */
-static tsr_status op_mul_mat_id(ocl_device *d, cl_command_queue cq, const tsr_node *n) {
+bool ocl_moe_grouped(const ocl_device *d, const tsr_node *node) {
+    if (node->op != TSR_OP_MUL_MAT_ID || node->src[0]->ne[2] > OCL_MOE_MAX_EXPERTS || d->max_wg < 64) return false;
+    const char *forced = getenv("TESSERA_OPENCL_MOE");
+    if (forced && strcmp(forced, "grouped") == 0) return true;
+    if (forced && strcmp(forced, "token") == 0) return false;
+    return node->src[2]->ne[1] > OCL_MOE_MIN_TOKENS;
+}
+
+/* Prompts: the pairs listed per expert into the queue's scratch, then the
+ * tiled product over the lists (kernels/moe.cl); scratch words: offsets
+ * E + 1, the list, the tile count and two words per tile. */
+static tsr_status op_mul_mat_id_grouped(ocl_device *d, ocl_queue *q, const tsr_node *n) {
+    const tsr_tensor *w = n->src[0], *ids = n->src[2], *dst = n->dst;
+    const int64_t E = w->ne[2], pairs = ids->ne[0] * ids->ne[1];
+    const int64_t max_tiles = pairs / OCL_MOE_TILE + E;
+    cl_mem lists = ocl_queue_scratch(q, (uint64_t)(E + 1 + pairs + 1 + 2 * max_tiles) * sizeof(cl_uint));
+    if (!lists) return TSR_ERR_NO_MEMORY;
+    kargs g = {d->kernels[OCL_K_MOE_GROUP], 0, CL_SUCCESS};
+    arg_tensor(&g, ids);
+    arg_tensor(&g, dst);
+    arg(&g, sizeof lists, &lists);
+    arg_long(&g, E);
+    const size_t wg = (size_t)d->wg;
+    tsr_status st = launch(d, q->cq, n, &g, wg, 1, 1, wg);
+    if (st != TSR_OK) return st;
+    kargs a = {d->kernels[OCL_K_MUL_MAT_ID_TILED], 0, CL_SUCCESS};
+    arg_tensor(&a, w);
+    arg_tensor(&a, n->src[1]);
+    arg_tensor(&a, dst);
+    arg(&a, sizeof lists, &lists);
+    arg_long(&a, E);
+    arg_int(&a, ocl_dtype_is_quant(w->dtype));
+    const size_t row_tiles = (size_t)((w->ne[1] + OCL_MOE_TILE - 1) / OCL_MOE_TILE);
+    return launch(d, q->cq, n, &a, 64 * row_tiles, (size_t)max_tiles, 1, 64);
+}
+
+/* One work-group per output element (kernels/moe.cl); prompts grouped by
+ * expert (ocl_moe_grouped). */
+static tsr_status op_mul_mat_id(ocl_device *d, ocl_queue *q, const tsr_node *n) {
+    if (ocl_moe_grouped(d, n)) return op_mul_mat_id_grouped(d, q, n);
     const tsr_tensor *w = n->src[0], *dst = n->dst;
     kargs a = {d->kernels[OCL_K_MUL_MAT_ID], 0, CL_SUCCESS};
     arg_tensor(&a, w);
@@ -237,7 +277,7 @@ static tsr_status op_mul_mat_id(ocl_device *d, cl_command_queue cq, const tsr_no
     arg_tensor(&a, n->src[2]);
     arg_tensor(&a, dst);
     arg_int(&a, ocl_dtype_is_quant(w->dtype));
-    return launch(d, cq, n, &a, (size_t)d->wg * (size_t)dst->ne[0], (size_t)dst->ne[1], (size_t)dst->ne[2],
+    return launch(d, q->cq, n, &a, (size_t)d->wg * (size_t)dst->ne[0], (size_t)dst->ne[1], (size_t)dst->ne[2],
                   (size_t)d->wg);
 }
 
@@ -305,7 +345,8 @@ static tsr_status op_flash_attn(ocl_device *d, cl_command_queue cq, const tsr_no
     return launch(d, cq, n, &a, (size_t)q->ne[2], (size_t)q->ne[1], 1, 0);
 }
 
-tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *node) {
+tsr_status ocl_op_enqueue(ocl_device *d, ocl_queue *q, const tsr_node *node) {
+    cl_command_queue cq = q->cq;
     switch (node->op) {
     case TSR_OP_ADD:
     case TSR_OP_MUL:
@@ -325,7 +366,7 @@ tsr_status ocl_op_enqueue(ocl_device *d, cl_command_queue cq, const tsr_node *no
     case TSR_OP_ROPE: return op_rope(d, cq, node);
     case TSR_OP_MUL_MAT: return op_mul_mat(d, cq, node);
     case TSR_OP_FLASH_ATTN: return op_flash_attn(d, cq, node);
-    case TSR_OP_MUL_MAT_ID: return op_mul_mat_id(d, cq, node);
+    case TSR_OP_MUL_MAT_ID: return op_mul_mat_id(d, q, node);
     case TSR_OP_TOP_K: return op_top_k(d, cq, node);
     case TSR_OP_SUM_ROWS: return op_sum_rows(d, cq, node);
     case TSR_OP_SSM_CONV: return op_ssm_conv(d, cq, node);

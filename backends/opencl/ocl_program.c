@@ -48,6 +48,8 @@ static const char *const kernel_names[OCL_K_COUNT] = {
     [OCL_K_SSM_SCAN] = "k_ssm_scan",
     [OCL_K_SWIGLU_OAI] = "k_swiglu_oai",
     [OCL_K_DELTA_NET] = "k_delta_net",
+    [OCL_K_MOE_GROUP] = "k_moe_group",
+    [OCL_K_MUL_MAT_ID_TILED] = "k_mul_mat_id_tiled",
 };
 
 static const char injected_error[] = "\nkernel void tessera_injected_error( { this is not OpenCL C }\n";

@@ -125,7 +125,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
         }
         if (q->profiling && q->n_marks == 0 && mark(q, -1) != TSR_OK) return TSR_ERR_DEVICE;
         pthread_mutex_lock(&d->enqueue_lock);
-        tsr_status st = ocl_op_enqueue(d, q->cq, node);
+        tsr_status st = ocl_op_enqueue(d, q, node);
         pthread_mutex_unlock(&d->enqueue_lock);
         if (st != TSR_OK) return st;
         if (q->profiling && mark(q, node->op) != TSR_OK) return TSR_ERR_DEVICE;
@@ -244,10 +244,29 @@ static tsr_status queue_read(tsr_queue *queue, tsr_buffer *buffer, uint64_t offs
     return TSR_OK;
 }
 
+cl_mem ocl_queue_scratch(ocl_queue *q, uint64_t bytes) {
+    if (q->scratch && q->scratch_bytes >= bytes) return q->scratch;
+    if (q->scratch) clReleaseMemObject(q->scratch);
+    q->scratch = NULL;
+    q->scratch_bytes = 0;
+    cl_int err;
+    cl_mem m = clCreateBuffer(q->dev->ctx, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+    if (!m) {
+        char label[32];
+        ocl_log(TSR_LOG_ERROR, "%s: a scratch buffer of %llu bytes: %s", ocl_device_label(q->dev, label, sizeof label),
+                (unsigned long long)bytes, ocl_error_name(err));
+        return NULL;
+    }
+    q->scratch = m;
+    q->scratch_bytes = bytes;
+    return m;
+}
+
 static void queue_destroy(tsr_queue *queue) {
     ocl_queue *q = queue ? queue->impl : NULL;
     if (!q) return;
     finish(q);
+    if (q->scratch) clReleaseMemObject(q->scratch);
     clReleaseCommandQueue(q->cq);
     free(q->held);
     free(q->marks);

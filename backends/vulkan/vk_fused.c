@@ -12,6 +12,17 @@
  *   invocation) reads them. TESSERA_VULKAN_MATMUL=tiled groups at every
  *   size, matvec never.
  *
+ * - DELTA_NET of a long prompt in chunks of tokens (CPU implementations):
+ *   delta_net.comp runs, per token, three loops over Dk (each with its
+ *   final test) and the token loop's iteration, Dk + 1 more before the
+ *   first, and lavapipe ends an invocation's loops silently after 65535
+ *   iterations in all (attn_fits in vk_ops.c), so a dispatch there takes at
+ *   most (65535 - Dk - 16) / (3 Dk + 4) tokens (Dk 128: 168; measured: 168
+ *   pass, 169 end early and fail); the next one
+ *   continues from the state the last left in dst's state part. GPUs run
+ *   every token in one dispatch. TESSERA_VULKAN_DELTA_NET_CHUNK=N forces
+ *   chunks of at most N tokens (tests).
+ *
  * - RMS_NORM (or NORM) followed by the MUL of its result by a weight, as
  *   every norm of a transformer block is, runs as one row_norm.comp
  *   dispatch: one pass over the row, no second dispatch, no barrier between
@@ -238,7 +249,7 @@ void vk_plan_moe_grouped(const vk_device *d, const tsr_node *node, vk_dispatch *
     group->groups[0] = group->groups[1] = group->groups[2] = 1;
 
     *gemm = *group;
-    gemm->shader = VK_SHADER_MUL_MAT_ID_TILED;
+    gemm->shader = vk_shader_for_weights(VK_SHADER_MUL_MAT_ID_TILED, node->src[0]->dtype);
     gemm->spec[0] = (uint32_t)node->src[0]->dtype;
     gemm->spec[1] = (uint32_t)node->src[1]->dtype;
     vk_params *p = &gemm->p;
@@ -253,4 +264,30 @@ void vk_plan_moe_grouped(const vk_device *d, const tsr_node *node, vk_dispatch *
     p->u[6] = n_b;
     p->u[7] = col_tiles;
     vk_grid((uint64_t)row_tiles * col_tiles * E, gemm->groups);
+}
+
+int64_t vk_delta_net_chunk_tokens(const vk_device *d, const tsr_node *node) {
+    const int64_t Dk = node->src[0]->ne[1], T = node->src[1]->ne[1];
+    int64_t n = T;
+    const char *forced = getenv("TESSERA_VULKAN_DELTA_NET_CHUNK");
+    if (forced && atoll(forced) > 0) n = atoll(forced);
+    if (d && d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        const int64_t fit = (65535 - Dk - 16) / (3 * Dk + 4);
+        if (fit < n) n = fit;
+    }
+    return n;
+}
+
+uint32_t vk_delta_net_chunks(const vk_device *d, const tsr_node *node) {
+    if (node->op != TSR_OP_DELTA_NET) return 1;
+    const int64_t per = vk_delta_net_chunk_tokens(d, node), T = node->src[1]->ne[1];
+    return per < 1 || T <= per ? 1 : (uint32_t)((T + per - 1) / per);
+}
+
+void vk_plan_delta_net_chunk(const vk_device *d, const tsr_node *node, uint32_t chunk, vk_dispatch *out) {
+    vk_op_plan(d, node, out); /* P.u[2], [3]: tokens 0..T-1 */
+    const int64_t per = vk_delta_net_chunk_tokens(d, node), T = node->src[1]->ne[1];
+    const int64_t t0 = (int64_t)chunk * per, t1 = t0 + per < T ? t0 + per : T;
+    out->p.u[2] = (uint32_t)t0;
+    out->p.u[3] = (uint32_t)t1;
 }

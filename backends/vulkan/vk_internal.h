@@ -137,6 +137,16 @@ typedef enum vk_shader_id {
     VK_SHADER_SSM_CONV,         /* SSM_CONV: one output per invocation */
     VK_SHADER_SSM_SCAN,         /* SSM_SCAN: one state row per workgroup */
     VK_SHADER_DELTA_NET,        /* DELTA_NET: one state column per invocation */
+    /* The matrix products built with IQ_GRIDS, for the grid IQ weight types
+     * (their tables cost every pipeline of a module compile time: ~3x on
+     * lavapipe, so the other types keep the modules without them). */
+    VK_SHADER_MUL_MAT_VEC_IQ,
+    VK_SHADER_MUL_MAT_VEC_SG_IQ,
+    VK_SHADER_MUL_MAT_TILED_IQ,
+    VK_SHADER_MUL_MAT_VEC_INV_IQ,
+    VK_SHADER_MUL_MAT_INV_IQ,
+    VK_SHADER_MUL_MAT_ID_IQ,
+    VK_SHADER_MUL_MAT_ID_TILED_IQ,
     VK_SHADER_COUNT
 } vk_shader_id;
 
@@ -343,6 +353,7 @@ typedef struct vk_queue {
     VkDescriptorPool desc_pool;
     uint32_t desc_capacity;   /* sets the pool holds */
     vk_host_buffer params;    /* one parameter block per dispatch */
+    vk_host_buffer iq_grids;  /* the IQ grids (vk_iq_grids.h), made at first use */
     vk_host_buffer staging;
     /* Device memory for partial results between two dispatches of one node
      * (FLASH_ATTN split over keys: vk_fused.c); grown, never shrunk. */
@@ -452,6 +463,19 @@ uint64_t vk_moe_scratch_bytes(const tsr_node *node);
 /* The two dispatches: the lists (scratch in slot 3, written; dst zeroed
  * where an id is out of range) and the GEMM (scratch in slot 3, read). */
 void vk_plan_moe_grouped(const vk_device *d, const tsr_node *node, vk_dispatch *group, vk_dispatch *gemm);
+
+/* The shader a product with weights of dtype runs: s, or its IQ_GRIDS
+ * build for the grid IQ types (vk_ops.c). */
+vk_shader_id vk_shader_for_weights(vk_shader_id s, int32_t dtype);
+/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: read through the
+ * grid buffer (common.glsl: IQ_GRIDS). */
+bool vk_dtype_is_grid_iq(int32_t dtype);
+
+/* DELTA_NET in chunks of tokens (vk_fused.c): tokens a dispatch may take
+ * on d (< 1: not one), the dispatches of the node, and chunk c's plan. */
+int64_t vk_delta_net_chunk_tokens(const vk_device *d, const tsr_node *node);
+uint32_t vk_delta_net_chunks(const vk_device *d, const tsr_node *node);
+void vk_plan_delta_net_chunk(const vk_device *d, const tsr_node *node, uint32_t chunk, vk_dispatch *out);
 
 /* n workgroups as an x * y grid within the guaranteed 65535 per dimension */
 void vk_grid(uint64_t n, uint32_t groups[3]);

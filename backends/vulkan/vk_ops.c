@@ -42,6 +42,23 @@ static bool is_readable(int32_t dt) {
     }
 }
 
+/* The grid IQ types: the matrix products' IQ builds read them (common.glsl
+ * with IQ_GRIDS: iq_group, iq_scales, the grids in a buffer the queue
+ * binds), as MUL_MAT's and MUL_MAT_ID's weights only. */
+bool vk_dtype_is_grid_iq(int32_t dt) {
+    switch (dt) {
+    case TSR_DTYPE_IQ2_XXS: case TSR_DTYPE_IQ2_XS: case TSR_DTYPE_IQ2_S: case TSR_DTYPE_IQ3_XXS:
+    case TSR_DTYPE_IQ3_S: case TSR_DTYPE_IQ1_S: case TSR_DTYPE_IQ1_M: return true;
+    default: return false;
+    }
+}
+
+/* Whether tensor i of the node (0 dst, 1 src0, ...) is read in dtype dt. */
+static bool node_reads(const tsr_node *node, int i, int32_t dt) {
+    if (is_readable(dt)) return true;
+    return i == 1 && vk_dtype_is_grid_iq(dt) && (node->op == TSR_OP_MUL_MAT || node->op == TSR_OP_MUL_MAT_ID);
+}
+
 /* The KV cache's 32-element block types: flash attention reads them
  * (common.glsl: load1/load2) and CPY writes them (quantize.comp). */
 static bool is_kv_block(int32_t dt) {
@@ -67,11 +84,11 @@ uint64_t vk_tensor_extent(const tsr_tensor *t) {
     return ext;
 }
 
-/* A tensor the shaders can address (the node is well-formed): a dtype they
- * load, under 2 GiB for their 32-bit offsets, F32/I32 on whole words and
+/* Tensor i of the node (0 dst, 1 src0, ...), which the shaders can address
+ * (the node is well-formed): a dtype they load, under 2 GiB for their 32-bit offsets, F32/I32 on whole words and
  * everything else at even offsets (common.glsl). NULL, or the problem. */
-static const char *tensor_problem(const tsr_tensor *t) {
-    if (!is_readable(t->dtype) && t->dtype != TSR_DTYPE_I32) return "has a dtype the shaders do not read";
+static const char *tensor_problem(const tsr_node *node, int i, const tsr_tensor *t) {
+    if (!node_reads(node, i, t->dtype) && t->dtype != TSR_DTYPE_I32) return "has a dtype the shaders do not read";
     if (tsr_tensor_nelements(t) >= VK_MAX_SPAN) return "has 2^31 elements or more";
     for (int d = 0; d < TSR_MAX_DIMS; d++)
         if (t->ne[d] > 1 && t->nb[d] >= VK_MAX_SPAN) return "has a stride of 2 GiB or more";
@@ -108,7 +125,8 @@ static bool scan_fits(const vk_device *d, int64_t T) {
 /* GET_ROWS, MUL_MAT, CPY into floats: src0 dequantized, dst F32/F16/BF16. */
 static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
     const tsr_tensor *a = node->src[0], *dst = node->dst;
-    if (!is_readable(a->dtype)) return decline(node, why, why_size, "src0 dtype %s has no dequantizer here", tsr_dtype_name(a->dtype));
+    if (!node_reads(node, 1, a->dtype))
+        return decline(node, why, why_size, "src0 dtype %s has no dequantizer here", tsr_dtype_name(a->dtype));
     /* 16-bit stores are atomics on the word, f32 stores whole words */
     if (!tsr_dtype_is_float(dst->dtype)) return decline(node, why, why_size, "dst dtype %s is not F32, F16 or BF16", tsr_dtype_name(dst->dtype));
     return 1;
@@ -126,7 +144,7 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
     const char *roles[1 + TSR_MAX_SRC] = {"dst", "src0", "src1", "src2", "src3"};
     for (int i = 0; i <= node->n_src; i++) {
         const tsr_tensor *t = i == 0 ? node->dst : node->src[i - 1];
-        const char *p = t ? tensor_problem(t) : NULL;
+        const char *p = t ? tensor_problem(node, i, t) : NULL;
         if (p) return decline(node, why, why_size, "%s (%s) %s", roles[i], tsr_dtype_name(t->dtype), p);
         /* One binding holds a whole tensor: a larger one (Gemma 3's 178 MB
          * embedding on lavapipe's 128 MiB) would fail at compute. */
@@ -156,15 +174,11 @@ int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t 
             return decline(node, why, why_size, "%lld keys of head size %lld: more loop iterations than a CPU implementation runs",
                            (long long)node->src[1]->ne[1], (long long)a->ne[0]);
         return 1;
-    case TSR_OP_DELTA_NET: {
-        /* delta_net.comp per token: three loops over Dk and the token
-         * loop's test, Dk more before (see attn_fits: lavapipe's limit) */
-        const int64_t Dk = a->ne[1], T = node->src[1]->ne[1];
-        if (d && d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && T * (3 * Dk + 2) + Dk + 16 > 65535)
-            return decline(node, why, why_size, "%lld tokens of state rows %lld: more loop iterations than a CPU "
-                           "implementation runs", (long long)T, (long long)Dk);
+    case TSR_OP_DELTA_NET: /* long prompts in chunks of tokens (vk_delta_net_chunks) */
+        if (vk_delta_net_chunk_tokens(d, node) < 1)
+            return decline(node, why, why_size, "state rows %lld: more loop iterations per token than a CPU "
+                           "implementation runs", (long long)a->ne[1]);
         return 1;
-    }
     case TSR_OP_SSM_SCAN: {
         /* ssm_scan.comp: N state elements over VK_SSM_WG invocations, at
          * most VK_SSM_MAX_PER each */
@@ -214,6 +228,13 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_ID] = "mul_mat_id",
     [VK_SHADER_MUL_MAT_ID_GROUP] = "mul_mat_id_group",
     [VK_SHADER_MUL_MAT_ID_TILED] = "mul_mat_id_tiled",
+    [VK_SHADER_MUL_MAT_VEC_IQ] = "mul_mat_vec_iq",
+    [VK_SHADER_MUL_MAT_VEC_SG_IQ] = "mul_mat_vec_sg_iq",
+    [VK_SHADER_MUL_MAT_TILED_IQ] = "mul_mat_tiled_iq",
+    [VK_SHADER_MUL_MAT_VEC_INV_IQ] = "mul_mat_vec_inv_iq",
+    [VK_SHADER_MUL_MAT_INV_IQ] = "mul_mat_inv_iq",
+    [VK_SHADER_MUL_MAT_ID_IQ] = "mul_mat_id_iq",
+    [VK_SHADER_MUL_MAT_ID_TILED_IQ] = "mul_mat_id_tiled_iq",
     [VK_SHADER_SSM_CONV] = "ssm_conv",
     [VK_SHADER_SSM_SCAN] = "ssm_scan",
     [VK_SHADER_DELTA_NET] = "delta_net",
@@ -277,8 +298,27 @@ static bool idot_weight(int32_t dt) {
 typedef enum mm_kernel { MM_INVOCATION, MM_MATVEC, MM_TILED, MM_COOPMAT } mm_kernel;
 
 /* mul_mat_coopmat.comp rounds weights to F16 in its tiles: F32 weights
- * (tolerance 1e-5 of the largest output) stay on the f32 kernels. */
-static bool coopmat_weight(int32_t dt) { return dt != TSR_DTYPE_F32; }
+ * (tolerance 1e-5 of the largest output) stay on the f32 kernels; the grid
+ * IQ types take the tiled kernel's IQ_GRIDS build (no coopmat one). */
+static bool coopmat_weight(int32_t dt) { return dt != TSR_DTYPE_F32 && !vk_dtype_is_grid_iq(dt); }
+
+vk_shader_id vk_shader_for_weights(vk_shader_id s, int32_t dtype) {
+    if (!vk_dtype_is_grid_iq(dtype)) return s;
+    switch (s) {
+    case VK_SHADER_MUL_MAT_VEC:
+    case VK_SHADER_MUL_MAT_VEC_IDOT: return VK_SHADER_MUL_MAT_VEC_IQ;
+    case VK_SHADER_MUL_MAT_VEC_SG:
+    case VK_SHADER_MUL_MAT_VEC_IDOT_SG: return VK_SHADER_MUL_MAT_VEC_SG_IQ;
+    case VK_SHADER_MUL_MAT_TILED: return VK_SHADER_MUL_MAT_TILED_IQ;
+    case VK_SHADER_MUL_MAT_VEC_INV:
+    case VK_SHADER_MUL_MAT_VEC_INV64: return VK_SHADER_MUL_MAT_VEC_INV_IQ;
+    case VK_SHADER_MUL_MAT_INV:
+    case VK_SHADER_MUL_MAT_INV64: return VK_SHADER_MUL_MAT_INV_IQ;
+    case VK_SHADER_MUL_MAT_ID: return VK_SHADER_MUL_MAT_ID_IQ;
+    case VK_SHADER_MUL_MAT_ID_TILED: return VK_SHADER_MUL_MAT_ID_TILED_IQ;
+    default: return s;
+    }
+}
 
 static mm_kernel mul_mat_kernel(const vk_device *d, int32_t wdt, uint32_t N) {
     if (d->matmul_per_invocation) return MM_INVOCATION;
@@ -357,9 +397,10 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     switch (node->op) {
     case TSR_OP_MUL_MAT:
         plan_mul_mat(d, node, out);
+        out->shader = vk_shader_for_weights(out->shader, a->dtype);
         return;
     case TSR_OP_MUL_MAT_ID: /* P.u: [0] N, [1] n_used, [2] T, [3] K, [4] E, [5] n_b */
-        out->shader = VK_SHADER_MUL_MAT_ID;
+        out->shader = vk_shader_for_weights(VK_SHADER_MUL_MAT_ID, a->dtype);
         out->spec[0] = (uint32_t)a->dtype;
         p->u[0] = (uint32_t)a->ne[1];
         p->u[1] = (uint32_t)node->src[2]->ne[0];
@@ -374,10 +415,13 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->u[1] = (uint32_t)n_dst;
         vk_grid((n_dst + 63) / 64, out->groups);
         return;
-    case TSR_OP_DELTA_NET: { /* P.u[1]: state columns (i, h, s), one per invocation; slots as they are */
+    case TSR_OP_DELTA_NET: { /* P.u[1]: state columns (i, h, s), one per invocation; [2], [3]: the tokens
+                               * t0..t1-1 (all: vk_plan_delta_net_chunk picks a chunk); slots as they are */
         const uint64_t cols = (uint64_t)(a->ne[0] * a->ne[2] * a->ne[3]);
         out->shader = VK_SHADER_DELTA_NET;
         p->u[1] = (uint32_t)cols;
+        p->u[2] = 0;
+        p->u[3] = (uint32_t)node->src[1]->ne[1];
         vk_grid((cols + 63) / 64, out->groups);
         return;
     }

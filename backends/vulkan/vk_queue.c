@@ -8,7 +8,8 @@
  * says otherwise: a norm and the MUL by its weight share one dispatch, a
  * FLASH_ATTN split over its keys takes two (partials into the queue's
  * scratch buffer, then their reduction), and so does a MUL_MAT_ID grouped
- * by expert (the lists into the scratch, then the GEMM). A pipeline barrier goes in
+ * by expert (the lists into the scratch, then the GEMM); a long DELTA_NET
+ * on a CPU implementation takes one per chunk of tokens. A pipeline barrier goes in
  * only where a dispatch touches bytes an earlier dispatch since the last
  * barrier wrote (or writes bytes one read), so independent nodes overlap.
  *
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "vk_internal.h"
+#include "vk_iq_grids.h"
 
 enum {
     VK_STAGING_CHUNK = 64 << 20, /* largest staging buffer */
@@ -408,7 +410,23 @@ typedef struct vk_slots {
     const tsr_tensor *t[5];
     int scratch;      /* slot bound to q->scratch, or -1 */
     unsigned writes;  /* bit s: slot s is written */
+    int grids;        /* slot bound to q->iq_grids (read), 0 if none (slot 0 is the weights) */
 } vk_slots;
+
+/* The IQ grids' buffer, filled at first use: the tables in vk_iq_grids.h's
+ * order, the words iq_grids.glsl gives (both generated from
+ * tessera/iq_grids.h). Host-visible, as the parameter blocks are. */
+static tsr_status iq_grids_ready(vk_queue *q) {
+    if (q->iq_grids.size) return TSR_OK;
+    tsr_status st = host_buffer_reserve(q->dev, &q->iq_grids, VK_IQ_GRID_BYTES, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    if (st != TSR_OK) return st;
+    uint64_t o = 0;
+    for (size_t i = 0; i < sizeof vk_iq_grid_tables / sizeof vk_iq_grid_tables[0]; i++) {
+        memcpy(q->iq_grids.mapped + o, vk_iq_grid_tables[i].data, vk_iq_grid_tables[i].bytes);
+        o += vk_iq_grid_tables[i].bytes;
+    }
+    return TSR_OK;
+}
 
 /* Bind the whole scratch buffer to a slot (its tensor starts at byte 0). */
 static void bind_scratch(vk_queue *q, int slot, bool write, VkDescriptorBufferInfo *info, vk_params *p,
@@ -440,6 +458,11 @@ static tsr_status plan_dispatch(vk_queue *q, const tsr_node *node, vk_dispatch *
             used[s] = true;
             continue;
         }
+        if (sl->grids && s == sl->grids) { /* read only: no hazard */
+            rn->infos[s] = (VkDescriptorBufferInfo){.buffer = q->iq_grids.buf, .offset = 0, .range = q->iq_grids.size};
+            disp->p.off[s] = 0;
+            continue;
+        }
         if (!sl->t[s]) continue;
         tsr_status st = bind_tensor(q, node, sl->t[s], s, &rn->infos[s], &disp->p, hz, &access[s]);
         if (st != TSR_OK) return st;
@@ -468,6 +491,7 @@ typedef struct node_shape {
     bool keep_mid;           /* fused norm: store the norm's rows too */
     uint32_t splits, keys;   /* split attention */
     bool moe_grouped;        /* MUL_MAT_ID: the lists, then the GEMM */
+    uint32_t delta_chunks;   /* DELTA_NET: dispatches, one per chunk of tokens */
 } node_shape;
 
 static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n, uint32_t i) {
@@ -484,6 +508,10 @@ static node_shape shape_of(const vk_device *d, const tsr_node *nodes, uint32_t n
     if (vk_moe_grouped(d, &nodes[i])) {
         sh.moe_grouped = true;
         sh.dispatches = 2;
+        return sh;
+    }
+    if (nodes[i].op == TSR_OP_DELTA_NET) {
+        sh.delta_chunks = sh.dispatches = vk_delta_net_chunks(d, &nodes[i]);
         return sh;
     }
     sh.splits = vk_attn_splits(d, &nodes[i], &sh.keys);
@@ -524,14 +552,33 @@ static tsr_status plan_node(vk_queue *q, const tsr_node *nodes, uint32_t i, cons
         tsr_status st = plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
         return st;
     }
+    /* grid IQ weights: their grids at a slot the node leaves free (the
+     * shaders' IQ_GRIDS: t3 for MUL_MAT_ID one output per invocation, whose
+     * ids are t2; else t2) */
+    const bool grids = (node->op == TSR_OP_MUL_MAT || node->op == TSR_OP_MUL_MAT_ID) &&
+                       vk_dtype_is_grid_iq(node->src[0]->dtype);
+    if (grids) {
+        tsr_status st = iq_grids_ready(q);
+        if (st != TSR_OK) return st;
+        sl.grids = node->op == TSR_OP_MUL_MAT_ID ? 3 : 2;
+    }
     if (sh->moe_grouped) { /* each expert's pairs into the scratch, then the GEMM over them */
         vk_plan_moe_grouped(d, node, &disp, &reduce);
         vk_slots gs = {.t = {NULL, NULL, node->src[2], NULL, node->dst}, .scratch = 3,
                        .writes = 1u << 3 | 1u << 4};
         tsr_status st = plan_dispatch(q, node, &disp, &gs, (*k)++, hz);
         if (st != TSR_OK) return st;
-        vk_slots ms = {.t = {node->src[0], node->src[1], NULL, NULL, node->dst}, .scratch = 3, .writes = 1u << 4};
+        vk_slots ms = {.t = {node->src[0], node->src[1], NULL, NULL, node->dst}, .scratch = 3, .writes = 1u << 4,
+                       .grids = grids ? 2 : 0};
         return plan_dispatch(q, node, &reduce, &ms, (*k)++, hz);
+    }
+    if (sh->delta_chunks > 1) { /* chunks of tokens, each from the state the last left in dst */
+        for (uint32_t c = 0; c < sh->delta_chunks; c++) {
+            vk_plan_delta_net_chunk(d, node, c, &disp);
+            tsr_status st = plan_dispatch(q, node, &disp, &sl, (*k)++, hz);
+            if (st != TSR_OK) return st;
+        }
+        return TSR_OK;
     }
     if (sh->dispatches == 2) { /* partial states into the scratch, then their reduction */
         vk_plan_attn_split(d, node, sh->splits, sh->keys, &disp, &reduce);
@@ -796,6 +843,7 @@ static void queue_destroy(tsr_queue *queue) {
         vk_log(TSR_LOG_DEBUG, "vulkan%d: queue: %llu command buffers recorded, %llu replayed", d->index,
                (unsigned long long)q->n_recorded, (unsigned long long)q->n_replayed);
     host_buffer_free(d, &q->params);
+    host_buffer_free(d, &q->iq_grids);
     host_buffer_free(d, &q->staging);
     host_buffer_free(d, &q->upload);
     if (q->scratch != VK_NULL_HANDLE) vk_raw_buffer_destroy(d, q->scratch, q->scratch_mem);

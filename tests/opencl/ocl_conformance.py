@@ -4,7 +4,9 @@ mapped buffers (TESSERA_OPENCL_NO_MAP=1) and 64-item work-groups in the
 reduction kernels (TESSERA_OPENCL_WG=64; PoCL defaults to 8). The default
 path is tests/conformance's conformance-opencl. Every FLASH_ATTN case (K/V
 of each KV cache type) and every CPY into a KV block type must run on the
-device. Also: with no ICD the check is skipped with the reason (exit 77)."""
+device. MUL_MAT_ID grouped by expert at every size (TESSERA_OPENCL_MOE=grouped),
+and the grid IQ weight types computed by MUL_MAT and MUL_MAT_ID, none declined.
+Also: with no ICD the check is skipped with the reason (exit 77)."""
 import os
 import re
 import tempfile
@@ -35,6 +37,20 @@ declined = [l.strip() for l in out.splitlines()
 quantized = [l for l in out.splitlines() if re.search(r"^ +ok +#\d+ .* -> (%s) \[" % "|".join(kv_types), l)]
 c.check(rc == 0 and not declined and len(quantized) == 3 * len(kv_types),
         f"CPY into the KV block types: {len(quantized)} ran on the device, declined: {declined[:3]}")
+
+# MUL_MAT_ID grouped by expert (kernels/moe.cl: k_moe_group, then
+# k_mul_mat_id_tiled) forced at every size, one-token decoding and ids out
+# of range included; the default takes it above 8 tokens. And the grid IQ
+# types (IQ2_XXS ... IQ1_M) on the device in both products: none declined.
+grid = ("IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M")
+for op, env in (("MUL_MAT_ID", {"TESSERA_OPENCL_MOE": "grouped"}), ("MUL_MAT", {})):
+    rc, out, err = run(["plugin", "check", plugin, "--op", op, "-v"], env=env)
+    m = re.search(r"^  %s +(\d+) cases: +(\d+) passed, 0 failed" % op, out, re.M)
+    ran = {t: len(re.findall(r"^ +ok +#\d+ %s \[" % t, out, re.M)) for t in grid}
+    declined = [l.strip() for l in out.splitlines() if "unsupported" in l and re.search(r"#\d+ (%s) \[" % "|".join(grid), l)]
+    c.check(rc == 0 and m is not None and all(ran.values()) and not declined,
+            f"{op} {env}: exit {rc}, {m.group(0) if m else 'no summary'}, grid IQ cases on the device {ran}, "
+            f"declined {declined[:2]}\n{out[-1500:]}")
 
 with tempfile.TemporaryDirectory() as empty:
     rc, out, err = run(["plugin", "check", plugin], env={"OCL_ICD_VENDORS": empty})

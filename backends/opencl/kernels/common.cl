@@ -26,9 +26,16 @@
 #define DT_Q4_K 12
 #define DT_Q5_K 13
 #define DT_Q6_K 14
+#define DT_IQ2_XXS 16
+#define DT_IQ2_XS 17
+#define DT_IQ3_XXS 18
+#define DT_IQ1_S 19
 #define DT_IQ4_NL 20
+#define DT_IQ3_S 21
+#define DT_IQ2_S 22
 #define DT_IQ4_XS 23
 #define DT_I32 26
+#define DT_IQ1_M 29
 #define DT_BF16 30
 #define DT_MXFP4 39
 

@@ -30,8 +30,9 @@ layout(std430, binding = 5) readonly buffer Params {
 // GGUF dtype numbers
 const uint DT_F32 = 0u, DT_F16 = 1u, DT_Q4_0 = 2u, DT_Q4_1 = 3u, DT_Q5_0 = 6u, DT_Q5_1 = 7u,
            DT_Q8_0 = 8u, DT_Q8_1 = 9u, DT_Q2_K = 10u, DT_Q3_K = 11u, DT_Q4_K = 12u, DT_Q5_K = 13u,
-           DT_Q6_K = 14u, DT_Q8_K = 15u, DT_IQ4_NL = 20u, DT_IQ4_XS = 23u, DT_I32 = 26u, DT_BF16 = 30u,
-           DT_MXFP4 = 39u;
+           DT_Q6_K = 14u, DT_Q8_K = 15u, DT_IQ2_XXS = 16u, DT_IQ2_XS = 17u, DT_IQ3_XXS = 18u,
+           DT_IQ1_S = 19u, DT_IQ4_NL = 20u, DT_IQ3_S = 21u, DT_IQ2_S = 22u, DT_IQ4_XS = 23u, DT_I32 = 26u,
+           DT_IQ1_M = 29u, DT_BF16 = 30u, DT_MXFP4 = 39u;
 
 uint group_linear() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
 
@@ -171,11 +172,127 @@ DEF_BLOCK32(t0)
 DEF_BLOCK32(t1)
 DEF_BLOCK32(t2)
 
+// Bytes per 256-element block of a grid IQ type; 0 for every other type.
+uint iq_grid_bytes(uint dt) {
+    if (dt == DT_IQ2_XXS) return 66u;
+    if (dt == DT_IQ2_XS) return 74u;
+    if (dt == DT_IQ2_S) return 82u;
+    if (dt == DT_IQ3_XXS) return 98u;
+    if (dt == DT_IQ3_S) return 110u;
+    if (dt == DT_IQ1_S) return 50u;
+    if (dt == DT_IQ1_M) return 56u;
+    return 0u;
+}
+
 uint block_size_of(uint dtype) {
     if (dtype == DT_F32 || dtype == DT_F16 || dtype == DT_BF16) return 1u;
-    if ((dtype >= DT_Q2_K && dtype <= DT_Q8_K) || dtype == DT_IQ4_XS) return 256u;
+    if ((dtype >= DT_Q2_K && dtype <= DT_Q8_K) || dtype == DT_IQ4_XS || iq_grid_bytes(dtype) != 0u) return 256u;
     return 32u;
 }
+
+#ifdef IQ_GRIDS
+// The grid IQ types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M)
+// as weights (t0): the layouts and rules of tessera/plugin_quants.h
+// (tsr_decode_*). Their grids (tessera/iq_grids.h) are a buffer the queue
+// binds at the slot a shader names in IQ_GRIDS (t2 or t3, one its node does
+// not use: vk_queue.c), each table at the word iq_grids.glsl gives
+// (generated at build time by backends/gen_iq_grids.py, which also writes
+// the buffer's contents for the plugin). Only the matrix products' IQ
+// builds define IQ_GRIDS. Sub-block ib (0..7) of a block is 32 elements;
+// each half has one scale and each element is scale * q, q a small integer
+// (IQ1_S, IQ1_M: q is 8 times grid +- 1/8 and the scale an eighth, as
+// tsr_decode_iq1_*: exact).
+#include "iq_grids.glsl"
+uint iq_word(uint w) { return IQ_GRIDS.d[w]; } // bound whole, from byte 0
+
+// tsr_iq_signs: the 8 signs of a 7-bit index, bit 7 making the count of
+// minus signs even
+uint iq_signs(uint i) {
+    i &= 127u;
+    uint p = i ^ (i >> 4);
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return i | ((p & 1u) << 7);
+}
+
+// byte j (0..7) of the grid entry g as a signed value, negated where bit j of s is set
+int iq_grid_byte(uvec2 g, uint j, uint s) {
+    int v = int((((j < 4u ? g.x : g.y) >> (8u * (j & 3u))) & 0xffu) << 24) >> 24;
+    return ((s >> j) & 1u) != 0u ? -v : v;
+}
+
+// the scales of the two halves of sub-block ib of the block at b, with
+// ref's float operations in ref's order
+vec2 iq_scales(uint dt, uint b, uint ib) {
+    precise float s0, s1;
+    if (dt == DT_IQ2_XXS) {
+        s0 = t0_f16(b) * (0.5 + float(t0_u32_2(b + 6u + 8u * ib) >> 28)) * 0.25; s1 = s0;
+    } else if (dt == DT_IQ2_XS || dt == DT_IQ2_S) {
+        uint sc = t0_u8(b + (dt == DT_IQ2_XS ? 66u : 74u) + ib);
+        float d = t0_f16(b);
+        s0 = d * (0.5 + float(sc & 0xfu)) * 0.25;
+        s1 = d * (0.5 + float(sc >> 4)) * 0.25;
+    } else if (dt == DT_IQ3_XXS) {
+        s0 = t0_f16(b) * (0.5 + float(t0_u32_2(b + 66u + 4u * ib) >> 28)) * 0.5; s1 = s0;
+    } else if (dt == DT_IQ3_S) {
+        uint s4 = t0_u8(b + 106u + (ib >> 1));
+        s0 = t0_f16(b) * float(1u + 2u * ((ib & 1u) != 0u ? s4 >> 4 : s4 & 0xfu)); s1 = s0;
+    } else if (dt == DT_IQ1_S) {
+        uint h = t0_u16(b + 34u + 2u * ib);
+        s0 = t0_f16(b) * float(2u * ((h >> 12) & 7u) + 1u) * 0.125; s1 = s0;
+    } else { // DT_IQ1_M: d in the top nibbles of the four scale words
+        uint w0 = t0_u16(b + 48u), w1 = t0_u16(b + 50u), w2 = t0_u16(b + 52u), w3 = t0_u16(b + 54u);
+        float d = f16_to_f32((w0 >> 12) | ((w1 >> 8) & 0x00f0u) | ((w2 >> 4) & 0x0f00u) | (w3 & 0xf000u));
+        uint sw = t0_u16(b + 48u + 2u * (ib >> 1)), sh = 6u * (ib & 1u);
+        s0 = d * float(2u * ((sw >> sh) & 7u) + 1u) * 0.125;
+        s1 = d * float(2u * ((sw >> (sh + 3u)) & 7u) + 1u) * 0.125;
+    }
+    return vec2(s0, s1);
+}
+
+// values 8l .. 8l+7 (l 0..3) of sub-block ib of the block at b
+void iq_group(uint dt, uint b, uint ib, uint l, out int q[8]) {
+    uvec2 g;
+    uint s = 0u;
+    int delta = 0;
+    if (dt == DT_IQ2_XXS) {
+        uint idx = (t0_u32_2(b + 2u + 8u * ib) >> (8u * l)) & 0xffu;
+        g = uvec2(iq_word(IQ2XXS_GRID + 2u * idx), iq_word(IQ2XXS_GRID + 2u * idx + 1u));
+        s = iq_signs(t0_u32_2(b + 6u + 8u * ib) >> (7u * l));
+    } else if (dt == DT_IQ2_XS) {
+        uint v = t0_u16(b + 2u + 2u * (4u * ib + l)), idx = v & 511u;
+        g = uvec2(iq_word(IQ2XS_GRID + 2u * idx), iq_word(IQ2XS_GRID + 2u * idx + 1u));
+        s = iq_signs(v >> 9);
+    } else if (dt == DT_IQ2_S) {
+        uint idx = t0_u8(b + 2u + 4u * ib + l) | ((t0_u8(b + 66u + ib) << (8u - 2u * l)) & 0x300u);
+        g = uvec2(iq_word(IQ2S_GRID + 2u * idx), iq_word(IQ2S_GRID + 2u * idx + 1u));
+        s = t0_u8(b + 34u + 4u * ib + l);
+    } else if (dt == DT_IQ3_XXS) {
+        g = uvec2(iq_word(IQ3XXS_GRID + t0_u8(b + 2u + 8u * ib + 2u * l)), iq_word(IQ3XXS_GRID + t0_u8(b + 3u + 8u * ib + 2u * l)));
+        s = iq_signs(t0_u32_2(b + 66u + 4u * ib) >> (7u * l));
+    } else if (dt == DT_IQ3_S) {
+        uint qh = t0_u8(b + 66u + ib);
+        g = uvec2(iq_word(IQ3S_GRID + (t0_u8(b + 2u + 8u * ib + 2u * l) | ((qh << (8u - 2u * l)) & 256u))),
+                  iq_word(IQ3S_GRID + (t0_u8(b + 3u + 8u * ib + 2u * l) | ((qh << (7u - 2u * l)) & 256u))));
+        s = t0_u8(b + 74u + 4u * ib + l);
+    } else if (dt == DT_IQ1_S) {
+        uint h = t0_u16(b + 34u + 2u * ib);
+        uint idx = t0_u8(b + 2u + 4u * ib + l) | (((h >> (3u * l)) & 7u) << 8);
+        g = uvec2(iq_word(IQ1S_GRID + 2u * idx), iq_word(IQ1S_GRID + 2u * idx + 1u));
+        delta = (h & 0x8000u) != 0u ? -1 : 1;
+    } else { // DT_IQ1_M
+        uint qh = t0_u8(b + 32u + 2u * ib + (l >> 1));
+        uint idx = t0_u8(b + 4u * ib + l) | ((qh << ((l & 1u) != 0u ? 4u : 8u)) & 0x700u);
+        g = uvec2(iq_word(IQ1S_GRID + 2u * idx), iq_word(IQ1S_GRID + 2u * idx + 1u));
+        delta = (qh & ((l & 1u) != 0u ? 0x80u : 0x08u)) != 0u ? -1 : 1;
+    }
+    bool iq1 = dt == DT_IQ1_S || dt == DT_IQ1_M;
+    for (uint j = 0u; j < 8u; j++) {
+        int v = iq_grid_byte(g, j, s);
+        q[j] = iq1 ? 8 * v + delta : v;
+    }
+}
+#endif
 
 // K-quants' 6-bit scale and min number i (0..7) packed in 12 bytes at sc
 void scale_min_k4(uint sc, uint i, out float scale, out float mn) {
@@ -190,6 +307,15 @@ void scale_min_k4(uint sc, uint i, out float scale, out float mn) {
 
 float dequant(uint dtype, uint b, uint j) {
     if (block_size_of(dtype) == 32u) return t0_block32(dtype, b, j);
+#ifdef IQ_GRIDS
+    if (iq_grid_bytes(dtype) != 0u) { // element j: group (j / 8) % 4 of sub-block j / 32
+        int q[8];
+        iq_group(dtype, b, j >> 5, (j >> 3) & 3u, q);
+        vec2 sc = iq_scales(dtype, b, j >> 5);
+        precise float v = (((j >> 4) & 1u) == 0u ? sc.x : sc.y) * float(q[j & 7u]);
+        return v;
+    }
+#endif
     if (dtype == DT_Q8_K) return uintBitsToFloat(t0_u32_2(b)) * float(t0_i8(b + 4u + j)); // f32 d, qs[256]
     if (dtype == DT_Q2_K) {
         // scales[16] qs[64] d dmin; element j: half h, 32-run r (shift 2r), lane l

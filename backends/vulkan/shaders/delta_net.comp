@@ -9,7 +9,10 @@
 // v [Dv, H]), t2 gates [H, 2, T, S] (beta logits, then the decay inputs),
 // t3 A [H] or [1, H]; dst t4 1-D: y [Dv, H, T, S] then the final state.
 // All F32 read through their strides; P.fp[0] eps, P.fp[1] scale, P.ip[0]
-// kv_tiled (the node's slots as they are); P.u[1]: Dv * H * S.
+// kv_tiled (the node's slots as they are); P.u[1]: Dv * H * S; P.u[2],
+// P.u[3]: the tokens t0 .. t1-1 this dispatch takes (a long prompt on a CPU
+// implementation runs in chunks, vk_fused.c: the first copies the state in
+// from t0, the others go on from the state dst holds).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -38,8 +41,9 @@ void main() {
     float A = t3_float(DT_F32, elem_off(3u, P.ne[3].x == H ? uvec4(h, 0u, 0u, 0u) : uvec4(0u, h, 0u, 0u)));
     uint ds = P.nb[4].x;
     uint col = P.off[4] + (Dv * H * T * S + (s * H + h) * Dk * Dv + i) * ds; // S[i, n] at n * Dv
-    for (uint n = 0u; n < Dk; n++) store_dst(col + n * Dv * ds, t0_float(DT_F32, elem_off(0u, uvec4(i, n, h, s))));
-    for (uint t = 0u; t < T; t++) {
+    if (P.u[2] == 0u)
+        for (uint n = 0u; n < Dk; n++) store_dst(col + n * Dv * ds, t0_float(DT_F32, elem_off(0u, uvec4(i, n, h, s))));
+    for (uint t = P.u[2]; t < P.u[3]; t++) {
         float qq = 0.0, kk = 0.0;
         for (uint n = 0u; n < Dk; n++) {
             float qv = x_at(q0 + n, t, s), kv = x_at(k0 + n, t, s);

@@ -16,7 +16,8 @@
 // The straightforward version: dequant() in common.glsl element by element,
 // and ref_matmul.c.
 //
-// Needs: common.glsl, GL_EXT_control_flow_attributes (t0, t0_u16, t0_u8, f16_to_f32, IQ4NL_VALUES, scale_min_k4).
+// Needs: common.glsl, GL_EXT_control_flow_attributes (t0, t0_u16, t0_u8, f16_to_f32, IQ4NL_VALUES, scale_min_k4);
+// the grid IQ types where the shader defines IQ_GRIDS before common.glsl.
 
 // t0 (weights) and t1 (activations) again, as 16-byte words: the same
 // bindings, read 128 bits at a time where aligned.
@@ -73,7 +74,7 @@ uint unit_block_bytes(uint dt) {
     if (dt == DT_Q6_K) return 210u;
     if (dt == DT_Q8_K) return 292u;
     if (dt == DT_IQ4_XS) return 136u;
-    return 0u;
+    return iq_grid_bytes(dt);
 }
 
 // Unit u of the weight row at byte offset wrow (dtype dt, a specialization
@@ -150,6 +151,18 @@ vec4 unit_load(uint dt, uint wrow, uint u, out float q[32]) {
     } else {
         // K-quants: unit u is sub-block r of block u / 8 (elements 32r..32r+31)
         uint o = wrow + (u >> 3) * unit_block_bytes(dt), r8 = u & 7u;
+#ifdef IQ_GRIDS
+        if (iq_grid_bytes(dt) != 0u) {
+            // the grid IQ types: sub-block r8, four groups of 8 (common.glsl)
+            [[unroll]] for (uint l = 0u; l < 4u; l++) {
+                int g[8];
+                iq_group(dt, o, r8, l, g);
+                [[unroll]] for (uint j = 0u; j < 8u; j++) q[8u * l + j] = float(g[j]);
+            }
+            vec2 sc = iq_scales(dt, o, r8);
+            return vec4(sc.x, 0.0, sc.y, 0.0);
+        }
+#endif
         if (dt == DT_IQ4_XS) {
             // d scales_h scales_l[4] qs[128]: sub-block r8 is qs[16 r8 ..], nibbles as IQ4_NL,
             // scale (ls - 32) * d with ls 4 low bits in scales_l, 2 high in scales_h

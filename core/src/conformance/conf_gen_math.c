@@ -391,6 +391,8 @@ void conf_gen_delta_net(conf_runner *r) {
         /* Dk, Dv, H, Hk, T, S */
         {16, 16, 4, 1, 1, 1}, {8, 16, 8, 2, 5, 1}, {16, 8, 6, 3, 1, 2}, {32, 32, 2, 2, 9, 1}, {4, 5, 4, 2, 3, 2},
         {8, 80, 4, 2, 2, 1}, /* Dv past 64 (cpu-common's blocks of y) */
+        {128, 16, 2, 1, 600, 2}, /* a long prompt of two sequences: Qwen3.5's Dk, past the tokens a
+                                  * Vulkan dispatch takes on a CPU implementation (168: vk_fused.c) */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int v = 0; v < 2; v++) {

@@ -856,11 +856,49 @@ static inline __m256i k4_scales_words(const uint8_t *s) {
     return _mm256_cvtepu8_epi16(_mm_ternarylogic_epi32(a, m, hi, 0xEA)); /* (a & m) | hi */
 }
 
+/* A Q4_K block unpacked for the 512-bit dots: its 256 values as four
+ * registers of 64 nibbles, their scales as i16 words beside them, the
+ * mins per pair of 16-element bsums, and [d, dmin]. */
+typedef struct q4k_512 {
+    __m512i q[4], scl[4];
+    __m256i mins16;
+    __m128 dd;
+} q4k_512;
+
+KERNEL_INLINE void q4k_512_unpack(const blk_q4_k *b, q4k_512 *u) {
+    /* the mins, one per pair of 16-element bsums (k4_scales_words order) */
+    const __m256i min_idx = _mm256_setr_epi16(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m256i sw = k4_scales_words(b->scales);
+    __m512i sw512 = _mm512_castsi256_si512(sw);
+    u->mins16 = _mm256_permutexvar_epi16(min_idx, sw);
+    /* [d, dmin] * a->d later: both converted at once */
+    u->dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)b->d | (uint32_t)b->dmin << 16)));
+    for (int j = 0; j < 4; j++) {
+        u->q[j] = nibbles_512(b->qs + 32 * j);
+        u->scl[j] = _mm512_permutexvar_epi16(words_idx2(2 * j + 4 * (j >= 2), 2 * j + 1 + 4 * (j >= 2)), sw512);
+    }
+}
+
+/* One unpacked block against one act8k block (its 256 bytes in av, its
+ * bsums, its d): the scaled sum into acc, the mins term into accm. */
+KERNEL_INLINE void q4k_512_acc(const q4k_512 *u, const __m512i av[4], __m256i bsums, float ad, __m512 *acc,
+                               __m256 *accm) {
+    __m512i sumi = _mm512_setzero_si512();
+    for (int j = 0; j < 4; j++) sumi = dot_scaled_512(sumi, u->q[j], av[j], u->scl[j]);
+    __m256i mins = _mm256_madd_epi16(bsums, u->mins16);
+    __m128 f = _mm_mul_ps(u->dd, _mm_set1_ps(ad));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_broadcastss_ps(f), *acc);
+    *accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_broadcastss_ps(_mm_movehdup_ps(f)), *accm);
+}
+
+KERNEL_INLINE void act8k_512_load(const act8k *a, __m512i av[4], __m256i *bsums) {
+    for (int j = 0; j < 4; j++) av[j] = _mm512_loadu_si512(a->qs + 64 * j);
+    *bsums = _mm256_loadu_si256((const __m256i *)a->bsums);
+}
+
 static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q4_k *x = w;
     const int64_t nb = K / 256;
-    /* the mins, one per pair of 16-element bsums (k4_scales_words order) */
-    const __m256i min_idx = _mm256_setr_epi16(4, 4, 5, 5, 6, 6, 7, 7, 12, 12, 13, 13, 14, 14, 15, 15);
     __m512 acc[CPU_NC];
     __m256 accm[CPU_NC];
     for (int c = 0; c < CPU_NC; c++) acc[c] = _mm512_setzero_ps(), accm[c] = _mm256_setzero_ps();
@@ -868,36 +906,94 @@ static void dot_q4_k_512(int64_t K, const void *w, const void *act, size_t act_s
         const blk_q4_k *b = x + ib;
         _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
         _mm_prefetch((const char *)b + 3072 + 64, _MM_HINT_T0);
-        __m256i sw = k4_scales_words(b->scales);
-        __m512i sw512 = _mm512_castsi256_si512(sw);
-        __m256i mins16 = _mm256_permutexvar_epi16(min_idx, sw);
-        /* [d, dmin] * a->d later: both converted at once */
-        __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)b->d | (uint32_t)b->dmin << 16)));
-        __m512i q[4], scl[4];
-        for (int j = 0; j < 4; j++) {
-            q[j] = nibbles_512(b->qs + 32 * j);
-            scl[j] = _mm512_permutexvar_epi16(words_idx2(2 * j + 4 * (j >= 2), 2 * j + 1 + 4 * (j >= 2)), sw512);
-        }
+        q4k_512 u;
+        q4k_512_unpack(b, &u);
         for (int c = 0; c < nc; c++) {
             const act8k *a = (const act8k *)ACT(c) + ib;
-            __m512i sumi = _mm512_setzero_si512();
-            for (int j = 0; j < 4; j++) sumi = dot_scaled_512(sumi, q[j], _mm512_loadu_si512(a->qs + 64 * j), scl[j]);
-            __m256i mins = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), mins16);
-            __m128 f = _mm_mul_ps(dd, _mm_set1_ps(a->d));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_broadcastss_ps(f), acc[c]);
-            accm[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_broadcastss_ps(_mm_movehdup_ps(f)), accm[c]);
+            __m512i av[4];
+            __m256i bsums;
+            act8k_512_load(a, av, &bsums);
+            q4k_512_acc(&u, av, bsums, a->d, &acc[c], &accm[c]);
         }
     }
     for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]) - hsum256(accm[c]);
 }
 
+/* Decoding's many rows against one column (cpu_dotr_fn): row after row
+ * in one call, so the kernel's set-up (its constants, the call, the
+ * reductions' registers) is paid once per run of rows instead of once per
+ * row; the matrices of a small model have rows of 2-4 blocks, where that
+ * cost was a third of the time. The weights stream in address order, as
+ * the hardware prefetcher likes them (four rows interleaved block by
+ * block, sharing the activation loads, was 25% slower: the prefetcher
+ * lost the stream). Each row's sums are dot_q4_k_512's with nc 1, in the
+ * same order: the same bits. The straightforward version: dot_q4_k_512
+ * per row. */
+static void dotr_q4_k_512(int64_t K, const void *w, size_t w_stride, const void *act, int64_t nr, float *out) {
+    const act8k *a0 = act;
+    const int64_t nb = K / 256;
+    for (int64_t r = 0; r < nr; r++) {
+        const blk_q4_k *x = (const blk_q4_k *)((const uint8_t *)w + (size_t)r * w_stride);
+        __m512 acc = _mm512_setzero_ps();
+        __m256 accm = _mm256_setzero_ps();
+        for (int64_t ib = 0; ib < nb; ib++) {
+            const blk_q4_k *b = x + ib;
+            _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 3072 + 64, _MM_HINT_T0);
+            q4k_512 u;
+            q4k_512_unpack(b, &u);
+            __m512i av[4];
+            __m256i bsums;
+            act8k_512_load(a0 + ib, av, &bsums);
+            q4k_512_acc(&u, av, bsums, a0[ib].d, &acc, &accm);
+        }
+        out[r] = _mm512_reduce_add_ps(acc) - hsum256(accm);
+    }
+}
+
 /* Q6_K, per half n: ql[64n..64n+63] is one register whose low nibbles are
  * elements 128n + 0..63 and high nibbles 128n + 64..127; qh[32n + l] holds
  * the two high bits of element 128n + l + 32k in bits 2k, 2k+1 (k < 4). */
+typedef struct q6k_512 {
+    __m512i q[4], scl[4];
+    __m256i sc16;
+    float d;
+} q6k_512;
+
+KERNEL_INLINE void q6k_512_unpack(const blk_q6_k *b, q6k_512 *u) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+    const __m512i sc512 = _mm512_castsi256_si512(u->sc16);
+    for (int n = 0; n < 2; n++) {
+        __m512i l = _mm512_loadu_si512(b->ql + 64 * n);
+        /* h2: qh in the low half, qh >> 2 in the high half; bits 4-5 of
+         * each byte of h2 << 4 are then the high bits of quarters 0, 1,
+         * and bits 4-5 of h2 those of quarters 2, 3 */
+        __m512i h2 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b->qh + 32 * n)));
+        h2 = _mm512_mask_srli_epi16(h2, (__mmask32)0xffff0000u, h2, 2);
+        __m512i hi01 = _mm512_and_si512(_mm512_slli_epi16(h2, 4), m30);
+        __m512i hi23 = _mm512_and_si512(h2, m30);
+        /* (a & m4) | b */
+        u->q[2 * n] = _mm512_ternarylogic_epi32(l, hi01, m4, 0xEC);
+        u->q[2 * n + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), hi23, m4, 0xEC);
+        u->scl[2 * n] = _mm512_permutexvar_epi16(words_idx4(8 * n), sc512);
+        u->scl[2 * n + 1] = _mm512_permutexvar_epi16(words_idx4(8 * n + 4), sc512);
+    }
+    u->d = f16s(b->d);
+}
+
+KERNEL_INLINE void q6k_512_acc(const q6k_512 *u, const __m512i av[4], __m256i bsums, float ad, __m512 *acc) {
+    __m512i sumi = _mm512_setzero_si512();
+    for (int j = 0; j < 4; j++) sumi = dot_scaled_512(sumi, u->q[j], av[j], u->scl[j]);
+    /* the -32 offset: 32 * sum_g sc_g * bsums_g, folded into the low half */
+    __m256i off = _mm256_madd_epi16(bsums, u->sc16);
+    sumi = _mm512_mask_sub_epi32(sumi, 0x00ff, sumi, _mm512_castsi256_si512(_mm256_slli_epi32(off, 5)));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(u->d * ad), *acc);
+}
+
 static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_stride, int nc, float *out) {
     const blk_q6_k *x = w;
     const int64_t nb = K / 256;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     __m512 acc[CPU_NC];
     for (int c = 0; c < CPU_NC; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t ib = 0; ib < nb; ib++) {
@@ -905,36 +1001,40 @@ static void dot_q6_k_512(int64_t K, const void *w, const void *act, size_t act_s
         _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
         _mm_prefetch((const char *)b + 3072 + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)b + 3072 + 128, _MM_HINT_T0);
-        __m512i q[4], scl[4];
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
-        const __m512i sc512 = _mm512_castsi256_si512(sc16);
-        for (int n = 0; n < 2; n++) {
-            __m512i l = _mm512_loadu_si512(b->ql + 64 * n);
-            /* h2: qh in the low half, qh >> 2 in the high half; bits 4-5 of
-             * each byte of h2 << 4 are then the high bits of quarters 0, 1,
-             * and bits 4-5 of h2 those of quarters 2, 3 */
-            __m512i h2 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b->qh + 32 * n)));
-            h2 = _mm512_mask_srli_epi16(h2, (__mmask32)0xffff0000u, h2, 2);
-            __m512i hi01 = _mm512_and_si512(_mm512_slli_epi16(h2, 4), m30);
-            __m512i hi23 = _mm512_and_si512(h2, m30);
-            /* (a & m4) | b */
-            q[2 * n] = _mm512_ternarylogic_epi32(l, hi01, m4, 0xEC);
-            q[2 * n + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(l, 4), hi23, m4, 0xEC);
-            scl[2 * n] = _mm512_permutexvar_epi16(words_idx4(8 * n), sc512);
-            scl[2 * n + 1] = _mm512_permutexvar_epi16(words_idx4(8 * n + 4), sc512);
-        }
-        const float d = f16s(b->d);
+        q6k_512 u;
+        q6k_512_unpack(b, &u);
         for (int c = 0; c < nc; c++) {
             const act8k *a = (const act8k *)ACT(c) + ib;
-            __m512i sumi = _mm512_setzero_si512();
-            for (int j = 0; j < 4; j++) sumi = dot_scaled_512(sumi, q[j], _mm512_loadu_si512(a->qs + 64 * j), scl[j]);
-            /* the -32 offset: 32 * sum_g sc_g * bsums_g, folded into the low half */
-            __m256i off = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), sc16);
-            sumi = _mm512_mask_sub_epi32(sumi, 0x00ff, sumi, _mm512_castsi256_si512(_mm256_slli_epi32(off, 5)));
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(d * a->d), acc[c]);
+            __m512i av[4];
+            __m256i bsums;
+            act8k_512_load(a, av, &bsums);
+            q6k_512_acc(&u, av, bsums, a->d, &acc[c]);
         }
     }
     for (int c = 0; c < nc; c++) out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+/* As dotr_q4_k_512, for Q6_K (dot_q6_k_512's sums per row: the same bits). */
+static void dotr_q6_k_512(int64_t K, const void *w, size_t w_stride, const void *act, int64_t nr, float *out) {
+    const act8k *a0 = act;
+    const int64_t nb = K / 256;
+    for (int64_t r = 0; r < nr; r++) {
+        const blk_q6_k *x = (const blk_q6_k *)((const uint8_t *)w + (size_t)r * w_stride);
+        __m512 acc = _mm512_setzero_ps();
+        for (int64_t ib = 0; ib < nb; ib++) {
+            const blk_q6_k *b = x + ib;
+            _mm_prefetch((const char *)b + 3072, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 3072 + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)b + 3072 + 128, _MM_HINT_T0);
+            q6k_512 u;
+            q6k_512_unpack(b, &u);
+            __m512i av[4];
+            __m256i bsums;
+            act8k_512_load(a0 + ib, av, &bsums);
+            q6k_512_acc(&u, av, bsums, a0[ib].d, &acc);
+        }
+        out[r] = _mm512_reduce_add_ps(acc);
+    }
 }
 #endif
 
@@ -1052,6 +1152,8 @@ static void kernels_fill(cpu_kernels *k) {
 #if KERNELS_AVX512
     k->dot[TSR_DTYPE_Q4_K] = dot_q4_k_512;
     k->dot[TSR_DTYPE_Q6_K] = dot_q6_k_512;
+    k->dotr[TSR_DTYPE_Q4_K] = dotr_q4_k_512;
+    k->dotr[TSR_DTYPE_Q6_K] = dotr_q6_k_512;
 #endif
     k->dot_pair[TSR_DTYPE_Q4_0] = dot_q4_0_pair;
     k->pair_offset[TSR_DTYPE_Q4_0] = 8;

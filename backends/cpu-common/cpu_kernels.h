@@ -27,6 +27,14 @@
 typedef void (*cpu_tile_fn)(int64_t K, const void *w, size_t w_stride, const void *act,
                             size_t act_stride, float *out);
 
+/* Decoding's rows: out[r] = dot(weight row w + r*w_stride bytes, the one
+ * activation column act), r < nr (any count), with the same sums in the
+ * same order as the type's dot with nc = 1 (the same bits): one call for
+ * a run of rows, so small rows do not pay a call, the kernel's set-up and
+ * the activation loads once each. */
+typedef void (*cpu_dotr_fn)(int64_t K, const void *w, size_t w_stride, const void *act, int64_t nr,
+                            float *out);
+
 /* struct cpu_kernels: cpu_exec.k points at this table. */
 typedef struct cpu_kernels {
     const char *name;                 /* the level's name, e.g. "avx2", "i8mm" */
@@ -38,6 +46,8 @@ typedef struct cpu_kernels {
     /* Two-row kernels for prompt processing (same sums, in the same order,
      * as dot with nc > 1); NULL where there is none. */
     cpu_dot2_fn dot2[TSR_DTYPE_COUNT];
+    /* Many rows by one column (decoding); NULL: dot row by row. */
+    cpu_dotr_fn dotr[TSR_DTYPE_COUNT];
     /* 2x2 tiles for prompts over the dot's activations; NULL where none. */
     cpu_tile_fn tile[TSR_DTYPE_COUNT];
     /* x[i] = exp(x[i] - max) for n values (exactly 0 where x is -inf);

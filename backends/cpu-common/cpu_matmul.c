@@ -13,7 +13,8 @@
  *    whole group: the row block (~16 KiB of weights) stays in L1 across the
  *    column groups and the group's activations stay in L1 across the rows.
  *    With one column (decoding) a chunk is simply a run of weight rows and
- *    the loop streams the weights once: bandwidth-bound.
+ *    the loop streams the weights once: bandwidth-bound. Where the kernel
+ *    table has a many-row kernel (dotr) the whole run is one call.
  *    Where the kernel table has them, two-row kernels (dot2) or 2x2 tiles
  *    (tile: two rows by two columns, e.g. cpu-neon's smmla) do the same
  *    sums with fewer loads per product.
@@ -229,6 +230,7 @@ void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk,
     const mm_plan plan = plan_for(ex->k, node);
     const cpu_dot_fn dot = plan.dot;
     const cpu_dot2_fn dot2 = plan.kind == ACT_F32 ? ex->k->dot2[w->dtype] : NULL;
+    const cpu_dotr_fn dotr = plan.dot == ex->k->dot[w->dtype] ? ex->k->dotr[w->dtype] : NULL;
     const size_t w_row_bytes = (size_t)(K / tsr_dtype_block_size(w->dtype)) * (size_t)w->nb[0];
     const int in_place = act_in_place(node);
     size_t act_row = quants_act_row_bytes(plan.kind, K);
@@ -305,6 +307,10 @@ void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk,
             uint8_t *dcol = tensor_ptr(d) + n * d->nb[1] + b2 * d->nb[2] + b3 * d->nb[3];
             const int64_t Kd = N == 1 && plan.kind == ACT_F32 ? act_len_nonzero(a, K) : K;
             int64_t m = m0;
+            if (dotr && nc == 1 && d->nb[0] == 4) { /* decoding: the chunk's rows in one call */
+                dotr(K, wbase + m * w->nb[1], (size_t)w->nb[1], a, m1 - m, (float *)(void *)dcol + m);
+                m = m1;
+            }
             if (dot2 && nc > 1) /* two weight rows per activation load */
                 for (; m + 1 < m1; m += 2) {
                     float out[2 * CPU_NC];

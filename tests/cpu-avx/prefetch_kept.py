@@ -21,10 +21,12 @@ import sys
 # the functions that stream weights and prefetch ahead of the hardware
 # prefetcher: the decode dots (kernels_impl.h: prefetch_row_ahead, and the
 # float dots' own), the K-quant single-column dots (gemv_kq_impl.h) and the
-# float GEMM's next-block prefetch (gemm_float_impl.h: gf_prefetch_part)
+# float GEMM's next-block prefetch (gemm_float_impl.h: gf_prefetch_part),
+# and the AVX-512 K-quant decode kernels, one row and many (two copies each)
 MUST_PREFETCH = [
     "dot_q4_0_pair", "dot_q8_0_pair", "dot_q4_1_v", "dot_q4_1_y", "dot_q5_1_v",
     "dot_f16_v", "dot_bf16_v", "dot_q4_k_y", "dot_q6_k_y", "gf_run_f16", "gf_run_bf16",
+    "dot_q4_k_512", "dot_q6_k_512", "dotr_q4_k_512", "dotr_q6_k_512",
 ]
 
 

@@ -347,6 +347,42 @@ static void test_mul_mat_model_shapes(void) {
         }
 }
 
+/* Decoding (N 1) goes through the many-row kernels where a level has
+ * them (cpu_kernels.h: dotr), a run of a chunk's rows per call; their
+ * sums are the one-row dot's with nc 1, the same as each column's of a
+ * product of several columns. So column 0 of an N 3 product equals the
+ * N 1 product of that column bit for bit, at row counts that leave every
+ * remainder of the kernels' row runs and the threads' chunks, K of 2 to
+ * 18 blocks. */
+static void test_mul_mat_decode_bits(void) {
+    /* the types with many-row kernels (not every one-row kernel keeps its
+     * nc 1 sums in the nc > 1 order: AVX-512's Q4_0 pair kernel does not) */
+    static const int32_t types[] = {TSR_DTYPE_Q4_K, TSR_DTYPE_Q6_K};
+    static const int64_t shapes[][2] = {{512, 1}, {768, 7}, {1024, 13}, {4608, 40}, {1024, 517}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int64_t K = shapes[s][0], M = shapes[s][1];
+            tensor *w = tensor_new(types[t], K, M, 1, 1), *x3 = tensor_new(TSR_DTYPE_F32, K, 3, 1, 1);
+            fill_model_like(x3);
+            tensor *x1 = tensor_new(TSR_DTYPE_F32, K, 1, 1, 1);
+            memcpy(x1->mem, x3->mem, (size_t)K * 4);
+            tensor *o3 = tensor_new(TSR_DTYPE_F32, M, 3, 1, 1), *o1 = tensor_new(TSR_DTYPE_F32, M, 1, 1, 1);
+            tsr_node n3 = make_node(TSR_OP_MUL_MAT, 2, &w->t, &x3->t, NULL, NULL), n1 = n3;
+            n3.dst = &o3->t;
+            n1.src[1] = &x1->t, n1.dst = &o1->t;
+            const tsr_status st3 = queue->api->compute(queue, &n3, 1), st1 = queue->api->compute(queue, &n1, 1);
+            int64_t bad = -1;
+            for (int64_t m = 0; m < M && bad < 0; m++)
+                if (memcmp((float *)o3->mem + m, (float *)o1->mem + m, 4) != 0) bad = m;
+            const int ok = st3 == TSR_OK && st1 == TSR_OK && bad < 0;
+            printf("%s MUL_MAT %s K%lld M%lld: N 1 is column 0 of N 3, bit for bit%s\n", ok ? "ok  " : "FAIL",
+                   dtype_name(types[t]), (long long)K, (long long)M, bad >= 0 ? " (a row differs)" : "");
+            EXPECT(ok, "MUL_MAT %s K%lld M%lld: N 1 vs N 3 column 0 (status %d %d, first different row %lld)",
+                   dtype_name(types[t]), (long long)K, (long long)M, st1, st3, (long long)bad);
+            tensor_free(w), tensor_free(x3), tensor_free(x1), tensor_free(o3), tensor_free(o1);
+        }
+}
+
 /* The IQ, TQ and MXFP4 types (plugin_quants.h) from random blocks, every
  * bit pattern of grid indices, signs and scales (dtype_block_set_scale
  * keeps d finite), against ref on the same 8-bit activations: decoding
@@ -805,6 +841,7 @@ TEST(test_one_thread) {
     host.n_threads = 1;
     test_mul_mat();
     test_mul_mat_model_shapes();
+    test_mul_mat_decode_bits();
     test_mul_mat_iq();
     test_mul_mat_id();
     test_flash_attn();
@@ -827,6 +864,7 @@ TEST(test_three_threads) {
     host.n_threads = 3;
     test_mul_mat();
     test_mul_mat_model_shapes();
+    test_mul_mat_decode_bits();
     test_mul_mat_id();
     test_flash_attn();
     test_delta_net();

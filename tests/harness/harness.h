@@ -191,7 +191,8 @@ const char *harness_shared_dir(void);
 /* $TESSERA_SHARED/rel, which must exist (else a skip naming it). */
 harness_path harness_shared_file(const char *rel);
 /* $TESSERA_SHARED/rel whether or not it exists (an optional file: check
- * with harness_file_exists). Skips only when TESSERA_SHARED is unset. */
+ * with harness_file_exists); $TESSERA_TEST_DATA/rel instead when only that
+ * exists. Skips only when TESSERA_SHARED is unset. */
 harness_path harness_shared_path(const char *rel);
 /* $TESSERA_SOURCE_ROOT/rel (files kept in the repository, e.g.
  * tests/data/...), which must exist (else a skip naming it). */

@@ -52,7 +52,9 @@ done
     >/dev/null
 "$peer/golden_gen" "$out/synth-gpt-oss-f32-dequant.gguf" "$src/synth-prompts.jsonl" \
     "$src/synth-gpt-oss-f32-dequant.jsonl" 16 256
-for name in $( (names $src/synth-models.txt; names $src/quantized-models.txt) | sed 's/ .*//' | grep '^models/'); do
+# (synth-iq-f32 is only the grid types' source: no golden of its own)
+for name in $( (names $src/synth-models.txt; names $src/quantized-models.txt) | sed 's/ .*//' | grep '^models/' |
+               grep -v '^models/synth-iq-f32$'); do
     "$peer/golden_gen" "$out/$name.gguf" "$src/synth-s-prompts.jsonl" "$src/golden/${name#models/}.jsonl" 16 256
 done
 python3 $src/assemble.py sums $src "$out"

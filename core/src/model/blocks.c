@@ -321,9 +321,18 @@ graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
 
     /* The chosen experts' SwiGLU FFNs, weighted, summed over the K slots. */
     graph_tensor *xe = graph_reshape_3d(g, x, E, 1, T);
-    graph_tensor *up = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_up", il);
-    graph_tensor *gate =
-        named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_gate_exps), xe, sel), "ffn_moe_gate", il);
+    graph_tensor *up, *gate;
+    if (L->ffn_gate_exps) {
+        up = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_up", il);
+        gate = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_gate_exps), xe, sel), "ffn_moe_gate", il);
+    } else { /* one product [2 Fx, K, T], gate rows then up rows; SWIGLU reads the two views */
+        const int64_t Fx = hp->n_ff_exp;
+        graph_tensor *gu =
+            named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_gate_up", il);
+        if (!gu) return NULL;
+        gate = graph_view_3d(g, gu, Fx, K, T, gu->t.nb[1], gu->t.nb[2], 0);
+        up = graph_view_3d(g, gu, Fx, K, T, gu->t.nb[1], gu->t.nb[2], (uint64_t)Fx * gu->t.nb[0]);
+    }
     up = expert_bias(b, up, L->ffn_up_exps_b, sel);
     gate = expert_bias(b, gate, L->ffn_gate_exps_b, sel);
     graph_tensor *h = hp->swiglu_limit > 0.0f ? graph_swiglu_oai(g, gate, up, hp->swiglu_alpha, hp->swiglu_limit)

@@ -103,12 +103,37 @@ static inline float silu(float x) { return x / (1.0f + exp_row_elem(-x)); }
 /* GELU (tanh form) as llama.cpp's CPU backend evaluates it, like ref: x
  * rounded to fp16, the result rounded to fp16 (its table over every fp16
  * input), x or 0 beyond +-10. */
-static inline float gelu(float x) {
+static inline float gelu_of_fp16(float h) {
     const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return fp16_round(0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h))));
+}
+
+/* gelu_of_fp16 of every fp16 value, by its bits (ops_init): a row of GELU
+ * is then a vector conversion to fp16 and a lookup, where tanhf per
+ * element was most of a vision encoder's FFN. */
+static float gelu_table[1 << 16];
+
+void ops_init(void) {
+    for (uint32_t b = 0; b < (1u << 16); b++) gelu_table[b] = gelu_of_fp16(cpu_fp16_to_f32((uint16_t)b));
+}
+
+static inline float gelu(float x) {
     if (x <= -10.0f) return 0.0f;
     if (x >= 10.0f) return x;
-    const float h = fp16_round(x);
-    return fp16_round(0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h))));
+    return gelu_table[cpu_f32_to_fp16(x)];
+}
+
+/* z[i] = gelu(x[i]), the fp16 conversion a vector at a time (z may be x) */
+static void row_gelu(const float *x, float *z, int64_t n) {
+    uint16_t h[64];
+    for (int64_t i0 = 0; i0 < n; i0 += 64) {
+        const int64_t m = n - i0 < 64 ? n - i0 : 64;
+        row_f32_to_f16(x + i0, h, m);
+        for (int64_t i = 0; i < m; i++) {
+            const float xi = x[i0 + i], t = gelu_table[h[i]];
+            z[i0 + i] = xi <= -10.0f ? 0.0f : xi >= 10.0f ? xi : t;
+        }
+    }
 }
 
 static void op_unary(const tsr_node *node, int ith, int nth) {
@@ -127,7 +152,7 @@ static void op_unary(const tsr_node *node, int ith, int nth) {
             switch (node->op) {
             case TSR_OP_SCALE: for (int64_t i = 0; i < n; i++) z[i] = x[i] * s + bias; break;
             case TSR_OP_SILU: row_silu(x, z, n); break;
-            default: for (int64_t i = 0; i < n; i++) z[i] = gelu(x[i]); break;
+            default: row_gelu(x, z, n); break;
             }
             continue;
         }

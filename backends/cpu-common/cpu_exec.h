@@ -70,6 +70,8 @@ static inline void split_range(int64_t n, int ith, int nth, int64_t *lo, int64_t
  * ops built on the products). */
 /* 1 if the node runs here, else 0 with the reason in why[why_size] (may
  * be NULL): the checker's for a malformed node, else what is missing. */
+/* Tables the ops read (GELU's), once at plugin init. */
+void ops_init(void);
 int ops_supports(const struct cpu_kernels *k, const tsr_node *node, char *why, size_t why_size);
 size_t ops_work_size(const struct cpu_kernels *k, const tsr_node *node, int nth);
 void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);

@@ -390,6 +390,7 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
     const char *plain = getenv("TESSERA_CPU_PLAIN_STEPS");
     g.plain_steps = plain && *plain && strcmp(plain, "0") != 0;
     level->init(&g.kernels);
+    ops_init();
     snprintf(g.description, sizeof g.description, "%s (%s kernels)", cpu_name, g.kernels.name);
     g_device.api = &device_api;
     g_device.impl = &g;

@@ -117,6 +117,7 @@ static void run_nodes(void *ctx, int ith, int nth) {
         case STEP_MM_RUN: matmul_run_xw(ex, st->node, st->xw, &p->counters[i].next, me, n); break;
         default:
             if (st->node->op == TSR_OP_MUL_MAT) matmul_compute(ex, st->node, me, n);
+            else if (st->xw) mul_mat_id_compute_xw(ex, st->node, st->xw, me, n);
             else ops_compute(ex, st->node, me, n);
             break;
         }
@@ -130,18 +131,24 @@ static void run_nodes(void *ctx, int ith, int nth) {
 static void plan_repacked(cpu_queue *q) {
     for (int32_t i = 0; i < q->plan.n_steps; i++) {
         cpu_step *st = &q->plan.steps[i];
-        if (st->kind != STEP_MM_RUN || !matmul_x_eligible(&g.kernels, st->node)) continue;
+        const int mm = st->kind == STEP_MM_RUN && matmul_x_eligible(&g.kernels, st->node);
+        const int moe = st->kind == STEP_OP && mul_mat_id_x_eligible(&g.kernels, st->node);
+        if (!mm && !moe) continue;
         const tsr_tensor *w = st->node->src[0];
         const uint8_t *src = tensor_ptr(w);
         int fresh;
         cpu_xentry *e = cpu_xcache_get(&q->xc, w, src, &fresh);
         if (!e) continue;
         if (fresh) {
-            const int64_t n_groups = w->ne[1] / CPU_XROWS;
-            const size_t bytes = (size_t)n_groups * cpu_x_group_bytes(w->dtype, w->ne[0]);
+            /* every expert (ne[2]) repacked alone, one after the other */
+            const int64_t n_groups = w->ne[1] / CPU_XROWS, E = mm ? 1 : w->ne[2];
+            const size_t per = (size_t)n_groups * cpu_x_group_bytes(w->dtype, w->ne[0]);
+            const size_t bytes = per * (size_t)E;
             e->x = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
             if (e->x) {
-                cpu_x_repack(w->dtype, src, (size_t)w->nb[1], w->ne[0], 0, n_groups, e->x);
+                for (int64_t x = 0; x < E; x++)
+                    cpu_x_repack(w->dtype, src + x * w->nb[2], (size_t)w->nb[1], w->ne[0], 0, n_groups,
+                                 (uint8_t *)e->x + (size_t)x * per);
                 q->xc.bytes += bytes;
             }
         }

@@ -49,7 +49,8 @@ static uint64_t hash_ptr(const void *p) {
 }
 
 static int same_weight(const cpu_xentry *e, const tsr_tensor *t, const void *src) {
-    return e->src == src && e->dtype == t->dtype && e->ne0 == t->ne[0] && e->ne1 == t->ne[1] && e->nb1 == t->nb[1];
+    return e->src == src && e->dtype == t->dtype && e->ne0 == t->ne[0] && e->ne1 == t->ne[1] && e->ne2 == t->ne[2] &&
+           e->nb1 == t->nb[1];
 }
 
 static int grow(cpu_xcache *c) {
@@ -83,7 +84,8 @@ cpu_xentry *cpu_xcache_get(cpu_xcache *c, const tsr_tensor *t, const void *src, 
     int64_t j = (int64_t)(hash_ptr(src) & (uint64_t)(c->cap - 1));
     while (c->slots[j].src) j = (j + 1) & (c->cap - 1);
     cpu_xentry *e = &c->slots[j];
-    *e = (cpu_xentry){.src = src, .dtype = t->dtype, .ne0 = t->ne[0], .ne1 = t->ne[1], .nb1 = t->nb[1], .x = NULL};
+    *e = (cpu_xentry){.src = src, .dtype = t->dtype, .ne0 = t->ne[0], .ne1 = t->ne[1], .ne2 = t->ne[2], .nb1 = t->nb[1],
+                      .x = NULL};
     c->n++;
     *fresh = 1;
     return e;

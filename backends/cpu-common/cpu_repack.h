@@ -66,7 +66,7 @@ void cpu_x_repack(int32_t dtype, const uint8_t *w, size_t row_stride, int64_t K,
 typedef struct cpu_xentry {
     const void *src;
     int32_t dtype;
-    int64_t ne0, ne1;
+    int64_t ne0, ne1, ne2; /* ne2: MUL_MAT_ID's experts, each repacked alone */
     int64_t nb1;
     void *x; /* NULL: not repacked (out of memory): read in place */
 } cpu_xentry;

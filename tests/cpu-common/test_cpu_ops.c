@@ -447,9 +447,52 @@ static void test_mul_mat_repacked(void) {
                    copied ? "the x16 copy was not read" : "read a stale copy", (int)st);
             tensor_free(x), tensor_free(oa), tensor_free(or_), tensor_free(o2);
         }
+    /* MUL_MAT_ID of constant Q4_K experts, decoding: each chosen expert
+     * has one column and reads its part of the copy (T 1); with T 3 and
+     * repeated ids some experts have several columns and read in place */
+    static const int64_t moe[][5] = {/* K, N, E, n_used, T */ {256, 32, 4, 2, 1}, {768, 512, 8, 3, 1}, {512, 48, 4, 2, 3}};
+    tensor *we[3] = {0};
+    for (int s = 0; s < 3; s++) {
+        const int64_t K = moe[s][0], N = moe[s][1], E = moe[s][2], n_used = moe[s][3], T = moe[s][4];
+        tensor *w = we[s] = tensor_new(TSR_DTYPE_Q4_K, K, N, E, 1), *x = tensor_new(TSR_DTYPE_F32, K, 1, T, 1);
+        w->t.flags |= TSR_TENSOR_WEIGHT;
+        fill_model_like(x);
+        tensor *ids = tensor_new(TSR_DTYPE_I32, n_used, T, 1, 1);
+        int32_t *id = (int32_t *)(void *)ids->mem;
+        for (int64_t i = 0; i < n_used * T; i++) id[i] = (int32_t)((i * 5 + 1) % E);
+        tensor *oa = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1), *or_ = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1);
+        tensor *o2 = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1);
+        char what[96];
+        snprintf(what, sizeof what, "MUL_MAT_ID Q4_K constant K%lld N%lld E%lld %lld/tok T%lld", (long long)K,
+                 (long long)N, (long long)E, (long long)n_used, (long long)T);
+        scale_floor = mm_scale(&w->t, &x->t);
+        tsr_queue *shared = queue;
+        queue = own;
+        check_node(what, make_node(TSR_OP_MUL_MAT_ID, 3, &w->t, &x->t, &ids->t, NULL), oa, or_, 2e-3, 1);
+        tsr_node n = make_node(TSR_OP_MUL_MAT_ID, 3, &w->t, &x->t, &ids->t, NULL);
+        n.dst = &o2->t;
+        const size_t wbytes = tensor_bytes(&w->t);
+        uint8_t *saved = malloc(wbytes);
+        memcpy(saved, w->mem, wbytes);
+        for (size_t i = 0; i < wbytes; i += 144) ((uint8_t *)w->mem)[i] ^= 0x55;
+        const tsr_status st = own->api->compute(own, &n, 1);
+        memcpy(w->mem, saved, wbytes);
+        free(saved);
+        queue = shared;
+        scale_floor = 1e-6;
+        const int same = st == TSR_OK && memcmp(o2->mem, oa->mem, tensor_bytes(&oa->t)) == 0;
+        const int copied = !strcmp(plugin->name, "cpu-avx") && T == 1 &&
+                           !(getenv("TESSERA_CPU_REPACK") && !strcmp(getenv("TESSERA_CPU_REPACK"), "0"));
+        printf("%s %-44s %s after the weight's bytes changed\n", same == copied ? "ok  " : "FAIL", what,
+               same ? "the same result" : "a new result");
+        EXPECT(same == copied, "%s: %s (status %d)", what, copied ? "the x16 copy was not read" : "read a stale copy",
+               (int)st);
+        tensor_free(x), tensor_free(ids), tensor_free(oa), tensor_free(or_), tensor_free(o2);
+    }
     own->api->destroy(own);
     for (int t = 0; t < 2; t++)
         for (int s = 0; s < N_SHAPES; s++) tensor_free(ws[t][s]);
+    for (int s = 0; s < 3; s++) tensor_free(we[s]);
 }
 
 /* The IQ, TQ and MXFP4 types (plugin_quants.h) from random blocks, every

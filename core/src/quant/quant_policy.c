@@ -171,12 +171,13 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
 
 enum { FT_IQ2_XXS = 19, FT_IQ2_XS = 20 };
 
-/* IQ2_XXS and IQ2_XS (as llama-quantize applies them on synth-s, GQA 4):
- * the output projection Q5_K, the embedding Q2_K (it has no importance
- * data: only matrix products are measured), attn_v Q4_K under GQA >= 4 or
- * 4+ experts (else Q2_K), the first eighth of ffn_down Q2_K, and with 8
- * experts attn_k Q4_K and attn_output Q5_K; everything else the base type.
- * None of the other ftypes' rules apply. */
+/* IQ2_XXS and IQ2_XS (as llama-quantize applies them on synth llama, qwen3
+ * and phi3 models, GQA 1 and 4, 4 and 16 layers): the output projection
+ * Q5_K, the embedding Q2_K (it has no importance data: only matrix
+ * products are measured), attn_v and a fused attn_qkv Q4_K under GQA >= 4
+ * (or 4+ experts), else Q2_K, the first eighth of ffn_down Q2_K; and (not
+ * seen) with 8 experts attn_k Q4_K and attn_output Q5_K. Everything else
+ * the base type; none of the other ftypes' rules apply. */
 static int32_t iq2_mixture_dtype(const quant_model_info *info, quant_rule_state *st, const char *name,
                                  const int64_t *ne, int32_t t) {
     const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
@@ -185,7 +186,7 @@ static int32_t iq2_mixture_dtype(const quant_model_info *info, quant_rule_state 
         else t = info->has_output ? TSR_DTYPE_Q5_K : TSR_DTYPE_IQ3_S;
     } else if (!strcmp(name, "token_embd.weight")) {
         t = TSR_DTYPE_Q2_K;
-    } else if (contains(name, "attn_v.weight")) {
+    } else if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
         t = n_gqa >= 4 || info->n_expert >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q2_K;
         st->i_attention_wv++;
     } else if (info->n_expert == 8 && contains(name, "attn_k.weight")) {

@@ -52,7 +52,7 @@ enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 /* Whether Tessera has a quantizer for the target's base type. */
 static bool ftype_produced(const quant_ftype *ft) {
     const dtype_traits *t = dtype_traits_get(ft->default_dtype);
-    return t && (t->from_f32 || !t->quantized);
+    return t && (t->from_f32 || t->from_f32_w || !t->quantized);
 }
 
 int quant_ftype_check(const quant_ftype *ft, bool have_imatrix) {
@@ -169,12 +169,45 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
     return fb;
 }
 
+enum { FT_IQ2_XXS = 19, FT_IQ2_XS = 20 };
+
+/* IQ2_XXS and IQ2_XS (as llama-quantize applies them on synth llama, qwen3
+ * and phi3 models, GQA 1 and 4, 4 and 16 layers): the output projection
+ * Q5_K, the embedding Q2_K (it has no importance data: only matrix
+ * products are measured), attn_v and a fused attn_qkv Q4_K under GQA >= 4
+ * (or 4+ experts), else Q2_K, the first eighth of ffn_down Q2_K; and (not
+ * seen) with 8 experts attn_k Q4_K and attn_output Q5_K. Everything else
+ * the base type; none of the other ftypes' rules apply. */
+static int32_t iq2_mixture_dtype(const quant_model_info *info, quant_rule_state *st, const char *name,
+                                 const int64_t *ne, int32_t t) {
+    const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
+    if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
+        if (!strcmp(info->arch, "falcon") || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
+        else t = info->has_output ? TSR_DTYPE_Q5_K : TSR_DTYPE_IQ3_S;
+    } else if (!strcmp(name, "token_embd.weight")) {
+        t = TSR_DTYPE_Q2_K;
+    } else if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
+        t = n_gqa >= 4 || info->n_expert >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q2_K;
+        st->i_attention_wv++;
+    } else if (info->n_expert == 8 && contains(name, "attn_k.weight")) {
+        t = TSR_DTYPE_Q4_K;
+    } else if (contains(name, "ffn_down")) {
+        if (layer_of(info, st->i_ffn_down, name) < info->n_layer / 8) t = TSR_DTYPE_Q2_K;
+        st->i_ffn_down++;
+    } else if (contains(name, "attn_output.weight")) {
+        if (info->n_expert == 8) t = TSR_DTYPE_Q5_K;
+    }
+    if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
+    return t;
+}
+
 int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                             quant_rule_state *st, const char *name, const int64_t *ne) {
     const int f = ft->llama_ftype;
     const bool falcon = !strcmp(info->arch, "falcon");
     const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
     int32_t t = ft->default_dtype;
+    if (f == FT_IQ2_XXS || f == FT_IQ2_XS) return iq2_mixture_dtype(info, st, name, ne, t);
 
     if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
         /* The output projection decides every logit: keep it at 6 bits. */

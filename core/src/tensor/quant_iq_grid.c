@@ -43,19 +43,9 @@
 
 #include "tensor/dtype.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quant_iq_grid.h"
 
 /* ------------------------------------------------------------- the grids */
-
-/* A grid as the quantizer sees it: each point's levels, and a map from any
- * point's packed levels (bits per coordinate, coordinate 0 lowest) to its
- * grid index, or to -1 - offset of its neighbour list in neighbours
- * (count, then that many grid indices, nearest first). */
-typedef struct iq_grid {
-    int n_points, width, bits;
-    uint8_t *levels;     /* n_points * width                           */
-    int32_t *map;        /* 1 << (bits * width)                        */
-    uint16_t *neighbours;
-} iq_grid;
 
 enum { GRID_IQ3XXS, N_GRIDS };
 
@@ -81,7 +71,7 @@ static int dist_index_cmp(const void *a, const void *b) {
 
 /* Build grid g from table: levels, map, and for every point off the grid
  * the grid points at its n_dist nearest distances (in odd-integer units). */
-static int grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist) {
+int grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist) {
     uint8_t values[256] = {0};
     for (int k = 0; k < n_points; k++)
         for (int j = 0; j < width; j++) values[grid_byte(table, width, k, j)] = 1;
@@ -164,9 +154,6 @@ static const iq_grid *grid_get(int which) {
 
 /* ------------------------------------------------------------ the search */
 
-/* Below this largest magnitude a sub-block is all zero. */
-#define IQ_GROUP_EPS 1e-8f
-
 /* Level of x at inverse scale id: x ~ (2l + 1) / id, l in [0, n_levels). */
 static int grid_level(float id, float x, int n_levels) {
     const int l = quant_nearest_int(0.5f * (id * x - 1.0f));
@@ -217,18 +204,11 @@ static void grid_fit(int n, const float *xval, const float *w, const uint8_t *L,
     *sumq2 = s2;
 }
 
-/* The trial inverse scales of the search: (2 n_levels - 1 + is * step) / max
- * for is in [-n_steps, n_steps]. */
-typedef struct grid_sweep {
-    int n_levels, n_steps;
-    float step;
-} grid_sweep;
-
 /* One sub-block's search (see the top of the file): levels into L, the
  * fitted scale returned; max: the largest magnitude, scale: the scale kept
  * if no trial fits (all-zero weights). */
-static float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const float *xval, const float *w,
-                         const float *waux, float max, float scale, uint8_t *L) {
+float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const float *xval, const float *w,
+                  const float *waux, float max, float scale, uint8_t *L) {
     const int n_groups = n / g->width;
     uint8_t Laux[32];
     bool on[8], on_aux[8];
@@ -250,11 +230,11 @@ static float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const fl
     }
     int n_off = 0;
     for (int k = 0; k < n_groups; k++) n_off += !on[k];
-    if (n_off > 0 && scale > 0) {
+    if ((n_off > 0 || sw->research_all) && scale > 0) {
         const float id = 1 / scale;
         for (int k = 0; k < n_groups; k++) {
             bool dummy;
-            if (!on[k])
+            if (!on[k] || sw->research_all)
                 grid_point(g, xval + g->width * k, waux + g->width * k, id, scale, sw->n_levels,
                            L + g->width * k, &dummy);
         }
@@ -265,7 +245,7 @@ static float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const fl
 }
 
 /* The grid index of the levels L[0..width) (always on the grid here). */
-static int grid_index(const iq_grid *g, const uint8_t *L) {
+int grid_index(const iq_grid *g, const uint8_t *L) {
     int u = 0;
     for (int j = 0; j < g->width; j++) u |= L[j] << (g->bits * j);
     return g->map[u];
@@ -274,7 +254,7 @@ static int grid_index(const iq_grid *g, const uint8_t *L) {
 /* Magnitudes of a group of 8 into xval; the sign bits returned. With
  * even_signs the format stores 7 of them, the 8th implied by an even
  * count of negatives: an odd count flips the element of least w * x^2. */
-static uint8_t group_signs(const float *x, const float *w, float *xval, bool even_signs) {
+uint8_t group_signs(const float *x, const float *w, float *xval, bool even_signs) {
     unsigned s = 0;
     int n_neg = 0;
     for (int i = 0; i < 8; i++) {
@@ -304,19 +284,19 @@ static uint8_t group_signs(const float *x, const float *w, float *xval, bool eve
 
 /* Per-element weights of n elements: qw * sqrt(sigma2 + x^2), or x^2
  * without a matrix; their square roots into waux. */
-static void grid_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *waux) {
+void grid_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *waux) {
     for (int i = 0; i < n; i++) w[i] = qw ? qw[i] * sqrtf(sigma2 + x[i] * x[i]) : x[i] * x[i];
     for (int i = 0; i < n; i++) waux[i] = sqrtf(w[i]);
 }
 
-static float sum_squares(const float *x, int n) {
+float sum_squares(const float *x, int n) {
     float s = 0.0f;
     for (int i = 0; i < n; i++) s += x[i] * x[i];
     return s;
 }
 
 /* A sub-block scale as 4 bits against d: scale ~ d * (2l + 1). */
-static int scale_bits(float id, float scale) {
+int scale_bits(float id, float scale) {
     const int l = quant_nearest_int(0.5f * (id * scale - 1));
     return l < 0 ? 0 : l > 15 ? 15 : l;
 }
@@ -328,7 +308,7 @@ static int scale_bits(float id, float scale) {
  * and a 4-bit scale per sub-block in one u32. */
 static void iq3xxs_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     const iq_grid *g = grid_get(GRID_IQ3XXS);
-    const grid_sweep sw = {8, 15, 0.2f};
+    const grid_sweep sw = {8, 15, 0.2f, false};
     tsr_block_iq3_xxs *y = dst;
     float w[32], waux[32], xval[32], scales[8];
     uint8_t L[32];

@@ -27,7 +27,8 @@ static const char usage[] =
     "\n"
     "The converter is tools/convert/tessera_convert.py, run with python3 (or\n"
     "$TESSERA_PYTHON); it needs PyPI's numpy and gguf, and sentencepiece for a\n"
-    "tokenizer.model. $TESSERA_CONVERT_SCRIPT names another copy of it.\n"
+    "tokenizer.model: pip install numpy gguf sentencepiece. $TESSERA_CONVERT_SCRIPT\n"
+    "names another copy of it.\n"
     "\n"
     "options:\n"
     "  -o, --outfile FILE    the GGUF file to write (required)\n"
@@ -112,7 +113,8 @@ int cmd_convert(int argc, char **argv) {
     for (int i = 1; i < argc; i++) args[i + 1] = argv[i];
     fflush(NULL);
     execvp(python, args);
-    fprintf(stderr, "tessera convert: cannot run %s: %s (set TESSERA_PYTHON to a Python 3 with numpy and gguf)\n",
+    fprintf(stderr, "tessera convert: cannot run %s: %s (set TESSERA_PYTHON to a Python 3 with numpy, gguf and "
+                    "sentencepiece: pip install numpy gguf sentencepiece)\n",
             python, strerror(errno));
     free(args);
     return 1;

@@ -36,7 +36,9 @@ try:
     import numpy as np
     import gguf
 except ImportError as e:  # one clear line, not a traceback
-    sys.exit(f"tessera convert: needs PyPI's numpy and gguf ({e}); pip install numpy gguf")
+    sys.exit(f"tessera convert: {sys.executable} has no {e.name} ({e}): the converter needs PyPI's numpy and "
+             f"gguf, and sentencepiece for a tokenizer.model: pip install numpy gguf sentencepiece (or set "
+             f"TESSERA_PYTHON to a Python that has them)")
 
 
 class ConvertError(Exception):
@@ -577,7 +579,8 @@ def write_spm(w, path, n_vocab, arch):
     try:
         from sentencepiece import SentencePieceProcessor
     except ImportError:
-        raise ConvertError(f"{path}: reading a SentencePiece tokenizer needs PyPI's sentencepiece")
+        raise ConvertError(f"{path}: reading a SentencePiece tokenizer needs PyPI's sentencepiece, which "
+                           f"{sys.executable} lacks: pip install sentencepiece (or set TESSERA_PYTHON)")
     sp = SentencePieceProcessor()
     if not sp.Load(path):
         raise ConvertError(f"{path}: not a SentencePiece model")

@@ -21,7 +21,7 @@ static const char usage[] =
     "convert_hf_to_gguf.py does: the same keys and tensors (byte for byte; tested at\n"
     "f16 and bf16). Architectures: llama (Llama, Mistral, Mixtral), qwen2, qwen3,\n"
     "qwen2moe, qwen3moe, olmoe, gemma3, phi3, granite, granitemoe, smollm3,\n"
-    "gpt-oss, lfm2, mamba2, granitehybrid (docs/convert.md).\n"
+    "gpt-oss, lfm2, mamba2, granitehybrid, bert (docs/convert.md).\n"
     "--outtype: f16 (the default), f32, bf16 or q8_0; 1-D tensors, biases, MoE\n"
     "routers and the recurrent layers' convolutions and A, D, norms stay f32.\n"
     "\n"

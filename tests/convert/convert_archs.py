@@ -18,8 +18,13 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   greedy continuation the same up to near ties), for prompts tokenized by
   tessera (so that this checks the weights and hyperparameters, the
   tokenizer being checked above), f32 KV cache.
+- Encoders (bert): the same keys and tensors as the peer's converter, and
+  instead of logits `tessera embed` (every pooling, unnormalised) against
+  the transformers model's pooled last hidden state, on tokens that must be
+  the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary).
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
-  know, and granitehybrid layer_types that do not cover every layer, are
+  know, a cased WordPiece vocabulary, and granitehybrid layer_types that
+  do not cover every layer, are
   one line and exit 1 (tests/convert/convert_hf.py checks the
   rest: a missing shard, a dtype mismatch, an unknown architecture).
 
@@ -135,6 +140,36 @@ def hf_tokenizer(name, d):
     with open(os.path.join(d, "tokenizer_config.json"), "w") as fo:
         json.dump(cfg, fo)
     return len(toks), ids
+
+
+def wordpiece_tokenizer(d, pooling):
+    """bert-base-uncased's WordPiece vocabulary (BGE's: 30522 pieces, from
+    llama.cpp's ggml-vocab-bert-bge.gguf, where a word's first piece has a
+    U+2581 and a continuation no "##") as an uncased BERT tokenizer.json,
+    and a sentence-transformers Pooling module (POOLING: cls or mean)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    f = {x.name: x for x in gguf.GGUFReader(os.path.join(VOCABS, "ggml-vocab-bert-bge.gguf")).fields.values()}
+    toks = f["tokenizer.ggml.tokens"].contents()
+    vocab = {(t[1:] if t.startswith("\u2581") else t if len(t) > 2 and t[0] == "[" and t[-1] == "]" else "##" + t): i
+             for i, t in enumerate(toks)}
+    tk = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tk.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
+                                               lowercase=True)
+    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tk.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tk.decoder = decoders.WordPiece(prefix="##")
+    T.BertTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                        cls_token="[CLS]", mask_token="[MASK]", do_lower_case=True).save_pretrained(d)
+    os.makedirs(os.path.join(d, "1_Pooling"), exist_ok=True)
+    with open(os.path.join(d, "modules.json"), "w") as fo:
+        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}], fo)
+    with open(os.path.join(d, "1_Pooling", "config.json"), "w") as fo:
+        json.dump({"word_embedding_dimension": 64, "pooling_mode_cls_token": pooling == "cls",
+                   "pooling_mode_mean_tokens": pooling == "mean"}, fo)
+    return len(toks), {"padding": vocab["[PAD]"]}
 
 
 def spm_tokenizer(d):
@@ -319,13 +354,25 @@ ARCHS = {
                            mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16, mamba_n_groups=2, mamba_expand=2,
                            mamba_chunk_size=16, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32,
                            shared_intermediate_size=64), "smollm", "float32", 1e-4),
+    # an encoder (BGE's shape): learned positions and token types, post
+    # norms, GELU; bert-base-uncased's WordPiece vocabulary, CLS pooling.
+    # Embeddings (every pooling) measured 1.6e-3 from transformers': GELU
+    # from an fp16 table (Tessera's, as llama.cpp's) on activations of 1-4
+    # made by these std-0.15 weights (6.6e-6 with transformers' own 0.02)
+    "bert": ("BertConfig", "BertModel", dict(type_vocab_size=2, max_position_embeddings=128), "wordpiece-cls",
+             "float32", 3e-3),
 }
 
 
 def make_model(name, d, tokd, seed):
     cc, mc, extra, tok, dtype, _ = ARCHS[name]
     kw = dict(BASE, **extra)
-    if tok != "spm":
+    if tok.startswith("wordpiece-"):
+        n, ids = wordpiece_tokenizer(d, tok.split("-", 1)[1])
+        kw = {k: v for k, v in kw.items() if k not in ("num_key_value_heads", "bos_token_id", "eos_token_id",
+                                                        "tie_word_embeddings")}
+        kw.update(vocab_size=n, pad_token_id=ids["padding"])
+    elif tok != "spm":
         n, ids = hf_tokenizer(tok, d)
         kw.update(vocab_size=n, bos_token_id=ids.get("bos"), eos_token_id=ids.get("eos"),
                   pad_token_id=ids.get("padding", ids.get("eos")))
@@ -333,7 +380,7 @@ def make_model(name, d, tokd, seed):
     m = getattr(T, mc)(getattr(T, cc)(**kw))
     with torch.no_grad():
         for pn, p in m.named_parameters():
-            if "norm" in pn:  # around 1 (gemma: around 0, it adds the 1)
+            if "norm" in pn.lower() and not pn.endswith("bias"):  # around 1 (gemma: around 0, it adds the 1)
                 p.copy_(torch.randn_like(p) * 0.1 + (0 if name == "gemma3" else 1))
             else:
                 p.normal_(0, 0.15)
@@ -389,6 +436,36 @@ def hf_golden(d, model_file, path, prompts, tmp):
     return True
 
 
+def check_embeddings(name, d, model_file, prompts, tol, tmp):
+    """An encoder: tessera's tokens of each prompt equal the Hugging Face
+    tokenizer's, and `tessera embed` (ref, no normalisation) the Hugging
+    Face model's pooled last hidden state within TOL, with the pooling the
+    model's modules.json says and with every other one GGUF has."""
+    tok = T.AutoTokenizer.from_pretrained(d)
+    m = T.AutoModel.from_pretrained(d, dtype=torch.float32).eval()
+    worst = {}
+    for p in prompts:
+        ids = tessera_ids(model_file, p, tmp)
+        if ids is None:
+            return
+        hf_ids = tok(p)["input_ids"]
+        check(ids == hf_ids, f"{name}: tessera's tokens {ids} of {p!r} are not Hugging Face's {hf_ids}")
+        with torch.no_grad():
+            h = m(torch.tensor([hf_ids])).last_hidden_state[0].double().numpy()
+        for pool, ref in (("cls", h[0]), ("mean", h.mean(0)), ("last", h[-1])):
+            r = subprocess.run([BIN, "embed", "-m", model_file, "-p", p, "--pooling", pool, "--embd-normalize", "-1",
+                                "--embd-output-format", "array", "-dev", "ref"], capture_output=True, text=True)
+            if not check(r.returncode == 0, f"{name}: tessera embed --pooling {pool}: {r.stderr[-300:]}"):
+                return
+            got = np.array(json.loads(r.stdout)[0])
+            diff = float(np.abs(got - ref).max())
+            worst[pool] = max(worst.get(pool, 0.0), diff)
+            check(diff <= tol, f"{name}: {pool} pooling of {p!r}: largest difference {diff:.3g} from Hugging "
+                               f"Face's, over {tol}")
+    print(f"{name}: tokens as Hugging Face's; embeddings within "
+          + ", ".join(f"{k} {v:.2g}" for k, v in worst.items()) + f" of Hugging Face's (tolerance {tol})", flush=True)
+
+
 def test_archs(tmp, log):
     tokd = os.path.join(tmp, "spm")
     spm_tokenizer(tokd)
@@ -406,6 +483,22 @@ def test_archs(tmp, log):
                     os.unlink(fn)
         f32 = f"{d}-ours-f32.gguf"
         if not ours(d, f32, "f32"):
+            continue
+        if ARCHS[name][3].startswith("wordpiece"):
+            check_embeddings(name, d, f32, ["The model runs on every device", "Tessera reads GGUF files, don't it?"],
+                             ARCHS[name][5], tmp)
+            os.unlink(f32)
+            # a cased WordPiece vocabulary: one error naming tokenizer.json
+            p = os.path.join(d, "tokenizer.json")
+            with open(p, encoding="utf-8") as f:
+                tj = json.load(f)
+            tj["normalizer"]["lowercase"] = False
+            with open(p, "w", encoding="utf-8") as f:
+                json.dump(tj, f, ensure_ascii=False)
+            r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+            check(r.returncode == 1 and "uncased BERT" in r.stderr and "tokenizer.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                  f"{name} with a cased tokenizer: rc {r.returncode}: {r.stderr[-400:]!r}")
             continue
         g = os.path.join(tmp, f"{name}.jsonl")
         if not hf_golden(d, f32, g, ["The model runs on every device", "Tessera reads GGUF files"], tmp):

@@ -10,7 +10,8 @@ its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
 Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
-SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid). See
+SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
+encoders (WordPiece tokenizer.json, sentence-transformers pooling). See
 docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
@@ -28,6 +29,7 @@ are written in the order of the source files (shard by shard, each
 file's tensors sorted by name, as safetensors lists them), which is llama.cpp's order too.
 """
 import json
+import logging
 import os
 import struct
 import sys
@@ -157,7 +159,10 @@ ARCHS = {
     "Lfm2ForCausalLM": "lfm2",
     "Mamba2ForCausalLM": "mamba2",
     "GraniteMoeHybridForCausalLM": "granitehybrid",
+    "BertModel": "bert",
 }
+# encoders: no causal mask, a pooling type, WordPiece vocabularies
+ENCODERS = {"bert"}
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
 PERMUTE_QK = {"llama", "granite", "granitemoe", "granitehybrid", "smollm3"}
 
@@ -229,13 +234,31 @@ EXPERT_MAP = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj
 # a matrix holding gate and up one after the other (rows), split in two
 SPLIT_MAP = {"block_sparse_moe.input_linear.weight": ("ffn_gate_exps.weight", "ffn_up_exps.weight"),
              "shared_mlp.input_linear.weight": ("ffn_gate_shexp.weight", "ffn_up_shexp.weight")}
+# BERT's layers (encoder.layer.N.REST) and embeddings; the pooler is not kept
+BERT_LAYER_MAP = {
+    "attention.self.query.weight": "attn_q.weight", "attention.self.query.bias": "attn_q.bias",
+    "attention.self.key.weight": "attn_k.weight", "attention.self.key.bias": "attn_k.bias",
+    "attention.self.value.weight": "attn_v.weight", "attention.self.value.bias": "attn_v.bias",
+    "attention.output.dense.weight": "attn_output.weight", "attention.output.dense.bias": "attn_output.bias",
+    "attention.output.LayerNorm.weight": "attn_output_norm.weight",
+    "attention.output.LayerNorm.bias": "attn_output_norm.bias",
+    "intermediate.dense.weight": "ffn_up.weight", "intermediate.dense.bias": "ffn_up.bias",
+    "output.dense.weight": "ffn_down.weight", "output.dense.bias": "ffn_down.bias",
+    "output.LayerNorm.weight": "layer_output_norm.weight", "output.LayerNorm.bias": "layer_output_norm.bias",
+}
+BERT_GLOBAL_MAP = {
+    "embeddings.word_embeddings.weight": "token_embd.weight",
+    "embeddings.position_embeddings.weight": "position_embd.weight",
+    "embeddings.token_type_embeddings.weight": "token_types.weight",
+    "embeddings.LayerNorm.weight": "token_embd_norm.weight", "embeddings.LayerNorm.bias": "token_embd_norm.bias",
+}
 GLOBAL_MAP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
               "lm_head.weight": "output.weight",
               "model.embedding_norm.weight": "token_embd_norm.weight",  # lfm2's last norm
               "backbone.embeddings.weight": "token_embd.weight", "backbone.norm_f.weight": "output_norm.weight"}
 # tensors llama.cpp keeps in f32 whatever the output type
 KEEP_F32 = ("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", ".bias", "ssm_a", "ssm_d", "ssm_norm.weight",
-            "ssm_conv1d.weight", "shortconv.conv.weight")
+            "ssm_conv1d.weight", "shortconv.conv.weight", "position_embd.weight", "token_types.weight")
 
 
 def unpermute(w, n_head):
@@ -255,6 +278,8 @@ class TensorMap:
         self.experts = {}  # gguf name -> {expert: array}
 
     def __call__(self, hf, data):
+        if self.arch in ENCODERS:
+            return self.encoder(hf, data)
         if hf in GLOBAL_MAP:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
@@ -285,6 +310,23 @@ class TensorMap:
             if len(e) == 5 and e[0] in ("mlp", "block_sparse_moe") and e[1] == "experts" and e[2].isdigit() \
                     and e[3] in EXPERT_MAP and e[4] == "weight":
                 return self.expert(f"blk.{il}.{EXPERT_MAP[e[3]]}.weight", int(e[2]), data, hf)
+        raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
+
+    def encoder(self, hf, data):
+        """BERT's tensors (BertModel's names, or a task model's under
+        bert.); the pooler and any task head are not kept, as in
+        llama.cpp's files."""
+        name = hf[len("bert."):] if hf.startswith("bert.") else hf
+        if name.startswith(("pooler.", "cls.")):
+            return []
+        if name in BERT_GLOBAL_MAP:
+            return [(BERT_GLOBAL_MAP[name], data)]
+        parts = name.split(".", 3)
+        if len(parts) == 4 and parts[:2] == ["encoder", "layer"] and parts[2].isdigit() \
+                and int(parts[2]) < self.n_layer and parts[3] in BERT_LAYER_MAP:
+            return [(f"blk.{parts[2]}.{BERT_LAYER_MAP[parts[3]]}", data)]
+        if name.endswith("position_ids"):
+            return []
         raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
 
     def gptoss_experts(self, il, what, data, hf):
@@ -398,6 +440,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     n_embd = cfg_int(cfg, "hidden_size", where)
     if arch == "mamba2":
         return write_mamba2(w, cfg, where, cfg_int(cfg, "num_hidden_layers", where), n_embd)
+    if arch in ENCODERS:
+        return write_encoder(w, arch, cfg, where, n_embd)
     n_head = cfg_int(cfg, "num_attention_heads", where)
     n_kv = cfg_int(cfg, "num_key_value_heads", where, n_head)
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
@@ -506,6 +550,55 @@ def lfm2_ff(cfg, where):
     return ff
 
 
+def write_encoder(w, arch, cfg, where, n_embd):
+    n_head = cfg_int(cfg, "num_attention_heads", where)
+    w.add_block_count(cfg_int(cfg, "num_hidden_layers", where))
+    w.add_context_length(cfg_int(cfg, "max_position_embeddings", where))
+    w.add_embedding_length(n_embd)
+    w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
+    w.add_head_count(n_head)
+    w.add_layer_norm_eps(cfg_num(cfg, "layer_norm_eps", where, 1e-12))
+    if cfg.get("hidden_act", "gelu") not in ("gelu",):
+        raise ConvertError(f"{where}: hidden_act '{cfg.get('hidden_act')}' of a BERT model is not converted by "
+                           f"tessera convert (gelu)")
+    if cfg.get("position_embedding_type", "absolute") != "absolute":
+        raise ConvertError(f"{where}: position_embedding_type '{cfg.get('position_embedding_type')}' is not "
+                           f"converted by tessera convert (absolute)")
+    return n_head, n_head, 0, n_embd // n_head
+
+
+# sentence-transformers' pooling modes -> llama.cpp's pooling types
+POOLING_MODES = (("pooling_mode_mean_tokens", gguf.PoolingType.MEAN), ("pooling_mode_cls_token", gguf.PoolingType.CLS),
+                 ("pooling_mode_lasttoken", gguf.PoolingType.LAST))
+
+
+def pooling_type(d):
+    """The pooling of a sentence-transformers model (modules.json names
+    its Pooling module, whose config.json says the mode), or None."""
+    mp = os.path.join(d, "modules.json")
+    if not os.path.exists(mp):
+        return None
+    try:
+        with open(mp, encoding="utf-8") as f:
+            modules = json.load(f)
+        pool = [m for m in modules if str(m.get("type", "")).endswith(".Pooling")]
+    except (ValueError, AttributeError, TypeError) as e:
+        raise ConvertError(f"{mp}: not a sentence-transformers modules list ({e})")
+    if not pool:
+        return None
+    cp = os.path.join(d, str(pool[0].get("path", "")), "config.json")
+    try:
+        with open(cp, encoding="utf-8") as f:
+            pc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConvertError(f"{cp}: the Pooling module's config cannot be read ({e})")
+    for key, t in POOLING_MODES:
+        if pc.get(key):
+            return t
+    raise ConvertError(f"{cp}: a pooling mode tessera convert does not know "
+                       f"(it knows {', '.join(k for k, _ in POOLING_MODES)})")
+
+
 def write_mamba2(w, cfg, where, n_layer, n_embd):
     n_heads = cfg_int(cfg, "num_heads", where)
     w.add_context_length(SSM_CONTEXT)
@@ -524,6 +617,11 @@ def write_mamba2(w, cfg, where, n_layer, n_embd):
 
 def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     """The keys llama.cpp writes after general.file_type."""
+    if arch in ENCODERS:
+        w.add_causal_attention(False)
+        pt = pooling_type(os.path.dirname(where))
+        if pt is not None:
+            w.add_pooling_type(pt)
     if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3"):
         w.add_vocab_size(n_vocab)
         w.add_rope_dimension_count(head_dim)
@@ -555,9 +653,15 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
 
 # ------------------------------------------------------------ tokenizer
 
-def write_vocab(w, d, n_vocab, arch):
+def write_vocab(w, d, n_vocab, arch, cfg):
     spm = os.path.join(d, "tokenizer.model")
-    if os.path.exists(spm):
+    if arch in ENCODERS:
+        w.add_token_type_count(cfg.get("type_vocab_size", 2))
+        write_wordpiece(w, d, n_vocab)
+        # (GGUF has no key for [CLS]: gguf-py would say so on stderr)
+        logging.getLogger("gguf.vocab").setLevel(logging.ERROR)
+        special = gguf.SpecialVocab(d, load_merges=False, n_vocab=n_vocab)
+    elif os.path.exists(spm):
         write_spm(w, spm, n_vocab, arch)
         special = gguf.SpecialVocab(d, load_merges=False, n_vocab=n_vocab)
     elif os.path.exists(os.path.join(d, "tokenizer.json")):
@@ -571,6 +675,8 @@ def write_vocab(w, d, n_vocab, arch):
     else:
         raise ConvertError(f"{d}: no tokenizer.model and no tokenizer.json")
     special.add_to_gguf(w, quiet=True)
+    if arch in ENCODERS:
+        w.add_bool("tokenizer.ggml.normalizer.lowercase", True)  # write_wordpiece takes uncased ones only
     if arch == "gemma3" and os.path.exists(spm):
         w.add_add_space_prefix(False)
 
@@ -609,6 +715,55 @@ def write_spm(w, path, n_vocab, arch):
     w.add_tokenizer_pre("default")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
+    w.add_token_types(types)
+
+
+def write_wordpiece(w, d, n_vocab):
+    """A BERT WordPiece vocabulary (tokenizer.json) as GGUF keeps it: a
+    word's first piece marked with U+2581, a continuation without its
+    "##", the special added tokens as they are."""
+    path = os.path.join(d, "tokenizer.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            tj = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no tokenizer.json (a BERT model's WordPiece vocabulary)")
+    except ValueError as e:
+        raise ConvertError(f"{path}: not JSON ({e})")
+    model = tj.get("model") if isinstance(tj, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "WordPiece" or not isinstance(model.get("vocab"), dict):
+        raise ConvertError(f"{path}: model {str((model or {}).get('type'))!r} is not a WordPiece vocabulary "
+                           f"(a BERT model's)")
+    norm = tj.get("normalizer") or {}
+    pre = tj.get("pre_tokenizer") or {}
+    if norm.get("type") != "BertNormalizer" or pre.get("type") != "BertPreTokenizer" or not norm.get("lowercase"):
+        raise ConvertError(f"{path}: normalizer {json.dumps(norm)[:120]} and pre-tokenizer {json.dumps(pre)[:80]} "
+                           f"are not an uncased BERT tokenizer's (tessera convert knows BertNormalizer with "
+                           f"lowercase and BertPreTokenizer)")
+    prefix = model.get("continuing_subword_prefix") or "##"
+    special = {a.get("id") for a in tj.get("added_tokens") or [] if a.get("special")}
+    T = gguf.TokenType
+    tokens = [None] * n_vocab
+    types = [T.NORMAL] * n_vocab
+    for tok, i in model["vocab"].items():
+        if not isinstance(i, int) or not 0 <= i < n_vocab:
+            raise ConvertError(f"{path}: token {tok!r} has id {i!r}, outside the model's vocab_size {n_vocab}")
+        if i in special:
+            tokens[i], types[i] = tok, T.CONTROL
+        elif tok.startswith(prefix):
+            tokens[i] = tok[len(prefix):]
+        else:
+            tokens[i] = "\u2581" + tok
+    for i, t in enumerate(tokens):
+        if t is None:
+            tokens[i], types[i] = f"[PAD{i}]", T.UNUSED
+    w.add_tokenizer_model("bert")
+    # llama.cpp's converter names this vocabulary's pre-tokenizer by a hash
+    # of its tokens; an uncased BERT WordPiece (bert-base-uncased's, BGE's)
+    # comes out as jina-v2-en, a name that changes nothing in the
+    # tokenization (WordPiece's splitting is the model type's)
+    w.add_tokenizer_pre("jina-v2-en")
+    w.add_token_list(tokens)
     w.add_token_types(types)
 
 
@@ -766,7 +921,7 @@ def convert(d, out, outtype, vocab_only=False):
     w.add_file_type(OUTTYPES[outtype])
     write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    write_vocab(w, d, n_vocab, arch)
+    write_vocab(w, d, n_vocab, arch, cfg)
     seen = set()
     tmap = TensorMap(arch, cfg, n_layer, n_head, n_kv, n_expert)
     tied = cfg.get("tie_word_embeddings", arch in ("gemma3",)) is True
@@ -799,7 +954,7 @@ def needed(arch, cfg, n_layer, where):
     if arch in ("lfm2", "granitehybrid"):
         kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")
                  for t in layer_types(cfg, arch, n_layer, where)]
-    return ["token_embd.weight", "token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight"] + \
+    return ["token_embd.weight", "token_embd_norm.weight" if arch in ("lfm2", "bert") else "output_norm.weight"] + \
         [f"blk.{i}.{k}.weight" for i, k in enumerate(kinds)]
 
 

@@ -18,12 +18,13 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   greedy continuation the same up to near ties), for prompts tokenized by
   tessera (so that this checks the weights and hyperparameters, the
   tokenizer being checked above), f32 KV cache.
-- Encoders (bert): the same keys and tensors as the peer's converter, and
+- Encoders (bert, nomic-bert): the same keys and tensors as the peer's converter, and
   instead of logits `tessera embed` (every pooling, unnormalised) against
   the transformers model's pooled last hidden state, on tokens that must be
   the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary).
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
-  know, a cased WordPiece vocabulary, and granitehybrid layer_types that
+  know, a cased WordPiece vocabulary, a Nomic config with partial rotary
+  dimensions, and granitehybrid layer_types that
   do not cover every layer, are
   one line and exit 1 (tests/convert/convert_hf.py checks the
   rest: a missing shard, a dtype mismatch, an unknown architecture).
@@ -361,7 +362,55 @@ ARCHS = {
     # made by these std-0.15 weights (6.6e-6 with transformers' own 0.02)
     "bert": ("BertConfig", "BertModel", dict(type_vocab_size=2, max_position_embeddings=128), "wordpiece-cls",
              "float32", 3e-3),
+    # Nomic Embed as nomic-ai publishes it (its own config keys and tensor
+    # names: fused Wqkv, fc11/fc12/fc2), rotary positions, SwiGLU, the
+    # vocabulary padded to a multiple of 64; mean pooling
+    "nomic": ("NomicBertConfig", "NomicBertModel",
+              dict(max_position_embeddings=2048, rope_parameters={"rope_theta": 1000.0, "rope_type": "default"}),
+              "wordpiece-mean", "float32", 1e-4),
 }
+# nomic-ai's config.json for Nomic Embed v1.5, sizes aside
+NOMIC_CONFIG = {
+    "activation_function": "swiglu", "attn_pdrop": 0.0, "causal": False, "dense_seq_output": True, "embd_pdrop": 0.0,
+    "fused_bias_fc": True, "fused_dropout_add_ln": True, "layer_norm_epsilon": 1e-12, "max_trained_positions": 2048,
+    "mlp_fc1_bias": False, "mlp_fc2_bias": False, "n_positions": 8192, "pad_vocab_size_multiple": 64,
+    "parallel_block": False, "parallel_block_tied_norm": False, "prenorm": False, "qkv_proj_bias": False,
+    "reorder_and_upcast_attn": False, "resid_pdrop": 0.0, "rotary_emb_base": 1000, "rotary_emb_fraction": 1.0,
+    "rotary_emb_interleaved": False, "rotary_emb_scale_base": None, "rotary_scaling_factor": None,
+    "scale_attn_by_inverse_layer_idx": False, "scale_attn_weights": True, "summary_type": "cls_index",
+    "type_vocab_size": 2, "use_cache": True, "use_flash_attn": True, "use_rms_norm": False, "use_xentropy": True}
+# transformers' Nomic tensor names -> nomic-ai's (which the published
+# checkpoints have; q, k and v are one Wqkv there)
+NOMIC_NAMES = [("self_attn.o_proj", "attn.out_proj"), ("mlp.up_proj", "mlp.fc11"), ("mlp.gate_proj", "mlp.fc12"),
+               ("mlp.down_proj", "mlp.fc2"), ("post_attention_layernorm", "norm1"), ("post_mlp_layernorm", "norm2"),
+               ("embeddings.LayerNorm", "emb_ln")]
+
+
+def save_nomic(m, d, kw):
+    """A transformers NomicBertModel saved as nomic-ai's checkpoints are:
+    their tensor names and config keys (with transformers' keys beside
+    them: transformers 5, and so llama.cpp's converter, reads only those,
+    and takes its defaults, 12 layers of 768, without them)."""
+    from safetensors.torch import save_file
+    sd = m.state_dict()
+    out = {}
+    for k, v in sd.items():
+        if ".self_attn.k_proj." in k or ".self_attn.v_proj." in k:
+            continue
+        if ".self_attn.q_proj." in k:
+            pre = k.split("self_attn.")[0]
+            v, k = torch.cat([sd[f"{pre}self_attn.{x}_proj.weight"] for x in "qkv"]), pre + "attn.Wqkv.weight"
+        for a, b in NOMIC_NAMES:
+            k = k.replace(a, b)
+        out[("encoder." if k.startswith("layers.") else "") + k] = v.contiguous()
+    save_file(out, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    cfg = dict(NOMIC_CONFIG, architectures=["NomicBertModel"], model_type="nomic_bert", n_embd=kw["hidden_size"],
+               n_head=kw["num_attention_heads"], n_layer=kw["num_hidden_layers"], n_inner=kw["intermediate_size"],
+               vocab_size=kw["vocab_size"], pad_token_id=kw["pad_token_id"])
+    cfg.update({k: kw[k] for k in ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+                                   "max_position_embeddings", "rope_parameters")})
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
 
 
 def make_model(name, d, tokd, seed):
@@ -371,7 +420,7 @@ def make_model(name, d, tokd, seed):
         n, ids = wordpiece_tokenizer(d, tok.split("-", 1)[1])
         kw = {k: v for k, v in kw.items() if k not in ("num_key_value_heads", "bos_token_id", "eos_token_id",
                                                         "tie_word_embeddings")}
-        kw.update(vocab_size=n, pad_token_id=ids["padding"])
+        kw.update(vocab_size=n if name != "nomic" else (n + 63) // 64 * 64, pad_token_id=ids["padding"])
     elif tok != "spm":
         n, ids = hf_tokenizer(tok, d)
         kw.update(vocab_size=n, bos_token_id=ids.get("bos"), eos_token_id=ids.get("eos"),
@@ -385,7 +434,10 @@ def make_model(name, d, tokd, seed):
             else:
                 p.normal_(0, 0.15)
     m = m.to(getattr(torch, dtype))
-    m.save_pretrained(d)
+    if name == "nomic":
+        save_nomic(m, d, kw)
+    else:
+        m.save_pretrained(d)
     del m
     if name == "granitehybrid":
         # Granite 4's own config.json says mamba/attention, which
@@ -499,6 +551,17 @@ def test_archs(tmp, log):
             check(r.returncode == 1 and "uncased BERT" in r.stderr and "tokenizer.json" in r.stderr
                   and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
                   f"{name} with a cased tokenizer: rc {r.returncode}: {r.stderr[-400:]!r}")
+            if name == "nomic":  # what Tessera's nomic-bert does not compute: one error naming the key
+                p = os.path.join(d, "config.json")
+                with open(p) as f:
+                    cfg = json.load(f)
+                cfg["rotary_emb_fraction"] = 0.5
+                with open(p, "w") as f:
+                    json.dump(cfg, f)
+                r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+                check(r.returncode == 1 and "'rotary_emb_fraction'" in r.stderr and "config.json" in r.stderr
+                      and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                      f"nomic with rotary_emb_fraction 0.5: rc {r.returncode}: {r.stderr[-400:]!r}")
             continue
         g = os.path.join(tmp, f"{name}.jsonl")
         if not hf_golden(d, f32, g, ["The model runs on every device", "Tessera reads GGUF files"], tmp):

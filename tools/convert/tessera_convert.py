@@ -11,7 +11,8 @@ template, and writes the GGUF Tessera and llama.cpp run. Architectures:
 Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
 SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
-encoders (WordPiece tokenizer.json, sentence-transformers pooling). See
+and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
+pooling). See
 docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
@@ -160,9 +161,10 @@ ARCHS = {
     "Mamba2ForCausalLM": "mamba2",
     "GraniteMoeHybridForCausalLM": "granitehybrid",
     "BertModel": "bert",
+    "NomicBertModel": "nomic-bert",
 }
 # encoders: no causal mask, a pooling type, WordPiece vocabularies
-ENCODERS = {"bert"}
+ENCODERS = {"bert", "nomic-bert"}
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
 PERMUTE_QK = {"llama", "granite", "granitemoe", "granitehybrid", "smollm3"}
 
@@ -252,6 +254,22 @@ BERT_GLOBAL_MAP = {
     "embeddings.token_type_embeddings.weight": "token_types.weight",
     "embeddings.LayerNorm.weight": "token_embd_norm.weight", "embeddings.LayerNorm.bias": "token_embd_norm.bias",
 }
+# Nomic Embed's own checkpoints (nomic-ai's modelling code, as published)
+NOMIC_LAYER_MAP = {
+    "attn.Wqkv.weight": "attn_qkv.weight", "attn.out_proj.weight": "attn_output.weight",
+    "mlp.fc11.weight": "ffn_up.weight", "mlp.fc12.weight": "ffn_gate.weight", "mlp.fc2.weight": "ffn_down.weight",
+    "norm1.weight": "attn_output_norm.weight", "norm1.bias": "attn_output_norm.bias",
+    "norm2.weight": "layer_output_norm.weight", "norm2.bias": "layer_output_norm.bias",
+}
+NOMIC_GLOBAL_MAP = {
+    "embeddings.word_embeddings.weight": "token_embd.weight",
+    "embeddings.token_type_embeddings.weight": "token_types.weight",
+    "emb_ln.weight": "token_embd_norm.weight", "emb_ln.bias": "token_embd_norm.bias",
+}
+# its config's keys -> transformers' names for them
+NOMIC_KEYS = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
+              "n_inner": "intermediate_size", "max_trained_positions": "max_position_embeddings",
+              "layer_norm_epsilon": "layer_norm_eps"}
 GLOBAL_MAP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
               "lm_head.weight": "output.weight",
               "model.embedding_norm.weight": "token_embd_norm.weight",  # lfm2's last norm
@@ -319,6 +337,15 @@ class TensorMap:
         name = hf[len("bert."):] if hf.startswith("bert.") else hf
         if name.startswith(("pooler.", "cls.")):
             return []
+        if self.arch == "nomic-bert":
+            if name in NOMIC_GLOBAL_MAP:
+                return [(NOMIC_GLOBAL_MAP[name], data)]
+            parts = name.split(".", 3)
+            if len(parts) == 4 and parts[:2] == ["encoder", "layers"] and parts[2].isdigit() \
+                    and int(parts[2]) < self.n_layer and parts[3] in NOMIC_LAYER_MAP:
+                return [(f"blk.{parts[2]}.{NOMIC_LAYER_MAP[parts[3]]}", data)]
+            raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for nomic-bert "
+                               f"(it reads nomic-ai's checkpoints: encoder.layers.N.attn.Wqkv...)")
         if name in BERT_GLOBAL_MAP:
             return [(BERT_GLOBAL_MAP[name], data)]
         parts = name.split(".", 3)
@@ -550,6 +577,28 @@ def lfm2_ff(cfg, where):
     return ff
 
 
+def nomic_config(cfg, where):
+    """Nomic Embed's config (n_embd, n_layer...: nomic-ai's modelling
+    code) in transformers' names where it does not give those too; what
+    Tessera's nomic-bert does not compute is one error naming the key."""
+    out = dict(cfg)
+    for k, hf in NOMIC_KEYS.items():
+        if hf not in out and k in cfg:
+            out[hf] = cfg[k]
+    if "rope_parameters" not in out and "rotary_emb_base" in cfg:
+        out["rope_theta"] = cfg["rotary_emb_base"]
+    wrong = [(k, want) for k, want in (("activation_function", "swiglu"), ("rotary_emb_fraction", 1.0),
+                                       ("rotary_emb_interleaved", False), ("prenorm", False), ("qkv_proj_bias", False),
+                                       ("mlp_fc1_bias", False), ("mlp_fc2_bias", False), ("rotary_scaling_factor", None),
+                                       ("moe_every_n_layers", None), ("use_rms_norm", False))
+             if k in cfg and cfg[k] != want]
+    if wrong:
+        k, want = wrong[0]
+        raise ConvertError(f"{where}: '{k}' is {cfg[k]!r}; tessera convert converts Nomic Embed models with "
+                           f"{json.dumps(want)} there")
+    return out
+
+
 def write_encoder(w, arch, cfg, where, n_embd):
     n_head = cfg_int(cfg, "num_attention_heads", where)
     w.add_block_count(cfg_int(cfg, "num_hidden_layers", where))
@@ -557,6 +606,12 @@ def write_encoder(w, arch, cfg, where, n_embd):
     w.add_embedding_length(n_embd)
     w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
     w.add_head_count(n_head)
+    if arch == "nomic-bert":
+        w.add_rope_freq_base(cfg_num(rope_params(cfg), "rope_theta", where, 10000.0))
+        w.add_layer_norm_eps(cfg_num(cfg, "layer_norm_eps", where, 1e-12))
+        w.add_key_length(n_embd // n_head)
+        w.add_value_length(n_embd // n_head)
+        return n_head, n_head, 0, n_embd // n_head
     w.add_layer_norm_eps(cfg_num(cfg, "layer_norm_eps", where, 1e-12))
     if cfg.get("hidden_act", "gelu") not in ("gelu",):
         raise ConvertError(f"{where}: hidden_act '{cfg.get('hidden_act')}' of a BERT model is not converted by "
@@ -756,7 +811,7 @@ def write_wordpiece(w, d, n_vocab):
             tokens[i] = "\u2581" + tok
     for i, t in enumerate(tokens):
         if t is None:
-            tokens[i], types[i] = f"[PAD{i}]", T.UNUSED
+            tokens[i], types[i] = f"\u2581[PAD{i}]", T.UNUSED
     w.add_tokenizer_model("bert")
     # llama.cpp's converter names this vocabulary's pre-tokenizer by a hash
     # of its tokens; an uncased BERT WordPiece (bert-base-uncased's, BGE's)
@@ -911,6 +966,8 @@ def convert(d, out, outtype, vocab_only=False):
         raise ConvertError(f"{where}: architecture {names!r} is not one tessera convert knows "
                            f"({', '.join(sorted(ARCHS))})")
     arch = ARCHS[names[0]]
+    if arch == "nomic-bert":
+        cfg = nomic_config(cfg, where)
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
     n_vocab = cfg_int(cfg, "vocab_size", where)
     shards = [] if vocab_only else open_weights(d)
@@ -949,12 +1006,12 @@ def convert(d, out, outtype, vocab_only=False):
 def needed(arch, cfg, n_layer, where):
     """Tensors without which the file would not load: the embedding, the
     last norm and each layer's first matrix."""
-    first = {"phi3": "attn_qkv", "mamba2": "ssm_in"}.get(arch, "attn_q")
+    first = {"phi3": "attn_qkv", "mamba2": "ssm_in", "nomic-bert": "attn_qkv"}.get(arch, "attn_q")
     kinds = [first] * n_layer
     if arch in ("lfm2", "granitehybrid"):
         kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")
                  for t in layer_types(cfg, arch, n_layer, where)]
-    return ["token_embd.weight", "token_embd_norm.weight" if arch in ("lfm2", "bert") else "output_norm.weight"] + \
+    return ["token_embd.weight", "token_embd_norm.weight" if arch in ("lfm2",) + tuple(ENCODERS) else "output_norm.weight"] + \
         [f"blk.{i}.{k}.weight" for i, k in enumerate(kinds)]
 
 

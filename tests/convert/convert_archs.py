@@ -368,7 +368,23 @@ ARCHS = {
     "nomic": ("NomicBertConfig", "NomicBertModel",
               dict(max_position_embeddings=2048, rope_parameters={"rope_theta": 1000.0, "rope_type": "default"}),
               "wordpiece-mean", "float32", 1e-4),
+    # Mistral3ForConditionalGeneration's text model (the vision tower and
+    # projector are there and not converted): Ministral 3's (YaRN with
+    # mscale_all_dim, Llama 4's query temperature from position 8 on, so
+    # that the prompts reach it) and Mistral Small 3.1's (plain rope)
+    "ministral3": ("Mistral3Config", "Mistral3ForConditionalGeneration",
+                   dict(model_type="ministral3", head_dim=16, max_position_embeddings=128,
+                        rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0,
+                                         "original_max_position_embeddings": 8, "beta_fast": 32.0, "beta_slow": 1.0,
+                                         "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1}),
+                   "smollm", "float32", 1e-4),
+    "mistral3": ("Mistral3Config", "Mistral3ForConditionalGeneration",
+                 dict(model_type="mistral", head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+                 "smollm", "bfloat16", 1e-4),
 }
+# a tiny Pixtral vision tower for the Mistral 3 checkpoints
+PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+               image_size=64, patch_size=16, head_dim=16)
 # nomic-ai's config.json for Nomic Embed v1.5, sizes aside
 NOMIC_CONFIG = {
     "activation_function": "swiglu", "attn_pdrop": 0.0, "causal": False, "dense_seq_output": True, "embd_pdrop": 0.0,
@@ -426,7 +442,12 @@ def make_model(name, d, tokd, seed):
         kw.update(vocab_size=n, bos_token_id=ids.get("bos"), eos_token_id=ids.get("eos"),
                   pad_token_id=ids.get("padding", ids.get("eos")))
     torch.manual_seed(seed)
-    m = getattr(T, mc)(getattr(T, cc)(**kw))
+    if cc == "Mistral3Config":
+        conf = T.Mistral3Config(text_config=kw, vision_config=PIXTRAL, image_token_index=10,
+                                tie_word_embeddings=False)
+    else:
+        conf = getattr(T, cc)(**kw)
+    m = getattr(T, mc)(conf)
     with torch.no_grad():
         for pn, p in m.named_parameters():
             if "norm" in pn.lower() and not pn.endswith("bias"):  # around 1 (gemma: around 0, it adds the 1)
@@ -467,7 +488,8 @@ def hf_golden(d, model_file, path, prompts, tmp):
         # range to whole dimensions, so the reference does too (5.8e-3
         # apart at this size without it)
         cfg.rope_parameters["truncate"] = True
-    m = T.AutoModelForCausalLM.from_pretrained(d, config=cfg, dtype=torch.float32).eval()
+    mc = T.Mistral3ForConditionalGeneration if getattr(cfg, "model_type", "") == "mistral3" else T.AutoModelForCausalLM
+    m = mc.from_pretrained(d, config=cfg, dtype=torch.float32).eval()
     with open(path, "w") as f:
         for p in prompts:
             ids = tessera_ids(model_file, p, tmp)

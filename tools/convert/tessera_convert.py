@@ -12,7 +12,7 @@ Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
 SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
 and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
-pooling). See
+pooling), Mistral 3's text model (mistral3). See
 docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
@@ -162,11 +162,17 @@ ARCHS = {
     "GraniteMoeHybridForCausalLM": "granitehybrid",
     "BertModel": "bert",
     "NomicBertModel": "nomic-bert",
+    "Mistral3ForConditionalGeneration": "mistral3",  # the text model; the vision tower is the mmproj's
 }
+# a vision-language checkpoint: its text model's tensors under these
+# prefixes (transformers 4's and the published files', transformers 5's)
+TEXT_PREFIXES = (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head."),
+                 ("model.language_model.", "model."))
+VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
 # encoders: no causal mask, a pooling type, WordPiece vocabularies
 ENCODERS = {"bert", "nomic-bert"}
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
-PERMUTE_QK = {"llama", "granite", "granitemoe", "granitehybrid", "smollm3"}
+PERMUTE_QK = {"llama", "granite", "granitemoe", "granitehybrid", "smollm3", "mistral3"}
 
 LAYER_MAP = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -298,6 +304,13 @@ class TensorMap:
     def __call__(self, hf, data):
         if self.arch in ENCODERS:
             return self.encoder(hf, data)
+        if self.arch == "mistral3":
+            if hf.startswith(VISION_PREFIXES):
+                return []
+            for a, b in TEXT_PREFIXES:
+                if hf.startswith(a):
+                    hf = b + hf[len(a):]
+                    break
         if hf in GLOBAL_MAP:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
@@ -448,7 +461,7 @@ def rope_params(cfg):
     return out
 
 
-YARN_ARCHS = {"gpt-oss"}
+YARN_ARCHS = {"gpt-oss", "mistral3"}
 
 
 def write_yarn(w, rp, where):
@@ -539,7 +552,7 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
     if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
-            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe")):
+            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3")):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     return n_head, n_kv, n_expert, head_dim
@@ -677,9 +690,16 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
         pt = pooling_type(os.path.dirname(where))
         if pt is not None:
             w.add_pooling_type(pt)
-    if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3"):
+    if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3", "mistral3"):
         w.add_vocab_size(n_vocab)
         w.add_rope_dimension_count(head_dim)
+    if arch == "mistral3":
+        # YaRN's mscale_all_dim, and Llama 4's query temperature (Ministral 3)
+        rp = rope_params(cfg)
+        if rp.get("rope_type", rp.get("type")) == "yarn" and rp.get("mscale_all_dim") is not None:
+            w.add_float32(f"{arch}.rope.scaling.yarn_log_multiplier", cfg_num(rp, "mscale_all_dim", where, None))
+        if rp.get("llama_4_scaling_beta") is not None:
+            w.add_float32(f"{arch}.attention.temperature_scale", cfg_num(rp, "llama_4_scaling_beta", where, None))
     if arch == "lfm2":
         w.add_vocab_size(n_vocab)
         w.add_shortconv_l_cache(cfg_int(cfg, "conv_L_cache", where))
@@ -968,6 +988,13 @@ def convert(d, out, outtype, vocab_only=False):
     arch = ARCHS[names[0]]
     if arch == "nomic-bert":
         cfg = nomic_config(cfg, where)
+    if arch == "mistral3":  # the text model's config, its tying as the whole model says unless it says
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):
+            raise ConvertError(f"{where}: a {names[0]} without a 'text_config' object")
+        text = dict(text)
+        text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
+        cfg = text
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
     n_vocab = cfg_int(cfg, "vocab_size", where)
     shards = [] if vocab_only else open_weights(d)

@@ -231,10 +231,24 @@ def peer(d, out, outtype, *extra, log=None):
     return check(ok, f"convert_hf_to_gguf.py {os.path.basename(d)} {outtype}: {why} (log {log})")
 
 
-def compare(a, b, what):
+# tensors that may differ from llama.cpp's by 1 ulp of f32: qwen35's
+# ssm_a = -exp(A_log), which the peer computes with torch's f32 exp (not
+# correctly rounded) and tessera convert in f64, rounded once
+ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a"}
+
+
+def compare(a, b, what, name=None):
     r = env.compare_gguf(a, b)
     print(f"{what}: {r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-300:]}", flush=True)
-    return check(r.returncode == 0, f"{what} against llama.cpp's converter:\n{r.stdout[-2000:]}")
+    ok = r.returncode == 0
+    if not ok and name in ULP_TENSORS:
+        problems = [x for x in r.stdout.splitlines() if not x.startswith(tuple("0123456789"))]
+        ulp = [x for x in problems if x.startswith("tensor ") and x.split(":")[0].endswith("." + ULP_TENSORS[name])
+               and float(x.rsplit(" ", 1)[1]) <= 2.4e-7]
+        ok = bool(problems) and len(ulp) == len(problems)
+        if ok:
+            print(f"{what}: {len(ulp)} {ULP_TENSORS[name]} tensor(s) within 1 ulp of f32 of llama.cpp's (torch's exp)")
+    return check(ok, f"{what} against llama.cpp's converter:\n{r.stdout[-2000:]}")
 
 
 def tessera_ids(model, text, tmp, bos=True):
@@ -381,7 +395,16 @@ ARCHS = {
     "mistral3": ("Mistral3Config", "Mistral3ForConditionalGeneration",
                  dict(model_type="mistral", head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
                  "smollm", "bfloat16", 1e-4),
+    # Qwen3.5: gated delta net layers and a gated full attention layer,
+    # partial rope; 6 value heads on 2 key heads, so that the reordering
+    # of value heads (grouped -> tiled) is not its own inverse. The
+    # converter is run with --no-mtp (tessera convert writes no MTP head)
+    "qwen35": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM",
+               dict(num_hidden_layers=4, head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16,
+                    linear_num_key_heads=2, linear_num_value_heads=6), "smollm", "float32", 1e-4),
 }
+# llama.cpp converter options per architecture
+PEER_ARGS = {"qwen35": ["--no-mtp"], "qwen35moe": ["--no-mtp"]}
 # a tiny Pixtral vision tower for the Mistral 3 checkpoints
 PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                image_size=64, patch_size=16, head_dim=16)
@@ -550,8 +573,8 @@ def test_archs(tmp, log):
         make_model(name, d, tokd, 60 + k)
         for outtype in ("f16", "bf16"):
             a, b = f"{d}-ours-{outtype}.gguf", f"{d}-peer-{outtype}.gguf"
-            if ours(d, a, outtype) and peer(d, b, outtype, log=log):
-                compare(a, b, f"{name} {outtype}")
+            if ours(d, a, outtype) and peer(d, b, outtype, *PEER_ARGS.get(name, []), log=log):
+                compare(a, b, f"{name} {outtype}", name)
             for fn in (a, b):
                 if os.path.exists(fn):
                     os.unlink(fn)

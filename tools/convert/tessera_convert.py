@@ -12,7 +12,7 @@ Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
 SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
 and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
-pooling), Mistral 3's text model (mistral3). See
+pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35). See
 docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
@@ -163,6 +163,7 @@ ARCHS = {
     "BertModel": "bert",
     "NomicBertModel": "nomic-bert",
     "Mistral3ForConditionalGeneration": "mistral3",  # the text model; the vision tower is the mmproj's
+    "Qwen3_5ForCausalLM": "qwen35",
 }
 # a vision-language checkpoint: its text model's tensors under these
 # prefixes (transformers 4's and the published files', transformers 5's)
@@ -234,6 +235,15 @@ GEMMA3_LAYER_MAP = {
     "pre_feedforward_layernorm.weight": "ffn_norm.weight",
     "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
 }
+# Qwen3.5: the gated delta net's tensors (linear_attn.*), and its second
+# norm, after attention
+QWEN35_LINEAR_MAP = {
+    "A_log": "ssm_a", "conv1d.weight": "ssm_conv1d.weight", "dt_bias": "ssm_dt.bias",
+    "in_proj_a.weight": "ssm_alpha.weight", "in_proj_b.weight": "ssm_beta.weight",
+    "in_proj_qkv.weight": "attn_qkv.weight", "in_proj_z.weight": "attn_gate.weight",
+    "norm.weight": "ssm_norm.weight", "out_proj.weight": "ssm_out.weight",
+}
+QWEN35_LAYER_MAP = {"post_attention_layernorm.weight": "post_attention_norm.weight"}
 # gpt-oss's second norm is the one after attention, not the FFN's
 GPTOSS_LAYER_MAP = {"post_attention_layernorm.weight": "post_attention_norm.weight"}
 # one expert's matrix -> the stacked GGUF tensor
@@ -315,6 +325,8 @@ class TensorMap:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
             return []  # recomputed from rope_theta
+        if self.arch == "qwen35" and hf.startswith("mtp."):
+            return []  # the multi-token prediction head (llama.cpp's --no-mtp file)
         parts = hf.split(".", 3)
         if len(parts) == 4 and parts[0] in ("model", "backbone") and parts[1] == "layers" and parts[2].isdigit() \
                 and int(parts[2]) < self.n_layer:
@@ -325,6 +337,10 @@ class TensorMap:
                 return self.ssm(f"blk.{il}.{LAYER_MAP.get(rest, rest)}", data, hf)
             if self.arch == "gemma3" and rest in GEMMA3_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
+            if self.arch == "qwen35" and rest.startswith("linear_attn."):
+                return self.delta_net(il, rest[len("linear_attn."):], data, hf)
+            if self.arch == "qwen35" and rest in QWEN35_LAYER_MAP:
+                return self.fix(f"blk.{il}.{QWEN35_LAYER_MAP[rest]}", data)
             if self.arch == "gpt-oss" and rest in GPTOSS_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GPTOSS_LAYER_MAP[rest]}", data)
             if self.arch == "gpt-oss" and rest.startswith("mlp.experts."):
@@ -408,13 +424,56 @@ class TensorMap:
             return [(name, data)]
         raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
 
+    def delta_net(self, il, what, data, hf):
+        """Qwen3.5's gated delta net as llama.cpp's files hold it: A as
+        -exp(A_log), the conv's weight without its middle axis, and the
+        value heads reordered from grouped by key head (transformers':
+        key head k's r value heads together) to tiled (value head j uses
+        key head j mod n_k, as a repeat of the key heads gives)."""
+        if what not in QWEN35_LINEAR_MAP:
+            raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for qwen35")
+        cfg, where = self.cfg, "config.json"
+        nk, nv = cfg_int(cfg, "linear_num_key_heads", where), cfg_int(cfg, "linear_num_value_heads", where)
+        dk, dv = cfg_int(cfg, "linear_key_head_dim", where), cfg_int(cfg, "linear_value_head_dim", where)
+        if nv % nk:
+            raise ConvertError(f"{where}: linear_num_value_heads {nv} is not a multiple of linear_num_key_heads {nk}")
+        r = nv // nk
+        perm = np.array([(j % nk) * r + j // nk for j in range(nv)])
+        name = f"blk.{il}.{QWEN35_LINEAR_MAP[what]}"
+
+        def heads(x, axis, first, size):  # reorder NV heads of SIZE starting at FIRST along AXIS
+            x = np.moveaxis(x, axis, 0)
+            if x.shape[0] < first + nv * size:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, too small for {nv} value heads "
+                                   f"of {size}")
+            v = x[first:first + nv * size].reshape(nv, size, *x.shape[1:])[perm].reshape(nv * size, *x.shape[1:])
+            return np.moveaxis(np.concatenate([x[:first], v, x[first + nv * size:]]), 0, axis)
+        qk = 2 * nk * dk
+        if what == "A_log":
+            # correctly rounded; llama.cpp's converter takes torch's f32 exp,
+            # which can be 1 ulp away (tests/convert allows that, here only)
+            return [(name, heads(-np.exp(data.astype(np.float64)).astype(np.float32), 0, 0, 1))]
+        if what in ("dt_bias", "in_proj_a.weight", "in_proj_b.weight"):
+            return [(name, heads(data, 0, 0, 1))]
+        if what == "in_proj_qkv.weight":
+            return [(name, heads(data, 0, qk, dv))]
+        if what == "conv1d.weight":
+            if data.ndim != 3 or data.shape[1] != 1:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [channels, 1, width]")
+            return [(name, heads(data[:, 0, :], 0, qk, dv))]
+        if what == "in_proj_z.weight":
+            return [(name, heads(data, 0, 0, dv))]
+        if what == "out_proj.weight":
+            return [(name, heads(data, 1, 0, dv))]
+        return [(name, data)]  # the gated norm, one head's width
+
     def fix(self, name, data):
         if self.arch in PERMUTE_QK and name.endswith(("attn_q.weight", "attn_k.weight")):
             data = unpermute(data, self.n_head if "attn_q" in name else self.n_kv)
         if name.endswith("shortconv.conv.weight") and data.ndim == 3 and data.shape[1] == 1:
             data = data[:, 0, :]  # lfm2's conv [channels, 1, width]
-        if self.arch == "gemma3" and "norm" in name:
-            data = data + np.float32(1)  # Gemma scales by (1 + w); GGUF stores 1 + w
+        if self.arch in ("gemma3", "qwen35") and "norm" in name:
+            data = data + np.float32(1)  # Gemma and Qwen3.5 scale by (1 + w); GGUF stores 1 + w
         return [(name, data)]
 
     def expert(self, name, e, data, hf):
@@ -552,7 +611,7 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
     if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
-            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3")):
+            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3", "qwen35")):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     return n_head, n_kv, n_expert, head_dim
@@ -683,6 +742,28 @@ def write_mamba2(w, cfg, where, n_layer, n_embd):
     return 0, 0, 0, 0
 
 
+def write_qwen35(w, arch, cfg, where, head_dim):
+    """Qwen3.5's gated delta net and its layer pattern, and its partial
+    multi-section rope (text positions: every section the same)."""
+    nl = cfg_int(cfg, "num_hidden_layers", where)
+    w.add_ssm_conv_kernel(cfg_int(cfg, "linear_conv_kernel_dim", where, 4))
+    w.add_ssm_state_size(cfg_int(cfg, "linear_key_head_dim", where))
+    w.add_ssm_group_count(cfg_int(cfg, "linear_num_key_heads", where))
+    w.add_ssm_time_step_rank(cfg_int(cfg, "linear_num_value_heads", where))
+    w.add_ssm_inner_size(cfg_int(cfg, "linear_value_head_dim", where) * cfg_int(cfg, "linear_num_value_heads", where))
+    lt = cfg.get("layer_types")
+    if not isinstance(lt, list) or len(lt) != nl or not all(t in ("linear_attention", "full_attention") for t in lt):
+        raise ConvertError(f"{where}: 'layer_types' is {lt!r}, expected {nl} of linear_attention, full_attention")
+    w.add_array(f"{arch}.attention.recurrent_layers", [t == "linear_attention" for t in lt])
+    w.add_full_attention_interval(cfg_int(cfg, "full_attention_interval", where, 4))
+    rp = rope_params(cfg)
+    w.add_rope_dimension_count(int(cfg_num(rp, "partial_rotary_factor", where, 1.0) * head_dim))
+    sections = rp.get("mrope_section", [11, 11, 10])  # Qwen3.5's published sections when the config has none
+    if not isinstance(sections, list) or not all(isinstance(x, int) for x in sections) or len(sections) > 4:
+        raise ConvertError(f"{where}: 'mrope_section' is {sections!r}, expected up to 4 integers")
+    w.add_rope_dimension_sections(sections + [0] * (4 - len(sections)))
+
+
 def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     """The keys llama.cpp writes after general.file_type."""
     if arch in ENCODERS:
@@ -693,6 +774,8 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3", "mistral3"):
         w.add_vocab_size(n_vocab)
         w.add_rope_dimension_count(head_dim)
+    if arch == "qwen35":
+        write_qwen35(w, arch, cfg, where, head_dim)
     if arch == "mistral3":
         # YaRN's mscale_all_dim, and Llama 4's query temperature (Ministral 3)
         rp = rope_params(cfg)
@@ -1035,6 +1118,8 @@ def needed(arch, cfg, n_layer, where):
     last norm and each layer's first matrix."""
     first = {"phi3": "attn_qkv", "mamba2": "ssm_in", "nomic-bert": "attn_qkv"}.get(arch, "attn_q")
     kinds = [first] * n_layer
+    if arch == "qwen35":
+        kinds = ["attn_qkv" if t == "linear_attention" else "attn_q" for t in cfg.get("layer_types") or []]
     if arch in ("lfm2", "granitehybrid"):
         kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")
                  for t in layer_types(cfg, arch, n_layer, where)]

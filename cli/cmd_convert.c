@@ -22,7 +22,7 @@ static const char usage[] =
     "f16 and bf16). Architectures: llama (Llama, Mistral, Mixtral), qwen2, qwen3,\n"
     "qwen2moe, qwen3moe, olmoe, gemma3, phi3, granite, granitemoe, smollm3,\n"
     "gpt-oss, lfm2, mamba2, granitehybrid, bert, nomic-bert, mistral3 (the text\n"
-    "model), qwen35 (docs/convert.md).\n"
+    "model), qwen35, qwen35moe (docs/convert.md).\n"
     "--outtype: f16 (the default), f32, bf16 or q8_0; 1-D tensors, biases, MoE\n"
     "routers and the recurrent layers' convolutions and A, D, norms stay f32.\n"
     "\n"

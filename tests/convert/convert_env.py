@@ -62,8 +62,9 @@ def tessera_convert(d, out, outtype, *extra):
                           capture_output=True, text=True, env=dict(os.environ, TESSERA_PYTHON=PY))
 
 
-def compare_gguf(a, b):
-    """tests/lora/compare_gguf.py on two files, general.size_label aside
-    (tessera convert does not write it)."""
+def compare_gguf(a, b, *ignore):
+    """tests/lora/compare_gguf.py on two files, general.size_label (which
+    tessera convert does not write) and the keys IGNORE aside."""
     return subprocess.run([PY, os.path.join(ROOT, "tests", "lora", "compare_gguf.py"), a, b, "--ignore",
-                           "general.size_label"], capture_output=True, text=True)
+                           "general.size_label"] + [x for k in ignore for x in ("--ignore", k)],
+                          capture_output=True, text=True)

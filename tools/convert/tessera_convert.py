@@ -12,7 +12,7 @@ Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
 SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
 and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
-pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35). See
+pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe). See
 docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
@@ -164,7 +164,9 @@ ARCHS = {
     "NomicBertModel": "nomic-bert",
     "Mistral3ForConditionalGeneration": "mistral3",  # the text model; the vision tower is the mmproj's
     "Qwen3_5ForCausalLM": "qwen35",
+    "Qwen3_5MoeForCausalLM": "qwen35moe",
 }
+QWEN35 = ("qwen35", "qwen35moe")
 # a vision-language checkpoint: its text model's tensors under these
 # prefixes (transformers 4's and the published files', transformers 5's)
 TEXT_PREFIXES = (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head."),
@@ -325,7 +327,7 @@ class TensorMap:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
             return []  # recomputed from rope_theta
-        if self.arch == "qwen35" and hf.startswith("mtp."):
+        if self.arch in QWEN35 and hf.startswith("mtp."):
             return []  # the multi-token prediction head (llama.cpp's --no-mtp file)
         parts = hf.split(".", 3)
         if len(parts) == 4 and parts[0] in ("model", "backbone") and parts[1] == "layers" and parts[2].isdigit() \
@@ -337,9 +339,9 @@ class TensorMap:
                 return self.ssm(f"blk.{il}.{LAYER_MAP.get(rest, rest)}", data, hf)
             if self.arch == "gemma3" and rest in GEMMA3_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
-            if self.arch == "qwen35" and rest.startswith("linear_attn."):
+            if self.arch in QWEN35 and rest.startswith("linear_attn."):
                 return self.delta_net(il, rest[len("linear_attn."):], data, hf)
-            if self.arch == "qwen35" and rest in QWEN35_LAYER_MAP:
+            if self.arch in QWEN35 and rest in QWEN35_LAYER_MAP:
                 return self.fix(f"blk.{il}.{QWEN35_LAYER_MAP[rest]}", data)
             if self.arch == "gpt-oss" and rest in GPTOSS_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GPTOSS_LAYER_MAP[rest]}", data)
@@ -472,7 +474,7 @@ class TensorMap:
             data = unpermute(data, self.n_head if "attn_q" in name else self.n_kv)
         if name.endswith("shortconv.conv.weight") and data.ndim == 3 and data.shape[1] == 1:
             data = data[:, 0, :]  # lfm2's conv [channels, 1, width]
-        if self.arch in ("gemma3", "qwen35") and "norm" in name:
+        if self.arch in ("gemma3",) + QWEN35 and "norm" in name:
             data = data + np.float32(1)  # Gemma and Qwen3.5 scale by (1 + w); GGUF stores 1 + w
         return [(name, data)]
 
@@ -611,7 +613,7 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
     if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
-            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3", "qwen35")):
+            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3") + QWEN35):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     return n_head, n_kv, n_expert, head_dim
@@ -774,7 +776,10 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3", "mistral3"):
         w.add_vocab_size(n_vocab)
         w.add_rope_dimension_count(head_dim)
-    if arch == "qwen35":
+    if arch == "qwen35moe":
+        w.add_expert_feed_forward_length(cfg_int(cfg, "moe_intermediate_size", where))
+        w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
+    if arch in QWEN35:
         write_qwen35(w, arch, cfg, where, head_dim)
     if arch == "mistral3":
         # YaRN's mscale_all_dim, and Llama 4's query temperature (Ministral 3)
@@ -1118,7 +1123,7 @@ def needed(arch, cfg, n_layer, where):
     last norm and each layer's first matrix."""
     first = {"phi3": "attn_qkv", "mamba2": "ssm_in", "nomic-bert": "attn_qkv"}.get(arch, "attn_q")
     kinds = [first] * n_layer
-    if arch == "qwen35":
+    if arch in QWEN35:
         kinds = ["attn_qkv" if t == "linear_attention" else "attn_q" for t in cfg.get("layer_types") or []]
     if arch in ("lfm2", "granitehybrid"):
         kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")

@@ -7,10 +7,15 @@
 # not timed), on the same pair and image, and prints per
 # pair the median encode ms of each engine over the rounds with their range
 # and the ratio llama.cpp / Tessera (above 1: Tessera faster).
-# Default pairs: the synthetic ones the build makes in build/tests/mtmd
-# (llava on sq56.png, gemma3 on sq224.png) and any other NAME /
-# mmproj-NAME pair there with a tests/data/mm image named in PAIRS_EXTRA.
-# Only meaningful on an idle machine. TESSERA and MTMD_CLI pick the binaries.
+# Default pairs: the synthetic ones the build makes in build/tests/mtmd, a
+# row per family: LLaVA on sq56.png, Gemma 3 on sq224.png, SmolVLM
+# (idefics3) on wide300.png (7 tiles: both engines' figures are the sum
+# over the tiles), Qwen2.5-VL and Qwen2-VL on sq224.png, Ultravox and
+# Voxtral on a 3 s sound (tests/data/mm/make_wav.py, as the goldens), and
+# any other NAME / mmproj-NAME pair there with a tests/data/mm medium named
+# in PAIRS_EXTRA ("NAME:MEDIUM:TEMPLATE ..."). A medium ending in .wav
+# goes in with --audio. Only meaningful on an idle machine: print the load
+# average beside the figures. TESSERA and MTMD_CLI pick the binaries.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=5 threads=2
@@ -30,30 +35,46 @@ cli=${MTMD_CLI:-$HOME/.cache/tessera-peer/llama_cpp_python-0.3.36/vendor/llama.c
 [ -x "$cli" ] || { echo "mtmd.sh: $cli is missing (../shared/peer/build-more.sh llama-mtmd-cli)" >&2; exit 1; }
 
 mm=$root/build/tests/mtmd data=$root/tests/data/mm
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 pairs=()
 if [ $# -gt 0 ]; then
-  while [ $# -ge 3 ]; do pairs+=("$1|$2|$3|${4:-}"); shift 3; [ $# -gt 0 ] && [[ "$1" != *.gguf ]] && shift; done
+  while [ $# -ge 3 ]; do
+    pairs+=("$1|$2|$3|$([ $# -ge 4 ] && [[ "$4" != *.gguf ]] && echo "$4")")
+    shift 3; [ $# -gt 0 ] && [[ "$1" != *.gguf ]] && shift
+  done
 else
+  python3 "$data/make_wav.py" "$tmp/tones3.wav" 3
   pairs+=("$mm/synth-llava-f32.gguf|$mm/mmproj-synth-llava-f32.gguf|$data/sq56.png|vicuna")
   pairs+=("$mm/synth-gemma3-f32.gguf|$mm/mmproj-synth-gemma3-f32.gguf|$data/sq224.png|gemma")
-  for extra in ${PAIRS_EXTRA:-}; do  # NAME:IMAGE:TEMPLATE
+  pairs+=("$mm/synth-idefics3-f32.gguf|$mm/mmproj-synth-idefics3-f32.gguf|$data/wide300.png|chatml")
+  pairs+=("$mm/synth-qwen2vl-f32.gguf|$mm/mmproj-synth-qwen2vl-f32.gguf|$data/sq224.png|chatml")
+  pairs+=("$mm/synth-qwen2vl-f32.gguf|$mm/mmproj-synth-qwen2vl1-f32.gguf|$data/sq224.png|chatml")
+  pairs+=("$mm/synth-ultravox-f32.gguf|$mm/mmproj-synth-ultravox-f32.gguf|$tmp/tones3.wav|vicuna")
+  pairs+=("$mm/synth-voxtral-f32.gguf|$mm/mmproj-synth-voxtral-f32.gguf|$tmp/tones3.wav|vicuna")
+  for extra in ${PAIRS_EXTRA:-}; do  # NAME:MEDIUM:TEMPLATE
     IFS=: read -r name img tmpl <<<"$extra"
     pairs+=("$mm/$name.gguf|$mm/mmproj-$name.gguf|$data/$img|$tmpl")
   done
 fi
 
-echo "| model | image | threads | Tessera ms (median, range) | llama.cpp ms (median, range) | llama.cpp / Tessera |"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| mmproj | medium | threads | Tessera ms (median, range) | llama.cpp ms (median, range) | llama.cpp / Tessera |"
 echo "| --- | --- | ---: | ---: | ---: | ---: |"
 for p in "${pairs[@]}"; do
   IFS='|' read -r model proj img tmpl <<<"$p"
+  flag=--image
+  [[ "$img" == *.wav ]] && flag=--audio
   ours=() theirs=()
   for ((k = 0; k < rounds; k++)); do
-    ours+=("$("$tessera" bench -m "$model" --mmproj "$proj" --image "$img" -p 0 -n 0 -r 1 --no-warmup -t "$threads" -o json \
+    ours+=("$("$tessera" bench -m "$model" --mmproj "$proj" "$flag" "$img" -p 0 -n 0 -r 1 --no-warmup -t "$threads" -o json \
              | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ms"])')")
-    theirs+=("$("$cli" -m "$model" --mmproj "$proj" --image "$img" -p hi -n 1 -t "$threads" --temp 0 \
-               ${tmpl:+--chat-template "$tmpl"} 2>&1 | sed -n 's/.*encoding done in \([0-9.]*\) ms.*/\1/p' | tail -1)")
+    # one line per media chunk (SmolVLM's tiles): their sum
+    theirs+=("$("$cli" -m "$model" --mmproj "$proj" "$flag" "$img" -p hi -n 1 -t "$threads" --temp 0 \
+               ${tmpl:+--chat-template "$tmpl"} 2>&1 | sed -n 's/.*encoding done in \([0-9.]*\) ms.*/\1/p' \
+               | awk '{ s += $1; n++ } END { if (n) print s }')")
   done
-  python3 - "$(basename "$model")" "$(basename "$img")" "$threads" "${ours[*]}" "${theirs[*]}" <<'PY'
+  python3 - "$(basename "$proj")" "$(basename "$img")" "$threads" "${ours[*]}" "${theirs[*]}" <<'PY'
 import statistics, sys
 name, img, th, ours, theirs = sys.argv[1:6]
 o = [float(x) for x in ours.split()]
@@ -65,3 +86,4 @@ print(f"| {name} | {img} | {th} | {mo:.2f} ({min(o):.2f}-{max(o):.2f}) | {mt:.2f
       f"| {mt / mo:.2f} |")
 PY
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

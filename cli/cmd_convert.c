@@ -21,13 +21,15 @@ static const char usage[] =
     "convert_hf_to_gguf.py does: the same keys and tensors (byte for byte; tested at\n"
     "f16 and bf16). Architectures: llama (Llama, Mistral, Mixtral), qwen2, qwen3,\n"
     "qwen2moe, qwen3moe, olmoe, gemma3, phi3, granite, granitemoe, smollm3,\n"
-    "gpt-oss, lfm2, mamba2, granitehybrid (docs/convert.md).\n"
+    "gpt-oss, lfm2, mamba2, granitehybrid, bert, nomic-bert, mistral3 (the text\n"
+    "model), qwen35, qwen35moe (docs/convert.md).\n"
     "--outtype: f16 (the default), f32, bf16 or q8_0; 1-D tensors, biases, MoE\n"
     "routers and the recurrent layers' convolutions and A, D, norms stay f32.\n"
     "\n"
     "The converter is tools/convert/tessera_convert.py, run with python3 (or\n"
     "$TESSERA_PYTHON); it needs PyPI's numpy and gguf, and sentencepiece for a\n"
-    "tokenizer.model. $TESSERA_CONVERT_SCRIPT names another copy of it.\n"
+    "tokenizer.model: pip install numpy gguf sentencepiece. $TESSERA_CONVERT_SCRIPT\n"
+    "names another copy of it.\n"
     "\n"
     "options:\n"
     "  -o, --outfile FILE    the GGUF file to write (required)\n"
@@ -112,7 +114,8 @@ int cmd_convert(int argc, char **argv) {
     for (int i = 1; i < argc; i++) args[i + 1] = argv[i];
     fflush(NULL);
     execvp(python, args);
-    fprintf(stderr, "tessera convert: cannot run %s: %s (set TESSERA_PYTHON to a Python 3 with numpy and gguf)\n",
+    fprintf(stderr, "tessera convert: cannot run %s: %s (set TESSERA_PYTHON to a Python 3 with numpy, gguf and "
+                    "sentencepiece: pip install numpy gguf sentencepiece)\n",
             python, strerror(errno));
     free(args);
     return 1;

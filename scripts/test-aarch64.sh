@@ -5,12 +5,16 @@
 # The last line printed is
 #   N passed, N failed, N skipped
 # Usage: scripts/test-aarch64.sh [--ci] [build-dir] [extra meson test options...]
+#        scripts/test-aarch64.sh --help   (this text)
 #   --ci   only the representative subset (ci_tests below plus the meson
-#          suite 'aarch64-ci' of tests/cpu-neon and tests/mtmd: core unit
-#          tests, op conformance of cpu-neon at every level, the stories260K
-#          and synth-s goldens, the image encoders' rows on cpu-neon against
+#          suite 'aarch64-ci' of tests/cpu-neon, tests/model and tests/mtmd:
+#          core unit tests, op conformance of cpu-neon at every level, the
+#          stories260K and synth-s goldens, issue 43's expert products
+#          (qwen3moe Q4_K_M and gpt-oss MXFP4 at each level, qwen3next and
+#          qwen35moe at i8mm), the image encoders' rows on cpu-neon against
 #          libmtmd's); sized for .ci/run
-#   default: every test except the 'slow' suite
+#   default: every test except the 'slow' suite (the architectures'
+#          goldens on cpu-neon0 at each level among them)
 # Tests run one at a time per core; qemu is ~10-50x slower than native.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +38,10 @@ ci_tests=(
   golden-stories260K golden-synth-s-f32 golden-synth-s-F16 golden-synth-s-BF16
   golden-synth-s-Q4_0 golden-synth-s-Q8_0 golden-synth-s-Q6_K golden-synth-s-Q4_K_M-mix
 )
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+  sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+  exit 0
+fi
 suite_args=(--no-suite slow)
 if [ "${1:-}" = "--ci" ]; then
   suite_args=()

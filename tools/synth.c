@@ -96,6 +96,7 @@ typedef struct synth_opts {
     int64_t attn_every;            /* hybrids: layer il attends when il % attn_every == attn_every - 1 */
     int64_t ssm_groups, ssm_state, ssm_head_dim; /* mamba2, granitehybrid */
     int qkv_split; /* qwen3next: attn_qkv and attn_gate, not ssm_in */
+    int gate_up_exps; /* MoE: the experts' gate and up as one ffn_gate_up_exps */
     uint64_t seed;
     float rope_base;
     int tied;
@@ -195,6 +196,9 @@ static void usage(FILE *out) {
             "  --qkv-split           qwen3next: the DeltaNet's q|k|v and z as attn_qkv and\n"
             "                        attn_gate (q, k, v each whole, as qwen35's), not fused\n"
             "                        per q/k head in ssm_in; llama.cpp reads either\n"
+            "  --gate-up-exps        MoE files: each block's experts' gate and up as one\n"
+            "                        tensor, ffn_gate_up_exps [dim, 2 x expert FFN, experts]\n"
+            "                        (gate rows, then up rows), as newer converters write\n"
             "  --seed N              random seed (default 42)\n"
             "  --lora-rank R         write a LoRA adapter of rank R for the model the other\n"
             "                        options describe, instead of the model: llama.cpp's\n"
@@ -268,6 +272,8 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
             o->tied = 1;
         } else if (!strcmp(a, "--qkv-split")) {
             o->qkv_split = 1;
+        } else if (!strcmp(a, "--gate-up-exps")) {
+            o->gate_up_exps = 1;
         } else if (!strcmp(a, "--reranker")) {
             o->reranker = 1;
         } else if (!strcmp(a, "--wpm-words")) {
@@ -387,12 +393,16 @@ static int parse_args(int argc, char **argv, synth_opts *o) {
  * and a refusal naming the flag the architecture has no place for. */
 static int check_moe(synth_opts *o) {
     const unsigned moe = o->sa->moe;
-    if (!moe && (o->experts || o->experts_used || o->expert_ffn || o->shared_ffn))
+    if (!moe && (o->experts || o->experts_used || o->expert_ffn || o->shared_ffn || o->gate_up_exps))
         return fprintf(stderr, "tessera-synth: --arch %s has no experts (--experts and the like)\n", o->arch), -1;
     if (o->sa->qk_norm == QK_NORM_FULL && (o->kv_heads != o->heads || o->head_dim * o->heads != o->dim))
         return fprintf(stderr, "tessera-synth: --arch %s: llama.cpp reads its q/k norms as wide as the embedding, "
                                "so --kv-heads must equal --heads and the head size be --dim / --heads\n", o->arch), -1;
     if (!moe) return 0;
+    if (o->gate_up_exps && (!o->experts && (moe & MOE_OPTIONAL)))
+        return fprintf(stderr, "tessera-synth: --gate-up-exps needs --experts N\n"), -1;
+    if (o->gate_up_exps && o->sa->gptoss)
+        return fprintf(stderr, "tessera-synth: --gate-up-exps: gpt-oss's experts are not written fused\n"), -1;
     if (!o->experts && (moe & MOE_OPTIONAL)) {
         if (o->experts_used || o->expert_ffn || o->shared_ffn)
             return fprintf(stderr, "tessera-synth: --arch %s: the expert options need --experts N\n", o->arch), -1;
@@ -654,10 +664,15 @@ static int plan_recurrent(const synth_opts *o, int32_t base, synth_tensor *ts, i
              * stacked, the shared expert (with qwen35moe's sigmoid gate) */
             const int64_t X = o->experts, Fx = o->expert_ffn, Fs = o->shared_ffn;
             TF("ffn_gate_inp.weight", 2, E, X, s_in);
-            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_exps.weight", il);
-            if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
-            snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_up_exps.weight", il);
-            if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
+            if (o->gate_up_exps) {
+                snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_up_exps.weight", il);
+                if (add_tensor_3d(ts, n, name, base, E, 2 * Fx, X, s_in)) return -1;
+            } else {
+                snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_gate_exps.weight", il);
+                if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
+                snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_up_exps.weight", il);
+                if (add_tensor_3d(ts, n, name, base, E, Fx, X, s_in)) return -1;
+            }
             snprintf(name, sizeof name, "blk.%" PRId64 ".ffn_down_exps.weight", il);
             if (add_tensor_3d(ts, n, name, base, Fx, E, X, 1.0f / sqrtf((float)Fx))) return -1;
             if (Fs && (o->sa->moe & MOE_SHARED_GATE)) T("ffn_gate_inp_shexp.weight", 1, E, 1, s_in);
@@ -828,8 +843,12 @@ static int plan_tensors(const synth_opts *o, int32_t base, int mix, synth_tensor
         snprintf(name, sizeof name, "blk.%" PRId64 ".%s", il, suffix);                                     \
         if (add_tensor_3d(ts, n, name, pick_type(o, base, mix, what, il), a, b, X, std)) return -1;        \
     } while (0)
-            T3("ffn_gate_exps.weight", "ffn_gate", E, Fx, s_in);
-            T3("ffn_up_exps.weight", "ffn_up", E, Fx, s_in);
+            if (o->gate_up_exps) {
+                T3("ffn_gate_up_exps.weight", "ffn_up", E, 2 * Fx, s_in); /* gate rows, then up rows */
+            } else {
+                T3("ffn_gate_exps.weight", "ffn_gate", E, Fx, s_in);
+                T3("ffn_up_exps.weight", "ffn_up", E, Fx, s_in);
+            }
             T3("ffn_down_exps.weight", "ffn_down", Fx, E, 1.0f / sqrtf((float)Fx));
 #undef T3
             if (Fs && (sa->moe & MOE_SHARED_GATE)) T("ffn_gate_inp_shexp.weight", "router", 1, E, 1, s_in);

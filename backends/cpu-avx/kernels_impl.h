@@ -198,6 +198,40 @@ static void dot_f32_v(int64_t K, const void *w, const void *act, size_t act_stri
         out[c] = (float)r;
     }
 }
+/* Two F32 weight rows x up to 4 columns: dot_f32_v's sums for each (row,
+ * column), bit for bit (the same lanes, order and tail), with each
+ * weight and activation vector widened to double once for all the
+ * products it takes part in rather than once per product: a vision
+ * encoder's products over hundreds of patches spent most of their time
+ * converting. */
+static void dot2_f32_v(int64_t K, const void *w, size_t w_row_stride, const void *act, size_t act_stride, int nc,
+                       float *out) {
+    const float *x[2] = {w, (const float *)(const void *)((const uint8_t *)w + w_row_stride)};
+    const float *ac[4] = {ACT(0), ACT(nc > 1 ? 1 : 0), ACT(nc > 2 ? 2 : 0), ACT(nc > 3 ? 3 : 0)};
+    __m256d s[2][4][2];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 4; c++) s[r][c][0] = s[r][c][1] = _mm256_setzero_pd();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        const __m256d w00 = _mm256_cvtps_pd(_mm_loadu_ps(x[0] + k)), w01 = _mm256_cvtps_pd(_mm_loadu_ps(x[0] + k + 4));
+        const __m256d w10 = _mm256_cvtps_pd(_mm_loadu_ps(x[1] + k)), w11 = _mm256_cvtps_pd(_mm_loadu_ps(x[1] + k + 4));
+        for (int c = 0; c < 4; c++) {
+            const __m256d a0 = _mm256_cvtps_pd(_mm_loadu_ps(ac[c] + k)), a1 = _mm256_cvtps_pd(_mm_loadu_ps(ac[c] + k + 4));
+            s[0][c][0] = _mm256_fmadd_pd(w00, a0, s[0][c][0]);
+            s[0][c][1] = _mm256_fmadd_pd(w01, a1, s[0][c][1]);
+            s[1][c][0] = _mm256_fmadd_pd(w10, a0, s[1][c][0]);
+            s[1][c][1] = _mm256_fmadd_pd(w11, a1, s[1][c][1]);
+        }
+    }
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < nc; c++) {
+            const __m256d t = _mm256_add_pd(s[r][c][0], s[r][c][1]);
+            const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(t), _mm256_extractf128_pd(t, 1));
+            double v = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+            for (int64_t j = k; j < K; j++) v += (double)x[r][j] * (double)ac[c][j];
+            out[r * CPU_NC + c] = (float)v;
+        }
+}
 FLOAT_DOT(dot_f16_v, uint16_t, vf_load_f16, w_f16)
 FLOAT_DOT(dot_bf16_v, uint16_t, vf_load_bf16, w_bf16)
 FLOAT_DOT2(dot2_f16_v, uint16_t, vf_load_f16, w_f16)
@@ -1039,6 +1073,120 @@ static void dotr_q6_k_512(int64_t K, const void *w, size_t w_stride, const void 
 #endif
 
 
+/* ------------------------------------------- decoding from x16 groups */
+
+/* Q4_K from the x16 layout (cpu_repack.h): one lane per row, each 4-byte
+ * group of activations broadcast to all rows at once; per block the
+ * sub-blocks' exact integer sums times their scales, less the mins against
+ * the activations' bsums, then one float step per block and row. */
+#if KERNELS_AVX512
+static inline __m512i dpbusd_512(__m512i acc, __m512i u, __m512i s) {
+#if KERNELS_VNNI
+    return _mm512_dpbusd_epi32(acc, u, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#endif
+}
+
+static void dotx_q4_k(int64_t K, const void *wx, const void *act, int64_t n_groups, float *out) {
+    const cpu_q4kx16 *x = wx;
+    const act8k *a = act;
+    const int64_t nb = K / 256;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int64_t gi = 0; gi < n_groups; gi++) {
+        __m512 accd = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+        for (int64_t ib = 0; ib < nb; ib++, x++) {
+            const act8k *A = a + ib;
+            /* one line 8 KiB ahead: the hardware streams within a page,
+             * this starts the pages ahead of it (a line of each of the
+             * block's 37 lines 3 blocks ahead was 1.5-2x slower from L3) */
+            _mm_prefetch((const char *)x + 8192, _MM_HINT_T0);
+            __m512i sumi = _mm512_setzero_si512();
+            for (int c = 0; c < 4; c++) {
+                __m512i slo = _mm512_setzero_si512(), shi = _mm512_setzero_si512();
+                for (int g = 0; g < 8; g++) {
+                    const __m512i ch = _mm512_loadu_si512(x->qs[c][g]);
+                    int32_t alo, ahi;
+                    memcpy(&alo, A->qs + 64 * c + 4 * g, 4);
+                    memcpy(&ahi, A->qs + 64 * c + 32 + 4 * g, 4);
+                    slo = dpbusd_512(slo, _mm512_and_si512(ch, m4), _mm512_set1_epi32(alo));
+                    shi = dpbusd_512(shi, _mm512_and_si512(_mm512_srli_epi16(ch, 4), m4), _mm512_set1_epi32(ahi));
+                }
+                const __m512i sc0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x->sc[2 * c]));
+                const __m512i sc1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x->sc[2 * c + 1]));
+                sumi = _mm512_add_epi32(sumi, _mm512_add_epi32(_mm512_mullo_epi32(slo, sc0), _mm512_mullo_epi32(shi, sc1)));
+            }
+            __m512i mins = _mm512_setzero_si512();
+            for (int sb = 0; sb < 8; sb++) {
+                const __m512i mn = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x->mn[sb]));
+                mins = _mm512_add_epi32(mins, _mm512_mullo_epi32(mn, _mm512_set1_epi32(A->bsums[2 * sb] + A->bsums[2 * sb + 1])));
+            }
+            const __m512 ad = _mm512_set1_ps(A->d);
+            const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d)), ad);
+            const __m512 dm = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->dmin)), ad);
+            accd = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), d, accd);
+            accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins), dm, accm);
+        }
+        _mm512_storeu_ps(out + CPU_XROWS * gi, _mm512_sub_ps(accd, accm));
+    }
+}
+#else
+static inline __m256i dpbusd_256(__m256i acc, __m256i u, __m256i s) {
+#if KERNELS_VNNI
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* As the AVX-512 one, the 16 rows as two halves of 8 lanes. */
+static void dotx_q4_k(int64_t K, const void *wx, const void *act, int64_t n_groups, float *out) {
+    const cpu_q4kx16 *x = wx;
+    const act8k *a = act;
+    const int64_t nb = K / 256;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t gi = 0; gi < n_groups; gi++) {
+        __m256 accd[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        __m256 accm[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t ib = 0; ib < nb; ib++, x++) {
+            const act8k *A = a + ib;
+            /* one line 8 KiB ahead: the hardware streams within a page,
+             * this starts the pages ahead of it (a line of each of the
+             * block's 37 lines 3 blocks ahead was 1.5-2x slower from L3) */
+            _mm_prefetch((const char *)x + 8192, _MM_HINT_T0);
+            for (int h = 0; h < 2; h++) {
+                __m256i sumi = _mm256_setzero_si256();
+                for (int c = 0; c < 4; c++) {
+                    __m256i slo = _mm256_setzero_si256(), shi = _mm256_setzero_si256();
+                    for (int g = 0; g < 8; g++) {
+                        const __m256i ch = _mm256_loadu_si256((const __m256i *)(x->qs[c][g][8 * h]));
+                        int32_t alo, ahi;
+                        memcpy(&alo, A->qs + 64 * c + 4 * g, 4);
+                        memcpy(&ahi, A->qs + 64 * c + 32 + 4 * g, 4);
+                        slo = dpbusd_256(slo, _mm256_and_si256(ch, m4), _mm256_set1_epi32(alo));
+                        shi = dpbusd_256(shi, _mm256_and_si256(_mm256_srli_epi16(ch, 4), m4), _mm256_set1_epi32(ahi));
+                    }
+                    const __m256i sc0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->sc[2 * c] + 8 * h)));
+                    const __m256i sc1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->sc[2 * c + 1] + 8 * h)));
+                    sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_mullo_epi32(slo, sc0), _mm256_mullo_epi32(shi, sc1)));
+                }
+                __m256i mins = _mm256_setzero_si256();
+                for (int sb = 0; sb < 8; sb++) {
+                    const __m256i mn = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->mn[sb] + 8 * h)));
+                    mins = _mm256_add_epi32(mins, _mm256_mullo_epi32(mn, _mm256_set1_epi32(A->bsums[2 * sb] + A->bsums[2 * sb + 1])));
+                }
+                const __m256 ad = _mm256_set1_ps(A->d);
+                const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * h))), ad);
+                const __m256 dm = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->dmin + 8 * h))), ad);
+                accd[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), d, accd[h]);
+                accm[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), dm, accm[h]);
+            }
+        }
+        for (int h = 0; h < 2; h++) _mm256_storeu_ps(out + CPU_XROWS * gi + 8 * h, _mm256_sub_ps(accd[h], accm[h]));
+    }
+}
+#endif
+
 /* ------------------------------------------------------------ exp */
 
 /* expf for 8 lanes, Cephes' method: n = round(x / ln 2), r = x - n ln 2 in
@@ -1139,6 +1287,7 @@ static void kernels_fill(cpu_kernels *k) {
     k->dot[TSR_DTYPE_F32] = dot_f32_v;
     k->dot[TSR_DTYPE_F16] = dot_f16_v;
     k->dot[TSR_DTYPE_BF16] = dot_bf16_v;
+    k->dot2[TSR_DTYPE_F32] = dot2_f32_v;
     k->dot2[TSR_DTYPE_F16] = dot2_f16_v;
     k->dot2[TSR_DTYPE_BF16] = dot2_bf16_v;
     k->dot[TSR_DTYPE_Q4_0] = dot_q4_0_v;
@@ -1155,6 +1304,7 @@ static void kernels_fill(cpu_kernels *k) {
     k->dotr[TSR_DTYPE_Q4_K] = dotr_q4_k_512;
     k->dotr[TSR_DTYPE_Q6_K] = dotr_q6_k_512;
 #endif
+    k->dotx[TSR_DTYPE_Q4_K] = dotx_q4_k;
     k->dot_pair[TSR_DTYPE_Q4_0] = dot_q4_0_pair;
     k->pair_offset[TSR_DTYPE_Q4_0] = 8;
     k->dot_pair[TSR_DTYPE_Q8_0] = dot_q8_0_pair;

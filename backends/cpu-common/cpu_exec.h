@@ -70,6 +70,8 @@ static inline void split_range(int64_t n, int ith, int nth, int64_t *lo, int64_t
  * ops built on the products). */
 /* 1 if the node runs here, else 0 with the reason in why[why_size] (may
  * be NULL): the checker's for a malformed node, else what is missing. */
+/* Tables the ops read (GELU's), once at plugin init. */
+void ops_init(void);
 int ops_supports(const struct cpu_kernels *k, const tsr_node *node, char *why, size_t why_size);
 size_t ops_work_size(const struct cpu_kernels *k, const tsr_node *node, int nth);
 void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
@@ -86,6 +88,13 @@ void flash_attn_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 int mul_mat_id_supports(const struct cpu_kernels *k, const tsr_node *node, char *why, size_t why_size);
 size_t mul_mat_id_work_size(const struct cpu_kernels *k, const tsr_node *node, int nth);
 void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
+/* The same, the experts' weights read from their x16 copy xw (cpu_repack.h;
+ * expert e's groups at e * ne[1] / 16 groups) where a token's expert has
+ * one column; xw NULL: mul_mat_id_compute. */
+void mul_mat_id_compute_xw(cpu_exec *ex, const tsr_node *node, const void *xw, int ith, int nth);
+/* 1 if the node's experts may be read from an x16 copy: one token, and
+ * an expert's product would pass matmul_x_eligible. */
+int mul_mat_id_x_eligible(const struct cpu_kernels *k, const tsr_node *node);
 void top_k_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 void sum_rows_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth);
 

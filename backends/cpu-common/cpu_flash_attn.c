@@ -30,6 +30,7 @@
  * the threads merge the chunks of their share of the rows.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <tessera/plugin_util.h>
@@ -42,6 +43,7 @@ enum {
     FA_ROWS = 16,       /* query rows per unit */
     FA_TILE = 32,       /* cells per tile */
     FA_CHUNK_MIN = 128, /* fewest cells worth a chunk of their own */
+    FA_DENSE_ROWS = 4,  /* rows of an unmasked unit for fa_unit_dense */
 };
 
 typedef struct fa_plan {
@@ -90,9 +92,10 @@ static void fa_plan_make(const tsr_node *node, int nth, fa_plan *p) {
     p->chunk = (p->n_kv + c - 1) / c;
     p->n_chunk = (p->n_kv + p->chunk - 1) / p->chunk;
     p->n_units = base * p->n_chunk;
-    /* q rows, accumulators, two widened rows */
+    /* q rows, accumulators, two widened rows; a K tile transposed and a V
+     * tile widened (fa_unit_dense) */
     const size_t rows = align64((size_t)FA_ROWS * (size_t)p->D * 4);
-    p->thread_bytes = 2 * rows + 2 * align64((size_t)p->D * 4);
+    p->thread_bytes = 2 * rows + 2 * align64((size_t)p->D * 4) + 2 * align64((size_t)FA_TILE * (size_t)p->D * 4);
 }
 
 /* One row's partial result per chunk: m, l, then D accumulator values. */
@@ -139,12 +142,139 @@ typedef struct fa_scratch {
     float *acc;  /* FA_ROWS x D */
     float *row;  /* a widened V row */
     float *krow; /* a widened K row (no dot kernel for K's type) */
+    float *kt;   /* D x FA_TILE: a tile of K, transposed (fa_unit_dense) */
+    float *vt;   /* FA_TILE x D: a tile of V widened (fa_unit_dense) */
 } fa_scratch;
 
 static fa_scratch fa_scratch_at(const fa_plan *p, uint8_t *base) {
     const size_t rows = align64((size_t)FA_ROWS * (size_t)p->D * 4), one = align64((size_t)p->D * 4);
+    const size_t tile = align64((size_t)FA_TILE * (size_t)p->D * 4);
+    uint8_t *t = base + 2 * rows + 2 * one;
     return (fa_scratch){base, (float *)(void *)(base + rows), (float *)(void *)(base + 2 * rows),
-                        (float *)(void *)(base + 2 * rows + one)};
+                        (float *)(void *)(base + 2 * rows + one), (float *)(void *)t,
+                        (float *)(void *)(t + tile)};
+}
+
+/* fa_unit for R rows and no mask (the encoders' attention: hundreds of
+ * query tokens over the same keys): the products of a tile as small
+ * matrix products in 8-float vectors (GCC's vector extension, so cpu-neon
+ * builds it too), several rows at a time so the sums do not wait on one
+ * another:
+ *   - scores: two rows' FA_TILE sums run down D in registers against K
+ *     transposed (each K tile row read once per pair);
+ *   - the online softmax per row, as fa_unit's;
+ *   - acc += weights x V: slices of 32, 16 or 8 columns of FA_PV_ROWS
+ *     rows' accumulators kept in registers over the tile's V rows.
+ * The same sums as fa_unit's in another order (the dot products run down
+ * D one term at a time). */
+enum { FA_PV_ROWS = 4 };
+
+/* 8 floats, loaded and stored unaligned (memcpy); GCC keeps arrays of
+ * these in vector registers where it spills a plain float array */
+typedef float fa_v8 __attribute__((vector_size(32)));
+
+static inline fa_v8 fa_ld(const float *p) {
+    fa_v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* rows [r0, r0 + nr) of s (FA_TILE apart) = scale * q_r . K tile */
+static inline __attribute__((always_inline)) void fa_scores(const float *qf, int64_t D, const float *kt, float scale,
+                                                           int r0, const int nr, float *s) {
+    enum { NV = FA_TILE / 8 };
+    fa_v8 acc[2][NV];
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < NV; j++) acc[r][j] = (fa_v8){0};
+    for (int64_t d = 0; d < D; d++) {
+        const float *kd = kt + d * FA_TILE;
+        fa_v8 kv[NV];
+        for (int j = 0; j < NV; j++) kv[j] = fa_ld(kd + 8 * j);
+        for (int r = 0; r < nr; r++) {
+            const float qd = qf[(size_t)(r0 + r) * (size_t)D + (size_t)d];
+            for (int j = 0; j < NV; j++) acc[r][j] += qd * kv[j];
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < NV; j++) {
+            const fa_v8 o = acc[r][j] * scale;
+            memcpy(s + (r0 + r) * FA_TILE + 8 * j, &o, sizeof o);
+        }
+}
+
+/* columns [d0, d0 + 8 NV) of rows [r0, r0 + nr): acc = acc * cf + sum_j p_j v_j */
+static inline __attribute__((always_inline)) void fa_pv(float *acc, const float *cf, const float *s, const float *vt,
+                                                       int n, int64_t D, int r0, const int nr, int64_t d0,
+                                                       const int NV) {
+    fa_v8 o[FA_PV_ROWS][4];
+    for (int r = 0; r < nr; r++)
+        for (int i = 0; i < NV; i++)
+            o[r][i] = fa_ld(acc + (size_t)(r0 + r) * (size_t)D + (size_t)d0 + 8 * (size_t)i) * cf[r0 + r];
+    for (int j = 0; j < n; j++) {
+        const float *vj = vt + (size_t)j * (size_t)D + (size_t)d0;
+        fa_v8 vv[4];
+        for (int i = 0; i < NV; i++) vv[i] = fa_ld(vj + 8 * i);
+        for (int r = 0; r < nr; r++) {
+            const float pw = s[(r0 + r) * FA_TILE + j];
+            for (int i = 0; i < NV; i++) o[r][i] += pw * vv[i];
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int i = 0; i < NV; i++) memcpy(acc + (size_t)(r0 + r) * (size_t)D + (size_t)d0 + 8 * (size_t)i, &o[r][i], 32);
+}
+
+/* fa_pv for one block of rows, 32, 16 and 8 columns at a time (rows of
+ * two for 32, so the accumulators stay in sixteen vector registers) */
+static inline __attribute__((always_inline)) void fa_pv_rows(float *acc, const float *cf, const float *s,
+                                                            const float *vt, int n, int64_t D, int r0, const int nr) {
+    int64_t d0 = 0;
+    for (; d0 + 32 <= D; d0 += 32)
+        for (int r = r0; r < r0 + nr; r += 2) {
+            if (r + 2 <= r0 + nr) fa_pv(acc, cf, s, vt, n, D, r, 2, d0, 4);
+            else fa_pv(acc, cf, s, vt, n, D, r, 1, d0, 4);
+        }
+    if (d0 + 16 <= D) fa_pv(acc, cf, s, vt, n, D, r0, nr, d0, 2), d0 += 16;
+    if (d0 + 8 <= D) fa_pv(acc, cf, s, vt, n, D, r0, nr, d0, 1), d0 += 8;
+    for (int r = r0; r < r0 + nr && d0 < D; r++) {
+        float *a = acc + (size_t)r * (size_t)D;
+        for (int64_t i = d0; i < D; i++) a[i] *= cf[r];
+        for (int j = 0; j < n; j++) row_add_scaled(a + d0, s[r * FA_TILE + j], vt + (size_t)j * (size_t)D + d0, D - d0);
+    }
+}
+
+static void fa_unit_dense(cpu_exec *ex, const tsr_tensor *k, const tsr_tensor *v, float scale, int64_t D, int64_t hk,
+                          int64_t j0, int64_t j1, int R, const float *qf, fa_scratch *w, float *m, float *l) {
+    float s[FA_ROWS * FA_TILE], cf[FA_ROWS];
+    float *kt = w->kt, *vt = w->vt;
+    for (int64_t jt = j0; jt < j1; jt += FA_TILE) {
+        const int n = (int)(j1 - jt < FA_TILE ? j1 - jt : FA_TILE);
+        for (int j = 0; j < n; j++) {
+            const float *kf = fa_row_f32(k, jt + j, hk, w->krow);
+            for (int64_t d = 0; d < D; d++) kt[d * FA_TILE + j] = kf[d];
+            const float *vf = fa_row_f32(v, jt + j, hk, vt + (size_t)j * (size_t)D);
+            if (vf != vt + (size_t)j * (size_t)D) memcpy(vt + (size_t)j * (size_t)D, vf, (size_t)D * 4);
+        }
+        for (int j = n; j < FA_TILE; j++)
+            for (int64_t d = 0; d < D; d++) kt[d * FA_TILE + j] = 0.0f;
+
+        int r = 0;
+        for (; r + 2 <= R; r += 2) fa_scores(qf, D, kt, scale, r, 2, s);
+        if (r < R) fa_scores(qf, D, kt, scale, r, 1, s);
+
+        /* online softmax: s becomes the weights exp(s - m) */
+        for (r = 0; r < R; r++) {
+            float *sr = s + r * FA_TILE;
+            const float tm = row_max(sr, n);
+            const float mn = tm > m[r] ? tm : m[r];
+            cf[r] = m[r] == -INFINITY ? 0.0f : exp_row_elem(m[r] - mn);
+            const double sum = ex->exp_sub_sum ? ex->exp_sub_sum(sr, n, mn) : row_exp_sub_sum(sr, n, mn);
+            l[r] = l[r] * cf[r] + (float)sum;
+            m[r] = mn;
+        }
+
+        for (r = 0; r + FA_PV_ROWS <= R; r += FA_PV_ROWS) fa_pv_rows(w->acc, cf, s, vt, n, D, r, FA_PV_ROWS);
+        for (; r < R; r++) fa_pv_rows(w->acc, cf, s, vt, n, D, r, 1);
+    }
 }
 
 /* One unit: rows r = it * nh + hh (token t0 + it, head h0 + hh) over cells
@@ -182,7 +312,9 @@ static void fa_unit(cpu_exec *ex, const tsr_node *node, const fa_plan *p, int64_
 
     float s[FA_ROWS * FA_TILE], mv[FA_ROWS * FA_TILE];
     int live[FA_TILE];
-    for (int64_t jt = j0; jt < j1; jt += FA_TILE) {
+    const bool dense = !mask && R >= FA_DENSE_ROWS;
+    if (dense) fa_unit_dense(ex, k, v, scale, D, hk, j0, j1, R, (const float *)(const void *)w->q, w, m, l);
+    for (int64_t jt = j0; !dense && jt < j1; jt += FA_TILE) {
         const int n = (int)(j1 - jt < FA_TILE ? j1 - jt : FA_TILE);
         int any = 0;
         for (int j = 0; j < n; j++) live[j] = !mask;

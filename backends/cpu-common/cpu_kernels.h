@@ -20,6 +20,7 @@
 #include "cpu_exec.h"
 #include "cpu_gemm.h"
 #include "cpu_mm_quants.h"
+#include "cpu_repack.h"
 
 /* out[2*r + c] = dot(weight row w + r*w_stride bytes, activation column
  * act + c*act_stride bytes), r, c in {0, 1}: a 2x2 output tile (cpu-neon's
@@ -48,6 +49,9 @@ typedef struct cpu_kernels {
     cpu_dot2_fn dot2[TSR_DTYPE_COUNT];
     /* Many rows by one column (decoding); NULL: dot row by row. */
     cpu_dotr_fn dotr[TSR_DTYPE_COUNT];
+    /* Many rows by one column from the x16 layout (cpu_repack.h), for
+     * weights the queue has repacked; NULL: none for this type. */
+    cpu_dotx_fn dotx[TSR_DTYPE_COUNT];
     /* 2x2 tiles for prompts over the dot's activations; NULL where none. */
     cpu_tile_fn tile[TSR_DTYPE_COUNT];
     /* x[i] = exp(x[i] - max) for n values (exactly 0 where x is -inf);
@@ -85,5 +89,13 @@ void matmul_prepare(cpu_exec *ex, const tsr_node *node, int ith, int nth);
  * phased product is at work + n * this. */
 size_t matmul_act_row_bytes(const cpu_kernels *k, const tsr_node *node);
 void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk, int ith, int nth);
+/* matmul_run, reading the weight from its x16 copy xw when not NULL
+ * (made by cpu_x_repack for a node matmul_x_eligible accepts). */
+void matmul_run_xw(cpu_exec *ex, const tsr_node *node, const void *xw, _Atomic int64_t *next_chunk, int ith,
+                   int nth);
+/* 1 if the node may read its weight from an x16 copy: a constant weight
+ * (TSR_TENSOR_WEIGHT) of a type with a dotx kernel, rows a multiple of
+ * 16, one activation column, contiguous dst. */
+int matmul_x_eligible(const cpu_kernels *k, const tsr_node *node);
 
 #endif

@@ -5,7 +5,8 @@
  * 1. Activations (src1 rows) are converted once, by all threads, to the
  *    format the weight type's dot kernel reads (act8 / act8k blocks for
  *    quantized weights, f32 otherwise; f32 rows with unit stride are read in
- *    place). Weights (src0) are always read in place.
+ *    place). Weights (src0) are read in place, but for decoding products
+ *    of constant weights with an x16 copy (cpu_repack.h: matmul_run_x).
  * 2. The output is cut into chunks of (batch, column block, row block),
  *    handed out through an atomic counter so a thread slowed by another
  *    process does not hold the others up. Within a chunk, columns go in
@@ -221,8 +222,50 @@ void matmul_prepare(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     convert_activations(ex, node, &plan, ith, nth);
 }
 
+/* Decoding from the weight's x16 copy (cpu_repack.h): chunks of whole
+ * groups of 16 rows, about as many bytes as the row-by-row chunks below. */
+static void matmul_run_x(cpu_exec *ex, const tsr_node *node, const uint8_t *xw, _Atomic int64_t *next_chunk,
+                         int nth) {
+    const tsr_tensor *w = node->src[0];
+    const int64_t K = w->ne[0], n_groups = w->ne[1] / CPU_XROWS;
+    const size_t group_bytes = cpu_x_group_bytes(w->dtype, K);
+    const cpu_dotx_fn dotx = ex->k->dotx[w->dtype];
+    int64_t gc = (int64_t)(128 * 1024 / group_bytes);
+    if (gc > n_groups / (4 * (int64_t)nth)) gc = n_groups / (4 * (int64_t)nth);
+    if (gc < 1) gc = 1;
+    const int64_t n_chunks = (n_groups + gc - 1) / gc;
+    const uint8_t *a = ex->work;
+    float *dst = (float *)(void *)tensor_ptr(node->dst);
+    for (;;) {
+        const int64_t id = atomic_fetch_add_explicit(next_chunk, 1, memory_order_relaxed);
+        if (id >= n_chunks) break;
+        const int64_t g0 = id * gc, g1 = g0 + gc < n_groups ? g0 + gc : n_groups;
+        dotx(K, xw + (size_t)g0 * group_bytes, a, g1 - g0, dst + CPU_XROWS * g0);
+    }
+}
+
+int matmul_x_eligible(const cpu_kernels *k, const tsr_node *node) {
+    const tsr_tensor *w = node->src[0], *x = node->src[1], *d = node->dst;
+    if (node->op != TSR_OP_MUL_MAT || !(w->flags & TSR_TENSOR_WEIGHT) || w->dtype < 0 || w->dtype >= TSR_DTYPE_COUNT)
+        return 0;
+    if (!k->dotx[w->dtype] || !cpu_x_group_bytes(w->dtype, w->ne[0]) || plan_for(k, node).dot != k->dot[w->dtype])
+        return 0;
+    if (w->ne[1] % CPU_XROWS != 0 || w->ne[2] != 1 || w->ne[3] != 1) return 0;
+    if (x->ne[1] != 1 || x->ne[2] != 1 || x->ne[3] != 1 || act_in_place(node)) return 0;
+    return d->nb[0] == 4 && d->nb[1] == 4 * d->ne[0] && gemm_for(k, node) == NULL;
+}
+
 void matmul_run(cpu_exec *ex, const tsr_node *node, _Atomic int64_t *next_chunk, int ith, int nth) {
+    matmul_run_xw(ex, node, NULL, next_chunk, ith, nth);
+}
+
+void matmul_run_xw(cpu_exec *ex, const tsr_node *node, const void *xw, _Atomic int64_t *next_chunk, int ith,
+                   int nth) {
     (void)ith; /* chunks go to whichever thread asks first */
+    if (xw) {
+        matmul_run_x(ex, node, xw, next_chunk, nth);
+        return;
+    }
     const tsr_tensor *w = node->src[0], *x = node->src[1];
     tsr_tensor *d = node->dst;
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1], B2 = x->ne[2], B3 = x->ne[3];

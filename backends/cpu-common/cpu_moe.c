@@ -166,7 +166,8 @@ static void scatter_row(tsr_tensor *d, const int32_t *order, int64_t n_used, int
  * direct, each expert has one slot and its product goes straight into
  * that slot's column of dst. */
 static void run_phased(cpu_exec *ex, const tsr_node *node, const moe_layout *l, const int32_t *start,
-                       const int32_t *order, int direct, float *xg, float *dg, size_t act_row, int ith, int nth) {
+                       const int32_t *order, int direct, float *xg, float *dg, size_t act_row, const uint8_t *xw,
+                       int ith, int nth) {
     const tsr_tensor *ids = node->src[2];
     tsr_tensor *d = node->dst;
     const int64_t K = node->src[0]->ne[0], N = node->src[0]->ne[1], E = node->src[0]->ne[2], n_used = ids->ne[0];
@@ -184,11 +185,27 @@ static void run_phased(cpu_exec *ex, const tsr_node *node, const moe_layout *l, 
         cpu_exec at = {.k = ex->k, .pool = ex->pool, .nth = ex->nth, .exp_sub_sum = ex->exp_sub_sum,
                        .work = ex->work + (size_t)start[e] * act_row, .work_size = ex->work_size};
         _Atomic int64_t *counter = (_Atomic int64_t *)(void *)(ex->work + l->counters + (size_t)e * COUNTER_BYTES);
-        matmul_run(&at, &m.node, counter, ith, nth);
+        const void *xe = NULL; /* this expert's x16 copy, for one column */
+        if (xw && cols == 1 && m.d.nb[0] == 4)
+            xe = xw + (size_t)e * (size_t)(N / CPU_XROWS) * cpu_x_group_bytes(node->src[0]->dtype, K);
+        matmul_run_xw(&at, &m.node, xe, counter, ith, nth);
     }
 }
 
+int mul_mat_id_x_eligible(const cpu_kernels *k, const tsr_node *node) {
+    /* one token (decoding): a prompt's products never read the copy, so
+     * a prompt alone (perplexity, embeddings) makes none */
+    if (node->op != TSR_OP_MUL_MAT_ID || node->src[0]->ne[3] != 1 || node->src[2]->ne[1] != 1) return 0;
+    expert_mm m;
+    expert_mm_init(&m, node, 0, 1, NULL, NULL);
+    return matmul_x_eligible(k, &m.node);
+}
+
 void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
+    mul_mat_id_compute_xw(ex, node, NULL, ith, nth);
+}
+
+void mul_mat_id_compute_xw(cpu_exec *ex, const tsr_node *node, const void *xw, int ith, int nth) {
     const tsr_tensor *w = node->src[0], *x = node->src[1], *ids = node->src[2];
     tsr_tensor *d = node->dst;
     const int64_t K = w->ne[0], N = w->ne[1], E = w->ne[2], n_used = ids->ne[0];
@@ -222,7 +239,7 @@ void mul_mat_id_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
             act_row = matmul_act_row_bytes(ex->k, &all.node);
         }
         exec_barrier(ex);
-        run_phased(ex, node, &l, start, order, direct, xg, dg, act_row, ith, nth);
+        run_phased(ex, node, &l, start, order, direct, xg, dg, act_row, xw, ith, nth);
         if (direct) return; /* the step after this one meets the threads (cpu_steps.h) */
         exec_barrier(ex);
         for (int64_t j = ith; j < n_slots; j += nth) scatter_row(d, order, n_used, j, dg);

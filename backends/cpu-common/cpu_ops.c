@@ -103,12 +103,37 @@ static inline float silu(float x) { return x / (1.0f + exp_row_elem(-x)); }
 /* GELU (tanh form) as llama.cpp's CPU backend evaluates it, like ref: x
  * rounded to fp16, the result rounded to fp16 (its table over every fp16
  * input), x or 0 beyond +-10. */
-static inline float gelu(float x) {
+static inline float gelu_of_fp16(float h) {
     const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return fp16_round(0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h))));
+}
+
+/* gelu_of_fp16 of every fp16 value, by its bits (ops_init): a row of GELU
+ * is then a vector conversion to fp16 and a lookup, where tanhf per
+ * element was most of a vision encoder's FFN. */
+static float gelu_table[1 << 16];
+
+void ops_init(void) {
+    for (uint32_t b = 0; b < (1u << 16); b++) gelu_table[b] = gelu_of_fp16(cpu_fp16_to_f32((uint16_t)b));
+}
+
+static inline float gelu(float x) {
     if (x <= -10.0f) return 0.0f;
     if (x >= 10.0f) return x;
-    const float h = fp16_round(x);
-    return fp16_round(0.5f * h * (1.0f + tanhf(c * h * (1.0f + 0.044715f * h * h))));
+    return gelu_table[cpu_f32_to_fp16(x)];
+}
+
+/* z[i] = gelu(x[i]), the fp16 conversion a vector at a time (z may be x) */
+static void row_gelu(const float *x, float *z, int64_t n) {
+    uint16_t h[64];
+    for (int64_t i0 = 0; i0 < n; i0 += 64) {
+        const int64_t m = n - i0 < 64 ? n - i0 : 64;
+        row_f32_to_f16(x + i0, h, m);
+        for (int64_t i = 0; i < m; i++) {
+            const float xi = x[i0 + i], t = gelu_table[h[i]];
+            z[i0 + i] = xi <= -10.0f ? 0.0f : xi >= 10.0f ? xi : t;
+        }
+    }
 }
 
 static void op_unary(const tsr_node *node, int ith, int nth) {
@@ -127,7 +152,7 @@ static void op_unary(const tsr_node *node, int ith, int nth) {
             switch (node->op) {
             case TSR_OP_SCALE: for (int64_t i = 0; i < n; i++) z[i] = x[i] * s + bias; break;
             case TSR_OP_SILU: row_silu(x, z, n); break;
-            default: for (int64_t i = 0; i < n; i++) z[i] = gelu(x[i]); break;
+            default: row_gelu(x, z, n); break;
             }
             continue;
         }
@@ -496,25 +521,38 @@ static void op_cpy(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
 
 /* ------------------------------------------------------ concat, argmax */
 
+/* n f32 values from src (elements sb bytes apart) to dst (db apart) */
+static void copy_f32(uint8_t *dst, int64_t db, const uint8_t *src, int64_t sb, int64_t n) {
+    if (db == 4 && sb == 4) {
+        memcpy(dst, src, (size_t)n * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) memcpy(dst + i * db, src + i * sb, 4);
+}
+
+/* dst's row (i1, i2, i3) is a row of a, of b, or (dim 0) a's then b's:
+ * copied a row at a time (the 2-D rope of Qwen2.5-VL's encoder concatenates
+ * views four times per q and k, where the element loop below was a fifth
+ * of its encode) */
 static void op_concat(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0], *b = node->src[1];
     tsr_tensor *d = node->dst;
-    const int dim = tsr_concat_params_of(node).dim;
+    const int dim = tsr_concat_params_of(node).dim; /* 0..3: the checker's */
     for (row_iter it = rows_of(d, ith, nth); row_next(&it);) {
-        int64_t i[4] = {0, it.i1, it.i2, it.i3};
-        uint8_t *rd = tensor_row(d, i[1], i[2], i[3]);
-        for (i[0] = 0; i[0] < d->ne[0]; i[0]++) {
-            const tsr_tensor *s = a;
-            int64_t j[4] = {i[0], i[1], i[2], i[3]};
-            if (j[dim] >= a->ne[dim]) {
-                s = b;
-                j[dim] -= a->ne[dim];
-            }
-            const uint8_t *p = tensor_ptr(s) + j[0] * s->nb[0] + j[1] * s->nb[1] + j[2] * s->nb[2] + j[3] * s->nb[3];
-            float v;
-            memcpy(&v, p, 4);
-            st(rd, i[0], d->nb[0], v);
+        int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
+        uint8_t *rd = tensor_row(d, i1, i2, i3);
+        if (dim == 0) {
+            copy_f32(rd, d->nb[0], tensor_row(a, i1, i2, i3), a->nb[0], a->ne[0]);
+            copy_f32(rd + a->ne[0] * d->nb[0], d->nb[0], tensor_row(b, i1, i2, i3), b->nb[0], b->ne[0]);
+            continue;
         }
+        int64_t *at = dim == 1 ? &i1 : dim == 2 ? &i2 : &i3;
+        const tsr_tensor *s = a;
+        if (*at >= a->ne[dim]) {
+            s = b;
+            *at -= a->ne[dim];
+        }
+        copy_f32(rd, d->nb[0], tensor_row(s, i1, i2, i3), s->nb[0], d->ne[0]);
     }
 }
 

@@ -29,6 +29,7 @@ typedef struct cpu_state {
     int n_devices;
     int force_threads; /* threads_env=1: no small-work shortcut (tests) */
     int plain_steps;   /* TESSERA_CPU_PLAIN_STEPS=1: every node shared, a barrier after each (A/B, tests) */
+    int no_repack;     /* TESSERA_CPU_REPACK=0: decoding reads every weight in place */
 } cpu_state;
 
 static cpu_state g; /* the plugin's registry entry: one per loaded plugin */
@@ -56,6 +57,7 @@ typedef struct cpu_queue {
     cpu_plan plan;     /* the steps of the node list being computed */
     int stop;          /* thread 0 saw the abort flag (read after the run) */
     int32_t n_threads; /* set_n_threads (ABI 1.1); 0: tsr_host.n_threads */
+    cpu_xcache xc;     /* weights repacked for decoding (cpu_repack.h) */
 } cpu_queue;
 
 /* 1 if this plugin computes node, else 0 with the reason in why (may be NULL). */
@@ -112,14 +114,46 @@ static void run_nodes(void *ctx, int ith, int nth) {
         const int me = st->solo ? 0 : ith, n = st->solo ? 1 : nth;
         switch (st->kind) {
         case STEP_MM_PREPARE: matmul_prepare(ex, st->node, me, n); break;
-        case STEP_MM_RUN: matmul_run(ex, st->node, &p->counters[i].next, me, n); break;
+        case STEP_MM_RUN: matmul_run_xw(ex, st->node, st->xw, &p->counters[i].next, me, n); break;
         default:
             if (st->node->op == TSR_OP_MUL_MAT) matmul_compute(ex, st->node, me, n);
+            else if (st->xw) mul_mat_id_compute_xw(ex, st->node, st->xw, me, n);
             else ops_compute(ex, st->node, me, n);
             break;
         }
     }
     if (ith == 0 && HOST_HAS(abort_flag) && g.host->abort_flag && *g.host->abort_flag) q->stop = 1;
+}
+
+/* Each decoding product of a constant weight reads the weight's x16 copy,
+ * made here the first time (cpu_repack.h). A weight that cannot be copied
+ * (out of memory) is read in place, as before. */
+static void plan_repacked(cpu_queue *q) {
+    for (int32_t i = 0; i < q->plan.n_steps; i++) {
+        cpu_step *st = &q->plan.steps[i];
+        const int mm = st->kind == STEP_MM_RUN && matmul_x_eligible(&g.kernels, st->node);
+        const int moe = st->kind == STEP_OP && mul_mat_id_x_eligible(&g.kernels, st->node);
+        if (!mm && !moe) continue;
+        const tsr_tensor *w = st->node->src[0];
+        const uint8_t *src = tensor_ptr(w);
+        int fresh;
+        cpu_xentry *e = cpu_xcache_get(&q->xc, w, src, &fresh);
+        if (!e) continue;
+        if (fresh) {
+            /* every expert (ne[2]) repacked alone, one after the other */
+            const int64_t n_groups = w->ne[1] / CPU_XROWS, E = mm ? 1 : w->ne[2];
+            const size_t per = (size_t)n_groups * cpu_x_group_bytes(w->dtype, w->ne[0]);
+            const size_t bytes = per * (size_t)E;
+            e->x = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+            if (e->x) {
+                for (int64_t x = 0; x < E; x++)
+                    cpu_x_repack(w->dtype, src + x * w->nb[2], (size_t)w->nb[1], w->ne[0], 0, n_groups,
+                                 (uint8_t *)e->x + (size_t)x * per);
+                q->xc.bytes += bytes;
+            }
+        }
+        st->xw = e->x;
+    }
 }
 
 static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t n_nodes) {
@@ -165,6 +199,7 @@ static tsr_status queue_compute(tsr_queue *queue, const tsr_node *nodes, int32_t
     q->ex.nth = cpu_pool_reserve(q->ex.pool, nth);
     if (cpu_plan_build(&q->plan, &g.kernels, nodes, n_nodes, q->ex.nth, g.plain_steps) != 0)
         return TSR_ERR_NO_MEMORY;
+    if (!g.no_repack) plan_repacked(q);
     cpu_pool_run(q->ex.pool, q->ex.nth, run_nodes, q);
     if (q->stop) return TSR_ERR_ABORTED;
     return (tsr_status)atomic_load(&q->ex.error);
@@ -205,6 +240,7 @@ static void queue_destroy(tsr_queue *queue) {
     cpu_queue *q = queue->impl;
     cpu_pool_destroy(q->ex.pool);
     cpu_plan_free(&q->plan);
+    cpu_xcache_free(&q->xc);
     free(q->ex.work);
     free(q);
 }
@@ -389,7 +425,10 @@ static tsr_status plugin_init(const tsr_host *host, char *reason, size_t reason_
     g.force_threads = force && *force && strcmp(force, "0") != 0;
     const char *plain = getenv("TESSERA_CPU_PLAIN_STEPS");
     g.plain_steps = plain && *plain && strcmp(plain, "0") != 0;
+    const char *repack = getenv("TESSERA_CPU_REPACK");
+    g.no_repack = repack && strcmp(repack, "0") == 0;
     level->init(&g.kernels);
+    ops_init();
     snprintf(g.description, sizeof g.description, "%s (%s kernels)", cpu_name, g.kernels.name);
     g_device.api = &device_api;
     g_device.impl = &g;

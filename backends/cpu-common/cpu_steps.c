@@ -111,6 +111,7 @@ static int plan_push(cpu_plan *p, const tsr_node *node, cpu_step_kind kind, int 
     st->node = node;
     st->kind = (uint8_t)kind;
     st->solo = (uint8_t)(solo != 0);
+    st->xw = NULL;
     /* meet before a shared step and after one; solo runs go on alone */
     st->barrier = prev && !(prev->solo && st->solo);
     p->n_steps++;

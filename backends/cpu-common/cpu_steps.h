@@ -42,6 +42,7 @@ typedef struct cpu_step {
     uint8_t kind;    /* cpu_step_kind */
     uint8_t solo;    /* thread 0 alone */
     uint8_t barrier; /* the threads meet before it */
+    const void *xw;  /* STEP_MM_RUN: the weight's x16 copy (cpu_repack.h), or NULL */
 } cpu_step;
 
 /* A chunk counter on its own cache line. */

@@ -147,6 +147,7 @@ typedef enum vk_shader_id {
     VK_SHADER_MUL_MAT_INV_IQ,
     VK_SHADER_MUL_MAT_ID_IQ,
     VK_SHADER_MUL_MAT_ID_TILED_IQ,
+    VK_SHADER_ELTWISE_IQ, /* GET_ROWS and CPY of the grid IQ types */
     VK_SHADER_COUNT
 } vk_shader_id;
 
@@ -470,6 +471,9 @@ vk_shader_id vk_shader_for_weights(vk_shader_id s, int32_t dtype);
 /* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: read through the
  * grid buffer (common.glsl: IQ_GRIDS). */
 bool vk_dtype_is_grid_iq(int32_t dtype);
+/* The ops that read a grid IQ src0 (with the grids bound at slot 2, or 3
+ * for MUL_MAT_ID): MUL_MAT, MUL_MAT_ID, GET_ROWS, CPY into floats. */
+bool vk_op_reads_grid_iq(int32_t op);
 
 /* DELTA_NET in chunks of tokens (vk_fused.c): tokens a dispatch may take
  * on d (< 1: not one), the dispatches of the node, and chunk c's plan. */

@@ -42,9 +42,10 @@ static bool is_readable(int32_t dt) {
     }
 }
 
-/* The grid IQ types: the matrix products' IQ builds read them (common.glsl
- * with IQ_GRIDS: iq_group, iq_scales, the grids in a buffer the queue
- * binds), as MUL_MAT's and MUL_MAT_ID's weights only. */
+/* The grid IQ types: the IQ builds of the matrix products and of eltwise
+ * read them (common.glsl with IQ_GRIDS: iq_group, iq_scales, the grids in
+ * a buffer the queue binds), as src0 of MUL_MAT, MUL_MAT_ID, GET_ROWS and
+ * CPY (into floats) only. */
 bool vk_dtype_is_grid_iq(int32_t dt) {
     switch (dt) {
     case TSR_DTYPE_IQ2_XXS: case TSR_DTYPE_IQ2_XS: case TSR_DTYPE_IQ2_S: case TSR_DTYPE_IQ3_XXS:
@@ -53,10 +54,14 @@ bool vk_dtype_is_grid_iq(int32_t dt) {
     }
 }
 
+bool vk_op_reads_grid_iq(int32_t op) {
+    return op == TSR_OP_MUL_MAT || op == TSR_OP_MUL_MAT_ID || op == TSR_OP_GET_ROWS || op == TSR_OP_CPY;
+}
+
 /* Whether tensor i of the node (0 dst, 1 src0, ...) is read in dtype dt. */
 static bool node_reads(const tsr_node *node, int i, int32_t dt) {
     if (is_readable(dt)) return true;
-    return i == 1 && vk_dtype_is_grid_iq(dt) && (node->op == TSR_OP_MUL_MAT || node->op == TSR_OP_MUL_MAT_ID);
+    return i == 1 && vk_dtype_is_grid_iq(dt) && vk_op_reads_grid_iq(node->op);
 }
 
 /* The KV cache's 32-element block types: flash attention reads them
@@ -235,6 +240,7 @@ static const char *const shader_names[VK_SHADER_COUNT] = {
     [VK_SHADER_MUL_MAT_INV_IQ] = "mul_mat_inv_iq",
     [VK_SHADER_MUL_MAT_ID_IQ] = "mul_mat_id_iq",
     [VK_SHADER_MUL_MAT_ID_TILED_IQ] = "mul_mat_id_tiled_iq",
+    [VK_SHADER_ELTWISE_IQ] = "eltwise_iq",
     [VK_SHADER_SSM_CONV] = "ssm_conv",
     [VK_SHADER_SSM_SCAN] = "ssm_scan",
     [VK_SHADER_DELTA_NET] = "delta_net",
@@ -316,6 +322,7 @@ vk_shader_id vk_shader_for_weights(vk_shader_id s, int32_t dtype) {
     case VK_SHADER_MUL_MAT_INV64: return VK_SHADER_MUL_MAT_INV_IQ;
     case VK_SHADER_MUL_MAT_ID: return VK_SHADER_MUL_MAT_ID_IQ;
     case VK_SHADER_MUL_MAT_ID_TILED: return VK_SHADER_MUL_MAT_ID_TILED_IQ;
+    case VK_SHADER_ELTWISE: return VK_SHADER_ELTWISE_IQ;
     default: return s;
     }
 }
@@ -505,8 +512,14 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
         p->f[1] = sp.limit;
         break;
     }
-    case TSR_OP_CPY: p->u[0] = ELT_CPY; break;
-    case TSR_OP_GET_ROWS: p->u[0] = ELT_GET_ROWS; break;
+    case TSR_OP_CPY: /* a grid IQ src0 (into floats): eltwise's IQ_GRIDS build */
+        p->u[0] = ELT_CPY;
+        out->shader = vk_shader_for_weights(out->shader, a->dtype);
+        break;
+    case TSR_OP_GET_ROWS:
+        p->u[0] = ELT_GET_ROWS;
+        out->shader = vk_shader_for_weights(out->shader, a->dtype);
+        break;
     case TSR_OP_CONCAT: p->u[0] = ELT_CONCAT; break;
     case TSR_OP_ARGMAX: p->u[0] = ELT_ARGMAX; break;
     case TSR_OP_DIV: p->u[0] = ELT_DIV; break;

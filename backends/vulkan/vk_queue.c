@@ -554,9 +554,8 @@ static tsr_status plan_node(vk_queue *q, const tsr_node *nodes, uint32_t i, cons
     }
     /* grid IQ weights: their grids at a slot the node leaves free (the
      * shaders' IQ_GRIDS: t3 for MUL_MAT_ID one output per invocation, whose
-     * ids are t2; else t2) */
-    const bool grids = (node->op == TSR_OP_MUL_MAT || node->op == TSR_OP_MUL_MAT_ID) &&
-                       vk_dtype_is_grid_iq(node->src[0]->dtype);
+     * ids are t2; else t2, which GET_ROWS and CPY leave free too) */
+    const bool grids = vk_op_reads_grid_iq(node->op) && vk_dtype_is_grid_iq(node->src[0]->dtype);
     if (grids) {
         tsr_status st = iq_grids_ready(q);
         if (st != TSR_OK) return st;

@@ -14,11 +14,24 @@ PEER = os.environ.get("TESSERA_PEER_LLAMA_CPP") or os.path.expanduser(
     "~/.cache/tessera-peer/llama_cpp_python-0.3.36/vendor/llama.cpp")
 PEER_SCRIPT = os.path.join(PEER, "convert_hf_to_gguf.py")
 failures = 0
+# what the converter and convert_hf.py import (pip installs them by these names)
+CONVERTER_MODULES = ["numpy", "gguf", "sentencepiece", "safetensors"]
+
+sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+import testvenv  # noqa: E402
 
 
-def reexec():
+def reexec(modules=None):
     """Run the calling test in $TESSERA_CONVERT_PYTHON when that is not
-    this Python (once: the environment marks the second start)."""
+    this Python (once: the environment marks the second start). With
+    MODULES and no $TESSERA_CONVERT_PYTHON, a Python that lacks one of them
+    (CI's) runs the test in the build directory's convert-venv instead,
+    made and pip-installed into once per build directory."""
+    global PY
+    if modules and not os.environ.get("TESSERA_CONVERT_PYTHON") and not os.environ.get("TESSERA_CONVERT_REEXEC"):
+        py = testvenv.python_with("convert-venv", modules, skip)
+        if py != sys.executable:
+            PY = os.environ["TESSERA_CONVERT_PYTHON"] = py
     if os.path.abspath(PY) != os.path.abspath(sys.executable) and os.environ.get("TESSERA_CONVERT_REEXEC") != "1":
         os.environ["TESSERA_CONVERT_REEXEC"] = "1"
         os.execv(PY, [PY] + sys.argv)
@@ -49,8 +62,9 @@ def tessera_convert(d, out, outtype, *extra):
                           capture_output=True, text=True, env=dict(os.environ, TESSERA_PYTHON=PY))
 
 
-def compare_gguf(a, b):
-    """tests/lora/compare_gguf.py on two files, general.size_label aside
-    (tessera convert does not write it)."""
+def compare_gguf(a, b, *ignore):
+    """tests/lora/compare_gguf.py on two files, general.size_label (which
+    tessera convert does not write) and the keys IGNORE aside."""
     return subprocess.run([PY, os.path.join(ROOT, "tests", "lora", "compare_gguf.py"), a, b, "--ignore",
-                           "general.size_label"], capture_output=True, text=True)
+                           "general.size_label"] + [x for k in ignore for x in ("--ignore", k)],
+                          capture_output=True, text=True)

@@ -16,8 +16,11 @@ SentencePiece tokenizer trained here on docs/*.md.
 - Bad input is one line and exit 1: a missing shard, a tensor whose bytes
   do not fit its dtype, an unknown architecture, no config.json.
 
-Needs numpy, gguf and sentencepiece in the Python that runs it
-($TESSERA_CONVERT_PYTHON, else this one): without them it skips (77).
+Needs numpy, gguf and sentencepiece in the Python that runs it:
+$TESSERA_CONVERT_PYTHON, else this one, else (when this one lacks them, as
+CI's does) a venv under the build directory that pip fills once
+(convert-venv: numpy, gguf, sentencepiece, safetensors); skips (77) when
+PyPI cannot be reached for it.
 usage: convert_hf.py TEST_GOLDEN"""
 import json
 import os
@@ -30,7 +33,7 @@ import tempfile
 import convert_env as env
 from convert_env import ROOT, PY, check
 
-env.reexec()
+env.reexec(env.CONVERTER_MODULES)
 try:
     import numpy as np
     import gguf  # noqa: F401

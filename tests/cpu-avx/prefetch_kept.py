@@ -26,7 +26,7 @@ import sys
 MUST_PREFETCH = [
     "dot_q4_0_pair", "dot_q8_0_pair", "dot_q4_1_v", "dot_q4_1_y", "dot_q5_1_v",
     "dot_f16_v", "dot_bf16_v", "dot_q4_k_y", "dot_q6_k_y", "gf_run_f16", "gf_run_bf16",
-    "dot_q4_k_512", "dot_q6_k_512", "dotr_q4_k_512", "dotr_q6_k_512",
+    "dot_q4_k_512", "dot_q6_k_512", "dotr_q4_k_512", "dotr_q6_k_512", "dotx_q4_k",
 ]
 
 

@@ -383,6 +383,118 @@ static void test_mul_mat_decode_bits(void) {
         }
 }
 
+/* Decoding products of constant weights (TSR_TENSOR_WEIGHT) whose rows
+ * come in sixteens read the plugin's x16 copy of the weight where the
+ * level has a kernel for it (cpu_repack.h): against ref on the same 8-bit
+ * activations, the integer sums are the same, only the float steps differ.
+ * Shapes: one block and LFM2's (K 1024, 4608), one group and several, a
+ * run of groups per thread's chunk and a tail chunk. The weights are made
+ * constant for the queue's life as a model's are: the queue is this
+ * test's own and goes before them. A weight flagged constant whose rows
+ * do not come in sixteens (M 40) or that is computed with N 2 reads in
+ * place. And the copy is really read: after the first product the
+ * caller's bytes are changed (breaking the promise, as only a test may),
+ * and the second product still gives the first's result. */
+static void test_mul_mat_repacked(void) {
+    static const int64_t shapes[][3] = {
+        /* K, M, N */
+        {256, 16, 1}, {1024, 48, 1}, {4608, 1024, 1}, {1024, 3072, 1}, {512, 40, 1}, {1024, 32, 2},
+    };
+    enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
+    static const int32_t types[] = {TSR_DTYPE_Q4_K, TSR_DTYPE_Q6_K};
+    tsr_queue *own = NULL;
+    if (device->api->queue_create(device, &own) != TSR_OK || !own) {
+        EXPECT(0, "queue_create for the repacked products");
+        return;
+    }
+    if (own->api->set_n_threads) own->api->set_n_threads(own, host.n_threads);
+    tensor *ws[2][N_SHAPES] = {{0}};
+    for (int t = 0; t < 2; t++)
+        for (int s = 0; s < N_SHAPES; s++) {
+            const int64_t K = shapes[s][0], M = shapes[s][1], N = shapes[s][2];
+            tensor *w = ws[t][s] = tensor_new(types[t], K, M, 1, 1), *x = tensor_new(TSR_DTYPE_F32, K, N, 1, 1);
+            w->t.flags |= TSR_TENSOR_WEIGHT;
+            fill_model_like(x);
+            tensor *oa = tensor_new(TSR_DTYPE_F32, M, N, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, M, N, 1, 1);
+            char what[96];
+            snprintf(what, sizeof what, "MUL_MAT %s constant K%lld M%lld N%lld", dtype_name(types[t]), (long long)K,
+                     (long long)M, (long long)N);
+            scale_floor = mm_scale(&w->t, &x->t);
+            tsr_queue *shared = queue;
+            queue = own;
+            check_mul_mat_8bit(what, make_node(TSR_OP_MUL_MAT, 2, &w->t, &x->t, NULL, NULL), x, oa, or_, 1e-4);
+            /* a second product after the bytes changed: the copy's result */
+            tensor *o2 = tensor_new(TSR_DTYPE_F32, M, N, 1, 1);
+            tsr_node n = make_node(TSR_OP_MUL_MAT, 2, &w->t, &x->t, NULL, NULL);
+            n.dst = &o2->t;
+            const size_t wbytes = tensor_bytes(&w->t);
+            uint8_t *saved = malloc(wbytes);
+            memcpy(saved, w->mem, wbytes);
+            for (size_t i = 0; i < wbytes; i += 144) ((uint8_t *)w->mem)[i] ^= 0x55; /* d of every Q4_K block */
+            const tsr_status st = own->api->compute(own, &n, 1);
+            memcpy(w->mem, saved, wbytes);
+            free(saved);
+            queue = shared;
+            scale_floor = 1e-6;
+            const int same = st == TSR_OK && memcmp(o2->mem, oa->mem, (size_t)(M * N) * 4) == 0;
+            /* where the plugin has the copy (cpu-avx's Q4_K, one column, rows
+             * in sixteens) the result must not move; elsewhere it must */
+            const int copied = !strcmp(plugin->name, "cpu-avx") && types[t] == TSR_DTYPE_Q4_K && M % 16 == 0 && N == 1 &&
+                               !(getenv("TESSERA_CPU_REPACK") && !strcmp(getenv("TESSERA_CPU_REPACK"), "0"));
+            printf("%s %-44s %s after the weight's bytes changed\n", same == copied ? "ok  " : "FAIL", what,
+                   same ? "the same result" : "a new result");
+            EXPECT(same == copied, "%s: %s (status %d)", what,
+                   copied ? "the x16 copy was not read" : "read a stale copy", (int)st);
+            tensor_free(x), tensor_free(oa), tensor_free(or_), tensor_free(o2);
+        }
+    /* MUL_MAT_ID of constant Q4_K experts, decoding: each chosen expert
+     * has one column and reads its part of the copy (T 1); with T 3 and
+     * repeated ids some experts have several columns and read in place */
+    static const int64_t moe[][5] = {/* K, N, E, n_used, T */ {256, 32, 4, 2, 1}, {768, 512, 8, 3, 1}, {512, 48, 4, 2, 3}};
+    tensor *we[3] = {0};
+    for (int s = 0; s < 3; s++) {
+        const int64_t K = moe[s][0], N = moe[s][1], E = moe[s][2], n_used = moe[s][3], T = moe[s][4];
+        tensor *w = we[s] = tensor_new(TSR_DTYPE_Q4_K, K, N, E, 1), *x = tensor_new(TSR_DTYPE_F32, K, 1, T, 1);
+        w->t.flags |= TSR_TENSOR_WEIGHT;
+        fill_model_like(x);
+        tensor *ids = tensor_new(TSR_DTYPE_I32, n_used, T, 1, 1);
+        int32_t *id = (int32_t *)(void *)ids->mem;
+        for (int64_t i = 0; i < n_used * T; i++) id[i] = (int32_t)((i * 5 + 1) % E);
+        tensor *oa = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1), *or_ = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1);
+        tensor *o2 = tensor_new(TSR_DTYPE_F32, N, n_used, T, 1);
+        char what[96];
+        snprintf(what, sizeof what, "MUL_MAT_ID Q4_K constant K%lld N%lld E%lld %lld/tok T%lld", (long long)K,
+                 (long long)N, (long long)E, (long long)n_used, (long long)T);
+        scale_floor = mm_scale(&w->t, &x->t);
+        tsr_queue *shared = queue;
+        queue = own;
+        check_node(what, make_node(TSR_OP_MUL_MAT_ID, 3, &w->t, &x->t, &ids->t, NULL), oa, or_, 2e-3, 1);
+        tsr_node n = make_node(TSR_OP_MUL_MAT_ID, 3, &w->t, &x->t, &ids->t, NULL);
+        n.dst = &o2->t;
+        const size_t wbytes = tensor_bytes(&w->t);
+        uint8_t *saved = malloc(wbytes);
+        memcpy(saved, w->mem, wbytes);
+        for (size_t i = 0; i < wbytes; i += 144) ((uint8_t *)w->mem)[i] ^= 0x55;
+        const tsr_status st = own->api->compute(own, &n, 1);
+        memcpy(w->mem, saved, wbytes);
+        free(saved);
+        queue = shared;
+        scale_floor = 1e-6;
+        const int same = st == TSR_OK && memcmp(o2->mem, oa->mem, tensor_bytes(&oa->t)) == 0;
+        const int copied = !strcmp(plugin->name, "cpu-avx") && T == 1 &&
+                           !(getenv("TESSERA_CPU_REPACK") && !strcmp(getenv("TESSERA_CPU_REPACK"), "0"));
+        printf("%s %-44s %s after the weight's bytes changed\n", same == copied ? "ok  " : "FAIL", what,
+               same ? "the same result" : "a new result");
+        EXPECT(same == copied, "%s: %s (status %d)", what, copied ? "the x16 copy was not read" : "read a stale copy",
+               (int)st);
+        tensor_free(x), tensor_free(ids), tensor_free(oa), tensor_free(or_), tensor_free(o2);
+    }
+    own->api->destroy(own);
+    for (int t = 0; t < 2; t++)
+        for (int s = 0; s < N_SHAPES; s++) tensor_free(ws[t][s]);
+    for (int s = 0; s < 3; s++) tensor_free(we[s]);
+}
+
 /* The IQ, TQ and MXFP4 types (plugin_quants.h) from random blocks, every
  * bit pattern of grid indices, signs and scales (dtype_block_set_scale
  * keeps d finite), against ref on the same 8-bit activations: decoding
@@ -842,6 +954,7 @@ TEST(test_one_thread) {
     test_mul_mat();
     test_mul_mat_model_shapes();
     test_mul_mat_decode_bits();
+    test_mul_mat_repacked();
     test_mul_mat_iq();
     test_mul_mat_id();
     test_flash_attn();
@@ -865,6 +978,7 @@ TEST(test_three_threads) {
     test_mul_mat();
     test_mul_mat_model_shapes();
     test_mul_mat_decode_bits();
+    test_mul_mat_repacked();
     test_mul_mat_id();
     test_flash_attn();
     test_delta_net();

@@ -14,9 +14,11 @@ synthetic models and goldens at its top, and check every file by sha256.
       exactly those bytes.
   assemble.py quantize SRC OUT TESSERA [WRAPPER...]
       make each model quantized-models.txt names with `TESSERA quantize`
-      from a model made above, and check its sha256: SHA256SUMS lists the
-      bytes llama.cpp's llama-quantize makes from the same source, so a
-      mismatch means tessera quantize is no longer byte-exact.
+      from a model made above (with an importance matrix stored in SRC
+      where the line names one, checked by sha256 first), and check its
+      sha256: SHA256SUMS lists the bytes llama.cpp's llama-quantize makes
+      from the same source, so a mismatch means tessera quantize is no
+      longer byte-exact.
   assemble.py remake SRC OUT SYNTH
       synth for every folder without the check (tests/data/make-synth.sh,
       when tessera-synth's output changes on purpose; it makes the
@@ -70,24 +72,34 @@ def read_recipes(src):
 
 
 def read_quantized(src):
-    """[(name, source name, type, pure)] from SRC/quantized-models.txt."""
+    """[(name, source name, type, pure, imatrix or None)] from
+    SRC/quantized-models.txt: NAME FROM TYPE [--pure] [--imatrix FILE], FILE
+    relative to SRC."""
     recipes = []
     with open(os.path.join(src, "quantized-models.txt"), encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             words = shlex.split(line, comments=True)
             if not words:
                 continue
-            if len(words) not in (3, 4) or (len(words) == 4 and words[3] != "--pure"):
+            opts, pure, imatrix = words[3:], False, None
+            while opts and len(words) >= 3:
+                if opts[0] == "--pure" and not pure:
+                    pure, opts = True, opts[1:]
+                elif opts[0] == "--imatrix" and len(opts) >= 2 and imatrix is None:
+                    imatrix, opts = opts[1], opts[2:]
+                else:
+                    break
+            if len(words) < 3 or opts:
                 sys.exit(f"assemble: {src}/quantized-models.txt line {n}: expected "
-                         f"'NAME FROM TYPE [--pure]', got {line!r}")
-            recipes.append((words[0], words[1], words[2], len(words) == 4))
+                         f"'NAME FROM TYPE [--pure] [--imatrix FILE]', got {line!r}")
+            recipes.append((words[0], words[1], words[2], pure, imatrix))
     return recipes
 
 
 def made_names(src):
     """Every file the build makes (relative to OUT), not stored."""
     return ({name + ".gguf" for name, _ in read_recipes(src)} |
-            {name + ".gguf" for name, _, _, _ in read_quantized(src)})
+            {name + ".gguf" for name, _, _, _, _ in read_quantized(src)})
 
 
 def check(path, rel, sums):
@@ -117,8 +129,8 @@ def copy_all(src, out, stamp):
         f.write(f"{len(sums) - len(made)} files copied from {src} and checked\n")
 
 
-def run_tool(cmd):
-    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run_tool(cmd, cwd=None):
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
     if run.returncode != 0:
         sys.exit(f"assemble: {shlex.join(cmd)} failed ({run.returncode}):\n{run.stdout}")
 
@@ -144,16 +156,24 @@ def make_synth(src, out, folder, synth, wrapper, verify=True):
 
 def make_quantized(src, out, tessera, wrapper, verify=True):
     sums = read_sums(src)
-    for name, source, qtype, pure in read_quantized(src):
+    for name, source, qtype, pure, imatrix in read_quantized(src):
         rel = name + ".gguf"
         path = os.path.join(out, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        run_tool(wrapper + [tessera, "quantize", "-q", "-t", "2"] + (["--pure"] if pure else []) +
-                 [os.path.join(out, source + ".gguf"), path, qtype])
+        flags = ["--pure"] if pure else []
+        if imatrix:
+            # run in SRC with the path as written: the file's name is
+            # written into the model (quantize.imatrix.file), as
+            # llama-quantize was given it there (make-synth.sh)
+            check(os.path.join(src, imatrix), imatrix, sums)
+            flags += ["--imatrix", imatrix]
+        tool = os.path.abspath(tessera) if os.sep in tessera else tessera
+        run_tool(wrapper + [tool, "quantize", "-q", "-t", "2"] + flags +
+                 [os.path.abspath(os.path.join(out, source + ".gguf")), os.path.abspath(path), qtype], cwd=src)
         if verify and sums.get(rel) != sha256(path):
             os.replace(path, path + ".bad")
-            sys.exit(f"assemble: `tessera quantize{' --pure' if pure else ''} {source}.gguf "
-                     f"{qtype}` made {path}.bad, whose sha256 is not the one SHA256SUMS lists "
+            sys.exit(f"assemble: `tessera quantize {shlex.join(flags + [source + '.gguf', qtype])}` "
+                     f"made {path}.bad, whose sha256 is not the one SHA256SUMS lists "
                      f"for {rel} (llama.cpp's llama-quantize of the same source): tessera "
                      "quantize is no longer byte-exact for this type, and the goldens were made "
                      "from llama.cpp's bytes. tests/tensor/test_quantize_cli.c shows which "

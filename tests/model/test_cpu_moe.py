@@ -1,6 +1,8 @@
 """Experts placed per device (issue 43): -ot/--override-tensor, --cpu-moe and
 --n-cpu-moe on a synthetic qwen3moe file (tests/data), with every layer on
 vulkan0 (lavapipe) and the experts in host memory computed by cpu-avx0.
+usage: test_cpu_moe.py [MODEL N_LAYER]: another file of tests/data (e.g.
+one with a shared expert, which must stay in its layer's GPU split).
 
   - the text is ref's, whichever weights stay on the host;
   - no weight is copied in a step (the experts are read where they live);
@@ -17,8 +19,9 @@ import subprocess
 import sys
 
 BIN = os.environ.get("TESSERA_BIN", "")
-MODEL = os.path.join(os.environ.get("TESSERA_TEST_DATA", ""), "synth-qwen3moe-f32.gguf")
-N_LAYER = 2
+MODEL = os.path.join(os.environ.get("TESSERA_TEST_DATA", ""),
+                     sys.argv[1] if len(sys.argv) > 1 else "synth-qwen3moe-f32.gguf")
+N_LAYER = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 for p in (BIN, MODEL):
     if not p or not os.path.exists(p):
         print(f"skip: {p!r} is missing")

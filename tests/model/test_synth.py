@@ -167,6 +167,10 @@ moe = [
      {"granitemoe.expert_shared_feed_forward_length": 96, "granitemoe.embedding_scale": 12.0}),
     ("llama", ["--experts", "4", "--experts-used", "1"], {"blk.0.ffn_gate_exps.weight": (8, [128, 192, 4])},
      {"llama.expert_count": 4, "llama.expert_used_count": 1}),
+    # gate and up as one tensor, gate rows then up rows (any MoE family reads it)
+    ("qwen3moe", ["--expert-ffn", "64", "--experts", "4", "--gate-up-exps"],
+     {"blk.1.ffn_gate_up_exps.weight": (8, [128, 128, 4]), "blk.1.ffn_down_exps.weight": (8, [64, 128, 4])},
+     {"qwen3moe.expert_feed_forward_length": 64}),
 ]
 for arch, extra, have, keys in moe:
     path = os.path.join(tmp, arch + "-moe.gguf")
@@ -177,6 +181,9 @@ for arch, extra, have, keys in moe:
     for name, want in have.items():
         check(tt.get(name) == want, f"{arch}: {name} {tt.get(name)}, want (type, shape) {want}")
     check("blk.0.ffn_gate.weight" not in tt, f"{arch}: a dense FFN beside the experts")
+    if "--gate-up-exps" in extra:
+        check("blk.1.ffn_gate_exps.weight" not in tt and "blk.1.ffn_up_exps.weight" not in tt,
+              f"{arch}: separate gate/up experts beside ffn_gate_up_exps")
     for k, v in keys.items():
         check(kv.get(k) == v, f"{arch}: {k} = {kv.get(k)!r}, want {v!r}")
     rc, out, err = run("run", "-m", path, "-p", "Once upon a time", "-n", "8", "--temp", "0")
@@ -208,7 +215,10 @@ for args, word in [(["--dim", "100", "--heads", "8"], "--heads"),
                    (["--arch", "olmoe", "--experts", "2", "--experts-used", "3"], "--experts-used 3"),
                    (["--arch", "olmoe", "--expert-ffn", "64"], "--expert-ffn"),
                    (["--arch", "olmoe", "--kv-heads", "2"], "--kv-heads must equal"),
-                   (["--arch", "qwen3moe", "--shared-ffn", "64"], "no shared expert")]:
+                   (["--arch", "qwen3moe", "--shared-ffn", "64"], "no shared expert"),
+                   (["--gate-up-exps"], "needs --experts"),
+                   (["--arch", "qwen2", "--gate-up-exps"], "qwen2 has no experts"),
+                   (["--arch", "gpt-oss", "--gate-up-exps"], "gpt-oss")]:
     rc, err = synth(bad, *args)
     check(rc != 0 and word in err and not os.path.exists(bad), f"{args}: rc {rc}, {err!r}")
     check(not os.path.exists(bad + ".tmp"), f"{args}: temp file left behind")

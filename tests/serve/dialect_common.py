@@ -6,9 +6,10 @@ import copy
 import json
 import os
 import random
-import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import testvenv  # noqa: E402
 from serve_common import Server, expect, skip
 
 SMOL = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -17,7 +18,6 @@ WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, 
 PAINT_SCHEMA = {"type": "object", "properties": {"color": {"type": "string", "enum": ["red", "green", "blue"]},
                                                  "bright": {"type": "boolean"}},
                 "required": ["color", "bright"], "additionalProperties": False}
-VENV = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", "."), "serve-venv")
 
 
 def named_events(srv, path, body, headers=None, timeout=300):
@@ -122,26 +122,4 @@ def rerun_in_venv(packages):
     """Return when this interpreter imports every package; else install the
     missing ones into the build's venv (made if needed) and re-run this
     script there, exiting with its status. Skips when pip cannot."""
-    missing = [p for p in packages if not importable(sys.executable, p)]
-    if not missing:
-        return
-    if os.environ.get("TESSERA_SERVE_IN_VENV"):
-        skip("%s not importable even in %s" % (", ".join(missing), VENV))
-    py = os.path.join(VENV, "bin", "python3")
-    if not os.path.exists(py):
-        r = subprocess.run([sys.executable, "-m", "venv", VENV], capture_output=True, text=True, timeout=120)
-        if r.returncode != 0:
-            skip("cannot create a venv for the client SDKs: " + (r.stderr.strip().splitlines() or ["?"])[-1])
-    missing = [p for p in packages if not importable(py, p)]
-    if missing:
-        r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--timeout", "20"]
-                           + missing, capture_output=True, text=True, timeout=400)
-        if r.returncode != 0:
-            skip("pip cannot install %s (no PyPI?): %s" % (" ".join(missing),
-                                                          (r.stderr.strip().splitlines() or ["?"])[-1]))
-    env = dict(os.environ, TESSERA_SERVE_IN_VENV="1")
-    sys.exit(subprocess.run([py, os.path.abspath(sys.argv[0])], env=env, timeout=1700).returncode)
-
-
-def importable(python, package):
-    return subprocess.run([python, "-c", "import " + package], capture_output=True).returncode == 0
+    testvenv.rerun_with("serve-venv", packages, skip)

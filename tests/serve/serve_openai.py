@@ -7,46 +7,20 @@ streamed and not. The client is imported if it is
 installed, else installed into a venv under the build directory; when that
 cannot reach PyPI the test is skipped and says why."""
 import os
-import subprocess
 import sys
 
 import json
 import math
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+import testvenv  # noqa: E402
 from serve_common import Failure, Server, check_env, expect, main, model_cache_file, run_greedy, skip
-
-VENV = os.path.join(os.environ.get("TESSERA_BUILD_ROOT", "."), "serve-venv")
-
-
-def venv_python():
-    return os.path.join(VENV, "bin", "python3")
 
 
 def ensure_openai():
     """Re-run this script under a Python that has openai; returns only when
     this interpreter already has it."""
-    try:
-        import openai  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if os.environ.get("TESSERA_SERVE_IN_VENV"):
-        skip("openai is not importable even in " + VENV)
-    py = venv_python()
-    if not os.path.exists(py):
-        r = subprocess.run([sys.executable, "-m", "venv", VENV], capture_output=True, text=True, timeout=120)
-        if r.returncode != 0:
-            skip("cannot create a venv for the openai client: " + (r.stderr.strip().splitlines() or ["?"])[-1])
-    r = subprocess.run([py, "-c", "import openai"], capture_output=True)
-    if r.returncode != 0:
-        r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                            "--timeout", "20", "openai"], capture_output=True, text=True, timeout=240)
-        if r.returncode != 0:
-            last = (r.stderr.strip().splitlines() or ["pip failed"])[-1]
-            skip("pip cannot install openai (no PyPI?): " + last)
-    env = dict(os.environ, TESSERA_SERVE_IN_VENV="1")
-    r = subprocess.run([py, os.path.abspath(__file__)], env=env, timeout=1700)
-    sys.exit(r.returncode)
+    testvenv.rerun_with("serve-venv", ["openai"], skip)
 
 
 def client(srv, key="none"):

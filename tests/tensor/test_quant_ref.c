@@ -8,7 +8,9 @@
  *   tests/data/quant-ref/quant.bin    random rows and ggml_quantize_chunk's
  *       bytes for the types Tessera produces (IQ4_NL, IQ4_XS, TQ1_0,
  *       TQ2_0, MXFP4, IQ3_XXS without a matrix): ours must give the same
- *       bytes.
+ *       bytes;
+ *   tests/data/quant-ref/quantw.bin   the same with an importance matrix
+ *       per record, for the types that need one (IQ2_XXS, IQ2_XS).
  *
  * Also: the dot products of every new type against Q8_0/Q8_K activations
  * agree with dequantize-then-multiply.
@@ -215,6 +217,56 @@ TEST(test_dot_matches_dequant) {
     free(buf);
 }
 
+/* quantw.bin: rows with an importance matrix each, for the types that need
+ * one (IQ2_XXS, IQ2_XS); every super-block must be ggml's. */
+TEST(test_quantize_w_matches_ggml) {
+    size_t size;
+    uint8_t *buf = slurp("tests/data/quant-ref/quantw.bin", &size);
+    reader r = {buf, buf + size};
+    int records = 0;
+    int64_t blocks[TSR_DTYPE_COUNT] = {0}, same[TSR_DTYPE_COUNT] = {0};
+    while (r.p < r.end) {
+        const int32_t t = (int32_t)take_u32(&r);
+        const uint32_t rows = take_u32(&r), n = take_u32(&r);
+        const dtype_traits *tr = dtype_traits_get(t);
+        REQUIRE(tr && t < TSR_DTYPE_COUNT && rows > 0 && rows < 64 && n > 0 && n <= 4096, "record %d: type %d",
+                records, (int)t);
+        const size_t row_bytes = dtype_row_bytes(t, n);
+        const float *x = take(&r, (size_t)rows * n * 4);
+        const float *qw = take(&r, (size_t)n * 4);
+        const uint8_t *want = take(&r, rows * row_bytes);
+        REQUIRE(x && qw && want && row_bytes, "%s: record truncated", tr->name);
+        float row[4096], w[4096];
+        uint8_t got[4096];
+        memcpy(w, qw, (size_t)n * 4);
+        for (uint32_t k = 0; k < rows; k++) {
+            memcpy(row, x + (size_t)k * n, (size_t)n * 4);
+            EXPECT(dtype_quantize_row_w(t, row, got, n, w) == 0, "%s: %s", tr->name, error_get());
+            for (size_t b = 0; b < row_bytes / tr->block_bytes; b++) {
+                const size_t at = b * tr->block_bytes;
+                const bool ok = !memcmp(got + at, want + k * row_bytes + at, tr->block_bytes);
+                EXPECT(ok, "%s: record %d row %u block %zu differs from ggml_quantize_chunk", tr->name, records, k,
+                       b);
+                blocks[t]++;
+                same[t] += ok;
+            }
+        }
+        /* and without the matrix it is refused, naming the type */
+        EXPECT(dtype_quantize_row(t, row, got, n) != 0 && strstr(error_get(), tr->name),
+               "%s without a matrix: '%s'", tr->name, error_get());
+        records++;
+    }
+    int types = 0;
+    for (int t = 0; t < TSR_DTYPE_COUNT; t++)
+        if (blocks[t]) {
+            printf("%-8s with a matrix: %lld/%lld super-blocks byte-exact\n", dtype_name(t), (long long)same[t],
+                   (long long)blocks[t]);
+            types++;
+        }
+    EXPECT(types == 2, "quantw.bin holds %d types, expected 2", types);
+    free(buf);
+}
+
 HARNESS_MAIN("IQ, TQ and MXFP4 agree with ggml", HARNESS_TEST(test_dequant_matches_ggml),
              HARNESS_TEST(test_quantize_matches_ggml), HARNESS_TEST(test_dot_matches_dequant),
-             HARNESS_TEST(test_quantize_iq3s_matches_ggml))
+             HARNESS_TEST(test_quantize_iq3s_matches_ggml), HARNESS_TEST(test_quantize_w_matches_ggml))

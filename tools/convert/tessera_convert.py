@@ -10,7 +10,9 @@ its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
 Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
-SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid). See
+SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
+and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
+pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe). See
 docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
@@ -28,6 +30,7 @@ are written in the order of the source files (shard by shard, each
 file's tensors sorted by name, as safetensors lists them), which is llama.cpp's order too.
 """
 import json
+import logging
 import os
 import struct
 import sys
@@ -36,7 +39,9 @@ try:
     import numpy as np
     import gguf
 except ImportError as e:  # one clear line, not a traceback
-    sys.exit(f"tessera convert: needs PyPI's numpy and gguf ({e}); pip install numpy gguf")
+    sys.exit(f"tessera convert: {sys.executable} has no {e.name} ({e}): the converter needs PyPI's numpy and "
+             f"gguf, and sentencepiece for a tokenizer.model: pip install numpy gguf sentencepiece (or set "
+             f"TESSERA_PYTHON to a Python that has them)")
 
 
 class ConvertError(Exception):
@@ -155,9 +160,22 @@ ARCHS = {
     "Lfm2ForCausalLM": "lfm2",
     "Mamba2ForCausalLM": "mamba2",
     "GraniteMoeHybridForCausalLM": "granitehybrid",
+    "BertModel": "bert",
+    "NomicBertModel": "nomic-bert",
+    "Mistral3ForConditionalGeneration": "mistral3",  # the text model; the vision tower is the mmproj's
+    "Qwen3_5ForCausalLM": "qwen35",
+    "Qwen3_5MoeForCausalLM": "qwen35moe",
 }
+QWEN35 = ("qwen35", "qwen35moe")
+# a vision-language checkpoint: its text model's tensors under these
+# prefixes (transformers 4's and the published files', transformers 5's)
+TEXT_PREFIXES = (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head."),
+                 ("model.language_model.", "model."))
+VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
+# encoders: no causal mask, a pooling type, WordPiece vocabularies
+ENCODERS = {"bert", "nomic-bert"}
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
-PERMUTE_QK = {"llama", "granite", "granitemoe", "granitehybrid", "smollm3"}
+PERMUTE_QK = {"llama", "granite", "granitemoe", "granitehybrid", "smollm3", "mistral3"}
 
 LAYER_MAP = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -219,6 +237,15 @@ GEMMA3_LAYER_MAP = {
     "pre_feedforward_layernorm.weight": "ffn_norm.weight",
     "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
 }
+# Qwen3.5: the gated delta net's tensors (linear_attn.*), and its second
+# norm, after attention
+QWEN35_LINEAR_MAP = {
+    "A_log": "ssm_a", "conv1d.weight": "ssm_conv1d.weight", "dt_bias": "ssm_dt.bias",
+    "in_proj_a.weight": "ssm_alpha.weight", "in_proj_b.weight": "ssm_beta.weight",
+    "in_proj_qkv.weight": "attn_qkv.weight", "in_proj_z.weight": "attn_gate.weight",
+    "norm.weight": "ssm_norm.weight", "out_proj.weight": "ssm_out.weight",
+}
+QWEN35_LAYER_MAP = {"post_attention_layernorm.weight": "post_attention_norm.weight"}
 # gpt-oss's second norm is the one after attention, not the FFN's
 GPTOSS_LAYER_MAP = {"post_attention_layernorm.weight": "post_attention_norm.weight"}
 # one expert's matrix -> the stacked GGUF tensor
@@ -227,13 +254,47 @@ EXPERT_MAP = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj
 # a matrix holding gate and up one after the other (rows), split in two
 SPLIT_MAP = {"block_sparse_moe.input_linear.weight": ("ffn_gate_exps.weight", "ffn_up_exps.weight"),
              "shared_mlp.input_linear.weight": ("ffn_gate_shexp.weight", "ffn_up_shexp.weight")}
+# BERT's layers (encoder.layer.N.REST) and embeddings; the pooler is not kept
+BERT_LAYER_MAP = {
+    "attention.self.query.weight": "attn_q.weight", "attention.self.query.bias": "attn_q.bias",
+    "attention.self.key.weight": "attn_k.weight", "attention.self.key.bias": "attn_k.bias",
+    "attention.self.value.weight": "attn_v.weight", "attention.self.value.bias": "attn_v.bias",
+    "attention.output.dense.weight": "attn_output.weight", "attention.output.dense.bias": "attn_output.bias",
+    "attention.output.LayerNorm.weight": "attn_output_norm.weight",
+    "attention.output.LayerNorm.bias": "attn_output_norm.bias",
+    "intermediate.dense.weight": "ffn_up.weight", "intermediate.dense.bias": "ffn_up.bias",
+    "output.dense.weight": "ffn_down.weight", "output.dense.bias": "ffn_down.bias",
+    "output.LayerNorm.weight": "layer_output_norm.weight", "output.LayerNorm.bias": "layer_output_norm.bias",
+}
+BERT_GLOBAL_MAP = {
+    "embeddings.word_embeddings.weight": "token_embd.weight",
+    "embeddings.position_embeddings.weight": "position_embd.weight",
+    "embeddings.token_type_embeddings.weight": "token_types.weight",
+    "embeddings.LayerNorm.weight": "token_embd_norm.weight", "embeddings.LayerNorm.bias": "token_embd_norm.bias",
+}
+# Nomic Embed's own checkpoints (nomic-ai's modelling code, as published)
+NOMIC_LAYER_MAP = {
+    "attn.Wqkv.weight": "attn_qkv.weight", "attn.out_proj.weight": "attn_output.weight",
+    "mlp.fc11.weight": "ffn_up.weight", "mlp.fc12.weight": "ffn_gate.weight", "mlp.fc2.weight": "ffn_down.weight",
+    "norm1.weight": "attn_output_norm.weight", "norm1.bias": "attn_output_norm.bias",
+    "norm2.weight": "layer_output_norm.weight", "norm2.bias": "layer_output_norm.bias",
+}
+NOMIC_GLOBAL_MAP = {
+    "embeddings.word_embeddings.weight": "token_embd.weight",
+    "embeddings.token_type_embeddings.weight": "token_types.weight",
+    "emb_ln.weight": "token_embd_norm.weight", "emb_ln.bias": "token_embd_norm.bias",
+}
+# its config's keys -> transformers' names for them
+NOMIC_KEYS = {"n_embd": "hidden_size", "n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
+              "n_inner": "intermediate_size", "max_trained_positions": "max_position_embeddings",
+              "layer_norm_epsilon": "layer_norm_eps"}
 GLOBAL_MAP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
               "lm_head.weight": "output.weight",
               "model.embedding_norm.weight": "token_embd_norm.weight",  # lfm2's last norm
               "backbone.embeddings.weight": "token_embd.weight", "backbone.norm_f.weight": "output_norm.weight"}
 # tensors llama.cpp keeps in f32 whatever the output type
 KEEP_F32 = ("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight", ".bias", "ssm_a", "ssm_d", "ssm_norm.weight",
-            "ssm_conv1d.weight", "shortconv.conv.weight")
+            "ssm_conv1d.weight", "shortconv.conv.weight", "position_embd.weight", "token_types.weight")
 
 
 def unpermute(w, n_head):
@@ -253,10 +314,21 @@ class TensorMap:
         self.experts = {}  # gguf name -> {expert: array}
 
     def __call__(self, hf, data):
+        if self.arch in ENCODERS:
+            return self.encoder(hf, data)
+        if self.arch == "mistral3":
+            if hf.startswith(VISION_PREFIXES):
+                return []
+            for a, b in TEXT_PREFIXES:
+                if hf.startswith(a):
+                    hf = b + hf[len(a):]
+                    break
         if hf in GLOBAL_MAP:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
             return []  # recomputed from rope_theta
+        if self.arch in QWEN35 and hf.startswith("mtp."):
+            return []  # the multi-token prediction head (llama.cpp's --no-mtp file)
         parts = hf.split(".", 3)
         if len(parts) == 4 and parts[0] in ("model", "backbone") and parts[1] == "layers" and parts[2].isdigit() \
                 and int(parts[2]) < self.n_layer:
@@ -267,6 +339,10 @@ class TensorMap:
                 return self.ssm(f"blk.{il}.{LAYER_MAP.get(rest, rest)}", data, hf)
             if self.arch == "gemma3" and rest in GEMMA3_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
+            if self.arch in QWEN35 and rest.startswith("linear_attn."):
+                return self.delta_net(il, rest[len("linear_attn."):], data, hf)
+            if self.arch in QWEN35 and rest in QWEN35_LAYER_MAP:
+                return self.fix(f"blk.{il}.{QWEN35_LAYER_MAP[rest]}", data)
             if self.arch == "gpt-oss" and rest in GPTOSS_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GPTOSS_LAYER_MAP[rest]}", data)
             if self.arch == "gpt-oss" and rest.startswith("mlp.experts."):
@@ -283,6 +359,32 @@ class TensorMap:
             if len(e) == 5 and e[0] in ("mlp", "block_sparse_moe") and e[1] == "experts" and e[2].isdigit() \
                     and e[3] in EXPERT_MAP and e[4] == "weight":
                 return self.expert(f"blk.{il}.{EXPERT_MAP[e[3]]}.weight", int(e[2]), data, hf)
+        raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
+
+    def encoder(self, hf, data):
+        """BERT's tensors (BertModel's names, or a task model's under
+        bert.); the pooler and any task head are not kept, as in
+        llama.cpp's files."""
+        name = hf[len("bert."):] if hf.startswith("bert.") else hf
+        if name.startswith(("pooler.", "cls.")):
+            return []
+        if self.arch == "nomic-bert":
+            if name in NOMIC_GLOBAL_MAP:
+                return [(NOMIC_GLOBAL_MAP[name], data)]
+            parts = name.split(".", 3)
+            if len(parts) == 4 and parts[:2] == ["encoder", "layers"] and parts[2].isdigit() \
+                    and int(parts[2]) < self.n_layer and parts[3] in NOMIC_LAYER_MAP:
+                return [(f"blk.{parts[2]}.{NOMIC_LAYER_MAP[parts[3]]}", data)]
+            raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for nomic-bert "
+                               f"(it reads nomic-ai's checkpoints: encoder.layers.N.attn.Wqkv...)")
+        if name in BERT_GLOBAL_MAP:
+            return [(BERT_GLOBAL_MAP[name], data)]
+        parts = name.split(".", 3)
+        if len(parts) == 4 and parts[:2] == ["encoder", "layer"] and parts[2].isdigit() \
+                and int(parts[2]) < self.n_layer and parts[3] in BERT_LAYER_MAP:
+            return [(f"blk.{parts[2]}.{BERT_LAYER_MAP[parts[3]]}", data)]
+        if name.endswith("position_ids"):
+            return []
         raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
 
     def gptoss_experts(self, il, what, data, hf):
@@ -324,13 +426,56 @@ class TensorMap:
             return [(name, data)]
         raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for {self.arch}")
 
+    def delta_net(self, il, what, data, hf):
+        """Qwen3.5's gated delta net as llama.cpp's files hold it: A as
+        -exp(A_log), the conv's weight without its middle axis, and the
+        value heads reordered from grouped by key head (transformers':
+        key head k's r value heads together) to tiled (value head j uses
+        key head j mod n_k, as a repeat of the key heads gives)."""
+        if what not in QWEN35_LINEAR_MAP:
+            raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for qwen35")
+        cfg, where = self.cfg, "config.json"
+        nk, nv = cfg_int(cfg, "linear_num_key_heads", where), cfg_int(cfg, "linear_num_value_heads", where)
+        dk, dv = cfg_int(cfg, "linear_key_head_dim", where), cfg_int(cfg, "linear_value_head_dim", where)
+        if nv % nk:
+            raise ConvertError(f"{where}: linear_num_value_heads {nv} is not a multiple of linear_num_key_heads {nk}")
+        r = nv // nk
+        perm = np.array([(j % nk) * r + j // nk for j in range(nv)])
+        name = f"blk.{il}.{QWEN35_LINEAR_MAP[what]}"
+
+        def heads(x, axis, first, size):  # reorder NV heads of SIZE starting at FIRST along AXIS
+            x = np.moveaxis(x, axis, 0)
+            if x.shape[0] < first + nv * size:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, too small for {nv} value heads "
+                                   f"of {size}")
+            v = x[first:first + nv * size].reshape(nv, size, *x.shape[1:])[perm].reshape(nv * size, *x.shape[1:])
+            return np.moveaxis(np.concatenate([x[:first], v, x[first + nv * size:]]), 0, axis)
+        qk = 2 * nk * dk
+        if what == "A_log":
+            # correctly rounded; llama.cpp's converter takes torch's f32 exp,
+            # which can be 1 ulp away (tests/convert allows that, here only)
+            return [(name, heads(-np.exp(data.astype(np.float64)).astype(np.float32), 0, 0, 1))]
+        if what in ("dt_bias", "in_proj_a.weight", "in_proj_b.weight"):
+            return [(name, heads(data, 0, 0, 1))]
+        if what == "in_proj_qkv.weight":
+            return [(name, heads(data, 0, qk, dv))]
+        if what == "conv1d.weight":
+            if data.ndim != 3 or data.shape[1] != 1:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [channels, 1, width]")
+            return [(name, heads(data[:, 0, :], 0, qk, dv))]
+        if what == "in_proj_z.weight":
+            return [(name, heads(data, 0, 0, dv))]
+        if what == "out_proj.weight":
+            return [(name, heads(data, 1, 0, dv))]
+        return [(name, data)]  # the gated norm, one head's width
+
     def fix(self, name, data):
         if self.arch in PERMUTE_QK and name.endswith(("attn_q.weight", "attn_k.weight")):
             data = unpermute(data, self.n_head if "attn_q" in name else self.n_kv)
         if name.endswith("shortconv.conv.weight") and data.ndim == 3 and data.shape[1] == 1:
             data = data[:, 0, :]  # lfm2's conv [channels, 1, width]
-        if self.arch == "gemma3" and "norm" in name:
-            data = data + np.float32(1)  # Gemma scales by (1 + w); GGUF stores 1 + w
+        if self.arch in ("gemma3",) + QWEN35 and "norm" in name:
+            data = data + np.float32(1)  # Gemma and Qwen3.5 scale by (1 + w); GGUF stores 1 + w
         return [(name, data)]
 
     def expert(self, name, e, data, hf):
@@ -377,7 +522,7 @@ def rope_params(cfg):
     return out
 
 
-YARN_ARCHS = {"gpt-oss"}
+YARN_ARCHS = {"gpt-oss", "mistral3"}
 
 
 def write_yarn(w, rp, where):
@@ -396,6 +541,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     n_embd = cfg_int(cfg, "hidden_size", where)
     if arch == "mamba2":
         return write_mamba2(w, cfg, where, cfg_int(cfg, "num_hidden_layers", where), n_embd)
+    if arch in ENCODERS:
+        return write_encoder(w, arch, cfg, where, n_embd)
     n_head = cfg_int(cfg, "num_attention_heads", where)
     n_kv = cfg_int(cfg, "num_key_value_heads", where, n_head)
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
@@ -466,7 +613,7 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
     if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
-            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe")):
+            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3") + QWEN35):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     return n_head, n_kv, n_expert, head_dim
@@ -504,6 +651,83 @@ def lfm2_ff(cfg, where):
     return ff
 
 
+def nomic_config(cfg, where):
+    """Nomic Embed's config (n_embd, n_layer...: nomic-ai's modelling
+    code) in transformers' names where it does not give those too; what
+    Tessera's nomic-bert does not compute is one error naming the key."""
+    out = dict(cfg)
+    for k, hf in NOMIC_KEYS.items():
+        if hf not in out and k in cfg:
+            out[hf] = cfg[k]
+    if "rope_parameters" not in out and "rotary_emb_base" in cfg:
+        out["rope_theta"] = cfg["rotary_emb_base"]
+    wrong = [(k, want) for k, want in (("activation_function", "swiglu"), ("rotary_emb_fraction", 1.0),
+                                       ("rotary_emb_interleaved", False), ("prenorm", False), ("qkv_proj_bias", False),
+                                       ("mlp_fc1_bias", False), ("mlp_fc2_bias", False), ("rotary_scaling_factor", None),
+                                       ("moe_every_n_layers", None), ("use_rms_norm", False))
+             if k in cfg and cfg[k] != want]
+    if wrong:
+        k, want = wrong[0]
+        raise ConvertError(f"{where}: '{k}' is {cfg[k]!r}; tessera convert converts Nomic Embed models with "
+                           f"{json.dumps(want)} there")
+    return out
+
+
+def write_encoder(w, arch, cfg, where, n_embd):
+    n_head = cfg_int(cfg, "num_attention_heads", where)
+    w.add_block_count(cfg_int(cfg, "num_hidden_layers", where))
+    w.add_context_length(cfg_int(cfg, "max_position_embeddings", where))
+    w.add_embedding_length(n_embd)
+    w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
+    w.add_head_count(n_head)
+    if arch == "nomic-bert":
+        w.add_rope_freq_base(cfg_num(rope_params(cfg), "rope_theta", where, 10000.0))
+        w.add_layer_norm_eps(cfg_num(cfg, "layer_norm_eps", where, 1e-12))
+        w.add_key_length(n_embd // n_head)
+        w.add_value_length(n_embd // n_head)
+        return n_head, n_head, 0, n_embd // n_head
+    w.add_layer_norm_eps(cfg_num(cfg, "layer_norm_eps", where, 1e-12))
+    if cfg.get("hidden_act", "gelu") not in ("gelu",):
+        raise ConvertError(f"{where}: hidden_act '{cfg.get('hidden_act')}' of a BERT model is not converted by "
+                           f"tessera convert (gelu)")
+    if cfg.get("position_embedding_type", "absolute") != "absolute":
+        raise ConvertError(f"{where}: position_embedding_type '{cfg.get('position_embedding_type')}' is not "
+                           f"converted by tessera convert (absolute)")
+    return n_head, n_head, 0, n_embd // n_head
+
+
+# sentence-transformers' pooling modes -> llama.cpp's pooling types
+POOLING_MODES = (("pooling_mode_mean_tokens", gguf.PoolingType.MEAN), ("pooling_mode_cls_token", gguf.PoolingType.CLS),
+                 ("pooling_mode_lasttoken", gguf.PoolingType.LAST))
+
+
+def pooling_type(d):
+    """The pooling of a sentence-transformers model (modules.json names
+    its Pooling module, whose config.json says the mode), or None."""
+    mp = os.path.join(d, "modules.json")
+    if not os.path.exists(mp):
+        return None
+    try:
+        with open(mp, encoding="utf-8") as f:
+            modules = json.load(f)
+        pool = [m for m in modules if str(m.get("type", "")).endswith(".Pooling")]
+    except (ValueError, AttributeError, TypeError) as e:
+        raise ConvertError(f"{mp}: not a sentence-transformers modules list ({e})")
+    if not pool:
+        return None
+    cp = os.path.join(d, str(pool[0].get("path", "")), "config.json")
+    try:
+        with open(cp, encoding="utf-8") as f:
+            pc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConvertError(f"{cp}: the Pooling module's config cannot be read ({e})")
+    for key, t in POOLING_MODES:
+        if pc.get(key):
+            return t
+    raise ConvertError(f"{cp}: a pooling mode tessera convert does not know "
+                       f"(it knows {', '.join(k for k, _ in POOLING_MODES)})")
+
+
 def write_mamba2(w, cfg, where, n_layer, n_embd):
     n_heads = cfg_int(cfg, "num_heads", where)
     w.add_context_length(SSM_CONTEXT)
@@ -520,11 +744,50 @@ def write_mamba2(w, cfg, where, n_layer, n_embd):
     return 0, 0, 0, 0
 
 
+def write_qwen35(w, arch, cfg, where, head_dim):
+    """Qwen3.5's gated delta net and its layer pattern, and its partial
+    multi-section rope (text positions: every section the same)."""
+    nl = cfg_int(cfg, "num_hidden_layers", where)
+    w.add_ssm_conv_kernel(cfg_int(cfg, "linear_conv_kernel_dim", where, 4))
+    w.add_ssm_state_size(cfg_int(cfg, "linear_key_head_dim", where))
+    w.add_ssm_group_count(cfg_int(cfg, "linear_num_key_heads", where))
+    w.add_ssm_time_step_rank(cfg_int(cfg, "linear_num_value_heads", where))
+    w.add_ssm_inner_size(cfg_int(cfg, "linear_value_head_dim", where) * cfg_int(cfg, "linear_num_value_heads", where))
+    lt = cfg.get("layer_types")
+    if not isinstance(lt, list) or len(lt) != nl or not all(t in ("linear_attention", "full_attention") for t in lt):
+        raise ConvertError(f"{where}: 'layer_types' is {lt!r}, expected {nl} of linear_attention, full_attention")
+    w.add_array(f"{arch}.attention.recurrent_layers", [t == "linear_attention" for t in lt])
+    w.add_full_attention_interval(cfg_int(cfg, "full_attention_interval", where, 4))
+    rp = rope_params(cfg)
+    w.add_rope_dimension_count(int(cfg_num(rp, "partial_rotary_factor", where, 1.0) * head_dim))
+    sections = rp.get("mrope_section", [11, 11, 10])  # Qwen3.5's published sections when the config has none
+    if not isinstance(sections, list) or not all(isinstance(x, int) for x in sections) or len(sections) > 4:
+        raise ConvertError(f"{where}: 'mrope_section' is {sections!r}, expected up to 4 integers")
+    w.add_rope_dimension_sections(sections + [0] * (4 - len(sections)))
+
+
 def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     """The keys llama.cpp writes after general.file_type."""
-    if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3"):
+    if arch in ENCODERS:
+        w.add_causal_attention(False)
+        pt = pooling_type(os.path.dirname(where))
+        if pt is not None:
+            w.add_pooling_type(pt)
+    if arch in ("llama", "granite", "granitemoe", "granitehybrid", "smollm3", "mistral3"):
         w.add_vocab_size(n_vocab)
         w.add_rope_dimension_count(head_dim)
+    if arch == "qwen35moe":
+        w.add_expert_feed_forward_length(cfg_int(cfg, "moe_intermediate_size", where))
+        w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
+    if arch in QWEN35:
+        write_qwen35(w, arch, cfg, where, head_dim)
+    if arch == "mistral3":
+        # YaRN's mscale_all_dim, and Llama 4's query temperature (Ministral 3)
+        rp = rope_params(cfg)
+        if rp.get("rope_type", rp.get("type")) == "yarn" and rp.get("mscale_all_dim") is not None:
+            w.add_float32(f"{arch}.rope.scaling.yarn_log_multiplier", cfg_num(rp, "mscale_all_dim", where, None))
+        if rp.get("llama_4_scaling_beta") is not None:
+            w.add_float32(f"{arch}.attention.temperature_scale", cfg_num(rp, "llama_4_scaling_beta", where, None))
     if arch == "lfm2":
         w.add_vocab_size(n_vocab)
         w.add_shortconv_l_cache(cfg_int(cfg, "conv_L_cache", where))
@@ -553,9 +816,15 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
 
 # ------------------------------------------------------------ tokenizer
 
-def write_vocab(w, d, n_vocab, arch):
+def write_vocab(w, d, n_vocab, arch, cfg):
     spm = os.path.join(d, "tokenizer.model")
-    if os.path.exists(spm):
+    if arch in ENCODERS:
+        w.add_token_type_count(cfg.get("type_vocab_size", 2))
+        write_wordpiece(w, d, n_vocab)
+        # (GGUF has no key for [CLS]: gguf-py would say so on stderr)
+        logging.getLogger("gguf.vocab").setLevel(logging.ERROR)
+        special = gguf.SpecialVocab(d, load_merges=False, n_vocab=n_vocab)
+    elif os.path.exists(spm):
         write_spm(w, spm, n_vocab, arch)
         special = gguf.SpecialVocab(d, load_merges=False, n_vocab=n_vocab)
     elif os.path.exists(os.path.join(d, "tokenizer.json")):
@@ -569,6 +838,8 @@ def write_vocab(w, d, n_vocab, arch):
     else:
         raise ConvertError(f"{d}: no tokenizer.model and no tokenizer.json")
     special.add_to_gguf(w, quiet=True)
+    if arch in ENCODERS:
+        w.add_bool("tokenizer.ggml.normalizer.lowercase", True)  # write_wordpiece takes uncased ones only
     if arch == "gemma3" and os.path.exists(spm):
         w.add_add_space_prefix(False)
 
@@ -577,7 +848,8 @@ def write_spm(w, path, n_vocab, arch):
     try:
         from sentencepiece import SentencePieceProcessor
     except ImportError:
-        raise ConvertError(f"{path}: reading a SentencePiece tokenizer needs PyPI's sentencepiece")
+        raise ConvertError(f"{path}: reading a SentencePiece tokenizer needs PyPI's sentencepiece, which "
+                           f"{sys.executable} lacks: pip install sentencepiece (or set TESSERA_PYTHON)")
     sp = SentencePieceProcessor()
     if not sp.Load(path):
         raise ConvertError(f"{path}: not a SentencePiece model")
@@ -606,6 +878,55 @@ def write_spm(w, path, n_vocab, arch):
     w.add_tokenizer_pre("default")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
+    w.add_token_types(types)
+
+
+def write_wordpiece(w, d, n_vocab):
+    """A BERT WordPiece vocabulary (tokenizer.json) as GGUF keeps it: a
+    word's first piece marked with U+2581, a continuation without its
+    "##", the special added tokens as they are."""
+    path = os.path.join(d, "tokenizer.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            tj = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no tokenizer.json (a BERT model's WordPiece vocabulary)")
+    except ValueError as e:
+        raise ConvertError(f"{path}: not JSON ({e})")
+    model = tj.get("model") if isinstance(tj, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "WordPiece" or not isinstance(model.get("vocab"), dict):
+        raise ConvertError(f"{path}: model {str((model or {}).get('type'))!r} is not a WordPiece vocabulary "
+                           f"(a BERT model's)")
+    norm = tj.get("normalizer") or {}
+    pre = tj.get("pre_tokenizer") or {}
+    if norm.get("type") != "BertNormalizer" or pre.get("type") != "BertPreTokenizer" or not norm.get("lowercase"):
+        raise ConvertError(f"{path}: normalizer {json.dumps(norm)[:120]} and pre-tokenizer {json.dumps(pre)[:80]} "
+                           f"are not an uncased BERT tokenizer's (tessera convert knows BertNormalizer with "
+                           f"lowercase and BertPreTokenizer)")
+    prefix = model.get("continuing_subword_prefix") or "##"
+    special = {a.get("id") for a in tj.get("added_tokens") or [] if a.get("special")}
+    T = gguf.TokenType
+    tokens = [None] * n_vocab
+    types = [T.NORMAL] * n_vocab
+    for tok, i in model["vocab"].items():
+        if not isinstance(i, int) or not 0 <= i < n_vocab:
+            raise ConvertError(f"{path}: token {tok!r} has id {i!r}, outside the model's vocab_size {n_vocab}")
+        if i in special:
+            tokens[i], types[i] = tok, T.CONTROL
+        elif tok.startswith(prefix):
+            tokens[i] = tok[len(prefix):]
+        else:
+            tokens[i] = "\u2581" + tok
+    for i, t in enumerate(tokens):
+        if t is None:
+            tokens[i], types[i] = f"\u2581[PAD{i}]", T.UNUSED
+    w.add_tokenizer_model("bert")
+    # llama.cpp's converter names this vocabulary's pre-tokenizer by a hash
+    # of its tokens; an uncased BERT WordPiece (bert-base-uncased's, BGE's)
+    # comes out as jina-v2-en, a name that changes nothing in the
+    # tokenization (WordPiece's splitting is the model type's)
+    w.add_tokenizer_pre("jina-v2-en")
+    w.add_token_list(tokens)
     w.add_token_types(types)
 
 
@@ -753,6 +1074,15 @@ def convert(d, out, outtype, vocab_only=False):
         raise ConvertError(f"{where}: architecture {names!r} is not one tessera convert knows "
                            f"({', '.join(sorted(ARCHS))})")
     arch = ARCHS[names[0]]
+    if arch == "nomic-bert":
+        cfg = nomic_config(cfg, where)
+    if arch == "mistral3":  # the text model's config, its tying as the whole model says unless it says
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):
+            raise ConvertError(f"{where}: a {names[0]} without a 'text_config' object")
+        text = dict(text)
+        text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
+        cfg = text
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
     n_vocab = cfg_int(cfg, "vocab_size", where)
     shards = [] if vocab_only else open_weights(d)
@@ -763,7 +1093,7 @@ def convert(d, out, outtype, vocab_only=False):
     w.add_file_type(OUTTYPES[outtype])
     write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    write_vocab(w, d, n_vocab, arch)
+    write_vocab(w, d, n_vocab, arch, cfg)
     seen = set()
     tmap = TensorMap(arch, cfg, n_layer, n_head, n_kv, n_expert)
     tied = cfg.get("tie_word_embeddings", arch in ("gemma3",)) is True
@@ -791,12 +1121,14 @@ def convert(d, out, outtype, vocab_only=False):
 def needed(arch, cfg, n_layer, where):
     """Tensors without which the file would not load: the embedding, the
     last norm and each layer's first matrix."""
-    first = {"phi3": "attn_qkv", "mamba2": "ssm_in"}.get(arch, "attn_q")
+    first = {"phi3": "attn_qkv", "mamba2": "ssm_in", "nomic-bert": "attn_qkv"}.get(arch, "attn_q")
     kinds = [first] * n_layer
+    if arch in QWEN35:
+        kinds = ["attn_qkv" if t == "linear_attention" else "attn_q" for t in cfg.get("layer_types") or []]
     if arch in ("lfm2", "granitehybrid"):
         kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")
                  for t in layer_types(cfg, arch, n_layer, where)]
-    return ["token_embd.weight", "token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight"] + \
+    return ["token_embd.weight", "token_embd_norm.weight" if arch in ("lfm2",) + tuple(ENCODERS) else "output_norm.weight"] + \
         [f"blk.{i}.{k}.weight" for i, k in enumerate(kinds)]
 
 

@@ -15,6 +15,7 @@
  *   /tmp/ggml_quant_ref blocks tests/data/quant-ref/dequant.bin
  *   /tmp/ggml_quant_ref quant tests/data/quant-ref/quant.bin
  *   /tmp/ggml_quant_ref quant-iq3s tests/data/quant-ref/quant-iq3s.bin
+ *   /tmp/ggml_quant_ref quantw tests/data/quant-ref/quantw.bin
  *
  * grids:  a C header with every grid (each entry's values as the bytes of
  *         a little-endian integer, as the kernels read them).
@@ -29,6 +30,8 @@
  *         with an importance matrix (random weights in [0.1, 2)): records
  *         {u32 type, u32 n_rows, u32 n_per_row, u32 has_matrix,
  *          f32[rows * n], f32[n] if has_matrix, bytes[...]}.
+ * quantw: as quant, for the types that need an importance matrix, each
+ *         record with its matrix: {..., f32 x[rows * n], f32 qw[n], bytes}.
  */
 #include <math.h>
 #include <stdint.h>
@@ -243,11 +246,58 @@ static int dump_quant_iq3s(const char *path) {
     return fclose(f) ? 1 : 0;
 }
 
+/* ------------------------------------------ rows with importance weights */
+
+/* Per type that needs a matrix (IQ2_XXS, IQ2_XS), records of 12 rows of
+ * 256 under each of 6 matrices (random, a quarter zero, a range of 1e7,
+ * all ones, the first 32 columns zero, tiny): {u32 type, u32 n_rows,
+ * u32 n_per_row, f32 x[rows * n], f32 qw[n], bytes[...]}. The rows mix
+ * gaussian-ish, outliers, uniform, sparse tiny and all-zero data. */
+static int dump_quantw(const char *path) {
+    static const enum ggml_type types[] = {GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS};
+    FILE *f = fopen(path, "wb");
+    if (!f) return perror(path), 1;
+    enum { ROWS = 12, N = 256, N_QW = 6 };
+    float x[ROWS * N], qw[N];
+    uint8_t q[ROWS * N];
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        for (int m = 0; m < N_QW; m++) {
+            for (int j = 0; j < N; j++) {
+                float w = uniform(0.01f, 2.0f) * uniform(0, 1);
+                if (m == 1 && next() % 4 == 0) w = 0;
+                if (m == 2) w = expf(uniform(-8, 8));
+                if (m == 3) w = 1;
+                if (m == 4 && j < 32) w = 0;
+                if (m == 5) w *= 1e-6f;
+                qw[j] = w;
+            }
+            for (int r = 0; r < ROWS; r++)
+                for (int j = 0; j < N; j++) {
+                    float v = uniform(-1, 1) + uniform(-1, 1) + uniform(-1, 1);
+                    if (r % 6 == 1 && next() % 64 == 0) v *= 10;
+                    if (r % 6 == 2) v = uniform(-1, 1);
+                    if (r % 6 == 3) v = next() % 3 ? 0.0f : v * 1e-3f;
+                    if (r % 6 == 4 && (j / 32) % 3 == 0) v = 0;
+                    if (r == 11) v = 0;
+                    x[r * N + j] = v;
+                }
+            size_t bytes = ggml_quantize_chunk(types[i], x, q, 0, ROWS, N, qw);
+            uint32_t hdr[3] = {(uint32_t)types[i], ROWS, N};
+            fwrite(hdr, 4, 3, f);
+            fwrite(x, sizeof x[0], ROWS * N, f);
+            fwrite(qw, sizeof qw[0], N, f);
+            fwrite(q, 1, bytes, f);
+        }
+    }
+    return fclose(f) ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "grids")) return dump_grids();
+    if (argc >= 3 && !strcmp(argv[1], "quantw")) return dump_quantw(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "blocks")) return dump_blocks(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "quant")) return dump_quant(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "quant-iq3s")) return dump_quant_iq3s(argv[2]);
-    fprintf(stderr, "usage: %s grids | blocks FILE | quant FILE | quant-iq3s FILE\n", argv[0]);
+    fprintf(stderr, "usage: %s grids | blocks FILE | quant FILE | quant-iq3s FILE | quantw FILE\n", argv[0]);
     return 2;
 }

@@ -166,7 +166,7 @@ typedef struct tessera_model_params {
      * device's name too) or the GPU device's name; the first rule that
      * matches decides. The strings need only last until the load returns. */
     const char *const *tensor_overrides;
-    /* The experts (ffn_{up,down,gate}_exps) of the first n_cpu_moe blocks
+    /* The experts (ffn_{up,down,gate,gate_up}_exps) of the first n_cpu_moe blocks
      * stay in host memory, computed by the CPU device, while the rest of
      * those layers goes where n_gpu_layers says (llama.cpp's --n-cpu-moe;
      * TESSERA_CPU_MOE_ALL: every block, --cpu-moe). 0: none. */

@@ -251,6 +251,9 @@ void conf_gen_flash_attn(conf_runner *r) {
     static const int64_t configs[][5] = {
         /* D, n_q, n_kv, H, H_kv */
         {64, 1, 17, 4, 4}, {64, 7, 33, 4, 2}, {32, 5, 64, 8, 1}, {128, 3, 256, 2, 2}, {64, 1, 1, 2, 1},
+        /* an encoder's heads (many queries, no mask; cpu's dense tiles):
+         * widths of 32 + 32 + 8 (SigLIP's 72) and 16 + 4 */
+        {72, 40, 50, 2, 2}, {20, 9, 37, 3, 3},
     };
     /* K, V types: the plain ones with every mask; BF16, the KV cache's
      * block types (ABI 1.2) and a mixed pair with an F16 mask only. */
@@ -271,6 +274,7 @@ void conf_gen_flash_attn(conf_runner *r) {
                     const int64_t D = configs[k][0], n_q = configs[k][1], n_kv = configs[k][2];
                     const int64_t H = configs[k][3], H_kv = configs[k][4];
                     const int32_t kt = kv_types[t][0], vt = kv_types[t][1], mdt = masks[m];
+                    if (D % 32 && t >= 3) continue; /* the block types' rows are whole blocks */
                     conf_case c;
                     conf_case_init(&c, TSR_OP_FLASH_ATTN,
                                    "FLASH_ATTN D %lld n_q %lld n_kv %lld H %lld/%lld K %s V %s mask %s%s",

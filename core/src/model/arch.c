@@ -64,8 +64,14 @@ static void moe_tensors(model_loader *ld, model *m, int32_t il) {
     model_layer *L = &m->layers[il];
     const int64_t E = hp->n_embd, X = hp->n_expert, Fx = hp->n_ff_exp, Fs = hp->n_ff_shexp;
     L->ffn_gate_inp = model_tensor(ld, il, 0, 2, E, X, "blk.%d.ffn_gate_inp.weight");
-    L->ffn_gate_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_gate_exps.weight");
-    L->ffn_up_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_up_exps.weight");
+    /* gate and up as one tensor [E, 2 Fx, X] (gate rows, then up rows), as
+     * newer converters write for some families (llama.cpp of October 2026
+     * reads it for qwen35moe and qwen3next), or as two */
+    L->ffn_up_exps = model_tensor_3d(ld, il, MODEL_TENSOR_OPTIONAL, E, 2 * Fx, X, "blk.%d.ffn_gate_up_exps.weight");
+    if (!L->ffn_up_exps) {
+        L->ffn_gate_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_gate_exps.weight");
+        L->ffn_up_exps = model_tensor_3d(ld, il, 0, E, Fx, X, "blk.%d.ffn_up_exps.weight");
+    }
     L->ffn_down_exps = model_tensor_3d(ld, il, 0, Fx, E, X, "blk.%d.ffn_down_exps.weight");
     if (Fs > 0) {
         L->ffn_gate_shexp = model_tensor(ld, il, 0, 2, E, Fs, "blk.%d.ffn_gate_shexp.weight");

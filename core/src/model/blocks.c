@@ -319,11 +319,32 @@ graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
     }
     named(w, "ffn_moe_weights", il);
 
+    /* The shared expert, before the routed ones: with the experts kept on
+     * the host (--cpu-moe) it then joins the router's split on the GPU,
+     * and the sum below the experts' split, so a layer is two splits,
+     * not four. */
+    graph_tensor *sh = NULL;
+    if (L->ffn_up_shexp) {
+        graph_tensor *sg = blk_linear(b, L->ffn_gate_shexp, NULL, x), *su = blk_linear(b, L->ffn_up_shexp, NULL, x);
+        sh = named(blk_linear(b, L->ffn_down_shexp, NULL, graph_swiglu(g, sg, su)), "ffn_shexp", il);
+        if (L->ffn_gate_inp_shexp) /* qwen2moe: scaled by its own gate, sigmoid(w . x) [1, T] */
+            sh = graph_mul(g, sh, graph_sigmoid(g, blk_linear(b, L->ffn_gate_inp_shexp, NULL, x)));
+    }
+
     /* The chosen experts' SwiGLU FFNs, weighted, summed over the K slots. */
     graph_tensor *xe = graph_reshape_3d(g, x, E, 1, T);
-    graph_tensor *up = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_up", il);
-    graph_tensor *gate =
-        named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_gate_exps), xe, sel), "ffn_moe_gate", il);
+    graph_tensor *up, *gate;
+    if (L->ffn_gate_exps) {
+        up = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_up", il);
+        gate = named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_gate_exps), xe, sel), "ffn_moe_gate", il);
+    } else { /* one product [2 Fx, K, T], gate rows then up rows; SWIGLU reads the two views */
+        const int64_t Fx = hp->n_ff_exp;
+        graph_tensor *gu =
+            named(graph_mul_mat_id(g, model_weight_leaf(g, L->ffn_up_exps), xe, sel), "ffn_moe_gate_up", il);
+        if (!gu) return NULL;
+        gate = graph_view_3d(g, gu, Fx, K, T, gu->t.nb[1], gu->t.nb[2], 0);
+        up = graph_view_3d(g, gu, Fx, K, T, gu->t.nb[1], gu->t.nb[2], (uint64_t)Fx * gu->t.nb[0]);
+    }
     up = expert_bias(b, up, L->ffn_up_exps_b, sel);
     gate = expert_bias(b, gate, L->ffn_gate_exps_b, sel);
     graph_tensor *h = hp->swiglu_limit > 0.0f ? graph_swiglu_oai(g, gate, up, hp->swiglu_alpha, hp->swiglu_limit)
@@ -338,13 +359,7 @@ graph_tensor *blk_moe_ffn(model_build *b, int il, graph_tensor *x) {
         out = out ? graph_add(g, out, slot) : slot;
     }
     if (K == 1) out = graph_cont(g, out);
-    if (L->ffn_up_shexp) {
-        graph_tensor *sg = blk_linear(b, L->ffn_gate_shexp, NULL, x), *su = blk_linear(b, L->ffn_up_shexp, NULL, x);
-        graph_tensor *sh = named(blk_linear(b, L->ffn_down_shexp, NULL, graph_swiglu(g, sg, su)), "ffn_shexp", il);
-        if (L->ffn_gate_inp_shexp) /* qwen2moe: scaled by its own gate, sigmoid(w . x) [1, T] */
-            sh = graph_mul(g, sh, graph_sigmoid(g, blk_linear(b, L->ffn_gate_inp_shexp, NULL, x)));
-        out = graph_add(g, out, sh);
-    }
+    if (L->ffn_up_shexp) out = graph_add(g, out, sh);
     return named(out, "ffn_moe_out", il);
 }
 

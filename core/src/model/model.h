@@ -176,7 +176,9 @@ typedef struct model_layer {
     const model_weight *ffn_gate, *ffn_up, *ffn_down; /* ffn_up is gate|up when ffn_gate is NULL */
     const model_weight *post_ffn_norm;  /* gemma3: norm of the FFN output */
     /* mixture of experts: the router [E, X], the experts stacked [E, Fx, X]
-     * (down [Fx, E, X]), a shared expert beside them (granitemoe) */
+     * (down [Fx, E, X]; ffn_up_exps is gate|up [E, 2 Fx, X], the file's
+     * ffn_gate_up_exps, when ffn_gate_exps is NULL), a shared expert beside
+     * them (granitemoe) */
     const model_weight *ffn_gate_inp;
     const model_weight *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
     const model_weight *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp;

@@ -82,13 +82,13 @@ void model_placement_free(model_placement *pl) {
     memset(pl, 0, sizeof *pl);
 }
 
-/* An expert tensor of block il: "blk.<il>.ffn_{up,down,gate}_exps.*". */
+/* An expert tensor of block il: "blk.<il>.ffn_{up,down,gate,gate_up}_exps.*". */
 static bool expert_of(const char *name, int32_t *il) {
     int end = 0;
     if (sscanf(name, "blk.%d.%n", il, &end) != 1 || end == 0) return false;
     const char *rest = name + end;
     return !strncmp(rest, "ffn_up_exps.", 12) || !strncmp(rest, "ffn_down_exps.", 14) ||
-           !strncmp(rest, "ffn_gate_exps.", 14);
+           !strncmp(rest, "ffn_gate_exps.", 14) || !strncmp(rest, "ffn_gate_up_exps.", 17);
 }
 
 int32_t model_placement_of(const model_placement *pl, const char *name) {

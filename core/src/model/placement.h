@@ -12,7 +12,7 @@
  *     std::regex_search) matches decides. DEVICE is "CPU" (llama.cpp's
  *     name for host memory; any CPU device's name too) or the model's GPU
  *     device (case-insensitive: "Vulkan0" is vulkan0).
- *   - Then n_cpu_moe: the experts (ffn_{up,down,gate}_exps, weights and
+ *   - Then n_cpu_moe: the experts (ffn_{up,down,gate,gate_up}_exps, weights and
  *     biases) of blocks 0..n_cpu_moe-1 stay in host memory, the router and
  *     any shared expert going with their layer (llama.cpp's --n-cpu-moe
  *     patterns; --cpu-moe is every block).

@@ -138,7 +138,12 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
             return error_set("%s: tensor '%s' is already quantized (%s); requantizing loses "
                              "precision, pass --allow-requantize to do it anyway",
                              in_path, t->name, in_tr->name);
-        if (!out_tr->from_f32)
+        if (!out_tr->from_f32 && out_tr->from_f32_w && !plan[i].imx)
+            return error_set("%s: tensor '%s': the importance matrix has no entry for it, and %s needs "
+                             "one (llama-quantize: 'Missing importance matrix for tensor %s in a very "
+                             "low-bit quantization. The result will be garbage, so bailing out')",
+                             in_path, t->name, out_tr->name, t->name);
+        if (!out_tr->from_f32 && !out_tr->from_f32_w)
             return error_set("%s: tensor '%s': the %s mixture puts it in %s, which Tessera cannot "
                              "produce yet (--pure keeps every weight in %s)", in_path, t->name,
                              p->ftype->name, out_tr->name, dtype_name(target));

@@ -32,8 +32,8 @@ static const quant_ftype ftypes[] = {
     {"TQ2_0", 37, TSR_DTYPE_TQ2_0, "2.06 bpw ternarization", false},
     {"IQ3_XXS", 23, TSR_DTYPE_IQ3_XXS, "3.06 bpw quantization (needs an importance matrix)", true},
     {"Q2_K_S", 21, TSR_DTYPE_Q2_K, "K-quant mixture, 2-bit (needs an importance matrix)", true},
-    /* the targets below are named so that they are refused clearly: they
-     * need an importance matrix, or a quantizer Tessera does not have */
+    /* the targets below need an importance matrix, or (IQ1_S, IQ1_M) a
+     * quantizer Tessera does not have: named so that they are refused clearly */
     {"IQ3_S", 26, TSR_DTYPE_IQ3_S, "3.44 bpw quantization", false},
     {"IQ3_M", 27, TSR_DTYPE_IQ3_S, "3.66 bpw quantization mix", false},
     {"IQ3_XS", 22, TSR_DTYPE_IQ3_S, "3.3 bpw quantization (needs an importance matrix)", true},
@@ -52,7 +52,7 @@ enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 /* Whether Tessera has a quantizer for the target's base type. */
 static bool ftype_produced(const quant_ftype *ft) {
     const dtype_traits *t = dtype_traits_get(ft->default_dtype);
-    return t && (t->from_f32 || !t->quantized);
+    return t && (t->from_f32 || t->from_f32_w || !t->quantized);
 }
 
 int quant_ftype_check(const quant_ftype *ft, bool have_imatrix) {
@@ -67,9 +67,9 @@ int quant_ftype_check(const quant_ftype *ft, bool have_imatrix) {
                          produced ? "" : "; note that Tessera does not quantize to this type itself yet "
                                          "(llama-quantize --imatrix does)");
     if (!produced)
-        return error_set("quantize: %s: Tessera does not produce this target yet (its IQ grid search "
-                         "is not implemented; Tessera reads and computes the type)%s. Use llama-quantize "
-                         "--imatrix for %s, or quantize to IQ3_XXS, IQ4_XS, IQ4_NL or a K-quant",
+        return error_set("quantize: %s: Tessera does not produce this target yet (it has no quantizer "
+                         "for its base type; Tessera reads and computes the type)%s. Use llama-quantize "
+                         "--imatrix for %s, or quantize to an IQ2/IQ3 type, IQ4_XS, IQ4_NL or a K-quant",
                          ft->name, have_imatrix ? "; an importance matrix does not change that" : "",
                          ft->name);
     return 0;
@@ -79,7 +79,7 @@ enum {
     FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_TQ1_0 = 36, FT_TQ2_0 = 37,
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
     FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17, FT_Q2_K_S = 21, FT_IQ3_XXS = 23,
-    FT_IQ3_XS = 22, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_M = 29,
+    FT_IQ3_XS = 22, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_M = 29, FT_IQ2_S = 28,
 };
 
 const quant_ftype *quant_ftype_find(const char *name) {
@@ -170,30 +170,64 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
     return fb;
 }
 
+enum { FT_IQ2_XXS = 19, FT_IQ2_XS = 20 };
+
+/* IQ2_XXS and IQ2_XS (as llama-quantize applies them on synth llama, qwen3
+ * and phi3 models, GQA 1 and 4, 4 and 16 layers): the output projection
+ * Q5_K, the embedding Q2_K (it has no importance data: only matrix
+ * products are measured), attn_v and a fused attn_qkv Q4_K under GQA >= 4
+ * (or 4+ experts), else Q2_K, the first eighth of ffn_down Q2_K; and (not
+ * seen) with 8 experts attn_k Q4_K and attn_output Q5_K. Everything else
+ * the base type; none of the other ftypes' rules apply. */
+static int32_t iq2_mixture_dtype(const quant_model_info *info, quant_rule_state *st, const char *name,
+                                 const int64_t *ne, int32_t t) {
+    const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
+    if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
+        if (!strcmp(info->arch, "falcon") || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
+        else t = info->has_output ? TSR_DTYPE_Q5_K : TSR_DTYPE_IQ3_S;
+    } else if (!strcmp(name, "token_embd.weight")) {
+        t = TSR_DTYPE_Q2_K;
+    } else if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
+        t = n_gqa >= 4 || info->n_expert >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q2_K;
+        st->i_attention_wv++;
+    } else if (info->n_expert == 8 && contains(name, "attn_k.weight")) {
+        t = TSR_DTYPE_Q4_K;
+    } else if (contains(name, "ffn_down")) {
+        if (layer_of(info, st->i_ffn_down, name) < info->n_layer / 8) t = TSR_DTYPE_Q2_K;
+        st->i_ffn_down++;
+    } else if (contains(name, "attn_output.weight")) {
+        if (info->n_expert == 8) t = TSR_DTYPE_Q5_K;
+    }
+    if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
+    return t;
+}
+
 int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                             quant_rule_state *st, const char *name, const int64_t *ne) {
     const int f = ft->llama_ftype;
     const bool falcon = !strcmp(info->arch, "falcon");
     const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
     int32_t t = ft->default_dtype;
+    if (f == FT_IQ2_XXS || f == FT_IQ2_XS) return iq2_mixture_dtype(info, st, name, ne, t);
 
     if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
         /* The output projection decides every logit: keep it at 6 bits. */
         if (falcon || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
-        else if (f == FT_IQ3_XXS || f == FT_IQ2_M) t = TSR_DTYPE_Q5_K; /* seen on llama-quantize */
+        else if (f == FT_IQ3_XXS || f == FT_IQ2_M || f == FT_IQ2_S) t = TSR_DTYPE_Q5_K; /* seen on llama-quantize */
         else if (t != TSR_DTYPE_Q8_0) t = TSR_DTYPE_Q6_K;
     } else if (!strcmp(name, "token_embd.weight")) {
         /* rows are looked up, not multiplied: the default type is fine,
          * except that ternary embeddings would lose too much */
         if (f == FT_TQ1_0 || f == FT_TQ2_0) t = TSR_DTYPE_Q4_K;
-        else if (f == FT_IQ3_XXS || f == FT_IQ3_XS || f == FT_IQ3_M || f == FT_IQ2_M) t = TSR_DTYPE_IQ3_S;
+        else if (f == FT_IQ3_XXS || f == FT_IQ3_XS || f == FT_IQ3_M || f == FT_IQ2_M || f == FT_IQ2_S)
+            t = TSR_DTYPE_IQ3_S;
     } else if (contains(name, "attn_v.weight")) {
         /* V is small under GQA and its errors pass straight to the output */
         if (f == FT_Q2_K) t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
         else if (f == FT_Q2_K_S && n_gqa >= 4) t = TSR_DTYPE_Q4_K;
         else if (f == FT_IQ3_XXS)
             t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : info->has_imatrix ? TSR_DTYPE_IQ3_XXS : TSR_DTYPE_IQ3_S;
-        else if (f == FT_IQ3_S || f == FT_IQ3_XS || f == FT_IQ2_M)
+        else if (f == FT_IQ3_S || f == FT_IQ3_XS || f == FT_IQ2_M || f == FT_IQ2_S)
             t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_IQ3_S;
         else if (f == FT_IQ3_M) t = TSR_DTYPE_Q4_K;
         else if (f == FT_Q3_K_M) t = st->i_attention_wv < 2 ? TSR_DTYPE_Q5_K : TSR_DTYPE_Q4_K;
@@ -224,7 +258,7 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         } else if (f == FT_IQ3_XXS && !info->has_imatrix)
             t = i_layer < n_layer / 8 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
         else if (f == FT_IQ3_M && i_layer < n_layer / 8) t = TSR_DTYPE_Q4_K;
-        else if (f == FT_IQ2_M && i_layer < n_layer / 8) t = TSR_DTYPE_IQ3_S;
+        else if ((f == FT_IQ2_M || f == FT_IQ2_S) && i_layer < n_layer / 8) t = TSR_DTYPE_IQ3_S;
         else if (f == FT_Q3_K_M)
             t = i_layer < n_layer / 16 ? TSR_DTYPE_Q5_K
                 : (!falcon || use_more_bits(i_layer, n_layer)) ? TSR_DTYPE_Q4_K
@@ -249,7 +283,7 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                     t = TSR_DTYPE_Q5_K;
             } else {
                 if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
-                else if (f == FT_IQ3_XXS || f == FT_IQ2_M) t = TSR_DTYPE_IQ3_S;
+                else if (f == FT_IQ3_XXS || f == FT_IQ2_M || f == FT_IQ2_S) t = TSR_DTYPE_IQ3_S;
                 else if (f == FT_Q3_K_M || f == FT_IQ3_M) t = TSR_DTYPE_Q4_K;
                 else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
             }

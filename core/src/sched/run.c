@@ -37,6 +37,8 @@ void sched_present(const sched *s, graph_tensor *t, int32_t slot, int32_t split,
         out->offset = 0;
         out->data = L->host ? L->host + off : NULL;
     }
+    /* model memory, constant while the model lives (TSR_TENSOR_WEIGHT) */
+    if ((r->flags & GRAPH_WEIGHT) && r->op == TSR_OP_NONE) out->flags |= TSR_TENSOR_WEIGHT;
 }
 
 static int staging_reserve(sched *s, uint64_t size) {

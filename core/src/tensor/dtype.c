@@ -20,7 +20,8 @@
 /* The quantizer also takes an importance matrix (quant_<t>_from_f32_w). */
 #define WEIGHTED(t) .from_f32_w = quant_##t##_from_f32_w
 /* Read and computed, but produced only by llama.cpp's importance-matrix
- * search (the grid IQ formats): no quantizer. */
+ * search (the grid IQ formats): no quantizer, or (with WEIGHTED) one that
+ * needs an importance matrix, as llama.cpp's does (IQ2_XXS, IQ2_XS). */
 #define READS(t, vdt) \
     .supported = true, .to_f32 = quant_##t##_to_f32, .from_f32 = NULL, .vec_dot_type = vdt, \
     .vec_dot = quant_##t##_dot
@@ -45,8 +46,8 @@
 #define COMPUTE_Q6_K COMPUTES(q6_K, TSR_DTYPE_Q8_K), WEIGHTED(q6_K)
 #define COMPUTE_Q8_K COMPUTES(q8_K, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ4_NL COMPUTES(iq4_nl, TSR_DTYPE_Q8_0), WEIGHTED(iq4_nl)
-#define COMPUTE_IQ2_XXS READS(iq2_xxs, TSR_DTYPE_Q8_K)
-#define COMPUTE_IQ2_XS READS(iq2_xs, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ2_XXS READS(iq2_xxs, TSR_DTYPE_Q8_K), WEIGHTED(iq2_xxs)
+#define COMPUTE_IQ2_XS READS(iq2_xs, TSR_DTYPE_Q8_K), WEIGHTED(iq2_xs)
 #define COMPUTE_IQ3_XXS COMPUTES(iq3_xxs, TSR_DTYPE_Q8_K), WEIGHTED(iq3_xxs)
 #define COMPUTE_IQ1_S READS(iq1_s, TSR_DTYPE_Q8_K)
 #define COMPUTE_IQ3_S COMPUTES(iq3_s, TSR_DTYPE_Q8_K), WEIGHTED(iq3_s)
@@ -103,7 +104,7 @@ static const dtype_traits *row_check(int32_t dtype, int64_t n, const char *what,
         error_set("%s: unknown dtype number %d", what, (int)dtype);
         return NULL;
     }
-    if (need_from ? !t->from_f32 : !t->to_f32) {
+    if (need_from ? !t->from_f32 && !t->from_f32_w : !t->to_f32) {
         error_set("%s: dtype %s cannot be %s by Tessera", what, t->name,
                   need_from ? "produced" : "converted to F32");
         return NULL;
@@ -117,15 +118,15 @@ static const dtype_traits *row_check(int32_t dtype, int64_t n, const char *what,
 }
 
 int dtype_quantize_row(int32_t dtype, const float *src, void *dst, int64_t n) {
-    const dtype_traits *t = row_check(dtype, n, "quantize", true);
-    if (!t) return -1;
-    t->from_f32(src, dst, n);
-    return 0;
+    return dtype_quantize_row_w(dtype, src, dst, n, NULL);
 }
 
 int dtype_quantize_row_w(int32_t dtype, const float *src, void *dst, int64_t n, const float *qw) {
     const dtype_traits *t = row_check(dtype, n, "quantize", true);
     if (!t) return -1;
+    if (!qw && !t->from_f32)
+        return error_set("quantize: %s needs an importance matrix (its grid search weighs every "
+                         "element by it; llama.cpp refuses without one too)", t->name);
     if (qw && t->from_f32_w)
         t->from_f32_w(src, dst, n, qw);
     else

@@ -85,6 +85,9 @@ float quant_iq4nl_scale(const float *x, const float *weight);
 float quant_make_qx(int n, int nmax, const float *x, int8_t *L, const float *qw);
 float quant_make_qkx(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *the_min,
                      uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad);
+/* make_qp_quants: levels 0..nmax of non-negative x, weighted by qw (the
+ * first fit of Q2_K's scales and of IQ2_XXS's sub-blocks). */
+float quant_make_qp(int n, int nmax, const float *x, uint8_t *L, const float *qw);
 /* Importance weights qw[i] * sqrt(sigma2 + x[i]^2) into w, their sum into
  * *sumw unless NULL: how every weighted quantizer turns an importance
  * matrix's column means into per-element weights. */
@@ -107,6 +110,8 @@ QUANT_DECLARE_W(q6_K)
 QUANT_DECLARE_W(iq4_nl)
 QUANT_DECLARE_W(iq4_xs)
 QUANT_DECLARE_W(iq3_xxs)
+QUANT_DECLARE_W(iq2_xxs) /* quant_iq2.c; these two need the matrix */
+QUANT_DECLARE_W(iq2_xs)
 #undef QUANT_DECLARE_W
 
 #define QUANT_DECLARE(t)                                                     \

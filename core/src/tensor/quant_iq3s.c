@@ -55,7 +55,7 @@ static void grids_init(void) {
 static void iq3s_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     pthread_once(&grids_once, grids_init);
     const iq_grid *g = &iq3s_grid;
-    const iq_grid_sweep sw = {8, 9, 0.2f, true};
+    const iq_grid_sweep sw = {8, 9, 0.2f, IQ_RESEARCH_ALL_IF_OFF};
     tsr_block_iq3_s *y = dst;
     float w[32], waux[32], xval[32], scales[8];
     uint8_t L[32];
@@ -113,7 +113,7 @@ void quant_iq3_s_from_f32_w(const float *x, void *dst, int64_t n, const float *q
 static void iq2s_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     pthread_once(&grids_once, grids_init);
     const iq_grid *g = &iq2s_grid;
-    const iq_grid_sweep sw = {3, 9, 0.1f, false};
+    const iq_grid_sweep sw = {3, 9, 0.1f, IQ_RESEARCH_OFF_GRID};
     tsr_block_iq2_s *y = dst;
     float w[16], waux[16], xval[16], scales[16];
     uint8_t L[16];

@@ -1,7 +1,8 @@
 /*
- * quant_iq_grid — quantizers of the grid IQ formats, byte-exact with
- * llama-quantize given the same importance matrix (or none). IQ3_XXS so far;
- * docs/quantize.md says what is known of the others.
+ * quant_iq_grid — the grid search of the IQ quantizers (quant_iq_grid.h),
+ * byte-exact with llama-quantize given the same importance matrix (or
+ * none), and IQ3_XXS; quant_iq2.c holds IQ2_XXS/IQ2_XS, quant_iq3s.c
+ * IQ3_S/IQ2_S, docs/quantize.md what is known of each.
  *
  * A grid format stores each group of 8 (IQ2) or 4 (IQ3) magnitudes as the
  * index of a point of a fixed lattice-derived grid (tessera/iq_grids.h, the
@@ -22,8 +23,8 @@
  *            the best (least sqrt(w)-weighted squared error) of its
  *            precomputed neighbours: the grid points at the nearest few
  *            distances. The trial of best weighted least-squares fit wins;
- *            its off-grid groups are then re-searched at the fitted scale
- *            and the scale refitted.
+ *            its off-grid groups (or every group: iq_grid_research) are
+ *            then re-searched at the fitted scale and the scale refitted.
  *   packing  the super-block's d from the largest sub-block scale; each
  *            sub-block scale to 4 bits against it.
  *
@@ -155,7 +156,7 @@ static const iq_grid *grid_get(int which) {
 /* ------------------------------------------------------------ the search */
 
 /* Level of x at inverse scale id: x ~ (2l + 1) / id, l in [0, n_levels). */
-int iq_grid_level(float id, float x, int n_levels) {
+static int iq_grid_level(float id, float x, int n_levels) {
     const int l = quant_nearest_int(0.5f * (id * x - 1.0f));
     return l < 0 ? 0 : l >= n_levels ? n_levels - 1 : l;
 }
@@ -164,8 +165,8 @@ int iq_grid_level(float id, float x, int n_levels) {
  * (scale = 1/id, as the caller computed it): the rounded point if it is
  * on the grid, else the neighbour of least error weighted by waux. Its
  * levels into L; *on_grid says which. */
-int iq_grid_point(const iq_grid *g, const float *xval, const float *waux, float id, float scale,
-                      int n_levels, uint8_t *L, bool *on_grid) {
+static int iq_grid_point(const iq_grid *g, const float *xval, const float *waux, float id, float scale,
+                         int n_levels, uint8_t *L, bool *on_grid) {
     int u = 0;
     for (int j = 0; j < g->width; j++) {
         L[j] = (uint8_t)iq_grid_level(id, xval[j], n_levels);
@@ -193,7 +194,7 @@ int iq_grid_point(const iq_grid *g, const float *xval, const float *waux, float 
 }
 
 /* The weighted least-squares scale of xval ~ scale * (2L + 1): sums. */
-void iq_grid_fit(int n, const float *xval, const float *w, const uint8_t *L, float *sumqx, float *sumq2) {
+static void iq_grid_fit(int n, const float *xval, const float *w, const uint8_t *L, float *sumqx, float *sumq2) {
     float sx = 0.0f, s2 = 0.0f;
     for (int i = 0; i < n; i++) {
         const float q = (float)(2 * L[i] + 1);
@@ -208,7 +209,7 @@ void iq_grid_fit(int n, const float *xval, const float *w, const uint8_t *L, flo
  * fitted scale returned; max: the largest magnitude, scale: the scale kept
  * if no trial fits (all-zero weights). */
 float iq_grid_search(const iq_grid *g, const iq_grid_sweep *sw, int n, const float *xval, const float *w,
-                         const float *waux, float max, float scale, uint8_t *L) {
+                     const float *waux, float max, float scale, uint8_t *L) {
     const int n_groups = n / g->width;
     uint8_t Laux[32];
     bool on[8], on_aux[8];
@@ -219,7 +220,7 @@ float iq_grid_search(const iq_grid *g, const iq_grid_sweep *sw, int n, const flo
         const float this_scale = 1 / id;
         for (int k = 0; k < n_groups; k++)
             iq_grid_point(g, xval + g->width * k, waux + g->width * k, id, this_scale, sw->n_levels,
-                       Laux + g->width * k, &on_aux[k]);
+                          Laux + g->width * k, &on_aux[k]);
         iq_grid_fit(n, xval, w, Laux, &sumqx, &sumq2);
         if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
             scale = sumqx / sumq2;
@@ -230,13 +231,13 @@ float iq_grid_search(const iq_grid *g, const iq_grid_sweep *sw, int n, const flo
     }
     int n_off = 0;
     for (int k = 0; k < n_groups; k++) n_off += !on[k];
-    if (n_off > 0 && scale > 0) {
+    if ((n_off > 0 || sw->research == IQ_RESEARCH_ALL) && scale > 0) {
         const float id = 1 / scale;
         for (int k = 0; k < n_groups; k++) {
             bool dummy;
-            if (!on[k] || sw->research_all)
+            if (!on[k] || sw->research != IQ_RESEARCH_OFF_GRID)
                 iq_grid_point(g, xval + g->width * k, waux + g->width * k, id, scale, sw->n_levels,
-                           L + g->width * k, &dummy);
+                              L + g->width * k, &dummy);
         }
         iq_grid_fit(n, xval, w, L, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
@@ -308,7 +309,7 @@ int iq_scale_bits(float id, float scale) {
  * and a 4-bit scale per sub-block in one u32. */
 static void iq3xxs_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     const iq_grid *g = grid_get(GRID_IQ3XXS);
-    const iq_grid_sweep sw = {8, 15, 0.2f, false};
+    const iq_grid_sweep sw = {8, 15, 0.2f, IQ_RESEARCH_OFF_GRID};
     tsr_block_iq3_xxs *y = dst;
     float w[32], waux[32], xval[32], scales[8];
     uint8_t L[32];

@@ -204,7 +204,7 @@ float quant_make_qkx(int n, int nmax, const float *x, const float *weights, uint
  * llama.cpp's make_qp_quants. The best of 9 starting scales around
  * nmax/max by weighted squared error, then up to 5 sweeps of coordinate
  * descent on the weighted least-squares scale. Returns the scale. */
-static float make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
+float quant_make_qp(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
     float max = 0.0f;
     for (int i = 0; i < n; i++) max = MAX(max, x[i]);
     if (max < GROUP_MAX_EPS) {
@@ -501,8 +501,8 @@ void quant_q2_K_from_f32_w(const float *x, void *dst, int64_t n, const float *qw
             scales[j] = quant_make_qkx(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36,
                                        false);
         }
-        y[i].d = f32_to_fp16(make_qp_quants(QK_K / 16, 15, scales, Ls, sw));
-        y[i].dmin = f32_to_fp16(make_qp_quants(QK_K / 16, 15, mins, Lm, sw));
+        y[i].d = f32_to_fp16(quant_make_qp(QK_K / 16, 15, scales, Ls, sw));
+        y[i].dmin = f32_to_fp16(quant_make_qp(QK_K / 16, 15, mins, Lm, sw));
         for (int j = 0; j < QK_K / 16; j++) y[i].scales[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
         q2k_finish(x, &y[i], L);
     }
@@ -659,8 +659,8 @@ static void kquant_4_5_quants(const float *x, int nmax, float rmin, int nstep, u
             scales[j] = quant_make_qkx(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f,
                                        36, false);
         }
-        const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
-        const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
+        const float d_block = quant_make_qp(QK_K / 32, 63, scales, Ls, sw);
+        const float m_block = quant_make_qp(QK_K / 32, 63, mins, Lm, sw);
         memset(packed_scales, 0, K_SCALE_SIZE);
         for (int j = 0; j < QK_K / 32; j++) kquant_pack_scale_min(j, Ls[j], Lm[j], packed_scales);
         *d_out = f32_to_fp16(d_block);

@@ -8,9 +8,9 @@
 - tessera quantize --imatrix gives byte-identical files to llama-quantize
   --imatrix given the same matrix (GGUF and .dat), for every type whose
   quantizer takes the matrix, some mixtures and --include/--exclude-weights;
-- Q2_K_S, IQ3_XXS (--pure), IQ2_XXS and IQ2_XS byte-identical to
-  llama-quantize with tessera imatrix's matrix (IQ2 with llama-imatrix's
-  and the .dat too);
+- Q2_K_S, IQ3_XXS (--pure and its mixture), IQ3_S, IQ3_M, IQ3_XS, IQ2_M,
+  IQ2_XXS, IQ2_XS and IQ2_S byte-identical to llama-quantize with tessera
+  imatrix's matrix (IQ2_XXS/IQ2_XS with llama-imatrix's and the .dat too);
 - the types that need a matrix refuse without one (llama-quantize's
   reasoning) and the grid types Tessera lacks say so with one; a matrix of
   another model, a garbage file and bad flags are one clear error;
@@ -111,8 +111,13 @@ def check_all(c, tmp):
     jobs = [(ty, theirs, ["--pure"]) for ty in PURE] + [(ty, dat, []) for ty in MIXES]
     # the grid and ~2-bit targets Tessera produces, with tessera imatrix's matrix
     jobs += [("Q2_K_S", ours, []), ("IQ3_XXS", ours, ["--pure"])]
+    # IQ3_S, IQ2_S (quant_iq3s.c) and the mixtures that use them
+    jobs += [("IQ3_S", ours, ["--pure"]), ("IQ3_S", ours, []), ("IQ3_M", ours, []), ("IQ3_XS", ours, []),
+             ("IQ3_XXS", ours, []), ("IQ2_M", ours, [])]
     # IQ2_XXS/IQ2_XS: their mixture (output Q5_K, token_embd Q2_K, attn_v Q4_K), with both matrices
     jobs += [("IQ2_XXS", ours, []), ("IQ2_XS", ours, []), ("IQ2_XXS", theirs, []), ("IQ2_XS", dat, [])]
+    # IQ2_S: IQ2_XS (quant_iq2.c) with IQ2_M's mixture less its IQ2_S attn_q/attn_k
+    jobs += [("IQ2_S", ours, [])]
     jobs += [("Q4_K_M", ours, ["--include-weights", "attn_v", "--include-weights", "ffn_down"]),
              ("Q5_0", dat, ["--exclude-weights", "attn_q"])]
     # the MoE model: per-expert sums and counts, then quantized with them
@@ -162,17 +167,16 @@ def check_refusals(c, tmp, ours, text):
     rc, _, err = quantize(["--pure", MODEL, out, "IQ3_XXS"])
     c.check(rc != 0 and "requires an importance matrix" in err and not os.path.exists(out),
             f"IQ3_XXS without a matrix: rc {rc}: {err[-300:]}")
+    rc, _, err = quantize([MODEL, out, "IQ2_S"])
+    c.check(rc != 0 and "requires an importance matrix" in err and not os.path.exists(out),
+            f"IQ2_S without a matrix: rc {rc}: {err[-300:]}")
     rc, _, err = quantize(["--imatrix", ours, MODEL, out, "IQ1_S"])
-    c.check(rc != 0 and "does not produce" in err and not os.path.exists(out),
+    c.check(rc != 0 and "does not produce" in err and "no quantizer" in err and not os.path.exists(out),
             f"IQ1_S with a matrix: rc {rc}: {err[-300:]}")
     # --pure IQ2_XXS: output.weight has no importance data (llama-quantize aborts there)
     rc, _, err = quantize(["--pure", "--imatrix", ours, MODEL, out, "IQ2_XXS"])
     c.check(rc == 1 and "output.weight" in err and "Missing importance matrix" in err and not os.path.exists(out),
             f"--pure IQ2_XXS: rc {rc}: {err[-300:]}")
-    # IQ3_XXS's mixture puts attention and embedding weights in IQ3_S/IQ2_S
-    rc, _, err = quantize(["--imatrix", ours, MODEL, out, "IQ3_XXS"])
-    c.check(rc != 0 and "IQ3_S" in err and "--pure" in err and not os.path.exists(out),
-            f"IQ3_XXS mixture: rc {rc}: {err[-300:]}")
     # a matrix of another model (stories260K: dim 64) names the tensor
     small = os.path.join(tmp, "stories.gguf")
     rc, _, err = imatrix(["-m", STORIES, "-f", text, "-c", "64", "--chunks", "1", "-o", small])

@@ -128,6 +128,48 @@ TEST(test_quantize_matches_ggml) {
     free(buf);
 }
 
+/* IQ3_S and IQ2_S (quant_iq3s.c): rows quantized by ggml_quantize_chunk
+ * without and with an importance matrix; ours must give the same bytes. */
+TEST(test_quantize_iq3s_matches_ggml) {
+    size_t size;
+    uint8_t *buf = slurp("tests/data/quant-ref/quant-iq3s.bin", &size);
+    reader r = {buf, buf + size};
+    int records = 0;
+    while (r.p < r.end) {
+        const int32_t t = (int32_t)take_u32(&r);
+        const uint32_t rows = take_u32(&r), n = take_u32(&r), has_w = take_u32(&r);
+        const dtype_traits *tr = dtype_traits_get(t);
+        REQUIRE(tr && tr->from_f32_w && rows > 0 && rows < 64 && n > 0 && n <= 4096 && has_w < 2,
+                "record %d: type %d", records, (int)t);
+        const size_t row_bytes = dtype_row_bytes(t, n);
+        const float *x = take(&r, (size_t)rows * n * 4);
+        const float *qw = has_w ? take(&r, (size_t)n * 4) : NULL;
+        const uint8_t *want = take(&r, rows * row_bytes);
+        REQUIRE(x && want && (qw || !has_w), "%s: record truncated", tr->name);
+        uint8_t *got = malloc(rows * row_bytes);
+        for (uint32_t k = 0; k < rows; k++) {
+            float row[4096], w[4096];
+            memcpy(row, x + (size_t)k * n, (size_t)n * 4);
+            if (qw) {
+                memcpy(w, qw, (size_t)n * 4);
+                tr->from_f32_w(row, got + k * row_bytes, n, w);
+            } else {
+                EXPECT(dtype_quantize_row(t, row, got + k * row_bytes, n) == 0, "%s: %s", tr->name, error_get());
+            }
+        }
+        size_t bad = 0;
+        for (size_t i = 0; i < rows * row_bytes; i++) bad += got[i] != want[i];
+        printf("%-8s %u rows of %u, %s: %s\n", tr->name, rows, n, has_w ? "with a matrix" : "no matrix",
+               bad ? "DIFFER" : "byte-exact");
+        EXPECT(bad == 0, "%s (%s): %zu of %zu bytes differ from ggml_quantize_chunk", tr->name,
+               has_w ? "with a matrix" : "no matrix", bad, rows * row_bytes);
+        free(got);
+        records++;
+    }
+    EXPECT(records == 4, "quant-iq3s.bin holds %d records, expected 4", records);
+    free(buf);
+}
+
 /* vec_dot against activations quantized to the type's vec_dot_type equals
  * the double sum of the dequantized rows. */
 TEST(test_dot_matches_dequant) {
@@ -227,4 +269,4 @@ TEST(test_quantize_w_matches_ggml) {
 
 HARNESS_MAIN("IQ, TQ and MXFP4 agree with ggml", HARNESS_TEST(test_dequant_matches_ggml),
              HARNESS_TEST(test_quantize_matches_ggml), HARNESS_TEST(test_dot_matches_dequant),
-             HARNESS_TEST(test_quantize_w_matches_ggml))
+             HARNESS_TEST(test_quantize_iq3s_matches_ggml), HARNESS_TEST(test_quantize_w_matches_ggml))

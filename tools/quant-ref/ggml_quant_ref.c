@@ -14,6 +14,7 @@
  *   /tmp/ggml_quant_ref grids > plugins-api/tessera/iq_grids.h
  *   /tmp/ggml_quant_ref blocks tests/data/quant-ref/dequant.bin
  *   /tmp/ggml_quant_ref quant tests/data/quant-ref/quant.bin
+ *   /tmp/ggml_quant_ref quant-iq3s tests/data/quant-ref/quant-iq3s.bin
  *   /tmp/ggml_quant_ref quantw tests/data/quant-ref/quantw.bin
  *
  * grids:  a C header with every grid (each entry's values as the bytes of
@@ -25,7 +26,11 @@
  *         too: ggml quantizes it with x^2 weights), random
  *         rows and ggml_quantize_chunk's bytes: records of
  *         {u32 type, u32 n_rows, u32 n_per_row, f32[rows * n], bytes[...]}.
- * quantw: the same for the types that need an importance matrix, each
+ * quant-iq3s: IQ3_S and IQ2_S rows (the same four kinds), each without and
+ *         with an importance matrix (random weights in [0.1, 2)): records
+ *         {u32 type, u32 n_rows, u32 n_per_row, u32 has_matrix,
+ *          f32[rows * n], f32[n] if has_matrix, bytes[...]}.
+ * quantw: as quant, for the types that need an importance matrix, each
  *         record with its matrix: {..., f32 x[rows * n], f32 qw[n], bytes}.
  */
 #include <math.h>
@@ -208,6 +213,39 @@ static int dump_quant(const char *path) {
     return fclose(f) ? 1 : 0;
 }
 
+static void random_rows(float *x, int rows, int n) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++) {
+            /* row 0 gaussian-ish, 1 uniform, 2 with outliers, 3 tiny with zeros */
+            float v = uniform(-1, 1);
+            if (r == 0) v = uniform(-1, 1) + uniform(-1, 1) + uniform(-1, 1);
+            if (r == 2 && next() % 64 == 0) v *= 20;
+            if (r == 3) v = next() % 3 ? 0.0f : v * 1e-3f;
+            x[r * n + j] = v;
+        }
+}
+
+static int dump_quant_iq3s(const char *path) {
+    static const enum ggml_type types[] = {GGML_TYPE_IQ3_S, GGML_TYPE_IQ2_S};
+    FILE *f = fopen(path, "wb");
+    if (!f) return perror(path), 1;
+    enum { ROWS = 4, N = 512 };
+    float x[ROWS * N], qw[N];
+    uint8_t q[ROWS * N];
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        for (int has_w = 0; has_w < 2; has_w++) {
+            random_rows(x, ROWS, N);
+            for (int j = 0; j < N; j++) qw[j] = uniform(0.1f, 2.0f);
+            size_t bytes = ggml_quantize_chunk(types[i], x, q, 0, ROWS, N, has_w ? qw : NULL);
+            uint32_t hdr[4] = {(uint32_t)types[i], ROWS, N, (uint32_t)has_w};
+            fwrite(hdr, 4, 4, f);
+            fwrite(x, sizeof x[0], ROWS * N, f);
+            if (has_w) fwrite(qw, sizeof qw[0], N, f);
+            fwrite(q, 1, bytes, f);
+        }
+    return fclose(f) ? 1 : 0;
+}
+
 /* ------------------------------------------ rows with importance weights */
 
 /* Per type that needs a matrix (IQ2_XXS, IQ2_XS), records of 12 rows of
@@ -259,6 +297,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "quantw")) return dump_quantw(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "blocks")) return dump_blocks(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "quant")) return dump_quant(argv[2]);
-    fprintf(stderr, "usage: %s grids | blocks FILE | quant FILE | quantw FILE\n", argv[0]);
+    if (argc >= 3 && !strcmp(argv[1], "quant-iq3s")) return dump_quant_iq3s(argv[2]);
+    fprintf(stderr, "usage: %s grids | blocks FILE | quant FILE | quant-iq3s FILE | quantw FILE\n", argv[0]);
     return 2;
 }

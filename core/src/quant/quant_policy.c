@@ -30,15 +30,15 @@ static const quant_ftype ftypes[] = {
     {"IQ4_XS", 30, TSR_DTYPE_IQ4_XS, "4.25 bpw non-linear quantization", false},
     {"TQ1_0", 36, TSR_DTYPE_TQ1_0, "1.69 bpw ternarization", false},
     {"TQ2_0", 37, TSR_DTYPE_TQ2_0, "2.06 bpw ternarization", false},
-    {"IQ3_XXS", 23, TSR_DTYPE_IQ3_XXS, "3.06 bpw quantization (needs an importance matrix; --pure: its mixture needs IQ2_S/IQ3_S)", true},
+    {"IQ3_XXS", 23, TSR_DTYPE_IQ3_XXS, "3.06 bpw quantization (needs an importance matrix)", true},
     {"Q2_K_S", 21, TSR_DTYPE_Q2_K, "K-quant mixture, 2-bit (needs an importance matrix)", true},
-    /* the targets below are named so that they are refused clearly: they
-     * need an importance matrix, or a quantizer Tessera does not have */
-    {"IQ3_S", 26, TSR_DTYPE_IQ3_S, "3.44 bpw quantization (not produced by Tessera yet)", false},
-    {"IQ3_M", 27, TSR_DTYPE_IQ3_S, "3.66 bpw quantization mix (not produced by Tessera yet)", false},
+    /* the targets below need an importance matrix, or (IQ1_S, IQ1_M) a
+     * quantizer Tessera does not have: named so that they are refused clearly */
+    {"IQ3_S", 26, TSR_DTYPE_IQ3_S, "3.44 bpw quantization", false},
+    {"IQ3_M", 27, TSR_DTYPE_IQ3_S, "3.66 bpw quantization mix", false},
     {"IQ3_XS", 22, TSR_DTYPE_IQ3_S, "3.3 bpw quantization (needs an importance matrix)", true},
     {"IQ2_M", 29, TSR_DTYPE_IQ2_S, "2.7 bpw quantization (needs an importance matrix)", true},
-    {"IQ2_S", 28, TSR_DTYPE_IQ2_S, "2.5 bpw quantization (needs an importance matrix)", true},
+    {"IQ2_S", 28, TSR_DTYPE_IQ2_XS, "2.5 bpw quantization (needs an importance matrix)", true},
     {"IQ2_XS", 20, TSR_DTYPE_IQ2_XS, "2.31 bpw quantization (needs an importance matrix)", true},
     {"IQ2_XXS", 19, TSR_DTYPE_IQ2_XXS, "2.06 bpw quantization (needs an importance matrix)", true},
     {"IQ1_M", 31, TSR_DTYPE_IQ1_M, "1.75 bpw quantization (needs an importance matrix)", true},
@@ -67,9 +67,9 @@ int quant_ftype_check(const quant_ftype *ft, bool have_imatrix) {
                          produced ? "" : "; note that Tessera does not quantize to this type itself yet "
                                          "(llama-quantize --imatrix does)");
     if (!produced)
-        return error_set("quantize: %s: Tessera does not produce this target yet (its IQ grid search "
-                         "is not implemented; Tessera reads and computes the type)%s. Use llama-quantize "
-                         "--imatrix for %s, or quantize to IQ3_XXS, IQ4_XS, IQ4_NL or a K-quant",
+        return error_set("quantize: %s: Tessera does not produce this target yet (it has no quantizer "
+                         "for its base type; Tessera reads and computes the type)%s. Use llama-quantize "
+                         "--imatrix for %s, or quantize to an IQ2/IQ3 type, IQ4_XS, IQ4_NL or a K-quant",
                          ft->name, have_imatrix ? "; an importance matrix does not change that" : "",
                          ft->name);
     return 0;
@@ -79,6 +79,7 @@ enum {
     FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_TQ1_0 = 36, FT_TQ2_0 = 37,
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
     FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17, FT_Q2_K_S = 21, FT_IQ3_XXS = 23,
+    FT_IQ3_XS = 22, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_M = 29, FT_IQ2_S = 28,
 };
 
 const quant_ftype *quant_ftype_find(const char *name) {
@@ -212,18 +213,23 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
     if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
         /* The output projection decides every logit: keep it at 6 bits. */
         if (falcon || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
+        else if (f == FT_IQ3_XXS || f == FT_IQ2_M || f == FT_IQ2_S) t = TSR_DTYPE_Q5_K; /* seen on llama-quantize */
         else if (t != TSR_DTYPE_Q8_0) t = TSR_DTYPE_Q6_K;
     } else if (!strcmp(name, "token_embd.weight")) {
         /* rows are looked up, not multiplied: the default type is fine,
          * except that ternary embeddings would lose too much */
         if (f == FT_TQ1_0 || f == FT_TQ2_0) t = TSR_DTYPE_Q4_K;
-        else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ3_S;
+        else if (f == FT_IQ3_XXS || f == FT_IQ3_XS || f == FT_IQ3_M || f == FT_IQ2_M || f == FT_IQ2_S)
+            t = TSR_DTYPE_IQ3_S;
     } else if (contains(name, "attn_v.weight")) {
         /* V is small under GQA and its errors pass straight to the output */
         if (f == FT_Q2_K) t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
         else if (f == FT_Q2_K_S && n_gqa >= 4) t = TSR_DTYPE_Q4_K;
         else if (f == FT_IQ3_XXS)
             t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : info->has_imatrix ? TSR_DTYPE_IQ3_XXS : TSR_DTYPE_IQ3_S;
+        else if (f == FT_IQ3_S || f == FT_IQ3_XS || f == FT_IQ2_M || f == FT_IQ2_S)
+            t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_IQ3_S;
+        else if (f == FT_IQ3_M) t = TSR_DTYPE_Q4_K;
         else if (f == FT_Q3_K_M) t = st->i_attention_wv < 2 ? TSR_DTYPE_Q5_K : TSR_DTYPE_Q4_K;
         else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
         else if ((f == FT_Q4_K_M || f == FT_Q5_K_M) &&
@@ -239,9 +245,11 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         st->i_attention_wv++;
     } else if (contains(name, "attn_k.weight")) {
         if (info->n_expert == 8) t = TSR_DTYPE_Q8_0;
-        else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ2_S; /* seen on llama-quantize: see docs */
+        else if (f == FT_IQ3_XXS || f == FT_IQ2_M) t = TSR_DTYPE_IQ2_S; /* seen on llama-quantize: see docs */
+        else if (f == FT_IQ3_XS) t = TSR_DTYPE_IQ3_XXS;
     } else if (contains(name, "attn_q.weight")) {
-        if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ2_S;
+        if (f == FT_IQ3_XXS || f == FT_IQ2_M) t = TSR_DTYPE_IQ2_S;
+        else if (f == FT_IQ3_XS) t = TSR_DTYPE_IQ3_XXS;
     } else if (contains(name, "ffn_down")) {
         const int i_layer = layer_of(info, st->i_ffn_down, name), n_layer = info->n_layer;
         if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
@@ -249,6 +257,8 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
             if (i_layer < n_layer / 8) t = TSR_DTYPE_Q4_K;
         } else if (f == FT_IQ3_XXS && !info->has_imatrix)
             t = i_layer < n_layer / 8 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
+        else if (f == FT_IQ3_M && i_layer < n_layer / 8) t = TSR_DTYPE_Q4_K;
+        else if ((f == FT_IQ2_M || f == FT_IQ2_S) && i_layer < n_layer / 8) t = TSR_DTYPE_IQ3_S;
         else if (f == FT_Q3_K_M)
             t = i_layer < n_layer / 16 ? TSR_DTYPE_Q5_K
                 : (!falcon || use_more_bits(i_layer, n_layer)) ? TSR_DTYPE_Q4_K
@@ -273,8 +283,8 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                     t = TSR_DTYPE_Q5_K;
             } else {
                 if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
-                else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ3_S;
-                else if (f == FT_Q3_K_M) t = TSR_DTYPE_Q4_K;
+                else if (f == FT_IQ3_XXS || f == FT_IQ2_M || f == FT_IQ2_S) t = TSR_DTYPE_IQ3_S;
+                else if (f == FT_Q3_K_M || f == FT_IQ3_M) t = TSR_DTYPE_Q4_K;
                 else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
             }
         } else if (f == FT_Q3_K_L) {
@@ -285,8 +295,12 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         else if (f == FT_Q4_K_M) t = TSR_DTYPE_Q5_K;
         else if (f == FT_Q5_K_M) t = TSR_DTYPE_Q6_K;
     } else if (contains(name, "ffn_gate")) {
+        const int i_layer = layer_of(info, st->i_ffn_gate, name), n_layer = info->n_layer;
+        if (f == FT_IQ3_XS && i_layer >= n_layer / 8 && i_layer < 7 * n_layer / 8) t = TSR_DTYPE_IQ3_XXS;
         st->i_ffn_gate++;
     } else if (contains(name, "ffn_up")) {
+        const int i_layer = layer_of(info, st->i_ffn_up, name), n_layer = info->n_layer;
+        if (f == FT_IQ3_XS && i_layer >= n_layer / 8 && i_layer < 7 * n_layer / 8) t = TSR_DTYPE_IQ3_XXS;
         st->i_ffn_up++;
     }
 

@@ -155,6 +155,12 @@ QUANT_DECLARE_READ(iq1_m)
 
 #undef QUANT_DECLARE_READ
 
+/* IQ3_S and IQ2_S are also produced (quant_iq3s.c). */
+void quant_iq3_s_from_f32(const float *src, void *dst, int64_t n);
+void quant_iq3_s_from_f32_w(const float *src, void *dst, int64_t n, const float *qw);
+void quant_iq2_s_from_f32(const float *src, void *dst, int64_t n);
+void quant_iq2_s_from_f32_w(const float *src, void *dst, int64_t n, const float *qw);
+
 #undef QUANT_DECLARE
 
 #endif

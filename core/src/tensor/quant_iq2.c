@@ -45,8 +45,8 @@ static int iq2_grids_ok;
 
 /* 8 coordinates of 3 levels (2 bits each); neighbours at 2 distances. */
 static void iq2_grids_init(void) {
-    iq2_grids_ok = grid_build(&iq2_grids[GRID_IQ2XXS], tsr_iq2xxs_grid, 256, 8, 2, 2) == 0 &&
-                   grid_build(&iq2_grids[GRID_IQ2XS], tsr_iq2xs_grid, 512, 8, 2, 2) == 0;
+    iq2_grids_ok = iq_grid_build(&iq2_grids[GRID_IQ2XXS], tsr_iq2xxs_grid, 256, 8, 2, 2) == 0 &&
+                   iq_grid_build(&iq2_grids[GRID_IQ2XS], tsr_iq2xs_grid, 512, 8, 2, 2) == 0;
 }
 
 static const iq_grid *iq2_grid_get(int which) {
@@ -58,11 +58,11 @@ static const iq_grid *iq2_grid_get(int which) {
  * into signs[n / 8], grid levels into L, the scale returned. qp_start:
  * start the sweep from make_qp_quants' fit (IQ2_XXS) rather than from the
  * largest magnitude (IQ2_XS). */
-static float iq2_sub_block(const iq_grid *g, const grid_sweep *sw, bool qp_start, int n, const float *x,
+static float iq2_sub_block(const iq_grid *g, const iq_grid_sweep *sw, bool qp_start, int n, const float *x,
                            const float *qw, float sigma2, uint8_t *signs, uint8_t *L) {
     float w[32], waux[32], xval[32];
-    grid_weights(x, qw, n, sigma2, w, waux);
-    for (int k = 0; k < n / 8; k++) signs[k] = group_signs(x + 8 * k, w + 8 * k, xval + 8 * k, true);
+    iq_grid_weights(x, qw, n, sigma2, w, waux);
+    for (int k = 0; k < n / 8; k++) signs[k] = iq_group_signs(x + 8 * k, w + 8 * k, xval + 8 * k, true);
     memset(L, 0, (size_t)n);
     float max = xval[0];
     for (int i = 1; i < n; i++) max = fmaxf(max, xval[i]);
@@ -77,7 +77,7 @@ static float iq2_sub_block(const iq_grid *g, const grid_sweep *sw, bool qp_start
         }
         start = scale * (float)sw->n_levels;
     }
-    scale = grid_search(g, sw, n, xval, w, waux, start, scale, L);
+    scale = iq_grid_search(g, sw, n, xval, w, waux, start, scale, L);
     if (!(scale == scale)) return 0.0f; /* all weights zero: no trial fits (IQ2_XS keeps the signs) */
     if (scale < 0) {
         scale = -scale;
@@ -88,17 +88,17 @@ static float iq2_sub_block(const iq_grid *g, const grid_sweep *sw, bool qp_start
 
 static void iq2xxs_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     const iq_grid *g = iq2_grid_get(GRID_IQ2XXS);
-    const grid_sweep sw = {3, 6, 0.1f, true};
+    const iq_grid_sweep sw = {3, 6, 0.1f, IQ_RESEARCH_ALL};
     tsr_block_iq2_xxs *y = dst;
     for (int64_t ibl = 0; ibl < n / QK_K; ibl++, x += QK_K, qw += QK_K) {
         uint32_t q2[16] = {0};
         float scales[8], max_scale = 0.0f;
-        const float sigma2 = sum_squares(x, QK_K) / QK_K;
+        const float sigma2 = iq_sum_squares(x, QK_K) / QK_K;
         for (int ib = 0; ib < 8; ib++) {
             uint8_t signs[4], L[32];
             scales[ib] = iq2_sub_block(g, &sw, true, 32, x + 32 * ib, qw + 32 * ib, sigma2, signs, L);
             for (int k = 0; k < 4; k++) {
-                q2[2 * ib] |= (uint32_t)grid_index(g, L + 8 * k) << (8 * k);
+                q2[2 * ib] |= (uint32_t)iq_grid_index(g, L + 8 * k) << (8 * k);
                 q2[2 * ib + 1] |= (uint32_t)signs[k] << (7 * k);
             }
             max_scale = fmaxf(max_scale, scales[ib]);
@@ -107,30 +107,30 @@ static void iq2xxs_quantize(const float *x, void *dst, int64_t n, const float *q
         if (!max_scale) continue;
         const float d = max_scale / 31;
         y[ibl].d = f32_to_fp16(d);
-        for (int ib = 0; ib < 8; ib++) q2[2 * ib + 1] |= (uint32_t)scale_bits(1 / d, scales[ib]) << 28;
+        for (int ib = 0; ib < 8; ib++) q2[2 * ib + 1] |= (uint32_t)iq_scale_bits(1 / d, scales[ib]) << 28;
         memcpy(y[ibl].qs, q2, sizeof q2);
     }
 }
 
 static void iq2xs_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     const iq_grid *g = iq2_grid_get(GRID_IQ2XS);
-    const grid_sweep sw = {3, 9, 0.1f, false};
+    const iq_grid_sweep sw = {3, 9, 0.1f, IQ_RESEARCH_OFF_GRID};
     tsr_block_iq2_xs *y = dst;
     for (int64_t ibl = 0; ibl < n / QK_K; ibl++, x += QK_K, qw += QK_K) {
         uint16_t q2[32];
         float scales[16], max_scale = 0.0f;
-        const float sigma2 = sum_squares(x, QK_K) / QK_K;
+        const float sigma2 = iq_sum_squares(x, QK_K) / QK_K;
         for (int ib = 0; ib < 16; ib++) {
             uint8_t signs[2], L[16];
             scales[ib] = iq2_sub_block(g, &sw, false, 16, x + 16 * ib, qw + 16 * ib, sigma2, signs, L);
-            for (int k = 0; k < 2; k++) q2[2 * ib + k] = (uint16_t)(grid_index(g, L + 8 * k) | signs[k] << 9);
+            for (int k = 0; k < 2; k++) q2[2 * ib + k] = (uint16_t)(iq_grid_index(g, L + 8 * k) | signs[k] << 9);
             max_scale = fmaxf(max_scale, scales[ib]);
         }
         memset(&y[ibl], 0, sizeof y[ibl]);
         if (!max_scale) continue;
         const float d = max_scale / 31;
         y[ibl].d = f32_to_fp16(d);
-        for (int ib = 0; ib < 16; ib++) y[ibl].scales[ib / 2] |= (uint8_t)(scale_bits(1 / d, scales[ib]) << (4 * (ib % 2)));
+        for (int ib = 0; ib < 16; ib++) y[ibl].scales[ib / 2] |= (uint8_t)(iq_scale_bits(1 / d, scales[ib]) << (4 * (ib % 2)));
         memcpy(y[ibl].qs, q2, sizeof q2);
     }
 }

@@ -1,7 +1,8 @@
 /*
- * quant_iq_grid — quantizers of the grid IQ formats, byte-exact with
- * llama-quantize given the same importance matrix (or none). IQ3_XXS so far;
- * docs/quantize.md says what is known of the others.
+ * quant_iq_grid — the grid search of the IQ quantizers (quant_iq_grid.h),
+ * byte-exact with llama-quantize given the same importance matrix (or
+ * none), and IQ3_XXS; quant_iq2.c holds IQ2_XXS/IQ2_XS, quant_iq3s.c
+ * IQ3_S/IQ2_S, docs/quantize.md what is known of each.
  *
  * A grid format stores each group of 8 (IQ2) or 4 (IQ3) magnitudes as the
  * index of a point of a fixed lattice-derived grid (tessera/iq_grids.h, the
@@ -22,8 +23,8 @@
  *            the best (least sqrt(w)-weighted squared error) of its
  *            precomputed neighbours: the grid points at the nearest few
  *            distances. The trial of best weighted least-squares fit wins;
- *            its off-grid groups are then re-searched at the fitted scale
- *            and the scale refitted.
+ *            its off-grid groups (or every group: iq_grid_research) are
+ *            then re-searched at the fitted scale and the scale refitted.
  *   packing  the super-block's d from the largest sub-block scale; each
  *            sub-block scale to 4 bits against it.
  *
@@ -71,7 +72,7 @@ static int dist_index_cmp(const void *a, const void *b) {
 
 /* Build grid g from table: levels, map, and for every point off the grid
  * the grid points at its n_dist nearest distances (in odd-integer units). */
-int grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist) {
+int iq_grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist) {
     uint8_t values[256] = {0};
     for (int k = 0; k < n_points; k++)
         for (int j = 0; j < width; j++) values[grid_byte(table, width, k, j)] = 1;
@@ -144,7 +145,7 @@ fail:
 /* IQ3_XXS: 4 coordinates of 8 levels; off-grid points list the grid
  * points at their 2 nearest distances. */
 static void grids_init(void) {
-    grids_ok = grid_build(&grids[GRID_IQ3XXS], tsr_iq3xxs_grid, 256, 4, 3, 2) == 0;
+    grids_ok = iq_grid_build(&grids[GRID_IQ3XXS], tsr_iq3xxs_grid, 256, 4, 3, 2) == 0;
 }
 
 static const iq_grid *grid_get(int which) {
@@ -155,7 +156,7 @@ static const iq_grid *grid_get(int which) {
 /* ------------------------------------------------------------ the search */
 
 /* Level of x at inverse scale id: x ~ (2l + 1) / id, l in [0, n_levels). */
-static int grid_level(float id, float x, int n_levels) {
+static int iq_grid_level(float id, float x, int n_levels) {
     const int l = quant_nearest_int(0.5f * (id * x - 1.0f));
     return l < 0 ? 0 : l >= n_levels ? n_levels - 1 : l;
 }
@@ -164,11 +165,11 @@ static int grid_level(float id, float x, int n_levels) {
  * (scale = 1/id, as the caller computed it): the rounded point if it is
  * on the grid, else the neighbour of least error weighted by waux. Its
  * levels into L; *on_grid says which. */
-static int grid_point(const iq_grid *g, const float *xval, const float *waux, float id, float scale,
-                      int n_levels, uint8_t *L, bool *on_grid) {
+static int iq_grid_point(const iq_grid *g, const float *xval, const float *waux, float id, float scale,
+                         int n_levels, uint8_t *L, bool *on_grid) {
     int u = 0;
     for (int j = 0; j < g->width; j++) {
-        L[j] = (uint8_t)grid_level(id, xval[j], n_levels);
+        L[j] = (uint8_t)iq_grid_level(id, xval[j], n_levels);
         u |= L[j] << (g->bits * j);
     }
     int k = g->map[u];
@@ -193,7 +194,7 @@ static int grid_point(const iq_grid *g, const float *xval, const float *waux, fl
 }
 
 /* The weighted least-squares scale of xval ~ scale * (2L + 1): sums. */
-static void grid_fit(int n, const float *xval, const float *w, const uint8_t *L, float *sumqx, float *sumq2) {
+static void iq_grid_fit(int n, const float *xval, const float *w, const uint8_t *L, float *sumqx, float *sumq2) {
     float sx = 0.0f, s2 = 0.0f;
     for (int i = 0; i < n; i++) {
         const float q = (float)(2 * L[i] + 1);
@@ -207,8 +208,8 @@ static void grid_fit(int n, const float *xval, const float *w, const uint8_t *L,
 /* One sub-block's search (see the top of the file): levels into L, the
  * fitted scale returned; max: the largest magnitude, scale: the scale kept
  * if no trial fits (all-zero weights). */
-float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const float *xval, const float *w,
-                  const float *waux, float max, float scale, uint8_t *L) {
+float iq_grid_search(const iq_grid *g, const iq_grid_sweep *sw, int n, const float *xval, const float *w,
+                     const float *waux, float max, float scale, uint8_t *L) {
     const int n_groups = n / g->width;
     uint8_t Laux[32];
     bool on[8], on_aux[8];
@@ -218,9 +219,9 @@ float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const float *xv
         const float id = ((float)(2 * sw->n_levels - 1) + (float)is * sw->step) / max;
         const float this_scale = 1 / id;
         for (int k = 0; k < n_groups; k++)
-            grid_point(g, xval + g->width * k, waux + g->width * k, id, this_scale, sw->n_levels,
-                       Laux + g->width * k, &on_aux[k]);
-        grid_fit(n, xval, w, Laux, &sumqx, &sumq2);
+            iq_grid_point(g, xval + g->width * k, waux + g->width * k, id, this_scale, sw->n_levels,
+                          Laux + g->width * k, &on_aux[k]);
+        iq_grid_fit(n, xval, w, Laux, &sumqx, &sumq2);
         if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
             scale = sumqx / sumq2;
             best = scale * sumqx;
@@ -230,22 +231,22 @@ float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const float *xv
     }
     int n_off = 0;
     for (int k = 0; k < n_groups; k++) n_off += !on[k];
-    if ((n_off > 0 || sw->research_all) && scale > 0) {
+    if ((n_off > 0 || sw->research == IQ_RESEARCH_ALL) && scale > 0) {
         const float id = 1 / scale;
         for (int k = 0; k < n_groups; k++) {
             bool dummy;
-            if (!on[k] || sw->research_all)
-                grid_point(g, xval + g->width * k, waux + g->width * k, id, scale, sw->n_levels,
-                           L + g->width * k, &dummy);
+            if (!on[k] || sw->research != IQ_RESEARCH_OFF_GRID)
+                iq_grid_point(g, xval + g->width * k, waux + g->width * k, id, scale, sw->n_levels,
+                              L + g->width * k, &dummy);
         }
-        grid_fit(n, xval, w, L, &sumqx, &sumq2);
+        iq_grid_fit(n, xval, w, L, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
     }
     return scale;
 }
 
 /* The grid index of the levels L[0..width) (always on the grid here). */
-int grid_index(const iq_grid *g, const uint8_t *L) {
+int iq_grid_index(const iq_grid *g, const uint8_t *L) {
     int u = 0;
     for (int j = 0; j < g->width; j++) u |= L[j] << (g->bits * j);
     return g->map[u];
@@ -254,7 +255,7 @@ int grid_index(const iq_grid *g, const uint8_t *L) {
 /* Magnitudes of a group of 8 into xval; the sign bits returned. With
  * even_signs the format stores 7 of them, the 8th implied by an even
  * count of negatives: an odd count flips the element of least w * x^2. */
-uint8_t group_signs(const float *x, const float *w, float *xval, bool even_signs) {
+uint8_t iq_group_signs(const float *x, const float *w, float *xval, bool even_signs) {
     unsigned s = 0;
     int n_neg = 0;
     for (int i = 0; i < 8; i++) {
@@ -284,19 +285,19 @@ uint8_t group_signs(const float *x, const float *w, float *xval, bool even_signs
 
 /* Per-element weights of n elements: qw * sqrt(sigma2 + x^2), or x^2
  * without a matrix; their square roots into waux. */
-void grid_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *waux) {
+void iq_grid_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *waux) {
     for (int i = 0; i < n; i++) w[i] = qw ? qw[i] * sqrtf(sigma2 + x[i] * x[i]) : x[i] * x[i];
     for (int i = 0; i < n; i++) waux[i] = sqrtf(w[i]);
 }
 
-float sum_squares(const float *x, int n) {
+float iq_sum_squares(const float *x, int n) {
     float s = 0.0f;
     for (int i = 0; i < n; i++) s += x[i] * x[i];
     return s;
 }
 
 /* A sub-block scale as 4 bits against d: scale ~ d * (2l + 1). */
-int scale_bits(float id, float scale) {
+int iq_scale_bits(float id, float scale) {
     const int l = quant_nearest_int(0.5f * (id * scale - 1));
     return l < 0 ? 0 : l > 15 ? 15 : l;
 }
@@ -308,20 +309,20 @@ int scale_bits(float id, float scale) {
  * and a 4-bit scale per sub-block in one u32. */
 static void iq3xxs_quantize(const float *x, void *dst, int64_t n, const float *qw) {
     const iq_grid *g = grid_get(GRID_IQ3XXS);
-    const grid_sweep sw = {8, 15, 0.2f, false};
+    const iq_grid_sweep sw = {8, 15, 0.2f, IQ_RESEARCH_OFF_GRID};
     tsr_block_iq3_xxs *y = dst;
     float w[32], waux[32], xval[32], scales[8];
     uint8_t L[32];
     for (int64_t ibl = 0; ibl < n / QK_K; ibl++, x += QK_K) {
         uint8_t q3[96] = {0};
         uint32_t sas[8] = {0};
-        const float sigma2 = 2 * sum_squares(x, QK_K) / QK_K;
+        const float sigma2 = 2 * iq_sum_squares(x, QK_K) / QK_K;
         float max_scale = 0.0f;
         for (int ib = 0; ib < 8; ib++) {
             const float *xb = x + 32 * ib;
-            grid_weights(xb, qw ? qw + QK_K * ibl + 32 * ib : NULL, 32, sigma2, w, waux);
+            iq_grid_weights(xb, qw ? qw + QK_K * ibl + 32 * ib : NULL, 32, sigma2, w, waux);
             uint8_t signs[4];
-            for (int k = 0; k < 4; k++) signs[k] = group_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, true);
+            for (int k = 0; k < 4; k++) signs[k] = iq_group_signs(xb + 8 * k, w + 8 * k, xval + 8 * k, true);
             float max = xval[0];
             for (int i = 1; i < 32; i++) max = fmaxf(max, xval[i]);
             if (max < IQ_GROUP_EPS) {
@@ -329,13 +330,13 @@ static void iq3xxs_quantize(const float *x, void *dst, int64_t n, const float *q
                 memset(L, 0, sizeof L);
             } else {
                 memset(L, 0, sizeof L);
-                scales[ib] = grid_search(g, &sw, 32, xval, w, waux, max, max / 15, L);
+                scales[ib] = iq_grid_search(g, &sw, 32, xval, w, waux, max, max / 15, L);
                 if (scales[ib] < 0) {
                     scales[ib] = -scales[ib];
                     for (int k = 0; k < 4; k++) signs[k] = (uint8_t)(~signs[k] & 127);
                 }
             }
-            for (int k = 0; k < 8; k++) q3[8 * ib + k] = (uint8_t)grid_index(g, L + 4 * k);
+            for (int k = 0; k < 8; k++) q3[8 * ib + k] = (uint8_t)iq_grid_index(g, L + 4 * k);
             sas[ib] = signs[0] | (uint32_t)signs[1] << 7 | (uint32_t)signs[2] << 14 | (uint32_t)signs[3] << 21;
             max_scale = fmaxf(max_scale, scales[ib]);
         }
@@ -346,7 +347,7 @@ static void iq3xxs_quantize(const float *x, void *dst, int64_t n, const float *q
         const float d = max_scale / 31;
         y[ibl].d = f32_to_fp16(d * 1.0125f); /* llama.cpp's stored d is 1.25% larger */
         const float id = 1 / d;
-        for (int ib = 0; ib < 8; ib++) sas[ib] |= (uint32_t)scale_bits(id, scales[ib]) << 28;
+        for (int ib = 0; ib < 8; ib++) sas[ib] |= (uint32_t)iq_scale_bits(id, scales[ib]) << 28;
         memcpy(y[ibl].qs, q3, 64);
         for (int ib = 0; ib < 8; ib++) memcpy(y[ibl].qs + 64 + 4 * ib, &sas[ib], 4);
     }

@@ -3,8 +3,9 @@
  * (quant_iq_grid.c defines it; quant_iq_grid.c's top comment explains it):
  * a grid with each off-grid point's neighbour list, the trial-scale sweep,
  * the even-sign trick and the importance weights. Each quantizer file
- * (quant_iq_grid.c for IQ3_XXS, quant_iq2.c for IQ2_XXS/IQ2_XS) builds
- * its grids once and runs the search per sub-block.
+ * (quant_iq_grid.c for IQ3_XXS, quant_iq2.c for IQ2_XXS/IQ2_XS,
+ * quant_iq3s.c for IQ3_S/IQ2_S) builds its grids once and runs the search
+ * per sub-block.
  */
 #ifndef TESSERA_TENSOR_QUANT_IQ_GRID_H
 #define TESSERA_TENSOR_QUANT_IQ_GRID_H
@@ -26,42 +27,50 @@ typedef struct iq_grid {
     uint16_t *neighbours;
 } iq_grid;
 
+/* Which groups the search places again at the fitted scale after the
+ * sweep (the scale then refitted). */
+typedef enum iq_grid_research {
+    IQ_RESEARCH_OFF_GRID,    /* those the best trial left off the grid (IQ3_XXS, IQ2_XS, IQ2_S) */
+    IQ_RESEARCH_ALL_IF_OFF,  /* every group, when any was off the grid (IQ3_S)                   */
+    IQ_RESEARCH_ALL,         /* every group, always (IQ2_XXS)                                    */
+} iq_grid_research;
+
 /* The trial inverse scales of the search: (2 n_levels - 1 + is * step) / max
- * for is in [-n_steps, n_steps]. research_all: after the sweep, search
- * every group again at the fitted scale (IQ2), not only the groups that
- * were off the grid (IQ3_XXS). */
-typedef struct grid_sweep {
+ * for is in [-n_steps, n_steps]; then the re-search research says. */
+typedef struct iq_grid_sweep {
     int n_levels, n_steps;
     float step;
-    bool research_all;
-} grid_sweep;
+    iq_grid_research research;
+} iq_grid_sweep;
 
-/* Build grid g from table (n_points entries of width bytes): levels, map,
- * and for every point off the grid the grid points at its n_dist nearest
- * distances. 0, or -1 when out of memory. */
-int grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist);
+/* Build g from a table of n_points points of width (8 or 4) byte values
+ * (tessera/iq_grids.h layout), a value's level being its rank among the
+ * table's byte values as unsigned; for every point off the grid, the grid
+ * points at its n_dist nearest distances (in odd-integer units 2l + 1),
+ * sorted by distance then index. 0, or -1 when out of memory. */
+int iq_grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist);
 
-/* One sub-block's search: levels into L, the fitted scale returned; max:
- * the magnitude the trial scales start from, scale: the scale kept if no
- * trial fits (all-zero weights). */
-float grid_search(const iq_grid *g, const grid_sweep *sw, int n, const float *xval, const float *w,
-                  const float *waux, float max, float scale, uint8_t *L);
+/* One sub-block's search (n <= 32, at most 8 groups): levels into L, the
+ * fitted scale returned; max: the magnitude the trial scales start from,
+ * scale: the scale kept if no trial fits (all-zero weights). */
+float iq_grid_search(const iq_grid *g, const iq_grid_sweep *sw, int n, const float *xval, const float *w,
+                     const float *waux, float max, float scale, uint8_t *L);
 
 /* The grid index of the levels L[0..width) (always on the grid here). */
-int grid_index(const iq_grid *g, const uint8_t *L);
+int iq_grid_index(const iq_grid *g, const uint8_t *L);
 
 /* Magnitudes of a group of 8 into xval; the sign bits returned. With
  * even_signs the format stores 7 of them, the 8th implied by an even
  * count of negatives: an odd count flips the element of least w * x^2. */
-uint8_t group_signs(const float *x, const float *w, float *xval, bool even_signs);
+uint8_t iq_group_signs(const float *x, const float *w, float *xval, bool even_signs);
 
 /* Per-element weights of n elements: qw * sqrt(sigma2 + x^2), or x^2
  * without a matrix; their square roots into waux. */
-void grid_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *waux);
+void iq_grid_weights(const float *x, const float *qw, int n, float sigma2, float *w, float *waux);
 
-float sum_squares(const float *x, int n);
+float iq_sum_squares(const float *x, int n);
 
-/* A sub-block scale as 4 bits against d: scale ~ d * (2l + 1). */
-int scale_bits(float id, float scale);
+/* A sub-block scale as 4 bits against 1/id: scale ~ (2l + 1) / id. */
+int iq_scale_bits(float id, float scale);
 
 #endif

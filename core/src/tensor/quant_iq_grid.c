@@ -43,19 +43,9 @@
 
 #include "tensor/dtype.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quant_iq_grid.h"
 
 /* ------------------------------------------------------------- the grids */
-
-/* A grid as the quantizer sees it: each point's levels, and a map from any
- * point's packed levels (bits per coordinate, coordinate 0 lowest) to its
- * grid index, or to -1 - offset of its neighbour list in neighbours
- * (count, then that many grid indices, nearest first). */
-typedef struct iq_grid {
-    int n_points, width, bits;
-    uint8_t *levels;     /* n_points * width                           */
-    int32_t *map;        /* 1 << (bits * width)                        */
-    uint16_t *neighbours;
-} iq_grid;
 
 enum { GRID_IQ3XXS, N_GRIDS };
 
@@ -81,7 +71,7 @@ static int dist_index_cmp(const void *a, const void *b) {
 
 /* Build grid g from table: levels, map, and for every point off the grid
  * the grid points at its n_dist nearest distances (in odd-integer units). */
-static int grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist) {
+int iq_grid_build(iq_grid *g, const void *table, int n_points, int width, int bits, int n_dist) {
     uint8_t values[256] = {0};
     for (int k = 0; k < n_points; k++)
         for (int j = 0; j < width; j++) values[grid_byte(table, width, k, j)] = 1;
@@ -154,7 +144,7 @@ fail:
 /* IQ3_XXS: 4 coordinates of 8 levels; off-grid points list the grid
  * points at their 2 nearest distances. */
 static void grids_init(void) {
-    grids_ok = grid_build(&grids[GRID_IQ3XXS], tsr_iq3xxs_grid, 256, 4, 3, 2) == 0;
+    grids_ok = iq_grid_build(&grids[GRID_IQ3XXS], tsr_iq3xxs_grid, 256, 4, 3, 2) == 0;
 }
 
 static const iq_grid *grid_get(int which) {

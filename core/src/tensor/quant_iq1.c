@@ -150,10 +150,14 @@ static float iq1_block(const iq_grid *g, int n, int n_shift, const float *x, con
                 for (int c = 0; c < n_shift; c++) {
                     float v[3];
                     iq1_values(combo >> c & 1 ? -1 : 1, v);
-                    sumqx += v[0] * (sx[c][i1] - sx[c][0]) + v[1] * (sx[c][i2] - sx[c][i1]) +
-                             v[2] * (sx[c][n] - sx[c][i2]);
-                    sumq2 += v[0] * v[0] * (sw[c][i1] - sw[c][0]) + v[1] * v[1] * (sw[c][i2] - sw[c][i1]) +
-                             v[2] * v[2] * (sw[c][n] - sw[c][i2]);
+                    /* this association (run sum times value, weight sum
+                     * times value times value) is ggml's to the last bit:
+                     * with zero weights splits tie exactly, and which one
+                     * wins then rests on the rounding of the comparison */
+                    sumqx += (sx[c][i1] - sx[c][0]) * v[0] + (sx[c][i2] - sx[c][i1]) * v[1] +
+                             (sx[c][n] - sx[c][i2]) * v[2];
+                    sumq2 += (sw[c][i1] - sw[c][0]) * v[0] * v[0] + (sw[c][i2] - sw[c][i1]) * v[1] * v[1] +
+                             (sw[c][n] - sw[c][i2]) * v[2] * v[2];
                 }
                 if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
                     best_scale = sumqx / sumq2;
@@ -166,8 +170,8 @@ static float iq1_block(const iq_grid *g, int n, int n_shift, const float *x, con
         }
     }
     for (int j = 0; j < n; j++) L[s[j].i] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
-    if (b1 < 0)
-        for (int j = 0; j < n; j++) L[j] = 1;
+    if (b1 < 0) /* no fit (all weights zero): every value at level 0 */
+        for (int j = 0; j < n; j++) L[j] = 0;
     for (int c = 0; c < n_shift; c++) shifts[c] = best_combo >> c & 1 ? -1 : 1;
     bool all_on = true;
     for (int k = 0; k < n / 8; k++) {

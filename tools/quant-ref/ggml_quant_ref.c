@@ -295,7 +295,8 @@ static int dump_quantw(const char *path) {
 
 /* IQ1_S rows under matrices with zeros where ties decide (quantw.bin's
  * record format): random, one zero, a zero group of 8, a zero block of
- * 32, a sixteenth zero, all zero, a range of 1e7; 12 rows of 256 each. */
+ * 32, a quarter zero, all zero, half zero and the rest over a range of
+ * 1e7; 12 rows of 256 each. */
 static int dump_quant_iq1(const char *path) {
     FILE *f = fopen(path, "wb");
     if (!f) return perror(path), 1;
@@ -309,9 +310,9 @@ static int dump_quant_iq1(const char *path) {
             if (m == 1 && j == at) w = 0;
             if (m == 2 && j / 8 == at / 8) w = 0;
             if (m == 3 && j / 32 == at / 32) w = 0;
-            if (m == 4 && next() % 16 == 0) w = 0;
+            if (m == 4 && next() % 4 == 0) w = 0;
             if (m == 5) w = 0;
-            if (m == 6) w = expf(uniform(-8, 8));
+            if (m == 6) w = next() % 2 ? 0 : expf(uniform(-8, 8));
             qw[j] = w;
         }
         for (int r = 0; r < ROWS; r++)

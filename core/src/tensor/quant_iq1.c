@@ -140,7 +140,10 @@ static float iq1_block(const iq_grid *g, int n, int n_shift, const float *x, con
             sw[c][j + 1] = sw[c][j] + (mine ? w[i] : 0.0f);
         }
     }
-    float best = 0.0f, best_scale = 0.0f;
+    /* best starts below zero: where the matrix leaves only zero-valued
+     * elements weighted, every split fits with sumqx = 0, and the first
+     * (all at +1, shift +, scale 0) is kept, as ggml keeps it */
+    float best = -1.0f, best_scale = 0.0f;
     int b1 = -1, b2 = -1, best_combo = 0;
     const int n_combo = 1 << n_shift;
     for (int i1 = 0; i1 <= n; i1++) {

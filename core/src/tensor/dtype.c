@@ -21,7 +21,7 @@
 #define WEIGHTED(t) .from_f32_w = quant_##t##_from_f32_w
 /* Read and computed, but produced only by llama.cpp's importance-matrix
  * search (the grid IQ formats): no quantizer, or (with WEIGHTED) one that
- * needs an importance matrix, as llama.cpp's does (IQ2_XXS, IQ2_XS). */
+ * needs an importance matrix, as llama.cpp's does (IQ2_XXS, IQ2_XS, IQ1_S). */
 #define READS(t, vdt) \
     .supported = true, .to_f32 = quant_##t##_to_f32, .from_f32 = NULL, .vec_dot_type = vdt, \
     .vec_dot = quant_##t##_dot

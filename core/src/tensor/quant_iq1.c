@@ -24,11 +24,11 @@
  *   packing  d = largest block scale / 15 (stored larger by a fudge
  *            factor); each block scale as 3 bits l with scale ~ d (2l + 1).
  *
- * Not yet in dtype.c's table: identical on every block whose matrix
- * weights are all positive (3168/3168 of each type), but where a matrix
- * column is zero llama-quantize picks a grid point differing at that
- * position from outside these neighbour lists (IQ1_S ~95%, IQ1_M ~74% of
- * such blocks identical), so tessera quantize still refuses both types.
+ * Zero matrix weights make splits (and neighbours) tie exactly; which
+ * one ggml keeps rests on the rounding of its comparison, so the sums are
+ * formed as ggml forms them (docs/quantize.md). IQ1_S is in dtype.c's
+ * table (identical on every block tried); IQ1_M still differs on some
+ * blocks with zero weights, so tessera quantize refuses it.
  */
 #include <float.h>
 #include <math.h>

@@ -24,7 +24,8 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary).
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
   know, a cased WordPiece vocabulary, a Nomic config with partial rotary
-  dimensions, and granitehybrid layer_types that
+  dimensions, M-RoPE sections that do not fill a qwen2vl head, a
+  Qwen3-Next with dense layers, and granitehybrid layer_types that
   do not cover every layer, are
   one line and exit 1 (tests/convert/convert_hf.py checks the
   rest: a missing shard, a dtype mismatch, an unknown architecture).
@@ -239,7 +240,7 @@ def peer(d, out, outtype, *extra, log=None):
 # tensors that may differ from llama.cpp's by 1 ulp of f32: qwen35's
 # ssm_a = -exp(A_log), which the peer computes with torch's f32 exp (not
 # correctly rounded) and tessera convert in f64, rounded once
-ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a"}
+ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a", "qwen3next": "ssm_a"}
 
 
 # keys compared otherwise: qwen35moe's tokenizer (Qwen3.5's regex on a
@@ -367,6 +368,25 @@ ARCHS = {
                      "smollm", "bfloat16", 1e-4),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM",
               dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), "smollm", "float32", 1e-4),
+    # Qwen2-VL's and Qwen2.5-VL's text model (qwen2vl: M-RoPE, its sections
+    # uneven so that a wrong split would show in the keys; text-only
+    # prompts, whose temporal, height and width positions are all the
+    # token's); the vision tower is there and not converted (QWEN_VL_VISION)
+    "qwen2vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
+                dict(rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]}),
+                "spm", "float32", 1e-4),
+    "qwen25vl": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration",
+                 dict(rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [4, 2, 2]}),
+                 "spm", "bfloat16", 1e-4),
+    # Qwen3-Next: qwen35moe's layers but for the delta net's fused
+    # projections (in_proj_qkvz, in_proj_ba, per key head) and value heads
+    # grouped by key head; 6 value heads on 2 key heads, every 4th layer
+    # attends; run with --no-mtp, as llama.cpp's converter needs here.
+    # Measured 6.1e-5 (transformers' chunked delta rule against Tessera's)
+    "qwen3next": ("Qwen3NextConfig", "Qwen3NextForCausalLM",
+                  dict(MOE, num_hidden_layers=4, head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16,
+                       linear_num_key_heads=2, linear_num_value_heads=6, shared_expert_intermediate_size=64),
+                  "smollm", "float32", 2e-4),
     # YaRN (factor 32 from 4096), sinks, biased experts with gate and up
     # interleaved in one tensor, a sliding window every other layer
     "gptoss": ("GptOssConfig", "GptOssForCausalLM",
@@ -433,6 +453,31 @@ ARCHS = {
 }
 # llama.cpp converter options per architecture
 PEER_ARGS = {"qwen35": ["--no-mtp"], "qwen35moe": ["--no-mtp"]}
+PEER_ARGS["qwen3next"] = ["--no-mtp"]
+# tiny vision towers for the Qwen2-VL and Qwen2.5-VL checkpoints (config
+# class -> vision_config), and the classes of the models AutoModelForCausalLM
+# does not load (model_type -> class name)
+QWEN_VL_VISION = {
+    "Qwen2VLConfig": dict(depth=3, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14,
+                          spatial_merge_size=2, temporal_patch_size=2),
+    "Qwen2_5_VLConfig": dict(depth=3, hidden_size=32, out_hidden_size=64, num_heads=2, intermediate_size=64,
+                             patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                             fullatt_block_indexes=[1]),
+}
+HF_CLASSES = {"qwen2_vl": "Qwen2VLForConditionalGeneration", "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration"}
+
+
+def _bad_sections(cfg):
+    cfg["text_config"]["rope_parameters"]["mrope_section"] = [2, 3, 2]
+
+
+def _dense_layers(cfg):
+    cfg["mlp_only_layers"] = [1]
+
+
+# a config Tessera cannot run, after the logits: how to spoil it, and the
+# key the one-line error must name
+BAD_CONFIGS = {"qwen2vl": (_bad_sections, "'mrope_section'"), "qwen3next": (_dense_layers, "'mlp_only_layers'")}
 # a tiny Pixtral vision tower for the Mistral 3 checkpoints
 PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                image_size=64, patch_size=16, head_dim=16)
@@ -496,6 +541,8 @@ def make_model(name, d, tokd, seed):
     if cc == "Mistral3Config":
         conf = T.Mistral3Config(text_config=kw, vision_config=PIXTRAL, image_token_index=10,
                                 tie_word_embeddings=False)
+    elif cc in QWEN_VL_VISION:
+        conf = getattr(T, cc)(text_config=kw, vision_config=QWEN_VL_VISION[cc], tie_word_embeddings=False)
     else:
         conf = getattr(T, cc)(**kw)
     m = getattr(T, mc)(conf)
@@ -540,6 +587,8 @@ def hf_golden(d, model_file, path, prompts, tmp):
         # apart at this size without it)
         cfg.rope_parameters["truncate"] = True
     mc = T.Mistral3ForConditionalGeneration if getattr(cfg, "model_type", "") == "mistral3" else T.AutoModelForCausalLM
+    if getattr(cfg, "model_type", "") in HF_CLASSES:
+        mc = getattr(T, HF_CLASSES[cfg.model_type])
     m = mc.from_pretrained(d, config=cfg, dtype=torch.float32).eval()
     with open(path, "w") as f:
         for p in prompts:
@@ -651,6 +700,18 @@ def test_archs(tmp, log):
         check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
                                  f"{r.stdout[-1500:]}{r.stderr[-500:]}")
         os.unlink(f32)
+        if name in BAD_CONFIGS:
+            spoil, key = BAD_CONFIGS[name]
+            p = os.path.join(d, "config.json")
+            with open(p) as f:
+                cfg = json.load(f)
+            spoil(cfg)
+            with open(p, "w") as f:
+                json.dump(cfg, f)
+            r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+            check(r.returncode == 1 and key in r.stderr and "config.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                  f"{name} with a config naming {key} wrongly: rc {r.returncode}: {r.stderr[-400:]!r}")
         if name == "granitehybrid":  # layer_types that do not say every layer's kind: one error naming the key
             p = os.path.join(d, "config.json")
             with open(p) as f:

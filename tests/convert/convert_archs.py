@@ -22,6 +22,9 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   instead of logits `tessera embed` (every pooling, unnormalised) against
   the transformers model's pooled last hidden state, on tokens that must be
   the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary).
+- Vision towers (qwen2vl, qwen25vl): `tessera convert --mmproj` and the
+  peer's converter with --mmproj write the same mmproj file (f16, bf16),
+  and tessera runs our f32 one with an image beside our text model.
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
   know, a cased WordPiece vocabulary, a Nomic config with partial rotary
   dimensions, M-RoPE sections that do not fill a qwen2vl head, a
@@ -475,6 +478,41 @@ def _dense_layers(cfg):
     cfg["mlp_only_layers"] = [1]
 
 
+# Qwen2-VL's image processor config, as published (the mmproj's mean and
+# deviation)
+QWEN_VL_PREPROCESSOR = {"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2,
+                        "merge_size": 2, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+                        "image_std": [0.26862954, 0.26130258, 0.27577711],
+                        "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2VLProcessor"}
+
+
+def check_mmproj(name, d, text_f32, log):
+    """--mmproj: the vision tower's file the same as llama.cpp's converter's
+    (f16, bf16), and our f32 one loaded by tessera's clip loader beside
+    our text model: `tessera run --image` encodes an image (one row per
+    28 x 28 cell) and continues greedily after it."""
+    for outtype in ("f16", "bf16"):
+        a, b = f"{d}-mmproj-ours-{outtype}.gguf", f"{d}-mmproj-peer-{outtype}.gguf"
+        if ours(d, a, outtype, "--mmproj") and peer(d, b, outtype, "--mmproj", log=log):
+            compare(a, b, f"{name} mmproj {outtype}")
+        for fn in (a, b):
+            if os.path.exists(fn):
+                os.unlink(fn)
+    mm = f"{d}-mmproj-ours-f32.gguf"
+    if not ours(d, mm, "f32", "--mmproj"):
+        return
+    img = os.path.join(ROOT, "tests", "data", "mm", "sq224.png")
+    r = subprocess.run([BIN, "run", "-m", text_f32, "--mmproj", mm, "--image", img, "-p", "The model", "-n", "4",
+                        "--temp", "0", "-dev", "ref", "--no-echo"], capture_output=True, text=True, errors="replace")
+    m = [x for x in r.stderr.splitlines() if x.startswith("prompt:")]
+    n_prompt = int(m[-1].split("/")[1].split()[0]) if m else 0
+    # sq224.png: 8 x 8 cells of 28 pixels, so 64 image rows and the text's tokens
+    check(r.returncode == 0 and n_prompt >= 64 + 2, f"{name}: tessera run --mmproj (ours) --image sq224.png: rc "
+                                                    f"{r.returncode}, {n_prompt} prompt tokens: {r.stderr[-600:]}")
+    print(f"{name} mmproj: tessera run --image loads it: {n_prompt} prompt tokens with the image", flush=True)
+    os.unlink(mm)
+
+
 # a config Tessera cannot run, after the logits: how to spoil it, and the
 # key the one-line error must name
 BAD_CONFIGS = {"qwen2vl": (_bad_sections, "'mrope_section'"), "qwen3next": (_dense_layers, "'mlp_only_layers'")}
@@ -543,6 +581,9 @@ def make_model(name, d, tokd, seed):
                                 tie_word_embeddings=False)
     elif cc in QWEN_VL_VISION:
         conf = getattr(T, cc)(text_config=kw, vision_config=QWEN_VL_VISION[cc], tie_word_embeddings=False)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+            json.dump(QWEN_VL_PREPROCESSOR, f)
     else:
         conf = getattr(T, cc)(**kw)
     m = getattr(T, mc)(conf)
@@ -699,6 +740,8 @@ def test_archs(tmp, log):
         print("\n".join(lines), flush=True)
         check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
                                  f"{r.stdout[-1500:]}{r.stderr[-500:]}")
+        if ARCHS[name][0] in QWEN_VL_VISION:
+            check_mmproj(name, d, f32, log)
         os.unlink(f32)
         if name in BAD_CONFIGS:
             spoil, key = BAD_CONFIGS[name]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tessera convert: a Hugging Face model directory to one GGUF file.
 
-usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]
+usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only] [--mmproj]
 
 Reads config.json, the weights (model.safetensors, or the shards that
 model.safetensors.index.json names), the tokenizer (tokenizer.model:
@@ -13,7 +13,8 @@ OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
 SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
 and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
 pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe),
-Qwen2-VL and Qwen2.5-VL's text model (qwen2vl), Qwen3-Next (qwen3next). See docs/convert.md.
+Qwen2-VL and Qwen2.5-VL's text model (qwen2vl; with --mmproj their vision
+tower's mmproj file instead), Qwen3-Next (qwen3next). See docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
 header length, the JSON header, every tensor's dtype, shape and byte range
@@ -1239,6 +1240,157 @@ def convert(d, out, outtype, vocab_only=False):
     w.close()
 
 
+# ------------------------------------------------------------ mmproj
+
+# Qwen2-VL's and Qwen2.5-VL's vision blocks (visual.blocks.N.REST) -> v.blk.N.*
+QWEN2VL_VISION_MAP = {
+    "attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
+    "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias", "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias",
+    "mlp.fc1.weight": "ffn_up.weight", "mlp.fc1.bias": "ffn_up.bias",  # Qwen2-VL's GELU MLP
+    "mlp.fc2.weight": "ffn_down.weight", "mlp.fc2.bias": "ffn_down.bias",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.gate_proj.bias": "ffn_gate.bias",  # Qwen2.5-VL's SiLU-gated
+    "mlp.up_proj.weight": "ffn_up.weight", "mlp.up_proj.bias": "ffn_up.bias",
+    "mlp.down_proj.weight": "ffn_down.weight", "mlp.down_proj.bias": "ffn_down.bias",
+}
+QWEN2VL_MERGER_MAP = {
+    "merger.ln_q.weight": "v.post_ln.weight", "merger.ln_q.bias": "v.post_ln.bias",
+    "merger.mlp.0.weight": "mm.0.weight", "merger.mlp.0.bias": "mm.0.bias",
+    "merger.mlp.2.weight": "mm.2.weight", "merger.mlp.2.bias": "mm.2.bias",
+}
+# the image size llama.cpp writes for a vision_config without one
+QWEN2VL_IMAGE_SIZE = 560
+
+
+def qwen2vl_mmproj_keys(w, d, cfg, v25, where):
+    """The clip.* keys of a Qwen2-VL or Qwen2.5-VL vision tower, in
+    llama.cpp's order; the image's mean and deviation from
+    preprocessor_config.json."""
+    vc = cfg.get("vision_config")
+    if not isinstance(vc, dict):
+        raise ConvertError(f"{where}: no 'vision_config' object (the vision tower's)")
+    vw = where + " vision_config"
+    for k in ("spatial_merge_size", "temporal_patch_size"):
+        if vc.get(k, 2) != 2:
+            raise ConvertError(f"{vw}: '{k}' is {vc[k]!r}; tessera convert converts vision towers with 2 there")
+    pp = os.path.join(d, "preprocessor_config.json")
+    try:
+        with open(pp, encoding="utf-8") as f:
+            pc = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no preprocessor_config.json (the image mean and deviation of an mmproj file)")
+    except ValueError as e:
+        raise ConvertError(f"{pp}: not JSON ({e})")
+    norm = {}
+    for k in ("image_mean", "image_std"):
+        v = pc.get(k) if isinstance(pc, dict) else None
+        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(x, (int, float)) for x in v):
+            raise ConvertError(f"{pp}: '{k}' is {v!r}, expected 3 numbers")
+        norm[k] = [float(x) for x in v]
+    width = cfg_int(vc, "hidden_size" if v25 else "embed_dim", vw)
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_uint32("clip.vision.projection_dim", cfg_int(vc, "out_hidden_size" if v25 else "hidden_size", vw))
+    w.add_uint32("clip.vision.image_size", cfg_int(vc, "image_size", vw, QWEN2VL_IMAGE_SIZE))
+    w.add_uint32("clip.vision.patch_size", cfg_int(vc, "patch_size", vw, 14))
+    w.add_uint32("clip.vision.embedding_length", width)
+    w.add_uint32("clip.vision.feed_forward_length", cfg_int(vc, "intermediate_size", vw) if v25 else
+                 width * cfg_int(vc, "mlp_ratio", vw, 4))
+    w.add_uint32("clip.vision.block_count", cfg_int(vc, "depth", vw))
+    w.add_uint32("clip.vision.attention.head_count", cfg_int(vc, "num_heads", vw))
+    w.add_array("clip.vision.image_mean", norm["image_mean"])
+    w.add_array("clip.vision.image_std", norm["image_std"])
+    w.add_string("clip.projector_type", "qwen2.5vl_merger" if v25 else "qwen2vl_merger")
+    if v25:
+        if vc.get("hidden_act", "silu") != "silu":
+            raise ConvertError(f"{vw}: 'hidden_act' is {vc['hidden_act']!r}; tessera convert converts Qwen2.5-VL "
+                               f"vision towers with silu")
+        w.add_bool("clip.use_silu", True)
+        # windowed attention but in every n-th block: the full ones n-1, 2n-1...
+        full = vc.get("fullatt_block_indexes")
+        if not isinstance(full, list) or not full or not all(isinstance(i, int) for i in full) or \
+                full != list(range(full[0], full[0] + (full[0] + 1) * len(full), full[0] + 1)):
+            raise ConvertError(f"{vw}: 'fullatt_block_indexes' is {full!r}, expected every n-th block "
+                               f"(n-1, 2n-1, ...)")
+        w.add_uint32("clip.vision.n_wa_pattern", full[0] + 1)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)  # the towers' LayerNorm/RMSNorm eps
+
+
+def qwen2vl_mmproj_tensors(hf, data, n_layer):
+    """One Hugging Face tensor of the vision tower -> [(GGUF name, array)]
+    ([] for the text model's). q, k and v are one matrix there."""
+    for pre in ("model.visual.", "visual."):
+        if hf.startswith(pre):
+            name = hf[len(pre):]
+            break
+    else:
+        return []
+    if name in QWEN2VL_MERGER_MAP:
+        return [(QWEN2VL_MERGER_MAP[name], data)]
+    if name == "patch_embed.proj.weight":  # [D, 3, 2 frames, p, p]: a 2-D kernel per frame
+        if data.ndim != 5 or data.shape[2] != 2:
+            raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [width, 3, 2, patch, patch]")
+        return [("v.patch_embd.weight", data[:, :, 0]), ("v.patch_embd.weight.1", data[:, :, 1])]
+    parts = name.split(".", 2)
+    if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit() and int(parts[1]) < n_layer:
+        p = f"v.blk.{parts[1]}."
+        if parts[2] in ("attn.qkv.weight", "attn.qkv.bias"):
+            if data.shape[0] % 3:
+                raise ConvertError(f"tensor '{hf}' has {data.shape[0]} rows, not q, k and v of one size")
+            q, k, v = np.split(data, 3)
+            kind = parts[2].rsplit(".", 1)[1]
+            return [(p + f"attn_q.{kind}", q), (p + f"attn_k.{kind}", k), (p + f"attn_v.{kind}", v)]
+        if parts[2] in QWEN2VL_VISION_MAP:
+            return [(p + QWEN2VL_VISION_MAP[parts[2]], data)]
+    raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for the qwen2vl mmproj")
+
+
+def convert_mmproj(d, out, outtype):
+    """--mmproj: the vision tower of a Qwen2-VL or Qwen2.5-VL model as
+    llama.cpp's converter writes it (mmproj-*.gguf, general.architecture
+    clip), for --mmproj."""
+    where = os.path.join(d, "config.json")
+    try:
+        with open(where, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no config.json (not a Hugging Face model directory)")
+    except ValueError as e:
+        raise ConvertError(f"{where}: not JSON ({e})")
+    names = (cfg.get("architectures") or []) if isinstance(cfg, dict) else []
+    kinds = {"Qwen2VLForConditionalGeneration": False, "Qwen2_5_VLForConditionalGeneration": True}
+    if len(names) != 1 or names[0] not in kinds:
+        raise ConvertError(f"{where}: architecture {names!r} has no vision tower tessera convert writes an mmproj "
+                           f"file for ({', '.join(kinds)})")
+    v25 = kinds[names[0]]
+    shards = open_weights(d)
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
+    w.add_file_type(OUTTYPES[outtype])
+    qwen2vl_mmproj_keys(w, d, cfg, v25, where)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    n_layer = cfg_int(cfg["vision_config"], "depth", where + " vision_config")
+    seen = set()
+    for st in shards:
+        for hf in st.names_in_order():
+            data, _ = st.get(hf)
+            for name, data in qwen2vl_mmproj_tensors(hf, data.astype(np.float32), n_layer):
+                if name in seen:
+                    raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
+                seen.add(name)
+                if name.startswith("v.patch_embd."):  # llama.cpp: f16 in an f16 file, else f32
+                    w.add_tensor(name, np.ascontiguousarray(data, np.float16 if outtype == "f16" else np.float32))
+                else:
+                    add_tensor(w, name, data, outtype)
+    for n in ["v.patch_embd.weight", "mm.0.weight", "mm.2.weight"] + [f"v.blk.{i}.attn_q.weight"
+                                                                      for i in range(n_layer)]:
+        if n not in seen:
+            raise ConvertError(f"{d}: the weights have no tensor for '{n}' (the vision tower's)")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def needed(arch, cfg, n_layer, where):
     """Tensors without which the file would not load: the embedding, the
     last norm and each layer's first matrix."""
@@ -1270,7 +1422,7 @@ def add_tensor(w, name, data, outtype):
 
 
 def main(argv):
-    args, out, outtype, vocab_only = [], None, "f16", False
+    args, out, outtype, vocab_only, mmproj = [], None, "f16", False, False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -1282,6 +1434,9 @@ def main(argv):
             i += 2
         elif a == "--vocab-only":
             vocab_only = True
+            i += 1
+        elif a == "--mmproj":
+            mmproj = True
             i += 1
         elif a == "--outtype" and i + 1 < len(argv):
             outtype = argv[i + 1].lower()
@@ -1301,7 +1456,10 @@ def main(argv):
         return 2
     tmp = out + ".tmp"
     try:
-        convert(args[0], tmp, outtype, vocab_only)
+        if mmproj:
+            convert_mmproj(args[0], tmp, outtype)
+        else:
+            convert(args[0], tmp, outtype, vocab_only)
         os.replace(tmp, out)
     except ConvertError as e:
         print(f"tessera convert: {e}", file=sys.stderr)

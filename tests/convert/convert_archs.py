@@ -24,7 +24,9 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary).
 - Vision towers (qwen2vl, qwen25vl): `tessera convert --mmproj` and the
   peer's converter with --mmproj write the same mmproj file (f16, bf16),
-  and tessera runs our f32 one with an image beside our text model.
+  and tessera runs our f32 one with an image beside our text model: the
+  greedy tokens after the image are llama.cpp libmtmd's on the same pair
+  (tests/data/mm/mtmd_ref.cpp, built here against the peer's libmtmd).
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
   know, a cased WordPiece vocabulary, a Nomic config with partial rotary
   dimensions, M-RoPE sections that do not fill a qwen2vl head, a
@@ -486,11 +488,42 @@ QWEN_VL_PREPROCESSOR = {"min_pixels": 3136, "max_pixels": 12845056, "patch_size"
                         "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2VLProcessor"}
 
 
-def check_mmproj(name, d, text_f32, log):
+_MTMD_REF = []
+
+
+def mtmd_ref(tmp):
+    """tests/data/mm/mtmd_ref.cpp (our program on llama.cpp's libmtmd)
+    built once against the peer's tree, or None where that cannot be done
+    ($TESSERA_MTMD_REF names a built one)."""
+    if not _MTMD_REF:
+        exe = os.environ.get("TESSERA_MTMD_REF") or os.path.join(tmp, "mtmd_ref")
+        b = os.path.join(PEER, "build", "bin")
+        if not os.path.exists(exe) and os.path.exists(os.path.join(b, "libmtmd.so")):
+            subprocess.run(["g++", "-O1", "-std=c++17", os.path.join(ROOT, "tests", "data", "mm", "mtmd_ref.cpp"),
+                            "-I" + os.path.join(PEER, "include"), "-I" + os.path.join(PEER, "ggml", "include"),
+                            "-I" + os.path.join(PEER, "tools", "mtmd"), "-L" + b, "-lmtmd", "-lllama", "-lggml",
+                            "-lggml-base", "-Wl,-rpath," + b, "-o", exe], capture_output=True)
+        _MTMD_REF.append(exe if os.path.exists(exe) else None)
+    return _MTMD_REF[0]
+
+
+def spell_spm(ids, model):
+    """SentencePiece pieces to bytes: U+2581 a space, <0xNN> a byte."""
+    toks = {x.name: x for x in gguf.GGUFReader(model).fields.values()}["tokenizer.ggml.tokens"].contents()
+    out = b""
+    for i in ids:
+        t = toks[i]
+        out += bytes([int(t[3:5], 16)]) if len(t) == 6 and t.startswith("<0x") and t.endswith(">") else \
+            t.replace("\u2581", " ").encode()
+    return out
+
+
+def check_mmproj(name, d, text_f32, log, tmp):
     """--mmproj: the vision tower's file the same as llama.cpp's converter's
     (f16, bf16), and our f32 one loaded by tessera's clip loader beside
     our text model: `tessera run --image` encodes an image (one row per
-    28 x 28 cell) and continues greedily after it."""
+    28 x 28 cell) and continues greedily after it, as llama.cpp's libmtmd
+    does on the same pair (mtmd_ref, where it can be built)."""
     for outtype in ("f16", "bf16"):
         a, b = f"{d}-mmproj-ours-{outtype}.gguf", f"{d}-mmproj-peer-{outtype}.gguf"
         if ours(d, a, outtype, "--mmproj") and peer(d, b, outtype, "--mmproj", log=log):
@@ -510,6 +543,22 @@ def check_mmproj(name, d, text_f32, log):
     check(r.returncode == 0 and n_prompt >= 64 + 2, f"{name}: tessera run --mmproj (ours) --image sq224.png: rc "
                                                     f"{r.returncode}, {n_prompt} prompt tokens: {r.stderr[-600:]}")
     print(f"{name} mmproj: tessera run --image loads it: {n_prompt} prompt tokens with the image", flush=True)
+    ref = mtmd_ref(tmp)
+    if ref is None:
+        print(f"note: {name} mmproj: no mtmd_ref (g++ and the peer's libmtmd), not compared with llama.cpp's libmtmd")
+    else:
+        js = os.path.join(tmp, f"{name}-mtmd.json")
+        rr = subprocess.run([ref, text_f32, mm, img, "<__media__>Once upon a time", "8", js], capture_output=True,
+                            text=True, errors="replace")
+        r = subprocess.run([BIN, "run", "-m", text_f32, "--mmproj", mm, "--image", img, "-p", "Once upon a time",
+                            "-n", "8", "--temp", "0", "-dev", "ref", "--no-echo"], capture_output=True)
+        if check(rr.returncode == 0 and r.returncode == 0, f"{name}: mtmd_ref rc {rr.returncode} "
+                                                           f"{rr.stderr[-300:]}, tessera rc {r.returncode}"):
+            want = spell_spm(json.load(open(js))["greedy"], text_f32)
+            check(r.stdout.rstrip(b"\n") == want, f"{name}: tessera's greedy text after sq224.png {r.stdout!r} is "
+                                                  f"not llama.cpp libmtmd's {want!r}")
+            print(f"{name} mmproj: 8 greedy tokens after the image as llama.cpp libmtmd's: "
+                  f"{'yes' if r.stdout.rstrip(bytes([10])) == want else 'NO'}", flush=True)
     os.unlink(mm)
 
 
@@ -741,7 +790,7 @@ def test_archs(tmp, log):
         check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
                                  f"{r.stdout[-1500:]}{r.stderr[-500:]}")
         if ARCHS[name][0] in QWEN_VL_VISION:
-            check_mmproj(name, d, f32, log)
+            check_mmproj(name, d, f32, log, tmp)
         os.unlink(f32)
         if name in BAD_CONFIGS:
             spoil, key = BAD_CONFIGS[name]

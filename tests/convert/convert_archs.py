@@ -22,9 +22,15 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
   instead of logits `tessera embed` (every pooling, unnormalised) against
   the transformers model's pooled last hidden state, on tokens that must be
   the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary).
+- Vision towers (qwen2vl, qwen25vl): `tessera convert --mmproj` and the
+  peer's converter with --mmproj write the same mmproj file (f16, bf16),
+  and tessera runs our f32 one with an image beside our text model: the
+  greedy tokens after the image are llama.cpp libmtmd's on the same pair
+  (tests/data/mm/mtmd_ref.cpp, built here against the peer's libmtmd).
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
   know, a cased WordPiece vocabulary, a Nomic config with partial rotary
-  dimensions, and granitehybrid layer_types that
+  dimensions, M-RoPE sections that do not fill a qwen2vl head, a
+  Qwen3-Next with dense layers, and granitehybrid layer_types that
   do not cover every layer, are
   one line and exit 1 (tests/convert/convert_hf.py checks the
   rest: a missing shard, a dtype mismatch, an unknown architecture).
@@ -239,7 +245,7 @@ def peer(d, out, outtype, *extra, log=None):
 # tensors that may differ from llama.cpp's by 1 ulp of f32: qwen35's
 # ssm_a = -exp(A_log), which the peer computes with torch's f32 exp (not
 # correctly rounded) and tessera convert in f64, rounded once
-ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a"}
+ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a", "qwen3next": "ssm_a"}
 
 
 # keys compared otherwise: qwen35moe's tokenizer (Qwen3.5's regex on a
@@ -367,6 +373,25 @@ ARCHS = {
                      "smollm", "bfloat16", 1e-4),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM",
               dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), "smollm", "float32", 1e-4),
+    # Qwen2-VL's and Qwen2.5-VL's text model (qwen2vl: M-RoPE, its sections
+    # uneven so that a wrong split would show in the keys; text-only
+    # prompts, whose temporal, height and width positions are all the
+    # token's); the vision tower is there and not converted (QWEN_VL_VISION)
+    "qwen2vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
+                dict(rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]}),
+                "spm", "float32", 1e-4),
+    "qwen25vl": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration",
+                 dict(rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [4, 2, 2]}),
+                 "spm", "bfloat16", 1e-4),
+    # Qwen3-Next: qwen35moe's layers but for the delta net's fused
+    # projections (in_proj_qkvz, in_proj_ba, per key head) and value heads
+    # grouped by key head; 6 value heads on 2 key heads, every 4th layer
+    # attends; run with --no-mtp, as llama.cpp's converter needs here.
+    # Measured 6.1e-5 (transformers' chunked delta rule against Tessera's)
+    "qwen3next": ("Qwen3NextConfig", "Qwen3NextForCausalLM",
+                  dict(MOE, num_hidden_layers=4, head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16,
+                       linear_num_key_heads=2, linear_num_value_heads=6, shared_expert_intermediate_size=64),
+                  "smollm", "float32", 2e-4),
     # YaRN (factor 32 from 4096), sinks, biased experts with gate and up
     # interleaved in one tensor, a sliding window every other layer
     "gptoss": ("GptOssConfig", "GptOssForCausalLM",
@@ -433,6 +458,113 @@ ARCHS = {
 }
 # llama.cpp converter options per architecture
 PEER_ARGS = {"qwen35": ["--no-mtp"], "qwen35moe": ["--no-mtp"]}
+PEER_ARGS["qwen3next"] = ["--no-mtp"]
+# tiny vision towers for the Qwen2-VL and Qwen2.5-VL checkpoints (config
+# class -> vision_config), and the classes of the models AutoModelForCausalLM
+# does not load (model_type -> class name)
+QWEN_VL_VISION = {
+    "Qwen2VLConfig": dict(depth=3, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14,
+                          spatial_merge_size=2, temporal_patch_size=2),
+    "Qwen2_5_VLConfig": dict(depth=3, hidden_size=32, out_hidden_size=64, num_heads=2, intermediate_size=64,
+                             patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                             fullatt_block_indexes=[1]),
+}
+HF_CLASSES = {"qwen2_vl": "Qwen2VLForConditionalGeneration", "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration"}
+
+
+def _bad_sections(cfg):
+    cfg["text_config"]["rope_parameters"]["mrope_section"] = [2, 3, 2]
+
+
+def _dense_layers(cfg):
+    cfg["mlp_only_layers"] = [1]
+
+
+# Qwen2-VL's image processor config, as published (the mmproj's mean and
+# deviation)
+QWEN_VL_PREPROCESSOR = {"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2,
+                        "merge_size": 2, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+                        "image_std": [0.26862954, 0.26130258, 0.27577711],
+                        "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2VLProcessor"}
+
+
+_MTMD_REF = []
+
+
+def mtmd_ref(tmp):
+    """tests/data/mm/mtmd_ref.cpp (our program on llama.cpp's libmtmd)
+    built once against the peer's tree, or None where that cannot be done
+    ($TESSERA_MTMD_REF names a built one)."""
+    if not _MTMD_REF:
+        exe = os.environ.get("TESSERA_MTMD_REF") or os.path.join(tmp, "mtmd_ref")
+        b = os.path.join(PEER, "build", "bin")
+        if not os.path.exists(exe) and os.path.exists(os.path.join(b, "libmtmd.so")):
+            subprocess.run(["g++", "-O1", "-std=c++17", os.path.join(ROOT, "tests", "data", "mm", "mtmd_ref.cpp"),
+                            "-I" + os.path.join(PEER, "include"), "-I" + os.path.join(PEER, "ggml", "include"),
+                            "-I" + os.path.join(PEER, "tools", "mtmd"), "-L" + b, "-lmtmd", "-lllama", "-lggml",
+                            "-lggml-base", "-Wl,-rpath," + b, "-o", exe], capture_output=True)
+        _MTMD_REF.append(exe if os.path.exists(exe) else None)
+    return _MTMD_REF[0]
+
+
+def spell_spm(ids, model):
+    """SentencePiece pieces to bytes: U+2581 a space, <0xNN> a byte."""
+    toks = {x.name: x for x in gguf.GGUFReader(model).fields.values()}["tokenizer.ggml.tokens"].contents()
+    out = b""
+    for i in ids:
+        t = toks[i]
+        out += bytes([int(t[3:5], 16)]) if len(t) == 6 and t.startswith("<0x") and t.endswith(">") else \
+            t.replace("\u2581", " ").encode()
+    return out
+
+
+def check_mmproj(name, d, text_f32, log, tmp):
+    """--mmproj: the vision tower's file the same as llama.cpp's converter's
+    (f16, bf16), and our f32 one loaded by tessera's clip loader beside
+    our text model: `tessera run --image` encodes an image (one row per
+    28 x 28 cell) and continues greedily after it, as llama.cpp's libmtmd
+    does on the same pair (mtmd_ref, where it can be built)."""
+    for outtype in ("f16", "bf16"):
+        a, b = f"{d}-mmproj-ours-{outtype}.gguf", f"{d}-mmproj-peer-{outtype}.gguf"
+        if ours(d, a, outtype, "--mmproj") and peer(d, b, outtype, "--mmproj", log=log):
+            compare(a, b, f"{name} mmproj {outtype}")
+        for fn in (a, b):
+            if os.path.exists(fn):
+                os.unlink(fn)
+    mm = f"{d}-mmproj-ours-f32.gguf"
+    if not ours(d, mm, "f32", "--mmproj"):
+        return
+    img = os.path.join(ROOT, "tests", "data", "mm", "sq224.png")
+    r = subprocess.run([BIN, "run", "-m", text_f32, "--mmproj", mm, "--image", img, "-p", "The model", "-n", "4",
+                        "--temp", "0", "-dev", "ref", "--no-echo"], capture_output=True, text=True, errors="replace")
+    m = [x for x in r.stderr.splitlines() if x.startswith("prompt:")]
+    n_prompt = int(m[-1].split("/")[1].split()[0]) if m else 0
+    # sq224.png: 8 x 8 cells of 28 pixels, so 64 image rows and the text's tokens
+    check(r.returncode == 0 and n_prompt >= 64 + 2, f"{name}: tessera run --mmproj (ours) --image sq224.png: rc "
+                                                    f"{r.returncode}, {n_prompt} prompt tokens: {r.stderr[-600:]}")
+    print(f"{name} mmproj: tessera run --image loads it: {n_prompt} prompt tokens with the image", flush=True)
+    ref = mtmd_ref(tmp)
+    if ref is None:
+        print(f"note: {name} mmproj: no mtmd_ref (g++ and the peer's libmtmd), not compared with llama.cpp's libmtmd")
+    else:
+        js = os.path.join(tmp, f"{name}-mtmd.json")
+        rr = subprocess.run([ref, text_f32, mm, img, "<__media__>Once upon a time", "8", js], capture_output=True,
+                            text=True, errors="replace")
+        r = subprocess.run([BIN, "run", "-m", text_f32, "--mmproj", mm, "--image", img, "-p", "Once upon a time",
+                            "-n", "8", "--temp", "0", "-dev", "ref", "--no-echo"], capture_output=True)
+        if check(rr.returncode == 0 and r.returncode == 0, f"{name}: mtmd_ref rc {rr.returncode} "
+                                                           f"{rr.stderr[-300:]}, tessera rc {r.returncode}"):
+            want = spell_spm(json.load(open(js))["greedy"], text_f32)
+            check(r.stdout.rstrip(b"\n") == want, f"{name}: tessera's greedy text after sq224.png {r.stdout!r} is "
+                                                  f"not llama.cpp libmtmd's {want!r}")
+            print(f"{name} mmproj: 8 greedy tokens after the image as llama.cpp libmtmd's: "
+                  f"{'yes' if r.stdout.rstrip(bytes([10])) == want else 'NO'}", flush=True)
+    os.unlink(mm)
+
+
+# a config Tessera cannot run, after the logits: how to spoil it, and the
+# key the one-line error must name
+BAD_CONFIGS = {"qwen2vl": (_bad_sections, "'mrope_section'"), "qwen3next": (_dense_layers, "'mlp_only_layers'")}
 # a tiny Pixtral vision tower for the Mistral 3 checkpoints
 PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                image_size=64, patch_size=16, head_dim=16)
@@ -496,6 +628,11 @@ def make_model(name, d, tokd, seed):
     if cc == "Mistral3Config":
         conf = T.Mistral3Config(text_config=kw, vision_config=PIXTRAL, image_token_index=10,
                                 tie_word_embeddings=False)
+    elif cc in QWEN_VL_VISION:
+        conf = getattr(T, cc)(text_config=kw, vision_config=QWEN_VL_VISION[cc], tie_word_embeddings=False)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+            json.dump(QWEN_VL_PREPROCESSOR, f)
     else:
         conf = getattr(T, cc)(**kw)
     m = getattr(T, mc)(conf)
@@ -540,6 +677,8 @@ def hf_golden(d, model_file, path, prompts, tmp):
         # apart at this size without it)
         cfg.rope_parameters["truncate"] = True
     mc = T.Mistral3ForConditionalGeneration if getattr(cfg, "model_type", "") == "mistral3" else T.AutoModelForCausalLM
+    if getattr(cfg, "model_type", "") in HF_CLASSES:
+        mc = getattr(T, HF_CLASSES[cfg.model_type])
     m = mc.from_pretrained(d, config=cfg, dtype=torch.float32).eval()
     with open(path, "w") as f:
         for p in prompts:
@@ -650,7 +789,21 @@ def test_archs(tmp, log):
         print("\n".join(lines), flush=True)
         check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
                                  f"{r.stdout[-1500:]}{r.stderr[-500:]}")
+        if ARCHS[name][0] in QWEN_VL_VISION:
+            check_mmproj(name, d, f32, log, tmp)
         os.unlink(f32)
+        if name in BAD_CONFIGS:
+            spoil, key = BAD_CONFIGS[name]
+            p = os.path.join(d, "config.json")
+            with open(p) as f:
+                cfg = json.load(f)
+            spoil(cfg)
+            with open(p, "w") as f:
+                json.dump(cfg, f)
+            r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+            check(r.returncode == 1 and key in r.stderr and "config.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                  f"{name} with a config naming {key} wrongly: rc {r.returncode}: {r.stderr[-400:]!r}")
         if name == "granitehybrid":  # layer_types that do not say every layer's kind: one error naming the key
             p = os.path.join(d, "config.json")
             with open(p) as f:

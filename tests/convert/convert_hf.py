@@ -215,6 +215,11 @@ def main():
         json.dump(cfg, open(cfgp, "w"))
         bad(os.path.join(tmp, "qwen2"), "FooForCausalLM", "unknown architecture")
         bad(tmp, "no config.json", "not a model directory")
+        # --mmproj of a model without a vision tower tessera convert knows
+        r = env.tessera_convert(os.path.join(tmp, "qwen3"), os.path.join(tmp, "bad.gguf"), "f16", "--mmproj")
+        check(r.returncode == 1 and "has no vision tower" in r.stderr and "Qwen3ForCausalLM" in r.stderr
+              and r.stderr.count("\n") == 1 and not os.path.exists(os.path.join(tmp, "bad.gguf")),
+              f"--mmproj of qwen3: rc {r.returncode}: {r.stderr!r}")
     env.finish()
 
 

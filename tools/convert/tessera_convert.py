@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tessera convert: a Hugging Face model directory to one GGUF file.
 
-usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]
+usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only] [--mmproj]
 
 Reads config.json, the weights (model.safetensors, or the shards that
 model.safetensors.index.json names), the tokenizer (tokenizer.model:
@@ -12,8 +12,9 @@ Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
 SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
 and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
-pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe). See
-docs/convert.md.
+pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe),
+Qwen2-VL and Qwen2.5-VL's text model (qwen2vl; with --mmproj their vision
+tower's mmproj file instead), Qwen3-Next (qwen3next). See docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
 header length, the JSON header, every tensor's dtype, shape and byte range
@@ -88,7 +89,7 @@ class SafeTensors:
                 raise ConvertError(f"{path}: tensor '{name}' has dtype {dt}, which tessera convert does not read "
                                    f"({', '.join(ST_DTYPES)})")
             shape = info["shape"]
-            if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape) or len(shape) > 4:
+            if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape) or len(shape) > 8:
                 raise ConvertError(f"{path}: tensor '{name}' has a bad shape {shape!r}")
             begin, end = info["data_offsets"]
             count = int(np.prod(shape)) if shape else 1
@@ -148,6 +149,9 @@ ARCHS = {
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "Qwen2MoeForCausalLM": "qwen2moe",
+    "Qwen2VLForConditionalGeneration": "qwen2vl",  # the text model; the vision tower is the mmproj's
+    "Qwen2_5_VLForConditionalGeneration": "qwen2vl",
+    "Qwen3NextForCausalLM": "qwen3next",
     "Qwen3MoeForCausalLM": "qwen3moe",
     "OlmoeForCausalLM": "olmoe",
     "Gemma3ForCausalLM": "gemma3",
@@ -172,6 +176,7 @@ QWEN35 = ("qwen35", "qwen35moe")
 TEXT_PREFIXES = (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head."),
                  ("model.language_model.", "model."))
 VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
+QWEN2VL_VISION = ("visual.", "model.visual.")  # Qwen2-VL's and Qwen2.5-VL's vision tower and merger
 # encoders: no causal mask, a pooling type, WordPiece vocabularies
 ENCODERS = {"bert", "nomic-bert"}
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
@@ -323,11 +328,16 @@ class TensorMap:
                 if hf.startswith(a):
                     hf = b + hf[len(a):]
                     break
+        if self.arch == "qwen2vl":
+            if hf.startswith(QWEN2VL_VISION):
+                return []
+            if hf.startswith("model.language_model."):  # transformers 5's names
+                hf = "model." + hf[len("model.language_model."):]
         if hf in GLOBAL_MAP:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
             return []  # recomputed from rope_theta
-        if self.arch in QWEN35 and hf.startswith("mtp."):
+        if self.arch in QWEN35 + ("qwen3next",) and hf.startswith("mtp."):
             return []  # the multi-token prediction head (llama.cpp's --no-mtp file)
         parts = hf.split(".", 3)
         if len(parts) == 4 and parts[0] in ("model", "backbone") and parts[1] == "layers" and parts[2].isdigit() \
@@ -341,7 +351,9 @@ class TensorMap:
                 return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
             if self.arch in QWEN35 and rest.startswith("linear_attn."):
                 return self.delta_net(il, rest[len("linear_attn."):], data, hf)
-            if self.arch in QWEN35 and rest in QWEN35_LAYER_MAP:
+            if self.arch == "qwen3next" and rest.startswith("linear_attn."):
+                return self.qwen3next_delta_net(il, rest[len("linear_attn."):], data, hf)
+            if self.arch in QWEN35 + ("qwen3next",) and rest in QWEN35_LAYER_MAP:
                 return self.fix(f"blk.{il}.{QWEN35_LAYER_MAP[rest]}", data)
             if self.arch == "gpt-oss" and rest in GPTOSS_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GPTOSS_LAYER_MAP[rest]}", data)
@@ -469,12 +481,44 @@ class TensorMap:
             return [(name, heads(data, 1, 0, dv))]
         return [(name, data)]  # the gated norm, one head's width
 
+    def qwen3next_delta_net(self, il, what, data, hf):
+        """Qwen3-Next's gated delta net as llama.cpp's files hold it:
+        in_proj_qkvz, whose rows are per key head q, k, then v and z of
+        its value heads, split into attn_qkv (every head's q, then k, then
+        v) and attn_gate (z); beta and alpha stay in one tensor (ssm_ba),
+        the value heads stay grouped by key head; A as -exp(A_log), the
+        conv's weight without its middle axis."""
+        cfg, where = self.cfg, "config.json"
+        nk, nv = cfg_int(cfg, "linear_num_key_heads", where), cfg_int(cfg, "linear_num_value_heads", where)
+        dk, dv = cfg_int(cfg, "linear_key_head_dim", where), cfg_int(cfg, "linear_value_head_dim", where)
+        name = f"blk.{il}."
+        if what == "in_proj_qkvz.weight":
+            r = nv // nk
+            if data.ndim != 2 or data.shape[0] != nk * (2 * dk + 2 * r * dv):
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected {nk} key heads of "
+                                   f"q, k ({dk}) and {r} value heads' v and z ({dv}) each")
+            g = data.reshape(nk, 2 * dk + 2 * r * dv, -1)
+            cuts = np.cumsum([dk, dk, r * dv])
+            q, k, v, z = (x.reshape(-1, data.shape[1]) for x in np.split(g, cuts, axis=1))
+            return [(name + "attn_qkv.weight", np.concatenate([q, k, v])), (name + "attn_gate.weight", z)]
+        if what == "A_log":  # correctly rounded, as qwen35's (tests/convert allows torch's 1 ulp)
+            return [(name + "ssm_a", -np.exp(data.astype(np.float64)).astype(np.float32))]
+        if what == "conv1d.weight":
+            if data.ndim != 3 or data.shape[1] != 1:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [channels, 1, width]")
+            return [(name + "ssm_conv1d.weight", data[:, 0, :])]
+        plain = {"in_proj_ba.weight": "ssm_ba.weight", "dt_bias": "ssm_dt.bias", "norm.weight": "ssm_norm.weight",
+                 "out_proj.weight": "ssm_out.weight"}
+        if what in plain:
+            return [(name + plain[what], data)]
+        raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for qwen3next")
+
     def fix(self, name, data):
         if self.arch in PERMUTE_QK and name.endswith(("attn_q.weight", "attn_k.weight")):
             data = unpermute(data, self.n_head if "attn_q" in name else self.n_kv)
         if name.endswith("shortconv.conv.weight") and data.ndim == 3 and data.shape[1] == 1:
             data = data[:, 0, :]  # lfm2's conv [channels, 1, width]
-        if self.arch in ("gemma3",) + QWEN35 and "norm" in name:
+        if self.arch in ("gemma3", "qwen3next") + QWEN35 and "norm" in name:
             data = data + np.float32(1)  # Gemma and Qwen3.5 scale by (1 + w); GGUF stores 1 + w
         return [(name, data)]
 
@@ -557,6 +601,7 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
         rp_full, rp_swa = rp, {}
     rtype = rp_full.get("rope_type", rp_full.get("type"))
     if rtype not in (None, "default") and not (arch == "gemma3" and rtype == "linear") \
+            and not (arch == "qwen2vl" and rtype == "mrope") \
             and not (arch in YARN_ARCHS and rtype == "yarn"):
         raise ConvertError(f"{where}: rope scaling '{rtype}' is not converted by tessera convert yet")
 
@@ -597,6 +642,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
     w.add_head_count(n_head)
     w.add_head_count_kv(n_kv)
+    if arch == "qwen2vl":
+        w.add_rope_dimension_sections(qwen2vl_sections(rp_full, where, head_dim))
     if rtype == "yarn":
         write_yarn(w, rp_full, where)
     w.add_rope_freq_base(cfg_num(rp_full, "rope_theta", where, 10000.0))
@@ -613,7 +660,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
     if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
-            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3") + QWEN35):
+            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3",
+                                             "qwen3next") + QWEN35):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     return n_head, n_kv, n_expert, head_dim
@@ -766,6 +814,76 @@ def write_qwen35(w, arch, cfg, where, head_dim):
     w.add_rope_dimension_sections(sections + [0] * (4 - len(sections)))
 
 
+def qwen2vl_config(cfg, where):
+    """Qwen2-VL's and Qwen2.5-VL's text model's config: text_config
+    (transformers 5) or the top level (the published configs), its tying
+    as the whole model says unless it says."""
+    text = cfg.get("text_config")
+    if text is None:
+        return cfg
+    if not isinstance(text, dict):
+        raise ConvertError(f"{where}: 'text_config' is not an object")
+    text = dict(text)
+    text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
+    return text
+
+
+def qwen2vl_sections(rp, where, head_dim):
+    """M-RoPE's sections (rotated pairs per temporal, height, width
+    position), padded to 4 as llama.cpp writes them."""
+    s = rp.get("mrope_section")
+    if not isinstance(s, list) or not 3 <= len(s) <= 4 or not all(isinstance(x, int) and x >= 0 for x in s) \
+            or 2 * sum(s) != head_dim:
+        raise ConvertError(f"{where}: 'mrope_section' is {s!r}, expected 3 section sizes that add up to half the "
+                           f"head size {head_dim}")
+    return s + [0] * (4 - len(s))
+
+
+def qwen3next_layer_types(cfg, where):
+    """Which Qwen3-Next layers attend: layer_types, else every
+    full_attention_interval-th; Tessera (like llama.cpp) takes it from the
+    interval, so layer_types must follow it."""
+    nl = cfg_int(cfg, "num_hidden_layers", where)
+    every = cfg_int(cfg, "full_attention_interval", where, 4)
+    pattern = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(nl)]
+    lt = cfg.get("layer_types", pattern)
+    if lt != pattern:
+        raise ConvertError(f"{where}: 'layer_types' is {lt!r}; tessera convert converts Qwen3-Next models whose "
+                           f"every {every}th layer (full_attention_interval) attends and no other")
+    return lt
+
+
+def write_qwen3next(w, cfg, where, head_dim):
+    """Qwen3-Next's experts, gated delta net and partial rope, in
+    llama.cpp's order; what Tessera's qwen3next does not compute (dense
+    layers among the experts, value heads wider than key heads) is one
+    error naming the key."""
+    if cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1:
+        k = "mlp_only_layers" if cfg.get("mlp_only_layers") else "decoder_sparse_step"
+        raise ConvertError(f"{where}: '{k}' is {cfg[k]!r}; tessera convert converts Qwen3-Next models with "
+                           f"experts in every layer")
+    if cfg_int(cfg, "linear_value_head_dim", where) != cfg_int(cfg, "linear_key_head_dim", where):
+        raise ConvertError(f"{where}: 'linear_value_head_dim' {cfg['linear_value_head_dim']} is not "
+                           f"'linear_key_head_dim' {cfg['linear_key_head_dim']} (Tessera's and llama.cpp's "
+                           f"qwen3next size a value head as a key head)")
+    w.add_expert_feed_forward_length(cfg_int(cfg, "moe_intermediate_size", where))
+    w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
+    nv = cfg_int(cfg, "linear_num_value_heads", where)
+    if nv % cfg_int(cfg, "linear_num_key_heads", where):
+        raise ConvertError(f"{where}: linear_num_value_heads {nv} is not a multiple of linear_num_key_heads "
+                           f"{cfg['linear_num_key_heads']}")
+    w.add_ssm_conv_kernel(cfg_int(cfg, "linear_conv_kernel_dim", where, 4))
+    w.add_ssm_state_size(cfg_int(cfg, "linear_key_head_dim", where))
+    w.add_ssm_group_count(cfg_int(cfg, "linear_num_key_heads", where))
+    w.add_ssm_time_step_rank(nv)
+    w.add_ssm_inner_size(cfg_int(cfg, "linear_value_head_dim", where) * nv)
+    lt = qwen3next_layer_types(cfg, where)
+    w.add_array("qwen3next.attention.recurrent_layers", [t == "linear_attention" for t in lt])
+    w.add_full_attention_interval(cfg_int(cfg, "full_attention_interval", where, 4))
+    prf = cfg_num(rope_params(cfg), "partial_rotary_factor", where, cfg.get("partial_rotary_factor", 1.0))
+    w.add_rope_dimension_count(int(prf * head_dim))
+
+
 def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     """The keys llama.cpp writes after general.file_type."""
     if arch in ENCODERS:
@@ -781,6 +899,8 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
         w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
     if arch in QWEN35:
         write_qwen35(w, arch, cfg, where, head_dim)
+    if arch == "qwen3next":
+        write_qwen3next(w, cfg, where, head_dim)
     if arch == "mistral3":
         # YaRN's mscale_all_dim, and Llama 4's query temperature (Ministral 3)
         rp = rope_params(cfg)
@@ -1076,6 +1196,8 @@ def convert(d, out, outtype, vocab_only=False):
     arch = ARCHS[names[0]]
     if arch == "nomic-bert":
         cfg = nomic_config(cfg, where)
+    if arch == "qwen2vl":
+        cfg = qwen2vl_config(cfg, where)
     if arch == "mistral3":  # the text model's config, its tying as the whole model says unless it says
         text = cfg.get("text_config")
         if not isinstance(text, dict):
@@ -1118,6 +1240,157 @@ def convert(d, out, outtype, vocab_only=False):
     w.close()
 
 
+# ------------------------------------------------------------ mmproj
+
+# Qwen2-VL's and Qwen2.5-VL's vision blocks (visual.blocks.N.REST) -> v.blk.N.*
+QWEN2VL_VISION_MAP = {
+    "attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
+    "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias", "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias",
+    "mlp.fc1.weight": "ffn_up.weight", "mlp.fc1.bias": "ffn_up.bias",  # Qwen2-VL's GELU MLP
+    "mlp.fc2.weight": "ffn_down.weight", "mlp.fc2.bias": "ffn_down.bias",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.gate_proj.bias": "ffn_gate.bias",  # Qwen2.5-VL's SiLU-gated
+    "mlp.up_proj.weight": "ffn_up.weight", "mlp.up_proj.bias": "ffn_up.bias",
+    "mlp.down_proj.weight": "ffn_down.weight", "mlp.down_proj.bias": "ffn_down.bias",
+}
+QWEN2VL_MERGER_MAP = {
+    "merger.ln_q.weight": "v.post_ln.weight", "merger.ln_q.bias": "v.post_ln.bias",
+    "merger.mlp.0.weight": "mm.0.weight", "merger.mlp.0.bias": "mm.0.bias",
+    "merger.mlp.2.weight": "mm.2.weight", "merger.mlp.2.bias": "mm.2.bias",
+}
+# the image size llama.cpp writes for a vision_config without one
+QWEN2VL_IMAGE_SIZE = 560
+
+
+def qwen2vl_mmproj_keys(w, d, cfg, v25, where):
+    """The clip.* keys of a Qwen2-VL or Qwen2.5-VL vision tower, in
+    llama.cpp's order; the image's mean and deviation from
+    preprocessor_config.json."""
+    vc = cfg.get("vision_config")
+    if not isinstance(vc, dict):
+        raise ConvertError(f"{where}: no 'vision_config' object (the vision tower's)")
+    vw = where + " vision_config"
+    for k in ("spatial_merge_size", "temporal_patch_size"):
+        if vc.get(k, 2) != 2:
+            raise ConvertError(f"{vw}: '{k}' is {vc[k]!r}; tessera convert converts vision towers with 2 there")
+    pp = os.path.join(d, "preprocessor_config.json")
+    try:
+        with open(pp, encoding="utf-8") as f:
+            pc = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no preprocessor_config.json (the image mean and deviation of an mmproj file)")
+    except ValueError as e:
+        raise ConvertError(f"{pp}: not JSON ({e})")
+    norm = {}
+    for k in ("image_mean", "image_std"):
+        v = pc.get(k) if isinstance(pc, dict) else None
+        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(x, (int, float)) for x in v):
+            raise ConvertError(f"{pp}: '{k}' is {v!r}, expected 3 numbers")
+        norm[k] = [float(x) for x in v]
+    width = cfg_int(vc, "hidden_size" if v25 else "embed_dim", vw)
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_uint32("clip.vision.projection_dim", cfg_int(vc, "out_hidden_size" if v25 else "hidden_size", vw))
+    w.add_uint32("clip.vision.image_size", cfg_int(vc, "image_size", vw, QWEN2VL_IMAGE_SIZE))
+    w.add_uint32("clip.vision.patch_size", cfg_int(vc, "patch_size", vw, 14))
+    w.add_uint32("clip.vision.embedding_length", width)
+    w.add_uint32("clip.vision.feed_forward_length", cfg_int(vc, "intermediate_size", vw) if v25 else
+                 width * cfg_int(vc, "mlp_ratio", vw, 4))
+    w.add_uint32("clip.vision.block_count", cfg_int(vc, "depth", vw))
+    w.add_uint32("clip.vision.attention.head_count", cfg_int(vc, "num_heads", vw))
+    w.add_array("clip.vision.image_mean", norm["image_mean"])
+    w.add_array("clip.vision.image_std", norm["image_std"])
+    w.add_string("clip.projector_type", "qwen2.5vl_merger" if v25 else "qwen2vl_merger")
+    if v25:
+        if vc.get("hidden_act", "silu") != "silu":
+            raise ConvertError(f"{vw}: 'hidden_act' is {vc['hidden_act']!r}; tessera convert converts Qwen2.5-VL "
+                               f"vision towers with silu")
+        w.add_bool("clip.use_silu", True)
+        # windowed attention but in every n-th block: the full ones n-1, 2n-1...
+        full = vc.get("fullatt_block_indexes")
+        if not isinstance(full, list) or not full or not all(isinstance(i, int) for i in full) or \
+                full != list(range(full[0], full[0] + (full[0] + 1) * len(full), full[0] + 1)):
+            raise ConvertError(f"{vw}: 'fullatt_block_indexes' is {full!r}, expected every n-th block "
+                               f"(n-1, 2n-1, ...)")
+        w.add_uint32("clip.vision.n_wa_pattern", full[0] + 1)
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)  # the towers' LayerNorm/RMSNorm eps
+
+
+def qwen2vl_mmproj_tensors(hf, data, n_layer):
+    """One Hugging Face tensor of the vision tower -> [(GGUF name, array)]
+    ([] for the text model's). q, k and v are one matrix there."""
+    for pre in ("model.visual.", "visual."):
+        if hf.startswith(pre):
+            name = hf[len(pre):]
+            break
+    else:
+        return []
+    if name in QWEN2VL_MERGER_MAP:
+        return [(QWEN2VL_MERGER_MAP[name], data)]
+    if name == "patch_embed.proj.weight":  # [D, 3, 2 frames, p, p]: a 2-D kernel per frame
+        if data.ndim != 5 or data.shape[2] != 2:
+            raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [width, 3, 2, patch, patch]")
+        return [("v.patch_embd.weight", data[:, :, 0]), ("v.patch_embd.weight.1", data[:, :, 1])]
+    parts = name.split(".", 2)
+    if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit() and int(parts[1]) < n_layer:
+        p = f"v.blk.{parts[1]}."
+        if parts[2] in ("attn.qkv.weight", "attn.qkv.bias"):
+            if data.shape[0] % 3:
+                raise ConvertError(f"tensor '{hf}' has {data.shape[0]} rows, not q, k and v of one size")
+            q, k, v = np.split(data, 3)
+            kind = parts[2].rsplit(".", 1)[1]
+            return [(p + f"attn_q.{kind}", q), (p + f"attn_k.{kind}", k), (p + f"attn_v.{kind}", v)]
+        if parts[2] in QWEN2VL_VISION_MAP:
+            return [(p + QWEN2VL_VISION_MAP[parts[2]], data)]
+    raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for the qwen2vl mmproj")
+
+
+def convert_mmproj(d, out, outtype):
+    """--mmproj: the vision tower of a Qwen2-VL or Qwen2.5-VL model as
+    llama.cpp's converter writes it (mmproj-*.gguf, general.architecture
+    clip), for --mmproj."""
+    where = os.path.join(d, "config.json")
+    try:
+        with open(where, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no config.json (not a Hugging Face model directory)")
+    except ValueError as e:
+        raise ConvertError(f"{where}: not JSON ({e})")
+    names = (cfg.get("architectures") or []) if isinstance(cfg, dict) else []
+    kinds = {"Qwen2VLForConditionalGeneration": False, "Qwen2_5_VLForConditionalGeneration": True}
+    if len(names) != 1 or names[0] not in kinds:
+        raise ConvertError(f"{where}: architecture {names!r} has no vision tower tessera convert writes an mmproj "
+                           f"file for ({', '.join(kinds)})")
+    v25 = kinds[names[0]]
+    shards = open_weights(d)
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
+    w.add_file_type(OUTTYPES[outtype])
+    qwen2vl_mmproj_keys(w, d, cfg, v25, where)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    n_layer = cfg_int(cfg["vision_config"], "depth", where + " vision_config")
+    seen = set()
+    for st in shards:
+        for hf in st.names_in_order():
+            data, _ = st.get(hf)
+            for name, data in qwen2vl_mmproj_tensors(hf, data.astype(np.float32), n_layer):
+                if name in seen:
+                    raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
+                seen.add(name)
+                if name.startswith("v.patch_embd."):  # llama.cpp: f16 in an f16 file, else f32
+                    w.add_tensor(name, np.ascontiguousarray(data, np.float16 if outtype == "f16" else np.float32))
+                else:
+                    add_tensor(w, name, data, outtype)
+    for n in ["v.patch_embd.weight", "mm.0.weight", "mm.2.weight"] + [f"v.blk.{i}.attn_q.weight"
+                                                                      for i in range(n_layer)]:
+        if n not in seen:
+            raise ConvertError(f"{d}: the weights have no tensor for '{n}' (the vision tower's)")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def needed(arch, cfg, n_layer, where):
     """Tensors without which the file would not load: the embedding, the
     last norm and each layer's first matrix."""
@@ -1125,6 +1398,8 @@ def needed(arch, cfg, n_layer, where):
     kinds = [first] * n_layer
     if arch in QWEN35:
         kinds = ["attn_qkv" if t == "linear_attention" else "attn_q" for t in cfg.get("layer_types") or []]
+    if arch == "qwen3next":
+        kinds = ["attn_qkv" if t == "linear_attention" else "attn_q" for t in qwen3next_layer_types(cfg, where)]
     if arch in ("lfm2", "granitehybrid"):
         kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")
                  for t in layer_types(cfg, arch, n_layer, where)]
@@ -1147,7 +1422,7 @@ def add_tensor(w, name, data, outtype):
 
 
 def main(argv):
-    args, out, outtype, vocab_only = [], None, "f16", False
+    args, out, outtype, vocab_only, mmproj = [], None, "f16", False, False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -1159,6 +1434,9 @@ def main(argv):
             i += 2
         elif a == "--vocab-only":
             vocab_only = True
+            i += 1
+        elif a == "--mmproj":
+            mmproj = True
             i += 1
         elif a == "--outtype" and i + 1 < len(argv):
             outtype = argv[i + 1].lower()
@@ -1178,7 +1456,10 @@ def main(argv):
         return 2
     tmp = out + ".tmp"
     try:
-        convert(args[0], tmp, outtype, vocab_only)
+        if mmproj:
+            convert_mmproj(args[0], tmp, outtype)
+        else:
+            convert(args[0], tmp, outtype, vocab_only)
         os.replace(tmp, out)
     except ConvertError as e:
         print(f"tessera convert: {e}", file=sys.stderr)

@@ -37,7 +37,7 @@ typedef struct name_list {
 } name_list;
 
 typedef struct quantize_opts {
-    int pure, allow_requantize, quiet;
+    int pure, allow_requantize, quiet, dry_run;
     int32_t n_threads;
     const char *imatrix;
     name_list include, exclude;
@@ -61,6 +61,9 @@ static const cli_option quantize_own[] = {
     {"-t", "--threads", "N", "worker threads (default: all CPUs)", CLI_INT, CLI_OWN(quantize_opts, n_threads),
      1, 256, NULL, CLI_NO_DEFAULT, 0},
     {"-q", "--quiet", NULL, "no progress lines", CLI_SWITCH, CLI_OWN(quantize_opts, quiet), 0, 0, NULL, 0, 0},
+    {NULL, "--dry-run", NULL,
+     "print each tensor's output type and size on stdout and quantize nothing (OUT may be left out)",
+     CLI_SWITCH, CLI_OWN(quantize_opts, dry_run), 0, 0, NULL, 0, 0},
     {NULL, "--imatrix", "FILE",
      "importance matrix (GGUF or legacy .dat, from tessera imatrix or llama-imatrix) to weigh the quantizers by",
      CLI_STR, CLI_OWN(quantize_opts, imatrix), 0, 0, NULL, CLI_NO_DEFAULT, 0},
@@ -73,7 +76,7 @@ static const cli_option quantize_own[] = {
 
 static const cli_command quantize_cmd = {
     .name = "tessera quantize",
-    .synopsis = "IN.gguf OUT.gguf TYPE [options]",
+    .synopsis = "IN.gguf OUT.gguf TYPE [options]  |  --dry-run IN.gguf [OUT.gguf] TYPE",
     .about = "Convert the weights of IN.gguf (F32, F16 or BF16) to TYPE and write OUT.gguf.\n"
              "Metadata is kept and general.file_type is set. Norms and other 1-D tensors keep\n"
              "their type. OUT is written to a temporary file beside it and renamed into place\n"
@@ -87,6 +90,19 @@ typedef struct progress_state {
     int quiet;
     uint64_t in_total, out_total;
 } progress_state;
+
+/* --dry-run: one line per tensor on stdout, llama-quantize --dry-run's
+ * fields (the output type in parentheses; none for a tensor kept as is). */
+static void on_plan(const tessera_quant_progress *pr, void *user) {
+    progress_state *ps = user;
+    ps->in_total += pr->in_bytes;
+    ps->out_total += pr->from_type == pr->to_type ? pr->in_bytes : pr->out_bytes;
+    printf("[%4lld/%4lld] %-40s type = %-7s size = %9.3f MiB", (long long)pr->index + 1, (long long)pr->count,
+           pr->name, tessera_tensor_type_name(pr->from_type), pr->in_bytes / 1048576.0);
+    if (pr->from_type != pr->to_type)
+        printf(" -> %9.3f MiB (%s)", pr->out_bytes / 1048576.0, tessera_tensor_type_name(pr->to_type));
+    printf("\n");
+}
 
 static void on_progress(const tessera_quant_progress *pr, void *user) {
     progress_state *ps = user;
@@ -130,6 +146,27 @@ int cmd_quantize(int argc, char **argv) {
     p.n_exclude_weights = qo.exclude.n;
     const char *const *pos = cp.positional;
     int n_pos = cp.n_positional;
+    if (qo.dry_run) {
+        if (n_pos != 2 && n_pos != 3) {
+            fprintf(stderr, "tessera quantize: --dry-run expects IN.gguf [OUT.gguf] TYPE (see --help)\n");
+            return 2;
+        }
+        const char *type = pos[n_pos - 1];
+        if (tessera_quant_type_find(type, &qt) < 0) {
+            fprintf(stderr, "tessera quantize: unknown TYPE '%s' (see --help for the list)\n", type);
+            return 2;
+        }
+        p.type = qt.name;
+        p.progress = on_plan;
+        p.progress_user = &ps;
+        if (tessera_quantize_dry_run(pos[0], &p) != 0) {
+            fprintf(stderr, "tessera quantize: %s\n", tessera_last_error());
+            return 1;
+        }
+        printf("dry run: %s as %s: %.2f MiB -> %.2f MiB\n", pos[0], qt.name, ps.in_total / 1048576.0,
+               ps.out_total / 1048576.0);
+        return 0;
+    }
     if (n_pos != 3) {
         fprintf(stderr, "tessera quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n");
         return 2;

@@ -82,6 +82,14 @@ tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
  * abort nothing is left at out_path. 0, or -1 with an error. */
 int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params);
 
+/* What tessera_quantize would do, without quantizing or writing anything
+ * (llama-quantize --dry-run): every tensor's output type and size goes to
+ * params->progress, in output order. A target that needs an importance
+ * matrix, or one Tessera cannot produce, is planned all the same (without
+ * a matrix the rules that depend on having one take their no-matrix
+ * branch). 0, or -1 with an error (unreadable file, bad matrix). */
+int tessera_quantize_dry_run(const char *in_path, const tessera_quantize_params *params);
+
 /* ============================================================= imatrix */
 
 /* The activations one matrix product of a decode step multiplied a model

@@ -92,7 +92,9 @@ typedef struct quant_params {
 /* Quantize in_path into out_path, streaming one tensor at a time. Writes a
  * temporary file beside out_path and renames it into place only on success;
  * on any error (or abort) nothing is left at out_path. 0, or -1 with
- * error_get() naming the file, tensor or dtype at fault. */
+ * error_get() naming the file, tensor or dtype at fault. out_path NULL is a
+ * dry run: the plan goes to p->progress and nothing is quantized; a target
+ * that needs a matrix or that Tessera cannot produce is planned anyway. */
 int quant_model_file(const char *in_path, const char *out_path, const quant_params *p);
 
 #endif

@@ -105,7 +105,7 @@ static int plan_imatrix(const imatrix *im, const char *in_path, const gguf_tenso
 
 /* Choose and check the output dtype of every tensor. */
 static int plan_tensors(const gguf_file *f, const char *in_path, const quant_params *p, const imatrix *im,
-                        tensor_plan *plan) {
+                        bool dry_run, tensor_plan *plan) {
     const int64_t n = gguf_tensor_count(f);
     quant_model_info info;
     model_info_read(f, &info);
@@ -134,6 +134,13 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
         if (!in_tr || !in_tr->to_f32)
             return error_set("%s: tensor '%s' has dtype %s, which Tessera cannot read", in_path,
                              t->name, dtype_name(t->dtype));
+        if (dry_run) {
+            /* what llama-quantize --dry-run reports: the type and size,
+             * not whether this input could be quantized to it */
+            plan[i].out_bytes =
+                t->ne[0] % out_tr->block_size == 0 ? dtype_row_bytes(out, tensor_nelements(t)) : 0;
+            continue;
+        }
         if (in_tr->quantized && !p->allow_requantize)
             return error_set("%s: tensor '%s' is already quantized (%s); requantizing loses "
                              "precision, pass --allow-requantize to do it anyway",
@@ -293,7 +300,8 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
     float *qw = NULL;
 
     if (!p || !p->ftype) return error_set("quantize: no target type given");
-    if (quant_ftype_check(p->ftype, p->imatrix_file != NULL)) return -1;
+    const bool dry_run = out_path == NULL;
+    if (!dry_run && quant_ftype_check(p->ftype, p->imatrix_file != NULL)) return -1;
     if (p->imatrix_file) {
         if (!(im = imatrix_new()) || imatrix_load(im, p->imatrix_file) != 0) goto done;
         imatrix_filter(im, p->include, p->n_include, p->exclude, p->n_exclude);
@@ -306,7 +314,21 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
         error_set("%s: out of memory", in_path);
         goto done;
     }
-    if (plan_tensors(f, in_path, p, im, plan) != 0) goto done;
+    if (plan_tensors(f, in_path, p, im, dry_run, plan) != 0) goto done;
+    if (dry_run) {
+        for (int64_t i = 0; i < n && p->progress; i++) {
+            const gguf_tensor_info *t = plan[i].info;
+            quant_progress pr = {
+                .index = i, .count = n, .name = t->name,
+                .from_type = t->dtype, .to_type = plan[i].out_dtype,
+                .n_elements = tensor_nelements(t),
+                .in_bytes = t->size, .out_bytes = plan[i].out_bytes,
+            };
+            p->progress(&pr, p->progress_user);
+        }
+        rc = 0;
+        goto done;
+    }
 
     w = gguf_writer_new();
     if (!w || writer_setup(w, f, plan, n, p, im) != 0) goto done;

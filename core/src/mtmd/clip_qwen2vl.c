@@ -389,6 +389,8 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
     int rc = -1;
     graph *g = NULL;
     qv_windows win = {0};
+    clip_timing tm;
+    clip_timing_mark(&tm, CLIP_T_START);
     uint8_t *rs = malloc((size_t)W * Hh * 3);
     if (!rs) return error_set("%s: out of memory for a %dx%d image", q->path, W, Hh);
     if (fit_pad(img, rs, W, Hh) != 0) goto done;
@@ -399,8 +401,10 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
         error_set("%s: out of memory for the windows of %dx%d cells", q->path, gx, gy);
         goto done;
     }
+    clip_timing_mark(&tm, CLIP_T_PREPROCESS);
     qv_inputs io;
     if (!(g = build(q, N, &win, &io))) goto done;
+    clip_timing_mark(&tm, CLIP_T_BUILD);
     bool same = q->s && q->s_n == run->n_devices && run->n_devices <= 8;
     for (int i = 0; same && i < run->n_devices; i++) same = q->s_devs[i] == run->devices[i];
     if (!same) {
@@ -412,6 +416,7 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
         sched_set_n_threads(q->s, run->n_threads);
     }
     if (!q->s || sched_alloc(q->s, g) != 0) goto done;
+    clip_timing_mark(&tm, CLIP_T_ALLOC);
     if (run->explain && host_log_wanted()) {
         char *text = NULL;
         size_t len = 0;
@@ -440,11 +445,10 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
                     col[(ch * p + ky) * p + kx] = ((float)v / 255.0f - q->mean[ch]) / q->std[ch];
                 }
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clip_timing_mark(&tm, CLIP_T_PATCHIFY);
     if (sched_compute(q->s, g) != 0) goto done;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    run->encode_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    clip_timing_mark(&tm, CLIP_T_COMPUTE);
+    run->encode_ms = clip_timing_end(&tm);
     /* the rows back in row order of the cells */
     const float *r = io.out->t.data;
     for (int64_t j = 0; j < (int64_t)gx * gy; j++)

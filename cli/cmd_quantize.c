@@ -29,7 +29,7 @@ static void type_list(FILE *out) {
         fprintf(out, "  %-8s %-5s %s\n", qt.name, tessera_tensor_type_name(qt.base_type), qt.summary);
 }
 
-enum { MAX_WEIGHT_FILTERS = 64 };
+enum { MAX_WEIGHT_FILTERS = 256 };
 
 typedef struct name_list {
     const char *names[MAX_WEIGHT_FILTERS];
@@ -37,10 +37,10 @@ typedef struct name_list {
 } name_list;
 
 typedef struct quantize_opts {
-    int pure, allow_requantize, quiet, dry_run;
+    int pure, allow_requantize, quiet, dry_run, leave_output;
     int32_t n_threads;
-    const char *imatrix;
-    name_list include, exclude;
+    const char *imatrix, *output_type, *token_embd_type;
+    name_list include, exclude, tensor_types;
 } quantize_opts;
 
 static int add_name(const char *cmd, const char *flag, const char *value, void *dst) {
@@ -71,6 +71,17 @@ static const cli_option quantize_own[] = {
      CLI_FN, CLI_OWN(quantize_opts, include), 0, 0, add_name, CLI_NO_DEFAULT, 0},
     {NULL, "--exclude-weights", "NAME", "do not use the matrix for tensors whose name contains NAME (repeatable)",
      CLI_FN, CLI_OWN(quantize_opts, exclude), 0, 0, add_name, CLI_NO_DEFAULT, 0},
+    {NULL, "--leave-output-tensor", NULL, "leave output.weight un(re)quantized (kept in its input type)",
+     CLI_SWITCH, CLI_OWN(quantize_opts, leave_output), 0, 0, NULL, 0, 0},
+    {NULL, "--output-tensor-type", "ggml_type",
+     "use this tensor type (q8_0, q6_k, f16, ...) for the output.weight tensor", CLI_STR,
+     CLI_OWN(quantize_opts, output_type), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--token-embedding-type", "ggml_type", "use this tensor type for the token embeddings tensor",
+     CLI_STR, CLI_OWN(quantize_opts, token_embd_type), 0, 0, NULL, CLI_NO_DEFAULT, 0},
+    {NULL, "--tensor-type", "tensor_name=ggml_type",
+     "quantize tensors whose name matches tensor_name (a regular expression) to ggml_type instead of "
+     "the mixture's choice; repeatable, the first match wins (example: --tensor-type attn_q=q8_0)",
+     CLI_FN, CLI_OWN(quantize_opts, tensor_types), 0, 0, add_name, CLI_NO_DEFAULT, 0},
     CLI_END,
 };
 
@@ -144,6 +155,11 @@ int cmd_quantize(int argc, char **argv) {
     p.n_include_weights = qo.include.n;
     p.exclude_weights = qo.exclude.names;
     p.n_exclude_weights = qo.exclude.n;
+    p.tensor_types = qo.tensor_types.names;
+    p.n_tensor_types = qo.tensor_types.n;
+    p.output_tensor_type = qo.output_type;
+    p.token_embedding_type = qo.token_embd_type;
+    p.leave_output_tensor = qo.leave_output;
     const char *const *pos = cp.positional;
     int n_pos = cp.n_positional;
     if (qo.dry_run) {
@@ -157,6 +173,10 @@ int cmd_quantize(int argc, char **argv) {
             return 2;
         }
         p.type = qt.name;
+        if (tessera_quantize_check_params(&p) != 0) {
+            fprintf(stderr, "tessera quantize: %s\n", tessera_last_error());
+            return 2;
+        }
         p.progress = on_plan;
         p.progress_user = &ps;
         if (tessera_quantize_dry_run(pos[0], &p) != 0) {
@@ -173,6 +193,11 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (tessera_quant_type_find(pos[2], &qt) < 0) {
         fprintf(stderr, "tessera quantize: unknown TYPE '%s' (see --help for the list)\n", pos[2]);
+        return 2;
+    }
+    p.type = qt.name;
+    if (tessera_quantize_check_params(&p) != 0) {
+        fprintf(stderr, "tessera quantize: %s\n", tessera_last_error());
         return 2;
     }
     if (!strcmp(pos[0], pos[1])) {

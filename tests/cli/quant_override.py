@@ -4,7 +4,8 @@ when the peer's llama-quantize is not built): --output-tensor-type,
 PATTERN=TYPE (repeatable).
 
 - per-tensor types: `tessera quantize --dry-run` names the type
-  `llama-quantize --dry-run` does for every tensor, with each flag alone
+  `llama-quantize --dry-run` does for every tensor, with each flag (and
+  --tensor-type-file, entries separated by spaces or newlines) alone
   and together, on synth-s (dense, untied), a tied-embedding llama, a
   llama with rows of 96 (the fallback table: an override of Q4_K there is
   Q5_0, but --output-tensor-type is taken as given), and a MoE hybrid;
@@ -80,7 +81,14 @@ PLANS = [
     ("r96", "IQ4_XS", ["--tensor-type", "ffn=q3_k", "--tensor-type", "attn_k=tq1_0"]),
     (MOE, "Q4_K_M", ["--tensor-type", r"blk\.0\.attn_qkv=q8_0", "--tensor-type", "exps=q5_k"]),
     (MOE, "Q3_K_M", ["--tensor-type", r"blk\.[0-3]\.ffn_down=q8_0", "--output-tensor-type", "q4_k"]),
+    # --tensor-type-file's entries take its place in the command line's order
+    (S, "Q4_K_M", ["--tensor-type-file", "{FILE}", "--tensor-type", "attn_v=f16"]),
+    (S, "Q4_K_M", ["--tensor-type", "attn_v=f16", "--tensor-type-file", "{FILE}"]),
+    (S, "Q4_K_M", ["--tensor-type-file", "{EMPTY}"]),
 ]
+# the --tensor-type-file of the cases ({FILE}); {EMPTY} is an empty file
+TYPE_FILE = "blk.0.attn_v=q5_1 ffn_down=q8_0\n\n  attn_v=q5_0\n"
+
 
 # (model, mixture, flags): whole files compared byte for byte
 FILES = [
@@ -92,6 +100,7 @@ FILES = [
     ("r96", "Q4_K_M", ["--tensor-type", "attn_q=q6_k", "--tensor-type", "ffn_down=iq4_xs",
                        "--token-embedding-type", "q8_0"]),
     (MOE, "Q4_K_M", ["--tensor-type", "exps=q5_k", "--tensor-type", r"blk\.0\.attn_qkv=q8_0"]),
+    (S, "Q4_K_M", ["--tensor-type-file", "{FILE}", "--output-tensor-type", "q8_0"]),
 ]
 
 # bad values: (flags, what the one error line must name)
@@ -104,6 +113,8 @@ BAD = [
     (["--tensor-type", "attn_v=q8_0", "--tensor-type", "ffn=Q4_K_M"], ["--tensor-type", "Q4_K_M"]),
     (["--output-tensor-type", "foo"], ["--output-tensor-type", "foo"]),
     (["--token-embedding-type", "q4_k_m"], ["--token-embedding-type", "q4_k_m"]),
+    (["--tensor-type-file", "{ABSENT}"], ["--tensor-type-file", "absent.txt", "No such file"]),
+    (["--tensor-type-file", "{BAD}"], ["--tensor-type-file", "bad.txt", "attn_v=foo"]),
 ]
 
 
@@ -131,6 +142,16 @@ def main():
                                 "--seed", "3"] + opts, capture_output=True, text=True, timeout=120)
             if not c.check(p.returncode == 0, f"tessera-synth {name}: {p.stderr[-300:]}"):
                 c.finish()
+        files = {"{FILE}": os.path.join(tmp, "types.txt"), "{EMPTY}": os.path.join(tmp, "empty.txt"),
+                 "{BAD}": os.path.join(tmp, "bad.txt"), "{ABSENT}": os.path.join(tmp, "absent.txt")}
+        for key, text in (("{FILE}", TYPE_FILE), ("{EMPTY}", ""), ("{BAD}", "attn_q=q8_0\nattn_v=foo\n")):
+            with open(files[key], "w") as f:
+                f.write(text)
+        def subst(flags):
+            return [files.get(a, a) for a in flags]
+        PLANS[:] = [(m, mix, subst(flags)) for m, mix, flags in PLANS]
+        FILES[:] = [(m, mix, subst(flags)) for m, mix, flags in FILES]
+        BAD[:] = [(subst(flags), names) for flags, names in BAD]
         t0 = time.time()
         check_plans(c, lq, models)
         t1 = time.time()

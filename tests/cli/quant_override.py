@@ -67,6 +67,9 @@ PLANS = [
                  "--tensor-type", "ffn_up=q5_1"]),
     (S, "Q4_K_M", ["--pure", "--leave-output-tensor"]),
     (S, "IQ4_XS", ["--tensor-type", "attn_q=iq2_xxs", "--tensor-type", "attn_k=tq1_0"]),
+    # norms and routers are never touched
+    (S, "Q4_K_M", ["--tensor-type", "norm=q8_0"]),
+    (MOE, "Q4_K_M", ["--tensor-type", "ffn_gate_inp=q8_0", "--tensor-type", "ssm_conv1d=q8_0"]),
     # a tied embedding is the output: --output-tensor-type applies to it,
     # --token-embedding-type wins, --leave-output-tensor does not touch it
     ("tied", "Q4_K_M", ["--output-tensor-type", "q8_0"]),

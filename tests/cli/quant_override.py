@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli_common import BIN, STORIES, Checker, peer_tool, require, run, test_data  # noqa: E402
-from quant_files import compare_files  # noqa: E402
+from quant_files import compare_files, write_synthetic_imatrix  # noqa: E402
 from quant_moe import dry_runs  # noqa: E402
 
 # models made here by tessera-synth (seconds): name -> options
@@ -104,6 +104,9 @@ FILES = [
                        "--token-embedding-type", "q8_0"]),
     (MOE, "Q4_K_M", ["--tensor-type", "exps=q5_k", "--tensor-type", r"blk\.0\.attn_qkv=q8_0"]),
     (S, "Q4_K_M", ["--tensor-type-file", "{FILE}", "--output-tensor-type", "q8_0"]),
+    # grid types chosen by override, weighed by a matrix
+    (S, "Q4_K_M", ["--imatrix", "{IMATRIX}", "--tensor-type", r"blk\.0\.attn_q=iq2_xxs",
+                   "--tensor-type", r"blk\.1\.attn_k=iq3_s", "--output-tensor-type", "iq4_xs"]),
 ]
 
 # bad values: (flags, what the one error line must name)
@@ -146,7 +149,9 @@ def main():
             if not c.check(p.returncode == 0, f"tessera-synth {name}: {p.stderr[-300:]}"):
                 c.finish()
         files = {"{FILE}": os.path.join(tmp, "types.txt"), "{EMPTY}": os.path.join(tmp, "empty.txt"),
-                 "{BAD}": os.path.join(tmp, "bad.txt"), "{ABSENT}": os.path.join(tmp, "absent.txt")}
+                 "{BAD}": os.path.join(tmp, "bad.txt"), "{ABSENT}": os.path.join(tmp, "absent.txt"),
+                 "{IMATRIX}": os.path.join(tmp, "synth-s.imatrix.gguf")}
+        write_synthetic_imatrix(models[S], files["{IMATRIX}"])
         for key, text in (("{FILE}", TYPE_FILE), ("{EMPTY}", ""), ("{BAD}", "attn_q=q8_0\nattn_v=foo\n")):
             with open(files[key], "w") as f:
                 f.write(text)

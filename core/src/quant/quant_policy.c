@@ -322,3 +322,9 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
     if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
     return t;
 }
+
+int32_t quant_row_fallback_dtype(int32_t dtype, int64_t nx) {
+    const dtype_traits *tr = dtype_traits_get(dtype);
+    if (!tr || nx % tr->block_size == 0) return dtype;
+    return fallback_dtype(dtype, nx);
+}

@@ -3,6 +3,10 @@
 
 usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only] [--mmproj]
 
+--mmproj writes the vision tower and projector of a vision-language
+checkpoint (Qwen2-VL's, Qwen2.5-VL's, Mistral 3's Pixtral, Qwen3.5's) as
+llama.cpp's mmproj file instead of the text model.
+
 Reads config.json, the weights (model.safetensors, or the shards that
 model.safetensors.index.json names), the tokenizer (tokenizer.model:
 SentencePiece; tokenizer.json: byte-level BPE, its pre-tokenizer named from
@@ -10,11 +14,13 @@ its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
 Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
-SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
-and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
-pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe),
-Qwen2-VL and Qwen2.5-VL's text model (qwen2vl; with --mmproj their vision
-tower's mmproj file instead), Qwen3-Next (qwen3next). See docs/convert.md.
+SmolLM3, gpt-oss (also with OpenAI's MXFP4 experts), LFM2, Mamba-2,
+Granite 4.0-H (granitehybrid), BERT (uncased or cased) and Nomic Embed
+encoders (WordPiece tokenizer.json, sentence-transformers pooling),
+Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe; also the
+text model of the published vision-language checkpoints), Qwen2-VL and
+Qwen2.5-VL's text model (qwen2vl), Qwen3-Next (qwen3next). See
+docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
 header length, the JSON header, every tensor's dtype, shape and byte range
@@ -51,7 +57,8 @@ class ConvertError(Exception):
 
 # ------------------------------------------------------------ safetensors
 
-ST_DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2), "F64": (np.float64, 8)}
+ST_DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2), "F64": (np.float64, 8),
+             "U8": (np.uint8, 1)}  # U8: MXFP4 blocks and scales only (gpt-oss), refused elsewhere
 
 
 class SafeTensors:
@@ -169,14 +176,27 @@ ARCHS = {
     "Mistral3ForConditionalGeneration": "mistral3",  # the text model; the vision tower is the mmproj's
     "Qwen3_5ForCausalLM": "qwen35",
     "Qwen3_5MoeForCausalLM": "qwen35moe",
+    # Qwen3.5 as published (with its vision tower): the text model
+    "Qwen3_5ForConditionalGeneration": "qwen35",
+    "Qwen3_5MoeForConditionalGeneration": "qwen35moe",
 }
+# vision-language classes: the text model's config is text_config, its
+# tensors under TEXT_PREFIXES (or model.*); the vision tower's, under
+# VISION_PREFIXES, are skipped: they are the mmproj's (--mmproj, MMPROJ)
+VLM = {"Mistral3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+       "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration"}
+# ... whose config may give the text model at its top level (text_config)
+TEXT_AT_TOP = {"Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration"}
 QWEN35 = ("qwen35", "qwen35moe")
 # a vision-language checkpoint: its text model's tensors under these
 # prefixes (transformers 4's and the published files', transformers 5's)
 TEXT_PREFIXES = (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head."),
                  ("model.language_model.", "model."))
-VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
-QWEN2VL_VISION = ("visual.", "model.visual.")  # Qwen2-VL's and Qwen2.5-VL's vision tower and merger
+# the vision towers' tensors: Pixtral's and Mistral 3's projector, then
+# Qwen2-VL's, Qwen2.5-VL's and Qwen3.5's tower and merger (QWEN_VISION)
+QWEN_VISION = ("visual.", "model.visual.")
+VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                   "model.multi_modal_projector.") + QWEN_VISION
 # encoders: no causal mask, a pooling type, WordPiece vocabularies
 ENCODERS = {"bert", "nomic-bert"}
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
@@ -313,26 +333,21 @@ class TensorMap:
     layout llama.cpp's files have, and the experts stacked into one tensor
     per projection (given when the last of them is read)."""
 
-    def __init__(self, arch, cfg, n_layer, n_head, n_kv, n_expert):
-        self.arch, self.cfg, self.n_layer, self.n_head, self.n_kv, self.n_expert = \
-            arch, cfg, n_layer, n_head, n_kv, n_expert
+    def __init__(self, arch, cfg, n_layer, n_head, n_kv, n_expert, vlm=False):
+        self.arch, self.cfg, self.n_layer, self.n_head, self.n_kv, self.n_expert, self.vlm = \
+            arch, cfg, n_layer, n_head, n_kv, n_expert, vlm
         self.experts = {}  # gguf name -> {expert: array}
 
     def __call__(self, hf, data):
         if self.arch in ENCODERS:
             return self.encoder(hf, data)
-        if self.arch == "mistral3":
+        if self.vlm:
             if hf.startswith(VISION_PREFIXES):
                 return []
             for a, b in TEXT_PREFIXES:
                 if hf.startswith(a):
                     hf = b + hf[len(a):]
                     break
-        if self.arch == "qwen2vl":
-            if hf.startswith(QWEN2VL_VISION):
-                return []
-            if hf.startswith("model.language_model."):  # transformers 5's names
-                hf = "model." + hf[len("model.language_model."):]
         if hf in GLOBAL_MAP:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
@@ -814,15 +829,16 @@ def write_qwen35(w, arch, cfg, where, head_dim):
     w.add_rope_dimension_sections(sections + [0] * (4 - len(sections)))
 
 
-def qwen2vl_config(cfg, where):
-    """Qwen2-VL's and Qwen2.5-VL's text model's config: text_config
-    (transformers 5) or the top level (the published configs), its tying
-    as the whole model says unless it says."""
+def text_config(cfg, name, where):
+    """A vision-language checkpoint's text model's config: text_config,
+    its tying as the whole model says unless it says; Qwen2-VL's and
+    Qwen2.5-VL's published configs (transformers 4) keep it at the top
+    level instead (transformers 5 writes text_config)."""
     text = cfg.get("text_config")
-    if text is None:
+    if text is None and name in TEXT_AT_TOP:
         return cfg
     if not isinstance(text, dict):
-        raise ConvertError(f"{where}: 'text_config' is not an object")
+        raise ConvertError(f"{where}: a {name} without a 'text_config' object")
     text = dict(text)
     text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
     return text
@@ -940,7 +956,7 @@ def write_vocab(w, d, n_vocab, arch, cfg):
     spm = os.path.join(d, "tokenizer.model")
     if arch in ENCODERS:
         w.add_token_type_count(cfg.get("type_vocab_size", 2))
-        write_wordpiece(w, d, n_vocab)
+        norm = write_wordpiece(w, d, n_vocab)
         # (GGUF has no key for [CLS]: gguf-py would say so on stderr)
         logging.getLogger("gguf.vocab").setLevel(logging.ERROR)
         special = gguf.SpecialVocab(d, load_merges=False, n_vocab=n_vocab)
@@ -959,7 +975,12 @@ def write_vocab(w, d, n_vocab, arch, cfg):
         raise ConvertError(f"{d}: no tokenizer.model and no tokenizer.json")
     special.add_to_gguf(w, quiet=True)
     if arch in ENCODERS:
-        w.add_bool("tokenizer.ggml.normalizer.lowercase", True)  # write_wordpiece takes uncased ones only
+        # the BertNormalizer's switches as tokenizer.json has them (not
+        # tokenizer_config.json's do_lower_case), as llama.cpp writes them;
+        # strip_accents only when given (else it follows lowercase)
+        w.add_bool("tokenizer.ggml.normalizer.lowercase", bool(norm.get("lowercase", True)))
+        if norm.get("strip_accents") is not None:
+            w.add_bool("tokenizer.ggml.normalizer.strip_accents", bool(norm["strip_accents"]))
     if arch == "gemma3" and os.path.exists(spm):
         w.add_add_space_prefix(False)
 
@@ -1004,7 +1025,8 @@ def write_spm(w, path, n_vocab, arch):
 def write_wordpiece(w, d, n_vocab):
     """A BERT WordPiece vocabulary (tokenizer.json) as GGUF keeps it: a
     word's first piece marked with U+2581, a continuation without its
-    "##", the special added tokens as they are."""
+    "##", the special added tokens as they are. Uncased or cased (the
+    BertNormalizer's lowercase); returns the normalizer."""
     path = os.path.join(d, "tokenizer.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -1019,10 +1041,12 @@ def write_wordpiece(w, d, n_vocab):
                            f"(a BERT model's)")
     norm = tj.get("normalizer") or {}
     pre = tj.get("pre_tokenizer") or {}
-    if norm.get("type") != "BertNormalizer" or pre.get("type") != "BertPreTokenizer" or not norm.get("lowercase"):
+    if norm.get("type") != "BertNormalizer" or pre.get("type") != "BertPreTokenizer" \
+            or not isinstance(norm.get("lowercase", True), bool) \
+            or not isinstance(norm.get("strip_accents"), (bool, type(None))):
         raise ConvertError(f"{path}: normalizer {json.dumps(norm)[:120]} and pre-tokenizer {json.dumps(pre)[:80]} "
-                           f"are not an uncased BERT tokenizer's (tessera convert knows BertNormalizer with "
-                           f"lowercase and BertPreTokenizer)")
+                           f"are not a BERT tokenizer's (tessera convert knows BertNormalizer, cased or not, and "
+                           f"BertPreTokenizer)")
     prefix = model.get("continuing_subword_prefix") or "##"
     special = {a.get("id") for a in tj.get("added_tokens") or [] if a.get("special")}
     T = gguf.TokenType
@@ -1044,10 +1068,12 @@ def write_wordpiece(w, d, n_vocab):
     # llama.cpp's converter names this vocabulary's pre-tokenizer by a hash
     # of its tokens; an uncased BERT WordPiece (bert-base-uncased's, BGE's)
     # comes out as jina-v2-en, a name that changes nothing in the
-    # tokenization (WordPiece's splitting is the model type's)
+    # tokenization (WordPiece's splitting is the model type's; the casing
+    # is tokenizer.ggml.normalizer.*'s), so a cased one gets it too
     w.add_tokenizer_pre("jina-v2-en")
     w.add_token_list(tokens)
     w.add_token_types(types)
+    return norm
 
 
 # BPE pre-tokenizers. llama.cpp's converter names a tokenizer.json's
@@ -1178,7 +1204,7 @@ OUTTYPES = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_
             "bf16": gguf.LlamaFileType.MOSTLY_BF16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 
 
-def convert(d, out, outtype, vocab_only=False):
+def read_config(d):
     where = os.path.join(d, "config.json")
     try:
         with open(where, encoding="utf-8") as f:
@@ -1193,18 +1219,17 @@ def convert(d, out, outtype, vocab_only=False):
     if len(names) != 1 or names[0] not in ARCHS:
         raise ConvertError(f"{where}: architecture {names!r} is not one tessera convert knows "
                            f"({', '.join(sorted(ARCHS))})")
+    return cfg, where, names
+
+
+def convert(d, out, outtype, vocab_only=False):
+    cfg, where, names = read_config(d)
     arch = ARCHS[names[0]]
     if arch == "nomic-bert":
         cfg = nomic_config(cfg, where)
-    if arch == "qwen2vl":
-        cfg = qwen2vl_config(cfg, where)
-    if arch == "mistral3":  # the text model's config, its tying as the whole model says unless it says
-        text = cfg.get("text_config")
-        if not isinstance(text, dict):
-            raise ConvertError(f"{where}: a {names[0]} without a 'text_config' object")
-        text = dict(text)
-        text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
-        cfg = text
+    mxfp4 = quantization(cfg, arch, where)
+    if names[0] in VLM:
+        cfg = text_config(cfg, names[0], where)
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
     n_vocab = cfg_int(cfg, "vocab_size", where)
     shards = [] if vocab_only else open_weights(d)
@@ -1212,16 +1237,27 @@ def convert(d, out, outtype, vocab_only=False):
     w.add_type(gguf.GGUFType.MODEL)
     w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
     n_head, n_kv, n_expert, head_dim = write_hparams(w, arch, cfg, where)
-    w.add_file_type(OUTTYPES[outtype])
+    # llama.cpp's file type for MXFP4 experts beside f32/f16/bf16 tensors
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if mxfp4 and outtype != "q8_0" else OUTTYPES[outtype])
     write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     write_vocab(w, d, n_vocab, arch, cfg)
     seen = set()
-    tmap = TensorMap(arch, cfg, n_layer, n_head, n_kv, n_expert)
+    tmap = TensorMap(arch, cfg, n_layer, n_head, n_kv, n_expert, vlm=names[0] in VLM)
     tied = cfg.get("tie_word_embeddings", arch in ("gemma3",)) is True
+    if mxfp4:
+        # the MXFP4 experts first, as llama.cpp's converter writes them
+        for name, data in mxfp4_experts(shards, n_layer, n_expert):
+            seen.add(name)
+            w.add_tensor(name, data, raw_shape=data.shape, raw_dtype=gguf.GGMLQuantizationType.MXFP4)
     for st in shards:
         for hf in st.names_in_order():
+            if mxfp4 and hf.endswith(MXFP4_SUFFIXES):
+                continue
             data, dt = st.get(hf)
+            if dt == "U8":
+                raise ConvertError(f"{st.path}: tensor '{hf}' has dtype U8, which tessera convert reads only as "
+                                   f"gpt-oss's MXFP4 experts (*_blocks, *_scales with quant_method mxfp4)")
             for name, data in tmap(hf, data.astype(np.float32)):
                 if name in seen:
                     raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
@@ -1240,155 +1276,70 @@ def convert(d, out, outtype, vocab_only=False):
     w.close()
 
 
-# ------------------------------------------------------------ mmproj
-
-# Qwen2-VL's and Qwen2.5-VL's vision blocks (visual.blocks.N.REST) -> v.blk.N.*
-QWEN2VL_VISION_MAP = {
-    "attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
-    "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias", "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias",
-    "mlp.fc1.weight": "ffn_up.weight", "mlp.fc1.bias": "ffn_up.bias",  # Qwen2-VL's GELU MLP
-    "mlp.fc2.weight": "ffn_down.weight", "mlp.fc2.bias": "ffn_down.bias",
-    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.gate_proj.bias": "ffn_gate.bias",  # Qwen2.5-VL's SiLU-gated
-    "mlp.up_proj.weight": "ffn_up.weight", "mlp.up_proj.bias": "ffn_up.bias",
-    "mlp.down_proj.weight": "ffn_down.weight", "mlp.down_proj.bias": "ffn_down.bias",
-}
-QWEN2VL_MERGER_MAP = {
-    "merger.ln_q.weight": "v.post_ln.weight", "merger.ln_q.bias": "v.post_ln.bias",
-    "merger.mlp.0.weight": "mm.0.weight", "merger.mlp.0.bias": "mm.0.bias",
-    "merger.mlp.2.weight": "mm.2.weight", "merger.mlp.2.bias": "mm.2.bias",
-}
-# the image size llama.cpp writes for a vision_config without one
-QWEN2VL_IMAGE_SIZE = 560
+def quantization(cfg, arch, where):
+    """Whether the checkpoint's experts are MXFP4 (gpt-oss as OpenAI
+    ships it); any other quantized checkpoint is one error."""
+    q = cfg.get("quantization_config")
+    if q is None:
+        return False
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if method == "mxfp4" and arch == "gpt-oss":
+        return True
+    raise ConvertError(f"{where}: quantization_config quant_method {method!r} is not converted by tessera convert "
+                       f"(it reads unquantized checkpoints, and gpt-oss's mxfp4 experts)")
 
 
-def qwen2vl_mmproj_keys(w, d, cfg, v25, where):
-    """The clip.* keys of a Qwen2-VL or Qwen2.5-VL vision tower, in
-    llama.cpp's order; the image's mean and deviation from
-    preprocessor_config.json."""
-    vc = cfg.get("vision_config")
-    if not isinstance(vc, dict):
-        raise ConvertError(f"{where}: no 'vision_config' object (the vision tower's)")
-    vw = where + " vision_config"
-    for k in ("spatial_merge_size", "temporal_patch_size"):
-        if vc.get(k, 2) != 2:
-            raise ConvertError(f"{vw}: '{k}' is {vc[k]!r}; tessera convert converts vision towers with 2 there")
-    pp = os.path.join(d, "preprocessor_config.json")
-    try:
-        with open(pp, encoding="utf-8") as f:
-            pc = json.load(f)
-    except FileNotFoundError:
-        raise ConvertError(f"{d}: no preprocessor_config.json (the image mean and deviation of an mmproj file)")
-    except ValueError as e:
-        raise ConvertError(f"{pp}: not JSON ({e})")
-    norm = {}
-    for k in ("image_mean", "image_std"):
-        v = pc.get(k) if isinstance(pc, dict) else None
-        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(x, (int, float)) for x in v):
-            raise ConvertError(f"{pp}: '{k}' is {v!r}, expected 3 numbers")
-        norm[k] = [float(x) for x in v]
-    width = cfg_int(vc, "hidden_size" if v25 else "embed_dim", vw)
-    w.add_bool("clip.has_vision_encoder", True)
-    w.add_uint32("clip.vision.projection_dim", cfg_int(vc, "out_hidden_size" if v25 else "hidden_size", vw))
-    w.add_uint32("clip.vision.image_size", cfg_int(vc, "image_size", vw, QWEN2VL_IMAGE_SIZE))
-    w.add_uint32("clip.vision.patch_size", cfg_int(vc, "patch_size", vw, 14))
-    w.add_uint32("clip.vision.embedding_length", width)
-    w.add_uint32("clip.vision.feed_forward_length", cfg_int(vc, "intermediate_size", vw) if v25 else
-                 width * cfg_int(vc, "mlp_ratio", vw, 4))
-    w.add_uint32("clip.vision.block_count", cfg_int(vc, "depth", vw))
-    w.add_uint32("clip.vision.attention.head_count", cfg_int(vc, "num_heads", vw))
-    w.add_array("clip.vision.image_mean", norm["image_mean"])
-    w.add_array("clip.vision.image_std", norm["image_std"])
-    w.add_string("clip.projector_type", "qwen2.5vl_merger" if v25 else "qwen2vl_merger")
-    if v25:
-        if vc.get("hidden_act", "silu") != "silu":
-            raise ConvertError(f"{vw}: 'hidden_act' is {vc['hidden_act']!r}; tessera convert converts Qwen2.5-VL "
-                               f"vision towers with silu")
-        w.add_bool("clip.use_silu", True)
-        # windowed attention but in every n-th block: the full ones n-1, 2n-1...
-        full = vc.get("fullatt_block_indexes")
-        if not isinstance(full, list) or not full or not all(isinstance(i, int) for i in full) or \
-                full != list(range(full[0], full[0] + (full[0] + 1) * len(full), full[0] + 1)):
-            raise ConvertError(f"{vw}: 'fullatt_block_indexes' is {full!r}, expected every n-th block "
-                               f"(n-1, 2n-1, ...)")
-        w.add_uint32("clip.vision.n_wa_pattern", full[0] + 1)
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)  # the towers' LayerNorm/RMSNorm eps
+# an MXFP4 projection: NAME_blocks (U8 [expert, out, in / 32, 16]: 32 FP4
+# E2M1 codes a block, two a byte, the even element in the low nibble) and
+# NAME_scales (U8 [expert, out, in / 32]: E8M0, 2^(s - 127)), OpenAI's
+# layout; gate_up_proj holds gate and up rows interleaved (gate even)
+MXFP4_SUFFIXES = ("_blocks", "_scales")
+MXFP4_PROJ = {"gate_up_proj": ("ffn_gate_exps.weight", "ffn_up_exps.weight"), "down_proj": ("ffn_down_exps.weight",)}
 
 
-def qwen2vl_mmproj_tensors(hf, data, n_layer):
-    """One Hugging Face tensor of the vision tower -> [(GGUF name, array)]
-    ([] for the text model's). q, k and v are one matrix there."""
-    for pre in ("model.visual.", "visual."):
-        if hf.startswith(pre):
-            name = hf[len(pre):]
-            break
-    else:
-        return []
-    if name in QWEN2VL_MERGER_MAP:
-        return [(QWEN2VL_MERGER_MAP[name], data)]
-    if name == "patch_embed.proj.weight":  # [D, 3, 2 frames, p, p]: a 2-D kernel per frame
-        if data.ndim != 5 or data.shape[2] != 2:
-            raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [width, 3, 2, patch, patch]")
-        return [("v.patch_embd.weight", data[:, :, 0]), ("v.patch_embd.weight.1", data[:, :, 1])]
-    parts = name.split(".", 2)
-    if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit() and int(parts[1]) < n_layer:
-        p = f"v.blk.{parts[1]}."
-        if parts[2] in ("attn.qkv.weight", "attn.qkv.bias"):
-            if data.shape[0] % 3:
-                raise ConvertError(f"tensor '{hf}' has {data.shape[0]} rows, not q, k and v of one size")
-            q, k, v = np.split(data, 3)
-            kind = parts[2].rsplit(".", 1)[1]
-            return [(p + f"attn_q.{kind}", q), (p + f"attn_k.{kind}", k), (p + f"attn_v.{kind}", v)]
-        if parts[2] in QWEN2VL_VISION_MAP:
-            return [(p + QWEN2VL_VISION_MAP[parts[2]], data)]
-    raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for the qwen2vl mmproj")
-
-
-def convert_mmproj(d, out, outtype):
-    """--mmproj: the vision tower of a Qwen2-VL or Qwen2.5-VL model as
-    llama.cpp's converter writes it (mmproj-*.gguf, general.architecture
-    clip), for --mmproj."""
-    where = os.path.join(d, "config.json")
-    try:
-        with open(where, encoding="utf-8") as f:
-            cfg = json.load(f)
-    except FileNotFoundError:
-        raise ConvertError(f"{d}: no config.json (not a Hugging Face model directory)")
-    except ValueError as e:
-        raise ConvertError(f"{where}: not JSON ({e})")
-    names = (cfg.get("architectures") or []) if isinstance(cfg, dict) else []
-    kinds = {"Qwen2VLForConditionalGeneration": False, "Qwen2_5_VLForConditionalGeneration": True}
-    if len(names) != 1 or names[0] not in kinds:
-        raise ConvertError(f"{where}: architecture {names!r} has no vision tower tessera convert writes an mmproj "
-                           f"file for ({', '.join(kinds)})")
-    v25 = kinds[names[0]]
-    shards = open_weights(d)
-    w = gguf.GGUFWriter(out, "clip")
-    w.add_type(gguf.GGUFType.MMPROJ)
-    w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
-    w.add_file_type(OUTTYPES[outtype])
-    qwen2vl_mmproj_keys(w, d, cfg, v25, where)
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    n_layer = cfg_int(cfg["vision_config"], "depth", where + " vision_config")
-    seen = set()
+def mxfp4_experts(shards, n_layer, n_expert):
+    """gpt-oss's MXFP4 experts as GGML's MXFP4 blocks, in the order of
+    their _blocks tensors (shard by shard, by name): the E8M0 scale byte,
+    then 16 bytes holding element j in the low nibble and j + 16 in the
+    high one. The codes and scales are copied, not requantized."""
+    where = {}
+    for st in shards:
+        for hf in st.tensors:
+            where[hf] = st
     for st in shards:
         for hf in st.names_in_order():
-            data, _ = st.get(hf)
-            for name, data in qwen2vl_mmproj_tensors(hf, data.astype(np.float32), n_layer):
-                if name in seen:
-                    raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
-                seen.add(name)
-                if name.startswith("v.patch_embd."):  # llama.cpp: f16 in an f16 file, else f32
-                    w.add_tensor(name, np.ascontiguousarray(data, np.float16 if outtype == "f16" else np.float32))
-                else:
-                    add_tensor(w, name, data, outtype)
-    for n in ["v.patch_embd.weight", "mm.0.weight", "mm.2.weight"] + [f"v.blk.{i}.attn_q.weight"
-                                                                      for i in range(n_layer)]:
-        if n not in seen:
-            raise ConvertError(f"{d}: the weights have no tensor for '{n}' (the vision tower's)")
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+            if not hf.endswith("_blocks"):
+                continue
+            base = hf[:-len("_blocks")]
+            parts = base.split(".")
+            if not (len(parts) == 6 and parts[:2] == ["model", "layers"] and parts[2].isdigit()
+                    and int(parts[2]) < n_layer and parts[3:5] == ["mlp", "experts"] and parts[5] in MXFP4_PROJ):
+                raise ConvertError(f"{st.path}: tensor '{hf}' is not one of gpt-oss's MXFP4 experts "
+                                   f"(model.layers.N.mlp.experts.gate_up_proj_blocks, down_proj_blocks)")
+            il, proj = int(parts[2]), parts[5]
+            sc = base + "_scales"
+            if sc not in where:
+                raise ConvertError(f"{st.path}: tensor '{hf}' has no '{sc}' in the weights")
+            bdt, bshape, _, _ = st.tensors[hf]
+            sdt, sshape, _, _ = where[sc].tensors[sc]
+            if bdt != "U8" or sdt != "U8" or len(bshape) != 4 or bshape[3] != 16 or sshape != bshape[:3] \
+                    or bshape[0] != n_expert:
+                raise ConvertError(f"{st.path}: tensors '{hf}' ({bdt} {bshape}) and '{sc}' ({sdt} {sshape}) are not "
+                                   f"MXFP4 blocks [{n_expert} experts, rows, blocks, 16] and their scales "
+                                   f"[{n_expert}, rows, blocks], U8")
+            blocks, _ = st.get(hf)
+            scales, _ = where[sc].get(sc)
+            codes = np.stack([blocks & 15, blocks >> 4], -1).reshape(*bshape[:3], 32)
+            q = np.concatenate([scales[..., None], codes[..., :16] | (codes[..., 16:] << 4)], -1)
+            q = q.astype(np.uint8).reshape(bshape[0], bshape[1], bshape[2] * 17)
+            names = MXFP4_PROJ[proj]
+            if len(names) == 2:
+                if bshape[1] % 2:
+                    raise ConvertError(f"{st.path}: tensor '{hf}' has {bshape[1]} rows, not gate and up pairs")
+                yield f"blk.{il}.{names[0]}", np.ascontiguousarray(q[:, 0::2])
+                yield f"blk.{il}.{names[1]}", np.ascontiguousarray(q[:, 1::2])
+            else:
+                yield f"blk.{il}.{names[0]}", q
 
 
 def needed(arch, cfg, n_layer, where):
@@ -1405,6 +1356,283 @@ def needed(arch, cfg, n_layer, where):
                  for t in layer_types(cfg, arch, n_layer, where)]
     return ["token_embd.weight", "token_embd_norm.weight" if arch in ("lfm2",) + tuple(ENCODERS) else "output_norm.weight"] + \
         [f"blk.{i}.{k}.weight" for i, k in enumerate(kinds)]
+
+
+# ------------------------------------------------------------ mmproj
+
+# vision-language class -> the mmproj's clip.projector_type
+MMPROJ = {"Qwen2VLForConditionalGeneration": "qwen2vl_merger", "Qwen2_5_VLForConditionalGeneration": "qwen2.5vl_merger",
+          "Mistral3ForConditionalGeneration": "pixtral", "Qwen3_5ForConditionalGeneration": "qwen3vl_merger",
+          "Qwen3_5MoeForConditionalGeneration": "qwen3vl_merger"}
+QWEN2VL_MMPROJ = ("qwen2vl_merger", "qwen2.5vl_merger")
+# Pixtral's tower and Mistral 3's projector (vision_tower., multi_modal_projector.)
+PIXTRAL_GLOBAL_MAP = {
+    "multi_modal_projector.linear_1.weight": "mm.1.weight", "multi_modal_projector.linear_1.bias": "mm.1.bias",
+    "multi_modal_projector.linear_2.weight": "mm.2.weight", "multi_modal_projector.linear_2.bias": "mm.2.bias",
+    "multi_modal_projector.norm.weight": "mm.input_norm.weight",
+    "multi_modal_projector.patch_merger.merging_layer.weight": "mm.patch_merger.weight",
+    "vision_tower.ln_pre.weight": "v.pre_ln.weight", "vision_tower.patch_conv.weight": "v.patch_embd.weight",
+}
+PIXTRAL_LAYER_MAP = {
+    "attention.q_proj.weight": "attn_q.weight", "attention.k_proj.weight": "attn_k.weight",
+    "attention.v_proj.weight": "attn_v.weight", "attention.o_proj.weight": "attn_out.weight",
+    "attention_norm.weight": "ln1.weight", "ffn_norm.weight": "ln2.weight",
+    "feed_forward.gate_proj.weight": "ffn_gate.weight", "feed_forward.up_proj.weight": "ffn_up.weight",
+    "feed_forward.down_proj.weight": "ffn_down.weight",
+}
+# Qwen2-VL's and Qwen2.5-VL's tower (visual.): ViT blocks, the 2x2 merger
+# (ln_q, mlp.0, mlp.2); q, k and v one matrix there, three in the file
+QWEN2VL_GLOBAL_MAP = {
+    "merger.ln_q.weight": "v.post_ln.weight", "merger.ln_q.bias": "v.post_ln.bias",
+    "merger.mlp.0.weight": "mm.0.weight", "merger.mlp.0.bias": "mm.0.bias",
+    "merger.mlp.2.weight": "mm.2.weight", "merger.mlp.2.bias": "mm.2.bias",
+}
+QWEN2VL_LAYER_MAP = {
+    "attn.qkv.weight": "attn_qkv.weight", "attn.qkv.bias": "attn_qkv.bias",  # split in VisionMap.convert
+    "attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
+    "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias", "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias",
+    "mlp.fc1.weight": "ffn_up.weight", "mlp.fc1.bias": "ffn_up.bias",  # Qwen2-VL's GELU MLP
+    "mlp.fc2.weight": "ffn_down.weight", "mlp.fc2.bias": "ffn_down.bias",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.gate_proj.bias": "ffn_gate.bias",  # Qwen2.5-VL's SiLU-gated
+    "mlp.up_proj.weight": "ffn_up.weight", "mlp.up_proj.bias": "ffn_up.bias",
+    "mlp.down_proj.weight": "ffn_down.weight", "mlp.down_proj.bias": "ffn_down.bias",
+}
+# Qwen3.5's vision tower (visual.): ViT blocks, learned positions, the 2x2 merger
+QWEN3VL_GLOBAL_MAP = {
+    "merger.linear_fc1.weight": "mm.0.weight", "merger.linear_fc1.bias": "mm.0.bias",
+    "merger.linear_fc2.weight": "mm.2.weight", "merger.linear_fc2.bias": "mm.2.bias",
+    "merger.norm.weight": "v.post_ln.weight", "merger.norm.bias": "v.post_ln.bias",
+    "patch_embed.proj.bias": "v.patch_embd.bias", "pos_embed.weight": "v.position_embd.weight",
+}
+QWEN3VL_LAYER_MAP = {
+    "attn.qkv.weight": "attn_qkv.weight", "attn.qkv.bias": "attn_qkv.bias",
+    "attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
+    "mlp.linear_fc1.weight": "ffn_up.weight", "mlp.linear_fc1.bias": "ffn_up.bias",
+    "mlp.linear_fc2.weight": "ffn_down.weight", "mlp.linear_fc2.bias": "ffn_down.bias",
+    "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias", "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias",
+}
+# the image size llama.cpp writes for a Qwen2-VL vision_config without one
+QWEN2VL_IMAGE_SIZE = 560
+
+
+def preprocessor(d):
+    """image_mean and image_std of preprocessor_config.json."""
+    p = os.path.join(d, "preprocessor_config.json")
+    try:
+        with open(p, encoding="utf-8") as f:
+            pc = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no preprocessor_config.json (the image normalisation an mmproj needs)")
+    except ValueError as e:
+        raise ConvertError(f"{p}: not JSON ({e})")
+    out = []
+    for k in ("image_mean", "image_std"):
+        v = pc.get(k) if isinstance(pc, dict) else None
+        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(x, (int, float)) for x in v):
+            raise ConvertError(f"{p}: '{k}' is {v!r}, expected 3 numbers")
+        out.append([float(x) for x in v])
+    return out
+
+
+class VisionMap:
+    """A vision-language checkpoint's vision tower and projector tensors
+    -> the mmproj's (v.*, mm.*); the text model's are skipped."""
+
+    def __init__(self, kind, vc, n_layer):
+        self.kind, self.vc, self.n_layer = kind, vc, n_layer
+        self.maps = (QWEN2VL_GLOBAL_MAP, QWEN2VL_LAYER_MAP) if kind in QWEN2VL_MMPROJ else \
+            (QWEN3VL_GLOBAL_MAP, QWEN3VL_LAYER_MAP)
+
+    def __call__(self, hf):
+        if self.kind == "pixtral":
+            name = hf[len("model."):] if hf.startswith(("model.vision_tower.", "model.multi_modal_projector.")) else hf
+            if not name.startswith(("vision_tower.", "multi_modal_projector.")):
+                return None
+            if name in PIXTRAL_GLOBAL_MAP:
+                return PIXTRAL_GLOBAL_MAP[name]
+            parts = name.split(".", 4)  # vision_tower.transformer.layers.N.REST
+            if len(parts) == 5 and parts[1:3] == ["transformer", "layers"] and parts[3].isdigit() \
+                    and int(parts[3]) < self.n_layer and parts[4] in PIXTRAL_LAYER_MAP:
+                return f"v.blk.{parts[3]}.{PIXTRAL_LAYER_MAP[parts[4]]}"
+        else:
+            if not hf.startswith(QWEN_VISION):
+                return None
+            name = hf.split("visual.", 1)[1]
+            gmap, lmap = self.maps
+            if name in gmap:
+                return gmap[name]
+            if name == "patch_embed.proj.weight":
+                return "v.patch_embd.weight"
+            parts = name.split(".", 2)  # blocks.N.REST
+            if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit() and int(parts[1]) < self.n_layer \
+                    and parts[2] in lmap:
+                return f"v.blk.{parts[1]}.{lmap[parts[2]]}"
+        raise ConvertError(f"tensor '{hf}' has no mmproj name in tessera convert's table for {self.kind}")
+
+    def convert(self, name, data, hf):
+        if self.kind == "pixtral" and name.endswith(("attn_q.weight", "attn_k.weight")):
+            return [(name, unpermute(data, self.vc["num_attention_heads"]))]  # 2-D rope in llama's pairs
+        if name == "v.patch_embd.weight" and self.kind != "pixtral":
+            # [out, channels, time 2, h, w]: one convolution per frame of the pair
+            if data.ndim != 5 or data.shape[2] != 2:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [out, 3, 2, h, w]")
+            return [(name, data[:, :, 0]), (name + ".1", data[:, :, 1])]
+        if self.kind in QWEN2VL_MMPROJ and ".attn_qkv." in name:
+            if data.shape[0] % 3:
+                raise ConvertError(f"tensor '{hf}' has {data.shape[0]} rows, not q, k and v of one size")
+            return [(name.replace("attn_qkv", x), part) for x, part in zip(("attn_q", "attn_k", "attn_v"),
+                                                                          np.split(data, 3))]
+        return [(name, data)]
+
+
+def mmproj_pixtral(cfg, vc, where, vwhere):
+    """Mistral 3's Pixtral tower: its hyperparameters and the keys it
+    writes after clip.projector_type."""
+    tc = cfg.get("text_config")
+    if not isinstance(tc, dict):
+        raise ConvertError(f"{where}: a Mistral3ForConditionalGeneration without a 'text_config' object")
+    hp = dict(n_layer=cfg_int(vc, "num_hidden_layers", vwhere), n_embd=cfg_int(vc, "hidden_size", vwhere),
+              n_ff=cfg_int(vc, "intermediate_size", vwhere), n_head=cfg_int(vc, "num_attention_heads", vwhere),
+              patch=cfg_int(vc, "patch_size", vwhere), image_size=cfg_int(vc, "image_size", vwhere),
+              proj_dim=cfg_int(tc, "hidden_size", f"{where}: text_config"))
+    act = vc.get("hidden_act", "gelu")
+    if act not in ("gelu", "silu"):
+        raise ConvertError(f"{vwhere}: hidden_act {act!r} of a Pixtral tower is not converted by tessera "
+                           f"convert (gelu, silu)")
+    merge = cfg_int(cfg, "spatial_merge_size", where, 2)
+
+    def keys(w):
+        # Pixtral's RMS norms (1e-5, fixed in its modelling code)
+        w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+        w.add_bool("clip.use_silu" if act == "silu" else "clip.use_gelu", True)  # the FFN's activation
+        w.add_uint32("clip.vision.spatial_merge_size", merge)
+    return hp, keys
+
+
+def mmproj_qwen2vl(vc, v25, vwhere):
+    """Qwen2-VL's or Qwen2.5-VL's tower: its hyperparameters (named
+    differently in the two) and the keys after clip.projector_type."""
+    for k in ("spatial_merge_size", "temporal_patch_size"):
+        if vc.get(k, 2) != 2:
+            raise ConvertError(f"{vwhere}: '{k}' is {vc[k]!r}; tessera convert converts vision towers with 2 there")
+    n_embd = cfg_int(vc, "hidden_size" if v25 else "embed_dim", vwhere)
+    hp = dict(n_layer=cfg_int(vc, "depth", vwhere), n_embd=n_embd,
+              n_ff=cfg_int(vc, "intermediate_size", vwhere) if v25 else n_embd * cfg_int(vc, "mlp_ratio", vwhere, 4),
+              n_head=cfg_int(vc, "num_heads", vwhere), patch=cfg_int(vc, "patch_size", vwhere, 14),
+              image_size=cfg_int(vc, "image_size", vwhere, QWEN2VL_IMAGE_SIZE),
+              proj_dim=cfg_int(vc, "out_hidden_size" if v25 else "hidden_size", vwhere))
+    n_wa = None
+    if v25:
+        if vc.get("hidden_act", "silu") != "silu":
+            raise ConvertError(f"{vwhere}: 'hidden_act' is {vc['hidden_act']!r}; tessera convert converts "
+                               f"Qwen2.5-VL vision towers with silu")
+        # windowed attention but in every n-th block: the full ones n-1, 2n-1...
+        full = vc.get("fullatt_block_indexes")
+        if not isinstance(full, list) or not full or not all(isinstance(i, int) for i in full) or \
+                full != list(range(full[0], full[0] + (full[0] + 1) * len(full), full[0] + 1)):
+            raise ConvertError(f"{vwhere}: 'fullatt_block_indexes' is {full!r}, expected every n-th block "
+                               f"(n-1, 2n-1, ...)")
+        n_wa = full[0] + 1
+
+    def keys(w):
+        if v25:
+            w.add_bool("clip.use_silu", True)
+            w.add_uint32("clip.vision.n_wa_pattern", n_wa)
+        w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)  # the towers' LayerNorm/RMSNorm eps
+    return hp, keys
+
+
+def mmproj_qwen3vl(vc, vwhere):
+    """Qwen3.5's tower (Qwen3-VL's without deepstack): its
+    hyperparameters and the keys after clip.projector_type."""
+    patch, n_pos = cfg_int(vc, "patch_size", vwhere), cfg_int(vc, "num_position_embeddings", vwhere)
+    side = int(round(n_pos ** 0.5))
+    if side * side != n_pos:
+        raise ConvertError(f"{vwhere}: num_position_embeddings {n_pos} is not a square grid")
+    if vc.get("deepstack_visual_indexes"):
+        raise ConvertError(f"{vwhere}: deepstack_visual_indexes {vc['deepstack_visual_indexes']!r}: "
+                           f"Qwen3-VL's deepstack layers are not converted by tessera convert (Qwen3.5 has none)")
+    hp = dict(n_layer=cfg_int(vc, "depth", vwhere), n_embd=cfg_int(vc, "hidden_size", vwhere),
+              n_ff=cfg_int(vc, "intermediate_size", vwhere), n_head=cfg_int(vc, "num_heads", vwhere),
+              patch=patch, image_size=side * patch, proj_dim=cfg_int(vc, "out_hidden_size", vwhere))
+    merge = cfg_int(vc, "spatial_merge_size", vwhere, 2)
+
+    def keys(w):
+        w.add_bool("clip.use_gelu", True)
+        w.add_uint32("clip.vision.spatial_merge_size", merge)
+        w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)  # the ViT's LayerNorms (fixed)
+        w.add_array("clip.vision.is_deepstack_layers", [False] * hp["n_layer"])
+    return hp, keys
+
+
+def convert_mmproj(d, out, outtype):
+    """The vision tower and projector of a vision-language checkpoint as
+    llama.cpp's mmproj file (convert_hf_to_gguf.py --mmproj): clip.* keys,
+    v.*/mm.* tensors. The tower's kind (MMPROJ) by the checkpoint's class."""
+    cfg, where, names = read_config(d)
+    kind = MMPROJ.get(names[0])
+    if kind is None:
+        raise ConvertError(f"{where}: {names[0]} has no vision tower tessera convert writes as an mmproj "
+                           f"(it does for {', '.join(sorted(MMPROJ))})")
+    vc = cfg.get("vision_config")
+    if not isinstance(vc, dict):
+        raise ConvertError(f"{where}: a {names[0]} without a 'vision_config' object (the vision tower's)")
+    vwhere = f"{where}: vision_config"
+    mean, std = preprocessor(d)
+    if kind == "pixtral":
+        hp, kind_keys = mmproj_pixtral(cfg, vc, where, vwhere)
+    elif kind in QWEN2VL_MMPROJ:
+        hp, kind_keys = mmproj_qwen2vl(vc, kind == "qwen2.5vl_merger", vwhere)
+    else:
+        hp, kind_keys = mmproj_qwen3vl(vc, vwhere)
+    n_layer = hp["n_layer"]
+    shards = open_weights(d)
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
+    w.add_file_type(OUTTYPES[outtype])
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_uint32("clip.vision.projection_dim", hp["proj_dim"])
+    w.add_uint32("clip.vision.image_size", hp["image_size"])
+    w.add_uint32("clip.vision.patch_size", hp["patch"])
+    w.add_uint32("clip.vision.embedding_length", hp["n_embd"])
+    w.add_uint32("clip.vision.feed_forward_length", hp["n_ff"])
+    w.add_uint32("clip.vision.block_count", n_layer)
+    w.add_uint32("clip.vision.attention.head_count", hp["n_head"])
+    w.add_array("clip.vision.image_mean", mean)
+    w.add_array("clip.vision.image_std", std)
+    w.add_string("clip.projector_type", kind)
+    kind_keys(w)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    vmap, seen = VisionMap(kind, vc, n_layer), set()
+    for st in shards:
+        for hf in st.names_in_order():
+            name = vmap(hf)
+            if name is None:
+                continue
+            data, dt = st.get(hf)
+            if dt == "U8":
+                raise ConvertError(f"{st.path}: tensor '{hf}' has dtype U8, which tessera convert does not read "
+                                   f"in a vision tower")
+            for name, data in vmap.convert(name, data.astype(np.float32), hf):
+                if name in seen:
+                    raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
+                seen.add(name)
+                if "patch_embd" in name or "patch_merger" in name:
+                    # kept f16 at f16, else f32, as llama.cpp's mmproj files have them
+                    data = data.astype(np.float16) if outtype == "f16" and data.ndim > 1 else data
+                    w.add_tensor(name, np.ascontiguousarray(data))
+                else:
+                    add_tensor(w, name, data, outtype)
+    first = "v.blk.{}.attn_qkv.weight" if kind == "qwen3vl_merger" else "v.blk.{}.attn_q.weight"
+    needs = ["v.patch_embd.weight", "mm.1.weight" if kind == "pixtral" else "mm.0.weight", "mm.2.weight"]
+    for n in needs + [first.format(i) for i in range(n_layer)]:
+        if n not in seen:
+            raise ConvertError(f"{d}: the weights have no tensor for '{n}' of the vision tower")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def add_tensor(w, name, data, outtype):

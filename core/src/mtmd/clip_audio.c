@@ -508,12 +508,20 @@ static graph *build(const clip_audio *a, int64_t T, graph_tensor **inp, graph_te
     return g;
 }
 
+/* TESSERA_CLIP_TIMING=1 prints each window's phases as the image
+ * encoders' (clip.h's clip_timing): "preprocess" is the features (made
+ * once per sound by whole_mel, so a later window's is the copy of its
+ * frames), "patchify" the first convolution's windows. */
 int clip_audio_encode(clip_audio *a, clip_run *run, const float *pcm, int64_t n_samples, int32_t chunk, float *out) {
     int64_t T = 0;
+    clip_timing tm;
+    clip_timing_mark(&tm, CLIP_T_START);
     float *mel = clip_audio_mel(a, pcm, n_samples, chunk, &T);
+    clip_timing_mark(&tm, CLIP_T_PREPROCESS);
     if (!mel) return -1;
     graph_tensor *inp = NULL, *res = NULL;
     graph *g = build(a, T, &inp, &res);
+    clip_timing_mark(&tm, CLIP_T_BUILD);
     if (!g) {
         free(mel);
         return -1;
@@ -530,6 +538,7 @@ int clip_audio_encode(clip_audio *a, clip_run *run, const float *pcm, int64_t n_
     }
     int rc = -1;
     if (!a->s || sched_alloc(a->s, g) != 0) goto done;
+    clip_timing_mark(&tm, CLIP_T_ALLOC);
     if (run->explain && host_log_wanted()) {
         char *text = NULL;
         size_t len = 0;
@@ -551,11 +560,10 @@ int clip_audio_encode(clip_audio *a, clip_run *run, const float *pcm, int64_t n_
                 const int64_t s = t + k - 1;
                 dst[t * 3 * M + 3 * m + k] = s >= 0 && s < T ? mel[m * T + s] : 0.0f;
             }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clip_timing_mark(&tm, CLIP_T_PATCHIFY);
     if (sched_compute(a->s, g) != 0) goto done;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    run->encode_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    clip_timing_mark(&tm, CLIP_T_COMPUTE);
+    run->encode_ms = clip_timing_end(&tm);
     const int64_t n = (int64_t)clip_audio_n_tokens(a) * a->n_out;
     const float *r = res->t.data;
     for (int64_t i = 0; i < n; i++) {

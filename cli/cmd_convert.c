@@ -13,7 +13,7 @@
 #include "tessera/tessera.h"
 
 static const char usage[] =
-    "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]\n"
+    "usage: tessera convert MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only] [--mmproj]\n"
     "\n"
     "Convert a Hugging Face model directory (config.json, model.safetensors or the\n"
     "shards model.safetensors.index.json names, tokenizer.model or tokenizer.json,\n"
@@ -21,8 +21,10 @@ static const char usage[] =
     "convert_hf_to_gguf.py does: the same keys and tensors (byte for byte; tested at\n"
     "f16 and bf16). Architectures: llama (Llama, Mistral, Mixtral), qwen2, qwen3,\n"
     "qwen2moe, qwen3moe, olmoe, gemma3, phi3, granite, granitemoe, smollm3,\n"
-    "gpt-oss, lfm2, mamba2, granitehybrid, bert, nomic-bert, mistral3 (the text\n"
-    "model), qwen35, qwen35moe (docs/convert.md).\n"
+    "gpt-oss (also with OpenAI's MXFP4 experts), lfm2, mamba2, granitehybrid,\n"
+    "bert, nomic-bert, mistral3, qwen35, qwen35moe (these three also from their\n"
+    "vision-language checkpoints: the text model), qwen2vl (Qwen2-VL, Qwen2.5-VL:\n"
+    "the text model), qwen3next; see docs/convert.md.\n"
     "--outtype: f16 (the default), f32, bf16 or q8_0; 1-D tensors, biases, MoE\n"
     "routers and the recurrent layers' convolutions and A, D, norms stay f32.\n"
     "\n"
@@ -35,6 +37,11 @@ static const char usage[] =
     "  -o, --outfile FILE    the GGUF file to write (required)\n"
     "  --outtype TYPE        f32, f16 (default), bf16 or q8_0\n"
     "  --vocab-only          write the vocabulary and the keys only, no tensors\n"
+    "  --mmproj              write the vision tower and projector of a vision-language\n"
+    "                        checkpoint as an mmproj file instead, as llama.cpp's\n"
+    "                        converter does (Qwen2-VL: qwen2vl_merger; Qwen2.5-VL:\n"
+    "                        qwen2.5vl_merger; Mistral 3's Pixtral: pixtral;\n"
+    "                        Qwen3.5's: qwen3vl_merger)\n"
     "  -h, --help            this text\n"
     "  --version             the version of tessera\n";
 
@@ -59,7 +66,7 @@ static int check_args(int argc, char **argv, int *exit_code) {
                 return *exit_code = 2, 1;
             }
             i++;
-        } else if (!strcmp(a, "--vocab-only")) {
+        } else if (!strcmp(a, "--vocab-only") || !strcmp(a, "--mmproj")) {
             continue;
         } else if (a[0] == '-' && a[1]) {
             size_t len = strcspn(a, "=");

@@ -2,7 +2,8 @@
 # Set up, build and run the whole test suite; the last line printed is
 #   N passed, N failed, N skipped
 # Usage: scripts/test.sh [build-dir] [extra meson setup options...]
-#   TESSERA_SANITIZE=1   also build and run the suite (less 'slow') with ASan+UBSan
+#   TESSERA_SANITIZE=1   also build and run the suite with ASan+UBSan: less 'slow'
+#                        and most GPU tests (scripts/select_tests.py sanitize)
 #   TESSERA_AARCH64=1    also cross-build for aarch64 and run the representative
 #                        subset under qemu (scripts/test-aarch64.sh --ci)
 #   TESSERA_FUZZ=1       also build the libFuzzer targets with clang and run each
@@ -18,6 +19,11 @@ build=${1:-build}
 shift || true
 
 scripts/setup.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+
+# Each pass's wall time, for CI's budget (about 45 minutes on 2 cores)
+t0=$SECONDS
+took() { echo "test.sh: $1 took $((SECONDS - t0)) s"; t0=$SECONDS; }
+took setup
 
 configure() {  # dir, options...
   local dir=$1; shift
@@ -35,34 +41,33 @@ run_suite() {  # dir, meson test options...
 status=0
 configure "$build" "$@" && run_suite "$build" || status=1
 logs=("$build/meson-logs/testlog.json")
+took "build and suite"
 
 # Without ../shared the pass above already ran on the repository's files.
 if [ "${TESSERA_REPOSITORY:-1}" = "1" ] && [ -d ../shared ] && [ -f "$build/build.ninja" ]; then
-  # GPU and conformance tests left out: they read no reference file that
-  # the CPU tests do not, and take the longest; so are llama.cpp's server
-  # suite and the bindings' tests (they read the real models only).
-  repo_tests=$(meson introspect "$build" --tests | python3 -c '
-import json, sys
-for t in json.load(sys.stdin):
-    suites = {s.split(":")[-1] for s in t["suite"]}
-    if suites & {"unit", "model", "cli"} and not suites & {"slow", "conformance", "fuzz"} \
-            and not any(w in t["name"] for w in ("vulkan", "opencl", "compat", "python_", "java_", "c_install")):
-        print(t["name"])')
+  # Which tests: scripts/select_tests.py says (the CPU tests of suites
+  # unit and model that read reference files).
+  repo_tests=$(meson introspect "$build" --tests | python3 scripts/select_tests.py repository)
   # shellcheck disable=SC2086
   meson test -C "$build" --no-rebuild --setup repository --logbase repository --print-errorlogs \
     --num-processes "$(nproc)" $repo_tests
   logs+=("$build/meson-logs/repository-repository.json")
+  took "repository pass"
 fi
 
 if [ "${TESSERA_SANITIZE:-0}" = "1" ]; then
   configure "$build-sanitize" -Dsanitize=true -Dbuildtype=debugoptimized "$@" &&
-    run_suite "$build-sanitize" --no-suite slow || status=1
+    san_tests=$(meson introspect "$build-sanitize" --tests | python3 scripts/select_tests.py sanitize) &&
+    # shellcheck disable=SC2086
+    run_suite "$build-sanitize" $san_tests || status=1
   logs+=("$build-sanitize/meson-logs/testlog.json")
+  took "sanitizer pass"
 fi
 
 if [ "${TESSERA_AARCH64:-0}" = "1" ]; then
   scripts/test-aarch64.sh --ci "$build-aarch64" || status=1
   logs+=("$build-aarch64/meson-logs/testlog.json")
+  took "aarch64 pass"
 fi
 
 if [ "${TESSERA_FUZZ:-0}" = "1" ]; then
@@ -75,6 +80,7 @@ if [ "${TESSERA_FUZZ:-0}" = "1" ]; then
         'import json,sys; print(" ".join(t["name"] for t in json.load(sys.stdin) if any(s.split(":")[-1] == "fuzz" for s in t["suite"])))') &&
       meson test -C "$fz" --no-rebuild --print-errorlogs --num-processes 2 --suite fuzz || status=1
     logs+=("$fz/meson-logs/testlog.json")
+    took "fuzz pass"
   else
     echo "fuzz: clang missing, fuzz targets not run"
   fi

@@ -396,8 +396,11 @@ static void gf_run_bf16(const void *pack, int nrows, int64_t K, const void *act,
     gf_run(pack, nrows, K, act, N, dst, dst_stride, 1);
 }
 
-static const gemm_ops gf_ops_f16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_f16};
-static const gemm_ops gf_ops_bf16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_bf16};
+/* a column tile's activations start gf_act_bytes(K, n0) into the area */
+static const gemm_ops gf_ops_f16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_f16,
+                                    GF_NC};
+static const gemm_ops gf_ops_bf16 = {GF_ROWS, gf_act_bytes, gf_act_from_f32, gf_pack_bytes, gf_pack, gf_run_bf16,
+                                     GF_NC};
 
 static void gemm_float_register(cpu_kernels *k) {
     k->gemm[TSR_DTYPE_F16] = &gf_ops_f16;

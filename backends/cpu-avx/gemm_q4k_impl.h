@@ -163,6 +163,6 @@ static void k4_run(const void *pack, int nrows, int64_t K, const void *act, int6
     }
 }
 
-static const gemm_ops k4_ops = {GQ_ROWS, k4_act_bytes, k4_act_from_f32, k4_pack_bytes, k4_pack, k4_run};
+static const gemm_ops k4_ops = {GQ_ROWS, k4_act_bytes, k4_act_from_f32, k4_pack_bytes, k4_pack, k4_run, 0};
 
 static void gemm_q4k_register(cpu_kernels *k) { k->gemm[TSR_DTYPE_Q4_K] = &k4_ops; }

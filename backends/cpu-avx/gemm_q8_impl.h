@@ -637,7 +637,7 @@ static inline __attribute__((always_inline)) void gq_run_s(const void *pack, int
         gq_run_s(pack, nrows, K, act, N, dst, dst_stride, S_, MIN_, SGN_, GQ_R16(S_, QMAX_));                                  \
     }                                                                                                          \
     static const gemm_ops gq_ops_##NAME = {GQ_ROWS,          gq_act_bytes_##NAME, gq_act_##NAME,             \
-                                           gq_pack_bytes_##NAME, gq_pack_##NAME,  gq_run_##NAME};
+                                           gq_pack_bytes_##NAME, gq_pack_##NAME,  gq_run_##NAME, 0};
 
 GQ_OPS(q4_0, 32, 0, 0, 0, 8, 32, blk_q4_0, gq_decode_q4_0)
 GQ_OPS(q4_1, 32, 1, 0, 0, 15, 32, blk_q4_1, gq_decode_q4_1)

@@ -9,7 +9,8 @@
  * attention). The straightforward version is core/src/ref/ref_attn.c.
  *
  * The rows that read the same K and V (the query heads sharing a kv head,
- * times a block of query tokens: at most FA_ROWS) form a unit, which walks
+ * times a block of query tokens: at most FA_ROWS, FA_DENSE_MAX without a
+ * mask) form a unit, which walks
  * its cells FA_TILE at a time:
  *   - each K row is read once for all the unit's rows: F32, F16 and BF16
  *     through the kernel table's dot (F16/BF16 widened in registers: F16C,
@@ -44,10 +45,16 @@ enum {
     FA_TILE = 32,       /* cells per tile */
     FA_CHUNK_MIN = 128, /* fewest cells worth a chunk of their own */
     FA_DENSE_ROWS = 4,  /* rows of an unmasked unit for fa_unit_dense */
+    /* Rows per unit without a mask (an encoder's hundreds of query tokens
+     * over the same keys): fa_unit_dense transposes each K tile once for
+     * all of them, where with 16 rows that was a fifth of Whisper's
+     * attention (1500 frames, heads of 16). */
+    FA_DENSE_MAX = 64,
 };
 
 typedef struct fa_plan {
     int64_t D, n_q, H, n_kv, H_kv, group;
+    int64_t rows;           /* most rows per unit: FA_ROWS, FA_DENSE_MAX unmasked */
     int64_t hb, n_hb;       /* query heads per unit, head blocks per kv head */
     int64_t tb, n_tb;       /* query tokens per unit, token blocks */
     int64_t chunk, n_chunk; /* cells per chunk, chunks */
@@ -82,9 +89,10 @@ static void fa_plan_make(const tsr_node *node, int nth, fa_plan *p) {
     const tsr_tensor *q = node->src[0], *k = node->src[1];
     p->D = q->ne[0], p->n_q = q->ne[1], p->H = q->ne[2];
     p->n_kv = k->ne[1], p->H_kv = k->ne[2], p->group = p->H / p->H_kv;
-    p->hb = p->group < FA_ROWS ? p->group : FA_ROWS;
+    p->rows = node->n_src > 3 && node->src[3] ? FA_ROWS : FA_DENSE_MAX;
+    p->hb = p->group < p->rows ? p->group : p->rows;
     p->n_hb = (p->group + p->hb - 1) / p->hb;
-    p->tb = FA_ROWS / p->hb;
+    p->tb = p->rows / p->hb;
     if (p->tb > p->n_q) p->tb = p->n_q;
     p->n_tb = (p->n_q + p->tb - 1) / p->tb;
     const int64_t base = p->H_kv * p->n_hb * p->n_tb;
@@ -94,7 +102,7 @@ static void fa_plan_make(const tsr_node *node, int nth, fa_plan *p) {
     p->n_units = base * p->n_chunk;
     /* q rows, accumulators, two widened rows; a K tile transposed and a V
      * tile widened (fa_unit_dense) */
-    const size_t rows = align64((size_t)FA_ROWS * (size_t)p->D * 4);
+    const size_t rows = align64((size_t)p->rows * (size_t)p->D * 4);
     p->thread_bytes = 2 * rows + 2 * align64((size_t)p->D * 4) + 2 * align64((size_t)FA_TILE * (size_t)p->D * 4);
 }
 
@@ -138,8 +146,8 @@ static const float *fa_row_f32(const tsr_tensor *t, int64_t j, int64_t hk, float
 
 /* The thread's scratch. */
 typedef struct fa_scratch {
-    uint8_t *q;  /* FA_ROWS q rows, f32 */
-    float *acc;  /* FA_ROWS x D */
+    uint8_t *q;  /* p->rows q rows, f32 */
+    float *acc;  /* p->rows x D */
     float *row;  /* a widened V row */
     float *krow; /* a widened K row (no dot kernel for K's type) */
     float *kt;   /* D x FA_TILE: a tile of K, transposed (fa_unit_dense) */
@@ -147,7 +155,7 @@ typedef struct fa_scratch {
 } fa_scratch;
 
 static fa_scratch fa_scratch_at(const fa_plan *p, uint8_t *base) {
-    const size_t rows = align64((size_t)FA_ROWS * (size_t)p->D * 4), one = align64((size_t)p->D * 4);
+    const size_t rows = align64((size_t)p->rows * (size_t)p->D * 4), one = align64((size_t)p->D * 4);
     const size_t tile = align64((size_t)FA_TILE * (size_t)p->D * 4);
     uint8_t *t = base + 2 * rows + 2 * one;
     return (fa_scratch){base, (float *)(void *)(base + rows), (float *)(void *)(base + 2 * rows),
@@ -168,6 +176,18 @@ static fa_scratch fa_scratch_at(const fa_plan *p, uint8_t *base) {
  * The same sums as fa_unit's in another order (the dot products run down
  * D one term at a time). */
 enum { FA_PV_ROWS = 4 };
+
+/* The dense kernels below let the compiler fuse each product and sum into
+ * one multiply-add (the plugins build with -ffp-contract=off, which left
+ * a multiply and an add per term here: half the arithmetic of the
+ * encoders' attention). Their sums differ from fa_unit's by that rounding
+ * too; both are within FLASH_ATTN's tolerance of ref. */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
 
 /* 8 floats, loaded and stored unaligned (memcpy); GCC keeps arrays of
  * these in vector registers where it spills a plain float array */
@@ -202,16 +222,17 @@ static inline __attribute__((always_inline)) void fa_scores(const float *qf, int
         }
 }
 
-/* columns [d0, d0 + 8 NV) of rows [r0, r0 + nr): acc = acc * cf + sum_j p_j v_j */
+/* columns [d0, d0 + 8 NV) of rows [r0, r0 + nr): acc = acc * cf + sum_j p_j v_j
+ * (V row j at vt + j * vs) */
 static inline __attribute__((always_inline)) void fa_pv(float *acc, const float *cf, const float *s, const float *vt,
-                                                       int n, int64_t D, int r0, const int nr, int64_t d0,
+                                                       size_t vs, int n, int64_t D, int r0, const int nr, int64_t d0,
                                                        const int NV) {
     fa_v8 o[FA_PV_ROWS][4];
     for (int r = 0; r < nr; r++)
         for (int i = 0; i < NV; i++)
             o[r][i] = fa_ld(acc + (size_t)(r0 + r) * (size_t)D + (size_t)d0 + 8 * (size_t)i) * cf[r0 + r];
     for (int j = 0; j < n; j++) {
-        const float *vj = vt + (size_t)j * (size_t)D + (size_t)d0;
+        const float *vj = vt + (size_t)j * vs + (size_t)d0;
         fa_v8 vv[4];
         for (int i = 0; i < NV; i++) vv[i] = fa_ld(vj + 8 * i);
         for (int r = 0; r < nr; r++) {
@@ -226,34 +247,95 @@ static inline __attribute__((always_inline)) void fa_pv(float *acc, const float 
 /* fa_pv for one block of rows, 32, 16 and 8 columns at a time (rows of
  * two for 32, so the accumulators stay in sixteen vector registers) */
 static inline __attribute__((always_inline)) void fa_pv_rows(float *acc, const float *cf, const float *s,
-                                                            const float *vt, int n, int64_t D, int r0, const int nr) {
+                                                            const float *vt, size_t vs, int n, int64_t D, int r0,
+                                                            const int nr) {
     int64_t d0 = 0;
     for (; d0 + 32 <= D; d0 += 32)
         for (int r = r0; r < r0 + nr; r += 2) {
-            if (r + 2 <= r0 + nr) fa_pv(acc, cf, s, vt, n, D, r, 2, d0, 4);
-            else fa_pv(acc, cf, s, vt, n, D, r, 1, d0, 4);
+            if (r + 2 <= r0 + nr) fa_pv(acc, cf, s, vt, vs, n, D, r, 2, d0, 4);
+            else fa_pv(acc, cf, s, vt, vs, n, D, r, 1, d0, 4);
         }
-    if (d0 + 16 <= D) fa_pv(acc, cf, s, vt, n, D, r0, nr, d0, 2), d0 += 16;
-    if (d0 + 8 <= D) fa_pv(acc, cf, s, vt, n, D, r0, nr, d0, 1), d0 += 8;
+    if (d0 + 16 <= D) fa_pv(acc, cf, s, vt, vs, n, D, r0, nr, d0, 2), d0 += 16;
+    if (d0 + 8 <= D) fa_pv(acc, cf, s, vt, vs, n, D, r0, nr, d0, 1), d0 += 8;
     for (int r = r0; r < r0 + nr && d0 < D; r++) {
         float *a = acc + (size_t)r * (size_t)D;
         for (int64_t i = d0; i < D; i++) a[i] *= cf[r];
-        for (int j = 0; j < n; j++) row_add_scaled(a + d0, s[r * FA_TILE + j], vt + (size_t)j * (size_t)D + d0, D - d0);
+        for (int j = 0; j < n; j++) row_add_scaled(a + d0, s[r * FA_TILE + j], vt + (size_t)j * vs + d0, D - d0);
     }
+}
+
+typedef int32_t fa_i8 __attribute__((vector_size(32)));
+
+/* where m (a comparison's all-ones lanes) take b, else a */
+static inline fa_v8 fa_select(fa_v8 a, fa_v8 b, fa_i8 m) {
+    return (fa_v8)(((fa_i8)a & ~m) | ((fa_i8)b & m));
+}
+
+/* e^x for 8 lanes of x <= 0 (a score minus its row's max), as the CPU
+ * kernels' exp8 (kernels_impl.h) computes it: n = round(x / ln 2) by the
+ * 1.5 * 2^23 trick, r = x - n ln 2 in two steps, Cephes' degree-6
+ * polynomial, 2^n through the exponent bits; below -86 exactly 0. */
+static inline fa_v8 fa_exp8(fa_v8 x) {
+    const fa_v8 lo = (fa_v8){0} - 86.0f;
+    const fa_i8 under = x < lo;
+    x = fa_select(x, lo, under);
+    const fa_v8 magic = (fa_v8){0} + 12582912.0f;
+    const fa_v8 t = x * 1.44269504088896341f + magic, n = t - magic;
+    fa_v8 r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    fa_v8 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = (p * r) * r + (r + 1.0f);
+    const fa_i8 e = ((fa_i8)t - 0x4B400000 + 127) << 23;
+    return (fa_v8)((fa_i8)(p * (fa_v8)e) & ~under);
+}
+
+/* A full tile's online softmax step for one row: sr (FA_TILE scores)
+ * becomes exp(s - m'), m' = max(*m, max s); returns their sum, in float,
+ * lanes then across (fa_unit's sums run in double: the same terms within
+ * FLASH_ATTN's tolerance). */
+static inline float fa_softmax_tile(float *sr, float *m, float *cf) {
+    enum { NV = FA_TILE / 8 };
+    fa_v8 v[NV];
+    for (int j = 0; j < NV; j++) v[j] = fa_ld(sr + 8 * j);
+    fa_v8 mx = v[0];
+    for (int j = 1; j < NV; j++) mx = fa_select(mx, v[j], v[j] > mx);
+    float tm = mx[0];
+    for (int i = 1; i < 8; i++) tm = mx[i] > tm ? mx[i] : tm;
+    const float mn = tm > *m ? tm : *m;
+    *cf = *m == -INFINITY ? 0.0f : mn == *m ? 1.0f : exp_row_elem(*m - mn);
+    *m = mn;
+    fa_v8 sum = {0};
+    for (int j = 0; j < NV; j++) {
+        const fa_v8 e = fa_exp8(v[j] - mn);
+        memcpy(sr + 8 * j, &e, sizeof e);
+        sum += e;
+    }
+    float total = 0.0f;
+    for (int i = 0; i < 8; i++) total += sum[i];
+    return total;
 }
 
 static void fa_unit_dense(cpu_exec *ex, const tsr_tensor *k, const tsr_tensor *v, float scale, int64_t D, int64_t hk,
                           int64_t j0, int64_t j1, int R, const float *qf, fa_scratch *w, float *m, float *l) {
-    float s[FA_ROWS * FA_TILE], cf[FA_ROWS];
-    float *kt = w->kt, *vt = w->vt;
+    float s[FA_DENSE_MAX * FA_TILE], cf[FA_DENSE_MAX];
+    float *kt = w->kt;
+    /* F32 V rows are read where they are (vs floats apart), others widened */
+    const bool v_in_place = v->dtype == TSR_DTYPE_F32 && v->nb[0] == 4 && v->nb[1] % 4 == 0;
+    const size_t vs = v_in_place ? (size_t)(v->nb[1] / 4) : (size_t)D;
     for (int64_t jt = j0; jt < j1; jt += FA_TILE) {
         const int n = (int)(j1 - jt < FA_TILE ? j1 - jt : FA_TILE);
         for (int j = 0; j < n; j++) {
             const float *kf = fa_row_f32(k, jt + j, hk, w->krow);
             for (int64_t d = 0; d < D; d++) kt[d * FA_TILE + j] = kf[d];
-            const float *vf = fa_row_f32(v, jt + j, hk, vt + (size_t)j * (size_t)D);
-            if (vf != vt + (size_t)j * (size_t)D) memcpy(vt + (size_t)j * (size_t)D, vf, (size_t)D * 4);
+            if (v_in_place) continue;
+            const float *vf = fa_row_f32(v, jt + j, hk, w->vt + (size_t)j * (size_t)D);
+            if (vf != w->vt + (size_t)j * (size_t)D) memcpy(w->vt + (size_t)j * (size_t)D, vf, (size_t)D * 4);
         }
+        const float *vt = v_in_place ? (const float *)(const void *)tensor_row(v, jt, hk, 0) : w->vt;
         for (int j = n; j < FA_TILE; j++)
             for (int64_t d = 0; d < D; d++) kt[d * FA_TILE + j] = 0.0f;
 
@@ -262,20 +344,30 @@ static void fa_unit_dense(cpu_exec *ex, const tsr_tensor *k, const tsr_tensor *v
         if (r < R) fa_scores(qf, D, kt, scale, r, 1, s);
 
         /* online softmax: s becomes the weights exp(s - m) */
-        for (r = 0; r < R; r++) {
+        for (r = 0; r < R && n == FA_TILE; r++) {
+            const float sum = fa_softmax_tile(s + r * FA_TILE, &m[r], &cf[r]);
+            l[r] = l[r] * cf[r] + sum;
+        }
+        for (r = 0; r < R && n < FA_TILE; r++) { /* the last, short tile */
             float *sr = s + r * FA_TILE;
             const float tm = row_max(sr, n);
             const float mn = tm > m[r] ? tm : m[r];
-            cf[r] = m[r] == -INFINITY ? 0.0f : exp_row_elem(m[r] - mn);
+            cf[r] = m[r] == -INFINITY ? 0.0f : mn == m[r] ? 1.0f : exp_row_elem(m[r] - mn);
             const double sum = ex->exp_sub_sum ? ex->exp_sub_sum(sr, n, mn) : row_exp_sub_sum(sr, n, mn);
             l[r] = l[r] * cf[r] + (float)sum;
             m[r] = mn;
         }
 
-        for (r = 0; r + FA_PV_ROWS <= R; r += FA_PV_ROWS) fa_pv_rows(w->acc, cf, s, vt, n, D, r, FA_PV_ROWS);
-        for (; r < R; r++) fa_pv_rows(w->acc, cf, s, vt, n, D, r, 1);
+        for (r = 0; r + FA_PV_ROWS <= R; r += FA_PV_ROWS) fa_pv_rows(w->acc, cf, s, vt, vs, n, D, r, FA_PV_ROWS);
+        for (; r < R; r++) fa_pv_rows(w->acc, cf, s, vt, vs, n, D, r, 1);
     }
 }
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
 
 /* One unit: rows r = it * nh + hh (token t0 + it, head h0 + hh) over cells
  * [j0, j1). Writes dst rows, or the chunk's partials at part. */
@@ -306,7 +398,7 @@ static void fa_unit(cpu_exec *ex, const tsr_node *node, const fa_plan *p, int64_
         float *qf = (float *)(void *)(w->q + (size_t)r * q_row);
         for (int64_t i = 0; i < D; i++) memcpy(&qf[i], rq + i * q->nb[0], 4);
     }
-    float m[FA_ROWS], l[FA_ROWS];
+    float m[FA_DENSE_MAX], l[FA_DENSE_MAX];
     for (int r = 0; r < R; r++) m[r] = -INFINITY, l[r] = 0.0f;
     memset(w->acc, 0, (size_t)R * (size_t)D * 4);
 
@@ -336,7 +428,7 @@ static void fa_unit(cpu_exec *ex, const tsr_node *node, const fa_plan *p, int64_
                 for (int r = 0; r < R; r++) s[r * FA_TILE + j] = -INFINITY;
                 continue;
             }
-            float dots[FA_ROWS];
+            float dots[FA_DENSE_MAX]; /* (R < FA_DENSE_ROWS here without a mask) */
             if (dot) {
                 const uint8_t *kr = tensor_row(k, jt + j, hk, 0);
                 for (int r0 = 0; r0 < R; r0 += CPU_NC) {

@@ -44,6 +44,12 @@ typedef struct gemm_ops {
      * floats. */
     void (*run)(const void *pack, int nrows, int64_t K, const void *act, int64_t N, float *dst,
                 size_t dst_stride);
+    /* 0, or the columns a run() may also start at: any multiple n0 of
+     * col_tile, with act advanced by act_bytes(K, n0) and dst by n0 *
+     * dst_stride (each output the same sums either way). With fewer
+     * panels than threads (a product of 128 rows or fewer: the encoders'
+     * patch embeddings) the columns are cut there too. */
+    int col_tile;
 } gemm_ops;
 
 #endif

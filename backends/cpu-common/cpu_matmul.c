@@ -179,18 +179,29 @@ static void gemm_compute(cpu_exec *ex, const tsr_node *node, const gemm_ops *g, 
     exec_barrier(ex);
 
     const int64_t n_panels = (M + g->rows - 1) / g->rows;
-    const int64_t n_chunks = n_panels * batch_count(node);
+    /* columns in slices of whole column tiles when the panels are too few
+     * to keep every thread busy (two chunks a thread) */
+    int64_t slice = N, n_slices = 1;
+    if (g->col_tile > 0 && nth > 1 && n_panels * batch_count(node) < 2 * (int64_t)nth) {
+        const int64_t tiles = (N + g->col_tile - 1) / g->col_tile;
+        int64_t want = (2 * (int64_t)nth + n_panels * batch_count(node) - 1) / (n_panels * batch_count(node));
+        if (want > tiles) want = tiles;
+        slice = (tiles + want - 1) / want * g->col_tile;
+        n_slices = (N + slice - 1) / slice;
+    }
+    const int64_t n_chunks = n_panels * n_slices * batch_count(node);
     for (;;) {
         int64_t id = atomic_fetch_add_explicit(&ex->next_chunk, 1, memory_order_relaxed);
         if (id >= n_chunks) break;
-        int64_t ip = id % n_panels, b = id / n_panels, b2 = b % B2, b3 = b / B2;
-        int64_t m0 = ip * g->rows;
+        int64_t ip = id % n_panels, is = (id / n_panels) % n_slices, b = id / (n_panels * n_slices);
+        int64_t b2 = b % B2, b3 = b / B2;
+        int64_t m0 = ip * g->rows, n0 = is * slice;
         int rows = (int)(M - m0 < g->rows ? M - m0 : g->rows);
         const uint8_t *wrow = tensor_ptr(w) + m0 * w->nb[1] + (b2 / r2) * w->nb[2] + (b3 / r3) * w->nb[3];
         g->pack(wrow, (size_t)w->nb[1], rows, K, pack);
-        const uint8_t *act = ex->work + (size_t)b * act_batch;
-        float *dst = (float *)(tensor_ptr(d) + m0 * 4 + b2 * d->nb[2] + b3 * d->nb[3]);
-        g->run(pack, rows, K, act, N, dst, (size_t)d->nb[1] / 4);
+        const uint8_t *act = ex->work + (size_t)b * act_batch + (n0 ? g->act_bytes(K, n0) : 0);
+        float *dst = (float *)(tensor_ptr(d) + m0 * 4 + n0 * d->nb[1] + b2 * d->nb[2] + b3 * d->nb[3]);
+        g->run(pack, rows, K, act, N - n0 < slice ? N - n0 : slice, dst, (size_t)d->nb[1] / 4);
     }
 }
 

@@ -96,8 +96,9 @@ static void op_binary(const tsr_node *node, int ith, int nth) {
     }
 }
 
-/* SCALE, SILU, GELU: one input, one output, same shape. silu uses the same
- * exp as the vector rows so strided and contiguous rows agree. */
+/* SCALE, SILU, GELU, GELU_ERF: one input, one output, same shape. silu
+ * uses the same exp as the vector rows so strided and contiguous rows
+ * agree, GELU_ERF the same erf (cpu_rows.h). */
 static inline float silu(float x) { return x / (1.0f + exp_row_elem(-x)); }
 
 /* GELU (tanh form) as llama.cpp's CPU backend evaluates it, like ref: x
@@ -139,7 +140,7 @@ static void row_gelu(const float *x, float *z, int64_t n) {
 static void op_unary(const tsr_node *node, int ith, int nth) {
     const tsr_tensor *a = node->src[0];
     tsr_tensor *d = node->dst;
-    const tsr_scale_params sp = tsr_scale_params_of(node); /* SCALE's; unused by SILU and GELU */
+    const tsr_scale_params sp = tsr_scale_params_of(node); /* SCALE's; unused by the others */
     const float s = sp.scale, bias = sp.bias;
     for (row_iter it = rows_of(a, ith, nth); row_next(&it);) {
         const int64_t i1 = it.i1, i2 = it.i2, i3 = it.i3;
@@ -152,6 +153,7 @@ static void op_unary(const tsr_node *node, int ith, int nth) {
             switch (node->op) {
             case TSR_OP_SCALE: for (int64_t i = 0; i < n; i++) z[i] = x[i] * s + bias; break;
             case TSR_OP_SILU: row_silu(x, z, n); break;
+            case TSR_OP_GELU_ERF: row_gelu_erf(x, z, n); break;
             default: row_gelu(x, z, n); break;
             }
             continue;
@@ -161,6 +163,7 @@ static void op_unary(const tsr_node *node, int ith, int nth) {
             switch (node->op) {
             case TSR_OP_SCALE: z = x * s + bias; break;
             case TSR_OP_SILU: z = silu(x); break;
+            case TSR_OP_GELU_ERF: z = gelu_erf_elem(x); break;
             default: z = gelu(x); break;
             }
             st(rd, i, d->nb[0], z);
@@ -629,6 +632,7 @@ int ops_supports(const cpu_kernels *k, const tsr_node *node, char *why, size_t w
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU:
+    case TSR_OP_GELU_ERF:
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM:
         return f32_src0_dst(node, why, why_size);
@@ -704,7 +708,8 @@ void ops_compute(cpu_exec *ex, const tsr_node *node, int ith, int nth) {
     case TSR_OP_DIV: op_binary(node, ith, nth); break;
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
-    case TSR_OP_GELU: op_unary(node, ith, nth); break;
+    case TSR_OP_GELU:
+    case TSR_OP_GELU_ERF: op_unary(node, ith, nth); break;
     case TSR_OP_SWIGLU: op_swiglu(node, ith, nth); break;
     case TSR_OP_SWIGLU_OAI: op_swiglu_oai(node, ith, nth); break;
     case TSR_OP_RMS_NORM:

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -23,8 +24,23 @@
 
 /* Pause iterations, then yields, before a waiter goes to sleep: spinning
  * keeps token-by-token decoding fast; yielding lets a preempted partner
- * thread run when the machine is oversubscribed. */
+ * thread run when the machine is oversubscribed. 2000 pauses are about
+ * 50 us on a recent x86 core, 50 yields of an idle CPU about 35 us. */
 enum { SPIN_LIMIT = 2000, YIELD_LIMIT = 50 };
+
+/* Inside a job (a barrier, the caller waiting for the workers' end) the
+ * others are mid-step and arrive soon, unless they were preempted or
+ * their CPU had gone to sleep. Sleeping there is what costs: the sleeper
+ * wakes late (a futex wake, and on a virtual machine a halted vCPU's
+ * wake-up, 0.1 ms and more), so it reaches the next barrier late, where
+ * its partner waits past the spin and sleeps in turn. Near idle that
+ * cascade, once started (a new worker's first wake in a fresh process),
+ * ran on at every barrier: a two-thread image encoder's first encodes
+ * took as much wall time as their CPU time, three times a warm encode's.
+ * So inside a job a waiter goes on yielding (the CPU goes to whoever
+ * else wants it, a preempted partner included) up to IN_JOB_WAIT_NS
+ * before it sleeps, as a thread pool that spins through a graph does. */
+#define IN_JOB_WAIT_NS 2000000LL
 
 typedef struct worker {
     cpu_pool *pool;
@@ -65,15 +81,24 @@ static void futex_wake_all(_Atomic uint32_t *addr) {
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Wait until *word != seen: spin, then sleep. */
-static void wait_change(_Atomic uint32_t *word, uint32_t seen, _Atomic int *sleepers) {
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Wait until *word != seen: spin, yield (for at least patience_ns), then
+ * sleep. */
+static void wait_change(_Atomic uint32_t *word, uint32_t seen, _Atomic int *sleepers, int64_t patience_ns) {
     for (int i = 0; i < SPIN_LIMIT; i++) {
         if (atomic_load_explicit(word, memory_order_acquire) != seen) return;
         cpu_relax();
     }
-    for (int i = 0; i < YIELD_LIMIT; i++) {
+    const int64_t until = patience_ns > 0 ? now_ns() + patience_ns : 0;
+    for (int i = 0;; i++) {
         if (atomic_load_explicit(word, memory_order_acquire) != seen) return;
         sched_yield();
+        if (i >= YIELD_LIMIT && (!until || now_ns() > until)) break;
     }
     while (atomic_load_explicit(word, memory_order_acquire) == seen) {
         atomic_fetch_add(sleepers, 1);
@@ -91,7 +116,7 @@ static void *worker_main(void *arg) {
     cpu_pool *pool = w->pool;
     uint32_t seen = w->start_gen;
     for (;;) {
-        wait_change(&pool->job_gen, seen, &pool->job_sleepers);
+        wait_change(&pool->job_gen, seen, &pool->job_sleepers, 0);
         seen = atomic_load_explicit(&pool->job_gen, memory_order_acquire);
         if (atomic_load(&pool->stop)) break;
         if (w->ith < pool->nth) {
@@ -153,7 +178,7 @@ int cpu_pool_run(cpu_pool *pool, int nth, cpu_pool_fn fn, void *ctx) {
     for (;;) {
         uint32_t d = atomic_load_explicit(&pool->n_done, memory_order_acquire);
         if ((int)d == nth - 1) break;
-        wait_change(&pool->n_done, d, &pool->done_sleepers);
+        wait_change(&pool->n_done, d, &pool->done_sleepers, IN_JOB_WAIT_NS);
     }
     return nth;
 }
@@ -173,7 +198,7 @@ int cpu_pool_barrier_or(cpu_pool *pool, int nth, int flag) {
         wake_if_sleeping(&pool->bar_gen, &pool->bar_sleepers);
         return result;
     }
-    wait_change(&pool->bar_gen, gen, &pool->bar_sleepers);
+    wait_change(&pool->bar_gen, gen, &pool->bar_sleepers, IN_JOB_WAIT_NS);
     return atomic_load_explicit(&pool->bar_result, memory_order_relaxed);
 }
 

@@ -23,6 +23,7 @@ static int op_weight(int32_t op) {
     case TSR_OP_SOFT_MAX:
     case TSR_OP_SILU:
     case TSR_OP_GELU:
+    case TSR_OP_GELU_ERF:
     case TSR_OP_SWIGLU:
     case TSR_OP_SWIGLU_OAI: return 6;
     default: return 1;
@@ -42,6 +43,7 @@ static int op_solo(const tsr_node *node) {
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
     case TSR_OP_GELU:
+    case TSR_OP_GELU_ERF:
     case TSR_OP_SWIGLU:
     case TSR_OP_SWIGLU_OAI:
     case TSR_OP_RMS_NORM:

@@ -75,9 +75,9 @@ static const char *tensor_problem(const tsr_tensor *t) {
 int ocl_node_supported(const ocl_device *d, const tsr_node *node, char *why, size_t why_size) {
     (void)d;
     if (!tsr_node_fits(node, tensor_problem, why, why_size)) return 0;
-    /* The kernels cover the ops up to DELTA_NET; one appended later falls
+    /* The kernels cover the ops up to GELU_ERF; one appended later falls
      * back until it has its own (docs/ops.md). */
-    if (node->op > TSR_OP_DELTA_NET) return no(node, why, why_size, "not implemented on this device");
+    if (node->op > TSR_OP_GELU_ERF) return no(node, why, why_size, "not implemented on this device");
     const tsr_tensor *a = node->src[0], *dst = node->dst;
     switch (node->op) {
     case TSR_OP_GET_ROWS:

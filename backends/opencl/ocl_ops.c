@@ -99,8 +99,9 @@ static tsr_status op_unary(ocl_device *d, cl_command_queue cq, const tsr_node *n
     kargs a = {d->kernels[OCL_K_UNARY], 0, CL_SUCCESS};
     arg_tensor(&a, n->src[0]);
     arg_tensor(&a, n->dst);
-    arg_int(&a, n->op == TSR_OP_SCALE ? 0 : n->op == TSR_OP_SILU ? 1 : 2); /* UN_* in kernels/elementwise.cl */
-    const tsr_scale_params sp = tsr_scale_params_of(n); /* SCALE's; SILU and GELU ignore them */
+    /* UN_* in kernels/elementwise.cl */
+    arg_int(&a, n->op == TSR_OP_SCALE ? 0 : n->op == TSR_OP_SILU ? 1 : n->op == TSR_OP_GELU ? 2 : 3);
+    const tsr_scale_params sp = tsr_scale_params_of(n); /* SCALE's; the others ignore them */
     arg_float(&a, sp.scale);
     arg_float(&a, sp.bias);
     return launch(d, cq, n, &a, (size_t)n->dst->ne[0], (size_t)n->dst->ne[1], rows_of(n->dst), 0);
@@ -353,7 +354,8 @@ tsr_status ocl_op_enqueue(ocl_device *d, ocl_queue *q, const tsr_node *node) {
     case TSR_OP_DIV: return op_binary(d, cq, node);
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
-    case TSR_OP_GELU: return op_unary(d, cq, node);
+    case TSR_OP_GELU:
+    case TSR_OP_GELU_ERF: return op_unary(d, cq, node);
     case TSR_OP_SWIGLU: return op_swiglu(d, cq, node);
     case TSR_OP_SWIGLU_OAI: return op_swiglu_oai(d, cq, node);
     case TSR_OP_CONCAT: return op_concat(d, cq, node);

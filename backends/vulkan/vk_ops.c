@@ -139,9 +139,9 @@ static int reads_into_float(const tsr_node *node, char *why, size_t why_size) {
 
 int vk_op_supported(const vk_device *d, const tsr_node *node, char *why, size_t why_size) {
     if (tsr_node_check(node, why, why_size)) return 0;
-    /* The shaders cover the ops up to DELTA_NET; one appended later falls
+    /* The shaders cover the ops up to GELU_ERF; one appended later falls
      * back until it has its own (docs/ops.md). */
-    if (node->op > TSR_OP_DELTA_NET) return decline(node, why, why_size, "not implemented on this device");
+    if (node->op > TSR_OP_GELU_ERF) return decline(node, why, why_size, "not implemented on this device");
     /* Debugging aid: decline the listed ops (e.g. "ROPE,MUL_MAT") to find
      * which one a numerical difference comes from. */
     const char *off = getenv("TESSERA_VULKAN_DECLINE");
@@ -259,7 +259,7 @@ const char *vk_shader_name(vk_shader_id id) {
 
 
 enum { ELT_ADD, ELT_MUL, ELT_SCALE, ELT_SILU, ELT_GELU, ELT_SWIGLU, ELT_CPY, ELT_GET_ROWS, ELT_CONCAT, ELT_ARGMAX,
-       ELT_DIV, ELT_SUM_ROWS, ELT_TOP_K, ELT_SWIGLU_OAI };
+       ELT_DIV, ELT_SUM_ROWS, ELT_TOP_K, ELT_SWIGLU_OAI, ELT_GELU_ERF };
 
 void vk_grid(uint64_t n, uint32_t groups[3]) {
     if (n == 0) n = 1;
@@ -504,6 +504,7 @@ void vk_op_plan(const vk_device *d, const tsr_node *node, vk_dispatch *out) {
     case TSR_OP_SCALE: p->u[0] = ELT_SCALE; break;
     case TSR_OP_SILU: p->u[0] = ELT_SILU; break;
     case TSR_OP_GELU: p->u[0] = ELT_GELU; break;
+    case TSR_OP_GELU_ERF: p->u[0] = ELT_GELU_ERF; break;
     case TSR_OP_SWIGLU: p->u[0] = ELT_SWIGLU; break;
     case TSR_OP_SWIGLU_OAI: { /* alpha and limit from the accessor, not the slots */
         const tsr_swiglu_oai_params sp = tsr_swiglu_oai_params_of(node);

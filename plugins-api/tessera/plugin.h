@@ -71,6 +71,11 @@
  * plugin built for 1.0-1.4 about it: such nodes run where a 1.5 plugin
  * computes them, or on ref.
  *
+ * What 1.6 added: GELU_ERF, the exact GELU x/2 (1 + erf(x/sqrt 2)) of
+ * Whisper-style encoders (GELU stays the tanh approximation). The host never
+ * asks a plugin built for 1.0-1.5 about it: such nodes run where a 1.6
+ * plugin computes them (the CPU plugin of this tree does), or on ref.
+ *
  * Contracts (all versions):
  *   - Copies: queue write() may return before the copy is done ONLY if the
  *     plugin copied the source bytes first: the host may reuse `src` as soon
@@ -110,7 +115,7 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define TSR_ABI_MAJOR 1
-#define TSR_ABI_MINOR 5
+#define TSR_ABI_MINOR 6
 #define TSR_ABI_VERSION (((uint32_t)TSR_ABI_MAJOR << 16) | (uint32_t)TSR_ABI_MINOR)
 #define TSR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TSR_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -278,6 +283,11 @@ typedef enum tsr_dtype {
  *              beta = 1 / (1 + exp(-b[h]))
  *              S = decay * S;  u[i] = beta * (v[i, h] - sum_n S[i, n] k'[n])
  *              S[i, n] += k'[n] * u[i];  y[i, h, t] = sum_n S[i, n] q'[n]
+ *
+ * ABI 1.6:
+ * GELU_ERF   exact GELU, elementwise like GELU: 0.5 x (1 + erf(x / sqrt(2)))
+ *            (llama.cpp's CPU evaluates it in float as written, with erff;
+ *            within a few ulp is within the conformance tolerance)
  */
 
 /*
@@ -318,7 +328,8 @@ typedef enum tsr_dtype {
     X(SSM_CONV, "ssm_conv", 21, 2, 2, 4)        \
     X(SSM_SCAN, "ssm_scan", 22, 4, 4, 4)        \
     X(SWIGLU_OAI, "swiglu_oai", 23, 2, 2, 4)   \
-    X(DELTA_NET, "delta_net", 24, 4, 4, 5)
+    X(DELTA_NET, "delta_net", 24, 4, 4, 5)      \
+    X(GELU_ERF, "gelu_erf", 25, 1, 1, 6)
 
 #define TSR_OP_ENUM_(op, name, number, min_src, max_src, minor) TSR_OP_##op = number,
 typedef enum tsr_op {

@@ -570,7 +570,8 @@ static inline int tsr_node_check(const tsr_node *node, char *why, size_t why_siz
     case TSR_OP_NORM: return tsr_chk_norm_(&c);
     case TSR_OP_SCALE:
     case TSR_OP_SILU:
-    case TSR_OP_GELU: return tsr_chk_unary_(&c);
+    case TSR_OP_GELU:
+    case TSR_OP_GELU_ERF: return tsr_chk_unary_(&c);
     case TSR_OP_MUL_MAT: return tsr_chk_mul_mat_(&c);
     case TSR_OP_ROPE: return tsr_chk_rope_(&c);
     case TSR_OP_SOFT_MAX: return tsr_chk_soft_max_(&c);

@@ -23,6 +23,8 @@
  *   DELTA_NET (ABI 1.5 build only) ignores kv_tiled: v head h always
  *          reads q/k head h / (H / Hk) (Hugging Face's repeat_interleave)
  *          where a tiled node says h % Hk: must fail on the tiled cases
+ *   GELU_ERF (ABI 1.6 build only) computes the tanh approximation (GELU's
+ *          formula, 2e-4 off near |x| = 2): must fail
  *   others declined: "unsupported (falls back)"
  * With BROKEN_PLUGIN_NO_DEVICE=1 in the environment, init reports zero
  * devices and a reason (the suite must skip, exit 77). With
@@ -214,6 +216,19 @@ static void delta_net_untiled(const tsr_node *n) {
 }
 #endif
 
+#if TSR_ABI_MINOR >= 6
+static void gelu_erf_as_tanh(const tsr_node *n) {
+    const tsr_tensor *a = n->src[0], *d = n->dst;
+    for (int64_t i3 = 0; i3 < d->ne[3]; i3++)
+        for (int64_t i2 = 0; i2 < d->ne[2]; i2++)
+            for (int64_t i1 = 0; i1 < d->ne[1]; i1++)
+                for (int64_t i0 = 0; i0 < d->ne[0]; i0++) {
+                    const float x = *at(a, i0, i1, i2, i3); /* the bug: tanh, not erf */
+                    *at(d, i0, i1, i2, i3) = 0.5f * x * (1.0f + tanhf(0.7978845608f * x * (1.0f + 0.044715f * x * x)));
+                }
+}
+#endif
+
 static int crash_wanted(const char *what) {
     const char *e = getenv("BROKEN_PLUGIN_CRASH");
     return e && !strcmp(e, what);
@@ -239,6 +254,9 @@ static tsr_status q_compute(tsr_queue *q, const tsr_node *nodes, int32_t n_nodes
 #endif
 #if TSR_ABI_MINOR >= 5
         case TSR_OP_DELTA_NET: delta_net_untiled(n); break;
+#endif
+#if TSR_ABI_MINOR >= 6
+        case TSR_OP_GELU_ERF: gelu_erf_as_tanh(n); break;
 #endif
         default: return TSR_ERR_UNSUPPORTED;
         }
@@ -303,6 +321,9 @@ static int32_t d_supports(tsr_device *d, const tsr_node *n) {
 #endif
 #if TSR_ABI_MINOR >= 5
     case TSR_OP_DELTA_NET: return all_f32(n) && n->dst->nb[0] == 4;
+#endif
+#if TSR_ABI_MINOR >= 6
+    case TSR_OP_GELU_ERF: return all_f32(n);
 #endif
     default: return 0;
     }

@@ -374,6 +374,12 @@ TEST(test_unary) {
         float want = fp16_to_f32(f32_to_fp16((float)(0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))))));
         EXPECT_NEAR(y[i], want, 1e-6, "gelu");
     }
+    /* the exact GELU, x Phi(x) (Phi from a table): 1.5e-4 from the tanh
+     * form at x = 1, so the tanh form would fail here */
+    n.op = TSR_OP_GELU_ERF;
+    EXPECT(compute1(&n) == TSR_OK, "%s", error_get());
+    const double gelu_erf_want[3] = {0.8413447460685429, -0.0455002638963584, 0.3457312306370066};
+    for (int i = 0; i < 3; i++) EXPECT_NEAR(y[i], gelu_erf_want[i], 2e-7, "gelu_erf %d: %.9g", i, y[i]);
     tsr_node s = {.op = TSR_OP_SWIGLU, .n_src = 2, .dst = &ty, .src = {&tx, &tg}};
     EXPECT(compute1(&s) == TSR_OK, "%s", error_get());
     for (int i = 0; i < 3; i++) EXPECT_NEAR(y[i], x[i] / (1 + exp(-x[i])) * g[i], 1e-6, "swiglu");

@@ -21,13 +21,27 @@ against llama.cpp's convert_hf_to_gguf.py and the Hugging Face model.
 - Encoders (bert, nomic-bert): the same keys and tensors as the peer's converter, and
   instead of logits `tessera embed` (every pooling, unnormalised) against
   the transformers model's pooled last hidden state, on tokens that must be
-  the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary).
+  the Hugging Face tokenizer's (bert-base-uncased's WordPiece vocabulary,
+  and a cased one: bertcased).
+- gpt-oss with MXFP4 experts as OpenAI ships them (gptossmxfp4): the same
+  file as the peer's (experts MXFP4), the experts dequantizing to exactly
+  transformers', logits within the Q8_0 activations' rounding of
+  transformers' and close to llama.cpp's on the same file (golden_gen).
+- Vision towers (MMPROJ: qwen2vl, qwen25vl, mistral3's Pixtral,
+  qwen35vl's): `tessera convert --mmproj` against the peer's `--mmproj`
+  file (f16, bf16; keys in the same order). Qwen2-VL's and Qwen2.5-VL's
+  (MTMD_MMPROJ): tessera runs our f32 one with an image beside our text
+  model, and the greedy tokens after the image are llama.cpp libmtmd's
+  on the same pair (tests/data/mm/mtmd_ref.cpp, built here against the
+  peer's libmtmd); the others: Tessera's mmproj loader on it.
 - Bad input: a tokenizer.json whose pre-tokenizer tessera convert does not
-  know, a cased WordPiece vocabulary, a Nomic config with partial rotary
-  dimensions, and granitehybrid layer_types that
-  do not cover every layer, are
-  one line and exit 1 (tests/convert/convert_hf.py checks the
-  rest: a missing shard, a dtype mismatch, an unknown architecture).
+  know, a WordPiece normaliser that is not BERT's, a Nomic config with
+  partial rotary dimensions, M-RoPE sections that do not fill a qwen2vl
+  head, a Qwen3-Next with dense layers, granitehybrid layer_types that
+  do not cover every layer, a quantization other than gpt-oss's mxfp4
+  and --mmproj without preprocessor_config.json are one line and exit 1
+  (tests/convert/convert_hf.py checks the rest: a missing shard, a dtype
+  mismatch, a U8 tensor, an unknown architecture).
 
 Needs numpy, gguf, sentencepiece, torch and transformers in the Python that
 runs it ($TESSERA_CONVERT_PYTHON, else this one) and llama.cpp's source tree
@@ -148,26 +162,39 @@ def hf_tokenizer(name, d):
     return len(toks), ids
 
 
+# a cased vocabulary: BGE's with [unused0]... replaced by these pieces (and
+# the normaliser keeps case), so that the prompts' capitals have tokens of
+# their own, some whole words, some split
+CASED_PIECES = ["The", "Tessera", "T", "G", "##GU", "##F", "GGUF", "##ess", "##era", "Model", "M", "D", "##on",
+                "Caf\u00e9", "\u00c9", "##t"]
+
+
 def wordpiece_tokenizer(d, pooling):
     """bert-base-uncased's WordPiece vocabulary (BGE's: 30522 pieces, from
     llama.cpp's ggml-vocab-bert-bge.gguf, where a word's first piece has a
     U+2581 and a continuation no "##") as an uncased BERT tokenizer.json,
-    and a sentence-transformers Pooling module (POOLING: cls or mean)."""
+    and a sentence-transformers Pooling module (POOLING: cls or mean; with
+    "-cased", a cased tokenizer: CASED_PIECES in the vocabulary, the
+    normaliser's lowercase and do_lower_case false)."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    pooling, _, cased = pooling.partition("-")
     f = {x.name: x for x in gguf.GGUFReader(os.path.join(VOCABS, "ggml-vocab-bert-bge.gguf")).fields.values()}
     toks = f["tokenizer.ggml.tokens"].contents()
     vocab = {(t[1:] if t.startswith("\u2581") else t if len(t) > 2 and t[0] == "[" and t[-1] == "]" else "##" + t): i
              for i, t in enumerate(toks)}
+    if cased:
+        for k, piece in enumerate(CASED_PIECES):
+            vocab[piece] = vocab.pop(f"[unused{k}]")
     tk = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
     tk.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
-                                               lowercase=True)
+                                               lowercase=not cased)
     tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tk.post_processor = processors.TemplateProcessing(
         single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
         special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
     tk.decoder = decoders.WordPiece(prefix="##")
     T.BertTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
-                        cls_token="[CLS]", mask_token="[MASK]", do_lower_case=True).save_pretrained(d)
+                        cls_token="[CLS]", mask_token="[MASK]", do_lower_case=not cased).save_pretrained(d)
     os.makedirs(os.path.join(d, "1_Pooling"), exist_ok=True)
     with open(os.path.join(d, "modules.json"), "w") as fo:
         json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
@@ -202,14 +229,34 @@ def ours(d, out, outtype, *extra):
     return check(r.returncode == 0, f"tessera convert {os.path.basename(d)} {outtype}: {r.stderr.strip()[-500:]}")
 
 
-def peer(d, out, outtype, *extra, log=None):
-    """llama.cpp's converter, run in this process with its output to LOG."""
+def peer(d, out, outtype, *extra, log=None, pre=None):
+    """llama.cpp's converter, run in this process with its output to LOG.
+    PRE: the pre-tokenizer name it is to write where its list of known
+    vocabularies (by the hash of a check text's tokens) has none, instead
+    of stopping there (its get_vocab_base_pre answers PRE where it would
+    raise NotImplementedError; everything else is its own)."""
     argv, path = sys.argv, sys.path[:]
     sys.argv = ["convert_hf_to_gguf.py", d, "--outtype", outtype, "--outfile", out, *extra]
     sys.path[:0] = [PEER, os.path.join(PEER, "gguf-py")]
     saved = {k: v for k, v in sys.modules.items() if k == "gguf" or k.startswith("gguf.")}
     for k in saved:  # the peer's gguf-py, not PyPI's, while it runs
         del sys.modules[k]
+    patched = []
+    if pre:
+        import importlib
+        base = importlib.import_module("conversion.base")
+        for cls in list(vars(base).values()):
+            if isinstance(cls, type) and "get_vocab_base_pre" in vars(cls):
+                orig = vars(cls)["get_vocab_base_pre"]
+
+                def answer(self, tokenizer, _orig=orig):
+                    try:
+                        return _orig(self, tokenizer)
+                    except NotImplementedError:
+                        return pre
+                cls.get_vocab_base_pre = answer
+                patched.append((cls, orig))
+        check(patched, "the peer's converter has no get_vocab_base_pre to answer for")
     fd1, fd2 = os.dup(1), os.dup(2)
     ok, why = True, ""
     with open(log, "a") as lf:
@@ -230,6 +277,8 @@ def peer(d, out, outtype, *extra, log=None):
             os.close(fd1)
             os.close(fd2)
             sys.argv, sys.path[:] = argv, path
+            for cls, orig in patched:
+                cls.get_vocab_base_pre = orig
             for k in [k for k in sys.modules if k == "gguf" or k.startswith("gguf.")]:
                 del sys.modules[k]
             sys.modules.update(saved)
@@ -239,7 +288,7 @@ def peer(d, out, outtype, *extra, log=None):
 # tensors that may differ from llama.cpp's by 1 ulp of f32: qwen35's
 # ssm_a = -exp(A_log), which the peer computes with torch's f32 exp (not
 # correctly rounded) and tessera convert in f64, rounded once
-ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a"}
+ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a", "qwen35vl": "ssm_a", "qwen3next": "ssm_a"}
 
 
 # keys compared otherwise: qwen35moe's tokenizer (Qwen3.5's regex on a
@@ -247,7 +296,12 @@ ULP_TENSORS = {"qwen35": "ssm_a", "qwen35moe": "ssm_a"}
 # whose hash of its check text cannot tell qwen2's and qwen35's splitting
 # apart on that vocabulary; tessera convert names it from the regex
 # (qwen35), which test_archs checks instead
-PEER_DIFFERS = {"qwen35moe": {"tokenizer.ggml.pre": "qwen35"}}
+# the pre-tokenizer name llama.cpp's converter is given where it knows no
+# name for a vocabulary (peer(pre=)): the cased BERT vocabulary's hash is
+# not in its list, so it would stop; "jina-v2-en" is the name it gives the
+# same vocabulary uncased and the one tessera convert writes for both
+PEER_PRE = {"bertcased": "jina-v2-en"}
+PEER_DIFFERS = {"qwen35moe": {"tokenizer.ggml.pre": "qwen35"}, "qwen35vl": {"tokenizer.ggml.pre": "qwen35"}}
 
 
 def compare(a, b, what, name=None):
@@ -367,11 +421,36 @@ ARCHS = {
                      "smollm", "bfloat16", 1e-4),
     "olmoe": ("OlmoeConfig", "OlmoeForCausalLM",
               dict(num_experts=4, num_experts_per_tok=2, intermediate_size=32), "smollm", "float32", 1e-4),
+    # Qwen2-VL's and Qwen2.5-VL's text model (qwen2vl: M-RoPE, its sections
+    # uneven so that a wrong split would show in the keys; text-only
+    # prompts, whose temporal, height and width positions are all the
+    # token's); the vision tower is there and not converted (QWEN_VL_VISION)
+    "qwen2vl": ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
+                dict(rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]}),
+                "spm", "float32", 1e-4),
+    "qwen25vl": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration",
+                 dict(rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [4, 2, 2]}),
+                 "spm", "bfloat16", 1e-4),
+    # Qwen3-Next: qwen35moe's layers but for the delta net's fused
+    # projections (in_proj_qkvz, in_proj_ba, per key head) and value heads
+    # grouped by key head; 6 value heads on 2 key heads, every 4th layer
+    # attends; run with --no-mtp, as llama.cpp's converter needs here.
+    # Measured 6.1e-5 (transformers' chunked delta rule against Tessera's)
+    "qwen3next": ("Qwen3NextConfig", "Qwen3NextForCausalLM",
+                  dict(MOE, num_hidden_layers=4, head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16,
+                       linear_num_key_heads=2, linear_num_value_heads=6, shared_expert_intermediate_size=64),
+                  "smollm", "float32", 2e-4),
     # YaRN (factor 32 from 4096), sinks, biased experts with gate and up
     # interleaved in one tensor, a sliding window every other layer
     "gptoss": ("GptOssConfig", "GptOssForCausalLM",
                dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, head_dim=16,
                     sliding_window=32, max_position_embeddings=131072), "smollm", "bfloat16", 1e-4),
+    # the same as OpenAI ships it: the experts' matrices in MXFP4
+    # (*_blocks, *_scales; random codes and scales, mxfp4_experts), the
+    # rest bf16; llama.cpp's converter writes those experts as MXFP4
+    "gptossmxfp4": ("GptOssConfig", "GptOssForCausalLM",
+                    dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=64, head_dim=16,
+                         sliding_window=32, max_position_embeddings=131072), "smollm", "bfloat16", 0.05),
     # short convolutions and attention with q/k norms; the FFN width
     # adjusted (2/3 of 192, rounded up to 64) as in LFM2's own configs
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM",
@@ -395,6 +474,11 @@ ARCHS = {
     # made by these std-0.15 weights (6.6e-6 with transformers' own 0.02)
     "bert": ("BertConfig", "BertModel", dict(type_vocab_size=2, max_position_embeddings=128), "wordpiece-cls",
              "float32", 3e-3),
+    # and a cased one (bert-base-cased's kind: lowercase and do_lower_case
+    # false); llama.cpp's converter does not know its vocabulary's hash
+    # (PEER_PRE)
+    "bertcased": ("BertConfig", "BertModel", dict(type_vocab_size=2, max_position_embeddings=128),
+                  "wordpiece-mean-cased", "float32", 3e-3),
     # Nomic Embed as nomic-ai publishes it (its own config keys and tensor
     # names: fused Wqkv, fc11/fc12/fc2), rotary positions, SwiGLU, the
     # vocabulary padded to a multiple of 64; mean pooling
@@ -421,6 +505,14 @@ ARCHS = {
     "qwen35": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM",
                dict(num_hidden_layers=4, head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16,
                     linear_num_key_heads=2, linear_num_value_heads=6), "smollm", "float32", 1e-4),
+    # Qwen3.5 as published, with its vision tower (Qwen3_5ForConditionalGeneration):
+    # the text model converts as qwen35, the tower is the mmproj's
+    # (transformers gives a qwen3_5 directory Qwen3.5's own tokenizer
+    # class, so Qwen3.5's vocabulary, as qwen35moe below; tied)
+    "qwen35vl": ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration",
+                 dict(num_hidden_layers=4, head_dim=16, linear_key_head_dim=16, linear_value_head_dim=16,
+                      linear_num_key_heads=2, linear_num_value_heads=6, tie_word_embeddings=True), "qwen35",
+                 "bfloat16", 1e-4),
     # and its mixture of experts, with a shared expert; transformers gives
     # a qwen3_5_moe directory Qwen3.5's own tokenizer class, whatever
     # tokenizer_config says, so its tokenizer is Qwen3.5's splitting (on
@@ -431,11 +523,61 @@ ARCHS = {
                        linear_num_key_heads=2, linear_num_value_heads=6, shared_expert_intermediate_size=64,
                        tie_word_embeddings=True), "qwen35", "bfloat16", 2e-4),
 }
+# the test_golden mode per architecture ("strict" where not named): MXFP4
+# experts are computed on activations rounded to Q8_0 blocks (Tessera's and
+# llama.cpp's MXFP4 dot product), so the logits of an MXFP4 file move by
+# that rounding (measured 0.027 at most) and near ties may flip
+GOLDEN_MODE = {"gptossmxfp4": "quant"}
 # llama.cpp converter options per architecture
-PEER_ARGS = {"qwen35": ["--no-mtp"], "qwen35moe": ["--no-mtp"]}
+PEER_ARGS = {"qwen35": ["--no-mtp"], "qwen35moe": ["--no-mtp"], "qwen35vl": ["--no-mtp"], "qwen3next": ["--no-mtp"]}
+# Qwen2-VL's image processor config, as published (the mmproj's mean and
+# deviation)
+QWEN_VL_PREPROCESSOR = {"min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2,
+                        "merge_size": 2, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+                        "image_std": [0.26862954, 0.26130258, 0.27577711],
+                        "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2VLProcessor"}
+# vision-language checkpoints whose vision tower is converted with --mmproj
+# too (against the peer's --mmproj file), with the preprocessor_config.json
+# each needs: Qwen2-VL's (qwen2vl, qwen25vl), Mistral Small 3.1's (CLIP's
+# normalisation) and Qwen3.5's
+MMPROJ = {"qwen2vl": QWEN_VL_PREPROCESSOR, "qwen25vl": QWEN_VL_PREPROCESSOR,
+          "mistral3": {"image_mean": [0.48145466, 0.4578275, 0.40821073],
+                       "image_std": [0.26862954, 0.26130258, 0.27577711], "patch_size": {"height": 16, "width": 16},
+                       "image_processor_type": "PixtralImageProcessor", "processor_class": "PixtralProcessor"},
+          "qwen35vl": {"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "patch_size": 16,
+                       "temporal_patch_size": 2, "merge_size": 2, "image_processor_type": "Qwen2VLImageProcessorFast"}}
+# the towers whose images Tessera computes: against llama.cpp's libmtmd
+MTMD_MMPROJ = {"qwen2vl", "qwen25vl"}
+# tiny vision towers for the Qwen2-VL and Qwen2.5-VL checkpoints (config
+# class -> vision_config)
+QWEN_VL_VISION = {
+    "Qwen2VLConfig": dict(depth=3, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14,
+                          spatial_merge_size=2, temporal_patch_size=2),
+    "Qwen2_5_VLConfig": dict(depth=3, hidden_size=32, out_hidden_size=64, num_heads=2, intermediate_size=64,
+                             patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                             fullatt_block_indexes=[1]),
+}
+
+
+def _bad_sections(cfg):
+    cfg["text_config"]["rope_parameters"]["mrope_section"] = [2, 3, 2]
+
+
+def _dense_layers(cfg):
+    cfg["mlp_only_layers"] = [1]
+
+
+# a config Tessera cannot run, after the logits: how to spoil it, and the
+# key the one-line error must name
+BAD_CONFIGS = {"qwen2vl": (_bad_sections, "'mrope_section'"), "qwen3next": (_dense_layers, "'mlp_only_layers'")}
 # a tiny Pixtral vision tower for the Mistral 3 checkpoints
-PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-               image_size=64, patch_size=16, head_dim=16)
+# (3 blocks: llama.cpp's converter maps the projector's linear_1 and
+# linear_2 only where the tower has that many; SiLU as Mistral Small 3.1's)
+PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2,
+               image_size=64, patch_size=16, head_dim=16, hidden_act="silu")
+# and for Qwen3.5's (its merger's output: the text model's width)
+QWEN35_VISION = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                     num_position_embeddings=16, patch_size=16, spatial_merge_size=2, temporal_patch_size=2)
 # nomic-ai's config.json for Nomic Embed v1.5, sizes aside
 NOMIC_CONFIG = {
     "activation_function": "swiglu", "attn_pdrop": 0.0, "causal": False, "dense_seq_output": True, "embd_pdrop": 0.0,
@@ -480,6 +622,33 @@ def save_nomic(m, d, kw):
         json.dump(cfg, f, indent=1)
 
 
+def mxfp4_experts(d, seed):
+    """gpt-oss's experts as OpenAI's checkpoints hold them: for each
+    projection (x @ W, W [expert, in, out] in transformers' bf16 layout),
+    NAME_blocks [expert, out, in / 32, 16] (U8: 32 FP4 E2M1 codes per
+    block, two a byte, the even element in the low nibble) and
+    NAME_scales [expert, out, in / 32] (U8: E8M0, 2^(s - 127)), with
+    quant_method mxfp4 in the config. The codes and scales are random
+    (scales 2^-9..2^-3); the Hugging Face reference is transformers'
+    dequantization of these bytes."""
+    from safetensors.torch import load_file, save_file
+    p = os.path.join(d, "model.safetensors")
+    sd = load_file(p)
+    g = torch.Generator().manual_seed(seed)
+    for k in [k for k in sd if k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))]:
+        n_exp, n_in, n_out = sd.pop(k).shape
+        sd[k + "_blocks"] = torch.randint(0, 256, (n_exp, n_out, n_in // 32, 16), dtype=torch.uint8, generator=g)
+        sd[k + "_scales"] = torch.randint(120, 124, (n_exp, n_out, n_in // 32), dtype=torch.uint8, generator=g)
+    save_file(sd, p, metadata={"format": "pt"})
+    p = os.path.join(d, "config.json")
+    with open(p) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    with open(p, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
 def make_model(name, d, tokd, seed):
     cc, mc, extra, tok, dtype, _ = ARCHS[name]
     kw = dict(BASE, **extra)
@@ -496,6 +665,11 @@ def make_model(name, d, tokd, seed):
     if cc == "Mistral3Config":
         conf = T.Mistral3Config(text_config=kw, vision_config=PIXTRAL, image_token_index=10,
                                 tie_word_embeddings=False)
+    elif cc in QWEN_VL_VISION:
+        conf = getattr(T, cc)(text_config=kw, vision_config=QWEN_VL_VISION[cc], tie_word_embeddings=False)
+    elif cc in ("Qwen3_5Config", "Qwen3_5MoeConfig"):
+        conf = getattr(T, cc)(text_config=kw, vision_config=QWEN35_VISION,
+                              tie_word_embeddings=kw["tie_word_embeddings"])
     else:
         conf = getattr(T, cc)(**kw)
     m = getattr(T, mc)(conf)
@@ -511,6 +685,27 @@ def make_model(name, d, tokd, seed):
     else:
         m.save_pretrained(d)
     del m
+    if name == "gptossmxfp4":
+        mxfp4_experts(d, seed)
+    if name in MMPROJ:
+        with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+            json.dump(MMPROJ[name], f)
+    if name == "mistral3":
+        # Mistral 3's image tokens, which llama.cpp's converter looks up
+        # ([IMG_BREAK]) for the mmproj: three of SmolLM2's special tokens
+        # renamed (10 is image_token_index)
+        p = os.path.join(d, "tokenizer.json")
+        with open(p, encoding="utf-8") as f:
+            tj = json.load(f)
+        new = {10: "[IMG]", 11: "[IMG_BREAK]", 12: "[IMG_END]"}
+        old = {i: t for t, i in tj["model"]["vocab"].items() if i in new}
+        for i, t in new.items():
+            del tj["model"]["vocab"][old[i]]
+            tj["model"]["vocab"][t] = i
+        for a in tj["added_tokens"]:
+            a["content"] = new.get(a["id"], a["content"])
+        with open(p, "w", encoding="utf-8") as f:
+            json.dump(tj, f, ensure_ascii=False)
     if name == "granitehybrid":
         # Granite 4's own config.json says mamba/attention, which
         # transformers 5 saves as linear_attention/full_attention and
@@ -539,7 +734,10 @@ def hf_golden(d, model_file, path, prompts, tmp):
         # range to whole dimensions, so the reference does too (5.8e-3
         # apart at this size without it)
         cfg.rope_parameters["truncate"] = True
-    mc = T.Mistral3ForConditionalGeneration if getattr(cfg, "model_type", "") == "mistral3" else T.AutoModelForCausalLM
+    # the models AutoModelForCausalLM does not load (model_type -> class)
+    mc = {"mistral3": T.Mistral3ForConditionalGeneration, "qwen3_5": T.Qwen3_5ForConditionalGeneration,
+          "qwen2_vl": T.Qwen2VLForConditionalGeneration, "qwen2_5_vl": T.Qwen2_5_VLForConditionalGeneration}.get(
+        getattr(cfg, "model_type", ""), T.AutoModelForCausalLM)
     m = mc.from_pretrained(d, config=cfg, dtype=torch.float32).eval()
     with open(path, "w") as f:
         for p in prompts:
@@ -591,6 +789,181 @@ def check_embeddings(name, d, model_file, prompts, tol, tmp):
           + ", ".join(f"{k} {v:.2g}" for k, v in worst.items()) + f" of Hugging Face's (tolerance {tol})", flush=True)
 
 
+def check_mxfp4(d, model_file):
+    """The MXFP4 experts of our file, dequantized (gguf-py), are exactly
+    the experts transformers dequantizes from the checkpoint's blocks and
+    scales (x @ W, gate and up interleaved by column)."""
+    m = T.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32)
+    got = {t.name: t for t in gguf.GGUFReader(model_file).tensors}
+    n = 0
+    for il, layer in enumerate(m.model.layers):
+        ex = layer.mlp.experts
+        gu, down = ex.gate_up_proj.detach().numpy(), ex.down_proj.detach().numpy()
+        for what, want in (("gate", gu[:, :, 0::2]), ("up", gu[:, :, 1::2]), ("down", down)):
+            t = got[f"blk.{il}.ffn_{what}_exps.weight"]
+            if not check(t.tensor_type == gguf.GGMLQuantizationType.MXFP4,
+                         f"{t.name} is {t.tensor_type.name}, expected MXFP4"):
+                return
+            w = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type).reshape(want.shape[0], want.shape[2], -1)
+            n += check(np.array_equal(w, want.swapaxes(1, 2)),
+                       f"{t.name} dequantized differs from transformers' by {np.abs(w - want.swapaxes(1, 2)).max()}")
+    print(f"gptossmxfp4: {n} MXFP4 expert tensors dequantize to transformers' experts exactly", flush=True)
+    del m
+
+
+def golden_llama(name, model_file, tmp):
+    """llama.cpp itself on our file (the peer's golden_gen: its CPU path,
+    f16 KV), against Tessera on the same file (ref, f16 KV): where the
+    reference is transformers at another activation rounding (MXFP4
+    experts against Q8_0 activations), this shows the file computes as in
+    llama.cpp: within 1e-3 (mode quant: an activation's Q8_0 rounding can
+    flip between llama.cpp's SIMD quantizer and Tessera's ref; measured
+    1.4e-4), every greedy token but near ties."""
+    gg = os.path.join(PEER, "build", "bin", "golden_gen")
+    if not os.path.exists(gg):
+        print(f"note: {name}: no {gg}, not compared with llama.cpp's logits")
+        return
+    prompts, out = os.path.join(tmp, "prompts.jsonl"), os.path.join(tmp, f"{name}-llama.jsonl")
+    with open(prompts, "w") as f:
+        for p in ("The model runs on every device", "Tessera reads GGUF files"):
+            f.write(json.dumps({"prompt": p, "special": False}) + "\n")
+    r = subprocess.run([gg, model_file, prompts, out, "8"], capture_output=True, text=True)
+    if not check(r.returncode == 0, f"{name}: golden_gen: {r.stderr[-500:]}"):
+        return
+    r = subprocess.run([TEST_GOLDEN, name, "quant", "1e-3", "--model", model_file, "--golden", out, "--device", "ref"],
+                       capture_output=True, text=True)
+    lines = [x.replace(" on ref", " on ref against llama.cpp") for x in r.stdout.splitlines()
+             if x.startswith(("ok", "FAIL"))]
+    print("\n".join(lines), flush=True)
+    check(r.returncode == 0, f"{name}: logits against llama.cpp's on the same file:\n{r.stdout[-1500:]}")
+
+
+def png(path, w, h):
+    """A small RGB PNG (a gradient), written with zlib alone."""
+    import struct
+    import zlib
+    rows = b"".join(b"\0" + b"".join(bytes((x * 255 // w, y * 255 // h, (x * y) % 256)) for x in range(w))
+                    for y in range(h))
+
+    def chunk(t, data):
+        return struct.pack(">I", len(data)) + t + data + struct.pack(">I", zlib.crc32(t + data))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+_MTMD_REF = []
+
+
+def mtmd_ref(tmp):
+    """tests/data/mm/mtmd_ref.cpp (our program on llama.cpp's libmtmd)
+    built once against the peer's tree, or None where that cannot be done
+    ($TESSERA_MTMD_REF names a built one)."""
+    if not _MTMD_REF:
+        exe = os.environ.get("TESSERA_MTMD_REF") or os.path.join(tmp, "mtmd_ref")
+        b = os.path.join(PEER, "build", "bin")
+        if not os.path.exists(exe) and os.path.exists(os.path.join(b, "libmtmd.so")):
+            subprocess.run(["g++", "-O1", "-std=c++17", os.path.join(ROOT, "tests", "data", "mm", "mtmd_ref.cpp"),
+                            "-I" + os.path.join(PEER, "include"), "-I" + os.path.join(PEER, "ggml", "include"),
+                            "-I" + os.path.join(PEER, "tools", "mtmd"), "-L" + b, "-lmtmd", "-lllama", "-lggml",
+                            "-lggml-base", "-Wl,-rpath," + b, "-o", exe], capture_output=True)
+        _MTMD_REF.append(exe if os.path.exists(exe) else None)
+    return _MTMD_REF[0]
+
+
+def spell_spm(ids, model):
+    """SentencePiece pieces to bytes: U+2581 a space, <0xNN> a byte."""
+    toks = {x.name: x for x in gguf.GGUFReader(model).fields.values()}["tokenizer.ggml.tokens"].contents()
+    out = b""
+    for i in ids:
+        t = toks[i]
+        out += bytes([int(t[3:5], 16)]) if len(t) == 6 and t.startswith("<0x") and t.endswith(">") else \
+            t.replace("\u2581", " ").encode()
+    return out
+
+
+def mtmd_image(name, d, text_f32, tmp):
+    """Our f32 mmproj loaded by tessera's clip loader beside our text
+    model: `tessera run --image` encodes an image (one row per 28 x 28
+    cell) and continues greedily after it, as llama.cpp's libmtmd does on
+    the same pair (mtmd_ref, where it can be built)."""
+    mm = f"{d}-mmproj-ours-f32.gguf"
+    if not ours(d, mm, "f32", "--mmproj"):
+        return
+    img = os.path.join(ROOT, "tests", "data", "mm", "sq224.png")
+    r = subprocess.run([BIN, "run", "-m", text_f32, "--mmproj", mm, "--image", img, "-p", "The model", "-n", "4",
+                        "--temp", "0", "-dev", "ref", "--no-echo"], capture_output=True, text=True, errors="replace")
+    m = [x for x in r.stderr.splitlines() if x.startswith("prompt:")]
+    n_prompt = int(m[-1].split("/")[1].split()[0]) if m else 0
+    # sq224.png: 8 x 8 cells of 28 pixels, so 64 image rows and the text's tokens
+    check(r.returncode == 0 and n_prompt >= 64 + 2, f"{name}: tessera run --mmproj (ours) --image sq224.png: rc "
+                                                    f"{r.returncode}, {n_prompt} prompt tokens: {r.stderr[-600:]}")
+    print(f"{name} mmproj: tessera run --image loads it: {n_prompt} prompt tokens with the image", flush=True)
+    ref = mtmd_ref(tmp)
+    if ref is None:
+        print(f"note: {name} mmproj: no mtmd_ref (g++ and the peer's libmtmd), not compared with llama.cpp's libmtmd")
+    else:
+        js = os.path.join(tmp, f"{name}-mtmd.json")
+        rr = subprocess.run([ref, text_f32, mm, img, "<__media__>Once upon a time", "8", js], capture_output=True,
+                            text=True, errors="replace")
+        r = subprocess.run([BIN, "run", "-m", text_f32, "--mmproj", mm, "--image", img, "-p", "Once upon a time",
+                            "-n", "8", "--temp", "0", "-dev", "ref", "--no-echo"], capture_output=True)
+        if check(rr.returncode == 0 and r.returncode == 0, f"{name}: mtmd_ref rc {rr.returncode} "
+                                                           f"{rr.stderr[-300:]}, tessera rc {r.returncode}"):
+            want = spell_spm(json.load(open(js))["greedy"], text_f32)
+            check(r.stdout.rstrip(b"\n") == want, f"{name}: tessera's greedy text after sq224.png {r.stdout!r} is "
+                                                  f"not llama.cpp libmtmd's {want!r}")
+            print(f"{name} mmproj: 8 greedy tokens after the image as llama.cpp libmtmd's: "
+                  f"{'yes' if r.stdout.rstrip(bytes([10])) == want else 'NO'}", flush=True)
+    os.unlink(mm)
+
+def test_mmproj(name, d, text_model, tmp, log):
+    """The vision tower with --mmproj: the same keys (in the same order)
+    and tensors as the peer's --mmproj file at f16 and bf16; then, for
+    the towers Tessera computes (MTMD_MMPROJ), an image's greedy tokens
+    against llama.cpp libmtmd's (mtmd_image), for the others whether
+    Tessera's mmproj loader takes it, beside our text model, on an image
+    (its projector type may not be one Tessera computes yet: that is said,
+    and must be the loader's one error naming the key)."""
+    for outtype in ("f16", "bf16"):
+        a, b = f"{d}-ours-mmproj-{outtype}.gguf", f"{d}-peer-mmproj-{outtype}.gguf"
+        if ours(d, a, outtype, "--mmproj") and peer(d, b, outtype, "--mmproj", log=log):
+            compare(a, b, f"{name} mmproj {outtype}")
+            ka, kb = ([k for k in gguf.GGUFReader(f).fields if k != "general.size_label"] for f in (a, b))
+            check(ka == kb, f"{name} mmproj {outtype}: keys in another order than llama.cpp's:\n{ka}\n{kb}")
+        keep = outtype == "f16" and name not in MTMD_MMPROJ and os.path.exists(a)  # for the loader, below
+        for fn in ((b,) if keep else (a, b)):
+            if os.path.exists(fn):
+                os.unlink(fn)
+    # no preprocessor_config.json: one error naming it
+    pp = os.path.join(d, "preprocessor_config.json")
+    os.rename(pp, pp + ".away")
+    r = env.tessera_convert(d, f"{d}-bad.gguf", "f16", "--mmproj")
+    os.rename(pp + ".away", pp)
+    check(r.returncode == 1 and "preprocessor_config.json" in r.stderr and r.stderr.count("\n") == 1
+          and not os.path.exists(f"{d}-bad.gguf"), f"{name} --mmproj without preprocessor_config.json: "
+                                                  f"rc {r.returncode}: {r.stderr[-400:]!r}")
+    if name in MTMD_MMPROJ:
+        mtmd_image(name, d, text_model, tmp)
+        return
+    a = f"{d}-ours-mmproj-f16.gguf"
+    if not os.path.exists(a):
+        return
+    img = os.path.join(tmp, "image.png")
+    png(img, 64, 64)
+    r = subprocess.run([BIN, "run", "-m", text_model, "--mmproj", a, "--image", img, "-p", "Describe it.", "-n", "2",
+                        "-dev", "ref"], capture_output=True, text=True)
+    pt = {x.name: x for x in gguf.GGUFReader(a).fields.values()}["clip.projector_type"].contents()
+    if r.returncode == 0:
+        print(f"{name} mmproj: Tessera's loader takes it ({pt}) and runs an image through it", flush=True)
+    else:
+        check("clip.projector_type" in r.stderr and f'"{pt}" is not supported' in r.stderr,
+              f"{name} mmproj: tessera run --mmproj: rc {r.returncode}: {r.stderr[-600:]}")
+        print(f"{name} mmproj: Tessera's mmproj loader does not compute projector type {pt} yet "
+              f"(one error naming clip.projector_type)", flush=True)
+    os.unlink(a)
+
+
 def test_archs(tmp, log):
     tokd = os.path.join(tmp, "spm")
     spm_tokenizer(tokd)
@@ -601,7 +974,7 @@ def test_archs(tmp, log):
         make_model(name, d, tokd, 60 + k)
         for outtype in ("f16", "bf16"):
             a, b = f"{d}-ours-{outtype}.gguf", f"{d}-peer-{outtype}.gguf"
-            if ours(d, a, outtype) and peer(d, b, outtype, *PEER_ARGS.get(name, []), log=log):
+            if ours(d, a, outtype) and peer(d, b, outtype, *PEER_ARGS.get(name, []), log=log, pre=PEER_PRE.get(name)):
                 compare(a, b, f"{name} {outtype}", name)
                 got = {x.name: x for x in gguf.GGUFReader(a).fields.values()}
                 for k, v in PEER_DIFFERS.get(name, {}).items():
@@ -612,21 +985,27 @@ def test_archs(tmp, log):
         f32 = f"{d}-ours-f32.gguf"
         if not ours(d, f32, "f32"):
             continue
+        if name in MMPROJ:
+            test_mmproj(name, d, f32, tmp, log)
         if ARCHS[name][3].startswith("wordpiece"):
-            check_embeddings(name, d, f32, ["The model runs on every device", "Tessera reads GGUF files, don't it?"],
-                             ARCHS[name][5], tmp)
+            prompts = ["The model runs on every device", "Tessera reads GGUF files, don't it?"]
+            if name == "bertcased":  # capitals with pieces of their own, accents kept
+                prompts.append("Model D: THE Caf\u00e9 \u00c9t\u00e9, the GGUF of Tessera")
+                lc = {x.name: x for x in gguf.GGUFReader(f32).fields.values()}["tokenizer.ggml.normalizer.lowercase"]
+                check(lc.contents() is False, f"bertcased: tokenizer.ggml.normalizer.lowercase is {lc.contents()}")
+            check_embeddings(name, d, f32, prompts, ARCHS[name][5], tmp)
             os.unlink(f32)
-            # a cased WordPiece vocabulary: one error naming tokenizer.json
+            # a normaliser that is not BERT's: one error naming tokenizer.json
             p = os.path.join(d, "tokenizer.json")
             with open(p, encoding="utf-8") as f:
                 tj = json.load(f)
-            tj["normalizer"]["lowercase"] = False
+            tj["normalizer"] = {"type": "Lowercase"}
             with open(p, "w", encoding="utf-8") as f:
                 json.dump(tj, f, ensure_ascii=False)
             r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
-            check(r.returncode == 1 and "uncased BERT" in r.stderr and "tokenizer.json" in r.stderr
+            check(r.returncode == 1 and "not a BERT tokenizer's" in r.stderr and "tokenizer.json" in r.stderr
                   and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
-                  f"{name} with a cased tokenizer: rc {r.returncode}: {r.stderr[-400:]!r}")
+                  f"{name} with a Lowercase normalizer: rc {r.returncode}: {r.stderr[-400:]!r}")
             if name == "nomic":  # what Tessera's nomic-bert does not compute: one error naming the key
                 p = os.path.join(d, "config.json")
                 with open(p) as f:
@@ -639,18 +1018,45 @@ def test_archs(tmp, log):
                       and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
                       f"nomic with rotary_emb_fraction 0.5: rc {r.returncode}: {r.stderr[-400:]!r}")
             continue
+        if name == "gptossmxfp4":
+            check_mxfp4(d, f32)
         g = os.path.join(tmp, f"{name}.jsonl")
         if not hf_golden(d, f32, g, ["The model runs on every device", "Tessera reads GGUF files"], tmp):
             continue
         tol = ARCHS[name][5]
-        r = subprocess.run([TEST_GOLDEN, name, "strict", str(tol), "--model", f32, "--golden", g, "--device", "ref",
-                            "-ctk", "f32", "-ctv", "f32"],
+        r = subprocess.run([TEST_GOLDEN, name, GOLDEN_MODE.get(name, "strict"), str(tol), "--model", f32, "--golden", g,
+                            "--device", "ref", "-ctk", "f32", "-ctv", "f32"],
                            capture_output=True, text=True)
         lines = [x for x in r.stdout.splitlines() if x.startswith(("ok", "FAIL"))]
         print("\n".join(lines), flush=True)
         check(r.returncode == 0, f"{name}: logits against the Hugging Face model (tolerance {tol}):\n"
                                  f"{r.stdout[-1500:]}{r.stderr[-500:]}")
+        if name == "gptossmxfp4":
+            golden_llama(name, f32, tmp)
         os.unlink(f32)
+        if name in BAD_CONFIGS:
+            spoil, key = BAD_CONFIGS[name]
+            p = os.path.join(d, "config.json")
+            with open(p) as f:
+                cfg = json.load(f)
+            spoil(cfg)
+            with open(p, "w") as f:
+                json.dump(cfg, f)
+            r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+            check(r.returncode == 1 and key in r.stderr and "config.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                  f"{name} with a config naming {key} wrongly: rc {r.returncode}: {r.stderr[-400:]!r}")
+        if name == "gptossmxfp4":  # another quantization: one error naming the key
+            p = os.path.join(d, "config.json")
+            with open(p) as f:
+                cfg = json.load(f)
+            cfg["quantization_config"]["quant_method"] = "gptq"
+            with open(p, "w") as f:
+                json.dump(cfg, f)
+            r = env.tessera_convert(d, f"{d}-bad.gguf", "f16")
+            check(r.returncode == 1 and "quant_method 'gptq'" in r.stderr and "config.json" in r.stderr
+                  and r.stderr.count("\n") == 1 and not os.path.exists(f"{d}-bad.gguf"),
+                  f"gpt-oss with quant_method gptq: rc {r.returncode}: {r.stderr[-400:]!r}")
         if name == "granitehybrid":  # layer_types that do not say every layer's kind: one error naming the key
             p = os.path.join(d, "config.json")
             with open(p) as f:

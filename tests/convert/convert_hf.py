@@ -135,8 +135,8 @@ def make_tokenizer(d):
                    "chat_template": "{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"}, f)
 
 
-def convert(d, out, outtype):
-    return env.tessera_convert(d, out, outtype)
+def convert(d, out, outtype, *extra):
+    return env.tessera_convert(d, out, outtype, *extra)
 
 
 def hf_golden(d, path, prompts):
@@ -195,8 +195,8 @@ def main():
                 print("note: transformers/torch absent: no comparison with llama.cpp's converter or Hugging Face")
 
         # bad input: one line, exit 1, naming what is wrong
-        def bad(d, needle, what):
-            r = convert(d, os.path.join(tmp, "bad.gguf"), "f16")
+        def bad(d, needle, what, *extra):
+            r = convert(d, os.path.join(tmp, "bad.gguf"), "f16", *extra)
             check(r.returncode == 1 and needle in r.stderr and r.stderr.count("\n") == 1
                   and not os.path.exists(os.path.join(tmp, "bad.gguf")), f"{what}: rc {r.returncode}: {r.stderr!r}")
         q = os.path.join(tmp, "qwen3")
@@ -209,12 +209,28 @@ def main():
             f.seek(8)
             f.write(h.replace(b'"F32"', b'"F16"', 1))
         bad(os.path.join(tmp, "llama"), "do not fit its size", "dtype mismatch")
+        # a U8 tensor outside gpt-oss's MXFP4 experts (a quantized checkpoint)
+        with open(lm, "r+b") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            h = json.loads(f.read(n))
+        emb = h["model.embed_tokens.weight"]
+        u8 = {"model.embed_tokens.weight": {"dtype": "U8", "shape": emb["shape"][:1] + [emb["shape"][1] * 4],
+                                            "data_offsets": emb["data_offsets"]}}
+        hb = json.dumps(u8).encode()
+        with open(lm, "rb") as f:
+            f.seek(8 + n)
+            body = f.read()
+        with open(lm, "wb") as f:
+            f.write(struct.pack("<Q", len(hb)) + hb + body)
+        bad(os.path.join(tmp, "llama"), "'model.embed_tokens.weight' has dtype U8", "a U8 tensor")
         cfgp = os.path.join(tmp, "qwen2", "config.json")
         cfg = json.load(open(cfgp))
         cfg["architectures"] = ["FooForCausalLM"]
         json.dump(cfg, open(cfgp, "w"))
         bad(os.path.join(tmp, "qwen2"), "FooForCausalLM", "unknown architecture")
         bad(tmp, "no config.json", "not a model directory")
+        # --mmproj of a model without a vision tower tessera convert knows
+        bad(os.path.join(tmp, "qwen3"), "Qwen3ForCausalLM has no vision tower", "--mmproj of a text model", "--mmproj")
     env.finish()
 
 

@@ -143,7 +143,8 @@ static void fa_case(int32_t kt, int32_t vt, int64_t D, int64_t nq, int64_t H, in
  * grouped per kv head, and decoding's cells cut into chunks per thread
  * (then merged): SmolLM2 (64 x 9/3) and Gemma 3 (256 x 4/1) prompts and
  * decoding, one kv head for 20 query heads (more than one unit's rows),
- * an odd head size, a query that sees nothing, a sliding window. */
+ * an odd head size, a query that sees nothing, a sliding window; and
+ * the encoders' unmasked attention. */
 static void test_flash_attn(void) {
     static const int32_t kvt[][2] = {
         {TSR_DTYPE_F32, TSR_DTYPE_F32},   {TSR_DTYPE_F16, TSR_DTYPE_F16},   {TSR_DTYPE_BF16, TSR_DTYPE_BF16},
@@ -163,6 +164,11 @@ static void test_flash_attn(void) {
     fa_case(TSR_DTYPE_BF16, TSR_DTYPE_BF16, 256, 1, 4, 400, 1, FA_MASK_NONE, 0);
     fa_case(TSR_DTYPE_Q4_0, TSR_DTYPE_F16, 64, 2, 20, 70, 1, FA_MASK_CAUSAL, 1);
     fa_case(TSR_DTYPE_F16, TSR_DTYPE_F32, 40, 3, 2, 45, 2, FA_MASK_CAUSAL_ROW0_EMPTY, 0);
+    /* encoders' attention without a mask, up to 64 rows a unit: Whisper's
+     * heads of 16 (150 tokens: two full units and a short one), and two
+     * query heads per kv head of 80 (32 + 32 + 16 columns) in F16 */
+    fa_case(TSR_DTYPE_F32, TSR_DTYPE_F32, 16, 150, 4, 150, 4, FA_MASK_NONE, 1);
+    fa_case(TSR_DTYPE_F16, TSR_DTYPE_F16, 80, 100, 2, 90, 1, FA_MASK_NONE, 0);
 }
 
 #endif

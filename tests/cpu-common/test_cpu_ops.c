@@ -626,6 +626,7 @@ static void test_elementwise(void) {
         check_node("SCALE", n, oa, or_, 1e-6, 1);
         check_node("SILU", make_node(TSR_OP_SILU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
         check_node("GELU", make_node(TSR_OP_GELU, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-5, 1);
+        check_node("GELU_ERF", make_node(TSR_OP_GELU_ERF, 1, &a->t, NULL, NULL, NULL), oa, or_, 1e-6, 1);
         check_node("SWIGLU", make_node(TSR_OP_SWIGLU, 2, &a->t, &b->t, NULL, NULL), oa, or_, 1e-5, 1);
         /* gpt-oss's alpha and limit, and a limit of 0.5 that both clamps meet
          * (gate and up are in [-1, 1)) */
@@ -650,7 +651,29 @@ static void test_elementwise(void) {
     n.fparams[TSR_NORM_F_EPS] = 1e-6f;
     check_node("RMS_NORM transposed src", n, oa, or_, 1e-5, 1);
     check_node("SILU transposed src", make_node(TSR_OP_SILU, 1, &av, NULL, NULL, NULL), oa, or_, 1e-5, 1);
+    check_node("GELU_ERF transposed src", make_node(TSR_OP_GELU_ERF, 1, &av, NULL, NULL, NULL), oa, or_, 1e-6, 1);
     tensor_free(a), tensor_free(oa), tensor_free(or_);
+}
+
+/* GELU_ERF's erf (cpu_rows.h) on both of its halves (|x / sqrt 2| below
+ * and above 1), its clamp past 4 and the special values, row (contiguous)
+ * and element (transposed) paths alike: within 1e-6 of ref's erff. */
+static void test_gelu_erf_range(void) {
+    enum { N = 4096 };
+    tensor *a = tensor_new(TSR_DTYPE_F32, N, 2, 1, 1);
+    tensor *oa = tensor_new(TSR_DTYPE_F32, N, 2, 1, 1), *or_ = tensor_new(TSR_DTYPE_F32, N, 2, 1, 1);
+    float *x = a->t.data;
+    for (int i = 0; i < 2 * N; i++) x[i] = -9.0f + 18.0f * (float)i / (2 * N - 1);
+    const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1.41421354f, -1.41421354f, 5.6568542f, -5.6568542f,
+                             INFINITY, -INFINITY, NAN, 3e38f, -3e38f};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[i * 97] = special[i];
+    check_node("GELU_ERF over [-9, 9] and specials", make_node(TSR_OP_GELU_ERF, 1, &a->t, NULL, NULL, NULL), oa,
+               or_, 1e-6, 0);
+    tsr_tensor av = view_swap(a, 0, 1);
+    tensor *ta = tensor_new(TSR_DTYPE_F32, 2, N, 1, 1), *tr = tensor_new(TSR_DTYPE_F32, 2, N, 1, 1);
+    check_node("GELU_ERF over [-9, 9] transposed", make_node(TSR_OP_GELU_ERF, 1, &av, NULL, NULL, NULL), ta, tr,
+               1e-6, 0);
+    tensor_free(a), tensor_free(oa), tensor_free(or_), tensor_free(ta), tensor_free(tr);
 }
 
 /* DELTA_NET (ABI 1.5): threads split the heads of all sequences; a
@@ -960,6 +983,7 @@ TEST(test_one_thread) {
     test_flash_attn();
     test_get_rows();
     test_elementwise();
+    test_gelu_erf_range();
     test_rope();
     test_soft_max();
     test_cpy();

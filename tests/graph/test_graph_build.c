@@ -355,6 +355,23 @@ TEST(test_delta_net) {
     graph_free(g);
 }
 
+/* graph_gelu_erf (ABI 1.6): its op and shape, and an F16 input refused by
+ * name. */
+TEST(test_gelu_erf) {
+    graph *g = graph_new(16);
+    graph_tensor *a = graph_tensor_set_name(graph_tensor_new_3d(g, TSR_DTYPE_F32, 7, 3, 2), "ffn_up-0");
+    graph_tensor *y = graph_gelu_erf(g, a);
+    EXPECT(shape_is(y, 7, 3, 2, 1) && y->op == TSR_OP_GELU_ERF && y->n_src == 1 && y->src[0] == a,
+           "gelu_erf node");
+    EXPECT(graph_check(g) == 0, "gelu_erf graph: %s", error_get());
+    graph_free(g);
+    g = graph_new(16);
+    a = graph_tensor_set_name(graph_tensor_new_2d(g, TSR_DTYPE_F16, 7, 3), "h16");
+    EXPECT(graph_gelu_erf(g, a) == NULL, "gelu_erf of F16");
+    expect_error(g, "gelu_erf F16", "gelu_erf: input 'h16' [7, 3] is F16, expected F32");
+    graph_free(g);
+}
+
 TEST(test_op_names) {
     for (int32_t op = 0; op < TSR_OP_COUNT; op++) {
         const char *upper = tsr_op_name(op), *lower = graph_op_name(op);
@@ -367,4 +384,5 @@ TEST(test_op_names) {
 }
 
 HARNESS_MAIN("graph build", HARNESS_TEST(test_shapes), HARNESS_TEST(test_errors), HARNESS_TEST(test_op_names),
-             HARNESS_TEST(test_moe), HARNESS_TEST(test_swiglu_oai), HARNESS_TEST(test_delta_net))
+             HARNESS_TEST(test_moe), HARNESS_TEST(test_swiglu_oai), HARNESS_TEST(test_delta_net),
+             HARNESS_TEST(test_gelu_erf))

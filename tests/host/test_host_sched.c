@@ -464,6 +464,11 @@ TEST(test_abi11) {
     EXPECT(!host_device_supports(d, &moe, why, sizeof why) && !strstr(why, "needs 1."), "testnew: %s", why);
     testnew_stats(st);
     EXPECT(st[ST_ASKED] == asked + 1, "a plugin of this minor is asked about MUL_MAT_ID");
+    /* and ABI 1.6's GELU_ERF: left to a newer plugin or ref */
+    tsr_node ge = {.op = TSR_OP_GELU_ERF, .n_src = 1, .dst = &out, .src = {&a}};
+    EXPECT(!host_device_supports(host_device_find("testdev0"), &ge, why, sizeof why) &&
+              strstr(why, "plugin built for ABI 1.0, GELU_ERF needs 1.6"),
+           "1.0 plugin asked about GELU_ERF: %s", why);
 
     /* Weights: split over buffers of at most 4096 bytes, aligned to 128,
      * sized by weight_size (repacked +64), stored by weight_write. */

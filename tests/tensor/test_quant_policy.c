@@ -10,7 +10,9 @@
  *   Q4_K_M: attn_q Q4_K->Q5_0, ffn_down Q6_K->Q8_0 (use_more_bits(0,1)),
  *           output Q8_0 (row not a multiple of 256), token_embd Q5_0,
  *           ffn_up Q4_K->Q5_0->F16 (80 % 32 != 0), attn_norm F32 (copied)
- *   Q2_K:   attn_q Q2_K->IQ4_NL, ffn_down Q3_K->IQ4_NL
+ *   Q2_K:   attn_q Q2_K->Q4_0, ffn_down Q3_K->Q4_0 (llama-quantize --dry-run
+ *           on rows of 96: Q2_K and Q3_K fall back to Q4_0, not IQ4_NL)
+ *   TQ2_0:  attn_q TQ2_0->Q4_0
  *   Q5_K_S: attn_q Q5_K->Q5_1
  *   IQ4_XS: attn_q IQ4_XS->IQ4_NL
  *   --pure Q4_K: refused, naming the first offending tensor (output.weight
@@ -125,8 +127,9 @@ TEST(test_quant_policy) {
         {"Q4_K_M", "token_embd.weight", TSR_DTYPE_Q5_0},
         {"Q4_K_M", "blk.0.ffn_up.weight", TSR_DTYPE_F16},
         {"Q4_K_M", "blk.0.attn_norm.weight", TSR_DTYPE_F32},
-        {"Q2_K", "blk.0.attn_q.weight", TSR_DTYPE_IQ4_NL},
-        {"Q2_K", "blk.0.ffn_down.weight", TSR_DTYPE_IQ4_NL},
+        {"Q2_K", "blk.0.attn_q.weight", TSR_DTYPE_Q4_0},
+        {"Q2_K", "blk.0.ffn_down.weight", TSR_DTYPE_Q4_0},
+        {"TQ2_0", "blk.0.attn_q.weight", TSR_DTYPE_Q4_0},
         {"Q5_K_S", "blk.0.attn_q.weight", TSR_DTYPE_Q5_1},
         {"IQ4_XS", "blk.0.attn_q.weight", TSR_DTYPE_IQ4_NL},
         {"Q8_0", "output.weight", TSR_DTYPE_Q8_0},

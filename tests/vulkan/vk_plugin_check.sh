@@ -18,7 +18,7 @@ if [ $rc -ne 0 ]; then echo "FAIL: tessera plugin check exited $rc"; exit 1; fi
 # ternary types (TQ1_0, TQ2_0: no shader reads them); the grid IQ types
 # run in the products' and eltwise's IQ_GRIDS builds (common.glsl).
 fams='GET_ROWS ADD MUL SCALE MUL_MAT RMS_NORM NORM ROPE SOFT_MAX SILU GELU SWIGLU SWIGLU_OAI CONCAT ARGMAX FLASH_ATTN
-      MUL_MAT_ID TOP_K SUM_ROWS DIV SSM_CONV SSM_SCAN DELTA_NET'
+      MUL_MAT_ID TOP_K SUM_ROWS DIV SSM_CONV SSM_SCAN DELTA_NET GELU_ERF'
 fams=$(echo $fams) # one space between names
 for fam in $fams; do
   if ! grep -qE "^  $fam +[0-9]+ cases: +[1-9][0-9]* passed, 0 failed, [0-9]+ unsupported" "$out"; then

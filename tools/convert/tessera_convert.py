@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """tessera convert: a Hugging Face model directory to one GGUF file.
 
-usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only]
+usage: tessera_convert.py MODEL_DIR -o OUT.gguf [--outtype f32|f16|bf16|q8_0] [--vocab-only] [--mmproj]
+
+--mmproj writes the vision tower and projector of a vision-language
+checkpoint (Qwen2-VL's, Qwen2.5-VL's, Mistral 3's Pixtral, Qwen3.5's) as
+llama.cpp's mmproj file instead of the text model.
 
 Reads config.json, the weights (model.safetensors, or the shards that
 model.safetensors.index.json names), the tokenizer (tokenizer.model:
@@ -10,9 +14,12 @@ its pre_tokenizer and normalizer) with tokenizer_config.json and its chat
 template, and writes the GGUF Tessera and llama.cpp run. Architectures:
 Llama, Mistral and Mixtral (llama), Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE,
 OLMoE, Gemma 3 (text), Phi-3, Granite, Granite MoE (and MoE-shared),
-SmolLM3, gpt-oss, LFM2, Mamba-2, Granite 4.0-H (granitehybrid), BERT
-and Nomic Embed encoders (WordPiece tokenizer.json, sentence-transformers
-pooling), Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe). See
+SmolLM3, gpt-oss (also with OpenAI's MXFP4 experts), LFM2, Mamba-2,
+Granite 4.0-H (granitehybrid), BERT (uncased or cased) and Nomic Embed
+encoders (WordPiece tokenizer.json, sentence-transformers pooling),
+Mistral 3's text model (mistral3), Qwen3.5 (qwen35, qwen35moe; also the
+text model of the published vision-language checkpoints), Qwen2-VL and
+Qwen2.5-VL's text model (qwen2vl), Qwen3-Next (qwen3next). See
 docs/convert.md.
 
 The safetensors files are read here, not through a library: the 8-byte
@@ -50,7 +57,8 @@ class ConvertError(Exception):
 
 # ------------------------------------------------------------ safetensors
 
-ST_DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2), "F64": (np.float64, 8)}
+ST_DTYPES = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (np.uint16, 2), "F64": (np.float64, 8),
+             "U8": (np.uint8, 1)}  # U8: MXFP4 blocks and scales only (gpt-oss), refused elsewhere
 
 
 class SafeTensors:
@@ -88,7 +96,7 @@ class SafeTensors:
                 raise ConvertError(f"{path}: tensor '{name}' has dtype {dt}, which tessera convert does not read "
                                    f"({', '.join(ST_DTYPES)})")
             shape = info["shape"]
-            if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape) or len(shape) > 4:
+            if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape) or len(shape) > 8:
                 raise ConvertError(f"{path}: tensor '{name}' has a bad shape {shape!r}")
             begin, end = info["data_offsets"]
             count = int(np.prod(shape)) if shape else 1
@@ -148,6 +156,9 @@ ARCHS = {
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "Qwen2MoeForCausalLM": "qwen2moe",
+    "Qwen2VLForConditionalGeneration": "qwen2vl",  # the text model; the vision tower is the mmproj's
+    "Qwen2_5_VLForConditionalGeneration": "qwen2vl",
+    "Qwen3NextForCausalLM": "qwen3next",
     "Qwen3MoeForCausalLM": "qwen3moe",
     "OlmoeForCausalLM": "olmoe",
     "Gemma3ForCausalLM": "gemma3",
@@ -165,13 +176,27 @@ ARCHS = {
     "Mistral3ForConditionalGeneration": "mistral3",  # the text model; the vision tower is the mmproj's
     "Qwen3_5ForCausalLM": "qwen35",
     "Qwen3_5MoeForCausalLM": "qwen35moe",
+    # Qwen3.5 as published (with its vision tower): the text model
+    "Qwen3_5ForConditionalGeneration": "qwen35",
+    "Qwen3_5MoeForConditionalGeneration": "qwen35moe",
 }
+# vision-language classes: the text model's config is text_config, its
+# tensors under TEXT_PREFIXES (or model.*); the vision tower's, under
+# VISION_PREFIXES, are skipped: they are the mmproj's (--mmproj, MMPROJ)
+VLM = {"Mistral3ForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+       "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration"}
+# ... whose config may give the text model at its top level (text_config)
+TEXT_AT_TOP = {"Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration"}
 QWEN35 = ("qwen35", "qwen35moe")
 # a vision-language checkpoint: its text model's tensors under these
 # prefixes (transformers 4's and the published files', transformers 5's)
 TEXT_PREFIXES = (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head."),
                  ("model.language_model.", "model."))
-VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector.")
+# the vision towers' tensors: Pixtral's and Mistral 3's projector, then
+# Qwen2-VL's, Qwen2.5-VL's and Qwen3.5's tower and merger (QWEN_VISION)
+QWEN_VISION = ("visual.", "model.visual.")
+VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                   "model.multi_modal_projector.") + QWEN_VISION
 # encoders: no causal mask, a pooling type, WordPiece vocabularies
 ENCODERS = {"bert", "nomic-bert"}
 # architectures whose q/k rows llama.cpp stores in interleaved (non-NeoX) order
@@ -308,15 +333,15 @@ class TensorMap:
     layout llama.cpp's files have, and the experts stacked into one tensor
     per projection (given when the last of them is read)."""
 
-    def __init__(self, arch, cfg, n_layer, n_head, n_kv, n_expert):
-        self.arch, self.cfg, self.n_layer, self.n_head, self.n_kv, self.n_expert = \
-            arch, cfg, n_layer, n_head, n_kv, n_expert
+    def __init__(self, arch, cfg, n_layer, n_head, n_kv, n_expert, vlm=False):
+        self.arch, self.cfg, self.n_layer, self.n_head, self.n_kv, self.n_expert, self.vlm = \
+            arch, cfg, n_layer, n_head, n_kv, n_expert, vlm
         self.experts = {}  # gguf name -> {expert: array}
 
     def __call__(self, hf, data):
         if self.arch in ENCODERS:
             return self.encoder(hf, data)
-        if self.arch == "mistral3":
+        if self.vlm:
             if hf.startswith(VISION_PREFIXES):
                 return []
             for a, b in TEXT_PREFIXES:
@@ -327,7 +352,7 @@ class TensorMap:
             return self.fix(GLOBAL_MAP[hf], data)
         if hf.endswith("rotary_emb.inv_freq"):
             return []  # recomputed from rope_theta
-        if self.arch in QWEN35 and hf.startswith("mtp."):
+        if self.arch in QWEN35 + ("qwen3next",) and hf.startswith("mtp."):
             return []  # the multi-token prediction head (llama.cpp's --no-mtp file)
         parts = hf.split(".", 3)
         if len(parts) == 4 and parts[0] in ("model", "backbone") and parts[1] == "layers" and parts[2].isdigit() \
@@ -341,7 +366,9 @@ class TensorMap:
                 return self.fix(f"blk.{il}.{GEMMA3_LAYER_MAP[rest]}", data)
             if self.arch in QWEN35 and rest.startswith("linear_attn."):
                 return self.delta_net(il, rest[len("linear_attn."):], data, hf)
-            if self.arch in QWEN35 and rest in QWEN35_LAYER_MAP:
+            if self.arch == "qwen3next" and rest.startswith("linear_attn."):
+                return self.qwen3next_delta_net(il, rest[len("linear_attn."):], data, hf)
+            if self.arch in QWEN35 + ("qwen3next",) and rest in QWEN35_LAYER_MAP:
                 return self.fix(f"blk.{il}.{QWEN35_LAYER_MAP[rest]}", data)
             if self.arch == "gpt-oss" and rest in GPTOSS_LAYER_MAP:
                 return self.fix(f"blk.{il}.{GPTOSS_LAYER_MAP[rest]}", data)
@@ -469,12 +496,44 @@ class TensorMap:
             return [(name, heads(data, 1, 0, dv))]
         return [(name, data)]  # the gated norm, one head's width
 
+    def qwen3next_delta_net(self, il, what, data, hf):
+        """Qwen3-Next's gated delta net as llama.cpp's files hold it:
+        in_proj_qkvz, whose rows are per key head q, k, then v and z of
+        its value heads, split into attn_qkv (every head's q, then k, then
+        v) and attn_gate (z); beta and alpha stay in one tensor (ssm_ba),
+        the value heads stay grouped by key head; A as -exp(A_log), the
+        conv's weight without its middle axis."""
+        cfg, where = self.cfg, "config.json"
+        nk, nv = cfg_int(cfg, "linear_num_key_heads", where), cfg_int(cfg, "linear_num_value_heads", where)
+        dk, dv = cfg_int(cfg, "linear_key_head_dim", where), cfg_int(cfg, "linear_value_head_dim", where)
+        name = f"blk.{il}."
+        if what == "in_proj_qkvz.weight":
+            r = nv // nk
+            if data.ndim != 2 or data.shape[0] != nk * (2 * dk + 2 * r * dv):
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected {nk} key heads of "
+                                   f"q, k ({dk}) and {r} value heads' v and z ({dv}) each")
+            g = data.reshape(nk, 2 * dk + 2 * r * dv, -1)
+            cuts = np.cumsum([dk, dk, r * dv])
+            q, k, v, z = (x.reshape(-1, data.shape[1]) for x in np.split(g, cuts, axis=1))
+            return [(name + "attn_qkv.weight", np.concatenate([q, k, v])), (name + "attn_gate.weight", z)]
+        if what == "A_log":  # correctly rounded, as qwen35's (tests/convert allows torch's 1 ulp)
+            return [(name + "ssm_a", -np.exp(data.astype(np.float64)).astype(np.float32))]
+        if what == "conv1d.weight":
+            if data.ndim != 3 or data.shape[1] != 1:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [channels, 1, width]")
+            return [(name + "ssm_conv1d.weight", data[:, 0, :])]
+        plain = {"in_proj_ba.weight": "ssm_ba.weight", "dt_bias": "ssm_dt.bias", "norm.weight": "ssm_norm.weight",
+                 "out_proj.weight": "ssm_out.weight"}
+        if what in plain:
+            return [(name + plain[what], data)]
+        raise ConvertError(f"tensor '{hf}' has no GGUF name in tessera convert's table for qwen3next")
+
     def fix(self, name, data):
         if self.arch in PERMUTE_QK and name.endswith(("attn_q.weight", "attn_k.weight")):
             data = unpermute(data, self.n_head if "attn_q" in name else self.n_kv)
         if name.endswith("shortconv.conv.weight") and data.ndim == 3 and data.shape[1] == 1:
             data = data[:, 0, :]  # lfm2's conv [channels, 1, width]
-        if self.arch in ("gemma3",) + QWEN35 and "norm" in name:
+        if self.arch in ("gemma3", "qwen3next") + QWEN35 and "norm" in name:
             data = data + np.float32(1)  # Gemma and Qwen3.5 scale by (1 + w); GGUF stores 1 + w
         return [(name, data)]
 
@@ -557,6 +616,7 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
         rp_full, rp_swa = rp, {}
     rtype = rp_full.get("rope_type", rp_full.get("type"))
     if rtype not in (None, "default") and not (arch == "gemma3" and rtype == "linear") \
+            and not (arch == "qwen2vl" and rtype == "mrope") \
             and not (arch in YARN_ARCHS and rtype == "yarn"):
         raise ConvertError(f"{where}: rope scaling '{rtype}' is not converted by tessera convert yet")
 
@@ -597,6 +657,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     w.add_feed_forward_length(cfg_int(cfg, "intermediate_size", where))
     w.add_head_count(n_head)
     w.add_head_count_kv(n_kv)
+    if arch == "qwen2vl":
+        w.add_rope_dimension_sections(qwen2vl_sections(rp_full, where, head_dim))
     if rtype == "yarn":
         write_yarn(w, rp_full, where)
     w.add_rope_freq_base(cfg_num(rp_full, "rope_theta", where, 10000.0))
@@ -613,7 +675,8 @@ def write_hparams(w, arch, cfg, where):  # noqa: C901
     # llama.cpp writes the head size for llama unless the config says null
     # (Mixtral's), for the others only when the config gives it
     if (arch == "llama" and not ("head_dim" in cfg and cfg["head_dim"] is None)) or arch in ("gemma3", "gpt-oss") or \
-            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3") + QWEN35):
+            (cfg.get("head_dim") and arch in ("qwen2", "qwen3", "qwen3moe", "qwen2moe", "olmoe", "mistral3",
+                                             "qwen3next") + QWEN35):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     return n_head, n_kv, n_expert, head_dim
@@ -766,6 +829,77 @@ def write_qwen35(w, arch, cfg, where, head_dim):
     w.add_rope_dimension_sections(sections + [0] * (4 - len(sections)))
 
 
+def text_config(cfg, name, where):
+    """A vision-language checkpoint's text model's config: text_config,
+    its tying as the whole model says unless it says; Qwen2-VL's and
+    Qwen2.5-VL's published configs (transformers 4) keep it at the top
+    level instead (transformers 5 writes text_config)."""
+    text = cfg.get("text_config")
+    if text is None and name in TEXT_AT_TOP:
+        return cfg
+    if not isinstance(text, dict):
+        raise ConvertError(f"{where}: a {name} without a 'text_config' object")
+    text = dict(text)
+    text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
+    return text
+
+
+def qwen2vl_sections(rp, where, head_dim):
+    """M-RoPE's sections (rotated pairs per temporal, height, width
+    position), padded to 4 as llama.cpp writes them."""
+    s = rp.get("mrope_section")
+    if not isinstance(s, list) or not 3 <= len(s) <= 4 or not all(isinstance(x, int) and x >= 0 for x in s) \
+            or 2 * sum(s) != head_dim:
+        raise ConvertError(f"{where}: 'mrope_section' is {s!r}, expected 3 section sizes that add up to half the "
+                           f"head size {head_dim}")
+    return s + [0] * (4 - len(s))
+
+
+def qwen3next_layer_types(cfg, where):
+    """Which Qwen3-Next layers attend: layer_types, else every
+    full_attention_interval-th; Tessera (like llama.cpp) takes it from the
+    interval, so layer_types must follow it."""
+    nl = cfg_int(cfg, "num_hidden_layers", where)
+    every = cfg_int(cfg, "full_attention_interval", where, 4)
+    pattern = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(nl)]
+    lt = cfg.get("layer_types", pattern)
+    if lt != pattern:
+        raise ConvertError(f"{where}: 'layer_types' is {lt!r}; tessera convert converts Qwen3-Next models whose "
+                           f"every {every}th layer (full_attention_interval) attends and no other")
+    return lt
+
+
+def write_qwen3next(w, cfg, where, head_dim):
+    """Qwen3-Next's experts, gated delta net and partial rope, in
+    llama.cpp's order; what Tessera's qwen3next does not compute (dense
+    layers among the experts, value heads wider than key heads) is one
+    error naming the key."""
+    if cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1:
+        k = "mlp_only_layers" if cfg.get("mlp_only_layers") else "decoder_sparse_step"
+        raise ConvertError(f"{where}: '{k}' is {cfg[k]!r}; tessera convert converts Qwen3-Next models with "
+                           f"experts in every layer")
+    if cfg_int(cfg, "linear_value_head_dim", where) != cfg_int(cfg, "linear_key_head_dim", where):
+        raise ConvertError(f"{where}: 'linear_value_head_dim' {cfg['linear_value_head_dim']} is not "
+                           f"'linear_key_head_dim' {cfg['linear_key_head_dim']} (Tessera's and llama.cpp's "
+                           f"qwen3next size a value head as a key head)")
+    w.add_expert_feed_forward_length(cfg_int(cfg, "moe_intermediate_size", where))
+    w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
+    nv = cfg_int(cfg, "linear_num_value_heads", where)
+    if nv % cfg_int(cfg, "linear_num_key_heads", where):
+        raise ConvertError(f"{where}: linear_num_value_heads {nv} is not a multiple of linear_num_key_heads "
+                           f"{cfg['linear_num_key_heads']}")
+    w.add_ssm_conv_kernel(cfg_int(cfg, "linear_conv_kernel_dim", where, 4))
+    w.add_ssm_state_size(cfg_int(cfg, "linear_key_head_dim", where))
+    w.add_ssm_group_count(cfg_int(cfg, "linear_num_key_heads", where))
+    w.add_ssm_time_step_rank(nv)
+    w.add_ssm_inner_size(cfg_int(cfg, "linear_value_head_dim", where) * nv)
+    lt = qwen3next_layer_types(cfg, where)
+    w.add_array("qwen3next.attention.recurrent_layers", [t == "linear_attention" for t in lt])
+    w.add_full_attention_interval(cfg_int(cfg, "full_attention_interval", where, 4))
+    prf = cfg_num(rope_params(cfg), "partial_rotary_factor", where, cfg.get("partial_rotary_factor", 1.0))
+    w.add_rope_dimension_count(int(prf * head_dim))
+
+
 def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
     """The keys llama.cpp writes after general.file_type."""
     if arch in ENCODERS:
@@ -781,6 +915,8 @@ def write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim):
         w.add_expert_shared_feed_forward_length(cfg_int(cfg, "shared_expert_intermediate_size", where))
     if arch in QWEN35:
         write_qwen35(w, arch, cfg, where, head_dim)
+    if arch == "qwen3next":
+        write_qwen3next(w, cfg, where, head_dim)
     if arch == "mistral3":
         # YaRN's mscale_all_dim, and Llama 4's query temperature (Ministral 3)
         rp = rope_params(cfg)
@@ -820,7 +956,7 @@ def write_vocab(w, d, n_vocab, arch, cfg):
     spm = os.path.join(d, "tokenizer.model")
     if arch in ENCODERS:
         w.add_token_type_count(cfg.get("type_vocab_size", 2))
-        write_wordpiece(w, d, n_vocab)
+        norm = write_wordpiece(w, d, n_vocab)
         # (GGUF has no key for [CLS]: gguf-py would say so on stderr)
         logging.getLogger("gguf.vocab").setLevel(logging.ERROR)
         special = gguf.SpecialVocab(d, load_merges=False, n_vocab=n_vocab)
@@ -839,7 +975,12 @@ def write_vocab(w, d, n_vocab, arch, cfg):
         raise ConvertError(f"{d}: no tokenizer.model and no tokenizer.json")
     special.add_to_gguf(w, quiet=True)
     if arch in ENCODERS:
-        w.add_bool("tokenizer.ggml.normalizer.lowercase", True)  # write_wordpiece takes uncased ones only
+        # the BertNormalizer's switches as tokenizer.json has them (not
+        # tokenizer_config.json's do_lower_case), as llama.cpp writes them;
+        # strip_accents only when given (else it follows lowercase)
+        w.add_bool("tokenizer.ggml.normalizer.lowercase", bool(norm.get("lowercase", True)))
+        if norm.get("strip_accents") is not None:
+            w.add_bool("tokenizer.ggml.normalizer.strip_accents", bool(norm["strip_accents"]))
     if arch == "gemma3" and os.path.exists(spm):
         w.add_add_space_prefix(False)
 
@@ -884,7 +1025,8 @@ def write_spm(w, path, n_vocab, arch):
 def write_wordpiece(w, d, n_vocab):
     """A BERT WordPiece vocabulary (tokenizer.json) as GGUF keeps it: a
     word's first piece marked with U+2581, a continuation without its
-    "##", the special added tokens as they are."""
+    "##", the special added tokens as they are. Uncased or cased (the
+    BertNormalizer's lowercase); returns the normalizer."""
     path = os.path.join(d, "tokenizer.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -899,10 +1041,12 @@ def write_wordpiece(w, d, n_vocab):
                            f"(a BERT model's)")
     norm = tj.get("normalizer") or {}
     pre = tj.get("pre_tokenizer") or {}
-    if norm.get("type") != "BertNormalizer" or pre.get("type") != "BertPreTokenizer" or not norm.get("lowercase"):
+    if norm.get("type") != "BertNormalizer" or pre.get("type") != "BertPreTokenizer" \
+            or not isinstance(norm.get("lowercase", True), bool) \
+            or not isinstance(norm.get("strip_accents"), (bool, type(None))):
         raise ConvertError(f"{path}: normalizer {json.dumps(norm)[:120]} and pre-tokenizer {json.dumps(pre)[:80]} "
-                           f"are not an uncased BERT tokenizer's (tessera convert knows BertNormalizer with "
-                           f"lowercase and BertPreTokenizer)")
+                           f"are not a BERT tokenizer's (tessera convert knows BertNormalizer, cased or not, and "
+                           f"BertPreTokenizer)")
     prefix = model.get("continuing_subword_prefix") or "##"
     special = {a.get("id") for a in tj.get("added_tokens") or [] if a.get("special")}
     T = gguf.TokenType
@@ -924,10 +1068,12 @@ def write_wordpiece(w, d, n_vocab):
     # llama.cpp's converter names this vocabulary's pre-tokenizer by a hash
     # of its tokens; an uncased BERT WordPiece (bert-base-uncased's, BGE's)
     # comes out as jina-v2-en, a name that changes nothing in the
-    # tokenization (WordPiece's splitting is the model type's)
+    # tokenization (WordPiece's splitting is the model type's; the casing
+    # is tokenizer.ggml.normalizer.*'s), so a cased one gets it too
     w.add_tokenizer_pre("jina-v2-en")
     w.add_token_list(tokens)
     w.add_token_types(types)
+    return norm
 
 
 # BPE pre-tokenizers. llama.cpp's converter names a tokenizer.json's
@@ -1058,7 +1204,7 @@ OUTTYPES = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_
             "bf16": gguf.LlamaFileType.MOSTLY_BF16, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
 
 
-def convert(d, out, outtype, vocab_only=False):
+def read_config(d):
     where = os.path.join(d, "config.json")
     try:
         with open(where, encoding="utf-8") as f:
@@ -1073,16 +1219,17 @@ def convert(d, out, outtype, vocab_only=False):
     if len(names) != 1 or names[0] not in ARCHS:
         raise ConvertError(f"{where}: architecture {names!r} is not one tessera convert knows "
                            f"({', '.join(sorted(ARCHS))})")
+    return cfg, where, names
+
+
+def convert(d, out, outtype, vocab_only=False):
+    cfg, where, names = read_config(d)
     arch = ARCHS[names[0]]
     if arch == "nomic-bert":
         cfg = nomic_config(cfg, where)
-    if arch == "mistral3":  # the text model's config, its tying as the whole model says unless it says
-        text = cfg.get("text_config")
-        if not isinstance(text, dict):
-            raise ConvertError(f"{where}: a {names[0]} without a 'text_config' object")
-        text = dict(text)
-        text.setdefault("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
-        cfg = text
+    mxfp4 = quantization(cfg, arch, where)
+    if names[0] in VLM:
+        cfg = text_config(cfg, names[0], where)
     n_layer = cfg_int(cfg, "num_hidden_layers", where)
     n_vocab = cfg_int(cfg, "vocab_size", where)
     shards = [] if vocab_only else open_weights(d)
@@ -1090,16 +1237,27 @@ def convert(d, out, outtype, vocab_only=False):
     w.add_type(gguf.GGUFType.MODEL)
     w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
     n_head, n_kv, n_expert, head_dim = write_hparams(w, arch, cfg, where)
-    w.add_file_type(OUTTYPES[outtype])
+    # llama.cpp's file type for MXFP4 experts beside f32/f16/bf16 tensors
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_MXFP4_MOE if mxfp4 and outtype != "q8_0" else OUTTYPES[outtype])
     write_hparams_after(w, arch, cfg, where, n_vocab, n_head, head_dim)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     write_vocab(w, d, n_vocab, arch, cfg)
     seen = set()
-    tmap = TensorMap(arch, cfg, n_layer, n_head, n_kv, n_expert)
+    tmap = TensorMap(arch, cfg, n_layer, n_head, n_kv, n_expert, vlm=names[0] in VLM)
     tied = cfg.get("tie_word_embeddings", arch in ("gemma3",)) is True
+    if mxfp4:
+        # the MXFP4 experts first, as llama.cpp's converter writes them
+        for name, data in mxfp4_experts(shards, n_layer, n_expert):
+            seen.add(name)
+            w.add_tensor(name, data, raw_shape=data.shape, raw_dtype=gguf.GGMLQuantizationType.MXFP4)
     for st in shards:
         for hf in st.names_in_order():
+            if mxfp4 and hf.endswith(MXFP4_SUFFIXES):
+                continue
             data, dt = st.get(hf)
+            if dt == "U8":
+                raise ConvertError(f"{st.path}: tensor '{hf}' has dtype U8, which tessera convert reads only as "
+                                   f"gpt-oss's MXFP4 experts (*_blocks, *_scales with quant_method mxfp4)")
             for name, data in tmap(hf, data.astype(np.float32)):
                 if name in seen:
                     raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
@@ -1118,6 +1276,72 @@ def convert(d, out, outtype, vocab_only=False):
     w.close()
 
 
+def quantization(cfg, arch, where):
+    """Whether the checkpoint's experts are MXFP4 (gpt-oss as OpenAI
+    ships it); any other quantized checkpoint is one error."""
+    q = cfg.get("quantization_config")
+    if q is None:
+        return False
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if method == "mxfp4" and arch == "gpt-oss":
+        return True
+    raise ConvertError(f"{where}: quantization_config quant_method {method!r} is not converted by tessera convert "
+                       f"(it reads unquantized checkpoints, and gpt-oss's mxfp4 experts)")
+
+
+# an MXFP4 projection: NAME_blocks (U8 [expert, out, in / 32, 16]: 32 FP4
+# E2M1 codes a block, two a byte, the even element in the low nibble) and
+# NAME_scales (U8 [expert, out, in / 32]: E8M0, 2^(s - 127)), OpenAI's
+# layout; gate_up_proj holds gate and up rows interleaved (gate even)
+MXFP4_SUFFIXES = ("_blocks", "_scales")
+MXFP4_PROJ = {"gate_up_proj": ("ffn_gate_exps.weight", "ffn_up_exps.weight"), "down_proj": ("ffn_down_exps.weight",)}
+
+
+def mxfp4_experts(shards, n_layer, n_expert):
+    """gpt-oss's MXFP4 experts as GGML's MXFP4 blocks, in the order of
+    their _blocks tensors (shard by shard, by name): the E8M0 scale byte,
+    then 16 bytes holding element j in the low nibble and j + 16 in the
+    high one. The codes and scales are copied, not requantized."""
+    where = {}
+    for st in shards:
+        for hf in st.tensors:
+            where[hf] = st
+    for st in shards:
+        for hf in st.names_in_order():
+            if not hf.endswith("_blocks"):
+                continue
+            base = hf[:-len("_blocks")]
+            parts = base.split(".")
+            if not (len(parts) == 6 and parts[:2] == ["model", "layers"] and parts[2].isdigit()
+                    and int(parts[2]) < n_layer and parts[3:5] == ["mlp", "experts"] and parts[5] in MXFP4_PROJ):
+                raise ConvertError(f"{st.path}: tensor '{hf}' is not one of gpt-oss's MXFP4 experts "
+                                   f"(model.layers.N.mlp.experts.gate_up_proj_blocks, down_proj_blocks)")
+            il, proj = int(parts[2]), parts[5]
+            sc = base + "_scales"
+            if sc not in where:
+                raise ConvertError(f"{st.path}: tensor '{hf}' has no '{sc}' in the weights")
+            bdt, bshape, _, _ = st.tensors[hf]
+            sdt, sshape, _, _ = where[sc].tensors[sc]
+            if bdt != "U8" or sdt != "U8" or len(bshape) != 4 or bshape[3] != 16 or sshape != bshape[:3] \
+                    or bshape[0] != n_expert:
+                raise ConvertError(f"{st.path}: tensors '{hf}' ({bdt} {bshape}) and '{sc}' ({sdt} {sshape}) are not "
+                                   f"MXFP4 blocks [{n_expert} experts, rows, blocks, 16] and their scales "
+                                   f"[{n_expert}, rows, blocks], U8")
+            blocks, _ = st.get(hf)
+            scales, _ = where[sc].get(sc)
+            codes = np.stack([blocks & 15, blocks >> 4], -1).reshape(*bshape[:3], 32)
+            q = np.concatenate([scales[..., None], codes[..., :16] | (codes[..., 16:] << 4)], -1)
+            q = q.astype(np.uint8).reshape(bshape[0], bshape[1], bshape[2] * 17)
+            names = MXFP4_PROJ[proj]
+            if len(names) == 2:
+                if bshape[1] % 2:
+                    raise ConvertError(f"{st.path}: tensor '{hf}' has {bshape[1]} rows, not gate and up pairs")
+                yield f"blk.{il}.{names[0]}", np.ascontiguousarray(q[:, 0::2])
+                yield f"blk.{il}.{names[1]}", np.ascontiguousarray(q[:, 1::2])
+            else:
+                yield f"blk.{il}.{names[0]}", q
+
+
 def needed(arch, cfg, n_layer, where):
     """Tensors without which the file would not load: the embedding, the
     last norm and each layer's first matrix."""
@@ -1125,11 +1349,290 @@ def needed(arch, cfg, n_layer, where):
     kinds = [first] * n_layer
     if arch in QWEN35:
         kinds = ["attn_qkv" if t == "linear_attention" else "attn_q" for t in cfg.get("layer_types") or []]
+    if arch == "qwen3next":
+        kinds = ["attn_qkv" if t == "linear_attention" else "attn_q" for t in qwen3next_layer_types(cfg, where)]
     if arch in ("lfm2", "granitehybrid"):
         kinds = [first if t in ATTN_LAYER else ("shortconv.in_proj" if t == "conv" else "ssm_in")
                  for t in layer_types(cfg, arch, n_layer, where)]
     return ["token_embd.weight", "token_embd_norm.weight" if arch in ("lfm2",) + tuple(ENCODERS) else "output_norm.weight"] + \
         [f"blk.{i}.{k}.weight" for i, k in enumerate(kinds)]
+
+
+# ------------------------------------------------------------ mmproj
+
+# vision-language class -> the mmproj's clip.projector_type
+MMPROJ = {"Qwen2VLForConditionalGeneration": "qwen2vl_merger", "Qwen2_5_VLForConditionalGeneration": "qwen2.5vl_merger",
+          "Mistral3ForConditionalGeneration": "pixtral", "Qwen3_5ForConditionalGeneration": "qwen3vl_merger",
+          "Qwen3_5MoeForConditionalGeneration": "qwen3vl_merger"}
+QWEN2VL_MMPROJ = ("qwen2vl_merger", "qwen2.5vl_merger")
+# Pixtral's tower and Mistral 3's projector (vision_tower., multi_modal_projector.)
+PIXTRAL_GLOBAL_MAP = {
+    "multi_modal_projector.linear_1.weight": "mm.1.weight", "multi_modal_projector.linear_1.bias": "mm.1.bias",
+    "multi_modal_projector.linear_2.weight": "mm.2.weight", "multi_modal_projector.linear_2.bias": "mm.2.bias",
+    "multi_modal_projector.norm.weight": "mm.input_norm.weight",
+    "multi_modal_projector.patch_merger.merging_layer.weight": "mm.patch_merger.weight",
+    "vision_tower.ln_pre.weight": "v.pre_ln.weight", "vision_tower.patch_conv.weight": "v.patch_embd.weight",
+}
+PIXTRAL_LAYER_MAP = {
+    "attention.q_proj.weight": "attn_q.weight", "attention.k_proj.weight": "attn_k.weight",
+    "attention.v_proj.weight": "attn_v.weight", "attention.o_proj.weight": "attn_out.weight",
+    "attention_norm.weight": "ln1.weight", "ffn_norm.weight": "ln2.weight",
+    "feed_forward.gate_proj.weight": "ffn_gate.weight", "feed_forward.up_proj.weight": "ffn_up.weight",
+    "feed_forward.down_proj.weight": "ffn_down.weight",
+}
+# Qwen2-VL's and Qwen2.5-VL's tower (visual.): ViT blocks, the 2x2 merger
+# (ln_q, mlp.0, mlp.2); q, k and v one matrix there, three in the file
+QWEN2VL_GLOBAL_MAP = {
+    "merger.ln_q.weight": "v.post_ln.weight", "merger.ln_q.bias": "v.post_ln.bias",
+    "merger.mlp.0.weight": "mm.0.weight", "merger.mlp.0.bias": "mm.0.bias",
+    "merger.mlp.2.weight": "mm.2.weight", "merger.mlp.2.bias": "mm.2.bias",
+}
+QWEN2VL_LAYER_MAP = {
+    "attn.qkv.weight": "attn_qkv.weight", "attn.qkv.bias": "attn_qkv.bias",  # split in VisionMap.convert
+    "attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
+    "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias", "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias",
+    "mlp.fc1.weight": "ffn_up.weight", "mlp.fc1.bias": "ffn_up.bias",  # Qwen2-VL's GELU MLP
+    "mlp.fc2.weight": "ffn_down.weight", "mlp.fc2.bias": "ffn_down.bias",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.gate_proj.bias": "ffn_gate.bias",  # Qwen2.5-VL's SiLU-gated
+    "mlp.up_proj.weight": "ffn_up.weight", "mlp.up_proj.bias": "ffn_up.bias",
+    "mlp.down_proj.weight": "ffn_down.weight", "mlp.down_proj.bias": "ffn_down.bias",
+}
+# Qwen3.5's vision tower (visual.): ViT blocks, learned positions, the 2x2 merger
+QWEN3VL_GLOBAL_MAP = {
+    "merger.linear_fc1.weight": "mm.0.weight", "merger.linear_fc1.bias": "mm.0.bias",
+    "merger.linear_fc2.weight": "mm.2.weight", "merger.linear_fc2.bias": "mm.2.bias",
+    "merger.norm.weight": "v.post_ln.weight", "merger.norm.bias": "v.post_ln.bias",
+    "patch_embed.proj.bias": "v.patch_embd.bias", "pos_embed.weight": "v.position_embd.weight",
+}
+QWEN3VL_LAYER_MAP = {
+    "attn.qkv.weight": "attn_qkv.weight", "attn.qkv.bias": "attn_qkv.bias",
+    "attn.proj.weight": "attn_out.weight", "attn.proj.bias": "attn_out.bias",
+    "mlp.linear_fc1.weight": "ffn_up.weight", "mlp.linear_fc1.bias": "ffn_up.bias",
+    "mlp.linear_fc2.weight": "ffn_down.weight", "mlp.linear_fc2.bias": "ffn_down.bias",
+    "norm1.weight": "ln1.weight", "norm1.bias": "ln1.bias", "norm2.weight": "ln2.weight", "norm2.bias": "ln2.bias",
+}
+# the image size llama.cpp writes for a Qwen2-VL vision_config without one
+QWEN2VL_IMAGE_SIZE = 560
+
+
+def preprocessor(d):
+    """image_mean and image_std of preprocessor_config.json."""
+    p = os.path.join(d, "preprocessor_config.json")
+    try:
+        with open(p, encoding="utf-8") as f:
+            pc = json.load(f)
+    except FileNotFoundError:
+        raise ConvertError(f"{d}: no preprocessor_config.json (the image normalisation an mmproj needs)")
+    except ValueError as e:
+        raise ConvertError(f"{p}: not JSON ({e})")
+    out = []
+    for k in ("image_mean", "image_std"):
+        v = pc.get(k) if isinstance(pc, dict) else None
+        if not isinstance(v, list) or len(v) != 3 or not all(isinstance(x, (int, float)) for x in v):
+            raise ConvertError(f"{p}: '{k}' is {v!r}, expected 3 numbers")
+        out.append([float(x) for x in v])
+    return out
+
+
+class VisionMap:
+    """A vision-language checkpoint's vision tower and projector tensors
+    -> the mmproj's (v.*, mm.*); the text model's are skipped."""
+
+    def __init__(self, kind, vc, n_layer):
+        self.kind, self.vc, self.n_layer = kind, vc, n_layer
+        self.maps = (QWEN2VL_GLOBAL_MAP, QWEN2VL_LAYER_MAP) if kind in QWEN2VL_MMPROJ else \
+            (QWEN3VL_GLOBAL_MAP, QWEN3VL_LAYER_MAP)
+
+    def __call__(self, hf):
+        if self.kind == "pixtral":
+            name = hf[len("model."):] if hf.startswith(("model.vision_tower.", "model.multi_modal_projector.")) else hf
+            if not name.startswith(("vision_tower.", "multi_modal_projector.")):
+                return None
+            if name in PIXTRAL_GLOBAL_MAP:
+                return PIXTRAL_GLOBAL_MAP[name]
+            parts = name.split(".", 4)  # vision_tower.transformer.layers.N.REST
+            if len(parts) == 5 and parts[1:3] == ["transformer", "layers"] and parts[3].isdigit() \
+                    and int(parts[3]) < self.n_layer and parts[4] in PIXTRAL_LAYER_MAP:
+                return f"v.blk.{parts[3]}.{PIXTRAL_LAYER_MAP[parts[4]]}"
+        else:
+            if not hf.startswith(QWEN_VISION):
+                return None
+            name = hf.split("visual.", 1)[1]
+            gmap, lmap = self.maps
+            if name in gmap:
+                return gmap[name]
+            if name == "patch_embed.proj.weight":
+                return "v.patch_embd.weight"
+            parts = name.split(".", 2)  # blocks.N.REST
+            if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit() and int(parts[1]) < self.n_layer \
+                    and parts[2] in lmap:
+                return f"v.blk.{parts[1]}.{lmap[parts[2]]}"
+        raise ConvertError(f"tensor '{hf}' has no mmproj name in tessera convert's table for {self.kind}")
+
+    def convert(self, name, data, hf):
+        if self.kind == "pixtral" and name.endswith(("attn_q.weight", "attn_k.weight")):
+            return [(name, unpermute(data, self.vc["num_attention_heads"]))]  # 2-D rope in llama's pairs
+        if name == "v.patch_embd.weight" and self.kind != "pixtral":
+            # [out, channels, time 2, h, w]: one convolution per frame of the pair
+            if data.ndim != 5 or data.shape[2] != 2:
+                raise ConvertError(f"tensor '{hf}' has shape {list(data.shape)}, expected [out, 3, 2, h, w]")
+            return [(name, data[:, :, 0]), (name + ".1", data[:, :, 1])]
+        if self.kind in QWEN2VL_MMPROJ and ".attn_qkv." in name:
+            if data.shape[0] % 3:
+                raise ConvertError(f"tensor '{hf}' has {data.shape[0]} rows, not q, k and v of one size")
+            return [(name.replace("attn_qkv", x), part) for x, part in zip(("attn_q", "attn_k", "attn_v"),
+                                                                          np.split(data, 3))]
+        return [(name, data)]
+
+
+def mmproj_pixtral(cfg, vc, where, vwhere):
+    """Mistral 3's Pixtral tower: its hyperparameters and the keys it
+    writes after clip.projector_type."""
+    tc = cfg.get("text_config")
+    if not isinstance(tc, dict):
+        raise ConvertError(f"{where}: a Mistral3ForConditionalGeneration without a 'text_config' object")
+    hp = dict(n_layer=cfg_int(vc, "num_hidden_layers", vwhere), n_embd=cfg_int(vc, "hidden_size", vwhere),
+              n_ff=cfg_int(vc, "intermediate_size", vwhere), n_head=cfg_int(vc, "num_attention_heads", vwhere),
+              patch=cfg_int(vc, "patch_size", vwhere), image_size=cfg_int(vc, "image_size", vwhere),
+              proj_dim=cfg_int(tc, "hidden_size", f"{where}: text_config"))
+    act = vc.get("hidden_act", "gelu")
+    if act not in ("gelu", "silu"):
+        raise ConvertError(f"{vwhere}: hidden_act {act!r} of a Pixtral tower is not converted by tessera "
+                           f"convert (gelu, silu)")
+    merge = cfg_int(cfg, "spatial_merge_size", where, 2)
+
+    def keys(w):
+        # Pixtral's RMS norms (1e-5, fixed in its modelling code)
+        w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+        w.add_bool("clip.use_silu" if act == "silu" else "clip.use_gelu", True)  # the FFN's activation
+        w.add_uint32("clip.vision.spatial_merge_size", merge)
+    return hp, keys
+
+
+def mmproj_qwen2vl(vc, v25, vwhere):
+    """Qwen2-VL's or Qwen2.5-VL's tower: its hyperparameters (named
+    differently in the two) and the keys after clip.projector_type."""
+    for k in ("spatial_merge_size", "temporal_patch_size"):
+        if vc.get(k, 2) != 2:
+            raise ConvertError(f"{vwhere}: '{k}' is {vc[k]!r}; tessera convert converts vision towers with 2 there")
+    n_embd = cfg_int(vc, "hidden_size" if v25 else "embed_dim", vwhere)
+    hp = dict(n_layer=cfg_int(vc, "depth", vwhere), n_embd=n_embd,
+              n_ff=cfg_int(vc, "intermediate_size", vwhere) if v25 else n_embd * cfg_int(vc, "mlp_ratio", vwhere, 4),
+              n_head=cfg_int(vc, "num_heads", vwhere), patch=cfg_int(vc, "patch_size", vwhere, 14),
+              image_size=cfg_int(vc, "image_size", vwhere, QWEN2VL_IMAGE_SIZE),
+              proj_dim=cfg_int(vc, "out_hidden_size" if v25 else "hidden_size", vwhere))
+    n_wa = None
+    if v25:
+        if vc.get("hidden_act", "silu") != "silu":
+            raise ConvertError(f"{vwhere}: 'hidden_act' is {vc['hidden_act']!r}; tessera convert converts "
+                               f"Qwen2.5-VL vision towers with silu")
+        # windowed attention but in every n-th block: the full ones n-1, 2n-1...
+        full = vc.get("fullatt_block_indexes")
+        if not isinstance(full, list) or not full or not all(isinstance(i, int) for i in full) or \
+                full != list(range(full[0], full[0] + (full[0] + 1) * len(full), full[0] + 1)):
+            raise ConvertError(f"{vwhere}: 'fullatt_block_indexes' is {full!r}, expected every n-th block "
+                               f"(n-1, 2n-1, ...)")
+        n_wa = full[0] + 1
+
+    def keys(w):
+        if v25:
+            w.add_bool("clip.use_silu", True)
+            w.add_uint32("clip.vision.n_wa_pattern", n_wa)
+        w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)  # the towers' LayerNorm/RMSNorm eps
+    return hp, keys
+
+
+def mmproj_qwen3vl(vc, vwhere):
+    """Qwen3.5's tower (Qwen3-VL's without deepstack): its
+    hyperparameters and the keys after clip.projector_type."""
+    patch, n_pos = cfg_int(vc, "patch_size", vwhere), cfg_int(vc, "num_position_embeddings", vwhere)
+    side = int(round(n_pos ** 0.5))
+    if side * side != n_pos:
+        raise ConvertError(f"{vwhere}: num_position_embeddings {n_pos} is not a square grid")
+    if vc.get("deepstack_visual_indexes"):
+        raise ConvertError(f"{vwhere}: deepstack_visual_indexes {vc['deepstack_visual_indexes']!r}: "
+                           f"Qwen3-VL's deepstack layers are not converted by tessera convert (Qwen3.5 has none)")
+    hp = dict(n_layer=cfg_int(vc, "depth", vwhere), n_embd=cfg_int(vc, "hidden_size", vwhere),
+              n_ff=cfg_int(vc, "intermediate_size", vwhere), n_head=cfg_int(vc, "num_heads", vwhere),
+              patch=patch, image_size=side * patch, proj_dim=cfg_int(vc, "out_hidden_size", vwhere))
+    merge = cfg_int(vc, "spatial_merge_size", vwhere, 2)
+
+    def keys(w):
+        w.add_bool("clip.use_gelu", True)
+        w.add_uint32("clip.vision.spatial_merge_size", merge)
+        w.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)  # the ViT's LayerNorms (fixed)
+        w.add_array("clip.vision.is_deepstack_layers", [False] * hp["n_layer"])
+    return hp, keys
+
+
+def convert_mmproj(d, out, outtype):
+    """The vision tower and projector of a vision-language checkpoint as
+    llama.cpp's mmproj file (convert_hf_to_gguf.py --mmproj): clip.* keys,
+    v.*/mm.* tensors. The tower's kind (MMPROJ) by the checkpoint's class."""
+    cfg, where, names = read_config(d)
+    kind = MMPROJ.get(names[0])
+    if kind is None:
+        raise ConvertError(f"{where}: {names[0]} has no vision tower tessera convert writes as an mmproj "
+                           f"(it does for {', '.join(sorted(MMPROJ))})")
+    vc = cfg.get("vision_config")
+    if not isinstance(vc, dict):
+        raise ConvertError(f"{where}: a {names[0]} without a 'vision_config' object (the vision tower's)")
+    vwhere = f"{where}: vision_config"
+    mean, std = preprocessor(d)
+    if kind == "pixtral":
+        hp, kind_keys = mmproj_pixtral(cfg, vc, where, vwhere)
+    elif kind in QWEN2VL_MMPROJ:
+        hp, kind_keys = mmproj_qwen2vl(vc, kind == "qwen2.5vl_merger", vwhere)
+    else:
+        hp, kind_keys = mmproj_qwen3vl(vc, vwhere)
+    n_layer = hp["n_layer"]
+    shards = open_weights(d)
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_name(os.path.basename(os.path.normpath(d)).replace("-", " ").title().replace(" ", "-"))
+    w.add_file_type(OUTTYPES[outtype])
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_uint32("clip.vision.projection_dim", hp["proj_dim"])
+    w.add_uint32("clip.vision.image_size", hp["image_size"])
+    w.add_uint32("clip.vision.patch_size", hp["patch"])
+    w.add_uint32("clip.vision.embedding_length", hp["n_embd"])
+    w.add_uint32("clip.vision.feed_forward_length", hp["n_ff"])
+    w.add_uint32("clip.vision.block_count", n_layer)
+    w.add_uint32("clip.vision.attention.head_count", hp["n_head"])
+    w.add_array("clip.vision.image_mean", mean)
+    w.add_array("clip.vision.image_std", std)
+    w.add_string("clip.projector_type", kind)
+    kind_keys(w)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    vmap, seen = VisionMap(kind, vc, n_layer), set()
+    for st in shards:
+        for hf in st.names_in_order():
+            name = vmap(hf)
+            if name is None:
+                continue
+            data, dt = st.get(hf)
+            if dt == "U8":
+                raise ConvertError(f"{st.path}: tensor '{hf}' has dtype U8, which tessera convert does not read "
+                                   f"in a vision tower")
+            for name, data in vmap.convert(name, data.astype(np.float32), hf):
+                if name in seen:
+                    raise ConvertError(f"{st.path}: tensor '{hf}' gives '{name}' a second time")
+                seen.add(name)
+                if "patch_embd" in name or "patch_merger" in name:
+                    # kept f16 at f16, else f32, as llama.cpp's mmproj files have them
+                    data = data.astype(np.float16) if outtype == "f16" and data.ndim > 1 else data
+                    w.add_tensor(name, np.ascontiguousarray(data))
+                else:
+                    add_tensor(w, name, data, outtype)
+    first = "v.blk.{}.attn_qkv.weight" if kind == "qwen3vl_merger" else "v.blk.{}.attn_q.weight"
+    needs = ["v.patch_embd.weight", "mm.1.weight" if kind == "pixtral" else "mm.0.weight", "mm.2.weight"]
+    for n in needs + [first.format(i) for i in range(n_layer)]:
+        if n not in seen:
+            raise ConvertError(f"{d}: the weights have no tensor for '{n}' of the vision tower")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def add_tensor(w, name, data, outtype):
@@ -1147,7 +1650,7 @@ def add_tensor(w, name, data, outtype):
 
 
 def main(argv):
-    args, out, outtype, vocab_only = [], None, "f16", False
+    args, out, outtype, vocab_only, mmproj = [], None, "f16", False, False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -1159,6 +1662,9 @@ def main(argv):
             i += 2
         elif a == "--vocab-only":
             vocab_only = True
+            i += 1
+        elif a == "--mmproj":
+            mmproj = True
             i += 1
         elif a == "--outtype" and i + 1 < len(argv):
             outtype = argv[i + 1].lower()
@@ -1178,7 +1684,10 @@ def main(argv):
         return 2
     tmp = out + ".tmp"
     try:
-        convert(args[0], tmp, outtype, vocab_only)
+        if mmproj:
+            convert_mmproj(args[0], tmp, outtype)
+        else:
+            convert(args[0], tmp, outtype, vocab_only)
         os.replace(tmp, out)
     except ConvertError as e:
         print(f"tessera convert: {e}", file=sys.stderr)

@@ -1,6 +1,6 @@
 /*
- * elementwise.cl - ADD, MUL, DIV (src1 broadcast), SCALE, SILU, GELU, SWIGLU,
- * SWIGLU_OAI, CONCAT.
+ * elementwise.cl - ADD, MUL, DIV (src1 broadcast), SCALE, SILU, GELU,
+ * GELU_ERF, SWIGLU, SWIGLU_OAI, CONCAT.
  *
  * Work-item (i0, i1, i2 + ne2 * i3) of dst's shape computes that one element;
  * it reads its sources before writing, so dst may alias src0 in place.
@@ -14,6 +14,7 @@
 #define UN_SCALE 0
 #define UN_SILU 1
 #define UN_GELU 2
+#define UN_GELU_ERF 3
 
 /* The dst coordinates of this work-item, or 0 when it is past the end. */
 static inline int item_coords(long4 ne, long *i0, long *i1, long *i2, long *i3) {
@@ -42,11 +43,14 @@ static inline float gelu(float x) {
     return 0.5f * x * (1.0f + tanh(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
 }
 
+/* the exact GELU as ref writes it, with OpenCL C's erf */
+static inline float gelu_erf(float x) { return 0.5f * x * (1.0f + erf(x * 0.70710678118654752440f)); }
+
 kernel void k_unary(TENSOR(a), TENSOR(d), int mode, float p0, float p1) {
     long i0, i1, i2, i3;
     if (!item_coords(d_ne, &i0, &i1, &i2, &i3)) return;
     float x = load_float(a_type, BASE(a) + OFFSET(a, i0, i1, i2, i3));
-    float y = mode == UN_SCALE ? x * p0 + p1 : mode == UN_SILU ? silu(x) : gelu(x);
+    float y = mode == UN_SCALE ? x * p0 + p1 : mode == UN_SILU ? silu(x) : mode == UN_GELU ? gelu(x) : gelu_erf(x);
     store_float(d_type, BASE(d) + OFFSET(d, i0, i1, i2, i3), y);
 }
 

@@ -1,5 +1,6 @@
 // eltwise — one invocation per dst element: ADD, MUL (src1 broadcast),
 // SCALE, SILU, GELU, SWIGLU, SWIGLU_OAI (P.f[0] alpha, P.f[1] limit),
+// GELU_ERF (ABI 1.6: erf as the CPU plugin's erf_row_elem computes it),
 // CPY/convert (src0 may be quantized; elements pair up in flat ne order),
 // GET_ROWS (src0 any dtype) and CONCAT.
 // ARGMAX: one invocation per row of src0, dst I32 (first largest; NaN never
@@ -19,7 +20,7 @@ layout(local_size_x = 256) in;
 // P.u[0]: the mode, P.u[1]: dst element count
 const uint M_ADD = 0u, M_MUL = 1u, M_SCALE = 2u, M_SILU = 3u, M_GELU = 4u, M_SWIGLU = 5u,
            M_CPY = 6u, M_GET_ROWS = 7u, M_CONCAT = 8u, M_ARGMAX = 9u, M_DIV = 10u, M_SUM_ROWS = 11u,
-           M_TOP_K = 12u, M_SWIGLU_OAI = 13u;
+           M_TOP_K = 12u, M_SWIGLU_OAI = 13u, M_GELU_ERF = 14u;
 
 // TOP_K's order: x (at index i) ranks before y (at j)
 bool ranks_before(float x, uint i, float y, uint j) {
@@ -40,6 +41,38 @@ float gelu(float x) {
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876;
     return 0.5 * x * (1.0 + tanh_safe(sqrt_2_over_pi * x * (1.0 + 0.044715 * x * x)));
 }
+
+// erf(z) (GLSL has none): backends/cpu-common/cpu_rows.h's erf_row_elem,
+// the same fits: z P(z^2) below |z| = 1, 1 - e^-z^2 Q(1/|z|) above (|z|
+// clamped to 4, z^2 split into hi + lo). exp() is the device's; its error
+// (the spec allows 3 + 2|x| ulp) stays within GELU_ERF's tolerance.
+float erf_poly(float z) {
+    precise float a = abs(z), t = a * a;
+    precise float p = 7.875875063e-05;
+    p = fma(p, t, -8.016864287e-04);
+    p = fma(p, t, 5.189087423e-03);
+    p = fma(p, t, -2.685421201e-02);
+    p = fma(p, t, 1.128359472e-01);
+    p = fma(p, t, -3.761262667e-01);
+    p = fma(p, t, 1.128379166e+00);
+    precise float ac = a < 1.0 ? 1.0 : (a > 4.0 ? 4.0 : a), u = 1.0 / ac;
+    precise float q = 2.503254319e-02;
+    q = fma(q, u, -1.478984446e-01);
+    q = fma(q, u, 3.608618604e-01);
+    q = fma(q, u, -4.298337486e-01);
+    q = fma(q, u, 1.454773476e-01);
+    q = fma(q, u, 2.825897937e-01);
+    q = fma(q, u, -3.948595879e-01);
+    q = fma(q, u, 2.484752126e-02);
+    q = fma(q, u, 5.612146380e-01);
+    q = fma(q, u, 1.516556858e-04);
+    precise float hi = ac * ac, lo = fma(ac, ac, -hi);
+    precise float r = a < 1.0 ? a * p : 1.0 - exp(-hi) * (1.0 - lo) * q;
+    return z < 0.0 ? -r : r;
+}
+
+// 0.5 x (1 + erf(x / sqrt 2)), as ref writes it
+float gelu_erf(float x) { return 0.5 * x * (1.0 + erf_poly(x * 0.70710678118654752440)); }
 
 void main() {
     uint i = group_linear() * 256u + gl_LocalInvocationID.x;
@@ -108,6 +141,7 @@ void main() {
         else if (mode == M_SCALE) v = a * P.fp[0] + P.fp[1];
         else if (mode == M_SILU) v = silu(a);
         else if (mode == M_GELU) v = gelu(a);
+        else if (mode == M_GELU_ERF) v = gelu_erf(a);
         else if (mode == M_SWIGLU_OAI) {
             // gpt-oss's clamps as ref writes them (min() and clamp() leave
             // NaN undefined), then ref's order of float operations

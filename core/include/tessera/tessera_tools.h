@@ -70,9 +70,37 @@ typedef struct tessera_quantize_params {
     int32_t n_include_weights;
     const char *const *exclude_weights;
     int32_t n_exclude_weights;
+    /* Per-tensor overrides, llama-quantize's flags (appended in 0.1: zero
+     * from tessera_quantize_default_params means none). Types are GGUF
+     * tensor type names, case-insensitive ("q8_0", "Q6_K", "f16"), not
+     * mixture names. Only tensors a mixture would quantize are affected.
+     * - tensor_types[i] "PATTERN=TYPE" (--tensor-type): a weight whose name
+     *   matches PATTERN (a POSIX extended regular expression searched in
+     *   the whole name, lower-cased first as llama-quantize does; \d
+     *   means [0-9]) gets TYPE instead of the mixture's choice; the first
+     *   matching entry wins. It is not counted by the mixture's per-layer
+     *   counters, and a row length TYPE's block does not divide falls back
+     *   as the mixtures do (Q4_K on rows of 96: Q5_0).
+     * - output_tensor_type (--output-tensor-type): output.weight (the
+     *   token embedding when it doubles as the output), taken as given;
+     *   token_embedding_type (--token-embedding-type): token_embd.weight.
+     *   Both win over tensor_types, the second over the first.
+     * - leave_output_tensor (--leave-output-tensor): output.weight keeps
+     *   its input type, whatever else is asked. */
+    const char *const *tensor_types;
+    int32_t n_tensor_types;
+    const char *output_tensor_type;   /* NULL: the mixture's */
+    const char *token_embedding_type; /* NULL: the mixture's */
+    bool leave_output_tensor;
 } tessera_quantize_params;
 
 tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
+
+/* Check params without reading any file: the target name and every
+ * override (a malformed "PATTERN=TYPE", a bad PATTERN, an unknown type).
+ * 0, or -1 with an error naming the flag (--tensor-type, ...) and value.
+ * tessera_quantize and tessera_quantize_dry_run make the same checks. */
+int tessera_quantize_check_params(const tessera_quantize_params *params);
 
 /* Convert the weights of in_path (F32, F16 or BF16; quantized ones with
  * allow_requantize) to params->type and write out_path, one tensor at a
@@ -81,6 +109,14 @@ tessera_quantize_params tessera_quantize_default_params(void); /* type "Q8_0" */
  * out_path that is renamed into place only when complete: on any error or
  * abort nothing is left at out_path. 0, or -1 with an error. */
 int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params);
+
+/* What tessera_quantize would do, without quantizing or writing anything
+ * (llama-quantize --dry-run): every tensor's output type and size goes to
+ * params->progress, in output order. A target that needs an importance
+ * matrix, or one Tessera cannot produce, is planned all the same (without
+ * a matrix the rules that depend on having one take their no-matrix
+ * branch). 0, or -1 with an error (unreadable file, bad matrix). */
+int tessera_quantize_dry_run(const char *in_path, const tessera_quantize_params *params);
 
 /* ============================================================= imatrix */
 

@@ -62,8 +62,7 @@ tessera_quantize_params tessera_quantize_default_params(void) {
     return p;
 }
 
-int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params) {
-    if (!in_path || !out_path || !params) return error_set("tessera_quantize: missing path or params");
+static int quant_params_of(const tessera_quantize_params *params, quant_params *out) {
     quant_params p;
     memset(&p, 0, sizeof p);
     p.ftype = quant_ftype_find(params->type);
@@ -83,7 +82,42 @@ int tessera_quantize(const char *in_path, const char *out_path, const tessera_qu
     p.n_include = params->n_include_weights;
     p.exclude = params->exclude_weights;
     p.n_exclude = params->n_exclude_weights;
+    p.tensor_types = params->tensor_types;
+    p.n_tensor_types = params->n_tensor_types;
+    p.output_type = params->output_tensor_type;
+    p.token_embd_type = params->token_embedding_type;
+    p.leave_output = params->leave_output_tensor;
+    *out = p;
+    return 0;
+}
+
+int tessera_quantize_check_params(const tessera_quantize_params *params) {
+    if (!params) return error_set("tessera_quantize_check_params: no params");
+    quant_params p;
+    memset(&p, 0, sizeof p);
+    if (quant_params_of(params, &p) < 0) return -1;
+    if (p.output_type && quant_override_type("--output-tensor-type", p.output_type, p.output_type) < 0)
+        return -1;
+    if (p.token_embd_type && quant_override_type("--token-embedding-type", p.token_embd_type, p.token_embd_type) < 0)
+        return -1;
+    quant_override *ov = NULL;
+    if (quant_overrides_parse(p.tensor_types, p.n_tensor_types, &ov) != 0) return -1;
+    quant_overrides_free(ov, p.n_tensor_types);
+    return 0;
+}
+
+int tessera_quantize(const char *in_path, const char *out_path, const tessera_quantize_params *params) {
+    if (!in_path || !out_path || !params) return error_set("tessera_quantize: missing path or params");
+    quant_params p;
+    if (quant_params_of(params, &p) < 0) return -1;
     return quant_model_file(in_path, out_path, &p);
+}
+
+int tessera_quantize_dry_run(const char *in_path, const tessera_quantize_params *params) {
+    if (!in_path || !params) return error_set("tessera_quantize_dry_run: missing path or params");
+    quant_params p;
+    if (quant_params_of(params, &p) < 0) return -1;
+    return quant_model_file(in_path, NULL, &p);
 }
 
 /* ---------------------------------------------------------- conformance */

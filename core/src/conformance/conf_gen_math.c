@@ -547,6 +547,9 @@ void conf_gen_malformed(conf_runner *r) {
                               c.node.fparams);
     run_declined_f32(r, &c, NE(17, 3, 1, 1), NE(17, 3, 1, 1), NE(17, 3, 1, 1));
 
+    conf_case_init(&c, TSR_OP_GELU_ERF, "GELU_ERF with a dst of 16 columns for 17");
+    run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(16, 3, 1, 1));
+
     conf_case_init(&c, TSR_OP_COUNT + 100, "op number %d, unknown to this ABI", TSR_OP_COUNT + 100);
     run_declined_f32(r, &c, NE(17, 3, 1, 1), NULL, NE(17, 3, 1, 1));
 }

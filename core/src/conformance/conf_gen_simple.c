@@ -83,7 +83,7 @@ void conf_gen_add(conf_runner *r) { gen_binary(r, TSR_OP_ADD); }
 void conf_gen_mul(conf_runner *r) { gen_binary(r, TSR_OP_MUL); }
 void conf_gen_div(conf_runner *r) { gen_binary(r, TSR_OP_DIV); }
 
-/* ------------------------------------------- SCALE, SILU, GELU (unary) */
+/* --------------------------------- SCALE, SILU, GELU, GELU_ERF (unary) */
 
 static void gen_unary(conf_runner *r, int32_t op, const char *name, float lo, float hi) {
     static const int64_t shapes[][4] = {{1, 1, 1, 1}, {17, 3, 1, 1}, {255, 4, 2, 1}, {4096, 2, 1, 1}};
@@ -114,6 +114,8 @@ static void gen_unary(conf_runner *r, int32_t op, const char *name, float lo, fl
 void conf_gen_scale(conf_runner *r) { gen_unary(r, TSR_OP_SCALE, "SCALE", -1, 1); }
 void conf_gen_silu(conf_runner *r) { gen_unary(r, TSR_OP_SILU, "SILU", -6, 6); }
 void conf_gen_gelu(conf_runner *r) { gen_unary(r, TSR_OP_GELU, "GELU", -5, 5); }
+/* past -6 the exact GELU is below 1e-8, where float's 1 + erf has no digits left */
+void conf_gen_gelu_erf(conf_runner *r) { gen_unary(r, TSR_OP_GELU_ERF, "GELU_ERF", -6, 6); }
 
 /* --------------------------------------------------------------- SWIGLU */
 

@@ -224,6 +224,7 @@ void conf_gen_rope(conf_runner *r);
 void conf_gen_soft_max(conf_runner *r);
 void conf_gen_silu(conf_runner *r);
 void conf_gen_gelu(conf_runner *r);
+void conf_gen_gelu_erf(conf_runner *r);
 void conf_gen_swiglu(conf_runner *r);
 void conf_gen_swiglu_oai(conf_runner *r);
 void conf_gen_cpy(conf_runner *r);

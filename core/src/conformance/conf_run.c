@@ -32,7 +32,7 @@ static const conf_family families[] = {
     {"MUL_MAT_ID", conf_gen_mul_mat_id}, {"TOP_K", conf_gen_top_k},
     {"SUM_ROWS", conf_gen_sum_rows}, {"DIV", conf_gen_div},
     {"SSM_CONV", conf_gen_ssm_conv}, {"SSM_SCAN", conf_gen_ssm_scan},
-    {"DELTA_NET", conf_gen_delta_net},
+    {"DELTA_NET", conf_gen_delta_net}, {"GELU_ERF", conf_gen_gelu_erf},
     {"GRAPH", conf_gen_graph},       {"MALFORMED", conf_gen_malformed},
 };
 enum { N_FAMILIES = sizeof families / sizeof families[0] };

@@ -13,6 +13,7 @@
  *  SILU SWIGLU  any                1e-6    1e-5    0      exp implementations
  *  SWIGLU_OAI
  *  GELU         any                1e-3    2e-3    0      llama.cpp's CPU uses an fp16 table
+ *  GELU_ERF     any                1e-6    1e-5    0      erf implementations (a few ulp)
  *  RMS_NORM     any                1e-5    1e-4    0      f32 vs double sums
  *  NORM
  *  SOFT_MAX     any                1e-6    1e-4    0      exp, f32 sums
@@ -56,7 +57,8 @@ conf_tol conf_tolerance(int32_t op, int32_t key_dtype) {
     case TSR_OP_SUM_ROWS: return (conf_tol){1e-5, 1e-5, 1e-6};
     case TSR_OP_SILU:
     case TSR_OP_SWIGLU:
-    case TSR_OP_SWIGLU_OAI: return (conf_tol){1e-6, 1e-5, 0};
+    case TSR_OP_SWIGLU_OAI:
+    case TSR_OP_GELU_ERF: return (conf_tol){1e-6, 1e-5, 0};
     case TSR_OP_GELU: return (conf_tol){1e-3, 2e-3, 0};
     case TSR_OP_RMS_NORM:
     case TSR_OP_NORM: return (conf_tol){1e-5, 1e-4, 0};

@@ -621,6 +621,7 @@ graph_tensor *graph_soft_max(graph *g, graph_tensor *a, graph_tensor *mask, floa
 
 graph_tensor *graph_silu(graph *g, graph_tensor *a) { return unary(g, TSR_OP_SILU, a); }
 graph_tensor *graph_gelu(graph *g, graph_tensor *a) { return unary(g, TSR_OP_GELU, a); }
+graph_tensor *graph_gelu_erf(graph *g, graph_tensor *a) { return unary(g, TSR_OP_GELU_ERF, a); }
 
 graph_tensor *graph_swiglu(graph *g, graph_tensor *a, graph_tensor *b) {
     graph_tensor *src[2] = {a, b};

@@ -160,7 +160,10 @@ graph_tensor *graph_rope(graph *g, graph_tensor *a, graph_tensor *pos,
 graph_tensor *graph_soft_max(graph *g, graph_tensor *a, graph_tensor *mask, float scale,
                              float max_bias);
 graph_tensor *graph_silu(graph *g, graph_tensor *a);
+/* GELU: the tanh approximation (llama.cpp's ggml_gelu); GELU_ERF: the
+ * exact form 0.5 x (1 + erf(x / sqrt 2)) (ggml_gelu_erf). */
 graph_tensor *graph_gelu(graph *g, graph_tensor *a);
+graph_tensor *graph_gelu_erf(graph *g, graph_tensor *a);
 graph_tensor *graph_swiglu(graph *g, graph_tensor *a, graph_tensor *b);
 /* gpt-oss's clamped SwiGLU (SWIGLU_OAI): g = min(gate, limit),
  * g * sigmoid(alpha g) * (clamp(up, -limit, limit) + 1); shapes equal. */

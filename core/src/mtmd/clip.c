@@ -570,42 +570,50 @@ static graph *build(const clip_model *c, graph_tensor **inp, graph_tensor **out)
     return g;
 }
 
-/* TESSERA_CLIP_TIMING=1: each encode's phases on stderr (wall ms, and
- * the process's CPU ms during the compute, which a busy machine does not
- * inflate as it does the wall time): where a first encode's time goes. */
-enum { T_START, T_PREPROCESS, T_BUILD, T_ALLOC, T_PATCHIFY, T_COMPUTE, T_N };
-
 static double ms_between(const struct timespec *a, const struct timespec *b) {
     return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 }
 
-static void timing_report(const struct timespec *t, const struct timespec *cpu) {
+void clip_timing_mark(clip_timing *tm, int phase) {
+    if (phase == CLIP_T_COMPUTE) {
+        clock_gettime(CLOCK_MONOTONIC, &tm->t[phase]);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &tm->cpu[1]);
+        return;
+    }
+    if (phase == CLIP_T_PATCHIFY) clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &tm->cpu[0]);
+    clock_gettime(CLOCK_MONOTONIC, &tm->t[phase]);
+}
+
+double clip_timing_end(const clip_timing *tm) {
     static int on = -1;
     if (on < 0) on = getenv("TESSERA_CLIP_TIMING") && strcmp(getenv("TESSERA_CLIP_TIMING"), "0") != 0;
-    if (!on) return;
-    fprintf(stderr,
-            "clip timing: preprocess %.3f build %.3f alloc %.3f patchify %.3f compute %.3f (cpu %.3f) total %.3f ms\n",
-            ms_between(&t[T_START], &t[T_PREPROCESS]), ms_between(&t[T_PREPROCESS], &t[T_BUILD]),
-            ms_between(&t[T_BUILD], &t[T_ALLOC]), ms_between(&t[T_ALLOC], &t[T_PATCHIFY]),
-            ms_between(&t[T_PATCHIFY], &t[T_COMPUTE]), ms_between(&cpu[0], &cpu[1]),
-            ms_between(&t[T_START], &t[T_COMPUTE]));
+    const struct timespec *t = tm->t;
+    if (on)
+        fprintf(stderr,
+                "clip timing: preprocess %.3f build %.3f alloc %.3f patchify %.3f compute %.3f (cpu %.3f) total %.3f "
+                "ms\n",
+                ms_between(&t[CLIP_T_START], &t[CLIP_T_PREPROCESS]), ms_between(&t[CLIP_T_PREPROCESS], &t[CLIP_T_BUILD]),
+                ms_between(&t[CLIP_T_BUILD], &t[CLIP_T_ALLOC]), ms_between(&t[CLIP_T_ALLOC], &t[CLIP_T_PATCHIFY]),
+                ms_between(&t[CLIP_T_PATCHIFY], &t[CLIP_T_COMPUTE]), ms_between(&tm->cpu[0], &tm->cpu[1]),
+                ms_between(&t[CLIP_T_START], &t[CLIP_T_COMPUTE]));
+    return ms_between(&t[CLIP_T_PATCHIFY], &t[CLIP_T_COMPUTE]);
 }
 
 /* One tile (the image itself but for idefics3) through the graph. */
 static int encode_one(clip_model *c, clip_run *run, const media_image *img, int32_t n_rows, float *out) {
     const int S = c->image_size, p = c->patch, side = S / p;
-    struct timespec t[T_N], cpu[2];
-    clock_gettime(CLOCK_MONOTONIC, &t[T_START]);
+    clip_timing tm;
+    clip_timing_mark(&tm, CLIP_T_START);
     float *pix = malloc((size_t)3 * S * S * sizeof(float));
     if (!pix) return error_set("%s: out of memory", c->path);
     if (clip_preprocess(c, img, pix) != 0) {
         free(pix);
         return -1;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t[T_PREPROCESS]);
+    clip_timing_mark(&tm, CLIP_T_PREPROCESS);
     graph_tensor *inp = NULL, *res = NULL;
     graph *g = build(c, &inp, &res);
-    clock_gettime(CLOCK_MONOTONIC, &t[T_BUILD]);
+    clip_timing_mark(&tm, CLIP_T_BUILD);
     if (!g) {
         free(pix);
         return -1;
@@ -622,7 +630,7 @@ static int encode_one(clip_model *c, clip_run *run, const media_image *img, int3
     }
     int rc = -1;
     if (!c->s || sched_alloc(c->s, g) != 0) goto done;
-    clock_gettime(CLOCK_MONOTONIC, &t[T_ALLOC]);
+    clip_timing_mark(&tm, CLIP_T_ALLOC);
     if (run->explain && host_log_wanted()) {
         char *text = NULL;
         size_t len = 0;
@@ -645,13 +653,10 @@ static int encode_one(clip_model *c, clip_run *run, const media_image *img, int3
                     for (int kx = 0; kx < p; kx++)
                         col[(ch * p + ky) * p + kx] = pix[((size_t)ch * S + py * p + ky) * S + px * p + kx];
         }
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu[0]);
-    clock_gettime(CLOCK_MONOTONIC, &t[T_PATCHIFY]);
+    clip_timing_mark(&tm, CLIP_T_PATCHIFY);
     if (sched_compute(c->s, g) != 0) goto done;
-    clock_gettime(CLOCK_MONOTONIC, &t[T_COMPUTE]);
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu[1]);
-    run->encode_ms = ms_between(&t[T_PATCHIFY], &t[T_COMPUTE]);
-    timing_report(t, cpu);
+    clip_timing_mark(&tm, CLIP_T_COMPUTE);
+    run->encode_ms = clip_timing_end(&tm);
     const int64_t n = (int64_t)n_rows * c->n_out;
     const float *r = res->t.data;
     for (int64_t i = 0; i < n; i++) {

@@ -29,6 +29,8 @@
 #ifndef TESSERA_MTMD_CLIP_H
 #define TESSERA_MTMD_CLIP_H
 
+#include <time.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -107,5 +109,17 @@ typedef struct clip_run {
 } clip_run;
 int clip_encode(clip_model *c, clip_run *run, const media_image *img, float *out);
 int clip_encode_tile(clip_model *c, clip_run *run, const media_image *img, int32_t t, float *out);
+
+/* An encode's phases (wall clock), and the process's CPU time over the
+ * compute: clip_timing_mark at the end of each phase (at CLIP_T_START
+ * first), then clip_timing_end, which returns the compute's wall ms and
+ * with TESSERA_CLIP_TIMING=1 prints them all on stderr (the CPU time is
+ * what a busy machine does not inflate as it does the wall time). */
+enum { CLIP_T_START, CLIP_T_PREPROCESS, CLIP_T_BUILD, CLIP_T_ALLOC, CLIP_T_PATCHIFY, CLIP_T_COMPUTE, CLIP_T_N };
+typedef struct clip_timing {
+    struct timespec t[CLIP_T_N], cpu[2];
+} clip_timing;
+void clip_timing_mark(clip_timing *tm, int phase);
+double clip_timing_end(const clip_timing *tm);
 
 #endif

@@ -127,11 +127,21 @@ void idefics3_tile_text(const idefics3 *p, int32_t nx, int32_t ny, int32_t t, cl
     if (t % gx == gx - 1 && t / gx < gy - 1) piece(after, true, "\n");
 }
 
-/* FNV-1a 64 of an image's size and pixels: the resized image's key. */
+/* The resized image's key: FNV-1a's step over an image's size and its
+ * pixels taken 8 bytes at a time (each tile asks for it: byte by byte,
+ * a chain of dependent multiplies per byte, it cost 1.5 ms per encode of
+ * a 300x180 image and most of a second for a 12-megapixel photo's 17). */
 static uint64_t image_key(const media_image *img) {
     uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)img->nx << 32 ^ (uint64_t)img->ny;
     const size_t n = (size_t)img->nx * (size_t)img->ny * 3;
-    for (size_t i = 0; i < n; i++) h = (h ^ img->rgb[i]) * 0x100000001b3ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, img->rgb + i, sizeof v);
+        h = (h ^ v) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) h = (h ^ img->rgb[i]) * 0x100000001b3ull;
     return h;
 }
 

@@ -17,6 +17,7 @@
 #include "util/error.h"
 
 enum { QV_MAX_LAYERS = 256, QV_MERGE = 2 };
+#define QV_ROPE_BASE 10000.0f
 /* libmtmd's bounds on a Qwen image, in 28 x 28 cells (measured: 40x30 and
  * 64x64 pixels are scaled up to 12 and 9 cells, 2400x1600 and 4000x3000
  * down to 78x52 and 73x55, which these bounds give; the file's
@@ -42,6 +43,7 @@ struct clip_qwen2vl {
     const gguf_tensor_info *patch_w0, *patch_w1, *patch_b;
     qv_layer *layers;
     qv_lin post_ln, mm0, mm2;
+    float *rope_ff; /* rope_2d's frequency factors [hd]: the row's half, then the column's */
     sched *s;
     host_device *s_devs[8];
     int s_n;
@@ -83,6 +85,20 @@ static int norm(clip_qwen2vl *q, const char *name, bool bias, int64_t dim, qv_li
     if (!bias) return 0;
     snprintf(n, sizeof n, "%s.bias", name);
     return tensor(q, n, false, false, dim, 1, 1, 1, &l->b);
+}
+
+/* rope_2d's frequency factors for a head of hd dims: ff[0..hd/2) turning
+ * the row's quarter (pairs [0, hd/4)) and ff[hd/2..hd) the column's. The
+ * ROPE turns pair i by pos * base^(-i / (hd/2)) / factor_i; the quarter
+ * starting at pair s wants pos * base^(-(i - s) / (hd/4)). */
+static void rope_factors(int64_t hd, float *ff) {
+    const int64_t half = hd / 2, n = hd / 4;
+    for (int s = 0; s < 2; s++)
+        for (int64_t i = 0; i < half; i++) {
+            const bool mine = s == 0 ? i < n : i >= n;
+            const double e = (double)i / (double)half - (double)(i - s * n) / (double)n;
+            ff[s * half + i] = mine ? (float)pow(QV_ROPE_BASE, -e) : INFINITY;
+        }
 }
 
 clip_qwen2vl *clip_qwen2vl_load(gguf_file *f, const char *path, const char *projector, int32_t n_embd_text) {
@@ -176,6 +192,11 @@ clip_qwen2vl *clip_qwen2vl_load(gguf_file *f, const char *path, const char *proj
         goto fail;
     q->n_out = (int32_t)mm2->ne[1];
     if (clip_file_check_width(path, "mm.2.weight", q->n_out, n_embd_text) != 0) goto fail;
+    if (!(q->rope_ff = malloc((size_t)(D / q->n_head) * sizeof *q->rope_ff))) {
+        error_set("%s: out of memory", path);
+        goto fail;
+    }
+    rope_factors(D / q->n_head, q->rope_ff);
     return q;
 fail:
     clip_qwen2vl_free(q);
@@ -186,6 +207,7 @@ void clip_qwen2vl_free(clip_qwen2vl *q) {
     if (!q) return;
     if (q->s) sched_free(q->s);
     free(q->layers);
+    free(q->rope_ff);
     free(q);
 }
 
@@ -233,29 +255,22 @@ static graph_tensor *norm_of(const clip_qwen2vl *q, graph *g, const qv_lin *n, g
     return graph_add(g, graph_mul(g, graph_norm(g, x, q->eps), w1(g, n->w)), w1(g, n->b));
 }
 
-/* The 2-D rope of x [hd, H, N] as two NeoX ropes: pairs [0, hd/4) (dims i
- * and i + hd/2) turn by the row, pairs [hd/4, hd/2) by the column, each
- * with frequencies 10000^(-j / (hd/4)) counted from its own first pair (HF's
- * VisionRotaryEmbedding of hd/2 dims, its angles for h then w). */
-static graph_tensor *rope_2d(graph *g, graph_tensor *x, graph_tensor *pos_h, graph_tensor *pos_w) {
+/* The 2-D rope of x [hd, H, N]: NeoX pairs (i, i + hd/2), those in [0, hd/4)
+ * turned by the row, those in [hd/4, hd/2) by the column, each quarter
+ * with frequencies 10000^(-j / (hd/4)) counted from its own first pair
+ * (HF's VisionRotaryEmbedding of hd/2 dims, its angles for h then w).
+ * Two ROPEs over the whole head (n_dims hd), one per position: each one's
+ * frequency factors (ff_h, ff_w) bring its pairs' frequencies from
+ * 10000^(-i / (hd/2)) to the quarter's and are infinite on the other
+ * quarter, whose pairs then turn by 0 (cos 1, sin 0: the values pass
+ * unchanged). Two nodes where splitting the quarters out and joining them
+ * back took seven, each a step the CPU threads meet at. */
+static graph_tensor *rope_2d(graph *g, graph_tensor *x, graph_tensor *pos_h, graph_tensor *pos_w,
+                             graph_tensor *ff_h, graph_tensor *ff_w) {
     if (!x) return NULL;
-    const int64_t hd = x->t.ne[0], H = x->t.ne[1], N = x->t.ne[2], n = hd / 4;
-    const uint64_t es = x->t.nb[0], nb1 = x->t.nb[1], nb2 = x->t.nb[2];
-    graph_tensor *lo = NULL, *hi = NULL;
-    for (int s = 0; s < 2; s++) {
-        graph_tensor *xl = graph_view_3d(g, x, n, H, N, nb1, nb2, (uint64_t)(s * n) * es);
-        graph_tensor *xh = graph_view_3d(g, x, n, H, N, nb1, nb2, (uint64_t)(2 * n + s * n) * es);
-        const graph_rope_params rp = {.n_dims = (int32_t)(2 * n), .mode = TSR_ROPE_NEOX, .freq_base = 10000.0f,
-                                      .freq_scale = 1.0f, .attn_factor = 1.0f, .beta_fast = 32.0f,
-                                      .beta_slow = 1.0f};
-        graph_tensor *r = graph_rope(g, graph_concat(g, xl, xh, 0), s ? pos_w : pos_h, NULL, &rp);
-        const uint64_t rb1 = r ? r->t.nb[1] : 0, rb2 = r ? r->t.nb[2] : 0;
-        graph_tensor *rl = graph_view_3d(g, r, n, H, N, rb1, rb2, 0);
-        graph_tensor *rh = graph_view_3d(g, r, n, H, N, rb1, rb2, (uint64_t)n * es);
-        lo = lo ? graph_concat(g, lo, rl, 0) : rl;
-        hi = hi ? graph_concat(g, hi, rh, 0) : rh;
-    }
-    return graph_concat(g, lo, hi, 0);
+    const graph_rope_params rp = {.n_dims = (int32_t)x->t.ne[0], .mode = TSR_ROPE_NEOX, .freq_base = QV_ROPE_BASE,
+                                  .freq_scale = 1.0f, .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+    return graph_rope(g, graph_rope(g, x, pos_h, ff_h, &rp), pos_w, ff_w, &rp);
 }
 
 /* Whether block il attends within windows (Qwen2.5-VL: all but every
@@ -331,12 +346,20 @@ static graph *build(const clip_qwen2vl *q, int64_t N, const qv_windows *w, qv_in
     graph_tensor *x = graph_mul_mat(g, weight(g, q->patch_w0, 2, pne), io->patches); /* [D, N] */
     if (q->patch_w1) x = graph_add(g, x, graph_mul_mat(g, weight(g, q->patch_w1, 2, pne), io->patches));
     if (q->patch_b) x = graph_add(g, x, w1(g, q->patch_b));
+    graph_tensor *ff[2];
+    for (int s = 0; s < 2; s++) {
+        ff[s] = graph_tensor_new_1d(g, TSR_DTYPE_F32, hd / 2);
+        if (ff[s]) {
+            graph_tensor_set_name(ff[s], "rope-2d-factors-%c", s ? 'w' : 'h');
+            graph_tensor_bind(ff[s], GRAPH_WEIGHT, -1, NULL, 0, q->rope_ff + s * (hd / 2));
+        }
+    }
     const float kq_scale = 1.0f / sqrtf((float)hd);
     for (int il = 0; il < q->n_layer; il++) {
         const qv_layer *L = &q->layers[il];
         graph_tensor *h = norm_of(q, g, &L->ln1, x);
-        graph_tensor *qq = rope_2d(g, graph_reshape_3d(g, lin(g, &L->q, h), hd, H, N), io->pos_h, io->pos_w);
-        graph_tensor *kk = rope_2d(g, graph_reshape_3d(g, lin(g, &L->k, h), hd, H, N), io->pos_h, io->pos_w);
+        graph_tensor *qq = rope_2d(g, graph_reshape_3d(g, lin(g, &L->q, h), hd, H, N), io->pos_h, io->pos_w, ff[0], ff[1]);
+        graph_tensor *kk = rope_2d(g, graph_reshape_3d(g, lin(g, &L->k, h), hd, H, N), io->pos_h, io->pos_w, ff[0], ff[1]);
         graph_tensor *vv = graph_reshape_3d(g, lin(g, &L->v, h), hd, H, N);
         qq = graph_permute(g, qq, 0, 2, 1, 3); /* [hd, N, H] */
         kk = graph_permute(g, kk, 0, 2, 1, 3);
@@ -389,6 +412,8 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
     int rc = -1;
     graph *g = NULL;
     qv_windows win = {0};
+    clip_timing tm;
+    clip_timing_mark(&tm, CLIP_T_START);
     uint8_t *rs = malloc((size_t)W * Hh * 3);
     if (!rs) return error_set("%s: out of memory for a %dx%d image", q->path, W, Hh);
     if (fit_pad(img, rs, W, Hh) != 0) goto done;
@@ -399,8 +424,10 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
         error_set("%s: out of memory for the windows of %dx%d cells", q->path, gx, gy);
         goto done;
     }
+    clip_timing_mark(&tm, CLIP_T_PREPROCESS);
     qv_inputs io;
     if (!(g = build(q, N, &win, &io))) goto done;
+    clip_timing_mark(&tm, CLIP_T_BUILD);
     bool same = q->s && q->s_n == run->n_devices && run->n_devices <= 8;
     for (int i = 0; same && i < run->n_devices; i++) same = q->s_devs[i] == run->devices[i];
     if (!same) {
@@ -412,6 +439,7 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
         sched_set_n_threads(q->s, run->n_threads);
     }
     if (!q->s || sched_alloc(q->s, g) != 0) goto done;
+    clip_timing_mark(&tm, CLIP_T_ALLOC);
     if (run->explain && host_log_wanted()) {
         char *text = NULL;
         size_t len = 0;
@@ -440,11 +468,10 @@ int clip_qwen2vl_encode(clip_qwen2vl *q, clip_run *run, const media_image *img, 
                     col[(ch * p + ky) * p + kx] = ((float)v / 255.0f - q->mean[ch]) / q->std[ch];
                 }
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clip_timing_mark(&tm, CLIP_T_PATCHIFY);
     if (sched_compute(q->s, g) != 0) goto done;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    run->encode_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    clip_timing_mark(&tm, CLIP_T_COMPUTE);
+    run->encode_ms = clip_timing_end(&tm);
     /* the rows back in row order of the cells */
     const float *r = io.out->t.data;
     for (int64_t j = 0; j < (int64_t)gx * gy; j++)

@@ -64,6 +64,25 @@ bool quant_tensor_is_weight(const char *name, const int64_t *ne);
 int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                             quant_rule_state *st, const char *name, const int64_t *ne);
 
+/* dtype when the row length nx is a multiple of its block size, else
+ * llama.cpp's fallback for it (the table the mixtures use: Q4_K -> Q5_0,
+ * Q6_K -> Q8_0, the grid types -> IQ4_NL, ..., F16 as the last resort). */
+int32_t quant_row_fallback_dtype(int32_t dtype, int64_t nx);
+
+/* One --tensor-type entry, "PATTERN=TYPE", compiled. */
+typedef struct quant_override quant_override;
+
+/* Parse and compile n specs "PATTERN=TYPE" into *out (NULL when n is 0):
+ * 0, or -1 with an error naming the flag and the bad entry. */
+int quant_overrides_parse(const char *const *specs, int n, quant_override **out);
+void quant_overrides_free(quant_override *ov, int n);
+/* The dtype of the first entry whose pattern matches name, or -1; *spec
+ * (may be NULL) receives that entry's text. */
+int32_t quant_overrides_match(const quant_override *ov, int n, const char *name, const char **spec);
+/* The tensor type named name (case-insensitive GGUF type name) for flag,
+ * or -1 with an error naming the flag. */
+int32_t quant_override_type(const char *flag, const char *value, const char *name);
+
 /* What the progress callback gets after each tensor is written: the
  * public tessera_quant_progress (tessera_tools.h), so tessera_quantize
  * hands the caller's callback to quant_model_file as it is. */
@@ -87,12 +106,21 @@ typedef struct quant_params {
     int n_include;
     const char *const *exclude;
     int n_exclude;
+    /* Per-tensor overrides (tessera_tools.h explains them): the specs
+     * "PATTERN=TYPE" of --tensor-type, and the type names of
+     * --output-tensor-type and --token-embedding-type (NULL: none). */
+    const char *const *tensor_types;
+    int n_tensor_types;
+    const char *output_type, *token_embd_type;
+    bool leave_output;
 } quant_params;
 
 /* Quantize in_path into out_path, streaming one tensor at a time. Writes a
  * temporary file beside out_path and renames it into place only on success;
  * on any error (or abort) nothing is left at out_path. 0, or -1 with
- * error_get() naming the file, tensor or dtype at fault. */
+ * error_get() naming the file, tensor or dtype at fault. out_path NULL is a
+ * dry run: the plan goes to p->progress and nothing is quantized; a target
+ * that needs a matrix or that Tessera cannot produce is planned anyway. */
 int quant_model_file(const char *in_path, const char *out_path, const quant_params *p);
 
 #endif

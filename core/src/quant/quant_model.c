@@ -28,6 +28,7 @@ typedef struct tensor_plan {
     const gguf_tensor_info *info;
     int layer;         /* N of "blk.N.", -1 for other tensors */
     int32_t out_dtype;
+    const char *why; /* the override that chose out_dtype, or NULL: the mixture */
     uint64_t out_bytes;
     const imatrix_entry *imx; /* its importance matrix, or NULL */
 } tensor_plan;
@@ -103,9 +104,51 @@ static int plan_imatrix(const imatrix *im, const char *in_path, const gguf_tenso
     return 0;
 }
 
+/* The output dtype of weight t: --leave-output-tensor keeps output.weight
+ * as it is; otherwise the first --tensor-type entry matching it (the
+ * fallback for its row length applied, the mixture's counters not
+ * advanced: llama-quantize's --dry-run shows both) or the mixture; then
+ * --output-tensor-type for the output (a tied embedding too) and
+ * --token-embedding-type for token_embd, taken as given (llama-quantize
+ * applies no fallback to those two). *why names the override used. */
+typedef struct overrides {
+    quant_override *tensor_types; /* p->n_tensor_types entries */
+    int32_t output, token_embd;   /* dtypes, -1: none */
+} overrides;
+
+static int32_t weight_dtype(const quant_params *p, const overrides *ov, const quant_model_info *info,
+                            quant_rule_state *st, const gguf_tensor_info *t, char *why, size_t why_len) {
+    const int32_t target = p->ftype->default_dtype;
+    const bool mixture = !p->pure && dtype_traits_get(target)->quantized;
+    const bool is_output = !strcmp(t->name, "output.weight");
+    const bool is_embd = !strcmp(t->name, "token_embd.weight");
+    why[0] = '\0';
+    if (p->leave_output && is_output) {
+        snprintf(why, why_len, "--leave-output-tensor");
+        return t->dtype;
+    }
+    const char *spec = NULL;
+    int32_t out = quant_overrides_match(ov->tensor_types, p->n_tensor_types, t->name, &spec);
+    if (out >= 0) {
+        out = quant_row_fallback_dtype(out, t->ne[0]);
+        snprintf(why, why_len, "--tensor-type '%s'", spec);
+    } else {
+        out = mixture ? quant_mixture_dtype(p->ftype, info, st, t->name, t->ne) : target;
+    }
+    if (ov->output >= 0 && (is_output || (!info->has_output && is_embd))) {
+        out = ov->output;
+        snprintf(why, why_len, "--output-tensor-type %s", dtype_name(out));
+    }
+    if (ov->token_embd >= 0 && is_embd) {
+        out = ov->token_embd;
+        snprintf(why, why_len, "--token-embedding-type %s", dtype_name(out));
+    }
+    return out;
+}
+
 /* Choose and check the output dtype of every tensor. */
 static int plan_tensors(const gguf_file *f, const char *in_path, const quant_params *p, const imatrix *im,
-                        tensor_plan *plan) {
+                        const overrides *ov, bool dry_run, tensor_plan *plan) {
     const int64_t n = gguf_tensor_count(f);
     quant_model_info info;
     model_info_read(f, &info);
@@ -117,13 +160,16 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
     qsort(plan, (size_t)n, sizeof *plan, plan_compare);
 
     const int32_t target = p->ftype->default_dtype;
-    const bool mixture = !p->pure && dtype_traits_get(target)->quantized;
     quant_rule_state st = {0};
+    char why[256];
     for (int64_t i = 0; i < n; i++) {
         const gguf_tensor_info *t = plan[i].info;
         int32_t out = t->dtype;
-        if (quant_tensor_is_weight(t->name, t->ne))
-            out = mixture ? quant_mixture_dtype(p->ftype, &info, &st, t->name, t->ne) : target;
+        why[0] = '\0';
+        if (quant_tensor_is_weight(t->name, t->ne)) out = weight_dtype(p, ov, &info, &st, t, why, sizeof why);
+        /* "(--tensor-type 'attn_v=q8_0')" in the errors below */
+        char by[sizeof why + 4] = "";
+        if (why[0]) snprintf(by, sizeof by, " (%s)", why);
         plan[i].out_dtype = out;
         plan[i].out_bytes = t->size;
         if (out == t->dtype) continue;
@@ -134,23 +180,38 @@ static int plan_tensors(const gguf_file *f, const char *in_path, const quant_par
         if (!in_tr || !in_tr->to_f32)
             return error_set("%s: tensor '%s' has dtype %s, which Tessera cannot read", in_path,
                              t->name, dtype_name(t->dtype));
+        if (dry_run) {
+            /* what llama-quantize --dry-run reports: the type and size,
+             * not whether this input could be quantized to it */
+            plan[i].out_bytes =
+                t->ne[0] % out_tr->block_size == 0 ? dtype_row_bytes(out, tensor_nelements(t)) : 0;
+            continue;
+        }
         if (in_tr->quantized && !p->allow_requantize)
             return error_set("%s: tensor '%s' is already quantized (%s); requantizing loses "
                              "precision, pass --allow-requantize to do it anyway",
                              in_path, t->name, in_tr->name);
+        if (!out_tr->from_f32 && out_tr->from_f32_w && !im)
+            return error_set("%s: tensor '%s'%s: %s needs an importance matrix and none was given "
+                             "(--imatrix FILE; llama-quantize: 'this quantization requires an importance "
+                             "matrix!')", in_path, t->name, by, out_tr->name);
         if (!out_tr->from_f32 && out_tr->from_f32_w && !plan[i].imx)
-            return error_set("%s: tensor '%s': the importance matrix has no entry for it, and %s needs "
+            return error_set("%s: tensor '%s'%s: the importance matrix has no entry for it, and %s needs "
                              "one (llama-quantize: 'Missing importance matrix for tensor %s in a very "
                              "low-bit quantization. The result will be garbage, so bailing out')",
-                             in_path, t->name, out_tr->name, t->name);
-        if (!out_tr->from_f32 && !out_tr->from_f32_w)
+                             in_path, t->name, by, out_tr->name, t->name);
+        if (!out_tr->from_f32 && !out_tr->from_f32_w) {
+            if (why[0])
+                return error_set("%s: tensor '%s': %s asks for %s, which Tessera cannot produce", in_path,
+                                 t->name, why, out_tr->name);
             return error_set("%s: tensor '%s': the %s mixture puts it in %s, which Tessera cannot "
                              "produce yet (--pure keeps every weight in %s)", in_path, t->name,
                              p->ftype->name, out_tr->name, dtype_name(target));
+        }
         if (t->ne[0] % out_tr->block_size != 0)
-            return error_set("%s: tensor '%s': row length %lld is not a multiple of the %s "
+            return error_set("%s: tensor '%s'%s: row length %lld is not a multiple of the %s "
                              "block size %lld",
-                             in_path, t->name, (long long)t->ne[0], out_tr->name,
+                             in_path, t->name, by, (long long)t->ne[0], out_tr->name,
                              (long long)out_tr->block_size);
         plan[i].out_bytes = dtype_row_bytes(out, tensor_nelements(t));
     }
@@ -291,9 +352,18 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
     unsigned char *buf = NULL;
     imatrix *im = NULL;
     float *qw = NULL;
+    overrides ov = {NULL, -1, -1};
 
     if (!p || !p->ftype) return error_set("quantize: no target type given");
-    if (quant_ftype_check(p->ftype, p->imatrix_file != NULL)) return -1;
+    const bool dry_run = out_path == NULL;
+    if (!dry_run && quant_ftype_check(p->ftype, p->imatrix_file != NULL)) return -1;
+    if ((p->output_type &&
+         (ov.output = quant_override_type("--output-tensor-type", p->output_type, p->output_type)) < 0) ||
+        (p->token_embd_type &&
+         (ov.token_embd = quant_override_type("--token-embedding-type", p->token_embd_type,
+                                              p->token_embd_type)) < 0) ||
+        quant_overrides_parse(p->tensor_types, p->n_tensor_types, &ov.tensor_types) != 0)
+        return -1;
     if (p->imatrix_file) {
         if (!(im = imatrix_new()) || imatrix_load(im, p->imatrix_file) != 0) goto done;
         imatrix_filter(im, p->include, p->n_include, p->exclude, p->n_exclude);
@@ -306,7 +376,21 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
         error_set("%s: out of memory", in_path);
         goto done;
     }
-    if (plan_tensors(f, in_path, p, im, plan) != 0) goto done;
+    if (plan_tensors(f, in_path, p, im, &ov, dry_run, plan) != 0) goto done;
+    if (dry_run) {
+        for (int64_t i = 0; i < n && p->progress; i++) {
+            const gguf_tensor_info *t = plan[i].info;
+            quant_progress pr = {
+                .index = i, .count = n, .name = t->name,
+                .from_type = t->dtype, .to_type = plan[i].out_dtype,
+                .n_elements = tensor_nelements(t),
+                .in_bytes = t->size, .out_bytes = plan[i].out_bytes,
+            };
+            p->progress(&pr, p->progress_user);
+        }
+        rc = 0;
+        goto done;
+    }
 
     w = gguf_writer_new();
     if (!w || writer_setup(w, f, plan, n, p, im) != 0) goto done;
@@ -366,6 +450,7 @@ fail_write:
     fp = NULL;
     tmp_path = NULL;
 done:
+    quant_overrides_free(ov.tensor_types, p->n_tensor_types);
     free(qw);
     imatrix_free(im);
     free(buf);

@@ -80,6 +80,7 @@ enum {
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
     FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17, FT_Q2_K_S = 21, FT_IQ3_XXS = 23,
     FT_IQ3_XS = 22, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_M = 29, FT_IQ2_S = 28,
+    FT_Q4_0 = 2, FT_Q5_0 = 8,
 };
 
 const quant_ftype *quant_ftype_find(const char *name) {
@@ -147,12 +148,16 @@ static int layer_of(const quant_model_info *info, int counter, const char *name)
     return counter;
 }
 
-/* A type whose block does not divide the row: llama.cpp's fallback table. */
+/* A type whose block does not divide the row: llama.cpp's fallback table
+ * (Q2_K, Q3_K and the ternary types fall back to Q4_0, as llama-quantize
+ * does on rows of 64, 128 and 320; the grid types and IQ4_XS to IQ4_NL). */
 static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
     int32_t fb;
     switch (dtype) {
     case TSR_DTYPE_Q2_K:
     case TSR_DTYPE_Q3_K:
+    case TSR_DTYPE_TQ1_0:
+    case TSR_DTYPE_TQ2_0: fb = TSR_DTYPE_Q4_0; break;
     case TSR_DTYPE_IQ2_XXS:
     case TSR_DTYPE_IQ2_XS:
     case TSR_DTYPE_IQ2_S:
@@ -172,31 +177,38 @@ static int32_t fallback_dtype(int32_t dtype, int64_t nx) {
 
 enum { FT_IQ2_XXS = 19, FT_IQ2_XS = 20 };
 
-/* IQ2_XXS and IQ2_XS (as llama-quantize applies them on synth llama, qwen3
- * and phi3 models, GQA 1 and 4, 4 and 16 layers): the output projection
- * Q5_K, the embedding Q2_K (it has no importance data: only matrix
- * products are measured), attn_v and a fused attn_qkv Q4_K under GQA >= 4
- * (or 4+ experts), else Q2_K, the first eighth of ffn_down Q2_K; and (not
- * seen) with 8 experts attn_k Q4_K and attn_output Q5_K. Everything else
- * the base type; none of the other ftypes' rules apply. */
+/* The IQ2 targets IQ2_XXS, IQ2_XS, IQ2_S and IQ2_M (as llama-quantize
+ * applies them on synthetic llama, qwen3, phi3, mixtral, qwen3moe,
+ * qwen2moe, olmoe, granitemoe, gpt-oss and the hybrids, GQA 1, 2 and 4,
+ * 4 to 16 layers, 4, 8 and 16 experts): the output projection Q5_K (a tied
+ * embedding too), the embedding Q2_K (IQ2_S, IQ2_M: IQ3_S; it has no
+ * importance data: only matrix products are measured), attn_v and a fused
+ * attn_qkv Q4_K under GQA >= 4 or with 4+ experts, else Q2_K (IQ2_S,
+ * IQ2_M: IQ3_S); the first n/8 ffn_down tensors Q2_K (IQ2_S, IQ2_M: IQ3_S),
+ * counted in file order, so a shared expert's ffn_down_shexp is the second
+ * of layer 0 and stays in the base type; with exactly 8 experts attn_k
+ * Q4_K and attn_output Q5_K, else attn_output IQ3_S for IQ2_S and IQ2_M.
+ * Everything else the base type; none of the other ftypes' rules apply. */
 static int32_t iq2_mixture_dtype(const quant_model_info *info, quant_rule_state *st, const char *name,
-                                 const int64_t *ne, int32_t t) {
+                                 const int64_t *ne, int32_t t, bool iq2_sm) {
     const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
+    const int32_t bump = iq2_sm ? TSR_DTYPE_IQ3_S : TSR_DTYPE_Q2_K;
     if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
         if (!strcmp(info->arch, "falcon") || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
-        else t = info->has_output ? TSR_DTYPE_Q5_K : TSR_DTYPE_IQ3_S;
+        else t = TSR_DTYPE_Q5_K;
     } else if (!strcmp(name, "token_embd.weight")) {
-        t = TSR_DTYPE_Q2_K;
+        t = bump;
     } else if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
-        t = n_gqa >= 4 || info->n_expert >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q2_K;
+        t = n_gqa >= 4 || info->n_expert >= 4 ? TSR_DTYPE_Q4_K : bump;
         st->i_attention_wv++;
     } else if (info->n_expert == 8 && contains(name, "attn_k.weight")) {
         t = TSR_DTYPE_Q4_K;
     } else if (contains(name, "ffn_down")) {
-        if (layer_of(info, st->i_ffn_down, name) < info->n_layer / 8) t = TSR_DTYPE_Q2_K;
+        if (st->i_ffn_down < info->n_layer / 8) t = bump;
         st->i_ffn_down++;
     } else if (contains(name, "attn_output.weight")) {
         if (info->n_expert == 8) t = TSR_DTYPE_Q5_K;
+        else if (iq2_sm) t = TSR_DTYPE_IQ3_S;
     }
     if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
     return t;
@@ -213,7 +225,7 @@ static int32_t iq1_mixture_dtype(const quant_model_info *info, quant_rule_state 
         if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
         return t;
     }
-    return iq2_mixture_dtype(info, st, name, ne, t);
+    return iq2_mixture_dtype(info, st, name, ne, t, false);
 }
 
 int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
@@ -222,28 +234,29 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
     const bool falcon = !strcmp(info->arch, "falcon");
     const int n_gqa = info->n_head_kv > 0 ? info->n_head / info->n_head_kv : 1;
     int32_t t = ft->default_dtype;
-    if (f == FT_IQ2_XXS || f == FT_IQ2_XS) return iq2_mixture_dtype(info, st, name, ne, t);
+    if (f == FT_IQ2_XXS || f == FT_IQ2_XS || f == FT_IQ2_S || f == FT_IQ2_M)
+        return iq2_mixture_dtype(info, st, name, ne, t, f == FT_IQ2_S || f == FT_IQ2_M);
     if (f == FT_IQ1_S || f == FT_IQ1_M) return iq1_mixture_dtype(info, st, name, ne, t);
 
     if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
         /* The output projection decides every logit: keep it at 6 bits. */
         if (falcon || ne[0] % dtype_traits_get(t)->block_size != 0) t = TSR_DTYPE_Q8_0;
-        else if (f == FT_IQ3_XXS || f == FT_IQ2_M || f == FT_IQ2_S) t = TSR_DTYPE_Q5_K; /* seen on llama-quantize */
+        else if (f == FT_IQ3_XXS) t = TSR_DTYPE_Q5_K; /* seen on llama-quantize */
         else if (t != TSR_DTYPE_Q8_0) t = TSR_DTYPE_Q6_K;
     } else if (!strcmp(name, "token_embd.weight")) {
         /* rows are looked up, not multiplied: the default type is fine,
          * except that ternary embeddings would lose too much */
         if (f == FT_TQ1_0 || f == FT_TQ2_0) t = TSR_DTYPE_Q4_K;
-        else if (f == FT_IQ3_XXS || f == FT_IQ3_XS || f == FT_IQ3_M || f == FT_IQ2_M || f == FT_IQ2_S)
-            t = TSR_DTYPE_IQ3_S;
-    } else if (contains(name, "attn_v.weight")) {
-        /* V is small under GQA and its errors pass straight to the output */
+        else if (f == FT_IQ3_XXS || f == FT_IQ3_XS || f == FT_IQ3_M) t = TSR_DTYPE_IQ3_S;
+    } else if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
+        /* V is small under GQA and its errors pass straight to the output;
+         * a fused attn_qkv (phi3, the DeltaNet's of qwen35/qwen35moe) is
+         * ruled as V and counted with it, as llama-quantize does now */
         if (f == FT_Q2_K) t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
         else if (f == FT_Q2_K_S && n_gqa >= 4) t = TSR_DTYPE_Q4_K;
         else if (f == FT_IQ3_XXS)
             t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : info->has_imatrix ? TSR_DTYPE_IQ3_XXS : TSR_DTYPE_IQ3_S;
-        else if (f == FT_IQ3_S || f == FT_IQ3_XS || f == FT_IQ2_M || f == FT_IQ2_S)
-            t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_IQ3_S;
+        else if (f == FT_IQ3_S || f == FT_IQ3_XS) t = n_gqa >= 4 ? TSR_DTYPE_Q4_K : TSR_DTYPE_IQ3_S;
         else if (f == FT_IQ3_M) t = TSR_DTYPE_Q4_K;
         else if (f == FT_Q3_K_M) t = st->i_attention_wv < 2 ? TSR_DTYPE_Q5_K : TSR_DTYPE_Q4_K;
         else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
@@ -260,10 +273,10 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
         st->i_attention_wv++;
     } else if (contains(name, "attn_k.weight")) {
         if (info->n_expert == 8) t = TSR_DTYPE_Q8_0;
-        else if (f == FT_IQ3_XXS || f == FT_IQ2_M) t = TSR_DTYPE_IQ2_S; /* seen on llama-quantize: see docs */
+        else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ2_S; /* seen on llama-quantize: see docs */
         else if (f == FT_IQ3_XS) t = TSR_DTYPE_IQ3_XXS;
     } else if (contains(name, "attn_q.weight")) {
-        if (f == FT_IQ3_XXS || f == FT_IQ2_M) t = TSR_DTYPE_IQ2_S;
+        if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ2_S;
         else if (f == FT_IQ3_XS) t = TSR_DTYPE_IQ3_XXS;
     } else if (contains(name, "ffn_down")) {
         const int i_layer = layer_of(info, st->i_ffn_down, name), n_layer = info->n_layer;
@@ -272,8 +285,9 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
             if (i_layer < n_layer / 8) t = TSR_DTYPE_Q4_K;
         } else if (f == FT_IQ3_XXS && !info->has_imatrix)
             t = i_layer < n_layer / 8 ? TSR_DTYPE_Q4_K : TSR_DTYPE_Q3_K;
-        else if (f == FT_IQ3_M && i_layer < n_layer / 8) t = TSR_DTYPE_Q4_K;
-        else if ((f == FT_IQ2_M || f == FT_IQ2_S) && i_layer < n_layer / 8) t = TSR_DTYPE_IQ3_S;
+        else if (f == FT_IQ3_M && (i_layer < n_layer / 8 ||
+                                   (info->n_expert == 8 && use_more_bits(i_layer, n_layer))))
+            t = TSR_DTYPE_Q4_K;
         else if (f == FT_Q3_K_M)
             t = i_layer < n_layer / 16 ? TSR_DTYPE_Q5_K
                 : (!falcon || use_more_bits(i_layer, n_layer)) ? TSR_DTYPE_Q4_K
@@ -289,26 +303,27 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
             t = TSR_DTYPE_Q6_K;
         else if (f == FT_Q4_K_S && !falcon && i_layer < n_layer / 8)
             t = TSR_DTYPE_Q5_K;
+        else if ((f == FT_IQ4_NL || f == FT_IQ4_XS) && !info->has_imatrix && i_layer < n_layer / 8)
+            t = TSR_DTYPE_Q5_K; /* seen on llama-quantize, dense and MoE */
+        else if ((f == FT_Q4_0 || f == FT_Q5_0) && info->has_imatrix && i_layer < n_layer / 8)
+            t = f == FT_Q4_0 ? TSR_DTYPE_Q4_1 : TSR_DTYPE_Q5_1; /* seen on llama-quantize, dense and MoE */
         st->i_ffn_down++;
     } else if (contains(name, "attn_output.weight")) {
         if (!falcon) {
-            if (info->n_expert == 8) {
+            if (info->n_expert == 8) { /* exactly 8: llama-quantize leaves 4 and 16 alone */
                 if (f == FT_Q2_K || f == FT_Q3_K_S || f == FT_Q3_K_M || f == FT_Q4_K_S ||
-                    f == FT_Q4_K_M || f == FT_IQ4_NL || f == FT_IQ4_XS || f == FT_IQ3_XXS)
+                    f == FT_Q4_K_M || f == FT_IQ4_NL || f == FT_IQ4_XS || f == FT_IQ3_XXS ||
+                    f == FT_IQ3_XS || f == FT_IQ3_S || f == FT_IQ3_M)
                     t = TSR_DTYPE_Q5_K;
             } else {
                 if (f == FT_Q2_K) t = TSR_DTYPE_Q3_K;
-                else if (f == FT_IQ3_XXS || f == FT_IQ2_M || f == FT_IQ2_S) t = TSR_DTYPE_IQ3_S;
+                else if (f == FT_IQ3_XXS) t = TSR_DTYPE_IQ3_S;
                 else if (f == FT_Q3_K_M || f == FT_IQ3_M) t = TSR_DTYPE_Q4_K;
                 else if (f == FT_Q3_K_L) t = TSR_DTYPE_Q5_K;
             }
         } else if (f == FT_Q3_K_L) {
             t = TSR_DTYPE_Q4_K;
         }
-    } else if (contains(name, "attn_qkv.weight")) {
-        if (f == FT_Q3_K_M || f == FT_Q3_K_L) t = TSR_DTYPE_Q4_K;
-        else if (f == FT_Q4_K_M) t = TSR_DTYPE_Q5_K;
-        else if (f == FT_Q5_K_M) t = TSR_DTYPE_Q6_K;
     } else if (contains(name, "ffn_gate")) {
         const int i_layer = layer_of(info, st->i_ffn_gate, name), n_layer = info->n_layer;
         if (f == FT_IQ3_XS && i_layer >= n_layer / 8 && i_layer < 7 * n_layer / 8) t = TSR_DTYPE_IQ3_XXS;
@@ -321,4 +336,10 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
 
     if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
     return t;
+}
+
+int32_t quant_row_fallback_dtype(int32_t dtype, int64_t nx) {
+    const dtype_traits *tr = dtype_traits_get(dtype);
+    if (!tr || nx % tr->block_size == 0) return dtype;
+    return fallback_dtype(dtype, nx);
 }

@@ -75,6 +75,7 @@ tsr_status ref_op_rope(const tsr_node *node);
 tsr_status ref_op_soft_max(const tsr_node *node);
 tsr_status ref_op_silu(const tsr_node *node);
 tsr_status ref_op_gelu(const tsr_node *node);
+tsr_status ref_op_gelu_erf(const tsr_node *node);
 tsr_status ref_op_swiglu(const tsr_node *node);
 tsr_status ref_op_swiglu_oai(const tsr_node *node);
 tsr_status ref_op_cpy(const tsr_node *node);

@@ -40,7 +40,7 @@ static const ref_op_fn op_table[TSR_OP_COUNT] = {
     [TSR_OP_MUL_MAT_ID] = ref_op_mul_mat_id, [TSR_OP_TOP_K] = ref_op_top_k,
     [TSR_OP_SUM_ROWS] = ref_op_sum_rows, [TSR_OP_DIV] = ref_op_div,
     [TSR_OP_SSM_CONV] = ref_op_ssm_conv, [TSR_OP_SSM_SCAN] = ref_op_ssm_scan,
-    [TSR_OP_DELTA_NET] = ref_op_delta_net,
+    [TSR_OP_DELTA_NET] = ref_op_delta_net, [TSR_OP_GELU_ERF] = ref_op_gelu_erf,
 };
 
 /* Every tensor the node touches must have a host address. */

@@ -544,7 +544,7 @@ static void liveness(sched *s) {
  * broadcast src1), so dst may take src0's block. */
 static bool op_is_elementwise(int32_t op) {
     return op == TSR_OP_ADD || op == TSR_OP_MUL || op == TSR_OP_SCALE || op == TSR_OP_SILU ||
-           op == TSR_OP_GELU || op == TSR_OP_SWIGLU || op == TSR_OP_SWIGLU_OAI;
+           op == TSR_OP_GELU || op == TSR_OP_GELU_ERF || op == TSR_OP_SWIGLU || op == TSR_OP_SWIGLU_OAI;
 }
 
 /* The dying source whose block t can take over, or NULL. */

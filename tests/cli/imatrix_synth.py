@@ -9,7 +9,7 @@
   --imatrix given the same matrix (GGUF and .dat), for every type whose
   quantizer takes the matrix, some mixtures and --include/--exclude-weights;
 - Q2_K_S, IQ3_XXS (--pure and its mixture), IQ3_S, IQ3_M, IQ3_XS, IQ2_M,
-  IQ2_XXS, IQ2_XS and IQ2_S byte-identical to llama-quantize with tessera
+  IQ2_XXS, IQ2_XS, IQ2_S and IQ1_S byte-identical to llama-quantize with tessera
   imatrix's matrix (IQ2_XXS/IQ2_XS with llama-imatrix's and the .dat too);
 - the types that need a matrix refuse without one (llama-quantize's
   reasoning) and the grid types Tessera lacks say so with one; a matrix of
@@ -118,6 +118,8 @@ def check_all(c, tmp):
     jobs += [("IQ2_XXS", ours, []), ("IQ2_XS", ours, []), ("IQ2_XXS", theirs, []), ("IQ2_XS", dat, [])]
     # IQ2_S: IQ2_XS (quant_iq2.c) with IQ2_M's mixture less its IQ2_S attn_q/attn_k
     jobs += [("IQ2_S", ours, [])]
+    # IQ1_S (quant_iq1.c): IQ2_XXS's mixture with attn_output IQ2_XXS, both matrices
+    jobs += [("IQ1_S", ours, []), ("IQ1_S", theirs, [])]
     jobs += [("Q4_K_M", ours, ["--include-weights", "attn_v", "--include-weights", "ffn_down"]),
              ("Q5_0", dat, ["--exclude-weights", "attn_q"])]
     # the MoE model: per-expert sums and counts, then quantized with them
@@ -170,9 +172,12 @@ def check_refusals(c, tmp, ours, text):
     rc, _, err = quantize([MODEL, out, "IQ2_S"])
     c.check(rc != 0 and "requires an importance matrix" in err and not os.path.exists(out),
             f"IQ2_S without a matrix: rc {rc}: {err[-300:]}")
-    rc, _, err = quantize(["--imatrix", ours, MODEL, out, "IQ1_S"])
+    rc, _, err = quantize([MODEL, out, "IQ1_S"])
+    c.check(rc != 0 and "requires an importance matrix" in err and not os.path.exists(out),
+            f"IQ1_S without a matrix: rc {rc}: {err[-300:]}")
+    rc, _, err = quantize(["--imatrix", ours, MODEL, out, "IQ1_M"])
     c.check(rc != 0 and "does not produce" in err and "no quantizer" in err and not os.path.exists(out),
-            f"IQ1_S with a matrix: rc {rc}: {err[-300:]}")
+            f"IQ1_M with a matrix: rc {rc}: {err[-300:]}")
     # --pure IQ2_XXS: output.weight has no importance data (llama-quantize aborts there)
     rc, _, err = quantize(["--pure", "--imatrix", ours, MODEL, out, "IQ2_XXS"])
     c.check(rc == 1 and "output.weight" in err and "Missing importance matrix" in err and not os.path.exists(out),

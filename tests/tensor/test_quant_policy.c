@@ -18,11 +18,14 @@
  *   --pure Q4_K: refused, naming the first offending tensor (output.weight
  *           in llama.cpp's order) and the block size
  * Each converted tensor must dequantize to within 15% of the source block max.
+ * Also: the IQ1_S and IQ1_M mixtures choose what llama-quantize chose, per
+ * tensor, on 16-layer llamas with GQA 1 and 4 (tests/data/quant-ref).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "gguf/gguf.h"
@@ -156,4 +159,41 @@ TEST(test_quant_policy) {
     for (int t = 0; t < N_TENSORS; t++) free(data[t]);
 }
 
-HARNESS_MAIN("policy: all choices as llama.cpp", HARNESS_TEST(test_quant_policy))
+/* The IQ1_S and IQ1_M mixtures against llama-quantize's own choices on
+ * 16-layer llamas with GQA 1 and 4 (tests/data/quant-ref/iq1-mixtures.txt:
+ * "model LAYERS HEADS KV_HEADS TYPE", then "tensor type" in its order). */
+TEST(test_iq1_mixtures) {
+    harness_path path = harness_source_file("tests/data/quant-ref/iq1-mixtures.txt");
+    FILE *f = fopen(path.s, "r");
+    REQUIRE(f != NULL, "cannot open %s", path.s);
+    char line[256], name[128], type[32];
+    quant_model_info info = {.arch = "llama", .has_output = true, .has_imatrix = true};
+    quant_rule_state st = {0};
+    const quant_ftype *ft = NULL;
+    int checked = 0, models = 0;
+    while (fgets(line, sizeof line, f)) {
+        int layers, heads, kv;
+        if (line[0] == '#') continue;
+        if (sscanf(line, "model %d %d %d %31s", &layers, &heads, &kv, type) == 4) {
+            info.n_layer = info.n_attention_wv = layers;
+            info.n_head = heads;
+            info.n_head_kv = kv;
+            memset(&st, 0, sizeof st);
+            ft = quant_ftype_find(type);
+            REQUIRE(ft != NULL, "no ftype %s", type);
+            models++;
+            continue;
+        }
+        if (sscanf(line, "%127s %31s", name, type) != 2 || !ft) continue;
+        const int64_t ne[4] = {256, 256, 1, 1};
+        const int32_t got = quant_mixture_dtype(ft, &info, &st, name, ne);
+        EXPECT(!strcasecmp(dtype_name(got), type), "%s (GQA %d): %s -> %s, llama-quantize %s", ft->name,
+               info.n_head / info.n_head_kv, name, dtype_name(got), type);
+        checked++;
+    }
+    fclose(f);
+    printf("IQ1 mixtures: %d tensors of %d models as llama-quantize\n", checked, models);
+    EXPECT(models == 4 && checked > 100, "%d models, %d tensors read", models, checked);
+}
+
+HARNESS_MAIN("policy: all choices as llama.cpp", HARNESS_TEST(test_quant_policy), HARNESS_TEST(test_iq1_mixtures))

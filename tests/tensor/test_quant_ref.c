@@ -10,7 +10,9 @@
  *       TQ2_0, MXFP4, IQ3_XXS without a matrix): ours must give the same
  *       bytes;
  *   tests/data/quant-ref/quantw.bin   the same with an importance matrix
- *       per record, for the types that need one (IQ2_XXS, IQ2_XS).
+ *       per record, for the types that need one (IQ2_XXS, IQ2_XS);
+ *   tests/data/quant-ref/quant-iq1.bin  the same for IQ1_S, with zeros
+ *       in the matrices.
  *
  * Also: the dot products of every new type against Q8_0/Q8_K activations
  * agree with dequantize-then-multiply.
@@ -217,11 +219,12 @@ TEST(test_dot_matches_dequant) {
     free(buf);
 }
 
-/* quantw.bin: rows with an importance matrix each, for the types that need
- * one (IQ2_XXS, IQ2_XS); every super-block must be ggml's. */
-TEST(test_quantize_w_matches_ggml) {
+/* Rows with an importance matrix each (quantw.bin's record format), for
+ * the types that need one; every super-block must be ggml's, and the file
+ * must hold n_types types. */
+static void check_w_file(const char *rel, int n_types) {
     size_t size;
-    uint8_t *buf = slurp("tests/data/quant-ref/quantw.bin", &size);
+    uint8_t *buf = slurp(rel, &size);
     reader r = {buf, buf + size};
     int records = 0;
     int64_t blocks[TSR_DTYPE_COUNT] = {0}, same[TSR_DTYPE_COUNT] = {0};
@@ -263,10 +266,19 @@ TEST(test_quantize_w_matches_ggml) {
                    (long long)blocks[t]);
             types++;
         }
-    EXPECT(types == 2, "quantw.bin holds %d types, expected 2", types);
+    EXPECT(types == n_types, "%s holds %d types, expected %d", rel, types, n_types);
     free(buf);
 }
 
+/* quantw.bin: IQ2_XXS and IQ2_XS under six kinds of matrix. */
+TEST(test_quantize_w_matches_ggml) { check_w_file("tests/data/quant-ref/quantw.bin", 2); }
+
+/* quant-iq1.bin: IQ1_S under matrices with zeros (one, a group of 8, a
+ * block of 32, a sixteenth, all), where tied splits and tied neighbours
+ * are settled by the rounding of ggml's own arithmetic. */
+TEST(test_quantize_iq1_matches_ggml) { check_w_file("tests/data/quant-ref/quant-iq1.bin", 1); }
+
 HARNESS_MAIN("IQ, TQ and MXFP4 agree with ggml", HARNESS_TEST(test_dequant_matches_ggml),
              HARNESS_TEST(test_quantize_matches_ggml), HARNESS_TEST(test_dot_matches_dequant),
-             HARNESS_TEST(test_quantize_iq3s_matches_ggml), HARNESS_TEST(test_quantize_w_matches_ggml))
+             HARNESS_TEST(test_quantize_iq3s_matches_ggml), HARNESS_TEST(test_quantize_w_matches_ggml),
+             HARNESS_TEST(test_quantize_iq1_matches_ggml))

@@ -16,6 +16,7 @@
  *   /tmp/ggml_quant_ref quant tests/data/quant-ref/quant.bin
  *   /tmp/ggml_quant_ref quant-iq3s tests/data/quant-ref/quant-iq3s.bin
  *   /tmp/ggml_quant_ref quantw tests/data/quant-ref/quantw.bin
+ *   /tmp/ggml_quant_ref quant-iq1 tests/data/quant-ref/quant-iq1.bin
  *
  * grids:  a C header with every grid (each entry's values as the bytes of
  *         a little-endian integer, as the kernels read them).
@@ -292,7 +293,50 @@ static int dump_quantw(const char *path) {
     return fclose(f) ? 1 : 0;
 }
 
+/* IQ1_S rows under matrices with zeros where ties decide (quantw.bin's
+ * record format): random, one zero, a zero group of 8, a zero block of
+ * 32, a quarter zero, all zero, half zero and the rest over a range of
+ * 1e7; 12 rows of 256 each. */
+static int dump_quant_iq1(const char *path) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return perror(path), 1;
+    enum { ROWS = 12, N = 256, N_QW = 7 };
+    float x[ROWS * N], qw[N];
+    uint8_t q[ROWS * N];
+    for (int m = 0; m < N_QW; m++) {
+        const int at = (int)(next() % N);
+        for (int j = 0; j < N; j++) {
+            float w = uniform(0.01f, 1.0f) * uniform(0.01f, 1.0f) * 3;
+            if (m == 1 && j == at) w = 0;
+            if (m == 2 && j / 8 == at / 8) w = 0;
+            if (m == 3 && j / 32 == at / 32) w = 0;
+            if (m == 4 && next() % 4 == 0) w = 0;
+            if (m == 5) w = 0;
+            if (m == 6) w = next() % 2 ? 0 : expf(uniform(-8, 8));
+            qw[j] = w;
+        }
+        for (int r = 0; r < ROWS; r++)
+            for (int j = 0; j < N; j++) {
+                float v = uniform(-1, 1);
+                if (r % 6 == 0) v = uniform(-1, 1) + uniform(-1, 1) + uniform(-1, 1);
+                if (r % 6 == 1 && next() % 64 == 0) v *= 10;
+                if (r % 6 == 3) v = next() % 3 ? 0.0f : v * 1e-3f;
+                if (r % 6 == 4 && (j / 32) % 3 == 0) v = 0;
+                if (r == 11) v = 0;
+                x[r * N + j] = 0.05f * v;
+            }
+        size_t bytes = ggml_quantize_chunk(GGML_TYPE_IQ1_S, x, q, 0, ROWS, N, qw);
+        uint32_t hdr[3] = {(uint32_t)GGML_TYPE_IQ1_S, ROWS, N};
+        fwrite(hdr, 4, 3, f);
+        fwrite(x, sizeof x[0], ROWS * N, f);
+        fwrite(qw, sizeof qw[0], N, f);
+        fwrite(q, 1, bytes, f);
+    }
+    return fclose(f) ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[1], "quant-iq1")) return dump_quant_iq1(argv[2]);
     if (argc >= 2 && !strcmp(argv[1], "grids")) return dump_grids();
     if (argc >= 3 && !strcmp(argv[1], "quantw")) return dump_quantw(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "blocks")) return dump_blocks(argv[2]);

@@ -32,8 +32,8 @@ static const quant_ftype ftypes[] = {
     {"TQ2_0", 37, TSR_DTYPE_TQ2_0, "2.06 bpw ternarization", false},
     {"IQ3_XXS", 23, TSR_DTYPE_IQ3_XXS, "3.06 bpw quantization (needs an importance matrix)", true},
     {"Q2_K_S", 21, TSR_DTYPE_Q2_K, "K-quant mixture, 2-bit (needs an importance matrix)", true},
-    /* the targets below need an importance matrix, or (IQ1_S, IQ1_M) a
-     * quantizer Tessera does not have: named so that they are refused clearly */
+    /* the targets below need an importance matrix, or (IQ1_M) a quantizer
+     * Tessera does not have yet: named so that they are refused clearly */
     {"IQ3_S", 26, TSR_DTYPE_IQ3_S, "3.44 bpw quantization", false},
     {"IQ3_M", 27, TSR_DTYPE_IQ3_S, "3.66 bpw quantization mix", false},
     {"IQ3_XS", 22, TSR_DTYPE_IQ3_S, "3.3 bpw quantization (needs an importance matrix)", true},
@@ -214,6 +214,20 @@ static int32_t iq2_mixture_dtype(const quant_model_info *info, quant_rule_state 
     return t;
 }
 
+enum { FT_IQ1_S = 24, FT_IQ1_M = 31 };
+
+/* IQ1_S and IQ1_M (read off llama-quantize on synth llamas of 4 to 32
+ * layers, GQA 1 and 4): IQ2_XXS's mixture, with attn_output IQ2_XXS. */
+static int32_t iq1_mixture_dtype(const quant_model_info *info, quant_rule_state *st, const char *name,
+                                 const int64_t *ne, int32_t t) {
+    if (contains(name, "attn_output.weight") && info->n_expert != 8) {
+        t = TSR_DTYPE_IQ2_XXS;
+        if (ne[0] % dtype_traits_get(t)->block_size != 0) t = fallback_dtype(t, ne[0]);
+        return t;
+    }
+    return iq2_mixture_dtype(info, st, name, ne, t, false);
+}
+
 int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
                             quant_rule_state *st, const char *name, const int64_t *ne) {
     const int f = ft->llama_ftype;
@@ -222,6 +236,7 @@ int32_t quant_mixture_dtype(const quant_ftype *ft, const quant_model_info *info,
     int32_t t = ft->default_dtype;
     if (f == FT_IQ2_XXS || f == FT_IQ2_XS || f == FT_IQ2_S || f == FT_IQ2_M)
         return iq2_mixture_dtype(info, st, name, ne, t, f == FT_IQ2_S || f == FT_IQ2_M);
+    if (f == FT_IQ1_S || f == FT_IQ1_M) return iq1_mixture_dtype(info, st, name, ne, t);
 
     if (!strcmp(name, "output.weight") || (!info->has_output && !strcmp(name, "token_embd.weight"))) {
         /* The output projection decides every logit: keep it at 6 bits. */

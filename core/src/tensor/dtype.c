@@ -21,7 +21,7 @@
 #define WEIGHTED(t) .from_f32_w = quant_##t##_from_f32_w
 /* Read and computed, but produced only by llama.cpp's importance-matrix
  * search (the grid IQ formats): no quantizer, or (with WEIGHTED) one that
- * needs an importance matrix, as llama.cpp's does (IQ2_XXS, IQ2_XS). */
+ * needs an importance matrix, as llama.cpp's does (IQ2_XXS, IQ2_XS, IQ1_S). */
 #define READS(t, vdt) \
     .supported = true, .to_f32 = quant_##t##_to_f32, .from_f32 = NULL, .vec_dot_type = vdt, \
     .vec_dot = quant_##t##_dot
@@ -49,7 +49,7 @@
 #define COMPUTE_IQ2_XXS READS(iq2_xxs, TSR_DTYPE_Q8_K), WEIGHTED(iq2_xxs)
 #define COMPUTE_IQ2_XS READS(iq2_xs, TSR_DTYPE_Q8_K), WEIGHTED(iq2_xs)
 #define COMPUTE_IQ3_XXS COMPUTES(iq3_xxs, TSR_DTYPE_Q8_K), WEIGHTED(iq3_xxs)
-#define COMPUTE_IQ1_S READS(iq1_s, TSR_DTYPE_Q8_K)
+#define COMPUTE_IQ1_S READS(iq1_s, TSR_DTYPE_Q8_K), WEIGHTED(iq1_s)
 #define COMPUTE_IQ3_S COMPUTES(iq3_s, TSR_DTYPE_Q8_K), WEIGHTED(iq3_s)
 #define COMPUTE_IQ2_S COMPUTES(iq2_s, TSR_DTYPE_Q8_K), WEIGHTED(iq2_s)
 #define COMPUTE_IQ4_XS COMPUTES(iq4_xs, TSR_DTYPE_Q8_K), WEIGHTED(iq4_xs)

@@ -137,7 +137,7 @@ QUANT_DECLARE(q6_K)
 QUANT_DECLARE(q8_K)
 QUANT_DECLARE(iq4_xs)
 QUANT_DECLARE(iq3_xxs) /* quant_iq_grid.c */
-/* quant_iq1.c: not wired into dtype.c yet (see docs/quantize.md) */
+/* quant_iq1.c: IQ1_S in dtype.c; IQ1_M not yet (see docs/quantize.md) */
 void quant_iq1_s_from_f32_w(const float *x, void *dst, int64_t n, const float *qw);
 void quant_iq1_m_from_f32_w(const float *x, void *dst, int64_t n, const float *qw);
 QUANT_DECLARE(tq1_0)

@@ -24,11 +24,11 @@
  *   packing  d = largest block scale / 15 (stored larger by a fudge
  *            factor); each block scale as 3 bits l with scale ~ d (2l + 1).
  *
- * Not yet in dtype.c's table: identical on every block whose matrix
- * weights are all positive (3168/3168 of each type), but where a matrix
- * column is zero llama-quantize picks a grid point differing at that
- * position from outside these neighbour lists (IQ1_S ~95%, IQ1_M ~74% of
- * such blocks identical), so tessera quantize still refuses both types.
+ * Zero matrix weights make splits (and neighbours) tie exactly; which
+ * one ggml keeps rests on the rounding of its comparison, so the sums are
+ * formed as ggml forms them (docs/quantize.md). IQ1_S is in dtype.c's
+ * table (identical on every block tried); IQ1_M still differs on some
+ * blocks with zero weights, so tessera quantize refuses it.
  */
 #include <float.h>
 #include <math.h>
@@ -140,7 +140,10 @@ static float iq1_block(const iq_grid *g, int n, int n_shift, const float *x, con
             sw[c][j + 1] = sw[c][j] + (mine ? w[i] : 0.0f);
         }
     }
-    float best = 0.0f, best_scale = 0.0f;
+    /* best starts below zero: where the matrix leaves only zero-valued
+     * elements weighted, every split fits with sumqx = 0, and the first
+     * (all at +1, shift +, scale 0) is kept, as ggml keeps it */
+    float best = -1.0f, best_scale = 0.0f;
     int b1 = -1, b2 = -1, best_combo = 0;
     const int n_combo = 1 << n_shift;
     for (int i1 = 0; i1 <= n; i1++) {
@@ -150,10 +153,14 @@ static float iq1_block(const iq_grid *g, int n, int n_shift, const float *x, con
                 for (int c = 0; c < n_shift; c++) {
                     float v[3];
                     iq1_values(combo >> c & 1 ? -1 : 1, v);
-                    sumqx += v[0] * (sx[c][i1] - sx[c][0]) + v[1] * (sx[c][i2] - sx[c][i1]) +
-                             v[2] * (sx[c][n] - sx[c][i2]);
-                    sumq2 += v[0] * v[0] * (sw[c][i1] - sw[c][0]) + v[1] * v[1] * (sw[c][i2] - sw[c][i1]) +
-                             v[2] * v[2] * (sw[c][n] - sw[c][i2]);
+                    /* this association (run sum times value, weight sum
+                     * times value times value) is ggml's to the last bit:
+                     * with zero weights splits tie exactly, and which one
+                     * wins then rests on the rounding of the comparison */
+                    sumqx += (sx[c][i1] - sx[c][0]) * v[0] + (sx[c][i2] - sx[c][i1]) * v[1] +
+                             (sx[c][n] - sx[c][i2]) * v[2];
+                    sumq2 += (sw[c][i1] - sw[c][0]) * v[0] * v[0] + (sw[c][i2] - sw[c][i1]) * v[1] * v[1] +
+                             (sw[c][n] - sw[c][i2]) * v[2] * v[2];
                 }
                 if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
                     best_scale = sumqx / sumq2;
@@ -166,8 +173,8 @@ static float iq1_block(const iq_grid *g, int n, int n_shift, const float *x, con
         }
     }
     for (int j = 0; j < n; j++) L[s[j].i] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
-    if (b1 < 0)
-        for (int j = 0; j < n; j++) L[j] = 1;
+    if (b1 < 0) /* no fit (all weights zero): every value at level 0 */
+        for (int j = 0; j < n; j++) L[j] = 0;
     for (int c = 0; c < n_shift; c++) shifts[c] = best_combo >> c & 1 ? -1 : 1;
     bool all_on = true;
     for (int k = 0; k < n / 8; k++) {

@@ -5,7 +5,7 @@
  * the even-sign trick and the importance weights. Each quantizer file
  * (quant_iq_grid.c for IQ3_XXS, quant_iq2.c for IQ2_XXS/IQ2_XS,
  * quant_iq3s.c for IQ3_S/IQ2_S) builds its grids once and runs the search
- * per sub-block. quant_iq1.c (IQ1_S/IQ1_M, not yet enabled) uses the grid
+ * per sub-block. quant_iq1.c (IQ1_S; IQ1_M not yet enabled) uses the grid
  * and its neighbour lists only.
  */
 #ifndef TESSERA_TENSOR_QUANT_IQ_GRID_H

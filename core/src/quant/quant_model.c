@@ -49,6 +49,18 @@ static int64_t tensor_nelements(const gguf_tensor_info *t) {
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 
+/* Tell p->progress about plan entry i of n (done, or planned in a dry run). */
+static void report_progress(const quant_params *p, const tensor_plan *plan, int64_t i, int64_t n) {
+    const gguf_tensor_info *t = plan[i].info;
+    quant_progress pr = {
+        .index = i, .count = n, .name = t->name,
+        .from_type = t->dtype, .to_type = plan[i].out_dtype,
+        .n_elements = tensor_nelements(t),
+        .in_bytes = t->size, .out_bytes = plan[i].out_bytes,
+    };
+    p->progress(&pr, p->progress_user);
+}
+
 static int read_int_key(const gguf_file *f, const char *arch, const char *suffix, int fallback) {
     char key[160];
     int64_t v;
@@ -378,16 +390,7 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
     }
     if (plan_tensors(f, in_path, p, im, &ov, dry_run, plan) != 0) goto done;
     if (dry_run) {
-        for (int64_t i = 0; i < n && p->progress; i++) {
-            const gguf_tensor_info *t = plan[i].info;
-            quant_progress pr = {
-                .index = i, .count = n, .name = t->name,
-                .from_type = t->dtype, .to_type = plan[i].out_dtype,
-                .n_elements = tensor_nelements(t),
-                .in_bytes = t->size, .out_bytes = plan[i].out_bytes,
-            };
-            p->progress(&pr, p->progress_user);
-        }
+        for (int64_t i = 0; i < n && p->progress; i++) report_progress(p, plan, i, n);
         rc = 0;
         goto done;
     }
@@ -429,15 +432,7 @@ int quant_model_file(const char *in_path, const char *out_path, const quant_para
             data = buf;
         }
         if (gguf_writer_write_tensor_data(w, fp, i, data, plan[i].out_bytes) != 0) goto fail_write;
-        if (p->progress) {
-            quant_progress pr = {
-                .index = i, .count = n, .name = t->name,
-                .from_type = t->dtype, .to_type = plan[i].out_dtype,
-                .n_elements = tensor_nelements(t),
-                .in_bytes = t->size, .out_bytes = plan[i].out_bytes,
-            };
-            p->progress(&pr, p->progress_user);
-        }
+        if (p->progress) report_progress(p, plan, i, n);
     }
     if (gguf_writer_finish(w, fp) != 0) goto fail_write;
     rc = gguf_tmpfile_commit(fp, tmp_path, out_path);

@@ -2,8 +2,12 @@
 a GGUF header reader giving each tensor's type and bytes, a synthetic
 importance matrix for a model, and a per-tensor comparison of two
 quantized files."""
+import os
 import random
 import struct
+import sys
+
+from cli_common import BIN, STORIES, peer_tool, require
 
 # ggml's type numbers, as the GGUF tensor infos hold them
 TYPE_NAMES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
@@ -11,6 +15,21 @@ TYPE_NAMES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8:
               17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
               23: "IQ4_XS", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4"}
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def quantize_tools():
+    """(the peer's llama-quantize, our tessera-synth), or a skip (77)
+    naming the one that is not built."""
+    require(STORIES)
+    lq = peer_tool("llama-quantize")
+    if not lq:
+        print("skip: the peer's llama-quantize is not built (../shared/peer/build-more.sh llama-quantize)")
+        sys.exit(77)
+    synth = os.path.join(os.path.dirname(BIN), "tools", "tessera-synth")
+    if not os.access(synth, os.X_OK):
+        print(f"skip: {synth} is not built")
+        sys.exit(77)
+    return lq, synth
 
 
 def read_tensors(path):

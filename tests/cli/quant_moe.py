@@ -26,8 +26,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_common import BIN, STORIES, Checker, peer_tool, require, run, test_data  # noqa: E402
-from quant_files import compare_files, read_tensors, write_synthetic_imatrix  # noqa: E402
+from cli_common import STORIES, Checker, run, test_data  # noqa: E402
+from quant_files import compare_files, quantize_tools, read_tensors, write_synthetic_imatrix  # noqa: E402
 
 # every mixture llama-quantize names that Tessera produces
 MIXES = ["Q2_K", "Q2_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K",
@@ -72,15 +72,7 @@ WHOLE = [
 
 
 def main():
-    require(STORIES)
-    lq = peer_tool("llama-quantize")
-    if not lq:
-        print("skip: the peer's llama-quantize is not built (../shared/peer/build-more.sh llama-quantize)")
-        sys.exit(77)
-    synth = os.path.join(os.path.dirname(BIN), "tools", "tessera-synth")
-    if not os.access(synth, os.X_OK):
-        print(f"skip: {synth} is not built")
-        sys.exit(77)
+    lq, synth = quantize_tools()
     for name, _ in WHOLE:
         if not os.path.exists(test_data(name)):
             print(f"skip: {test_data(name)} is missing (made by the build)")

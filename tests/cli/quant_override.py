@@ -29,8 +29,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_common import BIN, STORIES, Checker, peer_tool, require, run, test_data  # noqa: E402
-from quant_files import compare_files, write_synthetic_imatrix  # noqa: E402
+from cli_common import STORIES, Checker, run, test_data  # noqa: E402
+from quant_files import compare_files, quantize_tools, write_synthetic_imatrix  # noqa: E402
 from quant_moe import dry_runs  # noqa: E402
 
 # models made here by tessera-synth (seconds): name -> options
@@ -125,15 +125,7 @@ BAD = [
 
 
 def main():
-    require(STORIES)
-    lq = peer_tool("llama-quantize")
-    if not lq:
-        print("skip: the peer's llama-quantize is not built (../shared/peer/build-more.sh llama-quantize)")
-        sys.exit(77)
-    synth = os.path.join(os.path.dirname(BIN), "tools", "tessera-synth")
-    if not os.access(synth, os.X_OK):
-        print(f"skip: {synth} is not built")
-        sys.exit(77)
+    lq, synth = quantize_tools()
     models = {S: test_data("models/synth-s-f32.gguf"), MOE: test_data("synth-qwen35moe-f32.gguf")}
     for path in models.values():
         if not os.path.exists(path):
